@@ -1,0 +1,70 @@
+"""Names the Kueue API fixes: groups, labels, annotations, finalizers, gates, conditions, reasons.
+
+Every string a user or dashboard can see lives here once, spelled exactly as upstream
+(`pkg/controller/constants/constants.go`, `apis/kueue/v1beta2/*`, `pkg/controller/jobs/pod/constants`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+GROUP = "kueue.x-k8s.io"
+V1BETA1 = "kueue.x-k8s.io/v1beta1"
+V1BETA2 = "kueue.x-k8s.io/v1beta2"
+CONFIG_GROUP = "config.kueue.x-k8s.io"
+
+# Labels and annotations on Jobs and Pods.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+PODSET_LABEL = "kueue.x-k8s.io/podset"
+LOCAL_QUEUE_NAME_LABEL = "kueue.x-k8s.io/local-queue-name"
+CLUSTER_QUEUE_NAME_LABEL = "kueue.x-k8s.io/cluster-queue-name"
+POD_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+POD_GROUP_FAST_ADMISSION = "kueue.x-k8s.io/pod-group-fast-admission"
+POD_GROUP_SERVING = "kueue.x-k8s.io/pod-group-serving"
+POD_GROUP_POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
+POD_GROUP_POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"
+RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
+ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+POD_SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
+IS_GROUP_WORKLOAD = "kueue.x-k8s.io/is-group-workload"
+JOB_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+JOB_COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
+ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+
+# Finalizers and scheduling gates.
+RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
+POD_FINALIZER = "kueue.x-k8s.io/managed"
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
+ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
+
+DEFAULT_LOCAL_QUEUE = "default"
+DEFAULT_PRIORITY_CLASS = "default"
+WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+DEFAULT_NAMESPACE = "kueue-system"
+
+
+class WorkloadCondition(StrEnum):
+    QUOTA_RESERVED = "QuotaReserved"
+    ADMITTED = "Admitted"
+    EVICTED = "Evicted"
+    PREEMPTED = "Preempted"
+    REQUEUED = "Requeued"
+    FINISHED = "Finished"
+    PODS_READY = "PodsReady"
+    DEACTIVATION_TARGET = "DeactivationTarget"
+
+
+class QueueCondition(StrEnum):
+    ACTIVE = "Active"
