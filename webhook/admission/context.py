@@ -1,0 +1,64 @@
+"""What a webhook handler may know besides the object: the configuration, the request, and read-only lookups.
+
+Handlers are pure functions of (object, Context). Lookups answer from a cache the server
+keeps warm by watching the API (`webhook.admission.lookups`), so a handler never waits on
+the network for anything but an owner object the cache cannot know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from webhook.config import Configuration
+
+__all__ = ["Context", "LookupError_", "Lookups", "StaticLookups"]
+
+
+class LookupError_(Exception):
+    """A lookup failed (API unreachable, owner missing); the request is denied with this text."""
+
+
+class Lookups(Protocol):
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """Labels of a namespace; raises LookupError_ if it cannot be read."""
+        ...
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool: ...
+
+    def workload_priority_class_exists(self, name: str) -> bool: ...
+
+    def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        """The owner object as JSON, None if it does not exist; raises LookupError_ on other failures."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StaticLookups:
+    """Lookups over fixed data: for tests, and for a server started without a cluster."""
+
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    local_queues: frozenset[tuple[str, str]] = frozenset()
+    priority_classes: frozenset[str] = frozenset()
+    owners: Mapping[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self.local_queues
+
+    def workload_priority_class_exists(self, name: str) -> bool:
+        return name in self.priority_classes
+
+    def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        return self.owners.get((namespace, api_version, kind, name))
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    config: Configuration
+    lookups: Lookups
+    operation: str = "CREATE"
+    sub_resource: str = ""
