@@ -62,3 +62,4 @@ class Context:
     lookups: Lookups
     operation: str = "CREATE"
     sub_resource: str = ""
+    namespace: str = ""

@@ -1,0 +1,199 @@
+"""batch/v1 Job webhooks through the ASGI app: suspension, defaults, upstream's denial messages."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from .reviews import Driver, review
+
+MUTATE = "/mutate-batch-v1-job"
+VALIDATE = "/validate-batch-v1-job"
+Q = "kueue.x-k8s.io/queue-name"
+DNS_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def make_job(name: str = "job", ns: str = "team-a", *, labels: dict[str, str] | None = None,
+             annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if labels is not None:
+        meta["labels"] = labels
+    if annotations is not None:
+        meta["annotations"] = annotations
+    body = {"parallelism": 1, "completions": 1, "suspend": False,
+            "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}}
+    body.update(spec)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": body}
+
+
+class TestMutate:
+    def test_queued_job_is_suspended(self, driver: Driver) -> None:
+        out = driver.mutate(MUTATE, make_job(labels={Q: "team-a-gpu"}))
+        assert out["spec"]["suspend"] is True
+
+    def test_job_without_queue_is_untouched(self, driver: Driver) -> None:
+        job = make_job()
+        response = driver.send(MUTATE, review(job))
+        assert response["allowed"] and "patch" not in response
+
+    def test_suspended_job_gets_no_patch(self, driver: Driver) -> None:
+        job = make_job(labels={Q: "q"}, suspend=True)
+        assert driver.mutate(MUTATE, job) == job
+
+    def test_default_local_queue(self, make_driver: Any) -> None:
+        d = make_driver(local_queues=frozenset({("team-a", "default")}))
+        out = d.mutate(MUTATE, make_job())
+        assert out["metadata"]["labels"][Q] == "default"
+        assert out["spec"]["suspend"] is True
+
+    def test_default_local_queue_not_in_unmanaged_namespace(self, make_driver: Any) -> None:
+        d = make_driver(local_queues=frozenset({("kube-system", "default")}))
+        out = d.mutate(MUTATE, make_job(ns="kube-system"))
+        assert "labels" not in out["metadata"] and out["spec"]["suspend"] is False
+
+    def test_default_priority_class(self, make_driver: Any) -> None:
+        d = make_driver(priority_classes=frozenset({"default"}))
+        out = d.mutate(MUTATE, make_job(labels={Q: "q"}))
+        assert out["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "default"
+
+    def test_manage_jobs_without_queue_name(self, make_driver: Any) -> None:
+        d = make_driver("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: true\n")
+        assert d.mutate(MUTATE, make_job())["spec"]["suspend"] is True
+        assert d.mutate(MUTATE, make_job(ns="kube-system"))["spec"]["suspend"] is False
+
+    def test_job_owned_by_managed_job_is_not_suspended(self, make_driver: Any) -> None:
+        parent = make_job("parent", labels={Q: "q"})
+        parent["metadata"]["uid"] = "p-uid"
+        child = make_job("child", labels={Q: "q"})
+        child["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p-uid", "controller": True}]
+        d = make_driver(owners={("team-a", "batch/v1", "Job", "parent"): parent})
+        assert d.mutate(MUTATE, child)["spec"]["suspend"] is False
+
+    def test_missing_owner_denies(self, driver: Driver) -> None:
+        child = make_job("child", labels={Q: "q"})
+        child["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "x", "controller": True}]
+        msg = driver.denial(MUTATE, child)
+        assert msg is not None and msg.startswith("workload owner not found")
+
+    def test_elastic_job_gets_gate(self, driver: Driver) -> None:
+        out = driver.mutate(MUTATE, make_job(labels={Q: "q"}, annotations={"kueue.x-k8s.io/elastic-job": "true"}))
+        assert {"name": "kueue.x-k8s.io/elastic-job"} in out["spec"]["template"]["spec"]["schedulingGates"]
+
+
+CREATE_CASES = [
+    pytest.param(make_job(labels={Q: "Bad_Name"}),
+                 f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "Bad_Name": {DNS_MSG}', id="queue name not DNS"),
+    pytest.param(make_job(labels={Q: ""}),
+                 f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": {DNS_MSG}', id="empty queue name"),
+    pytest.param(make_job(labels={Q: "ok"}), None, id="valid"),
+    pytest.param(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "abc"}),
+                 'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "abc": '
+                 'strconv.Atoi: parsing "abc": invalid syntax', id="max exec not int"),
+    pytest.param(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+                 "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0",
+                 id="max exec zero"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "x"}, parallelism=4, completions=4),
+                 'metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": '
+                 'strconv.Atoi: parsing "x": invalid syntax', id="min parallelism not int"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "4"}, parallelism=4, completions=4),
+                 "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 4: should be between 0 and 3",
+                 id="min parallelism too big"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "0"}, parallelism=4, completions=2),
+                 "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 0: should be between 0 and 1",
+                 id="min parallelism zero against completions"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=4, completions=4),
+                 None, id="min parallelism ok"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-completions-equal-parallelism": "maybe"}),
+                 'metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "maybe": '
+                 'strconv.ParseBool: parsing "maybe": invalid syntax', id="sync completions not bool"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-completions-equal-parallelism": "true"}, parallelism=2,
+                          completions=3),
+                 '[metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "true": '
+                 "should not be enabled for NonIndexed jobs, spec.completions: Invalid value: 3: should be equal to "
+                 "parallelism when kueue.x-k8s.io/job-completions-equal-parallelism annotation is true]",
+                 id="sync completions on NonIndexed with mismatch"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a,,example.com/a"}),
+                 '[metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "example.com/a,,example.com/a": '
+                 "cannot contain empty gate names, metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "
+                 '"example.com/a,,example.com/a": duplicate gate name: example.com/a]', id="admission gated by format"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "nodomain"}),
+                 'metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "nodomain": '
+                 'must be a domain-prefixed path (such as "acme.io/foo")', id="admission gated by not a path"),
+]
+
+
+@pytest.mark.parametrize(("job", "message"), CREATE_CASES)
+def test_validate_create(driver: Driver, job: dict[str, Any], message: str | None) -> None:
+    assert driver.denial(VALIDATE, job) == message
+
+
+def running(job: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(job)
+    out["spec"]["suspend"] = False
+    return out
+
+
+def suspended(job: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(job)
+    out["spec"]["suspend"] = True
+    return out
+
+
+UPDATE_CASES = [
+    pytest.param(running(make_job(labels={Q: "a"})), running(make_job(labels={Q: "b"})),
+                 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable',
+                 id="queue name immutable while running"),
+    pytest.param(suspended(make_job(labels={Q: "a"})), suspended(make_job(labels={Q: "b"})), None,
+                 id="queue name may change while suspended"),
+    pytest.param(running(make_job()), running(make_job(labels={"kueue.x-k8s.io/priority-class": "high"})),
+                 'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": '
+                 "WorkloadPriorityClass cannot be added to a non-suspended workload", id="priority class added while running"),
+    pytest.param(suspended(make_job(labels={"kueue.x-k8s.io/priority-class": "high"})), suspended(make_job()),
+                 'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": '
+                 "WorkloadPriorityClass cannot be removed from a workload", id="priority class removed"),
+    pytest.param(running(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=4, completions=4)),
+                 running(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=3, completions=4)),
+                 "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended",
+                 id="parallelism fixed under partial admission"),
+    pytest.param(suspended(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "10"})),
+                 running(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "20"})),
+                 'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "20": field is immutable',
+                 id="max exec immutable unless both suspended"),
+    pytest.param(make_job(), make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/g"}),
+                 "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: cannot add admission gate after creation",
+                 id="gate added after creation"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a"}),
+                 make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/b"}),
+                 "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: can only remove gates, not add new ones",
+                 id="gate replaced"),
+    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a,example.com/b"}),
+                 make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a"}), None, id="gate removed"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), UPDATE_CASES)
+def test_validate_update(driver: Driver, old: dict[str, Any], new: dict[str, Any], message: str | None) -> None:
+    assert driver.denial(VALIDATE, new, old=old) == message
+
+
+def test_queue_name_must_not_be_removed_with_default_queue(make_driver: Any) -> None:
+    d = make_driver(local_queues=frozenset({("team-a", "default")}))
+    msg = d.denial(VALIDATE, suspended(make_job()), old=suspended(make_job(labels={Q: "a"})))
+    assert msg == ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": '
+                   "queue-name must not be empty in namespace with default queue")
+
+
+def test_disabled_integration_allows_everything(make_driver: Any) -> None:
+    d = make_driver("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                    "managedJobsNamespaceSelector: {matchLabels: {a: b}}\n"
+                    "integrations:\n  frameworks: [pod]\n")
+    assert d.denial(VALIDATE, make_job(labels={Q: "Bad_Name"})) is None
+    assert d.mutate(MUTATE, make_job(labels={Q: "q"}))["spec"]["suspend"] is False

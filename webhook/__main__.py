@@ -1,0 +1,91 @@
+"""Command line: `python -m webhook certs ...` and `python -m webhook serve ...`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+log = logging.getLogger("webhook")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from webhook import logs
+    from webhook.admission import tls
+    from webhook.admission.app import create_app
+    from webhook.admission.context import Lookups, StaticLookups
+    from webhook.config import ConfigError, load
+
+    logs.setup(args.log_level)
+    try:
+        config = load(args.config)
+    except ConfigError as exc:
+        print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
+        return 2
+    lookups: Lookups = StaticLookups()
+    ready = lambda: True  # noqa: E731
+    if args.kubeconfig or args.in_cluster:
+        from webhook.admission.lookups import ClusterLookups
+        from webhook.kube import Kube
+
+        cluster = ClusterLookups(Kube(args.kubeconfig))
+        cluster.start()
+        lookups, ready = cluster, cluster.synced
+    cert_dir = args.cert_dir or config.webhook.cert_dir
+    try:
+        ssl_context = tls.server_context(cert_dir)
+    except (OSError, ValueError) as exc:
+        print(f"cannot load tls.crt/tls.key from {cert_dir}: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(config, lookups, ready=ready)
+    port = args.port or config.webhook.port
+    host = args.host or config.webhook.host or "0.0.0.0"
+    uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="off",
+                               timeout_keep_alive=30, limit_concurrency=1000)
+    uv_config.load()
+    uv_config.ssl = ssl_context
+    server = uvicorn.Server(uv_config)
+    reloader = tls.CertReloader(ssl_context, cert_dir)
+
+    async def run() -> None:
+        task = asyncio.create_task(reloader.run())
+        try:
+            await server.serve()
+        finally:
+            task.cancel()
+
+    log.info("serving webhooks", extra={"address": f"{host}:{port}", "cert_dir": str(cert_dir)})
+    asyncio.run(run())
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m webhook", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("certs", help="write ca.crt, tls.crt and tls.key for the given hosts; print the caBundle")
+    c.add_argument("--out", required=True)
+    c.add_argument("--host", action="append", required=True, help="DNS name or IP (repeatable)")
+    s = sub.add_parser("serve", help="serve the admission and conversion webhooks over TLS")
+    s.add_argument("--cert-dir", help="directory with tls.crt and tls.key (default: the Configuration's)")
+    s.add_argument("--port", type=int, help="port (default: the Configuration's webhook.port, 9443)")
+    s.add_argument("--host", help="address to bind (default: all)")
+    s.add_argument("--config", help="Kueue Configuration file (config.kueue.x-k8s.io v1beta1 or v1beta2)")
+    s.add_argument("--kubeconfig", help="kubeconfig for the cluster whose namespaces and queues the webhook reads")
+    s.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
+    s.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    if args.command == "certs":
+        import certs
+
+        return certs.cli_main(["--out", args.out, *[x for h in args.host for x in ("--host", h)]])
+    return _serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The `/convert` endpoint: ConversionReview v1 around `webhook.api.conversion.convert`.
+
+A body that is not a ConversionReview is a 400; an object that cannot be converted is a
+review with `result.status: Failure` and a message naming the object, as the API server
+expects (it then fails the user's request with that message).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from webhook.admission.review import CONVERSION_API_VERSION, BadRequest
+from webhook.api import conversion
+
+__all__ = ["review"]
+
+
+def review(body: bytes) -> dict[str, Any]:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != "ConversionReview":
+        raise BadRequest("expected a ConversionReview object")
+    if doc.get("apiVersion") != CONVERSION_API_VERSION:
+        raise BadRequest(f"unsupported ConversionReview apiVersion {doc.get('apiVersion')!r}, expected {CONVERSION_API_VERSION!r}")
+    req = doc.get("request")
+    if not isinstance(req, dict) or not isinstance(req.get("uid"), str) or not req["uid"]:
+        raise BadRequest("ConversionReview request must have a non-empty uid")
+    desired = req.get("desiredAPIVersion")
+    objects = req.get("objects")
+    if not isinstance(desired, str) or not isinstance(objects, list):
+        raise BadRequest("ConversionReview request needs desiredAPIVersion (string) and objects (list)")
+    response: dict[str, Any] = {"uid": req["uid"]}
+    converted = []
+    for i, obj in enumerate(objects):
+        if not isinstance(obj, dict):
+            response["result"] = {"status": "Failure", "message": f"objects[{i}] is not a JSON object"}
+            break
+        try:
+            converted.append(conversion.convert(obj, desired))
+        except conversion.ConversionError as exc:
+            meta = obj.get("metadata") or {}
+            name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")
+            response["result"] = {"status": "Failure", "message": f"converting {obj.get('kind')} {name}: {exc}"}
+            break
+    else:
+        response["convertedObjects"] = converted
+        response["result"] = {"status": "Success"}
+    return {"apiVersion": CONVERSION_API_VERSION, "kind": "ConversionReview", "response": response}

@@ -1,0 +1,136 @@
+"""batch/v1 Job webhook: suspend queued Jobs, validate Kueue's labels and annotations.
+
+Mirrors `pkg/controller/jobs/job/job_webhook.go` (paths /mutate-batch-v1-job and
+/validate-batch-v1-job) on top of the shared checks in `jobframework`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.admission import jobframework as jf
+from webhook.admission.context import Context
+from webhook.api import constants as c
+from webhook.api import fields as f
+
+__all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update"]
+
+GVK = "batch/v1, Kind=Job"
+MIN_PARALLELISM_PATH = jf.ANNOTATIONS.key(c.JOB_MIN_PARALLELISM)
+SYNC_COMPLETIONS_PATH = jf.ANNOTATIONS.key(c.JOB_COMPLETIONS_EQUAL_PARALLELISM)
+
+
+def default(obj: dict[str, Any], ctx: Context) -> None:
+    """Default LocalQueue, default WorkloadPriorityClass, then suspend (`JobWebhook.Default`)."""
+    namespace = obj.get("metadata", {}).get("namespace") or ctx.namespace
+    jf.default_local_queue(obj, ctx, namespace)
+    jf.default_priority_class(obj, ctx)
+    spec = obj.setdefault("spec", {})
+    if jf.should_suspend(obj, ctx, namespace) and not spec.get("suspend"):
+        spec["suspend"] = True
+    if ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices") and jf._elastic(obj):
+        pod_spec = spec.setdefault("template", {}).setdefault("spec", {})
+        gates = pod_spec.get("schedulingGates") or []
+        if not any(g.get("name") == c.ELASTIC_JOB_GATE for g in gates):
+            pod_spec["schedulingGates"] = [*gates, {"name": c.ELASTIC_JOB_GATE}]
+
+
+def is_suspended(job: Mapping[str, Any]) -> bool:
+    """Suspended and not in the middle of being stopped by Kueue."""
+    annotations = job.get("metadata", {}).get("annotations") or {}
+    return bool(job.get("spec", {}).get("suspend")) and annotations.get(c.STOPPING_ANNOTATION) != "true"
+
+
+def _annotations(job: Mapping[str, Any]) -> Mapping[str, str]:
+    return job.get("metadata", {}).get("annotations") or {}
+
+
+def _pods_count(job: Mapping[str, Any]) -> int:
+    spec = job.get("spec", {})
+    count = spec.get("parallelism", 1)
+    completions = spec.get("completions")
+    if completions is not None and completions < count:
+        count = completions
+    return int(count)
+
+
+def _validate_partial_admission(job: Mapping[str, Any]) -> list[f.FieldError]:
+    errs: list[f.FieldError] = []
+    annotations = _annotations(job)
+    if c.JOB_MIN_PARALLELISM not in annotations:
+        return errs
+    text = annotations[c.JOB_MIN_PARALLELISM]
+    try:
+        value = jf.go_atoi(text)
+    except ValueError as exc:
+        errs.append(f.invalid(MIN_PARALLELISM_PATH, text, str(exc)))
+    else:
+        pods = _pods_count(job)
+        if value >= pods or value <= 0:
+            errs.append(f.invalid(MIN_PARALLELISM_PATH, value, f"should be between 0 and {pods - 1}"))
+    if jf._elastic(job):
+        errs.append(f.invalid(MIN_PARALLELISM_PATH, text, "partial admission and elastic job cannot be used together"))
+    return errs
+
+
+def _sync_completions(job: Mapping[str, Any]) -> bool:
+    try:
+        return jf.go_parse_bool(_annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
+    except ValueError:
+        return False
+
+
+def _validate_sync_completions(job: Mapping[str, Any]) -> list[f.FieldError]:
+    errs: list[f.FieldError] = []
+    annotations = _annotations(job)
+    if c.JOB_COMPLETIONS_EQUAL_PARALLELISM not in annotations:
+        return errs
+    text = annotations[c.JOB_COMPLETIONS_EQUAL_PARALLELISM]
+    try:
+        enabled = jf.go_parse_bool(text)
+    except ValueError as exc:
+        errs.append(f.invalid(SYNC_COMPLETIONS_PATH, text, str(exc)))
+        enabled = False
+    if enabled:
+        spec = job.get("spec", {})
+        if spec.get("completionMode") in (None, "NonIndexed"):
+            errs.append(f.invalid(SYNC_COMPLETIONS_PATH, text, "should not be enabled for NonIndexed jobs"))
+        if spec.get("parallelism", 1) != spec.get("completions", 1):
+            errs.append(
+                f.invalid(
+                    "spec.completions",
+                    spec.get("completions"),
+                    f"should be equal to parallelism when {c.JOB_COMPLETIONS_EQUAL_PARALLELISM} annotation is true",
+                )
+            )
+    return errs
+
+
+def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    return [
+        *jf.validate_job_create(obj, ctx, gvk=GVK),
+        *_validate_partial_admission(obj),
+        *_validate_sync_completions(obj),
+    ]
+
+
+def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    errs = jf.validate_job_create(new, ctx, gvk=GVK)
+    if _annotations(new).get(c.JOB_MIN_PARALLELISM) != _annotations(old).get(c.JOB_MIN_PARALLELISM):
+        errs += _validate_partial_admission(new)
+    errs += _validate_sync_completions(new)
+    errs += jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
+    if c.JOB_MIN_PARALLELISM in _annotations(old):
+        old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
+        if not old_spec.get("suspend") and old_spec.get("parallelism", 1) != new_spec.get("parallelism", 1):
+            errs.append(
+                f.forbidden("spec.parallelism", "cannot change when partial admission is enabled and the job is not suspended")
+            )
+    if (
+        is_suspended(old) == is_suspended(new)
+        and not is_suspended(new)
+        and _sync_completions(old) != _sync_completions(new)
+    ):
+        errs.append(f.forbidden(SYNC_COMPLETIONS_PATH, "field is immutable while the job is not suspended"))
+    return errs

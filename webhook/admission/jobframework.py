@@ -1,0 +1,371 @@
+"""What the Job and Pod webhooks share: integration kinds, ancestor resolution, common job checks.
+
+Mirrors `pkg/controller/jobframework/{validation.go,integrationmanager.go,reconciler.go,utils.go}`
+and `pkg/util/webhook/validation_admissiongatedby.go`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.admission.context import Context, LookupError_
+from webhook.api import constants as c
+from webhook.api import fields as f
+from webhook.api import selector
+
+__all__ = [
+    "FrameworkError",
+    "controller_owner",
+    "default_local_queue",
+    "default_priority_class",
+    "find_managed_ancestor",
+    "namespace_is_managed",
+    "should_suspend",
+    "validate_admission_gated_by_create",
+    "validate_admission_gated_by_update",
+    "validate_job_create",
+    "validate_job_update",
+]
+
+LABELS = f.Path("metadata.labels")
+ANNOTATIONS = f.Path("metadata.annotations")
+QUEUE_PATH = LABELS.key(c.QUEUE_LABEL)
+MAX_EXEC_PATH = LABELS.key(c.MAX_EXEC_TIME_LABEL)
+PRIORITY_PATH = LABELS.key(c.PRIORITY_CLASS_LABEL)
+ELASTIC_PATH = ANNOTATIONS.key(c.ELASTIC_JOB)
+GATED_BY_PATH = ANNOTATIONS.key(c.ADMISSION_GATED_BY)
+IMMUTABLE = "field is immutable"
+MANAGED_OWNERS_CHAIN_LIMIT = 10
+# A prebuilt-workload name longer than a label value can only be an annotation.
+LABEL_VALUE_MAX_LENGTH = 63
+
+# Integration name -> (API group, kind) of every framework upstream registers. An owner of a
+# registered kind is "known" (the ancestor walk GETs it) even when its integration is disabled.
+INTEGRATION_KINDS: Mapping[str, tuple[str, str]] = {
+    "batch/job": ("batch", "Job"),
+    "pod": ("", "Pod"),
+    "deployment": ("apps", "Deployment"),
+    "statefulset": ("apps", "StatefulSet"),
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "JobSet"),
+    "kubeflow.org/mpijob": ("kubeflow.org", "MPIJob"),
+    "kubeflow.org/paddlejob": ("kubeflow.org", "PaddleJob"),
+    "kubeflow.org/pytorchjob": ("kubeflow.org", "PyTorchJob"),
+    "kubeflow.org/tfjob": ("kubeflow.org", "TFJob"),
+    "kubeflow.org/xgboostjob": ("kubeflow.org", "XGBoostJob"),
+    "kubeflow.org/jaxjob": ("kubeflow.org", "JAXJob"),
+    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "TrainJob"),
+    "ray.io/rayjob": ("ray.io", "RayJob"),
+    "ray.io/raycluster": ("ray.io", "RayCluster"),
+    "ray.io/rayservice": ("ray.io", "RayService"),
+    "leaderworkerset.x-k8s.io/leaderworkerset": ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
+    "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev", "AppWrapper"),
+}
+_INTERIM_OWNERS = {("apps", "ReplicaSet")}
+
+
+class FrameworkError(Exception):
+    """A lookup the webhook needed failed; the request is denied with this message."""
+
+
+def _group_kind(api_version: str, kind: str) -> tuple[str, str]:
+    return (api_version.rpartition("/")[0] if "/" in api_version else "", kind)
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return obj.get("metadata", {}).get("labels") or {}
+
+
+def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return obj.get("metadata", {}).get("annotations") or {}
+
+
+def queue_name(obj: Mapping[str, Any]) -> str:
+    return _labels(obj).get(c.QUEUE_LABEL, "")
+
+
+def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def _enabled_kinds(ctx: Context) -> set[tuple[str, str]]:
+    enabled = set(ctx.config.integrations.frameworks)
+    kinds = {gk for name, gk in INTEGRATION_KINDS.items() if name in enabled}
+    for ext in ctx.config.integrations.external_frameworks:
+        # External frameworks are written Kind.version.group.
+        kind, _, rest = ext.partition(".")
+        kinds.add((rest.partition(".")[2], kind))
+    return kinds
+
+
+def owner_is_managed_kind(obj: Mapping[str, Any], ctx: Context) -> bool:
+    """The controller owner is of a kind Kueue manages, so it (not this object) owns admission."""
+    owner = controller_owner(obj)
+    return owner is not None and _group_kind(owner.get("apiVersion", ""), owner.get("kind", "")) in _enabled_kinds(ctx)
+
+
+def namespace_is_managed(ctx: Context, namespace: str) -> bool:
+    """`managedJobsNamespaceSelector` matches the namespace (a nil selector matches every namespace)."""
+    try:
+        labels = ctx.lookups.namespace_labels(namespace)
+    except LookupError_ as exc:
+        raise FrameworkError(f"failed to get namespace: {exc}") from None
+    return selector.matches(ctx.config.managed_jobs_namespace_selector, labels, nil_matches=True)
+
+
+def find_managed_ancestor(obj: Mapping[str, Any], ctx: Context, namespace: str) -> Mapping[str, Any] | None:
+    """The top-most ancestor Kueue manages, following controller owners (`FindAncestorJobManagedByKueue`)."""
+    known = {gk for gk in INTEGRATION_KINDS.values()} | _INTERIM_OWNERS
+    enabled = _enabled_kinds(ctx)
+    known |= enabled
+    top: Mapping[str, Any] | None = None
+    current = obj
+    seen: set[str] = set()
+    uid = current.get("metadata", {}).get("uid")
+    if uid:
+        seen.add(uid)
+    while True:
+        owner = controller_owner(current)
+        if owner is None:
+            return top
+        if owner.get("uid") in seen:
+            raise FrameworkError("cyclic ownership")
+        seen.add(owner.get("uid", ""))
+        gk = _group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
+        if gk not in known:
+            return top
+        try:
+            parent = ctx.lookups.get_owner(namespace, owner.get("apiVersion", ""), owner.get("kind", ""), owner.get("name", ""))
+        except LookupError_ as exc:
+            raise FrameworkError(f"workload owner not found\n{exc}") from None
+        if parent is None:
+            raise FrameworkError(
+                f"workload owner not found\n{owner.get('kind', '').lower()}s.{gk[0]} \"{owner.get('name', '')}\" not found"
+            )
+        if parent.get("metadata", {}).get("uid") != owner.get("uid"):
+            return top
+        if gk in enabled and (ctx.config.manage_jobs_without_queue_name or queue_name(parent)):
+            top = parent
+        current = parent
+        if len(seen) > MANAGED_OWNERS_CHAIN_LIMIT:
+            raise FrameworkError(
+                f"Terminated search for Kueue-managed Job because ancestor depth exceeded limit of {MANAGED_OWNERS_CHAIN_LIMIT}"
+            )
+
+
+def _set_label(obj: dict[str, Any], key: str, value: str) -> None:
+    meta = obj.setdefault("metadata", {})
+    if meta.get("labels") is None:
+        meta["labels"] = {}
+    meta["labels"][key] = value
+
+
+def default_local_queue(obj: dict[str, Any], ctx: Context, namespace: str, *, check_owner: bool = True) -> None:
+    """Label the object for LocalQueue `default` when one exists in its namespace (`ApplyDefaultLocalQueue`)."""
+    if queue_name(obj) or (check_owner and owner_is_managed_kind(obj, ctx)):
+        return
+    if not ctx.lookups.local_queue_exists(namespace, c.DEFAULT_LOCAL_QUEUE):
+        return
+    if check_owner and not namespace_is_managed(ctx, namespace):
+        return
+    _set_label(obj, c.QUEUE_LABEL, c.DEFAULT_LOCAL_QUEUE)
+
+
+def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
+    """Label the object for WorkloadPriorityClass `default` when one exists (gate WorkloadPriorityClassDefaulting)."""
+    if not ctx.config.feature_enabled("WorkloadPriorityClassDefaulting"):
+        return
+    if _labels(obj).get(c.PRIORITY_CLASS_LABEL) or owner_is_managed_kind(obj, ctx):
+        return
+    if ctx.lookups.workload_priority_class_exists(c.DEFAULT_PRIORITY_CLASS):
+        _set_label(obj, c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
+
+
+def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool:
+    """`WorkloadShouldBeSuspended`: a queue name suspends regardless of the namespace selector."""
+    if obj.get("metadata", {}).get("deletionTimestamp") and ctx.config.feature_enabled(
+        "SkipAncestorCheckForDeletedWorkloads"
+    ):
+        return False
+    if find_managed_ancestor(obj, ctx, namespace) is not None:
+        return False
+    if queue_name(obj):
+        return True
+    return ctx.config.manage_jobs_without_queue_name and namespace_is_managed(ctx, namespace)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _go_atoi(text: str) -> int:
+    """`strconv.Atoi`: optional sign and decimal digits only; raises ValueError with Go's message."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f'strconv.Atoi: parsing "{text}": value out of range')
+    return value
+
+
+def go_parse_bool(text: str) -> bool:
+    """`strconv.ParseBool` with Go's error text."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+def go_atoi(text: str) -> int:
+    return _go_atoi(text)
+
+
+def _validate_crd_name(value: str, path: str) -> list[f.FieldError]:
+    errs = f.is_dns1123_subdomain(value)
+    return [f.invalid(path, value, ",".join(errs))] if errs else []
+
+
+def prebuilt_workload_name(obj: Mapping[str, Any], ctx: Context) -> tuple[str, str]:
+    """(name, field path) of the prebuilt Workload; the annotation wins when it may be used."""
+    annotation = _annotations(obj).get(c.PREBUILT_WORKLOAD_LABEL, "")
+    if annotation and (
+        ctx.config.feature_enabled("WorkloadIdentifierAnnotations") or len(annotation) > LABEL_VALUE_MAX_LENGTH
+    ):
+        return annotation, ANNOTATIONS.key(c.PREBUILT_WORKLOAD_LABEL)
+    return _labels(obj).get(c.PREBUILT_WORKLOAD_LABEL, ""), LABELS.key(c.PREBUILT_WORKLOAD_LABEL)
+
+
+def _validate_prebuilt(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    name, path = prebuilt_workload_name(obj, ctx)
+    if path.startswith("metadata.annotations"):
+        return _validate_crd_name(name, path)
+    if c.PREBUILT_WORKLOAD_LABEL in _labels(obj):
+        return _validate_crd_name(_labels(obj)[c.PREBUILT_WORKLOAD_LABEL], path)
+    return []
+
+
+def _elastic(obj: Mapping[str, Any]) -> bool:
+    return _annotations(obj).get(c.ELASTIC_JOB) == "true"
+
+
+def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
+    """`ValidateJobOnCreate`: queue name, prebuilt workload, max execution time, elastic, admission-gated-by."""
+    errs: list[f.FieldError] = []
+    if c.QUEUE_LABEL in _labels(obj):
+        errs += _validate_crd_name(_labels(obj)[c.QUEUE_LABEL], QUEUE_PATH)
+    errs += _validate_prebuilt(obj, ctx)
+    if c.MAX_EXEC_TIME_LABEL in _labels(obj):
+        text = _labels(obj)[c.MAX_EXEC_TIME_LABEL]
+        try:
+            seconds = _go_atoi(text)
+        except ValueError as exc:
+            errs.append(f.invalid(MAX_EXEC_PATH, text, str(exc)))
+        else:
+            if seconds <= 0:
+                errs.append(f.invalid(MAX_EXEC_PATH, seconds, "should be greater than 0"))
+    if _elastic(obj) and gvk != "batch/v1, Kind=Job":
+        errs.append(f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"'))
+    if ctx.config.feature_enabled("AdmissionGatedBy"):
+        errs += validate_admission_gated_by_create(obj)
+    return errs
+
+
+def validate_job_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context, *, old_suspended: bool, new_suspended: bool
+) -> list[f.FieldError]:
+    """`ValidateJobOnUpdate`: what may not change once a job runs."""
+    errs: list[f.FieldError] = []
+    old_q, new_q = queue_name(old), queue_name(new)
+    if not new_suspended and old_q != new_q:
+        errs.append(f.invalid(QUEUE_PATH, new_q, IMMUTABLE))
+    namespace = old.get("metadata", {}).get("namespace", "") or ctx.namespace
+    if not new_q and old_q and ctx.lookups.local_queue_exists(namespace, c.DEFAULT_LOCAL_QUEUE):
+        errs.append(f.invalid(QUEUE_PATH, "", "queue-name must not be empty in namespace with default queue"))
+    if new_suspended or _elastic(old):
+        errs += _validate_prebuilt(new, ctx)
+    else:
+        old_name, _ = prebuilt_workload_name(old, ctx)
+        new_name, path = prebuilt_workload_name(new, ctx)
+        if old_name != new_name:
+            errs.append(f.invalid(path, new_name, IMMUTABLE))
+    if not new_suspended or not old_suspended:
+        old_max = _labels(old).get(c.MAX_EXEC_TIME_LABEL, "")
+        new_max = _labels(new).get(c.MAX_EXEC_TIME_LABEL, "")
+        if old_max != new_max:
+            errs.append(f.invalid(MAX_EXEC_PATH, new_max, IMMUTABLE))
+    old_p = _labels(old).get(c.PRIORITY_CLASS_LABEL, "")
+    new_p = _labels(new).get(c.PRIORITY_CLASS_LABEL, "")
+    if not new_suspended and not old_p and new_p:
+        errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be added to a non-suspended workload"))
+    elif not new_p and old_p:
+        errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be removed from a workload"))
+    if _elastic(old) != _elastic(new):
+        errs.append(f.invalid(ELASTIC_PATH, _elastic(new), IMMUTABLE))
+    if ctx.config.feature_enabled("AdmissionGatedBy"):
+        errs += validate_admission_gated_by_update(old, new)
+    return errs
+
+
+# --- kueue.x-k8s.io/admission-gated-by ---------------------------------------------------------
+
+_HTTP_PATH = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
+_HTTP_PATH_RE = re.compile(f"^{_HTTP_PATH}$")
+MAX_GATE_NAME_LENGTH = 63
+
+
+def _csv(value: str) -> list[str]:
+    if not value.strip():
+        return []
+    return [part.strip() for part in value.split(",")]
+
+
+def _domain_prefixed_path(path: str, value: str) -> list[f.FieldError]:
+    """k8s `IsDomainPrefixedPath`, the rule Jobs apply to `spec.managedBy`."""
+    if not value:
+        return [f.required(path)]
+    host, sep, rest = value.partition("/")
+    if not sep or not host or not rest:
+        return [f.invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    errs = [f.invalid(path, host, msg) for msg in f.is_dns1123_subdomain(host)]
+    if not _HTTP_PATH_RE.match(rest):
+        errs.append(f.invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH}')"))
+    return errs
+
+
+def _gated_by_format(value: str) -> list[f.FieldError]:
+    errs: list[f.FieldError] = []
+    seen: set[str] = set()
+    for gate in _csv(value):
+        if not gate:
+            errs.append(f.invalid(GATED_BY_PATH, value, "cannot contain empty gate names"))
+            continue
+        if gate in seen:
+            errs.append(f.invalid(GATED_BY_PATH, value, f"duplicate gate name: {gate}"))
+            continue
+        seen.add(gate)
+        errs += _domain_prefixed_path(GATED_BY_PATH, gate)
+        if len(gate) > MAX_GATE_NAME_LENGTH:
+            errs.append(f.too_long(GATED_BY_PATH, MAX_GATE_NAME_LENGTH))
+    return errs
+
+
+def validate_admission_gated_by_create(obj: Mapping[str, Any]) -> list[f.FieldError]:
+    return _gated_by_format(_annotations(obj).get(c.ADMISSION_GATED_BY, ""))
+
+
+def validate_admission_gated_by_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[f.FieldError]:
+    """Gates may only be removed after creation, never added."""
+    old_v = _annotations(old).get(c.ADMISSION_GATED_BY, "")
+    new_v = _annotations(new).get(c.ADMISSION_GATED_BY, "")
+    errs: list[f.FieldError] = []
+    if not old_v and new_v:
+        errs.append(f.forbidden(GATED_BY_PATH, "cannot add admission gate after creation"))
+    if old_v and new_v:
+        old_gates = _csv(old_v)
+        if any(g not in old_gates for g in _csv(new_v)):
+            errs.append(f.forbidden(GATED_BY_PATH, "can only remove gates, not add new ones"))
+    return errs + _gated_by_format(new_v)

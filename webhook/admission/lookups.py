@@ -1,0 +1,106 @@
+"""Lookups for the webhook from a cluster: caches of namespaces, LocalQueues and WorkloadPriorityClasses.
+
+Each cache is fed by one list+watch thread, so handlers answer from memory; only an owner
+object (the ancestor walk) is read from the API on demand, off the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from webhook import kube as k
+from webhook.admission.context import LookupError_
+
+__all__ = ["ClusterLookups"]
+
+_PLURALS = {"Job": "jobs", "Pod": "pods", "ReplicaSet": "replicasets", "Deployment": "deployments",
+            "StatefulSet": "statefulsets"}
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace", ""), meta.get("name", "")
+
+
+class ClusterLookups:
+    def __init__(self, kube: k.Kube) -> None:
+        self._kube = kube
+        self._stop = threading.Event()
+        self._namespaces: dict[str, Mapping[str, str]] = {}
+        self._local_queues: set[tuple[str, str]] = set()
+        self._priority_classes: set[str] = set()
+        self._synced: set[str] = set()
+        self._threads: list[threading.Thread] = []
+
+    # -- feeding ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._run("namespaces", "/api/v1/namespaces", self._set_namespaces, self._namespace_event)
+        self._run("localqueues", "/apis/kueue.x-k8s.io/v1beta2/localqueues", self._set_lqs, self._lq_event)
+        self._run("wpcs", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses", self._set_wpcs, self._wpc_event)
+
+    def _run(self, name: str, path: str, on_list: Any, on_event: Any) -> None:
+        t = threading.Thread(
+            target=k.informer,
+            args=(self._kube, path, on_list, on_event),
+            kwargs={"stop": self._stop, "on_synced": lambda: self._synced.add(name)},
+            name=f"lookup-{name}",
+            daemon=True,
+        )
+        t.start()
+        self._threads.append(t)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def synced(self) -> bool:
+        return len(self._synced) == 3
+
+    def _set_namespaces(self, items: list[dict[str, Any]]) -> None:
+        self._namespaces = {_key(o)[1]: (o.get("metadata") or {}).get("labels") or {} for o in items}
+
+    def _namespace_event(self, kind: str, obj: dict[str, Any]) -> None:
+        name = _key(obj)[1]
+        if kind == "DELETED":
+            self._namespaces.pop(name, None)
+        else:
+            self._namespaces[name] = (obj.get("metadata") or {}).get("labels") or {}
+
+    def _set_lqs(self, items: list[dict[str, Any]]) -> None:
+        self._local_queues = {_key(o) for o in items}
+
+    def _lq_event(self, kind: str, obj: dict[str, Any]) -> None:
+        (self._local_queues.discard if kind == "DELETED" else self._local_queues.add)(_key(obj))
+
+    def _set_wpcs(self, items: list[dict[str, Any]]) -> None:
+        self._priority_classes = {_key(o)[1] for o in items}
+
+    def _wpc_event(self, kind: str, obj: dict[str, Any]) -> None:
+        (self._priority_classes.discard if kind == "DELETED" else self._priority_classes.add)(_key(obj)[1])
+
+    # -- Lookups ---------------------------------------------------------------------------------
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        labels = self._namespaces.get(namespace)
+        if labels is not None:
+            return labels
+        try:  # created a moment ago: not in the cache yet
+            obj = self._kube.get(f"/api/v1/namespaces/{namespace}")
+        except k.KubeError as exc:
+            raise LookupError_(str(exc)) from None
+        if obj is None:
+            raise LookupError_(f'namespaces "{namespace}" not found')
+        return (obj.get("metadata") or {}).get("labels") or {}
+
+    def local_queue_exists(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self._local_queues
+
+    def workload_priority_class_exists(self, name: str) -> bool:
+        return name in self._priority_classes
+
+    def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        plural = _PLURALS.get(kind, kind.lower() + "s")
+        try:
+            return self._kube.get(k.object_path(api_version, plural, namespace, name), timeout=5)
+        except k.KubeError as exc:
+            raise LookupError_(str(exc)) from None

@@ -1,0 +1,232 @@
+"""The only module that imports the `kubernetes` client: raw JSON requests, lists and watches.
+
+Responses are read with `_preload_content=False` and parsed by orjson into plain dicts;
+the client's generated models are never built (they are slow and we do not need them).
+Errors become our own types, with the client's exception kept as the cause:
+
+    KubeError
+    ├── NotFound        404
+    ├── Conflict        409
+    ├── Gone            410 (a watch's resourceVersion is too old: relist)
+    ├── Unprocessable   422
+    ├── TooManyRequests 429
+    └── ServerError     5xx, and connection failures
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import orjson
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+__all__ = [
+    "Conflict",
+    "Gone",
+    "Kube",
+    "KubeError",
+    "NotFound",
+    "ServerError",
+    "TooManyRequests",
+    "Unprocessable",
+    "object_path",
+]
+
+log = logging.getLogger(__name__)
+
+
+class KubeError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(KubeError): ...
+
+
+class Conflict(KubeError): ...
+
+
+class Gone(KubeError): ...
+
+
+class Unprocessable(KubeError): ...
+
+
+class TooManyRequests(KubeError): ...
+
+
+class ServerError(KubeError): ...
+
+
+_BY_STATUS: Mapping[int, type[KubeError]] = {404: NotFound, 409: Conflict, 410: Gone, 422: Unprocessable, 429: TooManyRequests}
+
+
+def _translate(exc: ApiException) -> KubeError:
+    status = int(exc.status or 0)
+    message = exc.reason or ""
+    body = exc.body
+    if body:
+        try:
+            message = orjson.loads(body).get("message", message)
+        except (orjson.JSONDecodeError, AttributeError):
+            message = str(body)[:300]  # foreign bodies are cut short before they reach logs
+    cls = _BY_STATUS.get(status, ServerError if status >= 500 or status == 0 else KubeError)
+    return cls(status, message)
+
+
+def object_path(api_version: str, kind_plural: str, namespace: str | None, name: str | None = None) -> str:
+    """REST path of a collection or object: /api/v1/... for the core group, /apis/<group>/<version>/... otherwise."""
+    base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+    if namespace:
+        base += f"/namespaces/{namespace}"
+    base += f"/{kind_plural}"
+    return f"{base}/{name}" if name else base
+
+
+class Kube:
+    """A thin JSON client over the kubernetes ApiClient (thread-safe; urllib3 pools connections)."""
+
+    def __init__(self, kubeconfig: str | None = None, *, qps: float = 0.0, burst: int = 0) -> None:
+        cfg = k8s_client.Configuration()
+        if kubeconfig:
+            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+        cfg.connection_pool_maxsize = 32
+        self.host: str = cfg.host
+        self._api = k8s_client.ApiClient(cfg)
+        self._lock = threading.Lock()
+        self._qps = qps
+        self._tokens = float(burst or 1)
+        self._burst = float(burst or 1)
+        self._last = time.monotonic()
+
+    def _throttle(self) -> None:
+        """Token bucket shared by every request from this client (clientConnection qps/burst)."""
+        if self._qps <= 0:
+            return
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            wait = 0.0 if self._tokens >= 1 else (1 - self._tokens) / self._qps
+            self._tokens -= 1
+        if wait:
+            time.sleep(wait)
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = 30,
+    ) -> Any:
+        self._throttle()
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            resp, _, _ = self._api.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except ApiException as exc:
+            raise _translate(exc) from exc
+        except Exception as exc:  # urllib3 connection errors and timeouts
+            raise ServerError(0, f"{method} {path}: {exc}") from exc
+        return resp
+
+    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
+                content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
+        resp = self._call(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        data = resp.data
+        return orjson.loads(data) if data else {}
+
+    def get(self, path: str, *, timeout: float = 10) -> dict[str, Any] | None:
+        try:
+            return self.request("GET", path, timeout=timeout)
+        except NotFound:
+            return None
+
+    def list(self, path: str, *, query: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
+        """All items of a collection (following `continue`) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": 500, **(query or {})}
+        while True:
+            doc = self.request("GET", path, query=params, timeout=60)
+            items.extend(doc.get("items") or [])
+            meta = doc.get("metadata") or {}
+            if not meta.get("continue"):
+                return items, meta.get("resourceVersion", "")
+            params["continue"] = meta["continue"]
+
+    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
+        """Watch events (dicts with `type` and `object`) from `resource_version`, bookmarks included."""
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds,
+        }
+        resp = self._call("GET", path, query=query, timeout=(10, timeout_seconds + 30))
+        try:
+            buffer = b""
+            for chunk in resp.stream(64 * 1024, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        event = orjson.loads(line)
+                        if event.get("type") == "ERROR":
+                            status = event.get("object") or {}
+                            code = int(status.get("code") or 500)
+                            raise _BY_STATUS.get(code, ServerError)(code, status.get("message", "watch error"))
+                        yield event
+        finally:
+            resp.release_conn()
+
+
+def informer(
+    kube: Kube,
+    path: str,
+    on_list: Callable[[list[dict[str, Any]]], None],
+    on_event: Callable[[str, dict[str, Any]], None],
+    *,
+    stop: threading.Event,
+    on_synced: Callable[[], None] = lambda: None,
+) -> None:
+    """List then watch `path` until `stop`; relist on 410 Gone, back off on errors. Runs in its own thread."""
+    backoff = 0.5
+    while not stop.is_set():
+        try:
+            items, rv = kube.list(path)
+            on_list(items)
+            on_synced()
+            backoff = 0.5
+            while not stop.is_set():
+                for event in kube.watch(path, rv):
+                    rv = (event.get("object") or {}).get("metadata", {}).get("resourceVersion", rv)
+                    if event["type"] != "BOOKMARK":
+                        on_event(event["type"], event["object"])
+                    if stop.is_set():
+                        return
+        except Gone:
+            log.info("watch expired, relisting", extra={"path": path})
+        except KubeError as exc:
+            log.warning("list/watch failed", extra={"path": path, "status": exc.status, "error": str(exc)})
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
