@@ -1,0 +1,81 @@
+# Everything a developer or CI runs. `make test` and `make run` need nothing but
+# Python 3.11+ and Go on PATH: they create .venv and build the control plane into
+# ~/.cache/pykueue on first use.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+RUN_DIR ?= .run
+CLUSTER ?=
+
+.PHONY: help venv test unit e2e lint manifests binaries cluster-up cluster-down up down run \
+        bench bench-webhook bench-core image e2e-kind clean
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(STAMP) ## create .venv with the project and its test tools
+
+binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.cache/pykueue
+	e2e/build-binaries.sh
+
+test: $(STAMP) binaries ## unit, integration and e2e tests (starts and stops a local control plane)
+	$(BIN)/python -m pytest tests e2e -p no:cacheprovider
+
+unit: $(STAMP) ## unit tests only (no control plane)
+	$(BIN)/python -m pytest tests/unit
+
+e2e: $(STAMP) binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
+	$(BIN)/python -m pytest e2e
+
+lint: $(STAMP) ## ruff, mypy --strict, import layers
+	$(BIN)/ruff check webhook certs tests e2e
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+manifests: $(STAMP) ## regenerate CRDs from webhook/api/schema.py
+	$(BIN)/python -m webhook.api.schema manifests/crds
+
+cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserver, kcm, scheduler, kwok + 6 nodes)
+	$(BIN)/python e2e/cluster.py up --dir $(RUN_DIR)/cluster
+
+cluster-down: ## stop the local control plane
+	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
+
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations
+	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR)
+
+down: ## stop everything `make up` started
+	$(BIN)/python e2e/stack.py down --dir $(RUN_DIR)
+
+run: $(STAMP) ## the seeds' GPU example end to end (CLUSTER=current uses your kubectl context)
+	@if [ -z "$(CLUSTER)" ]; then $(MAKE) --no-print-directory binaries >/dev/null; fi
+	$(BIN)/python e2e/demo.py --dir $(RUN_DIR) $(if $(CLUSTER),--cluster $(CLUSTER))
+
+bench: bench-webhook bench-core ## all benchmarks
+
+bench-webhook: $(STAMP) ## webhook throughput and latency vs a constant-answer baseline
+	$(BIN)/python bench/bench_webhook.py
+
+bench-core: $(STAMP) ## admission core: cycle time and memory vs pending workloads
+	$(BIN)/python bench/bench_core.py
+
+image: ## container image for the server (needs Docker)
+	docker build -t pykueue:dev .
+
+e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker and kind)
+	kind create cluster --name pykueue --config e2e/kind-config.yaml
+	kind load docker-image pykueue:dev --name pykueue
+	kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
+	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/stack.py deploy --image pykueue:dev
+	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e
+
+clean: down
+	rm -rf $(VENV) $(RUN_DIR)

@@ -1,0 +1,78 @@
+"""Fixtures for the e2e suite: any cluster with us deployed, or the local stack started here.
+
+With `KUBECONFIG_E2E` set, the suite runs against that cluster (kind, or a real one) and
+assumes our CRDs, server and webhooks are installed. Without it, the session starts the
+local control plane and our server (`e2e/stack.py`) and stops them at the end. If the stack
+cannot start, every test errors with the step that broke; nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+class Kubectl:
+    def __init__(self, kubeconfig: Path, kubectl: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.binary = kubectl
+
+    def __call__(self, *args: str, input: str | None = None, check: bool = True,
+                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([self.binary, "--kubeconfig", str(self.kubeconfig), *args], input=input,
+                              capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+    def apply(self, obj: dict[str, Any] | str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        text = obj if isinstance(obj, str) else json.dumps(obj)
+        return self("apply", "-f", "-", input=text, check=check)
+
+    def get(self, *args: str) -> dict[str, Any]:
+        return json.loads(self("get", *args, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> Iterator[Kubectl]:
+    given = os.environ.get("KUBECONFIG_E2E")
+    if given:
+        yield Kubectl(Path(given), os.environ.get("KUBECTL", "kubectl"))
+        return
+    from stack import Stack
+
+    stack = Stack(HERE.parent / ".run" / "e2e")
+    try:
+        stack.up()
+    except Exception as exc:
+        stack.down()
+        pytest.fail(f"the local stack did not start: {exc}", pytrace=False)
+    try:
+        yield Kubectl(stack.kubeconfig, str(stack.cluster.bin_dir / "kubectl"))
+    finally:
+        stack.down()
+
+
+@pytest.fixture
+def namespace(kubectl: Kubectl) -> Iterator[str]:
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    kubectl("create", "namespace", name)
+    yield name
+    # Pods we gated carry our finalizer; release them so the namespace can go.
+    pods = kubectl.get("pods", "-n", name)["items"]
+    for pod in pods:
+        if pod["metadata"].get("finalizers"):
+            kubectl("patch", "pod", "-n", name, pod["metadata"]["name"], "--type=json",
+                    "-p", '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)
+    kubectl("delete", "namespace", name, "--wait=false", check=False)

@@ -1,0 +1,178 @@
+"""Our whole stack on a local control plane: cluster + CRDs + our server (host process) + webhooks.
+
+Pods of a local kwok cluster cannot run our image, so the server runs on the host and the
+webhook configurations and CRD conversion point at https://127.0.0.1:PORT with the caBundle
+from `certs`. `python e2e/stack.py up|down [--dir DIR]`; `make up` / `make down` call it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
+
+import certs  # noqa: E402
+from cluster import Cluster  # noqa: E402
+
+from webhook.admission.registration import webhook_configurations  # noqa: E402
+from webhook.api.schema import crds  # noqa: E402
+
+DEFAULT_DIR = ROOT / ".run"
+SERVER_CONFIG = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+integrations:
+  frameworks: ["batch/job", "pod"]
+"""
+
+
+def _log(msg: str) -> None:
+    print(f"stack: {msg}", file=sys.stderr, flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class StackError(RuntimeError):
+    def __init__(self, step: str, detail: str) -> None:
+        super().__init__(f"stack: step '{step}' failed: {detail}")
+
+
+class Stack:
+    """One local stack rooted at a state directory; `up()` starts fresh, `down()` stops all of it."""
+
+    def __init__(self, directory: Path | str = DEFAULT_DIR, *, teardown_on_exit: bool = True) -> None:
+        self.dir = Path(directory).resolve()
+        self.cluster = Cluster(self.dir / "cluster", teardown_on_exit=teardown_on_exit)
+        self.cert_dir = self.dir / "certs"
+        self.pid_file = self.dir / "server.pid"
+        self.port_file = self.dir / "server.port"
+        self.server_log = self.dir / "server.log"
+        self._server: subprocess.Popen[bytes] | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.kubeconfig
+
+    @property
+    def port(self) -> int:
+        return int(self.port_file.read_text())
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.cluster.kubectl(*args, input=input, check=check)
+
+    def apply(self, objects: list[dict[str, Any]]) -> None:
+        doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=pykueue-stack", "-f", "-", input=doc)
+
+    def up(self) -> Stack:
+        started = time.monotonic()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._stop_server()
+        self.cluster.up()
+        certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost"])
+        ca_bundle = certs.ca_bundle(self.cert_dir)
+        port = _free_port()
+        self.port_file.write_text(str(port))
+        base = f"https://127.0.0.1:{port}"
+        _log("installing CRDs")
+        self.apply(crds(ca_bundle, url=f"{base}/convert"))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self.kubectl("create", "namespace", "kueue-system", check=False)
+        self._start_server(port)
+        _log("registering webhooks")
+        self.apply(webhook_configurations(ca_bundle, url=base))
+        _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
+        return self
+
+    def _start_server(self, port: int) -> None:
+        config = self.dir / "server-config.yaml"
+        config.write_text(SERVER_CONFIG)
+        with open(self.server_log, "ab") as out:
+            self._server = subprocess.Popen(
+                [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(self.cert_dir), "--host", "127.0.0.1",
+                 "--port", str(port), "--config", str(config), "--kubeconfig", str(self.kubeconfig)],
+                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
+            )
+        self.pid_file.write_text(str(self._server.pid))
+        ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self._server.poll() is not None:
+                raise StackError("server start", f"exited with {self._server.returncode}; see {self.server_log}")
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=2) as r:
+                    if r.status == 200:
+                        _log(f"server ready on 127.0.0.1:{port} (pid {self._server.pid})")
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise StackError("server ready", f"no ready answer within 60s; see {self.server_log}")
+
+    def _stop_server(self) -> None:
+        if not self.pid_file.exists():
+            return
+        pid = int(self.pid_file.read_text())
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            for _ in range(50):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self._server is not None:
+            self._server.wait(timeout=10)
+            self._server = None
+        self.pid_file.unlink(missing_ok=True)
+
+    def down(self) -> None:
+        self._stop_server()
+        self.cluster.down()
+
+    def __enter__(self) -> Stack:
+        return self.up()
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("command", choices=["up", "down"])
+    parser.add_argument("--dir", default=str(DEFAULT_DIR))
+    args = parser.parse_args(argv)
+    stack = Stack(args.dir, teardown_on_exit=False)
+    try:
+        if args.command == "up":
+            stack.up()
+            print(stack.kubeconfig)
+        else:
+            stack.down()
+    except (StackError, RuntimeError) as exc:
+        print(str(exc), file=sys.stderr)
+        if args.command == "up":
+            stack.down()
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
