@@ -4,7 +4,7 @@ Owns what upstream generates with controller-gen into `config/components/crd/bas
 patches with `config/components/crd/patches/webhook_in_*.yaml` (kueue at ff69552e79): names, short
 names, scope, versions (v1beta1 served and deprecated, v1beta2 served and stored), the status
 subresource, printer columns, selectable fields, conversion, and the OpenAPI schemas built in
-`schema_kinds` (Kueue types) and `schema_pod` (PodTemplateSpec).
+`schema_kinds` / `schema_workload` (Kueue types) and `schema_pod` (PodTemplateSpec).
 
     python -m webhook.api.schema manifests/crds
 
@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from webhook.api import schema_kinds as kinds
-from webhook.api import schema_pod
+from webhook.api import schema_pod, schema_workload
 from webhook.api import schema_types as t
 
 __all__ = [
@@ -168,7 +168,7 @@ def _workload_columns() -> tuple[PrinterColumn, ...]:
 
 def _workload(version: str) -> t.Schema:
     template = schema_pod.pod_template_schema("Pod template of the pods in this set.")
-    return kinds.workload_schema(version, template)
+    return schema_workload.workload_schema(version, template)
 
 
 KINDS: tuple[Kind, ...] = (
