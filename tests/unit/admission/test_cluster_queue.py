@@ -47,7 +47,12 @@ def cq(*groups: dict[str, Any], **spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"namespaceSelector": {}, "queueingStrategy": "BestEffortFIFO", **spec}
     if groups:
         body["resourceGroups"] = list(groups)
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": body}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": body,
+    }
 
 
 def many_flavors(n: int) -> list[dict[str, Any]]:
@@ -65,7 +70,9 @@ def combinations(flavors: int, resources: int) -> dict[str, Any]:
 
 
 CREATE_CASES = [
-    pytest.param(cq(group(flavor("default", ("cpu", "0")))), {}, "", id="built-in resources with qualified names"),
+    pytest.param(
+        cq(group(flavor("default", ("cpu", "0")))), {}, "", id="built-in resources with qualified names"
+    ),
     pytest.param(
         cq(group(flavor("default", ("@cpu", "0")))),
         {},
@@ -73,7 +80,10 @@ CREATE_CASES = [
         id="invalid resource name",
     ),
     pytest.param(
-        cq(admissionChecksStrategy={"admissionChecks": [{"name": "ac1"}]}), {}, "", id="admissionChecks defined"
+        cq(admissionChecksStrategy={"admissionChecks": [{"name": "ac1"}]}),
+        {},
+        "",
+        id="admissionChecks defined",
     ),
     pytest.param(
         cq(
@@ -92,7 +102,10 @@ CREATE_CASES = [
     ),
     pytest.param(cq(cohortName="prod"), {}, "", id="in cohort"),
     pytest.param(
-        cq(group(flavor("default", ("example.com/gpu", "0")))), {}, "", id="extended resources with qualified names"
+        cq(group(flavor("default", ("example.com/gpu", "0")))),
+        {},
+        "",
+        id="extended resources with qualified names",
     ),
     pytest.param(
         cq(group(flavor("x86", ("cpu", "-1")))),
@@ -102,7 +115,10 @@ CREATE_CASES = [
     ),
     pytest.param(cq(group(flavor("x86", ("cpu", "0")))), {}, "", id="flavor quota with zero value"),
     pytest.param(
-        cq(group(flavor("x86", ("cpu", "1", "0"))), cohortName="cohort"), {}, "", id="flavor quota with borrowingLimit 0"
+        cq(group(flavor("x86", ("cpu", "1", "0"))), cohortName="cohort"),
+        {},
+        "",
+        id="flavor quota with borrowingLimit 0",
     ),
     pytest.param(
         cq(group(flavor("x86", ("cpu", "1", "-1"))), cohortName="cohort"),
@@ -181,7 +197,9 @@ CREATE_CASES = [
     ),
     pytest.param(
         cq(
-            group(flavor("alpha", ("cpu", "0"), ("memory", "0")), flavor("beta", ("cpu", "0"), ("memory", "0"))),
+            group(
+                flavor("alpha", ("cpu", "0"), ("memory", "0")), flavor("beta", ("cpu", "0"), ("memory", "0"))
+            ),
             group(flavor("gamma", ("example.com/gpu", "0")), flavor("omega", ("example.com/gpu", "0"))),
         ),
         {},
@@ -208,7 +226,10 @@ CREATE_CASES = [
         id="resource in more than one resource group",
     ),
     pytest.param(
-        cq(group(flavor("alpha", ("cpu", "0")), flavor("beta", ("cpu", "0"))), group(flavor("beta", ("memory", "0")))),
+        cq(
+            group(flavor("alpha", ("cpu", "0")), flavor("beta", ("cpu", "0"))),
+            group(flavor("beta", ("memory", "0"))),
+        ),
         {},
         'spec.resourceGroups[1].flavors[0].name: Duplicate value: "beta"',
         id="flavor in more than one resource group",
@@ -344,7 +365,10 @@ CREATE_CASES = [
         id="over limit (9 flavors x 64 resources = 576)",
     ),
     pytest.param(
-        cq(group(flavor("flavor1", ("cpu", "1"))), concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}),
+        cq(
+            group(flavor("flavor1", ("cpu", "1"))),
+            concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}},
+        ),
         {"ConcurrentAdmission": True},
         "",
         id="valid ConcurrentAdmissionPolicy",
@@ -371,7 +395,9 @@ CREATE_CASES = [
         id="ConcurrentAdmissionPolicy with more than one ResourceGroup",
     ),
     pytest.param(
-        cq(group(*many_flavors(17)), concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}),
+        cq(
+            group(*many_flavors(17)), concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}
+        ),
         {"ConcurrentAdmission": True},
         "spec.resourceGroups[0].flavors: Invalid value: 17: cannot have more than 16 resource flavors in the "
         "ResourceGroup when ConcurrentAdmissionPolicy is defined",
@@ -402,7 +428,10 @@ CREATE_CASES = [
         cq(
             group(flavor("flavor1", ("cpu", "1"))),
             concurrentAdmissionPolicy={
-                "migration": {"mode": "RetainFirstAdmission", "constraints": {"lastAcceptableFlavorName": "flavor1"}}
+                "migration": {
+                    "mode": "RetainFirstAdmission",
+                    "constraints": {"lastAcceptableFlavorName": "flavor1"},
+                }
             },
         ),
         {"ConcurrentAdmission": True},
@@ -424,7 +453,9 @@ CREATE_CASES = [
     pytest.param(
         cq(
             group(flavor("flavor1", ("cpu", "1"))),
-            concurrentAdmissionPolicy={"migration": {"constraints": {"lastAcceptableFlavorName": "non-existent-flavor"}}},
+            concurrentAdmissionPolicy={
+                "migration": {"constraints": {"lastAcceptableFlavorName": "non-existent-flavor"}}
+            },
         ),
         {"ConcurrentAdmission": True},
         "spec.concurrentAdmissionPolicy.migration.constraints.lastAcceptableFlavorName: Invalid value: "
@@ -449,7 +480,11 @@ GHOST = 'spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]: Unsupport
 
 UPDATE_CASES = [
     pytest.param(
-        cq(queueingStrategy="StrictFIFO"), cq(queueingStrategy="BestEffortFIFO"), {}, "", id="queueingStrategy can be updated"
+        cq(queueingStrategy="StrictFIFO"),
+        cq(queueingStrategy="BestEffortFIFO"),
+        {},
+        "",
+        id="queueingStrategy can be updated",
     ),
     pytest.param(cq(), cq(), {}, "", id="same queueingStrategy"),
     pytest.param(

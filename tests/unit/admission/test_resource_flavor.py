@@ -28,7 +28,12 @@ def ctx() -> Context:
 
 
 def rf(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"}, "spec": spec}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "rf"},
+        "spec": spec,
+    }
 
 
 CASES = [
@@ -90,7 +95,12 @@ CASES = [
         id="taints must be unique by key and effect",
     ),
     pytest.param(
-        rf(tolerations=[{"operator": "Exists"}, {"key": "@bad", "operator": "Exists", "effect": "NoSchedule"}]),
+        rf(
+            tolerations=[
+                {"operator": "Exists"},
+                {"key": "@bad", "operator": "Exists", "effect": "NoSchedule"},
+            ]
+        ),
         f'spec.tolerations[1].key: Invalid value: "@bad": {NAME_PART_REGEX}',
         id="toleration key must be a label name when set",
     ),
