@@ -1,0 +1,259 @@
+"""Chained fixture builders returning plain v1beta2 JSON dicts (like upstream's wrappers.go)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def ts(seconds: float = 0) -> str:
+    return (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class FlavorBuilder:
+    def __init__(self, name: str) -> None:
+        self._o: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {}}
+
+    def label(self, k: str, v: str) -> FlavorBuilder:
+        self._o["spec"].setdefault("nodeLabels", {})[k] = v
+        return self
+
+    def taint(self, k: str, v: str, effect: str = "NoSchedule") -> FlavorBuilder:
+        self._o["spec"].setdefault("nodeTaints", []).append({"key": k, "value": v, "effect": effect})
+        return self
+
+    def toleration(self, k: str, v: str, effect: str = "NoSchedule") -> FlavorBuilder:
+        self._o["spec"].setdefault("tolerations", []).append({"key": k, "operator": "Equal", "value": v, "effect": effect})
+        return self
+
+    def obj(self) -> dict[str, Any]:
+        return copy.deepcopy(self._o)
+
+
+def make_flavor(name: str) -> FlavorBuilder:
+    return FlavorBuilder(name)
+
+
+class QueueBuilder:
+    """ClusterQueue or Cohort."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        spec: dict[str, Any] = {"resourceGroups": []}
+        if kind == "ClusterQueue":
+            spec["namespaceSelector"] = {}
+        self._o: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": name, "generation": 1}, "spec": spec}
+
+    def cohort(self, name: str) -> QueueBuilder:
+        self._o["spec"]["cohortName" if self._o["kind"] == "ClusterQueue" else "parentName"] = name
+        return self
+
+    parent = cohort
+
+    def group(self, *flavors: dict[str, Any]) -> QueueBuilder:
+        """A resource group: each flavor is `fq("name", cpu=("10", None, None), ...)`."""
+        covered: list[str] = []
+        for f in flavors:
+            for r in f["resources"]:
+                if r["name"] not in covered:
+                    covered.append(r["name"])
+        self._o["spec"]["resourceGroups"].append({"coveredResources": covered, "flavors": list(flavors)})
+        return self
+
+    def preemption(self, within: str = "Never", reclaim: str = "Never", borrow: str = "Never", threshold: int | None = None) -> QueueBuilder:
+        p: dict[str, Any] = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim, "borrowWithinCohort": {"policy": borrow}}
+        if threshold is not None:
+            p["borrowWithinCohort"]["maxPriorityThreshold"] = threshold
+        self._o["spec"]["preemption"] = p
+        return self
+
+    def fungibility(self, when_can_borrow: str = "MayStopSearch", when_can_preempt: str = "TryNextFlavor", preference: str | None = None) -> QueueBuilder:
+        ff: dict[str, Any] = {"whenCanBorrow": when_can_borrow, "whenCanPreempt": when_can_preempt}
+        if preference:
+            ff["preference"] = preference
+        self._o["spec"]["flavorFungibility"] = ff
+        return self
+
+    def strategy(self, s: str) -> QueueBuilder:
+        self._o["spec"]["queueingStrategy"] = s
+        return self
+
+    def weight(self, w: str) -> QueueBuilder:
+        self._o["spec"]["fairSharing"] = {"weight": w}
+        return self
+
+    def stop(self, policy: str) -> QueueBuilder:
+        self._o["spec"]["stopPolicy"] = policy
+        return self
+
+    def selector(self, sel: dict[str, Any] | None) -> QueueBuilder:
+        if sel is None:
+            self._o["spec"].pop("namespaceSelector", None)
+        else:
+            self._o["spec"]["namespaceSelector"] = sel
+        return self
+
+    def obj(self) -> dict[str, Any]:
+        return copy.deepcopy(self._o)
+
+
+def fq(name: str, **resources: str | tuple[str, str | None, str | None]) -> dict[str, Any]:
+    """Flavor quotas: value is nominal, or (nominal, borrowingLimit, lendingLimit)."""
+    out = []
+    for res, v in resources.items():
+        res = "nvidia.com/gpu" if res == "gpu" else res
+        nominal, bl, ll = (v, None, None) if isinstance(v, str) else v
+        r: dict[str, Any] = {"name": res, "nominalQuota": nominal}
+        if bl is not None:
+            r["borrowingLimit"] = bl
+        if ll is not None:
+            r["lendingLimit"] = ll
+        out.append(r)
+    return {"name": name, "resources": out}
+
+
+def make_cq(name: str) -> QueueBuilder:
+    return QueueBuilder("ClusterQueue", name)
+
+
+def make_cohort(name: str) -> QueueBuilder:
+    return QueueBuilder("Cohort", name)
+
+
+def make_lq(name: str, ns: str, cq: str, stop: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"clusterQueue": cq}
+    if stop:
+        spec["stopPolicy"] = stop
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+class WorkloadBuilder:
+    def __init__(self, name: str, ns: str) -> None:
+        self._o: dict[str, Any] = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "creationTimestamp": ts(0), "generation": 1},
+            "spec": {"queueName": "lq", "podSets": []},
+            "status": {},
+        }
+
+    def queue(self, q: str) -> WorkloadBuilder:
+        self._o["spec"]["queueName"] = q
+        return self
+
+    def priority(self, p: int) -> WorkloadBuilder:
+        self._o["spec"]["priority"] = p
+        return self
+
+    def created(self, seconds: float) -> WorkloadBuilder:
+        self._o["metadata"]["creationTimestamp"] = ts(seconds)
+        return self
+
+    def uid(self, u: str) -> WorkloadBuilder:
+        self._o["metadata"]["uid"] = u
+        return self
+
+    def label(self, k: str, v: str) -> WorkloadBuilder:
+        self._o["metadata"].setdefault("labels", {})[k] = v
+        return self
+
+    def podset(self, name: str = "main", count: int = 1, min_count: int | None = None, **requests: str) -> WorkloadBuilder:
+        reqs = {("nvidia.com/gpu" if k == "gpu" else k): v for k, v in requests.items()}
+        ps: dict[str, Any] = {"name": name, "count": count, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": reqs}}]}}}
+        if min_count is not None:
+            ps["minCount"] = min_count
+        self._o["spec"]["podSets"].append(ps)
+        return self
+
+    def request(self, **requests: str) -> WorkloadBuilder:
+        return self.podset("main", 1, **requests)
+
+    def node_selector(self, **sel: str) -> WorkloadBuilder:
+        self._o["spec"]["podSets"][-1]["template"]["spec"]["nodeSelector"] = sel
+        return self
+
+    def affinity(self, *terms: list[dict[str, Any]]) -> WorkloadBuilder:
+        self._o["spec"]["podSets"][-1]["template"]["spec"]["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}
+        }
+        return self
+
+    def toleration(self, k: str, v: str, effect: str = "NoSchedule") -> WorkloadBuilder:
+        self._o["spec"]["podSets"][-1]["template"]["spec"].setdefault("tolerations", []).append(
+            {"key": k, "operator": "Equal", "value": v, "effect": effect}
+        )
+        return self
+
+    def condition(self, ctype: str, status: str, reason: str = "", message: str = "", at: float = 0) -> WorkloadBuilder:
+        conds = [c for c in self._o["status"].setdefault("conditions", []) if c["type"] != ctype]
+        conds.append({"type": ctype, "status": status, "reason": reason, "message": message, "lastTransitionTime": ts(at)})
+        self._o["status"]["conditions"] = conds
+        return self
+
+    def reserve(self, cq: str, *assignments: dict[str, Any], admitted: bool = True, at: float = 0) -> WorkloadBuilder:
+        """Mark quota reserved in `cq` with explicit podSetAssignments (see `psa`)."""
+        self._o["status"]["admission"] = {"clusterQueue": cq, "podSetAssignments": list(assignments)}
+        self.condition("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", at)
+        if admitted:
+            self.condition("Admitted", "True", "Admitted", "The workload is admitted", at)
+        return self
+
+    def finished(self) -> WorkloadBuilder:
+        return self.condition("Finished", "True", "Succeeded", "done")
+
+    def evicted(self, reason: str = "Preempted") -> WorkloadBuilder:
+        return self.condition("Evicted", "True", reason, "evicted")
+
+    def obj(self) -> dict[str, Any]:
+        return copy.deepcopy(self._o)
+
+
+def psa(name: str = "main", count: int = 1, **usage: tuple[str, str]) -> dict[str, Any]:
+    """podSetAssignment: usage maps resource -> (flavor, total quantity)."""
+    flavors = {}
+    res = {}
+    for r, (f, q) in usage.items():
+        r = "nvidia.com/gpu" if r == "gpu" else r
+        flavors[r] = f
+        res[r] = q
+    return {"name": name, "flavors": flavors, "resourceUsage": res, "count": count}
+
+
+def make_wl(name: str, ns: str = "ns") -> WorkloadBuilder:
+    return WorkloadBuilder(name, ns)
+
+
+def make_core(
+    *objs: dict[str, Any],
+    fair_sharing: bool = False,
+    namespaces: dict[str, dict[str, str]] | None = None,
+    now: datetime = T0,
+) -> Any:
+    """An AdmissionCore fed with `objs` (any kinds, any order); namespace `ns` exists by default.
+
+    A LocalQueue `lq` in namespace `ns` is created for every ClusterQueue named `cq` unless given.
+    """
+    from webhook.core import AdmissionCore, SchedulerConfig
+
+    core = AdmissionCore(SchedulerConfig(fair_sharing=fair_sharing))
+    for name, labels in (namespaces or {"ns": {"kubernetes.io/metadata.name": "ns"}}).items():
+        core.on_namespace(name, labels, now)
+    feed(core, *objs, now=now)
+    return core
+
+
+def feed(core: Any, *objs: dict[str, Any], now: datetime = T0) -> None:
+    handlers = {
+        "ResourceFlavor": core.on_resource_flavor,
+        "ClusterQueue": core.on_cluster_queue,
+        "Cohort": core.on_cohort,
+        "LocalQueue": core.on_local_queue,
+        "Workload": core.on_workload,
+    }
+    for o in objs:
+        if o["kind"] == "WorkloadPriorityClass":
+            core.on_priority_class(o)
+        else:
+            handlers[o["kind"]](o, now)

@@ -1,0 +1,36 @@
+"""The admission core: pure queueing, quota and scheduling logic over plain data.
+
+Mirrors upstream Kueue's `pkg/scheduler`, `pkg/cache/scheduler`, `pkg/cache/queue` and
+`pkg/cache/hierarchy` (commit ff69552e79). No I/O, no clock, no Kubernetes client: the worker feeds
+watch events into `AdmissionCore` and turns the returned decisions into API writes. See the module
+docstring of `webhook.core.cycle` for the API.
+"""
+
+from __future__ import annotations
+
+from webhook.core.cache import Cache, Readiness
+from webhook.core.conditions import ConditionValue, PendingReason, PreemptionReason, RequeueReason
+from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Pending, Preempt, SchedulerConfig, Victim
+from webhook.core.resources import UNLIMITED, FlavorResource
+from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
+
+__all__ = [
+    "UNLIMITED",
+    "AdmissionCore",
+    "Admit",
+    "Cache",
+    "ConditionValue",
+    "CycleResult",
+    "FlavorResource",
+    "Pending",
+    "PendingReason",
+    "Preempt",
+    "PreemptionReason",
+    "Readiness",
+    "RequeueReason",
+    "SchedulerConfig",
+    "Victim",
+    "WorkloadInfo",
+    "WorkloadKey",
+    "parse_workload",
+]

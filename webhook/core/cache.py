@@ -1,0 +1,226 @@
+"""Live quota state, updated by watch events: flavors, ClusterQueues, Cohorts, reserving Workloads.
+
+Mirrors `pkg/cache/scheduler/{cache,clusterqueue}.go` (upstream commit ff69552e79): the cache
+holds every Workload that holds quota (QuotaReserved=True, not Finished, active), the cohort tree
+with its aggregates, and the readiness of each ClusterQueue (the Active condition). Workload events
+move usage through the tree incrementally; ClusterQueue/Cohort events rebuild the tree from names.
+Only event handlers (and assume/forget for the scheduler's own decisions) change it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.core import hierarchy, model, resource_node
+from webhook.core.resource_node import ClusterQueueNode
+from webhook.core.resources import FlavorResource
+from webhook.core.workload import WorkloadInfo, WorkloadKey
+
+__all__ = ["Cache", "Readiness"]
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """A ClusterQueue's cache status (active/pending/terminating) and its Active condition."""
+
+    status: str
+    reason: str
+    message: str
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+
+class Cache:
+    """The admission worker's live state. Mutable: only event handlers call its mutators."""
+
+    def __init__(self) -> None:
+        self.resource_flavors: dict[str, model.ResourceFlavorSpec] = {}
+        self.cluster_queues: dict[str, ClusterQueueNode] = {}
+        self.cohort_specs: dict[str, model.CohortSpec] = {}
+        self.local_queues: dict[str, model.LocalQueueSpec] = {}
+        self.namespaces: dict[str, Mapping[str, str]] = {}
+        self.priority_classes: dict[str, int] = {}
+        self.admission_checks: dict[str, bool] = {}
+        # Every quota-holding workload, including those whose ClusterQueue is not known yet.
+        self.reserving: dict[WorkloadKey, WorkloadInfo] = {}
+        self.forest = hierarchy.build_forest({}, {})
+
+    # -- structure events ----------------------------------------------------------------------
+    def _rebuild_tree(self) -> None:
+        self.forest = hierarchy.build_forest(self.cluster_queues, self.cohort_specs)
+
+    def upsert_resource_flavor(self, obj: Mapping[str, Any]) -> model.ResourceFlavorSpec:
+        rf = model.parse_resource_flavor(obj)
+        self.resource_flavors[rf.name] = rf
+        return rf
+
+    def delete_resource_flavor(self, name: str) -> None:
+        self.resource_flavors.pop(name, None)
+
+    def upsert_cluster_queue(self, obj: Mapping[str, Any]) -> ClusterQueueNode:
+        """Add or replace a ClusterQueue; usage is recounted from its reserving workloads."""
+        spec = model.parse_cluster_queue(obj)
+        old = self.cluster_queues.get(spec.name)
+        node = ClusterQueueNode(spec)
+        if old is not None:
+            node.allocatable_generation = old.allocatable_generation + (1 if old.spec.quotas != spec.quotas else 0)
+        for wl in self.reserving.values():
+            if wl.admission_cluster_queue == spec.name:
+                node.workloads[wl.key] = wl
+                for fr, v in wl.usage().items():
+                    node.usage[fr] = node.usage.get(fr, 0) + v
+        self.cluster_queues[spec.name] = node
+        self._rebuild_tree()
+        return node
+
+    def delete_cluster_queue(self, name: str) -> None:
+        if self.cluster_queues.pop(name, None) is not None:
+            self._rebuild_tree()
+
+    def upsert_cohort(self, obj: Mapping[str, Any]) -> None:
+        spec = model.parse_cohort(obj)
+        self.cohort_specs[spec.name] = spec
+        self._rebuild_tree()
+
+    def delete_cohort(self, name: str) -> None:
+        if self.cohort_specs.pop(name, None) is not None:
+            self._rebuild_tree()
+
+    def upsert_local_queue(self, obj: Mapping[str, Any]) -> model.LocalQueueSpec:
+        lq = model.parse_local_queue(obj)
+        self.local_queues[lq.key] = lq
+        return lq
+
+    def delete_local_queue(self, key: str) -> None:
+        self.local_queues.pop(key, None)
+
+    def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """Record a Namespace's labels (None deletes it)."""
+        if labels is None:
+            self.namespaces.pop(name, None)
+        else:
+            self.namespaces[name] = dict(labels)
+
+    def upsert_priority_class(self, obj: Mapping[str, Any]) -> model.WorkloadPriorityClassSpec:
+        wpc = model.parse_workload_priority_class(obj)
+        self.priority_classes[wpc.name] = wpc.value
+        return wpc
+
+    def delete_priority_class(self, name: str) -> None:
+        self.priority_classes.pop(name, None)
+
+    def set_admission_check(self, name: str, active: bool | None) -> None:
+        """Record an AdmissionCheck's Active condition (None deletes it)."""
+        if active is None:
+            self.admission_checks.pop(name, None)
+        else:
+            self.admission_checks[name] = active
+
+    # -- workload events -----------------------------------------------------------------------
+    def _attach(self, wl: WorkloadInfo) -> None:
+        self.reserving[wl.key] = wl
+        cq = self.cluster_queues.get(wl.admission_cluster_queue)
+        if cq is None:
+            return
+        cq.workloads[wl.key] = wl
+        for fr, v in wl.usage().items():
+            resource_node.add_usage(cq, fr, v)
+
+    def _detach(self, key: WorkloadKey) -> WorkloadInfo | None:
+        wl = self.reserving.pop(key, None)
+        if wl is None:
+            return None
+        cq = self.cluster_queues.get(wl.admission_cluster_queue)
+        if cq is not None and cq.workloads.pop(key, None) is not None:
+            for fr, v in wl.usage().items():
+                resource_node.remove_usage(cq, fr, v)
+            cq.allocatable_generation += 1
+        return wl
+
+    def upsert_workload(self, wl: WorkloadInfo) -> tuple[WorkloadInfo | None, bool]:
+        """Track `wl` if it holds quota, drop it otherwise. Returns (previous, now_reserving)."""
+        old = self._detach(wl.key)
+        if wl.counts_toward_usage:
+            self._attach(wl)
+            return old, True
+        return old, False
+
+    def delete_workload(self, key: WorkloadKey) -> WorkloadInfo | None:
+        return self._detach(key)
+
+    def assume_workload(self, wl: WorkloadInfo) -> None:
+        """Count a reservation the scheduler decided before its API write lands."""
+        self._detach(wl.key)
+        self._attach(wl)
+
+    def forget_workload(self, key: WorkloadKey) -> WorkloadInfo | None:
+        """Drop an assumed reservation whose write failed."""
+        return self._detach(key)
+
+    def is_reserving(self, key: WorkloadKey) -> bool:
+        return key in self.reserving
+
+    # -- readiness -----------------------------------------------------------------------------
+    def readiness(self, name: str) -> Readiness:
+        """Cache status and Active condition of a ClusterQueue (`ClusterQueueReadiness`)."""
+        cq = self.cluster_queues.get(name)
+        if cq is None:
+            return Readiness("pending", "NotFound", "ClusterQueue not found")
+        spec = cq.spec
+        if spec.deleting:
+            return Readiness("terminating", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
+        reasons: list[str] = []
+        msgs: list[str] = []
+        if spec.stop_policy != model.StopPolicy.NONE:
+            reasons.append("Stopped")
+            msgs.append("is stopped")
+        missing = [f for f in dict.fromkeys(spec.flavor_names()) if f not in self.resource_flavors]
+        if missing:
+            reasons.append("FlavorNotFound")
+            msgs.append("references missing ResourceFlavor(s): " + ",".join(missing))
+        missing_ac = [a for a in spec.admission_checks if a not in self.admission_checks]
+        if missing_ac:
+            reasons.append("AdmissionCheckNotFound")
+            msgs.append("references missing AdmissionCheck(s): " + ",".join(missing_ac))
+        inactive_ac = [a for a in spec.admission_checks if self.admission_checks.get(a) is False]
+        if inactive_ac:
+            reasons.append("AdmissionCheckInactive")
+            msgs.append("references inactive AdmissionCheck(s): " + ",".join(inactive_ac))
+        if reasons:
+            return Readiness("pending", reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + ".")
+        return Readiness("active", "Ready", "Can admit new workloads")
+
+    # -- read helpers --------------------------------------------------------------------------
+    def cq_usage(self, name: str, *, admitted_only: bool = False) -> dict[FlavorResource, int]:
+        """Sum of usage of the ClusterQueue's reserving (or only admitted) workloads."""
+        out: dict[FlavorResource, int] = {}
+        cq = self.cluster_queues.get(name)
+        if cq is None:
+            return out
+        for wl in cq.workloads.values():
+            if admitted_only and not wl.is_admitted:
+                continue
+            for fr, v in wl.usage().items():
+                out[fr] = out.get(fr, 0) + v
+        return out
+
+    def workloads_in(self, name: str) -> Iterator[WorkloadInfo]:
+        cq = self.cluster_queues.get(name)
+        if cq is not None:
+            yield from cq.workloads.values()
+
+    def state_fingerprint(self) -> dict[str, Any]:
+        """Usage of every node, normalized: used to check rebuilt == incremental state."""
+        out: dict[str, Any] = {}
+        for name, cq in sorted(self.cluster_queues.items()):
+            out["cq/" + name] = (sorted((k, v) for k, v in cq.usage.items() if v), sorted(cq.workloads))
+        for name, co in sorted(self.forest.cohorts.items()):
+            out["cohort/" + name] = (
+                sorted((k, v) for k, v in co.usage.items() if v),
+                sorted((k, v) for k, v in co.subtree_quota.items() if v),
+            )
+        return out

@@ -1,0 +1,132 @@
+"""Condition reasons and messages the admission core produces, spelled exactly as upstream.
+
+Mirrors the reason constants of `apis/kueue/v1beta2/{workload,clusterqueue}_types.go` and the
+condition helpers of `pkg/workload/workload.go` (`SetQuotaReservation`, `UnsetQuotaReservation
+WithCondition`, `SyncAdmittedCondition`), `pkg/workload/evict/evict.go` and
+`pkg/scheduler/preemption/preemption.go` (`preemptionMessage`) at upstream commit ff69552e79.
+These strings belong in `webhook/api/constants.py`; they live here until that module grows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from webhook.api import constants
+
+__all__ = [
+    "ConditionValue",
+    "PendingReason",
+    "PreemptionReason",
+    "RequeueReason",
+    "admitted_condition",
+    "evicted_by_preemption",
+    "pending_conditions",
+    "preemption_message",
+    "quota_reserved_condition",
+]
+
+MAX_MESSAGE = 32 * 1024
+
+
+class PendingReason(StrEnum):
+    """QuotaReserved=False reasons (UnadmittedWorkloadsObservability on)."""
+
+    PENDING_EVALUATION = "PendingEvaluation"
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+    WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
+    MISCONFIGURED = "Misconfigured"
+    SUSPENDED = "Suspended"
+
+
+class PreemptionReason(StrEnum):
+    IN_CLUSTER_QUEUE = "InClusterQueue"
+    IN_COHORT_RECLAMATION = "InCohortReclamation"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+    IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+
+_HUMAN = {
+    PreemptionReason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    PreemptionReason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    PreemptionReason.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+
+class RequeueReason(StrEnum):
+    """Why an entry goes back to its queue; decides immediate vs. parked requeue."""
+
+    GENERIC = ""
+    FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+    NAMESPACE_MISMATCH = "NamespaceMismatch"
+    PENDING_PREEMPTION = "PendingPreemption"
+    PREEMPTION_FAILED = "PreemptionFailed"
+    NO_FIT = "NoFit"
+    PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionValue:
+    """A condition to set on an object; lastTransitionTime is the caller's `now`."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+
+    def to_api(self, now: datetime, observed_generation: int | None = None) -> dict[str, Any]:
+        """The JSON form; upstream omits observedGeneration on Preempted."""
+        out: dict[str, Any] = {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message[:MAX_MESSAGE],
+            "lastTransitionTime": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        if observed_generation is not None and self.type != constants.WorkloadCondition.PREEMPTED:
+            out["observedGeneration"] = observed_generation
+        return out
+
+
+def quota_reserved_condition(cluster_queue: str) -> ConditionValue:
+    return ConditionValue(constants.WorkloadCondition.QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
+
+
+def admitted_condition(checks_required: bool, checks_ready: bool) -> ConditionValue:
+    """Admitted after a reservation: True unless some required admission check is not Ready."""
+    if not checks_required or checks_ready:
+        return ConditionValue(constants.WorkloadCondition.ADMITTED, "True", "Admitted", "The workload is admitted")
+    return ConditionValue(constants.WorkloadCondition.ADMITTED, "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready")
+
+
+def previously(ctype: str, old_message: str) -> ConditionValue:
+    """What a True Evicted/Preempted condition becomes on the next reservation."""
+    return ConditionValue(ctype, "False", "QuotaReserved", f"Previously: {old_message}")
+
+
+def pending_conditions(reason: str, message: str) -> tuple[ConditionValue, ConditionValue]:
+    """QuotaReserved=False with the entry's reason, and Admitted=False/NoReservation."""
+    return (
+        ConditionValue(constants.WorkloadCondition.QUOTA_RESERVED, "False", reason, message[:MAX_MESSAGE]),
+        ConditionValue(constants.WorkloadCondition.ADMITTED, "False", "NoReservation", "The workload has no reservation"),
+    )
+
+
+def preemption_message(preemptor_uid: str, preemptor_job_uid: str, reason: PreemptionReason, preemptor_path: str, preemptee_path: str) -> str:
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor_uid or 'UNKNOWN'}, JobUID: {preemptor_job_uid or 'UNKNOWN'}) "
+        f"due to {_HUMAN[reason]}; preemptor path: {preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}"
+    )
+
+
+def evicted_by_preemption(reason: PreemptionReason, message: str) -> tuple[ConditionValue, ConditionValue]:
+    """The Evicted and Preempted conditions written on a preemption victim."""
+    return (
+        ConditionValue(constants.WorkloadCondition.EVICTED, "True", "Preempted", message),
+        ConditionValue(constants.WorkloadCondition.PREEMPTED, "True", str(reason), message),
+    )

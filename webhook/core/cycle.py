@@ -1,0 +1,509 @@
+"""The scheduling cycle, and `AdmissionCore`: the one object the admission worker talks to.
+
+Mirrors `pkg/scheduler/scheduler.go` (`schedule`, `nominate`, `processEntry`, `admit`,
+`requeueAndUpdate`) and the event wiring of `pkg/controller/core/*_controller.go` into the cache and
+queue manager (upstream commit ff69552e79).
+
+Public API for the worker
+-------------------------
+``core = AdmissionCore(SchedulerConfig(fair_sharing=...))``, then feed watch events (``now`` is
+always passed in; the core never reads the clock):
+
+* ``on_resource_flavor(obj, now)`` / ``on_resource_flavor_deleted(name, now)``
+* ``on_cluster_queue(obj, now)`` / ``on_cluster_queue_deleted(name, now)``
+* ``on_cohort(obj, now)`` / ``on_cohort_deleted(name, now)``
+* ``on_local_queue(obj, now)`` / ``on_local_queue_deleted(namespace, name, now)``
+* ``on_workload(obj, now)`` / ``on_workload_deleted(namespace, name, now)``
+* ``on_priority_class(obj)`` / ``on_priority_class_deleted(name)``
+* ``on_namespace(name, labels, now)`` (labels None = deleted)
+* ``on_admission_check(name, active, now)`` (active None = deleted)
+
+Objects are the v1beta2 JSON dicts. Events may arrive in any order; rebuilding from a list of
+objects gives the same state as the incremental path. Inadmissible workloads are flushed as
+soon as an event calls for it (upstream batches for 1 s; the worker may batch events instead).
+
+``result = core.schedule(now)`` runs one cycle and returns a ``CycleResult`` whose ``decisions`` are
+values, in the order they were taken:
+
+* ``Admit(key, uid, cluster_queue, admission, conditions)``: server-side-apply ``status.admission``
+  (the exact JSON) and ``conditions``. The reservation is already *assumed* in the cache; if the
+  write fails call ``core.admission_failed(key, now)`` (ignore NotFound: the delete event follows).
+* ``Preempt(preemptor_key, cluster_queue, targets)``: for each ``Victim`` patch the Evicted and
+  Preempted conditions (``victim.conditions``) on ``victim.key``.
+* ``Pending(key, uid, cluster_queue, reason, message, conditions)``: patch QuotaReserved=False /
+  Admitted=False with the reason and message and emit a Warning event with the same reason.
+
+Status for the queue-status reconciler: ``core.cluster_queue_status(name)``,
+``core.local_queue_status(namespace, name)``, ``core.cohort_status(name)`` (see `status.py`).
+
+The cycle, as a numbered recipe (``schedule``):
+
+1. heads: pop one workload from every active ClusterQueue;
+2. snapshot: copy usage, share specs;
+3. nominate: pre-checks, then flavor assignment (+ preemption targets, partial admission);
+4. order: classical (borrowing, priority, timestamp) or the fair-sharing tournament;
+5. process each entry: admit / preempt / reserve / skip, adding usage to the snapshot so later
+   entries never overcommit;
+6. requeue everything not admitted and report its pending status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from webhook.api import constants
+from webhook.core import conditions, fair_sharing, model, ordering, resource_node, status
+from webhook.core.cache import Cache
+from webhook.core.conditions import ConditionValue, PendingReason, RequeueReason
+from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
+from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
+from webhook.core.queues import Head, QueueManager
+from webhook.core.resource_node import ClusterQueueNode, CohortNode
+from webhook.core.resources import FRQuantities
+from webhook.core.snapshot import Snapshot, take_snapshot
+from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
+
+__all__ = ["AdmissionCore", "Admit", "CycleResult", "Pending", "Preempt", "SchedulerConfig", "Victim"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """The parts of the Kueue Configuration the core reads."""
+
+    fair_sharing: bool = False
+    fair_sharing_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    ignore_undeclared_resources: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Admit:
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    admission: Mapping[str, Any]
+    conditions: tuple[ConditionValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Victim:
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    reason: conditions.PreemptionReason
+    message: str
+    conditions: tuple[ConditionValue, ConditionValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    preemptor_key: WorkloadKey
+    cluster_queue: str
+    targets: tuple[Victim, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    reason: str
+    message: str
+    conditions: tuple[ConditionValue, ConditionValue]
+
+
+Decision = Admit | Preempt | Pending
+
+
+@dataclass(slots=True)
+class CycleResult:
+    decisions: list[Decision] = field(default_factory=list)
+
+    @property
+    def admitted(self) -> list[Admit]:
+        return [d for d in self.decisions if isinstance(d, Admit)]
+
+    @property
+    def preempted(self) -> list[Preempt]:
+        return [d for d in self.decisions if isinstance(d, Preempt)]
+
+    @property
+    def pending(self) -> list[Pending]:
+        return [d for d in self.decisions if isinstance(d, Pending)]
+
+
+@dataclass(slots=True)
+class _Entry:
+    wl: WorkloadInfo
+    cq_name: str
+    assignment: Assignment | None = None
+    targets: list[Target] = field(default_factory=list)
+    status: str = ""
+    message: str = ""
+    reason: str = ""
+    requeue_reason: RequeueReason = RequeueReason.GENERIC
+    keep_last: bool = True
+
+
+class AdmissionCore:
+    """Cache + queue manager + scheduler: the admission core's single entry point."""
+
+    def __init__(self, config: SchedulerConfig | None = None) -> None:
+        self.config = config or SchedulerConfig()
+        self.cache = Cache()
+        self.queues = QueueManager(self.cache.namespaces)
+        self.cycle = 0
+        self._last: dict[WorkloadKey, LastAssignment] = {}
+        self._evicting: set[WorkloadKey] = set()
+        # The pending form of each assumed workload, to requeue it if its Admit write fails.
+        self._assumed_from: dict[WorkloadKey, WorkloadInfo] = {}
+
+    # == events ===================================================================================
+    def _tree_cqs(self, names: Iterable[str]) -> set[str]:
+        out: set[str] = set()
+        for name in names:
+            cq = self.cache.cluster_queues.get(name)
+            if cq is None:
+                continue
+            root = cq.root()
+            out.update(c.name for c in root.subtree_cluster_queues()) if isinstance(root, CohortNode) else out.add(name)
+        return out
+
+    def _flush(self, names: Iterable[str], now: datetime) -> None:
+        self.queues.queue_inadmissible(sorted(self._tree_cqs(names)), now)
+
+    def _sync_active(self) -> None:
+        for name in self.cache.cluster_queues:
+            self.queues.set_cluster_queue_active(name, self.cache.readiness(name).active)
+
+    def on_resource_flavor(self, obj: Mapping[str, Any], now: datetime) -> None:
+        rf = self.cache.upsert_resource_flavor(obj)
+        self._sync_active()
+        self._flush([n for n, cq in self.cache.cluster_queues.items() if rf.name in cq.spec.flavor_names()], now)
+
+    def on_resource_flavor_deleted(self, name: str, now: datetime) -> None:
+        self.cache.delete_resource_flavor(name)
+        self._sync_active()
+
+    def on_cluster_queue(self, obj: Mapping[str, Any], now: datetime) -> None:
+        node = self.cache.upsert_cluster_queue(obj)
+        self.queues.upsert_cluster_queue(node.spec, active=self.cache.readiness(node.name).active, now=now)
+        self._sync_active()
+        self._flush([node.name], now)
+
+    def on_cluster_queue_deleted(self, name: str, now: datetime) -> None:
+        self.cache.delete_cluster_queue(name)
+        self.queues.delete_cluster_queue(name)
+
+    def on_cohort(self, obj: Mapping[str, Any], now: datetime) -> None:
+        self.cache.upsert_cohort(obj)
+        self._sync_active()
+        self._flush(list(self.cache.cluster_queues), now)
+
+    def on_cohort_deleted(self, name: str, now: datetime) -> None:
+        self.cache.delete_cohort(name)
+        self._flush(list(self.cache.cluster_queues), now)
+
+    def on_local_queue(self, obj: Mapping[str, Any], now: datetime) -> None:
+        lq = self.cache.upsert_local_queue(obj)
+        self.queues.upsert_local_queue(lq, now)
+
+    def on_local_queue_deleted(self, namespace: str, name: str, now: datetime) -> None:
+        self.cache.delete_local_queue(f"{namespace}/{name}")
+        self.queues.delete_local_queue(f"{namespace}/{name}")
+
+    def on_priority_class(self, obj: Mapping[str, Any]) -> None:
+        self.cache.upsert_priority_class(obj)
+
+    def on_priority_class_deleted(self, name: str) -> None:
+        self.cache.delete_priority_class(name)
+
+    def on_namespace(self, name: str, labels: Mapping[str, str] | None, now: datetime) -> None:
+        self.cache.set_namespace(name, labels)
+        if labels is not None:
+            self._flush(list(self.cache.cluster_queues), now)
+
+    def on_admission_check(self, name: str, active: bool | None, now: datetime) -> None:
+        self.cache.set_admission_check(name, active)
+        self._sync_active()
+        self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
+
+    def on_workload(self, obj: Mapping[str, Any], now: datetime) -> WorkloadInfo:
+        """A Workload was created or updated (including status changes)."""
+        return self.upsert_workload_info(parse_workload(obj, priority_classes=self.cache.priority_classes), now)
+
+    def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
+        """As `on_workload`, for an already parsed Workload."""
+        old, reserving = self.cache.upsert_workload(wl)
+        if old is not None and (not reserving or old.usage() != wl.usage() or old.priority != wl.priority):
+            self._flush([old.admission_cluster_queue], now)
+        if wl.is_evicted or not reserving:
+            self._evicting.discard(wl.key)
+        if reserving or not wl.is_admissible_for_queue():
+            self._last.pop(wl.key, None)
+        if reserving or old is None:
+            self._assumed_from.pop(wl.key, None)
+        self.queues.upsert_workload(wl, now)
+        return wl
+
+    def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
+        key = WorkloadKey(f"{namespace}/{name}")
+        old = self.cache.delete_workload(key)
+        self.queues.delete_workload(key)
+        self._last.pop(key, None)
+        self._evicting.discard(key)
+        self._assumed_from.pop(key, None)
+        if old is not None:
+            self._flush([old.admission_cluster_queue], now)
+
+    def admission_failed(self, key: WorkloadKey, now: datetime) -> None:
+        """The Admit write failed: drop the assumed reservation and requeue the workload."""
+        wl = self.cache.forget_workload(key)
+        original = self._assumed_from.pop(key, None)
+        if wl is not None:
+            self._flush([wl.admission_cluster_queue], now)
+        if original is not None:
+            self.queues.upsert_workload(original, now)
+
+    # == status ===================================================================================
+    def cluster_queue_status(self, name: str) -> dict[str, Any]:
+        return status.cluster_queue_status(self.cache, self.queues, name, fair_sharing=self.config.fair_sharing)
+
+    def local_queue_status(self, namespace: str, name: str) -> dict[str, Any]:
+        return status.local_queue_status(self.cache, self.queues, f"{namespace}/{name}")
+
+    def cohort_status(self, name: str) -> dict[str, Any]:
+        return status.cohort_status(self.cache, name, fair_sharing=self.config.fair_sharing)
+
+    # == the cycle ================================================================================
+    def schedule(self, now: datetime) -> CycleResult:
+        """One scheduling cycle (see the module docstring for the recipe)."""
+        self.cycle += 1
+        result = CycleResult()
+        heads = self.queues.heads(now)  # 1
+        if not heads:
+            return result
+        snap = take_snapshot(self.cache)  # 2
+        preemptor = Preemptor(fair_sharing=self.config.fair_sharing, strategies=self.config.fair_sharing_strategies, now=now)
+        entries, inadmissible = self._nominate(heads, snap, preemptor)  # 3
+        preempted: dict[WorkloadKey, WorkloadInfo] = {}
+        for e in self._order(entries, snap):  # 4
+            self._process(e, snap, preemptor, preempted, result, now)  # 5
+        for e in entries + inadmissible:  # 6
+            if e.status != "assumed":
+                self._requeue_and_report(e, result, now)
+        return result
+
+    def _outdated(self, last: LastAssignment, cq: ClusterQueueNode) -> bool:
+        if self.cycle - last.cycle <= 1:
+            return False
+        return cq.allocatable_generation > last.cq_generation
+
+    def _assign(self, wl: WorkloadInfo, cq: ClusterQueueNode, snap: Snapshot, preemptor: Preemptor, *, use_last: bool = True) -> tuple[Assignment, list[Target]]:
+        last = self._last.get(wl.key) if use_last else None
+        if last is not None and self._outdated(last, cq):
+            last = None
+        oracle = Oracle(preemptor, snap)
+        kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources}
+        full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
+        mode = full.representative_mode()
+        if mode == Mode.FIT:
+            return full, []
+        if mode == Mode.PREEMPT:
+            targets = preemptor.get_targets(wl, full, snap)
+            if targets:
+                return full, targets
+        if wl.can_be_partially_admitted:
+
+            def fits(counts: list[int]) -> tuple[tuple[Assignment, list[Target]] | None, bool]:
+                a = assign_flavors(wl, cq, snap.resource_flavors, oracle, counts=counts, **kw)  # type: ignore[arg-type]
+                m = a.representative_mode()
+                if m == Mode.FIT:
+                    return (a, []), True
+                if m == Mode.PREEMPT:
+                    t = preemptor.get_targets(wl, a, snap)
+                    if t:
+                        return (a, t), True
+                return None, False
+
+            found = search_partial(wl, fits)
+            if found is not None:
+                return found
+        return full, []
+
+    def _record(self, e: _Entry, a: Assignment, targets: list[Target]) -> None:
+        e.assignment, e.targets, e.message = a, targets, a.message()
+        if a.last_state is not None:
+            a.last_state.cycle = self.cycle
+            self._last[e.wl.key] = a.last_state
+
+    def _nominate(self, heads: list[Head], snap: Snapshot, preemptor: Preemptor) -> tuple[list[_Entry], list[_Entry]]:
+        entries: list[_Entry] = []
+        inadmissible: list[_Entry] = []
+        for h in heads:
+            wl, name = h.workload, h.cluster_queue
+            e = _Entry(wl, name)
+            cq = snap.cluster_queues.get(name)
+            if self.cache.is_reserving(wl.key):
+                self.queues.admitted(wl.key, name)
+                continue
+            if wl.failed_checks:
+                e.message, e.reason = "The workload has failed admission checks", PendingReason.PENDING_EVALUATION
+            elif name in snap.inactive:
+                e.message, e.reason = f"ClusterQueue {name} is inactive", PendingReason.SUSPENDED
+            elif cq is None:
+                e.message, e.reason = f"ClusterQueue {name} not found", PendingReason.MISCONFIGURED
+            elif wl.namespace not in snap.namespaces:
+                e.message = f'workload namespace "{wl.namespace}" does not exist: namespaces "{wl.namespace}" not found'
+                e.reason = PendingReason.MISCONFIGURED
+            elif cq.spec.namespace_selector is None or not cq.spec.namespace_selector.matches(snap.namespaces[wl.namespace]):
+                e.message, e.reason = "workload namespace doesn't match ClusterQueue selector", PendingReason.MISCONFIGURED
+                e.requeue_reason = RequeueReason.NAMESPACE_MISMATCH
+            else:
+                a, targets = self._assign(wl, cq, snap, preemptor)
+                self._record(e, a, targets)
+                entries.append(e)
+                continue
+            inadmissible.append(e)
+        return entries, inadmissible
+
+    def _order(self, entries: list[_Entry], snap: Snapshot) -> Iterator[_Entry]:
+        if not self.config.fair_sharing:
+            yield from sorted(entries, key=lambda e: ordering.entry_key(e.wl, e.assignment.borrowing if e.assignment else 0))
+            return
+        by_cq = {e.cq_name: e for e in entries}
+        while by_cq:
+            name = min(by_cq)
+            cq = snap.cluster_queues[name]
+            root = cq.root()
+            if isinstance(root, CohortNode):
+                wls = {n: x.wl for n, x in by_cq.items()}
+                usage = {x.wl.key: x.assignment.total_requests() if x.assignment else {} for x in by_cq.values()}
+                won = fair_sharing.run_tournament(root, wls, _usage_lookup(usage), snap.add_usage, snap.remove_usage)
+                name = won or name
+            yield by_cq.pop(name)
+
+    def _fits(self, snap: Snapshot, cq: ClusterQueueNode, usage: FRQuantities, preempted: Mapping[WorkloadKey, WorkloadInfo], targets: list[Target]) -> bool:
+        victims = dict(preempted)
+        victims.update((t.workload.key, t.workload) for t in targets)
+        with snap.simulated_removal(victims.values()):
+            return all(v <= resource_node.available(cq, fr) for fr, v in usage.items())
+
+    def _process(self, e: _Entry, snap: Snapshot, preemptor: Preemptor, preempted: dict[WorkloadKey, WorkloadInfo], result: CycleResult, now: datetime) -> None:
+        cq = snap.cluster_queues[e.cq_name]
+        assert e.assignment is not None
+        usage = e.assignment.total_requests()
+        overlap = any(t.workload.key in preempted for t in e.targets)
+        if overlap:
+            with snap.simulated_removal(list(preempted.values())):
+                self._last.pop(e.wl.key, None)
+                a, targets = self._assign(e.wl, cq, snap, preemptor, use_last=False)
+            self._record(e, a, targets)
+            if a.representative_mode() == Mode.FIT:
+                a.mode_override = Mode.DEFERRED_FIT
+            usage = a.total_requests()
+            overlap = any(t.workload.key in preempted for t in e.targets)
+        fits = self._fits(snap, cq, usage, preempted, e.targets)
+        a = e.assignment
+        mode = a.representative_mode()
+        if mode == Mode.NO_FIT:
+            e.requeue_reason, e.reason = RequeueReason.NO_FIT, a.no_fit_reason
+            return
+        if mode == Mode.PREEMPT and not e.targets:
+            e.requeue_reason, e.reason = RequeueReason.PREEMPTION_NO_CANDIDATES, PendingReason.WAITING_FOR_QUOTA
+            if cq.spec.preemption.reclaim_within_cohort != model.PreemptionPolicy.ANY:
+                snap.add_usage(cq, _to_reserve(a, cq))
+            return
+        if mode == Mode.DEFERRED_FIT:
+            e.message = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
+            e.reason, e.requeue_reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS, RequeueReason.PENDING_PREEMPTION
+            self._last.pop(e.wl.key, None)
+            snap.add_usage(cq, usage)
+            return
+        if overlap:
+            e.status, e.message, e.reason = "skipped", "Workload has overlapping preemption targets with another workload", PendingReason.WAITING_FOR_QUOTA
+            return
+        if not fits:
+            e.status, e.message, e.reason = "skipped", "Workload no longer fits after processing another workload", PendingReason.WAITING_FOR_QUOTA
+            return
+        preempted.update((t.workload.key, t.workload) for t in e.targets)
+        snap.add_usage(cq, usage)
+        if mode == Mode.PREEMPT:
+            e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
+            self._issue_preemptions(e, cq, snap, result)
+            return
+        self._admit(e, cq, result, now)
+
+    def _issue_preemptions(self, e: _Entry, cq: ClusterQueueNode, snap: Snapshot, result: CycleResult) -> None:
+        victims = []
+        for t in e.targets:
+            if t.workload.is_evicted or t.workload.key in self._evicting:
+                continue
+            target_cq = snap.cluster_queues.get(t.cluster_queue)
+            msg = conditions.preemption_message(e.wl.uid, e.wl.job_uid, t.reason, cq_path(cq), cq_path(target_cq) if target_cq else "")
+            victims.append(Victim(t.workload.key, t.workload.uid, t.cluster_queue, t.reason, msg, conditions.evicted_by_preemption(t.reason, msg)))
+            self._evicting.add(t.workload.key)
+        if victims:
+            result.decisions.append(Preempt(e.wl.key, e.cq_name, tuple(victims)))
+        e.message += f". Pending the preemption of {len(e.targets)} workload(s)"
+        e.requeue_reason = RequeueReason.PENDING_PREEMPTION
+        self._last.pop(e.wl.key, None)
+        self.queues.set_sticky(e.wl.key, e.cq_name)
+
+    def _admit(self, e: _Entry, cq: ClusterQueueNode, result: CycleResult, now: datetime) -> None:
+        assert e.assignment is not None
+        assignments = e.assignment.pod_set_assignments()
+        conds: list[ConditionValue] = [conditions.quota_reserved_condition(e.cq_name)]
+        for ctype in (constants.WorkloadCondition.EVICTED, constants.WorkloadCondition.PREEMPTED):
+            c = e.wl.conditions.get(ctype)
+            if c is not None and c.status == "True":
+                conds.append(conditions.previously(ctype, c.message))
+        assumed = e.wl.with_reservation(e.cq_name, assignments, now)
+        if not cq.spec.admission_checks:
+            adm = conditions.admitted_condition(False, True)
+            conds.append(adm)
+            assumed = _with_condition(assumed, adm, now)
+        self.cache.assume_workload(assumed)
+        self.queues.admitted(e.wl.key, e.cq_name)
+        self._last.pop(e.wl.key, None)
+        self._assumed_from[e.wl.key] = e.wl
+        e.status = "assumed"
+        admission = {"clusterQueue": e.cq_name, "podSetAssignments": [p.to_api() for p in assignments]}
+        result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds)))
+
+    def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:
+        if e.status and e.requeue_reason == RequeueReason.GENERIC:
+            e.requeue_reason = RequeueReason.FAILED_AFTER_NOMINATION
+        last = self._last.get(e.wl.key)
+        self.queues.requeue(e.wl.key, e.cq_name, e.requeue_reason, now, untried_flavors=last is not None and last.has_untried())
+        reason = e.reason or PendingReason.PENDING_EVALUATION
+        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conditions.pending_conditions(reason, e.message)))
+
+
+def _usage_lookup(usage: Mapping[WorkloadKey, FRQuantities]) -> Callable[[WorkloadInfo], FRQuantities]:
+    def lookup(wl: WorkloadInfo) -> FRQuantities:
+        return usage[wl.key]
+
+    return lookup
+
+
+def _to_reserve(a: Assignment, cq: ClusterQueueNode) -> FRQuantities:
+    """Capacity held back for a preemptor without candidates (`quotaResourcesToReserve`)."""
+    out: FRQuantities = {}
+    for fr, v in a.total_requests().items():
+        q = cq.quota(fr)
+        used = cq.usage.get(fr, 0)
+        if a.borrowing > 0:
+            out[fr] = v if q.borrowing_limit is None else min(v, q.nominal + q.borrowing_limit - used)
+        else:
+            out[fr] = max(0, min(v, q.nominal - used))
+    return out
+
+
+def _with_condition(wl: WorkloadInfo, c: ConditionValue, now: datetime) -> WorkloadInfo:
+    conds = dict(wl.conditions)
+    conds[c.type] = Condition(c.status, c.reason, c.message, now)
+    return dataclasses.replace(wl, conditions=conds)

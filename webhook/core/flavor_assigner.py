@@ -1,0 +1,420 @@
+"""Flavor assignment: pick a ResourceFlavor per requested resource of each podSet.
+
+Mirrors `pkg/scheduler/flavorassigner/{flavorassigner,podset_reducer}.go` (upstream commit
+ff69552e79), without TAS and workload slices. Modes are ordered (NoFit < Preempt < DeferredFit <
+Fit); the preemption oracle is a one-method Protocol, so this module never imports preemption.
+Messages accumulate the reasons of every flavor tried and are sorted, so output is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Protocol, TypeVar
+
+from webhook.core import selectors
+from webhook.core.conditions import PendingReason
+from webhook.core.model import ResourceFlavorSpec
+from webhook.core.resource_node import (
+    ClusterQueueNode,
+    available,
+    height_of_lowest_subtree_that_fits,
+    potential_available,
+)
+from webhook.core.resources import FlavorResource, FRQuantities, format_quantity
+from webhook.core.workload import PodSetAssignment, PodSetInfo, WorkloadInfo
+
+__all__ = [
+    "Assignment",
+    "FlavorAssignment",
+    "LastAssignment",
+    "Mode",
+    "PodSetResult",
+    "PreemptionOracle",
+    "PreemptionPossibility",
+    "assign_flavors",
+    "search_partial",
+]
+
+
+class Mode(IntEnum):
+    """Representative assignment mode, compared directly."""
+
+    NO_FIT = 0
+    PREEMPT = 1
+    DEFERRED_FIT = 2
+    FIT = 3
+
+
+class PreemptionPossibility(IntEnum):
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    RECLAIM = 3
+
+
+class _PMode(IntEnum):
+    """Granular per-flavor mode: noFit < noCandidates < preempt < reclaim < fit."""
+
+    NO_FIT = 0
+    NO_CANDIDATES = 1
+    PREEMPT = 2
+    RECLAIM = 3
+    FIT = 4
+
+    def assignment_mode(self) -> Mode:
+        if self == _PMode.NO_FIT:
+            return Mode.NO_FIT
+        return Mode.FIT if self == _PMode.FIT else Mode.PREEMPT
+
+
+_WORST = (_PMode.NO_FIT, 1 << 62)
+_BEST = (_PMode.FIT, 0)
+
+_SEVERITY = {
+    "TopologyPlacementFailed": 1,
+    PendingReason.WAITING_FOR_QUOTA: 2,
+    PendingReason.EXCEEDS_MAX_QUOTA: 3,
+    PendingReason.NO_MATCHING_FLAVOR: 4,
+}
+
+
+def _most_severe(a: str, b: str) -> str:
+    return a if _SEVERITY.get(a, 0) >= _SEVERITY.get(b, 0) else b
+
+
+class PreemptionOracle(Protocol):
+    """Can preemption make room for `quantity` of `fr`? Returns the possibility and borrow level."""
+
+    def simulate_preemption(self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[PreemptionPossibility, int]: ...
+
+
+@dataclass(slots=True)
+class FlavorAssignment:
+    name: str
+    mode: Mode
+    tried_flavor_idx: int = 0
+    borrow: int = 0
+
+
+@dataclass(slots=True)
+class PodSetResult:
+    """The assignment of one podSet: chosen flavors, request totals and the reasons it fell short."""
+
+    name: str
+    count: int
+    requests: dict[str, int]
+    flavors: dict[str, FlavorAssignment] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    # (flavor, granular mode, no-fit reason) for each flavor tried
+    attempts: list[tuple[str, int, str]] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return not self.reasons
+
+    def representative_mode(self) -> Mode:
+        if self.fits:
+            return Mode.FIT
+        if not self.flavors:
+            return Mode.NO_FIT
+        return min(f.mode for f in self.flavors.values())
+
+    def message(self) -> str:
+        return ", ".join(sorted(self.reasons))
+
+
+@dataclass(slots=True)
+class LastAssignment:
+    """Scan progress kept between attempts of one workload (`AssignmentClusterQueueState`)."""
+
+    last_tried: list[dict[str, int]]
+    cq_generation: int
+    cycle: int
+
+    def next_flavor(self, ps_index: int, resource: str) -> int:
+        if ps_index >= len(self.last_tried):
+            return 0
+        idx = self.last_tried[ps_index].get(resource)
+        return 0 if idx is None else idx + 1
+
+    def has_untried(self) -> bool:
+        return any(v != -1 for ps in self.last_tried for v in ps.values())
+
+
+@dataclass(slots=True)
+class Assignment:
+    cluster_queue: str
+    pod_sets: list[PodSetResult] = field(default_factory=list)
+    borrowing: int = 0
+    usage: FRQuantities = field(default_factory=dict)
+    last_state: LastAssignment | None = None
+    no_fit_reason: str = ""
+    mode_override: Mode | None = None
+
+    def representative_mode(self) -> Mode:
+        if self.mode_override is not None:
+            return self.mode_override
+        if not self.pod_sets:
+            return Mode.NO_FIT
+        return min(ps.representative_mode() for ps in self.pod_sets)
+
+    def message(self) -> str:
+        parts = [f"couldn't assign flavors to pod set {ps.name}: {ps.message()}" for ps in self.pod_sets if not ps.fits]
+        return "; ".join(parts)
+
+    def frs_need_preemption(self) -> set[FlavorResource]:
+        return {FlavorResource(fa.name, r) for ps in self.pod_sets for r, fa in ps.flavors.items() if fa.mode == Mode.PREEMPT}
+
+    def total_requests(self) -> FRQuantities:
+        return {fr: v for fr, v in self.usage.items() if v}
+
+    def pod_set_assignments(self) -> tuple[PodSetAssignment, ...]:
+        """The podSetAssignments of status.admission (only resources that got a flavor)."""
+        return tuple(
+            PodSetAssignment(ps.name, {r: fa.name for r, fa in ps.flavors.items()}, {r: ps.requests.get(r, 0) for r in ps.flavors}, ps.count)
+            for ps in self.pod_sets
+        )
+
+    def to_api(self) -> list[dict[str, Any]]:
+        return [psa.to_api() for psa in self.pod_set_assignments()]
+
+    def _append(self, ps: PodSetResult) -> None:
+        self.pod_sets.append(ps)
+        tried: dict[str, int] = {}
+        for res, fa in ps.flavors.items():
+            self.borrowing = max(self.borrowing, fa.borrow)
+            fr = FlavorResource(fa.name, res)
+            self.usage[fr] = self.usage.get(fr, 0) + ps.requests.get(res, 0)
+            tried[res] = fa.tried_flavor_idx
+        if self.last_state is not None:
+            self.last_state.last_tried.append(tried)
+
+
+def _is_preferred(a: tuple[_PMode, int], b: tuple[_PMode, int], preference: str | None) -> bool:
+    if a[0] == _PMode.NO_FIT:
+        return False
+    if b[0] == _PMode.NO_FIT:
+        return True
+    a_nc, b_nc = a[0] == _PMode.NO_CANDIDATES, b[0] == _PMode.NO_CANDIDATES
+    if a_nc != b_nc:
+        return not a_nc
+    if preference == "PreemptionOverBorrowing":
+        if a[1] != b[1]:
+            return a[1] < b[1]
+        return a[0] > b[0]
+    if a[0] != b[0]:
+        return a[0] > b[0]
+    return a[1] < b[1]
+
+
+def _should_try_next(mode: tuple[_PMode, int], when_can_borrow: str, when_can_preempt: str) -> bool:
+    if mode[0] in (_PMode.NO_FIT, _PMode.NO_CANDIDATES):
+        return True
+    if mode[0] in (_PMode.PREEMPT, _PMode.RECLAIM) and when_can_preempt == "TryNextFlavor":
+        return True
+    return mode[1] != 0 and when_can_borrow == "TryNextFlavor"
+
+
+def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) -> str | None:
+    """Why the podSet cannot use the flavor at all (missing, untolerated taint, affinity)."""
+    if flavor is None:
+        return f"flavor {name} not found"
+    taint = selectors.find_untolerated_taint(flavor.node_taints, (*ps.tolerations, *flavor.tolerations))
+    if taint is not None:
+        return f"untolerated taint {taint} in flavor {name}"
+    if not selectors.matches_flavor_affinity(ps.node_selector, ps.required_terms, flavor.node_labels):
+        return f"flavor {name} doesn't match node affinity"
+    return None
+
+
+class _Assigner:
+    __slots__ = ("cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "oracle", "wl")
+
+    def __init__(
+        self,
+        wl: WorkloadInfo,
+        cq: ClusterQueueNode,
+        flavors: Mapping[str, ResourceFlavorSpec],
+        oracle: PreemptionOracle,
+        *,
+        fair_sharing: bool,
+        last: LastAssignment | None,
+        ignore_undeclared: bool,
+    ) -> None:
+        self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
+        self.fair_sharing, self.last, self.ignore_undeclared = fair_sharing, last, ignore_undeclared
+
+    def _can_preempt_while_borrowing(self) -> bool:
+        pre = self.cq.spec.preemption
+        return pre.borrow_within_cohort.policy != "Never" or (self.fair_sharing and pre.reclaim_within_cohort != "Never")
+
+    def _fits_quota(self, fr: FlavorResource, assumed: int, request: int) -> tuple[_PMode, int, str | None, str]:
+        cq = self.cq
+        avail = available(cq, fr)
+        max_capacity = potential_available(cq, fr)
+        val = assumed + request
+        if val > max_capacity:
+            msg = (
+                f"insufficient quota for {fr.resource} in flavor {fr.flavor}, previously considered podsets requests "
+                f"({format_quantity(fr.resource, assumed)}) + current podset request ({format_quantity(fr.resource, request)}) "
+                f"> maximum capacity ({format_quantity(fr.resource, max_capacity)})"
+            )
+            return _PMode.NO_FIT, 0, msg, PendingReason.EXCEEDS_MAX_QUOTA
+        borrow, may_reclaim = height_of_lowest_subtree_that_fits(cq, fr, val)
+        if val <= avail:
+            return _PMode.FIT, borrow, None, ""
+        msg = f"insufficient unused quota for {fr.resource} in flavor {fr.flavor}, {format_quantity(fr.resource, val - avail)} more needed"
+        if cq.quota(fr).nominal >= val or may_reclaim or self._can_preempt_while_borrowing():
+            possibility, borrow_after = self.oracle.simulate_preemption(cq, self.wl, fr, val)
+            return _PMode(int(possibility)), borrow_after, msg, ""
+        return _PMode.NO_FIT, borrow, msg, PendingReason.WAITING_FOR_QUOTA
+
+    def _find_flavor(
+        self, ps_index: int, ps: PodSetInfo, requests: Mapping[str, int], res: str, assigned: FRQuantities, result: PodSetResult
+    ) -> tuple[dict[str, FlavorAssignment] | None, list[str]]:
+        spec = self.cq.spec
+        rg_index = spec.resource_to_group.get(res)
+        if rg_index is None:
+            return None, [f"resource {res} unavailable in ClusterQueue"]
+        rg = spec.resource_groups[rg_index]
+        covered = [(r, requests[r]) for r in sorted(requests) if r in rg.covered_resources]
+        reasons: list[str] = []
+        ff = spec.flavor_fungibility
+        best: dict[str, FlavorAssignment] | None = None
+        best_mode = _WORST
+        attempted = -1
+        start = self.last.next_flavor(ps_index, res) if self.last is not None else 0
+        for idx in range(start, len(rg.flavors)):
+            attempted = idx
+            fname = rg.flavors[idx].name
+            why = _check_flavor(self.flavors.get(fname), fname, ps)
+            if why is not None:
+                reasons.append(why)
+                result.attempts.append((fname, _PMode.NO_FIT, PendingReason.NO_MATCHING_FLAVOR))
+                continue
+            assignments: dict[str, FlavorAssignment] = {}
+            rep = _BEST
+            no_fit_reason = ""
+            for rname, val in covered:
+                fr = FlavorResource(fname, rname)
+                pmode, borrow, msg, nf = self._fits_quota(fr, assigned.get(fr, 0), val)
+                if msg is not None:
+                    reasons.append(msg)
+                    no_fit_reason = _most_severe(no_fit_reason, nf)
+                mode = (pmode, borrow)
+                if _is_preferred(rep, mode, ff.preference):
+                    rep = mode
+                if rep[0] == _PMode.NO_FIT:
+                    continue
+                assignments[rname] = FlavorAssignment(fname, pmode.assignment_mode(), borrow=borrow)
+            result.attempts.append((fname, rep[0], no_fit_reason))
+            if not _should_try_next(rep, ff.when_can_borrow, ff.when_can_preempt):
+                best, best_mode = assignments, rep
+                break
+            if _is_preferred(rep, best_mode, ff.preference):
+                best, best_mode = assignments, rep
+        for fa in (best or {}).values():
+            fa.tried_flavor_idx = -1 if attempted == len(rg.flavors) - 1 else attempted
+        if best_mode[0] == _PMode.FIT:
+            return best, []
+        return best, reasons
+
+    def assign(self, counts: Sequence[int] | None) -> Assignment:
+        wl, spec = self.wl, self.cq.spec
+        a = Assignment(self.cq.name, last_state=LastAssignment([], self.cq.allocatable_generation, 0))
+        covers_pods = "pods" in spec.resource_to_group
+        for i, (ps, req) in enumerate(zip(wl.pod_sets, wl.pod_set_requests(counts), strict=True)):
+            count = counts[i] if counts is not None else ps.count - wl.reclaimable.get(ps.name, 0)
+            if covers_pods:
+                req["pods"] = count
+            result = PodSetResult(ps.name, count, req)
+            group: dict[str, FlavorAssignment] | None = {}
+            reasons: list[str] = []
+            for res in sorted(req):
+                qty = req[res]
+                if res not in spec.resource_to_group and (qty == 0 or self.ignore_undeclared):
+                    continue
+                assert group is not None
+                if res in group:
+                    continue
+                found, why = self._find_flavor(i, ps, req, res, a.usage, result)
+                if not found and req:
+                    group, reasons = None, why
+                    break
+                group.update(found or {})
+                reasons.extend(why)
+            result.flavors = {r: fa for r, fa in (group or {}).items() if r in req}
+            result.reasons = reasons
+            a._append(result)
+            if req and not result.flavors:
+                _resolve_no_fit_reason(a, spec.resource_groups)
+                return a
+        _resolve_no_fit_reason(a, spec.resource_groups)
+        return a
+
+
+def _resolve_no_fit_reason(a: Assignment, groups: Sequence[Any]) -> None:
+    """Least severe reason per resource group, most severe across groups and podSets."""
+    if a.representative_mode() != Mode.NO_FIT:
+        return
+    flavor_group = {f.name: gi for gi, rg in enumerate(groups) for f in rg.flavors}
+    overall = ""
+    for ps in a.pod_sets:
+        if ps.representative_mode() != Mode.NO_FIT:
+            continue
+        if not ps.attempts:
+            overall = _most_severe(overall, PendingReason.NO_MATCHING_FLAVOR)
+            continue
+        per_group: dict[int, str] = {}
+        for i, (fname, pmode, reason) in enumerate(ps.attempts):
+            if pmode != _PMode.NO_FIT:
+                continue
+            gi = flavor_group.get(fname, -1 - i)
+            if gi not in per_group or _SEVERITY.get(reason, 0) < _SEVERITY.get(per_group[gi], 0):
+                per_group[gi] = reason
+        ps_reason = ""
+        for r in per_group.values():
+            ps_reason = _most_severe(ps_reason, r)
+        overall = _most_severe(overall, ps_reason)
+    a.no_fit_reason = overall
+
+
+def assign_flavors(
+    wl: WorkloadInfo,
+    cq: ClusterQueueNode,
+    flavors: Mapping[str, ResourceFlavorSpec],
+    oracle: PreemptionOracle,
+    *,
+    counts: Sequence[int] | None = None,
+    fair_sharing: bool = False,
+    last: LastAssignment | None = None,
+    ignore_undeclared: bool = False,
+) -> Assignment:
+    """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`)."""
+    return _Assigner(wl, cq, flavors, oracle, fair_sharing=fair_sharing, last=last, ignore_undeclared=ignore_undeclared).assign(counts)
+
+
+R = TypeVar("R")
+
+
+def search_partial(wl: WorkloadInfo, fits: Callable[[list[int]], tuple[R | None, bool]]) -> R | None:
+    """Largest podSet counts (down to minCount) that `fits`, by binary search (`PodSetReducer`)."""
+    full = [ps.count for ps in wl.pod_sets]
+    deltas = [ps.count - (ps.min_count if ps.min_count is not None else ps.count) for ps in wl.pod_sets]
+    total = sum(deltas)
+    if total == 0:
+        return None
+    last_good = -1
+    last_r: R | None = None
+    lo, hi = 0, total + 1
+    while lo < hi:
+        h = (lo + hi) // 2
+        counts = [full[i] - d * h // total for i, d in enumerate(deltas)]
+        r, ok = fits(counts)
+        if ok:
+            last_good, last_r = h, r
+            hi = h
+        else:
+            lo = h + 1
+    return last_r if lo == last_good else None

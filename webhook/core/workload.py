@@ -1,0 +1,332 @@
+"""WorkloadInfo: a Workload parsed once, with per-podset requests and admitted usage precomputed.
+
+Mirrors `pkg/workload/workload.go` (`Info`, `NewInfo`, `totalRequestsFromPodSets`,
+`totalRequestsFromAdmission`, `IsAdmissible`, `HasQuotaReservation`), `pkg/workload/resources.go`
+and `pkg/workload/ordering.go` (`GetQueueOrderTimestamp`) at upstream commit ff69552e79.
+Everything a scheduling cycle reads is computed here once, so the hot path never touches JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, NewType
+
+from webhook.api import constants, quantity
+from webhook.core import selectors
+from webhook.core.resources import FlavorResource, FRQuantities, format_quantity
+
+__all__ = [
+    "EPOCH",
+    "Condition",
+    "PodSetAssignment",
+    "PodSetInfo",
+    "WorkloadInfo",
+    "WorkloadKey",
+    "parse_time",
+    "parse_workload",
+    "pod_requests",
+]
+
+WorkloadKey = NewType("WorkloadKey", str)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_time(text: object) -> datetime | None:
+    """RFC 3339 timestamp as the API serializes it, or None."""
+    if not isinstance(text, str) or not text:
+        return None
+    dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+class Condition(NamedTuple):
+    status: str
+    reason: str
+    message: str
+    last_transition_time: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetInfo:
+    """One podSet: per-pod requests and the scheduling constraints flavor matching needs."""
+
+    name: str
+    count: int
+    min_count: int | None
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[tuple[selectors.Requirement, ...], ...] = ()
+    tolerations: tuple[selectors.Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetAssignment:
+    """One entry of status.admission.podSetAssignments, amounts already parsed."""
+
+    name: str
+    flavors: Mapping[str, str]
+    resource_usage: Mapping[str, int]
+    count: int
+
+    def to_api(self) -> dict[str, Any]:
+        """The exact v1beta2 JSON of this podSetAssignment."""
+        return {
+            "name": self.name,
+            "flavors": dict(sorted(self.flavors.items())),
+            "resourceUsage": {r: format_quantity(r, v) for r, v in sorted(self.resource_usage.items())},
+            "count": self.count,
+        }
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """Effective per-pod requests: max(init) vs sum(containers)+sidecars, plus overhead.
+
+    Limits stand in for missing requests, as `AdjustResources` does before queueing.
+    """
+
+    def container(c: Mapping[str, Any]) -> dict[str, int]:
+        res = c.get("resources") or {}
+        out = {r: quantity.amount(r, v) for r, v in (res.get("limits") or {}).items()}
+        out.update({r: quantity.amount(r, v) for r, v in (res.get("requests") or {}).items()})
+        return out
+
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or ():
+        for r, v in container(c).items():
+            total[r] = total.get(r, 0) + v
+    sidecars: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for c in spec.get("initContainers") or ():
+        req = container(c)
+        if c.get("restartPolicy") == "Always":
+            for r, v in req.items():
+                sidecars[r] = sidecars.get(r, 0) + v
+            continue
+        for r, v in req.items():
+            init_max[r] = max(init_max.get(r, 0), v + sidecars.get(r, 0))
+    for r, v in sidecars.items():
+        total[r] = total.get(r, 0) + v
+    for r, v in init_max.items():
+        total[r] = max(total.get(r, 0), v)
+    for r, v in (spec.get("overhead") or {}).items():
+        total[r] = total.get(r, 0) + quantity.amount(r, v)
+    return {r: max(0, v) for r, v in total.items()}
+
+
+def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selectors.Requirement, ...], ...]:
+    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = []
+    for t in na.get("nodeSelectorTerms") or ():
+        terms.append(
+            tuple(
+                selectors.Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
+                for e in t.get("matchExpressions") or ()
+            )
+        )
+    return tuple(terms)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadInfo:
+    """Everything the core knows about a Workload; replaced whole on every update."""
+
+    key: WorkloadKey
+    namespace: str
+    name: str
+    uid: str
+    queue_name: str
+    priority: int
+    creation: datetime
+    pod_sets: tuple[PodSetInfo, ...]
+    job_uid: str = ""
+    priority_class: str = ""
+    generation: int = 0
+    active: bool = True
+    conditions: Mapping[str, Condition] = field(default_factory=dict)
+    admission_cluster_queue: str = ""
+    assignments: tuple[PodSetAssignment, ...] = ()
+    reclaimable: Mapping[str, int] = field(default_factory=dict)
+    requeue_at: datetime | None = None
+    admission_gated: bool = False
+    failed_checks: bool = False
+
+    # -- condition helpers -------------------------------------------------------------------
+    def condition_true(self, ctype: str) -> bool:
+        c = self.conditions.get(ctype)
+        return c is not None and c.status == "True"
+
+    @property
+    def has_quota_reservation(self) -> bool:
+        return self.condition_true(constants.WorkloadCondition.QUOTA_RESERVED)
+
+    @property
+    def is_admitted(self) -> bool:
+        return self.condition_true(constants.WorkloadCondition.ADMITTED)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.condition_true(constants.WorkloadCondition.FINISHED)
+
+    @property
+    def is_evicted(self) -> bool:
+        return self.condition_true(constants.WorkloadCondition.EVICTED)
+
+    @property
+    def pods_ready(self) -> bool:
+        return self.condition_true(constants.WorkloadCondition.PODS_READY)
+
+    @property
+    def is_on_hold(self) -> bool:
+        c = self.conditions.get(constants.WorkloadCondition.QUOTA_RESERVED)
+        return c is not None and c.status == "False" and c.reason == "OnHold"
+
+    @property
+    def counts_toward_usage(self) -> bool:
+        """A Workload holds quota iff QuotaReserved=True, not Finished, and active (6.4)."""
+        return self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+
+    def is_admissible_for_queue(self) -> bool:
+        """`IsAdmissible`: may sit in a pending queue."""
+        return (
+            not self.admission_gated
+            and not self.is_finished
+            and self.active
+            and not self.has_quota_reservation
+            and not self.is_on_hold
+        )
+
+    def backoff_expired(self, now: datetime) -> bool:
+        """Requeued is not False and requeueAt is unset or has passed."""
+        c = self.conditions.get(constants.WorkloadCondition.REQUEUED)
+        if c is not None and c.status == "False":
+            return False
+        return self.requeue_at is None or now >= self.requeue_at
+
+    @property
+    def queue_order_timestamp(self) -> datetime:
+        """Eviction time for PodsReadyTimeout/AdmissionCheck evictions, else creation time."""
+        ev = self.conditions.get(constants.WorkloadCondition.EVICTED)
+        if ev is not None and ev.status == "True" and ev.reason in ("PodsReadyTimeout", "AdmissionCheck") and ev.last_transition_time:
+            return ev.last_transition_time
+        return self.creation
+
+    @property
+    def quota_reserved_time(self) -> datetime | None:
+        c = self.conditions.get(constants.WorkloadCondition.QUOTA_RESERVED)
+        if c is None or c.status != "True":
+            return None
+        return c.last_transition_time
+
+    @property
+    def can_be_partially_admitted(self) -> bool:
+        return any(ps.min_count is not None and ps.min_count < ps.count for ps in self.pod_sets)
+
+    # -- requests and usage ------------------------------------------------------------------
+    def pod_set_requests(self, counts: Sequence[int] | None = None) -> list[dict[str, int]]:
+        """Total requests per podSet for `counts` (default: count minus reclaimable pods)."""
+        out = []
+        for i, ps in enumerate(self.pod_sets):
+            n = counts[i] if counts is not None else ps.count - self.reclaimable.get(ps.name, 0)
+            out.append({r: v * n for r, v in ps.requests.items()})
+        return out
+
+    def usage(self) -> FRQuantities:
+        """Quota held, from status.admission scaled down by reclaimablePods."""
+        out: FRQuantities = {}
+        for psa in self.assignments:
+            reclaim = self.reclaimable.get(psa.name, 0)
+            for res, flavor in psa.flavors.items():
+                v = psa.resource_usage.get(res, 0)
+                if reclaim and psa.count:
+                    v = v * max(0, psa.count - reclaim) // psa.count
+                if v:
+                    fr = FlavorResource(flavor, res)
+                    out[fr] = out.get(fr, 0) + v
+        return out
+
+    def uses_any(self, frs: Sequence[FlavorResource] | set[FlavorResource]) -> bool:
+        """Whether the admitted podSets use any of `frs` (upstream `WorkloadUsesResources`)."""
+        for psa in self.assignments:
+            for res, flavor in psa.flavors.items():
+                if FlavorResource(flavor, res) in frs:
+                    return True
+        return False
+
+    def with_reservation(self, cluster_queue: str, assignments: tuple[PodSetAssignment, ...], now: datetime) -> WorkloadInfo:
+        """The assumed copy after a quota reservation (what the cache counts until the write lands)."""
+        conds = dict(self.conditions)
+        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}", now)
+        return dataclasses.replace(self, conditions=conds, admission_cluster_queue=cluster_queue, assignments=assignments)
+
+
+def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
+    out = []
+    for a in raw if isinstance(raw, list) else ():
+        usage = {str(r): quantity.amount(str(r), v) for r, v in (a.get("resourceUsage") or {}).items()}
+        out.append(PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0)))
+    return tuple(out)
+
+
+def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None) -> WorkloadInfo:
+    """WorkloadInfo from a v1beta2 Workload JSON object.
+
+    `spec.priority` wins; a WorkloadPriorityClass reference without a priority falls back to the
+    class value known to the cache, as the webhook would have defaulted it.
+    """
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    pod_sets = []
+    for ps in spec.get("podSets") or ():
+        pspec = (ps.get("template") or {}).get("spec") or {}
+        count = int(ps.get("count", 1))
+        mc = ps.get("minCount")
+        pod_sets.append(
+            PodSetInfo(
+                name=str(ps.get("name") or "main"),
+                count=count,
+                min_count=None if mc is None else int(mc),
+                requests=pod_requests(pspec),
+                node_selector=dict(pspec.get("nodeSelector") or {}),
+                required_terms=_required_terms(pspec),
+                tolerations=tuple(selectors.parse_toleration(t) for t in pspec.get("tolerations") or ()),
+            )
+        )
+    conds = {
+        str(c["type"]): Condition(str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")), parse_time(c.get("lastTransitionTime")))
+        for c in status.get("conditions") or ()
+    }
+    ref = spec.get("priorityClassRef") or {}
+    prio = spec.get("priority")
+    if prio is None and ref.get("name") and priority_classes is not None:
+        prio = priority_classes.get(str(ref["name"]))
+    admission = status.get("admission") or {}
+    checks = status.get("admissionChecks") or ()
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    ns = str(meta.get("namespace") or "")
+    name = str(meta.get("name") or "")
+    return WorkloadInfo(
+        key=WorkloadKey(f"{ns}/{name}"),
+        namespace=ns,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        queue_name=str(spec.get("queueName") or ""),
+        priority=int(prio or 0),
+        creation=parse_time(meta.get("creationTimestamp")) or EPOCH,
+        pod_sets=tuple(pod_sets),
+        job_uid=str(labels.get(constants.JOB_UID_LABEL, "")),
+        priority_class=str(ref.get("name") or ""),
+        generation=int(meta.get("generation") or 0),
+        active=spec.get("active", True) is not False,
+        conditions=conds,
+        admission_cluster_queue=str(admission.get("clusterQueue") or ""),
+        assignments=_parse_assignments(admission.get("podSetAssignments")),
+        reclaimable={str(r["name"]): int(r.get("count") or 0) for r in status.get("reclaimablePods") or ()},
+        requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
+        admission_gated=bool(annotations.get(constants.ADMISSION_GATED_BY)),
+        failed_checks=any(c.get("state") in ("Retry", "Rejected") for c in checks),
+    )
