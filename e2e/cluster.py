@@ -1,0 +1,1023 @@
+#!/usr/bin/env python3
+"""A real Kubernetes control plane on loopback, with kwok playing the kubelets.
+
+There is no container engine here, so instead of kind we run etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler and kwok as plain
+processes built by e2e/build-binaries.sh, and let kwok fake six nodes. Pods
+never run; kwok writes their status according to e2e/kwok-stages.yaml.
+
+CLI:     python e2e/cluster.py up|down|status [--dir DIR]
+Python:  with Cluster() as c: c.kubectl("get", "nodes")
+
+Everything listens on 127.0.0.1 only. State lives in DIR (default
+<repo>/.run/cluster): pki/, logs/, etcd data, kubeconfigs, `pids` and
+`state.json`, so `down` (or the next `up`) can clean up after a process that
+died without tearing down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import contextlib
+import datetime as dt
+import http.client
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, ClassVar
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+E2E_DIR = Path(__file__).resolve().parent
+REPO_ROOT = E2E_DIR.parent
+DEFAULT_DIR = REPO_ROOT / ".run" / "cluster"
+BUILD_SCRIPT = E2E_DIR / "build-binaries.sh"
+STAGES_FILE = E2E_DIR / "kwok-stages.yaml"
+
+#: Seconds a Job-owned pod stays Running before kwok marks it Succeeded.
+POD_RUN_SECONDS_ENV = "PYKUEUE_POD_RUN_SECONDS"
+DEFAULT_POD_RUN_SECONDS = 2.0
+#: Use these binaries instead of running build-binaries.sh.
+BIN_DIR_ENV = "PYKUEUE_K8S_BIN_DIR"
+
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+NODE_CPU = "64"
+NODE_MEMORY = "256Gi"
+NODE_PODS = "250"
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PER_NODE = "8"
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.244.0.0/16"
+
+
+@dataclass(frozen=True)
+class FakeNode:
+    """A node kwok pretends to run; tests rely on these names and labels."""
+
+    name: str
+    labels: dict[str, str]
+    extra_capacity: dict[str, str] = field(default_factory=dict)
+
+    def manifest(self) -> dict[str, Any]:
+        capacity = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS, **self.extra_capacity}
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {
+                    "kubernetes.io/hostname": self.name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                    "type": "kwok",
+                    **self.labels,
+                },
+            },
+            # Deliberately no kwok.x-k8s.io/node taint: ordinary pods must land here.
+            "spec": {},
+            "status": {"capacity": capacity, "allocatable": dict(capacity)},
+        }
+
+
+NODES: tuple[FakeNode, ...] = (
+    FakeNode("kwok-on-demand-1", {"instance-type": "on-demand"}),
+    FakeNode("kwok-on-demand-2", {"instance-type": "on-demand"}),
+    FakeNode("kwok-spot-1", {"instance-type": "spot"}),
+    FakeNode("kwok-spot-2", {"instance-type": "spot"}),
+    FakeNode("kwok-gpu-1", {"nvidia.com/gpu.present": "true"}, {GPU_RESOURCE: GPU_PER_NODE}),
+    FakeNode("kwok-gpu-2", {"nvidia.com/gpu.present": "true"}, {GPU_RESOURCE: GPU_PER_NODE}),
+)
+
+# Start order; teardown runs in reverse.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+def log(msg: str) -> None:
+    """Progress goes to stderr so stdout stays machine-readable (kubeconfig path)."""
+    print(f"cluster: {msg}", file=sys.stderr, flush=True)
+
+
+class ClusterError(RuntimeError):
+    """A named bring-up step failed; the message says which and shows the evidence."""
+
+    def __init__(self, step: str, detail: str, elapsed: float | None = None, log_tail: str = "") -> None:
+        after = f" after {elapsed:.0f}s" if elapsed is not None else ""
+        msg = f"cluster: step '{step}' failed{after}: {detail}"
+        if log_tail:
+            msg += f"; last log lines:\n{log_tail}"
+        super().__init__(msg)
+        self.step = step
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def free_port(taken: set[int]) -> int:
+    """A currently unused loopback port; `taken` avoids handing out one twice."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in taken:
+            taken.add(port)
+            return port
+
+
+def port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def tail(path: Path, lines: int = 25) -> str:
+    try:
+        data = path.read_bytes()[-20000:].decode(errors="replace")
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join("    " + line for line in data.splitlines()[-lines:])
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Kernel start time of pid (jiffies since boot); guards against PID reuse."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":  # zombie: already dead, just not reaped
+        return None
+    return int(fields[19])
+
+
+def pod_run_seconds() -> float:
+    raw = os.environ.get(POD_RUN_SECONDS_ENV, "")
+    if not raw:
+        return DEFAULT_POD_RUN_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ClusterError("read settings", f"{POD_RUN_SECONDS_ENV}={raw!r} is not a number") from None
+    if value < 0:
+        raise ClusterError("read settings", f"{POD_RUN_SECONDS_ENV}={raw!r} is negative")
+    return value
+
+
+# --------------------------------------------------------------------------- PKI
+
+
+class _Pki:
+    """One CA that signs every serving and client cert, plus the SA signing key.
+
+    A single CA keeps the kubeconfigs trivial (same CA data everywhere) and is
+    what pods see as kube-root-ca.crt.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.ca_crt = directory / "ca.crt"
+        self.ca_key = directory / "ca.key"
+        self.serving_crt = directory / "serving.crt"
+        self.serving_key = directory / "serving.key"
+        self.sa_key = directory / "sa.key"
+        self.sa_pub = directory / "sa.pub"
+        self.front_proxy_crt = directory / "front-proxy-client.crt"
+        self.front_proxy_key = directory / "front-proxy-client.key"
+
+    def client(self, name: str) -> tuple[Path, Path]:
+        return self.dir / f"{name}.crt", self.dir / f"{name}.key"
+
+    @staticmethod
+    def _key() -> ec.EllipticCurvePrivateKey:
+        return ec.generate_private_key(ec.SECP256R1())
+
+    @staticmethod
+    def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+        path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+        path.chmod(0o600)
+
+    def generate(self, client_identities: dict[str, tuple[str, list[str]]]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+        until = now + dt.timedelta(days=30)
+
+        ca_key = self._key()
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pykueue-e2e-ca")])
+        ca = (
+            x509.CertificateBuilder()
+            .subject_name(ca_name)
+            .issuer_name(ca_name)
+            .public_key(ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(until)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256())
+        )
+        self.ca_crt.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+        self._write_key(self.ca_key, ca_key)
+
+        def issue(
+            cn: str,
+            orgs: list[str],
+            usage: x509.ObjectIdentifier,
+            sans: list[x509.GeneralName],
+            crt: Path,
+            key_path: Path,
+        ) -> None:
+            key = self._key()
+            attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+            attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+            builder = (
+                x509.CertificateBuilder()
+                .subject_name(x509.Name(attrs))
+                .issuer_name(ca_name)
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now)
+                .not_valid_after(until)
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+                .add_extension(
+                    x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+                )
+            )
+            if sans:
+                builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+            crt.write_bytes(builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
+            self._write_key(key_path, key)
+
+        issue(
+            "kube-apiserver",
+            [],
+            ExtendedKeyUsageOID.SERVER_AUTH,
+            [
+                x509.DNSName("localhost"),
+                x509.DNSName("kubernetes"),
+                x509.DNSName("kubernetes.default"),
+                x509.DNSName("kubernetes.default.svc"),
+                x509.DNSName("kubernetes.default.svc.cluster.local"),
+                x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                x509.IPAddress(ipaddress.ip_address(SERVICE_CIDR.split("/")[0]) + 1),
+            ],
+            self.serving_crt,
+            self.serving_key,
+        )
+        issue(
+            "front-proxy-client",
+            [],
+            ExtendedKeyUsageOID.CLIENT_AUTH,
+            [],
+            self.front_proxy_crt,
+            self.front_proxy_key,
+        )
+        for name, (cn, groups) in client_identities.items():
+            issue(cn, groups, ExtendedKeyUsageOID.CLIENT_AUTH, [], *self.client(name))
+
+        sa = self._key()
+        self._write_key(self.sa_key, sa)
+        self.sa_pub.write_bytes(
+            sa.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+
+
+# --------------------------------------------------------------------------- processes
+
+
+@dataclass
+class _Proc:
+    name: str
+    pid: int
+    start_time: int | None
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        return self.start_time is not None and proc_start_time(self.pid) == self.start_time
+
+    def exit_code(self) -> int | None:
+        return self.popen.poll() if self.popen is not None else None
+
+
+def _wait_gone(proc: _Proc, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            return True
+        time.sleep(0.05)
+    return not proc.alive()
+
+
+def _kill_group(proc: _Proc, term_timeout: float = 10.0) -> None:
+    """SIGTERM the process group, SIGKILL it if it lingers, and reap our own children."""
+    if proc.alive():
+        for sig, wait in ((signal.SIGTERM, term_timeout), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)  # each component leads its own session/group
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                os.kill(proc.pid, sig)
+            if _wait_gone(proc, wait):
+                break
+    else:
+        # The leader may be gone while a child in its group survives.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.popen is not None:
+        try:
+            proc.popen.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            log(f"{proc.name} (pid {proc.pid}) did not exit after SIGKILL")
+
+
+# --------------------------------------------------------------------------- HTTP probes
+
+
+def _get(port: int, path: str, ctx: ssl.SSLContext | None, timeout: float = 3.0) -> tuple[int, bytes]:
+    conn: http.client.HTTPConnection
+    if ctx is None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    else:
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=ctx)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def _insecure_ctx() -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+# --------------------------------------------------------------------------- the cluster
+
+
+class Cluster:
+    """Owns one local control plane rooted at a state directory.
+
+    `up()` always starts fresh (a stale run in the same directory is killed
+    first). Unless `teardown_on_exit=False` (the CLI's `up`), the processes are
+    torn down when the interpreter exits or gets SIGTERM/SIGHUP, so an
+    interrupted test session does not leak an apiserver.
+    """
+
+    def __init__(
+        self,
+        directory: Path | str | None = None,
+        *,
+        bin_dir: Path | str | None = None,
+        teardown_on_exit: bool = True,
+        step_timeout: float = 60.0,
+    ) -> None:
+        self.dir = Path(directory or os.environ.get("PYKUEUE_CLUSTER_DIR") or DEFAULT_DIR).resolve()
+        self._bin_dir = Path(bin_dir) if bin_dir else None
+        self.teardown_on_exit = teardown_on_exit
+        self.step_timeout = step_timeout
+        self.ports: dict[str, int] = {}
+        self._procs: list[_Proc] = []
+        self._lock = threading.RLock()
+        self._exit_hooks_installed = False
+        self._prev_handlers: dict[int, Any] = {}
+        self._pki = _Pki(self.dir / "pki")
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Admin kubeconfig (user `admin`, group system:masters)."""
+        return self.dir / "kubeconfig"
+
+    @property
+    def server(self) -> str:
+        if "kube-apiserver" not in self.ports:
+            state = self._read_state()
+            self.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
+        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+
+    @property
+    def bin_dir(self) -> Path:
+        if self._bin_dir is None:
+            self._bin_dir = self._resolve_bin_dir()
+        return self._bin_dir
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {p.name: p.pid for p in self._procs}
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = False, timeout: float = 120.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the cluster's kubectl against the admin kubeconfig; output captured as text."""
+        return subprocess.run(
+            [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=timeout,
+        )
+
+    def up(self) -> Cluster:
+        """Start everything and block until pods can be created; on failure tear down and raise."""
+        with self._lock:
+            started = time.monotonic()
+            try:
+                self._up()
+            except BaseException as exc:
+                if not isinstance(exc, ClusterError):
+                    log(f"bring-up interrupted: {exc!r}; tearing down")
+                self.down()
+                raise
+            log(f"cluster ready in {time.monotonic() - started:.1f}s; kubeconfig {self.kubeconfig}")
+            return self
+
+    def down(self) -> None:
+        """Kill every process of this run (ours or recorded in DIR/pids) and wait for its ports to close."""
+        with self._lock:
+            procs = self._procs or self._recorded_procs()
+            ports = set(self.ports.values()) or {int(p) for p in self._read_state().get("ports", {}).values()}
+            for proc in reversed(procs):
+                if proc.alive():
+                    log(f"stopping {proc.name} (pid {proc.pid})")
+                _kill_group(proc)
+            self._procs = []
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and any(port_open(p) for p in ports):
+                time.sleep(0.1)
+            still = sorted(p for p in ports if port_open(p))
+            if still:
+                log(f"warning: ports still open after teardown: {still}")
+            for path in (self.dir / "pids",):
+                path.unlink(missing_ok=True)
+            self._remove_exit_hooks()
+
+    def status(self) -> dict[str, Any]:
+        """Which recorded processes are alive and whether the apiserver answers /readyz."""
+        procs = self._procs or self._recorded_procs()
+        result: dict[str, Any] = {"dir": str(self.dir), "processes": {}, "ready": False}
+        for proc in procs:
+            result["processes"][proc.name] = {"pid": proc.pid, "alive": proc.alive()}
+        state = self._read_state()
+        if state.get("ports"):
+            result["server"] = f"https://127.0.0.1:{state['ports']['kube-apiserver']}"
+            result["kubeconfig"] = str(self.kubeconfig)
+            try:
+                code, body = _get(state["ports"]["kube-apiserver"], "/readyz", self._admin_ctx())
+                result["ready"] = code == 200 and body.strip() == b"ok"
+            except (OSError, ssl.SSLError):
+                pass
+        result["ready"] = result["ready"] and bool(procs) and all(p.alive() for p in procs)
+        return result
+
+    def __enter__(self) -> Cluster:
+        return self.up()
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.down()
+
+    # ------------------------------------------------------------------ bring-up
+
+    def _up(self) -> None:
+        run_seconds = pod_run_seconds()
+        bin_dir = self.bin_dir
+        for exe in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"):
+            if not os.access(bin_dir / exe, os.X_OK):
+                raise ClusterError("find binaries", f"{bin_dir / exe} missing or not executable")
+
+        # A previous run in this directory (crashed test session, forgotten `up`) goes first.
+        stale = self._recorded_procs()
+        if any(p.alive() for p in stale):
+            log(f"cleaning up a previous run in {self.dir}")
+        self.down()
+        self._reset_dir()
+        if self.teardown_on_exit:
+            self._install_exit_hooks()
+
+        taken: set[int] = set()
+        self.ports = {
+            "etcd": free_port(taken),
+            "etcd-peer": free_port(taken),
+            "kube-apiserver": free_port(taken),
+            "kube-controller-manager": free_port(taken),
+            "kube-scheduler": free_port(taken),
+            "kwok": free_port(taken),
+        }
+        self._write_state()
+
+        self._step("generate certificates", self._write_pki)
+        self._write_kwok_config(run_seconds)
+
+        self._start("etcd", self._etcd_cmd())
+        self._wait(
+            "etcd ready", "etcd", lambda: _get(self.ports["etcd"], "/health", None)[1].find(b'"true"') >= 0
+        )
+
+        self._start("kube-apiserver", self._apiserver_cmd())
+        self._wait(
+            "kube-apiserver ready",
+            "kube-apiserver",
+            self._apiserver_ready,
+            timeout=max(self.step_timeout, 90),
+        )
+
+        self._start("kube-controller-manager", self._kcm_cmd())
+        self._start("kube-scheduler", self._scheduler_cmd())
+        self._start("kwok", self._kwok_cmd())
+        insecure = _insecure_ctx()
+        for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self._wait(f"{name} ready", name, self._healthz_probe(self.ports[name], insecure))
+
+        self._step("create nodes", self._create_nodes)
+        self._wait("nodes Ready", "kwok", self._nodes_ready)
+        self._wait(
+            "default ServiceAccount",
+            "kube-controller-manager",
+            lambda: self._api_get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
+        )
+
+    def _resolve_bin_dir(self) -> Path:
+        env = os.environ.get(BIN_DIR_ENV)
+        if env:
+            return Path(env)
+        log(f"running {BUILD_SCRIPT.relative_to(REPO_ROOT)} (first run builds from source; can take a while)")
+        started = time.monotonic()
+        # stderr (progress) passes straight through; stdout's last line is the bin dir.
+        res = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True, check=False)
+        lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
+        if res.returncode != 0 or not lines:
+            raise ClusterError(
+                "build binaries",
+                f"{BUILD_SCRIPT} exited {res.returncode}",
+                time.monotonic() - started,
+                "\n".join(lines[-10:]),
+            )
+        return Path(lines[-1].strip())
+
+    def _reset_dir(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for child in self.dir.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        self.logs_dir.mkdir()
+
+    def _step(self, name: str, fn: Callable[[], None]) -> None:
+        started = time.monotonic()
+        try:
+            fn()
+        except ClusterError:
+            raise
+        except Exception as exc:
+            raise ClusterError(name, f"{type(exc).__name__}: {exc}", time.monotonic() - started) from exc
+
+    def _wait(
+        self, step: str, component: str, probe: Callable[[], bool], timeout: float | None = None
+    ) -> None:
+        """Poll `probe` until true; fail fast if the component died, else after the timeout."""
+        timeout = timeout or self.step_timeout
+        started = time.monotonic()
+        last_err = ""
+        proc = next((p for p in self._procs if p.name == component), None)
+        while True:
+            elapsed = time.monotonic() - started
+            try:
+                if probe():
+                    log(f"{step} ({elapsed:.1f}s)")
+                    return
+            except (OSError, ssl.SSLError, http.client.HTTPException, ValueError, KeyError) as exc:
+                last_err = f"{type(exc).__name__}: {exc}"
+            if proc is not None and not proc.alive():
+                raise ClusterError(
+                    step, f"{component} exited with code {proc.exit_code()}", elapsed, tail(proc.log)
+                )
+            if elapsed > timeout:
+                detail = f"timed out waiting for {component}" + (
+                    f" (last error: {last_err})" if last_err else ""
+                )
+                log_path = proc.log if proc else self.logs_dir / f"{component}.log"
+                raise ClusterError(step, detail, elapsed, tail(log_path))
+            time.sleep(0.2)
+
+    def _start(self, name: str, cmd: list[str]) -> None:
+        log_path = self.logs_dir / f"{name}.log"
+        with open(log_path, "ab") as out:
+            out.write(f"# {' '.join(cmd)}\n".encode())
+            out.flush()
+            try:
+                popen = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.dir,
+                    start_new_session=True,  # own process group: killpg reaches it all
+                    env={**os.environ, "KUBECONFIG": ""},
+                )
+            except OSError as exc:
+                raise ClusterError(f"start {name}", str(exc)) from exc
+        proc = _Proc(name, popen.pid, proc_start_time(popen.pid), log_path, popen)
+        self._procs.append(proc)
+        self._write_pids()
+        log(f"started {name} (pid {popen.pid}, log {log_path})")
+
+    # ------------------------------------------------------------------ state files
+
+    def _write_pids(self) -> None:
+        lines = [f"{p.name} {p.pid} {p.start_time or 0} {p.log}" for p in self._procs]
+        tmp = self.dir / "pids.tmp"
+        tmp.write_text("".join(line + "\n" for line in lines))
+        tmp.replace(self.dir / "pids")
+
+    def _recorded_procs(self) -> list[_Proc]:
+        try:
+            text = (self.dir / "pids").read_text()
+        except OSError:
+            return []
+        procs = []
+        for line in text.splitlines():
+            parts = line.split(" ", 3)
+            if len(parts) == 4 and parts[1].isdigit():
+                procs.append(_Proc(parts[0], int(parts[1]), int(parts[2]) or None, Path(parts[3])))
+        return procs
+
+    def _write_state(self) -> None:
+        state = {"ports": self.ports, "kubeconfig": str(self.kubeconfig), "owner_pid": os.getpid()}
+        (self.dir / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+
+    def _read_state(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.dir / "state.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    # ------------------------------------------------------------------ config files
+
+    _IDENTITIES: ClassVar[dict[str, tuple[str, list[str]]]] = {
+        "admin": ("admin", ["system:masters"]),
+        "kube-controller-manager": ("system:kube-controller-manager", []),
+        "kube-scheduler": ("system:kube-scheduler", []),
+        # kwok patches node and pod status, renews leases and deletes pods: give it full rights.
+        "kwok": ("kwok-controller", ["system:masters"]),
+    }
+
+    def _kubeconfig_path(self, name: str) -> Path:
+        return self.kubeconfig if name == "admin" else self.dir / f"{name}.kubeconfig"
+
+    def _write_pki(self) -> None:
+        self._pki.generate(self._IDENTITIES)
+        ca = base64.b64encode(self._pki.ca_crt.read_bytes()).decode()
+        for name, (user, _) in self._IDENTITIES.items():
+            crt, key = self._pki.client(name)
+            cfg = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "pykueue",
+                        "cluster": {
+                            "server": f"https://127.0.0.1:{self.ports['kube-apiserver']}",
+                            "certificate-authority-data": ca,
+                        },
+                    }
+                ],
+                "users": [
+                    {
+                        "name": user,
+                        "user": {
+                            "client-certificate-data": base64.b64encode(crt.read_bytes()).decode(),
+                            "client-key-data": base64.b64encode(key.read_bytes()).decode(),
+                        },
+                    }
+                ],
+                "contexts": [{"name": "pykueue", "context": {"cluster": "pykueue", "user": user}}],
+                "current-context": "pykueue",
+                "preferences": {},
+            }
+            path = self._kubeconfig_path(name)
+            path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+            path.chmod(0o600)
+
+    def _write_kwok_config(self, run_seconds: float) -> None:
+        """Our stages, with the Job pods' run time taken from the environment."""
+
+        def fail(detail: str) -> ClusterError:
+            return ClusterError("write kwok stages", detail)
+
+        try:
+            docs = [d for d in yaml.safe_load_all(STAGES_FILE.read_text()) if d]
+        except (OSError, yaml.YAMLError) as exc:
+            raise fail(f"cannot read {STAGES_FILE}: {exc}") from exc
+        complete = [d for d in docs if d.get("metadata", {}).get("name") == "pod-complete"]
+        if len(complete) != 1:
+            raise fail(f"{STAGES_FILE} must define exactly one 'pod-complete' stage")
+        complete[0]["spec"].setdefault("delay", {})["durationMilliseconds"] = int(run_seconds * 1000)
+        (self.dir / "kwok.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+    # ------------------------------------------------------------------ commands
+
+    def _bin(self, name: str) -> str:
+        return str(self.bin_dir / name)
+
+    def _etcd_cmd(self) -> list[str]:
+        client = f"http://127.0.0.1:{self.ports['etcd']}"
+        peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
+        return [
+            self._bin("etcd"),
+            "--name=pykueue",
+            f"--data-dir={self.dir / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=pykueue={peer}",
+            "--initial-cluster-state=new",
+            "--listen-metrics-urls=",
+            "--unsafe-no-fsync=true",  # throwaway data: durability buys nothing, fsync costs seconds
+            "--quota-backend-bytes=4294967296",
+            "--auto-compaction-mode=periodic",
+            "--auto-compaction-retention=1m",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_cmd(self) -> list[str]:
+        p = self._pki
+        return [
+            self._bin("kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+            "--etcd-prefix=/registry",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={self.ports['kube-apiserver']}",
+            # 127.0.0.1 is not a valid Endpoints address, and nothing here needs
+            # the in-cluster `kubernetes` Service to route anywhere.
+            "--endpoint-reconciler-type=none",
+            f"--cert-dir={p.dir}",
+            f"--tls-cert-file={p.serving_crt}",
+            f"--tls-private-key-file={p.serving_key}",
+            f"--client-ca-file={p.ca_crt}",
+            f"--service-account-key-file={p.sa_pub}",
+            f"--service-account-signing-key-file={p.sa_key}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=Node,RBAC",
+            # Added to the default plugin set (which already has them in 1.34; explicit is safer).
+            "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+            "--allow-privileged=true",
+            f"--requestheader-client-ca-file={p.ca_crt}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p.front_proxy_crt}",
+            f"--proxy-client-key-file={p.front_proxy_key}",
+            "--profiling=false",
+            "--v=1",
+        ]
+
+    def _component_common(self, name: str) -> list[str]:
+        kubeconfig = self._kubeconfig_path(name)
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports[name]}",
+            f"--tls-cert-file={self._pki.serving_crt}",
+            f"--tls-private-key-file={self._pki.serving_key}",
+            "--leader-elect=false",
+            "--profiling=false",
+            "--v=1",
+        ]
+
+    def _kcm_cmd(self) -> list[str]:
+        p = self._pki
+        return [
+            self._bin("kube-controller-manager"),
+            *self._component_common("kube-controller-manager"),
+            "--controllers=*",  # default set: job, garbage-collector, namespace, serviceaccount(-token), ...
+            "--use-service-account-credentials=true",
+            f"--service-account-private-key-file={p.sa_key}",
+            f"--root-ca-file={p.ca_crt}",
+            f"--cluster-signing-cert-file={p.ca_crt}",
+            f"--cluster-signing-key-file={p.ca_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--allocate-node-cidrs=false",
+            "--configure-cloud-routes=false",
+            "--cloud-provider=",
+        ]
+
+    def _scheduler_cmd(self) -> list[str]:
+        return [self._bin("kube-scheduler"), *self._component_common("kube-scheduler")]
+
+    def _kwok_cmd(self) -> list[str]:
+        port = self.ports["kwok"]
+        return [
+            self._bin("kwok"),
+            f"--kubeconfig={self._kubeconfig_path('kwok')}",
+            f"--config={self.dir / 'kwok.yaml'}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+            f"--cidr={POD_CIDR}",
+            "--node-ip=127.0.0.1",
+            f"--node-port={port}",
+            f"--server-address=127.0.0.1:{port}",
+            f"--tls-cert-file={self._pki.serving_crt}",
+            f"--tls-private-key-file={self._pki.serving_key}",
+            "--node-lease-duration-seconds=40",
+        ]
+
+    # ------------------------------------------------------------------ API access
+
+    def _admin_ctx(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self._pki.ca_crt))
+        ctx.load_cert_chain(*map(str, self._pki.client("admin")))
+        return ctx
+
+    def _api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        conn = http.client.HTTPSConnection(
+            "127.0.0.1", self.ports["kube-apiserver"], timeout=10, context=self._admin_ctx()
+        )
+        try:
+            headers = {"Accept": "application/json"}
+            data = None
+            if body is not None:
+                data = json.dumps(body).encode()
+                headers["Content-Type"] = "application/json"
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+        try:
+            return resp.status, json.loads(raw) if raw else None
+        except ValueError:
+            return resp.status, raw.decode(errors="replace")
+
+    def _api_get(self, path: str) -> tuple[int, Any]:
+        return self._api("GET", path)
+
+    @staticmethod
+    def _healthz_probe(port: int, ctx: ssl.SSLContext) -> Callable[[], bool]:
+        return lambda: _get(port, "/healthz", ctx)[0] == 200
+
+    def _apiserver_ready(self) -> bool:
+        code, body = _get(self.ports["kube-apiserver"], "/readyz", self._admin_ctx())
+        return code == 200 and body.strip() == b"ok"
+
+    def _create_nodes(self) -> None:
+        for node in NODES:
+            code, body = self._api("POST", "/api/v1/nodes", node.manifest())
+            if code not in (201, 409):
+                raise ClusterError("create nodes", f"POST node {node.name} -> HTTP {code}: {body}")
+
+    def _nodes_ready(self) -> bool:
+        """All fake nodes Ready and rid of the not-ready taint, i.e. schedulable."""
+        code, body = self._api_get("/api/v1/nodes?labelSelector=type%3Dkwok")
+        if code != 200:
+            return False
+        ready = set()
+        for item in body.get("items", []):
+            conds = {c["type"]: c["status"] for c in item.get("status", {}).get("conditions", [])}
+            if conds.get("Ready") == "True" and not item.get("spec", {}).get("taints"):
+                ready.add(item["metadata"]["name"])
+        return ready >= {n.name for n in NODES}
+
+    # ------------------------------------------------------------------ exit hooks
+
+    def _install_exit_hooks(self) -> None:
+        """Tear down on interpreter exit and on SIGTERM/SIGHUP (pytest killed by CI, terminal closed)."""
+        if self._exit_hooks_installed:
+            return
+        atexit.register(self._atexit)
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                self._prev_handlers[sig] = signal.signal(sig, self._on_signal)
+        self._exit_hooks_installed = True
+
+    def _remove_exit_hooks(self) -> None:
+        if not self._exit_hooks_installed:
+            return
+        atexit.unregister(self._atexit)
+        if threading.current_thread() is threading.main_thread():
+            for sig, prev in self._prev_handlers.items():
+                if signal.getsignal(sig) == self._on_signal:
+                    signal.signal(sig, prev)
+        self._prev_handlers.clear()
+        self._exit_hooks_installed = False
+
+    def _atexit(self) -> None:
+        if self._procs:
+            log("interpreter exiting: tearing the cluster down")
+            self.down()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        prev = self._prev_handlers.get(signum)
+        log(f"got signal {signum}: tearing the cluster down")
+        self.down()
+        if callable(prev):
+            prev(signum, frame)
+        elif prev != signal.SIG_IGN:
+            sys.exit(128 + signum)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _iter_status_lines(st: dict[str, Any]) -> Iterator[str]:
+    yield f"dir:        {st['dir']}"
+    if "server" in st:
+        yield f"server:     {st['server']}"
+        yield f"kubeconfig: {st['kubeconfig']}"
+    for name, info in st["processes"].items():
+        yield f"{name:24} pid {info['pid']:>7}  {'running' if info['alive'] else 'DEAD'}"
+    yield f"ready:      {'yes' if st['ready'] else 'no'}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("command", choices=["up", "down", "status"])
+    parser.add_argument("--dir", type=Path, default=None, help=f"state directory (default {DEFAULT_DIR})")
+    args = parser.parse_args(argv)
+    cluster = Cluster(args.dir, teardown_on_exit=False)
+    try:
+        if args.command == "up":
+            # Ctrl-C during bring-up still tears down (up() handles BaseException).
+            signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+            cluster.up()
+            print(cluster.kubeconfig)
+        elif args.command == "down":
+            cluster.down()
+            log("down")
+        else:
+            st = cluster.status()
+            print("\n".join(_iter_status_lines(st)))
+            return 0 if st["ready"] else 1
+    except ClusterError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The local control plane (e2e/cluster.py) really works: nodes, Jobs, teardown.
+
+These tests start real processes. If the cluster cannot start they must fail,
+not skip: a silently skipped e2e suite is worse than a red one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Same import path as e2e/stack.py, so one session shares one copy of the module.
+E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
+if str(E2E_DIR) not in sys.path:
+    sys.path.insert(0, str(E2E_DIR))
+
+from cluster import GPU_RESOURCE, NODES, Cluster  # noqa: E402
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One cluster for the session, in a temp dir so a developer's `.run/cluster` is left alone."""
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    c.up()  # raises ClusterError naming the failed step -> every test using this errors out
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+def kubectl_json(cluster: Cluster, *args: str) -> Any:
+    res = cluster.kubectl(*args, "-o", "json")
+    assert res.returncode == 0, f"kubectl {' '.join(args)} failed: {res.stderr}"
+    return json.loads(res.stdout)
+
+
+def alive(pid: int) -> bool:
+    """True if pid is a live (non-zombie) process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Live processes whose command line contains `text` (e.g. the state dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline and alive(int(entry.name)):
+            found.append(f"{entry.name}: {cmdline[:200]}")
+    return found
+
+
+def test_six_kwok_nodes_ready_with_labels_and_capacity(cluster: Cluster) -> None:
+    nodes = {
+        n["metadata"]["name"]: n for n in kubectl_json(cluster, "get", "nodes", "-l", "type=kwok")["items"]
+    }
+    assert set(nodes) == {n.name for n in NODES}
+
+    for name, node in nodes.items():
+        conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+        assert conditions.get("Ready") == "True", (name, conditions)
+        assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
+        assert not node["spec"].get("taints"), f"{name} must be schedulable: {node['spec'].get('taints')}"
+        assert int(node["status"]["allocatable"]["cpu"]) >= 32
+
+    by_type: dict[str, list[str]] = {}
+    for name, node in nodes.items():
+        by_type.setdefault(node["metadata"]["labels"].get("instance-type", "-"), []).append(name)
+    assert len(by_type.get("on-demand", [])) == 2
+    assert len(by_type.get("spot", [])) == 2
+
+    gpu = [n for n in nodes.values() if n["metadata"]["labels"].get("nvidia.com/gpu.present") == "true"]
+    assert len(gpu) == 2
+    for node in gpu:
+        assert node["status"]["capacity"][GPU_RESOURCE] == "8"
+        assert node["status"]["allocatable"][GPU_RESOURCE] == "8"
+    for node in nodes.values():
+        if node not in gpu:
+            assert GPU_RESOURCE not in node["status"]["allocatable"]
+
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: hello
+  namespace: default
+spec:
+  completions: 2
+  parallelism: 2
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: busybox:1.36
+        command: ["sh", "-c", "echo hello"]
+        resources:
+          requests: {cpu: "1", memory: 64Mi}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: server
+  namespace: default
+spec:
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: ["sleep", "infinity"]
+"""
+
+
+def test_plain_job_runs_to_complete(cluster: Cluster) -> None:
+    created = cluster.kubectl("apply", "-f", "-", input=JOB)
+    assert created.returncode == 0, created.stderr
+    waited = cluster.kubectl("wait", "--for=condition=Complete", "job/hello", "--timeout=60s", timeout=90)
+    assert waited.returncode == 0, (
+        f"Job did not complete: {waited.stderr}\n{cluster.kubectl('get', 'job,pods', '-o', 'wide').stdout}"
+    )
+
+    job = kubectl_json(cluster, "get", "job", "hello")
+    assert job["status"]["succeeded"] == 2
+    pods = kubectl_json(cluster, "get", "pods", "-l", "job-name=hello")["items"]
+    assert len(pods) == 2
+    node_names = {n.name for n in NODES}
+    for pod in pods:
+        assert pod["status"]["phase"] == "Succeeded"
+        assert pod["spec"]["nodeName"] in node_names  # placed by kube-scheduler
+        assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+    # A pod without a Job owner is left Running by kwok, however long we wait.
+    server = kubectl_json(cluster, "get", "pod", "server")
+    deadline = time.monotonic() + 30
+    while server["status"].get("phase") != "Running" and time.monotonic() < deadline:
+        time.sleep(0.5)
+        server = kubectl_json(cluster, "get", "pod", "server")
+    assert server["status"]["phase"] == "Running"
+
+    # Deleting it makes it go away (kwok plays the kubelet's part of deletion).
+    deleted = cluster.kubectl("delete", "pod", "server", "--timeout=30s", timeout=60)
+    assert deleted.returncode == 0, deleted.stderr
+
+
+def test_down_leaves_no_process_or_port(tmp_path: Path) -> None:
+    """A second, throwaway cluster: a stale run is replaced by `up`, and `down` cleans everything."""
+    state_dir = tmp_path / "c"
+    first = Cluster(state_dir)
+    first.up()
+    first_pids = dict(first.pids)
+    first_ports = dict(first.ports)
+    try:
+        # A new Cluster on the same dir must kill the previous run before starting.
+        second = Cluster(state_dir)
+        second.up()
+        second_pids = dict(second.pids)
+        try:
+            assert not [n for n, pid in first_pids.items() if alive(pid)], "stale run survived a new up()"
+            assert second.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
+        finally:
+            second.down()
+    finally:
+        first.down()  # reaps our children; a no-op otherwise
+
+    assert (
+        set(first_pids)
+        == set(second_pids)
+        == {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+    )
+    for name, pid in [*first_pids.items(), *second_pids.items()]:
+        assert not alive(pid), f"{name} (pid {pid}) still alive after down()"
+    assert second.pids == {}
+    open_ports = [p for p in {*first_ports.values(), *second.ports.values()} if listening(p)]
+    assert not open_ports, f"ports still listening after down(): {open_ports}"
+    assert not processes_mentioning(str(state_dir)), processes_mentioning(str(state_dir))
+    assert not (state_dir / "pids").exists()
