@@ -109,7 +109,8 @@ ENDPOINTS: Sequence[Endpoint] = (
 
 def _needs_thread(obj: Mapping[str, Any] | None) -> bool:
     """Owner lookups may call the API; keep those off the event loop."""
-    return bool(obj and (obj.get("metadata") or {}).get("ownerReferences"))
+    meta = obj.get("metadata") if obj else None
+    return isinstance(meta, dict) and bool(meta.get("ownerReferences"))
 
 
 def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: Lookups) -> tuple[dict[str, Any], str]:
@@ -142,6 +143,9 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
             return rv.allowed(req.uid), "allowed"
     except FrameworkError as exc:
         return rv.denied(req.uid, str(exc)), "denied"
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        # The API server only sends objects it decoded against the schema; anything else is a bad client.
+        raise rv.BadRequest(f"request object is not a well-formed {endpoint.kind}: {type(exc).__name__}: {exc}") from None
     if errors:
         return rv.denied(req.uid, f.aggregate(errors), warnings=warnings), "denied"
     return rv.allowed(req.uid, warnings=warnings), "allowed"
@@ -162,15 +166,19 @@ def _admission_route(endpoint: Endpoint, config: Configuration, lookups: Lookups
                 got = f"{req.kind.get('group', '')}/{req.kind.get('kind')}"
                 raise rv.BadRequest(f"{endpoint.path} serves {endpoint.group}/{endpoint.kind}, not {got}")
         except _BodyTooLarge:
-            _observe(endpoint.path, 413, "bad_request", started)
-            return PlainTextResponse(f"request body exceeds {MAX_BODY_BYTES} bytes", status_code=413)
+            _observe(endpoint.path, 400, "bad_request", started)
+            return PlainTextResponse(f"request body exceeds {MAX_BODY_BYTES} bytes", status_code=400)
         except rv.BadRequest as exc:
             _observe(endpoint.path, 400, "bad_request", started)
             return PlainTextResponse(str(exc), status_code=400)
-        if _needs_thread(req.obj):
-            answer, outcome = await anyio.to_thread.run_sync(decide, endpoint, req, config, lookups)
-        else:
-            answer, outcome = decide(endpoint, req, config, lookups)
+        try:
+            if _needs_thread(req.obj):
+                answer, outcome = await anyio.to_thread.run_sync(decide, endpoint, req, config, lookups)
+            else:
+                answer, outcome = decide(endpoint, req, config, lookups)
+        except rv.BadRequest as exc:
+            _observe(endpoint.path, 400, "bad_request", started)
+            return PlainTextResponse(str(exc), status_code=400)
         _observe(endpoint.path, 200, outcome, started)
         if outcome == "denied":
             log.info(
@@ -189,8 +197,8 @@ def _conversion_route() -> Route:
         try:
             answer = conversion.review(await _read_body(request))
         except _BodyTooLarge:
-            _observe("/convert", 413, "bad_request", started)
-            return PlainTextResponse(f"request body exceeds {MAX_BODY_BYTES} bytes", status_code=413)
+            _observe("/convert", 400, "bad_request", started)
+            return PlainTextResponse(f"request body exceeds {MAX_BODY_BYTES} bytes", status_code=400)
         except rv.BadRequest as exc:
             _observe("/convert", 400, "bad_request", started)
             return PlainTextResponse(str(exc), status_code=400)

@@ -29,7 +29,7 @@ def review(obj: dict[str, Any], *, old: dict[str, Any] | None = None, operation:
     meta = obj.get("metadata", {})
     req: dict[str, Any] = {
         "uid": str(uuid.uuid4()),
-        "kind": GVK[kind],
+        "kind": dict(GVK[kind]),
         "resource": {"group": GVK[kind]["group"], "version": GVK[kind]["version"], "resource": kind.lower() + "s"},
         "operation": operation or ("UPDATE" if old is not None else "CREATE"),
         "namespace": meta.get("namespace", ""),
