@@ -376,7 +376,8 @@ def _resolve_no_fit_reason(a: Assignment, groups: Sequence[Any]) -> None:
         ps_reason = ""
         for r in per_group.values():
             ps_reason = _most_severe(ps_reason, r)
-        overall = _most_severe(overall, ps_reason)
+        # A podSet that failed on a resource the ClusterQueue does not cover has no failed attempt.
+        overall = _most_severe(overall, ps_reason or PendingReason.NO_MATCHING_FLAVOR)
     a.no_fit_reason = overall
 
 
