@@ -1224,7 +1224,7 @@ def _validate_multi_kueue(cfg: Configuration) -> list[fields.FieldError]:
                 f"{p}.workerLostTimeout", format_go_duration(_ns(mk.worker_lost_timeout_s)), _NEGATIVE
             )
         )
-    label_errs = fields.is_valid_label_value(mk.origin)
+    label_errs = fields.is_label_value(mk.origin)
     if label_errs:
         errs.append(fields.invalid(f"{p}.origin", mk.origin, ",".join(label_errs)))
     built_in = {
@@ -1427,7 +1427,7 @@ def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
             if cl.source_annotation_key
             else (f"{path}.name", cl.name)
         )
-        key_errs = fields.is_qualified_name(key)
+        key_errs = fields.is_label_key(key)
         if key_errs:
             errs.append(fields.invalid(key_path, key, "; ".join(key_errs)))
         per_kind[cl.source_kind] = per_kind.get(cl.source_kind, 0) + 1
