@@ -553,16 +553,18 @@ def _multikueue_cluster_to_v1beta1(obj: JSONObject, options: _Options) -> None:
 
 
 def _kube_config(kube_config: JSONObject, path: str) -> JSONObject:
-    out: JSONObject = {"location": _opt_str(kube_config, "location", path)}
-    location_type = _opt_str(kube_config, "locationType", path)
-    if location_type:
-        out["locationType"] = location_type
+    out = dict(kube_config)
+    out["location"] = _opt_str(kube_config, "location", path)
+    if not _opt_str(kube_config, "locationType", path):
+        out.pop("locationType", None)
     return out
 
 
 def _profile_ref(profile: JSONObject, path: str) -> JSONObject:
-    name = _opt_str(profile, "name", path)
-    return {"name": name} if name else {}
+    out = dict(profile)
+    if not _opt_str(profile, "name", path):
+        out.pop("name", None)
+    return out
 
 
 def _drop_spec_field(field: str) -> Callable[[JSONObject, _Options], None]:
