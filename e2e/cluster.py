@@ -477,7 +477,9 @@ class Cluster:
             try:
                 self._up()
             except BaseException as exc:
-                if not isinstance(exc, ClusterError):
+                if isinstance(exc, ClusterError):
+                    log(f"step '{exc.step}' failed; tearing down what was started")
+                else:
                     log(f"bring-up interrupted: {exc!r}; tearing down")
                 self.down()
                 raise
@@ -859,6 +861,10 @@ class Cluster:
             f"--cluster-signing-key-file={p.ca_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--allocate-node-cidrs=false",
+            "--node-monitor-period=1s",
+            # Defaults (20 qps) throttle start-up: each controller mints its own SA token.
+            "--kube-api-qps=200",
+            "--kube-api-burst=400",
             "--configure-cloud-routes=false",
             "--cloud-provider=",
         ]
