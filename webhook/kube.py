@@ -134,21 +134,25 @@ class Kube:
         self._throttle()
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
-            resp, _, _ = self._api.call_api(
-                path,
+            _, url, headers, serialized, _ = self._api.param_serialize(
                 method,
+                path,
                 query_params=list((query or {}).items()),
                 header_params=headers,
                 body=body,
                 auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
             )
+            resp = self._api.call_api(method, url, header_params=headers, body=serialized, _request_timeout=timeout)
         except ApiException as exc:
             raise _translate(exc) from exc
         except Exception as exc:  # urllib3 connection errors and timeouts
             raise ServerError(0, f"{method} {path}: {exc}") from exc
-        return resp
+        raw = resp.response  # urllib3 response, not preloaded: streams for watches
+        if not 200 <= raw.status < 300:
+            body_bytes = raw.data
+            raw.release_conn()
+            raise _translate(ApiException(status=raw.status, reason=raw.reason, body=body_bytes.decode(errors="replace")))
+        return raw
 
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
