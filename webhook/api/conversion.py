@@ -25,9 +25,13 @@ Upstream drops, without preserving them anywhere, the fields only one version ha
   `status.preemptionGates` and `podSets[].topologyRequest.podsetSliceRequiredTopologyConstraints`,
   MultiKueueConfig `spec.quotaManagement`.
 
-This module reproduces that exactly, so a round trip is lossless only for objects without those
-fields (the tests prove it is lossless for every other object, and that one conversion always reaches
-a fixed point).
+This module reproduces that exactly. Other conversions that are not one-to-one, also as upstream:
+v1beta1 `admissionChecks` come back as `admissionChecksStrategy`, `Borrow`/`Preempt` come back as
+`MayStopSearch`, a v1beta1 `kubeConfig` without a location is treated as unset, and a TAS assignment is
+rebuilt whole, so a v1beta2 encoding Kueue would not have chosen comes back re-encoded (same domains).
+The tests prove the round trip lossless for every other object, and that one conversion always reaches
+a fixed point. TAS prefixes are computed on characters where Go uses bytes; this differs only for
+non-ASCII values, which label values cannot contain (Go would split a multi-byte character).
 
 Errors: a single `ConversionError` (a `ValueError`) for an unsupported kind or version and for an object
 whose shape upstream could not decode (where Go would fail or panic); its message names the field path.
@@ -47,6 +51,7 @@ from webhook.api import constants
 
 __all__ = [
     "ConversionError",
+    "JSONObject",
     "TopologyDomain",
     "compact_topology_assignment",
     "convert",
@@ -57,7 +62,7 @@ __all__ = [
 JSONObject = dict[str, object]
 _T = TypeVar("_T")
 
-HOSTNAME_LABEL = "kubernetes.io/hostname"
+_HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 # Mirrors of the v1beta2 MaxItems limits that shape the hostname-prefix encoding.
 _MAX_DOMAINS_PER_SLICE = 100_000
@@ -255,7 +260,7 @@ def _single_slice_encoding(levels: Sequence[str], domains: Sequence[TopologyDoma
 
 def _hostname_prefix_encoding(levels: Sequence[str], domains: Sequence[TopologyDomain]) -> JSONObject:
     keys = None
-    if len(domains) > 1 and levels and levels[-1] == HOSTNAME_LABEL:
+    if len(domains) > 1 and levels and levels[-1] == _HOSTNAME_LABEL:
         keys = _hostname_prefix_keys([d.values[len(levels) - 1] for d in domains])
     slices = [_compact_slice(levels, chunk) for run in _runs(domains, keys) for chunk in _chunks(run)]
     return _assignment(levels, slices)
