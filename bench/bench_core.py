@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from webhook.core import AdmissionCore, SchedulerConfig  # noqa: E402
+from webhook.core import AdmissionCore, SchedulerConfig
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 FLAVORS = ("on-demand", "spot", "reserved")

@@ -14,11 +14,21 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tests.unit.core.builders import T0, feed, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl
-from webhook.core import Admit, AdmissionCore
+from tests.unit.core.builders import (
+    T0,
+    feed,
+    fq,
+    make_cohort,
+    make_core,
+    make_cq,
+    make_flavor,
+    make_lq,
+    make_wl,
+)
+from webhook.core import AdmissionCore, Admit
 from webhook.core.resources import FlavorResource
 
-settings.register_profile("core", max_examples=12, stateful_step_count=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("core", max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("core")
 
 CQS = ["a", "b", "c"]
@@ -86,7 +96,14 @@ class CoreMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def evict(self, data: st.DataObject) -> None:
         """Eviction completed: admission cleared, back to pending."""
-        name = data.draw(st.sampled_from(self._reserving()))
+        self._evict(data.draw(st.sampled_from(self._reserving())))
+
+    def _drain(self) -> None:
+        """Shrinking quota does not evict by itself; drain so invariants speak about new admissions."""
+        for name in self._reserving():
+            self._evict(name)
+
+    def _evict(self, name: str) -> None:
         wl = self.workloads[name]
         wl["status"] = {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "PendingEvaluation", "message": "evicted", "lastTransitionTime": "2025-01-01T00:00:00Z"},
                                         {"type": "Requeued", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
@@ -94,17 +111,20 @@ class CoreMachine(RuleBasedStateMachine):
 
     @rule(cq=st.sampled_from(CQS), nominal=st.integers(0, 8), bl=st.none() | st.integers(0, 4), ll=st.none() | st.integers(0, 8))
     def change_quota(self, cq: str, nominal: int, bl: int | None, ll: int | None) -> None:
+        self._drain()
         self.quota[cq] = (nominal, bl, None if ll is None else min(ll, nominal))
         self.core.on_cluster_queue(self._cq(cq), T0)
 
     @rule(cq=st.sampled_from(CQS), cohort=st.sampled_from(["co", "co2", "co3"]))
     def change_cohort(self, cq: str, cohort: str) -> None:
+        self._drain()
         self.cohort_of[cq] = cohort
         for o in self._structure():
             feed(self.core, o)
 
     @rule(child=st.sampled_from(["co", "co2", "co3"]), parent=st.none() | st.sampled_from(["co", "co2", "co3", "top"]))
     def change_parent(self, child: str, parent: str | None) -> None:
+        self._drain()
         if parent is None or parent == child:
             self.cohort_parent.pop(child, None)
         else:
