@@ -38,7 +38,8 @@ async def _baseline_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     while more:  # drain the body without parsing it
         message = await receive()
         more = message.get("more_body", False)
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(CONSTANT)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": CONSTANT})
 
 
@@ -141,7 +142,7 @@ def run(kind: str, path: str, body: bytes, n: int, concurrency: int, cert_dir: s
         q: Any = mp.Queue()
         load = mp.Process(target=_measure, args=(port, path, body, n, concurrency, os.path.join(cert_dir, "ca.crt"), q))
         load.start()
-        result = q.get(timeout=600)
+        result = q.get(timeout=300)
         load.join()
         return result  # type: ignore[no-any-return]
     finally:
