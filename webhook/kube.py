@@ -96,9 +96,9 @@ class Kube:
     def __init__(self, kubeconfig: str | None = None, *, qps: float = 0.0, burst: int = 0) -> None:
         cfg = k8s_client.Configuration()
         if kubeconfig:
-            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
-            k8s_config.load_incluster_config(client_configuration=cfg)
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         cfg.connection_pool_maxsize = 32
         self.host: str = cfg.host
         self._api = k8s_client.ApiClient(cfg)

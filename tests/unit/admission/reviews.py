@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import uuid
 from typing import Any
 
-import orjson
-import asyncio
-
 import httpx
+import orjson
 from starlette.types import ASGIApp
 
 GVK = {
