@@ -23,9 +23,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
 
-import certs  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
+import certs  # noqa: E402
 from webhook.admission.registration import webhook_configurations  # noqa: E402
 from webhook.api.schema import crds  # noqa: E402
 
