@@ -34,8 +34,6 @@ __all__ = [
     "is_domain_prefixed_path",
     "is_label_key",
     "is_label_value",
-    "is_qualified_name",
-    "is_valid_label_value",
     "not_found",
     "not_supported",
     "quantity_string",
@@ -217,70 +215,10 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
-def is_qualified_name(value: str) -> list[str]:
-    """Label-key syntax: optional DNS subdomain prefix, `/`, and a name of at most 63 characters."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part " + "must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(
-                "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-                _QUALIFIED_NAME,
-                "MyName",
-                "my.name",
-                "123-abc",
-            )
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + _max_len(63))
-    if name and not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part "
-            + _regex_error(
-                "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-                _QUALIFIED_NAME,
-                "MyName",
-                "my.name",
-                "123-abc",
-            )
-        )
-    return errs
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    errs = []
-    if len(value) > 63:
-        errs.append(_max_len(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(
-            _regex_error(
-                "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                "and must start and end with an alphanumeric character",
-                r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?",
-                "MyValue",
-                "my_value",
-                "12345",
-            )
-        )
-    return errs
-
-
 # --- k8s.io/apimachinery/pkg/api/validate/content (apimachinery v0.36, vendored by upstream) -----
 # Label keys and values are checked by `content.IsLabelKey` / `content.IsLabelValue` at this
 # snapshot: length messages say "bytes", a key with several '/' is "a valid label key", and an
-# empty name part also fails the name regex. `is_qualified_name` above keeps the older wording.
+# empty name part also fails the name regex.
 
 _LABEL_KEY_FMT = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
