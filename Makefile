@@ -73,8 +73,8 @@ image: ## container image for the server (needs Docker)
 e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker and kind)
 	kind create cluster --name pykueue --config e2e/kind-config.yaml
 	kind load docker-image pykueue:dev --name pykueue
-	kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
-	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/stack.py deploy --image pykueue:dev
+	mkdir -p $(RUN_DIR) && kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
+	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/deploy.py --image pykueue:dev
 	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e
 
 clean: down

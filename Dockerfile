@@ -1,0 +1,16 @@
+# The webhook server (and, once built, the admission worker) as a slim, non-root image.
+FROM python:3.11.10-slim-bookworm AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY webhook ./webhook
+COPY certs ./certs
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11.10-slim-bookworm
+RUN useradd --uid 65532 --no-create-home --shell /usr/sbin/nologin kueue
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+USER 65532:65532
+EXPOSE 9443
+ENTRYPOINT ["python", "-m", "webhook"]
+CMD ["serve", "--in-cluster", "--cert-dir", "/tmp/k8s-webhook-server/serving-certs"]
