@@ -114,7 +114,8 @@ def namespace_is_managed(ctx: Context, namespace: str) -> bool:
         labels = ctx.lookups.namespace_labels(namespace)
     except LookupError_ as exc:
         raise FrameworkError(f"failed to get namespace: {exc}") from None
-    return selector.matches(ctx.config.managed_jobs_namespace_selector, labels, nil_matches=True)
+    # The Configuration validated its selector when it was loaded.
+    return selector.matches(ctx.config.managed_jobs_namespace_selector, labels, nil_matches=True, validated=True)
 
 
 def find_managed_ancestor(obj: Mapping[str, Any], ctx: Context, namespace: str) -> Mapping[str, Any] | None:

@@ -64,15 +64,22 @@ def _requirement_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> 
     return False
 
 
-def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str], *, nil_matches: bool = False) -> bool:
+def matches(
+    selector: Mapping[str, Any] | None,
+    labels: Mapping[str, str],
+    *,
+    nil_matches: bool = False,
+    validated: bool = False,
+) -> bool:
     """Whether `labels` satisfy `selector`.
 
     `nil_matches` decides the answer for a `None` selector (see the module docstring). A selector that
-    `validate` rejects matches nothing, like an unconvertible selector upstream.
+    `validate` rejects matches nothing, like an unconvertible selector upstream; pass `validated=True`
+    for one already checked (the Configuration's, on every webhook request) to skip the check.
     """
     if selector is None:
         return nil_matches
-    if not is_valid(selector):
+    if not validated and not is_valid(selector):
         return False
     for key, value in _match_labels(selector).items():
         if labels.get(key) != value:
