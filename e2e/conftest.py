@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -52,7 +53,8 @@ def kubectl() -> Iterator[Kubectl]:
         return
     from stack import Stack
 
-    stack = Stack(HERE.parent / ".run" / "e2e")
+    # One directory per session, so concurrent runs (several developers, CI) never share a cluster.
+    stack = Stack(HERE.parent / ".run" / f"e2e-{os.getpid()}")
     try:
         stack.up()
     except Exception as exc:
@@ -62,6 +64,7 @@ def kubectl() -> Iterator[Kubectl]:
         yield Kubectl(stack.kubeconfig, str(stack.cluster.bin_dir / "kubectl"))
     finally:
         stack.down()
+        shutil.rmtree(stack.dir, ignore_errors=True)
 
 
 @pytest.fixture
