@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, kwok) from the Go modules pinned in e2e/tools/*/go.mod
-# into a cache outside the repository, and reuses the cache when it is complete.
+# kube-scheduler, kubectl, kwok) and helm (the e2e suite renders charts/pykueue)
+# from the Go modules pinned in e2e/tools/*/go.mod into a cache outside the repository, and reuses the cache when it is complete.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -43,5 +43,6 @@ build k8s k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager
 build k8s k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler
 build k8s k8s.io/kubernetes/cmd/kubectl kubectl
 build kwok sigs.k8s.io/kwok/cmd/kwok kwok
+build helm helm.sh/helm/v3/cmd/helm helm
 echo "build-binaries: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"
