@@ -68,3 +68,101 @@ class WorkloadCondition(StrEnum):
 
 class QueueCondition(StrEnum):
     ACTIVE = "Active"
+
+
+# Condition reasons and messages the admission core writes on Workloads and queues
+# (`apis/kueue/v1beta2/{workload,clusterqueue,localqueue}_types.go`, `pkg/workload/workload.go`,
+# `pkg/controller/core/workload_controller.go`, `pkg/scheduler/preemption/preemption.go`).
+
+QUOTA_RESERVED_REASON = "QuotaReserved"
+"""QuotaReserved=True, and the reason that resets Evicted/Preempted to False on the next reservation."""
+
+
+class PendingReason(StrEnum):
+    """QuotaReserved=False reasons (UnadmittedWorkloadsObservability on)."""
+
+    PENDING_EVALUATION = "PendingEvaluation"
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
+    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
+    WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
+    MISCONFIGURED = "Misconfigured"
+    SUSPENDED = "Suspended"
+
+
+class AdmittedReason(StrEnum):
+    ADMITTED = "Admitted"
+    NO_RESERVATION = "NoReservation"
+    UNSATISFIED_ADMISSION_CHECKS = "UnsatisfiedAdmissionChecks"
+
+
+class PreemptionReason(StrEnum):
+    """Preempted=True reasons."""
+
+    IN_CLUSTER_QUEUE = "InClusterQueue"
+    IN_COHORT_RECLAMATION = "InCohortReclamation"
+    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
+    IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
+
+    @property
+    def human(self) -> str:
+        """The phrase the preemption message uses for this reason."""
+        return _PREEMPTION_HUMAN[self]
+
+
+_PREEMPTION_HUMAN = {
+    PreemptionReason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
+    PreemptionReason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
+    PreemptionReason.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
+    PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+}
+
+
+class EvictionReason(StrEnum):
+    """Evicted=True reasons (`WorkloadEvictedBy*`)."""
+
+    PREEMPTED = "Preempted"
+    PODS_READY_TIMEOUT = "PodsReadyTimeout"
+    ADMISSION_CHECK = "AdmissionCheck"
+    CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+    DEACTIVATED = "Deactivated"
+    NODE_FAILURES = "NodeFailures"
+
+
+class RequeuedReason(StrEnum):
+    """Requeued=True reasons set by the workload controller."""
+
+    BACKOFF_FINISHED = "BackoffFinished"
+    REACTIVATED = "Reactivated"
+    CLUSTER_QUEUE_RESTARTED = "ClusterQueueRestarted"
+    LOCAL_QUEUE_RESTARTED = "LocalQueueRestarted"
+
+
+class ClusterQueueActiveReason(StrEnum):
+    """Reasons of a ClusterQueue's Active condition, in the order upstream picks the first."""
+
+    READY = "Ready"
+    TERMINATING = "Terminating"
+    STOPPED = "Stopped"
+    FLAVOR_NOT_FOUND = "FlavorNotFound"
+    ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
+    ADMISSION_CHECK_INACTIVE = "AdmissionCheckInactive"
+    NOT_FOUND = "NotFound"
+
+
+class LocalQueueActiveReason(StrEnum):
+    READY = "Ready"
+    STOPPED = "Stopped"
+    CLUSTER_QUEUE_DOES_NOT_EXIST = "ClusterQueueDoesNotExist"
+    CLUSTER_QUEUE_IS_INACTIVE = "ClusterQueueIsInactive"
+
+
+# Fixed condition messages.
+MSG_WORKLOAD_ADMITTED = "The workload is admitted"
+MSG_NO_RESERVATION = "The workload has no reservation"
+MSG_UNSATISFIED_CHECKS = "The workload has not all checks ready"
+MSG_CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"
+MSG_LOCAL_QUEUE_STOPPED = "The LocalQueue is stopped"
+MSG_CLUSTER_QUEUE_RESTARTED = "The ClusterQueue was restarted after being stopped"
+MSG_LOCAL_QUEUE_RESTARTED = "The LocalQueue was restarted after being stopped"

@@ -8,8 +8,9 @@ docstring of `webhook.core.cycle` for the API.
 
 from __future__ import annotations
 
+from webhook.api.constants import PendingReason, PreemptionReason
 from webhook.core.cache import Cache, Readiness
-from webhook.core.conditions import ConditionValue, PendingReason, PreemptionReason, RequeueReason
+from webhook.core.conditions import ConditionValue, RequeueReason
 from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Pending, Preempt, SchedulerConfig, Victim
 from webhook.core.resources import UNLIMITED, FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload

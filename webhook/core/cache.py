@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.api.constants import ClusterQueueActiveReason as _R
 from webhook.core import hierarchy, model, resource_node
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource
@@ -169,30 +170,30 @@ class Cache:
         """Cache status and Active condition of a ClusterQueue (`ClusterQueueReadiness`)."""
         cq = self.cluster_queues.get(name)
         if cq is None:
-            return Readiness("pending", "NotFound", "ClusterQueue not found")
+            return Readiness("pending", _R.NOT_FOUND, "ClusterQueue not found")
         spec = cq.spec
         if spec.deleting:
-            return Readiness("terminating", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
+            return Readiness("terminating", _R.TERMINATING, "Can't admit new workloads; clusterQueue is terminating")
         reasons: list[str] = []
         msgs: list[str] = []
         if spec.stop_policy != model.StopPolicy.NONE:
-            reasons.append("Stopped")
+            reasons.append(_R.STOPPED)
             msgs.append("is stopped")
         missing = [f for f in dict.fromkeys(spec.flavor_names()) if f not in self.resource_flavors]
         if missing:
-            reasons.append("FlavorNotFound")
+            reasons.append(_R.FLAVOR_NOT_FOUND)
             msgs.append("references missing ResourceFlavor(s): " + ",".join(missing))
         missing_ac = [a for a in spec.admission_checks if a not in self.admission_checks]
         if missing_ac:
-            reasons.append("AdmissionCheckNotFound")
+            reasons.append(_R.ADMISSION_CHECK_NOT_FOUND)
             msgs.append("references missing AdmissionCheck(s): " + ",".join(missing_ac))
         inactive_ac = [a for a in spec.admission_checks if self.admission_checks.get(a) is False]
         if inactive_ac:
-            reasons.append("AdmissionCheckInactive")
+            reasons.append(_R.ADMISSION_CHECK_INACTIVE)
             msgs.append("references inactive AdmissionCheck(s): " + ",".join(inactive_ac))
         if reasons:
             return Readiness("pending", reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + ".")
-        return Readiness("active", "Ready", "Can admit new workloads")
+        return Readiness("active", _R.READY, "Can admit new workloads")
 
     # -- read helpers --------------------------------------------------------------------------
     def cq_usage(self, name: str, *, admitted_only: bool = False) -> dict[FlavorResource, int]:

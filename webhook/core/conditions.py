@@ -4,7 +4,8 @@ Mirrors the reason constants of `apis/kueue/v1beta2/{workload,clusterqueue}_type
 condition helpers of `pkg/workload/workload.go` (`SetQuotaReservation`, `UnsetQuotaReservation
 WithCondition`, `SyncAdmittedCondition`), `pkg/workload/evict/evict.go` and
 `pkg/scheduler/preemption/preemption.go` (`preemptionMessage`) at upstream commit ff69552e79.
-These strings belong in `webhook/api/constants.py`; they live here until that module grows them.
+The reason and message strings themselves live in `webhook/api/constants.py`; this module builds
+conditions from them. `PendingReason` and `PreemptionReason` are re-exported from there.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from webhook.api import constants
+from webhook.api.constants import PendingReason, PreemptionReason
 
 __all__ = [
     "ConditionValue",
@@ -28,34 +30,9 @@ __all__ = [
     "quota_reserved_condition",
 ]
 
+_W = constants.WorkloadCondition
+
 MAX_MESSAGE = 32 * 1024
-
-
-class PendingReason(StrEnum):
-    """QuotaReserved=False reasons (UnadmittedWorkloadsObservability on)."""
-
-    PENDING_EVALUATION = "PendingEvaluation"
-    WAITING_FOR_QUOTA = "WaitingForQuota"
-    EXCEEDS_MAX_QUOTA = "ExceedsMaxQuota"
-    NO_MATCHING_FLAVOR = "NoMatchingFlavor"
-    WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
-    MISCONFIGURED = "Misconfigured"
-    SUSPENDED = "Suspended"
-
-
-class PreemptionReason(StrEnum):
-    IN_CLUSTER_QUEUE = "InClusterQueue"
-    IN_COHORT_RECLAMATION = "InCohortReclamation"
-    IN_COHORT_FAIR_SHARING = "InCohortFairSharing"
-    IN_COHORT_RECLAIM_WHILE_BORROWING = "InCohortReclaimWhileBorrowing"
-
-
-_HUMAN = {
-    PreemptionReason.IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
-    PreemptionReason.IN_COHORT_RECLAMATION: "reclamation within the cohort",
-    PreemptionReason.IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
-    PreemptionReason.IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
-}
 
 
 class RequeueReason(StrEnum):
@@ -94,39 +71,39 @@ class ConditionValue:
 
 
 def quota_reserved_condition(cluster_queue: str) -> ConditionValue:
-    return ConditionValue(constants.WorkloadCondition.QUOTA_RESERVED, "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}")
+    return ConditionValue(_W.QUOTA_RESERVED, "True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}")
 
 
 def admitted_condition(checks_required: bool, checks_ready: bool) -> ConditionValue:
     """Admitted after a reservation: True unless some required admission check is not Ready."""
     if not checks_required or checks_ready:
-        return ConditionValue(constants.WorkloadCondition.ADMITTED, "True", "Admitted", "The workload is admitted")
-    return ConditionValue(constants.WorkloadCondition.ADMITTED, "False", "UnsatisfiedAdmissionChecks", "The workload has not all checks ready")
+        return ConditionValue(_W.ADMITTED, "True", constants.AdmittedReason.ADMITTED, constants.MSG_WORKLOAD_ADMITTED)
+    return ConditionValue(_W.ADMITTED, "False", constants.AdmittedReason.UNSATISFIED_ADMISSION_CHECKS, constants.MSG_UNSATISFIED_CHECKS)
 
 
 def previously(ctype: str, old_message: str) -> ConditionValue:
     """What a True Evicted/Preempted condition becomes on the next reservation."""
-    return ConditionValue(ctype, "False", "QuotaReserved", f"Previously: {old_message}")
+    return ConditionValue(ctype, "False", constants.QUOTA_RESERVED_REASON, f"Previously: {old_message}")
 
 
 def pending_conditions(reason: str, message: str) -> tuple[ConditionValue, ConditionValue]:
     """QuotaReserved=False with the entry's reason, and Admitted=False/NoReservation."""
     return (
-        ConditionValue(constants.WorkloadCondition.QUOTA_RESERVED, "False", reason, message[:MAX_MESSAGE]),
-        ConditionValue(constants.WorkloadCondition.ADMITTED, "False", "NoReservation", "The workload has no reservation"),
+        ConditionValue(_W.QUOTA_RESERVED, "False", reason, message[:MAX_MESSAGE]),
+        ConditionValue(_W.ADMITTED, "False", constants.AdmittedReason.NO_RESERVATION, constants.MSG_NO_RESERVATION),
     )
 
 
 def preemption_message(preemptor_uid: str, preemptor_job_uid: str, reason: PreemptionReason, preemptor_path: str, preemptee_path: str) -> str:
     return (
         f"Preempted to accommodate a workload (UID: {preemptor_uid or 'UNKNOWN'}, JobUID: {preemptor_job_uid or 'UNKNOWN'}) "
-        f"due to {_HUMAN[reason]}; preemptor path: {preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}"
+        f"due to {reason.human}; preemptor path: {preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}"
     )
 
 
 def evicted_by_preemption(reason: PreemptionReason, message: str) -> tuple[ConditionValue, ConditionValue]:
     """The Evicted and Preempted conditions written on a preemption victim."""
     return (
-        ConditionValue(constants.WorkloadCondition.EVICTED, "True", "Preempted", message),
-        ConditionValue(constants.WorkloadCondition.PREEMPTED, "True", str(reason), message),
+        ConditionValue(_W.EVICTED, "True", constants.EvictionReason.PREEMPTED, message),
+        ConditionValue(_W.PREEMPTED, "True", str(reason), message),
     )

@@ -56,9 +56,10 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api import constants
+from webhook.api.constants import PendingReason, PreemptionReason
 from webhook.core import conditions, fair_sharing, model, ordering, resource_node, status
 from webhook.core.cache import Cache
-from webhook.core.conditions import ConditionValue, PendingReason, RequeueReason
+from webhook.core.conditions import ConditionValue, RequeueReason
 from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
 from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
 from webhook.core.queues import Head, QueueManager
@@ -93,7 +94,7 @@ class Victim:
     key: WorkloadKey
     uid: str
     cluster_queue: str
-    reason: conditions.PreemptionReason
+    reason: PreemptionReason
     message: str
     conditions: tuple[ConditionValue, ConditionValue]
 

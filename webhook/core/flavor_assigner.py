@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol, TypeVar
 
-from webhook.core import selectors
-from webhook.core.conditions import PendingReason
+from webhook.api import selector
+from webhook.api.constants import PendingReason
 from webhook.core.model import ResourceFlavorSpec
 from webhook.core.resource_node import (
     ClusterQueueNode,
@@ -220,10 +220,10 @@ def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) 
     """Why the podSet cannot use the flavor at all (missing, untolerated taint, affinity)."""
     if flavor is None:
         return f"flavor {name} not found"
-    taint = selectors.find_untolerated_taint(flavor.node_taints, (*ps.tolerations, *flavor.tolerations))
+    taint = selector.find_untolerated_taint(flavor.node_taints, (*ps.tolerations, *flavor.tolerations))
     if taint is not None:
         return f"untolerated taint {taint} in flavor {name}"
-    if not selectors.matches_flavor_affinity(ps.node_selector, ps.required_terms, flavor.node_labels):
+    if not selector.matches_flavor_affinity(ps.node_selector, ps.required_terms, flavor.node_labels):
         return f"flavor {name} doesn't match node affinity"
     return None
 

@@ -14,8 +14,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from webhook.api import quantity
-from webhook.core import selectors
+from webhook.api import quantity, selector
 from webhook.core.resources import FlavorResource, ResourceQuota, parse_amount
 
 __all__ = [
@@ -139,8 +138,8 @@ def _weight(raw: object) -> Fraction:
 class ResourceFlavorSpec:
     name: str
     node_labels: Mapping[str, str] = field(default_factory=dict)
-    node_taints: tuple[selectors.Taint, ...] = ()
-    tolerations: tuple[selectors.Toleration, ...] = ()
+    node_taints: tuple[selector.Taint, ...] = ()
+    tolerations: tuple[selector.Toleration, ...] = ()
 
 
 def parse_resource_flavor(obj: Mapping[str, Any]) -> ResourceFlavorSpec:
@@ -149,8 +148,8 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> ResourceFlavorSpec:
     return ResourceFlavorSpec(
         name=str(obj["metadata"]["name"]),
         node_labels=dict(spec.get("nodeLabels") or {}),
-        node_taints=tuple(selectors.parse_taint(t) for t in spec.get("nodeTaints") or ()),
-        tolerations=tuple(selectors.parse_toleration(t) for t in spec.get("tolerations") or ()),
+        node_taints=tuple(selector.parse_taint(t) for t in spec.get("nodeTaints") or ()),
+        tolerations=tuple(selector.parse_toleration(t) for t in spec.get("tolerations") or ()),
     )
 
 
@@ -162,7 +161,7 @@ class ClusterQueueSpec:
     cohort: str = ""
     resource_groups: tuple[ResourceGroup, ...] = ()
     queueing_strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
-    namespace_selector: selectors.LabelSelector | None = None
+    namespace_selector: selector.LabelSelector | None = None
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     preemption: Preemption = Preemption()
     stop_policy: StopPolicy = StopPolicy.NONE
@@ -192,7 +191,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         cohort=str(spec.get("cohortName") or ""),
         resource_groups=groups,
         queueing_strategy=QueueingStrategy(spec.get("queueingStrategy") or "BestEffortFIFO"),
-        namespace_selector=selectors.parse_label_selector(spec.get("namespaceSelector")),
+        namespace_selector=selector.parse_label_selector(spec.get("namespaceSelector")),
         flavor_fungibility=FlavorFungibility(
             when_can_borrow=str(ff.get("whenCanBorrow") or "MayStopSearch"),
             when_can_preempt=str(ff.get("whenCanPreempt") or "TryNextFlavor"),

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
 
+from webhook.api.constants import PreemptionReason
 from webhook.core import fair_sharing, ordering, resource_node
-from webhook.core.conditions import PreemptionReason
 from webhook.core.flavor_assigner import Assignment, PreemptionPossibility
 from webhook.core.model import PreemptionPolicy
 from webhook.core.resource_node import ClusterQueueNode, CohortNode, QuotaNode

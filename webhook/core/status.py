@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants
+from webhook.api.constants import LocalQueueActiveReason as _LQR
 from webhook.core import fair_sharing as fs
 from webhook.core.cache import Cache
 from webhook.core.model import ClusterQueueSpec, StopPolicy
@@ -67,13 +68,13 @@ def local_queue_status(cache: Cache, queues: QueueManager, key: str) -> dict[str
         return {}
     node = cache.cluster_queues.get(lq.cluster_queue)
     if lq.stop_policy != StopPolicy.NONE:
-        cond = ("False", "Stopped", "LocalQueue is stopped")
+        cond = ("False", _LQR.STOPPED, "LocalQueue is stopped")
     elif node is None:
-        cond = ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
+        cond = ("False", _LQR.CLUSTER_QUEUE_DOES_NOT_EXIST, "Can't submit new workloads to clusterQueue")
     elif not cache.readiness(lq.cluster_queue).active:
-        cond = ("False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
+        cond = ("False", _LQR.CLUSTER_QUEUE_IS_INACTIVE, "Can't submit new workloads to clusterQueue")
     else:
-        cond = ("True", "Ready", "Can submit new workloads to localQueue")
+        cond = ("True", _LQR.READY, "Can submit new workloads to localQueue")
     out: dict[str, Any] = {
         "conditions": [{"type": constants.QueueCondition.ACTIVE, "status": cond[0], "reason": cond[1], "message": cond[2]}],
         "pendingWorkloads": queues.pending_in_local_queue(key) if lq.stop_policy == StopPolicy.NONE else 0,

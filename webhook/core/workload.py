@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, NewType
 
-from webhook.api import constants, quantity
-from webhook.core import selectors
+from webhook.api import constants, quantity, selector
 from webhook.core.resources import FlavorResource, FRQuantities, format_quantity
 
 __all__ = [
@@ -58,8 +57,8 @@ class PodSetInfo:
     min_count: int | None
     requests: Mapping[str, int]
     node_selector: Mapping[str, str] = field(default_factory=dict)
-    required_terms: tuple[tuple[selectors.Requirement, ...], ...] = ()
-    tolerations: tuple[selectors.Toleration, ...] = ()
+    required_terms: tuple[tuple[selector.Requirement, ...], ...] = ()
+    tolerations: tuple[selector.Toleration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +115,9 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     return {r: max(0, v) for r, v in total.items()}
 
 
-def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selectors.Requirement, ...], ...]:
+def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selector.Requirement, ...], ...]:
     na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms = []
-    for t in na.get("nodeSelectorTerms") or ():
-        terms.append(
-            tuple(
-                selectors.Requirement(str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in e.get("values") or ()))
-                for e in t.get("matchExpressions") or ()
-            )
-        )
-    return tuple(terms)
+    return tuple(selector.parse_requirements(t.get("matchExpressions")) for t in na.get("nodeSelectorTerms") or ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +200,7 @@ class WorkloadInfo:
     def queue_order_timestamp(self) -> datetime:
         """Eviction time for PodsReadyTimeout/AdmissionCheck evictions, else creation time."""
         ev = self.conditions.get(constants.WorkloadCondition.EVICTED)
-        if ev is not None and ev.status == "True" and ev.reason in ("PodsReadyTimeout", "AdmissionCheck") and ev.last_transition_time:
+        if ev is not None and ev.status == "True" and ev.reason in (constants.EvictionReason.PODS_READY_TIMEOUT, constants.EvictionReason.ADMISSION_CHECK) and ev.last_transition_time:
             return ev.last_transition_time
         return self.creation
 
@@ -258,7 +249,7 @@ class WorkloadInfo:
     def with_reservation(self, cluster_queue: str, assignments: tuple[PodSetAssignment, ...], now: datetime) -> WorkloadInfo:
         """The assumed copy after a quota reservation (what the cache counts until the write lands)."""
         conds = dict(self.conditions)
-        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition("True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}", now)
+        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition("True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}", now)
         return dataclasses.replace(self, conditions=conds, admission_cluster_queue=cluster_queue, assignments=assignments)
 
 
@@ -292,7 +283,7 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
                 requests=pod_requests(pspec),
                 node_selector=dict(pspec.get("nodeSelector") or {}),
                 required_terms=_required_terms(pspec),
-                tolerations=tuple(selectors.parse_toleration(t) for t in pspec.get("tolerations") or ()),
+                tolerations=tuple(selector.parse_toleration(t) for t in pspec.get("tolerations") or ()),
             )
         )
     conds = {

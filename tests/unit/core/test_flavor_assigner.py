@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl
+from webhook.api import selector
 from webhook.core import Admit, Pending
 
 LQ = make_lq("lq", "ns", "cq")
@@ -247,3 +248,20 @@ def test_admission_json_formats_quantities() -> None:
         "clusterQueue": "cq",
         "podSetAssignments": [{"name": "main", "flavors": {"cpu": "one", "memory": "one"}, "resourceUsage": {"cpu": "1500m", "memory": "1536Mi"}, "count": 3}],
     }
+
+
+@pytest.mark.parametrize(
+    ("sel", "labels"),
+    [
+        pytest.param({}, {"a": "1"}, id="empty"),
+        pytest.param({"matchLabels": {"a": "1"}}, {"a": "1"}, id="matchLabels hit"),
+        pytest.param({"matchLabels": {"a": "1"}}, {"a": "2"}, id="matchLabels miss"),
+        pytest.param({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {"a": "1"}, id="In"),
+        pytest.param({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, id="NotIn missing key"),
+        pytest.param({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": "1"}, id="DoesNotExist"),
+    ],
+)
+def test_parsed_selector_matches_like_wire_form(sel, labels) -> None:
+    parsed = selector.parse_label_selector(sel)
+    assert parsed is not None
+    assert parsed.matches(labels) is selector.matches(sel, labels)
