@@ -11,10 +11,13 @@ from certs.tls import (
     ServingCert,
     ca_bundle,
     cli_main,
+    key_pem,
+    load_ca,
     make_ca,
     make_serving_cert,
     needs_rotation,
     write_bundle,
+    write_pems,
 )
 
 __all__ = [
@@ -22,8 +25,11 @@ __all__ = [
     "ServingCert",
     "ca_bundle",
     "cli_main",
+    "key_pem",
+    "load_ca",
     "make_ca",
     "make_serving_cert",
     "needs_rotation",
     "write_bundle",
+    "write_pems",
 ]

@@ -28,10 +28,13 @@ __all__ = [
     "ServingCert",
     "ca_bundle",
     "cli_main",
+    "key_pem",
+    "load_ca",
     "make_ca",
     "make_serving_cert",
     "needs_rotation",
     "write_bundle",
+    "write_pems",
 ]
 
 CA_COMMON_NAME = "kueue-ca"
@@ -176,6 +179,42 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def load_ca(cert_pem: bytes, key_pem: bytes) -> CA:
+    """A CA from PEM (as stored in a Secret); ValueError when either part is unusable or they do not pair."""
+    certificate = x509.load_pem_x509_certificate(cert_pem)
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError("CA key is not an ECDSA key")
+    if certificate.public_key() != key.public_key():
+        raise ValueError("CA key does not match the CA certificate")
+    return CA(certificate, key)
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """Unencrypted PKCS#8 PEM of a private key."""
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+
+
+def write_pems(out_dir: str | os.PathLike[str], *, ca_crt: bytes, tls_crt: bytes, tls_key: bytes) -> bool:
+    """Write `ca.crt`, `tls.crt`, `tls.key` (0600) where they differ from what is there; True if any changed.
+
+    The key is written last so a reader that reloads on its change sees a matching certificate.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    changed = False
+    for name, data, mode in (("ca.crt", ca_crt, 0o644), ("tls.crt", tls_crt, 0o644), ("tls.key", tls_key, 0o600)):
+        path = out / name
+        try:
+            if path.read_bytes() == data:
+                continue
+        except OSError:
+            pass
+        _write(path, data, mode)
+        changed = True
+    return changed
 
 
 def write_bundle(out_dir: str | os.PathLike[str], hosts: Sequence[str], *, days: int = 365) -> Path:
