@@ -38,6 +38,14 @@ def _serve(args: argparse.Namespace) -> int:
         cluster.start()
         lookups, ready = cluster, cluster.synced
     cert_dir = args.cert_dir or config.webhook.cert_dir
+    if args.in_cluster and config.internal_cert_management.enable:  # certificates without cert-manager
+        from webhook import certmanager
+
+        try:
+            ready = certmanager.bootstrap(config, cert_dir, ready=ready)
+        except certmanager.BootstrapError as exc:
+            print(f"internal certificate management: {exc}", file=sys.stderr)
+            return 2
     try:
         ssl_context = tls.server_context(cert_dir)
     except (OSError, ValueError) as exc:
