@@ -11,7 +11,19 @@ from __future__ import annotations
 from webhook.api.constants import PendingReason, PreemptionReason
 from webhook.core.cache import Cache, Readiness
 from webhook.core.conditions import ConditionValue, RequeueReason
-from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Pending, Preempt, SchedulerConfig, Victim
+from webhook.core.cycle import (
+    AdmissionCore,
+    Admit,
+    CycleResult,
+    Evict,
+    Pending,
+    Preempt,
+    QueueBlocked,
+    Requeue,
+    SchedulerConfig,
+    UnsetReservation,
+    Victim,
+)
 from webhook.core.resources import UNLIMITED, FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
 
@@ -22,14 +34,18 @@ __all__ = [
     "Cache",
     "ConditionValue",
     "CycleResult",
+    "Evict",
     "FlavorResource",
     "Pending",
     "PendingReason",
     "Preempt",
     "PreemptionReason",
+    "QueueBlocked",
     "Readiness",
+    "Requeue",
     "RequeueReason",
     "SchedulerConfig",
+    "UnsetReservation",
     "Victim",
     "WorkloadInfo",
     "WorkloadKey",

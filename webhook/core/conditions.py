@@ -24,10 +24,12 @@ __all__ = [
     "PreemptionReason",
     "RequeueReason",
     "admitted_condition",
+    "evicted",
     "evicted_by_preemption",
     "pending_conditions",
     "preemption_message",
     "quota_reserved_condition",
+    "requeued",
 ]
 
 _W = constants.WorkloadCondition
@@ -107,3 +109,13 @@ def evicted_by_preemption(reason: PreemptionReason, message: str) -> tuple[Condi
         ConditionValue(_W.EVICTED, "True", constants.EvictionReason.PREEMPTED, message),
         ConditionValue(_W.PREEMPTED, "True", str(reason), message),
     )
+
+
+def evicted(reason: str, message: str) -> ConditionValue:
+    """Evicted=True, as `evict.Evict` writes it."""
+    return ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE])
+
+
+def requeued(reason: str, message: str) -> ConditionValue:
+    """Requeued=True, as the workload controller writes it when a stopped queue restarts."""
+    return ConditionValue(_W.REQUEUED, "True", reason, message[:MAX_MESSAGE])

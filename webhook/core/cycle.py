@@ -33,11 +33,38 @@ values, in the order they were taken:
 * ``Pending(key, uid, cluster_queue, reason, message, conditions)``: patch QuotaReserved=False /
   Admitted=False with the reason and message and emit a Warning event with the same reason.
 
+Before the heads are popped, each cycle also reports what the workload controller does because of
+the queues' state (stopPolicy and activity, see `queue_state.py`); these come first in
+``decisions``, sorted by workload key, each at most once per relevant event:
+
+* ``Evict(key, uid, cluster_queue, reason, message, conditions)``: an admitted workload under a
+  HoldAndDrain LocalQueue (reason ``LocalQueueStopped``, message ``The LocalQueue is stopped``) or
+  ClusterQueue (``ClusterQueueStopped``, ``The ClusterQueue is stopped``). Patch ``conditions``
+  (Evicted=True), reset non-Pending admission checks to Pending, emit Normal event
+  ``EvictedDueTo<reason>``; ``status.admission`` stays until the job is stopped (the job
+  reconciler then sets Requeued=False with the same reason and clears the admission). Hold keeps
+  admitted workloads running.
+* ``UnsetReservation(key, uid, cluster_queue, reason, message, conditions)``: a workload that
+  reserved quota but is not admitted, under any stopPolicy but None (reason ``Suspended``, message
+  ``LocalQueue <lq> is stopped`` / ``ClusterQueue <cq> is stopped``). Clear ``status.admission``
+  and patch ``conditions`` (QuotaReserved=False, Admitted=False/NoReservation); no event.
+* ``Requeue(key, uid, cluster_queue, reason, message, conditions)``: a workload parked with
+  Requeued=False because its queue was stopped, once the queue runs again
+  (``LocalQueueRestarted`` / ``ClusterQueueRestarted``). Patch ``conditions`` (Requeued=True).
+* ``QueueBlocked(key, uid, cluster_queue, reason, message, conditions)``: a pending workload behind
+  a stopped LocalQueue (``LocalQueue <lq> is inactive``) or an inactive ClusterQueue
+  (``ClusterQueue <cq> is inactive``), reason ``Suspended``. Patch ``conditions`` like ``Pending``,
+  but emit no event.
+
+If such a write (or a preemption victim's Evicted patch) fails for any reason but NotFound, call
+``core.write_failed(key)`` so the core reconsiders the workload next cycle.
+
 Status for the queue-status reconciler: ``core.cluster_queue_status(name)``,
 ``core.local_queue_status(namespace, name)``, ``core.cohort_status(name)`` (see `status.py`).
 
 The cycle, as a numbered recipe (``schedule``):
 
+0. queue state: decisions the queues' stopPolicy/activity call for (see above);
 1. heads: pop one workload from every active ClusterQueue;
 2. snapshot: copy usage, share specs;
 3. nominate: pre-checks, then flavor assignment (+ preemption targets, partial admission);
@@ -57,7 +84,7 @@ from typing import Any
 
 from webhook.api import constants
 from webhook.api.constants import PendingReason, PreemptionReason
-from webhook.core import conditions, fair_sharing, model, ordering, resource_node, status
+from webhook.core import conditions, fair_sharing, model, ordering, queue_state, resource_node, status
 from webhook.core.cache import Cache
 from webhook.core.conditions import ConditionValue, RequeueReason
 from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
@@ -68,7 +95,20 @@ from webhook.core.resources import FRQuantities
 from webhook.core.snapshot import Snapshot, take_snapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
-__all__ = ["AdmissionCore", "Admit", "CycleResult", "Pending", "Preempt", "SchedulerConfig", "Victim"]
+__all__ = [
+    "AdmissionCore",
+    "Admit",
+    "CycleResult",
+    "Decision",
+    "Evict",
+    "Pending",
+    "Preempt",
+    "QueueBlocked",
+    "Requeue",
+    "SchedulerConfig",
+    "UnsetReservation",
+    "Victim",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +156,55 @@ class Pending:
     conditions: tuple[ConditionValue, ConditionValue]
 
 
-Decision = Admit | Preempt | Pending
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Evict an admitted workload because its queue is stopped with HoldAndDrain."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    reason: str
+    message: str
+    conditions: tuple[ConditionValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnsetReservation:
+    """Cancel the quota reservation of a not yet admitted workload whose queue is stopped."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    reason: str
+    message: str
+    conditions: tuple[ConditionValue, ConditionValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    """Set Requeued=True on a workload parked because its queue was stopped, now restarted."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    reason: str
+    message: str
+    conditions: tuple[ConditionValue]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueBlocked:
+    """A pending workload's queue blocks it (stopped LocalQueue, inactive ClusterQueue)."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    reason: str
+    message: str
+    conditions: tuple[ConditionValue, ConditionValue]
+
+
+Decision = Admit | Preempt | Pending | Evict | UnsetReservation | Requeue | QueueBlocked
 
 
 @dataclass(slots=True)
@@ -134,6 +222,22 @@ class CycleResult:
     @property
     def pending(self) -> list[Pending]:
         return [d for d in self.decisions if isinstance(d, Pending)]
+
+    @property
+    def evicted(self) -> list[Evict]:
+        return [d for d in self.decisions if isinstance(d, Evict)]
+
+    @property
+    def unreserved(self) -> list[UnsetReservation]:
+        return [d for d in self.decisions if isinstance(d, UnsetReservation)]
+
+    @property
+    def requeued(self) -> list[Requeue]:
+        return [d for d in self.decisions if isinstance(d, Requeue)]
+
+    @property
+    def blocked(self) -> list[QueueBlocked]:
+        return [d for d in self.decisions if isinstance(d, QueueBlocked)]
 
 
 @dataclass(slots=True)
@@ -161,6 +265,10 @@ class AdmissionCore:
         self._evicting: set[WorkloadKey] = set()
         # The pending form of each assumed workload, to requeue it if its Admit write fails.
         self._assumed_from: dict[WorkloadKey, WorkloadInfo] = {}
+        # Workloads and queues whose queue-state decisions must be re-evaluated next cycle.
+        self._qs_keys: set[WorkloadKey] = set()
+        self._qs_cluster_queues: set[str] = set()
+        self._qs_local_queues: set[str] = set()
 
     # == events ===================================================================================
     def _tree_cqs(self, names: Iterable[str]) -> set[str]:
@@ -178,7 +286,11 @@ class AdmissionCore:
 
     def _sync_active(self) -> None:
         for name in self.cache.cluster_queues:
-            self.queues.set_cluster_queue_active(name, self.cache.readiness(name).active)
+            active = self.cache.readiness(name).active
+            q = self.queues.cluster_queues.get(name)
+            if q is not None and q.active != active:
+                self._qs_cluster_queues.add(name)
+            self.queues.set_cluster_queue_active(name, active)
 
     def on_resource_flavor(self, obj: Mapping[str, Any], now: datetime) -> None:
         rf = self.cache.upsert_resource_flavor(obj)
@@ -190,7 +302,11 @@ class AdmissionCore:
         self._sync_active()
 
     def on_cluster_queue(self, obj: Mapping[str, Any], now: datetime) -> None:
+        old = self.cache.cluster_queues.get(str(obj["metadata"]["name"]))
+        was_active = old is not None and self.cache.readiness(old.name).active
         node = self.cache.upsert_cluster_queue(obj)
+        if old is None or old.spec.stop_policy != node.spec.stop_policy or was_active != self.cache.readiness(node.name).active:
+            self._qs_cluster_queues.add(node.name)
         self.queues.upsert_cluster_queue(node.spec, active=self.cache.readiness(node.name).active, now=now)
         self._sync_active()
         self._flush([node.name], now)
@@ -209,7 +325,11 @@ class AdmissionCore:
         self._flush(list(self.cache.cluster_queues), now)
 
     def on_local_queue(self, obj: Mapping[str, Any], now: datetime) -> None:
+        meta = obj["metadata"]
+        old = self.cache.local_queues.get(f"{meta.get('namespace') or ''}/{meta['name']}")
         lq = self.cache.upsert_local_queue(obj)
+        if old is None or (old.stop_policy, old.cluster_queue) != (lq.stop_policy, lq.cluster_queue):
+            self._qs_local_queues.add(lq.key)
         self.queues.upsert_local_queue(lq, now)
 
     def on_local_queue_deleted(self, namespace: str, name: str, now: datetime) -> None:
@@ -248,6 +368,7 @@ class AdmissionCore:
         if reserving or old is None:
             self._assumed_from.pop(wl.key, None)
         self.queues.upsert_workload(wl, now)
+        self._qs_keys.add(wl.key)
         return wl
 
     def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
@@ -257,6 +378,7 @@ class AdmissionCore:
         self._last.pop(key, None)
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
+        self._qs_keys.discard(key)
         if old is not None:
             self._flush([old.admission_cluster_queue], now)
 
@@ -268,6 +390,11 @@ class AdmissionCore:
             self._flush([wl.admission_cluster_queue], now)
         if original is not None:
             self.queues.upsert_workload(original, now)
+
+    def write_failed(self, key: WorkloadKey) -> None:
+        """A queue-state or preemption-victim write on `key` failed: reconsider it next cycle."""
+        self._evicting.discard(key)
+        self._qs_keys.add(key)
 
     # == status ===================================================================================
     def cluster_queue_status(self, name: str) -> dict[str, Any]:
@@ -284,6 +411,7 @@ class AdmissionCore:
         """One scheduling cycle (see the module docstring for the recipe)."""
         self.cycle += 1
         result = CycleResult()
+        self._queue_state(result)  # 0
         heads = self.queues.heads(now)  # 1
         if not heads:
             return result
@@ -297,6 +425,41 @@ class AdmissionCore:
             if e.status != "assumed":
                 self._requeue_and_report(e, result, now)
         return result
+
+    def _queue_state(self, result: CycleResult) -> None:
+        """Decisions the queues' state calls for, for workloads touched since the last cycle."""
+        keys, self._qs_keys = self._qs_keys, set()
+        cqs, self._qs_cluster_queues = self._qs_cluster_queues, set()
+        lqs, self._qs_local_queues = self._qs_local_queues, set()
+        if cqs or lqs:
+            routes = {k: lq.cluster_queue for k, lq in self.cache.local_queues.items()}
+            for w in (*self.cache.reserving.values(), *self.queues.pending.values()):
+                lq_key = f"{w.namespace}/{w.queue_name}"
+                if lq_key in lqs or w.admission_cluster_queue in cqs or routes.get(lq_key) in cqs:
+                    keys.add(w.key)
+        for key in sorted(keys):
+            reserving = key in self.cache.reserving
+            wl = self.cache.reserving.get(key) if reserving else self.queues.pending.get(key)
+            if wl is None:
+                continue
+            act = queue_state.queue_state_action(wl, self.cache, reserving=reserving)
+            if act is None:
+                continue
+            d = self._queue_state_decision(wl, act)
+            if d is not None:
+                result.decisions.append(d)
+
+    def _queue_state_decision(self, wl: WorkloadInfo, act: queue_state.Action) -> Decision | None:
+        kind, args = act.kind, (wl.key, wl.uid, act.cluster_queue, act.reason, act.message)
+        if kind == queue_state.ActionKind.EVICT:
+            if wl.key in self._evicting:
+                return None
+            return Evict(*args, (conditions.evicted(act.reason, act.message),))
+        if kind == queue_state.ActionKind.UNSET_RESERVATION:
+            return UnsetReservation(*args, conditions.pending_conditions(act.reason, act.message))
+        if kind == queue_state.ActionKind.REQUEUE:
+            return Requeue(*args, (conditions.requeued(act.reason, act.message),))
+        return QueueBlocked(*args, conditions.pending_conditions(act.reason, act.message))
 
     def _outdated(self, last: LastAssignment, cq: ClusterQueueNode) -> bool:
         if self.cycle - last.cycle <= 1:
