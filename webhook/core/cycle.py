@@ -14,7 +14,11 @@ always passed in; the core never reads the clock):
 * ``on_cohort(obj, now)`` / ``on_cohort_deleted(name, now)``
 * ``on_local_queue(obj, now)`` / ``on_local_queue_deleted(namespace, name, now)``
 * ``on_workload(obj, now)`` / ``on_workload_deleted(namespace, name, now)``
-* ``on_priority_class(obj)`` / ``on_priority_class_deleted(name)``
+* ``on_priority_class(obj)`` / ``on_priority_class_deleted(name)`` (recorded only: a Workload's
+  priority is its ``spec.priority``. Upstream's WorkloadPriorityClass controller, which the worker
+  mirrors, rewrites ``spec.priority`` of every Workload whose ``priorityClassRef`` names the class
+  (group ``kueue.x-k8s.io``, kind ``WorkloadPriorityClass``) when the class is created or its value
+  changes; the core reacts to those Workload updates)
 * ``on_namespace(name, labels, now)`` (labels None = deleted)
 * ``on_admission_check(name, active, now)`` (active None = deleted)
 
@@ -354,7 +358,7 @@ class AdmissionCore:
 
     def on_workload(self, obj: Mapping[str, Any], now: datetime) -> WorkloadInfo:
         """A Workload was created or updated (including status changes)."""
-        return self.upsert_workload_info(parse_workload(obj, priority_classes=self.cache.priority_classes), now)
+        return self.upsert_workload_info(parse_workload(obj), now)
 
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""

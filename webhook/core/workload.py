@@ -264,8 +264,12 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
 def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
 
-    `spec.priority` wins; a WorkloadPriorityClass reference without a priority falls back to the
-    class value known to the cache, as the webhook would have defaulted it.
+    The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
+    WorkloadPriorityClass's value reaches a Workload only through `spec.priority`: the job reconciler
+    copies it at creation, and upstream's `workloadpriorityclass_controller.go` rewrites it on every
+    Workload referencing the class when the class is created or its value changes. The core never
+    reads class values itself, so a class change alters nothing until that Workload update arrives.
+    `priority_classes` is accepted for compatibility and ignored.
     """
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -292,8 +296,7 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
     }
     ref = spec.get("priorityClassRef") or {}
     prio = spec.get("priority")
-    if prio is None and ref.get("name") and priority_classes is not None:
-        prio = priority_classes.get(str(ref["name"]))
+    is_wpc = ref.get("group") == constants.GROUP and ref.get("kind") == "WorkloadPriorityClass"
     admission = status.get("admission") or {}
     checks = status.get("admissionChecks") or ()
     labels = meta.get("labels") or {}
@@ -310,7 +313,7 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         creation=parse_time(meta.get("creationTimestamp")) or EPOCH,
         pod_sets=tuple(pod_sets),
         job_uid=str(labels.get(constants.JOB_UID_LABEL, "")),
-        priority_class=str(ref.get("name") or ""),
+        priority_class=str(ref.get("name") or "") if is_wpc else "",
         generation=int(meta.get("generation") or 0),
         active=spec.get("active", True) is not False,
         conditions=conds,

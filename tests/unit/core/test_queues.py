@@ -10,7 +10,7 @@ import pytest
 
 import webhook.core
 from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
-from webhook.core import Admit, Pending
+from webhook.core import Admit, Pending, WorkloadKey
 
 ONE = make_flavor("one").obj()
 LQ = make_lq("lq", "ns", "cq")
@@ -154,3 +154,36 @@ def test_core_is_pure() -> None:
     banned = re.compile(r"\b(time\.time|datetime\.now|datetime\.utcnow|asyncio|random|kubernetes|starlette|uvicorn|open\()")
     for path in root.glob("*.py"):
         assert not banned.search(path.read_text()), path
+
+
+def _wpc(name: str, value: int) -> dict[str, object]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
+
+
+def _with_wpc(b, name: str, value: int | None):  # type: ignore[no-untyped-def]
+    o = b.obj()
+    o["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}
+    if value is None:
+        o["spec"].pop("priority", None)
+    else:
+        o["spec"]["priority"] = value
+    return o
+
+
+def test_priority_class_value_change_waits_for_the_workload_update() -> None:
+    """Upstream's WPC controller rewrites spec.priority; the core only follows Workload updates."""
+    cq = make_cq("cq").group(fq("one", cpu="1")).obj()
+    low = _with_wpc(make_wl("low").created(1).request(cpu="1"), "p", 1)
+    core = make_core(ONE, cq, LQ, _wpc("p", 1), low, make_wl("other").created(2).priority(5).request(cpu="1").obj())
+    core.on_priority_class(_wpc("p", 10))
+    assert core.queues.pending[WorkloadKey("ns/low")].priority == 1
+    core.on_workload(_with_wpc(make_wl("low").created(1).request(cpu="1"), "p", 10), T0)  # the controller's write
+    assert admitted_names(core) == ["low"]
+
+
+def test_priority_without_spec_priority_is_zero() -> None:
+    """`priority.Priority`: nil spec.priority is 0, whatever the class's value."""
+    core = make_core(ONE, make_cq("cq").group(fq("one", cpu="1")).obj(), LQ, _wpc("p", 100),
+                     _with_wpc(make_wl("ref").created(1).request(cpu="1"), "p", None), make_wl("other").created(2).priority(1).request(cpu="1").obj())
+    assert core.queues.pending[WorkloadKey("ns/ref")].priority == 0
+    assert admitted_names(core) == ["other"]
