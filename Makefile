@@ -8,9 +8,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN_DIR ?= .run
 CLUSTER ?=
+IMG ?= pykueue:dev
+KUBECTL ?= kubectl
 
 .PHONY: help venv test unit e2e lint manifests binaries cluster-up cluster-down up down run \
-        bench bench-webhook bench-core image e2e-kind clean
+        bench bench-webhook bench-core image e2e-kind clean deploy undeploy
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -40,8 +42,14 @@ lint: $(STAMP) ## ruff, mypy --strict, import layers
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-manifests: $(STAMP) ## regenerate CRDs from webhook/api/schema.py
-	$(BIN)/python -m webhook.api.schema manifests/crds
+manifests: $(STAMP) ## regenerate manifests/ (CRDs, RBAC, Deployment, webhooks, overlays) and charts/pykueue
+	$(BIN)/python -m webhook.install manifests
+
+deploy: $(STAMP) ## install into the current kubectl context (IMG=image, built with `make image IMG=...`)
+	$(BIN)/python -m webhook.install deploy --image $(IMG) --kubectl $(KUBECTL)
+
+undeploy: $(STAMP) ## remove what `make deploy` installed from the current kubectl context
+	$(BIN)/python -m webhook.install undeploy --kubectl $(KUBECTL)
 
 cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserver, kcm, scheduler, kwok + 6 nodes)
 	$(BIN)/python e2e/cluster.py up --dir $(RUN_DIR)/cluster
@@ -67,14 +75,14 @@ bench-webhook: $(STAMP) ## webhook throughput and latency vs a constant-answer b
 bench-core: $(STAMP) ## admission core: cycle time and memory vs pending workloads
 	$(BIN)/python bench/bench_core.py
 
-image: ## container image for the server (needs Docker)
-	docker build -t pykueue:dev .
+image: ## container image for the server (needs Docker; IMG=name:tag)
+	docker build -t $(IMG) .
 
 e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker and kind)
 	kind create cluster --name pykueue --config e2e/kind-config.yaml
-	kind load docker-image pykueue:dev --name pykueue
+	kind load docker-image $(IMG) --name pykueue
 	mkdir -p $(RUN_DIR) && kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
-	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/deploy.py --image pykueue:dev
+	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/deploy.py --image $(IMG)
 	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e
 
 clean: down

@@ -1,0 +1,234 @@
+"""The Helm chart charts/pykueue, generated from the same objects as manifests/.
+
+Values keep the names of Kueue's chart (`charts/kueue/values.yaml`, kueue ff69552e79) where they
+overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolicy}`,
+`.manager.resources`, `.manager.podSecurityContext`, `.manager.containerSecurityContext`,
+`.imagePullSecrets`, `.readinessProbe`, `.livenessProbe`, `.nodeSelector`, `.tolerations`,
+`.topologySpreadConstraints`, `.podDisruptionBudget`, `managerConfig.controllerManagerConfigYaml`,
+`enableCertManager`, `metricsService`, `webhookService`. Objects live in the release namespace;
+names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name depend on them).
+
+Templating is done by placing tokens in the generated objects and replacing the dumped lines:
+`'@@NAME@@'` as a value becomes a scalar or an indented `toYaml` block; as a key (with an empty
+value) it becomes raw template lines at that indentation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from webhook.api.schema import dump
+from webhook.certmanager import conversion_crd_names
+from webhook.install import objects as o
+from webhook.install import rbac
+
+__all__ = ["render"]
+
+_NS = "pykueue-helm-release-namespace"  # stands for {{ .Release.Namespace }} until the text is final
+_M = ".Values.controllerManager"
+_CERT_MANAGER = ".Values.enableCertManager"
+
+CHART = """\
+apiVersion: v2
+name: pykueue
+description: Kueue-compatible job queueing for Kubernetes, in Python
+type: application
+version: 0.1.0
+appVersion: "dev"
+"""
+
+
+def _values() -> dict[str, Any]:
+    d = o.Settings()
+    return {
+        "enableCertManager": False,
+        "controllerManager": {
+            "replicas": d.replicas,
+            "manager": {
+                "image": {"repository": "pykueue", "tag": "dev", "pullPolicy": d.pull_policy},
+                "resources": d.resources,
+                "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containerSecurityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+                                             "capabilities": {"drop": ["ALL"]}},
+                "podAnnotations": {},
+                "priorityClassName": "",
+            },
+            "imagePullSecrets": [],
+            "readinessProbe": {"initialDelaySeconds": 5, "periodSeconds": 10, "timeoutSeconds": 1,
+                               "failureThreshold": 3, "successThreshold": 1},
+            "livenessProbe": {"initialDelaySeconds": 15, "periodSeconds": 20, "timeoutSeconds": 1,
+                              "failureThreshold": 3, "successThreshold": 1},
+            "nodeSelector": {},
+            "tolerations": [],
+            "topologySpreadConstraints": [],
+            "podDisruptionBudget": {"enabled": False, "minAvailable": 1},
+        },
+        # internalCertManagement is set by the chart from enableCertManager; leave it out here.
+        "managerConfig": {"controllerManagerConfigYaml": d.configuration.replace(
+            "internalCertManagement:\n  enable: true\n", "")},
+        "metricsService": {"type": "ClusterIP", "labels": {}, "annotations": {},
+                           "ports": [{"name": "https", "port": 8443, "protocol": "TCP",
+                                      "targetPort": "webhook-server"}]},
+        "webhookService": {"type": "ClusterIP",
+                           "ports": [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]},
+    }
+
+
+def _if(cond: str, *lines: str) -> Callable[[str], list[str]]:
+    def emit(indent: str) -> list[str]:
+        return [f"{indent}{{{{- if {cond} }}}}", *(indent + line for line in lines), f"{indent}{{{{- end }}}}"]
+    return emit
+
+
+# Token → a scalar template, a block (toYaml of a value), or raw lines.
+_SCALARS = {
+    "REPLICAS": f"{{{{ {_M}.replicas }}}}",
+    "IMAGE": f'"{{{{ {_M}.manager.image.repository }}}}:{{{{ {_M}.manager.image.tag }}}}"',
+    "PULL_POLICY": f"{{{{ {_M}.manager.image.pullPolicy }}}}",
+    "METRICS_TYPE": "{{ .Values.metricsService.type }}",
+    "WEBHOOK_TYPE": "{{ .Values.webhookService.type }}",
+}
+_BLOCKS = {
+    "RESOURCES": f"{_M}.manager.resources",
+    "POD_SECURITY": f"{_M}.manager.podSecurityContext",
+    "CONTAINER_SECURITY": f"{_M}.manager.containerSecurityContext",
+    "METRICS_PORTS": ".Values.metricsService.ports",
+    "WEBHOOK_PORTS": ".Values.webhookService.ports",
+}
+_RAW: dict[str, Callable[[str], list[str]]] = {
+    "CERT_ANNOTATION": _if(_CERT_MANAGER, "annotations:",
+                           f"  {o.INJECT_CA_FROM}: {{{{ .Release.Namespace }}}}/{o.CERTIFICATE}"),
+    "POD_EXTRAS": lambda i: [
+        f"{i}{{{{- with {_M}.imagePullSecrets }}}}", f"{i}imagePullSecrets: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.nodeSelector }}}}", f"{i}nodeSelector: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.tolerations }}}}", f"{i}tolerations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.topologySpreadConstraints }}}}",
+        f"{i}topologySpreadConstraints: {{{{- toYaml . | nindent {len(i) + 2} }}}}", f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.manager.priorityClassName }}}}", f"{i}priorityClassName: {{{{ . }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
+    "POD_ANNOTATIONS": lambda i: [
+        f"{i}{{{{- with {_M}.manager.podAnnotations }}}}", f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
+        f"{i}{{{{- end }}}}"],
+    "CERT_MOUNT": _if(_CERT_MANAGER, f"- name: cert\n{{i}}  mountPath: {o.CERT_DIR}\n{{i}}  readOnly: true"),
+    "CERT_VOLUME": _if(_CERT_MANAGER, f"- name: cert\n{{i}}  secret:\n{{i}}    secretName: {o.SECRET}"),
+    "PROBE_READY": lambda i: [f"{i}{{{{- toYaml {_M}.readinessProbe | nindent {len(i)} }}}}"],
+    "PROBE_LIVE": lambda i: [f"{i}{{{{- toYaml {_M}.livenessProbe | nindent {len(i)} }}}}"],
+    "METRICS_ANNOTATIONS": lambda i: [
+        f"{i}{{{{- with .Values.metricsService.annotations }}}}",
+        f"{i}annotations: {{{{- toYaml . | nindent {len(i) + 2} }}}}", f"{i}{{{{- end }}}}"],
+    "METRICS_LABELS": lambda i: [
+        f"{i}{{{{- with .Values.metricsService.labels }}}}", f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
+        f"{i}{{{{- end }}}}"],
+}
+
+_VALUE = re.compile(r"^(\s*)((?:- )?)([\w.-]+): '@@(\w+)@@'$")
+_KEY = re.compile(r"^(\s*)((?:- )?)'@@(\w+)@@': ''$")
+
+
+def _template(text: str) -> str:
+    out: list[str] = []
+    for line in text.splitlines():
+        if m := _VALUE.match(line):
+            indent, dash, key, token = m.groups()
+            if token in _SCALARS:
+                out.append(f"{indent}{dash}{key}: {_SCALARS[token]}")
+            else:
+                inner = " " * (len(indent) + len(dash) + 2)
+                out += [f"{indent}{dash}{key}:", f"{inner}{{{{- toYaml {_BLOCKS[token]} | nindent {len(inner)} }}}}"]
+        elif m := _KEY.match(line):
+            indent, dash, token = m.groups()
+            lines = _RAW[token](indent)  # a list-item token's lines carry their own "- "
+            out += [ln.replace("{i}", indent) for chunk in lines for ln in chunk.split("\n")]
+        else:
+            if "@@" in line:
+                raise ValueError(f"token left in chart line: {line!r}")
+            out.append(line)
+    return "\n".join(out).replace(_NS, "{{ .Release.Namespace }}") + "\n"
+
+
+def _docs(items: list[dict[str, Any]]) -> str:
+    return _template("".join(dump(item) for item in items))
+
+
+def _guard(cond: str, text: str) -> str:
+    return f"{{{{- if {cond} }}}}\n{text}{{{{- end }}}}\n"
+
+
+def _deployment(s: o.Settings) -> dict[str, Any]:
+    dep = o.controller_objects(s)[3]
+    spec = dep["spec"]
+    spec["replicas"] = "@@REPLICAS@@"
+    pod = spec["template"]["spec"]
+    spec["template"]["metadata"]["annotations"]["@@POD_ANNOTATIONS@@"] = ""
+    pod["securityContext"] = "@@POD_SECURITY@@"
+    pod["@@POD_EXTRAS@@"] = ""
+    c = pod["containers"][0]
+    c.update({"image": "@@IMAGE@@", "imagePullPolicy": "@@PULL_POLICY@@", "resources": "@@RESOURCES@@",
+              "securityContext": "@@CONTAINER_SECURITY@@"})
+    c["readinessProbe"] = {"httpGet": c["readinessProbe"]["httpGet"], "@@PROBE_READY@@": ""}
+    c["livenessProbe"] = {"httpGet": c["livenessProbe"]["httpGet"], "@@PROBE_LIVE@@": ""}
+    c["volumeMounts"].append({"@@CERT_MOUNT@@": ""})
+    pod["volumes"].append({"@@CERT_VOLUME@@": ""})
+    return dep
+
+
+def _services(s: o.Settings) -> list[dict[str, Any]]:
+    webhook, metrics = o.controller_objects(s)[4:]
+    webhook["spec"].update({"type": "@@WEBHOOK_TYPE@@", "ports": "@@WEBHOOK_PORTS@@"})
+    metrics["spec"].update({"type": "@@METRICS_TYPE@@", "ports": "@@METRICS_PORTS@@"})
+    metrics["metadata"]["@@METRICS_ANNOTATIONS@@"] = ""
+    metrics["metadata"]["labels"]["@@METRICS_LABELS@@"] = ""
+    return [webhook, metrics]
+
+
+def _config_map() -> str:
+    return (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+        f"  name: {o.CONFIG_MAP}\n  namespace: {{{{ .Release.Namespace }}}}\ndata:\n"
+        f"  {o.CONFIG_FILE}: |\n"
+        "    {{- .Values.managerConfig.controllerManagerConfigYaml | trim | nindent 4 }}\n"
+        "    internalCertManagement:\n"
+        f"      enable: {{{{ not {_CERT_MANAGER} }}}}\n"
+    )
+
+
+def _pdb() -> str:
+    return _guard(f"{_M}.podDisruptionBudget.enabled", (
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n"
+        f"  name: {o.DEPLOYMENT}\n  namespace: {{{{ .Release.Namespace }}}}\nspec:\n"
+        f"  minAvailable: {{{{ {_M}.podDisruptionBudget.minAvailable }}}}\n  selector:\n    matchLabels:\n"
+        + "".join(f"      {k}: {v}\n" for k, v in sorted(o.SELECTOR.items()))
+    ))
+
+
+def render() -> dict[str, str]:
+    """Path (relative to charts/pykueue) → content."""
+    s = o.Settings(namespace=_NS)
+    conversion = set(conversion_crd_names())
+    crds = o.crd_objects(s)
+    for crd in crds:
+        if crd["metadata"]["name"] in conversion:
+            crd["metadata"]["@@CERT_ANNOTATION@@"] = ""
+    webhooks = o.webhook_objects(s)
+    for cfg in webhooks:
+        cfg["metadata"]["@@CERT_ANNOTATION@@"] = ""
+    manager_rbac = rbac.manager_rbac(_NS, o.SERVICE_ACCOUNT)
+    always = [r for r in manager_rbac if "cert" not in r["metadata"]["name"] and "secrets" not in r["metadata"]["name"]]
+    internal = [r for r in manager_rbac if r not in always]
+    controller = o.controller_objects(s)
+    return {
+        "Chart.yaml": CHART,
+        "values.yaml": "# Defaults; names follow Kueue's chart where they overlap.\n" + dump(_values()).removeprefix("---\n"),
+        "templates/crds.yaml": _docs(crds),
+        "templates/rbac.yaml": _docs([o.rbac_objects(s)[0], *always, *rbac.user_roles()]),
+        "templates/internalcert.yaml": _guard(f"not {_CERT_MANAGER}", _docs([*internal, controller[2]])),
+        "templates/manager.yaml": _config_map() + _docs([_deployment(s), *_services(s)]) + _pdb(),
+        "templates/webhooks.yaml": _docs(webhooks),
+        "templates/certmanager.yaml": _guard(_CERT_MANAGER, _docs(o.cert_manager_objects(s))),
+    }

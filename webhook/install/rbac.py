@@ -1,0 +1,226 @@
+"""Who may do what: the manager's RBAC from one access table, and the user-facing roles.
+
+`MANAGER_ACCESS` lists every API access the code makes, each with the module that makes it, so
+the roles are generated from it and `tests/unit/install/test_rbac.py` can hold the code to it
+(recorded calls of the webhook lookups and the cert manager must equal their entries; paths the
+worker names must be granted, and nothing is granted that no code names). Upstream generates the
+same from `+kubebuilder:rbac` markers into `config/components/rbac/role.yaml` (kueue ff69552e79).
+
+The user-facing roles (`kueue-batch-admin-role`, `kueue-batch-user-role` and a viewer/editor
+pair per kind) keep upstream's names and aggregation labels (`config/components/rbac/*_role.yaml`
+under `namePrefix: kueue-`), restricted to the kinds we serve.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.admission.jobframework import INTEGRATION_KINDS
+
+__all__ = [
+    "CERT_MANAGER",
+    "LOOKUPS",
+    "MANAGER_ACCESS",
+    "WORKER",
+    "Access",
+    "manager_rbac",
+    "owner_plural",
+    "user_roles",
+]
+
+CERT_MANAGER = "webhook.certmanager"
+LOOKUPS = "webhook.admission.lookups"
+WORKER = "webhook.worker"
+
+_K = "kueue.x-k8s.io"
+_ALL = ("create", "delete", "get", "list", "patch", "update", "watch")
+_READ = ("get", "list", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One grant: verbs on resources of a group, cluster-wide or in our namespace, and who needs it."""
+
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    user: str
+    why: str
+    resource_names: tuple[str, ...] = ()
+    namespaced: bool = False  # a Role in our namespace instead of the ClusterRole
+    role: str = "manager"  # which role/binding pair carries it: manager, cert or leader-election
+
+
+def owner_plural(kind: str) -> str:
+    """The resource the webhook's ancestor walk GETs for an owner kind (`lookups.get_owner`)."""
+    return {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}.get(kind, kind.lower() + "s")
+
+
+def _owner_access() -> Iterable[Access]:
+    """The ancestor walk GETs owners of every kind any integration registers, and ReplicaSets."""
+    by_group: dict[str, set[str]] = defaultdict(set)
+    for group, kind in (*INTEGRATION_KINDS.values(), ("apps", "ReplicaSet")):
+        by_group[group].add(owner_plural(kind))
+    for group in sorted(by_group):
+        yield Access(group, tuple(sorted(by_group[group])), ("get",), LOOKUPS,
+                     "ancestor walk: GET the controller owner of a Job or Pod")
+
+
+_CONVERSION_CRDS = ("clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
+                    "workloads.kueue.x-k8s.io")
+
+MANAGER_ACCESS: tuple[Access, ...] = (
+    # -- the webhook server's lookups --------------------------------------------------------------
+    Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
+    Access(_K, ("localqueues", "workloadpriorityclasses"), ("list", "watch"), LOOKUPS,
+           "default LocalQueue and default WorkloadPriorityClass exist?"),
+    *_owner_access(),
+    # -- internal certificate management -----------------------------------------------------------
+    Access("", ("secrets",), ("get", "update"), CERT_MANAGER, "read and rotate the shared serving certificate",
+           resource_names=("kueue-webhook-server-cert",), namespaced=True, role="cert"),
+    Access("", ("secrets",), ("create",), CERT_MANAGER, "first replica creates the Secret (create cannot be name-scoped)",
+           namespaced=True, role="cert"),
+    Access("admissionregistration.k8s.io", ("mutatingwebhookconfigurations",), ("get", "patch"), CERT_MANAGER,
+           "inject the caBundle", resource_names=("kueue-mutating-webhook-configuration",), role="cert"),
+    Access("admissionregistration.k8s.io", ("validatingwebhookconfigurations",), ("get", "patch"), CERT_MANAGER,
+           "inject the caBundle", resource_names=("kueue-validating-webhook-configuration",), role="cert"),
+    Access("apiextensions.k8s.io", ("customresourcedefinitions",), ("get", "patch"), CERT_MANAGER,
+           "inject the caBundle into conversion", resource_names=_CONVERSION_CRDS, role="cert"),
+    # -- the admission worker ------------------------------------------------------------------------
+    Access(_K, ("workloads",), _ALL, WORKER, "Workloads of Jobs and Pods"),
+    Access(_K, ("workloads/status",), ("get", "patch", "update"), WORKER, "admission, conditions"),
+    Access(_K, ("admissionchecks", "clusterqueues", "resourceflavors"), (*_READ, "update"), WORKER,
+           "cache, and the resource-in-use finalizer"),
+    Access(_K, ("admissionchecks/finalizers", "clusterqueues/finalizers", "resourceflavors/finalizers",
+                "workloads/finalizers"), ("update",), WORKER, "finalizers"),
+    Access(_K, ("cohorts", "localqueues", "workloadpriorityclasses"), _READ, WORKER, "cache"),
+    Access(_K, ("admissionchecks/status", "clusterqueues/status", "cohorts/status", "localqueues/status"),
+           ("get", "patch", "update"), WORKER, "queue status"),
+    Access("batch", ("jobs",), ("get", "list", "patch", "update", "watch"), WORKER, "suspend, resume, inject"),
+    Access("", ("pods",), ("delete", "get", "list", "patch", "update", "watch"), WORKER, "gates, finalizers, stop"),
+    Access("", ("pods/status",), ("patch",), WORKER, "pod conditions"),
+    Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
+    Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
+    Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
+    Access("coordination.k8s.io", ("leases",), ("create", "get", "update"), WORKER, "leader election",
+           namespaced=True, role="leader-election"),
+)
+
+
+# -- generation ----------------------------------------------------------------------------------------
+
+
+def rules(entries: Iterable[Access]) -> list[dict[str, Any]]:
+    """Policy rules merged per (group, verbs, names), resources sorted, rules in a fixed order."""
+    merged: dict[tuple[str, tuple[str, ...], tuple[str, ...]], set[str]] = defaultdict(set)
+    verbs_of: dict[tuple[str, str, tuple[str, ...]], set[str]] = defaultdict(set)
+    for a in entries:
+        for resource in a.resources:
+            verbs_of[(a.group, resource, a.resource_names)].update(a.verbs)
+    for (group, resource, names), verb_set in verbs_of.items():
+        merged[(group, tuple(sorted(verb_set)), names)].add(resource)
+    out = []
+    for (group, verbs, names), resources in sorted(merged.items(), key=lambda kv: (kv[0][0], sorted(kv[1]), kv[0])):
+        rule: dict[str, Any] = {"apiGroups": [group], "resources": sorted(resources)}
+        if names:
+            rule["resourceNames"] = list(names)
+        rule["verbs"] = list(verbs)
+        out.append(rule)
+    return out
+
+
+def _binding(kind: str, name: str, role: str, namespace: str, service_account: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if kind == "RoleBinding":
+        meta["namespace"] = namespace
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind.removesuffix("Binding"), "name": role},
+        "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+    }
+
+
+#: (role key, namespaced) -> (role name, binding name), upstream's names where upstream has the role.
+ROLE_NAMES = {
+    ("manager", False): ("kueue-manager-role", "kueue-manager-rolebinding"),
+    ("cert", False): ("kueue-manager-cert-role", "kueue-manager-cert-rolebinding"),
+    ("cert", True): ("kueue-manager-secrets-role", "kueue-manager-secrets-rolebinding"),
+    ("leader-election", True): ("kueue-leader-election-role", "kueue-leader-election-rolebinding"),
+}
+
+
+def manager_rbac(namespace: str, service_account: str, *, access: Sequence[Access] = MANAGER_ACCESS
+                 ) -> list[dict[str, Any]]:
+    """ClusterRoles, Roles and their bindings for the manager's service account."""
+    out: list[dict[str, Any]] = []
+    for (key, namespaced), (role_name, binding_name) in ROLE_NAMES.items():
+        entries = [a for a in access if a.role == key and a.namespaced == namespaced]
+        if not entries:
+            continue
+        kind = "Role" if namespaced else "ClusterRole"
+        meta: dict[str, Any] = {"name": role_name}
+        if namespaced:
+            meta["namespace"] = namespace
+        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+                    "rules": rules(entries)})
+        out.append(_binding(f"{kind}Binding", binding_name, role_name, namespace, service_account))
+    return out
+
+
+# -- user-facing roles -----------------------------------------------------------------------------
+
+_ADMIN = "rbac.kueue.x-k8s.io/batch-admin"
+_USER = "rbac.kueue.x-k8s.io/batch-user"
+_AGG_VIEW = "rbac.authorization.k8s.io/aggregate-to-view"
+_AGG_EDIT = "rbac.authorization.k8s.io/aggregate-to-edit"
+_AGG_ADMIN = "rbac.authorization.k8s.io/aggregate-to-admin"
+
+
+@dataclass(frozen=True, slots=True)
+class _UserKind:
+    """A kind users see: its roles' stem, and which audiences each role aggregates into."""
+
+    stem: str
+    group: str
+    plural: str
+    status: bool
+    viewer_labels: tuple[str, ...]
+    editor_labels: tuple[str, ...]
+
+
+# Cluster-scoped kinds are for batch admins (and namespace admins may view them); namespaced
+# kinds users submit to are for batch users too, and viewable through the built-in view/edit/admin.
+_USER_KINDS = (
+    _UserKind("clusterqueue", _K, "clusterqueues", True, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
+    _UserKind("cohort", _K, "cohorts", False, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
+    _UserKind("job", "batch", "jobs", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN, _USER)),
+    _UserKind("localqueue", _K, "localqueues", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN,)),
+    _UserKind("resourceflavor", _K, "resourceflavors", False, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
+    _UserKind("workload", _K, "workloads", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN,)),
+)
+
+
+def _user_role(kind: _UserKind, editor: bool) -> dict[str, Any]:
+    suffix = "editor" if editor else "viewer"
+    labels = {"rbac.kueue.x-k8s.io/role": f"{kind.stem}-{suffix}"}
+    labels.update({label: "true" for label in (kind.editor_labels if editor else kind.viewer_labels)})
+    role_rules: list[dict[str, Any]] = [
+        {"apiGroups": [kind.group], "resources": [kind.plural], "verbs": list(_ALL if editor else _READ)}]
+    if kind.status:
+        role_rules.append({"apiGroups": [kind.group], "resources": [f"{kind.plural}/status"], "verbs": ["get"]})
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"kueue-{kind.stem}-{suffix}-role", "labels": labels}, "rules": role_rules}
+
+
+def user_roles() -> list[dict[str, Any]]:
+    """batch-admin and batch-user (aggregated by label) and a viewer/editor pair per kind."""
+    aggregated = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": f"kueue-batch-{who}-role"},
+         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]}, "rules": []}
+        for who, label in (("admin", _ADMIN), ("user", _USER))
+    ]
+    return aggregated + [_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)]
