@@ -44,10 +44,11 @@ NAMESPACES = {
 }
 
 
-def pending(name: str, ns: str, *podsets: tuple[str, int, dict[str, str]], queue: str = "main") -> dict[str, Any]:
+def pending(name: str, ns: str, *podsets: tuple[Any, ...], queue: str = "main") -> dict[str, Any]:
+    """podsets are (name, count, requests) or (name, count, requests, minCount)."""
     b = make_wl(name, ns).queue(queue)
-    for ps_name, count, req in podsets:
-        b.podset(ps_name, count, **req)
+    for ps_name, count, req, *min_count in podsets:
+        b.podset(ps_name, count, *min_count, **req)
     return b.obj()
 
 
@@ -130,6 +131,22 @@ CASES = [
         {},
         ["lend/b"],
         id="workload exceeds lending limit when borrow in cohort",
+    ),
+    pytest.param(
+        [pending("new", "sales", ("one", 50, {"cpu": "2"}, 20))],
+        {"sales/new": ("sales", [("one", {"cpu": "default"}, {"cpu": "50"}, 25)])},
+        [],
+        id="partial admission single variable pod set",
+    ),
+    pytest.param(
+        [pending("new", "sales", ("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}, 10), ("three", 15, {"cpu": "1"}, 5))],
+        {"sales/new": ("sales", [
+            ("one", {"cpu": "default"}, {"cpu": "20"}, 20),
+            ("two", {"cpu": "default"}, {"cpu": "20"}, 20),
+            ("three", {"cpu": "default"}, {"cpu": "10"}, 10),
+        ])},
+        [],
+        id="partial admission multiple variable pod sets",
     ),
 ]
 
