@@ -166,3 +166,7 @@ MSG_CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"
 MSG_LOCAL_QUEUE_STOPPED = "The LocalQueue is stopped"
 MSG_CLUSTER_QUEUE_RESTARTED = "The ClusterQueue was restarted after being stopped"
 MSG_LOCAL_QUEUE_RESTARTED = "The LocalQueue was restarted after being stopped"
+
+
+# Every public name here is API vocabulary; export them all.
+__all__ = sorted(n for n, v in list(globals().items()) if not n.startswith("_") and n not in ("annotations", "StrEnum"))
