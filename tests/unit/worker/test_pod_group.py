@@ -393,6 +393,351 @@ def test_missing_workload_priority_class_warns_and_retries() -> None:
     assert got.retry
     assert list(got.actions) == [ev("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found', warning=True)]
     lookups = pg.Lookups(workload_priority_classes={"high": 100})
-    spec = pg.reconcile_pod(pod, workloads=[], opts=OPTS, lookups=lookups, now=NOW).actions[0].workload["spec"]  # type: ignore[union-attr]
+    create = pg.reconcile_pod(pod, workloads=[], opts=OPTS, lookups=lookups, now=NOW).actions[0]
+    assert isinstance(create, a.CreateWorkload)
+    spec = create.workload["spec"]
     assert spec["priority"] == 100
     assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+
+
+# --- pod groups -----------------------------------------------------------------------------------
+
+
+def gp(name: str = "pod", total: int = 2) -> Pod:
+    return Pod(name).group("test-group", total)
+
+
+def _group_workload_body(count: int, owners: list[str], *, extra_annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": "test-group",
+            "namespace": "ns",
+            "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+            "annotations": {**(extra_annotations or {}), "kueue.x-k8s.io/is-group-workload": "true"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": n, "uid": "test-uid"} for n in owners],
+        },
+        "spec": {
+            "podSets": [
+                {
+                    "name": ROLE,
+                    "count": count,
+                    "template": {"metadata": {}, "spec": Pod().gated().obj()["spec"]},
+                    "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"},
+                }
+            ],
+            "queueName": "user-queue",
+            "priority": 0,
+        },
+    }
+
+
+def _started(name: str) -> list[a.Action]:
+    patch = {
+        "metadata": {
+            "labels": {"kueue.x-k8s.io/podset": ROLE, "kueue.x-k8s.io/local-queue-name": "user-queue", "kueue.x-k8s.io/cluster-queue-name": "cq"},
+            "annotations": {"kueue.x-k8s.io/workload": "test-group"},
+        },
+        "spec": {"nodeSelector": {"kubernetes.io/arch": "arm64"}, "schedulingGates": []},
+    }
+    return [a.PatchPod(ref(name), patch), ev("Started", "Admitted by clusterQueue cq", name)]
+
+
+def gwl(count: int = 2, owners: tuple[str, ...] = ("pod", "pod2")) -> Wl:
+    w = Wl("test-group", group=True).pod_set(ROLE, count)
+    for o in owners:
+        w.owner(o)
+    return w
+
+
+PROVREQ = "provreq.kueue.x-k8s.io/test-annotation"
+
+GROUP_CASES = [
+    pytest.param(
+        [gp().gated().annotation(PROVREQ, "v").annotation("other/x", "y").obj(), gp("pod2").gated().annotation(PROVREQ, "v").obj()],
+        None,
+        [
+            a.CreateWorkload(_group_workload_body(2, ["pod", "pod2"], extra_annotations={PROVREQ: "v"})),
+            ev("CreatedWorkload", "Created Workload: ns/test-group"),
+        ],
+        "",
+        id="workload is composed and created for the pod group",
+    ),
+    pytest.param(
+        [gp(total=3).gated().annotation("kueue.x-k8s.io/pod-group-fast-admission", "true").obj()],
+        None,
+        [
+            a.CreateWorkload(
+                _group_workload_body(3, ["pod"], extra_annotations={})
+                | {"spec": _group_workload_body(3, ["pod"])["spec"]}
+            ),
+            ev("CreatedWorkload", "Created Workload: ns/test-group"),
+        ],
+        "",
+        id="workload is composed and created for the pod group with fast admission",
+    ),
+    pytest.param(
+        [gp(total=3).gated().obj(), gp("pod2", 3).gated().obj()],
+        None,
+        [ev("ErrWorkloadCompose", "'test-group' group has fewer runnable pods than expected", warning=True)],
+        "'test-group' group has fewer runnable pods than expected",
+        id="if there's not enough non-failed pods in the group, workload should not be created",
+    ),
+    pytest.param(
+        [gp().gated().obj(), gp("pod2").gated().label("kueue.x-k8s.io/queue-name", "test-queue").obj()],
+        None,
+        [],
+        "pods 'pod' and 'pod2' has different queue names: user-queue!=test-queue",
+        id="workload for pod group with different queue names shouldn't be created",
+    ),
+    pytest.param(
+        [gp().gated().obj(), gp("pod2", 3).gated().obj()],
+        None,
+        [],
+        "pods 'pod' and 'pod2' has different 'kueue.x-k8s.io/pod-group-total-count' values: 2!=3",
+        id="different total counts",
+    ),
+    pytest.param(
+        [gp(total=1).gated().created(0).obj(), gp("pod2", 1).gated().created(1).obj()],
+        None,
+        [
+            a.RemoveFinalizer(ref("pod2")),
+            a.DeletePod(ref("pod2")),
+            ev("ExcessPodDeleted", "Excess pod deleted", "pod2"),
+            a.CreateWorkload(_group_workload_body(1, ["pod"])),
+            ev("CreatedWorkload", "Created Workload: ns/test-group"),
+        ],
+        "",
+        id="excess pods before wl creation, youngest pods are deleted",
+    ),
+    pytest.param(
+        [gp(total=1).gated().created(1).obj(), gp("pod2", 1).created(2).obj()],
+        None,
+        [
+            a.RemoveFinalizer(ref("pod")),
+            a.DeletePod(ref("pod")),
+            ev("ExcessPodDeleted", "Excess pod deleted"),
+            a.CreateWorkload(_group_workload_body(1, ["pod2"]) | {"spec": {**_group_workload_body(1, ["pod2"])["spec"], "podSets": [
+                {"name": ROLE, "count": 1, "template": {"metadata": {}, "spec": Pod().obj()["spec"]}, "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}}
+            ]}}),
+            ev("CreatedWorkload", "Created Workload: ns/test-group", "pod"),
+        ],
+        "",
+        id="delete excess pod that is gated",
+    ),
+    pytest.param(
+        [gp().gated().obj(), gp("pod2").gated().obj()],
+        gwl().condition("PodsReady", "False", "WaitForStart").obj(),
+        [],
+        "",
+        id="workload is found for the pod group",
+    ),
+    pytest.param(
+        [gp(total=1).gated().obj()],
+        Wl("test-group").pod_set("main", 1).obj(),
+        [
+            ev(
+                "WorkloadNameConflict",
+                'A Workload named "test-group" already exists but is not a pod group workload; this pod group cannot be admitted',
+                warning=True,
+                action="Admission",
+            )
+        ],
+        "a workload with the pod group name already exists but was not created by the pod group framework",
+        id="pod group does not adopt a workload that is not a pod group workload",
+    ),
+    pytest.param(
+        [gp().gated().obj(), gp("pod2").gated().obj()],
+        gwl().admitted(ROLE, 2).obj(),
+        [*_started("pod"), *_started("pod2")],
+        "",
+        id="scheduling gate is removed for all pods in the group if workload is admitted",
+    ),
+    pytest.param(
+        [gp().phase("Succeeded").obj(), gp("pod2").phase("Succeeded").obj()],
+        gwl().admitted(ROLE, 2).obj(),
+        [
+            finished("test-group", "Succeeded", "Pods succeeded: 2/2."),
+            ev("FinishedWorkload", "Workload 'ns/test-group' is declared finished"),
+            a.RemoveFinalizer(ref("pod")),
+            a.RemoveFinalizer(ref("pod2")),
+        ],
+        "",
+        id="workload is finished if all pods in the group has finished",
+    ),
+    pytest.param(
+        [gp().phase("Succeeded").obj(), gp("pod2").phase("Running").obj()],
+        gwl().admitted(ROLE, 2).obj(),
+        [a.UpdateWorkloadStatus(wl_ref("test-group"), reclaimable_pods=({"name": ROLE, "count": 1},), field_manager="kueue-reclaimable-pods")],
+        "",
+        id="workload is not finished if the pod in the group is running; reclaimable pods updated",
+    ),
+    pytest.param(
+        [gp().phase("Succeeded").annotation("kueue.x-k8s.io/pod-group-serving", "true").obj(), gp("pod2").phase("Running").obj()],
+        gwl().admitted(ROLE, 2).condition("PodsReady", "False", "WaitForStart").obj(),
+        [],
+        "",
+        id="reclaimablePods field is not updated for a serving pod group",
+    ),
+    pytest.param(
+        [gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(), gp("pod2").phase("Succeeded").obj()],
+        gwl().admitted(ROLE, 2).obj(),
+        [
+            a.UpdateWorkloadStatus(
+                wl_ref("test-group"),
+                (cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement"),),
+            )
+        ],
+        "",
+        id="failed member makes the workload wait for replacement pods",
+    ),
+    pytest.param(
+        [gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(), gp("pod2").phase("Succeeded").obj()],
+        gwl().admitted(ROLE, 2).condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement").obj(),
+        [
+            finished("test-group", "Succeeded", "Pods succeeded: 1/2."),
+            ev("FinishedWorkload", "Workload 'ns/test-group' is declared finished"),
+            a.RemoveFinalizer(ref("pod")),
+            a.RemoveFinalizer(ref("pod2")),
+        ],
+        "",
+        id="pod group is considered finished if there is an unretriable pod and no running pods",
+    ),
+    pytest.param(
+        [gp(total=1).phase("Failed").obj(), gp("pod2", 1).gated().obj()],
+        gwl(1).admitted(ROLE, 1).condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement").obj(),
+        [
+            a.RemoveFinalizer(ref("pod")),
+            a.UpdateWorkloadStatus(wl_ref("test-group"), (cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement"),)),
+        ],
+        "",
+        id="failed pod is released and the replacement completes the group",
+    ),
+    pytest.param(
+        [gp(total=1).phase("Failed").no_finalizer().obj(), gp("pod2", 1).gated().obj()],
+        gwl(1).admitted(ROLE, 1).condition("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement").obj(),
+        _started("pod2"),
+        "",
+        id="replacement pod should be started for pod group of size 1",
+    ),
+    pytest.param(
+        [gp().obj(), gp("pod2").obj()],
+        gwl().admitted(ROLE, 2).deleting().obj(),
+        [*stop("pod", "WorkloadDeleted", "Workload is deleted"), *stop("pod2", "WorkloadDeleted", "Workload is deleted"),
+         a.RemoveFinalizer(ref("pod")), a.RemoveFinalizer(ref("pod2")), a.RemoveWorkloadFinalizer(wl_ref("test-group"))],
+        "",
+        id="all pods in group should be removed if workload is deleted",
+    ),
+    pytest.param(
+        [gp().obj(), gp("pod2").deleted().obj()],
+        gwl()
+        .admitted(ROLE, 2)
+        .condition("PodsReady", "False", "WaitForStart")
+        .condition("Evicted", "True", "Preempted", "Preempted by test")
+        .condition("WaitingForReplacementPods", "True", "Preempted", "Preempted by test")
+        .obj(),
+        [
+            *stop("pod", "WorkloadEvictedDueToPreempted", "Preempted by test"),
+            a.UpdateWorkloadStatus(
+                wl_ref("test-group"),
+                (
+                    cond("Requeued", "True", "Preempted", "Preempted by test"),
+                    cond("QuotaReserved", "False", "PendingEvaluation", "Preempted by test"),
+                    cond("Admitted", "False", "NoReservation", "The workload has no reservation"),
+                ),
+                clear_admission=True,
+                field_manager="kueue-admission",
+            ),
+        ],
+        "",
+        id="all pods in a group should receive the event about preemption, unless already terminating",
+    ),
+    pytest.param(
+        [],
+        gwl().admitted(ROLE, 2).obj(),
+        [a.RemoveWorkloadFinalizer(wl_ref("test-group"))],
+        "",
+        id="pod group workload is finalized when all pods are gone",
+    ),
+    pytest.param(
+        [],
+        Wl("test-group").pod_set("main", 1).controller("job").obj(),
+        [],
+        "",
+        id="foreign workload sharing the pod group name is not finalized",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pods", "workload", "want", "error"), GROUP_CASES)
+def test_reconcile_group(pods: list[dict[str, Any]], workload: dict[str, Any] | None, want: list[a.Action], error: str) -> None:
+    got = pg.reconcile_group(pods, name="test-group", workload=workload, opts=OPTS, lookups=FLAVORS, now=NOW)
+    assert list(got.actions) == want
+    assert got.error == error
+
+
+def test_waiting_for_previous_excess_pod_deletions_does_nothing() -> None:
+    pods = [gp(total=1).gated().created(0).obj(), gp("pod2", 1).gated().created(1).obj()]
+    got = pg.reconcile_group(pods, name="test-group", workload=gwl(1).obj(), opts=OPTS, lookups=FLAVORS, now=NOW, expectations_satisfied=False)
+    assert got.actions == ()
+    assert got.error == "waiting to observe previous operations on pods"
+    assert not got.retry
+
+
+def test_excess_pods_after_admission_and_owner_references() -> None:
+    pods = [gp(total=1).created(0).obj(), gp("pod2", 1).gated().created(1).obj(), gp("pod3", 1).gated().created(2).obj()]
+    wl = gwl(1, owners=("pod",)).admitted(ROLE, 1).condition("PodsReady", "True", "Started").obj()
+    got = pg.reconcile_group(pods, name="test-group", workload=wl, opts=OPTS, lookups=FLAVORS, now=NOW)
+    assert list(got.actions) == [
+        a.RemoveFinalizer(ref("pod2")),
+        a.DeletePod(ref("pod2")),
+        ev("ExcessPodDeleted", "Excess pod deleted", "pod2"),
+        a.RemoveFinalizer(ref("pod3")),
+        a.DeletePod(ref("pod3")),
+        ev("ExcessPodDeleted", "Excess pod deleted", "pod3"),
+    ]
+
+
+def test_failed_pods_are_finalized_in_order() -> None:
+    """Kept: finalizer holders, then the most recently failed; the rest are released."""
+    pods = [
+        gp("active", 2).obj(),
+        gp("finished-with-finalizer-old", 2).failed_at(-3).obj(),
+        gp("finished-with-finalizer-new", 2).failed_at(-1).obj(),
+        gp("finished-without-finalizer", 2).failed_at(0).no_finalizer().obj(),
+    ]
+    wl = gwl(2, owners=tuple(p["metadata"]["name"] for p in pods)).admitted(ROLE, 2)
+    wl.condition("PodsReady", "True", "Started").condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement")
+    got = pg.reconcile_group(pods, name="test-group", workload=wl.obj(), opts=OPTS, lookups=FLAVORS, now=NOW)
+    removed = [act.pod.name for act in got.actions if isinstance(act, a.RemoveFinalizer)]
+    assert removed == ["finished-with-finalizer-old"]
+
+
+def test_start_with_an_unknown_role_fails_to_start() -> None:
+    pods = [gp().gated().annotation("kueue.x-k8s.io/role-hash", "other").obj()]
+    got = pg._start(pods, gwl().admitted(ROLE, 2).obj(), is_group=True, opts=OPTS, lookups=FLAVORS, now=NOW)
+    message = "invalid podset infos: podSetInfo with the name 'other' is not found"
+    assert got == a.Decision((finished("test-group", "FailedToStart", message),), message)
+
+
+def test_admission_check_pod_set_update_conflict() -> None:
+    wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted().obj()
+    wl["status"]["admissionChecks"] = [{"name": "prov", "state": "Ready", "podSetUpdates": [{"name": "main", "labels": {"kueue.x-k8s.io/podset": "x"}}]}]
+    got = pg._start([Pod().gated().obj()], wl, is_group=False, opts=OPTS, lookups=FLAVORS, now=NOW)
+    assert got.error == (
+        'in admission check "prov": invalid admission check PodSetUpdate: conflict for labels: '
+        "conflict for key=kubernetes.io/podset, value1=main, value2=x".replace("kubernetes.io/podset", "kueue.x-k8s.io/podset")
+    )
+
+
+def test_flavor_tolerations_are_added_once_and_cq_label_needs_a_dns_label() -> None:
+    tol = {"key": "k", "operator": "Equal", "value": "v", "effect": "NoSchedule"}
+    lookups = pg.Lookups(resource_flavors={"unit-test-flavor": {"tolerations": [tol, dict(tol, operator="")]}})
+    pod = Pod().gated().obj()
+    pod["spec"]["schedulingGates"].append({"name": "kueue.x-k8s.io/topology"})
+    wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted(cq="Not_A_Label").obj()
+    patch = pg._start([pod], wl, is_group=False, opts=OPTS, lookups=lookups, now=NOW).actions[0]
+    assert isinstance(patch, a.PatchPod)
+    assert patch.patch["spec"] == {"tolerations": [tol], "schedulingGates": []}
+    assert "kueue.x-k8s.io/cluster-queue-name" not in patch.patch["metadata"]["labels"]

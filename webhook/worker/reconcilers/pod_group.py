@@ -982,11 +982,7 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
     """`ConstructComposableWorkload`; finalizer removals and excess deletions go to `out` first."""
     active, inactive = group.partition()
     out += _remove_finalizers(inactive)
-    try:
-        _validate_group(group, active)
-    except _UnretryableWith as exc:
-        out += exc.actions
-        raise
+    _validate_group(group, active)
     total = _total_count(group.first)
     if len(active) > total:
         ordered = _sort_active(active)
