@@ -42,6 +42,7 @@ __all__ = [
     "group_name",
     "reconcile_group",
     "reconcile_pod",
+    "workload_name",
     "workload_name_for_pod",
 ]
 
