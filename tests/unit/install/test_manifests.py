@@ -1,0 +1,158 @@
+"""Tests for webhook/install: committed files are current, and the objects say what the issue asks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from webhook.config import load
+from webhook.install import chart, kustomize, rbac
+from webhook.install import objects as o
+from webhook.install.__main__ import rendered
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_committed_manifests_and_chart_are_up_to_date():
+    expected = rendered()
+    on_disk = {p.relative_to(ROOT): p.read_text(encoding="utf-8")
+               for base in ("manifests", "charts/pykueue") for p in (ROOT / base).rglob("*.yaml")}
+    stale = sorted(str(p) for p in expected.keys() | on_disk.keys() if expected.get(p) != on_disk.get(p))
+    assert not stale, f"stale generated files {stale}: run `make manifests` (python -m webhook.install manifests)"
+
+
+def by_kind(items: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [i for i in items if i["kind"] == kind]
+
+
+@pytest.fixture(scope="module")
+def controller() -> list[dict[str, Any]]:
+    return o.controller_objects(o.Settings())
+
+
+def test_deployment_is_hardened_probed_and_replicated(controller):
+    dep = by_kind(controller, "Deployment")[0]
+    assert dep["metadata"] == {"name": "kueue-controller-manager", "namespace": "kueue-system",
+                               "labels": {**o.SELECTOR, "app.kubernetes.io/component": "controller"}}
+    spec = dep["spec"]
+    assert spec["replicas"] == 2
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    (c,) = pod["containers"]
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]}}
+    assert c["resources"]["requests"] and c["resources"]["limits"]
+    assert c["ports"] == [{"containerPort": 9443, "name": "webhook-server", "protocol": "TCP"}]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert c[probe]["httpGet"] == {"path": path, "port": "webhook-server", "scheme": "HTTPS"}
+    assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml"]
+    # The cert dir is under the writable /tmp emptyDir.
+    assert o.CERT_DIR.startswith("/tmp/") and {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
+
+
+def test_services(controller):
+    webhook, metrics = by_kind(controller, "Service")
+    assert webhook["metadata"]["name"] == "kueue-webhook-service"
+    assert webhook["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 9443}]
+    assert metrics["metadata"]["name"] == "kueue-controller-manager-metrics-service"
+    assert metrics["spec"]["ports"][0]["port"] == 8443
+    assert webhook["spec"]["selector"] == metrics["spec"]["selector"] == o.SELECTOR
+
+
+def test_shipped_configuration_loads_and_enables_internal_certs(tmp_path, controller):
+    cm = by_kind(controller, "ConfigMap")[0]
+    path = tmp_path / "c.yaml"
+    path.write_text(cm["data"][o.CONFIG_FILE])
+    cfg = load(str(path))
+    assert cfg.internal_cert_management.enable
+    assert cfg.leader_election.leader_elect
+    assert cfg.webhook.port == 9443
+
+
+def test_webhook_configurations():
+    mutating, validating = o.webhook_objects(o.Settings())
+    assert (mutating["metadata"]["name"], validating["metadata"]["name"]) == (
+        "kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration")
+    hooks = mutating["webhooks"] + validating["webhooks"]
+    assert {h["name"] for h in hooks} >= {"mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io", "vcohort.kb.io"}
+    for h in hooks:
+        assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None" and h["timeoutSeconds"] == 10
+        assert "caBundle" not in h["clientConfig"]  # injected later; an apply must not blank it
+        assert h["clientConfig"]["service"]["name"] == "kueue-webhook-service"
+        integration = h["name"] in ("mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io")
+        if integration:
+            assert h["namespaceSelector"] == {"matchExpressions": [{
+                "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
+        else:
+            assert "namespaceSelector" not in h
+
+
+def test_user_roles_keep_upstream_names_and_aggregation_labels():
+    roles = {r["metadata"]["name"]: r for r in rbac.user_roles()}
+    assert roles["kueue-batch-admin-role"]["aggregationRule"] == {
+        "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-admin": "true"}}]}
+    assert roles["kueue-batch-user-role"]["aggregationRule"] == {
+        "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-user": "true"}}]}
+    assert sorted(roles) == sorted(
+        ["kueue-batch-admin-role", "kueue-batch-user-role"]
+        + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "workload")
+           for r in ("viewer", "editor")])
+    lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
+    assert lq_viewer == {
+        "rbac.kueue.x-k8s.io/role": "localqueue-viewer", "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.kueue.x-k8s.io/batch-user": "true", "rbac.authorization.k8s.io/aggregate-to-view": "true",
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true", "rbac.authorization.k8s.io/aggregate-to-edit": "true"}
+    assert roles["kueue-job-editor-role"]["metadata"]["labels"] == {
+        "rbac.kueue.x-k8s.io/role": "job-editor", "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.kueue.x-k8s.io/batch-user": "true"}
+    assert roles["kueue-clusterqueue-viewer-role"]["rules"] == [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"], "verbs": ["get"]}]
+
+
+def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():
+    k = yaml.safe_load(kustomize.render()["cert-manager/kustomization.yaml"])
+    deleted = {(p["target"]["kind"], p["target"]["name"]) for p in k["patches"] if "$patch: delete" in p["patch"]}
+    assert deleted == {("Secret", "kueue-webhook-server-cert"), ("Role", "kueue-manager-secrets-role"),
+                       ("RoleBinding", "kueue-manager-secrets-rolebinding"), ("ClusterRole", "kueue-manager-cert-role"),
+                       ("ClusterRoleBinding", "kueue-manager-cert-rolebinding")}
+    annotated = {p["target"]["name"] for p in k["patches"] if "inject-ca-from" in p["patch"]}
+    assert annotated == {"kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration",
+                         "clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
+                         "workloads.kueue.x-k8s.io"}
+    assert any("enable: false" in p["patch"] for p in k["patches"])
+
+
+# Keys of Kueue's chart values.yaml that ours reproduces (same path, same meaning).
+UPSTREAM_VALUE_PATHS = [
+    "enableCertManager", "controllerManager.replicas", "controllerManager.imagePullSecrets",
+    "controllerManager.manager.image.repository", "controllerManager.manager.image.tag",
+    "controllerManager.manager.image.pullPolicy", "controllerManager.manager.resources",
+    "controllerManager.manager.podSecurityContext", "controllerManager.manager.containerSecurityContext",
+    "controllerManager.manager.podAnnotations", "controllerManager.manager.priorityClassName",
+    "controllerManager.readinessProbe", "controllerManager.livenessProbe", "controllerManager.nodeSelector",
+    "controllerManager.tolerations", "controllerManager.topologySpreadConstraints",
+    "controllerManager.podDisruptionBudget.enabled", "controllerManager.podDisruptionBudget.minAvailable",
+    "managerConfig.controllerManagerConfigYaml", "metricsService.ports", "metricsService.type",
+    "metricsService.labels", "metricsService.annotations", "webhookService.ports", "webhookService.type",
+]
+
+
+def test_chart_values_use_kueues_names():
+    values = yaml.safe_load(chart.render()["values.yaml"])
+    for path in UPSTREAM_VALUE_PATHS:
+        node: Any = values
+        for part in path.split("."):
+            assert isinstance(node, dict) and part in node, f"values.yaml lacks {path}"
+            node = node[part]
+    # Every value the templates read exists in values.yaml.
+    templates = "".join(t for name, t in chart.render().items() if name.startswith("templates/"))
+    for ref in set(re.findall(r"\.Values\.([\w.]+)", templates)):
+        node = values
+        for part in ref.split("."):
+            assert part in node, f"templates read .Values.{ref}, which values.yaml lacks"
+            node = node[part]
