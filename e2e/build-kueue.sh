@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds upstream Kueue's scheduler performance runner, minimalkueue and manager
+# (cmd/kueue) from the Go module pinned in e2e/tools/kueue/go.mod into the same
+# cache as the control plane (e2e/build-binaries.sh), reusing it when complete.
+# Only bench/ uses these: nothing from upstream is committed.
+# Prints the bin directory on stdout as its last line.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+version="$(awk '$1=="require" && $2=="sigs.k8s.io/kueue" {print $3}' "$here/tools/kueue/go.mod")"
+cache="${PYKUEUE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pykueue}"
+bin="$cache/kueue-$version/bin"
+mkdir -p "$bin"
+
+command -v go >/dev/null || { echo "build-kueue: step 'find go' failed: no Go toolchain on PATH" >&2; exit 1; }
+
+stamp="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
+
+build() { # package output
+  local pkg="$1" out="$2"
+  if [ -x "$bin/$out" ]; then
+    echo "build-kueue: $out cached" >&2
+    return
+  fi
+  local start=$SECONDS
+  echo "build-kueue: building $out from $pkg@$version ..." >&2
+  ( cd "$here/tools/kueue" &&
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $stamp" -o "$bin/$out.tmp" "$pkg" ) ||
+    { echo "build-kueue: step 'build $out' failed" >&2; exit 1; }
+  mv "$bin/$out.tmp" "$bin/$out"
+  echo "build-kueue: $out built in $((SECONDS - start))s" >&2
+}
+
+total=$SECONDS
+build sigs.k8s.io/kueue/test/performance/scheduler/runner performance-scheduler-runner
+build sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue minimalkueue
+build sigs.k8s.io/kueue/cmd/kueue kueue-manager
+echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
+echo "$bin"
