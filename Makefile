@@ -87,3 +87,16 @@ e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker an
 
 clean: down
 	rm -rf $(VENV) $(RUN_DIR)
+
+# --- upstream comparison (e2e/build-kueue.sh builds upstream Kueue from e2e/tools/kueue/go.mod)
+.PHONY: kueue-binaries bench-scale bench-webhook-compare
+BENCH_SCALE_ARGS ?=
+
+kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue and manager into ~/.cache/pykueue
+	e2e/build-kueue.sh
+
+bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runner (15,000 workloads): minimalkueue vs our worker
+	$(BIN)/python bench/bench_scale.py $(BENCH_SCALE_ARGS)
+
+bench-webhook-compare: $(STAMP) binaries kueue-binaries ## mutate Job/Pod req/s and p50/p99: upstream's manager vs our server
+	$(BIN)/python bench/bench_webhook_compare.py

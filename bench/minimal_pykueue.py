@@ -1,0 +1,67 @@
+"""Our admission worker behind minimalkueue's command line, for upstream's scheduler performance runner.
+
+The runner (`test/performance/scheduler/runner --minimalKueue=PATH`) starts PATH as
+`PATH --kubeconfig K [--cpuprofile F] [--memprofile F] [--zap-log-level N] [--metricsPort P]
+[--enableTAS]`, stops it with SIGINT and records the child's wall time, CPU and max RSS from
+wait4(). So this script exec()s into `python -m webhook worker` (same PID: the rusage is the
+worker's own) with what minimalkueue hard-codes: client QPS 50 / burst 100, no leader election,
+no webhooks, no metrics server.
+
+Logs (WARNING and up, as minimalkueue logs errors only) go to pykueue-worker.log beside the
+kubeconfig, i.e. in the runner's output directory. Profiling and metrics flags are accepted
+and ignored; --enableTAS is refused (we have no TAS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# minimalkueue/main.go: kubeConfig.QPS = 50, Burst = 100; no leader election; only the core
+# controllers and the scheduler, so no job integrations.
+CONFIG = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+leaderElection:
+  leaderElect: false
+clientConnection:
+  qps: 50
+  burst: 100
+integrations:
+  frameworks: []
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--cpuprofile")
+    p.add_argument("--memprofile")
+    p.add_argument("--zap-log-level")
+    p.add_argument("--metricsPort")
+    p.add_argument("--enableTAS", action="store_true")
+    args = p.parse_args(argv)
+    if args.enableTAS:
+        print("minimal_pykueue: --enableTAS is not supported", file=sys.stderr)
+        return 2
+    work = Path(args.kubeconfig).resolve().parent
+    config = work / "pykueue-config.yaml"
+    config.write_text(CONFIG)
+    log = os.open(work / "pykueue-worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.chdir(ROOT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    argv_ = [sys.executable, "-m", "webhook", "worker", "--config", str(config),
+             "--kubeconfig", str(Path(args.kubeconfig).resolve()), "--log-level", "WARNING"]
+    os.execve(sys.executable, argv_, env)  # never returns
+
+
+if __name__ == "__main__":
+    sys.exit(main())
