@@ -12,6 +12,13 @@ cache="${PYKUEUE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pykueue}"
 bin="$cache/kueue-$version/bin"
 mkdir -p "$bin"
 
+# Concurrent callers (make targets, the smoke test in a parallel pytest run) build once.
+exec 9>"$bin/.lock"
+if command -v flock >/dev/null && ! flock -n 9; then
+  echo "build-kueue: waiting for another build-kueue.sh to finish ..." >&2
+  flock 9
+fi
+
 command -v go >/dev/null || { echo "build-kueue: step 'find go' failed: no Go toolchain on PATH" >&2; exit 1; }
 
 stamp="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
@@ -25,9 +32,9 @@ build() { # package output
   local start=$SECONDS
   echo "build-kueue: building $out from $pkg@$version ..." >&2
   ( cd "$here/tools/kueue" &&
-    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $stamp" -o "$bin/$out.tmp" "$pkg" ) ||
-    { echo "build-kueue: step 'build $out' failed" >&2; exit 1; }
-  mv "$bin/$out.tmp" "$bin/$out"
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $stamp" -o "$bin/$out.tmp.$$" "$pkg" ) ||
+    { rm -f "$bin/$out.tmp.$$"; echo "build-kueue: step 'build $out' failed" >&2; exit 1; }
+  mv "$bin/$out.tmp.$$" "$bin/$out"
   echo "build-kueue: $out built in $((SECONDS - start))s" >&2
 }
 
