@@ -1,0 +1,160 @@
+"""The install against a real API server: manifests and chart apply, CRDs explain and print, docs' YAML is accepted.
+
+Everything is applied with `--server-side --dry-run=server` (admission, schema and conversion
+run; nothing is stored), except the few objects the printer-column test reads back.
+cert-manager's own kinds (Issuer, Certificate) are left out of the dry runs: the local control
+plane has no cert-manager CRDs; their YAML is checked by the kustomize build alone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.conftest import Kubectl
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "e2e" / "examples" / "docs"
+CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
+
+
+_CLUSTER_WIDE = "crd,mutatingwebhookconfigurations,validatingwebhookconfigurations"
+
+
+def _ref(doc: dict[str, Any]) -> str:
+    group = doc["apiVersion"].rsplit("/", 1)[0] if "/" in doc["apiVersion"] else ""
+    return f"{doc['kind'].lower()}{'.' + group if group else ''}/{doc['metadata']['name']}"
+
+
+def dry_run(kubectl: Kubectl, docs: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+    """Server dry run of `docs` as an install would send them.
+
+    CRDs and webhook configurations that already exist (the stack installs them pointing at a
+    `url`) are checked with `replace`: an apply would merge our `service` into their `url`.
+    """
+    items = [d for d in docs if d and d["kind"] not in CERT_MANAGER_KINDS]
+    existing = set(kubectl("get", _CLUSTER_WIDE, "-o", "name").stdout.split())
+    replaced = [d for d in items if _ref(d) in existing]
+    applied = [d for d in items if _ref(d) not in existing]
+    out, err, code = "", "", 0
+    for verb, group in (("replace", replaced), ("apply", applied)):
+        if not group:
+            continue
+        args = ["--server-side", "--force-conflicts", "--field-manager=pykueue-install-test"] if verb == "apply" else []
+        proc = kubectl(verb, "--dry-run=server", *args, "-f", "-",
+                       input=json.dumps({"apiVersion": "v1", "kind": "List", "items": group}), check=False)
+        out, err, code = out + proc.stdout, err + proc.stderr, code or proc.returncode
+    return subprocess.CompletedProcess([verb], code, out, err)
+
+
+def helm_binary(kubectl: Kubectl) -> str:
+    beside = Path(kubectl.binary).parent / "helm"
+    found = str(beside) if beside.exists() else shutil.which("helm")
+    if not found:
+        pytest.fail("no helm: run e2e/build-binaries.sh (make binaries) or put helm on PATH", pytrace=False)
+    return found
+
+
+@pytest.mark.parametrize("overlay", ["default", "cert-manager"])
+def test_kustomize_build_applies(kubectl: Kubectl, overlay: str) -> None:
+    built = kubectl("kustomize", str(ROOT / "manifests" / overlay)).stdout
+    docs = [d for d in yaml.safe_load_all(built) if d]
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "ClusterRole", "MutatingWebhookConfiguration", "CustomResourceDefinition"} <= kinds
+    assert ("Certificate" in kinds) == (overlay == "cert-manager")
+    proc = dry_run(kubectl, docs)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("values", [[], ["--set", "enableCertManager=true", "--set",
+                                         "controllerManager.podDisruptionBudget.enabled=true"]],
+                         ids=["defaults", "cert-manager"])
+def test_helm_chart_renders_and_applies(kubectl: Kubectl, values: list[str]) -> None:
+    rendered = subprocess.run([helm_binary(kubectl), "template", "kueue", str(ROOT / "charts" / "pykueue"),
+                               "--namespace", "kueue-system", *values], capture_output=True, text=True, check=False)
+    assert rendered.returncode == 0, rendered.stderr
+    docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    assert any(d["kind"] == "Deployment" for d in docs)
+    proc = dry_run(kubectl, docs)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_kubectl_explain_reads_the_schema(kubectl: Kubectl) -> None:
+    out = kubectl("explain", "clusterqueue.spec.resourceGroups").stdout
+    assert "coveredResources" in out and "flavors" in out
+    out = kubectl("explain", "workloads.spec.podSets.template.spec.containers.resources", "--api-version",
+                  "kueue.x-k8s.io/v1beta2").stdout
+    assert "requests" in out
+
+
+def _release(kubectl: Kubectl, kind: str, name: str, *ns: str) -> None:
+    kubectl("patch", kind, name, *ns, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
+    kubectl("delete", kind, name, *ns, "--wait=false", "--ignore-not-found", check=False)
+
+
+def test_kubectl_get_prints_upstreams_columns(kubectl: Kubectl, namespace: str) -> None:
+    objs = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-cols-rf"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "e2e-cols-cq"},
+         "spec": {"cohortName": "e2e-cols", "namespaceSelector": {}, "resourceGroups": [{
+             "coveredResources": ["cpu"],
+             "flavors": [{"name": "e2e-cols-rf", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+         "metadata": {"name": "e2e-cols-lq", "namespace": namespace}, "spec": {"clusterQueue": "e2e-cols-cq"}},
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "e2e-cols-wl", "namespace": namespace},
+         "spec": {"queueName": "e2e-cols-lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+             "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}]}},
+    ]
+    kubectl.apply(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    try:
+        def header(*args: str) -> list[str]:
+            first = kubectl("get", *args).stdout.splitlines()[0]
+            return [c for c in first.split("  ") if c.strip()]
+
+        assert [c.strip() for c in header("cq", "e2e-cols-cq")] == ["NAME", "COHORT", "PENDING WORKLOADS"]
+        assert [c.strip() for c in header("cq", "e2e-cols-cq", "-o", "wide")] == [
+            "NAME", "COHORT", "STRATEGY", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+        assert [c.strip() for c in header("lq", "-n", namespace)] == [
+            "NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+        assert [c.strip() for c in header("rf", "e2e-cols-rf")] == ["NAME", "AGE"]
+        assert [c.strip() for c in header("workloads", "-n", namespace)] == [
+            "NAME", "QUEUE", "RESERVED IN", "ADMITTED", "FINISHED", "AGE"]
+        combined = kubectl("get", "cq,rf", "-o", "name").stdout
+        assert "clusterqueue.kueue.x-k8s.io/e2e-cols-cq" in combined
+    finally:
+        _release(kubectl, "workload", "e2e-cols-wl", "-n", namespace)
+        _release(kubectl, "localqueue", "e2e-cols-lq", "-n", namespace)
+        _release(kubectl, "clusterqueue", "e2e-cols-cq")
+        _release(kubectl, "resourceflavor", "e2e-cols-rf")
+
+
+def test_docs_admin_examples_are_accepted(kubectl: Kubectl) -> None:
+    docs = [d for d in yaml.safe_load_all((DOCS / "admin.yaml").read_text()) if d]
+    assert {d["apiVersion"] for d in docs} == {"kueue.x-k8s.io/v1beta1", "kueue.x-k8s.io/v1beta2"}
+    proc = dry_run(kubectl, docs)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("(server dry run)") == len(docs)
+
+
+def test_docs_user_examples_are_accepted(kubectl: Kubectl, namespace: str) -> None:
+    docs = [d for d in yaml.safe_load_all((DOCS / "user.yaml").read_text().replace("NAMESPACE", namespace)) if d]
+    proc = dry_run(kubectl, docs)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("(server dry run)") == len(docs)
+
+
+def test_a_broken_docs_example_is_still_refused(kubectl: Kubectl) -> None:
+    """Guard against a dry run that accepts anything: our webhook must still deny bad input."""
+    docs = [d for d in yaml.safe_load_all((DOCS / "admin.yaml").read_text()) if d]
+    cq = next(d for d in docs if d["metadata"]["name"] == "e2e-docs-cluster-queue")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = 99
+    cq["spec"]["cohortName"] = "c"
+    proc = dry_run(kubectl, [cq])
+    assert proc.returncode != 0
+    assert 'admission webhook "vclusterqueue.kb.io" denied the request' in proc.stderr
