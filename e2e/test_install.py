@@ -158,3 +158,57 @@ def test_a_broken_docs_example_is_still_refused(kubectl: Kubectl) -> None:
     proc = dry_run(kubectl, [cq])
     assert proc.returncode != 0
     assert 'admission webhook "vclusterqueue.kb.io" denied the request' in proc.stderr
+
+
+def test_internal_cert_manager_against_the_api_server(kubectl: Kubectl, namespace: str, tmp_path: Path) -> None:
+    """Two cert managers share one Secret and inject its CA through real PATCHes.
+
+    Targets are throwaway webhook configurations and a throwaway converting CRD, so the stack's
+    own (url-based) webhooks keep their CA.
+    """
+    from webhook import certmanager as cm
+    from webhook.kube import Kube
+
+    base = f"e2e-{namespace}"
+    service = {"name": f"{base}-webhook-service", "namespace": namespace, "path": "/never", "port": 443}
+    hook = {"name": "noop.e2e.pykueue.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "failurePolicy": "Ignore", "clientConfig": {"service": service},
+            "rules": [{"apiGroups": ["e2e.pykueue.dev"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["nothings"]}]}
+    crd_name = f"{base.replace('-', '')}s.e2e.pykueue.dev"
+    version = {"served": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+    objs = [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+         "metadata": {"name": f"{base}-mutating-webhook-configuration"}, "webhooks": [hook]},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+         "metadata": {"name": f"{base}-validating-webhook-configuration"}, "webhooks": [hook, {**hook, "name": "two.e2e.pykueue.dev"}]},
+        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": crd_name},
+         "spec": {"group": "e2e.pykueue.dev", "scope": "Namespaced",
+                  "names": {"plural": crd_name.split(".")[0], "kind": "E2eThing"},
+                  "versions": [{"name": "v1", "storage": True, **version}, {"name": "v2", "storage": False, **version}],
+                  "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                                                                    "clientConfig": {"service": service}}}}},
+    ]
+    kubectl.apply(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    try:
+        mutating, validating = cm.webhook_configuration_names(f"{base}-webhook-service")
+        targets = cm.Targets(namespace=namespace, secret_name="kueue-webhook-server-cert",
+                             dns_name=f"{base}-webhook-service.{namespace}.svc", cert_dir=tmp_path / "a",
+                             mutating=mutating, validating=validating, crds=(crd_name,))
+        kube = Kube(str(kubectl.kubeconfig))
+        first = cm.CertManager(kube, targets)
+        assert first.sync() and first.ready()
+        second = cm.CertManager(kube, cm.Targets(**{**{f: getattr(targets, f) for f in targets.__slots__},
+                                                    "cert_dir": tmp_path / "b"}))
+        assert second.sync()
+        assert (tmp_path / "a" / "tls.crt").read_bytes() == (tmp_path / "b" / "tls.crt").read_bytes()
+        secret = kubectl.get("secret", "-n", namespace, "kueue-webhook-server-cert")
+        assert sorted(secret["data"]) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+        bundle = secret["data"]["ca.crt"]
+        for kind, name in (("mutatingwebhookconfiguration", mutating), ("validatingwebhookconfiguration", validating)):
+            assert {h["clientConfig"]["caBundle"] for h in kubectl.get(kind, name)["webhooks"]} == {bundle}
+        crd = kubectl.get("crd", crd_name)
+        assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] == bundle
+    finally:
+        for obj in objs:
+            kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--wait=false", check=False)
