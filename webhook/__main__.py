@@ -51,6 +51,12 @@ def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"cannot load tls.crt/tls.key from {cert_dir}: {exc}", file=sys.stderr)
         return 2
+    supervisor = None
+    if (args.kubeconfig or args.in_cluster) and not args.no_worker:
+        from webhook.worker.process import Supervisor
+
+        supervisor = Supervisor(_worker_argv(args))
+        supervisor.start()
     app = create_app(config, lookups, ready=ready)
     port = args.port or config.webhook.port
     host = args.host or config.webhook.host or "0.0.0.0"
@@ -69,8 +75,46 @@ def _serve(args: argparse.Namespace) -> int:
             task.cancel()
 
     log.info("serving webhooks", extra={"address": f"{host}:{port}", "cert_dir": str(cert_dir)})
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    finally:
+        if supervisor is not None:
+            supervisor.stop()
     return 0
+
+
+def _worker_argv(args: argparse.Namespace) -> list[str]:
+    out = ["--log-level", args.log_level]
+    if args.config:
+        out += ["--config", args.config]
+    if args.kubeconfig:
+        out += ["--kubeconfig", args.kubeconfig]
+    if args.in_cluster:
+        out.append("--in-cluster")
+    if args.leader_election_namespace:
+        out += ["--leader-election-namespace", args.leader_election_namespace]
+    return out
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import os
+
+    from webhook import logs
+    from webhook.config import ConfigError, load
+    from webhook.worker import process
+
+    logs.setup(args.log_level)
+    try:
+        config = load(args.config)
+    except ConfigError as exc:
+        print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
+        return 2
+    if not (args.kubeconfig or args.in_cluster):
+        print("the worker needs --kubeconfig or --in-cluster", file=sys.stderr)
+        return 2
+    code = process.run(config, kubeconfig=args.kubeconfig, lease_namespace=args.leader_election_namespace)
+    logging.shutdown()
+    os._exit(code)  # informer threads may sit in a blocking watch read
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,7 +131,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--kubeconfig", help="kubeconfig for the cluster whose namespaces and queues the webhook reads")
     s.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     s.add_argument("--log-level", default="INFO")
+    s.add_argument("--no-worker", action="store_true", help="do not start the admission worker process")
+    s.add_argument("--leader-election-namespace", help="namespace of the leader Lease (default: the Configuration's, kueue-system)")
+    w = sub.add_parser("worker", help="the admission worker alone (leader-elected)")
+    w.add_argument("--config", help="Kueue Configuration file")
+    w.add_argument("--kubeconfig")
+    w.add_argument("--in-cluster", action="store_true")
+    w.add_argument("--log-level", default="INFO")
+    w.add_argument("--leader-election-namespace")
     args = parser.parse_args(argv)
+    if args.command == "worker":
+        return _worker(args)
     if args.command == "certs":
         import certs
 

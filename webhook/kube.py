@@ -160,6 +160,22 @@ class Kube:
         data = resp.data
         return orjson.loads(data) if data else {}
 
+    def patch(self, path: str, body: Any, *, json_patch: bool = False, timeout: float = 30) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386), or a JSON patch (RFC 6902) with `json_patch`.
+
+        Put `metadata.resourceVersion` in a merge patch (or a `test` op in a JSON patch) to make
+        it conditional: a stale version then fails with Conflict.
+        """
+        ctype = "application/json-patch+json" if json_patch else "application/merge-patch+json"
+        return self.request("PATCH", path, body=body, content_type=ctype, timeout=timeout)
+
+    def create(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        return self.request("POST", path, body=dict(body), timeout=timeout)
+
+    def replace(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        """PUT: an update guarded by the body's `metadata.resourceVersion` (Conflict when stale)."""
+        return self.request("PUT", path, body=dict(body), timeout=timeout)
+
     def get(self, path: str, *, timeout: float = 10) -> dict[str, Any] | None:
         try:
             return self.request("GET", path, timeout=timeout)

@@ -1,0 +1,236 @@
+"""The admission worker end to end: Jobs queued by the webhook, admitted, run on kwok nodes, finished."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from e2e.conftest import Kubectl
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.2) -> T:
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def when(obj: T, pred: Callable[[T], bool]) -> T | None:
+    return obj if pred(obj) else None
+
+
+def cond(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c["type"] == ctype:
+            return c  # type: ignore[no-any-return]
+    return {}
+
+
+def usage(cq: dict[str, Any], field: str = "flavorsUsage") -> str:
+    return str(cq["status"][field][0]["resources"][0]["total"])
+
+
+def gpu_triad(suffix: str, ns: str, *, flavor: bool = True) -> list[dict[str, Any]]:
+    """The example's ResourceFlavor/ClusterQueue/LocalQueue, renamed so tests never share quota."""
+    rf, cq, lq = yaml.safe_load_all((EXAMPLES / "gpu-quota.yaml").read_text())
+    rf["metadata"]["name"] = f"gpu-nodes-{suffix}"
+    cq["metadata"]["name"] = f"research-{suffix}"
+    cq["spec"]["namespaceSelector"]["matchLabels"]["kueue.x-k8s.io/queue"] = suffix
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] = f"gpu-nodes-{suffix}"
+    lq["metadata"].update(name="team-a-gpu", namespace=ns)
+    lq["spec"]["clusterQueue"] = f"research-{suffix}"
+    return [rf, cq, lq] if flavor else [cq, lq]
+
+
+def gpu_job(ns: str, *, name: str | None = None, run_for: str | None = None) -> dict[str, Any]:
+    job: dict[str, Any] = yaml.safe_load((EXAMPLES / "gpu-job.yaml").read_text())
+    job["metadata"]["namespace"] = ns
+    if name:
+        job["metadata"].pop("generateName")
+        job["metadata"]["name"] = name
+    if run_for:
+        job["spec"]["template"].setdefault("metadata", {})["annotations"] = {"pod-complete.stage.kwok.x-k8s.io/delay": run_for}
+    return job
+
+
+def create(kubectl: Kubectl, obj: dict[str, Any]) -> str:
+    import json
+
+    return kubectl("create", "-f", "-", "-o", "name", input=json.dumps(obj)).stdout.strip().split("/")[-1]
+
+
+def workloads(kubectl: Kubectl, ns: str) -> list[dict[str, Any]]:
+    return kubectl.get("workloads", "-n", ns)["items"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def suffix() -> str:
+    return uuid.uuid4().hex[:6]
+
+
+@pytest.fixture
+def quota(kubectl: Kubectl, namespace: str, suffix: str) -> Iterator[str]:
+    kubectl("label", "namespace", namespace, f"kueue.x-k8s.io/queue={suffix}")
+    for obj in gpu_triad(suffix, namespace):
+        kubectl.apply(obj)
+    yield f"research-{suffix}"
+    kubectl("delete", "jobs", "-n", namespace, "--all", "--wait=false", check=False)
+    kubectl("delete", "clusterqueue", f"research-{suffix}", "--wait=false", check=False)
+    kubectl("delete", "resourceflavor", f"gpu-nodes-{suffix}", "--wait=false", check=False)
+
+
+def test_gpu_job_is_admitted_runs_on_a_gpu_node_and_finishes(kubectl: Kubectl) -> None:
+    """The field guide's example, verbatim: team-a, gpu-quota.yaml, gpu-job.yaml."""
+    kubectl.apply({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "team-a", "labels": {"kueue.x-k8s.io/queue": "research"}}})
+    kubectl("apply", "-f", str(EXAMPLES / "gpu-quota.yaml"))
+    started = time.monotonic()
+    # The example Job as is, except that its pod runs 4 s so the usage can be seen while it runs.
+    name = create(kubectl, gpu_job("team-a", run_for="4s"))
+    wl = wait_for("the Workload to be admitted", lambda: next(
+        (w for w in workloads(kubectl, "team-a")
+         if w["metadata"]["ownerReferences"][0]["name"] == name and cond(w, "Admitted").get("status") == "True"), None))
+    latency = time.monotonic() - started
+    assert wl["metadata"]["name"].startswith(f"job-{name}-")
+    assert cond(wl, "QuotaReserved") | {"lastTransitionTime": None} == {
+        "type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+        "message": "Quota reserved in ClusterQueue research", "observedGeneration": 1, "lastTransitionTime": None}
+    assert cond(wl, "Admitted")["message"] == "The workload is admitted"
+    assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"nvidia.com/gpu": "gpu-nodes"}
+    cq = wait_for("CQ usage 2", lambda: when(kubectl.get("clusterqueue", "research"),
+                                             lambda c: c.get("status", {}).get("admittedWorkloads") == 1))
+    assert usage(cq) == "2" and usage(cq, "flavorsReservation") == "2"
+    assert cond(cq, "Active")["status"] == "True"
+    pod = wait_for("the pod to be bound", lambda: next(
+        (p for p in kubectl.get("pods", "-n", "team-a", "-l", f"job-name={name}")["items"] if p["spec"].get("nodeName")), None))
+    assert pod["spec"]["nodeName"].startswith("kwok-gpu-")
+    assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+    lq = kubectl.get("localqueue", "-n", "team-a", "team-a-gpu")
+    assert lq["status"]["admittedWorkloads"] == 1
+    wl = wait_for("Finished", lambda: when(kubectl.get("workload", "-n", "team-a", wl["metadata"]["name"]),
+                                           lambda w: cond(w, "Finished").get("status") == "True"), timeout=30)
+    assert cond(wl, "Finished")["reason"] == "Succeeded"
+    cq = wait_for("CQ usage back to 0", lambda: when(kubectl.get("clusterqueue", "research"),
+                                                     lambda c: c["status"].get("admittedWorkloads") == 0))
+    assert usage(cq) == "0"
+    print(f"creation-to-admission latency (kubectl-observed): {latency:.2f}s")
+
+
+def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(kubectl: Kubectl, namespace: str, quota: str) -> None:
+    for i in range(33):
+        create(kubectl, gpu_job(namespace, name=f"long-{i:02d}", run_for="1h"))
+
+    def settled() -> list[dict[str, Any]] | None:
+        wls = workloads(kubectl, namespace)
+        reserved = [w for w in wls if cond(w, "QuotaReserved").get("status") == "True"]
+        pending = [w for w in wls if cond(w, "QuotaReserved").get("status") == "False"]
+        return wls if len(wls) == 33 and len(reserved) == 32 and len(pending) == 1 else None
+
+    wls = wait_for("32 reserved and 1 pending", settled, timeout=60)
+    pending = next(w for w in wls if cond(w, "QuotaReserved").get("status") == "False")
+    assert cond(pending, "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert cond(pending, "QuotaReserved")["message"] == (
+        f"couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu-nodes-{quota[9:]}, "
+        "2 more needed")
+    assert cond(pending, "Admitted")["reason"] == "NoReservation"
+    cq = wait_for("CQ status", lambda: when(kubectl.get("clusterqueue", quota),
+                                            lambda c: c.get("status", {}).get("admittedWorkloads") == 32))
+    assert usage(cq) == "64" and cq["status"]["pendingWorkloads"] == 1 and cq["status"]["reservingWorkloads"] == 32
+    running = {j["metadata"]["name"] for j in kubectl.get("jobs", "-n", namespace)["items"] if not j["spec"].get("suspend")}
+    assert len(running) == 32
+    before = {w["metadata"]["name"]: (cond(w, "QuotaReserved")["lastTransitionTime"], w["status"].get("admission")) for w in wls}
+
+    # Restart the worker: SIGTERM the lease holder; it releases the lease, a fresh process takes it
+    # over and rebuilds quota from the Workloads' status.admission.
+    lease = kubectl.get("lease", "-n", "kueue-system", "c1f6bfd2.kueue.x-k8s.io")
+    holder = lease["spec"]["holderIdentity"]
+    host, pid, _ = holder.rsplit("_", 2)
+    if host != socket.gethostname():
+        pytest.skip("the worker runs elsewhere (not the local stack)")
+    os.kill(int(pid), signal.SIGTERM)
+    wait_for("a new lease holder", lambda: when(kubectl.get("lease", "-n", "kueue-system", "c1f6bfd2.kueue.x-k8s.io"),
+                                                lambda le: le["spec"].get("holderIdentity") not in (None, holder)), timeout=20)
+    # A new Job after the restart is a sure sign the new leader scheduled at least once.
+    create(kubectl, gpu_job(namespace, name="after-restart", run_for="1h"))
+    wait_for("the new Job's Workload to be pending", lambda: any(
+        cond(w, "QuotaReserved").get("status") == "False" and w["metadata"]["ownerReferences"][0]["name"] == "after-restart"
+        for w in workloads(kubectl, namespace)))
+    after = {w["metadata"]["name"]: (cond(w, "QuotaReserved")["lastTransitionTime"], w["status"].get("admission"))
+             for w in workloads(kubectl, namespace) if w["metadata"]["ownerReferences"][0]["name"] != "after-restart"}
+    assert after == before
+    cq = kubectl.get("clusterqueue", quota)
+    assert usage(cq) == "64" and cq["status"]["admittedWorkloads"] == 32 and cq["status"]["pendingWorkloads"] == 2
+    assert {j["metadata"]["name"] for j in kubectl.get("jobs", "-n", namespace)["items"] if not j["spec"].get("suspend")} == running
+    # Free the GPU nodes for whatever runs next.
+    kubectl("delete", "jobs", "-n", namespace, "--all", "--cascade=foreground", "--timeout=60s", timeout=90)
+
+
+def test_cluster_queue_is_inactive_until_its_flavor_exists(kubectl: Kubectl, namespace: str, suffix: str) -> None:
+    kubectl("label", "namespace", namespace, f"kueue.x-k8s.io/queue={suffix}")
+    rf, cq, lq = gpu_triad(suffix, namespace)
+    kubectl.apply(cq)
+    kubectl.apply(lq)
+    try:
+        got = wait_for("Active=False", lambda: when(kubectl.get("clusterqueue", cq["metadata"]["name"]),
+                                                    lambda c: cond(c, "Active").get("status") == "False"))
+        assert cond(got, "Active")["reason"] == "FlavorNotFound"
+        assert cond(got, "Active")["message"] == (
+            f"Can't admit new workloads: references missing ResourceFlavor(s): gpu-nodes-{suffix}.")
+        create(kubectl, gpu_job(namespace, name="waits"))
+        wl = wait_for("a pending Workload", lambda: next(
+            (w for w in workloads(kubectl, namespace) if cond(w, "QuotaReserved").get("status") == "False"), None))
+        assert cond(wl, "QuotaReserved")["reason"] == "Suspended"
+        assert kubectl.get("job", "-n", namespace, "waits")["spec"]["suspend"] is True
+        kubectl.apply(rf)
+        wait_for("Active=True", lambda: cond(kubectl.get("clusterqueue", cq["metadata"]["name"]), "Active").get("status") == "True")
+        wait_for("the Job to be admitted", lambda: cond(kubectl.get("workload", "-n", namespace, wl["metadata"]["name"]),
+                                                         "Admitted").get("status") == "True")
+        wait_for("the Job to run", lambda: kubectl.get("job", "-n", namespace, "waits")["spec"]["suspend"] is False)
+    finally:
+        kubectl("delete", "clusterqueue", cq["metadata"]["name"], "--wait=false", check=False)
+        kubectl("delete", "resourceflavor", rf["metadata"]["name"], "--wait=false", check=False)
+
+
+def test_namespace_outside_the_selector_stays_unreserved(kubectl: Kubectl, namespace: str, suffix: str) -> None:
+    objs = gpu_triad(suffix, namespace)  # the namespace lacks the kueue.x-k8s.io/queue label
+    for obj in objs:
+        kubectl.apply(obj)
+    try:
+        create(kubectl, gpu_job(namespace, name="outside"))
+        wl = wait_for("a pending Workload", lambda: next(
+            (w for w in workloads(kubectl, namespace) if cond(w, "QuotaReserved").get("status") == "False"), None))
+        assert cond(wl, "QuotaReserved")["reason"] == "Misconfigured"
+        assert cond(wl, "QuotaReserved")["message"] == "workload namespace doesn't match ClusterQueue selector"
+        time.sleep(1)
+        wl = kubectl.get("workload", "-n", namespace, wl["metadata"]["name"])
+        assert "admission" not in wl["status"]
+        assert kubectl.get("job", "-n", namespace, "outside")["spec"]["suspend"] is True
+    finally:
+        kubectl("delete", "clusterqueue", objs[1]["metadata"]["name"], "--wait=false", check=False)
+        kubectl("delete", "resourceflavor", objs[0]["metadata"]["name"], "--wait=false", check=False)
+
+
+def test_job_deleted_releases_its_workload(kubectl: Kubectl, namespace: str, quota: str) -> None:
+    name = create(kubectl, gpu_job(namespace, run_for="1h"))
+    wait_for("admitted", lambda: any(cond(w, "Admitted").get("status") == "True" for w in workloads(kubectl, namespace)))
+    kubectl("delete", "job", "-n", namespace, name, "--wait=false")
+    wait_for("the Workload to be gone", lambda: not workloads(kubectl, namespace), timeout=30)
+    wait_for("usage back to 0", lambda: usage(kubectl.get("clusterqueue", quota)) == "0")
+

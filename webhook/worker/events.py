@@ -1,0 +1,73 @@
+"""Kubernetes Events (events.k8s.io/v1), sent from one background thread so no caller waits.
+
+Mirrors the recorder Kueue builds with `mgr.GetEventRecorder` (reason + action + note): the
+reporting controller is `kueue-admission` for scheduler decisions and `<framework>-kueue-controller`
+for job integrations (`pkg/controller/jobframework/events.go`). Events are best effort: a full
+queue or a failed POST drops the event with a DEBUG log.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from webhook import kube as k
+
+__all__ = ["Recorder"]
+
+log = logging.getLogger(__name__)
+
+
+class Recorder:
+    def __init__(self, kube: k.Kube | None, *, instance: str, stop: threading.Event) -> None:
+        self.kube = kube
+        self.instance = instance
+        self._stop = stop
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=10000)
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="events", daemon=True).start()
+
+    def emit(self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = "") -> None:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace") or "default"
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        event = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta.get('name', 'object')}.{time.time_ns():x}", "namespace": ns},
+            "eventTime": now,
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.instance}"[:128],
+            "action": action or reason,
+            "reason": reason,
+            "note": note[:1024],
+            "type": etype,
+            "regarding": {
+                "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": meta.get("name"),
+                "namespace": meta.get("namespace"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
+            },
+        }
+        try:
+            self._queue.put_nowait(event)
+        except queue.Full:
+            log.debug("event dropped", extra={"reason": reason})
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                event = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if self.kube is None:
+                continue
+            try:
+                ns = event["metadata"]["namespace"]
+                self.kube.create(k.object_path("events.k8s.io/v1", "events", ns), event)
+            except k.KubeError as exc:
+                log.debug("event not recorded", extra={"reason": event["reason"], "error": str(exc)})

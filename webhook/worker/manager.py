@@ -1,0 +1,411 @@
+"""The admission worker of the lease holder: informers → one core thread → writers and reconcilers.
+
+Threads (all daemons; the process exits when leadership ends):
+
+* one informer per watched kind (`webhook.kube.informer`): updates the `Store`, forwards the event
+  to the core queue and, for Jobs and Workloads, queues the owning Job for reconciling;
+* the core thread: the only one touching `AdmissionCore`. It drains the core queue in batches,
+  feeds every event, runs `schedule(now)` until a cycle decides nothing new, hands decisions to the
+  writers as values and never waits on the network (`pkg/scheduler/scheduler.go` + the event
+  handlers of `pkg/controller/core/*`);
+* writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
+* Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
+
+The scheduler starts only when every informer has listed once, so quota held by existing
+Workloads (`status.admission`) is in the cache before anything new is admitted (§6.4).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.config import Configuration
+from webhook.core import conditions
+from webhook.core.conditions import ConditionValue
+from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Pending, Preempt, SchedulerConfig
+from webhook.core.workload import WorkloadKey
+from webhook.worker import events
+from webhook.worker.reconcilers.job import JobReconciler
+from webhook.worker.status import find_condition, is_true, set_condition, update_status
+from webhook.worker.store import Store, object_key
+from webhook.worker.workqueue import WorkQueue
+
+__all__ = ["RESOURCES", "Manager", "Resource"]
+
+log = logging.getLogger(__name__)
+
+ADMISSION_CONTROLLER = "kueue-admission"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    kind: str  # plural, also the Store kind
+    api_version: str
+
+    @property
+    def path(self) -> str:
+        return k.object_path(self.api_version, self.kind, None)
+
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("resourceflavors", c.V1BETA2),
+    Resource("cohorts", c.V1BETA2),
+    Resource("clusterqueues", c.V1BETA2),
+    Resource("localqueues", c.V1BETA2),
+    Resource("workloadpriorityclasses", c.V1BETA2),
+    Resource("priorityclasses", "scheduling.k8s.io/v1"),
+    Resource("namespaces", "v1"),
+    Resource("workloads", c.V1BETA2),
+    Resource("jobs", "batch/v1"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusWrite:
+    """One change to an object's status; writes for one object are merged into one PUT."""
+
+    kind: str
+    path: str
+    mutate: Callable[[dict[str, Any], Mapping[str, Any]], None]
+    on_failure: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A write that is not a status change (e.g. a finalizer patch), run in the writer thread."""
+
+    fn: Callable[[], None]
+
+
+def _gen(obj: Mapping[str, Any]) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
+
+
+class Manager:
+    def __init__(self, kube: k.Kube, config: Configuration, *, identity: str, stop: threading.Event) -> None:
+        self.kube = kube
+        self.config = config
+        self.stop = stop
+        self.store = Store()
+        fs = config.fair_sharing
+        self.core = AdmissionCore(
+            SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies) if fs else SchedulerConfig()
+        )
+        self.recorder = events.Recorder(kube, instance=identity, stop=stop)
+        self.jobs = JobReconciler(kube, self.store, config, self.recorder)
+        self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
+        self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
+        self._synced: set[str] = set()
+        self._synced_lock = threading.Lock()
+        self._published: dict[str, Any] = {}
+        self.started_at = 0.0
+
+    # == informers ================================================================================
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        self.recorder.start()
+        self.writes.start()
+        threading.Thread(target=self._core_loop, name="core", daemon=True).start()
+        for res in RESOURCES:
+            threading.Thread(target=self._inform, args=(res,), name=f"informer-{res.kind}", daemon=True).start()
+
+    def _inform(self, res: Resource) -> None:
+        def on_list(items: list[dict[str, Any]]) -> None:
+            for obj in self.store.replace(res.kind, items):
+                self._event(res.kind, "DELETED", obj, store=False)
+            for obj in items:
+                self._event(res.kind, "ADDED", obj, store=False)
+
+        def on_event(etype: str, obj: dict[str, Any]) -> None:
+            self._event(res.kind, etype, obj)
+
+        def on_synced() -> None:
+            with self._synced_lock:
+                self._synced.add(res.kind)
+            self._core_q.put(("synced", res.kind, None))
+
+        k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced)
+
+    def _event(self, kind: str, etype: str, obj: dict[str, Any], *, store: bool = True) -> None:
+        if store:
+            if etype == "DELETED":
+                self.store.delete(kind, object_key(obj))
+            elif not self.store.put(kind, obj):
+                return  # older than what a writer already stored
+        self._core_q.put((kind, etype, obj))
+        if kind == "jobs":
+            self.job_queue.add(object_key(obj))
+        elif kind == "workloads":
+            meta = obj.get("metadata") or {}
+            for ref in meta.get("ownerReferences") or ():
+                if ref.get("controller") and ref.get("kind") == "Job":
+                    self.job_queue.add(f"{meta.get('namespace')}/{ref.get('name')}")
+
+    def synced(self) -> bool:
+        with self._synced_lock:
+            return len(self._synced) == len(RESOURCES)
+
+    # == the core thread ==========================================================================
+    def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
+        core = self.core
+        if kind == "admission_failed":
+            core.admission_failed(WorkloadKey(obj), now)
+            return
+        if kind == "synced":
+            return
+        meta = obj.get("metadata") or {}
+        name, ns = str(meta.get("name", "")), str(meta.get("namespace", ""))
+        deleted = etype == "DELETED"
+        if kind == "resourceflavors":
+            core.on_resource_flavor_deleted(name, now) if deleted else core.on_resource_flavor(obj, now)
+        elif kind == "cohorts":
+            core.on_cohort_deleted(name, now) if deleted else core.on_cohort(obj, now)
+        elif kind == "clusterqueues":
+            core.on_cluster_queue_deleted(name, now) if deleted else core.on_cluster_queue(obj, now)
+        elif kind == "localqueues":
+            core.on_local_queue_deleted(ns, name, now) if deleted else core.on_local_queue(obj, now)
+        elif kind == "workloadpriorityclasses":
+            core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
+        elif kind == "namespaces":
+            core.on_namespace(name, None if deleted else dict(meta.get("labels") or {}), now)
+        elif kind == "workloads":
+            core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
+
+    def _drain(self, timeout: float) -> list[tuple[str, str, Any]]:
+        batch: list[tuple[str, str, Any]] = []
+        try:
+            batch.append(self._core_q.get(timeout=timeout))
+            while True:
+                batch.append(self._core_q.get_nowait())
+        except queue.Empty:
+            pass
+        return batch
+
+    def _core_loop(self) -> None:
+        try:
+            self._core_loop_body()
+        except Exception:
+            # State may be half-applied: end leadership; a fresh process rebuilds from the API.
+            log.exception("core loop failed; giving up leadership")
+            self.stop.set()
+
+    def _core_loop_body(self) -> None:
+        rebuilt = False
+        while not self.stop.is_set():
+            batch = self._drain(1.0)
+            now = datetime.now(UTC)
+            touched: set[str] = set()
+            queues_changed = False
+            for kind, etype, obj in batch:
+                try:
+                    self._feed(kind, etype, obj, now)
+                except Exception:
+                    log.exception("core rejected an event", extra={"kind": kind, "object": object_key(obj) if isinstance(obj, dict) else obj})
+                if kind == "workloads" and etype != "DELETED":
+                    touched.add(object_key(obj))
+                elif kind in ("clusterqueues", "localqueues", "resourceflavors", "cohorts", "synced"):
+                    queues_changed = True
+            if not self.synced():
+                continue
+            self._report_queue_blockers(None if queues_changed else touched, now)
+            if not rebuilt:
+                rebuilt = True
+                self.job_queue.start()
+                log.info("caches synced, scheduling", extra={
+                    "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
+                    "elapsed_s": round(time.monotonic() - self.started_at, 3)})
+            for _ in range(10000):
+                result = self.core.schedule(datetime.now(UTC))
+                self._dispatch(result, now)
+                if not (result.admitted or result.preempted):
+                    break
+            self._publish_queue_status(now)
+
+    # == decisions → writes =======================================================================
+    def _wl_path(self, key: str) -> str:
+        ns, name = key.split("/", 1)
+        return k.object_path(c.V1BETA2, "workloads", ns, name)
+
+    def _dispatch(self, result: CycleResult, now: datetime) -> None:
+        for d in result.decisions:
+            if isinstance(d, Admit):
+                self._admit(d, now)
+            elif isinstance(d, Preempt):
+                self._preempt(d, now)
+            elif isinstance(d, Pending):
+                self._pending(d, now)
+
+    def _admit(self, d: Admit, now: datetime) -> None:
+        admission = dict(d.admission)
+        conds = [cv.to_api(now) for cv in d.conditions]
+        key = str(d.key)
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            status["admission"] = admission
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        def failed() -> None:
+            self._core_q.put(("admission_failed", "", key))
+
+        log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed))
+        wl = self.store.get("workloads", key)
+        if wl is not None:
+            created = datetime.fromisoformat(str(wl["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00")) \
+                if wl["metadata"].get("creationTimestamp") else now
+            waited = max(0, int((now - created).total_seconds()))
+            self.recorder.emit(wl, "Normal", "QuotaReserved",
+                               f"Quota reserved in ClusterQueue {d.cluster_queue}, wait time since queued was {waited}s", ADMISSION_CONTROLLER)
+            if any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
+                self.recorder.emit(wl, "Normal", "Admitted",
+                                   f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
+
+    def _preempt(self, d: Preempt, now: datetime) -> None:
+        for v in d.targets:
+            conds = [cv.to_api(now) for cv in v.conditions]
+
+            def mutate(status: dict[str, Any], obj: Mapping[str, Any], conds: Sequence[Mapping[str, Any]] = conds) -> None:
+                for cond in conds:
+                    gen = None if cond["type"] == c.WorkloadCondition.PREEMPTED else _gen(obj)
+                    set_condition(status, {key: val for key, val in cond.items() if key != "observedGeneration"}, now, gen)
+
+            log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
+                                          "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
+            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate))
+            wl = self.store.get("workloads", str(v.key))
+            if wl is not None:
+                self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
+
+    def _report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
+        """QuotaReserved=False for pending Workloads whose queues block them (the workload
+        controller's queue checks, `workload_controller.go`): the scheduler never sees those."""
+        cache = self.core.cache
+        candidates = self.store.list("workloads") if keys is None else [w for key in keys if (w := self.store.get("workloads", key))]
+        for wl in candidates:
+            if is_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or is_true(wl, c.WorkloadCondition.FINISHED):
+                continue
+            meta, spec = wl["metadata"], wl.get("spec") or {}
+            if meta.get("deletionTimestamp") or spec.get("active") is False:
+                continue
+            lq_name = str(spec.get("queueName") or "")
+            lq = cache.local_queues.get(f"{meta['namespace']}/{lq_name}")
+            if lq is None:
+                reason, message = "Misconfigured", f"LocalQueue {lq_name} doesn't exist"
+            elif lq.cluster_queue not in cache.cluster_queues:
+                reason, message = "Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist"
+            elif not cache.readiness(lq.cluster_queue).active:
+                reason, message = "Suspended", f"ClusterQueue {lq.cluster_queue} is inactive"
+            else:
+                continue
+            self._set_pending(object_key(wl), lq.cluster_queue if lq else "", conditions.pending_conditions(reason, message), now)
+
+    def _pending(self, d: Pending, now: datetime) -> None:
+        self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)
+
+    def _set_pending(self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime) -> None:
+        wl = self.store.get("workloads", key)
+        if wl is None:
+            return
+        current = find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+        qr = pending[0]
+        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (qr.status, qr.reason, qr.message):
+            return
+        conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            if (find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
+                return  # reserved meanwhile: a stale pending report
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        log.info("pending", extra={"object": key, "kind": "Workload", "decision": "Pending", "cluster_queue": cluster_queue,
+                                   "reason": qr.reason, "detail": qr.message})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
+        self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
+
+    def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:
+        for call in queued:
+            if isinstance(call, Call):
+                call.fn()
+        items = [w for w in queued if isinstance(w, StatusWrite)]
+        if not items:
+            return
+        first = items[0]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for item in items:
+                item.mutate(status, obj)
+
+        try:
+            update_status(self.kube, self.store, first.kind, first.path, mutate)
+        except k.KubeError as exc:
+            log.warning("status write failed", extra={"object": key, "error": str(exc)})
+            for item in items:
+                if item.on_failure is not None:
+                    item.on_failure()
+
+    # == queue status and resource-in-use finalizers ============================================
+    def _publish_queue_status(self, now: datetime) -> None:
+        for name in sorted(self.core.cache.cluster_queues):
+            self._publish(f"clusterqueues/{name}", "clusterqueues", k.object_path(c.V1BETA2, "clusterqueues", None, name),
+                          self.core.cluster_queue_status(name), now)
+        for key in sorted(self.core.cache.local_queues):
+            ns, name = key.split("/", 1)
+            self._publish(f"localqueues/{key}", "localqueues", k.object_path(c.V1BETA2, "localqueues", ns, name),
+                          self.core.local_queue_status(ns, name), now)
+        self._release_finalizers()
+
+    def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime) -> None:
+        if not computed or self._published.get(key) == computed:
+            return
+        self._published[key] = computed
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for field_name, value in computed.items():
+                if field_name != "conditions":
+                    status[field_name] = value
+            for cond in computed.get("conditions") or ():
+                set_condition(status, cond, now, _gen(obj))
+
+        def failed() -> None:
+            self._published.pop(key, None)
+
+        self.writes.add(key, StatusWrite(kind, path, mutate, failed))
+
+    def _release_finalizers(self) -> None:
+        for cq in self.store.list("clusterqueues"):
+            meta = cq["metadata"]
+            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()):
+                node = self.core.cache.cluster_queues.get(meta["name"])
+                if node is None or not node.workloads:
+                    self._remove_finalizer("clusterqueues", cq, k.object_path(c.V1BETA2, "clusterqueues", None, meta["name"]))
+        used = {fq for cq in self.store.list("clusterqueues") for rg in (cq.get("spec") or {}).get("resourceGroups") or ()
+                for fq in (f.get("name") for f in rg.get("flavors") or ())}
+        for rf in self.store.list("resourceflavors"):
+            meta = rf["metadata"]
+            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()) and meta["name"] not in used:
+                self._remove_finalizer("resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"]))
+
+    def _remove_finalizer(self, kind: str, obj: Mapping[str, Any], path: str) -> None:
+        meta = obj["metadata"]
+        fins = [f for f in meta.get("finalizers") or () if f != c.RESOURCE_IN_USE_FINALIZER]
+
+        def remove() -> None:
+            try:
+                self.kube.patch(path, {"metadata": {"finalizers": fins or None, "resourceVersion": meta.get("resourceVersion")}})
+                log.info("released resource-in-use finalizer", extra={"object": meta["name"], "kind": kind})
+            except (k.NotFound, k.Conflict):
+                pass
+
+        self.writes.add(f"{kind}/{meta['name']}/finalizer", Call(remove))

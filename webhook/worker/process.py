@@ -1,0 +1,100 @@
+"""The worker's OS process: leader election, then the Manager; and the supervisor `serve` uses.
+
+`run(...)` is the body of `python -m webhook worker`: every replica runs it, only the lease
+holder gets past `LeaderElector.run` and starts the Manager. Losing the lease ends the process
+(as upstream's manager exits), and the supervisor in the `serve` process starts a fresh standby.
+SIGTERM releases the lease first, so a standby takes over at once instead of after 15 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Sequence
+from types import FrameType
+
+from webhook import kube as k
+from webhook.config import Configuration
+from webhook.worker.leader import LeaderElector, LeaseSettings
+from webhook.worker.manager import Manager
+
+__all__ = ["Supervisor", "identity", "run"]
+
+log = logging.getLogger(__name__)
+
+
+def identity() -> str:
+    """`<hostname>_<pid>_<random>`: unique per process, and says which process holds the lease."""
+    return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+
+
+def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str | None) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    cc = config.client_connection
+    kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst)
+    me = identity()
+    manager = Manager(kube, config, identity=me, stop=stop)
+    le = config.leader_election
+    if not le.leader_elect:
+        manager.start()
+        stop.wait()
+        return 0
+    settings = LeaseSettings(
+        namespace=lease_namespace or le.resource_namespace or config.namespace,
+        name=le.resource_name,
+        identity=me,
+        lease_duration_s=le.lease_duration_s,
+        renew_deadline_s=le.renew_deadline_s,
+        retry_period_s=le.retry_period_s,
+    )
+    log.info("waiting for the leader lease", extra={"object": f"{settings.namespace}/{settings.name}", "identity": me})
+    elector = LeaderElector(kube, settings)
+    clean = elector.run(manager.start, stop=stop)
+    return 0 if clean else 1
+
+
+class Supervisor:
+    """Keeps one worker child process running beside the webhook server; stops it on exit."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = [sys.executable, "-m", "webhook", "worker", *argv]
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="worker-supervisor", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            self.proc = subprocess.Popen(self.argv)
+            log.info("worker process started", extra={"pid": self.proc.pid})
+            code = self.proc.wait()
+            if self._stop.is_set():
+                return
+            log.warning("worker process exited; restarting", extra={"pid": self.proc.pid, "code": code})
+            self._stop.wait(backoff)
+            backoff = 0.5 if code == 0 else min(backoff * 2, 10.0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()

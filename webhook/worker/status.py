@@ -1,0 +1,100 @@
+"""Status helpers shared by the writers: SetStatusCondition semantics and guarded status updates.
+
+Mirrors `k8s.io/apimachinery/pkg/api/meta/conditions.go` (`SetStatusCondition`: lastTransitionTime
+changes only when the status flips) and the read-modify-write-with-resourceVersion loop that
+controller-runtime's `Status().Update` callers use.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from webhook import kube as k
+from webhook.worker.store import Store
+
+__all__ = ["find_condition", "is_true", "remove_condition", "set_condition", "update_status"]
+
+log = logging.getLogger(__name__)
+
+
+def _time(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def find_condition(obj: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == ctype:
+            return c  # type: ignore[no-any-return]
+    return None
+
+
+def is_true(obj: Mapping[str, Any], ctype: str) -> bool:
+    c = find_condition(obj, ctype)
+    return c is not None and c.get("status") == "True"
+
+
+def set_condition(status: dict[str, Any], cond: Mapping[str, Any], now: datetime, generation: int | None = None) -> None:
+    """Set `cond` (type, status, reason, message[, observedGeneration]) in `status.conditions`."""
+    conds: list[dict[str, Any]] = status.setdefault("conditions", [])
+    new = {key: cond[key] for key in ("type", "status", "reason", "message") if key in cond}
+    if generation is not None and "observedGeneration" not in cond and cond.get("type") != "Preempted":
+        new["observedGeneration"] = generation
+    elif "observedGeneration" in cond:
+        new["observedGeneration"] = cond["observedGeneration"]
+    for i, old in enumerate(conds):
+        if old.get("type") == new["type"]:
+            same = old.get("status") == new["status"]
+            new["lastTransitionTime"] = old.get("lastTransitionTime") if same and old.get("lastTransitionTime") else _time(now)
+            conds[i] = new
+            return
+    new["lastTransitionTime"] = _time(now)
+    conds.append(new)
+
+
+def remove_condition(status: dict[str, Any], ctype: str) -> None:
+    status["conditions"] = [c for c in status.get("conditions") or () if c.get("type") != ctype]
+
+
+def update_status(
+    kube: k.Kube,
+    store: Store,
+    kind: str,
+    path: str,
+    mutate: Callable[[dict[str, Any], Mapping[str, Any]], None],
+    *,
+    attempts: int = 5,
+) -> dict[str, Any] | None:
+    """Apply `mutate(status, obj)` to the newest known object and PUT its status subresource.
+
+    The PUT carries the object's resourceVersion; on Conflict the object is read again and the
+    mutation re-applied. No request is made when the mutation changes nothing. Returns the
+    stored object, or None when it no longer exists.
+    """
+    key = path.rsplit("/", 1)[-1]
+    parts = path.split("/")
+    if "namespaces" in parts:
+        key = f"{parts[parts.index('namespaces') + 1]}/{key}"
+    obj = store.get(kind, key)
+    for _ in range(attempts):
+        if obj is None:
+            obj = kube.get(path)
+            if obj is None:
+                return None
+        status = copy.deepcopy(obj.get("status") or {})
+        mutate(status, obj)
+        if status == (obj.get("status") or {}):
+            return obj
+        try:
+            written = kube.replace(path + "/status", {**obj, "status": status})
+        except k.Conflict:
+            obj = None
+            continue
+        except k.NotFound:
+            return None
+        store.put(kind, written)
+        return written
+    raise k.Conflict(409, f"status of {key}: still conflicting after {attempts} attempts")

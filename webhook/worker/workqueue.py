@@ -1,0 +1,94 @@
+"""A keyed work queue: each key is handled by one thread at a time, in arrival order of its items.
+
+Our form of client-go's `workqueue` as controller-runtime uses it: adding a key that is queued
+merges the new items into the queued entry; adding a key that is being processed queues it again
+for after. A handler that raises `Retry` has the key re-added after the delay (items kept).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["Retry", "WorkQueue"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Retry(Exception):
+    """Handle the key again after `delay` seconds."""
+
+    def __init__(self, delay: float = 1.0, reason: str = "") -> None:
+        super().__init__(reason)
+        self.delay = delay
+
+
+class WorkQueue(Generic[T]):
+    def __init__(self, name: str, handler: Callable[[str, Sequence[T]], None], *, workers: int = 1,
+                 stop: threading.Event) -> None:
+        self.name = name
+        self._handler = handler
+        self._workers = workers
+        self._stop = stop
+        self._cond = threading.Condition()
+        self._queued: OrderedDict[str, list[T]] = OrderedDict()
+        self._processing: set[str] = set()
+        self._retries: dict[str, int] = {}
+
+    def add(self, key: str, item: T | None = None) -> None:
+        with self._cond:
+            items = self._queued.setdefault(key, [])
+            if item is not None:
+                items.append(item)
+            self._cond.notify()
+
+    def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
+        def later() -> None:
+            with self._cond:
+                self._queued.setdefault(key, [])[:0] = list(items)
+                self._cond.notify()
+
+        timer = threading.Timer(delay, later)
+        timer.daemon = True
+        timer.start()
+
+    def start(self) -> None:
+        for i in range(self._workers):
+            threading.Thread(target=self._run, name=f"{self.name}-{i}", daemon=True).start()
+
+    def _take(self) -> tuple[str, list[T]] | None:
+        with self._cond:
+            while not self._stop.is_set():
+                for key in self._queued:
+                    if key not in self._processing:
+                        items = self._queued.pop(key)
+                        self._processing.add(key)
+                        return key, items
+                self._cond.wait(0.5)
+            return None
+
+    def _done(self, key: str) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while (taken := self._take()) is not None:
+            key, items = taken
+            try:
+                self._handler(key, items)
+                self._retries.pop(key, None)
+            except Retry as exc:
+                n = self._retries[key] = self._retries.get(key, 0) + 1
+                self.add_after(key, min(exc.delay * (2 ** min(n - 1, 6)), 30.0), items)
+            except Exception:
+                n = self._retries[key] = self._retries.get(key, 0) + 1
+                log.exception("handler failed", extra={"queue": self.name, "object": key})
+                self.add_after(key, min(0.1 * (2 ** min(n - 1, 8)), 30.0), items)
+            finally:
+                self._done(key)
