@@ -13,7 +13,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -21,6 +23,30 @@ sys.path.insert(0, str(HERE))
 
 def step(title: str) -> None:
     print(f"\n=== {title}", flush=True)
+
+
+def wait(run: Callable[..., str], what: str, probe: Callable[[], Any], timeout: float = 30) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = probe()
+        if got:
+            return got
+        time.sleep(0.3)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+def _condition(obj: dict[str, Any], ctype: str) -> str:
+    return next((c["status"] for c in obj.get("status", {}).get("conditions", []) if c["type"] == ctype), "")
+
+
+def _admitted(run: Callable[..., str]) -> dict[str, Any] | None:
+    items = json.loads(run("get", "workloads", "-n", "team-a", "-o", "json", show=False))["items"]
+    fresh = sorted(items, key=lambda w: w["metadata"]["creationTimestamp"])[-1:] if items else []
+    return next((w for w in fresh if _condition(w, "Admitted") == "True"), None)
+
+
+def _finished(run: Callable[..., str], name: str) -> bool:
+    return _condition(json.loads(run("get", "workload", "-n", "team-a", name, "-o", "json", show=False)), "Finished") == "True"
 
 
 def main() -> int:
@@ -63,26 +89,30 @@ def main() -> int:
     run("get", "resourceflavors,clusterqueues")
     run("get", "localqueues", "-n", "team-a")
     step("A Job asking for 2 GPUs, labelled kueue.x-k8s.io/queue-name=team-a-gpu")
-    created = run("create", "-f", str(HERE / "examples" / "gpu-job.yaml"), "-o", "name")
-    name = created.strip().split("/")[-1]
-    job = json.loads(run("get", "job", "-n", "team-a", name, "-o", "json", show=False))
-    print(f"job {name}: spec.suspend = {job['spec']['suspend']} (set by our mutating webhook)")
-    step("Its Workload and admission")
-    deadline = time.monotonic() + 10
-    workloads: list[object] = []
-    while time.monotonic() < deadline and not workloads:
-        workloads = json.loads(run("get", "workloads", "-n", "team-a", "-o", "json", show=False))["items"]
-        time.sleep(1)
+    print(f"$ kubectl create -f {HERE / 'examples' / 'gpu-job.yaml'}", flush=True)
+    job = json.loads(run("create", "-f", str(HERE / "examples" / "gpu-job.yaml"), "-o", "json", show=False))
+    name = job["metadata"]["name"]
+    print(f"job {name}: spec.suspend = {job['spec']['suspend']} as created (set by our mutating webhook)")
+    step("Its Workload: created by the admission worker, quota reserved in ClusterQueue research, admitted")
+    wl = wait(run, "the Workload to be admitted", lambda: _admitted(run))
     run("get", "workloads", "-n", "team-a")
-    if not workloads:
-        print(
-            "\nThe Job is queued (suspended) by the webhook, and stops here: the admission worker that\n"
-            "creates its Workload, reserves quota in ClusterQueue research, un-suspends the Job onto\n"
-            "the GPU nodes and marks it Finished is not built yet (issue 5). Admission logic exists\n"
-            "as the pure core in webhook/core/ (make bench-core)."
-        )
-    else:
-        run("get", "clusterqueue", "research", "-o", "jsonpath={.status.flavorsUsage}")
+    print(f"workload {wl['metadata']['name']}: "
+          + ", ".join(f"{c['type']}={c['status']} ({c['reason']})" for c in wl["status"]["conditions"]))
+    step("The Job runs on a GPU node: the flavor's nodeLabels were merged into its nodeSelector")
+    run("get", "job", "-n", "team-a", name, "-o", "jsonpath={.spec.suspend} {.spec.template.spec.nodeSelector}{\"\\n\"}")
+    wait(run, "the pod to be bound", lambda: any(p["spec"].get("nodeName") for p in json.loads(
+        run("get", "pods", "-n", "team-a", "-l", f"job-name={name}", "-o", "json", show=False))["items"]))
+    run("get", "pods", "-n", "team-a", "-l", f"job-name={name}", "-o", "wide")
+    step("ClusterQueue research while it runs")
+    run("get", "clusterqueue", "research", "-o",
+        "jsonpath=flavorsUsage={.status.flavorsUsage} admittedWorkloads={.status.admittedWorkloads}{\"\\n\"}")
+    step("After the Job completes, its Workload is Finished and the quota is released")
+    wait(run, "Finished", lambda: _finished(run, wl["metadata"]["name"]), timeout=60)
+    run("get", "workloads", "-n", "team-a")
+    wait(run, "usage back to 0", lambda: json.loads(run("get", "clusterqueue", "research", "-o", "json", show=False))
+         ["status"].get("admittedWorkloads") == 0)
+    run("get", "clusterqueue", "research", "-o",
+        "jsonpath=flavorsUsage={.status.flavorsUsage} admittedWorkloads={.status.admittedWorkloads}{\"\\n\"}")
     if not args.cluster:
         print(f"\nThe local stack keeps running (kubeconfig {stack.kubeconfig}); `make down` stops it.")
     return 0

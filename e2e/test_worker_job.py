@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -70,8 +71,6 @@ def gpu_job(ns: str, *, name: str | None = None, run_for: str | None = None) -> 
 
 
 def create(kubectl: Kubectl, obj: dict[str, Any]) -> str:
-    import json
-
     return kubectl("create", "-f", "-", "-o", "name", input=json.dumps(obj)).stdout.strip().split("/")[-1]
 
 
@@ -134,8 +133,8 @@ def test_gpu_job_is_admitted_runs_on_a_gpu_node_and_finishes(kubectl: Kubectl) -
 
 
 def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(kubectl: Kubectl, namespace: str, quota: str) -> None:
-    for i in range(33):
-        create(kubectl, gpu_job(namespace, name=f"long-{i:02d}", run_for="1h"))
+    jobs = [gpu_job(namespace, name=f"long-{i:02d}", run_for="1h") for i in range(33)]
+    kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": jobs}))
 
     def settled() -> list[dict[str, Any]] | None:
         wls = workloads(kubectl, namespace)
@@ -178,8 +177,6 @@ def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(kubectl:
     cq = kubectl.get("clusterqueue", quota)
     assert usage(cq) == "64" and cq["status"]["admittedWorkloads"] == 32 and cq["status"]["pendingWorkloads"] == 2
     assert {j["metadata"]["name"] for j in kubectl.get("jobs", "-n", namespace)["items"] if not j["spec"].get("suspend")} == running
-    # Free the GPU nodes for whatever runs next.
-    kubectl("delete", "jobs", "-n", namespace, "--all", "--cascade=foreground", "--timeout=60s", timeout=90)
 
 
 def test_cluster_queue_is_inactive_until_its_flavor_exists(kubectl: Kubectl, namespace: str, suffix: str) -> None:

@@ -1,0 +1,141 @@
+"""Pure parts of the Job reconciler: names, podSets, priority, start/restore patches, the plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from webhook.config import Configuration
+from webhook.worker.reconcilers import job as j
+
+
+def make_job(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "name", "namespace": "ns", "uid": "uid", "resourceVersion": "7",
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"suspend": True, "parallelism": 1, "template": {
+            "metadata": {"labels": {"job-name": "name", "batch.kubernetes.io/job-name": "name", "app": "x"}},
+            "spec": {"containers": [{"name": "c", "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}]}}, **spec},
+    }
+
+
+@pytest.mark.parametrize(("name", "uid", "expected"), [
+    pytest.param("name", "uid", "job-name-ef3a1", id="upstream vector"),
+    pytest.param("x" * 300, "u", "job-" + "x" * 243 + "-", id="prefix cut to 247"),
+])
+def test_workload_name(name: str, uid: str, expected: str) -> None:
+    assert j.workload_name(name, uid).startswith(expected)
+    assert len(j.workload_name(name, uid)) <= 253
+
+
+@pytest.mark.parametrize(("spec", "count"), [
+    pytest.param({}, 1, id="defaults"),
+    pytest.param({"parallelism": 4, "completions": 2}, 2, id="min of parallelism and completions"),
+    pytest.param({"parallelism": 3}, 3, id="completions nil"),
+])
+def test_pod_set_count(spec: dict[str, Any], count: int) -> None:
+    assert j.pod_sets(make_job(**spec))[0]["count"] == count
+
+
+def test_pod_set_template_drops_job_controller_labels_and_dedupes_env() -> None:
+    ps = j.pod_sets(make_job())[0]
+    assert ps["template"]["metadata"]["labels"] == {"batch.kubernetes.io/job-name": "name", "app": "x"}
+    assert ps["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "2"}]
+
+
+def test_build_workload() -> None:
+    wl = j.build_workload(make_job(), config=Configuration(), priority=j.Priority(5, {"group": "kueue.x-k8s.io",
+                                                                                      "kind": "WorkloadPriorityClass", "name": "p"}))
+    assert wl["metadata"]["name"] == "job-name-ef3a1"
+    assert wl["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": "uid"}
+    assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    assert wl["metadata"]["ownerReferences"][0] | {} == {"apiVersion": "batch/v1", "kind": "Job", "name": "name", "uid": "uid",
+                                                         "controller": True, "blockOwnerDeletion": True}
+    assert wl["spec"]["queueName"] == "lq" and wl["spec"]["priority"] == 5
+
+
+def test_priority_from_label_then_template_then_global_default() -> None:
+    job = make_job()
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+    assert j.resolve_priority(job, wpcs={"high": 100}, pcs={}).value == 100
+    with pytest.raises(j.PriorityClassNotFound):
+        j.resolve_priority(job, wpcs={}, pcs={})
+    pcs = {"a": {"value": 10, "globalDefault": True}, "b": {"value": 3, "globalDefault": True}}
+    assert j.resolve_priority(make_job(), wpcs={}, pcs=pcs).ref == {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "b"}
+
+
+def admitted_workload(job: dict[str, Any]) -> dict[str, Any]:
+    wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
+    wl["status"] = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}, "count": 1}]},
+                    "conditions": [{"type": "Admitted", "status": "True"}, {"type": "QuotaReserved", "status": "True"}]}
+    return wl
+
+
+def test_start_patch_merges_flavor_node_labels_and_tolerations() -> None:
+    job = make_job()
+    tol = {"key": "spot", "operator": "Exists"}
+    patch = j.start_patch(job, admitted_workload(job), {"f": {"spec": {"nodeLabels": {"pool": "a"}, "tolerations": [tol]}}})
+    assert patch["metadata"] == {"resourceVersion": "7"}
+    assert patch["spec"]["suspend"] is False
+    tpl = patch["spec"]["template"]
+    assert tpl["spec"] == {"nodeSelector": {"pool": "a"}, "tolerations": [tol]}
+    assert tpl["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+    assert tpl["metadata"]["labels"]["kueue.x-k8s.io/local-queue-name"] == "lq"
+    assert tpl["metadata"]["labels"]["kueue.x-k8s.io/cluster-queue-name"] == "cq"
+
+
+def test_start_patch_conflict_is_permanent() -> None:
+    job = make_job()
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "b"}
+    with pytest.raises(j.StartConflict, match="conflict for nodeSelector: conflict for key=pool, value1=b, value2=a"):
+        j.start_patch(job, admitted_workload(job), {"f": {"spec": {"nodeLabels": {"pool": "a"}}}})
+
+
+def test_restore_patch_undoes_start() -> None:
+    job = make_job()
+    wl = admitted_workload(job)
+    running = make_job()
+    running["spec"]["template"]["metadata"]["labels"].update({"kueue.x-k8s.io/podset": "main", "controller-uid": "u"})
+    running["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "a"}
+    patch = j.restore_patch(running, wl)
+    assert patch is not None
+    assert patch["spec"]["template"]["metadata"]["labels"] == {"kueue.x-k8s.io/podset": None}
+    assert patch["spec"]["template"]["spec"]["nodeSelector"] == {"pool": None}
+    assert j.restore_patch(make_job(), wl) is None
+
+
+def ns_labels() -> dict[str, str]:
+    return {"kubernetes.io/metadata.name": "ns"}
+
+
+@pytest.mark.parametrize(("mutate", "action"), [
+    pytest.param(lambda job, wl: None, "start", id="suspended and admitted: start"),
+    pytest.param(lambda job, wl: wl["status"]["conditions"].append({"type": "Finished", "status": "True"}),
+                 "remove_finalizer", id="finished workload: drop finalizer"),
+    pytest.param(lambda job, wl: job.setdefault("status", {}).update(
+        conditions=[{"type": "Complete", "status": "True", "message": "done"}]), "finish", id="job complete: finish"),
+    pytest.param(lambda job, wl: (job["spec"].update(suspend=False),
+                                  wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})),
+                 "stop", id="evicted and running: stop"),
+    pytest.param(lambda job, wl: wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"}),
+                 "clear_reservation", id="evicted and stopped: clear reservation"),
+    pytest.param(lambda job, wl: (job["spec"].update(suspend=False), wl["status"]["conditions"].__setitem__(0, {"type": "Admitted", "status": "False"})),
+                 "stop", id="running but not admitted: stop"),
+])
+def test_plan(mutate: Any, action: str) -> None:
+    job = make_job()
+    wl = admitted_workload(job)
+    mutate(job, wl)
+    assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration()).action == action
+
+
+def test_plan_creates_only_for_managed_queued_jobs() -> None:
+    cfg = Configuration()
+    assert j.plan(make_job(), [], namespace_labels=ns_labels(), config=cfg).action == "create"
+    assert j.plan(make_job(), [], namespace_labels={"kubernetes.io/metadata.name": "kube-system"}, config=cfg).action == "ignore"
+    plain = make_job()
+    plain["metadata"]["labels"] = {}
+    assert j.plan(plain, [], namespace_labels=ns_labels(), config=cfg).action == "ignore"
+    assert j.plan(None, [admitted_workload(make_job())], namespace_labels=ns_labels(), config=cfg).action == "finalize"
