@@ -8,6 +8,7 @@ import pytest
 
 from webhook import config
 from webhook.config import ConfigError, Configuration
+from webhook.config import types as config_types
 
 V1 = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
 V2 = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
@@ -17,7 +18,7 @@ NS_LABEL = "kubernetes.io/metadata.name"
 @pytest.fixture(autouse=True)
 def _no_service_account(monkeypatch, tmp_path):
     """Tests run outside a pod unless they say otherwise."""
-    monkeypatch.setattr(config, "_SERVICE_ACCOUNT_NAMESPACE_FILE", str(tmp_path / "absent"))
+    monkeypatch.setattr(config_types, "_SERVICE_ACCOUNT_NAMESPACE_FILE", str(tmp_path / "absent"))
 
 
 def error_of(text: str) -> str:
@@ -83,7 +84,7 @@ def test_configuration_is_frozen():
 def test_namespace_from_service_account(monkeypatch, tmp_path):
     path = tmp_path / "namespace"
     path.write_text("tenant-a\n")
-    monkeypatch.setattr(config, "_SERVICE_ACCOUNT_NAMESPACE_FILE", str(path))
+    monkeypatch.setattr(config_types, "_SERVICE_ACCOUNT_NAMESPACE_FILE", str(path))
     cfg = Configuration()
     assert cfg.namespace == "tenant-a"
     assert cfg.managed_jobs_namespace_selector["matchExpressions"][0]["values"] == ("kube-system", "tenant-a")

@@ -1,0 +1,74 @@
+"""The Kueue `Configuration` file, parsed once at startup into frozen dataclasses.
+
+Mirrors, at kubernetes-sigs/kueue commit ff69552e79:
+
+* `apis/config/v1beta2/configuration_types.go` and `defaults.go` — the field tree and its defaults;
+* `apis/config/v1beta1/configuration_types.go`, `defaults.go`, `configuration_conversion.go` — the older
+  version, defaulted as v1beta1 and then converted;
+* `pkg/config/config.go` (strict decoding, "no file = all defaults") and `pkg/config/validation.go`;
+* `pkg/features/kube_features.go` for the feature-gate defaults used by `Configuration.feature_enabled`.
+
+Every field of `Configuration` carries upstream's v1beta2 default, so `Configuration()` is the
+configuration of a manager started without `--config`. Durations are float seconds (`*_s`).
+"""
+
+from __future__ import annotations
+
+from webhook.config.durations import format_go_duration, parse_go_duration
+from webhook.config.types import (
+    FEATURE_GATE_DEFAULTS,
+    AdmissionFairSharing,
+    ClientConnection,
+    ConfigError,
+    Configuration,
+    ControllerConfig,
+    FairSharing,
+    Health,
+    Integrations,
+    InternalCertManagement,
+    LeaderElection,
+    LocalQueueMetrics,
+    Metrics,
+    MultiKueue,
+    ObjectRetentionPolicies,
+    RequeuingStrategy,
+    Resources,
+    ResourceTransformation,
+    VisibilityServer,
+    WaitForPodsReady,
+    Webhook,
+    WorkloadRetentionPolicy,
+)
+from webhook.config.validation import SUPPORTED_FRAMEWORKS, load, parse, validate, validate_feature_gates
+
+__all__ = [
+    "FEATURE_GATE_DEFAULTS",
+    "SUPPORTED_FRAMEWORKS",
+    "AdmissionFairSharing",
+    "ClientConnection",
+    "ConfigError",
+    "Configuration",
+    "ControllerConfig",
+    "FairSharing",
+    "Health",
+    "Integrations",
+    "InternalCertManagement",
+    "LeaderElection",
+    "LocalQueueMetrics",
+    "Metrics",
+    "MultiKueue",
+    "ObjectRetentionPolicies",
+    "RequeuingStrategy",
+    "ResourceTransformation",
+    "Resources",
+    "VisibilityServer",
+    "WaitForPodsReady",
+    "Webhook",
+    "WorkloadRetentionPolicy",
+    "format_go_duration",
+    "load",
+    "parse",
+    "parse_go_duration",
+    "validate",
+    "validate_feature_gates",
+]

@@ -1,0 +1,420 @@
+"""The Configuration field tree with upstream's v1beta2 defaults, feature-gate defaults and ConfigError.
+
+Mirrors `apis/config/v1beta2/configuration_types.go`, `defaults.go` and `pkg/features/kube_features.go`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from webhook.api import fields
+
+_T = TypeVar("_T")
+
+__all__ = [
+    "DEFAULT_CLIENT_BURST",
+    "DEFAULT_CLIENT_QPS",
+    "DEFAULT_HEALTH_PROBE_BIND_ADDRESS",
+    "DEFAULT_JOB_FRAMEWORK",
+    "DEFAULT_LEADER_ELECTION_ID",
+    "DEFAULT_METRICS_BIND_ADDRESS",
+    "DEFAULT_MULTIKUEUE_ORIGIN",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_REQUEUING_BACKOFF_BASE_SECONDS",
+    "DEFAULT_REQUEUING_BACKOFF_MAX_SECONDS",
+    "DEFAULT_VISIBILITY_BIND_PORT",
+    "DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S",
+    "DEFAULT_WEBHOOK_CERT_DIR",
+    "DEFAULT_WEBHOOK_PORT",
+    "DEFAULT_WEBHOOK_SECRET_NAME",
+    "DEFAULT_WEBHOOK_SERVICE_NAME",
+    "FEATURE_GATE_DEFAULTS",
+    "LOCKED_FEATURE_GATES",
+    "MULTIKUEUE_DISPATCHER_ALL_AT_ONCE",
+    "MULTIKUEUE_DISPATCHER_INCREMENTAL",
+    "AdmissionFairSharing",
+    "ClientConnection",
+    "ConfigError",
+    "Configuration",
+    "ControllerConfig",
+    "FairSharing",
+    "Health",
+    "IncrementalDispatcherConfig",
+    "Integrations",
+    "InternalCertManagement",
+    "LeaderElection",
+    "LocalQueueMetrics",
+    "Metrics",
+    "MetricsCustomLabel",
+    "MultiKueue",
+    "ObjectRetentionPolicies",
+    "RequeuingStrategy",
+    "ResourceTransformation",
+    "Resources",
+    "TLSOptions",
+    "VisibilityServer",
+    "WaitForPodsReady",
+    "Webhook",
+    "WorkloadRetentionPolicy",
+    "default_managed_jobs_namespace_selector",
+    "operator_namespace",
+]
+
+
+# --- defaults (apis/config/v1beta2/defaults.go) -------------------------------------------------
+
+DEFAULT_NAMESPACE = "kueue-system"
+DEFAULT_WEBHOOK_SERVICE_NAME = "kueue-webhook-service"
+DEFAULT_WEBHOOK_SECRET_NAME = "kueue-webhook-server-cert"
+DEFAULT_WEBHOOK_PORT = 9443
+DEFAULT_WEBHOOK_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
+DEFAULT_HEALTH_PROBE_BIND_ADDRESS = ":8081"
+DEFAULT_METRICS_BIND_ADDRESS = ":8443"
+DEFAULT_LEADER_ELECTION_ID = "c1f6bfd2.kueue.x-k8s.io"
+DEFAULT_CLIENT_QPS = 300.0
+DEFAULT_CLIENT_BURST = 500
+DEFAULT_JOB_FRAMEWORK = "batch/job"
+DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S = 30 * 60.0
+DEFAULT_REQUEUING_BACKOFF_BASE_SECONDS = 60
+DEFAULT_REQUEUING_BACKOFF_MAX_SECONDS = 3600
+DEFAULT_VISIBILITY_BIND_PORT = 8082
+DEFAULT_MULTIKUEUE_ORIGIN = "multikueue"
+MULTIKUEUE_DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+MULTIKUEUE_DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+
+_SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+# Gate name -> default at this snapshot (pkg/features/kube_features.go, last versioned entry).
+# fmt: off
+_GATES_ON_BY_DEFAULT = (
+    "PartialAdmission", "FlavorFungibility", "VisibilityOnDemand", "PrioritySortingWithinCohort",
+    "FairSharingPreemptWithinNominal", "FairSharingPrioritizeNonBorrowing", "MultiKueue",
+    "TopologyAwareScheduling", "LocalQueueMetrics", "TASProfileMixed", "AdmissionFairSharing",
+    "TASFailedNodeReplacement", "ElasticJobsViaWorkloadSlices", "TASFailedNodeReplacementFailFast",
+    "TASReplaceNodeOnPodTermination", "SkipReassignmentForPodOwnedWorkloads",
+    "ManagedJobsNamespaceSelectorAlwaysRespected", "TASAssignmentsEncodingByHostnamePrefix",
+    "KueueDRAIntegration", "KueueDRAIntegrationExtendedResource", "KueueDRARejectWorkloadsWhenDRADisabled",
+    "KueueDRAIntegrationPartitionableDevices", "MultiKueueAdaptersForCustomJobs",
+    "MultiKueueKubeConfigPathValidation", "ReclaimablePods", "TLSOptions",
+    "RemoveFinalizersWithStrictPatch", "TASReplaceNodeOnNodeTaints", "AssignQueueLabelsForPods",
+    "TASMultiLayerTopology", "SchedulingEquivalenceHashing", "AdmissionGatedBy", "FinishOrphanedWorkloads",
+    "MultiKueueIncrementalDispatcherConfig", "MultiKueueIncrementalDispatcherRespectConfigOrder",
+    "QuotaCheckStrategy", "MetricForWorkloadCreationLatency", "WorkloadIdentifierAnnotations",
+    "WorkloadPriorityClassDefaulting", "MetricsForCohorts", "CleanupProvisioningRequestsOnEviction",
+    "TASHandleOverlappingFlavors", "UnadmittedWorkloadsObservability",
+    "TASRecomputeAssignmentWithinSchedulingCycle", "DeferRayServiceFinalizationForRedisCleanup",
+    "TASCacheNodeMatchResults", "TASCachingRemainingResources", "TASCacheTopologyTree",
+    "VectorizedResourceRequests", "WorkloadValidateResourcesAreNonNegative", "TASValidateWorkloadSliceSize",
+    "WorkloadValidationForPodSetMetadata", "LWSImmutableGroupSize", "FlavorFungibilityPreserveScanProgress",
+    "SkipAncestorCheckForDeletedWorkloads", "MultiKueueRemoteSpecSync",
+    "RecomputeAssignmentUponPreemptionTargetsOverlap", "PodIntegrationValidateGroupOwner",
+    "ValidateRayAndSparkJobUpdates",
+)
+_GATES_OFF_BY_DEFAULT = (
+    "DisableWaitForPodsReady", "ElasticJobsViaWorkloadSlicesWithTAS",
+    "TASReplaceNodeDueToNotReadyOverFixedTime", "TASBalancedPlacement",
+    "KueueDRAIntegrationConsumableCapacity", "WorkloadRequestUseMergePatch", "MultiKueueClusterProfile",
+    "FailureRecoveryPolicy", "CustomMetricLabels", "SparkApplicationIntegration",
+    "MultiKueueOrchestratedPreemption", "PriorityBoost", "ShortWorkloadNames",
+    "FastQuotaReleaseInPodIntegration", "RejectUpdatesToCQWithInvalidOnFlavors", "ConcurrentAdmission",
+    "TASRespectNodeAffinityPreferred", "MultiKueueManagerQuotaAutomation",
+    "UnadmittedWorkloadsExplicitStatus", "SchedulerLibraryIntegration", "PrioritizePreemptorWorkloads",
+)
+# fmt: on
+FEATURE_GATE_DEFAULTS: Mapping[str, bool] = MappingProxyType(
+    {**dict.fromkeys(_GATES_ON_BY_DEFAULT, True), **dict.fromkeys(_GATES_OFF_BY_DEFAULT, False)}
+)
+
+# Gates at GA with LockToDefault: setting them to anything else is an error.
+LOCKED_FEATURE_GATES: frozenset[str] = frozenset(
+    {"ManagedJobsNamespaceSelectorAlwaysRespected", "TLSOptions"}
+)
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+def operator_namespace() -> str:
+    """The pod's namespace from its service-account mount, else `kueue-system` (getOperatorNamespace)."""
+    try:
+        with open(_SERVICE_ACCOUNT_NAMESPACE_FILE, encoding="utf-8") as f:
+            ns = f.read().strip()
+    except OSError:
+        return DEFAULT_NAMESPACE
+    return ns or DEFAULT_NAMESPACE
+
+
+def default_managed_jobs_namespace_selector(namespace: str) -> Mapping[str, Any]:
+    """`kubernetes.io/metadata.name NotIn [kube-system, <namespace>]`."""
+    return MappingProxyType(
+        {
+            "matchExpressions": (
+                MappingProxyType(
+                    {
+                        "key": _NAMESPACE_NAME_LABEL,
+                        "operator": "NotIn",
+                        "values": ("kube-system", namespace),
+                    }
+                ),
+            )
+        }
+    )
+
+
+# Identity sentinel: "derive the selector from `namespace`" (an empty selector is a real value).
+_AUTO_SELECTOR: Mapping[str, Any] = MappingProxyType({})
+
+
+# --- the field tree ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    port: int = DEFAULT_WEBHOOK_PORT
+    host: str = ""
+    cert_dir: str = DEFAULT_WEBHOOK_CERT_DIR
+
+
+@dataclass(frozen=True, slots=True)
+class InternalCertManagement:
+    enable: bool = True
+    webhook_service_name: str = DEFAULT_WEBHOOK_SERVICE_NAME
+    webhook_secret_name: str = DEFAULT_WEBHOOK_SECRET_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElection:
+    """component-base LeaderElectionConfiguration after `RecommendedDefaultLeaderElectionConfiguration`."""
+
+    leader_elect: bool = True
+    resource_name: str = DEFAULT_LEADER_ELECTION_ID
+    resource_namespace: str = ""  # empty: the pod's namespace
+    lease_duration_s: float = 15.0
+    renew_deadline_s: float = 10.0
+    retry_period_s: float = 2.0
+    resource_lock: str = "leases"
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    health_probe_bind_address: str = DEFAULT_HEALTH_PROBE_BIND_ADDRESS
+    # controller-runtime's defaults when the file leaves these empty.
+    readiness_endpoint_name: str = "/readyz"
+    liveness_endpoint_name: str = "/healthz"
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueMetrics:
+    enable: bool = True
+    local_queue_selector: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsCustomLabel:
+    name: str
+    source_label_key: str = ""
+    source_annotation_key: str = ""
+    source_kind: str = "ClusterQueue"  # a nil sourceKind means ClusterQueue
+    tracked_values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    bind_address: str = DEFAULT_METRICS_BIND_ADDRESS
+    enable_cluster_queue_resources: bool = False
+    local_queue_metrics: LocalQueueMetrics = field(default_factory=LocalQueueMetrics)
+    custom_labels: tuple[MetricsCustomLabel, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    group_kind_concurrency: Mapping[str, int] = field(default_factory=_empty)
+    cache_sync_timeout_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    qps: float = DEFAULT_CLIENT_QPS
+    burst: int = DEFAULT_CLIENT_BURST
+
+
+@dataclass(frozen=True, slots=True)
+class RequeuingStrategy:
+    timestamp: str = "Eviction"
+    backoff_limit_count: int | None = None  # None: requeue forever
+    backoff_base_seconds: int = DEFAULT_REQUEUING_BACKOFF_BASE_SECONDS
+    backoff_max_seconds: int = DEFAULT_REQUEUING_BACKOFF_MAX_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class WaitForPodsReady:
+    timeout_s: float = DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S
+    block_admission: bool = False
+    requeuing_strategy: RequeuingStrategy = field(default_factory=RequeuingStrategy)
+    recovery_timeout_s: float | None = None  # None here means "same as timeout_s" (see __post_init__)
+
+    def __post_init__(self) -> None:
+        if self.recovery_timeout_s is None:
+            object.__setattr__(self, "recovery_timeout_s", self.timeout_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Integrations:
+    frameworks: tuple[str, ...] = (DEFAULT_JOB_FRAMEWORK,)
+    external_frameworks: tuple[str, ...] = ()
+    label_keys_to_copy: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalDispatcherConfig:
+    step_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MultiKueue:
+    gc_interval_s: float = 60.0
+    origin: str = DEFAULT_MULTIKUEUE_ORIGIN
+    worker_lost_timeout_s: float = 15 * 60.0
+    dispatcher_name: str = MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
+    external_frameworks: tuple[str, ...] = ()
+    # Set (step size 3 by default) when dispatcher_name is the incremental dispatcher.
+    incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
+    cluster_profile: Mapping[str, Any] | None = None  # kept as decoded, not interpreted
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    preemption_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionFairSharing:
+    usage_half_life_time_s: float = 0.0
+    usage_sampling_interval_s: float = 300.0
+    resource_weights: Mapping[str, float] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTransformation:
+    input: str
+    strategy: str = "Retain"
+    multiply_by: str = ""
+    outputs: Mapping[str, str] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    exclude_resource_prefixes: tuple[str, ...] = ()
+    transformations: tuple[ResourceTransformation, ...] = ()
+    quota_check_strategy: str | None = None  # None behaves as BlockUndeclared
+    device_class_mappings: tuple[Mapping[str, Any], ...] = ()  # kept as decoded, not interpreted
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRetentionPolicy:
+    after_finished_s: float | None = None  # None: keep forever
+    after_deactivated_by_kueue_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRetentionPolicies:
+    workloads: WorkloadRetentionPolicy = field(default_factory=WorkloadRetentionPolicy)
+
+
+@dataclass(frozen=True, slots=True)
+class VisibilityServer:
+    bind_address: str | None = None
+    bind_port: int = DEFAULT_VISIBILITY_BIND_PORT
+
+
+@dataclass(frozen=True, slots=True)
+class TLSOptions:
+    min_version: str = ""
+    cipher_suites: tuple[str, ...] = ()
+    curve_preferences: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """The whole configuration. `Configuration()` equals loading no file (v1beta2 defaults)."""
+
+    namespace: str = field(default_factory=operator_namespace)
+    manage_jobs_without_queue_name: bool = False
+    # Defaults to `kubernetes.io/metadata.name NotIn [kube-system, <namespace>]`.
+    managed_jobs_namespace_selector: Mapping[str, Any] = field(default_factory=lambda: _AUTO_SELECTOR)
+    integrations: Integrations = field(default_factory=Integrations)
+    webhook: Webhook = field(default_factory=Webhook)
+    internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    health: Health = field(default_factory=Health)
+    metrics: Metrics = field(default_factory=Metrics)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    pprof_bind_address: str = ""
+    tls: TLSOptions | None = None
+    # None = disabled: a v1beta1 file without `enable: true`, or gate DisableWaitForPodsReady.
+    wait_for_pods_ready: WaitForPodsReady | None = field(default_factory=WaitForPodsReady)
+    multi_kueue: MultiKueue = field(default_factory=MultiKueue)
+    fair_sharing: FairSharing | None = None
+    admission_fair_sharing: AdmissionFairSharing | None = None
+    resources: Resources = field(default_factory=Resources)
+    object_retention_policies: ObjectRetentionPolicies = field(default_factory=ObjectRetentionPolicies)
+    visibility_server: VisibilityServer = field(default_factory=VisibilityServer)
+    feature_gates: Mapping[str, bool] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        # waitforpodsready.Enabled: the gate wins over the configuration.
+        if self.feature_gates.get("DisableWaitForPodsReady", False):
+            object.__setattr__(self, "wait_for_pods_ready", None)
+        if self.managed_jobs_namespace_selector is _AUTO_SELECTOR:
+            object.__setattr__(
+                self,
+                "managed_jobs_namespace_selector",
+                default_managed_jobs_namespace_selector(self.namespace),
+            )
+
+    def feature_enabled(self, name: str) -> bool:
+        """The gate's value from `featureGates`, else upstream's default; unknown gates are off."""
+        if name in self.feature_gates:
+            return self.feature_gates[name]
+        return FEATURE_GATE_DEFAULTS.get(name, False)
+
+    @property
+    def wait_for_pods_ready_enabled(self) -> bool:
+        return self.wait_for_pods_ready is not None
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
+
+class ConfigError(ValueError):
+    """The file cannot be read, decoded or validated. The message names the field path.
+
+    `errors` holds the field errors when validation failed (empty for read/decode failures).
+    """
+
+    def __init__(self, message: str, errors: Sequence[fields.FieldError] = ()) -> None:
+        super().__init__(message)
+        self.errors: tuple[fields.FieldError, ...] = tuple(errors)
+
+
+def _invalid_stringer(path: str, rendered: str, detail: str) -> fields.FieldError:
+    """`field.Invalid` of a Go value printed by its String() method (Durations): unquoted."""
+    return fields.FieldError(fields.Kind.INVALID, path, f"{rendered}: {detail}")
+
+
+@dataclass(frozen=True, slots=True)
+class _TooMany(fields.FieldError):
+    """`field.TooMany`: `<path>: Too many: <n>: must have at most <max> items`."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: Too many: {self.value}: {self.detail}"
+
+
+def _too_many(path: str, actual: int, maximum: int) -> fields.FieldError:
+    return _TooMany(fields.Kind.INVALID, path, f"must have at most {maximum} items", actual)

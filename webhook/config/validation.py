@@ -1,0 +1,560 @@
+"""Validation of a decoded Configuration, with upstream's messages (`pkg/config/validation.go`)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+import yaml
+
+from webhook.api import fields, selector
+from webhook.config.decode import V1BETA1, V1BETA2, _decode, _Decoder, _json_kind, _StrictLoader
+from webhook.config.durations import _ns, format_go_duration
+from webhook.config.types import (
+    _NAMESPACE_NAME_LABEL,
+    FEATURE_GATE_DEFAULTS,
+    LOCKED_FEATURE_GATES,
+    MULTIKUEUE_DISPATCHER_INCREMENTAL,
+    ConfigError,
+    Configuration,
+    MetricsCustomLabel,
+    _invalid_stringer,
+    _too_many,
+)
+
+_T = TypeVar("_T")
+
+__all__ = [
+    "SUPPORTED_FRAMEWORKS",
+    "load",
+    "parse",
+    "validate",
+    "validate_feature_gates",
+]
+
+
+# --- validation (pkg/config/validation.go) -----------------------------------------------------------
+
+# Built-in integrations (pkg/controller/jobs/*): framework name -> GVK string of its job type, and
+# whether it has a built-in MultiKueue adapter.
+_FRAMEWORKS: Mapping[str, tuple[str, bool]] = MappingProxyType({
+    "batch/job": ("batch/v1, Kind=Job", True),
+    "deployment": ("apps/v1, Kind=Deployment", False),
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io/v1alpha2, Kind=JobSet", True),
+    "kubeflow.org/jaxjob": ("kubeflow.org/v1, Kind=JAXJob", True),
+    "kubeflow.org/mpijob": ("kubeflow.org/v2beta1, Kind=MPIJob", True),
+    "kubeflow.org/paddlejob": ("kubeflow.org/v1, Kind=PaddleJob", True),
+    "kubeflow.org/pytorchjob": ("kubeflow.org/v1, Kind=PyTorchJob", True),
+    "kubeflow.org/tfjob": ("kubeflow.org/v1, Kind=TFJob", True),
+    "kubeflow.org/xgboostjob": ("kubeflow.org/v1, Kind=XGBoostJob", True),
+    "leaderworkerset.x-k8s.io/leaderworkerset": ("leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet", True),
+    "pod": ("/v1, Kind=Pod", True),
+    "ray.io/raycluster": ("ray.io/v1, Kind=RayCluster", True),
+    "ray.io/rayjob": ("ray.io/v1, Kind=RayJob", True),
+    "ray.io/rayservice": ("ray.io/v1, Kind=RayService", True),
+    "sparkoperator.k8s.io/sparkapplication": ("sparkoperator.k8s.io/v1beta2, Kind=SparkApplication", False),
+    "statefulset": ("apps/v1, Kind=StatefulSet", True),
+    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org/v1alpha1, Kind=TrainJob", True),
+    "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev/v1beta2, Kind=AppWrapper", True),
+})  # fmt: skip
+SUPPORTED_FRAMEWORKS: tuple[str, ...] = tuple(sorted(_FRAMEWORKS))
+
+_NEGATIVE = "must be greater than or equal to 0"
+_PREEMPTION_STRATEGY_SETS = (
+    ("LessThanOrEqualToFinalShare",),
+    ("LessThanInitialShare",),
+    ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+)
+_CUSTOM_LABEL_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
+_MAX_CUSTOM_LABELS = 20
+_MAX_TRACKED_VALUES = 16
+_MAX_TRACKED_WORKLOAD_VALUES = 12
+# pkg/metrics: MaxCustomLabelsForSourceKind; Workload labels are capped lower.
+_MAX_CUSTOM_LABELS_PER_KIND = MappingProxyType(
+    {"Cohort": 8, "ClusterQueue": 8, "LocalQueue": 8, "Workload": 2}
+)
+_DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def _parse_kind_arg(arg: str) -> str | None:
+    """`schema.ParseKindArg`: `Kind.version.group` -> the GVK string, or None without two dots."""
+    if arg.count(".") < 2:
+        return None
+    kind, version, group = arg.split(".", 2)
+    return f"{group}/{version}, Kind={kind}"
+
+
+def _is_dns1035_label(value: str) -> list[str]:
+    errs = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not re.fullmatch(_DNS1035_LABEL, value):
+        errs.append(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+            f"regex used for validation is '{_DNS1035_LABEL}')"
+        )
+    return errs
+
+
+def validate(cfg: Configuration) -> list[fields.FieldError]:
+    """`config.Validate`: every error, in upstream's order. Gates come from `cfg.feature_gates`."""
+    return [
+        *_validate_wait_for_pods_ready(cfg),
+        *_validate_integrations(cfg),
+        *_validate_multi_kueue(cfg),
+        *_validate_fair_sharing(cfg),
+        *_validate_admission_fair_sharing(cfg),
+        *_validate_internal_cert_management(cfg),
+        *_validate_resource_transformations(cfg),
+        *_validate_namespace_selector(cfg, cfg.managed_jobs_namespace_selector),
+        *_validate_object_retention_policies(cfg),
+        *_validate_tls(cfg),
+        *_validate_visibility_server(cfg),
+        *_validate_custom_labels(cfg),
+        *_validate_quota_check_strategy(cfg),
+    ]
+
+
+def _validate_wait_for_pods_ready(cfg: Configuration) -> list[fields.FieldError]:
+    w = cfg.wait_for_pods_ready
+    if w is None:
+        return []
+    errs = []
+    p = "waitForPodsReady"
+    if w.timeout_s == 0:
+        errs.append(fields.required(f"{p}.timeout", "must be specified"))
+    if w.timeout_s < 0:
+        errs.append(_invalid_stringer(f"{p}.timeout", format_go_duration(_ns(w.timeout_s)), _NEGATIVE))
+    if w.recovery_timeout_s is not None and w.recovery_timeout_s < 0:
+        errs.append(
+            _invalid_stringer(
+                f"{p}.recoveryTimeout", format_go_duration(_ns(w.recovery_timeout_s)), _NEGATIVE
+            )
+        )
+    rs = w.requeuing_strategy
+    if rs.timestamp not in ("Creation", "Eviction"):
+        errs.append(
+            fields.not_supported(f"{p}.requeuingStrategy.timestamp", rs.timestamp, ("Creation", "Eviction"))
+        )
+    for key, value in (
+        ("backoffLimitCount", rs.backoff_limit_count),
+        ("backoffBaseSeconds", rs.backoff_base_seconds),
+        ("backoffMaxSeconds", rs.backoff_max_seconds),
+    ):
+        if value is not None and value < 0:
+            errs.append(fields.invalid(f"{p}.requeuingStrategy.{key}", value, _NEGATIVE))
+    return errs
+
+
+def _validate_integrations(cfg: Configuration) -> list[fields.FieldError]:
+    if not cfg.integrations.frameworks:
+        return [fields.required("integrations.frameworks", "cannot be empty")]
+    errs = []
+    managed: set[str] = set()
+    for i, name in enumerate(cfg.integrations.frameworks):
+        path = f"integrations.frameworks[{i}]"
+        if name not in _FRAMEWORKS:
+            errs.append(fields.not_supported(path, name, SUPPORTED_FRAMEWORKS))
+        elif _FRAMEWORKS[name][0] in managed:
+            errs.append(fields.duplicate(path, name))
+        else:
+            managed.add(_FRAMEWORKS[name][0])
+    for i, name in enumerate(cfg.integrations.external_frameworks):
+        path = f"integrations.externalFrameworks[{i}]"
+        gvk = _parse_kind_arg(name)
+        if gvk is None:
+            errs.append(fields.invalid(path, name, "must be format, 'Kind.version.group.com'"))
+        elif gvk in managed:
+            errs.append(fields.duplicate(path, name))
+        else:
+            managed.add(gvk)
+    if "pod" in cfg.integrations.frameworks:
+        sel: Mapping[str, Any] | None = cfg.managed_jobs_namespace_selector
+        if sel is None:
+            errs.append(
+                fields.required(
+                    "managedJobsNamespaceSelector", "cannot be empty when pod integration is enabled"
+                )
+            )
+        else:
+            errs.extend(_validate_namespace_selector(cfg, sel))
+    return errs
+
+
+def _validate_namespace_selector(
+    cfg: Configuration, sel: Mapping[str, Any] | None
+) -> list[fields.FieldError]:
+    """The selector must be valid and must exempt kube-system and Kueue's own namespace."""
+    path = "managedJobsNamespaceSelector"
+    errs = selector.validate(sel, path)
+    if sel is None or errs:
+        return errs  # nil is `labels.Nothing()`; an invalid selector cannot be converted
+    prohibited = ["kube-system"] + ([cfg.namespace] if cfg.namespace else [])
+    for ns in prohibited:
+        if selector.matches(sel, {_NAMESPACE_NAME_LABEL: ns}):
+            errs.append(
+                fields.invalid(
+                    path, selector.canonical(sel), f"should not match the {json.dumps(ns)} namespace"
+                )
+            )
+    return errs
+
+
+def _validate_multi_kueue(cfg: Configuration) -> list[fields.FieldError]:
+    mk = cfg.multi_kueue
+    p = "multiKueue"
+    errs = []
+    if mk.gc_interval_s < 0:
+        errs.append(
+            _invalid_stringer(f"{p}.gcInterval", format_go_duration(_ns(mk.gc_interval_s)), _NEGATIVE)
+        )
+    if mk.worker_lost_timeout_s < 0:
+        errs.append(
+            _invalid_stringer(
+                f"{p}.workerLostTimeout", format_go_duration(_ns(mk.worker_lost_timeout_s)), _NEGATIVE
+            )
+        )
+    label_errs = fields.is_label_value(mk.origin)
+    if label_errs:
+        errs.append(fields.invalid(f"{p}.origin", mk.origin, ",".join(label_errs)))
+    built_in = {
+        _FRAMEWORKS[f][0] for f in cfg.integrations.frameworks if f in _FRAMEWORKS and _FRAMEWORKS[f][1]
+    }
+    seen: set[str] = set()
+    for i, name in enumerate(mk.external_frameworks):
+        path = f"{p}.externalFrameworks[{i}].name"
+        gvk = _parse_kind_arg(name)
+        if gvk is None:
+            errs.append(fields.invalid(path, name, "must be in 'kind.version.group' format"))
+            continue
+        if gvk in seen:
+            errs.append(fields.duplicate(path, name))
+        seen.add(gvk)
+        if gvk in built_in:
+            errs.append(fields.invalid(path, name, "conflicts with a built-in MultiKueue adapter"))
+    idc = mk.incremental_dispatcher_config
+    if idc is not None:
+        if mk.dispatcher_name != MULTIKUEUE_DISPATCHER_INCREMENTAL:
+            errs.append(
+                fields.invalid(
+                    f"{p}.incrementalDispatcherConfig",
+                    {} if idc.step_size is None else {"stepSize": idc.step_size},
+                    "incrementalDispatcherConfig is only valid when dispatcherName is set to the incremental dispatcher",
+                )
+            )
+        if idc.step_size is not None and idc.step_size < 1:
+            errs.append(
+                fields.invalid(
+                    f"{p}.incrementalDispatcherConfig.stepSize",
+                    idc.step_size,
+                    "must be greater than or equal to 1",
+                )
+            )
+    return errs
+
+
+def _validate_fair_sharing(cfg: Configuration) -> list[fields.FieldError]:
+    fs = cfg.fair_sharing
+    path = "fairSharing.preemptionStrategies"
+    if fs is None:
+        return []
+    if not fs.preemption_strategies:
+        return [fields.required(path, "must be specified")]
+    if tuple(fs.preemption_strategies) not in _PREEMPTION_STRATEGY_SETS:
+        return [
+            fields.not_supported(
+                path, list(fs.preemption_strategies), [",".join(s) for s in _PREEMPTION_STRATEGY_SETS]
+            )
+        ]
+    return []
+
+
+def _validate_admission_fair_sharing(cfg: Configuration) -> list[fields.FieldError]:
+    afs = cfg.admission_fair_sharing
+    if afs is None:
+        return []
+    p = "admissionFairSharing"
+    half_life = format_go_duration(_ns(afs.usage_half_life_time_s))
+    errs = []
+    if afs.usage_half_life_time_s < 0:
+        errs.append(_invalid_stringer(f"{p}.usageHalfLifeTime", half_life, _NEGATIVE))
+    if afs.usage_sampling_interval_s <= 0:
+        # Upstream reports the half-life value here, not the interval.
+        errs.append(_invalid_stringer(f"{p}.usageSamplingInterval", half_life, "must be greater than 0"))
+    weights = {k: _go_float(afs.resource_weights[k]) for k in sorted(afs.resource_weights)}
+    for name in sorted(afs.resource_weights):
+        if afs.resource_weights[name] < 0:
+            errs.append(fields.invalid(f"{p}.resourceWeights[{name}]", weights, _NEGATIVE))
+    return errs
+
+
+def _go_float(value: float) -> int | float:
+    """Go's JSON prints integral floats without a fraction."""
+    return int(value) if value.is_integer() and abs(value) < 1e21 else value
+
+
+def _validate_internal_cert_management(cfg: Configuration) -> list[fields.FieldError]:
+    icm = cfg.internal_cert_management
+    if not icm.enable:
+        return []
+    errs = []
+    svc_errs = _is_dns1035_label(icm.webhook_service_name)
+    if svc_errs:
+        errs.append(
+            fields.invalid(
+                "internalCertManagement.webhookServiceName", icm.webhook_service_name, ",".join(svc_errs)
+            )
+        )
+    sec_errs = fields.is_dns1123_subdomain(icm.webhook_secret_name)
+    if sec_errs:
+        errs.append(
+            fields.invalid(
+                "internalCertManagement.webhookSecretName", icm.webhook_secret_name, ",".join(sec_errs)
+            )
+        )
+    return errs
+
+
+def _validate_resource_transformations(cfg: Configuration) -> list[fields.FieldError]:
+    errs = []
+    seen: set[str] = set()
+    for i, t in enumerate(cfg.resources.transformations):
+        path = f"resources.transformations[{i}]"
+        if t.strategy not in ("Retain", "Replace"):
+            errs.append(fields.not_supported(f"{path}.strategy", t.strategy, ("Retain", "Replace")))
+        if t.input in seen:
+            errs.append(fields.duplicate(f"{path}.input", t.input))
+        seen.add(t.input)
+    return errs
+
+
+def _validate_object_retention_policies(cfg: Configuration) -> list[fields.FieldError]:
+    w = cfg.object_retention_policies.workloads
+    p = "objectRetentionPolicies.workloads"
+    errs = []
+    if w.after_finished_s is not None and w.after_finished_s < 0:
+        errs.append(
+            _invalid_stringer(f"{p}.afterFinished", format_go_duration(_ns(w.after_finished_s)), _NEGATIVE)
+        )
+    if w.after_deactivated_by_kueue_s is not None and w.after_deactivated_by_kueue_s < 0:
+        # Upstream passes Duration.String() here, so the value is quoted.
+        text = format_go_duration(_ns(w.after_deactivated_by_kueue_s))
+        errs.append(fields.invalid(f"{p}.afterDeactivatedByKueue", text, _NEGATIVE))
+    return errs
+
+
+def _validate_tls(cfg: Configuration) -> list[fields.FieldError]:
+    tls = cfg.tls
+    if tls is not None and tls.min_version == "VersionTLS13" and tls.cipher_suites:
+        return [
+            fields.invalid(
+                "tls.cipherSuites",
+                list(tls.cipher_suites),
+                "may not be specified when `minVersion` is 'VersionTLS13'",
+            )
+        ]
+    return []
+
+
+def _validate_visibility_server(cfg: Configuration) -> list[fields.FieldError]:
+    vs = cfg.visibility_server
+    errs = []
+    if vs.bind_address is not None:
+        try:
+            ipaddress.ip_address(vs.bind_address)
+        except ValueError:
+            errs.append(
+                fields.invalid("visibilityServer.bindAddress", vs.bind_address, "must be a valid IP address")
+            )
+    if not 1 <= vs.bind_port <= 65535:
+        errs.append(
+            fields.invalid("visibilityServer.bindPort", vs.bind_port, "must be a valid port number (1-65535)")
+        )
+    return errs
+
+
+def _custom_label_json(cl: MetricsCustomLabel) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": cl.name}
+    if cl.source_label_key:
+        out["sourceLabelKey"] = cl.source_label_key
+    if cl.source_annotation_key:
+        out["sourceAnnotationKey"] = cl.source_annotation_key
+    out["sourceKind"] = cl.source_kind
+    if cl.tracked_values:
+        out["trackedValues"] = list(cl.tracked_values)
+    return out
+
+
+def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
+    labels = cfg.metrics.custom_labels
+    if not labels:
+        return []
+    p = "metrics.customLabels"
+    errs = []
+    if len(labels) > _MAX_CUSTOM_LABELS:
+        errs.append(_too_many(p, len(labels), _MAX_CUSTOM_LABELS))
+    seen: set[str] = set()
+    per_kind: dict[str, int] = {}
+    for i, cl in enumerate(labels):
+        path = f"{p}[{i}]"
+        if not _CUSTOM_LABEL_NAME_RE.match(cl.name):
+            errs.append(fields.invalid(f"{path}.name", cl.name, "must match ^[a-zA-Z][a-zA-Z0-9_]*$"))
+        if cl.name in seen:
+            errs.append(fields.duplicate(f"{path}.name", cl.name))
+        seen.add(cl.name)
+        if cl.source_label_key and cl.source_annotation_key:
+            errs.append(
+                fields.invalid(
+                    path,
+                    _custom_label_json(cl),
+                    "sourceLabelKey and sourceAnnotationKey are mutually exclusive",
+                )
+            )
+        key_path, key = (
+            (f"{path}.sourceLabelKey", cl.source_label_key)
+            if cl.source_label_key
+            else (f"{path}.sourceAnnotationKey", cl.source_annotation_key)
+            if cl.source_annotation_key
+            else (f"{path}.name", cl.name)
+        )
+        key_errs = fields.is_label_key(key)
+        if key_errs:
+            errs.append(fields.invalid(key_path, key, "; ".join(key_errs)))
+        per_kind[cl.source_kind] = per_kind.get(cl.source_kind, 0) + 1
+        values = list(cl.tracked_values)
+        if cl.source_kind == "Workload":
+            if not values:
+                errs.append(
+                    fields.invalid(
+                        f"{path}.trackedValues", None, "must not be empty when sourceKind is 'Workload'"
+                    )
+                )
+            if len(values) > _MAX_TRACKED_WORKLOAD_VALUES:
+                errs.append(
+                    fields.invalid(
+                        f"{path}.trackedValues",
+                        values,
+                        f"must not be greater than {_MAX_TRACKED_WORKLOAD_VALUES} when sourceKind is 'Workload'",
+                    )
+                )
+        elif len(values) > _MAX_TRACKED_VALUES:
+            errs.append(_too_many(f"{path}.trackedValues", len(values), _MAX_TRACKED_VALUES))
+        if len(set(values)) < len(values):
+            errs.append(fields.invalid(f"{path}.trackedValues", values, "must not contain duplicates"))
+    rendered = [_custom_label_json(cl) for cl in labels]
+    for kind in sorted(per_kind):
+        if kind not in _MAX_CUSTOM_LABELS_PER_KIND:
+            errs.append(fields.invalid(p, rendered, f"unknown source kind: {kind}"))
+        elif per_kind[kind] > _MAX_CUSTOM_LABELS_PER_KIND[kind]:
+            limit = _MAX_CUSTOM_LABELS_PER_KIND[kind]
+            errs.append(
+                fields.invalid(
+                    p,
+                    rendered,
+                    f"too many custom labels for source kind {kind}: found {per_kind[kind]}, expected <= {limit}",
+                )
+            )
+    return errs
+
+
+def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError]:
+    strategy = cfg.resources.quota_check_strategy
+    if not cfg.feature_enabled("QuotaCheckStrategy") or strategy is None:
+        return []
+    p = "resources.quotaCheckStrategy"
+    errs = []
+    if cfg.resources.exclude_resource_prefixes and strategy == "IgnoreUndeclared":
+        errs.append(
+            fields.invalid(
+                p,
+                strategy,
+                "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
+            )
+        )
+    if strategy not in ("IgnoreUndeclared", "BlockUndeclared"):
+        errs.append(fields.not_supported(p, strategy, ("IgnoreUndeclared", "BlockUndeclared")))
+    return errs
+
+
+def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]:
+    """`LoadAndValidateFeatureGates` for the `featureGates` map (component-base `SetFromMap` rules)."""
+    value = {k: gates[k] for k in sorted(gates)}
+    for name in sorted(gates):  # Go stops at the first unknown gate; we pick it deterministically
+        if name not in FEATURE_GATE_DEFAULTS:
+            return [fields.invalid("featureGates", value, f"unrecognized feature gate: {name}")]
+    locked = [
+        f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
+        f"{str(FEATURE_GATE_DEFAULTS[name]).lower()}"
+        for name in sorted(gates)
+        if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[name]
+    ]
+    if locked:
+        return [
+            fields.invalid(
+                "featureGates", value, locked[0] if len(locked) == 1 else "[" + ", ".join(locked) + "]"
+            )
+        ]
+
+    def enabled(name: str) -> bool:
+        return gates.get(name, FEATURE_GATE_DEFAULTS[name])
+
+    profiles = int(enabled("TASProfileMixed"))
+    if not enabled("TopologyAwareScheduling") and profiles > 0:
+        return [fields.invalid("featureGates", profiles, "cannot use a TAS profile with TAS disabled")]
+    return []
+
+
+# --- entry points ----------------------------------------------------------------------------------
+
+
+def load(path: str | None) -> Configuration:
+    """Read and parse the file at `path`; `None` or "" gives the defaults (pkg/config/config.go Load)."""
+    if not path:
+        return Configuration()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise ConfigError(f"read {path}: {exc.strerror}") from exc
+    return parse(text)
+
+
+def parse(text: str) -> Configuration:
+    """Decode strictly, default per version (v1beta1 then converted), then validate.
+
+    Raises `ConfigError` naming the field: YAML errors, type mismatches, unknown fields
+    (`strict decoding error: unknown field "integrations.foo"`), bad feature gates, then the aggregated
+    validation errors.
+    """
+    try:
+        doc = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"yaml: {exc}") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise ConfigError(
+            f"json: cannot unmarshal {_json_kind(doc)} into Go value of type v1beta2.Configuration"
+        )
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if not kind:
+        raise ConfigError(
+            f"Object 'Kind' is missing in '{json.dumps(doc, default=str, separators=(',', ':'))}'"
+        )
+    if api_version not in (V1BETA1, V1BETA2) or kind != "Configuration":
+        raise ConfigError(f'no kind "{kind}" is registered for version "{api_version}"')
+    decoder = _Decoder(v1beta1=api_version == V1BETA1)
+    cfg = _decode(decoder, doc)
+    if decoder.unknown:
+        raise ConfigError(
+            "strict decoding error: " + ", ".join(f"unknown field {json.dumps(u)}" for u in decoder.unknown)
+        )
+    for check in (validate_feature_gates(cfg.feature_gates), validate(cfg)):
+        if check:
+            raise ConfigError(fields.aggregate(check), check)
+    return cfg
