@@ -36,6 +36,9 @@ kind: Configuration
 namespace: kueue-system
 integrations:
   frameworks: ["batch/job", "pod"]
+metrics:
+  bindAddress: "127.0.0.1:{metrics_port}"
+  enableClusterQueueResources: true
 """
 
 
@@ -63,6 +66,7 @@ class Stack:
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
+        self.metrics_port_file = self.dir / "metrics.port"  # the worker's /metrics (plain HTTP, loopback)
         self.server_log = self.dir / "server.log"
         self._server: subprocess.Popen[bytes] | None = None
 
@@ -73,6 +77,11 @@ class Stack:
     @property
     def port(self) -> int:
         return int(self.port_file.read_text())
+
+    @property
+    def metrics_url(self) -> str:
+        """The worker's `/metrics` (plain HTTP on loopback, from the Configuration's metrics.bindAddress)."""
+        return f"http://127.0.0.1:{int(self.metrics_port_file.read_text())}/metrics"
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.cluster.kubectl(*args, input=input, check=check)
@@ -103,7 +112,9 @@ class Stack:
 
     def _start_server(self, port: int) -> None:
         config = self.dir / "server-config.yaml"
-        config.write_text(SERVER_CONFIG)
+        metrics_port = _free_port()
+        self.metrics_port_file.write_text(str(metrics_port))
+        config.write_text(SERVER_CONFIG.format(metrics_port=metrics_port))
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(self.cert_dir), "--host", "127.0.0.1",

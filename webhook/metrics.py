@@ -7,9 +7,58 @@ webhook decided (allowed, patched, denied, bad_request, error).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
-__all__ = ["REGISTRY", "WEBHOOK_LATENCY", "WEBHOOK_OUTCOMES", "WEBHOOK_REQUESTS"]
+__all__ = [
+    "ADMISSION_ATTEMPTS",
+    "ADMISSION_ATTEMPT_DURATION",
+    "ADMISSION_CHECKS_WAIT_TIME",
+    "ADMISSION_WAIT_TIME",
+    "ADMITTED_ACTIVE_WORKLOADS",
+    "ADMITTED_WORKLOADS",
+    "BUILD_INFO",
+    "CLUSTER_QUEUE_BORROWING_LIMIT",
+    "CLUSTER_QUEUE_INFO",
+    "CLUSTER_QUEUE_LENDING_LIMIT",
+    "CLUSTER_QUEUE_NOMINAL_QUOTA",
+    "CLUSTER_QUEUE_RESOURCE_RESERVATION",
+    "CLUSTER_QUEUE_RESOURCE_USAGE",
+    "CLUSTER_QUEUE_STATUS",
+    "COHORT_INFO",
+    "COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS",
+    "COHORT_SUBTREE_ADMITTED_WORKLOADS",
+    "COHORT_SUBTREE_QUOTA",
+    "COHORT_SUBTREE_RESOURCE_RESERVATIONS",
+    "EVICTED_WORKLOADS",
+    "EVICTED_WORKLOADS_ONCE",
+    "FINISHED_WORKLOADS_TOTAL",
+    "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
+    "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
+    "LOCAL_QUEUE_ADMITTED_WORKLOADS",
+    "LOCAL_QUEUE_EVICTED_WORKLOADS",
+    "LOCAL_QUEUE_PENDING_WORKLOADS",
+    "LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME",
+    "LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS",
+    "LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS",
+    "LOCAL_QUEUE_RESOURCE_RESERVATION",
+    "LOCAL_QUEUE_RESOURCE_USAGE",
+    "LOCAL_QUEUE_STATUS",
+    "PENDING_WORKLOADS",
+    "PREEMPTED_WORKLOADS",
+    "QUOTA_RESERVED_WAIT_TIME",
+    "QUOTA_RESERVED_WORKLOADS",
+    "REGISTRY",
+    "RESERVING_ACTIVE_WORKLOADS",
+    "ROLE",
+    "WEBHOOK_LATENCY",
+    "WEBHOOK_OUTCOMES",
+    "WEBHOOK_REQUESTS",
+    "WORKER_REGISTRY",
+    "exponential_buckets",
+]
+
+# Go's client (upstream) exports no `_created` series; neither do we.
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -32,3 +81,125 @@ WEBHOOK_LATENCY = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
     registry=REGISTRY,
 )
+
+# == the admission worker's series (`pkg/metrics/metrics.go`) =====================================
+# Served by the worker process on `metrics.bindAddress` (see `webhook/worker/metrics_server.py`),
+# not by the webhook server: the two are separate OS processes. Every series but build_info ends
+# with `replica_role`; only the lease holder sets values, so it is always `leader`.
+# `kueue_finished_workloads` (a gauge) is left out: prometheus_client reserves that name for the
+# `kueue_finished_workloads_total` counter.
+
+WORKER_REGISTRY = CollectorRegistry(auto_describe=True)
+ROLE = "replica_role"
+
+
+def exponential_buckets(count: int) -> tuple[float, ...]:
+    """Upstream's `generateExponentialBuckets`: 1, then 2.5·2^i, `count` buckets in all."""
+    return (1.0, *(2.5 * 2**i for i in range(count - 1)))
+
+
+def _gauge(name: str, doc: str, labels: list[str]) -> Gauge:
+    return Gauge(f"kueue_{name}", doc, [*labels, ROLE], registry=WORKER_REGISTRY)
+
+
+def _counter(name: str, doc: str, labels: list[str]) -> Counter:
+    return Counter(f"kueue_{name}", doc, [*labels, ROLE], registry=WORKER_REGISTRY)
+
+
+def _histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...]) -> Histogram:
+    return Histogram(f"kueue_{name}", doc, [*labels, ROLE], buckets=buckets, registry=WORKER_REGISTRY)
+
+
+_CQ = ["cluster_queue"]
+_CQ_PC = ["cluster_queue", "priority_class"]
+_LQ = ["name", "namespace"]
+_LQ_PC = ["name", "namespace", "priority_class"]
+_FR = ["cohort", "cluster_queue", "flavor", "resource"]
+
+BUILD_INFO = Gauge("kueue_build_info", "Kueue build information. 1 labeled by git version, git commit, build date, go version, "
+                   "compiler, platform", ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
+                   registry=WORKER_REGISTRY)
+
+# -- scheduler health
+ADMISSION_ATTEMPTS = _counter("admission_attempts_total", "The total number of attempts to admit workloads.", ["result"])
+ADMISSION_ATTEMPT_DURATION = _histogram("admission_attempt_duration_seconds", "The latency of an admission attempt.", ["result"],
+                                        Histogram.DEFAULT_BUCKETS)
+
+# -- ClusterQueue
+PENDING_WORKLOADS = _gauge("pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", [*_CQ, "status"])
+QUOTA_RESERVED_WORKLOADS = _counter("quota_reserved_workloads_total", "The total number of quota reserved workloads per 'cluster_queue'",
+                                    _CQ_PC)
+QUOTA_RESERVED_WAIT_TIME = _histogram("quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it "
+                                      "got quota reservation, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
+ADMITTED_WORKLOADS = _counter("admitted_workloads_total", "The total number of admitted workloads per 'cluster_queue'", _CQ_PC)
+ADMISSION_WAIT_TIME = _histogram("admission_wait_time_seconds", "The time between a workload was created or requeued until admission, "
+                                 "per 'cluster_queue'", _CQ_PC, exponential_buckets(16))
+ADMISSION_CHECKS_WAIT_TIME = _histogram("admission_checks_wait_time_seconds", "The time from when a workload got the quota reservation "
+                                        "until admission, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
+EVICTED_WORKLOADS = _counter("evicted_workloads_total", "The number of evicted workloads per 'cluster_queue'",
+                             [*_CQ, "reason", "underlying_cause", "priority_class"])
+EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of unique workload evictions per 'cluster_queue'",
+                                  [*_CQ, "reason", "underlying_cause", "priority_class"])
+PREEMPTED_WORKLOADS = _counter("preempted_workloads_total", "The number of preempted workloads per 'preempting_cluster_queue'",
+                               ["preempting_cluster_queue", "reason"])
+RESERVING_ACTIVE_WORKLOADS = _gauge("reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'",
+                                    _CQ)
+ADMITTED_ACTIVE_WORKLOADS = _gauge("admitted_active_workloads", "The number of admitted Workloads that are active, per 'cluster_queue'",
+                                   _CQ)
+FINISHED_WORKLOADS_TOTAL = _counter("finished_workloads_total", "The total number of finished workloads per 'cluster_queue'", _CQ_PC)
+CLUSTER_QUEUE_STATUS = _gauge("cluster_queue_status", "Reports 'cluster_queue' with its 'status' (with possible values 'pending', "
+                              "'active' or 'terminated'). For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
+                              [*_CQ, "status"])
+CLUSTER_QUEUE_INFO = _gauge("cluster_queue_info", "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined "
+                            "using labels.", [*_CQ, "parent_cohort", "root_cohort"])
+
+# -- ClusterQueue quota and usage (metrics.enableClusterQueueResources)
+CLUSTER_QUEUE_NOMINAL_QUOTA = _gauge("cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the "
+                                     "flavors", _FR)
+CLUSTER_QUEUE_BORROWING_LIMIT = _gauge("cluster_queue_borrowing_limit", "Reports the cluster_queue's resource borrowing limit within all "
+                                       "the flavors. If borrowingLimit is unset, this metric reports +Inf.", _FR)
+CLUSTER_QUEUE_LENDING_LIMIT = _gauge("cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit within all the "
+                                     "flavors. If lendingLimit is unset, this metric reports +Inf.", _FR)
+CLUSTER_QUEUE_RESOURCE_RESERVATION = _gauge("cluster_queue_resource_reservation", "Reports the cluster_queue's total resource reservation "
+                                            "within all the flavors", _FR)
+CLUSTER_QUEUE_RESOURCE_USAGE = _gauge("cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the "
+                                      "flavors", _FR)
+
+# -- LocalQueue (gate LocalQueueMetrics and metrics.localQueueMetrics.enable)
+LOCAL_QUEUE_PENDING_WORKLOADS = _gauge("local_queue_pending_workloads", "The number of pending workloads, per 'local_queue' and 'status'.",
+                                       [*_LQ, "status"])
+LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS = _counter("local_queue_quota_reserved_workloads_total", "The total number of quota reserved "
+                                                "workloads per 'local_queue'", _LQ_PC)
+LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME = _histogram("local_queue_quota_reserved_wait_time_seconds", "The time between a workload was "
+                                                  "created or requeued until it got quota reservation, per 'local_queue'", _LQ_PC,
+                                                  exponential_buckets(14))
+LOCAL_QUEUE_ADMITTED_WORKLOADS = _counter("local_queue_admitted_workloads_total", "The total number of admitted workloads per "
+                                          "'local_queue'", _LQ_PC)
+LOCAL_QUEUE_ADMISSION_WAIT_TIME = _histogram("local_queue_admission_wait_time_seconds", "The time between a workload was created or "
+                                             "requeued until admission, per 'local_queue'", _LQ_PC, exponential_buckets(14))
+LOCAL_QUEUE_EVICTED_WORKLOADS = _counter("local_queue_evicted_workloads_total", "The number of evicted workloads per 'local_queue'",
+                                         [*_LQ, "reason", "underlying_cause", "priority_class"])
+LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge("local_queue_reserving_active_workloads", "The number of Workloads that are reserving "
+                                                "quota, per 'localQueue'", _LQ)
+LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS = _gauge("local_queue_admitted_active_workloads", "The number of admitted Workloads that are "
+                                               "active, per 'localQueue'", _LQ)
+LOCAL_QUEUE_STATUS = _gauge("local_queue_status", "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', "
+                            "or 'Unknown'). For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
+                            [*_LQ, "active"])
+LOCAL_QUEUE_RESOURCE_RESERVATION = _gauge("local_queue_resource_reservation", "Reports the localQueue's total resource reservation "
+                                          "within all the flavors", [*_LQ, "flavor", "resource"])
+LOCAL_QUEUE_RESOURCE_USAGE = _gauge("local_queue_resource_usage", "Reports the localQueue's total resource usage within all the flavors",
+                                    [*_LQ, "flavor", "resource"])
+
+# -- Cohort (gate MetricsForCohorts)
+COHORT_INFO = _gauge("cohort_info", "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
+                     ["cohort", "parent_cohort", "root_cohort"])
+COHORT_SUBTREE_QUOTA = _gauge("cohort_subtree_quota", "Reports the cohort's nominal quota aggregated within the cohort's subtree. The "
+                              "values are reported per resource and flavor", ["cohort", "flavor", "resource"])
+COHORT_SUBTREE_RESOURCE_RESERVATIONS = _gauge("cohort_subtree_resource_reservations", "Reports the cohort's resource reservations "
+                                              "aggregated within the cohort's subtree. The values are reported per resource and flavor",
+                                              ["cohort", "flavor", "resource"])
+COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS = _gauge("cohort_subtree_admitted_active_workloads", "The number of admitted Workloads that are "
+                                                  "active, per cohort's subtree", ["cohort"])
+COHORT_SUBTREE_ADMITTED_WORKLOADS = _counter("cohort_subtree_admitted_workloads_total", "The total number of admitted workloads per "
+                                             "cohort's subtree", ["cohort", "priority_class"])

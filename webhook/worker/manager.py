@@ -31,10 +31,22 @@ from webhook.api import constants as c
 from webhook.config import Configuration
 from webhook.core import conditions
 from webhook.core.conditions import ConditionValue
-from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Pending, Preempt, SchedulerConfig
+from webhook.core.cycle import (
+    AdmissionCore,
+    Admit,
+    CycleResult,
+    Evict,
+    Pending,
+    Preempt,
+    QueueBlocked,
+    Requeue,
+    SchedulerConfig,
+    UnsetReservation,
+)
 from webhook.core.workload import WorkloadKey
 from webhook.worker import events
 from webhook.worker.reconcilers.job import JobReconciler
+from webhook.worker.reporter import MetricsReporter
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
@@ -44,6 +56,7 @@ __all__ = ["RESOURCES", "Manager", "Resource"]
 log = logging.getLogger(__name__)
 
 ADMISSION_CONTROLLER = "kueue-admission"
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +114,7 @@ class Manager:
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies) if fs else SchedulerConfig()
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
+        self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder)
         self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
@@ -160,6 +174,9 @@ class Manager:
         core = self.core
         if kind == "admission_failed":
             core.admission_failed(WorkloadKey(obj), now)
+            return
+        if kind == "write_failed":
+            core.write_failed(WorkloadKey(obj))
             return
         if kind == "synced":
             return
@@ -225,11 +242,14 @@ class Manager:
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})
             for _ in range(10000):
+                started = time.monotonic()
                 result = self.core.schedule(datetime.now(UTC))
+                self.reporter.cycle(result, time.monotonic() - started)
                 self._dispatch(result, now)
                 if not (result.admitted or result.preempted):
                     break
             self._publish_queue_status(now)
+            self.reporter.refresh(self.core)
 
     # == decisions → writes =======================================================================
     def _wl_path(self, key: str) -> str:
@@ -244,6 +264,14 @@ class Manager:
                 self._preempt(d, now)
             elif isinstance(d, Pending):
                 self._pending(d, now)
+            elif isinstance(d, Evict):
+                self._evict(d, now)
+            elif isinstance(d, UnsetReservation):
+                self._unset_reservation(d, now)
+            elif isinstance(d, Requeue):
+                self._requeue(d, now)
+            elif isinstance(d, QueueBlocked):
+                self._set_pending(str(d.key), d.cluster_queue, d.conditions, now, event=False)
 
     def _admit(self, d: Admit, now: datetime) -> None:
         admission = dict(d.admission)
@@ -261,6 +289,8 @@ class Manager:
         log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed))
         wl = self.store.get("workloads", key)
+        self.reporter.admitted(d, wl, now)
+        self.reporter.admitted_in_cohort(self.core, d, wl)
         if wl is not None:
             created = datetime.fromisoformat(str(wl["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00")) \
                 if wl["metadata"].get("creationTimestamp") else now
@@ -272,6 +302,7 @@ class Manager:
                                    f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
+        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets})
         for v in d.targets:
             conds = [cv.to_api(now) for cv in v.conditions]
 
@@ -282,10 +313,63 @@ class Manager:
 
             log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
                                           "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
-            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate))
+            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))))
             wl = self.store.get("workloads", str(v.key))
             if wl is not None:
                 self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
+
+    # -- queue-state decisions (stopPolicy, activity; `workload_controller.go`) --------------------
+    def _write_failed(self, key: str) -> Callable[[], None]:
+        def failed() -> None:
+            self._core_q.put(("write_failed", "", key))
+
+        return failed
+
+    def _evict(self, d: Evict, now: datetime) -> None:
+        """Evicted=True on an admitted workload of a HoldAndDrain queue; the Job reconciler stops the
+        Job and then clears the admission (Requeued=False with the same reason)."""
+        key = str(d.key)
+        conds = [cv.to_api(now) for cv in d.conditions]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+            for check in status.get("admissionChecks") or ():
+                if check.get("state") != "Pending":
+                    check["state"] = "Pending"
+
+        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
+                                    "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        wl = self.store.get("workloads", key)
+        self.reporter.drained(d, wl)
+        if wl is not None:
+            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+
+    def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
+        key = str(d.key)
+        conds = [cv.to_api(now) for cv in d.conditions]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            status.pop("admission", None)
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        log.info("reservation unset", extra={"object": key, "kind": "Workload", "decision": "UnsetReservation", "reason": d.reason,
+                                             "detail": d.message, "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+
+    def _requeue(self, d: Requeue, now: datetime) -> None:
+        key = str(d.key)
+        conds = [cv.to_api(now) for cv in d.conditions]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
+                                    "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
 
     def _report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
         """QuotaReserved=False for pending Workloads whose queues block them (the workload
@@ -313,7 +397,7 @@ class Manager:
     def _pending(self, d: Pending, now: datetime) -> None:
         self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)
 
-    def _set_pending(self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime) -> None:
+    def _set_pending(self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True) -> None:
         wl = self.store.get("workloads", key)
         if wl is None:
             return
@@ -332,7 +416,8 @@ class Manager:
         log.info("pending", extra={"object": key, "kind": "Workload", "decision": "Pending", "cluster_queue": cluster_queue,
                                    "reason": qr.reason, "detail": qr.message})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
-        self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
+        if event:
+            self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
 
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:
         for call in queued:

@@ -4,6 +4,11 @@
 holder gets past `LeaderElector.run` and starts the Manager. Losing the lease ends the process
 (as upstream's manager exits), and the supervisor in the `serve` process starts a fresh standby.
 SIGTERM releases the lease first, so a standby takes over at once instead of after 15 s.
+
+Every worker process serves the Kueue series (`webhook.metrics.WORKER_REGISTRY`) as plain HTTP
+`/metrics` on the Configuration's `metrics.bindAddress` (default `:8443`; `0` turns it off), as
+upstream's manager does on its metrics port. Only the lease holder fills them in; a standby shows
+`kueue_build_info` alone. The webhook server's own `/metrics` (port 9443) keeps the webhook series.
 """
 
 from __future__ import annotations
@@ -19,12 +24,15 @@ import uuid
 from collections.abc import Sequence
 from types import FrameType
 
+from prometheus_client import start_http_server
+
 from webhook import kube as k
+from webhook import metrics
 from webhook.config import Configuration
 from webhook.worker.leader import LeaderElector, LeaseSettings
 from webhook.worker.manager import Manager
 
-__all__ = ["Supervisor", "identity", "run"]
+__all__ = ["Supervisor", "identity", "parse_bind_address", "run", "serve_metrics"]
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +42,36 @@ def identity() -> str:
     return f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
 
+def parse_bind_address(address: str) -> tuple[str, int] | None:
+    """`host:port` or `:port` (all interfaces) as (host, port); None for "0" (disabled)."""
+    if address in ("", "0"):
+        return None
+    host, _, port = address.rpartition(":")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def serve_metrics(address: str) -> tuple[str, int] | None:
+    """Serve `/metrics` for the worker registry in a daemon thread; returns the bound (host, port).
+
+    A port already taken (two local processes on one host) is logged, not fatal: admission matters
+    more than its metrics."""
+    bind = parse_bind_address(address)
+    if bind is None:
+        return None
+    try:
+        server, _thread = start_http_server(bind[1], bind[0], registry=metrics.WORKER_REGISTRY)
+    except OSError as exc:
+        log.warning("cannot serve metrics", extra={"address": address, "error": str(exc)})
+        return None
+    raw_host, port = server.server_address[:2]
+    host = raw_host.decode() if isinstance(raw_host, bytes) else str(raw_host)
+    log.info("serving metrics", extra={"address": f"{host}:{port}"})
+    return host, int(port)
+
+
 def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str | None) -> int:
     stop = threading.Event()
+    serve_metrics(config.metrics.bind_address)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook import kube as k
+from webhook import metrics
 from webhook.api import constants as c
 from webhook.api import fields, selector
 from webhook.config import Configuration
@@ -436,6 +437,10 @@ class JobReconciler:
             set_condition(status, {"type": c.WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}, now, gen)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        if cq and not is_true(wl, c.WorkloadCondition.FINISHED):
+            ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
+            metrics.FINISHED_WORKLOADS_TOTAL.labels(cq, str(ref.get("name") or ""), "leader").inc()
         log.info("workload finished", extra={"object": f"{wl['metadata']['namespace']}/{wl['metadata']['name']}",
                                               "kind": "Workload", "decision": "Finished", "reason": reason})
 

@@ -1,0 +1,146 @@
+"""The worker's Prometheus series: upstream's names, types, labels and buckets (`pkg/metrics/metrics.go`)."""
+
+from __future__ import annotations
+
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.metrics import MetricWrapperBase
+
+from webhook import metrics
+from webhook.config import Configuration, Metrics
+from webhook.core.cycle import AdmissionCore
+from webhook.worker import process, reporter
+
+CQ_PC = ("cluster_queue", "priority_class", "replica_role")
+LQ_PC = ("name", "namespace", "priority_class", "replica_role")
+FR = ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
+
+EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "kueue_build_info": ("gauge", ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform")),
+    "kueue_admission_attempts": ("counter", ("result", "replica_role")),
+    "kueue_admission_attempt_duration_seconds": ("histogram", ("result", "replica_role")),
+    "kueue_pending_workloads": ("gauge", ("cluster_queue", "status", "replica_role")),
+    "kueue_quota_reserved_workloads": ("counter", CQ_PC),
+    "kueue_quota_reserved_wait_time_seconds": ("histogram", CQ_PC),
+    "kueue_admitted_workloads": ("counter", CQ_PC),
+    "kueue_admission_wait_time_seconds": ("histogram", CQ_PC),
+    "kueue_admission_checks_wait_time_seconds": ("histogram", CQ_PC),
+    "kueue_evicted_workloads": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_evicted_workloads_once": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_preempted_workloads": ("counter", ("preempting_cluster_queue", "reason", "replica_role")),
+    "kueue_reserving_active_workloads": ("gauge", ("cluster_queue", "replica_role")),
+    "kueue_admitted_active_workloads": ("gauge", ("cluster_queue", "replica_role")),
+    "kueue_finished_workloads": ("counter", CQ_PC),
+    "kueue_cluster_queue_status": ("gauge", ("cluster_queue", "status", "replica_role")),
+    "kueue_cluster_queue_info": ("gauge", ("cluster_queue", "parent_cohort", "root_cohort", "replica_role")),
+    "kueue_cluster_queue_nominal_quota": ("gauge", FR),
+    "kueue_cluster_queue_borrowing_limit": ("gauge", FR),
+    "kueue_cluster_queue_lending_limit": ("gauge", FR),
+    "kueue_cluster_queue_resource_reservation": ("gauge", FR),
+    "kueue_cluster_queue_resource_usage": ("gauge", FR),
+    "kueue_local_queue_pending_workloads": ("gauge", ("name", "namespace", "status", "replica_role")),
+    "kueue_local_queue_quota_reserved_workloads": ("counter", LQ_PC),
+    "kueue_local_queue_quota_reserved_wait_time_seconds": ("histogram", LQ_PC),
+    "kueue_local_queue_admitted_workloads": ("counter", LQ_PC),
+    "kueue_local_queue_admission_wait_time_seconds": ("histogram", LQ_PC),
+    "kueue_local_queue_evicted_workloads": ("counter", ("name", "namespace", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_local_queue_reserving_active_workloads": ("gauge", ("name", "namespace", "replica_role")),
+    "kueue_local_queue_admitted_active_workloads": ("gauge", ("name", "namespace", "replica_role")),
+    "kueue_local_queue_status": ("gauge", ("name", "namespace", "active", "replica_role")),
+    "kueue_local_queue_resource_reservation": ("gauge", ("name", "namespace", "flavor", "resource", "replica_role")),
+    "kueue_local_queue_resource_usage": ("gauge", ("name", "namespace", "flavor", "resource", "replica_role")),
+    "kueue_cohort_info": ("gauge", ("cohort", "parent_cohort", "root_cohort", "replica_role")),
+    "kueue_cohort_subtree_quota": ("gauge", ("cohort", "flavor", "resource", "replica_role")),
+    "kueue_cohort_subtree_resource_reservations": ("gauge", ("cohort", "flavor", "resource", "replica_role")),
+    "kueue_cohort_subtree_admitted_active_workloads": ("gauge", ("cohort", "replica_role")),
+    "kueue_cohort_subtree_admitted_workloads": ("counter", ("cohort", "priority_class", "replica_role")),
+}
+
+
+def test_worker_series_have_upstream_names_types_and_labels() -> None:
+    got = {}
+    families = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
+    for family in families:
+        if family._name.startswith("kueue_") and family._name != "kueue_webhook_reviews":
+            got[family._name] = (family._type, tuple(family._labelnames))
+    assert got == EXPECTED
+
+
+def test_webhook_registry_holds_no_kueue_worker_series() -> None:
+    text = generate_latest(metrics.REGISTRY).decode()
+    assert "kueue_pending_workloads" not in text and "_created" not in text
+
+
+def test_exponential_buckets_match_upstream() -> None:
+    assert metrics.exponential_buckets(4) == (1.0, 2.5, 5.0, 10.0)
+    assert metrics.ADMISSION_WAIT_TIME._upper_bounds[:-1] == list(metrics.exponential_buckets(16))
+    assert len(metrics.QUOTA_RESERVED_WAIT_TIME._upper_bounds) == 15
+
+
+@pytest.mark.parametrize(("address", "expected"), [
+    pytest.param(":8443", ("0.0.0.0", 8443), id="all interfaces"),
+    pytest.param("127.0.0.1:9090", ("127.0.0.1", 9090), id="loopback"),
+    pytest.param("[::1]:9090", ("::1", 9090), id="ipv6"),
+    pytest.param("0", None, id="disabled"),
+])
+def test_parse_bind_address(address: str, expected: tuple[str, int] | None) -> None:
+    assert process.parse_bind_address(address) == expected
+
+
+def test_queued_since_is_creation_or_last_requeue() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    wl: dict[str, Any] = {"metadata": {"creationTimestamp": "2025-12-31T23:59:00Z"}, "status": {"conditions": []}}
+    assert reporter.queued_since(wl, now) == now - timedelta(minutes=1)
+    wl["status"]["conditions"] = [{"type": "Requeued", "status": "True", "lastTransitionTime": "2025-12-31T23:59:50Z"}]
+    assert reporter.queued_since(wl, now) == now - timedelta(seconds=10)
+
+
+def _cq(name: str, *, cohort: str = "", stop: str = "None") -> dict[str, object]:
+    return {"metadata": {"name": name, "generation": 1}, "spec": {
+        "cohortName": cohort, "namespaceSelector": {}, "stopPolicy": stop,
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [
+            {"name": "cpu", "nominalQuota": "2", "lendingLimit": "1"}]}]}]}}
+
+
+def _sample(name: str, labels: dict[str, str]) -> float | None:
+    return metrics.WORKER_REGISTRY.get_sample_value(name, labels)
+
+
+def test_refresh_sets_gauges_and_drops_deleted_queues() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    core = AdmissionCore()
+    core.on_resource_flavor({"metadata": {"name": "default"}, "spec": {}}, now)
+    core.on_cluster_queue(_cq("metrics-a", cohort="metrics-pool"), now)
+    core.on_cluster_queue(_cq("metrics-b", stop="Hold"), now)
+    rep = reporter.MetricsReporter(Configuration(metrics=Metrics(enable_cluster_queue_resources=True)))
+    rep.refresh(core)
+    role = {"replica_role": "leader"}
+    assert _sample("kueue_cluster_queue_status", {"cluster_queue": "metrics-a", "status": "active", **role}) == 1
+    assert _sample("kueue_cluster_queue_status", {"cluster_queue": "metrics-b", "status": "pending", **role}) == 1
+    assert _sample("kueue_cluster_queue_status", {"cluster_queue": "metrics-b", "status": "active", **role}) == 0
+    assert _sample("kueue_cluster_queue_info", {"cluster_queue": "metrics-a", "parent_cohort": "metrics-pool",
+                                                "root_cohort": "metrics-pool", **role}) == 1
+    fr = {"cohort": "metrics-pool", "cluster_queue": "metrics-a", "flavor": "default", "resource": "cpu", **role}
+    assert _sample("kueue_cluster_queue_nominal_quota", fr) == 2
+    assert _sample("kueue_cluster_queue_lending_limit", fr) == 1
+    assert _sample("kueue_cluster_queue_borrowing_limit", fr) == float("inf")
+    # What a ClusterQueue contributes to its cohort is capped by its lendingLimit.
+    assert _sample("kueue_cohort_subtree_quota", {"cohort": "metrics-pool", "flavor": "default", "resource": "cpu", **role}) == 1
+    assert _sample("kueue_pending_workloads", {"cluster_queue": "metrics-a", "status": "active", **role}) == 0
+    core.on_cluster_queue_deleted("metrics-b", now)
+    rep.refresh(core)
+    assert _sample("kueue_cluster_queue_status", {"cluster_queue": "metrics-b", "status": "pending", **role}) is None
+    assert _sample("kueue_reserving_active_workloads", {"cluster_queue": "metrics-b", **role}) is None
+
+
+def test_worker_serves_its_registry_over_http() -> None:
+    bound = process.serve_metrics("127.0.0.1:0")
+    assert bound is not None
+    with urllib.request.urlopen(f"http://127.0.0.1:{bound[1]}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert "# TYPE kueue_admission_attempts_total counter" in text
+    assert "kueue_build_info{" in text

@@ -1,0 +1,274 @@
+"""Prometheus series of the admission worker: counters from decisions, gauges from the core's state.
+
+Mirrors the call sites of `pkg/metrics/metrics.go` in `pkg/scheduler/scheduler.go` (attempts,
+QuotaReserved/Admitted, wait times), `pkg/scheduler/preemption/preemption.go` and
+`pkg/workload/evict/evict.go` (preemptions, evictions), and the gauge reporting of
+`pkg/cache/queue/manager.go` and `pkg/cache/scheduler/cache.go` (pending, reserving, admitted,
+status, quota and usage) at upstream commit ff69552e79. Only the lease holder reports, so
+`replica_role` is always `leader`.
+
+Gauges are recomputed from the core after each batch of events: `refresh` sets every series the
+current state calls for and removes the ones it no longer does (a deleted ClusterQueue leaves no
+stale series behind).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import sys
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import Gauge
+
+from webhook import metrics as m
+from webhook.api import constants as c
+from webhook.config import Configuration
+from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Pending, Preempt
+from webhook.core.resource_node import CohortNode, QuotaNode
+from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
+from webhook.worker.status import find_condition
+
+__all__ = ["ROLE", "MetricsReporter", "priority_class", "queued_since"]
+
+ROLE = "leader"
+
+
+def _parse_time(text: object) -> datetime | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+
+
+def queued_since(wl: Mapping[str, Any], default: datetime) -> datetime:
+    """Creation, or the last Requeued=True transition if later (`workload.QueuedWaitTime`)."""
+    created = _parse_time((wl.get("metadata") or {}).get("creationTimestamp")) or default
+    requeued = find_condition(wl, c.WorkloadCondition.REQUEUED)
+    if requeued is not None and requeued.get("status") == "True":
+        at = _parse_time(requeued.get("lastTransitionTime"))
+        if at is not None and at > created:
+            return at
+    return created
+
+
+def priority_class(wl: Mapping[str, Any] | None) -> str:
+    """The WorkloadPriorityClass or PriorityClass name of a Workload, or ""."""
+    ref = ((wl or {}).get("spec") or {}).get("priorityClassRef") or {}
+    return str(ref.get("name") or "")
+
+
+def _value(resource: str, amount: int) -> float:
+    if amount >= UNLIMITED:
+        return math.inf
+    return amount / 1000 if resource == "cpu" else float(amount)
+
+
+def _root(node: QuotaNode) -> str:
+    root = node.root()
+    return root.name if root is not node else ""
+
+
+class _GaugeSet:
+    """Sets a gauge family to exactly the given series, removing those not given any more."""
+
+    def __init__(self, gauge: Gauge) -> None:
+        self.gauge = gauge
+        self.current: set[tuple[str, ...]] = set()
+
+    def replace(self, values: Mapping[tuple[str, ...], float]) -> None:
+        for labels in self.current - values.keys():
+            self.gauge.remove(*labels, ROLE)
+        for labels, value in values.items():
+            self.gauge.labels(*labels, ROLE).set(value)
+        self.current = set(values)
+
+
+class MetricsReporter:
+    """Called from the core thread only (the gauges' bookkeeping is not locked)."""
+
+    def __init__(self, config: Configuration) -> None:
+        self.cq_resources = config.metrics.enable_cluster_queue_resources
+        self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
+        self.cohorts = config.feature_enabled("MetricsForCohorts")
+        self._evicted_once: set[tuple[str, str, str]] = set()
+        self._sets: dict[int, _GaugeSet] = {}
+        m.BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
+                            f"{sys.platform}/{platform.machine()}").set(1)
+
+    def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
+        self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
+
+    # == decisions ==================================================================================
+    def cycle(self, result: CycleResult, seconds: float) -> None:
+        """One admission attempt per cycle that looked at heads (`AdmissionAttempt`)."""
+        if not any(isinstance(d, Admit | Pending | Preempt) for d in result.decisions):
+            return
+        outcome = "success" if result.admitted else "inadmissible"
+        m.ADMISSION_ATTEMPTS.labels(outcome, ROLE).inc()
+        m.ADMISSION_ATTEMPT_DURATION.labels(outcome, ROLE).observe(seconds)
+
+    def admitted(self, d: Admit, wl: Mapping[str, Any] | None, now: datetime) -> None:
+        pc = priority_class(wl)
+        waited = max(0.0, (now - queued_since(wl or {}, now)).total_seconds())
+        cq = d.cluster_queue
+        m.QUOTA_RESERVED_WORKLOADS.labels(cq, pc, ROLE).inc()
+        m.QUOTA_RESERVED_WAIT_TIME.labels(cq, pc, ROLE).observe(waited)
+        lq = self._local_queue(wl)
+        if lq is not None:
+            m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS.labels(*lq, pc, ROLE).inc()
+            m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
+        if not any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
+            return
+        m.ADMITTED_WORKLOADS.labels(cq, pc, ROLE).inc()
+        m.ADMISSION_WAIT_TIME.labels(cq, pc, ROLE).observe(waited)
+        m.ADMISSION_CHECKS_WAIT_TIME.labels(cq, pc, ROLE).observe(0)
+        if lq is not None:
+            m.LOCAL_QUEUE_ADMITTED_WORKLOADS.labels(*lq, pc, ROLE).inc()
+            m.LOCAL_QUEUE_ADMISSION_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
+
+    def _local_queue(self, wl: Mapping[str, Any] | None) -> tuple[str, str] | None:
+        if not self.local_queues or wl is None:
+            return None
+        return str((wl.get("spec") or {}).get("queueName") or ""), str(wl["metadata"].get("namespace") or "")
+
+    def evicted(self, key: str, cluster_queue: str, reason: str, wl: Mapping[str, Any] | None, underlying_cause: str = "") -> None:
+        pc = priority_class(wl)
+        m.EVICTED_WORKLOADS.labels(cluster_queue, reason, underlying_cause, pc, ROLE).inc()
+        once = (key, reason, underlying_cause)
+        if once not in self._evicted_once:
+            self._evicted_once.add(once)
+            m.EVICTED_WORKLOADS_ONCE.labels(cluster_queue, reason, underlying_cause, pc, ROLE).inc()
+        lq = self._local_queue(wl)
+        if lq is not None:
+            m.LOCAL_QUEUE_EVICTED_WORKLOADS.labels(*lq, reason, underlying_cause, pc, ROLE).inc()
+
+    def preempted(self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None]) -> None:
+        for v in d.targets:
+            m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
+            self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)))
+
+    def drained(self, d: Evict, wl: Mapping[str, Any] | None) -> None:
+        self.evicted(str(d.key), d.cluster_queue, d.reason, wl)
+
+    # == gauges =====================================================================================
+    def refresh(self, core: AdmissionCore) -> None:
+        cache, queues = core.cache, core.queues
+        pending: dict[tuple[str, ...], float] = {}
+        reserving: dict[tuple[str, ...], float] = {}
+        admitted: dict[tuple[str, ...], float] = {}
+        status: dict[tuple[str, ...], float] = {}
+        info: dict[tuple[str, ...], float] = {}
+        quota: dict[str, dict[tuple[str, ...], float]] = {"nominal": {}, "borrowing": {}, "lending": {}, "reservation": {}, "usage": {}}
+        for name in sorted(cache.cluster_queues):
+            node = cache.cluster_queues[name]
+            readiness = cache.readiness(name)
+            active, inadmissible = queues.pending_in_cluster_queue(name)
+            if not readiness.active:
+                active, inadmissible = 0, active + inadmissible
+            pending[(name, "active")] = active
+            pending[(name, "inadmissible")] = inadmissible
+            reserving[(name,)] = len(node.workloads)
+            admitted[(name,)] = sum(1 for w in node.workloads.values() if w.is_admitted)
+            for st in ("pending", "active", "terminating"):
+                status[(name, st)] = 1 if readiness.status == st else 0
+            info[(name, node.parent.name if node.parent else "", _root(node))] = 1
+            if self.cq_resources:
+                self._cq_resources(core, name, quota)
+        self._set(m.PENDING_WORKLOADS, pending)
+        self._set(m.RESERVING_ACTIVE_WORKLOADS, reserving)
+        self._set(m.ADMITTED_ACTIVE_WORKLOADS, admitted)
+        self._set(m.CLUSTER_QUEUE_STATUS, status)
+        self._set(m.CLUSTER_QUEUE_INFO, info)
+        if self.cq_resources:
+            self._set(m.CLUSTER_QUEUE_NOMINAL_QUOTA, quota["nominal"])
+            self._set(m.CLUSTER_QUEUE_BORROWING_LIMIT, quota["borrowing"])
+            self._set(m.CLUSTER_QUEUE_LENDING_LIMIT, quota["lending"])
+            self._set(m.CLUSTER_QUEUE_RESOURCE_RESERVATION, quota["reservation"])
+            self._set(m.CLUSTER_QUEUE_RESOURCE_USAGE, quota["usage"])
+        if self.local_queues:
+            self._refresh_local_queues(core)
+        if self.cohorts:
+            self._refresh_cohorts(core)
+
+    def _cq_resources(self, core: AdmissionCore, name: str, out: dict[str, dict[tuple[str, ...], float]]) -> None:
+        node = core.cache.cluster_queues[name]
+        spec = node.spec
+        reserved = core.cache.cq_usage(name)
+        used = core.cache.cq_usage(name, admitted_only=True)
+        for rg in spec.resource_groups:
+            for fq in rg.flavors:
+                for res in sorted(rg.covered_resources):
+                    fr = FlavorResource(fq.name, res)
+                    labels = (spec.cohort, name, fq.name, res)
+                    q = spec.quotas.get(fr)
+                    out["nominal"][labels] = _value(res, q.nominal if q else 0)
+                    out["borrowing"][labels] = math.inf if q is None or q.borrowing_limit is None else _value(res, q.borrowing_limit)
+                    out["lending"][labels] = math.inf if q is None or q.lending_limit is None else _value(res, q.lending_limit)
+                    out["reservation"][labels] = _value(res, reserved.get(fr, 0))
+                    out["usage"][labels] = _value(res, used.get(fr, 0))
+
+    def _refresh_local_queues(self, core: AdmissionCore) -> None:
+        cache = core.cache
+        pending: dict[tuple[str, ...], float] = {}
+        reserving: dict[tuple[str, ...], float] = {}
+        admitted: dict[tuple[str, ...], float] = {}
+        status: dict[tuple[str, ...], float] = {}
+        reservation: dict[tuple[str, ...], float] = {}
+        usage: dict[tuple[str, ...], float] = {}
+        for key in sorted(cache.local_queues):
+            lq = cache.local_queues[key]
+            labels = (lq.name, lq.namespace)
+            st = core.local_queue_status(lq.namespace, lq.name)
+            cq_active = lq.cluster_queue in cache.cluster_queues and cache.readiness(lq.cluster_queue).active
+            count = int(st.get("pendingWorkloads") or 0)
+            pending[(*labels, "active")] = count if cq_active else 0
+            pending[(*labels, "inadmissible")] = 0 if cq_active else count
+            reserving[labels] = int(st.get("reservingWorkloads") or 0)
+            admitted[labels] = int(st.get("admittedWorkloads") or 0)
+            active = next((cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown")
+            for value in ("True", "False", "Unknown"):
+                status[(*labels, value)] = 1 if active == value else 0
+            for field, out in (("flavorsReservation", reservation), ("flavorsUsage", usage)):
+                for fl in st.get(field) or ():
+                    for r in fl["resources"]:
+                        out[(*labels, fl["name"], r["name"])] = _quantity(r["name"], r["total"])
+        self._set(m.LOCAL_QUEUE_PENDING_WORKLOADS, pending)
+        self._set(m.LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS, reserving)
+        self._set(m.LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS, admitted)
+        self._set(m.LOCAL_QUEUE_STATUS, status)
+        self._set(m.LOCAL_QUEUE_RESOURCE_RESERVATION, reservation)
+        self._set(m.LOCAL_QUEUE_RESOURCE_USAGE, usage)
+
+    def _refresh_cohorts(self, core: AdmissionCore) -> None:
+        info: dict[tuple[str, ...], float] = {}
+        quota: dict[tuple[str, ...], float] = {}
+        reservations: dict[tuple[str, ...], float] = {}
+        admitted: dict[tuple[str, ...], float] = {}
+        for name in sorted(core.cache.forest.cohorts):
+            co: CohortNode = core.cache.forest.cohorts[name]
+            info[(name, co.parent.name if co.parent else "", _root(co))] = 1
+            for fr in sorted(set(co.subtree_quota) | set(co.usage), key=lambda x: (x.flavor, x.resource)):
+                quota[(name, fr.flavor, fr.resource)] = _value(fr.resource, co.subtree_quota.get(fr, 0))
+                reservations[(name, fr.flavor, fr.resource)] = _value(fr.resource, co.usage.get(fr, 0))
+            admitted[(name,)] = sum(1 for cq in co.subtree_cluster_queues() for w in cq.workloads.values() if w.is_admitted)
+        self._set(m.COHORT_INFO, info)
+        self._set(m.COHORT_SUBTREE_QUOTA, quota)
+        self._set(m.COHORT_SUBTREE_RESOURCE_RESERVATIONS, reservations)
+        self._set(m.COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS, admitted)
+
+    def admitted_in_cohort(self, core: AdmissionCore, d: Admit, wl: Mapping[str, Any] | None) -> None:
+        """`cohort_subtree_admitted_workloads_total` for every ancestor cohort of the ClusterQueue."""
+        if not self.cohorts:
+            return
+        node = core.cache.cluster_queues.get(d.cluster_queue)
+        if node is None:
+            return
+        pc = priority_class(wl)
+        for co in node.path_to_root():
+            m.COHORT_SUBTREE_ADMITTED_WORKLOADS.labels(co.name, pc, ROLE).inc()
+
+
+def _quantity(resource: str, text: str) -> float:
+    return _value(resource, parse_amount(resource, text))
