@@ -35,6 +35,7 @@ __all__ = [
     "ServerError",
     "TooManyRequests",
     "Unprocessable",
+    "informer",
     "object_path",
 ]
 
@@ -194,9 +195,15 @@ class Kube:
                 return items, meta.get("resourceVersion", "")
             params["continue"] = meta["continue"]
 
-    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
+    def delete(self, path: str, *, body: Mapping[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+        """DELETE, with DeleteOptions (e.g. `preconditions`) when given."""
+        return self.request("DELETE", path, body=dict(body) if body is not None else None, timeout=timeout)
+
+    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300,
+              query: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         """Watch events (dicts with `type` and `object`) from `resource_version`, bookmarks included."""
         query = {
+            **(query or {}),
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
@@ -228,17 +235,21 @@ def informer(
     *,
     stop: threading.Event,
     on_synced: Callable[[], None] = lambda: None,
+    query: Mapping[str, Any] | None = None,
 ) -> None:
-    """List then watch `path` until `stop`; relist on 410 Gone, back off on errors. Runs in its own thread."""
+    """List then watch `path` until `stop`; relist on 410 Gone, back off on errors. Runs in its own thread.
+
+    `query` (e.g. a `labelSelector`) narrows both the list and the watch.
+    """
     backoff = 0.5
     while not stop.is_set():
         try:
-            items, rv = kube.list(path)
+            items, rv = kube.list(path, query=query)
             on_list(items)
             on_synced()
             backoff = 0.5
             while not stop.is_set():
-                for event in kube.watch(path, rv):
+                for event in kube.watch(path, rv, query=query):
                     rv = (event.get("object") or {}).get("metadata", {}).get("resourceVersion", rv)
                     if event["type"] != "BOOKMARK":
                         on_event(event["type"], event["object"])

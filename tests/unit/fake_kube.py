@@ -69,7 +69,11 @@ class FakeKube:
             self.calls.append(("LIST", path))
             return [copy.deepcopy(o) for p, o in self.objects.items() if p.rsplit("/", 1)[0] == path], str(self._rv)
 
-    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
+    def delete(self, path: str, *, body: Mapping[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+        return self.request("DELETE", path, body=body, timeout=timeout)
+
+    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300,
+              query: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         with self._lock:
             self.calls.append(("WATCH", path))
         self.stop.wait(timeout_seconds)
@@ -92,6 +96,8 @@ class FakeKube:
             if path not in self.objects:
                 raise k.NotFound(404, f"{path} not found")
             current = self.objects[path]
+            if method == "DELETE":
+                return self.objects.pop(path)
             if method == "PUT":
                 sent = (body.get("metadata") or {}).get("resourceVersion")
                 if sent != current["metadata"]["resourceVersion"]:

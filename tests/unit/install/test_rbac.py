@@ -185,9 +185,9 @@ def test_the_scan_sees_what_it_should():
         assert ref in found, ref
 
 
-# Granted from the worker's brief before its code names them (the pod-group writer and the
-# AdmissionCheck cache are still being written); drop an entry once the worker spells it out.
-DECLARED_AHEAD = {("", "pods"), ("kueue.x-k8s.io", "admissionchecks")}
+# Granted from the worker's brief before its code names them (the AdmissionCheck cache is still
+# being written); drop an entry once the worker spells it out.
+DECLARED_AHEAD = {("kueue.x-k8s.io", "admissionchecks")}
 
 
 def test_worker_grants_are_named_by_the_worker():
