@@ -1,0 +1,465 @@
+"""Admission scenarios end to end: the seed's quick start, cohort borrowing and lending limits,
+preemption by WorkloadPriorityClass, StrictFIFO vs BestEffortFIFO, stopPolicy HoldAndDrain, and the
+worker's /metrics after an admission. Each test owns uniquely named cluster-scoped objects and
+deletes them at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.conftest import Kubectl
+from e2e.test_worker_job import cond, wait_for, when
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+RUN_LONG = "1h"
+
+
+class ClusterObjects:
+    """Cluster-scoped objects a test created, deleted (Jobs first, so finalizers can go) at the end."""
+
+    def __init__(self, kubectl: Kubectl, namespace: str) -> None:
+        self.kubectl = kubectl
+        self.namespace = namespace
+        self.objects: list[tuple[str, str]] = []
+        self.suffix = uuid.uuid4().hex[:6]
+
+    def name(self, base: str) -> str:
+        return f"{base}-{self.suffix}"
+
+    def apply(self, obj: dict[str, Any] | str) -> None:
+        docs = [obj] if isinstance(obj, dict) else [d for d in yaml.safe_load_all(obj) if d]
+        for doc in docs:
+            self.kubectl.apply(doc)
+            if not doc["metadata"].get("namespace") and doc["kind"] != "Namespace":
+                self.objects.append((doc["kind"].lower(), doc["metadata"]["name"]))
+
+    def cleanup(self) -> None:
+        self.kubectl("delete", "jobs", "-n", self.namespace, "--all", "--wait=false", check=False)
+        for kind, name in reversed(self.objects):
+            self.kubectl("delete", kind, name, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def objs(kubectl: Kubectl, namespace: str) -> Iterator[ClusterObjects]:
+    o = ClusterObjects(kubectl, namespace)
+    yield o
+    o.cleanup()
+
+
+def flavor(name: str, instance_type: str = "on-demand") -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name},
+            "spec": {"nodeLabels": {"instance-type": instance_type}}}
+
+
+def cluster_queue(name: str, rf: str, cpu: str, *, cohort: str = "", borrowing: str | None = None, lending: str | None = None,
+                  strategy: str = "BestEffortFIFO", preemption: dict[str, str] | None = None) -> dict[str, Any]:
+    res: dict[str, Any] = {"name": "cpu", "nominalQuota": cpu}
+    if borrowing is not None:
+        res["borrowingLimit"] = borrowing
+    if lending is not None:
+        res["lendingLimit"] = lending
+    spec: dict[str, Any] = {"namespaceSelector": {}, "queueingStrategy": strategy,
+                            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": rf, "resources": [res]}]}]}
+    if cohort:
+        spec["cohortName"] = cohort
+    if preemption:
+        spec["preemption"] = preemption
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(ns: str, name: str, cq: str) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterQueue": cq}}
+
+
+def job(ns: str, name: str, lq: str, *, cpu: str = "1", run_for: str | None = RUN_LONG, labels: dict[str, str] | None = None,
+        node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    template: dict[str, Any] = {"spec": {"restartPolicy": "Never", "containers": [
+        {"name": "main", "image": "busybox", "command": ["sleep", "60"], "resources": {"requests": {"cpu": cpu}}}]}}
+    if run_for:
+        template["metadata"] = {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": run_for}}
+    if node_selector:
+        template["spec"]["nodeSelector"] = node_selector
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: lq, **(labels or {})}},
+            "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": template}}
+
+
+def submit(kubectl: Kubectl, *jobs: dict[str, Any]) -> None:
+    for j in jobs:  # one at a time: creation order is queue order
+        kubectl("create", "-f", "-", input=json.dumps(j))
+
+
+def workload_of(kubectl: Kubectl, ns: str, job_name: str) -> dict[str, Any] | None:
+    for w in kubectl.get("workloads", "-n", ns)["items"]:
+        if any(r.get("name") == job_name for r in w["metadata"].get("ownerReferences") or ()):
+            return w  # type: ignore[no-any-return]
+    return None
+
+
+def wait_workload(kubectl: Kubectl, ns: str, job_name: str, ctype: str, status: str = "True", *, reason: str | None = None,
+                  timeout: float = 30) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        w = workload_of(kubectl, ns, job_name)
+        if w is None:
+            return None
+        c = cond(w, ctype)
+        return w if c.get("status") == status and (reason is None or c.get("reason") == reason) else None
+
+    return wait_for(f"{job_name}: {ctype}={status}" + (f" ({reason})" if reason else ""), probe, timeout=timeout)
+
+
+def is_admitted(kubectl: Kubectl, ns: str, job_name: str) -> bool:
+    w = workload_of(kubectl, ns, job_name)
+    return w is not None and cond(w, "Admitted").get("status") == "True"
+
+
+def suspended(kubectl: Kubectl, ns: str, job_name: str) -> bool:
+    return bool(kubectl.get("job", "-n", ns, job_name)["spec"].get("suspend"))
+
+
+def reserved_cpu(cq: dict[str, Any]) -> tuple[str, str]:
+    r = cq["status"]["flavorsReservation"][0]["resources"][0]
+    return str(r["total"]), str(r.get("borrowed", "0"))
+
+
+# == the seed's quick start =========================================================================
+QUICK_START = {
+    "v1beta1": """
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: { name: h100-ondemand }
+spec:
+  nodeLabels: { "nvidia.com/gpu.product": "NVIDIA-H100-SXM5" }
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: { name: applied-ai-gpu }
+spec:
+  namespaceSelector: {}
+  cohort: gpu-pool
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu", "cpu", "memory"]
+    flavors:
+    - name: h100-ondemand
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: "8"
+        borrowingLimit: "8"
+      - name: cpu
+        nominalQuota: "256"
+      - name: memory
+        nominalQuota: "2Ti"
+  preemption:
+    reclaimWithinCohort: LowerPriority
+    withinClusterQueue: LowerPriority
+""",
+    "v1beta2": """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: { name: h100-ondemand }
+spec:
+  nodeLabels: { "nvidia.com/gpu.product": "NVIDIA-H100-SXM5" }
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: { name: applied-ai-gpu }
+spec:
+  namespaceSelector: {}
+  cohortName: gpu-pool
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu", "cpu", "memory"]
+    flavors:
+    - name: h100-ondemand
+      resources:
+      - name: nvidia.com/gpu
+        nominalQuota: "8"
+        borrowingLimit: "8"
+      - name: cpu
+        nominalQuota: "256"
+      - name: memory
+        nominalQuota: "2Ti"
+  preemption:
+    reclaimWithinCohort: LowerPriority
+    withinClusterQueue: LowerPriority
+""",
+}
+QUICK_START_QUEUE = """
+apiVersion: kueue.x-k8s.io/VERSION
+kind: LocalQueue
+metadata: { name: applied-ai-gpu, namespace: NAMESPACE }
+spec:
+  clusterQueue: applied-ai-gpu
+"""
+QUICK_START_JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: finetune-llama-3-8b
+  namespace: NAMESPACE
+  labels: { "kueue.x-k8s.io/queue-name": "applied-ai-gpu" }
+spec:
+  parallelism: 4
+  completions: 4
+  suspend: true
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: trainer
+        image: nvcr.io/nvidia/pytorch:24.10-py3
+        command: ["sleep", "infinity"]
+        resources:
+          limits: { nvidia.com/gpu: 1, cpu: "16", memory: "128Gi" }
+"""
+GPU_NODES = ("kwok-gpu-1", "kwok-gpu-2")
+
+
+@pytest.fixture
+def h100_nodes(kubectl: Kubectl) -> Iterator[None]:
+    """The seed's flavor selects nvidia.com/gpu.product=NVIDIA-H100-SXM5; give our GPU nodes that label."""
+    for node in GPU_NODES:
+        kubectl("label", "node", node, "nvidia.com/gpu.product=NVIDIA-H100-SXM5", "--overwrite")
+    yield
+    for node in GPU_NODES:
+        kubectl("label", "node", node, "nvidia.com/gpu.product-", check=False)
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+def test_quick_start_suspended_job_is_admitted_and_completes(kubectl: Kubectl, namespace: str, objs: ClusterObjects,
+                                                             h100_nodes: None, version: str) -> None:
+    # The seed's names, made unique per run: the two versions must not share a terminating object.
+    rename = {"h100-ondemand": objs.name("h100-ondemand"), "applied-ai-gpu": objs.name("applied-ai-gpu"),
+              "gpu-pool": objs.name("gpu-pool")}
+
+    def renamed(text: str) -> str:
+        return re.sub("|".join(rename), lambda mt: rename[mt.group(0)], text)
+
+    cq_name = rename["applied-ai-gpu"]
+    objs.apply(renamed(QUICK_START[version]))
+    kubectl.apply(renamed(QUICK_START_QUEUE.replace("VERSION", version).replace("NAMESPACE", namespace)))
+    kubectl.apply(renamed(QUICK_START_JOB.replace("NAMESPACE", namespace)))
+    wl = wait_workload(kubectl, namespace, "finetune-llama-3-8b", "Admitted")
+    assert cond(wl, "QuotaReserved")["message"] == f"Quota reserved in ClusterQueue {cq_name}"
+    psa = wl["status"]["admission"]["podSetAssignments"][0]
+    assert psa["count"] == 4
+    assert psa["resourceUsage"] == {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "4"}
+    wait_for("the Job to run", lambda: not suspended(kubectl, namespace, "finetune-llama-3-8b"))
+    pods = wait_for("4 pods bound to H100 nodes", lambda: when(
+        kubectl.get("pods", "-n", namespace, "-l", "job-name=finetune-llama-3-8b")["items"],
+        lambda ps: len([p for p in ps if p["spec"].get("nodeName") in GPU_NODES]) == 4))
+    assert all(p["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-SXM5"} for p in pods)
+    wl = wait_workload(kubectl, namespace, "finetune-llama-3-8b", "Finished", timeout=60)
+    assert cond(wl, "Finished")["reason"] == "Succeeded"
+    cq = wait_for("the quota released", lambda: when(kubectl.get("clusterqueue", cq_name),
+                                                       lambda c: c["status"].get("reservingWorkloads") == 0))
+    assert cond(cq, "Active")["status"] == "True"
+
+
+# == cohorts ========================================================================================
+def test_borrowing_is_capped_by_borrowing_limit_and_by_the_lenders_lending_limit(kubectl: Kubectl, namespace: str,
+                                                                                  objs: ClusterObjects) -> None:
+    rf, cohort = objs.name("on-demand"), objs.name("pool")
+    team_a, team_b = objs.name("team-a"), objs.name("team-b")
+    objs.apply(flavor(rf))
+    # team-a: 2 CPUs of its own, may borrow 3 more; team-b lends at most 1 of its 4.
+    objs.apply(cluster_queue(team_a, rf, "2", cohort=cohort, borrowing="3"))
+    objs.apply(cluster_queue(team_b, rf, "4", cohort=cohort, lending="1"))
+    kubectl.apply(local_queue(namespace, "a", team_a))
+    submit(kubectl, *(job(namespace, f"a-{i}", "a") for i in range(6)))
+
+    def admitted_count() -> int:
+        return sum(is_admitted(kubectl, namespace, f"a-{i}") for i in range(6))
+
+    wait_for("3 admitted (2 nominal + 1 lent)", lambda: admitted_count() == 3)
+    time.sleep(1.5)
+    assert admitted_count() == 3
+    cq = wait_for("team-a status", lambda: when(kubectl.get("clusterqueue", team_a),
+                                                lambda c: c.get("status", {}).get("admittedWorkloads") == 3))
+    assert reserved_cpu(cq) == ("3", "1")
+    pending = next(w for i in range(6) if (w := workload_of(kubectl, namespace, f"a-{i}")) and cond(w, "Admitted").get("status") != "True")
+    assert cond(pending, "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert cond(pending, "QuotaReserved")["message"] == (
+        f"couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {rf}, 1 more needed")
+
+    # team-b now lends up to 4: team-a's own borrowingLimit (3) becomes the cap, 5 in all.
+    objs.apply(cluster_queue(team_b, rf, "4", cohort=cohort, lending="4"))
+    wait_for("5 admitted (2 nominal + borrowingLimit 3)", lambda: admitted_count() == 5)
+    time.sleep(1.5)
+    assert admitted_count() == 5
+    cq = wait_for("team-a status", lambda: when(kubectl.get("clusterqueue", team_a),
+                                                lambda c: c.get("status", {}).get("admittedWorkloads") == 5))
+    assert reserved_cpu(cq) == ("5", "3")
+
+
+# == preemption =====================================================================================
+def test_higher_priority_job_preempts_within_the_cluster_queue(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+    rf, cq_name = objs.name("on-demand"), objs.name("prio")
+    low, high = objs.name("low"), objs.name("high")
+    objs.apply(flavor(rf))
+    objs.apply(cluster_queue(cq_name, rf, "2", preemption={"withinClusterQueue": "LowerPriority"}))
+    for name, value in ((low, 100), (high, 1000)):
+        objs.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": name},
+                    "value": value})
+    kubectl.apply(local_queue(namespace, "q", cq_name))
+    original = {"team": "batch"}
+    submit(kubectl, job(namespace, "low", "q", cpu="2", labels={"kueue.x-k8s.io/priority-class": low}, node_selector=original))
+    wait_workload(kubectl, namespace, "low", "Admitted")
+    wait_for("low to run with the flavor's nodeSelector", lambda: kubectl.get("job", "-n", namespace, "low")["spec"]["template"]["spec"]
+             .get("nodeSelector") == {**original, "instance-type": "on-demand"})
+
+    submit(kubectl, job(namespace, "high", "q", cpu="2", run_for=None, labels={"kueue.x-k8s.io/priority-class": high}))
+    high_wl = wait_for("the high Workload", lambda: workload_of(kubectl, namespace, "high"))
+    evicted = wait_workload(kubectl, namespace, "low", "Evicted", reason="Preempted")
+    message = (f"Preempted to accommodate a workload (UID: {high_wl['metadata']['uid']}, "
+               f"JobUID: {kubectl.get('job', '-n', namespace, 'high')['metadata']['uid']}) due to prioritization in the ClusterQueue; "
+               f"preemptor path: /{cq_name}; preemptee path: /{cq_name}")
+    assert cond(evicted, "Evicted")["message"] == message
+    assert cond(evicted, "Preempted") | {"lastTransitionTime": None} == {
+        "type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": message, "lastTransitionTime": None}
+    wait_for("low re-suspended with its template restored", lambda: when(kubectl.get("job", "-n", namespace, "low"), lambda j: (
+        j["spec"].get("suspend") is True and j["spec"]["template"]["spec"].get("nodeSelector") == original)))
+    requeued = wait_workload(kubectl, namespace, "low", "Requeued", reason="Preempted")
+    assert cond(requeued, "Requeued")["message"] == message
+
+    wait_workload(kubectl, namespace, "high", "Admitted")
+    wait_workload(kubectl, namespace, "high", "Finished", timeout=60)
+    wl = wait_workload(kubectl, namespace, "low", "Admitted", timeout=60)
+    assert cond(wl, "Evicted") | {"lastTransitionTime": None} == {
+        "type": "Evicted", "status": "False", "reason": "QuotaReserved", "message": f"Previously: {message}",
+        "observedGeneration": wl["metadata"]["generation"], "lastTransitionTime": None}
+    wait_for("low to run again", lambda: not suspended(kubectl, namespace, "low"))
+
+
+# == queueing strategies ============================================================================
+@pytest.mark.parametrize(("strategy", "small_admitted"), [
+    pytest.param("StrictFIFO", False, id="StrictFIFO blocks behind the head"),
+    pytest.param("BestEffortFIFO", True, id="BestEffortFIFO lets the small one pass"),
+])
+def test_head_of_line_blocking(kubectl: Kubectl, namespace: str, objs: ClusterObjects, strategy: str, small_admitted: bool) -> None:
+    rf, cq_name = objs.name("on-demand"), objs.name("fifo")
+    objs.apply(flavor(rf))
+    objs.apply(cluster_queue(cq_name, rf, "4", strategy=strategy))
+    kubectl.apply(local_queue(namespace, "q", cq_name))
+    submit(kubectl, job(namespace, "running", "q", cpu="2"))
+    wait_workload(kubectl, namespace, "running", "Admitted")
+    submit(kubectl, job(namespace, "big", "q", cpu="3"))
+    big = wait_workload(kubectl, namespace, "big", "QuotaReserved", "False")
+    assert cond(big, "QuotaReserved")["reason"] == "WaitingForQuota"
+    time.sleep(1.1)  # creation timestamps have second resolution: the small Job must be younger
+    submit(kubectl, job(namespace, "small", "q", cpu="1"))
+    if small_admitted:
+        wait_workload(kubectl, namespace, "small", "Admitted")
+        assert not is_admitted(kubectl, namespace, "big")
+    else:
+        wait_for("the small Workload", lambda: workload_of(kubectl, namespace, "small"))
+        time.sleep(3)
+        assert not is_admitted(kubectl, namespace, "small")
+        assert suspended(kubectl, namespace, "small")
+        cq = kubectl.get("clusterqueue", cq_name)
+        assert cq["status"]["pendingWorkloads"] == 2 and cq["status"]["admittedWorkloads"] == 1
+        # Once the head fits (the running Job is deleted), both go in order.
+        kubectl("delete", "job", "-n", namespace, "running")
+        wait_workload(kubectl, namespace, "big", "Admitted")
+        wait_workload(kubectl, namespace, "small", "Admitted")
+
+
+# == stopPolicy =====================================================================================
+def test_hold_and_drain_evicts_and_none_readmits(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+    rf, cq_name = objs.name("on-demand"), objs.name("drain")
+    objs.apply(flavor(rf))
+    cq = cluster_queue(cq_name, rf, "2")
+    objs.apply(cq)
+    kubectl.apply(local_queue(namespace, "q", cq_name))
+    submit(kubectl, job(namespace, "long", "q"))
+    wait_workload(kubectl, namespace, "long", "Admitted")
+    wait_for("the Job to run", lambda: not suspended(kubectl, namespace, "long"))
+
+    kubectl("patch", "clusterqueue", cq_name, "--type=merge", "-p", '{"spec":{"stopPolicy":"HoldAndDrain"}}')
+    wl = wait_workload(kubectl, namespace, "long", "Evicted", reason="ClusterQueueStopped")
+    assert cond(wl, "Evicted")["message"] == "The ClusterQueue is stopped"
+    wait_for("the Job suspended", lambda: suspended(kubectl, namespace, "long"))
+    wl = wait_workload(kubectl, namespace, "long", "Requeued", "False", reason="ClusterQueueStopped")
+    assert cond(wl, "Requeued")["message"] == "The ClusterQueue is stopped"
+    assert "admission" not in wl["status"]
+    stopped = wait_for("Active=False Stopped", lambda: when(kubectl.get("clusterqueue", cq_name),
+                                                            lambda c: cond(c, "Active").get("reason") == "Stopped"))
+    assert cond(stopped, "Active")["message"] == "Can't admit new workloads: is stopped."
+    time.sleep(1)
+    assert not is_admitted(kubectl, namespace, "long")
+
+    kubectl("patch", "clusterqueue", cq_name, "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
+    wl = wait_workload(kubectl, namespace, "long", "Admitted")
+    assert cond(wl, "Requeued") | {"lastTransitionTime": None} == {
+        "type": "Requeued", "status": "True", "reason": "ClusterQueueRestarted",
+        "message": "The ClusterQueue was restarted after being stopped",
+        "observedGeneration": wl["metadata"]["generation"], "lastTransitionTime": None}
+    wait_for("the Job to run again", lambda: not suspended(kubectl, namespace, "long"))
+
+
+# == metrics ========================================================================================
+def _metrics_url(kubectl: Kubectl) -> str | None:
+    stack = getattr(kubectl, "stack", None)
+    if stack is not None and hasattr(stack, "metrics_url"):
+        return str(stack.metrics_url)
+    return os.environ.get("PYKUEUE_E2E_METRICS_URL")
+
+
+def _sample(text: str, metric: str, **labels: str) -> float | None:
+    for line in text.splitlines():
+        if not line.startswith(metric + "{"):
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(metric):line.rindex("}") + 1]))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+    url = _metrics_url(kubectl)
+    if url is None:
+        pytest.skip("the worker's /metrics is reachable only on the local stack (or set PYKUEUE_E2E_METRICS_URL)")
+    rf, cq_name = objs.name("on-demand"), objs.name("metrics")
+    objs.apply(flavor(rf))
+    objs.apply(cluster_queue(cq_name, rf, "2"))
+    kubectl.apply(local_queue(namespace, "q", cq_name))
+    submit(kubectl, job(namespace, "one", "q"), job(namespace, "two", "q", cpu="2"))
+    wait_workload(kubectl, namespace, "one", "Admitted")
+    wait_workload(kubectl, namespace, "two", "QuotaReserved", "False")
+
+    def scrape() -> str | None:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text: str = r.read().decode()
+        ok = _sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1
+        return text if ok else None
+
+    text = wait_for("the gauges to settle", scrape, timeout=15, interval=0.5)
+    role = {"replica_role": "leader"}
+    assert _sample(text, "kueue_quota_reserved_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
+    assert _sample(text, "kueue_admitted_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
+    assert _sample(text, "kueue_admission_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
+    assert _sample(text, "kueue_quota_reserved_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
+    assert _sample(text, "kueue_admitted_active_workloads", cluster_queue=cq_name, **role) == 1
+    assert _sample(text, "kueue_reserving_active_workloads", cluster_queue=cq_name, **role) == 1
+    assert _sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="active", **role) == 0
+    assert _sample(text, "kueue_cluster_queue_status", cluster_queue=cq_name, status="active", **role) == 1
+    assert _sample(text, "kueue_cluster_queue_status", cluster_queue=cq_name, status="pending", **role) == 0
+    assert (_sample(text, "kueue_admission_attempts_total", result="success", **role) or 0) >= 1
+    assert (_sample(text, "kueue_admission_attempts_total", result="inadmissible", **role) or 0) >= 1
+    assert _sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
+    # The local stack turns on metrics.enableClusterQueueResources.
+    fr = {"cohort": "", "cluster_queue": cq_name, "flavor": rf, "resource": "cpu", **role}
+    if _sample(text, "kueue_cluster_queue_nominal_quota", **fr) is not None:
+        assert _sample(text, "kueue_cluster_queue_nominal_quota", **fr) == 2
+        assert _sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1
+        assert _sample(text, "kueue_cluster_queue_borrowing_limit", **fr) == float("inf")
