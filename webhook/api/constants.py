@@ -168,5 +168,86 @@ MSG_CLUSTER_QUEUE_RESTARTED = "The ClusterQueue was restarted after being stoppe
 MSG_LOCAL_QUEUE_RESTARTED = "The LocalQueue was restarted after being stopped"
 
 
+
+# Job and Pod integrations: annotations, reasons and messages (`pkg/controller/jobframework/events.go`,
+# `stop_reason.go`, `reconciler.go`, `pkg/controller/jobs/pod/{constants,pod_controller.go}`,
+# `pkg/controller/constants/constants.go`).
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+PODSET_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PODSET_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+PODSET_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+PODSET_SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+PODSET_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
+POD_TERMINATION_TARGET = "TerminationTarget"
+"""Pod condition type Kueue sets before deleting a pod it stops."""
+WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
+"""Workload condition type of pod groups (True while some role lacks active pods)."""
+PODS_FAILED_REASON = "PodsFailed"
+
+
+class JobEventReason(StrEnum):
+    """Event reasons of the job integrations on Jobs, Pods and their Workloads."""
+
+    CREATED_WORKLOAD = "CreatedWorkload"
+    DELETED_WORKLOAD = "DeletedWorkload"
+    UPDATED_WORKLOAD = "UpdatedWorkload"
+    STARTED = "Started"
+    STOPPED = "Stopped"
+    SUSPENDED = "Suspended"
+    FINISHED_WORKLOAD = "FinishedWorkload"
+    UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
+    ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
+    EXCESS_POD_DELETED = "ExcessPodDeleted"
+    OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
+    WORKLOAD_NAME_CONFLICT = "WorkloadNameConflict"
+    WORKLOAD_PRIORITY_CLASS_NOT_FOUND = "WorkloadPriorityClassNotFound"
+
+
+class FinishedReason(StrEnum):
+    """Finished=True reasons the job integrations write."""
+
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    OWNER_NOT_FOUND = "OwnerNotFound"
+    FAILED_TO_START = "FailedToStart"
+
+
+class StopReason(StrEnum):
+    """Why a job is stopped; eviction adds `DueTo<EvictionReason>` to `WorkloadEvicted`."""
+
+    WORKLOAD_DELETED = "WorkloadDeleted"
+    WORKLOAD_EVICTED = "WorkloadEvicted"
+    NO_MATCHING_WORKLOAD = "NoMatchingWorkload"
+    NOT_ADMITTED = "NotAdmitted"
+
+
+class PodsReadyReason(StrEnum):
+    """PodsReady condition reasons (`generatePodsReadyCondition`)."""
+
+    WAIT_FOR_START = "WaitForStart"
+    WAIT_FOR_RECOVERY = "WaitForRecovery"
+    STARTED = "Started"
+    RECOVERED = "Recovered"
+
+
+MSG_OWNER_NOT_FOUND = "The workload's owner no longer exists"
+MSG_WORKLOAD_DELETED = "Workload is deleted"
+MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE = "Not admitted by cluster queue"
+MSG_MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
+MSG_NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
+MSG_PODS_NOT_READY = "Not all pods are ready or succeeded"
+MSG_PODS_RECOVERING = "At least one pod has failed, waiting for recovery"
+MSG_PODS_READY = "All pods reached readiness and the workload is running"
+MSG_PODS_NEED_REPLACEMENT = "Some Failed pods need replacement"
+MSG_NO_PODS_NEED_REPLACEMENT = "No pods need replacement"
+MSG_EXCESS_POD_DELETED = "Excess pod deleted"
+MSG_TOO_MANY_POD_GROUP_ROLES = "pod group can't include more than 18 roles"
+MSG_POD_GROUP_LABELS_MISMATCH = "constructing workload: pods have different label values"
+MSG_PENDING_POD_OPERATIONS = "waiting to observe previous operations on pods"
+MSG_NOT_A_POD_GROUP_WORKLOAD = (
+    "a workload with the pod group name already exists but was not created by the pod group framework"
+)
+
 # Every public name here is API vocabulary; export them all.
 __all__ = sorted(n for n, v in list(globals().items()) if not n.startswith("_") and n not in ("annotations", "StrEnum"))

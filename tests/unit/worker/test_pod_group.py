@@ -11,6 +11,7 @@ import pytest
 
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import pod_group as pg
+from webhook.worker.reconcilers import pod_start as ps
 
 NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)
 NOW_S = "2025-01-01T12:00:00Z"
@@ -716,7 +717,7 @@ def test_failed_pods_are_finalized_in_order() -> None:
 
 def test_start_with_an_unknown_role_fails_to_start() -> None:
     pods = [gp().gated().annotation("kueue.x-k8s.io/role-hash", "other").obj()]
-    got = pg._start(pods, gwl().admitted(ROLE, 2).obj(), is_group=True, opts=OPTS, lookups=FLAVORS, now=NOW)
+    got = ps.start_pods(pods, gwl().admitted(ROLE, 2).obj(), is_group=True, opts=OPTS, lookups=FLAVORS, now=NOW)
     message = "invalid podset infos: podSetInfo with the name 'other' is not found"
     assert got == a.Decision((finished("test-group", "FailedToStart", message),), message)
 
@@ -724,7 +725,7 @@ def test_start_with_an_unknown_role_fails_to_start() -> None:
 def test_admission_check_pod_set_update_conflict() -> None:
     wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted().obj()
     wl["status"]["admissionChecks"] = [{"name": "prov", "state": "Ready", "podSetUpdates": [{"name": "main", "labels": {"kueue.x-k8s.io/podset": "x"}}]}]
-    got = pg._start([Pod().gated().obj()], wl, is_group=False, opts=OPTS, lookups=FLAVORS, now=NOW)
+    got = ps.start_pods([Pod().gated().obj()], wl, is_group=False, opts=OPTS, lookups=FLAVORS, now=NOW)
     assert got.error == (
         'in admission check "prov": invalid admission check PodSetUpdate: conflict for labels: '
         "conflict for key=kubernetes.io/podset, value1=main, value2=x".replace("kubernetes.io/podset", "kueue.x-k8s.io/podset")
@@ -737,7 +738,7 @@ def test_flavor_tolerations_are_added_once_and_cq_label_needs_a_dns_label() -> N
     pod = Pod().gated().obj()
     pod["spec"]["schedulingGates"].append({"name": "kueue.x-k8s.io/topology"})
     wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted(cq="Not_A_Label").obj()
-    patch = pg._start([pod], wl, is_group=False, opts=OPTS, lookups=lookups, now=NOW).actions[0]
+    patch = ps.start_pods([pod], wl, is_group=False, opts=OPTS, lookups=lookups, now=NOW).actions[0]
     assert isinstance(patch, a.PatchPod)
     assert patch.patch["spec"] == {"tolerations": [tol], "schedulingGates": []}
     assert "kueue.x-k8s.io/cluster-queue-name" not in patch.patch["metadata"]["labels"]

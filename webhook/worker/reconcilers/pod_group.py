@@ -11,6 +11,10 @@ Entry points: `reconcile_pod` (one pod without a group name) and `reconcile_grou
 the matching Workloads (v1beta2), the `Lookups` the I/O layer keeps in its caches, and `now`; they
 return a `Decision` (see `actions.py`). Nothing here reads the clock or performs I/O.
 
+This module holds the recipe and the group logic (matching, excess and replacement pods,
+`WaitingForReplacementPods`); `pod_workload` builds and compares Workloads, `pod_start` starts and
+stops pods, `pod_common` holds the shared accessors. Reasons and messages live in `api/constants`.
+
 Deliberate differences from upstream: starting a group is all-or-nothing (upstream patches pods in
 parallel and may ungate some before hitting a conflict); map iteration (flavor assignments,
 conflict detection) is sorted so the output is deterministic.
@@ -18,26 +22,71 @@ conflict detection) is sorted so the output is deterministic.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import fields
-from webhook.api.pod_role import role_hash
 from webhook.worker.reconcilers import actions as a
-
-if TYPE_CHECKING:
-    from webhook.config import Configuration
+from webhook.worker.reconcilers.pod_common import (
+    _EPOCH,
+    MAX_POD_SETS,
+    POD_API,
+    Lookups,
+    Obj,
+    Options,
+    _annotations,
+    _cond,
+    _condition,
+    _controller_of,
+    _deleting,
+    _event,
+    _finalize_orphan,
+    _finish,
+    _finished_event,
+    _go_atoi,
+    _has_finalizer,
+    _has_quota_reservation,
+    _is_admitted,
+    _is_finished,
+    _is_gated,
+    _is_runnable_or_succeeded,
+    _is_suspended,
+    _is_terminated,
+    _labels,
+    _max_exec_seconds,
+    _meta,
+    _name,
+    _phase,
+    _pod_role,
+    _ref,
+    _remove_finalizers,
+    _remove_wl_finalizer,
+    _Retry,
+    _rfc3339,
+    _time,
+    _total_count,
+    _Unretryable,
+    _wl_ref,
+    group_name,
+)
+from webhook.worker.reconcilers.pod_start import _eviction_reason, start_pods, stop_pods
+from webhook.worker.reconcilers.pod_workload import (
+    _equivalent_single,
+    _fast_pod_sets,
+    _group_pod_sets,
+    _new_workload,
+    _RetryWith,
+    _with_owners,
+    construct_pod_workload,
+    workload_name,
+    workload_name_for_pod,
+)
 
 __all__ = [
     "Lookups",
     "Options",
-    "StopReason",
     "construct_pod_workload",
     "group_name",
     "reconcile_group",
@@ -45,763 +94,6 @@ __all__ = [
     "workload_name",
     "workload_name_for_pod",
 ]
-
-Obj = Mapping[str, Any]
-POD_API = "v1"
-WORKLOAD_API = c.V1BETA2
-MAX_POD_SETS = 18
-DEFAULT_POD_SET = "main"
-TERMINATION_TARGET = "TerminationTarget"
-_EVENT_LIMIT = 1024
-_CONDITION_LIMIT = 32 * 1024
-_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
-
-# TODO: move these strings to webhook/api/constants.py (being edited concurrently; kept here meanwhile).
-FAST_ADMISSION = "kueue.x-k8s.io/pod-group-fast-admission"
-PREBUILT_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/prebuilt-workload-name"
-PROVREQ_PREFIX = "provreq.kueue.x-k8s.io/"
-UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
-SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
-SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-PODSET_GROUP_NAME = "kueue.x-k8s.io/podset-group-name"
-
-
-class Reason(StrEnum):
-    """Event reasons (`pkg/controller/jobframework/events.go`, `pod_controller.go`)."""
-
-    CREATED_WORKLOAD = "CreatedWorkload"
-    DELETED_WORKLOAD = "DeletedWorkload"
-    UPDATED_WORKLOAD = "UpdatedWorkload"
-    STARTED = "Started"
-    STOPPED = "Stopped"
-    FINISHED_WORKLOAD = "FinishedWorkload"
-    UPDATED_ADMISSION_CHECK = "UpdatedAdmissionCheck"
-    ERR_WORKLOAD_COMPOSE = "ErrWorkloadCompose"
-    EXCESS_POD_DELETED = "ExcessPodDeleted"
-    OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
-    WORKLOAD_NAME_CONFLICT = "WorkloadNameConflict"
-    WORKLOAD_PRIORITY_CLASS_NOT_FOUND = "WorkloadPriorityClassNotFound"
-
-
-class FinishedReason(StrEnum):
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-    OWNER_NOT_FOUND = "OwnerNotFound"
-    FAILED_TO_START = "FailedToStart"
-
-
-class StopReason(StrEnum):
-    """`pkg/controller/jobframework/stop_reason.go`; eviction adds `DueTo<EvictedReason>`."""
-
-    WORKLOAD_DELETED = "WorkloadDeleted"
-    WORKLOAD_EVICTED = "WorkloadEvicted"
-    NO_MATCHING_WORKLOAD = "NoMatchingWorkload"
-    NOT_ADMITTED = "NotAdmitted"
-
-
-WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
-PODS_FAILED = "PodsFailed"
-MSG_OWNER_NOT_FOUND = "The workload's owner no longer exists"
-MSG_NEED_REPLACEMENT = "Some Failed pods need replacement"
-MSG_NO_REPLACEMENT = "No pods need replacement"
-MSG_WORKLOAD_DELETED = "Workload is deleted"
-MSG_NOT_ADMITTED = "Not admitted by cluster queue"
-MSG_MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
-MSG_NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
-MSG_TOO_MANY_ROLES = f"pod group can't include more than {MAX_POD_SETS} roles"
-MSG_LABELS_MISMATCH = "constructing workload: pods have different label values"
-MSG_PENDING_OPS = "waiting to observe previous operations on pods"
-MSG_NOT_GROUP_WORKLOAD = "a workload with the pod group name already exists but was not created by the pod group framework"
-
-
-# --- inputs ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    """Configuration and feature gates that change pod reconciliation (defaults = upstream's)."""
-
-    label_keys_to_copy: frozenset[str] = frozenset()
-    manage_jobs_without_queue_name: bool = False
-    implicitly_enabled: bool = False
-    wait_for_pods_ready: bool = True
-    tas: bool = True
-    workload_identifier_annotations: bool = True
-    validate_group_owner: bool = True
-    finish_orphaned_workloads: bool = True
-    assign_queue_labels: bool = True
-    admission_gated_by: bool = True
-    reclaimable_pods: bool = True
-    skip_reassignment_for_pod_owned: bool = True
-    short_workload_names: bool = False
-
-    @classmethod
-    def from_config(cls, cfg: Configuration) -> Options:
-        frameworks = set(cfg.integrations.frameworks)
-        parents = {"deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"}
-        return cls(
-            label_keys_to_copy=frozenset(cfg.integrations.label_keys_to_copy),
-            manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
-            implicitly_enabled="pod" not in frameworks and bool(frameworks & parents),
-            wait_for_pods_ready=cfg.wait_for_pods_ready_enabled,
-            tas=cfg.feature_enabled("TopologyAwareScheduling"),
-            workload_identifier_annotations=cfg.feature_enabled("WorkloadIdentifierAnnotations"),
-            validate_group_owner=cfg.feature_enabled("PodIntegrationValidateGroupOwner"),
-            finish_orphaned_workloads=cfg.feature_enabled("FinishOrphanedWorkloads"),
-            assign_queue_labels=cfg.feature_enabled("AssignQueueLabelsForPods"),
-            admission_gated_by=cfg.feature_enabled("AdmissionGatedBy"),
-            reclaimable_pods=cfg.feature_enabled("ReclaimablePods"),
-            skip_reassignment_for_pod_owned=cfg.feature_enabled("SkipReassignmentForPodOwnedWorkloads"),
-            short_workload_names=cfg.feature_enabled("ShortWorkloadNames"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Lookups:
-    """Cluster-scoped objects read from the worker's caches.
-
-    `resource_flavors`: flavor name → ResourceFlavor `spec`. `workload_priority_classes`: name →
-    value. `priority_classes`: name → (value, globalDefault).
-    """
-
-    resource_flavors: Mapping[str, Obj] = field(default_factory=dict)
-    workload_priority_classes: Mapping[str, int] = field(default_factory=dict)
-    priority_classes: Mapping[str, tuple[int, bool]] = field(default_factory=dict)
-
-
-class _Retry(Exception):
-    """A retryable failure: logged, and the key is re-queued."""
-
-
-class _Unretryable(Exception):
-    """Upstream's `UnretryableError`: logged, never retried."""
-
-
-class _Permanent(Exception):
-    """`podset.IsPermanent`: the admission cannot be applied; the Workload fails to start."""
-
-
-# --- pod accessors --------------------------------------------------------------------------------
-
-
-def _meta(obj: Obj) -> Obj:
-    return obj.get("metadata") or {}
-
-
-def _labels(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("labels") or {}
-
-
-def _annotations(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("annotations") or {}
-
-
-def _name(obj: Obj) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
-def _phase(pod: Obj) -> str:
-    return str((pod.get("status") or {}).get("phase") or "")
-
-
-def _is_terminated(pod: Obj) -> bool:
-    return _phase(pod) in ("Succeeded", "Failed")
-
-
-def _has_gate(pod: Obj, gate: str) -> bool:
-    return any(g.get("name") == gate for g in (pod.get("spec") or {}).get("schedulingGates") or ())
-
-
-def _is_gated(pod: Obj) -> bool:
-    return _has_gate(pod, c.ADMISSION_GATE)
-
-
-def _is_suspended(pod: Obj) -> bool:
-    return _is_terminated(pod) or _is_gated(pod)
-
-
-def _deleting(obj: Obj) -> bool:
-    return bool(_meta(obj).get("deletionTimestamp"))
-
-
-def _has_finalizer(obj: Obj, finalizer: str = c.POD_FINALIZER) -> bool:
-    return finalizer in (_meta(obj).get("finalizers") or ())
-
-
-def _time(value: Any) -> datetime:
-    return datetime.fromisoformat(value) if value else _EPOCH
-
-
-def _rfc3339(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _ref(pod: Obj) -> a.ObjectRef:
-    return a.ObjectRef.of(pod, api_version=POD_API, kind="Pod")
-
-
-def _wl_ref(wl: Obj) -> a.ObjectRef:
-    return a.ObjectRef.of(wl, api_version=WORKLOAD_API, kind="Workload")
-
-
-def _go_atoi(text: str) -> int:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isascii() or not body.isdigit():
-        raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
-    return int(text)
-
-
-def group_name(pod: Obj, opts: Options) -> str:
-    """`utilpod.GetPodGroupName`: the annotation wins when WorkloadIdentifierAnnotations is on."""
-    if opts.workload_identifier_annotations and _annotations(pod).get(c.POD_GROUP_NAME):
-        return _annotations(pod)[c.POD_GROUP_NAME]
-    return _labels(pod).get(c.POD_GROUP_NAME, "")
-
-
-def _total_count(pod: Obj) -> int:
-    text = _annotations(pod).get(c.POD_GROUP_TOTAL_COUNT)
-    if text is None:
-        raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation")
-    try:
-        total = _go_atoi(text)
-    except ValueError as exc:
-        raise _Retry(str(exc)) from exc
-    if total < 1:
-        raise _Retry(f"incorrect annotation value '{c.POD_GROUP_TOTAL_COUNT}={text}': group total count should be greater than zero")
-    return total
-
-
-def _pod_role(pod: Obj) -> str:
-    """`getRoleHash`: the annotation verbatim when present, else computed from the spec."""
-    return _annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
-
-
-def _max_exec_seconds(pod: Obj) -> int | None:
-    text = _labels(pod).get(c.MAX_EXEC_TIME_LABEL)
-    try:
-        value = _go_atoi(text) if text is not None else 0
-    except ValueError:
-        return None
-    return value if 0 < value < 2**31 else None
-
-
-def _is_runnable_or_succeeded(pod: Obj) -> bool:
-    """Active: not Failed, and not deleted before being scheduled."""
-    if _deleting(pod) and not (pod.get("spec") or {}).get("nodeName"):
-        return False
-    return _phase(pod) != "Failed"
-
-
-def _event(obj: Obj, reason: Reason, message: str, *, warning: bool = False, action: str = "") -> a.Event:
-    kind = a.EventType.WARNING if warning else a.EventType.NORMAL
-    return a.Event(kind, reason, message[:_EVENT_LIMIT], _ref(obj), action or reason)
-
-
-def _remove_finalizers(pods: Sequence[Obj]) -> list[a.Action]:
-    return [a.RemoveFinalizer(_ref(p)) for p in pods if _has_finalizer(p)]
-
-
-# --- workload accessors ---------------------------------------------------------------------------
-
-
-def _condition(wl: Obj, ctype: str) -> Obj | None:
-    for cond in (wl.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == ctype:
-            return cond  # type: ignore[no-any-return]
-    return None
-
-
-def _is_true(wl: Obj, ctype: str) -> bool:
-    cond = _condition(wl, ctype)
-    return cond is not None and cond.get("status") == "True"
-
-
-def _is_finished(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.FINISHED)
-
-
-def _is_admitted(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.ADMITTED)
-
-
-def _has_quota_reservation(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.QUOTA_RESERVED)
-
-
-def _controller_of(wl: Obj) -> Obj | None:
-    for ref in _meta(wl).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
-def _cond(ctype: str, status: str, reason: str, message: str, *, now: datetime, wl: Obj) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "type": ctype,
-        "status": status,
-        "reason": reason,
-        "message": message[:_CONDITION_LIMIT],
-        "lastTransitionTime": _rfc3339(now),
-    }
-    if _meta(wl).get("generation") is not None:
-        out["observedGeneration"] = _meta(wl)["generation"]
-    return out
-
-
-def _finish(wl: Obj, reason: str, message: str, now: datetime) -> list[a.Action]:
-    """`workloadfinish.Finish`: no-op on an already finished Workload."""
-    if _is_finished(wl):
-        return []
-    cond = _cond(c.WorkloadCondition.FINISHED, "True", reason, message, now=now, wl=wl)
-    return [a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-admission")]
-
-
-def _finished_event(pod: Obj, wl: Obj) -> a.Event:
-    return _event(pod, Reason.FINISHED_WORKLOAD, f"Workload '{_meta(wl).get('namespace')}/{_name(wl)}' is declared finished")
-
-
-def _remove_wl_finalizer(wl: Obj) -> list[a.Action]:
-    return [a.RemoveWorkloadFinalizer(_wl_ref(wl))] if _has_finalizer(wl, c.RESOURCE_IN_USE_FINALIZER) else []
-
-
-def _finalize_orphan(wl: Obj, opts: Options, now: datetime) -> list[a.Action]:
-    """`workload.FinalizeOrphanedWorkload`: finish it when it had a controller, drop the finalizer."""
-    out: list[a.Action] = []
-    if opts.finish_orphaned_workloads and not _deleting(wl) and _controller_of(wl) is not None:
-        out += _finish(wl, FinishedReason.OWNER_NOT_FOUND, MSG_OWNER_NOT_FOUND, now)
-    return out + _remove_wl_finalizer(wl)
-
-
-# --- naming ---------------------------------------------------------------------------------------
-
-
-def workload_name(owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False) -> str:
-    """`GenerateWorkloadNameWithExtra`: `<kind>-<owner>` cut to fit, then 5 hex of a SHA-1."""
-    prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
-    digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode())
-    if extra:
-        digest.update(f"\n{extra}".encode())
-    return f"{prefix}-{digest.hexdigest()[:5]}"
-
-
-def workload_name_for_pod(pod_name: str, pod_uid: str, *, short: bool = False) -> str:
-    return workload_name(pod_name, pod_uid, kind="Pod", short=short)
-
-
-# --- podSets and Workload construction ------------------------------------------------------------
-
-
-def _sanitize_env(spec: dict[str, Any]) -> None:
-    """`SanitizePodSet`: one env var per name, at its first position, with its last value."""
-    for key in ("containers", "initContainers"):
-        for ctr in spec.get(key) or ():
-            if not ctr.get("env"):
-                continue
-            merged: dict[str, Any] = {}
-            for var in ctr["env"]:
-                merged[var.get("name")] = var
-            ctr["env"] = list(merged.values())
-
-
-def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
-    """`NewPodSetTopologyRequest(meta).PodIndexLabel(pod-group-pod-index)`."""
-    if not opts.tas:
-        return None
-    ann = _annotations(pod)
-    req: dict[str, Any] = {}
-    if REQUIRED_TOPOLOGY in ann:
-        req["required"] = ann[REQUIRED_TOPOLOGY]
-    elif PREFERRED_TOPOLOGY in ann:
-        req["preferred"] = ann[PREFERRED_TOPOLOGY]
-    elif UNCONSTRAINED_TOPOLOGY in ann:
-        text = ann[UNCONSTRAINED_TOPOLOGY]
-        if text not in ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"):
-            raise _Retry(f'strconv.ParseBool: parsing "{text}": invalid syntax')
-        req["unconstrained"] = text in ("1", "t", "T", "TRUE", "true", "True")
-    if SLICE_REQUIRED_TOPOLOGY in ann and SLICE_SIZE in ann:
-        try:
-            size = _go_atoi(ann[SLICE_SIZE])
-        except ValueError as exc:
-            raise _Retry(str(exc).replace("Atoi", "ParseInt")) from exc
-        req["podSetSliceRequiredTopology"] = ann[SLICE_REQUIRED_TOPOLOGY]
-        req["podSetSliceSize"] = size
-    req["podIndexLabel"] = c.POD_GROUP_POD_INDEX_LABEL
-    if PODSET_GROUP_NAME in ann and ("required" in req or "preferred" in req):
-        req["podSetGroupName"] = ann[PODSET_GROUP_NAME]
-    return req
-
-
-def _pod_set(pod: Obj, opts: Options, *, name: str = DEFAULT_POD_SET, count: int = 1) -> dict[str, Any]:
-    """`constructPodSet`: the pod's spec only (no metadata), sanitized env."""
-    spec = copy.deepcopy(dict(pod.get("spec") or {}))
-    _sanitize_env(spec)
-    ps: dict[str, Any] = {"name": name, "count": count, "template": {"metadata": {}, "spec": spec}}
-    topology = _topology_request(pod, opts)
-    if topology is not None:
-        ps["topologyRequest"] = topology
-    return ps
-
-
-def _group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
-    """`constructGroupPodSets`: one podSet per role among active pods, sorted by name."""
-    by_role: dict[str, dict[str, Any]] = {}
-    for pod in pods:
-        if not _is_runnable_or_succeeded(pod):
-            continue
-        role = _pod_role(pod)
-        if role in by_role:
-            by_role[role]["count"] += 1
-        else:
-            by_role[role] = _pod_set(pod, opts, name=role.lower())
-    return [by_role[role] for role in sorted(by_role, key=lambda r: r.lower())]
-
-
-def _fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[str, Any]]:
-    for pod in pods:
-        if _is_runnable_or_succeeded(pod):
-            return [_pod_set(pod, opts, name=_pod_role(pod).lower(), count=total)]
-    raise _Retry("failed to find a runnable pod in the group")
-
-
-def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
-    """`ExtractPriority`: WorkloadPriorityClass label, else the template's PriorityClass, else the default."""
-    wpc = _labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
-    if wpc:
-        if wpc not in lookups.workload_priority_classes:
-            event = _event(pod, Reason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
-            raise _RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
-        return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
-    pc = next((ps["template"]["spec"].get("priorityClassName") for ps in pod_sets if ps["template"]["spec"].get("priorityClassName")), "")
-    if pc:
-        if pc not in lookups.priority_classes:
-            raise _Retry(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, lookups.priority_classes[pc][0]
-    defaults = sorted((value, name) for name, (value, is_default) in lookups.priority_classes.items() if is_default)
-    if defaults:
-        value, name = defaults[0]
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
-    return None, 0
-
-
-class _RetryWith(_Retry):
-    def __init__(self, message: str, actions: list[a.Action]) -> None:
-        super().__init__(message)
-        self.actions = actions
-
-
-def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
-    """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
-    annotations = {k: v for k, v in _annotations(pod).items() if k.startswith(PROVREQ_PREFIX)}
-    if opts.admission_gated_by and _annotations(pod).get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = _annotations(pod)[c.ADMISSION_GATED_BY]
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    queue = _labels(pod).get(c.QUEUE_LABEL, "")
-    if queue:
-        spec["queueName"] = queue
-    max_exec = _max_exec_seconds(pod)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
-    ref, priority = _priority(pod, pod_sets, lookups)
-    if ref is not None:
-        spec["priorityClassRef"] = ref
-    spec["priority"] = priority
-    meta: dict[str, Any] = {"name": name, "namespace": _meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
-    if annotations:
-        meta["annotations"] = annotations
-    return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
-
-
-def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
-    """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
-    uid = str(_meta(pod).get("uid") or "")
-    wl = _new_workload(workload_name_for_pod(_name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
-    labels = {k: v for k, v in _labels(pod).items() if k in opts.label_keys_to_copy}
-    if not fields.is_label_value(uid):
-        labels[c.JOB_UID_LABEL] = uid
-    if labels:
-        wl["metadata"]["labels"] = labels
-    wl["metadata"]["ownerReferences"] = [
-        {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
-    ]
-    return wl
-
-
-def _owner_ref(pod: Obj) -> dict[str, Any]:
-    return {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": _meta(pod).get("uid", "")}
-
-
-def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
-    """`controllerutil.SetOwnerReference` per pod: upsert by kind and name, never as controller."""
-    out = [dict(r) for r in refs]
-    for pod in pods:
-        new = _owner_ref(pod)
-        for i, ref in enumerate(out):
-            if ref.get("kind") == "Pod" and ref.get("apiVersion", "").split("/")[0] in ("v1", "") and ref.get("name") == new["name"]:
-                out[i] = {**ref, **new}
-                break
-        else:
-            out.append(new)
-    return out
-
-
-# --- single-pod equivalence -----------------------------------------------------------------------
-
-
-def _semantic(value: Any) -> Any:
-    """Drop nulls and empty collections, as `equality.Semantic.DeepEqual` treats nil == empty."""
-    if isinstance(value, Mapping):
-        out = {k: _semantic(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, {}, [], "", False, 0)}
-    if isinstance(value, list | tuple):
-        return [_semantic(v) for v in value]
-    return value
-
-
-def _same_pod_sets(job: Sequence[Obj], wl: Sequence[Obj], *, ignore_tolerations: bool) -> bool:
-    """`equality.ComparePodSetSlices`: count, minCount, containers, initContainers, tolerations."""
-    if len(job) != len(wl):
-        return False
-    for x, y in zip(job, wl, strict=True):
-        if x.get("count", 1) != y.get("count", 1) or x.get("minCount", -1) != y.get("minCount", -1):
-            return False
-        xs, ys = x["template"].get("spec") or {}, y["template"].get("spec") or {}
-        keys = ("containers", "initContainers") if ignore_tolerations else ("containers", "initContainers", "tolerations")
-        if any(_semantic(xs.get(k)) != _semantic(ys.get(k)) for k in keys):
-            return False
-    return True
-
-
-def _running_pod_sets(wl: Obj, lookups: Lookups, opts: Options) -> list[dict[str, Any]] | None:
-    """`expectedRunningPodSets`: the spec with the admission merged in, or None."""
-    if not _has_quota_reservation(wl):
-        return None
-    try:
-        infos = {info.name: info for info in _pod_set_infos(wl, lookups, opts)}
-    except (_Retry, _Permanent):
-        return None
-    out = copy.deepcopy(list((wl.get("spec") or {}).get("podSets") or ()))
-    for ps in out:
-        info = infos.get(ps.get("name", ""))
-        if info is None:
-            return None
-        spec = ps["template"].setdefault("spec", {})
-        try:
-            merged = _merge(_PodSetInfo.of_template(ps["template"]), info)
-        except _Permanent:
-            return None
-        spec["tolerations"] = merged.tolerations
-    return out
-
-
-def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
-    owner = _controller_of(wl) or {}
-    if owner.get("name") != _name(pod):
-        return False
-    if opts.finish_orphaned_workloads and owner.get("uid") != _meta(pod).get("uid"):
-        return False
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != _max_exec_seconds(pod):
-        return False
-    job = [_pod_set(pod, opts)]
-    ignore = _is_admitted(wl)
-    running = _running_pod_sets(wl, lookups, opts)
-    wl_sets = (wl.get("spec") or {}).get("podSets") or []
-    if running is not None:
-        if _same_pod_sets(job, running, ignore_tolerations=ignore):
-            return True
-        return _is_suspended(pod) and _same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
-    return _same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
-
-
-# --- start: podSet infos and the per-pod patch ----------------------------------------------------
-
-
-@dataclass(slots=True)
-class _PodSetInfo:
-    name: str = ""
-    count: int = 0
-    annotations: dict[str, str] = field(default_factory=dict)
-    labels: dict[str, str] = field(default_factory=dict)
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: list[Obj] = field(default_factory=list)
-    scheduling_gates: list[Obj] = field(default_factory=list)
-
-    @classmethod
-    def of_template(cls, template: Obj) -> _PodSetInfo:
-        spec = template.get("spec") or {}
-        return cls(
-            annotations=dict(_annotations(template)),
-            labels=dict(_labels(template)),
-            node_selector=dict(spec.get("nodeSelector") or {}),
-            tolerations=list(spec.get("tolerations") or ()),
-            scheduling_gates=list(spec.get("schedulingGates") or ()),
-        )
-
-
-def _conflict(base: Mapping[str, str], new: Mapping[str, str], what: str) -> None:
-    for key in sorted(base):
-        if key in new and base[key] != new[key]:
-            raise _Permanent(
-                f"invalid admission check PodSetUpdate: conflict for {what}: conflict for key={key}, value1={base[key]}, value2={new[key]}"
-            )
-
-
-def _same_toleration(x: Obj, y: Obj) -> bool:
-    """`tolerations.Equal`: key, effect, value and operator (empty operator = Equal)."""
-    return all(x.get(k, "") == y.get(k, "") for k in ("key", "effect", "value")) and (x.get("operator") or "Equal") == (
-        y.get("operator") or "Equal"
-    )
-
-
-def _merge(base: _PodSetInfo, new: _PodSetInfo) -> _PodSetInfo:
-    """`PodSetInfo.Merge`: maps must not disagree; tolerations and gates are appended once."""
-    _conflict(base.annotations, new.annotations, "annotations")
-    _conflict(base.labels, new.labels, "labels")
-    _conflict(base.node_selector, new.node_selector, "nodeSelector")
-    out = _PodSetInfo(
-        base.name,
-        base.count,
-        {**base.annotations, **new.annotations},
-        {**base.labels, **new.labels},
-        {**base.node_selector, **new.node_selector},
-        list(base.tolerations),
-        list(base.scheduling_gates),
-    )
-    for tol in new.tolerations:
-        if not any(_same_toleration(t, tol) for t in out.tolerations):
-            out.tolerations.append(tol)
-    for gate in new.scheduling_gates:
-        if gate not in out.scheduling_gates:
-            out.scheduling_gates.append(gate)
-    return out
-
-
-def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[_PodSetInfo]:
-    """`getPodSetsInfoFromStatus`: flavors, queue labels, TAS annotation, admission-check updates."""
-    status = wl.get("status") or {}
-    assignments = (status.get("admission") or {}).get("podSetAssignments") or []
-    pod_sets = (wl.get("spec") or {}).get("podSets") or []
-    infos = []
-    for i, psa in enumerate(assignments):
-        ps = pod_sets[i] if i < len(pod_sets) else {}
-        info = _PodSetInfo(name=psa.get("name", ""), count=psa.get("count", ps.get("count", 1)))
-        if opts.tas and psa.get("topologyAssignment") is not None:
-            req = ps.get("topologyRequest") or {}
-            if not any(k in req for k in ("required", "preferred", "unconstrained")):
-                info.annotations[UNCONSTRAINED_TOPOLOGY] = "true"
-            info.scheduling_gates.append({"name": c.TOPOLOGY_GATE})
-        seen: set[str] = set()
-        for _, flavor in sorted((psa.get("flavors") or {}).items()):
-            if flavor in seen:
-                continue
-            if flavor not in lookups.resource_flavors:
-                raise _Retry(f'resourceflavors.kueue.x-k8s.io "{flavor}" not found')
-            rf = lookups.resource_flavors[flavor]
-            info.node_selector.update(rf.get("nodeLabels") or {})
-            info.tolerations.extend(rf.get("tolerations") or ())
-            seen.add(flavor)
-        if opts.tas:
-            info.annotations[c.WORKLOAD_ANNOTATION] = _name(wl)
-        info.labels[c.PODSET_LABEL] = info.name
-        if opts.assign_queue_labels:
-            info.labels[c.LOCAL_QUEUE_NAME_LABEL] = (wl.get("spec") or {}).get("queueName", "")
-            cq = (status.get("admission") or {}).get("clusterQueue", "")
-            if not fields.is_dns1123_label(cq):
-                info.labels[c.CLUSTER_QUEUE_NAME_LABEL] = cq
-        for check in status.get("admissionChecks") or ():
-            for update in check.get("podSetUpdates") or ():
-                if update.get("name") == info.name:
-                    new = _PodSetInfo(
-                        annotations=dict(update.get("annotations") or {}),
-                        labels=dict(update.get("labels") or {}),
-                        node_selector=dict(update.get("nodeSelector") or {}),
-                        tolerations=list(update.get("tolerations") or ()),
-                    )
-                    try:
-                        info = _merge(info, new)
-                    except _Permanent as exc:
-                        raise _Permanent(f'in admission check "{check.get("name")}": {exc}') from exc
-                    break
-        infos.append(info)
-    return infos
-
-
-def _start_patch(pod: Obj, info: _PodSetInfo) -> a.PatchPod:
-    """`prepare`: merge the podSet info into the pod, then lift the admission (and topology) gate."""
-    spec = pod.get("spec") or {}
-    base = _PodSetInfo.of_template(pod)
-    merged = _merge(base, info)
-    gates = [g for g in merged.scheduling_gates if g.get("name") != c.ADMISSION_GATE]
-    if {"name": c.TOPOLOGY_GATE} not in info.scheduling_gates:
-        gates = [g for g in gates if g.get("name") != c.TOPOLOGY_GATE]
-    meta: dict[str, Any] = {}
-    for key, old, new in (("labels", base.labels, merged.labels), ("annotations", base.annotations, merged.annotations)):
-        added = {k: v for k, v in new.items() if old.get(k) != v}
-        if added:
-            meta[key] = added
-    spec_patch: dict[str, Any] = {}
-    selector = {k: v for k, v in merged.node_selector.items() if base.node_selector.get(k) != v}
-    if selector:
-        spec_patch["nodeSelector"] = selector
-    if merged.tolerations != list(spec.get("tolerations") or ()):
-        spec_patch["tolerations"] = merged.tolerations
-    if gates != list(spec.get("schedulingGates") or ()):
-        spec_patch["schedulingGates"] = gates
-    patch: dict[str, Any] = {}
-    if meta:
-        patch["metadata"] = meta
-    if spec_patch:
-        patch["spec"] = spec_patch
-    return a.PatchPod(_ref(pod), patch)
-
-
-def _start(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.Decision:
-    """`startJob` + `Pod.Run`: one patch and one `Started` event per gated pod."""
-    message = f"Admitted by clusterQueue {((wl.get('status') or {}).get('admission') or {}).get('clusterQueue', '')}"
-    try:
-        infos = _pod_set_infos(wl, lookups, opts)
-        if not is_group and len(infos) != 1:
-            raise _Permanent(f"invalid podset infos: expecting 1 pod set got {len(infos)}")
-        out: list[a.Action] = []
-        for pod in pods:
-            if not _is_gated(pod):
-                continue
-            if is_group:
-                role = _pod_role(pod)
-                info = next((i for i in infos if i.name == role), None)
-                if info is None:
-                    raise _Permanent(f"invalid podset infos: podSetInfo with the name '{role}' is not found")
-            else:
-                info = infos[0]
-            out += [_start_patch(pod, info), _event(pod, Reason.STARTED, message)]
-    except _Permanent as exc:
-        return a.Decision(tuple(_finish(wl, FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
-    except _Retry as exc:
-        return a.Decision((), str(exc), retry=True)
-    return a.Decision(tuple(out))
-
-
-# --- stop -----------------------------------------------------------------------------------------
-
-
-def _stop(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, finalize: Sequence[Obj] = ()) -> list[a.Action]:
-    """`Pod.Stop`: mark each live pod TerminationTarget, delete it, and report `Stopped` on it."""
-    out: list[a.Action] = []
-    for pod in pods:
-        if _deleting(pod) or (reason != StopReason.WORKLOAD_DELETED and _is_suspended(pod)):
-            continue
-        cond = {"type": TERMINATION_TARGET, "status": "True", "lastTransitionTime": _rfc3339(now), "reason": reason, "message": message}
-        out += [a.SetPodCondition(_ref(pod), cond), a.DeletePod(_ref(pod)), _event(pod, Reason.STOPPED, message)]
-    return out + _remove_finalizers(finalize)
-
-
-def _eviction_reason(wl: Obj | None) -> str:
-    cond = _condition(wl, c.WorkloadCondition.EVICTED) if wl is not None else None
-    if cond is not None and cond.get("status") == "True":
-        return f"{StopReason.WORKLOAD_EVICTED}DueTo{cond.get('reason', '')}"
-    return StopReason.WORKLOAD_EVICTED
-
 
 # --- pod groups -----------------------------------------------------------------------------------
 
@@ -845,7 +137,7 @@ def _remove_excess(pods: Sequence[Obj]) -> list[a.Action]:
     for pod in pods:
         out += _remove_finalizers([pod])
         if not _deleting(pod):
-            out += [a.DeletePod(_ref(pod)), _event(pod, Reason.EXCESS_POD_DELETED, "Excess pod deleted")]
+            out += [a.DeletePod(_ref(pod)), _event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
     return out
 
 
@@ -866,7 +158,7 @@ class _Group:
 
     @property
     def fast(self) -> bool:
-        return self.is_group and _annotations(self.first).get(FAST_ADMISSION) == "true"
+        return self.is_group and _annotations(self.first).get(c.POD_GROUP_FAST_ADMISSION) == "true"
 
     @property
     def serving(self) -> bool:
@@ -953,7 +245,7 @@ def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
             raise _Retry(f'incorrect label value "{index}" {where}: validation error: value should be less than {total}')
     if not group.fast and len(active) < total:
         message = f"'{group.name}' group has fewer runnable pods than expected"
-        raise _UnretryableWith(message, [_event(first, Reason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
+        raise _UnretryableWith(message, [_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
     queue = _labels(first).get(c.QUEUE_LABEL, "")
     for pod in group.pods:
         if _phase(pod) == "Failed":
@@ -992,10 +284,10 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
     try:
         pod_sets = group.pod_sets()
     except _Unretryable as exc:
-        out.append(_event(group.first, Reason.ERR_WORKLOAD_COMPOSE, str(exc), warning=True))
+        out.append(_event(group.first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, str(exc), warning=True))
         raise
     if len(pod_sets) > MAX_POD_SETS:
-        raise _Unretryable(MSG_TOO_MANY_ROLES)
+        raise _Unretryable(c.MSG_TOO_MANY_POD_GROUP_ROLES)
     wl = _new_workload(group.name, group.first, pod_sets, group.opts, lookups)
     wl["metadata"].setdefault("annotations", {})[c.IS_GROUP_WORKLOAD] = "true"
     wl["metadata"]["ownerReferences"] = _with_owners([], group.pods)
@@ -1004,7 +296,7 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
         for key in sorted(group.opts.label_keys_to_copy):
             if key in _labels(pod):
                 if key in labels and labels[key] != _labels(pod)[key]:
-                    raise _Retry(MSG_LABELS_MISMATCH)
+                    raise _Retry(c.MSG_POD_GROUP_LABELS_MISMATCH)
                 labels[key] = _labels(pod)[key]
     if labels:
         wl["metadata"]["labels"] = labels
@@ -1067,7 +359,7 @@ def _match_group(
     if not kept or not _group_equivalent(group, wl, _group_pod_sets(kept, group.opts)):
         return None, [wl], []
     if not expectations_satisfied:
-        raise _Unretryable(MSG_PENDING_OPS)
+        raise _Unretryable(c.MSG_PENDING_POD_OPERATIONS)
     group.absent = absent
     group.pods = kept
     out: list[a.Action] = []
@@ -1075,17 +367,17 @@ def _match_group(
     owners = _with_owners(refs, kept)
     if len(owners) > len(refs):
         out.append(a.PatchWorkload(_wl_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": _meta(wl).get("resourceVersion")}}))
-        out.append(a.Event(a.EventType.NORMAL, Reason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", _wl_ref(wl), Reason.OWNER_REFERENCES_ADDED))
+        out.append(a.Event(a.EventType.NORMAL, c.JobEventReason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", _wl_ref(wl), c.JobEventReason.OWNER_REFERENCES_ADDED))
     return wl, [], out + _remove_excess(excess) + _remove_finalizers(replaced)
 
 
 def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, Any] | None:
     """`waitingForReplacementPodsCondition`: the new condition when it must be written, else None."""
-    current = _condition(wl, WAITING_FOR_REPLACEMENT_PODS)
+    current = _condition(wl, c.WAITING_FOR_REPLACEMENT_PODS)
     waiting = group.absent > 0
     if current is None and not waiting:
         return None
-    cond = dict(current or {"type": WAITING_FOR_REPLACEMENT_PODS})
+    cond = dict(current or {"type": c.WAITING_FOR_REPLACEMENT_PODS})
     updated = current is None
     if waiting:
         evicted = _condition(wl, c.WorkloadCondition.EVICTED)
@@ -1095,13 +387,13 @@ def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, A
                     cond[key] = evicted.get(key)
                     updated = True
         elif cond.get("status") != "True":
-            cond.update(reason=PODS_FAILED, message=MSG_NEED_REPLACEMENT)
+            cond.update(reason=c.PODS_FAILED_REASON, message=c.MSG_PODS_NEED_REPLACEMENT)
             updated = True
         if cond.get("status") != "True":
             cond["status"] = "True"
             updated = True
     elif cond.get("status") != "False":
-        cond.update(status="False", reason=c.WorkloadCondition.PODS_READY, message=MSG_NO_REPLACEMENT)
+        cond.update(status="False", reason=c.WorkloadCondition.PODS_READY, message=c.MSG_NO_PODS_NEED_REPLACEMENT)
         updated = True
     if not updated:
         return None
@@ -1127,10 +419,10 @@ def _unmanaged_queue(pod: Obj, opts: Options) -> bool:
 
 def _stop_job(job: _Group, wl: Obj | None, reason: str, message: str, now: datetime) -> list[a.Action]:
     """`stopJob` for the composable Pod: eviction reasons carry `DueTo<reason>`."""
-    if reason == StopReason.WORKLOAD_EVICTED:
+    if reason == c.StopReason.WORKLOAD_EVICTED:
         reason = _eviction_reason(wl)
-    finalize = job.all_pods if job.is_group and reason == StopReason.WORKLOAD_DELETED else ()
-    return _stop(job.pods, reason=reason, message=message, now=now, finalize=finalize)
+    finalize = job.all_pods if job.is_group and reason == c.StopReason.WORKLOAD_DELETED else ()
+    return stop_pods(job.pods, reason=reason, message=message, now=now, finalize=finalize)
 
 
 def _construct(job: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, Any]:
@@ -1146,14 +438,14 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
         to_update, to_delete = to_delete[0], to_delete[1:]
     if match is None and not job.suspended() and not job.finished()[2]:
         old = to_delete[0] if len(to_delete) == 1 else None
-        message = MSG_MISSING_WORKLOAD if old is None else MSG_NO_MATCHING_WORKLOAD
-        out += _stop_job(job, old, StopReason.NO_MATCHING_WORKLOAD, message, now)
+        message = c.MSG_MISSING_WORKLOAD if old is None else c.MSG_NO_MATCHING_WORKLOAD
+        out += _stop_job(job, old, c.StopReason.NO_MATCHING_WORKLOAD, message, now)
     deleted = 0
     for wl in to_delete:
         out.append(a.DeleteWorkload(_wl_ref(wl), already_deleting=_deleting(wl)))
         if not _deleting(wl):
             deleted += 1
-            out.append(_event(job.first, Reason.DELETED_WORKLOAD, f"Deleted not matching Workload: {_wl_ref(wl).key}"))
+            out.append(_event(job.first, c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {_wl_ref(wl).key}"))
     if deleted:
         kind = "no matching workloads" if match is None else "extra workloads"
         raise _Retry(f"{kind}: deleted {len(to_delete)} workloads")
@@ -1163,7 +455,7 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
         spec.update(new["spec"])
         patch = {"metadata": {"resourceVersion": _meta(to_update).get("resourceVersion")}, "spec": spec}
         out.append(a.PatchWorkload(_wl_ref(to_update), patch))
-        out.append(_event(job.first, Reason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {_wl_ref(to_update).key}"))
+        out.append(_event(job.first, c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {_wl_ref(to_update).key}"))
         updated = dict(to_update)
         updated["spec"] = {**(to_update.get("spec") or {}), **new["spec"]}
         return updated
@@ -1172,19 +464,17 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
 
 def _pods_ready_condition(job: _Group, wl: Obj, now: datetime) -> dict[str, Any]:
     """`generatePodsReadyCondition`."""
-    not_ready = ("False", "WaitForStart", "Not all pods are ready or succeeded")
-    recovering = ("False", "WaitForRecovery", "At least one pod has failed, waiting for recovery")
+    not_ready = ("False", c.PodsReadyReason.WAIT_FOR_START, c.MSG_PODS_NOT_READY)
+    recovering = ("False", c.PodsReadyReason.WAIT_FOR_RECOVERY, c.MSG_PODS_RECOVERING)
     current = _condition(wl, c.WorkloadCondition.PODS_READY)
     if not _is_admitted(wl):
         status, reason, message = not_ready
     elif job.pods_ready():
         previous = (current or {}).get("reason")
-        status, reason, message = "True", "Recovered" if previous in ("WaitForRecovery", "Recovered") else "Started", (
-            "All pods reached readiness and the workload is running"
-        )
+        status, reason, message = "True", c.PodsReadyReason.RECOVERED if previous in (c.PodsReadyReason.WAIT_FOR_RECOVERY, c.PodsReadyReason.RECOVERED) else c.PodsReadyReason.STARTED, c.MSG_PODS_READY
     elif current is None:
         status, reason, message = not_ready
-    elif current.get("status") == "True" or current.get("reason") == "WaitForRecovery":
+    elif current.get("status") == "True" or current.get("reason") == c.PodsReadyReason.WAIT_FOR_RECOVERY:
         status, reason, message = recovering
     else:
         status, reason, message = not_ready
@@ -1194,7 +484,7 @@ def _pods_ready_condition(job: _Group, wl: Obj, now: datetime) -> dict[str, Any]
 def _clear_reservation(wl: Obj, evicted: Obj, opts: Options, now: datetime) -> a.UpdateWorkloadStatus:
     """Release the quota of an evicted Workload whose pods are gone; Requeued True only for some reasons."""
     reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
-    requeue = reason in ("Preempted", "NodeFailures")
+    requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES)
     owners = _meta(wl).get("ownerReferences") or []
     single_pod_owned = (
         len(owners) == 1
@@ -1206,8 +496,8 @@ def _clear_reservation(wl: Obj, evicted: Obj, opts: Options, now: datetime) -> a
         requeue = False
     conditions = (
         _cond(c.WorkloadCondition.REQUEUED, "True" if requeue else "False", reason, message, now=now, wl=wl),
-        _cond(c.WorkloadCondition.QUOTA_RESERVED, "False", "PendingEvaluation", message, now=now, wl=wl),
-        _cond(c.WorkloadCondition.ADMITTED, "False", "NoReservation", "The workload has no reservation", now=now, wl=wl),
+        _cond(c.WorkloadCondition.QUOTA_RESERVED, "False", c.PendingReason.PENDING_EVALUATION, message, now=now, wl=wl),
+        _cond(c.WorkloadCondition.ADMITTED, "False", c.AdmittedReason.NO_RESERVATION, c.MSG_NO_RESERVATION, now=now, wl=wl),
     )
     return a.UpdateWorkloadStatus(_wl_ref(wl), conditions, clear_admission=True, field_manager="kueue-admission")
 
@@ -1235,13 +525,13 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
         out += _remove_wl_finalizer(wl)
         return None
     if wl is not None and _deleting(wl):
-        out += _stop_job(job, wl, StopReason.WORKLOAD_DELETED, MSG_WORKLOAD_DELETED, now)
+        out += _stop_job(job, wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED, now)
         out += _remove_wl_finalizer(wl)
         return None
     message, success, finished = job.finished()
     if finished:
         if wl is not None and not _is_finished(wl):
-            out += _finish(wl, FinishedReason.SUCCEEDED if success else FinishedReason.FAILED, message, now)
+            out += _finish(wl, c.FinishedReason.SUCCEEDED if success else c.FinishedReason.FAILED, message, now)
             out.append(_finished_event(job.first, wl))
         out += _remove_finalizers(job.all_pods)
         return None
@@ -1250,7 +540,7 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
             return None
         new = _construct(job, out, lookups)
         out.append(a.CreateWorkload(new))
-        out.append(_event(job.first, Reason.CREATED_WORKLOAD, f"Created Workload: {_meta(new)['namespace']}/{_name(new)}"))
+        out.append(_event(job.first, c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {_meta(new)['namespace']}/{_name(new)}"))
         return None
     if opts.reclaimable_pods:
         sizes = {ps.get("name"): ps.get("count", 1) for ps in (wl.get("spec") or {}).get("podSets") or ()}
@@ -1267,21 +557,21 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
             return None
     evicted = _condition(wl, c.WorkloadCondition.EVICTED)
     if evicted is not None and evicted.get("status") == "True":
-        out += _stop_job(job, wl, StopReason.WORKLOAD_EVICTED, str(evicted.get("message", "")), now)
+        out += _stop_job(job, wl, c.StopReason.WORKLOAD_EVICTED, str(evicted.get("message", "")), now)
         if _has_quota_reservation(wl) and not job.active(now):
             out.append(_clear_reservation(wl, evicted, opts, now))
         return None
     if job.suspended():
         if _is_admitted(wl):
-            return _start(job.pods, wl, is_group=job.is_group, opts=opts, lookups=lookups, now=now)
+            return start_pods(job.pods, wl, is_group=job.is_group, opts=opts, lookups=lookups, now=now)
         if _has_quota_reservation(wl) and (text := _admission_check_message(wl)):
-            out += [_event(pod, Reason.UPDATED_ADMISSION_CHECK, text) for pod in job.pods]
+            out += [_event(pod, c.JobEventReason.UPDATED_ADMISSION_CHECK, text) for pod in job.pods]
         queue = _labels(job.first).get(c.QUEUE_LABEL, "")
         if not job.serving and (wl.get("spec") or {}).get("queueName", "") != queue:
             out.append(a.PatchWorkload(_wl_ref(wl), {"spec": {"queueName": queue or None}}))
         return None
     if not _is_admitted(wl):
-        out += _stop_job(job, wl, StopReason.NOT_ADMITTED, MSG_NOT_ADMITTED, now)
+        out += _stop_job(job, wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE, now)
     return None
 
 
@@ -1370,9 +660,9 @@ def reconcile_group(
         if workload is not None:
             if opts.validate_group_owner and _annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
                 text = f'A Workload named "{name}" already exists but is not a pod group workload; this pod group cannot be admitted'
-                out.append(_event(job.first, Reason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
+                out.append(_event(job.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
                 out.extend(_remove_finalizers(job.partition()[1]))
-                raise _Unretryable(MSG_NOT_GROUP_WORKLOAD)
+                raise _Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD)
             match, to_delete, acts = _match_group(job, workload, expectations_satisfied=expectations_satisfied, now=now)
             out.extend(acts)
         return _reconcile_job(job, _ensure_one(job, match, to_delete, out, lookups, now), out, lookups, now)

@@ -1,0 +1,289 @@
+"""The Workload of a plain Pod or a pod group: names, podSets, priority, construction, equivalence.
+
+Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/{utils.go (NewWorkload),
+workload_names.go, tas.go}`, the podSet parts of `pkg/controller/jobs/pod/pod_controller.go`
+(`constructPodSet`, `constructGroupPodSets`, `ConstructComposableWorkload` helpers) and
+`pkg/util/equality/podset.go`. Pure functions; `pod_group` composes them.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webhook.api import constants as c
+from webhook.api import fields
+from webhook.worker.reconcilers import actions as a
+from webhook.worker.reconcilers.pod_common import (
+    DEFAULT_POD_SET,
+    POD_API,
+    WORKLOAD_API,
+    Lookups,
+    Obj,
+    Options,
+    _annotations,
+    _controller_of,
+    _event,
+    _go_atoi,
+    _has_quota_reservation,
+    _is_admitted,
+    _is_runnable_or_succeeded,
+    _is_suspended,
+    _labels,
+    _max_exec_seconds,
+    _meta,
+    _name,
+    _Permanent,
+    _pod_role,
+    _Retry,
+)
+from webhook.worker.reconcilers.pod_start import _merge, _pod_set_infos, _PodSetInfo
+
+__all__ = [
+    "construct_pod_workload",
+    "workload_name",
+    "workload_name_for_pod",
+]
+
+# --- naming ---------------------------------------------------------------------------------------
+
+
+def workload_name(owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False) -> str:
+    """`GenerateWorkloadNameWithExtra`: `<kind>-<owner>` cut to fit, then 5 hex of a SHA-1."""
+    prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
+    digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode())
+    if extra:
+        digest.update(f"\n{extra}".encode())
+    return f"{prefix}-{digest.hexdigest()[:5]}"
+
+
+def workload_name_for_pod(pod_name: str, pod_uid: str, *, short: bool = False) -> str:
+    return workload_name(pod_name, pod_uid, kind="Pod", short=short)
+
+
+# --- podSets and Workload construction ------------------------------------------------------------
+
+
+def _sanitize_env(spec: dict[str, Any]) -> None:
+    """`SanitizePodSet`: one env var per name, at its first position, with its last value."""
+    for key in ("containers", "initContainers"):
+        for ctr in spec.get(key) or ():
+            if not ctr.get("env"):
+                continue
+            merged: dict[str, Any] = {}
+            for var in ctr["env"]:
+                merged[var.get("name")] = var
+            ctr["env"] = list(merged.values())
+
+
+def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
+    """`NewPodSetTopologyRequest(meta).PodIndexLabel(pod-group-pod-index)`."""
+    if not opts.tas:
+        return None
+    ann = _annotations(pod)
+    req: dict[str, Any] = {}
+    if c.PODSET_REQUIRED_TOPOLOGY in ann:
+        req["required"] = ann[c.PODSET_REQUIRED_TOPOLOGY]
+    elif c.PODSET_PREFERRED_TOPOLOGY in ann:
+        req["preferred"] = ann[c.PODSET_PREFERRED_TOPOLOGY]
+    elif c.PODSET_UNCONSTRAINED_TOPOLOGY in ann:
+        text = ann[c.PODSET_UNCONSTRAINED_TOPOLOGY]
+        if text not in ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"):
+            raise _Retry(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+        req["unconstrained"] = text in ("1", "t", "T", "TRUE", "true", "True")
+    if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
+        try:
+            size = _go_atoi(ann[c.PODSET_SLICE_SIZE])
+        except ValueError as exc:
+            raise _Retry(str(exc).replace("Atoi", "ParseInt")) from exc
+        req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
+        req["podSetSliceSize"] = size
+    req["podIndexLabel"] = c.POD_GROUP_POD_INDEX_LABEL
+    if c.PODSET_GROUP_NAME in ann and ("required" in req or "preferred" in req):
+        req["podSetGroupName"] = ann[c.PODSET_GROUP_NAME]
+    return req
+
+
+def _pod_set(pod: Obj, opts: Options, *, name: str = DEFAULT_POD_SET, count: int = 1) -> dict[str, Any]:
+    """`constructPodSet`: the pod's spec only (no metadata), sanitized env."""
+    spec = copy.deepcopy(dict(pod.get("spec") or {}))
+    _sanitize_env(spec)
+    ps: dict[str, Any] = {"name": name, "count": count, "template": {"metadata": {}, "spec": spec}}
+    topology = _topology_request(pod, opts)
+    if topology is not None:
+        ps["topologyRequest"] = topology
+    return ps
+
+
+def _group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
+    """`constructGroupPodSets`: one podSet per role among active pods, sorted by name."""
+    by_role: dict[str, dict[str, Any]] = {}
+    for pod in pods:
+        if not _is_runnable_or_succeeded(pod):
+            continue
+        role = _pod_role(pod)
+        if role in by_role:
+            by_role[role]["count"] += 1
+        else:
+            by_role[role] = _pod_set(pod, opts, name=role.lower())
+    return [by_role[role] for role in sorted(by_role, key=lambda r: r.lower())]
+
+
+def _fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[str, Any]]:
+    for pod in pods:
+        if _is_runnable_or_succeeded(pod):
+            return [_pod_set(pod, opts, name=_pod_role(pod).lower(), count=total)]
+    raise _Retry("failed to find a runnable pod in the group")
+
+
+def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
+    """`ExtractPriority`: WorkloadPriorityClass label, else the template's PriorityClass, else the default."""
+    wpc = _labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
+    if wpc:
+        if wpc not in lookups.workload_priority_classes:
+            event = _event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
+            raise _RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
+        return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
+    pc = next((ps["template"]["spec"].get("priorityClassName") for ps in pod_sets if ps["template"]["spec"].get("priorityClassName")), "")
+    if pc:
+        if pc not in lookups.priority_classes:
+            raise _Retry(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
+        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, lookups.priority_classes[pc][0]
+    defaults = sorted((value, name) for name, (value, is_default) in lookups.priority_classes.items() if is_default)
+    if defaults:
+        value, name = defaults[0]
+        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
+    return None, 0
+
+
+class _RetryWith(_Retry):
+    def __init__(self, message: str, actions: list[a.Action]) -> None:
+        super().__init__(message)
+        self.actions = actions
+
+
+def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
+    """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
+    annotations = {k: v for k, v in _annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
+    if opts.admission_gated_by and _annotations(pod).get(c.ADMISSION_GATED_BY):
+        annotations[c.ADMISSION_GATED_BY] = _annotations(pod)[c.ADMISSION_GATED_BY]
+    spec: dict[str, Any] = {"podSets": pod_sets}
+    queue = _labels(pod).get(c.QUEUE_LABEL, "")
+    if queue:
+        spec["queueName"] = queue
+    max_exec = _max_exec_seconds(pod)
+    if max_exec is not None:
+        spec["maximumExecutionTimeSeconds"] = max_exec
+    ref, priority = _priority(pod, pod_sets, lookups)
+    if ref is not None:
+        spec["priorityClassRef"] = ref
+    spec["priority"] = priority
+    meta: dict[str, Any] = {"name": name, "namespace": _meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
+    """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
+    uid = str(_meta(pod).get("uid") or "")
+    wl = _new_workload(workload_name_for_pod(_name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
+    labels = {k: v for k, v in _labels(pod).items() if k in opts.label_keys_to_copy}
+    if not fields.is_label_value(uid):
+        labels[c.JOB_UID_LABEL] = uid
+    if labels:
+        wl["metadata"]["labels"] = labels
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
+    ]
+    return wl
+
+
+def _owner_ref(pod: Obj) -> dict[str, Any]:
+    return {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": _meta(pod).get("uid", "")}
+
+
+def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
+    """`controllerutil.SetOwnerReference` per pod: upsert by kind and name, never as controller."""
+    out = [dict(r) for r in refs]
+    for pod in pods:
+        new = _owner_ref(pod)
+        for i, ref in enumerate(out):
+            if ref.get("kind") == "Pod" and ref.get("apiVersion", "").split("/")[0] in ("v1", "") and ref.get("name") == new["name"]:
+                out[i] = {**ref, **new}
+                break
+        else:
+            out.append(new)
+    return out
+
+
+# --- single-pod equivalence -----------------------------------------------------------------------
+
+
+def _semantic(value: Any) -> Any:
+    """Drop nulls and empty collections, as `equality.Semantic.DeepEqual` treats nil == empty."""
+    if isinstance(value, Mapping):
+        out = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [], "", False, 0)}
+    if isinstance(value, list | tuple):
+        return [_semantic(v) for v in value]
+    return value
+
+
+def _same_pod_sets(job: Sequence[Obj], wl: Sequence[Obj], *, ignore_tolerations: bool) -> bool:
+    """`equality.ComparePodSetSlices`: count, minCount, containers, initContainers, tolerations."""
+    if len(job) != len(wl):
+        return False
+    for x, y in zip(job, wl, strict=True):
+        if x.get("count", 1) != y.get("count", 1) or x.get("minCount", -1) != y.get("minCount", -1):
+            return False
+        xs, ys = x["template"].get("spec") or {}, y["template"].get("spec") or {}
+        keys = ("containers", "initContainers") if ignore_tolerations else ("containers", "initContainers", "tolerations")
+        if any(_semantic(xs.get(k)) != _semantic(ys.get(k)) for k in keys):
+            return False
+    return True
+
+
+def _running_pod_sets(wl: Obj, lookups: Lookups, opts: Options) -> list[dict[str, Any]] | None:
+    """`expectedRunningPodSets`: the spec with the admission merged in, or None."""
+    if not _has_quota_reservation(wl):
+        return None
+    try:
+        infos = {info.name: info for info in _pod_set_infos(wl, lookups, opts)}
+    except (_Retry, _Permanent):
+        return None
+    out = copy.deepcopy(list((wl.get("spec") or {}).get("podSets") or ()))
+    for ps in out:
+        info = infos.get(ps.get("name", ""))
+        if info is None:
+            return None
+        spec = ps["template"].setdefault("spec", {})
+        try:
+            merged = _merge(_PodSetInfo.of_template(ps["template"]), info)
+        except _Permanent:
+            return None
+        spec["tolerations"] = merged.tolerations
+    return out
+
+
+def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
+    owner = _controller_of(wl) or {}
+    if owner.get("name") != _name(pod):
+        return False
+    if opts.finish_orphaned_workloads and owner.get("uid") != _meta(pod).get("uid"):
+        return False
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != _max_exec_seconds(pod):
+        return False
+    job = [_pod_set(pod, opts)]
+    ignore = _is_admitted(wl)
+    running = _running_pod_sets(wl, lookups, opts)
+    wl_sets = (wl.get("spec") or {}).get("podSets") or []
+    if running is not None:
+        if _same_pod_sets(job, running, ignore_tolerations=ignore):
+            return True
+        return _is_suspended(pod) and _same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
+    return _same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
+
+
