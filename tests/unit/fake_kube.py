@@ -69,6 +69,16 @@ class FakeKube:
             self.calls.append(("LIST", path))
             return [copy.deepcopy(o) for p, o in self.objects.items() if p.rsplit("/", 1)[0] == path], str(self._rv)
 
+    def patch(self, path: str, body: Any, *, json_patch: bool = False, timeout: float = 30) -> dict[str, Any]:
+        ctype = "application/json-patch+json" if json_patch else "application/merge-patch+json"
+        return self.request("PATCH", path, body=body, content_type=ctype, timeout=timeout)
+
+    def create(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        return self.request("POST", path, body=dict(body), timeout=timeout)
+
+    def replace(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        return self.request("PUT", path, body=dict(body), timeout=timeout)
+
     def delete(self, path: str, *, body: Mapping[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
         return self.request("DELETE", path, body=body, timeout=timeout)
 

@@ -1,0 +1,182 @@
+"""The pod wiring: reconcile keys, Workload → pod mapping, expectations, and reconcile passes that
+carry out the pure reconciler's actions against a fake API."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.unit.fake_kube import FakeKube
+from webhook import kube as k
+from webhook.config import Configuration, Integrations
+from webhook.worker import events
+from webhook.worker.reconcilers import actions as a
+from webhook.worker.reconcilers import pod
+from webhook.worker.reconcilers import pod_group as pg
+from webhook.worker.reconcilers.executor import Executor, released_uids
+from webhook.worker.store import Store
+from webhook.worker.workqueue import Retry
+
+CONFIG = Configuration(integrations=Integrations(frameworks=("batch/job", "pod")), wait_for_pods_ready=None)
+POD_PATH = "/api/v1/namespaces/ns/pods"
+WL_PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads"
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def make_pod(name: str, *, group: str = "", total: int = 2, uid: str = "") -> dict[str, Any]:
+    labels = {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/managed": "true"}
+    annotations: dict[str, str] = {}
+    if group:
+        labels["kueue.x-k8s.io/pod-group-name"] = group
+        annotations["kueue.x-k8s.io/pod-group-total-count"] = str(total)
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}", "labels": labels,
+                     "annotations": annotations, "finalizers": ["kueue.x-k8s.io/managed"]},
+        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
+                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+    }
+
+
+def namespace(name: str = "ns", **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}}
+
+
+class World:
+    def __init__(self, *objs: tuple[str, dict[str, Any]], config: Configuration = CONFIG) -> None:
+        self.kube = FakeKube()
+        self.store = Store()
+        self.rec = pod.PodReconciler(self.kube, self.store, config, events.Recorder(None, instance="t", stop=threading.Event()),
+                                     stop=threading.Event())
+        self.store.put("namespaces", namespace())
+        self.store.put("resourceflavors", {"metadata": {"name": "on-demand"}, "spec": {"nodeLabels": {"instance-type": "on-demand"}}})
+        for path, obj in objs:
+            self.add(path, obj)
+
+    def add(self, path: str, obj: dict[str, Any]) -> None:
+        self.kube.put(f"{path}/{obj['metadata']['name']}", obj)
+        stored = self.kube.objects[f"{path}/{obj['metadata']['name']}"]
+        kind = path.rsplit("/", 1)[-1]
+        self.store.put(kind, copy.deepcopy(stored))
+        self.rec.on_event(kind, "ADDED", stored)
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [call for call in self.kube.calls if call[0] not in ("GET", "LIST", "WATCH")]
+
+
+def test_keys_single_pod_and_group() -> None:
+    opts = pg.Options.from_config(CONFIG)
+    assert pod.pod_key(make_pod("p"), opts) == "ns/p"
+    assert pod.pod_key(make_pod("p", group="g"), opts) == "group/ns/g"
+
+
+@pytest.mark.parametrize(("meta", "keys"), [
+    pytest.param({"annotations": {"kueue.x-k8s.io/is-group-workload": "true"}}, ["group/ns/wl"], id="group workload"),
+    pytest.param({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "controller": True}]}, ["ns/p"],
+                 id="controller pod"),
+    pytest.param({"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "controller": True}]}, [],
+                 id="job workload"),
+    pytest.param({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]}, [], id="non-controller pod"),
+])
+def test_workload_keys(meta: dict[str, Any], keys: list[str]) -> None:
+    assert pod.workload_keys({"metadata": {"name": "wl", "namespace": "ns", **meta}}) == keys
+
+
+def test_enabled_only_with_the_pod_framework() -> None:
+    assert pod.is_enabled(CONFIG)
+    assert not pod.is_enabled(Configuration())
+
+
+def test_single_pod_gets_a_workload_then_is_ungated_on_admission() -> None:
+    w = World((POD_PATH, make_pod("p")))
+    w.rec.reconcile("ns/p")
+    [wl] = w.store.list("workloads")
+    assert wl["metadata"]["name"].startswith("pod-p-")
+    assert wl["metadata"]["ownerReferences"][0] == {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "uid-p",
+                                                   "controller": True, "blockOwnerDeletion": True}
+    assert ("POST", WL_PATH) in w.writes()
+
+    admitted = copy.deepcopy(wl)
+    admitted["status"] = {
+        "conditions": [{"type": t, "status": "True", "reason": t, "message": ""} for t in ("QuotaReserved", "Admitted")],
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "on-demand"}}]},
+    }
+    w.add(WL_PATH, admitted)
+    assert w.rec.queue._queued.keys() >= {"ns/p"}
+    w.rec.reconcile("ns/p")
+    got = w.kube.objects[f"{POD_PATH}/p"]
+    assert got["spec"]["schedulingGates"] == []
+    assert got["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
+    assert got["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
+
+
+def test_namespace_outside_the_selector_is_left_alone() -> None:
+    w = World()
+    w.store.put("namespaces", namespace("kube-system"))
+    p = make_pod("p")
+    p["metadata"]["namespace"] = "kube-system"
+    w.add("/api/v1/namespaces/kube-system/pods", p)
+    w.rec.reconcile("kube-system/p")
+    assert w.writes() == []
+
+
+def test_group_waits_for_all_its_pods() -> None:
+    w = World((POD_PATH, make_pod("a", group="g")))
+    assert w.rec.queue._queued.keys() >= {"group/ns/g"}
+    w.rec.reconcile("group/ns/g")
+    assert w.writes() == [] and w.store.list("workloads") == []
+    w.add(POD_PATH, make_pod("b", group="g"))
+    w.rec.reconcile("group/ns/g")
+    wl = w.store.get("workloads", "ns/g")
+    assert wl is not None
+    assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
+    assert wl["spec"]["podSets"][0]["count"] == 2
+
+
+def test_expectations_wait_for_released_pods() -> None:
+    exp = pod._Expectations()
+    exp.expect("group/ns/g", {"u1", "u2"})
+    assert not exp.satisfied("group/ns/g")
+    exp.observed("group/ns/g", "u1")
+    assert not exp.satisfied("group/ns/g")
+    exp.observed("group/ns/g", "u2")
+    assert exp.satisfied("group/ns/g")
+
+
+def test_pod_event_without_finalizer_fulfils_the_expectation() -> None:
+    w = World((POD_PATH, make_pod("a", group="g")))
+    w.rec.expectations.expect("group/ns/g", {"uid-a"})
+    released = make_pod("a", group="g")
+    released["metadata"]["finalizers"] = []
+    w.rec.on_event("pods", "MODIFIED", released)
+    assert w.rec.expectations.satisfied("group/ns/g")
+
+
+def test_executor_removes_a_pod_finalizer_and_settles_a_missing_pod() -> None:
+    w = World((POD_PATH, make_pod("a")))
+    ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
+    ref_a = a.ObjectRef("v1", "Pod", "ns", "a", "uid-a")
+    ref_gone = a.ObjectRef("v1", "Pod", "ns", "gone", "uid-gone")
+    settled: list[str] = []
+    decision = a.Decision((a.RemoveFinalizer(ref_a), a.RemoveFinalizer(ref_gone)))
+    assert released_uids(decision.actions) == {"uid-a", "uid-gone"}
+    ex.run("group/ns/g", decision, now=NOW, settled=settled.append)
+    assert w.kube.objects[f"{POD_PATH}/a"]["metadata"].get("finalizers") is None
+    assert settled == ["uid-gone"]
+
+
+def test_executor_failure_is_retried_and_settles_the_rest() -> None:
+    w = World()
+    ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
+    wl = a.ObjectRef("kueue.x-k8s.io/v1beta2", "Workload", "ns", "missing")
+    settled: list[str] = []
+    decision = a.Decision((a.PatchWorkload(wl, {"spec": {}}), a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "x", "uid-x"))))
+    with pytest.raises(Retry, match="PatchWorkload") as info:
+        ex.run("ns/x", decision, now=NOW, settled=settled.append)
+    assert isinstance(info.value.__cause__, k.NotFound)
+    assert settled == ["uid-x"]
