@@ -6,6 +6,7 @@ and `pkg/util/webhook/validation_admissiongatedby.go`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -63,6 +64,7 @@ INTEGRATION_KINDS: Mapping[str, tuple[str, str]] = {
     "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev", "AppWrapper"),
 }
 _INTERIM_OWNERS = {("apps", "ReplicaSet")}
+_KNOWN_OWNERS = frozenset(INTEGRATION_KINDS.values()) | _INTERIM_OWNERS
 
 
 class FrameworkError(Exception):
@@ -92,14 +94,20 @@ def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def _enabled_kinds(ctx: Context) -> set[tuple[str, str]]:
-    enabled = set(ctx.config.integrations.frameworks)
+def _enabled_kinds(ctx: Context) -> frozenset[tuple[str, str]]:
+    return _kinds_of(ctx.config.integrations.frameworks, ctx.config.integrations.external_frameworks)
+
+
+@functools.lru_cache(maxsize=8)
+def _kinds_of(frameworks: tuple[str, ...], external: tuple[str, ...]) -> frozenset[tuple[str, str]]:
+    """(group, kind) of the enabled frameworks; cached because the Configuration never changes."""
+    enabled = set(frameworks)
     kinds = {gk for name, gk in INTEGRATION_KINDS.items() if name in enabled}
-    for ext in ctx.config.integrations.external_frameworks:
+    for ext in external:
         # External frameworks are written Kind.version.group.
         kind, _, rest = ext.partition(".")
         kinds.add((rest.partition(".")[2], kind))
-    return kinds
+    return frozenset(kinds)
 
 
 def owner_is_managed_kind(obj: Mapping[str, Any], ctx: Context) -> bool:
@@ -120,9 +128,10 @@ def namespace_is_managed(ctx: Context, namespace: str) -> bool:
 
 def find_managed_ancestor(obj: Mapping[str, Any], ctx: Context, namespace: str) -> Mapping[str, Any] | None:
     """The top-most ancestor Kueue manages, following controller owners (`FindAncestorJobManagedByKueue`)."""
-    known = {gk for gk in INTEGRATION_KINDS.values()} | _INTERIM_OWNERS
+    if controller_owner(obj) is None:  # the common case: nothing to walk
+        return None
     enabled = _enabled_kinds(ctx)
-    known |= enabled
+    known = _KNOWN_OWNERS | enabled
     top: Mapping[str, Any] | None = None
     current = obj
     seen: set[str] = set()
