@@ -524,6 +524,35 @@ class Cluster:
         result["ready"] = result["ready"] and bool(procs) and all(p.alive() for p in procs)
         return result
 
+    def restart(self, name: str, *, down_for: float = 0.0) -> float:
+        """Stop one component (SIGTERM, then SIGKILL), keep it down `down_for` s, start it with the
+        same command and wait until it is ready again; etcd data and the other components are kept.
+        Returns the seconds from the stop until ready."""
+        commands = {"etcd": self._etcd_cmd, "kube-apiserver": self._apiserver_cmd, "kube-controller-manager": self._kcm_cmd,
+                    "kube-scheduler": self._scheduler_cmd, "kwok": self._kwok_cmd}
+        if name not in commands:
+            raise ValueError(f"unknown component {name!r}; one of {sorted(commands)}")
+        with self._lock:
+            proc = next((p for p in self._procs if p.name == name), None)
+            if proc is None:
+                raise ClusterError(f"restart {name}", "not started by this Cluster object")
+            started = time.monotonic()
+            _kill_group(proc)
+            self._procs.remove(proc)
+            port = self.ports.get(name)
+            deadline = time.monotonic() + 10
+            while port is not None and time.monotonic() < deadline and port_open(port):
+                time.sleep(0.05)
+            time.sleep(down_for)
+            self._start(name, commands[name]())
+            if name == "kube-apiserver":
+                self._wait("kube-apiserver ready", name, self._apiserver_ready, timeout=max(self.step_timeout, 90))
+            elif name == "etcd":
+                self._wait("etcd ready", name, lambda: _get(self.ports["etcd"], "/health", None)[1].find(b'"true"') >= 0)
+            else:
+                self._wait(f"{name} ready", name, self._healthz_probe(self.ports[name], _insecure_ctx()))
+            return time.monotonic() - started
+
     def __enter__(self) -> Cluster:
         return self.up()
 

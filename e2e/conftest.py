@@ -28,6 +28,7 @@ class Kubectl:
     def __init__(self, kubeconfig: Path, kubectl: str) -> None:
         self.kubeconfig = kubeconfig
         self.binary = kubectl
+        self.stack: Any = None  # the local `stack.Stack` when this session started one, else None
 
     def __call__(self, *args: str, input: str | None = None, check: bool = True,
                  timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -61,7 +62,9 @@ def kubectl() -> Iterator[Kubectl]:
         stack.down()
         pytest.fail(f"the local stack did not start: {exc}", pytrace=False)
     try:
-        yield Kubectl(stack.kubeconfig, str(stack.cluster.bin_dir / "kubectl"))
+        k = Kubectl(stack.kubeconfig, str(stack.cluster.bin_dir / "kubectl"))
+        k.stack = stack
+        yield k
     finally:
         stack.down()
         shutil.rmtree(stack.dir, ignore_errors=True)

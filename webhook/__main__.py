@@ -60,8 +60,13 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(config, lookups, ready=ready)
     port = args.port or config.webhook.port
     host = args.host or config.webhook.host or "0.0.0.0"
+    # Slow clients: a request must arrive within a deadline (slowclients); `limit_concurrency` counts
+    # connections, so it sits above the guard's connection cap and only bounds runaway tasks.
+    from webhook.admission import slowclients
+
     uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="off",
-                               timeout_keep_alive=30, limit_concurrency=1000)
+                               http=slowclients.GuardedHttpToolsProtocol, timeout_keep_alive=30,
+                               limit_concurrency=2 * slowclients.MAX_CONNECTIONS)
     uv_config.load()
     uv_config.ssl = ssl_context
     server = uvicorn.Server(uv_config)
