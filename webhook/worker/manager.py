@@ -10,6 +10,8 @@ Threads (all daemons; the process exits when leadership ends):
   handlers of `pkg/controller/core/*`);
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
 * Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
+* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
+  pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (§6.4).
@@ -45,13 +47,14 @@ from webhook.core.cycle import (
 )
 from webhook.core.workload import WorkloadKey
 from webhook.worker import events
+from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reporter import MetricsReporter
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 
-__all__ = ["RESOURCES", "Manager", "Resource"]
+__all__ = ["POD_RESOURCE", "RESOURCES", "Manager", "Resource"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ WORKLOAD_CONTROLLER = "kueue-workload-controller"
 class Resource:
     kind: str  # plural, also the Store kind
     api_version: str
+    label_selector: str = ""
 
     @property
     def path(self) -> str:
@@ -80,6 +84,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("workloads", c.V1BETA2),
     Resource("jobs", "batch/v1"),
 )
+POD_RESOURCE = Resource("pods", "v1", pods.LABEL_SELECTOR)  # watched when the pod integration is on
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +123,9 @@ class Manager:
         self.jobs = JobReconciler(kube, self.store, config, self.recorder)
         self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
+        # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
+        self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
+        self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
@@ -130,7 +138,7 @@ class Manager:
         self.recorder.start()
         self.writes.start()
         threading.Thread(target=self._core_loop, name="core", daemon=True).start()
-        for res in RESOURCES:
+        for res in self.resources:
             threading.Thread(target=self._inform, args=(res,), name=f"informer-{res.kind}", daemon=True).start()
 
     def _inform(self, res: Resource) -> None:
@@ -148,7 +156,8 @@ class Manager:
                 self._synced.add(res.kind)
             self._core_q.put(("synced", res.kind, None))
 
-        k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced)
+        query = {"labelSelector": res.label_selector} if res.label_selector else None
+        k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced, query=query)
 
     def _event(self, kind: str, etype: str, obj: dict[str, Any], *, store: bool = True) -> None:
         if store:
@@ -156,6 +165,10 @@ class Manager:
                 self.store.delete(kind, object_key(obj))
             elif not self.store.put(kind, obj):
                 return  # older than what a writer already stored
+        if self.pods is not None:
+            self.pods.on_event(kind, etype, obj)
+            if kind == "pods":
+                return  # the core never sees pods, only their Workloads
         self._core_q.put((kind, etype, obj))
         if kind == "jobs":
             self.job_queue.add(object_key(obj))
@@ -167,7 +180,7 @@ class Manager:
 
     def synced(self) -> bool:
         with self._synced_lock:
-            return len(self._synced) == len(RESOURCES)
+            return len(self._synced) == len(self.resources)
 
     # == the core thread ==========================================================================
     def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
@@ -245,6 +258,8 @@ class Manager:
             if not rebuilt:
                 rebuilt = True
                 self.job_queue.start()
+                if self.pods is not None:
+                    self.pods.start()
                 log.info("caches synced, scheduling", extra={
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})
