@@ -69,8 +69,8 @@ def _values() -> dict[str, Any]:
         "managerConfig": {"controllerManagerConfigYaml": d.configuration.replace(
             "internalCertManagement:\n  enable: true\n", "")},
         "metricsService": {"type": "ClusterIP", "labels": {}, "annotations": {},
-                           "ports": [{"name": "https", "port": 8443, "protocol": "TCP",
-                                      "targetPort": "webhook-server"}]},
+                           "ports": [{"name": "http", "port": o.METRICS_PORT, "protocol": "TCP",
+                                      "targetPort": "metrics"}]},
         "webhookService": {"type": "ClusterIP",
                            "ports": [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]},
     }

@@ -7,7 +7,8 @@ ConfigMap mounted at `/controller_manager_config.yaml`. Differences, on purpose:
 
 * 2 replicas; every replica serves webhooks, the worker runs in the Lease holder only;
 * probes are HTTPS on the webhook port (our server answers /healthz and /readyz there);
-* the metrics Service targets the webhook port too, where our server exports /metrics;
+* the metrics Service targets port 8443 (`metrics.bindAddress`), where the worker process of the
+  Lease holder exports the `kueue_*` series over plain HTTP (upstream serves HTTPS with authn);
 * the cert dir is in an emptyDir at /tmp that the cert manager writes, not the Secret mounted
   as a volume, so a new certificate needs no kubelet sync (and /tmp is writable under a
   read-only root filesystem).
@@ -38,6 +39,7 @@ SERVICE_ACCOUNT = "kueue-controller-manager"
 DEPLOYMENT = "kueue-controller-manager"
 WEBHOOK_SERVICE = "kueue-webhook-service"
 METRICS_SERVICE = "kueue-controller-manager-metrics-service"
+METRICS_PORT = 8443  # the Configuration's metrics.bindAddress, served by the worker process
 SECRET = "kueue-webhook-server-cert"
 CONFIG_MAP = "kueue-manager-config"
 CONFIG_FILE = "controller_manager_config.yaml"
@@ -125,7 +127,8 @@ def _deployment(s: Settings) -> dict[str, Any]:
         "imagePullPolicy": s.pull_policy,
         "args": ["serve", "--in-cluster", f"--config=/{CONFIG_FILE}"],
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-        "ports": [{"containerPort": WEBHOOK_PORT, "name": "webhook-server", "protocol": "TCP"}],
+        "ports": [{"containerPort": WEBHOOK_PORT, "name": "webhook-server", "protocol": "TCP"},
+                  {"containerPort": METRICS_PORT, "name": "metrics", "protocol": "TCP"}],
         "livenessProbe": _probe("/healthz", 15, 20),
         "readinessProbe": _probe("/readyz", 5, 10),
         "resources": s.resources,
@@ -177,7 +180,7 @@ def controller_objects(s: Settings) -> list[dict[str, Any]]:
         _service(WEBHOOK_SERVICE, "webhook-service",
                  {"port": 443, "protocol": "TCP", "targetPort": WEBHOOK_PORT}, s),
         _service(METRICS_SERVICE, "metrics-service",
-                 {"name": "https", "port": 8443, "protocol": "TCP", "targetPort": "webhook-server"}, s),
+                 {"name": "http", "port": METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}, s),
     ]
 
 

@@ -46,7 +46,8 @@ def test_deployment_is_hardened_probed_and_replicated(controller):
     assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                     "capabilities": {"drop": ["ALL"]}}
     assert c["resources"]["requests"] and c["resources"]["limits"]
-    assert c["ports"] == [{"containerPort": 9443, "name": "webhook-server", "protocol": "TCP"}]
+    assert c["ports"] == [{"containerPort": 9443, "name": "webhook-server", "protocol": "TCP"},
+                          {"containerPort": 8443, "name": "metrics", "protocol": "TCP"}]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert c[probe]["httpGet"] == {"path": path, "port": "webhook-server", "scheme": "HTTPS"}
     assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml"]
@@ -59,7 +60,8 @@ def test_services(controller):
     assert webhook["metadata"]["name"] == "kueue-webhook-service"
     assert webhook["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 9443}]
     assert metrics["metadata"]["name"] == "kueue-controller-manager-metrics-service"
-    assert metrics["spec"]["ports"][0]["port"] == 8443
+    # The kueue_* series come from the worker's /metrics on the Configuration's metrics.bindAddress.
+    assert metrics["spec"]["ports"] == [{"name": "http", "port": 8443, "protocol": "TCP", "targetPort": "metrics"}]
     assert webhook["spec"]["selector"] == metrics["spec"]["selector"] == o.SELECTOR
 
 
