@@ -100,3 +100,9 @@ bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runne
 
 bench-webhook-compare: $(STAMP) binaries kueue-binaries ## mutate Job/Pod req/s and p50/p99: upstream's manager vs our server
 	$(BIN)/python bench/bench_webhook_compare.py
+
+.PHONY: soak
+SOAK_ARGS ?=
+
+soak: $(STAMP) binaries ## long reliability runs (failover 2,000 Jobs / 20 leader kills, load 5,000 Jobs); prints figures
+	$(BIN)/python e2e/soak.py $(SOAK_ARGS)

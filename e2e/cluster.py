@@ -533,6 +533,8 @@ class Cluster:
         if name not in commands:
             raise ValueError(f"unknown component {name!r}; one of {sorted(commands)}")
         with self._lock:
+            if not self._procs:  # a cluster started by another process (`cluster.py up`)
+                self._procs = [p for p in self._recorded_procs() if p.alive()]
             proc = next((p for p in self._procs if p.name == name), None)
             if proc is None:
                 raise ClusterError(f"restart {name}", "not started by this Cluster object")

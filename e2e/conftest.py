@@ -54,6 +54,14 @@ def kubectl() -> Iterator[Kubectl]:
         return
     from stack import Stack
 
+    reuse = os.environ.get("PYKUEUE_E2E_STACK_DIR")  # a stack already up (`python e2e/stack.py up --dir D`)
+    if reuse:
+        kept = Stack(reuse, teardown_on_exit=False)
+        kept.cluster.ports = {k: int(v) for k, v in kept.cluster._read_state().get("ports", {}).items()}
+        k = Kubectl(kept.kubeconfig, str(kept.cluster.bin_dir / "kubectl"))
+        k.stack = kept
+        yield k
+        return
     # One directory per session, so concurrent runs (several developers, CI) never share a cluster.
     stack = Stack(HERE.parent / ".run" / f"e2e-{os.getpid()}")
     try:

@@ -523,3 +523,42 @@ def failover(kube: k.Kube, workdir: Path, *, cert_dir: Path, kubeconfig: Path, p
             "violations": sampler.violations, "problems": final["problems"], "peak_reserved_m": sampler.peak_reserved,
             "worker_restarts": restarts, "log_errors": errors, "lease_s": lease, "retry_s": retry,
             "evidence": sampler.evidence}
+
+
+def process_tree_rss_mb(pid: int) -> dict[str, float]:
+    """RSS of `serve` and of its worker child, in MB."""
+    out = {"serve": rss_kb(pid) / 1024, "worker": 0.0}
+    for child in worker_pids(pid):
+        out["worker"] += rss_kb(child) / 1024
+    return out
+
+
+def load(kube: k.Kube, *, n: int = 300, server_pid: int, timeout: float = 180, threads: int = 32,
+         cq_cpu: tuple[int, ...] = (32, 32)) -> dict[str, Any]:
+    """`n` Jobs created as fast as the API takes them; every one admitted and finished."""
+    ns = make_namespace(kube)
+    setup = make_setup(kube, ns, cq_cpu=cq_cpu, borrowing=(None,) * len(cq_cpu))
+    sampler = Sampler(kube, setup)
+    before = process_tree_rss_mb(server_pid)
+    peak = dict(before)
+
+    def sample() -> None:
+        sampler.sample()
+        for key, value in process_tree_rss_mb(server_pid).items():
+            peak[key] = max(peak[key], value)
+
+    queues = list(setup.lqs)
+    objs = [job(ns, f"load-{i:05d}", queues[i % len(queues)], run="1s") for i in range(n)]
+    try:
+        with Background(sample, 1.0):
+            sub = submit(kube, ns, objs, threads=threads)
+            final = final_check(kube, setup, sub.names, timeout=timeout)
+    finally:
+        setup.cleanup(kube)
+        delete_namespace(kube, ns)
+    lat = sorted(sub.latencies) or [0.0]
+    return {"jobs": n, "created": len(sub.names), "submit_errors": sub.errors[:20], "submit_seconds": round(sub.seconds, 1),
+            "create_p50_ms": round(lat[len(lat) // 2] * 1000), "create_max_ms": round(lat[-1] * 1000),
+            "webhook_timeouts": sum("timeout" in e or "deadline" in e for e in sub.errors),
+            "samples": sampler.samples, "violations": sampler.violations, "problems": final["problems"],
+            "rss_before_mb": {k2: round(v) for k2, v in before.items()}, "rss_peak_mb": {k2: round(v) for k2, v in peak.items()}}

@@ -103,3 +103,32 @@ def test_healthz_over_tls(server: tuple[int, Path]) -> None:
 
     with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=ctx, timeout=5) as resp:
         assert resp.status == 200 and resp.read() == b"ok"
+
+
+@pytest.mark.parametrize("ciphers", ["AES128-GCM-SHA256:AES256-SHA256", "ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA",
+                                     "DHE-RSA-AES128-GCM-SHA256", "ALL:!ECDHE:@SECLEVEL=0"])
+def test_tls12_without_forward_secret_aead_ciphers_is_refused(server: tuple[int, Path], ciphers: str) -> None:
+    """TLS 1.2 clients must offer ECDHE with AES-GCM or ChaCha20: static RSA, CBC and DHE are refused."""
+    port, cert_dir = server
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cert_dir / "ca.crt")
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(ciphers)
+    with socket.create_connection(("127.0.0.1", port)) as raw, pytest.raises(ssl.SSLError):
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_negotiated_cipher_is_forward_secret_aead(server: tuple[int, Path]) -> None:
+    port, cert_dir = server
+    for maximum in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(cert_dir / "ca.crt")
+        ctx.maximum_version = maximum
+        with socket.create_connection(("127.0.0.1", port)) as raw, ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            cipher = s.cipher()
+            assert cipher is not None
+            name, version, _ = cipher
+            assert version in ("TLSv1.2", "TLSv1.3")
+            assert "GCM" in name or "CHACHA20" in name, name
+            if version == "TLSv1.2":
+                assert name.startswith("ECDHE-"), name

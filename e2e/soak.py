@@ -1,0 +1,63 @@
+"""`make soak`: the long versions of the reliability scenarios, on a fresh local stack; prints figures.
+
+    python e2e/soak.py [--jobs 2000] [--kills 20] [--load 5000] [--dir .run/soak]
+
+CI runs the same scenarios small (e2e/test_reliability_*.py); this runs them at size and prints
+takeover times, samples checked, requests sent and peak memory. Exit status 1 when an invariant broke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+
+import reliability as rel  # noqa: E402
+from stack import Stack  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jobs", type=int, default=2000, help="Jobs in the failover run")
+    p.add_argument("--kills", type=int, default=20, help="leader SIGKILLs during the failover run")
+    p.add_argument("--load", type=int, default=5000, help="Jobs in the load run")
+    p.add_argument("--dir", default=str(HERE.parent / ".run" / "soak"))
+    args = p.parse_args(argv)
+    stack = Stack(args.dir)
+    stack.up()
+    figures: dict[str, object] = {}
+    ok = True
+    try:
+        kube = rel.admin(stack.kubeconfig)
+        # Load first (our session server, its worker), then failover (two replicas of our own).
+        t0 = time.monotonic()
+        load = rel.load(kube, n=args.load, server_pid=int(stack.pid_file.read_text()), timeout=max(300, args.load / 5))
+        figures["load"] = {**load, "seconds": round(time.monotonic() - t0, 1)}
+        ok &= not load["problems"] and not load["submit_errors"] and not load["violations"]
+        stack._stop_server()
+        try:
+            t0 = time.monotonic()
+            fo = rel.failover(kube, Path(args.dir) / "replicas", cert_dir=stack.cert_dir, kubeconfig=stack.kubeconfig,
+                              port=stack.port, jobs=args.jobs, kills=args.kills, lease=15, renew=10, retry=2,
+                              cq_cpu=(16, 16, 16), timeout=max(300, args.jobs / 2))
+        finally:
+            stack._start_server(stack.port)
+        ts = sorted(fo["takeover_s"])
+        figures["failover"] = {**{k: v for k, v in fo.items() if k not in ("takeover_s",)},
+                               "takeover_s": {"n": len(ts), "min": ts[0] if ts else None, "median": ts[len(ts) // 2] if ts else None,
+                                              "max": ts[-1] if ts else None},
+                               "seconds": round(time.monotonic() - t0, 1)}
+        ok &= not fo["violations"] and not fo["problems"] and not fo["submit_errors"]
+    finally:
+        print(json.dumps(figures, indent=1, default=str))
+        stack.down()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
