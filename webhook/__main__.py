@@ -64,6 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
     # connections, so it sits above the guard's connection cap and only bounds runaway tasks.
     from webhook.admission import slowclients
 
+    slowclients.pin_mmap_threshold()
     uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="off",
                                http=slowclients.GuardedHttpToolsProtocol, timeout_keep_alive=30,
                                limit_concurrency=2 * slowclients.MAX_CONNECTIONS)
