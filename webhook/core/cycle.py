@@ -110,6 +110,7 @@ __all__ = [
     "QueueBlocked",
     "Requeue",
     "SchedulerConfig",
+    "StatusDecision",
     "UnsetReservation",
     "Victim",
 ]
@@ -151,18 +152,8 @@ class Preempt:
 
 
 @dataclass(frozen=True, slots=True)
-class Pending:
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    reason: str
-    message: str
-    conditions: tuple[ConditionValue, ConditionValue]
-
-
-@dataclass(frozen=True, slots=True)
-class Evict:
-    """Evict an admitted workload because its queue is stopped with HoldAndDrain."""
+class StatusDecision:
+    """A decision that only writes conditions on one workload; subclasses say why."""
 
     key: WorkloadKey
     uid: str
@@ -173,39 +164,28 @@ class Evict:
 
 
 @dataclass(frozen=True, slots=True)
-class UnsetReservation:
+class Pending(StatusDecision):
+    """Not admitted this cycle: QuotaReserved=False (and Admitted=False) with upstream's reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evict(StatusDecision):
+    """Evict an admitted workload because its queue is stopped with HoldAndDrain."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnsetReservation(StatusDecision):
     """Cancel the quota reservation of a not yet admitted workload whose queue is stopped."""
 
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    reason: str
-    message: str
-    conditions: tuple[ConditionValue, ConditionValue]
-
 
 @dataclass(frozen=True, slots=True)
-class Requeue:
+class Requeue(StatusDecision):
     """Set Requeued=True on a workload parked because its queue was stopped, now restarted."""
 
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    reason: str
-    message: str
-    conditions: tuple[ConditionValue]
-
 
 @dataclass(frozen=True, slots=True)
-class QueueBlocked:
+class QueueBlocked(StatusDecision):
     """A pending workload's queue blocks it (stopped LocalQueue, inactive ClusterQueue)."""
-
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    reason: str
-    message: str
-    conditions: tuple[ConditionValue, ConditionValue]
 
 
 Decision = Admit | Preempt | Pending | Evict | UnsetReservation | Requeue | QueueBlocked
