@@ -183,9 +183,12 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append(_max_len(253))
+    """`validation.IsDNS1123Subdomain`: the length limit counts characters."""
+    return _dns1123_subdomain(value, too_long=len(value) > 253, length_message=_max_len(253))
+
+
+def _dns1123_subdomain(value: str, *, too_long: bool, length_message: str) -> list[str]:
+    errs = [length_message] if too_long else []
     if not _DNS1123_SUBDOMAIN_RE.match(value):
         errs.append(
             _regex_error(
@@ -230,19 +233,8 @@ def _max_bytes(n: int) -> str:
 
 
 def _content_dns1123_subdomain(value: str) -> list[str]:
-    errs = []
-    if len(value.encode()) > 253:
-        errs.append(_max_bytes(253))
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                "and must start and end with an alphanumeric character",
-                _DNS1123_SUBDOMAIN,
-                "example.com",
-            )
-        )
-    return errs
+    """The `content` package's variant: the same rule, but the limit counts bytes."""
+    return _dns1123_subdomain(value, too_long=len(value.encode()) > 253, length_message=_max_bytes(253))
 
 
 def is_label_key(value: str) -> list[str]:
