@@ -104,7 +104,7 @@ bench-webhook-compare: $(STAMP) binaries kueue-binaries ## mutate Job/Pod req/s 
 .PHONY: soak failover
 SOAK_ARGS ?=
 
-failover: $(STAMP) binaries ## the leader-failover e2e (known intermittent over-admission, see README)
+failover: $(STAMP) binaries ## the leader-failover e2e alone (also part of make test)
 	$(BIN)/python -m pytest e2e/test_reliability_failover.py -p no:cacheprovider
 
 soak: $(STAMP) binaries ## long reliability runs (failover 2,000 Jobs / 20 leader kills, load 5,000 Jobs); prints figures

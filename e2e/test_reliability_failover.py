@@ -10,10 +10,6 @@ from e2e import reliability as rel
 from e2e.conftest import Kubectl
 
 
-# Known bug, tracked on the reliability issue: about one run in twelve shows a cohort one CPU over
-# its capacity right after a takeover. Until it is fixed this runs in `make failover` and
-# `make soak`, not in `make test`, so CI stays a verdict on everything else.
-@pytest.mark.failover
 def test_leader_killed_repeatedly_no_job_lost_or_over_quota(kubectl: Kubectl, tmp_path: Path) -> None:
     stack = kubectl.stack
     if stack is None:

@@ -130,6 +130,10 @@ class Manager:
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
         self._published: dict[str, Any] = {}
+        # Workloads whose Admit write is queued or in flight (core thread only). Until an event shows
+        # the reservation (or the write fails), any non-reserving event for them is an *older*
+        # version, typically our own earlier Pending write landing late; see `_feed`.
+        self._admitting: set[str] = set()
         self.started_at = 0.0
 
     # == informers ================================================================================
@@ -186,7 +190,11 @@ class Manager:
     def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
         core = self.core
         if kind == "admission_failed":
+            self._admitting.discard(obj)
             core.admission_failed(WorkloadKey(obj), now)
+            latest = self.store.get("workloads", obj)
+            if latest is not None:  # events skipped while the write was in flight: requeue the newest copy
+                core.on_workload(latest, now)
             return
         if kind == "write_failed":
             core.write_failed(WorkloadKey(obj))
@@ -209,6 +217,18 @@ class Manager:
         elif kind == "namespaces":
             core.on_namespace(name, None if deleted else dict(meta.get("labels") or {}), now)
         elif kind == "workloads":
+            key = f"{ns}/{name}"
+            if deleted or is_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
+                self._admitting.discard(key)
+            elif key in self._admitting:
+                # The core assumed this reservation and our Admit write has not been seen yet, so this
+                # event predates it (e.g. the Pending write of an earlier cycle, or a Job reconciler
+                # write, landing after the Admit decision). Feeding it would make the core forget the
+                # assumed quota and requeue the Workload; the next cycle would hand that quota to
+                # another Workload and, once the Admit write lands, the cohort is over capacity
+                # (seen after takeovers, where Finished events free quota in bursts). Upstream's
+                # cache likewise keeps an assumed workload until it is admitted or forgotten.
+                return
             core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
 
     def _drain(self, timeout: float) -> list[tuple[str, str, Any]]:
@@ -308,6 +328,7 @@ class Manager:
         def failed() -> None:
             self._core_q.put(("admission_failed", "", key))
 
+        self._admitting.add(key)
         log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed))
         wl = self.store.get("workloads", key)
