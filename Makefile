@@ -83,7 +83,7 @@ e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker an
 	kind load docker-image $(IMG) --name pykueue
 	mkdir -p $(RUN_DIR) && kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
 	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/deploy.py --image $(IMG)
-	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e
+	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e -m "not local_stack"
 
 clean: down
 	rm -rf $(VENV) $(RUN_DIR)

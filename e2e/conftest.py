@@ -46,6 +46,18 @@ class Kubectl:
         return json.loads(self("get", *args, "-o", "json").stdout)  # type: ignore[no-any-return]
 
 
+def local_stack(kubectl: Kubectl) -> Any:
+    """The local stack behind `kubectl`, for tests marked `local_stack` (they drive our host processes).
+
+    Against an external cluster (`KUBECONFIG_E2E`) such tests are deselected with
+    `-m "not local_stack"` (as `make e2e-kind` does); run anyway, they fail here, never skip.
+    """
+    if kubectl.stack is None:
+        pytest.fail("this test drives our processes on the host: it needs the local stack, not KUBECONFIG_E2E "
+                    "(deselect it with -m 'not local_stack')", pytrace=False)
+    return kubectl.stack
+
+
 @pytest.fixture(scope="session")
 def kubectl() -> Iterator[Kubectl]:
     given = os.environ.get("KUBECONFIG_E2E")

@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 
 from e2e import reliability as rel
-from e2e.conftest import Kubectl
+from e2e.conftest import Kubectl, local_stack
 
 
+@pytest.mark.local_stack
 def test_leader_killed_repeatedly_no_job_lost_or_over_quota(kubectl: Kubectl, tmp_path: Path) -> None:
-    stack = kubectl.stack
-    if stack is None:
-        pytest.skip("needs the local stack (replicas are host processes)")
+    stack = local_stack(kubectl)
     kube = rel.admin(stack.kubeconfig)
     stack._stop_server()  # its worker would compete for the lease with other settings
     try:

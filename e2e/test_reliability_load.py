@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from e2e import reliability as rel
-from e2e.conftest import Kubectl
+from e2e.conftest import Kubectl, local_stack
 
 
+@pytest.mark.local_stack
 def test_300_jobs_as_fast_as_the_api_takes_them(kubectl: Kubectl) -> None:
-    stack = kubectl.stack
-    if stack is None:
-        pytest.skip("needs the local stack (memory is read from the server's process)")
+    stack = local_stack(kubectl)
     fig = rel.load(rel.admin(stack.kubeconfig), n=300, server_pid=int(stack.pid_file.read_text()), timeout=120)
     print("load:", fig)
     assert fig["submit_errors"] == [] and fig["created"] == 300

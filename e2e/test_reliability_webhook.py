@@ -17,15 +17,9 @@ import pytest
 import yaml
 
 from e2e import reliability as rel
-from e2e.conftest import Kubectl
+from e2e.conftest import Kubectl, local_stack
 
 JOB_PATH = "/validate-batch-v1-job"
-
-
-def _stack(kubectl: Kubectl) -> Any:
-    if kubectl.stack is None:
-        pytest.skip("needs the local stack (the server is a host process)")
-    return kubectl.stack
 
 
 def _ctx(stack: Any) -> ssl.SSLContext:
@@ -59,8 +53,9 @@ def _rss_mb(stack: Any) -> float:
     return rel.rss_kb(_server_pid(stack)) / 1024
 
 
+@pytest.mark.local_stack
 def test_bad_bodies_get_4xx_or_valid_answers_and_the_server_stays_up(kubectl: Kubectl) -> None:
-    stack = _stack(kubectl)
+    stack = local_stack(kubectl)
     good_job = rel.job("default", "x", "q")
     valid = _review(good_job)
     cases: dict[str, bytes] = {
@@ -95,8 +90,9 @@ def test_bad_bodies_get_4xx_or_valid_answers_and_the_server_stays_up(kubectl: Ku
     assert rss_after < rss_before + 64
 
 
+@pytest.mark.local_stack
 def test_slowloris_does_not_starve_good_requests(kubectl: Kubectl) -> None:
-    stack = _stack(kubectl)
+    stack = local_stack(kubectl)
     ctx = _ctx(stack)
     n, stop = 1200, threading.Event()
     socks: list[ssl.SSLSocket] = []
@@ -145,8 +141,9 @@ def test_slowloris_does_not_starve_good_requests(kubectl: Kubectl) -> None:
     assert _rss_mb(stack) < rss_before + 128
 
 
+@pytest.mark.local_stack
 def test_absurd_jobs_get_a_denial_or_a_pending_message_never_a_worker_exception(kubectl: Kubectl, namespace: str) -> None:
-    stack = _stack(kubectl)
+    stack = local_stack(kubectl)
     kube = rel.admin(stack.kubeconfig)
     log_from = stack.server_log.stat().st_size
     setup = rel.make_setup(kube, namespace, cq_cpu=(4,), borrowing=(None,))
@@ -186,8 +183,9 @@ def test_absurd_jobs_get_a_denial_or_a_pending_message_never_a_worker_exception(
         setup.cleanup(kube)
 
 
+@pytest.mark.local_stack
 def test_no_secrets_in_logs(kubectl: Kubectl) -> None:
-    stack = _stack(kubectl)
+    stack = local_stack(kubectl)
     logs = [stack.server_log, *sorted(Path(stack.dir).glob("**/replica-*.log"))]
     text = "\n".join(p.read_text(errors="replace") for p in logs if p.exists())
     assert text, "no server log to scan"

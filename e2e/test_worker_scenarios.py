@@ -425,10 +425,10 @@ def _sample(text: str, metric: str, **labels: str) -> float | None:
     return None
 
 
+@pytest.mark.local_stack
 def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
     url = _metrics_url(kubectl)
-    if url is None:
-        pytest.skip("the worker's /metrics is reachable only on the local stack (or set PYKUEUE_E2E_METRICS_URL)")
+    assert url is not None, "the worker's /metrics is known only on the local stack; set PYKUEUE_E2E_METRICS_URL"
     rf, cq_name = objs.name("on-demand"), objs.name("metrics")
     objs.apply(flavor(rf))
     objs.apply(cluster_queue(cq_name, rf, "2"))
