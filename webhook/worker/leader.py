@@ -5,6 +5,11 @@ configured by Kueue's manager (`cmd/kueue/main.go`, `leaderElection` of the Conf
 15 s, renew deadline 10 s, retry 2 s, release on a clean stop. A lease held by someone else counts
 as valid until `leaseDurationSeconds` after *we* last saw its record change (local clock only, so
 clock skew between replicas does not matter).
+
+`holds_lease()` is the split-brain guard: a process that was paused (SIGSTOP, a long GC, a
+starved VM) past its renew deadline may already have been replaced while its threads still hold
+decisions in hand. Writers ask it before every write; it answers from the local monotonic clock
+only, counting from the start of the last successful renew, so no API round trip is needed.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class LeaderElector:
         self._observed: dict[str, Any] | None = None
         self._observed_at = 0.0
         self._rv = ""
+        self._renewed_at: float | None = None  # clock when the last successful attempt *started*
         self.is_leader = False
 
     @property
@@ -66,8 +72,21 @@ class LeaderElector:
     def _record(self, lease: dict[str, Any] | None) -> dict[str, Any]:
         return dict((lease or {}).get("spec") or {})
 
+    def holds_lease(self) -> bool:
+        """True while no other replica can have acquired the lease: less than the renew deadline
+        (itself shorter than the lease duration) since our last successful renew began."""
+        started = self._renewed_at
+        return self.is_leader and started is not None and self._clock() - started < self.s.renew_deadline_s
+
     def try_acquire_or_renew(self) -> bool:
         """One attempt; True when we hold the lease afterwards."""
+        started = self._clock()
+        ok = self._attempt()
+        if ok:
+            self._renewed_at = started
+        return ok
+
+    def _attempt(self) -> bool:
         now_wall = datetime.now(UTC)
         try:
             lease = self.client.get(self._path)
@@ -144,11 +163,8 @@ class LeaderElector:
         self.is_leader = True
         log.info("acquired the leader lease", extra={"object": f"{self.s.namespace}/{self.s.name}", "identity": self.s.identity})
         on_started()
-        last_renew = self._clock()
         while not stop.wait(self.s.retry_period_s):
-            if self.try_acquire_or_renew():
-                last_renew = self._clock()
-            elif self._clock() - last_renew > self.s.renew_deadline_s:
+            if not self.try_acquire_or_renew() and not self.holds_lease():
                 self.is_leader = False
                 log.error("lost the leader lease", extra={"object": f"{self.s.namespace}/{self.s.name}"})
                 return False

@@ -109,8 +109,12 @@ def _gen(obj: Mapping[str, Any]) -> int:
 
 
 class Manager:
-    def __init__(self, kube: k.Kube, config: Configuration, *, identity: str, stop: threading.Event) -> None:
+    def __init__(self, kube: k.Kube, config: Configuration, *, identity: str, stop: threading.Event,
+                 holds_lease: Callable[[], bool] = lambda: True) -> None:
         self.kube = kube
+        # Asked before every status write: a paused process must not write decisions taken before
+        # a standby took the lease over (`LeaderElector.holds_lease`).
+        self.holds_lease = holds_lease
         self.config = config
         self.stop = stop
         self.store = Store()
@@ -463,6 +467,12 @@ class Manager:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
 
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:
+        if not self.holds_lease():
+            # Everything in hand may predate a takeover; the process ends with its leadership and
+            # the next leader recomputes from the API.
+            log.error("leader lease not held; dropping writes and stopping", extra={"object": key, "writes": len(queued)})
+            self.stop.set()
+            return
         for call in queued:
             if isinstance(call, Call):
                 call.fn()

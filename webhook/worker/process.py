@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from types import FrameType
@@ -81,10 +82,9 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     cc = config.client_connection
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst)
     me = identity()
-    manager = Manager(kube, config, identity=me, stop=stop)
     le = config.leader_election
     if not le.leader_elect:
-        manager.start()
+        Manager(kube, config, identity=me, stop=stop).start()
         stop.wait()
         return 0
     settings = LeaseSettings(
@@ -97,8 +97,23 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     )
     log.info("waiting for the leader lease", extra={"object": f"{settings.namespace}/{settings.name}", "identity": me})
     elector = LeaderElector(kube, settings)
+    manager = Manager(kube, config, identity=me, stop=stop, holds_lease=elector.holds_lease)
     clean = elector.run(manager.start, stop=stop)
     return 0 if clean else 1
+
+
+MIN_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 10.0
+HEALTHY_RUN_S = 30.0
+
+
+def next_backoff(previous: float, code: int, ran_s: float) -> float:
+    """Delay before restarting the worker: doubles while it keeps failing fast (a crash loop must
+    not hammer the API server), and starts over after a clean exit or a run that lasted, so a
+    replica that lost its lease after hours rejoins the election at once."""
+    if code == 0 or ran_s >= HEALTHY_RUN_S:
+        return MIN_BACKOFF_S
+    return min(previous * 2, MAX_BACKOFF_S)
 
 
 class Supervisor:
@@ -114,16 +129,17 @@ class Supervisor:
         self._thread.start()
 
     def _run(self) -> None:
-        backoff = 0.5
+        backoff = MIN_BACKOFF_S
         while not self._stop.is_set():
+            started = time.monotonic()
             self.proc = subprocess.Popen(self.argv)
             log.info("worker process started", extra={"pid": self.proc.pid})
             code = self.proc.wait()
             if self._stop.is_set():
                 return
-            log.warning("worker process exited; restarting", extra={"pid": self.proc.pid, "code": code})
+            backoff = next_backoff(backoff, code, time.monotonic() - started)
+            log.warning("worker process exited; restarting", extra={"pid": self.proc.pid, "code": code, "backoff_s": backoff})
             self._stop.wait(backoff)
-            backoff = 0.5 if code == 0 else min(backoff * 2, 10.0)
 
     def stop(self) -> None:
         self._stop.set()
