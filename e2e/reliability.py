@@ -562,3 +562,71 @@ def load(kube: k.Kube, *, n: int = 300, server_pid: int, timeout: float = 180, t
             "webhook_timeouts": sum("timeout" in e or "deadline" in e for e in sub.errors),
             "samples": sampler.samples, "violations": sampler.violations, "problems": final["problems"],
             "rss_before_mb": {k2: round(v) for k2, v in before.items()}, "rss_peak_mb": {k2: round(v) for k2, v in peak.items()}}
+
+
+def outages(kube: k.Kube, cluster: Any, workdir: Path, *, cert_dir: Path, kubeconfig: Path, port: int | None,
+            jobs: int = 150, worker_kills: int = 3, apiserver_restarts: int = 2, pause_s: float = 8.0,
+            lease: float = 4, renew: float = 3, retry: float = 1, run: str = "2s", timeout: float = 180) -> dict[str, Any]:
+    """One replica (its own lease timings) while `jobs` Jobs run: SIGKILL its worker `worker_kills`
+    times, restart kube-apiserver `apiserver_restarts` times (etcd kept), then SIGSTOP the worker
+    for `pause_s` (past the lease) and resume it. Job creation retries through the API outages."""
+    import threading
+
+    replica = Replica.start("outages", workdir, cert_dir=cert_dir, kubeconfig=kubeconfig, port=port,
+                            lease=lease, renew=renew, retry=retry)
+    ns = make_namespace(kube)
+    setup = make_setup(kube, ns, cq_cpu=(4, 4), borrowing=(None, 2))
+    sampler = Sampler(kube, setup)
+    fig: dict[str, Any] = {"worker_recovery_s": [], "apiserver_down_s": [], "pause_s": pause_s}
+
+    def holder_pid() -> int | None:
+        _, pid = lease_holder(kube)
+        return pid if pid is not None and pid in replica.workers() else None
+
+    def wait_holder(old: int | None = None) -> int:
+        return wait_for("the worker to hold the lease", lambda: (p := holder_pid()) is not None and p != old and p,  # type: ignore[return-value]
+                        timeout=lease * 3 + 60, interval=0.05)
+
+    try:
+        wait_holder()
+        queues = list(setup.lqs)
+        objs = [job(ns, f"out-{i:05d}", queues[i % len(queues)], run=run) for i in range(jobs)]
+        result: dict[str, Submitted] = {}
+        submitter = threading.Thread(target=lambda: result.setdefault("s", submit(kube, ns, objs, threads=4, retry_for=timeout)),
+                                     daemon=True)
+        with Background(sampler.sample, 0.5):
+            submitter.start()
+            for _ in range(worker_kills):
+                time.sleep(retry * 2)
+                pid = wait_holder()
+                killed = time.monotonic()
+                os.kill(pid, signal.SIGKILL)
+                wait_holder(old=pid)
+                fig["worker_recovery_s"].append(round(time.monotonic() - killed, 2))
+            for _ in range(apiserver_restarts):
+                time.sleep(retry * 2)
+                fig["apiserver_down_s"].append(round(cluster.restart("kube-apiserver"), 2))
+            time.sleep(retry * 2)
+            pid = wait_holder()
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(pause_s)
+            os.kill(pid, signal.SIGCONT)
+            resumed = time.monotonic()
+            wait_for("a lease holder after the pause", holder_pid, timeout=lease * 3 + 60, interval=0.05)
+            fig["after_pause_holder_s"] = round(time.monotonic() - resumed, 2)
+            submitter.join(timeout=timeout)
+            final = final_check(kube, setup, [o["metadata"]["name"] for o in objs], timeout=timeout)
+        sampler.sample()
+        text = replica.log.read_text(errors="replace")
+        fig["relists"] = text.count('"watch expired, relisting"')
+        fig["watch_failures"] = text.count('"list/watch failed"')
+        fig["dropped_write_batches"] = text.count('"leader lease not held; dropping writes and stopping"')
+        fig["worker_restarts"] = worker_restarts(replica.log)
+        fig["tracebacks"] = [ln[:400] for ln in text.splitlines() if "Traceback" in ln]
+    finally:
+        replica.stop()
+        setup.cleanup(kube)
+        delete_namespace(kube, ns)
+    sub = result.get("s", Submitted())
+    return {**fig, "jobs": jobs, "submit_errors": sub.errors, "samples": sampler.samples,
+            "violations": sampler.violations, "problems": final["problems"], "peak_reserved_m": sampler.peak_reserved}

@@ -1,6 +1,6 @@
 """`make soak`: the long versions of the reliability scenarios, on a fresh local stack; prints figures.
 
-    python e2e/soak.py [--jobs 2000] [--kills 20] [--load 5000] [--dir .run/soak]
+    python e2e/soak.py [--jobs 2000] [--kills 20] [--load 5000] [--outage-jobs 1000] [--pause 330] [--dir .run/soak]
 
 CI runs the same scenarios small (e2e/test_reliability_*.py); this runs them at size and prints
 takeover times, samples checked, requests sent and peak memory. Exit status 1 when an invariant broke.
@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2000, help="Jobs in the failover run")
     p.add_argument("--kills", type=int, default=20, help="leader SIGKILLs during the failover run")
     p.add_argument("--load", type=int, default=5000, help="Jobs in the load run")
+    p.add_argument("--outage-jobs", type=int, default=1000, help="Jobs in the restarts-and-outages run")
+    p.add_argument("--pause", type=float, default=330.0,
+                   help="seconds the worker stays SIGSTOPped (default: past the 300 s watch timeout)")
     p.add_argument("--dir", default=str(HERE.parent / ".run" / "soak"))
     args = p.parse_args(argv)
     stack = Stack(args.dir)
@@ -53,6 +56,17 @@ def main(argv: list[str] | None = None) -> int:
                                               "max": ts[-1] if ts else None},
                                "seconds": round(time.monotonic() - t0, 1)}
         ok &= not fo["violations"] and not fo["problems"] and not fo["submit_errors"]
+        stack._stop_server()
+        try:
+            t0 = time.monotonic()
+            out = rel.outages(kube, stack.cluster, Path(args.dir) / "outages", cert_dir=stack.cert_dir,
+                              kubeconfig=stack.kubeconfig, port=stack.port, jobs=args.outage_jobs, worker_kills=10,
+                              apiserver_restarts=2, pause_s=args.pause, lease=15, renew=10, retry=2,
+                              timeout=max(600, args.outage_jobs / 2 + args.pause))
+        finally:
+            stack._start_server(stack.port)
+        figures["outages"] = {**out, "seconds": round(time.monotonic() - t0, 1)}
+        ok &= not out["violations"] and not out["problems"] and not out["submit_errors"] and not out["tracebacks"]
     finally:
         print(json.dumps(figures, indent=1, default=str))
         stack.down()

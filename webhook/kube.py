@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
+import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -158,7 +159,10 @@ class Kube:
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
         resp = self._call(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
-        data = resp.data
+        try:
+            data = resp.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # the connection broke mid-body
+            raise ServerError(0, f"{method} {path}: {exc}") from exc
         return orjson.loads(data) if data else {}
 
     def patch(self, path: str, body: Any, *, json_patch: bool = False, timeout: float = 30) -> dict[str, Any]:
@@ -223,6 +227,10 @@ class Kube:
                             code = int(status.get("code") or 500)
                             raise _BY_STATUS.get(code, ServerError)(code, status.get("message", "watch error"))
                         yield event
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            # The API server went away mid-stream (restart, proxy reset): a retryable failure for
+            # the informer, like a refused connection, not the end of its thread.
+            raise ServerError(0, f"watch {path}: {exc}") from exc
         finally:
             resp.release_conn()
 
@@ -259,5 +267,11 @@ def informer(
             log.info("watch expired, relisting", extra={"path": path})
         except KubeError as exc:
             log.warning("list/watch failed", extra={"path": path, "status": exc.status, "error": str(exc)})
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
+        except Exception:
+            # A bug in a handler or an unforeseen transport error must not end the thread silently:
+            # the cache would go stale for good. Log it and start over with a fresh list.
+            log.exception("informer failed; relisting", extra={"path": path})
             stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)

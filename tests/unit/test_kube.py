@@ -1,0 +1,104 @@
+"""`webhook.kube.informer` over a real HTTP connection: a watch cut mid-stream (an API server
+restart) must lead to a fresh list, never to a dead informer thread with a stale cache."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from webhook import kube as k
+
+
+class APIServer(http.server.ThreadingHTTPServer):
+    """Lists return `lists[n]` for the n-th list; the first watch sends one event and then drops
+    the connection inside a chunked body; later watches stay open until the test ends."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.lists = [["a"], ["a", "b", "c"]]
+        self.list_calls = 0
+        self.watch_calls = 0
+        self.done = threading.Event()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: APIServer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if "watch=true" not in self.path:
+            names = self.server.lists[min(self.server.list_calls, len(self.server.lists) - 1)]
+            self.server.list_calls += 1
+            body = json.dumps({"items": [{"metadata": {"name": n, "resourceVersion": "5"}} for n in names],
+                               "metadata": {"resourceVersion": "5"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.server.watch_calls += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if self.server.watch_calls == 1:
+            line = json.dumps({"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "6"}}}).encode() + b"\n"
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            self.wfile.write(b"40\r\n{\"type\":")  # a chunk announced but cut short: the server died
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.server.done.wait(10)
+        self.wfile.write(b"0\r\n\r\n")
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[APIServer, k.Kube]]:
+    server = APIServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "t",
+        "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+        "users": [{"name": "t", "user": {}}],
+    }))
+    yield server, k.Kube(str(kubeconfig))
+    server.done.set()
+    server.shutdown()
+
+
+def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, k.Kube]) -> None:
+    server, kube = api
+    lists: list[list[str]] = []
+    events: list[tuple[str, str]] = []
+    stop = threading.Event()
+    thread = threading.Thread(target=k.informer, daemon=True, kwargs={
+        "kube": kube, "path": "/api/v1/namespaces", "stop": stop,
+        "on_list": lambda items: lists.append([i["metadata"]["name"] for i in items]),
+        "on_event": lambda etype, obj: events.append((etype, obj["metadata"]["name"])),
+    })
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(lists) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lists == [["a"], ["a", "b", "c"]]  # the event before the cut, then a full relist
+    assert events == [("ADDED", "b")]
+    assert thread.is_alive() and server.watch_calls == 2
+    stop.set()
+    server.done.set()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
