@@ -28,7 +28,6 @@ from webhook.core.flavor_assigner import (
     assign_flavors,
     search_partial,
 )
-from webhook.core.model import parse_resource_flavor
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource, format_quantity, parse_amount
 from webhook.core.snapshot import take_snapshot
@@ -796,3 +795,473 @@ def test_assign_flavors(case: Case) -> None:
     a = run(case.wl, [*FLAVORS, case.cq, *case.others], usage=usage, sim=case.sim, fair_sharing=case.fair_sharing)
     want_pod_sets = [PS(p.name, p.count, p.requests, p.flavors, tuple(sorted(p.status))) for p in case.pod_sets]
     assert observed(a) == (case.mode, case.borrowing, want_pod_sets, case.usage, case.no_fit_reason)
+
+
+# -- TestReclaimBeforePriorityPreemption ---------------------------------------------------------
+# Three flavors of 10 compute and 10 gpu each, lent to the cohort by test-clusterqueue. (Our
+# builders spell the gpu resource `nvidia.com/gpu`; upstream names it `gpu`. Same ordering.)
+
+NGPU = "nvidia.com/gpu"
+UNO_DUE_TRE = [make_flavor(n).obj() for n in ("uno", "due", "tre")]
+
+
+def reclaim_objs(fungibility: tuple[str, str] | None) -> list[dict[str, Any]]:
+    test = make_cq(CQ).cohort("cohort").preemption(within="LowerPriority", reclaim="LowerPriority")
+    test = test.fungibility(*fungibility) if fungibility else test.fungibility("MayStopSearch", "TryNextFlavor")
+    test = test.group(*(fq(n, compute="10", gpu="10") for n in ("uno", "due", "tre")))
+    other = make_cq("other-clusterqueue").cohort("cohort").group(*(fq(n, compute="0", gpu="0") for n in ("uno", "due", "tre")))
+    return [*UNO_DUE_TRE, test.obj(), other.obj()]
+
+
+@pytest.mark.parametrize(
+    ("requests", "test_usage", "other_usage", "fungibility", "sim", "mode", "want"),
+    [
+        pytest.param({"gpu": "10"}, {("uno", NGPU): "1"}, {("due", NGPU): "1"}, None, {}, FIT, {NGPU: "tre"}, id="Select first flavor which fits"),
+        pytest.param(
+            {"gpu": "10"},
+            {("uno", NGPU): "1"},
+            {("due", NGPU): "1", ("tre", NGPU): "1"},
+            None,
+            {("uno", NGPU): (PREEMPT_P, 0), ("due", NGPU): (RECLAIM, 0)},
+            PREEMPT,
+            {NGPU: "due"},
+            id="Select first flavor where gpu reclamation is possible",
+        ),
+        *(
+            pytest.param(
+                {"gpu": "10"},
+                {("uno", NGPU): "1"},
+                {("due", NGPU): "1", ("tre", NGPU): "1"},
+                ("MayStopSearch", "MayStopSearch"),
+                {},
+                PREEMPT,
+                {NGPU: "uno"},
+                id=name,
+            )
+            for name in (
+                "Select first flavor when flavor fungibility is disabled",
+                "Select first flavor when flavor fungibility is disabled; using deprecated WhenCanPreempt=MayStopSearch",
+            )
+        ),
+        pytest.param(
+            {"gpu": "10"},
+            {("uno", NGPU): "1", ("due", NGPU): "1", ("tre", NGPU): "1"},
+            {},
+            None,
+            {},
+            PREEMPT,
+            {NGPU: "uno"},
+            id="Select first flavor where priority based preemption is possible",
+        ),
+        pytest.param(
+            {"gpu": "10", "compute": "10"},
+            {("uno", NGPU): "1", ("uno", "compute"): "1", ("due", "compute"): "1"},
+            {("due", NGPU): "1", ("tre", NGPU): "1"},
+            None,
+            {("uno", NGPU): (PREEMPT_P, 0), ("due", NGPU): (RECLAIM, 0), ("tre", NGPU): (RECLAIM, 0)},
+            PREEMPT,
+            {NGPU: "tre", "compute": "tre"},
+            id="Select second flavor where gpu reclamation is possible, as compute Fits",
+        ),
+    ],
+)
+def test_reclaim_before_priority_preemption(
+    requests: dict[str, str],
+    test_usage: dict[tuple[str, str], str],
+    other_usage: dict[tuple[str, str], str],
+    fungibility: tuple[str, str] | None,
+    sim: Sim,
+    mode: Mode,
+    want: dict[str, str],
+) -> None:
+    # Upstream leaves whenCanBorrow unset when it overrides fungibility; the API default is MayStopSearch.
+    a = run(ps1(**requests), reclaim_objs(fungibility), usage={CQ: test_usage, "other-clusterqueue": other_usage}, sim=sim)
+    assert a.representative_mode() == mode
+    assert {r: fa.name for r, fa in a.pod_sets[0].flavors.items()} == want
+
+
+# -- TestDeletedFlavors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("groups", "cpu", "mode", "want"),
+    [
+        pytest.param(
+            [fq("deleted-flavor", cpu="4"), fq("flavor", cpu="4")],
+            "3",
+            FIT,
+            PS("main", 1, {"cpu": "3"}, {"cpu": ("flavor", FIT, -1)}),
+            id="multiple flavors, skip missing ResourceFlavor",
+        ),
+        pytest.param(
+            [fq("deleted-flavor", cpu="4")],
+            "1",
+            NO_FIT,
+            PS("main", 1, {"cpu": "1"}, status=("flavor deleted-flavor not found",)),
+            id="flavor not found",
+        ),
+    ],
+)
+def test_deleted_flavors(groups: list[dict[str, Any]], cpu: str, mode: Mode, want: PS) -> None:
+    """The snapshot still lists the flavor, but it is gone from the flavors the assigner sees."""
+    objs = [make_flavor("flavor").obj(), make_flavor("deleted-flavor").obj(), make_cq(CQ).group(*groups).obj()]
+    a = run(ps1(cpu=cpu), objs, deleted_flavors=["deleted-flavor"])
+    got_mode, _, pod_sets, _, reason = observed(a)
+    assert (got_mode, pod_sets) == (mode, [want])
+    assert reason == ("" if mode == FIT else "NoMatchingFlavor")
+
+
+# -- TestHierarchical -----------------------------------------------------------------------------
+# Cohorts three (root) <- two <- one, each with 4 cpu of the flavor of its name; test-clusterqueue
+# sits in cohort one, other-clusterqueue in cohort two, both with no quota of their own.
+
+ONE_TWO_THREE = [make_flavor(n).obj() for n in ("one", "two", "three")]
+ZERO_QUOTA = [fq(n, cpu="0") for n in ("one", "two", "three")]
+
+
+def hierarchy_objs(test_flavors: Sequence[dict[str, Any]], fungibility: tuple[str, str, str | None]) -> list[dict[str, Any]]:
+    return [
+        *ONE_TWO_THREE,
+        make_cohort("three").group(fq("three", cpu="4")).obj(),
+        make_cohort("two").parent("three").group(fq("two", cpu="4")).obj(),
+        make_cohort("one").parent("two").group(fq("one", cpu="4")).obj(),
+        make_cq(CQ).cohort("one").preemption(within="LowerPriority", reclaim="LowerPriority").group(*test_flavors).fungibility(*fungibility).obj(),
+        make_cq("other-clusterqueue").cohort("two").group(*ZERO_QUOTA).obj(),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("test_flavors", "test_usage", "other_usage", "fungibility", "sim", "mode", "want"),
+    [
+        pytest.param(ZERO_QUOTA, {("one", "cpu"): "4"}, {("two", "cpu"): "4"}, ("MayStopSearch", "TryNextFlavor", None), {}, FIT, "three", id="Select the top flavor"),
+        pytest.param(ZERO_QUOTA, {("one", "cpu"): "4"}, {}, ("MayStopSearch", "TryNextFlavor", None), {}, FIT, "two", id="Select the first flavor which fits"),
+        pytest.param(
+            [fq("one", cpu=("4", "0", None)), fq("two", cpu="0"), fq("three", cpu="0")],
+            {("one", "cpu"): "4"},
+            {},
+            ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"),
+            {("one", "cpu"): (NO_CANDIDATES, 1)},
+            FIT,
+            "two",
+            id="Select deeper-borrowing flavor that fits when shallower-borrowing flavor has no preemption candidates",
+        ),
+    ],
+)
+def test_hierarchical(
+    test_flavors: Sequence[dict[str, Any]],
+    test_usage: dict[tuple[str, str], str],
+    other_usage: dict[tuple[str, str], str],
+    fungibility: tuple[str, str, str | None],
+    sim: Sim,
+    mode: Mode,
+    want: str,
+) -> None:
+    a = run(ps1(cpu="4"), hierarchy_objs(test_flavors, fungibility), usage={CQ: test_usage, "other-clusterqueue": other_usage}, sim=sim)
+    assert a.representative_mode() == mode
+    assert {r: fa.name for r, fa in a.pod_sets[0].flavors.items()} == {"cpu": want}
+
+
+# -- TestIsPreferred ------------------------------------------------------------------------------
+# The ranking of two flavors' (granular mode, borrowing level) under a fungibility preference.
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "preference", "want"),
+    [
+        pytest.param((_PMode.FIT, 0), (_PMode.PREEMPT, 0), None, True, id="feature gate disabled prioritises preemption"),
+        pytest.param((_PMode.PREEMPT, 1), (_PMode.FIT, 2), "BorrowingOverPreemption", False, id="explicit BorrowingOverPreemption prioritises borrowing distance"),
+        pytest.param((_PMode.PREEMPT, 1), (_PMode.FIT, 2), "PreemptionOverBorrowing", True, id="explicit PreemptionOverBorrowing prioritises lower preemption"),
+        pytest.param((_PMode.PREEMPT, 1), (_PMode.FIT, 1), "PreemptionOverBorrowing", False, id="explicit PreemptionOverBorrowing breaks borrowing ties with preemption"),
+        pytest.param(
+            (_PMode.NO_CANDIDATES, 1), (_PMode.FIT, 2), "PreemptionOverBorrowing", False, id="explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison"
+        ),
+        pytest.param(
+            (_PMode.FIT, 2), (_PMode.NO_CANDIDATES, 1), "PreemptionOverBorrowing", True, id="explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor"
+        ),
+        pytest.param((_PMode.NO_CANDIDATES, 1), (_PMode.NO_FIT, 0), None, True, id="no-candidate flavor remains preferable to no-fit flavor"),
+        pytest.param((_PMode.NO_FIT, 0), (_PMode.NO_CANDIDATES, 1), None, False, id="no-fit flavor remains worse than no-candidate flavor"),
+        pytest.param((_PMode.NO_CANDIDATES, 1), (_PMode.NO_CANDIDATES, 2), "PreemptionOverBorrowing", True, id="no-candidate flavors retain borrowing preference"),
+        pytest.param((_PMode.NO_CANDIDATES, 2), (_PMode.NO_CANDIDATES, 1), "PreemptionOverBorrowing", False, id="no-candidate flavors retain borrowing preference in reverse"),
+    ],
+)
+def test_is_preferred(a: tuple[_PMode, int], b: tuple[_PMode, int], preference: str | None, want: bool) -> None:
+    assert _is_preferred(a, b, preference) is want
+
+
+# -- TestAssignment_TotalRequestsFor (cases without workload slices) ------------------------------
+# Upstream builds the Assignment by hand; here the assigner produces it, at the same counts.
+
+
+@pytest.mark.parametrize(
+    ("requests", "counts"),
+    [
+        pytest.param({"cpu": "1", "memory": "1Mi"}, None, id="RegularWorkload"),
+        pytest.param({"cpu": "1", "memory": "1Mi"}, [1], id="WorkloadWithPartialAdmission"),
+        pytest.param({"cpu": "1", "memory": "1Mi", GPU: "0"}, None, id="WorkloadWithZeroQuantityResourceNotInClusterQueueSkipsResourceWithoutFlavor"),
+    ],
+)
+def test_total_requests(requests: dict[str, str], counts: list[int] | None) -> None:
+    objs = [*FLAVORS, make_cq(CQ).group(fq("default", cpu="10", memory="10Mi")).obj()]
+    a = run(make_wl("wl").podset("main", 2, **requests).obj(), objs, counts=counts)
+    pods = 2 if counts is None else counts[0]
+    want = {FlavorResource("default", "cpu"): pods * 1000, FlavorResource("default", "memory"): pods * 1024 * 1024}
+    assert (a.representative_mode(), a.total_requests()) == (FIT, want)
+
+
+# -- TestIsNoFitDueToCapacityAndLimits (cases without TAS, workload slices or allowed-flavor annotations)
+
+NOFIT_FLAVORS = [make_flavor("flavor-a").label("type", "a").obj(), make_flavor("flavor-b").taint("key", "val").obj()]
+SHARED_FLAVORS = [make_flavor("flavor-shared").label("type", "shared").obj(), make_flavor("flavor-a").label("type", "a").obj()]
+NOFIT_CQ = make_cq("cq").group(fq("flavor-a", cpu=("2", "4", None)), fq("flavor-b", cpu=("2", "4", None))).obj()
+
+
+def ab_cohort(a: tuple[str, str], b: tuple[str, str], sibling: tuple[str, str]) -> list[dict[str, Any]]:
+    """cq and a sibling in `cohort`, each with (nominal, borrowingLimit) cpu on flavor-a and flavor-b."""
+    return [
+        make_cq("cq").cohort("cohort").group(fq("flavor-a", cpu=(*a, None)), fq("flavor-b", cpu=(*b, None))).obj(),
+        make_cq("sibling").cohort("cohort").group(fq("flavor-a", cpu=(*sibling, None)), fq("flavor-b", cpu=(*sibling, None))).obj(),
+    ]
+
+
+def shared_cohort(cpu_flavors: Sequence[str]) -> list[dict[str, Any]]:
+    """cq lists flavor-shared in two resource groups (cpu with `cpu_flavors`, memory alone)."""
+    return [
+        make_cq("cq").cohort("cohort").group(*(fq(f, cpu=("2", "4", None)) for f in cpu_flavors)).group(fq("flavor-shared", memory=("2Gi", "4Gi", None))).obj(),
+        make_cq("sibling").cohort("cohort").group(*(fq(f, cpu=("2", "2", None)) for f in cpu_flavors)).group(fq("flavor-shared", memory=("2Gi", "2Gi", None))).obj(),
+    ]
+
+
+SHARED_USAGE = {"sibling": {("flavor-shared", "cpu"): "2", ("flavor-shared", "memory"): "2Gi", ("flavor-a", "cpu"): "2"}}
+NO_CANDIDATES_SIM = {("flavor-shared", "cpu"): (NO_CANDIDATES, 0), ("flavor-shared", "memory"): (NO_CANDIDATES, 0), ("flavor-a", "cpu"): (NO_CANDIDATES, 0)}
+
+
+@pytest.mark.parametrize(
+    ("wl", "objs", "usage", "sim", "reason", "attempts"),
+    [
+        pytest.param(ps1(cpu="1"), [*NOFIT_FLAVORS, NOFIT_CQ], {}, {}, "", {"flavor-a": "", "flavor-b": "NoMatchingFlavor"}, id="succeeds to schedule on flavor-a"),
+        pytest.param(ps1(cpu="3"), [*NOFIT_FLAVORS, NOFIT_CQ], {}, {}, "ExceedsMaxQuota", {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"}, id="insufficient quota"),
+        pytest.param(ps1(cpu="5"), [*NOFIT_FLAVORS, NOFIT_CQ], {}, {}, "ExceedsMaxQuota", {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"}, id="exceeds max capacity limits"),
+        pytest.param(
+            make_wl("wl").podset("main", 1, cpu="1").node_selector(type="wrong").obj(),
+            [*NOFIT_FLAVORS, NOFIT_CQ],
+            {},
+            {},
+            "NoMatchingFlavor",
+            {"flavor-a": "NoMatchingFlavor", "flavor-b": "NoMatchingFlavor"},
+            id="taints mismatch",
+        ),
+        pytest.param(
+            make_wl("wl").podset("main", 1, cpu="1").node_selector(type="non-existent").toleration("key", "val").obj(),
+            [*NOFIT_FLAVORS, NOFIT_CQ],
+            {},
+            {},
+            "",
+            {"flavor-a": "NoMatchingFlavor"},
+            id="succeeds to schedule on flavor-b with a tolerated taint",
+        ),
+        pytest.param(
+            make_wl("wl").podset("main", 1, cpu="1").node_selector(type="non-existent").obj(),
+            [make_flavor("flavor-a").label("type", "a").obj(), make_flavor("flavor-b").label("type", "b").obj(), NOFIT_CQ],
+            {},
+            {},
+            "NoMatchingFlavor",
+            {"flavor-a": "NoMatchingFlavor", "flavor-b": "NoMatchingFlavor"},
+            id="node affinity mismatch when both flavors declare same key",
+        ),
+        pytest.param(
+            make_wl("wl").podset("main", 1, cpu="3", memory="20Gi").node_selector(type="wrong").obj(),
+            [*NOFIT_FLAVORS, NOFIT_CQ],
+            {},
+            {},
+            "NoMatchingFlavor",
+            {"flavor-a": "NoMatchingFlavor", "flavor-b": "NoMatchingFlavor"},
+            id="prioritization of structural mismatch over capacity mismatch",
+        ),
+        pytest.param(
+            ps1(cpu="3"),
+            [*NOFIT_FLAVORS, *ab_cohort(("2", "2"), ("2", "2"), ("2", "2"))],
+            {"sibling": {("flavor-a", "cpu"): "2", ("flavor-b", "cpu"): "2"}},
+            {},
+            "WaitingForQuota",
+            {"flavor-a": "WaitingForQuota", "flavor-b": "NoMatchingFlavor"},
+            id="insufficient capacity, cohort has available capacity (waiting for quota)",
+        ),
+        pytest.param(
+            ps1(cpu="5"),
+            [*NOFIT_FLAVORS, *ab_cohort(("2", "2"), ("2", "2"), ("2", "2"))],
+            {},
+            {},
+            "ExceedsMaxQuota",
+            {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"},
+            id="exceeds cohort max capacity limits",
+        ),
+        pytest.param(
+            ps1(cpu="4"),
+            [*NOFIT_FLAVORS, *ab_cohort(("2", "1"), ("2", "1"), ("5", "5"))],
+            {},
+            {},
+            "ExceedsMaxQuota",
+            {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"},
+            id="exceeds borrowing limit but cohort has capacity",
+        ),
+        pytest.param(
+            make_wl("wl").podset("main", 1, cpu="3", memory="3Gi").node_selector(type="a").obj(),
+            [*SHARED_FLAVORS, *shared_cohort(["flavor-shared", "flavor-a"])],
+            SHARED_USAGE,
+            NO_CANDIDATES_SIM,
+            "NoMatchingFlavor",
+            {"flavor-shared": "NoMatchingFlavor", "flavor-a": "WaitingForQuota"},
+            id="flavor spanning multiple resource groups",
+        ),
+        # Not upstream cases: the same rules with the flavor that spans groups holding the least
+        # severe reason of its cpu group, which then also counts for the memory group.
+        pytest.param(
+            make_wl("wl").podset("main", 1, cpu="3", memory="1Gi").node_selector(type="shared").obj(),
+            [*SHARED_FLAVORS, *shared_cohort(["flavor-shared", "flavor-a"])],
+            SHARED_USAGE,
+            {},
+            "WaitingForQuota",
+            {"flavor-shared": "WaitingForQuota", "flavor-a": "NoMatchingFlavor"},
+            id="derived: a flavor listed in two resource groups counts in both",
+        ),
+    ],
+)
+def test_no_fit_reason(wl: dict[str, Any], objs: list[dict[str, Any]], usage: Usage, sim: Sim, reason: str, attempts: dict[str, str]) -> None:
+    """NoFitReason, and the no-fit reason recorded for each flavor tried that upstream checks."""
+    a = run(wl, objs, cq="cq", usage=usage, sim=sim)
+    assert a.no_fit_reason == reason
+    got = {f: r for ps in a.pod_sets for f, (_, r) in ps.attempts.items() if f in attempts}
+    assert got == {f: attempts[f] for f in got}
+    assert got, "no flavor upstream checks was tried"
+
+
+def test_flavor_that_a_later_scan_skips_does_not_provide_the_resource() -> None:
+    """Not an upstream case: `mergeFlavorAttemptsForResource` marks a flavor of the memory group
+    that the cpu scan tried but the memory scan stopped before as NoMatchingFlavor, which then
+    outranks the gpu group's ExceedsMaxQuota."""
+    objs = [
+        *(make_flavor(n).obj() for n in ("x", "y", "z")),
+        make_cq("cq").group(fq("x", cpu="4")).group(fq("y", memory="4Gi"), fq("x", memory="4Gi")).group(fq("z", gpu="1")).obj(),
+    ]
+    a = run(ps1(cpu="1", memory="1Gi", gpu="2"), objs, cq="cq")
+    assert a.representative_mode() == NO_FIT
+    assert {f: (m, r) for f, (m, r) in a.pod_sets[0].attempts.items()} == {
+        "x": (_PMode.NO_FIT, "NoMatchingFlavor"),
+        "y": (_PMode.FIT, ""),
+        "z": (_PMode.NO_FIT, "ExceedsMaxQuota"),
+    }
+    assert a.no_fit_reason == "NoMatchingFlavor"
+
+
+# -- TestFlavorScanRecordsLastTriedFlavorIdx (the quota-only cases) -------------------------------
+# Upstream runs these on TAS flavors with a required topology; the bookmark (triedFlavorIdx) is
+# written by the quota scan alone, so the cases whose outcome does not depend on a node placement
+# are kept, on plain flavors.
+
+
+def bookmark_objs(nominal: str, spare: str, fungibility: tuple[str, str, str | None]) -> list[dict[str, Any]]:
+    return [
+        make_flavor("flavor-1").obj(),
+        make_flavor("flavor-2").obj(),
+        make_cq("cq").cohort("cohort").fungibility(*fungibility).group(fq("flavor-1", cpu=nominal), fq("flavor-2", cpu=nominal)).obj(),
+        make_cq("sibling").cohort("cohort").group(fq("flavor-1", cpu=spare), fq("flavor-2", cpu=spare)).obj(),
+    ]
+
+
+BOTH_FULL = {("flavor-1", "cpu"): "2", ("flavor-2", "cpu"): "2"}
+
+
+@pytest.mark.parametrize(
+    ("nominal", "spare", "request_", "usage", "sim", "fungibility", "mode", "idx"),
+    [
+        pytest.param(
+            "10", "0", "2", {}, {}, ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"), FIT, 0, id="quota and topology both fit on the first flavor: bookmark names it"
+        ),
+        pytest.param("1", "20", "2", {}, {}, ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"), FIT, -1, id="fits only by borrowing: bookmark says start over"),
+        pytest.param(
+            "1",
+            "20",
+            "2",
+            {},
+            {},
+            ("MayStopSearch", "TryNextFlavor", "PreemptionOverBorrowing"),
+            FIT,
+            0,
+            id="fits only by borrowing, but WhenCanBorrow is MayStopSearch: bookmark names the first flavor",
+        ),
+        pytest.param(
+            "2",
+            "0",
+            "2",
+            BOTH_FULL,
+            {("flavor-1", "cpu"): (PREEMPT_P, 0), ("flavor-2", "cpu"): (PREEMPT_P, 0)},
+            ("MayStopSearch", "MayStopSearch", "PreemptionOverBorrowing"),
+            PREEMPT,
+            0,
+            id="needs preemption and candidates exist: bookmark names the first flavor",
+        ),
+        pytest.param(
+            "2",
+            "0",
+            "2",
+            BOTH_FULL,
+            {("flavor-1", "cpu"): (NO_CANDIDATES, 0), ("flavor-2", "cpu"): (NO_CANDIDATES, 0)},
+            ("MayStopSearch", "MayStopSearch", "PreemptionOverBorrowing"),
+            PREEMPT,
+            -1,
+            id="needs preemption but no candidates: bookmark says start over whatever the policy",
+        ),
+    ],
+)
+def test_flavor_scan_records_last_tried_flavor(
+    nominal: str, spare: str, request_: str, usage: dict[tuple[str, str], str], sim: Sim, fungibility: tuple[str, str, str | None], mode: Mode, idx: int
+) -> None:
+    a = run(ps1(cpu=request_), bookmark_objs(nominal, spare, fungibility), cq="cq", usage={"cq": usage}, sim=sim)
+    assert a.representative_mode() == mode
+    assert a.last_state is not None
+    assert a.last_state.last_tried == [{"cpu": idx}]
+
+
+# -- podset_reducer_test.go TestSearch ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pod_sets", "limit", "want"),
+    [
+        pytest.param([], 10, None, id="empty"),
+        pytest.param([(1, None), (2, 2)], 2, None, id="partial not available"),
+        pytest.param([(5, 3), (5, 4), (5, 1), (5, 2)], 15, 15, id="partial available"),
+        pytest.param([(5, 3), (5, None), (5, None), (5, None)], 19, 19, id="one partial available"),
+        pytest.param([(5, 3), (5, 4), (5, 1), (5, 2)], 10, 10, id="to min"),
+        pytest.param([(5, 3), (5, 4), (5, 1), (5, 2)], 20, 20, id="to max"),
+        pytest.param([(150_000, 1)] * 8, 150_000, 150_000, id="no overflow"),
+        pytest.param([(150_000, 1)] + [(1, None)] * 7, 150_000, 150_000, id="max pods on 1.27"),
+        pytest.param([(0, 0)], 0, None, id="podset with replica count 0"),
+    ],
+)
+def test_search_partial(pod_sets: list[tuple[int, int | None]], limit: int, want: int | None) -> None:
+    """The largest total count (down to the minCounts) that passes `fits`; None when none does."""
+    b = make_wl("wl")
+    for i, (count, min_count) in enumerate(pod_sets):
+        b = b.podset(f"ps{i + 1}", count, min_count, cpu="1")
+    wl = parse_workload(b.obj())
+
+    def fits(counts: list[int]) -> tuple[int | None, bool]:
+        return sum(counts), sum(counts) <= limit
+
+    assert search_partial(wl, fits) == want
+
+
+def test_partial_admission_counts() -> None:
+    """The reducer over the real assigner: 5 pods of minCount 2 on 3 cpu admit 3 pods."""
+    objs = [*FLAVORS, make_cq(CQ).group(fq("default", cpu="3")).obj()]
+    wl = make_wl("wl").podset("main", 5, 2, cpu="1").obj()
+
+    def fits(counts: list[int]) -> tuple[Assignment | None, bool]:
+        a = run(wl, objs, counts=counts)
+        return a, a.representative_mode() == FIT
+
+    a = search_partial(parse_workload(wl), fits)
+    assert a is not None
+    assert [(ps.name, ps.count) for ps in a.pod_sets] == [("main", 3)]
+    assert a.total_requests() == {FlavorResource("default", "cpu"): 3000}
