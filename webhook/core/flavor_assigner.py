@@ -106,8 +106,9 @@ class PodSetResult:
     requests: dict[str, int]
     flavors: dict[str, FlavorAssignment] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
-    # (flavor, granular mode, no-fit reason) for each flavor tried
-    attempts: list[tuple[str, int, str]] = field(default_factory=list)
+    # Each flavor tried, with its worst granular mode and most severe no-fit reason over the
+    # podSet's resources (upstream `FlavorAssignmentAttempts`); what NoFitReason is drawn from.
+    attempts: dict[str, tuple[_PMode, str]] = field(default_factory=dict)
 
     @property
     def fits(self) -> bool:
@@ -271,12 +272,13 @@ class _Assigner:
         return _PMode.NO_FIT, borrow, msg, PendingReason.WAITING_FOR_QUOTA
 
     def _find_flavor(
-        self, ps_index: int, ps: PodSetInfo, requests: Mapping[str, int], res: str, assigned: FRQuantities, result: PodSetResult
-    ) -> tuple[dict[str, FlavorAssignment] | None, list[str]]:
+        self, ps_index: int, ps: PodSetInfo, requests: Mapping[str, int], res: str, assigned: FRQuantities
+    ) -> tuple[dict[str, FlavorAssignment] | None, list[str], list[tuple[str, _PMode, str]]]:
+        """The best flavor of `res`'s resource group, the reasons others fell short, and every flavor tried."""
         spec = self.cq.spec
         rg_index = spec.resource_to_group.get(res)
         if rg_index is None:
-            return None, [f"resource {res} unavailable in ClusterQueue"]
+            return None, [f"resource {res} unavailable in ClusterQueue"], []
         rg = spec.resource_groups[rg_index]
         covered = [(r, requests[r]) for r in sorted(requests) if r in rg.covered_resources]
         reasons: list[str] = []
@@ -284,6 +286,7 @@ class _Assigner:
         best: dict[str, FlavorAssignment] | None = None
         best_mode = _WORST
         attempted = -1
+        tried: list[tuple[str, _PMode, str]] = []
         start = self.last.next_flavor(ps_index, res) if self.last is not None else 0
         for idx in range(start, len(rg.flavors)):
             attempted = idx
@@ -291,7 +294,7 @@ class _Assigner:
             why = _check_flavor(self.flavors.get(fname), fname, ps)
             if why is not None:
                 reasons.append(why)
-                result.attempts.append((fname, _PMode.NO_FIT, PendingReason.NO_MATCHING_FLAVOR))
+                tried.append((fname, _PMode.NO_FIT, PendingReason.NO_MATCHING_FLAVOR))
                 continue
             assignments: dict[str, FlavorAssignment] = {}
             rep = _BEST
@@ -308,7 +311,7 @@ class _Assigner:
                 if rep[0] == _PMode.NO_FIT:
                     continue
                 assignments[rname] = FlavorAssignment(fname, pmode.assignment_mode(), borrow=borrow)
-            result.attempts.append((fname, rep[0], no_fit_reason))
+            tried.append((fname, rep[0], no_fit_reason))
             if not _should_try_next(rep, ff.when_can_borrow, ff.when_can_preempt):
                 best, best_mode = assignments, rep
                 break
@@ -317,8 +320,8 @@ class _Assigner:
         for fa in (best or {}).values():
             fa.tried_flavor_idx = -1 if attempted == len(rg.flavors) - 1 else attempted
         if best_mode[0] == _PMode.FIT:
-            return best, []
-        return best, reasons
+            return best, [], tried
+        return best, reasons, tried
 
     def assign(self, counts: Sequence[int] | None) -> Assignment:
         wl, spec = self.wl, self.cq.spec
@@ -338,7 +341,9 @@ class _Assigner:
                 assert group is not None
                 if res in group:
                     continue
-                found, why = self._find_flavor(i, ps, req, res, a.usage, result)
+                found, why, tried = self._find_flavor(i, ps, req, res, a.usage)
+                if tried:
+                    _merge_attempts(result.attempts, tried, spec.resource_groups[spec.resource_to_group[res]].flavor_names)
                 if not found and req:
                     group, reasons = None, why
                     break
@@ -354,11 +359,28 @@ class _Assigner:
         return a
 
 
+def _merge_attempts(dst: dict[str, tuple[_PMode, str]], src: Sequence[tuple[str, _PMode, str]], group_flavors: Sequence[str]) -> None:
+    """Fold one resource's scan into the podSet's attempts (`mergeFlavorAttemptsForResource`).
+
+    A flavor of this resource's group that an earlier resource tried but this scan did not reach
+    counts as not providing the resource: NoFit, NoMatchingFlavor.
+    """
+    for fname, pmode, reason in src:
+        old = dst.get(fname)
+        dst[fname] = (pmode, reason) if old is None else (min(old[0], pmode), _most_severe(old[1], reason))
+    present = {fname for fname, _, _ in src}
+    for fname in dst:
+        if fname in group_flavors and fname not in present:
+            dst[fname] = (_PMode.NO_FIT, PendingReason.NO_MATCHING_FLAVOR)
+
+
 def _resolve_no_fit_reason(a: Assignment, groups: Sequence[Any]) -> None:
-    """Least severe reason per resource group, most severe across groups and podSets."""
+    """Least severe reason per resource group, most severe across groups and podSets.
+
+    A flavor listed in several resource groups counts in each of them (`findRGIndicesByFlavor`).
+    """
     if a.representative_mode() != Mode.NO_FIT:
         return
-    flavor_group = {f.name: gi for gi, rg in enumerate(groups) for f in rg.flavors}
     overall = ""
     for ps in a.pod_sets:
         if ps.representative_mode() != Mode.NO_FIT:
@@ -367,12 +389,13 @@ def _resolve_no_fit_reason(a: Assignment, groups: Sequence[Any]) -> None:
             overall = _most_severe(overall, PendingReason.NO_MATCHING_FLAVOR)
             continue
         per_group: dict[int, str] = {}
-        for i, (fname, pmode, reason) in enumerate(ps.attempts):
+        for i, fname in enumerate(sorted(ps.attempts)):
+            pmode, reason = ps.attempts[fname]
             if pmode != _PMode.NO_FIT:
                 continue
-            gi = flavor_group.get(fname, -1 - i)
-            if gi not in per_group or _SEVERITY.get(reason, 0) < _SEVERITY.get(per_group[gi], 0):
-                per_group[gi] = reason
+            for gi in [gi for gi, rg in enumerate(groups) if fname in rg.flavor_names] or [-1 - i]:
+                if gi not in per_group or _SEVERITY.get(reason, 0) < _SEVERITY.get(per_group[gi], 0):
+                    per_group[gi] = reason
         ps_reason = ""
         for r in per_group.values():
             ps_reason = _most_severe(ps_reason, r)
