@@ -1,0 +1,391 @@
+"""Upstream's preemption unit-test scenarios, as table tests.
+
+Ported from `pkg/scheduler/preemption/{preemption_test,preemption_hierarchical_test,
+preemption_fair_test}.go` (upstream commit ff69552e79): the same queues, admitted workloads,
+incoming workload and flavor assignment; the same expected victims, Preempted reasons and
+Evicted/Preempted condition messages. Test ids are upstream's case names.
+
+Like upstream, the preemptor is given an explicit flavor assignment (which resources need
+preemption in which flavor) instead of running the flavor assigner, and the snapshot must be left
+exactly as it was found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_wl, psa
+from webhook.api.constants import JOB_UID_LABEL, PreemptionReason
+from webhook.core import conditions, ordering
+from webhook.core.flavor_assigner import Assignment, FlavorAssignment, Mode, PodSetResult
+from webhook.core.preemption import Preemptor, Target, cq_path
+from webhook.core.resources import FlavorResource
+from webhook.core.snapshot import Snapshot, take_snapshot
+from webhook.core.workload import WorkloadInfo, parse_workload
+
+FLAVORS = [make_flavor(n).obj() for n in ("default", "alpha", "beta", "premium", "cheap")]
+P, F = Mode.PREEMPT, Mode.FIT
+LP, ANY, NEVER, LONEP = "LowerPriority", "Any", "Never", "LowerOrNewerEqualPriority"
+
+# Reason -> the phrase upstream's expected messages use.
+HUMAN = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+    "InCohortFairSharing": "Fair Sharing within the cohort",
+}
+
+AssignmentSpec = dict[str, dict[str, tuple[str, Mode]]]
+
+
+@dataclass(frozen=True)
+class V:
+    """An expected victim: name, Preempted reason, and the two paths of the message."""
+
+    name: str
+    reason: str
+    preemptor_path: str
+    preemptee_path: str
+
+    def conditions(self) -> list[tuple[str, str, str, str]]:
+        msg = (
+            "Preempted to accommodate a workload (UID: wl-in, JobUID: job-in) due to "
+            f"{HUMAN[self.reason]}; preemptor path: {self.preemptor_path}; preemptee path: {self.preemptee_path}"
+        )
+        return [("Evicted", "True", "Preempted", msg), ("Preempted", "True", self.reason, msg)]
+
+
+def adm(name: str, cq: str, prio: int = 0, flavor: str = "default", at: float = 0, created: float = 0, **req: str) -> dict[str, Any]:
+    """A workload with quota reserved in `cq` (at T0+`at`), every request on `flavor`."""
+    return make_wl(name).priority(prio).created(created).request(**req).reserve(cq, psa(**{r: (flavor, q) for r, q in req.items()}), at=at).obj()
+
+
+def unit(name: str, cq: str, prio: int = 0, flavor: str = "default") -> dict[str, Any]:
+    """Upstream's `unitWl`: one cpu."""
+    return adm(name, cq, prio, flavor, cpu="1")
+
+
+def incoming(prio: int = 0, created: float = 0, name: str = "in", **req: str) -> dict[str, Any]:
+    """The preemptor, with upstream's UID and job UID (used in the messages)."""
+    return make_wl(name).uid("wl-in").label(JOB_UID_LABEL, "job-in").priority(prio).created(created).request(**req).obj()
+
+
+def one(**flavors: tuple[str, Mode]) -> AssignmentSpec:
+    """`singlePodSetAssignment`: the podSet `main`."""
+    return {"main": dict(flavors)}
+
+
+def build_assignment(wl: WorkloadInfo, cq: str, spec: AssignmentSpec) -> Assignment:
+    a = Assignment(cq)
+    requests = wl.pod_set_requests()
+    names = [ps.name for ps in wl.pod_sets]
+    for ps_name, flavors in spec.items():
+        i = names.index(ps_name)
+        ps = PodSetResult(ps_name, wl.pod_sets[i].count, dict(requests[i]), {r: FlavorAssignment(f, m) for r, (f, m) in flavors.items()})
+        a.pod_sets.append(ps)
+        for r, (f, _) in flavors.items():
+            fr = FlavorResource(f, r)
+            a.usage[fr] = a.usage.get(fr, 0) + requests[i].get(r, 0)
+    return a
+
+
+def snapshot_state(snap: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Usage (zero entries ignored, as upstream's snapCmpOpts) and members of every node."""
+    cqs = {n: ({fr: v for fr, v in cq.usage.items() if v}, sorted(cq.workloads)) for n, cq in snap.cluster_queues.items()}
+    cohorts = {n: {fr: v for fr, v in co.usage.items() if v} for n, co in snap.cohorts.items()}
+    return cqs, cohorts
+
+
+@dataclass
+class Run:
+    wl: WorkloadInfo
+    cluster_queue: str
+    snap: Snapshot
+    targets: list[Target]
+
+    def keys(self) -> set[tuple[str, str]]:
+        return {(t.workload.name, str(t.reason)) for t in self.targets}
+
+    def victims(self) -> dict[str, list[tuple[str, str, str, str]]]:
+        """The Evicted and Preempted conditions each victim gets, built as the cycle issues them."""
+        preemptor = self.snap.cluster_queues[self.cluster_queue]
+        out = {}
+        for t in self.targets:
+            msg = conditions.preemption_message(self.wl.uid, self.wl.job_uid, t.reason, cq_path(preemptor), cq_path(self.snap.cluster_queues[t.cluster_queue]))
+            out[t.workload.name] = [(c.type, c.status, c.reason, c.message) for c in conditions.evicted_by_preemption(t.reason, msg)]
+        return out
+
+
+def get_targets(
+    objs: list[dict[str, Any]],
+    wl_obj: dict[str, Any],
+    cq: str,
+    spec: AssignmentSpec,
+    *,
+    fair: bool = False,
+    strategies: tuple[str, ...] = (),
+) -> Run:
+    """Build cache and snapshot from `objs`, then ask the preemptor for targets."""
+    core = make_core(*FLAVORS, *objs)
+    snap = take_snapshot(core.cache)
+    before = snapshot_state(snap)
+    wl = parse_workload(wl_obj)
+    targets = Preemptor(fair_sharing=fair, strategies=strategies, now=T0).get_targets(wl, build_assignment(wl, cq, spec), snap)
+    assert snapshot_state(snap) == before, "the snapshot was modified"
+    return Run(wl, cq, snap, targets)
+
+
+# == TestPreemption (preemption_test.go) ==========================================================
+
+
+def _default_cqs() -> list[dict[str, Any]]:
+    """Upstream's `defaultClusterQueues`."""
+    return [
+        make_cq("standalone").group(fq("default", cpu="6")).group(fq("alpha", memory="3Gi"), fq("beta", memory="3Gi")).preemption(within=LP).obj(),
+        make_cq("c1").cohort("cohort").group(fq("default", cpu=("6", "6", None), memory=("3Gi", "3Gi", None))).preemption(within=LP, reclaim=LP).obj(),
+        make_cq("c2").cohort("cohort").group(fq("default", cpu=("6", "6", None), memory=("3Gi", "3Gi", None))).preemption(within=NEVER, reclaim=ANY).obj(),
+        make_cq("d1").cohort("cohort-no-limits").group(fq("default", cpu="6", memory="3Gi")).preemption(within=LP, reclaim=LP).obj(),
+        make_cq("d2").cohort("cohort-no-limits").group(fq("default", cpu="6", memory="3Gi")).preemption(within=NEVER, reclaim=ANY).obj(),
+        make_cq("l1").cohort("legion").group(fq("default", cpu=("6", "12", None), memory=("3Gi", "6Gi", None))).preemption(within=LP, reclaim=LP).obj(),
+        make_cq("preventStarvation").group(fq("default", cpu="6")).preemption(within=LONEP).obj(),
+        make_cq("a_standard").cohort("with_shared_cq").group(fq("default", cpu=("1", "12", None))).preemption(NEVER, LP, LP, 0).obj(),
+        make_cq("b_standard").cohort("with_shared_cq").group(fq("default", cpu=("1", "12", None))).preemption(LP, ANY, LP, 0).obj(),
+        make_cq("a_best_effort").cohort("with_shared_cq").group(fq("default", cpu=("1", "12", None))).preemption(NEVER, LP, LP, 0).obj(),
+        make_cq("b_best_effort").cohort("with_shared_cq").group(fq("default", cpu=("0", "13", None))).preemption(NEVER, LP, LP, 0).obj(),
+        make_cq("shared").cohort("with_shared_cq").group(fq("default", cpu="10")).obj(),
+        make_cq("lend1").cohort("cohort-lend").group(fq("default", cpu=("6", None, "4"))).preemption(within=LP, reclaim=LP).obj(),
+        make_cq("lend2").cohort("cohort-lend").group(fq("default", cpu=("6", None, "2"))).preemption(within=LP, reclaim=LP).obj(),
+        make_cq("a").cohort("cohort-three").group(fq("default", cpu="2", memory="2")).preemption(within=LP, reclaim=ANY).obj(),
+        make_cq("b").cohort("cohort-three").group(fq("default", cpu="2", memory="2")).obj(),
+        make_cq("c").cohort("cohort-three").group(fq("default", cpu="2", memory="2")).obj(),
+    ]
+
+
+DEFAULT_CQS = _default_cqs()
+CPU_P = one(cpu=("default", P))
+CPU_MEM_P = one(cpu=("default", P), memory=("default", P))
+
+
+def _sa(name: str, reason: str = "InClusterQueue") -> V:
+    return V(name, reason, "/standalone", "/standalone")
+
+
+def _co(name: str, reason: str, src: str, dst: str, cohort: str = "cohort") -> V:
+    return V(name, reason, f"/{cohort}/{src}", f"/{cohort}/{dst}")
+
+
+PREEMPTION_CASES = [
+    pytest.param(
+        [adm("low", "standalone", -1, cpu="2"), adm("mid", "standalone", cpu="2"), adm("high", "standalone", 1, cpu="2")],
+        incoming(1, cpu="2"), "standalone", CPU_P, [_sa("low")],
+        id="preempt lowest priority",
+    ),
+    pytest.param(
+        [adm("low", "standalone", -1, cpu="2"), adm("mid", "standalone", cpu="2"), adm("high", "standalone", 1, cpu="2")],
+        incoming(1, cpu="3"), "standalone", CPU_P, [_sa("low"), _sa("mid")],
+        id="preempt multiple",
+    ),
+    pytest.param(
+        [adm("low", "standalone", -1, cpu="3"), adm("mid", "standalone", cpu="3")],
+        incoming(-1, cpu="1"), "standalone", CPU_P, [],
+        id="no preemption for low priority",
+    ),
+    pytest.param(
+        [adm("low", "standalone", -1, cpu="3"), adm("mid", "standalone", cpu="3")],
+        incoming(cpu="4"), "standalone", CPU_P, [],
+        id="not enough low priority workloads",
+    ),
+    pytest.param(
+        [adm("low", "standalone", -1, cpu="1"), adm("mid", "standalone", cpu="1"), adm("high", "standalone", 1, cpu="3")],
+        incoming(1, cpu="2"), "standalone", CPU_P, [_sa("low")],
+        id="some free quota, preempt low priority",
+    ),
+    pytest.param(
+        [adm("low", "standalone", -1, cpu="1"), adm("mid", "standalone", cpu="2"), adm("high", "standalone", 1, cpu="3")],
+        incoming(1, cpu="2"), "standalone", CPU_P, [_sa("mid")],
+        id="minimal set excludes low priority",
+    ),
+    pytest.param(
+        [adm("low", "standalone", -1, "alpha", memory="2Gi"), adm("mid", "standalone", 0, "beta", memory="1Gi"), adm("high", "standalone", 1, "beta", memory="1Gi")],
+        incoming(1, cpu="1", memory="2Gi"), "standalone", one(cpu=("default", F), memory=("beta", P)), [_sa("mid")],
+        id="only preempt workloads using the chosen flavor",
+    ),
+    pytest.param(
+        [adm("c1-low", "c1", -1, cpu="3"), adm("c2-mid", "c2", cpu="3"), adm("c2-high", "c2", 1, cpu="6")],
+        incoming(1, cpu="3"), "c1", CPU_P, [_co("c2-mid", "InCohortReclamation", "c1", "c2")],
+        id="reclaim quota from borrower",
+    ),
+    pytest.param(
+        [adm("c1-low", "c1", -1, cpu="3", memory="3Gi"), adm("c2-mid", "c2", cpu="3"), adm("c2-high", "c2", 1, cpu="6")],
+        incoming(1, cpu="3", memory="0"), "c1", one(cpu=("default", P), memory=("default", F)), [_co("c2-mid", "InCohortReclamation", "c1", "c2")],
+        id="reclaim quota if workload requests 0 resources for a resource at nominal quota",
+    ),
+    pytest.param(
+        [adm("c1-high", "c1", 1, cpu="4"), adm("c2-low-1", "c2", -1, cpu="4")],
+        incoming(1, cpu="4"), "c1", CPU_P, [],
+        id="no workloads borrowing",
+    ),
+    pytest.param(
+        [adm("c1-high", "c1", 1, cpu="4"), adm("c2-low-1", "c2", -1, cpu="4"), adm("c2-low-2", "c2", -1, cpu="4")],
+        incoming(1, cpu="4"), "c1", CPU_P, [],
+        id="not enough workloads borrowing",
+    ),
+    pytest.param(
+        [adm("c1-low", "c1", -1, cpu="4"), adm("c2-low-1", "c2", -1, cpu="4"), adm("c2-high-2", "c2", 1, cpu="4")],
+        incoming(1, cpu="4", memory="5Gi"), "c1", CPU_MEM_P, [_co("c1-low", "InClusterQueue", "c1", "c1")],
+        id="preempting locally and borrowing other resources in cohort, without cohort candidates",
+    ),
+    pytest.param(
+        [adm("c1-med", "c1", 0, cpu="4"), adm("c1-low", "c1", -1, cpu="4"), adm("c2-low-1", "c2", -1, cpu="4")],
+        incoming(1, cpu="4"), "c1", CPU_P, [_co("c1-low", "InClusterQueue", "c1", "c1")],
+        id="preempting locally and borrowing same resource in cohort",
+    ),
+    pytest.param(
+        [adm("d1-med", "d1", 0, cpu="4"), adm("d1-low", "d1", -1, cpu="4"), adm("d2-low-1", "d2", -1, cpu="4")],
+        incoming(1, cpu="4"), "d1", CPU_P, [_co("d1-low", "InClusterQueue", "d1", "d1", "cohort-no-limits")],
+        id="preempting locally and borrowing same resource in cohort; no borrowing limit in the cohort",
+    ),
+    pytest.param(
+        [adm("c1-med", "c1", 0, cpu="4"), adm("c2-low-1", "c2", -1, cpu="5"), adm("c2-low-2", "c2", -1, cpu="1"), adm("c2-low-3", "c2", -1, cpu="1")],
+        incoming(1, cpu="2", memory="5Gi"), "c1", CPU_MEM_P, [_co("c1-med", "InClusterQueue", "c1", "c1")],
+        id="preempting locally and borrowing other resources in cohort, with cohort candidates",
+    ),
+    pytest.param(
+        [adm("l1-med", "l1", 0, cpu="4"), adm("l1-low", "l1", -1, cpu="2")],
+        incoming(1, cpu="4"), "l1", CPU_P, [_co("l1-med", "InClusterQueue", "l1", "l1", "legion")],
+        id="preempting locally and not borrowing same resource in 1-queue cohort",
+    ),
+    pytest.param(
+        [adm("c1", "c1", cpu="2"), adm("c2-1", "c2", cpu="4"), adm("c2-2", "c2", cpu="4")],
+        incoming(cpu="4"), "c1", CPU_P, [],
+        id="do not reclaim borrowed quota from same priority for withinCohort=ReclaimFromLowerPriority",
+    ),
+    pytest.param(
+        [adm("c1-1", "c1", cpu="4"), adm("c1-2", "c1", 1, cpu="4"), adm("c2", "c2", cpu="2")],
+        incoming(cpu="4"), "c2", CPU_P, [_co("c1-1", "InCohortReclamation", "c2", "c1")],
+        id="reclaim borrowed quota from same priority for withinCohort=ReclaimFromAny",
+    ),
+    pytest.param(
+        [adm("c1-low", "c1", -1, cpu="3"), adm("c1-mid", "c1", cpu="2"), adm("c2-low", "c2", -1, cpu="3"), adm("c2-mid", "c2", cpu="4")],
+        incoming(cpu="4"), "c1", CPU_P, [_co("c1-low", "InClusterQueue", "c1", "c1"), _co("c2-low", "InCohortReclamation", "c1", "c2")],
+        id="preempt from all ClusterQueues in cohort",
+    ),
+    pytest.param(
+        [adm("c2-low", "c2", -1, cpu="3")],
+        incoming(1, cpu="4"), "c2", CPU_P, [],
+        id="can't preempt workloads in ClusterQueue for withinClusterQueue=Never",
+    ),
+    pytest.param(
+        [adm("low-alpha", "standalone", -1, "alpha", memory="2Gi"), adm("low-beta", "standalone", -1, "beta", memory="2Gi")],
+        make_wl("in").uid("wl-in").label(JOB_UID_LABEL, "job-in").podset("launcher", 1, memory="2Gi").podset("workers", 2, memory="1Gi").obj(),
+        "standalone", {"launcher": {"memory": ("alpha", P)}, "workers": {"memory": ("beta", P)}}, [_sa("low-alpha"), _sa("low-beta")],
+        id="each podset preempts a different flavor",
+    ),
+    pytest.param(
+        [adm("wl1", "preventStarvation", 2, cpu="2"), adm("wl2", "preventStarvation", 1, at=1, cpu="2"), adm("wl3", "preventStarvation", 1, cpu="2")],
+        make_wl("in").uid("wl-in").label(JOB_UID_LABEL, "job-in").priority(1).created(-15).podset("launcher", 1, cpu="2").obj(),
+        "preventStarvation", {"launcher": {"cpu": ("default", P)}}, [V("wl2", "InClusterQueue", "/preventStarvation", "/preventStarvation")],
+        id="preempt newer workloads with the same priority",
+    ),
+    pytest.param(
+        [adm("a_best_effort_low", "a_best_effort", -1, cpu="10"), adm("b_best_effort_low", "b_best_effort", -1, cpu="1")],
+        incoming(cpu="10"), "a_standard", CPU_P, [_co("a_best_effort_low", "InCohortReclaimWhileBorrowing", "a_standard", "a_best_effort", "with_shared_cq")],
+        id="use BorrowWithinCohort; allow preempting a lower-priority workload from another ClusterQueue while borrowing",
+    ),
+    pytest.param(
+        [adm("b_standard", "b_standard", 1, cpu="10")],
+        incoming(2, cpu="10"), "a_standard", CPU_P, [],
+        id="use BorrowWithinCohort; don't allow preempting a lower-priority workload with priority above MaxPriorityThreshold, "
+        "if borrowing is required even after the preemption",
+    ),
+    pytest.param(
+        [adm("b_standard", "b_standard", 1, cpu="13")],
+        incoming(2, cpu="1"), "a_standard", CPU_P, [_co("b_standard", "InCohortReclamation", "a_standard", "b_standard", "with_shared_cq")],
+        id="use BorrowWithinCohort; allow preempting a lower-priority workload with priority above MaxPriorityThreshold, "
+        "if borrowing is not required after the preemption",
+    ),
+    pytest.param(
+        [adm("a_standard", "a_standard", 1, cpu="13")],
+        incoming(2, cpu="1"), "a_standard", CPU_P, [],
+        id="use BorrowWithinCohort; don't allow for preemption of lower-priority workload from the same ClusterQueue",
+    ),
+    pytest.param(
+        [adm("a_standard_1", "a_standard", 1, cpu="10"), adm("a_standard_2", "a_standard", 1, cpu="1"),
+         adm("b_standard_1", "b_standard", 1, cpu="1"), adm("b_standard_2", "b_standard", 2, cpu="1")],
+        incoming(3, cpu="1"), "b_standard", CPU_P, [_co("b_standard_1", "InClusterQueue", "b_standard", "b_standard", "with_shared_cq")],
+        id="use BorrowWithinCohort; only preempt from CQ if no workloads below threshold and already above nominal",
+    ),
+    pytest.param(
+        [adm("b_standard_high", "b_standard", 2, cpu="10"), adm("b_standard_mid", "b_standard", 1, cpu="1"),
+         adm("a_best_effort_low", "a_best_effort", -1, cpu="1"), adm("a_best_effort_lower", "a_best_effort", -2, cpu="1")],
+        incoming(2, cpu="2"), "b_standard", CPU_P,
+        [_co("a_best_effort_lower", "InCohortReclaimWhileBorrowing", "b_standard", "a_best_effort", "with_shared_cq"),
+         _co("b_standard_mid", "InClusterQueue", "b_standard", "b_standard", "with_shared_cq")],
+        id="use BorrowWithinCohort; preempt from CQ and from other CQs with workloads below threshold",
+    ),
+    pytest.param(
+        [adm("lend1-low", "lend1", -1, cpu="3"), adm("lend2-mid", "lend2", cpu="3"), adm("lend2-high", "lend2", 1, cpu="4")],
+        incoming(1, cpu="3"), "lend1", CPU_P, [_co("lend2-mid", "InCohortReclamation", "lend1", "lend2", "cohort-lend")],
+        id="reclaim quota from lender",
+    ),
+    pytest.param(
+        [adm("lend1-low", "lend1", -1, cpu="3"), adm("lend1-mid", "lend1", cpu="2"), adm("lend2-low", "lend2", -1, cpu="3"), adm("lend2-mid", "lend2", cpu="4")],
+        incoming(cpu="4"), "lend1", CPU_P,
+        [_co("lend1-low", "InClusterQueue", "lend1", "lend1", "cohort-lend"), _co("lend2-low", "InCohortReclamation", "lend1", "lend2", "cohort-lend")],
+        id="preempt from all ClusterQueues in cohort-lend",
+    ),
+    pytest.param(
+        [adm("lend2-low", "lend2", -1, cpu="10")],
+        incoming(cpu="9"), "lend1", CPU_P, [],
+        id="cannot preempt from other ClusterQueues if exceeds requestable quota including lending limit",
+    ),
+    pytest.param(
+        [adm("a1", "a", -2, cpu="1"), adm("a2", "a", -2, cpu="1"), adm("a3", "a", -1, cpu="1"),
+         adm("b1", "b", cpu="1"), adm("b2", "b", cpu="1"), adm("b3", "b", cpu="1")],
+        incoming(cpu="2"), "a", CPU_P, [_co("a1", "InClusterQueue", "a", "a", "cohort-three"), _co("a2", "InClusterQueue", "a", "a", "cohort-three")],
+        id="preemptions from cq when target queue is exhausted for the single requested resource",
+    ),
+    pytest.param(
+        [adm("a1", "a", -2, cpu="1", memory="1"), adm("a2", "a", -2, cpu="1", memory="1"), adm("a3", "a", -1, cpu="1", memory="1"),
+         adm("b1", "b", cpu="1", memory="1"), adm("b2", "b", cpu="1", memory="1"), adm("b3", "b", cpu="1", memory="1")],
+        incoming(cpu="2", memory="2"), "a", CPU_MEM_P,
+        [_co("a1", "InClusterQueue", "a", "a", "cohort-three"), _co("a2", "InClusterQueue", "a", "a", "cohort-three")],
+        id="preemptions from cq when target queue is exhausted for two requested resources",
+    ),
+    pytest.param(
+        [adm("a1", "a", -2, cpu="1"), adm("a2", "a", -2, cpu="1"), adm("a3", "a", -1, cpu="1"),
+         adm("b1", "b", cpu="1"), adm("b2", "b", cpu="1"), adm("b3", "b", cpu="1")],
+        incoming(cpu="2", memory="2"), "a", CPU_MEM_P,
+        [_co("a1", "InClusterQueue", "a", "a", "cohort-three"), _co("a2", "InClusterQueue", "a", "a", "cohort-three")],
+        id="preemptions from cq when target queue is exhausted for one requested resource, but not the other",
+    ),
+    pytest.param(
+        [adm("a1", "a", -1, cpu="1"), adm("b1", "b", cpu="1"), adm("b2", "b", cpu="1"), adm("b3", "b", cpu="1"), adm("b4", "b", cpu="1"), adm("b5", "b", -1, cpu="1")],
+        incoming(cpu="2"), "a", CPU_P,
+        [_co("a1", "InClusterQueue", "a", "a", "cohort-three"), _co("b5", "InCohortReclamation", "a", "b", "cohort-three")],
+        id="allow preemption from other cluster queues if target cq is not exhausted for the requested resource",
+    ),
+    pytest.param(
+        [make_cq("cq-left").cohort("cohort-left").group(fq("default", cpu="10")).preemption(reclaim=ANY).obj(),
+         make_cq("cq-right").cohort("cohort-right").group(fq("default", cpu="0")).obj(),
+         make_cohort("cohort-left").parent("root").obj(), make_cohort("cohort-right").parent("root").obj(),
+         adm("to-be-preempted", "cq-right", cpu="5")],
+        incoming(cpu="8"), "cq-left", CPU_P, [V("to-be-preempted", "InCohortReclamation", "/root/cohort-left/cq-left", "/root/cohort-right/cq-right")],
+        id="long range preemption",
+    ),
+]
+
+
+def _check(run: Run, want: list[V]) -> None:
+    assert run.keys() == {(v.name, v.reason) for v in want}
+    assert run.victims() == {v.name: v.conditions() for v in want}
+
+
+@pytest.mark.parametrize(("objs", "wl", "cq", "spec", "want"), PREEMPTION_CASES)
+def test_preemption(objs: list[dict[str, Any]], wl: dict[str, Any], cq: str, spec: AssignmentSpec, want: list[V]) -> None:
+    queues = [o for o in objs if o["kind"] in ("ClusterQueue", "Cohort")] or DEFAULT_CQS
+    _check(get_targets([*queues, *(o for o in objs if o["kind"] == "Workload")], wl, cq, spec), want)
