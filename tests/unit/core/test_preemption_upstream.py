@@ -389,3 +389,152 @@ def _check(run: Run, want: list[V]) -> None:
 def test_preemption(objs: list[dict[str, Any]], wl: dict[str, Any], cq: str, spec: AssignmentSpec, want: list[V]) -> None:
     queues = [o for o in objs if o["kind"] in ("ClusterQueue", "Cohort")] or DEFAULT_CQS
     _check(get_targets([*queues, *(o for o in objs if o["kind"] == "Workload")], wl, cq, spec), want)
+
+
+# == TestHierarchicalPreemptions (preemption_hierarchical_test.go) ================================
+
+
+def _hq(name: str, cohort: str | None, cpu: str | tuple[str, str | None, str | None] | None = None, bwc: bool = False, reclaim: str = ANY) -> dict[str, Any]:
+    """A ClusterQueue of these scenarios: LowerPriority within, `reclaim` in the cohort; with no
+    `cpu` the resource group lists the flavor without any quota, as upstream's."""
+    b = make_cq(name)
+    if cohort:
+        b.cohort(cohort)
+    b.group(fq("default", cpu=cpu) if cpu is not None else fq("default"))
+    return b.preemption(LP, reclaim, LP if bwc else NEVER, 0 if bwc else None).obj()
+
+
+def _hco(name: str, parent: str | None = None, cpu: str | None = None, memory: str | None = None) -> dict[str, Any]:
+    b = make_cohort(name)
+    if parent:
+        b.parent(parent)
+    quotas = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    if quotas:
+        b.group(fq("default", **quotas))
+    return b.obj()
+
+
+def _rc(cpu: str = "2") -> list[dict[str, Any]]:
+    """Cohorts r and c (child of r, `cpu` of quota)."""
+    return [_hco("r"), _hco("c", "r", cpu)]
+
+
+def _cq_no_quota(name: str, cohort: str) -> dict[str, Any]:
+    return make_cq(name).cohort(cohort).preemption(LP, ANY).obj()
+
+
+HIER_CASES = [
+    pytest.param(
+        [*_rc(), _hq("q", "c"), _hq("q_borrowing", "r"), adm("admitted2", "q_borrowing", cpu="2")],
+        incoming(cpu="2"), "q", CPU_P, [V("admitted2", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="preempt with hierarchical advantage",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q_nominal", "r", "2"), _hq("q", "c"), _hq("q_borrowing", "r"),
+         adm("admitted1", "q_nominal", -10, cpu="2"), adm("admitted2", "q_borrowing", cpu="2")],
+        incoming(cpu="2"), "q", CPU_P, [V("admitted2", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="avoid queues within nominal quota",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q", "c"), _hq("q_borrowing", "r"), adm("admitted1", "q_borrowing", 1, cpu="1"), adm("admitted2", "q_borrowing", 2, cpu="1")],
+        incoming(cpu="2"), "q", CPU_P,
+        [V("admitted1", "InCohortReclamation", "/r/c/q", "/r/q_borrowing"), V("admitted2", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="preempt multiple with hierarchical advantage",
+    ),
+    pytest.param(
+        [*_rc("3"), _hq("q", "c", bwc=True), _hq("q_same_cohort", "c"),
+         adm("admitted_not_preemptible", "q_same_cohort", 1, cpu="1"),
+         make_wl("admitted_preemptible").request(cpu="1").reserve("q_same_cohort", psa(cpu=("default", "2"))).obj(),
+         adm("admitted_own_queue", "q", -1, cpu="1")],
+        incoming(1, cpu="2"), "q", CPU_P,
+        [V("admitted_own_queue", "InClusterQueue", "/r/c/q", "/r/c/q"), V("admitted_preemptible", "InCohortReclaimWhileBorrowing", "/r/c/q", "/r/c/q_same_cohort")], [],
+        id="preempt in cohort and own CQ",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q", "c"), _hq("q_borrowing", "r"), adm("admitted_borrowing", "q_borrowing", 1, cpu="1"), adm("admitted_same_queue", "q", -2, cpu="1")],
+        incoming(cpu="1"), "q", CPU_P, [V("admitted_borrowing", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="prefer to preempt hierarchical candidate",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q", "c", bwc=True), _hq("q_nominal", "r", "2"), _hq("q_same_cohort", "c"),
+         adm("admitted_nominal", "q_nominal", -10, cpu="2"), adm("admitted_same_cohort", "q_same_cohort", -1, cpu="2")],
+        incoming(cpu="2"), "q", CPU_P, [V("admitted_same_cohort", "InCohortReclaimWhileBorrowing", "/r/c/q", "/r/c/q_same_cohort")], [],
+        id="forced to preempt priority candidate",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q", "c", "4"), _hq("q_borrowing", "r"), _hq("q_same_cohort", "c"),
+         adm("admitted_borrowing", "q_borrowing", 10, cpu="3"), adm("admitted_same_cohort", "q_same_cohort", 10, cpu="3")],
+        incoming(cpu="4"), "q", CPU_P,
+        [V("admitted_borrowing", "InCohortReclamation", "/r/c/q", "/r/q_borrowing"), V("admitted_same_cohort", "InCohortReclamation", "/r/c/q", "/r/c/q_same_cohort")], [],
+        id="incoming workload fits in CQ nominal quota",
+    ),
+    pytest.param(
+        [_hco("r", cpu="1"), _hco("c", "r", "4"), _hq("q", "c", bwc=True, reclaim=LP), _hq("q_borrowing", "r"), _hq("q_same_cohort", "c"),
+         adm("admitted_borrowing", "q_borrowing", -1, cpu="2"), adm("admitted_same_cohort_preemptible", "q_same_cohort", -1, cpu="1"),
+         adm("admitted_borrowing_not_preemptible", "q_borrowing", 1, cpu="2")],
+        incoming(cpu="3"), "q", CPU_P,
+        [V("admitted_borrowing", "InCohortReclamation", "/r/c/q", "/r/q_borrowing"),
+         V("admitted_same_cohort_preemptible", "InCohortReclaimWhileBorrowing", "/r/c/q", "/r/c/q_same_cohort")], [],
+        id="preempt hierarchical and priority candidates",
+    ),
+    pytest.param(
+        [_hco("r", cpu="1"), _hco("c", "r", "4"), _hq("q", "c", bwc=True, reclaim=LP), _hq("q_borrowing", "r"), _hq("q_same_cohort", "c"),
+         adm("admitted_borrowing", "q_borrowing", -1, cpu="2"), adm("admitted_same_queue_preemptible", "q", -1, cpu="1"),
+         adm("admitted_borrowing_not_preemptible", "q_borrowing", 1, cpu="2")],
+        incoming(cpu="3"), "q", CPU_P,
+        [V("admitted_borrowing", "InCohortReclamation", "/r/c/q", "/r/q_borrowing"), V("admitted_same_queue_preemptible", "InClusterQueue", "/r/c/q", "/r/c/q")], [],
+        id="preempt hierarchical candidates and inside CQ",
+    ),
+    pytest.param(
+        [*_rc("3"), _hq("q", "c"), _hq("q_borrowing", "r"), _hq("q_nominal", "r", "2"),
+         adm("admitted_borrowing_prio_8", "q_borrowing", 8, cpu="1"), adm("admitted_borrowing_prio_9", "q_borrowing", 9, cpu="1"),
+         adm("admitted_borrowing_prio_10", "q_borrowing", 9, cpu="1"), adm("admitted_nominal", "q_nominal", -2, cpu="2")],
+        incoming(cpu="1"), "q", CPU_P, [V("admitted_borrowing_prio_8", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="reclaim nominal quota from lowest priority workload, excluding non-borrowing",
+    ),
+    pytest.param(
+        [*_rc(), _hco("c_other", "r", "2"), _hq("q_other", "c_other"), _hq("q", "c"), _hq("q_same_cohort", "c"),
+         adm("admitted_other_1", "q_other", -10, cpu="1"), adm("admitted_other_2", "q_other", -10, cpu="1"), adm("admitted_same_cohort", "q_same_cohort", cpu="2")],
+        incoming(cpu="2"), "q", CPU_P, [], [],
+        id="infeasible preemption all available workloads in pruned subtrees",
+    ),
+    pytest.param(
+        [_hco("r", cpu="3"), _hco("c", "r", "4", "4Gi"), _hq("q", "c"), _hq("q_borrowing", "r"), _hq("q_same_cohort", "c"),
+         adm("admitted_borrowing", "q_borrowing", cpu="3", memory="1Gi"), adm("admitted_same_cohort", "q_same_cohort", -2, cpu="1", memory="3Gi")],
+        incoming(-2, cpu="2", memory="1Gi"), "q", CPU_MEM_P, [V("admitted_borrowing", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="hiearchical preemption with multiple resources",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q", "c", bwc=True), _hq("q_borrowing", "r"), _hq("q_same_cohort", "c"),
+         adm("admitted_borrowing", "q_borrowing", -10, cpu="1"),
+         make_wl("evicted_same_cohort").priority(-1).request(cpu="1").reserve("q_same_cohort", psa(cpu=("default", "1"))).evicted().obj()],
+        incoming(cpu="1"), "q", CPU_P, [], ["evicted_same_cohort"],
+        id="prefer to preempt evicted workloads",
+    ),
+    pytest.param(
+        [*_rc(), _hq("q", "c", ("3", None, "2")), _hq("q_borrowing", "r"), adm("admitted_borrowing", "q_borrowing", cpu="4")],
+        incoming(-2, cpu="5"), "q", CPU_P, [V("admitted_borrowing", "InCohortReclamation", "/r/c/q", "/r/q_borrowing")], [],
+        id="respect lending limits",
+    ),
+    pytest.param(
+        [_hco("r"), _hco("c11", "r", "4"), _hco("c12", "r", "4"), _hco("c21", "c11", "4"), _hco("c22", "c11", "4"), _hco("c23", "c11", "4"),
+         _hco("c31", "c21", "4"), _hco("c32", "c21", "4"),
+         _cq_no_quota("q1", "c12"), _cq_no_quota("q2", "c23"), _cq_no_quota("q3", "c22"), _cq_no_quota("q4", "c32"), _cq_no_quota("q5", "c31"),
+         adm("admitted_borrowing_1", "q1", -6, cpu="4"), adm("admitted_borrowing_2", "q1", -5, cpu="4"),
+         adm("admitted_borrowing_3", "q2", -9, cpu="4"), adm("admitted_borrowing_4", "q2", -10, cpu="4"),
+         adm("admitted_borrowing_5", "q3", -4, cpu="4"), adm("admitted_borrowing_6", "q3", -3, cpu="3"),
+         adm("admitted_borrowing_7", "q4", 4, cpu="2"), adm("admitted_borrowing_8", "q4", 2, cpu="3")],
+        incoming(-2, cpu="7"), "q5", CPU_P,
+        [V("admitted_borrowing_1", "InCohortReclamation", "/r/c11/c21/c31/q5", "/r/c12/q1"),
+         V("admitted_borrowing_4", "InCohortReclamation", "/r/c11/c21/c31/q5", "/r/c11/c23/q2")], [],
+        id="reclaim in complex hierarchy",
+    ),
+]
+
+
+@pytest.mark.parametrize(("objs", "wl", "cq", "spec", "want", "in_progress"), HIER_CASES)
+def test_hierarchical_preemption(objs: list[dict[str, Any]], wl: dict[str, Any], cq: str, spec: AssignmentSpec, want: list[V], in_progress: list[str]) -> None:
+    """`in_progress`: targets already Evicted, which upstream counts without patching them again."""
+    run = get_targets(objs, wl, cq, spec)
+    assert sorted(t.workload.name for t in run.targets if t.workload.is_evicted) == in_progress
+    _check(Run(run.wl, cq, run.snap, [t for t in run.targets if not t.workload.is_evicted]), want)
