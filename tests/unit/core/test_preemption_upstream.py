@@ -13,14 +13,13 @@ exactly as it was found.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_wl, psa
-from webhook.api.constants import JOB_UID_LABEL, PreemptionReason
-from webhook.core import conditions, ordering
+from webhook.api.constants import JOB_UID_LABEL
+from webhook.core import conditions
 from webhook.core.flavor_assigner import Assignment, FlavorAssignment, Mode, PodSetResult
 from webhook.core.preemption import Preemptor, Target, cq_path
 from webhook.core.resources import FlavorResource
@@ -61,7 +60,8 @@ class V:
 
 def adm(name: str, cq: str, prio: int = 0, flavor: str = "default", at: float = 0, created: float = 0, **req: str) -> dict[str, Any]:
     """A workload with quota reserved in `cq` (at T0+`at`), every request on `flavor`."""
-    return make_wl(name).priority(prio).created(created).request(**req).reserve(cq, psa(**{r: (flavor, q) for r, q in req.items()}), at=at).obj()
+    assignment = {"name": "main", "flavors": dict.fromkeys(req, flavor), "resourceUsage": dict(req), "count": 1}
+    return make_wl(name).priority(prio).created(created).request(**req).reserve(cq, assignment, at=at).obj()
 
 
 def unit(name: str, cq: str, prio: int = 0, flavor: str = "default") -> dict[str, Any]:
@@ -538,3 +538,188 @@ def test_hierarchical_preemption(objs: list[dict[str, Any]], wl: dict[str, Any],
     run = get_targets(objs, wl, cq, spec)
     assert sorted(t.workload.name for t in run.targets if t.workload.is_evicted) == in_progress
     _check(Run(run.wl, cq, run.snap, [t for t in run.targets if not t.workload.is_evicted]), want)
+
+
+# == TestFairPreemptions (preemption_fair_test.go) ================================================
+
+
+def _fq_cq(name: str, cohort: str | None, cpu: str = "3", weight: str | None = None, within: str = NEVER, reclaim: str = NEVER, flavors: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    b = make_cq(name)
+    if cohort:
+        b.cohort(cohort)
+    b.group(*(flavors or (fq("default", cpu=cpu),)))
+    if weight is not None:
+        b.weight(weight)
+    return b.preemption(within, reclaim).obj()
+
+
+def _base_cqs() -> list[dict[str, Any]]:
+    """Upstream's `baseCQs`: a, b, c (3 cpu each, borrowWithinCohort below -3) and preemptible."""
+    return [
+        *(make_cq(n).cohort("all").group(fq("default", cpu="3")).preemption(LP, ANY, LP, -3).obj() for n in ("a", "b", "c")),
+        make_cq("preemptible").cohort("all").group(fq("default", cpu="0")).obj(),
+    ]
+
+
+BASE = _base_cqs()
+
+
+def _units(cq: str, *names: str, prio: int = 0) -> list[dict[str, Any]]:
+    return [unit(n, cq, prio) for n in names]
+
+
+def _cpu(name: str, cq: str, cpu: str, prio: int = 0) -> dict[str, Any]:
+    return adm(name, cq, prio, cpu=cpu)
+
+
+def _in(name: str, cpu: str = "1", prio: int = 0) -> dict[str, Any]:
+    return incoming(prio, name=name, cpu=cpu)
+
+
+RECLAIM, FAIR, IN_CQ = "InCohortReclamation", "InCohortFairSharing", "InClusterQueue"
+A3 = _units("a", "a1", "a2", "a3")
+
+def fair_case(
+    queues: list[dict[str, Any]],
+    admitted: list[dict[str, Any]],
+    wl: dict[str, Any],
+    cq: str,
+    want: set[tuple[str, str]],
+    *,
+    id: str,
+    strategies: tuple[str, ...] = (),
+    flavor: str = "default",
+) -> Any:
+    """A TestFairPreemptions case: cpu of `wl` needs preemption in `flavor`; empty `strategies`
+    means the default pair (LessThanOrEqualToFinalShare, then LessThanInitialShare)."""
+    return pytest.param(queues, admitted, wl, cq, want, strategies, flavor, id=id)
+
+
+FAIR_CASES = [
+    fair_case(BASE, [*A3, *_units("b", "b1", "b2", "b3", "b4", "b5"), unit("c1", "c")], _in("c_incoming"), "c", {("b1", RECLAIM)},
+                 id="reclaim nominal from user using the most"),
+    fair_case(BASE, [_cpu("a1", "a", "3"), _cpu("a2", "a", "1"), _cpu("b1", "b", "2"), _cpu("b2", "b", "3")],
+                 make_wl("c_incoming").request(cpu="3").reserve("a", psa(cpu=("default", "3"))).obj(), "c", {("a1", RECLAIM)},
+                 id="can reclaim from queue using less, if taking the latest workload from user using the most isn't enough"),
+    fair_case(BASE, [*A3, *_units("b", "b1", "b2", "b3", "b4", "b5"), unit("c1", "c")], _in("a_incoming"), "a", {("b1", FAIR)},
+                 id="reclaim borrowable quota from user using the most"),
+    fair_case(BASE, [_cpu("a1", "a", "0.5"), _cpu("a2", "a", "0.5"), _cpu("a3", "a", "3"), _cpu("b1", "b", "0.5"), _cpu("b2", "b", "0.5"), _cpu("b3", "b", "3")],
+                 _in("c_incoming", "2"), "c", {("a1", RECLAIM), ("b1", RECLAIM)},
+                 id="preempt one from each CQ borrowing"),
+    fair_case(BASE, [*A3, *_units("b", "b1", "b2", "b3"), *_units("c", "c1", "c2", "c3")], _in("c_incoming"), "c", set(),
+                 id="can't preempt when everyone under nominal"),
+    fair_case(BASE, [*A3, *_units("b", "b1", "b2", "b3", "b4", "b5")], _in("a_incoming", "2"), "a", set(),
+                 id="can't preempt when it would switch the imbalance"),
+    fair_case(BASE, [*_units("a", "a1_low", "a2_low", prio=-1), *_units("a", "a3", "a4"), *_units("b", "b1", "b2", "b3", "b4", "b5")],
+                 _in("a_incoming", "2"), "a", {("a1_low", IN_CQ), ("a2_low", IN_CQ)},
+                 id="can preempt lower priority workloads from same CQ"),
+    fair_case(BASE, [unit("a_low", "a", -1), *_units("a", "a2", "a3"), *_units("b", "b1", "b2", "b3", "b4", "b5", "b6")],
+                 _in("a_incoming", "2"), "a", {("a_low", IN_CQ), ("b1", FAIR)},
+                 id="can preempt a combination of same CQ and highest user"),
+    fair_case(BASE, [_cpu("b1", "b", "9")], _in("a_incoming", "2"), "a", {("b1", RECLAIM)},
+                 id="preempt huge workload if there is no other option, as long as the target CQ gets a lower share"),
+    fair_case(BASE, [_cpu("a1", "a", "2"), _cpu("b1", "b", "7")], _in("a_incoming", "5"), "a", set(),
+                 id="can't preempt huge workload if the incoming is also huge"),
+    fair_case(BASE, [_cpu("b1", "b", "2"), _cpu("b2", "b", "2"), _cpu("b3", "b", "3")], _in("a_incoming", "6"), "a", set(),
+                 id="can't preempt 2 smaller workloads if the incoming is huge"),
+    fair_case(BASE, [_cpu("a1_low", "a", "2", -1), _cpu("a2_low", "a", "1", -1), _cpu("b1", "b", "3"), _cpu("b2", "b", "3")],
+                 _in("a_incoming", "4"), "a", {("a1_low", IN_CQ), ("b1", FAIR)},
+                 id="preempt from target and others even if over nominal"),
+    fair_case(BASE, [_cpu("b1", "b", "2"), _cpu("b2", "b", "1"), _cpu("b3", "b", "2"), _cpu("c1", "c", "1")],
+                 _in("a_incoming", "3.5"), "a", {("b2", FAIR)},
+                 id="prefer to preempt workloads that don't make the target CQ have the biggest share"),
+    fair_case(BASE, [_cpu("b1", "b", "2"), _cpu("b2", "b", "2.5"), _cpu("c1", "c", "2"), _cpu("c2", "c", "2.5")],
+                 _in("a_incoming", "3.5"), "a", {("b1", FAIR), ("c1", FAIR)},
+                 id="preempt from different cluster queues if the end result has a smaller max share"),
+    fair_case(BASE, [_cpu("a1", "a", "3.5"), _cpu("b2", "b", "2.5"), _cpu("c2", "c", "2.5")], _in("b_incoming", "2"), "b", set(),
+                 id="scenario above does not flap"),
+    fair_case(BASE, [_cpu("b1", "b", "3"), _cpu("b2", "b", "3"), _cpu("c1", "c", "3")], _in("a_incoming", "4"), "a", set(),
+                 id="cannot preempt if it would make the candidate CQ go under nominal after preempting one element"),
+    fair_case(BASE, [*A3, *_units("b", "b1", "b2", "b3"), *_units("preemptible", "preemptible1", "preemptible2", "preemptible3", prio=-3)],
+                 _in("a_incoming", "2"), "a", set(),
+                 id="workloads under priority threshold not capriciously preempted"),
+    fair_case(BASE, [_cpu("a1", "a", "3"), _cpu("b_low", "b", "5", 0), _cpu("b_high", "b", "1", 1)], _in("a_incoming"), "a", {("b_low", FAIR)}, strategies=("LessThanInitialShare",),
+                 id="preempt lower priority first, even if big"),
+    fair_case(BASE, [_cpu("a1", "a", "3"), _cpu("b_low", "b", "5", 0), _cpu("b_high", "b", "1", 1)], _in("a_incoming"), "a", {("b_high", FAIR)}, strategies=("LessThanOrEqualToFinalShare",),
+                 id="preempt workload that doesn't transfer the imbalance, even if high priority"),
+    fair_case([_fq_cq("a", "all", weight="2", within=LP, reclaim=ANY), _fq_cq("b", "all", within=LP, reclaim=ANY), _fq_cq("c", "all", within=LP, reclaim=ANY)],
+                 [*A3, *_units("b", "b1", "b2", "b3", "b4", "b5", "b6")], _in("a_incoming", "2"), "a", {("b1", FAIR), ("b2", FAIR)},
+                 id="CQ with higher weight can preempt more"),
+    fair_case([_fq_cq("a", "all", within=LP, reclaim=ANY), _fq_cq("b", "all", weight="0", within=LP, reclaim=ANY), _fq_cq("c", "all", within=LP, reclaim=ANY)],
+                 [*A3, *_units("b", "b1", "b2", "b3", "b4", "b5", "b6")], _in("a_incoming", "3"), "a", {("b1", FAIR), ("b2", FAIR), ("b3", FAIR)},
+                 id="can preempt anything borrowing from CQ with 0 weight"),
+    fair_case([_fq_cq("a", "all", within=LP, reclaim=ANY), _fq_cq("b", "all", weight="0", within=LP, reclaim=ANY)],
+                 [*A3, *_units("b", "b1", "b2", "b3")], _in("a_incoming"), "a", set(),
+                 id="can't preempt nominal from CQ with 0 weight"),
+    fair_case([_fq_cq("left-cq", "root", "0", reclaim=ANY), _fq_cq("right-cq", "right-cohort", "0", weight="0", reclaim=ANY),
+                  make_cohort("right-cohort").weight("0").group(fq("default", cpu="1")).parent("root").obj()],
+                 [unit("right-1", "right-cq")], _in("left-1"), "left-cq", set(),
+                 id="can't preempt nominal from Cohort with 0 weight"),
+    fair_case([_fq_cq("a", None, "1", within=LP)], [unit("a1", "a")], _in("a_incoming", prio=1000), "a", {("a1", IN_CQ)},
+                 id="can preempt within cluster queue when no cohort"),
+    fair_case([_fq_cq("a", "LEFT", "1", weight="2", reclaim=ANY), _fq_cq("b", "LEFT", "1"), _fq_cq("c", "ROOT", "1"), _fq_cq("d", "RIGHT", "1"),
+                  _fq_cq("e", "RIGHT", "1", weight="0.99"),
+                  make_cohort("ROOT").group(fq("default", cpu="5")).obj(), make_cohort("LEFT").weight("2").parent("ROOT").group(fq("default", cpu="5")).obj(),
+                  make_cohort("RIGHT").parent("ROOT").group(fq("default", cpu="5")).obj()],
+                 [unit(f"{q}{i}", q, i) for q in "bcde" for i in range(1, 6)], _in("unit", "5"), "a",
+                 {("b1", FAIR), ("b2", FAIR), ("c1", FAIR), ("c2", FAIR), ("e1", FAIR)},
+                 id="hierarchical preemption"),
+    fair_case([_fq_cq("a", "ROOT", "5", weight="10", within=LP, reclaim=ANY), make_cq("b").cohort("RIGHT").weight("0.1").obj(),
+                  make_cohort("ROOT").obj(), make_cohort("RIGHT").parent("ROOT").weight("0.1").group(fq("default", cpu="1")).obj()],
+                 [*_units("a", "a1", "a2", "a3", prio=-1), unit("b1", "b", -1)], _in("unit", "5"), "a", {("a1", IN_CQ), ("a2", IN_CQ), ("a3", IN_CQ)},
+                 id="borrowing cq in non-borrowing cohort is protected"),
+    fair_case([_fq_cq("a", "ROOT", "5", weight="10", within=LP, reclaim=LP), make_cq("b").cohort("RIGHT").weight("0.1").obj(),
+                  make_cohort("ROOT").obj(), make_cohort("RIGHT").parent("ROOT").weight("0.1").group(fq("default", cpu="3")).obj()],
+                 [*_units("a", "a1", "a2", "a3", prio=-1), _cpu("b1", "b", "4", 100)], _in("unit", "4"), "a", {("a1", IN_CQ), ("a2", IN_CQ), ("a3", IN_CQ)},
+                 id="forced to preempt within clusterqueue because borrowing workload too important"),
+    fair_case([_fq_cq("a", "AAA", "0", reclaim=ANY), _fq_cq("b", "BBB", "0"), make_cohort("ROOT").obj(),
+                  make_cohort("A").parent("ROOT").weight("1.01").obj(), make_cohort("AA").parent("A").obj(), make_cohort("AAA").parent("AA").obj(),
+                  make_cohort("B").parent("ROOT").weight("0.99").obj(), make_cohort("BB").parent("B").obj(), make_cohort("BBB").parent("BB").obj(),
+                  make_cohort("C").parent("ROOT").obj(), make_cohort("CC").parent("C").obj(), make_cohort("CCC").parent("CC").obj(),
+                  make_cohort("CCCC").parent("CCC").group(fq("default", cpu="1")).obj()],
+                 [unit("b1", "b")], _in("a1"), "a", {("b1", FAIR)},
+                 id="deep preemption"),
+    fair_case([_fq_cq("a", "ROOT", "1", weight="0.0", reclaim=ANY), _fq_cq("b", "ROOT", "0", weight="1.0")],
+                 [unit("b1", "b")], _in("a1"), "a", {("b1", RECLAIM)},
+                 id="cq with zero weight can reclaim nominal quota"),
+    fair_case([_fq_cq("a", "A", "0", weight="0.0", reclaim=ANY), _fq_cq("b", "ROOT", "0", weight="1.0"),
+                  make_cohort("A").parent("ROOT").weight("0.0").group(fq("default", cpu="1")).obj()],
+                 [unit("b1", "b")], _in("a1"), "a", {("b1", FAIR)},
+                 id="cohort with zero weight can reclaim nominal quota"),
+    fair_case([make_cq("a").cohort("all").group(fq("premium", cpu="3"), fq("cheap", cpu="0")).preemption(reclaim=ANY)
+                  .fungibility("MayStopSearch", "MayStopSearch").obj(),
+                  make_cq("b").cohort("all").group(fq("premium", cpu="0"), fq("cheap", cpu="6")).obj()],
+                 [unit("a_prem1", "a", flavor="premium"), unit("a_prem2", "a", flavor="premium"),
+                  *(unit(f"a_cheap{i}", "a", flavor="cheap") for i in range(1, 6)), unit("b_prem1", "b", flavor="premium")],
+                 _in("a_incoming"), "a", {("b_prem1", RECLAIM)}, flavor="premium",
+                 id="nominal first: workload fitting within nominal can preempt despite high aggregate DRS"),
+    fair_case([_fq_cq("a", "all", "1", weight="0", reclaim=ANY), _fq_cq("b", "all", "1", weight="1")],
+                 [unit("a1", "a"), *_units("b", "b1", "b2")], _in("a_incoming"), "a", set(),
+                 id="zero weight borrowing preemptor cannot preempt from a borrowing CQ with a non-zero weight"),
+    fair_case([make_cohort("all").group(fq("default", cpu="3")).obj(), _fq_cq("a", "all", "1", weight="0", reclaim=ANY), _fq_cq("b", "all", "0", weight="0")],
+                 _units("b", "b1", "b2", "b3"), _in("a_incoming", "2"), "a", {("b1", FAIR)},
+                 id="zero weight borrowing preemptor can preempt from a borrowing CQ which also has zero weight"),
+    fair_case([make_cohort("all").group(fq("default", cpu="3")).obj(), _fq_cq("a", "all", "1", weight="1", reclaim=ANY), _fq_cq("b", "all", "0", weight="1")],
+                 _units("b", "b1", "b2", "b3"), _in("a_incoming", "2"), "a", {("b1", FAIR)},
+                 id="non-zero weight borrowing preemptor preempts from a borrowing CQ"),
+    fair_case([make_cohort("A").parent("ROOT").weight("0").group(fq("default", cpu="1")).obj(),
+                  _fq_cq("p", "A", "2", weight="1", reclaim=ANY), _fq_cq("y", "A", "2", weight="1"), _fq_cq("x", "ROOT", "1", weight="1")],
+                 [_cpu("p1", "p", "2"), _cpu("y1", "y", "2"), _cpu("y2", "y", "2"), unit("x1", "x"), unit("x2", "x")], _in("p_incoming"), "p",
+                 {("y1", FAIR), ("x1", FAIR)},
+                 id="candidates skipped by the first strategy are still available to the second strategy"),
+]
+
+@pytest.mark.parametrize(("queues", "admitted", "wl", "cq", "want", "strategies", "flavor"), FAIR_CASES)
+def test_fair_preemption(
+    queues: list[dict[str, Any]], admitted: list[dict[str, Any]], wl: dict[str, Any], cq: str, want: set[tuple[str, str]], strategies: tuple[str, ...], flavor: str
+) -> None:
+    run = get_targets([*queues, *admitted], wl, cq, one(cpu=(flavor, P)), fair=True, strategies=strategies)
+    assert run.keys() == want
+
+
+@pytest.mark.parametrize("weight", ["0", "1"], ids=["zero weight preemptor: share is +Inf and the tournament is skipped", "non-zero weight preemptor: share is finite so the tournament runs"])
+def test_fair_preemption_unsatisfiable_tournament(weight: str) -> None:
+    """TestFairPreemptionSkipsUnsatisfiableTournament: either way nothing can be preempted."""
+    queues = [_fq_cq("a", "all", "1", weight=weight, reclaim=ANY), _fq_cq("b", "all", "1", weight="1")]
+    run = get_targets([*queues, unit("a1", "a"), *_units("b", "b1", "b2")], _in("a_incoming"), "a", CPU_P, fair=True)
+    assert run.targets == []
