@@ -17,11 +17,21 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_wl, psa
-from webhook.api.constants import JOB_UID_LABEL
-from webhook.core import conditions
+from tests.unit.core.builders import (
+    T0,
+    fq,
+    make_cohort,
+    make_core,
+    make_cq,
+    make_flavor,
+    make_lq,
+    make_wl,
+    psa,
+)
+from webhook.api.constants import JOB_UID_LABEL, PreemptionReason
+from webhook.core import conditions, fair_sharing, ordering
 from webhook.core.flavor_assigner import Assignment, FlavorAssignment, Mode, PodSetResult
-from webhook.core.preemption import Preemptor, Target, cq_path
+from webhook.core.preemption import Preemptor, Target, cq_path, satisfies_policy
 from webhook.core.resources import FlavorResource
 from webhook.core.snapshot import Snapshot, take_snapshot
 from webhook.core.workload import WorkloadInfo, parse_workload
@@ -723,3 +733,164 @@ def test_fair_preemption_unsatisfiable_tournament(weight: str) -> None:
     queues = [_fq_cq("a", "all", "1", weight=weight, reclaim=ANY), _fq_cq("b", "all", "1", weight="1")]
     run = get_targets([*queues, unit("a1", "a"), *_units("b", "b1", "b2")], _in("a_incoming"), "a", CPU_P, fair=True)
     assert run.targets == []
+
+
+# == TestIssuePreemptionsSkipsDuplicate (preemption_test.go), through the scheduling cycle ========
+
+
+def test_issue_preemptions_skips_duplicate() -> None:
+    """The first cycle patches the victim with upstream's conditions; while its eviction is not yet
+    observed, the next cycle counts it as preempted again without a second patch.
+
+    Upstream hands the preemptor an explicit Preempt assignment; the cycle runs the flavor assigner,
+    so two higher-priority workloads fill the queue to make the incoming workload need preemption.
+    """
+    cq = make_cq("standalone").group(fq("default", cpu="6")).preemption(within=LP).obj()
+    low = make_wl("low").uid("low-uid").priority(-1).request(cpu="2").reserve("standalone", psa(cpu=("default", "2000m"))).obj()
+    assert get_targets([cq, low], incoming(1, cpu="2"), "standalone", CPU_P).keys() == {("low", "InClusterQueue")}
+
+    fillers = [adm(n, "standalone", 1, cpu="2") for n in ("high1", "high2")]
+    core = make_core(*FLAVORS, cq, make_lq("lq", "ns", "standalone"), low, *fillers, incoming(1, cpu="2"))
+    (first,) = core.schedule(T0).preempted
+    assert [(v.key, v.uid, v.reason) for v in first.targets] == [("ns/low", "low-uid", "InClusterQueue")]
+    assert [(c.type, c.status, c.reason, c.message) for c in first.targets[0].conditions] == _sa("low").conditions()
+    second = core.schedule(T0)
+    assert second.preempted == []
+    (pending,) = second.pending
+    assert pending.reason == "WaitingForPreemptedWorkloads"
+    assert pending.message.endswith("Pending the preemption of 1 workload(s)")
+
+
+# == TestCandidatesOrdering (preemption_test.go) ==================================================
+
+
+def _reserved(name: str, cq: str, prio: int = 0, at: float = 0) -> WorkloadInfo:
+    return parse_workload(make_wl(name).priority(prio).reserve(cq, psa(), at=at).obj())
+
+
+@pytest.mark.parametrize(
+    ("candidates", "want"),
+    [
+        pytest.param([_reserved("high", "preemptor", 10), _reserved("low", "preemptor", -10)], ["low", "high"], id="workloads sorted by priority"),
+        pytest.param(
+            [_reserved("other", "preemptor", 10), parse_workload(make_wl("evicted").condition("Evicted", "True").obj())],
+            ["evicted", "other"],
+            id="evicted workload first",
+        ),
+        pytest.param([_reserved("preemptorCq", "preemptor", 10), _reserved("other", "other", 10)], ["other", "preemptorCq"], id="workload from different CQ first"),
+        pytest.param(
+            [_reserved("older", "preemptor", at=-1), _reserved("younger", "preemptor", at=1), _reserved("current", "preemptor")],
+            ["younger", "current", "older"],
+            id="old workloads last",
+        ),
+    ],
+)
+def test_candidates_ordering(candidates: list[WorkloadInfo], want: list[str]) -> None:
+    assert [w.name for w in sorted(candidates, key=lambda w: ordering.candidate_key(w, "preemptor", T0))] == want
+
+
+# == TestSatisfiesPreemptionPolicy (common/preemption_policy_test.go) =============================
+
+
+def _prio_at(name: str, prio: int, created: float = 0) -> WorkloadInfo:
+    return parse_workload(make_wl(name).priority(prio).created(created).obj())
+
+
+@pytest.mark.parametrize(
+    ("preemptor", "candidate", "policy", "want"),
+    [
+        pytest.param(_prio_at("preemptor", 10), _prio_at("candidate", 5), LP, True, id="LowerPriority: preemptor has higher priority"),
+        pytest.param(_prio_at("preemptor", 10), _prio_at("candidate", 10), LP, False, id="LowerPriority: preemptor has same priority"),
+        pytest.param(_prio_at("preemptor", 10), _prio_at("candidate", 10), LONEP, False, id="LowerOrNewerEqualPriority: preemptor has same priority, same timestamp"),
+        pytest.param(
+            _prio_at("preemptor", 10, 60), _prio_at("candidate", 10), LONEP, False,
+            id="LowerOrNewerEqualPriority: preemptor has same priority, newer timestamp (within 5min buffer)",
+        ),
+        pytest.param(
+            _prio_at("preemptor", 10), _prio_at("candidate", 10, 60), LONEP, True,
+            id="LowerOrNewerEqualPriority: preemptor has same priority, older timestamp (within 5min buffer)",
+        ),
+        pytest.param(_prio_at("preemptor", 10), _prio_at("candidate", 10, 360), ANY, True, id="PreemptionPolicyAny"),
+        pytest.param(_prio_at("preemptor", 10), _prio_at("candidate", 10, 360), NEVER, False, id="PreemptionPolicyNever"),
+    ],
+)
+def test_satisfies_preemption_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: str, want: bool) -> None:
+    assert satisfies_policy(preemptor, candidate, policy) is want
+
+
+# == TestMakeClusterQueueOrdering (fairsharing/ordering_test.go) ==================================
+
+
+def _three(cpu_high: tuple[str, ...]) -> list[dict[str, Any]]:
+    """preemptor (4 cpu), high and low (2 cpu each) in cohort `all`; `high` holds `cpu_high`."""
+    return [
+        make_cq("preemptor").cohort("all").group(fq("default", cpu="4")).obj(),
+        make_cq("high").cohort("all").group(fq("default", cpu="2")).obj(),
+        make_cq("low").cohort("all").group(fq("default", cpu="2")).obj(),
+        *(adm(f"h{i}", "high", cpu=c) for i, c in enumerate(cpu_high, 1)),
+        adm("l1", "low", cpu="3"),
+    ]
+
+
+_SOLO_PREEMPTOR = make_cq("preemptor").group(fq("default", cpu="4")).obj()
+
+
+@pytest.mark.parametrize(
+    ("objs", "preemptor", "candidate_cqs", "actions", "want"),
+    [
+        pytest.param(
+            [_SOLO_PREEMPTOR, adm("wl1", "preemptor", cpu="1")], "preemptor", ["preemptor"], [], ["preemptor"],
+            id="no cohort: preemptor CQ yielded for in-CQ preemption; repro for nil pointer panic issue",
+        ),
+        pytest.param(
+            [_SOLO_PREEMPTOR, adm("wl1", "preemptor", cpu="1"), adm("wl2", "preemptor", cpu="1")], "preemptor", ["preemptor"], ["drop"], ["preemptor"],
+            id="no cohort: DropQueue ends the iteration with candidates remaining",
+        ),
+        pytest.param(
+            [make_cq("preemptor").cohort("all").group(fq("default", cpu="4")).obj(), make_cq("target").cohort("all").group(fq("default", cpu="5")).obj(),
+             adm("t1", "target", cpu="2")],
+            "preemptor", ["target"], [], [],
+            id="non-borrowing CQ is pruned even with candidates",
+        ),
+        pytest.param(_three(("5",)), "preemptor", ["high", "low"], [], ["high", "low"], id="higher DRS CQ returned before lower DRS CQ"),
+        pytest.param(
+            _three(("3", "2")), "preemptor", ["high", "low"], [], ["high", "high", "low"], id="CQ with highest DRS returned again while it still has candidates",
+        ),
+        pytest.param(_three(("3", "2")), "preemptor", ["high", "low"], ["drop", "pop"], ["high", "low"], id="drop queue prevents CQ from being returned again"),
+        pytest.param(
+            [make_cq("preemptor-cq").cohort("root").group(fq("default", cpu="4")).obj(),
+             make_cq("left-cq").cohort("left-cohort").group(fq("default", cpu="2")).obj(),
+             make_cq("right-cq").cohort("right-cohort").group(fq("default", cpu="2")).obj(),
+             make_cohort("root").obj(), make_cohort("left-cohort").parent("root").obj(), make_cohort("right-cohort").parent("root").obj(),
+             adm("lc1", "left-cq", cpu="5"), adm("rc1", "right-cq", cpu="3")],
+            "preemptor-cq", ["left-cq", "right-cq"], [], ["left-cq", "right-cq"],
+            id="hierarchical cohorts: higher-DRS subtree visited first",
+        ),
+    ],
+)
+def test_cluster_queue_ordering(objs: list[dict[str, Any]], preemptor: str, candidate_cqs: list[str], actions: list[str], want: list[str]) -> None:
+    """The order in which fair-sharing preemption visits target ClusterQueues; each visit either
+    takes the queue's next candidate ("pop", the default) or drops the queue ("drop")."""
+    snap = take_snapshot(make_core(*FLAVORS, *objs).cache)
+    candidates = [w for cq in candidate_cqs for w in snap.cluster_queues[cq].workloads.values()]
+    key = lambda w: ordering.candidate_key(w, preemptor, T0)  # noqa: E731
+    order = fair_sharing.TargetOrdering.build(snap.cluster_queues[preemptor], sorted(candidates, key=key), key)
+    got: list[str] = []
+    for target in order:
+        got.append(target.name)
+        if len(got) <= len(actions) and actions[len(got) - 1] == "drop":
+            order.drop(target)
+        else:
+            order.pop(target)
+        assert len(got) <= 50, "the ordering does not end"
+    assert got == want
+
+
+# == TestPreemptionMessage (preemption_test.go) ===================================================
+
+
+def test_preemption_message() -> None:
+    """Upstream's case with a reason; its three reason-less cases ("due to UNKNOWN") have no
+    counterpart here, since every target carries a reason."""
+    msg = conditions.preemption_message("uid", "juid", PreemptionReason.IN_CLUSTER_QUEUE, "/a", "/b")
+    assert msg == "Preempted to accommodate a workload (UID: uid, JobUID: juid) due to prioritization in the ClusterQueue; preemptor path: /a; preemptee path: /b"
