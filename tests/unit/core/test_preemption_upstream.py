@@ -1,13 +1,18 @@
 """Upstream's preemption unit-test scenarios, as table tests.
 
 Ported from `pkg/scheduler/preemption/{preemption_test,preemption_hierarchical_test,
-preemption_fair_test}.go` (upstream commit ff69552e79): the same queues, admitted workloads,
-incoming workload and flavor assignment; the same expected victims, Preempted reasons and
-Evicted/Preempted condition messages. Test ids are upstream's case names.
+preemption_fair_test}.go`, `common/preemption_policy_test.go` and `fairsharing/ordering_test.go`
+(upstream commit ff69552e79): the same queues, admitted workloads, incoming workload and flavor
+assignment; the same expected victims, Preempted reasons and Evicted/Preempted condition messages.
+Test ids are upstream's case names.
 
 Like upstream, the preemptor is given an explicit flavor assignment (which resources need
 preemption in which flavor) instead of running the flavor assigner, and the snapshot must be left
 exactly as it was found.
+
+Not ported: cases behind the PriorityBoost and AdmissionFairSharing gates (neither is part of the
+core), tests of API-write mechanics (concurrent modification, failed patches: the worker's job),
+and tests of log output and of upstream-internal helpers.
 """
 
 from __future__ import annotations
@@ -112,6 +117,8 @@ def snapshot_state(snap: Snapshot) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @dataclass
 class Run:
+    """What `get_targets` found, with what is needed to build the victims' conditions."""
+
     wl: WorkloadInfo
     cluster_queue: str
     snap: Snapshot
