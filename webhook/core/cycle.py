@@ -610,8 +610,11 @@ class AdmissionCore:
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
         assumed = e.wl.with_reservation(e.cq_name, assignments, now)
-        if not cq.spec.admission_checks:
-            adm = conditions.admitted_condition(False, True)
+        # `HasAllRequiredChecks` then `SyncAdmittedCondition`: once every check the ClusterQueue
+        # requires has a state on the workload, Admitted follows whether all states are Ready.
+        checks = e.wl.check_states
+        if set(cq.spec.admission_checks) <= checks.keys():
+            adm = conditions.admitted_condition(bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values()))
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
         self.cache.assume_workload(assumed)

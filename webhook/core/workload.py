@@ -143,6 +143,8 @@ class WorkloadInfo:
     requeue_at: datetime | None = None
     admission_gated: bool = False
     failed_checks: bool = False
+    # status.admissionChecks: name -> state (Pending, Ready, Retry, Rejected).
+    check_states: Mapping[str, str] = field(default_factory=dict)
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -323,4 +325,5 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
         admission_gated=bool(annotations.get(constants.ADMISSION_GATED_BY)),
         failed_checks=any(c.get("state") in ("Retry", "Rejected") for c in checks),
+        check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
     )

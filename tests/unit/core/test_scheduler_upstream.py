@@ -1,0 +1,465 @@
+"""Upstream's scheduler unit-test scenarios (`pkg/scheduler/scheduler_test.go`, commit ff69552e79).
+
+Each case of `TestSchedule` becomes one row: the same flavors, ClusterQueues, LocalQueues and
+namespaces, the same workloads (pending or already holding quota), one `AdmissionCore.schedule`
+call, then upstream's assertions: every reservation in the cache afterwards (`wantAssignments`),
+the QuotaReserved=False reason and message of each workload left pending (`wantWorkloads`), the
+Evicted/Preempted conditions of victims, and which workloads sit in each ClusterQueue's active
+heap (`wantLeft`) or inadmissible set (`wantInadmissibleLeft`). Row ids are upstream's case names.
+Upstream runs with UnadmittedWorkloadsObservability both on and off; we follow "on".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.unit.core.builders import (
+    T0,
+    fq,
+    make_cohort,
+    make_core,
+    make_cq,
+    make_flavor,
+    make_lq,
+    make_wl,
+    psa,
+)
+from webhook.api import constants, quantity
+from webhook.core import AdmissionCore
+from webhook.core.cycle import Admit, CycleResult, Pending, Preempt
+
+# Summary of one podSetAssignment: (podSet, {resource: flavor}, {resource: quantity}, count).
+PSA = tuple[str, dict[str, str], dict[str, str], int]
+
+
+def _sel(dep: str) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": "dep", "operator": "In", "values": [dep]}]}
+
+
+FLAVORS: list[dict[str, Any]] = [
+    *(make_flavor(f).obj() for f in ("default", "on-demand", "spot", "model-a")),
+    make_flavor("spot-tainted").taint("key", "val").obj(),
+    make_flavor("spot-tainted-2").taint("key", "val2").obj(),
+]
+CLUSTER_QUEUES: list[dict[str, Any]] = [
+    make_cq("sales").selector(_sel("sales")).strategy("StrictFIFO").group(fq("default", cpu=("50", "0", None))).obj(),
+    make_cq("eng-alpha").cohort("eng").selector(_sel("eng")).strategy("StrictFIFO")
+    .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj(),
+    make_cq("eng-beta").cohort("eng").selector(_sel("eng")).strategy("StrictFIFO").preemption(within="LowerPriority", reclaim="Any")
+    .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None)))
+    .group(fq("model-a", **{"example.com/gpu": ("20", "0", None)})).obj(),
+    make_cq("flavor-nonexistent-cq").strategy("StrictFIFO").group(fq("nonexistent-flavor", cpu="50")).obj(),
+    make_cq("lend-a").cohort("lend").selector(_sel("lend")).group(fq("default", cpu=("3", None, "2"))).obj(),
+    make_cq("lend-b").cohort("lend").selector(_sel("lend")).group(fq("default", cpu=("2", None, "2"))).obj(),
+]
+LOCAL_QUEUES: list[dict[str, Any]] = [
+    make_lq("main", "sales", "sales"),
+    make_lq("blocked", "sales", "eng-alpha"),
+    make_lq("main", "eng-alpha", "eng-alpha"),
+    make_lq("main", "eng-beta", "eng-beta"),
+    make_lq("flavor-nonexistent-queue", "sales", "flavor-nonexistent-cq"),
+    make_lq("cq-nonexistent-queue", "sales", "nonexistent-cq"),
+    make_lq("lend-a-queue", "lend", "lend-a"),
+    make_lq("lend-b-queue", "lend", "lend-b"),
+]
+NAMESPACES = {
+    "default": {},
+    "eng-alpha": {"dep": "eng"},
+    "eng-beta": {"dep": "eng"},
+    "eng-gamma": {"dep": "eng"},
+    "sales": {"dep": "sales"},
+    "lend": {"dep": "lend"},
+}
+
+
+# -- workload shorthands ------------------------------------------------------------------------
+def wl(name: str, ns: str, queue: str | None = "main", prio: int | None = None, uid: str | None = None, job_uid: str | None = None) -> Any:
+    """A Workload builder with upstream's defaults (no UID unless given)."""
+    b = make_wl(name, ns).uid(uid or "")
+    if queue is not None:
+        b.queue(queue)
+    else:
+        b._o["spec"].pop("queueName")
+    if prio is not None:
+        b.priority(prio)
+    if job_uid is not None:
+        b.label(constants.JOB_UID_LABEL, job_uid)
+    return b
+
+
+def pending(name: str, ns: str, queue: str = "main", prio: int | None = None, uid: str | None = None, job_uid: str | None = None, **req: str) -> dict[str, Any]:
+    """A pending single-pod workload requesting `req`."""
+    return wl(name, ns, queue, prio, uid, job_uid).request(**req).obj()
+
+
+def reserved(name: str, ns: str, cq: str, flavor: str, cpu: str, prio: int | None = None, queue: str | None = None, admitted: bool = False) -> dict[str, Any]:
+    """A single-pod workload holding `cpu` of `flavor` in `cq` (upstream `ReserveQuotaAt`)."""
+    return wl(name, ns, queue, prio).request(cpu=cpu).reserve(cq, psa(cpu=(flavor, cpu)), admitted=admitted).obj()
+
+
+def one(flavor: str, cpu: str, count: int = 1, ps: str = "main") -> tuple[PSA]:
+    return ((ps, {"cpu": flavor}, {"cpu": cpu}, count),)
+
+
+def waiting(msg: str) -> tuple[str, str]:
+    return ("WaitingForQuota", "couldn't assign flavors to pod set main: " + msg)
+
+
+# -- the harness --------------------------------------------------------------------------------
+@dataclass
+class Case:
+    workloads: list[dict[str, Any]]
+    objs: list[dict[str, Any]] = field(default_factory=list)
+    # Every reservation in the cache after the cycle: key -> (ClusterQueue, podSetAssignments).
+    assignments: dict[str, tuple[str, tuple[PSA, ...]]] = field(default_factory=dict)
+    # Pending decisions: key -> (QuotaReserved=False reason, message).
+    pending: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Preemption victims: key -> (Preempted reason, message or None to skip the message).
+    preempted: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    left: dict[str, list[str]] = field(default_factory=dict)
+    inadmissible: dict[str, list[str]] = field(default_factory=dict)
+    # Admitted condition of the workloads admitted this cycle, when not Admitted=True.
+    admitted_condition: dict[str, tuple[str, str]] = field(default_factory=dict)
+    admission_error: bool = False
+    fair_sharing: bool = False
+    namespaces: Mapping[str, dict[str, str]] = field(default_factory=lambda: NAMESPACES)
+
+
+def _norm(p: Mapping[str, Any]) -> PSA:
+    usage = {r: str(quantity.amount(r, v)) for r, v in p["resourceUsage"].items()}
+    return (p["name"], dict(p["flavors"]), usage, p["count"])
+
+
+def _norm_want(ps: tuple[PSA, ...]) -> list[PSA]:
+    return [(n, f, {r: str(quantity.amount(r, v)) for r, v in u.items()}, c) for n, f, u, c in ps]
+
+
+def cache_assignments(core: AdmissionCore) -> dict[str, tuple[str, list[PSA]]]:
+    """Every reservation the cache holds, as upstream reads them from its snapshot."""
+    out = {}
+    for name in core.cache.cluster_queues:
+        for w in core.cache.workloads_in(name):
+            out[str(w.key)] = (w.admission_cluster_queue, [_norm(a.to_api()) for a in w.assignments])
+    return out
+
+
+def run_case(c: Case) -> tuple[AdmissionCore, CycleResult]:
+    core = make_core(*FLAVORS, *CLUSTER_QUEUES, *LOCAL_QUEUES, *c.objs, *c.workloads, namespaces=dict(c.namespaces), fair_sharing=c.fair_sharing)
+    result = core.schedule(T0)
+    if c.admission_error:
+        for d in result.admitted:
+            core.admission_failed(d.key, T0)
+    return core, result
+
+
+def check(core: AdmissionCore, result: CycleResult, c: Case) -> None:
+    want_assign = {k: (cq, _norm_want(ps)) for k, (cq, ps) in c.assignments.items()}
+    assert cache_assignments(core) == want_assign
+    if not c.admission_error:
+        got_cond = {}
+        for d in result.decisions:
+            if isinstance(d, Admit):
+                conds = {x.type: x for x in d.conditions}
+                qr = conds["QuotaReserved"]
+                assert (qr.status, qr.reason, qr.message) == ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {d.cluster_queue}")
+                adm = conds.get("Admitted")
+                got_cond[str(d.key)] = ("True" if adm is None else adm.status, "" if adm is None else adm.reason)
+        want_cond = {k: c.admitted_condition.get(k, ("True", "Admitted")) for k in got_cond}
+        assert got_cond == want_cond
+    got_pending = {str(d.key): (d.reason, d.message) for d in result.decisions if isinstance(d, Pending)}
+    assert got_pending == c.pending
+    got_victims: dict[str, tuple[str, str | None]] = {}
+    for d in result.decisions:
+        if isinstance(d, Preempt):
+            for v in d.targets:
+                ev, pr = v.conditions
+                assert (ev.type, ev.status, ev.reason, ev.message) == ("Evicted", "True", "Preempted", pr.message)
+                got_victims[str(v.key)] = (pr.reason, pr.message)
+    assert {k: (r, got_victims[k][1] if m is None and k in got_victims else m) for k, (r, m) in c.preempted.items()} == got_victims
+    assert core.queues.dump() == c.left
+    assert core.queues.dump_inadmissible() == c.inadmissible
+
+
+def cq_sel(name: str, dep: str = "eng") -> Any:
+    return make_cq(name).selector(_sel(dep))
+
+
+SCHEDULE: dict[str, Case] = {}
+
+SCHEDULE["use second flavor when the first has no preemption candidates; WhenCanPreempt: MayStopSearch"] = Case(
+    objs=[
+        make_cq("other-alpha").preemption(within="LowerPriority").fungibility(when_can_preempt="MayStopSearch")
+        .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj(),
+        make_lq("other", "eng-alpha", "other-alpha"),
+    ],
+    workloads=[reserved("admitted", "eng-alpha", "other-alpha", "on-demand", "50", queue="other", admitted=True), pending("new", "eng-alpha", "other", cpu="20")],
+    assignments={"eng-alpha/admitted": ("other-alpha", one("on-demand", "50")), "eng-alpha/new": ("other-alpha", one("spot", "20"))},
+)
+
+
+def with_checks(obj: dict[str, Any], **states: str) -> dict[str, Any]:
+    """Set status.admissionChecks (name -> state) on a Workload object."""
+    obj["status"]["admissionChecks"] = [{"name": n, "state": st, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"} for n, st in states.items()]
+    return obj
+
+
+def podsets(name: str, ns: str, *sets: tuple[str, int, dict[str, str]] | tuple[str, int, dict[str, str], int], queue: str | None = "main", prio: int | None = None, uid: str | None = None, job_uid: str | None = None, created: float = 0) -> dict[str, Any]:
+    """A pending workload with podSets (name, count, requests[, minCount])."""
+    b = wl(name, ns, queue, prio, uid, job_uid).created(created)
+    for ps_name, count, req, *mc in sets:
+        b.podset(ps_name, count, mc[0] if mc else None, **req)
+    return b.obj()
+
+
+SCHEDULE["workload fits in single clusterQueue, with check state ready"] = Case(
+    workloads=[with_checks(podsets("foo", "sales", ("one", 10, {"cpu": "1"})), check="Ready")],
+    assignments={"sales/foo": ("sales", one("default", "10", 10, "one"))},
+)
+SCHEDULE["skip workload with missing or deleted ClusterQueue (NoFit)"] = Case(
+    workloads=[podsets("missing-cq-workload", "sales", ("set", 1, {"cpu": "1"}), queue="non-existent-queue")],
+)
+SCHEDULE["flavors with mixed misconfiguration and insufficient quota"] = Case(
+    objs=[
+        make_cq("custom-cq").strategy("StrictFIFO").group(fq("spot-tainted", cpu=("20", "20", None)), fq("on-demand", cpu=("15", "15", None))).obj(),
+        make_lq("custom-q", "sales", "custom-cq"),
+    ],
+    workloads=[reserved("existing-on-demand-job", "sales", "custom-cq", "on-demand", "10", queue="custom-q", admitted=True), pending("new-job", "sales", "custom-q", cpu="10")],
+    assignments={"sales/existing-on-demand-job": ("custom-cq", one("on-demand", "10"))},
+    pending={"sales/new-job": waiting("insufficient unused quota for cpu in flavor on-demand, 5 more needed, untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted")},
+    left={"custom-cq": ["sales/new-job"]},
+)
+SCHEDULE["flavors with mixed taint mismatch and exceeding limits"] = Case(
+    objs=[
+        make_cq("custom-cq2").strategy("StrictFIFO").group(fq("spot-tainted", cpu=("20", "20", None)), fq("on-demand", cpu=("5", "5", None))).obj(),
+        make_lq("custom-q2", "sales", "custom-cq2"),
+    ],
+    workloads=[pending("new-job2", "sales", "custom-q2", cpu="10")],
+    pending={"sales/new-job2": ("ExceedsMaxQuota", "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current podset request (10) > maximum capacity (5), untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted")},
+    left={"custom-cq2": ["sales/new-job2"]},
+)
+SCHEDULE["flavors are structurally incompatible"] = Case(
+    objs=[
+        make_cq("custom-cq3").strategy("StrictFIFO").group(fq("spot-tainted", cpu=("20", "20", None)), fq("spot-tainted-2", cpu=("5", "5", None))).obj(),
+        make_lq("custom-q3", "sales", "custom-cq3"),
+    ],
+    workloads=[pending("new-job3", "sales", "custom-q3", cpu="1")],
+    pending={"sales/new-job3": ("NoMatchingFlavor", "couldn't assign flavors to pod set main: untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted, untolerated taint {key val2 NoSchedule <nil>} in flavor spot-tainted-2")},
+    left={"custom-cq3": ["sales/new-job3"]},
+)
+SCHEDULE["workload fits in single clusterQueue, with check state pending"] = Case(
+    workloads=[with_checks(podsets("foo", "sales", ("one", 10, {"cpu": "1"})), check="Pending")],
+    assignments={"sales/foo": ("sales", one("default", "10", 10, "one"))},
+    admitted_condition={"sales/foo": ("False", "UnsatisfiedAdmissionChecks")},
+)
+SCHEDULE["error during admission"] = Case(
+    workloads=[podsets("foo", "sales", ("one", 10, {"cpu": "1"}))],
+    admission_error=True,
+    left={"sales": ["sales/foo"]},
+)
+SCHEDULE["single clusterQueue full"] = Case(
+    workloads=[
+        podsets("new", "sales", ("one", 11, {"cpu": "1"})),
+        wl("assigned", "sales", None).podset("one", 40, cpu="1").reserve("sales", psa("one", 40, cpu=("default", "40"))).obj(),
+    ],
+    assignments={"sales/assigned": ("sales", one("default", "40", 40, "one"))},
+    pending={"sales/new": ("WaitingForQuota", "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor default, 1 more needed")},
+    left={"sales": ["sales/new"]},
+)
+SCHEDULE["failed to match clusterQueue selector"] = Case(
+    workloads=[podsets("new", "sales", ("one", 1, {"cpu": "1"}), queue="blocked")],
+    pending={"sales/new": ("Misconfigured", "workload namespace doesn't match ClusterQueue selector")},
+    inadmissible={"eng-alpha": ["sales/new"]},
+)
+SCHEDULE["admit in different cohorts"] = Case(
+    workloads=[podsets("new", "sales", ("one", 1, {"cpu": "1"})), podsets("new", "eng-alpha", ("one", 51, {"cpu": "1"}))],
+    assignments={"sales/new": ("sales", one("default", "1", 1, "one")), "eng-alpha/new": ("eng-alpha", one("on-demand", "51", 51, "one"))},
+)
+SCHEDULE["admit in same cohort with no borrowing"] = Case(
+    workloads=[podsets("new", "eng-alpha", ("one", 40, {"cpu": "1"})), podsets("new", "eng-beta", ("one", 40, {"cpu": "1"}))],
+    assignments={"eng-alpha/new": ("eng-alpha", one("on-demand", "40", 40, "one")), "eng-beta/new": ("eng-beta", one("on-demand", "40", 40, "one"))},
+)
+SCHEDULE["assign multiple resources and flavors"] = Case(
+    workloads=[podsets("new", "eng-beta", ("one", 10, {"cpu": "6", "example.com/gpu": "1"}), ("two", 40, {"cpu": "1"}))],
+    assignments={"eng-beta/new": ("eng-beta", (
+        ("one", {"cpu": "on-demand", "example.com/gpu": "model-a"}, {"cpu": "60", "example.com/gpu": "10"}, 10),
+        ("two", {"cpu": "spot"}, {"cpu": "40"}, 40),
+    ))},
+)
+SCHEDULE["cannot borrow if cohort was assigned and would result in overadmission"] = Case(
+    workloads=[podsets("new", "eng-alpha", ("one", 45, {"cpu": "1"})), podsets("new", "eng-beta", ("one", 56, {"cpu": "1"}))],
+    assignments={"eng-alpha/new": ("eng-alpha", one("on-demand", "45", 45, "one"))},
+    pending={"eng-beta/new": ("WaitingForQuota", "Workload no longer fits after processing another workload")},
+    left={"eng-beta": ["eng-beta/new"]},
+)
+SCHEDULE["can borrow if cohort was assigned and will not result in overadmission"] = Case(
+    workloads=[podsets("new", "eng-alpha", ("one", 45, {"cpu": "1"})), podsets("new", "eng-beta", ("one", 55, {"cpu": "1"}))],
+    assignments={"eng-alpha/new": ("eng-alpha", one("on-demand", "45", 45, "one")), "eng-beta/new": ("eng-beta", one("on-demand", "55", 55, "one"))},
+)
+SCHEDULE["can borrow if needs reclaim from cohort in different flavor"] = Case(
+    workloads=[
+        pending("can-reclaim", "eng-alpha", cpu="100"),
+        pending("needs-to-borrow", "eng-beta", cpu="1"),
+        reserved("user-on-demand", "eng-beta", "eng-beta", "on-demand", "50"),
+        reserved("user-spot", "eng-beta", "eng-beta", "spot", "1"),
+    ],
+    assignments={
+        "eng-beta/user-on-demand": ("eng-beta", one("on-demand", "50")),
+        "eng-beta/user-spot": ("eng-beta", one("spot", "1")),
+        "eng-beta/needs-to-borrow": ("eng-beta", one("on-demand", "1")),
+    },
+    pending={"eng-alpha/can-reclaim": waiting("insufficient unused quota for cpu in flavor on-demand, 50 more needed, insufficient unused quota for cpu in flavor spot, 1 more needed")},
+    left={"eng-alpha": ["eng-alpha/can-reclaim"]},
+)
+SCHEDULE["workload exceeds lending limit when borrow in cohort"] = Case(
+    workloads=[reserved("a", "lend", "lend-b", "default", "2"), pending("b", "lend", "lend-b-queue", cpu="3")],
+    assignments={"lend/a": ("lend-b", one("default", "2"))},
+    pending={"lend/b": waiting("insufficient unused quota for cpu in flavor default, 1 more needed")},
+    inadmissible={"lend-b": ["lend/b"]},
+)
+
+
+def _hierarchy(lending: str) -> list[dict[str, Any]]:
+    return [
+        make_cohort("root").obj(),
+        make_cohort("child").parent("root").obj(),
+        cq_sel("cq-lender").cohort("child").group(fq("on-demand", cpu=("10", None, lending))).obj(),
+        cq_sel("cq-borrower").cohort("child").group(fq("on-demand", cpu=("5", "10", None))).obj(),
+        make_lq("lq-lender", "eng-alpha", "cq-lender"),
+        make_lq("lq-borrower", "eng-alpha", "cq-borrower"),
+    ]
+
+
+SCHEDULE["hierarchical cohort respects lending limit when borrowing"] = Case(
+    objs=_hierarchy("3"),
+    workloads=[reserved("wl-existing", "eng-alpha", "cq-borrower", "on-demand", "5"), pending("wl-pending", "eng-alpha", "lq-borrower", cpu="4")],
+    assignments={"eng-alpha/wl-existing": ("cq-borrower", one("on-demand", "5"))},
+    pending={"eng-alpha/wl-pending": waiting("insufficient unused quota for cpu in flavor on-demand, 1 more needed")},
+    inadmissible={"cq-borrower": ["eng-alpha/wl-pending"]},
+)
+SCHEDULE["hierarchical cohort allows borrowing up to lending limit"] = Case(
+    objs=_hierarchy("5"),
+    workloads=[reserved("wl-existing", "eng-alpha", "cq-borrower", "on-demand", "5"), pending("wl-borrowing", "eng-alpha", "lq-borrower", cpu="5")],
+    assignments={"eng-alpha/wl-existing": ("cq-borrower", one("on-demand", "5")), "eng-alpha/wl-borrowing": ("cq-borrower", one("on-demand", "5"))},
+)
+
+
+def preempt_msg(uid: str, job_uid: str, why: str, preemptor: str, preemptee: str) -> str:
+    return f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to {why}; preemptor path: {preemptor}; preemptee path: {preemptee}"
+
+
+IN_CQ = "prioritization in the ClusterQueue"
+RECLAIM = "reclamation within the cohort"
+
+SCHEDULE["preempt workloads in ClusterQueue and cohort"] = Case(
+    workloads=[
+        pending("preemptor", "eng-beta", uid="wl-preemptor", job_uid="job-preemptor", cpu="20"),
+        reserved("use-all-spot", "eng-alpha", "eng-alpha", "spot", "100"),
+        reserved("low-1", "eng-beta", "eng-beta", "on-demand", "30", prio=-1),
+        reserved("low-2", "eng-beta", "eng-beta", "on-demand", "10", prio=-2),
+        reserved("borrower", "eng-alpha", "eng-alpha", "on-demand", "60"),
+    ],
+    assignments={
+        "eng-alpha/use-all-spot": ("eng-alpha", one("spot", "100")),
+        "eng-beta/low-1": ("eng-beta", one("on-demand", "30")),
+        "eng-beta/low-2": ("eng-beta", one("on-demand", "10")),
+        "eng-alpha/borrower": ("eng-alpha", one("on-demand", "60")),
+    },
+    pending={"eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. Pending the preemption of 2 workload(s)")},
+    preempted={
+        "eng-alpha/borrower": ("InCohortReclamation", preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/eng/eng-beta", "/eng/eng-alpha")),
+        "eng-beta/low-2": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/eng/eng-beta", "/eng/eng-beta")),
+    },
+    left={"eng-beta": ["eng-beta/preemptor"]},
+)
+SCHEDULE["multiple CQs need preemption"] = Case(
+    objs=[
+        make_cq("other-alpha").cohort("other").group(fq("on-demand", cpu=("50", "50", None))).obj(),
+        make_cq("other-beta").cohort("other").preemption(within="LowerPriority", reclaim="Any").group(fq("on-demand", cpu=("50", "10", None))).obj(),
+        make_lq("other", "eng-alpha", "other-alpha"),
+        make_lq("other", "eng-beta", "other-beta"),
+    ],
+    workloads=[
+        pending("preemptor", "eng-beta", "other", prio=-1, uid="wl-preemptor", job_uid="job-preemptor", cpu="1"),
+        pending("pending", "eng-alpha", "other", prio=1, cpu="1"),
+        reserved("use-all", "eng-alpha", "other-alpha", "on-demand", "100"),
+    ],
+    assignments={"eng-alpha/use-all": ("other-alpha", one("on-demand", "100"))},
+    pending={
+        "eng-alpha/pending": waiting("insufficient unused quota for cpu in flavor on-demand, 1 more needed"),
+        "eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 1 more needed. Pending the preemption of 1 workload(s)"),
+    },
+    preempted={"eng-alpha/use-all": ("InCohortReclamation", preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/other/other-beta", "/other/other-alpha"))},
+    left={"other-beta": ["eng-beta/preemptor"]},
+    inadmissible={"other-alpha": ["eng-alpha/pending"]},
+)
+SCHEDULE["cannot borrow resource not listed in clusterQueue"] = Case(
+    workloads=[pending("new", "eng-alpha", **{"example.com/gpu": "1"})],
+    pending={"eng-alpha/new": ("NoMatchingFlavor", "couldn't assign flavors to pod set main: resource example.com/gpu unavailable in ClusterQueue")},
+    left={"eng-alpha": ["eng-alpha/new"]},
+)
+SCHEDULE["not enough resources to borrow, fallback to next flavor; WhenCanPreempt: TryNextFlavor"] = Case(
+    workloads=[
+        podsets("new", "eng-alpha", ("one", 60, {"cpu": "1"})),
+        wl("existing", "eng-beta", None).podset("one", 45, cpu="1").reserve("eng-beta", psa("one", 45, cpu=("on-demand", "45")), admitted=False).obj(),
+    ],
+    assignments={"eng-alpha/new": ("eng-alpha", one("spot", "60", 60, "one")), "eng-beta/existing": ("eng-beta", one("on-demand", "45", 45, "one"))},
+)
+SCHEDULE["workload should not fit in nonexistent clusterQueue"] = Case(
+    workloads=[pending("foo", "sales", "cq-nonexistent-queue", cpu="1")],
+)
+SCHEDULE["workload should not fit in clusterQueue with nonexistent flavor"] = Case(
+    workloads=[pending("foo", "sales", "flavor-nonexistent-queue", cpu="1")],
+    left={"flavor-nonexistent-cq": ["sales/foo"]},
+)
+SCHEDULE["no overadmission while borrowing"] = Case(
+    objs=[
+        make_cq("eng-gamma").cohort("eng").preemption(within="LowerPriority", reclaim="Any")
+        .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None))).obj(),
+        make_lq("main", "eng-gamma", "eng-gamma"),
+    ],
+    workloads=[
+        podsets("new", "eng-beta", ("one", 50, {"cpu": "1"}), created=-2),
+        podsets("new-alpha", "eng-alpha", ("one", 1, {"cpu": "1"}), created=-1),
+        podsets("new-gamma", "eng-gamma", ("one", 50, {"cpu": "1"}), created=0),
+        wl("existing", "eng-gamma", None).podset("borrow-on-demand", 51, cpu="1").podset("use-all-spot", 100, cpu="1")
+        .reserve("eng-gamma", psa("borrow-on-demand", 51, cpu=("on-demand", "51")), psa("use-all-spot", 100, cpu=("spot", "100")), admitted=False).obj(),
+    ],
+    assignments={
+        "eng-gamma/existing": ("eng-gamma", (("borrow-on-demand", {"cpu": "on-demand"}, {"cpu": "51"}, 51), ("use-all-spot", {"cpu": "spot"}, {"cpu": "100"}, 100))),
+        "eng-beta/new": ("eng-beta", one("on-demand", "50", 50, "one")),
+        "eng-alpha/new-alpha": ("eng-alpha", one("on-demand", "1", 1, "one")),
+    },
+    pending={"eng-gamma/new-gamma": ("WaitingForQuota", "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor on-demand, 41 more needed, insufficient unused quota for cpu in flavor spot, 50 more needed")},
+    inadmissible={"eng-gamma": ["eng-gamma/new-gamma"]},
+)
+SCHEDULE["partial admission single variable pod set"] = Case(
+    workloads=[podsets("new", "sales", ("one", 50, {"cpu": "2"}, 20))],
+    assignments={"sales/new": ("sales", one("default", "50", 25, "one"))},
+)
+_OLD_GPU = wl("old", "eng-beta", None, prio=-4).podset("one", 10, **{"example.com/gpu": "1"}).reserve("eng-beta", psa("one", 10, **{"example.com/gpu": ("model-a", "10")}), admitted=False).obj()
+for _name, _count in (("partial admission single variable pod set, preempt first", 20), ("partial admission single variable pod set, preempt with partial admission", 30)):
+    SCHEDULE[_name] = Case(
+        workloads=[podsets("new", "eng-beta", ("one", _count, {"example.com/gpu": "1"}, 10), prio=4, uid="wl-new", job_uid="job-new"), _OLD_GPU],
+        assignments={"eng-beta/old": ("eng-beta", (("one", {"example.com/gpu": "model-a"}, {"example.com/gpu": "10"}, 10),))},
+        pending={"eng-beta/new": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set one: insufficient unused quota for example.com/gpu in flavor model-a, 10 more needed. Pending the preemption of 1 workload(s)")},
+        preempted={"eng-beta/old": ("InClusterQueue", preempt_msg("wl-new", "job-new", IN_CQ, "/eng/eng-beta", "/eng/eng-beta"))},
+        left={"eng-beta": ["eng-beta/new"]},
+    )
+SCHEDULE["partial admission multiple variable pod sets"] = Case(
+    workloads=[podsets("new", "sales", ("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}, 10), ("three", 15, {"cpu": "1"}, 5))],
+    assignments={"sales/new": ("sales", (
+        ("one", {"cpu": "default"}, {"cpu": "20"}, 20),
+        ("two", {"cpu": "default"}, {"cpu": "20"}, 20),
+        ("three", {"cpu": "default"}, {"cpu": "10"}, 10),
+    ))},
+)
+
+
+@pytest.mark.parametrize("case", list(SCHEDULE.values()), ids=list(SCHEDULE))
+def test_schedule(case: Case) -> None:
+    core, result = run_case(case)
+    check(core, result, case)
