@@ -459,6 +459,341 @@ SCHEDULE["partial admission multiple variable pod sets"] = Case(
 )
 
 
+
+def _r1r2_cohort() -> list[dict[str, Any]]:
+    """cq1..cq3 in cohort co, each with 10 (+10 borrowable) of r1 and r2 in flavor default."""
+    out: list[dict[str, Any]] = []
+    for i in (1, 2, 3):
+        out.append(make_cq(f"cq{i}").cohort("co").preemption(within="LowerPriority", reclaim="Any").group(fq("default", r1=("10", "10", None), r2=("10", "10", None))).obj())
+        out.append(make_lq(f"lq{i}", "sales", f"cq{i}"))
+    return out
+
+
+SCHEDULE["two workloads can borrow different resources from the same flavor in the same cycle"] = Case(
+    objs=_r1r2_cohort(),
+    workloads=[pending("wl1", "sales", "lq1", prio=-1, r1="16"), pending("wl2", "sales", "lq2", prio=-2, r2="16")],
+    assignments={"sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),)), "sales/wl2": ("cq2", (("main", {"r2": "default"}, {"r2": "16"}, 1),))},
+)
+SCHEDULE["two workloads can borrow the same resources from the same flavor in the same cycle if fits in the cohort quota"] = Case(
+    objs=_r1r2_cohort(),
+    workloads=[pending("wl1", "sales", "lq1", prio=-1, r1="16"), pending("wl2", "sales", "lq2", prio=-2, r1="14")],
+    assignments={"sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),)), "sales/wl2": ("cq2", (("main", {"r1": "default"}, {"r1": "14"}, 1),))},
+)
+SCHEDULE["only one workload can borrow one resources from the same flavor in the same cycle if cohort quota cannot fit"] = Case(
+    objs=_r1r2_cohort(),
+    workloads=[pending("wl1", "sales", "lq1", prio=-1, r1="16"), pending("wl2", "sales", "lq2", prio=-2, r1="16")],
+    assignments={"sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),))},
+    pending={"sales/wl2": ("WaitingForQuota", "Workload no longer fits after processing another workload")},
+    left={"cq2": ["sales/wl2"]},
+)
+SCHEDULE["preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ"] = Case(
+    objs=[
+        make_cq("cq_shared").cohort("preemption-while-borrowing").group(fq("default", cpu=("4", "0", None))).obj(),
+        make_cq("cq_a").cohort("preemption-while-borrowing").preemption(reclaim="LowerPriority", borrow="LowerPriority").group(fq("default", cpu=("0", "3", None))).obj(),
+        make_cq("cq_b").cohort("preemption-while-borrowing").preemption(reclaim="LowerPriority", borrow="LowerPriority").group(fq("default", cpu="0")).obj(),
+        make_lq("lq_a", "eng-alpha", "cq_a"),
+        make_lq("lq_b", "eng-beta", "cq_b"),
+    ],
+    workloads=[
+        wl("a", "eng-alpha", "lq_a").created(1).request(cpu="3").obj(),
+        wl("b", "eng-beta", "lq_b").created(2).request(cpu="1").obj(),
+        reserved("admitted_a", "eng-alpha", "cq_a", "default", "2", queue="lq_a"),
+    ],
+    assignments={"eng-alpha/admitted_a": ("cq_a", one("default", "2")), "eng-beta/b": ("cq_b", one("default", "1"))},
+    pending={"eng-alpha/a": waiting("insufficient unused quota for cpu in flavor default, 2 more needed")},
+    inadmissible={"cq_a": ["eng-alpha/a"]},
+)
+SCHEDULE["minimal preemptions when target queue is exhausted"] = Case(
+    objs=[
+        make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", reclaim="Any").group(fq("on-demand", cpu="2")).obj(),
+        make_cq("other-beta").cohort("other").group(fq("on-demand", cpu="2")).obj(),
+        make_cq("other-gamma").cohort("other").group(fq("on-demand", cpu="2")).obj(),
+        make_lq("other", "eng-alpha", "other-alpha"),
+        make_lq("other", "eng-beta", "other-beta"),
+        make_lq("other", "eng-gamma", "other-gamma"),
+    ],
+    workloads=[
+        reserved("a1", "eng-alpha", "other-alpha", "on-demand", "1", prio=-2, queue="other"),
+        reserved("a2", "eng-alpha", "other-alpha", "on-demand", "1", prio=-2, queue="other"),
+        reserved("a3", "eng-alpha", "other-alpha", "on-demand", "1", prio=-1, queue="other"),
+        reserved("b1", "eng-beta", "other-beta", "on-demand", "1", prio=0, queue="other"),
+        reserved("b2", "eng-beta", "other-beta", "on-demand", "1", prio=0, queue="other"),
+        reserved("b3", "eng-beta", "other-beta", "on-demand", "1", prio=0, queue="other"),
+        pending("incoming", "eng-alpha", "other", prio=0, uid="wl-incoming", job_uid="job-incoming", cpu="2"),
+    ],
+    assignments={
+        **{f"eng-alpha/a{i}": ("other-alpha", one("on-demand", "1")) for i in (1, 2, 3)},
+        **{f"eng-beta/b{i}": ("other-beta", one("on-demand", "1")) for i in (1, 2, 3)},
+    },
+    pending={"eng-alpha/incoming": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 2 more needed. Pending the preemption of 2 workload(s)")},
+    preempted={
+        f"eng-alpha/a{i}": ("InClusterQueue", preempt_msg("wl-incoming", "job-incoming", IN_CQ, "/other/other-alpha", "/other/other-alpha")) for i in (1, 2)
+    },
+    left={"other-alpha": ["eng-alpha/incoming"]},
+)
+
+SCHEDULE["A workload is only eligible to do preemptions if it fits fully within nominal quota"] = Case(
+    objs=[
+        make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", reclaim="Any").group(fq("on-demand", cpu="2")).obj(),
+        make_cq("other-beta").cohort("other").group(fq("on-demand", cpu="2")).obj(),
+        make_lq("other", "eng-alpha", "other-alpha"),
+        make_lq("other", "eng-beta", "other-beta"),
+    ],
+    workloads=[
+        reserved("a1", "eng-alpha", "other-alpha", "on-demand", "1", prio=-1, queue="other"),
+        reserved("b1", "eng-beta", "other-beta", "on-demand", "1", prio=-1, queue="other"),
+        pending("incoming", "eng-alpha", "other", prio=1, cpu="3"),
+    ],
+    assignments={"eng-alpha/a1": ("other-alpha", one("on-demand", "1")), "eng-beta/b1": ("other-beta", one("on-demand", "1"))},
+    pending={"eng-alpha/incoming": waiting("insufficient unused quota for cpu in flavor on-demand, 1 more needed")},
+    inadmissible={"other-alpha": ["eng-alpha/incoming"]},
+)
+
+
+def _other_pair(alpha_cpu: str, borrow: str = "Never", bank: bool = False) -> list[dict[str, Any]]:
+    out = [
+        make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", borrow=borrow).group(fq("default", cpu=alpha_cpu)).obj(),
+        make_cq("other-beta").cohort("other").preemption(within="LowerPriority", borrow=borrow).group(fq("default", cpu="2")).obj(),
+        make_lq("other", "eng-alpha", "other-alpha"),
+        make_lq("other", "eng-beta", "other-beta"),
+    ]
+    if bank:
+        out.append(make_cq("resource-bank").cohort("other").group(fq("default", cpu="1")).obj())
+    return out
+
+
+SCHEDULE["multiple preemptions without borrowing"] = Case(
+    objs=_other_pair("2"),
+    workloads=[
+        reserved("a1", "eng-alpha", "other-alpha", "default", "2", prio=0, queue="other"),
+        reserved("b1", "eng-beta", "other-beta", "default", "2", prio=0, queue="other"),
+        pending("preemptor", "eng-alpha", "other", prio=100, uid="wl-preemptor", job_uid="job-preemptor", cpu="2"),
+        pending("preemptor", "eng-beta", "other", prio=100, uid="wl-preemptor", job_uid="job-preemptor", cpu="2"),
+    ],
+    assignments={"eng-alpha/a1": ("other-alpha", one("default", "2")), "eng-beta/b1": ("other-beta", one("default", "2"))},
+    pending={
+        f"eng-{x}/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)")
+        for x in ("alpha", "beta")
+    },
+    preempted={
+        f"eng-{x}/{x[0]}1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, f"/other/other-{x}", f"/other/other-{x}")) for x in ("alpha", "beta")
+    },
+    left={"other-alpha": ["eng-alpha/preemptor"], "other-beta": ["eng-beta/preemptor"]},
+)
+SCHEDULE["multiple preemptions preemption possible after earlier workload fits"] = Case(
+    objs=_other_pair("1"),
+    workloads=[
+        reserved("b1", "eng-beta", "other-beta", "default", "2", prio=0, queue="other"),
+        pending("fit", "eng-alpha", "other", prio=100, cpu="1"),
+        pending("preemptor", "eng-beta", "other", prio=99, uid="wl-preemptor", job_uid="job-preemptor", cpu="2"),
+    ],
+    assignments={"eng-alpha/fit": ("other-alpha", one("default", "1")), "eng-beta/b1": ("other-beta", one("default", "2"))},
+    pending={"eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed. Pending the preemption of 1 workload(s)")},
+    preempted={"eng-beta/b1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-beta", "/other/other-beta"))},
+    left={"other-beta": ["eng-beta/preemptor"]},
+)
+SCHEDULE["multiple preemptions skip preemption when shared limited resource"] = Case(
+    objs=_other_pair("2", borrow="LowerPriority", bank=True),
+    workloads=[
+        reserved("a1", "eng-alpha", "other-alpha", "default", "2", prio=0, queue="other"),
+        reserved("b1", "eng-beta", "other-beta", "default", "2", prio=0, queue="other"),
+        pending("preemptor", "eng-alpha", "other", prio=100, uid="wl-preemptor", job_uid="job-preemptor", cpu="3"),
+        pending("pretending-preemptor", "eng-beta", "other", prio=99, cpu="3"),
+    ],
+    assignments={"eng-alpha/a1": ("other-alpha", one("default", "2")), "eng-beta/b1": ("other-beta", one("default", "2"))},
+    pending={
+        "eng-alpha/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)"),
+        "eng-beta/pretending-preemptor": ("WaitingForQuota", "Workload no longer fits after processing another workload"),
+    },
+    preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
+    left={"other-alpha": ["eng-alpha/preemptor"], "other-beta": ["eng-beta/pretending-preemptor"]},
+)
+SCHEDULE["not enough resources"] = Case(
+    workloads=[podsets("new", "sales", ("one", 1, {"cpu": "100"}))],
+    pending={"sales/new": ("ExceedsMaxQuota", "couldn't assign flavors to pod set one: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (100) > maximum capacity (50)")},
+    left={"sales": ["sales/new"]},
+)
+
+
+
+def plain_gpu(obj: Any) -> Any:
+    """Rename the builders' `nvidia.com/gpu` to upstream's bare `gpu` resource, recursively."""
+    if isinstance(obj, dict):
+        return {("gpu" if k == "nvidia.com/gpu" else k): plain_gpu(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [plain_gpu(v) for v in obj]
+    return "gpu" if obj == "nvidia.com/gpu" else obj
+
+
+def gpu_wl(name: str, ns: str, gpu: str, prio: int | None = None, queue: str = "other", reserve: tuple[str, str] | None = None, uid: str | None = None, created: float = 0) -> dict[str, Any]:
+    """A one-pod workload requesting `gpu` gpus, optionally holding them (cq, flavor)."""
+    b = wl(name, ns, queue, prio, uid, f"job-{name}" if uid else None).created(created).request(gpu=gpu)
+    if reserve is not None:
+        b.reserve(reserve[0], psa(gpu=(reserve[1], gpu)), admitted=False)
+    return plain_gpu(b.obj())
+
+
+def gpu_one(flavor: str, gpu: str) -> tuple[PSA]:
+    return (("main", {"gpu": flavor}, {"gpu": gpu}, 1),)
+
+
+def _gpu_pair(beta_preempts: bool) -> list[dict[str, Any]]:
+    beta = make_cq("other-beta").cohort("other")
+    if beta_preempts:
+        beta.preemption(within="LowerPriority", reclaim="LowerPriority")
+    return [
+        plain_gpu(make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", reclaim="LowerPriority").group(fq("on-demand", gpu="10"), fq("spot", gpu="10")).obj()),
+        plain_gpu(beta.group(fq("on-demand", gpu="0"), fq("spot", gpu="0")).obj()),
+        make_lq("other", "eng-alpha", "other-alpha"),
+        make_lq("other", "eng-beta", "other-beta"),
+    ]
+
+
+def gpu_preempting(msg: str, n: int = 1) -> tuple[str, str]:
+    return ("WaitingForPreemptedWorkloads", f"couldn't assign flavors to pod set main: {msg}. Pending the preemption of {n} workload(s)")
+
+
+SCHEDULE["prefer reclamation over cq priority based preemption"] = Case(
+    objs=_gpu_pair(beta_preempts=True),
+    workloads=[
+        gpu_wl("a1", "eng-alpha", "5", 50, reserve=("other-alpha", "on-demand")),
+        gpu_wl("b1", "eng-beta", "5", 50, reserve=("other-beta", "spot")),
+        gpu_wl("preemptor", "eng-alpha", "6", 100, uid="wl-preemptor"),
+    ],
+    assignments={"eng-alpha/a1": ("other-alpha", gpu_one("on-demand", "5")), "eng-beta/b1": ("other-beta", gpu_one("spot", "5"))},
+    pending={"eng-alpha/preemptor": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 1 more needed")},
+    preempted={"eng-beta/b1": ("InCohortReclamation", preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/other/other-alpha", "/other/other-beta"))},
+    left={"other-alpha": ["eng-alpha/preemptor"]},
+)
+SCHEDULE["prefer first preemption flavor when second flavor requires both reclaim and cq priority preemption"] = Case(
+    objs=_gpu_pair(beta_preempts=False),
+    workloads=[
+        gpu_wl("a1", "eng-alpha", "5", 50, reserve=("other-alpha", "on-demand")),
+        gpu_wl("a2", "eng-alpha", "5", 50, reserve=("other-alpha", "spot")),
+        gpu_wl("b1", "eng-beta", "5", 50, reserve=("other-beta", "spot")),
+        gpu_wl("preemptor", "eng-alpha", "6", 100, uid="wl-preemptor"),
+    ],
+    assignments={
+        "eng-alpha/a1": ("other-alpha", gpu_one("on-demand", "5")),
+        "eng-alpha/a2": ("other-alpha", gpu_one("spot", "5")),
+        "eng-beta/b1": ("other-beta", gpu_one("spot", "5")),
+    },
+    pending={"eng-alpha/preemptor": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 6 more needed")},
+    preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
+    left={"other-alpha": ["eng-alpha/preemptor"]},
+)
+SCHEDULE["prefer first preemption flavor when second flavor also requires cq preemption"] = Case(
+    objs=_gpu_pair(beta_preempts=False),
+    workloads=[
+        gpu_wl("a1", "eng-alpha", "6", 50, reserve=("other-alpha", "on-demand")),
+        gpu_wl("a2", "eng-alpha", "5", 50, reserve=("other-alpha", "spot")),
+        gpu_wl("b1", "eng-beta", "5", 9001, reserve=("other-beta", "spot")),
+        gpu_wl("preemptor", "eng-alpha", "5", 100, uid="wl-preemptor"),
+    ],
+    assignments={
+        "eng-alpha/a1": ("other-alpha", gpu_one("on-demand", "6")),
+        "eng-alpha/a2": ("other-alpha", gpu_one("spot", "5")),
+        "eng-beta/b1": ("other-beta", gpu_one("spot", "5")),
+    },
+    pending={"eng-alpha/preemptor": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 5 more needed")},
+    preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
+    left={"other-alpha": ["eng-alpha/preemptor"]},
+)
+SCHEDULE["workload requiring reclaimation prioritized over wl in another full cq"] = Case(
+    objs=[
+        plain_gpu(make_cq("CQ1").cohort("other").group(fq("on-demand", gpu="10")).obj()),
+        plain_gpu(make_cq("CQ2").cohort("other").preemption(reclaim="Any").group(fq("on-demand", gpu="10")).obj()),
+        plain_gpu(make_cq("CQ3").cohort("other").group(fq("on-demand", gpu="0")).obj()),
+        make_lq("lq", "eng-alpha", "CQ1"),
+        make_lq("lq", "eng-beta", "CQ2"),
+        make_lq("lq", "eng-gamma", "CQ3"),
+    ],
+    workloads=[
+        gpu_wl("Admitted-Workload-1", "eng-alpha", "5", queue="lq", reserve=("CQ1", "on-demand")),
+        gpu_wl("WL1", "eng-alpha", "10", queue="lq", created=0),
+        gpu_wl("WL2", "eng-beta", "10", queue="lq", uid="wl-WL2", created=1),
+        gpu_wl("Admitted-Workload-2", "eng-gamma", "5", 0, queue="lq", reserve=("CQ3", "on-demand")),
+        gpu_wl("Admitted-Workload-3", "eng-gamma", "5", 1, queue="lq", reserve=("CQ3", "on-demand")),
+    ],
+    assignments={
+        "eng-alpha/Admitted-Workload-1": ("CQ1", gpu_one("on-demand", "5")),
+        "eng-gamma/Admitted-Workload-2": ("CQ3", gpu_one("on-demand", "5")),
+        "eng-gamma/Admitted-Workload-3": ("CQ3", gpu_one("on-demand", "5")),
+    },
+    pending={
+        "eng-alpha/WL1": waiting("insufficient unused quota for gpu in flavor on-demand, 5 more needed"),
+        "eng-beta/WL2": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 5 more needed"),
+    },
+    preempted={"eng-gamma/Admitted-Workload-2": ("InCohortReclamation", preempt_msg("wl-WL2", "job-WL2", RECLAIM, "/other/CQ2", "/other/CQ3"))},
+    left={"CQ2": ["eng-beta/WL2"]},
+    inadmissible={"CQ1": ["eng-alpha/WL1"]},
+)
+
+
+def _lending(reclaim: str) -> list[dict[str, Any]]:
+    return [
+        plain_gpu(make_cq("ClusterQueueA").cohort("root").group(fq("on-demand", gpu="2")).preemption(reclaim=reclaim).obj()),
+        plain_gpu(make_cq("ClusterQueueB").cohort("root").group(fq("on-demand", gpu="0")).obj()),
+        make_lq("lq", "eng-alpha", "ClusterQueueA"),
+        make_lq("lq", "eng-beta", "ClusterQueueB"),
+    ]
+
+
+_LENDING_WLS = [
+    gpu_wl("a1-admitted", "eng-alpha", "1", queue="lq", reserve=("ClusterQueueA", "on-demand")),
+    gpu_wl("a2-pending", "eng-alpha", "2", queue="lq"),
+    gpu_wl("b1-pending", "eng-beta", "1", queue="lq"),
+]
+SCHEDULE["capacity not blocked when lending clusterqueue can reclaim (ReclaimWithinCohort=Any)"] = Case(
+    objs=_lending("Any"),
+    workloads=_LENDING_WLS,
+    assignments={"eng-alpha/a1-admitted": ("ClusterQueueA", gpu_one("on-demand", "1")), "eng-beta/b1-pending": ("ClusterQueueB", gpu_one("on-demand", "1"))},
+    pending={"eng-alpha/a2-pending": waiting("insufficient unused quota for gpu in flavor on-demand, 1 more needed")},
+    inadmissible={"ClusterQueueA": ["eng-alpha/a2-pending"]},
+)
+for _policy in ("LowerPriority", "Never"):
+    SCHEDULE[f"capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort={_policy})"] = Case(
+        objs=_lending(_policy),
+        workloads=_LENDING_WLS,
+        assignments={"eng-alpha/a1-admitted": ("ClusterQueueA", gpu_one("on-demand", "1"))},
+        pending={
+            "eng-alpha/a2-pending": waiting("insufficient unused quota for gpu in flavor on-demand, 1 more needed"),
+            "eng-beta/b1-pending": ("WaitingForQuota", "Workload no longer fits after processing another workload"),
+        },
+        left={"ClusterQueueB": ["eng-beta/b1-pending"]},
+        inadmissible={"ClusterQueueA": ["eng-alpha/a2-pending"]},
+    )
+SCHEDULE["in a hierarchical cohort, workload borrowing less is scheduled first"] = Case(
+    objs=[
+        make_cohort("root").obj(),
+        make_cohort("guaranteed").group(fq("default", cpu="4")).parent("root").obj(),
+        make_cq("guaranteed").cohort("guaranteed").group(fq("default", cpu="0")).obj(),
+        make_cq("best-effort").cohort("root").group(fq("default", cpu="0")).obj(),
+        make_lq("lq-guaranteed", "eng-alpha", "guaranteed"),
+        make_lq("lq-best-effort", "eng-alpha", "best-effort"),
+    ],
+    workloads=[
+        podsets("guaranteed", "eng-alpha", ("one", 1, {"cpu": "4"}), queue="lq-guaranteed", prio=0),
+        podsets("best-effort", "eng-alpha", ("one", 1, {"cpu": "4"}), queue="lq-best-effort", prio=3),
+    ],
+    assignments={"eng-alpha/guaranteed": ("guaranteed", one("default", "4", 1, "one"))},
+    pending={"eng-alpha/best-effort": ("WaitingForQuota", "Workload no longer fits after processing another workload")},
+    left={"best-effort": ["eng-alpha/best-effort"]},
+)
+SCHEDULE["don't assign flavor if there are no candidates for preemption"] = Case(
+    objs=[
+        make_cq("cq1").cohort("cohort").preemption(within="LowerPriority", reclaim="Any", borrow="LowerPriority")
+        .fungibility(when_can_borrow="MayStopSearch", when_can_preempt="MayStopSearch")
+        .group(fq("on-demand", cpu=("0", "1", None)), fq("spot", cpu=("0", "1", None))).obj(),
+        make_cq("cq2").cohort("cohort").group(fq("on-demand", cpu="1"), fq("spot", cpu="1")).obj(),
+        make_lq("lq1", "eng-alpha", "cq1"),
+        make_lq("lq2", "eng-alpha", "cq2"),
+    ],
+    workloads=[reserved("admitted", "eng-alpha", "cq2", "on-demand", "1", prio=0, queue="lq2", admitted=True), pending("new", "eng-alpha", "lq1", prio=100, cpu="1")],
+    assignments={"eng-alpha/new": ("cq1", one("spot", "1")), "eng-alpha/admitted": ("cq2", one("on-demand", "1"))},
+)
+
+
 @pytest.mark.parametrize("case", list(SCHEDULE.values()), ids=list(SCHEDULE))
 def test_schedule(case: Case) -> None:
     core, result = run_case(case)
