@@ -510,6 +510,8 @@ class AdmissionCore:
             elif cq.spec.namespace_selector is None or not cq.spec.namespace_selector.matches(snap.namespaces[wl.namespace]):
                 e.message, e.reason = "workload namespace doesn't match ClusterQueue selector", PendingReason.MISCONFIGURED
                 e.requeue_reason = RequeueReason.NAMESPACE_MISMATCH
+            elif wl.resource_errors:
+                e.message, e.reason = f"resources validation failed: {wl.resource_errors}", PendingReason.MISCONFIGURED
             else:
                 a, targets = self._assign(wl, cq, snap, preemptor)
                 self._record(e, a, targets)

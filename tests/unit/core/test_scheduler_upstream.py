@@ -793,8 +793,127 @@ SCHEDULE["don't assign flavor if there are no candidates for preemption"] = Case
     assignments={"eng-alpha/new": ("cq1", one("spot", "1")), "eng-alpha/admitted": ("cq2", one("on-demand", "1"))},
 )
 
+SCHEDULE["pending admission check with nofit and fit flavors"] = Case(
+    workloads=[with_checks(pending("pending-check", "eng-beta", cpu="80"), check="Pending")],
+    assignments={"eng-beta/pending-check": ("eng-beta", one("spot", "80"))},
+    admitted_condition={"eng-beta/pending-check": ("False", "UnsatisfiedAdmissionChecks")},
+)
+SCHEDULE["admit to second flavor when first needs preemption; WhenCanPreempt: TryNextFlavor"] = Case(
+    objs=[
+        make_cq("preempt-attempts-cq").preemption(within="LowerPriority").fungibility(when_can_preempt="TryNextFlavor")
+        .group(fq("on-demand", cpu="1"), fq("spot", cpu="1")).obj(),
+        make_lq("preempt-attempts-lq", "eng-alpha", "preempt-attempts-cq"),
+    ],
+    workloads=[
+        reserved("blocker", "eng-alpha", "preempt-attempts-cq", "on-demand", "1", prio=50, queue="preempt-attempts-lq", admitted=True),
+        pending("test-wl", "eng-alpha", "preempt-attempts-lq", prio=100, cpu="1"),
+    ],
+    assignments={"eng-alpha/test-wl": ("preempt-attempts-cq", one("spot", "1")), "eng-alpha/blocker": ("preempt-attempts-cq", one("on-demand", "1"))},
+)
+SCHEDULE["admit workload with zero-quantity request for resource not in ClusterQueue"] = Case(
+    workloads=[pending("zero-resource-wl", "sales", cpu="1", **{"example.com/gpu": "0"})],
+    assignments={"sales/zero-resource-wl": ("sales", one("default", "1"))},
+)
+SCHEDULE["preempt when workload requests zero of a resource not defined in ClusterQueue"] = Case(
+    objs=[
+        make_cq("preempt-zero-gpu-cq").preemption(within="LowerPriority").group(fq("default", cpu="4")).obj(),
+        make_lq("preempt-zero-gpu-lq", "sales", "preempt-zero-gpu-cq"),
+    ],
+    workloads=[
+        pending("preemptor", "sales", "preempt-zero-gpu-lq", uid="wl-preemptor", job_uid="job-preemptor", cpu="2", **{"example.com/gpu": "0"}),
+        reserved("low-priority", "sales", "preempt-zero-gpu-cq", "default", "4", prio=-1, queue="preempt-zero-gpu-lq"),
+    ],
+    assignments={"sales/low-priority": ("preempt-zero-gpu-cq", one("default", "4"))},
+    pending={"sales/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)")},
+    preempted={"sales/low-priority": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/preempt-zero-gpu-cq", "/preempt-zero-gpu-cq"))},
+    left={"preempt-zero-gpu-cq": ["sales/preemptor"]},
+)
 
-@pytest.mark.parametrize("case", list(SCHEDULE.values()), ids=list(SCHEDULE))
+
+
+def _preference_pair(prefix: str, preference: str) -> list[dict[str, Any]]:
+    return [
+        make_cq(f"{prefix}-cq").cohort(f"{prefix}-cohort").preemption(within="LowerPriority")
+        .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor", preference=preference)
+        .group(fq("on-demand", cpu=("5", "0", None)), fq("spot", cpu=("0", "5", None))).obj(),
+        make_cq(f"{prefix}-lender").cohort(f"{prefix}-cohort").group(fq("on-demand", cpu="0"), fq("spot", cpu="5")).obj(),
+        make_lq(f"{prefix}-queue", "default", f"{prefix}-cq"),
+    ]
+
+
+SCHEDULE["PreemptionOverBorrowing preference: preempt in first flavor instead of borrowing in second"] = Case(
+    objs=_preference_pair("pob", "PreemptionOverBorrowing"),
+    workloads=[
+        reserved("low-pob", "default", "pob-cq", "on-demand", "5", prio=-1, queue="pob-queue", admitted=True),
+        pending("high-pob", "default", "pob-queue", prio=0, uid="wl-high-pob", job_uid="job-high-pob", cpu="5"),
+    ],
+    assignments={"default/low-pob": ("pob-cq", one("on-demand", "5"))},
+    pending={"default/high-pob": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 5 more needed. Pending the preemption of 1 workload(s)")},
+    preempted={"default/low-pob": ("InClusterQueue", preempt_msg("wl-high-pob", "job-high-pob", IN_CQ, "/pob-cohort/pob-cq", "/pob-cohort/pob-cq"))},
+    left={"pob-cq": ["default/high-pob"]},
+)
+SCHEDULE["PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption candidates"] = Case(
+    objs=[
+        make_cohort("nopc-root").group(fq("on-demand", cpu="0"), fq("spot", cpu="5")).obj(),
+        make_cohort("nopc-mid").parent("nopc-root").obj(),
+        make_cq("nopc-cq").cohort("nopc-mid").preemption(within="LowerPriority")
+        .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor", preference="PreemptionOverBorrowing")
+        .group(fq("on-demand", cpu=("5", "0", None)), fq("spot", cpu="0")).obj(),
+        make_cq("nopc-sibling").cohort("nopc-mid").group(fq("on-demand", cpu="5"), fq("spot", cpu="0")).obj(),
+        make_lq("nopc-queue", "default", "nopc-cq"),
+    ],
+    workloads=[
+        reserved("admitted-nopc", "default", "nopc-cq", "on-demand", "5", prio=0, queue="nopc-queue", admitted=True),
+        pending("pending-nopc", "default", "nopc-queue", prio=0, cpu="5"),
+    ],
+    assignments={"default/admitted-nopc": ("nopc-cq", one("on-demand", "5")), "default/pending-nopc": ("nopc-cq", one("spot", "5"))},
+)
+SCHEDULE["BorrowingOverPreemption preference: borrow in second flavor instead of preempting in first"] = Case(
+    objs=_preference_pair("bop", "BorrowingOverPreemption"),
+    workloads=[
+        reserved("low-bop", "default", "bop-cq", "on-demand", "5", prio=-1, queue="bop-queue", admitted=True),
+        pending("high-bop", "default", "bop-queue", prio=0, cpu="5"),
+    ],
+    assignments={"default/low-bop": ("bop-cq", one("on-demand", "5")), "default/high-bop": ("bop-cq", one("spot", "5"))},
+)
+_OVERFLOW = [make_lq("overflow-queue", "default", "overflow-cq")]
+SCHEDULE["prevent integer overflow when sum of requests over podsets exceeds MaxInt64"] = Case(
+    objs=[make_cq("overflow-cq").group(fq("default", cpu="10000")).obj(), *_OVERFLOW],
+    workloads=[podsets("vuln-wl", "default", ("ps1", 1, {"cpu": "1000000m"}), ("ps2", 1, {"cpu": "9223372036854775000m"}), queue="overflow-queue")],
+    pending={"default/vuln-wl": ("ExceedsMaxQuota", "couldn't assign flavors to pod set ps2: insufficient quota for cpu in flavor default, previously considered podsets requests (1k) + current podset request (9223372036854775) > maximum capacity (10k)")},
+    inadmissible={"overflow-cq": ["default/vuln-wl"]},
+)
+SCHEDULE["prevent integer overflow in ResourceValue conversion to MilliValue"] = Case(
+    objs=[make_cq("overflow-cq").group(fq("default", cpu="10")).obj(), *_OVERFLOW],
+    workloads=[podsets("vuln-wl", "default", ("ps1", 1, {"cpu": "9223372036854776"}), queue="overflow-queue")],
+    pending={"default/vuln-wl": ("ExceedsMaxQuota", "couldn't assign flavors to pod set ps1: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (9223372036854775807m) > maximum capacity (10)")},
+    inadmissible={"overflow-cq": ["default/vuln-wl"]},
+)
+
+
+_OVER_LIMIT = podsets("new", "sales", ("one", 1, {"cpu": "200m"}))
+_OVER_LIMIT["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"cpu": "100m"}
+SCHEDULE["container resource requests exceed limits"] = Case(
+    workloads=[_OVER_LIMIT],
+    pending={"sales/new": ("Misconfigured", 'resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits')},
+    left={"sales": ["sales/new"]},
+)
+
+
+# Cases whose difference from upstream lies in files other agents own right now (flavor_assigner.py).
+XFAIL = {
+    "prevent integer overflow in ResourceValue conversion to MilliValue": (
+        "flavor_assigner.py formats a saturated workload request with the quota formatter (`<unlimited>`); "
+        "upstream clamps requests to MaxInt64 milli and prints them as quantities (ResourceQuantityString): 9223372036854775807m"
+    ),
+}
+
+
+def _params(cases: Mapping[str, Case]) -> list[Any]:
+    return [pytest.param(c, id=name, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []) for name, c in cases.items()]
+
+
+@pytest.mark.parametrize("case", _params(SCHEDULE))
 def test_schedule(case: Case) -> None:
     core, result = run_case(case)
     check(core, result, case)
