@@ -16,6 +16,7 @@ import pytest
 
 from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
 from webhook.core import AdmissionCore
+from webhook.core.resources import FlavorResource
 
 TERMINATING_MSG = "Can't admit new workloads; clusterQueue is terminating"
 
@@ -311,3 +312,35 @@ def test_local_queue_active(stop: str | None, cq: dict[str, Any] | None, workloa
     assert (status["pendingWorkloads"], status["reservingWorkloads"], status["admittedWorkloads"]) == (0, 0, 0)
     if cq is None:
         assert "flavorsReservation" not in status and "flavorsUsage" not in status
+
+
+# -- cohort membership changes (TestCacheClusterQueueOperations, behaviourally) --------------------
+def test_cluster_queue_moving_between_cohorts_moves_its_usage_and_borrowing() -> None:
+    """A ClusterQueue changing `cohortName` leaves the old cohort's tree and borrows from the new one."""
+    borrower = make_cq("borrower").cohort("a").group(fq("default", cpu="0")).obj()
+    core = core_with(
+        make_flavor("default").obj(),
+        make_cq("lender-a").cohort("a").group(fq("default", cpu="10")).obj(),
+        make_cq("lender-b").cohort("b").group(fq("default", cpu="2")).obj(),
+        borrower,
+        make_lq("lq", "ns", "borrower"),
+        make_lq("lq-a", "ns", "lender-a"),
+        make_wl("held").request(cpu="6").reserve("borrower", psa(cpu=("default", "6"))).obj(),
+    )
+    # In cohort a, the borrower's 6 cpu are lent by lender-a: only 4 are left there.
+    core.on_workload(make_wl("a-big").queue("lq-a").request(cpu="5").obj(), T0)
+    assert core.schedule(T0).admitted == []
+
+    moved = make_cq("borrower").cohort("b").group(fq("default", cpu="0")).obj()
+    core.on_cluster_queue(moved, T0)
+    assert core.cache.forest.cohorts["a"].usage.get(FlavorResource("default", "cpu"), 0) == 0
+    status = core.cluster_queue_status("borrower")
+    assert status["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "6", "borrowed": "6"}]}]
+    # lender-a gets its whole quota back; cohort b has 2 cpu for the borrower, not more. The parked
+    # a-big stays parked: upstream retries inadmissible workloads only in the moved queue's new tree.
+    core.on_workload(make_wl("a-full").queue("lq-a").request(cpu="10").created(1).obj(), T0)
+    core.on_workload(make_wl("b-small").request(cpu="3").obj(), T0)
+    result = core.schedule(T0)
+    assert [str(d.key) for d in result.admitted] == ["ns/a-full"]
+    assert [str(d.key) for d in result.pending] == ["ns/b-small"]
+    assert core.queues.dump_inadmissible() == {"borrower": ["ns/b-small"], "lender-a": ["ns/a-big"]}

@@ -31,6 +31,7 @@ from tests.unit.core.builders import (
 from webhook.api import constants, quantity
 from webhook.core import AdmissionCore
 from webhook.core.cycle import Admit, CycleResult, Pending, Preempt
+from webhook.core.workload import WorkloadKey
 
 # Summary of one podSetAssignment: (podSet, {resource: flavor}, {resource: quantity}, count).
 PSA = tuple[str, dict[str, str], dict[str, str], int]
@@ -917,3 +918,149 @@ def _params(cases: Mapping[str, Case]) -> list[Any]:
 def test_schedule(case: Case) -> None:
     core, result = run_case(case)
     check(core, result, case)
+
+
+# -- TestLastSchedulingContext: two cycles, with workloads deleted in between ----------------------
+def _cohort_cq(name: str, fungibility: str) -> dict[str, Any]:
+    return (
+        make_cq(name).cohort("cohort").strategy("StrictFIFO").preemption(within="Never", reclaim="LowerPriority")
+        .fungibility(when_can_borrow=fungibility, when_can_preempt=fungibility)
+        .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj()
+    )
+
+
+COHORT_CQS = [_cohort_cq("eng-cohort-alpha", "MayStopSearch"), _cohort_cq("eng-cohort-beta", "MayStopSearch"), _cohort_cq("eng-cohort-theta", "TryNextFlavor")]
+LSC_QUEUES = [
+    make_lq("main", "default", "eng-alpha"),
+    make_lq("main-alpha", "default", "eng-cohort-alpha"),
+    make_lq("main-beta", "default", "eng-cohort-beta"),
+    make_lq("main-theta", "default", "eng-cohort-theta"),
+]
+
+
+def running(name: str, cq: str, flavor: str, cpu: str, prio: int | None = None, queue: str | None = None, at: float = 0) -> dict[str, Any]:
+    """An admitted single-pod workload (upstream `ReserveQuotaAt` + `AdmittedAt(true)`)."""
+    return wl(name, "default", queue, prio).request(cpu=cpu).reserve(cq, psa(cpu=(flavor, cpu)), at=at).obj()
+
+
+@dataclass
+class TwoCycles:
+    cqs: list[dict[str, Any]]
+    workloads: list[dict[str, Any]]
+    # First cycle: admitted keys, and Pending decisions (reason, message); victims' Preempted reasons.
+    first_admitted: list[str] = field(default_factory=list)
+    first_pending: dict[str, tuple[str, str]] = field(default_factory=dict)
+    first_preempted: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    delete: list[str] = field(default_factory=list)
+    # Admitted (Admitted=True) workloads in the cache after the second cycle.
+    second: dict[str, tuple[str, tuple[PSA, ...]]] = field(default_factory=dict)
+
+
+LAST_CONTEXT: dict[str, TwoCycles] = {
+    "scheduling on the first flavor is unblocked after some workloads were deleted": TwoCycles(
+        cqs=[
+            make_cq("eng-alpha").preemption(within="LowerPriority").fungibility(when_can_preempt="MayStopSearch")
+            .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("10", "0", None))).obj()
+        ],
+        workloads=[running("low-1", "eng-alpha", "on-demand", "50", queue="main"), pending("preemptor", "default", cpu="20")],
+        first_pending={"default/preemptor": waiting("insufficient quota for cpu in flavor spot, previously considered podsets requests (0) + current podset request (20) > maximum capacity (10), insufficient unused quota for cpu in flavor on-demand, 20 more needed")},
+        delete=["low-1"],
+        second={"default/preemptor": ("eng-alpha", one("on-demand", "20"))},
+    ),
+    "borrow before next flavor": TwoCycles(
+        cqs=COHORT_CQS,
+        workloads=[running("placeholder", "eng-cohort-alpha", "on-demand", "50"), pending("borrower", "default", "main-alpha", cpu="20"), pending("workload1", "default", "main-beta", cpu="20")],
+        first_admitted=["default/borrower", "default/workload1"],
+        second={
+            "default/placeholder": ("eng-cohort-alpha", one("on-demand", "50")),
+            "default/workload1": ("eng-cohort-beta", one("on-demand", "20")),
+            "default/borrower": ("eng-cohort-alpha", one("on-demand", "20")),
+        },
+    ),
+    "borrow after all flavors": TwoCycles(
+        cqs=COHORT_CQS,
+        workloads=[
+            running("placeholder", "eng-cohort-alpha", "on-demand", "50"),
+            running("placeholder1", "eng-cohort-theta", "on-demand", "50"),
+            pending("workload", "default", "main-theta", cpu="20"),
+        ],
+        first_admitted=["default/workload"],
+        second={
+            "default/placeholder": ("eng-cohort-alpha", one("on-demand", "50")),
+            "default/placeholder1": ("eng-cohort-theta", one("on-demand", "50")),
+            "default/workload": ("eng-cohort-theta", one("spot", "20")),
+        },
+    ),
+    "when the next flavor is full, but can borrow on first": TwoCycles(
+        cqs=COHORT_CQS,
+        workloads=[
+            running("placeholder", "eng-cohort-alpha", "on-demand", "40"),
+            running("placeholder1", "eng-cohort-theta", "on-demand", "40"),
+            running("placeholder2", "eng-cohort-theta", "spot", "100"),
+            pending("workload", "default", "main-theta", cpu="20"),
+        ],
+        first_admitted=["default/workload"],
+        second={
+            "default/placeholder": ("eng-cohort-alpha", one("on-demand", "40")),
+            "default/placeholder1": ("eng-cohort-theta", one("on-demand", "40")),
+            "default/placeholder2": ("eng-cohort-theta", one("spot", "100")),
+            "default/workload": ("eng-cohort-theta", one("on-demand", "20")),
+        },
+    ),
+    "when the next flavor is full, but can preempt on first": TwoCycles(
+        cqs=COHORT_CQS,
+        workloads=[
+            running("placeholder-alpha", "eng-cohort-alpha", "on-demand", "150", prio=-1),
+            running("placeholder-theta-spot", "eng-cohort-theta", "spot", "100"),
+            pending("new", "default", "main-theta", uid="wl-new", job_uid="job-new", cpu="20"),
+        ],
+        first_pending={"default/new": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. Pending the preemption of 1 workload(s)")},
+        first_preempted={"default/placeholder-alpha": ("InCohortReclamation", preempt_msg("wl-new", "job-new", RECLAIM, "/cohort/eng-cohort-theta", "/cohort/eng-cohort-alpha"))},
+        delete=["placeholder-alpha"],
+        second={
+            "default/placeholder-theta-spot": ("eng-cohort-theta", one("spot", "100")),
+            "default/new": ("eng-cohort-theta", one("on-demand", "20")),
+        },
+    ),
+    "TryNextFlavor, but second flavor is full and can preempt on first": TwoCycles(
+        cqs=[
+            make_cq("eng-cohort-alpha").cohort("cohort").preemption(within="LowerPriority", reclaim="Any")
+            .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor")
+            .group(fq("on-demand", cpu=("0", "60", None)), fq("spot", cpu=("30", "30", None))).obj(),
+            make_cq("eng-cohort-beta").cohort("cohort").preemption(within="LowerPriority", reclaim="Any")
+            .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor")
+            .group(fq("on-demand", cpu=("30", "30", None)), fq("spot", cpu=("30", "30", None))).obj(),
+            make_cq("eng-cohort-shared").cohort("cohort").group(fq("on-demand", cpu="30")).obj(),
+        ],
+        workloads=[
+            running("alpha1", "eng-cohort-alpha", "on-demand", "22", at=-1),
+            running("alpha2", "eng-cohort-alpha", "on-demand", "22"),
+            running("alpha3", "eng-cohort-alpha", "spot", "22"),
+            running("beta1", "eng-cohort-beta", "spot", "22"),
+            pending("new", "default", "main-beta", uid="wl-new", job_uid="job-new", cpu="22"),
+        ],
+        first_pending={"default/new": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 6 more needed, insufficient unused quota for cpu in flavor spot, 6 more needed. Pending the preemption of 1 workload(s)")},
+        first_preempted={"default/alpha2": ("InCohortReclamation", preempt_msg("wl-new", "job-new", RECLAIM, "/cohort/eng-cohort-beta", "/cohort/eng-cohort-alpha"))},
+        delete=["alpha2"],
+        second={
+            "default/alpha1": ("eng-cohort-alpha", one("on-demand", "22")),
+            "default/alpha3": ("eng-cohort-alpha", one("spot", "22")),
+            "default/beta1": ("eng-cohort-beta", one("spot", "22")),
+            "default/new": ("eng-cohort-beta", one("on-demand", "22")),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(LAST_CONTEXT.values()), ids=list(LAST_CONTEXT))
+def test_last_scheduling_context(case: TwoCycles) -> None:
+    core = make_core(make_flavor("on-demand").obj(), make_flavor("spot").obj(), *case.cqs, *LSC_QUEUES, *case.workloads, namespaces={"default": {}})
+    first = core.schedule(T0)
+    assert sorted(str(d.key) for d in first.admitted) == case.first_admitted
+    assert {str(d.key): (d.reason, d.message) for d in first.pending} == case.first_pending
+    assert {str(v.key): (v.reason, v.message) for d in first.preempted for v in d.targets} == case.first_preempted
+    for name in case.delete:
+        core.on_workload_deleted("default", name, T0)
+    core.schedule(T0)
+    admitted = {k: v for k, v in cache_assignments(core).items() if core.cache.reserving[WorkloadKey(k)].is_admitted}
+    assert admitted == {k: (cq, _norm_want(ps)) for k, (cq, ps) in case.second.items()}
