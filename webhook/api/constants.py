@@ -66,6 +66,10 @@ class WorkloadCondition(StrEnum):
     DEACTIVATION_TARGET = "DeactivationTarget"
 
 
+CHECK_STATE_READY = "Ready"
+"""status.admissionChecks[].state of a check that passed (`CheckStateReady`)."""
+
+
 class QueueCondition(StrEnum):
     ACTIVE = "Active"
 

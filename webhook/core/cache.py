@@ -183,11 +183,12 @@ class Cache:
         if missing:
             reasons.append(_R.FLAVOR_NOT_FOUND)
             msgs.append("references missing ResourceFlavor(s): " + ",".join(missing))
-        missing_ac = [a for a in spec.admission_checks if a not in self.admission_checks]
+        # Upstream keeps the checks in a map and sorts the names it reports.
+        missing_ac = sorted({a for a in spec.admission_checks if a not in self.admission_checks})
         if missing_ac:
             reasons.append(_R.ADMISSION_CHECK_NOT_FOUND)
             msgs.append("references missing AdmissionCheck(s): " + ",".join(missing_ac))
-        inactive_ac = [a for a in spec.admission_checks if self.admission_checks.get(a) is False]
+        inactive_ac = sorted({a for a in spec.admission_checks if self.admission_checks.get(a) is False})
         if inactive_ac:
             reasons.append(_R.ADMISSION_CHECK_INACTIVE)
             msgs.append("references inactive AdmissionCheck(s): " + ",".join(inactive_ac))

@@ -510,6 +510,8 @@ class AdmissionCore:
             elif cq.spec.namespace_selector is None or not cq.spec.namespace_selector.matches(snap.namespaces[wl.namespace]):
                 e.message, e.reason = "workload namespace doesn't match ClusterQueue selector", PendingReason.MISCONFIGURED
                 e.requeue_reason = RequeueReason.NAMESPACE_MISMATCH
+            elif wl.resource_errors:
+                e.message, e.reason = f"resources validation failed: {wl.resource_errors}", PendingReason.MISCONFIGURED
             else:
                 a, targets = self._assign(wl, cq, snap, preemptor)
                 self._record(e, a, targets)
@@ -610,8 +612,11 @@ class AdmissionCore:
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
         assumed = e.wl.with_reservation(e.cq_name, assignments, now)
-        if not cq.spec.admission_checks:
-            adm = conditions.admitted_condition(False, True)
+        # `HasAllRequiredChecks` then `SyncAdmittedCondition`: once every check the ClusterQueue
+        # requires has a state on the workload, Admitted follows whether all states are Ready.
+        checks = e.wl.check_states
+        if set(cq.spec.admission_checks) <= checks.keys():
+            adm = conditions.admitted_condition(bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values()))
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
         self.cache.assume_workload(assumed)

@@ -302,6 +302,14 @@ class QueueManager:
             return 0, 0
         return len(cq.in_heap), len(cq.inadmissible)
 
+    def dump(self) -> dict[str, list[WorkloadKey]]:
+        """Keys in each ClusterQueue's active heap, sorted (`Manager.Dump`); empty queues omitted."""
+        return {name: sorted(cq.in_heap) for name, cq in sorted(self.cluster_queues.items()) if cq.in_heap}
+
+    def dump_inadmissible(self) -> dict[str, list[WorkloadKey]]:
+        """Keys parked as inadmissible per ClusterQueue, sorted (`Manager.DumpInadmissible`)."""
+        return {name: sorted(cq.inadmissible) for name, cq in sorted(self.cluster_queues.items()) if cq.inadmissible}
+
     def pending_in_local_queue(self, key: str) -> int:
         lq = self.local_queues.get(key)
         return 0 if lq is None else len(lq.items)

@@ -81,6 +81,9 @@ def local_queue_status(cache: Cache, queues: QueueManager, key: str) -> dict[str
         "reservingWorkloads": 0,
         "admittedWorkloads": 0,
     }
+    if node is None:
+        # Upstream writes empty usage stats when the ClusterQueue is gone (`LocalQueueUsageStats{}`).
+        return out
     reserved: dict[FlavorResource, int] = {}
     used: dict[FlavorResource, int] = {}
     for wl in cache.reserving.values():
@@ -93,9 +96,8 @@ def local_queue_status(cache: Cache, queues: QueueManager, key: str) -> dict[str
             out["admittedWorkloads"] += 1
             for fr, v in wl.usage().items():
                 used[fr] = used.get(fr, 0) + v
-    if node is not None:
-        out["flavorsReservation"] = _flavor_list(node.spec, reserved, with_borrowed=False)
-        out["flavorsUsage"] = _flavor_list(node.spec, used, with_borrowed=False)
+    out["flavorsReservation"] = _flavor_list(node.spec, reserved, with_borrowed=False)
+    out["flavorsUsage"] = _flavor_list(node.spec, used, with_borrowed=False)
     return out
 
 

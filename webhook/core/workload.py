@@ -9,6 +9,7 @@ Everything a scheduling cycle reads is computed here once, so the hot path never
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -115,6 +116,36 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     return {r: max(0, v) for r, v in total.items()}
 
 
+def _requests_above_limits(path: str, resources: Mapping[str, Any]) -> str | None:
+    """`field.Invalid` text for a container whose requests exceed its limits, else None."""
+    limits = resources.get("limits") or {}
+    names = sorted(
+        r for r, v in (resources.get("requests") or {}).items() if r in limits and quantity.amount(r, v) > quantity.amount(r, limits[r])
+    )
+    if not names:
+        return None
+    return f"{path}: Invalid value: [{','.join(json.dumps(n) for n in names)}]: requests must not exceed its limits"
+
+
+def _resource_errors(pod_sets: Sequence[Mapping[str, Any]]) -> str:
+    """Upstream `ValidateResources` over every podSet, joined like `ErrorList.ToAggregate`."""
+    errs = []
+    for i, ps in enumerate(pod_sets):
+        spec = (ps.get("template") or {}).get("spec") or {}
+        base = f"spec.podSets[{i}].template.spec"
+        for kind in ("initContainers", "containers"):
+            for j, c in enumerate(spec.get(kind) or ()):
+                e = _requests_above_limits(f"{base}.{kind}[{j}]", c.get("resources") or {})
+                if e:
+                    errs.append(e)
+        e = _requests_above_limits(f"{base}.resources", spec.get("resources") or {})
+        if e:
+            errs.append(e)
+    if not errs:
+        return ""
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
 def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selector.Requirement, ...], ...]:
     na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     return tuple(selector.parse_requirements(t.get("matchExpressions")) for t in na.get("nodeSelectorTerms") or ())
@@ -143,6 +174,10 @@ class WorkloadInfo:
     requeue_at: datetime | None = None
     admission_gated: bool = False
     failed_checks: bool = False
+    # status.admissionChecks: name -> state (Pending, Ready, Retry, Rejected).
+    check_states: Mapping[str, str] = field(default_factory=dict)
+    # `ValidateResources` errors (requests above limits), aggregated as upstream prints them; "" if valid.
+    resource_errors: str = ""
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -323,4 +358,6 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
         admission_gated=bool(annotations.get(constants.ADMISSION_GATED_BY)),
         failed_checks=any(c.get("state") in ("Retry", "Rejected") for c in checks),
+        check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
+        resource_errors=_resource_errors(spec.get("podSets") or ()),
     )
