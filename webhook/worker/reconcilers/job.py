@@ -19,11 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook import kube as k
-from webhook import metrics
 from webhook.api import constants as c
 from webhook.api import fields, selector
 from webhook.config import Configuration
-from webhook.worker import events
+from webhook.worker import events, reporter
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
@@ -463,6 +462,7 @@ class JobReconciler:
         except k.Conflict:
             return  # already exists: its watch event brings it to the store
         self.store.put("workloads", created)
+        reporter.workload_created("Job", job, created)
         wl_key = f"{ns}/{created['metadata']['name']}"
         log.info("created workload", extra={"object": wl_key, "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
         self.events.emit(job, "Normal", "CreatedWorkload", f"Created Workload: {wl_key}", CONTROLLER_NAME)
@@ -480,10 +480,6 @@ class JobReconciler:
             set_condition(status, {"type": c.WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}, now, gen)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
-        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
-        if cq and not is_true(wl, c.WorkloadCondition.FINISHED):
-            ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
-            metrics.FINISHED_WORKLOADS_TOTAL.labels(cq, str(ref.get("name") or ""), "leader").inc()
         log.info("workload finished", extra={"object": f"{wl['metadata']['namespace']}/{wl['metadata']['name']}",
                                               "kind": "Workload", "decision": "Finished", "reason": reason})
 
