@@ -46,7 +46,7 @@ from webhook.core.cycle import (
     UnsetReservation,
 )
 from webhook.core.workload import WorkloadKey
-from webhook.worker import events
+from webhook.worker import events, priority
 from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
@@ -165,6 +165,11 @@ class Manager:
         k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced, query=query)
 
     def _event(self, kind: str, etype: str, obj: dict[str, Any], *, store: bool = True) -> None:
+        if kind == "workloadpriorityclasses" and etype != "DELETED":
+            old = self.store.get(kind, object_key(obj)) if store else None
+            # Creation or a new value (relisted classes are re-checked): re-sync its Workloads' spec.priority.
+            if (old is None or old.get("value") != obj.get("value")) and self.synced():
+                self._sync_priorities(object_key(obj))
         if store:
             if etype == "DELETED":
                 self.store.delete(kind, object_key(obj))
@@ -201,6 +206,13 @@ class Manager:
     def synced(self) -> bool:
         with self._synced_lock:
             return len(self._synced) == len(self.resources)
+
+    def _sync_priorities(self, name: str) -> None:
+        """The WorkloadPriorityClass controller's reconcile, run by a writer thread (`priority.py`)."""
+        def sync() -> None:
+            priority.sync_workload_priorities(self.kube, self.store, name)
+
+        self.writes.add(f"workloadpriorityclasses/{name}", Call(sync))
 
     # == the core thread ==========================================================================
     def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
@@ -293,6 +305,8 @@ class Manager:
             self._report_queue_blockers(None if queues_changed else touched, now)
             if not rebuilt:
                 rebuilt = True
+                for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
+                    self._sync_priorities(object_key(wpc))
                 self.job_queue.start()
                 if self.pods is not None:
                     self.pods.start()
@@ -508,6 +522,12 @@ class Manager:
             ns, name = key.split("/", 1)
             self._publish(f"localqueues/{key}", "localqueues", k.object_path(c.V1BETA2, "localqueues", ns, name),
                           self.core.local_queue_status(ns, name), now)
+        # Cohort objects (`cohort_controller.go`): only fairSharing, removed when fair sharing is off.
+        for cohort in self.store.list("cohorts"):
+            name = cohort["metadata"]["name"]
+            if name in self.core.cache.forest.cohorts:
+                self._publish(f"cohorts/{name}", "cohorts", k.object_path(c.V1BETA2, "cohorts", None, name),
+                              self.core.cohort_status(name), now, optional=("fairSharing",))
         self._release_finalizers()
 
     def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime,

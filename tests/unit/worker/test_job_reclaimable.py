@@ -45,7 +45,10 @@ def test_reclaimable_count_is_capped_at_the_pod_set_count() -> None:
     assert j.reclaimable_pods(job, wl) == [{"name": "main", "count": 2}]
 
 
-def plan_for(job: dict[str, Any], wl: dict[str, Any], config: Configuration = Configuration()) -> j.Plan:
+DEFAULTS = Configuration()
+
+
+def plan_for(job: dict[str, Any], wl: dict[str, Any], config: Configuration = DEFAULTS) -> j.Plan:
     return j.plan(job, [wl], namespace_labels={}, config=config)
 
 
