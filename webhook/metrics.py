@@ -7,7 +7,10 @@ webhook decided (allowed, patched, denied, bad_request, error).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, disable_created_metrics
+from prometheus_client.registry import Collector
 
 __all__ = [
     "ADMISSION_ATTEMPTS",
@@ -24,18 +27,26 @@ __all__ = [
     "CLUSTER_QUEUE_RESOURCE_RESERVATION",
     "CLUSTER_QUEUE_RESOURCE_USAGE",
     "CLUSTER_QUEUE_STATUS",
+    "CLUSTER_QUEUE_WEIGHTED_SHARE",
     "COHORT_INFO",
     "COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS",
     "COHORT_SUBTREE_ADMITTED_WORKLOADS",
     "COHORT_SUBTREE_QUOTA",
     "COHORT_SUBTREE_RESOURCE_RESERVATIONS",
+    "COHORT_WEIGHTED_SHARE",
     "EVICTED_WORKLOADS",
     "EVICTED_WORKLOADS_ONCE",
+    "EXECUTION_TIME",
+    "FINISHED_WORKLOADS",
     "FINISHED_WORKLOADS_TOTAL",
+    "LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME",
     "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
     "LOCAL_QUEUE_ADMITTED_WORKLOADS",
     "LOCAL_QUEUE_EVICTED_WORKLOADS",
+    "LOCAL_QUEUE_EXECUTION_TIME",
+    "LOCAL_QUEUE_FINISHED_WORKLOADS",
+    "LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL",
     "LOCAL_QUEUE_PENDING_WORKLOADS",
     "LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME",
     "LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS",
@@ -43,6 +54,7 @@ __all__ = [
     "LOCAL_QUEUE_RESOURCE_RESERVATION",
     "LOCAL_QUEUE_RESOURCE_USAGE",
     "LOCAL_QUEUE_STATUS",
+    "LOCAL_QUEUE_UNADMITTED_WORKLOADS",
     "PENDING_WORKLOADS",
     "PREEMPTED_WORKLOADS",
     "QUOTA_RESERVED_WAIT_TIME",
@@ -50,10 +62,13 @@ __all__ = [
     "REGISTRY",
     "RESERVING_ACTIVE_WORKLOADS",
     "ROLE",
+    "UNADMITTED_WORKLOADS",
     "WEBHOOK_LATENCY",
     "WEBHOOK_OUTCOMES",
     "WEBHOOK_REQUESTS",
     "WORKER_REGISTRY",
+    "WORKLOAD_CREATION_LATENCY",
+    "WORKLOAD_EVICTION_LATENCY",
     "exponential_buckets",
 ]
 
@@ -86,8 +101,9 @@ WEBHOOK_LATENCY = Histogram(
 # Served by the worker process on `metrics.bindAddress` (see `webhook/worker/metrics_server.py`),
 # not by the webhook server: the two are separate OS processes. Every series but build_info ends
 # with `replica_role`; only the lease holder sets values, so it is always `leader`.
-# `kueue_finished_workloads` (a gauge) is left out: prometheus_client reserves that name for the
-# `kueue_finished_workloads_total` counter.
+# The gauges `kueue_finished_workloads` and `kueue_local_queue_finished_workloads` share their base
+# name with a `_total` counter, which prometheus_client refuses within one registry; they are
+# registered through `_Unchecked`, and the exposition is the same as upstream's.
 
 WORKER_REGISTRY = CollectorRegistry(auto_describe=True)
 ROLE = "replica_role"
@@ -108,6 +124,25 @@ def _counter(name: str, doc: str, labels: list[str]) -> Counter:
 
 def _histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...]) -> Histogram:
     return Histogram(f"kueue_{name}", doc, [*labels, ROLE], buckets=buckets, registry=WORKER_REGISTRY)
+
+
+class _Unchecked(Collector):
+    """Registers a metric without prometheus_client's check for clashing names (see above)."""
+
+    def __init__(self, metric: Gauge) -> None:
+        self.metric = metric
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        return self.metric.collect()
+
+
+def _unchecked_gauge(name: str, doc: str, labels: list[str]) -> Gauge:
+    gauge = Gauge(f"kueue_{name}", doc, [*labels, ROLE], registry=None)
+    WORKER_REGISTRY.register(_Unchecked(gauge))
+    return gauge
 
 
 _CQ = ["cluster_queue"]
@@ -147,6 +182,24 @@ RESERVING_ACTIVE_WORKLOADS = _gauge("reserving_active_workloads", "The number of
 ADMITTED_ACTIVE_WORKLOADS = _gauge("admitted_active_workloads", "The number of admitted Workloads that are active, per 'cluster_queue'",
                                    _CQ)
 FINISHED_WORKLOADS_TOTAL = _counter("finished_workloads_total", "The total number of finished workloads per 'cluster_queue'", _CQ_PC)
+FINISHED_WORKLOADS = _unchecked_gauge("finished_workloads", "The number of finished workloads per 'cluster_queue'.", _CQ)
+EXECUTION_TIME = _histogram("execution_time_seconds", "The total execution time of a finished admitted workload (from first admission "
+                            "to completion, including time across evict/readmit cycles), per 'cluster_queue'", _CQ_PC,
+                            exponential_buckets(16))
+WORKLOAD_EVICTION_LATENCY = _histogram(
+    "workload_eviction_latency_seconds",
+    "The time from workload eviction (WorkloadEvicted condition becomes True) until the workload returns to Pending (quota released).\n"
+    "Observed on status transition from admitted or quota-reserved to pending while WorkloadEvicted remains True.\n"
+    "Each matching update observes one latency sample (seconds) into this histogram; Prometheus aggregates samples across workloads.\n"
+    "Uses the eviction condition LastTransitionTime on the updated object as the start time; cluster_queue is taken from "
+    "status.admission.cluster_queue on the pre-update object when set and non-empty (otherwise no sample is recorded for that update).",
+    [*_CQ, "reason"], exponential_buckets(14))
+UNADMITTED_WORKLOADS = _gauge("unadmitted_workloads", "The number of unadmitted workloads, per 'cluster_queue', 'reason', and "
+                              "'underlying_cause'. This metric is only emitted when UnadmittedWorkloadsObservability feature gate is "
+                              "enabled.", [*_CQ, "reason", "underlying_cause"])
+WORKLOAD_CREATION_LATENCY = _histogram("workload_creation_latency_seconds", "The time between a job was created until its workload was "
+                                       "created, per 'job_kind'. Entries are only recorded for objects with generation 1.", ["job_kind"],
+                                       tuple(0.01 * 2**i for i in range(11)))
 CLUSTER_QUEUE_STATUS = _gauge("cluster_queue_status", "Reports 'cluster_queue' with its 'status' (with possible values 'pending', "
                               "'active' or 'terminated'). For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
                               [*_CQ, "status"])
@@ -165,6 +218,12 @@ CLUSTER_QUEUE_RESOURCE_RESERVATION = _gauge("cluster_queue_resource_reservation"
 CLUSTER_QUEUE_RESOURCE_USAGE = _gauge("cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the "
                                       "flavors", _FR)
 
+CLUSTER_QUEUE_WEIGHTED_SHARE = _gauge("cluster_queue_weighted_share", "Reports a value that representing the maximum of the ratios of "
+                                      "usage above nominal\nquota to the lendable resources in the cohort, among all the resources provided "
+                                      "by\nthe ClusterQueue, and divided by the weight.\nIf zero, it means that the usage of the ClusterQueue "
+                                      "is below the nominal quota.\nIf the ClusterQueue has a weight of zero and is borrowing, this will "
+                                      "return NaN.", [*_CQ, "cohort"])
+
 # -- LocalQueue (gate LocalQueueMetrics and metrics.localQueueMetrics.enable)
 LOCAL_QUEUE_PENDING_WORKLOADS = _gauge("local_queue_pending_workloads", "The number of pending workloads, per 'local_queue' and 'status'.",
                                        [*_LQ, "status"])
@@ -177,6 +236,20 @@ LOCAL_QUEUE_ADMITTED_WORKLOADS = _counter("local_queue_admitted_workloads_total"
                                           "'local_queue'", _LQ_PC)
 LOCAL_QUEUE_ADMISSION_WAIT_TIME = _histogram("local_queue_admission_wait_time_seconds", "The time between a workload was created or "
                                              "requeued until admission, per 'local_queue'", _LQ_PC, exponential_buckets(14))
+LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME = _histogram("local_queue_admission_checks_wait_time_seconds", "The time from when a workload "
+                                                    "got the quota reservation until admission, per 'local_queue'", _LQ_PC,
+                                                    exponential_buckets(14))
+LOCAL_QUEUE_FINISHED_WORKLOADS = _unchecked_gauge("local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.",
+                                                  _LQ)
+LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL = _counter("local_queue_finished_workloads_total", "The total number of finished workloads per "
+                                                "'local_queue'", _LQ_PC)
+LOCAL_QUEUE_EXECUTION_TIME = _histogram("local_queue_execution_time_seconds", "The total execution time of a finished admitted workload "
+                                        "(from first admission to completion, including time across evict/readmit cycles), per "
+                                        "'local_queue'", _LQ_PC, exponential_buckets(16))
+LOCAL_QUEUE_UNADMITTED_WORKLOADS = _gauge("local_queue_unadmitted_workloads", "The number of unadmitted workloads, per 'name', "
+                                          "'namespace', 'cluster_queue', 'reason', and 'underlying_cause'. This metric is only emitted when "
+                                          "UnadmittedWorkloadsObservability feature gate is enabled.",
+                                          [*_LQ, "cluster_queue", "reason", "underlying_cause"])
 LOCAL_QUEUE_EVICTED_WORKLOADS = _counter("local_queue_evicted_workloads_total", "The number of evicted workloads per 'local_queue'",
                                          [*_LQ, "reason", "underlying_cause", "priority_class"])
 LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge("local_queue_reserving_active_workloads", "The number of Workloads that are reserving "
@@ -201,5 +274,9 @@ COHORT_SUBTREE_RESOURCE_RESERVATIONS = _gauge("cohort_subtree_resource_reservati
                                               ["cohort", "flavor", "resource"])
 COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS = _gauge("cohort_subtree_admitted_active_workloads", "The number of admitted Workloads that are "
                                                   "active, per cohort's subtree", ["cohort"])
+COHORT_WEIGHTED_SHARE = _gauge("cohort_weighted_share", "Reports a value that representing the maximum of the ratios of usage above "
+                               "nominal\nquota to the lendable resources in the Cohort, among all the resources provided by\nthe Cohort, "
+                               "and divided by the weight.\nIf zero, it means that the usage of the Cohort is below the nominal quota.\n"
+                               "If the Cohort has a weight of zero and is borrowing, this will return NaN.", ["cohort"])
 COHORT_SUBTREE_ADMITTED_WORKLOADS = _counter("cohort_subtree_admitted_workloads_total", "The total number of admitted workloads per "
                                              "cohort's subtree", ["cohort", "priority_class"])

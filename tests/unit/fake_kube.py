@@ -1,7 +1,7 @@
 """An in-memory stand-in for `webhook.kube.Kube`: objects by path, resourceVersions, and a call log.
 
 Supports what the cert manager and the lookups use: GET (object or list), POST (create, 409 if
-present), PUT (409 on a stale resourceVersion), PATCH (JSON Patch incl. `test`, merge patch) and
+present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch) and
 watch (blocks until `stop` is set, yielding nothing).
 """
 
@@ -89,6 +89,14 @@ class FakeKube:
         self.stop.wait(timeout_seconds)
         return iter(())
 
+    def _put_status(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The status subresource: only `status` of the body is taken, guarded by resourceVersion."""
+        current = self.objects[path]
+        if (body.get("metadata") or {}).get("resourceVersion") != current["metadata"]["resourceVersion"]:
+            raise k.Conflict(409, "the object has been modified")
+        self.put(path, {**current, "status": copy.deepcopy(body.get("status") or {})})
+        return copy.deepcopy(self.objects[path])
+
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
         with self._lock:
@@ -103,6 +111,8 @@ class FakeKube:
                     raise k.Conflict(409, "already exists")
                 self.put(target, body)
                 return copy.deepcopy(self.objects[target])
+            if method == "PUT" and path.endswith("/status") and path.removesuffix("/status") in self.objects:
+                return self._put_status(path.removesuffix("/status"), body)
             if path not in self.objects:
                 raise k.NotFound(404, f"{path} not found")
             current = self.objects[path]

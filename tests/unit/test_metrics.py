@@ -21,20 +21,20 @@ FR = ("cohort", "cluster_queue", "flavor", "resource", "replica_role")
 
 EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_build_info": ("gauge", ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform")),
-    "kueue_admission_attempts": ("counter", ("result", "replica_role")),
+    "kueue_admission_attempts_total": ("counter", ("result", "replica_role")),
     "kueue_admission_attempt_duration_seconds": ("histogram", ("result", "replica_role")),
     "kueue_pending_workloads": ("gauge", ("cluster_queue", "status", "replica_role")),
-    "kueue_quota_reserved_workloads": ("counter", CQ_PC),
+    "kueue_quota_reserved_workloads_total": ("counter", CQ_PC),
     "kueue_quota_reserved_wait_time_seconds": ("histogram", CQ_PC),
-    "kueue_admitted_workloads": ("counter", CQ_PC),
+    "kueue_admitted_workloads_total": ("counter", CQ_PC),
     "kueue_admission_wait_time_seconds": ("histogram", CQ_PC),
     "kueue_admission_checks_wait_time_seconds": ("histogram", CQ_PC),
-    "kueue_evicted_workloads": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
-    "kueue_evicted_workloads_once": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
-    "kueue_preempted_workloads": ("counter", ("preempting_cluster_queue", "reason", "replica_role")),
+    "kueue_evicted_workloads_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_evicted_workloads_once_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_preempted_workloads_total": ("counter", ("preempting_cluster_queue", "reason", "replica_role")),
     "kueue_reserving_active_workloads": ("gauge", ("cluster_queue", "replica_role")),
     "kueue_admitted_active_workloads": ("gauge", ("cluster_queue", "replica_role")),
-    "kueue_finished_workloads": ("counter", CQ_PC),
+    "kueue_finished_workloads_total": ("counter", CQ_PC),
     "kueue_cluster_queue_status": ("gauge", ("cluster_queue", "status", "replica_role")),
     "kueue_cluster_queue_info": ("gauge", ("cluster_queue", "parent_cohort", "root_cohort", "replica_role")),
     "kueue_cluster_queue_nominal_quota": ("gauge", FR),
@@ -43,11 +43,11 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_cluster_queue_resource_reservation": ("gauge", FR),
     "kueue_cluster_queue_resource_usage": ("gauge", FR),
     "kueue_local_queue_pending_workloads": ("gauge", ("name", "namespace", "status", "replica_role")),
-    "kueue_local_queue_quota_reserved_workloads": ("counter", LQ_PC),
+    "kueue_local_queue_quota_reserved_workloads_total": ("counter", LQ_PC),
     "kueue_local_queue_quota_reserved_wait_time_seconds": ("histogram", LQ_PC),
-    "kueue_local_queue_admitted_workloads": ("counter", LQ_PC),
+    "kueue_local_queue_admitted_workloads_total": ("counter", LQ_PC),
     "kueue_local_queue_admission_wait_time_seconds": ("histogram", LQ_PC),
-    "kueue_local_queue_evicted_workloads": ("counter", ("name", "namespace", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_local_queue_evicted_workloads_total": ("counter", ("name", "namespace", "reason", "underlying_cause", "priority_class", "replica_role")),
     "kueue_local_queue_reserving_active_workloads": ("gauge", ("name", "namespace", "replica_role")),
     "kueue_local_queue_admitted_active_workloads": ("gauge", ("name", "namespace", "replica_role")),
     "kueue_local_queue_status": ("gauge", ("name", "namespace", "active", "replica_role")),
@@ -57,7 +57,19 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_cohort_subtree_quota": ("gauge", ("cohort", "flavor", "resource", "replica_role")),
     "kueue_cohort_subtree_resource_reservations": ("gauge", ("cohort", "flavor", "resource", "replica_role")),
     "kueue_cohort_subtree_admitted_active_workloads": ("gauge", ("cohort", "replica_role")),
-    "kueue_cohort_subtree_admitted_workloads": ("counter", ("cohort", "priority_class", "replica_role")),
+    "kueue_cohort_subtree_admitted_workloads_total": ("counter", ("cohort", "priority_class", "replica_role")),
+    "kueue_finished_workloads": ("gauge", ("cluster_queue", "replica_role")),
+    "kueue_execution_time_seconds": ("histogram", CQ_PC),
+    "kueue_workload_eviction_latency_seconds": ("histogram", ("cluster_queue", "reason", "replica_role")),
+    "kueue_unadmitted_workloads": ("gauge", ("cluster_queue", "reason", "underlying_cause", "replica_role")),
+    "kueue_workload_creation_latency_seconds": ("histogram", ("job_kind", "replica_role")),
+    "kueue_cluster_queue_weighted_share": ("gauge", ("cluster_queue", "cohort", "replica_role")),
+    "kueue_local_queue_admission_checks_wait_time_seconds": ("histogram", LQ_PC),
+    "kueue_local_queue_finished_workloads": ("gauge", ("name", "namespace", "replica_role")),
+    "kueue_local_queue_finished_workloads_total": ("counter", LQ_PC),
+    "kueue_local_queue_execution_time_seconds": ("histogram", LQ_PC),
+    "kueue_local_queue_unadmitted_workloads": ("gauge", ("name", "namespace", "cluster_queue", "reason", "underlying_cause", "replica_role")),
+    "kueue_cohort_weighted_share": ("gauge", ("cohort", "replica_role")),
 }
 
 
@@ -66,8 +78,10 @@ def test_worker_series_have_upstream_names_types_and_labels() -> None:
     families = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
     for family in families:
         if family._name.startswith("kueue_") and family._name != "kueue_webhook_reviews":
-            got[family._name] = (family._type, tuple(family._labelnames))
+            exposed = family._name + ("_total" if family._type == "counter" else "")  # the name in the exposition
+            got[exposed] = (family._type, tuple(family._labelnames))
     assert got == EXPECTED
+    assert {f.name for f in metrics.WORKER_REGISTRY.collect()} >= {"kueue_finished_workloads", "kueue_local_queue_finished_workloads"}
 
 
 def test_webhook_registry_holds_no_kueue_worker_series() -> None:

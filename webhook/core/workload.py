@@ -260,14 +260,23 @@ class WorkloadInfo:
         return out
 
     def usage(self) -> FRQuantities:
-        """Quota held, from status.admission scaled down by reclaimablePods."""
+        """Quota held, from status.admission scaled down by reclaimablePods.
+
+        As upstream's `totalRequestsFromAdmission`: the pods still needed are the podSet's count
+        minus its reclaimable pods; only when that is below the admitted count is the usage scaled,
+        per pod first (integer division) and then by the pods still needed. A partially admitted
+        podSet keeps its usage until more pods are reclaimable than were left out.
+        """
         out: FRQuantities = {}
+        sizes = {ps.name: ps.count for ps in self.pod_sets}
         for psa in self.assignments:
-            reclaim = self.reclaimable.get(psa.name, 0)
+            admitted = psa.count or sizes.get(psa.name, 0)
+            size = sizes.get(psa.name, admitted)
+            needed = size - min(self.reclaimable.get(psa.name, 0), size)
             for res, flavor in psa.flavors.items():
                 v = psa.resource_usage.get(res, 0)
-                if reclaim and psa.count:
-                    v = v * max(0, psa.count - reclaim) // psa.count
+                if needed < admitted:
+                    v = v // admitted * needed
                 if v:
                     fr = FlavorResource(flavor, res)
                     out[fr] = out.get(fr, 0) + v

@@ -46,10 +46,10 @@ from webhook.core.cycle import (
     UnsetReservation,
 )
 from webhook.core.workload import WorkloadKey
-from webhook.worker import events
+from webhook.worker import events, priority
 from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.job import JobReconciler
-from webhook.worker.reporter import MetricsReporter
+from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
@@ -139,6 +139,7 @@ class Manager:
         # version, typically our own earlier Pending write landing late; see `_feed`.
         self._admitting: set[str] = set()
         self.started_at = 0.0
+        self._workload_states: dict[str, WorkloadState] = {}
 
     # == informers ================================================================================
     def start(self) -> None:
@@ -168,11 +169,18 @@ class Manager:
         k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced, query=query)
 
     def _event(self, kind: str, etype: str, obj: dict[str, Any], *, store: bool = True) -> None:
+        if kind == "workloadpriorityclasses" and etype != "DELETED":
+            old = self.store.get(kind, object_key(obj)) if store else None
+            # Creation or a new value (relisted classes are re-checked): re-sync its Workloads' spec.priority.
+            if (old is None or old.get("value") != obj.get("value")) and self.synced():
+                self._sync_priorities(object_key(obj))
         if store:
             if etype == "DELETED":
                 self.store.delete(kind, object_key(obj))
             elif not self.store.put(kind, obj):
                 return  # older than what a writer already stored
+        if kind == "workloads":
+            self._observe_workload(etype, obj)
         if self.pods is not None:
             self.pods.on_event(kind, etype, obj)
             if kind == "pods":
@@ -186,9 +194,29 @@ class Manager:
                 if ref.get("controller") and ref.get("kind") == "Job":
                     self.job_queue.add(f"{meta.get('namespace')}/{ref.get('name')}")
 
+    def _observe_workload(self, etype: str, obj: dict[str, Any]) -> None:
+        """Report status transitions between two watch events of a Workload (the update handler's
+        metrics). The previous state is our own record, not the store: writers put their results
+        there before the watch event arrives. Only the workloads informer thread calls this."""
+        key = object_key(obj)
+        if etype == "DELETED":
+            self._workload_states.pop(key, None)
+            return
+        previous = self._workload_states.get(key)
+        self._workload_states[key] = WorkloadState.of(obj)
+        if previous is not None:
+            self.reporter.workload_updated(previous, obj, datetime.now(UTC))
+
     def synced(self) -> bool:
         with self._synced_lock:
             return len(self._synced) == len(self.resources)
+
+    def _sync_priorities(self, name: str) -> None:
+        """The WorkloadPriorityClass controller's reconcile, run by a writer thread (`priority.py`)."""
+        def sync() -> None:
+            priority.sync_workload_priorities(self.kube, self.store, name)
+
+        self.writes.add(f"workloadpriorityclasses/{name}", Call(sync))
 
     # == the core thread ==========================================================================
     def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
@@ -281,6 +309,8 @@ class Manager:
             self._report_queue_blockers(None if queues_changed else touched, now)
             if not rebuilt:
                 rebuilt = True
+                for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
+                    self._sync_priorities(object_key(wpc))
                 self.job_queue.start()
                 if self.pods is not None:
                     self.pods.start()
@@ -295,7 +325,7 @@ class Manager:
                 if not (result.admitted or result.preempted):
                     break
             self._publish_queue_status(now)
-            self.reporter.refresh(self.core)
+            self.reporter.refresh(self.core, self.store.list("workloads"))
 
     # == decisions → writes =======================================================================
     def _wl_path(self, key: str) -> str:
@@ -497,19 +527,31 @@ class Manager:
     def _publish_queue_status(self, now: datetime) -> None:
         for name in sorted(self.core.cache.cluster_queues):
             self._publish(f"clusterqueues/{name}", "clusterqueues", k.object_path(c.V1BETA2, "clusterqueues", None, name),
-                          self.core.cluster_queue_status(name), now)
+                          self.core.cluster_queue_status(name), now, optional=("fairSharing",))
         for key in sorted(self.core.cache.local_queues):
             ns, name = key.split("/", 1)
             self._publish(f"localqueues/{key}", "localqueues", k.object_path(c.V1BETA2, "localqueues", ns, name),
                           self.core.local_queue_status(ns, name), now)
+        # Cohort objects (`cohort_controller.go`): only fairSharing, removed when fair sharing is off.
+        for cohort in self.store.list("cohorts"):
+            name = cohort["metadata"]["name"]
+            if name in self.core.cache.forest.cohorts:
+                self._publish(f"cohorts/{name}", "cohorts", k.object_path(c.V1BETA2, "cohorts", None, name),
+                              self.core.cohort_status(name), now, optional=("fairSharing",))
         self._release_finalizers()
 
-    def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime) -> None:
-        if not computed or self._published.get(key) == computed:
+    def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime,
+                 *, optional: Sequence[str] = ()) -> None:
+        """Write `computed` into the object's status when it changed; `optional` fields absent from
+        `computed` are removed (upstream sets them to nil, e.g. fairSharing without fair sharing)."""
+        if self._published.get(key) == computed:
             return
         self._published[key] = computed
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for field_name in optional:
+                if field_name not in computed:
+                    status.pop(field_name, None)
             for field_name, value in computed.items():
                 if field_name != "conditions":
                     status[field_name] = value

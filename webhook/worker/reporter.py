@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import platform
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,12 +27,13 @@ from prometheus_client import Gauge
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.config import Configuration
+from webhook.core import fair_sharing
 from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 from webhook.worker.status import find_condition
 
-__all__ = ["ROLE", "MetricsReporter", "priority_class", "queued_since"]
+__all__ = ["ROLE", "MetricsReporter", "WorkloadState", "execution_seconds", "priority_class", "queued_since", "workload_created", "workload_status"]
 
 ROLE = "leader"
 
@@ -51,6 +53,51 @@ def queued_since(wl: Mapping[str, Any], default: datetime) -> datetime:
         if at is not None and at > created:
             return at
     return created
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """What the update-event metrics need of a Workload's previous version."""
+
+    status: str
+    cluster_queue: str
+
+    @classmethod
+    def of(cls, wl: Mapping[str, Any]) -> WorkloadState:
+        return cls(workload_status(wl), str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""))
+
+
+def workload_status(wl: Mapping[str, Any]) -> str:
+    """finished, admitted, quotaReserved or pending (upstream `workload.Status`)."""
+    for ctype, name in ((c.WorkloadCondition.FINISHED, "finished"), (c.WorkloadCondition.ADMITTED, "admitted"),
+                        (c.WorkloadCondition.QUOTA_RESERVED, "quotaReserved")):
+        if (find_condition(wl, ctype) or {}).get("status") == "True":
+            return name
+    return "pending"
+
+
+def execution_seconds(wl: Mapping[str, Any]) -> float | None:
+    """Admitted → Finished, plus `accumulatedPastExecutionTimeSeconds` (`TotalExecutionTime`)."""
+    admitted = find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
+    finished = find_condition(wl, c.WorkloadCondition.FINISHED) or {}
+    if admitted.get("status") != "True" or finished.get("status") != "True":
+        return None
+    start, end = _parse_time(admitted.get("lastTransitionTime")), _parse_time(finished.get("lastTransitionTime"))
+    if start is None or end is None:
+        return None
+    past = int((wl.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0)
+    return past + (end - start).total_seconds()
+
+
+def workload_created(job_kind: str, owner: Mapping[str, Any], wl: Mapping[str, Any]) -> None:
+    """`workload_creation_latency_seconds`: owner creation → Workload creation, for owners still at
+    generation 1 (`RecordWorkloadCreationLatency`). Thread-safe (a histogram only)."""
+    if int((owner.get("metadata") or {}).get("generation") or 0) > 1:
+        return
+    owner_at = _parse_time((owner.get("metadata") or {}).get("creationTimestamp"))
+    wl_at = _parse_time((wl.get("metadata") or {}).get("creationTimestamp"))
+    if owner_at is not None and wl_at is not None:
+        m.WORKLOAD_CREATION_LATENCY.labels(job_kind, ROLE).observe((wl_at - owner_at).total_seconds())
 
 
 def priority_class(wl: Mapping[str, Any] | None) -> str:
@@ -92,6 +139,7 @@ class MetricsReporter:
         self.cq_resources = config.metrics.enable_cluster_queue_resources
         self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
         self.cohorts = config.feature_enabled("MetricsForCohorts")
+        self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._sets: dict[int, _GaugeSet] = {}
         m.BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
@@ -127,6 +175,7 @@ class MetricsReporter:
         if lq is not None:
             m.LOCAL_QUEUE_ADMITTED_WORKLOADS.labels(*lq, pc, ROLE).inc()
             m.LOCAL_QUEUE_ADMISSION_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
+            m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME.labels(*lq, pc, ROLE).observe(0)
 
     def _local_queue(self, wl: Mapping[str, Any] | None) -> tuple[str, str] | None:
         if not self.local_queues or wl is None:
@@ -152,8 +201,37 @@ class MetricsReporter:
     def drained(self, d: Evict, wl: Mapping[str, Any] | None) -> None:
         self.evicted(str(d.key), d.cluster_queue, d.reason, wl)
 
+    # == Workload update events (`workload_controller.go`'s Update handler) ========================
+    def workload_updated(self, before: WorkloadState, new: Mapping[str, Any], now: datetime) -> None:
+        """Series observed on a Workload's status transition: finished totals and execution time
+        on becoming Finished; eviction latency on going back to pending while Evicted=True.
+        Called from the informer thread: only counters and histograms, which lock themselves."""
+        after = workload_status(new)
+        if after == "finished" and before.status != "finished":
+            self._finished(new)
+        if before.status in ("quotaReserved", "admitted") and after == "pending" and before.cluster_queue:
+            evicted = find_condition(new, c.WorkloadCondition.EVICTED)
+            at = _parse_time((evicted or {}).get("lastTransitionTime"))
+            if evicted is not None and evicted.get("status") == "True" and at is not None:
+                m.WORKLOAD_EVICTION_LATENCY.labels(before.cluster_queue, str(evicted.get("reason") or ""), ROLE).observe(
+                    (now - at).total_seconds())
+
+    def _finished(self, wl: Mapping[str, Any]) -> None:
+        pc = priority_class(wl)
+        cq = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        m.FINISHED_WORKLOADS_TOTAL.labels(cq, pc, ROLE).inc()
+        lq = self._local_queue(wl)
+        if lq is not None:
+            m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL.labels(*lq, pc, ROLE).inc()
+        seconds = execution_seconds(wl)
+        if seconds is not None:
+            m.EXECUTION_TIME.labels(cq, pc, ROLE).observe(seconds)
+            if lq is not None:
+                m.LOCAL_QUEUE_EXECUTION_TIME.labels(*lq, pc, ROLE).observe(seconds)
+
     # == gauges =====================================================================================
-    def refresh(self, core: AdmissionCore) -> None:
+    def refresh(self, core: AdmissionCore, workloads: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Every gauge, from the core and the Workloads in the store."""
         cache, queues = core.cache, core.queues
         pending: dict[tuple[str, ...], float] = {}
         reserving: dict[tuple[str, ...], float] = {}
@@ -191,6 +269,61 @@ class MetricsReporter:
             self._refresh_local_queues(core)
         if self.cohorts:
             self._refresh_cohorts(core)
+        self._refresh_workload_counts(core, workloads)
+        self._refresh_weighted_shares(core)
+
+    def _refresh_workload_counts(self, core: AdmissionCore, workloads: Iterable[Mapping[str, Any]]) -> None:
+        """Finished Workloads still present, and unadmitted ones by (Admitted reason, QuotaReserved
+        reason), counted against their LocalQueue's ClusterQueue (`pkg/cache/queue/manager.go`,
+        `unadmitted_workloads.go`). Every ClusterQueue and LocalQueue with a LocalQueue gets a
+        finished series, 0 included; unadmitted series exist while their count is positive."""
+        cache = core.cache
+        lq_finished: dict[tuple[str, ...], float] = {(lq.name, lq.namespace): 0 for lq in cache.local_queues.values()}
+        cq_finished: dict[tuple[str, ...], float] = {(lq.cluster_queue,): 0 for lq in cache.local_queues.values()
+                                                     if lq.cluster_queue in cache.cluster_queues}
+        unadmitted: dict[tuple[str, ...], float] = {}
+        lq_unadmitted: dict[tuple[str, ...], float] = {}
+        for wl in workloads:
+            meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
+            lq = cache.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName') or ''}")
+            cq = lq.cluster_queue if lq is not None else ""
+            status = workload_status(wl)
+            if status == "finished":
+                if lq is not None:
+                    lq_finished[(lq.name, lq.namespace)] += 1
+                    if (cq,) in cq_finished:
+                        cq_finished[(cq,)] += 1
+                continue
+            if status == "admitted" or meta.get("deletionTimestamp") or not cq:
+                continue
+            admitted = find_condition(wl, c.WorkloadCondition.ADMITTED)
+            reason = str(admitted.get("reason") or "") if admitted is not None else "NoReservation"
+            reserved = find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+            cause = "PendingEvaluation" if reserved is None else "" if reserved.get("status") == "True" else str(reserved.get("reason") or "")
+            unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
+            if lq is not None:
+                labels = (lq.name, lq.namespace, cq, reason, cause)
+                lq_unadmitted[labels] = lq_unadmitted.get(labels, 0) + 1
+        self._set(m.FINISHED_WORKLOADS, cq_finished)
+        if self.unadmitted:
+            self._set(m.UNADMITTED_WORKLOADS, unadmitted)
+        if self.local_queues:
+            self._set(m.LOCAL_QUEUE_FINISHED_WORKLOADS, lq_finished)
+            if self.unadmitted:
+                self._set(m.LOCAL_QUEUE_UNADMITTED_WORKLOADS, lq_unadmitted)
+
+    def _refresh_weighted_shares(self, core: AdmissionCore) -> None:
+        """With fair sharing: `cluster_queue_weighted_share` (also needs enableClusterQueueResources;
+        NaN for +Inf) and `cohort_weighted_share` of every Cohort object (+Inf stays +Inf, as
+        upstream's code reports it whatever its help text says)."""
+        if not core.config.fair_sharing:
+            return
+        cache = core.cache
+        if self.cq_resources:
+            self._set(m.CLUSTER_QUEUE_WEIGHTED_SHARE, {
+                (name, node.spec.cohort): _share(node, nan_for_inf=True) for name, node in sorted(cache.cluster_queues.items())})
+        self._set(m.COHORT_WEIGHTED_SHARE, {
+            (name, ): _share(node, nan_for_inf=False) for name, node in sorted(cache.forest.cohorts.items()) if node.explicit})
 
     def _cq_resources(self, core: AdmissionCore, name: str, out: dict[str, dict[tuple[str, ...], float]]) -> None:
         node = core.cache.cluster_queues[name]
@@ -268,6 +401,14 @@ class MetricsReporter:
         pc = priority_class(wl)
         for co in node.path_to_root():
             m.COHORT_SUBTREE_ADMITTED_WORKLOADS.labels(co.name, pc, ROLE).inc()
+
+
+def _share(node: QuotaNode, *, nan_for_inf: bool) -> float:
+    """`PreciseWeightedShare`: the unrounded share, +Inf for a zero-weight borrower."""
+    share = fair_sharing.dominant_resource_share(node).precise_share()
+    if share is None:
+        return math.nan if nan_for_inf else math.inf
+    return float(share)
 
 
 def _quantity(resource: str, text: str) -> float:

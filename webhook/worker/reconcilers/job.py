@@ -19,11 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook import kube as k
-from webhook import metrics
 from webhook.api import constants as c
 from webhook.api import fields, selector
 from webhook.config import Configuration
-from webhook.worker import events
+from webhook.worker import events, reporter
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
@@ -36,6 +35,7 @@ __all__ = [
     "finished_condition",
     "plan",
     "pod_sets",
+    "reclaimable_pods",
     "restore_patch",
     "start_patch",
     "workload_name",
@@ -282,12 +282,50 @@ def restore_patch(job: Mapping[str, Any], wl: Mapping[str, Any]) -> dict[str, An
     return out
 
 
+def _terminal_indexes(completed: str, failed: str, completions: int) -> int:
+    """Indexes of an Indexed Job that will not run again (completed or failed), counted once each;
+    indexes >= completions and malformed intervals are ignored (upstream `terminalIndexesCount`)."""
+    seen: set[int] = set()
+    for text in (completed, failed):
+        for interval in filter(None, text.split(",")):
+            first, sep, last = interval.partition("-")
+            try:
+                lo, hi = int(first), int(last) if sep else int(first)
+            except ValueError:
+                continue
+            if lo <= hi:
+                seen.update(range(lo, min(hi, completions - 1) + 1))
+    return len(seen)
+
+
+def reclaimable_pods(job: Mapping[str, Any], wl: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """`status.reclaimablePods` for a running Job (upstream `Job.ReclaimablePods`): once fewer pods
+    remain to finish than run in parallel, the spare slots' quota is released. Capped at the
+    podSet's count (`LimitReclaimablePodsToPodSetSizes`)."""
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    parallelism = _int(spec.get("parallelism"), 1)
+    completions = _int(spec.get("completions"), parallelism)
+    terminal = int(status.get("succeeded") or 0)
+    if spec.get("completionMode") == "Indexed":
+        terminal = _terminal_indexes(str(status.get("completedIndexes") or ""), str(status.get("failedIndexes") or ""), completions)
+    remaining = max(completions - terminal, 0)
+    if parallelism <= 1 or terminal <= 0 or remaining >= parallelism:
+        return []
+    sizes = {ps.get("name"): int(ps.get("count") or 0) for ps in (wl.get("spec") or {}).get("podSets") or ()}
+    return [{"name": "main", "count": min(parallelism - remaining, sizes.get("main", parallelism - remaining))}]
+
+
+def _same_reclaimable(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> bool:
+    return {r.get("name"): r.get("count") for r in a} == {r.get("name"): r.get("count") for r in b} and len(a) == len(b)
+
+
 # == the plan =====================================================================================
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What one reconcile of a Job does; `action` is one of the names below."""
 
-    action: str  # ignore | finalize | create | finish | remove_finalizer | stop | clear_reservation | start | sync_queue | wait
+    action: str  # ignore | finalize | create | finish | remove_finalizer | update_reclaimable | stop | clear_reservation | start
+    #              | sync_queue | wait
     workload: Mapping[str, Any] | None = None
     reason: str = ""
     message: str = ""
@@ -344,6 +382,10 @@ def plan(
         if int(status.get("active") or 0) > 0:
             return Plan("wait")
         return Plan("create")
+    if config.feature_enabled("ReclaimablePods"):
+        wanted = reclaimable_pods(job, wl)
+        if not _same_reclaimable(wanted, (wl.get("status") or {}).get("reclaimablePods") or ()):
+            return Plan("update_reclaimable", wl, extra={"reclaimablePods": wanted})
     if is_true(wl, c.WorkloadCondition.EVICTED):
         evicted = find_condition(wl, c.WorkloadCondition.EVICTED) or {}
         if not suspended:
@@ -420,6 +462,7 @@ class JobReconciler:
         except k.Conflict:
             return  # already exists: its watch event brings it to the store
         self.store.put("workloads", created)
+        reporter.workload_created("Job", job, created)
         wl_key = f"{ns}/{created['metadata']['name']}"
         log.info("created workload", extra={"object": wl_key, "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
         self.events.emit(job, "Normal", "CreatedWorkload", f"Created Workload: {wl_key}", CONTROLLER_NAME)
@@ -437,10 +480,6 @@ class JobReconciler:
             set_condition(status, {"type": c.WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}, now, gen)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
-        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
-        if cq and not is_true(wl, c.WorkloadCondition.FINISHED):
-            ref = (wl.get("spec") or {}).get("priorityClassRef") or {}
-            metrics.FINISHED_WORKLOADS_TOTAL.labels(cq, str(ref.get("name") or ""), "leader").inc()
         log.info("workload finished", extra={"object": f"{wl['metadata']['namespace']}/{wl['metadata']['name']}",
                                               "kind": "Workload", "decision": "Finished", "reason": reason})
 
@@ -528,6 +567,21 @@ class JobReconciler:
         cq = ((p.workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         log.info("started job", extra={"object": key, "kind": "Job", "decision": "Started", "cluster_queue": cq})
         self.events.emit(out, "Normal", "Started", f"Admitted by clusterQueue {cq}", CONTROLLER_NAME)
+
+    def _do_update_reclaimable(self, key: str, job: Mapping[str, Any], p: Plan, now: datetime) -> None:
+        """Quota of finished pods goes back while the Job runs (the core scales usage down)."""
+        assert p.workload is not None
+        wanted = [dict(r) for r in p.extra["reclaimablePods"]]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            if wanted:
+                status["reclaimablePods"] = wanted
+            else:
+                status.pop("reclaimablePods", None)
+
+        update_status(self.kube, self.store, "workloads", self._wl_path(p.workload), mutate)
+        log.info("updated reclaimable pods", extra={"object": f"{key.split('/')[0]}/{p.workload['metadata']['name']}",
+                                                    "kind": "Workload", "reclaimable_pods": wanted})
 
     def _do_sync_queue(self, key: str, job: Mapping[str, Any], p: Plan, now: datetime) -> None:
         assert p.workload is not None

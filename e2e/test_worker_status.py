@@ -1,0 +1,70 @@
+"""Status the worker keeps on other objects: Cohort status, ClusterQueue usage as finished pods of a
+running Job become reclaimable, and Workload `spec.priority` following its WorkloadPriorityClass."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from e2e.conftest import Kubectl
+from e2e.test_worker_job import wait_for
+from e2e.test_worker_scenarios import (
+    ClusterObjects,
+    cluster_queue,
+    flavor,
+    job,
+    local_queue,
+    objs,
+    submit,
+    wait_workload,
+    workload_of,
+)
+
+__all__ = ["objs"]
+
+
+def reserved(kubectl: Kubectl, cq: str) -> dict[str, Any] | None:
+    status = kubectl.get("clusterqueue", cq).get("status") or {}
+    usage = status.get("flavorsReservation") or []
+    return usage[0]["resources"][0] if usage else None  # type: ignore[no-any-return]
+
+
+def test_cohort_status_and_borrowed_zero(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+    rf, co, cq = objs.name("rf"), objs.name("co"), objs.name("cq")
+    objs.apply(flavor(rf))
+    objs.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": co}, "spec": {}})
+    objs.apply(cluster_queue(cq, rf, "2", cohort=co))
+    # Nothing borrowed: upstream's object still shows borrowed "0" (a Quantity is never omitted).
+    assert wait_for("usage published", lambda: reserved(kubectl, cq)) == {"name": "cpu", "total": "0", "borrowed": "0"}
+    # The local stack runs without fair sharing: a Cohort's status has no fairSharing.
+    assert "fairSharing" not in (kubectl.get("cohort", co).get("status") or {})
+
+
+def test_reclaimable_pods_release_quota_while_the_job_runs(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+    rf, cq = objs.name("rf"), objs.name("cq")
+    objs.apply(flavor(rf))
+    objs.apply(cluster_queue(cq, rf, "4"))
+    objs.apply(local_queue(namespace, "lq", cq))
+    j = job(namespace, "reclaim", "lq", run_for="10s")
+    j["spec"].update({"parallelism": 3, "completions": 4})
+    submit(kubectl, j)
+    wait_workload(kubectl, namespace, "reclaim", "Admitted")
+    assert wait_for("3 CPUs reserved", lambda: (r := reserved(kubectl, cq)) and r["total"] == "3" and r) is not None
+    # The first 3 pods succeed after 10 s; 1 remains for 3 slots, so 2 pods' quota is given back.
+    wl = wait_for("reclaimablePods", lambda: (w := workload_of(kubectl, namespace, "reclaim"))
+                  and (w.get("status") or {}).get("reclaimablePods") and w, timeout=60)
+    assert wl["status"]["reclaimablePods"] == [{"name": "main", "count": 2}]
+    assert wait_for("1 CPU reserved", lambda: (r := reserved(kubectl, cq)) and r["total"] == "1" and r, timeout=10) is not None
+
+
+def test_priority_class_value_change_reaches_the_workload(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+    rf, cq, wpc = objs.name("rf"), objs.name("cq"), objs.name("prio")
+    objs.apply(flavor(rf))
+    objs.apply(cluster_queue(cq, rf, "1"))
+    objs.apply(local_queue(namespace, "lq", cq))
+    objs.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 100})
+    submit(kubectl, job(namespace, "prio", "lq", labels={"kueue.x-k8s.io/priority-class": wpc}))
+    wl = wait_workload(kubectl, namespace, "prio", "Admitted")
+    assert wl["spec"]["priority"] == 100
+    kubectl("patch", "workloadpriorityclass", wpc, "--type=merge", "-p", json.dumps({"value": 250}))
+    wait_for("priority 250", lambda: (w := workload_of(kubectl, namespace, "prio")) and w["spec"].get("priority") == 250 and w)

@@ -1,0 +1,203 @@
+"""What the worker writes into queue status (ClusterQueue usage lists, Cohort fair sharing) and the
+WorkloadPriorityClass → Workload `spec.priority` sync, against a fake API server."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.unit.fake_kube import FakeKube
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.config import Configuration, FairSharing
+from webhook.worker import priority
+from webhook.worker.manager import RESOURCES, Manager
+from webhook.worker.workqueue import Retry
+
+API = {r.kind: r.api_version for r in RESOURCES}
+KINDS = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
+         "Workload": "workloads", "WorkloadPriorityClass": "workloadpriorityclasses"}
+
+
+class World:
+    """A Manager whose core is fed directly and whose writes run synchronously on `flush`."""
+
+    def __init__(self, config: Configuration, *objs: dict[str, Any]) -> None:
+        self.kube = FakeKube()
+        self.mgr = Manager(self.kube, config, identity="test", stop=threading.Event())
+        self.mgr.core.on_namespace("ns", {"kubernetes.io/metadata.name": "ns"}, T0)
+        for obj in objs:
+            self.add(obj)
+
+    def path(self, obj: dict[str, Any]) -> str:
+        plural = KINDS[obj["kind"]]
+        return k.object_path(API[plural], plural, obj["metadata"].get("namespace"), obj["metadata"]["name"])
+
+    def add(self, obj: dict[str, Any]) -> None:
+        self.kube.put(self.path(obj), obj)
+        stored = self.kube.get(self.path(obj))
+        assert stored is not None
+        self.mgr.store.put(KINDS[obj["kind"]], stored)
+        self.mgr._feed(KINDS[obj["kind"]], "ADDED", stored, T0)
+
+    def publish(self) -> None:
+        self.mgr._publish_queue_status(T0)
+        self.flush()
+
+    def flush(self) -> None:
+        queued = self.mgr.writes._queued
+        while queued:
+            key, items = queued.popitem(last=False)
+            self.mgr._write(key, items)
+
+    def status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        got = self.kube.get(self.path(obj))
+        assert got is not None
+        return dict(got.get("status") or {})
+
+
+ROOT = make_cohort("root").obj()
+CHILD = make_cohort("child").parent("root").obj()
+CQ_A = make_cq("a").cohort("child").group(fq("default", cpu="2")).obj()
+CQ_B = make_cq("b").cohort("root").group(fq("default", cpu="2")).obj()
+# `a` runs 3 CPUs on a nominal quota of 2: its cohort `child` borrows 1 of the 4 CPUs `root` can lend.
+BORROWER = make_wl("w").queue("lq-a").request(cpu="3").reserve("a", psa(cpu=("default", "3"))).obj()
+
+
+def objects() -> list[dict[str, Any]]:
+    return [make_flavor("default").obj(), ROOT, CHILD, CQ_A, CQ_B, make_lq("lq-a", "ns", "a"), BORROWER]
+
+
+def test_cohort_status_carries_the_weighted_share_with_fair_sharing() -> None:
+    w = World(Configuration(fair_sharing=FairSharing()), *objects())
+    w.publish()
+    assert w.status(CHILD) == {"fairSharing": {"weightedShare": 250}}  # ceil(1 CPU x 1000 / 4 CPUs lendable)
+    assert w.status(ROOT) == {"fairSharing": {"weightedShare": 0}}  # a root borrows from nobody
+    assert w.status(CQ_A)["fairSharing"]["weightedShare"] > 0
+
+
+def test_cohort_status_drops_fair_sharing_when_it_is_off() -> None:
+    stale = {**CHILD, "status": {"fairSharing": {"weightedShare": 7}}}
+    w = World(Configuration(), make_flavor("default").obj(), ROOT, stale, CQ_A)
+    w.publish()
+    assert w.status(CHILD) == {}
+    assert "fairSharing" not in w.status(CQ_A)
+
+
+def test_cluster_queue_usage_lists_carry_borrowed_even_when_zero() -> None:
+    """Upstream's `borrowed` is a resource.Quantity (a struct): `omitempty` never drops it, so the
+    stored object shows "0" whenever nothing is borrowed; LocalQueue entries have no such field."""
+    w = World(Configuration(), *objects())
+    w.publish()
+    assert w.status(CQ_A)["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3", "borrowed": "1"}]}]
+    assert w.status(CQ_B)["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "0", "borrowed": "0"}]}]
+    lq = w.status(make_lq("lq-a", "ns", "a"))
+    assert lq["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
+
+
+def test_reclaimable_pods_release_quota_in_queue_status() -> None:
+    """usage = per-pod requests x (count - reclaimable): 4 pods of 1 CPU with 3 reclaimable hold 1 CPU."""
+    job_wl = make_wl("job").queue("lq-a").podset(count=4, cpu="1").reserve("a", psa(count=4, cpu=("default", "4"))).obj()
+    w = World(Configuration(), make_flavor("default").obj(), CQ_A, make_lq("lq-a", "ns", "a"), job_wl)
+    w.publish()
+    assert w.status(CQ_A)["flavorsReservation"][0]["resources"][0]["total"] == "4"
+    job_wl["status"]["reclaimablePods"] = [{"name": "main", "count": 3}]
+    w.add(job_wl)
+    w.publish()
+    assert w.status(CQ_A)["flavorsReservation"][0]["resources"][0] == {"name": "cpu", "total": "1", "borrowed": "0"}
+    assert w.status(make_lq("lq-a", "ns", "a"))["flavorsUsage"][0]["resources"][0]["total"] == "1"
+
+
+def test_partially_admitted_pod_set_keeps_its_usage_until_more_pods_are_reclaimable_than_were_left_out() -> None:
+    """Upstream counts the pods still needed from the podSet's count: 6 pods, 4 admitted, 2
+    reclaimable leaves 4 needed (no change); 3 reclaimable leaves 3 of the 4 admitted."""
+    wl = make_wl("partial").queue("lq-a").podset(count=6, min_count=2, cpu="500m").reserve("a", psa(count=4, cpu=("default", "2"))).obj()
+    w = World(Configuration(), make_flavor("default").obj(), CQ_A, make_lq("lq-a", "ns", "a"))
+    for reclaimable, total in ((2, "2"), (3, "1500m")):
+        wl["status"]["reclaimablePods"] = [{"name": "main", "count": reclaimable}]
+        w.add(wl)
+        w.publish()
+        assert w.status(CQ_A)["flavorsReservation"][0]["resources"][0]["total"] == total
+
+
+# == WorkloadPriorityClass → spec.priority =========================================================
+def wpc(value: int) -> dict[str, Any]:
+    return {"apiVersion": c.V1BETA2, "kind": "WorkloadPriorityClass", "metadata": {"name": "high"}, "value": value}
+
+
+def ref(kind: str = "WorkloadPriorityClass", group: str = c.GROUP) -> dict[str, str]:
+    return {"group": group, "kind": kind, "name": "high"}
+
+
+def workload(name: str, priority_value: int, reference: dict[str, str], *, finished: bool = False) -> dict[str, Any]:
+    b = make_wl(name).priority(priority_value).request(cpu="1")
+    if finished:
+        b = b.reserve("a", psa(cpu=("default", "1"))).finished()
+    wl = b.obj()
+    wl["spec"]["priorityClassRef"] = reference
+    return wl
+
+
+def priorities(w: World, *names: str) -> list[int]:
+    out = []
+    for name in names:
+        got = w.kube.get(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}")
+        assert got is not None
+        out.append(got["spec"]["priority"])
+    return out
+
+
+def test_value_change_rewrites_priority_of_every_workload_naming_the_class() -> None:
+    w = World(Configuration(), wpc(100),
+              workload("pending", 10, ref()), workload("done", 10, ref(), finished=True), workload("current", 100, ref()),
+              workload("pod-priority", 10, ref("PriorityClass", "scheduling.k8s.io")))
+    calls = len(w.kube.calls)
+    assert priority.sync_workload_priorities(w.kube, w.mgr.store, "high") == ["ns/done", "ns/pending"]
+    assert [m for m, _ in w.kube.calls[calls:]] == ["PUT", "PUT"]  # the Workload already at 100 is not written
+    assert priorities(w, "pending", "done", "current", "pod-priority") == [100, 100, 100, 10]
+    assert w.mgr.store.get("workloads", "ns/pending")["spec"]["priority"] == 100  # type: ignore[index]
+
+
+def test_conflicting_update_is_retried_on_the_newest_version() -> None:
+    w = World(Configuration(), wpc(100), workload("pending", 10, ref()))
+    # Someone else changed the Workload since the store saw it: the first PUT conflicts.
+    path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/pending"
+    newer = w.kube.get(path)
+    assert newer is not None
+    newer["metadata"]["labels"] = {"touched": "yes"}
+    w.kube.put(path, newer)
+    assert priority.sync_workload_priorities(w.kube, w.mgr.store, "high") == ["ns/pending"]
+    got = w.kube.get(path)
+    assert got is not None and got["spec"]["priority"] == 100 and got["metadata"]["labels"] == {"touched": "yes"}
+
+
+def test_failed_update_makes_the_class_retried() -> None:
+    w = World(Configuration(), wpc(100), workload("pending", 10, ref()))
+    w.kube.objects.clear()  # GET after the conflict finds nothing: a vanished Workload is not an error
+    assert priority.sync_workload_priorities(w.kube, w.mgr.store, "high") == []
+
+    class Failing(FakeKube):
+        def replace(self, path: str, body: Any, *, timeout: float = 30) -> dict[str, Any]:
+            raise k.KubeError(500, "etcd is sad")
+
+    with pytest.raises(Retry):
+        priority.sync_workload_priorities(Failing(), w.mgr.store, "high")
+
+
+@pytest.mark.parametrize(("old_value", "queued"), [
+    pytest.param(None, True, id="created"),
+    pytest.param(100, False, id="value unchanged"),
+    pytest.param(5, True, id="value changed"),
+])
+def test_manager_syncs_on_creation_and_value_change_only(old_value: int | None, queued: bool) -> None:
+    w = World(Configuration(), workload("pending", 10, ref()))
+    w.mgr._synced.update(r.kind for r in w.mgr.resources)
+    if old_value is not None:
+        w.mgr.store.put("workloadpriorityclasses", {**wpc(old_value), "metadata": {"name": "high", "resourceVersion": "1"}})
+    w.mgr._event("workloadpriorityclasses", "ADDED" if old_value is None else "MODIFIED",
+                 {**wpc(100), "metadata": {"name": "high", "resourceVersion": "2", "labels": {"x": "y"}}})
+    w.flush()
+    assert priorities(w, "pending") == [100 if queued else 10]

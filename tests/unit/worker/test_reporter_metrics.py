@@ -1,0 +1,151 @@
+"""Values of the worker's series after a scenario: finished and unadmitted Workloads, execution time,
+eviction latency, weighted shares and workload creation latency (`pkg/metrics/metrics.go`)."""
+
+from __future__ import annotations
+
+import math
+import threading
+from datetime import timedelta
+from typing import Any
+
+from tests.unit.core.builders import (
+    T0,
+    fq,
+    make_cohort,
+    make_core,
+    make_cq,
+    make_flavor,
+    make_lq,
+    make_wl,
+    psa,
+    ts,
+)
+from tests.unit.fake_kube import FakeKube
+from webhook import metrics
+from webhook.config import Configuration, FairSharing, Metrics
+from webhook.worker import reporter
+from webhook.worker.manager import Manager
+from webhook.worker.reporter import MetricsReporter, WorkloadState
+
+ROLE = {"replica_role": "leader"}
+
+
+def sample(series: str, **labels: str) -> float:
+    return metrics.WORKER_REGISTRY.get_sample_value(series, {**labels, **ROLE}) or 0.0
+
+
+def present(series: str, **labels: str) -> bool:
+    return metrics.WORKER_REGISTRY.get_sample_value(series, {**labels, **ROLE}) is not None
+
+
+def admitted(name: str, cq: str, lq: str = "lq") -> Any:
+    return make_wl(name).queue(lq).request(cpu="1").reserve(cq, psa(cpu=("default", "1")))
+
+
+def test_finishing_counts_the_workload_and_observes_its_execution_time() -> None:
+    old = admitted("done", "fin-cq").obj()
+    old["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    new = make_wl("done").condition("Finished", "True", "Succeeded", "", at=90).obj()
+    new["spec"] = old["spec"]
+    new["status"] = {**old["status"], "conditions": old["status"]["conditions"] + new["status"]["conditions"],
+                     "accumulatedPastExecutionTimeSeconds": 10}
+    rep = MetricsReporter(Configuration())
+    labels = {"cluster_queue": "fin-cq", "priority_class": "high"}
+    before = sample("kueue_finished_workloads_total", **labels)
+    rep.workload_updated(WorkloadState.of(old), new, T0 + timedelta(seconds=95))
+    rep.workload_updated(WorkloadState.of(new), new, T0 + timedelta(seconds=96))  # no transition, no count
+    assert sample("kueue_finished_workloads_total", **labels) == before + 1
+    assert sample("kueue_execution_time_seconds_sum", **labels) == 100  # 90 s admitted→finished + 10 s earlier runs
+    assert sample("kueue_execution_time_seconds_bucket", **labels, le="80.0") == 0
+    assert sample("kueue_execution_time_seconds_bucket", **labels, le="160.0") == 1
+    lq = {"name": "lq", "namespace": "ns", "priority_class": "high"}  # series the LocalQueue metrics add (on by default)
+    assert sample("kueue_local_queue_finished_workloads_total", **lq) == 1
+    assert sample("kueue_local_queue_execution_time_seconds_count", **lq) == 1
+
+
+def test_eviction_latency_is_observed_when_quota_is_released() -> None:
+    old = admitted("evicted", "evict-cq").evicted("Preempted").obj()  # Evicted=True at T0, still holding quota
+    new = make_wl("evicted").queue("lq").request(cpu="1").evicted("Preempted").condition("QuotaReserved", "False", "Pending").obj()
+    rep = MetricsReporter(Configuration())
+    rep.workload_updated(WorkloadState.of(old), new, T0 + timedelta(seconds=30))
+    labels = {"cluster_queue": "evict-cq", "reason": "Preempted"}
+    assert sample("kueue_workload_eviction_latency_seconds_sum", **labels) == 30
+    assert sample("kueue_workload_eviction_latency_seconds_bucket", **labels, le="40.0") == 1
+    assert sample("kueue_workload_eviction_latency_seconds_bucket", **labels, le="20.0") == 0
+    rep.workload_updated(WorkloadState.of(new), new, T0 + timedelta(seconds=31))  # already pending: nothing more
+    assert sample("kueue_workload_eviction_latency_seconds_count", **labels) == 1
+
+
+def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
+    objs = [make_flavor("default").obj(), make_cq("una-cq").group(fq("default", cpu="4")).obj(), make_lq("una-lq", "ns", "una-cq")]
+    core = make_core(*objs)
+    never_seen = make_wl("new").queue("una-lq").request(cpu="1").obj()
+    waiting = make_wl("waiting").queue("una-lq").request(cpu="1").condition("QuotaReserved", "False", "Pending").obj()
+    waiting2 = make_wl("waiting2").queue("una-lq").request(cpu="1").condition("QuotaReserved", "False", "Pending").obj()
+    checks = admitted("checks", "una-cq", "una-lq").condition("Admitted", "False", "NoChecks").obj()
+    running = admitted("running", "una-cq", "una-lq").obj()
+    done = admitted("done", "una-cq", "una-lq").finished().obj()
+    no_queue = make_wl("orphan").queue("missing").request(cpu="1").obj()
+    rep = MetricsReporter(Configuration())
+    rep.refresh(core, [never_seen, waiting, waiting2, checks, running, done, no_queue])
+    cq = {"cluster_queue": "una-cq"}
+    assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="PendingEvaluation") == 1
+    assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending") == 2
+    assert sample("kueue_unadmitted_workloads", **cq, reason="NoChecks", underlying_cause="") == 1
+    lq = {"name": "una-lq", "namespace": "ns"}
+    assert sample("kueue_local_queue_unadmitted_workloads", **lq, **cq, reason="NoReservation", underlying_cause="Pending") == 2
+    assert sample("kueue_finished_workloads", **cq) == 1
+    assert sample("kueue_local_queue_finished_workloads", **lq) == 1
+    rep.refresh(core, [running])  # the others were admitted or deleted
+    assert not present("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending")
+    assert sample("kueue_finished_workloads", **cq) == 0 and present("kueue_finished_workloads", **cq)
+
+
+def test_weighted_shares_with_fair_sharing() -> None:
+    objs = [make_flavor("default").obj(), make_cohort("ws-root").obj(), make_cohort("ws-child").parent("ws-root").obj(),
+            make_cq("ws-a").cohort("ws-child").group(fq("default", cpu="2")).obj(),
+            make_cq("ws-b").cohort("ws-root").group(fq("default", cpu="2")).obj(),
+            make_wl("w").request(cpu="3").reserve("ws-a", psa(cpu=("default", "3"))).obj()]
+    core = make_core(*objs, fair_sharing=True)
+    MetricsReporter(Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))).refresh(core)
+    assert sample("kueue_cohort_weighted_share", cohort="ws-child") == 250  # 1 CPU borrowed x 1000 / 4 lendable
+    assert sample("kueue_cohort_weighted_share", cohort="ws-root") == 0
+    assert sample("kueue_cluster_queue_weighted_share", cluster_queue="ws-a", cohort="ws-child") > 0
+    assert sample("kueue_cluster_queue_weighted_share", cluster_queue="ws-b", cohort="ws-root") == 0
+
+
+def test_zero_weight_borrower_reports_nan_for_a_cluster_queue_and_inf_for_a_cohort() -> None:
+    objs = [make_flavor("default").obj(), make_cohort("zw-root").obj(), make_cohort("zw-child").parent("zw-root").weight("0").obj(),
+            make_cq("zw-a").cohort("zw-child").weight("0").group(fq("default", cpu="2")).obj(),
+            make_cq("zw-b").cohort("zw-root").group(fq("default", cpu="2")).obj(),
+            make_wl("w").request(cpu="3").reserve("zw-a", psa(cpu=("default", "3"))).obj()]
+    core = make_core(*objs, fair_sharing=True)
+    MetricsReporter(Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))).refresh(core)
+    assert math.isnan(sample("kueue_cluster_queue_weighted_share", cluster_queue="zw-a", cohort="zw-child"))
+    assert sample("kueue_cohort_weighted_share", cohort="zw-child") == math.inf
+
+
+def test_workload_creation_latency_only_for_first_generation_owners() -> None:
+    job = {"metadata": {"creationTimestamp": ts(0), "generation": 1}}
+    wl = {"metadata": {"creationTimestamp": ts(3)}}
+    before = sample("kueue_workload_creation_latency_seconds_count", job_kind="Job")
+    reporter.workload_created("Job", job, wl)
+    reporter.workload_created("Job", {"metadata": {"creationTimestamp": ts(0), "generation": 2}}, wl)
+    assert sample("kueue_workload_creation_latency_seconds_count", job_kind="Job") == before + 1
+    assert metrics.WORKLOAD_CREATION_LATENCY._upper_bounds[:-1] == [0.01 * 2**i for i in range(11)]
+
+
+def test_manager_reports_finished_on_the_watch_event_even_after_its_own_write() -> None:
+    """The job reconciler stores its Finished write before the watch event arrives; the transition
+    is still seen, once."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    wl = admitted("watched", "watch-cq").obj()
+    wl["metadata"]["resourceVersion"] = "1"
+    finished = admitted("watched", "watch-cq").finished().obj()
+    finished["metadata"]["resourceVersion"] = "2"
+    labels = {"cluster_queue": "watch-cq", "priority_class": ""}
+    mgr._event("workloads", "ADDED", wl)
+    mgr.store.put("workloads", finished)  # the writer's copy
+    mgr._event("workloads", "MODIFIED", finished)
+    mgr._event("workloads", "MODIFIED", finished)
+    assert sample("kueue_finished_workloads_total", **labels) == 1
