@@ -76,9 +76,12 @@ def api(tmp_path: Path) -> Iterator[tuple[APIServer, k.Kube]]:
         "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
         "users": [{"name": "t", "user": {}}],
     }))
-    yield server, k.Kube(str(kubeconfig))
+    kube = k.Kube(str(kubeconfig))
+    yield server, kube
     server.done.set()
     server.shutdown()
+    server.server_close()
+    kube._api.close()  # the pooled connections, or their sockets outlive the test
 
 
 def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, k.Kube]) -> None:
