@@ -47,7 +47,7 @@ __all__ = [
 
 _W = constants.WorkloadCondition
 JITTER = 0.0001
-"""Upper bound of the random extra wait, as a fraction of the backoff (upstream's 0.01%)."""
+"""Upper bound of the jittered extra wait, as a fraction of the backoff (upstream's 0.01%)."""
 _LEGACY_NOT_READY = "PodsReady"  # reason of PodsReady=False written by older Kueue versions
 _NO_CAP_SECONDS = (2**63 - 1) / 2 / 1e9  # a zero cap: `wait.Backoff` caps at MaxInt64/factor nanoseconds
 
@@ -244,7 +244,7 @@ def controller_step(wl: WorkloadInfo, policy: Policy | None, now: datetime, *, j
     is deactivated (spec.active=false); an inactive one is evicted and its requeueState cleared; an
     active one waiting for its backoff, or parked by an eviction, is requeued once the backoff has
     passed; one holding quota is timed out when its pods are not ready in time (`policy` None:
-    waitForPodsReady disabled, no timeout). `jitter` in [0, 1) is the random part of a new backoff.
+    waitForPodsReady disabled, no timeout). `jitter` in [0, 1) is the jittered part of a new backoff (drawn by the caller).
     """
     if wl.is_finished:
         return _NONE
