@@ -15,6 +15,7 @@ __all__ = [
     "ADMISSION_CHECKS_WAIT_TIME",
     "ADMISSION_WAIT_TIME",
     "ADMITTED_ACTIVE_WORKLOADS",
+    "ADMITTED_UNTIL_READY_WAIT_TIME",
     "ADMITTED_WORKLOADS",
     "BUILD_INFO",
     "CLUSTER_QUEUE_BORROWING_LIMIT",
@@ -34,11 +35,13 @@ __all__ = [
     "FINISHED_WORKLOADS_TOTAL",
     "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
+    "LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_WORKLOADS",
     "LOCAL_QUEUE_EVICTED_WORKLOADS",
     "LOCAL_QUEUE_PENDING_WORKLOADS",
     "LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME",
     "LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS",
+    "LOCAL_QUEUE_READY_WAIT_TIME",
     "LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS",
     "LOCAL_QUEUE_RESOURCE_RESERVATION",
     "LOCAL_QUEUE_RESOURCE_USAGE",
@@ -47,6 +50,7 @@ __all__ = [
     "PREEMPTED_WORKLOADS",
     "QUOTA_RESERVED_WAIT_TIME",
     "QUOTA_RESERVED_WORKLOADS",
+    "READY_WAIT_TIME",
     "REGISTRY",
     "RESERVING_ACTIVE_WORKLOADS",
     "ROLE",
@@ -136,6 +140,10 @@ ADMISSION_WAIT_TIME = _histogram("admission_wait_time_seconds", "The time betwee
                                  "per 'cluster_queue'", _CQ_PC, exponential_buckets(16))
 ADMISSION_CHECKS_WAIT_TIME = _histogram("admission_checks_wait_time_seconds", "The time from when a workload got the quota reservation "
                                         "until admission, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
+READY_WAIT_TIME = _histogram("ready_wait_time_seconds", "The time between a workload was created or requeued until ready, "
+                             "per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
+ADMITTED_UNTIL_READY_WAIT_TIME = _histogram("admitted_until_ready_wait_time_seconds", "The time between a workload was admitted "
+                                            "until ready, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
 EVICTED_WORKLOADS = _counter("evicted_workloads_total", "The number of evicted workloads per 'cluster_queue'",
                              [*_CQ, "reason", "underlying_cause", "priority_class"])
 EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of unique workload evictions per 'cluster_queue'",
@@ -177,6 +185,11 @@ LOCAL_QUEUE_ADMITTED_WORKLOADS = _counter("local_queue_admitted_workloads_total"
                                           "'local_queue'", _LQ_PC)
 LOCAL_QUEUE_ADMISSION_WAIT_TIME = _histogram("local_queue_admission_wait_time_seconds", "The time between a workload was created or "
                                              "requeued until admission, per 'local_queue'", _LQ_PC, exponential_buckets(14))
+LOCAL_QUEUE_READY_WAIT_TIME = _histogram("local_queue_ready_wait_time_seconds", "The time between a workload was created or "
+                                         "requeued until ready, per 'local_queue'", _LQ_PC, exponential_buckets(14))
+LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME = _histogram("local_queue_admitted_until_ready_wait_time_seconds", "The time between a "
+                                                        "workload was admitted until ready, per 'local_queue'", _LQ_PC,
+                                                        exponential_buckets(14))
 LOCAL_QUEUE_EVICTED_WORKLOADS = _counter("local_queue_evicted_workloads_total", "The number of evicted workloads per 'local_queue'",
                                          [*_LQ, "reason", "underlying_cause", "priority_class"])
 LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge("local_queue_reserving_active_workloads", "The number of Workloads that are reserving "

@@ -130,7 +130,7 @@ class Manager:
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
-        self.jobs = JobReconciler(kube, self.store, config, self.recorder)
+        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready)
         # PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted)
         self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()

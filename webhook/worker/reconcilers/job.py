@@ -13,7 +13,7 @@ import contextlib
 import copy
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -398,11 +398,13 @@ def _path(kind_plural: str, ns: str, name: str | None = None, api: str = JOB_API
 class JobReconciler:
     """Carries out `plan` for one Job key (`namespace/name`); called from a WorkQueue thread."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder) -> None:
+    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder,
+                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None) -> None:
         self.kube = kube
         self.store = store
         self.config = config
         self.events = recorder
+        self.on_ready = on_ready  # PodsReady turned True/Started: the ready-wait-time metrics
 
     def owned_workloads(self, ns: str, name: str, uid: str | None) -> list[dict[str, Any]]:
         out = []
@@ -504,7 +506,10 @@ class JobReconciler:
             gen = int((obj.get("metadata") or {}).get("generation") or 0)
             set_condition(status, {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message}, now, gen)
 
-        update_status(self.kube, self.store, "workloads", self._wl_path(p.workload), mutate)
+        written = update_status(self.kube, self.store, "workloads", self._wl_path(p.workload), mutate)
+        # Only the first start is timed; a recovery (`Recovered`) is not.
+        if written is not None and cond.status == "True" and cond.reason == c.PodsReadyReason.STARTED and self.on_ready is not None:
+            self.on_ready(written, now)
         log.info("pods ready condition", extra={"object": f"{key.split('/')[0]}/{p.workload['metadata']['name']}", "kind": "Workload",
                                                  "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
 
