@@ -110,11 +110,17 @@ class Stack:
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return self
 
-    def _start_server(self, port: int) -> None:
+    def restart_server(self, extra_config: str = "") -> None:
+        """Restart our server with `extra_config` (top-level Configuration YAML) added to the default one;
+        the old process releases the lease on SIGTERM, so the new worker takes over at once."""
+        self._stop_server()
+        self._start_server(self.port, extra_config)
+
+    def _start_server(self, port: int, extra_config: str = "") -> None:
         config = self.dir / "server-config.yaml"
         metrics_port = _free_port()
         self.metrics_port_file.write_text(str(metrics_port))
-        config.write_text(SERVER_CONFIG.format(metrics_port=metrics_port))
+        config.write_text(SERVER_CONFIG.format(metrics_port=metrics_port) + extra_config)
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(self.cert_dir), "--host", "127.0.0.1",

@@ -18,6 +18,7 @@ __all__ = [
     "ADMISSION_CHECKS_WAIT_TIME",
     "ADMISSION_WAIT_TIME",
     "ADMITTED_ACTIVE_WORKLOADS",
+    "ADMITTED_UNTIL_READY_WAIT_TIME",
     "ADMITTED_WORKLOADS",
     "BUILD_INFO",
     "CLUSTER_QUEUE_BORROWING_LIMIT",
@@ -42,6 +43,7 @@ __all__ = [
     "LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME",
     "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
+    "LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_WORKLOADS",
     "LOCAL_QUEUE_EVICTED_WORKLOADS",
     "LOCAL_QUEUE_EXECUTION_TIME",
@@ -50,6 +52,7 @@ __all__ = [
     "LOCAL_QUEUE_PENDING_WORKLOADS",
     "LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME",
     "LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS",
+    "LOCAL_QUEUE_READY_WAIT_TIME",
     "LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS",
     "LOCAL_QUEUE_RESOURCE_RESERVATION",
     "LOCAL_QUEUE_RESOURCE_USAGE",
@@ -59,6 +62,7 @@ __all__ = [
     "PREEMPTED_WORKLOADS",
     "QUOTA_RESERVED_WAIT_TIME",
     "QUOTA_RESERVED_WORKLOADS",
+    "READY_WAIT_TIME",
     "REGISTRY",
     "RESERVING_ACTIVE_WORKLOADS",
     "ROLE",
@@ -171,6 +175,10 @@ ADMISSION_WAIT_TIME = _histogram("admission_wait_time_seconds", "The time betwee
                                  "per 'cluster_queue'", _CQ_PC, exponential_buckets(16))
 ADMISSION_CHECKS_WAIT_TIME = _histogram("admission_checks_wait_time_seconds", "The time from when a workload got the quota reservation "
                                         "until admission, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
+READY_WAIT_TIME = _histogram("ready_wait_time_seconds", "The time between a workload was created or requeued until ready, "
+                             "per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
+ADMITTED_UNTIL_READY_WAIT_TIME = _histogram("admitted_until_ready_wait_time_seconds", "The time between a workload was admitted "
+                                            "until ready, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
 EVICTED_WORKLOADS = _counter("evicted_workloads_total", "The number of evicted workloads per 'cluster_queue'",
                              [*_CQ, "reason", "underlying_cause", "priority_class"])
 EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of unique workload evictions per 'cluster_queue'",
@@ -250,6 +258,11 @@ LOCAL_QUEUE_UNADMITTED_WORKLOADS = _gauge("local_queue_unadmitted_workloads", "T
                                           "'namespace', 'cluster_queue', 'reason', and 'underlying_cause'. This metric is only emitted when "
                                           "UnadmittedWorkloadsObservability feature gate is enabled.",
                                           [*_LQ, "cluster_queue", "reason", "underlying_cause"])
+LOCAL_QUEUE_READY_WAIT_TIME = _histogram("local_queue_ready_wait_time_seconds", "The time between a workload was created or "
+                                         "requeued until ready, per 'local_queue'", _LQ_PC, exponential_buckets(14))
+LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME = _histogram("local_queue_admitted_until_ready_wait_time_seconds", "The time between a "
+                                                        "workload was admitted until ready, per 'local_queue'", _LQ_PC,
+                                                        exponential_buckets(14))
 LOCAL_QUEUE_EVICTED_WORKLOADS = _counter("local_queue_evicted_workloads_total", "The number of evicted workloads per 'local_queue'",
                                          [*_LQ, "reason", "underlying_cause", "priority_class"])
 LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge("local_queue_reserving_active_workloads", "The number of Workloads that are reserving "

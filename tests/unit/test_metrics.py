@@ -29,6 +29,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_admitted_workloads_total": ("counter", CQ_PC),
     "kueue_admission_wait_time_seconds": ("histogram", CQ_PC),
     "kueue_admission_checks_wait_time_seconds": ("histogram", CQ_PC),
+    "kueue_ready_wait_time_seconds": ("histogram", CQ_PC),
+    "kueue_admitted_until_ready_wait_time_seconds": ("histogram", CQ_PC),
     "kueue_evicted_workloads_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
     "kueue_evicted_workloads_once_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
     "kueue_preempted_workloads_total": ("counter", ("preempting_cluster_queue", "reason", "replica_role")),
@@ -47,6 +49,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_local_queue_quota_reserved_wait_time_seconds": ("histogram", LQ_PC),
     "kueue_local_queue_admitted_workloads_total": ("counter", LQ_PC),
     "kueue_local_queue_admission_wait_time_seconds": ("histogram", LQ_PC),
+    "kueue_local_queue_ready_wait_time_seconds": ("histogram", LQ_PC),
+    "kueue_local_queue_admitted_until_ready_wait_time_seconds": ("histogram", LQ_PC),
     "kueue_local_queue_evicted_workloads_total": ("counter", ("name", "namespace", "reason", "underlying_cause", "priority_class", "replica_role")),
     "kueue_local_queue_reserving_active_workloads": ("gauge", ("name", "namespace", "replica_role")),
     "kueue_local_queue_admitted_active_workloads": ("gauge", ("name", "namespace", "replica_role")),
@@ -158,3 +162,20 @@ def test_worker_serves_its_registry_over_http() -> None:
         text = r.read().decode()
     assert "# TYPE kueue_admission_attempts_total counter" in text
     assert "kueue_build_info{" in text
+
+
+def test_pods_ready_observes_time_since_queued_and_since_admitted() -> None:
+    ready_at = datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+    wl: dict[str, Any] = {
+        "metadata": {"name": "w", "namespace": "metrics-ns", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"queueName": "lq"},
+        "status": {"admission": {"clusterQueue": "metrics-ready"},
+                   "conditions": [{"type": "Admitted", "status": "True", "lastTransitionTime": "2026-01-01T00:00:50Z"}]},
+    }
+    reporter.MetricsReporter(Configuration()).pods_ready(wl, ready_at)
+    labels = {"cluster_queue": "metrics-ready", "priority_class": "", "replica_role": "leader"}
+    assert _sample("kueue_ready_wait_time_seconds_sum", labels) == 60
+    assert _sample("kueue_admitted_until_ready_wait_time_seconds_sum", labels) == 10
+    lq = {"name": "lq", "namespace": "metrics-ns", "priority_class": "", "replica_role": "leader"}
+    assert _sample("kueue_local_queue_ready_wait_time_seconds_sum", lq) == 60
+    assert _sample("kueue_local_queue_admitted_until_ready_wait_time_seconds_sum", lq) == 10

@@ -92,6 +92,8 @@ class PendingReason(StrEnum):
     WAITING_FOR_PREEMPTED_WORKLOADS = "WaitingForPreemptedWorkloads"
     MISCONFIGURED = "Misconfigured"
     SUSPENDED = "Suspended"
+    WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+    DEACTIVATED = "Deactivated"
 
 
 class AdmittedReason(StrEnum):
@@ -143,6 +145,12 @@ class RequeuedReason(StrEnum):
     LOCAL_QUEUE_RESTARTED = "LocalQueueRestarted"
 
 
+class DeactivationReason(StrEnum):
+    """DeactivationTarget=True reasons (`WorkloadRequeuingLimitExceeded`, ...)."""
+
+    REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+
+
 class ClusterQueueActiveReason(StrEnum):
     """Reasons of a ClusterQueue's Active condition, in the order upstream picks the first."""
 
@@ -170,6 +178,12 @@ MSG_CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"
 MSG_LOCAL_QUEUE_STOPPED = "The LocalQueue is stopped"
 MSG_CLUSTER_QUEUE_RESTARTED = "The ClusterQueue was restarted after being stopped"
 MSG_LOCAL_QUEUE_RESTARTED = "The LocalQueue was restarted after being stopped"
+MSG_WAITING_FOR_PODS_READY = "waiting for all admitted workloads to be in PodsReady condition"
+MSG_BACKOFF_FINISHED = "The workload backoff was finished"
+MSG_REACTIVATED = "The workload was reactivated"
+MSG_DEACTIVATED = "The workload is deactivated"
+MSG_REQUEUING_LIMIT_EXCEEDED = "exceeding the maximum number of re-queuing retries"
+MSG_PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout {key}"
 
 
 

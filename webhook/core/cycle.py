@@ -92,6 +92,7 @@ from webhook.core import conditions, fair_sharing, model, ordering, queue_state,
 from webhook.core.cache import Cache
 from webhook.core.conditions import ConditionValue, RequeueReason
 from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
+from webhook.core.pods_ready import blocks_admission
 from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
 from webhook.core.queues import Head, QueueManager
 from webhook.core.resource_node import ClusterQueueNode, CohortNode
@@ -123,6 +124,8 @@ class SchedulerConfig:
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
     ignore_undeclared_resources: bool = False
+    # waitForPodsReady.blockAdmission: admit nothing while a workload holding quota is not PodsReady.
+    block_admission: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -584,6 +587,11 @@ class AdmissionCore:
         if mode == Mode.PREEMPT:
             e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
             self._issue_preemptions(e, cq, snap, result)
+            return
+        if self.config.block_admission and blocks_admission(self.cache):
+            # Upstream writes this status and then blocks the scheduler until every admitted workload
+            # is ready; here the entry goes back to the heap and is retried on the next event.
+            e.status, e.message, e.reason = "skipped", constants.MSG_WAITING_FOR_PODS_READY, PendingReason.WAITING_FOR_PODS_READY
             return
         self._admit(e, cq, result, now)
 

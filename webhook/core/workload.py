@@ -172,6 +172,8 @@ class WorkloadInfo:
     assignments: tuple[PodSetAssignment, ...] = ()
     reclaimable: Mapping[str, int] = field(default_factory=dict)
     requeue_at: datetime | None = None
+    # status.requeueState.count (0 when unset); None when the Workload has no requeueState at all.
+    requeue_count: int | None = None
     admission_gated: bool = False
     failed_checks: bool = False
     # status.admissionChecks: name -> state (Pending, Ready, Retry, Rejected).
@@ -365,6 +367,7 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         assignments=_parse_assignments(admission.get("podSetAssignments")),
         reclaimable={str(r["name"]): int(r.get("count") or 0) for r in status.get("reclaimablePods") or ()},
         requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
+        requeue_count=None if status.get("requeueState") is None else int(status["requeueState"].get("count") or 0),
         admission_gated=bool(annotations.get(constants.ADMISSION_GATED_BY)),
         failed_checks=any(c.get("state") in ("Retry", "Rejected") for c in checks),
         check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},

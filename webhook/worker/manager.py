@@ -10,6 +10,8 @@ Threads (all daemons; the process exits when leadership ends):
   handlers of `pkg/controller/core/*`);
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
 * Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
+* Workload reconcilers (`WorkQueue` keyed by Workload): PodsReady timeouts, requeue backoff and
+  deactivation (`reconcilers.workload`).
 * Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 
@@ -49,6 +51,7 @@ from webhook.core.workload import WorkloadKey
 from webhook.worker import events, priority
 from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.job import JobReconciler
+from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store, object_key
@@ -119,12 +122,17 @@ class Manager:
         self.stop = stop
         self.store = Store()
         fs = config.fair_sharing
+        wfpr = config.wait_for_pods_ready
+        block = wfpr is not None and wfpr.block_admission
         self.core = AdmissionCore(
-            SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies) if fs else SchedulerConfig()
+            SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block)
+            if fs else SchedulerConfig(block_admission=block)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
-        self.jobs = JobReconciler(kube, self.store, config, self.recorder)
+        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready)
+        # PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
+        self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted)
         self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
@@ -189,6 +197,8 @@ class Manager:
         if kind == "jobs":
             self.job_queue.add(object_key(obj))
         elif kind == "workloads":
+            if etype != "DELETED":
+                self.workloads.add(object_key(obj))
             meta = obj.get("metadata") or {}
             for ref in meta.get("ownerReferences") or ():
                 if ref.get("controller") and ref.get("kind") == "Job":
@@ -312,6 +322,7 @@ class Manager:
                 for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
                     self._sync_priorities(object_key(wpc))
                 self.job_queue.start()
+                self.workloads.start()
                 if self.pods is not None:
                     self.pods.start()
                 log.info("caches synced, scheduling", extra={

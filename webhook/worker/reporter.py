@@ -177,6 +177,22 @@ class MetricsReporter:
             m.LOCAL_QUEUE_ADMISSION_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
             m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME.labels(*lq, pc, ROLE).observe(0)
 
+    def pods_ready(self, wl: Mapping[str, Any], ready_at: datetime) -> None:
+        """PodsReady turned True/Started: time since queued and since admitted (`reconciler.go` step 5)."""
+        status = wl.get("status") or {}
+        cq = str((status.get("admission") or {}).get("clusterQueue") or "")
+        admitted = find_condition(wl, c.WorkloadCondition.ADMITTED)
+        admitted_at = _parse_time((admitted or {}).get("lastTransitionTime")) or ready_at
+        pc = priority_class(wl)
+        queued = max(0.0, (ready_at - queued_since(wl, ready_at)).total_seconds())
+        since_admitted = max(0.0, (ready_at - admitted_at).total_seconds())
+        m.READY_WAIT_TIME.labels(cq, pc, ROLE).observe(queued)
+        m.ADMITTED_UNTIL_READY_WAIT_TIME.labels(cq, pc, ROLE).observe(since_admitted)
+        lq = self._local_queue(wl)
+        if lq is not None:
+            m.LOCAL_QUEUE_READY_WAIT_TIME.labels(*lq, pc, ROLE).observe(queued)
+            m.LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME.labels(*lq, pc, ROLE).observe(since_admitted)
+
     def _local_queue(self, wl: Mapping[str, Any] | None) -> tuple[str, str] | None:
         if not self.local_queues or wl is None:
             return None

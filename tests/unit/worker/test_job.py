@@ -69,7 +69,8 @@ def test_priority_from_label_then_template_then_global_default() -> None:
 def admitted_workload(job: dict[str, Any]) -> dict[str, Any]:
     wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
     wl["status"] = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}, "count": 1}]},
-                    "conditions": [{"type": "Admitted", "status": "True"}, {"type": "QuotaReserved", "status": "True"}]}
+                    "conditions": [{"type": "Admitted", "status": "True"}, {"type": "QuotaReserved", "status": "True"},
+                                   {"type": "PodsReady", "status": "False", "reason": "WaitForStart"}]}
     return wl
 
 
@@ -139,3 +140,43 @@ def test_plan_creates_only_for_managed_queued_jobs() -> None:
     plain["metadata"]["labels"] = {}
     assert j.plan(plain, [], namespace_labels=ns_labels(), config=cfg).action == "ignore"
     assert j.plan(None, [admitted_workload(make_job())], namespace_labels=ns_labels(), config=cfg).action == "finalize"
+
+
+@pytest.mark.parametrize(("status", "spec", "ready"), [
+    pytest.param({}, {}, False, id="no pods yet"),
+    pytest.param({"ready": 1}, {}, True, id="the one pod is ready"),
+    pytest.param({"ready": 1, "succeeded": 1}, {"parallelism": 3, "completions": 2}, True, id="min(parallelism, completions)"),
+    pytest.param({"ready": 1, "uncountedTerminatedPods": {"succeeded": ["u1"]}}, {"parallelism": 3}, False, id="2 of 3"),
+    pytest.param({"ready": 2, "uncountedTerminatedPods": {"succeeded": ["u1"]}}, {"parallelism": 3}, True, id="uncounted succeeded count"),
+    pytest.param({"active": 3}, {"parallelism": 3}, False, id="active is not ready"),
+])
+def test_job_pods_ready(status: dict[str, Any], spec: dict[str, Any], ready: bool) -> None:
+    job = make_job(**spec)
+    job["status"] = status
+    assert j.job_pods_ready(job) is ready
+
+
+def test_plan_writes_pods_ready_before_anything_else_the_job_needs() -> None:
+    job = make_job(suspend=False)
+    job["status"] = {"ready": 1}
+    wl = admitted_workload(job)
+    p = j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration())
+    assert (p.action, p.reason, p.message) == ("pods_ready", "Started", "All pods reached readiness and the workload is running")
+    wl["status"]["conditions"][2] = {"type": "PodsReady", "status": "True", "reason": "Started"}
+    assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration()).action == "ignore"
+    job["status"] = {"ready": 0}
+    p = j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration())
+    assert (p.action, p.reason) == ("pods_ready", "WaitForRecovery")
+
+
+def test_plan_marks_a_new_pending_workload_waiting_to_start() -> None:
+    job = make_job()
+    wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
+    p = j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration())
+    assert (p.action, p.reason, p.message) == ("pods_ready", "WaitForStart", "Not all pods are ready or succeeded")
+
+
+def test_no_pods_ready_condition_without_wait_for_pods_ready() -> None:
+    job = make_job()
+    wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
+    assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None)).action == "ignore"

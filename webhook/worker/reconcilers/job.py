@@ -13,7 +13,7 @@ import contextlib
 import copy
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +22,8 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import fields, selector
 from webhook.config import Configuration
+from webhook.core import pods_ready
+from webhook.core.conditions import ConditionValue
 from webhook.worker import events, reporter
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store
@@ -33,6 +35,7 @@ __all__ = [
     "StartConflict",
     "build_workload",
     "finished_condition",
+    "job_pods_ready",
     "plan",
     "pod_sets",
     "reclaimable_pods",
@@ -182,6 +185,26 @@ def finished_condition(job: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+def job_pods_ready(job: Mapping[str, Any]) -> bool:
+    """Succeeded, ready and not yet counted succeeded pods reach min(parallelism, completions)."""
+    status = job.get("status") or {}
+    uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
+    return int(status.get("succeeded") or 0) + int(status.get("ready") or 0) + uncounted >= pods_count(job)
+
+
+def pods_ready_condition(job: Mapping[str, Any], wl: Mapping[str, Any]) -> ConditionValue | None:
+    """The PodsReady condition to write on the Job's Workload, None when it already has it."""
+    current = find_condition(wl, c.WorkloadCondition.PODS_READY)
+    want = pods_ready.pods_ready_condition(
+        admitted=is_true(wl, c.WorkloadCondition.ADMITTED),
+        pods_ready=job_pods_ready(job),
+        current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
+    )
+    if current is not None and (current.get("status"), current.get("reason")) == (want.status, want.reason):
+        return None
+    return want
+
+
 def _merge_map(current: Mapping[str, str], new: Mapping[str, str], what: str) -> dict[str, str]:
     out = dict(current)
     for key, value in new.items():
@@ -324,8 +347,8 @@ def _same_reclaimable(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, A
 class Plan:
     """What one reconcile of a Job does; `action` is one of the names below."""
 
-    action: str  # ignore | finalize | create | finish | remove_finalizer | update_reclaimable | stop | clear_reservation | start
-    #              | sync_queue | wait
+    action: str  # ignore | finalize | create | finish | remove_finalizer | update_reclaimable | pods_ready | stop
+    #              | clear_reservation | start | sync_queue | wait
     workload: Mapping[str, Any] | None = None
     reason: str = ""
     message: str = ""
@@ -386,6 +409,10 @@ def plan(
         wanted = reclaimable_pods(job, wl)
         if not _same_reclaimable(wanted, (wl.get("status") or {}).get("reclaimablePods") or ()):
             return Plan("update_reclaimable", wl, extra={"reclaimablePods": wanted})
+    if config.wait_for_pods_ready_enabled:
+        cond = pods_ready_condition(job, wl)
+        if cond is not None:
+            return Plan("pods_ready", wl, cond.reason, cond.message, extra={"condition": cond})
     if is_true(wl, c.WorkloadCondition.EVICTED):
         evicted = find_condition(wl, c.WorkloadCondition.EVICTED) or {}
         if not suspended:
@@ -413,11 +440,13 @@ def _path(kind_plural: str, ns: str, name: str | None = None, api: str = JOB_API
 class JobReconciler:
     """Carries out `plan` for one Job key (`namespace/name`); called from a WorkQueue thread."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder) -> None:
+    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder,
+                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None) -> None:
         self.kube = kube
         self.store = store
         self.config = config
         self.events = recorder
+        self.on_ready = on_ready  # PodsReady turned True/Started: the ready-wait-time metrics
 
     def owned_workloads(self, ns: str, name: str, uid: str | None) -> list[dict[str, Any]]:
         out = []
@@ -507,6 +536,21 @@ class JobReconciler:
             return
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
+
+    def _do_pods_ready(self, key: str, job: Mapping[str, Any], p: Plan, now: datetime) -> None:
+        assert p.workload is not None
+        cond: ConditionValue = p.extra["condition"]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            gen = int((obj.get("metadata") or {}).get("generation") or 0)
+            set_condition(status, {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message}, now, gen)
+
+        written = update_status(self.kube, self.store, "workloads", self._wl_path(p.workload), mutate)
+        # Only the first start is timed; a recovery (`Recovered`) is not.
+        if written is not None and cond.status == "True" and cond.reason == c.PodsReadyReason.STARTED and self.on_ready is not None:
+            self.on_ready(written, now)
+        log.info("pods ready condition", extra={"object": f"{key.split('/')[0]}/{p.workload['metadata']['name']}", "kind": "Workload",
+                                                 "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
 
     def _do_stop(self, key: str, job: Mapping[str, Any], p: Plan, now: datetime) -> None:
         assert p.workload is not None

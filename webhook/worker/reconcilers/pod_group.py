@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.core import pods_ready
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers.pod_common import (
     _EPOCH,
@@ -463,22 +464,14 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
 
 
 def _pods_ready_condition(job: _Group, wl: Obj, now: datetime) -> dict[str, Any]:
-    """`generatePodsReadyCondition`."""
-    not_ready = ("False", c.PodsReadyReason.WAIT_FOR_START, c.MSG_PODS_NOT_READY)
-    recovering = ("False", c.PodsReadyReason.WAIT_FOR_RECOVERY, c.MSG_PODS_RECOVERING)
+    """`generatePodsReadyCondition` for this pod or group (the rule itself is `core.pods_ready`)."""
     current = _condition(wl, c.WorkloadCondition.PODS_READY)
-    if not _is_admitted(wl):
-        status, reason, message = not_ready
-    elif job.pods_ready():
-        previous = (current or {}).get("reason")
-        status, reason, message = "True", c.PodsReadyReason.RECOVERED if previous in (c.PodsReadyReason.WAIT_FOR_RECOVERY, c.PodsReadyReason.RECOVERED) else c.PodsReadyReason.STARTED, c.MSG_PODS_READY
-    elif current is None:
-        status, reason, message = not_ready
-    elif current.get("status") == "True" or current.get("reason") == c.PodsReadyReason.WAIT_FOR_RECOVERY:
-        status, reason, message = recovering
-    else:
-        status, reason, message = not_ready
-    return _cond(c.WorkloadCondition.PODS_READY, status, reason, message, now=now, wl=wl)
+    cv = pods_ready.pods_ready_condition(
+        admitted=_is_admitted(wl),
+        pods_ready=job.pods_ready(),
+        current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
+    )
+    return _cond(cv.type, cv.status, cv.reason, cv.message, now=now, wl=wl)
 
 
 def _clear_reservation(wl: Obj, evicted: Obj, opts: Options, now: datetime) -> a.UpdateWorkloadStatus:

@@ -1,0 +1,106 @@
+"""The worker's workload controller: config → policy, and a reconcile writing one step."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.unit.fake_kube import FakeKube
+from webhook.config import Configuration, RequeuingStrategy, WaitForPodsReady
+from webhook.worker import events
+from webhook.worker.reconcilers import workload as w
+from webhook.worker.store import Store
+
+PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl"
+
+
+def stamp(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def admitted_workload(admitted_at: datetime) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "ns", "generation": 2, "uid": "u"},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+        "status": {
+            "admission": {"clusterQueue": "cq", "podSetAssignments": []},
+            "admissionChecks": [{"name": "check", "state": "Ready", "message": "ok", "lastTransitionTime": stamp(admitted_at)}],
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m", "lastTransitionTime": stamp(admitted_at)},
+                {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "m", "lastTransitionTime": stamp(admitted_at)},
+                {"type": "PodsReady", "status": "False", "reason": "WaitForStart", "message": "m", "lastTransitionTime": stamp(admitted_at)},
+            ],
+        },
+    }
+
+
+class StatusKube(FakeKube):
+    """Writes to the status subresource land on the object."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        return super().request(method, path.removesuffix("/status"), **kwargs)
+
+
+class World:
+    def __init__(self, obj: dict[str, Any], config: Configuration) -> None:
+        self.kube = StatusKube({PATH: obj})
+        self.store = Store()
+        self.store.put("workloads", copy.deepcopy(self.kube.objects[PATH]))
+        self.evicted: list[tuple[str, str, str, str]] = []
+        self.rec = w.WorkloadReconciler(self.kube, self.store, config, events.Recorder(None, instance="t", stop=threading.Event()),
+                                        stop=threading.Event(), on_evicted=lambda key, cq, reason, _wl, cause: self.evicted.append(
+                                            (key, cq, reason, cause)))
+
+
+def config(timeout_s: float, limit: int | None = None, recovery_s: float | None = None) -> Configuration:
+    return Configuration(wait_for_pods_ready=WaitForPodsReady(
+        timeout_s=timeout_s, recovery_timeout_s=recovery_s,
+        requeuing_strategy=RequeuingStrategy(backoff_limit_count=limit, backoff_base_seconds=10)))
+
+
+def test_policy_follows_the_configuration() -> None:
+    assert w.policy(Configuration(wait_for_pods_ready=None)) is None
+    p = w.policy(config(5, limit=3))
+    assert p is not None and (p.timeout, p.recovery_timeout, p.backoff_limit_count) == (timedelta(seconds=5), timedelta(seconds=5), 3)
+    p = w.policy(config(5, recovery_s=0))
+    assert p is not None and p.recovery_timeout is None  # 0s disables the recovery timeout
+
+
+def test_timed_out_workload_is_evicted_with_requeue_state_in_one_write() -> None:
+    world = World(admitted_workload(datetime.now(UTC) - timedelta(minutes=5)), config(60))
+    before = datetime.now(UTC).replace(microsecond=0)
+    world.rec.reconcile("ns/wl")
+    status = world.kube.objects[PATH]["status"]
+    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"], evicted["message"], evicted["observedGeneration"]) == (
+        "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout ns/wl", 2)
+    assert status["requeueState"]["count"] == 1
+    requeue_at = datetime.fromisoformat(status["requeueState"]["requeueAt"].replace("Z", "+00:00"))
+    assert before + timedelta(seconds=9) <= requeue_at <= before + timedelta(seconds=12)
+    assert status["admissionChecks"][0] | {"lastTransitionTime": None} == {
+        "name": "check", "state": "Pending", "message": "Reset to Pending after eviction. Previously: Ready", "lastTransitionTime": None}
+    assert status["admission"]["clusterQueue"] == "cq"  # eviction keeps the admission until the job stops
+    assert world.evicted == [("ns/wl", "cq", "PodsReadyTimeout", "WaitForStart")]
+    assert [call[0] for call in world.kube.calls] == ["PUT"]
+
+
+def test_limit_reached_sets_the_deactivation_target_then_spec_active_false() -> None:
+    obj = admitted_workload(datetime.now(UTC) - timedelta(minutes=5))
+    obj["status"]["requeueState"] = {"count": 1}
+    world = World(obj, config(60, limit=1))
+    world.rec.reconcile("ns/wl")
+    target = next(c for c in world.kube.objects[PATH]["status"]["conditions"] if c["type"] == "DeactivationTarget")
+    assert (target["status"], target["reason"], target["message"]) == (
+        "True", "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries")
+    world.rec.reconcile("ns/wl")
+    assert world.kube.objects[PATH]["spec"]["active"] is False
+    assert world.evicted == []
+
+
+def test_not_yet_timed_out_changes_nothing() -> None:
+    world = World(admitted_workload(datetime.now(UTC)), config(600))
+    world.rec.reconcile("ns/wl")
+    assert [call for call in world.kube.calls if call[0] != "GET"] == []
