@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol, TypeVar
 
-from webhook.api import selector
+from webhook.api import quantity, selector
 from webhook.api.constants import PendingReason
 from webhook.core.model import ResourceFlavorSpec
 from webhook.core.resource_node import (
@@ -256,9 +256,11 @@ class _Assigner:
         max_capacity = potential_available(cq, fr)
         val = assumed + request
         if val > max_capacity:
+            # The request is printed as a plain quantity, even saturated (upstream's ResourceQuantityString);
+            # only quota amounts read `<unlimited>`.
             msg = (
                 f"insufficient quota for {fr.resource} in flavor {fr.flavor}, previously considered podsets requests "
-                f"({format_quantity(fr.resource, assumed)}) + current podset request ({format_quantity(fr.resource, request)}) "
+                f"({format_quantity(fr.resource, assumed)}) + current podset request ({quantity.format_amount(fr.resource, request)}) "
                 f"> maximum capacity ({format_quantity(fr.resource, max_capacity)})"
             )
             return _PMode.NO_FIT, 0, msg, PendingReason.EXCEEDS_MAX_QUOTA

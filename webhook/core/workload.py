@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, NewType
 
 from webhook.api import constants, quantity, selector
-from webhook.core.resources import FlavorResource, FRQuantities, format_quantity
+from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities, format_quantity
 
 __all__ = [
     "EPOCH",
@@ -113,7 +113,8 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
         total[r] = max(total.get(r, 0), v)
     for r, v in (spec.get("overhead") or {}).items():
         total[r] = total.get(r, 0) + quantity.amount(r, v)
-    return {r: max(0, v) for r, v in total.items()}
+    # Upstream converts each request to an int64 that saturates instead of overflowing.
+    return {r: min(max(0, v), UNLIMITED) for r, v in total.items()}
 
 
 def _requests_above_limits(path: str, resources: Mapping[str, Any]) -> str | None:
@@ -258,7 +259,7 @@ class WorkloadInfo:
         out = []
         for i, ps in enumerate(self.pod_sets):
             n = counts[i] if counts is not None else ps.count - self.reclaimable.get(ps.name, 0)
-            out.append({r: v * n for r, v in ps.requests.items()})
+            out.append({r: min(v * n, UNLIMITED) for r, v in ps.requests.items()})
         return out
 
     def usage(self) -> FRQuantities:

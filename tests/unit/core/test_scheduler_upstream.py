@@ -901,17 +901,8 @@ SCHEDULE["container resource requests exceed limits"] = Case(
 )
 
 
-# Cases whose difference from upstream lies in files other agents own right now (flavor_assigner.py).
-XFAIL = {
-    "prevent integer overflow in ResourceValue conversion to MilliValue": (
-        "flavor_assigner.py formats a saturated workload request with the quota formatter (`<unlimited>`); "
-        "upstream clamps requests to MaxInt64 milli and prints them as quantities (ResourceQuantityString): 9223372036854775807m"
-    ),
-}
-
-
 def _params(cases: Mapping[str, Case]) -> list[Any]:
-    return [pytest.param(c, id=name, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []) for name, c in cases.items()]
+    return [pytest.param(c, id=name) for name, c in cases.items()]
 
 
 @pytest.mark.parametrize("case", _params(SCHEDULE))
