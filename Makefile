@@ -107,5 +107,5 @@ SOAK_ARGS ?=
 failover: $(STAMP) binaries ## the leader-failover e2e alone (also part of make test)
 	$(BIN)/python -m pytest e2e/test_reliability_failover.py -p no:cacheprovider
 
-soak: $(STAMP) binaries ## long reliability runs (failover 2,000 Jobs / 20 leader kills, load 5,000 Jobs); prints figures
+soak: $(STAMP) binaries ## long reliability runs (load 5,000 Jobs; failover 2,000 Jobs / 20 leader kills; outages 1,000 Jobs / 10 worker kills, 2 apiserver restarts, a 330 s pause); prints figures
 	$(BIN)/python e2e/soak.py $(SOAK_ARGS)

@@ -1,0 +1,102 @@
+"""The keyed work queue the worker's writers and reconcilers run on: merging, one thread per key,
+retries that keep their items, and a clean stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from webhook.worker.workqueue import Retry, WorkQueue
+
+
+def wait_until(pred: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_items_added_while_queued_are_merged_in_order() -> None:
+    stop = threading.Event()
+    seen: list[tuple[str, list[int]]] = []
+    q: WorkQueue[int] = WorkQueue("t", lambda key, items: seen.append((key, list(items))), stop=stop)
+    for i in range(3):
+        q.add("a", i)
+    q.add("b", 10)
+    q.add("a")  # a bare key adds nothing to the merged items
+    q.start()
+    wait_until(lambda: len(seen) == 2)
+    stop.set()
+    assert seen == [("a", [0, 1, 2]), ("b", [10])]
+
+
+def test_a_key_is_never_handled_by_two_threads_at_once() -> None:
+    stop = threading.Event()
+    running: set[str] = set()
+    overlaps: list[str] = []
+    handled: list[int] = []
+    lock = threading.Lock()
+
+    def handler(key: str, items: Sequence[int]) -> None:
+        with lock:
+            if key in running:
+                overlaps.append(key)
+            running.add(key)
+        time.sleep(0.002)
+        with lock:
+            running.discard(key)
+            handled.extend(items)
+
+    q: WorkQueue[int] = WorkQueue("t", handler, workers=4, stop=stop)
+    q.start()
+    for i in range(300):
+        q.add(f"k{i % 3}", i)
+        if i % 50 == 0:
+            time.sleep(0.01)
+    wait_until(lambda: len(handled) == 300)
+    stop.set()
+    assert overlaps == []
+    assert sorted(handled) == list(range(300))
+
+
+def test_retry_handles_the_key_again_with_its_items() -> None:
+    stop = threading.Event()
+    calls: list[list[str]] = []
+
+    def handler(key: str, items: Sequence[str]) -> None:
+        calls.append(list(items))
+        if len(calls) < 3:
+            raise Retry(0.01, "conflict")
+
+    q: WorkQueue[str] = WorkQueue("t", handler, stop=stop)
+    q.add("a", "write")
+    q.start()
+    wait_until(lambda: len(calls) == 3)
+    stop.set()
+    assert calls == [["write"], ["write"], ["write"]]
+
+
+def test_a_failing_handler_is_retried_and_does_not_stop_the_queue() -> None:
+    stop = threading.Event()
+    calls: list[str] = []
+
+    def handler(key: str, items: Sequence[str]) -> None:
+        calls.append(key)
+        if key == "bad" and calls.count("bad") == 1:
+            raise ValueError("boom")
+
+    q: WorkQueue[str] = WorkQueue("t", handler, stop=stop)
+    q.add("bad", "x")
+    q.add("good", "y")
+    q.start()
+    wait_until(lambda: calls.count("bad") == 2 and "good" in calls)
+    stop.set()
+
+
+def test_stop_ends_the_workers() -> None:
+    stop = threading.Event()
+    q: WorkQueue[int] = WorkQueue("stopper", lambda key, items: None, workers=2, stop=stop)
+    q.start()
+    stop.set()
+    wait_until(lambda: not any(t.name.startswith("stopper-") for t in threading.enumerate()), timeout=3)
