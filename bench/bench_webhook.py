@@ -48,7 +48,7 @@ def _serve(kind: str, port: int, cert_dir: str) -> None:
 
     import uvicorn
 
-    from webhook.admission import tls
+    from webhook import tls
     from webhook.admission.app import create_app
     from webhook.config import parse
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# minimalkueue/main.go: kubeConfig.QPS = 50, Burst = 100; no leader election; only the core
-# controllers and the scheduler, so no job integrations.
+# minimalkueue/main.go: kubeConfig.QPS = 50, Burst = 100; no leader election; metrics off (its
+# BindAddress "0" unless --metricsPort); only the core controllers and the scheduler, so no job integrations.
 CONFIG = """\
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -32,6 +32,8 @@ leaderElection:
 clientConnection:
   qps: 50
   burst: 100
+metrics:
+  bindAddress: "0"
 integrations:
   frameworks: []
 """

@@ -36,7 +36,7 @@ def _profiled_serve(port: int, cert_dir: str, out: str) -> None:
 
     import uvicorn
 
-    from webhook.admission import tls
+    from webhook import tls
     from webhook.admission.app import create_app
     from webhook.config import parse
 

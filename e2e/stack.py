@@ -16,6 +16,7 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,11 @@ from cluster import Cluster  # noqa: E402
 import certs  # noqa: E402
 from webhook.admission.registration import webhook_configurations  # noqa: E402
 from webhook.api.schema import crds  # noqa: E402
+from webhook.install.rbac import METRICS_READER, metrics_reader_role  # noqa: E402
 
 DEFAULT_DIR = ROOT / ".run"
+#: The ServiceAccount the e2e suite scrapes the worker's /metrics as (bound to kueue-metrics-reader).
+METRICS_SCRAPER = ("kueue-system", "e2e-metrics-scraper")
 SERVER_CONFIG = """\
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -66,9 +70,10 @@ class Stack:
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
-        self.metrics_port_file = self.dir / "metrics.port"  # the worker's /metrics (plain HTTP, loopback)
+        self.metrics_port_file = self.dir / "metrics.port"  # the worker's /metrics (HTTPS, loopback)
         self.server_log = self.dir / "server.log"
         self._server: subprocess.Popen[bytes] | None = None
+        self._metrics_token: str | None = None
 
     @property
     def kubeconfig(self) -> Path:
@@ -80,8 +85,41 @@ class Stack:
 
     @property
     def metrics_url(self) -> str:
-        """The worker's `/metrics` (plain HTTP on loopback, from the Configuration's metrics.bindAddress)."""
-        return f"http://127.0.0.1:{int(self.metrics_port_file.read_text())}/metrics"
+        """The worker's `/metrics` (HTTPS on loopback, from the Configuration's metrics.bindAddress)."""
+        return f"https://127.0.0.1:{int(self.metrics_port_file.read_text())}/metrics"
+
+    def scrape_metrics(self, token: str | None) -> tuple[int, str]:
+        """GET the worker's `/metrics` with `token` as bearer, verifying its certificate (the webhook's,
+        signed by our CA); (status, body) whatever the status."""
+        ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        req = urllib.request.Request(self.metrics_url, headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def metrics_token(self) -> str:
+        """A token of a ServiceAccount bound to `kueue-metrics-reader`, made once per Stack object (so once
+        per e2e session), as a Prometheus would get one."""
+        if self._metrics_token is None:
+            namespace, name = METRICS_SCRAPER
+            binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": name},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": METRICS_READER},
+                       "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}
+            account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
+            self.apply([metrics_reader_role(), account, binding])
+            self._metrics_token = self.kubectl("create", "token", name, "-n", namespace,
+                                               "--duration=24h").stdout.strip()
+        return self._metrics_token
+
+    def metrics_text(self) -> str:
+        """The worker's exposition, scraped as an authorized reader."""
+        status, body = self.scrape_metrics(self.metrics_token())
+        if status != 200:
+            raise StackError("scrape metrics", f"{self.metrics_url} answered {status}: {body.strip()}")
+        return body
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.cluster.kubectl(*args, input=input, check=check)

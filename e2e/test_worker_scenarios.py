@@ -6,10 +6,8 @@ deletes them at the end."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.conftest import Kubectl
+from e2e.conftest import Kubectl, local_stack
 from e2e.test_worker_job import cond, wait_for, when
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -408,13 +406,6 @@ def test_hold_and_drain_evicts_and_none_readmits(kubectl: Kubectl, namespace: st
 
 
 # == metrics ========================================================================================
-def _metrics_url(kubectl: Kubectl) -> str | None:
-    stack = getattr(kubectl, "stack", None)
-    if stack is not None and hasattr(stack, "metrics_url"):
-        return str(stack.metrics_url)
-    return os.environ.get("PYKUEUE_E2E_METRICS_URL")
-
-
 def _sample(text: str, metric: str, **labels: str) -> float | None:
     for line in text.splitlines():
         if not line.startswith(metric + "{"):
@@ -427,8 +418,7 @@ def _sample(text: str, metric: str, **labels: str) -> float | None:
 
 @pytest.mark.local_stack
 def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
-    url = _metrics_url(kubectl)
-    assert url is not None, "the worker's /metrics is known only on the local stack; set PYKUEUE_E2E_METRICS_URL"
+    stack = local_stack(kubectl)
     rf, cq_name = objs.name("on-demand"), objs.name("metrics")
     objs.apply(flavor(rf))
     objs.apply(cluster_queue(cq_name, rf, "2"))
@@ -438,8 +428,7 @@ def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, obj
     wait_workload(kubectl, namespace, "two", "QuotaReserved", "False")
 
     def scrape() -> str | None:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            text: str = r.read().decode()
+        text: str = stack.metrics_text()
         ok = _sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1
         return text if ok else None
 

@@ -16,8 +16,7 @@ log = logging.getLogger("webhook")
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from webhook import logs
-    from webhook.admission import tls
+    from webhook import logs, tls
     from webhook.admission.app import create_app
     from webhook.admission.context import Lookups, StaticLookups
     from webhook.config import ConfigError, load
@@ -91,6 +90,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _worker_argv(args: argparse.Namespace) -> list[str]:
     out = ["--log-level", args.log_level]
+    if args.cert_dir:  # the worker's metrics server serves the webhook's certificate
+        out += ["--cert-dir", args.cert_dir]
     if args.config:
         out += ["--config", args.config]
     if args.kubeconfig:
@@ -118,7 +119,8 @@ def _worker(args: argparse.Namespace) -> int:
     if not (args.kubeconfig or args.in_cluster):
         print("the worker needs --kubeconfig or --in-cluster", file=sys.stderr)
         return 2
-    code = process.run(config, kubeconfig=args.kubeconfig, lease_namespace=args.leader_election_namespace)
+    code = process.run(config, kubeconfig=args.kubeconfig, lease_namespace=args.leader_election_namespace,
+                       cert_dir=args.cert_dir or config.webhook.cert_dir)
     logging.shutdown()
     os._exit(code)  # informer threads may sit in a blocking watch read
 
@@ -141,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--leader-election-namespace", help="namespace of the leader Lease (default: the Configuration's, kueue-system)")
     w = sub.add_parser("worker", help="the admission worker alone (leader-elected)")
     w.add_argument("--config", help="Kueue Configuration file")
+    w.add_argument("--cert-dir", help="tls.crt and tls.key for /metrics (default: the Configuration's webhook.certDir; "
+                                      "self-signed when absent)")
     w.add_argument("--kubeconfig")
     w.add_argument("--in-cluster", action="store_true")
     w.add_argument("--log-level", default="INFO")

@@ -2,7 +2,8 @@
 
 Supports what the cert manager and the lookups use: GET (object or list), POST (create, 409 if
 present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch) and
-watch (blocks until `stop` is set, yielding nothing).
+watch (blocks until `stop` is set, yielding nothing). TokenReviews and SubjectAccessReviews are
+answered, not stored: from `tokens` (token -> user info) and `non_resource_grants` (user, verb, path).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class FakeKube:
         self.stop = threading.Event()
         self._rv = 0
         self._lock = threading.Lock()
+        self.tokens: dict[str, dict[str, Any]] = {}
+        self.non_resource_grants: set[tuple[str, str, str]] = set()
         for path, obj in (objects or {}).items():
             self.put(path, obj)
 
@@ -89,6 +92,17 @@ class FakeKube:
         self.stop.wait(timeout_seconds)
         return iter(())
 
+    def _review(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        spec = body["spec"]
+        if body["kind"] == "TokenReview":
+            user = self.tokens.get(spec["token"])
+            status: dict[str, Any] = {"authenticated": True, "user": user} if user else {"authenticated": False}
+        else:
+            attrs = spec["nonResourceAttributes"]
+            allowed = (spec["user"], attrs["verb"], attrs["path"]) in self.non_resource_grants
+            status = {"allowed": True} if allowed else {"allowed": False, "reason": "no RBAC policy matched"}
+        return {**body, "status": status}
+
     def _put_status(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """The status subresource: only `status` of the body is taken, guarded by resourceVersion."""
         current = self.objects[path]
@@ -105,6 +119,8 @@ class FakeKube:
                 if path not in self.objects:
                     raise k.NotFound(404, f"{path} not found")
                 return copy.deepcopy(self.objects[path])
+            if method == "POST" and body.get("kind") in ("TokenReview", "SubjectAccessReview"):
+                return self._review(body)
             if method == "POST":
                 target = f"{path}/{body['metadata']['name']}"
                 if target in self.objects:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -153,15 +152,6 @@ def test_refresh_sets_gauges_and_drops_deleted_queues() -> None:
     rep.refresh(core)
     assert _sample("kueue_cluster_queue_status", {"cluster_queue": "metrics-b", "status": "pending", **role}) is None
     assert _sample("kueue_reserving_active_workloads", {"cluster_queue": "metrics-b", **role}) is None
-
-
-def test_worker_serves_its_registry_over_http() -> None:
-    bound = process.serve_metrics("127.0.0.1:0")
-    assert bound is not None
-    with urllib.request.urlopen(f"http://127.0.0.1:{bound[1]}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    assert "# TYPE kueue_admission_attempts_total counter" in text
-    assert "kueue_build_info{" in text
 
 
 def test_pods_ready_observes_time_since_queued_and_since_admitted() -> None:

@@ -8,7 +8,9 @@ ConfigMap mounted at `/controller_manager_config.yaml`. Differences, on purpose:
 * 2 replicas; every replica serves webhooks, the worker runs in the Lease holder only;
 * probes are HTTPS on the webhook port (our server answers /healthz and /readyz there);
 * the metrics Service targets port 8443 (`metrics.bindAddress`), where the worker process of the
-  Lease holder exports the `kueue_*` series over plain HTTP (upstream serves HTTPS with authn);
+  Lease holder exports the `kueue_*` series over HTTPS to scrapers bound to `kueue-metrics-reader`
+  (as upstream), serving the webhook's certificate (upstream: a self-signed one, or cert-manager's
+  `kueue-metrics-server-cert`);
 * the cert dir is in an emptyDir at /tmp that the cert manager writes, not the Secret mounted
   as a volume, so a new certificate needs no kubelet sync (and /tmp is writable under a
   read-only root filesystem).
@@ -180,7 +182,7 @@ def controller_objects(s: Settings) -> list[dict[str, Any]]:
         _service(WEBHOOK_SERVICE, "webhook-service",
                  {"port": 443, "protocol": "TCP", "targetPort": WEBHOOK_PORT}, s),
         _service(METRICS_SERVICE, "metrics-service",
-                 {"name": "http", "port": METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}, s),
+                 {"name": "https", "port": METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}, s),
     ]
 
 

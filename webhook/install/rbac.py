@@ -6,6 +6,11 @@ the roles are generated from it and `tests/unit/install/test_rbac.py` can hold t
 worker names must be granted, and nothing is granted that no code names). Upstream generates the
 same from `+kubebuilder:rbac` markers into `config/components/rbac/role.yaml` (kueue ff69552e79).
 
+The worker's metrics server checks each scraper with a TokenReview and a SubjectAccessReview;
+those creates are its own role, `kueue-metrics-auth-role` (upstream's `metrics_auth_role.yaml`).
+Scrapers get `/metrics` from `kueue-metrics-reader` (upstream's `metrics_reader_role.yaml`), bound
+by whoever installs Prometheus.
+
 The user-facing roles (`kueue-batch-admin-role`, `kueue-batch-user-role` and a viewer/editor
 pair per kind) keep upstream's names and aggregation labels (`config/components/rbac/*_role.yaml`
 under `namePrefix: kueue-`), restricted to the kinds we serve.
@@ -24,9 +29,12 @@ __all__ = [
     "CERT_MANAGER",
     "LOOKUPS",
     "MANAGER_ACCESS",
+    "METRICS_AUTH",
+    "METRICS_READER",
     "WORKER",
     "Access",
     "manager_rbac",
+    "metrics_reader_role",
     "owner_plural",
     "user_roles",
 ]
@@ -34,6 +42,8 @@ __all__ = [
 CERT_MANAGER = "webhook.certmanager"
 LOOKUPS = "webhook.admission.lookups"
 WORKER = "webhook.worker"
+METRICS_AUTH = "webhook.worker.metrics_server"
+METRICS_READER = "kueue-metrics-reader"
 
 _K = "kueue.x-k8s.io"
 _ALL = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -107,6 +117,11 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
     Access("coordination.k8s.io", ("leases",), ("create", "get", "update"), WORKER, "leader election",
            namespaced=True, role="leader-election"),
+    # -- the worker's metrics server ------------------------------------------------------------------
+    Access("authentication.k8s.io", ("tokenreviews",), ("create",), METRICS_AUTH,
+           "who is the scraper (its bearer token)", role="metrics-auth"),
+    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), METRICS_AUTH,
+           "may the scraper get /metrics", role="metrics-auth"),
 )
 
 
@@ -149,6 +164,7 @@ ROLE_NAMES = {
     ("cert", False): ("kueue-manager-cert-role", "kueue-manager-cert-rolebinding"),
     ("cert", True): ("kueue-manager-secrets-role", "kueue-manager-secrets-rolebinding"),
     ("leader-election", True): ("kueue-leader-election-role", "kueue-leader-election-rolebinding"),
+    ("metrics-auth", False): ("kueue-metrics-auth-role", "kueue-metrics-auth-rolebinding"),
 }
 
 
@@ -168,6 +184,12 @@ def manager_rbac(namespace: str, service_account: str, *, access: Sequence[Acces
                     "rules": rules(entries)})
         out.append(_binding(f"{kind}Binding", binding_name, role_name, namespace, service_account))
     return out
+
+
+def metrics_reader_role() -> dict[str, Any]:
+    """What a scraper needs: `get` on the non-resource URL `/metrics` (bind it to Prometheus's account)."""
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_READER},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
 
 
 # -- user-facing roles -----------------------------------------------------------------------------
@@ -216,11 +238,12 @@ def _user_role(kind: _UserKind, editor: bool) -> dict[str, Any]:
 
 
 def user_roles() -> list[dict[str, Any]]:
-    """batch-admin and batch-user (aggregated by label) and a viewer/editor pair per kind."""
+    """batch-admin and batch-user (aggregated by label), a viewer/editor pair per kind, and the metrics reader."""
     aggregated = [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": f"kueue-batch-{who}-role"},
          "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]}, "rules": []}
         for who, label in (("admin", _ADMIN), ("user", _USER))
     ]
-    return aggregated + [_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)]
+    return [*aggregated, *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
+            metrics_reader_role()]

@@ -5,10 +5,13 @@ holder gets past `LeaderElector.run` and starts the Manager. Losing the lease en
 (as upstream's manager exits), and the supervisor in the `serve` process starts a fresh standby.
 SIGTERM releases the lease first, so a standby takes over at once instead of after 15 s.
 
-Every worker process serves the Kueue series (`webhook.metrics.WORKER_REGISTRY`) as plain HTTP
-`/metrics` on the Configuration's `metrics.bindAddress` (default `:8443`; `0` turns it off), as
-upstream's manager does on its metrics port. Only the lease holder fills them in; a standby shows
-`kueue_build_info` alone. The webhook server's own `/metrics` (port 9443) keeps the webhook series.
+Every worker process serves the Kueue series (`webhook.metrics.WORKER_REGISTRY`) as `/metrics`
+over HTTPS on the Configuration's `metrics.bindAddress` (default `:8443`; `0` turns it off), to
+callers a TokenReview and a SubjectAccessReview admit (`metrics_server`), as upstream's manager
+does on its metrics port. The certificate is the webhook's (`--cert-dir`, re-read when it
+rotates), or a self-signed one made at start when there is none. Only the lease holder fills the
+series in; a standby shows `kueue_build_info` alone. The webhook server's own `/metrics`
+(port 9443) keeps the webhook series.
 """
 
 from __future__ import annotations
@@ -25,11 +28,10 @@ import uuid
 from collections.abc import Sequence
 from types import FrameType
 
-from prometheus_client import start_http_server
-
 from webhook import kube as k
-from webhook import metrics
+from webhook import metrics, tls
 from webhook.config import Configuration
+from webhook.worker import metrics_server
 from webhook.worker.leader import LeaderElector, LeaseSettings
 from webhook.worker.manager import Manager
 
@@ -51,28 +53,46 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def serve_metrics(address: str) -> tuple[str, int] | None:
-    """Serve `/metrics` for the worker registry in a daemon thread; returns the bound (host, port).
+def serve_metrics(address: str, kube: metrics_server.KubeAPI, cert_dir: str,
+                  stop: threading.Event) -> tuple[str, int] | None:
+    """Serve `/metrics` for the worker registry over HTTPS in daemon threads until `stop`; returns
+    the bound (host, port).
 
-    A port already taken (two local processes on one host) is logged, not fatal: admission matters
-    more than its metrics."""
+    The certificate in `cert_dir` is re-read when it changes. A port already taken (two local
+    processes on one host) is logged, not fatal: admission matters more than its metrics."""
     bind = parse_bind_address(address)
     if bind is None:
         return None
+    reloader = None
+    if tls.has_cert(cert_dir):
+        ctx = tls.server_context(cert_dir)
+        reloader = tls.CertReloader(ctx, cert_dir)
+    else:
+        log.info("no serving certificate; metrics use a self-signed one", extra={"cert_dir": cert_dir})
+        ctx = tls.self_signed_context()
+    app = metrics_server.app(metrics.WORKER_REGISTRY, metrics_server.Authorizer(kube))
     try:
-        server, _thread = start_http_server(bind[1], bind[0], registry=metrics.WORKER_REGISTRY)
+        server = metrics_server.MetricsServer(bind, app, ctx)
     except OSError as exc:
         log.warning("cannot serve metrics", extra={"address": address, "error": str(exc)})
         return None
-    raw_host, port = server.server_address[:2]
-    host = raw_host.decode() if isinstance(raw_host, bytes) else str(raw_host)
-    log.info("serving metrics", extra={"address": f"{host}:{port}"})
-    return host, int(port)
+
+    def until_stopped() -> None:
+        if reloader is not None:
+            reloader.watch(stop)
+        stop.wait()
+        server.shutdown()
+        server.server_close()
+
+    threading.Thread(target=server.serve_forever, name="metrics-server", daemon=True).start()
+    threading.Thread(target=until_stopped, name="metrics-cert-reloader", daemon=True).start()
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    log.info("serving metrics", extra={"address": f"{host}:{port}", "scheme": "https"})
+    return host, port
 
 
-def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str | None) -> int:
+def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str | None, cert_dir: str) -> int:
     stop = threading.Event()
-    serve_metrics(config.metrics.bind_address)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -81,6 +101,7 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     signal.signal(signal.SIGINT, on_signal)
     cc = config.client_connection
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst)
+    serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
     me = identity()
     le = config.leader_election
     if not le.leader_elect:

@@ -61,7 +61,8 @@ def test_services(controller):
     assert webhook["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": 9443}]
     assert metrics["metadata"]["name"] == "kueue-controller-manager-metrics-service"
     # The kueue_* series come from the worker's /metrics on the Configuration's metrics.bindAddress.
-    assert metrics["spec"]["ports"] == [{"name": "http", "port": 8443, "protocol": "TCP", "targetPort": "metrics"}]
+    # ... over HTTPS, as upstream's controller-manager-metrics-service (port name `https`).
+    assert metrics["spec"]["ports"] == [{"name": "https", "port": 8443, "protocol": "TCP", "targetPort": "metrics"}]
     assert webhook["spec"]["selector"] == metrics["spec"]["selector"] == o.SELECTOR
 
 
@@ -102,7 +103,8 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert sorted(roles) == sorted(
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "workload")
-           for r in ("viewer", "editor")])
+           for r in ("viewer", "editor")] + ["kueue-metrics-reader"])
+    assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
         "rbac.kueue.x-k8s.io/role": "localqueue-viewer", "rbac.kueue.x-k8s.io/batch-admin": "true",
@@ -114,6 +116,16 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert roles["kueue-clusterqueue-viewer-role"]["rules"] == [
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"], "verbs": ["get"]}]
+
+
+def test_manager_may_review_metrics_scrapers():
+    objs = {(r["kind"], r["metadata"]["name"]): r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)}
+    assert objs[("ClusterRole", "kueue-metrics-auth-role")]["rules"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
+    binding = objs[("ClusterRoleBinding", "kueue-metrics-auth-rolebinding")]
+    assert binding["roleRef"]["name"] == "kueue-metrics-auth-role"
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": o.SERVICE_ACCOUNT, "namespace": "kueue-system"}]
 
 
 def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():

@@ -23,6 +23,7 @@ from tests.unit.test_certmanager import cluster_objects, manager
 from webhook.admission.jobframework import INTEGRATION_KINDS
 from webhook.admission.lookups import ClusterLookups
 from webhook.install import rbac
+from webhook.worker.metrics_server import Authorizer
 
 WEBHOOK = Path(__file__).resolve().parents[3] / "webhook"
 NAMESPACE = "kueue-system"
@@ -99,9 +100,18 @@ def cert_manager_calls(tmp_path: Path) -> list[Call]:
     return [parse(m, p) for m, p in kube.calls]
 
 
-@pytest.mark.parametrize("user", [rbac.LOOKUPS, rbac.CERT_MANAGER])
+def metrics_auth_calls() -> list[Call]:
+    kube = FakeKube()
+    kube.tokens["t"] = {"username": "prometheus"}
+    auth = Authorizer(kube)  # type: ignore[arg-type]
+    assert auth.check("Bearer t", "GET", "/metrics") is not None  # reviewed, and denied
+    return [parse(m, p) for m, p in kube.calls]
+
+
+@pytest.mark.parametrize("user", [rbac.LOOKUPS, rbac.CERT_MANAGER, rbac.METRICS_AUTH])
 def test_recorded_calls_equal_the_grants(tmp_path, user):
-    calls = lookups_calls() if user == rbac.LOOKUPS else cert_manager_calls(tmp_path)
+    calls = {rbac.LOOKUPS: lookups_calls, rbac.CERT_MANAGER: lambda: cert_manager_calls(tmp_path),
+             rbac.METRICS_AUTH: metrics_auth_calls}[user]()
     entries = entries_of(user)
     lacking = sorted({c for c in calls if not any(grants(e, c) for e in entries)})
     assert not lacking, f"{user} makes calls its RBAC entries do not grant: {lacking}"

@@ -1,8 +1,10 @@
 """Serving TLS: TLS 1.2+ with modern ciphers, and certificate rotation without a restart.
 
-The one `SSLContext` given to uvicorn is re-loaded in place when `tls.crt` or `tls.key`
-change on disk; OpenSSL uses the context's current certificate for every new handshake,
-so connections made after a rotation see the new certificate.
+Shared by the webhook server (uvicorn) and the worker's metrics server. The one `SSLContext`
+a server uses is re-loaded in place when `tls.crt` or `tls.key` change on disk; OpenSSL uses
+the context's current certificate for every new handshake, so connections made after a
+rotation see the new certificate. Without a certificate on disk, `self_signed_context` makes
+one in memory, as controller-runtime's metrics server does when its cert dir is empty.
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ import asyncio
 import logging
 import os
 import ssl
+import tempfile
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["CertReloader", "server_context"]
+import certs
+
+__all__ = ["CertReloader", "has_cert", "self_signed_context", "server_context"]
 
 log = logging.getLogger(__name__)
 
@@ -21,13 +28,39 @@ log = logging.getLogger(__name__)
 _CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
 
 
-def server_context(cert_dir: str | os.PathLike[str]) -> ssl.SSLContext:
+def _context() -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_ciphers(_CIPHERS)
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION
+    return ctx
+
+
+def has_cert(cert_dir: str | os.PathLike[str]) -> bool:
+    d = Path(cert_dir)
+    return (d / "tls.crt").is_file() and (d / "tls.key").is_file()
+
+
+def server_context(cert_dir: str | os.PathLike[str]) -> ssl.SSLContext:
+    ctx = _context()
     d = Path(cert_dir)
     ctx.load_cert_chain(d / "tls.crt", d / "tls.key")
+    return ctx
+
+
+def self_signed_context(hosts: Sequence[str] = ("localhost", "127.0.0.1")) -> ssl.SSLContext:
+    """A context serving a fresh certificate for `hosts`, signed by a throwaway CA.
+
+    OpenSSL loads a key pair only from files, so the PEMs pass through a private directory
+    that is gone before this returns."""
+    serving = certs.make_serving_cert(certs.make_ca(), hosts)
+    ctx = _context()
+    with tempfile.TemporaryDirectory(prefix="self-signed-") as tmp:  # mode 0700
+        crt, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+        crt.write_bytes(serving.cert_pem + serving.ca.cert_pem)
+        key.touch(mode=0o600)
+        key.write_bytes(serving.key_pem)
+        ctx.load_cert_chain(crt, key)
     return ctx
 
 
@@ -65,4 +98,9 @@ class CertReloader:
     async def run(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
+            self.check()
+
+    def watch(self, stop: threading.Event) -> None:
+        """`run` for a threaded server: check every interval until `stop`."""
+        while not stop.wait(self._interval):
             self.check()

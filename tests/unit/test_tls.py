@@ -16,7 +16,7 @@ import uvicorn
 from cryptography import x509
 
 import certs
-from webhook.admission import tls
+from webhook import tls
 from webhook.admission.app import create_app
 
 

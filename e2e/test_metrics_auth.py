@@ -1,0 +1,50 @@
+"""The worker's /metrics end to end: HTTPS, and only for tokens the API server vouches for and RBAC
+lets `get /metrics` (kueue-metrics-reader), as upstream's manager serves it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.request
+
+import pytest
+
+from e2e.conftest import Kubectl, local_stack
+from webhook.install.rbac import METRICS_READER, metrics_reader_role
+
+
+@pytest.mark.local_stack
+def test_metrics_need_a_token_bound_to_the_metrics_reader(kubectl: Kubectl, namespace: str) -> None:
+    stack = local_stack(kubectl)
+    kubectl.apply(json.dumps(metrics_reader_role()))
+    kubectl("create", "serviceaccount", "scraper", "-n", namespace)
+    kubectl("create", "serviceaccount", "stranger", "-n", namespace)
+    binding = f"{namespace}-scraper"
+    kubectl("create", "clusterrolebinding", binding, f"--clusterrole={METRICS_READER}",
+            f"--serviceaccount={namespace}:scraper")
+    try:
+        reader = kubectl("create", "token", "scraper", "-n", namespace).stdout.strip()
+        stranger = kubectl("create", "token", "stranger", "-n", namespace).stdout.strip()
+
+        status, body = stack.scrape_metrics(reader)
+        assert status == 200, body
+        assert "# TYPE kueue_admission_attempts_total counter" in body
+        assert "kueue_build_info{" in body
+
+        assert stack.scrape_metrics(stranger) == (
+            403, f"Authorization denied for user system:serviceaccount:{namespace}:stranger\n")
+        assert stack.scrape_metrics(None) == (401, "Unauthorized\n")
+        assert stack.scrape_metrics("not-a-token") == (401, "Unauthorized\n")
+        assert stack.scrape_metrics(reader)[0] == 200  # the refusals left the reader's answer alone
+
+        # No plain-HTTP answer on the metrics port.
+        with pytest.raises((OSError, http.client.HTTPException)):
+            urllib.request.urlopen(stack.metrics_url.replace("https://", "http://"), timeout=5)
+    finally:
+        kubectl("delete", "clusterrolebinding", binding, "--ignore-not-found", check=False)
+
+
+@pytest.mark.local_stack
+def test_the_suite_scrapes_as_an_authorized_reader(kubectl: Kubectl) -> None:
+    text = local_stack(kubectl).metrics_text()
+    assert "# TYPE kueue_build_info gauge" in text
