@@ -126,6 +126,8 @@ class SchedulerConfig:
     ignore_undeclared_resources: bool = False
     # waitForPodsReady.blockAdmission: admit nothing while a workload holding quota is not PodsReady.
     block_admission: bool = False
+    # waitForPodsReady.requeuingStrategy.timestamp is `Eviction` (else `Creation`).
+    requeue_by_eviction: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +343,7 @@ class AdmissionCore:
 
     def on_workload(self, obj: Mapping[str, Any], now: datetime) -> WorkloadInfo:
         """A Workload was created or updated (including status changes)."""
-        return self.upsert_workload_info(parse_workload(obj), now)
+        return self.upsert_workload_info(parse_workload(obj, requeue_by_eviction=self.config.requeue_by_eviction), now)
 
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""

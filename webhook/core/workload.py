@@ -181,6 +181,8 @@ class WorkloadInfo:
     check_states: Mapping[str, str] = field(default_factory=dict)
     # `ValidateResources` errors (requests above limits), aggregated as upstream prints them; "" if valid.
     resource_errors: str = ""
+    # waitForPodsReady.requeuingStrategy.timestamp: Eviction (True) or Creation (False).
+    requeue_by_eviction: bool = True
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -236,9 +238,14 @@ class WorkloadInfo:
 
     @property
     def queue_order_timestamp(self) -> datetime:
-        """Eviction time for PodsReadyTimeout/AdmissionCheck evictions, else creation time."""
+        """Eviction time for AdmissionCheck evictions, and for PodsReadyTimeout evictions unless the
+        requeuing strategy says `Creation`; else creation time (`Ordering.GetQueueOrderTimestamp`)."""
         ev = self.conditions.get(constants.WorkloadCondition.EVICTED)
-        if ev is not None and ev.status == "True" and ev.reason in (constants.EvictionReason.PODS_READY_TIMEOUT, constants.EvictionReason.ADMISSION_CHECK) and ev.last_transition_time:
+        if ev is None or ev.status != "True" or not ev.last_transition_time:
+            return self.creation
+        if ev.reason == constants.EvictionReason.ADMISSION_CHECK:
+            return ev.last_transition_time
+        if ev.reason == constants.EvictionReason.PODS_READY_TIMEOUT and self.requeue_by_eviction:
             return ev.last_transition_time
         return self.creation
 
@@ -308,7 +315,8 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
     return tuple(out)
 
 
-def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None) -> WorkloadInfo:
+def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None,
+                   requeue_by_eviction: bool = True) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
@@ -373,4 +381,5 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         failed_checks=any(c.get("state") in ("Retry", "Rejected") for c in checks),
         check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
         resource_errors=_resource_errors(spec.get("podSets") or ()),
+        requeue_by_eviction=requeue_by_eviction,
     )

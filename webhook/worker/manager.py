@@ -124,9 +124,11 @@ class Manager:
         fs = config.fair_sharing
         wfpr = config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
+        by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
         self.core = AdmissionCore(
-            SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block)
-            if fs else SchedulerConfig(block_admission=block)
+            SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
+                            requeue_by_eviction=by_eviction)
+            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)

@@ -211,3 +211,26 @@ def test_without_block_admission_both_are_admitted() -> None:
     results = [core.schedule(T0), core.schedule(T0)]
     assert [d.key for r in results for d in r.admitted] == ["ns/a", "ns/b"]
     assert not [d for r in results for d in r.decisions if isinstance(d, Pending)]
+
+
+@pytest.mark.parametrize(("by_eviction", "first"), [(True, "fresh"), (False, "evicted")])
+def test_requeuing_timestamp_orders_a_timed_out_workload(by_eviction: bool, first: str) -> None:
+    """`requeuingStrategy.timestamp`: Eviction puts a workload evicted for PodsReadyTimeout behind
+    one created after it; Creation keeps its place by creation time."""
+    def wl(name: str, created: str, evicted_at: str | None = None) -> dict[str, Any]:
+        obj: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                               "metadata": {"name": name, "namespace": "ns", "uid": name, "creationTimestamp": created},
+                               "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                                   "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+        if evicted_at:
+            obj["status"] = {"conditions": [{"type": "Evicted", "status": "True", "reason": "PodsReadyTimeout",
+                                             "message": "Exceeded the PodsReady timeout ns/" + name,
+                                             "lastTransitionTime": evicted_at}]}
+        return obj
+
+    core = AdmissionCore(SchedulerConfig(requeue_by_eviction=by_eviction))
+    now = T0 + timedelta(minutes=10)
+    evicted = core.on_workload(wl("evicted", "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"), now)
+    fresh = core.on_workload(wl("fresh", "2026-01-01T00:01:00Z"), now)
+    order = sorted([evicted, fresh], key=lambda w: w.queue_order_timestamp)
+    assert order[0].name == first
