@@ -677,6 +677,94 @@ RECONCILER.update({
     ),
 })
 
+RESERVED_MAIN = psa()  # `MakePodSetAssignment("main")`: count 1, no flavors
+WAITING = cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement")
+PREEMPTED = cond("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload")
+
+
+def gw(count: int = 2, *owners: str, name: str = "test-group", queue: str = "user-queue") -> W:
+    """A group Workload as upstream's cases write it (no gate, no index label, no priority)."""
+    w = W(name).group().fin().pod_sets(ps(ROLE, count)).queue(queue)
+    for owner in owners or ("pod", "pod2"):
+        w.owner(owner)
+    return w
+
+
+RECONCILER.update({
+    "workload is not finished if the pod in the group is running": Case(
+        pods=[gpod().phase("Succeeded").obj(), gpod("pod2").obj()],
+        want_pods=[gpod().phase("Succeeded").obj(), gpod("pod2").obj()],
+        workloads=[gw().reserve(RESERVED_MAIN).admitted().obj()],
+        want_workloads=[gw().reserve(RESERVED_MAIN).admitted().reclaimable((ROLE, 1)).obj()],
+    ),
+    "workload is finished if all pods in the group has finished": Case(
+        pods=[gpod().phase("Succeeded").obj(), gpod("pod2").phase("Succeeded").obj()],
+        want_pods=[BASE.clone().managed().group().phase("Succeeded").obj(),
+                   BASE.clone().name("pod2").managed().group().phase("Succeeded").obj()],
+        workloads=[gw().reserve(RESERVED_MAIN).admitted().obj()],
+        want_workloads=[gw().reserve(RESERVED_MAIN).admitted()
+                        .cond(cond("Finished", "True", "Succeeded", "Pods succeeded: 2/2.")).obj()],
+        want_events=[normal("pod", "FinishedWorkload", "Workload 'ns/test-group' is declared finished")],
+    ),
+    "workload is not deleted if the pod in group has been deleted after admission": Case(
+        pods=[gpod().obj()],
+        want_pods=[gpod().obj()],
+        workloads=[gw(2, "pod").reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[gw(2, "pod").reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+    ),
+    "pod group remains stopped when workload is evicted": Case(
+        pods=[gpod().gate().queue("test-queue").obj(), gpod("pod2").gate().queue("test-queue").obj()],
+        want_pods=[gpod().gate().queue("test-queue").obj(), gpod("pod2").gate().queue("test-queue").obj()],
+        workloads=[gw(queue="test-queue").cond(PREEMPTED).obj()],
+        want_workloads=[gw(queue="test-queue").cond(PREEMPTED).obj()],
+    ),
+    "Pods are finalized even if one of the pods in the finished group is absent": Case(
+        pods=[gpod().phase("Succeeded").obj()],
+        want_pods=[BASE.clone().managed().group().phase("Succeeded").obj()],
+        workloads=[W("test-group").group().pod_sets(ps(ROLE, 2)).queue("user-queue").owner().reserve(RESERVED_MAIN).admitted()
+                   .cond(cond("Finished", "True", "Succeeded", "Pods succeeded: 1/2. Pods failed: 1/2")).cond(WAITING).obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps(ROLE, 2)).queue("user-queue").owner().reserve(RESERVED_MAIN).admitted()
+                        .cond(cond("Finished", "True", "Succeeded", "Pods succeeded: 1/2. Pods failed: 1/2")).cond(WAITING).obj()],
+        want_events=[normal("pod", "FinishedWorkload", "Workload 'ns/test-group' is declared finished")],
+    ),
+    "workload for pod group with different queue names shouldn't be created": Case(
+        pods=[gpod().gate().queue("test-queue").obj(), gpod("pod2").gate().queue("new-test-queue").obj()],
+        want_pods=[gpod().gate().queue("test-queue").obj(), gpod("pod2").gate().queue("new-test-queue").obj()],
+        want_err="has different queue names",
+    ),
+    "all pods in group should be removed if workload is deleted": Case(
+        pods=[gpod().queue("test-queue").obj(), gpod("pod2").queue("test-queue").phase("Succeeded").obj()],
+        want_pods=[],
+        workloads=[W("test-group").group().fin().pod_sets(ps(ROLE, 2)).controller("pod").controller("pod2").queue("test-queue")
+                   .reserve(psa("main", 2, "unit-test-flavor", "2")).admitted().obj()],
+        delete_workloads=True,
+        want_events=[normal("pod", "Stopped", "Workload is deleted"), normal("pod2", "Stopped", "Workload is deleted")],
+    ),
+    "replacement pod should be started for pod group of size 1": Case(
+        pods=[gpod(total=1).phase("Failed").obj(), gpod("pod2", 1).gate().obj()],
+        want_pods=[gpod(total=1).phase("Failed").obj(),
+                   gpod("pod2", 1).label("kueue.x-k8s.io/podset", ROLE).label("kueue.x-k8s.io/local-queue-name", "user-queue")
+                   .label("kueue.x-k8s.io/cluster-queue-name", "cq").ann("kueue.x-k8s.io/workload", "test-group").obj()],
+        workloads=[gw().reserve(psa(ROLE)).admitted().cond(WAITING).obj()],
+        want_workloads=[gw().reserve(psa(ROLE)).admitted().cond(WAITING).obj()],
+        want_events=[normal("pod2", "Started", "Admitted by clusterQueue cq")],
+    ),
+    "replacement pod should be started for set of Running, Failed, Succeeded pods": Case(
+        pods=[gpod(total=3).label("kueue.x-k8s.io/podset", ROLE).label("kueue.x-k8s.io/local-queue-name", "user-queue")
+              .label("kueue.x-k8s.io/cluster-queue-name", "cq").phase("Running").obj(),
+              gpod("pod2", 3).phase("Failed").obj(), gpod("pod3", 3).phase("Succeeded").obj(), gpod("replacement", 3).gate().obj()],
+        want_pods=[gpod(total=3).label("kueue.x-k8s.io/podset", ROLE).label("kueue.x-k8s.io/local-queue-name", "user-queue")
+                   .label("kueue.x-k8s.io/cluster-queue-name", "cq").phase("Running").obj(),
+                   BASE.clone().name("pod2").managed().group(total=3).phase("Failed").obj(), gpod("pod3", 3).phase("Succeeded").obj(),
+                   gpod("replacement", 3).label("kueue.x-k8s.io/podset", ROLE).label("kueue.x-k8s.io/local-queue-name", "user-queue")
+                   .label("kueue.x-k8s.io/cluster-queue-name", "cq").ann("kueue.x-k8s.io/workload", "test-group").obj()],
+        workloads=[gw(3, "pod", "pod2", "pod3").reserve(psa(ROLE, 3)).admitted().reclaimable((ROLE, 1)).obj()],
+        want_workloads=[gw(3, "pod", "pod2", "pod3", "replacement").reserve(psa(ROLE, 3)).admitted().reclaimable((ROLE, 1)).obj()],
+        want_events=[normal("test-group", "OwnerReferencesAdded", "Added 1 owner reference(s)"),
+                     normal("replacement", "Started", "Admitted by clusterQueue cq")],
+    ),
+})
+
 
 @pytest.mark.parametrize("case", cases(RECONCILER))
 def test_reconciler(case: Case) -> None:
