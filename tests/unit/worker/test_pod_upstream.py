@@ -98,7 +98,14 @@ class P:
         return self.label("kueue.x-k8s.io/queue-name", name)
 
     def fin(self) -> P:
-        self.o["metadata"].setdefault("finalizers", []).append(FIN)
+        return self.finalizer(FIN)
+
+    def finalizer(self, name: str) -> P:
+        self.o["metadata"].setdefault("finalizers", []).append(name)
+        return self
+
+    def mem(self, quantity: str) -> P:
+        self.o["spec"]["containers"][0]["resources"]["requests"]["memory"] = quantity
         return self
 
     def gate(self, name: str = GATE) -> P:
@@ -156,11 +163,13 @@ class P:
         return copy.deepcopy(self.o)
 
 
-def ps(name: str = "main", count: int = 1, *, cpu: str | None = "1", gated: bool = False, index: bool = False,
+def ps(name: str = "main", count: int = 1, *, cpu: str | None = "1", memory: str = "", gated: bool = False, index: bool = False,
        **spec: Any) -> dict[str, Any]:
-    """`MakePodSet(name, count)` [`.Request(cpu, ...)`, `.SchedulingGates(admission)`, `.PodIndexLabel(...)`]."""
-    template: dict[str, Any] = {"restartPolicy": "Never",
-                                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu} if cpu else {}}}]}
+    """`MakePodSet(name, count)` [`.Request(cpu/memory, ...)`, `.SchedulingGates(admission)`, `.PodIndexLabel(...)`]."""
+    requests = {"cpu": cpu} if cpu else {}
+    if memory:
+        requests["memory"] = memory
+    template: dict[str, Any] = {"restartPolicy": "Never", "containers": [{"name": "c", "resources": {"requests": requests}}]}
     if gated:
         template["schedulingGates"] = [{"name": GATE}]
     template.update(spec)
@@ -841,6 +850,94 @@ RECONCILER.update({
         pods=[gpod().gate().obj(), gpod("pod2").phase("Failed").obj()],
         want_pods=[gpod().gate().obj(), BASE.clone().name("pod2").managed().group().phase("Failed").obj()],
         want_events=[warning("pod", "ErrWorkloadCompose", "'test-group' group has fewer runnable pods than expected")],
+    ),
+    "pod group is considered finished if there is an unretriable pod and no running pods": Case(
+        pods=[gpod(total=3).ann("kueue.x-k8s.io/retriable-in-group", "false").phase("Failed").obj(),
+              gpod("pod2", 3).phase("Succeeded").obj(), gpod("pod3", 3).mem("1Gi").phase("Failed").obj()],
+        want_pods=[BASE.clone().managed().group(total=3).ann("kueue.x-k8s.io/retriable-in-group", "false").phase("Failed").obj(),
+                   BASE.clone().name("pod2").managed().group(total=3).phase("Succeeded").obj(),
+                   BASE.clone().name("pod3").managed().mem("1Gi").group(total=3).phase("Failed").obj()],
+        workloads=[W("test-group").group().pod_sets(ps("a119f908", 1, memory="1Gi"), ps(ROLE, 2)).queue("user-queue")
+                   .owner("pod").owner("pod2").owner("pod3").reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps("a119f908", 1, memory="1Gi"), ps(ROLE, 2)).queue("user-queue")
+                        .owner("pod").owner("pod2").owner("pod3").reserve(RESERVED_MAIN).admitted().cond(WAITING)
+                        .cond(cond("Finished", "True", "Succeeded", "Pods succeeded: 1/3.")).obj()],
+        want_events=[normal("pod", "FinishedWorkload", "Workload 'ns/test-group' is declared finished")],
+    ),
+    "reclaimable pods updated for pod group": Case(
+        pods=[gpod(total=3).phase("Failed").obj(), gpod("pod2", 3).phase("Running").obj(),
+              gpod("pod3", 3).mem("1Gi").phase("Succeeded").obj()],
+        want_pods=[gpod(total=3).phase("Failed").obj(), gpod("pod2", 3).phase("Running").obj(),
+                   gpod("pod3", 3).mem("1Gi").phase("Succeeded").obj()],
+        workloads=[W("test-group").group().pod_sets(ps("4ebdd4a6", 1, memory="1Gi"), ps(ROLE, 2)).queue("user-queue")
+                   .owner("pod").owner("pod2").owner("pod3").reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps("4ebdd4a6", 1, memory="1Gi"), ps(ROLE, 2)).queue("user-queue")
+                        .owner("pod").owner("pod2").owner("pod3").reserve(RESERVED_MAIN).admitted().cond(WAITING)
+                        .reclaimable(("4ebdd4a6", 1)).obj()],
+    ),
+    "reclaimablePods field is not updated for a serving pod group": Case(
+        pods=[gpod(total=3).serving().phase("Failed").obj(), gpod("pod2", 3).serving().phase("Running").obj(),
+              gpod("pod3", 3).mem("1Gi").serving().phase("Succeeded").obj()],
+        want_pods=[gpod(total=3).serving().phase("Failed").obj(), gpod("pod2", 3).serving().phase("Running").obj(),
+                   gpod("pod3", 3).mem("1Gi").serving().phase("Succeeded").obj()],
+        workloads=[W("test-group").group().pod_sets(ps("4ebdd4a6", 1, memory="1Gi"), ps(ROLE, 2)).queue("user-queue")
+                   .owner("pod").owner("pod2").owner("pod3").reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps("4ebdd4a6", 1, memory="1Gi"), ps(ROLE, 2)).queue("user-queue")
+                        .owner("pod").owner("pod2").owner("pod3").reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+    ),
+    "excess pods before wl creation, youngest pods are deleted": Case(
+        pods=[gpod(total=1).gate().created(NOW).obj(), gpod("pod2", 1).gate().created(NOW + timedelta(minutes=1)).obj()],
+        want_pods=[gpod(total=1).gate().created(NOW).obj()],
+        want_workloads=[gwl(1, owners=["pod"]).obj()],
+        want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group"),
+                     normal("pod2", "ExcessPodDeleted", "Excess pod deleted")],
+    ),
+    "excess pods before admission, youngest pods are deleted": Case(
+        pods=[gpod().gate().created(NOW).obj(), gpod("pod2").gate().created(NOW + timedelta(minutes=1)).obj(),
+              gpod("pod3").gate().created(NOW + timedelta(minutes=2)).obj()],
+        want_pods=[gpod().gate().created(NOW).obj(), gpod("pod2").gate().created(NOW + timedelta(minutes=1)).obj()],
+        workloads=[W("test-group").group().pod_sets(ps(ROLE, 2)).queue("user-queue").owner("pod").owner("pod2").owner("pod3").obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps(ROLE, 2)).queue("user-queue").owner("pod").owner("pod2").owner("pod3").obj()],
+        want_events=[normal("pod3", "ExcessPodDeleted", "Excess pod deleted")],
+    ),
+    "excess pods in pod set after admission, youngest pods are deleted": Case(
+        pods=[gpod().created(NOW).obj(), gpod("pod2").gate().created(NOW + timedelta(minutes=2)).obj()],
+        want_pods=[gpod().created(NOW).obj()],
+        workloads=[W("test-group").group().pod_sets(ps("aaf269e6", 1), ps(ROLE, 1)).queue("user-queue").reserve(RESERVED_MAIN)
+                   .owner("pod").admitted().cond(WAITING).obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps("aaf269e6", 1), ps(ROLE, 1)).queue("user-queue").reserve(RESERVED_MAIN)
+                        .owner("pod").admitted().cond(WAITING).obj()],
+        expectations={"group/ns/another-group": ["pod"]},
+        want_events=[normal("pod2", "ExcessPodDeleted", "Excess pod deleted")],
+    ),
+    "waiting to observe previous deletion of excess pod, no pods are deleted": Case(
+        pods=[gpod(total=1).created(NOW).obj(), gpod("pod2", 1).uid("pod2").gate().created(NOW + timedelta(minutes=1)).obj(),
+              gpod("pod3", 1).gate().created(NOW + timedelta(minutes=1)).obj()],
+        want_pods=[gpod(total=1).created(NOW).obj(), gpod("pod2", 1).uid("pod2").gate().created(NOW + timedelta(minutes=1)).obj(),
+                   gpod("pod3", 1).gate().created(NOW + timedelta(minutes=1)).obj()],
+        workloads=[W("test-group").group().pod_sets(ps(ROLE, 1)).queue("user-queue").reserve(RESERVED_MAIN).admitted().obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps(ROLE, 1)).queue("user-queue").reserve(RESERVED_MAIN).admitted().obj()],
+        expectations={"group/ns/test-group": ["pod2"]},
+    ),
+    "delete excess pod that is gated": Case(
+        pods=[gpod().created(NOW).obj(), gpod("pod2").uid("pod2").created(NOW + timedelta(minutes=1)).obj(),
+              gpod("pod3").gate().created(NOW + timedelta(minutes=1)).obj()],
+        want_pods=[gpod().created(NOW).obj(), gpod("pod2").uid("pod2").created(NOW + timedelta(minutes=1)).obj()],
+        workloads=[W("test-group").group().pod_sets(ps(ROLE, 2)).queue("user-queue").owner("pod").owner("pod2", "pod2").owner("pod3")
+                   .reserve(RESERVED_MAIN).admitted().obj()],
+        want_workloads=[W("test-group").group().pod_sets(ps(ROLE, 2)).queue("user-queue").owner("pod").owner("pod2", "pod2").owner("pod3")
+                        .reserve(RESERVED_MAIN).admitted().obj()],
+        want_events=[normal("pod3", "ExcessPodDeleted", "Excess pod deleted")],
+    ),
+    "deletion of excess pod is blocked by another controller": Case(
+        pods=[gpod(total=1).gate().created(NOW).obj(),
+              BASE.clone().name("pod2").managed().gate().finalizer("kubernetes").group(total=1)
+              .created(NOW + timedelta(minutes=1)).deleted().obj()],
+        want_pods=[gpod(total=1).gate().created(NOW).obj(),
+                   BASE.clone().name("pod2").managed().gate().finalizer("kubernetes").group(total=1)
+                   .created(NOW + timedelta(minutes=1)).deleted().obj()],
+        want_workloads=[gwl(1, owners=["pod", "pod2"]).obj()],
+        want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group")],
     ),
 })
 
