@@ -245,6 +245,11 @@ class W:
     def controller(self, name: str = "pod", uid: str = "test-uid") -> W:
         return self._owner(name, uid, True)
 
+    def job_controller(self, name: str, uid: str) -> W:
+        self.o["metadata"].setdefault("ownerReferences", []).append(
+            {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": uid, "controller": True, "blockOwnerDeletion": True})
+        return self
+
     def owner(self, name: str = "pod", uid: str = "test-uid") -> W:
         return self._owner(name, uid, False)
 
@@ -699,9 +704,11 @@ WAITING = cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed p
 PREEMPTED = cond("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload")
 
 
-def gw(count: int = 2, *owners: str, name: str = "test-group", queue: str = "user-queue") -> W:
+def gw(count: int = 2, *owners: str, name: str = "test-group", queue: str = "user-queue", fin: bool = True) -> W:
     """A group Workload as upstream's cases write it (no gate, no index label, no priority)."""
-    w = W(name).group().fin().pod_sets(ps(ROLE, count)).queue(queue)
+    w = W(name).group().pod_sets(ps(ROLE, count)).queue(queue)
+    if fin:
+        w.fin()
     for owner in owners or ("pod", "pod2"):
         w.owner(owner)
     return w
@@ -938,6 +945,79 @@ RECONCILER.update({
                    .created(NOW + timedelta(minutes=1)).deleted().obj()],
         want_workloads=[gwl(1, owners=["pod", "pod2"]).obj()],
         want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group")],
+    ),
+    "deleted pods in incomplete group are finalized": Case(
+        pods=[BASE.clone().name(n).managed().fin().gate().group("group", 3).phase("Pending").deleted().obj() for n in ("p1", "p2")],
+        want_pods=[],
+        want_events=[warning("p1", "ErrWorkloadCompose", "'group' group has fewer runnable pods than expected")],
+    ),
+    "finalize workload for non existent pod with FinishOrphanedWorkloads disabled": Case(
+        gates={"FinishOrphanedWorkloads": False},
+        key="ns/deleted_pod",
+        workloads=[W("test-group").group().controller("deleted_pod", "").fin().obj()],
+        want_workloads=[W("test-group").group().controller("deleted_pod", "").obj()],
+    ),
+    "finalize workload for non existent pod with FinishOrphanedWorkloads enabled": Case(
+        gates={"FinishOrphanedWorkloads": True},
+        key="ns/deleted_pod",
+        workloads=[W("test-group").group().controller("deleted_pod", "").fin().obj()],
+        want_workloads=[W("test-group").group().controller("deleted_pod", "")
+                        .cond(cond("Finished", "True", "OwnerNotFound", "The workload's owner no longer exists")).obj()],
+    ),
+    "foreign workload sharing the pod group name is not finalized": Case(
+        gates={"PodIntegrationValidateGroupOwner": True, "FinishOrphanedWorkloads": True},
+        key="group/ns/test-group",
+        workloads=[W("test-group").job_controller("victim-job", "victim-job-uid").fin().obj()],
+        want_workloads=[W("test-group").job_controller("victim-job", "victim-job-uid").fin().obj()],
+    ),
+    "foreign workload sharing the pod group name is finalized when the gate is disabled": Case(
+        gates={"PodIntegrationValidateGroupOwner": False, "FinishOrphanedWorkloads": True},
+        key="group/ns/test-group",
+        workloads=[W("test-group").job_controller("victim-job", "victim-job-uid").fin().obj()],
+        want_workloads=[W("test-group").job_controller("victim-job", "victim-job-uid")
+                        .cond(cond("Finished", "True", "OwnerNotFound", "The workload's owner no longer exists")).obj()],
+    ),
+    "pod group workload is finalized when all pods are gone": Case(
+        gates={"PodIntegrationValidateGroupOwner": True, "FinishOrphanedWorkloads": True},
+        key="group/ns/test-group",
+        workloads=[W("test-group").group().owner("deleted-pod", "deleted-pod-uid").fin().obj()],
+        want_workloads=[W("test-group").group().owner("deleted-pod", "deleted-pod-uid").obj()],
+    ),
+    "prebuilt pod group workload without the group marker is still finalized": Case(
+        gates={"PodIntegrationValidateGroupOwner": True, "FinishOrphanedWorkloads": True},
+        key="group/ns/test-group",
+        workloads=[W("test-group").owner("deleted-pod", "deleted-pod-uid").fin().obj()],
+        want_workloads=[W("test-group").owner("deleted-pod", "deleted-pod-uid").obj()],
+    ),
+    "replacement pods are owning the workload": Case(
+        pods=[BASE.clone().name("pod1").managed().group().phase("Failed").obj(), gpod("pod2").deleted().obj(),
+              gpod("replacement-for-pod1").obj()],
+        want_pods=[BASE.clone().name("pod1").managed().group().phase("Failed").obj(), gpod("pod2").deleted().obj(),
+                   gpod("replacement-for-pod1").obj()],
+        workloads=[gw(3, "pod1", "pod2", fin=False).reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[gw(3, "pod1", "pod2", "replacement-for-pod1", fin=False).reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_events=[normal("test-group", "OwnerReferencesAdded", "Added 1 owner reference(s)")],
+    ),
+    "all pods in a group should receive the event about preemption, unless already terminating": Case(
+        pods=[gpod("pod1", 3).obj(), gpod("pod2", 3).deleted().obj(), gpod("pod3", 3).obj()],
+        want_pods=[gpod("pod1", 3).target("WorkloadEvictedDueToPreempted", PREEMPTED["message"]).obj(),
+                   gpod("pod2", 3).deleted().obj(),
+                   gpod("pod3", 3).target("WorkloadEvictedDueToPreempted", PREEMPTED["message"]).obj()],
+        workloads=[gw(3, "pod1", "pod2", "pod3", fin=False).cond(PREEMPTED)
+                   .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
+        want_workloads=[gw(3, "pod1", "pod2", "pod3", fin=False).cond(PREEMPTED)
+                        .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
+        want_events=[normal("pod1", "Stopped", PREEMPTED["message"]), normal("pod3", "Stopped", PREEMPTED["message"])],
+    ),
+    "preemption reason should be propagated to termination target": Case(
+        pods=[gpod("pod1", 1).obj()],
+        want_pods=[gpod("pod1", 1).target("WorkloadEvictedDueToPodsReadyTimeout", "Workload evicted due to a PodsReady timeout").obj()],
+        workloads=[gw(3, "pod1", fin=False).cond(cond("Evicted", "True", "PodsReadyTimeout", "Workload evicted due to a PodsReady timeout"))
+                   .cond(cond("WaitingForReplacementPods", "True", "PodsReadyTimeout", "Workload evicted due to a PodsReady timeout")).obj()],
+        want_workloads=[gw(3, "pod1", fin=False).cond(cond("Evicted", "True", "PodsReadyTimeout", "Workload evicted due to a PodsReady timeout"))
+                        .cond(cond("WaitingForReplacementPods", "True", "PodsReadyTimeout",
+                                   "Workload evicted due to a PodsReady timeout")).obj()],
+        want_events=[normal("pod1", "Stopped", "Workload evicted due to a PodsReady timeout")],
     ),
 })
 
