@@ -133,6 +133,11 @@ class P:
         self.o.setdefault("status", {})["conditions"] = [dict(c) for c in conds]
         return self
 
+    def failed_at(self, t: datetime) -> P:
+        """Failed, with the ContainersReady=False/PodFailed transition at `t`."""
+        return self.phase("Failed").conds({"type": "ContainersReady", "status": "False", "reason": "PodFailed",
+                                           "lastTransitionTime": ts(t)})
+
     def target(self, reason: str, message: str) -> P:
         """The `TerminationTarget` condition a stopped pod carries."""
         return self.conds({"type": "TerminationTarget", "status": "True", "reason": reason, "message": message})
@@ -1018,6 +1023,42 @@ RECONCILER.update({
                         .cond(cond("WaitingForReplacementPods", "True", "PodsReadyTimeout",
                                    "Workload evicted due to a PodsReady timeout")).obj()],
         want_events=[normal("pod1", "Stopped", "Workload evicted due to a PodsReady timeout")],
+    ),
+    "the failed pods are finalized in order": Case(
+        pods=[gpod("active-pod", 4).obj(), gpod("finished-with-error", 4).failed_at(NOW - timedelta(minutes=5)).obj(),
+              gpod("deleted", 4).failed_at(NOW - timedelta(minutes=3)).deleted(NOW - timedelta(minutes=4)).obj(),
+              gpod("finished-with-error2", 4).failed_at(NOW - timedelta(minutes=3)).obj(),
+              gpod("replacement1", 4).obj(), gpod("replacement2", 4).obj()],
+        want_pods=[gpod("active-pod", 4).obj(),
+                   BASE.clone().name("finished-with-error").managed().group(total=4).failed_at(NOW - timedelta(minutes=5)).obj(),
+                   gpod("finished-with-error2", 4).failed_at(NOW - timedelta(minutes=3)).obj(),
+                   gpod("replacement1", 4).obj(), gpod("replacement2", 4).obj()],
+        workloads=[gw(4, "active-pod", "finished-with-error", "deleted", "finished-with-error2", fin=False)
+                   .reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[gw(4, "active-pod", "finished-with-error", "deleted", "finished-with-error2", "replacement1", "replacement2",
+                           fin=False).reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_events=[normal("test-group", "OwnerReferencesAdded", "Added 2 owner reference(s)")],
+    ),
+    "no failed pods are finalized while waiting for expectations": Case(
+        pods=[gpod("active-pod").obj(), gpod("finished-with-error").failed_at(NOW - timedelta(minutes=5)).obj(), gpod("replacement").obj()],
+        want_pods=[gpod("active-pod").obj(), gpod("finished-with-error").failed_at(NOW - timedelta(minutes=5)).obj(),
+                   gpod("replacement").obj()],
+        workloads=[gw(2, "active-pod", "finished-with-error", fin=False).reserve(RESERVED_MAIN).admitted().obj()],
+        want_workloads=[gw(2, "active-pod", "finished-with-error", fin=False).reserve(RESERVED_MAIN).admitted().obj()],
+        expectations={"group/ns/test-group": ["some-other-pod"]},
+    ),
+    "no unnecessary additional failed pods are finalized": Case(
+        pods=[gpod("finished-with-error").failed_at(NOW - timedelta(minutes=5)).obj(),
+              BASE.clone().name("finished-with-error-no-finalizer").managed().group().failed_at(NOW - timedelta(minutes=3)).obj(),
+              gpod("replacement").obj()],
+        want_pods=[gpod("finished-with-error").failed_at(NOW - timedelta(minutes=5)).obj(),
+                   BASE.clone().name("finished-with-error-no-finalizer").managed().group().failed_at(NOW - timedelta(minutes=3)).obj(),
+                   gpod("replacement").obj()],
+        workloads=[gw(4, "finished-with-error", "finished-with-error-no-finalizer", fin=False)
+                   .reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_workloads=[gw(4, "finished-with-error", "finished-with-error-no-finalizer", "replacement", fin=False)
+                        .reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
+        want_events=[normal("test-group", "OwnerReferencesAdded", "Added 1 owner reference(s)")],
     ),
 })
 
