@@ -1060,6 +1060,78 @@ RECONCILER.update({
                         .reserve(RESERVED_MAIN).admitted().cond(WAITING).obj()],
         want_events=[normal("test-group", "OwnerReferencesAdded", "Added 1 owner reference(s)")],
     ),
+    "workload is created with correct labels for a single pod": Case(
+        label_keys_to_copy=["toCopyKey", "keyAbsentInThePod"],
+        pods=[BASE.clone().managed().label("toCopyKey", "toCopyValue").label("dontCopyKey", "dontCopyValue").fin().gate()
+              .queue("test-queue").obj()],
+        want_workloads=[W(SWL).fin().pod_sets(ps(gated=True, index=True)).queue("test-queue").priority(0).controller()
+                        .label("kueue.x-k8s.io/job-uid", "test-uid").label("toCopyKey", "toCopyValue").obj()],
+        want_events=[normal("pod", "CreatedWorkload", f"Created Workload: ns/{SWL}")],
+    ),
+    "workload is created with correct labels for pod group": Case(
+        label_keys_to_copy=["toCopyKey1", "toCopyKey2"],
+        pods=[gpod().label("toCopyKey1", "toCopyValue1").label("dontCopyKey", "dontCopyValue").gate()
+              .label("kueue.x-k8s.io/pod-group-pod-index", "0").obj(),
+              gpod("pod2").label("toCopyKey1", "toCopyValue1").label("toCopyKey2", "toCopyValue2").label("dontCopyKey", "dontCopyValue")
+              .gate().label("kueue.x-k8s.io/pod-group-pod-index", "1").obj()],
+        want_workloads=[gwl().label("toCopyKey1", "toCopyValue1").label("toCopyKey2", "toCopyValue2").obj()],
+        want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group")],
+    ),
+    "reconciler returns error in case pod group pod index is bigger or equal pod group total count": Case(
+        pods=[gpod(total=1).gate().label("kueue.x-k8s.io/pod-group-pod-index", "1").obj()],
+        want_err="validation error",
+    ),
+    "reconciler returns error in case pod group pod index is less than 0": Case(
+        pods=[gpod(total=1).gate().label("kueue.x-k8s.io/pod-group-pod-index", "-1").obj()],
+        want_err="invalid unsigned integer",
+    ),
+    "reconciler returns error in case of label mismatch in pod group": Case(
+        label_keys_to_copy=["toCopyKey1", "toCopyKey2"],
+        pods=[gpod().label("toCopyKey1", "toCopyValue1").label("dontCopyKey", "dontCopyValue").gate().obj(),
+              gpod("pod2").label("toCopyKey1", "otherValue").label("toCopyKey2", "toCopyValue2").label("dontCopyKey", "dontCopyValue")
+              .gate().obj()],
+        want_err="constructing workload: pods have different label values",
+    ),
+    "workload is created without annotations for pod group when CustomMetricLabels is disabled": Case(
+        gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": False},
+        pods=[gpod().ann("toCopyAnn1", "toCopyValue1").ann("dontCopyAnn", "dontCopyValue").gate()
+              .label("kueue.x-k8s.io/pod-group-pod-index", "0").obj(),
+              gpod("pod2").ann("toCopyAnn1", "toCopyValue1").ann("toCopyAnn2", "toCopyValue2").ann("dontCopyAnn", "dontCopyValue")
+              .gate().label("kueue.x-k8s.io/pod-group-pod-index", "1").obj()],
+        want_workloads=[gwl().obj()],
+        want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group")],
+    ),
+    "annotations mismatch is ignored for pod group when CustomMetricLabels is disabled": Case(
+        gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": False},
+        pods=[gpod().ann("toCopyAnn1", "toCopyValue1").ann("dontCopyAnn", "dontCopyValue").gate().obj(),
+              gpod("pod2").ann("toCopyAnn1", "otherValue").ann("toCopyAnn2", "toCopyValue2").ann("dontCopyAnn", "dontCopyValue")
+              .gate().obj()],
+        want_workloads=[gwl().obj()],
+        want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group")],
+    ),
+    "admission check message is recorded as event for a single pod": Case(
+        pods=[BASE.clone().managed().fin().gate().obj()],
+        workloads=[W(SWL).fin().active(False).pod_sets(ps(gated=True)).queue("user-queue").priority(0).controller()
+                   .admission_checks({"name": "acName1", "state": "Pending", "message": "Not admitted."},
+                                     {"name": "acName2", "state": "Pending", "message": "Test message."})
+                   .reserve(RESERVED_MAIN).admitted(False).obj()],
+        want_workloads=[W(SWL).fin().active(False).pod_sets(ps(gated=True)).queue("user-queue").priority(0).controller()
+                        .admission_checks({"name": "acName1", "state": "Pending", "message": "Not admitted."},
+                                          {"name": "acName2", "state": "Pending", "message": "Test message."})
+                        .reserve(RESERVED_MAIN).admitted(False).obj()],
+        want_events=[normal("pod", "UpdatedAdmissionCheck", "acName1: Not admitted.; acName2: Test message.")],
+    ),
+    "admission check message is recorded as event for each pod in the group": Case(
+        pods=[gpod("pod1").gate().obj(), gpod("pod2").gate().obj()],
+        workloads=[gw(2, "pod1", "pod2").active(False).pod_sets(ps(ROLE, 2, gated=True)).priority(0)
+                   .admission_checks({"name": "acName", "state": "Pending", "message": "Not admitted, ETA: 2024-02-22T10:36:40Z."})
+                   .reserve(RESERVED_MAIN).admitted(False).obj()],
+        want_workloads=[gw(2, "pod1", "pod2").active(False).pod_sets(ps(ROLE, 2, gated=True)).priority(0)
+                        .admission_checks({"name": "acName", "state": "Pending", "message": "Not admitted, ETA: 2024-02-22T10:36:40Z."})
+                        .reserve(RESERVED_MAIN).admitted(False).obj()],
+        want_events=[normal("pod1", "UpdatedAdmissionCheck", "acName: Not admitted, ETA: 2024-02-22T10:36:40Z."),
+                     normal("pod2", "UpdatedAdmissionCheck", "acName: Not admitted, ETA: 2024-02-22T10:36:40Z.")],
+    ),
 })
 
 
