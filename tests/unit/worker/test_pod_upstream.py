@@ -152,6 +152,11 @@ class P:
                 .label("kueue.x-k8s.io/local-queue-name", queue).label("kueue.x-k8s.io/cluster-queue-name", cq)
                 .ann("kueue.x-k8s.io/workload", wl))
 
+    def labels_started(self, podset: str = ROLE, cq: str = "cq", queue: str = "user-queue") -> P:
+        """The labels ungating adds (no flavor, so no nodeSelector)."""
+        return (self.label("kueue.x-k8s.io/podset", podset).label("kueue.x-k8s.io/local-queue-name", queue)
+                .label("kueue.x-k8s.io/cluster-queue-name", cq))
+
     def created(self, t: datetime) -> P:
         self.o["metadata"]["creationTimestamp"] = ts(t)
         return self
@@ -1131,6 +1136,70 @@ RECONCILER.update({
                         .reserve(RESERVED_MAIN).admitted(False).obj()],
         want_events=[normal("pod1", "UpdatedAdmissionCheck", "acName: Not admitted, ETA: 2024-02-22T10:36:40Z."),
                      normal("pod2", "UpdatedAdmissionCheck", "acName: Not admitted, ETA: 2024-02-22T10:36:40Z.")],
+    ),
+    "deleted unschedulable pods are finalized": Case(
+        pods=[gpod("pod1").phase("Running").labels_started().created(NOW - timedelta(hours=1)).obj(),
+              gpod("pod2").deleted().phase("Pending").created(NOW - timedelta(hours=1)).ann("kueue.x-k8s.io/workload", "test-group").obj(),
+              gpod("replacement").gate().created(NOW).ann("kueue.x-k8s.io/workload", "test-group").obj()],
+        want_pods=[gpod("pod1").phase("Running").labels_started().created(NOW - timedelta(hours=1)).obj(),
+                   gpod("replacement").labels_started().ann("kueue.x-k8s.io/workload", "test-group").created(NOW).obj()],
+        workloads=[gw(2, "pod1", "pod2").priority(0).reserve(psa(ROLE, 2)).admitted().obj()],
+        want_workloads=[gw(2, "pod1", "pod2", "replacement").priority(0).reserve(psa(ROLE, 2)).admitted().obj()],
+        want_events=[normal("replacement", "Started", "Admitted by clusterQueue cq"),
+                     normal("test-group", "OwnerReferencesAdded", "Added 1 owner reference(s)")],
+    ),
+    "shouldn't set waiting for pods ready condition to true when all pods pending": Case(
+        pods=[gpod(n).phase("Pending").created(NOW - timedelta(hours=1)).obj() for n in ("pod1", "pod2")],
+        want_pods=[gpod(n).phase("Pending").created(NOW - timedelta(hours=1)).obj() for n in ("pod1", "pod2")],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().obj()],
+    ),
+    "should set waiting for pods ready condition to true when at least one pod failed": Case(
+        pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+              gpod("pod2").phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        want_pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+                   gpod("pod2").phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(WAITING).obj()],
+    ),
+    "should set waiting for pods ready condition to true when at least one pod deleted": Case(
+        pods=[gpod("pod1").phase("Pending").created(NOW - timedelta(hours=1)).obj(),
+              gpod("pod2").phase("Pending").deleted().created(NOW - timedelta(hours=1)).obj()],
+        want_pods=[gpod("pod1").phase("Pending").created(NOW - timedelta(hours=1)).obj(),
+                   gpod("pod2").phase("Pending").deleted().created(NOW - timedelta(hours=1)).obj()],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(WAITING).obj()],
+    ),
+    "should set waiting for pods ready condition to true when workload was evicted": Case(
+        pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+              gpod("pod2").deleted().phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        want_pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+                   gpod("pod2").phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(PREEMPTED).obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(PREEMPTED)
+                        .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
+    ),
+    "should update reason and message on waiting for pods ready condition when workload was evicted again": Case(
+        pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+              gpod("pod2").deleted().phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        want_pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+                   gpod("pod2").phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted()
+                   .cond(cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout"))
+                   .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted()
+                        .cond(cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout"))
+                        .cond(cond("WaitingForReplacementPods", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout")).obj()],
+    ),
+    "shouldn't change waiting for pods ready condition when it's true and workload was readmitted": Case(
+        pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+              gpod("pod2").phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        want_pods=[gpod("pod1").phase("Failed").created(NOW - timedelta(hours=1)).obj(),
+                   gpod("pod2").phase("Pending").created(NOW - timedelta(hours=1)).obj()],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(dict(PREEMPTED, status="False"))
+                   .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(dict(PREEMPTED, status="False"))
+                        .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
     ),
 })
 
