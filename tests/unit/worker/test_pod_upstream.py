@@ -445,7 +445,7 @@ def run(case: Case) -> Outcome:
                              "metadata": {"name": "ns", "labels": {"kubernetes.io/metadata.name": "ns"}}})
     for kind, obj in case.init:
         store.put(kind, copy.deepcopy(obj))
-    for kind, path, objs in (("pods", POD_PATH, case.pods), ("workloads", WL_PATH, case.workloads)):
+    for path, objs in ((POD_PATH, case.pods), (WL_PATH, case.workloads)):
         for obj in objs:
             kube.put(f"{path}/{obj['metadata']['name']}", obj)
     if case.delete_workloads:
@@ -1200,6 +1200,13 @@ RECONCILER.update({
                    .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
         want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(dict(PREEMPTED, status="False"))
                         .cond(cond("WaitingForReplacementPods", "True", "Preempted", PREEMPTED["message"])).obj()],
+    ),
+    "should set waiting for pods ready condition to false when pods was replaced": Case(
+        pods=[gpod(n).phase("Pending").created(NOW - timedelta(hours=1)).obj() for n in ("pod1", "pod2")],
+        want_pods=[gpod(n).phase("Pending").created(NOW - timedelta(hours=1)).obj() for n in ("pod1", "pod2")],
+        workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted().cond(WAITING).obj()],
+        want_workloads=[gw(2, "pod1", "pod2").reserve(psa(ROLE, 2)).admitted()
+                        .cond(cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement")).obj()],
     ),
 })
 
