@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -104,8 +104,10 @@ class PodReconciler:
     """Owns the `pods` work queue; `on_event` is called by the informer threads for every event."""
 
     def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
-                 stop: threading.Event, workers: int = 4) -> None:
+                 stop: threading.Event, workers: int = 4,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.store = store
+        self.clock = clock
         self.config = config
         self.opts = pg.Options.from_config(config)
         self.executor = Executor(kube, store, recorder)
@@ -171,7 +173,7 @@ class PodReconciler:
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
-        now = datetime.now(UTC)
+        now = self.clock()
         group = _split_group(key)
         if group is not None:
             ns, name = group
