@@ -68,6 +68,11 @@ class WorkloadCondition(StrEnum):
 
 CHECK_STATE_READY = "Ready"
 """status.admissionChecks[].state of a check that passed (`CheckStateReady`)."""
+CHECK_STATE_PENDING = "Pending"
+CHECK_STATE_RETRY = "Retry"
+CHECK_STATE_REJECTED = "Rejected"
+ADMISSION_CHECK_ACTIVE = "Active"
+"""The AdmissionCheck condition its own controller sets; core Kueue only reads it."""
 
 
 class QueueCondition(StrEnum):
@@ -184,6 +189,7 @@ MSG_REACTIVATED = "The workload was reactivated"
 MSG_DEACTIVATED = "The workload is deactivated"
 MSG_REQUEUING_LIMIT_EXCEEDED = "exceeding the maximum number of re-queuing retries"
 MSG_PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout {key}"
+MSG_CHECK_RESET = "Reset to Pending after eviction. Previously: {state}"
 
 
 

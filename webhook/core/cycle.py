@@ -89,6 +89,7 @@ from typing import Any
 from webhook.api import constants
 from webhook.api.constants import PendingReason, PreemptionReason
 from webhook.core import conditions, fair_sharing, model, ordering, queue_state, resource_node, status
+from webhook.core.admission_checks import has_all_required
 from webhook.core.cache import Cache
 from webhook.core.conditions import ConditionValue, RequeueReason
 from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
@@ -620,10 +621,11 @@ class AdmissionCore:
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
         assumed = e.wl.with_reservation(e.cq_name, assignments, now)
-        # `HasAllRequiredChecks` then `SyncAdmittedCondition`: once every check the ClusterQueue
-        # requires has a state on the workload, Admitted follows whether all states are Ready.
+        admission = {"clusterQueue": e.cq_name, "podSetAssignments": [p.to_api() for p in assignments]}
+        # `HasAllRequiredChecks` then `SyncAdmittedCondition`: once every check the assigned flavors
+        # require has a state on the workload, Admitted follows whether all states are Ready.
         checks = e.wl.check_states
-        if set(cq.spec.admission_checks) <= checks.keys():
+        if has_all_required(cq.spec, admission, checks):
             adm = conditions.admitted_condition(bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values()))
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
@@ -632,7 +634,6 @@ class AdmissionCore:
         self._last.pop(e.wl.key, None)
         self._assumed_from[e.wl.key] = e.wl
         e.status = "assumed"
-        admission = {"clusterQueue": e.cq_name, "podSetAssignments": [p.to_api() for p in assignments]}
         result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds)))
 
     def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:
