@@ -595,10 +595,10 @@ class Manager:
             meta = rf["metadata"]
             if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()) and meta["name"] not in used:
                 self._remove_finalizer("resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"]))
-        checks_used = admission_checks.checks_in_use(self.store.list("clusterqueues"))
-        for ac in self.store.list("admissionchecks"):
-            if ac["metadata"].get("deletionTimestamp"):
-                self._sync_check_finalizer(ac, checks_used)
+        deleting = [ac for ac in self.store.list("admissionchecks") if ac["metadata"].get("deletionTimestamp")]
+        checks_used = admission_checks.checks_in_use(self.store.list("clusterqueues")) if deleting else set()
+        for ac in deleting:
+            self._sync_check_finalizer(ac, checks_used)
 
     def _remove_finalizer(self, kind: str, obj: Mapping[str, Any], path: str) -> None:
         meta = obj["metadata"]
@@ -635,6 +635,8 @@ class Manager:
         def write() -> None:
             with contextlib.suppress(k.NotFound, k.Conflict):  # gone, or changed: its next event decides again
                 self.store.put("admissionchecks", self.kube.replace(k.object_path(c.V1BETA2, "admissionchecks", None, name), new))
+                log.info("resource-in-use finalizer", extra={"object": name, "kind": "admissionchecks",
+                                                             "decision": "Added" if c.RESOURCE_IN_USE_FINALIZER in new["metadata"]["finalizers"] else "Released"})
 
         self.writes.add(f"admissionchecks/{name}/finalizer", Call(write))
 
