@@ -20,7 +20,8 @@ always passed in; the core never reads the clock):
   (group ``kueue.x-k8s.io``, kind ``WorkloadPriorityClass``) when the class is created or its value
   changes; the core reacts to those Workload updates)
 * ``on_namespace(name, labels, now)`` (labels None = deleted)
-* ``on_admission_check(name, active, now)`` (active None = deleted)
+* ``on_admission_check(name, active, now, controller="")`` (active None = deleted; controller is
+  ``spec.controllerName``, which decides the MultiKueue/ProvisioningRequest constraints)
 
 Objects are the v1beta2 JSON dicts. Events may arrive in any order; rebuilding from a list of
 objects gives the same state as the incremental path. Inadmissible workloads are flushed as
@@ -335,8 +336,8 @@ class AdmissionCore:
         if labels is not None:
             self._flush(list(self.cache.cluster_queues), now)
 
-    def on_admission_check(self, name: str, active: bool | None, now: datetime) -> None:
-        self.cache.set_admission_check(name, active)
+    def on_admission_check(self, name: str, active: bool | None, now: datetime, controller: str = "") -> None:
+        self.cache.set_admission_check(name, active, controller)
         self._sync_active()
         self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
 

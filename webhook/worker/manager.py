@@ -266,7 +266,8 @@ class Manager:
         elif kind == "namespaces":
             core.on_namespace(name, None if deleted else dict(meta.get("labels") or {}), now)
         elif kind == "admissionchecks":
-            core.on_admission_check(name, None if deleted else admission_checks.is_active(obj), now)
+            core.on_admission_check(name, None if deleted else admission_checks.is_active(obj), now,
+                                    str((obj.get("spec") or {}).get("controllerName") or ""))
         elif kind == "workloads":
             key = f"{ns}/{name}"
             if deleted or is_true(obj, c.WorkloadCondition.QUOTA_RESERVED):

@@ -215,3 +215,38 @@ def test_scheduler_sets_admitted_only_when_the_assigned_flavors_checks_are_liste
     core.on_admission_check("all", True, T0)
     [admit] = core.schedule(T0).admitted
     assert [c.type for c in admit.conditions] == ["QuotaReserved"]  # the check is not listed yet: Admitted waits for it
+
+
+# == the ClusterQueue's Active condition ==========================================================
+MK, PROV = "kueue.x-k8s.io/multikueue", "kueue.x-k8s.io/provisioning-request"
+
+
+@pytest.mark.parametrize(("rules", "checks", "want"), [
+    pytest.param([{"name": "x"}, {"name": "y"}], {}, ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): x,y"),
+                 id="missing"),
+    pytest.param([{"name": "x"}, {"name": "y"}], {"x": (True, "c"), "y": (False, "c")},
+                 ("AdmissionCheckInactive", "references inactive AdmissionCheck(s): y"), id="inactive"),
+    pytest.param([{"name": "x"}, {"name": "y"}], {"y": (False, "c")},
+                 ("AdmissionCheckNotFound", "references missing AdmissionCheck(s): x, references inactive AdmissionCheck(s): y"),
+                 id="missing first, then inactive"),
+    pytest.param([{"name": "m1"}, {"name": "m2"}], {"m1": (True, MK), "m2": (True, MK)},
+                 ("MultipleMultiKueueAdmissionChecks", "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: m1,m2"),
+                 id="two MultiKueue checks"),
+    pytest.param([{"name": "m", "onFlavors": ["a"]}], {"m": (True, MK)},
+                 ("MultiKueueAdmissionCheckAppliedPerFlavor", "Cannot specify MultiKueue AdmissionCheck per flavor, found: m"),
+                 id="MultiKueue on some flavors"),
+    pytest.param([{"name": "m", "onFlavors": ["a", "b"]}, {"name": "p"}], {"m": (True, MK), "p": (True, PROV)},
+                 ("MultiKueueWithProvisioningRequest",
+                  "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: m, p"),
+                 id="MultiKueue with ProvisioningRequest"),
+])
+def test_a_cluster_queue_with_unusable_checks_is_inactive(rules: list[dict[str, Any]], checks: dict[str, tuple[bool, str]],
+                                                          want: tuple[str, str]) -> None:
+    core = make_core(make_flavor("a").obj(), make_flavor("b").obj(), checked_cq(*rules))
+    for name, (active, controller) in checks.items():
+        core.on_admission_check(name, active, T0, controller)
+    r = core.cache.readiness("cq")
+    assert (r.active, r.reason, r.message) == (False, want[0], f"Can't admit new workloads: {want[1]}.")
+    for name in [r["name"] for r in rules]:
+        core.on_admission_check(name, True, T0, "example.com/other")
+    assert core.cache.readiness("cq").active
