@@ -10,8 +10,8 @@ Threads (all daemons; the process exits when leadership ends):
   handlers of `pkg/controller/core/*`);
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
 * Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
-* Workload reconcilers (`WorkQueue` keyed by Workload): PodsReady timeouts, requeue backoff and
-  deactivation (`reconcilers.workload`).
+* Workload reconcilers (`WorkQueue` keyed by Workload): admission checks, PodsReady timeouts,
+  requeue backoff and deactivation (`reconcilers.workload`).
 * Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 
@@ -134,7 +134,7 @@ class Manager:
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready)
-        # PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
+        # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)
         self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
