@@ -68,6 +68,14 @@ class WorkloadCondition(StrEnum):
 
 CHECK_STATE_READY = "Ready"
 """status.admissionChecks[].state of a check that passed (`CheckStateReady`)."""
+CHECK_STATE_PENDING = "Pending"
+CHECK_STATE_RETRY = "Retry"
+CHECK_STATE_REJECTED = "Rejected"
+ADMISSION_CHECK_ACTIVE = "Active"
+"""The AdmissionCheck condition its own controller sets; core Kueue only reads it."""
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+PROVISIONING_REQUEST_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+"""`spec.controllerName` of the AdmissionChecks whose combinations a ClusterQueue restricts."""
 
 
 class QueueCondition(StrEnum):
@@ -160,6 +168,9 @@ class ClusterQueueActiveReason(StrEnum):
     FLAVOR_NOT_FOUND = "FlavorNotFound"
     ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
     ADMISSION_CHECK_INACTIVE = "AdmissionCheckInactive"
+    MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS = "MultipleMultiKueueAdmissionChecks"
+    MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR = "MultiKueueAdmissionCheckAppliedPerFlavor"
+    MULTIKUEUE_WITH_PROVISIONING_REQUEST = "MultiKueueWithProvisioningRequest"
     NOT_FOUND = "NotFound"
 
 
@@ -184,6 +195,7 @@ MSG_REACTIVATED = "The workload was reactivated"
 MSG_DEACTIVATED = "The workload is deactivated"
 MSG_REQUEUING_LIMIT_EXCEEDED = "exceeding the maximum number of re-queuing retries"
 MSG_PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout {key}"
+MSG_CHECK_RESET = "Reset to Pending after eviction. Previously: {state}"
 
 
 

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.api import constants
 from webhook.api.constants import ClusterQueueActiveReason as _R
 from webhook.core import hierarchy, model, resource_node
 from webhook.core.resource_node import ClusterQueueNode
@@ -46,6 +47,7 @@ class Cache:
         self.namespaces: dict[str, Mapping[str, str]] = {}
         self.priority_classes: dict[str, int] = {}
         self.admission_checks: dict[str, bool] = {}
+        self.admission_check_controllers: dict[str, str] = {}
         # Every quota-holding workload, including those whose ClusterQueue is not known yet.
         self.reserving: dict[WorkloadKey, WorkloadInfo] = {}
         self.forest = hierarchy.build_forest({}, {})
@@ -114,12 +116,14 @@ class Cache:
     def delete_priority_class(self, name: str) -> None:
         self.priority_classes.pop(name, None)
 
-    def set_admission_check(self, name: str, active: bool | None) -> None:
-        """Record an AdmissionCheck's Active condition (None deletes it)."""
+    def set_admission_check(self, name: str, active: bool | None, controller: str = "") -> None:
+        """Record an AdmissionCheck's Active condition and controllerName (active None deletes it)."""
         if active is None:
             self.admission_checks.pop(name, None)
+            self.admission_check_controllers.pop(name, None)
         else:
             self.admission_checks[name] = active
+            self.admission_check_controllers[name] = controller
 
     # -- workload events -----------------------------------------------------------------------
     def _attach(self, wl: WorkloadInfo) -> None:
@@ -192,9 +196,28 @@ class Cache:
         if inactive_ac:
             reasons.append(_R.ADMISSION_CHECK_INACTIVE)
             msgs.append("references inactive AdmissionCheck(s): " + ",".join(inactive_ac))
+        self._multikueue_constraints(spec, reasons, msgs)
         if reasons:
             return Readiness("pending", reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + ".")
         return Readiness("active", _R.READY, "Can admit new workloads")
+
+    def _multikueue_constraints(self, spec: model.ClusterQueueSpec, reasons: list[str], msgs: list[str]) -> None:
+        """At most one MultiKueue check, applied to every flavor, and none next to a ProvisioningRequest
+        check (`updateWithAdmissionChecks`)."""
+        by = self.admission_check_controllers
+        mk = sorted(a for a in set(spec.admission_checks) if by.get(a) == constants.MULTIKUEUE_CONTROLLER)
+        prov = sorted(a for a in set(spec.admission_checks) if by.get(a) == constants.PROVISIONING_REQUEST_CONTROLLER)
+        every = frozenset(spec.flavor_names())
+        per_flavor = [a for a in mk if spec.admission_check_flavors.get(a, every) != every]
+        if len(mk) > 1:
+            reasons.append(_R.MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS)
+            msgs.append("Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: " + ",".join(mk))
+        if per_flavor:
+            reasons.append(_R.MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR)
+            msgs.append("Cannot specify MultiKueue AdmissionCheck per flavor, found: " + ",".join(per_flavor))
+        if mk and prov:
+            reasons.append(_R.MULTIKUEUE_WITH_PROVISIONING_REQUEST)
+            msgs.append(f"Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: {','.join(mk)}, {','.join(prov)}")
 
     # -- read helpers --------------------------------------------------------------------------
     def cq_usage(self, name: str, *, admitted_only: bool = False) -> dict[FlavorResource, int]:

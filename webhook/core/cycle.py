@@ -20,7 +20,8 @@ always passed in; the core never reads the clock):
   (group ``kueue.x-k8s.io``, kind ``WorkloadPriorityClass``) when the class is created or its value
   changes; the core reacts to those Workload updates)
 * ``on_namespace(name, labels, now)`` (labels None = deleted)
-* ``on_admission_check(name, active, now)`` (active None = deleted)
+* ``on_admission_check(name, active, now, controller="")`` (active None = deleted; controller is
+  ``spec.controllerName``, which decides the MultiKueue/ProvisioningRequest constraints)
 
 Objects are the v1beta2 JSON dicts. Events may arrive in any order; rebuilding from a list of
 objects gives the same state as the incremental path. Inadmissible workloads are flushed as
@@ -89,6 +90,7 @@ from typing import Any
 from webhook.api import constants
 from webhook.api.constants import PendingReason, PreemptionReason
 from webhook.core import conditions, fair_sharing, model, ordering, queue_state, resource_node, status
+from webhook.core.admission_checks import has_all_required
 from webhook.core.cache import Cache
 from webhook.core.conditions import ConditionValue, RequeueReason
 from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
@@ -336,8 +338,8 @@ class AdmissionCore:
         if labels is not None:
             self._flush(list(self.cache.cluster_queues), now)
 
-    def on_admission_check(self, name: str, active: bool | None, now: datetime) -> None:
-        self.cache.set_admission_check(name, active)
+    def on_admission_check(self, name: str, active: bool | None, now: datetime, controller: str = "") -> None:
+        self.cache.set_admission_check(name, active, controller)
         self._sync_active()
         self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
 
@@ -622,10 +624,11 @@ class AdmissionCore:
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
         assumed = e.wl.with_reservation(e.cq_name, assignments, now)
-        # `HasAllRequiredChecks` then `SyncAdmittedCondition`: once every check the ClusterQueue
-        # requires has a state on the workload, Admitted follows whether all states are Ready.
+        admission = {"clusterQueue": e.cq_name, "podSetAssignments": [p.to_api() for p in assignments]}
+        # `HasAllRequiredChecks` then `SyncAdmittedCondition`: once every check the assigned flavors
+        # require has a state on the workload, Admitted follows whether all states are Ready.
         checks = e.wl.check_states
-        if set(cq.spec.admission_checks) <= checks.keys():
+        if has_all_required(cq.spec, admission, checks):
             adm = conditions.admitted_condition(bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values()))
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
@@ -634,7 +637,6 @@ class AdmissionCore:
         self._last.pop(e.wl.key, None)
         self._assumed_from[e.wl.key] = e.wl
         e.status = "assumed"
-        admission = {"clusterQueue": e.cq_name, "podSetAssignments": [p.to_api() for p in assignments]}
         result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds)))
 
     def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:

@@ -167,6 +167,9 @@ class ClusterQueueSpec:
     stop_policy: StopPolicy = StopPolicy.NONE
     fair_weight: Fraction = Fraction(1)
     admission_checks: tuple[str, ...] = ()
+    # The flavors each admission check applies to (`admissioncheck.NewAdmissionChecks`): its
+    # onFlavors, or every flavor of the ClusterQueue when onFlavors is empty.
+    admission_check_flavors: Mapping[str, frozenset[str]] = field(default_factory=dict)
     generation: int = 0
     deleting: bool = False
     quotas: Mapping[FlavorResource, ResourceQuota] = field(default_factory=dict)
@@ -185,7 +188,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
     pre = spec.get("preemption") or {}
     bwc = pre.get("borrowWithinCohort") or {}
     ff = spec.get("flavorFungibility") or {}
-    acs = spec.get("admissionChecksStrategy") or {}
+    rules = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or ()
+    all_flavors = frozenset(f for rg in groups for f in rg.flavor_names)
     return ClusterQueueSpec(
         name=str(meta["name"]),
         cohort=str(spec.get("cohortName") or ""),
@@ -206,7 +210,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         ),
         stop_policy=StopPolicy(spec.get("stopPolicy") or "None"),
         fair_weight=_weight(spec.get("fairSharing")),
-        admission_checks=tuple(str(a["name"]) for a in acs.get("admissionChecks") or ()),
+        admission_checks=tuple(str(a["name"]) for a in rules),
+        admission_check_flavors={str(a["name"]): frozenset(map(str, a.get("onFlavors") or ())) or all_flavors for a in rules},
         generation=int(meta.get("generation") or 0),
         deleting=bool(meta.get("deletionTimestamp")),
         quotas=_quotas(groups),

@@ -10,8 +10,8 @@ Threads (all daemons; the process exits when leadership ends):
   handlers of `pkg/controller/core/*`);
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
 * Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
-* Workload reconcilers (`WorkQueue` keyed by Workload): PodsReady timeouts, requeue backoff and
-  deactivation (`reconcilers.workload`).
+* Workload reconcilers (`WorkQueue` keyed by Workload): admission checks, PodsReady timeouts,
+  requeue backoff and deactivation (`reconcilers.workload`).
 * Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 
@@ -21,6 +21,7 @@ Workloads (`status.admission`) is in the cache before anything new is admitted (
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -34,6 +35,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.config import Configuration
 from webhook.core import conditions
+from webhook.core.admission_checks import reset_on_eviction
 from webhook.core.conditions import ConditionValue
 from webhook.core.cycle import (
     AdmissionCore,
@@ -48,7 +50,7 @@ from webhook.core.cycle import (
     UnsetReservation,
 )
 from webhook.core.workload import WorkloadKey
-from webhook.worker import events, priority
+from webhook.worker import admission_checks, events, priority
 from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
@@ -82,6 +84,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("clusterqueues", c.V1BETA2),
     Resource("localqueues", c.V1BETA2),
     Resource("workloadpriorityclasses", c.V1BETA2),
+    Resource("admissionchecks", c.V1BETA2),
     Resource("priorityclasses", "scheduling.k8s.io/v1"),
     Resource("namespaces", "v1"),
     Resource("workloads", c.V1BETA2),
@@ -133,8 +136,9 @@ class Manager:
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready)
-        # PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
-        self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted)
+        # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
+        self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
+                                            on_admitted=self._admitted_by_checks)
         self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
@@ -184,11 +188,14 @@ class Manager:
             # Creation or a new value (relisted classes are re-checked): re-sync its Workloads' spec.priority.
             if (old is None or old.get("value") != obj.get("value")) and self.synced():
                 self._sync_priorities(object_key(obj))
+        old_queue = self.store.get(kind, object_key(obj)) if kind in ("clusterqueues", "localqueues") and etype != "DELETED" else None
         if store:
             if etype == "DELETED":
                 self.store.delete(kind, object_key(obj))
             elif not self.store.put(kind, obj):
                 return  # older than what a writer already stored
+        if etype != "DELETED":
+            self._admission_check_side_effects(kind, obj, old_queue)
         if kind == "workloads":
             self._observe_workload(etype, obj)
         if self.pods is not None:
@@ -260,6 +267,9 @@ class Manager:
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
         elif kind == "namespaces":
             core.on_namespace(name, None if deleted else dict(meta.get("labels") or {}), now)
+        elif kind == "admissionchecks":
+            core.on_admission_check(name, None if deleted else admission_checks.is_active(obj), now,
+                                    str((obj.get("spec") or {}).get("controllerName") or ""))
         elif kind == "workloads":
             key = f"{ns}/{name}"
             if deleted or is_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
@@ -310,7 +320,7 @@ class Manager:
                     fed_synced.add(etype)
                 if kind == "workloads" and etype != "DELETED":
                     touched.add(object_key(obj))
-                elif kind in ("clusterqueues", "localqueues", "resourceflavors", "cohorts", "synced"):
+                elif kind in ("clusterqueues", "localqueues", "resourceflavors", "cohorts", "admissionchecks", "synced"):
                     queues_changed = True
             # The informers' synced set flips before their last listed events are drained here: schedule
             # only once every list was fed, or a new leader admits before it has seen all reservations.
@@ -424,9 +434,8 @@ class Manager:
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
-            for check in status.get("admissionChecks") or ():
-                if check.get("state") != "Pending":
-                    check["state"] = "Pending"
+            if status.get("admissionChecks"):
+                status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
 
         log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
@@ -589,6 +598,10 @@ class Manager:
             meta = rf["metadata"]
             if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()) and meta["name"] not in used:
                 self._remove_finalizer("resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"]))
+        deleting = [ac for ac in self.store.list("admissionchecks") if ac["metadata"].get("deletionTimestamp")]
+        checks_used = admission_checks.checks_in_use(self.store.list("clusterqueues")) if deleting else set()
+        for ac in deleting:
+            self._sync_check_finalizer(ac, checks_used)
 
     def _remove_finalizer(self, kind: str, obj: Mapping[str, Any], path: str) -> None:
         meta = obj["metadata"]
@@ -602,3 +615,40 @@ class Manager:
                 pass
 
         self.writes.add(f"{kind}/{meta['name']}/finalizer", Call(remove))
+
+    # == AdmissionChecks (`admissioncheck_controller.go`, the queue handlers of `workload_controller.go`) ==
+    def _admission_check_side_effects(self, kind: str, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
+        """The AdmissionCheck's finalizer; Workloads whose required checks a queue change (`old` is
+        the queue's previous version) may alter go to the workload controller."""
+        if kind == "admissionchecks":
+            self._sync_check_finalizer(obj, admission_checks.checks_in_use(self.store.list("clusterqueues")))
+        elif kind == "clusterqueues" and admission_checks.checks_changed(old, obj):
+            for key in admission_checks.workloads_routed_to(self.store, cluster_queue=obj["metadata"]["name"]):
+                self.workloads.add(key)
+        elif kind == "localqueues" and (old is None or (old.get("spec") or {}).get("clusterQueue") != (obj.get("spec") or {}).get("clusterQueue")):
+            for key in admission_checks.workloads_routed_to(self.store, local_queue=object_key(obj)):
+                self.workloads.add(key)
+
+    def _sync_check_finalizer(self, ac: Mapping[str, Any], in_use: set[str]) -> None:
+        new = admission_checks.finalized(ac, in_use)
+        if new is None:
+            return
+        name = ac["metadata"]["name"]
+
+        def write() -> None:
+            with contextlib.suppress(k.NotFound, k.Conflict):  # gone, or changed: its next event decides again
+                self.store.put("admissionchecks", self.kube.replace(k.object_path(c.V1BETA2, "admissionchecks", None, name), new))
+                log.info("resource-in-use finalizer", extra={"object": name, "kind": "admissionchecks",
+                                                             "decision": "Added" if c.RESOURCE_IN_USE_FINALIZER in new["metadata"]["finalizers"] else "Released"})
+
+        self.writes.add(f"admissionchecks/{name}/finalizer", Call(write))
+
+    def _admitted_by_checks(self, wl: Mapping[str, Any], waited: float, now: datetime) -> None:
+        """Admission metrics of a Workload the workload controller admitted once its checks were Ready."""
+        cq = self.store.get("clusterqueues", str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""))
+        cohorts = []
+        parent = str(((cq or {}).get("spec") or {}).get("cohortName") or "")
+        while parent and parent not in cohorts:
+            cohorts.append(parent)
+            parent = str(((self.store.get("cohorts", parent) or {}).get("spec") or {}).get("parentName") or "")
+        self.reporter.admitted_by_checks(wl, waited, cohorts, now)

@@ -177,6 +177,25 @@ class MetricsReporter:
             m.LOCAL_QUEUE_ADMISSION_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
             m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME.labels(*lq, pc, ROLE).observe(0)
 
+    def admitted_by_checks(self, wl: Mapping[str, Any], since_reservation: float, cohorts: Iterable[str], now: datetime) -> None:
+        """Admitted=True set by the workload controller once every admission check is Ready: admitted
+        totals and wait times, the checks' wait since the reservation, and the ancestor `cohorts`'
+        subtree counters. Thread-safe (counters and histograms only)."""
+        pc = priority_class(wl)
+        cq = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        waited = max(0.0, (now - queued_since(wl, now)).total_seconds())
+        m.ADMITTED_WORKLOADS.labels(cq, pc, ROLE).inc()
+        m.ADMISSION_WAIT_TIME.labels(cq, pc, ROLE).observe(waited)
+        m.ADMISSION_CHECKS_WAIT_TIME.labels(cq, pc, ROLE).observe(since_reservation)
+        if self.cohorts:
+            for co in cohorts:
+                m.COHORT_SUBTREE_ADMITTED_WORKLOADS.labels(co, pc, ROLE).inc()
+        lq = self._local_queue(wl)
+        if lq is not None:
+            m.LOCAL_QUEUE_ADMITTED_WORKLOADS.labels(*lq, pc, ROLE).inc()
+            m.LOCAL_QUEUE_ADMISSION_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
+            m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME.labels(*lq, pc, ROLE).observe(since_reservation)
+
     def pods_ready(self, wl: Mapping[str, Any], ready_at: datetime) -> None:
         """PodsReady turned True/Started: time since queued and since admitted (`reconciler.go` step 5)."""
         status = wl.get("status") or {}

@@ -24,7 +24,7 @@ from webhook.api import fields, selector
 from webhook.config import Configuration
 from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
-from webhook.worker import events, reporter
+from webhook.worker import admission_checks, events, reporter
 from webhook.worker.status import find_condition, is_true, set_condition, update_status
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
@@ -238,6 +238,16 @@ def start_patch(job: Mapping[str, Any], wl: Mapping[str, Any], flavors: Mapping[
     cq = str(admission.get("clusterQueue") or "")
     if cq and not fields.is_dns1123_label(cq):
         pod_labels[c.CLUSTER_QUEUE_NAME_LABEL] = cq
+    pod_annotations: dict[str, str] = {}
+    for check, update in admission_checks.pod_set_updates(wl, str(ps.get("name") or "main")):
+        try:  # `PodSetInfo.Merge` of each check's update, then of the result into the template
+            pod_annotations = _merge_map(pod_annotations, update.get("annotations") or {}, "annotations")
+            pod_labels = _merge_map(pod_labels, update.get("labels") or {}, "labels")
+            node_labels = _merge_map(node_labels, update.get("nodeSelector") or {}, "nodeSelector")
+        except StartConflict as exc:
+            raise StartConflict(f'in admission check "{check}": {exc}') from exc
+        tolerations.extend(update.get("tolerations") or ())
+    annotations = _merge_map(tmeta.get("annotations") or {}, pod_annotations, "annotations")
     labels = _merge_map(tmeta.get("labels") or {}, pod_labels, "labels")
     node_selector = _merge_map(tspec.get("nodeSelector") or {}, node_labels, "nodeSelector")
     merged_tolerations = list(tspec.get("tolerations") or ())
@@ -246,6 +256,8 @@ def start_patch(job: Mapping[str, Any], wl: Mapping[str, Any], flavors: Mapping[
             merged_tolerations.append(t)
     patch_spec: dict[str, Any] = {"suspend": False}
     tpatch: dict[str, Any] = {"metadata": {"labels": labels}, "spec": {"nodeSelector": node_selector or None}}
+    if pod_annotations:
+        tpatch["metadata"]["annotations"] = annotations
     if merged_tolerations:
         tpatch["spec"]["tolerations"] = merged_tolerations
     patch_spec["template"] = tpatch
@@ -348,7 +360,7 @@ class Plan:
     """What one reconcile of a Job does; `action` is one of the names below."""
 
     action: str  # ignore | finalize | create | finish | remove_finalizer | update_reclaimable | pods_ready | stop
-    #              | clear_reservation | start | sync_queue | wait
+    #              | clear_reservation | start | record_admission_checks | sync_queue | wait
     workload: Mapping[str, Any] | None = None
     reason: str = ""
     message: str = ""
@@ -423,6 +435,8 @@ def plan(
     if suspended:
         if is_true(wl, c.WorkloadCondition.ADMITTED):
             return Plan("start", wl)
+        if is_true(wl, c.WorkloadCondition.QUOTA_RESERVED) and (note := admission_checks.pending_checks_message(wl)):
+            return Plan("record_admission_checks", wl, message=note)
         queue = labels.get(c.QUEUE_LABEL, "")
         if queue and queue != (wl.get("spec") or {}).get("queueName") and not is_true(wl, c.WorkloadCondition.QUOTA_RESERVED):
             return Plan("sync_queue", wl, extra={"queueName": queue})
@@ -611,6 +625,10 @@ class JobReconciler:
         cq = ((p.workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         log.info("started job", extra={"object": key, "kind": "Job", "decision": "Started", "cluster_queue": cq})
         self.events.emit(out, "Normal", "Started", f"Admitted by clusterQueue {cq}", CONTROLLER_NAME)
+
+    def _do_record_admission_checks(self, key: str, job: Mapping[str, Any], p: Plan, now: datetime) -> None:
+        """`recordAdmissionCheckUpdate`: the Pending checks' messages, as a Job event."""
+        self.events.emit(job, "Normal", c.JobEventReason.UPDATED_ADMISSION_CHECK, p.message, CONTROLLER_NAME)
 
     def _do_update_reclaimable(self, key: str, job: Mapping[str, Any], p: Plan, now: datetime) -> None:
         """Quota of finished pods goes back while the Job runs (the core scales usage down)."""

@@ -1,9 +1,10 @@
-"""The workload controller's waitForPodsReady, backoff and deactivation steps, carried out.
+"""The workload controller's admission-check, waitForPodsReady, backoff and deactivation steps, carried out.
 
-The decisions are `core.pods_ready.controller_step` (pure, `now` passed in); this module only reads
-the Workload from the store, writes the step, emits upstream's event and schedules the next look
-at the time the step names (`pkg/controller/core/workload_controller.go` returns `RequeueAfter`).
-One reconcile writes at most one step; the watch event of that write brings the next.
+The decisions are `core.admission_checks.workload_step` (pure, `now` passed in, built on
+`core.pods_ready.controller_step`); this module only reads the Workload and the ClusterQueue its
+LocalQueue routes to from the store, writes the step, emits upstream's event and schedules the next
+look at the time the step names (`pkg/controller/core/workload_controller.go` returns
+`RequeueAfter`). One reconcile writes at most one step; the watch event of that write brings the next.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from typing import Any
 from webhook import kube as k
 from webhook.api import constants as c
 from webhook.config import Configuration
-from webhook.core import parse_workload
-from webhook.core.pods_ready import Policy, Step, StepKind, controller_step
+from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
+from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
+from webhook.core.pods_ready import Policy, Step, StepKind
+from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import remove_condition, set_condition, update_status
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_step", "policy"]
+__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_check_step", "apply_step", "cluster_queue_for", "policy"]
 
 log = logging.getLogger(__name__)
 
@@ -65,27 +68,47 @@ def apply_step(step: Step, status: dict[str, Any], generation: int, now: datetim
             status.pop("requeueState", None)
         else:
             status["requeueState"] = dict(step.requeue_state)
-    if step.kind == StepKind.EVICT:
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        for check in status.get("admissionChecks") or ():
-            state = check.get("state")
-            if state == "Pending":
-                continue
-            if state == "Retry":
-                check["retryCount"] = int(check.get("retryCount") or 0) + 1
-            check.update(state="Pending", message=f"Reset to Pending after eviction. Previously: {state}", lastTransitionTime=stamp)
+    if step.kind == StepKind.EVICT and status.get("admissionChecks"):
+        status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
+
+
+def apply_check_step(step: CheckStep, status: dict[str, Any], generation: int, now: datetime) -> None:
+    """Write an admission-check step into `status`."""
+    if step.condition is not None:
+        cv = step.condition
+        set_condition(status, {"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message}, now, generation)
+    if step.kind == CheckStepKind.SYNC:
+        if step.checks:
+            status["admissionChecks"] = [dict(ch) for ch in step.checks]
+        else:
+            status.pop("admissionChecks", None)
+    elif step.kind == CheckStepKind.REQUEUE_AT:
+        assert step.requeue_at is not None
+        status.setdefault("requeueState", {})["requeueAt"] = step.requeue_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cluster_queue_for(store: Store, wl: Mapping[str, Any]) -> ClusterQueueSpec | None:
+    """The ClusterQueue the Workload's LocalQueue routes to, if both exist (`ClusterQueueForWorkload`)."""
+    lq = store.get("localqueues", f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}")
+    if lq is None:
+        return None
+    cq = store.get("clusterqueues", str((lq.get("spec") or {}).get("clusterQueue") or ""))
+    return None if cq is None else parse_cluster_queue(cq)
 
 
 class WorkloadReconciler:
-    """Runs `controller_step` for one Workload key (`namespace/name`) on a work queue."""
+    """Runs `workload_step` for one Workload key (`namespace/name`) on a work queue."""
 
     def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
-                 stop: threading.Event, on_evicted: Callable[[str, str, str, Mapping[str, Any], str], None]) -> None:
+                 stop: threading.Event, on_evicted: Callable[[str, str, str, Mapping[str, Any], str], None],
+                 on_admitted: Callable[[Mapping[str, Any], float, datetime], None] | None = None) -> None:
         self.kube = kube
         self.store = store
         self.policy = policy(config)
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
+        # (workload, seconds since reservation, now): admission metrics once the last check is Ready
+        self.on_admitted = on_admitted
         self.queue: WorkQueue[object] = WorkQueue("workloads", self.reconcile, workers=2, stop=stop)
         self._rechecks: dict[str, datetime] = {}
         self._lock = threading.Lock()
@@ -111,40 +134,65 @@ class WorkloadReconciler:
             return
         now = datetime.now(UTC)
         jitter = random.random()
-        step = controller_step(parse_workload(wl), self.policy, now, jitter=jitter)
-        if step.kind == StepKind.NONE:
+        cq = cluster_queue_for(self.store, wl)
+        step = workload_step(wl, cq, self.policy, now, jitter=jitter)
+        if isinstance(step, Step) and step.kind == StepKind.NONE:
             return
-        if step.kind == StepKind.RECHECK:
+        if isinstance(step, Step) and step.kind == StepKind.RECHECK:
             assert step.recheck_at is not None
             self._recheck(key, step.recheck_at, now)
             return
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
+        reason, detail = (step.reason, step.message) if isinstance(step, Step) else \
+            (step.condition.reason, step.condition.message) if step.condition else ("", "")
         log.info("workload controller", extra={"object": key, "kind": "Workload", "decision": step.kind.value,
-                                               "reason": step.reason, "detail": step.message})
-        if step.kind == StepKind.SET_INACTIVE:
+                                               "reason": reason, "detail": detail})
+        if isinstance(step, Step) and step.kind == StepKind.SET_INACTIVE:
             self._deactivate(path, wl)
             return
-        applied: list[Step] = []
+        applied: list[Step | CheckStep] = []
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
-            again = controller_step(parse_workload(obj), self.policy, now, jitter=jitter)
-            if again.kind != step.kind:
+            again = workload_step(obj, cq, self.policy, now, jitter=jitter)
+            if type(again) is not type(step) or again.kind != step.kind:
                 return
-            apply_step(again, status, int((obj.get("metadata") or {}).get("generation") or 0), now)
+            generation = int((obj.get("metadata") or {}).get("generation") or 0)
+            if isinstance(again, CheckStep):
+                apply_check_step(again, status, generation, now)
+            else:
+                apply_step(again, status, generation, now)
             applied[:] = [again]
 
         try:
             written = update_status(self.kube, self.store, "workloads", path, mutate)
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
-        if written is None or not applied or step.kind != StepKind.EVICT:
+        if written is None or not applied:
             return
-        cq = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
-        if cq:  # upstream reports (event, metrics) only evictions of workloads holding an admission
-            done = applied[0]
-            self.on_evicted(key, cq, done.reason, written, done.underlying_cause)
-            self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
+        done = applied[0]
+        if isinstance(done, CheckStep):
+            self._reported(done, written, now)
+        elif done.kind == StepKind.EVICT:
+            cq_name = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+            if cq_name:  # upstream reports (event, metrics) only evictions of workloads holding an admission
+                self.on_evicted(key, cq_name, done.reason, written, done.underlying_cause)
+                self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
+
+    def _reported(self, step: CheckStep, wl: Mapping[str, Any], now: datetime) -> None:
+        """Events and metrics of an admission-check step once written."""
+        if step.kind == CheckStepKind.REJECTED:
+            self.events.emit(wl, "Warning", "AdmissionCheckRejected", step.event, CONTROLLER_NAME)
+        elif step.kind == CheckStepKind.ADMITTED and step.condition is not None and step.condition.status == "True":
+            status = wl.get("status") or {}
+            reserved = parse_time(next((ch.get("lastTransitionTime") for ch in status.get("conditions") or ()
+                                        if ch.get("type") == c.WorkloadCondition.QUOTA_RESERVED), None)) or now
+            waited = max(0.0, (now - reserved).total_seconds())
+            cq = str((status.get("admission") or {}).get("clusterQueue") or "")
+            self.events.emit(wl, "Normal", "Admitted", f"Admitted by ClusterQueue {cq}, wait time since reservation was {waited:.0f}s",
+                             CONTROLLER_NAME)
+            if self.on_admitted is not None:
+                self.on_admitted(wl, waited, now)
 
     def _deactivate(self, path: str, wl: Mapping[str, Any]) -> None:
         """spec.active=false, guarded by the resourceVersion the decision was taken on."""
