@@ -608,8 +608,12 @@ class Manager:
         fins = [f for f in meta.get("finalizers") or () if f != c.RESOURCE_IN_USE_FINALIZER]
 
         def remove() -> None:
+            # A guarded PUT, not a PATCH: upstream's role grants these kinds `update` only.
+            body = {**obj, "metadata": {**meta, "finalizers": fins}}
+            if not fins:
+                del body["metadata"]["finalizers"]
             try:
-                self.kube.patch(path, {"metadata": {"finalizers": fins or None, "resourceVersion": meta.get("resourceVersion")}})
+                self.kube.replace(path, body)
                 log.info("released resource-in-use finalizer", extra={"object": meta["name"], "kind": kind})
             except (k.NotFound, k.Conflict):
                 pass
