@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 
 ADMISSION_CONTROLLER = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
+# The gauges walk every Workload: refreshed at most this often, not after every batch of
+# events (the core loop wakes at least once a second, so they lag by two seconds at most).
+METRICS_REFRESH_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +296,7 @@ class Manager:
 
     def _core_loop_body(self) -> None:
         rebuilt = False
+        next_refresh = 0.0
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         while not self.stop.is_set():
             batch = self._drain(1.0)
@@ -336,7 +340,9 @@ class Manager:
                 if not (result.admitted or result.preempted):
                     break
             self._publish_queue_status(now)
-            self.reporter.refresh(self.core, self.store.list("workloads"))
+            if time.monotonic() >= next_refresh:
+                self.reporter.refresh(self.core, self.store.list("workloads"))
+                next_refresh = time.monotonic() + METRICS_REFRESH_S
 
     # == decisions → writes =======================================================================
     def _wl_path(self, key: str) -> str:
