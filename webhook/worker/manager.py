@@ -110,6 +110,9 @@ class Call:
     fn: Callable[[], None]
 
 
+QueueRoutes = tuple[dict[str, str], dict[str, bool]]
+
+
 def _gen(obj: Mapping[str, Any]) -> int:
     return int((obj.get("metadata") or {}).get("generation") or 0)
 
@@ -297,6 +300,7 @@ class Manager:
     def _core_loop_body(self) -> None:
         rebuilt = False
         next_refresh = 0.0
+        last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         while not self.stop.is_set():
             batch = self._drain(1.0)
@@ -320,6 +324,11 @@ class Manager:
                 all_fed = fed_synced >= self._synced
             if not (self.synced() and all_fed):
                 continue
+            if queues_changed:
+                # Our own queue status writes come back as events too: scan every Workload only
+                # when what the scan reads from the queues moved.
+                routes = self._queue_routes()
+                queues_changed, last_routes = routes != last_routes, routes
             self._report_queue_blockers(None if queues_changed else touched, now)
             if not rebuilt:
                 rebuilt = True
@@ -464,6 +473,13 @@ class Manager:
         log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+
+    def _queue_routes(self) -> QueueRoutes:
+        """What `_report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
+        whether each ClusterQueue is active."""
+        cache = self.core.cache
+        return ({key: lq.cluster_queue for key, lq in cache.local_queues.items()},
+                {name: cache.readiness(name).active for name in cache.cluster_queues})
 
     def _report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
         """QuotaReserved=False for pending Workloads whose queues block them (the workload
