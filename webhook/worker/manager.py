@@ -113,6 +113,10 @@ class Call:
 QueueRoutes = tuple[dict[str, str], dict[str, bool]]
 
 
+def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: val for key, val in meta.items() if key not in ("resourceVersion", "managedFields")}
+
+
 def _gen(obj: Mapping[str, Any]) -> int:
     return int((obj.get("metadata") or {}).get("generation") or 0)
 
@@ -152,6 +156,8 @@ class Manager:
         # the reservation (or the write fails), any non-reserving event for them is an *older*
         # version, typically our own earlier Pending write landing late; see `_feed`.
         self._admitting: set[str] = set()
+        # (kind, key) → metadata and spec of the ClusterQueue/LocalQueue last fed to the core (core thread only).
+        self._fed_queues: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
         self.started_at = 0.0
         self._workload_states: dict[str, WorkloadState] = {}
 
@@ -256,10 +262,18 @@ class Manager:
             core.on_resource_flavor_deleted(name, now) if deleted else core.on_resource_flavor(obj, now)
         elif kind == "cohorts":
             core.on_cohort_deleted(name, now) if deleted else core.on_cohort(obj, now)
-        elif kind == "clusterqueues":
-            core.on_cluster_queue_deleted(name, now) if deleted else core.on_cluster_queue(obj, now)
-        elif kind == "localqueues":
-            core.on_local_queue_deleted(ns, name, now) if deleted else core.on_local_queue(obj, now)
+        elif kind in ("clusterqueues", "localqueues"):
+            fed_key, fed = (kind, f"{ns}/{name}"), (_meta_sans_version(meta), obj.get("spec"))
+            if deleted:
+                self._fed_queues.pop(fed_key, None)
+                core.on_cluster_queue_deleted(name, now) if kind == "clusterqueues" else core.on_local_queue_deleted(ns, name, now)
+            elif self._fed_queues.get(fed_key) != fed:
+                # Status-only updates (mostly our own queue status writes) are skipped: upstream's
+                # update handlers requeue nothing unless the spec changed (`UpdateClusterQueue`'s
+                # specUpdated, `UpdateLocalQueue`), and re-feeding them re-ran every inadmissible
+                # Workload of the queue after each cycle.
+                core.on_cluster_queue(obj, now) if kind == "clusterqueues" else core.on_local_queue(obj, now)
+                self._fed_queues[fed_key] = fed
         elif kind == "workloadpriorityclasses":
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
         elif kind == "namespaces":
