@@ -404,7 +404,7 @@ class Manager:
 
         self._admitting.add(key)
         log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
         self.reporter.admitted_in_cohort(self.core, d, wl)
@@ -430,7 +430,7 @@ class Manager:
 
             log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
                                           "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
-            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))))
+            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))), first=True)
             wl = self.store.get("workloads", str(v.key))
             if wl is not None:
                 self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
@@ -457,7 +457,7 @@ class Manager:
 
         log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl)
         if wl is not None:
@@ -474,7 +474,7 @@ class Manager:
 
         log.info("reservation unset", extra={"object": key, "kind": "Workload", "decision": "UnsetReservation", "reason": d.reason,
                                              "detail": d.message, "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
 
     def _requeue(self, d: Requeue, now: datetime) -> None:
         key = str(d.key)
@@ -486,7 +486,7 @@ class Manager:
 
         log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
 
     def _queue_routes(self) -> QueueRoutes:
         """What `_report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
