@@ -92,6 +92,16 @@ def object_path(api_version: str, kind_plural: str, namespace: str | None, name:
     return f"{base}/{name}" if name else base
 
 
+def _resource(path: str) -> str:
+    """The API group/version/resource a REST path addresses, e.g. `kueue.x-k8s.io/v1beta2/workloads`
+    for a Workload's status, `v1/namespaces` for a Namespace, `v1/events` for Events in one."""
+    parts = path.strip("/").split("/")
+    gv, rest = (parts[1:2], parts[2:]) if parts[0] == "api" else (parts[1:3], parts[3:])
+    if len(rest) > 2 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return "/".join([*gv, rest[0] if rest else ""])
+
+
 class Kube:
     """A thin JSON client over the kubernetes ApiClient (thread-safe; urllib3 pools connections)."""
 
@@ -106,20 +116,26 @@ class Kube:
         self._api = k8s_client.ApiClient(cfg)
         self._lock = threading.Lock()
         self._qps = qps
-        self._tokens = float(burst or 1)
         self._burst = float(burst or 1)
-        self._last = time.monotonic()
+        self._buckets: dict[str, list[float]] = {}  # resource → [tokens, last refill]
 
-    def _throttle(self) -> None:
-        """Token bucket shared by every request from this client (clientConnection qps/burst)."""
+    def _throttle(self, path: str) -> None:
+        """clientConnection qps/burst as one token bucket per API resource.
+
+        controller-runtime builds one REST client, hence one client-go token bucket, per
+        GroupVersionKind (`apiutil.RESTClientForGVK`), and the event recorder has its own client:
+        Kueue's budget applies to Workload writes, ClusterQueue writes and Events separately, not
+        to their sum.
+        """
         if self._qps <= 0:
             return
+        resource = _resource(path)
         with self._lock:
             now = time.monotonic()
-            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
-            self._last = now
-            wait = 0.0 if self._tokens >= 1 else (1 - self._tokens) / self._qps
-            self._tokens -= 1
+            bucket = self._buckets.setdefault(resource, [self._burst, now])
+            tokens = min(self._burst, bucket[0] + (now - bucket[1]) * self._qps)
+            wait = 0.0 if tokens >= 1 else (1 - tokens) / self._qps
+            bucket[0], bucket[1] = tokens - 1, now
         if wait:
             time.sleep(wait)
 
@@ -133,7 +149,7 @@ class Kube:
         content_type: str = "application/json",
         timeout: float | tuple[float, float] | None = 30,
     ) -> Any:
-        self._throttle()
+        self._throttle(path)
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
             _, url, headers, serialized, _ = self._api.param_serialize(

@@ -105,3 +105,34 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
     server.done.set()
     thread.join(timeout=10)
     assert not thread.is_alive()
+
+
+@pytest.mark.parametrize(("path", "resource"), [
+    ("/api/v1/namespaces", "v1/namespaces"),
+    ("/api/v1/namespaces/team-a", "v1/namespaces"),
+    ("/api/v1/namespaces/team-a/events", "v1/events"),
+    ("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/wl/status", "kueue.x-k8s.io/v1beta2/workloads"),
+    ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq/status", "kueue.x-k8s.io/v1beta2/clusterqueues"),
+    ("/apis/events.k8s.io/v1/namespaces/team-a/events", "events.k8s.io/v1/events"),
+])
+def test_resource_of_a_path(path: str, resource: str) -> None:
+    assert k._resource(path) == resource
+
+
+def test_one_resource_running_out_of_tokens_does_not_throttle_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "t",
+        "clusters": [{"name": "t", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+        "users": [{"name": "t", "user": {}}],
+    }))
+    kube = k.Kube(str(kubeconfig), qps=0.01, burst=1)
+    waits: list[float] = []
+    monkeypatch.setattr(k.time, "sleep", waits.append)
+    kube._throttle("/apis/kueue.x-k8s.io/v1beta2/namespaces/a/workloads/x/status")
+    kube._throttle("/apis/events.k8s.io/v1/namespaces/a/events")
+    assert waits == []
+    kube._throttle("/apis/kueue.x-k8s.io/v1beta2/namespaces/b/workloads/y/status")
+    assert len(waits) == 1 and waits[0] > 50
+    kube._api.close()

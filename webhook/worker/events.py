@@ -4,10 +4,16 @@ Mirrors the recorder Kueue builds with `mgr.GetEventRecorder` (reason + action +
 reporting controller is `kueue-admission` for scheduler decisions and `<framework>-kueue-controller`
 for job integrations (`pkg/controller/jobframework/events.go`). Events are best effort: a full
 queue or a failed POST drops the event with a DEBUG log.
+
+Like client-go's events broadcaster (`tools/events`), an event isomorphic to one recorded in
+the last six minutes (same action, reason, reporting controller and regarding object, down to
+its resourceVersion; the note does not count) is not sent again: the scheduler repeats its
+Pending event on every cycle that leaves a Workload unchanged.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -22,6 +28,8 @@ __all__ = ["Recorder"]
 
 log = logging.getLogger(__name__)
 
+SERIES_WINDOW_S = 6 * 60  # client-go tools/events: finishTime
+
 
 class Recorder:
     def __init__(self, kube: k.Kube | None, *, instance: str, stop: threading.Event) -> None:
@@ -29,12 +37,17 @@ class Recorder:
         self.instance = instance
         self._stop = stop
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=10000)
+        self._seen: dict[tuple[Any, ...], float] = {}  # isomorphic key → when last sent, oldest first
+        self._seen_lock = threading.Lock()
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="events", daemon=True).start()
 
     def emit(self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = "") -> None:
         meta = obj.get("metadata") or {}
+        if self._repeated((action or reason, reason, controller, obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"),
+                           meta.get("name"), meta.get("uid"), meta.get("resourceVersion"))):
+            return
         ns = meta.get("namespace") or "default"
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         event = {
@@ -57,6 +70,21 @@ class Recorder:
             self._queue.put_nowait(event)
         except queue.Full:
             log.debug("event dropped", extra={"reason": reason})
+
+    def _repeated(self, key: tuple[Any, ...]) -> bool:
+        """True when an isomorphic event was emitted within SERIES_WINDOW_S; else remember this one."""
+        now = time.monotonic()
+        with self._seen_lock:
+            last = self._seen.get(key)
+            if last is not None and now - last < SERIES_WINDOW_S:
+                return True
+            self._seen.pop(key, None)
+            self._seen[key] = now
+            for old, at in list(itertools.islice(self._seen.items(), 64)):
+                if now - at < SERIES_WINDOW_S:
+                    break
+                del self._seen[old]
+            return False
 
     def _run(self) -> None:
         while not self._stop.is_set():

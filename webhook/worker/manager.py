@@ -65,6 +65,11 @@ log = logging.getLogger(__name__)
 
 ADMISSION_CONTROLLER = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
+# The gauges walk every Workload: refreshed at most once a second, not after every batch of
+# events (the core loop wakes at least once a second), and with tens of thousands of Workloads
+# no more often than keeps the walk under 1/20 of the core thread's time.
+METRICS_REFRESH_S = 1.0
+METRICS_REFRESH_SHARE = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +115,13 @@ class Call:
     fn: Callable[[], None]
 
 
+QueueRoutes = tuple[dict[str, str], dict[str, bool]]
+
+
+def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: val for key, val in meta.items() if key not in ("resourceVersion", "managedFields")}
+
+
 def _gen(obj: Mapping[str, Any]) -> int:
     return int((obj.get("metadata") or {}).get("generation") or 0)
 
@@ -152,6 +164,8 @@ class Manager:
         # the reservation (or the write fails), any non-reserving event for them is an *older*
         # version, typically our own earlier Pending write landing late; see `_feed`.
         self._admitting: set[str] = set()
+        # (kind, key) → metadata and spec of the ClusterQueue/LocalQueue last fed to the core (core thread only).
+        self._fed_queues: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
         self.started_at = 0.0
         self._workload_states: dict[str, WorkloadState] = {}
 
@@ -259,10 +273,18 @@ class Manager:
             core.on_resource_flavor_deleted(name, now) if deleted else core.on_resource_flavor(obj, now)
         elif kind == "cohorts":
             core.on_cohort_deleted(name, now) if deleted else core.on_cohort(obj, now)
-        elif kind == "clusterqueues":
-            core.on_cluster_queue_deleted(name, now) if deleted else core.on_cluster_queue(obj, now)
-        elif kind == "localqueues":
-            core.on_local_queue_deleted(ns, name, now) if deleted else core.on_local_queue(obj, now)
+        elif kind in ("clusterqueues", "localqueues"):
+            fed_key, fed = (kind, f"{ns}/{name}"), (_meta_sans_version(meta), obj.get("spec"))
+            if deleted:
+                self._fed_queues.pop(fed_key, None)
+                core.on_cluster_queue_deleted(name, now) if kind == "clusterqueues" else core.on_local_queue_deleted(ns, name, now)
+            elif self._fed_queues.get(fed_key) != fed:
+                # Status-only updates (mostly our own queue status writes) are skipped: upstream's
+                # update handlers requeue nothing unless the spec changed (`UpdateClusterQueue`'s
+                # specUpdated, `UpdateLocalQueue`), and re-feeding them re-ran every inadmissible
+                # Workload of the queue after each cycle.
+                core.on_cluster_queue(obj, now) if kind == "clusterqueues" else core.on_local_queue(obj, now)
+                self._fed_queues[fed_key] = fed
         elif kind == "workloadpriorityclasses":
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
         elif kind == "namespaces":
@@ -305,6 +327,8 @@ class Manager:
 
     def _core_loop_body(self) -> None:
         rebuilt = False
+        next_refresh = 0.0
+        last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         while not self.stop.is_set():
             batch = self._drain(1.0)
@@ -328,6 +352,11 @@ class Manager:
                 all_fed = fed_synced >= self._synced
             if not (self.synced() and all_fed):
                 continue
+            if queues_changed:
+                # Our own queue status writes come back as events too: scan every Workload only
+                # when what the scan reads from the queues moved.
+                routes = self._queue_routes()
+                queues_changed, last_routes = routes != last_routes, routes
             self._report_queue_blockers(None if queues_changed else touched, now)
             if not rebuilt:
                 rebuilt = True
@@ -348,7 +377,10 @@ class Manager:
                 if not (result.admitted or result.preempted):
                     break
             self._publish_queue_status(now)
-            self.reporter.refresh(self.core, self.store.list("workloads"))
+            if (started := time.monotonic()) >= next_refresh:
+                self.reporter.refresh(self.core, self.store.list("workloads"))
+                took = time.monotonic() - started
+                next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
 
     # == decisions → writes =======================================================================
     def _wl_path(self, key: str) -> str:
@@ -387,7 +419,7 @@ class Manager:
 
         self._admitting.add(key)
         log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
         self.reporter.admitted_in_cohort(self.core, d, wl)
@@ -413,7 +445,7 @@ class Manager:
 
             log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
                                           "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
-            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))))
+            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))), first=True)
             wl = self.store.get("workloads", str(v.key))
             if wl is not None:
                 self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
@@ -439,7 +471,7 @@ class Manager:
 
         log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl)
         if wl is not None:
@@ -456,7 +488,7 @@ class Manager:
 
         log.info("reservation unset", extra={"object": key, "kind": "Workload", "decision": "UnsetReservation", "reason": d.reason,
                                              "detail": d.message, "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
 
     def _requeue(self, d: Requeue, now: datetime) -> None:
         key = str(d.key)
@@ -468,7 +500,14 @@ class Manager:
 
         log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)))
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+
+    def _queue_routes(self) -> QueueRoutes:
+        """What `_report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
+        whether each ClusterQueue is active."""
+        cache = self.core.cache
+        return ({key: lq.cluster_queue for key, lq in cache.local_queues.items()},
+                {name: cache.readiness(name).active for name in cache.cluster_queues})
 
     def _report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
         """QuotaReserved=False for pending Workloads whose queues block them (the workload

@@ -7,6 +7,7 @@ for after. A handler that raises `Retry` has the key re-added after the delay (i
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import OrderedDict
@@ -38,13 +39,18 @@ class WorkQueue(Generic[T]):
         self._cond = threading.Condition()
         self._queued: OrderedDict[str, list[T]] = OrderedDict()
         self._processing: set[str] = set()
+        self._first: dict[str, None] = {}  # queued keys added with first=True, oldest first
         self._retries: dict[str, int] = {}
 
-    def add(self, key: str, item: T | None = None) -> None:
+    def add(self, key: str, item: T | None = None, *, first: bool = False) -> None:
+        """Queue `item` for `key`; `first` puts the key ahead of the keys queued without it (a
+        write that must not wait behind a backlog of less urgent ones), in arrival order."""
         with self._cond:
             items = self._queued.setdefault(key, [])
             if item is not None:
                 items.append(item)
+            if first:
+                self._first.setdefault(key)
             self._cond.notify()
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
@@ -64,9 +70,10 @@ class WorkQueue(Generic[T]):
     def _take(self) -> tuple[str, list[T]] | None:
         with self._cond:
             while not self._stop.is_set():
-                for key in self._queued:
+                for key in itertools.chain(self._first, self._queued):
                     if key not in self._processing:
                         items = self._queued.pop(key)
+                        self._first.pop(key, None)
                         self._processing.add(key)
                         return key, items
                 self._cond.wait(0.5)

@@ -100,3 +100,18 @@ def test_stop_ends_the_workers() -> None:
     q.start()
     stop.set()
     wait_until(lambda: not any(t.name.startswith("stopper-") for t in threading.enumerate()), timeout=3)
+
+
+def test_keys_added_first_are_handled_before_the_others_in_arrival_order() -> None:
+    stop = threading.Event()
+    seen: list[tuple[str, list[int]]] = []
+    q: WorkQueue[int] = WorkQueue("t", lambda key, items: seen.append((key, list(items))), stop=stop)
+    q.add("pending-a", 1)
+    q.add("pending-b", 2)
+    q.add("admit-c", 3, first=True)
+    q.add("pending-a", 4, first=True)  # merged with the queued item, and now urgent
+    q.add("admit-d", 5, first=True)
+    q.start()
+    wait_until(lambda: len(seen) == 4)
+    stop.set()
+    assert seen == [("admit-c", [3]), ("pending-a", [1, 4]), ("admit-d", [5]), ("pending-b", [2])]
