@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         kube = rel.admin(stack.kubeconfig)
         # Load first (our session server, its worker), then failover (two replicas of our own).
         t0 = time.monotonic()
-        load = rel.load(kube, n=args.load, server_pid=int(stack.pid_file.read_text()), timeout=max(300, args.load / 5))
+        load = rel.load(kube, n=args.load, server_pid=int(stack.pid_file.read_text()), timeout=max(300, args.load / 2))
         figures["load"] = {**load, "seconds": round(time.monotonic() - t0, 1)}
         ok &= not load["problems"] and not load["submit_errors"] and not load["violations"]
         stack._stop_server()
