@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from webhook import kube as k
+
 __all__ = ["Retry", "WorkQueue"]
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,12 @@ class WorkQueue(Generic[T]):
             try:
                 self._handler(key, items)
                 self._retries.pop(key, None)
+            except k.KubeError as exc:
+                # The API is unreachable or refused the write (an outage, a conflict): retry
+                # quietly; a traceback would only say where the request was made.
+                n = self._retries[key] = self._retries.get(key, 0) + 1
+                log.warning("handler failed; retrying", extra={"queue": self.name, "object": key, "error": str(exc)})
+                self.add_after(key, min(0.1 * (2 ** min(n - 1, 8)), 30.0), items)
             except Retry as exc:
                 n = self._retries[key] = self._retries.get(key, 0) + 1
                 self.add_after(key, min(exc.delay * (2 ** min(n - 1, 6)), 30.0), items)

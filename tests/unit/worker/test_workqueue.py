@@ -3,10 +3,14 @@ retries that keep their items, and a clean stop."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
 
+import pytest
+
+from webhook import kube as k
 from webhook.worker.workqueue import Retry, WorkQueue
 
 
@@ -115,3 +119,22 @@ def test_keys_added_first_are_handled_before_the_others_in_arrival_order() -> No
     wait_until(lambda: len(seen) == 4)
     stop.set()
     assert seen == [("admit-c", [3]), ("pending-a", [1, 4]), ("admit-d", [5]), ("pending-b", [2])]
+
+
+def test_an_api_error_is_retried_without_a_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    stop = threading.Event()
+    calls: list[str] = []
+
+    def handler(key: str, items: Sequence[str]) -> None:
+        calls.append(key)
+        if len(calls) == 1:
+            raise k.ServerError(0, "GET /apis/batch/v1/jobs: connection refused")
+
+    q: WorkQueue[str] = WorkQueue("t", handler, stop=stop)
+    q.add("a", "x")
+    with caplog.at_level(logging.WARNING, logger="webhook.worker.workqueue"):
+        q.start()
+        wait_until(lambda: len(calls) == 2)
+    stop.set()
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert caplog.records[0].exc_info is None
