@@ -77,10 +77,12 @@ def test_job_whose_pods_become_ready_gets_pods_ready_started(kubectl: Kubectl, n
 def test_never_ready_job_is_evicted_requeued_and_deactivated_at_the_limit(kubectl: Kubectl, namespace: str) -> None:
     started = time.monotonic()
     create(kubectl, never_ready_job(namespace, "stuck"))
-    wl = wait_for("admission", lambda: when(workload_of(kubectl, namespace, "stuck") or {},
-                                            lambda w: cond(w, "Admitted").get("status") == "True"))
+    # The Job reconciler writes PodsReady on its own pass, which may come just after the admission (as upstream's).
+    wl = wait_for("admission with PodsReady", lambda: when(workload_of(kubectl, namespace, "stuck") or {},
+                                                          lambda w: cond(w, "Admitted").get("status") == "True"
+                                                          and bool(cond(w, "PodsReady"))))
     name = wl["metadata"]["name"]
-    assert brief(cond(wl, "PodsReady"))[:2] == ("False", "WaitForStart")
+    assert brief(cond(wl, "PodsReady")) == ("False", "WaitForStart", "Not all pods are ready or succeeded")
 
     def get() -> dict[str, Any]:
         return kubectl.get("workload", "-n", namespace, name)
