@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from webhook.api import constants as c
 from webhook.api.pod_role import role_hash
 from webhook.worker.reconcilers import actions as a
+from webhook.worker.reconcilers.podset import PermanentError
 
 if TYPE_CHECKING:
     from webhook.config import Configuration
@@ -99,8 +100,8 @@ class _Unretryable(Exception):
     """Upstream's `UnretryableError`: logged, never retried."""
 
 
-class _Permanent(Exception):
-    """`podset.IsPermanent`: the admission cannot be applied; the Workload fails to start."""
+_Permanent = PermanentError
+"""`podset.IsPermanent`: the admission cannot be applied; the Workload fails to start."""
 
 
 # --- pod accessors --------------------------------------------------------------------------------

@@ -8,27 +8,23 @@ patches pods in parallel and may ungate some before hitting a conflict).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import fields
 from webhook.worker.reconcilers import actions as a
+from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _annotations,
     _condition,
     _deleting,
     _event,
     _finish,
     _is_gated,
     _is_suspended,
-    _labels,
-    _name,
     _Permanent,
     _pod_role,
     _ref,
@@ -45,121 +41,19 @@ __all__ = [
 # --- start: podSet infos and the per-pod patch ----------------------------------------------------
 
 
-@dataclass(slots=True)
-class _PodSetInfo:
-    name: str = ""
-    count: int = 0
-    annotations: dict[str, str] = field(default_factory=dict)
-    labels: dict[str, str] = field(default_factory=dict)
-    node_selector: dict[str, str] = field(default_factory=dict)
-    tolerations: list[Obj] = field(default_factory=list)
-    scheduling_gates: list[Obj] = field(default_factory=list)
-
-    @classmethod
-    def of_template(cls, template: Obj) -> _PodSetInfo:
-        spec = template.get("spec") or {}
-        return cls(
-            annotations=dict(_annotations(template)),
-            labels=dict(_labels(template)),
-            node_selector=dict(spec.get("nodeSelector") or {}),
-            tolerations=list(spec.get("tolerations") or ()),
-            scheduling_gates=list(spec.get("schedulingGates") or ()),
-        )
+def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[podset.PodSetInfo]:
+    """`getPodSetsInfoFromStatus` with the pod reconciler's options; a missing flavor is retried."""
+    try:
+        return podset.from_admission(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
+    except podset.FlavorNotFound as exc:
+        raise _Retry(str(exc)) from exc
 
 
-def _conflict(base: Mapping[str, str], new: Mapping[str, str], what: str) -> None:
-    for key in sorted(base):
-        if key in new and base[key] != new[key]:
-            raise _Permanent(
-                f"invalid admission check PodSetUpdate: conflict for {what}: conflict for key={key}, value1={base[key]}, value2={new[key]}"
-            )
-
-
-def _same_toleration(x: Obj, y: Obj) -> bool:
-    """`tolerations.Equal`: key, effect, value and operator (empty operator = Equal)."""
-    return all(x.get(k, "") == y.get(k, "") for k in ("key", "effect", "value")) and (x.get("operator") or "Equal") == (
-        y.get("operator") or "Equal"
-    )
-
-
-def _merge(base: _PodSetInfo, new: _PodSetInfo) -> _PodSetInfo:
-    """`PodSetInfo.Merge`: maps must not disagree; tolerations and gates are appended once."""
-    _conflict(base.annotations, new.annotations, "annotations")
-    _conflict(base.labels, new.labels, "labels")
-    _conflict(base.node_selector, new.node_selector, "nodeSelector")
-    out = _PodSetInfo(
-        base.name,
-        base.count,
-        {**base.annotations, **new.annotations},
-        {**base.labels, **new.labels},
-        {**base.node_selector, **new.node_selector},
-        list(base.tolerations),
-        list(base.scheduling_gates),
-    )
-    for tol in new.tolerations:
-        if not any(_same_toleration(t, tol) for t in out.tolerations):
-            out.tolerations.append(tol)
-    for gate in new.scheduling_gates:
-        if gate not in out.scheduling_gates:
-            out.scheduling_gates.append(gate)
-    return out
-
-
-def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[_PodSetInfo]:
-    """`getPodSetsInfoFromStatus`: flavors, queue labels, TAS annotation, admission-check updates."""
-    status = wl.get("status") or {}
-    assignments = (status.get("admission") or {}).get("podSetAssignments") or []
-    pod_sets = (wl.get("spec") or {}).get("podSets") or []
-    infos = []
-    for i, psa in enumerate(assignments):
-        ps = pod_sets[i] if i < len(pod_sets) else {}
-        info = _PodSetInfo(name=psa.get("name", ""), count=psa.get("count", ps.get("count", 1)))
-        if opts.tas and psa.get("topologyAssignment") is not None:
-            req = ps.get("topologyRequest") or {}
-            if not any(k in req for k in ("required", "preferred", "unconstrained")):
-                info.annotations[c.PODSET_UNCONSTRAINED_TOPOLOGY] = "true"
-            info.scheduling_gates.append({"name": c.TOPOLOGY_GATE})
-        seen: set[str] = set()
-        for _, flavor in sorted((psa.get("flavors") or {}).items()):
-            if flavor in seen:
-                continue
-            if flavor not in lookups.resource_flavors:
-                raise _Retry(f'resourceflavors.kueue.x-k8s.io "{flavor}" not found')
-            rf = lookups.resource_flavors[flavor]
-            info.node_selector.update(rf.get("nodeLabels") or {})
-            info.tolerations.extend(rf.get("tolerations") or ())
-            seen.add(flavor)
-        if opts.tas:
-            info.annotations[c.WORKLOAD_ANNOTATION] = _name(wl)
-        info.labels[c.PODSET_LABEL] = info.name
-        if opts.assign_queue_labels:
-            info.labels[c.LOCAL_QUEUE_NAME_LABEL] = (wl.get("spec") or {}).get("queueName", "")
-            cq = (status.get("admission") or {}).get("clusterQueue", "")
-            if not fields.is_dns1123_label(cq):
-                info.labels[c.CLUSTER_QUEUE_NAME_LABEL] = cq
-        for check in status.get("admissionChecks") or ():
-            for update in check.get("podSetUpdates") or ():
-                if update.get("name") == info.name:
-                    new = _PodSetInfo(
-                        annotations=dict(update.get("annotations") or {}),
-                        labels=dict(update.get("labels") or {}),
-                        node_selector=dict(update.get("nodeSelector") or {}),
-                        tolerations=list(update.get("tolerations") or ()),
-                    )
-                    try:
-                        info = _merge(info, new)
-                    except _Permanent as exc:
-                        raise _Permanent(f'in admission check "{check.get("name")}": {exc}') from exc
-                    break
-        infos.append(info)
-    return infos
-
-
-def _start_patch(pod: Obj, info: _PodSetInfo) -> a.PatchPod:
+def _start_patch(pod: Obj, info: podset.PodSetInfo) -> a.PatchPod:
     """`prepare`: merge the podSet info into the pod, then lift the admission (and topology) gate."""
     spec = pod.get("spec") or {}
-    base = _PodSetInfo.of_template(pod)
-    merged = _merge(base, info)
+    base = podset.PodSetInfo.of_template(pod)
+    merged = podset.merge(base, info)
     gates = [g for g in merged.scheduling_gates if g.get("name") != c.ADMISSION_GATE]
     if {"name": c.TOPOLOGY_GATE} not in info.scheduling_gates:
         gates = [g for g in gates if g.get("name") != c.TOPOLOGY_GATE]

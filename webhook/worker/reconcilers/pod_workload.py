@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import fields
 from webhook.worker.reconcilers import actions as a
+from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.pod_common import (
     DEFAULT_POD_SET,
     POD_API,
@@ -27,7 +28,6 @@ from webhook.worker.reconcilers.pod_common import (
     _controller_of,
     _event,
     _go_atoi,
-    _has_quota_reservation,
     _is_admitted,
     _is_runnable_or_succeeded,
     _is_suspended,
@@ -35,11 +35,9 @@ from webhook.worker.reconcilers.pod_common import (
     _max_exec_seconds,
     _meta,
     _name,
-    _Permanent,
     _pod_role,
     _Retry,
 )
-from webhook.worker.reconcilers.pod_start import _merge, _pod_set_infos, _PodSetInfo
 
 __all__ = [
     "construct_pod_workload",
@@ -222,52 +220,6 @@ def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any
 # --- single-pod equivalence -----------------------------------------------------------------------
 
 
-def _semantic(value: Any) -> Any:
-    """Drop nulls and empty collections, as `equality.Semantic.DeepEqual` treats nil == empty."""
-    if isinstance(value, Mapping):
-        out = {k: _semantic(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v not in (None, {}, [], "", False, 0)}
-    if isinstance(value, list | tuple):
-        return [_semantic(v) for v in value]
-    return value
-
-
-def _same_pod_sets(job: Sequence[Obj], wl: Sequence[Obj], *, ignore_tolerations: bool) -> bool:
-    """`equality.ComparePodSetSlices`: count, minCount, containers, initContainers, tolerations."""
-    if len(job) != len(wl):
-        return False
-    for x, y in zip(job, wl, strict=True):
-        if x.get("count", 1) != y.get("count", 1) or x.get("minCount", -1) != y.get("minCount", -1):
-            return False
-        xs, ys = x["template"].get("spec") or {}, y["template"].get("spec") or {}
-        keys = ("containers", "initContainers") if ignore_tolerations else ("containers", "initContainers", "tolerations")
-        if any(_semantic(xs.get(k)) != _semantic(ys.get(k)) for k in keys):
-            return False
-    return True
-
-
-def _running_pod_sets(wl: Obj, lookups: Lookups, opts: Options) -> list[dict[str, Any]] | None:
-    """`expectedRunningPodSets`: the spec with the admission merged in, or None."""
-    if not _has_quota_reservation(wl):
-        return None
-    try:
-        infos = {info.name: info for info in _pod_set_infos(wl, lookups, opts)}
-    except (_Retry, _Permanent):
-        return None
-    out = copy.deepcopy(list((wl.get("spec") or {}).get("podSets") or ()))
-    for ps in out:
-        info = infos.get(ps.get("name", ""))
-        if info is None:
-            return None
-        spec = ps["template"].setdefault("spec", {})
-        try:
-            merged = _merge(_PodSetInfo.of_template(ps["template"]), info)
-        except _Permanent:
-            return None
-        spec["tolerations"] = merged.tolerations
-    return out
-
-
 def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
     owner = _controller_of(wl) or {}
     if owner.get("name") != _name(pod):
@@ -278,12 +230,12 @@ def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bo
         return False
     job = [_pod_set(pod, opts)]
     ignore = _is_admitted(wl)
-    running = _running_pod_sets(wl, lookups, opts)
+    running = podset.expected_running_pod_sets(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
     if running is not None:
-        if _same_pod_sets(job, running, ignore_tolerations=ignore):
+        if podset.same_pod_sets(job, running, ignore_tolerations=ignore):
             return True
-        return _is_suspended(pod) and _same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
-    return _same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
+        return _is_suspended(pod) and podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
+    return podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
 
 
