@@ -62,7 +62,7 @@ def _validate_partial_admission(job: Mapping[str, Any]) -> list[f.FieldError]:
         return errs
     text = annotations[c.JOB_MIN_PARALLELISM]
     try:
-        value = jf.go_atoi(text)
+        value = f.go_atoi(text)
     except ValueError as exc:
         errs.append(f.invalid(MIN_PARALLELISM_PATH, text, str(exc)))
     else:
@@ -76,7 +76,7 @@ def _validate_partial_admission(job: Mapping[str, Any]) -> list[f.FieldError]:
 
 def _sync_completions(job: Mapping[str, Any]) -> bool:
     try:
-        return jf.go_parse_bool(_annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
+        return f.go_parse_bool(_annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
     except ValueError:
         return False
 
@@ -88,7 +88,7 @@ def _validate_sync_completions(job: Mapping[str, Any]) -> list[f.FieldError]:
         return errs
     text = annotations[c.JOB_COMPLETIONS_EQUAL_PARALLELISM]
     try:
-        enabled = jf.go_parse_bool(text)
+        enabled = f.go_parse_bool(text)
     except ValueError as exc:
         errs.append(f.invalid(SYNC_COMPLETIONS_PATH, text, str(exc)))
         enabled = False

@@ -211,29 +211,6 @@ def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool
 # --- validation -------------------------------------------------------------------------------
 
 
-def _go_atoi(text: str) -> int:
-    """`strconv.Atoi`: optional sign and decimal digits only; raises ValueError with Go's message."""
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
-    value = int(text)
-    if not -(2**63) <= value < 2**63:
-        raise ValueError(f'strconv.Atoi: parsing "{text}": value out of range')
-    return value
-
-
-def go_parse_bool(text: str) -> bool:
-    """`strconv.ParseBool` with Go's error text."""
-    if text in ("1", "t", "T", "TRUE", "true", "True"):
-        return True
-    if text in ("0", "f", "F", "FALSE", "false", "False"):
-        return False
-    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
-
-
-def go_atoi(text: str) -> int:
-    return _go_atoi(text)
-
-
 def _validate_crd_name(value: str, path: str) -> list[f.FieldError]:
     errs = f.is_dns1123_subdomain(value)
     return [f.invalid(path, value, ",".join(errs))] if errs else []
@@ -271,7 +248,7 @@ def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> li
     if c.MAX_EXEC_TIME_LABEL in _labels(obj):
         text = _labels(obj)[c.MAX_EXEC_TIME_LABEL]
         try:
-            seconds = _go_atoi(text)
+            seconds = f.go_atoi(text)
         except ValueError as exc:
             errs.append(f.invalid(MAX_EXEC_PATH, text, str(exc)))
         else:

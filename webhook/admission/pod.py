@@ -113,7 +113,7 @@ def _validate_group_metadata(pod: Mapping[str, Any], ctx: Context) -> list[f.Fie
         return [*errs, f.required(TOTAL_COUNT_PATH, detail)]
     text = annotations[c.POD_GROUP_TOTAL_COUNT]
     try:
-        total = jf.go_atoi(text)
+        total = f.go_atoi(text)
     except ValueError as exc:
         return [*errs, f.invalid(TOTAL_COUNT_PATH, text, str(exc))]
     if total < 1:

@@ -26,7 +26,9 @@ __all__ = [
     "aggregate",
     "duplicate",
     "forbidden",
+    "go_atoi",
     "go_json",
+    "go_parse_bool",
     "immutable",
     "invalid",
     "is_dns1123_label",
@@ -538,3 +540,25 @@ def go_json(value: Any, schema: tuple[GoField, ...] | None = None) -> Rendered:
     """
     text = json.dumps(_go_value(value, schema), separators=(",", ":"), ensure_ascii=False)
     return Rendered(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+# --- Go's strconv, for integer and boolean annotation values ----------------------------------------
+
+
+def go_atoi(text: str) -> int:
+    """`strconv.Atoi`: optional sign and decimal digits only; raises ValueError with Go's message."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f'strconv.Atoi: parsing "{text}": value out of range')
+    return value
+
+
+def go_parse_bool(text: str) -> bool:
+    """`strconv.ParseBool` with Go's error text."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from webhook.api import constants as c
+from webhook.api.fields import go_atoi
 from webhook.api.pod_role import role_hash
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers.podset import PermanentError
@@ -167,13 +168,6 @@ def _wl_ref(wl: Obj) -> a.ObjectRef:
     return a.ObjectRef.of(wl, api_version=WORKLOAD_API, kind="Workload")
 
 
-def _go_atoi(text: str) -> int:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body.isascii() or not body.isdigit():
-        raise ValueError(f'strconv.Atoi: parsing "{text}": invalid syntax')
-    return int(text)
-
-
 def group_name(pod: Obj, opts: Options) -> str:
     """`utilpod.GetPodGroupName`: the annotation wins when WorkloadIdentifierAnnotations is on."""
     if opts.workload_identifier_annotations and _annotations(pod).get(c.POD_GROUP_NAME):
@@ -186,7 +180,7 @@ def _total_count(pod: Obj) -> int:
     if text is None:
         raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation")
     try:
-        total = _go_atoi(text)
+        total = go_atoi(text)
     except ValueError as exc:
         raise _Retry(str(exc)) from exc
     if total < 1:
@@ -202,7 +196,7 @@ def _pod_role(pod: Obj) -> str:
 def _max_exec_seconds(pod: Obj) -> int | None:
     text = _labels(pod).get(c.MAX_EXEC_TIME_LABEL)
     try:
-        value = _go_atoi(text) if text is not None else 0
+        value = go_atoi(text) if text is not None else 0
     except ValueError:
         return None
     return value if 0 < value < 2**31 else None

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api.fields import go_atoi
 from webhook.core import pods_ready
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers.pod_common import (
@@ -46,7 +47,6 @@ from webhook.worker.reconcilers.pod_common import (
     _finalize_orphan,
     _finish,
     _finished_event,
-    _go_atoi,
     _has_finalizer,
     _has_quota_reservation,
     _is_admitted,
@@ -256,7 +256,7 @@ def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
             raise _Unretryable(f"pods '{_name(first)}' and '{_name(pod)}' has different queue names: {queue}!={other}")
         text = _annotations(pod).get(c.POD_GROUP_TOTAL_COUNT, "")
         try:
-            count = _go_atoi(text)
+            count = go_atoi(text)
         except ValueError as exc:
             raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{_name(pod)}': {exc}") from exc
         if count != total:

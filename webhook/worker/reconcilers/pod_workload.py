@@ -15,6 +15,7 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import fields
+from webhook.api.fields import go_atoi
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.pod_common import (
@@ -27,7 +28,6 @@ from webhook.worker.reconcilers.pod_common import (
     _annotations,
     _controller_of,
     _event,
-    _go_atoi,
     _is_admitted,
     _is_runnable_or_succeeded,
     _is_suspended,
@@ -93,7 +93,7 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
         req["unconstrained"] = text in ("1", "t", "T", "TRUE", "true", "True")
     if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
         try:
-            size = _go_atoi(ann[c.PODSET_SLICE_SIZE])
+            size = go_atoi(ann[c.PODSET_SLICE_SIZE])
         except ValueError as exc:
             raise _Retry(str(exc).replace("Atoi", "ParseInt")) from exc
         req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
