@@ -232,6 +232,8 @@ class JobEventReason(StrEnum):
     OWNER_REFERENCES_ADDED = "OwnerReferencesAdded"
     WORKLOAD_NAME_CONFLICT = "WorkloadNameConflict"
     WORKLOAD_PRIORITY_CLASS_NOT_FOUND = "WorkloadPriorityClassNotFound"
+    JOB_NESTING_TOO_DEEP = "JobNestingTooDeep"
+    DELETED = "Deleted"
 
 
 class FinishedReason(StrEnum):
@@ -241,6 +243,7 @@ class FinishedReason(StrEnum):
     FAILED = "Failed"
     OWNER_NOT_FOUND = "OwnerNotFound"
     FAILED_TO_START = "FailedToStart"
+    OUT_OF_SYNC = "OutOfSync"
 
 
 class StopReason(StrEnum):
@@ -266,6 +269,10 @@ MSG_WORKLOAD_DELETED = "Workload is deleted"
 MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE = "Not admitted by cluster queue"
 MSG_MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
 MSG_NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
+MSG_MISSING_PREBUILT_WORKLOAD = "missing workload"
+MSG_PREBUILT_OUT_OF_SYNC = "The prebuilt workload is out of sync with its user job"
+MSG_DEACTIVATION_RETENTION_EXPIRED = "Deleted job: deactivation retention period expired"
+MSG_CHILD_JOB_SUSPENDED = "Kueue managed child job suspended"
 MSG_PODS_NOT_READY = "Not all pods are ready or succeeded"
 MSG_PODS_RECOVERING = "At least one pod has failed, waiting for recovery"
 MSG_PODS_READY = "All pods reached readiness and the workload is running"

@@ -4,8 +4,8 @@ look at again when a ClusterQueue's checks change, and what the Job integration 
 Mirrors, at upstream commit ff69552e79, `pkg/controller/core/admissioncheck_controller.go` (the
 `resource-in-use` finalizer; the `Active` condition is the check's own controller's business, core
 Kueue only reads it), the ClusterQueue and LocalQueue handlers of `workload_controller.go`
-(`workloadQueueHandler`), and `pkg/controller/jobframework/reconciler.go`
-(`recordAdmissionCheckUpdate`, `getPodSetsInfoFromStatus`).
+(`workloadQueueHandler`), and `recordAdmissionCheckUpdate` of
+`pkg/controller/jobframework/reconciler.go` (the podSetUpdates are merged by `reconcilers.podset`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ __all__ = [
     "finalized",
     "is_active",
     "pending_checks_message",
-    "pod_set_updates",
     "workloads_routed_to",
 ]
 
@@ -85,14 +84,3 @@ def pending_checks_message(wl: Mapping[str, Any]) -> str:
     return "; ".join(f"{check.get('name')}: {check.get('message')}"
                      for check in (wl.get("status") or {}).get("admissionChecks") or ()
                      if check.get("state") == c.CHECK_STATE_PENDING and check.get("message"))
-
-
-def pod_set_updates(wl: Mapping[str, Any], pod_set: str) -> list[tuple[str, Mapping[str, Any]]]:
-    """(check name, podSetUpdate) for `pod_set`, in the order of `status.admissionChecks`; the
-    first update per check counts."""
-    out = []
-    for check in (wl.get("status") or {}).get("admissionChecks") or ():
-        update = next((u for u in check.get("podSetUpdates") or () if u.get("name") == pod_set), None)
-        if update is not None:
-            out.append((str(check.get("name")), update))
-    return out

@@ -24,11 +24,19 @@ from typing import Any
 
 from webhook import kube as k
 
-__all__ = ["Recorder"]
+__all__ = ["Recorder", "truncate_note"]
 
 log = logging.getLogger(__name__)
 
 SERIES_WINDOW_S = 6 * 60  # client-go tools/events: finishTime
+
+
+_NOTE_LIMIT = 1024
+
+
+def truncate_note(note: str) -> str:
+    """`api.TruncateEventMessage`: at most 1024 characters, a cut one ending in ` ...`."""
+    return note if len(note) <= _NOTE_LIMIT else note[: _NOTE_LIMIT - 4] + " ..."
 
 
 class Recorder:
@@ -59,7 +67,7 @@ class Recorder:
             "reportingInstance": f"{controller}-{self.instance}"[:128],
             "action": action or reason,
             "reason": reason,
-            "note": note[:1024],
+            "note": truncate_note(note),
             "type": etype,
             "regarding": {
                 "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": meta.get("name"),

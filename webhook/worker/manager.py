@@ -147,7 +147,8 @@ class Manager:
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
-        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready)
+        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready,
+                                  requeue_after=lambda key, delay: self.job_queue.add_after(key, delay))
         # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)

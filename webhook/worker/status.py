@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from webhook import kube as k
+from webhook.api.constants import MSG_NO_RESERVATION, AdmittedReason, WorkloadCondition
 from webhook.worker.store import Store
 
-__all__ = ["find_condition", "is_true", "remove_condition", "set_condition", "update_status"]
+__all__ = ["accumulate_admitted_time", "find_condition", "is_true", "remove_condition", "set_condition", "unset_quota_reservation", "update_status"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,27 @@ def set_condition(status: dict[str, Any], cond: Mapping[str, Any], now: datetime
             return
     new["lastTransitionTime"] = _time(now)
     conds.append(new)
+
+
+def accumulate_admitted_time(status: dict[str, Any], now: datetime) -> None:
+    """Admitted is about to turn False (`SyncAdmittedCondition`): the time since it turned True is
+    added to `accumulatedPastExecutionTimeSeconds` (whole seconds, truncated)."""
+    admitted = find_condition({"status": status}, WorkloadCondition.ADMITTED)
+    if admitted is None or admitted.get("status") != "True" or not admitted.get("lastTransitionTime"):
+        return
+    elapsed = int((now - datetime.fromisoformat(str(admitted["lastTransitionTime"]))).total_seconds())
+    status["accumulatedPastExecutionTimeSeconds"] = int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + elapsed
+
+
+def unset_quota_reservation(status: dict[str, Any], reason: str, message: str, now: datetime, generation: int) -> None:
+    """`UnsetQuotaReservationWithCondition`: QuotaReserved=False with `reason`, no admission, and
+    Admitted synced to False/NoReservation (`SyncAdmittedCondition`), the time it was True added to
+    `accumulatedPastExecutionTimeSeconds`."""
+    set_condition(status, {"type": WorkloadCondition.QUOTA_RESERVED, "status": "False", "reason": reason, "message": message}, now, generation)
+    status.pop("admission", None)
+    accumulate_admitted_time(status, now)
+    set_condition(status, {"type": WorkloadCondition.ADMITTED, "status": "False", "reason": AdmittedReason.NO_RESERVATION,
+                           "message": MSG_NO_RESERVATION}, now, generation)
 
 
 def remove_condition(status: dict[str, Any], ctype: str) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from webhook.config import Configuration
+from webhook.config import Configuration, ObjectRetentionPolicies, WorkloadRetentionPolicy
 from webhook.worker.reconcilers import job as j
 
 
@@ -180,3 +181,28 @@ def test_no_pods_ready_condition_without_wait_for_pods_ready() -> None:
     job = make_job()
     wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
     assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None)).action == "ignore"
+
+
+def test_admission_gated_by_follows_the_job() -> None:
+    """`UpdateAdmissionGatedBy`: lifting a gate on the Job lifts it on its Workload."""
+    gated = make_job()
+    gated["metadata"]["annotations"] = {"kueue.x-k8s.io/admission-gated-by": "example.com/gate"}
+    wl = j.build_workload(gated, config=Configuration(), priority=j.Priority())
+    assert wl["metadata"]["annotations"] == {"kueue.x-k8s.io/admission-gated-by": "example.com/gate"}
+    p = j.plan(make_job(), [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None))
+    assert [(s.action, s.message) for s in p.steps] == [
+        ("update_gated_by", ""), ("event", 'Updated workload AdmissionGatedBy to ""')]
+    assert p.steps[0].extra == {"value": None}
+
+
+def test_deactivated_workload_is_looked_at_again_when_its_retention_period_ends() -> None:
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    job = make_job(suspend=False)
+    wl = admitted_workload(job)
+    wl["spec"]["active"] = False
+    wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "DeactivatedDueToRequeuingLimitExceeded",
+                                       "message": "m", "lastTransitionTime": (now - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")})
+    config = Configuration(object_retention_policies=ObjectRetentionPolicies(WorkloadRetentionPolicy(after_deactivated_by_kueue_s=120)))
+    p = j.plan(job, [wl], namespace_labels=ns_labels(), config=config, now=now)
+    assert [s.action for s in p.steps] == ["stop", "clear_reservation"]
+    assert p.requeue_after == 60

@@ -23,7 +23,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.worker import events
 from webhook.worker.reconcilers import actions as a
-from webhook.worker.status import find_condition, set_condition, update_status
+from webhook.worker.status import accumulate_admitted_time, set_condition, update_status
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
@@ -129,7 +129,8 @@ class Executor:
     def _update_workload_status(self, action: a.UpdateWorkloadStatus, now: datetime) -> None:
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             for cond in action.conditions:
-                _accumulate_admitted_time(status, cond, now)
+                if cond.get("type") == c.WorkloadCondition.ADMITTED and cond.get("status") == "False":
+                    accumulate_admitted_time(status, now)
                 set_condition(status, cond, now)
             if action.reclaimable_pods is not None:
                 status["reclaimablePods"] = [dict(r) for r in action.reclaimable_pods] or None
@@ -213,18 +214,6 @@ class Executor:
             "name": ref.name, "namespace": ref.namespace, "uid": ref.uid, "resourceVersion": ref.resource_version}}
         self.events.emit(regarding, str(action.kind), action.reason, action.message, self.controller,
                          action=action.action or action.reason)
-
-
-def _accumulate_admitted_time(status: dict[str, Any], cond: Mapping[str, Any], now: datetime) -> None:
-    """`SyncAdmittedCondition`: when Admitted turns False, the time since it turned True is added
-    to `accumulatedPastExecutionTimeSeconds` (whole seconds, truncated)."""
-    if cond.get("type") != c.WorkloadCondition.ADMITTED or cond.get("status") != "False":
-        return
-    old = find_condition({"status": status}, c.WorkloadCondition.ADMITTED)
-    if old is None or old.get("status") != "True" or not old.get("lastTransitionTime"):
-        return
-    elapsed = int((now - datetime.fromisoformat(str(old["lastTransitionTime"]))).total_seconds())
-    status["accumulatedPastExecutionTimeSeconds"] = int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + elapsed
 
 
 def released_uids(actions: Iterable[a.Action]) -> set[str]:

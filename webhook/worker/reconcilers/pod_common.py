@@ -34,7 +34,6 @@ POD_API = "v1"
 WORKLOAD_API = c.V1BETA2
 MAX_POD_SETS = 18
 DEFAULT_POD_SET = "main"
-_EVENT_LIMIT = 1024
 _CONDITION_LIMIT = 32 * 1024
 _EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 
@@ -211,7 +210,7 @@ def _is_runnable_or_succeeded(pod: Obj) -> bool:
 
 def _event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = "") -> a.Event:
     kind = a.EventType.WARNING if warning else a.EventType.NORMAL
-    return a.Event(kind, reason, message[:_EVENT_LIMIT], _ref(obj), action or reason)
+    return a.Event(kind, reason, message, _ref(obj), action or reason)
 
 
 def _remove_finalizers(pods: Sequence[Obj]) -> list[a.Action]:
