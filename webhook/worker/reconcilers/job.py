@@ -128,14 +128,14 @@ def _is_finished(wl: Obj) -> bool:
 
 def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
     """Workloads with an ownerReference to the batch/v1 Job `name` (upstream's owner index: any
-    reference, any UID), oldest first."""
+    reference, any UID), by name as the API lists them."""
     out = []
     for wl in store.list("workloads", ns):
         for ref in _meta(wl).get("ownerReferences") or ():
             if ref.get("apiVersion") == JOB_API and ref.get("kind") == "Job" and ref.get("name") == name:
                 out.append(wl)
                 break
-    return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"].get("uid", ""), w["metadata"]["name"]))
+    return sorted(out, key=lambda w: str(w["metadata"]["name"]))
 
 
 # == pure builders ================================================================================
@@ -804,7 +804,8 @@ def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj]) -> Plan:
     newest unfinished Workload is missing or not admitted (§4.1 step 4)."""
     if finished_condition(job) is not None or is_suspended(job):
         return Plan()
-    live = [wl for wl in ancestor_workloads if not _is_finished(wl)]
+    live = sorted((wl for wl in ancestor_workloads if not _is_finished(wl)),
+                  key=lambda wl: (str(_meta(wl).get("creationTimestamp") or ""), str(_meta(wl).get("uid") or "")))
     if live and _is_admitted(live[-1]):
         return Plan()
     return Plan((Step("suspend_child"), Step("event", reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED,
