@@ -280,8 +280,18 @@ def final_check(kube: k.Kube, setup: Setup, names: Iterable[str], *, timeout: fl
         done = {j["metadata"]["name"] for j in jobs if (j.get("status") or {}).get("succeeded") == 1}
         return want <= done
 
+    def all_finished() -> bool:
+        wls, _ = kube.list(k.object_path(V1B2, "workloads", setup.namespace))
+        owners = {ref.get("name", "") for wl in wls if is_true(wl, "Finished") for ref in wl["metadata"].get("ownerReferences") or ()}
+        return want <= owners
+
     try:
         wait_for(f"{len(want)} Jobs to succeed", all_done, timeout=timeout, interval=1.0)
+        # The Job reconciler writes Finished on its own pass, after the Job controller's Complete: a
+        # Workload not yet Finished right after its Job succeeded is no problem, one still not
+        # Finished after this wait is reported below.
+        with contextlib.suppress(AssertionError):
+            wait_for("their Workloads to be Finished", all_finished, timeout=30, interval=1.0)
     finally:
         jobs, _ = kube.list(jobs_path)
     wls, _ = kube.list(k.object_path(V1B2, "workloads", setup.namespace))

@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
+from e2e.test_worker_job import wait_for
 from webhook.install.rbac import METRICS_READER, metrics_reader_role
 
 
@@ -25,6 +26,10 @@ def test_metrics_need_a_token_bound_to_the_metrics_reader(kubectl: Kubectl, name
     try:
         reader = kubectl("create", "token", "scraper", "-n", namespace).stdout.strip()
         stranger = kubectl("create", "token", "stranger", "-n", namespace).stdout.strip()
+        # The API server's authorizer sees the new binding through its own watch, a moment after the
+        # create; a denial it answered meanwhile would stay in the worker's cache for 30 s.
+        wait_for("the binding to reach the authorizer", lambda: kubectl(
+            "auth", "can-i", "get", "/metrics", f"--as=system:serviceaccount:{namespace}:scraper", check=False).stdout.strip() == "yes")
 
         status, body = stack.scrape_metrics(reader)
         assert status == 200, body

@@ -50,6 +50,11 @@ def reserved_cpu(cq: dict[str, Any] | None) -> str:
     return ""
 
 
+def wait_running(kubectl: Kubectl, ns: str, job_name: str) -> None:
+    """Admitted, and started: the Job reconciler unsuspends the Job on its own pass after the admission."""
+    wait_for(f"{job_name}: admitted and running", lambda: is_admitted(kubectl, ns, job_name) and not suspended(kubectl, ns, job_name))
+
+
 def pending_message(kubectl: Kubectl, ns: str, job_name: str) -> str:
     w = workload_of(kubectl, ns, job_name)
     c = cond(w or {}, "QuotaReserved")
@@ -107,7 +112,7 @@ def test_quota_shrunk_below_usage_keeps_running_jobs_and_holds_new_ones(kubectl:
                                                                        objs: ClusterObjects, quota: dict[str, str]) -> None:
     submit(kubectl, job(namespace, "run-1", "lq"), job(namespace, "run-2", "lq"))
     for name in ("run-1", "run-2"):
-        wait_workload(kubectl, namespace, name, "Admitted")
+        wait_running(kubectl, namespace, name)
     objs.apply(cluster_queue(quota["cq"], quota["rf"], "1"))  # nominal 2 → 1 under 2 CPUs of usage
     submit(kubectl, job(namespace, "late", "lq"))
     msg = wait_for("late pending", lambda: pending_message(kubectl, namespace, "late"))
@@ -127,7 +132,7 @@ def test_cluster_queue_deleted_while_in_use_is_held_until_its_jobs_are_gone(kube
                                                                            objs: ClusterObjects, quota: dict[str, str]) -> None:
     cq = quota["cq"]
     submit(kubectl, job(namespace, "big", "lq", cpu="2"), job(namespace, "waiting", "lq"))
-    wait_workload(kubectl, namespace, "big", "Admitted")
+    wait_running(kubectl, namespace, "big")
     wait_for("waiting pending", lambda: pending_message(kubectl, namespace, "waiting"))
     kubectl("delete", "clusterqueue", cq, "--wait=false")
     obj = wait_for("ClusterQueue terminating", lambda: (o := get(kubectl, "clusterqueue", cq)) and
@@ -176,7 +181,7 @@ def test_namespace_relabelled_out_of_the_selector(kubectl: Kubectl, namespace: s
     objs.apply(local_queue(namespace, "lq", cq))
     kubectl("label", "namespace", namespace, "edit-team=a")
     submit(kubectl, job(namespace, "inside", "lq"))
-    wait_workload(kubectl, namespace, "inside", "Admitted")
+    wait_running(kubectl, namespace, "inside")
     kubectl("label", "namespace", namespace, "edit-team=b", "--overwrite")
     submit(kubectl, job(namespace, "outside", "lq"))
     w = wait_workload(kubectl, namespace, "outside", "QuotaReserved", "False")
@@ -190,7 +195,7 @@ def test_resource_flavor_deleted_while_in_use_is_held_by_its_finalizer(kubectl: 
                                                                       objs: ClusterObjects, quota: dict[str, str]) -> None:
     rf, cq = quota["rf"], quota["cq"]
     submit(kubectl, job(namespace, "on-flavor", "lq"))
-    wait_workload(kubectl, namespace, "on-flavor", "Admitted")
+    wait_running(kubectl, namespace, "on-flavor")
     kubectl("delete", "resourceflavor", rf, "--wait=false")
     # As upstream: a flavor some ClusterQueue names is kept (finalizer), and the queue stays active.
     obj = wait_for("flavor terminating", lambda: (o := get(kubectl, "resourceflavor", rf)) and

@@ -54,9 +54,17 @@ def _workload(ns: str, name: str, owner: dict[str, Any] | None, queue: str) -> d
 def test_workload_owned_by_another_namespaces_job_cannot_start_it(kubectl: Kubectl, tenants: tuple[str, str, str]) -> None:
     victim, attacker, _ = tenants
     kubectl("create", "-f", "-", input=json.dumps(job(victim, "payroll", "lq")))
-    wait_for("victim's Job pending", lambda: (w := workload_of(kubectl, victim, "payroll")) and
-             cond(w, "QuotaReserved").get("status") == "False")
-    target = kubectl.get("job", "-n", victim, "payroll")
+
+    def victim_settled() -> dict[str, Any] | None:
+        w = workload_of(kubectl, victim, "payroll")
+        if w is None or cond(w, "QuotaReserved").get("status") != "False":
+            return None
+        # kube-controller-manager's Job controller marks the suspended Job Suspended=True on its own
+        # pass: that status write would move the resourceVersion compared below.
+        j = kubectl.get("job", "-n", victim, "payroll")
+        return j if cond(j, "Suspended").get("status") == "True" else None
+
+    target = wait_for("victim's Job pending (and marked Suspended)", victim_settled)
     before_rv = target["metadata"]["resourceVersion"]
     # The attacker copies the victim Job's uid and name into an owner reference, and also names a
     # LocalQueue that only exists (with another meaning) in the attacker's own namespace.

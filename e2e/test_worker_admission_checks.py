@@ -128,7 +128,8 @@ def test_job_starts_only_once_the_check_is_ready_with_its_pod_set_updates(kubect
     assert template["metadata"]["annotations"]["e2e.pykueue/by"] == ac
     assert template["spec"]["nodeSelector"] == {"instance-type": "on-demand", "e2e.pykueue/zone": "z1"}
     assert {"key": "e2e.pykueue/check", "operator": "Exists", "effect": "NoSchedule"} in template["spec"]["tolerations"]
-    admitted = [e for e in events(kubectl, namespace, wl["metadata"]["name"]) if e[1] == "Admitted"]
+    # The workload controller's Admitted event is sent asynchronously, after its Admitted=True write.
+    admitted = wait_for("the Admitted event", lambda: [e for e in events(kubectl, namespace, wl["metadata"]["name"]) if e[1] == "Admitted"])
     assert len(admitted) == 1 and admitted[0][2].startswith(f"Admitted by ClusterQueue {cq}, wait time since reservation was ")
     print(f"admission checks Ready → Job started: {time.monotonic() - started:.1f}s total")
 
@@ -163,7 +164,10 @@ def test_retry_evicts_releases_quota_and_requeues_after_the_checks_delay(kubectl
     [check] = wl["status"]["admissionChecks"]
     assert (check["state"], check["message"], check["retryCount"]) == ("Pending", "Reset to Pending after eviction. Previously: Retry", 1)
     assert "requeueAt" not in (wl["status"].get("requeueState") or {})
-    reasons = [(t, r, n) for t, r, n in events(kubectl, namespace, wl["metadata"]["name"]) if r in ("EvictedDueToAdmissionCheck", "QuotaReserved")]
+    # The scheduler's QuotaReserved event is sent asynchronously: the second may still be queued.
+    reasons = wait_for("the second QuotaReserved event", lambda: when(
+        [(t, r, n) for t, r, n in events(kubectl, namespace, wl["metadata"]["name"]) if r in ("EvictedDueToAdmissionCheck", "QuotaReserved")],
+        lambda rs: [r for _, r, _ in rs].count("QuotaReserved") >= 2))
     assert [r for _, r, _ in reasons] == ["QuotaReserved", "EvictedDueToAdmissionCheck", "QuotaReserved"]
     assert reasons[1] == ("Normal", "EvictedDueToAdmissionCheck", message)
     assert suspended(kubectl, namespace, "retried")
@@ -186,7 +190,10 @@ def test_rejected_deactivates_the_workload(kubectl: Kubectl, namespace: str, obj
     assert "admission" not in wl["status"]
     [check] = wl["status"]["admissionChecks"]
     assert (check["state"], check["message"]) == ("Pending", "Reset to Pending after eviction. Previously: Rejected")
-    assert ("Warning", "AdmissionCheckRejected", f"Deactivated due to {detail}") in events(kubectl, namespace, wl["metadata"]["name"])
+    # Sent asynchronously by the workload controller when it saw the Rejected check.
+    rejected = wait_for("the AdmissionCheckRejected event", lambda: when(
+        events(kubectl, namespace, wl["metadata"]["name"]), lambda evs: any(r == "AdmissionCheckRejected" for _, r, _ in evs)))
+    assert ("Warning", "AdmissionCheckRejected", f"Deactivated due to {detail}") in rejected
     cq_obj = wait_for("quota released", lambda: when(kubectl.get("clusterqueue", cq),
                                                      lambda o: o["status"].get("reservingWorkloads") == 0))
     assert cq_obj["status"].get("pendingWorkloads") == 0  # inactive workloads are not queued

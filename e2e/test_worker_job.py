@@ -112,17 +112,23 @@ def test_gpu_job_is_admitted_runs_on_a_gpu_node_and_finishes(kubectl: Kubectl) -
         "message": "Quota reserved in ClusterQueue research", "observedGeneration": 1, "lastTransitionTime": None}
     assert cond(wl, "Admitted")["message"] == "The workload is admitted"
     assert wl["status"]["admission"]["podSetAssignments"][0]["flavors"] == {"nvidia.com/gpu": "gpu-nodes"}
-    cq = wait_for("CQ usage 2", lambda: when(kubectl.get("clusterqueue", "research"),
-                                             lambda c: c.get("status", {}).get("admittedWorkloads") == 1))
+
+    def queues_counted() -> tuple[dict[str, Any], dict[str, Any]] | None:
+        # ClusterQueue and LocalQueue status are separate writes of the status writer: wait for both
+        # (and look while the 4 s pod still runs, before Finished takes the counts back to 0).
+        cq, lq = kubectl.get("clusterqueue", "research"), kubectl.get("localqueue", "-n", "team-a", "team-a-gpu")
+        counted = (cq.get("status") or {}).get("admittedWorkloads") == 1 and (lq.get("status") or {}).get("admittedWorkloads") == 1
+        return (cq, lq) if counted else None
+
+    cq, lq = wait_for("CQ usage 2 and the LocalQueue's count", queues_counted)
     assert usage(cq) == "2" and usage(cq, "flavorsReservation") == "2"
     assert cond(cq, "Active")["status"] == "True"
+    assert lq["status"]["admittedWorkloads"] == 1
     pod = wait_for("the pod to be bound", lambda: next(
         (p for p in kubectl.get("pods", "-n", "team-a", "-l", f"job-name={name}")["items"] if p["spec"].get("nodeName")), None))
     assert pod["spec"]["nodeName"].startswith("kwok-gpu-")
     assert pod["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
-    lq = kubectl.get("localqueue", "-n", "team-a", "team-a-gpu")
-    assert lq["status"]["admittedWorkloads"] == 1
     wl = wait_for("Finished", lambda: when(kubectl.get("workload", "-n", "team-a", wl["metadata"]["name"]),
                                            lambda w: cond(w, "Finished").get("status") == "True"), timeout=30)
     assert cond(wl, "Finished")["reason"] == "Succeeded"
@@ -150,10 +156,17 @@ def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(kubectl:
         f"couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu-nodes-{quota[9:]}, "
         "2 more needed")
     assert cond(pending, "Admitted")["reason"] == "NoReservation"
-    cq = wait_for("CQ status", lambda: when(kubectl.get("clusterqueue", quota),
-                                            lambda c: c.get("status", {}).get("admittedWorkloads") == 32))
+    # The 32 admissions may be published before the last Workload is even queued: wait for the
+    # status that counts it pending too.
+    cq = wait_for("CQ status", lambda: when(kubectl.get("clusterqueue", quota), lambda c: (
+        c.get("status", {}).get("admittedWorkloads") == 32 and c["status"].get("pendingWorkloads") == 1)))
     assert usage(cq) == "64" and cq["status"]["pendingWorkloads"] == 1 and cq["status"]["reservingWorkloads"] == 32
-    running = {j["metadata"]["name"] for j in kubectl.get("jobs", "-n", namespace)["items"] if not j["spec"].get("suspend")}
+
+    def unsuspended() -> set[str]:
+        return {j["metadata"]["name"] for j in kubectl.get("jobs", "-n", namespace)["items"] if not j["spec"].get("suspend")}
+
+    # The Job reconciler starts each admitted Job on its own pass, after the admission.
+    running = wait_for("32 Jobs started", lambda: when(unsuspended(), lambda r: len(r) == 32))
     assert len(running) == 32
     before = {w["metadata"]["name"]: (cond(w, "QuotaReserved")["lastTransitionTime"], w["status"].get("admission")) for w in wls}
 
@@ -174,9 +187,11 @@ def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(kubectl:
     after = {w["metadata"]["name"]: (cond(w, "QuotaReserved")["lastTransitionTime"], w["status"].get("admission"))
              for w in workloads(kubectl, namespace) if w["metadata"]["ownerReferences"][0]["name"] != "after-restart"}
     assert after == before
-    cq = kubectl.get("clusterqueue", quota)
+    # The new leader's ClusterQueue status is its own write, after the Workload's Pending write.
+    cq = wait_for("the new Job counted pending", lambda: when(kubectl.get("clusterqueue", quota),
+                                                              lambda c: c.get("status", {}).get("pendingWorkloads") == 2))
     assert usage(cq) == "64" and cq["status"]["admittedWorkloads"] == 32 and cq["status"]["pendingWorkloads"] == 2
-    assert {j["metadata"]["name"] for j in kubectl.get("jobs", "-n", namespace)["items"] if not j["spec"].get("suspend")} == running
+    assert unsuspended() == running
 
 
 def test_cluster_queue_is_inactive_until_its_flavor_exists(kubectl: Kubectl, namespace: str, suffix: str) -> None:

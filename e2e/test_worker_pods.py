@@ -154,10 +154,12 @@ def test_pod_group_of_two_is_admitted_and_both_pods_ungated(kubectl: Kubectl, na
 def test_pod_group_missing_a_pod_stays_gated_until_it_arrives(kubectl: Kubectl, namespace: str, pod_quota: str) -> None:
     create_pods(kubectl, namespace, group_pod("sample-leader"))
     time.sleep(2)  # several reconcile passes
+    # The reconciler's event is sent asynchronously; once it is out, the checks below follow at least one pass.
+    events = wait_for("the ErrWorkloadCompose event", lambda: when(
+        kubectl.get("events.events.k8s.io", "-n", namespace)["items"], lambda evs: any(e.get("reason") == "ErrWorkloadCompose" for e in evs)))
     assert workloads(kubectl, namespace) == []
     assert is_gated(pod(kubectl, namespace, "sample-leader"))
     assert usage(kubectl.get("clusterqueue", pod_quota)) == "0"
-    events = kubectl.get("events.events.k8s.io", "-n", namespace)["items"]
     assert any(e.get("reason") == "ErrWorkloadCompose" and e.get("note") == "'sample-group' group has fewer runnable pods than expected"
                for e in events), [e.get("reason") for e in events]
 
@@ -184,8 +186,9 @@ def test_preempted_pod_is_deleted(kubectl: Kubectl, namespace: str, pod_quota: s
         create_pods(kubectl, namespace, high)
         wait_for("the low pod to be deleted", lambda: kubectl("get", "pod", "-n", namespace, "low", check=False).returncode != 0)
         wait_for("the high pod to run", lambda: (pod(kubectl, namespace, "high").get("status") or {}).get("phase") == "Running")
-        stopped = [e for e in kubectl.get("events.events.k8s.io", "-n", namespace)["items"]
-                   if e.get("reason") == "Stopped" and e["regarding"]["name"] == "low"]
+        # The Stopped event is sent asynchronously, after the pod's deletion.
+        stopped = wait_for("the low pod's Stopped event", lambda: [
+            e for e in kubectl.get("events.events.k8s.io", "-n", namespace)["items"] if e.get("reason") == "Stopped" and e["regarding"]["name"] == "low"])
         assert stopped and stopped[0]["note"].startswith("Preempted to accommodate a workload"), stopped
         # The preempted pod's Workload lost its owner: finished and released (then collected).
         wait_for("the low Workload released", lambda: all(

@@ -112,10 +112,16 @@ def test_never_ready_job_is_evicted_requeued_and_deactivated_at_the_limit(kubect
     assert brief(cond(final, "Admitted")) == ("False", "NoReservation", "The workload has no reservation")
     assert not cond(final, "DeactivationTarget") and "requeueState" not in final["status"] and "admission" not in final["status"]
     assert kubectl.get("job", "-n", namespace, "stuck")["spec"]["suspend"] is True
-    reasons = wait_for("the eviction events", lambda: when(event_reasons(kubectl, namespace, name),
-                                                           lambda r: "EvictedDueToDeactivatedDueToRequeuingLimitExceeded" in r))
+
+    def all_events() -> tuple[list[str], list[str]] | None:
+        # Events are sent asynchronously: the Job's second Stopped (the Job reconciler's, once it saw
+        # the deactivation) may still be queued when the Workload's eviction event is out.
+        wl_events, job_events = event_reasons(kubectl, namespace, name), event_reasons(kubectl, namespace, "stuck")
+        done = "EvictedDueToDeactivatedDueToRequeuingLimitExceeded" in wl_events and job_events.count("Stopped") >= 2
+        return (wl_events, job_events) if done else None
+
+    reasons, job_events = wait_for("the eviction events and the Job's second Stopped", all_events)
     assert reasons.count("EvictedDueToPodsReadyTimeout") == 1 and reasons.count("QuotaReserved") == 2
-    job_events = event_reasons(kubectl, namespace, "stuck")
     assert job_events.count("Started") == 2 and job_events.count("Stopped") == 2
     print(f"creation to deactivation: {time.monotonic() - started:.1f}s")
 
@@ -127,8 +133,10 @@ def test_block_admission_holds_a_second_job_while_the_first_is_not_ready(kubectl
     wait_for("the first Job's admission", lambda: when(workload_of(kubectl, namespace, "first") or {},
                                                        lambda w: cond(w, "Admitted").get("status") == "True"))
     create(kubectl, gpu_job(namespace, name="second", run_for="1h"))
+    # The Job reconciler writes the held Workload's PodsReady on its own pass (as upstream's).
     second = wait_for("the second Job to be held", lambda: when(workload_of(kubectl, namespace, "second") or {},
-                                                                lambda w: cond(w, "QuotaReserved").get("reason") == "WaitingForPodsReady"))
+                                                                lambda w: cond(w, "QuotaReserved").get("reason") == "WaitingForPodsReady"
+                                                                and bool(cond(w, "PodsReady"))))
     assert brief(cond(second, "QuotaReserved")) == (
         "False", "WaitingForPodsReady", "waiting for all admitted workloads to be in PodsReady condition")
     assert brief(cond(second, "PodsReady")) == ("False", "WaitForStart", "Not all pods are ready or succeeded")

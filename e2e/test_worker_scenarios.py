@@ -285,7 +285,14 @@ def test_borrowing_is_capped_by_borrowing_limit_and_by_the_lenders_lending_limit
     cq = wait_for("team-a status", lambda: when(kubectl.get("clusterqueue", team_a),
                                                 lambda c: c.get("status", {}).get("admittedWorkloads") == 3))
     assert reserved_cpu(cq) == ("3", "1")
-    pending = next(w for i in range(6) if (w := workload_of(kubectl, namespace, f"a-{i}")) and cond(w, "Admitted").get("status") != "True")
+
+    def first_pending() -> dict[str, Any] | None:
+        w = next((w for i in range(6) if (w := workload_of(kubectl, namespace, f"a-{i}")) and cond(w, "Admitted").get("status") != "True"),
+                 None)
+        return when(w or {}, lambda w: cond(w, "QuotaReserved").get("status") == "False")
+
+    # The scheduler's Pending write for a waiting Workload is its own, apart from the admissions counted above.
+    pending = wait_for("the first waiting Workload's QuotaReserved=False", first_pending)
     assert cond(pending, "QuotaReserved")["reason"] == "WaitingForQuota"
     assert cond(pending, "QuotaReserved")["message"] == (
         f"couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {rf}, 1 more needed")
@@ -364,7 +371,9 @@ def test_head_of_line_blocking(kubectl: Kubectl, namespace: str, objs: ClusterOb
         time.sleep(3)
         assert not is_admitted(kubectl, namespace, "small")
         assert suspended(kubectl, namespace, "small")
-        cq = kubectl.get("clusterqueue", cq_name)
+        # The ClusterQueue status counting the small Workload is a separate write of the status writer.
+        cq = wait_for("the small Workload counted pending", lambda: when(kubectl.get("clusterqueue", cq_name),
+                                                                         lambda c: (c.get("status") or {}).get("pendingWorkloads") == 2))
         assert cq["status"]["pendingWorkloads"] == 2 and cq["status"]["admittedWorkloads"] == 1
         # Once the head fits (the running Job is deleted), both go in order.
         kubectl("delete", "job", "-n", namespace, "running")
@@ -427,13 +436,22 @@ def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, obj
     wait_workload(kubectl, namespace, "one", "Admitted")
     wait_workload(kubectl, namespace, "two", "QuotaReserved", "False")
 
+    role = {"replica_role": "leader"}
+    # The local stack turns on metrics.enableClusterQueueResources.
+    fr = {"cohort": "", "cluster_queue": cq_name, "flavor": rf, "resource": "cpu", **role}
+
     def scrape() -> str | None:
         text: str = stack.metrics_text()
-        ok = _sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1
+        # One refresh sets the gauge families one after the other: a scrape may fall in between.
+        ok = (_sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1
+              and _sample(text, "kueue_admitted_active_workloads", cluster_queue=cq_name, **role) == 1
+              and _sample(text, "kueue_reserving_active_workloads", cluster_queue=cq_name, **role) == 1
+              and _sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
+              and (_sample(text, "kueue_cluster_queue_nominal_quota", **fr) is None
+                   or _sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1))
         return text if ok else None
 
     text = wait_for("the gauges to settle", scrape, timeout=15, interval=0.5)
-    role = {"replica_role": "leader"}
     assert _sample(text, "kueue_quota_reserved_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
     assert _sample(text, "kueue_admitted_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
     assert _sample(text, "kueue_admission_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
@@ -446,8 +464,6 @@ def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, obj
     assert (_sample(text, "kueue_admission_attempts_total", result="success", **role) or 0) >= 1
     assert (_sample(text, "kueue_admission_attempts_total", result="inadmissible", **role) or 0) >= 1
     assert _sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
-    # The local stack turns on metrics.enableClusterQueueResources.
-    fr = {"cohort": "", "cluster_queue": cq_name, "flavor": rf, "resource": "cpu", **role}
     if _sample(text, "kueue_cluster_queue_nominal_quota", **fr) is not None:
         assert _sample(text, "kueue_cluster_queue_nominal_quota", **fr) == 2
         assert _sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1
