@@ -110,6 +110,14 @@ class Stack:
                        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}
             account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
             self.apply([metrics_reader_role(), account, binding])
+            # The authorizer sees the binding through its own watch, a moment after the create; a 403 the
+            # worker got meanwhile would stay in its authorization cache for 30 s.
+            deadline = time.monotonic() + 30
+            while self.kubectl("auth", "can-i", "get", "/metrics", f"--as=system:serviceaccount:{namespace}:{name}",
+                               check=False).stdout.strip() != "yes":
+                if time.monotonic() > deadline:
+                    raise StackError("metrics token", f"{namespace}/{name} is still not allowed to get /metrics")
+                time.sleep(0.2)
             self._metrics_token = self.kubectl("create", "token", name, "-n", namespace,
                                                "--duration=24h").stdout.strip()
         return self._metrics_token
