@@ -38,6 +38,7 @@ __all__ = [
     "Unprocessable",
     "informer",
     "object_path",
+    "strip_managed_fields",
 ]
 
 log = logging.getLogger(__name__)
@@ -251,6 +252,16 @@ class Kube:
             resp.release_conn()
 
 
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop `metadata.managedFields` from a cached copy, as controller-runtime's cache transform does
+    for upstream: nothing reads them, they are often the bulk of an object, and an update without
+    them leaves the server's copy unchanged."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
 def informer(
     kube: Kube,
     path: str,
@@ -269,14 +280,14 @@ def informer(
     while not stop.is_set():
         try:
             items, rv = kube.list(path, query=query)
-            on_list(items)
+            on_list([strip_managed_fields(item) for item in items])
             on_synced()
             backoff = 0.5
             while not stop.is_set():
                 for event in kube.watch(path, rv, query=query):
                     rv = (event.get("object") or {}).get("metadata", {}).get("resourceVersion", rv)
                     if event["type"] != "BOOKMARK":
-                        on_event(event["type"], event["object"])
+                        on_event(event["type"], strip_managed_fields(event["object"]))
                     if stop.is_set():
                         return
         except Gone:

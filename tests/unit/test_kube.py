@@ -1,5 +1,6 @@
 """`webhook.kube.informer` over a real HTTP connection: a watch cut mid-stream (an API server
-restart) must lead to a fresh list, never to a dead informer thread with a stale cache."""
+restart) must lead to a fresh list, never to a dead informer thread with a stale cache; cached
+copies come without managedFields."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from typing import Any
 import pytest
 
 from webhook import kube as k
+from webhook.worker.store import Store
+
+MANAGED = [{"manager": "kubectl-client-side-apply", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
 
 
 class APIServer(http.server.ThreadingHTTPServer):
@@ -41,7 +45,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "watch=true" not in self.path:
             names = self.server.lists[min(self.server.list_calls, len(self.server.lists) - 1)]
             self.server.list_calls += 1
-            body = json.dumps({"items": [{"metadata": {"name": n, "resourceVersion": "5"}} for n in names],
+            body = json.dumps({"items": [{"metadata": {"name": n, "resourceVersion": "5", "managedFields": MANAGED}} for n in names],
                                "metadata": {"resourceVersion": "5"}}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -55,7 +59,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         if self.server.watch_calls == 1:
-            line = json.dumps({"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "6"}}}).encode() + b"\n"
+            line = json.dumps({"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "6", "managedFields": MANAGED}}}).encode() + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
             self.wfile.write(b"40\r\n{\"type\":")  # a chunk announced but cut short: the server died
             self.wfile.flush()
@@ -88,11 +92,12 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
     server, kube = api
     lists: list[list[str]] = []
     events: list[tuple[str, str]] = []
+    seen: list[dict[str, Any]] = []
     stop = threading.Event()
     thread = threading.Thread(target=k.informer, daemon=True, kwargs={
         "kube": kube, "path": "/api/v1/namespaces", "stop": stop,
-        "on_list": lambda items: lists.append([i["metadata"]["name"] for i in items]),
-        "on_event": lambda etype, obj: events.append((etype, obj["metadata"]["name"])),
+        "on_list": lambda items: (seen.extend(items), lists.append([i["metadata"]["name"] for i in items])),
+        "on_event": lambda etype, obj: (seen.append(obj), events.append((etype, obj["metadata"]["name"]))),
     })
     thread.start()
     deadline = time.monotonic() + 60  # generous: a loaded CI machine
@@ -100,6 +105,7 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
         time.sleep(0.05)
     assert lists == [["a"], ["a", "b", "c"]]  # the event before the cut, then a full relist
     assert events == [("ADDED", "b")]
+    assert len(seen) == 5 and not any("managedFields" in o["metadata"] for o in seen)
     assert thread.is_alive() and server.watch_calls == 2
     stop.set()
     server.done.set()
@@ -136,3 +142,12 @@ def test_one_resource_running_out_of_tokens_does_not_throttle_another(tmp_path: 
     kube._throttle("/apis/kueue.x-k8s.io/v1beta2/namespaces/b/workloads/y/status")
     assert len(waits) == 1 and waits[0] > 50
     kube._api.close()
+
+
+def test_the_worker_store_keeps_no_managed_fields() -> None:
+    """Writers put the API's answers to their PUTs into the store: those are stripped too."""
+    store = Store()
+    store.put("jobs", {"metadata": {"namespace": "a", "name": "j", "resourceVersion": "7", "managedFields": MANAGED}})
+    store.replace("workloads", [{"metadata": {"namespace": "a", "name": "w", "managedFields": MANAGED}}])
+    assert store.get("jobs", "a/j") == {"metadata": {"namespace": "a", "name": "j", "resourceVersion": "7"}}
+    assert store.get("workloads", "a/w") == {"metadata": {"namespace": "a", "name": "w"}}

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from webhook.kube import strip_managed_fields
+
 __all__ = ["Store", "object_key"]
 
 
@@ -34,7 +36,7 @@ class Store:
 
     def put(self, kind: str, obj: dict[str, Any]) -> bool:
         """Store `obj` unless a newer version is held; True when stored."""
-        key = object_key(obj)
+        key = object_key(strip_managed_fields(obj))
         with self._lock:
             objs = self._kinds.setdefault(kind, {})
             old = objs.get(key)
@@ -49,7 +51,7 @@ class Store:
 
     def replace(self, kind: str, objs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """A relist: the new set, returning the objects that disappeared."""
-        fresh = {object_key(o): o for o in objs}
+        fresh = {object_key(o): strip_managed_fields(o) for o in objs}
         with self._lock:
             old = self._kinds.get(kind, {})
             self._kinds[kind] = fresh
