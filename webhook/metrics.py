@@ -25,6 +25,7 @@ __all__ = [
     "CLUSTER_QUEUE_INFO",
     "CLUSTER_QUEUE_LENDING_LIMIT",
     "CLUSTER_QUEUE_NOMINAL_QUOTA",
+    "CLUSTER_QUEUE_RESOURCE_PENDING",
     "CLUSTER_QUEUE_RESOURCE_RESERVATION",
     "CLUSTER_QUEUE_RESOURCE_USAGE",
     "CLUSTER_QUEUE_STATUS",
@@ -59,6 +60,7 @@ __all__ = [
     "LOCAL_QUEUE_STATUS",
     "LOCAL_QUEUE_UNADMITTED_WORKLOADS",
     "PENDING_WORKLOADS",
+    "PODS_READY_TO_EVICTED_TIME",
     "PREEMPTED_WORKLOADS",
     "QUOTA_RESERVED_WAIT_TIME",
     "QUOTA_RESERVED_WORKLOADS",
@@ -183,6 +185,9 @@ EVICTED_WORKLOADS = _counter("evicted_workloads_total", "The number of evicted w
                              [*_CQ, "reason", "underlying_cause", "priority_class"])
 EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of unique workload evictions per 'cluster_queue'",
                                   [*_CQ, "reason", "underlying_cause", "priority_class"])
+PODS_READY_TO_EVICTED_TIME = _histogram("pods_ready_to_evicted_time_seconds", "The number of seconds between a workload's pods being "
+                                        "ready and eviction workloads per 'cluster_queue'", [*_CQ, "reason", "underlying_cause"],
+                                        exponential_buckets(14))
 PREEMPTED_WORKLOADS = _counter("preempted_workloads_total", "The number of preempted workloads per 'preempting_cluster_queue'",
                                ["preempting_cluster_queue", "reason"])
 RESERVING_ACTIVE_WORKLOADS = _gauge("reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'",
@@ -225,6 +230,8 @@ CLUSTER_QUEUE_RESOURCE_RESERVATION = _gauge("cluster_queue_resource_reservation"
                                             "within all the flavors", _FR)
 CLUSTER_QUEUE_RESOURCE_USAGE = _gauge("cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the "
                                       "flavors", _FR)
+CLUSTER_QUEUE_RESOURCE_PENDING = _gauge("cluster_queue_resource_pending", "Reports the cluster_queue's total pending resource requests, "
+                                        "not yet assigned to flavors", [*_CQ, "resource"])
 
 CLUSTER_QUEUE_WEIGHTED_SHARE = _gauge("cluster_queue_weighted_share", "Reports a value that representing the maximum of the ratios of "
                                       "usage above nominal\nquota to the lendable resources in the cohort, among all the resources provided "

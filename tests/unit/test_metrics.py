@@ -31,6 +31,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_ready_wait_time_seconds": ("histogram", CQ_PC),
     "kueue_admitted_until_ready_wait_time_seconds": ("histogram", CQ_PC),
     "kueue_evicted_workloads_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_pods_ready_to_evicted_time_seconds": ("histogram", ("cluster_queue", "reason", "underlying_cause", "replica_role")),
     "kueue_evicted_workloads_once_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
     "kueue_preempted_workloads_total": ("counter", ("preempting_cluster_queue", "reason", "replica_role")),
     "kueue_reserving_active_workloads": ("gauge", ("cluster_queue", "replica_role")),
@@ -43,6 +44,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_cluster_queue_lending_limit": ("gauge", FR),
     "kueue_cluster_queue_resource_reservation": ("gauge", FR),
     "kueue_cluster_queue_resource_usage": ("gauge", FR),
+    "kueue_cluster_queue_resource_pending": ("gauge", ("cluster_queue", "resource", "replica_role")),
     "kueue_local_queue_pending_workloads": ("gauge", ("name", "namespace", "status", "replica_role")),
     "kueue_local_queue_quota_reserved_workloads_total": ("counter", LQ_PC),
     "kueue_local_queue_quota_reserved_wait_time_seconds": ("histogram", LQ_PC),
@@ -169,3 +171,45 @@ def test_pods_ready_observes_time_since_queued_and_since_admitted() -> None:
     lq = {"name": "lq", "namespace": "metrics-ns", "priority_class": "", "replica_role": "leader"}
     assert _sample("kueue_local_queue_ready_wait_time_seconds_sum", lq) == 60
     assert _sample("kueue_local_queue_admitted_until_ready_wait_time_seconds_sum", lq) == 10
+
+
+def test_eviction_of_a_ready_workload_observes_the_time_since_pods_ready() -> None:
+    wl: dict[str, Any] = {
+        "metadata": {"name": "w", "namespace": "metrics-ns"},
+        "status": {"conditions": [{"type": "PodsReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:30Z"}]},
+    }
+    rep = reporter.MetricsReporter(Configuration())
+    rep.evicted("metrics-ns/w", "metrics-evict", "Preempted", wl, now=datetime(2026, 1, 1, 0, 2, tzinfo=UTC))
+    labels = {"cluster_queue": "metrics-evict", "reason": "Preempted", "underlying_cause": "", "replica_role": "leader"}
+    assert _sample("kueue_pods_ready_to_evicted_time_seconds_sum", labels) == 90
+    assert _sample("kueue_pods_ready_to_evicted_time_seconds_count", labels) == 1
+    # Pods never ready: counted as evicted, but no time observed (upstream's nil duration).
+    wl["status"]["conditions"][0].update(status="False", reason="WaitForStart")
+    rep.evicted("metrics-ns/w", "metrics-evict", "PodsReadyTimeout", wl)
+    timeout = {**labels, "reason": "PodsReadyTimeout"}
+    assert _sample("kueue_evicted_workloads_total", {**timeout, "priority_class": ""}) == 1
+    assert _sample("kueue_pods_ready_to_evicted_time_seconds_count", timeout) is None
+
+
+def test_pending_resources_sum_the_requests_of_pending_workloads_per_resource() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    core = AdmissionCore()
+    core.on_resource_flavor({"metadata": {"name": "default"}, "spec": {}}, now)
+    core.on_namespace("metrics-ns", {}, now)
+    core.on_cluster_queue(_cq("metrics-pending", stop="Hold"), now)  # held: everything stays pending
+    core.on_local_queue({"metadata": {"name": "lq", "namespace": "metrics-ns"}, "spec": {"clusterQueue": "metrics-pending"}}, now)
+    for name, count in (("a", 3), ("b", 2)):
+        core.on_workload({"metadata": {"name": name, "namespace": "metrics-ns", "uid": name, "creationTimestamp": "2026-01-01T00:00:00Z"},
+                          "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": count, "template": {"spec": {"containers": [
+                              {"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}}]}}, now)
+    rep = reporter.MetricsReporter(Configuration(metrics=Metrics(enable_cluster_queue_resources=True)))
+    rep.refresh(core)
+    labels = {"cluster_queue": "metrics-pending", "replica_role": "leader"}
+    assert _sample("kueue_pending_workloads", {**labels, "status": "inadmissible"}) == 2
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 2.5  # cores, as the other gauges
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) == 5 * 2**30
+    core.on_workload_deleted("metrics-ns", "a", now)
+    core.on_workload_deleted("metrics-ns", "b", now)
+    rep.refresh(core)
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 0  # configured: kept at 0
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) is None

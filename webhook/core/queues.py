@@ -302,6 +302,19 @@ class QueueManager:
             return 0, 0
         return len(cq.in_heap), len(cq.inadmissible)
 
+    def pending_requests_in_cluster_queue(self, name: str) -> dict[str, int]:
+        """Requests (per pod × count) summed over the pending workloads, active and inadmissible, by
+        resource (upstream's `pendingResourcesTotal`); no flavor yet, so none per flavor."""
+        cq = self.cluster_queues.get(name)
+        out: dict[str, int] = {}
+        if cq is None:
+            return out
+        for wl in (*(info for _, info in cq.in_heap.values()), *cq.inadmissible.values()):
+            for ps in wl.pod_sets:
+                for res, amount in ps.requests.items():
+                    out[res] = out.get(res, 0) + amount * ps.count
+        return out
+
     def dump(self) -> dict[str, list[WorkloadKey]]:
         """Keys in each ClusterQueue's active heap, sorted (`Manager.Dump`); empty queues omitted."""
         return {name: sorted(cq.in_heap) for name, cq in sorted(self.cluster_queues.items()) if cq.in_heap}

@@ -19,7 +19,7 @@ import platform
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import Gauge
@@ -217,9 +217,17 @@ class MetricsReporter:
             return None
         return str((wl.get("spec") or {}).get("queueName") or ""), str(wl["metadata"].get("namespace") or "")
 
-    def evicted(self, key: str, cluster_queue: str, reason: str, wl: Mapping[str, Any] | None, underlying_cause: str = "") -> None:
+    def evicted(self, key: str, cluster_queue: str, reason: str, wl: Mapping[str, Any] | None, underlying_cause: str = "",
+                now: datetime | None = None) -> None:
         pc = priority_class(wl)
         m.EVICTED_WORKLOADS.labels(cluster_queue, reason, underlying_cause, pc, ROLE).inc()
+        ready = find_condition(wl, c.WorkloadCondition.PODS_READY) if wl is not None else None
+        ready_at = _parse_time((ready or {}).get("lastTransitionTime")) if (ready or {}).get("status") == "True" else None
+        if ready_at is not None:
+            # Upstream times it from PodsReady=True to the Evicted condition it is writing now.
+            evicted_at = now or datetime.now(UTC)
+            m.PODS_READY_TO_EVICTED_TIME.labels(cluster_queue, reason, underlying_cause, ROLE).observe(
+                max(0.0, (evicted_at - ready_at).total_seconds()))
         once = (key, reason, underlying_cause)
         if once not in self._evicted_once:
             self._evicted_once.add(once)
@@ -273,7 +281,7 @@ class MetricsReporter:
         admitted: dict[tuple[str, ...], float] = {}
         status: dict[tuple[str, ...], float] = {}
         info: dict[tuple[str, ...], float] = {}
-        quota: dict[str, dict[tuple[str, ...], float]] = {"nominal": {}, "borrowing": {}, "lending": {}, "reservation": {}, "usage": {}}
+        quota: dict[str, dict[tuple[str, ...], float]] = {"nominal": {}, "borrowing": {}, "lending": {}, "reservation": {}, "usage": {}, "pending": {}}
         for name in sorted(cache.cluster_queues):
             node = cache.cluster_queues[name]
             readiness = cache.readiness(name)
@@ -300,6 +308,7 @@ class MetricsReporter:
             self._set(m.CLUSTER_QUEUE_LENDING_LIMIT, quota["lending"])
             self._set(m.CLUSTER_QUEUE_RESOURCE_RESERVATION, quota["reservation"])
             self._set(m.CLUSTER_QUEUE_RESOURCE_USAGE, quota["usage"])
+            self._set(m.CLUSTER_QUEUE_RESOURCE_PENDING, quota["pending"])
         if self.local_queues:
             self._refresh_local_queues(core)
         if self.cohorts:
@@ -376,6 +385,11 @@ class MetricsReporter:
                     out["lending"][labels] = math.inf if q is None or q.lending_limit is None else _value(res, q.lending_limit)
                     out["reservation"][labels] = _value(res, reserved.get(fr, 0))
                     out["usage"][labels] = _value(res, used.get(fr, 0))
+        # Every configured resource has a series, 0 when nothing is pending (`UpdateConfiguredResources`).
+        pending = dict.fromkeys((r for rg in spec.resource_groups for r in rg.covered_resources), 0)
+        pending.update(core.queues.pending_requests_in_cluster_queue(name))
+        for res, amount in pending.items():
+            out["pending"][(name, res)] = _value(res, amount)
 
     def _refresh_local_queues(self, core: AdmissionCore) -> None:
         cache = core.cache
