@@ -303,7 +303,7 @@ class QueueManager:
         return len(cq.in_heap), len(cq.inadmissible)
 
     def pending_requests_in_cluster_queue(self, name: str) -> dict[str, int]:
-        """Requests (per pod × count) summed over the pending workloads, active and inadmissible, by
+        """Requests (per pod, times the count) summed over the pending workloads, active and inadmissible, by
         resource (upstream's `pendingResourcesTotal`); no flavor yet, so none per flavor."""
         cq = self.cluster_queues.get(name)
         out: dict[str, int] = {}
