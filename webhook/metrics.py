@@ -41,6 +41,7 @@ __all__ = [
     "EXECUTION_TIME",
     "FINISHED_WORKLOADS",
     "FINISHED_WORKLOADS_TOTAL",
+    "GO_DEFAULT_BUCKETS",
     "LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME",
     "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
@@ -61,6 +62,7 @@ __all__ = [
     "LOCAL_QUEUE_UNADMITTED_WORKLOADS",
     "PENDING_WORKLOADS",
     "PODS_READY_TO_EVICTED_TIME",
+    "POD_SCHEDULING_GATE_REMOVAL",
     "PREEMPTED_WORKLOADS",
     "QUOTA_RESERVED_WAIT_TIME",
     "QUOTA_RESERVED_WORKLOADS",
@@ -115,6 +117,11 @@ WORKER_REGISTRY = CollectorRegistry(auto_describe=True)
 ROLE = "replica_role"
 
 
+# prometheus.DefBuckets of Go's client, which upstream's histograms without explicit buckets get
+# (Python's Histogram.DEFAULT_BUCKETS has four more).
+GO_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
 def exponential_buckets(count: int) -> tuple[float, ...]:
     """Upstream's `generateExponentialBuckets`: 1, then 2.5·2^i, `count` buckets in all."""
     return (1.0, *(2.5 * 2**i for i in range(count - 1)))
@@ -164,7 +171,7 @@ BUILD_INFO = Gauge("kueue_build_info", "Kueue build information. 1 labeled by gi
 # -- scheduler health
 ADMISSION_ATTEMPTS = _counter("admission_attempts_total", "The total number of attempts to admit workloads.", ["result"])
 ADMISSION_ATTEMPT_DURATION = _histogram("admission_attempt_duration_seconds", "The latency of an admission attempt.", ["result"],
-                                        Histogram.DEFAULT_BUCKETS)
+                                        GO_DEFAULT_BUCKETS)
 
 # -- ClusterQueue
 PENDING_WORKLOADS = _gauge("pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", [*_CQ, "status"])
@@ -188,6 +195,8 @@ EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of
 PODS_READY_TO_EVICTED_TIME = _histogram("pods_ready_to_evicted_time_seconds", "The number of seconds between a workload's pods being "
                                         "ready and eviction workloads per 'cluster_queue'", [*_CQ, "reason", "underlying_cause"],
                                         exponential_buckets(14))
+POD_SCHEDULING_GATE_REMOVAL = _histogram("pod_scheduling_gate_removal_seconds", "Duration from Workload admission to removal of a Pod "
+                                         "scheduling gate.", ["name", *_CQ, "is_group"], GO_DEFAULT_BUCKETS)
 PREEMPTED_WORKLOADS = _counter("preempted_workloads_total", "The number of preempted workloads per 'preempting_cluster_queue'",
                                ["preempting_cluster_queue", "reason"])
 RESERVING_ACTIVE_WORKLOADS = _gauge("reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'",

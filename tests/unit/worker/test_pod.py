@@ -12,6 +12,7 @@ import pytest
 
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
+from webhook import metrics
 from webhook.config import Configuration, Integrations
 from webhook.worker import events
 from webhook.worker.reconcilers import actions as a
@@ -103,14 +104,20 @@ def test_single_pod_gets_a_workload_then_is_ungated_on_admission() -> None:
 
     admitted = copy.deepcopy(wl)
     admitted["status"] = {
-        "conditions": [{"type": t, "status": "True", "reason": t, "message": ""} for t in ("QuotaReserved", "Admitted")],
-        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "on-demand"}}]},
+        "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+                       for t in ("QuotaReserved", "Admitted")],
+        "admission": {"clusterQueue": "cq-gate", "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "on-demand"}}]},
     }
     w.add(WL_PATH, admitted)
     assert w.rec.queue._queued.keys() >= {"ns/p"}
+    gate = {"name": "kueue.x-k8s.io/admission", "cluster_queue": "cq-gate", "is_group": "false", "replica_role": "leader"}
+    before = metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_count", gate) or 0
     w.rec.reconcile("ns/p")
     got = w.kube.objects[f"{POD_PATH}/p"]
     assert got["spec"]["schedulingGates"] == []
+    # Timed from the Admitted transition (long ago here): one observation, in the +Inf bucket only.
+    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_count", gate) == before + 1
+    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "10.0"}) == 0
     assert got["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
     assert got["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -124,9 +125,19 @@ class UpdateWorkloadStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class GateRemoval:
+    """What `kueue_pod_scheduling_gate_removal_seconds` needs once a patch lifting the gate succeeds."""
+
+    cluster_queue: str
+    is_group: bool
+    admitted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class PatchPod:
     pod: ObjectRef
     patch: Mapping[str, Any]
+    ungates: GateRemoval | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,11 @@ from datetime import datetime
 from typing import Any
 
 from webhook import kube as k
+from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.worker import events
 from webhook.worker.reconcilers import actions as a
+from webhook.worker.reporter import ROLE
 from webhook.worker.status import accumulate_admitted_time, set_condition, update_status
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
@@ -87,7 +89,7 @@ class Executor:
         elif isinstance(action, a.UpdateWorkloadStatus):
             self._update_workload_status(action, now)
         elif isinstance(action, a.PatchPod):
-            self._patch_pod(action)
+            self._patch_pod(action, now)
         elif isinstance(action, a.SetPodCondition):
             if not self._set_pod_condition(action):
                 skip_delete.add(action.pod.key)
@@ -145,13 +147,17 @@ class Executor:
                                                    "conditions": types, "clear_admission": action.clear_admission})
 
     # == Pods =====================================================================================
-    def _patch_pod(self, action: a.PatchPod) -> None:
+    def _patch_pod(self, action: a.PatchPod, now: datetime) -> None:
         if not action.patch:
             return
         try:
             self._put("pods", self.kube.patch(_pod_path(action.pod), dict(action.patch)))
         except k.NotFound:
             return
+        if action.ungates is not None:
+            g = action.ungates
+            m.POD_SCHEDULING_GATE_REMOVAL.labels(c.ADMISSION_GATE, g.cluster_queue, "true" if g.is_group else "false", ROLE).observe(
+                max(0.0, (now - g.admitted_at).total_seconds()))
         log.info("patched pod", extra={"object": action.pod.key, "kind": "Pod", "decision": "Started"})
 
     def _set_pod_condition(self, action: a.SetPodCondition) -> bool:

@@ -31,6 +31,7 @@ from webhook.worker.reconcilers.pod_common import (
     _remove_finalizers,
     _Retry,
     _rfc3339,
+    _time,
 )
 
 __all__ = [
@@ -49,7 +50,7 @@ def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[podset.PodS
         raise _Retry(str(exc)) from exc
 
 
-def _start_patch(pod: Obj, info: podset.PodSetInfo) -> a.PatchPod:
+def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: a.GateRemoval | None = None) -> a.PatchPod:
     """`prepare`: merge the podSet info into the pod, then lift the admission (and topology) gate."""
     spec = pod.get("spec") or {}
     base = podset.PodSetInfo.of_template(pod)
@@ -75,12 +76,17 @@ def _start_patch(pod: Obj, info: podset.PodSetInfo) -> a.PatchPod:
         patch["metadata"] = meta
     if spec_patch:
         patch["spec"] = spec_patch
-    return a.PatchPod(_ref(pod), patch)
+    return a.PatchPod(_ref(pod), patch, ungates)
 
 
 def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.Decision:
     """`startJob` + `Pod.Run`: one patch and one `Started` event per gated pod."""
-    message = f"Admitted by clusterQueue {((wl.get('status') or {}).get('admission') or {}).get('clusterQueue', '')}"
+    cluster_queue = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+    message = f"Admitted by clusterQueue {cluster_queue}"
+    # Timed from the Admitted transition, and only while Admitted is True (`RecordPodSchedulingGateRemovalSeconds`).
+    admitted = _condition(wl, c.WorkloadCondition.ADMITTED) or {}
+    admitted_at = _time(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" and admitted.get("lastTransitionTime") else None
+    ungates = None if admitted_at is None else a.GateRemoval(cluster_queue, is_group, admitted_at)
     try:
         infos = _pod_set_infos(wl, lookups, opts)
         if not is_group and len(infos) != 1:
@@ -96,7 +102,7 @@ def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, l
                     raise _Permanent(f"invalid podset infos: podSetInfo with the name '{role}' is not found")
             else:
                 info = infos[0]
-            out += [_start_patch(pod, info), _event(pod, c.JobEventReason.STARTED, message)]
+            out += [_start_patch(pod, info, ungates), _event(pod, c.JobEventReason.STARTED, message)]
     except _Permanent as exc:
         return a.Decision(tuple(_finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
     except _Retry as exc:
