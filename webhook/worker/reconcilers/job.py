@@ -34,6 +34,7 @@ from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
 from webhook.worker import admission_checks, events, reporter
 from webhook.worker.reconcilers import podset
+from webhook.worker.reconcilers.pod_common import _annotations, _deleting, _labels, _meta
 from webhook.worker.status import (
     find_condition,
     is_true,
@@ -78,24 +79,8 @@ class StartConflict(Exception):
 
 
 # == accessors ====================================================================================
-def _meta(obj: Obj) -> Obj:
-    return obj.get("metadata") or {}
-
-
-def _labels(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("labels") or {}
-
-
-def _annotations(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("annotations") or {}
-
-
 def _key(obj: Obj) -> str:
     return f"{_meta(obj).get('namespace', '')}/{_meta(obj).get('name', '')}"
-
-
-def _deleting(obj: Obj) -> bool:
-    return bool(_meta(obj).get("deletionTimestamp"))
 
 
 def _controller_of(obj: Obj) -> Obj | None:
