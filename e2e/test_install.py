@@ -212,3 +212,64 @@ def test_internal_cert_manager_against_the_api_server(kubectl: Kubectl, namespac
     finally:
         for obj in objs:
             kubectl("delete", obj["kind"].lower(), obj["metadata"]["name"], "--wait=false", check=False)
+
+
+SERVED_ONLY = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ProvisioningRequestConfig
+metadata: {name: e2e-prc}
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  managedResources: [nvidia.com/gpu]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: e2e-prov}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: e2e-prc}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: e2e-topology}
+spec:
+  levels:
+  - nodeLabel: cloud.provider.com/topology-block
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueConfig
+metadata: {name: e2e-mkconf}
+spec:
+  clusters: [e2e-worker1]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueCluster
+metadata: {name: e2e-worker1}
+spec:
+  kubeConfig: {locationType: Secret, location: worker1-secret}
+"""
+
+
+def test_kinds_we_only_serve_accept_upstreams_yaml(kubectl: Kubectl) -> None:
+    """ProvisioningRequestConfig, Topology and MultiKueue objects apply as with upstream's CRDs (no
+    controller of ours acts on them); a v1beta1 MultiKueueCluster reads back in v1beta2's shape
+    through our conversion webhook; schema rules still refuse bad objects."""
+    docs = [d for d in yaml.safe_load_all(SERVED_ONLY) if d]
+    try:
+        proc = kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
+        assert proc.returncode == 0, proc.stderr
+        prc = kubectl.get("provisioningrequestconfig", "e2e-prc")
+        assert prc["spec"]["retryStrategy"] == {"backoffBaseSeconds": 60, "backoffLimitCount": 3, "backoffMaxSeconds": 1800}
+        cluster = kubectl.get("multikueueclusters.v1beta2.kueue.x-k8s.io", "e2e-worker1")
+        assert cluster["spec"] == {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "worker1-secret"}}}
+        assert kubectl.get("topo", "e2e-topology")["spec"]["levels"][-1] == {"nodeLabel": "kubernetes.io/hostname"}
+
+        bad = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "e2e-bad-topology"},
+               "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "cloud.provider.com/topology-rack"}]}}
+        refused = kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(bad), check=False)
+        assert refused.returncode != 0
+        assert "the kubernetes.io/hostname label can only be used at the lowest level of topology" in refused.stderr
+    finally:
+        for d in reversed(docs):
+            kubectl("delete", d["kind"].lower(), d["metadata"]["name"], "--ignore-not-found", "--wait=false", check=False)

@@ -58,7 +58,7 @@ def test_targets_follow_the_configuration():
     assert t.dns_name == "kueue-webhook-service.kueue-system.svc"
     assert (t.mutating, t.validating) == ("kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration")
     assert t.crds == ("clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-                      "workloads.kueue.x-k8s.io")
+                      "multikueueclusters.kueue.x-k8s.io", "workloads.kueue.x-k8s.io")
     assert cm.webhook_configuration_names("team-webhook-service") == (
         "team-mutating-webhook-configuration", "team-validating-webhook-configuration")
 

@@ -97,6 +97,8 @@ class Kind:
     conversion: bool
     columns: dict[str, tuple[PrinterColumn, ...]] = dataclasses.field(default_factory=dict)
     selectable_fields: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # Upstream marks every older version deprecated except MultiKueueConfig's.
+    deprecated_old_versions: bool = True
 
     @property
     def singular(self) -> str:
@@ -218,11 +220,52 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
+        kind="MultiKueueCluster",
+        plural="multikueueclusters",
+        short_names=("mkc",),
+        scope="Cluster",
+        schema=kinds.multikueue_cluster_schema,
+        status=True,
+        conversion=True,
+        columns=_same_columns(
+            PrinterColumn("Connected", "string", ".status.conditions[?(@.type=='Active')].status", "Whether the cluster is connected"),
+            PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+        ),
+    ),
+    Kind(
+        kind="MultiKueueConfig",
+        plural="multikueueconfigs",
+        short_names=("mkconf",),
+        scope="Cluster",
+        schema=kinds.multikueue_config_schema,
+        status=False,
+        conversion=False,
+        deprecated_old_versions=False,
+    ),
+    Kind(
+        kind="ProvisioningRequestConfig",
+        plural="provisioningrequestconfigs",
+        short_names=("prc",),
+        scope="Cluster",
+        schema=kinds.provisioning_request_config_schema,
+        status=False,
+        conversion=False,
+    ),
+    Kind(
         kind="ResourceFlavor",
         plural="resourceflavors",
         short_names=("flavor", "flavors", "rf"),
         scope="Cluster",
         schema=kinds.resource_flavor_schema,
+        status=False,
+        conversion=False,
+    ),
+    Kind(
+        kind="Topology",
+        plural="topologies",
+        short_names=("topo",),
+        scope="Cluster",
+        schema=kinds.topology_schema,
         status=False,
         conversion=False,
     ),
@@ -257,7 +300,7 @@ def _version(kind: Kind, version: str) -> dict[str, Any]:
         "storage": version == STORAGE_VERSION,
         "schema": {"openAPIV3Schema": kind.schema(version)},
     }
-    if version != STORAGE_VERSION:
+    if version != STORAGE_VERSION and kind.deprecated_old_versions:
         entry["deprecated"] = True
         entry["deprecationWarning"] = DEPRECATION_WARNING
     if kind.status:

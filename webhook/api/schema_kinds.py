@@ -484,3 +484,131 @@ def admission_check_schema(version: str) -> t.Schema:
             ),
         },
     )
+
+
+# == kinds the worker stores but does not act on (TAS, ProvisioningRequest, MultiKueue) ==========
+# Served so that upstream's YAML for them applies unchanged; no controller of ours reads them.
+_UNIQUE = t.rule("size(self.filter(i, size(self.filter(j, j == i)) > 1)) == 0", "must be unique")
+_HOSTNAME = "'kubernetes.io/hostname'"
+
+
+def topology_schema(version: str) -> t.Schema:
+    if version == V1BETA2:
+        mutable = t.rule(
+            f"self == oldSelf || (self[size(self) - 1].nodeLabel == {_HOSTNAME} && oldSelf[size(oldSelf) - 1].nodeLabel == {_HOSTNAME})",
+            "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change",
+        )
+    else:
+        mutable = t.rule("self == oldSelf", "field is immutable")
+    level = t.obj(
+        {"nodeLabel": t.string("Node label naming this level, e.g. cloud.provider.com/topology-rack.",
+                               max_length=316, min_length=1, pattern=t.LABEL_KEY)},
+        "One level of the topology.",
+        required=["nodeLabel"],
+    )
+    levels = t.array(
+        level,
+        "Topology levels, from the widest to the narrowest.",
+        max_items=16,
+        min_items=1,
+        list_type="atomic",
+        rules=[
+            mutable,
+            _UNIQUE,
+            t.rule(f"size(self.filter(i, i.nodeLabel == {_HOSTNAME})) == 0 || self[size(self) - 1].nodeLabel == {_HOSTNAME}",
+                   "the kubernetes.io/hostname label can only be used at the lowest level of topology"),
+        ],
+    )
+    return root_schema(
+        "Topology",
+        "the node label hierarchy of a topology (topology-aware scheduling).",
+        {"spec": t.obj({"levels": levels}, "The levels of the topology.", required=["levels"])},
+    )
+
+
+def provisioning_request_config_schema(version: str) -> t.Schema:
+    v2 = version == V1BETA2
+    node_selector = t.obj(
+        {
+            "key": t.string("Node selector key to set.", max_length=317, min_length=1, pattern=t.LABEL_KEY),
+            "valueFromProvisioningClassDetail": t.string("ProvisioningClassDetails entry holding the value.",
+                                                         max_length=32768, min_length=1),
+        },
+        required=["key", "valueFromProvisioningClassDetail"],
+    )
+    backoff = {"backoffBaseSeconds": 60, "backoffLimitCount": 3, "backoffMaxSeconds": 1800}
+    spec = t.obj(
+        {
+            "managedResources": t.array(t.string(), "Resources the ProvisioningRequest covers; all when empty.",
+                                        max_items=100, list_type="set"),
+            "parameters": t.obj(desc="Parameters passed to the ProvisioningRequest.",
+                                additional=t.string(max_length=255), max_properties=100),
+            "podSetMergePolicy": t.string("How pod sets are merged into one ProvisioningRequest pod set.",
+                                          enum=["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]),
+            "podSetUpdates": t.obj(
+                {"nodeSelector": t.array(node_selector, "Node selectors set from the provisioning class details.",
+                                         max_items=8, map_keys=["key"] if v2 else None)},
+                "Updates applied to the workload's pod sets once provisioned.",
+            ),
+            "provisioningClassName": t.string("ProvisioningRequest class.", max_length=253, min_length=1 if v2 else None,
+                                              pattern=t.DNS1123_SUBDOMAIN),
+            "retryStrategy": t.obj(
+                {name: t.int32(default=value) for name, value in backoff.items()},
+                "Backoff between ProvisioningRequest attempts.",
+                default=backoff,
+            ),
+        },
+        "How ProvisioningRequests are created for a check.",
+        required=["provisioningClassName"],
+    )
+    return root_schema("ProvisioningRequestConfig", "the parameters of a ProvisioningRequest admission check.", {"spec": spec})
+
+
+def multikueue_config_schema(version: str) -> t.Schema:
+    v2 = version == V1BETA2
+    fields: dict[str, t.Schema] = {
+        "clusters": t.array(
+            t.string(max_length=256 if v2 else None),
+            "Names of the MultiKueueClusters workloads are dispatched to.",
+            max_items=20,
+            min_items=1,
+            list_type="atomic" if v2 else "set",
+            rules=[_UNIQUE] if v2 else (),
+        ),
+    }
+    if v2:
+        fields["quotaManagement"] = t.string("Who manages quota on the worker clusters.", enum=["Manual", "Automated"])
+    return root_schema("MultiKueueConfig", "the worker clusters of a MultiKueue admission check.",
+                       {"spec": t.obj(fields, "The clusters.", required=["clusters"])})
+
+
+def multikueue_cluster_schema(version: str) -> t.Schema:
+    profile = t.obj({"name": t.string("ClusterProfile name.", max_length=256, min_length=1)},
+                    "A ClusterProfile to reach the cluster through.", required=["name"])
+    location_type = t.string("Where location points: a Secret in the kueue namespace or a file path.",
+                             enum=["Secret", "Path"], default="Secret")
+    if version == V1BETA2:
+        kube_config = t.obj(
+            {"location": t.string("Secret name or path.", max_length=256, min_length=1), "locationType": location_type},
+            "The kubeconfig to reach the cluster with.",
+            required=["location"],
+        )
+        source = t.obj(
+            {"clusterProfileRef": profile, "kubeConfig": kube_config},
+            "How to reach the worker cluster.",
+            rules=[t.rule("[has(self.kubeConfig),has(self.clusterProfileRef)].filter(x,x==true).size() == 1",
+                          "exactly one of the fields in [kubeConfig clusterProfileRef] must be set")],
+        )
+        spec = t.obj({"clusterSource": source}, "The worker cluster.", required=["clusterSource"])
+    else:
+        kube_config = t.obj({"location": t.string("Secret name or path."), "locationType": location_type},
+                            "The kubeconfig to reach the cluster with.", required=["location", "locationType"])
+        spec = t.obj({"clusterProfileRef": profile, "kubeConfig": kube_config}, "The worker cluster.", required=["kubeConfig"])
+    return root_schema(
+        "MultiKueueCluster",
+        "a worker cluster of MultiKueue.",
+        {
+            "spec": spec,
+            "status": t.obj({"conditions": status_conditions(version, "Active tells whether the cluster is connected.")}),
+        },
+    )

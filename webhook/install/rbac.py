@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import INTEGRATION_KINDS
+from webhook.certmanager import conversion_crd_names
 
 __all__ = [
     "CERT_MANAGER",
@@ -79,8 +80,6 @@ def _owner_access() -> Iterable[Access]:
                      "ancestor walk: GET the controller owner of a Job or Pod")
 
 
-_CONVERSION_CRDS = ("clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-                    "workloads.kueue.x-k8s.io")
 
 MANAGER_ACCESS: tuple[Access, ...] = (
     # -- the webhook server's lookups --------------------------------------------------------------
@@ -98,7 +97,7 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     Access("admissionregistration.k8s.io", ("validatingwebhookconfigurations",), ("get", "patch"), CERT_MANAGER,
            "inject the caBundle", resource_names=("kueue-validating-webhook-configuration",), role="cert"),
     Access("apiextensions.k8s.io", ("customresourcedefinitions",), ("get", "patch"), CERT_MANAGER,
-           "inject the caBundle into conversion", resource_names=_CONVERSION_CRDS, role="cert"),
+           "inject the caBundle into conversion", resource_names=conversion_crd_names(), role="cert"),
     # -- the admission worker ------------------------------------------------------------------------
     Access(_K, ("workloads",), _ALL, WORKER, "Workloads of Jobs and Pods"),
     Access(_K, ("workloads/status",), ("get", "patch", "update"), WORKER, "admission, conditions"),

@@ -67,6 +67,10 @@ NAMES = {
     "ClusterQueue": ("clusterqueues", "Cluster", ["cq"], True, True),
     "Cohort": ("cohorts", "Cluster", ["co"], True, True),
     "LocalQueue": ("localqueues", "Namespaced", ["queue", "queues", "lq"], True, True),
+    "MultiKueueCluster": ("multikueueclusters", "Cluster", ["mkc"], True, True),
+    "MultiKueueConfig": ("multikueueconfigs", "Cluster", ["mkconf"], False, False),
+    "ProvisioningRequestConfig": ("provisioningrequestconfigs", "Cluster", ["prc"], False, False),
+    "Topology": ("topologies", "Cluster", ["topo"], False, False),
     "ResourceFlavor": ("resourceflavors", "Cluster", ["flavor", "flavors", "rf"], False, False),
     "Workload": ("workloads", "Namespaced", ["kwl", "kueueworkload", "kueueworkloads"], True, True),
     "WorkloadPriorityClass": ("workloadpriorityclasses", "Cluster", ["wpc"], False, False),
@@ -89,6 +93,8 @@ _LQ = [
     ("Pending Workloads", "integer", ".status.pendingWorkloads", 0),
     ("Admitted Workloads", "integer", ".status.admittedWorkloads", 0),
 ]
+_MKC = [("Connected", "string", ".status.conditions[?(@.type=='Active')].status", 0),
+        ("Age", "date", ".metadata.creationTimestamp", 0)]
 # (kind, version): columns as (name, type, jsonPath, priority), in order
 COLUMNS = {
     ("ClusterQueue", "v1beta1"): [("Cohort", "string", ".spec.cohort", 0), *_CQ],
@@ -98,6 +104,8 @@ COLUMNS = {
     ("Workload", "v1beta1"): _WL,
     ("Workload", "v1beta2"): _WL,
     ("WorkloadPriorityClass", "v1beta1"): [("Value", "integer", ".value", 0)],
+    ("MultiKueueCluster", "v1beta1"): _MKC,
+    ("MultiKueueCluster", "v1beta2"): _MKC,
     ("WorkloadPriorityClass", "v1beta2"): [("Value", "integer", ".value", 0)],
 }
 
@@ -125,8 +133,11 @@ def test_names_scope_and_subresources(definitions, kind):
         ("v1beta2", True, True),
     ]
     v1beta1 = spec["versions"][0]
-    assert v1beta1["deprecated"] is True
-    assert v1beta1["deprecationWarning"] == "This version is deprecated. Use v1beta2 instead."
+    if kind == "MultiKueueConfig":  # the one kind whose v1beta1 upstream does not deprecate
+        assert "deprecated" not in v1beta1 and "deprecationWarning" not in v1beta1
+    else:
+        assert v1beta1["deprecated"] is True
+        assert v1beta1["deprecationWarning"] == "This version is deprecated. Use v1beta2 instead."
     for version in spec["versions"]:
         assert ("status" in version.get("subresources", {})) is status
     assert ("conversion" in spec) is conversion
@@ -141,6 +152,37 @@ def test_printer_columns(definitions, kind, version):
         for c in entry.get("additionalPrinterColumns", [])
     ]
     assert got == COLUMNS.get((kind, version), [])
+
+
+def _spec_schema(definitions: dict[str, Any], kind: str, version: str) -> dict[str, Any]:
+    entry = next(v for v in definitions[kind]["spec"]["versions"] if v["name"] == version)
+    return entry["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+def test_kinds_served_for_upstream_yaml_keep_upstreams_validation(definitions):
+    """Topology, ProvisioningRequestConfig and MultiKueue objects are only stored, but a user's
+    YAML must be accepted or refused exactly as upstream's CRDs do."""
+    levels = _spec_schema(definitions, "Topology", "v1beta2")["properties"]["levels"]
+    assert (levels["minItems"], levels["maxItems"]) == (1, 16)
+    assert [r["message"] for r in levels["x-kubernetes-validations"]] == [
+        "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change",
+        "must be unique",
+        "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+    ]
+    assert _spec_schema(definitions, "Topology", "v1beta1")["properties"]["levels"]["x-kubernetes-validations"][0] == {
+        "rule": "self == oldSelf", "message": "field is immutable"}
+    prc = _spec_schema(definitions, "ProvisioningRequestConfig", "v1beta2")
+    assert prc["required"] == ["provisioningClassName"]
+    assert prc["properties"]["retryStrategy"]["default"] == {"backoffBaseSeconds": 60, "backoffLimitCount": 3, "backoffMaxSeconds": 1800}
+    source = _spec_schema(definitions, "MultiKueueCluster", "v1beta2")["properties"]["clusterSource"]
+    assert source["properties"]["kubeConfig"]["properties"]["locationType"] == {
+        "type": "string", "enum": ["Secret", "Path"], "default": "Secret",
+        "description": source["properties"]["kubeConfig"]["properties"]["locationType"]["description"]}
+    assert source["x-kubernetes-validations"][0]["message"] == "exactly one of the fields in [kubeConfig clusterProfileRef] must be set"
+    assert _spec_schema(definitions, "MultiKueueCluster", "v1beta1")["required"] == ["kubeConfig"]
+    mkconf = _spec_schema(definitions, "MultiKueueConfig", "v1beta2")["properties"]
+    assert mkconf["quotaManagement"]["enum"] == ["Manual", "Automated"]
+    assert "quotaManagement" not in _spec_schema(definitions, "MultiKueueConfig", "v1beta1")["properties"]
 
 
 def test_workload_selectable_field(definitions):

@@ -137,7 +137,7 @@ def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():
     annotated = {p["target"]["name"] for p in k["patches"] if "inject-ca-from" in p["patch"]}
     assert annotated == {"kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration",
                          "clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-                         "workloads.kueue.x-k8s.io"}
+                         "multikueueclusters.kueue.x-k8s.io", "workloads.kueue.x-k8s.io"}
     assert any("enable: false" in p["patch"] for p in k["patches"])
 
 
