@@ -16,6 +16,7 @@ __all__ = [
     "ADMISSION_ATTEMPTS",
     "ADMISSION_ATTEMPT_DURATION",
     "ADMISSION_CHECKS_WAIT_TIME",
+    "ADMISSION_CYCLE_PREEMPTION_SKIPS",
     "ADMISSION_WAIT_TIME",
     "ADMITTED_ACTIVE_WORKLOADS",
     "ADMITTED_UNTIL_READY_WAIT_TIME",
@@ -64,6 +65,7 @@ __all__ = [
     "PODS_READY_TO_EVICTED_TIME",
     "POD_SCHEDULING_GATE_REMOVAL",
     "PREEMPTED_WORKLOADS",
+    "PREEMPTION_TARGET_RECOMPUTATIONS",
     "QUOTA_RESERVED_WAIT_TIME",
     "QUOTA_RESERVED_WORKLOADS",
     "READY_WAIT_TIME",
@@ -172,6 +174,13 @@ BUILD_INFO = Gauge("kueue_build_info", "Kueue build information. 1 labeled by gi
 ADMISSION_ATTEMPTS = _counter("admission_attempts_total", "The total number of attempts to admit workloads.", ["result"])
 ADMISSION_ATTEMPT_DURATION = _histogram("admission_attempt_duration_seconds", "The latency of an admission attempt.", ["result"],
                                         GO_DEFAULT_BUCKETS)
+
+ADMISSION_CYCLE_PREEMPTION_SKIPS = _gauge("admission_cycle_preemption_skips", "The number of Workloads in the ClusterQueue that got "
+                                          "preemption candidates but had to be skipped because other ClusterQueues needed the "
+                                          "same resources in the same cycle", _CQ)
+PREEMPTION_TARGET_RECOMPUTATIONS = _counter("preemption_target_recomputations_total", "The total number of preemption target "
+                                            "recomputations triggered when a workload's preemption targets overlap with targets "
+                                            "selected by another workload in the same scheduling cycle.", [*_CQ, "result"])
 
 # -- ClusterQueue
 PENDING_WORKLOADS = _gauge("pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", [*_CQ, "status"])

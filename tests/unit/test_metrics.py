@@ -11,7 +11,7 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from webhook import metrics
 from webhook.config import Configuration, Metrics
-from webhook.core.cycle import AdmissionCore
+from webhook.core.cycle import AdmissionCore, CycleResult
 from webhook.worker import process, reporter
 
 CQ_PC = ("cluster_queue", "priority_class", "replica_role")
@@ -23,6 +23,8 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_admission_attempts_total": ("counter", ("result", "replica_role")),
     "kueue_admission_attempt_duration_seconds": ("histogram", ("result", "replica_role")),
     "kueue_pending_workloads": ("gauge", ("cluster_queue", "status", "replica_role")),
+    "kueue_admission_cycle_preemption_skips": ("gauge", ("cluster_queue", "replica_role")),
+    "kueue_preemption_target_recomputations_total": ("counter", ("cluster_queue", "result", "replica_role")),
     "kueue_quota_reserved_workloads_total": ("counter", CQ_PC),
     "kueue_quota_reserved_wait_time_seconds": ("histogram", CQ_PC),
     "kueue_admitted_workloads_total": ("counter", CQ_PC),
@@ -214,3 +216,22 @@ def test_pending_resources_sum_the_requests_of_pending_workloads_per_resource() 
     rep.refresh(core)
     assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 0  # configured: kept at 0
     assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) is None
+
+
+def test_preemption_skips_and_recomputations_follow_the_cycle() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    core = AdmissionCore()
+    core.on_resource_flavor({"metadata": {"name": "default"}, "spec": {}}, now)
+    core.on_cluster_queue(_cq("metrics-skips"), now)
+    rep = reporter.MetricsReporter(Configuration())
+    role = {"replica_role": "leader"}
+    rep.cycle(CycleResult(preemption_skips={"metrics-skips": 2}, recomputations=[("metrics-skips", "deferred_fit")]), 0.01)
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "metrics-skips", **role}) == 2
+    assert _sample("kueue_preemption_target_recomputations_total",
+                   {"cluster_queue": "metrics-skips", "result": "deferred_fit", **role}) == 1
+    rep.cycle(CycleResult(), 0.01)  # a cycle without skips leaves the last value, as upstream's gauge
+    rep.refresh(core)
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "metrics-skips", **role}) == 2
+    core.on_cluster_queue_deleted("metrics-skips", now)
+    rep.refresh(core)
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "metrics-skips", **role}) is None

@@ -201,6 +201,12 @@ Decision = Admit | Preempt | Pending | Evict | UnsetReservation | Requeue | Queu
 @dataclass(slots=True)
 class CycleResult:
     decisions: list[Decision] = field(default_factory=list)
+    # Per ClusterQueue: entries with preemption targets skipped because another entry of the cycle
+    # took the same resources (`admission_cycle_preemption_skips`).
+    preemption_skips: dict[str, int] = field(default_factory=dict)
+    # (ClusterQueue, new_targets | deferred_fit | skipped) for each recomputation of overlapping
+    # preemption targets (`preemption_target_recomputations_total`).
+    recomputations: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def admitted(self) -> list[Admit]:
@@ -553,7 +559,7 @@ class AdmissionCore:
         cq = snap.cluster_queues[e.cq_name]
         assert e.assignment is not None
         usage = e.assignment.total_requests()
-        overlap = any(t.workload.key in preempted for t in e.targets)
+        overlap = recomputed = any(t.workload.key in preempted for t in e.targets)
         if overlap:
             with snap.simulated_removal(list(preempted.values())):
                 self._last.pop(e.wl.key, None)
@@ -566,6 +572,10 @@ class AdmissionCore:
         fits = self._fits(snap, cq, usage, preempted, e.targets)
         a = e.assignment
         mode = a.representative_mode()
+        if recomputed:
+            outcome = ("deferred_fit" if mode == Mode.DEFERRED_FIT
+                       else "new_targets" if e.targets and fits and not overlap else "skipped")
+            result.recomputations.append((e.cq_name, outcome))
         if mode == Mode.NO_FIT:
             e.requeue_reason, e.reason = RequeueReason.NO_FIT, a.no_fit_reason
             return
@@ -582,9 +592,12 @@ class AdmissionCore:
             return
         if overlap:
             e.status, e.message, e.reason = "skipped", "Workload has overlapping preemption targets with another workload", PendingReason.WAITING_FOR_QUOTA
+            result.preemption_skips[e.cq_name] = result.preemption_skips.get(e.cq_name, 0) + 1
             return
         if not fits:
             e.status, e.message, e.reason = "skipped", "Workload no longer fits after processing another workload", PendingReason.WAITING_FOR_QUOTA
+            if mode == Mode.PREEMPT:
+                result.preemption_skips[e.cq_name] = result.preemption_skips.get(e.cq_name, 0) + 1
             return
         preempted.update((t.workload.key, t.workload) for t in e.targets)
         snap.add_usage(cq, usage)

@@ -141,6 +141,7 @@ class MetricsReporter:
         self.cohorts = config.feature_enabled("MetricsForCohorts")
         self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
         self._evicted_once: set[tuple[str, str, str]] = set()
+        self._preemption_skips: dict[str, int] = {}
         self._sets: dict[int, _GaugeSet] = {}
         m.BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
                             f"{sys.platform}/{platform.machine()}").set(1)
@@ -151,6 +152,12 @@ class MetricsReporter:
     # == decisions ==================================================================================
     def cycle(self, result: CycleResult, seconds: float) -> None:
         """One admission attempt per cycle that looked at heads (`AdmissionAttempt`)."""
+        for cq, result_label in result.recomputations:
+            m.PREEMPTION_TARGET_RECOMPUTATIONS.labels(cq, result_label, ROLE).inc()
+        # Upstream sets the gauge only for ClusterQueues with skips in this cycle; the others keep their value.
+        self._preemption_skips.update(result.preemption_skips)
+        for cq, count in result.preemption_skips.items():
+            m.ADMISSION_CYCLE_PREEMPTION_SKIPS.labels(cq, ROLE).set(count)
         if not any(isinstance(d, Admit | Pending | Preempt) for d in result.decisions):
             return
         outcome = "success" if result.admitted else "inadmissible"
@@ -302,6 +309,8 @@ class MetricsReporter:
         self._set(m.ADMITTED_ACTIVE_WORKLOADS, admitted)
         self._set(m.CLUSTER_QUEUE_STATUS, status)
         self._set(m.CLUSTER_QUEUE_INFO, info)
+        self._preemption_skips = {cq: n for cq, n in self._preemption_skips.items() if cq in cache.cluster_queues}
+        self._set(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {(cq,): n for cq, n in self._preemption_skips.items()})
         if self.cq_resources:
             self._set(m.CLUSTER_QUEUE_NOMINAL_QUOTA, quota["nominal"])
             self._set(m.CLUSTER_QUEUE_BORROWING_LIMIT, quota["borrowing"])

@@ -127,6 +127,8 @@ class Case:
     admitted_condition: dict[str, tuple[str, str]] = field(default_factory=dict)
     admission_error: bool = False
     fair_sharing: bool = False
+    # wantSkippedPreemptions where upstream sets it (ClusterQueues with 0 left out).
+    skipped_preemptions: dict[str, int] | None = None
     namespaces: Mapping[str, dict[str, str]] = field(default_factory=lambda: NAMESPACES)
 
 
@@ -436,6 +438,7 @@ SCHEDULE["no overadmission while borrowing"] = Case(
     },
     pending={"eng-gamma/new-gamma": ("WaitingForQuota", "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor on-demand, 41 more needed, insufficient unused quota for cpu in flavor spot, 50 more needed")},
     inadmissible={"eng-gamma": ["eng-gamma/new-gamma"]},
+    skipped_preemptions={},
 )
 SCHEDULE["partial admission single variable pod set"] = Case(
     workloads=[podsets("new", "sales", ("one", 50, {"cpu": "2"}, 20))],
@@ -580,6 +583,7 @@ SCHEDULE["multiple preemptions without borrowing"] = Case(
         f"eng-{x}/{x[0]}1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, f"/other/other-{x}", f"/other/other-{x}")) for x in ("alpha", "beta")
     },
     left={"other-alpha": ["eng-alpha/preemptor"], "other-beta": ["eng-beta/preemptor"]},
+    skipped_preemptions={},
 )
 SCHEDULE["multiple preemptions preemption possible after earlier workload fits"] = Case(
     objs=_other_pair("1"),
@@ -592,6 +596,7 @@ SCHEDULE["multiple preemptions preemption possible after earlier workload fits"]
     pending={"eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed. Pending the preemption of 1 workload(s)")},
     preempted={"eng-beta/b1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-beta", "/other/other-beta"))},
     left={"other-beta": ["eng-beta/preemptor"]},
+    skipped_preemptions={},
 )
 SCHEDULE["multiple preemptions skip preemption when shared limited resource"] = Case(
     objs=_other_pair("2", borrow="LowerPriority", bank=True),
@@ -608,6 +613,7 @@ SCHEDULE["multiple preemptions skip preemption when shared limited resource"] = 
     },
     preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
     left={"other-alpha": ["eng-alpha/preemptor"], "other-beta": ["eng-beta/pretending-preemptor"]},
+    skipped_preemptions={"other-beta": 1},
 )
 SCHEDULE["not enough resources"] = Case(
     workloads=[podsets("new", "sales", ("one", 1, {"cpu": "100"}))],
@@ -909,6 +915,8 @@ def _params(cases: Mapping[str, Case]) -> list[Any]:
 def test_schedule(case: Case) -> None:
     core, result = run_case(case)
     check(core, result, case)
+    if case.skipped_preemptions is not None:
+        assert result.preemption_skips == case.skipped_preemptions
 
 
 # -- TestLastSchedulingContext: two cycles, with workloads deleted in between ----------------------
