@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.api import schema
+from webhook.api import conversion, schema
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "crds"
 
@@ -114,6 +114,21 @@ def test_every_kind_is_generated(definitions):
     assert sorted(definitions) == sorted(NAMES)
 
 
+# upstream's config/components/crd/kustomization.yaml: all 11 CRDs, and the 5 given its conversion webhook
+UPSTREAM_CRDS = {"admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
+                 "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads"}
+UPSTREAM_CONVERSION = {"clusterqueues", "cohorts", "localqueues", "multikueueclusters", "workloads"}
+
+
+def test_every_upstream_crd_is_installed_with_upstreams_conversion_choice(definitions):
+    files = schema.render_manifests()
+    assert {name.removeprefix("kueue.x-k8s.io_").removesuffix(".yaml") for name in files
+            if name != "kustomization.yaml"} == UPSTREAM_CRDS
+    assert {d["spec"]["names"]["plural"] for d in definitions.values() if "conversion" in d["spec"]} == UPSTREAM_CONVERSION
+    # what the API server sends to /convert, the endpoint must handle
+    assert {k.kind for k in schema.KINDS if k.conversion} <= conversion.supported_kinds()
+
+
 @pytest.mark.parametrize("kind", sorted(NAMES))
 def test_names_scope_and_subresources(definitions, kind):
     plural, scope, short_names, status, conversion = NAMES[kind]
@@ -180,6 +195,13 @@ def test_kinds_served_for_upstream_yaml_keep_upstreams_validation(definitions):
         "description": source["properties"]["kubeConfig"]["properties"]["locationType"]["description"]}
     assert source["x-kubernetes-validations"][0]["message"] == "exactly one of the fields in [kubeConfig clusterProfileRef] must be set"
     assert _spec_schema(definitions, "MultiKueueCluster", "v1beta1")["required"] == ["kubeConfig"]
+    v1_kube_config = _spec_schema(definitions, "MultiKueueCluster", "v1beta1")["properties"]["kubeConfig"]
+    assert v1_kube_config["properties"]["locationType"]["enum"] == ["Secret", "Path"]
+    assert v1_kube_config["required"] == ["location", "locationType"]
+    prc_v1 = _spec_schema(definitions, "ProvisioningRequestConfig", "v1beta1")["properties"]
+    assert "minLength" not in prc_v1["provisioningClassName"] and prc["properties"]["provisioningClassName"]["minLength"] == 1
+    assert prc["properties"]["podSetMergePolicy"]["enum"] == ["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]
+    assert prc["properties"]["managedResources"]["x-kubernetes-list-type"] == "set"
     mkconf = _spec_schema(definitions, "MultiKueueConfig", "v1beta2")["properties"]
     assert mkconf["quotaManagement"]["enum"] == ["Manual", "Automated"]
     assert "quotaManagement" not in _spec_schema(definitions, "MultiKueueConfig", "v1beta1")["properties"]

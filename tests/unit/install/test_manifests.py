@@ -102,7 +102,7 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-user": "true"}}]}
     assert sorted(roles) == sorted(
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
-        + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "workload")
+        + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
            for r in ("viewer", "editor")] + ["kueue-metrics-reader"])
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
@@ -116,6 +116,31 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert roles["kueue-clusterqueue-viewer-role"]["rules"] == [
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"], "verbs": ["get"]}]
+
+    # upstream's topology_{viewer,editor}_role.yaml: batch admins edit, namespace admins may view
+    assert roles["kueue-topology-viewer-role"]["metadata"]["labels"] == {
+        "rbac.kueue.x-k8s.io/role": "topology-viewer", "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true"}
+    assert roles["kueue-topology-editor-role"]["metadata"]["labels"] == {
+        "rbac.kueue.x-k8s.io/role": "topology-editor", "rbac.kueue.x-k8s.io/batch-admin": "true"}
+    assert roles["kueue-topology-editor-role"]["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["topologies"],
+        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]
+
+
+def test_manager_role_grants_upstreams_access_to_the_served_only_kinds():
+    """upstream's role.yaml: read Topologies (and update them and their finalizers), the
+    MultiKueue and ProvisioningRequest configs, and write MultiKueueCluster status."""
+    role = next(r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)
+                if r["metadata"]["name"] == "kueue-manager-role")
+    granted = {(res, v) for rule in role["rules"] if rule["apiGroups"] == ["kueue.x-k8s.io"]
+               for res in rule["resources"] for v in rule["verbs"]}
+    want = {("topologies", v) for v in ("get", "list", "watch", "update")} | {("topologies/finalizers", "update")}
+    want |= {(r, v) for r in ("multikueueclusters", "multikueueconfigs", "provisioningrequestconfigs")
+             for v in ("get", "list", "watch")}
+    want |= {("multikueueclusters/status", v) for v in ("get", "patch", "update")}
+    assert want <= granted
+    served_only = {r.split("/")[0] for a in rbac.MANAGER_ACCESS if a.user == rbac.SERVED_ONLY for r in a.resources}
+    assert not any(r.split("/")[0] in served_only and (r, v) not in want for r, v in granted)
 
 
 def test_manager_may_review_metrics_scrapers():
