@@ -273,3 +273,78 @@ def test_kinds_we_only_serve_accept_upstreams_yaml(kubectl: Kubectl) -> None:
     finally:
         for d in reversed(docs):
             kubectl("delete", d["kind"].lower(), d["metadata"]["name"], "--ignore-not-found", "--wait=false", check=False)
+
+
+UPSTREAM_SHAPED = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ProvisioningRequestConfig
+metadata: {name: e2e-dry-prc}
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  managedResources: [nvidia.com/gpu]
+  podSetMergePolicy: IdenticalWorkloadSchedulingRequirements
+  retryStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 0, backoffMaxSeconds: 1800}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: e2e-dry-prov}
+spec:
+  controllerName: kueue.x-k8s.io/provisioning-request
+  parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, name: e2e-dry-prc}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: e2e-dry-topology}
+spec:
+  levels:
+  - nodeLabel: cloud.provider.com/topology-block
+  - nodeLabel: cloud.provider.com/topology-rack
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueConfig
+metadata: {name: e2e-dry-mkconf}
+spec:
+  clusters: [e2e-dry-worker1, e2e-dry-worker2]
+  quotaManagement: Manual
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata: {name: e2e-dry-worker1}
+spec:
+  clusterSource:
+    kubeConfig: {locationType: Secret, location: worker1-secret}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata: {name: e2e-dry-worker2}
+spec:
+  clusterSource:
+    clusterProfileRef: {name: worker2-profile}
+"""
+
+
+def test_upstream_shaped_objects_of_the_served_only_kinds_pass_a_server_dry_run(kubectl: Kubectl) -> None:
+    """v1beta2 objects shaped like upstream's provisioning and MultiKueue setup examples are accepted
+    (nothing stored); objects breaking the CRD's rules (an enum, a CEL rule, minItems) are refused."""
+    docs = [d for d in yaml.safe_load_all(UPSTREAM_SHAPED) if d]
+    proc = dry_run(kubectl, docs)
+    assert proc.returncode == 0, proc.stderr
+    for d in docs:
+        assert f"{d['kind'].lower()}.kueue.x-k8s.io/{d['metadata']['name']}" in proc.stdout, proc.stdout
+
+    def refused(kind: str, spec: dict[str, Any]) -> str:
+        obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": "e2e-dry-bad"}, "spec": spec}
+        result = dry_run(kubectl, [obj])
+        assert result.returncode != 0, f"{kind} {spec} was accepted"
+        return result.stderr
+
+    err = refused("MultiKueueCluster", {"clusterSource": {"kubeConfig": {"locationType": "File", "location": "x"}}})
+    assert 'spec.clusterSource.kubeConfig.locationType: Unsupported value: "File"' in err, err
+    err = refused("MultiKueueCluster", {"clusterSource": {"kubeConfig": {"location": "x"}, "clusterProfileRef": {"name": "p"}}})
+    assert "exactly one of the fields in [kubeConfig clusterProfileRef] must be set" in err, err
+    err = refused("Topology", {"levels": []})
+    assert "spec.levels: Invalid value" in err and "1" in err, err
+    err = refused("ProvisioningRequestConfig", {"managedResources": ["nvidia.com/gpu"]})
+    # kubectl checks required fields against the served OpenAPI (our schema) before the server does
+    assert 'missing required field "provisioningClassName"' in err or "spec.provisioningClassName: Required value" in err, err
