@@ -5,8 +5,8 @@ the roles are generated from it and `tests/unit/install/test_rbac.py` can hold t
 (recorded calls of the webhook lookups and the cert manager must equal their entries; paths the
 worker names must be granted, and nothing is granted that no code names). Upstream generates the
 same from `+kubebuilder:rbac` markers into `config/components/rbac/role.yaml` (kueue ff69552e79).
-The one exception is `SERVED_ONLY`: upstream's grants on Topology, ProvisioningRequestConfig and the
-MultiKueue kinds, which we serve but do not act on; they are kept so the role matches upstream's.
+Unlike upstream's role, it grants nothing on Topology, ProvisioningRequestConfig and the MultiKueue
+kinds: we serve their CRDs but no code of ours reads or writes them.
 
 The worker's metrics server checks each scraper with a TokenReview and a SubjectAccessReview;
 those creates are its own role, `kueue-metrics-auth-role` (upstream's `metrics_auth_role.yaml`).
@@ -34,7 +34,6 @@ __all__ = [
     "MANAGER_ACCESS",
     "METRICS_AUTH",
     "METRICS_READER",
-    "SERVED_ONLY",
     "WORKER",
     "Access",
     "manager_rbac",
@@ -48,10 +47,6 @@ LOOKUPS = "webhook.admission.lookups"
 WORKER = "webhook.worker"
 METRICS_AUTH = "webhook.worker.metrics_server"
 METRICS_READER = "kueue-metrics-reader"
-# Grants upstream's manager role carries for kinds we serve but no code of ours acts on yet
-# (Topology, ProvisioningRequestConfig, MultiKueueConfig, MultiKueueCluster): kept so the role
-# matches upstream's for these resources; the worker-naming check does not apply to them.
-SERVED_ONLY = "served-only kinds (upstream role.yaml parity)"
 
 _K = "kueue.x-k8s.io"
 _ALL = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -125,13 +120,6 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
     Access("coordination.k8s.io", ("leases",), ("create", "get", "update"), WORKER, "leader election",
            namespaced=True, role="leader-election"),
-    # -- kinds served for upstream's YAML; upstream's manager reads them (TAS, MultiKueue, ProvReq) ----
-    Access(_K, ("topologies",), (*_READ, "update"), SERVED_ONLY, "upstream: TAS cache and the topology finalizer"),
-    Access(_K, ("topologies/finalizers",), ("update",), SERVED_ONLY, "upstream: the topology finalizer"),
-    Access(_K, ("multikueueclusters", "multikueueconfigs", "provisioningrequestconfigs"), _READ, SERVED_ONLY,
-           "upstream: MultiKueue and ProvisioningRequest admission check controllers"),
-    Access(_K, ("multikueueclusters/status",), ("get", "patch", "update"), SERVED_ONLY,
-           "upstream: the MultiKueueCluster Active condition"),
     # -- the worker's metrics server ------------------------------------------------------------------
     Access("authentication.k8s.io", ("tokenreviews",), ("create",), METRICS_AUTH,
            "who is the scraper (its bearer token)", role="metrics-auth"),
