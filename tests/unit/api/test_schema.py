@@ -572,6 +572,62 @@ status:
       count: 3
       flavors: {cpu: default-flavor, memory: default-flavor}
       resourceUsage: {cpu: "3", memory: 600Mi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ProvisioningRequestConfig
+metadata: {name: gpu-capacity}
+spec:
+  provisioningClassName: check-capacity.autoscaling.x-k8s.io
+  managedResources: [nvidia.com/gpu]
+  parameters: {ValidUntilSeconds: "300"}
+  podSetMergePolicy: IdenticalWorkloadSchedulingRequirements
+  retryStrategy: {backoffLimitCount: 2, backoffBaseSeconds: 30, backoffMaxSeconds: 600}
+  podSetUpdates:
+    nodeSelector:
+    - {key: example.com/reservation, valueFromProvisioningClassDetail: reservationName}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ProvisioningRequestConfig
+metadata: {name: gpu-capacity-old}
+spec:
+  provisioningClassName: queued-provisioning.gke.io
+  managedResources: [nvidia.com/gpu]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: datacenter}
+spec:
+  levels:
+  - nodeLabel: example.com/topology-block
+  - nodeLabel: example.com/topology-rack
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueConfig
+metadata: {name: two-workers}
+spec:
+  clusters: [worker-a, worker-b]
+  quotaManagement: Manual
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata: {name: worker-a}
+spec:
+  clusterSource:
+    kubeConfig: {locationType: Secret, location: worker-a-kubeconfig}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata: {name: worker-b}
+spec:
+  clusterSource:
+    clusterProfileRef: {name: worker-b-profile}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: MultiKueueCluster
+metadata: {name: worker-c}
+spec:
+  kubeConfig: {locationType: Path, location: /etc/kueue/worker-c.kubeconfig}
 """
 
 
@@ -673,6 +729,37 @@ def test_examples_validate(definitions, example):
             ".value: Required value",
             id="priority class without value",
         ),
+        pytest.param("Topology", "v1beta2", {"spec": {"levels": []}}, ".spec.levels: bad number of items",
+                     id="topology without levels"),
+        pytest.param("Topology", "v1beta2",
+                     {"spec": {"levels": [{"nodeLabel": f"example.com/level-{i}"} for i in range(17)]}},
+                     ".spec.levels: bad number of items", id="topology deeper than 16 levels"),
+        pytest.param("Topology", "v1beta2", {"spec": {"levels": [{"nodeLabel": "not a label"}]}},
+                     ".spec.levels[0].nodeLabel: 'not a label' does not match", id="topology level not a label key"),
+        pytest.param("ProvisioningRequestConfig", "v1beta2", {"spec": {"managedResources": ["nvidia.com/gpu"]}},
+                     ".spec.provisioningClassName: Required value", id="provisioning class missing"),
+        pytest.param("ProvisioningRequestConfig", "v1beta2",
+                     {"spec": {"provisioningClassName": "c", "podSetMergePolicy": "Merge"}},
+                     ".spec.podSetMergePolicy: Unsupported value: 'Merge'", id="unknown pod set merge policy"),
+        pytest.param("ProvisioningRequestConfig", "v1beta2",
+                     {"spec": {"provisioningClassName": "c", "podSetUpdates": {"nodeSelector": [
+                         {"key": "k", "valueFromProvisioningClassDetail": "a"},
+                         {"key": "k", "valueFromProvisioningClassDetail": "b"}]}}},
+                     ".spec.podSetUpdates.nodeSelector[1]: Duplicate value: ('k',)", id="node selector key twice"),
+        pytest.param("MultiKueueConfig", "v1beta2", {"spec": {"clusters": []}}, ".spec.clusters: bad number of items",
+                     id="multikueue config without clusters"),
+        pytest.param("MultiKueueConfig", "v1beta2", {"spec": {"clusters": ["a"], "quotaManagement": "Auto"}},
+                     ".spec.quotaManagement: Unsupported value: 'Auto'", id="unknown quota management"),
+        pytest.param("MultiKueueConfig", "v1beta1", {"spec": {"clusters": ["a"], "quotaManagement": "Manual"}},
+                     ".spec.quotaManagement: unknown field", id="quota management is v1beta2 only"),
+        pytest.param("MultiKueueCluster", "v1beta2",
+                     {"spec": {"clusterSource": {"kubeConfig": {"locationType": "File", "location": "x"}}}},
+                     ".spec.clusterSource.kubeConfig.locationType: Unsupported value: 'File'",
+                     id="unknown kubeconfig location type"),
+        pytest.param("MultiKueueCluster", "v1beta2", {"spec": {"clusterSource": {"kubeConfig": {"location": ""}}}},
+                     ".spec.clusterSource.kubeConfig.location: bad length", id="empty kubeconfig location"),
+        pytest.param("MultiKueueCluster", "v1beta1", {"spec": {"kubeConfig": {"location": "x"}}},
+                     ".spec.kubeConfig.locationType: Required value", id="v1beta1 kubeconfig without location type"),
     ],
 )
 def test_invalid_objects(definitions, kind, version, obj, error):
@@ -707,6 +794,18 @@ def _messages(node: dict[str, Any]) -> set[str]:
         ),
         pytest.param("LocalQueue", {"field is immutable"}, id="LocalQueue"),
         pytest.param("AdmissionCheck", {"field is immutable"}, id="AdmissionCheck"),
+        pytest.param(
+            "Topology",
+            {
+                "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change",
+                "must be unique",
+                "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            },
+            id="Topology",
+        ),
+        pytest.param("MultiKueueConfig", {"must be unique"}, id="MultiKueueConfig"),
+        pytest.param("MultiKueueCluster", {"exactly one of the fields in [kubeConfig clusterProfileRef] must be set"},
+                     id="MultiKueueCluster"),
         pytest.param(
             "ResourceFlavor",
             {
