@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from e2e.conftest import Kubectl
+from e2e.test_worker_job import cond, wait_for, when
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "e2e" / "examples" / "docs"
@@ -248,13 +249,23 @@ kind: MultiKueueCluster
 metadata: {name: e2e-worker1}
 spec:
   kubeConfig: {locationType: Secret, location: worker1-secret}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: e2e-prov-cq}
+spec:
+  namespaceSelector: {}
+  admissionChecksStrategy:
+    admissionChecks: [{name: e2e-prov}]
 """
 
 
 def test_kinds_we_only_serve_accept_upstreams_yaml(kubectl: Kubectl) -> None:
     """ProvisioningRequestConfig, Topology and MultiKueue objects apply as with upstream's CRDs (no
     controller of ours acts on them); a v1beta1 MultiKueueCluster reads back in v1beta2's shape
-    through our conversion webhook; schema rules still refuse bad objects."""
+    through our conversion webhook; schema rules still refuse bad objects. The worker keeps running
+    beside them: a ClusterQueue naming the ProvisioningRequest check (whose controller we do not run)
+    is inactive, as for any check nobody marks Active."""
     docs = [d for d in yaml.safe_load_all(SERVED_ONLY) if d]
     try:
         proc = kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
@@ -264,6 +275,11 @@ def test_kinds_we_only_serve_accept_upstreams_yaml(kubectl: Kubectl) -> None:
         cluster = kubectl.get("multikueueclusters.v1beta2.kueue.x-k8s.io", "e2e-worker1")
         assert cluster["spec"] == {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "worker1-secret"}}}
         assert kubectl.get("topo", "e2e-topology")["spec"]["levels"][-1] == {"nodeLabel": "kubernetes.io/hostname"}
+        active = wait_for("the ClusterQueue's Active condition", lambda: when(
+            cond(kubectl.get("clusterqueue", "e2e-prov-cq"), "Active"), lambda c: c.get("status") == "False"))
+        assert (active["reason"], active["message"]) == (
+            "AdmissionCheckInactive", "Can't admit new workloads: references inactive AdmissionCheck(s): e2e-prov.")
+        assert not (kubectl.get("admissioncheck", "e2e-prov").get("status") or {}).get("conditions")
 
         bad = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {"name": "e2e-bad-topology"},
                "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "cloud.provider.com/topology-rack"}]}}
