@@ -192,6 +192,12 @@ def test_eviction_of_a_ready_workload_observes_the_time_since_pods_ready() -> No
     timeout = {**labels, "reason": "PodsReadyTimeout"}
     assert _sample("kueue_evicted_workloads_total", {**timeout, "priority_class": ""}) == 1
     assert _sample("kueue_pods_ready_to_evicted_time_seconds_count", timeout) is None
+    # The Evicted condition already True (here as written by the workload controller): timed to its
+    # transition, not to the call, as upstream reads it off the patched object.
+    wl["status"]["conditions"] = [{"type": "PodsReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:30Z"},
+                                  {"type": "Evicted", "status": "True", "reason": "Deactivated", "lastTransitionTime": "2026-01-01T00:00:40Z"}]
+    rep.evicted("metrics-ns/w", "metrics-evict", "Deactivated", wl, now=datetime(2026, 1, 1, 1, tzinfo=UTC))
+    assert _sample("kueue_pods_ready_to_evicted_time_seconds_sum", {**labels, "reason": "Deactivated"}) == 10
 
 
 def test_pending_resources_sum_the_requests_of_pending_workloads_per_resource() -> None:

@@ -435,7 +435,7 @@ class Manager:
                                    f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
-        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets})
+        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
         for v in d.targets:
             conds = [cv.to_api(now) for cv in v.conditions]
 
@@ -474,7 +474,7 @@ class Manager:
                                     "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
-        self.reporter.drained(d, wl)
+        self.reporter.drained(d, wl, now)
         if wl is not None:
             self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
 

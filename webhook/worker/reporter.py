@@ -55,6 +55,20 @@ def queued_since(wl: Mapping[str, Any], default: datetime) -> datetime:
     return created
 
 
+def _pods_ready_to_evicted(wl: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds from PodsReady=True to Evicted=True (`workloadsWithPodsReadyToEvictedTime`), or None
+    when the pods are not ready. The Evicted transition is the one on `wl` when it is already True
+    there (an eviction keeps the time of the first one while the condition stays True), else `now`,
+    the time the eviction being written gets."""
+    ready = find_condition(wl, c.WorkloadCondition.PODS_READY)
+    ready_at = _parse_time(ready.get("lastTransitionTime")) if ready is not None and ready.get("status") == "True" else None
+    if ready_at is None:
+        return None
+    evicted = find_condition(wl, c.WorkloadCondition.EVICTED)
+    evicted_at = _parse_time(evicted.get("lastTransitionTime")) if evicted is not None and evicted.get("status") == "True" else None
+    return max(0.0, ((evicted_at or now) - ready_at).total_seconds())
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadState:
     """What the update-event metrics need of a Workload's previous version."""
@@ -228,13 +242,9 @@ class MetricsReporter:
                 now: datetime | None = None) -> None:
         pc = priority_class(wl)
         m.EVICTED_WORKLOADS.labels(cluster_queue, reason, underlying_cause, pc, ROLE).inc()
-        ready = find_condition(wl, c.WorkloadCondition.PODS_READY) if wl is not None else None
-        ready_at = _parse_time((ready or {}).get("lastTransitionTime")) if (ready or {}).get("status") == "True" else None
-        if ready_at is not None:
-            # Upstream times it from PodsReady=True to the Evicted condition it is writing now.
-            evicted_at = now or datetime.now(UTC)
-            m.PODS_READY_TO_EVICTED_TIME.labels(cluster_queue, reason, underlying_cause, ROLE).observe(
-                max(0.0, (evicted_at - ready_at).total_seconds()))
+        seconds = _pods_ready_to_evicted(wl, now or datetime.now(UTC)) if wl is not None else None
+        if seconds is not None:
+            m.PODS_READY_TO_EVICTED_TIME.labels(cluster_queue, reason, underlying_cause, ROLE).observe(seconds)
         once = (key, reason, underlying_cause)
         if once not in self._evicted_once:
             self._evicted_once.add(once)
@@ -243,13 +253,13 @@ class MetricsReporter:
         if lq is not None:
             m.LOCAL_QUEUE_EVICTED_WORKLOADS.labels(*lq, reason, underlying_cause, pc, ROLE).inc()
 
-    def preempted(self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None]) -> None:
+    def preempted(self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None], now: datetime | None = None) -> None:
         for v in d.targets:
             m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
-            self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)))
+            self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)), now=now)
 
-    def drained(self, d: Evict, wl: Mapping[str, Any] | None) -> None:
-        self.evicted(str(d.key), d.cluster_queue, d.reason, wl)
+    def drained(self, d: Evict, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
+        self.evicted(str(d.key), d.cluster_queue, d.reason, wl, now=now)
 
     # == Workload update events (`workload_controller.go`'s Update handler) ========================
     def workload_updated(self, before: WorkloadState, new: Mapping[str, Any], now: datetime) -> None:

@@ -149,3 +149,33 @@ def test_manager_reports_finished_on_the_watch_event_even_after_its_own_write() 
     mgr._event("workloads", "MODIFIED", finished)
     mgr._event("workloads", "MODIFIED", finished)
     assert sample("kueue_finished_workloads_total", **labels) == 1
+
+
+def test_preempting_a_ready_workload_observes_pods_ready_to_evicted() -> None:
+    """The scheduler preempts a workload whose pods have been ready since T0+30s; the manager records
+    the time from PodsReady to the Evicted condition it writes (upstream's `reportEvictedWorkload`)."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    mgr.core.on_namespace("ns", {"kubernetes.io/metadata.name": "ns"}, T0)
+    running = (make_wl("ready-victim").queue("lq").priority(0).request(cpu="2").reserve("ready-cq", psa(cpu=("default", "2")))
+               .condition("PodsReady", "True", "PodsReady", "", at=30).obj())
+    starting = (make_wl("starting-victim").queue("lq").priority(0).request(cpu="2").reserve("ready-cq", psa(cpu=("default", "2")))
+                .condition("PodsReady", "False", "WaitForStart", "", at=30).obj())
+    high = make_wl("preemptor").queue("lq").priority(100).request(cpu="4").obj()
+    objs = [make_flavor("default").obj(), make_cq("ready-cq").preemption(within="LowerPriority").group(fq("default", cpu="4")).obj(),
+            make_lq("lq", "ns", "ready-cq"), running, starting, high]
+    kinds = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues", "Workload": "workloads"}
+    for obj in objs:
+        mgr.store.put(kinds[obj["kind"]], obj)
+        mgr._feed(kinds[obj["kind"]], "ADDED", obj, T0)
+    now = T0 + timedelta(seconds=120)
+    result = mgr.core.schedule(now)
+    assert [sorted(str(v.key) for v in d.targets) for d in result.preempted] == [["ns/ready-victim", "ns/starting-victim"]]
+    mgr._dispatch(result, now)
+    labels = {"cluster_queue": "ready-cq", "reason": "Preempted", "underlying_cause": ""}
+    assert sample("kueue_evicted_workloads_total", **labels, priority_class="") == 2
+    # Only the victim whose pods were ready is timed: 90 s, in the (80, 160] bucket.
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_count", **labels) == 1
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_sum", **labels) == 90
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="80.0") == 0
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="160.0") == 1
+    assert metrics.PODS_READY_TO_EVICTED_TIME._upper_bounds[:-1] == list(metrics.exponential_buckets(14))
