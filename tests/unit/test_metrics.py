@@ -217,6 +217,14 @@ def test_pending_resources_sum_the_requests_of_pending_workloads_per_resource() 
     assert _sample("kueue_pending_workloads", {**labels, "status": "inadmissible"}) == 2
     assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 2.5  # cores, as the other gauges
     assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) == 5 * 2**30
+    # Pods already done (status.reclaimablePods) are not requested any more (`podSetsCountsAfterReclaim`).
+    core.on_workload({"metadata": {"name": "a", "namespace": "metrics-ns", "uid": "a", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                      "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 3, "template": {"spec": {"containers": [
+                          {"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}}]},
+                      "status": {"reclaimablePods": [{"name": "main", "count": 2}]}}, now)
+    rep.refresh(core)
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 1.5
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) == 3 * 2**30
     core.on_workload_deleted("metrics-ns", "a", now)
     core.on_workload_deleted("metrics-ns", "b", now)
     rep.refresh(core)
