@@ -278,7 +278,12 @@ class Manager:
             fed_key, fed = (kind, f"{ns}/{name}"), (_meta_sans_version(meta), obj.get("spec"))
             if deleted:
                 self._fed_queues.pop(fed_key, None)
-                core.on_cluster_queue_deleted(name, now) if kind == "clusterqueues" else core.on_local_queue_deleted(ns, name, now)
+                if kind == "clusterqueues":
+                    core.on_cluster_queue_deleted(name, now)
+                    self.reporter.cluster_queue_deleted(name)
+                else:
+                    core.on_local_queue_deleted(ns, name, now)
+                    self.reporter.local_queue_deleted(ns, name)
             elif self._fed_queues.get(fed_key) != fed:
                 # Status-only updates (mostly our own queue status writes) are skipped: upstream's
                 # update handlers requeue nothing unless the spec changed (`UpdateClusterQueue`'s

@@ -9,7 +9,9 @@ status, quota and usage) at upstream commit ff69552e79. Only the lease holder re
 
 Gauges are recomputed from the core after each batch of events: `refresh` sets every series the
 current state calls for and removes the ones it no longer does (a deleted ClusterQueue leaves no
-stale series behind).
+stale series behind). Counters and histograms of a ClusterQueue or LocalQueue go on its delete
+event (`cluster_queue_deleted`, `local_queue_deleted`), as upstream's `ClearClusterQueueMetrics` and
+`ClearLocalQueueMetrics` drop them.
 """
 
 from __future__ import annotations
@@ -131,6 +133,23 @@ def _root(node: QuotaNode) -> str:
     return root.name if root is not node else ""
 
 
+# Counters and histograms upstream's `ClearClusterQueueMetrics` deletes with a ClusterQueue (by
+# `cluster_queue`; preemptions by `preempting_cluster_queue`), and `ClearLocalQueueMetrics` with a
+# LocalQueue (by `name` and `namespace`). Gauges follow `refresh`.
+_CLUSTER_QUEUE_SERIES = (
+    m.QUOTA_RESERVED_WORKLOADS, m.QUOTA_RESERVED_WAIT_TIME, m.FINISHED_WORKLOADS_TOTAL, m.EXECUTION_TIME,
+    m.PODS_READY_TO_EVICTED_TIME, m.ADMITTED_WORKLOADS, m.ADMISSION_WAIT_TIME, m.ADMISSION_CHECKS_WAIT_TIME,
+    m.READY_WAIT_TIME, m.ADMITTED_UNTIL_READY_WAIT_TIME, m.EVICTED_WORKLOADS, m.EVICTED_WORKLOADS_ONCE,
+    m.PREEMPTION_TARGET_RECOMPUTATIONS, m.WORKLOAD_EVICTION_LATENCY, m.POD_SCHEDULING_GATE_REMOVAL,
+)
+_LOCAL_QUEUE_SERIES = (
+    m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS, m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME, m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
+    m.LOCAL_QUEUE_EXECUTION_TIME, m.LOCAL_QUEUE_ADMITTED_WORKLOADS, m.LOCAL_QUEUE_ADMISSION_WAIT_TIME,
+    m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME, m.LOCAL_QUEUE_READY_WAIT_TIME, m.LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME,
+    m.LOCAL_QUEUE_EVICTED_WORKLOADS,
+)
+
+
 class _GaugeSet:
     """Sets a gauge family to exactly the given series, removing those not given any more."""
 
@@ -162,6 +181,22 @@ class MetricsReporter:
 
     def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
         self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
+
+    # == queue deletions ============================================================================
+    def cluster_queue_deleted(self, name: str) -> None:
+        """The ClusterQueue's delete event: its counters and histograms go at once, as upstream's queue
+        manager clears them (`DeleteClusterQueue`); its gauges go at the next `refresh`."""
+        for metric in _CLUSTER_QUEUE_SERIES:
+            m.remove_series(metric, {"cluster_queue": name})
+        m.remove_series(m.PREEMPTED_WORKLOADS, {"preempting_cluster_queue": name})
+        # Set by `cycle` and kept until the ClusterQueue goes; a recreated one starts without it.
+        self._preemption_skips.pop(name, None)
+        m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
+
+    def local_queue_deleted(self, namespace: str, name: str) -> None:
+        """The LocalQueue's delete event (`ClearLocalQueueMetrics`, from its controller)."""
+        for metric in _LOCAL_QUEUE_SERIES:
+            m.remove_series(metric, {"name": name, "namespace": namespace})
 
     # == decisions ==================================================================================
     def cycle(self, result: CycleResult, seconds: float) -> None:

@@ -23,6 +23,7 @@ from tests.unit.core.builders import (
 from tests.unit.fake_kube import FakeKube
 from webhook import metrics
 from webhook.config import Configuration, FairSharing, Metrics
+from webhook.core.cycle import CycleResult
 from webhook.worker import reporter
 from webhook.worker.manager import Manager
 from webhook.worker.reporter import MetricsReporter, WorkloadState
@@ -179,3 +180,36 @@ def test_preempting_a_ready_workload_observes_pods_ready_to_evicted() -> None:
     assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="80.0") == 0
     assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="160.0") == 1
     assert metrics.PODS_READY_TO_EVICTED_TIME._upper_bounds[:-1] == list(metrics.exponential_buckets(14))
+
+
+def test_deleting_a_queue_drops_its_counters_and_histograms() -> None:
+    """Upstream's ClearClusterQueueMetrics / ClearLocalQueueMetrics on the delete events: every series
+    of the queue goes, other queues' stay."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    for cq in ("gone-cq", "kept-cq"):
+        mgr._feed("clusterqueues", "ADDED", make_cq(cq).group(fq("default", cpu="1")).obj(), T0)
+        metrics.EVICTED_WORKLOADS.labels(cq, "Preempted", "", "", "leader").inc()
+        metrics.PODS_READY_TO_EVICTED_TIME.labels(cq, "Preempted", "", "leader").observe(5)
+        metrics.POD_SCHEDULING_GATE_REMOVAL.labels("kueue.x-k8s.io/admission", cq, "false", "leader").observe(1)
+        metrics.PREEMPTION_TARGET_RECOMPUTATIONS.labels(cq, "skipped", "leader").inc()
+        metrics.PREEMPTED_WORKLOADS.labels(cq, "InClusterQueue", "leader").inc()
+        metrics.LOCAL_QUEUE_EVICTED_WORKLOADS.labels(f"lq-{cq}", "ns", "Preempted", "", "", "leader").inc()
+    mgr.reporter.cycle(CycleResult(preemption_skips={"gone-cq": 1, "kept-cq": 1}), 0.01)
+    gone = make_cq("gone-cq").obj()
+    mgr._feed("clusterqueues", "DELETED", gone, T0)
+    mgr._feed("localqueues", "DELETED", make_lq("lq-gone-cq", "ns", "gone-cq"), T0)
+    for cq, kept in (("gone-cq", False), ("kept-cq", True)):
+        assert present("kueue_evicted_workloads_total", cluster_queue=cq, reason="Preempted", underlying_cause="",
+                       priority_class="") is kept
+        assert present("kueue_pods_ready_to_evicted_time_seconds_count", cluster_queue=cq, reason="Preempted",
+                       underlying_cause="") is kept
+        assert present("kueue_pod_scheduling_gate_removal_seconds_count", name="kueue.x-k8s.io/admission", cluster_queue=cq,
+                       is_group="false") is kept
+        assert present("kueue_preemption_target_recomputations_total", cluster_queue=cq, result="skipped") is kept
+        assert present("kueue_preempted_workloads_total", preempting_cluster_queue=cq, reason="InClusterQueue") is kept
+        assert present("kueue_admission_cycle_preemption_skips", cluster_queue=cq) is kept
+        assert present("kueue_local_queue_evicted_workloads_total", name=f"lq-{cq}", namespace="ns", reason="Preempted",
+                       underlying_cause="", priority_class="") is kept
+    mgr.reporter.refresh(mgr.core)  # the next refresh does not bring the skips gauge back
+    assert not present("kueue_admission_cycle_preemption_skips", cluster_queue="gone-cq")
+    assert present("kueue_admission_cycle_preemption_skips", cluster_queue="kept-cq")
