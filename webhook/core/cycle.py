@@ -130,6 +130,9 @@ class SchedulerConfig:
     block_admission: bool = False
     # waitForPodsReady.requeuingStrategy.timestamp is `Eviction` (else `Creation`).
     requeue_by_eviction: bool = True
+    # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap: recompute a workload whose
+    # preemption targets overlap an earlier one's in the cycle (else it is skipped).
+    recompute_on_overlap: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,8 +564,9 @@ class AdmissionCore:
         cq = snap.cluster_queues[e.cq_name]
         assert e.assignment is not None
         usage = e.assignment.total_requests()
-        overlap = recomputed = any(t.workload.key in preempted for t in e.targets)
-        if overlap:
+        overlap = any(t.workload.key in preempted for t in e.targets)
+        recomputed = overlap and self.config.recompute_on_overlap
+        if recomputed:
             # Recomputed from the first flavor, but only over the flavors first chosen (flavor stickiness).
             nominated = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
             with snap.simulated_removal(list(preempted.values())):

@@ -140,10 +140,11 @@ class Manager:
         wfpr = config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
+        recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
-                            requeue_by_eviction=by_eviction)
-            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction)
+                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
+            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)

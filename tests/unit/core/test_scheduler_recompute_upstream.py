@@ -164,6 +164,14 @@ ROWS: dict[str, Row] = {
         inadmissible={"cq-1": ["default/wl-pending-high-prio-1"]},
         **STICKY_COMMON,
     ), {("cq-1", "skipped"): 1}),
+    "legacy overlap skip with RecomputePreemptionTargetsUponOverlap disabled": Row(Case(
+        objs=TWO_FLAVORS, fair_sharing=True, workloads=STICKY, recompute_on_overlap=False,
+        pending={"default/wl-pending-high-prio-1": ("WaitingForQuota", "Workload has overlapping preemption targets with another workload"),
+                 "default/wl-pending-high-prio-2": HIGH_PRIO_2},
+        left={"cq-1": ["default/wl-pending-high-prio-1"], "cq-2": ["default/wl-pending-high-prio-2"]},
+        skipped_preemptions={"cq-1": 1},  # upstream's 0 for cq-2 is a gauge never set
+        **STICKY_COMMON,
+    )),
 }
 
 

@@ -213,3 +213,12 @@ def test_deleting_a_queue_drops_its_counters_and_histograms() -> None:
     mgr.reporter.refresh(mgr.core)  # the next refresh does not bring the skips gauge back
     assert not present("kueue_admission_cycle_preemption_skips", cluster_queue="gone-cq")
     assert present("kueue_admission_cycle_preemption_skips", cluster_queue="kept-cq")
+
+
+def test_manager_passes_the_recompute_gate_to_the_core() -> None:
+    """RecomputeAssignmentUponPreemptionTargetsOverlap (on by default) decides whether the scheduler
+    recomputes overlapping preemption targets, and so whether recomputations are counted at all."""
+    on = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    off = Manager(FakeKube(), Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
+                  identity="test", stop=threading.Event())
+    assert on.core.config.recompute_on_overlap and not off.core.config.recompute_on_overlap
