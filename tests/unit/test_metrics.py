@@ -9,6 +9,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
+from tests.unit.core.builders import make_core, make_flavor
+from tests.unit.core.test_scheduler_recompute_upstream import STICKY, TWO_FLAVORS
 from webhook import metrics
 from webhook.config import Configuration, Metrics
 from webhook.core.cycle import AdmissionCore, CycleResult
@@ -249,3 +251,24 @@ def test_preemption_skips_and_recomputations_follow_the_cycle() -> None:
     core.on_cluster_queue_deleted("metrics-skips", now)
     rep.refresh(core)
     assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "metrics-skips", **role}) is None
+
+
+@pytest.mark.parametrize(("recompute", "skips", "recomputed"), [
+    pytest.param(True, None, 1, id="recompute gate on: one skipped recomputation"),
+    pytest.param(False, 1, 0, id="recompute gate off: one preemption skip"),
+])
+def test_overlapping_preemption_targets_feed_skips_and_recomputations(recompute: bool, skips: int | None, recomputed: int) -> None:
+    """Upstream's flavor-stickiness scenario: cq-2's workload takes cq-1's preemption target first; cq-1's
+    workload is then recomputed (gate on) or skipped (gate off), and the cycle's counts reach the series."""
+    core = make_core(make_flavor("default").obj(), make_flavor("on-demand").obj(), *TWO_FLAVORS, *STICKY, namespaces={"default": {}},
+                     fair_sharing=True, recompute_on_overlap=recompute)
+    role = {"replica_role": "leader"}
+    skipped = {"cluster_queue": "cq-1", "result": "skipped", **role}
+    before = _sample("kueue_preemption_target_recomputations_total", skipped) or 0
+    rep = reporter.MetricsReporter(Configuration())
+    rep.cycle(core.schedule(datetime(2025, 1, 1, tzinfo=UTC)), 0.01)
+    assert (_sample("kueue_preemption_target_recomputations_total", skipped) or 0) == before + recomputed
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "cq-1", **role}) == skips
+    core.on_cluster_queue_deleted("cq-1", datetime(2025, 1, 1, tzinfo=UTC))
+    rep.cluster_queue_deleted("cq-1")  # leave no series behind for the other row
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "cq-1", **role}) is None
