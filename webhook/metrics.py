@@ -7,9 +7,10 @@ webhook decided (allowed, patched, denied, bad_request, error).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, disable_created_metrics
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.registry import Collector
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "WORKLOAD_CREATION_LATENCY",
     "WORKLOAD_EVICTION_LATENCY",
     "exponential_buckets",
+    "remove_series",
 ]
 
 # Go's client (upstream) exports no `_created` series; neither do we.
@@ -127,6 +129,17 @@ GO_DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 def exponential_buckets(count: int) -> tuple[float, ...]:
     """Upstream's `generateExponentialBuckets`: 1, then 2.5·2^i, `count` buckets in all."""
     return (1.0, *(2.5 * 2**i for i in range(count - 1)))
+
+
+def remove_series(metric: MetricWrapperBase, match: Mapping[str, str]) -> None:
+    """Drop every series of `metric` whose labels include `match`, whatever its other labels (the Go
+    client's `DeletePartialMatch`, which upstream uses to forget a deleted queue)."""
+    names = list(metric._labelnames)
+    want = {names.index(label): value for label, value in match.items()}
+    present = {tuple(sample.labels[n] for n in names) for family in metric.collect() for sample in family.samples}
+    for values in present:
+        if all(values[at] == value for at, value in want.items()):
+            metric.remove(*values)
 
 
 def _gauge(name: str, doc: str, labels: list[str]) -> Gauge:

@@ -9,6 +9,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
+from tests.unit.core.builders import make_core, make_flavor
+from tests.unit.core.test_scheduler_recompute_upstream import STICKY, TWO_FLAVORS
 from webhook import metrics
 from webhook.config import Configuration, Metrics
 from webhook.core.cycle import AdmissionCore, CycleResult
@@ -192,6 +194,12 @@ def test_eviction_of_a_ready_workload_observes_the_time_since_pods_ready() -> No
     timeout = {**labels, "reason": "PodsReadyTimeout"}
     assert _sample("kueue_evicted_workloads_total", {**timeout, "priority_class": ""}) == 1
     assert _sample("kueue_pods_ready_to_evicted_time_seconds_count", timeout) is None
+    # The Evicted condition already True (here as written by the workload controller): timed to its
+    # transition, not to the call, as upstream reads it off the patched object.
+    wl["status"]["conditions"] = [{"type": "PodsReady", "status": "True", "lastTransitionTime": "2026-01-01T00:00:30Z"},
+                                  {"type": "Evicted", "status": "True", "reason": "Deactivated", "lastTransitionTime": "2026-01-01T00:00:40Z"}]
+    rep.evicted("metrics-ns/w", "metrics-evict", "Deactivated", wl, now=datetime(2026, 1, 1, 1, tzinfo=UTC))
+    assert _sample("kueue_pods_ready_to_evicted_time_seconds_sum", {**labels, "reason": "Deactivated"}) == 10
 
 
 def test_pending_resources_sum_the_requests_of_pending_workloads_per_resource() -> None:
@@ -211,6 +219,14 @@ def test_pending_resources_sum_the_requests_of_pending_workloads_per_resource() 
     assert _sample("kueue_pending_workloads", {**labels, "status": "inadmissible"}) == 2
     assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 2.5  # cores, as the other gauges
     assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) == 5 * 2**30
+    # Pods already done (status.reclaimablePods) are not requested any more (`podSetsCountsAfterReclaim`).
+    core.on_workload({"metadata": {"name": "a", "namespace": "metrics-ns", "uid": "a", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                      "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 3, "template": {"spec": {"containers": [
+                          {"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}}]},
+                      "status": {"reclaimablePods": [{"name": "main", "count": 2}]}}, now)
+    rep.refresh(core)
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "cpu"}) == 1.5
+    assert _sample("kueue_cluster_queue_resource_pending", {**labels, "resource": "memory"}) == 3 * 2**30
     core.on_workload_deleted("metrics-ns", "a", now)
     core.on_workload_deleted("metrics-ns", "b", now)
     rep.refresh(core)
@@ -235,3 +251,24 @@ def test_preemption_skips_and_recomputations_follow_the_cycle() -> None:
     core.on_cluster_queue_deleted("metrics-skips", now)
     rep.refresh(core)
     assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "metrics-skips", **role}) is None
+
+
+@pytest.mark.parametrize(("recompute", "skips", "recomputed"), [
+    pytest.param(True, None, 1, id="recompute gate on: one skipped recomputation"),
+    pytest.param(False, 1, 0, id="recompute gate off: one preemption skip"),
+])
+def test_overlapping_preemption_targets_feed_skips_and_recomputations(recompute: bool, skips: int | None, recomputed: int) -> None:
+    """Upstream's flavor-stickiness scenario: cq-2's workload takes cq-1's preemption target first; cq-1's
+    workload is then recomputed (gate on) or skipped (gate off), and the cycle's counts reach the series."""
+    core = make_core(make_flavor("default").obj(), make_flavor("on-demand").obj(), *TWO_FLAVORS, *STICKY, namespaces={"default": {}},
+                     fair_sharing=True, recompute_on_overlap=recompute)
+    role = {"replica_role": "leader"}
+    skipped = {"cluster_queue": "cq-1", "result": "skipped", **role}
+    before = _sample("kueue_preemption_target_recomputations_total", skipped) or 0
+    rep = reporter.MetricsReporter(Configuration())
+    rep.cycle(core.schedule(datetime(2025, 1, 1, tzinfo=UTC)), 0.01)
+    assert (_sample("kueue_preemption_target_recomputations_total", skipped) or 0) == before + recomputed
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "cq-1", **role}) == skips
+    core.on_cluster_queue_deleted("cq-1", datetime(2025, 1, 1, tzinfo=UTC))
+    rep.cluster_queue_deleted("cq-1")  # leave no series behind for the other row
+    assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "cq-1", **role}) is None

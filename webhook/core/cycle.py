@@ -130,6 +130,9 @@ class SchedulerConfig:
     block_admission: bool = False
     # waitForPodsReady.requeuingStrategy.timestamp is `Eviction` (else `Creation`).
     requeue_by_eviction: bool = True
+    # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap: recompute a workload whose
+    # preemption targets overlap an earlier one's in the cycle (else it is skipped).
+    recompute_on_overlap: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -463,12 +466,14 @@ class AdmissionCore:
             return False
         return cq.allocatable_generation > last.cq_generation
 
-    def _assign(self, wl: WorkloadInfo, cq: ClusterQueueNode, snap: Snapshot, preemptor: Preemptor, *, use_last: bool = True) -> tuple[Assignment, list[Target]]:
+    def _assign(self, wl: WorkloadInfo, cq: ClusterQueueNode, snap: Snapshot, preemptor: Preemptor, *, use_last: bool = True,
+                nominated: Mapping[str, Mapping[str, str]] | None = None) -> tuple[Assignment, list[Target]]:
         last = self._last.get(wl.key) if use_last else None
         if last is not None and self._outdated(last, cq):
             last = None
         oracle = Oracle(preemptor, snap)
-        kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources}
+        kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources,
+              "nominated": nominated}
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
         if mode == Mode.FIT:
@@ -559,11 +564,14 @@ class AdmissionCore:
         cq = snap.cluster_queues[e.cq_name]
         assert e.assignment is not None
         usage = e.assignment.total_requests()
-        overlap = recomputed = any(t.workload.key in preempted for t in e.targets)
-        if overlap:
+        overlap = any(t.workload.key in preempted for t in e.targets)
+        recomputed = overlap and self.config.recompute_on_overlap
+        if recomputed:
+            # Recomputed from the first flavor, but only over the flavors first chosen (flavor stickiness).
+            nominated = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
             with snap.simulated_removal(list(preempted.values())):
                 self._last.pop(e.wl.key, None)
-                a, targets = self._assign(e.wl, cq, snap, preemptor, use_last=False)
+                a, targets = self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated)
             self._record(e, a, targets)
             if a.representative_mode() == Mode.FIT:
                 a.mode_override = Mode.DEFERRED_FIT

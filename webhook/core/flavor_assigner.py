@@ -230,7 +230,7 @@ def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) 
 
 
 class _Assigner:
-    __slots__ = ("cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "oracle", "wl")
+    __slots__ = ("cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "nominated", "oracle", "wl")
 
     def __init__(
         self,
@@ -242,9 +242,11 @@ class _Assigner:
         fair_sharing: bool,
         last: LastAssignment | None,
         ignore_undeclared: bool,
+        nominated: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
         self.fair_sharing, self.last, self.ignore_undeclared = fair_sharing, last, ignore_undeclared
+        self.nominated = nominated
 
     def _can_preempt_while_borrowing(self) -> bool:
         pre = self.cq.spec.preemption
@@ -293,6 +295,10 @@ class _Assigner:
         for idx in range(start, len(rg.flavors)):
             attempted = idx
             fname = rg.flavors[idx].name
+            if self.nominated is not None and self.nominated.get(ps.name, {}).get(res) != fname:
+                # A recomputation keeps the flavors of the first assignment (`NominationMapping`).
+                reasons.append(f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}")
+                continue
             why = _check_flavor(self.flavors.get(fname), fname, ps)
             if why is not None:
                 reasons.append(why)
@@ -416,9 +422,12 @@ def assign_flavors(
     fair_sharing: bool = False,
     last: LastAssignment | None = None,
     ignore_undeclared: bool = False,
+    nominated: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Assignment:
-    """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`)."""
-    return _Assigner(wl, cq, flavors, oracle, fair_sharing=fair_sharing, last=last, ignore_undeclared=ignore_undeclared).assign(counts)
+    """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
+    `nominated` (podSet -> resource -> flavor) only those flavors are considered."""
+    return _Assigner(wl, cq, flavors, oracle, fair_sharing=fair_sharing, last=last, ignore_undeclared=ignore_undeclared,
+                     nominated=nominated).assign(counts)
 
 
 R = TypeVar("R")

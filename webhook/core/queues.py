@@ -303,16 +303,17 @@ class QueueManager:
         return len(cq.in_heap), len(cq.inadmissible)
 
     def pending_requests_in_cluster_queue(self, name: str) -> dict[str, int]:
-        """Requests (per pod, times the count) summed over the pending workloads, active and inadmissible, by
-        resource (upstream's `pendingResourcesTotal`); no flavor yet, so none per flavor."""
+        """Requests summed over the pending workloads, active and inadmissible, by resource (upstream's
+        `pendingResourcesTotal`, from each workload's `TotalRequests`: per pod, times the podSet's count
+        less its reclaimable pods); no flavor yet, so none per flavor."""
         cq = self.cluster_queues.get(name)
         out: dict[str, int] = {}
         if cq is None:
             return out
         for wl in (*(info for _, info in cq.in_heap.values()), *cq.inadmissible.values()):
-            for ps in wl.pod_sets:
-                for res, amount in ps.requests.items():
-                    out[res] = out.get(res, 0) + amount * ps.count
+            for requests in wl.pod_set_requests():
+                for res, amount in requests.items():
+                    out[res] = out.get(res, 0) + amount
         return out
 
     def dump(self) -> dict[str, list[WorkloadKey]]:

@@ -140,10 +140,11 @@ class Manager:
         wfpr = config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
+        recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
-                            requeue_by_eviction=by_eviction)
-            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction)
+                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
+            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
@@ -278,7 +279,12 @@ class Manager:
             fed_key, fed = (kind, f"{ns}/{name}"), (_meta_sans_version(meta), obj.get("spec"))
             if deleted:
                 self._fed_queues.pop(fed_key, None)
-                core.on_cluster_queue_deleted(name, now) if kind == "clusterqueues" else core.on_local_queue_deleted(ns, name, now)
+                if kind == "clusterqueues":
+                    core.on_cluster_queue_deleted(name, now)
+                    self.reporter.cluster_queue_deleted(name)
+                else:
+                    core.on_local_queue_deleted(ns, name, now)
+                    self.reporter.local_queue_deleted(ns, name)
             elif self._fed_queues.get(fed_key) != fed:
                 # Status-only updates (mostly our own queue status writes) are skipped: upstream's
                 # update handlers requeue nothing unless the spec changed (`UpdateClusterQueue`'s
@@ -435,7 +441,7 @@ class Manager:
                                    f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
-        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets})
+        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
         for v in d.targets:
             conds = [cv.to_api(now) for cv in v.conditions]
 
@@ -474,7 +480,7 @@ class Manager:
                                     "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
-        self.reporter.drained(d, wl)
+        self.reporter.drained(d, wl, now)
         if wl is not None:
             self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
 

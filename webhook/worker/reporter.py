@@ -9,7 +9,9 @@ status, quota and usage) at upstream commit ff69552e79. Only the lease holder re
 
 Gauges are recomputed from the core after each batch of events: `refresh` sets every series the
 current state calls for and removes the ones it no longer does (a deleted ClusterQueue leaves no
-stale series behind).
+stale series behind). Counters and histograms of a ClusterQueue or LocalQueue go on its delete
+event (`cluster_queue_deleted`, `local_queue_deleted`), as upstream's `ClearClusterQueueMetrics` and
+`ClearLocalQueueMetrics` drop them.
 """
 
 from __future__ import annotations
@@ -53,6 +55,20 @@ def queued_since(wl: Mapping[str, Any], default: datetime) -> datetime:
         if at is not None and at > created:
             return at
     return created
+
+
+def _pods_ready_to_evicted(wl: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds from PodsReady=True to Evicted=True (`workloadsWithPodsReadyToEvictedTime`), or None
+    when the pods are not ready. The Evicted transition is the one on `wl` when it is already True
+    there (an eviction keeps the time of the first one while the condition stays True), else `now`,
+    the time the eviction being written gets."""
+    ready = find_condition(wl, c.WorkloadCondition.PODS_READY)
+    ready_at = _parse_time(ready.get("lastTransitionTime")) if ready is not None and ready.get("status") == "True" else None
+    if ready_at is None:
+        return None
+    evicted = find_condition(wl, c.WorkloadCondition.EVICTED)
+    evicted_at = _parse_time(evicted.get("lastTransitionTime")) if evicted is not None and evicted.get("status") == "True" else None
+    return max(0.0, ((evicted_at or now) - ready_at).total_seconds())
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +133,23 @@ def _root(node: QuotaNode) -> str:
     return root.name if root is not node else ""
 
 
+# Counters and histograms upstream's `ClearClusterQueueMetrics` deletes with a ClusterQueue (by
+# `cluster_queue`; preemptions by `preempting_cluster_queue`), and `ClearLocalQueueMetrics` with a
+# LocalQueue (by `name` and `namespace`). Gauges follow `refresh`.
+_CLUSTER_QUEUE_SERIES = (
+    m.QUOTA_RESERVED_WORKLOADS, m.QUOTA_RESERVED_WAIT_TIME, m.FINISHED_WORKLOADS_TOTAL, m.EXECUTION_TIME,
+    m.PODS_READY_TO_EVICTED_TIME, m.ADMITTED_WORKLOADS, m.ADMISSION_WAIT_TIME, m.ADMISSION_CHECKS_WAIT_TIME,
+    m.READY_WAIT_TIME, m.ADMITTED_UNTIL_READY_WAIT_TIME, m.EVICTED_WORKLOADS, m.EVICTED_WORKLOADS_ONCE,
+    m.PREEMPTION_TARGET_RECOMPUTATIONS, m.WORKLOAD_EVICTION_LATENCY, m.POD_SCHEDULING_GATE_REMOVAL,
+)
+_LOCAL_QUEUE_SERIES = (
+    m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS, m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME, m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
+    m.LOCAL_QUEUE_EXECUTION_TIME, m.LOCAL_QUEUE_ADMITTED_WORKLOADS, m.LOCAL_QUEUE_ADMISSION_WAIT_TIME,
+    m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME, m.LOCAL_QUEUE_READY_WAIT_TIME, m.LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME,
+    m.LOCAL_QUEUE_EVICTED_WORKLOADS,
+)
+
+
 class _GaugeSet:
     """Sets a gauge family to exactly the given series, removing those not given any more."""
 
@@ -148,6 +181,22 @@ class MetricsReporter:
 
     def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
         self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
+
+    # == queue deletions ============================================================================
+    def cluster_queue_deleted(self, name: str) -> None:
+        """The ClusterQueue's delete event: its counters and histograms go at once, as upstream's queue
+        manager clears them (`DeleteClusterQueue`); its gauges go at the next `refresh`."""
+        for metric in _CLUSTER_QUEUE_SERIES:
+            m.remove_series(metric, {"cluster_queue": name})
+        m.remove_series(m.PREEMPTED_WORKLOADS, {"preempting_cluster_queue": name})
+        # Set by `cycle` and kept until the ClusterQueue goes; a recreated one starts without it.
+        self._preemption_skips.pop(name, None)
+        m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
+
+    def local_queue_deleted(self, namespace: str, name: str) -> None:
+        """The LocalQueue's delete event (`ClearLocalQueueMetrics`, from its controller)."""
+        for metric in _LOCAL_QUEUE_SERIES:
+            m.remove_series(metric, {"name": name, "namespace": namespace})
 
     # == decisions ==================================================================================
     def cycle(self, result: CycleResult, seconds: float) -> None:
@@ -228,13 +277,9 @@ class MetricsReporter:
                 now: datetime | None = None) -> None:
         pc = priority_class(wl)
         m.EVICTED_WORKLOADS.labels(cluster_queue, reason, underlying_cause, pc, ROLE).inc()
-        ready = find_condition(wl, c.WorkloadCondition.PODS_READY) if wl is not None else None
-        ready_at = _parse_time((ready or {}).get("lastTransitionTime")) if (ready or {}).get("status") == "True" else None
-        if ready_at is not None:
-            # Upstream times it from PodsReady=True to the Evicted condition it is writing now.
-            evicted_at = now or datetime.now(UTC)
-            m.PODS_READY_TO_EVICTED_TIME.labels(cluster_queue, reason, underlying_cause, ROLE).observe(
-                max(0.0, (evicted_at - ready_at).total_seconds()))
+        seconds = _pods_ready_to_evicted(wl, now or datetime.now(UTC)) if wl is not None else None
+        if seconds is not None:
+            m.PODS_READY_TO_EVICTED_TIME.labels(cluster_queue, reason, underlying_cause, ROLE).observe(seconds)
         once = (key, reason, underlying_cause)
         if once not in self._evicted_once:
             self._evicted_once.add(once)
@@ -243,13 +288,13 @@ class MetricsReporter:
         if lq is not None:
             m.LOCAL_QUEUE_EVICTED_WORKLOADS.labels(*lq, reason, underlying_cause, pc, ROLE).inc()
 
-    def preempted(self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None]) -> None:
+    def preempted(self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None], now: datetime | None = None) -> None:
         for v in d.targets:
             m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
-            self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)))
+            self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)), now=now)
 
-    def drained(self, d: Evict, wl: Mapping[str, Any] | None) -> None:
-        self.evicted(str(d.key), d.cluster_queue, d.reason, wl)
+    def drained(self, d: Evict, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
+        self.evicted(str(d.key), d.cluster_queue, d.reason, wl, now=now)
 
     # == Workload update events (`workload_controller.go`'s Update handler) ========================
     def workload_updated(self, before: WorkloadState, new: Mapping[str, Any], now: datetime) -> None:

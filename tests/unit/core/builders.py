@@ -230,14 +230,16 @@ def make_core(
     fair_sharing: bool = False,
     namespaces: dict[str, dict[str, str]] | None = None,
     now: datetime = T0,
+    **config: Any,
 ) -> Any:
     """An AdmissionCore fed with `objs` (any kinds, any order); namespace `ns` exists by default.
+    `config` holds further `SchedulerConfig` fields.
 
     A LocalQueue `lq` in namespace `ns` is created for every ClusterQueue named `cq` unless given.
     """
     from webhook.core import AdmissionCore, SchedulerConfig
 
-    core = AdmissionCore(SchedulerConfig(fair_sharing=fair_sharing))
+    core = AdmissionCore(SchedulerConfig(fair_sharing=fair_sharing, **config))
     for name, labels in (namespaces or {"ns": {"kubernetes.io/metadata.name": "ns"}}).items():
         core.on_namespace(name, labels, now)
     feed(core, *objs, now=now)

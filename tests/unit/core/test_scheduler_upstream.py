@@ -130,6 +130,8 @@ class Case:
     # wantSkippedPreemptions where upstream sets it (ClusterQueues with 0 left out).
     skipped_preemptions: dict[str, int] | None = None
     namespaces: Mapping[str, dict[str, str]] = field(default_factory=lambda: NAMESPACES)
+    # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap (on by default).
+    recompute_on_overlap: bool = True
 
 
 def _norm(p: Mapping[str, Any]) -> PSA:
@@ -151,7 +153,8 @@ def cache_assignments(core: AdmissionCore) -> dict[str, tuple[str, list[PSA]]]:
 
 
 def run_case(c: Case) -> tuple[AdmissionCore, CycleResult]:
-    core = make_core(*FLAVORS, *CLUSTER_QUEUES, *LOCAL_QUEUES, *c.objs, *c.workloads, namespaces=dict(c.namespaces), fair_sharing=c.fair_sharing)
+    core = make_core(*FLAVORS, *CLUSTER_QUEUES, *LOCAL_QUEUES, *c.objs, *c.workloads, namespaces=dict(c.namespaces), fair_sharing=c.fair_sharing,
+                     recompute_on_overlap=c.recompute_on_overlap)
     result = core.schedule(T0)
     if c.admission_error:
         for d in result.admitted:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 import threading
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -49,11 +50,12 @@ def namespace(name: str = "ns", **labels: str) -> dict[str, Any]:
 
 
 class World:
-    def __init__(self, *objs: tuple[str, dict[str, Any]], config: Configuration = CONFIG) -> None:
+    def __init__(self, *objs: tuple[str, dict[str, Any]], config: Configuration = CONFIG,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.kube = FakeKube()
         self.store = Store()
         self.rec = pod.PodReconciler(self.kube, self.store, config, events.Recorder(None, instance="t", stop=threading.Event()),
-                                     stop=threading.Event())
+                                     stop=threading.Event(), **({"clock": clock} if clock else {}))
         self.store.put("namespaces", namespace())
         self.store.put("resourceflavors", {"metadata": {"name": "on-demand"}, "spec": {"nodeLabels": {"instance-type": "on-demand"}}})
         for path, obj in objs:
@@ -143,6 +145,41 @@ def test_group_waits_for_all_its_pods() -> None:
     assert wl is not None
     assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
     assert wl["spec"]["podSets"][0]["count"] == 2
+
+
+def test_ungating_a_group_observes_each_pod_from_the_admission() -> None:
+    """Both pods of an admitted group are ungated; each lifted gate is one observation of the time since
+    Admitted turned True, read after that pod's patch (is_group="true")."""
+    clock = [NOW]
+    w = World((POD_PATH, make_pod("a", group="g-gate")), (POD_PATH, make_pod("b", group="g-gate")), clock=lambda: clock[0])
+    patch = w.kube.patch
+
+    def slow_patch(path: str, body: Any, **kw: Any) -> dict[str, Any]:
+        clock[0] += timedelta(seconds=0.2)  # each pod patch takes 200 ms
+        return patch(path, body, **kw)
+
+    w.kube.patch = slow_patch  # type: ignore[method-assign]
+    w.rec.reconcile("group/ns/g-gate")
+    wl = w.store.get("workloads", "ns/g-gate")
+    assert wl is not None
+    admitted = copy.deepcopy(wl)
+    admitted["status"] = {
+        "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+                       for t in ("QuotaReserved", "Admitted")],
+        "admission": {"clusterQueue": "cq-group-gate", "podSetAssignments": [
+            {"name": ps["name"], "count": 2, "flavors": {"cpu": "on-demand"}} for ps in wl["spec"]["podSets"]]},
+    }
+    w.add(WL_PATH, admitted)
+    clock[0] = NOW + timedelta(seconds=0.1)
+    w.rec.reconcile("group/ns/g-gate")
+    assert [w.kube.objects[f"{POD_PATH}/{n}"]["spec"]["schedulingGates"] for n in "ab"] == [[], []]
+    gate = {"name": "kueue.x-k8s.io/admission", "cluster_queue": "cq-group-gate", "is_group": "true", "replica_role": "leader"}
+    sample = metrics.WORKER_REGISTRY.get_sample_value
+    assert sample("kueue_pod_scheduling_gate_removal_seconds_count", gate) == 2
+    assert sample("kueue_pod_scheduling_gate_removal_seconds_sum", gate) == pytest.approx(0.3 + 0.5)
+    assert sample("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "0.25"}) == 0
+    assert sample("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "0.5"}) == 2
+    assert metrics.POD_SCHEDULING_GATE_REMOVAL._upper_bounds[:-1] == [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
 
 
 def test_expectations_wait_for_released_pods() -> None:

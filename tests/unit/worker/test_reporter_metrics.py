@@ -23,6 +23,7 @@ from tests.unit.core.builders import (
 from tests.unit.fake_kube import FakeKube
 from webhook import metrics
 from webhook.config import Configuration, FairSharing, Metrics
+from webhook.core.cycle import CycleResult
 from webhook.worker import reporter
 from webhook.worker.manager import Manager
 from webhook.worker.reporter import MetricsReporter, WorkloadState
@@ -149,3 +150,75 @@ def test_manager_reports_finished_on_the_watch_event_even_after_its_own_write() 
     mgr._event("workloads", "MODIFIED", finished)
     mgr._event("workloads", "MODIFIED", finished)
     assert sample("kueue_finished_workloads_total", **labels) == 1
+
+
+def test_preempting_a_ready_workload_observes_pods_ready_to_evicted() -> None:
+    """The scheduler preempts a workload whose pods have been ready since T0+30s; the manager records
+    the time from PodsReady to the Evicted condition it writes (upstream's `reportEvictedWorkload`)."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    mgr.core.on_namespace("ns", {"kubernetes.io/metadata.name": "ns"}, T0)
+    running = (make_wl("ready-victim").queue("lq").priority(0).request(cpu="2").reserve("ready-cq", psa(cpu=("default", "2")))
+               .condition("PodsReady", "True", "PodsReady", "", at=30).obj())
+    starting = (make_wl("starting-victim").queue("lq").priority(0).request(cpu="2").reserve("ready-cq", psa(cpu=("default", "2")))
+                .condition("PodsReady", "False", "WaitForStart", "", at=30).obj())
+    high = make_wl("preemptor").queue("lq").priority(100).request(cpu="4").obj()
+    objs = [make_flavor("default").obj(), make_cq("ready-cq").preemption(within="LowerPriority").group(fq("default", cpu="4")).obj(),
+            make_lq("lq", "ns", "ready-cq"), running, starting, high]
+    kinds = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues", "Workload": "workloads"}
+    for obj in objs:
+        mgr.store.put(kinds[obj["kind"]], obj)
+        mgr._feed(kinds[obj["kind"]], "ADDED", obj, T0)
+    now = T0 + timedelta(seconds=120)
+    result = mgr.core.schedule(now)
+    assert [sorted(str(v.key) for v in d.targets) for d in result.preempted] == [["ns/ready-victim", "ns/starting-victim"]]
+    mgr._dispatch(result, now)
+    labels = {"cluster_queue": "ready-cq", "reason": "Preempted", "underlying_cause": ""}
+    assert sample("kueue_evicted_workloads_total", **labels, priority_class="") == 2
+    # Only the victim whose pods were ready is timed: 90 s, in the (80, 160] bucket.
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_count", **labels) == 1
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_sum", **labels) == 90
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="80.0") == 0
+    assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="160.0") == 1
+    assert metrics.PODS_READY_TO_EVICTED_TIME._upper_bounds[:-1] == list(metrics.exponential_buckets(14))
+
+
+def test_deleting_a_queue_drops_its_counters_and_histograms() -> None:
+    """Upstream's ClearClusterQueueMetrics / ClearLocalQueueMetrics on the delete events: every series
+    of the queue goes, other queues' stay."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    for cq in ("gone-cq", "kept-cq"):
+        mgr._feed("clusterqueues", "ADDED", make_cq(cq).group(fq("default", cpu="1")).obj(), T0)
+        metrics.EVICTED_WORKLOADS.labels(cq, "Preempted", "", "", "leader").inc()
+        metrics.PODS_READY_TO_EVICTED_TIME.labels(cq, "Preempted", "", "leader").observe(5)
+        metrics.POD_SCHEDULING_GATE_REMOVAL.labels("kueue.x-k8s.io/admission", cq, "false", "leader").observe(1)
+        metrics.PREEMPTION_TARGET_RECOMPUTATIONS.labels(cq, "skipped", "leader").inc()
+        metrics.PREEMPTED_WORKLOADS.labels(cq, "InClusterQueue", "leader").inc()
+        metrics.LOCAL_QUEUE_EVICTED_WORKLOADS.labels(f"lq-{cq}", "ns", "Preempted", "", "", "leader").inc()
+    mgr.reporter.cycle(CycleResult(preemption_skips={"gone-cq": 1, "kept-cq": 1}), 0.01)
+    gone = make_cq("gone-cq").obj()
+    mgr._feed("clusterqueues", "DELETED", gone, T0)
+    mgr._feed("localqueues", "DELETED", make_lq("lq-gone-cq", "ns", "gone-cq"), T0)
+    for cq, kept in (("gone-cq", False), ("kept-cq", True)):
+        assert present("kueue_evicted_workloads_total", cluster_queue=cq, reason="Preempted", underlying_cause="",
+                       priority_class="") is kept
+        assert present("kueue_pods_ready_to_evicted_time_seconds_count", cluster_queue=cq, reason="Preempted",
+                       underlying_cause="") is kept
+        assert present("kueue_pod_scheduling_gate_removal_seconds_count", name="kueue.x-k8s.io/admission", cluster_queue=cq,
+                       is_group="false") is kept
+        assert present("kueue_preemption_target_recomputations_total", cluster_queue=cq, result="skipped") is kept
+        assert present("kueue_preempted_workloads_total", preempting_cluster_queue=cq, reason="InClusterQueue") is kept
+        assert present("kueue_admission_cycle_preemption_skips", cluster_queue=cq) is kept
+        assert present("kueue_local_queue_evicted_workloads_total", name=f"lq-{cq}", namespace="ns", reason="Preempted",
+                       underlying_cause="", priority_class="") is kept
+    mgr.reporter.refresh(mgr.core)  # the next refresh does not bring the skips gauge back
+    assert not present("kueue_admission_cycle_preemption_skips", cluster_queue="gone-cq")
+    assert present("kueue_admission_cycle_preemption_skips", cluster_queue="kept-cq")
+
+
+def test_manager_passes_the_recompute_gate_to_the_core() -> None:
+    """RecomputeAssignmentUponPreemptionTargetsOverlap (on by default) decides whether the scheduler
+    recomputes overlapping preemption targets, and so whether recomputations are counted at all."""
+    on = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    off = Manager(FakeKube(), Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
+                  identity="test", stop=threading.Event())
+    assert on.core.config.recompute_on_overlap and not off.core.config.recompute_on_overlap

@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.unit.fake_kube import FakeKube
+from webhook import metrics
 from webhook.config import Configuration, RequeuingStrategy, WaitForPodsReady
 from webhook.worker import events
 from webhook.worker.reconcilers import workload as w
+from webhook.worker.reporter import MetricsReporter
 from webhook.worker.store import Store
 
 PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl"
@@ -104,3 +106,23 @@ def test_not_yet_timed_out_changes_nothing() -> None:
     world = World(admitted_workload(datetime.now(UTC)), config(600))
     world.rec.reconcile("ns/wl")
     assert [call for call in world.kube.calls if call[0] != "GET"] == []
+
+
+def test_deactivating_a_ready_workload_observes_pods_ready_to_evicted() -> None:
+    """spec.active=false on a running workload: the controller writes Evicted=True (Deactivated) and
+    reports the eviction with the written object, timed from PodsReady to that Evicted transition."""
+    ready_at = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
+    obj = admitted_workload(ready_at - timedelta(minutes=1))
+    obj["spec"]["active"] = False
+    obj["status"]["admission"]["clusterQueue"] = "deactivate-cq"
+    obj["status"]["conditions"][2] = {"type": "PodsReady", "status": "True", "reason": "PodsReady", "message": "m",
+                                      "lastTransitionTime": stamp(ready_at)}
+    world = World(obj, Configuration())
+    world.rec.on_evicted = MetricsReporter(Configuration()).evicted
+    world.rec.reconcile("ns/wl")
+    evicted = next(c for c in world.kube.objects[PATH]["status"]["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "Deactivated")
+    seconds = (datetime.fromisoformat(evicted["lastTransitionTime"].replace("Z", "+00:00")) - ready_at).total_seconds()
+    labels = {"cluster_queue": "deactivate-cq", "reason": "Deactivated", "underlying_cause": "", "replica_role": "leader"}
+    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_count", labels) == 1
+    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_sum", labels) == seconds >= 300

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from webhook import kube as k
@@ -50,11 +50,12 @@ class Executor:
     finalizer this run removed or which it deleted (the caller's expectations)."""
 
     def __init__(self, kube: k.Kube, store: Store, recorder: events.Recorder, *,
-                 controller: str = CONTROLLER_NAME) -> None:
+                 controller: str = CONTROLLER_NAME, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.kube = kube
         self.store = store
         self.events = recorder
         self.controller = controller
+        self.clock = clock
 
     def run(self, key: str, decision: a.Decision, *, now: datetime,
             settled: Callable[[str], None] = lambda uid: None) -> None:
@@ -89,7 +90,7 @@ class Executor:
         elif isinstance(action, a.UpdateWorkloadStatus):
             self._update_workload_status(action, now)
         elif isinstance(action, a.PatchPod):
-            self._patch_pod(action, now)
+            self._patch_pod(action)
         elif isinstance(action, a.SetPodCondition):
             if not self._set_pod_condition(action):
                 skip_delete.add(action.pod.key)
@@ -147,7 +148,7 @@ class Executor:
                                                    "conditions": types, "clear_admission": action.clear_admission})
 
     # == Pods =====================================================================================
-    def _patch_pod(self, action: a.PatchPod, now: datetime) -> None:
+    def _patch_pod(self, action: a.PatchPod) -> None:
         if not action.patch:
             return
         try:
@@ -155,9 +156,11 @@ class Executor:
         except k.NotFound:
             return
         if action.ungates is not None:
+            # Read the clock once this pod's patch is through, as upstream does per pod of a group;
+            # a negative span (clock skew against the API server's transition time) counts as 0.
             g = action.ungates
             m.POD_SCHEDULING_GATE_REMOVAL.labels(c.ADMISSION_GATE, g.cluster_queue, "true" if g.is_group else "false", ROLE).observe(
-                max(0.0, (now - g.admitted_at).total_seconds()))
+                max(0.0, (self.clock() - g.admitted_at).total_seconds()))
         log.info("patched pod", extra={"object": action.pod.key, "kind": "Pod", "decision": "Started"})
 
     def _set_pod_condition(self, action: a.SetPodCondition) -> bool:

@@ -110,7 +110,7 @@ class PodReconciler:
         self.clock = clock
         self.config = config
         self.opts = pg.Options.from_config(config)
-        self.executor = Executor(kube, store, recorder)
+        self.executor = Executor(kube, store, recorder, clock=clock)
         self.expectations = _Expectations()
         self.queue: WorkQueue[object] = WorkQueue("pods", self.reconcile, workers=workers, stop=stop)
         self._lock = threading.Lock()
