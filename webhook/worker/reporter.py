@@ -461,8 +461,12 @@ class MetricsReporter:
             count = int(st.get("pendingWorkloads") or 0)
             pending[(*labels, "active")] = count if cq_active else 0
             pending[(*labels, "inadmissible")] = 0 if cq_active else count
-            reserving[labels] = int(st.get("reservingWorkloads") or 0)
-            admitted[labels] = int(st.get("admittedWorkloads") or 0)
+            if lq.cluster_queue in cache.cluster_queues:
+                # Upstream's scheduler cache reports these only for a LocalQueue attached to a live
+                # ClusterQueue: `DeleteClusterQueue` clears them (`ClearLocalQueueCacheMetrics`) and
+                # `addLocalQueue` reports them again once the ClusterQueue is back.
+                reserving[labels] = int(st.get("reservingWorkloads") or 0)
+                admitted[labels] = int(st.get("admittedWorkloads") or 0)
             active = next((cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown")
             for value in ("True", "False", "Unknown"):
                 status[(*labels, value)] = 1 if active == value else 0
