@@ -17,8 +17,6 @@ event (`cluster_queue_deleted`, `local_queue_deleted`), as upstream's `ClearClus
 from __future__ import annotations
 
 import math
-import platform
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -176,8 +174,6 @@ class MetricsReporter:
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         self._sets: dict[int, _GaugeSet] = {}
-        m.BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
-                            f"{sys.platform}/{platform.machine()}").set(1)
 
     def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
         self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
