@@ -280,3 +280,40 @@ def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_its
     # Stricter than upstream for `kueue_local_queue_status`, which its cache leaves behind when the
     # ClusterQueue went first: nothing of the LocalQueue outlives it here.
     assert scrape() == set()
+
+
+def test_stopping_a_local_queue_drops_what_the_queue_manager_reported_for_it() -> None:
+    """A stopped LocalQueue leaves upstream's queue manager (`LocalQueueReconciler.Update` →
+    `Manager.DeleteLocalQueue` → `ClearLocalQueueMetrics`): its pending and finished gauges and its
+    counters go, while the cache's gauges and the status stay. Restarting it brings the gauges back."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    mgr.core.on_namespace("lqstop-ns", {"kubernetes.io/metadata.name": "lqstop-ns"}, T0)
+    objs = [("resourceflavors", make_flavor("default").obj()),
+            ("clusterqueues", make_cq("lqstop-cq").group(fq("default", cpu="1")).obj()),
+            ("localqueues", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq")),
+            ("workloads", make_wl("running", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj()),
+            ("workloads", make_wl("waiting", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj())]
+    for kind, obj in objs:
+        mgr.store.put(kind, obj)
+        mgr._feed(kind, "ADDED", obj, T0)
+    now = T0 + timedelta(seconds=5)
+    mgr._dispatch(mgr.core.schedule(now), now)
+
+    def scrape() -> set[str]:
+        mgr.reporter.refresh(mgr.core, mgr.store.list("workloads"))
+        return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqstop-ns", "lqstop-lq")
+
+    manager_series = {"kueue_local_queue_pending_workloads", "kueue_local_queue_finished_workloads",
+                      "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admitted_workloads_total"}
+    cache_series = {"kueue_local_queue_reserving_active_workloads", "kueue_local_queue_admitted_active_workloads",
+                    "kueue_local_queue_status"}
+    assert scrape() >= manager_series | cache_series
+
+    mgr._feed("localqueues", "MODIFIED", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq", stop="Hold"), now)
+    left = scrape()
+    assert not left & manager_series
+    assert left >= cache_series
+    assert sample("kueue_local_queue_reserving_active_workloads", name="lqstop-lq", namespace="lqstop-ns") == 1
+
+    mgr._feed("localqueues", "MODIFIED", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq"), now)
+    assert scrape() >= {"kueue_local_queue_pending_workloads", "kueue_local_queue_finished_workloads"} | cache_series
