@@ -42,6 +42,7 @@ from webhook.core.cycle import (
     Admit,
     CycleResult,
     Evict,
+    Migrate,
     Pending,
     Preempt,
     QueueBlocked,
@@ -404,6 +405,8 @@ class Manager:
                 self._pending(d, now)
             elif isinstance(d, Evict):
                 self._evict(d, now)
+            elif isinstance(d, Migrate):
+                self._evict(d, now, controller=ADMISSION_CONTROLLER)
             elif isinstance(d, UnsetReservation):
                 self._unset_reservation(d, now)
             elif isinstance(d, Requeue):
@@ -464,9 +467,10 @@ class Manager:
 
         return failed
 
-    def _evict(self, d: Evict, now: datetime) -> None:
-        """Evicted=True on an admitted workload of a HoldAndDrain queue; the Job reconciler stops the
-        Job and then clears the admission (Requeued=False with the same reason)."""
+    def _evict(self, d: Evict | Migrate, now: datetime, *, controller: str = WORKLOAD_CONTROLLER) -> None:
+        """Evicted=True on an admitted workload of a HoldAndDrain queue, or on a variant whose parent
+        migrates; the Job reconciler (the variant controller for a variant) then clears the admission.
+        As `prepareForEviction`: checks back to Pending, BlockedOnPreemptionGates off, gates closed."""
         key = str(d.key)
         conds = [cv.to_api(now) for cv in d.conditions]
 
@@ -475,14 +479,19 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
+            if is_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+                set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
+                                       "reason": d.reason, "message": d.message}, now, _gen(obj))
+            for gate in status.get("preemptionGates") or ():
+                gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
+        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": type(d).__name__, "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl, now)
         if wl is not None:
-            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, controller)
 
     def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
         key = str(d.key)

@@ -30,7 +30,7 @@ from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.config import Configuration
 from webhook.core import fair_sharing
-from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Pending, Preempt
+from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 from webhook.worker.status import find_condition
@@ -293,7 +293,7 @@ class MetricsReporter:
             m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
             self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)), now=now)
 
-    def drained(self, d: Evict, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
+    def drained(self, d: Evict | Migrate, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
         self.evicted(str(d.key), d.cluster_queue, d.reason, wl, now=now)
 
     # == Workload update events (`workload_controller.go`'s Update handler) ========================

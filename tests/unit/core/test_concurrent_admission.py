@@ -1,0 +1,99 @@
+"""ConcurrentAdmission in the core: parents and variants read from Workload JSON
+(`pkg/workload/concurrentadmission/concurrentadmission_test.go` has no cases; these pin the rules),
+and what the cache and the queue manager do with a parent (`cache.go` `AddOrUpdateWorkload`,
+`manager.go` `AddOrUpdateWorkload`, `cluster_queue.go` `PushOrUpdate`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from webhook.core import concurrent_admission as ca
+from webhook.core.workload import WorkloadKey, parse_workload
+
+GATE = "kueue.x-k8s.io/concurrent-admission"
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        pytest.param("", [], id="empty"),
+        pytest.param("  ", [], id="blank"),
+        pytest.param("spot", ["spot"], id="one"),
+        pytest.param(" reservation , spot", ["reservation", "spot"], id="spaces trimmed"),
+    ],
+)
+def test_parse_csv(text: str, want: list[str]) -> None:
+    assert ca.parse_csv(text) == want
+
+
+def test_parent_and_variant() -> None:
+    parent = make_wl("wl").label("kueue.x-k8s.io/concurrent-admission-parent", "true").obj()
+    variant = make_wl("v").variant_of("wl", "uid-wl", "spot", "on-demand").obj()
+    job_owned = make_wl("j").owner("Job", "job", "uid-job", api_version="batch/v1").obj()
+    assert (ca.is_parent(parent), ca.is_variant(parent)) == (True, False)
+    assert (ca.is_parent(variant), ca.is_variant(variant), ca.parent_name(variant), ca.parent_uid(variant)) == (False, True, "wl", "uid-wl")
+    assert (ca.variant_flavor(variant), ca.allowed_flavors(variant)) == ("spot", ("spot", "on-demand"))
+    assert (ca.is_variant(job_owned), ca.allowed_flavors(job_owned), ca.variant_flavor(job_owned)) == (False, None, "")
+
+
+@pytest.mark.parametrize(
+    ("spec_gates", "states", "closed"),
+    [
+        pytest.param([], [], False, id="no gates"),
+        pytest.param([GATE], [], True, id="gate without a state is closed"),
+        pytest.param([GATE], [("Closed", GATE)], True, id="closed"),
+        pytest.param([GATE], [("Open", GATE)], False, id="open"),
+        pytest.param([GATE, "other"], [("Open", GATE)], True, id="another gate still closed"),
+        pytest.param([], [("Closed", GATE)], False, id="state of a gate not in spec is ignored"),
+    ],
+)
+def test_has_closed_preemption_gate(spec_gates: list[str], states: list[tuple[str, str]], closed: bool) -> None:
+    wl = make_wl("v").obj()
+    wl["spec"]["preemptionGates"] = [{"name": n} for n in spec_gates]
+    wl["status"]["preemptionGates"] = [{"name": n, "position": p, "lastTransitionTime": "2025-01-01T00:00:00Z"} for p, n in states]
+    assert ca.has_closed_preemption_gate(wl) is closed
+    assert parse_workload(wl).closed_preemption_gate is closed
+
+
+def _objs(policy: bool) -> list[dict[str, Any]]:
+    cq = make_cq("cq").group(fq("on-demand", cpu="10"), fq("spot", cpu="10"))
+    if policy:
+        cq.concurrent_admission()
+    return [make_flavor("on-demand").obj(), make_flavor("spot").obj(), cq.obj(), make_lq("lq", "ns", "cq")]
+
+
+def _parent(admitted: bool = False) -> dict[str, Any]:
+    b = make_wl("parent").queue("lq").request(cpu="4").label("kueue.x-k8s.io/concurrent-admission-parent", "true")
+    if admitted:
+        b.reserve("cq", psa(cpu=("spot", "4")))
+    return b.obj()
+
+
+@pytest.mark.parametrize(
+    ("gate", "policy", "queued"),
+    [
+        pytest.param(True, True, ["ns/v-on-demand", "ns/v-spot"], id="parent not queued, its variants are"),
+        pytest.param(True, False, ["ns/parent", "ns/v-on-demand", "ns/v-spot"], id="no policy: the parent is an ordinary workload"),
+        pytest.param(False, True, ["ns/parent", "ns/v-on-demand", "ns/v-spot"], id="gate off: the policy is ignored"),
+    ],
+)
+def test_parent_is_not_queued(gate: bool, policy: bool, queued: list[str]) -> None:
+    variants = [make_wl(f"v-{f}").queue("lq").request(cpu="4").variant_of("parent", "uid-parent", f).obj() for f in ("on-demand", "spot")]
+    core = make_core(*_objs(policy), _parent(), *variants, concurrent_admission=gate)
+    assert core.queues.dump() == {"cq": queued}
+    assert core.queues.pending_in_local_queue("ns/lq") == len(queued)
+
+
+@pytest.mark.parametrize("queue_first", [True, False], ids=["queue first", "workload first"])
+def test_parent_holds_no_quota(queue_first: bool) -> None:
+    """The parent carries its variant's admission; only the variant counts, whichever arrives first."""
+    variant = make_wl("v-spot").queue("lq").request(cpu="4").variant_of("parent", "uid-parent", "spot").reserve("cq", psa(cpu=("spot", "4"))).obj()
+    wls = [_parent(admitted=True), variant]
+    objs = [*_objs(True), *wls] if queue_first else [*wls, *_objs(True)]
+    core = make_core(*objs, concurrent_admission=True)
+    assert sorted(core.cache.reserving) == [WorkloadKey("ns/v-spot")]
+    assert sum(core.cache.cq_usage("cq").values()) == 4000
+    assert not core.schedule(T0).decisions
