@@ -29,7 +29,7 @@ from prometheus_client import Gauge
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.config import Configuration
-from webhook.core import fair_sharing
+from webhook.core import concurrent_admission, fair_sharing
 from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
@@ -173,6 +173,7 @@ class MetricsReporter:
         self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
         self.cohorts = config.feature_enabled("MetricsForCohorts")
         self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
+        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         self._sets: dict[int, _GaugeSet] = {}
@@ -382,6 +383,8 @@ class MetricsReporter:
         unadmitted: dict[tuple[str, ...], float] = {}
         lq_unadmitted: dict[tuple[str, ...], float] = {}
         for wl in workloads:
+            if self.concurrent_admission and concurrent_admission.is_variant(wl):
+                continue  # its parent is the one counted (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`)
             meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
             lq = cache.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName') or ''}")
             cq = lq.cluster_queue if lq is not None else ""
