@@ -97,3 +97,30 @@ def test_parent_holds_no_quota(queue_first: bool) -> None:
     assert sorted(core.cache.reserving) == [WorkloadKey("ns/v-spot")]
     assert sum(core.cache.cq_usage("cq").values()) == 4000
     assert not core.schedule(T0).decisions
+
+
+def test_migration_across_cycles() -> None:
+    """Upstream's integration scenario "should migrate to the preferred flavor when it becomes
+    available", as the core sees it: spot first, the eviction of the spot variant once the preferred
+    flavor has quota, and the preferred variant admitted only once spot gave its quota back."""
+    def cq(preferred_cpu: str) -> dict[str, Any]:
+        return make_cq("cq").group(fq("reservation", cpu=preferred_cpu), fq("spot", cpu="5")).concurrent_admission().obj()
+
+    def v(flavor: str) -> Any:
+        return make_wl(f"v-{flavor}").uid(f"uid-{flavor}").queue("lq").request(cpu="1").variant_of("parent", "uid-parent", flavor)
+
+    core = make_core(make_flavor("reservation").obj(), make_flavor("spot").obj(), cq("0"), make_lq("lq", "ns", "cq"), _parent(),
+                     v("reservation").obj(), v("spot").obj(), concurrent_admission=True)
+    decisions = core.schedule(T0).decisions + core.schedule(T0).decisions
+    assert [(type(d).__name__, str(d.key)) for d in decisions if type(d).__name__ == "Admit"] == [("Admit", "ns/v-spot")]
+    spot = v("spot").reserve("cq", psa(cpu=("spot", "1")))
+    core.on_workload(spot.obj(), T0)
+    core.on_cluster_queue(cq("5"), T0)
+    result = core.schedule(T0)
+    assert [(str(d.key), d.reason) for d in result.migrated] == [("ns/v-spot", "FlavorMigration")]
+    assert not result.admitted
+    core.on_workload(spot.evicted("FlavorMigration").obj(), T0)
+    result = core.schedule(T0)
+    assert not result.migrated and not result.admitted  # the spot variant still holds its admission
+    core.on_workload(v("spot").condition("Evicted", "True", "FlavorMigration").obj(), T0)  # admission cleared
+    assert [str(d.key) for d in core.schedule(T0).admitted] == ["ns/v-reservation"]
