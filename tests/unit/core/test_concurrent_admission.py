@@ -124,3 +124,44 @@ def test_migration_across_cycles() -> None:
     assert not result.migrated and not result.admitted  # the spot variant still holds its admission
     core.on_workload(v("spot").condition("Evicted", "True", "FlavorMigration").obj(), T0)  # admission cleared
     assert [str(d.key) for d in core.schedule(T0).admitted] == ["ns/v-reservation"]
+
+
+@pytest.mark.parametrize(
+    ("position", "preempts"),
+    [pytest.param(None, False, id="closed gate: blocked, no preemption"), pytest.param("Open", True, id="open gate: preempts")],
+)
+def test_preemption_gate(position: str | None, preempts: bool) -> None:
+    """A variant that needs preemption waits behind its closed gate (`markPreemptionGated`)."""
+    low = make_wl("low").queue("lq").priority(0).request(cpu="10").reserve("cq", psa(cpu=("spot", "10"))).obj()
+    high = make_wl("v-spot").queue("lq").priority(10).request(cpu="10").variant_of("parent", "uid-parent", "spot").obj()
+    high["spec"]["preemptionGates"] = [{"name": GATE}]
+    if position is not None:
+        high["status"]["preemptionGates"] = [{"name": GATE, "position": position, "lastTransitionTime": "2025-01-01T00:00:00Z"}]
+    cq = make_cq("cq").group(fq("spot", cpu="10")).preemption(within="LowerPriority").obj()
+    result = make_core(make_flavor("spot").obj(), cq, make_lq("lq", "ns", "cq"), low, high, concurrent_admission=True).schedule(T0)
+    assert bool(result.preempted) is preempts
+    (pending,) = result.pending
+    if preempts:
+        assert pending.reason == "WaitingForPreemptedWorkloads"
+        return
+    assert (pending.reason, pending.message) == ("AdmissionGated", "Workload requires preemption, but it's gated")
+    blocked = [cv for cv in pending.conditions if cv.type == "BlockedOnPreemptionGates"]
+    assert [(cv.status, cv.reason, cv.message) for cv in blocked] == [("True", "PreemptionGated", "Workload requires preemption, but it's gated")]
+
+
+def test_opening_the_gate_requeues_the_parked_variant() -> None:
+    """A gated variant is parked; the status change that opens its gate puts it back in the heap
+    (`PushOrUpdate` compares `HasClosedPreemptionGate`)."""
+    low = make_wl("low").queue("lq").priority(0).request(cpu="10").reserve("cq", psa(cpu=("spot", "10"))).obj()
+    high = make_wl("v-spot").queue("lq").priority(10).request(cpu="10").variant_of("parent", "uid-parent", "spot").obj()
+    high["spec"]["preemptionGates"] = [{"name": GATE}]
+    cq = make_cq("cq").group(fq("spot", cpu="10")).preemption(within="LowerPriority").obj()
+    core = make_core(make_flavor("spot").obj(), cq, make_lq("lq", "ns", "cq"), low, concurrent_admission=True)
+    core.schedule(T0)
+    core.on_workload(high, T0)
+    core.schedule(T0)
+    assert core.queues.dump_inadmissible() == {"cq": ["ns/v-spot"]}
+    high["status"]["preemptionGates"] = [{"name": GATE, "position": "Open", "lastTransitionTime": "2025-01-01T00:00:00Z"}]
+    core.on_workload(high, T0)
+    assert core.queues.dump() == {"cq": ["ns/v-spot"]}
+    assert core.schedule(T0).preempted
