@@ -11,6 +11,7 @@ be checked before and after the migration.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -165,3 +166,51 @@ def test_job_migrates_to_the_more_favorable_flavor_when_its_quota_becomes_availa
 def when_admitted(kubectl: Kubectl, ns: str, name: str, flavor: str) -> dict[str, Any] | None:
     wl = kubectl.get("workload", "-n", ns, name)
     return wl if admitted_on(wl, flavor) else None
+
+
+def test_only_the_most_preferred_variant_may_preempt(kubectl: Kubectl, namespace: str) -> None:
+    """Upstream's integration spec "should open the preemption gate for only the most-preferred
+    variant at a time": both 1-CPU flavors held by low-priority Workloads, a high-priority parent
+    whose two variants both need preemption; only the preferred variant's gate opens."""
+    preferred, spot, cq = f"reservation-{namespace}", f"spot-{namespace}", f"cq-preemption-gate-{namespace}"
+    for name in (preferred, spot):
+        kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {}})
+    kubectl.apply({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
+        "spec": {"namespaceSelector": {}, "preemption": {"withinClusterQueue": "LowerPriority"},
+                 "concurrentAdmissionPolicy": {"migration": {"mode": "RetainFirstAdmission"}},
+                 "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                     {"name": f, "resources": [{"name": "cpu", "nominalQuota": "1"}]} for f in (preferred, spot)]}]},
+    })
+    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
+                   "spec": {"clusterQueue": cq}})
+    wait_for("the ClusterQueue to be active", lambda: cond(kubectl.get("clusterqueue", cq), "Active").get("status") == "True")
+
+    def wl(name: str, priority: int) -> dict[str, Any]:
+        return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"queueName": "lq", "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+
+    try:
+        for i in range(2):
+            create(kubectl, wl(f"low-{i}", 0))
+            wait_for(f"low-{i} to hold quota", lambda i=i: cond(kubectl.get("workload", "-n", namespace, f"low-{i}"), "QuotaReserved")
+                     .get("status") == "True", timeout=60)
+        parent = wl("parent-wl-preemption-gate", 100)
+        parent["metadata"]["labels"] = {PARENT_LABEL: "true"}
+        create(kubectl, parent)
+
+        def gate_open(flavor: str) -> bool:
+            v = variant(workloads(kubectl, namespace), "parent-wl-preemption-gate", flavor)
+            return v is not None and any(g["name"] == "kueue.x-k8s.io/concurrent-admission" and g["position"] == "Open"
+                                         for g in (v.get("status") or {}).get("preemptionGates") or ())
+
+        wait_for("the preferred variant's gate to open", lambda: gate_open(preferred), timeout=60)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:  # Consistently: the spot variant's gate stays closed
+            assert not gate_open(spot)
+            time.sleep(0.2)
+    finally:
+        kubectl("delete", "workloads", "-n", namespace, "--all", "--wait=false", check=False)
+        kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
+        kubectl("delete", "resourceflavor", preferred, spot, "--wait=false", check=False)
