@@ -24,6 +24,7 @@ __all__ = [
     "PreemptionReason",
     "RequeueReason",
     "admitted_condition",
+    "blocked_on_preemption_gates",
     "evicted",
     "evicted_by_preemption",
     "pending_conditions",
@@ -47,6 +48,8 @@ class RequeueReason(StrEnum):
     PREEMPTION_FAILED = "PreemptionFailed"
     NO_FIT = "NoFit"
     PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+    PREEMPTION_GATED = "PreemptionGated"
+    PENDING_MIGRATION = "PendingMigration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,11 @@ def pending_conditions(reason: str, message: str) -> tuple[ConditionValue, Condi
         ConditionValue(_W.QUOTA_RESERVED, "False", reason, message[:MAX_MESSAGE]),
         ConditionValue(_W.ADMITTED, "False", constants.AdmittedReason.NO_RESERVATION, constants.MSG_NO_RESERVATION),
     )
+
+
+def blocked_on_preemption_gates(message: str) -> ConditionValue:
+    """BlockedOnPreemptionGates=True: the workload needs preemption but a gate is closed."""
+    return ConditionValue(_W.BLOCKED_ON_PREEMPTION_GATES, "True", constants.PREEMPTION_GATED_REASON, message[:MAX_MESSAGE])
 
 
 def preemption_message(preemptor_uid: str, preemptor_job_uid: str, reason: PreemptionReason, preemptor_path: str, preemptee_path: str) -> str:

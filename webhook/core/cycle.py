@@ -56,6 +56,9 @@ the queues' state (stopPolicy and activity, see `queue_state.py`); these come fi
 * ``Requeue(key, uid, cluster_queue, reason, message, conditions)``: a workload parked with
   Requeued=False because its queue was stopped, once the queue runs again
   (``LocalQueueRestarted`` / ``ClusterQueueRestarted``). Patch ``conditions`` (Requeued=True).
+* ``Migrate(key, uid, cluster_queue, reason, message, conditions)`` (ConcurrentAdmission): the
+  admitted variant of a parent whose more preferred variant now fits is evicted, reason
+  ``FlavorMigration``. Write it like ``Evict``; the variant controller then moves the parent.
 * ``QueueBlocked(key, uid, cluster_queue, reason, message, conditions)``: a pending workload behind
   a stopped LocalQueue (``LocalQueue <lq> is inactive``) or an inactive ClusterQueue
   (``ClusterQueue <cq> is inactive``), reason ``Suspended``. Patch ``conditions`` like ``Pending``,
@@ -108,6 +111,7 @@ __all__ = [
     "CycleResult",
     "Decision",
     "Evict",
+    "Migrate",
     "Pending",
     "Preempt",
     "QueueBlocked",
@@ -133,6 +137,9 @@ class SchedulerConfig:
     # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap: recompute a workload whose
     # preemption targets overlap an earlier one's in the cycle (else it is skipped).
     recompute_on_overlap: bool = True
+    # Feature gate ConcurrentAdmission: variants keep to their flavor, wait behind closed preemption
+    # gates, and migrate their parent to a more preferred flavor.
+    concurrent_admission: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +191,11 @@ class Evict(StatusDecision):
 
 
 @dataclass(frozen=True, slots=True)
+class Migrate(StatusDecision):
+    """Evict an admitted variant because a more preferred sibling fits (`issueMigration`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class UnsetReservation(StatusDecision):
     """Cancel the quota reservation of a not yet admitted workload whose queue is stopped."""
 
@@ -198,7 +210,7 @@ class QueueBlocked(StatusDecision):
     """A pending workload's queue blocks it (stopped LocalQueue, inactive ClusterQueue)."""
 
 
-Decision = Admit | Preempt | Pending | Evict | UnsetReservation | Requeue | QueueBlocked
+Decision = Admit | Preempt | Pending | Evict | Migrate | UnsetReservation | Requeue | QueueBlocked
 
 
 @dataclass(slots=True)
@@ -226,6 +238,10 @@ class CycleResult:
     @property
     def evicted(self) -> list[Evict]:
         return [d for d in self.decisions if isinstance(d, Evict)]
+
+    @property
+    def migrated(self) -> list[Migrate]:
+        return [d for d in self.decisions if isinstance(d, Migrate)]
 
     @property
     def unreserved(self) -> list[UnsetReservation]:
@@ -258,7 +274,7 @@ class AdmissionCore:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
-        self.cache = Cache()
+        self.cache = Cache(concurrent_admission=self.config.concurrent_admission)
         self.queues = QueueManager(self.cache.namespaces)
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
@@ -473,7 +489,7 @@ class AdmissionCore:
             last = None
         oracle = Oracle(preemptor, snap)
         kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources,
-              "nominated": nominated}
+              "nominated": nominated, "concurrent_admission": self.config.concurrent_admission}
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
         if mode == Mode.FIT:
@@ -563,6 +579,10 @@ class AdmissionCore:
     def _process(self, e: _Entry, snap: Snapshot, preemptor: Preemptor, preempted: dict[WorkloadKey, WorkloadInfo], result: CycleResult, now: datetime) -> None:
         cq = snap.cluster_queues[e.cq_name]
         assert e.assignment is not None
+        variant = self.config.concurrent_admission and e.wl.is_variant
+        if variant and _admitted_sibling(e.wl, cq, more_favorable=True) is not None:
+            e.status, e.message, e.reason = "skipped", constants.MSG_MORE_FAVORABLE_VARIANT_ADMITTED, PendingReason.PENDING_EVALUATION
+            return
         usage = e.assignment.total_requests()
         overlap = any(t.workload.key in preempted for t in e.targets)
         recomputed = overlap and self.config.recompute_on_overlap
@@ -592,6 +612,11 @@ class AdmissionCore:
             if cq.spec.preemption.reclaim_within_cohort != model.PreemptionPolicy.ANY:
                 snap.add_usage(cq, _to_reserve(a, cq))
             return
+        if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
+            e.status, e.message, e.reason = "preemption_gated", constants.MSG_PREEMPTION_GATED, PendingReason.ADMISSION_GATED
+            e.requeue_reason = RequeueReason.PREEMPTION_GATED
+            self._last.pop(e.wl.key, None)
+            return
         if mode == Mode.DEFERRED_FIT:
             e.message = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
             e.reason, e.requeue_reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS, RequeueReason.PENDING_PREEMPTION
@@ -618,6 +643,13 @@ class AdmissionCore:
             # is ready; here the entry goes back to the heap and is retried on the next event.
             e.status, e.message, e.reason = "skipped", constants.MSG_WAITING_FOR_PODS_READY, PendingReason.WAITING_FOR_PODS_READY
             return
+        if variant and (sibling := _admitted_sibling(e.wl, cq, more_favorable=False)) is not None:
+            if not _migration_allowed(e, cq):
+                e.reason = PendingReason.PENDING_EVALUATION
+                return
+            e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
+            self._issue_migration(e, sibling, result)
+            return
         self._admit(e, cq, result, now)
 
     def _issue_preemptions(self, e: _Entry, cq: ClusterQueueNode, snap: Snapshot, result: CycleResult) -> None:
@@ -636,11 +668,25 @@ class AdmissionCore:
         self._last.pop(e.wl.key, None)
         self.queues.set_sticky(e.wl.key, e.cq_name)
 
+    def _issue_migration(self, e: _Entry, victim: WorkloadInfo, result: CycleResult) -> None:
+        """Evict the admitted, less preferred sibling; `e` waits for it like a preemptor."""
+        if not (victim.is_evicted or victim.key in self._evicting):
+            msg = constants.MSG_FLAVOR_MIGRATION.format(uid=e.wl.uid)
+            reason = constants.EvictionReason.FLAVOR_MIGRATION
+            result.decisions.append(Migrate(victim.key, victim.uid, victim.admission_cluster_queue, reason, msg,
+                                            (conditions.evicted(reason, msg),)))
+            self._evicting.add(victim.key)
+        self._last.pop(e.wl.key, None)
+        e.requeue_reason = RequeueReason.PENDING_MIGRATION
+        e.message += ". Pending the migration of 1 workload(s)"
+        self.queues.set_sticky(e.wl.key, e.cq_name)
+
     def _admit(self, e: _Entry, cq: ClusterQueueNode, result: CycleResult, now: datetime) -> None:
         assert e.assignment is not None
         assignments = e.assignment.pod_set_assignments()
         conds: list[ConditionValue] = [conditions.quota_reserved_condition(e.cq_name)]
-        for ctype in (constants.WorkloadCondition.EVICTED, constants.WorkloadCondition.PREEMPTED):
+        for ctype in (constants.WorkloadCondition.EVICTED, constants.WorkloadCondition.PREEMPTED,
+                      constants.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
             c = e.wl.conditions.get(ctype)
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
@@ -666,7 +712,43 @@ class AdmissionCore:
         last = self._last.get(e.wl.key)
         self.queues.requeue(e.wl.key, e.cq_name, e.requeue_reason, now, untried_flavors=last is not None and last.has_untried())
         reason = e.reason or PendingReason.PENDING_EVALUATION
-        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conditions.pending_conditions(reason, e.message)))
+        conds: tuple[ConditionValue, ...] = conditions.pending_conditions(reason, e.message)
+        if e.status == "preemption_gated":
+            conds = (*conds, conditions.blocked_on_preemption_gates(e.message))
+        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conds))
+
+
+def _admitted_sibling(wl: WorkloadInfo, cq: ClusterQueueNode, *, more_favorable: bool) -> WorkloadInfo | None:
+    """An admitted variant of the same parent on a more (or less) preferred flavor, preference being
+    the flavor order of the first resource group (`findAdmittedMoreFavorableSibling`,
+    `findAdmittedLessFavorableSibling`); workloads are looked at in key order."""
+    if not wl.parent_uid or not cq.spec.resource_groups:
+        return None
+    order = cq.spec.resource_groups[0].flavor_names
+    if wl.variant_flavor not in order:
+        return None
+    mine = order.index(wl.variant_flavor)
+    for key in sorted(cq.workloads):
+        other = cq.workloads[key]
+        if other.uid == wl.uid or other.parent_uid != wl.parent_uid or not other.is_admitted or other.variant_flavor not in order:
+            continue
+        theirs = order.index(other.variant_flavor)
+        if (theirs < mine) if more_favorable else (theirs > mine):
+            return other
+    return None
+
+
+def _migration_allowed(e: _Entry, cq: ClusterQueueNode) -> bool:
+    """The target flavor is not below the policy's lastAcceptableFlavorName (`isMigrationAllowed`)."""
+    policy = cq.spec.concurrent_admission
+    if policy is None or policy.last_acceptable_flavor is None:
+        return True
+    order = cq.spec.resource_groups[0].flavor_names
+    last = order.index(policy.last_acceptable_flavor) if policy.last_acceptable_flavor in order else -1
+    if order.index(e.wl.variant_flavor) > last:
+        e.message = constants.MSG_BELOW_LAST_ACCEPTABLE_FLAVOR
+        return False
+    return True
 
 
 def _usage_lookup(usage: Mapping[WorkloadKey, FRQuantities]) -> Callable[[WorkloadInfo], FRQuantities]:

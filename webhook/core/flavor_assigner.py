@@ -230,7 +230,7 @@ def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) 
 
 
 class _Assigner:
-    __slots__ = ("cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "nominated", "oracle", "wl")
+    __slots__ = ("allowed", "cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "nominated", "oracle", "wl")
 
     def __init__(
         self,
@@ -243,10 +243,13 @@ class _Assigner:
         last: LastAssignment | None,
         ignore_undeclared: bool,
         nominated: Mapping[str, Mapping[str, str]] | None = None,
+        concurrent_admission: bool = False,
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
         self.fair_sharing, self.last, self.ignore_undeclared = fair_sharing, last, ignore_undeclared
         self.nominated = nominated
+        # With the ConcurrentAdmission gate a variant only tries the flavors its annotation allows.
+        self.allowed = frozenset(wl.allowed_flavors) if concurrent_admission and wl.allowed_flavors is not None else None
 
     def _can_preempt_while_borrowing(self) -> bool:
         pre = self.cq.spec.preemption
@@ -298,6 +301,9 @@ class _Assigner:
             if self.nominated is not None and self.nominated.get(ps.name, {}).get(res) != fname:
                 # A recomputation keeps the flavors of the first assignment (`NominationMapping`).
                 reasons.append(f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}")
+                continue
+            if self.allowed is not None and fname not in self.allowed:
+                reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
             why = _check_flavor(self.flavors.get(fname), fname, ps)
             if why is not None:
@@ -423,11 +429,13 @@ def assign_flavors(
     last: LastAssignment | None = None,
     ignore_undeclared: bool = False,
     nominated: Mapping[str, Mapping[str, str]] | None = None,
+    concurrent_admission: bool = False,
 ) -> Assignment:
     """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
-    `nominated` (podSet -> resource -> flavor) only those flavors are considered."""
+    `nominated` (podSet -> resource -> flavor) only those flavors are considered, and with
+    `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists."""
     return _Assigner(wl, cq, flavors, oracle, fair_sharing=fair_sharing, last=last, ignore_undeclared=ignore_undeclared,
-                     nominated=nominated).assign(counts)
+                     nominated=nominated, concurrent_admission=concurrent_admission).assign(counts)
 
 
 R = TypeVar("R")

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, NewType
 
 from webhook.api import constants, quantity, selector
+from webhook.core import concurrent_admission
 from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities, format_quantity
 
 __all__ = [
@@ -183,6 +184,12 @@ class WorkloadInfo:
     resource_errors: str = ""
     # waitForPodsReady.requeuingStrategy.timestamp: Eviction (True) or Creation (False).
     requeue_by_eviction: bool = True
+    # ConcurrentAdmission: the owning parent Workload's name and UID ("" unless a variant), the
+    # flavors the annotation allows (None: all), and whether a preemption gate is still closed.
+    parent_name: str = ""
+    parent_uid: str = ""
+    allowed_flavors: tuple[str, ...] | None = None
+    closed_preemption_gate: bool = False
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -208,6 +215,15 @@ class WorkloadInfo:
     @property
     def pods_ready(self) -> bool:
         return self.condition_true(constants.WorkloadCondition.PODS_READY)
+
+    @property
+    def is_variant(self) -> bool:
+        return self.parent_name != ""
+
+    @property
+    def variant_flavor(self) -> str:
+        """The one flavor a variant pursues (`GetVariantFlavor`)."""
+        return self.allowed_flavors[0] if self.allowed_flavors else ""
 
     @property
     def is_on_hold(self) -> bool:
@@ -382,4 +398,8 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
         resource_errors=_resource_errors(spec.get("podSets") or ()),
         requeue_by_eviction=requeue_by_eviction,
+        parent_name=concurrent_admission.parent_name(obj),
+        parent_uid=concurrent_admission.parent_uid(obj),
+        allowed_flavors=concurrent_admission.allowed_flavors(obj),
+        closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
     )

@@ -14,6 +14,8 @@ Threads (all daemons; the process exits when leadership ends):
   requeue backoff and deactivation (`reconcilers.workload`).
 * Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
+* Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
+  `reconcilers.concurrent_admission`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (§6.4).
@@ -42,6 +44,7 @@ from webhook.core.cycle import (
     Admit,
     CycleResult,
     Evict,
+    Migrate,
     Pending,
     Preempt,
     QueueBlocked,
@@ -52,6 +55,7 @@ from webhook.core.cycle import (
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker.reconcilers import pod as pods
+from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
@@ -141,10 +145,12 @@ class Manager:
         block = wfpr is not None and wfpr.block_admission
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
         recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
+        concurrent = config.feature_enabled("ConcurrentAdmission")
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
-                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
-            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
+                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent)
+            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
+                                       concurrent_admission=concurrent)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
@@ -157,6 +163,9 @@ class Manager:
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
+        # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
+        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled("ShortWorkloadNames")) \
+            if concurrent else None
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         self._synced: set[str] = set()
@@ -212,6 +221,11 @@ class Manager:
                 return  # older than what a writer already stored
         if etype != "DELETED":
             self._admission_check_side_effects(kind, obj, old_queue)
+        if self.variants is not None:
+            if kind == "workloads":
+                self.variants.on_workload(obj)
+            elif kind == "clusterqueues" and etype != "DELETED":
+                self.variants.on_cluster_queue(old_queue, obj)
         if kind == "workloads":
             self._observe_workload(etype, obj)
         if self.pods is not None:
@@ -381,6 +395,8 @@ class Manager:
                 self.workloads.start()
                 if self.pods is not None:
                     self.pods.start()
+                if self.variants is not None:
+                    self.variants.start()
                 log.info("caches synced, scheduling", extra={
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})
@@ -412,6 +428,8 @@ class Manager:
                 self._pending(d, now)
             elif isinstance(d, Evict):
                 self._evict(d, now)
+            elif isinstance(d, Migrate):
+                self._evict(d, now, controller=ADMISSION_CONTROLLER)
             elif isinstance(d, UnsetReservation):
                 self._unset_reservation(d, now)
             elif isinstance(d, Requeue):
@@ -472,9 +490,10 @@ class Manager:
 
         return failed
 
-    def _evict(self, d: Evict, now: datetime) -> None:
-        """Evicted=True on an admitted workload of a HoldAndDrain queue; the Job reconciler stops the
-        Job and then clears the admission (Requeued=False with the same reason)."""
+    def _evict(self, d: Evict | Migrate, now: datetime, *, controller: str = WORKLOAD_CONTROLLER) -> None:
+        """Evicted=True on an admitted workload of a HoldAndDrain queue, or on a variant whose parent
+        migrates; the Job reconciler (the variant controller for a variant) then clears the admission.
+        As `prepareForEviction`: checks back to Pending, BlockedOnPreemptionGates off, gates closed."""
         key = str(d.key)
         conds = [cv.to_api(now) for cv in d.conditions]
 
@@ -483,14 +502,19 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
+            if is_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+                set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
+                                       "reason": d.reason, "message": d.message}, now, _gen(obj))
+            for gate in status.get("preemptionGates") or ():
+                gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
+        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": type(d).__name__, "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl, now)
         if wl is not None:
-            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, controller)
 
     def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
         key = str(d.key)

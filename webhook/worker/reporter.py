@@ -27,8 +27,8 @@ from prometheus_client import Gauge
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.config import Configuration
-from webhook.core import fair_sharing
-from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Pending, Preempt
+from webhook.core import concurrent_admission, fair_sharing
+from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 from webhook.worker.status import find_condition
@@ -171,6 +171,7 @@ class MetricsReporter:
         self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
         self.cohorts = config.feature_enabled("MetricsForCohorts")
         self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
+        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         # (cluster_queue, cohort) -> share: the last reported, and those of deleted ClusterQueues, which
@@ -296,7 +297,7 @@ class MetricsReporter:
             m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
             self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)), now=now)
 
-    def drained(self, d: Evict, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
+    def drained(self, d: Evict | Migrate, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
         self.evicted(str(d.key), d.cluster_queue, d.reason, wl, now=now)
 
     # == Workload update events (`workload_controller.go`'s Update handler) ========================
@@ -388,6 +389,8 @@ class MetricsReporter:
         unadmitted: dict[tuple[str, ...], float] = {}
         lq_unadmitted: dict[tuple[str, ...], float] = {}
         for wl in workloads:
+            if self.concurrent_admission and concurrent_admission.is_variant(wl):
+                continue  # its parent is the one counted (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`)
             meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
             key = f"{meta.get('namespace')}/{spec.get('queueName') or ''}"
             lq = cache.local_queues.get(key) if key in queued else None
