@@ -159,6 +159,10 @@ class WorkloadBuilder:
         self._o["metadata"].setdefault("labels", {})[k] = v
         return self
 
+    def annotation(self, k: str, v: str) -> WorkloadBuilder:
+        self._o["metadata"].setdefault("annotations", {})[k] = v
+        return self
+
     def podset(self, name: str = "main", count: int = 1, min_count: int | None = None, **requests: str) -> WorkloadBuilder:
         reqs = {("nvidia.com/gpu" if k == "gpu" else k): v for k, v in requests.items()}
         ps: dict[str, Any] = {"name": name, "count": count, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": reqs}}]}}}
