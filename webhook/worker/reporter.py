@@ -141,6 +141,7 @@ _CLUSTER_QUEUE_SERIES = (
     m.PODS_READY_TO_EVICTED_TIME, m.ADMITTED_WORKLOADS, m.ADMISSION_WAIT_TIME, m.ADMISSION_CHECKS_WAIT_TIME,
     m.READY_WAIT_TIME, m.ADMITTED_UNTIL_READY_WAIT_TIME, m.EVICTED_WORKLOADS, m.EVICTED_WORKLOADS_ONCE,
     m.PREEMPTION_TARGET_RECOMPUTATIONS, m.WORKLOAD_EVICTION_LATENCY, m.POD_SCHEDULING_GATE_REMOVAL,
+    m.REPLACED_WORKLOAD_SLICES,
 )
 _LOCAL_QUEUE_SERIES = (
     m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS, m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME, m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
@@ -192,6 +193,11 @@ class MetricsReporter:
         # Set by `cycle` and kept until the ClusterQueue goes; a recreated one starts without it.
         self._preemption_skips.pop(name, None)
         m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
+
+    def replaced_slice(self, cluster_queue: str) -> None:
+        """A workload slice was finished as replaced (`ReportReplacedWorkloadSlices`). Only a counter
+        moves, so a writer thread may call it once the slice's write succeeded."""
+        m.REPLACED_WORKLOAD_SLICES.labels(cluster_queue, ROLE).inc()
 
     def local_queue_deleted(self, namespace: str, name: str) -> None:
         """The LocalQueue's delete event (`ClearLocalQueueMetrics`, from its controller)."""
