@@ -29,7 +29,7 @@ KUEUE_POD: dict[str, Any] = {
 }
 
 
-def group_pod(name: str, *, group: str = "sample-group", total: int = 2, text: str = "leader") -> dict[str, Any]:
+def group_pod(name: str, *, group: str = "sample-group", total: int = 2, text: str = "leader", cpu: str = "3") -> dict[str, Any]:
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/pod-group-name": group},
@@ -37,7 +37,7 @@ def group_pod(name: str, *, group: str = "sample-group", total: int = 2, text: s
         "spec": {"restartPolicy": "Never",
                  "containers": [{"name": "sleep", "image": "busybox",
                                  "command": ["sh", "-c", f'echo "hello world from the {text} pod" && sleep 3'],
-                                 "resources": {"requests": {"cpu": "3"}}}]},
+                                 "resources": {"requests": {"cpu": cpu}}}]},
     }
 
 
@@ -193,5 +193,84 @@ def test_preempted_pod_is_deleted(kubectl: Kubectl, namespace: str, pod_quota: s
         # The preempted pod's Workload lost its owner: finished and released (then collected).
         wait_for("the low Workload released", lambda: all(
             cond(w, "Finished").get("status") == "True" for w in workloads(kubectl, namespace) if w["metadata"]["name"].startswith("pod-low-")))
+    finally:
+        kubectl("delete", "workloadpriorityclass", wpc, "--wait=false", check=False)
+
+
+def finish_pods(kubectl: Kubectl, ns: str, *names: str) -> None:
+    """What a kubelet reports once the containers exit 0 (kwok never completes plain pods)."""
+    for name in names:
+        kubectl("patch", "pod", "-n", ns, name, "--subresource=status", "--type=merge", "-p", '{"status":{"phase":"Succeeded"}}')
+
+
+def test_higher_priority_pod_group_preempts_the_lower_priority_group(kubectl: Kubectl, namespace: str, pod_quota: str) -> None:
+    """Upstream's "should allow to preempt the lower priority group" (test/e2e/singlecluster/baseline/pod_test.go):
+    a running group of two 2-CPU pods in a 5-CPU queue gives way to two 1-CPU pods of a higher priority."""
+    flavor = f"on-demand-{namespace[4:]}"
+    kubectl("patch", "clusterqueue", pod_quota, "--type=merge", "-p", json.dumps({"spec": {
+        "preemption": {"withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": 5}]}]}]}}))
+    wpc = f"high-{namespace}"
+    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 100})
+
+    def group(name: str, cpu: str, **labels: str) -> list[dict[str, Any]]:
+        pods = [group_pod(f"{name}-{i}", group=name, cpu=cpu) for i in range(2)]
+        for p in pods:
+            p["metadata"]["labels"].update(labels)
+            p["spec"]["terminationGracePeriodSeconds"] = 1
+        return pods
+
+    def ungated(*names: str) -> bool:
+        return all(not is_gated(pod(kubectl, namespace, n)) for n in names)
+
+    def gone(*names: str) -> bool:
+        return all(kubectl("get", "pod", "-n", namespace, n, check=False).returncode != 0 for n in names)
+
+    low_pods = ("default-priority-group-0", "default-priority-group-1")
+    high_pods = ("high-priority-group-0", "high-priority-group-1")
+    try:
+        create_pods(kubectl, namespace, *group("default-priority-group", "2"))
+        wait_for("the default-priority group to run", lambda: all(
+            (pod(kubectl, namespace, n).get("status") or {}).get("phase") == "Running" for n in low_pods))
+
+        started = time.monotonic()
+        create_pods(kubectl, namespace, *group("high-priority-group", "1", **{"kueue.x-k8s.io/priority-class": wpc}))
+        wait_for("the high-priority pods ungated", lambda: ungated(*high_pods), timeout=10)  # upstream's util.Timeout
+        took = time.monotonic() - started
+        # Upstream releases the preempted Workload as soon as its pods are inactive (~0.6 s in its runs).
+        assert took < 5, f"the preemptor's pods were ungated {took:.1f}s after creation"
+
+        def requeued() -> dict[str, Any] | None:
+            wl = kubectl.get("workload", "-n", namespace, "default-priority-group")
+            return wl if cond(wl, "QuotaReserved").get("status") == "False" else None
+
+        wl = wait_for("the default-priority Workload released", requeued, timeout=10)
+        evicted, again = cond(wl, "Evicted"), cond(wl, "Requeued")
+        assert (evicted.get("status"), evicted.get("reason")) == ("True", "Preempted"), evicted
+        assert (again.get("status"), again.get("reason")) == ("True", "Preempted"), again
+        assert cond(wl, "Admitted").get("status") == "False"
+        assert not (wl.get("status") or {}).get("admission")
+
+        stopped = wait_for("Stopped events on the default-priority pods", lambda: when(
+            {e["regarding"]["name"] for e in kubectl.get("events.events.k8s.io", "-n", namespace)["items"]
+             if e.get("reason") == "Stopped" and "Preempted" in (e.get("note") or "")},
+            lambda names: names >= set(low_pods)), timeout=45)
+        assert stopped >= set(low_pods)
+        wait_for("the default-priority pods to fail", lambda: all(
+            (pod(kubectl, namespace, n).get("status") or {}).get("phase") == "Failed" for n in low_pods), timeout=45)
+
+        replacements = [group_pod(f"replacement-for-{n}", group="default-priority-group", cpu="2") for n in low_pods]
+        create_pods(kubectl, namespace, *replacements)
+        wait_for("the preempted pods to be deleted", lambda: gone(*low_pods), timeout=45)
+        assert ungated(*high_pods)
+
+        finish_pods(kubectl, namespace, *high_pods)
+        wait_for("the high-priority Workload finished", lambda: cond(
+            kubectl.get("workload", "-n", namespace, "high-priority-group"), "Finished").get("status") == "True", timeout=90)
+        replaced = [r["metadata"]["name"] for r in replacements]
+        wait_for("the replacement pods ungated", lambda: ungated(*replaced), timeout=10)
+        finish_pods(kubectl, namespace, *replaced)
+        wait_for("the default-priority Workload finished", lambda: cond(
+            kubectl.get("workload", "-n", namespace, "default-priority-group"), "Finished").get("status") == "True", timeout=90)
     finally:
         kubectl("delete", "workloadpriorityclass", wpc, "--wait=false", check=False)

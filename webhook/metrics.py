@@ -7,7 +7,9 @@ webhook decided (allowed, patched, denied, bad_request, error).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import platform
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
@@ -88,7 +90,17 @@ __all__ = [
 # Go's client (upstream) exports no `_created` series; neither do we.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
-REGISTRY = CollectorRegistry(auto_describe=True)
+
+class _SampledRegistry(CollectorRegistry):
+    """Leaves out families without samples, as Go's `Registry.Gather` does: a labelled family
+    nothing has used yet, or whose series were all removed with their queue, prints no HELP or
+    TYPE line. Every exposition (text, OpenMetrics, either /metrics) reads `collect`."""
+
+    def collect(self) -> Iterator[Metric]:
+        return (family for family in super().collect() if family.samples)
+
+
+REGISTRY = _SampledRegistry(auto_describe=True)
 
 WEBHOOK_REQUESTS = Counter(
     "controller_runtime_webhook_requests_total",
@@ -118,7 +130,7 @@ WEBHOOK_LATENCY = Histogram(
 # name with a `_total` counter, which prometheus_client refuses within one registry; they are
 # registered through `_Unchecked`, and the exposition is the same as upstream's.
 
-WORKER_REGISTRY = CollectorRegistry(auto_describe=True)
+WORKER_REGISTRY = _SampledRegistry(auto_describe=True)
 ROLE = "replica_role"
 
 
@@ -183,6 +195,9 @@ _FR = ["cohort", "cluster_queue", "flavor", "resource"]
 BUILD_INFO = Gauge("kueue_build_info", "Kueue build information. 1 labeled by git version, git commit, build date, go version, "
                    "compiler, platform", ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
                    registry=WORKER_REGISTRY)
+# Set at start in every process, the standby's included, as upstream's `InitMetricVectors` does.
+BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
+                  f"{sys.platform}/{platform.machine()}").set(1)
 
 # -- scheduler health
 ADMISSION_ATTEMPTS = _counter("admission_attempts_total", "The total number of attempts to admit workloads.", ["result"])

@@ -1,7 +1,8 @@
 """An in-memory stand-in for `webhook.kube.Kube`: objects by path, resourceVersions, and a call log.
 
 Supports what the cert manager and the lookups use: GET (object or list), POST (create, 409 if
-present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch) and
+present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch;
+`…/status` merges only the status, which stands in for a server-side apply of it) and
 watch (blocks until `stop` is set, yielding nothing). TokenReviews and SubjectAccessReviews are
 answered, not stored: from `tokens` (token -> user info) and `non_resource_grants` (user, verb, path).
 """
@@ -111,6 +112,12 @@ class FakeKube:
         self.put(path, {**current, "status": copy.deepcopy(body.get("status") or {})})
         return copy.deepcopy(self.objects[path])
 
+    def _patch_status(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        obj = copy.deepcopy(self.objects[path])
+        _merge(obj.setdefault("status", {}), body.get("status") or {})
+        self.put(path, obj)
+        return copy.deepcopy(self.objects[path])
+
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
         with self._lock:
@@ -129,6 +136,8 @@ class FakeKube:
                 return copy.deepcopy(self.objects[target])
             if method == "PUT" and path.endswith("/status") and path.removesuffix("/status") in self.objects:
                 return self._put_status(path.removesuffix("/status"), body)
+            if method == "PATCH" and path.endswith("/status") and path.removesuffix("/status") in self.objects:
+                return self._patch_status(path.removesuffix("/status"), body)
             if path not in self.objects:
                 raise k.NotFound(404, f"{path} not found")
             current = self.objects[path]

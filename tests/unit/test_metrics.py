@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
 from tests.unit.core.builders import make_core, make_flavor
@@ -92,7 +92,33 @@ def test_worker_series_have_upstream_names_types_and_labels() -> None:
             exposed = family._name + ("_total" if family._type == "counter" else "")  # the name in the exposition
             got[exposed] = (family._type, tuple(family._labelnames))
     assert got == EXPECTED
-    assert {f.name for f in metrics.WORKER_REGISTRY.collect()} >= {"kueue_finished_workloads", "kueue_local_queue_finished_workloads"}
+    # The two gauges registered past the name check (`_Unchecked`) are exposed once they hold a series.
+    unchecked = ((metrics.FINISHED_WORKLOADS, ("names-cq", "leader")), (metrics.LOCAL_QUEUE_FINISHED_WORKLOADS, ("names-lq", "ns", "leader")))
+    for gauge, labels in unchecked:
+        gauge.labels(*labels).set(0)
+    try:
+        assert {f.name for f in metrics.WORKER_REGISTRY.collect()} >= {"kueue_finished_workloads", "kueue_local_queue_finished_workloads"}
+    finally:
+        for gauge, labels in unchecked:
+            gauge.remove(*labels)
+
+
+@pytest.mark.parametrize("registry", [
+    pytest.param(metrics.WORKER_REGISTRY, id="worker"),
+    pytest.param(metrics.REGISTRY, id="webhook"),
+])
+def test_a_family_without_samples_is_not_exposed(registry: CollectorRegistry) -> None:
+    """Go's registry leaves out a family with no series (a vector never used, or whose series were
+    all removed): no HELP or TYPE line for it, which upstream's e2e checks after deleting queues."""
+    family = Counter("kueue_test_unused", "A family for this test.", ["cluster_queue"], registry=registry)
+    try:
+        assert b"kueue_test_unused" not in generate_latest(registry)
+        family.labels("a").inc()
+        assert b"# TYPE kueue_test_unused_total counter\nkueue_test_unused_total{cluster_queue=\"a\"} 1.0\n" in generate_latest(registry)
+        family.remove("a")
+        assert b"kueue_test_unused" not in generate_latest(registry)
+    finally:
+        registry.unregister(family)
 
 
 def test_webhook_registry_holds_no_kueue_worker_series() -> None:

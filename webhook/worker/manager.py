@@ -294,7 +294,15 @@ class Manager:
                 # update handlers requeue nothing unless the spec changed (`UpdateClusterQueue`'s
                 # specUpdated, `UpdateLocalQueue`), and re-feeding them re-ran every inadmissible
                 # Workload of the queue after each cycle.
-                core.on_cluster_queue(obj, now) if kind == "clusterqueues" else core.on_local_queue(obj, now)
+                if kind == "clusterqueues":
+                    core.on_cluster_queue(obj, now)
+                else:
+                    queued = fed_key[1] in core.queues.local_queues
+                    core.on_local_queue(obj, now)
+                    if queued and fed_key[1] not in core.queues.local_queues:
+                        # Stopped: upstream's queue manager drops the LocalQueue, and its counters and
+                        # histograms with it (`Manager.DeleteLocalQueue` → `ClearLocalQueueMetrics`).
+                        self.reporter.local_queue_deleted(ns, name)
                 self._fed_queues[fed_key] = fed
         elif kind == "workloadpriorityclasses":
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)

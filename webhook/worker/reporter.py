@@ -10,15 +10,13 @@ status, quota and usage) at upstream commit ff69552e79. Only the lease holder re
 Gauges are recomputed from the core after each batch of events: `refresh` sets every series the
 current state calls for and removes the ones it no longer does (a deleted ClusterQueue leaves no
 stale series behind). Counters and histograms of a ClusterQueue or LocalQueue go on its delete
-event (`cluster_queue_deleted`, `local_queue_deleted`), as upstream's `ClearClusterQueueMetrics` and
-`ClearLocalQueueMetrics` drop them.
+event (`cluster_queue_deleted`, `local_queue_deleted`; a LocalQueue's also when it stops), as
+upstream's `ClearClusterQueueMetrics` and `ClearLocalQueueMetrics` drop them.
 """
 
 from __future__ import annotations
 
 import math
-import platform
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -177,8 +175,6 @@ class MetricsReporter:
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         self._sets: dict[int, _GaugeSet] = {}
-        m.BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
-                            f"{sys.platform}/{platform.machine()}").set(1)
 
     def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
         self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
@@ -200,7 +196,9 @@ class MetricsReporter:
         m.REPLACED_WORKLOAD_SLICES.labels(cluster_queue, ROLE).inc()
 
     def local_queue_deleted(self, namespace: str, name: str) -> None:
-        """The LocalQueue's delete event (`ClearLocalQueueMetrics`, from its controller)."""
+        """The LocalQueue's delete event, or its stop: both take it out of upstream's queue manager,
+        which then clears its counters and histograms (`Manager.DeleteLocalQueue` →
+        `ClearLocalQueueMetrics`); its gauges follow `refresh`."""
         for metric in _LOCAL_QUEUE_SERIES:
             m.remove_series(metric, {"name": name, "namespace": namespace})
 
@@ -382,14 +380,18 @@ class MetricsReporter:
         `unadmitted_workloads.go`). Every ClusterQueue and LocalQueue with a LocalQueue gets a
         finished series, 0 included; unadmitted series exist while their count is positive."""
         cache = core.cache
-        lq_finished: dict[tuple[str, ...], float] = {(lq.name, lq.namespace): 0 for lq in cache.local_queues.values()}
+        # A stopped LocalQueue is out of the queue manager, and so are its Workloads' counts.
+        queued = core.queues.local_queues
+        lq_finished: dict[tuple[str, ...], float] = {(lq.name, lq.namespace): 0 for key, lq in cache.local_queues.items()
+                                                     if key in queued}
         cq_finished: dict[tuple[str, ...], float] = {(lq.cluster_queue,): 0 for lq in cache.local_queues.values()
                                                      if lq.cluster_queue in cache.cluster_queues}
         unadmitted: dict[tuple[str, ...], float] = {}
         lq_unadmitted: dict[tuple[str, ...], float] = {}
         for wl in workloads:
             meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
-            lq = cache.local_queues.get(f"{meta.get('namespace')}/{spec.get('queueName') or ''}")
+            key = f"{meta.get('namespace')}/{spec.get('queueName') or ''}"
+            lq = cache.local_queues.get(key) if key in queued else None
             cq = lq.cluster_queue if lq is not None else ""
             status = workload_status(wl)
             if status == "finished":
@@ -464,11 +466,16 @@ class MetricsReporter:
             labels = (lq.name, lq.namespace)
             st = core.local_queue_status(lq.namespace, lq.name)
             cq_active = lq.cluster_queue in cache.cluster_queues and cache.readiness(lq.cluster_queue).active
-            count = int(st.get("pendingWorkloads") or 0)
-            pending[(*labels, "active")] = count if cq_active else 0
-            pending[(*labels, "inadmissible")] = 0 if cq_active else count
-            reserving[labels] = int(st.get("reservingWorkloads") or 0)
-            admitted[labels] = int(st.get("admittedWorkloads") or 0)
+            if key in core.queues.local_queues:  # not once stopped: upstream's queue manager drops it
+                count = int(st.get("pendingWorkloads") or 0)
+                pending[(*labels, "active")] = count if cq_active else 0
+                pending[(*labels, "inadmissible")] = 0 if cq_active else count
+            if lq.cluster_queue in cache.cluster_queues:
+                # Upstream's scheduler cache reports these only for a LocalQueue attached to a live
+                # ClusterQueue: `DeleteClusterQueue` clears them (`ClearLocalQueueCacheMetrics`) and
+                # `addLocalQueue` reports them again once the ClusterQueue is back.
+                reserving[labels] = int(st.get("reservingWorkloads") or 0)
+                admitted[labels] = int(st.get("admittedWorkloads") or 0)
             active = next((cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown")
             for value in ("True", "False", "Unknown"):
                 status[(*labels, value)] = 1 if active == value else 0

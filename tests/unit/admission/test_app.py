@@ -10,7 +10,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CONTENT_TYPE_LATEST, Counter
 
+from webhook import metrics
 from webhook.admission.app import ENDPOINTS, MAX_BODY_BYTES, create_app
 
 from .reviews import post, review
@@ -82,6 +84,27 @@ def test_metrics_count_requests_by_path_and_outcome() -> None:
     assert 'kueue_webhook_reviews_total{outcome="allowed",webhook="/validate-batch-v1-job"}' in text
     assert 'kueue_webhook_reviews_total{outcome="bad_request",webhook="/validate-batch-v1-job"}' in text
     assert "controller_runtime_webhook_latency_seconds_bucket" in text
+
+
+def test_metrics_leave_out_families_without_series() -> None:
+    """As Go's registry: a labelled family nothing has used yet prints no HELP or TYPE line; the
+    content type stays the text format's."""
+    import asyncio
+
+    import httpx
+
+    async def get() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=APP), base_url="https://w") as c:
+            return await c.get("/metrics")
+
+    unused = Counter("kueue_test_unused", "A family without series.", ["webhook"], registry=metrics.REGISTRY)
+    try:
+        resp = asyncio.run(get())
+    finally:
+        metrics.REGISTRY.unregister(unused)
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == CONTENT_TYPE_LATEST
+    assert "kueue_test_unused" not in resp.text
 
 
 # --- fuzzing ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from cryptography import x509
-from prometheus_client import generate_latest
+from prometheus_client import Counter, generate_latest
 
 import certs
 from tests.unit.fake_kube import FakeKube
@@ -218,11 +218,16 @@ def test_https_scrape_answers_401_403_and_200_with_the_exposition(tmp_path: Path
     assert get(url, "forged", ca)[::2] == (401, b"Unauthorized\n")
     assert get(url, "other-token", ca)[::2] == (403, f"Authorization denied for user {OTHER}\n".encode())
 
-    status, headers, body = get(url, "reader-token", ca)
+    unused = Counter("kueue_test_unused", "A family without series.", ["cluster_queue"], registry=metrics.WORKER_REGISTRY)
+    try:
+        status, headers, body = get(url, "reader-token", ca)
+    finally:
+        metrics.WORKER_REGISTRY.unregister(unused)
     assert status == 200
     assert headers["Content-Type"].startswith("text/plain; version=")
     assert body == generate_latest(metrics.WORKER_REGISTRY)
     assert b"# TYPE kueue_build_info gauge" in body
+    assert b"kueue_test_unused" not in body  # no HELP/TYPE for a family without series, as Go's registry
 
     kube.calls.clear()
     assert get(f"https://127.0.0.1:{bound[1]}/", "reader-token", ca)[::2] == (404, b"404 page not found\n")

@@ -14,12 +14,13 @@ import pytest
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook import metrics
+from webhook.api.pod_role import role_hash
 from webhook.config import Configuration, Integrations
 from webhook.worker import events
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import pod
 from webhook.worker.reconcilers import pod_group as pg
-from webhook.worker.reconcilers.executor import Executor, released_uids
+from webhook.worker.reconcilers.executor import Executor, expected_uids
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
@@ -201,17 +202,72 @@ def test_pod_event_without_finalizer_fulfils_the_expectation() -> None:
     assert w.rec.expectations.satisfied("group/ns/g")
 
 
+def _admitted_group(w: World, name: str) -> dict[str, Any]:
+    """The group Workload `name` as the scheduler leaves it once it reserved quota and admitted it."""
+    w.rec.reconcile(f"group/ns/{name}")
+    wl = copy.deepcopy(w.kube.objects[f"{WL_PATH}/{name}"])
+    wl["status"] = {
+        "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+                       for t in ("QuotaReserved", "Admitted")],
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [
+            {"name": ps["name"], "count": ps["count"], "flavors": {"cpu": "on-demand"}} for ps in wl["spec"]["podSets"]]},
+    }
+    return wl
+
+
+def test_preempted_group_is_released_once_its_stopped_pods_fail() -> None:
+    """Upstream's `Stop` records no expectations (only `removeExcessPods`/`finalizePods` do): deleting the
+    running pods of an evicted group must not hold the next pass, which releases the quota as soon as the
+    pods are inactive, while they still carry our finalizer (their deletion cannot complete before)."""
+    pods = [make_pod(n, group="g") for n in "ab"]
+    for p in pods:  # as our pod webhook stamps it, so ungating keeps the role
+        p["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] = role_hash(p)
+    w = World(*((POD_PATH, p) for p in pods))
+    wl = _admitted_group(w, "g")
+    w.add(WL_PATH, wl)
+    w.rec.reconcile("group/ns/g")
+    running = {n: copy.deepcopy(w.kube.objects[f"{POD_PATH}/{n}"]) for n in "ab"}
+    for p in running.values():
+        assert p["spec"]["schedulingGates"] == []
+        p["spec"]["nodeName"] = "node"
+        p["status"] = {"phase": "Running"}
+        w.add(POD_PATH, p)
+    wl = copy.deepcopy(w.kube.objects[f"{WL_PATH}/g"])
+    wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted", "message": "Preempted to accommodate a workload",
+                                       "lastTransitionTime": "2025-01-01T00:00:01Z"})
+    w.add(WL_PATH, wl)
+
+    w.rec.reconcile("group/ns/g")
+    assert [call for call in w.writes() if call[0] == "DELETE"] == [("DELETE", f"{POD_PATH}/{n}") for n in "ab"]
+
+    for p in running.values():  # what the kubelet reports; our finalizer keeps them
+        p["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:02Z"
+        p["status"] = {"phase": "Failed"}
+        w.add(POD_PATH, p)
+    w.rec.reconcile("group/ns/g")  # WaitingForReplacementPods, then (on that Workload update) the release
+    w.rec.reconcile("group/ns/g")
+    status = w.kube.objects[f"{WL_PATH}/g"]["status"]
+    got = {cd["type"]: (cd["status"], cd["reason"]) for cd in status["conditions"]}
+    assert got["WaitingForReplacementPods"] == ("True", "Preempted")
+    assert got["QuotaReserved"] == ("False", "PendingEvaluation")
+    assert got["Requeued"] == ("True", "Preempted")
+    assert got["Admitted"] == ("False", "NoReservation")
+    assert "admission" not in status
+
+
 def test_executor_removes_a_pod_finalizer_and_settles_a_missing_pod() -> None:
     w = World((POD_PATH, make_pod("a")))
     ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
     ref_a = a.ObjectRef("v1", "Pod", "ns", "a", "uid-a")
     ref_gone = a.ObjectRef("v1", "Pod", "ns", "gone", "uid-gone")
+    ref_other = a.ObjectRef("v1", "Pod", "ns", "other", "uid-other")
     settled: list[str] = []
-    decision = a.Decision((a.RemoveFinalizer(ref_a), a.RemoveFinalizer(ref_gone)))
-    assert released_uids(decision.actions) == {"uid-a", "uid-gone"}
+    decision = a.Decision((a.RemoveFinalizer(ref_a, expected=True), a.RemoveFinalizer(ref_gone, expected=True),
+                           a.RemoveFinalizer(ref_other)))
+    assert expected_uids(decision.actions) == {"uid-a", "uid-gone"}
     ex.run("group/ns/g", decision, now=NOW, settled=settled.append)
     assert w.kube.objects[f"{POD_PATH}/a"]["metadata"].get("finalizers") is None
-    assert settled == ["uid-gone"]
+    assert settled == ["uid-gone"]  # a pod nobody waits for is not reported
 
 
 def test_executor_failure_is_retried_and_settles_the_rest() -> None:
@@ -219,7 +275,8 @@ def test_executor_failure_is_retried_and_settles_the_rest() -> None:
     ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
     wl = a.ObjectRef("kueue.x-k8s.io/v1beta2", "Workload", "ns", "missing")
     settled: list[str] = []
-    decision = a.Decision((a.PatchWorkload(wl, {"spec": {}}), a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "x", "uid-x"))))
+    decision = a.Decision((a.PatchWorkload(wl, {"spec": {}}), a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "x", "uid-x"), expected=True),
+                           a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "y", "uid-y"))))
     with pytest.raises(Retry, match="PatchWorkload") as info:
         ex.run("ns/x", decision, now=NOW, settled=settled.append)
     assert isinstance(info.value.__cause__, k.NotFound)

@@ -503,8 +503,8 @@ GROUP_CASES = [
         [gp(total=1).gated().created(0).obj(), gp("pod2", 1).gated().created(1).obj()],
         None,
         [
-            a.RemoveFinalizer(ref("pod2")),
-            a.DeletePod(ref("pod2")),
+            a.RemoveFinalizer(ref("pod2"), expected=True),
+            a.DeletePod(ref("pod2"), expected=True),
             ev("ExcessPodDeleted", "Excess pod deleted", "pod2"),
             a.CreateWorkload(_group_workload_body(1, ["pod"])),
             ev("CreatedWorkload", "Created Workload: ns/test-group"),
@@ -516,8 +516,8 @@ GROUP_CASES = [
         [gp(total=1).gated().created(1).obj(), gp("pod2", 1).created(2).obj()],
         None,
         [
-            a.RemoveFinalizer(ref("pod")),
-            a.DeletePod(ref("pod")),
+            a.RemoveFinalizer(ref("pod"), expected=True),
+            a.DeletePod(ref("pod"), expected=True),
             ev("ExcessPodDeleted", "Excess pod deleted"),
             a.CreateWorkload(_group_workload_body(1, ["pod2"]) | {"spec": {**_group_workload_body(1, ["pod2"])["spec"], "podSets": [
                 {"name": ROLE, "count": 1, "template": {"metadata": {}, "spec": Pod().obj()["spec"]}, "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}}
@@ -609,7 +609,7 @@ GROUP_CASES = [
         [gp(total=1).phase("Failed").obj(), gp("pod2", 1).gated().obj()],
         gwl(1).admitted(ROLE, 1).condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement").obj(),
         [
-            a.RemoveFinalizer(ref("pod")),
+            a.RemoveFinalizer(ref("pod"), expected=True),
             a.UpdateWorkloadStatus(wl_ref("test-group"), (cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement"),)),
         ],
         "",
@@ -691,11 +691,11 @@ def test_excess_pods_after_admission_and_owner_references() -> None:
     wl = gwl(1, owners=("pod",)).admitted(ROLE, 1).condition("PodsReady", "True", "Started").obj()
     got = pg.reconcile_group(pods, name="test-group", workload=wl, opts=OPTS, lookups=FLAVORS, now=NOW)
     assert list(got.actions) == [
-        a.RemoveFinalizer(ref("pod2")),
-        a.DeletePod(ref("pod2")),
+        a.RemoveFinalizer(ref("pod2"), expected=True),
+        a.DeletePod(ref("pod2"), expected=True),
         ev("ExcessPodDeleted", "Excess pod deleted", "pod2"),
-        a.RemoveFinalizer(ref("pod3")),
-        a.DeletePod(ref("pod3")),
+        a.RemoveFinalizer(ref("pod3"), expected=True),
+        a.DeletePod(ref("pod3"), expected=True),
         ev("ExcessPodDeleted", "Excess pod deleted", "pod3"),
     ]
 

@@ -8,6 +8,8 @@ import threading
 from datetime import timedelta
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from tests.unit.core.builders import (
     T0,
     fq,
@@ -27,6 +29,7 @@ from webhook.core.cycle import CycleResult
 from webhook.worker import reporter
 from webhook.worker.manager import Manager
 from webhook.worker.reporter import MetricsReporter, WorkloadState
+from webhook.worker.store import object_key
 
 ROLE = {"replica_role": "leader"}
 
@@ -222,3 +225,95 @@ def test_manager_passes_the_recompute_gate_to_the_core() -> None:
     off = Manager(FakeKube(), Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
                   identity="test", stop=threading.Event())
     assert on.core.config.recompute_on_overlap and not off.core.config.recompute_on_overlap
+
+
+def local_queue_series(text: str, namespace: str, name: str) -> set[str]:
+    """The sample names of an exposition that carry the LocalQueue's `name` and `namespace` labels."""
+    wanted = (f'name="{name}"', f'namespace="{namespace}"')
+    return {line.split("{", 1)[0] for line in text.splitlines()
+            if line.startswith("kueue_local_queue_") and all(label in line for label in wanted)}
+
+
+def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_itself() -> None:
+    """Upstream's e2e "should ensure the default metrics are available": with a Workload admitted,
+    the Workload and the ClusterQueue are deleted. The scheduler cache's LocalQueue gauges go with
+    the ClusterQueue (`Cache.DeleteClusterQueue` → `ClearLocalQueueCacheMetrics`); nor are usage
+    series recorded for a LocalQueue without its ClusterQueue (`RecordLocalQueueResourceMetrics`).
+    Pending counts stay at 0 and counters stay until the LocalQueue's own deletion
+    (`Manager.DeleteLocalQueue` → `ClearLocalQueueMetrics`), after which nothing is left."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    mgr.core.on_namespace("lqdel-ns", {"kubernetes.io/metadata.name": "lqdel-ns"}, T0)
+    wl = make_wl("w", "lqdel-ns").queue("lqdel-lq").request(cpu="1").obj()
+    objs = [("resourceflavors", make_flavor("default").obj()),
+            ("clusterqueues", make_cq("lqdel-cq").group(fq("default", cpu="1")).obj()),
+            ("localqueues", make_lq("lqdel-lq", "lqdel-ns", "lqdel-cq")), ("workloads", wl)]
+    for kind, obj in objs:
+        mgr.store.put(kind, obj)
+        mgr._feed(kind, "ADDED", obj, T0)
+    now = T0 + timedelta(seconds=5)
+    result = mgr.core.schedule(now)
+    assert [str(d.key) for d in result.admitted] == ["lqdel-ns/w"]
+    mgr._dispatch(result, now)
+
+    def scrape() -> set[str]:
+        mgr.reporter.refresh(mgr.core, mgr.store.list("workloads"))
+        return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqdel-ns", "lqdel-lq")
+
+    counters = {"kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_quota_reserved_wait_time_seconds_count",
+                "kueue_local_queue_admitted_workloads_total", "kueue_local_queue_admission_wait_time_seconds_count"}
+    cache_gauges = {"kueue_local_queue_reserving_active_workloads", "kueue_local_queue_admitted_active_workloads",
+                    "kueue_local_queue_resource_reservation", "kueue_local_queue_resource_usage"}
+    assert scrape() >= counters | cache_gauges | {"kueue_local_queue_pending_workloads", "kueue_local_queue_status"}
+
+    for kind, obj in (("workloads", wl), ("clusterqueues", objs[1][1])):
+        mgr.store.delete(kind, object_key(obj))
+        mgr._feed(kind, "DELETED", obj, now)
+    left = scrape()
+    assert not left & cache_gauges
+    assert left >= counters | {"kueue_local_queue_pending_workloads", "kueue_local_queue_status"}
+    lq = {"name": "lqdel-lq", "namespace": "lqdel-ns"}
+    assert sample("kueue_local_queue_pending_workloads", **lq, status="active") == 0
+    assert present("kueue_local_queue_pending_workloads", **lq, status="inadmissible")
+    assert sample("kueue_local_queue_status", **lq, active="False") == 1
+
+    mgr._feed("localqueues", "DELETED", objs[2][1], now)
+    # Stricter than upstream for `kueue_local_queue_status`, which its cache leaves behind when the
+    # ClusterQueue went first: nothing of the LocalQueue outlives it here.
+    assert scrape() == set()
+
+
+def test_stopping_a_local_queue_drops_what_the_queue_manager_reported_for_it() -> None:
+    """A stopped LocalQueue leaves upstream's queue manager (`LocalQueueReconciler.Update` →
+    `Manager.DeleteLocalQueue` → `ClearLocalQueueMetrics`): its pending and finished gauges and its
+    counters go, while the cache's gauges and the status stay. Restarting it brings the gauges back."""
+    mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    mgr.core.on_namespace("lqstop-ns", {"kubernetes.io/metadata.name": "lqstop-ns"}, T0)
+    objs = [("resourceflavors", make_flavor("default").obj()),
+            ("clusterqueues", make_cq("lqstop-cq").group(fq("default", cpu="1")).obj()),
+            ("localqueues", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq")),
+            ("workloads", make_wl("running", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj()),
+            ("workloads", make_wl("waiting", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj())]
+    for kind, obj in objs:
+        mgr.store.put(kind, obj)
+        mgr._feed(kind, "ADDED", obj, T0)
+    now = T0 + timedelta(seconds=5)
+    mgr._dispatch(mgr.core.schedule(now), now)
+
+    def scrape() -> set[str]:
+        mgr.reporter.refresh(mgr.core, mgr.store.list("workloads"))
+        return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqstop-ns", "lqstop-lq")
+
+    manager_series = {"kueue_local_queue_pending_workloads", "kueue_local_queue_finished_workloads",
+                      "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admitted_workloads_total"}
+    cache_series = {"kueue_local_queue_reserving_active_workloads", "kueue_local_queue_admitted_active_workloads",
+                    "kueue_local_queue_status"}
+    assert scrape() >= manager_series | cache_series
+
+    mgr._feed("localqueues", "MODIFIED", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq", stop="Hold"), now)
+    left = scrape()
+    assert not left & manager_series
+    assert left >= cache_series
+    assert sample("kueue_local_queue_reserving_active_workloads", name="lqstop-lq", namespace="lqstop-ns") == 1
+
+    mgr._feed("localqueues", "MODIFIED", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq"), now)
+    assert scrape() >= {"kueue_local_queue_pending_workloads", "kueue_local_queue_finished_workloads"} | cache_series

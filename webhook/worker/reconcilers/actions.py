@@ -25,6 +25,9 @@ Action kinds and how to execute them (upstream behaviour in brackets):
     DeletePod             DELETE the pod (precondition uid when known). NotFound is success.
     RemoveFinalizer       remove one finalizer from a Pod; on Conflict re-read and retry
                           (RemoveFinalizersWithStrictPatch). NotFound is success.
+                          On both, `expected` marks the excess and replaced pods of a group,
+                          whose release the next match waits to observe [excessPodExpectations];
+                          stopping or finalizing a whole group expects nothing [Stop, Finalize].
     Event                 events.k8s.io Event on `object`: type, reason, action, note = message;
                           reporting controller `pod-kueue-controller`.
 
@@ -150,12 +153,14 @@ class SetPodCondition:
 @dataclass(frozen=True, slots=True)
 class DeletePod:
     pod: ObjectRef
+    expected: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class RemoveFinalizer:
     pod: ObjectRef
     finalizer: str = c.POD_FINALIZER
+    expected: bool = False
 
 
 @dataclass(frozen=True, slots=True)

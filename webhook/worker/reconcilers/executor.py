@@ -29,7 +29,7 @@ from webhook.worker.status import accumulate_admitted_time, set_condition, updat
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
-__all__ = ["CONTROLLER_NAME", "Executor", "released_uids"]
+__all__ = ["CONTROLLER_NAME", "Executor", "expected_uids"]
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,8 @@ def _wl_path(ref: a.ObjectRef) -> str:
 
 
 class Executor:
-    """Runs `Decision.actions` for one reconcile key; `on_pod_released` sees every pod UID whose
-    finalizer this run removed or which it deleted (the caller's expectations)."""
+    """Runs `Decision.actions` for one reconcile key, telling the caller (its expectations) about
+    the `expected` pod releases no watch event will report."""
 
     def __init__(self, kube: k.Kube, store: Store, recorder: events.Recorder, *,
                  controller: str = CONTROLLER_NAME, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
@@ -59,14 +59,14 @@ class Executor:
 
     def run(self, key: str, decision: a.Decision, *, now: datetime,
             settled: Callable[[str], None] = lambda uid: None) -> None:
-        """Execute `decision`; `settled(uid)` is told about every pod UID whose release no watch
-        event will report (already gone, already released, or the run failed before it)."""
+        """Execute `decision`; `settled(uid)` is told about every expected pod UID whose release no
+        watch event will report (already gone, already released, or the run failed before it)."""
         skip_delete: set[str] = set()
         for i, action in enumerate(decision.actions):
             try:
                 self._one(action, now, skip_delete, settled)
             except k.KubeError as exc:
-                for uid in released_uids(decision.actions[i:]):
+                for uid in expected_uids(decision.actions[i:]):
                     settled(uid)
                 log.warning("reconcile write failed", extra={"object": key, "action": type(action).__name__,
                                                              "status": exc.status, "error": str(exc)})
@@ -95,10 +95,10 @@ class Executor:
             if not self._set_pod_condition(action):
                 skip_delete.add(action.pod.key)
         elif isinstance(action, a.DeletePod):
-            if action.pod.key in skip_delete or not self._delete_pod(action):
+            if (action.pod.key in skip_delete or not self._delete_pod(action)) and action.expected:
                 settled(action.pod.uid)
         elif isinstance(action, a.RemoveFinalizer):
-            if not self._remove_finalizer("pods", _pod_path(action.pod), action.pod, action.finalizer):
+            if not self._remove_finalizer("pods", _pod_path(action.pod), action.pod, action.finalizer) and action.expected:
                 settled(action.pod.uid)
         elif isinstance(action, a.Event):
             self._event(action)
@@ -225,6 +225,6 @@ class Executor:
                          action=action.action or action.reason)
 
 
-def released_uids(actions: Iterable[a.Action]) -> set[str]:
-    """UIDs of the pods a run of `actions` deletes or releases (what expectations wait to observe)."""
-    return {act.pod.uid for act in actions if isinstance(act, a.DeletePod | a.RemoveFinalizer) and act.pod.uid}
+def expected_uids(actions: Iterable[a.Action]) -> set[str]:
+    """UIDs of the pods a run of `actions` deletes or releases as `expected` (what expectations wait to observe)."""
+    return {act.pod.uid for act in actions if isinstance(act, a.DeletePod | a.RemoveFinalizer) and act.expected and act.pod.uid}

@@ -9,8 +9,9 @@ commit ff69552e79 `pkg/controller/jobs/pod/{pod_controller.go,event_handlers.go,
 * reconcile keys as upstream's: a single pod is `ns/name`, a pod group is `group/<ns>/<name>`
   (upstream's request has namespace `group/<ns>`); Workload events map back to the group when
   annotated `kueue.x-k8s.io/is-group-workload: "true"`, else to their controller Pod;
-* expectations: the UIDs of the group's pods a pass deleted or released must be seen gone or
-  without the finalizer before the group is matched again (upstream's `excessPodExpectations`);
+* expectations: the UIDs of the excess and replaced pods a pass deleted or released must be seen
+  gone or without the finalizer before the group is matched again (upstream's
+  `excessPodExpectations`); the pods of a stopped group are not awaited, as upstream's `Stop`;
 * `managedJobsNamespaceSelector` is checked before a live pod or group is reconciled;
 * the `Decision` is carried out by `executor.Executor`.
 """
@@ -30,7 +31,7 @@ from webhook.config import Configuration
 from webhook.worker import events
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import pod_group as pg
-from webhook.worker.reconcilers.executor import Executor, released_uids
+from webhook.worker.reconcilers.executor import Executor, expected_uids
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 
@@ -183,7 +184,7 @@ class PodReconciler:
             decision = pg.reconcile_group(pods, name=name, workload=self.store.get("workloads", f"{ns}/{name}"),
                                           opts=self.opts, lookups=self._lookups(), now=now,
                                           expectations_satisfied=self.expectations.satisfied(key))
-            self.expectations.expect(key, released_uids(decision.actions))
+            self.expectations.expect(key, expected_uids(decision.actions))
         else:
             ns, name = key.split("/", 1)
             pod = self.store.get("pods", key)

@@ -213,8 +213,9 @@ def _event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = 
     return a.Event(kind, reason, message, _ref(obj), action or reason)
 
 
-def _remove_finalizers(pods: Sequence[Obj]) -> list[a.Action]:
-    return [a.RemoveFinalizer(_ref(p)) for p in pods if _has_finalizer(p)]
+def _remove_finalizers(pods: Sequence[Obj], *, expected: bool = False) -> list[a.Action]:
+    """`expected` for upstream's `finalizePods` (the group waits to observe them), not for `Finalize`."""
+    return [a.RemoveFinalizer(_ref(p), expected=expected) for p in pods if _has_finalizer(p)]
 
 
 # --- workload accessors ---------------------------------------------------------------------------

@@ -134,11 +134,12 @@ def _sort_inactive(pods: Sequence[Obj], now: datetime) -> list[Obj]:
 
 
 def _remove_excess(pods: Sequence[Obj]) -> list[a.Action]:
+    """`removeExcessPods`: release and delete, both awaited by the next match of the group."""
     out: list[a.Action] = []
     for pod in pods:
-        out += _remove_finalizers([pod])
+        out += _remove_finalizers([pod], expected=True)
         if not _deleting(pod):
-            out += [a.DeletePod(_ref(pod)), _event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
+            out += [a.DeletePod(_ref(pod), expected=True), _event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
     return out
 
 
@@ -275,7 +276,7 @@ class _UnretryableWith(_Unretryable):
 def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, Any]:
     """`ConstructComposableWorkload`; finalizer removals and excess deletions go to `out` first."""
     active, inactive = group.partition()
-    out += _remove_finalizers(inactive)
+    out += _remove_finalizers(inactive, expected=True)
     _validate_group(group, active)
     total = _total_count(group.first)
     if len(active) > total:
@@ -369,7 +370,7 @@ def _match_group(
     if len(owners) > len(refs):
         out.append(a.PatchWorkload(_wl_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": _meta(wl).get("resourceVersion")}}))
         out.append(a.Event(a.EventType.NORMAL, c.JobEventReason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", _wl_ref(wl), c.JobEventReason.OWNER_REFERENCES_ADDED))
-    return wl, [], out + _remove_excess(excess) + _remove_finalizers(replaced)
+    return wl, [], out + _remove_excess(excess) + _remove_finalizers(replaced, expected=True)
 
 
 def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, Any] | None:
@@ -632,7 +633,10 @@ def reconcile_group(
 
     `expectations_satisfied` is False while excess/replaced pods this worker removed earlier have
     not been observed gone yet (upstream's `excessPodExpectations`); the worker tracks the UIDs of
-    the pods targeted by the RemoveFinalizer/DeletePod actions it ran for this group.
+    the pods of the `expected` RemoveFinalizer/DeletePod actions it ran for this group. Stopping the
+    group (e.g. on eviction) deletes pods that keep our finalizer until they are replaced or the
+    group finishes, so, as upstream's `Stop`, it expects nothing: waiting for them would hold the
+    release of the evicted Workload's quota.
     """
     if not pods:
         if workload is None:
@@ -654,7 +658,7 @@ def reconcile_group(
             if opts.validate_group_owner and _annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
                 text = f'A Workload named "{name}" already exists but is not a pod group workload; this pod group cannot be admitted'
                 out.append(_event(job.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
-                out.extend(_remove_finalizers(job.partition()[1]))
+                out.extend(_remove_finalizers(job.partition()[1], expected=True))
                 raise _Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD)
             match, to_delete, acts = _match_group(job, workload, expectations_satisfied=expectations_satisfied, now=now)
             out.extend(acts)
