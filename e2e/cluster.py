@@ -25,6 +25,7 @@ import datetime as dt
 import http.client
 import ipaddress
 import json
+import math
 import os
 import shutil
 import signal
@@ -107,6 +108,28 @@ NODES: tuple[FakeNode, ...] = (
     FakeNode("kwok-gpu-2", {"nvidia.com/gpu.present": "true"}, {GPU_RESOURCE: GPU_PER_NODE}),
 )
 
+@dataclass(frozen=True)
+class HostExec:
+    """`kubectl exec` into a fake pod runs the command on this host (a kwok ClusterExec) with `path`
+    as PATH and `env` added: upstream's e2e specs exec curl in their agnhost pods, and a directory of
+    stand-ins on PATH answers for what the pod would reach."""
+
+    path: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    def manifest(self) -> dict[str, Any]:
+        envs = [{"name": "PATH", "value": self.path}, *({"name": k, "value": v} for k, v in sorted(self.env.items()))]
+        return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterExec", "metadata": {"name": "host-exec"},
+                "spec": {"execs": [{"local": {"envs": envs}}]}}
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Writes shared blocks out in full: the stages file shares them through anchors, kwok wants copies."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 # Start order; teardown runs in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
@@ -169,6 +192,7 @@ def proc_start_time(pid: int) -> int | None:
 
 
 def pod_run_seconds() -> float:
+    """Seconds a Job-owned pod without an agnhost behaviour runs, from the environment."""
     raw = os.environ.get(POD_RUN_SECONDS_ENV, "")
     if not raw:
         return DEFAULT_POD_RUN_SECONDS
@@ -417,8 +441,15 @@ class Cluster:
         bin_dir: Path | str | None = None,
         teardown_on_exit: bool = True,
         step_timeout: float = 60.0,
+        job_pods_run: float | None = None,
+        host_exec: HostExec | None = None,
     ) -> None:
+        """`job_pods_run`: seconds a Job-owned pod without an agnhost behaviour runs before kwok completes
+        it (None: PYKUEUE_POD_RUN_SECONDS or 2 s; math.inf: until deleted, as upstream's suite expects).
+        `host_exec`: let `kubectl exec` reach this host (off by default: it runs commands as this user)."""
         self.dir = Path(directory or os.environ.get("PYKUEUE_CLUSTER_DIR") or DEFAULT_DIR).resolve()
+        self.job_pods_run = job_pods_run
+        self.host_exec = host_exec
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
@@ -566,7 +597,7 @@ class Cluster:
     # ------------------------------------------------------------------ bring-up
 
     def _up(self) -> None:
-        run_seconds = pod_run_seconds()
+        run_seconds = pod_run_seconds() if self.job_pods_run is None else self.job_pods_run
         bin_dir = self.bin_dir
         for exe in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"):
             if not os.access(bin_dir / exe, os.X_OK):
@@ -788,20 +819,25 @@ class Cluster:
             path.chmod(0o600)
 
     def _write_kwok_config(self, run_seconds: float) -> None:
-        """Our stages, with the Job pods' run time taken from the environment."""
+        """Our stages with the Job pods' run time (or without their completion stage), plus the host exec."""
 
         def fail(detail: str) -> ClusterError:
             return ClusterError("write kwok stages", detail)
 
         try:
-            docs = [d for d in yaml.safe_load_all(STAGES_FILE.read_text()) if d]
-        except (OSError, yaml.YAMLError) as exc:
-            raise fail(f"cannot read {STAGES_FILE}: {exc}") from exc
+            docs = yaml.safe_load(STAGES_FILE.read_text())["stages"]
+        except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+            raise fail(f"cannot read a 'stages' list from {STAGES_FILE}: {exc}") from exc
         complete = [d for d in docs if d.get("metadata", {}).get("name") == "pod-complete"]
         if len(complete) != 1:
             raise fail(f"{STAGES_FILE} must define exactly one 'pod-complete' stage")
-        complete[0]["spec"].setdefault("delay", {})["durationMilliseconds"] = int(run_seconds * 1000)
-        (self.dir / "kwok.yaml").write_text(yaml.safe_dump_all(docs, sort_keys=False))
+        if math.isinf(run_seconds):
+            docs.remove(complete[0])
+        else:
+            complete[0]["spec"].setdefault("delay", {})["durationMilliseconds"] = int(run_seconds * 1000)
+        if self.host_exec is not None:
+            docs.append(self.host_exec.manifest())
+        (self.dir / "kwok.yaml").write_text(yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False))
 
     # ------------------------------------------------------------------ commands
 

@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
 
-from cluster import Cluster  # noqa: E402
+from cluster import Cluster, HostExec  # noqa: E402
 
 import certs  # noqa: E402
 from webhook.admission.registration import webhook_configurations  # noqa: E402
@@ -64,9 +64,12 @@ class StackError(RuntimeError):
 class Stack:
     """One local stack rooted at a state directory; `up()` starts fresh, `down()` stops all of it."""
 
-    def __init__(self, directory: Path | str = DEFAULT_DIR, *, teardown_on_exit: bool = True) -> None:
+    def __init__(self, directory: Path | str = DEFAULT_DIR, *, teardown_on_exit: bool = True,
+                 job_pods_run: float | None = None, host_exec: HostExec | None = None) -> None:
+        """`job_pods_run` and `host_exec`: the kwok behaviours, as `Cluster` takes them."""
         self.dir = Path(directory).resolve()
-        self.cluster = Cluster(self.dir / "cluster", teardown_on_exit=teardown_on_exit)
+        self.cluster = Cluster(self.dir / "cluster", teardown_on_exit=teardown_on_exit, job_pods_run=job_pods_run,
+                               host_exec=host_exec)
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
@@ -136,7 +139,8 @@ class Stack:
         doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
         self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=pykueue-stack", "-f", "-", input=doc)
 
-    def up(self) -> Stack:
+    def up(self, extra_config: str = "") -> Stack:
+        """Start fresh; `extra_config` (top-level Configuration YAML) is added to the server's default one."""
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stop_server()
@@ -150,7 +154,7 @@ class Stack:
         self.apply(crds(ca_bundle, url=f"{base}/convert"))
         self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
         self.kubectl("create", "namespace", "kueue-system", check=False)
-        self._start_server(port)
+        self._start_server(port, extra_config)
         _log("registering webhooks")
         self.apply(webhook_configurations(ca_bundle, url=base))
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")

@@ -7,6 +7,7 @@ not skip: a silently skipped e2e suite is worse than a red one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import sys
@@ -165,6 +166,78 @@ def test_plain_job_runs_to_complete(cluster: Cluster) -> None:
     # Deleting it makes it go away (kwok plays the kubelet's part of deletion).
     deleted = cluster.kubectl("delete", "pod", "server", "--timeout=30s", timeout=60)
     assert deleted.returncode == 0, deleted.stderr
+
+
+AGNHOST = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+
+
+def agnhost_pod(name: str, behaviour: dict[str, list[str]], finalizer: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if finalizer:  # keeps the object after its terminal status, so the test can read that status
+        meta["finalizers"] = ["pykueue.test/hold"]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "c", "image": AGNHOST, **behaviour}]}}
+
+
+def wait_pod(cluster: Cluster, name: str, pred: Any, timeout: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        pod = kubectl_json(cluster, "get", "pod", name)
+        if pred(pod) or time.monotonic() > deadline:
+            return pod  # type: ignore[no-any-return]
+        time.sleep(0.3)
+
+
+def test_agnhost_behaviours_decide_a_pods_fate(cluster: Cluster) -> None:
+    """Upstream's e2e pods pick agnhost's behaviour by argument or command; kwok plays it out."""
+    pods = [agnhost_pod("exit-fast-arg", {"args": ["entrypoint-tester"]}),
+            agnhost_pod("exit-fast-cmd", {"command": ["entrypoint-tester"]}),
+            agnhost_pod("netexec", {"args": ["netexec"]}, finalizer=True),
+            agnhost_pod("webserver", {"args": ["test-webserver"]}, finalizer=True)]
+    created = cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    assert created.returncode == 0, created.stderr
+
+    for name in ("exit-fast-arg", "exit-fast-cmd"):
+        pod = wait_pod(cluster, name, lambda p: p["status"].get("phase") == "Succeeded")
+        assert pod["status"]["phase"] == "Succeeded", pod["status"]
+        assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    for name in ("netexec", "webserver"):
+        assert wait_pod(cluster, name, lambda p: p["status"].get("phase") == "Running")["status"]["phase"] == "Running"
+    time.sleep(2)  # longer than the exit-fast delay: the servers keep running
+    for name in ("netexec", "webserver"):
+        assert kubectl_json(cluster, "get", "pod", name)["status"]["phase"] == "Running"
+
+    # Deleted: netexec exits 0 on SIGTERM, the web server is killed.
+    deleted = cluster.kubectl("delete", "pod", "netexec", "webserver", "--wait=false")
+    assert deleted.returncode == 0, deleted.stderr
+    expected = {"netexec": ("Succeeded", 0), "webserver": ("Failed", 137)}
+    for name, (phase, code) in expected.items():
+        pod = wait_pod(cluster, name, lambda p: p["status"].get("phase") in ("Succeeded", "Failed"))
+        assert (pod["status"]["phase"], pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]) == (
+            phase, code)
+        released = cluster.kubectl("patch", "pod", name, "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
+        assert released.returncode == 0, released.stderr
+
+
+def test_job_pods_can_run_until_deleted(tmp_path: Path) -> None:
+    """`job_pods_run=math.inf` (upstream's suite): a Job pod with no agnhost behaviour never completes,
+    one running entrypoint-tester still does."""
+    c = Cluster(tmp_path / "cluster", job_pods_run=math.inf)
+    c.up()
+    try:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sleeper", "namespace": "default"},
+               "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+                   {"name": "c", "image": "busybox:1.36", "command": ["sleep", "1"]}]}}}}
+        quick = agnhost_pod("quick", {"args": ["entrypoint-tester"]})
+        created = c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [job, quick]}))
+        assert created.returncode == 0, created.stderr
+        assert wait_pod(c, "quick", lambda p: p["status"].get("phase") == "Succeeded")["status"]["phase"] == "Succeeded"
+        time.sleep(3)  # past the default Job pod run time (2 s)
+        job_pods = kubectl_json(c, "get", "pods", "-l", "job-name=sleeper")["items"]
+        assert [p["status"].get("phase") for p in job_pods] == ["Running"]
+    finally:
+        c.down()
 
 
 def test_down_leaves_no_process_or_port(tmp_path: Path) -> None:

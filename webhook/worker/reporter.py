@@ -174,6 +174,10 @@ class MetricsReporter:
         self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
+        # (cluster_queue, cohort) -> share: the last reported, and those of deleted ClusterQueues, which
+        # upstream keeps (its gauge is cleared on a cohort change only, not by ClearClusterQueueMetrics).
+        self._cq_shares: dict[tuple[str, ...], float] = {}
+        self._deleted_cq_shares: dict[tuple[str, ...], float] = {}
         self._sets: dict[int, _GaugeSet] = {}
 
     def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
@@ -189,6 +193,7 @@ class MetricsReporter:
         # Set by `cycle` and kept until the ClusterQueue goes; a recreated one starts without it.
         self._preemption_skips.pop(name, None)
         m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
+        self._deleted_cq_shares.update({labels: v for labels, v in self._cq_shares.items() if labels[0] == name})
 
     def replaced_slice(self, cluster_queue: str) -> None:
         """A workload slice was finished as replaced (`ReportReplacedWorkloadSlices`). Only a counter
@@ -426,8 +431,12 @@ class MetricsReporter:
             return
         cache = core.cache
         if self.cq_resources:
-            self._set(m.CLUSTER_QUEUE_WEIGHTED_SHARE, {
-                (name, node.spec.cohort): _share(node, nan_for_inf=True) for name, node in sorted(cache.cluster_queues.items())})
+            self._cq_shares = {(name, node.spec.cohort): _share(node, nan_for_inf=True)
+                               for name, node in sorted(cache.cluster_queues.items())}
+            # A recreated ClusterQueue reports afresh; until then a deleted one's last share stays.
+            self._deleted_cq_shares = {k: v for k, v in self._deleted_cq_shares.items()
+                                       if k[0] not in cache.cluster_queues}
+            self._set(m.CLUSTER_QUEUE_WEIGHTED_SHARE, {**self._deleted_cq_shares, **self._cq_shares})
         self._set(m.COHORT_WEIGHTED_SHARE, {
             (name, ): _share(node, nan_for_inf=False) for name, node in sorted(cache.forest.cohorts.items()) if node.explicit})
 

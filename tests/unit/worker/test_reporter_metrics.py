@@ -118,6 +118,32 @@ def test_weighted_shares_with_fair_sharing() -> None:
     assert sample("kueue_cluster_queue_weighted_share", cluster_queue="ws-b", cohort="ws-root") == 0
 
 
+def test_a_deleted_cluster_queue_keeps_its_last_weighted_share() -> None:
+    """Upstream's e2e "should ensure the default metrics are available" expects
+    `kueue_cluster_queue_weighted_share` to outlive its deleted ClusterQueue (the gauge is in the
+    cohort-change cleanup scope, which ClearClusterQueueMetrics does not touch); a recreated
+    ClusterQueue of that name reports its own share again."""
+    objs = [make_flavor("default").obj(), make_cohort("wsd-root").obj(),
+            make_cq("wsd-a").cohort("wsd-root").group(fq("default", cpu="1")).obj(),
+            make_cq("wsd-b").cohort("wsd-root").group(fq("default", cpu="4")).obj(),
+            make_wl("wsd-w").request(cpu="3").reserve("wsd-a", psa(cpu=("default", "3"))).obj()]
+    core = make_core(*objs, fair_sharing=True)
+    reporter = MetricsReporter(Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True)))
+    reporter.refresh(core)
+    share = sample("kueue_cluster_queue_weighted_share", cluster_queue="wsd-a", cohort="wsd-root")
+    assert share > 0
+
+    core.on_workload_deleted("ns", "wsd-w", T0)
+    core.on_cluster_queue_deleted("wsd-a", T0)
+    reporter.cluster_queue_deleted("wsd-a")
+    reporter.refresh(core)
+    assert sample("kueue_cluster_queue_weighted_share", cluster_queue="wsd-a", cohort="wsd-root") == share
+
+    core.on_cluster_queue(make_cq("wsd-a").cohort("wsd-root").group(fq("default", cpu="1")).obj(), T0)
+    reporter.refresh(core)
+    assert sample("kueue_cluster_queue_weighted_share", cluster_queue="wsd-a", cohort="wsd-root") == 0
+
+
 def test_zero_weight_borrower_reports_nan_for_a_cluster_queue_and_inf_for_a_cohort() -> None:
     objs = [make_flavor("default").obj(), make_cohort("zw-root").obj(), make_cohort("zw-child").parent("zw-root").weight("0").obj(),
             make_cq("zw-a").cohort("zw-child").weight("0").group(fq("default", cpu="2")).obj(),
