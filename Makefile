@@ -89,11 +89,16 @@ clean: down
 	rm -rf $(VENV) $(RUN_DIR)
 
 # --- upstream comparison (e2e/build-kueue.sh builds upstream Kueue from e2e/tools/kueue/go.mod)
-.PHONY: kueue-binaries bench-scale bench-webhook-compare
+.PHONY: kueue-binaries bench-scale bench-webhook-compare e2e-upstream
 BENCH_SCALE_ARGS ?=
+SYSTEM ?= ours
+UPSTREAM_SUITE_ARGS ?=
 
-kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue and manager into ~/.cache/pykueue
+kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and baseline e2e suite into ~/.cache/pykueue
 	e2e/build-kueue.sh
+
+e2e-upstream: $(STAMP) binaries kueue-binaries ## upstream Kueue's baseline e2e suite, unchanged, against SYSTEM=ours (default) or upstream
+	$(BIN)/python e2e/upstream_suite.py run --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)
 
 bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runner (15,000 workloads): minimalkueue vs our worker
 	$(BIN)/python bench/bench_scale.py $(BENCH_SCALE_ARGS)

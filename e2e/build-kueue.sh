@@ -2,7 +2,9 @@
 # Builds upstream Kueue's scheduler performance runner, minimalkueue and manager
 # (cmd/kueue) from the Go module pinned in e2e/tools/kueue/go.mod into the same
 # cache as the control plane (e2e/build-binaries.sh), reusing it when complete.
-# Only bench/ uses these: nothing from upstream is committed.
+# Also upstream's baseline e2e suite as a test binary (go test -c; run by
+# e2e/upstream_suite.py, unchanged). Only bench/ and that runner use these:
+# nothing from upstream is committed.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -38,9 +40,25 @@ build() { # package output
   echo "build-kueue: $out built in $((SECONDS - start))s" >&2
 }
 
+build_test() { # test package output
+  local pkg="$1" out="$2"
+  if [ -x "$bin/$out" ]; then
+    echo "build-kueue: $out cached" >&2
+    return
+  fi
+  local start=$SECONDS
+  echo "build-kueue: building test binary $out from $pkg@$version ..." >&2
+  ( cd "$here/tools/kueue" &&
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go test -c -trimpath -ldflags="-s -w" -o "$bin/$out.tmp.$$" "$pkg" ) ||
+    { rm -f "$bin/$out.tmp.$$"; echo "build-kueue: step 'build $out' failed" >&2; exit 1; }
+  mv "$bin/$out.tmp.$$" "$bin/$out"
+  echo "build-kueue: $out built in $((SECONDS - start))s" >&2
+}
+
 total=$SECONDS
 build sigs.k8s.io/kueue/test/performance/scheduler/runner performance-scheduler-runner
 build sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue minimalkueue
 build sigs.k8s.io/kueue/cmd/kueue kueue-manager
+build_test sigs.k8s.io/kueue/test/e2e/singlecluster/baseline singlecluster-baseline.test
 echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Upstream Kueue's own e2e suite (test/e2e/singlecluster/baseline), unchanged, against a system.
+
+The suite is built by e2e/build-kueue.sh with `go test -c` from the Go module pinned in
+e2e/tools/kueue/go.mod (nothing of upstream's is committed) and runs against our local control
+plane with one of two systems behind it:
+  ours      our stack (e2e/stack.py): CRDs, our server as a host process, its webhooks;
+  upstream  upstream's manager (cmd/kueue, same version) as a host process with upstream's own
+            CRDs and webhook configurations: the calibration that tells a harness defect from ours.
+Both get the same Configuration (upstream e2e's, test/e2e/config/default), the same stand-ins, kwok
+stages and ginkgo seed. The selection (label filter + every excluded spec with its reason) is
+e2e/upstream_suite.yaml; a dry run checks that it names every baseline spec the filter leaves out.
+
+What the suite's BeforeSuite (test/util/e2e.go WaitForKueueAvailability) wants, met from outside:
+a Deployment kueue-controller-manager in kueue-system, available, whose pods' IPs are the ready
+endpoints of Service kueue-webhook-service (stand-ins: kwok runs the pod, the system runs on the
+host), a dry-run ResourceFlavor create admitted (the system's real webhooks), and the Lease
+c1f6bfd2.kueue.x-k8s.io renewed (the system's own leader election). The metrics specs exec curl in a
+pod as ServiceAccount kueue-controller-manager: e2e/fakebin/curl answers on the host.
+
+    python e2e/upstream_suite.py run [--system ours|upstream] [--dir DIR] [--focus REGEX]
+    python e2e/upstream_suite.py check      # the selection file against a dry run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+from cluster import Cluster, HostExec, free_port  # noqa: E402
+from stack import Stack  # noqa: E402
+
+import certs  # noqa: E402
+
+SELECTION_FILE = HERE / "upstream_suite.yaml"
+FAKEBIN = HERE / "fakebin"
+TEST_BINARY = "singlecluster-baseline.test"
+KUEUE_TOOLS = HERE / "tools" / "kueue"
+DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
+#: Where upstream's manager reads its metrics certificate when internal cert management is off
+#: (cmd/kueue/main.go); a marker says the directory was made here, so teardown may remove it.
+UPSTREAM_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+MARKER = Path("/etc/kueue/MADE-BY-PYKUEUE-UPSTREAM-SUITE")
+
+#: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
+#: only makes sense in a pod; frameworks are the two both systems implement (no other CRDs here) and
+#: VisibilityOnDemand is off (no aggregated API is served from the host).
+E2E_CONFIG = """\
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Pod: 5
+    Workload.kueue.x-k8s.io: 10
+    LocalQueue.kueue.x-k8s.io: 5
+    ClusterQueue.kueue.x-k8s.io: 5
+    ResourceFlavor.kueue.x-k8s.io: 1
+fairSharing:
+  preemptionStrategies: ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+clientConnection:
+  qps: 300
+  burst: 500
+featureGates:
+  LocalQueueMetrics: true
+  ElasticJobsViaWorkloadSlices: true
+  ConcurrentAdmission: true
+  MultiKueueManagerQuotaAutomation: true
+  VisibilityOnDemand: false
+tls:
+  minVersion: "VersionTLS12"
+  cipherSuites:
+    - TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+    - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+    - TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+    - TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+    - TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+    - TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+"""
+
+
+def log(msg: str) -> None:
+    print(f"upstream-suite: {msg}", file=sys.stderr, flush=True)
+
+
+class SuiteError(RuntimeError):
+    def __init__(self, step: str, detail: str) -> None:
+        super().__init__(f"upstream-suite: step '{step}' failed: {detail}")
+
+
+# --------------------------------------------------------------------------- the suite and its selection
+
+
+def build() -> tuple[Path, Path]:
+    """(bin dir with the test binary and upstream's manager, upstream's module source dir)."""
+    res = subprocess.run(["bash", str(HERE / "build-kueue.sh")], stdout=subprocess.PIPE, text=True, check=False)
+    lines = res.stdout.split()
+    if res.returncode != 0 or not lines:
+        raise SuiteError("build upstream binaries", f"e2e/build-kueue.sh exited {res.returncode}")
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    mod = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"], cwd=KUEUE_TOOLS, env=env,
+                         capture_output=True, text=True, check=False)
+    if mod.returncode != 0 or not mod.stdout.strip():
+        raise SuiteError("find upstream module", mod.stderr.strip())
+    return Path(lines[-1]), Path(mod.stdout.strip())
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One `It` of the suite as ginkgo reports it."""
+
+    file: str
+    text: str
+    state: str = ""
+    seconds: float = 0.0
+    failure: str = ""
+
+
+def read_report(path: Path) -> list[Spec]:
+    specs = []
+    for suite in json.loads(path.read_text()):
+        for r in suite.get("SpecReports") or []:
+            if r.get("LeafNodeType") != "It":
+                continue
+            text = " ".join([*(r.get("ContainerHierarchyTexts") or []), r["LeafNodeText"]])
+            failure = (r.get("Failure") or {}).get("Message", "")
+            specs.append(Spec(Path(r["LeafNodeLocation"]["FileName"]).name, text, r.get("State", ""),
+                              r.get("RunTime", 0) / 1e9, failure))
+    return specs
+
+
+@dataclass(frozen=True)
+class Selection:
+    label_filter: str
+    excluded: dict[str, str]  # spec text -> reason
+
+    @staticmethod
+    def load(path: Path = SELECTION_FILE) -> Selection:
+        doc = yaml.safe_load(path.read_text())
+        excluded: dict[str, str] = {}
+        for entry in doc["excluded"]:
+            if entry["spec"] in excluded:
+                raise SuiteError("read selection", f"{path.name} excludes {entry['spec']!r} twice")
+            excluded[entry["spec"]] = entry["reason"]
+        return Selection(doc["label_filter"], excluded)
+
+
+def _ginkgo_literal(text: str) -> str:
+    """`text` as an RE2 pattern matching itself (ginkgo's -skip takes RE2)."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
+def suite_env(module: Path, kubeconfig: Path | None = None) -> dict[str, str]:
+    """The suite's environment: test/util reads hack/testing/agnhost/Dockerfile under PROJECT_DIR when it loads."""
+    env = {**os.environ, "PROJECT_DIR": f"{module}/"}
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return env
+
+
+def dry_run(binary: Path, module: Path, out: Path, label_filter: str | None) -> list[Spec]:
+    report = out / f"dry-run-{'all' if label_filter is None else 'selected'}.json"
+    report.unlink(missing_ok=True)
+    args = [str(binary), "-ginkgo.dry-run", f"-ginkgo.json-report={report}", "-ginkgo.no-color"]
+    if label_filter is not None:
+        args.append(f"-ginkgo.label-filter={label_filter}")
+    res = subprocess.run(args, cwd=out, env=suite_env(module), capture_output=True, text=True, check=False)
+    if not report.exists():
+        raise SuiteError("dry run", f"no report; exit {res.returncode}: {res.stdout[-2000:]}{res.stderr[-2000:]}")
+    return read_report(report)
+
+
+def check_selection(binary: Path, module: Path, out: Path, selection: Selection) -> tuple[list[Spec], list[str]]:
+    """(every spec of the suite, the excluded ones the label filter would still run: -skip must name them).
+    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason."""
+    all_specs = dry_run(binary, module, out, None)
+    everything = {s.text for s in all_specs}
+    labelled = {s.text for s in dry_run(binary, module, out, selection.label_filter)}
+    unknown = sorted(set(selection.excluded) - everything)
+    unexplained = sorted(everything - labelled - set(selection.excluded))
+    problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
+    problems += [f"left out by the label filter but not in the excluded list: {t!r}" for t in unexplained]
+    if problems:
+        raise SuiteError("check selection", f"{SELECTION_FILE.name}:\n  " + "\n  ".join(problems))
+    return all_specs, sorted(labelled & set(selection.excluded))
+
+
+# --------------------------------------------------------------------------- the systems
+
+
+def standins(config_text: str) -> list[dict[str, Any]]:
+    """kueue-system objects the suite looks for while the system runs on the host (see the docstring)."""
+    labels = {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}
+    ns = "kueue-system"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "kueue-controller-manager", "namespace": ns}},
+        # upstream config/components/rbac/metrics_reader_role.yaml: the metrics specs bind it
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "kueue-metrics-reader"},
+         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kueue-manager-config", "namespace": ns},
+         "data": {"controller_manager_config.yaml": config_text}},
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "kueue-controller-manager", "namespace": ns, "labels": {**labels, "pykueue.dev/stand-in": "true"}},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                  "template": {"metadata": {"labels": labels}, "spec": {
+                      "serviceAccountName": "kueue-controller-manager", "terminationGracePeriodSeconds": 1,
+                      "nodeSelector": {"instance-type": "on-demand"},
+                      "containers": [{"name": "manager", "image": "stand-in/system-runs-on-the-host:none",
+                                      "args": ["stand-in"]}]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kueue-webhook-service", "namespace": ns},
+         "spec": {"selector": {"control-plane": "controller-manager"},
+                  "ports": [{"port": 443, "protocol": "TCP", "targetPort": 9443}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kueue-controller-manager-metrics-service", "namespace": ns},
+         "spec": {"selector": {"control-plane": "controller-manager"},
+                  "ports": [{"name": "https", "port": 8443, "protocol": "TCP", "targetPort": 8443}]}},
+    ]
+
+
+def upstream_manifests(module: Path, base_url: str, ca_bundle: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Upstream's CRDs and webhook configurations as its config/default kustomization makes them (namePrefix
+    kueue-, conversion webhooks, the webhooks' namespaceSelector patch), every clientConfig a URL on the host."""
+    crd_dir = module / "config/components/crd"
+    kust = yaml.safe_load((crd_dir / "kustomization.yaml").read_text())
+    converted = set()
+    for patch in kust.get("patches", []):
+        doc = yaml.safe_load((crd_dir / patch["path"]).read_text())
+        if doc.get("spec", {}).get("conversion"):
+            converted.add(doc["metadata"]["name"])
+    crds = []
+    for res in kust["resources"]:
+        crd = yaml.safe_load((crd_dir / res).read_text())
+        if crd["metadata"]["name"] in converted:
+            crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": f"{base_url}/convert", "caBundle": ca_bundle}, "conversionReviewVersions": ["v1"]}}
+        crds.append(crd)
+
+    wh_dir = module / "config/components/webhook"
+    wh_kust = yaml.safe_load((wh_dir / "kustomization.yaml").read_text())
+    selector = None
+    for patch in wh_kust.get("patches", []):
+        for hook in yaml.safe_load(patch["patch"]).get("webhooks", []):
+            selector = hook["namespaceSelector"]
+    selected = {fp.split("[name=")[1].split("]")[0]
+                for rep in wh_kust.get("replacements", []) for t in rep["targets"] for fp in t["fieldPaths"]}
+    hooks = []
+    for doc in yaml.safe_load_all((wh_dir / "manifests.yaml").read_text()):
+        if not doc:
+            continue
+        doc["metadata"]["name"] = "kueue-" + doc["metadata"]["name"]
+        for hook in doc["webhooks"]:
+            hook["clientConfig"] = {"url": base_url + hook["clientConfig"]["service"]["path"], "caBundle": ca_bundle}
+            if hook["name"] in selected and selector:
+                hook["namespaceSelector"] = selector
+        hooks.append(doc)
+    return crds, hooks
+
+
+class OursSystem:
+    """Our stack, its server started with upstream e2e's Configuration additions."""
+
+    name = "ours"
+
+    def __init__(self, directory: Path, host_exec: HostExec) -> None:
+        self.stack = Stack(directory, job_pods_run=math.inf, host_exec=host_exec)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.stack.cluster
+
+    def up(self) -> tuple[str, str]:
+        """(metrics URL, the Configuration in use)."""
+        self.stack.up(E2E_CONFIG)
+        return self.stack.metrics_url, (self.stack.dir / "server-config.yaml").read_text()
+
+    def down(self) -> None:
+        self.stack.down()
+
+    def logs(self) -> Path:
+        return self.stack.server_log
+
+
+class UpstreamSystem:
+    """Upstream's manager on the host, over upstream's own CRDs and webhook configurations."""
+
+    name = "upstream"
+
+    def __init__(self, directory: Path, host_exec: HostExec, bin_dir: Path, module: Path) -> None:
+        self.dir = directory
+        self.cluster = Cluster(directory / "cluster", job_pods_run=math.inf, host_exec=host_exec)
+        self.bin_dir = bin_dir
+        self.module = module
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def logs(self) -> Path:
+        return self.dir / "manager.log"
+
+    def up(self) -> tuple[str, str]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.cluster.up()
+        cert_dir = certs.write_bundle(self.dir / "certs", ["127.0.0.1", "localhost"])
+        if not UPSTREAM_METRICS_CERTS.exists():
+            UPSTREAM_METRICS_CERTS.mkdir(parents=True)
+            MARKER.write_text("made by pykueue's e2e/upstream_suite.py; removed at its teardown\n")
+        for name in ("tls.crt", "tls.key"):
+            shutil.copy(cert_dir / name, UPSTREAM_METRICS_CERTS / name)
+        taken: set[int] = set()
+        webhook, metrics, health = free_port(taken), free_port(taken), free_port(taken)
+        config = f"""\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:{health}
+metrics:
+  bindAddress: 127.0.0.1:{metrics}
+  enableClusterQueueResources: true
+webhook:
+  port: {webhook}
+  host: 127.0.0.1
+  certDir: {cert_dir}
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+  resourceNamespace: kueue-system
+internalCertManagement:
+  enable: false
+integrations:
+  frameworks: ["batch/job", "pod"]
+{E2E_CONFIG}"""
+        (self.dir / "manager-config.yaml").write_text(config)
+        crds, hooks = upstream_manifests(self.module, f"https://127.0.0.1:{webhook}", certs.ca_bundle(cert_dir))
+        apply(self.cluster, crds)
+        names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+        waited = self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+        if waited.returncode != 0:
+            raise SuiteError("upstream CRDs established", waited.stderr.strip())
+        self.cluster.kubectl("create", "namespace", "kueue-system")
+        log("starting upstream's manager")
+        with open(self.logs(), "ab") as out:
+            self.proc = subprocess.Popen(
+                [str(self.bin_dir / "kueue-manager"), f"--config={self.dir / 'manager-config.yaml'}",
+                 f"--kubeconfig={self.cluster.kubeconfig}", "--zap-log-level=2"],
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while True:
+            if self.proc.poll() is not None:
+                raise SuiteError("start upstream manager", f"exited {self.proc.returncode}; see {self.logs()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SuiteError("start upstream manager", f"not ready in 120 s; see {self.logs()}")
+            time.sleep(0.5)
+        apply(self.cluster, hooks)
+        return f"https://127.0.0.1:{metrics}/metrics", config
+
+    def down(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+            self.proc = None
+        self.cluster.down()
+        if MARKER.exists():
+            shutil.rmtree(MARKER.parent)
+
+
+def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
+    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+    res = cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=upstream-suite", "-f", "-",
+                          input=doc)
+    if res.returncode != 0:
+        raise SuiteError("apply", res.stderr.strip())
+
+
+# --------------------------------------------------------------------------- run and report
+
+
+def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> str:
+    """Per-file counts: specs in the baseline, excluded, passed, failed."""
+    ran: dict[str, Counter[str]] = defaultdict(Counter)
+    for s in specs:
+        ran[s.file][s.state] += 1
+    total = Counter(s.file for s in everything)
+    excluded = Counter(s.file for s in everything if s.text in selection.excluded)
+    rows = [("file", "specs", "excluded", "passed", "failed")]
+    for f in sorted(total):
+        failed = sum(n for state, n in ran[f].items() if state not in ("passed", "skipped", "pending"))
+        rows.append((f, str(total[f]), str(excluded[f]), str(ran[f]["passed"]), str(failed)))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+                     for r in rows)
+
+
+def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
+    bin_dir, module = build()
+    binary = bin_dir / TEST_BINARY
+    directory.mkdir(parents=True, exist_ok=True)
+    out = directory / system_name
+    out.mkdir(exist_ok=True)
+    selection = Selection.load()
+    everything, skip = check_selection(binary, module, out, selection)
+
+    state_file = out / "fakebin-state.json"
+    host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
+    system: OursSystem | UpstreamSystem = (
+        OursSystem(out / "stack", host_exec) if system_name == "ours"
+        else UpstreamSystem(out / "system", host_exec, bin_dir, module))
+    started = time.monotonic()
+    try:
+        metrics_url, config = system.up()
+        cluster = system.cluster
+        state_file.write_text(json.dumps({"kubectl": str(cluster.bin_dir / "kubectl"),
+                                          "kubeconfig": str(cluster.kubeconfig), "metrics_url": metrics_url}))
+        apply(cluster, standins(config))
+        res = cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager",
+                              "--timeout=120s")
+        if res.returncode != 0:
+            raise SuiteError("stand-ins", res.stderr.strip())
+        log(f"{system_name} up in {time.monotonic() - started:.0f} s; running the suite (log {out / 'suite.log'})")
+        report = out / "report.json"
+        report.unlink(missing_ok=True)
+        args = [str(binary), f"-ginkgo.label-filter={selection.label_filter}", f"-ginkgo.json-report={report}",
+                "-ginkgo.timeout=2h", "-ginkgo.v", "-ginkgo.no-color", f"-ginkgo.seed={seed}"]
+        # Ginkgo matches -skip against more than the spec's text (a prefix precedes it), so no ^ anchor.
+        args += [f"-ginkgo.skip={_ginkgo_literal(text)}$" for text in skip]
+        if focus:
+            args.append(f"-ginkgo.focus={focus}")
+        env = suite_env(module, cluster.kubeconfig)
+        suite_started = time.monotonic()
+        with open(out / "suite.log", "w") as suite_log:
+            subprocess.run(args, cwd=out, env=env, stdout=suite_log, stderr=subprocess.STDOUT, check=False)
+        suite_seconds = time.monotonic() - suite_started
+    finally:
+        system.down()
+    if not report.exists():
+        raise SuiteError("run suite", f"no report written; see {out / 'suite.log'}")
+    specs = [s for s in read_report(report) if s.state != "skipped"]
+    passed = [s for s in specs if s.state == "passed"]
+    failed = [s for s in specs if s.state != "passed"]
+    print(table(specs, selection, everything))
+    for s in failed:
+        first_line = s.failure.strip().splitlines()[0] if s.failure.strip() else s.state
+        print(f"FAILED {s.file}: {s.text}\n    {first_line[:300]}")
+    print(f"{system_name}: {len(passed)} passed, {len(failed)} failed, {len(selection.excluded)} excluded "
+          f"(suite {suite_seconds:.0f} s; report {report}; system log {system.logs()})")
+    return 0 if specs and not failed else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="bring a system up, run the selection, tear down, print the table")
+    run_p.add_argument("--system", choices=["ours", "upstream"], default="ours")
+    run_p.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    run_p.add_argument("--focus", help="ginkgo focus regex, to run part of the selection")
+    run_p.add_argument("--seed", type=int, default=1)
+    check_p = sub.add_parser("check", help="check the selection file against a dry run of the suite")
+    check_p.add_argument("--dir", type=Path, default=DEFAULT_DIR)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            bin_dir, module = build()
+            args.dir.mkdir(parents=True, exist_ok=True)
+            _, skip = check_selection(bin_dir / TEST_BINARY, module, args.dir, Selection.load())
+            print(f"selection ok; {len(skip)} excluded specs inside the label filter are skipped by name")
+            return 0
+        return run(args.system, args.dir, args.focus, args.seed)
+    except SuiteError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
