@@ -39,6 +39,11 @@ STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+# Elastic Jobs (`pkg/workloadslicing/workloadslicing.go`, `apis/kueue/v1beta2/topology_types.go`): the
+# slice a new Workload replaces (`namespace/name`), and the first slice's name, shared by every slice
+# of the chain and stamped on the pods.
+WORKLOAD_SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+WORKLOAD_SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
 
 # ConcurrentAdmission (`pkg/controller/constants/constants.go`): the Workload a Job owns is the
 # parent of one variant Workload per flavor; each variant may only use the flavors its annotation
@@ -278,6 +283,7 @@ class FinishedReason(StrEnum):
     OWNER_NOT_FOUND = "OwnerNotFound"
     FAILED_TO_START = "FailedToStart"
     OUT_OF_SYNC = "OutOfSync"
+    WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 
 
 class StopReason(StrEnum):
@@ -305,6 +311,9 @@ MSG_MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
 MSG_NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
 MSG_MISSING_PREBUILT_WORKLOAD = "missing workload"
 MSG_PREBUILT_OUT_OF_SYNC = "The prebuilt workload is out of sync with its user job"
+MSG_SLICE_OUT_OF_SYNC = "The workload slice is out of sync with its parent job"
+MSG_SLICE_REPLACED = "Replaced to accommodate a new workload slice"
+MSG_SLICE_AGGREGATED = "Replaced to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to workload slice aggregation"
 MSG_DEACTIVATION_RETENTION_EXPIRED = "Deleted job: deactivation retention period expired"
 MSG_CHILD_JOB_SUSPENDED = "Kueue managed child job suspended"
 MSG_PODS_NOT_READY = "Not all pods are ready or succeeded"

@@ -31,6 +31,7 @@ __all__ = [
     "preemption_message",
     "quota_reserved_condition",
     "requeued",
+    "slice_replaced",
 ]
 
 _W = constants.WorkloadCondition
@@ -122,6 +123,13 @@ def evicted_by_preemption(reason: PreemptionReason, message: str) -> tuple[Condi
 def evicted(reason: str, message: str) -> ConditionValue:
     """Evicted=True, as `evict.Evict` writes it."""
     return ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE])
+
+
+def slice_replaced(new_uid: str, new_job_uid: str) -> ConditionValue:
+    """Finished=True on a workload slice once the slice replacing it is admitted
+    (`Scheduler.replaceWorkloadSlice`)."""
+    message = constants.MSG_SLICE_AGGREGATED.format(uid=new_uid, job_uid=new_job_uid)
+    return ConditionValue(_W.FINISHED, "True", constants.FinishedReason.WORKLOAD_SLICE_REPLACED, message)
 
 
 def requeued(reason: str, message: str) -> ConditionValue:

@@ -30,9 +30,12 @@ soon as an event calls for it (upstream batches for 1 s; the worker may batch ev
 ``result = core.schedule(now)`` runs one cycle and returns a ``CycleResult`` whose ``decisions`` are
 values, in the order they were taken:
 
-* ``Admit(key, uid, cluster_queue, admission, conditions)``: server-side-apply ``status.admission``
-  (the exact JSON) and ``conditions``. The reservation is already *assumed* in the cache; if the
-  write fails call ``core.admission_failed(key, now)`` (ignore NotFound: the delete event follows).
+* ``Admit(key, uid, cluster_queue, admission, conditions, replaces)``: server-side-apply
+  ``status.admission`` (the exact JSON) and ``conditions``. The reservation is already *assumed* in
+  the cache; if the write fails call ``core.admission_failed(key, now)`` (ignore NotFound: the
+  delete event follows). ``replaces`` (elastic Jobs) is the workload slice this one replaces: once
+  the write succeeded, patch its ``conditions`` (Finished=True, ``WorkloadSliceReplaced``), emit a
+  Normal event with that reason and count ``kueue_replaced_workload_slices_total``.
 * ``Preempt(preemptor_key, cluster_queue, targets)``: for each ``Victim`` patch the Evicted and
   Preempted conditions (``victim.conditions``) on ``victim.key``.
 * ``Pending(key, uid, cluster_queue, reason, message, conditions)``: patch QuotaReserved=False /
@@ -115,6 +118,7 @@ __all__ = [
     "Pending",
     "Preempt",
     "QueueBlocked",
+    "ReplacedSlice",
     "Requeue",
     "SchedulerConfig",
     "StatusDecision",
@@ -140,6 +144,18 @@ class SchedulerConfig:
     # Feature gate ConcurrentAdmission: variants keep to their flavor, wait behind closed preemption
     # gates, and migrate their parent to a more preferred flavor.
     concurrent_admission: bool = False
+    # Feature gate ElasticJobsViaWorkloadSlices: a slice replacing an admitted one takes its quota over.
+    elastic_jobs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacedSlice:
+    """The workload slice an admitted slice replaces, and the Finished condition it gets."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    conditions: tuple[ConditionValue, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +165,7 @@ class Admit:
     cluster_queue: str
     admission: Mapping[str, Any]
     conditions: tuple[ConditionValue, ...]
+    replaces: ReplacedSlice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +284,9 @@ class _Entry:
     reason: str = ""
     requeue_reason: RequeueReason = RequeueReason.GENERIC
     keep_last: bool = True
+    # The admitted slice this one replaces, when it is a preemption target too (upstream keeps it
+    # in the targets until admission, so overlap and fit checks count it).
+    replaces: WorkloadInfo | None = None
 
 
 class AdmissionCore:
@@ -482,22 +502,34 @@ class AdmissionCore:
             return False
         return cq.allocatable_generation > last.cq_generation
 
+    def _replaced_slice(self, wl: WorkloadInfo, cq: ClusterQueueNode) -> WorkloadInfo | None:
+        """`ReplacedWorkloadSlice`: the admitted slice of the same namespace and ClusterQueue that
+        `wl` replaces, if any."""
+        if not self.config.elastic_jobs or not wl.replacement_for:
+            return None
+        old = cq.workloads.get(WorkloadKey(wl.replacement_for))
+        return old if old is not None and old.namespace == wl.namespace else None
+
     def _assign(self, wl: WorkloadInfo, cq: ClusterQueueNode, snap: Snapshot, preemptor: Preemptor, *, use_last: bool = True,
-                nominated: Mapping[str, Mapping[str, str]] | None = None) -> tuple[Assignment, list[Target]]:
+                nominated: Mapping[str, Mapping[str, str]] | None = None) -> tuple[Assignment, list[Target], WorkloadInfo | None]:
+        """`getInitialAssignments`: the assignment, its preemption targets and the replaced slice,
+        which is reported only with an assignment that fits or has targets (then it is one too)."""
         last = self._last.get(wl.key) if use_last else None
         if last is not None and self._outdated(last, cq):
             last = None
         oracle = Oracle(preemptor, snap)
+        replaced = self._replaced_slice(wl, cq)
         kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources,
-              "nominated": nominated, "concurrent_admission": self.config.concurrent_admission}
+              "nominated": nominated, "concurrent_admission": self.config.concurrent_admission,
+              "replaces": replaced}
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
         if mode == Mode.FIT:
-            return full, []
+            return full, [], replaced
         if mode == Mode.PREEMPT:
             targets = preemptor.get_targets(wl, full, snap)
             if targets:
-                return full, targets
+                return full, targets, replaced
         if wl.can_be_partially_admitted:
 
             def fits(counts: list[int]) -> tuple[tuple[Assignment, list[Target]] | None, bool]:
@@ -513,11 +545,11 @@ class AdmissionCore:
 
             found = search_partial(wl, fits)
             if found is not None:
-                return found
-        return full, []
+                return (*found, replaced)
+        return full, [], None
 
-    def _record(self, e: _Entry, a: Assignment, targets: list[Target]) -> None:
-        e.assignment, e.targets, e.message = a, targets, a.message()
+    def _record(self, e: _Entry, a: Assignment, targets: list[Target], replaced: WorkloadInfo | None) -> None:
+        e.assignment, e.targets, e.replaces, e.message = a, targets, replaced, a.message()
         if a.last_state is not None:
             a.last_state.cycle = self.cycle
             self._last[e.wl.key] = a.last_state
@@ -547,8 +579,7 @@ class AdmissionCore:
             elif wl.resource_errors:
                 e.message, e.reason = f"resources validation failed: {wl.resource_errors}", PendingReason.MISCONFIGURED
             else:
-                a, targets = self._assign(wl, cq, snap, preemptor)
-                self._record(e, a, targets)
+                self._record(e, *self._assign(wl, cq, snap, preemptor))
                 entries.append(e)
                 continue
             inadmissible.append(e)
@@ -570,9 +601,10 @@ class AdmissionCore:
                 name = won or name
             yield by_cq.pop(name)
 
-    def _fits(self, snap: Snapshot, cq: ClusterQueueNode, usage: FRQuantities, preempted: Mapping[WorkloadKey, WorkloadInfo], targets: list[Target]) -> bool:
+    def _fits(self, snap: Snapshot, cq: ClusterQueueNode, usage: FRQuantities, preempted: Mapping[WorkloadKey, WorkloadInfo],
+              targets: list[WorkloadInfo]) -> bool:
         victims = dict(preempted)
-        victims.update((t.workload.key, t.workload) for t in targets)
+        victims.update((t.key, t) for t in targets)
         with snap.simulated_removal(victims.values()):
             return all(v <= resource_node.available(cq, fr) for fr, v in usage.items())
 
@@ -584,20 +616,20 @@ class AdmissionCore:
             e.status, e.message, e.reason = "skipped", constants.MSG_MORE_FAVORABLE_VARIANT_ADMITTED, PendingReason.PENDING_EVALUATION
             return
         usage = e.assignment.total_requests()
-        overlap = any(t.workload.key in preempted for t in e.targets)
+        overlap = any(t.key in preempted for t in _victims(e))
         recomputed = overlap and self.config.recompute_on_overlap
         if recomputed:
             # Recomputed from the first flavor, but only over the flavors first chosen (flavor stickiness).
             nominated = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
             with snap.simulated_removal(list(preempted.values())):
                 self._last.pop(e.wl.key, None)
-                a, targets = self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated)
-            self._record(e, a, targets)
-            if a.representative_mode() == Mode.FIT:
-                a.mode_override = Mode.DEFERRED_FIT
-            usage = a.total_requests()
-            overlap = any(t.workload.key in preempted for t in e.targets)
-        fits = self._fits(snap, cq, usage, preempted, e.targets)
+                self._record(e, *self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated))
+            assert e.assignment is not None
+            if e.assignment.representative_mode() == Mode.FIT:
+                e.assignment.mode_override = Mode.DEFERRED_FIT
+            usage = e.assignment.total_requests()
+            overlap = any(t.key in preempted for t in _victims(e))
+        fits = self._fits(snap, cq, usage, preempted, _victims(e))
         a = e.assignment
         mode = a.representative_mode()
         if recomputed:
@@ -632,7 +664,7 @@ class AdmissionCore:
             if mode == Mode.PREEMPT:
                 result.preemption_skips[e.cq_name] = result.preemption_skips.get(e.cq_name, 0) + 1
             return
-        preempted.update((t.workload.key, t.workload) for t in e.targets)
+        preempted.update((t.key, t) for t in _victims(e))
         snap.add_usage(cq, usage)
         if mode == Mode.PREEMPT:
             e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
@@ -704,7 +736,11 @@ class AdmissionCore:
         self._last.pop(e.wl.key, None)
         self._assumed_from[e.wl.key] = e.wl
         e.status = "assumed"
-        result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds)))
+        replaces = None
+        if e.replaces is not None:
+            old = e.replaces
+            replaces = ReplacedSlice(old.key, old.uid, old.admission_cluster_queue, (conditions.slice_replaced(e.wl.uid, e.wl.job_uid),))
+        result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds), replaces))
 
     def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:
         if e.status and e.requeue_reason == RequeueReason.GENERIC:
@@ -749,6 +785,11 @@ def _migration_allowed(e: _Entry, cq: ClusterQueueNode) -> bool:
         e.message = constants.MSG_BELOW_LAST_ACCEPTABLE_FLAVOR
         return False
     return True
+
+
+def _victims(e: _Entry) -> list[WorkloadInfo]:
+    """The workloads whose quota `e` counts on: its preemption targets and the slice it replaces."""
+    return [t.workload for t in e.targets] + ([e.replaces] if e.replaces is not None else [])
 
 
 def _usage_lookup(usage: Mapping[WorkloadKey, FRQuantities]) -> Callable[[WorkloadInfo], FRQuantities]:

@@ -190,6 +190,9 @@ class WorkloadInfo:
     parent_uid: str = ""
     allowed_flavors: tuple[str, ...] | None = None
     closed_preemption_gate: bool = False
+    # `namespace/name` of the workload slice this one replaces (annotation
+    # `kueue.x-k8s.io/workload-slice-replacement-for`); "" when it replaces none.
+    replacement_for: str = ""
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -285,26 +288,35 @@ class WorkloadInfo:
             out.append({r: min(v * n, UNLIMITED) for r, v in ps.requests.items()})
         return out
 
-    def usage(self) -> FRQuantities:
-        """Quota held, from status.admission scaled down by reclaimablePods.
+    def admitted_requests(self) -> list[dict[str, int]]:
+        """Per podSetAssignment, the quota it holds per resource, from status.admission scaled
+        down by reclaimablePods.
 
         As upstream's `totalRequestsFromAdmission`: the pods still needed are the podSet's count
         minus its reclaimable pods; only when that is below the admitted count is the usage scaled,
         per pod first (integer division) and then by the pods still needed. A partially admitted
         podSet keeps its usage until more pods are reclaimable than were left out.
         """
-        out: FRQuantities = {}
+        out = []
         sizes = {ps.name: ps.count for ps in self.pod_sets}
         for psa in self.assignments:
             admitted = psa.count or sizes.get(psa.name, 0)
             size = sizes.get(psa.name, admitted)
             needed = size - min(self.reclaimable.get(psa.name, 0), size)
-            for res, flavor in psa.flavors.items():
+            held = {}
+            for res in psa.flavors:
                 v = psa.resource_usage.get(res, 0)
-                if needed < admitted:
-                    v = v // admitted * needed
+                held[res] = v // admitted * needed if needed < admitted else v
+            out.append(held)
+        return out
+
+    def usage(self) -> FRQuantities:
+        """Quota held per flavor and resource (`admitted_requests` summed)."""
+        out: FRQuantities = {}
+        for psa, held in zip(self.assignments, self.admitted_requests(), strict=True):
+            for res, v in held.items():
                 if v:
-                    fr = FlavorResource(flavor, res)
+                    fr = FlavorResource(psa.flavors[res], res)
                     out[fr] = out.get(fr, 0) + v
         return out
 
@@ -402,4 +414,5 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         parent_uid=concurrent_admission.parent_uid(obj),
         allowed_flavors=concurrent_admission.allowed_flavors(obj),
         closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
+        replacement_for=str(annotations.get(constants.WORKLOAD_SLICE_REPLACEMENT_FOR) or ""),
     )

@@ -48,6 +48,7 @@ from webhook.core.cycle import (
     Pending,
     Preempt,
     QueueBlocked,
+    ReplacedSlice,
     Requeue,
     SchedulerConfig,
     UnsetReservation,
@@ -110,6 +111,7 @@ class StatusWrite:
     path: str
     mutate: Callable[[dict[str, Any], Mapping[str, Any]], None]
     on_failure: Callable[[], None] | None = None
+    on_success: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +148,13 @@ class Manager:
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
         recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
         concurrent = config.feature_enabled("ConcurrentAdmission")
+        elastic = config.feature_enabled("ElasticJobsViaWorkloadSlices")
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
-                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent)
+                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent,
+                            elastic_jobs=elastic)
             if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
-                                       concurrent_admission=concurrent)
+                                       concurrent_admission=concurrent, elastic_jobs=elastic)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
@@ -450,9 +454,11 @@ class Manager:
         def failed() -> None:
             self._core_q.put(("admission_failed", "", key))
 
+        replaced = d.replaces
+        succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
         self._admitting.add(key)
         log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed), first=True)
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
         self.reporter.admitted_in_cohort(self.core, d, wl)
@@ -465,6 +471,35 @@ class Manager:
             if any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
                 self.recorder.emit(wl, "Normal", "Admitted",
                                    f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
+
+    def _replace_slice(self, old: ReplacedSlice, new_key: str, now: datetime) -> None:
+        """`replaceWorkloadSlice`, once the new slice's admission is written: the old slice is
+        finished (its quota leaves the cache with that event), an event and the metric record it.
+        A failed write is left to the Job reconciler, which finishes a replaced slice too."""
+        key = str(old.key)
+        conds = [cv.to_api(now) for cv in old.conditions]
+        wl = self.store.get("workloads", key)
+        if wl is None or is_true(wl, c.WorkloadCondition.FINISHED):
+            return
+
+        finished_here = [False]  # by the last attempt of the write
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            finished_here[0] = (find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
+            if not finished_here[0]:
+                return  # finished meanwhile (e.g. by the Job reconciler): nothing to record
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        def replaced() -> None:
+            if not finished_here[0]:
+                return
+            self.reporter.replaced_slice(old.cluster_queue)
+            self.recorder.emit(wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER)
+
+        log.info("workload slice replaced", extra={"object": key, "kind": "Workload", "decision": "Replaced",
+                                                   "replacement": new_key, "cluster_queue": old.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True)
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
         self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
@@ -616,12 +651,17 @@ class Manager:
                 item.mutate(status, obj)
 
         try:
-            update_status(self.kube, self.store, first.kind, first.path, mutate)
+            written = update_status(self.kube, self.store, first.kind, first.path, mutate)
         except k.KubeError as exc:
             log.warning("status write failed", extra={"object": key, "error": str(exc)})
             for item in items:
                 if item.on_failure is not None:
                     item.on_failure()
+            return
+        if written is not None:
+            for item in items:
+                if item.on_success is not None:
+                    item.on_success()
 
     # == queue status and resource-in-use finalizers ============================================
     def _publish_queue_status(self, now: datetime) -> None:

@@ -139,6 +139,7 @@ _CLUSTER_QUEUE_SERIES = (
     m.PODS_READY_TO_EVICTED_TIME, m.ADMITTED_WORKLOADS, m.ADMISSION_WAIT_TIME, m.ADMISSION_CHECKS_WAIT_TIME,
     m.READY_WAIT_TIME, m.ADMITTED_UNTIL_READY_WAIT_TIME, m.EVICTED_WORKLOADS, m.EVICTED_WORKLOADS_ONCE,
     m.PREEMPTION_TARGET_RECOMPUTATIONS, m.WORKLOAD_EVICTION_LATENCY, m.POD_SCHEDULING_GATE_REMOVAL,
+    m.REPLACED_WORKLOAD_SLICES,
 )
 _LOCAL_QUEUE_SERIES = (
     m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS, m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME, m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
@@ -194,6 +195,11 @@ class MetricsReporter:
         self._preemption_skips.pop(name, None)
         m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
         self._deleted_cq_shares.update({labels: v for labels, v in self._cq_shares.items() if labels[0] == name})
+
+    def replaced_slice(self, cluster_queue: str) -> None:
+        """A workload slice was finished as replaced (`ReportReplacedWorkloadSlices`). Only a counter
+        moves, so a writer thread may call it once the slice's write succeeded."""
+        m.REPLACED_WORKLOAD_SLICES.labels(cluster_queue, ROLE).inc()
 
     def local_queue_deleted(self, namespace: str, name: str) -> None:
         """The LocalQueue's delete event, or its stop: both take it out of upstream's queue manager,
