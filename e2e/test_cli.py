@@ -135,3 +135,89 @@ def test_errors_are_one_line(cli: Cli) -> None:
     assert (got.returncode, got.stderr.count("\n")) == (1, 1)
     got = cli("--kubeconfig", "/nonexistent", "list", "cq", ok=False)
     assert got.returncode == 1 and got.stderr.startswith("Error: ") and got.stderr.count("\n") == 1
+
+
+# --------------------------------------------------------------------------- explain and dry-run
+
+
+def manifest(ns: str, name: str, queue: str, cpu: str, *, count: int = 1, priority: str | None = None) -> str:
+    obj = job(ns, name, queue, cpu)
+    obj["spec"]["parallelism"] = obj["spec"]["completions"] = count
+    if priority:
+        obj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
+    return json.dumps(obj)
+
+
+@pytest.fixture
+def cohort(cli: Cli, kubectl: Kubectl, namespace: str) -> Any:
+    """ClusterQueue `mine` (2 cpu, may borrow 2, preempts lower priority) and `lender` (4 cpu) in one cohort."""
+    suffix = uuid.uuid4().hex[:6]
+    names = {"rf": f"cli-rf-{suffix}", "mine": f"cli-mine-{suffix}", "lender": f"cli-lender-{suffix}",
+             "wpc": f"cli-high-{suffix}"}
+    cli("create", "rf", names["rf"])
+    cli("create", "cq", names["mine"], "--cohort", f"cli-{suffix}", "--nominal-quota", f"{names['rf']}:cpu=2",
+        "--borrowing-limit", f"{names['rf']}:cpu=2", "--preemption-within-cluster-queue", "LowerPriority")
+    cli("create", "cq", names["lender"], "--cohort", f"cli-{suffix}", "--nominal-quota", f"{names['rf']}:cpu=4")
+    cli("create", "lq", "mine", "-c", names["mine"], "-n", namespace)
+    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": names["wpc"]}, "value": 1000})
+    yield names
+    for kind in ("clusterqueue", "clusterqueue", "resourceflavor", "workloadpriorityclass"):
+        key = {"clusterqueue": None, "resourceflavor": "rf", "workloadpriorityclass": "wpc"}[kind]
+        for name in ([names["mine"], names["lender"]] if key is None else [names[key]]):
+            kubectl("delete", kind, name, "--wait=false", check=False)
+
+
+def dry_run(cli: Cli, text: str) -> str:
+    return cli("dry-run", "-f", "-", input=text).stdout
+
+
+def test_dry_run_scenarios(cli: Cli, kubectl: Kubectl, cohort: Any, namespace: str) -> None:
+    rf = cohort["rf"]
+    out = dry_run(cli, manifest(namespace, "fits", "mine", "1"))
+    assert f"would be admitted now by ClusterQueue {cohort['mine']}" in out and f"cpu on {rf} (1 pods)" in out
+
+    out = dry_run(cli, manifest(namespace, "borrows", "mine", "1", count=4))
+    assert "would be admitted now" in out
+    assert out.splitlines()[-1].split() == ["main", rf, "cpu", "4", "2", "0", "2", "0"], out
+
+    out = dry_run(cli, manifest(namespace, "never", "mine", "1", count=5))
+    assert "can never fit" in out and "pod set main: cpu 5 requested, at most 4 in any flavor" in out
+
+    create(kubectl, job(namespace, "low", "mine", "4"))  # its nominal 2 and all it may borrow
+    wait_for("the low-priority Job admitted", lambda: "ADMITTED" in cli("list", "workload", "-n", namespace).stdout)
+    out = dry_run(cli, manifest(namespace, "urgent", "mine", "2", priority=cohort["wpc"]))
+    assert "after preempting 1 workload(s):" in out and f"{namespace}/job-low-" in out, out
+    assert not [w for w in kubectl.get("workloads", "-n", namespace)["items"] if "urgent" in w["metadata"]["name"]]
+
+
+def test_explain_scenarios(cli: Cli, kubectl: Kubectl, cohort: Any, namespace: str) -> None:
+    create(kubectl, job(namespace, "first", "mine", "4"))
+    wait_for("first admitted", lambda: "ADMITTED" in cli("list", "workload", "-n", namespace).stdout)
+    kubectl("patch", "clusterqueue", cohort["lender"], "--type=merge", "-p", '{"spec":{"stopPolicy":"Hold"}}')
+    create(kubectl, job(namespace, "second", "mine", "1"))
+
+    def explained() -> str | None:
+        out = cli("explain", "job/second", "-n", namespace).stdout
+        return out if "Kueue says:" in out else None
+
+    out = wait_for("second pending with a reason", explained)
+    assert out.startswith(f"Workload {namespace}/job-second-") and "PENDING" in out.splitlines()[0]
+    assert "Position: 1 in ClusterQueue" in out and "Ahead of it: none" in out
+    assert "would stay pending" in out
+    row = out.splitlines()[-1].split()
+    assert row[:8] == ["main", cohort["rf"], "cpu", "1", "2", "4", "0", "1"], out
+
+    kubectl("patch", "clusterqueue", cohort["mine"], "--type=merge", "-p", '{"spec":{"stopPolicy":"Hold"}}')
+    wait_for("the stop reported", lambda: "is stopped (stopPolicy Hold)" in cli("explain", "job/second", "-n", namespace).stdout)
+
+    kubectl("label", "namespace", namespace, "pykueue-cli=yes")
+    kubectl("patch", "clusterqueue", cohort["mine"], "--type=merge",
+            "-p", '{"spec":{"stopPolicy":"None","namespaceSelector":{"matchLabels":{"pykueue-cli":"no"}}}}')
+    out = wait_for("namespace not selected", lambda: (o := cli("explain", "job/second", "-n", namespace).stdout)
+                   and "does not select namespace" in o and o)
+    assert f"ClusterQueue {cohort['mine']}'s namespaceSelector does not select namespace {namespace}" in out
+
+    assert "ADMITTED" in cli("explain", "job/first", "-n", namespace).stdout.splitlines()[0]
+    got = cli("explain", "job/nope", "-n", namespace, ok=False)
+    assert (got.returncode, got.stderr) == (1, 'Error: jobs.batch "nope" not found\n')

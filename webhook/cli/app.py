@@ -18,6 +18,7 @@ from webhook import kube
 from webhook.cli.api import CliError, get_object
 from webhook.cli.control import resume, stop
 from webhook.cli.create import create
+from webhook.cli.explain import dry_run, explain
 from webhook.cli.listing import list_
 from webhook.cli.output import now_utc
 from webhook.cli.passthrough import passthrough_groups
@@ -59,6 +60,8 @@ cli.add_command(create)
 cli.add_command(list_, "list")
 cli.add_command(stop)
 cli.add_command(resume)
+cli.add_command(explain)
+cli.add_command(dry_run)
 for _group in passthrough_groups():
     cli.add_command(_group)
 
