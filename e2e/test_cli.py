@@ -221,3 +221,25 @@ def test_explain_scenarios(cli: Cli, kubectl: Kubectl, cohort: Any, namespace: s
     assert "ADMITTED" in cli("explain", "job/first", "-n", namespace).stdout.splitlines()[0]
     got = cli("explain", "job/nope", "-n", namespace, ok=False)
     assert (got.returncode, got.stderr) == (1, 'Error: jobs.batch "nope" not found\n')
+
+
+def test_submit_time_warnings(cli: Cli, kubectl: Kubectl, queues: Any, namespace: str) -> None:
+    """kubectl shows the webhook's warnings at create; the Job is created all the same."""
+
+    def created(obj: dict[str, Any]) -> str:
+        proc = kubectl("create", "-f", "-", input=json.dumps(obj))
+        return proc.stderr
+
+    # the lookups cache follows the LocalQueue and ClusterQueue made a moment ago by the fixture
+    wait_for("the queue in the webhook's cache",
+             lambda: "never fit" in created(job(namespace, f"probe-{uuid.uuid4().hex[:4]}", "cli-lq", "3")))
+    assert created(job(namespace, "fits", "cli-lq", "1")) == ""
+    assert created(job(namespace, "lost", "no-such-lq", "1")) == \
+        f'Warning: LocalQueue "no-such-lq" does not exist in namespace "{namespace}": the Job stays pending until it is created\n'
+    assert created(job(namespace, "huge", "cli-lq", "3")) == \
+        f'Warning: the Job can never fit ClusterQueue "{queues["cq"]}": cpu 3 requested, at most 2 in any flavor\n'
+    kubectl("patch", "clusterqueue", queues["cq"], "--type=merge",
+            "-p", '{"spec":{"namespaceSelector":{"matchLabels":{"pykueue-cli":"nowhere"}}}}')
+    wait_for("the selector warning", lambda: "does not select namespace" in created(
+        job(namespace, f"sel-{uuid.uuid4().hex[:4]}", "cli-lq", "1")))
+    assert kubectl("get", "job", "huge", "-n", namespace, check=False).returncode == 0
