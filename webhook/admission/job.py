@@ -10,11 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission import jobframework as jf
+from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
 
-__all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update"]
+__all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
 
 GVK = "batch/v1, Kind=Job"
 MIN_PARALLELISM_PATH = jf.ANNOTATIONS.key(c.JOB_MIN_PARALLELISM)
@@ -134,3 +135,12 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     ):
         errs.append(f.forbidden(SYNC_COMPLETIONS_PATH, "field is immutable while the job is not suspended"))
     return errs
+
+
+def warnings_create(obj: Mapping[str, Any], ctx: Context) -> list[str]:
+    """The queue the Job names: missing, not selecting its namespace, or too small for it ever."""
+    meta = obj.get("metadata", {})
+    queue = (meta.get("labels") or {}).get(c.QUEUE_LABEL, "")
+    pod_spec = obj.get("spec", {}).get("template", {}).get("spec") or {}
+    demand = [queue_warnings.pod_set_demand(_pods_count(obj), pod_spec)]
+    return queue_warnings.queue_warnings("Job", meta.get("namespace") or ctx.namespace, queue, demand, ctx)
