@@ -34,6 +34,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 E2E = ROOT / "e2e"
+sys.path.insert(0, str(E2E))
+
+from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
+
 OUR_CRDS = ROOT / "manifests" / "crds"
 WRAPPER = ROOT / "bench" / "minimalkueue-pykueue"
 DEFAULT_OUT = ROOT / ".run" / "bench-scale"
@@ -92,14 +96,6 @@ def _script_output(script: Path) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
-def kueue_module_dir() -> Path:
-    proc = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"], cwd=E2E / "tools" / "kueue",
-                          env=dict(os.environ, GOFLAGS="-mod=mod"), capture_output=True, text=True)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise BenchError(f"cannot locate the kueue module: {proc.stderr.strip()}")
-    return Path(proc.stdout.strip())
-
-
 @dataclass
 class Binaries:
     k8s_bin: Path
@@ -125,8 +121,10 @@ class Binaries:
 
 def ensure_binaries() -> Binaries:
     k8s_bin = _script_output(E2E / "build-binaries.sh")
-    kueue_bin = _script_output(E2E / "build-kueue.sh")
-    return Binaries(k8s_bin, kueue_bin, kueue_module_dir())
+    try:
+        return Binaries(k8s_bin, kueue_bin_dir(), kueue_module_dir())
+    except UpstreamBuildError as exc:
+        raise BenchError(str(exc)) from exc
 
 
 def ours_available(python: str) -> str | None:

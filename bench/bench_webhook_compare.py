@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e"), str(ROOT / "bench")]
 
 import bench_webhook as bw  # noqa: E402
-from bench_scale import BenchError, _script_output, kueue_module_dir  # noqa: E402
+from bench_scale import BenchError, _script_output  # noqa: E402
+from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 
 DEFAULT_DIR = ROOT / ".run" / "bench-webhook-compare"
 HANDLERS = (("mutate Job", "/mutate-batch-v1-job", bw._job_review), ("mutate Pod", "/mutate--v1-pod", bw._pod_review))
@@ -311,8 +312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     k8s_bin = _script_output(ROOT / "e2e" / "build-binaries.sh")
     os.environ.setdefault("PYKUEUE_K8S_BIN_DIR", str(k8s_bin))
-    kueue_bin = _script_output(ROOT / "e2e" / "build-kueue.sh")
-    module = kueue_module_dir()
+    try:
+        kueue_bin, module = kueue_bin_dir(), kueue_module_dir()
+    except UpstreamBuildError as exc:
+        raise BenchError(str(exc)) from exc
     servers = Servers(args.dir.resolve(), kueue_bin, args.python)
     ca = str(servers.cert_dir / "ca.crt")
     sides: list[str] = []

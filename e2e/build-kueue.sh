@@ -26,8 +26,9 @@ command -v go >/dev/null || { echo "build-kueue: step 'find go' failed: no Go to
 
 stamp="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$version"
 
-build() { # package output
-  local pkg="$1" out="$2"
+build() { # package output [test]: `go build`, or `go test -c` for a test package
+  local pkg="$1" out="$2" cmd=(build) ldflags="-s -w $stamp"
+  if [ "${3:-}" = test ]; then cmd=(test -c); ldflags="-s -w"; fi
   if [ -x "$bin/$out" ]; then
     echo "build-kueue: $out cached" >&2
     return
@@ -35,22 +36,7 @@ build() { # package output
   local start=$SECONDS
   echo "build-kueue: building $out from $pkg@$version ..." >&2
   ( cd "$here/tools/kueue" &&
-    CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags="-s -w $stamp" -o "$bin/$out.tmp.$$" "$pkg" ) ||
-    { rm -f "$bin/$out.tmp.$$"; echo "build-kueue: step 'build $out' failed" >&2; exit 1; }
-  mv "$bin/$out.tmp.$$" "$bin/$out"
-  echo "build-kueue: $out built in $((SECONDS - start))s" >&2
-}
-
-build_test() { # test package output
-  local pkg="$1" out="$2"
-  if [ -x "$bin/$out" ]; then
-    echo "build-kueue: $out cached" >&2
-    return
-  fi
-  local start=$SECONDS
-  echo "build-kueue: building test binary $out from $pkg@$version ..." >&2
-  ( cd "$here/tools/kueue" &&
-    CGO_ENABLED=0 GOFLAGS=-mod=mod go test -c -trimpath -ldflags="-s -w" -o "$bin/$out.tmp.$$" "$pkg" ) ||
+    CGO_ENABLED=0 GOFLAGS=-mod=mod go "${cmd[@]}" -trimpath -ldflags="$ldflags" -o "$bin/$out.tmp.$$" "$pkg" ) ||
     { rm -f "$bin/$out.tmp.$$"; echo "build-kueue: step 'build $out' failed" >&2; exit 1; }
   mv "$bin/$out.tmp.$$" "$bin/$out"
   echo "build-kueue: $out built in $((SECONDS - start))s" >&2
@@ -61,6 +47,6 @@ build sigs.k8s.io/kueue/test/performance/scheduler/runner performance-scheduler-
 build sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue minimalkueue
 build sigs.k8s.io/kueue/cmd/kueue kueue-manager
 build sigs.k8s.io/kueue/cmd/kueuectl kubectl-kueue
-build_test sigs.k8s.io/kueue/test/e2e/singlecluster/baseline singlecluster-baseline.test
+build sigs.k8s.io/kueue/test/e2e/singlecluster/baseline singlecluster-baseline.test test
 echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

@@ -51,13 +51,13 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from cluster import Cluster, HostExec, free_port  # noqa: E402
 from stack import Stack  # noqa: E402
+from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 
 import certs  # noqa: E402
 
 SELECTION_FILE = HERE / "upstream_suite.yaml"
 FAKEBIN = HERE / "fakebin"
 TEST_BINARY = "singlecluster-baseline.test"
-KUEUE_TOOLS = HERE / "tools" / "kueue"
 DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 #: Where upstream's manager reads its metrics certificate when internal cert management is off
 #: (cmd/kueue/main.go); a marker says the directory was made here, so teardown may remove it.
@@ -113,16 +113,10 @@ class SuiteError(RuntimeError):
 
 def build() -> tuple[Path, Path]:
     """(bin dir with the test binary and upstream's manager, upstream's module source dir)."""
-    res = subprocess.run(["bash", str(HERE / "build-kueue.sh")], stdout=subprocess.PIPE, text=True, check=False)
-    lines = res.stdout.split()
-    if res.returncode != 0 or not lines:
-        raise SuiteError("build upstream binaries", f"e2e/build-kueue.sh exited {res.returncode}")
-    env = {**os.environ, "GOFLAGS": "-mod=mod"}
-    mod = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"], cwd=KUEUE_TOOLS, env=env,
-                         capture_output=True, text=True, check=False)
-    if mod.returncode != 0 or not mod.stdout.strip():
-        raise SuiteError("find upstream module", mod.stderr.strip())
-    return Path(lines[-1]), Path(mod.stdout.strip())
+    try:
+        return kueue_bin_dir(), kueue_module_dir()
+    except UpstreamBuildError as exc:
+        raise SuiteError("build upstream binaries", str(exc)) from exc
 
 
 @dataclass(frozen=True)
