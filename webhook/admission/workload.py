@@ -25,6 +25,7 @@ from webhook.admission.context import Context
 from webhook.admission.resource_flavor import validate_tolerations
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import objects as o
 from webhook.api.quantity import QuantityError, amount, parse
 
 __all__ = ["default", "validate_create", "validate_update"]
@@ -169,22 +170,13 @@ def _pod_sets(wl: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(_spec(wl).get("podSets") or [])
 
 
-def _annotations(wl: Mapping[str, Any]) -> Mapping[str, str]:
-    return (wl.get("metadata") or {}).get("annotations") or {}
-
-
 def _count(pod_set: Mapping[str, Any]) -> int:
     # The CRD defaults `count` to 1.
     return int(pod_set.get("count", 1))
 
 
 def _has_quota_reservation(wl: Mapping[str, Any] | None) -> bool:
-    if wl is None:
-        return False
-    return any(
-        cond.get("type") == c.WorkloadCondition.QUOTA_RESERVED and cond.get("status") == "True"
-        for cond in _status(wl).get("conditions") or []
-    )
+    return wl is not None and o.has_quota_reservation(wl)
 
 
 def _reserves_quota_without_admission(wl: Mapping[str, Any] | None) -> bool:
@@ -195,7 +187,7 @@ def _is_elastic(wl: Mapping[str, Any], ctx: Context) -> bool:
     """`workloadslicing.Enabled`: the gate is on and the Workload opted in by annotation."""
     return (
         ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices")
-        and _annotations(wl).get(c.ELASTIC_JOB) == "true"
+        and o.annotations(wl).get(c.ELASTIC_JOB) == "true"
     )
 
 
@@ -385,7 +377,7 @@ def _validate_admission_checks(obj: Mapping[str, Any]) -> list[f.FieldError]:
 
 def _validate_priority_boost(obj: Mapping[str, Any]) -> list[f.FieldError]:
     """KEP-7990: a present `priority-boost` annotation must be a signed 32-bit integer."""
-    annotations = _annotations(obj)
+    annotations = o.annotations(obj)
     if PRIORITY_BOOST_ANNOTATION not in annotations:
         return []
     value = annotations[PRIORITY_BOOST_ANNOTATION]
@@ -520,7 +512,7 @@ def _validate_cluster_name_update(
     """`validateClusterNameUpdate`: a newly set clusterName is one of the old nominatedClusterNames."""
     if ctx.config.feature_enabled(
         "ElasticJobsViaWorkloadSlices"
-    ) and WORKLOAD_SLICE_REPLACEMENT_FOR in _annotations(new):
+    ) and WORKLOAD_SLICE_REPLACEMENT_FOR in o.annotations(new):
         return []
     cluster_name = _status(new).get("clusterName")
     newly_set = _status(old).get("clusterName") is None and cluster_name is not None

@@ -35,6 +35,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.config import Configuration
 from webhook.core import conditions
 from webhook.core.admission_checks import reset_on_eviction
@@ -60,7 +61,7 @@ from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
-from webhook.worker.status import find_condition, is_true, set_condition, update_status
+from webhook.worker.status import set_condition, update_status
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 
@@ -327,7 +328,7 @@ class Manager:
                                     str((obj.get("spec") or {}).get("controllerName") or ""))
         elif kind == "workloads":
             key = f"{ns}/{name}"
-            if deleted or is_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
+            if deleted or o.is_condition_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
                 self._admitting.discard(key)
             elif key in self._admitting:
                 # The core assumed this reservation and our Admit write has not been seen yet, so this
@@ -479,13 +480,13 @@ class Manager:
         key = str(old.key)
         conds = [cv.to_api(now) for cv in old.conditions]
         wl = self.store.get("workloads", key)
-        if wl is None or is_true(wl, c.WorkloadCondition.FINISHED):
+        if wl is None or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
             return
 
         finished_here = [False]  # by the last attempt of the write
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            finished_here[0] = (find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
+            finished_here[0] = (o.find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
             if not finished_here[0]:
                 return  # finished meanwhile (e.g. by the Job reconciler): nothing to record
             for cond in conds:
@@ -537,7 +538,7 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
-            if is_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+            if o.is_condition_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
                 set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
                                        "reason": d.reason, "message": d.message}, now, _gen(obj))
             for gate in status.get("preemptionGates") or ():
@@ -589,7 +590,7 @@ class Manager:
         cache = self.core.cache
         candidates = self.store.list("workloads") if keys is None else [w for key in keys if (w := self.store.get("workloads", key))]
         for wl in candidates:
-            if is_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or is_true(wl, c.WorkloadCondition.FINISHED):
+            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
                 continue
             meta, spec = wl["metadata"], wl.get("spec") or {}
             if meta.get("deletionTimestamp") or spec.get("active") is False:
@@ -613,14 +614,14 @@ class Manager:
         wl = self.store.get("workloads", key)
         if wl is None:
             return
-        current = find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+        current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
         qr = pending[0]
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (qr.status, qr.reason, qr.message):
             return
         conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            if (find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
+            if (o.find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
                 return  # reserved meanwhile: a stale pending report
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))

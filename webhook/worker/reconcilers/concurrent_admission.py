@@ -24,13 +24,12 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.core import concurrent_admission as ca
 from webhook.core.model import ClusterQueueSpec, MigrationMode, parse_cluster_queue
 from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import (
-    find_condition,
-    is_true,
     set_condition,
     unset_quota_reservation,
     update_status,
@@ -97,16 +96,16 @@ def _is_active(obj: Mapping[str, Any]) -> bool:
 
 
 def _has_reservation(obj: Mapping[str, Any]) -> bool:
-    return is_true(obj, _W.QUOTA_RESERVED)
+    return o.is_condition_true(obj, _W.QUOTA_RESERVED)
 
 
 def _is_admissible(obj: Mapping[str, Any]) -> bool:
     """`IsAdmissible`, without the gates this worker has no concept of."""
-    return not is_true(obj, _W.FINISHED) and _is_active(obj) and not _has_reservation(obj)
+    return not o.is_condition_true(obj, _W.FINISHED) and _is_active(obj) and not _has_reservation(obj)
 
 
 def _admitted(variants: Sequence[Obj]) -> Obj | None:
-    return next((v for v in variants if is_true(v, _W.ADMITTED)), None)
+    return next((v for v in variants if o.is_condition_true(v, _W.ADMITTED)), None)
 
 
 def _gate_state(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -188,7 +187,7 @@ class _Planner:
         self._add("set_active", v, _E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT, message, active=active)
         if active:
             return
-        evicted = find_condition(v, _W.EVICTED)
+        evicted = o.find_condition(v, _W.EVICTED)
         if evicted is not None and evicted.get("status") == "True" and _has_reservation(v):
             self._clear_admission(v, evicted)
 
@@ -225,11 +224,11 @@ class _Planner:
         """An admitted variant was evicted: evict the parent and wait until it gives its quota back,
         then clear the variant's admission. True while waiting for the parent."""
         for v in self.variants:
-            evicted = find_condition(v, _W.EVICTED)
+            evicted = o.find_condition(v, _W.EVICTED)
             if evicted is None or evicted.get("status") != "True" or not _has_reservation(v):
                 continue
             if _has_reservation(self.parent):
-                if not is_true(self.parent, _W.EVICTED):
+                if not o.is_condition_true(self.parent, _W.EVICTED):
                     self._evict(self.parent, c.VARIANT_EVICTED_REASON, c.MSG_ADMITTED_VARIANT_EVICTED)
                 return True
             self._clear_admission(v, evicted)
@@ -278,20 +277,20 @@ class _Planner:
                 self._set_active(v, True, f'being at least lastAcceptableFlavor: "{last}" and higher priority than admitted Variant "{_ref(admitted)}"')
 
     def sync_admission(self) -> None:
-        finished = find_condition(self.parent, _W.FINISHED)
+        finished = o.find_condition(self.parent, _W.FINISHED)
         if finished is not None and finished.get("status") == "True":
             for v in self.variants:
-                if not is_true(v, _W.FINISHED):
+                if not o.is_condition_true(v, _W.FINISHED):
                     self._add("finish", v, str(finished.get("reason") or ""), str(finished.get("message") or ""))
             return
         admitted = _admitted(self.variants)
-        parent_admitted = is_true(self.parent, _W.ADMITTED)
+        parent_admitted = o.is_condition_true(self.parent, _W.ADMITTED)
         if admitted is None:
             if parent_admitted:
                 self._evict(self.parent, c.CONCURRENT_ADMISSION_EVICTION_REASON, c.MSG_NO_VARIANT_RUNNING)
             return
-        ready = find_condition(self.parent, _W.PODS_READY)
-        current = find_condition(admitted, _W.PODS_READY)
+        ready = o.find_condition(self.parent, _W.PODS_READY)
+        current = o.find_condition(admitted, _W.PODS_READY)
         if ready is not None and (current is None or any(current.get(f) != ready.get(f) for f in ("status", "reason", "message"))):
             self._add("pods_ready", admitted, condition=dict(ready))
         if not parent_admitted:
@@ -324,9 +323,9 @@ def _first_candidate(admissible: Sequence[Obj]) -> Obj | None:
         state = _gate_state(v)
         if state is not None and state.get("position") == "Open":
             continue
-        if is_true(v, _W.BLOCKED_ON_PREEMPTION_GATES):
+        if o.is_condition_true(v, _W.BLOCKED_ON_PREEMPTION_GATES):
             return v
-        if find_condition(v, _W.QUOTA_RESERVED) is None:
+        if o.find_condition(v, _W.QUOTA_RESERVED) is None:
             return None
     return None
 
@@ -503,7 +502,7 @@ def apply_parent_admission(status: dict[str, Any], admission: Mapping[str, Any],
     set_condition(status, {"type": _W.QUOTA_RESERVED, "status": "True", "reason": c.QUOTA_RESERVED_REASON,
                            "message": f"Quota reserved in ClusterQueue {cq}"}, now, generation)
     for ctype in (_W.EVICTED, _W.PREEMPTED, _W.BLOCKED_ON_PREEMPTION_GATES):
-        prev = find_condition({"status": status}, ctype)
+        prev = o.find_condition({"status": status}, ctype)
         if prev is not None and prev.get("status") == "True":
             set_condition(status, {"type": ctype, "status": "False", "reason": c.QUOTA_RESERVED_REASON,
                                    "message": f"Previously: {prev.get('message', '')}"}, now, generation)

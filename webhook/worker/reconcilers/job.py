@@ -28,16 +28,14 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
-from webhook.api import fields, selector
+from webhook.api import fields, jobs, selector
+from webhook.api import objects as o
 from webhook.config import Configuration
 from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
 from webhook.worker import admission_checks, events, reporter
 from webhook.worker.reconcilers import elastic, podset, workload_slices
-from webhook.worker.reconcilers.pod_common import _annotations, _deleting, _labels, _meta
 from webhook.worker.status import (
-    find_condition,
-    is_true,
     set_condition,
     unset_quota_reservation,
     update_status,
@@ -69,8 +67,6 @@ JOB_API = "batch/v1"
 _MAX_PREFIX = 253 - 6
 _JOB_CONTROLLER_LABELS = ("controller-uid", "job-name", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name")
 _DROPPED_TEMPLATE_LABELS = ("controller-uid", "job-name", "batch.kubernetes.io/controller-uid")
-_MANAGED_OWNERS_CHAIN_LIMIT = 10
-_LABEL_VALUE_MAX_LENGTH = 63
 CONTROLLER_NAME = "batch/job-kueue-controller"
 
 
@@ -79,36 +75,13 @@ class StartConflict(Exception):
 
 
 # == accessors ====================================================================================
-def _key(obj: Obj) -> str:
-    return f"{_meta(obj).get('namespace', '')}/{_meta(obj).get('name', '')}"
-
-
-def _controller_of(obj: Obj) -> Obj | None:
-    for ref in _meta(obj).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
 def is_suspended(job: Obj) -> bool:
     """`Job.IsSuspended`: a Job being stopped (annotation `stopping`) does not count as suspended."""
-    return bool((job.get("spec") or {}).get("suspend")) and _annotations(job).get(c.STOPPING_ANNOTATION) != "true"
+    return bool((job.get("spec") or {}).get("suspend")) and o.annotations(job).get(c.STOPPING_ANNOTATION) != "true"
 
 
 def _is_active(job: Obj) -> bool:
     return bool((job.get("status") or {}).get("active"))
-
-
-def _has_quota_reservation(wl: Obj) -> bool:
-    return is_true(wl, c.WorkloadCondition.QUOTA_RESERVED)
-
-
-def _is_admitted(wl: Obj) -> bool:
-    return is_true(wl, c.WorkloadCondition.ADMITTED)
-
-
-def _is_finished(wl: Obj) -> bool:
-    return is_true(wl, c.WorkloadCondition.FINISHED)
 
 
 def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
@@ -116,7 +89,7 @@ def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
     reference, any UID), by name as the API lists them."""
     out = []
     for wl in store.list("workloads", ns):
-        for ref in _meta(wl).get("ownerReferences") or ():
+        for ref in o.meta(wl).get("ownerReferences") or ():
             if ref.get("apiVersion") == JOB_API and ref.get("kind") == "Job" and ref.get("name") == name:
                 out.append(wl)
                 break
@@ -137,16 +110,9 @@ def _int(value: object, default: int) -> int:
     return default if value is None else int(value)  # type: ignore[call-overload]
 
 
-def pods_count(job: Obj) -> int:
-    spec = job.get("spec") or {}
-    parallelism = _int(spec.get("parallelism"), 1)
-    completions = spec.get("completions")
-    return parallelism if completions is None else min(parallelism, int(completions))
-
-
 def min_pods_count(job: Obj) -> int | None:
     """`minPodsCount`: the `job-min-parallelism` annotation, when it parses."""
-    raw = _annotations(job).get(c.JOB_MIN_PARALLELISM)
+    raw = o.annotations(job).get(c.JOB_MIN_PARALLELISM)
     try:
         return None if raw is None else fields.go_atoi(raw)
     except ValueError:
@@ -156,14 +122,14 @@ def min_pods_count(job: Obj) -> int | None:
 def _sync_completions(job: Obj) -> bool:
     """`syncCompletionWithParallelism`: the `job-completions-equal-parallelism` annotation is true."""
     try:
-        return fields.go_parse_bool(_annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
+        return fields.go_parse_bool(o.annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
     except ValueError:
         return False
 
 
 def max_execution_time_seconds(obj: Obj) -> int | None:
     """`MaximumExecutionTimeSecondsForObject`: the label as a positive int32, else None."""
-    raw = _labels(obj).get(c.MAX_EXEC_TIME_LABEL)
+    raw = o.labels(obj).get(c.MAX_EXEC_TIME_LABEL)
     try:
         value = fields.go_atoi(raw) if raw is not None else 0
     except ValueError:
@@ -194,7 +160,7 @@ def pod_sets(job: Obj, *, partial_admission: bool = True) -> list[dict[str, Any]
     pspec = template.get("spec") or {}
     _dedupe_env(pspec.get("containers") or [])
     _dedupe_env(pspec.get("initContainers") or [])
-    ps: dict[str, Any] = {"name": "main", "count": pods_count(job), "template": template}
+    ps: dict[str, Any] = {"name": "main", "count": jobs.pods_count(job), "template": template}
     minimum = min_pods_count(job)
     if partial_admission and minimum is not None:
         ps["minCount"] = minimum
@@ -219,7 +185,7 @@ def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj
                      pod_sets: Sequence[Obj] | None = None) -> Priority:
     """`ExtractPriority`: the WorkloadPriorityClass label, else the podSets' (default: the Job
     template's) PriorityClass, else the lowest global default."""
-    name = _labels(job).get(c.PRIORITY_CLASS_LABEL)
+    name = o.labels(job).get(c.PRIORITY_CLASS_LABEL)
     if name:
         if name not in wpcs:
             raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', workload_class=True)
@@ -242,11 +208,11 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority, slice
     """The Workload for a top-level Job (§4.2). For an elastic Job it is a new slice, named after
     the Job's generation, that replaces the one unfinished slice in `slices` if there is one
     (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
-    meta = _meta(job)
+    meta = o.meta(job)
     name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
     elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
     wl_name = workload_name(name, uid, extra=str(_generation(job))) if elastic else workload_name(name, uid)
-    job_labels, job_annotations = _labels(job), _annotations(job)
+    job_labels, job_annotations = o.labels(job), o.annotations(job)
     labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
     if not fields.is_label_value(uid):
         labels[c.JOB_UID_LABEL] = uid
@@ -286,13 +252,13 @@ def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
         return out
     if len(slices) > 1:
         raise ValueError(f"unexpected workload-slices count: {len(slices)}")
-    out[c.WORKLOAD_SLICE_REPLACEMENT_FOR] = _key(slices[0])
+    out[c.WORKLOAD_SLICE_REPLACEMENT_FOR] = o.key(slices[0])
     out[c.WORKLOAD_SLICE_NAME] = workload_slices.slice_name(slices[0])
     return out
 
 
 def _owner_ref(job: Obj) -> dict[str, Any]:
-    return {"apiVersion": JOB_API, "kind": "Job", "name": _meta(job).get("name", ""), "uid": _meta(job).get("uid", ""),
+    return {"apiVersion": JOB_API, "kind": "Job", "name": o.meta(job).get("name", ""), "uid": o.meta(job).get("uid", ""),
             "controller": True, "blockOwnerDeletion": True}
 
 
@@ -312,14 +278,14 @@ def job_pods_ready(job: Obj) -> bool:
     """Succeeded, ready and not yet counted succeeded pods reach min(parallelism, completions)."""
     status = job.get("status") or {}
     uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
-    return int(status.get("succeeded") or 0) + int(status.get("ready") or 0) + uncounted >= pods_count(job)
+    return int(status.get("succeeded") or 0) + int(status.get("ready") or 0) + uncounted >= jobs.pods_count(job)
 
 
 def pods_ready_condition(job: Obj, wl: Obj) -> ConditionValue | None:
     """The PodsReady condition to write on the Job's Workload, None when it already has it."""
-    current = find_condition(wl, c.WorkloadCondition.PODS_READY)
+    current = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
     want = pods_ready.pods_ready_condition(
-        admitted=_is_admitted(wl),
+        admitted=o.is_admitted(wl),
         pods_ready=job_pods_ready(job),
         current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
     )
@@ -360,7 +326,7 @@ def start_patch(job: Obj, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool = Fa
         patch_spec["parallelism"] = infos[0].count
         if _sync_completions(job):
             patch_spec["completions"] = infos[0].count
-    return {"metadata": {"resourceVersion": _meta(job).get("resourceVersion")}, "spec": patch_spec}
+    return {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion")}, "spec": patch_spec}
 
 
 def _restore_map(live: Mapping[str, str], original: Mapping[str, str], keep: Sequence[str] = ()) -> dict[str, str | None]:
@@ -406,11 +372,11 @@ def restore_patch(job: Obj, wl: Obj | None) -> dict[str, Any] | None:
             out.setdefault("spec", {})["parallelism"] = count
             if _sync_completions(job):
                 out["spec"]["completions"] = count
-    if c.STOPPING_ANNOTATION in _annotations(job):
+    if c.STOPPING_ANNOTATION in o.annotations(job):
         out["metadata"] = {"annotations": {c.STOPPING_ANNOTATION: None}}
     if not out:
         return None
-    out.setdefault("metadata", {})["resourceVersion"] = _meta(job).get("resourceVersion")
+    out.setdefault("metadata", {})["resourceVersion"] = o.meta(job).get("resourceVersion")
     return out
 
 
@@ -476,15 +442,15 @@ def equivalent(job: Obj, wl: Obj, *, config: Configuration, flavors: Mapping[str
     """`EquivalentToWorkload` (§4.4): same owner, max execution time and podSets (count, minCount,
     containers, initContainers and, until admitted, tolerations); a Workload holding quota is
     compared as it runs, or as created while the Job is suspended. `flavors`: name → spec."""
-    owner = _controller_of(wl) or {}
-    if owner.get("name") != _meta(job).get("name"):
+    owner = o.controller_of(wl) or {}
+    if owner.get("name") != o.meta(job).get("name"):
         return False
-    if config.feature_enabled("FinishOrphanedWorkloads") and (owner.get("uid") or "") != (_meta(job).get("uid") or ""):
+    if config.feature_enabled("FinishOrphanedWorkloads") and (owner.get("uid") or "") != (o.meta(job).get("uid") or ""):
         return False
     if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_execution_time_seconds(job):
         return False
     job_sets = pod_sets(job, partial_admission=config.feature_enabled("PartialAdmission"))
-    ignore = _is_admitted(wl)
+    ignore = o.is_admitted(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
     running = podset.expected_running_pod_sets(wl, flavors, tas=config.feature_enabled("TopologyAwareScheduling"),
                                                assign_queue_labels=config.feature_enabled("AssignQueueLabelsForPods"),
@@ -496,58 +462,29 @@ def equivalent(job: Obj, wl: Obj, *, config: Configuration, flavors: Mapping[str
     return podset.same_pod_sets(job_sets, wl_sets, ignore_tolerations=ignore)
 
 
-class AncestorError(Exception):
-    """The owner chain cannot be followed; `too_deep` when it exceeds upstream's limit of 10."""
-
-    def __init__(self, message: str, *, too_deep: bool = False) -> None:
-        super().__init__(message)
-        self.too_deep = too_deep
-
-
-MSG_NESTING_TOO_DEEP = f"Terminated search for Kueue-managed Job because ancestor depth exceeded limit of {_MANAGED_OWNERS_CHAIN_LIMIT}"
-
-
 def find_managed_ancestor(job: Obj, get_job: Callable[[str], Obj | None], config: Configuration) -> Obj | None:
     """`FindAncestorJobManagedByKueue` over batch/v1 Job owners: the top-most owning Job Kueue
     manages (it has a queue name, or manageJobsWithoutQueueName). The walk stops at any other
     owner kind: a Job controlled by another integration's object is left to that integration (see
     `_owned_by_other_integration`), and a CronJob's Job is a top-level Job."""
-    ns = _meta(job).get("namespace", "")
-    top: Obj | None = None
-    current, seen = job, set()
-    while True:
-        uid = _meta(current).get("uid", "")
-        if uid in seen:
-            raise AncestorError("cyclic ownership")
-        seen.add(uid)
-        owner = _controller_of(current)
-        if owner is None or (owner.get("apiVersion"), owner.get("kind")) != (JOB_API, "Job"):
-            return top
-        parent = get_job(f"{ns}/{owner.get('name', '')}")
-        if parent is None:
-            raise AncestorError(f'workload owner not found\njobs.batch "{owner.get("name", "")}" not found')
-        if _meta(parent).get("uid") != owner.get("uid"):
-            return top
-        if config.manage_jobs_without_queue_name or _labels(parent).get(c.QUEUE_LABEL):
-            top = parent
-        current = parent
-        if len(seen) > _MANAGED_OWNERS_CHAIN_LIMIT:
-            raise AncestorError(MSG_NESTING_TOO_DEEP, too_deep=True)
+    ns = o.namespace(job)
+    return jobs.find_managed_ancestor(
+        job,
+        follows=lambda owner: (owner.get("apiVersion"), owner.get("kind")) == (JOB_API, "Job"),
+        get_owner=lambda owner: get_job(f"{ns}/{owner.get('name', '')}"),
+        is_managed=lambda _, parent: config.manage_jobs_without_queue_name or bool(o.labels(parent).get(c.QUEUE_LABEL)),
+    )
 
 
 def _owned_by_other_integration(job: Obj) -> bool:
     """The controller owner is not a batch/v1 object: another integration's child Job."""
-    owner = _controller_of(job)
+    owner = o.controller_of(job)
     return owner is not None and owner.get("apiVersion") != JOB_API
 
 
 def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
-    """`PrebuiltWorkloadNameFor`: label or annotation `prebuilt-workload-name` (the annotation wins
-    with WorkloadIdentifierAnnotations, and is the only place for a name longer than a label value)."""
-    annotation = _annotations(job).get(c.PREBUILT_WORKLOAD_LABEL, "")
-    if config.feature_enabled("WorkloadIdentifierAnnotations") and annotation:
-        return annotation
-    return _labels(job).get(c.PREBUILT_WORKLOAD_LABEL, "") or (annotation if len(annotation) > _LABEL_VALUE_MAX_LENGTH else "")
+    """`PrebuiltWorkloadNameFor` (`webhook.api.jobs`), under this Configuration's gates."""
+    return jobs.prebuilt_workload_name(job, identifier_annotations=config.feature_enabled("WorkloadIdentifierAnnotations"))
 
 
 # == the plan =====================================================================================
@@ -651,7 +588,7 @@ class _Planner:
                                                      workloads)
             for old, reason, message in decision.finish:
                 self.add("finish", old, reason, message)
-                self.finishing.add(_key(old))
+                self.finishing.add(o.key(old))
             if decision.compatible:
                 selected = decision.workload
                 if selected is not None and decision.new_counts is not None:
@@ -664,7 +601,7 @@ class _Planner:
             else:
                 to_delete.append(wl)
         to_update = None
-        if match is None and to_delete and is_suspended(self.job) and not _has_quota_reservation(to_delete[0]):
+        if match is None and to_delete and is_suspended(self.job) and not o.has_quota_reservation(to_delete[0]):
             to_update, to_delete = to_delete[0], to_delete[1:]
         if match is None and not is_suspended(self.job) and finished_condition(self.job) is None:
             if len(to_delete) == 1:
@@ -674,7 +611,7 @@ class _Planner:
                 self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_WORKLOAD)
         for wl in to_delete:
             self.add("delete_workload", wl)
-        if any(not _deleting(wl) for wl in to_delete):
+        if any(not o.is_deleting(wl) for wl in to_delete):
             raise self.fail(f"{'no matching workloads' if match is None else 'extra workloads'}: deleted {len(to_delete)} workloads")
         if to_update is not None:
             return self.update_to_match(to_update)
@@ -694,25 +631,25 @@ class _Planner:
     def sync_slice_priority(self, wl: Obj | None) -> Obj | None:
         """`syncWorkloadSlicePriority`: a priority-class change reaches the slice going on and the
         quota-holding slice it waits behind, so the Job's slices never rank apart."""
-        retained = workload_slices.latest_active([w for w in self.workloads if _key(w) not in self.finishing])
-        if retained is not None and (wl is None or _key(retained) != _key(wl)):
+        retained = workload_slices.latest_active([w for w in self.workloads if o.key(w) not in self.finishing])
+        if retained is not None and (wl is None or o.key(retained) != o.key(wl)):
             self.sync_priority(retained)
         return None if wl is None else self.sync_priority(wl)
 
     def live_slices(self) -> list[Obj]:
         """The Job's unfinished slices once this plan's finishes land."""
-        return [w for w in workload_slices.not_finished(self.workloads) if _key(w) not in self.finishing]
+        return [w for w in workload_slices.not_finished(self.workloads) if o.key(w) not in self.finishing]
 
     def prebuilt(self, wl: Obj | None) -> Obj | None:
         if wl is None:
             return None
-        owner = _controller_of(wl)
-        if owner is not None and (owner.get("uid") or "") != (_meta(self.job).get("uid") or ""):
+        owner = o.controller_of(wl)
+        if owner is not None and (owner.get("uid") or "") != (o.meta(self.job).get("uid") or ""):
             return None  # controlled by another object
         if owner is None:
             wl = copy.deepcopy(dict(wl))
             wl["metadata"]["ownerReferences"] = [*(wl["metadata"].get("ownerReferences") or ()), _owner_ref(self.job)]
-            uid = str(_meta(self.job).get("uid", ""))
+            uid = str(o.meta(self.job).get("uid", ""))
             if not fields.is_label_value(uid):
                 wl["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), c.JOB_UID_LABEL: uid}
             self.add("adopt", wl)
@@ -729,50 +666,50 @@ class _Planner:
         if "active" in (wl.get("spec") or {}):
             spec["active"] = wl["spec"]["active"]
         self.add("update_workload", wl, spec=spec)
-        self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {_key(wl)}")
+        self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {o.key(wl)}")
         return {**wl, "spec": spec}
 
     def sync_admission_gated_by(self, wl: Obj) -> Obj:
         """`UpdateAdmissionGatedBy`: the Job's `admission-gated-by` annotation, or its removal."""
         if not self.config.feature_enabled("AdmissionGatedBy"):
             return wl
-        want = _annotations(self.job).get(c.ADMISSION_GATED_BY, "")
-        if _annotations(wl).get(c.ADMISSION_GATED_BY, "") == want:
+        want = o.annotations(self.job).get(c.ADMISSION_GATED_BY, "")
+        if o.annotations(wl).get(c.ADMISSION_GATED_BY, "") == want:
             return wl
         self.add("update_gated_by", wl, value=want or None)
         self.event(c.JobEventReason.UPDATED_WORKLOAD, f'Updated workload AdmissionGatedBy to "{want}"')
-        annotations = {key: v for key, v in _annotations(wl).items() if key != c.ADMISSION_GATED_BY}
+        annotations = {key: v for key, v in o.annotations(wl).items() if key != c.ADMISSION_GATED_BY}
         if want:
             annotations[c.ADMISSION_GATED_BY] = want
-        return {**wl, "metadata": {**_meta(wl), "annotations": annotations}}
+        return {**wl, "metadata": {**o.meta(wl), "annotations": annotations}}
 
     def sync_priority(self, wl: Obj) -> Obj:
         """`UpdateWorkloadPriority`: a Workload following the `priority-class` label takes the class
         it names now. One priced from a PriorityClass never switches, and one that reserved quota
         without a class cannot be given one."""
         ref = (wl.get("spec") or {}).get("priorityClassRef")
-        if ref is None and _has_quota_reservation(wl):
+        if ref is None and o.has_quota_reservation(wl):
             return wl
         if ref is not None and (ref.get("group"), ref.get("kind")) != (c.GROUP, "WorkloadPriorityClass"):
             return wl
-        if (ref or {}).get("name", "") == _labels(self.job).get(c.PRIORITY_CLASS_LABEL, ""):
+        if (ref or {}).get("name", "") == o.labels(self.job).get(c.PRIORITY_CLASS_LABEL, ""):
             return wl
         priority = self.priority((wl.get("spec") or {}).get("podSets") or ())
         new_ref = None if priority.ref is None else dict(priority.ref)
         if wl["spec"].get("priority") == priority.value and ref == new_ref:
             return wl
         self.add("update_priority", wl, priorityClassRef=new_ref, priority=priority.value)
-        self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated workload priority class: {_key(wl)}")
+        self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated workload priority class: {o.key(wl)}")
         return {**wl, "spec": {**wl["spec"], "priorityClassRef": new_ref, "priority": priority.value}}
 
     # -- b-k ------------------------------------------------------------------------------------------
     def run(self, wl: Obj | None) -> None:
-        if wl is not None and _is_finished(wl):
-            if c.RESOURCE_IN_USE_FINALIZER in (_meta(wl).get("finalizers") or ()):
+        if wl is not None and o.is_finished(wl):
+            if c.RESOURCE_IN_USE_FINALIZER in (o.meta(wl).get("finalizers") or ()):
                 self.add("remove_finalizer", wl)
-                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{_key(wl)}' is declared finished")
+                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
             return
-        if wl is not None and _deleting(wl):
+        if wl is not None and o.is_deleting(wl):
             self.stop(wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED)
             self.add("remove_finalizer", wl)
             return
@@ -780,7 +717,7 @@ class _Planner:
         if finished is not None:
             if wl is not None:
                 self.add("finish", wl, *finished)
-                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{_key(wl)}' is declared finished")
+                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
             return
         if wl is None:
             self.no_workload()
@@ -795,13 +732,13 @@ class _Planner:
             if ready is not None:
                 self.add("pods_ready", wl, ready.reason, ready.message, condition=ready)
                 return
-        if is_true(wl, c.WorkloadCondition.EVICTED):
+        if o.is_condition_true(wl, c.WorkloadCondition.EVICTED):
             self.evicted(wl)
             return
         if is_suspended(self.job):
             self.suspended(wl)
             return
-        if not _is_admitted(wl) and not self.elastic:
+        if not o.is_admitted(wl) and not self.elastic:
             # An elastic Job keeps running while its next slice waits: its new pods stay gated.
             self.stop(wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE)
 
@@ -819,14 +756,14 @@ class _Planner:
         except ValueError as exc:
             raise self.fail(str(exc)) from exc
         self.add("create", workload=wl)
-        self.event(c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {_key(wl)}")
+        self.event(c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {o.key(wl)}")
 
     def evicted(self, wl: Obj) -> None:
         """Stop the Job, release the quota once no pod is active, and apply the retention policy."""
-        cond = find_condition(wl, c.WorkloadCondition.EVICTED) or {}
+        cond = o.find_condition(wl, c.WorkloadCondition.EVICTED) or {}
         reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
         self.stop(wl, c.StopReason.WORKLOAD_EVICTED, message)
-        if _has_quota_reservation(wl) and not _is_active(self.job):
+        if o.has_quota_reservation(wl) and not _is_active(self.job):
             self.add("clear_reservation", wl, reason, message)
         retention = self.config.object_retention_policies.workloads.after_deactivated_by_kueue_s
         active = (wl.get("spec") or {}).get("active", True)
@@ -841,12 +778,12 @@ class _Planner:
         self.event(c.JobEventReason.DELETED, c.MSG_DEACTIVATION_RETENTION_EXPIRED)
 
     def suspended(self, wl: Obj) -> None:
-        if _is_admitted(wl):
+        if o.is_admitted(wl):
             self.add("start", wl)
             return
-        if _has_quota_reservation(wl) and (note := admission_checks.pending_checks_message(wl)):
+        if o.has_quota_reservation(wl) and (note := admission_checks.pending_checks_message(wl)):
             self.add("record_admission_checks", wl, message=note)
-        queue = _labels(self.job).get(c.QUEUE_LABEL, "")
+        queue = o.labels(self.job).get(c.QUEUE_LABEL, "")
         if queue != (wl.get("spec") or {}).get("queueName", ""):
             self.add("sync_queue", wl, queueName=queue)
 
@@ -859,7 +796,7 @@ def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -
     if finished_condition(job) is not None or is_suspended(job):
         return Plan()
     live = workload_slices.not_finished(ancestor_workloads)
-    if live and (not is_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else _is_admitted(live[-1])):
+    if live and (not o.is_condition_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else o.is_admitted(live[-1])):
         return Plan()
     return Plan((Step("suspend_child"), Step("event", reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED,
                                                 extra={"type": "Normal"})))
@@ -878,9 +815,9 @@ def plan(
     name (`owned_workloads`); `store` is read for everything else (flavors, priority classes, the
     prebuilt Workload, owning Jobs and their Workloads)."""
     store = store if store is not None else Store()
-    if job is None or _deleting(job):
+    if job is None or o.is_deleting(job):
         finish = config.feature_enabled("FinishOrphanedWorkloads")
-        return Plan(tuple(Step("finalize", wl, extra={"finish": finish and not _deleting(wl) and _controller_of(wl) is not None})
+        return Plan(tuple(Step("finalize", wl, extra={"finish": finish and not o.is_deleting(wl) and o.controller_of(wl) is not None})
                           for wl in workloads))
     if namespace_labels is None or not selector.matches(config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True):
         return Plan()
@@ -888,16 +825,16 @@ def plan(
         return Plan()
     try:
         ancestor = find_managed_ancestor(job, lambda key: store.get("jobs", key), config)
-    except AncestorError as exc:
+    except jobs.AncestorError as exc:
         steps = (Step("event", reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), extra={"type": "Warning"}),) if exc.too_deep else ()
         return Plan(steps, error=str(exc))
-    if not _labels(job).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name and ancestor is None:
+    if not o.labels(job).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name and ancestor is None:
         return Plan()
-    ns = _meta(job).get("namespace", "")
+    ns = o.meta(job).get("namespace", "")
     if ancestor is not None:
         gate = config.feature_enabled("ElasticJobsViaWorkloadSlices")
         elastic = workload_slices.is_elastic(job, enabled=gate) or workload_slices.is_elastic(ancestor, enabled=gate)
-        return _plan_child(job, owned_workloads(store, ns, str(_meta(ancestor).get("name", ""))), elastic=elastic)
+        return _plan_child(job, owned_workloads(store, ns, str(o.meta(ancestor).get("name", ""))), elastic=elastic)
     planner = _Planner(job, config, _Reads(store), now or datetime.now(UTC))
     name = prebuilt_workload_name(job, config)
     try:
@@ -914,7 +851,7 @@ def _path(kind_plural: str, ns: str, name: str | None = None, api: str = JOB_API
 
 
 def _generation(obj: Obj) -> int:
-    return int(_meta(obj).get("generation") or 0)
+    return int(o.meta(obj).get("generation") or 0)
 
 
 class JobReconciler:
@@ -943,7 +880,7 @@ class JobReconciler:
         ns, name = key.split("/", 1)
         job = self.store.get("jobs", key)
         ns_obj = self.store.get("namespaces", ns)
-        ns_labels = None if ns_obj is None else _labels(ns_obj)
+        ns_labels = None if ns_obj is None else o.labels(ns_obj)
         now = self.clock()
         p = plan(job, owned_workloads(self.store, ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now)
         if p.steps:
@@ -968,10 +905,10 @@ class JobReconciler:
 
     def _latest(self, wl: Obj) -> Obj:
         """The newest copy of a Workload a step names (an earlier step may have written it)."""
-        return self.store.get("workloads", _key(wl)) or wl
+        return self.store.get("workloads", o.key(wl)) or wl
 
     def _patch_workload(self, wl: Obj, patch: dict[str, Any]) -> None:
-        patch.setdefault("metadata", {})["resourceVersion"] = _meta(self._latest(wl)).get("resourceVersion")
+        patch.setdefault("metadata", {})["resourceVersion"] = o.meta(self._latest(wl)).get("resourceVersion")
         try:
             self.store.put("workloads", self.kube.patch(self._wl_path(wl), patch))
         except k.Conflict as exc:
@@ -1000,11 +937,11 @@ class JobReconciler:
             set_condition(status, cond, now, _generation(obj))
 
         update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
-        log.info("workload finished", extra={"object": _key(wl), "kind": "Workload", "decision": "Finished", "reason": reason})
+        log.info("workload finished", extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason})
 
     def _remove_finalizer(self, wl: Obj) -> None:
         latest = self._latest(wl)
-        fins = list(_meta(latest).get("finalizers") or ())
+        fins = list(o.meta(latest).get("finalizers") or ())
         if c.RESOURCE_IN_USE_FINALIZER not in fins:
             return
         fins.remove(c.RESOURCE_IN_USE_FINALIZER)
@@ -1017,13 +954,13 @@ class JobReconciler:
 
     def _do_finalize(self, key: str, job: Obj | None, step: Step, now: datetime) -> Obj | None:
         assert step.workload is not None
-        if step.extra.get("finish") and not _is_finished(self._latest(step.workload)):
+        if step.extra.get("finish") and not o.is_finished(self._latest(step.workload)):
             self._finish(step.workload, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
         self._remove_finalizer(step.workload)
         return job
 
     def _do_suspend_child(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:
-        return self._patch_job(key, job, {"metadata": {"resourceVersion": _meta(job).get("resourceVersion")}, "spec": {"suspend": True}})
+        return self._patch_job(key, job, {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion")}, "spec": {"suspend": True}})
 
     def _do_stop(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:
         """`Job.Stop`: suspend (with the `stopping` annotation until done), reset startTime so the
@@ -1031,7 +968,7 @@ class JobReconciler:
         stopped_now = not is_suspended(job)
         current: Obj | None = job
         if stopped_now:
-            current = self._patch_job(key, job, {"metadata": {"resourceVersion": _meta(job).get("resourceVersion"),
+            current = self._patch_job(key, job, {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion"),
                                                               "annotations": {c.STOPPING_ANNOTATION: "true"}},
                                                  "spec": {"suspend": True}})
         if current is not None and (current.get("status") or {}).get("startTime"):
@@ -1050,15 +987,15 @@ class JobReconciler:
         """`workload.Delete`: drop the finalizer, then delete unless already being deleted."""
         assert step.workload is not None
         self._remove_finalizer(step.workload)
-        if _deleting(step.workload):
+        if o.is_deleting(step.workload):
             return job
         try:
             self.kube.delete(self._wl_path(step.workload))
         except k.NotFound:
             return job
-        self.store.delete("workloads", _key(step.workload))
-        log.info("deleted workload", extra={"object": _key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"})
-        self._emit(job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {_key(step.workload)}")
+        self.store.delete("workloads", o.key(step.workload))
+        log.info("deleted workload", extra={"object": o.key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"})
+        self._emit(job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}")
         return job
 
     def _do_update_workload(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
@@ -1073,7 +1010,7 @@ class JobReconciler:
     def _do_adopt(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
         """`EnsurePrebuiltWorkloadOwnership`: the Job becomes the prebuilt Workload's controller."""
         assert step.workload is not None
-        meta = _meta(step.workload)
+        meta = o.meta(step.workload)
         patch: dict[str, Any] = {"metadata": {"ownerReferences": list(meta.get("ownerReferences") or ())}}
         if c.JOB_UID_LABEL in (meta.get("labels") or {}):
             patch["metadata"]["labels"] = {c.JOB_UID_LABEL: meta["labels"][c.JOB_UID_LABEL]}
@@ -1105,10 +1042,10 @@ class JobReconciler:
         try:
             created = self.kube.create(_path("workloads", wl["metadata"]["namespace"], api=c.V1BETA2), wl)
         except k.Conflict as exc:
-            raise Retry(0.2, f"workload {_key(wl)} already exists") from exc
+            raise Retry(0.2, f"workload {o.key(wl)} already exists") from exc
         self.store.put("workloads", created)
         reporter.workload_created("Job", job, created)
-        log.info("created workload", extra={"object": _key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
+        log.info("created workload", extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
         return job
 
     def _do_update_reclaimable(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
@@ -1123,7 +1060,7 @@ class JobReconciler:
                 status.pop("reclaimablePods", None)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
-        log.info("updated reclaimable pods", extra={"object": _key(step.workload), "kind": "Workload", "reclaimable_pods": wanted})
+        log.info("updated reclaimable pods", extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted})
         return job
 
     def _do_pods_ready(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
@@ -1137,7 +1074,7 @@ class JobReconciler:
         # Only the first start is timed; a recovery (`Recovered`) is not.
         if written is not None and cond.status == "True" and cond.reason == c.PodsReadyReason.STARTED and self.on_ready is not None:
             self.on_ready(written, now)
-        log.info("pods ready condition", extra={"object": _key(step.workload), "kind": "Workload",
+        log.info("pods ready condition", extra={"object": o.key(step.workload), "kind": "Workload",
                                                  "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
         return job
 
@@ -1152,7 +1089,7 @@ class JobReconciler:
             unset_quota_reservation(status, c.PendingReason.PENDING_EVALUATION, step.message, now, _generation(obj))
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
-        log.info("reservation cleared", extra={"object": _key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason})
+        log.info("reservation cleared", extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason})
         return job
 
     def _do_delete_job(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.pod_role import role_hash
 from webhook.worker.reconcilers import actions as a
@@ -107,22 +108,6 @@ _Permanent = PermanentError
 # --- pod accessors --------------------------------------------------------------------------------
 
 
-def _meta(obj: Obj) -> Obj:
-    return obj.get("metadata") or {}
-
-
-def _labels(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("labels") or {}
-
-
-def _annotations(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("annotations") or {}
-
-
-def _name(obj: Obj) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
 def _phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
@@ -143,12 +128,8 @@ def _is_suspended(pod: Obj) -> bool:
     return _is_terminated(pod) or _is_gated(pod)
 
 
-def _deleting(obj: Obj) -> bool:
-    return bool(_meta(obj).get("deletionTimestamp"))
-
-
 def _has_finalizer(obj: Obj, finalizer: str = c.POD_FINALIZER) -> bool:
-    return finalizer in (_meta(obj).get("finalizers") or ())
+    return finalizer in (o.meta(obj).get("finalizers") or ())
 
 
 def _time(value: Any) -> datetime:
@@ -169,13 +150,13 @@ def _wl_ref(wl: Obj) -> a.ObjectRef:
 
 def group_name(pod: Obj, opts: Options) -> str:
     """`utilpod.GetPodGroupName`: the annotation wins when WorkloadIdentifierAnnotations is on."""
-    if opts.workload_identifier_annotations and _annotations(pod).get(c.POD_GROUP_NAME):
-        return _annotations(pod)[c.POD_GROUP_NAME]
-    return _labels(pod).get(c.POD_GROUP_NAME, "")
+    if opts.workload_identifier_annotations and o.annotations(pod).get(c.POD_GROUP_NAME):
+        return o.annotations(pod)[c.POD_GROUP_NAME]
+    return o.labels(pod).get(c.POD_GROUP_NAME, "")
 
 
 def _total_count(pod: Obj) -> int:
-    text = _annotations(pod).get(c.POD_GROUP_TOTAL_COUNT)
+    text = o.annotations(pod).get(c.POD_GROUP_TOTAL_COUNT)
     if text is None:
         raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation")
     try:
@@ -189,11 +170,11 @@ def _total_count(pod: Obj) -> int:
 
 def _pod_role(pod: Obj) -> str:
     """`getRoleHash`: the annotation verbatim when present, else computed from the spec."""
-    return _annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
+    return o.annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
 
 
 def _max_exec_seconds(pod: Obj) -> int | None:
-    text = _labels(pod).get(c.MAX_EXEC_TIME_LABEL)
+    text = o.labels(pod).get(c.MAX_EXEC_TIME_LABEL)
     try:
         value = go_atoi(text) if text is not None else 0
     except ValueError:
@@ -203,7 +184,7 @@ def _max_exec_seconds(pod: Obj) -> int | None:
 
 def _is_runnable_or_succeeded(pod: Obj) -> bool:
     """Active: not Failed, and not deleted before being scheduled."""
-    if _deleting(pod) and not (pod.get("spec") or {}).get("nodeName"):
+    if o.is_deleting(pod) and not (pod.get("spec") or {}).get("nodeName"):
         return False
     return _phase(pod) != "Failed"
 
@@ -221,37 +202,6 @@ def _remove_finalizers(pods: Sequence[Obj], *, expected: bool = False) -> list[a
 # --- workload accessors ---------------------------------------------------------------------------
 
 
-def _condition(wl: Obj, ctype: str) -> Obj | None:
-    for cond in (wl.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == ctype:
-            return cond  # type: ignore[no-any-return]
-    return None
-
-
-def _is_true(wl: Obj, ctype: str) -> bool:
-    cond = _condition(wl, ctype)
-    return cond is not None and cond.get("status") == "True"
-
-
-def _is_finished(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.FINISHED)
-
-
-def _is_admitted(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.ADMITTED)
-
-
-def _has_quota_reservation(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.QUOTA_RESERVED)
-
-
-def _controller_of(wl: Obj) -> Obj | None:
-    for ref in _meta(wl).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
 def _cond(ctype: str, status: str, reason: str, message: str, *, now: datetime, wl: Obj) -> dict[str, Any]:
     out: dict[str, Any] = {
         "type": ctype,
@@ -260,21 +210,21 @@ def _cond(ctype: str, status: str, reason: str, message: str, *, now: datetime, 
         "message": message[:_CONDITION_LIMIT],
         "lastTransitionTime": _rfc3339(now),
     }
-    if _meta(wl).get("generation") is not None:
-        out["observedGeneration"] = _meta(wl)["generation"]
+    if o.meta(wl).get("generation") is not None:
+        out["observedGeneration"] = o.meta(wl)["generation"]
     return out
 
 
 def _finish(wl: Obj, reason: str, message: str, now: datetime) -> list[a.Action]:
     """`workloadfinish.Finish`: no-op on an already finished Workload."""
-    if _is_finished(wl):
+    if o.is_finished(wl):
         return []
     cond = _cond(c.WorkloadCondition.FINISHED, "True", reason, message, now=now, wl=wl)
     return [a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-admission")]
 
 
 def _finished_event(pod: Obj, wl: Obj) -> a.Event:
-    return _event(pod, c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{_meta(wl).get('namespace')}/{_name(wl)}' is declared finished")
+    return _event(pod, c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.meta(wl).get('namespace')}/{o.name(wl)}' is declared finished")
 
 
 def _remove_wl_finalizer(wl: Obj) -> list[a.Action]:
@@ -284,7 +234,7 @@ def _remove_wl_finalizer(wl: Obj) -> list[a.Action]:
 def _finalize_orphan(wl: Obj, opts: Options, now: datetime) -> list[a.Action]:
     """`workload.FinalizeOrphanedWorkload`: finish it when it had a controller, drop the finalizer."""
     out: list[a.Action] = []
-    if opts.finish_orphaned_workloads and not _deleting(wl) and _controller_of(wl) is not None:
+    if opts.finish_orphaned_workloads and not o.is_deleting(wl) and o.controller_of(wl) is not None:
         out += _finish(wl, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
     return out + _remove_wl_finalizer(wl)
 

@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.core import pods_ready
 from webhook.worker.reconcilers import actions as a
@@ -38,27 +39,17 @@ from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _annotations,
     _cond,
-    _condition,
-    _controller_of,
-    _deleting,
     _event,
     _finalize_orphan,
     _finish,
     _finished_event,
     _has_finalizer,
-    _has_quota_reservation,
-    _is_admitted,
-    _is_finished,
     _is_gated,
     _is_runnable_or_succeeded,
     _is_suspended,
     _is_terminated,
-    _labels,
     _max_exec_seconds,
-    _meta,
-    _name,
     _phase,
     _pod_role,
     _ref,
@@ -107,7 +98,7 @@ def _last_active(pod: Obj, now: datetime) -> datetime:
             if cond.get("status") == "False" and cond.get("reason") == "PodFailed":
                 transition = _time(cond.get("lastTransitionTime"))
             break
-    deletion = _time(_meta(pod).get("deletionTimestamp")) if _deleting(pod) else now
+    deletion = _time(o.meta(pod).get("deletionTimestamp")) if o.is_deleting(pod) else now
     return min(transition, deletion)
 
 
@@ -115,7 +106,7 @@ def _sort_active(pods: Sequence[Obj]) -> list[Obj]:
     """Kept first: 1. holding the finalizer, 2. ungated, 3. older; ties by name then uid."""
     return sorted(
         pods,
-        key=lambda p: (not _has_finalizer(p), _is_gated(p), _time(_meta(p).get("creationTimestamp")), _name(p), _meta(p).get("uid", "")),
+        key=lambda p: (not _has_finalizer(p), _is_gated(p), _time(o.meta(p).get("creationTimestamp")), o.name(p), o.meta(p).get("uid", "")),
     )
 
 
@@ -126,9 +117,9 @@ def _sort_inactive(pods: Sequence[Obj], now: datetime) -> list[Obj]:
         key=lambda p: (
             not _has_finalizer(p),
             -(_last_active(p, now) - _EPOCH).total_seconds(),
-            _time(_meta(p).get("creationTimestamp")),
-            _name(p),
-            _meta(p).get("uid", ""),
+            _time(o.meta(p).get("creationTimestamp")),
+            o.name(p),
+            o.meta(p).get("uid", ""),
         ),
     )
 
@@ -138,7 +129,7 @@ def _remove_excess(pods: Sequence[Obj]) -> list[a.Action]:
     out: list[a.Action] = []
     for pod in pods:
         out += _remove_finalizers([pod], expected=True)
-        if not _deleting(pod):
+        if not o.is_deleting(pod):
             out += [a.DeletePod(_ref(pod), expected=True), _event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
     return out
 
@@ -160,11 +151,11 @@ class _Group:
 
     @property
     def fast(self) -> bool:
-        return self.is_group and _annotations(self.first).get(c.POD_GROUP_FAST_ADMISSION) == "true"
+        return self.is_group and o.annotations(self.first).get(c.POD_GROUP_FAST_ADMISSION) == "true"
 
     @property
     def serving(self) -> bool:
-        return self.is_group and _annotations(self.first).get(c.POD_GROUP_SERVING) == "true"
+        return self.is_group and o.annotations(self.first).get(c.POD_GROUP_SERVING) == "true"
 
     def partition(self) -> tuple[list[Obj], list[Obj]]:
         active = [p for p in self.pods if _is_runnable_or_succeeded(p)]
@@ -183,8 +174,8 @@ class _Group:
         for pod in self.pods if self.is_group else ():
             if _phase(pod) != "Running":
                 continue
-            grace = _meta(pod).get("deletionGracePeriodSeconds")
-            if _deleting(pod) and grace is not None and now > _time(_meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
+            grace = o.meta(pod).get("deletionGracePeriodSeconds")
+            if o.is_deleting(pod) and grace is not None and now > _time(o.meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
                 continue
             return True
         return False
@@ -202,7 +193,7 @@ class _Group:
             return "failed to check if pod group is finished", True, False
         succeeded = sum(1 for p in self.pods if _phase(p) == "Succeeded")
         running = any(not _is_terminated(p) for p in self.pods)
-        unretriable = any(_annotations(p).get(c.RETRIABLE_IN_GROUP) == "false" for p in self.pods)
+        unretriable = any(o.annotations(p).get(c.RETRIABLE_IN_GROUP) == "false" for p in self.pods)
         if succeeded == total or (not running and unretriable):
             return f"Pods succeeded: {succeeded}/{total}.", True, True
         return "", True, False
@@ -228,19 +219,16 @@ class _Group:
 
 
 def _pod_ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+    return o.is_condition_true(pod, "Ready")
 
 
 def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
     """`validatePodGroupMetadata`: index label, enough runnable pods, same queue and total count."""
     first = group.first
     total = _total_count(first)
-    index = _labels(first).get(c.POD_GROUP_POD_INDEX_LABEL)
+    index = o.labels(first).get(c.POD_GROUP_POD_INDEX_LABEL)
     if index is not None:
-        where = f'for Pod "{_meta(first).get("namespace")}/{_name(first)}"'
+        where = f'for Pod "{o.meta(first).get("namespace")}/{o.name(first)}"'
         if not (index.isascii() and index.isdigit()):
             raise _Retry(f'incorrect label value "{index}" {where}: invalid unsigned integer: strconv.ParseUint: parsing "{index}": invalid syntax')
         if int(index) >= total:
@@ -248,21 +236,21 @@ def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
     if not group.fast and len(active) < total:
         message = f"'{group.name}' group has fewer runnable pods than expected"
         raise _UnretryableWith(message, [_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
-    queue = _labels(first).get(c.QUEUE_LABEL, "")
+    queue = o.labels(first).get(c.QUEUE_LABEL, "")
     for pod in group.pods:
         if _phase(pod) == "Failed":
             continue
-        other = _labels(pod).get(c.QUEUE_LABEL, "")
+        other = o.labels(pod).get(c.QUEUE_LABEL, "")
         if other != queue:
-            raise _Unretryable(f"pods '{_name(first)}' and '{_name(pod)}' has different queue names: {queue}!={other}")
-        text = _annotations(pod).get(c.POD_GROUP_TOTAL_COUNT, "")
+            raise _Unretryable(f"pods '{o.name(first)}' and '{o.name(pod)}' has different queue names: {queue}!={other}")
+        text = o.annotations(pod).get(c.POD_GROUP_TOTAL_COUNT, "")
         try:
             count = go_atoi(text)
         except ValueError as exc:
-            raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{_name(pod)}': {exc}") from exc
+            raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{o.name(pod)}': {exc}") from exc
         if count != total:
             raise _Unretryable(
-                f"pods '{_name(first)}' and '{_name(pod)}' has different '{c.POD_GROUP_TOTAL_COUNT}' values: {total}!={count}"
+                f"pods '{o.name(first)}' and '{o.name(pod)}' has different '{c.POD_GROUP_TOTAL_COUNT}' values: {total}!={count}"
             )
     return []
 
@@ -296,10 +284,10 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
     labels: dict[str, str] = {}
     for pod in group.pods:
         for key in sorted(group.opts.label_keys_to_copy):
-            if key in _labels(pod):
-                if key in labels and labels[key] != _labels(pod)[key]:
+            if key in o.labels(pod):
+                if key in labels and labels[key] != o.labels(pod)[key]:
                     raise _Retry(c.MSG_POD_GROUP_LABELS_MISMATCH)
-                labels[key] = _labels(pod)[key]
+                labels[key] = o.labels(pod)[key]
     if labels:
         wl["metadata"]["labels"] = labels
     return wl
@@ -307,9 +295,9 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
 
 def _group_equivalent(group: _Group, wl: Obj, job_sets: Sequence[Obj]) -> bool:
     """`equivalentToWorkload`: same name; every current role is in the Workload, in order, fitting."""
-    finished = _is_finished(wl)
+    finished = o.is_finished(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
-    if _name(wl) != group.name:
+    if o.name(wl) != group.name:
         return False
     if not finished and len(wl_sets) < len(job_sets):
         return False
@@ -365,24 +353,24 @@ def _match_group(
     group.absent = absent
     group.pods = kept
     out: list[a.Action] = []
-    refs = _meta(wl).get("ownerReferences") or []
+    refs = o.meta(wl).get("ownerReferences") or []
     owners = _with_owners(refs, kept)
     if len(owners) > len(refs):
-        out.append(a.PatchWorkload(_wl_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": _meta(wl).get("resourceVersion")}}))
+        out.append(a.PatchWorkload(_wl_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": o.meta(wl).get("resourceVersion")}}))
         out.append(a.Event(a.EventType.NORMAL, c.JobEventReason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", _wl_ref(wl), c.JobEventReason.OWNER_REFERENCES_ADDED))
     return wl, [], out + _remove_excess(excess) + _remove_finalizers(replaced, expected=True)
 
 
 def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, Any] | None:
     """`waitingForReplacementPodsCondition`: the new condition when it must be written, else None."""
-    current = _condition(wl, c.WAITING_FOR_REPLACEMENT_PODS)
+    current = o.find_condition(wl, c.WAITING_FOR_REPLACEMENT_PODS)
     waiting = group.absent > 0
     if current is None and not waiting:
         return None
     cond = dict(current or {"type": c.WAITING_FOR_REPLACEMENT_PODS})
     updated = current is None
     if waiting:
-        evicted = _condition(wl, c.WorkloadCondition.EVICTED)
+        evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
         if evicted is not None and evicted.get("status") == "True":
             for key in ("reason", "message"):
                 if cond.get(key) != evicted.get(key):
@@ -400,8 +388,8 @@ def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, A
     if not updated:
         return None
     cond["lastTransitionTime"] = _rfc3339(now)
-    if _meta(wl).get("generation") is not None:
-        cond["observedGeneration"] = _meta(wl)["generation"]
+    if o.meta(wl).get("generation") is not None:
+        cond["observedGeneration"] = o.meta(wl)["generation"]
     return cond
 
 
@@ -410,13 +398,13 @@ def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, A
 
 def _skip(pod: Obj, opts: Options) -> bool:
     """`Pod.Skip`: not labelled managed, or only implicitly enabled and not suspended by a parent."""
-    if _labels(pod).get(c.MANAGED_LABEL) != "true":
+    if o.labels(pod).get(c.MANAGED_LABEL) != "true":
         return True
-    return opts.implicitly_enabled and not _annotations(pod).get(c.POD_SUSPENDING_PARENT)
+    return opts.implicitly_enabled and not o.annotations(pod).get(c.POD_SUSPENDING_PARENT)
 
 
 def _unmanaged_queue(pod: Obj, opts: Options) -> bool:
-    return not opts.manage_jobs_without_queue_name and not _labels(pod).get(c.QUEUE_LABEL)
+    return not opts.manage_jobs_without_queue_name and not o.labels(pod).get(c.QUEUE_LABEL)
 
 
 def _stop_job(job: _Group, wl: Obj | None, reason: str, message: str, now: datetime) -> list[a.Action]:
@@ -436,7 +424,7 @@ def _construct(job: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, 
 def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[a.Action], lookups: Lookups, now: datetime) -> Obj | None:
     """`ensureOneWorkload` after matching: stop a running job without a match, delete, or update."""
     to_update = None
-    if match is None and to_delete and job.suspended() and not _has_quota_reservation(to_delete[0]):
+    if match is None and to_delete and job.suspended() and not o.has_quota_reservation(to_delete[0]):
         to_update, to_delete = to_delete[0], to_delete[1:]
     if match is None and not job.suspended() and not job.finished()[2]:
         old = to_delete[0] if len(to_delete) == 1 else None
@@ -444,8 +432,8 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
         out += _stop_job(job, old, c.StopReason.NO_MATCHING_WORKLOAD, message, now)
     deleted = 0
     for wl in to_delete:
-        out.append(a.DeleteWorkload(_wl_ref(wl), already_deleting=_deleting(wl)))
-        if not _deleting(wl):
+        out.append(a.DeleteWorkload(_wl_ref(wl), already_deleting=o.is_deleting(wl)))
+        if not o.is_deleting(wl):
             deleted += 1
             out.append(_event(job.first, c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {_wl_ref(wl).key}"))
     if deleted:
@@ -455,7 +443,7 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
         new = _construct(job, out, lookups)
         spec: dict[str, Any] = {k: None for k in (to_update.get("spec") or {}) if k != "active"}
         spec.update(new["spec"])
-        patch = {"metadata": {"resourceVersion": _meta(to_update).get("resourceVersion")}, "spec": spec}
+        patch = {"metadata": {"resourceVersion": o.meta(to_update).get("resourceVersion")}, "spec": spec}
         out.append(a.PatchWorkload(_wl_ref(to_update), patch))
         out.append(_event(job.first, c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {_wl_ref(to_update).key}"))
         updated = dict(to_update)
@@ -466,9 +454,9 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
 
 def _pods_ready_condition(job: _Group, wl: Obj, now: datetime) -> dict[str, Any]:
     """`generatePodsReadyCondition` for this pod or group (the rule itself is `core.pods_ready`)."""
-    current = _condition(wl, c.WorkloadCondition.PODS_READY)
+    current = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
     cv = pods_ready.pods_ready_condition(
-        admitted=_is_admitted(wl),
+        admitted=o.is_admitted(wl),
         pods_ready=job.pods_ready(),
         current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
     )
@@ -479,10 +467,10 @@ def _clear_reservation(wl: Obj, evicted: Obj, opts: Options, now: datetime) -> a
     """Release the quota of an evicted Workload whose pods are gone; Requeued True only for some reasons."""
     reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
     requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES)
-    owners = _meta(wl).get("ownerReferences") or []
+    owners = o.meta(wl).get("ownerReferences") or []
     single_pod_owned = (
         len(owners) == 1
-        and _annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
+        and o.annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
         and owners[0].get("kind") == "Pod"
         and owners[0].get("apiVersion") == POD_API
     )
@@ -513,18 +501,18 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
         if cond is not None:
             out.append(a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-pod-controller"))
             return None
-    if wl is not None and _is_finished(wl):
+    if wl is not None and o.is_finished(wl):
         out += _remove_finalizers(job.all_pods)
         out.append(_finished_event(job.first, wl))
         out += _remove_wl_finalizer(wl)
         return None
-    if wl is not None and _deleting(wl):
+    if wl is not None and o.is_deleting(wl):
         out += _stop_job(job, wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED, now)
         out += _remove_wl_finalizer(wl)
         return None
     message, success, finished = job.finished()
     if finished:
-        if wl is not None and not _is_finished(wl):
+        if wl is not None and not o.is_finished(wl):
             out += _finish(wl, c.FinishedReason.SUCCEEDED if success else c.FinishedReason.FAILED, message, now)
             out.append(_finished_event(job.first, wl))
         out += _remove_finalizers(job.all_pods)
@@ -534,7 +522,7 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
             return None
         new = _construct(job, out, lookups)
         out.append(a.CreateWorkload(new))
-        out.append(_event(job.first, c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {_meta(new)['namespace']}/{_name(new)}"))
+        out.append(_event(job.first, c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}"))
         return None
     if opts.reclaimable_pods:
         sizes = {ps.get("name"): ps.get("count", 1) for ps in (wl.get("spec") or {}).get("podSets") or ()}
@@ -545,26 +533,26 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
             return None
     if opts.wait_for_pods_ready:
         cond = _pods_ready_condition(job, wl, now)
-        current = _condition(wl, c.WorkloadCondition.PODS_READY) or {}
+        current = o.find_condition(wl, c.WorkloadCondition.PODS_READY) or {}
         if (current.get("status"), current.get("reason")) != (cond["status"], cond["reason"]):
             out.append(a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-job-controller"))
             return None
-    evicted = _condition(wl, c.WorkloadCondition.EVICTED)
+    evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
     if evicted is not None and evicted.get("status") == "True":
         out += _stop_job(job, wl, c.StopReason.WORKLOAD_EVICTED, str(evicted.get("message", "")), now)
-        if _has_quota_reservation(wl) and not job.active(now):
+        if o.has_quota_reservation(wl) and not job.active(now):
             out.append(_clear_reservation(wl, evicted, opts, now))
         return None
     if job.suspended():
-        if _is_admitted(wl):
+        if o.is_admitted(wl):
             return start_pods(job.pods, wl, is_group=job.is_group, opts=opts, lookups=lookups, now=now)
-        if _has_quota_reservation(wl) and (text := _admission_check_message(wl)):
+        if o.has_quota_reservation(wl) and (text := _admission_check_message(wl)):
             out += [_event(pod, c.JobEventReason.UPDATED_ADMISSION_CHECK, text) for pod in job.pods]
-        queue = _labels(job.first).get(c.QUEUE_LABEL, "")
+        queue = o.labels(job.first).get(c.QUEUE_LABEL, "")
         if not job.serving and (wl.get("spec") or {}).get("queueName", "") != queue:
             out.append(a.PatchWorkload(_wl_ref(wl), {"spec": {"queueName": queue or None}}))
         return None
-    if not _is_admitted(wl):
+    if not o.is_admitted(wl):
         out += _stop_job(job, wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE, now)
     return None
 
@@ -597,7 +585,7 @@ def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, l
         return a.Decision((), "event handler error: got a single pod reconcile request for a pod group", retry=True)
     if _skip(pod, opts):
         return a.Decision()
-    if _deleting(pod):
+    if o.is_deleting(pod):
         acts = [act for wl in workloads for act in _finalize_orphan(wl, opts, now)]
         return a.Decision((*acts, *_remove_finalizers([pod])))
     if _unmanaged_queue(pod, opts):
@@ -641,11 +629,11 @@ def reconcile_group(
     if not pods:
         if workload is None:
             return a.Decision()
-        foreign = _annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and _controller_of(workload) is not None
+        foreign = o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and o.controller_of(workload) is not None
         if opts.validate_group_owner and foreign:
             return a.Decision()
         return a.Decision(tuple(_finalize_orphan(workload, opts, now)))
-    ordered = sorted(pods, key=lambda p: (_name(p), _meta(p).get("uid", "")))
+    ordered = sorted(pods, key=lambda p: (o.name(p), o.meta(p).get("uid", "")))
     job = _Group(name, list(ordered), list(ordered), opts)
     if _skip(job.first, opts) or _unmanaged_queue(job.first, opts):
         return a.Decision()
@@ -655,7 +643,7 @@ def reconcile_group(
         match: Obj | None = None
         to_delete: list[Obj] = []
         if workload is not None:
-            if opts.validate_group_owner and _annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
+            if opts.validate_group_owner and o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
                 text = f'A Workload named "{name}" already exists but is not a pod group workload; this pod group cannot be admitted'
                 out.append(_event(job.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
                 out.extend(_remove_finalizers(job.partition()[1], expected=True))

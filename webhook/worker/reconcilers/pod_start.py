@@ -13,14 +13,13 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _condition,
-    _deleting,
     _event,
     _finish,
     _is_gated,
@@ -84,7 +83,7 @@ def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, l
     cluster_queue = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
     message = f"Admitted by clusterQueue {cluster_queue}"
     # Timed from the Admitted transition, and only while Admitted is True (`RecordPodSchedulingGateRemovalSeconds`).
-    admitted = _condition(wl, c.WorkloadCondition.ADMITTED) or {}
+    admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
     admitted_at = _time(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" and admitted.get("lastTransitionTime") else None
     ungates = None if admitted_at is None else a.GateRemoval(cluster_queue, is_group, admitted_at)
     try:
@@ -117,7 +116,7 @@ def stop_pods(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, 
     """`Pod.Stop`: mark each live pod TerminationTarget, delete it, and report `Stopped` on it."""
     out: list[a.Action] = []
     for pod in pods:
-        if _deleting(pod) or (reason != c.StopReason.WORKLOAD_DELETED and _is_suspended(pod)):
+        if o.is_deleting(pod) or (reason != c.StopReason.WORKLOAD_DELETED and _is_suspended(pod)):
             continue
         cond = {"type": c.POD_TERMINATION_TARGET, "status": "True", "lastTransitionTime": _rfc3339(now), "reason": reason, "message": message}
         out += [a.SetPodCondition(_ref(pod), cond), a.DeletePod(_ref(pod)), _event(pod, c.JobEventReason.STOPPED, message)]
@@ -125,7 +124,7 @@ def stop_pods(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, 
 
 
 def _eviction_reason(wl: Obj | None) -> str:
-    cond = _condition(wl, c.WorkloadCondition.EVICTED) if wl is not None else None
+    cond = o.find_condition(wl, c.WorkloadCondition.EVICTED) if wl is not None else None
     if cond is not None and cond.get("status") == "True":
         return f"{c.StopReason.WORKLOAD_EVICTED}DueTo{cond.get('reason', '')}"
     return c.StopReason.WORKLOAD_EVICTED

@@ -15,6 +15,7 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import fields
+from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import podset
@@ -25,16 +26,10 @@ from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _annotations,
-    _controller_of,
     _event,
-    _is_admitted,
     _is_runnable_or_succeeded,
     _is_suspended,
-    _labels,
     _max_exec_seconds,
-    _meta,
-    _name,
     _pod_role,
     _Retry,
 )
@@ -80,7 +75,7 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
     """`NewPodSetTopologyRequest(meta).PodIndexLabel(pod-group-pod-index)`."""
     if not opts.tas:
         return None
-    ann = _annotations(pod)
+    ann = o.annotations(pod)
     req: dict[str, Any] = {}
     if c.PODSET_REQUIRED_TOPOLOGY in ann:
         req["required"] = ann[c.PODSET_REQUIRED_TOPOLOGY]
@@ -138,7 +133,7 @@ def _fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[
 
 def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
     """`ExtractPriority`: WorkloadPriorityClass label, else the template's PriorityClass, else the default."""
-    wpc = _labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
+    wpc = o.labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
     if wpc:
         if wpc not in lookups.workload_priority_classes:
             event = _event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
@@ -164,11 +159,11 @@ class _RetryWith(_Retry):
 
 def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
-    annotations = {k: v for k, v in _annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if opts.admission_gated_by and _annotations(pod).get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = _annotations(pod)[c.ADMISSION_GATED_BY]
+    annotations = {k: v for k, v in o.annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
+    if opts.admission_gated_by and o.annotations(pod).get(c.ADMISSION_GATED_BY):
+        annotations[c.ADMISSION_GATED_BY] = o.annotations(pod)[c.ADMISSION_GATED_BY]
     spec: dict[str, Any] = {"podSets": pod_sets}
-    queue = _labels(pod).get(c.QUEUE_LABEL, "")
+    queue = o.labels(pod).get(c.QUEUE_LABEL, "")
     if queue:
         spec["queueName"] = queue
     max_exec = _max_exec_seconds(pod)
@@ -178,7 +173,7 @@ def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opt
     if ref is not None:
         spec["priorityClassRef"] = ref
     spec["priority"] = priority
-    meta: dict[str, Any] = {"name": name, "namespace": _meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
+    meta: dict[str, Any] = {"name": name, "namespace": o.meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
@@ -186,21 +181,21 @@ def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opt
 
 def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
-    uid = str(_meta(pod).get("uid") or "")
-    wl = _new_workload(workload_name_for_pod(_name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
-    labels = {k: v for k, v in _labels(pod).items() if k in opts.label_keys_to_copy}
+    uid = str(o.meta(pod).get("uid") or "")
+    wl = _new_workload(workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
+    labels = {k: v for k, v in o.labels(pod).items() if k in opts.label_keys_to_copy}
     if not fields.is_label_value(uid):
         labels[c.JOB_UID_LABEL] = uid
     if labels:
         wl["metadata"]["labels"] = labels
     wl["metadata"]["ownerReferences"] = [
-        {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
+        {"apiVersion": POD_API, "kind": "Pod", "name": o.name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
     ]
     return wl
 
 
 def _owner_ref(pod: Obj) -> dict[str, Any]:
-    return {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": _meta(pod).get("uid", "")}
+    return {"apiVersion": POD_API, "kind": "Pod", "name": o.name(pod), "uid": o.meta(pod).get("uid", "")}
 
 
 def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
@@ -221,15 +216,15 @@ def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any
 
 
 def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
-    owner = _controller_of(wl) or {}
-    if owner.get("name") != _name(pod):
+    owner = o.controller_of(wl) or {}
+    if owner.get("name") != o.name(pod):
         return False
-    if opts.finish_orphaned_workloads and owner.get("uid") != _meta(pod).get("uid"):
+    if opts.finish_orphaned_workloads and owner.get("uid") != o.meta(pod).get("uid"):
         return False
     if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != _max_exec_seconds(pod):
         return False
     job = [_pod_set(pod, opts)]
-    ignore = _is_admitted(wl)
+    ignore = o.is_admitted(wl)
     running = podset.expected_running_pod_sets(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
     if running is not None:
