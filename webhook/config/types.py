@@ -15,6 +15,7 @@ from webhook.api import fields
 _T = TypeVar("_T")
 
 __all__ = [
+    "AUTO_SELECTOR",
     "DEFAULT_CLIENT_BURST",
     "DEFAULT_CLIENT_QPS",
     "DEFAULT_HEALTH_PROBE_BIND_ADDRESS",
@@ -35,6 +36,7 @@ __all__ = [
     "LOCKED_FEATURE_GATES",
     "MULTIKUEUE_DISPATCHER_ALL_AT_ONCE",
     "MULTIKUEUE_DISPATCHER_INCREMENTAL",
+    "NAMESPACE_NAME_LABEL",
     "AdmissionFairSharing",
     "ClientConnection",
     "ConfigError",
@@ -60,7 +62,9 @@ __all__ = [
     "Webhook",
     "WorkloadRetentionPolicy",
     "default_managed_jobs_namespace_selector",
+    "invalid_stringer",
     "operator_namespace",
+    "too_many",
 ]
 
 
@@ -86,7 +90,7 @@ MULTIKUEUE_DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at
 MULTIKUEUE_DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 
 _SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Gate name -> default at this snapshot (pkg/features/kube_features.go, last versioned entry).
 # fmt: off
@@ -156,7 +160,7 @@ def default_managed_jobs_namespace_selector(namespace: str) -> Mapping[str, Any]
             "matchExpressions": (
                 MappingProxyType(
                     {
-                        "key": _NAMESPACE_NAME_LABEL,
+                        "key": NAMESPACE_NAME_LABEL,
                         "operator": "NotIn",
                         "values": ("kube-system", namespace),
                     }
@@ -167,7 +171,7 @@ def default_managed_jobs_namespace_selector(namespace: str) -> Mapping[str, Any]
 
 
 # Identity sentinel: "derive the selector from `namespace`" (an empty selector is a real value).
-_AUTO_SELECTOR: Mapping[str, Any] = MappingProxyType({})
+AUTO_SELECTOR: Mapping[str, Any] = MappingProxyType({})
 
 
 # --- the field tree ------------------------------------------------------------------------------
@@ -346,7 +350,7 @@ class Configuration:
     namespace: str = field(default_factory=operator_namespace)
     manage_jobs_without_queue_name: bool = False
     # Defaults to `kubernetes.io/metadata.name NotIn [kube-system, <namespace>]`.
-    managed_jobs_namespace_selector: Mapping[str, Any] = field(default_factory=lambda: _AUTO_SELECTOR)
+    managed_jobs_namespace_selector: Mapping[str, Any] = field(default_factory=lambda: AUTO_SELECTOR)
     integrations: Integrations = field(default_factory=Integrations)
     webhook: Webhook = field(default_factory=Webhook)
     internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
@@ -371,7 +375,7 @@ class Configuration:
         # waitforpodsready.Enabled: the gate wins over the configuration.
         if self.feature_gates.get("DisableWaitForPodsReady", False):
             object.__setattr__(self, "wait_for_pods_ready", None)
-        if self.managed_jobs_namespace_selector is _AUTO_SELECTOR:
+        if self.managed_jobs_namespace_selector is AUTO_SELECTOR:
             object.__setattr__(
                 self,
                 "managed_jobs_namespace_selector",
@@ -403,7 +407,7 @@ class ConfigError(ValueError):
         self.errors: tuple[fields.FieldError, ...] = tuple(errors)
 
 
-def _invalid_stringer(path: str, rendered: str, detail: str) -> fields.FieldError:
+def invalid_stringer(path: str, rendered: str, detail: str) -> fields.FieldError:
     """`field.Invalid` of a Go value printed by its String() method (Durations): unquoted."""
     return fields.FieldError(fields.Kind.INVALID, path, f"{rendered}: {detail}")
 
@@ -416,5 +420,5 @@ class _TooMany(fields.FieldError):
         return f"{self.path}: Too many: {self.value}: {self.detail}"
 
 
-def _too_many(path: str, actual: int, maximum: int) -> fields.FieldError:
+def too_many(path: str, actual: int, maximum: int) -> fields.FieldError:
     return _TooMany(fields.Kind.INVALID, path, f"must have at most {maximum} items", actual)

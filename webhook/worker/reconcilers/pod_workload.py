@@ -26,16 +26,22 @@ from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _event,
-    _is_runnable_or_succeeded,
-    _is_suspended,
-    _max_exec_seconds,
-    _pod_role,
-    _Retry,
+    RetryLater,
+    is_pod_suspended,
+    is_runnable_or_succeeded,
+    max_exec_seconds,
+    pod_event,
+    pod_role,
 )
 
 __all__ = [
+    "RetryWith",
     "construct_pod_workload",
+    "equivalent_single",
+    "fast_pod_sets",
+    "group_pod_sets",
+    "new_workload",
+    "with_owners",
     "workload_name",
     "workload_name_for_pod",
 ]
@@ -84,13 +90,13 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
     elif c.PODSET_UNCONSTRAINED_TOPOLOGY in ann:
         text = ann[c.PODSET_UNCONSTRAINED_TOPOLOGY]
         if text not in ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"):
-            raise _Retry(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+            raise RetryLater(f'strconv.ParseBool: parsing "{text}": invalid syntax')
         req["unconstrained"] = text in ("1", "t", "T", "TRUE", "true", "True")
     if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
         try:
             size = go_atoi(ann[c.PODSET_SLICE_SIZE])
         except ValueError as exc:
-            raise _Retry(str(exc).replace("Atoi", "ParseInt")) from exc
+            raise RetryLater(str(exc).replace("Atoi", "ParseInt")) from exc
         req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
         req["podSetSliceSize"] = size
     req["podIndexLabel"] = c.POD_GROUP_POD_INDEX_LABEL
@@ -110,13 +116,13 @@ def _pod_set(pod: Obj, opts: Options, *, name: str = DEFAULT_POD_SET, count: int
     return ps
 
 
-def _group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
+def group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
     """`constructGroupPodSets`: one podSet per role among active pods, sorted by name."""
     by_role: dict[str, dict[str, Any]] = {}
     for pod in pods:
-        if not _is_runnable_or_succeeded(pod):
+        if not is_runnable_or_succeeded(pod):
             continue
-        role = _pod_role(pod)
+        role = pod_role(pod)
         if role in by_role:
             by_role[role]["count"] += 1
         else:
@@ -124,11 +130,11 @@ def _group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
     return [by_role[role] for role in sorted(by_role, key=lambda r: r.lower())]
 
 
-def _fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[str, Any]]:
+def fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[str, Any]]:
     for pod in pods:
-        if _is_runnable_or_succeeded(pod):
-            return [_pod_set(pod, opts, name=_pod_role(pod).lower(), count=total)]
-    raise _Retry("failed to find a runnable pod in the group")
+        if is_runnable_or_succeeded(pod):
+            return [_pod_set(pod, opts, name=pod_role(pod).lower(), count=total)]
+    raise RetryLater("failed to find a runnable pod in the group")
 
 
 def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
@@ -136,13 +142,13 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     wpc = o.labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
     if wpc:
         if wpc not in lookups.workload_priority_classes:
-            event = _event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
-            raise _RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
+            event = pod_event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
+            raise RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
         return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
     pc = next((ps["template"]["spec"].get("priorityClassName") for ps in pod_sets if ps["template"]["spec"].get("priorityClassName")), "")
     if pc:
         if pc not in lookups.priority_classes:
-            raise _Retry(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
+            raise RetryLater(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
         return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, lookups.priority_classes[pc][0]
     defaults = sorted((value, name) for name, (value, is_default) in lookups.priority_classes.items() if is_default)
     if defaults:
@@ -151,13 +157,13 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     return None, 0
 
 
-class _RetryWith(_Retry):
+class RetryWith(RetryLater):
     def __init__(self, message: str, actions: list[a.Action]) -> None:
         super().__init__(message)
         self.actions = actions
 
 
-def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
+def new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
     annotations = {k: v for k, v in o.annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
     if opts.admission_gated_by and o.annotations(pod).get(c.ADMISSION_GATED_BY):
@@ -166,7 +172,7 @@ def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opt
     queue = o.labels(pod).get(c.QUEUE_LABEL, "")
     if queue:
         spec["queueName"] = queue
-    max_exec = _max_exec_seconds(pod)
+    max_exec = max_exec_seconds(pod)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
     ref, priority = _priority(pod, pod_sets, lookups)
@@ -182,7 +188,7 @@ def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opt
 def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
     uid = str(o.meta(pod).get("uid") or "")
-    wl = _new_workload(workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
+    wl = new_workload(workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
     labels = {k: v for k, v in o.labels(pod).items() if k in opts.label_keys_to_copy}
     if not fields.is_label_value(uid):
         labels[c.JOB_UID_LABEL] = uid
@@ -198,7 +204,7 @@ def _owner_ref(pod: Obj) -> dict[str, Any]:
     return {"apiVersion": POD_API, "kind": "Pod", "name": o.name(pod), "uid": o.meta(pod).get("uid", "")}
 
 
-def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
+def with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
     """`controllerutil.SetOwnerReference` per pod: upsert by kind and name, never as controller."""
     out = [dict(r) for r in refs]
     for pod in pods:
@@ -215,13 +221,13 @@ def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any
 # --- single-pod equivalence -----------------------------------------------------------------------
 
 
-def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
+def equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
     owner = o.controller_of(wl) or {}
     if owner.get("name") != o.name(pod):
         return False
     if opts.finish_orphaned_workloads and owner.get("uid") != o.meta(pod).get("uid"):
         return False
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != _max_exec_seconds(pod):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(pod):
         return False
     job = [_pod_set(pod, opts)]
     ignore = o.is_admitted(wl)
@@ -230,7 +236,7 @@ def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bo
     if running is not None:
         if podset.same_pod_sets(job, running, ignore_tolerations=ignore):
             return True
-        return _is_suspended(pod) and podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
+        return is_pod_suspended(pod) and podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
     return podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
 
 
