@@ -18,7 +18,8 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
-Workloads (`status.admission`) is in the cache before anything new is admitted (§6.4).
+Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
+runnable added in `setupScheduler` of `cmd/kueue/main.go`, starts only after the caches sync).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ Mirrors, at upstream commit ff69552e79, `pkg/controller/jobframework/reconciler.
 (`PodSets`, `RunWithPodSetsInfo`, `RestorePodSetsInfo`, `Stop`, `Finished`, `PodsReady`,
 `ReclaimablePods`) and `pkg/podset/podset.go` (through `reconcilers.podset`).
 
-`plan` decides one reconcile as an ordered list of steps, in the per-reconcile order of §4.1 (a-k):
-find or repair the one matching Workload (§4.4), then the first of finished / being deleted / Job
+`plan` decides one reconcile as an ordered list of steps, in the order of `ReconcileGenericJob` in
+`pkg/controller/jobframework/reconciler.go` (a-k): find or repair the one matching Workload
+(`ensureOneWorkload`), then the first of finished / being deleted / Job
 finished / no Workload / reclaimable pods / PodsReady / evicted / suspended / running. Upstream
 often acts twice in one pass (stop the Job, then clear the reservation or create the Workload);
 the steps keep that order. `JobReconciler` carries the steps out against the API.
@@ -205,7 +206,7 @@ def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj
 
 
 def build_workload(job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()) -> dict[str, Any]:
-    """The Workload for a top-level Job (§4.2). For an elastic Job it is a new slice, named after
+    """The Workload for a top-level Job (`ConstructWorkload` in `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after
     the Job's generation, that replaces the one unfinished slice in `slices` if there is one
     (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
     meta = o.meta(job)
@@ -300,7 +301,7 @@ def _flavor_specs(flavors: Mapping[str, Obj]) -> dict[str, Obj]:
 
 def start_patch(job: Obj, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool = False, assign_queue_labels: bool = True,
                 elastic: bool = False) -> dict[str, Any]:
-    """`RunWithPodSetsInfo`: the one merge patch that starts an admitted Job (§4.5), guarded by its
+    """`RunWithPodSetsInfo`: the one merge patch that starts an admitted Job (`startJob` in `jobframework/reconciler.go`), guarded by its
     resourceVersion. `flavors`: ResourceFlavor name → object; `elastic`: the
     ElasticJobsViaWorkloadSlices gate. Raises `StartConflict` when the admission cannot be applied
     and `podset.FlavorNotFound` when a flavor is not known yet."""
@@ -340,7 +341,7 @@ def _restore_map(live: Mapping[str, str], original: Mapping[str, str], keep: Seq
 
 
 def restore_patch(job: Obj, wl: Obj | None) -> dict[str, Any] | None:
-    """`RestorePodSetsInfo` and the end of `Job.Stop` (§4.6 step 3): the template back to the
+    """`RestorePodSetsInfo` and the end of `Job.Stop` (the restore step of `stopJob` in `jobframework/reconciler.go`): the template back to the
     Workload's podSet (none: left as it is), partial admission's parallelism back to the podSet
     count, and no `stopping` annotation. None when there is nothing to change."""
     out: dict[str, Any] = {}
@@ -439,7 +440,7 @@ class _Reads:
 
 
 def equivalent(job: Obj, wl: Obj, *, config: Configuration, flavors: Mapping[str, Obj]) -> bool:
-    """`EquivalentToWorkload` (§4.4): same owner, max execution time and podSets (count, minCount,
+    """`EquivalentToWorkload` (`jobframework/reconciler.go`): same owner, max execution time and podSets (count, minCount,
     containers, initContainers and, until admitted, tolerations); a Workload holding quota is
     compared as it runs, or as created while the Job is suspended. `flavors`: name → spec."""
     owner = o.controller_of(wl) or {}
@@ -536,7 +537,8 @@ class _Done(Exception):
 
 
 class _Planner:
-    """`ReconcileGenericJob` for one top-level Job; each method is one numbered phase of §4.1."""
+    """`ReconcileGenericJob` for one top-level Job; each method is one lettered phase of upstream's
+    `ReconcileGenericJob` (`pkg/controller/jobframework/reconciler.go`)."""
 
     def __init__(self, job: Obj, config: Configuration, reads: _Reads, now: datetime) -> None:
         self.job = job
@@ -578,7 +580,7 @@ class _Planner:
                 self.event(c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, str(exc), warning=True)
             raise self.fail(str(exc)) from exc
 
-    # -- a. the one matching Workload (§4.4, §4.12) -------------------------------------------------
+    # -- a. the one matching Workload (`ensureOneWorkload`, `ensurePrebuiltWorkloadInSync`) ----------
     def ensure_one(self, workloads: Sequence[Obj], prebuilt: Obj | None) -> Obj | None:
         self.workloads = workloads
         if prebuilt_workload_name(self.job, self.config):
@@ -790,7 +792,7 @@ class _Planner:
 
 def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -> Plan:
     """A Job owned by a managed Job never gets a Workload: it is kept suspended while its ancestor's
-    newest unfinished Workload is missing or not admitted (§4.1 step 4). With `elastic` (the child
+    newest unfinished Workload is missing or not admitted (`shouldSuspendChildJob` in `jobframework/reconciler.go`). With `elastic` (the child
     or the ancestor is elastic) the newest slice may be a replacement still waiting for quota, so
     only its eviction suspends the child (`shouldSuspendChildJob`)."""
     if finished_condition(job) is not None or is_suspended(job):
