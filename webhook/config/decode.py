@@ -57,9 +57,9 @@ from webhook.config.types import (
 _T = TypeVar("_T")
 
 __all__ = [
+    "CONFIG_V1BETA1",
+    "CONFIG_V1BETA2",
     "GROUP",
-    "V1BETA1",
-    "V1BETA2",
     "Decoder",
     "StrictLoader",
     "decode_document",
@@ -70,8 +70,8 @@ __all__ = [
 # --- strict decoding --------------------------------------------------------------------------------
 
 GROUP = "config.kueue.x-k8s.io"
-V1BETA1 = f"{GROUP}/v1beta1"
-V1BETA2 = f"{GROUP}/v1beta2"
+CONFIG_V1BETA1 = f"{GROUP}/v1beta1"
+CONFIG_V1BETA2 = f"{GROUP}/v1beta2"
 
 
 class StrictLoader(yaml.SafeLoader):

@@ -12,7 +12,14 @@ from typing import Any, TypeVar
 import yaml
 
 from webhook.api import fields, selector
-from webhook.config.decode import V1BETA1, V1BETA2, Decoder, StrictLoader, decode_document, json_kind
+from webhook.config.decode import (
+    CONFIG_V1BETA1,
+    CONFIG_V1BETA2,
+    Decoder,
+    StrictLoader,
+    decode_document,
+    json_kind,
+)
 from webhook.config.durations import format_go_duration, to_nanoseconds
 from webhook.config.types import (
     FEATURE_GATE_DEFAULTS,
@@ -564,9 +571,9 @@ def parse(text: str) -> Configuration:
         raise ConfigError(
             f"Object 'Kind' is missing in '{json.dumps(doc, default=str, separators=(',', ':'))}'"
         )
-    if api_version not in (V1BETA1, V1BETA2) or kind != "Configuration":
+    if api_version not in (CONFIG_V1BETA1, CONFIG_V1BETA2) or kind != "Configuration":
         raise ConfigError(f'no kind "{kind}" is registered for version "{api_version}"')
-    decoder = Decoder(v1beta1=api_version == V1BETA1)
+    decoder = Decoder(v1beta1=api_version == CONFIG_V1BETA1)
     cfg = decode_document(decoder, doc)
     if decoder.unknown:
         raise ConfigError(

@@ -41,8 +41,8 @@ __all__ = [
     "CONTROLLER_NAME",
     "PREEMPTION_TIMEOUT",
     "Plan",
-    "Step",
     "VariantReconciler",
+    "VariantStep",
     "parents_for_cluster_queue",
     "plan",
     "variant_name",
@@ -71,7 +71,7 @@ def variant_name(parent: str, parent_uid: str, flavor: str, *, short: bool = Fal
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class VariantStep:
     """One write: `action` names it; `target` is the Workload written (the parent or a variant)."""
 
     action: str
@@ -83,7 +83,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    steps: tuple[Step, ...] = ()
+    steps: tuple[VariantStep, ...] = ()
     requeue_after: timedelta | None = None
 
 
@@ -153,7 +153,7 @@ class _Planner:
         self.flavors = cq.resource_groups[0].flavor_names
         self.now = now
         self.short_names = short_names
-        self.steps: list[Step] = []
+        self.steps: list[VariantStep] = []
 
     @property
     def mode(self) -> MigrationMode:
@@ -168,7 +168,7 @@ class _Planner:
 
     # -- steps, each applied to the copies ---------------------------------------------------------
     def _add(self, action: str, target: Obj, reason: str = "", message: str = "", **extra: Any) -> None:
-        self.steps.append(Step(action, copy.deepcopy(target), reason, message, extra))
+        self.steps.append(VariantStep(action, copy.deepcopy(target), reason, message, extra))
 
     def _evict(self, wl: Obj, reason: str, message: str) -> None:
         set_condition(wl.setdefault("status", {}), {"type": _W.EVICTED, "status": "True", "reason": reason, "message": message},
@@ -431,13 +431,13 @@ class VariantReconciler:
     def _status(self, wl: Mapping[str, Any], mutate: Any) -> dict[str, Any] | None:
         return update_status(self.kube, self.store, "workloads", self._path(wl), mutate)
 
-    def _do(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         getattr(self, f"_do_{step.action}")(step, parent, now)
 
-    def _log(self, message: str, step: Step, parent: Mapping[str, Any], **extra: Any) -> None:
+    def _log(self, message: str, step: VariantStep, parent: Mapping[str, Any], **extra: Any) -> None:
         log.info(message, extra={"object": _ref(step.target), "kind": "Workload", "parent": _ref(parent), "decision": step.action, **extra})
 
-    def _do_create(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_create(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         wl = step.target
         try:
             self.store.put("workloads", self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], None), wl))
@@ -446,13 +446,13 @@ class VariantReconciler:
         self._log("variant created", step, parent, flavor=step.extra["flavor"])
         self.events.emit(parent, "Normal", _E.CREATED_VARIANT, f'Variant Workload "{_ref(wl)}" created', CONTROLLER_NAME)
 
-    def _do_delete(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_delete(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         with contextlib.suppress(k.NotFound):
             self.kube.delete(self._path(step.target))
         self._log("variant deleted", step, parent, detail=step.message)
         self.events.emit(parent, "Normal", step.reason, step.message, CONTROLLER_NAME)
 
-    def _do_set_active(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_set_active(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         """spec.active, guarded by the resourceVersion the decision was taken on."""
         wl, active = step.target, step.extra["active"]
         body = {"metadata": {"resourceVersion": wl["metadata"].get("resourceVersion")}, "spec": {"active": active}}
@@ -464,30 +464,30 @@ class VariantReconciler:
         self._log(f"variant {word}", step, parent, detail=step.message)
         self.events.emit(wl, "Normal", step.reason, f"Variant Workload {word} due to {step.message}", CONTROLLER_NAME)
 
-    def _do_evict(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_evict(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         cond = {"type": _W.EVICTED, "status": "True", "reason": step.reason, "message": step.message}
         self._status(step.target, lambda status, obj: set_condition(status, cond, now, _gen(obj)))
         self._log("parent evicted", step, parent, reason=step.reason, detail=step.message)
 
-    def _do_clear_admission(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_clear_admission(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         self._status(step.target, lambda status, obj: apply_clear_admission(status, step.reason, step.message, now, _gen(obj)))
         self._log("variant admission cleared", step, parent, reason=step.reason)
 
-    def _do_finish(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_finish(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         cond = {"type": _W.FINISHED, "status": "True", "reason": step.reason, "message": step.message}
         self._status(step.target, lambda status, obj: set_condition(status, cond, now, _gen(obj)))
         self._log("variant finished", step, parent, reason=step.reason)
 
-    def _do_pods_ready(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_pods_ready(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         ready = {f: step.extra["condition"][f] for f in ("type", "status", "reason", "message")}
         self._status(step.target, lambda status, obj: set_condition(status, ready, now, _gen(obj)))
 
-    def _do_admit_parent(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_admit_parent(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         admission = step.extra["admission"]
         self._status(step.target, lambda status, obj: apply_parent_admission(status, admission, step.message, now, _gen(obj)))
         self._log("parent admitted", step, parent, cluster_queue=admission.get("clusterQueue", ""))
 
-    def _do_open_gate(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_open_gate(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
         if self._status(step.target, lambda status, obj: open_gate(status, obj, now)) is None:
             return
         self._log("preemption gate opened", step, parent)

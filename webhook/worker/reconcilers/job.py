@@ -46,9 +46,9 @@ from webhook.worker.workqueue import Retry
 
 __all__ = [
     "JobReconciler",
+    "JobStep",
     "Plan",
     "StartConflict",
-    "Step",
     "build_workload",
     "equivalent",
     "finished_condition",
@@ -490,7 +490,7 @@ def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
 
 # == the plan =====================================================================================
 @dataclass(frozen=True, slots=True)
-class Step:
+class JobStep:
     """One write (and its event) of a reconcile; `action` names the `JobReconciler._do_*` method."""
 
     action: str  # finalize | suspend_child | stop | delete_workload | update_workload | adopt | update_priority
@@ -507,7 +507,7 @@ class Plan:
     """What one reconcile of a Job does: its steps in order, then maybe an error (the key is
     retried) or a later look (`requeue_after` seconds). The first step names the decision."""
 
-    steps: tuple[Step, ...] = ()
+    steps: tuple[JobStep, ...] = ()
     error: str = ""
     requeue_after: float | None = None
 
@@ -545,7 +545,7 @@ class _Planner:
         self.config = config
         self.reads = reads
         self.now = now
-        self.steps: list[Step] = []
+        self.steps: list[JobStep] = []
         self.requeue_after: float | None = None
         self.elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
         # Slices this plan finishes; a new slice replaces only what is left unfinished.
@@ -553,7 +553,7 @@ class _Planner:
         self.workloads: Sequence[Obj] = ()
 
     def add(self, action: str, wl: Obj | None = None, reason: str = "", message: str = "", **extra: Any) -> None:
-        self.steps.append(Step(action, wl, reason, message, extra))
+        self.steps.append(JobStep(action, wl, reason, message, extra))
 
     def event(self, reason: str, message: str, *, warning: bool = False) -> None:
         self.add("event", reason=reason, message=message, type="Warning" if warning else "Normal")
@@ -800,7 +800,7 @@ def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -
     live = workload_slices.not_finished(ancestor_workloads)
     if live and (not o.is_condition_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else o.is_admitted(live[-1])):
         return Plan()
-    return Plan((Step("suspend_child"), Step("event", reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED,
+    return Plan((JobStep("suspend_child"), JobStep("event", reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED,
                                                 extra={"type": "Normal"})))
 
 
@@ -819,7 +819,7 @@ def plan(
     store = store if store is not None else Store()
     if job is None or o.is_deleting(job):
         finish = config.feature_enabled("FinishOrphanedWorkloads")
-        return Plan(tuple(Step("finalize", wl, extra={"finish": finish and not o.is_deleting(wl) and o.controller_of(wl) is not None})
+        return Plan(tuple(JobStep("finalize", wl, extra={"finish": finish and not o.is_deleting(wl) and o.controller_of(wl) is not None})
                           for wl in workloads))
     if namespace_labels is None or not selector.matches(config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True):
         return Plan()
@@ -828,7 +828,7 @@ def plan(
     try:
         ancestor = find_managed_ancestor(job, lambda key: store.get("jobs", key), config)
     except jobs.AncestorError as exc:
-        steps = (Step("event", reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), extra={"type": "Warning"}),) if exc.too_deep else ()
+        steps = (JobStep("event", reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), extra={"type": "Warning"}),) if exc.too_deep else ()
         return Plan(steps, error=str(exc))
     if not o.labels(job).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name and ancestor is None:
         return Plan()
@@ -950,21 +950,21 @@ class JobReconciler:
         self._patch_workload(latest, {"metadata": {"finalizers": fins or None}})
 
     # -- steps: each returns the newest copy of the Job (None: it is gone) ---------------------------
-    def _do_event(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_event(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         self._emit(job, str(step.extra.get("type", "Normal")), step.reason, step.message)
         return job
 
-    def _do_finalize(self, key: str, job: Obj | None, step: Step, now: datetime) -> Obj | None:
+    def _do_finalize(self, key: str, job: Obj | None, step: JobStep, now: datetime) -> Obj | None:
         assert step.workload is not None
         if step.extra.get("finish") and not o.is_finished(self._latest(step.workload)):
             self._finish(step.workload, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
         self._remove_finalizer(step.workload)
         return job
 
-    def _do_suspend_child(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:
+    def _do_suspend_child(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
         return self._patch_job(key, job, {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion")}, "spec": {"suspend": True}})
 
-    def _do_stop(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:
+    def _do_stop(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
         """`Job.Stop`: suspend (with the `stopping` annotation until done), reset startTime so the
         template may change, restore the template; `Stopped` when this suspended the Job."""
         stopped_now = not is_suspended(job)
@@ -985,7 +985,7 @@ class JobReconciler:
             self._emit(current, "Normal", c.JobEventReason.STOPPED, step.message)
         return current
 
-    def _do_delete_workload(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_delete_workload(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         """`workload.Delete`: drop the finalizer, then delete unless already being deleted."""
         assert step.workload is not None
         self._remove_finalizer(step.workload)
@@ -1000,7 +1000,7 @@ class JobReconciler:
         self._emit(job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}")
         return job
 
-    def _do_update_workload(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_update_workload(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         latest = self._latest(step.workload)
         try:
@@ -1009,7 +1009,7 @@ class JobReconciler:
             raise Retry(0.2, "workload changed") from exc
         return job
 
-    def _do_adopt(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_adopt(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         """`EnsurePrebuiltWorkloadOwnership`: the Job becomes the prebuilt Workload's controller."""
         assert step.workload is not None
         meta = o.meta(step.workload)
@@ -1019,27 +1019,27 @@ class JobReconciler:
         self._patch_workload(step.workload, patch)
         return job
 
-    def _do_update_priority(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_update_priority(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         self._patch_workload(step.workload, {"spec": {"priorityClassRef": step.extra["priorityClassRef"], "priority": step.extra["priority"]}})
         return job
 
-    def _do_update_gated_by(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_update_gated_by(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         self._patch_workload(step.workload, {"metadata": {"annotations": {c.ADMISSION_GATED_BY: step.extra["value"]}}})
         return job
 
-    def _do_finish(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_finish(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         self._finish(step.workload, step.reason, step.message, now)
         return job
 
-    def _do_remove_finalizer(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_remove_finalizer(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         self._remove_finalizer(step.workload)
         return job
 
-    def _do_create(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_create(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         wl = step.extra["workload"]
         try:
             created = self.kube.create(_path("workloads", wl["metadata"]["namespace"], api=c.V1BETA2), wl)
@@ -1050,7 +1050,7 @@ class JobReconciler:
         log.info("created workload", extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
         return job
 
-    def _do_update_reclaimable(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_update_reclaimable(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         """Quota of finished pods goes back while the Job runs (the core scales usage down)."""
         assert step.workload is not None
         wanted = [dict(r) for r in step.extra["reclaimablePods"]]
@@ -1065,7 +1065,7 @@ class JobReconciler:
         log.info("updated reclaimable pods", extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted})
         return job
 
-    def _do_pods_ready(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_pods_ready(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         cond: ConditionValue = step.extra["condition"]
 
@@ -1080,7 +1080,7 @@ class JobReconciler:
                                                  "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
         return job
 
-    def _do_clear_reservation(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_clear_reservation(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         """The evicted Workload of a stopped Job gives its quota back and is requeued."""
         assert step.workload is not None
 
@@ -1094,7 +1094,7 @@ class JobReconciler:
         log.info("reservation cleared", extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason})
         return job
 
-    def _do_delete_job(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:
+    def _do_delete_job(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
         """The deactivation retention period is over: the Job goes, its pods in the background."""
         ns, name = key.split("/", 1)
         try:
@@ -1104,7 +1104,7 @@ class JobReconciler:
         log.info("deleted job", extra={"object": key, "kind": "Job", "decision": "Deleted"})
         return job  # gone, but the event of the next step still names it
 
-    def _do_start(self, key: str, job: Obj, step: Step, now: datetime) -> Obj | None:
+    def _do_start(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
         assert step.workload is not None
         wl = self._latest(step.workload)
         try:
@@ -1125,12 +1125,12 @@ class JobReconciler:
         self._emit(out, "Normal", c.JobEventReason.STARTED, f"Admitted by clusterQueue {cq}")
         return out
 
-    def _do_record_admission_checks(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_record_admission_checks(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         """`recordAdmissionCheckUpdate`: the Pending checks' messages, as a Job event."""
         self._emit(job, "Normal", c.JobEventReason.UPDATED_ADMISSION_CHECK, step.message)
         return job
 
-    def _do_sync_queue(self, key: str, job: Obj, step: Step, now: datetime) -> Obj:
+    def _do_sync_queue(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
         assert step.workload is not None
         self._patch_workload(step.workload, {"spec": {"queueName": step.extra["queueName"]}})
         return job

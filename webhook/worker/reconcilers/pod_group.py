@@ -493,7 +493,7 @@ def _admission_check_message(wl: Obj) -> str:
     return "; ".join(parts)
 
 
-def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lookups, now: datetime) -> a.Decision | None:
+def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lookups, now: datetime) -> a.ReconcileResult | None:
     """Steps b to k of the recipe, once the one matching Workload is known (None = must be created)."""
     opts = job.opts
     if wl is not None and job.is_group:
@@ -557,22 +557,22 @@ def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lo
     return None
 
 
-def _decide(out: list[a.Action], step: Any) -> a.Decision:
+def _decide(out: list[a.Action], step: Any) -> a.ReconcileResult:
     """Run one recipe step, turning our exception kinds into the Decision's error and retry."""
     try:
         started = step()
     except (RetryWith, _UnretryableWith) as exc:
-        return a.Decision((*out, *exc.actions), str(exc), retry=isinstance(exc, RetryLater))
+        return a.ReconcileResult((*out, *exc.actions), str(exc), retry=isinstance(exc, RetryLater))
     except RetryLater as exc:
-        return a.Decision(tuple(out), str(exc), retry=True)
+        return a.ReconcileResult(tuple(out), str(exc), retry=True)
     except Unretryable as exc:
-        return a.Decision(tuple(out), str(exc))
-    if isinstance(started, a.Decision):
-        return a.Decision((*out, *started.actions), started.error, started.retry)
-    return a.Decision(tuple(out))
+        return a.ReconcileResult(tuple(out), str(exc))
+    if isinstance(started, a.ReconcileResult):
+        return a.ReconcileResult((*out, *started.actions), started.error, started.retry)
+    return a.ReconcileResult(tuple(out))
 
 
-def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, lookups: Lookups, now: datetime) -> a.Decision:
+def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, lookups: Lookups, now: datetime) -> a.ReconcileResult:
     """One pass for a pod without a group name.
 
     `pod` is None when it is gone. `workloads` are the Workloads in its namespace whose controller
@@ -580,20 +580,20 @@ def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, l
     `managedJobsNamespaceSelector` against the namespace.
     """
     if pod is None:
-        return a.Decision(tuple(act for wl in workloads for act in finalize_orphan(wl, opts, now)))
+        return a.ReconcileResult(tuple(act for wl in workloads for act in finalize_orphan(wl, opts, now)))
     if group_name(pod, opts):
-        return a.Decision((), "event handler error: got a single pod reconcile request for a pod group", retry=True)
+        return a.ReconcileResult((), "event handler error: got a single pod reconcile request for a pod group", retry=True)
     if _skip(pod, opts):
-        return a.Decision()
+        return a.ReconcileResult()
     if o.is_deleting(pod):
         acts = [act for wl in workloads for act in finalize_orphan(wl, opts, now)]
-        return a.Decision((*acts, *remove_finalizers([pod])))
+        return a.ReconcileResult((*acts, *remove_finalizers([pod])))
     if _unmanaged_queue(pod, opts):
-        return a.Decision()
+        return a.ReconcileResult()
     job = _Group("", [pod], [pod], opts, is_group=False)
     out: list[a.Action] = []
 
-    def step() -> a.Decision | None:
+    def step() -> a.ReconcileResult | None:
         match = None
         to_delete = []
         for wl in workloads:
@@ -615,7 +615,7 @@ def reconcile_group(
     lookups: Lookups,
     now: datetime,
     expectations_satisfied: bool = True,
-) -> a.Decision:
+) -> a.ReconcileResult:
     """One pass for the pod group `name`: every pod of the group in one namespace, and the Workload
     named `name` in that namespace (None if absent).
 
@@ -628,18 +628,18 @@ def reconcile_group(
     """
     if not pods:
         if workload is None:
-            return a.Decision()
+            return a.ReconcileResult()
         foreign = o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and o.controller_of(workload) is not None
         if opts.validate_group_owner and foreign:
-            return a.Decision()
-        return a.Decision(tuple(finalize_orphan(workload, opts, now)))
+            return a.ReconcileResult()
+        return a.ReconcileResult(tuple(finalize_orphan(workload, opts, now)))
     ordered = sorted(pods, key=lambda p: (o.name(p), o.meta(p).get("uid", "")))
     job = _Group(name, list(ordered), list(ordered), opts)
     if _skip(job.first, opts) or _unmanaged_queue(job.first, opts):
-        return a.Decision()
+        return a.ReconcileResult()
     out: list[a.Action] = []
 
-    def step() -> a.Decision | None:
+    def step() -> a.ReconcileResult | None:
         match: Obj | None = None
         to_delete: list[Obj] = []
         if workload is not None:

@@ -79,7 +79,7 @@ def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: a.GateRemoval | Non
     return a.PatchPod(pod_ref(pod), patch, ungates)
 
 
-def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.Decision:
+def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.ReconcileResult:
     """`startJob` + `Pod.Run`: one patch and one `Started` event per gated pod."""
     cluster_queue = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
     message = f"Admitted by clusterQueue {cluster_queue}"
@@ -104,10 +104,10 @@ def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, l
                 info = infos[0]
             out += [_start_patch(pod, info, ungates), pod_event(pod, c.JobEventReason.STARTED, message)]
     except PermanentError as exc:
-        return a.Decision(tuple(finish_workload(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
+        return a.ReconcileResult(tuple(finish_workload(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
     except RetryLater as exc:
-        return a.Decision((), str(exc), retry=True)
-    return a.Decision(tuple(out))
+        return a.ReconcileResult((), str(exc), retry=True)
+    return a.ReconcileResult(tuple(out))
 
 
 # --- stop -----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from webhook.config import Configuration
 from webhook.core import concurrent_admission as ca
 from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
-from webhook.core.pods_ready import Policy, Step, StepKind
+from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
 from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import remove_condition, set_condition, update_status
@@ -58,7 +58,7 @@ def policy(config: Configuration) -> Policy | None:
     )
 
 
-def apply_step(step: Step, status: dict[str, Any], generation: int, now: datetime) -> None:
+def apply_step(step: PodsReadyStep, status: dict[str, Any], generation: int, now: datetime) -> None:
     """Write `step`'s status changes into `status` (what `evict.Evict` and the condition setters do)."""
     for ctype in step.remove_conditions:
         remove_condition(status, ctype)
@@ -142,21 +142,21 @@ class WorkloadReconciler:
             self._label_parent(wl)
             return
         step = workload_step(wl, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
-        if isinstance(step, Step) and step.kind == StepKind.NONE:
+        if isinstance(step, PodsReadyStep) and step.kind == StepKind.NONE:
             return
-        if isinstance(step, Step) and step.kind == StepKind.RECHECK:
+        if isinstance(step, PodsReadyStep) and step.kind == StepKind.RECHECK:
             assert step.recheck_at is not None
             self._recheck(key, step.recheck_at, now)
             return
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-        reason, detail = (step.reason, step.message) if isinstance(step, Step) else \
+        reason, detail = (step.reason, step.message) if isinstance(step, PodsReadyStep) else \
             (step.condition.reason, step.condition.message) if step.condition else ("", "")
         log.info("workload controller", extra={"object": key, "kind": "Workload", "decision": step.kind.value,
                                                "reason": reason, "detail": detail})
-        if isinstance(step, Step) and step.kind == StepKind.SET_INACTIVE:
+        if isinstance(step, PodsReadyStep) and step.kind == StepKind.SET_INACTIVE:
             self._deactivate(path, wl)
             return
-        applied: list[Step | CheckStep] = []
+        applied: list[PodsReadyStep | CheckStep] = []
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
