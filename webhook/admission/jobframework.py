@@ -16,6 +16,7 @@ from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import jobs, selector
 from webhook.api import objects as o
+from webhook.config import Feature
 
 __all__ = [
     "FrameworkError",
@@ -153,7 +154,7 @@ def default_local_queue(obj: dict[str, Any], ctx: Context, namespace: str, *, ch
 
 def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
     """Label the object for WorkloadPriorityClass `default` when one exists (gate WorkloadPriorityClassDefaulting)."""
-    if not ctx.config.feature_enabled("WorkloadPriorityClassDefaulting"):
+    if not ctx.config.feature_enabled(Feature.WORKLOAD_PRIORITY_CLASS_DEFAULTING):
         return
     if o.labels(obj).get(c.PRIORITY_CLASS_LABEL) or owner_is_managed_kind(obj, ctx):
         return
@@ -164,7 +165,7 @@ def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
 def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool:
     """`WorkloadShouldBeSuspended`: a queue name suspends regardless of the namespace selector."""
     if obj.get("metadata", {}).get("deletionTimestamp") and ctx.config.feature_enabled(
-        "SkipAncestorCheckForDeletedWorkloads"
+        Feature.SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS
     ):
         return False
     if find_managed_ancestor(obj, ctx, namespace) is not None:
@@ -185,7 +186,7 @@ def _validate_crd_name(value: str, path: str) -> list[f.FieldError]:
 def prebuilt_workload_name(obj: Mapping[str, Any], ctx: Context) -> tuple[str, str]:
     """(name, field path) of the prebuilt Workload: the name the worker will look up
     (`PrebuiltWorkloadNameFor`) and where a field error about it points (`GetPrebuiltWorkloadPath`)."""
-    gate = ctx.config.feature_enabled("WorkloadIdentifierAnnotations")
+    gate = ctx.config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS)
     in_annotation = jobs.prebuilt_workload_in_annotation(obj, identifier_annotations=gate)
     path = (ANNOTATIONS if in_annotation else LABELS).key(c.PREBUILT_WORKLOAD_LABEL)
     return jobs.prebuilt_workload_name(obj, identifier_annotations=gate), path
@@ -204,7 +205,7 @@ def _validate_prebuilt(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldErro
 def is_elastic(obj: Mapping[str, Any], ctx: Context) -> bool:
     """`workloadslicing.Enabled`: the ElasticJobsViaWorkloadSlices gate is on and the job carries
     `kueue.x-k8s.io/elastic-job: "true"`."""
-    return ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices") and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
+    return ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
 
 
 def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
@@ -224,7 +225,7 @@ def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> li
                 errs.append(f.invalid(MAX_EXEC_PATH, seconds, "should be greater than 0"))
     if is_elastic(obj, ctx) and gvk != "batch/v1, Kind=Job":
         errs.append(f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"'))
-    if ctx.config.feature_enabled("AdmissionGatedBy"):
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_create(obj)
     return errs
 
@@ -260,7 +261,7 @@ def validate_job_update(
         errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be removed from a workload"))
     if is_elastic(old, ctx) != is_elastic(new, ctx):
         errs.append(f.invalid(ELASTIC_PATH, is_elastic(new, ctx), IMMUTABLE))
-    if ctx.config.feature_enabled("AdmissionGatedBy"):
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_update(old, new)
     return errs
 

@@ -16,6 +16,7 @@ from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import objects as o
 from webhook.api.pod_role import role_hash
+from webhook.config import Feature
 
 __all__ = ["GVK", "default", "group_name", "is_suspended", "role_hash", "validate_create", "validate_update"]
 
@@ -56,7 +57,7 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
             meta["finalizers"] = [*finalizers, c.POD_FINALIZER]
     spec = obj.setdefault("spec", {})
     _gate(spec, c.ADMISSION_GATE)
-    if ctx.config.feature_enabled("TopologyAwareScheduling"):
+    if ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):
         index_label = o.annotations(obj).get(c.POD_GROUP_POD_INDEX_LABEL_ANNOTATION)
         if index_label is not None:
             if meta.get("labels") is None:
@@ -75,7 +76,7 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
 def group_name(pod: Mapping[str, Any], ctx: Context) -> tuple[str, str]:
     """(group name, its field path): the annotation form wins when allowed and set."""
     annotation = o.annotations(pod).get(c.POD_GROUP_NAME, "")
-    if annotation and ctx.config.feature_enabled("WorkloadIdentifierAnnotations"):
+    if annotation and ctx.config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS):
         return annotation, jf.ANNOTATIONS.key(c.POD_GROUP_NAME)
     return o.labels(pod).get(c.POD_GROUP_NAME, ""), jf.LABELS.key(c.POD_GROUP_NAME)
 

@@ -28,6 +28,7 @@ from webhook.config.types import (
     NAMESPACE_NAME_LABEL,
     ConfigError,
     Configuration,
+    Feature,
     MetricsCustomLabel,
     invalid_stringer,
     too_many,
@@ -476,7 +477,7 @@ def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
 
 def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError]:
     strategy = cfg.resources.quota_check_strategy
-    if not cfg.feature_enabled("QuotaCheckStrategy") or strategy is None:
+    if not cfg.feature_enabled(Feature.QUOTA_CHECK_STRATEGY) or strategy is None:
         return []
     p = "resources.quotaCheckStrategy"
     errs = []
@@ -514,9 +515,9 @@ def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]
             return [fields.invalid("featureGates", value, f"unrecognized feature gate: {name}")]
     locked = [
         f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
-        f"{str(FEATURE_GATE_DEFAULTS[name]).lower()}"
+        f"{str(FEATURE_GATE_DEFAULTS[Feature(name)]).lower()}"
         for name in sorted(gates)
-        if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[name]
+        if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[Feature(name)]
     ]
     if locked:
         return [
@@ -525,11 +526,11 @@ def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]
             )
         ]
 
-    def enabled(name: str) -> bool:
-        return gates.get(name, FEATURE_GATE_DEFAULTS[name])
+    def enabled(gate: Feature) -> bool:
+        return gates.get(gate, FEATURE_GATE_DEFAULTS[gate])
 
-    profiles = int(enabled("TASProfileMixed"))
-    if not enabled("TopologyAwareScheduling") and profiles > 0:
+    profiles = int(enabled(Feature.TAS_PROFILE_MIXED))
+    if not enabled(Feature.TOPOLOGY_AWARE_SCHEDULING) and profiles > 0:
         return [fields.invalid("featureGates", profiles, "cannot use a TAS profile with TAS disabled")]
     return []
 

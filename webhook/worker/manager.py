@@ -37,7 +37,7 @@ from typing import Any
 from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.core import conditions
 from webhook.core.admission_checks import reset_on_eviction
 from webhook.core.conditions import ConditionValue
@@ -148,9 +148,9 @@ class Manager:
         wfpr = config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
-        recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
-        concurrent = config.feature_enabled("ConcurrentAdmission")
-        elastic = config.feature_enabled("ElasticJobsViaWorkloadSlices")
+        recompute = config.feature_enabled(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
+        concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
+        elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
                             requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent,
@@ -170,7 +170,7 @@ class Manager:
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
-        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled("ShortWorkloadNames")) \
+        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)

@@ -27,7 +27,7 @@ from prometheus_client import Gauge
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.api import objects as o
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission, fair_sharing
 from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
@@ -169,10 +169,10 @@ class MetricsReporter:
 
     def __init__(self, config: Configuration) -> None:
         self.cq_resources = config.metrics.enable_cluster_queue_resources
-        self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
-        self.cohorts = config.feature_enabled("MetricsForCohorts")
-        self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
-        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
+        self.local_queues = config.feature_enabled(Feature.LOCAL_QUEUE_METRICS) and config.metrics.local_queue_metrics.enable
+        self.cohorts = config.feature_enabled(Feature.METRICS_FOR_COHORTS)
+        self.unadmitted = config.feature_enabled(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY)
+        self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         # (cluster_queue, cohort) -> share: the last reported, and those of deleted ClusterQueues, which

@@ -31,7 +31,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import fields, jobs, selector
 from webhook.api import objects as o
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
 from webhook.worker import admission_checks, events, reporter
@@ -211,14 +211,14 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority, slice
     (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
     meta = o.meta(job)
     name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
+    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
     wl_name = workload_name(name, uid, extra=str(_generation(job))) if elastic else workload_name(name, uid)
     job_labels, job_annotations = o.labels(job), o.annotations(job)
     labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
     if not fields.is_label_value(uid):
         labels[c.JOB_UID_LABEL] = uid
     annotations = {key: v for key, v in job_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if config.feature_enabled("AdmissionGatedBy") and job_annotations.get(c.ADMISSION_GATED_BY):
+    if config.feature_enabled(Feature.ADMISSION_GATED_BY) and job_annotations.get(c.ADMISSION_GATED_BY):
         annotations[c.ADMISSION_GATED_BY] = job_annotations[c.ADMISSION_GATED_BY]
     if elastic:
         annotations.update(_slice_annotations(wl_name, slices))
@@ -233,7 +233,7 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority, slice
         wl_meta["annotations"] = annotations
     spec: dict[str, Any] = {
         "queueName": job_labels.get(c.QUEUE_LABEL, ""),
-        "podSets": pod_sets(job, partial_admission=config.feature_enabled("PartialAdmission")),
+        "podSets": pod_sets(job, partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
     }
     max_exec = max_execution_time_seconds(job)
     if max_exec is not None:
@@ -446,16 +446,16 @@ def equivalent(job: Obj, wl: Obj, *, config: Configuration, flavors: Mapping[str
     owner = o.controller_of(wl) or {}
     if owner.get("name") != o.meta(job).get("name"):
         return False
-    if config.feature_enabled("FinishOrphanedWorkloads") and (owner.get("uid") or "") != (o.meta(job).get("uid") or ""):
+    if config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS) and (owner.get("uid") or "") != (o.meta(job).get("uid") or ""):
         return False
     if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_execution_time_seconds(job):
         return False
-    job_sets = pod_sets(job, partial_admission=config.feature_enabled("PartialAdmission"))
+    job_sets = pod_sets(job, partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION))
     ignore = o.is_admitted(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
-    running = podset.expected_running_pod_sets(wl, flavors, tas=config.feature_enabled("TopologyAwareScheduling"),
-                                               assign_queue_labels=config.feature_enabled("AssignQueueLabelsForPods"),
-                                               elastic=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
+    running = podset.expected_running_pod_sets(wl, flavors, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+                                               assign_queue_labels=config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+                                               elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
     if running is not None:
         if podset.same_pod_sets(job_sets, running, ignore_tolerations=ignore):
             return True
@@ -485,7 +485,7 @@ def _owned_by_other_integration(job: Obj) -> bool:
 
 def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
     """`PrebuiltWorkloadNameFor` (`webhook.api.jobs`), under this Configuration's gates."""
-    return jobs.prebuilt_workload_name(job, identifier_annotations=config.feature_enabled("WorkloadIdentifierAnnotations"))
+    return jobs.prebuilt_workload_name(job, identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS))
 
 
 # == the plan =====================================================================================
@@ -547,7 +547,7 @@ class _Planner:
         self.now = now
         self.steps: list[JobStep] = []
         self.requeue_after: float | None = None
-        self.elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
+        self.elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
         # Slices this plan finishes; a new slice replaces only what is left unfinished.
         self.finishing: set[str] = set()
         self.workloads: Sequence[Obj] = ()
@@ -586,7 +586,7 @@ class _Planner:
         if prebuilt_workload_name(self.job, self.config):
             return self.prebuilt(prebuilt)
         if self.elastic:
-            decision = workload_slices.ensure_slices(pod_sets(self.job, partial_admission=self.config.feature_enabled("PartialAdmission")),
+            decision = workload_slices.ensure_slices(pod_sets(self.job, partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
                                                      workloads)
             for old, reason, message in decision.finish:
                 self.add("finish", old, reason, message)
@@ -673,7 +673,7 @@ class _Planner:
 
     def sync_admission_gated_by(self, wl: Obj) -> Obj:
         """`UpdateAdmissionGatedBy`: the Job's `admission-gated-by` annotation, or its removal."""
-        if not self.config.feature_enabled("AdmissionGatedBy"):
+        if not self.config.feature_enabled(Feature.ADMISSION_GATED_BY):
             return wl
         want = o.annotations(self.job).get(c.ADMISSION_GATED_BY, "")
         if o.annotations(wl).get(c.ADMISSION_GATED_BY, "") == want:
@@ -724,7 +724,7 @@ class _Planner:
         if wl is None:
             self.no_workload()
             return
-        if self.config.feature_enabled("ReclaimablePods"):
+        if self.config.feature_enabled(Feature.RECLAIMABLE_PODS):
             wanted = reclaimable_pods(self.job, wl)
             if not _same_reclaimable(wanted, (wl.get("status") or {}).get("reclaimablePods") or ()):
                 self.add("update_reclaimable", wl, reclaimablePods=wanted)
@@ -818,7 +818,7 @@ def plan(
     prebuilt Workload, owning Jobs and their Workloads)."""
     store = store if store is not None else Store()
     if job is None or o.is_deleting(job):
-        finish = config.feature_enabled("FinishOrphanedWorkloads")
+        finish = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
         return Plan(tuple(JobStep("finalize", wl, extra={"finish": finish and not o.is_deleting(wl) and o.controller_of(wl) is not None})
                           for wl in workloads))
     if namespace_labels is None or not selector.matches(config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True):
@@ -834,7 +834,7 @@ def plan(
         return Plan()
     ns = o.meta(job).get("namespace", "")
     if ancestor is not None:
-        gate = config.feature_enabled("ElasticJobsViaWorkloadSlices")
+        gate = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         elastic = workload_slices.is_elastic(job, enabled=gate) or workload_slices.is_elastic(ancestor, enabled=gate)
         return _plan_child(job, owned_workloads(store, ns, str(o.meta(ancestor).get("name", ""))), elastic=elastic)
     planner = _Planner(job, config, _Reads(store), now or datetime.now(UTC))
@@ -894,7 +894,7 @@ class JobReconciler:
             if current is None and job is not None:
                 return  # the Job is gone
         if current is not None and not p.error and not is_suspended(current) \
-                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled("ElasticJobsViaWorkloadSlices")):
+                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)):
             self.ungater.ungate(current, owned_workloads(self.store, ns, name))
         if p.requeue_after is not None and self.requeue_after is not None:
             self.requeue_after(key, p.requeue_after)
@@ -1109,9 +1109,9 @@ class JobReconciler:
         wl = self._latest(step.workload)
         try:
             patch = start_patch(job, wl, {o["metadata"]["name"]: o for o in self.store.list("resourceflavors")},
-                                tas=self.config.feature_enabled("TopologyAwareScheduling"),
-                                assign_queue_labels=self.config.feature_enabled("AssignQueueLabelsForPods"),
-                                elastic=self.config.feature_enabled("ElasticJobsViaWorkloadSlices"))
+                                tas=self.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+                                assign_queue_labels=self.config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+                                elastic=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
         except StartConflict as exc:
             self._finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)
             return job

@@ -16,6 +16,7 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.pod_role import role_hash
+from webhook.config import Feature
 from webhook.worker.reconcilers import actions as a
 
 if TYPE_CHECKING:
@@ -93,15 +94,15 @@ class Options:
             manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
             implicitly_enabled="pod" not in frameworks and bool(frameworks & parents),
             wait_for_pods_ready=cfg.wait_for_pods_ready_enabled,
-            tas=cfg.feature_enabled("TopologyAwareScheduling"),
-            workload_identifier_annotations=cfg.feature_enabled("WorkloadIdentifierAnnotations"),
-            validate_group_owner=cfg.feature_enabled("PodIntegrationValidateGroupOwner"),
-            finish_orphaned_workloads=cfg.feature_enabled("FinishOrphanedWorkloads"),
-            assign_queue_labels=cfg.feature_enabled("AssignQueueLabelsForPods"),
-            admission_gated_by=cfg.feature_enabled("AdmissionGatedBy"),
-            reclaimable_pods=cfg.feature_enabled("ReclaimablePods"),
-            skip_reassignment_for_pod_owned=cfg.feature_enabled("SkipReassignmentForPodOwnedWorkloads"),
-            short_workload_names=cfg.feature_enabled("ShortWorkloadNames"),
+            tas=cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+            workload_identifier_annotations=cfg.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
+            validate_group_owner=cfg.feature_enabled(Feature.POD_INTEGRATION_VALIDATE_GROUP_OWNER),
+            finish_orphaned_workloads=cfg.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS),
+            assign_queue_labels=cfg.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+            admission_gated_by=cfg.feature_enabled(Feature.ADMISSION_GATED_BY),
+            reclaimable_pods=cfg.feature_enabled(Feature.RECLAIMABLE_PODS),
+            skip_reassignment_for_pod_owned=cfg.feature_enabled(Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
+            short_workload_names=cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES),
         )
 
 

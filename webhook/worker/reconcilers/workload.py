@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission as ca
 from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
@@ -107,7 +107,7 @@ class WorkloadReconciler:
         self.kube = kube
         self.store = store
         self.policy = policy(config)
-        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
+        self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
