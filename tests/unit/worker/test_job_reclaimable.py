@@ -58,7 +58,7 @@ def test_plan_updates_reclaimable_pods_of_a_running_job_until_they_match() -> No
     wl = admitted_workload(job)
     wl["spec"]["podSets"][0]["count"] = 3
     p = plan_for(job, wl)
-    assert (p.action, p.extra) == ("update_reclaimable", {"reclaimablePods": [{"name": "main", "count": 2}]})
+    assert (p.action, p.steps[0].reclaimable_pods) == ("update_reclaimable", [{"name": "main", "count": 2}])
     wl["status"]["reclaimablePods"] = [{"name": "main", "count": 2}]
     assert plan_for(job, wl).action == "ignore"
     off = Configuration(feature_gates={"ReclaimablePods": False})

@@ -22,10 +22,10 @@ import copy
 import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, assert_never
 
 from webhook import kube as k
 from webhook.api import constants as c
@@ -35,6 +35,7 @@ from webhook.config import Configuration, Feature
 from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
 from webhook.worker import admission_checks, events, reporter
+from webhook.worker.jobframework import actions as ja
 from webhook.worker.reconcilers import elastic, podset, workload_slices
 from webhook.worker.status import (
     set_condition,
@@ -46,7 +47,6 @@ from webhook.worker.workqueue import Retry
 
 __all__ = [
     "JobReconciler",
-    "JobStep",
     "Plan",
     "StartConflict",
     "build_workload",
@@ -490,30 +490,17 @@ def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
 
 # == the plan =====================================================================================
 @dataclass(frozen=True, slots=True)
-class JobStep:
-    """One write (and its event) of a reconcile; `action` names the `JobReconciler._do_*` method."""
-
-    action: str  # finalize | suspend_child | stop | delete_workload | update_workload | adopt | update_priority
-    #              | update_gated_by | event | finish | remove_finalizer | create | update_reclaimable | pods_ready
-    #              | clear_reservation | delete_job | start | record_admission_checks | sync_queue
-    workload: Obj | None = None
-    reason: str = ""
-    message: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
 class Plan:
-    """What one reconcile of a Job does: its steps in order, then maybe an error (the key is
-    retried) or a later look (`requeue_after` seconds). The first step names the decision."""
+    """What one reconcile of a Job does: its actions in order, then maybe an error (the key is
+    retried) or a later look (`requeue_after` seconds). The first action names the decision."""
 
-    steps: tuple[JobStep, ...] = ()
+    steps: tuple[ja.JobAction, ...] = ()
     error: str = ""
     requeue_after: float | None = None
 
     @property
     def action(self) -> str:
-        return self.steps[0].action if self.steps else "ignore"
+        return self.steps[0].name if self.steps else "ignore"
 
     @property
     def workload(self) -> Obj | None:
@@ -526,10 +513,6 @@ class Plan:
     @property
     def message(self) -> str:
         return self.steps[0].message if self.steps else ""
-
-    @property
-    def extra(self) -> Mapping[str, Any]:
-        return self.steps[0].extra if self.steps else {}
 
 
 class _Done(Exception):
@@ -545,18 +528,18 @@ class _Planner:
         self.config = config
         self.reads = reads
         self.now = now
-        self.steps: list[JobStep] = []
+        self.steps: list[ja.JobAction] = []
         self.requeue_after: float | None = None
         self.elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
         # Slices this plan finishes; a new slice replaces only what is left unfinished.
         self.finishing: set[str] = set()
         self.workloads: Sequence[Obj] = ()
 
-    def add(self, action: str, wl: Obj | None = None, reason: str = "", message: str = "", **extra: Any) -> None:
-        self.steps.append(JobStep(action, wl, reason, message, extra))
+    def add(self, action: ja.JobAction) -> None:
+        self.steps.append(action)
 
     def event(self, reason: str, message: str, *, warning: bool = False) -> None:
-        self.add("event", reason=reason, message=message, type="Warning" if warning else "Normal")
+        self.add(ja.RecordEvent(reason=reason, message=message, warning=warning))
 
     def fail(self, error: str) -> _Done:
         return _Done(error)
@@ -570,7 +553,7 @@ class _Planner:
         reset startTime, restore the template."""
         if is_suspended(self.job) and not (self.job.get("status") or {}).get("startTime") and restore_patch(self.job, wl) is None:
             return
-        self.add("stop", wl, reason, message)
+        self.add(ja.StopJob(workload=wl, reason=reason, message=message))
 
     def priority(self, pod_sets: Sequence[Obj] | None = None) -> Priority:
         try:
@@ -589,7 +572,7 @@ class _Planner:
             decision = workload_slices.ensure_slices(pod_sets(self.job, partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
                                                      workloads)
             for old, reason, message in decision.finish:
-                self.add("finish", old, reason, message)
+                self.add(ja.FinishWorkload(workload=old, reason=reason, message=message))
                 self.finishing.add(o.key(old))
             if decision.compatible:
                 selected = decision.workload
@@ -612,7 +595,7 @@ class _Planner:
             else:
                 self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_WORKLOAD)
         for wl in to_delete:
-            self.add("delete_workload", wl)
+            self.add(ja.DeleteWorkload(workload=wl))
         if any(not o.is_deleting(wl) for wl in to_delete):
             raise self.fail(f"{'no matching workloads' if match is None else 'extra workloads'}: deleted {len(to_delete)} workloads")
         if to_update is not None:
@@ -627,7 +610,7 @@ class _Planner:
         spec = copy.deepcopy(dict(wl.get("spec") or {}))
         for ps in spec.get("podSets") or ():
             ps["count"] = new_counts.get(ps.get("name", ""), ps.get("count", 1))
-        self.add("update_workload", wl, spec=spec)
+        self.add(ja.UpdateWorkloadSpec(workload=wl, spec=spec))
         return {**wl, "spec": spec}
 
     def sync_slice_priority(self, wl: Obj | None) -> Obj | None:
@@ -654,11 +637,11 @@ class _Planner:
             uid = str(o.meta(self.job).get("uid", ""))
             if not fields.is_label_value(uid):
                 wl["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), c.JOB_UID_LABEL: uid}
-            self.add("adopt", wl)
+            self.add(ja.AdoptWorkload(workload=wl))
         if self.elastic and workload_slices.replacement_for(wl) is not None:
             return wl  # a scale-up slice is not compared with the Job until it is synced
         if not self.equivalent(wl):
-            self.add("finish", wl, c.FinishedReason.OUT_OF_SYNC, c.MSG_PREBUILT_OUT_OF_SYNC)
+            self.add(ja.FinishWorkload(workload=wl, reason=c.FinishedReason.OUT_OF_SYNC, message=c.MSG_PREBUILT_OUT_OF_SYNC))
             return None
         return wl
 
@@ -667,7 +650,7 @@ class _Planner:
         spec = build_workload(self.job, config=self.config, priority=self.priority())["spec"]
         if "active" in (wl.get("spec") or {}):
             spec["active"] = wl["spec"]["active"]
-        self.add("update_workload", wl, spec=spec)
+        self.add(ja.UpdateWorkloadSpec(workload=wl, spec=spec))
         self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {o.key(wl)}")
         return {**wl, "spec": spec}
 
@@ -678,7 +661,7 @@ class _Planner:
         want = o.annotations(self.job).get(c.ADMISSION_GATED_BY, "")
         if o.annotations(wl).get(c.ADMISSION_GATED_BY, "") == want:
             return wl
-        self.add("update_gated_by", wl, value=want or None)
+        self.add(ja.UpdateAdmissionGatedBy(workload=wl, value=want or None))
         self.event(c.JobEventReason.UPDATED_WORKLOAD, f'Updated workload AdmissionGatedBy to "{want}"')
         annotations = {key: v for key, v in o.annotations(wl).items() if key != c.ADMISSION_GATED_BY}
         if want:
@@ -700,7 +683,7 @@ class _Planner:
         new_ref = None if priority.ref is None else dict(priority.ref)
         if wl["spec"].get("priority") == priority.value and ref == new_ref:
             return wl
-        self.add("update_priority", wl, priorityClassRef=new_ref, priority=priority.value)
+        self.add(ja.UpdatePriority(workload=wl, priority_class_ref=new_ref, priority=priority.value))
         self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated workload priority class: {o.key(wl)}")
         return {**wl, "spec": {**wl["spec"], "priorityClassRef": new_ref, "priority": priority.value}}
 
@@ -708,17 +691,17 @@ class _Planner:
     def run(self, wl: Obj | None) -> None:
         if wl is not None and o.is_finished(wl):
             if c.RESOURCE_IN_USE_FINALIZER in (o.meta(wl).get("finalizers") or ()):
-                self.add("remove_finalizer", wl)
+                self.add(ja.RemoveWorkloadFinalizer(workload=wl))
                 self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
             return
         if wl is not None and o.is_deleting(wl):
             self.stop(wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED)
-            self.add("remove_finalizer", wl)
+            self.add(ja.RemoveWorkloadFinalizer(workload=wl))
             return
         finished = finished_condition(self.job)
         if finished is not None:
             if wl is not None:
-                self.add("finish", wl, *finished)
+                self.add(ja.FinishWorkload(workload=wl, reason=finished[0], message=finished[1]))
                 self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
             return
         if wl is None:
@@ -727,12 +710,12 @@ class _Planner:
         if self.config.feature_enabled(Feature.RECLAIMABLE_PODS):
             wanted = reclaimable_pods(self.job, wl)
             if not _same_reclaimable(wanted, (wl.get("status") or {}).get("reclaimablePods") or ()):
-                self.add("update_reclaimable", wl, reclaimablePods=wanted)
+                self.add(ja.UpdateReclaimablePods(workload=wl, reclaimable_pods=wanted))
                 return
         if self.config.wait_for_pods_ready_enabled:
             ready = pods_ready_condition(self.job, wl)
             if ready is not None:
-                self.add("pods_ready", wl, ready.reason, ready.message, condition=ready)
+                self.add(ja.SetPodsReady(workload=wl, reason=ready.reason, message=ready.message, condition=ready))
                 return
         if o.is_condition_true(wl, c.WorkloadCondition.EVICTED):
             self.evicted(wl)
@@ -757,7 +740,7 @@ class _Planner:
             wl = build_workload(self.job, config=self.config, priority=self.priority(), slices=self.live_slices())
         except ValueError as exc:
             raise self.fail(str(exc)) from exc
-        self.add("create", workload=wl)
+        self.add(ja.CreateWorkload(body=wl))
         self.event(c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {o.key(wl)}")
 
     def evicted(self, wl: Obj) -> None:
@@ -766,7 +749,7 @@ class _Planner:
         reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
         self.stop(wl, c.StopReason.WORKLOAD_EVICTED, message)
         if o.has_quota_reservation(wl) and not _is_active(self.job):
-            self.add("clear_reservation", wl, reason, message)
+            self.add(ja.ClearReservation(workload=wl, reason=reason, message=message))
         retention = self.config.object_retention_policies.workloads.after_deactivated_by_kueue_s
         active = (wl.get("spec") or {}).get("active", True)
         if retention is None or active or not reason.startswith(f"{c.EvictionReason.DEACTIVATED}DueTo"):
@@ -776,18 +759,18 @@ class _Planner:
         if left > 0:
             self.requeue_after = left
             return
-        self.add("delete_job")
+        self.add(ja.DeleteJob())
         self.event(c.JobEventReason.DELETED, c.MSG_DEACTIVATION_RETENTION_EXPIRED)
 
     def suspended(self, wl: Obj) -> None:
         if o.is_admitted(wl):
-            self.add("start", wl)
+            self.add(ja.StartJob(workload=wl))
             return
         if o.has_quota_reservation(wl) and (note := admission_checks.pending_checks_message(wl)):
-            self.add("record_admission_checks", wl, message=note)
+            self.add(ja.RecordAdmissionChecks(workload=wl, message=note))
         queue = o.labels(self.job).get(c.QUEUE_LABEL, "")
         if queue != (wl.get("spec") or {}).get("queueName", ""):
-            self.add("sync_queue", wl, queueName=queue)
+            self.add(ja.SyncQueueName(workload=wl, queue_name=queue))
 
 
 def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -> Plan:
@@ -800,8 +783,7 @@ def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -
     live = workload_slices.not_finished(ancestor_workloads)
     if live and (not o.is_condition_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else o.is_admitted(live[-1])):
         return Plan()
-    return Plan((JobStep("suspend_child"), JobStep("event", reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED,
-                                                extra={"type": "Normal"})))
+    return Plan((ja.SuspendChild(), ja.RecordEvent(reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED)))
 
 
 def plan(
@@ -819,7 +801,7 @@ def plan(
     store = store if store is not None else Store()
     if job is None or o.is_deleting(job):
         finish = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
-        return Plan(tuple(JobStep("finalize", wl, extra={"finish": finish and not o.is_deleting(wl) and o.controller_of(wl) is not None})
+        return Plan(tuple(ja.Finalize(workload=wl, finish=finish and not o.is_deleting(wl) and o.controller_of(wl) is not None)
                           for wl in workloads))
     if namespace_labels is None or not selector.matches(config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True):
         return Plan()
@@ -828,7 +810,7 @@ def plan(
     try:
         ancestor = find_managed_ancestor(job, lambda key: store.get("jobs", key), config)
     except jobs.AncestorError as exc:
-        steps = (JobStep("event", reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), extra={"type": "Warning"}),) if exc.too_deep else ()
+        steps = (ja.RecordEvent(reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), warning=True),) if exc.too_deep else ()
         return Plan(steps, error=str(exc))
     if not o.labels(job).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name and ancestor is None:
         return Plan()
@@ -887,10 +869,10 @@ class JobReconciler:
         p = plan(job, owned_workloads(self.store, ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now)
         if p.steps:
             log.info("reconciling job", extra={"object": key, "kind": "Job", "decision": p.action,
-                                               "steps": ",".join(s.action for s in p.steps)})
+                                               "steps": ",".join(s.name for s in p.steps)})
         current: Obj | None = job
         for step in p.steps:
-            current = getattr(self, f"_do_{step.action}")(key, current, step, now)
+            current = self._execute(key, current, step, now)
             if current is None and job is not None:
                 return  # the Job is gone
         if current is not None and not p.error and not is_suspended(current) \
@@ -949,22 +931,66 @@ class JobReconciler:
         fins.remove(c.RESOURCE_IN_USE_FINALIZER)
         self._patch_workload(latest, {"metadata": {"finalizers": fins or None}})
 
-    # -- steps: each returns the newest copy of the Job (None: it is gone) ---------------------------
-    def _do_event(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
-        self._emit(job, str(step.extra.get("type", "Normal")), step.reason, step.message)
+    # -- actions: each returns the newest copy of the Job (None: it is gone) -------------------------
+    def _execute(self, key: str, job: Obj | None, action: ja.JobAction, now: datetime) -> Obj | None:
+        """Carry out one action; `job` is None only for `Finalize` of a Job already gone."""
+        if isinstance(action, ja.Finalize):
+            return self._do_finalize(key, job, action, now)
+        assert job is not None, "only Finalize runs without a Job"
+        match action:
+            case ja.RecordEvent():
+                return self._do_event(key, job, action, now)
+            case ja.SuspendChild():
+                return self._do_suspend_child(key, job, action, now)
+            case ja.StopJob():
+                return self._do_stop(key, job, action, now)
+            case ja.DeleteWorkload():
+                return self._do_delete_workload(key, job, action, now)
+            case ja.UpdateWorkloadSpec():
+                return self._do_update_workload(key, job, action, now)
+            case ja.AdoptWorkload():
+                return self._do_adopt(key, job, action, now)
+            case ja.UpdatePriority():
+                return self._do_update_priority(key, job, action, now)
+            case ja.UpdateAdmissionGatedBy():
+                return self._do_update_gated_by(key, job, action, now)
+            case ja.FinishWorkload():
+                return self._do_finish(key, job, action, now)
+            case ja.RemoveWorkloadFinalizer():
+                return self._do_remove_finalizer(key, job, action, now)
+            case ja.CreateWorkload():
+                return self._do_create(key, job, action, now)
+            case ja.UpdateReclaimablePods():
+                return self._do_update_reclaimable(key, job, action, now)
+            case ja.SetPodsReady():
+                return self._do_pods_ready(key, job, action, now)
+            case ja.ClearReservation():
+                return self._do_clear_reservation(key, job, action, now)
+            case ja.DeleteJob():
+                return self._do_delete_job(key, job, action, now)
+            case ja.StartJob():
+                return self._do_start(key, job, action, now)
+            case ja.RecordAdmissionChecks():
+                return self._do_record_admission_checks(key, job, action, now)
+            case ja.SyncQueueName():
+                return self._do_sync_queue(key, job, action, now)
+        assert_never(action)
+
+    def _do_event(self, key: str, job: Obj, step: ja.RecordEvent, now: datetime) -> Obj:
+        self._emit(job, "Warning" if step.warning else "Normal", step.reason, step.message)
         return job
 
-    def _do_finalize(self, key: str, job: Obj | None, step: JobStep, now: datetime) -> Obj | None:
+    def _do_finalize(self, key: str, job: Obj | None, step: ja.Finalize, now: datetime) -> Obj | None:
         assert step.workload is not None
-        if step.extra.get("finish") and not o.is_finished(self._latest(step.workload)):
+        if step.finish and not o.is_finished(self._latest(step.workload)):
             self._finish(step.workload, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
         self._remove_finalizer(step.workload)
         return job
 
-    def _do_suspend_child(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
+    def _do_suspend_child(self, key: str, job: Obj, step: ja.SuspendChild, now: datetime) -> Obj | None:
         return self._patch_job(key, job, {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion")}, "spec": {"suspend": True}})
 
-    def _do_stop(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
+    def _do_stop(self, key: str, job: Obj, step: ja.StopJob, now: datetime) -> Obj | None:
         """`Job.Stop`: suspend (with the `stopping` annotation until done), reset startTime so the
         template may change, restore the template; `Stopped` when this suspended the Job."""
         stopped_now = not is_suspended(job)
@@ -985,7 +1011,7 @@ class JobReconciler:
             self._emit(current, "Normal", c.JobEventReason.STOPPED, step.message)
         return current
 
-    def _do_delete_workload(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_delete_workload(self, key: str, job: Obj, step: ja.DeleteWorkload, now: datetime) -> Obj:
         """`workload.Delete`: drop the finalizer, then delete unless already being deleted."""
         assert step.workload is not None
         self._remove_finalizer(step.workload)
@@ -1000,16 +1026,16 @@ class JobReconciler:
         self._emit(job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}")
         return job
 
-    def _do_update_workload(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_update_workload(self, key: str, job: Obj, step: ja.UpdateWorkloadSpec, now: datetime) -> Obj:
         assert step.workload is not None
         latest = self._latest(step.workload)
         try:
-            self.store.put("workloads", self.kube.replace(self._wl_path(latest), {**latest, "spec": dict(step.extra["spec"])}))
+            self.store.put("workloads", self.kube.replace(self._wl_path(latest), {**latest, "spec": dict(step.spec)}))
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
         return job
 
-    def _do_adopt(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_adopt(self, key: str, job: Obj, step: ja.AdoptWorkload, now: datetime) -> Obj:
         """`EnsurePrebuiltWorkloadOwnership`: the Job becomes the prebuilt Workload's controller."""
         assert step.workload is not None
         meta = o.meta(step.workload)
@@ -1019,28 +1045,28 @@ class JobReconciler:
         self._patch_workload(step.workload, patch)
         return job
 
-    def _do_update_priority(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_update_priority(self, key: str, job: Obj, step: ja.UpdatePriority, now: datetime) -> Obj:
         assert step.workload is not None
-        self._patch_workload(step.workload, {"spec": {"priorityClassRef": step.extra["priorityClassRef"], "priority": step.extra["priority"]}})
+        self._patch_workload(step.workload, {"spec": {"priorityClassRef": step.priority_class_ref, "priority": step.priority}})
         return job
 
-    def _do_update_gated_by(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_update_gated_by(self, key: str, job: Obj, step: ja.UpdateAdmissionGatedBy, now: datetime) -> Obj:
         assert step.workload is not None
-        self._patch_workload(step.workload, {"metadata": {"annotations": {c.ADMISSION_GATED_BY: step.extra["value"]}}})
+        self._patch_workload(step.workload, {"metadata": {"annotations": {c.ADMISSION_GATED_BY: step.value}}})
         return job
 
-    def _do_finish(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_finish(self, key: str, job: Obj, step: ja.FinishWorkload, now: datetime) -> Obj:
         assert step.workload is not None
         self._finish(step.workload, step.reason, step.message, now)
         return job
 
-    def _do_remove_finalizer(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_remove_finalizer(self, key: str, job: Obj, step: ja.RemoveWorkloadFinalizer, now: datetime) -> Obj:
         assert step.workload is not None
         self._remove_finalizer(step.workload)
         return job
 
-    def _do_create(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
-        wl = step.extra["workload"]
+    def _do_create(self, key: str, job: Obj, step: ja.CreateWorkload, now: datetime) -> Obj:
+        wl = step.body
         try:
             created = self.kube.create(_path("workloads", wl["metadata"]["namespace"], api=c.V1BETA2), wl)
         except k.Conflict as exc:
@@ -1050,10 +1076,10 @@ class JobReconciler:
         log.info("created workload", extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
         return job
 
-    def _do_update_reclaimable(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_update_reclaimable(self, key: str, job: Obj, step: ja.UpdateReclaimablePods, now: datetime) -> Obj:
         """Quota of finished pods goes back while the Job runs (the core scales usage down)."""
         assert step.workload is not None
-        wanted = [dict(r) for r in step.extra["reclaimablePods"]]
+        wanted = [dict(r) for r in step.reclaimable_pods]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             if wanted:
@@ -1065,9 +1091,9 @@ class JobReconciler:
         log.info("updated reclaimable pods", extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted})
         return job
 
-    def _do_pods_ready(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_pods_ready(self, key: str, job: Obj, step: ja.SetPodsReady, now: datetime) -> Obj:
         assert step.workload is not None
-        cond: ConditionValue = step.extra["condition"]
+        cond = step.condition
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             set_condition(status, {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message}, now, _generation(obj))
@@ -1080,7 +1106,7 @@ class JobReconciler:
                                                  "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
         return job
 
-    def _do_clear_reservation(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_clear_reservation(self, key: str, job: Obj, step: ja.ClearReservation, now: datetime) -> Obj:
         """The evicted Workload of a stopped Job gives its quota back and is requeued."""
         assert step.workload is not None
 
@@ -1094,7 +1120,7 @@ class JobReconciler:
         log.info("reservation cleared", extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason})
         return job
 
-    def _do_delete_job(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
+    def _do_delete_job(self, key: str, job: Obj, step: ja.DeleteJob, now: datetime) -> Obj | None:
         """The deactivation retention period is over: the Job goes, its pods in the background."""
         ns, name = key.split("/", 1)
         try:
@@ -1104,7 +1130,7 @@ class JobReconciler:
         log.info("deleted job", extra={"object": key, "kind": "Job", "decision": "Deleted"})
         return job  # gone, but the event of the next step still names it
 
-    def _do_start(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj | None:
+    def _do_start(self, key: str, job: Obj, step: ja.StartJob, now: datetime) -> Obj | None:
         assert step.workload is not None
         wl = self._latest(step.workload)
         try:
@@ -1125,12 +1151,12 @@ class JobReconciler:
         self._emit(out, "Normal", c.JobEventReason.STARTED, f"Admitted by clusterQueue {cq}")
         return out
 
-    def _do_record_admission_checks(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_record_admission_checks(self, key: str, job: Obj, step: ja.RecordAdmissionChecks, now: datetime) -> Obj:
         """`recordAdmissionCheckUpdate`: the Pending checks' messages, as a Job event."""
         self._emit(job, "Normal", c.JobEventReason.UPDATED_ADMISSION_CHECK, step.message)
         return job
 
-    def _do_sync_queue(self, key: str, job: Obj, step: JobStep, now: datetime) -> Obj:
+    def _do_sync_queue(self, key: str, job: Obj, step: ja.SyncQueueName, now: datetime) -> Obj:
         assert step.workload is not None
-        self._patch_workload(step.workload, {"spec": {"queueName": step.extra["queueName"]}})
+        self._patch_workload(step.workload, {"spec": {"queueName": step.queue_name}})
         return job
