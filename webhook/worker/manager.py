@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
 from webhook import kube as k
 from webhook.api import constants as c
@@ -57,6 +57,7 @@ from webhook.core.cycle import (
 )
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
+from webhook.worker import messages as msg
 from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
@@ -130,6 +131,20 @@ def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
     return {key: val for key, val in meta.items() if key not in ("resourceVersion", "managedFields")}
 
 
+def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
+    """(kind, object) a core message is about, for the log."""
+    match message:
+        case msg.Watched(kind, _, obj):
+            return kind, object_key(obj)
+        case msg.Synced():
+            return "synced", None
+        case msg.AdmissionFailed(key):
+            return "admission_failed", key
+        case msg.WriteFailed(key):
+            return "write_failed", key
+    assert_never(message)
+
+
 def _gen(obj: Mapping[str, Any]) -> int:
     return int((obj.get("metadata") or {}).get("generation") or 0)
 
@@ -165,7 +180,7 @@ class Manager:
         # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)
-        self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
+        self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
@@ -208,7 +223,7 @@ class Manager:
         def on_synced() -> None:
             with self._synced_lock:
                 self._synced.add(res.kind)
-            self._core_q.put(("synced", res.kind, None))
+            self._core_q.put(msg.Synced(res.kind))
 
         query = {"labelSelector": res.label_selector} if res.label_selector else None
         k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced, query=query)
@@ -238,7 +253,7 @@ class Manager:
             self.pods.on_event(kind, etype, obj)
             if kind == "pods":
                 return  # the core never sees pods, only their Workloads
-        self._core_q.put((kind, etype, obj))
+        self._core_q.put(msg.Watched(kind, etype, obj))
         if kind == "jobs":
             self.job_queue.add(object_key(obj))
         elif kind == "workloads":
@@ -274,20 +289,28 @@ class Manager:
         self.writes.add(f"workloadpriorityclasses/{name}", Call(sync))
 
     # == the core thread ==========================================================================
-    def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
+    def _admission_failed(self, key: str, now: datetime) -> None:
+        self._admitting.discard(key)
+        self.core.admission_failed(WorkloadKey(key), now)
+        latest = self.store.get("workloads", key)
+        if latest is not None:  # events skipped while the write was in flight: requeue the newest copy
+            self.core.on_workload(latest, now)
+
+    def _apply(self, message: msg.CoreMessage, now: datetime) -> None:
+        match message:
+            case msg.Watched(kind, etype, obj):
+                self._feed(kind, etype, obj, now)
+            case msg.AdmissionFailed(key):
+                self._admission_failed(key, now)
+            case msg.WriteFailed(key):
+                self.core.write_failed(WorkloadKey(key))
+            case msg.Synced():
+                pass
+            case _:
+                assert_never(message)
+
+    def _feed(self, kind: str, etype: str, obj: dict[str, Any], now: datetime) -> None:
         core = self.core
-        if kind == "admission_failed":
-            self._admitting.discard(obj)
-            core.admission_failed(WorkloadKey(obj), now)
-            latest = self.store.get("workloads", obj)
-            if latest is not None:  # events skipped while the write was in flight: requeue the newest copy
-                core.on_workload(latest, now)
-            return
-        if kind == "write_failed":
-            core.write_failed(WorkloadKey(obj))
-            return
-        if kind == "synced":
-            return
         meta = obj.get("metadata") or {}
         name, ns = str(meta.get("name", "")), str(meta.get("namespace", ""))
         deleted = etype == "DELETED"
@@ -342,8 +365,8 @@ class Manager:
                 return
             core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
 
-    def _drain(self, timeout: float) -> list[tuple[str, str, Any]]:
-        batch: list[tuple[str, str, Any]] = []
+    def _drain(self, timeout: float) -> list[msg.CoreMessage]:
+        batch: list[msg.CoreMessage] = []
         try:
             batch.append(self._core_q.get(timeout=timeout))
             while True:
@@ -370,17 +393,20 @@ class Manager:
             now = datetime.now(UTC)
             touched: set[str] = set()
             queues_changed = False
-            for kind, etype, obj in batch:
+            for message in batch:
                 try:
-                    self._feed(kind, etype, obj, now)
+                    self._apply(message, now)
                 except Exception:
-                    log.exception("core rejected an event", extra={"kind": kind, "object": object_key(obj) if isinstance(obj, dict) else obj})
-                if kind == "synced":
-                    fed_synced.add(etype)
-                if kind == "workloads" and etype != "DELETED":
-                    touched.add(object_key(obj))
-                elif kind in ("clusterqueues", "localqueues", "resourceflavors", "cohorts", "admissionchecks", "synced"):
-                    queues_changed = True
+                    kind, subject = _subject(message)
+                    log.exception("core rejected an event", extra={"kind": kind, "object": subject})
+                match message:
+                    case msg.Synced(kind):
+                        fed_synced.add(kind)
+                        queues_changed = True
+                    case msg.Watched("workloads", etype, obj) if etype != "DELETED":
+                        touched.add(object_key(obj))
+                    case msg.Watched("clusterqueues" | "localqueues" | "resourceflavors" | "cohorts" | "admissionchecks"):
+                        queues_changed = True
             # The informers' synced set flips before their last listed events are drained here: schedule
             # only once every list was fed, or a new leader admits before it has seen all reservations.
             with self._synced_lock:
@@ -454,7 +480,7 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
 
         def failed() -> None:
-            self._core_q.put(("admission_failed", "", key))
+            self._core_q.put(msg.AdmissionFailed(key))
 
         replaced = d.replaces
         succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
@@ -523,7 +549,7 @@ class Manager:
     # -- queue-state decisions (stopPolicy, activity; `workload_controller.go`) --------------------
     def _write_failed(self, key: str) -> Callable[[], None]:
         def failed() -> None:
-            self._core_q.put(("write_failed", "", key))
+            self._core_q.put(msg.WriteFailed(key))
 
         return failed
 
