@@ -1,30 +1,21 @@
-"""batch/v1 Job ⇄ Workload: pure builders and plans, plus the thin I/O that carries them out.
+"""batch/v1 Job: the adapter the generic job reconcile works through, and the writes that carry
+a plan out.
 
-Mirrors, at upstream commit ff69552e79, `pkg/controller/jobframework/reconciler.go`
-(`ReconcileGenericJob`, `ensureOneWorkload`, `EquivalentToWorkload`, `UpdateWorkloadPriority`,
-`UpdateAdmissionGatedBy`, `handleJobWithNoWorkload`, `startJob`, `stopJob`,
-`handleWorkloadAfterDeactivatedPolicy`, `FindAncestorJobManagedByKueue`),
-`pkg/controller/jobframework/workload_names.go`, `pkg/controller/jobs/job/job_controller.go`
-(`PodSets`, `RunWithPodSetsInfo`, `RestorePodSetsInfo`, `Stop`, `Finished`, `PodsReady`,
-`ReclaimablePods`) and `pkg/podset/podset.go` (through `reconcilers.podset`).
-
-`plan` decides one reconcile as an ordered list of steps, in the order of `ReconcileGenericJob` in
-`pkg/controller/jobframework/reconciler.go` (a-k): find or repair the one matching Workload
-(`ensureOneWorkload`), then the first of finished / being deleted / Job
-finished / no Workload / reclaimable pods / PodsReady / evicted / suspended / running. Upstream
-often acts twice in one pass (stop the Job, then clear the reservation or create the Workload);
-the steps keep that order. `JobReconciler` carries the steps out against the API.
+`BatchJob` fulfils `jobframework.interface.GenericJob` for a batch/v1 Job (upstream's
+`pkg/controller/jobs/job/job_controller.go`: `PodSets`, `RunWithPodSetsInfo`,
+`RestorePodSetsInfo`, `Stop`, `Finished`, `PodsReady`, `ReclaimablePods`, with
+`pkg/podset/podset.go` through `reconcilers.podset`). `plan` decides what is Job-specific before
+the generic reconcile (`jobframework.reconciler`): a Job of another integration is left alone, and
+a Job under a managed Job is only held suspended (`FindAncestorJobManagedByKueue`).
+`JobReconciler` carries a plan's actions out against the API (upstream v0.19.2).
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
 from typing import Any, assert_never
 
 from webhook import kube as k
@@ -32,10 +23,17 @@ from webhook.api import constants as c
 from webhook.api import fields, jobs, selector
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
-from webhook.core import pods_ready
-from webhook.core.conditions import ConditionValue
-from webhook.worker import admission_checks, events, reporter
+from webhook.worker import events, reporter
 from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework import reconciler as fw
+from webhook.worker.jobframework.reconciler import (
+    Plan,
+    Priority,
+    PriorityClassNotFound,
+    prebuilt_workload_name,
+    resolve_priority,
+    workload_name,
+)
 from webhook.worker.reconcilers import elastic, podset, workload_slices
 from webhook.worker.status import (
     set_condition,
@@ -46,16 +44,21 @@ from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
 __all__ = [
+    "BatchJob",
     "JobReconciler",
     "Plan",
+    "Priority",
+    "PriorityClassNotFound",
     "StartConflict",
     "build_workload",
-    "equivalent",
     "finished_condition",
     "job_pods_ready",
+    "owned_workloads",
     "plan",
     "pod_sets",
+    "prebuilt_workload_name",
     "reclaimable_pods",
+    "resolve_priority",
     "restore_patch",
     "start_patch",
     "workload_name",
@@ -85,28 +88,7 @@ def _is_active(job: Obj) -> bool:
     return bool((job.get("status") or {}).get("active"))
 
 
-def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
-    """Workloads with an ownerReference to the batch/v1 Job `name` (upstream's owner index: any
-    reference, any UID), by name as the API lists them."""
-    out = []
-    for wl in store.list("workloads", ns):
-        for ref in o.meta(wl).get("ownerReferences") or ():
-            if ref.get("apiVersion") == JOB_API and ref.get("kind") == "Job" and ref.get("name") == name:
-                out.append(wl)
-                break
-    return sorted(out, key=lambda w: str(w["metadata"]["name"]))
-
-
 # == pure builders ================================================================================
-def workload_name(owner_name: str, owner_uid: str, *, kind: str = "Job", group: str = "batch", extra: str = "") -> str:
-    """`<lower(kind)>-<owner>` cut to 247 characters, `-`, then 5 hex of SHA-1(kind, group, name, uid
-    [, extra]) (`GenerateWorkloadNameWithExtra`; an elastic Job's slices add its generation)."""
-    prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX]
-    text = f"{kind}\n{group}\n{owner_name}\n{owner_uid}" + (f"\n{extra}" if extra else "")
-    digest = hashlib.sha1(text.encode()).hexdigest()[:5]
-    return f"{prefix}-{digest}"
-
-
 def _int(value: object, default: int) -> int:
     return default if value is None else int(value)  # type: ignore[call-overload]
 
@@ -126,16 +108,6 @@ def _sync_completions(job: Obj) -> bool:
         return fields.go_parse_bool(o.annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
     except ValueError:
         return False
-
-
-def max_execution_time_seconds(obj: Obj) -> int | None:
-    """`MaximumExecutionTimeSecondsForObject`: the label as a positive int32, else None."""
-    raw = o.labels(obj).get(c.MAX_EXEC_TIME_LABEL)
-    try:
-        value = fields.go_atoi(raw) if raw is not None else 0
-    except ValueError:
-        return None
-    return value if 0 < value < 2**31 else None
 
 
 def _dedupe_env(containers: list[dict[str, Any]]) -> None:
@@ -168,101 +140,6 @@ def pod_sets(job: Obj, *, partial_admission: bool = True) -> list[dict[str, Any]
     return [ps]
 
 
-@dataclass(frozen=True, slots=True)
-class Priority:
-    value: int = 0
-    ref: Mapping[str, str] | None = None
-
-
-class PriorityClassNotFound(Exception):
-    """The class the Job names is missing; `workload_class` when it is a WorkloadPriorityClass."""
-
-    def __init__(self, message: str, *, workload_class: bool) -> None:
-        super().__init__(message)
-        self.workload_class = workload_class
-
-
-def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj],
-                     pod_sets: Sequence[Obj] | None = None) -> Priority:
-    """`ExtractPriority`: the WorkloadPriorityClass label, else the podSets' (default: the Job
-    template's) PriorityClass, else the lowest global default."""
-    name = o.labels(job).get(c.PRIORITY_CLASS_LABEL)
-    if name:
-        if name not in wpcs:
-            raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', workload_class=True)
-        return Priority(wpcs[name], {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": name})
-    templates = [ps.get("template") or {} for ps in pod_sets] if pod_sets is not None else [(job.get("spec") or {}).get("template") or {}]
-    pc_name = next((str(t["spec"]["priorityClassName"]) for t in templates if (t.get("spec") or {}).get("priorityClassName")), "")
-    if pc_name:
-        pc = pcs.get(pc_name)
-        if pc is None:
-            raise PriorityClassNotFound(f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', workload_class=False)
-        return Priority(int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name})
-    defaults = sorted((int(p.get("value") or 0), n) for n, p in pcs.items() if p.get("globalDefault"))
-    if defaults:
-        value, n = defaults[0]
-        return Priority(value, {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": n})
-    return Priority()
-
-
-def build_workload(job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()) -> dict[str, Any]:
-    """The Workload for a top-level Job (`ConstructWorkload` in `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after
-    the Job's generation, that replaces the one unfinished slice in `slices` if there is one
-    (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
-    meta = o.meta(job)
-    name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
-    wl_name = workload_name(name, uid, extra=str(_generation(job))) if elastic else workload_name(name, uid)
-    job_labels, job_annotations = o.labels(job), o.annotations(job)
-    labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
-    if not fields.is_label_value(uid):
-        labels[c.JOB_UID_LABEL] = uid
-    annotations = {key: v for key, v in job_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if config.feature_enabled(Feature.ADMISSION_GATED_BY) and job_annotations.get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = job_annotations[c.ADMISSION_GATED_BY]
-    if elastic:
-        annotations.update(_slice_annotations(wl_name, slices))
-    wl_meta: dict[str, Any] = {
-        "name": wl_name,
-        "namespace": meta.get("namespace", ""),
-        "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
-        "labels": labels,
-        "ownerReferences": [_owner_ref(job)],
-    }
-    if annotations:
-        wl_meta["annotations"] = annotations
-    spec: dict[str, Any] = {
-        "queueName": job_labels.get(c.QUEUE_LABEL, ""),
-        "podSets": pod_sets(job, partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
-    }
-    max_exec = max_execution_time_seconds(job)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
-    if priority.ref is not None:
-        spec["priorityClassRef"] = dict(priority.ref)
-    spec["priority"] = priority.value
-    return {"apiVersion": c.V1BETA2, "kind": "Workload", "metadata": wl_meta, "spec": spec}
-
-
-def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
-    """`prepareWorkloadSlice`: marks the Workload elastic; the first slice names the chain after
-    itself, a scale-up slice names the slice it replaces and carries the chain's name on."""
-    out = {c.ELASTIC_JOB: "true"}
-    if not slices:
-        out[c.WORKLOAD_SLICE_NAME] = name
-        return out
-    if len(slices) > 1:
-        raise ValueError(f"unexpected workload-slices count: {len(slices)}")
-    out[c.WORKLOAD_SLICE_REPLACEMENT_FOR] = o.key(slices[0])
-    out[c.WORKLOAD_SLICE_NAME] = workload_slices.slice_name(slices[0])
-    return out
-
-
-def _owner_ref(job: Obj) -> dict[str, Any]:
-    return {"apiVersion": JOB_API, "kind": "Job", "name": o.meta(job).get("name", ""), "uid": o.meta(job).get("uid", ""),
-            "controller": True, "blockOwnerDeletion": True}
-
-
 def finished_condition(job: Obj) -> tuple[str, str] | None:
     """(reason, message) for a Job with Complete=True or Failed=True."""
     for cond in (job.get("status") or {}).get("conditions") or ():
@@ -280,19 +157,6 @@ def job_pods_ready(job: Obj) -> bool:
     status = job.get("status") or {}
     uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or ())
     return int(status.get("succeeded") or 0) + int(status.get("ready") or 0) + uncounted >= jobs.pods_count(job)
-
-
-def pods_ready_condition(job: Obj, wl: Obj) -> ConditionValue | None:
-    """The PodsReady condition to write on the Job's Workload, None when it already has it."""
-    current = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
-    want = pods_ready.pods_ready_condition(
-        admitted=o.is_admitted(wl),
-        pods_ready=job_pods_ready(job),
-        current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
-    )
-    if current is not None and (current.get("status"), current.get("reason")) == (want.status, want.reason):
-        return None
-    return want
 
 
 def _flavor_specs(flavors: Mapping[str, Obj]) -> dict[str, Obj]:
@@ -414,55 +278,7 @@ def reclaimable_pods(job: Mapping[str, Any], wl: Mapping[str, Any]) -> list[dict
     return [{"name": "main", "count": min(parallelism - remaining, sizes.get("main", parallelism - remaining))}]
 
 
-def _same_reclaimable(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> bool:
-    return {r.get("name"): r.get("count") for r in a} == {r.get("name"): r.get("count") for r in b} and len(a) == len(b)
-
-
 # == the Workload of a Job: equivalence, ancestors, prebuilt ======================================
-class _Reads:
-    """What a plan reads besides the Job and its Workloads, from the worker's caches, on demand."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    @cached_property
-    def flavor_specs(self) -> dict[str, Obj]:
-        """ResourceFlavor name → spec."""
-        return {o["metadata"]["name"]: o.get("spec") or {} for o in self.store.list("resourceflavors")}
-
-    @cached_property
-    def wpcs(self) -> dict[str, int]:
-        return {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("workloadpriorityclasses")}
-
-    @cached_property
-    def pcs(self) -> dict[str, Obj]:
-        return {o["metadata"]["name"]: o for o in self.store.list("priorityclasses")}
-
-
-def equivalent(job: Obj, wl: Obj, *, config: Configuration, flavors: Mapping[str, Obj]) -> bool:
-    """`EquivalentToWorkload` (`jobframework/reconciler.go`): same owner, max execution time and podSets (count, minCount,
-    containers, initContainers and, until admitted, tolerations); a Workload holding quota is
-    compared as it runs, or as created while the Job is suspended. `flavors`: name → spec."""
-    owner = o.controller_of(wl) or {}
-    if owner.get("name") != o.meta(job).get("name"):
-        return False
-    if config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS) and (owner.get("uid") or "") != (o.meta(job).get("uid") or ""):
-        return False
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_execution_time_seconds(job):
-        return False
-    job_sets = pod_sets(job, partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION))
-    ignore = o.is_admitted(wl)
-    wl_sets = (wl.get("spec") or {}).get("podSets") or []
-    running = podset.expected_running_pod_sets(wl, flavors, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
-                                               assign_queue_labels=config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
-                                               elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
-    if running is not None:
-        if podset.same_pod_sets(job_sets, running, ignore_tolerations=ignore):
-            return True
-        return is_suspended(job) and podset.same_pod_sets(job_sets, wl_sets, ignore_tolerations=ignore)
-    return podset.same_pod_sets(job_sets, wl_sets, ignore_tolerations=ignore)
-
-
 def find_managed_ancestor(job: Obj, get_job: Callable[[str], Obj | None], config: Configuration) -> Obj | None:
     """`FindAncestorJobManagedByKueue` over batch/v1 Job owners: the top-most owning Job Kueue
     manages (it has a queue name, or manageJobsWithoutQueueName). The walk stops at any other
@@ -483,309 +299,7 @@ def _owned_by_other_integration(job: Obj) -> bool:
     return owner is not None and owner.get("apiVersion") != JOB_API
 
 
-def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
-    """`PrebuiltWorkloadNameFor` (`webhook.api.jobs`), under this Configuration's gates."""
-    return jobs.prebuilt_workload_name(job, identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS))
-
-
 # == the plan =====================================================================================
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one reconcile of a Job does: its actions in order, then maybe an error (the key is
-    retried) or a later look (`requeue_after` seconds). The first action names the decision."""
-
-    steps: tuple[ja.JobAction, ...] = ()
-    error: str = ""
-    requeue_after: float | None = None
-
-    @property
-    def action(self) -> str:
-        return self.steps[0].name if self.steps else "ignore"
-
-    @property
-    def workload(self) -> Obj | None:
-        return self.steps[0].workload if self.steps else None
-
-    @property
-    def reason(self) -> str:
-        return self.steps[0].reason if self.steps else ""
-
-    @property
-    def message(self) -> str:
-        return self.steps[0].message if self.steps else ""
-
-
-class _Done(Exception):
-    """Ends planning early with an error, after the steps so far."""
-
-
-class _Planner:
-    """`ReconcileGenericJob` for one top-level Job; each method is one lettered phase of upstream's
-    `ReconcileGenericJob` (`pkg/controller/jobframework/reconciler.go`)."""
-
-    def __init__(self, job: Obj, config: Configuration, reads: _Reads, now: datetime) -> None:
-        self.job = job
-        self.config = config
-        self.reads = reads
-        self.now = now
-        self.steps: list[ja.JobAction] = []
-        self.requeue_after: float | None = None
-        self.elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
-        # Slices this plan finishes; a new slice replaces only what is left unfinished.
-        self.finishing: set[str] = set()
-        self.workloads: Sequence[Obj] = ()
-
-    def add(self, action: ja.JobAction) -> None:
-        self.steps.append(action)
-
-    def event(self, reason: str, message: str, *, warning: bool = False) -> None:
-        self.add(ja.RecordEvent(reason=reason, message=message, warning=warning))
-
-    def fail(self, error: str) -> _Done:
-        return _Done(error)
-
-    # -- helpers ----------------------------------------------------------------------------------
-    def equivalent(self, wl: Obj) -> bool:
-        return equivalent(self.job, wl, config=self.config, flavors=self.reads.flavor_specs)
-
-    def stop(self, wl: Obj | None, reason: str, message: str) -> None:
-        """`stopJob` → `Job.Stop`, when it would change anything: suspend (the `Stopped` event),
-        reset startTime, restore the template."""
-        if is_suspended(self.job) and not (self.job.get("status") or {}).get("startTime") and restore_patch(self.job, wl) is None:
-            return
-        self.add(ja.StopJob(workload=wl, reason=reason, message=message))
-
-    def priority(self, pod_sets: Sequence[Obj] | None = None) -> Priority:
-        try:
-            return resolve_priority(self.job, wpcs=self.reads.wpcs, pcs=self.reads.pcs, pod_sets=pod_sets)
-        except PriorityClassNotFound as exc:
-            if exc.workload_class:
-                self.event(c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, str(exc), warning=True)
-            raise self.fail(str(exc)) from exc
-
-    # -- a. the one matching Workload (`ensureOneWorkload`, `ensurePrebuiltWorkloadInSync`) ----------
-    def ensure_one(self, workloads: Sequence[Obj], prebuilt: Obj | None) -> Obj | None:
-        self.workloads = workloads
-        if prebuilt_workload_name(self.job, self.config):
-            return self.prebuilt(prebuilt)
-        if self.elastic:
-            decision = workload_slices.ensure_slices(pod_sets(self.job, partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
-                                                     workloads)
-            for old, reason, message in decision.finish:
-                self.add(ja.FinishWorkload(workload=old, reason=reason, message=message))
-                self.finishing.add(o.key(old))
-            if decision.compatible:
-                selected = decision.workload
-                if selected is not None and decision.new_counts is not None:
-                    selected = self.update_counts(selected, decision.new_counts)
-                return self.sync_slice_priority(selected)
-        match, to_delete = None, []
-        for wl in workloads:
-            if match is None and self.equivalent(wl):
-                match = wl
-            else:
-                to_delete.append(wl)
-        to_update = None
-        if match is None and to_delete and is_suspended(self.job) and not o.has_quota_reservation(to_delete[0]):
-            to_update, to_delete = to_delete[0], to_delete[1:]
-        if match is None and not is_suspended(self.job) and finished_condition(self.job) is None:
-            if len(to_delete) == 1:
-                self.stop(to_delete[0], c.StopReason.NO_MATCHING_WORKLOAD,
-                          c.MSG_NO_MATCHING_WORKLOAD)
-            else:
-                self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_WORKLOAD)
-        for wl in to_delete:
-            self.add(ja.DeleteWorkload(workload=wl))
-        if any(not o.is_deleting(wl) for wl in to_delete):
-            raise self.fail(f"{'no matching workloads' if match is None else 'extra workloads'}: deleted {len(to_delete)} workloads")
-        if to_update is not None:
-            return self.update_to_match(to_update)
-        if match is not None:
-            match = self.sync_admission_gated_by(match)
-            match = self.sync_priority(match)
-        return match
-
-    def update_counts(self, wl: Obj, new_counts: Mapping[str, int]) -> Obj:
-        """`ApplyPodSetCounts`: the slice takes the Job's podSet counts in place."""
-        spec = copy.deepcopy(dict(wl.get("spec") or {}))
-        for ps in spec.get("podSets") or ():
-            ps["count"] = new_counts.get(ps.get("name", ""), ps.get("count", 1))
-        self.add(ja.UpdateWorkloadSpec(workload=wl, spec=spec))
-        return {**wl, "spec": spec}
-
-    def sync_slice_priority(self, wl: Obj | None) -> Obj | None:
-        """`syncWorkloadSlicePriority`: a priority-class change reaches the slice going on and the
-        quota-holding slice it waits behind, so the Job's slices never rank apart."""
-        retained = workload_slices.latest_active([w for w in self.workloads if o.key(w) not in self.finishing])
-        if retained is not None and (wl is None or o.key(retained) != o.key(wl)):
-            self.sync_priority(retained)
-        return None if wl is None else self.sync_priority(wl)
-
-    def live_slices(self) -> list[Obj]:
-        """The Job's unfinished slices once this plan's finishes land."""
-        return [w for w in workload_slices.not_finished(self.workloads) if o.key(w) not in self.finishing]
-
-    def prebuilt(self, wl: Obj | None) -> Obj | None:
-        if wl is None:
-            return None
-        owner = o.controller_of(wl)
-        if owner is not None and (owner.get("uid") or "") != (o.meta(self.job).get("uid") or ""):
-            return None  # controlled by another object
-        if owner is None:
-            wl = copy.deepcopy(dict(wl))
-            wl["metadata"]["ownerReferences"] = [*(wl["metadata"].get("ownerReferences") or ()), _owner_ref(self.job)]
-            uid = str(o.meta(self.job).get("uid", ""))
-            if not fields.is_label_value(uid):
-                wl["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), c.JOB_UID_LABEL: uid}
-            self.add(ja.AdoptWorkload(workload=wl))
-        if self.elastic and workload_slices.replacement_for(wl) is not None:
-            return wl  # a scale-up slice is not compared with the Job until it is synced
-        if not self.equivalent(wl):
-            self.add(ja.FinishWorkload(workload=wl, reason=c.FinishedReason.OUT_OF_SYNC, message=c.MSG_PREBUILT_OUT_OF_SYNC))
-            return None
-        return wl
-
-    def update_to_match(self, wl: Obj) -> Obj:
-        """`updateWorkloadToMatchJob`: the suspended Job's freshly built spec, `active` kept."""
-        spec = build_workload(self.job, config=self.config, priority=self.priority())["spec"]
-        if "active" in (wl.get("spec") or {}):
-            spec["active"] = wl["spec"]["active"]
-        self.add(ja.UpdateWorkloadSpec(workload=wl, spec=spec))
-        self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {o.key(wl)}")
-        return {**wl, "spec": spec}
-
-    def sync_admission_gated_by(self, wl: Obj) -> Obj:
-        """`UpdateAdmissionGatedBy`: the Job's `admission-gated-by` annotation, or its removal."""
-        if not self.config.feature_enabled(Feature.ADMISSION_GATED_BY):
-            return wl
-        want = o.annotations(self.job).get(c.ADMISSION_GATED_BY, "")
-        if o.annotations(wl).get(c.ADMISSION_GATED_BY, "") == want:
-            return wl
-        self.add(ja.UpdateAdmissionGatedBy(workload=wl, value=want or None))
-        self.event(c.JobEventReason.UPDATED_WORKLOAD, f'Updated workload AdmissionGatedBy to "{want}"')
-        annotations = {key: v for key, v in o.annotations(wl).items() if key != c.ADMISSION_GATED_BY}
-        if want:
-            annotations[c.ADMISSION_GATED_BY] = want
-        return {**wl, "metadata": {**o.meta(wl), "annotations": annotations}}
-
-    def sync_priority(self, wl: Obj) -> Obj:
-        """`UpdateWorkloadPriority`: a Workload following the `priority-class` label takes the class
-        it names now. One priced from a PriorityClass never switches, and one that reserved quota
-        without a class cannot be given one."""
-        ref = (wl.get("spec") or {}).get("priorityClassRef")
-        if ref is None and o.has_quota_reservation(wl):
-            return wl
-        if ref is not None and (ref.get("group"), ref.get("kind")) != (c.GROUP, "WorkloadPriorityClass"):
-            return wl
-        if (ref or {}).get("name", "") == o.labels(self.job).get(c.PRIORITY_CLASS_LABEL, ""):
-            return wl
-        priority = self.priority((wl.get("spec") or {}).get("podSets") or ())
-        new_ref = None if priority.ref is None else dict(priority.ref)
-        if wl["spec"].get("priority") == priority.value and ref == new_ref:
-            return wl
-        self.add(ja.UpdatePriority(workload=wl, priority_class_ref=new_ref, priority=priority.value))
-        self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated workload priority class: {o.key(wl)}")
-        return {**wl, "spec": {**wl["spec"], "priorityClassRef": new_ref, "priority": priority.value}}
-
-    # -- b-k ------------------------------------------------------------------------------------------
-    def run(self, wl: Obj | None) -> None:
-        if wl is not None and o.is_finished(wl):
-            if c.RESOURCE_IN_USE_FINALIZER in (o.meta(wl).get("finalizers") or ()):
-                self.add(ja.RemoveWorkloadFinalizer(workload=wl))
-                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
-            return
-        if wl is not None and o.is_deleting(wl):
-            self.stop(wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED)
-            self.add(ja.RemoveWorkloadFinalizer(workload=wl))
-            return
-        finished = finished_condition(self.job)
-        if finished is not None:
-            if wl is not None:
-                self.add(ja.FinishWorkload(workload=wl, reason=finished[0], message=finished[1]))
-                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
-            return
-        if wl is None:
-            self.no_workload()
-            return
-        if self.config.feature_enabled(Feature.RECLAIMABLE_PODS):
-            wanted = reclaimable_pods(self.job, wl)
-            if not _same_reclaimable(wanted, (wl.get("status") or {}).get("reclaimablePods") or ()):
-                self.add(ja.UpdateReclaimablePods(workload=wl, reclaimable_pods=wanted))
-                return
-        if self.config.wait_for_pods_ready_enabled:
-            ready = pods_ready_condition(self.job, wl)
-            if ready is not None:
-                self.add(ja.SetPodsReady(workload=wl, reason=ready.reason, message=ready.message, condition=ready))
-                return
-        if o.is_condition_true(wl, c.WorkloadCondition.EVICTED):
-            self.evicted(wl)
-            return
-        if is_suspended(self.job):
-            self.suspended(wl)
-            return
-        if not o.is_admitted(wl) and not self.elastic:
-            # An elastic Job keeps running while its next slice waits: its new pods stay gated.
-            self.stop(wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE)
-
-    def no_workload(self) -> None:
-        """`handleJobWithNoWorkload`: create it once no pod is active (a prebuilt one is waited for)."""
-        prebuilt = prebuilt_workload_name(self.job, self.config)
-        if prebuilt:
-            self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_PREBUILT_WORKLOAD)
-        if _is_active(self.job) and not self.elastic:
-            return  # wait until no pod is left; a scaling elastic Job keeps its pods
-        if prebuilt:
-            raise self.fail("prebuilt workload not found")
-        try:
-            wl = build_workload(self.job, config=self.config, priority=self.priority(), slices=self.live_slices())
-        except ValueError as exc:
-            raise self.fail(str(exc)) from exc
-        self.add(ja.CreateWorkload(body=wl))
-        self.event(c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {o.key(wl)}")
-
-    def evicted(self, wl: Obj) -> None:
-        """Stop the Job, release the quota once no pod is active, and apply the retention policy."""
-        cond = o.find_condition(wl, c.WorkloadCondition.EVICTED) or {}
-        reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
-        self.stop(wl, c.StopReason.WORKLOAD_EVICTED, message)
-        if o.has_quota_reservation(wl) and not _is_active(self.job):
-            self.add(ja.ClearReservation(workload=wl, reason=reason, message=message))
-        retention = self.config.object_retention_policies.workloads.after_deactivated_by_kueue_s
-        active = (wl.get("spec") or {}).get("active", True)
-        if retention is None or active or not reason.startswith(f"{c.EvictionReason.DEACTIVATED}DueTo"):
-            return
-        since = datetime.fromisoformat(str(cond.get("lastTransitionTime"))) if cond.get("lastTransitionTime") else self.now
-        left = (since - self.now).total_seconds() + retention
-        if left > 0:
-            self.requeue_after = left
-            return
-        self.add(ja.DeleteJob())
-        self.event(c.JobEventReason.DELETED, c.MSG_DEACTIVATION_RETENTION_EXPIRED)
-
-    def suspended(self, wl: Obj) -> None:
-        if o.is_admitted(wl):
-            self.add(ja.StartJob(workload=wl))
-            return
-        if o.has_quota_reservation(wl) and (note := admission_checks.pending_checks_message(wl)):
-            self.add(ja.RecordAdmissionChecks(workload=wl, message=note))
-        queue = o.labels(self.job).get(c.QUEUE_LABEL, "")
-        if queue != (wl.get("spec") or {}).get("queueName", ""):
-            self.add(ja.SyncQueueName(workload=wl, queue_name=queue))
-
-
-def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -> Plan:
-    """A Job owned by a managed Job never gets a Workload: it is kept suspended while its ancestor's
-    newest unfinished Workload is missing or not admitted (`shouldSuspendChildJob` in `jobframework/reconciler.go`). With `elastic` (the child
-    or the ancestor is elastic) the newest slice may be a replacement still waiting for quota, so
-    only its eviction suspends the child (`shouldSuspendChildJob`)."""
-    if finished_condition(job) is not None or is_suspended(job):
-        return Plan()
-    live = workload_slices.not_finished(ancestor_workloads)
-    if live and (not o.is_condition_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else o.is_admitted(live[-1])):
-        return Plan()
-    return Plan((ja.SuspendChild(), ja.RecordEvent(reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED)))
-
-
 def plan(
     job: Obj | None,
     workloads: Sequence[Obj],
@@ -800,9 +314,7 @@ def plan(
     prebuilt Workload, owning Jobs and their Workloads)."""
     store = store if store is not None else Store()
     if job is None or o.is_deleting(job):
-        finish = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
-        return Plan(tuple(ja.Finalize(workload=wl, finish=finish and not o.is_deleting(wl) and o.controller_of(wl) is not None)
-                          for wl in workloads))
+        return fw.plan_finalize(workloads, config)
     if namespace_labels is None or not selector.matches(config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True):
         return Plan()
     if _owned_by_other_integration(job):
@@ -814,19 +326,55 @@ def plan(
         return Plan(steps, error=str(exc))
     if not o.labels(job).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name and ancestor is None:
         return Plan()
-    ns = o.meta(job).get("namespace", "")
     if ancestor is not None:
         gate = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         elastic = workload_slices.is_elastic(job, enabled=gate) or workload_slices.is_elastic(ancestor, enabled=gate)
-        return _plan_child(job, owned_workloads(store, ns, str(o.meta(ancestor).get("name", ""))), elastic=elastic)
-    planner = _Planner(job, config, _Reads(store), now or datetime.now(UTC))
-    name = prebuilt_workload_name(job, config)
-    try:
-        wl = planner.ensure_one(workloads, store.get("workloads", f"{ns}/{name}") if name else None)
-        planner.run(wl)
-    except _Done as done:
-        return Plan(tuple(planner.steps), error=str(done))
-    return Plan(tuple(planner.steps), requeue_after=planner.requeue_after)
+        return fw.plan_child(BatchJob(job), owned_workloads(store, o.namespace(job), o.name(ancestor)), elastic=elastic)
+    return fw.plan_top_level(BatchJob(job), workloads, config=config, store=store, now=now or datetime.now(UTC))
+
+
+# == the adapter ==================================================================================
+class BatchJob:
+    """A batch/v1 Job as a `GenericJob` (with `JobWithReclaimablePods`)."""
+
+    __slots__ = ("obj",)
+    api_version = JOB_API
+    kind = "Job"
+    group = "batch"
+
+    def __init__(self, obj: Obj) -> None:
+        self.obj = obj
+
+    def is_suspended(self) -> bool:
+        return is_suspended(self.obj)
+
+    def is_active(self) -> bool:
+        return _is_active(self.obj)
+
+    def finished(self) -> tuple[str, str] | None:
+        return finished_condition(self.obj)
+
+    def pod_sets(self, *, partial_admission: bool) -> list[dict[str, Any]]:
+        return pod_sets(self.obj, partial_admission=partial_admission)
+
+    def pods_ready(self) -> bool:
+        return job_pods_ready(self.obj)
+
+    def restore_pod_sets_info(self, wl: Obj | None) -> dict[str, Any] | None:
+        return restore_patch(self.obj, wl)
+
+    def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]:
+        return reclaimable_pods(self.obj, wl)
+
+
+def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
+    """The Workloads the batch/v1 Job `name` owns (`jobframework.reconciler.owned_workloads`)."""
+    return fw.owned_workloads(store, ns, name, api_version=JOB_API, kind="Job")
+
+
+def build_workload(job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()) -> dict[str, Any]:
+    """The Workload for a top-level Job (`jobframework.reconciler.build_workload`)."""
+    return fw.build_workload(BatchJob(job), config=config, priority=priority, slices=slices)
 
 
 # == I/O ==========================================================================================
