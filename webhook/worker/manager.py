@@ -59,6 +59,7 @@ from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.reconcilers import pod as pods
+from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
@@ -175,19 +176,20 @@ class Manager:
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
-        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready,
-                                  requeue_after=lambda key, delay: self.job_queue.add_after(key, delay))
+        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
         # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
-        self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
         self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
+        # Every reconciler sees every watch event and starts once the caches are synced.
+        self.reconcilers: tuple[Reconciler, ...] = (
+            self.jobs, self.workloads, *(r for r in (self.pods, self.variants) if r is not None))
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
@@ -242,27 +244,12 @@ class Manager:
                 return  # older than what a writer already stored
         if etype != "DELETED":
             self._admission_check_side_effects(kind, obj, old_queue)
-        if self.variants is not None:
-            if kind == "workloads":
-                self.variants.on_workload(obj)
-            elif kind == "clusterqueues" and etype != "DELETED":
-                self.variants.on_cluster_queue(old_queue, obj)
         if kind == "workloads":
             self._observe_workload(etype, obj)
-        if self.pods is not None:
-            self.pods.on_event(kind, etype, obj)
-            if kind == "pods":
-                return  # the core never sees pods, only their Workloads
-        self._core_q.put(msg.Watched(kind, etype, obj))
-        if kind == "jobs":
-            self.job_queue.add(object_key(obj))
-        elif kind == "workloads":
-            if etype != "DELETED":
-                self.workloads.add(object_key(obj))
-            meta = obj.get("metadata") or {}
-            for ref in meta.get("ownerReferences") or ():
-                if ref.get("controller") and ref.get("kind") == "Job":
-                    self.job_queue.add(f"{meta.get('namespace')}/{ref.get('name')}")
+        for reconciler in self.reconcilers:
+            reconciler.on_event(kind, etype, obj, old_queue)
+        if kind != "pods":  # the core never sees pods, only their Workloads
+            self._core_q.put(msg.Watched(kind, etype, obj))
 
     def _observe_workload(self, etype: str, obj: dict[str, Any]) -> None:
         """Report status transitions between two watch events of a Workload (the update handler's
@@ -423,12 +410,8 @@ class Manager:
                 rebuilt = True
                 for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
                     self._sync_priorities(object_key(wpc))
-                self.job_queue.start()
-                self.workloads.start()
-                if self.pods is not None:
-                    self.pods.start()
-                if self.variants is not None:
-                    self.variants.start()
+                for reconciler in self.reconcilers:
+                    reconciler.start()
                 log.info("caches synced, scheduling", extra={
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})

@@ -386,6 +386,12 @@ class VariantReconciler:
     def add(self, key: str) -> None:
         self.queue.add(key)
 
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        if kind == "workloads":
+            self.on_workload(obj)
+        elif kind == "clusterqueues" and etype != "DELETED":
+            self.on_cluster_queue(old, obj)
+
     def on_workload(self, obj: Mapping[str, Any]) -> None:
         """Watch events: a parent queues itself, a variant its parent."""
         meta = obj.get("metadata") or {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -41,7 +42,7 @@ from webhook.worker.status import (
     update_status,
 )
 from webhook.worker.store import Store
-from webhook.worker.workqueue import Retry
+from webhook.worker.workqueue import Retry, WorkQueue
 
 __all__ = [
     "BatchJob",
@@ -398,15 +399,28 @@ class JobReconciler:
     def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder,
                  on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None, *,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 requeue_after: Callable[[str, float], None] | None = None) -> None:
+                 requeue_after: Callable[[str, float], None] | None = None, stop: threading.Event | None = None) -> None:
         self.kube = kube
         self.store = store
         self.config = config
         self.events = recorder
         self.on_ready = on_ready  # PodsReady turned True/Started: the ready-wait-time metrics
         self.clock = clock
-        self.requeue_after = requeue_after
+        self.queue: WorkQueue[object] = WorkQueue("jobs", self.reconcile, workers=4, stop=stop or threading.Event())
+        self.requeue_after = requeue_after if requeue_after is not None else self.queue.add_after
         self.ungater = elastic.Ungater(kube, clock=clock)
+
+    def start(self) -> None:
+        self.queue.start()
+
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        """A Job queues itself; a Workload queues the Job that controls it."""
+        if kind == "jobs":
+            self.queue.add(o.key(obj))
+        elif kind == "workloads":
+            for ref in o.owner_references(obj):
+                if ref.get("controller") and ref.get("kind") == "Job":
+                    self.queue.add(f"{o.namespace(obj)}/{ref.get('name')}")
 
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
         ns, name = key.split("/", 1)

@@ -122,6 +122,10 @@ class WorkloadReconciler:
     def add(self, key: str) -> None:
         self.queue.add(key)
 
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        if kind == "workloads" and etype != "DELETED":
+            self.add(object_key(obj))
+
     def _recheck(self, key: str, at: datetime, now: datetime) -> None:
         """Look again at `at`; one timer per key and deadline, the earliest kept."""
         with self._lock:
