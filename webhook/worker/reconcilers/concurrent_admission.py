@@ -18,9 +18,9 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar, assert_never
 
 from webhook import kube as k
 from webhook.api import constants as c
@@ -40,7 +40,16 @@ from webhook.worker.workqueue import Retry, WorkQueue
 __all__ = [
     "CONTROLLER_NAME",
     "PREEMPTION_TIMEOUT",
+    "AdmitParent",
+    "ClearVariantAdmission",
+    "CreateVariant",
+    "DeleteVariant",
+    "EvictWorkload",
+    "FinishVariant",
+    "OpenGate",
     "Plan",
+    "SetVariantActive",
+    "SetVariantPodsReady",
     "VariantReconciler",
     "VariantStep",
     "parents_for_cluster_queue",
@@ -70,15 +79,86 @@ def variant_name(parent: str, parent_uid: str, flavor: str, *, short: bool = Fal
     return f"{prefix}-{digest}"
 
 
-@dataclass(frozen=True, slots=True)
-class VariantStep:
-    """One write: `action` names it; `target` is the Workload written (the parent or a variant)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Step:
+    """One write of a reconcile: `target` is the Workload written (the parent or a variant);
+    `name` is the step's stable short name, logged as `decision`."""
 
-    action: str
+    name: ClassVar[str]
     target: Mapping[str, Any]
     reason: str = ""
     message: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateVariant(_Step):
+    """`generateVariant` + Create: a new variant Workload for `flavor`."""
+
+    name = "create"
+    flavor: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteVariant(_Step):
+    """A variant the policy no longer wants."""
+
+    name = "delete"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetVariantActive(_Step):
+    """`spec.active` of a variant, with the event saying why."""
+
+    name = "set_active"
+    active: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvictWorkload(_Step):
+    """Evicted=True on the parent or a variant."""
+
+    name = "evict"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClearVariantAdmission(_Step):
+    """A variant gives its reservation back."""
+
+    name = "clear_admission"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinishVariant(_Step):
+    """Finished=True on a variant, copied from the parent."""
+
+    name = "finish"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetVariantPodsReady(_Step):
+    """The admitted variant's PodsReady condition, copied to the parent."""
+
+    name = "pods_ready"
+    condition: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdmitParent(_Step):
+    """The admitted variant's admission, copied to the parent."""
+
+    name = "admit_parent"
+    admission: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenGate(_Step):
+    """The ConcurrentAdmission preemption gate of a variant is opened."""
+
+    name = "open_gate"
+
+
+VariantStep = CreateVariant | DeleteVariant | SetVariantActive | EvictWorkload | ClearVariantAdmission | FinishVariant | SetVariantPodsReady | AdmitParent | OpenGate
+"""Every write a variant reconcile may plan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,24 +247,25 @@ class _Planner:
         return self.order.get(ca.variant_flavor(v), 0)
 
     # -- steps, each applied to the copies ---------------------------------------------------------
-    def _add(self, action: str, target: Obj, reason: str = "", message: str = "", **extra: Any) -> None:
-        self.steps.append(VariantStep(action, copy.deepcopy(target), reason, message, extra))
+    def _add(self, step: VariantStep) -> None:
+        self.steps.append(step)
 
     def _evict(self, wl: Obj, reason: str, message: str) -> None:
         set_condition(wl.setdefault("status", {}), {"type": _W.EVICTED, "status": "True", "reason": reason, "message": message},
                       self.now, _gen(wl))
-        self._add("evict", wl, reason, message)
+        self._add(EvictWorkload(target=copy.deepcopy(wl), reason=reason, message=message))
 
     def _clear_admission(self, v: Obj, evicted: Mapping[str, Any]) -> None:
         reason, message = str(evicted.get("reason") or ""), str(evicted.get("message") or "")
         apply_clear_admission(v.setdefault("status", {}), reason, message, self.now, _gen(v))
-        self._add("clear_admission", v, reason, message)
+        self._add(ClearVariantAdmission(target=copy.deepcopy(v), reason=reason, message=message))
 
     def _set_active(self, v: Obj, active: bool, message: str) -> None:
         if _is_active(v) == active:
             return
         v.setdefault("spec", {})["active"] = active
-        self._add("set_active", v, _E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT, message, active=active)
+        self._add(SetVariantActive(target=copy.deepcopy(v), reason=_E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT,
+                                   message=message, active=active))
         if active:
             return
         evicted = o.find_condition(v, _W.EVICTED)
@@ -207,7 +288,7 @@ class _Planner:
         for flavor in self.flavors:
             if flavor not in have:
                 # Not added to `variants`: upstream's reconcile goes on with the list it read.
-                self._add("create", new_variant(self.parent, flavor, short_names=self.short_names), flavor=flavor)
+                self._add(CreateVariant(target=copy.deepcopy(new_variant(self.parent, flavor, short_names=self.short_names)), flavor=flavor))
 
     def delete_stale_variants(self) -> None:
         fresh = []
@@ -216,8 +297,8 @@ class _Planner:
             if flavor in self.order:
                 fresh.append(v)
             else:
-                self._add("delete", v, _E.DELETED_VARIANT,
-                          f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue')
+                self._add(DeleteVariant(target=copy.deepcopy(v), reason=_E.DELETED_VARIANT,
+                                        message=f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue'))
         self.variants = fresh
 
     def sync_variant_eviction(self) -> bool:
@@ -281,7 +362,7 @@ class _Planner:
         if finished is not None and finished.get("status") == "True":
             for v in self.variants:
                 if not o.is_condition_true(v, _W.FINISHED):
-                    self._add("finish", v, str(finished.get("reason") or ""), str(finished.get("message") or ""))
+                    self._add(FinishVariant(target=copy.deepcopy(v), reason=str(finished.get("reason") or ""), message=str(finished.get("message") or "")))
             return
         admitted = _admitted(self.variants)
         parent_admitted = o.is_condition_true(self.parent, _W.ADMITTED)
@@ -292,11 +373,11 @@ class _Planner:
         ready = o.find_condition(self.parent, _W.PODS_READY)
         current = o.find_condition(admitted, _W.PODS_READY)
         if ready is not None and (current is None or any(current.get(f) != ready.get(f) for f in ("status", "reason", "message"))):
-            self._add("pods_ready", admitted, condition=dict(ready))
+            self._add(SetVariantPodsReady(target=copy.deepcopy(admitted), condition=dict(ready)))
         if not parent_admitted:
             admission = copy.deepcopy((admitted.get("status") or {}).get("admission") or {})
             message = c.MSG_VARIANT_ADMITTED.format(name=admitted["metadata"]["name"])
-            self._add("admit_parent", self.parent, "Admitted", message, admission=admission)
+            self._add(AdmitParent(target=copy.deepcopy(self.parent), reason="Admitted", message=message, admission=admission))
 
     def open_preemption_gate(self) -> timedelta | None:
         """Open the gate of the most preferred variant blocked on it, once no other variant's gate
@@ -312,7 +393,8 @@ class _Planner:
             wait = PREEMPTION_TIMEOUT - (self.now - latest)
             if wait > timedelta(0):
                 return wait
-        self._add("open_gate", candidate, _E.PREEMPTION_UNGATED_VARIANT, f'Opened preemption gate for variant workload "{_ref(candidate)}"')
+        self._add(OpenGate(target=copy.deepcopy(candidate), reason=_E.PREEMPTION_UNGATED_VARIANT,
+                           message=f'Opened preemption gate for variant workload "{_ref(candidate)}"'))
         return PREEMPTION_TIMEOUT
 
 
@@ -438,29 +520,49 @@ class VariantReconciler:
         return update_status(self.kube, self.store, "workloads", self._path(wl), mutate)
 
     def _do(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
-        getattr(self, f"_do_{step.action}")(step, parent, now)
+        match step:
+            case CreateVariant():
+                self._do_create(step, parent, now)
+            case DeleteVariant():
+                self._do_delete(step, parent, now)
+            case SetVariantActive():
+                self._do_set_active(step, parent, now)
+            case EvictWorkload():
+                self._do_evict(step, parent, now)
+            case ClearVariantAdmission():
+                self._do_clear_admission(step, parent, now)
+            case FinishVariant():
+                self._do_finish(step, parent, now)
+            case SetVariantPodsReady():
+                self._do_pods_ready(step, parent, now)
+            case AdmitParent():
+                self._do_admit_parent(step, parent, now)
+            case OpenGate():
+                self._do_open_gate(step, parent, now)
+            case _:
+                assert_never(step)
 
     def _log(self, message: str, step: VariantStep, parent: Mapping[str, Any], **extra: Any) -> None:
-        log.info(message, extra={"object": _ref(step.target), "kind": "Workload", "parent": _ref(parent), "decision": step.action, **extra})
+        log.info(message, extra={"object": _ref(step.target), "kind": "Workload", "parent": _ref(parent), "decision": step.name, **extra})
 
-    def _do_create(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_create(self, step: CreateVariant, parent: Mapping[str, Any], now: datetime) -> None:
         wl = step.target
         try:
             self.store.put("workloads", self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], None), wl))
         except k.Conflict:
             return  # already exists
-        self._log("variant created", step, parent, flavor=step.extra["flavor"])
+        self._log("variant created", step, parent, flavor=step.flavor)
         self.events.emit(parent, "Normal", _E.CREATED_VARIANT, f'Variant Workload "{_ref(wl)}" created', CONTROLLER_NAME)
 
-    def _do_delete(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_delete(self, step: DeleteVariant, parent: Mapping[str, Any], now: datetime) -> None:
         with contextlib.suppress(k.NotFound):
             self.kube.delete(self._path(step.target))
         self._log("variant deleted", step, parent, detail=step.message)
         self.events.emit(parent, "Normal", step.reason, step.message, CONTROLLER_NAME)
 
-    def _do_set_active(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_set_active(self, step: SetVariantActive, parent: Mapping[str, Any], now: datetime) -> None:
         """spec.active, guarded by the resourceVersion the decision was taken on."""
-        wl, active = step.target, step.extra["active"]
+        wl, active = step.target, step.active
         body = {"metadata": {"resourceVersion": wl["metadata"].get("resourceVersion")}, "spec": {"active": active}}
         try:
             self.store.put("workloads", self.kube.patch(self._path(wl), body))
@@ -470,30 +572,30 @@ class VariantReconciler:
         self._log(f"variant {word}", step, parent, detail=step.message)
         self.events.emit(wl, "Normal", step.reason, f"Variant Workload {word} due to {step.message}", CONTROLLER_NAME)
 
-    def _do_evict(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_evict(self, step: EvictWorkload, parent: Mapping[str, Any], now: datetime) -> None:
         cond = {"type": _W.EVICTED, "status": "True", "reason": step.reason, "message": step.message}
         self._status(step.target, lambda status, obj: set_condition(status, cond, now, _gen(obj)))
         self._log("parent evicted", step, parent, reason=step.reason, detail=step.message)
 
-    def _do_clear_admission(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_clear_admission(self, step: ClearVariantAdmission, parent: Mapping[str, Any], now: datetime) -> None:
         self._status(step.target, lambda status, obj: apply_clear_admission(status, step.reason, step.message, now, _gen(obj)))
         self._log("variant admission cleared", step, parent, reason=step.reason)
 
-    def _do_finish(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_finish(self, step: FinishVariant, parent: Mapping[str, Any], now: datetime) -> None:
         cond = {"type": _W.FINISHED, "status": "True", "reason": step.reason, "message": step.message}
         self._status(step.target, lambda status, obj: set_condition(status, cond, now, _gen(obj)))
         self._log("variant finished", step, parent, reason=step.reason)
 
-    def _do_pods_ready(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
-        ready = {f: step.extra["condition"][f] for f in ("type", "status", "reason", "message")}
+    def _do_pods_ready(self, step: SetVariantPodsReady, parent: Mapping[str, Any], now: datetime) -> None:
+        ready = {f: step.condition[f] for f in ("type", "status", "reason", "message")}
         self._status(step.target, lambda status, obj: set_condition(status, ready, now, _gen(obj)))
 
-    def _do_admit_parent(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
-        admission = step.extra["admission"]
+    def _do_admit_parent(self, step: AdmitParent, parent: Mapping[str, Any], now: datetime) -> None:
+        admission = step.admission
         self._status(step.target, lambda status, obj: apply_parent_admission(status, admission, step.message, now, _gen(obj)))
         self._log("parent admitted", step, parent, cluster_queue=admission.get("clusterQueue", ""))
 
-    def _do_open_gate(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_open_gate(self, step: OpenGate, parent: Mapping[str, Any], now: datetime) -> None:
         if self._status(step.target, lambda status, obj: open_gate(status, obj, now)) is None:
             return
         self._log("preemption gate opened", step, parent)
