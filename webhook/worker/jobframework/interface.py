@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["GenericJob", "JobWithReclaimablePods"]
+__all__ = ["GenericJob", "JobWithReclaimablePods", "StartConflict"]
 
 Obj = Mapping[str, Any]
+
+
+class StartConflict(Exception):
+    """The admission cannot be applied to the job's pod templates (a permanent error: the
+    Workload is finished as FailedToStart)."""
 
 
 class GenericJob(Protocol):
@@ -53,6 +58,22 @@ class GenericJob(Protocol):
 
     def pods_ready(self) -> bool:
         """`PodsReady`: enough pods are ready (or done) for the workload to count as running."""
+        ...
+
+    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
+        """The merge patch that suspends the job (`Suspend`); with `stopping` it is marked as being
+        stopped until the restore is through."""
+        ...
+
+    def stop_status_patch(self) -> dict[str, Any] | None:
+        """A status patch `Stop` needs before the templates may change (None: none)."""
+        ...
+
+    def run_with_pod_sets_info(self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
+                               elastic: bool) -> dict[str, Any]:
+        """The merge patch that starts the job with the admitted `wl`'s pod-set info
+        (`RunWithPodSetsInfo`); raises `StartConflict`, or `podset.FlavorNotFound` while a flavor
+        is not known yet."""
         ...
 
     def restore_pod_sets_info(self, wl: Obj | None) -> dict[str, Any] | None:
