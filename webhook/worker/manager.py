@@ -24,7 +24,6 @@ runnable added in `setupScheduler` of `cmd/kueue/main.go`, starts only after the
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -58,15 +57,18 @@ from webhook.core.cycle import (
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
+from webhook.worker.finalizers import Finalizers
+from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
-from webhook.worker.status import set_condition, update_status
+from webhook.worker.status import set_condition
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
+from webhook.worker.writers import Call, StatusWrite, Writer
 
 __all__ = ["POD_RESOURCE", "RESOURCES", "Manager", "Resource"]
 
@@ -105,24 +107,6 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("jobs", "batch/v1"),
 )
 POD_RESOURCE = Resource("pods", "v1", pods.LABEL_SELECTOR)  # watched when the pod integration is on
-
-
-@dataclass(frozen=True, slots=True)
-class StatusWrite:
-    """One change to an object's status; writes for one object are merged into one PUT."""
-
-    kind: str
-    path: str
-    mutate: Callable[[dict[str, Any], Mapping[str, Any]], None]
-    on_failure: Callable[[], None] | None = None
-    on_success: Callable[[], None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """A write that is not a status change (e.g. a finalizer patch), run in the writer thread."""
-
-    fn: Callable[[], None]
 
 
 QueueRoutes = tuple[dict[str, str], dict[str, bool]]
@@ -190,10 +174,12 @@ class Manager:
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
             self.jobs, self.workloads, *(r for r in (self.pods, self.variants) if r is not None))
+        self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
+        self.queue_status = QueueStatusPublisher(self.core, self.store, self.writes)
+        self.finalizers = Finalizers(kube, self.core, self.store, self.writes)
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
-        self._published: dict[str, Any] = {}
         # Workloads whose Admit write is queued or in flight (core thread only). Until an event shows
         # the reservation (or the write fails), any non-reserving event for them is an *older*
         # version, typically our own earlier Pending write landing late; see `_feed`.
@@ -642,139 +628,26 @@ class Manager:
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
 
+    # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:
-        if not self.holds_lease():
-            # Everything in hand may predate a takeover; the process ends with its leadership and
-            # the next leader recomputes from the API.
-            log.error("leader lease not held; dropping writes and stopping", extra={"object": key, "writes": len(queued)})
-            self.stop.set()
-            return
-        for call in queued:
-            if isinstance(call, Call):
-                call.fn()
-        items = [w for w in queued if isinstance(w, StatusWrite)]
-        if not items:
-            return
-        first = items[0]
+        self.writer.write(key, queued)
 
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for item in items:
-                item.mutate(status, obj)
-
-        try:
-            written = update_status(self.kube, self.store, first.kind, first.path, mutate)
-        except k.KubeError as exc:
-            log.warning("status write failed", extra={"object": key, "error": str(exc)})
-            for item in items:
-                if item.on_failure is not None:
-                    item.on_failure()
-            return
-        if written is not None:
-            for item in items:
-                if item.on_success is not None:
-                    item.on_success()
-
-    # == queue status and resource-in-use finalizers ============================================
     def _publish_queue_status(self, now: datetime) -> None:
-        for name in sorted(self.core.cache.cluster_queues):
-            self._publish(f"clusterqueues/{name}", "clusterqueues", k.object_path(c.V1BETA2, "clusterqueues", None, name),
-                          self.core.cluster_queue_status(name), now, optional=("fairSharing",))
-        for key in sorted(self.core.cache.local_queues):
-            ns, name = key.split("/", 1)
-            self._publish(f"localqueues/{key}", "localqueues", k.object_path(c.V1BETA2, "localqueues", ns, name),
-                          self.core.local_queue_status(ns, name), now)
-        # Cohort objects (`cohort_controller.go`): only fairSharing, removed when fair sharing is off.
-        for cohort in self.store.list("cohorts"):
-            name = cohort["metadata"]["name"]
-            if name in self.core.cache.forest.cohorts:
-                self._publish(f"cohorts/{name}", "cohorts", k.object_path(c.V1BETA2, "cohorts", None, name),
-                              self.core.cohort_status(name), now, optional=("fairSharing",))
-        self._release_finalizers()
-
-    def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime,
-                 *, optional: Sequence[str] = ()) -> None:
-        """Write `computed` into the object's status when it changed; `optional` fields absent from
-        `computed` are removed (upstream sets them to nil, e.g. fairSharing without fair sharing)."""
-        if self._published.get(key) == computed:
-            return
-        self._published[key] = computed
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for field_name in optional:
-                if field_name not in computed:
-                    status.pop(field_name, None)
-            for field_name, value in computed.items():
-                if field_name != "conditions":
-                    status[field_name] = value
-            for cond in computed.get("conditions") or ():
-                set_condition(status, cond, now, _gen(obj))
-
-        def failed() -> None:
-            self._published.pop(key, None)
-
-        self.writes.add(key, StatusWrite(kind, path, mutate, failed))
-
-    def _release_finalizers(self) -> None:
-        for cq in self.store.list("clusterqueues"):
-            meta = cq["metadata"]
-            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()):
-                node = self.core.cache.cluster_queues.get(meta["name"])
-                if node is None or not node.workloads:
-                    self._remove_finalizer("clusterqueues", cq, k.object_path(c.V1BETA2, "clusterqueues", None, meta["name"]))
-        used = {fq for cq in self.store.list("clusterqueues") for rg in (cq.get("spec") or {}).get("resourceGroups") or ()
-                for fq in (f.get("name") for f in rg.get("flavors") or ())}
-        for rf in self.store.list("resourceflavors"):
-            meta = rf["metadata"]
-            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()) and meta["name"] not in used:
-                self._remove_finalizer("resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"]))
-        deleting = [ac for ac in self.store.list("admissionchecks") if ac["metadata"].get("deletionTimestamp")]
-        checks_used = admission_checks.checks_in_use(self.store.list("clusterqueues")) if deleting else set()
-        for ac in deleting:
-            self._sync_check_finalizer(ac, checks_used)
-
-    def _remove_finalizer(self, kind: str, obj: Mapping[str, Any], path: str) -> None:
-        meta = obj["metadata"]
-        fins = [f for f in meta.get("finalizers") or () if f != c.RESOURCE_IN_USE_FINALIZER]
-
-        def remove() -> None:
-            # A guarded PUT, not a PATCH: upstream's role grants these kinds `update` only.
-            body = {**obj, "metadata": {**meta, "finalizers": fins}}
-            if not fins:
-                del body["metadata"]["finalizers"]
-            try:
-                self.kube.replace(path, body)
-                log.info("released resource-in-use finalizer", extra={"object": meta["name"], "kind": kind})
-            except (k.NotFound, k.Conflict):
-                pass
-
-        self.writes.add(f"{kind}/{meta['name']}/finalizer", Call(remove))
+        self.queue_status.publish(now)
+        self.finalizers.release()
 
     # == AdmissionChecks (`admissioncheck_controller.go`, the queue handlers of `workload_controller.go`) ==
     def _admission_check_side_effects(self, kind: str, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
         """The AdmissionCheck's finalizer; Workloads whose required checks a queue change (`old` is
         the queue's previous version) may alter go to the workload controller."""
         if kind == "admissionchecks":
-            self._sync_check_finalizer(obj, admission_checks.checks_in_use(self.store.list("clusterqueues")))
+            self.finalizers.sync_check_finalizer(obj, admission_checks.checks_in_use(self.store.list("clusterqueues")))
         elif kind == "clusterqueues" and admission_checks.checks_changed(old, obj):
             for key in admission_checks.workloads_routed_to(self.store, cluster_queue=obj["metadata"]["name"]):
                 self.workloads.add(key)
         elif kind == "localqueues" and (old is None or (old.get("spec") or {}).get("clusterQueue") != (obj.get("spec") or {}).get("clusterQueue")):
             for key in admission_checks.workloads_routed_to(self.store, local_queue=object_key(obj)):
                 self.workloads.add(key)
-
-    def _sync_check_finalizer(self, ac: Mapping[str, Any], in_use: set[str]) -> None:
-        new = admission_checks.finalized(ac, in_use)
-        if new is None:
-            return
-        name = ac["metadata"]["name"]
-
-        def write() -> None:
-            with contextlib.suppress(k.NotFound, k.Conflict):  # gone, or changed: its next event decides again
-                self.store.put("admissionchecks", self.kube.replace(k.object_path(c.V1BETA2, "admissionchecks", None, name), new))
-                log.info("resource-in-use finalizer", extra={"object": name, "kind": "admissionchecks",
-                                                             "decision": "Added" if c.RESOURCE_IN_USE_FINALIZER in new["metadata"]["finalizers"] else "Released"})
-
-        self.writes.add(f"admissionchecks/{name}/finalizer", Call(write))
 
     def _admitted_by_checks(self, wl: Mapping[str, Any], waited: float, now: datetime) -> None:
         """Admission metrics of a Workload the workload controller admitted once its checks were Ready."""
