@@ -27,7 +27,8 @@ from webhook.config import Configuration, Feature
 from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import reconciler as fw
-from webhook.worker.jobframework.executor import Integration, JobExecutor
+from webhook.worker.jobframework.controller import GenericJobReconciler
+from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
 from webhook.worker.jobframework.reconciler import (
     Plan,
@@ -37,9 +38,8 @@ from webhook.worker.jobframework.reconciler import (
     resolve_priority,
     workload_name,
 )
-from webhook.worker.reconcilers import elastic, podset, workload_slices
+from webhook.worker.reconcilers import podset, workload_slices
 from webhook.worker.store import Store
-from webhook.worker.workqueue import Retry, WorkQueue
 
 __all__ = [
     "BatchJob",
@@ -390,59 +390,12 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority, slice
 
 
 # == I/O ==========================================================================================
-class JobReconciler:
-    """The batch/v1 Job reconciler: its work queue, `plan` for one Job key (`namespace/name`), and
-    the generic `JobExecutor` carrying the plan's actions out. `requeue_after(key, seconds)` asks
-    for a later look (the deactivation retention period; default: this reconciler's queue);
-    `on_ready` sees Workloads whose PodsReady turned True/Started.
-    """
+class JobReconciler(GenericJobReconciler):
+    """The batch/v1 Job reconciler: the generic one, planning with this module's `plan`."""
 
     def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder,
                  on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None, *,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
                  requeue_after: Callable[[str, float], None] | None = None, stop: threading.Event | None = None) -> None:
-        self.kube = kube
-        self.store = store
-        self.config = config
-        self.events = recorder
-        self.on_ready = on_ready  # PodsReady turned True/Started: the ready-wait-time metrics
-        self.clock = clock
-        self.queue: WorkQueue[object] = WorkQueue("jobs", self.reconcile, workers=4, stop=stop or threading.Event())
-        self.requeue_after = requeue_after if requeue_after is not None else self.queue.add_after
-        self.ungater = elastic.Ungater(kube, clock=clock)
-        self.executor = JobExecutor(kube, store, config, recorder, INTEGRATION, on_ready=on_ready)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
-        """A Job queues itself; a Workload queues the Job that controls it."""
-        if kind == "jobs":
-            self.queue.add(o.key(obj))
-        elif kind == "workloads":
-            for ref in o.owner_references(obj):
-                if ref.get("controller") and ref.get("kind") == "Job":
-                    self.queue.add(f"{o.namespace(obj)}/{ref.get('name')}")
-
-    def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
-        ns, name = key.split("/", 1)
-        job = self.store.get("jobs", key)
-        ns_obj = self.store.get("namespaces", ns)
-        ns_labels = None if ns_obj is None else o.labels(ns_obj)
-        now = self.clock()
-        p = plan(job, owned_workloads(self.store, ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now)
-        if p.steps:
-            log.info("reconciling job", extra={"object": key, "kind": "Job", "decision": p.action,
-                                               "steps": ",".join(s.name for s in p.steps)})
-        current: Obj | None = job
-        for step in p.steps:
-            current = self.executor.execute(key, current, step, now)
-            if current is None and job is not None:
-                return  # the Job is gone
-        if current is not None and not p.error and not is_suspended(current) \
-                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)):
-            self.ungater.ungate(current, owned_workloads(self.store, ns, name))
-        if p.requeue_after is not None and self.requeue_after is not None:
-            self.requeue_after(key, p.requeue_after)
-        if p.error:
-            raise Retry(0.5, p.error)
+        super().__init__(kube, store, config, recorder, INTEGRATION, plan, on_ready=on_ready, clock=clock,
+                         requeue_after=requeue_after, stop=stop)
