@@ -30,6 +30,7 @@ from webhook.certmanager import conversion_crd_names
 
 __all__ = [
     "CERT_MANAGER",
+    "DASHBOARD",
     "LOOKUPS",
     "MANAGER_ACCESS",
     "METRICS_AUTH",
@@ -47,6 +48,7 @@ LOOKUPS = "webhook.admission.lookups"
 WORKER = "webhook.worker"
 METRICS_AUTH = "webhook.worker.metrics_server"
 METRICS_READER = "kueue-metrics-reader"
+DASHBOARD = "webhook.dashboard"
 
 _K = "kueue.x-k8s.io"
 _ALL = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -127,6 +129,13 @@ MANAGER_ACCESS: tuple[Access, ...] = (
            "who is the scraper (its bearer token)", role="metrics-auth"),
     Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), METRICS_AUTH,
            "may the scraper get /metrics", role="metrics-auth"),
+    # -- the dashboard (its own process; reads only, and asks the API server what each user may see) ----
+    Access(_K, ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"), ("list", "watch"),
+           DASHBOARD, "watch caches the pages are rendered from", role="dashboard"),
+    Access("", ("events", "pods"), ("list",), DASHBOARD, "a Workload's page: its Events and Pods", role="dashboard"),
+    Access("authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"),
+    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), DASHBOARD,
+           "what the viewer may list, per resource and namespace", role="dashboard"),
 )
 
 
@@ -170,6 +179,7 @@ ROLE_NAMES = {
     ("cert", True): ("kueue-manager-secrets-role", "kueue-manager-secrets-rolebinding"),
     ("leader-election", True): ("kueue-leader-election-role", "kueue-leader-election-rolebinding"),
     ("metrics-auth", False): ("kueue-metrics-auth-role", "kueue-metrics-auth-rolebinding"),
+    ("dashboard", False): ("kueue-dashboard-role", "kueue-dashboard-rolebinding"),
 }
 
 
