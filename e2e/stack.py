@@ -162,7 +162,7 @@ class Stack:
         base = f"https://127.0.0.1:{port}"
         _log("installing CRDs")
         self.apply(crds(ca_bundle, url=f"{base}/convert"))
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self._wait_established()
         self.kubectl("create", "namespace", "kueue-system", check=False)
         self._start_server(port, extra_config)
         _log("registering webhooks")
@@ -172,6 +172,18 @@ class Stack:
                     *visibility.auth_objects("kueue-system", "kueue-controller-manager"), *user_roles()])
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return self
+
+    def _wait_established(self) -> None:
+        """`kubectl wait` errors out instead of waiting when a CRD has no status.conditions yet (right
+        after the apply, on a busy host): try again until the deadline."""
+        deadline = time.monotonic() + 60
+        while True:
+            res = self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", check=False)
+            if res.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise StackError("CRDs established", res.stderr.strip())
+            time.sleep(0.5)
 
     def restart_server(self, extra_config: str = "") -> None:
         """Restart our server with `extra_config` (top-level Configuration YAML) added to the default one;
