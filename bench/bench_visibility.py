@@ -31,19 +31,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import orjson  # noqa: E402
-from cryptography import x509  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+import orjson
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-import certs  # noqa: E402
-from webhook import tls  # noqa: E402
-from webhook.core.pending_order import Positioned  # noqa: E402
-from webhook.worker.metrics_server import User  # noqa: E402
-from webhook.worker.visibility_auth import AccessReviewer, Attributes, FrontProxySource  # noqa: E402
-from webhook.worker.visibility_handler import Request, VisibilityAPI, summary  # noqa: E402
-from webhook.worker.visibility_server import PendingFeed, VisibilityServer  # noqa: E402
+import certs
+from webhook import tls
+from webhook.core.pending_order import Positioned
+from webhook.worker.metrics_server import User
+from webhook.worker.visibility_auth import AccessReviewer, FrontProxySource
+from webhook.worker.visibility_handler import Request, VisibilityAPI, summary
+from webhook.worker.visibility_server import PendingFeed, VisibilityServer
 
 PENDING = 10_000
 LOCAL_QUEUES = 10
