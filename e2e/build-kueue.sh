@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds upstream Kueue's scheduler performance runner, minimalkueue and manager
-# (cmd/kueue) from the Go module pinned in e2e/tools/kueue/go.mod into the same
+# Builds upstream Kueue's scheduler performance runner, minimalkueue, manager
+# (cmd/kueue) and CLI (cmd/kueuectl, as kubectl-kueue: the calibration for the
+# suite's Kueuectl spec) from the Go module pinned in e2e/tools/kueue/go.mod into the same
 # cache as the control plane (e2e/build-binaries.sh), reusing it when complete.
 # Also upstream's baseline e2e suite as a test binary (go test -c; run by
 # e2e/upstream_suite.py, unchanged). Only bench/ and that runner use these:
@@ -59,6 +60,7 @@ total=$SECONDS
 build sigs.k8s.io/kueue/test/performance/scheduler/runner performance-scheduler-runner
 build sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue minimalkueue
 build sigs.k8s.io/kueue/cmd/kueue kueue-manager
+build sigs.k8s.io/kueue/cmd/kueuectl kubectl-kueue
 build_test sigs.k8s.io/kueue/test/e2e/singlecluster/baseline singlecluster-baseline.test
 echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

@@ -16,7 +16,10 @@ a Deployment kueue-controller-manager in kueue-system, available, whose pods' IP
 endpoints of Service kueue-webhook-service (stand-ins: kwok runs the pod, the system runs on the
 host), a dry-run ResourceFlavor create admitted (the system's real webhooks), and the Lease
 c1f6bfd2.kueue.x-k8s.io renewed (the system's own leader election). The metrics specs exec curl in a
-pod as ServiceAccount kueue-controller-manager: e2e/fakebin/curl answers on the host.
+pod as ServiceAccount kueue-controller-manager: e2e/fakebin/curl answers on the host. The Kueuectl spec
+runs `../../../../bin/kubectl-kueue` from its working directory, as from upstream's source tree: the
+suite runs in <dir>/<system>/tree/test/e2e/singlecluster/baseline, and tree/bin/kubectl-kueue is ours
+(the venv's entry point) or upstream's (cmd/kueuectl, built by e2e/build-kueue.sh).
 
     python e2e/upstream_suite.py run [--system ours|upstream] [--dir DIR] [--focus REGEX]
     python e2e/upstream_suite.py check      # the selection file against a dry run
@@ -183,13 +186,27 @@ def suite_env(module: Path, kubeconfig: Path | None = None) -> dict[str, str]:
     return env
 
 
+def suite_cwd(out: Path, kueuectl: Path | None = None) -> Path:
+    """Where the suite runs: four levels below a directory whose bin/kubectl-kueue is `kueuectl`, as the
+    suite finds the CLI at ../../../../bin/kubectl-kueue (its place in upstream's source tree)."""
+    tree = out / "tree"
+    cwd = tree / "test" / "e2e" / "singlecluster" / "baseline"
+    cwd.mkdir(parents=True, exist_ok=True)
+    if kueuectl is not None:
+        link = tree / "bin" / "kubectl-kueue"
+        link.parent.mkdir(exist_ok=True)
+        link.unlink(missing_ok=True)
+        link.symlink_to(kueuectl)
+    return cwd
+
+
 def dry_run(binary: Path, module: Path, out: Path, label_filter: str | None) -> list[Spec]:
     report = out / f"dry-run-{'all' if label_filter is None else 'selected'}.json"
     report.unlink(missing_ok=True)
     args = [str(binary), "-ginkgo.dry-run", f"-ginkgo.json-report={report}", "-ginkgo.no-color"]
     if label_filter is not None:
         args.append(f"-ginkgo.label-filter={label_filter}")
-    res = subprocess.run(args, cwd=out, env=suite_env(module), capture_output=True, text=True, check=False)
+    res = subprocess.run(args, cwd=suite_cwd(out), env=suite_env(module), capture_output=True, text=True, check=False)
     if not report.exists():
         raise SuiteError("dry run", f"no report; exit {res.returncode}: {res.stdout[-2000:]}{res.stderr[-2000:]}")
     return read_report(report)
@@ -478,9 +495,11 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
         if focus:
             args.append(f"-ginkgo.focus={focus}")
         env = suite_env(module, cluster.kubeconfig)
+        kueuectl = Path(sys.executable).parent / "kubectl-kueue" if system_name == "ours" else bin_dir / "kubectl-kueue"
         suite_started = time.monotonic()
         with open(out / "suite.log", "w") as suite_log:
-            subprocess.run(args, cwd=out, env=env, stdout=suite_log, stderr=subprocess.STDOUT, check=False)
+            subprocess.run(args, cwd=suite_cwd(out, kueuectl), env=env, stdout=suite_log, stderr=subprocess.STDOUT,
+                           check=False)
         suite_seconds = time.monotonic() - suite_started
     finally:
         system.down()

@@ -19,11 +19,12 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook import logs, tls
     from webhook.admission.app import create_app
     from webhook.admission.context import Lookups, StaticLookups
-    from webhook.config import ConfigError, load
+    from webhook.config import ConfigError, check_implemented, load
 
     logs.setup(args.log_level)
     try:
         config = load(args.config)
+        check_implemented(config)
     except ConfigError as exc:
         print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2
@@ -107,12 +108,13 @@ def _worker(args: argparse.Namespace) -> int:
     import os
 
     from webhook import logs
-    from webhook.config import ConfigError, load
+    from webhook.config import ConfigError, check_implemented, load
     from webhook.worker import process
 
     logs.setup(args.log_level)
     try:
         config = load(args.config)
+        check_implemented(config)
     except ConfigError as exc:
         print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2

@@ -112,6 +112,27 @@ class Kube:
             k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        self._setup(cfg, qps, burst)
+
+    @classmethod
+    def for_context(cls, kubeconfig: str | None = None, context: str | None = None) -> tuple[Kube, str]:
+        """A client for a kubeconfig context picked as kubectl picks it (`kubeconfig`, else the files in
+        $KUBECONFIG, else ~/.kube/config; `context`, else the current one), and that context's namespace
+        ("default" when it names none). Raises KubeError when the kubeconfig cannot be used."""
+        cfg = k8s_client.Configuration()
+        try:
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context,  # type: ignore[no-untyped-call]
+                                        client_configuration=cfg)
+            contexts, current = k8s_config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        except (k8s_config.ConfigException, OSError, ValueError) as exc:
+            raise KubeError(0, f"invalid configuration: {exc}") from exc
+        chosen = next((c for c in contexts if c.get("name") == context), None) if context else current
+        namespace = ((chosen or {}).get("context") or {}).get("namespace") or "default"
+        kube = cls.__new__(cls)
+        kube._setup(cfg, 0.0, 0)
+        return kube, namespace
+
+    def _setup(self, cfg: Any, qps: float, burst: int) -> None:
         cfg.connection_pool_maxsize = 32
         self.host: str = cfg.host
         self._api = k8s_client.ApiClient(cfg)
@@ -148,10 +169,11 @@ class Kube:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
         timeout: float | tuple[float, float] | None = 30,
     ) -> Any:
         self._throttle(path)
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         try:
             _, url, headers, serialized, _ = self._api.param_serialize(
                 method,
@@ -174,8 +196,11 @@ class Kube:
         return raw
 
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
-        resp = self._call(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+                content_type: str = "application/json", accept: str = "application/json",
+                timeout: float = 30) -> dict[str, Any]:
+        """One call; `accept` asks for another representation (e.g. a server-side Table)."""
+        resp = self._call(method, path, query=query, body=body, content_type=content_type, accept=accept,
+                          timeout=timeout)
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # the connection broke mid-body

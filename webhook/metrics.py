@@ -73,6 +73,7 @@ __all__ = [
     "QUOTA_RESERVED_WORKLOADS",
     "READY_WAIT_TIME",
     "REGISTRY",
+    "REPLACED_WORKLOAD_SLICES",
     "RESERVING_ACTIVE_WORKLOADS",
     "ROLE",
     "UNADMITTED_WORKLOADS",
@@ -229,6 +230,7 @@ EVICTED_WORKLOADS = _counter("evicted_workloads_total", "The number of evicted w
                              [*_CQ, "reason", "underlying_cause", "priority_class"])
 EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of unique workload evictions per 'cluster_queue'",
                                   [*_CQ, "reason", "underlying_cause", "priority_class"])
+REPLACED_WORKLOAD_SLICES = _counter("replaced_workload_slices_total", "The number of replaced workload slices per 'cluster_queue'", _CQ)
 PODS_READY_TO_EVICTED_TIME = _histogram("pods_ready_to_evicted_time_seconds", "The number of seconds between a workload's pods being "
                                         "ready and eviction workloads per 'cluster_queue'", [*_CQ, "reason", "underlying_cause"],
                                         exponential_buckets(14))

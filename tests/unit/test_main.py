@@ -22,6 +22,21 @@ def test_bad_configuration_stops_the_start_naming_the_field(tmp_path: Path) -> N
     assert 'integrations.frameworks[1]: Unsupported value: "no-such-framework"' in proc.stderr
 
 
+def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Path) -> None:
+    """Upstream accepts these names; running without them would leave those workloads outside every quota."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "integrations:\n  frameworks: [batch/job, deployment, pod, jobset.x-k8s.io/jobset]\n"
+    )
+    for command in (["serve", "--cert-dir", str(tmp_path)], ["worker", "--kubeconfig", str(tmp_path / "none")]):
+        proc = run(*command, "--config", str(config))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines()[-1] == (
+            f"invalid configuration {config}: integrations.frameworks: \"deployment\", \"jobset.x-k8s.io/jobset\" are "
+            'not implemented by pykueue; their workloads would run outside every quota (implemented: "batch/job", "pod")')
+
+
 def test_missing_certificates_stop_the_start(tmp_path: Path) -> None:
     proc = run("serve", "--cert-dir", str(tmp_path / "absent"))
     assert proc.returncode == 2 and "cannot load tls.crt/tls.key" in proc.stderr

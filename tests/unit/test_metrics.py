@@ -38,6 +38,7 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_pods_ready_to_evicted_time_seconds": ("histogram", ("cluster_queue", "reason", "underlying_cause", "replica_role")),
     "kueue_pod_scheduling_gate_removal_seconds": ("histogram", ("name", "cluster_queue", "is_group", "replica_role")),
     "kueue_evicted_workloads_once_total": ("counter", ("cluster_queue", "reason", "underlying_cause", "priority_class", "replica_role")),
+    "kueue_replaced_workload_slices_total": ("counter", ("cluster_queue", "replica_role")),
     "kueue_preempted_workloads_total": ("counter", ("preempting_cluster_queue", "reason", "replica_role")),
     "kueue_reserving_active_workloads": ("gauge", ("cluster_queue", "replica_role")),
     "kueue_admitted_active_workloads": ("gauge", ("cluster_queue", "replica_role")),

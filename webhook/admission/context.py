@@ -27,6 +27,14 @@ class Lookups(Protocol):
 
     def local_queue_exists(self, namespace: str, name: str) -> bool: ...
 
+    def local_queue_cluster_queue(self, namespace: str, name: str) -> str | None:
+        """The ClusterQueue a LocalQueue points at; None if the LocalQueue does not exist."""
+        ...
+
+    def cluster_queue(self, name: str) -> Mapping[str, Any] | None:
+        """A ClusterQueue as JSON, None if it does not exist."""
+        ...
+
     def workload_priority_class_exists(self, name: str) -> bool: ...
 
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
@@ -42,12 +50,23 @@ class StaticLookups:
     local_queues: frozenset[tuple[str, str]] = frozenset()
     priority_classes: frozenset[str] = frozenset()
     owners: Mapping[tuple[str, str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    #: (namespace, LocalQueue) -> ClusterQueue, for queue warnings; `local_queues` alone says only existence
+    local_queue_targets: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    cluster_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
 
     def local_queue_exists(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self.local_queues
+
+    def local_queue_cluster_queue(self, namespace: str, name: str) -> str | None:
+        if (namespace, name) in self.local_queue_targets:
+            return self.local_queue_targets[(namespace, name)]
+        return "" if (namespace, name) in self.local_queues else None
+
+    def cluster_queue(self, name: str) -> Mapping[str, Any] | None:
+        return self.cluster_queues.get(name)
 
     def workload_priority_class_exists(self, name: str) -> bool:
         return name in self.priority_classes

@@ -10,11 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission import jobframework as jf
+from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
 
-__all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update"]
+__all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
 
 GVK = "batch/v1, Kind=Job"
 MIN_PARALLELISM_PATH = jf.ANNOTATIONS.key(c.JOB_MIN_PARALLELISM)
@@ -29,7 +30,7 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
     spec = obj.setdefault("spec", {})
     if jf.should_suspend(obj, ctx, namespace) and not spec.get("suspend"):
         spec["suspend"] = True
-    if ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices") and jf._elastic(obj):
+    if jf.is_elastic(obj, ctx):
         pod_spec = spec.setdefault("template", {}).setdefault("spec", {})
         gates = pod_spec.get("schedulingGates") or []
         if not any(g.get("name") == c.ELASTIC_JOB_GATE for g in gates):
@@ -55,7 +56,7 @@ def _pods_count(job: Mapping[str, Any]) -> int:
     return int(count)
 
 
-def _validate_partial_admission(job: Mapping[str, Any]) -> list[f.FieldError]:
+def _validate_partial_admission(job: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     errs: list[f.FieldError] = []
     annotations = _annotations(job)
     if c.JOB_MIN_PARALLELISM not in annotations:
@@ -69,7 +70,7 @@ def _validate_partial_admission(job: Mapping[str, Any]) -> list[f.FieldError]:
         pods = _pods_count(job)
         if value >= pods or value <= 0:
             errs.append(f.invalid(MIN_PARALLELISM_PATH, value, f"should be between 0 and {pods - 1}"))
-    if jf._elastic(job):
+    if jf.is_elastic(job, ctx):
         errs.append(f.invalid(MIN_PARALLELISM_PATH, text, "partial admission and elastic job cannot be used together"))
     return errs
 
@@ -110,7 +111,7 @@ def _validate_sync_completions(job: Mapping[str, Any]) -> list[f.FieldError]:
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     return [
         *jf.validate_job_create(obj, ctx, gvk=GVK),
-        *_validate_partial_admission(obj),
+        *_validate_partial_admission(obj, ctx),
         *_validate_sync_completions(obj),
     ]
 
@@ -118,7 +119,7 @@ def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     errs = jf.validate_job_create(new, ctx, gvk=GVK)
     if _annotations(new).get(c.JOB_MIN_PARALLELISM) != _annotations(old).get(c.JOB_MIN_PARALLELISM):
-        errs += _validate_partial_admission(new)
+        errs += _validate_partial_admission(new, ctx)
     errs += _validate_sync_completions(new)
     errs += jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
     if c.JOB_MIN_PARALLELISM in _annotations(old):
@@ -134,3 +135,12 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     ):
         errs.append(f.forbidden(SYNC_COMPLETIONS_PATH, "field is immutable while the job is not suspended"))
     return errs
+
+
+def warnings_create(obj: Mapping[str, Any], ctx: Context) -> list[str]:
+    """The queue the Job names: missing, not selecting its namespace, or too small for it ever."""
+    meta = obj.get("metadata", {})
+    queue = (meta.get("labels") or {}).get(c.QUEUE_LABEL, "")
+    pod_spec = obj.get("spec", {}).get("template", {}).get("spec") or {}
+    demand = [queue_warnings.pod_set_demand(_pods_count(obj), pod_spec)]
+    return queue_warnings.queue_warnings("Job", meta.get("namespace") or ctx.namespace, queue, demand, ctx)

@@ -22,6 +22,7 @@ __all__ = [
     "default_local_queue",
     "default_priority_class",
     "find_managed_ancestor",
+    "is_elastic",
     "namespace_is_managed",
     "should_suspend",
     "validate_admission_gated_by_create",
@@ -235,8 +236,10 @@ def _validate_prebuilt(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldErro
     return []
 
 
-def _elastic(obj: Mapping[str, Any]) -> bool:
-    return _annotations(obj).get(c.ELASTIC_JOB) == "true"
+def is_elastic(obj: Mapping[str, Any], ctx: Context) -> bool:
+    """`workloadslicing.Enabled`: the ElasticJobsViaWorkloadSlices gate is on and the job carries
+    `kueue.x-k8s.io/elastic-job: "true"`."""
+    return ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices") and _annotations(obj).get(c.ELASTIC_JOB) == "true"
 
 
 def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
@@ -254,7 +257,7 @@ def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> li
         else:
             if seconds <= 0:
                 errs.append(f.invalid(MAX_EXEC_PATH, seconds, "should be greater than 0"))
-    if _elastic(obj) and gvk != "batch/v1, Kind=Job":
+    if is_elastic(obj, ctx) and gvk != "batch/v1, Kind=Job":
         errs.append(f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"'))
     if ctx.config.feature_enabled("AdmissionGatedBy"):
         errs += validate_admission_gated_by_create(obj)
@@ -272,7 +275,7 @@ def validate_job_update(
     namespace = old.get("metadata", {}).get("namespace", "") or ctx.namespace
     if not new_q and old_q and ctx.lookups.local_queue_exists(namespace, c.DEFAULT_LOCAL_QUEUE):
         errs.append(f.invalid(QUEUE_PATH, "", "queue-name must not be empty in namespace with default queue"))
-    if new_suspended or _elastic(old):
+    if new_suspended or is_elastic(old, ctx):
         errs += _validate_prebuilt(new, ctx)
     else:
         old_name, _ = prebuilt_workload_name(old, ctx)
@@ -290,8 +293,8 @@ def validate_job_update(
         errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be added to a non-suspended workload"))
     elif not new_p and old_p:
         errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be removed from a workload"))
-    if _elastic(old) != _elastic(new):
-        errs.append(f.invalid(ELASTIC_PATH, _elastic(new), IMMUTABLE))
+    if is_elastic(old, ctx) != is_elastic(new, ctx):
+        errs.append(f.invalid(ELASTIC_PATH, is_elastic(new, ctx), IMMUTABLE))
     if ctx.config.feature_enabled("AdmissionGatedBy"):
         errs += validate_admission_gated_by_update(old, new)
     return errs

@@ -24,12 +24,17 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     return meta.get("namespace", ""), meta.get("name", "")
 
 
+def _target(lq: Mapping[str, Any]) -> str:
+    return str((lq.get("spec") or {}).get("clusterQueue", ""))
+
+
 class ClusterLookups:
     def __init__(self, kube: k.Kube) -> None:
         self._kube = kube
         self._stop = threading.Event()
         self._namespaces: dict[str, Mapping[str, str]] = {}
-        self._local_queues: set[tuple[str, str]] = set()
+        self._local_queues: dict[tuple[str, str], str] = {}  # -> its ClusterQueue
+        self._cluster_queues: dict[str, Mapping[str, Any]] = {}
         self._priority_classes: set[str] = set()
         self._synced: set[str] = set()
         self._threads: list[threading.Thread] = []
@@ -39,6 +44,7 @@ class ClusterLookups:
         self._run("namespaces", "/api/v1/namespaces", self._set_namespaces, self._namespace_event)
         self._run("localqueues", "/apis/kueue.x-k8s.io/v1beta2/localqueues", self._set_lqs, self._lq_event)
         self._run("wpcs", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses", self._set_wpcs, self._wpc_event)
+        self._run("clusterqueues", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", self._set_cqs, self._cq_event)
 
     def _run(self, name: str, path: str, on_list: Any, on_event: Any) -> None:
         t = threading.Thread(
@@ -55,7 +61,7 @@ class ClusterLookups:
         self._stop.set()
 
     def synced(self) -> bool:
-        return len(self._synced) == 3
+        return len(self._synced) == 4
 
     def _set_namespaces(self, items: list[dict[str, Any]]) -> None:
         self._namespaces = {_key(o)[1]: (o.get("metadata") or {}).get("labels") or {} for o in items}
@@ -68,10 +74,22 @@ class ClusterLookups:
             self._namespaces[name] = (obj.get("metadata") or {}).get("labels") or {}
 
     def _set_lqs(self, items: list[dict[str, Any]]) -> None:
-        self._local_queues = {_key(o) for o in items}
+        self._local_queues = {_key(o): _target(o) for o in items}
 
     def _lq_event(self, kind: str, obj: dict[str, Any]) -> None:
-        (self._local_queues.discard if kind == "DELETED" else self._local_queues.add)(_key(obj))
+        if kind == "DELETED":
+            self._local_queues.pop(_key(obj), None)
+        else:
+            self._local_queues[_key(obj)] = _target(obj)
+
+    def _set_cqs(self, items: list[dict[str, Any]]) -> None:
+        self._cluster_queues = {_key(o)[1]: {"metadata": {"name": _key(o)[1]}, "spec": o.get("spec") or {}} for o in items}
+
+    def _cq_event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._cluster_queues.pop(_key(obj)[1], None)
+        else:
+            self._cluster_queues[_key(obj)[1]] = {"metadata": {"name": _key(obj)[1]}, "spec": obj.get("spec") or {}}
 
     def _set_wpcs(self, items: list[dict[str, Any]]) -> None:
         self._priority_classes = {_key(o)[1] for o in items}
@@ -94,6 +112,12 @@ class ClusterLookups:
 
     def local_queue_exists(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self._local_queues
+
+    def local_queue_cluster_queue(self, namespace: str, name: str) -> str | None:
+        return self._local_queues.get((namespace, name))
+
+    def cluster_queue(self, name: str) -> Mapping[str, Any] | None:
+        return self._cluster_queues.get(name)
 
     def workload_priority_class_exists(self, name: str) -> bool:
         return name in self._priority_classes

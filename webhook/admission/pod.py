@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission import jobframework as jf
+from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
@@ -147,7 +148,13 @@ def _managed_label_warning(pod: Mapping[str, Any], ctx: Context) -> list[str]:
 
 
 def warnings_create(pod: Mapping[str, Any], ctx: Context) -> list[str]:
-    return _managed_label_warning(pod, ctx)
+    """The managed-label warning, then the queue's (one pod of a group at a time; not for pods a controller
+    owns, whose owner is what gets queued)."""
+    owned = any(ref.get("controller") for ref in _meta(pod).get("ownerReferences") or [])
+    queue = "" if owned else _labels(pod).get(c.QUEUE_LABEL, "")
+    demand = [queue_warnings.pod_set_demand(1, pod.get("spec") or {})]
+    namespace = _meta(pod).get("namespace") or ctx.namespace
+    return [*_managed_label_warning(pod, ctx), *queue_warnings.queue_warnings("Pod", namespace, queue, demand, ctx)]
 
 
 def warnings_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[str]:

@@ -39,6 +39,18 @@ STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+# Elastic Jobs (`pkg/workloadslicing/workloadslicing.go`, `apis/kueue/v1beta2/topology_types.go`): the
+# slice a new Workload replaces (`namespace/name`), and the first slice's name, shared by every slice
+# of the chain and stamped on the pods.
+WORKLOAD_SLICE_REPLACEMENT_FOR = "kueue.x-k8s.io/workload-slice-replacement-for"
+WORKLOAD_SLICE_NAME = "kueue.x-k8s.io/workload-slice-name"
+
+# ConcurrentAdmission (`pkg/controller/constants/constants.go`): the Workload a Job owns is the
+# parent of one variant Workload per flavor; each variant may only use the flavors its annotation
+# lists (comma-separated) and carries the preemption gate.
+CONCURRENT_ADMISSION_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+ALLOWED_RESOURCE_FLAVORS_ANNOTATION = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+CONCURRENT_ADMISSION_PREEMPTION_GATE = "kueue.x-k8s.io/concurrent-admission"
 
 # Finalizers and scheduling gates.
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
@@ -64,6 +76,7 @@ class WorkloadCondition(StrEnum):
     FINISHED = "Finished"
     PODS_READY = "PodsReady"
     DEACTIVATION_TARGET = "DeactivationTarget"
+    BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 
 
 CHECK_STATE_READY = "Ready"
@@ -102,6 +115,7 @@ class PendingReason(StrEnum):
     SUSPENDED = "Suspended"
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"
     DEACTIVATED = "Deactivated"
+    ADMISSION_GATED = "AdmissionGated"
 
 
 class AdmittedReason(StrEnum):
@@ -142,6 +156,7 @@ class EvictionReason(StrEnum):
     LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
     DEACTIVATED = "Deactivated"
     NODE_FAILURES = "NodeFailures"
+    FLAVOR_MIGRATION = "FlavorMigration"
 
 
 class RequeuedReason(StrEnum):
@@ -197,6 +212,30 @@ MSG_REQUEUING_LIMIT_EXCEEDED = "exceeding the maximum number of re-queuing retri
 MSG_PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout {key}"
 MSG_CHECK_RESET = "Reset to Pending after eviction. Previously: {state}"
 
+# ConcurrentAdmission: the scheduler's messages (`pkg/scheduler/scheduler.go`) and the variant
+# controller's reasons and messages (`pkg/controller/concurrentadmission/controller.go`).
+PREEMPTION_GATED_REASON = "PreemptionGated"
+"""BlockedOnPreemptionGates=True reason (`kueue.PreemptionGated`)."""
+MSG_PREEMPTION_GATED = "Workload requires preemption, but it's gated"
+MSG_MORE_FAVORABLE_VARIANT_ADMITTED = "A more favorable variant is already admitted"
+MSG_BELOW_LAST_ACCEPTABLE_FLAVOR = "Target flavor is below LastAcceptableFlavorName"
+MSG_FLAVOR_MIGRATION = "Evicted to accommodate a workload (UID: {uid}) due to migration to more favorable resource flavor"
+CONCURRENT_ADMISSION_EVICTION_REASON = "ConcurrentAdmission"
+MSG_NO_VARIANT_RUNNING = "No variant is running"
+VARIANT_EVICTED_REASON = "VariantEvicted"
+MSG_ADMITTED_VARIANT_EVICTED = "Admitted variant was evicted"
+MSG_VARIANT_ADMITTED = "The variant {name} is admitted"
+
+
+class VariantEventReason(StrEnum):
+    """Events of the ConcurrentAdmission variant controller."""
+
+    CREATED_VARIANT = "CreatedVariant"
+    DELETED_VARIANT = "DeletedVariant"
+    ACTIVATED_VARIANT = "ActivatedVariant"
+    DEACTIVATED_VARIANT = "DeactivatedVariant"
+    PREEMPTION_UNGATED_VARIANT = "PreemptionUngatedVariant"
+
 
 
 # Job and Pod integrations: annotations, reasons and messages (`pkg/controller/jobframework/events.go`,
@@ -244,6 +283,7 @@ class FinishedReason(StrEnum):
     OWNER_NOT_FOUND = "OwnerNotFound"
     FAILED_TO_START = "FailedToStart"
     OUT_OF_SYNC = "OutOfSync"
+    WORKLOAD_SLICE_REPLACED = "WorkloadSliceReplaced"
 
 
 class StopReason(StrEnum):
@@ -271,6 +311,9 @@ MSG_MISSING_WORKLOAD = "Missing Workload; unable to restore pod templates"
 MSG_NO_MATCHING_WORKLOAD = "No matching Workload; restoring pod templates according to existent Workload"
 MSG_MISSING_PREBUILT_WORKLOAD = "missing workload"
 MSG_PREBUILT_OUT_OF_SYNC = "The prebuilt workload is out of sync with its user job"
+MSG_SLICE_OUT_OF_SYNC = "The workload slice is out of sync with its parent job"
+MSG_SLICE_REPLACED = "Replaced to accommodate a new workload slice"
+MSG_SLICE_AGGREGATED = "Replaced to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to workload slice aggregation"
 MSG_DEACTIVATION_RETENTION_EXPIRED = "Deleted job: deactivation retention period expired"
 MSG_CHILD_JOB_SUSPENDED = "Kueue managed child job suspended"
 MSG_PODS_NOT_READY = "Not all pods are ready or succeeded"

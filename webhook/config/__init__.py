@@ -39,10 +39,19 @@ from webhook.config.types import (
     Webhook,
     WorkloadRetentionPolicy,
 )
-from webhook.config.validation import SUPPORTED_FRAMEWORKS, load, parse, validate, validate_feature_gates
+from webhook.config.validation import (
+    IMPLEMENTED_FRAMEWORKS,
+    SUPPORTED_FRAMEWORKS,
+    check_implemented,
+    load,
+    parse,
+    validate,
+    validate_feature_gates,
+)
 
 __all__ = [
     "FEATURE_GATE_DEFAULTS",
+    "IMPLEMENTED_FRAMEWORKS",
     "SUPPORTED_FRAMEWORKS",
     "AdmissionFairSharing",
     "ClientConnection",
@@ -65,6 +74,7 @@ __all__ = [
     "WaitForPodsReady",
     "Webhook",
     "WorkloadRetentionPolicy",
+    "check_implemented",
     "format_go_duration",
     "load",
     "parse",

@@ -29,7 +29,9 @@ from webhook.config.types import (
 _T = TypeVar("_T")
 
 __all__ = [
+    "IMPLEMENTED_FRAMEWORKS",
     "SUPPORTED_FRAMEWORKS",
+    "check_implemented",
     "load",
     "parse",
     "validate",
@@ -62,6 +64,9 @@ _FRAMEWORKS: Mapping[str, tuple[str, bool]] = MappingProxyType({
     "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev/v1beta2, Kind=AppWrapper", True),
 })  # fmt: skip
 SUPPORTED_FRAMEWORKS: tuple[str, ...] = tuple(sorted(_FRAMEWORKS))
+#: The integrations this project implements. Upstream accepts every name above; naming one we lack
+#: would let its workloads run outside every quota without a word, so `serve` refuses it.
+IMPLEMENTED_FRAMEWORKS: tuple[str, ...] = ("batch/job", "pod")
 
 _NEGATIVE = "must be greater than or equal to 0"
 _PREEMPTION_STRATEGY_SETS = (
@@ -479,6 +484,19 @@ def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError
     if strategy not in ("IgnoreUndeclared", "BlockUndeclared"):
         errs.append(fields.not_supported(p, strategy, ("IgnoreUndeclared", "BlockUndeclared")))
     return errs
+
+
+def check_implemented(cfg: Configuration) -> None:
+    """Refuse a valid Configuration naming integrations this project does not implement (see
+    IMPLEMENTED_FRAMEWORKS); one message names each of them and lists what is implemented."""
+    missing = [name for name in cfg.integrations.frameworks if name not in IMPLEMENTED_FRAMEWORKS]
+    if missing:
+        raise ConfigError(
+            f"integrations.frameworks: {', '.join(json.dumps(m) for m in missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not implemented by pykueue; "
+            f"{'its' if len(missing) == 1 else 'their'} workloads would run outside every quota "
+            f"(implemented: {', '.join(json.dumps(f) for f in IMPLEMENTED_FRAMEWORKS)})"
+        )
 
 
 def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from webhook.api import constants
 from webhook.api.constants import EvictionReason
+from webhook.core import concurrent_admission as ca
 from webhook.core.conditions import ConditionValue, admitted_condition, evicted
 from webhook.core.model import ClusterQueueSpec
 from webhook.core.pods_ready import Policy, Step, StepKind, controller_step
@@ -175,17 +176,20 @@ class CheckStep:
     event: str = ""
 
 
-def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec | None, now: datetime) -> CheckStep | Step | None:
+def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec | None, now: datetime, *,
+                 parent: bool) -> CheckStep | Step | None:
+    """`parent`: a ConcurrentAdmission parent, whose checks run on its variants; it only keeps
+    Admitted in step with its reservation."""
     status = obj.get("status") or {}
     checks = status.get("admissionChecks") or ()
-    if cq is not None:
+    if cq is not None and not parent:
         synced = sync_checks(checks, required_checks(cq, status.get("admission")), now)
         if synced is not None:
             return CheckStep(CheckStepKind.SYNC, checks=tuple(synced))
     cond = admitted_sync(wl)
     if cond is not None:
         return CheckStep(CheckStepKind.ADMITTED, condition=cond)
-    if not wl.has_quota_reservation or wl.is_evicted:
+    if parent or not wl.has_quota_reservation or wl.is_evicted:
         return None
     rejected = [c for c in checks if c.get("state") == constants.CHECK_STATE_REJECTED]
     if rejected:
@@ -201,12 +205,13 @@ def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec 
 
 
 def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: Policy | None, now: datetime, *,
-                  jitter: float = 0.0) -> Step | CheckStep:
+                  jitter: float = 0.0, concurrent_admission: bool = False) -> Step | CheckStep:
     """The workload controller's next write, in upstream's `Reconcile` order: nothing for a finished
     Workload; a Retry check's requeue time; deactivation, backoff and reactivation
     (`controller_step`); then, with `cq` the ClusterQueue its LocalQueue routes to (None if
     unknown), the checks list, the Admitted condition and check-based eviction or deactivation;
-    last the PodsReady timeout."""
+    last the PodsReady timeout. With `concurrent_admission` (the feature gate) a parent has no checks
+    of its own and a variant no PodsReady timeout: its parent is the one timed out."""
     wl = parse_workload(obj)
     if wl.is_finished:
         return Step(StepKind.NONE)
@@ -216,7 +221,7 @@ def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: P
     first = controller_step(wl, None, now)
     if first.kind != StepKind.NONE:
         return first
-    step = _checks_step(obj, wl, cq, now)
+    step = _checks_step(obj, wl, cq, now, parent=concurrent_admission and ca.is_parent(obj))
     if step is not None:
         return step
-    return controller_step(wl, policy, now, jitter=jitter)
+    return controller_step(wl, None if concurrent_admission and wl.is_variant else policy, now, jitter=jitter)

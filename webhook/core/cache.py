@@ -5,6 +5,9 @@ holds every Workload that holds quota (QuotaReserved=True, not Finished, active)
 with its aggregates, and the readiness of each ClusterQueue (the Active condition). Workload events
 move usage through the tree incrementally; ClusterQueue/Cohort events rebuild the tree from names.
 Only event handlers (and assume/forget for the scheduler's own decisions) change it.
+
+With ConcurrentAdmission a parent Workload is admitted with its admitted variant's admission; only
+the variant holds quota, so a parent is never tracked (`AddOrUpdateWorkload`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ class Readiness:
 class Cache:
     """The admission worker's live state. Mutable: only event handlers call its mutators."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, concurrent_admission: bool = False) -> None:
+        self.concurrent_admission = concurrent_admission  # the feature gate
         self.resource_flavors: dict[str, model.ResourceFlavorSpec] = {}
         self.cluster_queues: dict[str, ClusterQueueNode] = {}
         self.cohort_specs: dict[str, model.CohortSpec] = {}
@@ -66,11 +70,14 @@ class Cache:
 
     def upsert_cluster_queue(self, obj: Mapping[str, Any]) -> ClusterQueueNode:
         """Add or replace a ClusterQueue; usage is recounted from its reserving workloads."""
-        spec = model.parse_cluster_queue(obj)
+        spec = model.parse_cluster_queue(obj, concurrent_admission=self.concurrent_admission)
         old = self.cluster_queues.get(spec.name)
         node = ClusterQueueNode(spec)
         if old is not None:
             node.allocatable_generation = old.allocatable_generation + (1 if old.spec.quotas != spec.quotas else 0)
+        if spec.concurrent_admission is not None:  # parents seen before their ClusterQueue
+            for key in [k for k, wl in self.reserving.items() if wl.admission_cluster_queue == spec.name and not wl.is_variant]:
+                del self.reserving[key]
         for wl in self.reserving.values():
             if wl.admission_cluster_queue == spec.name:
                 node.workloads[wl.key] = wl
@@ -149,7 +156,7 @@ class Cache:
     def upsert_workload(self, wl: WorkloadInfo) -> tuple[WorkloadInfo | None, bool]:
         """Track `wl` if it holds quota, drop it otherwise. Returns (previous, now_reserving)."""
         old = self._detach(wl.key)
-        if wl.counts_toward_usage:
+        if wl.counts_toward_usage and not self.is_parent(wl):
             self._attach(wl)
             return old, True
         return old, False
@@ -165,6 +172,12 @@ class Cache:
     def forget_workload(self, key: WorkloadKey) -> WorkloadInfo | None:
         """Drop an assumed reservation whose write failed."""
         return self._detach(key)
+
+    def is_parent(self, wl: WorkloadInfo) -> bool:
+        """A non-variant admitted to a ClusterQueue with a concurrentAdmissionPolicy
+        (`concurrentAdmissionEnabledForWithoutLock` and not `IsVariant`)."""
+        cq = self.cluster_queues.get(wl.admission_cluster_queue)
+        return cq is not None and cq.spec.concurrent_admission is not None and not wl.is_variant
 
     def is_reserving(self, key: WorkloadKey) -> bool:
         return key in self.reserving

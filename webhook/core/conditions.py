@@ -24,12 +24,14 @@ __all__ = [
     "PreemptionReason",
     "RequeueReason",
     "admitted_condition",
+    "blocked_on_preemption_gates",
     "evicted",
     "evicted_by_preemption",
     "pending_conditions",
     "preemption_message",
     "quota_reserved_condition",
     "requeued",
+    "slice_replaced",
 ]
 
 _W = constants.WorkloadCondition
@@ -47,6 +49,8 @@ class RequeueReason(StrEnum):
     PREEMPTION_FAILED = "PreemptionFailed"
     NO_FIT = "NoFit"
     PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+    PREEMPTION_GATED = "PreemptionGated"
+    PENDING_MIGRATION = "PendingMigration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +100,11 @@ def pending_conditions(reason: str, message: str) -> tuple[ConditionValue, Condi
     )
 
 
+def blocked_on_preemption_gates(message: str) -> ConditionValue:
+    """BlockedOnPreemptionGates=True: the workload needs preemption but a gate is closed."""
+    return ConditionValue(_W.BLOCKED_ON_PREEMPTION_GATES, "True", constants.PREEMPTION_GATED_REASON, message[:MAX_MESSAGE])
+
+
 def preemption_message(preemptor_uid: str, preemptor_job_uid: str, reason: PreemptionReason, preemptor_path: str, preemptee_path: str) -> str:
     return (
         f"Preempted to accommodate a workload (UID: {preemptor_uid or 'UNKNOWN'}, JobUID: {preemptor_job_uid or 'UNKNOWN'}) "
@@ -114,6 +123,13 @@ def evicted_by_preemption(reason: PreemptionReason, message: str) -> tuple[Condi
 def evicted(reason: str, message: str) -> ConditionValue:
     """Evicted=True, as `evict.Evict` writes it."""
     return ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE])
+
+
+def slice_replaced(new_uid: str, new_job_uid: str) -> ConditionValue:
+    """Finished=True on a workload slice once the slice replacing it is admitted
+    (`Scheduler.replaceWorkloadSlice`)."""
+    message = constants.MSG_SLICE_AGGREGATED.format(uid=new_uid, job_uid=new_job_uid)
+    return ConditionValue(_W.FINISHED, "True", constants.FinishedReason.WORKLOAD_SLICE_REPLACED, message)
 
 
 def requeued(reason: str, message: str) -> ConditionValue:

@@ -30,9 +30,12 @@ soon as an event calls for it (upstream batches for 1 s; the worker may batch ev
 ``result = core.schedule(now)`` runs one cycle and returns a ``CycleResult`` whose ``decisions`` are
 values, in the order they were taken:
 
-* ``Admit(key, uid, cluster_queue, admission, conditions)``: server-side-apply ``status.admission``
-  (the exact JSON) and ``conditions``. The reservation is already *assumed* in the cache; if the
-  write fails call ``core.admission_failed(key, now)`` (ignore NotFound: the delete event follows).
+* ``Admit(key, uid, cluster_queue, admission, conditions, replaces)``: server-side-apply
+  ``status.admission`` (the exact JSON) and ``conditions``. The reservation is already *assumed* in
+  the cache; if the write fails call ``core.admission_failed(key, now)`` (ignore NotFound: the
+  delete event follows). ``replaces`` (elastic Jobs) is the workload slice this one replaces: once
+  the write succeeded, patch its ``conditions`` (Finished=True, ``WorkloadSliceReplaced``), emit a
+  Normal event with that reason and count ``kueue_replaced_workload_slices_total``.
 * ``Preempt(preemptor_key, cluster_queue, targets)``: for each ``Victim`` patch the Evicted and
   Preempted conditions (``victim.conditions``) on ``victim.key``.
 * ``Pending(key, uid, cluster_queue, reason, message, conditions)``: patch QuotaReserved=False /
@@ -56,6 +59,9 @@ the queues' state (stopPolicy and activity, see `queue_state.py`); these come fi
 * ``Requeue(key, uid, cluster_queue, reason, message, conditions)``: a workload parked with
   Requeued=False because its queue was stopped, once the queue runs again
   (``LocalQueueRestarted`` / ``ClusterQueueRestarted``). Patch ``conditions`` (Requeued=True).
+* ``Migrate(key, uid, cluster_queue, reason, message, conditions)`` (ConcurrentAdmission): the
+  admitted variant of a parent whose more preferred variant now fits is evicted, reason
+  ``FlavorMigration``. Write it like ``Evict``; the variant controller then moves the parent.
 * ``QueueBlocked(key, uid, cluster_queue, reason, message, conditions)``: a pending workload behind
   a stopped LocalQueue (``LocalQueue <lq> is inactive``) or an inactive ClusterQueue
   (``ClusterQueue <cq> is inactive``), reason ``Suspended``. Patch ``conditions`` like ``Pending``,
@@ -108,9 +114,11 @@ __all__ = [
     "CycleResult",
     "Decision",
     "Evict",
+    "Migrate",
     "Pending",
     "Preempt",
     "QueueBlocked",
+    "ReplacedSlice",
     "Requeue",
     "SchedulerConfig",
     "StatusDecision",
@@ -133,6 +141,21 @@ class SchedulerConfig:
     # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap: recompute a workload whose
     # preemption targets overlap an earlier one's in the cycle (else it is skipped).
     recompute_on_overlap: bool = True
+    # Feature gate ConcurrentAdmission: variants keep to their flavor, wait behind closed preemption
+    # gates, and migrate their parent to a more preferred flavor.
+    concurrent_admission: bool = False
+    # Feature gate ElasticJobsViaWorkloadSlices: a slice replacing an admitted one takes its quota over.
+    elastic_jobs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacedSlice:
+    """The workload slice an admitted slice replaces, and the Finished condition it gets."""
+
+    key: WorkloadKey
+    uid: str
+    cluster_queue: str
+    conditions: tuple[ConditionValue, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +165,7 @@ class Admit:
     cluster_queue: str
     admission: Mapping[str, Any]
     conditions: tuple[ConditionValue, ...]
+    replaces: ReplacedSlice | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +208,11 @@ class Evict(StatusDecision):
 
 
 @dataclass(frozen=True, slots=True)
+class Migrate(StatusDecision):
+    """Evict an admitted variant because a more preferred sibling fits (`issueMigration`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class UnsetReservation(StatusDecision):
     """Cancel the quota reservation of a not yet admitted workload whose queue is stopped."""
 
@@ -198,7 +227,7 @@ class QueueBlocked(StatusDecision):
     """A pending workload's queue blocks it (stopped LocalQueue, inactive ClusterQueue)."""
 
 
-Decision = Admit | Preempt | Pending | Evict | UnsetReservation | Requeue | QueueBlocked
+Decision = Admit | Preempt | Pending | Evict | Migrate | UnsetReservation | Requeue | QueueBlocked
 
 
 @dataclass(slots=True)
@@ -228,6 +257,10 @@ class CycleResult:
         return [d for d in self.decisions if isinstance(d, Evict)]
 
     @property
+    def migrated(self) -> list[Migrate]:
+        return [d for d in self.decisions if isinstance(d, Migrate)]
+
+    @property
     def unreserved(self) -> list[UnsetReservation]:
         return [d for d in self.decisions if isinstance(d, UnsetReservation)]
 
@@ -251,6 +284,9 @@ class _Entry:
     reason: str = ""
     requeue_reason: RequeueReason = RequeueReason.GENERIC
     keep_last: bool = True
+    # The admitted slice this one replaces, when it is a preemption target too (upstream keeps it
+    # in the targets until admission, so overlap and fit checks count it).
+    replaces: WorkloadInfo | None = None
 
 
 class AdmissionCore:
@@ -258,7 +294,7 @@ class AdmissionCore:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
-        self.cache = Cache()
+        self.cache = Cache(concurrent_admission=self.config.concurrent_admission)
         self.queues = QueueManager(self.cache.namespaces)
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
@@ -466,22 +502,34 @@ class AdmissionCore:
             return False
         return cq.allocatable_generation > last.cq_generation
 
+    def _replaced_slice(self, wl: WorkloadInfo, cq: ClusterQueueNode) -> WorkloadInfo | None:
+        """`ReplacedWorkloadSlice`: the admitted slice of the same namespace and ClusterQueue that
+        `wl` replaces, if any."""
+        if not self.config.elastic_jobs or not wl.replacement_for:
+            return None
+        old = cq.workloads.get(WorkloadKey(wl.replacement_for))
+        return old if old is not None and old.namespace == wl.namespace else None
+
     def _assign(self, wl: WorkloadInfo, cq: ClusterQueueNode, snap: Snapshot, preemptor: Preemptor, *, use_last: bool = True,
-                nominated: Mapping[str, Mapping[str, str]] | None = None) -> tuple[Assignment, list[Target]]:
+                nominated: Mapping[str, Mapping[str, str]] | None = None) -> tuple[Assignment, list[Target], WorkloadInfo | None]:
+        """`getInitialAssignments`: the assignment, its preemption targets and the replaced slice,
+        which is reported only with an assignment that fits or has targets (then it is one too)."""
         last = self._last.get(wl.key) if use_last else None
         if last is not None and self._outdated(last, cq):
             last = None
         oracle = Oracle(preemptor, snap)
+        replaced = self._replaced_slice(wl, cq)
         kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources,
-              "nominated": nominated}
+              "nominated": nominated, "concurrent_admission": self.config.concurrent_admission,
+              "replaces": replaced}
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
         if mode == Mode.FIT:
-            return full, []
+            return full, [], replaced
         if mode == Mode.PREEMPT:
             targets = preemptor.get_targets(wl, full, snap)
             if targets:
-                return full, targets
+                return full, targets, replaced
         if wl.can_be_partially_admitted:
 
             def fits(counts: list[int]) -> tuple[tuple[Assignment, list[Target]] | None, bool]:
@@ -497,11 +545,11 @@ class AdmissionCore:
 
             found = search_partial(wl, fits)
             if found is not None:
-                return found
-        return full, []
+                return (*found, replaced)
+        return full, [], None
 
-    def _record(self, e: _Entry, a: Assignment, targets: list[Target]) -> None:
-        e.assignment, e.targets, e.message = a, targets, a.message()
+    def _record(self, e: _Entry, a: Assignment, targets: list[Target], replaced: WorkloadInfo | None) -> None:
+        e.assignment, e.targets, e.replaces, e.message = a, targets, replaced, a.message()
         if a.last_state is not None:
             a.last_state.cycle = self.cycle
             self._last[e.wl.key] = a.last_state
@@ -531,8 +579,7 @@ class AdmissionCore:
             elif wl.resource_errors:
                 e.message, e.reason = f"resources validation failed: {wl.resource_errors}", PendingReason.MISCONFIGURED
             else:
-                a, targets = self._assign(wl, cq, snap, preemptor)
-                self._record(e, a, targets)
+                self._record(e, *self._assign(wl, cq, snap, preemptor))
                 entries.append(e)
                 continue
             inadmissible.append(e)
@@ -554,30 +601,35 @@ class AdmissionCore:
                 name = won or name
             yield by_cq.pop(name)
 
-    def _fits(self, snap: Snapshot, cq: ClusterQueueNode, usage: FRQuantities, preempted: Mapping[WorkloadKey, WorkloadInfo], targets: list[Target]) -> bool:
+    def _fits(self, snap: Snapshot, cq: ClusterQueueNode, usage: FRQuantities, preempted: Mapping[WorkloadKey, WorkloadInfo],
+              targets: list[WorkloadInfo]) -> bool:
         victims = dict(preempted)
-        victims.update((t.workload.key, t.workload) for t in targets)
+        victims.update((t.key, t) for t in targets)
         with snap.simulated_removal(victims.values()):
             return all(v <= resource_node.available(cq, fr) for fr, v in usage.items())
 
     def _process(self, e: _Entry, snap: Snapshot, preemptor: Preemptor, preempted: dict[WorkloadKey, WorkloadInfo], result: CycleResult, now: datetime) -> None:
         cq = snap.cluster_queues[e.cq_name]
         assert e.assignment is not None
+        variant = self.config.concurrent_admission and e.wl.is_variant
+        if variant and _admitted_sibling(e.wl, cq, more_favorable=True) is not None:
+            e.status, e.message, e.reason = "skipped", constants.MSG_MORE_FAVORABLE_VARIANT_ADMITTED, PendingReason.PENDING_EVALUATION
+            return
         usage = e.assignment.total_requests()
-        overlap = any(t.workload.key in preempted for t in e.targets)
+        overlap = any(t.key in preempted for t in _victims(e))
         recomputed = overlap and self.config.recompute_on_overlap
         if recomputed:
             # Recomputed from the first flavor, but only over the flavors first chosen (flavor stickiness).
             nominated = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
             with snap.simulated_removal(list(preempted.values())):
                 self._last.pop(e.wl.key, None)
-                a, targets = self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated)
-            self._record(e, a, targets)
-            if a.representative_mode() == Mode.FIT:
-                a.mode_override = Mode.DEFERRED_FIT
-            usage = a.total_requests()
-            overlap = any(t.workload.key in preempted for t in e.targets)
-        fits = self._fits(snap, cq, usage, preempted, e.targets)
+                self._record(e, *self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated))
+            assert e.assignment is not None
+            if e.assignment.representative_mode() == Mode.FIT:
+                e.assignment.mode_override = Mode.DEFERRED_FIT
+            usage = e.assignment.total_requests()
+            overlap = any(t.key in preempted for t in _victims(e))
+        fits = self._fits(snap, cq, usage, preempted, _victims(e))
         a = e.assignment
         mode = a.representative_mode()
         if recomputed:
@@ -591,6 +643,11 @@ class AdmissionCore:
             e.requeue_reason, e.reason = RequeueReason.PREEMPTION_NO_CANDIDATES, PendingReason.WAITING_FOR_QUOTA
             if cq.spec.preemption.reclaim_within_cohort != model.PreemptionPolicy.ANY:
                 snap.add_usage(cq, _to_reserve(a, cq))
+            return
+        if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
+            e.status, e.message, e.reason = "preemption_gated", constants.MSG_PREEMPTION_GATED, PendingReason.ADMISSION_GATED
+            e.requeue_reason = RequeueReason.PREEMPTION_GATED
+            self._last.pop(e.wl.key, None)
             return
         if mode == Mode.DEFERRED_FIT:
             e.message = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
@@ -607,7 +664,7 @@ class AdmissionCore:
             if mode == Mode.PREEMPT:
                 result.preemption_skips[e.cq_name] = result.preemption_skips.get(e.cq_name, 0) + 1
             return
-        preempted.update((t.workload.key, t.workload) for t in e.targets)
+        preempted.update((t.key, t) for t in _victims(e))
         snap.add_usage(cq, usage)
         if mode == Mode.PREEMPT:
             e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
@@ -617,6 +674,13 @@ class AdmissionCore:
             # Upstream writes this status and then blocks the scheduler until every admitted workload
             # is ready; here the entry goes back to the heap and is retried on the next event.
             e.status, e.message, e.reason = "skipped", constants.MSG_WAITING_FOR_PODS_READY, PendingReason.WAITING_FOR_PODS_READY
+            return
+        if variant and (sibling := _admitted_sibling(e.wl, cq, more_favorable=False)) is not None:
+            if not _migration_allowed(e, cq):
+                e.reason = PendingReason.PENDING_EVALUATION
+                return
+            e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
+            self._issue_migration(e, sibling, result)
             return
         self._admit(e, cq, result, now)
 
@@ -636,11 +700,25 @@ class AdmissionCore:
         self._last.pop(e.wl.key, None)
         self.queues.set_sticky(e.wl.key, e.cq_name)
 
+    def _issue_migration(self, e: _Entry, victim: WorkloadInfo, result: CycleResult) -> None:
+        """Evict the admitted, less preferred sibling; `e` waits for it like a preemptor."""
+        if not (victim.is_evicted or victim.key in self._evicting):
+            msg = constants.MSG_FLAVOR_MIGRATION.format(uid=e.wl.uid)
+            reason = constants.EvictionReason.FLAVOR_MIGRATION
+            result.decisions.append(Migrate(victim.key, victim.uid, victim.admission_cluster_queue, reason, msg,
+                                            (conditions.evicted(reason, msg),)))
+            self._evicting.add(victim.key)
+        self._last.pop(e.wl.key, None)
+        e.requeue_reason = RequeueReason.PENDING_MIGRATION
+        e.message += ". Pending the migration of 1 workload(s)"
+        self.queues.set_sticky(e.wl.key, e.cq_name)
+
     def _admit(self, e: _Entry, cq: ClusterQueueNode, result: CycleResult, now: datetime) -> None:
         assert e.assignment is not None
         assignments = e.assignment.pod_set_assignments()
         conds: list[ConditionValue] = [conditions.quota_reserved_condition(e.cq_name)]
-        for ctype in (constants.WorkloadCondition.EVICTED, constants.WorkloadCondition.PREEMPTED):
+        for ctype in (constants.WorkloadCondition.EVICTED, constants.WorkloadCondition.PREEMPTED,
+                      constants.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
             c = e.wl.conditions.get(ctype)
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
@@ -658,7 +736,11 @@ class AdmissionCore:
         self._last.pop(e.wl.key, None)
         self._assumed_from[e.wl.key] = e.wl
         e.status = "assumed"
-        result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds)))
+        replaces = None
+        if e.replaces is not None:
+            old = e.replaces
+            replaces = ReplacedSlice(old.key, old.uid, old.admission_cluster_queue, (conditions.slice_replaced(e.wl.uid, e.wl.job_uid),))
+        result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds), replaces))
 
     def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:
         if e.status and e.requeue_reason == RequeueReason.GENERIC:
@@ -666,7 +748,48 @@ class AdmissionCore:
         last = self._last.get(e.wl.key)
         self.queues.requeue(e.wl.key, e.cq_name, e.requeue_reason, now, untried_flavors=last is not None and last.has_untried())
         reason = e.reason or PendingReason.PENDING_EVALUATION
-        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conditions.pending_conditions(reason, e.message)))
+        conds: tuple[ConditionValue, ...] = conditions.pending_conditions(reason, e.message)
+        if e.status == "preemption_gated":
+            conds = (*conds, conditions.blocked_on_preemption_gates(e.message))
+        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conds))
+
+
+def _admitted_sibling(wl: WorkloadInfo, cq: ClusterQueueNode, *, more_favorable: bool) -> WorkloadInfo | None:
+    """An admitted variant of the same parent on a more (or less) preferred flavor, preference being
+    the flavor order of the first resource group (`findAdmittedMoreFavorableSibling`,
+    `findAdmittedLessFavorableSibling`); workloads are looked at in key order."""
+    if not wl.parent_uid or not cq.spec.resource_groups:
+        return None
+    order = cq.spec.resource_groups[0].flavor_names
+    if wl.variant_flavor not in order:
+        return None
+    mine = order.index(wl.variant_flavor)
+    for key in sorted(cq.workloads):
+        other = cq.workloads[key]
+        if other.uid == wl.uid or other.parent_uid != wl.parent_uid or not other.is_admitted or other.variant_flavor not in order:
+            continue
+        theirs = order.index(other.variant_flavor)
+        if (theirs < mine) if more_favorable else (theirs > mine):
+            return other
+    return None
+
+
+def _migration_allowed(e: _Entry, cq: ClusterQueueNode) -> bool:
+    """The target flavor is not below the policy's lastAcceptableFlavorName (`isMigrationAllowed`)."""
+    policy = cq.spec.concurrent_admission
+    if policy is None or policy.last_acceptable_flavor is None:
+        return True
+    order = cq.spec.resource_groups[0].flavor_names
+    last = order.index(policy.last_acceptable_flavor) if policy.last_acceptable_flavor in order else -1
+    if order.index(e.wl.variant_flavor) > last:
+        e.message = constants.MSG_BELOW_LAST_ACCEPTABLE_FLAVOR
+        return False
+    return True
+
+
+def _victims(e: _Entry) -> list[WorkloadInfo]:
+    """The workloads whose quota `e` counts on: its preemption targets and the slice it replaces."""
+    return [t.workload for t in e.targets] + ([e.replaces] if e.replaces is not None else [])
 
 
 def _usage_lookup(usage: Mapping[WorkloadKey, FRQuantities]) -> Callable[[WorkloadInfo], FRQuantities]:

@@ -1,9 +1,12 @@
 """Flavor assignment: pick a ResourceFlavor per requested resource of each podSet.
 
 Mirrors `pkg/scheduler/flavorassigner/{flavorassigner,podset_reducer}.go` (upstream commit
-ff69552e79), without TAS and workload slices. Modes are ordered (NoFit < Preempt < DeferredFit <
-Fit); the preemption oracle is a one-method Protocol, so this module never imports preemption.
-Messages accumulate the reasons of every flavor tried and are sorted, so output is deterministic.
+ff69552e79), without TAS. Modes are ordered (NoFit < Preempt < DeferredFit < Fit); the preemption
+oracle is a one-method Protocol, so this module never imports preemption. Messages accumulate the
+reasons of every flavor tried and are sorted, so output is deterministic.
+
+A workload slice that replaces an admitted one (elastic Jobs, upstream v0.19.2) keeps the old
+slice's flavors and asks only for what it adds: the old slice's quota counts as its own.
 """
 
 from __future__ import annotations
@@ -180,13 +183,14 @@ class Assignment:
     def to_api(self) -> list[dict[str, Any]]:
         return [psa.to_api() for psa in self.pod_set_assignments()]
 
-    def _append(self, ps: PodSetResult) -> None:
+    def _append(self, ps: PodSetResult, held: Mapping[str, int]) -> None:
+        """Add a podSet's result; its usage leaves out `held`, what a replaced slice already holds."""
         self.pod_sets.append(ps)
         tried: dict[str, int] = {}
         for res, fa in ps.flavors.items():
             self.borrowing = max(self.borrowing, fa.borrow)
             fr = FlavorResource(fa.name, res)
-            self.usage[fr] = self.usage.get(fr, 0) + ps.requests.get(res, 0)
+            self.usage[fr] = self.usage.get(fr, 0) + ps.requests.get(res, 0) - held.get(res, 0)
             tried[res] = fa.tried_flavor_idx
         if self.last_state is not None:
             self.last_state.last_tried.append(tried)
@@ -230,7 +234,7 @@ def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) 
 
 
 class _Assigner:
-    __slots__ = ("cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "nominated", "oracle", "wl")
+    __slots__ = ("allowed", "cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "nominated", "oracle", "replaced", "wl")
 
     def __init__(
         self,
@@ -243,10 +247,19 @@ class _Assigner:
         last: LastAssignment | None,
         ignore_undeclared: bool,
         nominated: Mapping[str, Mapping[str, str]] | None = None,
+        concurrent_admission: bool = False,
+        replaces: WorkloadInfo | None = None,
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
         self.fair_sharing, self.last, self.ignore_undeclared = fair_sharing, last, ignore_undeclared
         self.nominated = nominated
+        # With the ConcurrentAdmission gate a variant only tries the flavors its annotation allows.
+        self.allowed = frozenset(wl.allowed_flavors) if concurrent_admission and wl.allowed_flavors is not None else None
+        # podSet name -> (flavor per resource, quota held per resource) of the replaced slice.
+        self.replaced: dict[str, tuple[Mapping[str, str], Mapping[str, int]]] | None = None
+        if replaces is not None:
+            self.replaced = {psa.name: (psa.flavors, held)
+                             for psa, held in zip(replaces.assignments, replaces.admitted_requests(), strict=True)}
 
     def _can_preempt_while_borrowing(self) -> bool:
         pre = self.cq.spec.preemption
@@ -299,6 +312,9 @@ class _Assigner:
                 # A recomputation keeps the flavors of the first assignment (`NominationMapping`).
                 reasons.append(f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}")
                 continue
+            if self.allowed is not None and fname not in self.allowed:
+                reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
+                continue
             why = _check_flavor(self.flavors.get(fname), fname, ps)
             if why is not None:
                 reasons.append(why)
@@ -308,6 +324,16 @@ class _Assigner:
             rep = _BEST
             no_fit_reason = ""
             for rname, val in covered:
+                if self.replaced is not None:
+                    # A replacement slice stays on the replaced slice's flavor and asks for the delta.
+                    old_flavors, old_held = self.replaced.get(ps.name, ({}, {}))
+                    original = old_flavors.get(rname, "")
+                    if original != fname:
+                        reasons.append(f"could not assign {fname} flavor since the original workload is assigned: {original}")
+                        no_fit_reason = _most_severe(no_fit_reason, PendingReason.NO_MATCHING_FLAVOR)
+                        rep = _WORST
+                    else:
+                        val -= old_held.get(rname, 0)
                 fr = FlavorResource(fname, rname)
                 pmode, borrow, msg, nf = self._fits_quota(fr, assigned.get(fr, 0), val)
                 if msg is not None:
@@ -359,7 +385,7 @@ class _Assigner:
                 reasons.extend(why)
             result.flavors = {r: fa for r, fa in (group or {}).items() if r in req}
             result.reasons = reasons
-            a._append(result)
+            a._append(result, self.replaced.get(ps.name, ({}, {}))[1] if self.replaced is not None else {})
             if req and not result.flavors:
                 _resolve_no_fit_reason(a, spec.resource_groups)
                 return a
@@ -423,11 +449,15 @@ def assign_flavors(
     last: LastAssignment | None = None,
     ignore_undeclared: bool = False,
     nominated: Mapping[str, Mapping[str, str]] | None = None,
+    concurrent_admission: bool = False,
+    replaces: WorkloadInfo | None = None,
 ) -> Assignment:
     """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
-    `nominated` (podSet -> resource -> flavor) only those flavors are considered."""
+    `nominated` (podSet -> resource -> flavor) only those flavors are considered, with
+    `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists, and
+    with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth."""
     return _Assigner(wl, cq, flavors, oracle, fair_sharing=fair_sharing, last=last, ignore_undeclared=ignore_undeclared,
-                     nominated=nominated).assign(counts)
+                     nominated=nominated, concurrent_admission=concurrent_admission, replaces=replaces).assign(counts)
 
 
 R = TypeVar("R")

@@ -21,9 +21,11 @@ __all__ = [
     "BorrowWithinCohort",
     "ClusterQueueSpec",
     "CohortSpec",
+    "ConcurrentAdmissionPolicy",
     "FlavorFungibility",
     "FlavorQuotas",
     "LocalQueueSpec",
+    "MigrationMode",
     "PreemptionPolicy",
     "QueueingStrategy",
     "ResourceFlavorSpec",
@@ -47,6 +49,28 @@ class StopPolicy(StrEnum):
     NONE = "None"
     HOLD = "Hold"
     HOLD_AND_DRAIN = "HoldAndDrain"
+
+
+class MigrationMode(StrEnum):
+    TRY_PREFERRED_FLAVORS = "TryPreferredFlavors"
+    RETAIN_FIRST_ADMISSION = "RetainFirstAdmission"
+
+
+@dataclass(frozen=True, slots=True)
+class ConcurrentAdmissionPolicy:
+    """`spec.concurrentAdmissionPolicy`; an empty mode means TryPreferredFlavors (`migrationMode`)."""
+
+    mode: MigrationMode = MigrationMode.TRY_PREFERRED_FLAVORS
+    last_acceptable_flavor: str | None = None
+
+
+def _parse_concurrent_admission(raw: object) -> ConcurrentAdmissionPolicy | None:
+    if not isinstance(raw, dict):
+        return None
+    migration = raw.get("migration") or {}
+    last = (migration.get("constraints") or {}).get("lastAcceptableFlavorName")
+    return ConcurrentAdmissionPolicy(MigrationMode(migration.get("mode") or MigrationMode.TRY_PREFERRED_FLAVORS),
+                                     None if last is None else str(last))
 
 
 class PreemptionPolicy(StrEnum):
@@ -174,14 +198,17 @@ class ClusterQueueSpec:
     deleting: bool = False
     quotas: Mapping[FlavorResource, ResourceQuota] = field(default_factory=dict)
     resource_to_group: Mapping[str, int] = field(default_factory=dict)
+    # Set only with the ConcurrentAdmission feature gate on: its Workloads are parents of variants.
+    concurrent_admission: ConcurrentAdmissionPolicy | None = None
 
     def flavor_names(self) -> tuple[str, ...]:
         """Every flavor named in the resource groups, in spec order."""
         return tuple(f for rg in self.resource_groups for f in rg.flavor_names)
 
 
-def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
-    """ClusterQueue from its v1beta2 JSON object."""
+def parse_cluster_queue(obj: Mapping[str, Any], *, concurrent_admission: bool = False) -> ClusterQueueSpec:
+    """ClusterQueue from its v1beta2 JSON object; `concurrent_admission` is the feature gate, without
+    which the policy is ignored (upstream copies it into its caches only with the gate on)."""
     meta = obj["metadata"]
     spec = obj.get("spec") or {}
     groups = _parse_groups(spec.get("resourceGroups"))
@@ -216,6 +243,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueSpec:
         deleting=bool(meta.get("deletionTimestamp")),
         quotas=_quotas(groups),
         resource_to_group={r: i for i, rg in enumerate(groups) for r in rg.covered_resources},
+        concurrent_admission=_parse_concurrent_admission(spec.get("concurrentAdmissionPolicy")) if concurrent_admission else None,
     )
 
 

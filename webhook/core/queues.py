@@ -6,6 +6,9 @@ an `inadmissible` map; at most one workload per ClusterQueue is in flight during
 Flushing inadmissible workloads back to the heap is requested by the caller (the facade in
 `cycle.py` knows the cohort tree); upstream batches those requests for 1 s, which is the worker's
 business, not the core's.
+
+With ConcurrentAdmission, a ClusterQueue with a concurrentAdmissionPolicy never queues its parent
+Workloads, only their variants (`IsConcurrentAdmissionParentWithoutLock`, `AddFromLocalQueue`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from webhook.core.workload import WorkloadInfo, WorkloadKey
 __all__ = ["Head", "QueueManager"]
 
 _IMMEDIATE_BEST_EFFORT = frozenset(
-    {RequeueReason.FAILED_AFTER_NOMINATION, RequeueReason.PENDING_PREEMPTION, RequeueReason.PREEMPTION_FAILED}
+    {RequeueReason.FAILED_AFTER_NOMINATION, RequeueReason.PENDING_PREEMPTION, RequeueReason.PENDING_MIGRATION,
+     RequeueReason.PREEMPTION_FAILED}
 )
 
 
@@ -104,6 +108,10 @@ class QueueManager:
         labels = self._namespaces.get(namespace)
         return sel is not None and labels is not None and sel.matches(labels)
 
+    @staticmethod
+    def _is_parent(cq: _ClusterQueueQueue | None, wl: WorkloadInfo) -> bool:
+        return cq is not None and cq.spec.concurrent_admission is not None and not wl.is_variant
+
     def _park(self, cq: _ClusterQueueQueue, wl: WorkloadInfo) -> None:
         cq.in_heap.pop(wl.key, None)
         cq.inadmissible[wl.key] = wl
@@ -143,7 +151,7 @@ class QueueManager:
         self.pending[wl.key] = wl
         self._by_queue.setdefault(f"{wl.namespace}/{wl.queue_name}", set()).add(wl.key)
         lq, cq = self._cq_of(wl)
-        if lq is None:
+        if lq is None or self._is_parent(cq, wl):
             return
         lq.items.add(wl.key)
         if cq is not None:
@@ -177,7 +185,10 @@ class QueueManager:
         for lq in self.local_queues.values():
             if lq.spec.cluster_queue == spec.name:
                 for key in sorted(lq.items):
-                    self._push_or_update(cq, self.pending[key], now)
+                    if self._is_parent(cq, self.pending[key]):
+                        lq.items.discard(key)
+                    else:
+                        self._push_or_update(cq, self.pending[key], now)
 
     def set_cluster_queue_active(self, name: str, active: bool) -> None:
         cq = self.cluster_queues.get(name)
@@ -200,6 +211,8 @@ class QueueManager:
         self.local_queues[spec.key] = lq
         cq = self.cluster_queues.get(spec.cluster_queue)
         for key in sorted(self._by_queue.get(spec.key, ())):
+            if self._is_parent(cq, self.pending[key]):
+                continue
             lq.items.add(key)
             if cq is not None:
                 self._push_or_update(cq, self.pending[key], now)
@@ -339,4 +352,5 @@ def _same_for_queueing(old: WorkloadInfo, new: WorkloadInfo) -> bool:
         and old.conditions.get("Evicted") == new.conditions.get("Evicted")
         and old.conditions.get("Requeued") == new.conditions.get("Requeued")
         and old.requeue_at == new.requeue_at
+        and old.closed_preemption_gate == new.closed_preemption_gate
     )

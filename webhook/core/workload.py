@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple, NewType
 
 from webhook.api import constants, quantity, selector
+from webhook.core import concurrent_admission
 from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities, format_quantity
 
 __all__ = [
@@ -183,6 +184,15 @@ class WorkloadInfo:
     resource_errors: str = ""
     # waitForPodsReady.requeuingStrategy.timestamp: Eviction (True) or Creation (False).
     requeue_by_eviction: bool = True
+    # ConcurrentAdmission: the owning parent Workload's name and UID ("" unless a variant), the
+    # flavors the annotation allows (None: all), and whether a preemption gate is still closed.
+    parent_name: str = ""
+    parent_uid: str = ""
+    allowed_flavors: tuple[str, ...] | None = None
+    closed_preemption_gate: bool = False
+    # `namespace/name` of the workload slice this one replaces (annotation
+    # `kueue.x-k8s.io/workload-slice-replacement-for`); "" when it replaces none.
+    replacement_for: str = ""
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -208,6 +218,15 @@ class WorkloadInfo:
     @property
     def pods_ready(self) -> bool:
         return self.condition_true(constants.WorkloadCondition.PODS_READY)
+
+    @property
+    def is_variant(self) -> bool:
+        return self.parent_name != ""
+
+    @property
+    def variant_flavor(self) -> str:
+        """The one flavor a variant pursues (`GetVariantFlavor`)."""
+        return self.allowed_flavors[0] if self.allowed_flavors else ""
 
     @property
     def is_on_hold(self) -> bool:
@@ -269,26 +288,35 @@ class WorkloadInfo:
             out.append({r: min(v * n, UNLIMITED) for r, v in ps.requests.items()})
         return out
 
-    def usage(self) -> FRQuantities:
-        """Quota held, from status.admission scaled down by reclaimablePods.
+    def admitted_requests(self) -> list[dict[str, int]]:
+        """Per podSetAssignment, the quota it holds per resource, from status.admission scaled
+        down by reclaimablePods.
 
         As upstream's `totalRequestsFromAdmission`: the pods still needed are the podSet's count
         minus its reclaimable pods; only when that is below the admitted count is the usage scaled,
         per pod first (integer division) and then by the pods still needed. A partially admitted
         podSet keeps its usage until more pods are reclaimable than were left out.
         """
-        out: FRQuantities = {}
+        out = []
         sizes = {ps.name: ps.count for ps in self.pod_sets}
         for psa in self.assignments:
             admitted = psa.count or sizes.get(psa.name, 0)
             size = sizes.get(psa.name, admitted)
             needed = size - min(self.reclaimable.get(psa.name, 0), size)
-            for res, flavor in psa.flavors.items():
+            held = {}
+            for res in psa.flavors:
                 v = psa.resource_usage.get(res, 0)
-                if needed < admitted:
-                    v = v // admitted * needed
+                held[res] = v // admitted * needed if needed < admitted else v
+            out.append(held)
+        return out
+
+    def usage(self) -> FRQuantities:
+        """Quota held per flavor and resource (`admitted_requests` summed)."""
+        out: FRQuantities = {}
+        for psa, held in zip(self.assignments, self.admitted_requests(), strict=True):
+            for res, v in held.items():
                 if v:
-                    fr = FlavorResource(flavor, res)
+                    fr = FlavorResource(psa.flavors[res], res)
                     out[fr] = out.get(fr, 0) + v
         return out
 
@@ -382,4 +410,9 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
         resource_errors=_resource_errors(spec.get("podSets") or ()),
         requeue_by_eviction=requeue_by_eviction,
+        parent_name=concurrent_admission.parent_name(obj),
+        parent_uid=concurrent_admission.parent_uid(obj),
+        allowed_flavors=concurrent_admission.allowed_flavors(obj),
+        closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
+        replacement_for=str(annotations.get(constants.WORKLOAD_SLICE_REPLACEMENT_FOR) or ""),
     )

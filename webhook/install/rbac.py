@@ -91,6 +91,8 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
     Access(_K, ("localqueues", "workloadpriorityclasses"), ("list", "watch"), LOOKUPS,
            "default LocalQueue and default WorkloadPriorityClass exist?"),
+    Access(_K, ("clusterqueues",), ("list", "watch"), LOOKUPS,
+           "submit-time warnings: the ClusterQueue's namespaceSelector and quotas"),
     *_owner_access(),
     # -- internal certificate management -----------------------------------------------------------
     Access("", ("secrets",), ("get", "update"), CERT_MANAGER, "read and rotate the shared serving certificate",

@@ -14,6 +14,8 @@ Threads (all daemons; the process exits when leadership ends):
   requeue backoff and deactivation (`reconcilers.workload`).
 * Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
+* Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
+  `reconcilers.concurrent_admission`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (§6.4).
@@ -42,9 +44,11 @@ from webhook.core.cycle import (
     Admit,
     CycleResult,
     Evict,
+    Migrate,
     Pending,
     Preempt,
     QueueBlocked,
+    ReplacedSlice,
     Requeue,
     SchedulerConfig,
     UnsetReservation,
@@ -52,6 +56,7 @@ from webhook.core.cycle import (
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker.reconcilers import pod as pods
+from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
@@ -106,6 +111,7 @@ class StatusWrite:
     path: str
     mutate: Callable[[dict[str, Any], Mapping[str, Any]], None]
     on_failure: Callable[[], None] | None = None
+    on_success: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,10 +147,14 @@ class Manager:
         block = wfpr is not None and wfpr.block_admission
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
         recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
+        concurrent = config.feature_enabled("ConcurrentAdmission")
+        elastic = config.feature_enabled("ElasticJobsViaWorkloadSlices")
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
-                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
-            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute)
+                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent,
+                            elastic_jobs=elastic)
+            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
+                                       concurrent_admission=concurrent, elastic_jobs=elastic)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
@@ -157,6 +167,9 @@ class Manager:
         self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
+        # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
+        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled("ShortWorkloadNames")) \
+            if concurrent else None
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         self._synced: set[str] = set()
@@ -212,6 +225,11 @@ class Manager:
                 return  # older than what a writer already stored
         if etype != "DELETED":
             self._admission_check_side_effects(kind, obj, old_queue)
+        if self.variants is not None:
+            if kind == "workloads":
+                self.variants.on_workload(obj)
+            elif kind == "clusterqueues" and etype != "DELETED":
+                self.variants.on_cluster_queue(old_queue, obj)
         if kind == "workloads":
             self._observe_workload(etype, obj)
         if self.pods is not None:
@@ -381,6 +399,8 @@ class Manager:
                 self.workloads.start()
                 if self.pods is not None:
                     self.pods.start()
+                if self.variants is not None:
+                    self.variants.start()
                 log.info("caches synced, scheduling", extra={
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})
@@ -412,6 +432,8 @@ class Manager:
                 self._pending(d, now)
             elif isinstance(d, Evict):
                 self._evict(d, now)
+            elif isinstance(d, Migrate):
+                self._evict(d, now, controller=ADMISSION_CONTROLLER)
             elif isinstance(d, UnsetReservation):
                 self._unset_reservation(d, now)
             elif isinstance(d, Requeue):
@@ -432,9 +454,11 @@ class Manager:
         def failed() -> None:
             self._core_q.put(("admission_failed", "", key))
 
+        replaced = d.replaces
+        succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
         self._admitting.add(key)
         log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed), first=True)
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
         self.reporter.admitted_in_cohort(self.core, d, wl)
@@ -447,6 +471,35 @@ class Manager:
             if any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
                 self.recorder.emit(wl, "Normal", "Admitted",
                                    f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
+
+    def _replace_slice(self, old: ReplacedSlice, new_key: str, now: datetime) -> None:
+        """`replaceWorkloadSlice`, once the new slice's admission is written: the old slice is
+        finished (its quota leaves the cache with that event), an event and the metric record it.
+        A failed write is left to the Job reconciler, which finishes a replaced slice too."""
+        key = str(old.key)
+        conds = [cv.to_api(now) for cv in old.conditions]
+        wl = self.store.get("workloads", key)
+        if wl is None or is_true(wl, c.WorkloadCondition.FINISHED):
+            return
+
+        finished_here = [False]  # by the last attempt of the write
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            finished_here[0] = (find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
+            if not finished_here[0]:
+                return  # finished meanwhile (e.g. by the Job reconciler): nothing to record
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        def replaced() -> None:
+            if not finished_here[0]:
+                return
+            self.reporter.replaced_slice(old.cluster_queue)
+            self.recorder.emit(wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER)
+
+        log.info("workload slice replaced", extra={"object": key, "kind": "Workload", "decision": "Replaced",
+                                                   "replacement": new_key, "cluster_queue": old.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True)
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
         self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
@@ -472,9 +525,10 @@ class Manager:
 
         return failed
 
-    def _evict(self, d: Evict, now: datetime) -> None:
-        """Evicted=True on an admitted workload of a HoldAndDrain queue; the Job reconciler stops the
-        Job and then clears the admission (Requeued=False with the same reason)."""
+    def _evict(self, d: Evict | Migrate, now: datetime, *, controller: str = WORKLOAD_CONTROLLER) -> None:
+        """Evicted=True on an admitted workload of a HoldAndDrain queue, or on a variant whose parent
+        migrates; the Job reconciler (the variant controller for a variant) then clears the admission.
+        As `prepareForEviction`: checks back to Pending, BlockedOnPreemptionGates off, gates closed."""
         key = str(d.key)
         conds = [cv.to_api(now) for cv in d.conditions]
 
@@ -483,14 +537,19 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
+            if is_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+                set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
+                                       "reason": d.reason, "message": d.message}, now, _gen(obj))
+            for gate in status.get("preemptionGates") or ():
+                gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": "Evict", "reason": d.reason,
+        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": type(d).__name__, "reason": d.reason,
                                     "cluster_queue": d.cluster_queue})
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl, now)
         if wl is not None:
-            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, WORKLOAD_CONTROLLER)
+            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, controller)
 
     def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
         key = str(d.key)
@@ -592,12 +651,17 @@ class Manager:
                 item.mutate(status, obj)
 
         try:
-            update_status(self.kube, self.store, first.kind, first.path, mutate)
+            written = update_status(self.kube, self.store, first.kind, first.path, mutate)
         except k.KubeError as exc:
             log.warning("status write failed", extra={"object": key, "error": str(exc)})
             for item in items:
                 if item.on_failure is not None:
                     item.on_failure()
+            return
+        if written is not None:
+            for item in items:
+                if item.on_success is not None:
+                    item.on_success()
 
     # == queue status and resource-in-use finalizers ============================================
     def _publish_queue_status(self, now: datetime) -> None:

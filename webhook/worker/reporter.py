@@ -27,8 +27,8 @@ from prometheus_client import Gauge
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.config import Configuration
-from webhook.core import fair_sharing
-from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Pending, Preempt
+from webhook.core import concurrent_admission, fair_sharing
+from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 from webhook.worker.status import find_condition
@@ -139,6 +139,7 @@ _CLUSTER_QUEUE_SERIES = (
     m.PODS_READY_TO_EVICTED_TIME, m.ADMITTED_WORKLOADS, m.ADMISSION_WAIT_TIME, m.ADMISSION_CHECKS_WAIT_TIME,
     m.READY_WAIT_TIME, m.ADMITTED_UNTIL_READY_WAIT_TIME, m.EVICTED_WORKLOADS, m.EVICTED_WORKLOADS_ONCE,
     m.PREEMPTION_TARGET_RECOMPUTATIONS, m.WORKLOAD_EVICTION_LATENCY, m.POD_SCHEDULING_GATE_REMOVAL,
+    m.REPLACED_WORKLOAD_SLICES,
 )
 _LOCAL_QUEUE_SERIES = (
     m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS, m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME, m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
@@ -171,6 +172,7 @@ class MetricsReporter:
         self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
         self.cohorts = config.feature_enabled("MetricsForCohorts")
         self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
+        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         # (cluster_queue, cohort) -> share: the last reported, and those of deleted ClusterQueues, which
@@ -193,6 +195,11 @@ class MetricsReporter:
         self._preemption_skips.pop(name, None)
         m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
         self._deleted_cq_shares.update({labels: v for labels, v in self._cq_shares.items() if labels[0] == name})
+
+    def replaced_slice(self, cluster_queue: str) -> None:
+        """A workload slice was finished as replaced (`ReportReplacedWorkloadSlices`). Only a counter
+        moves, so a writer thread may call it once the slice's write succeeded."""
+        m.REPLACED_WORKLOAD_SLICES.labels(cluster_queue, ROLE).inc()
 
     def local_queue_deleted(self, namespace: str, name: str) -> None:
         """The LocalQueue's delete event, or its stop: both take it out of upstream's queue manager,
@@ -296,7 +303,7 @@ class MetricsReporter:
             m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
             self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)), now=now)
 
-    def drained(self, d: Evict, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
+    def drained(self, d: Evict | Migrate, wl: Mapping[str, Any] | None, now: datetime | None = None) -> None:
         self.evicted(str(d.key), d.cluster_queue, d.reason, wl, now=now)
 
     # == Workload update events (`workload_controller.go`'s Update handler) ========================
@@ -388,6 +395,8 @@ class MetricsReporter:
         unadmitted: dict[tuple[str, ...], float] = {}
         lq_unadmitted: dict[tuple[str, ...], float] = {}
         for wl in workloads:
+            if self.concurrent_admission and concurrent_admission.is_variant(wl):
+                continue  # its parent is the one counted (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`)
             meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
             key = f"{meta.get('namespace')}/{spec.get('queueName') or ''}"
             lq = cache.local_queues.get(key) if key in queued else None

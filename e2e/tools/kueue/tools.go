@@ -6,6 +6,7 @@ package tools
 
 import (
 	_ "sigs.k8s.io/kueue/cmd/kueue"
+	_ "sigs.k8s.io/kueue/cmd/kueuectl"
 	_ "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue"
 	_ "sigs.k8s.io/kueue/test/performance/scheduler/runner"
 )

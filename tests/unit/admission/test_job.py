@@ -87,6 +87,14 @@ class TestMutate:
         out = driver.mutate(MUTATE, make_job(labels={Q: "q"}, annotations={"kueue.x-k8s.io/elastic-job": "true"}))
         assert {"name": "kueue.x-k8s.io/elastic-job"} in out["spec"]["template"]["spec"]["schedulingGates"]
 
+    def test_elastic_annotation_is_inert_with_the_gate_off(self, make_driver: Any) -> None:
+        d = make_driver("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+                        "featureGates:\n  ElasticJobsViaWorkloadSlices: false\n")
+        job = make_job(labels={Q: "q"}, annotations={"kueue.x-k8s.io/elastic-job": "true",
+                                                     "kueue.x-k8s.io/job-min-parallelism": "1"}, parallelism=4, completions=4)
+        assert not d.mutate(MUTATE, job)["spec"]["template"]["spec"].get("schedulingGates")
+        assert d.denial(VALIDATE, job) is None
+
 
 CREATE_CASES = [
     pytest.param(make_job(labels={Q: "Bad_Name"}),

@@ -84,6 +84,14 @@ class QueueBuilder:
         self._o["spec"]["fairSharing"] = {"weight": w}
         return self
 
+    def concurrent_admission(self, mode: str = "TryPreferredFlavors", last_acceptable: str | None = None) -> QueueBuilder:
+        """spec.concurrentAdmissionPolicy (upstream `ConcurrentAdmissionPolicy`, `LastAcceptableFlavorName`)."""
+        migration: dict[str, Any] = {"mode": mode}
+        if last_acceptable is not None:
+            migration["constraints"] = {"lastAcceptableFlavorName": last_acceptable}
+        self._o["spec"]["concurrentAdmissionPolicy"] = {"migration": migration}
+        return self
+
     def stop(self, policy: str) -> QueueBuilder:
         self._o["spec"]["stopPolicy"] = policy
         return self
@@ -158,6 +166,20 @@ class WorkloadBuilder:
     def label(self, k: str, v: str) -> WorkloadBuilder:
         self._o["metadata"].setdefault("labels", {})[k] = v
         return self
+
+    def annotation(self, k: str, v: str) -> WorkloadBuilder:
+        self._o["metadata"].setdefault("annotations", {})[k] = v
+        return self
+
+    def owner(self, kind: str, name: str, uid: str, api_version: str = "kueue.x-k8s.io/v1beta2") -> WorkloadBuilder:
+        """A controller ownerReference (upstream `ControllerReference`)."""
+        self._o["metadata"].setdefault("ownerReferences", []).append(
+            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True, "blockOwnerDeletion": True})
+        return self
+
+    def variant_of(self, parent: str, parent_uid: str, *flavors: str) -> WorkloadBuilder:
+        """A ConcurrentAdmission variant: owned by Workload `parent`, allowed only `flavors`."""
+        return self.owner("Workload", parent, parent_uid).annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", ",".join(flavors))
 
     def podset(self, name: str = "main", count: int = 1, min_count: int | None = None, **requests: str) -> WorkloadBuilder:
         reqs = {("nvidia.com/gpu" if k == "gpu" else k): v for k, v in requests.items()}

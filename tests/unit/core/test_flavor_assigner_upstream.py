@@ -4,7 +4,7 @@ Ported from upstream `pkg/scheduler/flavorassigner/flavorassigner_test.go` (Test
 TestReclaimBeforePriorityPreemption, TestDeletedFlavors, TestHierarchical, TestIsPreferred,
 TestAssignment_TotalRequestsFor, TestIsNoFitDueToCapacityAndLimits, the quota-only cases of
 TestFlavorScanRecordsLastTriedFlavorIdx) and `podset_reducer_test.go` (TestSearch) at commit
-ff69552e79. Each case builds a cache from objects, snapshots it, adds the case's usage, and runs
+ff69552e79, plus TestAssignFlavorsWithAllowedFlavors (v0.19.2, ConcurrentAdmission). Each case builds a cache from objects, snapshots it, adds the case's usage, and runs
 the assigner with a scripted preemption oracle (like upstream's testOracle: any flavor-resource
 not scripted answers "Preempt, borrow 0"). Case ids are the upstream case names.
 """
@@ -63,6 +63,7 @@ def run(
     fair_sharing: bool = False,
     counts: Sequence[int] | None = None,
     deleted_flavors: Sequence[str] = (),
+    concurrent_admission: bool = False,
 ) -> Assignment:
     """Assign flavors to `wl` in `cq` of a snapshot built from `objs` plus `usage` per ClusterQueue.
 
@@ -81,7 +82,8 @@ def run(
     for name, u in (usage or {}).items():
         snap.add_usage(snap.cluster_queues[name], {FlavorResource(f, r): parse_amount(r, q) for (f, r), q in u.items()})
     flavors = {n: f for n, f in snap.resource_flavors.items() if n not in deleted_flavors}
-    return assign_flavors(parse_workload(wl), snap.cluster_queues[cq], flavors, ScriptedOracle(sim or {}), fair_sharing=fair_sharing, counts=counts)
+    return assign_flavors(parse_workload(wl), snap.cluster_queues[cq], flavors, ScriptedOracle(sim or {}), fair_sharing=fair_sharing, counts=counts,
+                          concurrent_admission=concurrent_admission)
 
 
 def max_msg(res: str, flavor: str, prev: str, req: str, cap: str) -> str:
@@ -1133,6 +1135,49 @@ def test_no_fit_reason(wl: dict[str, Any], objs: list[dict[str, Any]], usage: Us
     got = {f: r for ps in a.pod_sets for f, (_, r) in ps.attempts.items() if f in attempts}
     assert got == {f: attempts[f] for f in got}
     assert got, "no flavor upstream checks was tried"
+
+
+def test_no_fit_reason_flavor_not_allowed_by_annotations() -> None:
+    """Upstream case "flavor not allowed by annotations" (ConcurrentAdmission on): flavor-b is skipped
+    without an attempt, so NoFitReason comes from flavor-a alone, where preemption is possible."""
+    wl = make_wl("wl").podset("main", 1, cpu="1").annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor-a").obj()
+    a = run(wl, [*NOFIT_FLAVORS, NOFIT_CQ], cq="cq", usage={"cq": {("flavor-a", "cpu"): "4"}}, concurrent_admission=True)
+    assert a.no_fit_reason == ""
+    assert "flavor-b" not in a.pod_sets[0].attempts
+    assert "skipping flavor flavor-b due to WorkloadAllowedResourceFlavorAnnotation annotation" in a.pod_sets[0].reasons
+
+
+# -- TestAssignFlavorsWithAllowedFlavors --------------------------------------------------------
+
+ALLOWED_OBJS = [*(make_flavor(n).obj() for n in ("f1", "f2", "occupied")),
+                make_cq("cq").group(fq("f1", cpu="10"), fq("f2", cpu="10"), fq("occupied", cpu="1")).obj()]
+
+
+@pytest.mark.parametrize(
+    ("allowed", "flavor", "mode"),
+    [
+        pytest.param("f2", "f2", FIT, id="allow only f2"),
+        pytest.param("f1", "f1", FIT, id="allow only f1"),
+        pytest.param("occupied", "", NO_FIT, id="allow only the occupied flavor"),
+        pytest.param("f1,f2", "f1", FIT, id="allow f1 and f2"),
+        pytest.param(None, "f1", FIT, id="no constraints"),
+        pytest.param("non-existent", "", NO_FIT, id="allow non-existent"),
+    ],
+)
+def test_assign_flavors_with_allowed_flavors(allowed: str | None, flavor: str, mode: Mode) -> None:
+    b = make_wl("wl").podset("main", 1, cpu="2")
+    if allowed is not None:
+        b.annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", allowed)
+    a = run(b.obj(), ALLOWED_OBJS, cq="cq", concurrent_admission=True)
+    assert a.representative_mode() == mode
+    if mode == FIT:
+        assert a.pod_sets[0].flavors["cpu"].name == flavor
+
+
+def test_allowed_flavors_ignored_without_the_gate() -> None:
+    """Not an upstream case: with ConcurrentAdmission off the annotation restricts nothing."""
+    wl = make_wl("wl").podset("main", 1, cpu="2").annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "f2").obj()
+    assert run(wl, ALLOWED_OBJS, cq="cq").pod_sets[0].flavors["cpu"].name == "f1"
 
 
 def test_flavor_that_a_later_scan_skips_does_not_provide_the_resource() -> None:

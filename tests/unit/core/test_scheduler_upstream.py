@@ -30,7 +30,7 @@ from tests.unit.core.builders import (
 )
 from webhook.api import constants, quantity
 from webhook.core import AdmissionCore
-from webhook.core.cycle import Admit, CycleResult, Pending, Preempt
+from webhook.core.cycle import Admit, CycleResult, Migrate, Pending, Preempt
 from webhook.core.workload import WorkloadKey
 
 # Summary of one podSetAssignment: (podSet, {resource: flavor}, {resource: quantity}, count).
@@ -132,6 +132,10 @@ class Case:
     namespaces: Mapping[str, dict[str, str]] = field(default_factory=lambda: NAMESPACES)
     # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap (on by default).
     recompute_on_overlap: bool = True
+    # Feature gate ConcurrentAdmission (off by default).
+    concurrent_admission: bool = False
+    # Variants evicted for a flavor migration: key -> (Evicted reason, message).
+    migrated: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _norm(p: Mapping[str, Any]) -> PSA:
@@ -154,7 +158,7 @@ def cache_assignments(core: AdmissionCore) -> dict[str, tuple[str, list[PSA]]]:
 
 def run_case(c: Case) -> tuple[AdmissionCore, CycleResult]:
     core = make_core(*FLAVORS, *CLUSTER_QUEUES, *LOCAL_QUEUES, *c.objs, *c.workloads, namespaces=dict(c.namespaces), fair_sharing=c.fair_sharing,
-                     recompute_on_overlap=c.recompute_on_overlap)
+                     recompute_on_overlap=c.recompute_on_overlap, concurrent_admission=c.concurrent_admission)
     result = core.schedule(T0)
     if c.admission_error:
         for d in result.admitted:
@@ -186,6 +190,13 @@ def check(core: AdmissionCore, result: CycleResult, c: Case) -> None:
                 assert (ev.type, ev.status, ev.reason, ev.message) == ("Evicted", "True", "Preempted", pr.message)
                 got_victims[str(v.key)] = (pr.reason, pr.message)
     assert {k: (r, got_victims[k][1] if m is None and k in got_victims else m) for k, (r, m) in c.preempted.items()} == got_victims
+    got_migrated = {}
+    for d in result.decisions:
+        if isinstance(d, Migrate):
+            (ev,) = d.conditions
+            assert (ev.type, ev.status, ev.reason, ev.message) == ("Evicted", "True", d.reason, d.message)
+            got_migrated[str(d.key)] = (d.reason, d.message)
+    assert got_migrated == c.migrated
     assert core.queues.dump() == c.left
     assert core.queues.dump_inadmissible() == c.inadmissible
 

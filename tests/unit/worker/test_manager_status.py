@@ -11,10 +11,12 @@ import pytest
 from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
+from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.config import Configuration, FairSharing
 from webhook.worker import priority
 from webhook.worker.manager import RESOURCES, Manager
+from webhook.worker.reporter import ROLE
 from webhook.worker.workqueue import Retry
 
 API = {r.kind: r.api_version for r in RESOURCES}
@@ -201,3 +203,23 @@ def test_manager_syncs_on_creation_and_value_change_only(old_value: int | None, 
                  {**wpc(100), "metadata": {"name": "high", "resourceVersion": "2", "labels": {"x": "y"}}})
     w.flush()
     assert priorities(w, "pending") == [100 if queued else 10]
+
+
+def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() -> None:
+    cq = make_cq("cq").group(fq("f", cpu=("12", None, None))).obj()
+    old = make_wl("old").podset("main", 10, cpu="1").reserve("cq", psa("main", 10, cpu=("f", "10"))).obj()
+    new = make_wl("new").created(1).annotation(c.WORKLOAD_SLICE_REPLACEMENT_FOR, "ns/old").podset("main", 12, cpu="1").obj()
+    w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), old, new)
+    before = m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get()
+    result = w.mgr.core.schedule(T0)
+    [admit] = result.admitted
+    w.mgr._dispatch(result, T0)
+    w.flush()  # the Admit write, whose success queues the old slice's Finished write
+    assert w.status(new)["admission"]["clusterQueue"] == "cq"
+    w.flush()
+    finished = next(x for x in w.status(old)["conditions"] if x["type"] == "Finished")
+    assert (finished["status"], finished["reason"]) == ("True", "WorkloadSliceReplaced")
+    assert finished["message"] == "Replaced to accommodate a workload (UID: uid-new, JobUID: ) due to workload slice aggregation"
+    assert w.status(old)["admission"] == old["status"]["admission"]
+    assert m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get() == before + 1
+    assert admit.replaces is not None

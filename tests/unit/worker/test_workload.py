@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from tests.unit.fake_kube import FakeKube
 from webhook import metrics
@@ -126,3 +129,60 @@ def test_deactivating_a_ready_workload_observes_pods_ready_to_evicted() -> None:
     labels = {"cluster_queue": "deactivate-cq", "reason": "Deactivated", "underlying_cause": "", "replica_role": "leader"}
     assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_count", labels) == 1
     assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_sum", labels) == seconds >= 300
+
+
+# -- ConcurrentAdmission (the gated parts of `workload_controller.go`) ------------------------------
+def concurrent_config(gate: bool = True, timeout_s: float = 60) -> Configuration:
+    cfg = config(timeout_s)
+    return dataclasses.replace(cfg, feature_gates={**cfg.feature_gates, "ConcurrentAdmission": gate})
+
+
+def with_queues(world: World, *, policy: bool = True) -> World:
+    cq: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+                          "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "spot", "resources": []}]}]}}
+    if policy:
+        cq["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
+    world.store.put("clusterqueues", cq)
+    world.store.put("localqueues", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                                    "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}})
+    return world
+
+
+@pytest.mark.parametrize(
+    ("gate", "policy", "labelled"),
+    [
+        pytest.param(True, True, True, id="a Workload of a ClusterQueue with a policy becomes a parent"),
+        pytest.param(True, False, False, id="no policy, no label"),
+        pytest.param(False, True, False, id="gate off, no label"),
+    ],
+)
+def test_parent_label(gate: bool, policy: bool, labelled: bool) -> None:
+    obj = admitted_workload(datetime.now(UTC))
+    del obj["status"]
+    world = with_queues(World(obj, concurrent_config(gate)), policy=policy)
+    world.rec.reconcile("ns/wl")
+    labels = world.kube.objects[PATH]["metadata"].get("labels") or {}
+    assert (labels.get("kueue.x-k8s.io/concurrent-admission-parent") == "true") is labelled
+
+
+def test_variant_is_not_labelled_and_has_no_pods_ready_timeout() -> None:
+    """A variant's parent is the one timed out (`reconcileNotReadyTimeout`)."""
+    obj = admitted_workload(datetime.now(UTC) - timedelta(minutes=5))
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "parent", "uid": "p",
+                                           "controller": True}]
+    world = with_queues(World(obj, concurrent_config()))
+    world.rec.reconcile("ns/wl")
+    after = world.kube.objects[PATH]
+    assert "labels" not in after["metadata"]
+    assert not any(c["type"] == "Evicted" for c in after["status"]["conditions"])
+
+
+def test_parent_gets_no_admission_checks() -> None:
+    """`reconcileSyncAdmissionChecks` skips parents: the checks run on the variants."""
+    obj = admitted_workload(datetime.now(UTC))
+    obj["metadata"]["labels"] = {"kueue.x-k8s.io/concurrent-admission-parent": "true"}
+    del obj["status"]["admissionChecks"]
+    world = with_queues(World(obj, concurrent_config()))
+    world.store.get("clusterqueues", "cq")["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
+    world.rec.reconcile("ns/wl")
+    assert "admissionChecks" not in world.kube.objects[PATH]["status"]

@@ -33,7 +33,7 @@ from webhook.config import Configuration
 from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
 from webhook.worker import admission_checks, events, reporter
-from webhook.worker.reconcilers import podset
+from webhook.worker.reconcilers import elastic, podset, workload_slices
 from webhook.worker.reconcilers.pod_common import _annotations, _deleting, _labels, _meta
 from webhook.worker.status import (
     find_condition,
@@ -124,10 +124,12 @@ def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
 
 
 # == pure builders ================================================================================
-def workload_name(owner_name: str, owner_uid: str, *, kind: str = "Job", group: str = "batch") -> str:
-    """`<lower(kind)>-<owner>` cut to 247 characters, `-`, then 5 hex of SHA-1(kind, group, name, uid)."""
+def workload_name(owner_name: str, owner_uid: str, *, kind: str = "Job", group: str = "batch", extra: str = "") -> str:
+    """`<lower(kind)>-<owner>` cut to 247 characters, `-`, then 5 hex of SHA-1(kind, group, name, uid
+    [, extra]) (`GenerateWorkloadNameWithExtra`; an elastic Job's slices add its generation)."""
     prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX]
-    digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode()).hexdigest()[:5]
+    text = f"{kind}\n{group}\n{owner_name}\n{owner_uid}" + (f"\n{extra}" if extra else "")
+    digest = hashlib.sha1(text.encode()).hexdigest()[:5]
     return f"{prefix}-{digest}"
 
 
@@ -236,10 +238,14 @@ def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj
     return Priority()
 
 
-def build_workload(job: Obj, *, config: Configuration, priority: Priority) -> dict[str, Any]:
-    """The Workload for a top-level Job (§4.2)."""
+def build_workload(job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()) -> dict[str, Any]:
+    """The Workload for a top-level Job (§4.2). For an elastic Job it is a new slice, named after
+    the Job's generation, that replaces the one unfinished slice in `slices` if there is one
+    (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
     meta = _meta(job)
     name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
+    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
+    wl_name = workload_name(name, uid, extra=str(_generation(job))) if elastic else workload_name(name, uid)
     job_labels, job_annotations = _labels(job), _annotations(job)
     labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
     if not fields.is_label_value(uid):
@@ -247,8 +253,10 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority) -> di
     annotations = {key: v for key, v in job_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
     if config.feature_enabled("AdmissionGatedBy") and job_annotations.get(c.ADMISSION_GATED_BY):
         annotations[c.ADMISSION_GATED_BY] = job_annotations[c.ADMISSION_GATED_BY]
+    if elastic:
+        annotations.update(_slice_annotations(wl_name, slices))
     wl_meta: dict[str, Any] = {
-        "name": workload_name(name, uid),
+        "name": wl_name,
         "namespace": meta.get("namespace", ""),
         "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
         "labels": labels,
@@ -267,6 +275,20 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority) -> di
         spec["priorityClassRef"] = dict(priority.ref)
     spec["priority"] = priority.value
     return {"apiVersion": c.V1BETA2, "kind": "Workload", "metadata": wl_meta, "spec": spec}
+
+
+def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
+    """`prepareWorkloadSlice`: marks the Workload elastic; the first slice names the chain after
+    itself, a scale-up slice names the slice it replaces and carries the chain's name on."""
+    out = {c.ELASTIC_JOB: "true"}
+    if not slices:
+        out[c.WORKLOAD_SLICE_NAME] = name
+        return out
+    if len(slices) > 1:
+        raise ValueError(f"unexpected workload-slices count: {len(slices)}")
+    out[c.WORKLOAD_SLICE_REPLACEMENT_FOR] = _key(slices[0])
+    out[c.WORKLOAD_SLICE_NAME] = workload_slices.slice_name(slices[0])
+    return out
 
 
 def _owner_ref(job: Obj) -> dict[str, Any]:
@@ -310,17 +332,19 @@ def _flavor_specs(flavors: Mapping[str, Obj]) -> dict[str, Obj]:
     return {name: (rf.get("spec") or {}) for name, rf in flavors.items()}
 
 
-def start_patch(job: Obj, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool = False, assign_queue_labels: bool = True) -> dict[str, Any]:
+def start_patch(job: Obj, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool = False, assign_queue_labels: bool = True,
+                elastic: bool = False) -> dict[str, Any]:
     """`RunWithPodSetsInfo`: the one merge patch that starts an admitted Job (§4.5), guarded by its
-    resourceVersion. `flavors`: ResourceFlavor name → object. Raises `StartConflict` when the
-    admission cannot be applied and `podset.FlavorNotFound` when a flavor is not known yet."""
+    resourceVersion. `flavors`: ResourceFlavor name → object; `elastic`: the
+    ElasticJobsViaWorkloadSlices gate. Raises `StartConflict` when the admission cannot be applied
+    and `podset.FlavorNotFound` when a flavor is not known yet."""
     template = (job.get("spec") or {}).get("template") or {}
     try:
-        infos = podset.from_admission(wl, _flavor_specs(flavors), tas=tas, assign_queue_labels=assign_queue_labels)
+        infos = podset.from_admission(wl, _flavor_specs(flavors), tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic)
         if len(infos) != 1:
             raise podset.PermanentError(f"invalid podset infos: expecting 1 podset, got {len(infos)}")
         base = podset.PodSetInfo.of_template(template)
-        merged = podset.merge(base, infos[0])
+        merged = podset.merge(base, infos[0], elastic=elastic)
     except podset.PermanentError as exc:
         raise StartConflict(str(exc)) from exc
     tmeta: dict[str, Any] = {"labels": merged.labels}
@@ -463,7 +487,8 @@ def equivalent(job: Obj, wl: Obj, *, config: Configuration, flavors: Mapping[str
     ignore = _is_admitted(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
     running = podset.expected_running_pod_sets(wl, flavors, tas=config.feature_enabled("TopologyAwareScheduling"),
-                                               assign_queue_labels=config.feature_enabled("AssignQueueLabelsForPods"))
+                                               assign_queue_labels=config.feature_enabled("AssignQueueLabelsForPods"),
+                                               elastic=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
     if running is not None:
         if podset.same_pod_sets(job_sets, running, ignore_tolerations=ignore):
             return True
@@ -583,6 +608,10 @@ class _Planner:
         self.now = now
         self.steps: list[Step] = []
         self.requeue_after: float | None = None
+        self.elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled("ElasticJobsViaWorkloadSlices"))
+        # Slices this plan finishes; a new slice replaces only what is left unfinished.
+        self.finishing: set[str] = set()
+        self.workloads: Sequence[Obj] = ()
 
     def add(self, action: str, wl: Obj | None = None, reason: str = "", message: str = "", **extra: Any) -> None:
         self.steps.append(Step(action, wl, reason, message, extra))
@@ -614,8 +643,20 @@ class _Planner:
 
     # -- a. the one matching Workload (§4.4, §4.12) -------------------------------------------------
     def ensure_one(self, workloads: Sequence[Obj], prebuilt: Obj | None) -> Obj | None:
+        self.workloads = workloads
         if prebuilt_workload_name(self.job, self.config):
             return self.prebuilt(prebuilt)
+        if self.elastic:
+            decision = workload_slices.ensure_slices(pod_sets(self.job, partial_admission=self.config.feature_enabled("PartialAdmission")),
+                                                     workloads)
+            for old, reason, message in decision.finish:
+                self.add("finish", old, reason, message)
+                self.finishing.add(_key(old))
+            if decision.compatible:
+                selected = decision.workload
+                if selected is not None and decision.new_counts is not None:
+                    selected = self.update_counts(selected, decision.new_counts)
+                return self.sync_slice_priority(selected)
         match, to_delete = None, []
         for wl in workloads:
             if match is None and self.equivalent(wl):
@@ -642,6 +683,26 @@ class _Planner:
             match = self.sync_priority(match)
         return match
 
+    def update_counts(self, wl: Obj, new_counts: Mapping[str, int]) -> Obj:
+        """`ApplyPodSetCounts`: the slice takes the Job's podSet counts in place."""
+        spec = copy.deepcopy(dict(wl.get("spec") or {}))
+        for ps in spec.get("podSets") or ():
+            ps["count"] = new_counts.get(ps.get("name", ""), ps.get("count", 1))
+        self.add("update_workload", wl, spec=spec)
+        return {**wl, "spec": spec}
+
+    def sync_slice_priority(self, wl: Obj | None) -> Obj | None:
+        """`syncWorkloadSlicePriority`: a priority-class change reaches the slice going on and the
+        quota-holding slice it waits behind, so the Job's slices never rank apart."""
+        retained = workload_slices.latest_active([w for w in self.workloads if _key(w) not in self.finishing])
+        if retained is not None and (wl is None or _key(retained) != _key(wl)):
+            self.sync_priority(retained)
+        return None if wl is None else self.sync_priority(wl)
+
+    def live_slices(self) -> list[Obj]:
+        """The Job's unfinished slices once this plan's finishes land."""
+        return [w for w in workload_slices.not_finished(self.workloads) if _key(w) not in self.finishing]
+
     def prebuilt(self, wl: Obj | None) -> Obj | None:
         if wl is None:
             return None
@@ -655,6 +716,8 @@ class _Planner:
             if not fields.is_label_value(uid):
                 wl["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), c.JOB_UID_LABEL: uid}
             self.add("adopt", wl)
+        if self.elastic and workload_slices.replacement_for(wl) is not None:
+            return wl  # a scale-up slice is not compared with the Job until it is synced
         if not self.equivalent(wl):
             self.add("finish", wl, c.FinishedReason.OUT_OF_SYNC, c.MSG_PREBUILT_OUT_OF_SYNC)
             return None
@@ -738,7 +801,8 @@ class _Planner:
         if is_suspended(self.job):
             self.suspended(wl)
             return
-        if not _is_admitted(wl):
+        if not _is_admitted(wl) and not self.elastic:
+            # An elastic Job keeps running while its next slice waits: its new pods stay gated.
             self.stop(wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE)
 
     def no_workload(self) -> None:
@@ -746,11 +810,14 @@ class _Planner:
         prebuilt = prebuilt_workload_name(self.job, self.config)
         if prebuilt:
             self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_PREBUILT_WORKLOAD)
-        if _is_active(self.job):
-            return
+        if _is_active(self.job) and not self.elastic:
+            return  # wait until no pod is left; a scaling elastic Job keeps its pods
         if prebuilt:
             raise self.fail("prebuilt workload not found")
-        wl = build_workload(self.job, config=self.config, priority=self.priority())
+        try:
+            wl = build_workload(self.job, config=self.config, priority=self.priority(), slices=self.live_slices())
+        except ValueError as exc:
+            raise self.fail(str(exc)) from exc
         self.add("create", workload=wl)
         self.event(c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {_key(wl)}")
 
@@ -784,14 +851,15 @@ class _Planner:
             self.add("sync_queue", wl, queueName=queue)
 
 
-def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj]) -> Plan:
+def _plan_child(job: Obj, ancestor_workloads: Sequence[Obj], *, elastic: bool) -> Plan:
     """A Job owned by a managed Job never gets a Workload: it is kept suspended while its ancestor's
-    newest unfinished Workload is missing or not admitted (§4.1 step 4)."""
+    newest unfinished Workload is missing or not admitted (§4.1 step 4). With `elastic` (the child
+    or the ancestor is elastic) the newest slice may be a replacement still waiting for quota, so
+    only its eviction suspends the child (`shouldSuspendChildJob`)."""
     if finished_condition(job) is not None or is_suspended(job):
         return Plan()
-    live = sorted((wl for wl in ancestor_workloads if not _is_finished(wl)),
-                  key=lambda wl: (str(_meta(wl).get("creationTimestamp") or ""), str(_meta(wl).get("uid") or "")))
-    if live and _is_admitted(live[-1]):
+    live = workload_slices.not_finished(ancestor_workloads)
+    if live and (not is_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else _is_admitted(live[-1])):
         return Plan()
     return Plan((Step("suspend_child"), Step("event", reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED,
                                                 extra={"type": "Normal"})))
@@ -827,7 +895,9 @@ def plan(
         return Plan()
     ns = _meta(job).get("namespace", "")
     if ancestor is not None:
-        return _plan_child(job, owned_workloads(store, ns, str(_meta(ancestor).get("name", ""))))
+        gate = config.feature_enabled("ElasticJobsViaWorkloadSlices")
+        elastic = workload_slices.is_elastic(job, enabled=gate) or workload_slices.is_elastic(ancestor, enabled=gate)
+        return _plan_child(job, owned_workloads(store, ns, str(_meta(ancestor).get("name", ""))), elastic=elastic)
     planner = _Planner(job, config, _Reads(store), now or datetime.now(UTC))
     name = prebuilt_workload_name(job, config)
     try:
@@ -867,6 +937,7 @@ class JobReconciler:
         self.on_ready = on_ready  # PodsReady turned True/Started: the ready-wait-time metrics
         self.clock = clock
         self.requeue_after = requeue_after
+        self.ungater = elastic.Ungater(kube, clock=clock)
 
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
         ns, name = key.split("/", 1)
@@ -883,6 +954,9 @@ class JobReconciler:
             current = getattr(self, f"_do_{step.action}")(key, current, step, now)
             if current is None and job is not None:
                 return  # the Job is gone
+        if current is not None and not p.error and not is_suspended(current) \
+                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled("ElasticJobsViaWorkloadSlices")):
+            self.ungater.ungate(current, owned_workloads(self.store, ns, name))
         if p.requeue_after is not None and self.requeue_after is not None:
             self.requeue_after(key, p.requeue_after)
         if p.error:
@@ -1097,7 +1171,8 @@ class JobReconciler:
         try:
             patch = start_patch(job, wl, {o["metadata"]["name"]: o for o in self.store.list("resourceflavors")},
                                 tas=self.config.feature_enabled("TopologyAwareScheduling"),
-                                assign_queue_labels=self.config.feature_enabled("AssignQueueLabelsForPods"))
+                                assign_queue_labels=self.config.feature_enabled("AssignQueueLabelsForPods"),
+                                elastic=self.config.feature_enabled("ElasticJobsViaWorkloadSlices"))
         except StartConflict as exc:
             self._finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)
             return job

@@ -77,8 +77,20 @@ def same_toleration(x: Obj, y: Obj) -> bool:
     )
 
 
-def merge(base: PodSetInfo, new: PodSetInfo) -> PodSetInfo:
-    """`PodSetInfo.Merge`: maps must not disagree; tolerations and gates are appended once."""
+def merge(base: PodSetInfo, new: PodSetInfo, *, elastic: bool = False) -> PodSetInfo:
+    """`PodSetInfo.Merge`: maps must not disagree; tolerations and gates are appended once.
+
+    With `elastic` (the ElasticJobsViaWorkloadSlices gate), a stale workload-slice-name annotation,
+    and for an elastic admission the workload annotation, are overwritten instead (`podset.Merge`):
+    a new slice chain, e.g. after the old slice was deleted by hand, has a new name."""
+    if elastic:
+        overridable = [c.WORKLOAD_SLICE_NAME]
+        if c.WORKLOAD_SLICE_NAME in new.annotations:
+            overridable.append(c.WORKLOAD_ANNOTATION)
+        stale = {key for key in overridable if key in new.annotations and base.annotations.get(key, new.annotations[key]) != new.annotations[key]}
+        if stale:
+            base = PodSetInfo(base.name, base.count, {k: v for k, v in base.annotations.items() if k not in stale},
+                              base.labels, base.node_selector, base.tolerations, base.scheduling_gates)
     _conflict(base.annotations, new.annotations, "annotations")
     _conflict(base.labels, new.labels, "labels")
     _conflict(base.node_selector, new.node_selector, "nodeSelector")
@@ -100,9 +112,15 @@ def merge(base: PodSetInfo, new: PodSetInfo) -> PodSetInfo:
     return out
 
 
-def from_admission(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool) -> list[PodSetInfo]:
+def from_admission(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
+                   elastic: bool = False) -> list[PodSetInfo]:
     """`getPodSetsInfoFromStatus`: one info per podSetAssignment, from its flavors (name → spec),
-    the queue labels, the TAS annotation and gate, and the admission checks' podSetUpdates."""
+    the queue labels, the TAS annotation and gate, the slice name of an elastic Workload (`elastic`:
+    the ElasticJobsViaWorkloadSlices gate), and the admission checks' podSetUpdates."""
+    meta = wl.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    slice_name = str(annotations.get(c.WORKLOAD_SLICE_NAME) or meta.get("name") or "") \
+        if elastic and annotations.get(c.ELASTIC_JOB) == "true" else None
     status = wl.get("status") or {}
     admission = status.get("admission") or {}
     pod_sets = (wl.get("spec") or {}).get("podSets") or []
@@ -125,7 +143,9 @@ def from_admission(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_que
             info.tolerations.extend(flavors[flavor].get("tolerations") or ())
             seen.add(flavor)
         if tas:
-            info.annotations[c.WORKLOAD_ANNOTATION] = str((wl.get("metadata") or {}).get("name") or "")
+            info.annotations[c.WORKLOAD_ANNOTATION] = str(meta.get("name") or "")
+        if slice_name is not None:
+            info.annotations[c.WORKLOAD_SLICE_NAME] = slice_name
         info.labels[c.PODSET_LABEL] = info.name
         if assign_queue_labels:
             info.labels[c.LOCAL_QUEUE_NAME_LABEL] = (wl.get("spec") or {}).get("queueName", "")
@@ -181,7 +201,8 @@ def _can_be_partially_admitted(pod_sets: Sequence[Obj]) -> bool:
     return any(ps.get("count", 1) > ps.get("minCount", ps.get("count", 1)) for ps in pod_sets)
 
 
-def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool) -> list[dict[str, Any]] | None:
+def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
+                              elastic: bool = False) -> list[dict[str, Any]] | None:
     """`expectedRunningPodSets`: the Workload's pod sets as its admission runs them (templates with
     the admission merged in, the assigned count under partial admission); None when the Workload
     holds no quota or its admission cannot be applied."""
@@ -189,7 +210,8 @@ def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool,
     if not any(x.get("type") == c.WorkloadCondition.QUOTA_RESERVED and x.get("status") == "True" for x in conds):
         return None
     try:
-        infos = {info.name: info for info in from_admission(wl, flavors, tas=tas, assign_queue_labels=assign_queue_labels)}
+        infos = {info.name: info for info in from_admission(wl, flavors, tas=tas, assign_queue_labels=assign_queue_labels,
+                                                            elastic=elastic)}
     except (FlavorNotFound, PermanentError):
         return None
     out = copy.deepcopy(list((wl.get("spec") or {}).get("podSets") or ()))
@@ -200,7 +222,7 @@ def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool,
             return None
         template = ps.setdefault("template", {})
         try:
-            merged = merge(PodSetInfo.of_template(template), info)
+            merged = merge(PodSetInfo.of_template(template), info, elastic=elastic)
         except PermanentError:
             return None
         meta, spec = template.setdefault("metadata", {}), template.setdefault("spec", {})

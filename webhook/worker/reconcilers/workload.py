@@ -19,13 +19,14 @@ from typing import Any
 from webhook import kube as k
 from webhook.api import constants as c
 from webhook.config import Configuration
+from webhook.core import concurrent_admission as ca
 from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
 from webhook.core.pods_ready import Policy, Step, StepKind
 from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import remove_condition, set_condition, update_status
-from webhook.worker.store import Store
+from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
 __all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_check_step", "apply_step", "cluster_queue_for", "policy"]
@@ -87,13 +88,14 @@ def apply_check_step(step: CheckStep, status: dict[str, Any], generation: int, n
         status.setdefault("requeueState", {})["requeueAt"] = step.requeue_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def cluster_queue_for(store: Store, wl: Mapping[str, Any]) -> ClusterQueueSpec | None:
-    """The ClusterQueue the Workload's LocalQueue routes to, if both exist (`ClusterQueueForWorkload`)."""
+def cluster_queue_for(store: Store, wl: Mapping[str, Any], *, concurrent_admission: bool = False) -> ClusterQueueSpec | None:
+    """The ClusterQueue the Workload's LocalQueue routes to, if both exist (`ClusterQueueForWorkload`);
+    its concurrentAdmissionPolicy is read only with that feature gate on."""
     lq = store.get("localqueues", f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}")
     if lq is None:
         return None
     cq = store.get("clusterqueues", str((lq.get("spec") or {}).get("clusterQueue") or ""))
-    return None if cq is None else parse_cluster_queue(cq)
+    return None if cq is None else parse_cluster_queue(cq, concurrent_admission=concurrent_admission)
 
 
 class WorkloadReconciler:
@@ -105,6 +107,7 @@ class WorkloadReconciler:
         self.kube = kube
         self.store = store
         self.policy = policy(config)
+        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
@@ -134,8 +137,11 @@ class WorkloadReconciler:
             return
         now = datetime.now(UTC)
         jitter = random.random()
-        cq = cluster_queue_for(self.store, wl)
-        step = workload_step(wl, cq, self.policy, now, jitter=jitter)
+        cq = cluster_queue_for(self.store, wl, concurrent_admission=self.concurrent_admission)
+        if cq is not None and cq.concurrent_admission is not None and not ca.is_variant(wl) and not ca.is_parent(wl):
+            self._label_parent(wl)
+            return
+        step = workload_step(wl, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
         if isinstance(step, Step) and step.kind == StepKind.NONE:
             return
         if isinstance(step, Step) and step.kind == StepKind.RECHECK:
@@ -154,7 +160,7 @@ class WorkloadReconciler:
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
-            again = workload_step(obj, cq, self.policy, now, jitter=jitter)
+            again = workload_step(obj, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
             if type(again) is not type(step) or again.kind != step.kind:
                 return
             generation = int((obj.get("metadata") or {}).get("generation") or 0)
@@ -193,6 +199,19 @@ class WorkloadReconciler:
                              CONTROLLER_NAME)
             if self.on_admitted is not None:
                 self.on_admitted(wl, waited, now)
+
+    def _label_parent(self, wl: Mapping[str, Any]) -> None:
+        """A Workload of a ClusterQueue with a concurrentAdmissionPolicy becomes the parent of
+        variants (`SetParentVariantLabel`); its next event brings the next step."""
+        meta = wl["metadata"]
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: "true"}}}
+        try:
+            self.store.put("workloads", self.kube.patch(k.object_path(c.V1BETA2, "workloads", meta["namespace"], meta["name"]), patch))
+        except k.NotFound:
+            return
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
+        log.info("concurrent admission parent", extra={"object": object_key(wl), "kind": "Workload", "decision": "LabelParent"})
 
     def _deactivate(self, path: str, wl: Mapping[str, Any]) -> None:
         """spec.active=false, guarded by the resourceVersion the decision was taken on."""

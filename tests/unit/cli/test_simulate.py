@@ -1,0 +1,143 @@
+"""The core-backed answers of explain and dry-run, on snapshots built from plain objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.core.builders import T0, fq, make_cq, make_flavor, make_lq, make_wl, psa
+from webhook.cli import explain, simulate
+from webhook.core.cycle import Admit, Pending, Preempt
+from webhook.core.workload import WorkloadKey, parse_workload
+
+NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "a"}}}
+
+
+def state(*objs: dict[str, Any]) -> simulate.ClusterState:
+    s = simulate.ClusterState(namespaces=[NS])
+    buckets = {"ResourceFlavor": s.resource_flavors, "ClusterQueue": s.cluster_queues, "Cohort": s.cohorts,
+               "LocalQueue": s.local_queues, "Workload": s.workloads}
+    for obj in objs:
+        buckets[obj["kind"]].append(obj)
+    return s
+
+
+def run(st: simulate.ClusterState, wl: dict[str, Any]) -> tuple[simulate.Outcome, list[simulate.QuotaRow]]:
+    st.workloads.append(wl)
+    core = simulate.build_core(st, T0)
+    info = parse_workload(wl)
+    rows = simulate.quota_rows(core, info, "cq")
+    return simulate.simulate(core, info.key, T0), rows
+
+
+FLAVOR = make_flavor("default").obj()
+LQ = make_lq("lq", "ns", "cq")
+
+
+def test_quota_exhausted() -> None:
+    cq = make_cq("cq").group(fq("default", cpu="4")).obj()
+    running = make_wl("running").request(cpu="3").reserve("cq", psa(cpu=("default", "3"))).obj()
+    outcome, rows = run(state(FLAVOR, cq, LQ, running), make_wl("new").request(cpu="2").created(10).obj())
+    assert isinstance(outcome.decision, Pending)
+    assert "insufficient unused quota for cpu in flavor default, 1 more needed" in outcome.decision.message
+    assert rows == [simulate.QuotaRow("main", "default", "cpu", 2000, 4000, 3000, 0, 1000, 4000)]
+    assert simulate.never_fits(rows) == []
+
+
+def test_borrowable_from_the_cohort() -> None:
+    cq = make_cq("cq").cohort("all").group(fq("default", cpu="2")).obj()
+    lender = make_cq("lender").cohort("all").group(fq("default", cpu="4")).obj()
+    outcome, rows = run(state(FLAVOR, cq, lender, LQ), make_wl("new").request(cpu="5").obj())
+    assert isinstance(outcome.decision, Admit)
+    assert rows[0].borrowable == 4000 and rows[0].shortfall == 0 and rows[0].most_ever == 6000
+    assert explain.describe_outcome(outcome, parse_workload(make_wl("new").request(cpu="5").obj()))[1] == \
+        "  pod set main: cpu on default (1 pods)"
+
+
+def test_preemptible_lower_priority() -> None:
+    cq = make_cq("cq").group(fq("default", cpu="4")).preemption(within="LowerPriority").obj()
+    low = make_wl("low").priority(0).request(cpu="4").reserve("cq", psa(cpu=("default", "4"))).obj()
+    outcome, _ = run(state(FLAVOR, cq, LQ, low), make_wl("high").priority(100).request(cpu="4").created(5).obj())
+    assert isinstance(outcome.decision, Preempt)
+    assert [v.key for v in outcome.decision.targets] == [WorkloadKey("ns/low")]
+    lines = explain.describe_outcome(outcome, parse_workload(make_wl("high").request(cpu="4").obj()))
+    assert lines[0] == "would be admitted by ClusterQueue cq after preempting 1 workload(s):"
+
+
+def test_never_fits() -> None:
+    cq = make_cq("cq").cohort("all").group(fq("default", cpu=("4", "2", None))).obj()
+    lender = make_cq("lender").cohort("all").group(fq("default", cpu="10")).obj()
+    outcome, rows = run(state(FLAVOR, cq, lender, LQ), make_wl("big").podset(count=4, cpu="2").obj())
+    assert isinstance(outcome.decision, Pending)
+    assert simulate.never_fits(rows) == ["pod set main: cpu 8 requested, at most 6 in any flavor"]
+
+
+def test_partial_admission_count() -> None:
+    cq = make_cq("cq").group(fq("default", cpu="3")).obj()
+    wl = make_wl("part").podset(count=5, min_count=2, cpu="1").obj()
+    outcome, _ = run(state(FLAVOR, cq, LQ), wl)
+    assert isinstance(outcome.decision, Admit)
+    assert "(partial admission: 3 of 5 pods)" in explain.describe_outcome(outcome, parse_workload(wl))[1]
+
+
+@pytest.mark.parametrize(("cq", "lq", "wl_active", "want"), [
+    pytest.param(make_cq("cq").selector({"matchLabels": {"team": "b"}}).obj(), LQ, True,
+                 ["ClusterQueue cq's namespaceSelector does not select namespace ns"], id="namespace not selected"),
+    pytest.param(make_cq("cq").stop("Hold").obj(), LQ, True, ["ClusterQueue cq is stopped (stopPolicy Hold)"],
+                 id="cluster queue stopped"),
+    pytest.param(make_cq("cq").obj(), make_lq("lq", "ns", "cq", stop="HoldAndDrain"), True,
+                 ["LocalQueue lq is stopped (stopPolicy HoldAndDrain)"], id="local queue stopped"),
+    pytest.param(make_cq("cq").obj(), make_lq("other", "ns", "cq"), True, ["LocalQueue lq does not exist in namespace ns"],
+                 id="local queue missing"),
+    pytest.param(make_cq("cq").obj(), LQ, False,
+                 ["the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)"], id="workload stopped"),
+])
+def test_blockers(cq, lq, wl_active, want) -> None:
+    wl = make_wl("w").request(cpu="1").obj()
+    wl["spec"]["active"] = wl_active
+    assert explain.blockers(wl, state(FLAVOR, cq, lq))[1] == want
+
+
+def test_inactive_cluster_queue_blocks_with_its_message() -> None:
+    cq = make_cq("cq").obj()
+    cq["status"] = {"conditions": [{"type": "Active", "status": "False",
+                                    "message": "Can't admit new workloads: references missing ResourceFlavor(s): gone."}]}
+    assert explain.blockers(make_wl("w").obj(), state(cq, LQ))[1] == [
+        "ClusterQueue cq is inactive: Can't admit new workloads: references missing ResourceFlavor(s): gone."]
+
+
+def test_workloads_ahead_in_queue_order() -> None:
+    wls = [make_wl("old").created(0).obj(), make_wl("urgent").priority(10).created(50).obj(),
+           make_wl("me").created(20).obj(), make_wl("later").created(30).obj(),
+           make_wl("running").created(1).reserve("cq", psa(cpu=("default", "1"))).obj()]
+    ahead = simulate.workloads_ahead(wls, parse_workload(wls[2]), "cq", {("ns", "lq"): "cq"})
+    assert [w.name for w in ahead] == ["urgent", "old"]
+
+
+@pytest.mark.parametrize(("obj", "count", "min_count"), [
+    pytest.param({"kind": "Job", "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+                  "spec": {"parallelism": 4, "completions": 3, "template": {"spec": {}}}}, 3, None, id="job"),
+    pytest.param({"kind": "Job", "metadata": {"name": "j", "annotations": {"kueue.x-k8s.io/job-min-parallelism": "2"}},
+                  "spec": {"parallelism": 4, "template": {"spec": {}}}}, 4, 2, id="partial job"),
+    pytest.param({"kind": "Pod", "metadata": {"name": "p", "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3"}},
+                  "spec": {"containers": []}}, 3, None, id="pod group"),
+])
+def test_workload_for(obj, count, min_count) -> None:
+    wl = simulate.workload_for(obj, now=T0)
+    ps = wl["spec"]["podSets"][0]
+    assert (ps["count"], ps.get("minCount"), wl["metadata"]["namespace"]) == (count, min_count, "default")
+
+
+def test_workload_for_refuses_other_kinds() -> None:
+    with pytest.raises(ValueError, match="cannot make a Workload for kind 'Deployment'"):
+        simulate.workload_for({"kind": "Deployment", "metadata": {"name": "d"}}, now=T0)
+
+
+def test_quota_table() -> None:
+    rows = [simulate.QuotaRow("main", "default", "cpu", 2000, 4000, 3000, 0, 1000, 4000),
+            simulate.QuotaRow("main", "default", "memory", 2**30, 8 * 2**30, 2**30, 0, 0, 8 * 2**30)]
+    assert explain.quota_table(rows) == (
+        "POD SET   FLAVOR    RESOURCE   REQUESTED   NOMINAL   IN USE   BORROWABLE NOW   SHORTFALL\n"
+        "main      default   cpu        2           4         3        0                1\n"
+        "main      default   memory     1Gi         8Gi       1Gi      0                0\n")

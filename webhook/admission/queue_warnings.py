@@ -1,0 +1,79 @@
+"""Submit-time warnings about the queue a Job or Pod names (our addition; upstream warns about none of these).
+
+kubectl prints them at create (`Warning: …`); the object is never refused for them. Each is certain,
+never a guess: the LocalQueue does not exist in the namespace; its ClusterQueue's namespaceSelector
+does not select the namespace; or a pod set asks for more of a resource than any flavor of the
+ClusterQueue could ever give (nominal quota, plus the borrowing limit in a cohort; a cohort member
+without a borrowing limit could borrow an amount the webhook cannot know, so it is not judged).
+Answers come from the lookup caches only: no API call on the request path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from webhook.admission.context import Context
+from webhook.api import quantity
+from webhook.core import model
+from webhook.core.resources import FlavorResource
+from webhook.core.workload import pod_requests
+
+__all__ = ["PodSetDemand", "pod_set_demand", "queue_warnings"]
+
+#: (pods, per-pod requests) of one pod set.
+PodSetDemand = tuple[int, Mapping[str, int]]
+
+
+def pod_set_demand(count: int, pod_spec: Mapping[str, object]) -> PodSetDemand:
+    return count, pod_requests(pod_spec)
+
+
+def _most(cq: model.ClusterQueueSpec, flavor: str, resource: str) -> int | None:
+    """The most `cq` could ever hold of one flavor and resource; None when it cannot be known here."""
+    quota = cq.quotas.get(FlavorResource(flavor, resource))
+    if quota is None:
+        return 0
+    if not cq.cohort:
+        return quota.nominal
+    return None if quota.borrowing_limit is None else quota.nominal + quota.borrowing_limit
+
+
+def _never_fits(cq: model.ClusterQueueSpec, demand: Sequence[PodSetDemand]) -> list[str]:
+    out = []
+    for count, requests in demand:
+        for resource in sorted(requests):
+            group = cq.resource_to_group.get(resource)
+            if group is None or not requests[resource]:
+                continue
+            most = [_most(cq, f, resource) for f in cq.resource_groups[group].flavor_names]
+            if not most or any(m is None for m in most):
+                continue
+            best = max(m for m in most if m is not None)
+            total = requests[resource] * count
+            if total > best:
+                out.append(f"{resource} {quantity.format_amount(resource, total)} requested, "
+                           f"at most {quantity.format_amount(resource, best)} in any flavor")
+    return out
+
+
+def queue_warnings(kind: str, namespace: str, queue: str, demand: Sequence[PodSetDemand], ctx: Context) -> list[str]:
+    """Warnings for a `kind` object of `namespace` naming LocalQueue `queue` with these pod sets."""
+    if not queue:
+        return []
+    lookups = ctx.lookups
+    cq_name = lookups.local_queue_cluster_queue(namespace, queue)
+    if cq_name is None:
+        return [f'LocalQueue "{queue}" does not exist in namespace "{namespace}": the {kind} stays pending until it is created']
+    raw = lookups.cluster_queue(cq_name)
+    if raw is None:
+        return []
+    cq = model.parse_cluster_queue(raw)
+    out = []
+    labels = lookups.namespace_labels(namespace)
+    if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
+        out.append(f'ClusterQueue "{cq_name}" of LocalQueue "{queue}" does not select namespace "{namespace}": '
+                   f"the {kind} cannot be admitted")
+    reasons = _never_fits(cq, demand)
+    if reasons:
+        out.append(f'the {kind} can never fit ClusterQueue "{cq_name}": ' + "; ".join(reasons))
+    return out

@@ -1,0 +1,287 @@
+"""`explain TYPE/NAME` and `dry-run -f FILE`: why a workload waits, and what would happen to one not yet submitted.
+
+Both read the cluster through the API only (queues, flavors, cohorts, namespaces, admission checks,
+workloads) and ask our admission core (`simulate`) on a private copy; nothing is written. `explain`
+adds what the objects themselves say: the Workload's conditions, the LocalQueue/ClusterQueue state
+that blocks it, its position (the visibility API when served, else the queue order) and the
+workloads ahead of it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+import yaml
+
+from webhook import kube
+from webhook.api import constants, quantity, selector
+from webhook.cli.api import Api, CliError, get_object, kueue_path, list_items, pending_workloads
+from webhook.cli.listing import workload_status
+from webhook.cli.output import render_table
+from webhook.cli.session import kube_options, session
+from webhook.cli.simulate import (
+    ClusterState,
+    Outcome,
+    QuotaRow,
+    build_core,
+    never_fits,
+    quota_rows,
+    simulate,
+    workload_for,
+    workloads_ahead,
+)
+from webhook.core.cycle import Admit, Pending, Preempt, QueueBlocked
+from webhook.core.workload import WorkloadInfo, parse_workload
+
+__all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table"]
+
+_KINDS = {"job": "Job", "jobs": "Job", "job.batch": "Job", "pod": "Pod", "pods": "Pod", "po": "Pod",
+          "workload": "Workload", "workloads": "Workload", "wl": "Workload", "kwl": "Workload"}
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _optional_list(api: Api, path: str) -> list[dict[str, Any]]:
+    """A list that may not be served (an optional CRD): empty then."""
+    try:
+        return list(list_items(api, path)["items"])
+    except kube.NotFound:
+        return []
+
+
+def fetch_state(api: Api) -> ClusterState:
+    v1b2 = f"/apis/{constants.V1BETA2}"
+    return ClusterState(
+        resource_flavors=_optional_list(api, kueue_path("resourceflavor")),
+        cluster_queues=_optional_list(api, kueue_path("clusterqueue")),
+        cohorts=_optional_list(api, f"{v1b2}/cohorts"),
+        local_queues=_optional_list(api, kueue_path("localqueue")),
+        namespaces=_optional_list(api, "/api/v1/namespaces"),
+        admission_checks=_optional_list(api, f"{v1b2}/admissionchecks"),
+        workloads=_optional_list(api, kueue_path("workload")),
+    )
+
+
+def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]]:
+    """(the ClusterQueue the workload goes to, or "", and every queue-side reason it cannot be admitted)."""
+    ns, queue = _meta(wl).get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
+    out = []
+    if (wl.get("spec") or {}).get("active") is False:
+        out.append("the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)")
+    if not queue:
+        return "", [*out, "the Workload names no LocalQueue (label kueue.x-k8s.io/queue-name)"]
+    lq = next((q for q in state.local_queues if (_meta(q).get("namespace"), _meta(q).get("name")) == (ns, queue)), None)
+    if lq is None:
+        return "", [*out, f"LocalQueue {queue} does not exist in namespace {ns}"]
+    if (lq.get("spec") or {}).get("stopPolicy", "None") != "None":
+        out.append(f"LocalQueue {queue} is stopped (stopPolicy {(lq.get('spec') or {}).get('stopPolicy')})")
+    cq_name = str((lq.get("spec") or {}).get("clusterQueue", ""))
+    cq = next((q for q in state.cluster_queues if _meta(q).get("name") == cq_name), None)
+    if cq is None:
+        return cq_name, [*out, f"ClusterQueue {cq_name} (of LocalQueue {queue}) does not exist"]
+    spec = cq.get("spec") or {}
+    if spec.get("stopPolicy", "None") != "None":
+        out.append(f"ClusterQueue {cq_name} is stopped (stopPolicy {spec.get('stopPolicy')})")
+    active = next((c for c in (cq.get("status") or {}).get("conditions") or [] if c.get("type") == "Active"), None)
+    if active is not None and active.get("status") != "True" and spec.get("stopPolicy", "None") == "None":
+        out.append(f"ClusterQueue {cq_name} is inactive: {active.get('message', '')}")
+    labels = next((_meta(n).get("labels") or {} for n in state.namespaces if _meta(n).get("name") == ns), {})
+    if not selector.matches(spec.get("namespaceSelector"), labels, nil_matches=True):
+        out.append(f"ClusterQueue {cq_name}'s namespaceSelector does not select namespace {ns}")
+    pending_checks = sorted(c.get("name", "") for c in (wl.get("status") or {}).get("admissionChecks") or []
+                            if c.get("state") in ("Pending", "Retry"))
+    if pending_checks and workload_status(wl) == "quotaReserved":
+        out.append(f"admission check(s) not ready yet: {', '.join(pending_checks)}")
+    return cq_name, out
+
+
+def _amount(resource: str, value: int) -> str:
+    return quantity.format_amount(resource, value)
+
+
+def quota_table(rows: Sequence[QuotaRow]) -> str:
+    return render_table(["Pod Set", "Flavor", "Resource", "Requested", "Nominal", "In Use", "Borrowable Now", "Shortfall"],
+                        [[r.pod_set, r.flavor, r.resource, _amount(r.resource, r.requested), _amount(r.resource, r.nominal),
+                          _amount(r.resource, r.in_use), _amount(r.resource, r.borrowable), _amount(r.resource, r.shortfall)]
+                         for r in rows])
+
+
+def describe_outcome(outcome: Outcome, wl: WorkloadInfo) -> list[str]:
+    """The core's decision in plain words."""
+    d = outcome.decision
+    if isinstance(d, Admit):
+        lines = [f"would be admitted now by ClusterQueue {d.cluster_queue}"]
+        requested = {ps.name: ps.count for ps in wl.pod_sets}
+        for psa in d.admission.get("podSetAssignments") or []:
+            flavors = ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))
+            count, want = int(psa.get("count", 0)), requested.get(psa.get("name", ""), 0)
+            partial = f" (partial admission: {count} of {want} pods)" if count < want else f" ({count} pods)"
+            lines.append(f"  pod set {psa.get('name')}: {flavors}{partial}")
+        return lines
+    if isinstance(d, Preempt):
+        lines = [f"would be admitted by ClusterQueue {d.cluster_queue} after preempting {len(d.targets)} workload(s):"]
+        lines += [f"  {v.key} (ClusterQueue {v.cluster_queue}): {v.message}" for v in d.targets]
+        return lines
+    if isinstance(d, Pending | QueueBlocked):
+        return [f"would stay pending: {d.message}"]
+    return ["no decision: the workload never reached the head of its queue in the simulation"]
+
+
+def _fits_lines(rows: Sequence[QuotaRow], cluster_queue: str) -> list[str]:
+    reasons = never_fits(rows)
+    if not rows:
+        return []
+    if reasons:
+        return [f"can never fit ClusterQueue {cluster_queue}, even with nothing else running:", *[f"  {r}" for r in reasons]]
+    return [f"can fit ClusterQueue {cluster_queue} once enough quota is free"]
+
+
+def _report(wl_obj: Mapping[str, Any], state: ClusterState, *, now: Any) -> tuple[WorkloadInfo, str, list[str], Outcome, list[QuotaRow]]:
+    core = build_core(state, now)
+    info = parse_workload(wl_obj)
+    cq_name, blocked = blockers(wl_obj, state)
+    pending = workload_status(wl_obj) == "pending"
+    # Numbers before the simulation (which assumes its admissions in the core); none for an admitted
+    # workload, whose own share is in the usage and would only mislead.
+    rows = quota_rows(core, info, cq_name) if cq_name and pending else []
+    outcome = simulate(core, info.key, now) if pending else Outcome(None, 0)
+    return info, cq_name, blocked, outcome, rows
+
+
+def _find_workload(api: Api, kind: str, name: str, namespace: str) -> dict[str, Any]:
+    if kind == "Workload":
+        wl = get_object(api, kueue_path("workload", namespace, name))
+        if wl is None:
+            raise CliError(f'workloads.{constants.GROUP} "{name}" not found')
+        return wl
+    path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}" if kind == "Job" else f"/api/v1/namespaces/{namespace}/pods/{name}"
+    owner = get_object(api, path)
+    if owner is None:
+        raise CliError(f'{"jobs.batch" if kind == "Job" else "pods"} "{name}" not found')
+    uid = _meta(owner).get("uid", "")
+    wls = list_items(api, kueue_path("workload", namespace))["items"]
+    mine = [w for w in wls if (_meta(w).get("labels") or {}).get(constants.JOB_UID_LABEL) == uid
+            or any(r.get("uid") == uid for r in _meta(w).get("ownerReferences") or [])]
+    if not mine:
+        queue = (_meta(owner).get("labels") or {}).get(constants.QUEUE_LABEL)
+        why = "it has no kueue.x-k8s.io/queue-name label, so Kueue does not manage it" if not queue else \
+            "Kueue has not created one yet"
+        raise CliError(f"{kind.lower()}/{name} has no Workload: {why}")
+    return dict(mine[0])
+
+
+@click.command("explain", help="Explain why a Job, Pod or Workload is pending: the queue state that blocks it, "
+                               "its position, quota per flavor and resource, and what it would preempt.")
+@click.argument("target", metavar="TYPE/NAME")
+@kube_options
+def explain(target: str) -> None:
+    kind_word, _, name = target.partition("/")
+    kind = _KINDS.get(kind_word.lower())
+    if kind is None or not name:
+        raise CliError(f"explain takes job/NAME, pod/NAME or workload/NAME, not {target!r}")
+    s = session()
+    wl = _find_workload(s.api, kind, name, s.ns)
+    state = fetch_state(s.api)
+    now = s.clock()
+    info, cq_name, blocked, outcome, rows = _report(wl, state, now=now)
+    status = workload_status(wl)
+    queue = (wl.get("spec") or {}).get("queueName", "")
+    lines = [f"Workload {info.key}: {status.upper()}" + (f", LocalQueue {queue}" if queue else "")
+             + (f" -> ClusterQueue {cq_name}" if cq_name else "")]
+    admission = (wl.get("status") or {}).get("admission")
+    if status in ("admitted", "quotaReserved", "finished") and admission:
+        for psa in admission.get("podSetAssignments") or []:
+            flavors = ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))
+            lines.append(f"  pod set {psa.get('name')}: {flavors} ({psa.get('count')} pods)")
+    lines += [f"Blocked: {b}" for b in blocked]
+    reserved = next((c for c in (wl.get("status") or {}).get("conditions") or []
+                     if c.get("type") == constants.WorkloadCondition.QUOTA_RESERVED and c.get("status") == "False"), None)
+    if reserved is not None and reserved.get("message"):
+        lines.append(f"Kueue says: {reserved['message']}")
+    if status == "pending" and cq_name:
+        lines += _position_lines(s.api, wl, info, cq_name, state)
+        lines.append("If scheduled now: " + "\n".join(describe_outcome(outcome, info)))
+        lines += _fits_lines(rows, cq_name)
+    click.echo("\n".join(lines))
+    if rows:
+        click.echo(f"\nQuota of ClusterQueue {cq_name}:")
+        click.echo(quota_table(rows), nl=False)
+
+
+def _position_lines(api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name: str, state: ClusterState) -> list[str]:
+    pending = pending_workloads(api, cq_name)
+    queue_of = {(_meta(q).get("namespace", ""), _meta(q).get("name", "")): str((q.get("spec") or {}).get("clusterQueue", ""))
+                for q in state.local_queues}
+    ahead = workloads_ahead(state.workloads, info, cq_name, queue_of)
+    lines = []
+    mine = next((p for p in pending or [] if (_meta(p).get("namespace"), _meta(p).get("name")) == (info.namespace, info.name)), None)
+    if mine is not None:
+        lines.append(f"Position: {mine.get('positionInClusterQueue')} in ClusterQueue {cq_name}, "
+                     f"{mine.get('positionInLocalQueue')} in LocalQueue {info.queue_name}")
+    else:
+        lines.append(f"Position: {len(ahead) + 1} in ClusterQueue {cq_name} (queue order: priority, then creation)")
+    if ahead:
+        lines.append(f"Ahead of it ({len(ahead)}):")
+        lines += [f"  {a.key} (priority {a.priority})" for a in ahead[:10]]
+        if len(ahead) > 10:
+            lines.append(f"  ... and {len(ahead) - 10} more")
+    else:
+        lines.append("Ahead of it: none")
+    return lines
+
+
+def _priority(api: Api, obj: Mapping[str, Any]) -> int:
+    """The priority the worker would give it: its WorkloadPriorityClass, else its PriorityClass, else 0."""
+    wpc = (_meta(obj).get("labels") or {}).get(constants.PRIORITY_CLASS_LABEL)
+    if wpc:
+        found = get_object(api, f"/apis/{constants.V1BETA2}/workloadpriorityclasses/{wpc}")
+        if found is None:
+            raise CliError(f'WorkloadPriorityClass "{wpc}" not found')
+        return int(found.get("value") or 0)
+    template = (obj.get("spec") or {}).get("template") or {"spec": obj.get("spec") or {}}
+    pc = (template.get("spec") or {}).get("priorityClassName")
+    if pc:
+        found = get_object(api, f"/apis/scheduling.k8s.io/v1/priorityclasses/{pc}")
+        if found is None:
+            raise CliError(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
+        return int(found.get("value") or 0)
+    return 0
+
+
+@click.command("dry-run", help="Run our admission core on a snapshot of the cluster's queues for a Job, Pod or "
+                               "Workload not yet submitted: would it be admitted now, on which flavors, what would it "
+                               "preempt, or why not; and whether it can ever fit. Nothing is written.")
+@click.option("-f", "--filename", required=True, help="The manifest (YAML or JSON; '-' reads standard input).")
+@kube_options
+def dry_run(filename: str) -> None:
+    try:
+        text = sys.stdin.read() if filename == "-" else open(filename, encoding="utf-8").read()  # noqa: SIM115
+        obj = next(d for d in yaml.safe_load_all(text) if d)
+    except (OSError, yaml.YAMLError, StopIteration) as exc:
+        raise CliError(f"cannot read {filename}: {exc}") from None
+    s = session()
+    obj.setdefault("metadata", {}).setdefault("namespace", s.ns)
+    now = s.clock()
+    try:
+        wl = workload_for(obj, now=now, priority=_priority(s.api, obj))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    state = fetch_state(s.api)
+    state.workloads = [w for w in state.workloads if (_meta(w).get("namespace"), _meta(w).get("name")) !=
+                       (_meta(wl).get("namespace"), _meta(wl).get("name"))] + [wl]
+    info, cq_name, blocked, outcome, rows = _report(wl, state, now=now)
+    lines = [f"{obj.get('kind', '').lower()}/{_meta(obj).get('name', '')}: {sum(ps.count for ps in info.pod_sets)} pod(s)"
+             + (f", LocalQueue {info.queue_name}" if info.queue_name else "") + (f" -> ClusterQueue {cq_name}" if cq_name else "")]
+    lines += [f"Blocked: {b}" for b in blocked]
+    if cq_name:
+        lines += describe_outcome(outcome, info)
+        lines += _fits_lines(rows, cq_name)
+    click.echo("\n".join(lines))
+    if rows:
+        click.echo(f"\nQuota of ClusterQueue {cq_name}:")
+        click.echo(quota_table(rows), nl=False)
