@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -350,7 +350,9 @@ class _Pki:
 
 
 @dataclass
-class _Proc:
+class Proc:
+    """A process we started (popen set) or one recorded in a pids file by an earlier run."""
+
     name: str
     pid: int
     start_time: int | None
@@ -366,7 +368,37 @@ class _Proc:
         return self.popen.poll() if self.popen is not None else None
 
 
-def _wait_gone(proc: _Proc, timeout: float) -> bool:
+def spawn(name: str, cmd: Sequence[str], *, log_path: Path, cwd: Path, env: Mapping[str, str]) -> Proc:
+    """Start `cmd` in its own session (kill_group reaches all of it), output appended to `log_path`."""
+    with open(log_path, "ab") as out:
+        out.write(f"# {' '.join(cmd)}\n".encode())
+        out.flush()
+        popen = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                 cwd=cwd, start_new_session=True, env=dict(env))
+    return Proc(name, popen.pid, proc_start_time(popen.pid), log_path, popen)
+
+
+def write_pid_file(path: Path, procs: Sequence[Proc]) -> None:
+    """Record `procs` so that a later `down` (another process, after a crash) can stop them."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(f"{p.name} {p.pid} {p.start_time or 0} {p.log}\n" for p in procs))
+    tmp.replace(path)
+
+
+def read_pid_file(path: Path) -> list[Proc]:
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    procs = []
+    for line in text.splitlines():
+        parts = line.split(" ", 3)
+        if len(parts) == 4 and parts[1].isdigit():
+            procs.append(Proc(parts[0], int(parts[1]), int(parts[2]) or None, Path(parts[3])))
+    return procs
+
+
+def _wait_gone(proc: Proc, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not proc.alive():
@@ -375,7 +407,7 @@ def _wait_gone(proc: _Proc, timeout: float) -> bool:
     return not proc.alive()
 
 
-def _kill_group(proc: _Proc, term_timeout: float = 10.0) -> None:
+def kill_group(proc: Proc, term_timeout: float = 10.0) -> None:
     """SIGTERM the process group, SIGKILL it if it lingers, and reap our own children."""
     if proc.alive():
         for sig, wait in ((signal.SIGTERM, term_timeout), (signal.SIGKILL, 5.0)):
@@ -454,7 +486,7 @@ class Cluster:
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
         self.ports: dict[str, int] = {}
-        self._procs: list[_Proc] = []
+        self._procs: list[Proc] = []
         self._lock = threading.RLock()
         self._exit_hooks_installed = False
         self._prev_handlers: dict[int, Any] = {}
@@ -525,7 +557,7 @@ class Cluster:
             for proc in reversed(procs):
                 if proc.alive():
                     log(f"stopping {proc.name} (pid {proc.pid})")
-                _kill_group(proc)
+                kill_group(proc)
             self._procs = []
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and any(port_open(p) for p in ports):
@@ -570,7 +602,7 @@ class Cluster:
             if proc is None:
                 raise ClusterError(f"restart {name}", "not started by this Cluster object")
             started = time.monotonic()
-            _kill_group(proc)
+            kill_group(proc)
             self._procs.remove(proc)
             port = self.ports.get(name)
             deadline = time.monotonic() + 10
@@ -720,45 +752,21 @@ class Cluster:
 
     def _start(self, name: str, cmd: list[str]) -> None:
         log_path = self.logs_dir / f"{name}.log"
-        with open(log_path, "ab") as out:
-            out.write(f"# {' '.join(cmd)}\n".encode())
-            out.flush()
-            try:
-                popen = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    cwd=self.dir,
-                    start_new_session=True,  # own process group: killpg reaches it all
-                    env={**os.environ, "KUBECONFIG": ""},
-                )
-            except OSError as exc:
-                raise ClusterError(f"start {name}", str(exc)) from exc
-        proc = _Proc(name, popen.pid, proc_start_time(popen.pid), log_path, popen)
+        try:
+            proc = spawn(name, cmd, log_path=log_path, cwd=self.dir, env={**os.environ, "KUBECONFIG": ""})
+        except OSError as exc:
+            raise ClusterError(f"start {name}", str(exc)) from exc
         self._procs.append(proc)
         self._write_pids()
-        log(f"started {name} (pid {popen.pid}, log {log_path})")
+        log(f"started {name} (pid {proc.pid}, log {log_path})")
 
     # ------------------------------------------------------------------ state files
 
     def _write_pids(self) -> None:
-        lines = [f"{p.name} {p.pid} {p.start_time or 0} {p.log}" for p in self._procs]
-        tmp = self.dir / "pids.tmp"
-        tmp.write_text("".join(line + "\n" for line in lines))
-        tmp.replace(self.dir / "pids")
+        write_pid_file(self.dir / "pids", self._procs)
 
-    def _recorded_procs(self) -> list[_Proc]:
-        try:
-            text = (self.dir / "pids").read_text()
-        except OSError:
-            return []
-        procs = []
-        for line in text.splitlines():
-            parts = line.split(" ", 3)
-            if len(parts) == 4 and parts[1].isdigit():
-                procs.append(_Proc(parts[0], int(parts[1]), int(parts[2]) or None, Path(parts[3])))
-        return procs
+    def _recorded_procs(self) -> list[Proc]:
+        return read_pid_file(self.dir / "pids")
 
     def _write_state(self) -> None:
         state = {"ports": self.ports, "kubeconfig": str(self.kubeconfig), "owner_pid": os.getpid()}
