@@ -197,10 +197,14 @@ class Round:
         log(f"running: {' '.join(cmd[2:])}")
         last = ""
         with subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True) as proc:
-            for line in proc.stdout or ():  # shown as it comes; the summary line is kept for the log
-                sys.stdout.write(line)
-                sys.stdout.flush()
-                last = line if line.strip() else last
+            try:
+                for line in proc.stdout or ():  # shown as it comes; the summary line is kept for the log
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    last = line if line.strip() else last
+            except BaseException:  # SIGTERM or Ctrl-C here: the suite stops before the cluster goes
+                proc.terminate()
+                raise
         counts = re.findall(r"\d+ (?:passed|failed|errors?|deselected|skipped|xfailed)", last)
         log(f"{self.install}: e2e suite exited {proc.returncode} ({', '.join(counts) or 'no summary'})")
         return proc.returncode
