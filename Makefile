@@ -9,10 +9,12 @@ STAMP := $(VENV)/.installed
 RUN_DIR ?= .run
 CLUSTER ?=
 IMG ?= pykueue:dev
+BASE ?=
+DOCKER_BUILD_FLAGS ?=
 KUBECTL ?= kubectl
 
 .PHONY: help venv test unit e2e lint manifests binaries cluster-up cluster-down up down run \
-        bench bench-webhook bench-core bench-dashboard image e2e-kind clean deploy undeploy
+        bench bench-webhook bench-core bench-dashboard image e2e-kind e2e-real clean deploy undeploy
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -78,8 +80,11 @@ bench-core: $(STAMP) ## admission core: cycle time and memory vs pending workloa
 bench-dashboard: $(STAMP) ## dashboard: overview and Workloads page render time at 1,000 and 10,000 workloads vs none
 	$(BIN)/python bench/bench_dashboard.py
 
-image: ## container image for the server (needs Docker; IMG=name:tag)
-	docker build -t $(IMG) .
+image: ## container image for the server (needs Docker; IMG=name:tag, BASE=base image, DOCKER_BUILD_FLAGS=e.g. --network host)
+	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(DOCKER_BUILD_FLAGS) -t $(IMG) .
+
+e2e-real: $(STAMP) ## as root: a real node (containerd, kubelet, kube-proxy) in a private network namespace, our image built without Docker, `make deploy` then `helm install`, the e2e suite against each
+	$(BIN)/python e2e/real.py run --image $(IMG) --dir $(RUN_DIR)/real
 
 e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker and kind)
 	kind create cluster --name pykueue --config e2e/kind-config.yaml

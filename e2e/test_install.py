@@ -25,7 +25,7 @@ DOCS = ROOT / "e2e" / "examples" / "docs"
 CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
 
 
-_CLUSTER_WIDE = "crd,mutatingwebhookconfigurations,validatingwebhookconfigurations"
+_CLUSTER_WIDE = "crd,mutatingwebhookconfigurations,validatingwebhookconfigurations,apiservices"
 
 
 def _ref(doc: dict[str, Any]) -> str:
@@ -37,10 +37,12 @@ def dry_run(kubectl: Kubectl, docs: list[dict[str, Any]]) -> subprocess.Complete
     """Server dry run of `docs` as an install would send them.
 
     CRDs and webhook configurations that already exist (the stack installs them pointing at a
-    `url`) are checked with `replace`: an apply would merge our `service` into their `url`.
+    `url`) are checked with `replace`: an apply would merge our `service` into their `url`. So are
+    the visibility APIServices and Service (the stack's have a caBundle and an ExternalName).
     """
     items = [d for d in docs if d and d["kind"] not in CERT_MANAGER_KINDS]
     existing = set(kubectl("get", _CLUSTER_WIDE, "-o", "name").stdout.split())
+    existing |= set(kubectl("get", "services", "-n", "kueue-system", "-o", "name").stdout.split())
     replaced = [d for d in items if _ref(d) in existing]
     applied = [d for d in items if _ref(d) not in existing]
     out, err, code = "", "", 0

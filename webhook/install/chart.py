@@ -5,7 +5,8 @@ overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolic
 `.manager.resources`, `.manager.podSecurityContext`, `.manager.containerSecurityContext`,
 `.imagePullSecrets`, `.readinessProbe`, `.livenessProbe`, `.nodeSelector`, `.tolerations`,
 `.topologySpreadConstraints`, `.podDisruptionBudget`, `managerConfig.controllerManagerConfigYaml`,
-`enableCertManager`, `metricsService`, `webhookService`. Objects live in the release namespace;
+`enableCertManager`, `enableVisibilityAPF`,
+`enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService`. Objects live in the release namespace;
 names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name depend on them).
 
 Templating is done by placing tokens in the generated objects and replacing the dumped lines:
@@ -22,7 +23,7 @@ from typing import Any
 from webhook.api.schema import dump
 from webhook.certmanager import conversion_crd_names
 from webhook.install import objects as o
-from webhook.install import rbac
+from webhook.install import rbac, visibility
 
 __all__ = ["render"]
 
@@ -44,6 +45,8 @@ def _values() -> dict[str, Any]:
     d = o.Settings()
     return {
         "enableCertManager": False,
+        "enableVisibilityAPF": False,
+        "enableVisibilityAuthReaderRoleBinding": True,
         "controllerManager": {
             "replicas": d.replicas,
             "manager": {
@@ -231,4 +234,14 @@ def render() -> dict[str, str]:
         "templates/manager.yaml": _config_map() + _docs([_deployment(s), *_services(s)]) + _pdb(),
         "templates/webhooks.yaml": _docs(webhooks),
         "templates/certmanager.yaml": _guard(_CERT_MANAGER, _docs(o.cert_manager_objects(s))),
+        "templates/visibility.yaml": _visibility(),
+        "templates/visibility-apf.yaml": _guard(".Values.enableVisibilityAPF", _docs(visibility.apf_objects())),
     }
+
+
+def _visibility() -> str:
+    """The Service, the APIServices and the delegator binding; the kube-system RoleBinding can be left
+    to whoever may write there (upstream's `enableVisibilityAuthReaderRoleBinding`)."""
+    reader, delegator = visibility.auth_objects(_NS, o.SERVICE_ACCOUNT)
+    return (_docs([visibility.service(_NS), *visibility.api_services(_NS), delegator])
+            + _guard(".Values.enableVisibilityAuthReaderRoleBinding", _docs([reader])))

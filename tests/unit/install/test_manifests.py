@@ -103,7 +103,8 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert sorted(roles) == sorted(
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
-           for r in ("viewer", "editor")] + ["kueue-metrics-reader"])
+           for r in ("viewer", "editor")]
+        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader"])
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
@@ -125,6 +126,14 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         "rbac.kueue.x-k8s.io/role": "topology-editor", "rbac.kueue.x-k8s.io/batch-admin": "true"}
     assert roles["kueue-topology-editor-role"]["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["topologies"],
         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]
+
+    # upstream's pending_workloads_{cq,lq}_viewer_role.yaml: batch users read LocalQueues' queues only
+    cq_pending, lq_pending = roles["kueue-pending-workloads-cq-viewer-role"], roles["kueue-pending-workloads-lq-viewer-role"]
+    assert cq_pending["rules"] == [{"apiGroups": ["visibility.kueue.x-k8s.io"],
+                                    "resources": ["clusterqueues/pendingworkloads"], "verbs": ["get", "list", "watch"]}]
+    assert "rbac.kueue.x-k8s.io/batch-user" not in cq_pending["metadata"]["labels"]
+    assert lq_pending["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-user"] == "true"
+    assert lq_pending["rules"][0]["resources"] == ["localqueues/pendingworkloads"]
 
 
 def test_manager_role_grants_nothing_on_the_served_only_kinds():
