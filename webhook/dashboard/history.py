@@ -9,6 +9,7 @@ SVG with pygal, with its tooltip script left out so a page never loads anything 
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ __all__ = ["History", "Sample"]
 #: Samples kept per ClusterQueue (an hour at the default 10 s interval).
 KEEP = 360
 
+_SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
 _STYLE = Style(background="transparent", plot_background="transparent", font_family="system-ui, sans-serif",
                colors=("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#4a5568"))
 
@@ -79,9 +81,16 @@ class History:
         queue = _chart(pygal.DateTimeLine, f"{cluster_queue}: workloads and admission wait (s)")
         queue.add("pending", [(s.at, s.pending) for s in samples])
         queue.add("admitted", [(s.at, s.admitted) for s in samples])
-        queue.add("admission wait (s)", [(s.at, s.wait_seconds) for s in samples if s.wait_seconds is not None],
-                  secondary=True)
-        return usage.render(is_unicode=True), queue.render(is_unicode=True)
+        waits = [(s.at, s.wait_seconds) for s in samples if s.wait_seconds is not None]
+        if waits:  # pygal cannot scale an empty secondary axis
+            queue.add("admission wait (s)", waits, secondary=True)
+        return _svg(usage), _svg(queue)
+
+
+def _svg(chart: pygal.DateTimeLine) -> str:
+    """The chart's SVG without the config script pygal always inlines (only its tooltips read it, and
+    the page's Content-Security-Policy would block it anyway)."""
+    return _SCRIPT.sub("", chart.render(is_unicode=True))
 
 
 def _chart(kind: type[pygal.DateTimeLine], title: str) -> pygal.DateTimeLine:
