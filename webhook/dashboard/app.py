@@ -279,21 +279,22 @@ def _related(kube: KubeReader | None, authorizer: Authorizer, user: Any,
                 "fieldSelector": f"involvedObject.kind=Workload,involvedObject.name={name}"})
             events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
         if authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
-            selector = _pod_selector(wl)
-            if selector:
-                pods, _ = kube.list(k.object_path("v1", "pods", ns), query={"labelSelector": selector})
+            query = _pod_query(wl)
+            if query:
+                pods, _ = kube.list(k.object_path("v1", "pods", ns), query=query)
     except k.KubeError as exc:
         log.warning("dashboard: reading events or pods failed", extra={"object": f"{ns}/{name}", "error": str(exc)})
     return events, pods
 
 
-def _pod_selector(wl: Mapping[str, Any]) -> str:
-    """A label selector for the Workload's Pods: those of its Job, or of its pod group."""
+def _pod_query(wl: Mapping[str, Any]) -> dict[str, str]:
+    """How to list the Workload's Pods: by its Job's label, its pod group's label, or its one Pod's name."""
     for ref in wl["metadata"].get("ownerReferences") or ():
         if ref.get("kind") == "Job":
-            return f"batch.kubernetes.io/job-name={ref.get('name')}"
+            return {"labelSelector": f"batch.kubernetes.io/job-name={ref.get('name')}"}
         if ref.get("kind") == "Pod":
-            labels = wl["metadata"].get("labels") or {}
-            group = labels.get(constants.POD_GROUP_NAME)
-            return f"{constants.POD_GROUP_NAME}={group}" if group else ""
-    return ""
+            group = (wl["metadata"].get("labels") or {}).get(constants.POD_GROUP_NAME)
+            if group:
+                return {"labelSelector": f"{constants.POD_GROUP_NAME}={group}"}
+            return {"fieldSelector": f"metadata.name={ref.get('name')}"}
+    return {}

@@ -8,6 +8,7 @@ import pytest
 from tests.unit.dashboard.fakes import ADMIN, ALICE, FakeReviews, two_teams
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer
+from webhook.dashboard.store import Kind
 
 pytestmark = pytest.mark.anyio
 
@@ -17,9 +18,22 @@ def anyio_backend() -> str:
     return "asyncio"  # the live stream wakes its clients through asyncio
 
 
-def client(token: str | None = None) -> tuple[httpx.AsyncClient, FakeReviews]:
+class FakeReader:
+    """Events and Pods as the API server lists them, optional fields left out."""
+
+    def __init__(self) -> None:
+        self.queries: list[tuple[str, dict]] = []
+
+    def list(self, path: str, *, query=None):
+        self.queries.append((path, dict(query or {})))
+        if path.endswith("/events"):
+            return [{"type": "Normal", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq"}], "1"
+        return [{"metadata": {"name": "job-a-old-xyz"}, "status": {"phase": "Pending"}}], "1"
+
+
+def client(token: str | None = None, *, kube: FakeReader | None = None) -> tuple[httpx.AsyncClient, FakeReviews]:
     reviews = FakeReviews()
-    app = create_app(Settings(store=two_teams(), authorizer=Authorizer(reviews)))
+    app = create_app(Settings(store=two_teams(), authorizer=Authorizer(reviews), kube=kube))
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash", headers=headers), reviews
 
@@ -90,3 +104,27 @@ async def test_reviews_are_cached_between_page_views() -> None:
         first = len(reviews.calls)
         await c.get("/workloads")
         assert len(reviews.calls) == first
+
+
+async def test_the_workload_page_shows_conditions_events_pods_and_yaml() -> None:
+    store = two_teams()
+    raw = dict(store.workloads()["team-a/a-running"].raw)
+    raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
+    store.apply(Kind.WORKLOADS, "MODIFIED", raw)
+    kube = FakeReader()
+    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
+                                 headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+        page = (await c.get("/workloads/team-a/a-running")).text
+    assert "Quota reserved in ClusterQueue cq" in page and "job-a-old-xyz" in page and "kind: Workload" in page
+    assert kube.queries == [
+        ("/api/v1/namespaces/team-a/events", {"fieldSelector": "involvedObject.kind=Workload,involvedObject.name=a-running"}),
+        ("/api/v1/namespaces/team-a/pods", {"labelSelector": "batch.kubernetes.io/job-name=a-running-job"})]
+
+
+async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:
+    kube = FakeReader()
+    c, _ = client(ALICE, kube=kube)
+    async with c:
+        assert (await c.get("/workloads/team-a/a-running")).status_code == 200
+    assert kube.queries == []
