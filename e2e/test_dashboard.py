@@ -136,6 +136,10 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
                  lambda: row_state(browser, f"{team_a}/{wl}") == "Admitted", timeout=60)
         assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
         browser.save_screenshot(str(shots / "admitted.png"))
+        browser.get(f"{url}/workloads/{team_a}/{wl}")
+        page = text_of(browser, "live")
+        assert "Conditions" in page and "QuotaReserved" in page and "kind: Workload" in page, page[:500]
+        browser.save_screenshot(str(shots / "workload.png"))
 
         # A user of team-a sees team-a only, and is refused team-b's Workload by URL.
         other = kubectl.get("workloads", "-n", team_b)["items"][0]["metadata"]["name"]

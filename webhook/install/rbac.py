@@ -132,7 +132,7 @@ MANAGER_ACCESS: tuple[Access, ...] = (
            "who is the scraper (its bearer token)", role="metrics-auth"),
     Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), METRICS_AUTH,
            "may the scraper get /metrics", role="metrics-auth"),
-    # -- the dashboard (its own process; reads only, and asks the API server what each user may see) ----
+    # -- the dashboard: its own ServiceAccount and role (`install.dashboard`), never the manager's ------
     Access(_K, ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"), ("list", "watch"),
            DASHBOARD, "watch caches the pages are rendered from", role="dashboard"),
     Access("", ("events", "pods"), ("list",), DASHBOARD, "a Workload's page: its Events and Pods", role="dashboard"),
@@ -187,7 +187,6 @@ ROLE_NAMES = {
     ("cert", True): ("kueue-manager-secrets-role", "kueue-manager-secrets-rolebinding"),
     ("leader-election", True): ("kueue-leader-election-role", "kueue-leader-election-rolebinding"),
     ("metrics-auth", False): ("kueue-metrics-auth-role", "kueue-metrics-auth-rolebinding"),
-    ("dashboard", False): ("kueue-dashboard-role", "kueue-dashboard-rolebinding"),
 }
 
 
