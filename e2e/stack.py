@@ -82,7 +82,10 @@ class Stack:
         self.metrics_port_file = self.dir / "metrics.port"  # the worker's /metrics (HTTPS, loopback)
         self.visibility_port_file = self.dir / "visibility.port"  # the worker's visibility API (HTTPS, loopback)
         self.server_log = self.dir / "server.log"
+        self.dashboard_pid_file = self.dir / "dashboard.pid"
+        self.dashboard_port_file = self.dir / "dashboard.port"
         self._server: subprocess.Popen[bytes] | None = None
+        self._dashboard: subprocess.Popen[bytes] | None = None
         self._metrics_token: str | None = None
 
     @property
@@ -147,7 +150,7 @@ class Stack:
         self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=pykueue-stack", "-f", "-", input=doc)
 
     def up(self, extra_config: str = "") -> Stack:
-        """Start fresh; `extra_config` (top-level Configuration YAML) is added to the server's default one."""
+        """Start fresh (the dashboard included); `extra_config` (top-level Configuration YAML) is added to the server's default one."""
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stop_server()
@@ -170,6 +173,7 @@ class Stack:
         _log("registering the visibility API (APIService -> ExternalName localhost)")
         self.apply([*visibility.local_objects("kueue-system", port=visibility_port, ca_bundle=ca_bundle),
                     *visibility.auth_objects("kueue-system", "kueue-controller-manager"), *user_roles()])
+        self._start_dashboard()
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return self
 
@@ -237,7 +241,54 @@ class Stack:
             self._server = None
         self.pid_file.unlink(missing_ok=True)
 
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{int(self.dashboard_port_file.read_text())}"
+
+    def _start_dashboard(self) -> None:
+        """The dashboard as its own host process (plain HTTP on loopback), sampling History every second."""
+        port = _free_port()
+        self.dashboard_port_file.write_text(str(port))
+        with open(self.dir / "dashboard.log", "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "webhook", "dashboard", "--host", "127.0.0.1", "--port", str(port),
+                 "--kubeconfig", str(self.kubeconfig), "--sample-every", "1"],
+                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        self._dashboard = proc
+        self.dashboard_pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise StackError("dashboard start", f"exited with {proc.returncode}; see {self.dir / 'dashboard.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.dashboard_url}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        _log(f"dashboard on {self.dashboard_url} (pid {proc.pid})")
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise StackError("dashboard ready", f"its caches did not sync within 60s; see {self.dir / 'dashboard.log'}")
+
+    def _stop_dashboard(self) -> None:
+        if not self.dashboard_pid_file.exists():
+            return
+        pid = int(self.dashboard_pid_file.read_text())
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            for _ in range(50):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self._dashboard is not None:
+            self._dashboard.wait(timeout=10)
+            self._dashboard = None
+        self.dashboard_pid_file.unlink(missing_ok=True)
+
     def down(self) -> None:
+        self._stop_dashboard()
         self._stop_server()
         self.cluster.down()
 
@@ -258,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             stack.up()
             print(stack.kubeconfig)
+            print(f"dashboard: {stack.dashboard_url}  (sign in with a token, e.g. "
+                  f"`kubectl --kubeconfig {stack.kubeconfig} create token <serviceaccount> -n <namespace>`)")
         else:
             stack.down()
     except (StackError, RuntimeError) as exc:

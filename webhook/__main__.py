@@ -1,4 +1,4 @@
-"""Command line: `python -m webhook certs ...` and `python -m webhook serve ...`."""
+"""Command line: `python -m webhook certs|serve|worker|dashboard ...`."""
 
 from __future__ import annotations
 
@@ -127,6 +127,21 @@ def _worker(args: argparse.Namespace) -> int:
     os._exit(code)  # informer threads may sit in a blocking watch read
 
 
+def _dashboard(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from webhook import logs
+    from webhook.dashboard.server import Options, run
+
+    logs.setup(args.log_level)
+    if not (args.kubeconfig or args.in_cluster):
+        print("the dashboard needs --kubeconfig or --in-cluster", file=sys.stderr)
+        return 2
+    return run(Options(host=args.host, port=args.port, kubeconfig=args.kubeconfig,
+                       cert_dir=Path(args.cert_dir) if args.cert_dir else None,
+                       sample_every_s=args.sample_every, root_path=args.root_path))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m webhook", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -151,7 +166,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--in-cluster", action="store_true")
     w.add_argument("--log-level", default="INFO")
     w.add_argument("--leader-election-namespace")
+    d = sub.add_parser("dashboard", help="the queue dashboard (its own process)")
+    d.add_argument("--host", default="0.0.0.0")
+    d.add_argument("--port", type=int, default=8080)
+    d.add_argument("--kubeconfig")
+    d.add_argument("--in-cluster", action="store_true")
+    d.add_argument("--cert-dir", help="serve HTTPS with tls.crt and tls.key from here (default: plain HTTP)")
+    d.add_argument("--sample-every", type=float, default=10.0, help="seconds between History samples")
+    d.add_argument("--root-path", default="", help="URL prefix when served under one")
+    d.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    if args.command == "dashboard":
+        return _dashboard(args)
     if args.command == "worker":
         return _worker(args)
     if args.command == "certs":

@@ -5,7 +5,7 @@ overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolic
 `.manager.resources`, `.manager.podSecurityContext`, `.manager.containerSecurityContext`,
 `.imagePullSecrets`, `.readinessProbe`, `.livenessProbe`, `.nodeSelector`, `.tolerations`,
 `.topologySpreadConstraints`, `.podDisruptionBudget`, `managerConfig.controllerManagerConfigYaml`,
-`enableCertManager`, `enableVisibilityAPF`,
+`enableCertManager`, `enableVisibilityAPF`, `enableKueueViz` (the dashboard, from the manager's image),
 `enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService`. Objects live in the release namespace;
 names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name depend on them).
 
@@ -22,8 +22,8 @@ from typing import Any
 
 from webhook.api.schema import dump
 from webhook.certmanager import conversion_crd_names
+from webhook.install import dashboard, rbac, visibility
 from webhook.install import objects as o
-from webhook.install import rbac, visibility
 
 __all__ = ["render"]
 
@@ -46,6 +46,7 @@ def _values() -> dict[str, Any]:
     return {
         "enableCertManager": False,
         "enableVisibilityAPF": False,
+        "enableKueueViz": False,
         "enableVisibilityAuthReaderRoleBinding": True,
         "controllerManager": {
             "replicas": d.replicas,
@@ -236,6 +237,8 @@ def render() -> dict[str, str]:
         "templates/certmanager.yaml": _guard(_CERT_MANAGER, _docs(o.cert_manager_objects(s))),
         "templates/visibility.yaml": _visibility(),
         "templates/visibility-apf.yaml": _guard(".Values.enableVisibilityAPF", _docs(visibility.apf_objects())),
+        "templates/dashboard.yaml": _guard(".Values.enableKueueViz", _docs(
+            dashboard.objects(_NS, image="@@IMAGE@@", pull_policy="@@PULL_POLICY@@"))),
     }
 
 

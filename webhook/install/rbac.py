@@ -31,6 +31,7 @@ from webhook.certmanager import conversion_crd_names
 
 __all__ = [
     "CERT_MANAGER",
+    "DASHBOARD",
     "LOOKUPS",
     "MANAGER_ACCESS",
     "METRICS_AUTH",
@@ -49,6 +50,7 @@ LOOKUPS = "webhook.admission.lookups"
 WORKER = "webhook.worker"
 METRICS_AUTH = "webhook.worker.metrics_server"
 METRICS_READER = "kueue-metrics-reader"
+DASHBOARD = "webhook.dashboard"
 VISIBILITY_AUTH = "webhook.worker.visibility_auth"
 
 _K = "kueue.x-k8s.io"
@@ -130,6 +132,13 @@ MANAGER_ACCESS: tuple[Access, ...] = (
            "who is the scraper (its bearer token)", role="metrics-auth"),
     Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), METRICS_AUTH,
            "may the scraper get /metrics", role="metrics-auth"),
+    # -- the dashboard: its own ServiceAccount and role (`install.dashboard`), never the manager's ------
+    Access(_K, ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"), ("list", "watch"),
+           DASHBOARD, "watch caches the pages are rendered from", role="dashboard"),
+    Access("", ("events", "pods"), ("list",), DASHBOARD, "a Workload's page: its Events and Pods", role="dashboard"),
+    Access("authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"),
+    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), DASHBOARD,
+           "what the viewer may list, per resource and namespace", role="dashboard"),
     # -- the worker's visibility server: built-in roles grant these (`install.visibility.auth_objects`) --
     Access("", ("configmaps",), ("get",), VISIBILITY_AUTH, "front-proxy settings (extension-apiserver-authentication-reader)",
            resource_names=("extension-apiserver-authentication",), role="visibility-auth"),
