@@ -1,7 +1,8 @@
-"""What `make e2e-real` needs from the host: root, and Debian packages it installs itself.
+"""What the e2e runs need from the host: root, and Debian packages they install themselves.
 
 The real node (e2e/node.py) runs containerd, runc, the CNI plugins and kube-proxy's iptables;
-the daemon-free image build (e2e/image.py) runs debootstrap. Each is looked up by the file it
+the daemon-free image build (e2e/image.py) runs debootstrap; the dashboard's browser test runs
+Debian's chromium and its driver. Each is looked up by the file it
 installs; a missing one is installed with apt-get when we are root, or refused with a message
 naming the packages and the command. Nothing is ever skipped silently.
 """
@@ -29,8 +30,10 @@ NODE_PACKAGES: Mapping[str, str] = {
     "sysctl": "procps",
     "mount": "mount",
 }
-#: ... and for the daemon-free image build.
+#: ... for the daemon-free image build.
 IMAGE_PACKAGES: Mapping[str, str] = {"debootstrap": "debootstrap", "chroot": "coreutils"}
+#: ... and for the dashboard's test in a real browser (never a browser downloaded at test time).
+BROWSER_PACKAGES: Mapping[str, str] = {"chromium": "chromium", "chromedriver": "chromium-driver"}
 
 
 class HostError(RuntimeError):

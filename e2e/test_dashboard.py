@@ -17,17 +17,18 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
+from e2e.host import BROWSER_PACKAGES, HostError, ensure_packages
 from e2e.test_worker_job import create, wait_for
 
-INSTALL = "apt-get update && apt-get install -y chromium chromium-driver"
 
-
-def _require(binary: str) -> str:
-    path = shutil.which(binary)
-    if path is None:
-        pytest.fail(f"{binary} is missing: the dashboard e2e needs a real browser; install it with `{INSTALL}`",
-                    pytrace=False)
-    return path
+def _browser_binaries() -> tuple[str, str]:
+    """Debian's chromium and chromedriver, installed with apt-get when missing and we are root; a clear
+    failure naming the command otherwise (never a skip)."""
+    try:
+        ensure_packages(BROWSER_PACKAGES)
+    except HostError as exc:
+        pytest.fail(f"the dashboard e2e needs a real browser: {exc}", pytrace=False)
+    return str(shutil.which("chromium")), str(shutil.which("chromedriver"))
 
 
 @pytest.fixture
@@ -35,11 +36,12 @@ def browser() -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    chromium, chromedriver = _browser_binaries()
     options = webdriver.ChromeOptions()
-    options.binary_location = _require("chromium")
+    options.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
         options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(_require("chromedriver")), options=options)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     try:
         yield driver
     finally:
