@@ -2,7 +2,9 @@
 
 Signs in with ServiceAccount tokens, as a user would: an admin sees the overview and watches a Job
 go from pending to admitted without reloading; a user bound to one namespace sees that namespace's
-Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143).
+Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143). The seeds' GPU
+example (`make run`'s objects, from e2e/demo.py) shows on the overview: ClusterQueue research, its
+nvidia.com/gpu usage while the Job runs and back to 0 once it finishes.
 Screenshots go to the test's pytest tmp dir (printed; pytest keeps the last three runs).
 """
 
@@ -15,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from e2e import demo
 from e2e.conftest import Kubectl, local_stack
 from e2e.host import BROWSER_PACKAGES, HostError, ensure_packages
 from e2e.test_worker_job import create, wait_for
@@ -79,6 +83,14 @@ def row_state(driver: Any, key: str) -> str | None:
 def text_of(driver: Any, element_id: str) -> str:
     return driver.execute_script(  # type: ignore[no-any-return]
         "const e = document.getElementById(arguments[0]); return e ? e.innerText : '';", element_id)
+
+
+def bar_text(driver: Any, cq: str, label: str) -> str | None:
+    """The numbers of one flavor/resource row of a ClusterQueue card, read in one script (see row_state)."""
+    return driver.execute_script(  # type: ignore[no-any-return]
+        "const card = document.getElementById(`cq-${arguments[0]}`); if (!card) return null;"
+        "const row = [...card.querySelectorAll('table.bars tr')].find(r => r.querySelector('th')?.innerText.trim() === arguments[1]);"
+        "return row ? row.querySelector('td.nums').innerText.trim() : null;", cq, label)
 
 
 def job(ns: str, name: str, queue: str) -> dict[str, Any]:
@@ -163,3 +175,46 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
             kubectl("delete", "namespace", ns, "--wait=false", check=False)
         kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
         kubectl("delete", "resourceflavor", f"dash-{s}", "--wait=false", check=False)
+
+
+@pytest.mark.local_stack
+def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: Path) -> None:
+    """What `make up` + `make run` show: ClusterQueue research with its GPU usage while the Job runs."""
+    url = local_stack(kubectl).dashboard_url
+    ns = demo.NAMESPACE
+    kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": demo.NAMESPACE_LABELS}})
+    kubectl("apply", "-f", str(demo.GPU_QUOTA))
+    _, cq, _ = yaml.safe_load_all(demo.GPU_QUOTA.read_text())
+    fr = cq["spec"]["resourceGroups"][0]["flavors"][0]
+    label, nominal = f"{fr['name']} / nvidia.com/gpu", fr["resources"][0]["nominalQuota"]  # gpu-nodes, 64
+    gpu_job: dict[str, Any] = yaml.safe_load(demo.GPU_JOB.read_text())
+    # The example Job as is, except that its pod runs long enough for the usage to be seen.
+    gpu_job["spec"]["template"].setdefault("metadata", {})["annotations"] = {
+        "pod-complete.stage.kwok.x-k8s.io/delay": "20s"}
+    account = f"dash-gpu-{uuid.uuid4().hex[:6]}"
+    admin = token(kubectl, ns, account)
+    kubectl("create", "clusterrolebinding", account, "--clusterrole=cluster-admin", f"--serviceaccount={ns}:{account}")
+    name = ""
+    try:
+        sign_in(browser, url, admin)
+        wait_for("ClusterQueue research idle on the overview", lambda: bar_text(browser, "research", label), timeout=15)
+        assert bar_text(browser, "research", label) == f"0 / {nominal}"  # no cohort: no borrowing limit shown
+        browser.execute_script("window.__notReloaded = true")
+
+        name = create(kubectl, gpu_job)
+        wait_for("2 GPUs used in the page", lambda: bar_text(browser, "research", label) == f"2 / {nominal}",
+                 timeout=30)
+        pods = kubectl.get("pods", "-n", ns, "-l", f"job-name={name}")["items"]
+        assert [p["status"].get("phase") for p in pods] == ["Running"], "the usage should show while the Job runs"
+        browser.save_screenshot(str(shots / "gpu-running.png"))
+
+        wait_for("the usage back to 0 in the page", lambda: bar_text(browser, "research", label) == f"0 / {nominal}",
+                 timeout=60)
+        assert kubectl.get("job", "-n", ns, name)["status"].get("succeeded") == 1
+        assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
+        browser.save_screenshot(str(shots / "gpu-finished.png"))
+    finally:
+        kubectl("delete", "clusterrolebinding", account, check=False)
+        kubectl("delete", "serviceaccount", "-n", ns, account, check=False)
+        if name:
+            kubectl("delete", "job", "-n", ns, name, "--wait=false", check=False)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
+from tests.unit.core.builders import make_cq
 from tests.unit.dashboard.fakes import ADMIN, ALICE, FakeReviews, two_teams
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer
-from webhook.dashboard.store import Kind
+from webhook.dashboard.store import Kind, Store
 
 pytestmark = pytest.mark.anyio
 
@@ -56,6 +59,33 @@ async def test_admin_sees_every_namespace_and_the_overview() -> None:
         assert "b-high" in page and "a-old" in page
         overview = await c.get("/")
         assert 'id="cq-cq"' in overview.text and "Content-Security-Policy" in overview.headers
+
+
+def gpu_cluster_queue(cohort: str) -> dict:
+    """The seeds' ClusterQueue research (e2e/examples/gpu-quota.yaml) with a 2-GPU Job admitted."""
+    obj = make_cq("research").cohort(cohort).group({"name": "gpu-nodes", "resources": [
+        {"name": "nvidia.com/gpu", "nominalQuota": 64}]}).obj()
+    obj["status"] = {"admittedWorkloads": 1, "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
+                     "flavorsReservation": [{"name": "gpu-nodes", "resources": [
+                         {"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]}]}
+    return obj
+
+
+@pytest.mark.parametrize(("cohort", "numbers"), [
+    pytest.param("", "2 / 64", id="no cohort: it cannot borrow, so no borrowing limit is shown"),
+    pytest.param("lab", "2 / 64 limit +unlimited", id="in a cohort"),
+])
+async def test_overview_shows_an_extended_resource_and_its_usage(cohort: str, numbers: str) -> None:
+    store = Store()
+    store.replace(Kind.CLUSTER_QUEUES, [gpu_cluster_queue(cohort)])
+    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews())))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
+                                 headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+        page = (await c.get("/fragment/overview")).text
+    assert "<th>gpu-nodes / nvidia.com/gpu</th>" in page
+    assert 'title="used 2 of nominal 64"' in page and 'style="width: 3.1%"' in page
+    cell = re.search(r'<td class="nums">(.*?)</td>', page, re.S)
+    assert cell is not None and " ".join(re.sub(r"<[^>]+>", " ", cell[1]).split()) == numbers
 
 
 @pytest.mark.parametrize("path", ["/workloads", "/fragment/workloads", "/workloads?namespace=team-b",
