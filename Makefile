@@ -9,10 +9,12 @@ STAMP := $(VENV)/.installed
 RUN_DIR ?= .run
 CLUSTER ?=
 IMG ?= pykueue:dev
+BASE ?=
+DOCKER_BUILD_FLAGS ?=
 KUBECTL ?= kubectl
 
 .PHONY: help venv test unit e2e lint manifests binaries cluster-up cluster-down up down run \
-        bench bench-webhook bench-core image e2e-kind clean deploy undeploy
+        bench bench-webhook bench-core bench-dashboard image e2e-kind e2e-real clean deploy undeploy
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -57,7 +59,7 @@ cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserve
 cluster-down: ## stop the local control plane
 	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
 
-up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL)
 	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR)
 
 down: ## stop everything `make up` started
@@ -67,7 +69,7 @@ run: $(STAMP) ## the seeds' GPU example end to end (CLUSTER=current uses your ku
 	@if [ -z "$(CLUSTER)" ]; then $(MAKE) --no-print-directory binaries >/dev/null; fi
 	$(BIN)/python e2e/demo.py --dir $(RUN_DIR) $(if $(CLUSTER),--cluster $(CLUSTER))
 
-bench: bench-webhook bench-core ## all benchmarks
+bench: bench-webhook bench-core bench-dashboard ## all benchmarks
 
 bench-webhook: $(STAMP) ## webhook throughput and latency vs a constant-answer baseline
 	$(BIN)/python bench/bench_webhook.py
@@ -75,14 +77,20 @@ bench-webhook: $(STAMP) ## webhook throughput and latency vs a constant-answer b
 bench-core: $(STAMP) ## admission core: cycle time and memory vs pending workloads
 	$(BIN)/python bench/bench_core.py
 
-image: ## container image for the server (needs Docker; IMG=name:tag)
-	docker build -t $(IMG) .
+bench-dashboard: $(STAMP) ## dashboard: overview and Workloads page render time at 1,000 and 10,000 workloads vs none
+	$(BIN)/python bench/bench_dashboard.py
+
+image: ## container image for the server (needs Docker; IMG=name:tag, BASE=base image, DOCKER_BUILD_FLAGS=e.g. --network host)
+	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(DOCKER_BUILD_FLAGS) -t $(IMG) .
+
+e2e-real: $(STAMP) ## as root: a real node (containerd, kubelet, kube-proxy) in a private network namespace, our image built without Docker, `make deploy` then `helm install`, the e2e suite against each
+	$(BIN)/python e2e/real.py run --image $(IMG) --dir $(RUN_DIR)/real
 
 e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker and kind)
 	kind create cluster --name pykueue --config e2e/kind-config.yaml
 	kind load docker-image $(IMG) --name pykueue
 	mkdir -p $(RUN_DIR) && kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
-	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/deploy.py --image $(IMG)
+	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m webhook.install deploy --image $(IMG) --pull-policy IfNotPresent
 	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e -m "not local_stack"
 
 clean: down

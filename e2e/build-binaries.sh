@@ -2,8 +2,18 @@
 # Builds the local control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubectl, kwok) and helm (the e2e suite renders charts/pykueue)
 # from the Go modules pinned in e2e/tools/*/go.mod into a cache outside the repository, and reuses the cache when it is complete.
+# With --node it also builds what a real node runs (`make e2e-real`, e2e/node.py): kubelet and
+# kube-proxy from the same k8s.io/kubernetes module, and the pod sandbox's pause. Each binary is
+# checked on its own, so a cache made before --node existed gets just the missing ones.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
+
+node=false
+case "${1:-}" in
+  "") ;;
+  --node) node=true ;;
+  *) echo "usage: $0 [--node]" >&2; exit 2 ;;
+esac
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 k8s_version="$(awk '$1=="k8s.io/kubernetes" {print $2; exit}' "$here/tools/k8s/go.mod")"
@@ -44,5 +54,10 @@ build k8s k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler
 build k8s k8s.io/kubernetes/cmd/kubectl kubectl
 build kwok sigs.k8s.io/kwok/cmd/kwok kwok
 build helm helm.sh/helm/v3/cmd/helm helm
+if $node; then
+  build k8s k8s.io/kubernetes/cmd/kubelet kubelet
+  build k8s k8s.io/kubernetes/cmd/kube-proxy kube-proxy
+  build pause . pause
+fi
 echo "build-binaries: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

@@ -13,6 +13,11 @@ Everything listens on 127.0.0.1 only. State lives in DIR (default
 <repo>/.run/cluster): pki/, logs/, etcd data, kubeconfigs, `pids` and
 `state.json`, so `down` (or the next `up`) can clean up after a process that
 died without tearing down.
+
+`Cluster(real_node=RealNodeSpec())` gets the control plane ready for one real
+kubelet and kube-proxy (e2e/node.py runs them; `make e2e-real`): only inside a
+private network namespace, because the apiserver then also serves on the
+node's address.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -67,6 +72,13 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PER_NODE = "8"
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
+#: The real node's pods get addresses outside kwok's fake POD_CIDR, so no pod IP can mean both.
+REAL_NODE_POD_CIDR = "10.245.0.0/24"
+#: The real node's own address, in a /24 of its own beside its pods'.
+REAL_NODE_IP = "10.245.255.1"
+REAL_NODE_NETWORK = "10.245.255.0/24"
+#: Test workloads lack this toleration, so they stay on the kwok nodes.
+REAL_NODE_TAINT = "pykueue.local/real-node"
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,39 @@ NODES: tuple[FakeNode, ...] = (
     FakeNode("kwok-gpu-1", {"nvidia.com/gpu.present": "true"}, {GPU_RESOURCE: GPU_PER_NODE}),
     FakeNode("kwok-gpu-2", {"nvidia.com/gpu.present": "true"}, {GPU_RESOURCE: GPU_PER_NODE}),
 )
+
+@dataclass(frozen=True)
+class RealNodeSpec:
+    """One real node (e2e/node.py: containerd, kubelet, kube-proxy) and what the control plane does for it.
+
+    The apiserver also listens on `ip` and advertises it, so the `kubernetes` Service's endpoint is
+    reachable from pods; it dials the kubelet at its InternalIP with a client certificate and checks
+    the kubelet's serving certificate against our CA. The node registers tainted (REAL_NODE_TAINT),
+    so test workloads keep landing on kwok; only pods of a namespace given to
+    `Cluster.place_on_real_node` tolerate the taint and select the node, which leaves what we
+    install (manifests, chart) exactly as users get it.
+    """
+
+    name: str = "real-node"
+    ip: str = REAL_NODE_IP
+    pod_cidr: str = REAL_NODE_POD_CIDR
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"type": "real"}
+
+    @property
+    def taint(self) -> dict[str, str]:
+        return {"key": REAL_NODE_TAINT, "value": "true", "effect": "NoSchedule"}
+
+    def identities(self) -> dict[str, tuple[str, list[str]]]:
+        """Client certificates: the kubelet (Node authorizer), kube-proxy, the apiserver to the kubelet."""
+        return {
+            "kubelet": (f"system:node:{self.name}", ["system:nodes"]),
+            "kube-proxy": ("system:kube-proxy", []),
+            "kube-apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ["system:masters"]),
+        }
+
 
 @dataclass(frozen=True)
 class HostExec:
@@ -205,6 +250,15 @@ def pod_run_seconds() -> float:
     return value
 
 
+def _in_named_network_namespace() -> bool:
+    """True inside a namespace made by `ip netns add` (listed in /run/netns), never the host's.
+    (Comparing with init's namespace would need ptrace rights over PID 1, which root may lack.)"""
+    own = os.stat("/proc/self/ns/net")
+    netns_dir = Path("/run/netns")
+    named = netns_dir.iterdir() if netns_dir.is_dir() else iter(())
+    return any((st.st_dev, st.st_ino) == (own.st_dev, own.st_ino) for st in map(os.stat, named))
+
+
 # --------------------------------------------------------------------------- PKI
 
 
@@ -225,6 +279,8 @@ class _Pki:
         self.sa_pub = directory / "sa.pub"
         self.front_proxy_crt = directory / "front-proxy-client.crt"
         self.front_proxy_key = directory / "front-proxy-client.key"
+        self.kubelet_crt = directory / "kubelet-serving.crt"
+        self.kubelet_key = directory / "kubelet-serving.key"
 
     def client(self, name: str) -> tuple[Path, Path]:
         return self.dir / f"{name}.crt", self.dir / f"{name}.key"
@@ -244,7 +300,7 @@ class _Pki:
         )
         path.chmod(0o600)
 
-    def generate(self, client_identities: dict[str, tuple[str, list[str]]]) -> None:
+    def generate(self, client_identities: dict[str, tuple[str, list[str]]], node: RealNodeSpec | None) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
         until = now + dt.timedelta(days=30)
@@ -322,10 +378,16 @@ class _Pki:
                 x509.DNSName("kubernetes.default.svc.cluster.local"),
                 x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                 x509.IPAddress(ipaddress.ip_address(SERVICE_CIDR.split("/")[0]) + 1),
+                *([x509.IPAddress(ipaddress.ip_address(node.ip))] if node else []),
             ],
             self.serving_crt,
             self.serving_key,
         )
+        if node:
+            node_sans: list[x509.GeneralName] = [
+                x509.DNSName(node.name), x509.IPAddress(ipaddress.ip_address(node.ip))]
+            issue(f"system:node:{node.name}", ["system:nodes"], ExtendedKeyUsageOID.SERVER_AUTH, node_sans,
+                  self.kubelet_crt, self.kubelet_key)
         issue(
             "front-proxy-client",
             [],
@@ -350,7 +412,9 @@ class _Pki:
 
 
 @dataclass
-class _Proc:
+class Proc:
+    """A process we started (popen set) or one recorded in a pids file by an earlier run."""
+
     name: str
     pid: int
     start_time: int | None
@@ -366,7 +430,37 @@ class _Proc:
         return self.popen.poll() if self.popen is not None else None
 
 
-def _wait_gone(proc: _Proc, timeout: float) -> bool:
+def spawn(name: str, cmd: Sequence[str], *, log_path: Path, cwd: Path, env: Mapping[str, str]) -> Proc:
+    """Start `cmd` in its own session (kill_group reaches all of it), output appended to `log_path`."""
+    with open(log_path, "ab") as out:
+        out.write(f"# {' '.join(cmd)}\n".encode())
+        out.flush()
+        popen = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                 cwd=cwd, start_new_session=True, env=dict(env))
+    return Proc(name, popen.pid, proc_start_time(popen.pid), log_path, popen)
+
+
+def write_pid_file(path: Path, procs: Sequence[Proc]) -> None:
+    """Record `procs` so that a later `down` (another process, after a crash) can stop them."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(f"{p.name} {p.pid} {p.start_time or 0} {p.log}\n" for p in procs))
+    tmp.replace(path)
+
+
+def read_pid_file(path: Path) -> list[Proc]:
+    try:
+        text = path.read_text()
+    except OSError:
+        return []
+    procs = []
+    for line in text.splitlines():
+        parts = line.split(" ", 3)
+        if len(parts) == 4 and parts[1].isdigit():
+            procs.append(Proc(parts[0], int(parts[1]), int(parts[2]) or None, Path(parts[3])))
+    return procs
+
+
+def _wait_gone(proc: Proc, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not proc.alive():
@@ -375,7 +469,7 @@ def _wait_gone(proc: _Proc, timeout: float) -> bool:
     return not proc.alive()
 
 
-def _kill_group(proc: _Proc, term_timeout: float = 10.0) -> None:
+def kill_group(proc: Proc, term_timeout: float = 10.0) -> None:
     """SIGTERM the process group, SIGKILL it if it lingers, and reap our own children."""
     if proc.alive():
         for sig, wait in ((signal.SIGTERM, term_timeout), (signal.SIGKILL, 5.0)):
@@ -443,18 +537,21 @@ class Cluster:
         step_timeout: float = 60.0,
         job_pods_run: float | None = None,
         host_exec: HostExec | None = None,
+        real_node: RealNodeSpec | None = None,
     ) -> None:
         """`job_pods_run`: seconds a Job-owned pod without an agnhost behaviour runs before kwok completes
         it (None: PYKUEUE_POD_RUN_SECONDS or 2 s; math.inf: until deleted, as upstream's suite expects).
-        `host_exec`: let `kubectl exec` reach this host (off by default: it runs commands as this user)."""
+        `host_exec`: let `kubectl exec` reach this host (off by default: it runs commands as this user).
+        `real_node`: get ready for that node to join (see RealNodeSpec); needs a private network namespace."""
         self.dir = Path(directory or os.environ.get("PYKUEUE_CLUSTER_DIR") or DEFAULT_DIR).resolve()
         self.job_pods_run = job_pods_run
         self.host_exec = host_exec
+        self.real_node = real_node
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
         self.ports: dict[str, int] = {}
-        self._procs: list[_Proc] = []
+        self._procs: list[Proc] = []
         self._lock = threading.RLock()
         self._exit_hooks_installed = False
         self._prev_handlers: dict[int, Any] = {}
@@ -487,6 +584,36 @@ class Cluster:
     @property
     def pids(self) -> dict[str, int]:
         return {p.name: p.pid for p in self._procs}
+
+    @property
+    def ca_crt(self) -> Path:
+        """The CA behind every certificate here: a real kubelet checks its clients against it."""
+        return self._pki.ca_crt
+
+    @property
+    def kubelet_serving(self) -> tuple[Path, Path]:
+        """The real node's kubelet serving certificate and key (the apiserver verifies them)."""
+        return self._pki.kubelet_crt, self._pki.kubelet_key
+
+    def kubeconfig_of(self, identity: str) -> Path:
+        """The kubeconfig of one client identity, e.g. a real node's "kubelet" or "kube-proxy"."""
+        return self._kubeconfig_path(identity)
+
+    def place_on_real_node(self, namespace: str) -> None:
+        """Create (or annotate) `namespace` so that the admission plugins PodTolerationRestriction and
+        PodNodeSelector give each of its pods the real node's toleration and node selector."""
+        if self.real_node is None:
+            raise ClusterError("place namespace", "this cluster was started without a real node")
+        node = self.real_node
+        toleration = {"key": node.taint["key"], "operator": "Exists", "effect": node.taint["effect"]}
+        manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "annotations": {
+            "scheduler.alpha.kubernetes.io/node-selector": ",".join(f"{k}={v}" for k, v in node.labels.items()),
+            "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
+        }}}
+        res = self.kubectl("apply", "--server-side", "--field-manager=pykueue-real-node", "-f", "-",
+                           input=json.dumps(manifest))
+        if res.returncode != 0:
+            raise ClusterError("place namespace", f"kubectl apply of namespace {namespace}: {res.stderr.strip()}")
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = False, timeout: float = 120.0
@@ -525,7 +652,7 @@ class Cluster:
             for proc in reversed(procs):
                 if proc.alive():
                     log(f"stopping {proc.name} (pid {proc.pid})")
-                _kill_group(proc)
+                kill_group(proc)
             self._procs = []
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and any(port_open(p) for p in ports):
@@ -570,7 +697,7 @@ class Cluster:
             if proc is None:
                 raise ClusterError(f"restart {name}", "not started by this Cluster object")
             started = time.monotonic()
-            _kill_group(proc)
+            kill_group(proc)
             self._procs.remove(proc)
             port = self.ports.get(name)
             deadline = time.monotonic() + 10
@@ -602,6 +729,10 @@ class Cluster:
         for exe in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok"):
             if not os.access(bin_dir / exe, os.X_OK):
                 raise ClusterError("find binaries", f"{bin_dir / exe} missing or not executable")
+
+        if self.real_node is not None and not _in_named_network_namespace():
+            raise ClusterError("check network namespace", "with a real node the apiserver listens on 0.0.0.0: "
+                               "run inside the private network namespace of e2e/node.py")
 
         # A previous run in this directory (crashed test session, forgotten `up`) goes first.
         stale = self._recorded_procs()
@@ -720,45 +851,21 @@ class Cluster:
 
     def _start(self, name: str, cmd: list[str]) -> None:
         log_path = self.logs_dir / f"{name}.log"
-        with open(log_path, "ab") as out:
-            out.write(f"# {' '.join(cmd)}\n".encode())
-            out.flush()
-            try:
-                popen = subprocess.Popen(
-                    cmd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    cwd=self.dir,
-                    start_new_session=True,  # own process group: killpg reaches it all
-                    env={**os.environ, "KUBECONFIG": ""},
-                )
-            except OSError as exc:
-                raise ClusterError(f"start {name}", str(exc)) from exc
-        proc = _Proc(name, popen.pid, proc_start_time(popen.pid), log_path, popen)
+        try:
+            proc = spawn(name, cmd, log_path=log_path, cwd=self.dir, env={**os.environ, "KUBECONFIG": ""})
+        except OSError as exc:
+            raise ClusterError(f"start {name}", str(exc)) from exc
         self._procs.append(proc)
         self._write_pids()
-        log(f"started {name} (pid {popen.pid}, log {log_path})")
+        log(f"started {name} (pid {proc.pid}, log {log_path})")
 
     # ------------------------------------------------------------------ state files
 
     def _write_pids(self) -> None:
-        lines = [f"{p.name} {p.pid} {p.start_time or 0} {p.log}" for p in self._procs]
-        tmp = self.dir / "pids.tmp"
-        tmp.write_text("".join(line + "\n" for line in lines))
-        tmp.replace(self.dir / "pids")
+        write_pid_file(self.dir / "pids", self._procs)
 
-    def _recorded_procs(self) -> list[_Proc]:
-        try:
-            text = (self.dir / "pids").read_text()
-        except OSError:
-            return []
-        procs = []
-        for line in text.splitlines():
-            parts = line.split(" ", 3)
-            if len(parts) == 4 and parts[1].isdigit():
-                procs.append(_Proc(parts[0], int(parts[1]), int(parts[2]) or None, Path(parts[3])))
-        return procs
+    def _recorded_procs(self) -> list[Proc]:
+        return read_pid_file(self.dir / "pids")
 
     def _write_state(self) -> None:
         state = {"ports": self.ports, "kubeconfig": str(self.kubeconfig), "owner_pid": os.getpid()}
@@ -785,9 +892,10 @@ class Cluster:
         return self.kubeconfig if name == "admin" else self.dir / f"{name}.kubeconfig"
 
     def _write_pki(self) -> None:
-        self._pki.generate(self._IDENTITIES)
+        identities = {**self._IDENTITIES, **(self.real_node.identities() if self.real_node else {})}
+        self._pki.generate(identities, self.real_node)
         ca = base64.b64encode(self._pki.ca_crt.read_bytes()).decode()
-        for name, (user, _) in self._IDENTITIES.items():
+        for name, (user, _) in identities.items():
             crt, key = self._pki.client(name)
             cfg = {
                 "apiVersion": "v1",
@@ -865,18 +973,40 @@ class Cluster:
             "--log-level=warn",
         ]
 
+    def _apiserver_network(self) -> list[str]:
+        if self.real_node is None:
+            return [
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                # 127.0.0.1 is not a valid Endpoints address, and nothing here needs
+                # the in-cluster `kubernetes` Service to route anywhere.
+                "--endpoint-reconciler-type=none",
+            ]
+        p, node = self._pki, self.real_node
+        return [
+            # Pods reach us through the `kubernetes` Service, whose endpoint (kept by the default lease
+            # reconciler) is the node's address; in the private namespace 0.0.0.0 is lo and that address.
+            "--bind-address=0.0.0.0",
+            f"--advertise-address={node.ip}",
+            # `kubectl logs/exec` go through the kubelet: authenticate to it, and check who answers.
+            f"--kubelet-client-certificate={p.client('kube-apiserver-kubelet-client')[0]}",
+            f"--kubelet-client-key={p.client('kube-apiserver-kubelet-client')[1]}",
+            f"--kubelet-certificate-authority={p.ca_crt}",
+            # No DNS knows the node's name (Hostname comes first by default): dial its address.
+            "--kubelet-preferred-address-types=InternalIP",
+        ]
+
     def _apiserver_cmd(self) -> list[str]:
         p = self._pki
+        plugins = "MutatingAdmissionWebhook,ValidatingAdmissionWebhook"
+        if self.real_node is not None:  # they apply place_on_real_node's namespace annotations
+            plugins += ",PodNodeSelector,PodTolerationRestriction"
         return [
             self._bin("kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
             "--etcd-prefix=/registry",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            *self._apiserver_network(),
             f"--secure-port={self.ports['kube-apiserver']}",
-            # 127.0.0.1 is not a valid Endpoints address, and nothing here needs
-            # the in-cluster `kubernetes` Service to route anywhere.
-            "--endpoint-reconciler-type=none",
             f"--cert-dir={p.dir}",
             f"--tls-cert-file={p.serving_crt}",
             f"--tls-private-key-file={p.serving_key}",
@@ -886,8 +1016,8 @@ class Cluster:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=Node,RBAC",
-            # Added to the default plugin set (which already has them in 1.34; explicit is safer).
-            "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+            # Added to the default plugin set (which already has the webhooks in 1.34; explicit is safer).
+            f"--enable-admission-plugins={plugins}",
             "--allow-privileged=true",
             f"--requestheader-client-ca-file={p.ca_crt}",
             "--requestheader-allowed-names=front-proxy-client",

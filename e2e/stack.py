@@ -2,7 +2,9 @@
 
 Pods of a local kwok cluster cannot run our image, so the server runs on the host and the
 webhook configurations and CRD conversion point at https://127.0.0.1:PORT with the caBundle
-from `certs`. `python e2e/stack.py up|down [--dir DIR]`; `make up` / `make down` call it.
+from `certs`; the visibility APIServices reach the worker's visibility port through an
+ExternalName Service `localhost` (`webhook.install.visibility.local_objects`).
+`python e2e/stack.py up|down [--dir DIR]`; `make up` / `make down` call it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from cluster import Cluster, HostExec  # noqa: E402
 import certs  # noqa: E402
 from webhook.admission.registration import webhook_configurations  # noqa: E402
 from webhook.api.schema import crds  # noqa: E402
-from webhook.install.rbac import METRICS_READER, metrics_reader_role  # noqa: E402
+from webhook.install import visibility  # noqa: E402
+from webhook.install.rbac import METRICS_READER, metrics_reader_role, user_roles  # noqa: E402
 
 DEFAULT_DIR = ROOT / ".run"
 #: The ServiceAccount the e2e suite scrapes the worker's /metrics as (bound to kueue-metrics-reader).
@@ -43,6 +46,9 @@ integrations:
 metrics:
   bindAddress: "127.0.0.1:{metrics_port}"
   enableClusterQueueResources: true
+visibilityServer:
+  bindAddress: 127.0.0.1
+  bindPort: {visibility_port}
 """
 
 
@@ -74,8 +80,12 @@ class Stack:
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
         self.metrics_port_file = self.dir / "metrics.port"  # the worker's /metrics (HTTPS, loopback)
+        self.visibility_port_file = self.dir / "visibility.port"  # the worker's visibility API (HTTPS, loopback)
         self.server_log = self.dir / "server.log"
+        self.dashboard_pid_file = self.dir / "dashboard.pid"
+        self.dashboard_port_file = self.dir / "dashboard.port"
         self._server: subprocess.Popen[bytes] | None = None
+        self._dashboard: subprocess.Popen[bytes] | None = None
         self._metrics_token: str | None = None
 
     @property
@@ -140,25 +150,44 @@ class Stack:
         self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=pykueue-stack", "-f", "-", input=doc)
 
     def up(self, extra_config: str = "") -> Stack:
-        """Start fresh; `extra_config` (top-level Configuration YAML) is added to the server's default one."""
+        """Start fresh (the dashboard included); `extra_config` (top-level Configuration YAML) is added to the server's default one."""
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stop_server()
         self.cluster.up()
-        certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost"])
+        # The aggregator checks the visibility server's certificate against the Service's DNS name.
+        certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])
         ca_bundle = certs.ca_bundle(self.cert_dir)
         port = _free_port()
         self.port_file.write_text(str(port))
+        visibility_port = _free_port()
+        self.visibility_port_file.write_text(str(visibility_port))
         base = f"https://127.0.0.1:{port}"
         _log("installing CRDs")
         self.apply(crds(ca_bundle, url=f"{base}/convert"))
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self._wait_established()
         self.kubectl("create", "namespace", "kueue-system", check=False)
         self._start_server(port, extra_config)
         _log("registering webhooks")
         self.apply(webhook_configurations(ca_bundle, url=base))
+        _log("registering the visibility API (APIService -> ExternalName localhost)")
+        self.apply([*visibility.local_objects("kueue-system", port=visibility_port, ca_bundle=ca_bundle),
+                    *visibility.auth_objects("kueue-system", "kueue-controller-manager"), *user_roles()])
+        self._start_dashboard()
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return self
+
+    def _wait_established(self) -> None:
+        """`kubectl wait` errors out instead of waiting when a CRD has no status.conditions yet (right
+        after the apply, on a busy host): try again until the deadline."""
+        deadline = time.monotonic() + 60
+        while True:
+            res = self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", check=False)
+            if res.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise StackError("CRDs established", res.stderr.strip())
+            time.sleep(0.5)
 
     def restart_server(self, extra_config: str = "") -> None:
         """Restart our server with `extra_config` (top-level Configuration YAML) added to the default one;
@@ -170,7 +199,9 @@ class Stack:
         config = self.dir / "server-config.yaml"
         metrics_port = _free_port()
         self.metrics_port_file.write_text(str(metrics_port))
-        config.write_text(SERVER_CONFIG.format(metrics_port=metrics_port) + extra_config)
+        config.write_text(SERVER_CONFIG.format(metrics_port=metrics_port,
+                                               visibility_port=int(self.visibility_port_file.read_text()))
+                          + extra_config)
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(self.cert_dir), "--host", "127.0.0.1",
@@ -210,7 +241,54 @@ class Stack:
             self._server = None
         self.pid_file.unlink(missing_ok=True)
 
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{int(self.dashboard_port_file.read_text())}"
+
+    def _start_dashboard(self) -> None:
+        """The dashboard as its own host process (plain HTTP on loopback), sampling History every second."""
+        port = _free_port()
+        self.dashboard_port_file.write_text(str(port))
+        with open(self.dir / "dashboard.log", "ab") as out:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "webhook", "dashboard", "--host", "127.0.0.1", "--port", str(port),
+                 "--kubeconfig", str(self.kubeconfig), "--sample-every", "1"],
+                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        self._dashboard = proc
+        self.dashboard_pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise StackError("dashboard start", f"exited with {proc.returncode}; see {self.dir / 'dashboard.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.dashboard_url}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        _log(f"dashboard on {self.dashboard_url} (pid {proc.pid})")
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise StackError("dashboard ready", f"its caches did not sync within 60s; see {self.dir / 'dashboard.log'}")
+
+    def _stop_dashboard(self) -> None:
+        if not self.dashboard_pid_file.exists():
+            return
+        pid = int(self.dashboard_pid_file.read_text())
+        try:
+            os.killpg(pid, signal.SIGTERM)
+            for _ in range(50):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self._dashboard is not None:
+            self._dashboard.wait(timeout=10)
+            self._dashboard = None
+        self.dashboard_pid_file.unlink(missing_ok=True)
+
     def down(self) -> None:
+        self._stop_dashboard()
         self._stop_server()
         self.cluster.down()
 
@@ -231,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             stack.up()
             print(stack.kubeconfig)
+            print(f"dashboard: {stack.dashboard_url}  (sign in with a token, e.g. "
+                  f"`kubectl --kubeconfig {stack.kubeconfig} create token <serviceaccount> -n <namespace>`)")
         else:
             stack.down()
     except (StackError, RuntimeError) as exc:

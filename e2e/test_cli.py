@@ -203,7 +203,8 @@ def test_explain_scenarios(cli: Cli, kubectl: Kubectl, cohort: Any, namespace: s
 
     out = wait_for("second pending with a reason", explained)
     assert out.startswith(f"Workload {namespace}/job-second-") and "PENDING" in out.splitlines()[0]
-    assert "Position: 1 in ClusterQueue" in out and "Ahead of it: none" in out
+    # The stack serves the visibility API, whose positions count from 0 (upstream's).
+    assert f"Position: 0 in ClusterQueue {cohort['mine']}, 0 in LocalQueue mine" in out and "Ahead of it: none" in out
     assert "would stay pending" in out
     row = out.splitlines()[-1].split()
     assert row[:8] == ["main", cohort["rf"], "cpu", "1", "2", "4", "0", "1"], out

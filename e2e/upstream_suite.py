@@ -54,6 +54,7 @@ from stack import Stack  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 
 import certs  # noqa: E402
+from webhook.install import visibility  # noqa: E402
 
 SELECTION_FILE = HERE / "upstream_suite.yaml"
 FAKEBIN = HERE / "fakebin"
@@ -63,10 +64,17 @@ DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 #: (cmd/kueue/main.go); a marker says the directory was made here, so teardown may remove it.
 UPSTREAM_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 MARKER = Path("/etc/kueue/MADE-BY-PYKUEUE-UPSTREAM-SUITE")
+#: Where upstream's visibility server reads its certificate (pkg/visibility/server.go, hard-coded).
+UPSTREAM_VISIBILITY_CERTS = Path("/visibility")
+VISIBILITY_MARKER = UPSTREAM_VISIBILITY_CERTS / "MADE-BY-PYKUEUE-UPSTREAM-SUITE"
+#: upstream's roles the visibility specs bind (config/components/rbac, namePrefix kueue-).
+UPSTREAM_VISIBILITY_ROLES = ("batch_admin_role.yaml", "batch_user_role.yaml", "pending_workloads_cq_viewer_role.yaml",
+                             "pending_workloads_lq_viewer_role.yaml")
 
 #: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
-#: only makes sense in a pod; frameworks are the two both systems implement (no other CRDs here) and
-#: VisibilityOnDemand is off (no aggregated API is served from the host).
+#: only makes sense in a pod; frameworks are the two both systems implement (no other CRDs here).
+#: VisibilityOnDemand is on: each system serves the visibility API from the host, and its
+#: APIServices reach it through an ExternalName Service `localhost` (webhook.install.visibility).
 E2E_CONFIG = """\
 controller:
   groupKindConcurrency:
@@ -86,7 +94,7 @@ featureGates:
   ElasticJobsViaWorkloadSlices: true
   ConcurrentAdmission: true
   MultiKueueManagerQuotaAutomation: true
-  VisibilityOnDemand: false
+  VisibilityOnDemand: true
 tls:
   minVersion: "VersionTLS12"
   cipherSuites:
@@ -325,14 +333,20 @@ class UpstreamSystem:
     def up(self) -> tuple[str, str]:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.cluster.up()
-        cert_dir = certs.write_bundle(self.dir / "certs", ["127.0.0.1", "localhost"])
+        cert_dir = certs.write_bundle(self.dir / "certs",
+                                      ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])
         if not UPSTREAM_METRICS_CERTS.exists():
             UPSTREAM_METRICS_CERTS.mkdir(parents=True)
             MARKER.write_text("made by pykueue's e2e/upstream_suite.py; removed at its teardown\n")
+        if not UPSTREAM_VISIBILITY_CERTS.exists():
+            UPSTREAM_VISIBILITY_CERTS.mkdir(parents=True)
+            VISIBILITY_MARKER.write_text("made by pykueue's e2e/upstream_suite.py; removed at its teardown\n")
         for name in ("tls.crt", "tls.key"):
             shutil.copy(cert_dir / name, UPSTREAM_METRICS_CERTS / name)
+            shutil.copy(cert_dir / name, UPSTREAM_VISIBILITY_CERTS / name)
         taken: set[int] = set()
         webhook, metrics, health = free_port(taken), free_port(taken), free_port(taken)
+        visibility_port = free_port(taken)
         config = f"""\
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -354,6 +368,9 @@ internalCertManagement:
   enable: false
 integrations:
   frameworks: ["batch/job", "pod"]
+visibilityServer:
+  bindAddress: 127.0.0.1
+  bindPort: {visibility_port}
 {E2E_CONFIG}"""
         (self.dir / "manager-config.yaml").write_text(config)
         crds, hooks = upstream_manifests(self.module, f"https://127.0.0.1:{webhook}", certs.ca_bundle(cert_dir))
@@ -383,6 +400,13 @@ integrations:
                 raise SuiteError("start upstream manager", f"not ready in 120 s; see {self.logs()}")
             time.sleep(0.5)
         apply(self.cluster, hooks)
+        roles = []
+        for name in UPSTREAM_VISIBILITY_ROLES:
+            role = yaml.safe_load((self.module / "config/components/rbac" / name).read_text())
+            role["metadata"]["name"] = "kueue-" + role["metadata"]["name"]
+            roles.append(role)
+        apply(self.cluster, [*visibility.local_objects("kueue-system", port=visibility_port,
+                                                       ca_bundle=certs.ca_bundle(cert_dir)), *roles])
         return f"https://127.0.0.1:{metrics}/metrics", config
 
     def down(self) -> None:
@@ -399,6 +423,8 @@ integrations:
         self.cluster.down()
         if MARKER.exists():
             shutil.rmtree(MARKER.parent)
+        if VISIBILITY_MARKER.exists():
+            shutil.rmtree(UPSTREAM_VISIBILITY_CERTS)
 
 
 def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:

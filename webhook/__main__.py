@@ -1,4 +1,4 @@
-"""Command line: `python -m webhook certs ...` and `python -m webhook serve ...`."""
+"""Command line: `python -m webhook certs|serve|worker|dashboard ...`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
@@ -29,7 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2
     lookups: Lookups = StaticLookups()
-    ready = lambda: True  # noqa: E731
+    ready: Callable[[], bool] = lambda: True  # noqa: E731
     if args.kubeconfig or args.in_cluster:
         from webhook.admission.lookups import ClusterLookups
         from webhook.kube import Kube
@@ -57,7 +58,15 @@ def _serve(args: argparse.Namespace) -> int:
 
         supervisor = Supervisor(_worker_argv(args))
         supervisor.start()
-    app = create_app(config, lookups, ready=ready)
+    # Draining after SIGTERM (admission.shutdown): readiness fails while requests are still served.
+    # Off outside a cluster by default: there, no Service endpoint has to drop this process first.
+    from webhook.admission import shutdown
+
+    drain_s = args.drain_seconds if args.drain_seconds is not None else (
+        shutdown.DEFAULT_DRAIN_S if args.in_cluster else 0.0)
+    draining = threading.Event()
+    app = shutdown.CloseWhileDraining(
+        create_app(config, lookups, ready=lambda: not draining.is_set() and ready()), draining)
     port = args.port or config.webhook.port
     host = args.host or config.webhook.host or "0.0.0.0"
     # Slow clients: a request must arrive within a deadline (slowclients); `limit_concurrency` counts
@@ -70,7 +79,8 @@ def _serve(args: argparse.Namespace) -> int:
                                limit_concurrency=2 * slowclients.MAX_CONNECTIONS)
     uv_config.load()
     uv_config.ssl = ssl_context
-    server = uvicorn.Server(uv_config)
+    server = shutdown.GracefulServer(uv_config, draining=draining, drain_s=drain_s,
+                                     on_drain=supervisor.terminate if supervisor is not None else lambda: None)
     reloader = tls.CertReloader(ssl_context, cert_dir)
 
     async def run() -> None:
@@ -127,6 +137,21 @@ def _worker(args: argparse.Namespace) -> int:
     os._exit(code)  # informer threads may sit in a blocking watch read
 
 
+def _dashboard(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from webhook import logs
+    from webhook.dashboard.server import Options, run
+
+    logs.setup(args.log_level)
+    if not (args.kubeconfig or args.in_cluster):
+        print("the dashboard needs --kubeconfig or --in-cluster", file=sys.stderr)
+        return 2
+    return run(Options(host=args.host, port=args.port, kubeconfig=args.kubeconfig,
+                       cert_dir=Path(args.cert_dir) if args.cert_dir else None,
+                       sample_every_s=args.sample_every, root_path=args.root_path))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m webhook", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -142,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--no-worker", action="store_true", help="do not start the admission worker process")
+    s.add_argument("--drain-seconds", type=float,
+                   help="after SIGTERM, keep serving this long with /readyz failing, so Service endpoints drop "
+                        "this replica first (default: 5 with --in-cluster, else 0; keep it below the pod's "
+                        "terminationGracePeriodSeconds)")
     s.add_argument("--leader-election-namespace", help="namespace of the leader Lease (default: the Configuration's, kueue-system)")
     w = sub.add_parser("worker", help="the admission worker alone (leader-elected)")
     w.add_argument("--config", help="Kueue Configuration file")
@@ -151,7 +180,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     w.add_argument("--in-cluster", action="store_true")
     w.add_argument("--log-level", default="INFO")
     w.add_argument("--leader-election-namespace")
+    d = sub.add_parser("dashboard", help="the queue dashboard (its own process)")
+    d.add_argument("--host", default="0.0.0.0")
+    d.add_argument("--port", type=int, default=8080)
+    d.add_argument("--kubeconfig")
+    d.add_argument("--in-cluster", action="store_true")
+    d.add_argument("--cert-dir", help="serve HTTPS with tls.crt and tls.key from here (default: plain HTTP)")
+    d.add_argument("--sample-every", type=float, default=10.0, help="seconds between History samples")
+    d.add_argument("--root-path", default="", help="URL prefix when served under one")
+    d.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
+    if args.command == "dashboard":
+        return _dashboard(args)
     if args.command == "worker":
         return _worker(args)
     if args.command == "certs":

@@ -6,37 +6,30 @@ not skip: a silently skipped e2e suite is worse than a red one.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import os
 import socket
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-# Same import path as e2e/stack.py, so one session shares one copy of the module.
-E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
-if str(E2E_DIR) not in sys.path:
-    sys.path.insert(0, str(E2E_DIR))
-
-from cluster import GPU_RESOURCE, NODES, Cluster  # noqa: E402
+from cluster import (  # e2e/, put on sys.path by conftest.py
+    GPU_RESOURCE,
+    NODES,
+    POD_CIDR,
+    REAL_NODE_IP,
+    REAL_NODE_NETWORK,
+    REAL_NODE_POD_CIDR,
+    SERVICE_CIDR,
+    Cluster,
+    ClusterError,
+    RealNodeSpec,
+)
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One cluster for the session, in a temp dir so a developer's `.run/cluster` is left alone."""
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
-    c.up()  # raises ClusterError naming the failed step -> every test using this errors out
-    try:
-        yield c
-    finally:
-        c.down()
 
 
 def kubectl_json(cluster: Cluster, *args: str) -> Any:
@@ -272,3 +265,20 @@ def test_down_leaves_no_process_or_port(tmp_path: Path) -> None:
     assert not open_ports, f"ports still listening after down(): {open_ports}"
     assert not processes_mentioning(str(state_dir)), processes_mentioning(str(state_dir))
     assert not (state_dir / "pids").exists()
+
+
+def test_real_node_addresses_collide_with_nothing() -> None:
+    """kwok's fake pod IPs, ClusterIPs, the real node's pods and its own address are all disjoint."""
+    nets = [ipaddress.ip_network(n) for n in (POD_CIDR, SERVICE_CIDR, REAL_NODE_POD_CIDR, REAL_NODE_NETWORK)]
+    for i, a in enumerate(nets):
+        for b in nets[i + 1:]:
+            assert not a.overlaps(b), f"{a} overlaps {b}"
+    assert ipaddress.ip_address(REAL_NODE_IP) in ipaddress.ip_network(REAL_NODE_NETWORK)
+
+
+def test_real_node_is_refused_in_the_hosts_network_namespace(tmp_path: Path) -> None:
+    """With a real node the apiserver listens on 0.0.0.0: never on the host's interfaces."""
+    c = Cluster(tmp_path, real_node=RealNodeSpec(), teardown_on_exit=False)
+    with pytest.raises(ClusterError, match="network namespace"):
+        c.up()
+    assert not c.pids and not (tmp_path / "etcd").exists()

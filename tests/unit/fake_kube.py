@@ -4,7 +4,8 @@ Supports what the cert manager and the lookups use: GET (object or list), POST (
 present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch;
 `…/status` merges only the status, which stands in for a server-side apply of it) and
 watch (blocks until `stop` is set, yielding nothing). TokenReviews and SubjectAccessReviews are
-answered, not stored: from `tokens` (token -> user info) and `non_resource_grants` (user, verb, path).
+answered, not stored: from `tokens` (token -> user info), `non_resource_grants` (user, verb, path) and
+`resource_grants` (user, verb, resource/subresource, namespace); `reviews` records what was asked.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class FakeKube:
         self._lock = threading.Lock()
         self.tokens: dict[str, dict[str, Any]] = {}
         self.non_resource_grants: set[tuple[str, str, str]] = set()
+        # (user, verb, resource[/subresource], namespace) a resource SubjectAccessReview allows
+        self.resource_grants: set[tuple[str, str, str, str]] = set()
+        self.reviews: list[Mapping[str, Any]] = []
         for path, obj in (objects or {}).items():
             self.put(path, obj)
 
@@ -95,9 +99,15 @@ class FakeKube:
 
     def _review(self, body: Mapping[str, Any]) -> dict[str, Any]:
         spec = body["spec"]
+        self.reviews.append(body)
         if body["kind"] == "TokenReview":
             user = self.tokens.get(spec["token"])
             status: dict[str, Any] = {"authenticated": True, "user": user} if user else {"authenticated": False}
+        elif "resourceAttributes" in spec:
+            attrs = spec["resourceAttributes"]
+            resource = "/".join(filter(None, (attrs.get("resource"), attrs.get("subresource"))))
+            allowed = (spec["user"], attrs["verb"], resource, attrs.get("namespace", "")) in self.resource_grants
+            status = {"allowed": True} if allowed else {"allowed": False, "reason": "no RBAC policy matched"}
         else:
             attrs = spec["nonResourceAttributes"]
             allowed = (spec["user"], attrs["verb"], attrs["path"]) in self.non_resource_grants

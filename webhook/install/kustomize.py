@@ -17,8 +17,8 @@ from typing import Any
 
 from webhook.api.schema import dump
 from webhook.certmanager import conversion_crd_names
+from webhook.install import dashboard, rbac, visibility
 from webhook.install import objects as o
-from webhook.install import rbac
 
 __all__ = ["documents", "render"]
 
@@ -98,10 +98,17 @@ def render(s: o.Settings | None = None) -> dict[str, str]:
             ["namespace.yaml", "config.yaml", "secret.yaml", "deployment.yaml", "services.yaml"]),
         "webhook/webhook_configurations.yaml": documents(o.webhook_objects(s)),
         "webhook/kustomization.yaml": _kustomization(["webhook_configurations.yaml"]),
-        "default/kustomization.yaml": _kustomization(["../crds", "../rbac", "../manager", "../webhook"]),
+        "visibility/visibility.yaml": documents([visibility.service(s.namespace), *visibility.api_services(s.namespace),
+                                                 *visibility.auth_objects(s.namespace, o.SERVICE_ACCOUNT)]),
+        "visibility/kustomization.yaml": _kustomization(["visibility.yaml"]),
+        "dashboard/dashboard.yaml": documents(dashboard.objects(s.namespace, image=s.image, pull_policy=s.pull_policy)),
+        "dashboard/kustomization.yaml": _kustomization(["dashboard.yaml"]),
+        "visibility-apf/apf.yaml": documents(visibility.apf_objects()),
+        "visibility-apf/kustomization.yaml": _kustomization(["apf.yaml"]),
+        "default/kustomization.yaml": _kustomization(["../crds", "../rbac", "../manager", "../webhook", "../visibility"]),
         "cert-manager/certificate.yaml": documents(o.cert_manager_objects(s)),
         "cert-manager/kustomization.yaml": _kustomization(
-            ["../crds", "../rbac", "../manager", "../webhook", "certificate.yaml"],
+            ["../crds", "../rbac", "../manager", "../webhook", "../visibility", "certificate.yaml"],
             patches=_cert_manager_patches(s)),
     }
     return files

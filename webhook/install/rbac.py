@@ -15,7 +15,8 @@ by whoever installs Prometheus.
 
 The user-facing roles (`kueue-batch-admin-role`, `kueue-batch-user-role` and a viewer/editor
 pair per kind) keep upstream's names and aggregation labels (`config/components/rbac/*_role.yaml`
-under `namePrefix: kueue-`), restricted to the kinds we serve.
+under `namePrefix: kueue-`), restricted to the kinds we serve, and the two pending-workloads viewers
+of the visibility API.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from webhook.certmanager import conversion_crd_names
 
 __all__ = [
     "CERT_MANAGER",
+    "DASHBOARD",
     "LOOKUPS",
     "MANAGER_ACCESS",
     "METRICS_AUTH",
     "METRICS_READER",
+    "VISIBILITY_AUTH",
     "WORKER",
     "Access",
     "manager_rbac",
@@ -47,6 +50,8 @@ LOOKUPS = "webhook.admission.lookups"
 WORKER = "webhook.worker"
 METRICS_AUTH = "webhook.worker.metrics_server"
 METRICS_READER = "kueue-metrics-reader"
+DASHBOARD = "webhook.dashboard"
+VISIBILITY_AUTH = "webhook.worker.visibility_auth"
 
 _K = "kueue.x-k8s.io"
 _ALL = ("create", "delete", "get", "list", "patch", "update", "watch")
@@ -127,6 +132,18 @@ MANAGER_ACCESS: tuple[Access, ...] = (
            "who is the scraper (its bearer token)", role="metrics-auth"),
     Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), METRICS_AUTH,
            "may the scraper get /metrics", role="metrics-auth"),
+    # -- the dashboard: its own ServiceAccount and role (`install.dashboard`), never the manager's ------
+    Access(_K, ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"), ("list", "watch"),
+           DASHBOARD, "watch caches the pages are rendered from", role="dashboard"),
+    Access("", ("events", "pods"), ("list",), DASHBOARD, "a Workload's page: its Events and Pods", role="dashboard"),
+    Access("authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"),
+    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), DASHBOARD,
+           "what the viewer may list, per resource and namespace", role="dashboard"),
+    # -- the worker's visibility server: built-in roles grant these (`install.visibility.auth_objects`) --
+    Access("", ("configmaps",), ("get",), VISIBILITY_AUTH, "front-proxy settings (extension-apiserver-authentication-reader)",
+           resource_names=("extension-apiserver-authentication",), role="visibility-auth"),
+    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), VISIBILITY_AUTH,
+           "may the caller read pending workloads (system:auth-delegator)", role="visibility-auth"),
 )
 
 
@@ -252,4 +269,22 @@ def user_roles() -> list[dict[str, Any]]:
         for who, label in (("admin", _ADMIN), ("user", _USER))
     ]
     return [*aggregated, *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
+            *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
             metrics_reader_role()]
+
+
+# The visibility API's reads (`pending_workloads_{cq,lq}_viewer_role.yaml`): a ClusterQueue's queue is
+# for batch admins, a LocalQueue's for its namespace's users too.
+_PENDING_WORKLOADS = (
+    ("cq", (_ADMIN, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT)),
+    ("lq", (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT)),
+)
+
+
+def _pending_workloads_role(scope: str, labels: tuple[str, ...]) -> dict[str, Any]:
+    plural = {"cq": "clusterqueues", "lq": "localqueues"}[scope]
+    meta_labels = {"rbac.kueue.x-k8s.io/role": f"pending-workloads-{scope}-viewer", **{label: "true" for label in labels}}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": f"kueue-pending-workloads-{scope}-viewer-role", "labels": meta_labels},
+            "rules": [{"apiGroups": ["visibility.kueue.x-k8s.io"], "resources": [f"{plural}/pendingworkloads"],
+                       "verbs": list(_READ)}]}

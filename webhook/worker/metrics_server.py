@@ -28,13 +28,11 @@ import hashlib
 import logging
 import socket
 import ssl
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from socketserver import ThreadingMixIn
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -42,6 +40,7 @@ from prometheus_client import make_wsgi_app
 from prometheus_client.registry import Collector
 
 from webhook import kube as k
+from webhook.worker.ttl_cache import TTLCache
 
 __all__ = [
     "CACHE_SIZE",
@@ -96,41 +95,6 @@ class Denied:
     message: str
 
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-@dataclass(slots=True)
-class _TTLCache(Generic[K, V]):
-    """A bounded LRU whose entries expire after their own TTL."""
-
-    size: int
-    clock: Callable[[], float]
-    _entries: OrderedDict[K, tuple[float, V]] = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
-            if hit[0] <= self.clock():
-                del self._entries[key]
-                return None
-            self._entries.move_to_end(key)
-            return hit[1]
-
-    def put(self, key: K, value: V, ttl: float) -> None:
-        with self._lock:
-            self._entries[key] = (self.clock() + ttl, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
 def bearer_token(header: str) -> str | None:
     """The token of `Authorization: Bearer <token>`, as the API server's bearer-token authenticator reads it."""
     parts = header.strip().split(" ", 2)
@@ -154,8 +118,8 @@ class Authorizer:
     def __init__(self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE) -> None:
         self._kube = kube
         # A 1-tuple, so a rejected token (None) is a cached answer, not a miss.
-        self.tokens: _TTLCache[bytes, tuple[User | None]] = _TTLCache(cache_size, clock)
-        self.decisions: _TTLCache[tuple[User, str, str], bool] = _TTLCache(cache_size, clock)
+        self.tokens: TTLCache[bytes, tuple[User | None]] = TTLCache(cache_size, clock)
+        self.decisions: TTLCache[tuple[User, str, str], bool] = TTLCache(cache_size, clock)
 
     def authenticate(self, token: str) -> User | None:
         """The token's user, or None if the API server does not authenticate it. Raises KubeError."""

@@ -12,6 +12,10 @@ does on its metrics port. The certificate is the webhook's (`--cert-dir`, re-rea
 rotates), or a self-signed one made at start when there is none. Only the lease holder fills the
 series in; a standby shows `kueue_build_info` alone. The webhook server's own `/metrics`
 (port 9443) keeps the webhook series.
+
+Every worker process also serves the visibility API (`visibility_server`, VisibilityOnDemand) on
+the Configuration's `visibilityServer` address (default `:8082`), from its own watches, before and
+whatever the outcome of the election, so any replica behind the APIService's Service answers.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from types import FrameType
 from webhook import kube as k
 from webhook import metrics, tls
 from webhook.config import Configuration
-from webhook.worker import metrics_server
+from webhook.worker import metrics_server, visibility_server
 from webhook.worker.leader import LeaderElector, LeaseSettings
 from webhook.worker.manager import Manager
 
@@ -102,6 +106,8 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     cc = config.client_connection
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst)
     serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
+    # Every replica answers the visibility API, standbys included (visibility_server).
+    visibility_server.serve_visibility(config, kube, cert_dir, stop)
     me = identity()
     le = config.leader_election
     if not le.leader_elect:
@@ -162,11 +168,18 @@ class Supervisor:
             log.warning("worker process exited; restarting", extra={"pid": self.proc.pid, "code": code, "backoff_s": backoff})
             self._stop.wait(backoff)
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """SIGTERM the worker without waiting: it releases the lease at once, while the server may
+        keep serving webhooks for a while (its drain); no new worker is started."""
         self._stop.set()
         proc = self.proc
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        self.terminate()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -50,7 +50,9 @@ def test_deployment_is_hardened_probed_and_replicated(controller):
                           {"containerPort": 8443, "name": "metrics", "protocol": "TCP"}]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert c[probe]["httpGet"] == {"path": path, "port": "webhook-server", "scheme": "HTTPS"}
-    assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml"]
+    assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml", "--drain-seconds=5"]
+    # The kubelet must not kill a replica mid-drain, nor while a review is still in flight.
+    assert pod["terminationGracePeriodSeconds"] >= 5 + 10
     # The cert dir is under the writable /tmp emptyDir.
     assert o.CERT_DIR.startswith("/tmp/") and {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
 
@@ -103,7 +105,8 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert sorted(roles) == sorted(
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
-           for r in ("viewer", "editor")] + ["kueue-metrics-reader"])
+           for r in ("viewer", "editor")]
+        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader"])
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
@@ -125,6 +128,14 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         "rbac.kueue.x-k8s.io/role": "topology-editor", "rbac.kueue.x-k8s.io/batch-admin": "true"}
     assert roles["kueue-topology-editor-role"]["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["topologies"],
         "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]
+
+    # upstream's pending_workloads_{cq,lq}_viewer_role.yaml: batch users read LocalQueues' queues only
+    cq_pending, lq_pending = roles["kueue-pending-workloads-cq-viewer-role"], roles["kueue-pending-workloads-lq-viewer-role"]
+    assert cq_pending["rules"] == [{"apiGroups": ["visibility.kueue.x-k8s.io"],
+                                    "resources": ["clusterqueues/pendingworkloads"], "verbs": ["get", "list", "watch"]}]
+    assert "rbac.kueue.x-k8s.io/batch-user" not in cq_pending["metadata"]["labels"]
+    assert lq_pending["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-user"] == "true"
+    assert lq_pending["rules"][0]["resources"] == ["localqueues/pendingworkloads"]
 
 
 def test_manager_role_grants_nothing_on_the_served_only_kinds():
@@ -161,7 +172,8 @@ def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():
 
 # Keys of Kueue's chart values.yaml that ours reproduces (same path, same meaning).
 UPSTREAM_VALUE_PATHS = [
-    "enableCertManager", "controllerManager.replicas", "controllerManager.imagePullSecrets",
+    "enableCertManager", "enablePrometheus", "metrics.prometheusNamespace", "metrics.serviceMonitor.tlsConfig",
+    "controllerManager.replicas", "controllerManager.imagePullSecrets",
     "controllerManager.manager.image.repository", "controllerManager.manager.image.tag",
     "controllerManager.manager.image.pullPolicy", "controllerManager.manager.resources",
     "controllerManager.manager.podSecurityContext", "controllerManager.manager.containerSecurityContext",

@@ -22,7 +22,7 @@ from tests.unit.fake_kube import FakeKube
 from tests.unit.test_certmanager import cluster_objects, manager
 from webhook.admission.jobframework import INTEGRATION_KINDS
 from webhook.admission.lookups import ClusterLookups
-from webhook.install import rbac
+from webhook.install import rbac, visibility
 from webhook.worker.metrics_server import Authorizer
 
 WEBHOOK = Path(__file__).resolve().parents[3] / "webhook"
@@ -124,9 +124,18 @@ def test_generated_roles_carry_exactly_the_table():
     objs = rbac.manager_rbac(NAMESPACE, "sa")
     from_roles = {(g, r, v) for o in objs if o["kind"] in ("ClusterRole", "Role")
                   for rule in o["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
-    assert from_roles == granted_triples(rbac.MANAGER_ACCESS)
+    assert from_roles == granted_triples([a for a in rbac.MANAGER_ACCESS if (a.role, a.namespaced) in rbac.ROLE_NAMES])
     bindings = [o for o in objs if o["kind"].endswith("Binding")]
     assert {b["roleRef"]["name"] for b in bindings} == {o["metadata"]["name"] for o in objs if not o["kind"].endswith("Binding")}
+
+
+def test_visibility_grants_come_from_built_in_roles():
+    """What the visibility server needs is bound to Kubernetes' own roles, not generated."""
+    entries = [a for a in rbac.MANAGER_ACCESS if a.role == "visibility-auth"]
+    assert {(a.group, a.resources) for a in entries} == {("", ("configmaps",)), ("authorization.k8s.io", ("subjectaccessreviews",))}
+    bound = {o["roleRef"]["name"]: o for o in visibility.auth_objects(NAMESPACE, "sa")}
+    assert bound["extension-apiserver-authentication-reader"]["metadata"]["namespace"] == "kube-system"
+    assert "system:auth-delegator" in bound
 
 
 # -- scanned --------------------------------------------------------------------------------------

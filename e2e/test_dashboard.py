@@ -1,0 +1,220 @@
+"""The dashboard in a real headless Chromium (Debian's chromium + chromium-driver, driven by selenium).
+
+Signs in with ServiceAccount tokens, as a user would: an admin sees the overview and watches a Job
+go from pending to admitted without reloading; a user bound to one namespace sees that namespace's
+Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143). The seeds' GPU
+example (`make run`'s objects, from e2e/demo.py) shows on the overview: ClusterQueue research, its
+nvidia.com/gpu usage while the Job runs and back to 0 once it finishes.
+Screenshots go to the test's pytest tmp dir (printed; pytest keeps the last three runs).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e import demo
+from e2e.conftest import Kubectl, local_stack
+from e2e.host import BROWSER_PACKAGES, HostError, ensure_packages
+from e2e.test_worker_job import create, wait_for
+
+
+def _browser_binaries() -> tuple[str, str]:
+    """Debian's chromium and chromedriver, installed with apt-get when missing and we are root; a clear
+    failure naming the command otherwise (never a skip)."""
+    try:
+        ensure_packages(BROWSER_PACKAGES)
+    except HostError as exc:
+        pytest.fail(f"the dashboard e2e needs a real browser: {exc}", pytrace=False)
+    return str(shutil.which("chromium")), str(shutil.which("chromedriver"))
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, chromedriver = _browser_binaries()
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """pytest's tmp dir, which outlives the session (the stack's state dir is removed at its end)."""
+    print(f"dashboard screenshots: {tmp_path}")
+    return tmp_path
+
+
+def token(kubectl: Kubectl, namespace: str, name: str) -> str:
+    kubectl("create", "serviceaccount", name, "-n", namespace)
+    return kubectl("create", "token", name, "-n", namespace, "--duration=1h").stdout.strip()
+
+
+def sign_in(driver: Any, url: str, tok: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(f"{url}/login")
+    driver.find_element(By.ID, "token").send_keys(tok)
+    driver.find_element(By.ID, "sign-in").click()
+    wait_for("the overview after sign-in", lambda: driver.find_elements(By.ID, "live"), timeout=15)
+
+
+def row_state(driver: Any, key: str) -> str | None:
+    """Read in one script: the live refresh may replace the table between two WebDriver calls."""
+    return driver.execute_script(  # type: ignore[no-any-return]
+        "const r = document.querySelector(`tr.wl[data-name=\"${arguments[0]}\"]`); return r ? r.dataset.state : null;", key)
+
+
+def text_of(driver: Any, element_id: str) -> str:
+    return driver.execute_script(  # type: ignore[no-any-return]
+        "const e = document.getElementById(arguments[0]); return e ? e.innerText : '';", element_id)
+
+
+def bar_text(driver: Any, cq: str, label: str) -> str | None:
+    """The numbers of one flavor/resource row of a ClusterQueue card, read in one script (see row_state)."""
+    return driver.execute_script(  # type: ignore[no-any-return]
+        "const card = document.getElementById(`cq-${arguments[0]}`); if (!card) return null;"
+        "const row = [...card.querySelectorAll('table.bars tr')].find(r => r.querySelector('th')?.innerText.trim() === arguments[1]);"
+        "return row ? row.querySelector('td.nums').innerText.trim() : null;", cq, label)
+
+
+def job(ns: str, name: str, queue: str) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}]}}}}
+
+
+@pytest.mark.local_stack
+def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    url = local_stack(kubectl).dashboard_url
+    s = uuid.uuid4().hex[:6]
+    team_a, team_b, cq = f"dash-a-{s}", f"dash-b-{s}", f"dash-cq-{s}"
+    for ns in (team_a, team_b):
+        kubectl("create", "namespace", ns)
+    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f"dash-{s}"}})
+    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
+                   "spec": {"namespaceSelector": {}, "stopPolicy": "Hold", "resourceGroups": [{
+                       "coveredResources": ["cpu"], "flavors": [{"name": f"dash-{s}", "resources": [
+                           {"name": "cpu", "nominalQuota": "2"}]}]}]}})
+    for ns in (team_a, team_b):
+        kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                       "metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": cq}})
+    admin = token(kubectl, team_a, "dash-admin")
+    kubectl("create", "clusterrolebinding", f"dash-admin-{s}", "--clusterrole=cluster-admin",
+            f"--serviceaccount={team_a}:dash-admin")
+    viewer = token(kubectl, team_a, "viewer")
+    kubectl("create", "role", "kueue-viewer", "-n", team_a, "--verb=get,list,watch",
+            "--resource=workloads.kueue.x-k8s.io,localqueues.kueue.x-k8s.io")
+    kubectl("create", "rolebinding", "kueue-viewer", "-n", team_a, "--role=kueue-viewer",
+            f"--serviceaccount={team_a}:viewer")
+    try:
+        wait_for("RBAC to reach the authorizer", lambda: kubectl(
+            "auth", "can-i", "list", "workloads.kueue.x-k8s.io", "-n", team_a,
+            f"--as=system:serviceaccount:{team_a}:viewer", check=False).stdout.strip() == "yes")
+        create(kubectl, job(team_b, "other-team", "lq"))
+
+        # The overview loads, with our ClusterQueue held.
+        sign_in(browser, url, admin)
+        wait_for("the ClusterQueue on the overview", lambda: browser.find_elements(By.ID, f"cq-{cq}"))
+        browser.save_screenshot(str(shots / "overview.png"))
+
+        # A Job submitted now shows up pending, then admitted, with no reload in between.
+        browser.get(f"{url}/workloads?namespace={team_a}")
+        browser.execute_script("window.__notReloaded = true")
+        create(kubectl, job(team_a, "mine", "lq"))
+        wl = wait_for("the Job's Workload", lambda: [w["metadata"]["name"] for w in
+                                                    kubectl.get("workloads", "-n", team_a)["items"]])[0]
+        wait_for("the Workload pending in the page", lambda: row_state(browser, f"{team_a}/{wl}") == "Pending")
+        browser.save_screenshot(str(shots / "pending.png"))
+        kubectl("patch", "clusterqueue", cq, "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
+        wait_for("the Workload admitted in the page",
+                 lambda: row_state(browser, f"{team_a}/{wl}") == "Admitted", timeout=60)
+        assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
+        browser.save_screenshot(str(shots / "admitted.png"))
+        browser.get(f"{url}/workloads/{team_a}/{wl}")
+        page = text_of(browser, "live")
+        assert "Conditions" in page and "QuotaReserved" in page and "kind: Workload" in page, page[:500]
+        browser.save_screenshot(str(shots / "workload.png"))
+
+        # A user of team-a sees team-a only, and is refused team-b's Workload by URL.
+        other = kubectl.get("workloads", "-n", team_b)["items"][0]["metadata"]["name"]
+        sign_in(browser, url, viewer)
+        browser.get(f"{url}/workloads")
+        wait_for("team-a's Workload", lambda: row_state(browser, f"{team_a}/{wl}"))
+        assert row_state(browser, f"{team_b}/{other}") is None
+        assert team_b not in text_of(browser, "workloads")
+        assert browser.find_elements(By.ID, f"cq-{cq}") == []
+        browser.save_screenshot(str(shots / "namespace-user.png"))
+        browser.get(f"{url}/workloads/{team_b}/{other}")
+        assert "may not see" in text_of(browser, "denied")
+        browser.get(f"{url}/fragment/workloads?namespace={team_b}")
+        assert other not in browser.page_source
+    finally:
+        kubectl("delete", "clusterrolebinding", f"dash-admin-{s}", check=False)
+        for ns in (team_a, team_b):
+            kubectl("delete", "jobs", "-n", ns, "--all", "--wait=false", check=False)
+            kubectl("delete", "namespace", ns, "--wait=false", check=False)
+        kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
+        kubectl("delete", "resourceflavor", f"dash-{s}", "--wait=false", check=False)
+
+
+@pytest.mark.local_stack
+def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: Path) -> None:
+    """What `make up` + `make run` show: ClusterQueue research with its GPU usage while the Job runs."""
+    url = local_stack(kubectl).dashboard_url
+    ns = demo.NAMESPACE
+    kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": demo.NAMESPACE_LABELS}})
+    kubectl("apply", "-f", str(demo.GPU_QUOTA))
+    _, cq, _ = yaml.safe_load_all(demo.GPU_QUOTA.read_text())
+    fr = cq["spec"]["resourceGroups"][0]["flavors"][0]
+    label, nominal = f"{fr['name']} / nvidia.com/gpu", fr["resources"][0]["nominalQuota"]  # gpu-nodes, 64
+    gpu_job: dict[str, Any] = yaml.safe_load(demo.GPU_JOB.read_text())
+    # The example Job as is, except that its pod runs long enough for the usage to be seen.
+    gpu_job["spec"]["template"].setdefault("metadata", {})["annotations"] = {
+        "pod-complete.stage.kwok.x-k8s.io/delay": "20s"}
+    account = f"dash-gpu-{uuid.uuid4().hex[:6]}"
+    admin = token(kubectl, ns, account)
+    kubectl("create", "clusterrolebinding", account, "--clusterrole=cluster-admin", f"--serviceaccount={ns}:{account}")
+    name = ""
+    try:
+        sign_in(browser, url, admin)
+        wait_for("ClusterQueue research idle on the overview", lambda: bar_text(browser, "research", label), timeout=15)
+        assert bar_text(browser, "research", label) == f"0 / {nominal}"  # no cohort: no borrowing limit shown
+        browser.execute_script("window.__notReloaded = true")
+
+        name = create(kubectl, gpu_job)
+        wait_for("2 GPUs used in the page", lambda: bar_text(browser, "research", label) == f"2 / {nominal}",
+                 timeout=30)
+        pods = kubectl.get("pods", "-n", ns, "-l", f"job-name={name}")["items"]
+        assert [p["status"].get("phase") for p in pods] == ["Running"], "the usage should show while the Job runs"
+        browser.save_screenshot(str(shots / "gpu-running.png"))
+
+        wait_for("the usage back to 0 in the page", lambda: bar_text(browser, "research", label) == f"0 / {nominal}",
+                 timeout=60)
+        assert kubectl.get("job", "-n", ns, name)["status"].get("succeeded") == 1
+        assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
+        browser.save_screenshot(str(shots / "gpu-finished.png"))
+    finally:
+        kubectl("delete", "clusterrolebinding", account, check=False)
+        kubectl("delete", "serviceaccount", "-n", ns, account, check=False)
+        if name:
+            kubectl("delete", "job", "-n", ns, name, "--wait=false", check=False)

@@ -1,0 +1,54 @@
+"""A fake API server for the reviews: tokens name users; RBAC is a set of (user, verb, resource, namespace)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tests.unit.core.builders import make_cq, make_lq, make_wl
+from webhook.dashboard.auth import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
+from webhook.dashboard.store import Kind, Store
+
+ADMIN = "admin-token"
+ALICE = "alice-token"  # may list Workloads and LocalQueues in team-a only
+
+
+class FakeReviews:
+    def __init__(self) -> None:
+        self.tokens = {ADMIN: "admin", ALICE: "alice"}
+        self.rules: set[tuple[str, str, str, str]] = {
+            ("admin", "*", "*", ""),
+            ("alice", "list", "workloads", "team-a"), ("alice", "get", "workloads", "team-a"),
+            ("alice", "list", "localqueues", "team-a"),
+        }
+        self.calls: list[str] = []
+
+    def create(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        self.calls.append(path)
+        if path == TOKEN_REVIEWS:
+            user = self.tokens.get(body["spec"]["token"])
+            return {"status": {"authenticated": True, "user": {"username": user}} if user else {}}
+        assert path == SUBJECT_ACCESS_REVIEWS
+        spec = body["spec"]
+        ra = spec["resourceAttributes"]
+        allowed = ((spec["user"], "*", "*", "") in self.rules
+                   or (spec["user"], ra["verb"], ra["resource"], ra["namespace"]) in self.rules)
+        return {"status": {"allowed": allowed}}
+
+
+def two_teams() -> Store:
+    """team-a and team-b share ClusterQueue cq (4 cpu); two pending Workloads each, one admitted in team-a."""
+    store = Store()
+    store.replace(Kind.CLUSTER_QUEUES, [make_cq("cq").group({"name": "default", "resources": [
+        {"name": "cpu", "nominalQuota": "4"}]}).obj()])
+    store.replace(Kind.LOCAL_QUEUES, [make_lq("lq", "team-a", "cq"), make_lq("lq", "team-b", "cq")])
+    store.replace(Kind.RESOURCE_FLAVORS, [{"metadata": {"name": "default"}, "spec": {}}])
+    store.replace(Kind.COHORTS, [])
+    store.replace(Kind.WORKLOADS, [
+        make_wl("a-old", "team-a").created(1).obj(),
+        make_wl("a-new", "team-a").created(5).obj(),
+        make_wl("b-high", "team-b").created(9).priority(10).obj(),
+        make_wl("b-low", "team-b").created(2).obj(),
+        make_wl("a-running", "team-a").reserve("cq").obj(),
+    ])
+    return store

@@ -1,0 +1,160 @@
+"""The app in-process (httpx over ASGI): sign-in, and what each identity may see (kueue#11143)."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from tests.unit.core.builders import make_cq
+from tests.unit.dashboard.fakes import ADMIN, ALICE, FakeReviews, two_teams
+from webhook.dashboard.app import COOKIE, Settings, create_app
+from webhook.dashboard.auth import Authorizer
+from webhook.dashboard.store import Kind, Store
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the live stream wakes its clients through asyncio
+
+
+class FakeReader:
+    """Events and Pods as the API server lists them, optional fields left out."""
+
+    def __init__(self) -> None:
+        self.queries: list[tuple[str, dict]] = []
+
+    def list(self, path: str, *, query=None):
+        self.queries.append((path, dict(query or {})))
+        if path.endswith("/events"):
+            return [{"type": "Normal", "reason": "QuotaReserved", "message": "Quota reserved in ClusterQueue cq"}], "1"
+        return [{"metadata": {"name": "job-a-old-xyz"}, "status": {"phase": "Pending"}}], "1"
+
+
+def client(token: str | None = None, *, kube: FakeReader | None = None) -> tuple[httpx.AsyncClient, FakeReviews]:
+    reviews = FakeReviews()
+    app = create_app(Settings(store=two_teams(), authorizer=Authorizer(reviews), kube=kube))
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash", headers=headers), reviews
+
+
+@pytest.mark.parametrize("path", ["/", "/workloads", "/history", "/fragment/overview", "/fragment/workloads",
+                                  "/workloads/team-a/a-old", "/events"])
+async def test_every_page_needs_a_token(path: str) -> None:
+    c, _ = client()
+    async with c:
+        assert (await c.get(path)).status_code == 401
+        assert (await c.get(path, headers={"Authorization": "Bearer wrong"})).status_code == 401
+        browser = await c.get(path, headers={"Accept": "text/html"})
+        assert (browser.status_code, browser.headers.get("location")) == (303, "/login")
+
+
+async def test_admin_sees_every_namespace_and_the_overview() -> None:
+    c, _ = client(ADMIN)
+    async with c:
+        page = (await c.get("/workloads")).text
+        assert "b-high" in page and "a-old" in page
+        overview = await c.get("/")
+        assert 'id="cq-cq"' in overview.text and "Content-Security-Policy" in overview.headers
+
+
+def gpu_cluster_queue(cohort: str) -> dict:
+    """The seeds' ClusterQueue research (e2e/examples/gpu-quota.yaml) with a 2-GPU Job admitted."""
+    obj = make_cq("research").cohort(cohort).group({"name": "gpu-nodes", "resources": [
+        {"name": "nvidia.com/gpu", "nominalQuota": 64}]}).obj()
+    obj["status"] = {"admittedWorkloads": 1, "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
+                     "flavorsReservation": [{"name": "gpu-nodes", "resources": [
+                         {"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]}]}
+    return obj
+
+
+@pytest.mark.parametrize(("cohort", "numbers"), [
+    pytest.param("", "2 / 64", id="no cohort: it cannot borrow, so no borrowing limit is shown"),
+    pytest.param("lab", "2 / 64 limit +unlimited", id="in a cohort"),
+])
+async def test_overview_shows_an_extended_resource_and_its_usage(cohort: str, numbers: str) -> None:
+    store = Store()
+    store.replace(Kind.CLUSTER_QUEUES, [gpu_cluster_queue(cohort)])
+    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews())))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
+                                 headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+        page = (await c.get("/fragment/overview")).text
+    assert "<th>gpu-nodes / nvidia.com/gpu</th>" in page
+    assert 'title="used 2 of nominal 64"' in page and 'style="width: 3.1%"' in page
+    cell = re.search(r'<td class="nums">(.*?)</td>', page, re.S)
+    assert cell is not None and " ".join(re.sub(r"<[^>]+>", " ", cell[1]).split()) == numbers
+
+
+@pytest.mark.parametrize("path", ["/workloads", "/fragment/workloads", "/workloads?namespace=team-b",
+                                  "/fragment/workloads?namespace=team-b&state=Pending"])
+async def test_a_namespace_user_sees_only_their_namespace(path: str) -> None:
+    c, _ = client(ALICE)
+    async with c:
+        page = (await c.get(path)).text
+        assert "<td>team-b</td>" not in page and "b-high" not in page and "b-low" not in page
+        if "team-b" not in path:
+            assert "a-old" in page
+
+
+async def test_a_namespace_user_cannot_open_another_namespaces_workload() -> None:
+    c, _ = client(ALICE)
+    async with c:
+        assert (await c.get("/workloads/team-b/b-high")).status_code == 403
+        assert (await c.get("/workloads/team-a/a-old")).status_code == 200
+        assert (await c.get("/workloads/team-a/missing")).status_code == 404
+
+
+async def test_a_namespace_user_sees_no_cluster_queues() -> None:
+    c, _ = client(ALICE)
+    async with c:
+        page = (await c.get("/")).text
+        assert 'id="cq-cq"' not in page and "alice may not list ClusterQueues" in page
+
+
+async def test_sign_in_sets_an_http_only_cookie_that_authenticates() -> None:
+    c, _ = client()
+    async with c:
+        bad = await c.post("/login", content="token=nope", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert bad.headers["location"] == "/login?failed=1"
+        ok = await c.post("/login", content=f"token={ALICE}", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        assert ok.status_code == 303
+        cookie = ok.headers["set-cookie"]
+        assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        c.cookies.set(COOKIE, ALICE)
+        assert "a-old" in (await c.get("/workloads")).text
+
+
+async def test_reviews_are_cached_between_page_views() -> None:
+    c, reviews = client(ALICE)
+    async with c:
+        await c.get("/workloads")
+        first = len(reviews.calls)
+        await c.get("/workloads")
+        assert len(reviews.calls) == first
+
+
+async def test_the_workload_page_shows_conditions_events_pods_and_yaml() -> None:
+    store = two_teams()
+    raw = dict(store.workloads()["team-a/a-running"].raw)
+    raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
+    store.apply(Kind.WORKLOADS, "MODIFIED", raw)
+    kube = FakeReader()
+    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
+                                 headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+        page = (await c.get("/workloads/team-a/a-running")).text
+    assert "Quota reserved in ClusterQueue cq" in page and "job-a-old-xyz" in page and "kind: Workload" in page
+    assert kube.queries == [
+        ("/api/v1/namespaces/team-a/events", {"fieldSelector": "involvedObject.kind=Workload,involvedObject.name=a-running"}),
+        ("/api/v1/namespaces/team-a/pods", {"labelSelector": "batch.kubernetes.io/job-name=a-running-job"})]
+
+
+async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:
+    kube = FakeReader()
+    c, _ = client(ALICE, kube=kube)
+    async with c:
+        assert (await c.get("/workloads/team-a/a-running")).status_code == 200
+    assert kube.queries == []

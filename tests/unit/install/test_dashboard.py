@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from webhook.install import chart, dashboard, kustomize, rbac
+
+
+def test_the_dashboard_runs_under_its_own_account_never_the_managers() -> None:
+    sa, role, binding, deployment, service = dashboard.objects("kueue-system", image="img:1", pull_policy="Always")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": dashboard.NAME, "namespace": "kueue-system"}]
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"] == dashboard.NAME
+    verbs = {v for rule in role["rules"] for v in rule["verbs"]}
+    assert verbs == {"list", "watch", "create"}  # reads, and creates only token/access reviews
+    creates = {r for rule in role["rules"] if "create" in rule["verbs"] for r in rule["resources"]}
+    assert creates == {"tokenreviews", "subjectaccessreviews"}
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:2] == ["dashboard", "--in-cluster"] and container["image"] == "img:1"
+    assert service["spec"]["ports"][0]["port"] == dashboard.PORT
+    manager_roles = {r["metadata"]["name"] for r in rbac.manager_rbac("kueue-system", "kueue-controller-manager")}
+    assert not any("dashboard" in name for name in manager_roles)
+
+
+def test_the_dashboard_is_optional_in_both_installs() -> None:
+    assert "../dashboard" not in kustomize.render()["default/kustomization.yaml"]
+    rendered = chart.render()
+    assert rendered["templates/dashboard.yaml"].startswith("{{- if .Values.enableKueueViz }}")
+    assert "enableKueueViz: false" in rendered["values.yaml"]

@@ -1,0 +1,300 @@
+"""The dashboard's ASGI app: routes, sign-in, authorization of every request, the live stream.
+
+Pages are rendered with Jinja2 from the watch caches (`views`), each into a full page or, for
+the live updates, just its fragment. The live stream (`/events`, server-sent events) carries
+only a change counter, never data: on each tick the browser fetches the fragment it shows,
+and that fetch is authorized like any page, so the stream cannot leak across namespaces.
+
+Credentials: `Authorization: Bearer <token>` on each request, or the same token posted once to
+`/login` and kept in an HttpOnly, SameSite=Strict cookie for browsers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import jinja2
+import yaml
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from webhook import kube as k
+from webhook.api import constants
+from webhook.dashboard import views
+from webhook.dashboard.auth import Access, Authorizer, bearer_token
+from webhook.dashboard.history import History
+from webhook.dashboard.store import Kind, Store
+
+__all__ = ["COOKIE", "KubeReader", "Settings", "create_app"]
+
+log = logging.getLogger(__name__)
+
+COOKIE = "kueue-dashboard-token"
+HEARTBEAT_S = 15.0
+DEBOUNCE_S = 0.25
+_HERE = Path(__file__).parent
+_SECURITY_HEADERS = {
+    # pygal's SVG carries its own <style>; no script but ours, nothing from elsewhere.
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+                               "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class KubeReader(Protocol):
+    """The part of `webhook.kube.Kube` the workload page reads on demand (its Events and Pods)."""
+
+    def list(self, path: str, *, query: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the app needs, built once at startup."""
+
+    store: Store
+    authorizer: Authorizer
+    kube: KubeReader | None = None
+    history: History | None = None
+    sample_every_s: float = 10.0
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+
+class _Changes:
+    """Wakes the live streams when the store changes; fed from informer threads."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def notify(self, version: int) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def wait(self, timeout: float) -> bool:
+        """True after a change, False after `timeout` without one."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+            return True
+        return False
+
+
+def create_app(settings: Settings) -> Starlette:
+    store, authorizer = settings.store, settings.authorizer
+    history = settings.history or History()
+    changes = _Changes()
+    store.subscribe(changes.notify)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+    def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+        base = request.scope.get("root_path", "")
+        body = env.get_template(template).render(base=base, **context)
+        return HTMLResponse(body, status_code=status, headers=_SECURITY_HEADERS)
+
+    async def access(request: Request) -> Access | Response:
+        """The caller's access, or the response that refuses them."""
+        token = bearer_token(request.headers.get("authorization", "")) or request.cookies.get(COOKIE)
+        wants_page = request.method == "GET" and "text/html" in request.headers.get("accept", "")
+        if not token:
+            return RedirectResponse(f"{request.scope.get('root_path', '')}/login", 303) if wants_page \
+                else PlainTextResponse("Unauthorized", 401)
+        try:
+            user = await run_in_threadpool(authorizer.authenticate, token)
+            if user is None:
+                return RedirectResponse(f"{request.scope.get('root_path', '')}/login?failed=1", 303) if wants_page \
+                    else PlainTextResponse("Unauthorized", 401)
+            namespaces = {o["metadata"].get("namespace", "") for o in store.objects(Kind.LOCAL_QUEUES).values()}
+            namespaces.update(e.info.namespace for e in store.workloads().values())
+            return await run_in_threadpool(authorizer.access, user, namespaces)
+        except k.KubeError as exc:
+            log.error("dashboard: review failed", extra={"error": str(exc)})
+            return PlainTextResponse("Authorization failed", 500)
+
+    def overview_context(acc: Access) -> dict[str, Any]:
+        return {"view": views.overview(store, cluster_queues=acc.cluster_queues, flavors=acc.resource_flavors,
+                                       cohorts=acc.cohorts), "access": acc}
+
+    def workloads_context(request: Request, acc: Access) -> dict[str, Any]:
+        q = request.query_params
+        page = views.workloads_page(store, acc.workloads, namespace=q.get("namespace", ""),
+                                    queue=q.get("queue", ""), state=q.get("state", ""))
+        return {"page": page, "access": acc, "states": list(views.State),
+                "filters": {"namespace": q.get("namespace", ""), "queue": q.get("queue", ""), "state": q.get("state", "")},
+                "query": urllib.parse.urlencode({k: v for k, v in q.items() if k in ("namespace", "queue", "state")})}
+
+    def history_context(acc: Access) -> dict[str, Any]:
+        names = sorted(history.series) if acc.cluster_queues else []
+        return {"charts": [(n, *history.charts(n)) for n in names], "access": acc}
+
+    pages: dict[str, tuple[str, Callable[[Request, Access], dict[str, Any]]]] = {
+        "overview": ("overview.html", lambda r, a: overview_context(a)),
+        "workloads": ("workloads.html", workloads_context),
+        "history": ("history.html", lambda r, a: history_context(a)),
+    }
+
+    def page_route(name: str, *, fragment: bool) -> Callable[[Request], Any]:
+        template, context = pages[name]
+
+        async def endpoint(request: Request) -> Response:
+            acc = await access(request)
+            if not isinstance(acc, Access):
+                return acc
+            ctx = context(request, acc)
+            if fragment:
+                return render(request, template, fragment=True, **ctx)
+            return render(request, "page.html", fragment=False, content=template, current=name, user=acc.user.name,
+                          fragment_url=f"fragment/{name}" + (f"?{ctx['query']}" if ctx.get("query") else ""), **ctx)
+
+        return endpoint
+
+    async def workload(request: Request) -> Response:
+        acc = await access(request)
+        if not isinstance(acc, Access):
+            return acc
+        ns, name = request.path_params["namespace"], request.path_params["name"]
+        user = acc.user
+        if not await run_in_threadpool(authorizer.allowed, user, "get", "workloads", namespace=ns):
+            return render(request, "denied.html", 403, what=f"Workload {ns}/{name}", user=user.name)
+        entry = store.workloads().get(f"{ns}/{name}")
+        if entry is None:
+            return render(request, "denied.html", 404, what=f"Workload {ns}/{name} (not found)", user=user.name)
+        events, pods = await run_in_threadpool(_related, settings.kube, authorizer, user, entry.raw)
+        pos = views.positions(store.workloads().values(),
+                              {key: str((o.get("spec") or {}).get("clusterQueue", ""))
+                               for key, o in store.objects(Kind.LOCAL_QUEUES).items()}).get(entry.info.key)
+        return render(request, "page.html", fragment=False, content="workload.html", current="workload", user=user.name,
+                      fragment_url="", wl=entry.info, raw=entry.raw, state=views.state_of(entry.info), position=pos,
+                      conditions=(entry.raw.get("status") or {}).get("conditions") or [], events=events, pods=pods,
+                      yaml=yaml.safe_dump(dict(entry.raw), sort_keys=False))
+
+    async def events(request: Request) -> Response:
+        acc = await access(request)
+        if not isinstance(acc, Access):
+            return acc
+
+        async def stream() -> AsyncIterator[bytes]:
+            yield f"retry: 2000\ndata: {store.version}\n\n".encode()
+            while True:
+                if await changes.wait(HEARTBEAT_S):
+                    await asyncio.sleep(DEBOUNCE_S)  # a burst of watch events becomes one refresh
+                    yield f"data: {store.version}\n\n".encode()
+                else:
+                    yield b": ping\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    async def login(request: Request) -> Response:
+        if request.method == "GET":
+            return render(request, "login.html", failed="failed" in request.query_params)
+        form = urllib.parse.parse_qs((await request.body()).decode(errors="replace"))
+        token = (form.get("token") or [""])[0].strip()
+        try:
+            user = await run_in_threadpool(authorizer.authenticate, token) if token else None
+        except k.KubeError:
+            user = None
+        base = request.scope.get("root_path", "")
+        if user is None:
+            return RedirectResponse(f"{base}/login?failed=1", 303)
+        log.info("dashboard: signed in", extra={"user": user.name})
+        resp = RedirectResponse(f"{base}/", 303)
+        resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
+                        path=base or "/")
+        return resp
+
+    async def logout(request: Request) -> Response:
+        base = request.scope.get("root_path", "")
+        resp = RedirectResponse(f"{base}/login", 303)
+        resp.delete_cookie(COOKIE, path=base or "/")
+        return resp
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok" if store.synced() else "syncing", 200 if store.synced() else 503)
+
+    async def sample_forever() -> None:
+        while True:
+            ov = views.overview(store, cluster_queues=True, flavors=False, cohorts=False)
+            history.sample(ov.cluster_queues, (e.info for e in store.workloads().values()), settings.clock())
+            await asyncio.sleep(settings.sample_every_s)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        changes.bind(asyncio.get_running_loop())
+        task = asyncio.create_task(sample_forever())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    routes = [
+        Route("/", page_route("overview", fragment=False)),
+        Route("/workloads", page_route("workloads", fragment=False)),
+        Route("/history", page_route("history", fragment=False)),
+        *[Route(f"/fragment/{name}", page_route(name, fragment=True)) for name in pages],
+        Route("/workloads/{namespace}/{name}", workload),
+        Route("/events", events),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/healthz", healthz),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _related(kube: KubeReader | None, authorizer: Authorizer, user: Any,
+             wl: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Workload's Events and Pods, each only if `user` may list them in its namespace."""
+    if kube is None:
+        return [], []
+    meta = wl["metadata"]
+    ns, name = meta["namespace"], meta["name"]
+    events: list[dict[str, Any]] = []
+    pods: list[dict[str, Any]] = []
+    try:
+        if authorizer.allowed(user, "list", "events", namespace=ns, group=""):
+            events, _ = kube.list(k.object_path("v1", "events", ns), query={
+                "fieldSelector": f"involvedObject.kind=Workload,involvedObject.name={name}"})
+            events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+        if authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
+            query = _pod_query(wl)
+            if query:
+                pods, _ = kube.list(k.object_path("v1", "pods", ns), query=query)
+    except k.KubeError as exc:
+        log.warning("dashboard: reading events or pods failed", extra={"object": f"{ns}/{name}", "error": str(exc)})
+    return events, pods
+
+
+def _pod_query(wl: Mapping[str, Any]) -> dict[str, str]:
+    """How to list the Workload's Pods: by its Job's label, its pod group's label, or its one Pod's name."""
+    for ref in wl["metadata"].get("ownerReferences") or ():
+        if ref.get("kind") == "Job":
+            return {"labelSelector": f"batch.kubernetes.io/job-name={ref.get('name')}"}
+        if ref.get("kind") == "Pod":
+            group = (wl["metadata"].get("labels") or {}).get(constants.POD_GROUP_NAME)
+            if group:
+                return {"labelSelector": f"{constants.POD_GROUP_NAME}={group}"}
+            return {"fieldSelector": f"metadata.name={ref.get('name')}"}
+    return {}

@@ -1,0 +1,52 @@
+"""The dashboard's Deployment, Service, ServiceAccount and RBAC (upstream's KueueViz, `enableKueueViz`).
+
+Optional, as upstream's is: `manifests/dashboard` is not part of the default overlay, and the chart
+renders it only with `enableKueueViz: true`. It runs under its own ServiceAccount with the
+`dashboard` entries of the access table (read-only, plus token and access reviews), never the
+manager's, and serves plain HTTP inside the cluster: reach it with `kubectl port-forward`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.install import rbac
+
+__all__ = ["NAME", "PORT", "objects"]
+
+NAME = "kueue-dashboard"
+PORT = 8080
+_LABELS = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/component": "dashboard"}
+
+
+def objects(namespace: str, *, image: str, pull_policy: str) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole + binding, Deployment and Service."""
+    meta = {"name": NAME, "namespace": namespace, "labels": dict(_LABELS)}
+    container = {
+        "name": "dashboard", "image": image, "imagePullPolicy": pull_policy,
+        "args": ["dashboard", "--in-cluster", f"--port={PORT}"],
+        "ports": [{"containerPort": PORT, "name": "http", "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/healthz", "port": PORT}, "periodSeconds": 10},
+        "resources": {"limits": {"cpu": "1", "memory": "512Mi"}, "requests": {"cpu": "100m", "memory": "256Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}},
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"{NAME}-role"},
+         "rules": rbac.rules(a for a in rbac.MANAGER_ACCESS if a.role == "dashboard")},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": f"{NAME}-rolebinding"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}-role"},
+         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+            "replicas": 1, "selector": {"matchLabels": dict(_LABELS)},
+            "template": {"metadata": {"labels": dict(_LABELS)}, "spec": {
+                "serviceAccountName": NAME,
+                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [container]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {
+            "type": "ClusterIP", "selector": dict(_LABELS),
+            "ports": [{"name": "http", "port": PORT, "protocol": "TCP", "targetPort": "http"}]}},
+    ]
+

@@ -1,0 +1,211 @@
+"""The visibility API's request handling: route, authorize, answer; no sockets, no threads.
+
+Our counterpart of what upstream's generic API server does for `visibility.kueue.x-k8s.io`
+(`pkg/visibility/server.go`, `pkg/visibility/storage/pending_workloads_{cq,lq}.go`, kueue v0.19.2):
+
+1. `/healthz`, `/livez`, `/readyz` answer without authentication (probes have no front-proxy cert);
+2. anything else needs the user the front proxy named (else 401);
+3. a resource request (`/apis/<group>/<version>/[namespaces/<ns>/]<resource>/<name>/<subresource>`)
+   is authorized with its resource attributes, anything else as a non-resource path (403 when not
+   allowed), and only then routed, so a refused caller learns nothing about what exists;
+4. `pendingworkloads` pages follow upstream's storage: `limit` 0 or absent means 1000, it is held to
+   0..100000, a negative `offset` is 0, a value that is not an integer is 400 in Go's words; a
+   ClusterQueue page numbers LocalQueue positions, a LocalQueue page ClusterQueue positions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from webhook.api import visibility as v
+from webhook.api import visibility_openapi as openapi
+from webhook.core.pending_order import Positioned
+from webhook.worker.metrics_server import User
+from webhook.worker.visibility_auth import Attributes, Decision
+
+__all__ = ["PendingReader", "Request", "RequestAuthorizer", "Response", "VisibilityAPI", "summary"]
+
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+_INT = re.compile(r"[+-]?[0-9]+")
+_INT64_MAX = 2**63 - 1
+_JSON = "application/json"
+
+
+class PendingReader(Protocol):
+    """The pending order, read under its owner's lock."""
+
+    def cluster_queue_page(self, name: str, *, offset: int, limit: int) -> list[Positioned] | None: ...
+
+    def local_queue_page(self, key: str, *, offset: int, limit: int) -> list[Positioned] | None: ...
+
+
+class RequestAuthorizer(Protocol):
+    def authorize(self, user: User, attrs: Attributes) -> Decision: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    query: Mapping[str, Sequence[str]]
+    user: User | None
+    accept: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes
+    content_type: str = _JSON
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _json(status: int, obj: Any, *, pretty: bool = False, content_type: str = _JSON,
+          headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    return Response(status, orjson.dumps(obj, option=orjson.OPT_INDENT_2 if pretty else 0), content_type, headers)
+
+
+def _status(obj: Mapping[str, Any], pretty: bool = False) -> Response:
+    return _json(int(obj["code"]), obj, pretty=pretty)
+
+
+def _int_param(query: Mapping[str, Sequence[str]], name: str) -> int:
+    """The first value as Go's `strconv.ParseInt(s, 10, 64)` reads it; 0 when absent."""
+    values = query.get(name) or ()
+    if not values:
+        return 0
+    text = values[0]
+    if not _INT.fullmatch(text):
+        raise _BadRequest(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise _BadRequest(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def _bounded(query: Mapping[str, Sequence[str]]) -> tuple[int, int]:
+    """(limit, offset) as upstream's defaulting and `boundedLimitOffset` leave them."""
+    limit = _int_param(query, "limit") or v.DEFAULT_LIMIT
+    offset = _int_param(query, "offset")
+    return min(max(limit, 0), v.MAX_LIMIT), max(offset, 0)
+
+
+def _item(p: Positioned) -> dict[str, Any]:
+    wl = p.workload
+    meta: dict[str, Any] = {"name": wl.name, "namespace": wl.namespace, "creationTimestamp": wl.creation_timestamp or None}
+    if wl.owner_references:
+        meta["ownerReferences"] = [{"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid}
+                                   for o in wl.owner_references]
+    return {"metadata": meta, "priority": wl.priority, "localQueueName": wl.local_queue,
+            "positionInClusterQueue": p.in_cluster_queue, "positionInLocalQueue": p.in_local_queue}
+
+
+def summary(version: str, items: Sequence[Positioned]) -> dict[str, Any]:
+    """Upstream's `PendingWorkloadsSummary` in `version`."""
+    return {"kind": v.SUMMARY_KIND, "apiVersion": f"{v.GROUP}/{version}", "metadata": {},
+            "items": [_item(p) for p in items]}
+
+
+def resource_attributes(path: str) -> Attributes | None:
+    """The attributes of a resource request of our group, or None for a discovery/OpenAPI path."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) < 4 or parts[0] != "apis" or parts[1] != v.GROUP or parts[2] not in v.VERSIONS:
+        return None
+    rest, namespace = parts[3:], ""
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    return Attributes("get" if name else "list", rest[0], subresource, name, namespace, v.GROUP, parts[2])
+
+
+class VisibilityAPI:
+    """Answers one request at a time; thread-safe as long as `reader` and `authorizer` are."""
+
+    def __init__(self, reader: PendingReader, authorizer: RequestAuthorizer) -> None:
+        self._reader = reader
+        self._authorizer = authorizer
+        self._openapi_v2 = orjson.dumps(openapi.v2())
+        self._openapi_v3 = openapi.v3_documents()
+        self._openapi_v3_index = orjson.dumps(openapi.v3_index(self._openapi_v3))
+
+    def handle(self, req: Request) -> Response:
+        path = req.path.rstrip("/") or "/"
+        pretty = (req.query.get("pretty") or ["false"])[0] in ("1", "true")
+        if path in HEALTH_PATHS:
+            return Response(200, b"ok", "text/plain; charset=utf-8")
+        if req.user is None:
+            return _status(v.unauthorized(), pretty)
+        if req.method not in ("GET", "HEAD"):
+            return _status(v.method_not_allowed(), pretty)
+        attrs = resource_attributes(path)
+        decision = self._authorizer.authorize(req.user, attrs or Attributes("get", path=req.path))
+        if not decision.allowed:
+            if attrs is None:
+                return _status(v.forbidden_path(user=req.user.name, verb="get", path=req.path), pretty)
+            return _status(v.forbidden(user=req.user.name, verb=attrs.verb, resource=attrs.resource,
+                                       subresource=attrs.subresource, name=attrs.name, namespace=attrs.namespace,
+                                       reason=decision.reason), pretty)
+        if attrs is not None:
+            return self._pending(attrs, path, req.query, pretty)
+        return self._discovery(path, req, pretty)
+
+    def _pending(self, attrs: Attributes, path: str, query: Mapping[str, Sequence[str]], pretty: bool) -> Response:
+        depth = len([p for p in path.split("/") if p]) - (5 if attrs.namespace else 3)
+        if attrs.subresource != "pendingworkloads" or depth != 3:
+            return _status(v.resource_not_found(), pretty)
+        if (attrs.resource, bool(attrs.namespace)) not in (("clusterqueues", False), ("localqueues", True)):
+            return _status(v.resource_not_found(), pretty)
+        try:
+            limit, offset = _bounded(query)
+        except _BadRequest as exc:
+            return _status(v.bad_request(str(exc)), pretty)
+        if attrs.resource == "clusterqueues":
+            items = self._reader.cluster_queue_page(attrs.name, offset=offset, limit=limit)
+            if items is None:
+                return _status(v.not_found("clusterqueue", attrs.name), pretty)
+        else:
+            items = self._reader.local_queue_page(f"{attrs.namespace}/{attrs.name}", offset=offset, limit=limit)
+            if items is None:
+                return _status(v.not_found("localqueue", attrs.name), pretty)
+        return _json(200, summary(attrs.version, items), pretty=pretty)
+
+    def _discovery(self, path: str, req: Request, pretty: bool) -> Response:
+        if path == "/apis":
+            if "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" in req.accept.replace(" ", ""):
+                return _json(200, v.aggregated_discovery(), pretty=pretty, content_type=v.AGGREGATED_DISCOVERY_TYPE,
+                             headers=(("Vary", "Accept"),))
+            return _json(200, v.api_group_list(), pretty=pretty)
+        if path == f"/apis/{v.GROUP}":
+            return _json(200, v.api_group(), pretty=pretty)
+        for version in v.VERSIONS:
+            if path == f"/apis/{v.GROUP}/{version}":
+                return _json(200, v.api_resource_list(version), pretty=pretty)
+        if path == "/openapi/v2":
+            return Response(200, self._openapi_v2, headers=(("ETag", f'"{openapi.etag(self._openapi_v2)}"'),))
+        if path == "/openapi/v3":
+            return Response(200, self._openapi_v3_index)
+        if path.startswith("/openapi/v3/"):
+            return self._openapi_v3_document(path.removeprefix("/openapi/v3/"), req.query)
+        return _status(v.resource_not_found(), pretty)
+
+    def _openapi_v3_document(self, key: str, query: Mapping[str, Sequence[str]]) -> Response:
+        """A document; with a stale `hash` the client is sent to the current one (as kube-openapi does)."""
+        body = self._openapi_v3.get(key)
+        if body is None:
+            return _status(v.resource_not_found())
+        tag = openapi.etag(body)
+        asked = (query.get("hash") or [""])[0]
+        if asked and asked != tag:
+            return Response(301, b"", headers=(("Location", f"/openapi/v3/{key}?hash={tag}"), ("ETag", f'"{tag}"')))
+        cache = "public, immutable" if asked else "no-cache, private"
+        return Response(200, body, headers=(("ETag", f'"{tag}"'), ("Cache-Control", cache)))

@@ -1,0 +1,215 @@
+"""The visibility API server of a worker process: its own watches, its pending order, HTTPS.
+
+Where upstream's manager runs its visibility server in every replica (`pkg/visibility/server.go`,
+started from `cmd/kueue/main.go` when VisibilityOnDemand is on, kueue v0.19.2), every worker
+process runs this one, the lease holder and the standbys alike, because the APIService points at
+the Service and any replica gets requests. Upstream's standbys keep their queue manager from the
+same watches as the leader (only its writes wait for the lease); here each process keeps a
+`PendingOrder` from its own watches of Workloads, LocalQueues and ClusterQueues, so the answer
+does not depend on which replica is asked nor on the admission core's thread: a request never
+waits for a scheduling cycle, and the core's queues stay the core thread's alone. What a
+replica shows is the API's state as its watches delivered it; the leader's in-memory decisions
+reach it through the status writes they make, a moment later, as upstream's standbys see them.
+
+Threads (daemons): three informers feeding the order under one lock, the front-proxy settings'
+refresher, the server's accept loop and one thread per connection (TLS handshake included, with a
+deadline, so a slow client holds up no one).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+import urllib.parse
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from webhook import kube as k
+from webhook import tls
+from webhook.api import constants as c
+from webhook.config import Configuration, Feature
+from webhook.core import model
+from webhook.core.pending_order import PendingOrder, Positioned, pending_workload
+from webhook.core.workload import WorkloadKey
+from webhook.worker.visibility_auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
+from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
+
+__all__ = ["PendingFeed", "VisibilityServer", "serve_visibility"]
+
+log = logging.getLogger(__name__)
+
+HANDSHAKE_TIMEOUT_S = 10.0
+IDLE_TIMEOUT_S = 60.0
+
+
+class PendingFeed:
+    """A `PendingOrder` kept from watch events; every read and update holds one lock."""
+
+    def __init__(self, *, requeue_by_eviction: bool = True) -> None:
+        self._order = PendingOrder()
+        self._lock = threading.Lock()
+        self._requeue_by_eviction = requeue_by_eviction
+        self._seen: dict[str, set[str]] = {"workloads": set(), "localqueues": set(), "clusterqueues": set()}
+
+    @staticmethod
+    def _key(obj: dict[str, Any]) -> str:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace")
+        return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name") or "")
+
+    def _apply(self, kind: str, key: str, obj: dict[str, Any] | None) -> None:
+        if obj is None:
+            self._seen[kind].discard(key)
+        else:
+            self._seen[kind].add(key)
+        if kind == "workloads":
+            wl = None if obj is None else pending_workload(obj, requeue_by_eviction=self._requeue_by_eviction)
+            self._order.set_workload(WorkloadKey(key), wl)
+        elif kind == "localqueues":
+            lq = None if obj is None else model.parse_local_queue(obj)
+            routed = lq is not None and lq.stop_policy == model.StopPolicy.NONE
+            self._order.set_local_queue(key, lq.cluster_queue if lq is not None and routed else None)
+        else:
+            self._order.set_cluster_queue(key, obj is not None)
+
+    def on_list(self, kind: str, items: list[dict[str, Any]]) -> None:
+        """A (re)list: everything not in it is gone."""
+        with self._lock:
+            present = {self._key(obj): obj for obj in items}
+            for key in self._seen[kind] - present.keys():
+                self._apply(kind, key, None)
+            for key, obj in present.items():
+                self._apply(kind, key, obj)
+
+    def on_event(self, kind: str, etype: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._apply(kind, self._key(obj), None if etype == "DELETED" else obj)
+
+    def cluster_queue_page(self, name: str, *, offset: int, limit: int) -> list[Positioned] | None:
+        with self._lock:
+            return self._order.cluster_queue_page(name, offset=offset, limit=limit)
+
+    def local_queue_page(self, key: str, *, offset: int, limit: int) -> list[Positioned] | None:
+        with self._lock:
+            return self._order.local_queue_page(key, offset=offset, limit=limit)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection: TLS handshake in this thread, then HTTP/1.1 requests until the client leaves."""
+
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out as two writes; with Nagle on, the second waits for the client's
+    # delayed ACK (some 40 ms a request on a kept-alive connection).
+    disable_nagle_algorithm = True
+    server: VisibilityServer
+
+    def setup(self) -> None:
+        self.request.settimeout(HANDSHAKE_TIMEOUT_S)
+        self.request.do_handshake()
+        self.request.settimeout(IDLE_TIMEOUT_S)
+        super().setup()
+
+    def _serve(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
+        user = authenticate(self.server.front_proxy(), peer, lambda name: self.headers.get_all(name) or [],
+                            list(self.headers.keys()))
+        req = Request(self.command, url.path, urllib.parse.parse_qs(url.query, keep_blank_values=True), user,
+                      self.headers.get("Accept", ""))
+        try:
+            resp = self.server.api.handle(req)
+        except k.KubeError as exc:
+            log.error("visibility: authorization failed", extra={"user": user.name if user else "", "error": str(exc)})
+            resp = Response(500, b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                                 b'"message":"authorization failed","reason":"InternalError","code":500}')
+        self.send_response(resp.status)
+        self.send_header("Content-Type", resp.content_type)
+        self.send_header("Content-Length", str(len(resp.body)))
+        for name, value in resp.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(resp.body)
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Requests are not logged one by one (the API server's audit log has them)."""
+
+
+class VisibilityServer(ThreadingHTTPServer):
+    """A thread per connection; accepted sockets are wrapped in `ssl_context` without a handshake."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], api: VisibilityAPI, ssl_context: ssl.SSLContext,
+                 front_proxy: Callable[[], FrontProxy | None]) -> None:
+        self.address_family = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM,
+                                                 flags=socket.AI_PASSIVE)[0][0]
+        self.api = api
+        self.ssl_context = ssl_context
+        self.front_proxy = front_proxy
+        super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, addr = self.socket.accept()
+        return self.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A failed handshake (no or untrusted client certificate) or a dropped client is not our error."""
+        log.debug("visibility: connection failed", extra={"client": str(client_address)}, exc_info=True)
+
+
+_WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2))
+
+
+def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: threading.Event) -> tuple[str, int] | None:
+    """Start the watches and the server (VisibilityOnDemand on); returns the bound (host, port).
+
+    The serving certificate is the webhook's (re-read when it rotates), or a self-signed one when
+    there is none, as upstream's server makes one; a taken port is logged, not fatal."""
+    if not config.feature_enabled(Feature.VISIBILITY_ON_DEMAND):
+        return None
+    if tls.has_cert(cert_dir):
+        ctx = tls.server_context(cert_dir)
+        threading.Thread(target=tls.CertReloader(ctx, cert_dir).watch, args=(stop,), name="visibility-cert-reloader",
+                         daemon=True).start()
+    else:
+        ctx = tls.self_signed_context()
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    front = FrontProxySource(kube, ctx)
+    front.refresh()
+    wfpr = config.wait_for_pods_ready
+    feed = PendingFeed(requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation")
+    api = VisibilityAPI(feed, AccessReviewer(kube))
+    vs = config.visibility_server
+    bind = (vs.bind_address or "0.0.0.0", vs.bind_port)
+    try:
+        server = VisibilityServer(bind, api, ctx, lambda: front.current)
+    except OSError as exc:
+        log.warning("cannot serve the visibility API", extra={"address": f"{bind[0]}:{bind[1]}", "error": str(exc)})
+        return None
+    for kind, api_version in _WATCHED:
+        def on_list(items: list[dict[str, Any]], kind: str = kind) -> None:
+            feed.on_list(kind, items)
+
+        def on_event(etype: str, obj: dict[str, Any], kind: str = kind) -> None:
+            feed.on_event(kind, etype, obj)
+
+        threading.Thread(target=k.informer, args=(kube, k.object_path(api_version, kind, None), on_list, on_event),
+                         kwargs={"stop": stop}, name=f"visibility-{kind}", daemon=True).start()
+
+    def until_stopped() -> None:
+        stop.wait()
+        server.shutdown()
+        server.server_close()
+
+    threading.Thread(target=front.run, args=(stop,), name="visibility-front-proxy", daemon=True).start()
+    threading.Thread(target=server.serve_forever, name="visibility-server", daemon=True).start()
+    threading.Thread(target=until_stopped, name="visibility-stop", daemon=True).start()
+    host, port = str(server.server_address[0]), int(server.server_address[1])
+    log.info("serving the visibility API", extra={"address": f"{host}:{port}", "scheme": "https"})
+    return host, port
