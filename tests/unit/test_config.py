@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from webhook import config
-from webhook.config import ConfigError, Configuration
+from webhook.config import ConfigError, Configuration, Feature
 from webhook.config import types as config_types
 
 V1 = "apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
@@ -305,16 +305,17 @@ def test_document_errors(text, message):
 
 def test_feature_enabled_defaults_and_overrides():
     cfg = Configuration()
-    assert cfg.feature_enabled("PartialAdmission")
-    assert cfg.feature_enabled("TopologyAwareScheduling")
-    assert cfg.feature_enabled("ManagedJobsNamespaceSelectorAlwaysRespected")
-    assert not cfg.feature_enabled("ShortWorkloadNames")
-    assert not cfg.feature_enabled("DisableWaitForPodsReady")
-    assert not cfg.feature_enabled("UnadmittedWorkloadsExplicitStatus")
-    assert not cfg.feature_enabled("NoSuchGate")
+    assert cfg.feature_enabled(Feature.PARTIAL_ADMISSION)
+    assert cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+    assert cfg.feature_enabled(Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED)
+    assert not cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)
+    assert not cfg.feature_enabled(Feature.DISABLE_WAIT_FOR_PODS_READY)
+    assert not cfg.feature_enabled(Feature.UNADMITTED_WORKLOADS_EXPLICIT_STATUS)
+    with pytest.raises(AttributeError):  # a misspelt gate is an error, never silently off
+        cfg.feature_enabled(Feature.NO_SUCH_GATE)  # type: ignore[attr-defined]
     cfg = config.parse(V2 + "featureGates: {PartialAdmission: false, ShortWorkloadNames: true}\n")
-    assert not cfg.feature_enabled("PartialAdmission")
-    assert cfg.feature_enabled("ShortWorkloadNames")
+    assert not cfg.feature_enabled(Feature.PARTIAL_ADMISSION)
+    assert cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)
 
 
 @pytest.mark.parametrize(
@@ -336,7 +337,7 @@ def test_feature_gate_errors(gates, message):
 
 def test_tas_can_be_disabled_with_its_profile():
     cfg = config.parse(V2 + "featureGates: {TopologyAwareScheduling: false, TASProfileMixed: false}\n")
-    assert not cfg.feature_enabled("TopologyAwareScheduling")
+    assert not cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
 
 
 # --- validation -----------------------------------------------------------------------------------------

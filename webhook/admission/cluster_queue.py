@@ -19,6 +19,7 @@ from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api.quantity import QuantityError, parse
+from webhook.config import Feature
 
 __all__ = [
     "default",
@@ -228,7 +229,7 @@ def _validate_spec(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
         errs += _validate_flavor_fungibility(spec["flavorFungibility"])
     errs += validate_fair_sharing(spec.get("fairSharing"), SPEC.child("fairSharing"))
     errs += _validate_totals(groups)
-    if ctx.config.feature_enabled("ConcurrentAdmission"):
+    if ctx.config.feature_enabled(Feature.CONCURRENT_ADMISSION):
         errs += _validate_concurrent_admission_policy(spec, groups)
     return errs
 
@@ -376,7 +377,7 @@ def _tolerated_on_flavors(
     With RejectUpdatesToCQWithInvalidOnFlavors off, a rule whose `onFlavors` set is unchanged is
     not re-checked, provided the ClusterQueue's own flavor set is unchanged too.
     """
-    if ctx.config.feature_enabled("RejectUpdatesToCQWithInvalidOnFlavors"):
+    if ctx.config.feature_enabled(Feature.REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS):
         return {}
     strategy = _spec(old).get("admissionChecksStrategy")
     if strategy is None or _all_flavors(_groups(old)) != _all_flavors(_groups(new)):

@@ -14,6 +14,8 @@ from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import jobs
+from webhook.api import objects as o
 
 __all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
 
@@ -43,22 +45,9 @@ def is_suspended(job: Mapping[str, Any]) -> bool:
     return bool(job.get("spec", {}).get("suspend")) and annotations.get(c.STOPPING_ANNOTATION) != "true"
 
 
-def _annotations(job: Mapping[str, Any]) -> Mapping[str, str]:
-    return job.get("metadata", {}).get("annotations") or {}
-
-
-def _pods_count(job: Mapping[str, Any]) -> int:
-    spec = job.get("spec", {})
-    count = spec.get("parallelism", 1)
-    completions = spec.get("completions")
-    if completions is not None and completions < count:
-        count = completions
-    return int(count)
-
-
 def _validate_partial_admission(job: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     errs: list[f.FieldError] = []
-    annotations = _annotations(job)
+    annotations = o.annotations(job)
     if c.JOB_MIN_PARALLELISM not in annotations:
         return errs
     text = annotations[c.JOB_MIN_PARALLELISM]
@@ -67,7 +56,7 @@ def _validate_partial_admission(job: Mapping[str, Any], ctx: Context) -> list[f.
     except ValueError as exc:
         errs.append(f.invalid(MIN_PARALLELISM_PATH, text, str(exc)))
     else:
-        pods = _pods_count(job)
+        pods = jobs.pods_count(job)
         if value >= pods or value <= 0:
             errs.append(f.invalid(MIN_PARALLELISM_PATH, value, f"should be between 0 and {pods - 1}"))
     if jf.is_elastic(job, ctx):
@@ -77,14 +66,14 @@ def _validate_partial_admission(job: Mapping[str, Any], ctx: Context) -> list[f.
 
 def _sync_completions(job: Mapping[str, Any]) -> bool:
     try:
-        return f.go_parse_bool(_annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
+        return f.go_parse_bool(o.annotations(job).get(c.JOB_COMPLETIONS_EQUAL_PARALLELISM, ""))
     except ValueError:
         return False
 
 
 def _validate_sync_completions(job: Mapping[str, Any]) -> list[f.FieldError]:
     errs: list[f.FieldError] = []
-    annotations = _annotations(job)
+    annotations = o.annotations(job)
     if c.JOB_COMPLETIONS_EQUAL_PARALLELISM not in annotations:
         return errs
     text = annotations[c.JOB_COMPLETIONS_EQUAL_PARALLELISM]
@@ -118,11 +107,11 @@ def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     errs = jf.validate_job_create(new, ctx, gvk=GVK)
-    if _annotations(new).get(c.JOB_MIN_PARALLELISM) != _annotations(old).get(c.JOB_MIN_PARALLELISM):
+    if o.annotations(new).get(c.JOB_MIN_PARALLELISM) != o.annotations(old).get(c.JOB_MIN_PARALLELISM):
         errs += _validate_partial_admission(new, ctx)
     errs += _validate_sync_completions(new)
     errs += jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
-    if c.JOB_MIN_PARALLELISM in _annotations(old):
+    if c.JOB_MIN_PARALLELISM in o.annotations(old):
         old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
         if not old_spec.get("suspend") and old_spec.get("parallelism", 1) != new_spec.get("parallelism", 1):
             errs.append(
@@ -142,5 +131,5 @@ def warnings_create(obj: Mapping[str, Any], ctx: Context) -> list[str]:
     meta = obj.get("metadata", {})
     queue = (meta.get("labels") or {}).get(c.QUEUE_LABEL, "")
     pod_spec = obj.get("spec", {}).get("template", {}).get("spec") or {}
-    demand = [queue_warnings.pod_set_demand(_pods_count(obj), pod_spec)]
+    demand = [queue_warnings.pod_set_demand(jobs.pods_count(obj), pod_spec)]
     return queue_warnings.queue_warnings("Job", meta.get("namespace") or ctx.namespace, queue, demand, ctx)

@@ -14,11 +14,12 @@ from typing import Any
 from webhook.admission.context import Context, LookupError_
 from webhook.api import constants as c
 from webhook.api import fields as f
-from webhook.api import selector
+from webhook.api import jobs, selector
+from webhook.api import objects as o
+from webhook.config import Feature
 
 __all__ = [
     "FrameworkError",
-    "controller_owner",
     "default_local_queue",
     "default_priority_class",
     "find_managed_ancestor",
@@ -39,9 +40,6 @@ PRIORITY_PATH = LABELS.key(c.PRIORITY_CLASS_LABEL)
 ELASTIC_PATH = ANNOTATIONS.key(c.ELASTIC_JOB)
 GATED_BY_PATH = ANNOTATIONS.key(c.ADMISSION_GATED_BY)
 IMMUTABLE = "field is immutable"
-MANAGED_OWNERS_CHAIN_LIMIT = 10
-# A prebuilt-workload name longer than a label value can only be an annotation.
-LABEL_VALUE_MAX_LENGTH = 63
 
 # Integration name -> (API group, kind) of every framework upstream registers. An owner of a
 # registered kind is "known" (the ancestor walk GETs it) even when its integration is disabled.
@@ -72,27 +70,8 @@ class FrameworkError(Exception):
     """A lookup the webhook needed failed; the request is denied with this message."""
 
 
-def _group_kind(api_version: str, kind: str) -> tuple[str, str]:
-    return (api_version.rpartition("/")[0] if "/" in api_version else "", kind)
-
-
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return obj.get("metadata", {}).get("labels") or {}
-
-
-def _annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return obj.get("metadata", {}).get("annotations") or {}
-
-
 def queue_name(obj: Mapping[str, Any]) -> str:
-    return _labels(obj).get(c.QUEUE_LABEL, "")
-
-
-def controller_owner(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
+    return o.labels(obj).get(c.QUEUE_LABEL, "")
 
 
 def _enabled_kinds(ctx: Context) -> frozenset[tuple[str, str]]:
@@ -113,8 +92,8 @@ def _kinds_of(frameworks: tuple[str, ...], external: tuple[str, ...]) -> frozens
 
 def owner_is_managed_kind(obj: Mapping[str, Any], ctx: Context) -> bool:
     """The controller owner is of a kind Kueue manages, so it (not this object) owns admission."""
-    owner = controller_owner(obj)
-    return owner is not None and _group_kind(owner.get("apiVersion", ""), owner.get("kind", "")) in _enabled_kinds(ctx)
+    owner = o.controller_of(obj)
+    return owner is not None and jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", "")) in _enabled_kinds(ctx)
 
 
 def namespace_is_managed(ctx: Context, namespace: str) -> bool:
@@ -129,43 +108,30 @@ def namespace_is_managed(ctx: Context, namespace: str) -> bool:
 
 def find_managed_ancestor(obj: Mapping[str, Any], ctx: Context, namespace: str) -> Mapping[str, Any] | None:
     """The top-most ancestor Kueue manages, following controller owners (`FindAncestorJobManagedByKueue`)."""
-    if controller_owner(obj) is None:  # the common case: nothing to walk
+    if o.controller_of(obj) is None:  # the common case: nothing to walk
         return None
     enabled = _enabled_kinds(ctx)
     known = _KNOWN_OWNERS | enabled
-    top: Mapping[str, Any] | None = None
-    current = obj
-    seen: set[str] = set()
-    uid = current.get("metadata", {}).get("uid")
-    if uid:
-        seen.add(uid)
-    while True:
-        owner = controller_owner(current)
-        if owner is None:
-            return top
-        if owner.get("uid") in seen:
-            raise FrameworkError("cyclic ownership")
-        seen.add(owner.get("uid", ""))
-        gk = _group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
-        if gk not in known:
-            return top
+
+    def get_owner(owner: o.OwnerReference) -> Mapping[str, Any] | None:
         try:
-            parent = ctx.lookups.get_owner(namespace, owner.get("apiVersion", ""), owner.get("kind", ""), owner.get("name", ""))
+            return ctx.lookups.get_owner(namespace, owner.get("apiVersion", ""), owner.get("kind", ""), owner.get("name", ""))
         except LookupError_ as exc:
             raise FrameworkError(f"workload owner not found\n{exc}") from None
-        if parent is None:
-            raise FrameworkError(
-                f"workload owner not found\n{owner.get('kind', '').lower()}s.{gk[0]} \"{owner.get('name', '')}\" not found"
-            )
-        if parent.get("metadata", {}).get("uid") != owner.get("uid"):
-            return top
-        if gk in enabled and (ctx.config.manage_jobs_without_queue_name or queue_name(parent)):
-            top = parent
-        current = parent
-        if len(seen) > MANAGED_OWNERS_CHAIN_LIMIT:
-            raise FrameworkError(
-                f"Terminated search for Kueue-managed Job because ancestor depth exceeded limit of {MANAGED_OWNERS_CHAIN_LIMIT}"
-            )
+
+    def is_managed(owner: o.OwnerReference, parent: Mapping[str, Any]) -> bool:
+        gk = jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
+        return gk in enabled and (ctx.config.manage_jobs_without_queue_name or bool(queue_name(parent)))
+
+    try:
+        return jobs.find_managed_ancestor(
+            obj,
+            follows=lambda owner: jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", "")) in known,
+            get_owner=get_owner,
+            is_managed=is_managed,
+        )
+    except jobs.AncestorError as exc:
+        raise FrameworkError(str(exc)) from None
 
 
 def _set_label(obj: dict[str, Any], key: str, value: str) -> None:
@@ -188,9 +154,9 @@ def default_local_queue(obj: dict[str, Any], ctx: Context, namespace: str, *, ch
 
 def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
     """Label the object for WorkloadPriorityClass `default` when one exists (gate WorkloadPriorityClassDefaulting)."""
-    if not ctx.config.feature_enabled("WorkloadPriorityClassDefaulting"):
+    if not ctx.config.feature_enabled(Feature.WORKLOAD_PRIORITY_CLASS_DEFAULTING):
         return
-    if _labels(obj).get(c.PRIORITY_CLASS_LABEL) or owner_is_managed_kind(obj, ctx):
+    if o.labels(obj).get(c.PRIORITY_CLASS_LABEL) or owner_is_managed_kind(obj, ctx):
         return
     if ctx.lookups.workload_priority_class_exists(c.DEFAULT_PRIORITY_CLASS):
         _set_label(obj, c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
@@ -199,7 +165,7 @@ def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
 def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool:
     """`WorkloadShouldBeSuspended`: a queue name suspends regardless of the namespace selector."""
     if obj.get("metadata", {}).get("deletionTimestamp") and ctx.config.feature_enabled(
-        "SkipAncestorCheckForDeletedWorkloads"
+        Feature.SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS
     ):
         return False
     if find_managed_ancestor(obj, ctx, namespace) is not None:
@@ -218,38 +184,38 @@ def _validate_crd_name(value: str, path: str) -> list[f.FieldError]:
 
 
 def prebuilt_workload_name(obj: Mapping[str, Any], ctx: Context) -> tuple[str, str]:
-    """(name, field path) of the prebuilt Workload; the annotation wins when it may be used."""
-    annotation = _annotations(obj).get(c.PREBUILT_WORKLOAD_LABEL, "")
-    if annotation and (
-        ctx.config.feature_enabled("WorkloadIdentifierAnnotations") or len(annotation) > LABEL_VALUE_MAX_LENGTH
-    ):
-        return annotation, ANNOTATIONS.key(c.PREBUILT_WORKLOAD_LABEL)
-    return _labels(obj).get(c.PREBUILT_WORKLOAD_LABEL, ""), LABELS.key(c.PREBUILT_WORKLOAD_LABEL)
+    """(name, field path) of the prebuilt Workload: the name the worker will look up
+    (`PrebuiltWorkloadNameFor`) and where a field error about it points (`GetPrebuiltWorkloadPath`)."""
+    gate = ctx.config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS)
+    in_annotation = jobs.prebuilt_workload_in_annotation(obj, identifier_annotations=gate)
+    path = (ANNOTATIONS if in_annotation else LABELS).key(c.PREBUILT_WORKLOAD_LABEL)
+    return jobs.prebuilt_workload_name(obj, identifier_annotations=gate), path
 
 
 def _validate_prebuilt(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    name, path = prebuilt_workload_name(obj, ctx)
+    """`ValidatePrebuiltWorkloadName`: the annotation or the label, whichever the path names."""
+    _, path = prebuilt_workload_name(obj, ctx)
     if path.startswith("metadata.annotations"):
-        return _validate_crd_name(name, path)
-    if c.PREBUILT_WORKLOAD_LABEL in _labels(obj):
-        return _validate_crd_name(_labels(obj)[c.PREBUILT_WORKLOAD_LABEL], path)
+        return _validate_crd_name(o.annotations(obj)[c.PREBUILT_WORKLOAD_LABEL], path)
+    if c.PREBUILT_WORKLOAD_LABEL in o.labels(obj):
+        return _validate_crd_name(o.labels(obj)[c.PREBUILT_WORKLOAD_LABEL], path)
     return []
 
 
 def is_elastic(obj: Mapping[str, Any], ctx: Context) -> bool:
     """`workloadslicing.Enabled`: the ElasticJobsViaWorkloadSlices gate is on and the job carries
     `kueue.x-k8s.io/elastic-job: "true"`."""
-    return ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices") and _annotations(obj).get(c.ELASTIC_JOB) == "true"
+    return ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
 
 
 def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
     """`ValidateJobOnCreate`: queue name, prebuilt workload, max execution time, elastic, admission-gated-by."""
     errs: list[f.FieldError] = []
-    if c.QUEUE_LABEL in _labels(obj):
-        errs += _validate_crd_name(_labels(obj)[c.QUEUE_LABEL], QUEUE_PATH)
+    if c.QUEUE_LABEL in o.labels(obj):
+        errs += _validate_crd_name(o.labels(obj)[c.QUEUE_LABEL], QUEUE_PATH)
     errs += _validate_prebuilt(obj, ctx)
-    if c.MAX_EXEC_TIME_LABEL in _labels(obj):
-        text = _labels(obj)[c.MAX_EXEC_TIME_LABEL]
+    if c.MAX_EXEC_TIME_LABEL in o.labels(obj):
+        text = o.labels(obj)[c.MAX_EXEC_TIME_LABEL]
         try:
             seconds = f.go_atoi(text)
         except ValueError as exc:
@@ -259,7 +225,7 @@ def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> li
                 errs.append(f.invalid(MAX_EXEC_PATH, seconds, "should be greater than 0"))
     if is_elastic(obj, ctx) and gvk != "batch/v1, Kind=Job":
         errs.append(f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"'))
-    if ctx.config.feature_enabled("AdmissionGatedBy"):
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_create(obj)
     return errs
 
@@ -283,19 +249,19 @@ def validate_job_update(
         if old_name != new_name:
             errs.append(f.invalid(path, new_name, IMMUTABLE))
     if not new_suspended or not old_suspended:
-        old_max = _labels(old).get(c.MAX_EXEC_TIME_LABEL, "")
-        new_max = _labels(new).get(c.MAX_EXEC_TIME_LABEL, "")
+        old_max = o.labels(old).get(c.MAX_EXEC_TIME_LABEL, "")
+        new_max = o.labels(new).get(c.MAX_EXEC_TIME_LABEL, "")
         if old_max != new_max:
             errs.append(f.invalid(MAX_EXEC_PATH, new_max, IMMUTABLE))
-    old_p = _labels(old).get(c.PRIORITY_CLASS_LABEL, "")
-    new_p = _labels(new).get(c.PRIORITY_CLASS_LABEL, "")
+    old_p = o.labels(old).get(c.PRIORITY_CLASS_LABEL, "")
+    new_p = o.labels(new).get(c.PRIORITY_CLASS_LABEL, "")
     if not new_suspended and not old_p and new_p:
         errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be added to a non-suspended workload"))
     elif not new_p and old_p:
         errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be removed from a workload"))
     if is_elastic(old, ctx) != is_elastic(new, ctx):
         errs.append(f.invalid(ELASTIC_PATH, is_elastic(new, ctx), IMMUTABLE))
-    if ctx.config.feature_enabled("AdmissionGatedBy"):
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_update(old, new)
     return errs
 
@@ -344,13 +310,13 @@ def _gated_by_format(value: str) -> list[f.FieldError]:
 
 
 def validate_admission_gated_by_create(obj: Mapping[str, Any]) -> list[f.FieldError]:
-    return _gated_by_format(_annotations(obj).get(c.ADMISSION_GATED_BY, ""))
+    return _gated_by_format(o.annotations(obj).get(c.ADMISSION_GATED_BY, ""))
 
 
 def validate_admission_gated_by_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[f.FieldError]:
     """Gates may only be removed after creation, never added."""
-    old_v = _annotations(old).get(c.ADMISSION_GATED_BY, "")
-    new_v = _annotations(new).get(c.ADMISSION_GATED_BY, "")
+    old_v = o.annotations(old).get(c.ADMISSION_GATED_BY, "")
+    new_v = o.annotations(new).get(c.ADMISSION_GATED_BY, "")
     errs: list[f.FieldError] = []
     if not old_v and new_v:
         errs.append(f.forbidden(GATED_BY_PATH, "cannot add admission gate after creation"))

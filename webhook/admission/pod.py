@@ -14,7 +14,9 @@ from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import objects as o
 from webhook.api.pod_role import role_hash
+from webhook.config import Feature
 
 __all__ = ["GVK", "default", "group_name", "is_suspended", "role_hash", "validate_create", "validate_update"]
 
@@ -22,18 +24,6 @@ GVK = "/v1, Kind=Pod"
 MANAGED_PATH = jf.LABELS.key(c.MANAGED_LABEL)
 TOTAL_COUNT_PATH = jf.ANNOTATIONS.key(c.POD_GROUP_TOTAL_COUNT)
 RETRIABLE_PATH = jf.ANNOTATIONS.key(c.RETRIABLE_IN_GROUP)
-
-
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return pod.get("metadata") or {}
-
-
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return _meta(pod).get("labels") or {}
-
-
-def _annotations(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return _meta(pod).get("annotations") or {}
 
 
 # --- mutation -----------------------------------------------------------------------------------
@@ -49,7 +39,7 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
     """Label, finalize and gate a pod Kueue manages (`PodWebhook.Default`)."""
     meta = obj.setdefault("metadata", {})
     namespace = meta.get("namespace") or ctx.namespace
-    suspend_by_parent = c.POD_SUSPENDING_PARENT in _annotations(obj)
+    suspend_by_parent = c.POD_SUSPENDING_PARENT in o.annotations(obj)
     if not suspend_by_parent:
         if ctx.config.managed_jobs_namespace_selector is not None and not jf.namespace_is_managed(ctx, namespace):
             return
@@ -67,8 +57,8 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
             meta["finalizers"] = [*finalizers, c.POD_FINALIZER]
     spec = obj.setdefault("spec", {})
     _gate(spec, c.ADMISSION_GATE)
-    if ctx.config.feature_enabled("TopologyAwareScheduling"):
-        index_label = _annotations(obj).get(c.POD_GROUP_POD_INDEX_LABEL_ANNOTATION)
+    if ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):
+        index_label = o.annotations(obj).get(c.POD_GROUP_POD_INDEX_LABEL_ANNOTATION)
         if index_label is not None:
             if meta.get("labels") is None:
                 meta["labels"] = {}
@@ -85,10 +75,10 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
 
 def group_name(pod: Mapping[str, Any], ctx: Context) -> tuple[str, str]:
     """(group name, its field path): the annotation form wins when allowed and set."""
-    annotation = _annotations(pod).get(c.POD_GROUP_NAME, "")
-    if annotation and ctx.config.feature_enabled("WorkloadIdentifierAnnotations"):
+    annotation = o.annotations(pod).get(c.POD_GROUP_NAME, "")
+    if annotation and ctx.config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS):
         return annotation, jf.ANNOTATIONS.key(c.POD_GROUP_NAME)
-    return _labels(pod).get(c.POD_GROUP_NAME, ""), jf.LABELS.key(c.POD_GROUP_NAME)
+    return o.labels(pod).get(c.POD_GROUP_NAME, ""), jf.LABELS.key(c.POD_GROUP_NAME)
 
 
 def is_suspended(pod: Mapping[str, Any]) -> bool:
@@ -99,7 +89,7 @@ def is_suspended(pod: Mapping[str, Any]) -> bool:
 
 
 def _validate_group_metadata(pod: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    annotations = _annotations(pod)
+    annotations = o.annotations(pod)
     name, name_path = group_name(pod, ctx)
     form = "annotation" if name_path.startswith("metadata.annotations") else "label"
     detail = f"both the '{c.POD_GROUP_TOTAL_COUNT}' annotation and the '{c.POD_GROUP_NAME}' {form} should be set"
@@ -130,7 +120,7 @@ def _validate_group_metadata(pod: Mapping[str, Any], ctx: Context) -> list[f.Fie
 
 def _validate_common(pod: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     errs: list[f.FieldError] = []
-    managed = _labels(pod).get(c.MANAGED_LABEL)
+    managed = o.labels(pod).get(c.MANAGED_LABEL)
     if managed is not None and managed != "true":
         errs.append(f.forbidden(MANAGED_PATH, "managed label value can only be 'true'"))
     errs += _validate_group_metadata(pod, ctx)
@@ -142,7 +132,7 @@ def _validate_common(pod: Mapping[str, Any], ctx: Context) -> list[f.FieldError]
 
 
 def _managed_label_warning(pod: Mapping[str, Any], ctx: Context) -> list[str]:
-    if _labels(pod).get(c.MANAGED_LABEL) == "true" and jf.owner_is_managed_kind(pod, ctx):
+    if o.labels(pod).get(c.MANAGED_LABEL) == "true" and jf.owner_is_managed_kind(pod, ctx):
         return [f"pod owner is managed by kueue, label '{c.MANAGED_LABEL}=true' might lead to unexpected behaviour"]
     return []
 
@@ -150,15 +140,15 @@ def _managed_label_warning(pod: Mapping[str, Any], ctx: Context) -> list[str]:
 def warnings_create(pod: Mapping[str, Any], ctx: Context) -> list[str]:
     """The managed-label warning, then the queue's (one pod of a group at a time; not for pods a controller
     owns, whose owner is what gets queued)."""
-    owned = any(ref.get("controller") for ref in _meta(pod).get("ownerReferences") or [])
-    queue = "" if owned else _labels(pod).get(c.QUEUE_LABEL, "")
+    owned = any(ref.get("controller") for ref in o.meta(pod).get("ownerReferences") or [])
+    queue = "" if owned else o.labels(pod).get(c.QUEUE_LABEL, "")
     demand = [queue_warnings.pod_set_demand(1, pod.get("spec") or {})]
-    namespace = _meta(pod).get("namespace") or ctx.namespace
+    namespace = o.meta(pod).get("namespace") or ctx.namespace
     return [*_managed_label_warning(pod, ctx), *queue_warnings.queue_warnings("Pod", namespace, queue, demand, ctx)]
 
 
 def warnings_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[str]:
-    if c.POD_SUSPENDING_PARENT in _annotations(new):
+    if c.POD_SUSPENDING_PARENT in o.annotations(new):
         return []
     return _managed_label_warning(new, ctx)
 
@@ -171,7 +161,7 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     errs = jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
     errs += _validate_common(new, ctx)
     name, _ = group_name(new, ctx)
-    if name and _annotations(old).get(c.RETRIABLE_IN_GROUP) == "false" and _annotations(new).get(c.RETRIABLE_IN_GROUP) != "false":
+    if name and o.annotations(old).get(c.RETRIABLE_IN_GROUP) == "false" and o.annotations(new).get(c.RETRIABLE_IN_GROUP) != "false":
         errs.append(f.forbidden(RETRIABLE_PATH, "unretriable pod group can't be converted to retriable"))
     old_name, _ = group_name(old, ctx)
     if old_name:

@@ -25,7 +25,9 @@ from webhook.admission.context import Context
 from webhook.admission.resource_flavor import validate_tolerations
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import objects as o
 from webhook.api.quantity import QuantityError, amount, parse
+from webhook.config import Feature
 
 __all__ = ["default", "validate_create", "validate_update"]
 
@@ -128,7 +130,7 @@ _POD_SET_UPDATE = (
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
     """`WorkloadWebhook.Default`: without PartialAdmission no podSet may keep a minCount."""
-    if ctx.config.feature_enabled("PartialAdmission"):
+    if ctx.config.feature_enabled(Feature.PARTIAL_ADMISSION):
         return
     for pod_set in (obj.get("spec") or {}).get("podSets") or []:
         pod_set.pop("minCount", None)
@@ -149,7 +151,7 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     errs += _validate_admission_update(_status(new).get("admission"), _status(old).get("admission"), ctx)
     errs += _validate_immutable_pod_set_updates(new, old)
     errs += _validate_cluster_name_update(new, old, ctx)
-    if ctx.config.feature_enabled("AdmissionGatedBy"):
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += jobframework.validate_admission_gated_by_update(old, new)
     return errs
 
@@ -169,22 +171,13 @@ def _pod_sets(wl: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return list(_spec(wl).get("podSets") or [])
 
 
-def _annotations(wl: Mapping[str, Any]) -> Mapping[str, str]:
-    return (wl.get("metadata") or {}).get("annotations") or {}
-
-
 def _count(pod_set: Mapping[str, Any]) -> int:
     # The CRD defaults `count` to 1.
     return int(pod_set.get("count", 1))
 
 
 def _has_quota_reservation(wl: Mapping[str, Any] | None) -> bool:
-    if wl is None:
-        return False
-    return any(
-        cond.get("type") == c.WorkloadCondition.QUOTA_RESERVED and cond.get("status") == "True"
-        for cond in _status(wl).get("conditions") or []
-    )
+    return wl is not None and o.has_quota_reservation(wl)
 
 
 def _reserves_quota_without_admission(wl: Mapping[str, Any] | None) -> bool:
@@ -194,8 +187,8 @@ def _reserves_quota_without_admission(wl: Mapping[str, Any] | None) -> bool:
 def _is_elastic(wl: Mapping[str, Any], ctx: Context) -> bool:
     """`workloadslicing.Enabled`: the gate is on and the Workload opted in by annotation."""
     return (
-        ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices")
-        and _annotations(wl).get(c.ELASTIC_JOB) == "true"
+        ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+        and o.annotations(wl).get(c.ELASTIC_JOB) == "true"
     )
 
 
@@ -222,9 +215,9 @@ def _validate_workload(
     errs += f.validate_conditions(_status(obj).get("conditions"), STATUS.child("conditions"))
     errs += _validate_reclaimable_pods(obj, old, ctx)
     errs += _validate_admission_checks(obj)
-    if ctx.config.feature_enabled("AdmissionGatedBy"):
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += jobframework.validate_admission_gated_by_create(obj)
-    if ctx.config.feature_enabled("PriorityBoost"):
+    if ctx.config.feature_enabled(Feature.PRIORITY_BOOST):
         errs += _validate_priority_boost(obj)
     return errs
 
@@ -233,7 +226,7 @@ def _validate_pod_set(pod_set: Mapping[str, Any], path: f.Path, ctx: Context) ->
     """`validatePodSet`: template metadata, container and pod-level resources, TAS slice size."""
     errs: list[f.FieldError] = []
     template = pod_set.get("template") or {}
-    if ctx.config.feature_enabled("WorkloadValidationForPodSetMetadata"):
+    if ctx.config.feature_enabled(Feature.WORKLOAD_VALIDATION_FOR_POD_SET_METADATA):
         metadata = template.get("metadata") or {}
         errs += f.validate_labels(metadata.get("labels"), path.child("template", "metadata", "labels"))
         errs += f.validate_annotations(
@@ -250,7 +243,7 @@ def _validate_pod_set(pod_set: Mapping[str, Any], path: f.Path, ctx: Context) ->
         res_path = path.child("template", "spec", "resources")
         errs += _validate_resource_list(pod_resources.get("requests"), res_path.child("requests"), ctx)
         errs += _validate_resource_list(pod_resources.get("limits"), res_path.child("limits"), ctx)
-    if ctx.config.feature_enabled("TASValidateWorkloadSliceSize"):
+    if ctx.config.feature_enabled(Feature.TAS_VALIDATE_WORKLOAD_SLICE_SIZE):
         errs += _validate_tas_slice_size(pod_set.get("topologyRequest"), path.child("topologyRequest"))
     return errs
 
@@ -260,7 +253,7 @@ def _validate_resource_list(
 ) -> list[f.FieldError]:
     """The reserved `pods` key, and (gate WorkloadValidateResourcesAreNonNegative) negative amounts."""
     errs: list[f.FieldError] = []
-    non_negative = ctx.config.feature_enabled("WorkloadValidateResourcesAreNonNegative")
+    non_negative = ctx.config.feature_enabled(Feature.WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE)
     for name in sorted(resources or {}):
         value = (resources or {})[name]
         if name == RESERVED_RESOURCE:
@@ -385,7 +378,7 @@ def _validate_admission_checks(obj: Mapping[str, Any]) -> list[f.FieldError]:
 
 def _validate_priority_boost(obj: Mapping[str, Any]) -> list[f.FieldError]:
     """KEP-7990: a present `priority-boost` annotation must be a signed 32-bit integer."""
-    annotations = _annotations(obj)
+    annotations = o.annotations(obj)
     if PRIORITY_BOOST_ANNOTATION not in annotations:
         return []
     value = annotations[PRIORITY_BOOST_ANNOTATION]
@@ -415,7 +408,7 @@ def _validate_immutable_pod_sets(
     if len(new) != len(old):
         return [f.immutable(POD_SETS, f.go_json(_canonical(list(new)), _POD_SET))]
     errs: list[f.FieldError] = []
-    may_shrink = ctx.config.feature_enabled("ElasticJobsViaWorkloadSlices")
+    may_shrink = ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
     for i, (new_ps, old_ps) in enumerate(zip(new, old, strict=True)):
         candidate = dict(new_ps)
         if may_shrink and _count(new_ps) < _count(old_ps):
@@ -477,7 +470,7 @@ def _validate_admission_update(
     if new is None or old is None:
         return []
     reference: Mapping[str, Any] = old
-    if ctx.config.feature_enabled("TopologyAwareScheduling"):
+    if ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):
         new_assignments = list(new.get("podSetAssignments") or [])
         old_assignments = list(old.get("podSetAssignments") or [])
         if len(new_assignments) == len(old_assignments):
@@ -519,8 +512,8 @@ def _validate_cluster_name_update(
 ) -> list[f.FieldError]:
     """`validateClusterNameUpdate`: a newly set clusterName is one of the old nominatedClusterNames."""
     if ctx.config.feature_enabled(
-        "ElasticJobsViaWorkloadSlices"
-    ) and WORKLOAD_SLICE_REPLACEMENT_FOR in _annotations(new):
+        Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES
+    ) and WORKLOAD_SLICE_REPLACEMENT_FOR in o.annotations(new):
         return []
     cluster_name = _status(new).get("clusterName")
     newly_set = _status(old).get("clusterName") is None and cluster_name is not None

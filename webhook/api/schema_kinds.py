@@ -30,9 +30,9 @@ __all__ = [
     "workload_priority_class_schema",
 ]
 
-V1BETA1 = "v1beta1"
-V1BETA2 = "v1beta2"
-VERSIONS = (V1BETA1, V1BETA2)
+VERSION_V1BETA1 = "v1beta1"
+VERSION_V1BETA2 = "v1beta2"
+VERSIONS = (VERSION_V1BETA1, VERSION_V1BETA2)
 
 
 def root_schema(
@@ -112,7 +112,7 @@ def _resource_groups(version: str) -> t.Schema:
                 "Resources this group provides quota for.",
                 min_items=1,
                 max_items=64,
-                list_type="atomic" if version == V1BETA2 else None,
+                list_type="atomic" if version == VERSION_V1BETA2 else None,
             ),
             "flavors": t.array(
                 flavor, "Flavors, in order of preference.", min_items=1, max_items=64, map_keys=["name"]
@@ -152,7 +152,7 @@ def _stop_policy() -> t.Schema:
 
 
 def status_conditions(version: str, desc: str) -> t.Schema:
-    return t.conditions(desc, max_items=16 if version == V1BETA2 else None)
+    return t.conditions(desc, max_items=16 if version == VERSION_V1BETA2 else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def resource_flavor_schema(version: str) -> t.Schema:
 
 
 def cluster_queue_schema(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     cohort_field = "cohortName" if v2 else "cohort"
     check_rule = t.obj(
         {
@@ -376,7 +376,7 @@ def cohort_schema(version: str) -> t.Schema:
         "Quota shared by the members of this Cohort.",
     )
     status = t.obj(
-        {"fairSharing": _fair_sharing_status(admission=version == V1BETA1)}, "Observed state of the Cohort."
+        {"fairSharing": _fair_sharing_status(admission=version == VERSION_V1BETA1)}, "Observed state of the Cohort."
     )
     return root_schema(
         "Cohort", "a group of ClusterQueues and Cohorts that share quota.", {"spec": spec, "status": status}
@@ -384,7 +384,7 @@ def cohort_schema(version: str) -> t.Schema:
 
 
 def local_queue_schema(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     spec = t.obj(
         {
             "clusterQueue": object_ref("ClusterQueue that admits the workloads of this queue.")
@@ -445,7 +445,7 @@ def workload_priority_class_schema(version: str) -> t.Schema:
             "value": t.int32("Priority of the workloads that use this class; higher is more important."),
             "description": t.string(
                 "Free-form text about when to use this class.",
-                max_length=2048 if version == V1BETA2 else None,
+                max_length=2048 if version == VERSION_V1BETA2 else None,
             ),
         },
         required=["value"],
@@ -453,7 +453,7 @@ def workload_priority_class_schema(version: str) -> t.Schema:
 
 
 def admission_check_schema(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     min1 = 1 if v2 else None
     spec: dict[str, t.Schema] = {
         "controllerName": t.string(
@@ -493,7 +493,7 @@ _HOSTNAME = "'kubernetes.io/hostname'"
 
 
 def topology_schema(version: str) -> t.Schema:
-    if version == V1BETA2:
+    if version == VERSION_V1BETA2:
         mutable = t.rule(
             f"self == oldSelf || (self[size(self) - 1].nodeLabel == {_HOSTNAME} && oldSelf[size(oldSelf) - 1].nodeLabel == {_HOSTNAME})",
             "levels are mutable only when kubernetes.io/hostname is the lowest level both before and after the change",
@@ -527,7 +527,7 @@ def topology_schema(version: str) -> t.Schema:
 
 
 def provisioning_request_config_schema(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     node_selector = t.obj(
         {
             "key": t.string("Node selector key to set.", max_length=317, min_length=1, pattern=t.LABEL_KEY),
@@ -565,7 +565,7 @@ def provisioning_request_config_schema(version: str) -> t.Schema:
 
 
 def multikueue_config_schema(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     fields: dict[str, t.Schema] = {
         "clusters": t.array(
             t.string(max_length=256 if v2 else None),
@@ -587,7 +587,7 @@ def multikueue_cluster_schema(version: str) -> t.Schema:
                     "A ClusterProfile to reach the cluster through.", required=["name"])
     location_type = t.string("Where location points: a Secret in the kueue namespace or a file path.",
                              enum=["Secret", "Path"], default="Secret")
-    if version == V1BETA2:
+    if version == VERSION_V1BETA2:
         kube_config = t.obj(
             {"location": t.string("Secret name or path.", max_length=256, min_length=1), "locationType": location_type},
             "The kubeconfig to reach the cluster with.",

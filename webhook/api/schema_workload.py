@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from webhook.api import schema_types as t
 from webhook.api.schema_kinds import (
-    V1BETA1,
-    V1BETA2,
+    VERSION_V1BETA1,
+    VERSION_V1BETA2,
     object_ref,
     pod_set_name,
     root_schema,
@@ -44,7 +44,7 @@ def _workload_rules(version: str) -> list[dict[str, str]]:
             "podSetAssignments must have the same number of podSets as the spec",
         )
     ]
-    if version == V1BETA2:
+    if version == VERSION_V1BETA2:
         both_refs = "has(oldSelf.spec.priorityClassRef) && has(self.spec.priorityClassRef)"
         rules += [
             t.rule(
@@ -102,7 +102,7 @@ def _workload_rules(version: str) -> list[dict[str, str]]:
 
 
 def _topology_request(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
 
     def limited(desc: str, n: int) -> t.Schema:
         return t.string(desc, max_length=n if v2 else None)
@@ -140,7 +140,7 @@ def _pod_sets(version: str, pod_template: t.Schema) -> t.Schema:
             "minCount": t.int32("Fewest pods to admit with partial admission.", minimum=1),
             "topologyRequest": _topology_request(version),
         },
-        required=["template"] if version == V1BETA2 else ["count", "template"],
+        required=["template"] if version == VERSION_V1BETA2 else ["count", "template"],
         rules=[
             t.rule(
                 "has(self.minCount) ? self.minCount <= self.count : true",
@@ -152,7 +152,7 @@ def _pod_sets(version: str, pod_template: t.Schema) -> t.Schema:
 
 
 def _workload_spec(version: str, pod_template: t.Schema) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     props: dict[str, t.Schema] = {
         "podSets": _pod_sets(version, pod_template),
         "queueName": object_ref("LocalQueue, in the same namespace, the workload is submitted to."),
@@ -217,12 +217,12 @@ def _workload_spec(version: str, pod_template: t.Schema) -> t.Schema:
 
 def _topology_assignment(version: str) -> t.Schema:
     levels = t.array(
-        t.string(max_length=317 if version == V1BETA2 else None),
+        t.string(max_length=317 if version == VERSION_V1BETA2 else None),
         min_items=1,
         max_items=16,
         list_type="atomic",
     )
-    if version == V1BETA1:
+    if version == VERSION_V1BETA1:
         domain = t.obj(
             {
                 "count": t.int32(minimum=1),
@@ -292,7 +292,7 @@ def _topology_assignment(version: str) -> t.Schema:
 
 
 def _admission(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     assignment = t.obj(
         {
             "name": pod_set_name("Pod set this assignment is for.", default="main"),
@@ -321,7 +321,7 @@ def _admission(version: str) -> t.Schema:
 
 
 def _admission_checks(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     update = t.obj(
         {
             "name": pod_set_name(),
@@ -350,7 +350,7 @@ def _admission_checks(version: str) -> t.Schema:
 
 
 def _workload_status(version: str) -> t.Schema:
-    v2 = version == V1BETA2
+    v2 = version == VERSION_V1BETA2
     counted = t.obj({"name": pod_set_name(), "count": t.int32(minimum=0)}, required=["count", "name"])
     eviction = t.obj(
         {

@@ -18,6 +18,7 @@ import yaml
 
 from webhook import kube
 from webhook.api import constants, quantity, selector
+from webhook.api import objects as o
 from webhook.cli.api import Api, CliError, get_object, kueue_path, list_items, pending_workloads
 from webhook.cli.listing import workload_status
 from webhook.cli.output import render_table
@@ -40,10 +41,6 @@ __all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", 
 
 _KINDS = {"job": "Job", "jobs": "Job", "job.batch": "Job", "pod": "Pod", "pods": "Pod", "po": "Pod",
           "workload": "Workload", "workloads": "Workload", "wl": "Workload", "kwl": "Workload"}
-
-
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 def _optional_list(api: Api, path: str) -> list[dict[str, Any]]:
@@ -69,19 +66,19 @@ def fetch_state(api: Api) -> ClusterState:
 
 def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]]:
     """(the ClusterQueue the workload goes to, or "", and every queue-side reason it cannot be admitted)."""
-    ns, queue = _meta(wl).get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
+    ns, queue = o.meta(wl).get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
     out = []
     if (wl.get("spec") or {}).get("active") is False:
         out.append("the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)")
     if not queue:
         return "", [*out, "the Workload names no LocalQueue (label kueue.x-k8s.io/queue-name)"]
-    lq = next((q for q in state.local_queues if (_meta(q).get("namespace"), _meta(q).get("name")) == (ns, queue)), None)
+    lq = next((q for q in state.local_queues if (o.meta(q).get("namespace"), o.meta(q).get("name")) == (ns, queue)), None)
     if lq is None:
         return "", [*out, f"LocalQueue {queue} does not exist in namespace {ns}"]
     if (lq.get("spec") or {}).get("stopPolicy", "None") != "None":
         out.append(f"LocalQueue {queue} is stopped (stopPolicy {(lq.get('spec') or {}).get('stopPolicy')})")
     cq_name = str((lq.get("spec") or {}).get("clusterQueue", ""))
-    cq = next((q for q in state.cluster_queues if _meta(q).get("name") == cq_name), None)
+    cq = next((q for q in state.cluster_queues if o.meta(q).get("name") == cq_name), None)
     if cq is None:
         return cq_name, [*out, f"ClusterQueue {cq_name} (of LocalQueue {queue}) does not exist"]
     spec = cq.get("spec") or {}
@@ -90,7 +87,7 @@ def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]
     active = next((c for c in (cq.get("status") or {}).get("conditions") or [] if c.get("type") == "Active"), None)
     if active is not None and active.get("status") != "True" and spec.get("stopPolicy", "None") == "None":
         out.append(f"ClusterQueue {cq_name} is inactive: {active.get('message', '')}")
-    labels = next((_meta(n).get("labels") or {} for n in state.namespaces if _meta(n).get("name") == ns), {})
+    labels = next((o.meta(n).get("labels") or {} for n in state.namespaces if o.meta(n).get("name") == ns), {})
     if not selector.matches(spec.get("namespaceSelector"), labels, nil_matches=True):
         out.append(f"ClusterQueue {cq_name}'s namespaceSelector does not select namespace {ns}")
     pending_checks = sorted(c.get("name", "") for c in (wl.get("status") or {}).get("admissionChecks") or []
@@ -163,12 +160,12 @@ def _find_workload(api: Api, kind: str, name: str, namespace: str) -> dict[str, 
     owner = get_object(api, path)
     if owner is None:
         raise CliError(f'{"jobs.batch" if kind == "Job" else "pods"} "{name}" not found')
-    uid = _meta(owner).get("uid", "")
+    uid = o.meta(owner).get("uid", "")
     wls = list_items(api, kueue_path("workload", namespace))["items"]
-    mine = [w for w in wls if (_meta(w).get("labels") or {}).get(constants.JOB_UID_LABEL) == uid
-            or any(r.get("uid") == uid for r in _meta(w).get("ownerReferences") or [])]
+    mine = [w for w in wls if (o.meta(w).get("labels") or {}).get(constants.JOB_UID_LABEL) == uid
+            or any(r.get("uid") == uid for r in o.meta(w).get("ownerReferences") or [])]
     if not mine:
-        queue = (_meta(owner).get("labels") or {}).get(constants.QUEUE_LABEL)
+        queue = (o.meta(owner).get("labels") or {}).get(constants.QUEUE_LABEL)
         why = "it has no kueue.x-k8s.io/queue-name label, so Kueue does not manage it" if not queue else \
             "Kueue has not created one yet"
         raise CliError(f"{kind.lower()}/{name} has no Workload: {why}")
@@ -215,11 +212,11 @@ def explain(target: str) -> None:
 
 def _position_lines(api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name: str, state: ClusterState) -> list[str]:
     pending = pending_workloads(api, cq_name)
-    queue_of = {(_meta(q).get("namespace", ""), _meta(q).get("name", "")): str((q.get("spec") or {}).get("clusterQueue", ""))
+    queue_of = {(o.meta(q).get("namespace", ""), o.meta(q).get("name", "")): str((q.get("spec") or {}).get("clusterQueue", ""))
                 for q in state.local_queues}
     ahead = workloads_ahead(state.workloads, info, cq_name, queue_of)
     lines = []
-    mine = next((p for p in pending or [] if (_meta(p).get("namespace"), _meta(p).get("name")) == (info.namespace, info.name)), None)
+    mine = next((p for p in pending or [] if (o.meta(p).get("namespace"), o.meta(p).get("name")) == (info.namespace, info.name)), None)
     if mine is not None:
         lines.append(f"Position: {mine.get('positionInClusterQueue')} in ClusterQueue {cq_name}, "
                      f"{mine.get('positionInLocalQueue')} in LocalQueue {info.queue_name}")
@@ -237,7 +234,7 @@ def _position_lines(api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name
 
 def _priority(api: Api, obj: Mapping[str, Any]) -> int:
     """The priority the worker would give it: its WorkloadPriorityClass, else its PriorityClass, else 0."""
-    wpc = (_meta(obj).get("labels") or {}).get(constants.PRIORITY_CLASS_LABEL)
+    wpc = (o.meta(obj).get("labels") or {}).get(constants.PRIORITY_CLASS_LABEL)
     if wpc:
         found = get_object(api, f"/apis/{constants.V1BETA2}/workloadpriorityclasses/{wpc}")
         if found is None:
@@ -272,10 +269,10 @@ def dry_run(filename: str) -> None:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     state = fetch_state(s.api)
-    state.workloads = [w for w in state.workloads if (_meta(w).get("namespace"), _meta(w).get("name")) !=
-                       (_meta(wl).get("namespace"), _meta(wl).get("name"))] + [wl]
+    state.workloads = [w for w in state.workloads if (o.meta(w).get("namespace"), o.meta(w).get("name")) !=
+                       (o.meta(wl).get("namespace"), o.meta(wl).get("name"))] + [wl]
     info, cq_name, blocked, outcome, rows = _report(wl, state, now=now)
-    lines = [f"{obj.get('kind', '').lower()}/{_meta(obj).get('name', '')}: {sum(ps.count for ps in info.pod_sets)} pod(s)"
+    lines = [f"{obj.get('kind', '').lower()}/{o.meta(obj).get('name', '')}: {sum(ps.count for ps in info.pod_sets)} pod(s)"
              + (f", LocalQueue {info.queue_name}" if info.queue_name else "") + (f" -> ClusterQueue {cq_name}" if cq_name else "")]
     lines += [f"Blocked: {b}" for b in blocked]
     if cq_name:

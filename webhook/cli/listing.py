@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from webhook.api import constants
+from webhook.api import objects as o
 from webhook.cli.api import (
     Api,
     CliError,
@@ -61,58 +62,45 @@ _JOB_TYPE_MAX = 20
 _TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
-
-
-def _is_true(obj: Mapping[str, Any], kind: str) -> bool:
-    cond = _condition(obj, kind)
-    return cond is not None and cond.get("status") == "True"
-
-
 def is_active(cq: Mapping[str, Any]) -> bool:
-    return _is_true(cq, "Active")
+    return o.is_condition_true(cq, "Active")
 
 
 def _with_namespace(rows: Iterable[list[Any]], objects: Sequence[Mapping[str, Any]], on: bool) -> list[list[Any]]:
-    return [([_meta(o).get("namespace", "")] if on else []) + row for row, o in zip(rows, objects, strict=True)]
+    return [([o.meta(obj).get("namespace", "")] if on else []) + row for row, obj in zip(rows, objects, strict=True)]
 
 
 def cluster_queue_rows(cqs: Sequence[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[_meta(cq).get("name"), (cq.get("spec") or {}).get("cohortName", ""),
+    return [[o.meta(cq).get("name"), (cq.get("spec") or {}).get("cohortName", ""),
              (cq.get("status") or {}).get("pendingWorkloads", 0), (cq.get("status") or {}).get("admittedWorkloads", 0),
-             is_active(cq), age(_meta(cq).get("creationTimestamp"), now)] for cq in cqs]
+             is_active(cq), age(o.meta(cq).get("creationTimestamp"), now)] for cq in cqs]
 
 
 def local_queue_rows(lqs: Sequence[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[_meta(lq).get("name"), (lq.get("spec") or {}).get("clusterQueue", ""),
+    return [[o.meta(lq).get("name"), (lq.get("spec") or {}).get("clusterQueue", ""),
              (lq.get("status") or {}).get("pendingWorkloads", 0), (lq.get("status") or {}).get("admittedWorkloads", 0),
-             age(_meta(lq).get("creationTimestamp"), now)] for lq in lqs]
+             age(o.meta(lq).get("creationTimestamp"), now)] for lq in lqs]
 
 
 def resource_flavor_rows(rfs: Sequence[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[_meta(rf).get("name"),
+    return [[o.meta(rf).get("name"),
              ", ".join(sorted(f"{k}={v}" for k, v in ((rf.get("spec") or {}).get("nodeLabels") or {}).items())),
-             age(_meta(rf).get("creationTimestamp"), now)] for rf in rfs]
+             age(o.meta(rf).get("creationTimestamp"), now)] for rf in rfs]
 
 
 def workload_status(wl: Mapping[str, Any]) -> str:
     """upstream's workload.Status: finished, admitted, quotaReserved or pending, the first that holds."""
-    if _is_true(wl, constants.WorkloadCondition.FINISHED):
+    if o.is_condition_true(wl, constants.WorkloadCondition.FINISHED):
         return "finished"
-    if _is_true(wl, constants.WorkloadCondition.ADMITTED):
+    if o.is_condition_true(wl, constants.WorkloadCondition.ADMITTED):
         return "admitted"
-    if _is_true(wl, constants.WorkloadCondition.QUOTA_RESERVED):
+    if o.is_condition_true(wl, constants.WorkloadCondition.QUOTA_RESERVED):
         return "quotaReserved"
     return "pending"
 
 
 def _lq_key(wl: Mapping[str, Any]) -> tuple[str, str]:
-    return _meta(wl).get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
+    return o.meta(wl).get("namespace", ""), (wl.get("spec") or {}).get("queueName", "")
 
 
 @dataclass(slots=True)
@@ -143,11 +131,11 @@ def _job_type(ref: Mapping[str, Any], resources: Mapping[str, Sequence[Resource]
 
 
 def _exec_time(wl: Mapping[str, Any], now: datetime) -> str:
-    admitted = _condition(wl, constants.WorkloadCondition.ADMITTED)
+    admitted = o.find_condition(wl, constants.WorkloadCondition.ADMITTED)
     if admitted is None or admitted.get("status") != "True":
         return ""
     start = parse_time(admitted.get("lastTransitionTime")) or now
-    finished = _condition(wl, constants.WorkloadCondition.FINISHED)
+    finished = o.find_condition(wl, constants.WorkloadCondition.FINISHED)
     end = parse_time(finished.get("lastTransitionTime")) if finished and finished.get("status") == "True" else None
     return human_duration(((end or now) - start).total_seconds())
 
@@ -155,13 +143,13 @@ def _exec_time(wl: Mapping[str, Any], now: datetime) -> str:
 def workload_rows(wls: Sequence[Mapping[str, Any]], lookups: WorkloadLookups, now: datetime) -> list[list[Any]]:
     rows = []
     for wl in wls:
-        refs = _meta(wl).get("ownerReferences") or []
+        refs = o.meta(wl).get("ownerReferences") or []
         types = sorted({t for t in (_job_type(r, lookups.resources) for r in refs) if t})
-        position = lookups.positions.get((_meta(wl).get("namespace", ""), _meta(wl).get("name", "")))
-        rows.append([_meta(wl).get("name"), ", ".join(types), ", ".join(sorted({r.get("name", "") for r in refs})),
+        position = lookups.positions.get((o.meta(wl).get("namespace", ""), o.meta(wl).get("name", "")))
+        rows.append([o.meta(wl).get("name"), ", ".join(types), ", ".join(sorted({r.get("name", "") for r in refs})),
                      (wl.get("spec") or {}).get("queueName", ""), workload_cluster_queue(wl, lookups.local_queues),
                      workload_status(wl).upper(), "" if position is None else position, _exec_time(wl, now),
-                     age(_meta(wl).get("creationTimestamp"), now)])
+                     age(o.meta(wl).get("creationTimestamp"), now)])
     return rows
 
 
@@ -170,14 +158,14 @@ def pod_label_selector(obj: Mapping[str, Any]) -> str | None:
     None for a kind we do not know."""
     kind = obj.get("kind", "")
     group = obj.get("apiVersion", "").rpartition("/")[0]
-    name = _meta(obj).get("name", "")
+    name = o.meta(obj).get("name", "")
     kubeflow_operators = {"PyTorchJob": "pytorchjob-controller", "TFJob": "tfjob-controller",
                           "PaddleJob": "paddlejob-controller", "XGBoostJob": "xgboostjob-controller",
                           "JAXJob": "jaxjob-controller"}
     if (group, kind) == ("batch", "Job"):
         return f"batch.kubernetes.io/job-name={name}"
     if (group, kind) == ("", "Pod"):
-        return f"{constants.POD_GROUP_NAME}={(_meta(obj).get('labels') or {}).get(constants.POD_GROUP_NAME, '')}"
+        return f"{constants.POD_GROUP_NAME}={(o.meta(obj).get('labels') or {}).get(constants.POD_GROUP_NAME, '')}"
     if group == "kubeflow.org" and kind in kubeflow_operators:
         return f"training.kubeflow.org/job-name={name},training.kubeflow.org/operator-name={kubeflow_operators[kind]}"
     if group == "kubeflow.org" and kind == "MPIJob":
@@ -201,7 +189,7 @@ def server_table(table: Mapping[str, Any], *, wide: bool, with_namespace: bool) 
     for row in table.get("rows") or []:
         cells = row.get("cells") or []
         values = ["<none>" if i >= len(cells) or cells[i] is None else cells[i] for i in shown]
-        ns = [_meta(row.get("object") or {}).get("namespace", "")] if with_namespace else []
+        ns = [o.meta(row.get("object") or {}).get("namespace", "")] if with_namespace else []
         rows.append(ns + values)
     return headers, rows
 
@@ -327,11 +315,11 @@ def _workload_lookups(api: Api, wls: Sequence[Mapping[str, Any]]) -> WorkloadLoo
         if cq not in summaries:
             summaries[cq] = pending_workloads(api, cq)
         for pending in summaries[cq] or ():
-            key = (_meta(pending).get("namespace", ""), _meta(pending).get("name", ""))
-            if key == (_meta(wl).get("namespace", ""), _meta(wl).get("name", "")):
+            key = (o.meta(pending).get("namespace", ""), o.meta(pending).get("name", ""))
+            if key == (o.meta(wl).get("namespace", ""), o.meta(wl).get("name", "")):
                 lookups.positions[key] = int(pending.get("positionInLocalQueue", 0))
     for wl in wls:
-        for ref in _meta(wl).get("ownerReferences") or []:
+        for ref in o.meta(wl).get("ownerReferences") or []:
             gv = ref.get("apiVersion", "")
             if gv not in lookups.resources:
                 lookups.resources[gv] = resources_for(api, gv)
@@ -363,7 +351,7 @@ def list_workloads(clusterqueue: str, localqueue: str, status: Sequence[str], fo
         if obj is None:
             _no_resources(namespace)
             return
-        owner_uid = _meta(obj).get("uid", "")
+        owner_uid = o.meta(obj).get("uid", "")
     path = kueue_path("workload", namespace)
     wls = []
     if owner_uid is not None:
@@ -372,7 +360,7 @@ def list_workloads(clusterqueue: str, localqueue: str, status: Sequence[str], fo
     if not wls:
         wls = list_items(s.api, path, label_selector=selector, field_selector=field_selector)["items"]
         if owner_uid is not None:
-            wls = [wl for wl in wls if any(r.get("uid") == owner_uid for r in _meta(wl).get("ownerReferences") or [])]
+            wls = [wl for wl in wls if any(r.get("uid") == owner_uid for r in o.meta(wl).get("ownerReferences") or [])]
     wls = [wl for wl in wls
            if (not localqueue or (wl.get("spec") or {}).get("queueName") == localqueue)
            and (not clusterqueue or ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") == clusterqueue)

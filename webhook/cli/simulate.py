@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api import constants, quantity
+from webhook.api import objects as o
 from webhook.core import ordering, resource_node
 from webhook.core.cycle import AdmissionCore, Admit, Decision, Pending, Preempt, QueueBlocked
 from webhook.core.resources import FlavorResource
@@ -49,19 +50,15 @@ class ClusterState:
     workloads: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def build_core(state: ClusterState, now: datetime, *, with_workloads: bool = True) -> AdmissionCore:
     """A core fed every object, as the worker's informers feed it (without workloads: empty quotas)."""
     core = AdmissionCore()
     for ns in state.namespaces:
-        core.on_namespace(_meta(ns).get("name", ""), _meta(ns).get("labels") or {}, now)
+        core.on_namespace(o.meta(ns).get("name", ""), o.meta(ns).get("labels") or {}, now)
     for ac in state.admission_checks:
         active = any(c.get("type") == "Active" and c.get("status") == "True"
                      for c in (ac.get("status") or {}).get("conditions") or [])
-        core.on_admission_check(_meta(ac).get("name", ""), active, now, (ac.get("spec") or {}).get("controllerName", ""))
+        core.on_admission_check(o.meta(ac).get("name", ""), active, now, (ac.get("spec") or {}).get("controllerName", ""))
     for rf in state.resource_flavors:
         core.on_resource_flavor(rf, now)
     for cohort in state.cohorts:
@@ -116,7 +113,7 @@ def workload_for(obj: Mapping[str, Any], *, now: datetime, priority: int = 0) ->
     One pod set `main`: a Job's min(parallelism, completions) pods (minCount from the
     `job-min-parallelism` annotation), or a pod group's `pod-group-total-count` pods.
     """
-    kind, meta = obj.get("kind"), _meta(obj)
+    kind, meta = obj.get("kind"), o.meta(obj)
     if kind == "Workload":
         return dict(obj)
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 import yaml
 
 from webhook.api import quantity
-from webhook.config.durations import _seconds, parse_go_duration
+from webhook.config.durations import parse_go_duration, to_seconds
 from webhook.config.types import (
-    _AUTO_SELECTOR,
+    AUTO_SELECTOR,
     DEFAULT_CLIENT_BURST,
     DEFAULT_CLIENT_QPS,
     DEFAULT_JOB_FRAMEWORK,
@@ -57,20 +57,24 @@ from webhook.config.types import (
 _T = TypeVar("_T")
 
 __all__ = [
+    "CONFIG_V1BETA1",
+    "CONFIG_V1BETA2",
     "GROUP",
-    "V1BETA1",
-    "V1BETA2",
+    "Decoder",
+    "StrictLoader",
+    "decode_document",
+    "json_kind",
 ]
 
 
 # --- strict decoding --------------------------------------------------------------------------------
 
 GROUP = "config.kueue.x-k8s.io"
-V1BETA1 = f"{GROUP}/v1beta1"
-V1BETA2 = f"{GROUP}/v1beta2"
+CONFIG_V1BETA1 = f"{GROUP}/v1beta1"
+CONFIG_V1BETA2 = f"{GROUP}/v1beta2"
 
 
-class _StrictLoader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
     """A SafeLoader that rejects duplicate keys, like sigs.k8s.io/yaml in strict mode."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -87,7 +91,7 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -103,11 +107,11 @@ def _json_kind(value: Any) -> str:
 
 def _mismatch(value: Any, path: str, go_type: str) -> ConfigError:
     return ConfigError(
-        f"json: cannot unmarshal {_json_kind(value)} into Go struct field {path} of type {go_type}"
+        f"json: cannot unmarshal {json_kind(value)} into Go struct field {path} of type {go_type}"
     )
 
 
-class _Decoder:
+class Decoder:
     """Reads one document. Unknown keys are collected (strict decoding); type errors raise at once."""
 
     __slots__ = ("unknown", "v1beta1")
@@ -218,7 +222,7 @@ def _opt(value: Any, convert: Callable[[Any, str], _T], path: str) -> _T | None:
 # --- per-struct decoding with each version's defaults (apis/config/*/defaults.go) --------------------
 
 
-def _webhook(d: _Decoder, raw: Any) -> Webhook:
+def _webhook(d: Decoder, raw: Any) -> Webhook:
     w = d.obj(raw, "webhook", ("port", "host", "certDir"))
     return Webhook(
         port=DEFAULT_WEBHOOK_PORT if w.get("port") is None else d.integer(w["port"], "webhook.port", "int"),
@@ -227,7 +231,7 @@ def _webhook(d: _Decoder, raw: Any) -> Webhook:
     )
 
 
-def _leader_election(d: _Decoder, raw: Any) -> LeaderElection:
+def _leader_election(d: Decoder, raw: Any) -> LeaderElection:
     p = "leaderElection"
     le = d.obj(raw, p, ("leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock",
                         "resourceName", "resourceNamespace"))  # fmt: skip
@@ -235,7 +239,7 @@ def _leader_election(d: _Decoder, raw: Any) -> LeaderElection:
 
     def dur(key: str, default: float) -> float:
         ns = 0 if le.get(key) is None else d.duration(le[key], f"{p}.{key}")
-        return _seconds(ns) if ns else default
+        return to_seconds(ns) if ns else default
 
     return LeaderElection(
         leader_elect=True
@@ -250,7 +254,7 @@ def _leader_election(d: _Decoder, raw: Any) -> LeaderElection:
     )
 
 
-def _health(d: _Decoder, raw: Any) -> Health:
+def _health(d: Decoder, raw: Any) -> Health:
     h = d.obj(raw, "health", ("healthProbeBindAddress", "readinessEndpointName", "livenessEndpointName"))
     defaults = Health()
     return Health(
@@ -265,7 +269,7 @@ def _health(d: _Decoder, raw: Any) -> Health:
     )
 
 
-def _metrics(d: _Decoder, raw: Any) -> Metrics:
+def _metrics(d: Decoder, raw: Any) -> Metrics:
     m = d.obj(
         raw, "metrics", ("bindAddress", "enableClusterQueueResources", "customLabels", "localQueueMetrics")
     )
@@ -305,7 +309,7 @@ def _metrics(d: _Decoder, raw: Any) -> Metrics:
     )
 
 
-def _controller(d: _Decoder, raw: Any) -> ControllerConfig:
+def _controller(d: Decoder, raw: Any) -> ControllerConfig:
     c = d.obj(raw, "controller", ("groupKindConcurrency", "cacheSyncTimeout"))
     gkc = d.obj(
         c.get("groupKindConcurrency"), "controller.groupKindConcurrency", c.get("groupKindConcurrency") or ()
@@ -318,11 +322,11 @@ def _controller(d: _Decoder, raw: Any) -> ControllerConfig:
         # A plain time.Duration: JSON nanoseconds, not a duration string.
         cache_sync_timeout_s=None
         if timeout is None
-        else _seconds(d.integer(timeout, "controller.cacheSyncTimeout", "int64")),
+        else to_seconds(d.integer(timeout, "controller.cacheSyncTimeout", "int64")),
     )
 
 
-def _tls(d: _Decoder, raw: Any) -> TLSOptions | None:
+def _tls(d: Decoder, raw: Any) -> TLSOptions | None:
     if raw is None:
         return None
     t = d.obj(raw, "tls", ("minVersion", "cipherSuites", "curvePreferences"))
@@ -336,7 +340,7 @@ def _tls(d: _Decoder, raw: Any) -> TLSOptions | None:
     )
 
 
-def _internal_cert_management(d: _Decoder, raw: Any) -> InternalCertManagement:
+def _internal_cert_management(d: Decoder, raw: Any) -> InternalCertManagement:
     p = "internalCertManagement"
     icm = d.obj(raw, p, ("enable", "webhookServiceName", "webhookSecretName"))
     return InternalCertManagement(
@@ -350,7 +354,7 @@ def _internal_cert_management(d: _Decoder, raw: Any) -> InternalCertManagement:
     )
 
 
-def _client_connection(d: _Decoder, raw: Any) -> ClientConnection:
+def _client_connection(d: Decoder, raw: Any) -> ClientConnection:
     cc = d.obj(raw, "clientConnection", ("qps", "burst"))
     return ClientConnection(
         qps=DEFAULT_CLIENT_QPS
@@ -362,7 +366,7 @@ def _client_connection(d: _Decoder, raw: Any) -> ClientConnection:
     )
 
 
-def _requeuing_strategy(d: _Decoder, raw: Any) -> RequeuingStrategy:
+def _requeuing_strategy(d: Decoder, raw: Any) -> RequeuingStrategy:
     p = "waitForPodsReady.requeuingStrategy"
     rs = d.obj(raw, p, ("timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"))
     defaults = RequeuingStrategy()
@@ -380,7 +384,7 @@ def _requeuing_strategy(d: _Decoder, raw: Any) -> RequeuingStrategy:
     )
 
 
-def _wait_for_pods_ready(d: _Decoder, raw: Any) -> WaitForPodsReady | None:
+def _wait_for_pods_ready(d: Decoder, raw: Any) -> WaitForPodsReady | None:
     p = "waitForPodsReady"
     keys = ("timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout")
     w = d.obj(raw, p, (*keys, "enable") if d.v1beta1 else keys)
@@ -394,21 +398,21 @@ def _wait_for_pods_ready(d: _Decoder, raw: Any) -> WaitForPodsReady | None:
         # v1beta1 has an `enable` flag; conversion drops the whole struct when it is false.
         if not d.boolean(w.get("enable", False), f"{p}.enable"):
             return None
-        timeout_s = _seconds(5 * 60 * 10**9 if timeout_ns is None else timeout_ns)
+        timeout_s = to_seconds(5 * 60 * 10**9 if timeout_ns is None else timeout_ns)
         block_admission = True if block is None else block
     else:
         # v1beta2: the struct always exists after defaulting, so waitForPodsReady is on.
-        timeout_s = DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S if not timeout_ns else _seconds(timeout_ns)
+        timeout_s = DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S if not timeout_ns else to_seconds(timeout_ns)
         block_admission = False if block is None else block
     return WaitForPodsReady(
         timeout_s=timeout_s,
         block_admission=block_admission,
         requeuing_strategy=strategy,
-        recovery_timeout_s=timeout_s if recovery_ns is None else _seconds(recovery_ns),
+        recovery_timeout_s=timeout_s if recovery_ns is None else to_seconds(recovery_ns),
     )
 
 
-def _integrations(d: _Decoder, raw: Any) -> Integrations:
+def _integrations(d: Decoder, raw: Any) -> Integrations:
     keys = ("frameworks", "externalFrameworks", "labelKeysToCopy")
     i = d.obj(raw, "integrations", (*keys, "podOptions") if d.v1beta1 else keys)
     if d.v1beta1 and i.get("podOptions") is not None:
@@ -423,7 +427,7 @@ def _integrations(d: _Decoder, raw: Any) -> Integrations:
     )
 
 
-def _multi_kueue(d: _Decoder, raw: Any) -> MultiKueue:
+def _multi_kueue(d: Decoder, raw: Any) -> MultiKueue:
     p = "multiKueue"
     keys = ("gcInterval", "origin", "workerLostTimeout", "dispatcherName", "externalFrameworks")
     mk = d.obj(raw, p, keys if d.v1beta1 else (*keys, "clusterProfile", "incrementalDispatcherConfig"))
@@ -449,11 +453,11 @@ def _multi_kueue(d: _Decoder, raw: Any) -> MultiKueue:
     return MultiKueue(
         gc_interval_s=defaults.gc_interval_s
         if mk.get("gcInterval") is None
-        else _seconds(d.duration(mk["gcInterval"], f"{p}.gcInterval")),
+        else to_seconds(d.duration(mk["gcInterval"], f"{p}.gcInterval")),
         origin=d.string(mk.get("origin", ""), f"{p}.origin") or defaults.origin,
         worker_lost_timeout_s=defaults.worker_lost_timeout_s
         if mk.get("workerLostTimeout") is None
-        else _seconds(d.duration(mk["workerLostTimeout"], f"{p}.workerLostTimeout")),
+        else to_seconds(d.duration(mk["workerLostTimeout"], f"{p}.workerLostTimeout")),
         dispatcher_name=dispatcher,
         external_frameworks=tuple(names),
         incremental_dispatcher_config=idc,
@@ -463,7 +467,7 @@ def _multi_kueue(d: _Decoder, raw: Any) -> MultiKueue:
     )
 
 
-def _fair_sharing(d: _Decoder, raw: Any) -> FairSharing | None:
+def _fair_sharing(d: Decoder, raw: Any) -> FairSharing | None:
     if raw is None:
         return None
     keys = ("preemptionStrategies",)
@@ -476,7 +480,7 @@ def _fair_sharing(d: _Decoder, raw: Any) -> FairSharing | None:
     return FairSharing(strategies)
 
 
-def _admission_fair_sharing(d: _Decoder, raw: Any) -> AdmissionFairSharing | None:
+def _admission_fair_sharing(d: Decoder, raw: Any) -> AdmissionFairSharing | None:
     if raw is None:
         return None
     p = "admissionFairSharing"
@@ -493,15 +497,15 @@ def _admission_fair_sharing(d: _Decoder, raw: Any) -> AdmissionFairSharing | Non
     )
     weights = d.obj(afs.get("resourceWeights"), f"{p}.resourceWeights", afs.get("resourceWeights") or ())
     return AdmissionFairSharing(
-        usage_half_life_time_s=_seconds(half_life),
-        usage_sampling_interval_s=_seconds(interval) if interval else 300.0,
+        usage_half_life_time_s=to_seconds(half_life),
+        usage_sampling_interval_s=to_seconds(interval) if interval else 300.0,
         resource_weights=MappingProxyType(
             {str(k): d.number(v, f"{p}.resourceWeights.{k}") for k, v in weights.items()}
         ),
     )
 
 
-def _resources(d: _Decoder, raw: Any) -> Resources:
+def _resources(d: Decoder, raw: Any) -> Resources:
     p = "resources"
     keys = ("excludeResourcePrefixes", "transformations", "deviceClassMappings")
     r = d.obj(raw, p, keys if d.v1beta1 else (*keys, "quotaCheckStrategy"))
@@ -545,20 +549,20 @@ def _quantity(value: Any, path: str) -> str:
     return text
 
 
-def _object_retention_policies(d: _Decoder, raw: Any) -> ObjectRetentionPolicies:
+def _object_retention_policies(d: Decoder, raw: Any) -> ObjectRetentionPolicies:
     p = "objectRetentionPolicies"
     orp = d.obj(raw, p, ("workloads",))
     w = d.obj(orp.get("workloads"), f"{p}.workloads", ("afterFinished", "afterDeactivatedByKueue"))
 
     def dur(key: str) -> float | None:
-        return None if w.get(key) is None else _seconds(d.duration(w[key], f"{p}.workloads.{key}"))
+        return None if w.get(key) is None else to_seconds(d.duration(w[key], f"{p}.workloads.{key}"))
 
     return ObjectRetentionPolicies(
         WorkloadRetentionPolicy(dur("afterFinished"), dur("afterDeactivatedByKueue"))
     )
 
 
-def _visibility_server(d: _Decoder, raw: Any) -> VisibilityServer:
+def _visibility_server(d: Decoder, raw: Any) -> VisibilityServer:
     vs = d.obj(raw, "visibilityServer", ("bindAddress", "bindPort"))
     return VisibilityServer(
         bind_address=_opt(vs.get("bindAddress"), d.string, "visibilityServer.bindAddress"),
@@ -568,7 +572,7 @@ def _visibility_server(d: _Decoder, raw: Any) -> VisibilityServer:
     )
 
 
-def _queue_visibility(d: _Decoder, raw: Any) -> None:
+def _queue_visibility(d: Decoder, raw: Any) -> None:
     """v1beta1 only; decoded strictly and dropped (replaced by the on-demand visibility API)."""
     qv = d.obj(raw, "queueVisibility", ("clusterQueues", "updateIntervalSeconds"))
     cq = d.obj(qv.get("clusterQueues"), "queueVisibility.clusterQueues", ("maxCount",))
@@ -584,7 +588,7 @@ _TOP_LEVEL_KEYS = (
 )  # fmt: skip
 
 
-def _decode(d: _Decoder, doc: Mapping[str, Any]) -> Configuration:
+def decode_document(d: Decoder, doc: Mapping[str, Any]) -> Configuration:
     top = d.obj(doc, "", (*_TOP_LEVEL_KEYS, "queueVisibility" if d.v1beta1 else "visibilityServer"))
     namespace = (
         operator_namespace() if top.get("namespace") is None else d.string(top["namespace"], "namespace")
@@ -598,7 +602,7 @@ def _decode(d: _Decoder, doc: Mapping[str, Any]) -> Configuration:
         manage_jobs_without_queue_name=d.boolean(
             top.get("manageJobsWithoutQueueName", False), "manageJobsWithoutQueueName"
         ),
-        managed_jobs_namespace_selector=_AUTO_SELECTOR if selector is None else selector,
+        managed_jobs_namespace_selector=AUTO_SELECTOR if selector is None else selector,
         integrations=_integrations(d, top.get("integrations")),
         webhook=_webhook(d, top.get("webhook")),
         internal_cert_management=_internal_cert_management(d, top.get("internalCertManagement")),

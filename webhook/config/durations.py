@@ -12,6 +12,8 @@ _T = TypeVar("_T")
 __all__ = [
     "format_go_duration",
     "parse_go_duration",
+    "to_nanoseconds",
+    "to_seconds",
 ]
 
 
@@ -78,9 +80,9 @@ def format_go_duration(ns: int) -> str:
     return sign + text
 
 
-def _seconds(ns: int) -> float:
+def to_seconds(ns: int) -> float:
     return ns / 1e9
 
 
-def _ns(seconds: float) -> int:
+def to_nanoseconds(seconds: float) -> int:
     return round(seconds * 1e9)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -15,6 +16,7 @@ from webhook.api import fields
 _T = TypeVar("_T")
 
 __all__ = [
+    "AUTO_SELECTOR",
     "DEFAULT_CLIENT_BURST",
     "DEFAULT_CLIENT_QPS",
     "DEFAULT_HEALTH_PROBE_BIND_ADDRESS",
@@ -35,12 +37,14 @@ __all__ = [
     "LOCKED_FEATURE_GATES",
     "MULTIKUEUE_DISPATCHER_ALL_AT_ONCE",
     "MULTIKUEUE_DISPATCHER_INCREMENTAL",
+    "NAMESPACE_NAME_LABEL",
     "AdmissionFairSharing",
     "ClientConnection",
     "ConfigError",
     "Configuration",
     "ControllerConfig",
     "FairSharing",
+    "Feature",
     "Health",
     "IncrementalDispatcherConfig",
     "Integrations",
@@ -60,7 +64,9 @@ __all__ = [
     "Webhook",
     "WorkloadRetentionPolicy",
     "default_managed_jobs_namespace_selector",
+    "invalid_stringer",
     "operator_namespace",
+    "too_many",
 ]
 
 
@@ -86,52 +92,151 @@ MULTIKUEUE_DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at
 MULTIKUEUE_DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 
 _SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-_NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
-# Gate name -> default at this snapshot (pkg/features/kube_features.go, last versioned entry).
+class Feature(StrEnum):
+    """Every feature gate of upstream's `pkg/features/kube_features.go`, by its exact name.
+
+    Code asks `Configuration.feature_enabled(Feature.X)`, so a misspelt gate is an attribute (or
+    type) error rather than a gate that is silently off. The `featureGates` map of the
+    Configuration file keeps plain strings; a StrEnum member equals (and hashes as) its name.
+    """
+
+    ADMISSION_FAIR_SHARING = "AdmissionFairSharing"
+    ADMISSION_GATED_BY = "AdmissionGatedBy"
+    ASSIGN_QUEUE_LABELS_FOR_PODS = "AssignQueueLabelsForPods"
+    CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION = "CleanupProvisioningRequestsOnEviction"
+    CONCURRENT_ADMISSION = "ConcurrentAdmission"
+    CUSTOM_METRIC_LABELS = "CustomMetricLabels"
+    DEFER_RAY_SERVICE_FINALIZATION_FOR_REDIS_CLEANUP = "DeferRayServiceFinalizationForRedisCleanup"
+    DISABLE_WAIT_FOR_PODS_READY = "DisableWaitForPodsReady"
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES = "ElasticJobsViaWorkloadSlices"
+    ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS = "ElasticJobsViaWorkloadSlicesWithTAS"
+    FAILURE_RECOVERY_POLICY = "FailureRecoveryPolicy"
+    FAIR_SHARING_PREEMPT_WITHIN_NOMINAL = "FairSharingPreemptWithinNominal"
+    FAIR_SHARING_PRIORITIZE_NON_BORROWING = "FairSharingPrioritizeNonBorrowing"
+    FAST_QUOTA_RELEASE_IN_POD_INTEGRATION = "FastQuotaReleaseInPodIntegration"
+    FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
+    FLAVOR_FUNGIBILITY = "FlavorFungibility"
+    FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
+    KUEUE_DRA_INTEGRATION = "KueueDRAIntegration"
+    KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY = "KueueDRAIntegrationConsumableCapacity"
+    KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE = "KueueDRAIntegrationExtendedResource"
+    KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES = "KueueDRAIntegrationPartitionableDevices"
+    KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED = "KueueDRARejectWorkloadsWhenDRADisabled"
+    LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
+    LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
+    MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
+    METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
+    METRICS_FOR_COHORTS = "MetricsForCohorts"
+    MULTI_KUEUE = "MultiKueue"
+    MULTI_KUEUE_ADAPTERS_FOR_CUSTOM_JOBS = "MultiKueueAdaptersForCustomJobs"
+    MULTI_KUEUE_CLUSTER_PROFILE = "MultiKueueClusterProfile"
+    MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG = "MultiKueueIncrementalDispatcherConfig"
+    MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER = "MultiKueueIncrementalDispatcherRespectConfigOrder"
+    MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
+    MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION = "MultiKueueManagerQuotaAutomation"
+    MULTI_KUEUE_ORCHESTRATED_PREEMPTION = "MultiKueueOrchestratedPreemption"
+    MULTI_KUEUE_REMOTE_SPEC_SYNC = "MultiKueueRemoteSpecSync"
+    PARTIAL_ADMISSION = "PartialAdmission"
+    POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
+    PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
+    PRIORITY_BOOST = "PriorityBoost"
+    PRIORITY_SORTING_WITHIN_COHORT = "PrioritySortingWithinCohort"
+    QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
+    RECLAIMABLE_PODS = "ReclaimablePods"
+    RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP = "RecomputeAssignmentUponPreemptionTargetsOverlap"
+    REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
+    REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
+    SCHEDULER_LIBRARY_INTEGRATION = "SchedulerLibraryIntegration"
+    SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
+    SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
+    SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS = "SkipAncestorCheckForDeletedWorkloads"
+    SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
+    SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
+    TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX = "TASAssignmentsEncodingByHostnamePrefix"
+    TAS_BALANCED_PLACEMENT = "TASBalancedPlacement"
+    TAS_CACHE_NODE_MATCH_RESULTS = "TASCacheNodeMatchResults"
+    TAS_CACHE_TOPOLOGY_TREE = "TASCacheTopologyTree"
+    TAS_CACHING_REMAINING_RESOURCES = "TASCachingRemainingResources"
+    TAS_FAILED_NODE_REPLACEMENT = "TASFailedNodeReplacement"
+    TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST = "TASFailedNodeReplacementFailFast"
+    TAS_HANDLE_OVERLAPPING_FLAVORS = "TASHandleOverlappingFlavors"
+    TAS_MULTI_LAYER_TOPOLOGY = "TASMultiLayerTopology"
+    TAS_PROFILE_MIXED = "TASProfileMixed"
+    TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE = "TASRecomputeAssignmentWithinSchedulingCycle"
+    TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME = "TASReplaceNodeDueToNotReadyOverFixedTime"
+    TAS_REPLACE_NODE_ON_NODE_TAINTS = "TASReplaceNodeOnNodeTaints"
+    TAS_REPLACE_NODE_ON_POD_TERMINATION = "TASReplaceNodeOnPodTermination"
+    TAS_RESPECT_NODE_AFFINITY_PREFERRED = "TASRespectNodeAffinityPreferred"
+    TAS_VALIDATE_WORKLOAD_SLICE_SIZE = "TASValidateWorkloadSliceSize"
+    TLS_OPTIONS = "TLSOptions"
+    TOPOLOGY_AWARE_SCHEDULING = "TopologyAwareScheduling"
+    UNADMITTED_WORKLOADS_EXPLICIT_STATUS = "UnadmittedWorkloadsExplicitStatus"
+    UNADMITTED_WORKLOADS_OBSERVABILITY = "UnadmittedWorkloadsObservability"
+    VALIDATE_RAY_AND_SPARK_JOB_UPDATES = "ValidateRayAndSparkJobUpdates"
+    VECTORIZED_RESOURCE_REQUESTS = "VectorizedResourceRequests"
+    VISIBILITY_ON_DEMAND = "VisibilityOnDemand"
+    WORKLOAD_IDENTIFIER_ANNOTATIONS = "WorkloadIdentifierAnnotations"
+    WORKLOAD_PRIORITY_CLASS_DEFAULTING = "WorkloadPriorityClassDefaulting"
+    WORKLOAD_REQUEST_USE_MERGE_PATCH = "WorkloadRequestUseMergePatch"
+    WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE = "WorkloadValidateResourcesAreNonNegative"
+    WORKLOAD_VALIDATION_FOR_POD_SET_METADATA = "WorkloadValidationForPodSetMetadata"
+
+
+# Gate -> default at this snapshot (pkg/features/kube_features.go, last versioned entry).
 # fmt: off
-_GATES_ON_BY_DEFAULT = (
-    "PartialAdmission", "FlavorFungibility", "VisibilityOnDemand", "PrioritySortingWithinCohort",
-    "FairSharingPreemptWithinNominal", "FairSharingPrioritizeNonBorrowing", "MultiKueue",
-    "TopologyAwareScheduling", "LocalQueueMetrics", "TASProfileMixed", "AdmissionFairSharing",
-    "TASFailedNodeReplacement", "ElasticJobsViaWorkloadSlices", "TASFailedNodeReplacementFailFast",
-    "TASReplaceNodeOnPodTermination", "SkipReassignmentForPodOwnedWorkloads",
-    "ManagedJobsNamespaceSelectorAlwaysRespected", "TASAssignmentsEncodingByHostnamePrefix",
-    "KueueDRAIntegration", "KueueDRAIntegrationExtendedResource", "KueueDRARejectWorkloadsWhenDRADisabled",
-    "KueueDRAIntegrationPartitionableDevices", "MultiKueueAdaptersForCustomJobs",
-    "MultiKueueKubeConfigPathValidation", "ReclaimablePods", "TLSOptions",
-    "RemoveFinalizersWithStrictPatch", "TASReplaceNodeOnNodeTaints", "AssignQueueLabelsForPods",
-    "TASMultiLayerTopology", "SchedulingEquivalenceHashing", "AdmissionGatedBy", "FinishOrphanedWorkloads",
-    "MultiKueueIncrementalDispatcherConfig", "MultiKueueIncrementalDispatcherRespectConfigOrder",
-    "QuotaCheckStrategy", "MetricForWorkloadCreationLatency", "WorkloadIdentifierAnnotations",
-    "WorkloadPriorityClassDefaulting", "MetricsForCohorts", "CleanupProvisioningRequestsOnEviction",
-    "TASHandleOverlappingFlavors", "UnadmittedWorkloadsObservability",
-    "TASRecomputeAssignmentWithinSchedulingCycle", "DeferRayServiceFinalizationForRedisCleanup",
-    "TASCacheNodeMatchResults", "TASCachingRemainingResources", "TASCacheTopologyTree",
-    "VectorizedResourceRequests", "WorkloadValidateResourcesAreNonNegative", "TASValidateWorkloadSliceSize",
-    "WorkloadValidationForPodSetMetadata", "LWSImmutableGroupSize", "FlavorFungibilityPreserveScanProgress",
-    "SkipAncestorCheckForDeletedWorkloads", "MultiKueueRemoteSpecSync",
-    "RecomputeAssignmentUponPreemptionTargetsOverlap", "PodIntegrationValidateGroupOwner",
-    "ValidateRayAndSparkJobUpdates",
+_GATES_ON_BY_DEFAULT: tuple[Feature, ...] = (
+    Feature.PARTIAL_ADMISSION, Feature.FLAVOR_FUNGIBILITY, Feature.VISIBILITY_ON_DEMAND,
+    Feature.PRIORITY_SORTING_WITHIN_COHORT, Feature.FAIR_SHARING_PREEMPT_WITHIN_NOMINAL,
+    Feature.FAIR_SHARING_PRIORITIZE_NON_BORROWING, Feature.MULTI_KUEUE, Feature.TOPOLOGY_AWARE_SCHEDULING,
+    Feature.LOCAL_QUEUE_METRICS, Feature.TAS_PROFILE_MIXED, Feature.ADMISSION_FAIR_SHARING,
+    Feature.TAS_FAILED_NODE_REPLACEMENT, Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES,
+    Feature.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST, Feature.TAS_REPLACE_NODE_ON_POD_TERMINATION,
+    Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS,
+    Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED,
+    Feature.TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX, Feature.KUEUE_DRA_INTEGRATION,
+    Feature.KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE, Feature.KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED,
+    Feature.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES, Feature.MULTI_KUEUE_ADAPTERS_FOR_CUSTOM_JOBS,
+    Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION, Feature.RECLAIMABLE_PODS, Feature.TLS_OPTIONS,
+    Feature.REMOVE_FINALIZERS_WITH_STRICT_PATCH, Feature.TAS_REPLACE_NODE_ON_NODE_TAINTS,
+    Feature.ASSIGN_QUEUE_LABELS_FOR_PODS, Feature.TAS_MULTI_LAYER_TOPOLOGY,
+    Feature.SCHEDULING_EQUIVALENCE_HASHING, Feature.ADMISSION_GATED_BY, Feature.FINISH_ORPHANED_WORKLOADS,
+    Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG,
+    Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER, Feature.QUOTA_CHECK_STRATEGY,
+    Feature.METRIC_FOR_WORKLOAD_CREATION_LATENCY, Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS,
+    Feature.WORKLOAD_PRIORITY_CLASS_DEFAULTING, Feature.METRICS_FOR_COHORTS,
+    Feature.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION, Feature.TAS_HANDLE_OVERLAPPING_FLAVORS,
+    Feature.UNADMITTED_WORKLOADS_OBSERVABILITY, Feature.TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
+    Feature.DEFER_RAY_SERVICE_FINALIZATION_FOR_REDIS_CLEANUP, Feature.TAS_CACHE_NODE_MATCH_RESULTS,
+    Feature.TAS_CACHING_REMAINING_RESOURCES, Feature.TAS_CACHE_TOPOLOGY_TREE,
+    Feature.VECTORIZED_RESOURCE_REQUESTS, Feature.WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE,
+    Feature.TAS_VALIDATE_WORKLOAD_SLICE_SIZE, Feature.WORKLOAD_VALIDATION_FOR_POD_SET_METADATA,
+    Feature.LWS_IMMUTABLE_GROUP_SIZE, Feature.FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS,
+    Feature.SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS, Feature.MULTI_KUEUE_REMOTE_SPEC_SYNC,
+    Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP,
+    Feature.POD_INTEGRATION_VALIDATE_GROUP_OWNER, Feature.VALIDATE_RAY_AND_SPARK_JOB_UPDATES,
 )
-_GATES_OFF_BY_DEFAULT = (
-    "DisableWaitForPodsReady", "ElasticJobsViaWorkloadSlicesWithTAS",
-    "TASReplaceNodeDueToNotReadyOverFixedTime", "TASBalancedPlacement",
-    "KueueDRAIntegrationConsumableCapacity", "WorkloadRequestUseMergePatch", "MultiKueueClusterProfile",
-    "FailureRecoveryPolicy", "CustomMetricLabels", "SparkApplicationIntegration",
-    "MultiKueueOrchestratedPreemption", "PriorityBoost", "ShortWorkloadNames",
-    "FastQuotaReleaseInPodIntegration", "RejectUpdatesToCQWithInvalidOnFlavors", "ConcurrentAdmission",
-    "TASRespectNodeAffinityPreferred", "MultiKueueManagerQuotaAutomation",
-    "UnadmittedWorkloadsExplicitStatus", "SchedulerLibraryIntegration", "PrioritizePreemptorWorkloads",
+_GATES_OFF_BY_DEFAULT: tuple[Feature, ...] = (
+    Feature.DISABLE_WAIT_FOR_PODS_READY, Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS,
+    Feature.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME, Feature.TAS_BALANCED_PLACEMENT,
+    Feature.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY, Feature.WORKLOAD_REQUEST_USE_MERGE_PATCH,
+    Feature.MULTI_KUEUE_CLUSTER_PROFILE, Feature.FAILURE_RECOVERY_POLICY, Feature.CUSTOM_METRIC_LABELS,
+    Feature.SPARK_APPLICATION_INTEGRATION, Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION,
+    Feature.PRIORITY_BOOST, Feature.SHORT_WORKLOAD_NAMES, Feature.FAST_QUOTA_RELEASE_IN_POD_INTEGRATION,
+    Feature.REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS, Feature.CONCURRENT_ADMISSION,
+    Feature.TAS_RESPECT_NODE_AFFINITY_PREFERRED, Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION,
+    Feature.UNADMITTED_WORKLOADS_EXPLICIT_STATUS, Feature.SCHEDULER_LIBRARY_INTEGRATION,
+    Feature.PRIORITIZE_PREEMPTOR_WORKLOADS,
 )
 # fmt: on
-FEATURE_GATE_DEFAULTS: Mapping[str, bool] = MappingProxyType(
+FEATURE_GATE_DEFAULTS: Mapping[Feature, bool] = MappingProxyType(
     {**dict.fromkeys(_GATES_ON_BY_DEFAULT, True), **dict.fromkeys(_GATES_OFF_BY_DEFAULT, False)}
 )
 
 # Gates at GA with LockToDefault: setting them to anything else is an error.
-LOCKED_FEATURE_GATES: frozenset[str] = frozenset(
-    {"ManagedJobsNamespaceSelectorAlwaysRespected", "TLSOptions"}
+LOCKED_FEATURE_GATES: frozenset[Feature] = frozenset(
+    {Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, Feature.TLS_OPTIONS}
 )
 
 
@@ -156,7 +261,7 @@ def default_managed_jobs_namespace_selector(namespace: str) -> Mapping[str, Any]
             "matchExpressions": (
                 MappingProxyType(
                     {
-                        "key": _NAMESPACE_NAME_LABEL,
+                        "key": NAMESPACE_NAME_LABEL,
                         "operator": "NotIn",
                         "values": ("kube-system", namespace),
                     }
@@ -167,7 +272,7 @@ def default_managed_jobs_namespace_selector(namespace: str) -> Mapping[str, Any]
 
 
 # Identity sentinel: "derive the selector from `namespace`" (an empty selector is a real value).
-_AUTO_SELECTOR: Mapping[str, Any] = MappingProxyType({})
+AUTO_SELECTOR: Mapping[str, Any] = MappingProxyType({})
 
 
 # --- the field tree ------------------------------------------------------------------------------
@@ -346,7 +451,7 @@ class Configuration:
     namespace: str = field(default_factory=operator_namespace)
     manage_jobs_without_queue_name: bool = False
     # Defaults to `kubernetes.io/metadata.name NotIn [kube-system, <namespace>]`.
-    managed_jobs_namespace_selector: Mapping[str, Any] = field(default_factory=lambda: _AUTO_SELECTOR)
+    managed_jobs_namespace_selector: Mapping[str, Any] = field(default_factory=lambda: AUTO_SELECTOR)
     integrations: Integrations = field(default_factory=Integrations)
     webhook: Webhook = field(default_factory=Webhook)
     internal_cert_management: InternalCertManagement = field(default_factory=InternalCertManagement)
@@ -369,20 +474,20 @@ class Configuration:
 
     def __post_init__(self) -> None:
         # waitforpodsready.Enabled: the gate wins over the configuration.
-        if self.feature_gates.get("DisableWaitForPodsReady", False):
+        if self.feature_gates.get(Feature.DISABLE_WAIT_FOR_PODS_READY, False):
             object.__setattr__(self, "wait_for_pods_ready", None)
-        if self.managed_jobs_namespace_selector is _AUTO_SELECTOR:
+        if self.managed_jobs_namespace_selector is AUTO_SELECTOR:
             object.__setattr__(
                 self,
                 "managed_jobs_namespace_selector",
                 default_managed_jobs_namespace_selector(self.namespace),
             )
 
-    def feature_enabled(self, name: str) -> bool:
-        """The gate's value from `featureGates`, else upstream's default; unknown gates are off."""
-        if name in self.feature_gates:
-            return self.feature_gates[name]
-        return FEATURE_GATE_DEFAULTS.get(name, False)
+    def feature_enabled(self, gate: Feature) -> bool:
+        """The gate's value from `featureGates`, else upstream's default."""
+        if gate in self.feature_gates:
+            return self.feature_gates[gate]
+        return FEATURE_GATE_DEFAULTS[gate]
 
     @property
     def wait_for_pods_ready_enabled(self) -> bool:
@@ -403,7 +508,7 @@ class ConfigError(ValueError):
         self.errors: tuple[fields.FieldError, ...] = tuple(errors)
 
 
-def _invalid_stringer(path: str, rendered: str, detail: str) -> fields.FieldError:
+def invalid_stringer(path: str, rendered: str, detail: str) -> fields.FieldError:
     """`field.Invalid` of a Go value printed by its String() method (Durations): unquoted."""
     return fields.FieldError(fields.Kind.INVALID, path, f"{rendered}: {detail}")
 
@@ -416,5 +521,5 @@ class _TooMany(fields.FieldError):
         return f"{self.path}: Too many: {self.value}: {self.detail}"
 
 
-def _too_many(path: str, actual: int, maximum: int) -> fields.FieldError:
+def too_many(path: str, actual: int, maximum: int) -> fields.FieldError:
     return _TooMany(fields.Kind.INVALID, path, f"must have at most {maximum} items", actual)

@@ -12,18 +12,26 @@ from typing import Any, TypeVar
 import yaml
 
 from webhook.api import fields, selector
-from webhook.config.decode import V1BETA1, V1BETA2, _decode, _Decoder, _json_kind, _StrictLoader
-from webhook.config.durations import _ns, format_go_duration
+from webhook.config.decode import (
+    CONFIG_V1BETA1,
+    CONFIG_V1BETA2,
+    Decoder,
+    StrictLoader,
+    decode_document,
+    json_kind,
+)
+from webhook.config.durations import format_go_duration, to_nanoseconds
 from webhook.config.types import (
-    _NAMESPACE_NAME_LABEL,
     FEATURE_GATE_DEFAULTS,
     LOCKED_FEATURE_GATES,
     MULTIKUEUE_DISPATCHER_INCREMENTAL,
+    NAMESPACE_NAME_LABEL,
     ConfigError,
     Configuration,
+    Feature,
     MetricsCustomLabel,
-    _invalid_stringer,
-    _too_many,
+    invalid_stringer,
+    too_many,
 )
 
 _T = TypeVar("_T")
@@ -134,11 +142,11 @@ def _validate_wait_for_pods_ready(cfg: Configuration) -> list[fields.FieldError]
     if w.timeout_s == 0:
         errs.append(fields.required(f"{p}.timeout", "must be specified"))
     if w.timeout_s < 0:
-        errs.append(_invalid_stringer(f"{p}.timeout", format_go_duration(_ns(w.timeout_s)), _NEGATIVE))
+        errs.append(invalid_stringer(f"{p}.timeout", format_go_duration(to_nanoseconds(w.timeout_s)), _NEGATIVE))
     if w.recovery_timeout_s is not None and w.recovery_timeout_s < 0:
         errs.append(
-            _invalid_stringer(
-                f"{p}.recoveryTimeout", format_go_duration(_ns(w.recovery_timeout_s)), _NEGATIVE
+            invalid_stringer(
+                f"{p}.recoveryTimeout", format_go_duration(to_nanoseconds(w.recovery_timeout_s)), _NEGATIVE
             )
         )
     rs = w.requeuing_strategy
@@ -201,7 +209,7 @@ def _validate_namespace_selector(
         return errs  # nil is `labels.Nothing()`; an invalid selector cannot be converted
     prohibited = ["kube-system"] + ([cfg.namespace] if cfg.namespace else [])
     for ns in prohibited:
-        if selector.matches(sel, {_NAMESPACE_NAME_LABEL: ns}):
+        if selector.matches(sel, {NAMESPACE_NAME_LABEL: ns}):
             errs.append(
                 fields.invalid(
                     path, selector.canonical(sel), f"should not match the {json.dumps(ns)} namespace"
@@ -216,12 +224,12 @@ def _validate_multi_kueue(cfg: Configuration) -> list[fields.FieldError]:
     errs = []
     if mk.gc_interval_s < 0:
         errs.append(
-            _invalid_stringer(f"{p}.gcInterval", format_go_duration(_ns(mk.gc_interval_s)), _NEGATIVE)
+            invalid_stringer(f"{p}.gcInterval", format_go_duration(to_nanoseconds(mk.gc_interval_s)), _NEGATIVE)
         )
     if mk.worker_lost_timeout_s < 0:
         errs.append(
-            _invalid_stringer(
-                f"{p}.workerLostTimeout", format_go_duration(_ns(mk.worker_lost_timeout_s)), _NEGATIVE
+            invalid_stringer(
+                f"{p}.workerLostTimeout", format_go_duration(to_nanoseconds(mk.worker_lost_timeout_s)), _NEGATIVE
             )
         )
     label_errs = fields.is_label_value(mk.origin)
@@ -284,13 +292,13 @@ def _validate_admission_fair_sharing(cfg: Configuration) -> list[fields.FieldErr
     if afs is None:
         return []
     p = "admissionFairSharing"
-    half_life = format_go_duration(_ns(afs.usage_half_life_time_s))
+    half_life = format_go_duration(to_nanoseconds(afs.usage_half_life_time_s))
     errs = []
     if afs.usage_half_life_time_s < 0:
-        errs.append(_invalid_stringer(f"{p}.usageHalfLifeTime", half_life, _NEGATIVE))
+        errs.append(invalid_stringer(f"{p}.usageHalfLifeTime", half_life, _NEGATIVE))
     if afs.usage_sampling_interval_s <= 0:
         # Upstream reports the half-life value here, not the interval.
-        errs.append(_invalid_stringer(f"{p}.usageSamplingInterval", half_life, "must be greater than 0"))
+        errs.append(invalid_stringer(f"{p}.usageSamplingInterval", half_life, "must be greater than 0"))
     weights = {k: _go_float(afs.resource_weights[k]) for k in sorted(afs.resource_weights)}
     for name in sorted(afs.resource_weights):
         if afs.resource_weights[name] < 0:
@@ -344,11 +352,11 @@ def _validate_object_retention_policies(cfg: Configuration) -> list[fields.Field
     errs = []
     if w.after_finished_s is not None and w.after_finished_s < 0:
         errs.append(
-            _invalid_stringer(f"{p}.afterFinished", format_go_duration(_ns(w.after_finished_s)), _NEGATIVE)
+            invalid_stringer(f"{p}.afterFinished", format_go_duration(to_nanoseconds(w.after_finished_s)), _NEGATIVE)
         )
     if w.after_deactivated_by_kueue_s is not None and w.after_deactivated_by_kueue_s < 0:
         # Upstream passes Duration.String() here, so the value is quoted.
-        text = format_go_duration(_ns(w.after_deactivated_by_kueue_s))
+        text = format_go_duration(to_nanoseconds(w.after_deactivated_by_kueue_s))
         errs.append(fields.invalid(f"{p}.afterDeactivatedByKueue", text, _NEGATIVE))
     return errs
 
@@ -402,7 +410,7 @@ def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
     p = "metrics.customLabels"
     errs = []
     if len(labels) > _MAX_CUSTOM_LABELS:
-        errs.append(_too_many(p, len(labels), _MAX_CUSTOM_LABELS))
+        errs.append(too_many(p, len(labels), _MAX_CUSTOM_LABELS))
     seen: set[str] = set()
     per_kind: dict[str, int] = {}
     for i, cl in enumerate(labels):
@@ -448,7 +456,7 @@ def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
                     )
                 )
         elif len(values) > _MAX_TRACKED_VALUES:
-            errs.append(_too_many(f"{path}.trackedValues", len(values), _MAX_TRACKED_VALUES))
+            errs.append(too_many(f"{path}.trackedValues", len(values), _MAX_TRACKED_VALUES))
         if len(set(values)) < len(values):
             errs.append(fields.invalid(f"{path}.trackedValues", values, "must not contain duplicates"))
     rendered = [_custom_label_json(cl) for cl in labels]
@@ -469,7 +477,7 @@ def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
 
 def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError]:
     strategy = cfg.resources.quota_check_strategy
-    if not cfg.feature_enabled("QuotaCheckStrategy") or strategy is None:
+    if not cfg.feature_enabled(Feature.QUOTA_CHECK_STRATEGY) or strategy is None:
         return []
     p = "resources.quotaCheckStrategy"
     errs = []
@@ -507,9 +515,9 @@ def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]
             return [fields.invalid("featureGates", value, f"unrecognized feature gate: {name}")]
     locked = [
         f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
-        f"{str(FEATURE_GATE_DEFAULTS[name]).lower()}"
+        f"{str(FEATURE_GATE_DEFAULTS[Feature(name)]).lower()}"
         for name in sorted(gates)
-        if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[name]
+        if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[Feature(name)]
     ]
     if locked:
         return [
@@ -518,11 +526,11 @@ def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]
             )
         ]
 
-    def enabled(name: str) -> bool:
-        return gates.get(name, FEATURE_GATE_DEFAULTS[name])
+    def enabled(gate: Feature) -> bool:
+        return gates.get(gate, FEATURE_GATE_DEFAULTS[gate])
 
-    profiles = int(enabled("TASProfileMixed"))
-    if not enabled("TopologyAwareScheduling") and profiles > 0:
+    profiles = int(enabled(Feature.TAS_PROFILE_MIXED))
+    if not enabled(Feature.TOPOLOGY_AWARE_SCHEDULING) and profiles > 0:
         return [fields.invalid("featureGates", profiles, "cannot use a TAS profile with TAS disabled")]
     return []
 
@@ -550,24 +558,24 @@ def parse(text: str) -> Configuration:
     validation errors.
     """
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)
+        doc = yaml.load(text, Loader=StrictLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"yaml: {exc}") from None
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
         raise ConfigError(
-            f"json: cannot unmarshal {_json_kind(doc)} into Go value of type v1beta2.Configuration"
+            f"json: cannot unmarshal {json_kind(doc)} into Go value of type v1beta2.Configuration"
         )
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if not kind:
         raise ConfigError(
             f"Object 'Kind' is missing in '{json.dumps(doc, default=str, separators=(',', ':'))}'"
         )
-    if api_version not in (V1BETA1, V1BETA2) or kind != "Configuration":
+    if api_version not in (CONFIG_V1BETA1, CONFIG_V1BETA2) or kind != "Configuration":
         raise ConfigError(f'no kind "{kind}" is registered for version "{api_version}"')
-    decoder = _Decoder(v1beta1=api_version == V1BETA1)
-    cfg = _decode(decoder, doc)
+    decoder = Decoder(v1beta1=api_version == CONFIG_V1BETA1)
+    cfg = decode_document(decoder, doc)
     if decoder.unknown:
         raise ConfigError(
             "strict decoding error: " + ", ".join(f"unknown field {json.dumps(u)}" for u in decoder.unknown)

@@ -29,7 +29,7 @@ from webhook.api.constants import EvictionReason
 from webhook.core import concurrent_admission as ca
 from webhook.core.conditions import ConditionValue, admitted_condition, evicted
 from webhook.core.model import ClusterQueueSpec
-from webhook.core.pods_ready import Policy, Step, StepKind, controller_step
+from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind, controller_step
 from webhook.core.workload import WorkloadInfo, parse_time, parse_workload
 
 __all__ = [
@@ -177,7 +177,7 @@ class CheckStep:
 
 
 def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec | None, now: datetime, *,
-                 parent: bool) -> CheckStep | Step | None:
+                 parent: bool) -> CheckStep | PodsReadyStep | None:
     """`parent`: a ConcurrentAdmission parent, whose checks run on its variants; it only keeps
     Admitted in step with its reservation."""
     status = obj.get("status") or {}
@@ -199,13 +199,13 @@ def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec 
     retry = [c for c in checks if c.get("state") == constants.CHECK_STATE_RETRY]
     if retry:
         message = "Evicted due to " + checks_message(retry, constants.CHECK_STATE_RETRY)
-        return Step(StepKind.EVICT, conditions=(evicted(EvictionReason.ADMISSION_CHECK, message),),
+        return PodsReadyStep(StepKind.EVICT, conditions=(evicted(EvictionReason.ADMISSION_CHECK, message),),
                     reason=EvictionReason.ADMISSION_CHECK, message=message, event_reason=f"EvictedDueTo{EvictionReason.ADMISSION_CHECK}")
     return None
 
 
 def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: Policy | None, now: datetime, *,
-                  jitter: float = 0.0, concurrent_admission: bool = False) -> Step | CheckStep:
+                  jitter: float = 0.0, concurrent_admission: bool = False) -> PodsReadyStep | CheckStep:
     """The workload controller's next write, in upstream's `Reconcile` order: nothing for a finished
     Workload; a Retry check's requeue time; deactivation, backoff and reactivation
     (`controller_step`); then, with `cq` the ClusterQueue its LocalQueue routes to (None if
@@ -214,7 +214,7 @@ def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: P
     of its own and a variant no PodsReady timeout: its parent is the one timed out."""
     wl = parse_workload(obj)
     if wl.is_finished:
-        return Step(StepKind.NONE)
+        return PodsReadyStep(StepKind.NONE)
     at = requeue_at_update(obj.get("status") or {}, now)
     if at is not None:
         return CheckStep(CheckStepKind.REQUEUE_AT, requeue_at=at)

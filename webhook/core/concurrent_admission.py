@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants
+from webhook.api import objects as o
 
 __all__ = [
     "allowed_flavors",
@@ -33,17 +34,13 @@ def parse_csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",")]
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def is_parent(obj: Mapping[str, Any]) -> bool:
     """Labelled as the parent of variants (`IsParent`)."""
-    return (_meta(obj).get("labels") or {}).get(constants.CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+    return (o.meta(obj).get("labels") or {}).get(constants.CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
 
 
 def _parent_ref(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    for ref in _meta(obj).get("ownerReferences") or ():
+    for ref in o.meta(obj).get("ownerReferences") or ():
         if ref.get("kind") == "Workload" and ref.get("apiVersion") == constants.V1BETA2:
             return ref  # type: ignore[no-any-return]
     return {}
@@ -66,7 +63,7 @@ def is_variant(obj: Mapping[str, Any]) -> bool:
 
 def allowed_flavors(obj: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The flavors the annotation allows, None without the annotation (every flavor allowed)."""
-    value = (_meta(obj).get("annotations") or {}).get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)
+    value = (o.meta(obj).get("annotations") or {}).get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)
     return None if value is None else tuple(parse_csv(str(value)))
 
 

@@ -485,7 +485,7 @@ class AdmissionCore:
             if d is not None:
                 result.decisions.append(d)
 
-    def _queue_state_decision(self, wl: WorkloadInfo, act: queue_state.Action) -> Decision | None:
+    def _queue_state_decision(self, wl: WorkloadInfo, act: queue_state.QueueAction) -> Decision | None:
         kind, args = act.kind, (wl.key, wl.uid, act.cluster_queue, act.reason, act.message)
         if kind == queue_state.ActionKind.EVICT:
             if wl.key in self._evicting:

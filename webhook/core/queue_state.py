@@ -33,7 +33,7 @@ from webhook.core.cache import Cache
 from webhook.core.model import StopPolicy
 from webhook.core.workload import WorkloadInfo
 
-__all__ = ["Action", "ActionKind", "queue_state_action"]
+__all__ = ["ActionKind", "QueueAction", "queue_state_action"]
 
 
 class ActionKind(Enum):
@@ -43,7 +43,7 @@ class ActionKind(Enum):
     UNSET_RESERVATION = "UnsetReservation"
 
 
-class Action(NamedTuple):
+class QueueAction(NamedTuple):
     kind: ActionKind
     cluster_queue: str
     reason: str
@@ -55,7 +55,7 @@ def _requeued_false_by(wl: WorkloadInfo, reason: EvictionReason) -> bool:
     return c is not None and c.status == "False" and c.reason == reason
 
 
-def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> Action | None:
+def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> QueueAction | None:
     """The one write the workload controller would make for `wl` now, if any (see module docstring)."""
     lq = cache.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     lq_stop = lq.stop_policy if lq is not None else StopPolicy.NONE
@@ -65,9 +65,9 @@ def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> Ac
     cq_stop = cq.spec.stop_policy if cq is not None else StopPolicy.NONE
 
     if routed and _requeued_false_by(wl, EvictionReason.LOCAL_QUEUE_STOPPED):
-        return Action(ActionKind.REQUEUE, cq_name, RequeuedReason.LOCAL_QUEUE_RESTARTED, constants.MSG_LOCAL_QUEUE_RESTARTED)
+        return QueueAction(ActionKind.REQUEUE, cq_name, RequeuedReason.LOCAL_QUEUE_RESTARTED, constants.MSG_LOCAL_QUEUE_RESTARTED)
     if cq is not None and cq_stop == StopPolicy.NONE and _requeued_false_by(wl, EvictionReason.CLUSTER_QUEUE_STOPPED):
-        return Action(ActionKind.REQUEUE, cq_name, RequeuedReason.CLUSTER_QUEUE_RESTARTED, constants.MSG_CLUSTER_QUEUE_RESTARTED)
+        return QueueAction(ActionKind.REQUEUE, cq_name, RequeuedReason.CLUSTER_QUEUE_RESTARTED, constants.MSG_CLUSTER_QUEUE_RESTARTED)
 
     if not reserving:
         return _blocker(wl, cache, lq_stop=lq_stop, cq_name=cq_name if cq is not None else "")
@@ -75,18 +75,18 @@ def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> Ac
     held_in = wl.admission_cluster_queue
     if wl.is_admitted:
         if lq_stop == StopPolicy.HOLD_AND_DRAIN and not wl.is_evicted:
-            return Action(ActionKind.EVICT, held_in, EvictionReason.LOCAL_QUEUE_STOPPED, constants.MSG_LOCAL_QUEUE_STOPPED)
+            return QueueAction(ActionKind.EVICT, held_in, EvictionReason.LOCAL_QUEUE_STOPPED, constants.MSG_LOCAL_QUEUE_STOPPED)
         if cq_stop == StopPolicy.HOLD_AND_DRAIN and not wl.is_evicted:
-            return Action(ActionKind.EVICT, held_in, EvictionReason.CLUSTER_QUEUE_STOPPED, constants.MSG_CLUSTER_QUEUE_STOPPED)
+            return QueueAction(ActionKind.EVICT, held_in, EvictionReason.CLUSTER_QUEUE_STOPPED, constants.MSG_CLUSTER_QUEUE_STOPPED)
         return None
     if lq is not None and lq_stop != StopPolicy.NONE:
-        return Action(ActionKind.UNSET_RESERVATION, held_in, PendingReason.SUSPENDED, f"LocalQueue {wl.queue_name} is stopped")
+        return QueueAction(ActionKind.UNSET_RESERVATION, held_in, PendingReason.SUSPENDED, f"LocalQueue {wl.queue_name} is stopped")
     if cq is not None and cq_stop != StopPolicy.NONE:
-        return Action(ActionKind.UNSET_RESERVATION, held_in, PendingReason.SUSPENDED, f"ClusterQueue {cq_name} is stopped")
+        return QueueAction(ActionKind.UNSET_RESERVATION, held_in, PendingReason.SUSPENDED, f"ClusterQueue {cq_name} is stopped")
     return None
 
 
-def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: str) -> Action | None:
+def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: str) -> QueueAction | None:
     """QuotaReserved=False for a pending workload behind a stopped LocalQueue or inactive ClusterQueue."""
     if lq_stop != StopPolicy.NONE:
         message = f"LocalQueue {wl.queue_name} is inactive"
@@ -97,4 +97,4 @@ def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: st
     cur = wl.conditions.get(constants.WorkloadCondition.QUOTA_RESERVED)
     if cur is not None and cur.status == "False" and cur.reason == PendingReason.SUSPENDED and cur.message == message:
         return None
-    return Action(ActionKind.BLOCKED, cq_name, PendingReason.SUSPENDED, message)
+    return QueueAction(ActionKind.BLOCKED, cq_name, PendingReason.SUSPENDED, message)

@@ -18,12 +18,12 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
-Workloads (`status.admission`) is in the cache before anything new is admitted (§6.4).
+Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
+runnable added in `setupScheduler` of `cmd/kueue/main.go`, starts only after the caches sync).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -31,11 +31,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, assert_never
 
 from webhook import kube as k
 from webhook.api import constants as c
-from webhook.config import Configuration
+from webhook.api import objects as o
+from webhook.config import Configuration, Feature
 from webhook.core import conditions
 from webhook.core.admission_checks import reset_on_eviction
 from webhook.core.conditions import ConditionValue
@@ -55,14 +56,19 @@ from webhook.core.cycle import (
 )
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
+from webhook.worker import messages as msg
+from webhook.worker.finalizers import Finalizers
+from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers import pod as pods
+from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
-from webhook.worker.status import find_condition, is_true, set_condition, update_status
+from webhook.worker.status import set_condition
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
+from webhook.worker.writers import Call, StatusWrite, Writer
 
 __all__ = ["POD_RESOURCE", "RESOURCES", "Manager", "Resource"]
 
@@ -103,29 +109,25 @@ RESOURCES: tuple[Resource, ...] = (
 POD_RESOURCE = Resource("pods", "v1", pods.LABEL_SELECTOR)  # watched when the pod integration is on
 
 
-@dataclass(frozen=True, slots=True)
-class StatusWrite:
-    """One change to an object's status; writes for one object are merged into one PUT."""
-
-    kind: str
-    path: str
-    mutate: Callable[[dict[str, Any], Mapping[str, Any]], None]
-    on_failure: Callable[[], None] | None = None
-    on_success: Callable[[], None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """A write that is not a status change (e.g. a finalizer patch), run in the writer thread."""
-
-    fn: Callable[[], None]
-
-
 QueueRoutes = tuple[dict[str, str], dict[str, bool]]
 
 
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
     return {key: val for key, val in meta.items() if key not in ("resourceVersion", "managedFields")}
+
+
+def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
+    """(kind, object) a core message is about, for the log."""
+    match message:
+        case msg.Watched(kind, _, obj):
+            return kind, object_key(obj)
+        case msg.Synced():
+            return "synced", None
+        case msg.AdmissionFailed(key):
+            return "admission_failed", key
+        case msg.WriteFailed(key):
+            return "write_failed", key
+    assert_never(message)
 
 
 def _gen(obj: Mapping[str, Any]) -> int:
@@ -146,9 +148,9 @@ class Manager:
         wfpr = config.wait_for_pods_ready
         block = wfpr is not None and wfpr.block_admission
         by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
-        recompute = config.feature_enabled("RecomputeAssignmentUponPreemptionTargetsOverlap")
-        concurrent = config.feature_enabled("ConcurrentAdmission")
-        elastic = config.feature_enabled("ElasticJobsViaWorkloadSlices")
+        recompute = config.feature_enabled(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
+        concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
+        elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
                             requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent,
@@ -158,23 +160,26 @@ class Manager:
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
-        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready,
-                                  requeue_after=lambda key, delay: self.job_queue.add_after(key, delay))
+        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
         # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)
-        self._core_q: queue.Queue[tuple[str, str, Any]] = queue.Queue()
-        self.job_queue: WorkQueue[object] = WorkQueue("jobs", self.jobs.reconcile, workers=4, stop=stop)
+        self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
-        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled("ShortWorkloadNames")) \
+        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
+        # Every reconciler sees every watch event and starts once the caches are synced.
+        self.reconcilers: tuple[Reconciler, ...] = (
+            self.jobs, self.workloads, *(r for r in (self.pods, self.variants) if r is not None))
+        self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
+        self.queue_status = QueueStatusPublisher(self.core, self.store, self.writes)
+        self.finalizers = Finalizers(kube, self.core, self.store, self.writes)
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
-        self._published: dict[str, Any] = {}
         # Workloads whose Admit write is queued or in flight (core thread only). Until an event shows
         # the reservation (or the write fails), any non-reserving event for them is an *older*
         # version, typically our own earlier Pending write landing late; see `_feed`.
@@ -206,7 +211,7 @@ class Manager:
         def on_synced() -> None:
             with self._synced_lock:
                 self._synced.add(res.kind)
-            self._core_q.put(("synced", res.kind, None))
+            self._core_q.put(msg.Synced(res.kind))
 
         query = {"labelSelector": res.label_selector} if res.label_selector else None
         k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced, query=query)
@@ -225,27 +230,12 @@ class Manager:
                 return  # older than what a writer already stored
         if etype != "DELETED":
             self._admission_check_side_effects(kind, obj, old_queue)
-        if self.variants is not None:
-            if kind == "workloads":
-                self.variants.on_workload(obj)
-            elif kind == "clusterqueues" and etype != "DELETED":
-                self.variants.on_cluster_queue(old_queue, obj)
         if kind == "workloads":
             self._observe_workload(etype, obj)
-        if self.pods is not None:
-            self.pods.on_event(kind, etype, obj)
-            if kind == "pods":
-                return  # the core never sees pods, only their Workloads
-        self._core_q.put((kind, etype, obj))
-        if kind == "jobs":
-            self.job_queue.add(object_key(obj))
-        elif kind == "workloads":
-            if etype != "DELETED":
-                self.workloads.add(object_key(obj))
-            meta = obj.get("metadata") or {}
-            for ref in meta.get("ownerReferences") or ():
-                if ref.get("controller") and ref.get("kind") == "Job":
-                    self.job_queue.add(f"{meta.get('namespace')}/{ref.get('name')}")
+        for reconciler in self.reconcilers:
+            reconciler.on_event(kind, etype, obj, old_queue)
+        if kind != "pods":  # the core never sees pods, only their Workloads
+            self._core_q.put(msg.Watched(kind, etype, obj))
 
     def _observe_workload(self, etype: str, obj: dict[str, Any]) -> None:
         """Report status transitions between two watch events of a Workload (the update handler's
@@ -272,20 +262,28 @@ class Manager:
         self.writes.add(f"workloadpriorityclasses/{name}", Call(sync))
 
     # == the core thread ==========================================================================
-    def _feed(self, kind: str, etype: str, obj: Any, now: datetime) -> None:
+    def _admission_failed(self, key: str, now: datetime) -> None:
+        self._admitting.discard(key)
+        self.core.admission_failed(WorkloadKey(key), now)
+        latest = self.store.get("workloads", key)
+        if latest is not None:  # events skipped while the write was in flight: requeue the newest copy
+            self.core.on_workload(latest, now)
+
+    def _apply(self, message: msg.CoreMessage, now: datetime) -> None:
+        match message:
+            case msg.Watched(kind, etype, obj):
+                self._feed(kind, etype, obj, now)
+            case msg.AdmissionFailed(key):
+                self._admission_failed(key, now)
+            case msg.WriteFailed(key):
+                self.core.write_failed(WorkloadKey(key))
+            case msg.Synced():
+                pass
+            case _:
+                assert_never(message)
+
+    def _feed(self, kind: str, etype: str, obj: dict[str, Any], now: datetime) -> None:
         core = self.core
-        if kind == "admission_failed":
-            self._admitting.discard(obj)
-            core.admission_failed(WorkloadKey(obj), now)
-            latest = self.store.get("workloads", obj)
-            if latest is not None:  # events skipped while the write was in flight: requeue the newest copy
-                core.on_workload(latest, now)
-            return
-        if kind == "write_failed":
-            core.write_failed(WorkloadKey(obj))
-            return
-        if kind == "synced":
-            return
         meta = obj.get("metadata") or {}
         name, ns = str(meta.get("name", "")), str(meta.get("namespace", ""))
         deleted = etype == "DELETED"
@@ -327,7 +325,7 @@ class Manager:
                                     str((obj.get("spec") or {}).get("controllerName") or ""))
         elif kind == "workloads":
             key = f"{ns}/{name}"
-            if deleted or is_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
+            if deleted or o.is_condition_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
                 self._admitting.discard(key)
             elif key in self._admitting:
                 # The core assumed this reservation and our Admit write has not been seen yet, so this
@@ -340,8 +338,8 @@ class Manager:
                 return
             core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
 
-    def _drain(self, timeout: float) -> list[tuple[str, str, Any]]:
-        batch: list[tuple[str, str, Any]] = []
+    def _drain(self, timeout: float) -> list[msg.CoreMessage]:
+        batch: list[msg.CoreMessage] = []
         try:
             batch.append(self._core_q.get(timeout=timeout))
             while True:
@@ -368,17 +366,20 @@ class Manager:
             now = datetime.now(UTC)
             touched: set[str] = set()
             queues_changed = False
-            for kind, etype, obj in batch:
+            for message in batch:
                 try:
-                    self._feed(kind, etype, obj, now)
+                    self._apply(message, now)
                 except Exception:
-                    log.exception("core rejected an event", extra={"kind": kind, "object": object_key(obj) if isinstance(obj, dict) else obj})
-                if kind == "synced":
-                    fed_synced.add(etype)
-                if kind == "workloads" and etype != "DELETED":
-                    touched.add(object_key(obj))
-                elif kind in ("clusterqueues", "localqueues", "resourceflavors", "cohorts", "admissionchecks", "synced"):
-                    queues_changed = True
+                    kind, subject = _subject(message)
+                    log.exception("core rejected an event", extra={"kind": kind, "object": subject})
+                match message:
+                    case msg.Synced(kind):
+                        fed_synced.add(kind)
+                        queues_changed = True
+                    case msg.Watched("workloads", etype, obj) if etype != "DELETED":
+                        touched.add(object_key(obj))
+                    case msg.Watched("clusterqueues" | "localqueues" | "resourceflavors" | "cohorts" | "admissionchecks"):
+                        queues_changed = True
             # The informers' synced set flips before their last listed events are drained here: schedule
             # only once every list was fed, or a new leader admits before it has seen all reservations.
             with self._synced_lock:
@@ -395,12 +396,8 @@ class Manager:
                 rebuilt = True
                 for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
                     self._sync_priorities(object_key(wpc))
-                self.job_queue.start()
-                self.workloads.start()
-                if self.pods is not None:
-                    self.pods.start()
-                if self.variants is not None:
-                    self.variants.start()
+                for reconciler in self.reconcilers:
+                    reconciler.start()
                 log.info("caches synced, scheduling", extra={
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})
@@ -452,7 +449,7 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
 
         def failed() -> None:
-            self._core_q.put(("admission_failed", "", key))
+            self._core_q.put(msg.AdmissionFailed(key))
 
         replaced = d.replaces
         succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
@@ -479,13 +476,13 @@ class Manager:
         key = str(old.key)
         conds = [cv.to_api(now) for cv in old.conditions]
         wl = self.store.get("workloads", key)
-        if wl is None or is_true(wl, c.WorkloadCondition.FINISHED):
+        if wl is None or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
             return
 
         finished_here = [False]  # by the last attempt of the write
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            finished_here[0] = (find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
+            finished_here[0] = (o.find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
             if not finished_here[0]:
                 return  # finished meanwhile (e.g. by the Job reconciler): nothing to record
             for cond in conds:
@@ -521,7 +518,7 @@ class Manager:
     # -- queue-state decisions (stopPolicy, activity; `workload_controller.go`) --------------------
     def _write_failed(self, key: str) -> Callable[[], None]:
         def failed() -> None:
-            self._core_q.put(("write_failed", "", key))
+            self._core_q.put(msg.WriteFailed(key))
 
         return failed
 
@@ -537,7 +534,7 @@ class Manager:
                 set_condition(status, cond, now, _gen(obj))
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
-            if is_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+            if o.is_condition_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
                 set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
                                        "reason": d.reason, "message": d.message}, now, _gen(obj))
             for gate in status.get("preemptionGates") or ():
@@ -589,7 +586,7 @@ class Manager:
         cache = self.core.cache
         candidates = self.store.list("workloads") if keys is None else [w for key in keys if (w := self.store.get("workloads", key))]
         for wl in candidates:
-            if is_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or is_true(wl, c.WorkloadCondition.FINISHED):
+            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
                 continue
             meta, spec = wl["metadata"], wl.get("spec") or {}
             if meta.get("deletionTimestamp") or spec.get("active") is False:
@@ -613,14 +610,14 @@ class Manager:
         wl = self.store.get("workloads", key)
         if wl is None:
             return
-        current = find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+        current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
         qr = pending[0]
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (qr.status, qr.reason, qr.message):
             return
         conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            if (find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
+            if (o.find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
                 return  # reserved meanwhile: a stale pending report
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
@@ -631,139 +628,26 @@ class Manager:
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
 
+    # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:
-        if not self.holds_lease():
-            # Everything in hand may predate a takeover; the process ends with its leadership and
-            # the next leader recomputes from the API.
-            log.error("leader lease not held; dropping writes and stopping", extra={"object": key, "writes": len(queued)})
-            self.stop.set()
-            return
-        for call in queued:
-            if isinstance(call, Call):
-                call.fn()
-        items = [w for w in queued if isinstance(w, StatusWrite)]
-        if not items:
-            return
-        first = items[0]
+        self.writer.write(key, queued)
 
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for item in items:
-                item.mutate(status, obj)
-
-        try:
-            written = update_status(self.kube, self.store, first.kind, first.path, mutate)
-        except k.KubeError as exc:
-            log.warning("status write failed", extra={"object": key, "error": str(exc)})
-            for item in items:
-                if item.on_failure is not None:
-                    item.on_failure()
-            return
-        if written is not None:
-            for item in items:
-                if item.on_success is not None:
-                    item.on_success()
-
-    # == queue status and resource-in-use finalizers ============================================
     def _publish_queue_status(self, now: datetime) -> None:
-        for name in sorted(self.core.cache.cluster_queues):
-            self._publish(f"clusterqueues/{name}", "clusterqueues", k.object_path(c.V1BETA2, "clusterqueues", None, name),
-                          self.core.cluster_queue_status(name), now, optional=("fairSharing",))
-        for key in sorted(self.core.cache.local_queues):
-            ns, name = key.split("/", 1)
-            self._publish(f"localqueues/{key}", "localqueues", k.object_path(c.V1BETA2, "localqueues", ns, name),
-                          self.core.local_queue_status(ns, name), now)
-        # Cohort objects (`cohort_controller.go`): only fairSharing, removed when fair sharing is off.
-        for cohort in self.store.list("cohorts"):
-            name = cohort["metadata"]["name"]
-            if name in self.core.cache.forest.cohorts:
-                self._publish(f"cohorts/{name}", "cohorts", k.object_path(c.V1BETA2, "cohorts", None, name),
-                              self.core.cohort_status(name), now, optional=("fairSharing",))
-        self._release_finalizers()
-
-    def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime,
-                 *, optional: Sequence[str] = ()) -> None:
-        """Write `computed` into the object's status when it changed; `optional` fields absent from
-        `computed` are removed (upstream sets them to nil, e.g. fairSharing without fair sharing)."""
-        if self._published.get(key) == computed:
-            return
-        self._published[key] = computed
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for field_name in optional:
-                if field_name not in computed:
-                    status.pop(field_name, None)
-            for field_name, value in computed.items():
-                if field_name != "conditions":
-                    status[field_name] = value
-            for cond in computed.get("conditions") or ():
-                set_condition(status, cond, now, _gen(obj))
-
-        def failed() -> None:
-            self._published.pop(key, None)
-
-        self.writes.add(key, StatusWrite(kind, path, mutate, failed))
-
-    def _release_finalizers(self) -> None:
-        for cq in self.store.list("clusterqueues"):
-            meta = cq["metadata"]
-            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()):
-                node = self.core.cache.cluster_queues.get(meta["name"])
-                if node is None or not node.workloads:
-                    self._remove_finalizer("clusterqueues", cq, k.object_path(c.V1BETA2, "clusterqueues", None, meta["name"]))
-        used = {fq for cq in self.store.list("clusterqueues") for rg in (cq.get("spec") or {}).get("resourceGroups") or ()
-                for fq in (f.get("name") for f in rg.get("flavors") or ())}
-        for rf in self.store.list("resourceflavors"):
-            meta = rf["metadata"]
-            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()) and meta["name"] not in used:
-                self._remove_finalizer("resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"]))
-        deleting = [ac for ac in self.store.list("admissionchecks") if ac["metadata"].get("deletionTimestamp")]
-        checks_used = admission_checks.checks_in_use(self.store.list("clusterqueues")) if deleting else set()
-        for ac in deleting:
-            self._sync_check_finalizer(ac, checks_used)
-
-    def _remove_finalizer(self, kind: str, obj: Mapping[str, Any], path: str) -> None:
-        meta = obj["metadata"]
-        fins = [f for f in meta.get("finalizers") or () if f != c.RESOURCE_IN_USE_FINALIZER]
-
-        def remove() -> None:
-            # A guarded PUT, not a PATCH: upstream's role grants these kinds `update` only.
-            body = {**obj, "metadata": {**meta, "finalizers": fins}}
-            if not fins:
-                del body["metadata"]["finalizers"]
-            try:
-                self.kube.replace(path, body)
-                log.info("released resource-in-use finalizer", extra={"object": meta["name"], "kind": kind})
-            except (k.NotFound, k.Conflict):
-                pass
-
-        self.writes.add(f"{kind}/{meta['name']}/finalizer", Call(remove))
+        self.queue_status.publish(now)
+        self.finalizers.release()
 
     # == AdmissionChecks (`admissioncheck_controller.go`, the queue handlers of `workload_controller.go`) ==
     def _admission_check_side_effects(self, kind: str, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:
         """The AdmissionCheck's finalizer; Workloads whose required checks a queue change (`old` is
         the queue's previous version) may alter go to the workload controller."""
         if kind == "admissionchecks":
-            self._sync_check_finalizer(obj, admission_checks.checks_in_use(self.store.list("clusterqueues")))
+            self.finalizers.sync_check_finalizer(obj, admission_checks.checks_in_use(self.store.list("clusterqueues")))
         elif kind == "clusterqueues" and admission_checks.checks_changed(old, obj):
             for key in admission_checks.workloads_routed_to(self.store, cluster_queue=obj["metadata"]["name"]):
                 self.workloads.add(key)
         elif kind == "localqueues" and (old is None or (old.get("spec") or {}).get("clusterQueue") != (obj.get("spec") or {}).get("clusterQueue")):
             for key in admission_checks.workloads_routed_to(self.store, local_queue=object_key(obj)):
                 self.workloads.add(key)
-
-    def _sync_check_finalizer(self, ac: Mapping[str, Any], in_use: set[str]) -> None:
-        new = admission_checks.finalized(ac, in_use)
-        if new is None:
-            return
-        name = ac["metadata"]["name"]
-
-        def write() -> None:
-            with contextlib.suppress(k.NotFound, k.Conflict):  # gone, or changed: its next event decides again
-                self.store.put("admissionchecks", self.kube.replace(k.object_path(c.V1BETA2, "admissionchecks", None, name), new))
-                log.info("resource-in-use finalizer", extra={"object": name, "kind": "admissionchecks",
-                                                             "decision": "Added" if c.RESOURCE_IN_USE_FINALIZER in new["metadata"]["finalizers"] else "Released"})
-
-        self.writes.add(f"admissionchecks/{name}/finalizer", Call(write))
 
     def _admitted_by_checks(self, wl: Mapping[str, Any], waited: float, now: datetime) -> None:
         """Admission metrics of a Workload the workload controller admitted once its checks were Ready."""

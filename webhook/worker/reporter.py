@@ -26,12 +26,12 @@ from prometheus_client import Gauge
 
 from webhook import metrics as m
 from webhook.api import constants as c
-from webhook.config import Configuration
+from webhook.api import objects as o
+from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission, fair_sharing
 from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
-from webhook.worker.status import find_condition
 
 __all__ = ["ROLE", "MetricsReporter", "WorkloadState", "execution_seconds", "priority_class", "queued_since", "workload_created", "workload_status"]
 
@@ -47,7 +47,7 @@ def _parse_time(text: object) -> datetime | None:
 def queued_since(wl: Mapping[str, Any], default: datetime) -> datetime:
     """Creation, or the last Requeued=True transition if later (`workload.QueuedWaitTime`)."""
     created = _parse_time((wl.get("metadata") or {}).get("creationTimestamp")) or default
-    requeued = find_condition(wl, c.WorkloadCondition.REQUEUED)
+    requeued = o.find_condition(wl, c.WorkloadCondition.REQUEUED)
     if requeued is not None and requeued.get("status") == "True":
         at = _parse_time(requeued.get("lastTransitionTime"))
         if at is not None and at > created:
@@ -60,11 +60,11 @@ def _pods_ready_to_evicted(wl: Mapping[str, Any], now: datetime) -> float | None
     when the pods are not ready. The Evicted transition is the one on `wl` when it is already True
     there (an eviction keeps the time of the first one while the condition stays True), else `now`,
     the time the eviction being written gets."""
-    ready = find_condition(wl, c.WorkloadCondition.PODS_READY)
+    ready = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
     ready_at = _parse_time(ready.get("lastTransitionTime")) if ready is not None and ready.get("status") == "True" else None
     if ready_at is None:
         return None
-    evicted = find_condition(wl, c.WorkloadCondition.EVICTED)
+    evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
     evicted_at = _parse_time(evicted.get("lastTransitionTime")) if evicted is not None and evicted.get("status") == "True" else None
     return max(0.0, ((evicted_at or now) - ready_at).total_seconds())
 
@@ -85,15 +85,15 @@ def workload_status(wl: Mapping[str, Any]) -> str:
     """finished, admitted, quotaReserved or pending (upstream `workload.Status`)."""
     for ctype, name in ((c.WorkloadCondition.FINISHED, "finished"), (c.WorkloadCondition.ADMITTED, "admitted"),
                         (c.WorkloadCondition.QUOTA_RESERVED, "quotaReserved")):
-        if (find_condition(wl, ctype) or {}).get("status") == "True":
+        if (o.find_condition(wl, ctype) or {}).get("status") == "True":
             return name
     return "pending"
 
 
 def execution_seconds(wl: Mapping[str, Any]) -> float | None:
     """Admitted → Finished, plus `accumulatedPastExecutionTimeSeconds` (`TotalExecutionTime`)."""
-    admitted = find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
-    finished = find_condition(wl, c.WorkloadCondition.FINISHED) or {}
+    admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
+    finished = o.find_condition(wl, c.WorkloadCondition.FINISHED) or {}
     if admitted.get("status") != "True" or finished.get("status") != "True":
         return None
     start, end = _parse_time(admitted.get("lastTransitionTime")), _parse_time(finished.get("lastTransitionTime"))
@@ -169,10 +169,10 @@ class MetricsReporter:
 
     def __init__(self, config: Configuration) -> None:
         self.cq_resources = config.metrics.enable_cluster_queue_resources
-        self.local_queues = config.feature_enabled("LocalQueueMetrics") and config.metrics.local_queue_metrics.enable
-        self.cohorts = config.feature_enabled("MetricsForCohorts")
-        self.unadmitted = config.feature_enabled("UnadmittedWorkloadsObservability")
-        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
+        self.local_queues = config.feature_enabled(Feature.LOCAL_QUEUE_METRICS) and config.metrics.local_queue_metrics.enable
+        self.cohorts = config.feature_enabled(Feature.METRICS_FOR_COHORTS)
+        self.unadmitted = config.feature_enabled(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY)
+        self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         self._evicted_once: set[tuple[str, str, str]] = set()
         self._preemption_skips: dict[str, int] = {}
         # (cluster_queue, cohort) -> share: the last reported, and those of deleted ClusterQueues, which
@@ -266,7 +266,7 @@ class MetricsReporter:
         """PodsReady turned True/Started: time since queued and since admitted (`reconciler.go` step 5)."""
         status = wl.get("status") or {}
         cq = str((status.get("admission") or {}).get("clusterQueue") or "")
-        admitted = find_condition(wl, c.WorkloadCondition.ADMITTED)
+        admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED)
         admitted_at = _parse_time((admitted or {}).get("lastTransitionTime")) or ready_at
         pc = priority_class(wl)
         queued = max(0.0, (ready_at - queued_since(wl, ready_at)).total_seconds())
@@ -315,7 +315,7 @@ class MetricsReporter:
         if after == "finished" and before.status != "finished":
             self._finished(new)
         if before.status in ("quotaReserved", "admitted") and after == "pending" and before.cluster_queue:
-            evicted = find_condition(new, c.WorkloadCondition.EVICTED)
+            evicted = o.find_condition(new, c.WorkloadCondition.EVICTED)
             at = _parse_time((evicted or {}).get("lastTransitionTime"))
             if evicted is not None and evicted.get("status") == "True" and at is not None:
                 m.WORKLOAD_EVICTION_LATENCY.labels(before.cluster_queue, str(evicted.get("reason") or ""), ROLE).observe(
@@ -410,9 +410,9 @@ class MetricsReporter:
                 continue
             if status == "admitted" or meta.get("deletionTimestamp") or not cq:
                 continue
-            admitted = find_condition(wl, c.WorkloadCondition.ADMITTED)
+            admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED)
             reason = str(admitted.get("reason") or "") if admitted is not None else "NoReservation"
-            reserved = find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+            reserved = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
             cause = "PendingEvaluation" if reserved is None else "" if reserved.get("status") == "True" else str(reserved.get("reason") or "")
             unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
             if lq is not None:

@@ -14,28 +14,17 @@ from datetime import datetime
 from typing import Any
 
 from webhook import kube as k
+from webhook.api import objects as o
 from webhook.api.constants import MSG_NO_RESERVATION, AdmittedReason, WorkloadCondition
 from webhook.worker.store import Store
 
-__all__ = ["accumulate_admitted_time", "find_condition", "is_true", "remove_condition", "set_condition", "unset_quota_reservation", "update_status"]
+__all__ = ["accumulate_admitted_time", "remove_condition", "set_condition", "unset_quota_reservation", "update_status"]
 
 log = logging.getLogger(__name__)
 
 
 def _time(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def find_condition(obj: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c.get("type") == ctype:
-            return c  # type: ignore[no-any-return]
-    return None
-
-
-def is_true(obj: Mapping[str, Any], ctype: str) -> bool:
-    c = find_condition(obj, ctype)
-    return c is not None and c.get("status") == "True"
 
 
 def set_condition(status: dict[str, Any], cond: Mapping[str, Any], now: datetime, generation: int | None = None) -> None:
@@ -59,7 +48,7 @@ def set_condition(status: dict[str, Any], cond: Mapping[str, Any], now: datetime
 def accumulate_admitted_time(status: dict[str, Any], now: datetime) -> None:
     """Admitted is about to turn False (`SyncAdmittedCondition`): the time since it turned True is
     added to `accumulatedPastExecutionTimeSeconds` (whole seconds, truncated)."""
-    admitted = find_condition({"status": status}, WorkloadCondition.ADMITTED)
+    admitted = o.find_condition({"status": status}, WorkloadCondition.ADMITTED)
     if admitted is None or admitted.get("status") != "True" or not admitted.get("lastTransitionTime"):
         return
     elapsed = int((now - datetime.fromisoformat(str(admitted["lastTransitionTime"]))).total_seconds())

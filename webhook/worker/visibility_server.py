@@ -30,7 +30,7 @@ from typing import Any
 from webhook import kube as k
 from webhook import tls
 from webhook.api import constants as c
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.core import model
 from webhook.core.pending_order import PendingOrder, Positioned, pending_workload
 from webhook.core.workload import WorkloadKey
@@ -171,7 +171,7 @@ def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: t
 
     The serving certificate is the webhook's (re-read when it rotates), or a self-signed one when
     there is none, as upstream's server makes one; a taken port is logged, not fatal."""
-    if not config.feature_enabled("VisibilityOnDemand"):
+    if not config.feature_enabled(Feature.VISIBILITY_ON_DEMAND):
         return None
     if tls.has_cert(cert_dir):
         ctx = tls.server_context(cert_dir)

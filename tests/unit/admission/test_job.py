@@ -205,3 +205,25 @@ def test_disabled_integration_allows_everything(make_driver: Any) -> None:
                     "integrations:\n  frameworks: [pod]\n")
     assert d.denial(VALIDATE, make_job(labels={Q: "Bad_Name"})) is None
     assert d.mutate(MUTATE, make_job(labels={Q: "q"}))["spec"]["suspend"] is False
+
+
+GATE_OFF = ("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+            "featureGates: {WorkloadIdentifierAnnotations: false}\n")
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def test_prebuilt_name_is_the_workers_with_identifier_annotations_off(make_driver: Any) -> None:
+    """With the gate off, label `a` names the prebuilt Workload even beside a 70-character
+    annotation (`PrebuiltWorkloadNameFor`, which upstream's `validateUpdateForPrebuiltWorkload`
+    compares), so changing only that annotation on a running Job changes nothing."""
+    from webhook.config import parse
+    from webhook.worker.reconcilers import job as worker_job
+
+    d = make_driver(GATE_OFF)
+    old = running(make_job(labels={PREBUILT: "a"}, annotations={PREBUILT: "x" * 70}))
+    new = running(make_job(labels={PREBUILT: "a"}, annotations={PREBUILT: "y" * 70}))
+    assert d.denial(VALIDATE, new, old=old) is None
+    assert worker_job.prebuilt_workload_name(new, parse(GATE_OFF)) == "a"
+    renamed = running(make_job(labels={PREBUILT: "b"}, annotations={PREBUILT: "y" * 70}))
+    assert d.denial(VALIDATE, renamed, old=old) == (
+        f'metadata.annotations[{PREBUILT}]: Invalid value: "b": field is immutable')

@@ -12,7 +12,7 @@ import pytest
 from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
 from webhook.core import admission_checks as ac
 from webhook.core.model import parse_cluster_queue
-from webhook.core.pods_ready import Policy, Step, StepKind
+from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
 
 
 def checked_cq(*rules: dict[str, Any]) -> dict[str, Any]:
@@ -144,7 +144,7 @@ def test_admitted_follows_the_check_states(states: tuple[str, str], admitted: bo
         wl["status"]["conditions"] = [c for c in wl["status"]["conditions"] if c["type"] != "Admitted"]
     step = ac.workload_step(wl, CQ, None, NOW)
     if want is None:
-        assert step == Step(StepKind.NONE)
+        assert step == PodsReadyStep(StepKind.NONE)
     else:
         assert isinstance(step, ac.CheckStep) and step.kind == ac.CheckStepKind.ADMITTED and step.condition is not None
         assert (step.condition.status, step.condition.reason, step.condition.message) == want
@@ -152,7 +152,7 @@ def test_admitted_follows_the_check_states(states: tuple[str, str], admitted: bo
 
 def test_retry_evicts_with_upstreams_reason_and_message() -> None:
     step = ac.workload_step(reserved(check("all", "Retry", "busy"), check("on-a", "Ready"), admitted=False), CQ, None, NOW)
-    assert isinstance(step, Step) and step.kind == StepKind.EVICT
+    assert isinstance(step, PodsReadyStep) and step.kind == StepKind.EVICT
     assert (step.reason, step.message, step.event_reason) == (
         "AdmissionCheck", 'Evicted due to AdmissionCheck in Retry state: "all" (busy)', "EvictedDueToAdmissionCheck")
     assert [(c.type, c.status, c.reason) for c in step.conditions] == [("Evicted", "True", "AdmissionCheck")]
@@ -171,17 +171,17 @@ def test_a_retry_delay_is_written_first_and_holds_the_eviction_back() -> None:
     wl = reserved(check("all", "Retry", at=25, requeueAfterSeconds=10), check("on-a", "Ready"), admitted=False)
     assert ac.workload_step(wl, CQ, None, NOW) == ac.CheckStep(ac.CheckStepKind.REQUEUE_AT, requeue_at=T0 + timedelta(seconds=35))
     wl["status"]["requeueState"] = {"requeueAt": ts(35)}
-    assert ac.workload_step(wl, CQ, None, NOW) == Step(StepKind.RECHECK, recheck_at=T0 + timedelta(seconds=35))
+    assert ac.workload_step(wl, CQ, None, NOW) == PodsReadyStep(StepKind.RECHECK, recheck_at=T0 + timedelta(seconds=35))
     assert ac.workload_step(wl, CQ, None, T0 + timedelta(seconds=36)).kind == StepKind.EVICT
 
 
 def test_nothing_for_finished_or_already_evicted_workloads() -> None:
     wl = reserved(check("all", "Retry"), check("on-a", "Ready"), admitted=False)
     wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "AdmissionCheck", "message": "m", "lastTransitionTime": ts(1)})
-    assert ac.workload_step(wl, CQ, None, NOW) == Step(StepKind.NONE)
+    assert ac.workload_step(wl, CQ, None, NOW) == PodsReadyStep(StepKind.NONE)
     wl["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded", "message": "m", "lastTransitionTime": ts(2)})
     wl["status"]["admissionChecks"] = []
-    assert ac.workload_step(wl, CQ, None, NOW) == Step(StepKind.NONE)
+    assert ac.workload_step(wl, CQ, None, NOW) == PodsReadyStep(StepKind.NONE)
 
 
 def test_the_pods_ready_timeout_comes_after_the_checks() -> None:
@@ -190,12 +190,12 @@ def test_the_pods_ready_timeout_comes_after_the_checks() -> None:
     assert ac.workload_step(wl, CQ, policy, NOW).kind == StepKind.EVICT  # the PodsReady timeout
     wl["status"]["admissionChecks"][0]["state"] = "Retry"
     step = ac.workload_step(wl, CQ, policy, NOW)
-    assert isinstance(step, Step) and step.reason == "AdmissionCheck"
+    assert isinstance(step, PodsReadyStep) and step.reason == "AdmissionCheck"
 
 
 def test_without_a_cluster_queue_the_list_is_left_alone() -> None:
     wl = reserved(check("other", "Ready"), admitted=True)
-    assert ac.workload_step(wl, None, None, NOW) == Step(StepKind.NONE)
+    assert ac.workload_step(wl, None, None, NOW) == PodsReadyStep(StepKind.NONE)
 
 
 # == the scheduler at reservation =================================================================

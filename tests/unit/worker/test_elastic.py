@@ -73,8 +73,8 @@ def test_without_the_gate_a_job_gets_one_plain_workload() -> None:
 def test_scale_up_of_an_admitted_slice_creates_a_replacement_without_stopping_the_job() -> None:
     old = first_slice(2)
     p = plan(make_job(3, generation=2), [old])
-    assert [s.action for s in p.steps] == ["create", "event"]
-    new = p.steps[0].extra["workload"]
+    assert [s.name for s in p.steps] == ["create", "event"]
+    new = p.steps[0].body
     assert new["metadata"]["name"] == j.workload_name("name", "uid", extra="2")
     assert new["metadata"]["annotations"] == {c.ELASTIC_JOB: "true", c.WORKLOAD_SLICE_NAME: old["metadata"]["name"],
                                               c.WORKLOAD_SLICE_REPLACEMENT_FOR: f"ns/{old['metadata']['name']}"}
@@ -83,7 +83,7 @@ def test_scale_up_of_an_admitted_slice_creates_a_replacement_without_stopping_th
 
 def test_a_pending_replacement_leaves_the_running_job_alone() -> None:
     old = first_slice(2)
-    new = plan(make_job(3, generation=2), [old]).steps[0].extra["workload"]
+    new = plan(make_job(3, generation=2), [old]).steps[0].body
     new["metadata"].update(uid="uid-new", creationTimestamp="2025-01-01T00:00:05Z")
     assert plan(make_job(3, generation=2), [old, new]).steps == ()
 
@@ -91,15 +91,15 @@ def test_a_pending_replacement_leaves_the_running_job_alone() -> None:
 def test_scale_down_rewrites_the_admitted_slice_in_place() -> None:
     old = first_slice(4)
     p = plan(make_job(1, generation=2), [old])
-    assert [s.action for s in p.steps] == ["update_workload"]
-    assert p.steps[0].extra["spec"]["podSets"][0]["count"] == 1
+    assert [s.name for s in p.steps] == ["update_workload"]
+    assert p.steps[0].spec["podSets"][0]["count"] == 1
 
 
 def test_a_replaced_slice_still_unfinished_is_finished_by_the_job_reconciler() -> None:
     old = first_slice(2)
-    new = admit(plan(make_job(3, generation=2), [old]).steps[0].extra["workload"], 3, created="2025-01-01T00:00:05Z")
+    new = admit(plan(make_job(3, generation=2), [old]).steps[0].body, 3, created="2025-01-01T00:00:05Z")
     p = plan(make_job(3, generation=2), [old, new])
-    assert [(s.action, s.reason) for s in p.steps] == [("finish", "WorkloadSliceReplaced")]
+    assert [(s.name, s.reason) for s in p.steps] == [("finish", "WorkloadSliceReplaced")]
     assert p.steps[0].workload is old
 
 

@@ -190,9 +190,9 @@ def test_admission_gated_by_follows_the_job() -> None:
     wl = j.build_workload(gated, config=Configuration(), priority=j.Priority())
     assert wl["metadata"]["annotations"] == {"kueue.x-k8s.io/admission-gated-by": "example.com/gate"}
     p = j.plan(make_job(), [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None))
-    assert [(s.action, s.message) for s in p.steps] == [
+    assert [(s.name, s.message) for s in p.steps] == [
         ("update_gated_by", ""), ("event", 'Updated workload AdmissionGatedBy to ""')]
-    assert p.steps[0].extra == {"value": None}
+    assert p.steps[0].value is None
 
 
 def test_deactivated_workload_is_looked_at_again_when_its_retention_period_ends() -> None:
@@ -204,5 +204,5 @@ def test_deactivated_workload_is_looked_at_again_when_its_retention_period_ends(
                                        "message": "m", "lastTransitionTime": (now - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")})
     config = Configuration(object_retention_policies=ObjectRetentionPolicies(WorkloadRetentionPolicy(after_deactivated_by_kueue_s=120)))
     p = j.plan(job, [wl], namespace_labels=ns_labels(), config=config, now=now)
-    assert [s.action for s in p.steps] == ["stop", "clear_reservation"]
+    assert [s.name for s in p.steps] == ["stop", "clear_reservation"]
     assert p.requeue_after == 60

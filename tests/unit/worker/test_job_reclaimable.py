@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from tests.unit.worker.test_job import admitted_workload, make_job
+from webhook.api import jobs
 from webhook.config import Configuration
 from webhook.worker.reconcilers import job as j
 
@@ -34,7 +35,7 @@ def running(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
 def test_reclaimable_pods(spec: dict[str, Any], status: dict[str, Any], expected: list[dict[str, Any]]) -> None:
     job = running(spec, status)
     wl = admitted_workload(job)
-    wl["spec"]["podSets"][0]["count"] = j.pods_count(job)
+    wl["spec"]["podSets"][0]["count"] = jobs.pods_count(job)
     assert j.reclaimable_pods(job, wl) == expected
 
 
@@ -57,7 +58,7 @@ def test_plan_updates_reclaimable_pods_of_a_running_job_until_they_match() -> No
     wl = admitted_workload(job)
     wl["spec"]["podSets"][0]["count"] = 3
     p = plan_for(job, wl)
-    assert (p.action, p.extra) == ("update_reclaimable", {"reclaimablePods": [{"name": "main", "count": 2}]})
+    assert (p.action, p.steps[0].reclaimable_pods) == ("update_reclaimable", [{"name": "main", "count": 2}])
     wl["status"]["reclaimablePods"] = [{"name": "main", "count": 2}]
     assert plan_for(job, wl).action == "ignore"
     off = Configuration(feature_gates={"ReclaimablePods": False})

@@ -39,6 +39,7 @@ import pytest
 
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
+from webhook.api import jobs
 from webhook.config import (
     Configuration,
     Integrations,
@@ -1182,7 +1183,7 @@ T_NEW = {"key": "new-t-key", "operator": "Equal", "value": "new-t-val", "effect"
 
 def _admitted_with(job: dict[str, Any], *, assignments: Sequence[dict[str, Any]], **template_spec: Any) -> dict[str, Any]:
     """An admitted Workload whose podSet is the Job's original template (what stopping restores)."""
-    count = j.pods_count(job)
+    count = jobs.pods_count(job)
     wl = W().pod_sets(ps(count, **template_spec)).reserve("cq", *assignments).admitted().obj()
     if not assignments:
         wl["status"]["admission"]["podSetAssignments"] = []

@@ -262,7 +262,7 @@ def test_executor_removes_a_pod_finalizer_and_settles_a_missing_pod() -> None:
     ref_gone = a.ObjectRef("v1", "Pod", "ns", "gone", "uid-gone")
     ref_other = a.ObjectRef("v1", "Pod", "ns", "other", "uid-other")
     settled: list[str] = []
-    decision = a.Decision((a.RemoveFinalizer(ref_a, expected=True), a.RemoveFinalizer(ref_gone, expected=True),
+    decision = a.ReconcileResult((a.RemoveFinalizer(ref_a, expected=True), a.RemoveFinalizer(ref_gone, expected=True),
                            a.RemoveFinalizer(ref_other)))
     assert expected_uids(decision.actions) == {"uid-a", "uid-gone"}
     ex.run("group/ns/g", decision, now=NOW, settled=settled.append)
@@ -275,7 +275,7 @@ def test_executor_failure_is_retried_and_settles_the_rest() -> None:
     ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
     wl = a.ObjectRef("kueue.x-k8s.io/v1beta2", "Workload", "ns", "missing")
     settled: list[str] = []
-    decision = a.Decision((a.PatchWorkload(wl, {"spec": {}}), a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "x", "uid-x"), expected=True),
+    decision = a.ReconcileResult((a.PatchWorkload(wl, {"spec": {}}), a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "x", "uid-x"), expected=True),
                            a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "y", "uid-y"))))
     with pytest.raises(Retry, match="PatchWorkload") as info:
         ex.run("ns/x", decision, now=NOW, settled=settled.append)

@@ -719,7 +719,7 @@ def test_start_with_an_unknown_role_fails_to_start() -> None:
     pods = [gp().gated().annotation("kueue.x-k8s.io/role-hash", "other").obj()]
     got = ps.start_pods(pods, gwl().admitted(ROLE, 2).obj(), is_group=True, opts=OPTS, lookups=FLAVORS, now=NOW)
     message = "invalid podset infos: podSetInfo with the name 'other' is not found"
-    assert got == a.Decision((finished("test-group", "FailedToStart", message),), message)
+    assert got == a.ReconcileResult((finished("test-group", "FailedToStart", message),), message)
 
 
 def test_admission_check_pod_set_update_conflict() -> None:

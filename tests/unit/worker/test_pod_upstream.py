@@ -462,7 +462,7 @@ def run(case: Case) -> Outcome:
     errors: list[str] = []
     run_decision = rec.executor.run
 
-    def recording(key: str, decision: a.Decision, **kw: Any) -> None:
+    def recording(key: str, decision: a.ReconcileResult, **kw: Any) -> None:
         if decision.retry:  # upstream's reconcile returns no error for unretryable ones, it logs them
             errors.append(decision.error)
         run_decision(key, decision, **kw)

@@ -1,9 +1,9 @@
 """What a reconciler asks the worker to do: plain values, executed in order by the I/O layer.
 
 Reconcilers (`pod_group.py`, ...) are pure: they read objects as the API returns them and return a
-`Decision`. The worker's thin I/O layer runs `Decision.actions` in order, stopping at the first
+`ReconcileResult`. The worker's thin I/O layer runs `ReconcileResult.actions` in order, stopping at the first
 failed write (the object is then re-queued with backoff, as upstream's reconcile returns the error),
-and re-queues with backoff when `Decision.retry` is set even if every action succeeded.
+and re-queues with backoff when `ReconcileResult.retry` is set even if every action succeeded.
 
 Action kinds and how to execute them (upstream behaviour in brackets):
 
@@ -47,7 +47,6 @@ from webhook.api import constants as c
 __all__ = [
     "Action",
     "CreateWorkload",
-    "Decision",
     "DeletePod",
     "DeleteWorkload",
     "Event",
@@ -55,6 +54,7 @@ __all__ = [
     "ObjectRef",
     "PatchPod",
     "PatchWorkload",
+    "ReconcileResult",
     "RemoveFinalizer",
     "RemoveWorkloadFinalizer",
     "SetPodCondition",
@@ -188,7 +188,7 @@ Action = (
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class ReconcileResult:
     """The outcome of one reconcile pass.
 
     `error` is a message for the log. `retry` says whether the key goes back to the queue with

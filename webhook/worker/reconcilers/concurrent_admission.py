@@ -18,19 +18,18 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar, assert_never
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.core import concurrent_admission as ca
 from webhook.core.model import ClusterQueueSpec, MigrationMode, parse_cluster_queue
 from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import (
-    find_condition,
-    is_true,
     set_condition,
     unset_quota_reservation,
     update_status,
@@ -41,9 +40,18 @@ from webhook.worker.workqueue import Retry, WorkQueue
 __all__ = [
     "CONTROLLER_NAME",
     "PREEMPTION_TIMEOUT",
+    "AdmitParent",
+    "ClearVariantAdmission",
+    "CreateVariant",
+    "DeleteVariant",
+    "EvictWorkload",
+    "FinishVariant",
+    "OpenGate",
     "Plan",
-    "Step",
+    "SetVariantActive",
+    "SetVariantPodsReady",
     "VariantReconciler",
+    "VariantStep",
     "parents_for_cluster_queue",
     "plan",
     "variant_name",
@@ -71,20 +79,91 @@ def variant_name(parent: str, parent_uid: str, flavor: str, *, short: bool = Fal
     return f"{prefix}-{digest}"
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One write: `action` names it; `target` is the Workload written (the parent or a variant)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Step:
+    """One write of a reconcile: `target` is the Workload written (the parent or a variant);
+    `name` is the step's stable short name, logged as `decision`."""
 
-    action: str
+    name: ClassVar[str]
     target: Mapping[str, Any]
     reason: str = ""
     message: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateVariant(_Step):
+    """`generateVariant` + Create: a new variant Workload for `flavor`."""
+
+    name = "create"
+    flavor: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteVariant(_Step):
+    """A variant the policy no longer wants."""
+
+    name = "delete"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetVariantActive(_Step):
+    """`spec.active` of a variant, with the event saying why."""
+
+    name = "set_active"
+    active: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvictWorkload(_Step):
+    """Evicted=True on the parent or a variant."""
+
+    name = "evict"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClearVariantAdmission(_Step):
+    """A variant gives its reservation back."""
+
+    name = "clear_admission"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinishVariant(_Step):
+    """Finished=True on a variant, copied from the parent."""
+
+    name = "finish"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetVariantPodsReady(_Step):
+    """The admitted variant's PodsReady condition, copied to the parent."""
+
+    name = "pods_ready"
+    condition: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdmitParent(_Step):
+    """The admitted variant's admission, copied to the parent."""
+
+    name = "admit_parent"
+    admission: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenGate(_Step):
+    """The ConcurrentAdmission preemption gate of a variant is opened."""
+
+    name = "open_gate"
+
+
+VariantStep = CreateVariant | DeleteVariant | SetVariantActive | EvictWorkload | ClearVariantAdmission | FinishVariant | SetVariantPodsReady | AdmitParent | OpenGate
+"""Every write a variant reconcile may plan."""
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    steps: tuple[Step, ...] = ()
+    steps: tuple[VariantStep, ...] = ()
     requeue_after: timedelta | None = None
 
 
@@ -97,16 +176,16 @@ def _is_active(obj: Mapping[str, Any]) -> bool:
 
 
 def _has_reservation(obj: Mapping[str, Any]) -> bool:
-    return is_true(obj, _W.QUOTA_RESERVED)
+    return o.is_condition_true(obj, _W.QUOTA_RESERVED)
 
 
 def _is_admissible(obj: Mapping[str, Any]) -> bool:
     """`IsAdmissible`, without the gates this worker has no concept of."""
-    return not is_true(obj, _W.FINISHED) and _is_active(obj) and not _has_reservation(obj)
+    return not o.is_condition_true(obj, _W.FINISHED) and _is_active(obj) and not _has_reservation(obj)
 
 
 def _admitted(variants: Sequence[Obj]) -> Obj | None:
-    return next((v for v in variants if is_true(v, _W.ADMITTED)), None)
+    return next((v for v in variants if o.is_condition_true(v, _W.ADMITTED)), None)
 
 
 def _gate_state(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -154,7 +233,7 @@ class _Planner:
         self.flavors = cq.resource_groups[0].flavor_names
         self.now = now
         self.short_names = short_names
-        self.steps: list[Step] = []
+        self.steps: list[VariantStep] = []
 
     @property
     def mode(self) -> MigrationMode:
@@ -168,27 +247,28 @@ class _Planner:
         return self.order.get(ca.variant_flavor(v), 0)
 
     # -- steps, each applied to the copies ---------------------------------------------------------
-    def _add(self, action: str, target: Obj, reason: str = "", message: str = "", **extra: Any) -> None:
-        self.steps.append(Step(action, copy.deepcopy(target), reason, message, extra))
+    def _add(self, step: VariantStep) -> None:
+        self.steps.append(step)
 
     def _evict(self, wl: Obj, reason: str, message: str) -> None:
         set_condition(wl.setdefault("status", {}), {"type": _W.EVICTED, "status": "True", "reason": reason, "message": message},
                       self.now, _gen(wl))
-        self._add("evict", wl, reason, message)
+        self._add(EvictWorkload(target=copy.deepcopy(wl), reason=reason, message=message))
 
     def _clear_admission(self, v: Obj, evicted: Mapping[str, Any]) -> None:
         reason, message = str(evicted.get("reason") or ""), str(evicted.get("message") or "")
         apply_clear_admission(v.setdefault("status", {}), reason, message, self.now, _gen(v))
-        self._add("clear_admission", v, reason, message)
+        self._add(ClearVariantAdmission(target=copy.deepcopy(v), reason=reason, message=message))
 
     def _set_active(self, v: Obj, active: bool, message: str) -> None:
         if _is_active(v) == active:
             return
         v.setdefault("spec", {})["active"] = active
-        self._add("set_active", v, _E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT, message, active=active)
+        self._add(SetVariantActive(target=copy.deepcopy(v), reason=_E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT,
+                                   message=message, active=active))
         if active:
             return
-        evicted = find_condition(v, _W.EVICTED)
+        evicted = o.find_condition(v, _W.EVICTED)
         if evicted is not None and evicted.get("status") == "True" and _has_reservation(v):
             self._clear_admission(v, evicted)
 
@@ -208,7 +288,7 @@ class _Planner:
         for flavor in self.flavors:
             if flavor not in have:
                 # Not added to `variants`: upstream's reconcile goes on with the list it read.
-                self._add("create", new_variant(self.parent, flavor, short_names=self.short_names), flavor=flavor)
+                self._add(CreateVariant(target=copy.deepcopy(new_variant(self.parent, flavor, short_names=self.short_names)), flavor=flavor))
 
     def delete_stale_variants(self) -> None:
         fresh = []
@@ -217,19 +297,19 @@ class _Planner:
             if flavor in self.order:
                 fresh.append(v)
             else:
-                self._add("delete", v, _E.DELETED_VARIANT,
-                          f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue')
+                self._add(DeleteVariant(target=copy.deepcopy(v), reason=_E.DELETED_VARIANT,
+                                        message=f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue'))
         self.variants = fresh
 
     def sync_variant_eviction(self) -> bool:
         """An admitted variant was evicted: evict the parent and wait until it gives its quota back,
         then clear the variant's admission. True while waiting for the parent."""
         for v in self.variants:
-            evicted = find_condition(v, _W.EVICTED)
+            evicted = o.find_condition(v, _W.EVICTED)
             if evicted is None or evicted.get("status") != "True" or not _has_reservation(v):
                 continue
             if _has_reservation(self.parent):
-                if not is_true(self.parent, _W.EVICTED):
+                if not o.is_condition_true(self.parent, _W.EVICTED):
                     self._evict(self.parent, c.VARIANT_EVICTED_REASON, c.MSG_ADMITTED_VARIANT_EVICTED)
                 return True
             self._clear_admission(v, evicted)
@@ -278,26 +358,26 @@ class _Planner:
                 self._set_active(v, True, f'being at least lastAcceptableFlavor: "{last}" and higher priority than admitted Variant "{_ref(admitted)}"')
 
     def sync_admission(self) -> None:
-        finished = find_condition(self.parent, _W.FINISHED)
+        finished = o.find_condition(self.parent, _W.FINISHED)
         if finished is not None and finished.get("status") == "True":
             for v in self.variants:
-                if not is_true(v, _W.FINISHED):
-                    self._add("finish", v, str(finished.get("reason") or ""), str(finished.get("message") or ""))
+                if not o.is_condition_true(v, _W.FINISHED):
+                    self._add(FinishVariant(target=copy.deepcopy(v), reason=str(finished.get("reason") or ""), message=str(finished.get("message") or "")))
             return
         admitted = _admitted(self.variants)
-        parent_admitted = is_true(self.parent, _W.ADMITTED)
+        parent_admitted = o.is_condition_true(self.parent, _W.ADMITTED)
         if admitted is None:
             if parent_admitted:
                 self._evict(self.parent, c.CONCURRENT_ADMISSION_EVICTION_REASON, c.MSG_NO_VARIANT_RUNNING)
             return
-        ready = find_condition(self.parent, _W.PODS_READY)
-        current = find_condition(admitted, _W.PODS_READY)
+        ready = o.find_condition(self.parent, _W.PODS_READY)
+        current = o.find_condition(admitted, _W.PODS_READY)
         if ready is not None and (current is None or any(current.get(f) != ready.get(f) for f in ("status", "reason", "message"))):
-            self._add("pods_ready", admitted, condition=dict(ready))
+            self._add(SetVariantPodsReady(target=copy.deepcopy(admitted), condition=dict(ready)))
         if not parent_admitted:
             admission = copy.deepcopy((admitted.get("status") or {}).get("admission") or {})
             message = c.MSG_VARIANT_ADMITTED.format(name=admitted["metadata"]["name"])
-            self._add("admit_parent", self.parent, "Admitted", message, admission=admission)
+            self._add(AdmitParent(target=copy.deepcopy(self.parent), reason="Admitted", message=message, admission=admission))
 
     def open_preemption_gate(self) -> timedelta | None:
         """Open the gate of the most preferred variant blocked on it, once no other variant's gate
@@ -313,7 +393,8 @@ class _Planner:
             wait = PREEMPTION_TIMEOUT - (self.now - latest)
             if wait > timedelta(0):
                 return wait
-        self._add("open_gate", candidate, _E.PREEMPTION_UNGATED_VARIANT, f'Opened preemption gate for variant workload "{_ref(candidate)}"')
+        self._add(OpenGate(target=copy.deepcopy(candidate), reason=_E.PREEMPTION_UNGATED_VARIANT,
+                           message=f'Opened preemption gate for variant workload "{_ref(candidate)}"'))
         return PREEMPTION_TIMEOUT
 
 
@@ -324,9 +405,9 @@ def _first_candidate(admissible: Sequence[Obj]) -> Obj | None:
         state = _gate_state(v)
         if state is not None and state.get("position") == "Open":
             continue
-        if is_true(v, _W.BLOCKED_ON_PREEMPTION_GATES):
+        if o.is_condition_true(v, _W.BLOCKED_ON_PREEMPTION_GATES):
             return v
-        if find_condition(v, _W.QUOTA_RESERVED) is None:
+        if o.find_condition(v, _W.QUOTA_RESERVED) is None:
             return None
     return None
 
@@ -387,6 +468,12 @@ class VariantReconciler:
     def add(self, key: str) -> None:
         self.queue.add(key)
 
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        if kind == "workloads":
+            self.on_workload(obj)
+        elif kind == "clusterqueues" and etype != "DELETED":
+            self.on_cluster_queue(old, obj)
+
     def on_workload(self, obj: Mapping[str, Any]) -> None:
         """Watch events: a parent queues itself, a variant its parent."""
         meta = obj.get("metadata") or {}
@@ -432,30 +519,50 @@ class VariantReconciler:
     def _status(self, wl: Mapping[str, Any], mutate: Any) -> dict[str, Any] | None:
         return update_status(self.kube, self.store, "workloads", self._path(wl), mutate)
 
-    def _do(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
-        getattr(self, f"_do_{step.action}")(step, parent, now)
+    def _do(self, step: VariantStep, parent: Mapping[str, Any], now: datetime) -> None:
+        match step:
+            case CreateVariant():
+                self._do_create(step, parent, now)
+            case DeleteVariant():
+                self._do_delete(step, parent, now)
+            case SetVariantActive():
+                self._do_set_active(step, parent, now)
+            case EvictWorkload():
+                self._do_evict(step, parent, now)
+            case ClearVariantAdmission():
+                self._do_clear_admission(step, parent, now)
+            case FinishVariant():
+                self._do_finish(step, parent, now)
+            case SetVariantPodsReady():
+                self._do_pods_ready(step, parent, now)
+            case AdmitParent():
+                self._do_admit_parent(step, parent, now)
+            case OpenGate():
+                self._do_open_gate(step, parent, now)
+            case _:
+                assert_never(step)
 
-    def _log(self, message: str, step: Step, parent: Mapping[str, Any], **extra: Any) -> None:
-        log.info(message, extra={"object": _ref(step.target), "kind": "Workload", "parent": _ref(parent), "decision": step.action, **extra})
+    def _log(self, message: str, step: VariantStep, parent: Mapping[str, Any], **extra: Any) -> None:
+        log.info(message, extra={"object": _ref(step.target), "kind": "Workload", "parent": _ref(parent), "decision": step.name, **extra})
 
-    def _do_create(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_create(self, step: CreateVariant, parent: Mapping[str, Any], now: datetime) -> None:
         wl = step.target
         try:
             self.store.put("workloads", self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], None), wl))
         except k.Conflict:
             return  # already exists
-        self._log("variant created", step, parent, flavor=step.extra["flavor"])
+        self._log("variant created", step, parent, flavor=step.flavor)
         self.events.emit(parent, "Normal", _E.CREATED_VARIANT, f'Variant Workload "{_ref(wl)}" created', CONTROLLER_NAME)
 
-    def _do_delete(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_delete(self, step: DeleteVariant, parent: Mapping[str, Any], now: datetime) -> None:
         with contextlib.suppress(k.NotFound):
             self.kube.delete(self._path(step.target))
         self._log("variant deleted", step, parent, detail=step.message)
         self.events.emit(parent, "Normal", step.reason, step.message, CONTROLLER_NAME)
 
-    def _do_set_active(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_set_active(self, step: SetVariantActive, parent: Mapping[str, Any], now: datetime) -> None:
         """spec.active, guarded by the resourceVersion the decision was taken on."""
-        wl, active = step.target, step.extra["active"]
+        wl, active = step.target, step.active
         body = {"metadata": {"resourceVersion": wl["metadata"].get("resourceVersion")}, "spec": {"active": active}}
         try:
             self.store.put("workloads", self.kube.patch(self._path(wl), body))
@@ -465,30 +572,30 @@ class VariantReconciler:
         self._log(f"variant {word}", step, parent, detail=step.message)
         self.events.emit(wl, "Normal", step.reason, f"Variant Workload {word} due to {step.message}", CONTROLLER_NAME)
 
-    def _do_evict(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_evict(self, step: EvictWorkload, parent: Mapping[str, Any], now: datetime) -> None:
         cond = {"type": _W.EVICTED, "status": "True", "reason": step.reason, "message": step.message}
         self._status(step.target, lambda status, obj: set_condition(status, cond, now, _gen(obj)))
         self._log("parent evicted", step, parent, reason=step.reason, detail=step.message)
 
-    def _do_clear_admission(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_clear_admission(self, step: ClearVariantAdmission, parent: Mapping[str, Any], now: datetime) -> None:
         self._status(step.target, lambda status, obj: apply_clear_admission(status, step.reason, step.message, now, _gen(obj)))
         self._log("variant admission cleared", step, parent, reason=step.reason)
 
-    def _do_finish(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_finish(self, step: FinishVariant, parent: Mapping[str, Any], now: datetime) -> None:
         cond = {"type": _W.FINISHED, "status": "True", "reason": step.reason, "message": step.message}
         self._status(step.target, lambda status, obj: set_condition(status, cond, now, _gen(obj)))
         self._log("variant finished", step, parent, reason=step.reason)
 
-    def _do_pods_ready(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
-        ready = {f: step.extra["condition"][f] for f in ("type", "status", "reason", "message")}
+    def _do_pods_ready(self, step: SetVariantPodsReady, parent: Mapping[str, Any], now: datetime) -> None:
+        ready = {f: step.condition[f] for f in ("type", "status", "reason", "message")}
         self._status(step.target, lambda status, obj: set_condition(status, ready, now, _gen(obj)))
 
-    def _do_admit_parent(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
-        admission = step.extra["admission"]
+    def _do_admit_parent(self, step: AdmitParent, parent: Mapping[str, Any], now: datetime) -> None:
+        admission = step.admission
         self._status(step.target, lambda status, obj: apply_parent_admission(status, admission, step.message, now, _gen(obj)))
         self._log("parent admitted", step, parent, cluster_queue=admission.get("clusterQueue", ""))
 
-    def _do_open_gate(self, step: Step, parent: Mapping[str, Any], now: datetime) -> None:
+    def _do_open_gate(self, step: OpenGate, parent: Mapping[str, Any], now: datetime) -> None:
         if self._status(step.target, lambda status, obj: open_gate(status, obj, now)) is None:
             return
         self._log("preemption gate opened", step, parent)
@@ -503,7 +610,7 @@ def apply_parent_admission(status: dict[str, Any], admission: Mapping[str, Any],
     set_condition(status, {"type": _W.QUOTA_RESERVED, "status": "True", "reason": c.QUOTA_RESERVED_REASON,
                            "message": f"Quota reserved in ClusterQueue {cq}"}, now, generation)
     for ctype in (_W.EVICTED, _W.PREEMPTED, _W.BLOCKED_ON_PREEMPTION_GATES):
-        prev = find_condition({"status": status}, ctype)
+        prev = o.find_condition({"status": status}, ctype)
         if prev is not None and prev.get("status") == "True":
             set_condition(status, {"type": ctype, "status": "False", "reason": c.QUOTA_RESERVED_REASON,
                                    "message": f"Previously: {prev.get('message', '')}"}, now, generation)

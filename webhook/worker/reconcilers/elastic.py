@@ -24,6 +24,7 @@ from typing import Any
 from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.worker.reconcilers import workload_slices
 from webhook.worker.reporter import ROLE
 from webhook.worker.workqueue import Retry
@@ -45,10 +46,6 @@ class Ungate:
     patch: Mapping[str, Any]
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def _gates(pod: Obj) -> list[Mapping[str, Any]]:
     return list((pod.get("spec") or {}).get("schedulingGates") or ())
 
@@ -63,7 +60,7 @@ def _terminated(pod: Obj) -> bool:
 
 def _pod_slice_name(pod: Obj) -> str:
     """`podSliceName`: the chain's name a pod was stamped with (slice name, else workload name)."""
-    annotations = _meta(pod).get("annotations") or {}
+    annotations = o.meta(pod).get("annotations") or {}
     return str(annotations.get(c.WORKLOAD_SLICE_NAME) or annotations.get(c.WORKLOAD_ANNOTATION) or "")
 
 
@@ -96,7 +93,7 @@ def _admission_update(wl: Obj, pod_set: str) -> tuple[dict[str, str], dict[str, 
 
 def _compatible(pod: Obj, annotations: Mapping[str, str], node_selector: Mapping[str, str]) -> bool:
     """`podAdmissionCompatible`: nothing the admission sets is already set otherwise on the pod."""
-    have_annotations = _meta(pod).get("annotations") or {}
+    have_annotations = o.meta(pod).get("annotations") or {}
     have_selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     return (all(have_annotations.get(key, v) == v for key, v in annotations.items())
             and all(have_selector.get(key, v) == v for key, v in node_selector.items()))
@@ -105,14 +102,14 @@ def _compatible(pod: Obj, annotations: Mapping[str, str], node_selector: Mapping
 def _patch(pod: Obj, annotations: Mapping[str, str], node_selector: Mapping[str, str]) -> dict[str, Any]:
     """`refreshPodAdmission` + `Ungate`: the missing admission metadata and the remaining gates,
     guarded by the pod's resourceVersion."""
-    have_annotations = _meta(pod).get("annotations") or {}
+    have_annotations = o.meta(pod).get("annotations") or {}
     have_selector = (pod.get("spec") or {}).get("nodeSelector") or {}
     remaining = [g for g in _gates(pod) if g.get("name") != c.ELASTIC_JOB_GATE]
     spec: dict[str, Any] = {"schedulingGates": remaining or None}
     selector = {key: v for key, v in sorted(node_selector.items()) if have_selector.get(key) != v}
     if selector:
         spec["nodeSelector"] = selector
-    meta: dict[str, Any] = {"resourceVersion": _meta(pod).get("resourceVersion")}
+    meta: dict[str, Any] = {"resourceVersion": o.meta(pod).get("resourceVersion")}
     added = {key: v for key, v in sorted(annotations.items()) if key not in have_annotations}
     if added:
         meta["annotations"] = added
@@ -131,7 +128,7 @@ def pods_to_ungate(active: Obj, pods: Sequence[Obj]) -> list[Ungate]:
     for pod in pods:
         if _pod_slice_name(pod) != chain or _terminated(pod):
             continue
-        pod_set = str((_meta(pod).get("labels") or {}).get(c.PODSET_LABEL, ""))
+        pod_set = str((o.meta(pod).get("labels") or {}).get(c.PODSET_LABEL, ""))
         if not _gated(pod):
             running[pod_set] = running.get(pod_set, 0) + 1
             continue
@@ -139,13 +136,13 @@ def pods_to_ungate(active: Obj, pods: Sequence[Obj]) -> list[Ungate]:
             try:
                 updates[pod_set] = _admission_update(active, pod_set)
             except _Conflict as exc:
-                log.warning("elastic pods left gated", extra={"object": f"{_meta(active).get('namespace')}/{_meta(active).get('name')}",
+                log.warning("elastic pods left gated", extra={"object": f"{o.meta(active).get('namespace')}/{o.meta(active).get('name')}",
                                                               "kind": "Workload", "pod_set": pod_set, "error": str(exc)})
                 updates[pod_set] = ({}, {})
                 continue
         if not _compatible(pod, *updates[pod_set]):
             log.info("leaving elastic pod gated: its admission metadata is stale",
-                     extra={"object": f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')}", "kind": "Pod", "pod_set": pod_set})
+                     extra={"object": f"{o.meta(pod).get('namespace')}/{o.meta(pod).get('name')}", "kind": "Pod", "pod_set": pod_set})
             continue
         gated.setdefault(pod_set, []).append(pod)
     out: list[Ungate] = []
@@ -153,16 +150,16 @@ def pods_to_ungate(active: Obj, pods: Sequence[Obj]) -> list[Ungate]:
         room = granted.get(pod_set, 0) - running.get(pod_set, 0)
         if room <= 0:
             continue
-        for pod in sorted(gated[pod_set], key=lambda p: str(_meta(p).get("name", "")))[:room]:
+        for pod in sorted(gated[pod_set], key=lambda p: str(o.meta(p).get("name", "")))[:room]:
             out.append(Ungate(pod, _patch(pod, *updates[pod_set])))
     return out
 
 
 def _admitted_at(wl: Obj) -> datetime | None:
-    for cond in (wl.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == c.WorkloadCondition.ADMITTED and cond.get("status") == "True" and cond.get("lastTransitionTime"):
-            return datetime.fromisoformat(str(cond["lastTransitionTime"]).replace("Z", "+00:00"))
-    return None
+    cond = o.find_condition(wl, c.WorkloadCondition.ADMITTED)
+    if cond is None or cond.get("status") != "True" or not cond.get("lastTransitionTime"):
+        return None
+    return datetime.fromisoformat(str(cond["lastTransitionTime"]).replace("Z", "+00:00"))
 
 
 class Ungater:
@@ -180,15 +177,15 @@ class Ungater:
         admitted_at = None if active is None else _admitted_at(active)
         if active is None or admitted_at is None:
             return
-        ns = str(_meta(job).get("namespace", ""))
-        uid = str(_meta(job).get("uid", ""))
+        ns = str(o.meta(job).get("namespace", ""))
+        uid = str(o.meta(job).get("uid", ""))
         pods, _ = self.kube.list(k.object_path("v1", "pods", ns), query={"labelSelector": f"batch.kubernetes.io/controller-uid={uid}"})
         cq = str(((active.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
         conflicts = 0
         for u in pods_to_ungate(active, pods):
-            key = f"{ns}/{_meta(u.pod).get('name', '')}"
+            key = f"{ns}/{o.meta(u.pod).get('name', '')}"
             try:
-                self.kube.patch(k.object_path("v1", "pods", ns, str(_meta(u.pod).get("name", ""))), dict(u.patch))
+                self.kube.patch(k.object_path("v1", "pods", ns, str(o.meta(u.pod).get("name", ""))), dict(u.patch))
             except k.NotFound:
                 continue
             except k.Conflict:
@@ -197,6 +194,6 @@ class Ungater:
             m.POD_SCHEDULING_GATE_REMOVAL.labels(c.ELASTIC_JOB_GATE, cq, "false", ROLE).observe(
                 max(0.0, (self.clock() - admitted_at).total_seconds()))
             log.info("ungated elastic pod", extra={"object": key, "kind": "Pod", "decision": "Ungated",
-                                                   "workload": f"{ns}/{_meta(active).get('name', '')}", "cluster_queue": cq})
+                                                   "workload": f"{ns}/{o.meta(active).get('name', '')}", "cluster_queue": cq})
         if conflicts:
             raise Retry(0.2, f"{conflicts} elastic pods changed while ungating")

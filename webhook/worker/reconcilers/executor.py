@@ -57,7 +57,7 @@ class Executor:
         self.controller = controller
         self.clock = clock
 
-    def run(self, key: str, decision: a.Decision, *, now: datetime,
+    def run(self, key: str, decision: a.ReconcileResult, *, now: datetime,
             settled: Callable[[str], None] = lambda uid: None) -> None:
         """Execute `decision`; `settled(uid)` is told about every expected pod UID whose release no
         watch event will report (already gone, already released, or the run failed before it)."""

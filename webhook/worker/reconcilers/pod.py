@@ -121,7 +121,7 @@ class PodReconciler:
         self.queue.start()
 
     # == events ===================================================================================
-    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any]) -> None:
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
         if kind == "pods":
             self.queue.add(self._on_pod(etype, obj))
         elif kind == "workloads":

@@ -2,8 +2,7 @@
 
 Mirrors, at upstream commit ff69552e79, the small helpers of `pkg/controller/jobs/pod/pod_controller.go`,
 `pkg/util/pod/pod.go` and `pkg/workload/workload.go` (`FinalizeOrphanedWorkload`) that every step of
-the pod reconciler uses. The `_`-prefixed names are private to the `pod_*` modules of this package
-(`pod_workload`, `pod_start`, `pod_group`); nothing outside them imports them.
+the pod reconciler uses (`pod_workload`, `pod_start`, `pod_group`).
 """
 
 from __future__ import annotations
@@ -14,19 +13,47 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.pod_role import role_hash
+from webhook.config import Feature
 from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers.podset import PermanentError
 
 if TYPE_CHECKING:
     from webhook.config import Configuration
 
 __all__ = [
+    "DEFAULT_POD_SET",
+    "EPOCH",
+    "MAX_POD_SETS",
+    "POD_API",
+    "WORKLOAD_API",
     "Lookups",
     "Obj",
     "Options",
+    "RetryLater",
+    "Unretryable",
+    "finalize_orphan",
+    "finish_workload",
+    "finished_event",
     "group_name",
+    "group_total_count",
+    "has_pod_finalizer",
+    "is_gated",
+    "is_pod_suspended",
+    "is_runnable_or_succeeded",
+    "is_terminated",
+    "max_exec_seconds",
+    "new_condition",
+    "parse_timestamp",
+    "pod_event",
+    "pod_phase",
+    "pod_ref",
+    "pod_role",
+    "remove_finalizers",
+    "remove_workload_finalizer",
+    "rfc3339",
+    "workload_ref",
 ]
 
 Obj = Mapping[str, Any]
@@ -35,7 +62,7 @@ WORKLOAD_API = c.V1BETA2
 MAX_POD_SETS = 18
 DEFAULT_POD_SET = "main"
 _CONDITION_LIMIT = 32 * 1024
-_EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1, 1, 1, tzinfo=UTC)
 
 # --- inputs ---------------------------------------------------------------------------------------
 
@@ -67,15 +94,15 @@ class Options:
             manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
             implicitly_enabled="pod" not in frameworks and bool(frameworks & parents),
             wait_for_pods_ready=cfg.wait_for_pods_ready_enabled,
-            tas=cfg.feature_enabled("TopologyAwareScheduling"),
-            workload_identifier_annotations=cfg.feature_enabled("WorkloadIdentifierAnnotations"),
-            validate_group_owner=cfg.feature_enabled("PodIntegrationValidateGroupOwner"),
-            finish_orphaned_workloads=cfg.feature_enabled("FinishOrphanedWorkloads"),
-            assign_queue_labels=cfg.feature_enabled("AssignQueueLabelsForPods"),
-            admission_gated_by=cfg.feature_enabled("AdmissionGatedBy"),
-            reclaimable_pods=cfg.feature_enabled("ReclaimablePods"),
-            skip_reassignment_for_pod_owned=cfg.feature_enabled("SkipReassignmentForPodOwnedWorkloads"),
-            short_workload_names=cfg.feature_enabled("ShortWorkloadNames"),
+            tas=cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+            workload_identifier_annotations=cfg.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
+            validate_group_owner=cfg.feature_enabled(Feature.POD_INTEGRATION_VALIDATE_GROUP_OWNER),
+            finish_orphaned_workloads=cfg.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS),
+            assign_queue_labels=cfg.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+            admission_gated_by=cfg.feature_enabled(Feature.ADMISSION_GATED_BY),
+            reclaimable_pods=cfg.feature_enabled(Feature.RECLAIMABLE_PODS),
+            skip_reassignment_for_pod_owned=cfg.feature_enabled(Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
+            short_workload_names=cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES),
         )
 
 
@@ -92,108 +119,84 @@ class Lookups:
     priority_classes: Mapping[str, tuple[int, bool]] = field(default_factory=dict)
 
 
-class _Retry(Exception):
+class RetryLater(Exception):
     """A retryable failure: logged, and the key is re-queued."""
 
 
-class _Unretryable(Exception):
+class Unretryable(Exception):
     """Upstream's `UnretryableError`: logged, never retried."""
-
-
-_Permanent = PermanentError
-"""`podset.IsPermanent`: the admission cannot be applied; the Workload fails to start."""
 
 
 # --- pod accessors --------------------------------------------------------------------------------
 
 
-def _meta(obj: Obj) -> Obj:
-    return obj.get("metadata") or {}
-
-
-def _labels(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("labels") or {}
-
-
-def _annotations(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("annotations") or {}
-
-
-def _name(obj: Obj) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
-def _phase(pod: Obj) -> str:
+def pod_phase(pod: Obj) -> str:
     return str((pod.get("status") or {}).get("phase") or "")
 
 
-def _is_terminated(pod: Obj) -> bool:
-    return _phase(pod) in ("Succeeded", "Failed")
+def is_terminated(pod: Obj) -> bool:
+    return pod_phase(pod) in ("Succeeded", "Failed")
 
 
 def _has_gate(pod: Obj, gate: str) -> bool:
     return any(g.get("name") == gate for g in (pod.get("spec") or {}).get("schedulingGates") or ())
 
 
-def _is_gated(pod: Obj) -> bool:
+def is_gated(pod: Obj) -> bool:
     return _has_gate(pod, c.ADMISSION_GATE)
 
 
-def _is_suspended(pod: Obj) -> bool:
-    return _is_terminated(pod) or _is_gated(pod)
+def is_pod_suspended(pod: Obj) -> bool:
+    return is_terminated(pod) or is_gated(pod)
 
 
-def _deleting(obj: Obj) -> bool:
-    return bool(_meta(obj).get("deletionTimestamp"))
+def has_pod_finalizer(obj: Obj, finalizer: str = c.POD_FINALIZER) -> bool:
+    return finalizer in (o.meta(obj).get("finalizers") or ())
 
 
-def _has_finalizer(obj: Obj, finalizer: str = c.POD_FINALIZER) -> bool:
-    return finalizer in (_meta(obj).get("finalizers") or ())
+def parse_timestamp(value: Any) -> datetime:
+    return datetime.fromisoformat(value) if value else EPOCH
 
 
-def _time(value: Any) -> datetime:
-    return datetime.fromisoformat(value) if value else _EPOCH
-
-
-def _rfc3339(now: datetime) -> str:
+def rfc3339(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _ref(pod: Obj) -> a.ObjectRef:
+def pod_ref(pod: Obj) -> a.ObjectRef:
     return a.ObjectRef.of(pod, api_version=POD_API, kind="Pod")
 
 
-def _wl_ref(wl: Obj) -> a.ObjectRef:
+def workload_ref(wl: Obj) -> a.ObjectRef:
     return a.ObjectRef.of(wl, api_version=WORKLOAD_API, kind="Workload")
 
 
 def group_name(pod: Obj, opts: Options) -> str:
     """`utilpod.GetPodGroupName`: the annotation wins when WorkloadIdentifierAnnotations is on."""
-    if opts.workload_identifier_annotations and _annotations(pod).get(c.POD_GROUP_NAME):
-        return _annotations(pod)[c.POD_GROUP_NAME]
-    return _labels(pod).get(c.POD_GROUP_NAME, "")
+    if opts.workload_identifier_annotations and o.annotations(pod).get(c.POD_GROUP_NAME):
+        return o.annotations(pod)[c.POD_GROUP_NAME]
+    return o.labels(pod).get(c.POD_GROUP_NAME, "")
 
 
-def _total_count(pod: Obj) -> int:
-    text = _annotations(pod).get(c.POD_GROUP_TOTAL_COUNT)
+def group_total_count(pod: Obj) -> int:
+    text = o.annotations(pod).get(c.POD_GROUP_TOTAL_COUNT)
     if text is None:
-        raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation")
+        raise RetryLater(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation")
     try:
         total = go_atoi(text)
     except ValueError as exc:
-        raise _Retry(str(exc)) from exc
+        raise RetryLater(str(exc)) from exc
     if total < 1:
-        raise _Retry(f"incorrect annotation value '{c.POD_GROUP_TOTAL_COUNT}={text}': group total count should be greater than zero")
+        raise RetryLater(f"incorrect annotation value '{c.POD_GROUP_TOTAL_COUNT}={text}': group total count should be greater than zero")
     return total
 
 
-def _pod_role(pod: Obj) -> str:
+def pod_role(pod: Obj) -> str:
     """`getRoleHash`: the annotation verbatim when present, else computed from the spec."""
-    return _annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
+    return o.annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
 
 
-def _max_exec_seconds(pod: Obj) -> int | None:
-    text = _labels(pod).get(c.MAX_EXEC_TIME_LABEL)
+def max_exec_seconds(pod: Obj) -> int | None:
+    text = o.labels(pod).get(c.MAX_EXEC_TIME_LABEL)
     try:
         value = go_atoi(text) if text is not None else 0
     except ValueError:
@@ -201,91 +204,60 @@ def _max_exec_seconds(pod: Obj) -> int | None:
     return value if 0 < value < 2**31 else None
 
 
-def _is_runnable_or_succeeded(pod: Obj) -> bool:
+def is_runnable_or_succeeded(pod: Obj) -> bool:
     """Active: not Failed, and not deleted before being scheduled."""
-    if _deleting(pod) and not (pod.get("spec") or {}).get("nodeName"):
+    if o.is_deleting(pod) and not (pod.get("spec") or {}).get("nodeName"):
         return False
-    return _phase(pod) != "Failed"
+    return pod_phase(pod) != "Failed"
 
 
-def _event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = "") -> a.Event:
+def pod_event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = "") -> a.Event:
     kind = a.EventType.WARNING if warning else a.EventType.NORMAL
-    return a.Event(kind, reason, message, _ref(obj), action or reason)
+    return a.Event(kind, reason, message, pod_ref(obj), action or reason)
 
 
-def _remove_finalizers(pods: Sequence[Obj], *, expected: bool = False) -> list[a.Action]:
+def remove_finalizers(pods: Sequence[Obj], *, expected: bool = False) -> list[a.Action]:
     """`expected` for upstream's `finalizePods` (the group waits to observe them), not for `Finalize`."""
-    return [a.RemoveFinalizer(_ref(p), expected=expected) for p in pods if _has_finalizer(p)]
+    return [a.RemoveFinalizer(pod_ref(p), expected=expected) for p in pods if has_pod_finalizer(p)]
 
 
 # --- workload accessors ---------------------------------------------------------------------------
 
 
-def _condition(wl: Obj, ctype: str) -> Obj | None:
-    for cond in (wl.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == ctype:
-            return cond  # type: ignore[no-any-return]
-    return None
-
-
-def _is_true(wl: Obj, ctype: str) -> bool:
-    cond = _condition(wl, ctype)
-    return cond is not None and cond.get("status") == "True"
-
-
-def _is_finished(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.FINISHED)
-
-
-def _is_admitted(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.ADMITTED)
-
-
-def _has_quota_reservation(wl: Obj) -> bool:
-    return _is_true(wl, c.WorkloadCondition.QUOTA_RESERVED)
-
-
-def _controller_of(wl: Obj) -> Obj | None:
-    for ref in _meta(wl).get("ownerReferences") or ():
-        if ref.get("controller"):
-            return ref  # type: ignore[no-any-return]
-    return None
-
-
-def _cond(ctype: str, status: str, reason: str, message: str, *, now: datetime, wl: Obj) -> dict[str, Any]:
+def new_condition(ctype: str, status: str, reason: str, message: str, *, now: datetime, wl: Obj) -> dict[str, Any]:
     out: dict[str, Any] = {
         "type": ctype,
         "status": status,
         "reason": reason,
         "message": message[:_CONDITION_LIMIT],
-        "lastTransitionTime": _rfc3339(now),
+        "lastTransitionTime": rfc3339(now),
     }
-    if _meta(wl).get("generation") is not None:
-        out["observedGeneration"] = _meta(wl)["generation"]
+    if o.meta(wl).get("generation") is not None:
+        out["observedGeneration"] = o.meta(wl)["generation"]
     return out
 
 
-def _finish(wl: Obj, reason: str, message: str, now: datetime) -> list[a.Action]:
+def finish_workload(wl: Obj, reason: str, message: str, now: datetime) -> list[a.Action]:
     """`workloadfinish.Finish`: no-op on an already finished Workload."""
-    if _is_finished(wl):
+    if o.is_finished(wl):
         return []
-    cond = _cond(c.WorkloadCondition.FINISHED, "True", reason, message, now=now, wl=wl)
-    return [a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-admission")]
+    cond = new_condition(c.WorkloadCondition.FINISHED, "True", reason, message, now=now, wl=wl)
+    return [a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-admission")]
 
 
-def _finished_event(pod: Obj, wl: Obj) -> a.Event:
-    return _event(pod, c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{_meta(wl).get('namespace')}/{_name(wl)}' is declared finished")
+def finished_event(pod: Obj, wl: Obj) -> a.Event:
+    return pod_event(pod, c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.meta(wl).get('namespace')}/{o.name(wl)}' is declared finished")
 
 
-def _remove_wl_finalizer(wl: Obj) -> list[a.Action]:
-    return [a.RemoveWorkloadFinalizer(_wl_ref(wl))] if _has_finalizer(wl, c.RESOURCE_IN_USE_FINALIZER) else []
+def remove_workload_finalizer(wl: Obj) -> list[a.Action]:
+    return [a.RemoveWorkloadFinalizer(workload_ref(wl))] if has_pod_finalizer(wl, c.RESOURCE_IN_USE_FINALIZER) else []
 
 
-def _finalize_orphan(wl: Obj, opts: Options, now: datetime) -> list[a.Action]:
+def finalize_orphan(wl: Obj, opts: Options, now: datetime) -> list[a.Action]:
     """`workload.FinalizeOrphanedWorkload`: finish it when it had a controller, drop the finalizer."""
     out: list[a.Action] = []
-    if opts.finish_orphaned_workloads and not _deleting(wl) and _controller_of(wl) is not None:
-        out += _finish(wl, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
-    return out + _remove_wl_finalizer(wl)
+    if opts.finish_orphaned_workloads and not o.is_deleting(wl) and o.controller_of(wl) is not None:
+        out += finish_workload(wl, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
+    return out + remove_workload_finalizer(wl)
 
 

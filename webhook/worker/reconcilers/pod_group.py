@@ -28,59 +28,50 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.core import pods_ready
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers.pod_common import (
-    _EPOCH,
+    EPOCH,
     MAX_POD_SETS,
     POD_API,
     Lookups,
     Obj,
     Options,
-    _annotations,
-    _cond,
-    _condition,
-    _controller_of,
-    _deleting,
-    _event,
-    _finalize_orphan,
-    _finish,
-    _finished_event,
-    _has_finalizer,
-    _has_quota_reservation,
-    _is_admitted,
-    _is_finished,
-    _is_gated,
-    _is_runnable_or_succeeded,
-    _is_suspended,
-    _is_terminated,
-    _labels,
-    _max_exec_seconds,
-    _meta,
-    _name,
-    _phase,
-    _pod_role,
-    _ref,
-    _remove_finalizers,
-    _remove_wl_finalizer,
-    _Retry,
-    _rfc3339,
-    _time,
-    _total_count,
-    _Unretryable,
-    _wl_ref,
+    RetryLater,
+    Unretryable,
+    finalize_orphan,
+    finish_workload,
+    finished_event,
     group_name,
+    group_total_count,
+    has_pod_finalizer,
+    is_gated,
+    is_pod_suspended,
+    is_runnable_or_succeeded,
+    is_terminated,
+    max_exec_seconds,
+    new_condition,
+    parse_timestamp,
+    pod_event,
+    pod_phase,
+    pod_ref,
+    pod_role,
+    remove_finalizers,
+    remove_workload_finalizer,
+    rfc3339,
+    workload_ref,
 )
-from webhook.worker.reconcilers.pod_start import _eviction_reason, start_pods, stop_pods
+from webhook.worker.reconcilers.pod_start import eviction_reason, start_pods, stop_pods
 from webhook.worker.reconcilers.pod_workload import (
-    _equivalent_single,
-    _fast_pod_sets,
-    _group_pod_sets,
-    _new_workload,
-    _RetryWith,
-    _with_owners,
+    RetryWith,
     construct_pod_workload,
+    equivalent_single,
+    fast_pod_sets,
+    group_pod_sets,
+    new_workload,
+    with_owners,
     workload_name,
     workload_name_for_pod,
 )
@@ -105,9 +96,9 @@ def _last_active(pod: Obj, now: datetime) -> datetime:
     for cond in (pod.get("status") or {}).get("conditions") or ():
         if cond.get("type") == "ContainersReady":
             if cond.get("status") == "False" and cond.get("reason") == "PodFailed":
-                transition = _time(cond.get("lastTransitionTime"))
+                transition = parse_timestamp(cond.get("lastTransitionTime"))
             break
-    deletion = _time(_meta(pod).get("deletionTimestamp")) if _deleting(pod) else now
+    deletion = parse_timestamp(o.meta(pod).get("deletionTimestamp")) if o.is_deleting(pod) else now
     return min(transition, deletion)
 
 
@@ -115,7 +106,7 @@ def _sort_active(pods: Sequence[Obj]) -> list[Obj]:
     """Kept first: 1. holding the finalizer, 2. ungated, 3. older; ties by name then uid."""
     return sorted(
         pods,
-        key=lambda p: (not _has_finalizer(p), _is_gated(p), _time(_meta(p).get("creationTimestamp")), _name(p), _meta(p).get("uid", "")),
+        key=lambda p: (not has_pod_finalizer(p), is_gated(p), parse_timestamp(o.meta(p).get("creationTimestamp")), o.name(p), o.meta(p).get("uid", "")),
     )
 
 
@@ -124,11 +115,11 @@ def _sort_inactive(pods: Sequence[Obj], now: datetime) -> list[Obj]:
     return sorted(
         pods,
         key=lambda p: (
-            not _has_finalizer(p),
-            -(_last_active(p, now) - _EPOCH).total_seconds(),
-            _time(_meta(p).get("creationTimestamp")),
-            _name(p),
-            _meta(p).get("uid", ""),
+            not has_pod_finalizer(p),
+            -(_last_active(p, now) - EPOCH).total_seconds(),
+            parse_timestamp(o.meta(p).get("creationTimestamp")),
+            o.name(p),
+            o.meta(p).get("uid", ""),
         ),
     )
 
@@ -137,9 +128,9 @@ def _remove_excess(pods: Sequence[Obj]) -> list[a.Action]:
     """`removeExcessPods`: release and delete, both awaited by the next match of the group."""
     out: list[a.Action] = []
     for pod in pods:
-        out += _remove_finalizers([pod], expected=True)
-        if not _deleting(pod):
-            out += [a.DeletePod(_ref(pod), expected=True), _event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
+        out += remove_finalizers([pod], expected=True)
+        if not o.is_deleting(pod):
+            out += [a.DeletePod(pod_ref(pod), expected=True), pod_event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
     return out
 
 
@@ -160,31 +151,31 @@ class _Group:
 
     @property
     def fast(self) -> bool:
-        return self.is_group and _annotations(self.first).get(c.POD_GROUP_FAST_ADMISSION) == "true"
+        return self.is_group and o.annotations(self.first).get(c.POD_GROUP_FAST_ADMISSION) == "true"
 
     @property
     def serving(self) -> bool:
-        return self.is_group and _annotations(self.first).get(c.POD_GROUP_SERVING) == "true"
+        return self.is_group and o.annotations(self.first).get(c.POD_GROUP_SERVING) == "true"
 
     def partition(self) -> tuple[list[Obj], list[Obj]]:
-        active = [p for p in self.pods if _is_runnable_or_succeeded(p)]
-        return active, [p for p in self.pods if not _is_runnable_or_succeeded(p)]
+        active = [p for p in self.pods if is_runnable_or_succeeded(p)]
+        return active, [p for p in self.pods if not is_runnable_or_succeeded(p)]
 
     def pod_sets(self) -> list[dict[str, Any]]:
         if self.fast:
-            return _fast_pod_sets(self.pods, _total_count(self.first), self.opts)
-        return _group_pod_sets(self.pods, self.opts)
+            return fast_pod_sets(self.pods, group_total_count(self.first), self.opts)
+        return group_pod_sets(self.pods, self.opts)
 
     def suspended(self) -> bool:
-        return any(_is_suspended(p) for p in self.pods)
+        return any(is_pod_suspended(p) for p in self.pods)
 
     def active(self, now: datetime) -> bool:
         """`IsActive`: some Running pod whose deletion grace period has not run out (never for one pod)."""
         for pod in self.pods if self.is_group else ():
-            if _phase(pod) != "Running":
+            if pod_phase(pod) != "Running":
                 continue
-            grace = _meta(pod).get("deletionGracePeriodSeconds")
-            if _deleting(pod) and grace is not None and now > _time(_meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
+            grace = o.meta(pod).get("deletionGracePeriodSeconds")
+            if o.is_deleting(pod) and grace is not None and now > parse_timestamp(o.meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
                 continue
             return True
         return False
@@ -193,16 +184,16 @@ class _Group:
         """(message, success, finished): all pods succeeded, or an unretriable group with nothing running."""
         if not self.is_group:
             pod = self.first
-            return str((pod.get("status") or {}).get("message") or ""), _phase(pod) == "Succeeded", _is_terminated(pod)
+            return str((pod.get("status") or {}).get("message") or ""), pod_phase(pod) == "Succeeded", is_terminated(pod)
         if self.serving:
             return "", True, False
         try:
-            total = _total_count(self.first)
-        except _Retry:
+            total = group_total_count(self.first)
+        except RetryLater:
             return "failed to check if pod group is finished", True, False
-        succeeded = sum(1 for p in self.pods if _phase(p) == "Succeeded")
-        running = any(not _is_terminated(p) for p in self.pods)
-        unretriable = any(_annotations(p).get(c.RETRIABLE_IN_GROUP) == "false" for p in self.pods)
+        succeeded = sum(1 for p in self.pods if pod_phase(p) == "Succeeded")
+        running = any(not is_terminated(p) for p in self.pods)
+        unretriable = any(o.annotations(p).get(c.RETRIABLE_IN_GROUP) == "false" for p in self.pods)
         if succeeded == total or (not running and unretriable):
             return f"Pods succeeded: {succeeded}/{total}.", True, True
         return "", True, False
@@ -211,8 +202,8 @@ class _Group:
         if not self.is_group:
             return _pod_ready(self.first)
         try:
-            total = _total_count(self.first)
-        except _Retry:
+            total = group_total_count(self.first)
+        except RetryLater:
             return False
         return len(self.pods) >= total and all(_pod_ready(p) for p in self.pods)
 
@@ -221,53 +212,50 @@ class _Group:
         if self.serving or not self.is_group:
             return []
         for pod in self.pods:
-            if _phase(pod) == "Succeeded":
-                role = _pod_role(pod)
+            if pod_phase(pod) == "Succeeded":
+                role = pod_role(pod)
                 counts[role] = counts.get(role, 0) + 1
         return [{"name": role, "count": n} for role, n in counts.items()]
 
 
 def _pod_ready(pod: Obj) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
+    return o.is_condition_true(pod, "Ready")
 
 
 def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
     """`validatePodGroupMetadata`: index label, enough runnable pods, same queue and total count."""
     first = group.first
-    total = _total_count(first)
-    index = _labels(first).get(c.POD_GROUP_POD_INDEX_LABEL)
+    total = group_total_count(first)
+    index = o.labels(first).get(c.POD_GROUP_POD_INDEX_LABEL)
     if index is not None:
-        where = f'for Pod "{_meta(first).get("namespace")}/{_name(first)}"'
+        where = f'for Pod "{o.meta(first).get("namespace")}/{o.name(first)}"'
         if not (index.isascii() and index.isdigit()):
-            raise _Retry(f'incorrect label value "{index}" {where}: invalid unsigned integer: strconv.ParseUint: parsing "{index}": invalid syntax')
+            raise RetryLater(f'incorrect label value "{index}" {where}: invalid unsigned integer: strconv.ParseUint: parsing "{index}": invalid syntax')
         if int(index) >= total:
-            raise _Retry(f'incorrect label value "{index}" {where}: validation error: value should be less than {total}')
+            raise RetryLater(f'incorrect label value "{index}" {where}: validation error: value should be less than {total}')
     if not group.fast and len(active) < total:
         message = f"'{group.name}' group has fewer runnable pods than expected"
-        raise _UnretryableWith(message, [_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
-    queue = _labels(first).get(c.QUEUE_LABEL, "")
+        raise _UnretryableWith(message, [pod_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
+    queue = o.labels(first).get(c.QUEUE_LABEL, "")
     for pod in group.pods:
-        if _phase(pod) == "Failed":
+        if pod_phase(pod) == "Failed":
             continue
-        other = _labels(pod).get(c.QUEUE_LABEL, "")
+        other = o.labels(pod).get(c.QUEUE_LABEL, "")
         if other != queue:
-            raise _Unretryable(f"pods '{_name(first)}' and '{_name(pod)}' has different queue names: {queue}!={other}")
-        text = _annotations(pod).get(c.POD_GROUP_TOTAL_COUNT, "")
+            raise Unretryable(f"pods '{o.name(first)}' and '{o.name(pod)}' has different queue names: {queue}!={other}")
+        text = o.annotations(pod).get(c.POD_GROUP_TOTAL_COUNT, "")
         try:
             count = go_atoi(text)
         except ValueError as exc:
-            raise _Retry(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{_name(pod)}': {exc}") from exc
+            raise RetryLater(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{o.name(pod)}': {exc}") from exc
         if count != total:
-            raise _Unretryable(
-                f"pods '{_name(first)}' and '{_name(pod)}' has different '{c.POD_GROUP_TOTAL_COUNT}' values: {total}!={count}"
+            raise Unretryable(
+                f"pods '{o.name(first)}' and '{o.name(pod)}' has different '{c.POD_GROUP_TOTAL_COUNT}' values: {total}!={count}"
             )
     return []
 
 
-class _UnretryableWith(_Unretryable):
+class _UnretryableWith(Unretryable):
     def __init__(self, message: str, actions: list[a.Action]) -> None:
         super().__init__(message)
         self.actions = actions
@@ -276,30 +264,30 @@ class _UnretryableWith(_Unretryable):
 def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, Any]:
     """`ConstructComposableWorkload`; finalizer removals and excess deletions go to `out` first."""
     active, inactive = group.partition()
-    out += _remove_finalizers(inactive, expected=True)
+    out += remove_finalizers(inactive, expected=True)
     _validate_group(group, active)
-    total = _total_count(group.first)
+    total = group_total_count(group.first)
     if len(active) > total:
         ordered = _sort_active(active)
         out += _remove_excess(ordered[total:])
         group.pods = ordered[:total]
     try:
         pod_sets = group.pod_sets()
-    except _Unretryable as exc:
-        out.append(_event(group.first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, str(exc), warning=True))
+    except Unretryable as exc:
+        out.append(pod_event(group.first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, str(exc), warning=True))
         raise
     if len(pod_sets) > MAX_POD_SETS:
-        raise _Unretryable(c.MSG_TOO_MANY_POD_GROUP_ROLES)
-    wl = _new_workload(group.name, group.first, pod_sets, group.opts, lookups)
+        raise Unretryable(c.MSG_TOO_MANY_POD_GROUP_ROLES)
+    wl = new_workload(group.name, group.first, pod_sets, group.opts, lookups)
     wl["metadata"].setdefault("annotations", {})[c.IS_GROUP_WORKLOAD] = "true"
-    wl["metadata"]["ownerReferences"] = _with_owners([], group.pods)
+    wl["metadata"]["ownerReferences"] = with_owners([], group.pods)
     labels: dict[str, str] = {}
     for pod in group.pods:
         for key in sorted(group.opts.label_keys_to_copy):
-            if key in _labels(pod):
-                if key in labels and labels[key] != _labels(pod)[key]:
-                    raise _Retry(c.MSG_POD_GROUP_LABELS_MISMATCH)
-                labels[key] = _labels(pod)[key]
+            if key in o.labels(pod):
+                if key in labels and labels[key] != o.labels(pod)[key]:
+                    raise RetryLater(c.MSG_POD_GROUP_LABELS_MISMATCH)
+                labels[key] = o.labels(pod)[key]
     if labels:
         wl["metadata"]["labels"] = labels
     return wl
@@ -307,9 +295,9 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
 
 def _group_equivalent(group: _Group, wl: Obj, job_sets: Sequence[Obj]) -> bool:
     """`equivalentToWorkload`: same name; every current role is in the Workload, in order, fitting."""
-    finished = _is_finished(wl)
+    finished = o.is_finished(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
-    if _name(wl) != group.name:
+    if o.name(wl) != group.name:
         return False
     if not finished and len(wl_sets) < len(job_sets):
         return False
@@ -329,7 +317,7 @@ def _match_group(
     group: _Group, wl: Obj, *, expectations_satisfied: bool, now: datetime
 ) -> tuple[Obj | None, list[Obj], list[a.Action]]:
     """`FindMatchingWorkloads` for a group: (match, to delete, actions on the kept/dropped pods)."""
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != _max_exec_seconds(group.first):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(group.first):
         return None, [wl], []
     active, inactive = group.partition()
     kept: list[Obj] = []
@@ -338,8 +326,8 @@ def _match_group(
     absent = 0
     for ps in (wl.get("spec") or {}).get("podSets") or ():
         count = ps.get("count", 1)
-        role_active = [p for p in active if _pod_role(p) == ps.get("name")]
-        role_inactive = [p for p in inactive if _pod_role(p) == ps.get("name")]
+        role_active = [p for p in active if pod_role(p) == ps.get("name")]
+        role_inactive = [p for p in inactive if pod_role(p) == ps.get("name")]
         if group.fast:
             absent += 1 if count > 0 and not role_active else 0
         else:
@@ -358,31 +346,31 @@ def _match_group(
             kept += ordered[:-releasable]
         else:
             kept += role_inactive
-    if not kept or not _group_equivalent(group, wl, _group_pod_sets(kept, group.opts)):
+    if not kept or not _group_equivalent(group, wl, group_pod_sets(kept, group.opts)):
         return None, [wl], []
     if not expectations_satisfied:
-        raise _Unretryable(c.MSG_PENDING_POD_OPERATIONS)
+        raise Unretryable(c.MSG_PENDING_POD_OPERATIONS)
     group.absent = absent
     group.pods = kept
     out: list[a.Action] = []
-    refs = _meta(wl).get("ownerReferences") or []
-    owners = _with_owners(refs, kept)
+    refs = o.meta(wl).get("ownerReferences") or []
+    owners = with_owners(refs, kept)
     if len(owners) > len(refs):
-        out.append(a.PatchWorkload(_wl_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": _meta(wl).get("resourceVersion")}}))
-        out.append(a.Event(a.EventType.NORMAL, c.JobEventReason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", _wl_ref(wl), c.JobEventReason.OWNER_REFERENCES_ADDED))
-    return wl, [], out + _remove_excess(excess) + _remove_finalizers(replaced, expected=True)
+        out.append(a.PatchWorkload(workload_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": o.meta(wl).get("resourceVersion")}}))
+        out.append(a.Event(a.EventType.NORMAL, c.JobEventReason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", workload_ref(wl), c.JobEventReason.OWNER_REFERENCES_ADDED))
+    return wl, [], out + _remove_excess(excess) + remove_finalizers(replaced, expected=True)
 
 
 def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, Any] | None:
     """`waitingForReplacementPodsCondition`: the new condition when it must be written, else None."""
-    current = _condition(wl, c.WAITING_FOR_REPLACEMENT_PODS)
+    current = o.find_condition(wl, c.WAITING_FOR_REPLACEMENT_PODS)
     waiting = group.absent > 0
     if current is None and not waiting:
         return None
     cond = dict(current or {"type": c.WAITING_FOR_REPLACEMENT_PODS})
     updated = current is None
     if waiting:
-        evicted = _condition(wl, c.WorkloadCondition.EVICTED)
+        evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
         if evicted is not None and evicted.get("status") == "True":
             for key in ("reason", "message"):
                 if cond.get(key) != evicted.get(key):
@@ -399,9 +387,9 @@ def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, A
         updated = True
     if not updated:
         return None
-    cond["lastTransitionTime"] = _rfc3339(now)
-    if _meta(wl).get("generation") is not None:
-        cond["observedGeneration"] = _meta(wl)["generation"]
+    cond["lastTransitionTime"] = rfc3339(now)
+    if o.meta(wl).get("generation") is not None:
+        cond["observedGeneration"] = o.meta(wl)["generation"]
     return cond
 
 
@@ -410,19 +398,19 @@ def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, A
 
 def _skip(pod: Obj, opts: Options) -> bool:
     """`Pod.Skip`: not labelled managed, or only implicitly enabled and not suspended by a parent."""
-    if _labels(pod).get(c.MANAGED_LABEL) != "true":
+    if o.labels(pod).get(c.MANAGED_LABEL) != "true":
         return True
-    return opts.implicitly_enabled and not _annotations(pod).get(c.POD_SUSPENDING_PARENT)
+    return opts.implicitly_enabled and not o.annotations(pod).get(c.POD_SUSPENDING_PARENT)
 
 
 def _unmanaged_queue(pod: Obj, opts: Options) -> bool:
-    return not opts.manage_jobs_without_queue_name and not _labels(pod).get(c.QUEUE_LABEL)
+    return not opts.manage_jobs_without_queue_name and not o.labels(pod).get(c.QUEUE_LABEL)
 
 
 def _stop_job(job: _Group, wl: Obj | None, reason: str, message: str, now: datetime) -> list[a.Action]:
     """`stopJob` for the composable Pod: eviction reasons carry `DueTo<reason>`."""
     if reason == c.StopReason.WORKLOAD_EVICTED:
-        reason = _eviction_reason(wl)
+        reason = eviction_reason(wl)
     finalize = job.all_pods if job.is_group and reason == c.StopReason.WORKLOAD_DELETED else ()
     return stop_pods(job.pods, reason=reason, message=message, now=now, finalize=finalize)
 
@@ -436,7 +424,7 @@ def _construct(job: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, 
 def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[a.Action], lookups: Lookups, now: datetime) -> Obj | None:
     """`ensureOneWorkload` after matching: stop a running job without a match, delete, or update."""
     to_update = None
-    if match is None and to_delete and job.suspended() and not _has_quota_reservation(to_delete[0]):
+    if match is None and to_delete and job.suspended() and not o.has_quota_reservation(to_delete[0]):
         to_update, to_delete = to_delete[0], to_delete[1:]
     if match is None and not job.suspended() and not job.finished()[2]:
         old = to_delete[0] if len(to_delete) == 1 else None
@@ -444,20 +432,20 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
         out += _stop_job(job, old, c.StopReason.NO_MATCHING_WORKLOAD, message, now)
     deleted = 0
     for wl in to_delete:
-        out.append(a.DeleteWorkload(_wl_ref(wl), already_deleting=_deleting(wl)))
-        if not _deleting(wl):
+        out.append(a.DeleteWorkload(workload_ref(wl), already_deleting=o.is_deleting(wl)))
+        if not o.is_deleting(wl):
             deleted += 1
-            out.append(_event(job.first, c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {_wl_ref(wl).key}"))
+            out.append(pod_event(job.first, c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {workload_ref(wl).key}"))
     if deleted:
         kind = "no matching workloads" if match is None else "extra workloads"
-        raise _Retry(f"{kind}: deleted {len(to_delete)} workloads")
+        raise RetryLater(f"{kind}: deleted {len(to_delete)} workloads")
     if to_update is not None:
         new = _construct(job, out, lookups)
         spec: dict[str, Any] = {k: None for k in (to_update.get("spec") or {}) if k != "active"}
         spec.update(new["spec"])
-        patch = {"metadata": {"resourceVersion": _meta(to_update).get("resourceVersion")}, "spec": spec}
-        out.append(a.PatchWorkload(_wl_ref(to_update), patch))
-        out.append(_event(job.first, c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {_wl_ref(to_update).key}"))
+        patch = {"metadata": {"resourceVersion": o.meta(to_update).get("resourceVersion")}, "spec": spec}
+        out.append(a.PatchWorkload(workload_ref(to_update), patch))
+        out.append(pod_event(job.first, c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {workload_ref(to_update).key}"))
         updated = dict(to_update)
         updated["spec"] = {**(to_update.get("spec") or {}), **new["spec"]}
         return updated
@@ -466,34 +454,34 @@ def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[
 
 def _pods_ready_condition(job: _Group, wl: Obj, now: datetime) -> dict[str, Any]:
     """`generatePodsReadyCondition` for this pod or group (the rule itself is `core.pods_ready`)."""
-    current = _condition(wl, c.WorkloadCondition.PODS_READY)
+    current = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
     cv = pods_ready.pods_ready_condition(
-        admitted=_is_admitted(wl),
+        admitted=o.is_admitted(wl),
         pods_ready=job.pods_ready(),
         current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
     )
-    return _cond(cv.type, cv.status, cv.reason, cv.message, now=now, wl=wl)
+    return new_condition(cv.type, cv.status, cv.reason, cv.message, now=now, wl=wl)
 
 
 def _clear_reservation(wl: Obj, evicted: Obj, opts: Options, now: datetime) -> a.UpdateWorkloadStatus:
     """Release the quota of an evicted Workload whose pods are gone; Requeued True only for some reasons."""
     reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
     requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES)
-    owners = _meta(wl).get("ownerReferences") or []
+    owners = o.meta(wl).get("ownerReferences") or []
     single_pod_owned = (
         len(owners) == 1
-        and _annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
+        and o.annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
         and owners[0].get("kind") == "Pod"
         and owners[0].get("apiVersion") == POD_API
     )
     if opts.skip_reassignment_for_pod_owned and single_pod_owned:
         requeue = False
     conditions = (
-        _cond(c.WorkloadCondition.REQUEUED, "True" if requeue else "False", reason, message, now=now, wl=wl),
-        _cond(c.WorkloadCondition.QUOTA_RESERVED, "False", c.PendingReason.PENDING_EVALUATION, message, now=now, wl=wl),
-        _cond(c.WorkloadCondition.ADMITTED, "False", c.AdmittedReason.NO_RESERVATION, c.MSG_NO_RESERVATION, now=now, wl=wl),
+        new_condition(c.WorkloadCondition.REQUEUED, "True" if requeue else "False", reason, message, now=now, wl=wl),
+        new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.PendingReason.PENDING_EVALUATION, message, now=now, wl=wl),
+        new_condition(c.WorkloadCondition.ADMITTED, "False", c.AdmittedReason.NO_RESERVATION, c.MSG_NO_RESERVATION, now=now, wl=wl),
     )
-    return a.UpdateWorkloadStatus(_wl_ref(wl), conditions, clear_admission=True, field_manager="kueue-admission")
+    return a.UpdateWorkloadStatus(workload_ref(wl), conditions, clear_admission=True, field_manager="kueue-admission")
 
 
 def _admission_check_message(wl: Obj) -> str:
@@ -505,86 +493,86 @@ def _admission_check_message(wl: Obj) -> str:
     return "; ".join(parts)
 
 
-def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lookups, now: datetime) -> a.Decision | None:
+def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lookups, now: datetime) -> a.ReconcileResult | None:
     """Steps b to k of the recipe, once the one matching Workload is known (None = must be created)."""
     opts = job.opts
     if wl is not None and job.is_group:
         cond = _replacement_condition(job, wl, now)
         if cond is not None:
-            out.append(a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-pod-controller"))
+            out.append(a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-pod-controller"))
             return None
-    if wl is not None and _is_finished(wl):
-        out += _remove_finalizers(job.all_pods)
-        out.append(_finished_event(job.first, wl))
-        out += _remove_wl_finalizer(wl)
+    if wl is not None and o.is_finished(wl):
+        out += remove_finalizers(job.all_pods)
+        out.append(finished_event(job.first, wl))
+        out += remove_workload_finalizer(wl)
         return None
-    if wl is not None and _deleting(wl):
+    if wl is not None and o.is_deleting(wl):
         out += _stop_job(job, wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED, now)
-        out += _remove_wl_finalizer(wl)
+        out += remove_workload_finalizer(wl)
         return None
     message, success, finished = job.finished()
     if finished:
-        if wl is not None and not _is_finished(wl):
-            out += _finish(wl, c.FinishedReason.SUCCEEDED if success else c.FinishedReason.FAILED, message, now)
-            out.append(_finished_event(job.first, wl))
-        out += _remove_finalizers(job.all_pods)
+        if wl is not None and not o.is_finished(wl):
+            out += finish_workload(wl, c.FinishedReason.SUCCEEDED if success else c.FinishedReason.FAILED, message, now)
+            out.append(finished_event(job.first, wl))
+        out += remove_finalizers(job.all_pods)
         return None
     if wl is None:
         if job.active(now):
             return None
         new = _construct(job, out, lookups)
         out.append(a.CreateWorkload(new))
-        out.append(_event(job.first, c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {_meta(new)['namespace']}/{_name(new)}"))
+        out.append(pod_event(job.first, c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}"))
         return None
     if opts.reclaimable_pods:
         sizes = {ps.get("name"): ps.get("count", 1) for ps in (wl.get("spec") or {}).get("podSets") or ()}
         wanted = [{"name": r["name"], "count": min(r["count"], sizes.get(r["name"], r["count"]))} for r in job.reclaimable()]
         have = {r.get("name"): r.get("count") for r in (wl.get("status") or {}).get("reclaimablePods") or ()}
         if {r["name"]: r["count"] for r in wanted} != have:
-            out.append(a.UpdateWorkloadStatus(_wl_ref(wl), reclaimable_pods=tuple(wanted), field_manager="kueue-reclaimable-pods"))
+            out.append(a.UpdateWorkloadStatus(workload_ref(wl), reclaimable_pods=tuple(wanted), field_manager="kueue-reclaimable-pods"))
             return None
     if opts.wait_for_pods_ready:
         cond = _pods_ready_condition(job, wl, now)
-        current = _condition(wl, c.WorkloadCondition.PODS_READY) or {}
+        current = o.find_condition(wl, c.WorkloadCondition.PODS_READY) or {}
         if (current.get("status"), current.get("reason")) != (cond["status"], cond["reason"]):
-            out.append(a.UpdateWorkloadStatus(_wl_ref(wl), (cond,), field_manager="kueue-job-controller"))
+            out.append(a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-job-controller"))
             return None
-    evicted = _condition(wl, c.WorkloadCondition.EVICTED)
+    evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
     if evicted is not None and evicted.get("status") == "True":
         out += _stop_job(job, wl, c.StopReason.WORKLOAD_EVICTED, str(evicted.get("message", "")), now)
-        if _has_quota_reservation(wl) and not job.active(now):
+        if o.has_quota_reservation(wl) and not job.active(now):
             out.append(_clear_reservation(wl, evicted, opts, now))
         return None
     if job.suspended():
-        if _is_admitted(wl):
+        if o.is_admitted(wl):
             return start_pods(job.pods, wl, is_group=job.is_group, opts=opts, lookups=lookups, now=now)
-        if _has_quota_reservation(wl) and (text := _admission_check_message(wl)):
-            out += [_event(pod, c.JobEventReason.UPDATED_ADMISSION_CHECK, text) for pod in job.pods]
-        queue = _labels(job.first).get(c.QUEUE_LABEL, "")
+        if o.has_quota_reservation(wl) and (text := _admission_check_message(wl)):
+            out += [pod_event(pod, c.JobEventReason.UPDATED_ADMISSION_CHECK, text) for pod in job.pods]
+        queue = o.labels(job.first).get(c.QUEUE_LABEL, "")
         if not job.serving and (wl.get("spec") or {}).get("queueName", "") != queue:
-            out.append(a.PatchWorkload(_wl_ref(wl), {"spec": {"queueName": queue or None}}))
+            out.append(a.PatchWorkload(workload_ref(wl), {"spec": {"queueName": queue or None}}))
         return None
-    if not _is_admitted(wl):
+    if not o.is_admitted(wl):
         out += _stop_job(job, wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE, now)
     return None
 
 
-def _decide(out: list[a.Action], step: Any) -> a.Decision:
+def _decide(out: list[a.Action], step: Any) -> a.ReconcileResult:
     """Run one recipe step, turning our exception kinds into the Decision's error and retry."""
     try:
         started = step()
-    except (_RetryWith, _UnretryableWith) as exc:
-        return a.Decision((*out, *exc.actions), str(exc), retry=isinstance(exc, _Retry))
-    except _Retry as exc:
-        return a.Decision(tuple(out), str(exc), retry=True)
-    except _Unretryable as exc:
-        return a.Decision(tuple(out), str(exc))
-    if isinstance(started, a.Decision):
-        return a.Decision((*out, *started.actions), started.error, started.retry)
-    return a.Decision(tuple(out))
+    except (RetryWith, _UnretryableWith) as exc:
+        return a.ReconcileResult((*out, *exc.actions), str(exc), retry=isinstance(exc, RetryLater))
+    except RetryLater as exc:
+        return a.ReconcileResult(tuple(out), str(exc), retry=True)
+    except Unretryable as exc:
+        return a.ReconcileResult(tuple(out), str(exc))
+    if isinstance(started, a.ReconcileResult):
+        return a.ReconcileResult((*out, *started.actions), started.error, started.retry)
+    return a.ReconcileResult(tuple(out))
 
 
-def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, lookups: Lookups, now: datetime) -> a.Decision:
+def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, lookups: Lookups, now: datetime) -> a.ReconcileResult:
     """One pass for a pod without a group name.
 
     `pod` is None when it is gone. `workloads` are the Workloads in its namespace whose controller
@@ -592,24 +580,24 @@ def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, l
     `managedJobsNamespaceSelector` against the namespace.
     """
     if pod is None:
-        return a.Decision(tuple(act for wl in workloads for act in _finalize_orphan(wl, opts, now)))
+        return a.ReconcileResult(tuple(act for wl in workloads for act in finalize_orphan(wl, opts, now)))
     if group_name(pod, opts):
-        return a.Decision((), "event handler error: got a single pod reconcile request for a pod group", retry=True)
+        return a.ReconcileResult((), "event handler error: got a single pod reconcile request for a pod group", retry=True)
     if _skip(pod, opts):
-        return a.Decision()
-    if _deleting(pod):
-        acts = [act for wl in workloads for act in _finalize_orphan(wl, opts, now)]
-        return a.Decision((*acts, *_remove_finalizers([pod])))
+        return a.ReconcileResult()
+    if o.is_deleting(pod):
+        acts = [act for wl in workloads for act in finalize_orphan(wl, opts, now)]
+        return a.ReconcileResult((*acts, *remove_finalizers([pod])))
     if _unmanaged_queue(pod, opts):
-        return a.Decision()
+        return a.ReconcileResult()
     job = _Group("", [pod], [pod], opts, is_group=False)
     out: list[a.Action] = []
 
-    def step() -> a.Decision | None:
+    def step() -> a.ReconcileResult | None:
         match = None
         to_delete = []
         for wl in workloads:
-            if match is None and _equivalent_single(pod, wl, opts, lookups):
+            if match is None and equivalent_single(pod, wl, opts, lookups):
                 match = wl
             else:
                 to_delete.append(wl)
@@ -627,7 +615,7 @@ def reconcile_group(
     lookups: Lookups,
     now: datetime,
     expectations_satisfied: bool = True,
-) -> a.Decision:
+) -> a.ReconcileResult:
     """One pass for the pod group `name`: every pod of the group in one namespace, and the Workload
     named `name` in that namespace (None if absent).
 
@@ -640,26 +628,26 @@ def reconcile_group(
     """
     if not pods:
         if workload is None:
-            return a.Decision()
-        foreign = _annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and _controller_of(workload) is not None
+            return a.ReconcileResult()
+        foreign = o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and o.controller_of(workload) is not None
         if opts.validate_group_owner and foreign:
-            return a.Decision()
-        return a.Decision(tuple(_finalize_orphan(workload, opts, now)))
-    ordered = sorted(pods, key=lambda p: (_name(p), _meta(p).get("uid", "")))
+            return a.ReconcileResult()
+        return a.ReconcileResult(tuple(finalize_orphan(workload, opts, now)))
+    ordered = sorted(pods, key=lambda p: (o.name(p), o.meta(p).get("uid", "")))
     job = _Group(name, list(ordered), list(ordered), opts)
     if _skip(job.first, opts) or _unmanaged_queue(job.first, opts):
-        return a.Decision()
+        return a.ReconcileResult()
     out: list[a.Action] = []
 
-    def step() -> a.Decision | None:
+    def step() -> a.ReconcileResult | None:
         match: Obj | None = None
         to_delete: list[Obj] = []
         if workload is not None:
-            if opts.validate_group_owner and _annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
+            if opts.validate_group_owner and o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
                 text = f'A Workload named "{name}" already exists but is not a pod group workload; this pod group cannot be admitted'
-                out.append(_event(job.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
-                out.extend(_remove_finalizers(job.partition()[1], expected=True))
-                raise _Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD)
+                out.append(pod_event(job.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
+                out.extend(remove_finalizers(job.partition()[1], expected=True))
+                raise Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD)
             match, to_delete, acts = _match_group(job, workload, expectations_satisfied=expectations_satisfied, now=now)
             out.extend(acts)
         return _reconcile_job(job, _ensure_one(job, match, to_delete, out, lookups, now), out, lookups, now)

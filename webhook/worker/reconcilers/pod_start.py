@@ -13,28 +13,28 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _condition,
-    _deleting,
-    _event,
-    _finish,
-    _is_gated,
-    _is_suspended,
-    _Permanent,
-    _pod_role,
-    _ref,
-    _remove_finalizers,
-    _Retry,
-    _rfc3339,
-    _time,
+    RetryLater,
+    finish_workload,
+    is_gated,
+    is_pod_suspended,
+    parse_timestamp,
+    pod_event,
+    pod_ref,
+    pod_role,
+    remove_finalizers,
+    rfc3339,
 )
+from webhook.worker.reconcilers.podset import PermanentError
 
 __all__ = [
+    "eviction_reason",
     "start_pods",
     "stop_pods",
 ]
@@ -47,7 +47,7 @@ def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[podset.PodS
     try:
         return podset.from_admission(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
     except podset.FlavorNotFound as exc:
-        raise _Retry(str(exc)) from exc
+        raise RetryLater(str(exc)) from exc
 
 
 def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: a.GateRemoval | None = None) -> a.PatchPod:
@@ -76,38 +76,38 @@ def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: a.GateRemoval | Non
         patch["metadata"] = meta
     if spec_patch:
         patch["spec"] = spec_patch
-    return a.PatchPod(_ref(pod), patch, ungates)
+    return a.PatchPod(pod_ref(pod), patch, ungates)
 
 
-def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.Decision:
+def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.ReconcileResult:
     """`startJob` + `Pod.Run`: one patch and one `Started` event per gated pod."""
     cluster_queue = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
     message = f"Admitted by clusterQueue {cluster_queue}"
     # Timed from the Admitted transition, and only while Admitted is True (`RecordPodSchedulingGateRemovalSeconds`).
-    admitted = _condition(wl, c.WorkloadCondition.ADMITTED) or {}
-    admitted_at = _time(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" and admitted.get("lastTransitionTime") else None
+    admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
+    admitted_at = parse_timestamp(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" and admitted.get("lastTransitionTime") else None
     ungates = None if admitted_at is None else a.GateRemoval(cluster_queue, is_group, admitted_at)
     try:
         infos = _pod_set_infos(wl, lookups, opts)
         if not is_group and len(infos) != 1:
-            raise _Permanent(f"invalid podset infos: expecting 1 pod set got {len(infos)}")
+            raise PermanentError(f"invalid podset infos: expecting 1 pod set got {len(infos)}")
         out: list[a.Action] = []
         for pod in pods:
-            if not _is_gated(pod):
+            if not is_gated(pod):
                 continue
             if is_group:
-                role = _pod_role(pod)
+                role = pod_role(pod)
                 info = next((i for i in infos if i.name == role), None)
                 if info is None:
-                    raise _Permanent(f"invalid podset infos: podSetInfo with the name '{role}' is not found")
+                    raise PermanentError(f"invalid podset infos: podSetInfo with the name '{role}' is not found")
             else:
                 info = infos[0]
-            out += [_start_patch(pod, info, ungates), _event(pod, c.JobEventReason.STARTED, message)]
-    except _Permanent as exc:
-        return a.Decision(tuple(_finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
-    except _Retry as exc:
-        return a.Decision((), str(exc), retry=True)
-    return a.Decision(tuple(out))
+            out += [_start_patch(pod, info, ungates), pod_event(pod, c.JobEventReason.STARTED, message)]
+    except PermanentError as exc:
+        return a.ReconcileResult(tuple(finish_workload(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
+    except RetryLater as exc:
+        return a.ReconcileResult((), str(exc), retry=True)
+    return a.ReconcileResult(tuple(out))
 
 
 # --- stop -----------------------------------------------------------------------------------------
@@ -117,15 +117,15 @@ def stop_pods(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, 
     """`Pod.Stop`: mark each live pod TerminationTarget, delete it, and report `Stopped` on it."""
     out: list[a.Action] = []
     for pod in pods:
-        if _deleting(pod) or (reason != c.StopReason.WORKLOAD_DELETED and _is_suspended(pod)):
+        if o.is_deleting(pod) or (reason != c.StopReason.WORKLOAD_DELETED and is_pod_suspended(pod)):
             continue
-        cond = {"type": c.POD_TERMINATION_TARGET, "status": "True", "lastTransitionTime": _rfc3339(now), "reason": reason, "message": message}
-        out += [a.SetPodCondition(_ref(pod), cond), a.DeletePod(_ref(pod)), _event(pod, c.JobEventReason.STOPPED, message)]
-    return out + _remove_finalizers(finalize)
+        cond = {"type": c.POD_TERMINATION_TARGET, "status": "True", "lastTransitionTime": rfc3339(now), "reason": reason, "message": message}
+        out += [a.SetPodCondition(pod_ref(pod), cond), a.DeletePod(pod_ref(pod)), pod_event(pod, c.JobEventReason.STOPPED, message)]
+    return out + remove_finalizers(finalize)
 
 
-def _eviction_reason(wl: Obj | None) -> str:
-    cond = _condition(wl, c.WorkloadCondition.EVICTED) if wl is not None else None
+def eviction_reason(wl: Obj | None) -> str:
+    cond = o.find_condition(wl, c.WorkloadCondition.EVICTED) if wl is not None else None
     if cond is not None and cond.get("status") == "True":
         return f"{c.StopReason.WORKLOAD_EVICTED}DueTo{cond.get('reason', '')}"
     return c.StopReason.WORKLOAD_EVICTED

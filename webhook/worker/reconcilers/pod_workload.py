@@ -15,6 +15,7 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import fields
+from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.worker.reconcilers import actions as a
 from webhook.worker.reconcilers import podset
@@ -25,22 +26,22 @@ from webhook.worker.reconcilers.pod_common import (
     Lookups,
     Obj,
     Options,
-    _annotations,
-    _controller_of,
-    _event,
-    _is_admitted,
-    _is_runnable_or_succeeded,
-    _is_suspended,
-    _labels,
-    _max_exec_seconds,
-    _meta,
-    _name,
-    _pod_role,
-    _Retry,
+    RetryLater,
+    is_pod_suspended,
+    is_runnable_or_succeeded,
+    max_exec_seconds,
+    pod_event,
+    pod_role,
 )
 
 __all__ = [
+    "RetryWith",
     "construct_pod_workload",
+    "equivalent_single",
+    "fast_pod_sets",
+    "group_pod_sets",
+    "new_workload",
+    "with_owners",
     "workload_name",
     "workload_name_for_pod",
 ]
@@ -80,7 +81,7 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
     """`NewPodSetTopologyRequest(meta).PodIndexLabel(pod-group-pod-index)`."""
     if not opts.tas:
         return None
-    ann = _annotations(pod)
+    ann = o.annotations(pod)
     req: dict[str, Any] = {}
     if c.PODSET_REQUIRED_TOPOLOGY in ann:
         req["required"] = ann[c.PODSET_REQUIRED_TOPOLOGY]
@@ -89,13 +90,13 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
     elif c.PODSET_UNCONSTRAINED_TOPOLOGY in ann:
         text = ann[c.PODSET_UNCONSTRAINED_TOPOLOGY]
         if text not in ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"):
-            raise _Retry(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+            raise RetryLater(f'strconv.ParseBool: parsing "{text}": invalid syntax')
         req["unconstrained"] = text in ("1", "t", "T", "TRUE", "true", "True")
     if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
         try:
             size = go_atoi(ann[c.PODSET_SLICE_SIZE])
         except ValueError as exc:
-            raise _Retry(str(exc).replace("Atoi", "ParseInt")) from exc
+            raise RetryLater(str(exc).replace("Atoi", "ParseInt")) from exc
         req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
         req["podSetSliceSize"] = size
     req["podIndexLabel"] = c.POD_GROUP_POD_INDEX_LABEL
@@ -115,13 +116,13 @@ def _pod_set(pod: Obj, opts: Options, *, name: str = DEFAULT_POD_SET, count: int
     return ps
 
 
-def _group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
+def group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
     """`constructGroupPodSets`: one podSet per role among active pods, sorted by name."""
     by_role: dict[str, dict[str, Any]] = {}
     for pod in pods:
-        if not _is_runnable_or_succeeded(pod):
+        if not is_runnable_or_succeeded(pod):
             continue
-        role = _pod_role(pod)
+        role = pod_role(pod)
         if role in by_role:
             by_role[role]["count"] += 1
         else:
@@ -129,25 +130,25 @@ def _group_pod_sets(pods: Sequence[Obj], opts: Options) -> list[dict[str, Any]]:
     return [by_role[role] for role in sorted(by_role, key=lambda r: r.lower())]
 
 
-def _fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[str, Any]]:
+def fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[str, Any]]:
     for pod in pods:
-        if _is_runnable_or_succeeded(pod):
-            return [_pod_set(pod, opts, name=_pod_role(pod).lower(), count=total)]
-    raise _Retry("failed to find a runnable pod in the group")
+        if is_runnable_or_succeeded(pod):
+            return [_pod_set(pod, opts, name=pod_role(pod).lower(), count=total)]
+    raise RetryLater("failed to find a runnable pod in the group")
 
 
 def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
     """`ExtractPriority`: WorkloadPriorityClass label, else the template's PriorityClass, else the default."""
-    wpc = _labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
+    wpc = o.labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
     if wpc:
         if wpc not in lookups.workload_priority_classes:
-            event = _event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
-            raise _RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
+            event = pod_event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
+            raise RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
         return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
     pc = next((ps["template"]["spec"].get("priorityClassName") for ps in pod_sets if ps["template"]["spec"].get("priorityClassName")), "")
     if pc:
         if pc not in lookups.priority_classes:
-            raise _Retry(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
+            raise RetryLater(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
         return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, lookups.priority_classes[pc][0]
     defaults = sorted((value, name) for name, (value, is_default) in lookups.priority_classes.items() if is_default)
     if defaults:
@@ -156,29 +157,29 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     return None, 0
 
 
-class _RetryWith(_Retry):
+class RetryWith(RetryLater):
     def __init__(self, message: str, actions: list[a.Action]) -> None:
         super().__init__(message)
         self.actions = actions
 
 
-def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
+def new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
-    annotations = {k: v for k, v in _annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if opts.admission_gated_by and _annotations(pod).get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = _annotations(pod)[c.ADMISSION_GATED_BY]
+    annotations = {k: v for k, v in o.annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
+    if opts.admission_gated_by and o.annotations(pod).get(c.ADMISSION_GATED_BY):
+        annotations[c.ADMISSION_GATED_BY] = o.annotations(pod)[c.ADMISSION_GATED_BY]
     spec: dict[str, Any] = {"podSets": pod_sets}
-    queue = _labels(pod).get(c.QUEUE_LABEL, "")
+    queue = o.labels(pod).get(c.QUEUE_LABEL, "")
     if queue:
         spec["queueName"] = queue
-    max_exec = _max_exec_seconds(pod)
+    max_exec = max_exec_seconds(pod)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
     ref, priority = _priority(pod, pod_sets, lookups)
     if ref is not None:
         spec["priorityClassRef"] = ref
     spec["priority"] = priority
-    meta: dict[str, Any] = {"name": name, "namespace": _meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
+    meta: dict[str, Any] = {"name": name, "namespace": o.meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
@@ -186,24 +187,24 @@ def _new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opt
 
 def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
-    uid = str(_meta(pod).get("uid") or "")
-    wl = _new_workload(workload_name_for_pod(_name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
-    labels = {k: v for k, v in _labels(pod).items() if k in opts.label_keys_to_copy}
+    uid = str(o.meta(pod).get("uid") or "")
+    wl = new_workload(workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
+    labels = {k: v for k, v in o.labels(pod).items() if k in opts.label_keys_to_copy}
     if not fields.is_label_value(uid):
         labels[c.JOB_UID_LABEL] = uid
     if labels:
         wl["metadata"]["labels"] = labels
     wl["metadata"]["ownerReferences"] = [
-        {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
+        {"apiVersion": POD_API, "kind": "Pod", "name": o.name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
     ]
     return wl
 
 
 def _owner_ref(pod: Obj) -> dict[str, Any]:
-    return {"apiVersion": POD_API, "kind": "Pod", "name": _name(pod), "uid": _meta(pod).get("uid", "")}
+    return {"apiVersion": POD_API, "kind": "Pod", "name": o.name(pod), "uid": o.meta(pod).get("uid", "")}
 
 
-def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
+def with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]]:
     """`controllerutil.SetOwnerReference` per pod: upsert by kind and name, never as controller."""
     out = [dict(r) for r in refs]
     for pod in pods:
@@ -220,22 +221,22 @@ def _with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any
 # --- single-pod equivalence -----------------------------------------------------------------------
 
 
-def _equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
-    owner = _controller_of(wl) or {}
-    if owner.get("name") != _name(pod):
+def equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> bool:
+    owner = o.controller_of(wl) or {}
+    if owner.get("name") != o.name(pod):
         return False
-    if opts.finish_orphaned_workloads and owner.get("uid") != _meta(pod).get("uid"):
+    if opts.finish_orphaned_workloads and owner.get("uid") != o.meta(pod).get("uid"):
         return False
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != _max_exec_seconds(pod):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(pod):
         return False
     job = [_pod_set(pod, opts)]
-    ignore = _is_admitted(wl)
+    ignore = o.is_admitted(wl)
     running = podset.expected_running_pod_sets(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
     if running is not None:
         if podset.same_pod_sets(job, running, ignore_tolerations=ignore):
             return True
-        return _is_suspended(pod) and podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
+        return is_pod_suspended(pod) and podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
     return podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
 
 

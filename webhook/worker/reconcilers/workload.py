@@ -18,11 +18,11 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission as ca
 from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
-from webhook.core.pods_ready import Policy, Step, StepKind
+from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
 from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import remove_condition, set_condition, update_status
@@ -58,7 +58,7 @@ def policy(config: Configuration) -> Policy | None:
     )
 
 
-def apply_step(step: Step, status: dict[str, Any], generation: int, now: datetime) -> None:
+def apply_step(step: PodsReadyStep, status: dict[str, Any], generation: int, now: datetime) -> None:
     """Write `step`'s status changes into `status` (what `evict.Evict` and the condition setters do)."""
     for ctype in step.remove_conditions:
         remove_condition(status, ctype)
@@ -107,7 +107,7 @@ class WorkloadReconciler:
         self.kube = kube
         self.store = store
         self.policy = policy(config)
-        self.concurrent_admission = config.feature_enabled("ConcurrentAdmission")
+        self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
@@ -121,6 +121,10 @@ class WorkloadReconciler:
 
     def add(self, key: str) -> None:
         self.queue.add(key)
+
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        if kind == "workloads" and etype != "DELETED":
+            self.add(object_key(obj))
 
     def _recheck(self, key: str, at: datetime, now: datetime) -> None:
         """Look again at `at`; one timer per key and deadline, the earliest kept."""
@@ -142,21 +146,21 @@ class WorkloadReconciler:
             self._label_parent(wl)
             return
         step = workload_step(wl, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
-        if isinstance(step, Step) and step.kind == StepKind.NONE:
+        if isinstance(step, PodsReadyStep) and step.kind == StepKind.NONE:
             return
-        if isinstance(step, Step) and step.kind == StepKind.RECHECK:
+        if isinstance(step, PodsReadyStep) and step.kind == StepKind.RECHECK:
             assert step.recheck_at is not None
             self._recheck(key, step.recheck_at, now)
             return
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-        reason, detail = (step.reason, step.message) if isinstance(step, Step) else \
+        reason, detail = (step.reason, step.message) if isinstance(step, PodsReadyStep) else \
             (step.condition.reason, step.condition.message) if step.condition else ("", "")
         log.info("workload controller", extra={"object": key, "kind": "Workload", "decision": step.kind.value,
                                                "reason": reason, "detail": detail})
-        if isinstance(step, Step) and step.kind == StepKind.SET_INACTIVE:
+        if isinstance(step, PodsReadyStep) and step.kind == StepKind.SET_INACTIVE:
             self._deactivate(path, wl)
             return
-        applied: list[Step | CheckStep] = []
+        applied: list[PodsReadyStep | CheckStep] = []
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.

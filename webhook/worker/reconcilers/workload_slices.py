@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 
 __all__ = [
     "SliceDecision",
@@ -37,50 +38,33 @@ __all__ = [
 Obj = Mapping[str, Any]
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _annotations(obj: Obj) -> Mapping[str, str]:
-    return _meta(obj).get("annotations") or {}
-
-
-def _key(obj: Obj) -> str:
-    return f"{_meta(obj).get('namespace', '')}/{_meta(obj).get('name', '')}"
-
-
-def _condition_true(wl: Obj, ctype: str) -> bool:
-    return any(cond.get("type") == ctype and cond.get("status") == "True" for cond in (wl.get("status") or {}).get("conditions") or ())
-
-
 def _reserved(wl: Obj) -> bool:
-    return _condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED)
+    return o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED)
 
 
 def _evicted(wl: Obj) -> bool:
-    return _condition_true(wl, c.WorkloadCondition.EVICTED)
+    return o.is_condition_true(wl, c.WorkloadCondition.EVICTED)
 
 
 def is_elastic(obj: Obj, *, enabled: bool) -> bool:
     """`Enabled`: the feature gate is on and the object carries `elastic-job: "true"`."""
-    return enabled and _annotations(obj).get(c.ELASTIC_JOB) == "true"
+    return enabled and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
 
 
 def replacement_for(wl: Obj) -> str | None:
     """`ReplacementForKey`: the `namespace/name` of the slice `wl` replaces, if any."""
-    return _annotations(wl).get(c.WORKLOAD_SLICE_REPLACEMENT_FOR)
+    return o.annotations(wl).get(c.WORKLOAD_SLICE_REPLACEMENT_FOR)
 
 
 def slice_name(wl: Obj) -> str:
     """`SliceName`: the chain's first slice name, which pods of every slice carry."""
-    return _annotations(wl).get(c.WORKLOAD_SLICE_NAME) or str(_meta(wl).get("name", ""))
+    return o.annotations(wl).get(c.WORKLOAD_SLICE_NAME) or str(o.meta(wl).get("name", ""))
 
 
 def is_replaced(wl: Obj) -> bool:
     """`IsReplaced`: Finished=True with reason WorkloadSliceReplaced."""
-    return any(cond.get("type") == c.WorkloadCondition.FINISHED and cond.get("status") == "True"
-               and cond.get("reason") == c.FinishedReason.WORKLOAD_SLICE_REPLACED
-               for cond in (wl.get("status") or {}).get("conditions") or ())
+    cond = o.find_condition(wl, c.WorkloadCondition.FINISHED)
+    return cond is not None and cond.get("status") == "True" and cond.get("reason") == c.FinishedReason.WORKLOAD_SLICE_REPLACED
 
 
 def counts(pod_sets: Sequence[Obj]) -> dict[str, int]:
@@ -100,8 +84,8 @@ def scaled_down(old: Mapping[str, int], new: Mapping[str, int]) -> bool:
 
 def not_finished(workloads: Sequence[Obj]) -> list[Obj]:
     """`FindNotFinishedWorkloads`: oldest first (creation time, then UID), without Finished ones."""
-    ordered = sorted(workloads, key=lambda wl: (str(_meta(wl).get("creationTimestamp") or ""), str(_meta(wl).get("uid") or "")))
-    return [wl for wl in ordered if not _condition_true(wl, c.WorkloadCondition.FINISHED)]
+    ordered = sorted(workloads, key=lambda wl: (str(o.meta(wl).get("creationTimestamp") or ""), str(o.meta(wl).get("uid") or "")))
+    return [wl for wl in ordered if not o.is_condition_true(wl, c.WorkloadCondition.FINISHED)]
 
 
 def latest_active(workloads: Sequence[Obj]) -> Obj | None:
@@ -147,13 +131,13 @@ def normalize(workloads: Sequence[Obj]) -> tuple[Obj | None, tuple[tuple[Obj, st
         newest = wl
         if not _reserved(wl):
             continue
-        repl = replacements.get(_key(wl))
+        repl = replacements.get(o.key(wl))
         if repl is not None and _reserved(repl):
             continue
         admitted = wl
     pending = None
     if admitted is not None:
-        repl = replacements.get(_key(admitted))
+        repl = replacements.get(o.key(admitted))
         if repl is not None and not _reserved(repl):
             pending = repl
     selected = pending if pending is not None else admitted if admitted is not None else newest
@@ -161,7 +145,7 @@ def normalize(workloads: Sequence[Obj]) -> tuple[Obj | None, tuple[tuple[Obj, st
     for wl in workloads:
         if wl is selected or wl is admitted:
             continue
-        if _key(wl) in replacements:
+        if o.key(wl) in replacements:
             finish.append((wl, c.FinishedReason.WORKLOAD_SLICE_REPLACED, c.MSG_SLICE_REPLACED))
         else:
             finish.append((wl, c.FinishedReason.OUT_OF_SYNC, c.MSG_SLICE_OUT_OF_SYNC))

@@ -1,0 +1,130 @@
+"""Raw Kubernetes objects, read in one place: metadata, owners, conditions, Workload predicates.
+
+Every kind reaches us as a decoded JSON dict; these functions read the optional parts with their
+defaults so no caller repeats `obj.get("metadata") or {}`. They mirror the small getters of
+`k8s.io/apimachinery/pkg/apis/meta/v1` (`GetControllerOf`, `FindStatusCondition`,
+`IsStatusConditionTrue`) and `pkg/workload/workload.go` (`IsAdmitted`, `IsFinished`,
+`HasQuotaReservation`) in upstream v0.19.2.
+"""
+
+# No `from __future__ import annotations` here: it would bind the name `annotations` in this
+# module, which is the accessor's name. Nothing below needs postponed annotations.
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from webhook.api.constants import WorkloadCondition
+
+__all__ = [
+    "Obj",
+    "OwnerReference",
+    "annotations",
+    "controller_of",
+    "finalizers",
+    "find_condition",
+    "has_finalizer",
+    "has_quota_reservation",
+    "is_admitted",
+    "is_condition_true",
+    "is_deleting",
+    "is_finished",
+    "key",
+    "labels",
+    "meta",
+    "name",
+    "namespace",
+    "owner_references",
+    "uid",
+]
+
+Obj = Mapping[str, Any]
+"""A decoded Kubernetes object (read-only)."""
+
+
+class OwnerReference(TypedDict, total=False):
+    """`metadata.ownerReferences[*]` as the API serves it."""
+
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+def meta(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def labels(obj: Obj) -> Mapping[str, str]:
+    return meta(obj).get("labels") or {}
+
+
+def annotations(obj: Obj) -> Mapping[str, str]:
+    return meta(obj).get("annotations") or {}
+
+
+def name(obj: Obj) -> str:
+    return str(meta(obj).get("name") or "")
+
+
+def namespace(obj: Obj) -> str:
+    return str(meta(obj).get("namespace") or "")
+
+
+def uid(obj: Obj) -> str:
+    return str(meta(obj).get("uid") or "")
+
+
+def key(obj: Obj) -> str:
+    """`namespace/name`, the key informers and work queues use."""
+    return f"{namespace(obj)}/{name(obj)}"
+
+
+def finalizers(obj: Obj) -> tuple[str, ...]:
+    return tuple(meta(obj).get("finalizers") or ())
+
+
+def has_finalizer(obj: Obj, finalizer: str) -> bool:
+    return finalizer in (meta(obj).get("finalizers") or ())
+
+
+def is_deleting(obj: Obj) -> bool:
+    """A deletionTimestamp is set: the object waits only for its finalizers."""
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def owner_references(obj: Obj) -> tuple[OwnerReference, ...]:
+    return tuple(meta(obj).get("ownerReferences") or ())
+
+
+def controller_of(obj: Obj) -> OwnerReference | None:
+    """The owner reference with `controller: true` (`metav1.GetControllerOf`)."""
+    for ref in meta(obj).get("ownerReferences") or ():
+        if ref.get("controller"):
+            return ref  # type: ignore[no-any-return]
+    return None
+
+
+def find_condition(obj: Obj, ctype: str) -> Obj | None:
+    """`status.conditions[type=ctype]` (`meta.FindStatusCondition`)."""
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == ctype:
+            return cond  # type: ignore[no-any-return]
+    return None
+
+
+def is_condition_true(obj: Obj, ctype: str) -> bool:
+    cond = find_condition(obj, ctype)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_admitted(wl: Obj) -> bool:
+    return is_condition_true(wl, WorkloadCondition.ADMITTED)
+
+
+def is_finished(wl: Obj) -> bool:
+    return is_condition_true(wl, WorkloadCondition.FINISHED)
+
+
+def has_quota_reservation(wl: Obj) -> bool:
+    return is_condition_true(wl, WorkloadCondition.QUOTA_RESERVED)

@@ -1,0 +1,352 @@
+"""Carries out a job reconcile's plan: each `jobframework.actions` value, in order, through
+`webhook.kube`, reaching the job only through its integration's `GenericJob` adapter.
+
+Each action writes and puts what the API returns into the store, so a later action of the same
+pass starts from the newest copy. A conflict ends the pass with `Retry`; a job gone meanwhile
+ends it quietly. Mirrors the writes of `ReconcileGenericJob` in
+`pkg/controller/jobframework/reconciler.go` (`startJob`, `stopJob`, `finalizeJob`,
+`workload.Delete`, `workloadfinish.Finish`, `UpdateReclaimablePods`, `SyncPodsReadyCondition`)
+in upstream v0.19.2.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, assert_never
+
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.api import objects as o
+from webhook.config import Configuration, Feature
+from webhook.worker import events, reporter
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.interface import GenericJob, StartConflict
+from webhook.worker.reconcilers import podset
+from webhook.worker.status import set_condition, unset_quota_reservation, update_status
+from webhook.worker.store import Store
+from webhook.worker.workqueue import Retry
+
+__all__ = ["Integration", "JobExecutor"]
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+
+
+def _generation(obj: Obj) -> int:
+    return int(o.meta(obj).get("generation") or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Integration:
+    """What the executor needs to know about one kind of job: where it lives, who writes its
+    events, and how to see one as a `GenericJob`."""
+
+    api_version: str
+    kind: str
+    resource: str
+    """The resource plural, also the store's kind."""
+    controller_name: str
+    wrap: Callable[[Obj], GenericJob]
+
+
+class JobExecutor:
+    """Runs one action of a plan for the job `key`; `on_ready` sees Workloads whose PodsReady
+    turned True/Started (the ready-wait-time metrics)."""
+
+    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, integration: Integration, *,
+                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None) -> None:
+        self.kube = kube
+        self.store = store
+        self.config = config
+        self.events = recorder
+        self.integration = integration
+        self.on_ready = on_ready
+
+    def execute(self, key: str, job: Obj | None, action: ja.JobAction, now: datetime) -> Obj | None:
+        """Carry out one action; returns the newest copy of the job (None: it is gone)."""
+        return self._execute(key, job, action, now)
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _wl_path(self, wl: Obj) -> str:
+        return k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
+
+    def _latest(self, wl: Obj) -> Obj:
+        """The newest copy of a Workload a step names (an earlier step may have written it)."""
+        return self.store.get("workloads", o.key(wl)) or wl
+
+    def _patch_workload(self, wl: Obj, patch: dict[str, Any]) -> None:
+        patch.setdefault("metadata", {})["resourceVersion"] = o.meta(self._latest(wl)).get("resourceVersion")
+        try:
+            self.store.put("workloads", self.kube.patch(self._wl_path(wl), patch))
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
+        except k.NotFound:
+            return
+
+    def _job_path(self, key: str) -> str:
+        ns, name = key.split("/", 1)
+        return k.object_path(self.integration.api_version, self.integration.resource, ns, name)
+
+    def _patch_job(self, key: str, job: Obj, patch: dict[str, Any], *, status: bool = False) -> Obj | None:
+        try:
+            out = self.kube.patch(self._job_path(key) + ("/status" if status else ""), patch)
+        except k.Conflict as exc:
+            raise Retry(0.2, "job changed") from exc
+        except k.NotFound:
+            return None
+        self.store.put(self.integration.resource, out)
+        return out
+
+    def _emit(self, job: Obj | None, etype: str, reason: str, message: str) -> None:
+        if job is not None:
+            self.events.emit(job, etype, reason, message, self.integration.controller_name)
+
+    def _finish(self, wl: Obj, reason: str, message: str, now: datetime) -> None:
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            cond = {"type": c.WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}
+            set_condition(status, cond, now, _generation(obj))
+
+        update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
+        log.info("workload finished", extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason})
+
+    def _remove_finalizer(self, wl: Obj) -> None:
+        latest = self._latest(wl)
+        fins = list(o.meta(latest).get("finalizers") or ())
+        if c.RESOURCE_IN_USE_FINALIZER not in fins:
+            return
+        fins.remove(c.RESOURCE_IN_USE_FINALIZER)
+        self._patch_workload(latest, {"metadata": {"finalizers": fins or None}})
+
+    # -- actions: each returns the newest copy of the Job (None: it is gone) -------------------------
+    def _execute(self, key: str, job: Obj | None, action: ja.JobAction, now: datetime) -> Obj | None:
+        """Carry out one action; `job` is None only for `Finalize` of a Job already gone."""
+        if isinstance(action, ja.Finalize):
+            return self._do_finalize(key, job, action, now)
+        assert job is not None, "only Finalize runs without a Job"
+        match action:
+            case ja.RecordEvent():
+                return self._do_event(key, job, action, now)
+            case ja.SuspendChild():
+                return self._do_suspend_child(key, job, action, now)
+            case ja.StopJob():
+                return self._do_stop(key, job, action, now)
+            case ja.DeleteWorkload():
+                return self._do_delete_workload(key, job, action, now)
+            case ja.UpdateWorkloadSpec():
+                return self._do_update_workload(key, job, action, now)
+            case ja.AdoptWorkload():
+                return self._do_adopt(key, job, action, now)
+            case ja.UpdatePriority():
+                return self._do_update_priority(key, job, action, now)
+            case ja.UpdateAdmissionGatedBy():
+                return self._do_update_gated_by(key, job, action, now)
+            case ja.FinishWorkload():
+                return self._do_finish(key, job, action, now)
+            case ja.RemoveWorkloadFinalizer():
+                return self._do_remove_finalizer(key, job, action, now)
+            case ja.CreateWorkload():
+                return self._do_create(key, job, action, now)
+            case ja.UpdateReclaimablePods():
+                return self._do_update_reclaimable(key, job, action, now)
+            case ja.SetPodsReady():
+                return self._do_pods_ready(key, job, action, now)
+            case ja.ClearReservation():
+                return self._do_clear_reservation(key, job, action, now)
+            case ja.DeleteJob():
+                return self._do_delete_job(key, job, action, now)
+            case ja.StartJob():
+                return self._do_start(key, job, action, now)
+            case ja.RecordAdmissionChecks():
+                return self._do_record_admission_checks(key, job, action, now)
+            case ja.SyncQueueName():
+                return self._do_sync_queue(key, job, action, now)
+        assert_never(action)
+
+    def _do_event(self, key: str, job: Obj, step: ja.RecordEvent, now: datetime) -> Obj:
+        self._emit(job, "Warning" if step.warning else "Normal", step.reason, step.message)
+        return job
+
+    def _do_finalize(self, key: str, job: Obj | None, step: ja.Finalize, now: datetime) -> Obj | None:
+        assert step.workload is not None
+        if step.finish and not o.is_finished(self._latest(step.workload)):
+            self._finish(step.workload, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
+        self._remove_finalizer(step.workload)
+        return job
+
+    def _do_suspend_child(self, key: str, job: Obj, step: ja.SuspendChild, now: datetime) -> Obj | None:
+        return self._patch_job(key, job, self.integration.wrap(job).suspend_patch(stopping=False))
+
+    def _do_stop(self, key: str, job: Obj, step: ja.StopJob, now: datetime) -> Obj | None:
+        """`stopJob`: suspend (marked as stopping until done), then the status patch that lets the
+        pod templates change, then restore them from the Workload; `Stopped` when this suspended the job."""
+        wrap = self.integration.wrap
+        stopped_now = not wrap(job).is_suspended()
+        current: Obj | None = job
+        if stopped_now:
+            current = self._patch_job(key, job, wrap(job).suspend_patch(stopping=True))
+        status_patch = None if current is None else wrap(current).stop_status_patch()
+        if current is not None and status_patch is not None:
+            current = self._patch_job(key, current, status_patch, status=True)
+        restore = None if current is None else wrap(current).restore_pod_sets_info(step.workload)
+        if current is not None and restore is not None:
+            current = self._patch_job(key, current, restore)
+        if current is None:
+            return None
+        log.info("stopped job", extra={"object": key, "kind": self.integration.kind, "decision": "Stopped", "reason": step.reason})
+        if stopped_now:
+            self._emit(current, "Normal", c.JobEventReason.STOPPED, step.message)
+        return current
+
+    def _do_delete_workload(self, key: str, job: Obj, step: ja.DeleteWorkload, now: datetime) -> Obj:
+        """`workload.Delete`: drop the finalizer, then delete unless already being deleted."""
+        assert step.workload is not None
+        self._remove_finalizer(step.workload)
+        if o.is_deleting(step.workload):
+            return job
+        try:
+            self.kube.delete(self._wl_path(step.workload))
+        except k.NotFound:
+            return job
+        self.store.delete("workloads", o.key(step.workload))
+        log.info("deleted workload", extra={"object": o.key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"})
+        self._emit(job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}")
+        return job
+
+    def _do_update_workload(self, key: str, job: Obj, step: ja.UpdateWorkloadSpec, now: datetime) -> Obj:
+        assert step.workload is not None
+        latest = self._latest(step.workload)
+        try:
+            self.store.put("workloads", self.kube.replace(self._wl_path(latest), {**latest, "spec": dict(step.spec)}))
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
+        return job
+
+    def _do_adopt(self, key: str, job: Obj, step: ja.AdoptWorkload, now: datetime) -> Obj:
+        """`EnsurePrebuiltWorkloadOwnership`: the Job becomes the prebuilt Workload's controller."""
+        assert step.workload is not None
+        meta = o.meta(step.workload)
+        patch: dict[str, Any] = {"metadata": {"ownerReferences": list(meta.get("ownerReferences") or ())}}
+        if c.JOB_UID_LABEL in (meta.get("labels") or {}):
+            patch["metadata"]["labels"] = {c.JOB_UID_LABEL: meta["labels"][c.JOB_UID_LABEL]}
+        self._patch_workload(step.workload, patch)
+        return job
+
+    def _do_update_priority(self, key: str, job: Obj, step: ja.UpdatePriority, now: datetime) -> Obj:
+        assert step.workload is not None
+        self._patch_workload(step.workload, {"spec": {"priorityClassRef": step.priority_class_ref, "priority": step.priority}})
+        return job
+
+    def _do_update_gated_by(self, key: str, job: Obj, step: ja.UpdateAdmissionGatedBy, now: datetime) -> Obj:
+        assert step.workload is not None
+        self._patch_workload(step.workload, {"metadata": {"annotations": {c.ADMISSION_GATED_BY: step.value}}})
+        return job
+
+    def _do_finish(self, key: str, job: Obj, step: ja.FinishWorkload, now: datetime) -> Obj:
+        assert step.workload is not None
+        self._finish(step.workload, step.reason, step.message, now)
+        return job
+
+    def _do_remove_finalizer(self, key: str, job: Obj, step: ja.RemoveWorkloadFinalizer, now: datetime) -> Obj:
+        assert step.workload is not None
+        self._remove_finalizer(step.workload)
+        return job
+
+    def _do_create(self, key: str, job: Obj, step: ja.CreateWorkload, now: datetime) -> Obj:
+        wl = step.body
+        try:
+            created = self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"]), wl)
+        except k.Conflict as exc:
+            raise Retry(0.2, f"workload {o.key(wl)} already exists") from exc
+        self.store.put("workloads", created)
+        reporter.workload_created(self.integration.kind, job, created)
+        log.info("created workload", extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
+        return job
+
+    def _do_update_reclaimable(self, key: str, job: Obj, step: ja.UpdateReclaimablePods, now: datetime) -> Obj:
+        """Quota of finished pods goes back while the Job runs (the core scales usage down)."""
+        assert step.workload is not None
+        wanted = [dict(r) for r in step.reclaimable_pods]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            if wanted:
+                status["reclaimablePods"] = wanted
+            else:
+                status.pop("reclaimablePods", None)
+
+        update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        log.info("updated reclaimable pods", extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted})
+        return job
+
+    def _do_pods_ready(self, key: str, job: Obj, step: ja.SetPodsReady, now: datetime) -> Obj:
+        assert step.workload is not None
+        cond = step.condition
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            set_condition(status, {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message}, now, _generation(obj))
+
+        written = update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        # Only the first start is timed; a recovery (`Recovered`) is not.
+        if written is not None and cond.status == "True" and cond.reason == c.PodsReadyReason.STARTED and self.on_ready is not None:
+            self.on_ready(written, now)
+        log.info("pods ready condition", extra={"object": o.key(step.workload), "kind": "Workload",
+                                                 "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
+        return job
+
+    def _do_clear_reservation(self, key: str, job: Obj, step: ja.ClearReservation, now: datetime) -> Obj:
+        """The evicted Workload of a stopped Job gives its quota back and is requeued."""
+        assert step.workload is not None
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            requeued = "True" if step.reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES) else "False"
+            cond = {"type": c.WorkloadCondition.REQUEUED, "status": requeued, "reason": step.reason, "message": step.message}
+            set_condition(status, cond, now, _generation(obj))
+            unset_quota_reservation(status, c.PendingReason.PENDING_EVALUATION, step.message, now, _generation(obj))
+
+        update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        log.info("reservation cleared", extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason})
+        return job
+
+    def _do_delete_job(self, key: str, job: Obj, step: ja.DeleteJob, now: datetime) -> Obj | None:
+        """The deactivation retention period is over: the job goes, its pods in the background."""
+        try:
+            self.kube.delete(self._job_path(key), body={"propagationPolicy": "Background"})
+        except k.NotFound:
+            return None
+        log.info("deleted job", extra={"object": key, "kind": self.integration.kind, "decision": "Deleted"})
+        return job  # gone, but the event of the next step still names it
+
+    def _do_start(self, key: str, job: Obj, step: ja.StartJob, now: datetime) -> Obj | None:
+        assert step.workload is not None
+        wl = self._latest(step.workload)
+        try:
+            patch = self.integration.wrap(job).run_with_pod_sets_info(
+                wl, {rf["metadata"]["name"]: rf for rf in self.store.list("resourceflavors")},
+                tas=self.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+                                assign_queue_labels=self.config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+                elastic=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+        except StartConflict as exc:
+            self._finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)
+            return job
+        except podset.FlavorNotFound as exc:
+            raise Retry(1.0, str(exc)) from exc
+        out = self._patch_job(key, job, patch)
+        if out is None:
+            return None
+        cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        log.info("started job", extra={"object": key, "kind": self.integration.kind, "decision": "Started", "cluster_queue": cq})
+        self._emit(out, "Normal", c.JobEventReason.STARTED, f"Admitted by clusterQueue {cq}")
+        return out
+
+    def _do_record_admission_checks(self, key: str, job: Obj, step: ja.RecordAdmissionChecks, now: datetime) -> Obj:
+        """`recordAdmissionCheckUpdate`: the Pending checks' messages, as a Job event."""
+        self._emit(job, "Normal", c.JobEventReason.UPDATED_ADMISSION_CHECK, step.message)
+        return job
+
+    def _do_sync_queue(self, key: str, job: Obj, step: ja.SyncQueueName, now: datetime) -> Obj:
+        assert step.workload is not None
+        self._patch_workload(step.workload, {"spec": {"queueName": step.queue_name}})
+        return job
