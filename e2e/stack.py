@@ -62,6 +62,40 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_ready(proc: subprocess.Popen[bytes], url: str, ctx: ssl.SSLContext | None, name: str, log_file: Path) -> None:
+    """Until `url` answers 200 (60 s); a process that exits first fails at once, naming its log."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise StackError(f"{name} start", f"exited with {proc.returncode}; see {log_file}")
+        try:
+            with urllib.request.urlopen(url, context=ctx, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise StackError(f"{name} ready", f"no ready answer from {url} within 60s; see {log_file}")
+
+
+def _stop(pid_file: Path, proc: subprocess.Popen[bytes] | None) -> None:
+    """SIGTERM the process group recorded in `pid_file` (ours or an earlier run's), SIGKILL after 5 s."""
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    try:
+        os.killpg(pid, signal.SIGTERM)
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if proc is not None:
+        proc.wait(timeout=10)
+    pid_file.unlink(missing_ok=True)
+
+
 class StackError(RuntimeError):
     def __init__(self, step: str, detail: str) -> None:
         super().__init__(f"stack: step '{step}' failed: {detail}")
@@ -210,36 +244,12 @@ class Stack:
             )
         self.pid_file.write_text(str(self._server.pid))
         ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self._server.poll() is not None:
-                raise StackError("server start", f"exited with {self._server.returncode}; see {self.server_log}")
-            try:
-                with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=ctx, timeout=2) as r:
-                    if r.status == 200:
-                        _log(f"server ready on 127.0.0.1:{port} (pid {self._server.pid})")
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise StackError("server ready", f"no ready answer within 60s; see {self.server_log}")
+        _wait_ready(self._server, f"https://127.0.0.1:{port}/readyz", ctx, "server", self.server_log)
+        _log(f"server ready on 127.0.0.1:{port} (pid {self._server.pid})")
 
     def _stop_server(self) -> None:
-        if not self.pid_file.exists():
-            return
-        pid = int(self.pid_file.read_text())
-        try:
-            os.killpg(pid, signal.SIGTERM)
-            for _ in range(50):
-                os.kill(pid, 0)
-                time.sleep(0.1)
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if self._server is not None:
-            self._server.wait(timeout=10)
-            self._server = None
-        self.pid_file.unlink(missing_ok=True)
+        _stop(self.pid_file, self._server)
+        self._server = None
 
     @property
     def dashboard_url(self) -> str:
@@ -256,36 +266,12 @@ class Stack:
                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
         self._dashboard = proc
         self.dashboard_pid_file.write_text(str(proc.pid))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise StackError("dashboard start", f"exited with {proc.returncode}; see {self.dir / 'dashboard.log'}")
-            try:
-                with urllib.request.urlopen(f"{self.dashboard_url}/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        _log(f"dashboard on {self.dashboard_url} (pid {proc.pid})")
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
-        raise StackError("dashboard ready", f"its caches did not sync within 60s; see {self.dir / 'dashboard.log'}")
+        _wait_ready(proc, f"{self.dashboard_url}/healthz", None, "dashboard", self.dir / "dashboard.log")
+        _log(f"dashboard on {self.dashboard_url} (pid {proc.pid})")
 
     def _stop_dashboard(self) -> None:
-        if not self.dashboard_pid_file.exists():
-            return
-        pid = int(self.dashboard_pid_file.read_text())
-        try:
-            os.killpg(pid, signal.SIGTERM)
-            for _ in range(50):
-                os.kill(pid, 0)
-                time.sleep(0.1)
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if self._dashboard is not None:
-            self._dashboard.wait(timeout=10)
-            self._dashboard = None
-        self.dashboard_pid_file.unlink(missing_ok=True)
+        _stop(self.dashboard_pid_file, self._dashboard)
+        self._dashboard = None
 
     def down(self) -> None:
         self._stop_dashboard()
