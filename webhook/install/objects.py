@@ -11,6 +11,10 @@ ConfigMap mounted at `/controller_manager_config.yaml`. Differences, on purpose:
   Lease holder exports the `kueue_*` series over HTTPS to scrapers bound to `kueue-metrics-reader`
   (as upstream), serving the webhook's certificate (upstream: a self-signed one, or cert-manager's
   `kueue-metrics-server-cert`);
+* on SIGTERM each replica fails /readyz and keeps serving for `--drain-seconds` before it closes
+  its listener (`webhook.admission.shutdown`): the webhooks fail closed, and kube-proxy may still
+  route to a terminating pod for a moment; terminationGracePeriodSeconds covers the drain plus
+  one review's timeout;
 * the cert dir is in an emptyDir at /tmp that the cert manager writes, not the Secret mounted
   as a volume, so a new certificate needs no kubelet sync (and /tmp is writable under a
   read-only root filesystem).
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.admission.registration import webhook_configurations
+from webhook.admission.shutdown import DEFAULT_DRAIN_S
 from webhook.api.schema import ServiceRef, crds
 from webhook.install import rbac
 
@@ -47,6 +52,8 @@ CONFIG_MAP = "kueue-manager-config"
 CONFIG_FILE = "controller_manager_config.yaml"
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 WEBHOOK_PORT = 9443
+WEBHOOK_TIMEOUT_S = 10  # the webhook configurations' timeoutSeconds
+DRAIN_S = int(DEFAULT_DRAIN_S)
 SELECTOR = {"control-plane": "controller-manager", "app.kubernetes.io/name": "kueue"}
 
 # The Configuration we ship: upstream's controller_manager_config.yaml restricted to the
@@ -127,7 +134,7 @@ def _deployment(s: Settings) -> dict[str, Any]:
         "name": "manager",
         "image": s.image,
         "imagePullPolicy": s.pull_policy,
-        "args": ["serve", "--in-cluster", f"--config=/{CONFIG_FILE}"],
+        "args": ["serve", "--in-cluster", f"--config=/{CONFIG_FILE}", f"--drain-seconds={DRAIN_S}"],
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
         "ports": [{"containerPort": WEBHOOK_PORT, "name": "webhook-server", "protocol": "TCP"},
                   {"containerPort": METRICS_PORT, "name": "metrics", "protocol": "TCP"}],
@@ -153,7 +160,8 @@ def _deployment(s: Settings) -> dict[str, Any]:
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                    "terminationGracePeriodSeconds": 10,
+                    # The drain, then a review still in flight when the listener closes.
+                    "terminationGracePeriodSeconds": DRAIN_S + WEBHOOK_TIMEOUT_S,
                     "containers": [container],
                     "volumes": [
                         {"name": "manager-config", "configMap": {"name": CONFIG_MAP}},
@@ -188,7 +196,8 @@ def controller_objects(s: Settings) -> list[dict[str, Any]]:
 
 def webhook_objects(s: Settings) -> list[dict[str, Any]]:
     """Both webhook configurations, caBundle left out (the cert manager or cert-manager injects it)."""
-    configs = webhook_configurations("", service=(WEBHOOK_SERVICE, s.namespace), namespace=s.namespace)
+    configs = webhook_configurations("", service=(WEBHOOK_SERVICE, s.namespace), namespace=s.namespace,
+                                     timeout_seconds=WEBHOOK_TIMEOUT_S)
     for cfg in configs:
         for hook in cfg["webhooks"]:
             hook["clientConfig"].pop("caBundle", None)
