@@ -37,6 +37,8 @@ __all__ = [
     "cert_manager_objects",
     "controller_objects",
     "crd_objects",
+    "pod_disruption_budget",
+    "prometheus_objects",
     "rbac_objects",
     "webhook_objects",
 ]
@@ -192,6 +194,48 @@ def controller_objects(s: Settings) -> list[dict[str, Any]]:
         _service(METRICS_SERVICE, "metrics-service",
                  {"name": "https", "port": METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}, s),
     ]
+
+
+def pod_disruption_budget(s: Settings, *, min_available: int | str = 1) -> dict[str, Any]:
+    """Keeps `min_available` replicas through voluntary disruptions (upstream's chart: manager-pdb.yaml)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": _meta(DEPLOYMENT, s, **_labels("controller")),
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": dict(SELECTOR)}}}
+
+
+# -- Prometheus Operator (upstream's chart: templates/prometheus/, enablePrometheus) -----------------
+
+SERVICE_MONITOR = "kueue-controller-manager-metrics-monitor"
+PROMETHEUS_ROLE = "kueue-prometheus-k8s"
+PROMETHEUS_ACCOUNTS = ("prometheus-k8s", "prometheus-operator")  # kube-prometheus' service accounts
+
+
+def prometheus_objects(s: Settings, *, prometheus_namespace: str = "monitoring",
+                       tls_config: dict[str, Any] | str | None = None) -> list[dict[str, Any]]:
+    """A ServiceMonitor for the metrics Service's `https` port, scraped with the scraper's own token (the
+    worker admits it by TokenReview and SubjectAccessReview), and a Role that lets the Prometheus
+    service accounts of `prometheus_namespace` discover it. Upstream's Role also grants ingresses,
+    which discovery for a ServiceMonitor never reads; ours leaves them out."""
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+        "metadata": _meta(SERVICE_MONITOR, s, **SELECTOR),
+        "spec": {
+            "selector": {"matchLabels": _labels("metrics-service")},
+            "endpoints": [{"path": "/metrics", "port": "https", "scheme": "https",
+                           "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                           "tlsConfig": {"insecureSkipVerify": True} if tls_config is None else tls_config}],
+        },
+    }
+    read = ["get", "list", "watch"]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta(PROMETHEUS_ROLE, s),
+            "rules": [{"apiGroups": [""], "resources": ["endpoints", "pods", "services"], "verbs": read},
+                      {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": _meta(PROMETHEUS_ROLE, s),
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PROMETHEUS_ROLE},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": prometheus_namespace}
+                            for name in PROMETHEUS_ACCOUNTS]}
+    return [monitor, role, binding]
 
 
 def webhook_objects(s: Settings) -> list[dict[str, Any]]:

@@ -172,7 +172,8 @@ def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():
 
 # Keys of Kueue's chart values.yaml that ours reproduces (same path, same meaning).
 UPSTREAM_VALUE_PATHS = [
-    "enableCertManager", "controllerManager.replicas", "controllerManager.imagePullSecrets",
+    "enableCertManager", "enablePrometheus", "metrics.prometheusNamespace", "metrics.serviceMonitor.tlsConfig",
+    "controllerManager.replicas", "controllerManager.imagePullSecrets",
     "controllerManager.manager.image.repository", "controllerManager.manager.image.tag",
     "controllerManager.manager.image.pullPolicy", "controllerManager.manager.resources",
     "controllerManager.manager.podSecurityContext", "controllerManager.manager.containerSecurityContext",
