@@ -87,7 +87,7 @@ e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker an
 	kind create cluster --name pykueue --config e2e/kind-config.yaml
 	kind load docker-image $(IMG) --name pykueue
 	mkdir -p $(RUN_DIR) && kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
-	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python e2e/deploy.py --image $(IMG)
+	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m webhook.install deploy --image $(IMG) --pull-policy IfNotPresent
 	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e -m "not local_stack"
 
 clean: down

@@ -2,8 +2,9 @@
 
 Everything is applied with `--server-side --dry-run=server` (admission, schema and conversion
 run; nothing is stored), except the few objects the printer-column test reads back.
-cert-manager's own kinds (Issuer, Certificate) are left out of the dry runs: the local control
-plane has no cert-manager CRDs; their YAML is checked by the kustomize build alone.
+cert-manager's and the Prometheus Operator's kinds (Issuer, Certificate, ServiceMonitor) are left
+out of the dry runs: the local control plane has no CRDs for them; their YAML is checked by the
+kustomize build and tests/integration/test_chart.py alone.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from e2e.test_worker_job import cond, wait_for, when
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "e2e" / "examples" / "docs"
-CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
+UNSERVED_KINDS = {"Issuer", "Certificate", "ServiceMonitor"}
 
 
 _CLUSTER_WIDE = "crd,mutatingwebhookconfigurations,validatingwebhookconfigurations,apiservices"
@@ -40,7 +41,7 @@ def dry_run(kubectl: Kubectl, docs: list[dict[str, Any]]) -> subprocess.Complete
     `url`) are checked with `replace`: an apply would merge our `service` into their `url`. So are
     the visibility APIServices and Service (the stack's have a caBundle and an ExternalName).
     """
-    items = [d for d in docs if d and d["kind"] not in CERT_MANAGER_KINDS]
+    items = [d for d in docs if d and d["kind"] not in UNSERVED_KINDS]
     existing = set(kubectl("get", _CLUSTER_WIDE, "-o", "name").stdout.split())
     existing |= set(kubectl("get", "services", "-n", "kueue-system", "-o", "name").stdout.split())
     replaced = [d for d in items if _ref(d) in existing]
@@ -75,9 +76,9 @@ def test_kustomize_build_applies(kubectl: Kubectl, overlay: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("values", [[], ["--set", "enableCertManager=true", "--set",
+@pytest.mark.parametrize("values", [[], ["--set", "enableCertManager=true", "--set", "enablePrometheus=true", "--set",
                                          "controllerManager.podDisruptionBudget.enabled=true"]],
-                         ids=["defaults", "cert-manager"])
+                         ids=["defaults", "cert-manager, prometheus, pdb"])
 def test_helm_chart_renders_and_applies(kubectl: Kubectl, values: list[str]) -> None:
     rendered = subprocess.run([helm_binary(kubectl), "template", "kueue", str(ROOT / "charts" / "pykueue"),
                                "--namespace", "kueue-system", *values], capture_output=True, text=True, check=False)

@@ -6,7 +6,8 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
@@ -29,7 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
         return 2
     lookups: Lookups = StaticLookups()
-    ready = lambda: True  # noqa: E731
+    ready: Callable[[], bool] = lambda: True  # noqa: E731
     if args.kubeconfig or args.in_cluster:
         from webhook.admission.lookups import ClusterLookups
         from webhook.kube import Kube
@@ -57,7 +58,15 @@ def _serve(args: argparse.Namespace) -> int:
 
         supervisor = Supervisor(_worker_argv(args))
         supervisor.start()
-    app = create_app(config, lookups, ready=ready)
+    # Draining after SIGTERM (admission.shutdown): readiness fails while requests are still served.
+    # Off outside a cluster by default: there, no Service endpoint has to drop this process first.
+    from webhook.admission import shutdown
+
+    drain_s = args.drain_seconds if args.drain_seconds is not None else (
+        shutdown.DEFAULT_DRAIN_S if args.in_cluster else 0.0)
+    draining = threading.Event()
+    app = shutdown.CloseWhileDraining(
+        create_app(config, lookups, ready=lambda: not draining.is_set() and ready()), draining)
     port = args.port or config.webhook.port
     host = args.host or config.webhook.host or "0.0.0.0"
     # Slow clients: a request must arrive within a deadline (slowclients); `limit_concurrency` counts
@@ -70,7 +79,8 @@ def _serve(args: argparse.Namespace) -> int:
                                limit_concurrency=2 * slowclients.MAX_CONNECTIONS)
     uv_config.load()
     uv_config.ssl = ssl_context
-    server = uvicorn.Server(uv_config)
+    server = shutdown.GracefulServer(uv_config, draining=draining, drain_s=drain_s,
+                                     on_drain=supervisor.terminate if supervisor is not None else lambda: None)
     reloader = tls.CertReloader(ssl_context, cert_dir)
 
     async def run() -> None:
@@ -142,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--no-worker", action="store_true", help="do not start the admission worker process")
+    s.add_argument("--drain-seconds", type=float,
+                   help="after SIGTERM, keep serving this long with /readyz failing, so Service endpoints drop "
+                        "this replica first (default: 5 with --in-cluster, else 0; keep it below the pod's "
+                        "terminationGracePeriodSeconds)")
     s.add_argument("--leader-election-namespace", help="namespace of the leader Lease (default: the Configuration's, kueue-system)")
     w = sub.add_parser("worker", help="the admission worker alone (leader-elected)")
     w.add_argument("--config", help="Kueue Configuration file")

@@ -11,20 +11,12 @@ import json
 import math
 import os
 import socket
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-# Same import path as e2e/stack.py, so one session shares one copy of the module.
-E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
-if str(E2E_DIR) not in sys.path:
-    sys.path.insert(0, str(E2E_DIR))
-
-from cluster import (  # noqa: E402
+from cluster import (  # e2e/, put on sys.path by conftest.py
     GPU_RESOURCE,
     NODES,
     POD_CIDR,
@@ -38,17 +30,6 @@ from cluster import (  # noqa: E402
 )
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One cluster for the session, in a temp dir so a developer's `.run/cluster` is left alone."""
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
-    c.up()  # raises ClusterError naming the failed step -> every test using this errors out
-    try:
-        yield c
-    finally:
-        c.down()
 
 
 def kubectl_json(cluster: Cluster, *args: str) -> Any:

@@ -5,9 +5,11 @@ overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolic
 `.manager.resources`, `.manager.podSecurityContext`, `.manager.containerSecurityContext`,
 `.imagePullSecrets`, `.readinessProbe`, `.livenessProbe`, `.nodeSelector`, `.tolerations`,
 `.topologySpreadConstraints`, `.podDisruptionBudget`, `managerConfig.controllerManagerConfigYaml`,
-`enableCertManager`, `enableVisibilityAPF`,
-`enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService`. Objects live in the release namespace;
-names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name depend on them).
+`enableCertManager`, `enablePrometheus` (with `metrics.prometheusNamespace` and
+`metrics.serviceMonitor.tlsConfig`), `enableVisibilityAPF`, `enableVisibilityAuthReaderRoleBinding`,
+`metricsService`, `webhookService`. Objects live in the release namespace; names keep the `kueue-`
+prefix (RBAC resourceNames and the webhook DNS name depend on them). Each object is dumped as its
+own document, so an optional one (the PDB, the ServiceMonitor) can never run into its neighbour.
 
 Templating is done by placing tokens in the generated objects and replacing the dumped lines:
 `'@@NAME@@'` as a value becomes a scalar or an indented `toYaml` block; as a key (with an empty
@@ -30,6 +32,7 @@ __all__ = ["render"]
 _NS = "pykueue-helm-release-namespace"  # stands for {{ .Release.Namespace }} until the text is final
 _M = ".Values.controllerManager"
 _CERT_MANAGER = ".Values.enableCertManager"
+_PROMETHEUS = ".Values.enablePrometheus"
 
 CHART = """\
 apiVersion: v2
@@ -45,6 +48,7 @@ def _values() -> dict[str, Any]:
     d = o.Settings()
     return {
         "enableCertManager": False,
+        "enablePrometheus": False,
         "enableVisibilityAPF": False,
         "enableVisibilityAuthReaderRoleBinding": True,
         "controllerManager": {
@@ -71,8 +75,11 @@ def _values() -> dict[str, Any]:
         # internalCertManagement is set by the chart from enableCertManager; leave it out here.
         "managerConfig": {"controllerManagerConfigYaml": d.configuration.replace(
             "internalCertManagement:\n  enable: true\n", "")},
+        "metrics": {"prometheusNamespace": "monitoring",
+                    "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": True}}},
+        # The port name is the ServiceMonitor's `port` (upstream's chart and the kustomize Service: https).
         "metricsService": {"type": "ClusterIP", "labels": {}, "annotations": {},
-                           "ports": [{"name": "http", "port": o.METRICS_PORT, "protocol": "TCP",
+                           "ports": [{"name": "https", "port": o.METRICS_PORT, "protocol": "TCP",
                                       "targetPort": "metrics"}]},
         "webhookService": {"type": "ClusterIP",
                            "ports": [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]},
@@ -92,6 +99,8 @@ _SCALARS = {
     "PULL_POLICY": f"{{{{ {_M}.manager.image.pullPolicy }}}}",
     "METRICS_TYPE": "{{ .Values.metricsService.type }}",
     "WEBHOOK_TYPE": "{{ .Values.webhookService.type }}",
+    "PDB_MIN_AVAILABLE": f"{{{{ {_M}.podDisruptionBudget.minAvailable }}}}",
+    "PROMETHEUS_NAMESPACE": "{{ .Values.metrics.prometheusNamespace }}",
 }
 _BLOCKS = {
     "RESOURCES": f"{_M}.manager.resources",
@@ -99,6 +108,7 @@ _BLOCKS = {
     "CONTAINER_SECURITY": f"{_M}.manager.containerSecurityContext",
     "METRICS_PORTS": ".Values.metricsService.ports",
     "WEBHOOK_PORTS": ".Values.webhookService.ports",
+    "MONITOR_TLS": ".Values.metrics.serviceMonitor.tlsConfig",
 }
 _RAW: dict[str, Callable[[str], list[str]]] = {
     "CERT_ANNOTATION": _if(_CERT_MANAGER, "annotations:",
@@ -201,13 +211,8 @@ def _config_map() -> str:
     )
 
 
-def _pdb() -> str:
-    return _guard(f"{_M}.podDisruptionBudget.enabled", (
-        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n"
-        f"  name: {o.DEPLOYMENT}\n  namespace: {{{{ .Release.Namespace }}}}\nspec:\n"
-        f"  minAvailable: {{{{ {_M}.podDisruptionBudget.minAvailable }}}}\n  selector:\n    matchLabels:\n"
-        + "".join(f"      {k}: {v}\n" for k, v in sorted(o.SELECTOR.items()))
-    ))
+def _pdb(s: o.Settings) -> dict[str, Any]:
+    return o.pod_disruption_budget(s, min_available="@@PDB_MIN_AVAILABLE@@")
 
 
 def render() -> dict[str, str]:
@@ -231,7 +236,10 @@ def render() -> dict[str, str]:
         "templates/crds.yaml": _docs(crds),
         "templates/rbac.yaml": _docs([o.rbac_objects(s)[0], *always, *rbac.user_roles()]),
         "templates/internalcert.yaml": _guard(f"not {_CERT_MANAGER}", _docs([*internal, controller[2]])),
-        "templates/manager.yaml": _config_map() + _docs([_deployment(s), *_services(s)]) + _pdb(),
+        "templates/manager.yaml": _config_map() + _docs([_deployment(s), *_services(s)]),
+        "templates/manager-pdb.yaml": _guard(f"{_M}.podDisruptionBudget.enabled", _docs([_pdb(s)])),
+        "templates/prometheus.yaml": _guard(_PROMETHEUS, _docs(o.prometheus_objects(
+            s, prometheus_namespace="@@PROMETHEUS_NAMESPACE@@", tls_config="@@MONITOR_TLS@@"))),
         "templates/webhooks.yaml": _docs(webhooks),
         "templates/certmanager.yaml": _guard(_CERT_MANAGER, _docs(o.cert_manager_objects(s))),
         "templates/visibility.yaml": _visibility(),

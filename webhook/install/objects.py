@@ -11,6 +11,10 @@ ConfigMap mounted at `/controller_manager_config.yaml`. Differences, on purpose:
   Lease holder exports the `kueue_*` series over HTTPS to scrapers bound to `kueue-metrics-reader`
   (as upstream), serving the webhook's certificate (upstream: a self-signed one, or cert-manager's
   `kueue-metrics-server-cert`);
+* on SIGTERM each replica fails /readyz and keeps serving for `--drain-seconds` before it closes
+  its listener (`webhook.admission.shutdown`): the webhooks fail closed, and kube-proxy may still
+  route to a terminating pod for a moment; terminationGracePeriodSeconds covers the drain plus
+  one review's timeout;
 * the cert dir is in an emptyDir at /tmp that the cert manager writes, not the Secret mounted
   as a volume, so a new certificate needs no kubelet sync (and /tmp is writable under a
   read-only root filesystem).
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.admission.registration import webhook_configurations
+from webhook.admission.shutdown import DEFAULT_DRAIN_S
 from webhook.api.schema import ServiceRef, crds
 from webhook.install import rbac
 
@@ -32,6 +37,8 @@ __all__ = [
     "cert_manager_objects",
     "controller_objects",
     "crd_objects",
+    "pod_disruption_budget",
+    "prometheus_objects",
     "rbac_objects",
     "webhook_objects",
 ]
@@ -47,6 +54,8 @@ CONFIG_MAP = "kueue-manager-config"
 CONFIG_FILE = "controller_manager_config.yaml"
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 WEBHOOK_PORT = 9443
+WEBHOOK_TIMEOUT_S = 10  # the webhook configurations' timeoutSeconds
+DRAIN_S = int(DEFAULT_DRAIN_S)
 SELECTOR = {"control-plane": "controller-manager", "app.kubernetes.io/name": "kueue"}
 
 # The Configuration we ship: upstream's controller_manager_config.yaml restricted to the
@@ -127,7 +136,7 @@ def _deployment(s: Settings) -> dict[str, Any]:
         "name": "manager",
         "image": s.image,
         "imagePullPolicy": s.pull_policy,
-        "args": ["serve", "--in-cluster", f"--config=/{CONFIG_FILE}"],
+        "args": ["serve", "--in-cluster", f"--config=/{CONFIG_FILE}", f"--drain-seconds={DRAIN_S}"],
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
         "ports": [{"containerPort": WEBHOOK_PORT, "name": "webhook-server", "protocol": "TCP"},
                   {"containerPort": METRICS_PORT, "name": "metrics", "protocol": "TCP"}],
@@ -153,7 +162,8 @@ def _deployment(s: Settings) -> dict[str, Any]:
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                    "terminationGracePeriodSeconds": 10,
+                    # The drain, then a review still in flight when the listener closes.
+                    "terminationGracePeriodSeconds": DRAIN_S + WEBHOOK_TIMEOUT_S,
                     "containers": [container],
                     "volumes": [
                         {"name": "manager-config", "configMap": {"name": CONFIG_MAP}},
@@ -186,9 +196,52 @@ def controller_objects(s: Settings) -> list[dict[str, Any]]:
     ]
 
 
+def pod_disruption_budget(s: Settings, *, min_available: int | str = 1) -> dict[str, Any]:
+    """Keeps `min_available` replicas through voluntary disruptions (upstream's chart: manager-pdb.yaml)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": _meta(DEPLOYMENT, s, **_labels("controller")),
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": dict(SELECTOR)}}}
+
+
+# -- Prometheus Operator (upstream's chart: templates/prometheus/, enablePrometheus) -----------------
+
+SERVICE_MONITOR = "kueue-controller-manager-metrics-monitor"
+PROMETHEUS_ROLE = "kueue-prometheus-k8s"
+PROMETHEUS_ACCOUNTS = ("prometheus-k8s", "prometheus-operator")  # kube-prometheus' service accounts
+
+
+def prometheus_objects(s: Settings, *, prometheus_namespace: str = "monitoring",
+                       tls_config: dict[str, Any] | str | None = None) -> list[dict[str, Any]]:
+    """A ServiceMonitor for the metrics Service's `https` port, scraped with the scraper's own token (the
+    worker admits it by TokenReview and SubjectAccessReview), and a Role that lets the Prometheus
+    service accounts of `prometheus_namespace` discover it. Upstream's Role also grants ingresses,
+    which discovery for a ServiceMonitor never reads; ours leaves them out."""
+    monitor = {
+        "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+        "metadata": _meta(SERVICE_MONITOR, s, **SELECTOR),
+        "spec": {
+            "selector": {"matchLabels": _labels("metrics-service")},
+            "endpoints": [{"path": "/metrics", "port": "https", "scheme": "https",
+                           "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                           "tlsConfig": {"insecureSkipVerify": True} if tls_config is None else tls_config}],
+        },
+    }
+    read = ["get", "list", "watch"]
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta(PROMETHEUS_ROLE, s),
+            "rules": [{"apiGroups": [""], "resources": ["endpoints", "pods", "services"], "verbs": read},
+                      {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": _meta(PROMETHEUS_ROLE, s),
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PROMETHEUS_ROLE},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": prometheus_namespace}
+                            for name in PROMETHEUS_ACCOUNTS]}
+    return [monitor, role, binding]
+
+
 def webhook_objects(s: Settings) -> list[dict[str, Any]]:
     """Both webhook configurations, caBundle left out (the cert manager or cert-manager injects it)."""
-    configs = webhook_configurations("", service=(WEBHOOK_SERVICE, s.namespace), namespace=s.namespace)
+    configs = webhook_configurations("", service=(WEBHOOK_SERVICE, s.namespace), namespace=s.namespace,
+                                     timeout_seconds=WEBHOOK_TIMEOUT_S)
     for cfg in configs:
         for hook in cfg["webhooks"]:
             hook["clientConfig"].pop("caBundle", None)

@@ -168,11 +168,18 @@ class Supervisor:
             log.warning("worker process exited; restarting", extra={"pid": self.proc.pid, "code": code, "backoff_s": backoff})
             self._stop.wait(backoff)
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """SIGTERM the worker without waiting: it releases the lease at once, while the server may
+        keep serving webhooks for a while (its drain); no new worker is started."""
         self._stop.set()
         proc = self.proc
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        self.terminate()
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -50,7 +50,9 @@ def test_deployment_is_hardened_probed_and_replicated(controller):
                           {"containerPort": 8443, "name": "metrics", "protocol": "TCP"}]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert c[probe]["httpGet"] == {"path": path, "port": "webhook-server", "scheme": "HTTPS"}
-    assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml"]
+    assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml", "--drain-seconds=5"]
+    # The kubelet must not kill a replica mid-drain, nor while a review is still in flight.
+    assert pod["terminationGracePeriodSeconds"] >= 5 + 10
     # The cert dir is under the writable /tmp emptyDir.
     assert o.CERT_DIR.startswith("/tmp/") and {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
 
@@ -170,7 +172,8 @@ def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():
 
 # Keys of Kueue's chart values.yaml that ours reproduces (same path, same meaning).
 UPSTREAM_VALUE_PATHS = [
-    "enableCertManager", "controllerManager.replicas", "controllerManager.imagePullSecrets",
+    "enableCertManager", "enablePrometheus", "metrics.prometheusNamespace", "metrics.serviceMonitor.tlsConfig",
+    "controllerManager.replicas", "controllerManager.imagePullSecrets",
     "controllerManager.manager.image.repository", "controllerManager.manager.image.tag",
     "controllerManager.manager.image.pullPolicy", "controllerManager.manager.resources",
     "controllerManager.manager.podSecurityContext", "controllerManager.manager.containerSecurityContext",

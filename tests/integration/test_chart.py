@@ -1,0 +1,206 @@
+"""charts/pykueue rendered by the project's helm (e2e/tools/helm, built into ~/.cache/pykueue by
+e2e/build-binaries.sh) for every option combination that matters: each document is one well-formed
+object of the kind its template should produce, ports are named as upstream's chart names them, and
+every selector selects what it should. (The chart's text itself is checked in
+tests/unit/install/test_manifests.py; applying it to an API server, in e2e/test_install.py.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cluster import Cluster  # e2e/, put on sys.path by conftest.py
+
+from webhook.certmanager import conversion_crd_names
+from webhook.config import parse
+from webhook.install import objects as o
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "pykueue"
+NAMESPACE = "kueue-system"
+NAMESPACED = {"ConfigMap", "Deployment", "Service", "Secret", "ServiceAccount", "Role", "RoleBinding",
+              "PodDisruptionBudget", "ServiceMonitor", "Issuer", "Certificate"}
+CRD_COUNT = len(o.crd_objects(o.Settings()))
+
+
+class _StrictLoader(yaml.CSafeLoader):
+    """Refuses a mapping with a repeated key: two objects run together in one document (no `---`
+    between them) show up as exactly that, and a plain load would keep the second silently."""
+
+
+def _no_duplicates(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
+    repeated = sorted(str(k) for k, n in Counter(keys).items() if n > 1)
+    if repeated:
+        raise yaml.constructor.ConstructorError(None, None, f"repeated keys {repeated}", node.start_mark)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+@pytest.fixture(scope="module")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> str:
+    binary = Cluster(tmp_path_factory.mktemp("bin")).bin_dir / "helm"  # resolves (and builds) the binaries only
+    assert binary.exists(), f"no {binary}: run e2e/build-binaries.sh (make binaries)"
+    return str(binary)
+
+
+def render(helm: str, values: Mapping[str, Any], tmp_path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(template file, object) for every document `helm template` prints, each parsed strictly."""
+    values_file = tmp_path / "values.json"  # JSON is YAML
+    values_file.write_text(json.dumps(values))
+    out = subprocess.run([helm, "template", "kueue", str(CHART), "--namespace", NAMESPACE, "--values", str(values_file)],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    docs = []
+    for chunk in out.stdout.split("\n---\n"):
+        source, _, body = chunk.removeprefix("---\n").partition("\n")
+        assert source.startswith("# Source: pykueue/templates/"), f"a document without its source: {chunk[:200]}"
+        parsed = [d for d in yaml.load_all(body, Loader=_StrictLoader) if d is not None]
+        assert len(parsed) == 1, f"{source}: {len(parsed)} objects in one document"
+        docs.append((source.removeprefix("# Source: pykueue/"), parsed[0]))
+    return docs
+
+
+def _subset(small: Mapping[str, str], big: Mapping[str, str]) -> bool:
+    return all(big.get(k) == v for k, v in small.items())
+
+
+def _values(cert_manager: bool, prometheus: bool, pdb: bool, replicas: int) -> dict[str, Any]:
+    return {"enableCertManager": cert_manager, "enablePrometheus": prometheus,
+            "controllerManager": {"replicas": replicas, "podDisruptionBudget": {"enabled": pdb}}}
+
+
+EVERYTHING_SET = {
+    "enableCertManager": True, "enablePrometheus": True,
+    "controllerManager": {
+        "replicas": 3, "podDisruptionBudget": {"enabled": True, "minAvailable": "50%"},
+        "imagePullSecrets": [{"name": "pull"}], "nodeSelector": {"pool": "system"},
+        "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                       "whenUnsatisfiable": "ScheduleAnyway",
+                                       "labelSelector": {"matchLabels": {"control-plane": "controller-manager"}}}],
+        "manager": {"priorityClassName": "system-cluster-critical", "podAnnotations": {"team": "batch"}},
+    },
+    "metricsService": {"labels": {"scrape": "yes"}, "annotations": {"note": "metrics"}},
+    "metrics": {"prometheusNamespace": "observability",
+                "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": False, "serverName": "kueue"}}},
+}
+
+COMBINATIONS = [
+    pytest.param(_values(*combo), id=f"certManager={combo[0]} prometheus={combo[1]} pdb={combo[2]} replicas={combo[3]}")
+    for combo in itertools.product([False, True], [False, True], [False, True], [1, 3])
+] + [pytest.param(EVERYTHING_SET, id="every optional value set")]
+
+
+def _get(values: Mapping[str, Any], path: str, default: Any) -> Any:
+    node: Any = values
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+@pytest.mark.parametrize("values", COMBINATIONS)
+def test_every_document_is_one_object_of_the_expected_kind_with_matching_selectors(
+        helm: str, tmp_path: Path, values: dict[str, Any]) -> None:
+    cert_manager, prometheus = values["enableCertManager"], values["enablePrometheus"]
+    pdb = _get(values, "controllerManager.podDisruptionBudget.enabled", False)
+    docs = render(helm, values, tmp_path)
+
+    # Each object is well formed, in the release namespace when namespaced, and comes once.
+    for source, doc in docs:
+        assert isinstance(doc.get("apiVersion"), str) and isinstance(doc.get("kind"), str), (source, doc)
+        assert doc["metadata"]["name"], (source, doc)
+        assert doc["metadata"].get("namespace") == (NAMESPACE if doc["kind"] in NAMESPACED else None), (source, doc)
+    refs = Counter((doc["kind"], doc["metadata"]["name"]) for _, doc in docs)
+    assert not [r for r, n in refs.items() if n > 1], "objects rendered twice"
+
+    # Each template produces the kinds it should, and only when its option is on.
+    kinds: dict[str, Counter[str]] = {}
+    for source, doc in docs:
+        kinds.setdefault(source, Counter())[doc["kind"]] += 1
+    expected = {
+        "templates/crds.yaml": Counter({"CustomResourceDefinition": CRD_COUNT}),
+        "templates/manager.yaml": Counter({"ConfigMap": 1, "Deployment": 1, "Service": 2}),
+        "templates/webhooks.yaml": Counter({"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1}),
+    }
+    if pdb:
+        expected["templates/manager-pdb.yaml"] = Counter({"PodDisruptionBudget": 1})
+    if prometheus:
+        expected["templates/prometheus.yaml"] = Counter({"ServiceMonitor": 1, "Role": 1, "RoleBinding": 1})
+    if cert_manager:
+        expected["templates/certmanager.yaml"] = Counter({"Issuer": 1, "Certificate": 1})
+    else:
+        assert kinds.pop("templates/internalcert.yaml")["Secret"] == 1
+    assert set(kinds.pop("templates/rbac.yaml")) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                                      "RoleBinding"}
+    assert kinds == expected
+
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in docs}
+    dep = objs[("Deployment", o.DEPLOYMENT)]
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert dep["spec"]["replicas"] == _get(values, "controllerManager.replicas", 2)
+    assert _subset(dep["spec"]["selector"]["matchLabels"], pod_labels)
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert container_ports == {"webhook-server": o.WEBHOOK_PORT, "metrics": o.METRICS_PORT}
+
+    # Services select the pods and reach named container ports; the metrics port is named as upstream's.
+    webhook = objs[("Service", o.WEBHOOK_SERVICE)]
+    metrics = objs[("Service", o.METRICS_SERVICE)]
+    for svc in (webhook, metrics):
+        assert _subset(svc["spec"]["selector"], pod_labels)
+    assert webhook["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]
+    kustomize_metrics = next(x for x in o.controller_objects(o.Settings()) if x["metadata"]["name"] == o.METRICS_SERVICE)
+    assert metrics["spec"]["ports"] == kustomize_metrics["spec"]["ports"] == [
+        {"name": "https", "port": o.METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}]
+    assert _subset(_get(values, "metricsService.labels", {}), metrics["metadata"]["labels"])
+
+    hooks = [h for (kind, _), x in objs.items() if kind.endswith("WebhookConfiguration") for h in x["webhooks"]]
+    webhook_ports = {p["port"] for p in webhook["spec"]["ports"]}
+    for hook in hooks:  # every webhook calls the webhook Service on a port it serves
+        service = hook["clientConfig"]["service"]
+        assert (service["name"], service["namespace"], service["port"] in webhook_ports) == (
+            o.WEBHOOK_SERVICE, NAMESPACE, True), hook["name"]
+    assert hooks
+
+    if pdb:
+        budget = objs[("PodDisruptionBudget", o.DEPLOYMENT)]
+        assert _subset(budget["spec"]["selector"]["matchLabels"], pod_labels)
+        assert budget["spec"]["minAvailable"] == _get(values, "controllerManager.podDisruptionBudget.minAvailable", 1)
+
+    if prometheus:
+        monitor = objs[("ServiceMonitor", o.SERVICE_MONITOR)]["spec"]
+        selected = [name for (kind, name), svc in objs.items()
+                    if kind == "Service" and _subset(monitor["selector"]["matchLabels"], svc["metadata"]["labels"])]
+        assert selected == [o.METRICS_SERVICE]
+        (endpoint,) = monitor["endpoints"]
+        assert endpoint["port"] in {p["name"] for p in metrics["spec"]["ports"]}
+        assert (endpoint["scheme"], endpoint["path"]) == ("https", "/metrics")
+        assert endpoint["tlsConfig"] == _get(values, "metrics.serviceMonitor.tlsConfig", {"insecureSkipVerify": True})
+        binding = objs[("RoleBinding", o.PROMETHEUS_ROLE)]
+        assert ("Role", binding["roleRef"]["name"]) in objs
+        assert {s["namespace"] for s in binding["subjects"]} == {_get(values, "metrics.prometheusNamespace", "monitoring")}
+
+    # The certificate's source matches the option: cert-manager's Secret mounted, or the internal manager.
+    config = parse(objs[("ConfigMap", o.CONFIG_MAP)]["data"][o.CONFIG_FILE])
+    assert config.internal_cert_management.enable is not cert_manager
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert ("cert" in volumes) is cert_manager
+    if cert_manager:
+        certificate = objs[("Certificate", o.CERTIFICATE)]
+        assert volumes["cert"]["secret"]["secretName"] == certificate["spec"]["secretName"] == o.SECRET
+        inject = f"{NAMESPACE}/{o.CERTIFICATE}"
+        annotated = [name for (kind, name), x in objs.items()
+                     if (x["metadata"].get("annotations") or {}).get(o.INJECT_CA_FROM) == inject]
+        assert len(annotated) == 2 + len(conversion_crd_names())  # both webhook configurations, converting CRDs

@@ -1,0 +1,196 @@
+"""Graceful termination over a real socket: after SIGTERM, /readyz fails while reviews are still
+answered for the drain period, then the listener closes; a second signal stops at once."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+import certs
+from webhook import tls
+from webhook.admission import shutdown
+from webhook.admission.app import create_app
+
+from .reviews import review
+
+DRAIN_S = 3.0
+RF_PATH = "/mutate-kueue-x-k8s-io-v1beta2-resourceflavor"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Client:
+    """HTTPS requests to 127.0.0.1:port, each on a new connection unless one is passed."""
+
+    def __init__(self, port: int, ca: Path) -> None:
+        self.port = port
+        self.ctx = ssl.create_default_context(cafile=str(ca))
+
+    def connection(self) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=5)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                conn: http.client.HTTPSConnection | None = None) -> tuple[int, str | None, bytes]:
+        """(status, Connection header, body)."""
+        c = conn or self.connection()
+        c.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+        r = c.getresponse()
+        data = r.read()
+        if conn is None:
+            c.close()
+        return r.status, r.getheader("connection"), data
+
+    def review_allowed(self, conn: http.client.HTTPSConnection | None = None) -> tuple[bool, str | None]:
+        body = json.dumps(review({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                                  "metadata": {"name": "rf"}}, kind="ResourceFlavor")).encode()
+        status, connection, data = self.request("POST", RF_PATH, body, conn)
+        return status == 200 and bool(json.loads(data)["response"]["allowed"]), connection
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Client]]:
+    """`python -m webhook serve --drain-seconds DRAIN_S`, ready."""
+    certs.write_bundle(tmp_path, ["127.0.0.1"])
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--cert-dir", str(tmp_path), "--host",
+                             "127.0.0.1", "--port", str(port), "--drain-seconds", str(DRAIN_S)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    client = Client(port, tmp_path / "ca.crt")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            try:
+                if client.request("GET", "/readyz")[0] == 200:
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "server not ready within 30 s"
+                time.sleep(0.05)
+        yield proc, client
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_sigterm_fails_readiness_keeps_serving_for_the_drain_then_closes(
+        served: tuple[subprocess.Popen[str], Client]) -> None:
+    proc, client = served
+    kept_alive = client.connection()  # as the API server's pooled connection
+    assert client.review_allowed(kept_alive) == (True, None)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+
+    # (seconds after SIGTERM, /readyz, /healthz, review allowed, Connection header), each on a new connection
+    samples: list[tuple[float, int, int, bool, str | None]] = []
+    while True:
+        at = time.monotonic() - sent
+        try:
+            ready, live = client.request("GET", "/readyz")[0], client.request("GET", "/healthz")[0]
+            samples.append((at, ready, live, *client.review_allowed()))
+        except (OSError, http.client.HTTPException):
+            ended = at
+            break
+        if ready == 503 and kept_alive.sock is not None:  # answered once more, then closed by the server
+            assert client.review_allowed(kept_alive) == (True, "close")
+            kept_alive.close()
+        assert at < DRAIN_S + 5, "the server never stopped answering"
+        time.sleep(0.1)
+
+    draining = [s for s in samples if s[1] == 503]
+    assert draining and draining[0][0] < 1.0, f"/readyz still ready: {samples}"
+    assert samples.index(draining[0]) + len(draining) == len(samples), "readiness must not come back"
+    assert all(live == 200 and allowed for _, _, live, allowed, _ in samples), samples
+    assert all(connection == "close" for *_, connection in draining), "draining answers close their connection"
+    # Slack for a loaded machine, where one round of three TLS requests can take half a second.
+    assert samples[-1][0] >= DRAIN_S - 1.0, f"stopped answering {samples[-1][0]:.2f}s into a {DRAIN_S}s drain"
+    assert ended <= DRAIN_S + 2.5, f"still answering {ended:.2f}s after SIGTERM"
+    with pytest.raises(ConnectionRefusedError):  # the listener is closed, not just the connections
+        socket.create_connection(("127.0.0.1", client.port), timeout=2).close()
+    assert proc.wait(timeout=5) == 0
+    logs = [json.loads(line)["msg"] for line in (proc.stderr.read() if proc.stderr else "").splitlines()]
+    assert logs.index("SIGTERM: draining before shutdown") < logs.index("drain over; closing the listener")
+
+
+class InProcess:
+    """A GracefulServer in a thread (no signal handlers there); signals are delivered by calling handle_exit."""
+
+    def __init__(self, tmp_path: Path, drain_s: float) -> None:
+        certs.write_bundle(tmp_path, ["127.0.0.1"])
+        self.port = _free_port()
+        self.draining = threading.Event()
+        self.drain_called: list[float] = []
+        config = uvicorn.Config(shutdown.CloseWhileDraining(create_app(), self.draining), host="127.0.0.1",
+                                port=self.port, log_config=None, lifespan="off")
+        config.load()
+        config.ssl = tls.server_context(tmp_path)
+        self.server = shutdown.GracefulServer(config, draining=self.draining, drain_s=drain_s,
+                                              on_drain=lambda: self.drain_called.append(time.monotonic()))
+        self.thread = threading.Thread(target=asyncio.run, args=(self.server.serve(),), daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+    def stopped_after(self, *signals: signal.Signals) -> float:
+        """Seconds from the first of `signals` (sent 0.2 s apart) until the server thread ends."""
+        start = time.monotonic()
+        for sig in signals:
+            self.server.handle_exit(sig, None)
+            time.sleep(0.2)
+        self.thread.join(timeout=10)
+        assert not self.thread.is_alive()
+        return time.monotonic() - start
+
+
+@pytest.mark.parametrize(("signals", "drain_s", "at_least", "at_most", "drains"), [
+    # "At once" is well under the 30 s drain, with slack for a loaded machine.
+    pytest.param([signal.SIGTERM], 1.0, 1.0, 3.0, True, id="SIGTERM drains, then stops"),
+    pytest.param([signal.SIGTERM], 0.0, 0.0, 3.0, True, id="no drain: SIGTERM stops at once, worker told"),
+    pytest.param([signal.SIGTERM, signal.SIGTERM], 30.0, 0.0, 3.0, True, id="a second SIGTERM stops at once"),
+    pytest.param([signal.SIGINT], 30.0, 0.0, 3.0, False, id="SIGINT stops at once"),
+])
+def test_signals(tmp_path: Path, signals: list[signal.Signals], drain_s: float, at_least: float, at_most: float,
+                 drains: bool) -> None:
+    srv = InProcess(tmp_path, drain_s)
+    sent = time.monotonic()
+    took = srv.stopped_after(*signals)
+    assert at_least <= took <= at_most
+    assert srv.draining.is_set() is drains
+    if drains:  # the worker is told at the drain's start, not at its end
+        assert len(srv.drain_called) == 1 and srv.drain_called[0] - sent < 1.0
+
+
+def test_close_while_draining_adds_the_header_only_once_draining() -> None:
+    draining = threading.Event()
+    app = shutdown.CloseWhileDraining(create_app(), draining)
+
+    async def get() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://webhook") as client:
+            return await client.get("/healthz")
+
+    assert "connection" not in asyncio.run(get()).headers
+    draining.set()
+    response = asyncio.run(get())
+    assert (response.status_code, response.headers["connection"]) == (200, "close")
