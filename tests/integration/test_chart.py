@@ -27,6 +27,8 @@ CHART = Path(__file__).resolve().parents[2] / "charts" / "pykueue"
 NAMESPACE = "kueue-system"
 NAMESPACED = {"ConfigMap", "Deployment", "Service", "Secret", "ServiceAccount", "Role", "RoleBinding",
               "PodDisruptionBudget", "ServiceMonitor", "Issuer", "Certificate"}
+# Upstream binds extension-apiserver-authentication-reader where that Role lives, whatever the release namespace.
+OTHER_NAMESPACE = {("RoleBinding", "kueue-visibility-server-auth-reader"): "kube-system"}
 CRD_COUNT = len(o.crd_objects(o.Settings()))
 
 
@@ -74,13 +76,25 @@ def _subset(small: Mapping[str, str], big: Mapping[str, str]) -> bool:
     return all(big.get(k) == v for k, v in small.items())
 
 
-def _values(cert_manager: bool, prometheus: bool, pdb: bool, replicas: int) -> dict[str, Any]:
-    return {"enableCertManager": cert_manager, "enablePrometheus": prometheus,
-            "controllerManager": {"replicas": replicas, "podDisruptionBudget": {"enabled": pdb}}}
+BOOLEANS = ("enableCertManager", "enablePrometheus", "controllerManager.podDisruptionBudget.enabled",
+            "enableVisibilityAPF", "enableVisibilityAuthReaderRoleBinding")
+
+
+def _values(flags: tuple[bool, ...], replicas: int) -> dict[str, Any]:
+    """BOOLEANS set to `flags` (dotted paths nested), and the replica count."""
+    values: dict[str, Any] = {"controllerManager": {"replicas": replicas}}
+    for path, flag in zip(BOOLEANS, flags, strict=True):
+        *parents, leaf = path.split(".")
+        node = values
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = flag
+    return values
 
 
 EVERYTHING_SET = {
-    "enableCertManager": True, "enablePrometheus": True,
+    "enableCertManager": True, "enablePrometheus": True, "enableVisibilityAPF": True,
+    "enableVisibilityAuthReaderRoleBinding": True,
     "controllerManager": {
         "replicas": 3, "podDisruptionBudget": {"enabled": True, "minAvailable": "50%"},
         "imagePullSecrets": [{"name": "pull"}], "nodeSelector": {"pool": "system"},
@@ -95,33 +109,45 @@ EVERYTHING_SET = {
                 "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": False, "serverName": "kueue"}}},
 }
 
+# Every on/off combination of the booleans; the replica count (1 or 3) follows the parity of the
+# flags, so each boolean, either way, meets both counts.
+_SHORT = ("certManager", "prometheus", "pdb", "visibilityAPF", "authReaderBinding")
 COMBINATIONS = [
-    pytest.param(_values(*combo), id=f"certManager={combo[0]} prometheus={combo[1]} pdb={combo[2]} replicas={combo[3]}")
-    for combo in itertools.product([False, True], [False, True], [False, True], [1, 3])
+    pytest.param(_values(flags, replicas := 1 + 2 * (sum(flags) % 2)),
+                 id=" ".join(f"{name}={int(flag)}" for name, flag in zip(_SHORT, flags, strict=True))
+                 + f" replicas={replicas}")
+    for flags in itertools.product([False, True], repeat=len(BOOLEANS))
 ] + [pytest.param(EVERYTHING_SET, id="every optional value set")]
 
 
-def _get(values: Mapping[str, Any], path: str, default: Any) -> Any:
-    node: Any = values
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return default
-        node = node[part]
-    return node
+_MISSING = object()
+DEFAULTS = yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def _value(values: Mapping[str, Any], path: str) -> Any:
+    """The value at dotted `path` as the chart sees it: the given one, else the chart's default."""
+    for source in (values, DEFAULTS):
+        node: Any = source
+        for part in path.split("."):
+            node = node.get(part, _MISSING) if isinstance(node, Mapping) else _MISSING
+        if node is not _MISSING:
+            return node
+    raise KeyError(path)
 
 
 @pytest.mark.parametrize("values", COMBINATIONS)
 def test_every_document_is_one_object_of_the_expected_kind_with_matching_selectors(
         helm: str, tmp_path: Path, values: dict[str, Any]) -> None:
-    cert_manager, prometheus = values["enableCertManager"], values["enablePrometheus"]
-    pdb = _get(values, "controllerManager.podDisruptionBudget.enabled", False)
+    cert_manager, prometheus, pdb, apf, auth_reader = (_value(values, path) for path in BOOLEANS)
     docs = render(helm, values, tmp_path)
 
     # Each object is well formed, in the release namespace when namespaced, and comes once.
     for source, doc in docs:
         assert isinstance(doc.get("apiVersion"), str) and isinstance(doc.get("kind"), str), (source, doc)
         assert doc["metadata"]["name"], (source, doc)
-        assert doc["metadata"].get("namespace") == (NAMESPACE if doc["kind"] in NAMESPACED else None), (source, doc)
+        namespace = OTHER_NAMESPACE.get((doc["kind"], doc["metadata"]["name"]),
+                                        NAMESPACE if doc["kind"] in NAMESPACED else None)
+        assert doc["metadata"].get("namespace") == namespace, (source, doc)
     refs = Counter((doc["kind"], doc["metadata"]["name"]) for _, doc in docs)
     assert not [r for r, n in refs.items() if n > 1], "objects rendered twice"
 
@@ -133,7 +159,11 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         "templates/crds.yaml": Counter({"CustomResourceDefinition": CRD_COUNT}),
         "templates/manager.yaml": Counter({"ConfigMap": 1, "Deployment": 1, "Service": 2}),
         "templates/webhooks.yaml": Counter({"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1}),
+        "templates/visibility.yaml": Counter({"Service": 1, "APIService": 2, "ClusterRoleBinding": 1,
+                                              "RoleBinding": int(auth_reader)}),
     }
+    if apf:
+        expected["templates/visibility-apf.yaml"] = Counter({"FlowSchema": 1, "PriorityLevelConfiguration": 1})
     if pdb:
         expected["templates/manager-pdb.yaml"] = Counter({"PodDisruptionBudget": 1})
     if prometheus:
@@ -149,22 +179,22 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
     objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in docs}
     dep = objs[("Deployment", o.DEPLOYMENT)]
     pod_labels = dep["spec"]["template"]["metadata"]["labels"]
-    assert dep["spec"]["replicas"] == _get(values, "controllerManager.replicas", 2)
+    assert dep["spec"]["replicas"] == _value(values, "controllerManager.replicas")
     assert _subset(dep["spec"]["selector"]["matchLabels"], pod_labels)
     (container,) = dep["spec"]["template"]["spec"]["containers"]
     container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert container_ports == {"webhook-server": o.WEBHOOK_PORT, "metrics": o.METRICS_PORT}
 
-    # Services select the pods and reach named container ports; the metrics port is named as upstream's.
-    webhook = objs[("Service", o.WEBHOOK_SERVICE)]
-    metrics = objs[("Service", o.METRICS_SERVICE)]
-    for svc in (webhook, metrics):
-        assert _subset(svc["spec"]["selector"], pod_labels)
+    # Services select the pods and reach container ports; the metrics port is named as upstream's.
+    services = {name: svc for (kind, name), svc in objs.items() if kind == "Service"}
+    for svc in services.values():
+        assert _subset(svc["spec"]["selector"], pod_labels), svc["metadata"]["name"]
+    webhook, metrics = services[o.WEBHOOK_SERVICE], services[o.METRICS_SERVICE]
     assert webhook["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]
     kustomize_metrics = next(x for x in o.controller_objects(o.Settings()) if x["metadata"]["name"] == o.METRICS_SERVICE)
     assert metrics["spec"]["ports"] == kustomize_metrics["spec"]["ports"] == [
         {"name": "https", "port": o.METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}]
-    assert _subset(_get(values, "metricsService.labels", {}), metrics["metadata"]["labels"])
+    assert _subset(_value(values, "metricsService.labels"), metrics["metadata"]["labels"])
 
     hooks = [h for (kind, _), x in objs.items() if kind.endswith("WebhookConfiguration") for h in x["webhooks"]]
     webhook_ports = {p["port"] for p in webhook["spec"]["ports"]}
@@ -174,23 +204,27 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
             o.WEBHOOK_SERVICE, NAMESPACE, True), hook["name"]
     assert hooks
 
+    api_services = [x for (kind, _), x in objs.items() if kind == "APIService"]
+    for ref in (x["spec"]["service"] for x in api_services):  # the visibility APIServices reach their Service
+        assert ref["namespace"] == NAMESPACE and ref["port"] in {p["port"] for p in services[ref["name"]]["spec"]["ports"]}
+
     if pdb:
         budget = objs[("PodDisruptionBudget", o.DEPLOYMENT)]
         assert _subset(budget["spec"]["selector"]["matchLabels"], pod_labels)
-        assert budget["spec"]["minAvailable"] == _get(values, "controllerManager.podDisruptionBudget.minAvailable", 1)
+        assert budget["spec"]["minAvailable"] == _value(values, "controllerManager.podDisruptionBudget.minAvailable")
 
     if prometheus:
         monitor = objs[("ServiceMonitor", o.SERVICE_MONITOR)]["spec"]
-        selected = [name for (kind, name), svc in objs.items()
-                    if kind == "Service" and _subset(monitor["selector"]["matchLabels"], svc["metadata"]["labels"])]
+        selected = [name for name, svc in services.items()
+                    if _subset(monitor["selector"]["matchLabels"], svc["metadata"]["labels"])]
         assert selected == [o.METRICS_SERVICE]
         (endpoint,) = monitor["endpoints"]
         assert endpoint["port"] in {p["name"] for p in metrics["spec"]["ports"]}
         assert (endpoint["scheme"], endpoint["path"]) == ("https", "/metrics")
-        assert endpoint["tlsConfig"] == _get(values, "metrics.serviceMonitor.tlsConfig", {"insecureSkipVerify": True})
+        assert endpoint["tlsConfig"] == _value(values, "metrics.serviceMonitor.tlsConfig")
         binding = objs[("RoleBinding", o.PROMETHEUS_ROLE)]
         assert ("Role", binding["roleRef"]["name"]) in objs
-        assert {s["namespace"] for s in binding["subjects"]} == {_get(values, "metrics.prometheusNamespace", "monitoring")}
+        assert {s["namespace"] for s in binding["subjects"]} == {_value(values, "metrics.prometheusNamespace")}
 
     # The certificate's source matches the option: cert-manager's Secret mounted, or the internal manager.
     config = parse(objs[("ConfigMap", o.CONFIG_MAP)]["data"][o.CONFIG_FILE])
