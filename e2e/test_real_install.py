@@ -81,10 +81,11 @@ class Install:
 
 
 @pytest.fixture(scope="module")
-def install(kubectl: Kubectl) -> Install:
-    """The real install under test; fails (never skips) anywhere else."""
+def install(request: pytest.FixtureRequest) -> Install:
+    """The real install under test; fails (never skips) anywhere else, before starting a local stack."""
     name = os.environ.get("E2E_REAL_INSTALL", "")
-    if not name or kubectl.stack is not None:
+    kubectl: Kubectl | None = request.getfixturevalue("kubectl") if name else None
+    if kubectl is None or kubectl.stack is not None:
         pytest.fail("these tests need a real install with real pods (e2e/real.py sets E2E_REAL_INSTALL); "
                     "deselect them with -m 'not real_install'", pytrace=False)
     summary = os.environ.get("E2E_REAL_SUMMARY")
