@@ -103,11 +103,13 @@ class SteadyLoad:
     kube: k.Kube
     setup: rel.Setup
     rate: float = RATE
-    threads: int = 48
+    #: Enough that a create held up for seconds (a pod draining) never delays the next one's start.
+    threads: int = 128
     names: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     attempted_by_s: Counter[int] = field(default_factory=Counter)
     refused_by_s: Counter[int] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -115,12 +117,14 @@ class SteadyLoad:
         name = f"rl-{i:05d}"
         second = int(time.monotonic() - started)
         obj = rel.job(self.setup.namespace, name, next(iter(self.setup.lqs)), cpu="250m", run="1s")
+        t0 = time.monotonic()
         try:
             self.kube.create(k.object_path("batch/v1", "jobs", self.setup.namespace), obj, timeout=30)
             err = None
         except k.KubeError as exc:
             err = f"{name} at {second}s: {exc.status}: {str(exc)[:300]}"
         with self._lock:
+            self.latencies.append(time.monotonic() - t0)
             self.attempted_by_s[second] += 1
             if err is None:
                 self.names.append(name)
@@ -142,10 +146,13 @@ class SteadyLoad:
 
     def figures(self) -> dict[str, Any]:
         full = sorted(self.attempted_by_s)[:-1] or [0]  # the last second is cut short by the stop
+        lat = sorted(self.latencies) or [0.0]
         return {"attempted": sum(self.attempted_by_s.values()), "refused": len(self.refused),
                 "attempted_per_s_min": min(self.attempted_by_s[s] for s in full),
                 "attempted_per_s_max": max(self.attempted_by_s[s] for s in full),
-                "refused_by_s": dict(sorted(self.refused_by_s.items()))}
+                "refused_by_s": dict(sorted(self.refused_by_s.items())),
+                "create_p50_s": round(lat[len(lat) // 2], 2), "create_p99_s": round(lat[len(lat) * 99 // 100], 2),
+                "create_max_s": round(lat[-1], 2)}
 
 
 
