@@ -31,13 +31,13 @@ binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.c
 	e2e/build-binaries.sh
 
 test: $(STAMP) binaries ## unit, integration and e2e tests (starts and stops a local control plane)
-	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover"
+	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover and not real_install"
 
 unit: $(STAMP) ## unit tests only (no control plane)
 	$(BIN)/python -m pytest tests/unit
 
 e2e: $(STAMP) binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
-	$(BIN)/python -m pytest e2e
+	$(BIN)/python -m pytest e2e -m "not real_install"
 
 lint: $(STAMP) ## ruff, mypy --strict, import layers
 	$(BIN)/ruff check webhook certs tests e2e
@@ -91,7 +91,7 @@ e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker an
 	kind load docker-image $(IMG) --name pykueue
 	mkdir -p $(RUN_DIR) && kind get kubeconfig --name pykueue > $(RUN_DIR)/kind.kubeconfig
 	KUBECONFIG=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m webhook.install deploy --image $(IMG) --pull-policy IfNotPresent
-	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e -m "not local_stack"
+	KUBECONFIG_E2E=$(RUN_DIR)/kind.kubeconfig $(BIN)/python -m pytest e2e -m "not local_stack and not real_install"
 
 clean: down
 	rm -rf $(VENV) $(RUN_DIR)

@@ -41,7 +41,7 @@ CA_COMMON_NAME = "kueue-ca"
 CA_ORGANIZATION = "kueue"
 CA_VALIDITY = timedelta(days=3650)
 # Backdate notBefore a little so a freshly issued certificate is valid on hosts with clock skew.
-_CLOCK_SKEW = timedelta(hours=1)
+CLOCK_SKEW = timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ def make_ca(
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(start - _CLOCK_SKEW)
+        .not_valid_before(start - CLOCK_SKEW)
         .not_valid_after(start + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
@@ -143,7 +143,7 @@ def make_serving_cert(
         .issuer_name(ca.certificate.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(start - _CLOCK_SKEW)
+        .not_valid_before(start - CLOCK_SKEW)
         .not_valid_after(start + timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(

@@ -50,6 +50,8 @@ INSTALLS = ("deploy", "helm")
 NAMESPACE = objects.Settings().namespace
 #: Any create a webhook must see: the ResourceFlavor's defaulting webhook (failurePolicy Fail).
 PROBE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-real-probe"}}
+#: The very first create after the install command returned (kept for e2e/test_real_install.py).
+FIRST = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-real-first"}}
 HELM_VALUES = ("controllerManager.replicas=2", "controllerManager.podDisruptionBudget.enabled=true",
                "enableCertManager=false")
 
@@ -143,6 +145,7 @@ class Round:
 
         t = time.monotonic()
         self._install()
+        self._first_create()
         self._wait_for_webhook()
         self.timings.measure(f"{self.install}: install until a webhook admits", t)
 
@@ -169,6 +172,24 @@ class Round:
             self._show_pods()
             raise RunError(f"{self.install} exited {res.returncode}")
 
+    def _first_create(self) -> None:
+        """One real create through the webhooks, no retry, as a user's first `kubectl create` would be."""
+        started = time.monotonic()
+        res = subprocess.run([self.kubectl, f"--kubeconfig={self.cluster.kubeconfig}", "create", "-f", "-"],
+                             input=json.dumps(FIRST), capture_output=True, text=True, check=False)
+        outcome = {"ok": res.returncode == 0, "name": FIRST["metadata"]["name"],
+                   "seconds": round(time.monotonic() - started, 2), "error": res.stderr.strip()[:500]}
+        self.first_create.write_text(json.dumps(outcome))
+        log(f"first create after {self.install}: {'admitted' if outcome['ok'] else 'REFUSED'} ({outcome})")
+
+    @property
+    def first_create(self) -> Path:
+        return self.dir / f"first-create-{self.install}.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.dir / f"summary-{self.install}.jsonl"
+
     def _wait_for_webhook(self, timeout: float = 120.0) -> None:
         """Until a server-side dry-run create passes a webhook: Available pods are not yet a routed Service."""
         started = time.monotonic()
@@ -191,7 +212,10 @@ class Round:
         log(f"pods:\n{out.stdout}{out.stderr}")
 
     def _pytest(self) -> int:
-        env = {**os.environ, "KUBECONFIG_E2E": str(self.cluster.kubeconfig), "KUBECTL": self.kubectl}
+        env = {**os.environ, "KUBECONFIG_E2E": str(self.cluster.kubeconfig), "KUBECTL": self.kubectl,
+               "E2E_REAL_INSTALL": self.install, "E2E_REAL_FIRST_CREATE": str(self.first_create),
+               "E2E_REAL_SUMMARY": str(self.summary)}
+        self.summary.unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "pytest", "e2e", "-m", "not local_stack", "-p", "no:cacheprovider", "-q",
                "--timeout=300", *self.pytest_args]
         log(f"running: {' '.join(cmd[2:])}")
@@ -207,6 +231,8 @@ class Round:
                 raise
         counts = re.findall(r"\d+ (?:passed|failed|errors?|deselected|skipped|xfailed)", last)
         log(f"{self.install}: e2e suite exited {proc.returncode} ({', '.join(counts) or 'no summary'})")
+        if self.summary.exists():  # the real-install tests' figures (README, "Real node")
+            log(f"{self.install}: figures\n{self.summary.read_text()}")
         return proc.returncode
 
 

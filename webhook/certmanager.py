@@ -16,13 +16,16 @@ namespace), never through leader election:
    `clientConfig` of each converting CRD, patching only what differs.
 
 `bootstrap` does steps 1 and 2 before the server opens its port (the server cannot start TLS without a
-certificate), then a thread repeats 1 to 3: every few seconds until the injection has succeeded
-once, then every `interval`. Readiness waits for the first injection. All API I/O goes through
-`webhook.kube` (the `KubeAPI` protocol), so tests drive this with a fake.
+certificate), then a thread repeats 1, 3 and 2, in that order, every `interval` (10 s; every 2 s until
+the first injection). Readiness waits for the first injection. Upstream's rotator watches the Secret;
+we re-read it as often, so a replica follows a Secret another replica (or a user deleting it to force a
+rotation) changed within one interval. All API I/O goes through `webhook.kube` (the `KubeAPI`
+protocol), so tests drive this with a fake.
 
-A CA rotation (every ~10 years) briefly leaves replicas that still serve the old certificate
-unverifiable until they re-read the Secret; serving-certificate rotations keep the CA and are
-seamless.
+A CA rotation stays seamless across replicas: for `CA_OVERLAP` after a new CA's start, the injected
+bundle keeps the CAs it already held (still valid) next to the new one, and a replica injects before
+it serves a new certificate. So whichever certificate a replica serves during the switch, the API
+server trusts it; after the overlap the old CA is dropped. Serving-certificate rotations keep the CA.
 """
 
 from __future__ import annotations
@@ -39,12 +42,14 @@ from typing import Any, Protocol
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
 
 import certs
 from webhook import kube as k
 from webhook.config import Configuration
 
 __all__ = [
+    "CA_OVERLAP",
     "ROTATE_BEFORE",
     "BootstrapError",
     "CertManager",
@@ -60,6 +65,9 @@ log = logging.getLogger(__name__)
 
 #: Issue a new serving certificate (and CA) this long before the current one expires.
 ROTATE_BEFORE = timedelta(days=90)
+#: How long after a new CA's start the CAs it replaced stay in the injected bundles: longer than a
+#: replica takes to re-read the Secret (`interval`) and reload its certificate.
+CA_OVERLAP = timedelta(minutes=5)
 SERVING_CERT_DAYS = 365
 _SERVICE_SUFFIX = "-webhook-service"
 _SECRET_KEYS = ("ca.crt", "ca.key", "tls.crt", "tls.key")
@@ -183,6 +191,29 @@ def _issue(previous: _Bundle | None, dns_name: str, now: datetime) -> _Bundle:
     return _Bundle(ca.cert_pem, certs.key_pem(ca.key), serving.cert_pem, serving.key_pem)
 
 
+def _pem_certificates(pems: bytes) -> list[x509.Certificate]:
+    try:
+        return x509.load_pem_x509_certificates(pems)
+    except ValueError:
+        return []
+
+
+def _ca_bundle(current_ca: bytes, injected_b64: str, now: datetime) -> str:
+    """The caBundle to inject: the current CA, then, within `CA_OVERLAP` of its start, the still valid
+    CAs `injected_b64` already held (the ones replicas may still serve certificates of)."""
+    out = current_ca
+    try:
+        (current,) = x509.load_pem_x509_certificates(current_ca)
+        injected = base64.b64decode(injected_b64 or "", validate=True)
+    except ValueError:
+        return base64.b64encode(out).decode("ascii")
+    if now < current.not_valid_before_utc + certs.tls.CLOCK_SKEW + CA_OVERLAP:
+        for cert in _pem_certificates(injected):
+            if cert != current and cert.not_valid_after_utc > now:
+                out += cert.public_bytes(serialization.Encoding.PEM)
+    return base64.b64encode(out).decode("ascii")
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -191,7 +222,7 @@ class CertManager:
     """One replica's view of the shared certificate; see the module docstring for the steps."""
 
     def __init__(self, kube: KubeAPI, where: Targets, *, clock: Callable[[], datetime] = _utcnow,
-                 interval: float = 600.0) -> None:
+                 interval: float = 10.0) -> None:
         self._kube = kube
         self._t = where
         self._clock = clock
@@ -200,13 +231,16 @@ class CertManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.ca_bundle = ""
+        self._ca_crt = b""
 
     # -- step 1 and 2 ------------------------------------------------------------------------
     def ensure_certificate(self) -> bool:
         """Make the Secret hold a usable certificate and write it to the cert dir; True if the files changed."""
-        now = self._clock()
-        bundle = self._reconcile_secret(now)
-        self.ca_bundle = bundle.ca_bundle
+        bundle = self._reconcile_secret(self._clock())
+        self.ca_bundle, self._ca_crt = bundle.ca_bundle, bundle.ca_crt
+        return self._write(bundle)
+
+    def _write(self, bundle: _Bundle) -> bool:
         changed = certs.write_pems(self._t.cert_dir, ca_crt=bundle.ca_crt, tls_crt=bundle.tls_crt,
                                    tls_key=bundle.tls_key)
         if changed:
@@ -267,11 +301,13 @@ class CertManager:
             log.info("webhook configuration not found yet", extra={"path": path})
             return False
         ops: list[dict[str, Any]] = []
+        now = self._clock()
         for i, hook in enumerate(obj.get("webhooks") or ()):
-            if (hook.get("clientConfig") or {}).get("caBundle") != self.ca_bundle:
+            injected = (hook.get("clientConfig") or {}).get("caBundle") or ""
+            if injected != (want := _ca_bundle(self._ca_crt, injected, now)):
                 # `test` pins the index to the webhook we looked at, in case the list changed since.
                 ops += [{"op": "test", "path": f"/webhooks/{i}/name", "value": hook.get("name")},
-                        {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": self.ca_bundle}]
+                        {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": want}]
         if ops:
             self._kube.request("PATCH", path, body=ops, content_type="application/json-patch+json")
         return True
@@ -284,9 +320,9 @@ class CertManager:
         conversion = (obj.get("spec") or {}).get("conversion") or {}
         if conversion.get("strategy") != "Webhook":
             return True  # nothing calls our webhook for this CRD
-        client_config = (conversion.get("webhook") or {}).get("clientConfig") or {}
-        if client_config.get("caBundle") != self.ca_bundle:
-            patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": self.ca_bundle}}}}}
+        injected = ((conversion.get("webhook") or {}).get("clientConfig") or {}).get("caBundle") or ""
+        if injected != (want := _ca_bundle(self._ca_crt, injected, self._clock())):
+            patch = {"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": want}}}}}
             self._kube.request("PATCH", path, body=patch, content_type="application/merge-patch+json")
         return True
 
@@ -296,8 +332,13 @@ class CertManager:
         return self._injected.is_set()
 
     def sync(self) -> bool:
-        self.ensure_certificate()
-        return self.inject()
+        """Steps 1, 3, 2: the API server trusts a new CA before this replica serves a certificate from it."""
+        bundle = self._reconcile_secret(self._clock())
+        self.ca_bundle, self._ca_crt = bundle.ca_bundle, bundle.ca_crt
+        complete = self.inject()
+        if complete or not self._injected.is_set():  # before the first injection nothing calls us yet
+            self._write(bundle)
+        return complete
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="cert-manager", daemon=True)

@@ -155,9 +155,64 @@ def test_ca_near_expiry_is_replaced_and_reinjected(tmp_path):
     first_ca = secret_pem(kube, "ca.crt")
     later = NOW + certs.tls.CA_VALIDITY - timedelta(days=30)
     manager(kube, tmp_path, now=later).sync()
-    assert secret_pem(kube, "ca.crt") != first_ca
-    bundle = base64.b64encode(secret_pem(kube, "ca.crt")).decode()
-    assert {h["clientConfig"]["caBundle"] for h in kube.objects[VALIDATING]["webhooks"]} == {bundle}
+    new_ca = secret_pem(kube, "ca.crt")
+    assert new_ca != first_ca
+    # within the overlap the old CA stays trusted next to the new one (replicas may still serve it) ...
+    assert injected_bundles(kube) == {base64.b64encode(new_ca + first_ca).decode()}
+    # ... and is dropped after it
+    manager(kube, tmp_path, now=later + cm.CA_OVERLAP + certs.tls.CLOCK_SKEW).sync()
+    assert injected_bundles(kube) == {base64.b64encode(new_ca).decode()}
+
+
+def injected_bundles(kube: FakeKube) -> set[str]:
+    hooks = [h["clientConfig"]["caBundle"] for path in (MUTATING, VALIDATING) for h in kube.objects[path]["webhooks"]]
+    convs = [kube.objects[f"{CRDS}/{n}"]["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
+             for n in cm.conversion_crd_names()]
+    return set(hooks + convs)
+
+
+def test_secret_deleted_rotates_seamlessly_across_replicas(tmp_path):
+    """A user deletes the Secret: one replica issues a new CA, the other still serves the old
+    certificate until its next pass; the API server trusts both CAs all along, and the second
+    replica's pass writes nothing to the cluster (no flapping between the replicas' bundles)."""
+    kube = FakeKube(cluster_objects())
+    a, b = manager(kube, tmp_path / "a"), manager(kube, tmp_path / "b")
+    a.sync()
+    b.sync()
+    old_ca = secret_pem(kube, "ca.crt")
+    del kube.objects[SECRET]
+    a.sync()
+    new_ca = secret_pem(kube, "ca.crt")
+    assert new_ca != old_ca
+    assert (tmp_path / "a" / "ca.crt").read_bytes() == new_ca
+    assert (tmp_path / "b" / "ca.crt").read_bytes() == old_ca  # b has not looked yet
+    both = {base64.b64encode(new_ca + old_ca).decode()}
+    assert injected_bundles(kube) == both
+    kube.calls.clear()
+    b.sync()
+    assert writes(kube) == []
+    assert (tmp_path / "b" / "tls.crt").read_bytes() == secret_pem(kube, "tls.crt")
+    assert injected_bundles(kube) == both
+
+
+class FailingPatchKube(FakeKube):
+    def request(self, method, path, **kwargs):
+        if method == "PATCH":
+            raise k.ServerError(500, "injection failed")
+        return super().request(method, path, **kwargs)
+
+
+def test_new_certificate_is_served_only_once_its_ca_is_injected(tmp_path):
+    kube = FakeKube(cluster_objects())
+    manager(kube, tmp_path).sync()
+    served = (tmp_path / "tls.crt").read_bytes()
+    failing = FailingPatchKube(kube.objects)
+    m = manager(failing, tmp_path)
+    m._injected.set()  # a replica that has been serving
+    del failing.objects[SECRET]
+    with pytest.raises(k.ServerError):
+        m.sync()
+    assert (tmp_path / "tls.crt").read_bytes() == served
 
 
 @pytest.mark.parametrize("damage", ["wrong dns name", "missing key", "garbage", "foreign ca"])
