@@ -225,7 +225,7 @@ class Manager:
         old_queue = self.store.get(kind, object_key(obj)) if kind in ("clusterqueues", "localqueues") and etype != "DELETED" else None
         if store:
             if etype == "DELETED":
-                self.store.delete(kind, object_key(obj))
+                self.store.delete(kind, object_key(obj), obj)
             elif not self.store.put(kind, obj):
                 return  # older than what a writer already stored
         if etype != "DELETED":

@@ -2,12 +2,15 @@
 
 Informer threads and writers both put objects here; an older resourceVersion never replaces a
 newer one (etcd's revisions are integers in practice, so they are compared as such when they
-parse). Readers get the stored dict itself and must not mutate it.
+parse), and a deleted object is not brought back by a writer's answer that predates the delete
+(a tombstone keeps its last resourceVersion a while). Readers get the stored dict itself and must
+not mutate it.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,25 +32,48 @@ def _rv(obj: Mapping[str, Any]) -> int:
         return 0
 
 
+#: How long a deleted object's resourceVersion is remembered: far longer than any write in flight.
+TOMBSTONE_S = 300.0
+
+
 class Store:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kinds: dict[str, dict[str, dict[str, Any]]] = {}
+        # (kind, key) -> (resourceVersion at deletion, monotonic time of the delete)
+        self._tombstones: dict[tuple[str, str], tuple[int, float]] = {}
+        self._next_prune = 0.0
 
     def put(self, kind: str, obj: dict[str, Any]) -> bool:
-        """Store `obj` unless a newer version is held; True when stored."""
+        """Store `obj` unless a newer version is held, or it was deleted at a later version; True when stored.
+        Without the tombstone, a status write answered after the watch's DELETED event would bring a deleted
+        ClusterQueue back for good (and keep its flavors' resource-in-use finalizers)."""
         key = object_key(strip_managed_fields(obj))
         with self._lock:
             objs = self._kinds.setdefault(kind, {})
             old = objs.get(key)
             if old is not None and _rv(old) > _rv(obj):
                 return False
+            tomb = self._tombstones.get((kind, key))
+            if tomb is not None:
+                if _rv(obj) <= tomb[0]:
+                    return False
+                del self._tombstones[(kind, key)]  # created again
             objs[key] = obj
             return True
 
-    def delete(self, kind: str, key: str) -> dict[str, Any] | None:
+    def delete(self, kind: str, key: str, last: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """Drop the object; `last` (the DELETED event's object) gives the version answers older than the
+        delete carry at most, else the held copy's version is remembered."""
+        now = time.monotonic()
         with self._lock:
-            return self._kinds.setdefault(kind, {}).pop(key, None)
+            held = self._kinds.setdefault(kind, {}).pop(key, None)
+            rv = max(_rv(last) if last is not None else 0, _rv(held) if held is not None else 0)
+            if now >= self._next_prune:  # at most once a minute: deletes come by the thousand at scale
+                self._tombstones = {k: t for k, t in self._tombstones.items() if now - t[1] < TOMBSTONE_S}
+                self._next_prune = now + 60.0
+            self._tombstones[(kind, key)] = (rv, now)
+            return held
 
     def replace(self, kind: str, objs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """A relist: the new set, returning the objects that disappeared."""
