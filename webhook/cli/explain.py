@@ -221,7 +221,8 @@ def _position_lines(api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name
         lines.append(f"Position: {mine.get('positionInClusterQueue')} in ClusterQueue {cq_name}, "
                      f"{mine.get('positionInLocalQueue')} in LocalQueue {info.queue_name}")
     else:
-        lines.append(f"Position: {len(ahead) + 1} in ClusterQueue {cq_name} (queue order: priority, then creation)")
+        # Counted as the visibility API counts (upstream's positionInClusterQueue: 0 = next).
+        lines.append(f"Position: {len(ahead)} in ClusterQueue {cq_name} (queue order: priority, then creation)")
     if ahead:
         lines.append(f"Ahead of it ({len(ahead)}):")
         lines += [f"  {a.key} (priority {a.priority})" for a in ahead[:10]]
