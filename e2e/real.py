@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -229,8 +228,8 @@ class Round:
             except BaseException:  # SIGTERM or Ctrl-C here: the suite stops before the cluster goes
                 proc.terminate()
                 raise
-        counts = re.findall(r"\d+ (?:passed|failed|errors?|deselected|skipped|xfailed)", last)
-        log(f"{self.install}: e2e suite exited {proc.returncode} ({', '.join(counts) or 'no summary'})")
+        summary = last.strip().strip("=").strip() or "no summary"  # pytest's last line: "N passed, M deselected in …"
+        log(f"{self.install}: e2e suite exited {proc.returncode} ({summary})")
         if self.summary.exists():  # the real-install tests' figures (README, "Real node")
             log(f"{self.install}: figures\n{self.summary.read_text()}")
         return proc.returncode
