@@ -33,9 +33,10 @@ from starlette.staticfiles import StaticFiles
 from webhook import kube as k
 from webhook.api import constants
 from webhook.dashboard import views
-from webhook.dashboard.auth import Access, Authorizer, bearer_token
+from webhook.dashboard.auth import Access, Authorizer
 from webhook.dashboard.history import History
 from webhook.dashboard.store import Kind, Store
+from webhook.reviews import bearer_token
 
 __all__ = ["COOKIE", "KubeReader", "Settings", "create_app"]
 

@@ -24,15 +24,14 @@ thread, and its TLS handshake happens there with a deadline, so a slow client ho
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
-from typing import Any, Protocol
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
@@ -40,25 +39,26 @@ from prometheus_client import make_wsgi_app
 from prometheus_client.registry import Collector
 
 from webhook import kube as k
-from webhook.worker.ttl_cache import TTLCache
+from webhook.reviews import (
+    KubeAPI,
+    TokenAuthenticator,
+    TTLCache,
+    User,
+    access_review,
+    bearer_token,
+    is_allowed,
+)
 
 __all__ = [
     "CACHE_SIZE",
-    "SUBJECT_ACCESS_REVIEWS",
-    "TOKEN_REVIEWS",
     "Authorizer",
     "Denied",
-    "KubeAPI",
     "MetricsServer",
-    "User",
     "app",
-    "bearer_token",
 ]
 
 log = logging.getLogger(__name__)
 
-TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
-SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 METRICS_PATH = "/metrics"
 
 #: controller-runtime's TTLs (`DelegatingAuthenticatorConfig.CacheTTL`, `AllowCacheTTL`, `DenyCacheTTL`).
@@ -66,25 +66,7 @@ TOKEN_TTL_S = 60.0
 ALLOW_TTL_S = 300.0
 DENY_TTL_S = 30.0
 CACHE_SIZE = 1024
-REVIEW_TIMEOUT_S = 10.0  # upstream's TokenAccessReviewTimeout
 HANDSHAKE_TIMEOUT_S = 10.0
-_AUTHENTICATED = "system:authenticated"
-
-
-class KubeAPI(Protocol):
-    """The part of `webhook.kube.Kube` the reviews use."""
-
-    def create(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    """Who a TokenReview says the caller is; hashable, so it keys the authorization cache."""
-
-    name: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,45 +77,13 @@ class Denied:
     message: str
 
 
-def bearer_token(header: str) -> str | None:
-    """The token of `Authorization: Bearer <token>`, as the API server's bearer-token authenticator reads it."""
-    parts = header.strip().split(" ", 2)
-    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
-        return None
-    return parts[1]
-
-
-def _user(status: Mapping[str, Any]) -> User:
-    u = status.get("user") or {}
-    groups = tuple(u.get("groups") or ())
-    if _AUTHENTICATED not in groups:  # as the authenticated-group adder does
-        groups += (_AUTHENTICATED,)
-    extra = tuple(sorted((key, tuple(values or ())) for key, values in (u.get("extra") or {}).items()))
-    return User(u.get("username", ""), u.get("uid", ""), groups, extra)
-
-
 class Authorizer:
     """Decides whether a request may read the metrics: TokenReview, then SubjectAccessReview, both cached."""
 
     def __init__(self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE) -> None:
         self._kube = kube
-        # A 1-tuple, so a rejected token (None) is a cached answer, not a miss.
-        self.tokens: TTLCache[bytes, tuple[User | None]] = TTLCache(cache_size, clock)
+        self.authenticator = TokenAuthenticator(kube, ttl=TOKEN_TTL_S, cache_size=cache_size, clock=clock)
         self.decisions: TTLCache[tuple[User, str, str], bool] = TTLCache(cache_size, clock)
-
-    def authenticate(self, token: str) -> User | None:
-        """The token's user, or None if the API server does not authenticate it. Raises KubeError."""
-        key = hashlib.sha256(token.encode()).digest()
-        cached = self.tokens.get(key)
-        if cached is not None:
-            return cached[0]
-        review = self._kube.create(TOKEN_REVIEWS, {
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
-            timeout=REVIEW_TIMEOUT_S)
-        status = review.get("status") or {}
-        user = _user(status) if status.get("authenticated") else None
-        self.tokens.put(key, (user,), TOKEN_TTL_S)
-        return user
 
     def authorize(self, user: User, verb: str, path: str) -> bool:
         """Whether RBAC (or any authorizer) lets `user` `verb` the non-resource `path`. Raises KubeError."""
@@ -141,17 +91,7 @@ class Authorizer:
         cached = self.decisions.get(key)
         if cached is not None:
             return cached
-        spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups),
-                                "nonResourceAttributes": {"path": path, "verb": verb}}
-        if user.uid:
-            spec["uid"] = user.uid
-        if user.extra:
-            spec["extra"] = {name: list(values) for name, values in user.extra}
-        review = self._kube.create(SUBJECT_ACCESS_REVIEWS, {
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
-            timeout=REVIEW_TIMEOUT_S)
-        status = review.get("status") or {}
-        allowed = bool(status.get("allowed")) and not status.get("denied")
+        allowed = is_allowed(access_review(self._kube, user, {"nonResourceAttributes": {"path": path, "verb": verb}}))
         self.decisions.put(key, allowed, ALLOW_TTL_S if allowed else DENY_TTL_S)
         return allowed
 
@@ -161,7 +101,7 @@ class Authorizer:
         if token is None:
             return Denied(401, "Unauthorized")
         try:
-            user = self.authenticate(token)
+            user = self.authenticator.authenticate(token)
         except k.KubeError as exc:
             log.error("metrics: token review failed", extra={"error": str(exc)})
             return Denied(500, "Authentication failed")

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from webhook import kube as k
-from webhook import metrics, tls
+from webhook import metrics, reviews, tls
 from webhook.config import Configuration
 from webhook.worker import metrics_server, visibility_server
 from webhook.worker.leader import LeaderElector, LeaseSettings
@@ -57,7 +57,7 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def serve_metrics(address: str, kube: metrics_server.KubeAPI, cert_dir: str,
+def serve_metrics(address: str, kube: reviews.KubeAPI, cert_dir: str,
                   stop: threading.Event) -> tuple[str, int] | None:
     """Serve `/metrics` for the worker registry over HTTPS in daemon threads until `stop`; returns
     the bound (host, port).

@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from webhook import kube as k
-from webhook.worker.metrics_server import SUBJECT_ACCESS_REVIEWS, KubeAPI, User
-from webhook.worker.ttl_cache import TTLCache
+from webhook.reviews import KubeAPI, TTLCache, User, access_review, is_allowed
 
 __all__ = [
     "AUTH_CONFIGMAP",
@@ -50,7 +49,6 @@ AUTH_CONFIGMAP = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-
 ALLOW_TTL_S = 10.0
 DENY_TTL_S = 10.0
 CACHE_SIZE = 1024
-REVIEW_TIMEOUT_S = 10.0
 REFRESH_S = 30.0
 _AUTHENTICATED = "system:authenticated"
 
@@ -191,22 +189,14 @@ class AccessReviewer:
         cached = self.decisions.get(key)
         if cached is not None:
             return cached
-        spec: dict[str, Any] = {"user": user.name, "groups": list(user.groups)}
-        if user.uid:
-            spec["uid"] = user.uid
-        if user.extra:
-            spec["extra"] = {name: list(values) for name, values in user.extra}
         if attrs.resource:
-            spec["resourceAttributes"] = {
+            attributes: dict[str, Any] = {"resourceAttributes": {
                 key: value for key, value in (("verb", attrs.verb), ("group", attrs.group), ("version", attrs.version),
                                               ("resource", attrs.resource), ("subresource", attrs.subresource),
-                                              ("name", attrs.name), ("namespace", attrs.namespace)) if value}
+                                              ("name", attrs.name), ("namespace", attrs.namespace)) if value}}
         else:
-            spec["nonResourceAttributes"] = {"path": attrs.path, "verb": attrs.verb}
-        review = self._kube.create(SUBJECT_ACCESS_REVIEWS, {
-            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
-            timeout=REVIEW_TIMEOUT_S)
-        status = review.get("status") or {}
-        decision = Decision(bool(status.get("allowed")) and not status.get("denied"), str(status.get("reason") or ""))
+            attributes = {"nonResourceAttributes": {"path": attrs.path, "verb": attrs.verb}}
+        status = access_review(self._kube, user, attributes)
+        decision = Decision(is_allowed(status), str(status.get("reason") or ""))
         self.decisions.put(key, decision, ALLOW_TTL_S if decision.allowed else DENY_TTL_S)
         return decision

@@ -25,7 +25,7 @@ import orjson
 from webhook.api import visibility as v
 from webhook.api import visibility_openapi as openapi
 from webhook.core.pending_order import Positioned
-from webhook.worker.metrics_server import User
+from webhook.reviews import User
 from webhook.worker.visibility_auth import Attributes, Decision
 
 __all__ = ["PendingReader", "Request", "RequestAuthorizer", "Response", "VisibilityAPI", "summary"]

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tests.unit.core.builders import make_cq, make_lq, make_wl
-from webhook.dashboard.auth import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from webhook.dashboard.store import Kind, Store
+from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
 ADMIN = "admin-token"
 ALICE = "alice-token"  # may list Workloads and LocalQueues in team-a only

@@ -20,16 +20,14 @@ import certs
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook import metrics
+from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, bearer_token
 from webhook.worker import process
 from webhook.worker.metrics_server import (
     ALLOW_TTL_S,
     DENY_TTL_S,
-    SUBJECT_ACCESS_REVIEWS,
-    TOKEN_REVIEWS,
     TOKEN_TTL_S,
     Authorizer,
     Denied,
-    bearer_token,
 )
 
 READER = "system:serviceaccount:monitoring:prometheus"
@@ -105,7 +103,7 @@ def test_the_reader_is_allowed_and_the_review_names_user_verb_and_path(kube: Fak
 
 def test_system_authenticated_is_added_to_the_groups_reviewed(kube: FakeKube) -> None:
     auth = Authorizer(kube)  # type: ignore[arg-type]
-    user = auth.authenticate("other-token")
+    user = auth.authenticator.authenticate("other-token")
     assert user is not None and user.groups == ("system:serviceaccounts", "system:authenticated")
 
 
@@ -147,7 +145,7 @@ def test_the_caches_are_bounded(kube: FakeKube) -> None:
     auth = Authorizer(kube, cache_size=2)  # type: ignore[arg-type]
     for token in ("a", "b", "c", "d"):
         auth.check(f"Bearer {token}", "GET", "/metrics")
-    assert len(auth.tokens) == 2
+    assert len(auth.authenticator.cache) == 2
     for path in ("/metrics", "/a", "/b"):
         auth.check("Bearer reader-token", "GET", path)
     assert len(auth.decisions) == 2

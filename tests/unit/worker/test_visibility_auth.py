@@ -21,7 +21,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 import certs
 from tests.unit.fake_kube import FakeKube
 from webhook import tls
-from webhook.worker.metrics_server import SUBJECT_ACCESS_REVIEWS, User
+from webhook.reviews import SUBJECT_ACCESS_REVIEWS, User
 from webhook.worker.visibility_auth import (
     AUTH_CONFIGMAP,
     AccessReviewer,

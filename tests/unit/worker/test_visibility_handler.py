@@ -10,7 +10,7 @@ import pytest
 from tests.unit.core.builders import WorkloadBuilder
 from webhook.core.pending_order import PendingOrder, pending_workload
 from webhook.core.workload import WorkloadKey
-from webhook.worker.metrics_server import User
+from webhook.reviews import User
 from webhook.worker.visibility_auth import Attributes, Decision
 from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
 
