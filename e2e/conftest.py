@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,17 @@ class Kubectl:
 
     def get(self, *args: str) -> dict[str, Any]:
         return json.loads(self("get", *args, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+def metric_sample(text: str, metric: str, **labels: str) -> float | None:
+    """The value of the first `metric{...}` series in a Prometheus exposition whose labels include `labels`."""
+    for line in text.splitlines():
+        if not line.startswith(metric + "{"):
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(metric):line.rindex("}") + 1]))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 def local_stack(kubectl: Kubectl) -> Any:

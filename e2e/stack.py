@@ -62,9 +62,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], url: str, ctx: ssl.SSLContext | None, name: str, log_file: Path) -> None:
-    """Until `url` answers 200 (60 s); a process that exits first fails at once, naming its log."""
-    deadline = time.monotonic() + 60
+def wait_ready(proc: subprocess.Popen[bytes], url: str, ctx: ssl.SSLContext | None, name: str, log_file: Path,
+               timeout: float = 60) -> None:
+    """Until `url` answers 200; a process that exits first fails at once, naming its log."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise StackError(f"{name} start", f"exited with {proc.returncode}; see {log_file}")
@@ -75,7 +76,7 @@ def _wait_ready(proc: subprocess.Popen[bytes], url: str, ctx: ssl.SSLContext | N
         except OSError:
             pass
         time.sleep(0.3)
-    raise StackError(f"{name} ready", f"no ready answer from {url} within 60s; see {log_file}")
+    raise StackError(f"{name} ready", f"no ready answer from {url} within {timeout:.0f}s; see {log_file}")
 
 
 def _stop(pid_file: Path, proc: subprocess.Popen[bytes] | None) -> None:
@@ -244,7 +245,7 @@ class Stack:
             )
         self.pid_file.write_text(str(self._server.pid))
         ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
-        _wait_ready(self._server, f"https://127.0.0.1:{port}/readyz", ctx, "server", self.server_log)
+        wait_ready(self._server, f"https://127.0.0.1:{port}/readyz", ctx, "server", self.server_log)
         _log(f"server ready on 127.0.0.1:{port} (pid {self._server.pid})")
 
     def _stop_server(self) -> None:
@@ -266,7 +267,7 @@ class Stack:
                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
         self._dashboard = proc
         self.dashboard_pid_file.write_text(str(proc.pid))
-        _wait_ready(proc, f"{self.dashboard_url}/healthz", None, "dashboard", self.dir / "dashboard.log")
+        wait_ready(proc, f"{self.dashboard_url}/healthz", None, "dashboard", self.dir / "dashboard.log")
         _log(f"dashboard on {self.dashboard_url} (pid {proc.pid})")
 
     def _stop_dashboard(self) -> None:

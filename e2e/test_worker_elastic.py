@@ -11,13 +11,12 @@ completed index is a pod whose status the test sets to Succeeded.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, local_stack, metric_sample
 from e2e.test_worker_job import cond, wait_for, when
 from e2e.test_worker_scenarios import ClusterObjects, local_queue
 
@@ -77,13 +76,6 @@ def scale(kubectl: Kubectl, ns: str, job: str, parallelism: int) -> None:
     kubectl("patch", "job", "-n", ns, job, "--type=merge", "-p", json.dumps({"spec": {"parallelism": parallelism}}))
 
 
-def _counter(text: str, metric: str, **labels: str) -> float | None:
-    for line in text.splitlines():
-        if line.startswith(metric + "{"):
-            got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(metric):line.rindex("}") + 1]))
-            if all(got.get(k) == v for k, v in labels.items()):
-                return float(line.rsplit(" ", 1)[1])
-    return None
 
 
 @pytest.mark.local_stack
@@ -128,7 +120,7 @@ def test_scale_up_admits_a_replacement_slice_and_keeps_flavor_injection(kubectl:
     template = kubectl.get("job", "-n", namespace, job)["spec"]["template"]["spec"]
     assert template["nodeSelector"] == {"instance-type": "on-demand"} and TOLERATION in template["tolerations"]
     assert wait_for("600m reserved", lambda: reserved_milli_cpu(kubectl, cq) == 600)
-    wait_for("kueue_replaced_workload_slices_total", lambda: _counter(
+    wait_for("kueue_replaced_workload_slices_total", lambda: metric_sample(
         stack.metrics_text(), "kueue_replaced_workload_slices_total", cluster_queue=cq, replica_role="leader") == 1)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, local_stack, metric_sample
 from e2e.test_worker_job import cond, wait_for, when
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -415,15 +415,6 @@ def test_hold_and_drain_evicts_and_none_readmits(kubectl: Kubectl, namespace: st
 
 
 # == metrics ========================================================================================
-def _sample(text: str, metric: str, **labels: str) -> float | None:
-    for line in text.splitlines():
-        if not line.startswith(metric + "{"):
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(metric):line.rindex("}") + 1]))
-        if all(got.get(k) == v for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
 
 @pytest.mark.local_stack
 def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
@@ -443,28 +434,28 @@ def test_worker_metrics_after_an_admission(kubectl: Kubectl, namespace: str, obj
     def scrape() -> str | None:
         text: str = stack.metrics_text()
         # One refresh sets the gauge families one after the other: a scrape may fall in between.
-        ok = (_sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1
-              and _sample(text, "kueue_admitted_active_workloads", cluster_queue=cq_name, **role) == 1
-              and _sample(text, "kueue_reserving_active_workloads", cluster_queue=cq_name, **role) == 1
-              and _sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
-              and (_sample(text, "kueue_cluster_queue_nominal_quota", **fr) is None
-                   or _sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1))
+        ok = (metric_sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="inadmissible") == 1
+              and metric_sample(text, "kueue_admitted_active_workloads", cluster_queue=cq_name, **role) == 1
+              and metric_sample(text, "kueue_reserving_active_workloads", cluster_queue=cq_name, **role) == 1
+              and metric_sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
+              and (metric_sample(text, "kueue_cluster_queue_nominal_quota", **fr) is None
+                   or metric_sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1))
         return text if ok else None
 
     text = wait_for("the gauges to settle", scrape, timeout=15, interval=0.5)
-    assert _sample(text, "kueue_quota_reserved_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
-    assert _sample(text, "kueue_admitted_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
-    assert _sample(text, "kueue_admission_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
-    assert _sample(text, "kueue_quota_reserved_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
-    assert _sample(text, "kueue_admitted_active_workloads", cluster_queue=cq_name, **role) == 1
-    assert _sample(text, "kueue_reserving_active_workloads", cluster_queue=cq_name, **role) == 1
-    assert _sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="active", **role) == 0
-    assert _sample(text, "kueue_cluster_queue_status", cluster_queue=cq_name, status="active", **role) == 1
-    assert _sample(text, "kueue_cluster_queue_status", cluster_queue=cq_name, status="pending", **role) == 0
-    assert (_sample(text, "kueue_admission_attempts_total", result="success", **role) or 0) >= 1
-    assert (_sample(text, "kueue_admission_attempts_total", result="inadmissible", **role) or 0) >= 1
-    assert _sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
-    if _sample(text, "kueue_cluster_queue_nominal_quota", **fr) is not None:
-        assert _sample(text, "kueue_cluster_queue_nominal_quota", **fr) == 2
-        assert _sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1
-        assert _sample(text, "kueue_cluster_queue_borrowing_limit", **fr) == float("inf")
+    assert metric_sample(text, "kueue_quota_reserved_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
+    assert metric_sample(text, "kueue_admitted_workloads_total", cluster_queue=cq_name, priority_class="", **role) == 1
+    assert metric_sample(text, "kueue_admission_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
+    assert metric_sample(text, "kueue_quota_reserved_wait_time_seconds_count", cluster_queue=cq_name, **role) == 1
+    assert metric_sample(text, "kueue_admitted_active_workloads", cluster_queue=cq_name, **role) == 1
+    assert metric_sample(text, "kueue_reserving_active_workloads", cluster_queue=cq_name, **role) == 1
+    assert metric_sample(text, "kueue_pending_workloads", cluster_queue=cq_name, status="active", **role) == 0
+    assert metric_sample(text, "kueue_cluster_queue_status", cluster_queue=cq_name, status="active", **role) == 1
+    assert metric_sample(text, "kueue_cluster_queue_status", cluster_queue=cq_name, status="pending", **role) == 0
+    assert (metric_sample(text, "kueue_admission_attempts_total", result="success", **role) or 0) >= 1
+    assert (metric_sample(text, "kueue_admission_attempts_total", result="inadmissible", **role) or 0) >= 1
+    assert metric_sample(text, "kueue_local_queue_admitted_active_workloads", name="q", namespace=namespace, **role) == 1
+    if metric_sample(text, "kueue_cluster_queue_nominal_quota", **fr) is not None:
+        assert metric_sample(text, "kueue_cluster_queue_nominal_quota", **fr) == 2
+        assert metric_sample(text, "kueue_cluster_queue_resource_usage", **fr) == 1
+        assert metric_sample(text, "kueue_cluster_queue_borrowing_limit", **fr) == float("inf")

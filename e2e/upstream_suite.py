@@ -37,7 +37,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +49,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
 from cluster import Cluster, HostExec, free_port  # noqa: E402
-from stack import Stack  # noqa: E402
+from stack import Stack, StackError, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 
 import certs  # noqa: E402
@@ -60,13 +59,11 @@ SELECTION_FILE = HERE / "upstream_suite.yaml"
 FAKEBIN = HERE / "fakebin"
 TEST_BINARY = "singlecluster-baseline.test"
 DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
-#: Where upstream's manager reads its metrics certificate when internal cert management is off
-#: (cmd/kueue/main.go); a marker says the directory was made here, so teardown may remove it.
-UPSTREAM_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
-MARKER = Path("/etc/kueue/MADE-BY-PYKUEUE-UPSTREAM-SUITE")
-#: Where upstream's visibility server reads its certificate (pkg/visibility/server.go, hard-coded).
-UPSTREAM_VISIBILITY_CERTS = Path("/visibility")
-VISIBILITY_MARKER = UPSTREAM_VISIBILITY_CERTS / "MADE-BY-PYKUEUE-UPSTREAM-SUITE"
+#: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
+#: this run made it (a marker file in it says so): the metrics certificate when internal cert management
+#: is off (cmd/kueue/main.go), the visibility server's (pkg/visibility/server.go, hard-coded).
+UPSTREAM_CERT_DIRS = ((Path("/etc/kueue/metrics/certs"), Path("/etc/kueue")), (Path("/visibility"), Path("/visibility")))
+MARKER_NAME = "MADE-BY-PYKUEUE-UPSTREAM-SUITE"
 #: upstream's roles the visibility specs bind (config/components/rbac, namePrefix kueue-).
 UPSTREAM_VISIBILITY_ROLES = ("batch_admin_role.yaml", "batch_user_role.yaml", "pending_workloads_cq_viewer_role.yaml",
                              "pending_workloads_lq_viewer_role.yaml")
@@ -335,15 +332,13 @@ class UpstreamSystem:
         self.cluster.up()
         cert_dir = certs.write_bundle(self.dir / "certs",
                                       ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])
-        if not UPSTREAM_METRICS_CERTS.exists():
-            UPSTREAM_METRICS_CERTS.mkdir(parents=True)
-            MARKER.write_text("made by pykueue's e2e/upstream_suite.py; removed at its teardown\n")
-        if not UPSTREAM_VISIBILITY_CERTS.exists():
-            UPSTREAM_VISIBILITY_CERTS.mkdir(parents=True)
-            VISIBILITY_MARKER.write_text("made by pykueue's e2e/upstream_suite.py; removed at its teardown\n")
-        for name in ("tls.crt", "tls.key"):
-            shutil.copy(cert_dir / name, UPSTREAM_METRICS_CERTS / name)
-            shutil.copy(cert_dir / name, UPSTREAM_VISIBILITY_CERTS / name)
+        for certs_dir, owned in UPSTREAM_CERT_DIRS:
+            if not owned.exists():
+                certs_dir.mkdir(parents=True)
+                (owned / MARKER_NAME).write_text("made by pykueue's e2e/upstream_suite.py; removed at its teardown\n")
+            certs_dir.mkdir(parents=True, exist_ok=True)
+            for name in ("tls.crt", "tls.key"):
+                shutil.copy(cert_dir / name, certs_dir / name)
         taken: set[int] = set()
         webhook, metrics, health = free_port(taken), free_port(taken), free_port(taken)
         visibility_port = free_port(taken)
@@ -386,19 +381,7 @@ visibilityServer:
                 [str(self.bin_dir / "kueue-manager"), f"--config={self.dir / 'manager-config.yaml'}",
                  f"--kubeconfig={self.cluster.kubeconfig}", "--zap-log-level=2"],
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 120
-        while True:
-            if self.proc.poll() is not None:
-                raise SuiteError("start upstream manager", f"exited {self.proc.returncode}; see {self.logs()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{health}/readyz", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise SuiteError("start upstream manager", f"not ready in 120 s; see {self.logs()}")
-            time.sleep(0.5)
+        wait_ready(self.proc, f"http://127.0.0.1:{health}/readyz", None, "upstream manager", self.logs(), timeout=120)
         apply(self.cluster, hooks)
         roles = []
         for name in UPSTREAM_VISIBILITY_ROLES:
@@ -421,10 +404,9 @@ visibilityServer:
                 pass
             self.proc = None
         self.cluster.down()
-        if MARKER.exists():
-            shutil.rmtree(MARKER.parent)
-        if VISIBILITY_MARKER.exists():
-            shutil.rmtree(UPSTREAM_VISIBILITY_CERTS)
+        for _, owned in UPSTREAM_CERT_DIRS:
+            if (owned / MARKER_NAME).exists():
+                shutil.rmtree(owned)
 
 
 def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
@@ -474,6 +456,7 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
         cluster = system.cluster
         state_file.write_text(json.dumps({"kubectl": str(cluster.bin_dir / "kubectl"),
                                           "kubeconfig": str(cluster.kubeconfig), "metrics_url": metrics_url}))
+        state_file.with_suffix(".token").unlink(missing_ok=True)  # fakebin/curl's token belongs to one cluster
         apply(cluster, standins(config))
         res = cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager",
                               "--timeout=120s")
@@ -530,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"selection ok; {len(skip)} excluded specs inside the label filter are skipped by name")
             return 0
         return run(args.system, args.dir, args.focus, args.seed)
-    except SuiteError as exc:
+    except (SuiteError, StackError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
 
