@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from webhook.config import Configuration
+from webhook.core import model
 
 __all__ = ["Context", "LookupError_", "Lookups", "StaticLookups"]
 
@@ -31,8 +32,8 @@ class Lookups(Protocol):
         """The ClusterQueue a LocalQueue points at; None if the LocalQueue does not exist."""
         ...
 
-    def cluster_queue(self, name: str) -> Mapping[str, Any] | None:
-        """A ClusterQueue as JSON, None if it does not exist."""
+    def cluster_queue(self, name: str) -> model.ClusterQueueSpec | None:
+        """A ClusterQueue's spec, parsed; None if it does not exist."""
         ...
 
     def workload_priority_class_exists(self, name: str) -> bool: ...
@@ -65,8 +66,9 @@ class StaticLookups:
             return self.local_queue_targets[(namespace, name)]
         return "" if (namespace, name) in self.local_queues else None
 
-    def cluster_queue(self, name: str) -> Mapping[str, Any] | None:
-        return self.cluster_queues.get(name)
+    def cluster_queue(self, name: str) -> model.ClusterQueueSpec | None:
+        raw = self.cluster_queues.get(name)
+        return None if raw is None else model.parse_cluster_queue(raw)
 
     def workload_priority_class_exists(self, name: str) -> bool:
         return name in self.priority_classes

@@ -12,6 +12,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.admission.context import LookupError_
+from webhook.core import model
 
 __all__ = ["ClusterLookups"]
 
@@ -34,7 +35,8 @@ class ClusterLookups:
         self._stop = threading.Event()
         self._namespaces: dict[str, Mapping[str, str]] = {}
         self._local_queues: dict[tuple[str, str], str] = {}  # -> its ClusterQueue
-        self._cluster_queues: dict[str, Mapping[str, Any]] = {}
+        # Parsed once per watch event, not per admission request (the queue warnings read them).
+        self._cluster_queues: dict[str, model.ClusterQueueSpec] = {}
         self._priority_classes: set[str] = set()
         self._synced: set[str] = set()
         self._threads: list[threading.Thread] = []
@@ -83,13 +85,13 @@ class ClusterLookups:
             self._local_queues[_key(obj)] = _target(obj)
 
     def _set_cqs(self, items: list[dict[str, Any]]) -> None:
-        self._cluster_queues = {_key(o)[1]: {"metadata": {"name": _key(o)[1]}, "spec": o.get("spec") or {}} for o in items}
+        self._cluster_queues = {_key(o)[1]: model.parse_cluster_queue(o) for o in items}
 
     def _cq_event(self, kind: str, obj: dict[str, Any]) -> None:
         if kind == "DELETED":
             self._cluster_queues.pop(_key(obj)[1], None)
         else:
-            self._cluster_queues[_key(obj)[1]] = {"metadata": {"name": _key(obj)[1]}, "spec": obj.get("spec") or {}}
+            self._cluster_queues[_key(obj)[1]] = model.parse_cluster_queue(obj)
 
     def _set_wpcs(self, items: list[dict[str, Any]]) -> None:
         self._priority_classes = {_key(o)[1] for o in items}
@@ -116,7 +118,7 @@ class ClusterLookups:
     def local_queue_cluster_queue(self, namespace: str, name: str) -> str | None:
         return self._local_queues.get((namespace, name))
 
-    def cluster_queue(self, name: str) -> Mapping[str, Any] | None:
+    def cluster_queue(self, name: str) -> model.ClusterQueueSpec | None:
         return self._cluster_queues.get(name)
 
     def workload_priority_class_exists(self, name: str) -> bool:

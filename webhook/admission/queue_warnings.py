@@ -64,10 +64,9 @@ def queue_warnings(kind: str, namespace: str, queue: str, demand: Sequence[PodSe
     cq_name = lookups.local_queue_cluster_queue(namespace, queue)
     if cq_name is None:
         return [f'LocalQueue "{queue}" does not exist in namespace "{namespace}": the {kind} stays pending until it is created']
-    raw = lookups.cluster_queue(cq_name)
-    if raw is None:
+    cq = lookups.cluster_queue(cq_name)
+    if cq is None:
         return []
-    cq = model.parse_cluster_queue(raw)
     out = []
     labels = lookups.namespace_labels(namespace)
     if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
