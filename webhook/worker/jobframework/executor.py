@@ -25,7 +25,13 @@ from webhook.worker import events, reporter
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.interface import GenericJob, StartConflict
 from webhook.worker.reconcilers import podset
-from webhook.worker.status import set_condition, unset_quota_reservation, update_status
+from webhook.worker.status import (
+    finish_workload,
+    remove_workload_finalizer,
+    set_condition,
+    unset_quota_reservation,
+    update_status,
+)
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
@@ -106,20 +112,14 @@ class JobExecutor:
             self.events.emit(job, etype, reason, message, self.integration.controller_name)
 
     def _finish(self, wl: Obj, reason: str, message: str, now: datetime) -> None:
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            cond = {"type": c.WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}
-            set_condition(status, cond, now, _generation(obj))
-
-        update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
+        finish_workload(self.kube, self.store, self._wl_path(wl), reason, message, now)
         log.info("workload finished", extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason})
 
     def _remove_finalizer(self, wl: Obj) -> None:
-        latest = self._latest(wl)
-        fins = list(o.meta(latest).get("finalizers") or ())
-        if c.RESOURCE_IN_USE_FINALIZER not in fins:
-            return
-        fins.remove(c.RESOURCE_IN_USE_FINALIZER)
-        self._patch_workload(latest, {"metadata": {"finalizers": fins or None}})
+        try:
+            remove_workload_finalizer(self.kube, self.store, self._latest(wl), self._wl_path(wl))
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
 
     # -- actions: each returns the newest copy of the Job (None: it is gone) -------------------------
     def _execute(self, key: str, job: Obj | None, action: ja.JobAction, now: datetime) -> Obj | None:

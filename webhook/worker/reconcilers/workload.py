@@ -18,6 +18,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission as ca
 from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
@@ -25,11 +26,17 @@ from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
 from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
 from webhook.core.workload import parse_time
 from webhook.worker import events
-from webhook.worker.status import remove_condition, set_condition, update_status
+from webhook.worker.status import (
+    finish_workload,
+    remove_condition,
+    remove_workload_finalizer,
+    set_condition,
+    update_status,
+)
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_check_step", "apply_step", "cluster_queue_for", "policy"]
+__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_check_step", "apply_step", "cluster_queue_for", "is_orphaned", "policy"]
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +105,16 @@ def cluster_queue_for(store: Store, wl: Mapping[str, Any], *, concurrent_admissi
     return None if cq is None else parse_cluster_queue(cq, concurrent_admission=concurrent_admission)
 
 
+def is_orphaned(wl: Mapping[str, Any], *, finish_orphaned: bool) -> bool:
+    """No ownerReferences, and being deleted or still labelled with the uid of the Job that owned it
+    (`isOrphanedWorkload` in `pkg/controller/core/workload_controller.go`): a Job deleted with
+    propagationPolicy=Orphan leaves its Workload so once the garbage collector drops the reference,
+    possibly after the Job's own reconciler last saw it."""
+    if o.owner_references(wl):
+        return False
+    return o.is_deleting(wl) or (finish_orphaned and bool(o.labels(wl).get(c.JOB_UID_LABEL)))
+
+
 class WorkloadReconciler:
     """Runs `workload_step` for one Workload key (`namespace/name`) on a work queue."""
 
@@ -108,6 +125,7 @@ class WorkloadReconciler:
         self.store = store
         self.policy = policy(config)
         self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
+        self.finish_orphaned = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
@@ -140,6 +158,11 @@ class WorkloadReconciler:
         if wl is None:
             return
         now = datetime.now(UTC)
+        if is_orphaned(wl, finish_orphaned=self.finish_orphaned):
+            self._finalize_orphan(key, wl, now)
+            if not self.finish_orphaned or o.is_deleting(wl):
+                return
+            wl = self.store.get("workloads", key) or wl
         jitter = random.random()
         cq = cluster_queue_for(self.store, wl, concurrent_admission=self.concurrent_admission)
         if cq is not None and cq.concurrent_admission is not None and not ca.is_variant(wl) and not ca.is_parent(wl):
@@ -188,6 +211,19 @@ class WorkloadReconciler:
             if cq_name:  # upstream reports (event, metrics) only evictions of workloads holding an admission
                 self.on_evicted(key, cq_name, done.reason, written, done.underlying_cause)
                 self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
+
+    def _finalize_orphan(self, key: str, wl: Mapping[str, Any], now: datetime) -> None:
+        """`workload.FinalizeOrphanedWorkload` with canFinish: finish it unless it is being deleted, then
+        drop the resource-in-use finalizer."""
+        path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
+        try:
+            if self.finish_orphaned and not o.is_deleting(wl) and not o.is_finished(wl):
+                wl = finish_workload(self.kube, self.store, path, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now) or wl
+                log.info("workload finished", extra={"object": key, "kind": "Workload", "decision": "Finished",
+                                                     "reason": c.FinishedReason.OWNER_NOT_FOUND})
+            remove_workload_finalizer(self.kube, self.store, wl, path)
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
 
     def _reported(self, step: CheckStep, wl: Mapping[str, Any], now: datetime) -> None:
         """Events and metrics of an admission-check step once written."""
