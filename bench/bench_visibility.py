@@ -141,7 +141,7 @@ def over_https(feed: PendingFeed, offset: int) -> tuple[float, float]:
         ctx.verify_mode = ssl.CERT_OPTIONAL
         front = FrontProxySource(kube, ctx)  # type: ignore[arg-type]
         front.refresh()
-        server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube)), ctx, lambda: front.current)
+        server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         client_ctx = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
         client_ctx.load_cert_chain(*client_cert(proxy_ca, Path(tmp)))
@@ -168,7 +168,7 @@ def main() -> int:
     feed = feed_of(objs)
     print(f"visibility: {PENDING:,} pending workloads in one ClusterQueue over {LOCAL_QUEUES} LocalQueues "
           f"(initial list {time.perf_counter() - start:.2f} s); page of {LIMIT}, {ROUNDS} requests per case")
-    api = VisibilityAPI(feed, AccessReviewer(AllowingKube()))  # type: ignore[arg-type]
+    api = VisibilityAPI(feed, AccessReviewer(AllowingKube()), feed)  # type: ignore[arg-type]
     api.handle(Request("GET", PATH, {}, ADMIN))  # the review is cached from here on
 
     def ours(offset: int) -> None:
