@@ -7,8 +7,9 @@ For each install (`make deploy`, then `helm install` of charts/pykueue) on a fre
    (e2e/cluster.py) and a real node in it: containerd, kubelet, kube-proxy;
 2. the images (e2e/image.py, no Docker) imported into containerd; kueue-system placed on the
    real node (the tests' own workloads stay on kwok);
-3. the install, then a wait until a webhook admits a server-side dry-run create (a Deployment
-   is Available before kube-proxy routes its Service);
+3. the install and its first create; `make deploy` itself waits until the install is available
+   (webhook/install/installer.py: a Deployment is Available before kube-proxy routes its Service);
+   after `helm install --wait` the same wait is run here;
 4. the e2e suite against it (`KUBECONFIG_E2E`, `-m "not local_stack"`);
 5. everything torn down, also on failure, Ctrl-C or SIGTERM.
 
@@ -41,14 +42,14 @@ import image  # noqa: E402
 from cluster import BUILD_SCRIPT, Cluster, ClusterError, RealNodeSpec  # noqa: E402
 from node import NetworkNamespace, RealNode  # noqa: E402
 
-from webhook.install import objects  # noqa: E402
+from webhook.config.types import DEFAULT_LEADER_ELECTION_ID  # noqa: E402
+from webhook.install import installer, objects  # noqa: E402
 
 DEFAULT_DIR = REPO_ROOT / ".run" / "real"
 INSTALLS = ("deploy", "helm")
 #: The namespace our install lives in; its pods go to the real node.
 NAMESPACE = objects.Settings().namespace
 #: Any create a webhook must see: the ResourceFlavor's defaulting webhook (failurePolicy Fail).
-PROBE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-real-probe"}}
 #: The very first create after the install command returned (kept for e2e/test_real_install.py).
 FIRST = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-real-first"}}
 HELM_VALUES = ("controllerManager.replicas=2", "controllerManager.podDisruptionBudget.enabled=true",
@@ -145,7 +146,8 @@ class Round:
         t = time.monotonic()
         self._install()
         self._first_create()
-        self._wait_for_webhook()
+        if self.install == "helm":  # `make deploy` already waited, in webhook/install/installer.py
+            self._wait_available()
         self.timings.measure(f"{self.install}: install until a webhook admits", t)
 
         t = time.monotonic()
@@ -189,22 +191,15 @@ class Round:
     def summary(self) -> Path:
         return self.dir / f"summary-{self.install}.jsonl"
 
-    def _wait_for_webhook(self, timeout: float = 120.0) -> None:
-        """Until a server-side dry-run create passes a webhook: Available pods are not yet a routed Service."""
-        started = time.monotonic()
-        refused = 0
-        while True:
-            res = subprocess.run([self.kubectl, f"--kubeconfig={self.cluster.kubeconfig}", "create", "--dry-run=server",
-                                  "-f", "-"], input=json.dumps(PROBE), capture_output=True, text=True, check=False)
-            if res.returncode == 0:
-                log(f"a webhook admitted a dry-run create {time.monotonic() - started:.1f}s after the install "
-                    f"returned ({refused} refused before)")
-                return
-            refused += 1
-            if time.monotonic() - started > timeout:
-                self._show_pods()
-                raise RunError(f"no webhook admitted a dry-run create within {timeout:.0f}s: {res.stderr.strip()}")
-            time.sleep(0.5)
+    def _wait_available(self) -> None:
+        """helm's --wait ends at Deployment ready, before the webhook Service may route: the same wait as
+        `make deploy`'s (rollout, endpoints, a dry-run create admitted, the Lease held by a ready pod)."""
+        os.environ["KUBECONFIG"] = str(self.cluster.kubeconfig)  # the installer's kubectl calls inherit it
+        try:
+            installer.wait_until_available(self.kubectl, namespace=NAMESPACE, lease=DEFAULT_LEADER_ELECTION_ID)
+        except installer.DeployError as exc:
+            self._show_pods()
+            raise RunError(f"{self.install}: {exc}") from exc
 
     def _show_pods(self) -> None:
         out = self.cluster.kubectl("get", "pods", "-A", "-o", "wide")

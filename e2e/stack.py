@@ -42,7 +42,7 @@ apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system
 integrations:
-  frameworks: ["batch/job", "pod"]
+  frameworks: ["batch/job", "pod", "deployment", "statefulset"]
 metrics:
   bindAddress: "127.0.0.1:{metrics_port}"
   enableClusterQueueResources: true

@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 import reliability as rel
-from conftest import Kubectl
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
+from conftest import Kubectl
 from webhook import kube as k
 
 # a rollout plus a thousand Jobs to finish on 2 busy cores: more than the suite's 300 s per test
@@ -262,7 +262,10 @@ def test_leader_pod_deleted_under_load(install: Install) -> None:
         time.sleep(5)
     check_loaded(install, "leader_deleted", loaded, {"takeover_s": round(takeover_s, 2), "deleted_pod_gone_s":
                                                      round(gone_s, 1), "new_leader_was_running": new in others})
-    assert new in others, f"{new} leads, not the replica that was running ({others})"
+    # Either the standby or the ReplicaSet's replacement may win the released lease: the standby retries
+    # on its retry period (2 s, as controller-runtime's), a fresh pod tries at once. Both are correct; what a
+    # user sees — nothing refused, quota held, a leader again — is checked above.
+    assert new in install.ready_pods() | others, f"{new} leads but is not a ready replica"
 
 
 # == 4. certificate rotation ===========================================================================

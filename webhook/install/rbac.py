@@ -125,6 +125,7 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     Access("batch", ("jobs/status",), ("get", "patch", "update"), WORKER, "reset startTime when stopping a started Job"),
     Access("", ("pods",), ("delete", "get", "list", "patch", "update", "watch"), WORKER, "gates, finalizers, stop"),
     Access("", ("pods/status",), ("patch",), WORKER, "pod conditions"),
+    Access("apps", ("statefulsets",), ("list", "watch"), WORKER, "StatefulSet integration: one pod group per StatefulSet"),
     Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
     Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
     Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),

@@ -16,6 +16,8 @@ Threads (all daemons; the process exits when leadership ends):
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 * Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
   `reconcilers.concurrent_admission`.
+* StatefulSet reconcilers (`WorkQueue` keyed by StatefulSet or `pod/<ns>/<name>`), with the
+  `statefulset` integration: `reconcilers.statefulset`, with its own StatefulSet and pod informers.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
@@ -60,6 +62,7 @@ from webhook.worker import messages as msg
 from webhook.worker.finalizers import Finalizers
 from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers import pod as pods
+from webhook.worker.reconcilers import statefulset as statefulsets
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
@@ -170,10 +173,13 @@ class Manager:
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
         self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None
+        # StatefulSets (`reconcilers.statefulset`): one pod group each; it watches them and their pods itself.
+        self.statefulsets = statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop) \
+            if statefulsets.is_enabled(config) else None
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
-            self.jobs, self.workloads, *(r for r in (self.pods, self.variants) if r is not None))
+            self.jobs, self.workloads, *(r for r in (self.pods, self.variants, self.statefulsets) if r is not None))
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         self.queue_status = QueueStatusPublisher(self.core, self.store, self.writes)

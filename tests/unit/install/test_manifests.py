@@ -88,7 +88,8 @@ def test_webhook_configurations():
         assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None" and h["timeoutSeconds"] == 10
         assert "caBundle" not in h["clientConfig"]  # injected later; an apply must not blank it
         assert h["clientConfig"]["service"]["name"] == "kueue-webhook-service"
-        integration = h["name"] in ("mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io")
+        integration = h["name"] in ("mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io", "mdeployment.kb.io",
+                                       "vdeployment.kb.io", "mstatefulset.kb.io", "vstatefulset.kb.io")
         if integration:
             assert h["namespaceSelector"] == {"matchExpressions": [{
                 "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}

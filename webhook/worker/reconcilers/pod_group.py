@@ -606,6 +606,17 @@ def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, l
     return _decide(out, step)
 
 
+def _owned_by_parent(wl: Obj) -> bool:
+    """A group Workload a parent controls (a StatefulSet's, which it keeps on hold at zero replicas and
+    the garbage collector deletes with it) outlives its pods. Upstream's pod reconciler would finish it
+    as orphaned when its last pod goes (`FinalizeOrphanedWorkload`), yet upstream's own e2e spec "should
+    set the workload OnHold on scale-to-zero and clear it on scale-up" needs it re-admitted after the
+    scale-up: the e2e behaviour wins here. Once it is being deleted, it is finalized as usual."""
+    owner = o.controller_of(wl)
+    group = o.annotations(wl).get(c.IS_GROUP_WORKLOAD) == "true"
+    return group and owner is not None and owner.get("kind") != "Pod" and not o.is_deleting(wl)
+
+
 def reconcile_group(
     pods: Sequence[Obj],
     *,
@@ -631,6 +642,8 @@ def reconcile_group(
             return a.ReconcileResult()
         foreign = o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and o.controller_of(workload) is not None
         if opts.validate_group_owner and foreign:
+            return a.ReconcileResult()
+        if _owned_by_parent(workload):
             return a.ReconcileResult()
         return a.ReconcileResult(tuple(finalize_orphan(workload, opts, now)))
     ordered = sorted(pods, key=lambda p: (o.name(p), o.meta(p).get("uid", "")))
