@@ -123,7 +123,8 @@ class PendingFeed:
         info = parse_workload(obj, requeue_by_eviction=self._requeue_by_eviction)
         self._order.set_workload(key, pending_entry(info, obj))
         self._cache.upsert_workload(info)
-        self._rates.observe(info, self._clock())
+        if not self._cache.is_parent(info):  # ConcurrentAdmission: its admitted variant is the admission
+            self._rates.observe(info, self._clock())
 
     def _set_active(self, name: str, obj: dict[str, Any]) -> None:
         for cond in (obj.get("status") or {}).get("conditions") or ():
