@@ -104,9 +104,10 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
 
     def estimates() -> Any:
         ok, doc = raw(f"{G}/namespaces/{namespace}/localqueues/main/pendingworkloads")
-        return doc if ok and len(doc["items"]) == 2 else None
+        # The replica's watches deliver the ClusterQueue's Active status and the reservations apart.
+        return doc if ok and len(doc["items"]) == 2 and all(i["estimatedAdmission"] for i in doc["items"]) else None
 
-    doc = wait_for("both big workloads pending", estimates, timeout=30)
+    doc = wait_for("both big workloads pending, with estimates", estimates, timeout=30)
     assert doc["estimation"]["windowSeconds"] == 600 and doc["estimation"]["admissionsInWindow"] == 2
     assert "(positionInClusterQueue + 1) / rate" in doc["estimation"]["method"]
     # Two admissions in 10 minutes: one every 300 s; "big" is next, "bigger" second.
