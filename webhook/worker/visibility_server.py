@@ -7,8 +7,7 @@ the Service and any replica gets requests. Upstream's standbys keep their queue 
 same watches as the leader (only its writes wait for the lease); here each process keeps a
 `PendingOrder`, a quota `Cache` and the admission rates (our LocalQueue limits and estimates,
 `visibility.pykueue.io`) from its own watches of Workloads, LocalQueues, ClusterQueues and
-Cohorts, so the answer
-does not depend on which replica is asked nor on the admission core's thread: a request never
+Cohorts, so the answer does not depend on which replica is asked nor on the admission core's thread: a request never
 waits for a scheduling cycle, and the core's queues stay the core thread's alone. What a
 replica shows is the API's state as its watches delivered it; the leader's in-memory decisions
 reach it through the status writes they make, a moment later, as upstream's standbys see them.
@@ -49,10 +48,10 @@ __all__ = ["EstimatedPage", "PendingFeed", "VisibilityServer", "serve_visibility
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 10.0
+IDLE_TIMEOUT_S = 60.0
 # In any order: the cache recounts a ClusterQueue's usage when it appears after its Workloads.
 _WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2),
             ("cohorts", c.V1BETA2))
-IDLE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +78,10 @@ class PendingFeed:
         self._clock = clock
         # The Active condition each ClusterQueue's status carries (the leader writes it).
         self._inactive: dict[str, str] = {}
+        # What of each ClusterQueue the cache was last given: the leader's status writes (after
+        # every admission) leave it alone, as they do not touch what the cache reads, and a cache
+        # update rebuilds the cohort tree and recounts the queue's usage.
+        self._fed: dict[str, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
         self._requeue_by_eviction = requeue_by_eviction
         self._seen: dict[str, set[str]] = {kind: set() for kind, _ in _WATCHED}
@@ -107,9 +110,13 @@ class PendingFeed:
             if obj is None:
                 self._cache.delete_cluster_queue(key)
                 self._inactive.pop(key, None)
-            else:
+                self._fed.pop(key, None)
+                return
+            fed = (obj.get("spec"), (obj.get("metadata") or {}).get("deletionTimestamp"))
+            if self._fed.get(key) != fed:
+                self._fed[key] = fed
                 self._cache.upsert_cluster_queue(obj)
-                self._set_active(key, obj)
+            self._set_active(key, obj)
         elif obj is None:
             self._cache.delete_cohort(key)
         else:

@@ -169,3 +169,16 @@ def test_openapi_describes_our_reads_with_resolvable_references(feed: PendingFee
     text = orjson.dumps(doc).decode()
     for ref in {part.split('"', 1)[0] for part in text.split('"$ref":"#/definitions/')[1:]}:
         assert ref in doc["definitions"], ref
+
+
+def test_a_status_write_changes_the_active_state_and_a_spec_change_the_quota(feed: PendingFeed, grants: Grants) -> None:
+    spec = make_cq("cq").cohort("co").group(fq("default", cpu=("10", "4", None), memory="10Gi")).obj()
+    feed.on_event("clusterqueues", "MODIFIED", active(spec, "False"))  # the leader's status write alone
+    _, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
+    assert doc["estimation"]["unknownReason"] == "Can't admit new workloads: is stopped."
+    feed.on_event("clusterqueues", "MODIFIED", active(
+        make_cq("cq").cohort("co").group(fq("default", cpu=("20", "4", None), memory="10Gi")).obj()))
+    _, limits = get(feed, grants, f"{G}/namespaces/team/localqueues/main/limits")
+    assert limits["flavors"][0]["resources"][0]["nominalQuota"] == "20"
+    _, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
+    assert "unknownReason" not in doc["estimation"]
