@@ -107,7 +107,8 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
            for r in ("viewer", "editor")]
-        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader"])
+        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader",
+           "kueue-localqueue-limits-viewer-role"])
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
@@ -137,6 +138,13 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert "rbac.kueue.x-k8s.io/batch-user" not in cq_pending["metadata"]["labels"]
     assert lq_pending["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-user"] == "true"
     assert lq_pending["rules"][0]["resources"] == ["localqueues/pendingworkloads"]
+
+    # ours (visibility.pykueue.io): whoever reads a LocalQueue's queue reads its limits and estimates
+    limits = roles["kueue-localqueue-limits-viewer-role"]
+    assert {k: v for k, v in limits["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"} == {
+        k: v for k, v in lq_pending["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"}
+    assert limits["rules"] == [{"apiGroups": ["visibility.pykueue.io"], "verbs": ["get", "list", "watch"],
+                                "resources": ["localqueues/limits", "localqueues/pendingworkloads"]}]
 
 
 def test_manager_role_grants_nothing_on_the_served_only_kinds():

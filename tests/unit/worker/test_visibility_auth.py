@@ -146,7 +146,7 @@ def served(tmp_path: Path) -> Iterator[tuple[int, certs.CA, Path, FakeKube]]:
     front.refresh()
     feed = PendingFeed()
     feed.on_list("clusterqueues", [{"metadata": {"name": "cq"}}])
-    server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube)), ctx, lambda: front.current)
+    server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield int(server.server_address[1]), proxy_ca, cert_dir, kube
