@@ -9,18 +9,13 @@ and the Workload is deleted unless its deletion is already under way, with a `De
 owning Job stays (only `afterDeactivatedByKueue`, in the job reconciler, deletes Jobs). The gate
 `ObjectRetentionPolicies` is GA and locked on in v0.19.2, so an unset afterFinished is the only off
 switch. Workloads listed at start are judged the same way, so those already past their retention go
-at once.
-
-Deadlines wait in one heap served by one thread, not a timer thread per Workload: with a retention of
-an hour, tens of thousands of finished Workloads may be waiting at once.
+at once. Deadlines wait in the work queue's delay heap (`WorkQueue.add_after`).
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -62,48 +57,32 @@ class WorkloadRetention:
         self.store = store
         self.events = recorder
         self.after_finished_s = after_finished_s
-        self._stop = stop
         self.queue: WorkQueue[object] = WorkQueue("retention", self.reconcile, workers=1, stop=stop)
-        self._cond = threading.Condition()
-        self._heap: list[tuple[float, str]] = []  # (due, Workload key); stale entries skipped
-        self._due: dict[str, float] = {}  # the one deadline each waiting Workload counts
+        self._lock = threading.Lock()
+        self._due: dict[str, datetime] = {}  # the deadline each waiting Workload is queued for
 
     def start(self) -> None:
         self.queue.start()
-        threading.Thread(target=self._run, name="retention-timer", daemon=True).start()
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
         if kind != "workloads":
             return
         key = object_key(obj)
         if etype == "DELETED":
-            with self._cond:
+            with self._lock:
                 self._due.pop(key, None)
             return
         due = deletion_due(obj, self.after_finished_s)
         if due is not None:
-            self._schedule(key, due.timestamp())
+            self._schedule(key, due)
 
-    def _schedule(self, key: str, due: float) -> None:
-        with self._cond:
+    def _schedule(self, key: str, due: datetime) -> None:
+        """Look at the Workload when it is due; once per deadline, however many events it gets."""
+        with self._lock:
             if self._due.get(key) == due:
                 return
             self._due[key] = due
-            heapq.heappush(self._heap, (due, key))
-            self._cond.notify()
-
-    def _run(self) -> None:
-        """Hand each Workload to the work queue when its deadline comes."""
-        while not self._stop.is_set():
-            with self._cond:
-                now = time.time()
-                while self._heap and self._heap[0][0] <= now:
-                    due, key = heapq.heappop(self._heap)
-                    if self._due.get(key) == due:
-                        del self._due[key]
-                        self.queue.add(key)
-                wait = min(self._heap[0][0] - now, 1.0) if self._heap else 1.0
-                self._cond.wait(wait)
+        self.queue.add_after(key, max(0.0, (due - datetime.now(UTC)).total_seconds()))
 
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
         wl = self.store.get("workloads", key)
@@ -112,8 +91,9 @@ class WorkloadRetention:
         due = deletion_due(wl, self.after_finished_s)
         if due is None:
             return
-        if datetime.now(UTC) < due:  # e.g. relisted before its time
-            self._schedule(key, due.timestamp())
+        left = (due - datetime.now(UTC)).total_seconds()
+        if left > 0:  # the monotonic clock of the delay ran ahead of the wall clock
+            self.queue.add_after(key, left)
             return
         meta = o.meta(wl)
         path = k.object_path(c.V1BETA2, "workloads", str(meta.get("namespace")), str(meta.get("name")))

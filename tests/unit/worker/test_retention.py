@@ -122,6 +122,7 @@ def test_a_deleted_workload_is_forgotten_before_its_deadline() -> None:
     try:
         wl = w.store.get("workloads", "ns/wl") or {}
         w.ret.on_event("workloads", "ADDED", wl)
+        w.store.delete("workloads", "ns/wl", wl)  # deleted by someone else: the watch's DELETED
         w.ret.on_event("workloads", "DELETED", wl)
         time.sleep(2.0)
         assert w.writes() == []
