@@ -18,6 +18,8 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 * StatefulSet reconcilers (`WorkQueue` keyed by StatefulSet or `pod/<ns>/<name>`), with the
   `statefulset` integration: `reconcilers.statefulset`, with its own StatefulSet and pod informers.
+* Workload retention (one deadline heap and a `WorkQueue`), with
+  `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
@@ -68,6 +70,7 @@ from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
 from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
+from webhook.worker.retention import WorkloadRetention
 from webhook.worker.status import set_condition
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
@@ -176,10 +179,15 @@ class Manager:
         # StatefulSets (`reconcilers.statefulset`): one pod group each; it watches them and their pods itself.
         self.statefulsets = statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop) \
             if statefulsets.is_enabled(config) else None
+        # objectRetentionPolicies.workloads.afterFinished: finished Workloads deleted (`retention`).
+        after_finished = config.object_retention_policies.workloads.after_finished_s
+        self.retention = None if after_finished is None else \
+            WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
-            self.jobs, self.workloads, *(r for r in (self.pods, self.variants, self.statefulsets) if r is not None))
+            self.jobs, self.workloads,
+            *(r for r in (self.pods, self.variants, self.statefulsets, self.retention) if r is not None))
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         self.queue_status = QueueStatusPublisher(self.core, self.store, self.writes)

@@ -141,8 +141,13 @@ class WorkloadReconciler:
         self.queue.add(key)
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
-        if kind == "workloads" and etype != "DELETED":
+        if kind != "workloads":
+            return
+        if etype != "DELETED":
             self.add(object_key(obj))
+            return
+        with self._lock:  # nothing is rechecked for a Workload that is gone
+            self._rechecks.pop(object_key(obj), None)
 
     def _recheck(self, key: str, at: datetime, now: datetime) -> None:
         """Look again at `at`; one timer per key and deadline, the earliest kept."""
