@@ -172,7 +172,8 @@ class Manager:
                                             on_admitted=self._admitted_by_checks)
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
         # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
-        self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
+        self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop) \
+            if pods.is_enabled(config) else None
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
         self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None

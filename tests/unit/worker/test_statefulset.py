@@ -8,7 +8,7 @@ from typing import Any
 
 from webhook.api.statefulset import workload_name_for
 from webhook.config import Configuration, parse
-from webhook.worker.reconcilers import actions as a
+from webhook.worker.jobframework import actions as ja
 from webhook.worker.reconcilers.pod_common import Lookups, Options
 from webhook.worker.reconcilers.statefulset import plan_pod, plan_statefulset
 
@@ -57,9 +57,9 @@ def workload(*, reserved: bool = True, on_hold: bool = False, queue: str = "lq")
 
 def test_a_new_statefulset_gets_one_group_workload_of_all_its_replicas() -> None:
     result = plan_statefulset(sts(), [], None, opts=OPTS, lookups=Lookups(), now=NOW)
-    created = [act for act in result.actions if isinstance(act, a.CreateWorkload)]
+    created = [act for act in result.steps if isinstance(act, ja.CreateWorkload)]
     assert len(created) == 1 and not result.error
-    wl = created[0].workload
+    wl = created[0].body
     assert wl["metadata"]["name"] == workload_name_for(sts())
     assert wl["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": "sts-uid"}
     assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
@@ -70,18 +70,19 @@ def test_a_new_statefulset_gets_one_group_workload_of_all_its_replicas() -> None
 
 
 def test_no_workload_at_zero_replicas_or_without_a_queue() -> None:
-    assert plan_statefulset(sts(replicas=0), [], None, opts=OPTS, lookups=Lookups(), now=NOW).actions == ()
-    assert plan_statefulset(sts(queue=""), [], None, opts=OPTS, lookups=Lookups(), now=NOW).actions == ()
+    assert plan_statefulset(sts(replicas=0), [], None, opts=OPTS, lookups=Lookups(), now=NOW).steps == ()
+    assert plan_statefulset(sts(queue=""), [], None, opts=OPTS, lookups=Lookups(), now=NOW).steps == ()
 
 
 def test_scale_to_zero_puts_the_workload_on_hold_and_scale_up_takes_it_off() -> None:
-    down = plan_statefulset(sts(replicas=0), [], workload(), opts=OPTS, lookups=Lookups(), now=NOW).actions
-    [status] = [act for act in down if isinstance(act, a.UpdateWorkloadStatus)]
+    down = plan_statefulset(sts(replicas=0), [], workload(), opts=OPTS, lookups=Lookups(), now=NOW).steps
+    [status] = [act for act in down if isinstance(act, ja.SetWorkloadConditions)]
     assert status.clear_admission
     assert {(cd["type"], cd["status"], cd["reason"]) for cd in status.conditions} == {
         ("QuotaReserved", "False", "OnHold"), ("Admitted", "False", "NoReservation")}
-    up = plan_statefulset(sts(), [], workload(reserved=False, on_hold=True), opts=OPTS, lookups=Lookups(), now=NOW).actions
-    [status] = [act for act in up if isinstance(act, a.UpdateWorkloadStatus)]
+    up = plan_statefulset(sts(), [], workload(reserved=False, on_hold=True), opts=OPTS, lookups=Lookups(), now=NOW).steps
+    [status] = [act for act in up if isinstance(act, ja.SetWorkloadConditions)]
+    assert not status.clear_admission
     assert [(cd["type"], cd["status"], cd["reason"]) for cd in status.conditions] == [
         ("QuotaReserved", "False", "PendingEvaluation")]
 
@@ -90,23 +91,24 @@ def test_a_new_queue_name_reaches_the_workload_and_the_pods() -> None:
     name = workload_name_for(sts())
     result = plan_statefulset(sts(queue="other"), [pod(group=name, queue="lq")], workload(), opts=OPTS,
                               lookups=Lookups(), now=NOW)
-    patches = {type(act).__name__: act for act in result.actions}
-    assert patches["PatchWorkload"].patch["spec"] == {"queueName": "other"}  # type: ignore[union-attr]
-    assert patches["PatchPod"].patch == {"metadata": {"labels": {Q: "other"}}}  # type: ignore[union-attr]
+    [queue] = [act for act in result.steps if isinstance(act, ja.SyncQueueName)]
+    assert queue.queue_name == "other"
+    [patch] = [act for act in result.steps if isinstance(act, ja.PatchPod)]
+    assert patch.patch == {"metadata": {"labels": {Q: "other"}}}
 
 
 def test_old_revision_pods_are_ungated_during_a_rolling_update() -> None:
     name = workload_name_for(sts())
     rolling = sts(currentRevision="r1", updateRevision="r2")
-    actions = plan_statefulset(rolling, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW).actions
-    assert [act.patch["spec"] for act in actions if isinstance(act, a.PatchPod)] == [{"schedulingGates": []}]
+    actions = plan_statefulset(rolling, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW).steps
+    assert [act.patch["spec"] for act in actions if isinstance(act, ja.PatchPod)] == [{"schedulingGates": []}]
     settled = sts(currentRevision="r2", updateRevision="r2")
-    assert plan_statefulset(settled, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW).actions == ()
+    assert plan_statefulset(settled, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW).steps == ()
 
 
 def test_a_new_pod_joins_the_group_as_a_serving_pod() -> None:
     [patch] = plan_pod(pod(), sts(), OPTS)
-    assert isinstance(patch, a.PatchPod)
+    assert isinstance(patch, ja.PatchPod)
     name = workload_name_for(sts())
     assert patch.patch == {"metadata": {
         "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq"},

@@ -1,19 +1,19 @@
-"""Decide what the worker does for a plain Pod or a pod group: pure functions returning actions.
+"""A plain Pod or a pod group as a job of the generic job reconcile: the `PodJob` adapter.
 
-Mirrors, at upstream commit ff69552e79: `pkg/controller/jobs/pod/pod_controller.go` (the Pod
-integration), the pod parts of `pkg/controller/jobframework/reconciler.go` (`ReconcileGenericJob`,
-`ensureOneWorkload`, `startJob`, `stopJob`, `generatePodsReadyCondition`), `.../utils.go`
-(`NewWorkload`), `.../workload_names.go`, `.../tas.go`, `pkg/podset/podset.go` (`FromAssignment`,
-`Merge`), `pkg/util/pod/pod.go` and `pkg/util/equality/podset.go`.
+Mirrors `pkg/controller/jobs/pod/pod_controller.go` (upstream v0.19.2; the `Pod` type:
+`ComposableJob`, `JobWithReclaimablePods`, `JobWithFinalize`, `JobWithSkip`,
+`JobWithCustomWorkloadConditions`, `JobWithCustomQueueNameChange`) with `pkg/util/pod/pod.go`.
+The reconcile itself is the generic one (`jobframework.reconciler`, `ReconcileGenericJob`).
 
 Entry points: `reconcile_pod` (one pod without a group name) and `reconcile_group` (all pods of one
 `kueue.x-k8s.io/pod-group-name` in a namespace). Both take objects exactly as the API returns them,
-the matching Workloads (v1beta2), the `Lookups` the I/O layer keeps in its caches, and `now`; they
-return a `Decision` (see `actions.py`). Nothing here reads the clock or performs I/O.
+the matching Workloads (v1beta2), the Configuration, the worker's store (read only) and `now`; they
+return a `jobframework.reconciler.Plan`. Nothing here reads the clock or performs I/O.
 
-This module holds the recipe and the group logic (matching, excess and replacement pods,
-`WaitingForReplacementPods`); `pod_workload` builds and compares Workloads, `pod_start` starts and
-stops pods, `pod_common` holds the shared accessors. Reasons and messages live in `api/constants`.
+This module holds the adapter and the group logic (matching, excess and replacement pods,
+`WaitingForReplacementPods`, serving mode); `pod_workload` builds and compares Workloads,
+`pod_start` starts and stops pods, `pod_common` holds the shared accessors. Reasons and messages
+live in `api/constants`.
 
 Deliberate differences from upstream: starting a group is all-or-nothing (upstream patches pods in
 parallel and may ungate some before hitting a conflict); map iteration (flavor assignments,
@@ -23,27 +23,25 @@ conflict detection) is sorted so the output is deterministic.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
-from webhook.core import pods_ready
-from webhook.worker.reconcilers import actions as a
+from webhook.config import Configuration
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework import reconciler as fw
+from webhook.worker.jobframework.interface import JobError
+from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.reconcilers.pod_common import (
     EPOCH,
     MAX_POD_SETS,
-    POD_API,
     Lookups,
     Obj,
     Options,
     RetryLater,
     Unretryable,
-    finalize_orphan,
-    finish_workload,
-    finished_event,
     group_name,
     group_total_count,
     has_pod_finalizer,
@@ -51,21 +49,19 @@ from webhook.worker.reconcilers.pod_common import (
     is_pod_suspended,
     is_runnable_or_succeeded,
     is_terminated,
+    lookups_from,
     max_exec_seconds,
-    new_condition,
     parse_timestamp,
     pod_event,
     pod_phase,
     pod_ref,
     pod_role,
     remove_finalizers,
-    remove_workload_finalizer,
     rfc3339,
     workload_ref,
 )
 from webhook.worker.reconcilers.pod_start import eviction_reason, start_pods, stop_pods
 from webhook.worker.reconcilers.pod_workload import (
-    RetryWith,
     construct_pod_workload,
     equivalent_single,
     fast_pod_sets,
@@ -75,10 +71,12 @@ from webhook.worker.reconcilers.pod_workload import (
     workload_name,
     workload_name_for_pod,
 )
+from webhook.worker.store import Store
 
 __all__ = [
     "Lookups",
     "Options",
+    "PodJob",
     "construct_pod_workload",
     "group_name",
     "reconcile_group",
@@ -124,30 +122,47 @@ def _sort_inactive(pods: Sequence[Obj], now: datetime) -> list[Obj]:
     )
 
 
-def _remove_excess(pods: Sequence[Obj]) -> list[a.Action]:
+def _remove_excess(pods: Sequence[Obj]) -> list[ja.JobAction]:
     """`removeExcessPods`: release and delete, both awaited by the next match of the group."""
-    out: list[a.Action] = []
+    out: list[ja.JobAction] = []
     for pod in pods:
         out += remove_finalizers([pod], expected=True)
         if not o.is_deleting(pod):
-            out += [a.DeletePod(pod_ref(pod), expected=True), pod_event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
+            out += [ja.DeletePod(pod=pod_ref(pod), expected=True), pod_event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
     return out
 
 
-@dataclass(slots=True)
-class _Group:
-    """One reconcile's view of a pod group (`Pod` with isGroup in upstream)."""
+class PodJob:
+    """One reconcile's view of a plain Pod or a pod group (upstream's `Pod`, `isGroup`), as a
+    `GenericJob` that is also a `ComposableJob`, `JobWithReclaimablePods`, `JobWithFinalize`,
+    `JobWithCustomWorkloadConditions` and `JobWithCustomQueueNameChange`. `pods` are the members
+    matching keeps (`all_pods`: every pod of the group); `expectations_satisfied` is False while
+    released excess or replaced pods have not been observed yet."""
 
-    name: str
-    pods: list[Obj]
-    all_pods: list[Obj]
-    opts: Options
-    is_group: bool = True
-    absent: int = 0
+    api_version = "v1"
+    kind = "Pod"
+    group = ""
+
+    def __init__(self, name: str, pods: list[Obj], opts: Options, lookups: Lookups, now: datetime, *,
+                 is_group: bool = True, expectations_satisfied: bool = True) -> None:
+        self.name = name
+        self.pods = list(pods)
+        self.all_pods = list(pods)
+        self.opts = opts
+        self.lookups = lookups
+        self.now = now
+        self.is_group = is_group
+        self.expectations_satisfied = expectations_satisfied
+        self.absent = 0
 
     @property
     def first(self) -> Obj:
         return self.all_pods[0]
+
+    @property
+    def obj(self) -> Obj:
+        """`Object()`: the (first) pod."""
+        return self.first
 
     @property
     def fast(self) -> bool:
@@ -161,26 +176,34 @@ class _Group:
         active = [p for p in self.pods if is_runnable_or_succeeded(p)]
         return active, [p for p in self.pods if not is_runnable_or_succeeded(p)]
 
-    def pod_sets(self) -> list[dict[str, Any]]:
+    def pod_sets(self, *, partial_admission: bool = True) -> list[dict[str, Any]]:
+        """`PodSets`: one per role (a fast-admitted group: the whole group as one)."""
         if self.fast:
             return fast_pod_sets(self.pods, group_total_count(self.first), self.opts)
         return group_pod_sets(self.pods, self.opts)
 
-    def suspended(self) -> bool:
+    def is_suspended(self) -> bool:
         return any(is_pod_suspended(p) for p in self.pods)
 
-    def active(self, now: datetime) -> bool:
+    def is_active(self) -> bool:
         """`IsActive`: some Running pod whose deletion grace period has not run out (never for one pod)."""
         for pod in self.pods if self.is_group else ():
             if pod_phase(pod) != "Running":
                 continue
             grace = o.meta(pod).get("deletionGracePeriodSeconds")
-            if o.is_deleting(pod) and grace is not None and now > parse_timestamp(o.meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
+            if o.is_deleting(pod) and grace is not None and self.now > parse_timestamp(o.meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
                 continue
             return True
         return False
 
-    def finished(self) -> tuple[str, bool, bool]:
+    def finished(self) -> tuple[str, str] | None:
+        """`Finished`: (Succeeded or Failed, message) once done."""
+        message, success, finished = self._finished()
+        if not finished:
+            return None
+        return (c.FinishedReason.SUCCEEDED if success else c.FinishedReason.FAILED), message
+
+    def _finished(self) -> tuple[str, bool, bool]:
         """(message, success, finished): all pods succeeded, or an unretriable group with nothing running."""
         if not self.is_group:
             pod = self.first
@@ -207,7 +230,8 @@ class _Group:
             return False
         return len(self.pods) >= total and all(_pod_ready(p) for p in self.pods)
 
-    def reclaimable(self) -> list[dict[str, Any]]:
+    def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]:
+        """`ReclaimablePods`: the succeeded pods of each role (none in serving mode)."""
         counts: dict[str, int] = {}
         if self.serving or not self.is_group:
             return []
@@ -217,12 +241,82 @@ class _Group:
                 counts[role] = counts.get(role, 0) + 1
         return [{"name": role, "count": n} for role, n in counts.items()]
 
+    # -- GenericJob's template writes: a pod is never suspended or restored in place ---------------
+    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
+        raise NotImplementedError("pods are stopped by PodJob.stop")
+
+    def stop_status_patch(self) -> dict[str, Any] | None:
+        raise NotImplementedError("pods are stopped by PodJob.stop")
+
+    def run_with_pod_sets_info(self, wl: Obj, flavors: Any, *, tas: bool, assign_queue_labels: bool,
+                               elastic: bool) -> dict[str, Any]:
+        raise NotImplementedError("pods are started by PodJob.run")
+
+    def restore_pod_sets_info(self, wl: Obj | None) -> dict[str, Any] | None:
+        raise NotImplementedError("pods are stopped by PodJob.stop")
+
+    # -- ComposableJob and the optional abilities -------------------------------------------------
+    def members(self) -> Sequence[Obj]:
+        return self.pods
+
+    def find_matching_workloads(self, workloads: Sequence[Obj]) -> tuple[Obj | None, list[Obj], list[ja.JobAction]]:
+        if not self.is_group:
+            match, to_delete = None, []
+            for wl in workloads:
+                if match is None and equivalent_single(self.first, wl, self.opts, self.lookups):
+                    match = wl
+                else:
+                    to_delete.append(wl)
+            return match, to_delete, []
+        if not workloads:
+            return None, [], []
+        workload = workloads[0]
+        if self.opts.validate_group_owner and o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
+            text = f'A Workload named "{self.name}" already exists but is not a pod group workload; this pod group cannot be admitted'
+            raise Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD, [
+                pod_event(self.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"),
+                *remove_finalizers(self.partition()[1], expected=True)])
+        return _match_group(self, workload, expectations_satisfied=self.expectations_satisfied, now=self.now)
+
+    def construct_workload(self) -> tuple[dict[str, Any], list[ja.JobAction]]:
+        if not self.is_group:
+            return construct_pod_workload(self.first, self.opts, self.lookups), []
+        out: list[ja.JobAction] = []
+        try:
+            return _construct_group(self, out, self.lookups), out
+        except JobError as exc:
+            exc.actions = (*out, *exc.actions)
+            raise
+
+    def run(self, wl: Obj) -> list[ja.JobAction]:
+        return start_pods(self.pods, wl, is_group=self.is_group, opts=self.opts, lookups=self.lookups)
+
+    def stop(self, wl: Obj | None, reason: str, message: str) -> list[ja.JobAction]:
+        """`Pod.Stop` (eviction reasons carry `DueTo<reason>`); a deleted group Workload also
+        releases every pod's finalizer."""
+        if reason == c.StopReason.WORKLOAD_EVICTED:
+            reason = eviction_reason(wl)
+        finalize = self.all_pods if self.is_group and reason == c.StopReason.WORKLOAD_DELETED else ()
+        return stop_pods(self.pods, reason=reason, message=message, now=self.now, finalize=finalize)
+
+    def finalize(self) -> list[ja.JobAction]:
+        """`Finalize`: every pod's finalizer goes."""
+        return remove_finalizers(self.all_pods)
+
+    def custom_workload_conditions(self, wl: Obj) -> tuple[Obj, ...]:
+        cond = _replacement_condition(self, wl, self.now) if self.is_group else None
+        return () if cond is None else (cond,)
+
+    def follows_queue_name(self) -> bool:
+        """`CustomQueueNameChange`: a serving group's Workload keeps its queue."""
+        return not self.serving
+
 
 def _pod_ready(pod: Obj) -> bool:
     return o.is_condition_true(pod, "Ready")
 
 
-def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
+def _validate_group(group: PodJob, active: Sequence[Obj]) -> None:
     """`validatePodGroupMetadata`: index label, enough runnable pods, same queue and total count."""
     first = group.first
     total = group_total_count(first)
@@ -235,7 +329,7 @@ def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
             raise RetryLater(f'incorrect label value "{index}" {where}: validation error: value should be less than {total}')
     if not group.fast and len(active) < total:
         message = f"'{group.name}' group has fewer runnable pods than expected"
-        raise _UnretryableWith(message, [pod_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
+        raise Unretryable(message, [pod_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
     queue = o.labels(first).get(c.QUEUE_LABEL, "")
     for pod in group.pods:
         if pod_phase(pod) == "Failed":
@@ -252,16 +346,9 @@ def _validate_group(group: _Group, active: Sequence[Obj]) -> list[a.Action]:
             raise Unretryable(
                 f"pods '{o.name(first)}' and '{o.name(pod)}' has different '{c.POD_GROUP_TOTAL_COUNT}' values: {total}!={count}"
             )
-    return []
 
 
-class _UnretryableWith(Unretryable):
-    def __init__(self, message: str, actions: list[a.Action]) -> None:
-        super().__init__(message)
-        self.actions = actions
-
-
-def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, Any]:
+def _construct_group(group: PodJob, out: list[ja.JobAction], lookups: Lookups) -> dict[str, Any]:
     """`ConstructComposableWorkload`; finalizer removals and excess deletions go to `out` first."""
     active, inactive = group.partition()
     out += remove_finalizers(inactive, expected=True)
@@ -293,7 +380,7 @@ def _construct_group(group: _Group, out: list[a.Action], lookups: Lookups) -> di
     return wl
 
 
-def _group_equivalent(group: _Group, wl: Obj, job_sets: Sequence[Obj]) -> bool:
+def _group_equivalent(group: PodJob, wl: Obj, job_sets: Sequence[Obj]) -> bool:
     """`equivalentToWorkload`: same name; every current role is in the Workload, in order, fitting."""
     finished = o.is_finished(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
@@ -314,8 +401,8 @@ def _group_equivalent(group: _Group, wl: Obj, job_sets: Sequence[Obj]) -> bool:
 
 
 def _match_group(
-    group: _Group, wl: Obj, *, expectations_satisfied: bool, now: datetime
-) -> tuple[Obj | None, list[Obj], list[a.Action]]:
+    group: PodJob, wl: Obj, *, expectations_satisfied: bool, now: datetime
+) -> tuple[Obj | None, list[Obj], list[ja.JobAction]]:
     """`FindMatchingWorkloads` for a group: (match, to delete, actions on the kept/dropped pods)."""
     if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(group.first):
         return None, [wl], []
@@ -352,16 +439,18 @@ def _match_group(
         raise Unretryable(c.MSG_PENDING_POD_OPERATIONS)
     group.absent = absent
     group.pods = kept
-    out: list[a.Action] = []
+    out: list[ja.JobAction] = []
     refs = o.meta(wl).get("ownerReferences") or []
     owners = with_owners(refs, kept)
     if len(owners) > len(refs):
-        out.append(a.PatchWorkload(workload_ref(wl), {"metadata": {"ownerReferences": owners, "resourceVersion": o.meta(wl).get("resourceVersion")}}))
-        out.append(a.Event(a.EventType.NORMAL, c.JobEventReason.OWNER_REFERENCES_ADDED, f"Added {len(owners) - len(refs)} owner reference(s)", workload_ref(wl), c.JobEventReason.OWNER_REFERENCES_ADDED))
+        # `EnsureWorkloadOwnedByAllMembers`
+        out.append(ja.AdoptWorkload(workload={**wl, "metadata": {**o.meta(wl), "ownerReferences": owners}}))
+        out.append(ja.RecordEvent(reason=c.JobEventReason.OWNER_REFERENCES_ADDED, message=f"Added {len(owners) - len(refs)} owner reference(s)",
+                                  regarding=workload_ref(wl)))
     return wl, [], out + _remove_excess(excess) + remove_finalizers(replaced, expected=True)
 
 
-def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, Any] | None:
+def _replacement_condition(group: PodJob, wl: Obj, now: datetime) -> dict[str, Any] | None:
     """`waitingForReplacementPodsCondition`: the new condition when it must be written, else None."""
     current = o.find_condition(wl, c.WAITING_FOR_REPLACEMENT_PODS)
     waiting = group.absent > 0
@@ -393,7 +482,7 @@ def _replacement_condition(group: _Group, wl: Obj, now: datetime) -> dict[str, A
     return cond
 
 
-# --- the reconcile recipe (`ReconcileGenericJob`) -------------------------------------------------
+# --- the entry points ----------------------------------------------------------------------------
 
 
 def _skip(pod: Obj, opts: Options) -> bool:
@@ -407,203 +496,26 @@ def _unmanaged_queue(pod: Obj, opts: Options) -> bool:
     return not opts.manage_jobs_without_queue_name and not o.labels(pod).get(c.QUEUE_LABEL)
 
 
-def _stop_job(job: _Group, wl: Obj | None, reason: str, message: str, now: datetime) -> list[a.Action]:
-    """`stopJob` for the composable Pod: eviction reasons carry `DueTo<reason>`."""
-    if reason == c.StopReason.WORKLOAD_EVICTED:
-        reason = eviction_reason(wl)
-    finalize = job.all_pods if job.is_group and reason == c.StopReason.WORKLOAD_DELETED else ()
-    return stop_pods(job.pods, reason=reason, message=message, now=now, finalize=finalize)
-
-
-def _construct(job: _Group, out: list[a.Action], lookups: Lookups) -> dict[str, Any]:
-    if job.is_group:
-        return _construct_group(job, out, lookups)
-    return construct_pod_workload(job.first, job.opts, lookups)
-
-
-def _ensure_one(job: _Group, match: Obj | None, to_delete: list[Obj], out: list[a.Action], lookups: Lookups, now: datetime) -> Obj | None:
-    """`ensureOneWorkload` after matching: stop a running job without a match, delete, or update."""
-    to_update = None
-    if match is None and to_delete and job.suspended() and not o.has_quota_reservation(to_delete[0]):
-        to_update, to_delete = to_delete[0], to_delete[1:]
-    if match is None and not job.suspended() and not job.finished()[2]:
-        old = to_delete[0] if len(to_delete) == 1 else None
-        message = c.MSG_MISSING_WORKLOAD if old is None else c.MSG_NO_MATCHING_WORKLOAD
-        out += _stop_job(job, old, c.StopReason.NO_MATCHING_WORKLOAD, message, now)
-    deleted = 0
-    for wl in to_delete:
-        out.append(a.DeleteWorkload(workload_ref(wl), already_deleting=o.is_deleting(wl)))
-        if not o.is_deleting(wl):
-            deleted += 1
-            out.append(pod_event(job.first, c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {workload_ref(wl).key}"))
-    if deleted:
-        kind = "no matching workloads" if match is None else "extra workloads"
-        raise RetryLater(f"{kind}: deleted {len(to_delete)} workloads")
-    if to_update is not None:
-        new = _construct(job, out, lookups)
-        spec: dict[str, Any] = {k: None for k in (to_update.get("spec") or {}) if k != "active"}
-        spec.update(new["spec"])
-        patch = {"metadata": {"resourceVersion": o.meta(to_update).get("resourceVersion")}, "spec": spec}
-        out.append(a.PatchWorkload(workload_ref(to_update), patch))
-        out.append(pod_event(job.first, c.JobEventReason.UPDATED_WORKLOAD, f"Updated not matching Workload for suspended job: {workload_ref(to_update).key}"))
-        updated = dict(to_update)
-        updated["spec"] = {**(to_update.get("spec") or {}), **new["spec"]}
-        return updated
-    return match
-
-
-def _pods_ready_condition(job: _Group, wl: Obj, now: datetime) -> dict[str, Any]:
-    """`generatePodsReadyCondition` for this pod or group (the rule itself is `core.pods_ready`)."""
-    current = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
-    cv = pods_ready.pods_ready_condition(
-        admitted=o.is_admitted(wl),
-        pods_ready=job.pods_ready(),
-        current=None if current is None else (str(current.get("status", "")), str(current.get("reason", ""))),
-    )
-    return new_condition(cv.type, cv.status, cv.reason, cv.message, now=now, wl=wl)
-
-
-def _clear_reservation(wl: Obj, evicted: Obj, opts: Options, now: datetime) -> a.UpdateWorkloadStatus:
-    """Release the quota of an evicted Workload whose pods are gone; Requeued True only for some reasons."""
-    reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
-    requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES)
-    owners = o.meta(wl).get("ownerReferences") or []
-    single_pod_owned = (
-        len(owners) == 1
-        and o.annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
-        and owners[0].get("kind") == "Pod"
-        and owners[0].get("apiVersion") == POD_API
-    )
-    if opts.skip_reassignment_for_pod_owned and single_pod_owned:
-        requeue = False
-    conditions = (
-        new_condition(c.WorkloadCondition.REQUEUED, "True" if requeue else "False", reason, message, now=now, wl=wl),
-        new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.PendingReason.PENDING_EVALUATION, message, now=now, wl=wl),
-        new_condition(c.WorkloadCondition.ADMITTED, "False", c.AdmittedReason.NO_RESERVATION, c.MSG_NO_RESERVATION, now=now, wl=wl),
-    )
-    return a.UpdateWorkloadStatus(workload_ref(wl), conditions, clear_admission=True, field_manager="kueue-admission")
-
-
-def _admission_check_message(wl: Obj) -> str:
-    parts = [
-        f"{check.get('name')}: {check.get('message')}"
-        for check in (wl.get("status") or {}).get("admissionChecks") or ()
-        if check.get("state") == "Pending" and check.get("message")
-    ]
-    return "; ".join(parts)
-
-
-def _reconcile_job(job: _Group, wl: Obj | None, out: list[a.Action], lookups: Lookups, now: datetime) -> a.ReconcileResult | None:
-    """Steps b to k of the recipe, once the one matching Workload is known (None = must be created)."""
-    opts = job.opts
-    if wl is not None and job.is_group:
-        cond = _replacement_condition(job, wl, now)
-        if cond is not None:
-            out.append(a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-pod-controller"))
-            return None
-    if wl is not None and o.is_finished(wl):
-        out += remove_finalizers(job.all_pods)
-        out.append(finished_event(job.first, wl))
-        out += remove_workload_finalizer(wl)
-        return None
-    if wl is not None and o.is_deleting(wl):
-        out += _stop_job(job, wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED, now)
-        out += remove_workload_finalizer(wl)
-        return None
-    message, success, finished = job.finished()
-    if finished:
-        if wl is not None and not o.is_finished(wl):
-            out += finish_workload(wl, c.FinishedReason.SUCCEEDED if success else c.FinishedReason.FAILED, message, now)
-            out.append(finished_event(job.first, wl))
-        out += remove_finalizers(job.all_pods)
-        return None
-    if wl is None:
-        if job.active(now):
-            return None
-        new = _construct(job, out, lookups)
-        out.append(a.CreateWorkload(new))
-        out.append(pod_event(job.first, c.JobEventReason.CREATED_WORKLOAD, f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}"))
-        return None
-    if opts.reclaimable_pods:
-        sizes = {ps.get("name"): ps.get("count", 1) for ps in (wl.get("spec") or {}).get("podSets") or ()}
-        wanted = [{"name": r["name"], "count": min(r["count"], sizes.get(r["name"], r["count"]))} for r in job.reclaimable()]
-        have = {r.get("name"): r.get("count") for r in (wl.get("status") or {}).get("reclaimablePods") or ()}
-        if {r["name"]: r["count"] for r in wanted} != have:
-            out.append(a.UpdateWorkloadStatus(workload_ref(wl), reclaimable_pods=tuple(wanted), field_manager="kueue-reclaimable-pods"))
-            return None
-    if opts.wait_for_pods_ready:
-        cond = _pods_ready_condition(job, wl, now)
-        current = o.find_condition(wl, c.WorkloadCondition.PODS_READY) or {}
-        if (current.get("status"), current.get("reason")) != (cond["status"], cond["reason"]):
-            out.append(a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-job-controller"))
-            return None
-    evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
-    if evicted is not None and evicted.get("status") == "True":
-        out += _stop_job(job, wl, c.StopReason.WORKLOAD_EVICTED, str(evicted.get("message", "")), now)
-        if o.has_quota_reservation(wl) and not job.active(now):
-            out.append(_clear_reservation(wl, evicted, opts, now))
-        return None
-    if job.suspended():
-        if o.is_admitted(wl):
-            return start_pods(job.pods, wl, is_group=job.is_group, opts=opts, lookups=lookups, now=now)
-        if o.has_quota_reservation(wl) and (text := _admission_check_message(wl)):
-            out += [pod_event(pod, c.JobEventReason.UPDATED_ADMISSION_CHECK, text) for pod in job.pods]
-        queue = o.labels(job.first).get(c.QUEUE_LABEL, "")
-        if not job.serving and (wl.get("spec") or {}).get("queueName", "") != queue:
-            out.append(a.PatchWorkload(workload_ref(wl), {"spec": {"queueName": queue or None}}))
-        return None
-    if not o.is_admitted(wl):
-        out += _stop_job(job, wl, c.StopReason.NOT_ADMITTED, c.MSG_NOT_ADMITTED_BY_CLUSTER_QUEUE, now)
-    return None
-
-
-def _decide(out: list[a.Action], step: Any) -> a.ReconcileResult:
-    """Run one recipe step, turning our exception kinds into the Decision's error and retry."""
-    try:
-        started = step()
-    except (RetryWith, _UnretryableWith) as exc:
-        return a.ReconcileResult((*out, *exc.actions), str(exc), retry=isinstance(exc, RetryLater))
-    except RetryLater as exc:
-        return a.ReconcileResult(tuple(out), str(exc), retry=True)
-    except Unretryable as exc:
-        return a.ReconcileResult(tuple(out), str(exc))
-    if isinstance(started, a.ReconcileResult):
-        return a.ReconcileResult((*out, *started.actions), started.error, started.retry)
-    return a.ReconcileResult(tuple(out))
-
-
-def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], opts: Options, lookups: Lookups, now: datetime) -> a.ReconcileResult:
+def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], config: Configuration, store: Store, now: datetime) -> Plan:
     """One pass for a pod without a group name.
 
     `pod` is None when it is gone. `workloads` are the Workloads in its namespace whose controller
     owner is a Pod with its name (upstream's owner index). The caller has already checked
     `managedJobsNamespaceSelector` against the namespace.
     """
+    opts = Options.from_config(config)
     if pod is None:
-        return a.ReconcileResult(tuple(act for wl in workloads for act in finalize_orphan(wl, opts, now)))
+        return fw.plan_finalize(workloads, config)
     if group_name(pod, opts):
-        return a.ReconcileResult((), "event handler error: got a single pod reconcile request for a pod group", retry=True)
+        return Plan((), "event handler error: got a single pod reconcile request for a pod group")
     if _skip(pod, opts):
-        return a.ReconcileResult()
+        return Plan()
     if o.is_deleting(pod):
-        acts = [act for wl in workloads for act in finalize_orphan(wl, opts, now)]
-        return a.ReconcileResult((*acts, *remove_finalizers([pod])))
+        return Plan((*fw.plan_finalize(workloads, config).steps, *remove_finalizers([pod])))
     if _unmanaged_queue(pod, opts):
-        return a.ReconcileResult()
-    job = _Group("", [pod], [pod], opts, is_group=False)
-    out: list[a.Action] = []
-
-    def step() -> a.ReconcileResult | None:
-        match = None
-        to_delete = []
-        for wl in workloads:
-            if match is None and equivalent_single(pod, wl, opts, lookups):
-                match = wl
-            else:
-                to_delete.append(wl)
-        return _reconcile_job(job, _ensure_one(job, match, to_delete, out, lookups, now), out, lookups, now)
-
-    return _decide(out, step)
+        return Plan()
+    job = PodJob("", [pod], opts, lookups_from(store), now, is_group=False)
+    return fw.plan_top_level(job, workloads, config=config, store=store, now=now)
 
 
 def _owned_by_parent(wl: Obj) -> bool:
@@ -617,52 +529,30 @@ def _owned_by_parent(wl: Obj) -> bool:
     return group and owner is not None and owner.get("kind") != "Pod" and not o.is_deleting(wl)
 
 
-def reconcile_group(
-    pods: Sequence[Obj],
-    *,
-    name: str,
-    workload: Obj | None,
-    opts: Options,
-    lookups: Lookups,
-    now: datetime,
-    expectations_satisfied: bool = True,
-) -> a.ReconcileResult:
+def reconcile_group(pods: Sequence[Obj], *, name: str, workload: Obj | None, config: Configuration, store: Store, now: datetime,
+                    expectations_satisfied: bool = True) -> Plan:
     """One pass for the pod group `name`: every pod of the group in one namespace, and the Workload
     named `name` in that namespace (None if absent).
 
     `expectations_satisfied` is False while excess/replaced pods this worker removed earlier have
     not been observed gone yet (upstream's `excessPodExpectations`); the worker tracks the UIDs of
-    the pods of the `expected` RemoveFinalizer/DeletePod actions it ran for this group. Stopping the
-    group (e.g. on eviction) deletes pods that keep our finalizer until they are replaced or the
-    group finishes, so, as upstream's `Stop`, it expects nothing: waiting for them would hold the
-    release of the evicted Workload's quota.
+    the pods of the `expected` RemovePodFinalizer/DeletePod actions it ran for this group. Stopping
+    the group (e.g. on eviction) deletes pods that keep our finalizer until they are replaced or
+    the group finishes, so, as upstream's `Stop`, it expects nothing: waiting for them would hold
+    the release of the evicted Workload's quota.
     """
+    opts = Options.from_config(config)
     if not pods:
         if workload is None:
-            return a.ReconcileResult()
+            return Plan()
         foreign = o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true" and o.controller_of(workload) is not None
         if opts.validate_group_owner and foreign:
-            return a.ReconcileResult()
+            return Plan()
         if _owned_by_parent(workload):
-            return a.ReconcileResult()
-        return a.ReconcileResult(tuple(finalize_orphan(workload, opts, now)))
+            return Plan()
+        return fw.plan_finalize([workload], config)
     ordered = sorted(pods, key=lambda p: (o.name(p), o.meta(p).get("uid", "")))
-    job = _Group(name, list(ordered), list(ordered), opts)
+    job = PodJob(name, ordered, opts, lookups_from(store), now, expectations_satisfied=expectations_satisfied)
     if _skip(job.first, opts) or _unmanaged_queue(job.first, opts):
-        return a.ReconcileResult()
-    out: list[a.Action] = []
-
-    def step() -> a.ReconcileResult | None:
-        match: Obj | None = None
-        to_delete: list[Obj] = []
-        if workload is not None:
-            if opts.validate_group_owner and o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
-                text = f'A Workload named "{name}" already exists but is not a pod group workload; this pod group cannot be admitted'
-                out.append(pod_event(job.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"))
-                out.extend(remove_finalizers(job.partition()[1], expected=True))
-                raise Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD)
-            match, to_delete, acts = _match_group(job, workload, expectations_satisfied=expectations_satisfied, now=now)
-            out.extend(acts)
-        return _reconcile_job(job, _ensure_one(job, match, to_delete, out, lookups, now), out, lookups, now)
-
-    return _decide(out, step)
+        return Plan()
+    return fw.plan_top_level(job, [] if workload is None else [workload], config=config, store=store, now=now)

@@ -20,7 +20,6 @@ and the StatefulSets, in its own cache.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -41,27 +40,26 @@ from webhook.api.statefulset import (
 )
 from webhook.config import Configuration
 from webhook.worker import events
-from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers.executor import Executor
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.controller import end_plan, execute_plan
+from webhook.worker.jobframework.executor import Integration, JobExecutor
+from webhook.worker.jobframework.interface import JobError
+from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.reconcilers.pod_common import (
     DEFAULT_POD_SET,
     Lookups,
     Obj,
     Options,
-    RetryLater,
     group_name,
     is_terminated,
     new_condition,
     pod_ref,
-    workload_ref,
 )
-from webhook.worker.reconcilers.pod_workload import RetryWith, fast_pod_sets, new_workload
+from webhook.worker.reconcilers.pod_workload import fast_pod_sets, new_workload
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 
 __all__ = ["POD_LABEL_SELECTOR", "StatefulSetReconciler", "is_enabled", "plan_pod", "plan_statefulset"]
-
-log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "statefulset"
 #: Every pod a StatefulSet creates carries this label; the pods of our groups are among them.
@@ -80,10 +78,6 @@ def _owner_ref(sts: Obj) -> dict[str, Any]:
             "controller": True, "blockOwnerDeletion": True}
 
 
-def _sts_ref(sts: Obj) -> a.ObjectRef:
-    return a.ObjectRef.of(sts, api_version=API_VERSION, kind=KIND)
-
-
 def _controlled_by_statefulset(pod: Obj) -> str | None:
     owner = o.controller_of(pod)
     if owner is None or owner.get("kind") != KIND or owner.get("apiVersion") != API_VERSION:
@@ -99,17 +93,17 @@ def _gates_without_kueue(pod: Obj) -> list[Any]:
 # --- the pod reconciler (`statefulset_pod_reconciler.go`) ------------------------------------------
 
 
-def plan_pod(pod: Obj, sts: Obj | None, opts: Options) -> list[a.Action]:
+def plan_pod(pod: Obj, sts: Obj | None, opts: Options) -> list[ja.JobAction]:
     """A pod of a managed StatefulSet: released when done, else made a member of the StatefulSet's group."""
     if is_terminated(pod) or o.is_deleting(pod):
-        return [a.RemoveFinalizer(pod_ref(pod))] if c.POD_FINALIZER in (o.meta(pod).get("finalizers") or ()) else []
+        return [ja.RemovePodFinalizer(pod=pod_ref(pod))] if c.POD_FINALIZER in (o.meta(pod).get("finalizers") or ()) else []
     if sts is None or _controlled_by_statefulset(pod) != o.name(sts):
         return []
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
     wl_name = workload_name_for(sts)
     if group_name(pod, opts) == wl_name:
         if queue and o.labels(pod).get(c.QUEUE_LABEL) != queue:
-            return [a.PatchPod(pod_ref(pod), {"metadata": {"labels": {c.QUEUE_LABEL: queue}}})]
+            return [ja.PatchPod(pod=pod_ref(pod), patch={"metadata": {"labels": {c.QUEUE_LABEL: queue}}})]
         return []
     if not queue and not opts.manage_jobs_without_queue_name:
         return []
@@ -130,7 +124,7 @@ def plan_pod(pod: Obj, sts: Obj | None, opts: Options) -> list[a.Action]:
     by_annotation = opts.workload_identifier_annotations
     (annotations if by_annotation or len(wl_name) > 63 else labels)[c.PREBUILT_WORKLOAD_LABEL] = wl_name
     (annotations if by_annotation else labels)[c.POD_GROUP_NAME] = wl_name
-    return [a.PatchPod(pod_ref(pod), {"metadata": {"labels": labels, "annotations": annotations}})]
+    return [ja.PatchPod(pod=pod_ref(pod), patch={"metadata": {"labels": labels, "annotations": annotations}})]
 
 
 # --- the StatefulSet reconciler (`statefulset_reconciler.go`) --------------------------------------
@@ -143,17 +137,17 @@ def _should_ungate(sts: Obj, pod: Obj) -> bool:
     return current != status.get("updateRevision") and current == o.labels(pod).get(REVISION_LABEL)
 
 
-def _ungate_and_finalize(sts: Obj, pod: Obj) -> list[a.Action]:
+def _ungate_and_finalize(sts: Obj, pod: Obj) -> list[ja.JobAction]:
     """`UngateAndFinalizePod` (not forced)."""
-    out: list[a.Action] = []
+    out: list[ja.JobAction] = []
     ungate = _should_ungate(sts, pod)
     gates = (pod.get("spec") or {}).get("schedulingGates") or []
     remaining = _gates_without_kueue(pod)
     if ungate and len(remaining) != len(gates):
-        out.append(a.PatchPod(pod_ref(pod), {"metadata": {"resourceVersion": o.meta(pod).get("resourceVersion")},
-                                             "spec": {"schedulingGates": remaining}}))
+        out.append(ja.PatchPod(pod=pod_ref(pod), patch={"metadata": {"resourceVersion": o.meta(pod).get("resourceVersion")},
+                                                        "spec": {"schedulingGates": remaining}}))
     if (ungate or is_terminated(pod) or o.is_deleting(pod)) and c.POD_FINALIZER in (o.meta(pod).get("finalizers") or ()):
-        out.append(a.RemoveFinalizer(pod_ref(pod)))
+        out.append(ja.RemovePodFinalizer(pod=pod_ref(pod)))
     return out
 
 
@@ -182,62 +176,54 @@ def _on_hold(wl: Obj) -> bool:
     return cond is not None and cond.get("status") == "False" and cond.get("reason") == c.ON_HOLD_REASON
 
 
-def _plan_workload(sts: Obj, wl: Obj | None, opts: Options, lookups: Lookups, now: datetime) -> list[a.Action]:
+def _plan_workload(sts: Obj, wl: Obj | None, opts: Options, lookups: Lookups, now: datetime) -> list[ja.JobAction]:
     """`reconcileWorkload`."""
     count = replicas(sts)
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
     if wl is None:
         if count > 0 and (queue or opts.manage_jobs_without_queue_name):
             new = _construct(sts, opts, lookups)
-            return [a.CreateWorkload(new), a.Event(a.EventType.NORMAL, c.JobEventReason.CREATED_WORKLOAD,
-                                                   f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}",
-                                                   _sts_ref(sts), "CreatedWorkload")]
+            return [ja.CreateWorkload(body=new), ja.RecordEvent(reason=c.JobEventReason.CREATED_WORKLOAD,
+                                                                message=f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}")]
         return []
-    out: list[a.Action] = []
+    out: list[ja.JobAction] = []
     uid = o.meta(sts).get("uid")
     owned = any(ref.get("uid") == uid for ref in o.meta(wl).get("ownerReferences") or ())
-    patch: dict[str, Any] = {}
     if not owned and count > 0:
         refs = [r for r in o.meta(wl).get("ownerReferences") or () if not r.get("controller")]
-        patch["metadata"] = {"ownerReferences": [*refs, _owner_ref(sts)],
-                             "annotations": {c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)}}
+        out.append(ja.AdoptWorkload(workload={**wl, "metadata": {**o.meta(wl), "ownerReferences": [*refs, _owner_ref(sts)]}},
+                                    annotations={c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)}))
     if count > 0 and (wl.get("spec") or {}).get("queueName", "") != queue:
-        patch["spec"] = {"queueName": queue or None}
-    if patch:
-        patch.setdefault("metadata", {})["resourceVersion"] = o.meta(wl).get("resourceVersion")
-        out.append(a.PatchWorkload(workload_ref(wl), patch))
+        out.append(ja.SyncQueueName(workload=wl, queue_name=queue))
     active = (wl.get("spec") or {}).get("active", True) is not False
     if count == 0 and o.has_quota_reservation(wl) and not o.is_finished(wl) and active:
         conditions = [new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.ON_HOLD_REASON, c.MSG_ON_HOLD, now=now, wl=wl)]
         if o.is_admitted(wl):
             conditions.append(new_condition(c.WorkloadCondition.ADMITTED, "False", c.AdmittedReason.NO_RESERVATION,
                                             c.MSG_NO_RESERVATION, now=now, wl=wl))
-        out.append(a.UpdateWorkloadStatus(workload_ref(wl), tuple(conditions), clear_admission=True,
-                                          field_manager="kueue-statefulset-controller"))
+        out.append(ja.SetWorkloadConditions(workload=wl, conditions=tuple(conditions), clear_admission=True))
     elif count > 0 and _on_hold(wl):
         cond = new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.PendingReason.PENDING_EVALUATION,
                              c.MSG_NO_LONGER_ON_HOLD, now=now, wl=wl)
-        out.append(a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-statefulset-controller"))
+        out.append(ja.SetWorkloadConditions(workload=wl, conditions=(cond,)))
     return out
 
 
 def plan_statefulset(sts: Obj, pods: Sequence[Obj], wl: Obj | None, *, opts: Options, lookups: Lookups,
-                     now: datetime) -> a.ReconcileResult:
+                     now: datetime) -> Plan:
     """One pass for a managed StatefulSet: `pods` are those of its group, `wl` its Workload (None if absent)."""
-    out: list[a.Action] = []
+    out: list[ja.JobAction] = []
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
     if replicas(sts) > 0 and queue:  # `syncQueueLabel`
-        out += [a.PatchPod(pod_ref(p), {"metadata": {"labels": {c.QUEUE_LABEL: queue}}})
+        out += [ja.PatchPod(pod=pod_ref(p), patch={"metadata": {"labels": {c.QUEUE_LABEL: queue}}})
                 for p in pods if o.labels(p).get(c.QUEUE_LABEL) != queue]
     for pod in pods:  # `finalizePods`
         out += _ungate_and_finalize(sts, pod)
     try:
         out += _plan_workload(sts, wl, opts, lookups, now)
-    except RetryWith as exc:
-        return a.ReconcileResult((*out, *exc.actions), str(exc), retry=True)
-    except RetryLater as exc:
-        return a.ReconcileResult(tuple(out), str(exc), retry=True)
-    return a.ReconcileResult(tuple(out))
+    except JobError as exc:
+        return Plan((*out, *exc.actions), str(exc), retry=exc.retry)
+    return Plan(tuple(out))
 
 
 # --- wiring -----------------------------------------------------------------------------------------
@@ -257,7 +243,8 @@ class StatefulSetReconciler:
         self.opts = Options.from_config(config)
         self.stop = stop
         self.clock = clock
-        self.executor = Executor(kube, store, recorder, controller=CONTROLLER_NAME, clock=clock)
+        integration = Integration(api_version=API_VERSION, kind=KIND, resource="statefulsets", controller_name=CONTROLLER_NAME)
+        self.executor = JobExecutor(kube, store, config, recorder, integration, clock=clock)
         self.queue: WorkQueue[object] = WorkQueue("statefulsets", self.reconcile, workers=workers, stop=stop)
 
     def start(self) -> None:
@@ -329,7 +316,8 @@ class StatefulSetReconciler:
                 return
             owner = _controlled_by_statefulset(pod)
             sts = self.cache.get("statefulsets", f"{o.meta(pod).get('namespace')}/{owner}") if owner else None
-            decision = a.ReconcileResult(tuple(plan_pod(pod, sts, self.opts)))
+            job: Obj = {**pod, "apiVersion": "v1", "kind": "Pod"}
+            p = Plan(tuple(plan_pod(pod, sts, self.opts)))
         else:
             sts = self.cache.get("statefulsets", key)
             if sts is None or not self._managed(sts):
@@ -337,9 +325,8 @@ class StatefulSetReconciler:
             ns = str(o.meta(sts).get("namespace") or "")
             wl_name = workload_name_for(sts)
             pods = [p for p in self.cache.list("pods", ns) if group_name(p, self.opts) == wl_name]
-            decision = plan_statefulset(sts, pods, self.store.get("workloads", f"{ns}/{wl_name}"), opts=self.opts,
-                                        lookups=self._lookups(), now=now)
-        if decision.actions:
-            log.info("reconciling statefulset", extra={"object": key, "kind": KIND,
-                                                       "actions": ",".join(type(x).__name__ for x in decision.actions)})
-        self.executor.run(key, decision, now=now)
+            p = plan_statefulset(sts, pods, self.store.get("workloads", f"{ns}/{wl_name}"), opts=self.opts,
+                                 lookups=self._lookups(), now=now)
+            job = {**sts, "apiVersion": API_VERSION, "kind": KIND}  # the object its events name
+        execute_plan(self.executor, key, job, p, now, settled=lambda key, uid: None)
+        end_plan(key, KIND, p)
