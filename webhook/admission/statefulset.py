@@ -2,7 +2,7 @@
 managed StatefulSet's pod group stable (replicas change only to and from zero, the pods' shape not at all).
 
 Mirrors `pkg/controller/jobs/statefulset/statefulset_webhook.go` and `statefulset_controller.go`
-(`managedByAnotherFramework`). The worker (`webhook/worker/reconcilers/statefulset.py`) turns the
+(`managedByAnotherFramework`). The worker (`webhook/worker/integrations/statefulset.py`) turns the
 pods into one pod group. Paths /mutate-apps-v1-statefulset (CREATE and UPDATE) and /validate-apps-v1-statefulset.
 """
 

@@ -9,15 +9,15 @@ Threads (all daemons; the process exits when leadership ends):
   writers as values and never waits on the network (`pkg/scheduler/scheduler.go` + the event
   handlers of `pkg/controller/core/*`);
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
-* Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
+* Job reconcilers (`WorkQueue` keyed by Job): `integrations.batchjob`.
 * Workload reconcilers (`WorkQueue` keyed by Workload): admission checks, PodsReady timeouts,
   requeue backoff and deactivation (`reconcilers.workload`).
-* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
+* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `integrations.pod_reconciler`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 * Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
   `reconcilers.concurrent_admission`.
 * StatefulSet reconcilers (`WorkQueue` keyed by StatefulSet or `pod/<ns>/<name>`), with the
-  `statefulset` integration: `reconcilers.statefulset`, with its own StatefulSet and pod informers.
+  `statefulset` integration: `integrations.statefulset`, with its own StatefulSet and pod informers.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
@@ -62,12 +62,12 @@ from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.finalizers import Finalizers
+from webhook.worker.integrations import pod_reconciler as pods
+from webhook.worker.integrations import statefulset as statefulsets
+from webhook.worker.integrations.batchjob import JobReconciler
 from webhook.worker.queue_status import QueueStatusPublisher
-from webhook.worker.reconcilers import pod as pods
-from webhook.worker.reconcilers import statefulset as statefulsets
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
-from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention
@@ -171,13 +171,13 @@ class Manager:
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
-        # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
+        # Plain Pods and pod groups (`integrations.pod_reconciler`): their own informer and work queue.
         self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop) \
             if pods.is_enabled(config) else None
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
         self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None
-        # StatefulSets (`reconcilers.statefulset`): one pod group each; it watches them and their pods itself.
+        # StatefulSets (`integrations.statefulset`): one pod group each; it watches them and their pods itself.
         self.statefulsets = statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop) \
             if statefulsets.is_enabled(config) else None
         # objectRetentionPolicies.workloads.afterFinished: finished Workloads deleted (`retention`).

@@ -34,7 +34,7 @@ from webhook.core.pending_order import Positioned
 from webhook.core.queue_limits import QueueLimits
 from webhook.core.resources import format_quantity
 from webhook.reviews import User
-from webhook.worker.visibility_auth import Attributes, Decision
+from webhook.worker.visibility_auth import AccessDecision, Attributes
 
 __all__ = ["LocalQueueReader", "PendingReader", "Request", "RequestAuthorizer", "Response", "VisibilityAPI",
            "estimates", "limits", "summary"]
@@ -78,7 +78,7 @@ class LocalQueueReader(Protocol):
 
 
 class RequestAuthorizer(Protocol):
-    def authorize(self, user: User, attrs: Attributes) -> Decision: ...
+    def authorize(self, user: User, attrs: Attributes) -> AccessDecision: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from webhook.config import Configuration, ObjectRetentionPolicies, WorkloadRetentionPolicy
-from webhook.worker.reconcilers import job as j
+from webhook.worker.integrations import batchjob as j
 
 
 def make_job(**spec: Any) -> dict[str, Any]:

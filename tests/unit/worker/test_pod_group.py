@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from webhook.config import Configuration
+from webhook.worker.integrations import pod as pg
+from webhook.worker.integrations import pod_start as ps
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.reconcilers import pod_group as pg
-from webhook.worker.reconcilers import pod_start as ps
 from webhook.worker.store import Store
 
 NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)

@@ -8,9 +8,9 @@ from typing import Any
 
 from webhook.api.statefulset import workload_name_for
 from webhook.config import Configuration, parse
+from webhook.worker.integrations.pod_common import Lookups, Options
+from webhook.worker.integrations.statefulset import plan_pod, plan_statefulset
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.reconcilers.pod_common import Lookups, Options
-from webhook.worker.reconcilers.statefulset import plan_pod, plan_statefulset
 
 NOW = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 Q = "kueue.x-k8s.io/queue-name"

@@ -11,7 +11,7 @@ from tests.unit.core.builders import WorkloadBuilder
 from webhook.core.pending_order import PendingOrder, pending_workload
 from webhook.core.workload import WorkloadKey
 from webhook.reviews import User
-from webhook.worker.visibility_auth import Attributes, Decision
+from webhook.worker.visibility_auth import AccessDecision, Attributes
 from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
 from webhook.worker.visibility_server import PendingFeed
 
@@ -27,9 +27,9 @@ class Grants:
         self.allowed: set[tuple[str, Attributes]] = set()
         self.asked: list[Attributes] = []
 
-    def authorize(self, user: User, attrs: Attributes) -> Decision:
+    def authorize(self, user: User, attrs: Attributes) -> AccessDecision:
         self.asked.append(attrs)
-        return Decision(user.name == "admin" or (user.name, attrs) in self.allowed)
+        return AccessDecision(user.name == "admin" or (user.name, attrs) in self.allowed)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_lq, make_wl, psa
 from webhook.reviews import User
-from webhook.worker.visibility_auth import Attributes, Decision
+from webhook.worker.visibility_auth import AccessDecision, Attributes
 from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
 from webhook.worker.visibility_server import PendingFeed
 
@@ -26,8 +26,8 @@ class Grants:
     def __init__(self) -> None:
         self.allowed: set[Attributes] = set()
 
-    def authorize(self, user: User, attrs: Attributes) -> Decision:
-        return Decision(attrs in self.allowed)
+    def authorize(self, user: User, attrs: Attributes) -> AccessDecision:
+        return AccessDecision(attrs in self.allowed)
 
 
 def active(cq: dict[str, Any], status: str = "True") -> dict[str, Any]:

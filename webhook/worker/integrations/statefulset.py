@@ -12,7 +12,7 @@ and `pkg/util/statefulset/statefulset.go` (upstream v0.19.2):
   `pod-suspending-parent: statefulset`) into a member of that group: managed label, queue name,
   group name = prebuilt Workload name, total count = replicas, fast admission and serving.
 
-From there the pod integration (`reconcilers.pod`) admits, starts, stops and replaces the group's
+From there the pod integration (`integrations.pod`) admits, starts, stops and replaces the group's
 pods as for any serving pod group. The pods are not managed (labelled) when they are created, so
 this module watches the pods of StatefulSets itself (label `statefulset.kubernetes.io/pod-name`)
 and the StatefulSets, in its own cache.
@@ -40,12 +40,7 @@ from webhook.api.statefulset import (
 )
 from webhook.config import Configuration
 from webhook.worker import events
-from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.controller import end_plan, execute_plan
-from webhook.worker.jobframework.executor import Integration, JobExecutor
-from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.reconciler import Plan
-from webhook.worker.reconcilers.pod_common import (
+from webhook.worker.integrations.pod_common import (
     DEFAULT_POD_SET,
     Lookups,
     Obj,
@@ -55,7 +50,12 @@ from webhook.worker.reconcilers.pod_common import (
     new_condition,
     pod_ref,
 )
-from webhook.worker.reconcilers.pod_workload import fast_pod_sets, new_workload
+from webhook.worker.integrations.pod_workload import fast_pod_sets, new_workload
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.controller import end_plan, execute_plan
+from webhook.worker.jobframework.executor import Integration, JobExecutor
+from webhook.worker.jobframework.interface import JobError
+from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 

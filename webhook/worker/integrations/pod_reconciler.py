@@ -1,7 +1,7 @@
 """Plain Pods and pod groups in the worker: keys, event mapping and expectations.
 
 The `JobSource` of the generic job reconciler for the pod integration, around the pure
-`pod_group.reconcile_pod` / `reconcile_group`, mirroring at upstream commit ff69552e79
+`pod.reconcile_pod` / `reconcile_group`, mirroring at upstream commit ff69552e79
 `pkg/controller/jobs/pod/{pod_controller.go,event_handlers.go,indexer.go}` and
 `pkg/util/expectations/store.go`:
 
@@ -29,11 +29,11 @@ from webhook.api import constants as c
 from webhook.api import selector
 from webhook.config import Configuration
 from webhook.worker import events
+from webhook.worker.integrations import pod as pg
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.controller import GenericJobReconciler
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.reconciler import Plan
-from webhook.worker.reconcilers import pod_group as pg
 from webhook.worker.store import Store, object_key
 
 __all__ = ["CONTROLLER_NAME", "GROUP_PREFIX", "LABEL_SELECTOR", "PodReconciler", "PodSource", "group_key", "is_enabled",

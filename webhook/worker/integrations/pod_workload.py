@@ -3,7 +3,7 @@
 Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/{utils.go (NewWorkload),
 workload_names.go, tas.go}`, the podSet parts of `pkg/controller/jobs/pod/pod_controller.go`
 (`constructPodSet`, `constructGroupPodSets`, `ConstructComposableWorkload` helpers) and
-`pkg/util/equality/podset.go`. Pure functions; `pod_group` composes them.
+`pkg/util/equality/podset.go`. Pure functions; `pod` composes them.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from webhook.api import constants as c
 from webhook.api import fields
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
-from webhook.worker.reconcilers import podset
-from webhook.worker.reconcilers.pod_common import (
+from webhook.worker.integrations.pod_common import (
     DEFAULT_POD_SET,
     POD_API,
     WORKLOAD_API,
@@ -32,6 +31,7 @@ from webhook.worker.reconcilers.pod_common import (
     pod_event,
     pod_role,
 )
+from webhook.worker.reconcilers import podset
 
 __all__ = [
     "construct_pod_workload",

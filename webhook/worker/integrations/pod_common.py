@@ -2,7 +2,7 @@
 
 Mirrors, at upstream commit ff69552e79, the small helpers of `pkg/controller/jobs/pod/pod_controller.go`
 and `pkg/util/pod/pod.go` that every part of the pod adapter uses (`pod_workload`, `pod_start`,
-`pod_group`). Writes are `jobframework.actions` values.
+`pod`). Writes are `jobframework.actions` values.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_POD_SET",
-    "EPOCH",
     "MAX_POD_SETS",
     "POD_API",
     "WORKLOAD_API",
+    "ZERO_TIME",
     "Lookups",
     "Obj",
     "Options",
@@ -61,7 +61,7 @@ WORKLOAD_API = c.V1BETA2
 MAX_POD_SETS = 18
 DEFAULT_POD_SET = "main"
 _CONDITION_LIMIT = 32 * 1024
-EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)  # Go's zero time.Time (not core.workload.EPOCH, 1970)
 
 # --- inputs ---------------------------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ def has_pod_finalizer(obj: Obj, finalizer: str = c.POD_FINALIZER) -> bool:
 
 
 def parse_timestamp(value: Any) -> datetime:
-    return datetime.fromisoformat(value) if value else EPOCH
+    return datetime.fromisoformat(value) if value else ZERO_TIME
 
 
 def rfc3339(now: datetime) -> str:

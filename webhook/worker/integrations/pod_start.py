@@ -14,10 +14,7 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import objects as o
-from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.reconcilers import podset
-from webhook.worker.reconcilers.pod_common import (
+from webhook.worker.integrations.pod_common import (
     Lookups,
     Obj,
     Options,
@@ -31,6 +28,9 @@ from webhook.worker.reconcilers.pod_common import (
     remove_finalizers,
     rfc3339,
 )
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.podset import PermanentError
 
 __all__ = [

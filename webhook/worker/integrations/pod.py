@@ -30,13 +30,9 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.config import Configuration
-from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework import reconciler as fw
-from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.reconciler import Plan
-from webhook.worker.reconcilers.pod_common import (
-    EPOCH,
+from webhook.worker.integrations.pod_common import (
     MAX_POD_SETS,
+    ZERO_TIME,
     Lookups,
     Obj,
     Options,
@@ -60,8 +56,8 @@ from webhook.worker.reconcilers.pod_common import (
     rfc3339,
     workload_ref,
 )
-from webhook.worker.reconcilers.pod_start import eviction_reason, start_pods, stop_pods
-from webhook.worker.reconcilers.pod_workload import (
+from webhook.worker.integrations.pod_start import eviction_reason, start_pods, stop_pods
+from webhook.worker.integrations.pod_workload import (
     construct_pod_workload,
     equivalent_single,
     fast_pod_sets,
@@ -71,6 +67,10 @@ from webhook.worker.reconcilers.pod_workload import (
     workload_name,
     workload_name_for_pod,
 )
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework import reconciler as fw
+from webhook.worker.jobframework.interface import JobError
+from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.store import Store
 
 __all__ = [
@@ -114,7 +114,7 @@ def _sort_inactive(pods: Sequence[Obj], now: datetime) -> list[Obj]:
         pods,
         key=lambda p: (
             not has_pod_finalizer(p),
-            -(_last_active(p, now) - EPOCH).total_seconds(),
+            -(_last_active(p, now) - ZERO_TIME).total_seconds(),
             parse_timestamp(o.meta(p).get("creationTimestamp")),
             o.name(p),
             o.meta(p).get("uid", ""),
