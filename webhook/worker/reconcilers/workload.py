@@ -21,9 +21,9 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission as ca
-from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
+from webhook.core.admission_checks import reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
-from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
+from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
 from webhook.core.workload import parse_time
 from webhook.worker import events
 from webhook.worker.status import (
@@ -36,7 +36,7 @@ from webhook.worker.status import (
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_check_step", "apply_step", "cluster_queue_for", "is_orphaned", "policy"]
+__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_step", "cluster_queue_for", "is_orphaned", "policy"]
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,9 @@ def policy(config: Configuration) -> Policy | None:
     )
 
 
-def apply_step(step: PodsReadyStep, status: dict[str, Any], generation: int, now: datetime) -> None:
-    """Write `step`'s status changes into `status` (what `evict.Evict` and the condition setters do)."""
+def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now: datetime) -> None:
+    """Write `step`'s status changes into `status` (what `evict.Evict`, the condition setters and
+    the admission-check sync do)."""
     for ctype in step.remove_conditions:
         remove_condition(status, ctype)
     for cv in step.conditions:
@@ -78,19 +79,12 @@ def apply_step(step: PodsReadyStep, status: dict[str, Any], generation: int, now
             status["requeueState"] = dict(step.requeue_state)
     if step.kind == StepKind.EVICT and status.get("admissionChecks"):
         status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
-
-
-def apply_check_step(step: CheckStep, status: dict[str, Any], generation: int, now: datetime) -> None:
-    """Write an admission-check step into `status`."""
-    if step.condition is not None:
-        cv = step.condition
-        set_condition(status, {"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message}, now, generation)
-    if step.kind == CheckStepKind.SYNC:
+    elif step.kind == StepKind.SYNC_CHECKS:
         if step.checks:
             status["admissionChecks"] = [dict(ch) for ch in step.checks]
         else:
             status.pop("admissionChecks", None)
-    elif step.kind == CheckStepKind.REQUEUE_AT:
+    elif step.kind == StepKind.REQUEUE_AT:
         assert step.requeue_at is not None
         status.setdefault("requeueState", {})["requeueAt"] = step.requeue_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -174,32 +168,28 @@ class WorkloadReconciler:
             self._label_parent(wl)
             return
         step = workload_step(wl, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
-        if isinstance(step, PodsReadyStep) and step.kind == StepKind.NONE:
+        if step.kind == StepKind.NONE:
             return
-        if isinstance(step, PodsReadyStep) and step.kind == StepKind.RECHECK:
+        if step.kind == StepKind.RECHECK:
             assert step.recheck_at is not None
             self._recheck(key, step.recheck_at, now)
             return
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-        reason, detail = (step.reason, step.message) if isinstance(step, PodsReadyStep) else \
-            (step.condition.reason, step.condition.message) if step.condition else ("", "")
+        reason, detail = (step.reason, step.message) if step.reason or not step.conditions else \
+            (step.conditions[0].reason, step.conditions[0].message)
         log.info("workload controller", extra={"object": key, "kind": "Workload", "decision": step.kind.value,
                                                "reason": reason, "detail": detail})
-        if isinstance(step, PodsReadyStep) and step.kind == StepKind.SET_INACTIVE:
+        if step.kind == StepKind.SET_INACTIVE:
             self._deactivate(path, wl)
             return
-        applied: list[PodsReadyStep | CheckStep] = []
+        applied: list[WorkloadStep] = []
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
             again = workload_step(obj, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
-            if type(again) is not type(step) or again.kind != step.kind:
+            if again.kind != step.kind:
                 return
-            generation = int((obj.get("metadata") or {}).get("generation") or 0)
-            if isinstance(again, CheckStep):
-                apply_check_step(again, status, generation, now)
-            else:
-                apply_step(again, status, generation, now)
+            apply_step(again, status, int((obj.get("metadata") or {}).get("generation") or 0), now)
             applied[:] = [again]
 
         try:
@@ -209,7 +199,7 @@ class WorkloadReconciler:
         if written is None or not applied:
             return
         done = applied[0]
-        if isinstance(done, CheckStep):
+        if done.kind in (StepKind.REJECTED, StepKind.ADMITTED):
             self._reported(done, written, now)
         elif done.kind == StepKind.EVICT:
             cq_name = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
@@ -230,11 +220,11 @@ class WorkloadReconciler:
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
 
-    def _reported(self, step: CheckStep, wl: Mapping[str, Any], now: datetime) -> None:
+    def _reported(self, step: WorkloadStep, wl: Mapping[str, Any], now: datetime) -> None:
         """Events and metrics of an admission-check step once written."""
-        if step.kind == CheckStepKind.REJECTED:
+        if step.kind == StepKind.REJECTED:
             self.events.emit(wl, "Warning", "AdmissionCheckRejected", step.event, CONTROLLER_NAME)
-        elif step.kind == CheckStepKind.ADMITTED and step.condition is not None and step.condition.status == "True":
+        elif step.kind == StepKind.ADMITTED and step.conditions[0].status == "True":
             status = wl.get("status") or {}
             reserved = parse_time(next((ch.get("lastTransitionTime") for ch in status.get("conditions") or ()
                                         if ch.get("type") == c.WorkloadCondition.QUOTA_RESERVED), None)) or now
