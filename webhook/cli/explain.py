@@ -42,7 +42,7 @@ from webhook.cli.simulate import (
     workload_for,
     workloads_ahead,
 )
-from webhook.core.cycle import Admit, Pending, Preempt, QueueBlocked
+from webhook.core.decisions import Admit, Pending, Preempt, QueueBlocked
 from webhook.core.workload import WorkloadInfo, parse_workload
 
 __all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table"]

@@ -22,10 +22,9 @@ from webhook.api import objects as o
 from webhook.core import conditions
 from webhook.core.admission_checks import reset_on_eviction
 from webhook.core.conditions import ConditionValue
-from webhook.core.cycle import (
-    AdmissionCore,
+from webhook.core.cycle import AdmissionCore, CycleResult
+from webhook.core.decisions import (
     Admit,
-    CycleResult,
     Evict,
     Migrate,
     Pending,
