@@ -133,8 +133,12 @@ def ours_available(python: str) -> str | None:
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         return f"worker missing (`python -m webhook worker --help`: {last})"
-    probe = subprocess.run([python, "-c", "import webhook.worker.process, webhook.worker.manager"], cwd=ROOT,
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [python, "-c", "import webhook.worker.process, webhook.worker.manager"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         return f"worker missing ({last})"
@@ -188,14 +192,34 @@ def _ts(value: Any) -> float:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
 
 
-def run_side(side: str, b: Binaries, manager: Path, crds: Path, config: Path, out: Path, timeout: str,
-             python: str, deadline_s: float) -> Result:
+def run_side(
+    side: str,
+    b: Binaries,
+    manager: Path,
+    crds: Path,
+    config: Path,
+    out: Path,
+    timeout: str,
+    python: str,
+    deadline_s: float,
+) -> Result:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
         if stale.is_file():
             stale.unlink()
-    cmd = [str(b.runner), "--o", str(out), "--crds", str(crds), "--generatorConfig", str(config),
-           "--minimalKueue", str(manager), "--timeout", timeout]
+    cmd = [
+        str(b.runner),
+        "--o",
+        str(out),
+        "--crds",
+        str(crds),
+        "--generatorConfig",
+        str(config),
+        "--minimalKueue",
+        str(manager),
+        "--timeout",
+        timeout,
+    ]
     env = dict(os.environ, KUBEBUILDER_ASSETS=str(b.k8s_bin), PYKUEUE_PYTHON=python)
     runner_log = out / "runner.log"
     log(f"{side}: runner started (log: {runner_log})")
@@ -221,8 +245,10 @@ def run_side(side: str, b: Binaries, manager: Path, crds: Path, config: Path, ou
     exe = manager.name
     if proc.returncode != 0 or not (out / "summary.yaml").exists():
         tail = "\n".join("    " + line for line in runner_log.read_text(errors="replace").splitlines()[-15:])
-        raise BenchError(f"{side}: runner exited {proc.returncode} after {elapsed:.0f}s without a summary; "
-                         f"last lines of {runner_log}:\n{tail}")
+        raise BenchError(
+            f"{side}: runner exited {proc.returncode} after {elapsed:.0f}s without a summary; "
+            f"last lines of {runner_log}:\n{tail}"
+        )
     log(f"{side}: done in {elapsed:.0f}s")
     return parse_results(side, out, exe, elapsed)
 
@@ -256,8 +282,10 @@ def report(results: dict[str, Result], ours_missing: str | None) -> str:
     row("max RSS MiB (manager)", lambda r: r.maxrss_mib, ".1f")
     row("CPU s user+sys (manager)", lambda r: r.cpu_s, ".1f")
     row("workloads finished", lambda r: r.finished, "d")
-    lines.append("workloads recorded: " + ", ".join(f"{r.side} {r.workloads} (finished {r.finished}, "
-                                                    f"dropped events {r.dropped_events})" for r in sides))
+    lines.append(
+        "workloads recorded: "
+        + ", ".join(f"{r.side} {r.workloads} (finished {r.finished}, dropped events {r.dropped_events})" for r in sides)
+    )
     if ours is None:
         lines.append(f"ours: not available ({ours_missing})" if ours_missing else "ours: not run")
     return "\n".join(lines)
@@ -270,8 +298,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", choices=["upstream", "ours"])
     p.add_argument("--timeout", default="15m", help="runner --timeout (max record time)")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    p.add_argument("--ours-crds", choices=["ours", "upstream"], default="ours",
-                   help="CRDs installed for our side (minimalkueue always gets upstream's)")
+    p.add_argument(
+        "--ours-crds",
+        choices=["ours", "upstream"],
+        default="ours",
+        help="CRDs installed for our side (minimalkueue always gets upstream's)",
+    )
     p.add_argument("--require-ours", action="store_true", help="fail if our worker is not available")
     p.add_argument("--python", default=sys.executable, help="interpreter for our worker")
     return p.parse_args(argv)
@@ -303,8 +335,17 @@ def bench(args: argparse.Namespace) -> Outcome:
     failures: list[str] = []
     if args.only in (None, "upstream"):
         try:
-            results["upstream"] = run_side("upstream", b, b.minimalkueue, b.upstream_crds, config, out / "upstream",
-                                           args.timeout, args.python, deadline)
+            results["upstream"] = run_side(
+                "upstream",
+                b,
+                b.minimalkueue,
+                b.upstream_crds,
+                config,
+                out / "upstream",
+                args.timeout,
+                args.python,
+                deadline,
+            )
         except BenchError as exc:
             failures.append(str(exc))
     ours_missing = None
@@ -313,8 +354,9 @@ def bench(args: argparse.Namespace) -> Outcome:
         if ours_missing is None:
             crds = OUR_CRDS if args.ours_crds == "ours" else b.upstream_crds
             try:
-                results["ours"] = run_side("ours", b, WRAPPER, crds, config, out / "ours", args.timeout,
-                                           args.python, deadline)
+                results["ours"] = run_side(
+                    "ours", b, WRAPPER, crds, config, out / "ours", args.timeout, args.python, deadline
+                )
             except BenchError as exc:
                 failures.append(str(exc))
         elif args.require_ours:

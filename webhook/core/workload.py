@@ -122,7 +122,9 @@ def _requests_above_limits(path: str, resources: Mapping[str, Any]) -> str | Non
     """`field.Invalid` text for a container whose requests exceed its limits, else None."""
     limits = resources.get("limits") or {}
     names = sorted(
-        r for r, v in (resources.get("requests") or {}).items() if r in limits and quantity.amount(r, v) > quantity.amount(r, limits[r])
+        r
+        for r, v in (resources.get("requests") or {}).items()
+        if r in limits and quantity.amount(r, v) > quantity.amount(r, limits[r])
     )
     if not names:
         return None
@@ -149,7 +151,9 @@ def _resource_errors(pod_sets: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selector.Requirement, ...], ...]:
-    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     return tuple(selector.parse_requirements(t.get("matchExpressions")) for t in na.get("nodeSelectorTerms") or ())
 
 
@@ -236,7 +240,9 @@ class WorkloadInfo:
     @property
     def counts_toward_usage(self) -> bool:
         """A Workload holds quota iff QuotaReserved=True, not Finished, and active (6.4)."""
-        return self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        return (
+            self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        )
 
     def is_admissible_for_queue(self) -> bool:
         """`IsAdmissible`: may sit in a pending queue."""
@@ -328,23 +334,32 @@ class WorkloadInfo:
                     return True
         return False
 
-    def with_reservation(self, cluster_queue: str, assignments: tuple[PodSetAssignment, ...], now: datetime) -> WorkloadInfo:
+    def with_reservation(
+        self, cluster_queue: str, assignments: tuple[PodSetAssignment, ...], now: datetime
+    ) -> WorkloadInfo:
         """The assumed copy after a quota reservation (what the cache counts until the write lands)."""
         conds = dict(self.conditions)
-        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition("True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}", now)
-        return dataclasses.replace(self, conditions=conds, admission_cluster_queue=cluster_queue, assignments=assignments)
+        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition(
+            "True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}", now
+        )
+        return dataclasses.replace(
+            self, conditions=conds, admission_cluster_queue=cluster_queue, assignments=assignments
+        )
 
 
 def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
     out = []
     for a in raw if isinstance(raw, list) else ():
         usage = {str(r): quantity.amount(str(r), v) for r, v in (a.get("resourceUsage") or {}).items()}
-        out.append(PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0)))
+        out.append(
+            PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0))
+        )
     return tuple(out)
 
 
-def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None,
-                   requeue_by_eviction: bool = True) -> WorkloadInfo:
+def parse_workload(
+    obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None, requeue_by_eviction: bool = True
+) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
@@ -374,7 +389,12 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
             )
         )
     conds = {
-        str(c["type"]): Condition(str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")), parse_time(c.get("lastTransitionTime")))
+        str(c["type"]): Condition(
+            str(c.get("status", "")),
+            str(c.get("reason", "")),
+            str(c.get("message", "")),
+            parse_time(c.get("lastTransitionTime")),
+        )
         for c in status.get("conditions") or ()
     }
     ref = spec.get("priorityClassRef") or {}
