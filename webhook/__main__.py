@@ -1,4 +1,4 @@
-"""Command line: `python -m webhook certs|serve|worker|dashboard ...`."""
+"""Command line: `python -m webhook certs|serve|worker|dashboard|service-ready ...`."""
 
 from __future__ import annotations
 
@@ -221,7 +221,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--sample-every", type=float, default=10.0, help="seconds between History samples")
     d.add_argument("--root-path", default="", help="URL prefix when served under one")
     d.add_argument("--log-level", default="INFO")
+    r = sub.add_parser(
+        "service-ready",
+        help="wait until a Service answers GET /readyz through its ClusterIP (the Helm chart's post-install hook)",
+    )
+    r.add_argument("--service", required=True)
+    r.add_argument("--namespace", required=True)
+    r.add_argument("--path", default="/readyz")
+    r.add_argument("--successes", type=int, default=3, help="answers in a row, 0.5 s apart")
+    r.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up (exit 1)")
     args = parser.parse_args(argv)
+    if args.command == "service-ready":
+        from webhook.install import service_ready
+
+        return service_ready.main(
+            args.service, args.namespace, path=args.path, successes=args.successes, timeout_s=args.timeout
+        )
     if args.command == "dashboard":
         return _dashboard(args)
     if args.command == "worker":

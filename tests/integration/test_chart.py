@@ -37,6 +37,7 @@ NAMESPACED = {
     "ServiceMonitor",
     "Issuer",
     "Certificate",
+    "Pod",
 }
 # Upstream binds extension-apiserver-authentication-reader where that Role lives, whatever the release namespace.
 OTHER_NAMESPACE = {("RoleBinding", "kueue-visibility-server-auth-reader"): "kube-system"}
@@ -149,7 +150,10 @@ COMBINATIONS = [
         id=" ".join(f"{name}={int(flag)}" for name, flag in zip(_SHORT, flags, strict=True)) + f" replicas={replicas}",
     )
     for flags in itertools.product([False, True], repeat=len(BOOLEANS))
-] + [pytest.param(EVERYTHING_SET, id="every optional value set")]
+] + [
+    pytest.param(EVERYTHING_SET, id="every optional value set"),
+    pytest.param({"webhookService": {"waitUntilReachable": False}}, id="no service-ready hook"),
+]
 
 
 _MISSING = object()
@@ -197,6 +201,8 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
             {"Service": 1, "APIService": 3, "ClusterRoleBinding": 1, "RoleBinding": int(auth_reader)}
         ),
     }
+    if _value(values, "webhookService.waitUntilReachable"):
+        expected["templates/service-ready-hook.yaml"] = Counter({"Pod": 1})
     if apf:
         expected["templates/visibility-apf.yaml"] = Counter({"FlowSchema": 1, "PriorityLevelConfiguration": 1})
     if pdb:
@@ -240,6 +246,21 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         == [{"name": "https", "port": o.METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}]
     )
     assert _subset(_value(values, "metricsService.labels"), metrics["metadata"]["labels"])
+
+    # The post-install hook waits on the webhook Service, runs the manager's image where the manager
+    # may run, and is no endpoint of any Service.
+    ready_hook = objs.get(("Pod", f"{o.WEBHOOK_SERVICE}-ready"))
+    if ready_hook is not None:
+        assert ready_hook["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+        pod = ready_hook["spec"]
+        manager_pod = dep["spec"]["template"]["spec"]
+        (waiter,) = pod["containers"]
+        assert waiter["image"] == container["image"]
+        assert waiter["args"][:3] == ["service-ready", f"--service={o.WEBHOOK_SERVICE}", f"--namespace={NAMESPACE}"]
+        for key in ("imagePullSecrets", "nodeSelector", "tolerations", "securityContext"):
+            assert pod.get(key) == manager_pod.get(key), key
+        for svc in services.values():
+            assert not _subset(svc["spec"]["selector"], ready_hook["metadata"]["labels"]), svc["metadata"]["name"]
 
     hooks = [h for (kind, _), x in objs.items() if kind.endswith("WebhookConfiguration") for h in x["webhooks"]]
     webhook_ports = {p["port"] for p in webhook["spec"]["ports"]}

@@ -102,6 +102,9 @@ def _values() -> dict[str, Any]:
         "webhookService": {
             "type": "ClusterIP",
             "ports": [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}],
+            # A post-install/upgrade hook pod: `helm install` returns once the Service answers
+            # (webhook/install/service_ready.py), not merely once the pods are Ready.
+            "waitUntilReachable": True,
         },
     }
 
@@ -150,6 +153,17 @@ _RAW: dict[str, Callable[[str], list[str]]] = {
         f"{i}{{{{- end }}}}",
         f"{i}{{{{- with {_M}.manager.priorityClassName }}}}",
         f"{i}priorityClassName: {{{{ . }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
+    "HOOK_EXTRAS": lambda i: [
+        f"{i}{{{{- with {_M}.imagePullSecrets }}}}",
+        f"{i}imagePullSecrets: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.nodeSelector }}}}",
+        f"{i}nodeSelector: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.tolerations }}}}",
+        f"{i}tolerations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
         f"{i}{{{{- end }}}}",
     ],
     "POD_ANNOTATIONS": lambda i: [
@@ -254,6 +268,43 @@ def _pdb(s: o.Settings) -> dict[str, Any]:
     return o.pod_disruption_budget(s, min_available="@@PDB_MIN_AVAILABLE@@")
 
 
+def _service_ready_hook(s: o.Settings) -> dict[str, Any]:
+    """The pod Helm waits for after install and upgrade: the webhook Service answers through its ClusterIP.
+
+    Its labels are not the manager's selector, so no Service routes to it.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{o.WEBHOOK_SERVICE}-ready",
+            "namespace": s.namespace,
+            "labels": {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/component": "service-ready-hook"},
+            "annotations": {
+                "helm.sh/hook": "post-install,post-upgrade",
+                "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "securityContext": "@@POD_SECURITY@@",
+            "@@HOOK_EXTRAS@@": "",
+            "containers": [
+                {
+                    "name": "service-ready",
+                    "image": "@@IMAGE@@",
+                    "imagePullPolicy": "@@PULL_POLICY@@",
+                    "args": ["service-ready", f"--service={o.WEBHOOK_SERVICE}", f"--namespace={s.namespace}"],
+                    "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+                    "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+                    "securityContext": "@@CONTAINER_SECURITY@@",
+                }
+            ],
+        },
+    }
+
+
 def render() -> dict[str, str]:
     """Path (relative to charts/pykueue) → content."""
     s = o.Settings(namespace=_NS)
@@ -277,6 +328,9 @@ def render() -> dict[str, str]:
         "templates/rbac.yaml": _docs([o.rbac_objects(s)[0], *always, *rbac.user_roles()]),
         "templates/internalcert.yaml": _guard(f"not {_CERT_MANAGER}", _docs([*internal, controller[2]])),
         "templates/manager.yaml": _config_map() + _docs([_deployment(s), *_services(s)]),
+        "templates/service-ready-hook.yaml": _guard(
+            ".Values.webhookService.waitUntilReachable", _docs([_service_ready_hook(s)])
+        ),
         "templates/manager-pdb.yaml": _guard(f"{_M}.podDisruptionBudget.enabled", _docs([_pdb(s)])),
         "templates/prometheus.yaml": _guard(
             _PROMETHEUS,
