@@ -146,6 +146,8 @@ class SchedulerConfig:
     concurrent_admission: bool = False
     # Feature gate ElasticJobsViaWorkloadSlices: a slice replacing an admitted one takes its quota over.
     elastic_jobs: bool = False
+    # Feature gate SchedulingEquivalenceHashing (Beta, on by default since v0.18): see `queues.py`.
+    equivalence_hashing: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +297,7 @@ class AdmissionCore:
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
         self.cache = Cache(concurrent_admission=self.config.concurrent_admission)
-        self.queues = QueueManager(self.cache.namespaces)
+        self.queues = QueueManager(self.cache.namespaces, equivalence_hashing=self.config.equivalence_hashing)
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
         self._evicting: set[WorkloadKey] = set()

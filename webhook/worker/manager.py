@@ -151,12 +151,13 @@ class Manager:
         recompute = config.feature_enabled(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+        hashing = config.feature_enabled(Feature.SCHEDULING_EQUIVALENCE_HASHING)
         self.core = AdmissionCore(
             SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
                             requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent,
-                            elastic_jobs=elastic)
+                            elastic_jobs=elastic, equivalence_hashing=hashing)
             if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
-                                       concurrent_admission=concurrent, elastic_jobs=elastic)
+                                       concurrent_admission=concurrent, elastic_jobs=elastic, equivalence_hashing=hashing)
         )
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
