@@ -24,6 +24,7 @@ runnable added in `setupScheduler` of `cmd/kueue/main.go`, starts only after the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -81,6 +82,9 @@ WORKLOAD_CONTROLLER = "kueue-workload-controller"
 # no more often than keeps the walk under 1/20 of the core thread's time.
 METRICS_REFRESH_S = 1.0
 METRICS_REFRESH_SHARE = 20
+# Inadmissible Workloads are requeued in batches per cohort tree, 1 s after the first request
+# (`requeueBatchPeriod`, pkg/cache/queue/inadmissible_workloads.go); the core loop wakes for them.
+REQUEUE_BATCH_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,13 +156,12 @@ class Manager:
         concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         hashing = config.feature_enabled(Feature.SCHEDULING_EQUIVALENCE_HASHING)
-        self.core = AdmissionCore(
-            SchedulerConfig(fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies, block_admission=block,
-                            requeue_by_eviction=by_eviction, recompute_on_overlap=recompute, concurrent_admission=concurrent,
-                            elastic_jobs=elastic, equivalence_hashing=hashing)
-            if fs else SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
-                                       concurrent_admission=concurrent, elastic_jobs=elastic, equivalence_hashing=hashing)
-        )
+        scheduler = SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
+                                    concurrent_admission=concurrent, elastic_jobs=elastic, equivalence_hashing=hashing,
+                                    requeue_batch_s=REQUEUE_BATCH_S)
+        if fs:
+            scheduler = dataclasses.replace(scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies)
+        self.core = AdmissionCore(scheduler)
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
@@ -363,7 +366,8 @@ class Manager:
         last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         while not self.stop.is_set():
-            batch = self._drain(1.0)
+            due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
+            batch = self._drain(1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds())))
             now = datetime.now(UTC)
             touched: set[str] = set()
             queues_changed = False
