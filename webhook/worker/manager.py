@@ -77,9 +77,9 @@ log = logging.getLogger(__name__)
 
 ADMISSION_CONTROLLER = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
-# The gauges walk every Workload: refreshed at most once a second, not after every batch of
-# events (the core loop wakes at least once a second), and with tens of thousands of Workloads
-# no more often than keeps the walk under 1/20 of the core thread's time.
+# The gauges walk every queue: refreshed at most once a second, not after every batch of events
+# (the core loop wakes at least once a second), and no more often than keeps the walk under 1/20
+# of the core thread's time.
 METRICS_REFRESH_S = 1.0
 METRICS_REFRESH_SHARE = 20
 # Inadmissible Workloads are requeued in batches per cohort tree, 1 s after the first request
@@ -329,6 +329,7 @@ class Manager:
                                     str((obj.get("spec") or {}).get("controllerName") or ""))
         elif kind == "workloads":
             key = f"{ns}/{name}"
+            self.reporter.workload_event(key, None if deleted else obj)
             if deleted or o.is_condition_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
                 self._admitting.discard(key)
             elif key in self._admitting:
@@ -415,7 +416,7 @@ class Manager:
                     break
             self._publish_queue_status(now)
             if (started := time.monotonic()) >= next_refresh:
-                self.reporter.refresh(self.core, self.store.list("workloads"))
+                self.reporter.refresh(self.core)
                 took = time.monotonic() - started
                 next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
 
