@@ -330,9 +330,12 @@ class QueueManager:
                 continue
             cq.queue_inadmissible_cycle = cq.pop_cycle
             cq.bulk_moved.clear()
-            for key in sorted(cq.inadmissible):
-                wl = cq.inadmissible[key]
-                if self._namespace_matches(cq, wl.namespace) and wl.backoff_expired(now):
+            matches: dict[str, bool] = {}  # per namespace: the selector is matched once per requeue
+            for wl in list(cq.inadmissible.values()):  # the heap orders them: no need to sort
+                ok = matches.get(wl.namespace)
+                if ok is None:
+                    ok = matches[wl.namespace] = self._namespace_matches(cq, wl.namespace)
+                if ok and wl.backoff_expired(now):
                     cq.push(wl)
 
     # -- counts --------------------------------------------------------------------------------

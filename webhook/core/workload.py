@@ -200,6 +200,8 @@ class WorkloadInfo:
     # Scheduling equivalence class (`SchedulingHash`): Workloads of one ClusterQueue with the same
     # hash get the same flavor assignment from the same state; "" when not computed.
     scheduling_hash: str = ""
+    # `usage()` computed once: a scheduling cycle reads it for every workload it simulates removing.
+    _usage_memo: FRQuantities | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -317,14 +319,17 @@ class WorkloadInfo:
             out.append(held)
         return out
 
-    def usage(self) -> FRQuantities:
-        """Quota held per flavor and resource (`admitted_requests` summed)."""
+    def usage(self) -> Mapping[FlavorResource, int]:
+        """Quota held per flavor and resource (`admitted_requests` summed); read-only, computed once."""
+        if self._usage_memo is not None:
+            return self._usage_memo
         out: FRQuantities = {}
         for psa, held in zip(self.assignments, self.admitted_requests(), strict=True):
             for res, v in held.items():
                 if v:
                     fr = FlavorResource(psa.flavors[res], res)
                     out[fr] = out.get(fr, 0) + v
+        object.__setattr__(self, "_usage_memo", out)  # frozen: the memo is not part of the value
         return out
 
     def uses_any(self, frs: Sequence[FlavorResource] | set[FlavorResource]) -> bool:
