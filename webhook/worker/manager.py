@@ -180,7 +180,10 @@ class Manager:
             self.jobs, self.workloads, *(r for r in (self.pods, self.variants) if r is not None))
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
-        self.queue_status = QueueStatusPublisher(self.core, self.store, self.writes)
+        # Queue status has its own writer, as upstream's ClusterQueue, LocalQueue and Cohort controllers
+        # have their own work queues: behind a backlog of Workload writes it was not written for minutes.
+        self.queue_writes: WorkQueue[StatusWrite | Call] = WorkQueue("queue-status", self._write, workers=1, stop=stop)
+        self.queue_status = QueueStatusPublisher(self.core, self.store, self.queue_writes)
         self.finalizers = Finalizers(kube, self.core, self.store, self.writes)
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
@@ -198,6 +201,7 @@ class Manager:
         self.started_at = time.monotonic()
         self.recorder.start()
         self.writes.start()
+        self.queue_writes.start()
         threading.Thread(target=self._core_loop, name="core", daemon=True).start()
         for res in self.resources:
             threading.Thread(target=self._inform, args=(res,), name=f"informer-{res.kind}", daemon=True).start()

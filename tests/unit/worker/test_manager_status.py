@@ -50,10 +50,11 @@ class World:
         self.flush()
 
     def flush(self) -> None:
-        queued = self.mgr.writes._queued
-        while queued:
-            key, items = queued.popitem(last=False)
-            self.mgr._write(key, items)
+        for writes in (self.mgr.writes, self.mgr.queue_writes):
+            queued = writes._queued
+            while queued:
+                key, items = queued.popitem(last=False)
+                self.mgr._write(key, items)
 
     def status(self, obj: dict[str, Any]) -> dict[str, Any]:
         got = self.kube.get(self.path(obj))
