@@ -85,6 +85,14 @@ METRICS_REFRESH_SHARE = 20
 # Inadmissible Workloads are requeued in batches per cohort tree, 1 s after the first request
 # (`requeueBatchPeriod`, pkg/cache/queue/inadmissible_workloads.go); the core loop wakes for them.
 REQUEUE_BATCH_S = 1.0
+# Back-pressure: no scheduling cycle starts while this many status writes are queued or in flight.
+# Upstream's scheduler patches a Workload's pending status synchronously in its loop
+# (`requeueAndUpdate` → `PatchAdmissionStatus`, through the client's token bucket), so it never
+# decides far ahead of what the API shows; ours wrote asynchronously, ran thousands of cycles ahead of
+# a backlog of writes, and preempted against admissions the API had not seen yet (bench-scale: 6x to
+# 50x upstream's evictions; bench/simulate_scale.py shows the same core with and without it).
+MAX_WRITE_BACKLOG = 4
+HELD_RETRY_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,12 +375,14 @@ class Manager:
 
     def _core_loop_body(self) -> None:
         rebuilt = False
+        held = False  # the last round skipped scheduling for the write backlog
         next_refresh = 0.0
         last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         while not self.stop.is_set():
             due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
-            batch = self._drain(1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds())))
+            wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
+            batch = self._drain(min(wait, HELD_RETRY_S) if held else wait)
             now = datetime.now(UTC)
             touched: set[str] = set()
             queues_changed = False
@@ -411,7 +421,11 @@ class Manager:
                 log.info("caches synced, scheduling", extra={
                     "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
                     "elapsed_s": round(time.monotonic() - self.started_at, 3)})
+            held = False
             for _ in range(10000):
+                if self.writes.backlog() >= MAX_WRITE_BACKLOG:
+                    held = True  # retried as soon as the writes drain (short drain timeout below)
+                    break
                 started = time.monotonic()
                 result = self.core.schedule(datetime.now(UTC))
                 self.reporter.cycle(result, time.monotonic() - started)

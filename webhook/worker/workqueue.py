@@ -55,6 +55,11 @@ class WorkQueue(Generic[T]):
                 self._first.setdefault(key)
             self._cond.notify()
 
+    def backlog(self) -> int:
+        """Keys queued or being handled (those waiting out a retry delay are not counted)."""
+        with self._cond:
+            return len(self._queued.keys() | self._processing)
+
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         def later() -> None:
             with self._cond:
