@@ -383,6 +383,8 @@ class Manager:
             due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
             wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
             batch = self._drain(min(wait, HELD_RETRY_S) if held else wait)
+            if held and not batch and self.writes.backlog() >= MAX_WRITE_BACKLOG and (due is None or due > datetime.now(UTC)):
+                continue  # nothing new and still held: recomputing queue status and gauges would change nothing
             now = datetime.now(UTC)
             touched: set[str] = set()
             queues_changed = False
