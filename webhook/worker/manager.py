@@ -85,12 +85,14 @@ METRICS_REFRESH_SHARE = 20
 # Inadmissible Workloads are requeued in batches per cohort tree, 1 s after the first request
 # (`requeueBatchPeriod`, pkg/cache/queue/inadmissible_workloads.go); the core loop wakes for them.
 REQUEUE_BATCH_S = 1.0
-# Back-pressure: no scheduling cycle starts while this many status writes are queued or in flight.
-# Upstream's scheduler patches a Workload's pending status synchronously in its loop
-# (`requeueAndUpdate` → `PatchAdmissionStatus`, through the client's token bucket), so it never
-# decides far ahead of what the API shows; ours wrote asynchronously, ran thousands of cycles ahead of
-# a backlog of writes, and preempted against admissions the API had not seen yet (bench-scale: 6x to
-# 50x upstream's evictions; bench/simulate_scale.py shows the same core with and without it).
+# Back-pressure: no scheduling cycle starts while this many pending-status writes (those not queued
+# `first`: admissions, evictions and preemptions are) are queued or in flight. Upstream's scheduler
+# patches a Workload's pending status synchronously in its loop (`requeueAndUpdate` →
+# `PatchAdmissionStatus`, through the client's token bucket) while its admission patches run
+# asynchronously, so it never decides far ahead of what the API shows; ours wrote everything
+# asynchronously, ran thousands of cycles ahead of a backlog of writes, and preempted against
+# admissions the API had not seen yet (bench-scale: 6x to 50x upstream's evictions;
+# bench/simulate_scale.py shows the same core with and without it).
 MAX_WRITE_BACKLOG = 4
 HELD_RETRY_S = 0.02
 

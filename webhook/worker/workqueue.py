@@ -41,6 +41,7 @@ class WorkQueue(Generic[T]):
         self._cond = threading.Condition()
         self._queued: OrderedDict[str, list[T]] = OrderedDict()
         self._processing: set[str] = set()
+        self._processing_plain: set[str] = set()  # the processing keys that were not queued with `first`
         self._first: dict[str, None] = {}  # queued keys added with first=True, oldest first
         self._retries: dict[str, int] = {}
 
@@ -56,9 +57,10 @@ class WorkQueue(Generic[T]):
             self._cond.notify()
 
     def backlog(self) -> int:
-        """Keys queued or being handled (those waiting out a retry delay are not counted)."""
+        """Keys queued or being handled that were not added with `first` (those waiting out a retry
+        delay are not counted)."""
         with self._cond:
-            return len(self._queued.keys() | self._processing)
+            return len((self._queued.keys() - self._first.keys()) | self._processing_plain)
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         def later() -> None:
@@ -80,6 +82,8 @@ class WorkQueue(Generic[T]):
                 for key in itertools.chain(self._first, self._queued):
                     if key not in self._processing:
                         items = self._queued.pop(key)
+                        if key not in self._first:
+                            self._processing_plain.add(key)
                         self._first.pop(key, None)
                         self._processing.add(key)
                         return key, items
@@ -89,6 +93,7 @@ class WorkQueue(Generic[T]):
     def _done(self, key: str) -> None:
         with self._cond:
             self._processing.discard(key)
+            self._processing_plain.discard(key)
             self._cond.notify_all()
 
     def _run(self) -> None:
