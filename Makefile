@@ -14,7 +14,7 @@ DOCKER_BUILD_FLAGS ?=
 KUBECTL ?= kubectl
 
 .PHONY: help venv test unit e2e lint manifests binaries cluster-up cluster-down up down run \
-        bench bench-webhook bench-core bench-dashboard image e2e-kind e2e-real clean deploy undeploy
+        bench bench-webhook bench-core bench-dashboard bench-memory image e2e-kind e2e-real clean deploy undeploy
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -69,7 +69,7 @@ run: $(STAMP) ## the seeds' GPU example end to end (CLUSTER=current uses your ku
 	@if [ -z "$(CLUSTER)" ]; then $(MAKE) --no-print-directory binaries >/dev/null; fi
 	$(BIN)/python e2e/demo.py --dir $(RUN_DIR) $(if $(CLUSTER),--cluster $(CLUSTER))
 
-bench: bench-webhook bench-core bench-dashboard ## all benchmarks
+bench: bench-webhook bench-core bench-dashboard bench-memory ## all benchmarks
 
 bench-webhook: $(STAMP) ## webhook throughput and latency vs a constant-answer baseline
 	$(BIN)/python bench/bench_webhook.py
@@ -79,6 +79,9 @@ bench-core: $(STAMP) ## admission core: cycle time and memory vs pending workloa
 
 bench-dashboard: $(STAMP) ## dashboard: overview and Workloads page render time at 1,000 and 10,000 workloads vs none
 	$(BIN)/python bench/bench_dashboard.py
+
+bench-memory: $(STAMP) ## worker RSS per 1,000 cached Jobs + Workloads + Pods: the cache transform vs managedFields dropped only
+	$(BIN)/python bench/bench_memory.py
 
 image: ## container image for the server (needs Docker; IMG=name:tag, BASE=base image, DOCKER_BUILD_FLAGS=e.g. --network host)
 	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(DOCKER_BUILD_FLAGS) -t $(IMG) .
@@ -120,5 +123,5 @@ SOAK_ARGS ?=
 failover: $(STAMP) binaries ## the leader-failover e2e alone (also part of make test)
 	$(BIN)/python -m pytest e2e/test_reliability_failover.py -p no:cacheprovider
 
-soak: $(STAMP) binaries ## long reliability runs (load 5,000 Jobs; failover 2,000 Jobs / 20 leader kills; outages 1,000 Jobs / 10 worker kills, 2 apiserver restarts, a 330 s pause); prints figures
+soak: $(STAMP) binaries ## long reliability runs (SOAK_ARGS="--load 10000 --only load": the memory soak) (load 5,000 Jobs; failover 2,000 Jobs / 20 leader kills; outages 1,000 Jobs / 10 worker kills, 2 apiserver restarts, a 330 s pause); prints figures
 	$(BIN)/python e2e/soak.py $(SOAK_ARGS)

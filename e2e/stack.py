@@ -42,7 +42,7 @@ apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system
 integrations:
-  frameworks: ["batch/job", "pod"]
+  frameworks: ["batch/job", "pod", "deployment", "statefulset"]
 metrics:
   bindAddress: "127.0.0.1:{metrics_port}"
   enableClusterQueueResources: true
@@ -189,6 +189,8 @@ class Stack:
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stop_server()
+        for log in (self.server_log, self.dir / "dashboard.log"):  # a restart within this run appends
+            log.write_bytes(b"")
         self.cluster.up()
         # The aggregator checks the visibility server's certificate against the Service's DNS name.
         certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])

@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 import reliability as rel
-from conftest import Kubectl
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
+from conftest import Kubectl
 from webhook import kube as k
 
 # a rollout plus a thousand Jobs to finish on 2 busy cores: more than the suite's 300 s per test

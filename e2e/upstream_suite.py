@@ -69,7 +69,7 @@ UPSTREAM_VISIBILITY_ROLES = ("batch_admin_role.yaml", "batch_user_role.yaml", "p
                              "pending_workloads_lq_viewer_role.yaml")
 
 #: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
-#: only makes sense in a pod; frameworks are the two both systems implement (no other CRDs here).
+#: only makes sense in a pod; frameworks are the four both systems implement (no other CRDs here).
 #: VisibilityOnDemand is on: each system serves the visibility API from the host, and its
 #: APIServices reach it through an ExternalName Service `localhost` (webhook.install.visibility).
 E2E_CONFIG = """\
@@ -362,7 +362,7 @@ leaderElection:
 internalCertManagement:
   enable: false
 integrations:
-  frameworks: ["batch/job", "pod"]
+  frameworks: ["batch/job", "pod", "deployment", "statefulset"]
 visibilityServer:
   bindAddress: 127.0.0.1
   bindPort: {visibility_port}

@@ -159,7 +159,7 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         "templates/crds.yaml": Counter({"CustomResourceDefinition": CRD_COUNT}),
         "templates/manager.yaml": Counter({"ConfigMap": 1, "Deployment": 1, "Service": 2}),
         "templates/webhooks.yaml": Counter({"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1}),
-        "templates/visibility.yaml": Counter({"Service": 1, "APIService": 2, "ClusterRoleBinding": 1,
+        "templates/visibility.yaml": Counter({"Service": 1, "APIService": 3, "ClusterRoleBinding": 1,
                                               "RoleBinding": int(auth_reader)}),
     }
     if apf:

@@ -27,14 +27,15 @@ def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Pa
     config = tmp_path / "config.yaml"
     config.write_text(
         "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-        "integrations:\n  frameworks: [batch/job, deployment, pod, jobset.x-k8s.io/jobset]\n"
+        "integrations:\n  frameworks: [batch/job, deployment, pod, jobset.x-k8s.io/jobset, ray.io/rayjob]\n"
     )
     for command in (["serve", "--cert-dir", str(tmp_path)], ["worker", "--kubeconfig", str(tmp_path / "none")]):
         proc = run(*command, "--config", str(config))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines()[-1] == (
-            f"invalid configuration {config}: integrations.frameworks: \"deployment\", \"jobset.x-k8s.io/jobset\" are "
-            'not implemented by pykueue; their workloads would run outside every quota (implemented: "batch/job", "pod")')
+            f"invalid configuration {config}: integrations.frameworks: \"jobset.x-k8s.io/jobset\", \"ray.io/rayjob\" are "
+            'not implemented by pykueue; their workloads would run outside every quota '
+            '(implemented: "batch/job", "deployment", "pod", "statefulset")')
 
 
 def test_missing_certificates_stop_the_start(tmp_path: Path) -> None:

@@ -24,7 +24,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webhook import metrics
-from webhook.admission import cluster_queue, cohort, conversion, job, pod, resource_flavor, workload
+from webhook.admission import (
+    cluster_queue,
+    cohort,
+    conversion,
+    deployment,
+    job,
+    pod,
+    resource_flavor,
+    statefulset,
+    workload,
+)
 from webhook.admission import review as rv
 from webhook.admission.context import Context, Lookups, StaticLookups
 from webhook.admission.jobframework import FrameworkError
@@ -58,6 +68,7 @@ class Endpoint:
     mutating: bool
     handler: ModuleType
     integration: str | None = None  # framework name that must be enabled, else the webhook allows all
+    calls_api: bool = False  # the handler may read from the API server: run it off the event loop
 
 
 _K = "kueue.x-k8s.io"
@@ -67,6 +78,15 @@ ENDPOINTS: Sequence[Endpoint] = (
     Endpoint("vjob.kb.io", "/validate-batch-v1-job", "batch", "v1", "Job", ("jobs",), _CU, False, job, "batch/job"),
     Endpoint("mpod.kb.io", "/mutate--v1-pod", "", "v1", "Pod", ("pods",), ("CREATE",), True, pod, "pod"),
     Endpoint("vpod.kb.io", "/validate--v1-pod", "", "v1", "Pod", ("pods",), _CU, False, pod, "pod"),
+    # Deployments and StatefulSets are defaulted on UPDATE too: a changed queue name reaches the template.
+    Endpoint("mdeployment.kb.io", "/mutate-apps-v1-deployment", "apps", "v1", "Deployment", ("deployments",), _CU, True,
+             deployment, "deployment"),
+    Endpoint("vdeployment.kb.io", "/validate-apps-v1-deployment", "apps", "v1", "Deployment", ("deployments",), _CU, False,
+             deployment, "deployment"),
+    Endpoint("mstatefulset.kb.io", "/mutate-apps-v1-statefulset", "apps", "v1", "StatefulSet", ("statefulsets",), _CU, True,
+             statefulset, "statefulset"),
+    Endpoint("vstatefulset.kb.io", "/validate-apps-v1-statefulset", "apps", "v1", "StatefulSet", ("statefulsets",), _CU, False,
+             statefulset, "statefulset", calls_api=True),
     Endpoint("mclusterqueue.kb.io", "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue", _K, "v1beta2", "ClusterQueue",
              ("clusterqueues",), ("CREATE",), True, cluster_queue),
     Endpoint("vclusterqueue.kb.io", "/validate-kueue-x-k8s-io-v1beta2-clusterqueue", _K, "v1beta2", "ClusterQueue",
@@ -100,7 +120,7 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
     module = endpoint.handler
     try:
         if endpoint.mutating:
-            if req.operation != "CREATE" or req.obj is None:
+            if req.operation not in endpoint.operations or req.obj is None:
                 return rv.allowed(req.uid), "allowed"
             mutated = orjson.loads(orjson.dumps(req.obj))  # several times faster than copy.deepcopy
             module.default(mutated, ctx)
@@ -158,7 +178,7 @@ def _admission_handler(endpoint: Endpoint, config: Configuration, lookups: Looku
             if req.kind.get("kind") != endpoint.kind or req.kind.get("group", "") != endpoint.group:
                 got = f"{req.kind.get('group', '')}/{req.kind.get('kind')}"
                 raise rv.BadRequest(f"{endpoint.path} serves {endpoint.group}/{endpoint.kind}, not {got}")
-            if _needs_thread(req.obj):
+            if endpoint.calls_api or _needs_thread(req.obj):
                 answer, outcome = await anyio.to_thread.run_sync(decide, endpoint, req, config, lookups)
             else:
                 answer, outcome = decide(endpoint, req, config, lookups)

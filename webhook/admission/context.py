@@ -42,6 +42,11 @@ class Lookups(Protocol):
         """The owner object as JSON, None if it does not exist; raises LookupError_ on other failures."""
         ...
 
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A Workload as JSON (read from the API: rare, only a StatefulSet's scale-up from zero needs it),
+        None if it does not exist; raises LookupError_ on other failures."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StaticLookups:
@@ -54,6 +59,7 @@ class StaticLookups:
     #: (namespace, LocalQueue) -> ClusterQueue, for queue warnings; `local_queues` alone says only existence
     local_queue_targets: Mapping[tuple[str, str], str] = field(default_factory=dict)
     cluster_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    workloads: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
@@ -75,6 +81,9 @@ class StaticLookups:
 
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
         return self.owners.get((namespace, api_version, kind, name))
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.workloads.get((namespace, name))
 
 
 @dataclass(frozen=True, slots=True)

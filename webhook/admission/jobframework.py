@@ -16,6 +16,7 @@ from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import jobs, selector
 from webhook.api import objects as o
+from webhook.api.pod_role import spec_shape
 from webhook.config import Feature
 
 __all__ = [
@@ -25,11 +26,17 @@ __all__ = [
     "find_managed_ancestor",
     "is_elastic",
     "namespace_is_managed",
+    "pod_template_meta",
     "should_suspend",
+    "suspend_pod_template",
     "validate_admission_gated_by_create",
     "validate_admission_gated_by_update",
+    "validate_elastic",
+    "validate_immutable_pod_spec_shape",
     "validate_job_create",
     "validate_job_update",
+    "validate_priority_class_update",
+    "validate_queue_name",
 ]
 
 LABELS = f.Path("metadata.labels")
@@ -175,6 +182,31 @@ def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool
     return ctx.config.manage_jobs_without_queue_name and namespace_is_managed(ctx, namespace)
 
 
+def pod_template_meta(obj: dict[str, Any]) -> dict[str, Any]:
+    """`spec.template.metadata`, created when absent, for the integrations that own pods."""
+    template = obj.setdefault("spec", {}).setdefault("template", {})
+    if template.get("metadata") is None:
+        template["metadata"] = {}
+    meta: dict[str, Any] = template["metadata"]
+    return meta
+
+
+def suspend_pod_template(obj: dict[str, Any], ctx: Context, framework: str) -> bool:
+    """What the Deployment and StatefulSet webhooks' `Default` share: default the LocalQueue and
+    priority class, and mark the template's pods as suspended by `framework` when Kueue manages the object
+    (`WorkloadShouldBeSuspended` with the deleting-object tolerance). True when it did."""
+    namespace = o.meta(obj).get("namespace") or ctx.namespace
+    default_local_queue(obj, ctx, namespace)
+    default_priority_class(obj, ctx)
+    if not should_suspend(obj, ctx, namespace):
+        return False
+    meta = pod_template_meta(obj)
+    if meta.get("annotations") is None:
+        meta["annotations"] = {}
+    meta["annotations"][c.POD_SUSPENDING_PARENT] = framework
+    return True
+
+
 # --- validation -------------------------------------------------------------------------------
 
 
@@ -208,11 +240,49 @@ def is_elastic(obj: Mapping[str, Any], ctx: Context) -> bool:
     return ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
 
 
+def validate_queue_name(obj: Mapping[str, Any]) -> list[f.FieldError]:
+    """`ValidateQueueName`: the queue-name label, when set, is a valid object name."""
+    if c.QUEUE_LABEL in o.labels(obj):
+        return _validate_crd_name(o.labels(obj)[c.QUEUE_LABEL], QUEUE_PATH)
+    return []
+
+
+def validate_elastic(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
+    """`ValidateElasticJobAnnotation`: only batch/v1 Jobs may be elastic."""
+    if is_elastic(obj, ctx) and gvk != "batch/v1, Kind=Job":
+        return [f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"')]
+    return []
+
+
+def validate_priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any], *, suspended: bool) -> list[f.FieldError]:
+    """`ValidateUpdateForWorkloadPriorityClassName`: added only while suspended, never removed."""
+    old_p = o.labels(old).get(c.PRIORITY_CLASS_LABEL, "")
+    new_p = o.labels(new).get(c.PRIORITY_CLASS_LABEL, "")
+    if not suspended and not old_p and new_p:
+        return [f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be added to a non-suspended workload")]
+    if not new_p and old_p:
+        return [f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be removed from a workload")]
+    return []
+
+
+def _shape_errors(new: Any, old: Any, path: f.Path) -> list[f.FieldError]:
+    if isinstance(new, dict) and isinstance(old, dict):
+        return [e for key in sorted(set(new) | set(old)) for e in _shape_errors(new.get(key), old.get(key), path.child(key))]
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old) and all(isinstance(x, dict) for x in new):
+        return [e for i, (n, o_) in enumerate(zip(new, old, strict=True)) for e in _shape_errors(n, o_, path.index(i))]
+    return [] if new == old else [f.immutable(path, new)]
+
+
+def validate_immutable_pod_spec_shape(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any], path: f.Path) -> list[f.FieldError]:
+    """`ValidateImmutablePodGroupPodSpec`: what makes pods of a group interchangeable (the role hash's
+    shape: requests, ports, node selector, affinity, tolerations, ...) may not change; the image may."""
+    top_new, top_old = spec_shape(new_spec), spec_shape(old_spec)
+    return [e for key in sorted(set(top_new) | set(top_old)) for e in _shape_errors(top_new.get(key), top_old.get(key), path.child(key))]
+
+
 def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
     """`ValidateJobOnCreate`: queue name, prebuilt workload, max execution time, elastic, admission-gated-by."""
-    errs: list[f.FieldError] = []
-    if c.QUEUE_LABEL in o.labels(obj):
-        errs += _validate_crd_name(o.labels(obj)[c.QUEUE_LABEL], QUEUE_PATH)
+    errs: list[f.FieldError] = validate_queue_name(obj)
     errs += _validate_prebuilt(obj, ctx)
     if c.MAX_EXEC_TIME_LABEL in o.labels(obj):
         text = o.labels(obj)[c.MAX_EXEC_TIME_LABEL]
@@ -223,8 +293,7 @@ def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> li
         else:
             if seconds <= 0:
                 errs.append(f.invalid(MAX_EXEC_PATH, seconds, "should be greater than 0"))
-    if is_elastic(obj, ctx) and gvk != "batch/v1, Kind=Job":
-        errs.append(f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"'))
+    errs += validate_elastic(obj, ctx, gvk=gvk)
     if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_create(obj)
     return errs
@@ -253,12 +322,7 @@ def validate_job_update(
         new_max = o.labels(new).get(c.MAX_EXEC_TIME_LABEL, "")
         if old_max != new_max:
             errs.append(f.invalid(MAX_EXEC_PATH, new_max, IMMUTABLE))
-    old_p = o.labels(old).get(c.PRIORITY_CLASS_LABEL, "")
-    new_p = o.labels(new).get(c.PRIORITY_CLASS_LABEL, "")
-    if not new_suspended and not old_p and new_p:
-        errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be added to a non-suspended workload"))
-    elif not new_p and old_p:
-        errs.append(f.invalid(PRIORITY_PATH, new_p, "WorkloadPriorityClass cannot be removed from a workload"))
+    errs += validate_priority_class_update(old, new, suspended=new_suspended)
     if is_elastic(old, ctx) != is_elastic(new, ctx):
         errs.append(f.invalid(ELASTIC_PATH, is_elastic(new, ctx), IMMUTABLE))
     if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):

@@ -12,6 +12,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.admission.context import LookupError_
+from webhook.api import constants as c
 from webhook.core import model
 
 __all__ = ["ClusterLookups"]
@@ -130,3 +131,6 @@ class ClusterLookups:
             return self._kube.get(k.object_path(api_version, plural, namespace, name), timeout=5)
         except k.KubeError as exc:
             raise LookupError_(str(exc)) from None
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.get_owner(namespace, c.V1BETA2, "Workload", name)

@@ -33,6 +33,10 @@ RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
 ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
 POD_SUSPENDING_PARENT = "kueue.x-k8s.io/pod-suspending-parent"
 IS_GROUP_WORKLOAD = "kueue.x-k8s.io/is-group-workload"
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+"""The index label the StatefulSet controller puts on its pods (`appsv1.PodIndexLabel`)."""
 JOB_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 JOB_COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
 STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
@@ -100,6 +104,11 @@ class QueueCondition(StrEnum):
 # `pkg/controller/core/workload_controller.go`, `pkg/scheduler/preemption/preemption.go`).
 
 QUOTA_RESERVED_REASON = "QuotaReserved"
+ON_HOLD_REASON = "OnHold"
+"""QuotaReserved=False reason of a Workload whose quota was released on purpose and that must not
+be requeued (a StatefulSet scaled to zero, `kueue.WorkloadOnHold`)."""
+MSG_ON_HOLD = "StatefulSet scaled to zero; workload on hold"
+MSG_NO_LONGER_ON_HOLD = "Workload no longer on hold; waiting for quota reservation"
 """QuotaReserved=True, and the reason that resets Evicted/Preempted to False on the next reservation."""
 
 

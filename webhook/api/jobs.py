@@ -10,6 +10,7 @@ looks up), so these live below both. Mirrors `PrebuiltWorkloadNameFor` and
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 from webhook.api import constants as c
@@ -25,6 +26,7 @@ __all__ = [
     "pods_count",
     "prebuilt_workload_in_annotation",
     "prebuilt_workload_name",
+    "workload_name",
 ]
 
 LABEL_VALUE_MAX_LENGTH = 63
@@ -33,6 +35,15 @@ MANAGED_OWNERS_CHAIN_LIMIT = 10
 MSG_NESTING_TOO_DEEP = (
     f"Terminated search for Kueue-managed Job because ancestor depth exceeded limit of {MANAGED_OWNERS_CHAIN_LIMIT}"
 )
+
+
+def workload_name(owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False) -> str:
+    """`GenerateWorkloadNameWithExtra` (`jobframework/workload_names.go`): `<kind>-<owner>` cut to fit,
+    `-`, then 5 hex of SHA-1(kind, group, name, uid[, extra]). The StatefulSet webhook and reconciler
+    both need the name of a StatefulSet's one Workload."""
+    prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
+    text = f"{kind}\n{group}\n{owner_name}\n{owner_uid}" + (f"\n{extra}" if extra else "")
+    return f"{prefix}-{hashlib.sha1(text.encode()).hexdigest()[:5]}"
 
 
 def prebuilt_workload_name(obj: o.Obj, *, identifier_annotations: bool) -> str:

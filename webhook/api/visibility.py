@@ -5,6 +5,11 @@ kueue v0.19.2); only the `apiVersion` differs. Four resources are served, as ups
 (`pkg/visibility/storage/storage.go`) installs them: `clusterqueues` and `localqueues` exist only to
 carry their `pendingworkloads` subresource, the one thing a client can `get`. Errors are
 `meta/v1 Status` objects in the API server's words (`k8s.io/apimachinery/pkg/api/errors`).
+
+The same server also serves a group of ours, `visibility.pykueue.io` `v1alpha1` (not upstream's:
+upstream asks #1526, #13854, #13159): a LocalQueue's `limits` and its `pendingworkloads` with
+estimated admission times. It is a separate group so that upstream's group keeps exactly
+upstream's discovery and OpenAPI; its own APIService routes it to the same Service.
 """
 
 from __future__ import annotations
@@ -16,11 +21,18 @@ __all__ = [
     "AGGREGATED_DISCOVERY_TYPE",
     "DEFAULT_LIMIT",
     "GROUP",
+    "GROUPS",
+    "KUEUE",
+    "LIMITS_KIND",
     "MAX_LIMIT",
     "PREFERRED_VERSION",
+    "PYKUEUE",
+    "PYKUEUE_GROUP",
+    "PYKUEUE_VERSION",
     "RESOURCES",
     "SUMMARY_KIND",
     "VERSIONS",
+    "ApiGroup",
     "Resource",
     "aggregated_discovery",
     "api_group",
@@ -48,12 +60,21 @@ MAX_LIMIT = 100_000
 
 
 class Resource(NamedTuple):
-    """One entry of the group-version's APIResourceList."""
+    """One entry of a group-version's APIResourceList."""
 
     name: str
     singular_name: str
     namespaced: bool
     verbs: tuple[str, ...]
+    kind: str = SUMMARY_KIND
+
+
+class ApiGroup(NamedTuple):
+    """A group this server serves: its versions (preferred first) and resources."""
+
+    name: str
+    versions: tuple[str, ...]
+    resources: tuple[Resource, ...]
 
 
 RESOURCES = (
@@ -62,47 +83,65 @@ RESOURCES = (
     Resource("localqueues", "localqueue", True, ()),
     Resource("localqueues/pendingworkloads", "", True, ("get",)),
 )
+KUEUE = ApiGroup(GROUP, VERSIONS, RESOURCES)
+
+PYKUEUE_GROUP = "visibility.pykueue.io"
+PYKUEUE_VERSION = "v1alpha1"
+LIMITS_KIND = "LocalQueueLimits"
+#: Namespaced only: what a namespace's users may read about their own LocalQueues.
+PYKUEUE = ApiGroup(PYKUEUE_GROUP, (PYKUEUE_VERSION,), (
+    Resource("localqueues", "localqueue", True, (), LIMITS_KIND),
+    Resource("localqueues/limits", "", True, ("get",), LIMITS_KIND),
+    Resource("localqueues/pendingworkloads", "", True, ("get",)),
+))
+GROUPS = (KUEUE, PYKUEUE)
 
 
-def _group_version(version: str) -> dict[str, str]:
-    return {"groupVersion": f"{GROUP}/{version}", "version": version}
+def _group_version(group: ApiGroup, version: str) -> dict[str, str]:
+    return {"groupVersion": f"{group.name}/{version}", "version": version}
 
 
-def api_group() -> dict[str, Any]:
-    """`GET /apis/visibility.kueue.x-k8s.io`."""
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": GROUP,
-            "versions": [_group_version(v) for v in VERSIONS], "preferredVersion": _group_version(PREFERRED_VERSION)}
+def api_group(group: ApiGroup = KUEUE) -> dict[str, Any]:
+    """`GET /apis/<group>`."""
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group.name,
+            "versions": [_group_version(group, v) for v in group.versions],
+            "preferredVersion": _group_version(group, group.versions[0])}
 
 
 def api_group_list() -> dict[str, Any]:
     """`GET /apis` in the legacy form (the generic API server writes no apiVersion here)."""
-    group = api_group()
-    del group["kind"], group["apiVersion"]
-    return {"kind": "APIGroupList", "groups": [group]}
+    groups = []
+    for g in GROUPS:
+        group = api_group(g)
+        del group["kind"], group["apiVersion"]
+        groups.append(group)
+    return {"kind": "APIGroupList", "groups": groups}
 
 
 def aggregated_discovery() -> dict[str, Any]:
-    """`GET /apis` as `apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`, what the aggregator asks for first:
-    each top-level resource with its `pendingworkloads` subresource."""
-    kind = {"group": "", "version": "", "kind": SUMMARY_KIND}
-    resources = []
-    for r in RESOURCES:
-        if "/" in r.name:
-            continue
-        subresources = [{"subresource": s.name.split("/", 1)[1], "responseKind": kind, "verbs": list(s.verbs)}
-                        for s in RESOURCES if s.name.startswith(f"{r.name}/")]
-        resources.append({"resource": r.name, "responseKind": kind, "scope": "Namespaced" if r.namespaced else "Cluster",
-                          "singularResource": r.singular_name, "verbs": list(r.verbs), "subresources": subresources})
-    versions = [{"version": v, "resources": resources, "freshness": "Current"} for v in VERSIONS]
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
-            "items": [{"metadata": {"name": GROUP}, "versions": versions}]}
+    """`GET /apis` as `apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`, what the aggregator asks for first
+    (it keeps the one group-version each APIService names): each top-level resource with its subresources."""
+    items = []
+    for group in GROUPS:
+        resources = []
+        for r in group.resources:
+            if "/" in r.name:
+                continue
+            subresources = [{"subresource": s.name.split("/", 1)[1], "responseKind": {"group": "", "version": "", "kind": s.kind},
+                             "verbs": list(s.verbs)} for s in group.resources if s.name.startswith(f"{r.name}/")]
+            resources.append({"resource": r.name, "responseKind": {"group": "", "version": "", "kind": r.kind},
+                              "scope": "Namespaced" if r.namespaced else "Cluster", "singularResource": r.singular_name,
+                              "verbs": list(r.verbs), "subresources": subresources})
+        versions = [{"version": v, "resources": resources, "freshness": "Current"} for v in group.versions]
+        items.append({"metadata": {"name": group.name}, "versions": versions})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
 
 
-def api_resource_list(version: str) -> dict[str, Any]:
-    """`GET /apis/visibility.kueue.x-k8s.io/<version>`."""
-    resources = [{"name": r.name, "singularName": r.singular_name, "namespaced": r.namespaced, "kind": SUMMARY_KIND,
-                  "verbs": list(r.verbs)} for r in RESOURCES]
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{version}", "resources": resources}
+def api_resource_list(version: str, group: ApiGroup = KUEUE) -> dict[str, Any]:
+    """`GET /apis/<group>/<version>`."""
+    resources = [{"name": r.name, "singularName": r.singular_name, "namespaced": r.namespaced, "kind": r.kind,
+                  "verbs": list(r.verbs)} for r in group.resources]
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group.name}/{version}", "resources": resources}
 
 
 # -- errors (meta/v1 Status) ----------------------------------------------------------------------
@@ -117,10 +156,10 @@ def status(code: int, reason: str, message: str, details: Mapping[str, Any] | No
     return out
 
 
-def not_found(resource: str, name: str) -> dict[str, Any]:
+def not_found(resource: str, name: str, group: str = GROUP) -> dict[str, Any]:
     """`errors.NewNotFound(visibility.Resource(resource), name)`: upstream names the singular resource."""
-    return status(404, "NotFound", f'{resource}.{GROUP} "{name}" not found',
-                  {"name": name, "group": GROUP, "kind": resource})
+    return status(404, "NotFound", f'{resource}.{group} "{name}" not found',
+                  {"name": name, "group": group, "kind": resource})
 
 
 def bad_request(message: str) -> dict[str, Any]:
@@ -141,15 +180,15 @@ def unauthorized() -> dict[str, Any]:
 
 
 def forbidden(*, user: str, verb: str, resource: str, subresource: str, name: str, namespace: str,
-              reason: str = "") -> dict[str, Any]:
+              reason: str = "", group: str = GROUP) -> dict[str, Any]:
     """The authorization filter's refusal (`responsewriters.Forbidden`), for a resource request."""
     full = f"{resource}/{subresource}" if subresource else resource
     where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    why = f'User "{user}" cannot {verb} resource "{full}" in API group "{GROUP}" {where}'
+    why = f'User "{user}" cannot {verb} resource "{full}" in API group "{group}" {where}'
     if reason:
         why = f"{why}: {reason}"
-    message = f'{resource}.{GROUP} "{name}" is forbidden: {why}' if name else f"{resource}.{GROUP} is forbidden: {why}"
-    details: dict[str, Any] = {"group": GROUP, "kind": resource}
+    message = f'{resource}.{group} "{name}" is forbidden: {why}' if name else f"{resource}.{group} is forbidden: {why}"
+    details: dict[str, Any] = {"group": group, "kind": resource}
     if name:
         details = {"name": name, **details}
     return status(403, "Forbidden", message, details)

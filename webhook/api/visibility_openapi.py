@@ -5,29 +5,39 @@ server builds from its generated definitions (`apis/visibility/openapi`, `pkg/vi
 kueue v0.19.2), so the aggregated `/openapi/v2` and `/openapi/v3` of a cluster look alike whichever
 server answers. Every `$ref` resolves inside the document itself: the aggregator merges it into the
 cluster's, and kubectl refuses a merged document with a dangling reference. Descriptions are ours.
+Our own group (`visibility.pykueue.io`) is described alongside, under `io.pykueue.visibility.*`
+definitions, its own tags and operation ids, so nothing of upstream's group changes.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from webhook.api.visibility import GROUP, SUMMARY_KIND, VERSIONS
+from webhook.api.visibility import GROUP, GROUPS, LIMITS_KIND, SUMMARY_KIND, VERSIONS, ApiGroup
 
 __all__ = ["TITLE", "etag", "v2", "v3_document", "v3_documents", "v3_index"]
 
 TITLE = "Kueue visibility-server"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
-_TAG_STEM = "visibilityKueueXK8sIo"
-_OP_STEM = "VisibilityKueueXK8sIo"
 _MEDIA = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
 
 
 def _kueue(version: str, kind: str) -> str:
     return f"io.k8s.kueue.visibility.{version}.{kind}"
+
+
+def _ours(version: str, kind: str) -> str:
+    return f"io.pykueue.visibility.{version}.{kind}"
+
+
+def _stems(group: str) -> tuple[str, str]:
+    """The tag and operation-id stems of a group, as the generic API server derives them from its name."""
+    words = [w.capitalize() for w in group.replace("-", ".").split(".")]
+    return words[0].lower() + "".join(words[1:]), "".join(words)
 
 
 def _str() -> dict[str, Any]:
@@ -40,6 +50,18 @@ def _int(fmt: str) -> dict[str, Any]:
 
 def _map() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": {"type": "string"}}
+
+
+def _pending_workload(ref: str) -> dict[str, Any]:
+    return {
+        "description": "A pending workload and where it stands in its queues.",
+        "type": "object", "required": ["priority", "localQueueName", "positionInClusterQueue", "positionInLocalQueue"],
+        "properties": {
+            "localQueueName": {**_str(), "description": "The LocalQueue the workload was submitted to."},
+            "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+            "positionInClusterQueue": {**_int("int32"), "description": "0-based rank in its ClusterQueue."},
+            "positionInLocalQueue": {**_int("int32"), "description": "0-based rank in its LocalQueue."},
+            "priority": {**_int("int32"), "description": "The workload's priority."}}}
 
 
 def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
@@ -93,15 +115,7 @@ def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
     out = dict(meta)
     for version in VERSIONS:
         item = _kueue(version, "PendingWorkload")
-        out[item] = {
-            "description": "A pending workload and where it stands in its queues.",
-            "type": "object", "required": ["priority", "localQueueName", "positionInClusterQueue", "positionInLocalQueue"],
-            "properties": {
-                "localQueueName": {**_str(), "description": "The LocalQueue the workload was submitted to."},
-                "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
-                "positionInClusterQueue": {**_int("int32"), "description": "0-based rank in its ClusterQueue."},
-                "positionInLocalQueue": {**_int("int32"), "description": "0-based rank in its LocalQueue."},
-                "priority": {**_int("int32"), "description": "The workload's priority."}}}
+        out[item] = _pending_workload(ref)
         summary: dict[str, Any] = {
             "description": "A page of the pending workloads of a ClusterQueue or a LocalQueue, in queue order.",
             "type": "object", "required": ["items"],
@@ -110,6 +124,69 @@ def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
         if version_kinds:
             summary["x-kubernetes-group-version-kind"] = [{"group": GROUP, "kind": SUMMARY_KIND, "version": version}]
         out[_kueue(version, "PendingWorkloadsSummary")] = summary
+    out.update(_our_definitions(ref, version_kinds))
+    return out
+
+
+def _quantity(what: str) -> dict[str, Any]:
+    return {"type": "string", "description": f"{what}, as a resource quantity."}
+
+
+def _our_definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
+    """`visibility.pykueue.io` kinds: a LocalQueue's limits, and its pending workloads with estimates."""
+    out: dict[str, dict[str, Any]] = {}
+    for group in (g for g in GROUPS if g.name != GROUP):
+        for version in group.versions:
+            d = {name: _ours(version, name) for name in (
+                "ResourceLimits", "FlavorLimits", LIMITS_KIND, "EstimatedAdmission", "Estimation", "PendingWorkload",
+                SUMMARY_KIND)}
+            out[d["ResourceLimits"]] = {
+                "description": "One resource of a flavor of the LocalQueue's ClusterQueue.", "type": "object",
+                "required": ["name", "nominalQuota", "used", "usedByLocalQueue", "available", "borrowable", "maxAvailable"],
+                "properties": {
+                    "name": {**_str(), "description": "The resource."},
+                    "nominalQuota": _quantity("The ClusterQueue's nominal quota"),
+                    "borrowingLimit": _quantity("Most the ClusterQueue may borrow (absent: no limit; 0 outside a cohort)"),
+                    "lendingLimit": _quantity("Most the ClusterQueue lends to its cohort (absent: no limit)"),
+                    "used": _quantity("Quota reserved by all of the ClusterQueue's workloads"),
+                    "usedByLocalQueue": _quantity("Quota reserved by this LocalQueue's workloads"),
+                    "available": _quantity("What a workload could get now without preemption, borrowing included"),
+                    "borrowable": _quantity("The part of `available` above the ClusterQueue's unused nominal quota"),
+                    "maxAvailable": _quantity("The most the ClusterQueue could hold, whatever the usage")}}
+            out[d["FlavorLimits"]] = {
+                "description": "A flavor of the LocalQueue's ClusterQueue.", "type": "object", "required": ["name", "resources"],
+                "properties": {"name": _str(), "resources": {"type": "array", "items": {"$ref": f"{ref}{d['ResourceLimits']}"}}}}
+            limits: dict[str, Any] = {
+                "description": "What the users of a LocalQueue can draw on now, per flavor and resource of its ClusterQueue.",
+                "type": "object", "required": ["clusterQueue", "flavors"],
+                "properties": {"apiVersion": _str(), "kind": _str(), "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+                               "clusterQueue": _str(), "cohort": _str(),
+                               "flavors": {"type": "array", "items": {"$ref": f"{ref}{d['FlavorLimits']}"}}}}
+            out[d["EstimatedAdmission"]] = {
+                "description": "When the workload is expected to get quota.", "type": "object",
+                "required": ["waitSeconds", "time"],
+                "properties": {"waitSeconds": _int("int64"), "time": {"$ref": f"{ref}{_META}.Time"}}}
+            out[d["Estimation"]] = {
+                "description": "How the estimates were made, and why there are none when there are none.",
+                "type": "object", "required": ["method", "windowSeconds", "admissionsInWindow", "admissionsPerMinute"],
+                "properties": {"method": _str(), "windowSeconds": _int("int64"), "admissionsInWindow": _int("int64"),
+                               "admissionsPerMinute": {"type": "number", "format": "double"},
+                               "unknownReason": _str()}}
+            item = _pending_workload(ref)
+            item["description"] = "A pending workload, where it stands and when it may be admitted (null: unknown)."
+            item["properties"]["estimatedAdmission"] = {"$ref": f"{ref}{d['EstimatedAdmission']}"}
+            out[d["PendingWorkload"]] = item
+            summary: dict[str, Any] = {
+                "description": "A page of a LocalQueue's pending workloads, in queue order, with estimates.",
+                "type": "object", "required": ["items", "estimation"],
+                "properties": {"apiVersion": _str(), "kind": _str(), "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+                               "estimation": {"$ref": f"{ref}{d['Estimation']}"},
+                               "items": {"type": "array", "items": {"$ref": f"{ref}{d['PendingWorkload']}"}}}}
+            if version_kinds:
+                limits["x-kubernetes-group-version-kind"] = [{"group": group.name, "kind": LIMITS_KIND, "version": version}]
+                summary["x-kubernetes-group-version-kind"] = [{"group": group.name, "kind": SUMMARY_KIND, "version": version}]
+            out[d[LIMITS_KIND]] = limits
+            out[d[SUMMARY_KIND]] = summary
     return out
 
 
@@ -119,19 +196,43 @@ def _query(name: str) -> dict[str, Any]:
                             "offset": "Items to skip from the head of the queue."}[name]}
 
 
-def _paths(version: str) -> list[tuple[str, str, str, str, bool]]:
-    """(path, operation id, response schema, tag, namespaced) of one group version's reads."""
-    tag = f"{_TAG_STEM}_{version}"
-    op = f"{_OP_STEM}{version.capitalize()}"
-    base = f"/apis/{GROUP}/{version}"
-    summary = _kueue(version, "PendingWorkloadsSummary")
-    return [
-        (f"{base}/", f"get{op}APIResources", f"{_META}.APIResourceList", tag, False),
-        (f"{base}/clusterqueues/{{name}}/pendingworkloads", f"read{op}PendingWorkloadsSummaryPendingworkloads",
-         summary, tag, False),
-        (f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
-         f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads", summary, tag, True),
-    ]
+class _Read(NamedTuple):
+    """One GET of a group version: the resource list (kind "") or a subresource read."""
+
+    path: str
+    op_id: str
+    schema: str
+    tag: str
+    group: str
+    kind: str = ""
+    namespaced: bool = False
+    paged: bool = True
+
+
+def _paths(group: ApiGroup, version: str) -> list[_Read]:
+    """The reads of one group version."""
+    tag_stem, op_stem = _stems(group.name)
+    tag = f"{tag_stem}_{version}"
+    op = f"{op_stem}{version.capitalize()}"
+    base = f"/apis/{group.name}/{version}"
+    out = [_Read(f"{base}/", f"get{op}APIResources", f"{_META}.APIResourceList", tag, group.name)]
+    if group.name == GROUP:
+        summary = _kueue(version, SUMMARY_KIND)
+        return [*out,
+                _Read(f"{base}/clusterqueues/{{name}}/pendingworkloads", f"read{op}PendingWorkloadsSummaryPendingworkloads",
+                      summary, tag, GROUP, SUMMARY_KIND),
+                _Read(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
+                      f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads", summary, tag, GROUP, SUMMARY_KIND, True)]
+    return [*out,
+            _Read(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/limits", f"read{op}NamespacedLocalQueueLimitsLimits",
+                  _ours(version, LIMITS_KIND), tag, group.name, LIMITS_KIND, True, paged=False),
+            _Read(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
+                  f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads", _ours(version, SUMMARY_KIND), tag,
+                  group.name, SUMMARY_KIND, True)]
+
+
+_DESCRIPTIONS = {SUMMARY_KIND: "read the pending workloads, in queue order",
+                 LIMITS_KIND: "read what the LocalQueue's users can draw on now"}
 
 
 def v2() -> dict[str, Any]:
@@ -150,31 +251,33 @@ def v2() -> dict[str, Any]:
                            "operationId": "getAPIVersions",
                            "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroupList"}},
                                          "401": {"description": "Unauthorized"}}}},
-        f"/apis/{GROUP}/": {"get": {**common, "tags": [_TAG_STEM], "description": "the visibility group",
-                                    "operationId": f"get{_OP_STEM}APIGroup",
-                                    "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroup"}},
-                                                  "401": {"description": "Unauthorized"}}}},
     }
-    for version in VERSIONS:
-        for path, op_id, schema, tag, namespaced in _paths(version):
-            op: dict[str, Any] = {**common, "tags": [tag], "operationId": op_id,
-                                  "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{schema}"}},
-                                                "401": {"description": "Unauthorized"}}}
-            if path.endswith("/"):
-                op["description"] = "the resources of this group version"
-                paths[path] = {"get": op}
-                continue
-            op.update({"consumes": ["*/*"], "description": "read the pending workloads, in queue order",
-                       "x-kubernetes-action": "get",
-                       "x-kubernetes-group-version-kind": {"group": GROUP, "version": version, "kind": SUMMARY_KIND}})
-            params: list[dict[str, Any]] = [
-                {"$ref": "#/parameters/limit-visibility"},
-                {"uniqueItems": True, "type": "string", "description": "name of the queue", "name": "name",
-                 "in": "path", "required": True}]
-            if namespaced:
-                params.append({"$ref": "#/parameters/namespace-visibility"})
-            params += [{"$ref": "#/parameters/offset-visibility"}, {"$ref": "#/parameters/pretty-visibility"}]
-            paths[path] = {"get": op, "parameters": params}
+    for group in GROUPS:
+        tag_stem, op_stem = _stems(group.name)
+        paths[f"/apis/{group.name}/"] = {"get": {
+            **common, "tags": [tag_stem], "description": "the visibility group", "operationId": f"get{op_stem}APIGroup",
+            "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroup"}},
+                          "401": {"description": "Unauthorized"}}}}
+        for version in group.versions:
+            for read in _paths(group, version):
+                op: dict[str, Any] = {**common, "tags": [read.tag], "operationId": read.op_id,
+                                      "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{read.schema}"}},
+                                                    "401": {"description": "Unauthorized"}}}
+                if not read.kind:
+                    op["description"] = "the resources of this group version"
+                    paths[read.path] = {"get": op}
+                    continue
+                op.update({"consumes": ["*/*"], "description": _DESCRIPTIONS[read.kind], "x-kubernetes-action": "get",
+                           "x-kubernetes-group-version-kind": {"group": read.group, "version": version, "kind": read.kind}})
+                params: list[dict[str, Any]] = [{"$ref": "#/parameters/limit-visibility"}] if read.paged else []
+                params.append({"uniqueItems": True, "type": "string", "description": "name of the queue", "name": "name",
+                               "in": "path", "required": True})
+                if read.namespaced:
+                    params.append({"$ref": "#/parameters/namespace-visibility"})
+                if read.paged:
+                    params.append({"$ref": "#/parameters/offset-visibility"})
+                params.append({"$ref": "#/parameters/pretty-visibility"})
+                paths[read.path] = {"get": op, "parameters": params}
     return {"swagger": "2.0", "info": {"title": TITLE, "version": "v0.0.0"}, "paths": paths,
             "definitions": _definitions(ref, True), "parameters": parameters,
             "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey",
@@ -199,24 +302,28 @@ def _v3_param(name: str, where: str, kind: str, description: str) -> dict[str, A
 def _v3_paths(path_key: str) -> dict[str, Any]:
     if path_key == "apis":
         return {"/apis/": {"get": _v3_op("getAPIVersions", "apis", f"{_META}.APIGroupList")}}
-    if path_key == f"apis/{GROUP}":
-        return {f"/apis/{GROUP}/": {"get": _v3_op(f"get{_OP_STEM}APIGroup", _TAG_STEM, f"{_META}.APIGroup")}}
-    version = path_key.rsplit("/", 1)[1]
+    for group in GROUPS:
+        if path_key == f"apis/{group.name}":
+            tag_stem, op_stem = _stems(group.name)
+            return {f"/apis/{group.name}/": {"get": _v3_op(f"get{op_stem}APIGroup", tag_stem, f"{_META}.APIGroup")}}
+    _, group_name, version = path_key.split("/")
+    group = next(g for g in GROUPS if g.name == group_name)
     out: dict[str, Any] = {}
-    for path, op_id, schema, tag, namespaced in _paths(version):
-        op = _v3_op(op_id, tag, schema)
-        if path.endswith("/"):
-            out[path] = {"get": op}
+    for read in _paths(group, version):
+        op = _v3_op(read.op_id, read.tag, read.schema)
+        if not read.kind:
+            out[read.path] = {"get": op}
             continue
         op.update({"x-kubernetes-action": "get",
-                   "x-kubernetes-group-version-kind": {"group": GROUP, "version": version, "kind": SUMMARY_KIND}})
-        params = [_v3_param("limit", "query", "integer", _query("limit")["description"]),
-                  _v3_param("name", "path", "string", "name of the queue")]
-        if namespaced:
+                   "x-kubernetes-group-version-kind": {"group": read.group, "version": version, "kind": read.kind}})
+        params = [_v3_param("limit", "query", "integer", _query("limit")["description"])] if read.paged else []
+        params.append(_v3_param("name", "path", "string", "name of the queue"))
+        if read.namespaced:
             params.append(_v3_param("namespace", "path", "string", "The LocalQueue's namespace."))
-        params += [_v3_param("offset", "query", "integer", _query("offset")["description"]),
-                   _v3_param("pretty", "query", "string", "'true' indents the answer.")]
-        out[path] = {"get": op, "parameters": params}
+        if read.paged:
+            params.append(_v3_param("offset", "query", "integer", _query("offset")["description"]))
+        params.append(_v3_param("pretty", "query", "string", "'true' indents the answer."))
+        out[read.path] = {"get": op, "parameters": params}
     return out
 
 
@@ -249,7 +356,7 @@ def v3_document(path_key: str) -> dict[str, Any] | None:
 
 
 def _v3_keys() -> list[str]:
-    return ["apis", f"apis/{GROUP}", *(f"apis/{GROUP}/{v}" for v in VERSIONS)]
+    return ["apis", *(key for g in GROUPS for key in (f"apis/{g.name}", *(f"apis/{g.name}/{v}" for v in g.versions)))]
 
 
 def etag(body: bytes) -> str:

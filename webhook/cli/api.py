@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from webhook import kube
 from webhook.api import constants
+from webhook.api.visibility import PYKUEUE_GROUP, PYKUEUE_VERSION
 
 __all__ = [
     "KIND_INFO",
@@ -25,6 +26,7 @@ __all__ = [
     "kueue_path",
     "list_items",
     "list_request_limit",
+    "local_queue_estimates",
     "pending_workloads",
     "resolve_resource",
     "resources_for",
@@ -120,6 +122,19 @@ def pending_workloads(api: Api, cluster_queue: str) -> list[dict[str, Any]] | No
         return list(api.request("GET", path).get("items") or [])
     except kube.NotFound:
         return None
+
+
+def local_queue_estimates(api: Api, namespace: str, local_queue: str) -> dict[str, Any] | None:
+    """Our `visibility.pykueue.io` page of a LocalQueue's pending workloads with estimated admissions;
+    None when it is not served, the LocalQueue is unknown, or the caller may not read it (a
+    namespace's user usually may: `kueue-batch-user-role`)."""
+    path = f"/apis/{PYKUEUE_GROUP}/{PYKUEUE_VERSION}/namespaces/{namespace}/localqueues/{local_queue}/pendingworkloads"
+    try:
+        return api.request("GET", path)
+    except kube.KubeError as exc:
+        if isinstance(exc, kube.NotFound) or exc.status in (401, 403, 503):
+            return None
+        raise
 
 
 # --------------------------------------------------------------------------- discovery

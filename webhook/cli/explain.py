@@ -19,9 +19,17 @@ import yaml
 from webhook import kube
 from webhook.api import constants, quantity, selector
 from webhook.api import objects as o
-from webhook.cli.api import Api, CliError, get_object, kueue_path, list_items, pending_workloads
+from webhook.cli.api import (
+    Api,
+    CliError,
+    get_object,
+    kueue_path,
+    list_items,
+    local_queue_estimates,
+    pending_workloads,
+)
 from webhook.cli.listing import workload_status
-from webhook.cli.output import render_table
+from webhook.cli.output import human_duration, render_table
 from webhook.cli.session import kube_options, session
 from webhook.cli.simulate import (
     ClusterState,
@@ -34,7 +42,7 @@ from webhook.cli.simulate import (
     workload_for,
     workloads_ahead,
 )
-from webhook.core.cycle import Admit, Pending, Preempt, QueueBlocked
+from webhook.core.decisions import Admit, Pending, Preempt, QueueBlocked
 from webhook.core.workload import WorkloadInfo, parse_workload
 
 __all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table"]
@@ -230,7 +238,24 @@ def _position_lines(api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name
             lines.append(f"  ... and {len(ahead) - 10} more")
     else:
         lines.append("Ahead of it: none")
-    return lines
+    return lines + _estimate_lines(api, info)
+
+
+def _estimate_lines(api: Api, info: WorkloadInfo) -> list[str]:
+    """The estimated admission our visibility API gives (`visibility.pykueue.io`), with its method;
+    nothing where that API is not served or not readable."""
+    page = local_queue_estimates(api, info.namespace, info.queue_name)
+    mine = next((i for i in (page or {}).get("items") or []
+                 if (o.meta(i).get("namespace"), o.meta(i).get("name")) == (info.namespace, info.name)), None)
+    if page is None or mine is None:
+        return []
+    estimation = page.get("estimation") or {}
+    eta = mine.get("estimatedAdmission")
+    if eta is None:
+        return [f"Estimated admission: unknown ({estimation.get('unknownReason', 'no estimate')})"]
+    return [f"Estimated admission: in {human_duration(int(eta['waitSeconds']))}, at {eta['time']} "
+            f"({estimation.get('admissionsInWindow')} admissions in the last {estimation.get('windowSeconds')}s; "
+            f"{estimation.get('method')})"]
 
 
 def _priority(api: Api, obj: Mapping[str, Any]) -> int:

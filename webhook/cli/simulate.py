@@ -17,7 +17,8 @@ from typing import Any
 from webhook.api import constants, quantity
 from webhook.api import objects as o
 from webhook.core import ordering, resource_node
-from webhook.core.cycle import AdmissionCore, Admit, Decision, Pending, Preempt, QueueBlocked
+from webhook.core.cycle import AdmissionCore
+from webhook.core.decisions import Admit, Decision, Pending, Preempt, QueueBlocked
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
 

@@ -74,7 +74,7 @@ _FRAMEWORKS: Mapping[str, tuple[str, bool]] = MappingProxyType({
 SUPPORTED_FRAMEWORKS: tuple[str, ...] = tuple(sorted(_FRAMEWORKS))
 #: The integrations this project implements. Upstream accepts every name above; naming one we lack
 #: would let its workloads run outside every quota without a word, so `serve` refuses it.
-IMPLEMENTED_FRAMEWORKS: tuple[str, ...] = ("batch/job", "pod")
+IMPLEMENTED_FRAMEWORKS: tuple[str, ...] = ("batch/job", "deployment", "pod", "statefulset")
 
 _NEGATIVE = "must be greater than or equal to 0"
 _PREEMPTION_STRATEGY_SETS = (

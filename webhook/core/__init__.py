@@ -11,16 +11,14 @@ from __future__ import annotations
 from webhook.api.constants import PendingReason, PreemptionReason
 from webhook.core.cache import Cache, Readiness
 from webhook.core.conditions import ConditionValue, RequeueReason
-from webhook.core.cycle import (
-    AdmissionCore,
+from webhook.core.cycle import AdmissionCore, CycleResult, SchedulerConfig
+from webhook.core.decisions import (
     Admit,
-    CycleResult,
     Evict,
     Pending,
     Preempt,
     QueueBlocked,
     Requeue,
-    SchedulerConfig,
     UnsetReservation,
     Victim,
 )

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
 from typing import Any
 
 from webhook.api import constants
@@ -29,12 +27,10 @@ from webhook.api.constants import EvictionReason
 from webhook.core import concurrent_admission as ca
 from webhook.core.conditions import ConditionValue, admitted_condition, evicted
 from webhook.core.model import ClusterQueueSpec
-from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind, controller_step
+from webhook.core.pods_ready import Policy, StepKind, WorkloadStep, controller_step
 from webhook.core.workload import WorkloadInfo, parse_time, parse_workload
 
 __all__ = [
-    "CheckStep",
-    "CheckStepKind",
     "admitted_sync",
     "assigned_flavors",
     "checks_message",
@@ -158,26 +154,8 @@ def admitted_sync(wl: WorkloadInfo) -> ConditionValue | None:
     return want
 
 
-class CheckStepKind(Enum):
-    REQUEUE_AT = "RequeueAt"  # status.requeueState.requeueAt from a Retry check's requeueAfterSeconds
-    SYNC = "SyncAdmissionChecks"  # status.admissionChecks replaced by `checks`
-    ADMITTED = "SyncAdmitted"  # the Admitted condition (`condition`); True emits `Admitted`
-    REJECTED = "Rejected"  # DeactivationTarget=True (`condition`), Warning event `AdmissionCheckRejected`
-
-
-@dataclass(frozen=True, slots=True)
-class CheckStep:
-    """One admission-check write of the workload controller; `event` is the Warning note of REJECTED."""
-
-    kind: CheckStepKind
-    checks: tuple[dict[str, Any], ...] = ()
-    condition: ConditionValue | None = None
-    requeue_at: datetime | None = None
-    event: str = ""
-
-
 def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec | None, now: datetime, *,
-                 parent: bool) -> CheckStep | PodsReadyStep | None:
+                 parent: bool) -> WorkloadStep | None:
     """`parent`: a ConcurrentAdmission parent, whose checks run on its variants; it only keeps
     Admitted in step with its reservation."""
     status = obj.get("status") or {}
@@ -185,27 +163,27 @@ def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec 
     if cq is not None and not parent:
         synced = sync_checks(checks, required_checks(cq, status.get("admission")), now)
         if synced is not None:
-            return CheckStep(CheckStepKind.SYNC, checks=tuple(synced))
+            return WorkloadStep(StepKind.SYNC_CHECKS, checks=tuple(synced))
     cond = admitted_sync(wl)
     if cond is not None:
-        return CheckStep(CheckStepKind.ADMITTED, condition=cond)
+        return WorkloadStep(StepKind.ADMITTED, conditions=(cond,))
     if parent or not wl.has_quota_reservation or wl.is_evicted:
         return None
     rejected = [c for c in checks if c.get("state") == constants.CHECK_STATE_REJECTED]
     if rejected:
         message = checks_message(rejected, constants.CHECK_STATE_REJECTED)
         target = ConditionValue(_W.DEACTIVATION_TARGET, "True", EvictionReason.ADMISSION_CHECK, message)
-        return CheckStep(CheckStepKind.REJECTED, condition=target, event=f"Deactivated due to {message}")
+        return WorkloadStep(StepKind.REJECTED, conditions=(target,), event=f"Deactivated due to {message}")
     retry = [c for c in checks if c.get("state") == constants.CHECK_STATE_RETRY]
     if retry:
         message = "Evicted due to " + checks_message(retry, constants.CHECK_STATE_RETRY)
-        return PodsReadyStep(StepKind.EVICT, conditions=(evicted(EvictionReason.ADMISSION_CHECK, message),),
+        return WorkloadStep(StepKind.EVICT, conditions=(evicted(EvictionReason.ADMISSION_CHECK, message),),
                     reason=EvictionReason.ADMISSION_CHECK, message=message, event_reason=f"EvictedDueTo{EvictionReason.ADMISSION_CHECK}")
     return None
 
 
 def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: Policy | None, now: datetime, *,
-                  jitter: float = 0.0, concurrent_admission: bool = False) -> PodsReadyStep | CheckStep:
+                  jitter: float = 0.0, concurrent_admission: bool = False) -> WorkloadStep:
     """The workload controller's next write, in upstream's `Reconcile` order: nothing for a finished
     Workload; a Retry check's requeue time; deactivation, backoff and reactivation
     (`controller_step`); then, with `cq` the ClusterQueue its LocalQueue routes to (None if
@@ -214,10 +192,10 @@ def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: P
     of its own and a variant no PodsReady timeout: its parent is the one timed out."""
     wl = parse_workload(obj)
     if wl.is_finished:
-        return PodsReadyStep(StepKind.NONE)
+        return WorkloadStep(StepKind.NONE)
     at = requeue_at_update(obj.get("status") or {}, now)
     if at is not None:
-        return CheckStep(CheckStepKind.REQUEUE_AT, requeue_at=at)
+        return WorkloadStep(StepKind.REQUEUE_AT, requeue_at=at)
     first = controller_step(wl, None, now)
     if first.kind != StepKind.NONE:
         return first

@@ -97,11 +97,24 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants
-from webhook.api.constants import PendingReason, PreemptionReason
+from webhook.api.constants import PendingReason
 from webhook.core import conditions, fair_sharing, model, ordering, queue_state, resource_node, status
 from webhook.core.admission_checks import has_all_required
 from webhook.core.cache import Cache
 from webhook.core.conditions import ConditionValue, RequeueReason
+from webhook.core.decisions import (
+    Admit,
+    Decision,
+    Evict,
+    Migrate,
+    Pending,
+    Preempt,
+    QueueBlocked,
+    ReplacedSlice,
+    Requeue,
+    UnsetReservation,
+    Victim,
+)
 from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
 from webhook.core.pods_ready import blocks_admission
 from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
@@ -111,23 +124,7 @@ from webhook.core.resources import FRQuantities
 from webhook.core.snapshot import Snapshot, take_snapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
-__all__ = [
-    "AdmissionCore",
-    "Admit",
-    "CycleResult",
-    "Decision",
-    "Evict",
-    "Migrate",
-    "Pending",
-    "Preempt",
-    "QueueBlocked",
-    "ReplacedSlice",
-    "Requeue",
-    "SchedulerConfig",
-    "StatusDecision",
-    "UnsetReservation",
-    "Victim",
-]
+__all__ = ["AdmissionCore", "CycleResult", "SchedulerConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,88 +152,6 @@ class SchedulerConfig:
     # InadmissibleWorkloadRequeuer: a delaying work queue keyed by root Cohort, or ClusterQueue
     # without one, `requeueBatchPeriod` 1 s in `pkg/cache/queue/inadmissible_workloads.go`); 0: at once.
     requeue_batch_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class ReplacedSlice:
-    """The workload slice an admitted slice replaces, and the Finished condition it gets."""
-
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    conditions: tuple[ConditionValue, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Admit:
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    admission: Mapping[str, Any]
-    conditions: tuple[ConditionValue, ...]
-    replaces: ReplacedSlice | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Victim:
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    reason: PreemptionReason
-    message: str
-    conditions: tuple[ConditionValue, ConditionValue]
-
-
-@dataclass(frozen=True, slots=True)
-class Preempt:
-    preemptor_key: WorkloadKey
-    cluster_queue: str
-    targets: tuple[Victim, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StatusDecision:
-    """A decision that only writes conditions on one workload; subclasses say why."""
-
-    key: WorkloadKey
-    uid: str
-    cluster_queue: str
-    reason: str
-    message: str
-    conditions: tuple[ConditionValue, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Pending(StatusDecision):
-    """Not admitted this cycle: QuotaReserved=False (and Admitted=False) with upstream's reason."""
-
-
-@dataclass(frozen=True, slots=True)
-class Evict(StatusDecision):
-    """Evict an admitted workload because its queue is stopped with HoldAndDrain."""
-
-
-@dataclass(frozen=True, slots=True)
-class Migrate(StatusDecision):
-    """Evict an admitted variant because a more preferred sibling fits (`issueMigration`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class UnsetReservation(StatusDecision):
-    """Cancel the quota reservation of a not yet admitted workload whose queue is stopped."""
-
-
-@dataclass(frozen=True, slots=True)
-class Requeue(StatusDecision):
-    """Set Requeued=True on a workload parked because its queue was stopped, now restarted."""
-
-
-@dataclass(frozen=True, slots=True)
-class QueueBlocked(StatusDecision):
-    """A pending workload's queue blocks it (stopped LocalQueue, inactive ClusterQueue)."""
-
-
-Decision = Admit | Preempt | Pending | Evict | Migrate | UnsetReservation | Requeue | QueueBlocked
 
 
 @dataclass(slots=True)
@@ -517,24 +432,9 @@ class AdmissionCore:
             wl = self.cache.reserving.get(key) if reserving else self.queues.pending.get(key)
             if wl is None:
                 continue
-            act = queue_state.queue_state_action(wl, self.cache, reserving=reserving)
-            if act is None:
-                continue
-            d = self._queue_state_decision(wl, act)
-            if d is not None:
+            d = queue_state.queue_state_decision(wl, self.cache, reserving=reserving)
+            if d is not None and not (isinstance(d, Evict) and wl.key in self._evicting):
                 result.decisions.append(d)
-
-    def _queue_state_decision(self, wl: WorkloadInfo, act: queue_state.QueueAction) -> Decision | None:
-        kind, args = act.kind, (wl.key, wl.uid, act.cluster_queue, act.reason, act.message)
-        if kind == queue_state.ActionKind.EVICT:
-            if wl.key in self._evicting:
-                return None
-            return Evict(*args, (conditions.evicted(act.reason, act.message),))
-        if kind == queue_state.ActionKind.UNSET_RESERVATION:
-            return UnsetReservation(*args, conditions.pending_conditions(act.reason, act.message))
-        if kind == queue_state.ActionKind.REQUEUE:
-            return Requeue(*args, (conditions.requeued(act.reason, act.message),))
-        return QueueBlocked(*args, conditions.pending_conditions(act.reason, act.message))
 
     def _outdated(self, last: LastAssignment, cq: ClusterQueueNode) -> bool:
         if self.cycle - last.cycle <= 1:

@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 from sortedcontainers import SortedList
 
 from webhook.core import ordering
-from webhook.core.workload import WorkloadKey, parse_workload
+from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
 
-__all__ = ["OrderKey", "OwnerRef", "PendingOrder", "PendingWorkload", "Positioned", "pending_workload"]
+__all__ = ["OrderKey", "OwnerRef", "PendingOrder", "PendingWorkload", "Positioned", "pending_entry", "pending_workload"]
 
 OrderKey = tuple[int, int, timedelta, str, str]
 
@@ -71,7 +71,11 @@ class Positioned(NamedTuple):
 def pending_workload(obj: Mapping[str, Any], *, requeue_by_eviction: bool = True) -> PendingWorkload | None:
     """The Workload as a queue entry, or None when it may not sit in a queue (reserved, finished,
     inactive, on hold, gated)."""
-    info = parse_workload(obj, requeue_by_eviction=requeue_by_eviction)
+    return pending_entry(parse_workload(obj, requeue_by_eviction=requeue_by_eviction), obj)
+
+
+def pending_entry(info: WorkloadInfo, obj: Mapping[str, Any]) -> PendingWorkload | None:
+    """As `pending_workload`, for a Workload already parsed into `info`."""
     if not info.is_admissible_for_queue():
         return None
     meta = obj.get("metadata") or {}

@@ -35,9 +35,9 @@ from webhook.core.workload import WorkloadInfo
 
 __all__ = [
     "JITTER",
-    "PodsReadyStep",
     "Policy",
     "StepKind",
+    "WorkloadStep",
     "backoff",
     "blocks_admission",
     "controller_step",
@@ -133,17 +133,24 @@ class StepKind(Enum):
     RECHECK = "Recheck"  # nothing to do before `recheck_at`
     SET_INACTIVE = "SetInactive"  # spec.active=false (a DeactivationTarget was set)
     DEACTIVATE = "Deactivate"  # DeactivationTarget=True: the requeuing limit is exceeded
-    EVICT = "Evict"  # Evicted=True (PodsReadyTimeout, or Deactivated for an inactive workload)
+    EVICT = "Evict"  # Evicted=True (PodsReadyTimeout, a Retry check, or Deactivated for an inactive workload)
     UPDATE = "Update"  # other condition / requeueState changes (backoff finished, reactivated, ...)
+    # admission checks (`core.admission_checks`)
+    REQUEUE_AT = "RequeueAt"  # status.requeueState.requeueAt from a Retry check's requeueAfterSeconds
+    SYNC_CHECKS = "SyncAdmissionChecks"  # status.admissionChecks replaced by `checks`
+    ADMITTED = "SyncAdmitted"  # the Admitted condition; True emits `Admitted`
+    REJECTED = "Rejected"  # DeactivationTarget=True, Warning event `AdmissionCheckRejected` (`event`)
 
 
 @dataclass(frozen=True, slots=True)
-class PodsReadyStep:
-    """One write of the workload controller, or when to look again.
+class WorkloadStep:
+    """One write of the workload controller (PodsReady, requeueing, deactivation and admission
+    checks alike), or when to look again.
 
     With `set_requeue_state`, `requeue_state` replaces `status.requeueState` (None removes it).
     An EVICT step also emits the Normal event `event_reason` with the eviction message and counts
-    the eviction (`reason`, `underlying_cause`) in the metrics.
+    the eviction (`reason`, `underlying_cause`) in the metrics. `checks` is the list a
+    SYNC_CHECKS step writes, `requeue_at` a REQUEUE_AT step's time, `event` a REJECTED step's note.
     """
 
     kind: StepKind
@@ -156,9 +163,12 @@ class PodsReadyStep:
     message: str = ""
     underlying_cause: str = ""
     event_reason: str = ""
+    checks: tuple[dict[str, Any], ...] = ()
+    requeue_at: datetime | None = None
+    event: str = ""
 
 
-_NONE = PodsReadyStep(StepKind.NONE)
+_NONE = WorkloadStep(StepKind.NONE)
 
 
 def _requeue_state(count: int | None, at: datetime | None) -> dict[str, Any]:
@@ -170,7 +180,7 @@ def _requeue_state(count: int | None, at: datetime | None) -> dict[str, Any]:
     return out
 
 
-def _inactive_step(wl: WorkloadInfo) -> PodsReadyStep:
+def _inactive_step(wl: WorkloadInfo) -> WorkloadStep:
     """An inactive workload: evicted once (with the DeactivationTarget's cause), requeueState
     cleared, and QuotaReserved=False/Deactivated once it holds no quota."""
     target = wl.conditions.get(_W.DEACTIVATION_TARGET)
@@ -180,41 +190,41 @@ def _inactive_step(wl: WorkloadInfo) -> PodsReadyStep:
             cause = target.reason
             message = f"{message} due to {target.message}"
             reason = f"{reason}DueTo{cause}"
-        return PodsReadyStep(StepKind.EVICT, conditions=(ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE]),),
+        return WorkloadStep(StepKind.EVICT, conditions=(ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE]),),
                     remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
                     set_requeue_state=True, reason=EvictionReason.DEACTIVATED, message=message, underlying_cause=cause,
                     event_reason=f"EvictedDueTo{reason}")
     if wl.requeue_count is not None:
-        return PodsReadyStep(StepKind.UPDATE, remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
+        return WorkloadStep(StepKind.UPDATE, remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
                     set_requeue_state=True)
     qr = wl.conditions.get(_W.QUOTA_RESERVED)
     if not wl.has_quota_reservation and (qr is None or (qr.reason, qr.message) != (constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED)):
-        return PodsReadyStep(StepKind.UPDATE, conditions=pending_conditions(constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED))
+        return WorkloadStep(StepKind.UPDATE, conditions=pending_conditions(constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED))
     return _NONE
 
 
-def _requeued_step(wl: WorkloadInfo, now: datetime) -> PodsReadyStep | None:
+def _requeued_step(wl: WorkloadInfo, now: datetime) -> WorkloadStep | None:
     """An active workload: the end of its backoff, or its reactivation (Requeued back to True)."""
     requeued = wl.conditions.get(_W.REQUEUED)
     parked = requeued is not None and requeued.status == "False"
     if wl.requeue_at is not None:
         if wl.requeue_at > now:
-            return PodsReadyStep(StepKind.RECHECK, recheck_at=wl.requeue_at)
+            return WorkloadStep(StepKind.RECHECK, recheck_at=wl.requeue_at)
         if not wl.has_quota_reservation:
             conds: tuple[ConditionValue, ...] = ()
             if parked and requeued is not None and requeued.reason in (EvictionReason.PODS_READY_TIMEOUT, EvictionReason.ADMISSION_CHECK):
                 conds = (ConditionValue(_W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED),)
-            return PodsReadyStep(StepKind.UPDATE, conditions=conds, set_requeue_state=True, requeue_state=_requeue_state(wl.requeue_count, None))
+            return WorkloadStep(StepKind.UPDATE, conditions=conds, set_requeue_state=True, requeue_state=_requeue_state(wl.requeue_count, None))
     if not parked or requeued is None:
         return None
     if requeued.reason == EvictionReason.DEACTIVATED:
-        return PodsReadyStep(StepKind.UPDATE, conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.REACTIVATED, constants.MSG_REACTIVATED),))
+        return WorkloadStep(StepKind.UPDATE, conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.REACTIVATED, constants.MSG_REACTIVATED),))
     if requeued.reason in (EvictionReason.PODS_READY_TIMEOUT, EvictionReason.ADMISSION_CHECK):
-        return PodsReadyStep(StepKind.UPDATE, conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED),))
+        return WorkloadStep(StepKind.UPDATE, conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED),))
     return None
 
 
-def _timeout_step(wl: WorkloadInfo, policy: Policy, now: datetime, jitter: float) -> PodsReadyStep:
+def _timeout_step(wl: WorkloadInfo, policy: Policy, now: datetime, jitter: float) -> WorkloadStep:
     """`reconcileNotReadyTimeout` for a workload holding quota."""
     if wl.is_evicted:
         return _NONE
@@ -222,22 +232,22 @@ def _timeout_step(wl: WorkloadInfo, policy: Policy, now: datetime, jitter: float
     if deadline is None:
         return _NONE
     if now < deadline.at:
-        return PodsReadyStep(StepKind.RECHECK, recheck_at=deadline.at)
+        return WorkloadStep(StepKind.RECHECK, recheck_at=deadline.at)
     count = wl.requeue_count or 0
     if policy.backoff_limit_count is not None and count + 1 > policy.backoff_limit_count:
         target = ConditionValue(_W.DEACTIVATION_TARGET, "True", constants.DeactivationReason.REQUEUING_LIMIT_EXCEEDED,
                                 constants.MSG_REQUEUING_LIMIT_EXCEEDED)
-        return PodsReadyStep(StepKind.DEACTIVATE, conditions=(target,))
+        return WorkloadStep(StepKind.DEACTIVATE, conditions=(target,))
     wait = backoff(count + 1, base_seconds=policy.backoff_base_seconds, max_seconds=policy.backoff_max_seconds, jitter=jitter)
     # A requeueAt still ahead made this a RECHECK step, so the new one is always the later (`SetRequeueState`).
     requeue_at = now + wait
     message = constants.MSG_PODS_READY_TIMEOUT.format(key=wl.key)
-    return PodsReadyStep(StepKind.EVICT, conditions=(ConditionValue(_W.EVICTED, "True", EvictionReason.PODS_READY_TIMEOUT, message),),
+    return WorkloadStep(StepKind.EVICT, conditions=(ConditionValue(_W.EVICTED, "True", EvictionReason.PODS_READY_TIMEOUT, message),),
                 set_requeue_state=True, requeue_state=_requeue_state(count + 1, requeue_at), reason=EvictionReason.PODS_READY_TIMEOUT, message=message,
                 underlying_cause=deadline.cause, event_reason=f"EvictedDueTo{EvictionReason.PODS_READY_TIMEOUT}")
 
 
-def controller_step(wl: WorkloadInfo, policy: Policy | None, now: datetime, *, jitter: float = 0.0) -> PodsReadyStep:
+def controller_step(wl: WorkloadInfo, policy: Policy | None, now: datetime, *, jitter: float = 0.0) -> WorkloadStep:
     """The next thing the workload controller does about deactivation, backoff and PodsReady.
 
     In upstream's order: a finished workload is left alone; an active one with a DeactivationTarget
@@ -252,7 +262,7 @@ def controller_step(wl: WorkloadInfo, policy: Policy | None, now: datetime, *, j
         return _inactive_step(wl)
     target = wl.conditions.get(_W.DEACTIVATION_TARGET)
     if target is not None and target.status == "True":
-        return PodsReadyStep(StepKind.SET_INACTIVE)
+        return WorkloadStep(StepKind.SET_INACTIVE)
     requeued = _requeued_step(wl, now)
     if requeued is not None:
         return requeued

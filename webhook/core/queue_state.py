@@ -24,30 +24,29 @@ once a blocker clears (the next scheduling attempt reports the workload's status
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import NamedTuple
-
 from webhook.api import constants
 from webhook.api.constants import EvictionReason, PendingReason, RequeuedReason
+from webhook.core import conditions
 from webhook.core.cache import Cache
+from webhook.core.decisions import Evict, QueueBlocked, Requeue, UnsetReservation
 from webhook.core.model import StopPolicy
 from webhook.core.workload import WorkloadInfo
 
-__all__ = ["ActionKind", "QueueAction", "queue_state_action"]
+__all__ = ["QueueStateDecision", "queue_state_decision"]
+
+QueueStateDecision = Requeue | QueueBlocked | Evict | UnsetReservation
 
 
-class ActionKind(Enum):
-    REQUEUE = "Requeue"
-    BLOCKED = "Blocked"
-    EVICT = "Evict"
-    UNSET_RESERVATION = "UnsetReservation"
+def _requeue(wl: WorkloadInfo, cq: str, reason: str, message: str) -> Requeue:
+    return Requeue(wl.key, wl.uid, cq, reason, message, (conditions.requeued(reason, message),))
 
 
-class QueueAction(NamedTuple):
-    kind: ActionKind
-    cluster_queue: str
-    reason: str
-    message: str
+def _evict(wl: WorkloadInfo, cq: str, reason: str, message: str) -> Evict:
+    return Evict(wl.key, wl.uid, cq, reason, message, (conditions.evicted(reason, message),))
+
+
+def _unset(wl: WorkloadInfo, cq: str, reason: str, message: str) -> UnsetReservation:
+    return UnsetReservation(wl.key, wl.uid, cq, reason, message, conditions.pending_conditions(reason, message))
 
 
 def _requeued_false_by(wl: WorkloadInfo, reason: EvictionReason) -> bool:
@@ -55,7 +54,7 @@ def _requeued_false_by(wl: WorkloadInfo, reason: EvictionReason) -> bool:
     return c is not None and c.status == "False" and c.reason == reason
 
 
-def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> QueueAction | None:
+def queue_state_decision(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> QueueStateDecision | None:
     """The one write the workload controller would make for `wl` now, if any (see module docstring)."""
     lq = cache.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     lq_stop = lq.stop_policy if lq is not None else StopPolicy.NONE
@@ -65,9 +64,9 @@ def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> Qu
     cq_stop = cq.spec.stop_policy if cq is not None else StopPolicy.NONE
 
     if routed and _requeued_false_by(wl, EvictionReason.LOCAL_QUEUE_STOPPED):
-        return QueueAction(ActionKind.REQUEUE, cq_name, RequeuedReason.LOCAL_QUEUE_RESTARTED, constants.MSG_LOCAL_QUEUE_RESTARTED)
+        return _requeue(wl, cq_name, RequeuedReason.LOCAL_QUEUE_RESTARTED, constants.MSG_LOCAL_QUEUE_RESTARTED)
     if cq is not None and cq_stop == StopPolicy.NONE and _requeued_false_by(wl, EvictionReason.CLUSTER_QUEUE_STOPPED):
-        return QueueAction(ActionKind.REQUEUE, cq_name, RequeuedReason.CLUSTER_QUEUE_RESTARTED, constants.MSG_CLUSTER_QUEUE_RESTARTED)
+        return _requeue(wl, cq_name, RequeuedReason.CLUSTER_QUEUE_RESTARTED, constants.MSG_CLUSTER_QUEUE_RESTARTED)
 
     if not reserving:
         return _blocker(wl, cache, lq_stop=lq_stop, cq_name=cq_name if cq is not None else "")
@@ -75,18 +74,18 @@ def queue_state_action(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> Qu
     held_in = wl.admission_cluster_queue
     if wl.is_admitted:
         if lq_stop == StopPolicy.HOLD_AND_DRAIN and not wl.is_evicted:
-            return QueueAction(ActionKind.EVICT, held_in, EvictionReason.LOCAL_QUEUE_STOPPED, constants.MSG_LOCAL_QUEUE_STOPPED)
+            return _evict(wl, held_in, EvictionReason.LOCAL_QUEUE_STOPPED, constants.MSG_LOCAL_QUEUE_STOPPED)
         if cq_stop == StopPolicy.HOLD_AND_DRAIN and not wl.is_evicted:
-            return QueueAction(ActionKind.EVICT, held_in, EvictionReason.CLUSTER_QUEUE_STOPPED, constants.MSG_CLUSTER_QUEUE_STOPPED)
+            return _evict(wl, held_in, EvictionReason.CLUSTER_QUEUE_STOPPED, constants.MSG_CLUSTER_QUEUE_STOPPED)
         return None
     if lq is not None and lq_stop != StopPolicy.NONE:
-        return QueueAction(ActionKind.UNSET_RESERVATION, held_in, PendingReason.SUSPENDED, f"LocalQueue {wl.queue_name} is stopped")
+        return _unset(wl, held_in, PendingReason.SUSPENDED, f"LocalQueue {wl.queue_name} is stopped")
     if cq is not None and cq_stop != StopPolicy.NONE:
-        return QueueAction(ActionKind.UNSET_RESERVATION, held_in, PendingReason.SUSPENDED, f"ClusterQueue {cq_name} is stopped")
+        return _unset(wl, held_in, PendingReason.SUSPENDED, f"ClusterQueue {cq_name} is stopped")
     return None
 
 
-def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: str) -> QueueAction | None:
+def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: str) -> QueueBlocked | None:
     """QuotaReserved=False for a pending workload behind a stopped LocalQueue or inactive ClusterQueue."""
     if lq_stop != StopPolicy.NONE:
         message = f"LocalQueue {wl.queue_name} is inactive"
@@ -97,4 +96,5 @@ def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: st
     cur = wl.conditions.get(constants.WorkloadCondition.QUOTA_RESERVED)
     if cur is not None and cur.status == "False" and cur.reason == PendingReason.SUSPENDED and cur.message == message:
         return None
-    return QueueAction(ActionKind.BLOCKED, cq_name, PendingReason.SUSPENDED, message)
+    reason = PendingReason.SUSPENDED
+    return QueueBlocked(wl.key, wl.uid, cq_name, reason, message, conditions.pending_conditions(reason, message))

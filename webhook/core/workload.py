@@ -240,7 +240,7 @@ class WorkloadInfo:
     @property
     def is_on_hold(self) -> bool:
         c = self.conditions.get(constants.WorkloadCondition.QUOTA_RESERVED)
-        return c is not None and c.status == "False" and c.reason == "OnHold"
+        return c is not None and c.status == "False" and c.reason == constants.ON_HOLD_REASON
 
     @property
     def counts_toward_usage(self) -> bool:

@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import INTEGRATION_KINDS
+from webhook.api.visibility import PYKUEUE_GROUP
 from webhook.certmanager import conversion_crd_names
 
 __all__ = [
     "CERT_MANAGER",
     "DASHBOARD",
+    "LOCAL_QUEUE_LIMITS_VIEWER",
     "LOOKUPS",
     "MANAGER_ACCESS",
     "METRICS_AUTH",
@@ -39,6 +41,7 @@ __all__ = [
     "VISIBILITY_AUTH",
     "WORKER",
     "Access",
+    "local_queue_limits_role",
     "manager_rbac",
     "metrics_reader_role",
     "owner_plural",
@@ -122,6 +125,7 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     Access("batch", ("jobs/status",), ("get", "patch", "update"), WORKER, "reset startTime when stopping a started Job"),
     Access("", ("pods",), ("delete", "get", "list", "patch", "update", "watch"), WORKER, "gates, finalizers, stop"),
     Access("", ("pods/status",), ("patch",), WORKER, "pod conditions"),
+    Access("apps", ("statefulsets",), ("list", "watch"), WORKER, "StatefulSet integration: one pod group per StatefulSet"),
     Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
     Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
     Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
@@ -270,7 +274,7 @@ def user_roles() -> list[dict[str, Any]]:
     ]
     return [*aggregated, *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
             *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
-            metrics_reader_role()]
+            local_queue_limits_role(), metrics_reader_role()]
 
 
 # The visibility API's reads (`pending_workloads_{cq,lq}_viewer_role.yaml`): a ClusterQueue's queue is
@@ -287,4 +291,18 @@ def _pending_workloads_role(scope: str, labels: tuple[str, ...]) -> dict[str, An
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": f"kueue-pending-workloads-{scope}-viewer-role", "labels": meta_labels},
             "rules": [{"apiGroups": ["visibility.kueue.x-k8s.io"], "resources": [f"{plural}/pendingworkloads"],
+                       "verbs": list(_READ)}]}
+
+
+LOCAL_QUEUE_LIMITS_VIEWER = "kueue-localqueue-limits-viewer-role"
+
+
+def local_queue_limits_role() -> dict[str, Any]:
+    """Our group's reads (`visibility.pykueue.io`): a LocalQueue's limits and its pending workloads with
+    estimates, for whoever may read the LocalQueue's pending workloads (aggregated as upstream's lq viewer)."""
+    labels = {"rbac.kueue.x-k8s.io/role": "localqueue-limits-viewer",
+              **{label: "true" for label in dict(_PENDING_WORKLOADS)["lq"]}}
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": LOCAL_QUEUE_LIMITS_VIEWER, "labels": labels},
+            "rules": [{"apiGroups": [PYKUEUE_GROUP], "resources": ["localqueues/limits", "localqueues/pendingworkloads"],
                        "verbs": list(_READ)}]}

@@ -2,7 +2,7 @@
 
 Mirrors upstream's `config/components/visibility/*` and `config/components/visibility-apf/*` (kueue
 v0.19.2, with `namePrefix: kueue-`): a Service in front of the worker processes' visibility port,
-one APIService per version pointing at it, a RoleBinding in kube-system that lets the server read
+one APIService per version pointing at it (and one for our `visibility.pykueue.io/v1alpha1`), a RoleBinding in kube-system that lets the server read
 the front-proxy settings (`extension-apiserver-authentication-reader`), and the API priority and
 fairness objects that give the group its own priority level. Besides upstream's objects, the
 server's account is bound to `system:auth-delegator` (the usual grant of an aggregated API server:
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.visibility import GROUP, VERSIONS
+from webhook.api.visibility import GROUPS
 from webhook.config.types import DEFAULT_VISIBILITY_BIND_PORT
 
 __all__ = ["APF_NAME", "SERVICE", "apf_objects", "api_services", "auth_objects", "local_objects", "service"]
@@ -41,17 +41,19 @@ def service(namespace: str) -> dict[str, Any]:
 
 
 def api_services(namespace: str, *, port: int = 443, ca_bundle: str | None = None) -> list[dict[str, Any]]:
-    """`v1beta2` and `v1beta1`; without `ca_bundle` the aggregator does not verify our certificate."""
+    """Upstream's `v1beta2` and `v1beta1`, and our `v1alpha1.visibility.pykueue.io`, all to the same
+    Service; without `ca_bundle` the aggregator does not verify our certificate."""
     out = []
-    for version in VERSIONS:
-        spec: dict[str, Any] = {"group": GROUP, "groupPriorityMinimum": 100, "version": version, "versionPriority": 100,
-                                "service": {"name": SERVICE, "namespace": namespace, "port": port}}
-        if ca_bundle:
-            spec["caBundle"] = ca_bundle
-        else:
-            spec["insecureSkipTLSVerify"] = True
-        out.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                    "metadata": {"name": f"{version}.{GROUP}", "labels": dict(_LABELS)}, "spec": spec})
+    for group in GROUPS:
+        for version in group.versions:
+            spec: dict[str, Any] = {"group": group.name, "groupPriorityMinimum": 100, "version": version,
+                                    "versionPriority": 100, "service": {"name": SERVICE, "namespace": namespace, "port": port}}
+            if ca_bundle:
+                spec["caBundle"] = ca_bundle
+            else:
+                spec["insecureSkipTLSVerify"] = True
+            out.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                        "metadata": {"name": f"{version}.{group.name}", "labels": dict(_LABELS)}, "spec": spec})
     return out
 
 
@@ -72,8 +74,8 @@ def auth_objects(namespace: str, service_account: str) -> list[dict[str, Any]]:
 
 
 def apf_objects() -> list[dict[str, Any]]:
-    """A priority level of its own for the group, so heavy visibility reads queue among themselves
-    (upstream's `visibility-apf` component: 10 shares, 90% lendable, 16 queues of 50)."""
+    """A priority level of its own for the groups, so heavy visibility reads queue among themselves
+    (upstream's `visibility-apf` component: 10 shares, 90% lendable, 16 queues of 50; our group shares it)."""
     return [
         {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
          "metadata": {"name": APF_NAME, "labels": dict(_LABELS)},
@@ -84,7 +86,7 @@ def apf_objects() -> list[dict[str, Any]]:
          "metadata": {"name": APF_NAME, "labels": dict(_LABELS)},
          "spec": {"priorityLevelConfiguration": {"name": APF_NAME}, "matchingPrecedence": 9000,
                   "distinguisherMethod": {"type": "ByUser"},
-                  "rules": [{"resourceRules": [{"apiGroups": [GROUP], "clusterScope": True, "namespaces": ["*"],
+                  "rules": [{"resourceRules": [{"apiGroups": [g.name for g in GROUPS], "clusterScope": True, "namespaces": ["*"],
                                                 "resources": ["*"], "verbs": ["*"]}],
                              "subjects": [{"kind": "Group", "group": {"name": "system:unauthenticated"}},
                                           {"kind": "Group", "group": {"name": "system:authenticated"}}]}]}},

@@ -9,13 +9,19 @@ Threads (all daemons; the process exits when leadership ends):
   writers as values and never waits on the network (`pkg/scheduler/scheduler.go` + the event
   handlers of `pkg/controller/core/*`);
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
-* Job reconcilers (`WorkQueue` keyed by Job): `reconcilers.job`.
+  the core's decisions become those writes in `decisions`, queue status in `queue_status`, the
+  resource-in-use finalizers in `finalizers`;
+* Job reconcilers (`WorkQueue` keyed by Job): `integrations.batchjob`.
 * Workload reconcilers (`WorkQueue` keyed by Workload): admission checks, PodsReady timeouts,
   requeue backoff and deactivation (`reconcilers.workload`).
-* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `reconcilers.pod`, with a
+* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `integrations.pod_reconciler`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 * Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
   `reconcilers.concurrent_admission`.
+* StatefulSet reconcilers (`WorkQueue` keyed by StatefulSet or `pod/<ns>/<name>`), with the
+  `statefulset` integration: `integrations.statefulset`, with its own StatefulSet and pod informers.
+* Workload retention (one deadline heap and a `WorkQueue`), with
+  `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
@@ -38,35 +44,24 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
-from webhook.core import conditions
-from webhook.core.admission_checks import reset_on_eviction
-from webhook.core.conditions import ConditionValue
 from webhook.core.cycle import (
     AdmissionCore,
-    Admit,
-    CycleResult,
-    Evict,
-    Migrate,
-    Pending,
-    Preempt,
-    QueueBlocked,
-    ReplacedSlice,
-    Requeue,
     SchedulerConfig,
-    UnsetReservation,
 )
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
+from webhook.worker.decisions import DecisionWriter, QueueRoutes
 from webhook.worker.finalizers import Finalizers
+from webhook.worker.integrations import pod_reconciler as pods
+from webhook.worker.integrations import statefulset as statefulsets
+from webhook.worker.integrations.batchjob import JobReconciler
 from webhook.worker.queue_status import QueueStatusPublisher
-from webhook.worker.reconcilers import pod as pods
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
-from webhook.worker.reconcilers.job import JobReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
-from webhook.worker.status import set_condition
+from webhook.worker.retention import WorkloadRetention
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
@@ -75,8 +70,6 @@ __all__ = ["POD_RESOURCE", "RESOURCES", "Manager", "Resource"]
 
 log = logging.getLogger(__name__)
 
-ADMISSION_CONTROLLER = "kueue-admission"
-WORKLOAD_CONTROLLER = "kueue-workload-controller"
 # The gauges walk every queue: refreshed at most once a second, not after every batch of events
 # (the core loop wakes at least once a second), and no more often than keeps the walk under 1/20
 # of the core thread's time.
@@ -123,9 +116,6 @@ RESOURCES: tuple[Resource, ...] = (
 POD_RESOURCE = Resource("pods", "v1", pods.LABEL_SELECTOR)  # watched when the pod integration is on
 
 
-QueueRoutes = tuple[dict[str, str], dict[str, bool]]
-
-
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
     return {key: val for key, val in meta.items() if key not in ("resourceVersion", "managedFields")}
 
@@ -142,10 +132,6 @@ def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
         case msg.WriteFailed(key):
             return "write_failed", key
     assert_never(message)
-
-
-def _gen(obj: Mapping[str, Any]) -> int:
-    return int((obj.get("metadata") or {}).get("generation") or 0)
 
 
 class Manager:
@@ -179,15 +165,24 @@ class Manager:
         self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
                                             on_admitted=self._admitted_by_checks)
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
-        # Plain Pods and pod groups (`reconcilers.pod`): their own informer and work queue.
-        self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, stop=stop) if pods.is_enabled(config) else None
+        # Plain Pods and pod groups (`integrations.pod_reconciler`): their own informer and work queue.
+        self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop) \
+            if pods.is_enabled(config) else None
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
         self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
             if concurrent else None
+        # StatefulSets (`integrations.statefulset`): one pod group each; it watches them and their pods itself.
+        self.statefulsets = statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop) \
+            if statefulsets.is_enabled(config) else None
+        # objectRetentionPolicies.workloads.afterFinished: finished Workloads deleted (`retention`).
+        after_finished = config.object_retention_policies.workloads.after_finished_s
+        self.retention = None if after_finished is None else \
+            WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
-            self.jobs, self.workloads, *(r for r in (self.pods, self.variants) if r is not None))
+            self.jobs, self.workloads,
+            *(r for r in (self.pods, self.variants, self.statefulsets, self.retention) if r is not None))
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         # Queue status has its own writer, as upstream's ClusterQueue, LocalQueue and Cohort controllers
@@ -195,12 +190,13 @@ class Manager:
         self.queue_writes: WorkQueue[StatusWrite | Call] = WorkQueue("queue-status", self._write, workers=1, stop=stop)
         self.queue_status = QueueStatusPublisher(self.core, self.store, self.queue_writes)
         self.finalizers = Finalizers(kube, self.core, self.store, self.writes)
+        # The core's decisions as status writes. Its `admitting` (core thread only) holds Workloads
+        # whose Admit write is queued or in flight: until an event shows the reservation (or the
+        # write fails), any non-reserving event for them is an *older* version, typically our own
+        # earlier Pending write landing late; see `_feed`.
+        self.decisions = DecisionWriter(self.core, self.store, self.writes, self.recorder, self.reporter, self._core_q.put)
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
-        # Workloads whose Admit write is queued or in flight (core thread only). Until an event shows
-        # the reservation (or the write fails), any non-reserving event for them is an *older*
-        # version, typically our own earlier Pending write landing late; see `_feed`.
-        self._admitting: set[str] = set()
         # (kind, key) → metadata and spec of the ClusterQueue/LocalQueue last fed to the core (core thread only).
         self._fed_queues: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
         self.started_at = 0.0
@@ -281,7 +277,7 @@ class Manager:
 
     # == the core thread ==========================================================================
     def _admission_failed(self, key: str, now: datetime) -> None:
-        self._admitting.discard(key)
+        self.decisions.admitting.discard(key)
         self.core.admission_failed(WorkloadKey(key), now)
         latest = self.store.get("workloads", key)
         if latest is not None:  # events skipped while the write was in flight: requeue the newest copy
@@ -345,8 +341,8 @@ class Manager:
             key = f"{ns}/{name}"
             self.reporter.workload_event(key, None if deleted else obj)
             if deleted or o.is_condition_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
-                self._admitting.discard(key)
-            elif key in self._admitting:
+                self.decisions.admitting.discard(key)
+            elif key in self.decisions.admitting:
                 # The core assumed this reservation and our Admit write has not been seen yet, so this
                 # event predates it (e.g. the Pending write of an earlier cycle, or a Job reconciler
                 # write, landing after the Admit decision). Feeding it would make the core forget the
@@ -413,9 +409,9 @@ class Manager:
             if queues_changed:
                 # Our own queue status writes come back as events too: scan every Workload only
                 # when what the scan reads from the queues moved.
-                routes = self._queue_routes()
+                routes = self.decisions.queue_routes()
                 queues_changed, last_routes = routes != last_routes, routes
-            self._report_queue_blockers(None if queues_changed else touched, now)
+            self.decisions.report_queue_blockers(None if queues_changed else touched, now)
             if not rebuilt:
                 rebuilt = True
                 for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
@@ -433,7 +429,7 @@ class Manager:
                 started = time.monotonic()
                 result = self.core.schedule(datetime.now(UTC))
                 self.reporter.cycle(result, time.monotonic() - started)
-                self._dispatch(result, now)
+                self.decisions.dispatch(result, now)
                 if not (result.admitted or result.preempted):
                     break
             self._publish_queue_status(now)
@@ -441,220 +437,6 @@ class Manager:
                 self.reporter.refresh(self.core)
                 took = time.monotonic() - started
                 next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
-
-    # == decisions → writes =======================================================================
-    def _wl_path(self, key: str) -> str:
-        ns, name = key.split("/", 1)
-        return k.object_path(c.V1BETA2, "workloads", ns, name)
-
-    def _dispatch(self, result: CycleResult, now: datetime) -> None:
-        for d in result.decisions:
-            if isinstance(d, Admit):
-                self._admit(d, now)
-            elif isinstance(d, Preempt):
-                self._preempt(d, now)
-            elif isinstance(d, Pending):
-                self._pending(d, now)
-            elif isinstance(d, Evict):
-                self._evict(d, now)
-            elif isinstance(d, Migrate):
-                self._evict(d, now, controller=ADMISSION_CONTROLLER)
-            elif isinstance(d, UnsetReservation):
-                self._unset_reservation(d, now)
-            elif isinstance(d, Requeue):
-                self._requeue(d, now)
-            elif isinstance(d, QueueBlocked):
-                self._set_pending(str(d.key), d.cluster_queue, d.conditions, now, event=False)
-
-    def _admit(self, d: Admit, now: datetime) -> None:
-        admission = dict(d.admission)
-        conds = [cv.to_api(now) for cv in d.conditions]
-        key = str(d.key)
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            status["admission"] = admission
-            for cond in conds:
-                set_condition(status, cond, now, _gen(obj))
-
-        def failed() -> None:
-            self._core_q.put(msg.AdmissionFailed(key))
-
-        replaced = d.replaces
-        succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
-        self._admitting.add(key)
-        log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True)
-        wl = self.store.get("workloads", key)
-        self.reporter.admitted(d, wl, now)
-        self.reporter.admitted_in_cohort(self.core, d, wl)
-        if wl is not None:
-            created = datetime.fromisoformat(str(wl["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00")) \
-                if wl["metadata"].get("creationTimestamp") else now
-            waited = max(0, int((now - created).total_seconds()))
-            self.recorder.emit(wl, "Normal", "QuotaReserved",
-                               f"Quota reserved in ClusterQueue {d.cluster_queue}, wait time since queued was {waited}s", ADMISSION_CONTROLLER)
-            if any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
-                self.recorder.emit(wl, "Normal", "Admitted",
-                                   f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
-
-    def _replace_slice(self, old: ReplacedSlice, new_key: str, now: datetime) -> None:
-        """`replaceWorkloadSlice`, once the new slice's admission is written: the old slice is
-        finished (its quota leaves the cache with that event), an event and the metric record it.
-        A failed write is left to the Job reconciler, which finishes a replaced slice too."""
-        key = str(old.key)
-        conds = [cv.to_api(now) for cv in old.conditions]
-        wl = self.store.get("workloads", key)
-        if wl is None or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
-            return
-
-        finished_here = [False]  # by the last attempt of the write
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            finished_here[0] = (o.find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
-            if not finished_here[0]:
-                return  # finished meanwhile (e.g. by the Job reconciler): nothing to record
-            for cond in conds:
-                set_condition(status, cond, now, _gen(obj))
-
-        def replaced() -> None:
-            if not finished_here[0]:
-                return
-            self.reporter.replaced_slice(old.cluster_queue)
-            self.recorder.emit(wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER)
-
-        log.info("workload slice replaced", extra={"object": key, "kind": "Workload", "decision": "Replaced",
-                                                   "replacement": new_key, "cluster_queue": old.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True)
-
-    def _preempt(self, d: Preempt, now: datetime) -> None:
-        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
-        for v in d.targets:
-            conds = [cv.to_api(now) for cv in v.conditions]
-
-            def mutate(status: dict[str, Any], obj: Mapping[str, Any], conds: Sequence[Mapping[str, Any]] = conds) -> None:
-                for cond in conds:
-                    gen = None if cond["type"] == c.WorkloadCondition.PREEMPTED else _gen(obj)
-                    set_condition(status, {key: val for key, val in cond.items() if key != "observedGeneration"}, now, gen)
-
-            log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
-                                          "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
-            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))), first=True)
-            wl = self.store.get("workloads", str(v.key))
-            if wl is not None:
-                self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
-
-    # -- queue-state decisions (stopPolicy, activity; `workload_controller.go`) --------------------
-    def _write_failed(self, key: str) -> Callable[[], None]:
-        def failed() -> None:
-            self._core_q.put(msg.WriteFailed(key))
-
-        return failed
-
-    def _evict(self, d: Evict | Migrate, now: datetime, *, controller: str = WORKLOAD_CONTROLLER) -> None:
-        """Evicted=True on an admitted workload of a HoldAndDrain queue, or on a variant whose parent
-        migrates; the Job reconciler (the variant controller for a variant) then clears the admission.
-        As `prepareForEviction`: checks back to Pending, BlockedOnPreemptionGates off, gates closed."""
-        key = str(d.key)
-        conds = [cv.to_api(now) for cv in d.conditions]
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for cond in conds:
-                set_condition(status, cond, now, _gen(obj))
-            if status.get("admissionChecks"):
-                status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
-            if o.is_condition_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
-                set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
-                                       "reason": d.reason, "message": d.message}, now, _gen(obj))
-            for gate in status.get("preemptionGates") or ():
-                gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
-
-        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": type(d).__name__, "reason": d.reason,
-                                    "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
-        wl = self.store.get("workloads", key)
-        self.reporter.drained(d, wl, now)
-        if wl is not None:
-            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, controller)
-
-    def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
-        key = str(d.key)
-        conds = [cv.to_api(now) for cv in d.conditions]
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            status.pop("admission", None)
-            for cond in conds:
-                set_condition(status, cond, now, _gen(obj))
-
-        log.info("reservation unset", extra={"object": key, "kind": "Workload", "decision": "UnsetReservation", "reason": d.reason,
-                                             "detail": d.message, "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
-
-    def _requeue(self, d: Requeue, now: datetime) -> None:
-        key = str(d.key)
-        conds = [cv.to_api(now) for cv in d.conditions]
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for cond in conds:
-                set_condition(status, cond, now, _gen(obj))
-
-        log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
-                                    "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
-
-    def _queue_routes(self) -> QueueRoutes:
-        """What `_report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
-        whether each ClusterQueue is active."""
-        cache = self.core.cache
-        return ({key: lq.cluster_queue for key, lq in cache.local_queues.items()},
-                {name: cache.readiness(name).active for name in cache.cluster_queues})
-
-    def _report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
-        """QuotaReserved=False for pending Workloads whose queues block them (the workload
-        controller's queue checks, `workload_controller.go`): the scheduler never sees those."""
-        cache = self.core.cache
-        candidates = self.store.list("workloads") if keys is None else [w for key in keys if (w := self.store.get("workloads", key))]
-        for wl in candidates:
-            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
-                continue
-            meta, spec = wl["metadata"], wl.get("spec") or {}
-            if meta.get("deletionTimestamp") or spec.get("active") is False:
-                continue
-            lq_name = str(spec.get("queueName") or "")
-            lq = cache.local_queues.get(f"{meta['namespace']}/{lq_name}")
-            if lq is None:
-                reason, message = "Misconfigured", f"LocalQueue {lq_name} doesn't exist"
-            elif lq.cluster_queue not in cache.cluster_queues:
-                reason, message = "Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist"
-            elif not cache.readiness(lq.cluster_queue).active:
-                reason, message = "Suspended", f"ClusterQueue {lq.cluster_queue} is inactive"
-            else:
-                continue
-            self._set_pending(object_key(wl), lq.cluster_queue if lq else "", conditions.pending_conditions(reason, message), now)
-
-    def _pending(self, d: Pending, now: datetime) -> None:
-        self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)
-
-    def _set_pending(self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True) -> None:
-        wl = self.store.get("workloads", key)
-        if wl is None:
-            return
-        current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
-        qr = pending[0]
-        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (qr.status, qr.reason, qr.message):
-            return
-        conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
-
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            if (o.find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
-                return  # reserved meanwhile: a stale pending report
-            for cond in conds:
-                set_condition(status, cond, now, _gen(obj))
-
-        log.info("pending", extra={"object": key, "kind": "Workload", "decision": "Pending", "cluster_queue": cluster_queue,
-                                   "reason": qr.reason, "detail": qr.message})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
-        if event:
-            self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
 
     # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:

@@ -30,7 +30,8 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission, fair_sharing
-from webhook.core.cycle import AdmissionCore, Admit, CycleResult, Evict, Migrate, Pending, Preempt
+from webhook.core.cycle import AdmissionCore, CycleResult
+from webhook.core.decisions import Admit, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 

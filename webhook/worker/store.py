@@ -3,8 +3,8 @@
 Informer threads and writers both put objects here; an older resourceVersion never replaces a
 newer one (etcd's revisions are integers in practice, so they are compared as such when they
 parse), and a deleted object is not brought back by a writer's answer that predates the delete
-(a tombstone keeps its last resourceVersion a while). Readers get the stored dict itself and must
-not mutate it.
+(a tombstone keeps its last resourceVersion a while). Every object is trimmed in place on the way
+in (`transform.compact`). Readers get the stored dict itself and must not mutate it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from webhook.kube import strip_managed_fields
+from webhook.worker.transform import compact
 
 __all__ = ["Store", "object_key"]
 
@@ -48,7 +48,7 @@ class Store:
         """Store `obj` unless a newer version is held, or it was deleted at a later version; True when stored.
         Without the tombstone, a status write answered after the watch's DELETED event would bring a deleted
         ClusterQueue back for good (and keep its flavors' resource-in-use finalizers)."""
-        key = object_key(strip_managed_fields(obj))
+        key = object_key(compact(kind, obj))
         with self._lock:
             objs = self._kinds.setdefault(kind, {})
             old = objs.get(key)
@@ -77,7 +77,7 @@ class Store:
 
     def replace(self, kind: str, objs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """A relist: the new set, returning the objects that disappeared."""
-        fresh = {object_key(o): strip_managed_fields(o) for o in objs}
+        fresh = {object_key(o): compact(kind, o) for o in objs}
         with self._lock:
             old = self._kinds.get(kind, {})
             self._kinds[kind] = fresh

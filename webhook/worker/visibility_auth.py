@@ -33,9 +33,9 @@ from webhook.reviews import KubeAPI, TTLCache, User, access_review, is_allowed
 
 __all__ = [
     "AUTH_CONFIGMAP",
+    "AccessDecision",
     "AccessReviewer",
     "Attributes",
-    "Decision",
     "FrontProxy",
     "FrontProxySource",
     "KubeAPIGet",
@@ -171,7 +171,9 @@ class Attributes(NamedTuple):
     path: str = ""
 
 
-class Decision(NamedTuple):
+class AccessDecision(NamedTuple):
+    """A SubjectAccessReview's answer (not the admission core's `cycle.Decision`)."""
+
     allowed: bool
     reason: str = ""
 
@@ -181,9 +183,9 @@ class AccessReviewer:
 
     def __init__(self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE) -> None:
         self._kube = kube
-        self.decisions: TTLCache[tuple[User, Attributes], Decision] = TTLCache(cache_size, clock)
+        self.decisions: TTLCache[tuple[User, Attributes], AccessDecision] = TTLCache(cache_size, clock)
 
-    def authorize(self, user: User, attrs: Attributes) -> Decision:
+    def authorize(self, user: User, attrs: Attributes) -> AccessDecision:
         """Raises KubeError when the review cannot be made (nothing is cached then)."""
         key = (user, attrs)
         cached = self.decisions.get(key)
@@ -197,6 +199,6 @@ class AccessReviewer:
         else:
             attributes = {"nonResourceAttributes": {"path": attrs.path, "verb": attrs.verb}}
         status = access_review(self._kube, user, attributes)
-        decision = Decision(is_allowed(status), str(status.get("reason") or ""))
+        decision = AccessDecision(is_allowed(status), str(status.get("reason") or ""))
         self.decisions.put(key, decision, ALLOW_TTL_S if decision.allowed else DENY_TTL_S)
         return decision

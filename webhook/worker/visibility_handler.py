@@ -11,6 +11,10 @@ Our counterpart of what upstream's generic API server does for `visibility.kueue
 4. `pendingworkloads` pages follow upstream's storage: `limit` 0 or absent means 1000, it is held to
    0..100000, a negative `offset` is 0, a value that is not an integer is 400 in Go's words; a
    ClusterQueue page numbers LocalQueue positions, a LocalQueue page ClusterQueue positions.
+
+Our own group, `visibility.pykueue.io/v1alpha1`, goes through the same steps: a LocalQueue's
+`limits` (`core.queue_limits`) and its `pendingworkloads` as upstream's items plus an estimated
+admission each (`core.admission_rate`), paged as upstream's, and the method stated in the answer.
 """
 
 from __future__ import annotations
@@ -18,17 +22,22 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
 
 from webhook.api import visibility as v
 from webhook.api import visibility_openapi as openapi
+from webhook.core import admission_rate
 from webhook.core.pending_order import Positioned
+from webhook.core.queue_limits import QueueLimits
+from webhook.core.resources import format_quantity
 from webhook.reviews import User
-from webhook.worker.visibility_auth import Attributes, Decision
+from webhook.worker.visibility_auth import AccessDecision, Attributes
 
-__all__ = ["PendingReader", "Request", "RequestAuthorizer", "Response", "VisibilityAPI", "summary"]
+__all__ = ["LocalQueueReader", "PendingReader", "Request", "RequestAuthorizer", "Response", "VisibilityAPI",
+           "estimates", "limits", "summary"]
 
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -44,8 +53,32 @@ class PendingReader(Protocol):
     def local_queue_page(self, key: str, *, offset: int, limit: int) -> list[Positioned] | None: ...
 
 
+class EstimatedPage(Protocol):
+    """A LocalQueue page, its ClusterQueue's rate, and why there is no estimate ("" if there may be)."""
+
+    @property
+    def items(self) -> list[Positioned]: ...
+
+    @property
+    def rate(self) -> admission_rate.Rate: ...
+
+    @property
+    def unknown(self) -> str: ...
+
+    @property
+    def now(self) -> datetime: ...
+
+
+class LocalQueueReader(Protocol):
+    """What our own group reads: limits and estimated pages of a LocalQueue `ns/name` (None: not found)."""
+
+    def local_queue_limits(self, key: str) -> QueueLimits | None: ...
+
+    def local_queue_estimates(self, key: str, *, offset: int, limit: int) -> EstimatedPage | None: ...
+
+
 class RequestAuthorizer(Protocol):
-    def authorize(self, user: User, attrs: Attributes) -> Decision: ...
+    def authorize(self, user: User, attrs: Attributes) -> AccessDecision: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,25 +148,82 @@ def summary(version: str, items: Sequence[Positioned]) -> dict[str, Any]:
             "items": [_item(p) for p in items]}
 
 
+def _rfc3339(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def estimates(page: EstimatedPage) -> dict[str, Any]:
+    """Our `PendingWorkloadsSummary`: upstream's items, each with `estimatedAdmission` (null when
+    unknown), and the method and the rate it used under `estimation`."""
+    rate = page.rate
+    estimation: dict[str, Any] = {"method": admission_rate.method(rate.window),
+                                  "windowSeconds": int(rate.window.total_seconds()),
+                                  "admissionsInWindow": rate.admissions,
+                                  "admissionsPerMinute": round(rate.per_minute, 3)}
+    if page.unknown:
+        estimation["unknownReason"] = page.unknown
+    elif rate.admissions == 0:
+        estimation["unknownReason"] = "no admissions in the ClusterQueue within the window"
+    items = []
+    for p in page.items:
+        wait = None if page.unknown else rate.wait(p.in_cluster_queue)
+        item = _item(p)
+        item["estimatedAdmission"] = None if wait is None else {
+            "waitSeconds": int(wait.total_seconds()), "time": _rfc3339(page.now + wait)}
+        items.append(item)
+    return {"kind": v.SUMMARY_KIND, "apiVersion": f"{v.PYKUEUE_GROUP}/{v.PYKUEUE_VERSION}", "metadata": {},
+            "estimation": estimation, "items": items}
+
+
+def limits(namespace: str, name: str, lim: QueueLimits) -> dict[str, Any]:
+    """Our `LocalQueueLimits`: per flavor and resource of the ClusterQueue, as quantities. A limit
+    that is absent is unlimited."""
+    flavors: dict[str, list[dict[str, Any]]] = {}
+    for r in lim.resources:
+        res = r.flavor.resource
+        entry: dict[str, Any] = {"name": res, "nominalQuota": format_quantity(res, r.nominal)}
+        if r.borrowing_limit is not None:
+            entry["borrowingLimit"] = format_quantity(res, r.borrowing_limit)
+        if r.lending_limit is not None:
+            entry["lendingLimit"] = format_quantity(res, r.lending_limit)
+        entry.update({"used": format_quantity(res, r.used),
+                      "usedByLocalQueue": format_quantity(res, r.used_by_local_queue),
+                      "available": format_quantity(res, r.available),
+                      "borrowable": format_quantity(res, r.borrowable),
+                      "maxAvailable": format_quantity(res, r.max_available)})
+        flavors.setdefault(r.flavor.flavor, []).append(entry)
+    out: dict[str, Any] = {"kind": v.LIMITS_KIND, "apiVersion": f"{v.PYKUEUE_GROUP}/{v.PYKUEUE_VERSION}",
+                           "metadata": {"name": name, "namespace": namespace}, "clusterQueue": lim.cluster_queue}
+    if lim.cohort:
+        out["cohort"] = lim.cohort
+    out["flavors"] = [{"name": f, "resources": rs} for f, rs in flavors.items()]
+    return out
+
+
+def _served(group: str, version: str) -> v.ApiGroup | None:
+    return next((g for g in v.GROUPS if g.name == group and version in g.versions), None)
+
+
 def resource_attributes(path: str) -> Attributes | None:
-    """The attributes of a resource request of our group, or None for a discovery/OpenAPI path."""
+    """The attributes of a resource request of a group served here, or None for a discovery/OpenAPI path."""
     parts = [p for p in path.split("/") if p]
-    if len(parts) < 4 or parts[0] != "apis" or parts[1] != v.GROUP or parts[2] not in v.VERSIONS:
+    if len(parts) < 4 or parts[0] != "apis" or _served(parts[1], parts[2]) is None:
         return None
     rest, namespace = parts[3:], ""
     if rest[0] == "namespaces" and len(rest) >= 3:
         namespace, rest = rest[1], rest[2:]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
-    return Attributes("get" if name else "list", rest[0], subresource, name, namespace, v.GROUP, parts[2])
+    return Attributes("get" if name else "list", rest[0], subresource, name, namespace, parts[1], parts[2])
 
 
 class VisibilityAPI:
     """Answers one request at a time; thread-safe as long as `reader` and `authorizer` are."""
 
-    def __init__(self, reader: PendingReader, authorizer: RequestAuthorizer) -> None:
+    def __init__(self, reader: PendingReader, authorizer: RequestAuthorizer, local_queues: LocalQueueReader) -> None:
         self._reader = reader
         self._authorizer = authorizer
+        self._local_queues = local_queues
         self._openapi_v2 = orjson.dumps(openapi.v2())
         self._openapi_v3 = openapi.v3_documents()
         self._openapi_v3_index = orjson.dumps(openapi.v3_index(self._openapi_v3))
@@ -154,7 +244,9 @@ class VisibilityAPI:
                 return _status(v.forbidden_path(user=req.user.name, verb="get", path=req.path), pretty)
             return _status(v.forbidden(user=req.user.name, verb=attrs.verb, resource=attrs.resource,
                                        subresource=attrs.subresource, name=attrs.name, namespace=attrs.namespace,
-                                       reason=decision.reason), pretty)
+                                       reason=decision.reason, group=attrs.group), pretty)
+        if attrs is not None and attrs.group == v.PYKUEUE_GROUP:
+            return self._local_queue(attrs, path, req.query, pretty)
         if attrs is not None:
             return self._pending(attrs, path, req.query, pretty)
         return self._discovery(path, req, pretty)
@@ -179,17 +271,36 @@ class VisibilityAPI:
                 return _status(v.not_found("localqueue", attrs.name), pretty)
         return _json(200, summary(attrs.version, items), pretty=pretty)
 
+    def _local_queue(self, attrs: Attributes, path: str, query: Mapping[str, Sequence[str]], pretty: bool) -> Response:
+        """`namespaces/<ns>/localqueues/<name>/{limits,pendingworkloads}` of our group."""
+        depth = len([p for p in path.split("/") if p]) - 5
+        if depth != 3 or not attrs.namespace or attrs.resource != "localqueues" \
+                or attrs.subresource not in ("limits", "pendingworkloads"):
+            return _status(v.resource_not_found(), pretty)
+        key = f"{attrs.namespace}/{attrs.name}"
+        missing = _status(v.not_found("localqueue", attrs.name, v.PYKUEUE_GROUP), pretty)
+        if attrs.subresource == "limits":
+            lim = self._local_queues.local_queue_limits(key)
+            return missing if lim is None else _json(200, limits(attrs.namespace, attrs.name, lim), pretty=pretty)
+        try:
+            limit, offset = _bounded(query)
+        except _BadRequest as exc:
+            return _status(v.bad_request(str(exc)), pretty)
+        page = self._local_queues.local_queue_estimates(key, offset=offset, limit=limit)
+        return missing if page is None else _json(200, estimates(page), pretty=pretty)
+
     def _discovery(self, path: str, req: Request, pretty: bool) -> Response:
         if path == "/apis":
             if "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" in req.accept.replace(" ", ""):
                 return _json(200, v.aggregated_discovery(), pretty=pretty, content_type=v.AGGREGATED_DISCOVERY_TYPE,
                              headers=(("Vary", "Accept"),))
             return _json(200, v.api_group_list(), pretty=pretty)
-        if path == f"/apis/{v.GROUP}":
-            return _json(200, v.api_group(), pretty=pretty)
-        for version in v.VERSIONS:
-            if path == f"/apis/{v.GROUP}/{version}":
-                return _json(200, v.api_resource_list(version), pretty=pretty)
+        for group in v.GROUPS:
+            if path == f"/apis/{group.name}":
+                return _json(200, v.api_group(group), pretty=pretty)
+            for version in group.versions:
+                if path == f"/apis/{group.name}/{version}":
+                    return _json(200, v.api_resource_list(version, group), pretty=pretty)
         if path == "/openapi/v2":
             return Response(200, self._openapi_v2, headers=(("ETag", f'"{openapi.etag(self._openapi_v2)}"'),))
         if path == "/openapi/v3":

@@ -5,13 +5,14 @@ started from `cmd/kueue/main.go` when VisibilityOnDemand is on, kueue v0.19.2), 
 process runs this one, the lease holder and the standbys alike, because the APIService points at
 the Service and any replica gets requests. Upstream's standbys keep their queue manager from the
 same watches as the leader (only its writes wait for the lease); here each process keeps a
-`PendingOrder` from its own watches of Workloads, LocalQueues and ClusterQueues, so the answer
-does not depend on which replica is asked nor on the admission core's thread: a request never
+`PendingOrder`, a quota `Cache` and the admission rates (our LocalQueue limits and estimates,
+`visibility.pykueue.io`) from its own watches of Workloads, LocalQueues, ClusterQueues and
+Cohorts, so the answer does not depend on which replica is asked nor on the admission core's thread: a request never
 waits for a scheduling cycle, and the core's queues stay the core thread's alone. What a
 replica shows is the API's state as its watches delivered it; the leader's in-memory decisions
 reach it through the status writes they make, a moment later, as upstream's standbys see them.
 
-Threads (daemons): three informers feeding the order under one lock, the front-proxy settings'
+Threads (daemons): four informers feeding the feed under one lock, the front-proxy settings'
 refresher, the server's accept loop and one thread per connection (TLS handshake included, with a
 deadline, so a slow client holds up no one).
 """
@@ -24,6 +25,8 @@ import ssl
 import threading
 import urllib.parse
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,27 +35,56 @@ from webhook import tls
 from webhook.api import constants as c
 from webhook.config import Configuration, Feature
 from webhook.core import model
-from webhook.core.pending_order import PendingOrder, Positioned, pending_workload
-from webhook.core.workload import WorkloadKey
+from webhook.core.admission_rate import AdmissionRates, Rate
+from webhook.core.cache import Cache
+from webhook.core.pending_order import PendingOrder, Positioned, pending_entry
+from webhook.core.queue_limits import QueueLimits, local_queue_limits
+from webhook.core.workload import WorkloadKey, parse_workload
 from webhook.worker.visibility_auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
 from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
 
-__all__ = ["PendingFeed", "VisibilityServer", "serve_visibility"]
+__all__ = ["EstimatedPage", "PendingFeed", "VisibilityServer", "serve_visibility"]
 
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 60.0
+# In any order: the cache recounts a ClusterQueue's usage when it appears after its Workloads.
+_WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2),
+            ("cohorts", c.V1BETA2))
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatedPage:
+    """A LocalQueue page with its ClusterQueue's admission rate at `now`; `unknown` says why there
+    is no estimate when the ClusterQueue cannot admit whatever its rate ("" when it can)."""
+
+    items: list[Positioned]
+    rate: Rate
+    unknown: str
+    now: datetime
 
 
 class PendingFeed:
-    """A `PendingOrder` kept from watch events; every read and update holds one lock."""
+    """What every replica keeps from its own watches for the visibility API, under one lock: the
+    pending order, the quota state (`core.cache.Cache`: ClusterQueues, Cohorts, reserving
+    Workloads) and the ClusterQueues' recent admissions."""
 
-    def __init__(self, *, requeue_by_eviction: bool = True) -> None:
+    def __init__(self, *, requeue_by_eviction: bool = True, concurrent_admission: bool = False,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._order = PendingOrder()
+        self._cache = Cache(concurrent_admission=concurrent_admission)
+        self._rates = AdmissionRates()
+        self._clock = clock
+        # The Active condition each ClusterQueue's status carries (the leader writes it).
+        self._inactive: dict[str, str] = {}
+        # What of each ClusterQueue the cache was last given: the leader's status writes (after
+        # every admission) leave it alone, as they do not touch what the cache reads, and a cache
+        # update rebuilds the cohort tree and recounts the queue's usage.
+        self._fed: dict[str, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
         self._requeue_by_eviction = requeue_by_eviction
-        self._seen: dict[str, set[str]] = {"workloads": set(), "localqueues": set(), "clusterqueues": set()}
+        self._seen: dict[str, set[str]] = {kind: set() for kind, _ in _WATCHED}
 
     @staticmethod
     def _key(obj: dict[str, Any]) -> str:
@@ -66,14 +98,50 @@ class PendingFeed:
         else:
             self._seen[kind].add(key)
         if kind == "workloads":
-            wl = None if obj is None else pending_workload(obj, requeue_by_eviction=self._requeue_by_eviction)
-            self._order.set_workload(WorkloadKey(key), wl)
+            self._apply_workload(WorkloadKey(key), obj)
         elif kind == "localqueues":
-            lq = None if obj is None else model.parse_local_queue(obj)
+            lq = None if obj is None else self._cache.upsert_local_queue(obj)
+            if lq is None:
+                self._cache.delete_local_queue(key)
             routed = lq is not None and lq.stop_policy == model.StopPolicy.NONE
             self._order.set_local_queue(key, lq.cluster_queue if lq is not None and routed else None)
-        else:
+        elif kind == "clusterqueues":
             self._order.set_cluster_queue(key, obj is not None)
+            if obj is None:
+                self._cache.delete_cluster_queue(key)
+                self._inactive.pop(key, None)
+                self._fed.pop(key, None)
+                return
+            fed = (obj.get("spec"), (obj.get("metadata") or {}).get("deletionTimestamp"))
+            if self._fed.get(key) != fed:
+                self._fed[key] = fed
+                self._cache.upsert_cluster_queue(obj)
+            self._set_active(key, obj)
+        elif obj is None:
+            self._cache.delete_cohort(key)
+        else:
+            self._cache.upsert_cohort(obj)
+
+    def _apply_workload(self, key: WorkloadKey, obj: dict[str, Any] | None) -> None:
+        if obj is None:
+            self._order.set_workload(key, None)
+            self._cache.delete_workload(key)
+            return
+        info = parse_workload(obj, requeue_by_eviction=self._requeue_by_eviction)
+        self._order.set_workload(key, pending_entry(info, obj))
+        self._cache.upsert_workload(info)
+        if not self._cache.is_parent(info):  # ConcurrentAdmission: its admitted variant is the admission
+            self._rates.observe(info, self._clock())
+
+    def _set_active(self, name: str, obj: dict[str, Any]) -> None:
+        for cond in (obj.get("status") or {}).get("conditions") or ():
+            if cond.get("type") == c.QueueCondition.ACTIVE:
+                if cond.get("status") == "True":
+                    self._inactive.pop(name, None)
+                else:
+                    self._inactive[name] = str(cond.get("message") or cond.get("reason") or "not active")
+                return
+        self._inactive[name] = "no Active condition yet"
 
     def on_list(self, kind: str, items: list[dict[str, Any]]) -> None:
         """A (re)list: everything not in it is gone."""
@@ -95,6 +163,26 @@ class PendingFeed:
     def local_queue_page(self, key: str, *, offset: int, limit: int) -> list[Positioned] | None:
         with self._lock:
             return self._order.local_queue_page(key, offset=offset, limit=limit)
+
+    def local_queue_limits(self, key: str) -> QueueLimits | None:
+        with self._lock:
+            lq = self._cache.local_queues.get(key)
+            if lq is None or lq.stop_policy != model.StopPolicy.NONE:
+                return None  # as its pending workloads: a stopped LocalQueue is not served
+            return local_queue_limits(self._cache, key)
+
+    def local_queue_estimates(self, key: str, *, offset: int, limit: int) -> EstimatedPage | None:
+        with self._lock:
+            items = self._order.local_queue_page(key, offset=offset, limit=limit)
+            if items is None:
+                return None
+            cq = self._cache.local_queues[key].cluster_queue
+            if cq not in self._cache.cluster_queues:
+                unknown = f'ClusterQueue "{cq}" does not exist'
+            else:
+                unknown = self._inactive.get(cq, "")
+            now = self._clock()
+            return EstimatedPage(items, self._rates.rate(cq, now), unknown, now)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -163,9 +251,6 @@ class VisibilityServer(ThreadingHTTPServer):
         log.debug("visibility: connection failed", extra={"client": str(client_address)}, exc_info=True)
 
 
-_WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2))
-
-
 def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: threading.Event) -> tuple[str, int] | None:
     """Start the watches and the server (VisibilityOnDemand on); returns the bound (host, port).
 
@@ -183,8 +268,9 @@ def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: t
     front = FrontProxySource(kube, ctx)
     front.refresh()
     wfpr = config.wait_for_pods_ready
-    feed = PendingFeed(requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation")
-    api = VisibilityAPI(feed, AccessReviewer(kube))
+    feed = PendingFeed(requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
+                       concurrent_admission=config.feature_enabled(Feature.CONCURRENT_ADMISSION))
+    api = VisibilityAPI(feed, AccessReviewer(kube), feed)
     vs = config.visibility_server
     bind = (vs.bind_address or "0.0.0.0", vs.bind_port)
     try:

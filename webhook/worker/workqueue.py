@@ -3,13 +3,19 @@
 Our form of client-go's `workqueue` as controller-runtime uses it: adding a key that is queued
 merges the new items into the queued entry; adding a key that is being processed queues it again
 for after. A handler that raises `Retry` has the key re-added after the delay (items kept).
+
+Delayed adds wait in one heap served by one thread per queue, as client-go's delaying queue: a
+timer thread each would cost every admitted Workload a thread for the whole waitForPodsReady
+timeout (30 min by default), thousands of threads and their stacks at scale.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
@@ -44,6 +50,10 @@ class WorkQueue(Generic[T]):
         self._processing_plain: set[str] = set()  # the processing keys that were not queued with `first`
         self._first: dict[str, None] = {}  # queued keys added with first=True, oldest first
         self._retries: dict[str, int] = {}
+        self._delay_cond = threading.Condition()
+        self._delayed: list[tuple[float, int, str, list[T]]] = []  # (monotonic due, tie-break, key, items)
+        self._delay_seq = itertools.count()
+        self._delayer: threading.Thread | None = None
 
     def add(self, key: str, item: T | None = None, *, first: bool = False) -> None:
         """Queue `item` for `key`; `first` puts the key ahead of the keys queued without it (a
@@ -63,14 +73,28 @@ class WorkQueue(Generic[T]):
             return len((self._queued.keys() - self._first.keys()) | self._processing_plain)
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
-        def later() -> None:
-            with self._cond:
-                self._queued.setdefault(key, [])[:0] = list(items)
-                self._cond.notify()
+        """Queue `key` (its `items` ahead of any queued since) once `delay` seconds have passed."""
+        with self._delay_cond:
+            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._delay_seq), key, list(items)))
+            if self._delayer is None:
+                self._delayer = threading.Thread(target=self._run_delayed, name=f"{self.name}-delayed", daemon=True)
+                self._delayer.start()
+            self._delay_cond.notify()
 
-        timer = threading.Timer(delay, later)
-        timer.daemon = True
-        timer.start()
+    def _run_delayed(self) -> None:
+        while not self._stop.is_set():
+            with self._delay_cond:
+                now = time.monotonic()
+                due = []
+                while self._delayed and self._delayed[0][0] <= now:
+                    due.append(heapq.heappop(self._delayed))
+                if not due:
+                    self._delay_cond.wait(min(self._delayed[0][0] - now, 0.5) if self._delayed else 0.5)
+                    continue
+            with self._cond:
+                for _, _, key, items in due:
+                    self._queued.setdefault(key, [])[:0] = items
+                self._cond.notify_all()
 
     def start(self) -> None:
         for i in range(self._workers):

@@ -19,6 +19,8 @@ GVK = {
     "ResourceFlavor": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ResourceFlavor"},
     "Workload": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Workload"},
     "Cohort": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Cohort"},
+    "Deployment": {"group": "apps", "version": "v1", "kind": "Deployment"},
+    "StatefulSet": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
 }
 
 

@@ -217,7 +217,7 @@ def test_prebuilt_name_is_the_workers_with_identifier_annotations_off(make_drive
     annotation (`PrebuiltWorkloadNameFor`, which upstream's `validateUpdateForPrebuiltWorkload`
     compares), so changing only that annotation on a running Job changes nothing."""
     from webhook.config import parse
-    from webhook.worker.reconcilers import job as worker_job
+    from webhook.worker.integrations import batchjob as worker_job
 
     d = make_driver(GATE_OFF)
     old = running(make_job(labels={PREBUILT: "a"}, annotations={PREBUILT: "x" * 70}))

@@ -40,3 +40,35 @@ def test_the_visibility_apis_positions_are_shown_when_it_answers(run: Callable[.
     api = cluster(**{VISIBILITY: {"items": [item]}})
     assert position_line(run(api, "explain", "workload/second", "-n", "ns")) == \
         "Position: 7 in ClusterQueue cq, 3 in LocalQueue lq"
+
+
+OURS = "/apis/visibility.pykueue.io/v1alpha1/namespaces/ns/localqueues/lq/pendingworkloads"
+
+
+def estimate_line(result: Result) -> str | None:
+    assert result.code == 0, result.err
+    return next((line for line in result.out.splitlines() if line.startswith("Estimated admission:")), None)
+
+
+def test_the_estimated_admission_from_our_visibility_group(run: Callable[..., Result]) -> None:
+    page = {"estimation": {"method": "admission rate: …", "windowSeconds": 600, "admissionsInWindow": 4},
+            "items": [{"metadata": {"name": "second", "namespace": "ns"},
+                       "estimatedAdmission": {"waitSeconds": 300, "time": "2025-01-01T00:05:00Z"}}]}
+    line = estimate_line(run(cluster(**{OURS: page}), "explain", "workload/second", "-n", "ns"))
+    assert line == ("Estimated admission: in 5m, at 2025-01-01T00:05:00Z "
+                    "(4 admissions in the last 600s; admission rate: …)")
+
+
+def test_an_unknown_estimate_says_why(run: Callable[..., Result]) -> None:
+    page = {"estimation": {"unknownReason": "no admissions in the ClusterQueue within the window"},
+            "items": [{"metadata": {"name": "first", "namespace": "ns"}, "estimatedAdmission": None}]}
+    line = estimate_line(run(cluster(**{OURS: page}), "explain", "workload/first", "-n", "ns"))
+    assert line == "Estimated admission: unknown (no admissions in the ClusterQueue within the window)"
+
+
+def test_no_estimate_line_where_our_group_is_not_served_or_forbidden(run: Callable[..., Result]) -> None:
+    from webhook import kube
+
+    assert estimate_line(run(cluster(), "explain", "workload/first", "-n", "ns")) is None
+    forbidden = kube.KubeError(403, "forbidden")
+    assert estimate_line(run(cluster(**{OURS: forbidden}), "explain", "workload/first", "-n", "ns")) is None

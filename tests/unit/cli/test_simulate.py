@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.core.builders import T0, fq, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.cli import explain, simulate
-from webhook.core.cycle import Admit, Pending, Preempt
+from webhook.core.decisions import Admit, Pending, Preempt
 from webhook.core.workload import WorkloadKey, parse_workload
 
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "a"}}}

@@ -12,7 +12,7 @@ import pytest
 from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
 from webhook.core import admission_checks as ac
 from webhook.core.model import parse_cluster_queue
-from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
+from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
 
 
 def checked_cq(*rules: dict[str, Any]) -> dict[str, Any]:
@@ -123,12 +123,12 @@ NOW = T0 + timedelta(seconds=30)
 def test_a_pending_workload_gets_the_checks_for_all_flavors() -> None:
     wl = make_wl("wl").queue("lq").request(cpu="1").obj()
     step = ac.workload_step(wl, CQ, None, NOW)
-    assert step == ac.CheckStep(ac.CheckStepKind.SYNC, checks=({"name": "all", "state": "Pending", "message": "", "lastTransitionTime": ts(30)},))
+    assert step == WorkloadStep(StepKind.SYNC_CHECKS, checks=({"name": "all", "state": "Pending", "message": "", "lastTransitionTime": ts(30)},))
 
 
 def test_reservation_on_a_flavor_adds_its_checks_before_anything_else() -> None:
     step = ac.workload_step(reserved(check("all", "Ready"), admitted=False), CQ, None, NOW)
-    assert isinstance(step, ac.CheckStep) and step.kind == ac.CheckStepKind.SYNC
+    assert step.kind == StepKind.SYNC_CHECKS
     assert [c["name"] for c in step.checks] == ["all", "on-a"]
 
 
@@ -144,15 +144,15 @@ def test_admitted_follows_the_check_states(states: tuple[str, str], admitted: bo
         wl["status"]["conditions"] = [c for c in wl["status"]["conditions"] if c["type"] != "Admitted"]
     step = ac.workload_step(wl, CQ, None, NOW)
     if want is None:
-        assert step == PodsReadyStep(StepKind.NONE)
+        assert step == WorkloadStep(StepKind.NONE)
     else:
-        assert isinstance(step, ac.CheckStep) and step.kind == ac.CheckStepKind.ADMITTED and step.condition is not None
-        assert (step.condition.status, step.condition.reason, step.condition.message) == want
+        assert step.kind == StepKind.ADMITTED
+        assert (step.conditions[0].status, step.conditions[0].reason, step.conditions[0].message) == want
 
 
 def test_retry_evicts_with_upstreams_reason_and_message() -> None:
     step = ac.workload_step(reserved(check("all", "Retry", "busy"), check("on-a", "Ready"), admitted=False), CQ, None, NOW)
-    assert isinstance(step, PodsReadyStep) and step.kind == StepKind.EVICT
+    assert step.kind == StepKind.EVICT
     assert (step.reason, step.message, step.event_reason) == (
         "AdmissionCheck", 'Evicted due to AdmissionCheck in Retry state: "all" (busy)', "EvictedDueToAdmissionCheck")
     assert [(c.type, c.status, c.reason) for c in step.conditions] == [("Evicted", "True", "AdmissionCheck")]
@@ -160,28 +160,28 @@ def test_retry_evicts_with_upstreams_reason_and_message() -> None:
 
 def test_rejected_wins_over_retry_and_sets_the_deactivation_target() -> None:
     step = ac.workload_step(reserved(check("all", "Retry"), check("on-a", "Rejected", "never"), admitted=False), CQ, None, NOW)
-    assert isinstance(step, ac.CheckStep) and step.kind == ac.CheckStepKind.REJECTED and step.condition is not None
+    assert step.kind == StepKind.REJECTED
     detail = 'AdmissionCheck in Rejected state: "on-a" (never)'
-    assert (step.condition.type, step.condition.status, step.condition.reason, step.condition.message) == (
+    assert (step.conditions[0].type, step.conditions[0].status, step.conditions[0].reason, step.conditions[0].message) == (
         "DeactivationTarget", "True", "AdmissionCheck", detail)
     assert step.event == f"Deactivated due to {detail}"
 
 
 def test_a_retry_delay_is_written_first_and_holds_the_eviction_back() -> None:
     wl = reserved(check("all", "Retry", at=25, requeueAfterSeconds=10), check("on-a", "Ready"), admitted=False)
-    assert ac.workload_step(wl, CQ, None, NOW) == ac.CheckStep(ac.CheckStepKind.REQUEUE_AT, requeue_at=T0 + timedelta(seconds=35))
+    assert ac.workload_step(wl, CQ, None, NOW) == WorkloadStep(StepKind.REQUEUE_AT, requeue_at=T0 + timedelta(seconds=35))
     wl["status"]["requeueState"] = {"requeueAt": ts(35)}
-    assert ac.workload_step(wl, CQ, None, NOW) == PodsReadyStep(StepKind.RECHECK, recheck_at=T0 + timedelta(seconds=35))
+    assert ac.workload_step(wl, CQ, None, NOW) == WorkloadStep(StepKind.RECHECK, recheck_at=T0 + timedelta(seconds=35))
     assert ac.workload_step(wl, CQ, None, T0 + timedelta(seconds=36)).kind == StepKind.EVICT
 
 
 def test_nothing_for_finished_or_already_evicted_workloads() -> None:
     wl = reserved(check("all", "Retry"), check("on-a", "Ready"), admitted=False)
     wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "AdmissionCheck", "message": "m", "lastTransitionTime": ts(1)})
-    assert ac.workload_step(wl, CQ, None, NOW) == PodsReadyStep(StepKind.NONE)
+    assert ac.workload_step(wl, CQ, None, NOW) == WorkloadStep(StepKind.NONE)
     wl["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded", "message": "m", "lastTransitionTime": ts(2)})
     wl["status"]["admissionChecks"] = []
-    assert ac.workload_step(wl, CQ, None, NOW) == PodsReadyStep(StepKind.NONE)
+    assert ac.workload_step(wl, CQ, None, NOW) == WorkloadStep(StepKind.NONE)
 
 
 def test_the_pods_ready_timeout_comes_after_the_checks() -> None:
@@ -190,12 +190,12 @@ def test_the_pods_ready_timeout_comes_after_the_checks() -> None:
     assert ac.workload_step(wl, CQ, policy, NOW).kind == StepKind.EVICT  # the PodsReady timeout
     wl["status"]["admissionChecks"][0]["state"] = "Retry"
     step = ac.workload_step(wl, CQ, policy, NOW)
-    assert isinstance(step, PodsReadyStep) and step.reason == "AdmissionCheck"
+    assert step.reason == "AdmissionCheck"
 
 
 def test_without_a_cluster_queue_the_list_is_left_alone() -> None:
     wl = reserved(check("other", "Ready"), admitted=True)
-    assert ac.workload_step(wl, None, None, NOW) == PodsReadyStep(StepKind.NONE)
+    assert ac.workload_step(wl, None, None, NOW) == WorkloadStep(StepKind.NONE)
 
 
 # == the scheduler at reservation =================================================================

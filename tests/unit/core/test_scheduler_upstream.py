@@ -30,7 +30,8 @@ from tests.unit.core.builders import (
 )
 from webhook.api import constants, quantity
 from webhook.core import AdmissionCore
-from webhook.core.cycle import Admit, CycleResult, Migrate, Pending, Preempt
+from webhook.core.cycle import CycleResult
+from webhook.core.decisions import Admit, Migrate, Pending, Preempt
 from webhook.core.workload import WorkloadKey
 
 # Summary of one podSetAssignment: (podSet, {resource: flavor}, {resource: quantity}, count).

@@ -88,7 +88,8 @@ def test_webhook_configurations():
         assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None" and h["timeoutSeconds"] == 10
         assert "caBundle" not in h["clientConfig"]  # injected later; an apply must not blank it
         assert h["clientConfig"]["service"]["name"] == "kueue-webhook-service"
-        integration = h["name"] in ("mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io")
+        integration = h["name"] in ("mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io", "mdeployment.kb.io",
+                                       "vdeployment.kb.io", "mstatefulset.kb.io", "vstatefulset.kb.io")
         if integration:
             assert h["namespaceSelector"] == {"matchExpressions": [{
                 "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
@@ -106,7 +107,8 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
            for r in ("viewer", "editor")]
-        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader"])
+        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader",
+           "kueue-localqueue-limits-viewer-role"])
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
@@ -136,6 +138,13 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     assert "rbac.kueue.x-k8s.io/batch-user" not in cq_pending["metadata"]["labels"]
     assert lq_pending["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-user"] == "true"
     assert lq_pending["rules"][0]["resources"] == ["localqueues/pendingworkloads"]
+
+    # ours (visibility.pykueue.io): whoever reads a LocalQueue's queue reads its limits and estimates
+    limits = roles["kueue-localqueue-limits-viewer-role"]
+    assert {k: v for k, v in limits["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"} == {
+        k: v for k, v in lq_pending["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"}
+    assert limits["rules"] == [{"apiGroups": ["visibility.pykueue.io"], "verbs": ["get", "list", "watch"],
+                                "resources": ["localqueues/limits", "localqueues/pendingworkloads"]}]
 
 
 def test_manager_role_grants_nothing_on_the_served_only_kinds():

@@ -15,7 +15,7 @@ from tests.unit.fake_kube import FakeKube
 from webhook.config import Configuration
 from webhook.worker import admission_checks as ac
 from webhook.worker import events
-from webhook.worker.reconcilers import job as j
+from webhook.worker.integrations import batchjob as j
 from webhook.worker.reconcilers import workload as w
 from webhook.worker.store import Store
 

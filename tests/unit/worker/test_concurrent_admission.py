@@ -114,7 +114,7 @@ def wl_path(name: str) -> str:
     return k.object_path("kueue.x-k8s.io/v1beta2", "workloads", "default", name)
 
 
-def reconcile(p: dict[str, Any] | None, variants: list[dict[str, Any]], key: str = "default/wl-12345") -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]], ca.Plan]:
+def reconcile(p: dict[str, Any] | None, variants: list[dict[str, Any]], key: str = "default/wl-12345") -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]], ca.VariantPlan]:
     kube, store, rec = FakeKube(), Store(), Recorder()
     for q in QUEUES:
         kind = "clusterqueues" if q["kind"] == "ClusterQueue" else "localqueues"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from webhook.config import Configuration, ObjectRetentionPolicies, WorkloadRetentionPolicy
-from webhook.worker.reconcilers import job as j
+from webhook.worker.integrations import batchjob as j
 
 
 def make_job(**spec: Any) -> dict[str, Any]:
@@ -114,8 +114,6 @@ def ns_labels() -> dict[str, str]:
 
 @pytest.mark.parametrize(("mutate", "action"), [
     pytest.param(lambda job, wl: None, "start", id="suspended and admitted: start"),
-    pytest.param(lambda job, wl: wl["status"]["conditions"].append({"type": "Finished", "status": "True"}),
-                 "remove_finalizer", id="finished workload: drop finalizer"),
     pytest.param(lambda job, wl: job.setdefault("status", {}).update(
         conditions=[{"type": "Complete", "status": "True", "message": "done"}]), "finish", id="job complete: finish"),
     pytest.param(lambda job, wl: (job["spec"].update(suspend=False),
@@ -131,6 +129,18 @@ def test_plan(mutate: Any, action: str) -> None:
     wl = admitted_workload(job)
     mutate(job, wl)
     assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration()).action == action
+
+
+def test_finished_workload_is_reported_on_every_pass_and_its_finalizer_dropped_once() -> None:
+    """As upstream's `ReconcileGenericJob`: the FinishedWorkload event on each pass (the recorder
+    folds repeats), the finalizer only while the Workload still has it."""
+    job = make_job()
+    wl = admitted_workload(job)
+    wl["status"]["conditions"].append({"type": "Finished", "status": "True"})
+    p = j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration())
+    assert [s.name for s in p.steps] == ["event", "remove_finalizer"]
+    wl["metadata"]["finalizers"] = []
+    assert [s.name for s in j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration()).steps] == ["event"]
 
 
 def test_plan_creates_only_for_managed_queued_jobs() -> None:

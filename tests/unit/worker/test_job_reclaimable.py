@@ -9,7 +9,7 @@ import pytest
 from tests.unit.worker.test_job import admitted_workload, make_job
 from webhook.api import jobs
 from webhook.config import Configuration
-from webhook.worker.reconcilers import job as j
+from webhook.worker.integrations import batchjob as j
 
 
 def running(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from webhook.config import (
     WorkloadRetentionPolicy,
 )
 from webhook.worker import events
-from webhook.worker.reconcilers import job as j
+from webhook.worker.integrations import batchjob as j
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 

@@ -214,7 +214,7 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
     before = m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get()
     result = w.mgr.core.schedule(T0)
     [admit] = result.admitted
-    w.mgr._dispatch(result, T0)
+    w.mgr.decisions.dispatch(result, T0)
     w.flush()  # the Admit write, whose success queues the old slice's Finished write
     assert w.status(new)["admission"]["clusterQueue"] == "cq"
     w.flush()

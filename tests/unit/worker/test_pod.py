@@ -17,10 +17,11 @@ from webhook import metrics
 from webhook.api.pod_role import role_hash
 from webhook.config import Configuration, Integrations
 from webhook.worker import events
-from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers import pod
-from webhook.worker.reconcilers import pod_group as pg
-from webhook.worker.reconcilers.executor import Executor, expected_uids
+from webhook.worker.integrations import pod as pg
+from webhook.worker.integrations import pod_reconciler as pod
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.controller import GenericJobReconciler
+from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
@@ -255,29 +256,49 @@ def test_preempted_group_is_released_once_its_stopped_pods_fail() -> None:
     assert "admission" not in status
 
 
+def _ref(name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": uid}}
+
+
 def test_executor_removes_a_pod_finalizer_and_settles_a_missing_pod() -> None:
     w = World((POD_PATH, make_pod("a")))
-    ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
-    ref_a = a.ObjectRef("v1", "Pod", "ns", "a", "uid-a")
-    ref_gone = a.ObjectRef("v1", "Pod", "ns", "gone", "uid-gone")
-    ref_other = a.ObjectRef("v1", "Pod", "ns", "other", "uid-other")
-    settled: list[str] = []
-    decision = a.ReconcileResult((a.RemoveFinalizer(ref_a, expected=True), a.RemoveFinalizer(ref_gone, expected=True),
-                           a.RemoveFinalizer(ref_other)))
-    assert expected_uids(decision.actions) == {"uid-a", "uid-gone"}
-    ex.run("group/ns/g", decision, now=NOW, settled=settled.append)
+    settled: list[tuple[str, str]] = []
+    w.rec.executor.settled = lambda key, uid: settled.append((key, uid))
+    steps = (ja.RemovePodFinalizer(pod=_ref("a", "uid-a"), expected=True), ja.RemovePodFinalizer(pod=_ref("gone", "uid-gone"), expected=True),
+             ja.RemovePodFinalizer(pod=_ref("other", "uid-other")))
+    assert ja.expected_uids(steps) == {"uid-a", "uid-gone"}
+    job = w.store.get("pods", "ns/a")
+    for step in steps:
+        w.rec.executor.execute("group/ns/g", job, step, NOW)
     assert w.kube.objects[f"{POD_PATH}/a"]["metadata"].get("finalizers") is None
-    assert settled == ["uid-gone"]  # a pod nobody waits for is not reported
+    assert settled == [("group/ns/g", "uid-gone")]  # a pod nobody waits for is not reported
 
 
-def test_executor_failure_is_retried_and_settles_the_rest() -> None:
-    w = World()
-    ex = Executor(w.kube, w.store, events.Recorder(None, instance="t", stop=threading.Event()))
-    wl = a.ObjectRef("kueue.x-k8s.io/v1beta2", "Workload", "ns", "missing")
-    settled: list[str] = []
-    decision = a.ReconcileResult((a.PatchWorkload(wl, {"spec": {}}), a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "x", "uid-x"), expected=True),
-                           a.DeletePod(a.ObjectRef("v1", "Pod", "ns", "y", "uid-y"))))
-    with pytest.raises(Retry, match="PatchWorkload") as info:
-        ex.run("ns/x", decision, now=NOW, settled=settled.append)
+class _Fixed:
+    """A job source whose every key plans `plan` for `job`."""
+
+    def __init__(self, job: dict[str, Any], plan: Plan) -> None:
+        self.job, self.fixed, self.settled_uids = job, plan, list[str]()
+
+    def keys(self, kind: str, etype: str, obj: Any) -> list[str]:
+        return []
+
+    def plan(self, key: str, now: datetime) -> tuple[dict[str, Any], Plan]:
+        return self.job, self.fixed
+
+    def settled(self, key: str, uid: str) -> None:
+        self.settled_uids.append(uid)
+
+
+def test_a_failed_write_is_retried_and_settles_the_rest() -> None:
+    w = World((POD_PATH, make_pod("x")))
+    missing = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "missing", "namespace": "ns"}}
+    source = _Fixed(make_pod("x"), Plan((ja.UpdateWorkloadSpec(workload=missing, spec={}),
+                                         ja.DeletePod(pod=_ref("x", "uid-x"), expected=True), ja.DeletePod(pod=_ref("y", "uid-y")))))
+    rec = GenericJobReconciler(w.kube, w.store, CONFIG, events.Recorder(None, instance="t", stop=threading.Event()),
+                               w.rec.integration, source)
+    with pytest.raises(Retry, match="update_workload") as info:
+        rec.reconcile("group/ns/x")
     assert isinstance(info.value.__cause__, k.NotFound)
-    assert settled == ["uid-x"]
+    assert source.settled_uids == ["uid-x"]
+    assert f"{POD_PATH}/x" in w.kube.objects  # nothing after the failed write ran

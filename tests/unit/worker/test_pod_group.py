@@ -1,5 +1,6 @@
 """Scenarios ported from upstream `pkg/controller/jobs/pod/pod_controller_test.go` and
-`pkg/controller/jobframework/workload_names_test.go`, asserting the actions the reconciler returns."""
+`pkg/controller/jobframework/workload_names_test.go`, asserting the actions the generic job
+reconcile plans for the pod adapter (each action summarised by what it writes to which object)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,67 @@ from typing import Any
 
 import pytest
 
-from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers import pod_group as pg
-from webhook.worker.reconcilers import pod_start as ps
+from webhook.config import Configuration
+from webhook.worker.integrations import pod as pg
+from webhook.worker.integrations import pod_start as ps
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.store import Store
 
 NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)
 NOW_S = "2025-01-01T12:00:00Z"
 ROLE = "dc85db45"  # role hash of the base pod (upstream's podUID constant)
-OPTS = pg.Options(workload_identifier_annotations=False)
+CONFIG = Configuration(feature_gates={"WorkloadIdentifierAnnotations": False})
+OPTS = pg.Options.from_config(CONFIG)
 FLAVORS = pg.Lookups(resource_flavors={"unit-test-flavor": {"nodeLabels": {"kubernetes.io/arch": "arm64"}}})
+
+
+def store(*objs: tuple[str, dict[str, Any]]) -> Store:
+    out = Store()
+    out.put("resourceflavors", {"metadata": {"name": "unit-test-flavor"}, "spec": {"nodeLabels": {"kubernetes.io/arch": "arm64"}}})
+    for kind, obj in objs:
+        out.put(kind, obj)
+    return out
+
+
+Summary = tuple[Any, ...]
+
+
+def summary(act: ja.JobAction) -> Summary:
+    """What an action writes, to which object (events without `regarding` name the job: "pod")."""
+    wl = "" if act.workload is None else act.workload["metadata"]["name"]
+    match act:
+        case ja.RecordEvent() | ja.RecordAdmissionChecks():
+            warning = isinstance(act, ja.RecordEvent) and act.warning
+            reason = "UpdatedAdmissionCheck" if isinstance(act, ja.RecordAdmissionChecks) else act.reason
+            target = "pod" if act.regarding is None else act.regarding["metadata"]["name"]
+            action = act.action if isinstance(act, ja.RecordEvent) else ""
+            return ("event", target, "Warning" if warning else "Normal", reason, act.message, action or reason)
+        case ja.FinishWorkload():
+            return ("finish", wl, act.reason, act.message)
+        case ja.RemovePodFinalizer() | ja.DeletePod():
+            return (act.name, act.pod["metadata"]["name"], act.expected)
+        case ja.StopPod():
+            return (act.name, act.pod["metadata"]["name"], act.condition)
+        case ja.PatchPod():
+            return (act.name, act.pod["metadata"]["name"], act.patch)
+        case ja.CreateWorkload():
+            return (act.name, act.body)
+        case ja.SyncQueueName():
+            return (act.name, wl, act.queue_name)
+        case ja.UpdateReclaimablePods():
+            return (act.name, wl, list(act.reclaimable_pods))
+        case ja.SetWorkloadConditions():
+            return (act.name, wl, act.conditions)
+        case ja.ClearReservation():
+            return (act.name, wl, act.reason, act.message, act.requeue)
+        case ja.AdoptWorkload():
+            return (act.name, wl, (act.workload or {})["metadata"]["ownerReferences"])
+    return (act.name, wl)
+
+
+def summaries(plan: pg.Plan) -> list[Summary]:
+    return [summary(act) for act in plan.steps]
 
 
 def ts(minutes: int = 0) -> str:
@@ -145,29 +198,29 @@ class Wl:
         return copy.deepcopy(self.o)
 
 
-def ref(name: str = "pod", uid: str = "test-uid") -> a.ObjectRef:
-    return a.ObjectRef("v1", "Pod", "ns", name, uid)
+def rf(name: str = "pod", *, expected: bool = False) -> Summary:
+    return ("remove_pod_finalizer", name, expected)
 
 
-def wl_ref(name: str) -> a.ObjectRef:
-    return a.ObjectRef("kueue.x-k8s.io/v1beta2", "Workload", "ns", name)
+def delete_pod(name: str, *, expected: bool = False) -> Summary:
+    return ("delete_pod", name, expected)
 
 
-def ev(reason: str, message: str, name: str = "pod", *, warning: bool = False, action: str = "") -> a.Event:
-    return a.Event(a.EventType.WARNING if warning else a.EventType.NORMAL, reason, message, ref(name), action or reason)
+def ev(reason: str, message: str, name: str = "pod", *, warning: bool = False, action: str = "") -> Summary:
+    return ("event", name, "Warning" if warning else "Normal", reason, message, action or reason)
 
 
 def cond(ctype: str, status: str, reason: str, message: str) -> dict[str, Any]:
     return {"type": ctype, "status": status, "reason": reason, "message": message, "lastTransitionTime": NOW_S, "observedGeneration": 1}
 
 
-def finished(wl: str, reason: str, message: str) -> a.UpdateWorkloadStatus:
-    return a.UpdateWorkloadStatus(wl_ref(wl), (cond("Finished", "True", reason, message),), field_manager="kueue-admission")
+def finished(wl: str, reason: str, message: str) -> Summary:
+    return ("finish", wl, reason, message)
 
 
-def stop(name: str, reason: str, message: str) -> list[a.Action]:
+def stop(name: str, reason: str, message: str) -> list[Summary]:
     c = {"type": "TerminationTarget", "status": "True", "lastTransitionTime": NOW_S, "reason": reason, "message": message}
-    return [a.SetPodCondition(ref(name), c), a.DeletePod(ref(name)), ev("Stopped", message, name)]
+    return [("stop_pod", name, c), ev("Stopped", message, name)]
 
 
 # --- naming ---------------------------------------------------------------------------------------
@@ -237,7 +290,7 @@ SINGLE_CASES = [
     pytest.param(
         Pod().gated().obj(),
         [],
-        [a.CreateWorkload(_single_workload_body()), ev("CreatedWorkload", f"Created Workload: ns/{SINGLE_WL}")],
+        [("create", _single_workload_body()), ev("CreatedWorkload", f"Created Workload: ns/{SINGLE_WL}")],
         "",
         id="the workload is created when queue name is set",
     ),
@@ -245,8 +298,9 @@ SINGLE_CASES = [
         Pod().gated().obj(),
         [Wl(SINGLE_WL).pod_set("main", 1, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]).controller().admitted().obj()],
         [
-            a.PatchPod(
-                ref(),
+            (
+                "patch_pod",
+                "pod",
                 {
                     "metadata": {
                         "labels": {
@@ -283,7 +337,7 @@ SINGLE_CASES = [
         [
             finished(SINGLE_WL, "Succeeded", "done"),
             ev("FinishedWorkload", f"Workload 'ns/{SINGLE_WL}' is declared finished"),
-            a.RemoveFinalizer(ref()),
+            rf(),
         ],
         "",
         id="pod is finalized when it's succeeded",
@@ -294,7 +348,7 @@ SINGLE_CASES = [
         [
             finished(SINGLE_WL, "Failed", "oom"),
             ev("FinishedWorkload", f"Workload 'ns/{SINGLE_WL}' is declared finished"),
-            a.RemoveFinalizer(ref()),
+            rf(),
         ],
         "",
         id="failed pod finishes its workload as Failed",
@@ -302,21 +356,14 @@ SINGLE_CASES = [
     pytest.param(
         Pod().deleted().obj(),
         [Wl(SINGLE_WL).pod_set("main", 1).controller().obj()],
-        [
-            finished(SINGLE_WL, "OwnerNotFound", "The workload's owner no longer exists"),
-            a.RemoveWorkloadFinalizer(wl_ref(SINGLE_WL)),
-            a.RemoveFinalizer(ref()),
-        ],
+        [("finalize", SINGLE_WL), rf()],
         "",
         id="deleted pod finishes its workload as OwnerNotFound",
     ),
     pytest.param(
         None,
         [Wl(SINGLE_WL).pod_set("main", 1).controller().obj()],
-        [
-            finished(SINGLE_WL, "OwnerNotFound", "The workload's owner no longer exists"),
-            a.RemoveWorkloadFinalizer(wl_ref(SINGLE_WL)),
-        ],
+        [("finalize", SINGLE_WL)],
         "",
         id="finalize workload for non existent pod",
     ),
@@ -332,16 +379,7 @@ SINGLE_CASES = [
         [Wl(SINGLE_WL).pod_set("main", 1).controller().admitted().condition("Evicted", "True", "Preempted", "Preempted by test").obj()],
         [
             *stop("pod", "WorkloadEvictedDueToPreempted", "Preempted by test"),
-            a.UpdateWorkloadStatus(
-                wl_ref(SINGLE_WL),
-                (
-                    cond("Requeued", "False", "Preempted", "Preempted by test"),
-                    cond("QuotaReserved", "False", "PendingEvaluation", "Preempted by test"),
-                    cond("Admitted", "False", "NoReservation", "The workload has no reservation"),
-                ),
-                clear_admission=True,
-                field_manager="kueue-admission",
-            ),
+            ("clear_reservation", SINGLE_WL, "Preempted", "Preempted by test", False),
         ],
         "",
         id="pod is stopped when workload is evicted",
@@ -358,8 +396,7 @@ SINGLE_CASES = [
         [Wl("unit-test").pod_set("main", 2).controller().admitted().obj()],
         [
             *stop("pod", "NoMatchingWorkload", "No matching Workload; restoring pod templates according to existent Workload"),
-            a.DeleteWorkload(wl_ref("unit-test")),
-            ev("DeletedWorkload", "Deleted not matching Workload: ns/unit-test"),
+            ("delete_workload", "unit-test"),
         ],
         "no matching workloads: deleted 1 workloads",
         id="non-matching admitted workload is deleted and pod is finalized",
@@ -367,7 +404,7 @@ SINGLE_CASES = [
     pytest.param(
         Pod().gated().label("kueue.x-k8s.io/queue-name", "test-queue").obj(),
         [Wl(SINGLE_WL).pod_set("main", 1, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]).controller().condition("PodsReady", "False", "WaitForStart").obj()],
-        [a.PatchWorkload(wl_ref(SINGLE_WL), {"spec": {"queueName": "test-queue"}})],
+        [("sync_queue", SINGLE_WL, "test-queue")],
         "",
         id="when the queue-name changed",
     ),
@@ -375,28 +412,28 @@ SINGLE_CASES = [
 
 
 @pytest.mark.parametrize(("pod", "workloads", "want", "error"), SINGLE_CASES)
-def test_reconcile_pod(pod: dict[str, Any] | None, workloads: list[dict[str, Any]], want: list[a.Action], error: str) -> None:
-    got = pg.reconcile_pod(pod, workloads=workloads, opts=OPTS, lookups=FLAVORS, now=NOW)
-    assert list(got.actions) == want
+def test_reconcile_pod(pod: dict[str, Any] | None, workloads: list[dict[str, Any]], want: list[Summary], error: str) -> None:
+    got = pg.reconcile_pod(pod, workloads=workloads, config=CONFIG, store=store(), now=NOW)
+    assert summaries(got) == want
     assert got.error == error
 
 
 def test_created_single_workload_uses_upstream_name() -> None:
-    got = pg.reconcile_pod(Pod().uid("uid").gated().obj(), workloads=[], opts=OPTS, lookups=FLAVORS, now=NOW)
-    create = got.actions[0]
-    assert isinstance(create, a.CreateWorkload)
-    assert create.workload["metadata"]["name"] == pg.workload_name_for_pod("pod", "uid")
+    got = pg.reconcile_pod(Pod().uid("uid").gated().obj(), workloads=[], config=CONFIG, store=store(), now=NOW)
+    create = got.steps[0]
+    assert isinstance(create, ja.CreateWorkload)
+    assert create.body["metadata"]["name"] == pg.workload_name_for_pod("pod", "uid")
 
 
 def test_missing_workload_priority_class_warns_and_retries() -> None:
     pod = Pod().gated().label("kueue.x-k8s.io/priority-class", "high").obj()
-    got = pg.reconcile_pod(pod, workloads=[], opts=OPTS, lookups=FLAVORS, now=NOW)
+    got = pg.reconcile_pod(pod, workloads=[], config=CONFIG, store=store(), now=NOW)
     assert got.retry
-    assert list(got.actions) == [ev("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found', warning=True)]
-    lookups = pg.Lookups(workload_priority_classes={"high": 100})
-    create = pg.reconcile_pod(pod, workloads=[], opts=OPTS, lookups=lookups, now=NOW).actions[0]
-    assert isinstance(create, a.CreateWorkload)
-    spec = create.workload["spec"]
+    assert summaries(got) == [ev("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found', warning=True)]
+    wpc = ("workloadpriorityclasses", {"metadata": {"name": "high"}, "value": 100})
+    create = pg.reconcile_pod(pod, workloads=[], config=CONFIG, store=store(wpc), now=NOW).steps[0]
+    assert isinstance(create, ja.CreateWorkload)
+    spec = create.body["spec"]
     assert spec["priority"] == 100
     assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
 
@@ -434,7 +471,7 @@ def _group_workload_body(count: int, owners: list[str], *, extra_annotations: di
     }
 
 
-def _started(name: str) -> list[a.Action]:
+def _started(name: str) -> list[Summary]:
     patch = {
         "metadata": {
             "labels": {"kueue.x-k8s.io/podset": ROLE, "kueue.x-k8s.io/local-queue-name": "user-queue", "kueue.x-k8s.io/cluster-queue-name": "cq"},
@@ -442,7 +479,7 @@ def _started(name: str) -> list[a.Action]:
         },
         "spec": {"nodeSelector": {"kubernetes.io/arch": "arm64"}, "schedulingGates": []},
     }
-    return [a.PatchPod(ref(name), patch), ev("Started", "Admitted by clusterQueue cq", name)]
+    return [("patch_pod", name, patch), ev("Started", "Admitted by clusterQueue cq", name)]
 
 
 def gwl(count: int = 2, owners: tuple[str, ...] = ("pod", "pod2")) -> Wl:
@@ -459,7 +496,7 @@ GROUP_CASES = [
         [gp().gated().annotation(PROVREQ, "v").annotation("other/x", "y").obj(), gp("pod2").gated().annotation(PROVREQ, "v").obj()],
         None,
         [
-            a.CreateWorkload(_group_workload_body(2, ["pod", "pod2"], extra_annotations={PROVREQ: "v"})),
+            ("create", _group_workload_body(2, ["pod", "pod2"], extra_annotations={PROVREQ: "v"})),
             ev("CreatedWorkload", "Created Workload: ns/test-group"),
         ],
         "",
@@ -469,10 +506,7 @@ GROUP_CASES = [
         [gp(total=3).gated().annotation("kueue.x-k8s.io/pod-group-fast-admission", "true").obj()],
         None,
         [
-            a.CreateWorkload(
-                _group_workload_body(3, ["pod"], extra_annotations={})
-                | {"spec": _group_workload_body(3, ["pod"])["spec"]}
-            ),
+            ("create", _group_workload_body(3, ["pod"], extra_annotations={}) | {"spec": _group_workload_body(3, ["pod"])["spec"]}),
             ev("CreatedWorkload", "Created Workload: ns/test-group"),
         ],
         "",
@@ -503,10 +537,10 @@ GROUP_CASES = [
         [gp(total=1).gated().created(0).obj(), gp("pod2", 1).gated().created(1).obj()],
         None,
         [
-            a.RemoveFinalizer(ref("pod2"), expected=True),
-            a.DeletePod(ref("pod2"), expected=True),
+            rf("pod2", expected=True),
+            delete_pod("pod2", expected=True),
             ev("ExcessPodDeleted", "Excess pod deleted", "pod2"),
-            a.CreateWorkload(_group_workload_body(1, ["pod"])),
+            ("create", _group_workload_body(1, ["pod"])),
             ev("CreatedWorkload", "Created Workload: ns/test-group"),
         ],
         "",
@@ -516,10 +550,10 @@ GROUP_CASES = [
         [gp(total=1).gated().created(1).obj(), gp("pod2", 1).created(2).obj()],
         None,
         [
-            a.RemoveFinalizer(ref("pod"), expected=True),
-            a.DeletePod(ref("pod"), expected=True),
+            rf("pod", expected=True),
+            delete_pod("pod", expected=True),
             ev("ExcessPodDeleted", "Excess pod deleted"),
-            a.CreateWorkload(_group_workload_body(1, ["pod2"]) | {"spec": {**_group_workload_body(1, ["pod2"])["spec"], "podSets": [
+            ("create", _group_workload_body(1, ["pod2"]) | {"spec": {**_group_workload_body(1, ["pod2"])["spec"], "podSets": [
                 {"name": ROLE, "count": 1, "template": {"metadata": {}, "spec": Pod().obj()["spec"]}, "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}}
             ]}}),
             ev("CreatedWorkload", "Created Workload: ns/test-group", "pod"),
@@ -561,8 +595,8 @@ GROUP_CASES = [
         [
             finished("test-group", "Succeeded", "Pods succeeded: 2/2."),
             ev("FinishedWorkload", "Workload 'ns/test-group' is declared finished"),
-            a.RemoveFinalizer(ref("pod")),
-            a.RemoveFinalizer(ref("pod2")),
+            rf("pod"),
+            rf("pod2"),
         ],
         "",
         id="workload is finished if all pods in the group has finished",
@@ -570,7 +604,7 @@ GROUP_CASES = [
     pytest.param(
         [gp().phase("Succeeded").obj(), gp("pod2").phase("Running").obj()],
         gwl().admitted(ROLE, 2).obj(),
-        [a.UpdateWorkloadStatus(wl_ref("test-group"), reclaimable_pods=({"name": ROLE, "count": 1},), field_manager="kueue-reclaimable-pods")],
+        [("update_reclaimable", "test-group", [{"name": ROLE, "count": 1}])],
         "",
         id="workload is not finished if the pod in the group is running; reclaimable pods updated",
     ),
@@ -584,12 +618,7 @@ GROUP_CASES = [
     pytest.param(
         [gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(), gp("pod2").phase("Succeeded").obj()],
         gwl().admitted(ROLE, 2).obj(),
-        [
-            a.UpdateWorkloadStatus(
-                wl_ref("test-group"),
-                (cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement"),),
-            )
-        ],
+        [("workload_conditions", "test-group", (cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement"),))],
         "",
         id="failed member makes the workload wait for replacement pods",
     ),
@@ -599,8 +628,8 @@ GROUP_CASES = [
         [
             finished("test-group", "Succeeded", "Pods succeeded: 1/2."),
             ev("FinishedWorkload", "Workload 'ns/test-group' is declared finished"),
-            a.RemoveFinalizer(ref("pod")),
-            a.RemoveFinalizer(ref("pod2")),
+            rf("pod"),
+            rf("pod2"),
         ],
         "",
         id="pod group is considered finished if there is an unretriable pod and no running pods",
@@ -609,8 +638,8 @@ GROUP_CASES = [
         [gp(total=1).phase("Failed").obj(), gp("pod2", 1).gated().obj()],
         gwl(1).admitted(ROLE, 1).condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement").obj(),
         [
-            a.RemoveFinalizer(ref("pod"), expected=True),
-            a.UpdateWorkloadStatus(wl_ref("test-group"), (cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement"),)),
+            rf("pod", expected=True),
+            ("workload_conditions", "test-group", (cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement"),)),
         ],
         "",
         id="failed pod is released and the replacement completes the group",
@@ -626,7 +655,7 @@ GROUP_CASES = [
         [gp().obj(), gp("pod2").obj()],
         gwl().admitted(ROLE, 2).deleting().obj(),
         [*stop("pod", "WorkloadDeleted", "Workload is deleted"), *stop("pod2", "WorkloadDeleted", "Workload is deleted"),
-         a.RemoveFinalizer(ref("pod")), a.RemoveFinalizer(ref("pod2")), a.RemoveWorkloadFinalizer(wl_ref("test-group"))],
+         rf("pod"), rf("pod2"), ("remove_finalizer", "test-group")],
         "",
         id="all pods in group should be removed if workload is deleted",
     ),
@@ -640,16 +669,7 @@ GROUP_CASES = [
         .obj(),
         [
             *stop("pod", "WorkloadEvictedDueToPreempted", "Preempted by test"),
-            a.UpdateWorkloadStatus(
-                wl_ref("test-group"),
-                (
-                    cond("Requeued", "True", "Preempted", "Preempted by test"),
-                    cond("QuotaReserved", "False", "PendingEvaluation", "Preempted by test"),
-                    cond("Admitted", "False", "NoReservation", "The workload has no reservation"),
-                ),
-                clear_admission=True,
-                field_manager="kueue-admission",
-            ),
+            ("clear_reservation", "test-group", "Preempted", "Preempted by test", True),
         ],
         "",
         id="all pods in a group should receive the event about preemption, unless already terminating",
@@ -657,7 +677,7 @@ GROUP_CASES = [
     pytest.param(
         [],
         gwl().admitted(ROLE, 2).obj(),
-        [a.RemoveWorkloadFinalizer(wl_ref("test-group"))],
+        [("finalize", "test-group")],
         "",
         id="pod group workload is finalized when all pods are gone",
     ),
@@ -672,16 +692,16 @@ GROUP_CASES = [
 
 
 @pytest.mark.parametrize(("pods", "workload", "want", "error"), GROUP_CASES)
-def test_reconcile_group(pods: list[dict[str, Any]], workload: dict[str, Any] | None, want: list[a.Action], error: str) -> None:
-    got = pg.reconcile_group(pods, name="test-group", workload=workload, opts=OPTS, lookups=FLAVORS, now=NOW)
-    assert list(got.actions) == want
+def test_reconcile_group(pods: list[dict[str, Any]], workload: dict[str, Any] | None, want: list[Summary], error: str) -> None:
+    got = pg.reconcile_group(pods, name="test-group", workload=workload, config=CONFIG, store=store(), now=NOW)
+    assert summaries(got) == want
     assert got.error == error
 
 
 def test_waiting_for_previous_excess_pod_deletions_does_nothing() -> None:
     pods = [gp(total=1).gated().created(0).obj(), gp("pod2", 1).gated().created(1).obj()]
-    got = pg.reconcile_group(pods, name="test-group", workload=gwl(1).obj(), opts=OPTS, lookups=FLAVORS, now=NOW, expectations_satisfied=False)
-    assert got.actions == ()
+    got = pg.reconcile_group(pods, name="test-group", workload=gwl(1).obj(), config=CONFIG, store=store(), now=NOW, expectations_satisfied=False)
+    assert got.steps == ()
     assert got.error == "waiting to observe previous operations on pods"
     assert not got.retry
 
@@ -689,13 +709,13 @@ def test_waiting_for_previous_excess_pod_deletions_does_nothing() -> None:
 def test_excess_pods_after_admission_and_owner_references() -> None:
     pods = [gp(total=1).created(0).obj(), gp("pod2", 1).gated().created(1).obj(), gp("pod3", 1).gated().created(2).obj()]
     wl = gwl(1, owners=("pod",)).admitted(ROLE, 1).condition("PodsReady", "True", "Started").obj()
-    got = pg.reconcile_group(pods, name="test-group", workload=wl, opts=OPTS, lookups=FLAVORS, now=NOW)
-    assert list(got.actions) == [
-        a.RemoveFinalizer(ref("pod2"), expected=True),
-        a.DeletePod(ref("pod2"), expected=True),
+    got = pg.reconcile_group(pods, name="test-group", workload=wl, config=CONFIG, store=store(), now=NOW)
+    assert summaries(got) == [
+        rf("pod2", expected=True),
+        delete_pod("pod2", expected=True),
         ev("ExcessPodDeleted", "Excess pod deleted", "pod2"),
-        a.RemoveFinalizer(ref("pod3"), expected=True),
-        a.DeletePod(ref("pod3"), expected=True),
+        rf("pod3", expected=True),
+        delete_pod("pod3", expected=True),
         ev("ExcessPodDeleted", "Excess pod deleted", "pod3"),
     ]
 
@@ -710,23 +730,24 @@ def test_failed_pods_are_finalized_in_order() -> None:
     ]
     wl = gwl(2, owners=tuple(p["metadata"]["name"] for p in pods)).admitted(ROLE, 2)
     wl.condition("PodsReady", "True", "Started").condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement")
-    got = pg.reconcile_group(pods, name="test-group", workload=wl.obj(), opts=OPTS, lookups=FLAVORS, now=NOW)
-    removed = [act.pod.name for act in got.actions if isinstance(act, a.RemoveFinalizer)]
+    got = pg.reconcile_group(pods, name="test-group", workload=wl.obj(), config=CONFIG, store=store(), now=NOW)
+    removed = [act.pod["metadata"]["name"] for act in got.steps if isinstance(act, ja.RemovePodFinalizer)]
     assert removed == ["finished-with-finalizer-old"]
 
 
 def test_start_with_an_unknown_role_fails_to_start() -> None:
     pods = [gp().gated().annotation("kueue.x-k8s.io/role-hash", "other").obj()]
-    got = ps.start_pods(pods, gwl().admitted(ROLE, 2).obj(), is_group=True, opts=OPTS, lookups=FLAVORS, now=NOW)
     message = "invalid podset infos: podSetInfo with the name 'other' is not found"
-    assert got == a.ReconcileResult((finished("test-group", "FailedToStart", message),), message)
+    with pytest.raises(StartConflict, match=message):
+        ps.start_pods(pods, gwl().admitted(ROLE, 2).obj(), is_group=True, opts=OPTS, lookups=FLAVORS)
 
 
 def test_admission_check_pod_set_update_conflict() -> None:
     wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted().obj()
     wl["status"]["admissionChecks"] = [{"name": "prov", "state": "Ready", "podSetUpdates": [{"name": "main", "labels": {"kueue.x-k8s.io/podset": "x"}}]}]
-    got = ps.start_pods([Pod().gated().obj()], wl, is_group=False, opts=OPTS, lookups=FLAVORS, now=NOW)
-    assert got.error == (
+    with pytest.raises(StartConflict) as info:
+        ps.start_pods([Pod().gated().obj()], wl, is_group=False, opts=OPTS, lookups=FLAVORS)
+    assert str(info.value) == (
         'in admission check "prov": invalid admission check PodSetUpdate: conflict for labels: '
         "conflict for key=kubernetes.io/podset, value1=main, value2=x".replace("kubernetes.io/podset", "kueue.x-k8s.io/podset")
     )
@@ -738,7 +759,7 @@ def test_flavor_tolerations_are_added_once_and_cq_label_needs_a_dns_label() -> N
     pod = Pod().gated().obj()
     pod["spec"]["schedulingGates"].append({"name": "kueue.x-k8s.io/topology"})
     wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted(cq="Not_A_Label").obj()
-    patch = ps.start_pods([pod], wl, is_group=False, opts=OPTS, lookups=lookups, now=NOW).actions[0]
-    assert isinstance(patch, a.PatchPod)
+    patch = ps.start_pods([pod], wl, is_group=False, opts=OPTS, lookups=lookups)[0]
+    assert isinstance(patch, ja.PatchPod)
     assert patch.patch["spec"] == {"tolerations": [tol], "schedulingGates": []}
     assert "kueue.x-k8s.io/cluster-queue-name" not in patch.patch["metadata"]["labels"]

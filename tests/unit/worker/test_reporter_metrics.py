@@ -205,7 +205,7 @@ def test_preempting_a_ready_workload_observes_pods_ready_to_evicted() -> None:
     now = T0 + timedelta(seconds=120)
     result = mgr.core.schedule(now)
     assert [sorted(str(v.key) for v in d.targets) for d in result.preempted] == [["ns/ready-victim", "ns/starting-victim"]]
-    mgr._dispatch(result, now)
+    mgr.decisions.dispatch(result, now)
     labels = {"cluster_queue": "ready-cq", "reason": "Preempted", "underlying_cause": ""}
     assert sample("kueue_evicted_workloads_total", **labels, priority_class="") == 2
     # Only the victim whose pods were ready is timed: 90 s, in the (80, 160] bucket.
@@ -284,7 +284,7 @@ def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_its
     now = T0 + timedelta(seconds=5)
     result = mgr.core.schedule(now)
     assert [str(d.key) for d in result.admitted] == ["lqdel-ns/w"]
-    mgr._dispatch(result, now)
+    mgr.decisions.dispatch(result, now)
 
     def scrape() -> set[str]:
         mgr.reporter.refresh(mgr.core)
@@ -328,7 +328,7 @@ def test_stopping_a_local_queue_drops_what_the_queue_manager_reported_for_it() -
         mgr.store.put(kind, obj)
         mgr._feed(kind, "ADDED", obj, T0)
     now = T0 + timedelta(seconds=5)
-    mgr._dispatch(mgr.core.schedule(now), now)
+    mgr.decisions.dispatch(mgr.core.schedule(now), now)
 
     def scrape() -> set[str]:
         mgr.reporter.refresh(mgr.core)

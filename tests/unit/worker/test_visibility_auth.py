@@ -24,9 +24,9 @@ from webhook import tls
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, User
 from webhook.worker.visibility_auth import (
     AUTH_CONFIGMAP,
+    AccessDecision,
     AccessReviewer,
     Attributes,
-    Decision,
     FrontProxy,
     FrontProxySource,
     authenticate,
@@ -102,9 +102,9 @@ def test_reviews_carry_the_resource_attributes_and_are_cached_ten_seconds() -> N
     reviewer = AccessReviewer(kube, clock=clock)
     alice = User("alice", groups=("system:authenticated",))
     lq = Attributes("get", "localqueues", "pendingworkloads", "a", "ns", "visibility.kueue.x-k8s.io", "v1beta2")
-    assert reviewer.authorize(alice, lq) == Decision(True)
+    assert reviewer.authorize(alice, lq) == AccessDecision(True)
     assert reviewer.authorize(alice, lq._replace(namespace="other")).allowed is False
-    assert reviewer.authorize(alice, lq) == Decision(True)
+    assert reviewer.authorize(alice, lq) == AccessDecision(True)
     assert [p for _, p in kube.calls] == [SUBJECT_ACCESS_REVIEWS] * 2
     assert kube.reviews[0]["spec"] == {"user": "alice", "groups": ["system:authenticated"], "resourceAttributes": {
         "verb": "get", "group": "visibility.kueue.x-k8s.io", "version": "v1beta2", "resource": "localqueues",
@@ -146,7 +146,7 @@ def served(tmp_path: Path) -> Iterator[tuple[int, certs.CA, Path, FakeKube]]:
     front.refresh()
     feed = PendingFeed()
     feed.on_list("clusterqueues", [{"metadata": {"name": "cq"}}])
-    server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube)), ctx, lambda: front.current)
+    server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield int(server.server_address[1]), proxy_ca, cert_dir, kube

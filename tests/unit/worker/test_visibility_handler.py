@@ -11,8 +11,9 @@ from tests.unit.core.builders import WorkloadBuilder
 from webhook.core.pending_order import PendingOrder, pending_workload
 from webhook.core.workload import WorkloadKey
 from webhook.reviews import User
-from webhook.worker.visibility_auth import Attributes, Decision
+from webhook.worker.visibility_auth import AccessDecision, Attributes
 from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
+from webhook.worker.visibility_server import PendingFeed
 
 G = "/apis/visibility.kueue.x-k8s.io"
 ADMIN = User("admin", groups=("system:masters", "system:authenticated"))
@@ -26,9 +27,9 @@ class Grants:
         self.allowed: set[tuple[str, Attributes]] = set()
         self.asked: list[Attributes] = []
 
-    def authorize(self, user: User, attrs: Attributes) -> Decision:
+    def authorize(self, user: User, attrs: Attributes) -> AccessDecision:
         self.asked.append(attrs)
-        return Decision(user.name == "admin" or (user.name, attrs) in self.allowed)
+        return AccessDecision(user.name == "admin" or (user.name, attrs) in self.allowed)
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def grants() -> Grants:
 
 @pytest.fixture
 def api(order: PendingOrder, grants: Grants) -> VisibilityAPI:
-    return VisibilityAPI(order, grants)
+    return VisibilityAPI(order, grants, PendingFeed())
 
 
 def get(api: VisibilityAPI, path: str, user: User | None = ADMIN, accept: str = "", **query: str) -> Response:
@@ -223,7 +224,8 @@ def test_openapi_v2_references_all_resolve(api: VisibilityAPI) -> None:
 def test_openapi_v3_index_documents_and_stale_hashes(api: VisibilityAPI) -> None:
     index = body(get(api, "/openapi/v3"))["paths"]
     assert sorted(index) == ["apis", "apis/visibility.kueue.x-k8s.io", "apis/visibility.kueue.x-k8s.io/v1beta1",
-                             "apis/visibility.kueue.x-k8s.io/v1beta2"]
+                             "apis/visibility.kueue.x-k8s.io/v1beta2", "apis/visibility.pykueue.io",
+                             "apis/visibility.pykueue.io/v1alpha1"]
     url = index["apis/visibility.kueue.x-k8s.io/v1beta2"]["serverRelativeURL"]
     path, _, query = url.partition("?hash=")
     resp = get(api, path, hash=query)

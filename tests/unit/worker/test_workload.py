@@ -186,3 +186,50 @@ def test_parent_gets_no_admission_checks() -> None:
     world.store.get("clusterqueues", "cq")["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
     world.rec.reconcile("ns/wl")
     assert "admissionChecks" not in world.kube.objects[PATH]["status"]
+
+
+def orphan(*, deleting: bool = False, owned: bool = False, uid_label: bool = True) -> dict[str, Any]:
+    wl = admitted_workload(datetime(2025, 1, 1, tzinfo=UTC))
+    meta = wl["metadata"]
+    meta["finalizers"] = ["kueue.x-k8s.io/resource-in-use"]
+    meta["resourceVersion"] = "7"
+    if uid_label:
+        meta["labels"] = {"kueue.x-k8s.io/job-uid": "job-uid"}
+    if deleting:
+        meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    if owned:
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid", "controller": True}]
+    return wl
+
+
+def finished(obj: dict[str, Any]) -> dict[str, Any] | None:
+    return next((cnd for cnd in obj.get("status", {}).get("conditions", []) if cnd["type"] == "Finished"), None)
+
+
+def test_a_workload_its_job_orphaned_is_finished_and_released() -> None:
+    """A Job deleted with propagationPolicy=Orphan: the garbage collector drops the Workload's
+    ownerReference; the job-uid label still names the Job that owned it."""
+    world = World(orphan(), Configuration())
+    world.rec.reconcile("ns/wl")
+    obj = world.kube.objects[PATH]
+    cond = finished(obj)
+    assert cond is not None and (cond["status"], cond["reason"]) == ("True", "OwnerNotFound")
+    assert cond["message"] == "The workload's owner no longer exists"
+    assert not obj["metadata"].get("finalizers")
+
+
+def test_a_deleted_workload_without_owner_loses_its_finalizer_without_being_finished() -> None:
+    world = World(orphan(deleting=True, uid_label=False), Configuration())
+    world.rec.reconcile("ns/wl")
+    obj = world.kube.objects[PATH]
+    assert not obj["metadata"].get("finalizers")
+    assert finished(obj) is None
+
+
+@pytest.mark.parametrize("wl", [orphan(owned=True), orphan(uid_label=False)], ids=["owned", "never-owned-by-a-job"])
+def test_owned_or_standalone_workloads_keep_their_finalizer(wl: dict[str, Any]) -> None:
+    world = World(wl, Configuration())
+    world.rec.reconcile("ns/wl")
+    obj = world.kube.objects[PATH]
+    assert obj["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
+    assert finished(obj) is None

@@ -163,3 +163,32 @@ def test_backlog_counts_queued_and_in_flight_plain_keys_once() -> None:
     release.set()
     wait_until(lambda: q.backlog() == 0)
     stop.set()
+
+
+def test_delayed_adds_wait_in_one_thread_and_come_due_in_time_order() -> None:
+    stop = threading.Event()
+    seen: list[str] = []
+    q: WorkQueue[int] = WorkQueue("t", lambda key, items: seen.append(key), stop=stop)
+    q.start()
+    threads = threading.active_count()
+    for i in range(500):
+        q.add_after(f"later-{i}", 3600.0)  # e.g. a waitForPodsReady recheck per admitted Workload
+    q.add_after("second", 0.2)
+    q.add_after("first", 0.05)
+    wait_until(lambda: len(seen) == 2)
+    stop.set()
+    assert threading.active_count() <= threads + 1
+    assert seen == ["first", "second"]
+
+
+def test_delayed_items_keep_their_order_ahead_of_later_ones() -> None:
+    stop = threading.Event()
+    seen: list[list[int]] = []
+    q: WorkQueue[int] = WorkQueue("t", lambda key, items: seen.append(list(items)), stop=stop)
+    q.add_after("a", 0.05, [1, 2])
+    time.sleep(0.3)
+    q.add("a", 3)
+    q.start()
+    wait_until(lambda: len(seen) == 1)
+    stop.set()
+    assert seen == [[1, 2, 3]]

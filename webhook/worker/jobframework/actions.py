@@ -7,12 +7,19 @@ in logs (`decision`, `steps`) and in tests.
 
 Fields shared by every action: `workload` is the Workload the action writes (None for actions on
 the job alone), `reason` and `message` the condition or event text it carries.
+
+A composable job (a pod group, `ComposableJob`) starts, stops and finalizes its members itself:
+its adapter plans those writes as the pod actions at the end (`PatchPod`, `StopPod`, `DeletePod`,
+`RemovePodFinalizer`); a parent of pods (a StatefulSet) writes its pods and Workload with the same
+values. `expected` on the last two marks the excess and replaced pods of a group, whose release
+the next match waits to observe (upstream's `excessPodExpectations`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, ClassVar
 
 from webhook.core.conditions import ConditionValue
@@ -22,22 +29,29 @@ __all__ = [
     "ClearReservation",
     "CreateWorkload",
     "DeleteJob",
+    "DeletePod",
     "DeleteWorkload",
     "Finalize",
     "FinishWorkload",
+    "GateRemoval",
     "JobAction",
+    "PatchPod",
     "RecordAdmissionChecks",
     "RecordEvent",
+    "RemovePodFinalizer",
     "RemoveWorkloadFinalizer",
     "SetPodsReady",
+    "SetWorkloadConditions",
     "StartJob",
     "StopJob",
+    "StopPod",
     "SuspendChild",
     "SyncQueueName",
     "UpdateAdmissionGatedBy",
     "UpdatePriority",
     "UpdateReclaimablePods",
     "UpdateWorkloadSpec",
+    "expected_uids",
 ]
 
 Obj = Mapping[str, Any]
@@ -90,9 +104,12 @@ class UpdateWorkloadSpec(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AdoptWorkload(_Base):
-    """`EnsurePrebuiltWorkloadOwnership`: `workload` is the prebuilt one with the job as controller."""
+    """`EnsurePrebuiltWorkloadOwnership` / `EnsureWorkloadOwnedByAllMembers`: `workload` with the
+    ownerReferences it must have, and the `labels` and `annotations` it gains."""
 
     name = "adopt"
+    labels: Obj | None = None
+    annotations: Obj | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,10 +131,12 @@ class UpdateAdmissionGatedBy(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordEvent(_Base):
-    """An Event on the job."""
+    """An Event on `regarding` (None: the job); `action` is events.k8s.io's (default: the reason)."""
 
     name = "event"
     warning: bool = False
+    regarding: Obj | None = None
+    action: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,9 +179,11 @@ class SetPodsReady(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClearReservation(_Base):
-    """An evicted Workload of a stopped job: Requeued, and the quota reservation released."""
+    """An evicted Workload of a stopped job: Requeued (`requeue`: True), and the quota reservation
+    released."""
 
     name = "clear_reservation"
+    requeue: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,9 +202,11 @@ class StartJob(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordAdmissionChecks(_Base):
-    """`recordAdmissionCheckUpdate`: the Pending checks' messages, as an event on the job."""
+    """`recordAdmissionCheckUpdate`: the Pending checks' messages, as an event on `regarding`
+    (None: the job; a composable job's members each get one)."""
 
     name = "record_admission_checks"
+    regarding: Obj | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +215,65 @@ class SyncQueueName(_Base):
 
     name = "sync_queue"
     queue_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetWorkloadConditions(_Base):
+    """`CustomWorkloadConditions`: conditions the job keeps on its Workload (a pod group's
+    WaitingForReplacementPods; a StatefulSet's hold); `clear_admission` drops `status.admission`
+    as a QuotaReserved=False does."""
+
+    name = "workload_conditions"
+    conditions: tuple[Obj, ...]
+    clear_admission: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GateRemoval:
+    """What `kueue_pod_scheduling_gate_removal_seconds` needs once a patch lifting the gate succeeds."""
+
+    cluster_queue: str
+    is_group: bool
+    admitted_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PatchPod(_Base):
+    """A merge patch of one pod: `Pod.Run` applying the admission and lifting the gate
+    (`gate_removal`), or a parent's labels and ungating."""
+
+    name = "patch_pod"
+    pod: Obj
+    patch: Obj
+    gate_removal: GateRemoval | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopPod(_Base):
+    """`Pod.Stop` for one pod: the TerminationTarget `condition` (server-side applied), then the
+    delete (skipped when the pod is gone)."""
+
+    name = "stop_pod"
+    pod: Obj
+    condition: Obj
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeletePod(_Base):
+    """An excess pod of a group goes (`removeExcessPods`)."""
+
+    name = "delete_pod"
+    pod: Obj
+    expected: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemovePodFinalizer(_Base):
+    """The pod's `kueue.x-k8s.io/managed` finalizer goes (`finalizePods`, `Finalize`)."""
+
+    name = "remove_pod_finalizer"
+    pod: Obj
+    expected: bool = False
 
 
 JobAction = (
@@ -214,5 +296,17 @@ JobAction = (
     | StartJob
     | RecordAdmissionChecks
     | SyncQueueName
+    | SetWorkloadConditions
+    | PatchPod
+    | StopPod
+    | DeletePod
+    | RemovePodFinalizer
 )
 """Every action a job reconcile may plan."""
+
+
+def expected_uids(actions: Iterable[JobAction]) -> set[str]:
+    """UIDs of the pods a run of `actions` deletes or releases as `expected` (what a group's
+    expectations wait to observe)."""
+    return {str(o_uid) for act in actions if isinstance(act, DeletePod | RemovePodFinalizer) and act.expected
+            and (o_uid := (act.pod.get("metadata") or {}).get("uid"))}

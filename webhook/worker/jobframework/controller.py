@@ -3,15 +3,16 @@ one reconcile = plan (pure) → actions carried out by the `JobExecutor`.
 
 Mirrors `JobReconciler.ReconcileGenericJob`'s outer loop and `SetupWithManager` in
 `pkg/controller/jobframework/reconciler.go` (upstream v0.19.2); the integration supplies its
-`Integration` (adapter and kind) and its `plan` (the generic `reconciler.plan_*` functions behind
-whatever the kind decides first).
+`Integration` (adapter and kind) and its `JobSource`: which keys an event queues and what one
+reconcile of a key plans (the generic `reconciler.plan_*` functions behind whatever the kind
+decides first). `OwnedJobs` is the source of a job that is one object owning its Workloads.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -19,13 +20,14 @@ from webhook import kube as k
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.worker import events
+from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.reconciler import Plan, owned_workloads
 from webhook.worker.reconcilers import elastic, workload_slices
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["GenericJobReconciler", "PlanFunc"]
+__all__ = ["GenericJobReconciler", "JobSource", "OwnedJobs", "PlanFunc", "end_plan", "execute_plan"]
 
 log = logging.getLogger(__name__)
 
@@ -39,16 +41,63 @@ class PlanFunc(Protocol):
                  config: Configuration, store: Store | None = None, now: datetime | None = None) -> Plan: ...
 
 
+class JobSource(Protocol):
+    """Where an integration's reconcile keys come from and what one reconcile of a key plans."""
+
+    def keys(self, kind: str, etype: str, obj: Obj) -> Iterable[str]:
+        """The keys a watch event of `kind` queues."""
+        ...
+
+    def plan(self, key: str, now: datetime) -> tuple[Obj | None, Plan]:
+        """The job object as the store holds it (None: gone) and the plan for it."""
+        ...
+
+    def settled(self, key: str, uid: str) -> None:
+        """An expected pod release of `key` that no watch event will report."""
+        ...
+
+
+class OwnedJobs:
+    """The `JobSource` of a job that is one object (key `namespace/name`) owning its Workloads:
+    a job queues itself, a Workload queues the job that controls it."""
+
+    def __init__(self, store: Store, config: Configuration, integration: Integration, plan: PlanFunc) -> None:
+        self.store = store
+        self.config = config
+        self.integration = integration
+        self.plan_job = plan
+
+    def keys(self, kind: str, etype: str, obj: Obj) -> Iterable[str]:
+        if kind == self.integration.resource:
+            return (o.key(obj),)
+        if kind == "workloads":
+            return [f"{o.namespace(obj)}/{ref.get('name')}" for ref in o.owner_references(obj)
+                    if ref.get("controller") and ref.get("kind") == self.integration.kind]
+        return ()
+
+    def plan(self, key: str, now: datetime) -> tuple[Obj | None, Plan]:
+        ns, name = key.split("/", 1)
+        job = self.store.get(self.integration.resource, key)
+        ns_obj = self.store.get("namespaces", ns)
+        ns_labels = None if ns_obj is None else o.labels(ns_obj)
+        return job, self.plan_job(job, self.owned(ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now)
+
+    def settled(self, key: str, uid: str) -> None:
+        """A single-object job expects no pod releases."""
+
+    def owned(self, ns: str, name: str) -> list[dict[str, Any]]:
+        return owned_workloads(self.store, ns, name, api_version=self.integration.api_version, kind=self.integration.kind)
+
+
 class GenericJobReconciler:
-    """The reconciler of one integration: its work queue, `plan` for one job key
-    (`namespace/name`), and the `JobExecutor` carrying the plan's actions out.
-    `requeue_after(key, seconds)` asks for a later look (the deactivation retention period;
-    default: this reconciler's queue); `on_ready` sees Workloads whose PodsReady turned
-    True/Started."""
+    """The reconciler of one integration: its work queue, its `JobSource` planning one key, and
+    the `JobExecutor` carrying the plan's actions out. `requeue_after(key, seconds)` asks for a
+    later look (the deactivation retention period; default: this reconciler's queue); `on_ready`
+    sees Workloads whose PodsReady turned True/Started."""
 
     def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, integration: Integration,
-                 plan: PlanFunc, *, on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 source: JobSource, *, on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), workers: int = 4,
                  requeue_after: Callable[[str, float], None] | None = None, stop: threading.Event | None = None) -> None:
         self.kube = kube
         self.store = store
@@ -57,46 +106,62 @@ class GenericJobReconciler:
         self.on_ready = on_ready  # PodsReady turned True/Started: the ready-wait-time metrics
         self.clock = clock
         self.integration = integration
-        self.plan = plan
-        self.queue: WorkQueue[object] = WorkQueue(integration.resource, self.reconcile, workers=4, stop=stop or threading.Event())
+        self.source = source
+        self.queue: WorkQueue[object] = WorkQueue(integration.resource, self.reconcile, workers=workers, stop=stop or threading.Event())
         self.requeue_after = requeue_after if requeue_after is not None else self.queue.add_after
         self.ungater = elastic.Ungater(kube, clock=clock)
-        self.executor = JobExecutor(kube, store, config, recorder, integration, on_ready=on_ready)
+        self.executor = JobExecutor(kube, store, config, recorder, integration, on_ready=on_ready, settled=source.settled, clock=clock)
 
     def start(self) -> None:
         self.queue.start()
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
-        """A job queues itself; a Workload queues the job that controls it."""
-        if kind == self.integration.resource:
-            self.queue.add(o.key(obj))
-        elif kind == "workloads":
-            for ref in o.owner_references(obj):
-                if ref.get("controller") and ref.get("kind") == self.integration.kind:
-                    self.queue.add(f"{o.namespace(obj)}/{ref.get('name')}")
+        for key in self.source.keys(kind, etype, obj):
+            self.queue.add(key)
 
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
-        ns, name = key.split("/", 1)
-        job = self.store.get(self.integration.resource, key)
-        ns_obj = self.store.get("namespaces", ns)
-        ns_labels = None if ns_obj is None else o.labels(ns_obj)
         now = self.clock()
-        p = self.plan(job, self._owned(ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now)
-        if p.steps:
-            log.info("reconciling job", extra={"object": key, "kind": self.integration.kind, "decision": p.action,
-                                               "steps": ",".join(s.name for s in p.steps)})
-        current: Obj | None = job
-        for step in p.steps:
-            current = self.executor.execute(key, current, step, now)
-            if current is None and job is not None:
-                return  # the job is gone
-        if current is not None and not p.error and not self.integration.wrap(current).is_suspended() \
-                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)):
-            self.ungater.ungate(current, self._owned(ns, name))
+        job, p = self.source.plan(key, now)
+        current = execute_plan(self.executor, key, job, p, now, settled=self.source.settled)
+        if current is None and job is not None:
+            return  # the job is gone
+        # Elastic jobs (workload slices) are single objects: their new pods are ungated here.
+        if current is not None and not p.error and isinstance(self.source, OwnedJobs) \
+                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)) \
+                and not self.integration.job(current).is_suspended():
+            self.ungater.ungate(current, self.source.owned(o.namespace(current), o.name(current)))
         if p.requeue_after is not None and self.requeue_after is not None:
             self.requeue_after(key, p.requeue_after)
-        if p.error:
-            raise Retry(0.5, p.error)
+        end_plan(key, self.integration.kind, p)
 
-    def _owned(self, ns: str, name: str) -> list[dict[str, Any]]:
-        return owned_workloads(self.store, ns, name, api_version=self.integration.api_version, kind=self.integration.kind)
+
+def execute_plan(executor: JobExecutor, key: str, job: Obj | None, plan: Plan, now: datetime, *,
+                 settled: Callable[[str, str], None]) -> Obj | None:
+    """Carry `plan` out for `key` in order; returns the newest copy of the job (None: it is gone).
+    A failed write ends the pass with `Retry`, telling `settled` of the expected pod releases it
+    did not get to (no watch event will report them)."""
+    if plan.steps:
+        log.info("reconciling job", extra={"object": key, "kind": executor.integration.kind, "decision": plan.action,
+                                           "steps": ",".join(s.name for s in plan.steps)})
+    current = job
+    for i, step in enumerate(plan.steps):
+        try:
+            current = executor.execute(key, current, step, now)
+        except (k.KubeError, Retry) as exc:
+            for uid in ja.expected_uids(plan.steps[i:]):
+                settled(key, uid)
+            if isinstance(exc, Retry):
+                raise
+            log.warning("reconcile write failed", extra={"object": key, "action": step.name, "status": exc.status, "error": str(exc)})
+            raise Retry(0.2, f"{step.name}: {exc}") from exc
+        if current is None and job is not None:
+            return None
+    return current
+
+
+def end_plan(key: str, kind: str, plan: Plan) -> None:
+    """A plan's error: the key is retried, or (upstream's `UnretryableError`) only logged."""
+    if plan.error and plan.retry:
+        raise Retry(0.5, plan.error)
+    if plan.error:
+        log.warning("reconcile error", extra={"object": key, "kind": kind, "error": plan.error, "retry": False})

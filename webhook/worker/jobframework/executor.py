@@ -5,8 +5,10 @@ Each action writes and puts what the API returns into the store, so a later acti
 pass starts from the newest copy. A conflict ends the pass with `Retry`; a job gone meanwhile
 ends it quietly. Mirrors the writes of `ReconcileGenericJob` in
 `pkg/controller/jobframework/reconciler.go` (`startJob`, `stopJob`, `finalizeJob`,
-`workload.Delete`, `workloadfinish.Finish`, `UpdateReclaimablePods`, `SyncPodsReadyCondition`)
-in upstream v0.19.2.
+`workload.Delete`, `workloadfinish.Finish`, `UpdateReclaimablePods`, `SyncPodsReadyCondition`),
+and those of a pod group's `Run`, `Stop`, `removeExcessPods` and `finalizePods` in
+`pkg/controller/jobs/pod/pod_controller.go` with `clientutil.RemoveFinalizersWithStrictPatch`
+(`pkg/util/client/client.go`), in upstream v0.19.2.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import datetime
 from typing import Any, assert_never
 
 from webhook import kube as k
+from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
@@ -25,7 +28,15 @@ from webhook.worker import events, reporter
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.interface import GenericJob, StartConflict
 from webhook.worker.reconcilers import podset
-from webhook.worker.status import set_condition, unset_quota_reservation, update_status
+from webhook.worker.reporter import ROLE
+from webhook.worker.status import (
+    accumulate_admitted_time,
+    finish_workload,
+    remove_workload_finalizer,
+    set_condition,
+    unset_quota_reservation,
+    update_status,
+)
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
@@ -34,6 +45,7 @@ __all__ = ["Integration", "JobExecutor"]
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
+_ATTEMPTS = 5
 
 
 def _generation(obj: Obj) -> int:
@@ -43,28 +55,39 @@ def _generation(obj: Obj) -> int:
 @dataclass(frozen=True, slots=True)
 class Integration:
     """What the executor needs to know about one kind of job: where it lives, who writes its
-    events, and how to see one as a `GenericJob`."""
+    events, and how to see one as a `GenericJob` (`wrap`; None for a kind that is never suspended,
+    started or stopped as a whole: a pod group, a StatefulSet)."""
 
     api_version: str
     kind: str
     resource: str
     """The resource plural, also the store's kind."""
     controller_name: str
-    wrap: Callable[[Obj], GenericJob]
+    wrap: Callable[[Obj], GenericJob] | None = None
+
+    def job(self, obj: Obj) -> GenericJob:
+        if self.wrap is None:
+            raise TypeError(f"{self.kind} is not suspended, started or stopped as one object")
+        return self.wrap(obj)
 
 
 class JobExecutor:
     """Runs one action of a plan for the job `key`; `on_ready` sees Workloads whose PodsReady
-    turned True/Started (the ready-wait-time metrics)."""
+    turned True/Started (the ready-wait-time metrics); `settled(key, uid)` hears of every
+    `expected` pod whose release no watch event will report (already gone or released)."""
 
     def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, integration: Integration, *,
-                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None) -> None:
+                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+                 settled: Callable[[str, str], None] = lambda key, uid: None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self.kube = kube
         self.store = store
         self.config = config
         self.events = recorder
         self.integration = integration
         self.on_ready = on_ready
+        self.settled = settled
+        self.clock = clock
 
     def execute(self, key: str, job: Obj | None, action: ja.JobAction, now: datetime) -> Obj | None:
         """Carry out one action; returns the newest copy of the job (None: it is gone)."""
@@ -101,25 +124,19 @@ class JobExecutor:
         self.store.put(self.integration.resource, out)
         return out
 
-    def _emit(self, job: Obj | None, etype: str, reason: str, message: str) -> None:
+    def _emit(self, job: Obj | None, etype: str, reason: str, message: str, *, action: str = "") -> None:
         if job is not None:
-            self.events.emit(job, etype, reason, message, self.integration.controller_name)
+            self.events.emit(job, etype, reason, message, self.integration.controller_name, action=action)
 
     def _finish(self, wl: Obj, reason: str, message: str, now: datetime) -> None:
-        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            cond = {"type": c.WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}
-            set_condition(status, cond, now, _generation(obj))
-
-        update_status(self.kube, self.store, "workloads", self._wl_path(wl), mutate)
+        finish_workload(self.kube, self.store, self._wl_path(wl), reason, message, now)
         log.info("workload finished", extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason})
 
     def _remove_finalizer(self, wl: Obj) -> None:
-        latest = self._latest(wl)
-        fins = list(o.meta(latest).get("finalizers") or ())
-        if c.RESOURCE_IN_USE_FINALIZER not in fins:
-            return
-        fins.remove(c.RESOURCE_IN_USE_FINALIZER)
-        self._patch_workload(latest, {"metadata": {"finalizers": fins or None}})
+        try:
+            remove_workload_finalizer(self.kube, self.store, self._latest(wl), self._wl_path(wl))
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
 
     # -- actions: each returns the newest copy of the Job (None: it is gone) -------------------------
     def _execute(self, key: str, job: Obj | None, action: ja.JobAction, now: datetime) -> Obj | None:
@@ -164,10 +181,21 @@ class JobExecutor:
                 return self._do_record_admission_checks(key, job, action, now)
             case ja.SyncQueueName():
                 return self._do_sync_queue(key, job, action, now)
+            case ja.SetWorkloadConditions():
+                return self._do_workload_conditions(key, job, action, now)
+            case ja.PatchPod():
+                return self._do_patch_pod(key, job, action, now)
+            case ja.StopPod():
+                return self._do_stop_pod(key, job, action, now)
+            case ja.DeletePod():
+                return self._do_delete_pod(key, job, action, now)
+            case ja.RemovePodFinalizer():
+                return self._do_remove_pod_finalizer(key, job, action, now)
         assert_never(action)
 
     def _do_event(self, key: str, job: Obj, step: ja.RecordEvent, now: datetime) -> Obj:
-        self._emit(job, "Warning" if step.warning else "Normal", step.reason, step.message)
+        regarding = job if step.regarding is None else step.regarding
+        self._emit(regarding, "Warning" if step.warning else "Normal", step.reason, step.message, action=step.action)
         return job
 
     def _do_finalize(self, key: str, job: Obj | None, step: ja.Finalize, now: datetime) -> Obj | None:
@@ -178,12 +206,12 @@ class JobExecutor:
         return job
 
     def _do_suspend_child(self, key: str, job: Obj, step: ja.SuspendChild, now: datetime) -> Obj | None:
-        return self._patch_job(key, job, self.integration.wrap(job).suspend_patch(stopping=False))
+        return self._patch_job(key, job, self.integration.job(job).suspend_patch(stopping=False))
 
     def _do_stop(self, key: str, job: Obj, step: ja.StopJob, now: datetime) -> Obj | None:
         """`stopJob`: suspend (marked as stopping until done), then the status patch that lets the
         pod templates change, then restore them from the Workload; `Stopped` when this suspended the job."""
-        wrap = self.integration.wrap
+        wrap = self.integration.job
         stopped_now = not wrap(job).is_suspended()
         current: Obj | None = job
         if stopped_now:
@@ -228,10 +256,11 @@ class JobExecutor:
     def _do_adopt(self, key: str, job: Obj, step: ja.AdoptWorkload, now: datetime) -> Obj:
         """`EnsurePrebuiltWorkloadOwnership`: the Job becomes the prebuilt Workload's controller."""
         assert step.workload is not None
-        meta = o.meta(step.workload)
-        patch: dict[str, Any] = {"metadata": {"ownerReferences": list(meta.get("ownerReferences") or ())}}
-        if c.JOB_UID_LABEL in (meta.get("labels") or {}):
-            patch["metadata"]["labels"] = {c.JOB_UID_LABEL: meta["labels"][c.JOB_UID_LABEL]}
+        patch: dict[str, Any] = {"metadata": {"ownerReferences": list(o.meta(step.workload).get("ownerReferences") or ())}}
+        if step.labels:
+            patch["metadata"]["labels"] = dict(step.labels)
+        if step.annotations:
+            patch["metadata"]["annotations"] = dict(step.annotations)
         self._patch_workload(step.workload, patch)
         return job
 
@@ -301,7 +330,7 @@ class JobExecutor:
         assert step.workload is not None
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            requeued = "True" if step.reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES) else "False"
+            requeued = "True" if step.requeue else "False"
             cond = {"type": c.WorkloadCondition.REQUEUED, "status": requeued, "reason": step.reason, "message": step.message}
             set_condition(status, cond, now, _generation(obj))
             unset_quota_reservation(status, c.PendingReason.PENDING_EVALUATION, step.message, now, _generation(obj))
@@ -312,8 +341,9 @@ class JobExecutor:
 
     def _do_delete_job(self, key: str, job: Obj, step: ja.DeleteJob, now: datetime) -> Obj | None:
         """The deactivation retention period is over: the job goes, its pods in the background."""
+        path = k.object_path(self.integration.api_version, self.integration.resource, o.namespace(job), o.name(job))
         try:
-            self.kube.delete(self._job_path(key), body={"propagationPolicy": "Background"})
+            self.kube.delete(path, body={"propagationPolicy": "Background"})
         except k.NotFound:
             return None
         log.info("deleted job", extra={"object": key, "kind": self.integration.kind, "decision": "Deleted"})
@@ -323,7 +353,7 @@ class JobExecutor:
         assert step.workload is not None
         wl = self._latest(step.workload)
         try:
-            patch = self.integration.wrap(job).run_with_pod_sets_info(
+            patch = self.integration.job(job).run_with_pod_sets_info(
                 wl, {rf["metadata"]["name"]: rf for rf in self.store.list("resourceflavors")},
                 tas=self.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
                                 assign_queue_labels=self.config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
@@ -343,10 +373,116 @@ class JobExecutor:
 
     def _do_record_admission_checks(self, key: str, job: Obj, step: ja.RecordAdmissionChecks, now: datetime) -> Obj:
         """`recordAdmissionCheckUpdate`: the Pending checks' messages, as a Job event."""
-        self._emit(job, "Normal", c.JobEventReason.UPDATED_ADMISSION_CHECK, step.message)
+        regarding = job if step.regarding is None else step.regarding
+        self._emit(regarding, "Normal", c.JobEventReason.UPDATED_ADMISSION_CHECK, step.message)
         return job
 
     def _do_sync_queue(self, key: str, job: Obj, step: ja.SyncQueueName, now: datetime) -> Obj:
         assert step.workload is not None
-        self._patch_workload(step.workload, {"spec": {"queueName": step.queue_name}})
+        self._patch_workload(step.workload, {"spec": {"queueName": step.queue_name or None}})
         return job
+
+    def _do_workload_conditions(self, key: str, job: Obj, step: ja.SetWorkloadConditions, now: datetime) -> Obj:
+        assert step.workload is not None
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for cond in step.conditions:
+                if cond.get("type") == c.WorkloadCondition.ADMITTED and cond.get("status") == "False":
+                    accumulate_admitted_time(status, now)
+                set_condition(status, dict(cond), now, _generation(obj))
+            if step.clear_admission:
+                status.pop("admission", None)
+
+        update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        log.info("workload conditions", extra={"object": o.key(step.workload), "kind": "Workload",
+                                                "conditions": ",".join(str(cd.get("type")) for cd in step.conditions)})
+        return job
+
+    # -- a composable job's pods --------------------------------------------------------------------
+    def _do_patch_pod(self, key: str, job: Obj, step: ja.PatchPod, now: datetime) -> Obj:
+        if not step.patch:
+            return job
+        try:
+            self.store.put("pods", self.kube.patch(_pod_path(step.pod), dict(step.patch)))
+        except k.NotFound:
+            return job
+        if step.gate_removal is not None:
+            # Read the clock once this pod's patch is through, as upstream does per pod of a group;
+            # a negative span (clock skew against the API server's transition time) counts as 0.
+            g = step.gate_removal
+            done = self.clock() if self.clock is not None else now
+            m.POD_SCHEDULING_GATE_REMOVAL.labels(c.ADMISSION_GATE, g.cluster_queue, "true" if g.is_group else "false", ROLE).observe(
+                max(0.0, (done - g.admitted_at).total_seconds()))
+        log.info("started pod", extra={"object": o.key(step.pod), "kind": "Pod", "job": key, "decision": "Started"})
+        return job
+
+    def _do_stop_pod(self, key: str, job: Obj, step: ja.StopPod, now: datetime) -> Obj:
+        """Server-side apply of the TerminationTarget condition (field manager `kueue`), then the
+        delete; a pod gone meanwhile is left alone."""
+        meta = o.meta(step.pod)
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+                "status": {"conditions": [dict(step.condition)]}}
+        try:
+            self.kube.request("PATCH", _pod_path(step.pod) + "/status", body=body, content_type="application/apply-patch+yaml",
+                              query={"fieldManager": "kueue", "force": "true"})
+        except k.NotFound:
+            return job
+        self._delete_pod(step.pod)
+        return job
+
+    def _do_delete_pod(self, key: str, job: Obj, step: ja.DeletePod, now: datetime) -> Obj:
+        if not self._delete_pod(step.pod) and step.expected:
+            self.settled(key, o.uid(step.pod))
+        return job
+
+    def _do_remove_pod_finalizer(self, key: str, job: Obj, step: ja.RemovePodFinalizer, now: datetime) -> Obj:
+        if not self._remove_pod_finalizer(step.pod) and step.expected:
+            self.settled(key, o.uid(step.pod))
+        return job
+
+    def _delete_pod(self, pod: Obj) -> bool:
+        """DELETE with the uid as precondition; False when it was already gone."""
+        uid = o.uid(pod)
+        try:
+            self.kube.delete(_pod_path(pod), body={"preconditions": {"uid": uid}} if uid else None)
+        except (k.NotFound, k.Conflict):  # gone, or replaced by a pod of the same name
+            return False
+        log.info("deleted pod", extra={"object": o.key(pod), "kind": "Pod", "decision": "DeletedPod"})
+        return True
+
+    def _remove_pod_finalizer(self, pod: Obj) -> bool:
+        """Drop the pod's finalizer with a resourceVersion-guarded merge patch; on Conflict read
+        again and retry. False when there was nothing to remove (gone, replaced by a namesake, or
+        already released)."""
+        uid, path = o.uid(pod), _pod_path(pod)
+        obj: Mapping[str, Any] | None = self.store.get("pods", o.key(pod))
+        fresh = False
+        for _ in range(_ATTEMPTS):
+            if obj is None or (uid and o.uid(obj) != uid and not fresh):
+                obj, fresh = self.kube.get(path), True
+                if obj is None:
+                    return False
+            if uid and o.uid(obj) != uid:
+                return False  # a different pod of the same name now
+            finalizers = list(o.meta(obj).get("finalizers") or ())
+            if c.POD_FINALIZER not in finalizers:
+                return False
+            remaining = [f for f in finalizers if f != c.POD_FINALIZER]
+            patch = {"metadata": {"finalizers": remaining or None, "resourceVersion": o.meta(obj).get("resourceVersion")}}
+            try:
+                out = self.kube.patch(path, patch)
+            except k.NotFound:
+                return False
+            except k.Conflict:
+                obj = None
+                continue
+            if out.get("metadata"):
+                self.store.put("pods", out)
+            log.info("removed finalizer", extra={"object": o.key(pod), "kind": "Pod", "finalizer": c.POD_FINALIZER})
+            return True
+        raise k.Conflict(409, f"finalizer of {o.key(pod)}: still conflicting after {_ATTEMPTS} attempts")
+
+
+def _pod_path(pod: Obj) -> str:
+    return k.object_path("v1", "pods", o.namespace(pod), o.name(pod))
+

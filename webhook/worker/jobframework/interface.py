@@ -8,10 +8,21 @@ the API returned it and answers from it alone; it never writes (the executor doe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["GenericJob", "JobWithReclaimablePods", "StartConflict"]
+from webhook.worker.jobframework.actions import JobAction
+
+__all__ = [
+    "ComposableJob",
+    "GenericJob",
+    "JobError",
+    "JobWithCustomQueueNameChange",
+    "JobWithCustomWorkloadConditions",
+    "JobWithFinalize",
+    "JobWithReclaimablePods",
+    "StartConflict",
+]
 
 Obj = Mapping[str, Any]
 
@@ -19,6 +30,18 @@ Obj = Mapping[str, Any]
 class StartConflict(Exception):
     """The admission cannot be applied to the job's pod templates (a permanent error: the
     Workload is finished as FailedToStart)."""
+
+
+class JobError(Exception):
+    """An adapter cannot go on with this reconcile: the plan ends with `message` after the actions
+    so far and `actions` (e.g. an event saying why). `retry` False is upstream's
+    `UnretryableError`: logged, never retried."""
+
+    retry = True
+
+    def __init__(self, message: str, actions: Sequence[JobAction] = ()) -> None:
+        super().__init__(message)
+        self.actions = tuple(actions)
 
 
 class GenericJob(Protocol):
@@ -87,3 +110,53 @@ class JobWithReclaimablePods(Protocol):
     """`JobWithReclaimablePods`: the job gives back the quota of pods that will not run again."""
 
     def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class JobWithFinalize(Protocol):
+    """`JobWithFinalize`: what the job releases once it or its Workload is done."""
+
+    def finalize(self) -> list[JobAction]: ...
+
+
+@runtime_checkable
+class JobWithCustomWorkloadConditions(Protocol):
+    """`JobWithCustomWorkloadConditions`: conditions the job keeps on its Workload."""
+
+    def custom_workload_conditions(self, wl: Obj) -> tuple[Obj, ...]:
+        """The conditions to write (empty: the Workload has them already)."""
+        ...
+
+
+@runtime_checkable
+class JobWithCustomQueueNameChange(Protocol):
+    """`JobWithCustomQueueNameChange`: the job decides whether its Workload follows its queue name."""
+
+    def follows_queue_name(self) -> bool: ...
+
+
+@runtime_checkable
+class ComposableJob(Protocol):
+    """`ComposableJob` (with `JobWithCustomStop`): a job made of several objects, a pod group. It
+    matches and builds its Workload itself, and starts and stops its members with pod actions."""
+
+    def members(self) -> Sequence[Obj]:
+        """`ForEach`: the objects the job is made of."""
+        ...
+
+    def find_matching_workloads(self, workloads: Sequence[Obj]) -> tuple[Obj | None, list[Obj], list[JobAction]]:
+        """`FindMatchingWorkloads`: (the match, those to delete, the writes matching needs first);
+        raises `JobError`."""
+        ...
+
+    def construct_workload(self) -> tuple[dict[str, Any], list[JobAction]]:
+        """`ConstructComposableWorkload`: the Workload and the writes it needs first; raises `JobError`."""
+        ...
+
+    def run(self, wl: Obj) -> list[JobAction]:
+        """`Run`: start every gated member with `wl`'s admission; raises `StartConflict` or `JobError`."""
+        ...
+
+    def stop(self, wl: Obj | None, reason: str, message: str) -> list[JobAction]:
+        """`Stop` and its `Stopped` events; `reason` is the stop reason before `DueTo<eviction>`."""
+        ...

@@ -9,9 +9,12 @@ Mirrors `ReconcileGenericJob` and its helpers in `pkg/controller/jobframework/re
 `pkg/controller/jobframework/workload_names.go` (upstream v0.19.2).
 
 The plan follows upstream's order: find or repair the one matching Workload, then the first of
-finished / being deleted / job finished / no Workload / reclaimable pods / PodsReady / evicted /
-suspended / running. Upstream often acts twice in one pass (stop the job, then clear the
-reservation or create the Workload); the actions keep that order.
+the job's own Workload conditions / finished / being deleted / job finished / no Workload /
+reclaimable pods / PodsReady / evicted / suspended / running. Upstream often acts twice in one pass
+(stop the job, then clear the reservation or create the Workload); the actions keep that order.
+The optional abilities of `jobframework.interface` (a composable pod group matching, building,
+starting and stopping itself; finalizing; custom conditions and queue-name handling) are asked
+for where upstream asks for them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,16 @@ from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
 from webhook.worker import admission_checks
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.interface import GenericJob, JobWithReclaimablePods
+from webhook.worker.jobframework.interface import (
+    ComposableJob,
+    GenericJob,
+    JobError,
+    JobWithCustomQueueNameChange,
+    JobWithCustomWorkloadConditions,
+    JobWithFinalize,
+    JobWithReclaimablePods,
+    StartConflict,
+)
 from webhook.worker.reconcilers import podset, workload_slices
 from webhook.worker.store import Store
 
@@ -206,6 +218,19 @@ def _same_reclaimable(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, A
     return {r.get("name"): r.get("count") for r in a} == {r.get("name"): r.get("count") for r in b} and len(a) == len(b)
 
 
+def _limit_to_pod_set_sizes(wl: Obj, reclaimable: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`LimitReclaimablePodsToPodSetSizes`: no podSet gives back more pods than it has."""
+    sizes = {ps.get("name"): ps.get("count", 1) for ps in (wl.get("spec") or {}).get("podSets") or ()}
+    return [{"name": r["name"], "count": min(r["count"], sizes.get(r["name"], r["count"]))} for r in reclaimable]
+
+
+def _owned_by_single_pod(wl: Obj) -> bool:
+    """`OwnedBySinglePod`: a plain Pod's Workload (not a group's)."""
+    owners = o.meta(wl).get("ownerReferences") or []
+    return (len(owners) == 1 and o.annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
+            and owners[0].get("kind") == "Pod" and owners[0].get("apiVersion") == "v1")
+
+
 class _Reads:
     """What a plan reads besides the Job and its Workloads, from the worker's caches, on demand."""
 
@@ -259,11 +284,13 @@ def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What one reconcile of a Job does: its actions in order, then maybe an error (the key is
-    retried) or a later look (`requeue_after` seconds). The first action names the decision."""
+    retried unless `retry` is False) or a later look (`requeue_after` seconds). The first action
+    names the decision."""
 
     steps: tuple[ja.JobAction, ...] = ()
     error: str = ""
     requeue_after: float | None = None
+    retry: bool = True
 
     @property
     def action(self) -> str:
@@ -280,10 +307,6 @@ class Plan:
     @property
     def message(self) -> str:
         return self.steps[0].message if self.steps else ""
-
-
-class _Done(Exception):
-    """Ends planning early with an error, after the steps so far."""
 
 
 class _Planner:
@@ -309,8 +332,9 @@ class _Planner:
     def event(self, reason: str, message: str, *, warning: bool = False) -> None:
         self.add(ja.RecordEvent(reason=reason, message=message, warning=warning))
 
-    def fail(self, error: str) -> _Done:
-        return _Done(error)
+    def fail(self, error: str) -> JobError:
+        """Ends planning early with `error` (retried), after the steps so far."""
+        return JobError(error)
 
     # -- helpers ----------------------------------------------------------------------------------
     def equivalent(self, wl: Obj) -> bool:
@@ -318,7 +342,10 @@ class _Planner:
 
     def stop(self, wl: Obj | None, reason: str, message: str) -> None:
         """`stopJob` → `Job.Stop`, when it would change anything: suspend (the `Stopped` event),
-        reset startTime, restore the template."""
+        reset startTime, restore the template. A composable job stops its members itself."""
+        if isinstance(self.gj, ComposableJob):
+            self.steps.extend(self.gj.stop(wl, reason, message))
+            return
         if self.gj.is_suspended() and not (self.job.get("status") or {}).get("startTime") and self.gj.restore_pod_sets_info(wl) is None:
             return
         self.add(ja.StopJob(workload=wl, reason=reason, message=message))
@@ -335,7 +362,9 @@ class _Planner:
     # -- a. the one matching Workload (`ensureOneWorkload`, `ensurePrebuiltWorkloadInSync`) ----------
     def ensure_one(self, workloads: Sequence[Obj], prebuilt: Obj | None) -> Obj | None:
         self.workloads = workloads
-        if prebuilt_workload_name(self.job, self.config):
+        # A pod's prebuilt Workload (`EnsureWorkloadOwnedByAllMembers`) is not supported: the pod
+        # adapter names its Workload itself, as before the job framework.
+        if not isinstance(self.gj, ComposableJob) and prebuilt_workload_name(self.job, self.config):
             return self.prebuilt(prebuilt)
         if self.elastic:
             decision = workload_slices.ensure_slices(self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
@@ -348,12 +377,17 @@ class _Planner:
                 if selected is not None and decision.new_counts is not None:
                     selected = self.update_counts(selected, decision.new_counts)
                 return self.sync_slice_priority(selected)
-        match, to_delete = None, []
-        for wl in workloads:
-            if match is None and self.equivalent(wl):
-                match = wl
-            else:
-                to_delete.append(wl)
+        match: Obj | None = None
+        to_delete: list[Obj] = []
+        if isinstance(self.gj, ComposableJob):
+            match, to_delete, writes = self.gj.find_matching_workloads(workloads)
+            self.steps.extend(writes)
+        else:
+            for wl in workloads:
+                if match is None and self.equivalent(wl):
+                    match = wl
+                else:
+                    to_delete.append(wl)
         to_update = None
         if match is None and to_delete and self.gj.is_suspended() and not o.has_quota_reservation(to_delete[0]):
             to_update, to_delete = to_delete[0], to_delete[1:]
@@ -404,9 +438,10 @@ class _Planner:
             wl = copy.deepcopy(dict(wl))
             wl["metadata"]["ownerReferences"] = [*(wl["metadata"].get("ownerReferences") or ()), _owner_ref(self.gj)]
             uid = str(o.meta(self.job).get("uid", ""))
-            if not fields.is_label_value(uid):
-                wl["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), c.JOB_UID_LABEL: uid}
-            self.add(ja.AdoptWorkload(workload=wl))
+            labels = None if fields.is_label_value(uid) else {c.JOB_UID_LABEL: uid}
+            if labels:
+                wl["metadata"]["labels"] = {**(wl["metadata"].get("labels") or {}), **labels}
+            self.add(ja.AdoptWorkload(workload=wl, labels=labels))
         if self.elastic and workload_slices.replacement_for(wl) is not None:
             return wl  # a scale-up slice is not compared with the Job until it is synced
         if not self.equivalent(wl):
@@ -416,7 +451,7 @@ class _Planner:
 
     def update_to_match(self, wl: Obj) -> Obj:
         """`updateWorkloadToMatchJob`: the suspended Job's freshly built spec, `active` kept."""
-        spec = build_workload(self.gj, config=self.config, priority=self.priority())["spec"]
+        spec = self.construct()["spec"]
         if "active" in (wl.get("spec") or {}):
             spec["active"] = wl["spec"]["active"]
         self.add(ja.UpdateWorkloadSpec(workload=wl, spec=spec))
@@ -456,12 +491,31 @@ class _Planner:
         self.event(c.JobEventReason.UPDATED_WORKLOAD, f"Updated workload priority class: {o.key(wl)}")
         return {**wl, "spec": {**wl["spec"], "priorityClassRef": new_ref, "priority": priority.value}}
 
+    def construct(self) -> dict[str, Any]:
+        """`constructWorkload`: a composable job builds its own (after the writes it needs)."""
+        if isinstance(self.gj, ComposableJob):
+            wl, writes = self.gj.construct_workload()
+            self.steps.extend(writes)
+            return wl
+        return build_workload(self.gj, config=self.config, priority=self.priority(), slices=self.live_slices())
+
+    def finalize_job(self) -> None:
+        """`finalizeJob`."""
+        if isinstance(self.gj, JobWithFinalize):
+            self.steps.extend(self.gj.finalize())
+
     # -- b-k ------------------------------------------------------------------------------------------
     def run(self, wl: Obj | None) -> None:
+        if wl is not None and isinstance(self.gj, JobWithCustomWorkloadConditions):
+            conditions = self.gj.custom_workload_conditions(wl)
+            if conditions:
+                self.add(ja.SetWorkloadConditions(workload=wl, conditions=conditions))
+                return
         if wl is not None and o.is_finished(wl):
+            self.finalize_job()
+            self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
             if c.RESOURCE_IN_USE_FINALIZER in (o.meta(wl).get("finalizers") or ()):
                 self.add(ja.RemoveWorkloadFinalizer(workload=wl))
-                self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
             return
         if wl is not None and o.is_deleting(wl):
             self.stop(wl, c.StopReason.WORKLOAD_DELETED, c.MSG_WORKLOAD_DELETED)
@@ -472,12 +526,13 @@ class _Planner:
             if wl is not None:
                 self.add(ja.FinishWorkload(workload=wl, reason=finished[0], message=finished[1]))
                 self.event(c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.key(wl)}' is declared finished")
+            self.finalize_job()
             return
         if wl is None:
             self.no_workload()
             return
         if self.config.feature_enabled(Feature.RECLAIMABLE_PODS) and isinstance(self.gj, JobWithReclaimablePods):
-            wanted = self.gj.reclaimable_pods(wl)
+            wanted = _limit_to_pod_set_sizes(wl, self.gj.reclaimable_pods(wl))
             if not _same_reclaimable(wanted, (wl.get("status") or {}).get("reclaimablePods") or ()):
                 self.add(ja.UpdateReclaimablePods(workload=wl, reclaimable_pods=wanted))
                 return
@@ -498,7 +553,7 @@ class _Planner:
 
     def no_workload(self) -> None:
         """`handleJobWithNoWorkload`: create it once no pod is active (a prebuilt one is waited for)."""
-        prebuilt = prebuilt_workload_name(self.job, self.config)
+        prebuilt = "" if isinstance(self.gj, ComposableJob) else prebuilt_workload_name(self.job, self.config)
         if prebuilt:
             self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_PREBUILT_WORKLOAD)
         if self.gj.is_active() and not self.elastic:
@@ -506,7 +561,7 @@ class _Planner:
         if prebuilt:
             raise self.fail("prebuilt workload not found")
         try:
-            wl = build_workload(self.gj, config=self.config, priority=self.priority(), slices=self.live_slices())
+            wl = self.construct()
         except ValueError as exc:
             raise self.fail(str(exc)) from exc
         self.add(ja.CreateWorkload(body=wl))
@@ -518,7 +573,10 @@ class _Planner:
         reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
         self.stop(wl, c.StopReason.WORKLOAD_EVICTED, message)
         if o.has_quota_reservation(wl) and not self.gj.is_active():
-            self.add(ja.ClearReservation(workload=wl, reason=reason, message=message))
+            # A pod-owned Workload dies with its pod: requeuing it would place nothing.
+            requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES) and not (
+                self.config.feature_enabled(Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS) and _owned_by_single_pod(wl))
+            self.add(ja.ClearReservation(workload=wl, reason=reason, message=message, requeue=requeue))
         retention = self.config.object_retention_policies.workloads.after_deactivated_by_kueue_s
         active = (wl.get("spec") or {}).get("active", True)
         if retention is None or active or not reason.startswith(f"{c.EvictionReason.DEACTIVATED}DueTo"):
@@ -533,13 +591,36 @@ class _Planner:
 
     def suspended(self, wl: Obj) -> None:
         if o.is_admitted(wl):
-            self.add(ja.StartJob(workload=wl))
+            self.start(wl)
             return
         if o.has_quota_reservation(wl) and (note := admission_checks.pending_checks_message(wl)):
-            self.add(ja.RecordAdmissionChecks(workload=wl, message=note))
+            if isinstance(self.gj, ComposableJob):
+                for member in self.gj.members():
+                    self.add(ja.RecordAdmissionChecks(workload=wl, message=note, regarding=member))
+            else:
+                self.add(ja.RecordAdmissionChecks(workload=wl, message=note))
+        if isinstance(self.gj, JobWithCustomQueueNameChange) and not self.gj.follows_queue_name():
+            return
         queue = o.labels(self.job).get(c.QUEUE_LABEL, "")
         if queue != (wl.get("spec") or {}).get("queueName", ""):
             self.add(ja.SyncQueueName(workload=wl, queue_name=queue))
+
+
+    def start(self, wl: Obj) -> None:
+        """`startJob`: a composable job's members are started by its own pod actions; a start that
+        cannot apply finishes the Workload as FailedToStart."""
+        if not isinstance(self.gj, ComposableJob):
+            self.add(ja.StartJob(workload=wl))
+            return
+        try:
+            self.steps.extend(self.gj.run(wl))
+        except StartConflict as exc:
+            self.add(ja.FinishWorkload(workload=wl, reason=c.FinishedReason.FAILED_TO_START, message=str(exc)))
+            raise _Unretryable(str(exc)) from exc
+
+
+class _Unretryable(JobError):
+    retry = False
 
 
 def plan_child(gj: GenericJob, ancestor_workloads: Sequence[Obj], *, elastic: bool) -> Plan:
@@ -572,6 +653,6 @@ def plan_top_level(gj: GenericJob, workloads: Sequence[Obj], *, config: Configur
     try:
         wl = planner.ensure_one(workloads, store.get("workloads", f"{o.namespace(gj.obj)}/{name}") if name else None)
         planner.run(wl)
-    except _Done as done:
-        return Plan(tuple(planner.steps), error=str(done))
+    except JobError as exc:
+        return Plan((*planner.steps, *exc.actions), error=str(exc), retry=exc.retry)
     return Plan(tuple(planner.steps), requeue_after=planner.requeue_after)

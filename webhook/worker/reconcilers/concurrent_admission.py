@@ -47,9 +47,9 @@ __all__ = [
     "EvictWorkload",
     "FinishVariant",
     "OpenGate",
-    "Plan",
     "SetVariantActive",
     "SetVariantPodsReady",
+    "VariantPlan",
     "VariantReconciler",
     "VariantStep",
     "parents_for_cluster_queue",
@@ -162,7 +162,9 @@ VariantStep = CreateVariant | DeleteVariant | SetVariantActive | EvictWorkload |
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class VariantPlan:
+    """One variant reconcile: its steps in order, then maybe a later look."""
+
     steps: tuple[VariantStep, ...] = ()
     requeue_after: timedelta | None = None
 
@@ -425,14 +427,14 @@ def apply_clear_admission(status: dict[str, Any], reason: str, message: str, now
 
 
 def plan(parent: Mapping[str, Any] | None, variants: Sequence[Mapping[str, Any]], cq: ClusterQueueSpec | None, now: datetime, *,
-         short_names: bool = False) -> Plan:
+         short_names: bool = False) -> VariantPlan:
     """One reconcile of a parent (`Reconcile`); nothing for a Workload that is not a parent, or whose
     ClusterQueue is unknown or has no resource group."""
     if parent is None or not ca.is_parent(parent) or cq is None or not cq.resource_groups:
-        return Plan()
+        return VariantPlan()
     planner = _Planner(parent, variants, cq, now, short_names)
     wait = planner.run()
-    return Plan(tuple(planner.steps), wait)
+    return VariantPlan(tuple(planner.steps), wait)
 
 
 def parents_for_cluster_queue(store: Store, cluster_queue: str) -> list[str]:

@@ -18,18 +18,25 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission as ca
-from webhook.core.admission_checks import CheckStep, CheckStepKind, reset_on_eviction, workload_step
+from webhook.core.admission_checks import reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
-from webhook.core.pods_ready import PodsReadyStep, Policy, StepKind
+from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
 from webhook.core.workload import parse_time
 from webhook.worker import events
-from webhook.worker.status import remove_condition, set_condition, update_status
+from webhook.worker.status import (
+    finish_workload,
+    remove_condition,
+    remove_workload_finalizer,
+    set_condition,
+    update_status,
+)
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_check_step", "apply_step", "cluster_queue_for", "policy"]
+__all__ = ["CONTROLLER_NAME", "WorkloadReconciler", "apply_step", "cluster_queue_for", "is_orphaned", "policy"]
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +65,9 @@ def policy(config: Configuration) -> Policy | None:
     )
 
 
-def apply_step(step: PodsReadyStep, status: dict[str, Any], generation: int, now: datetime) -> None:
-    """Write `step`'s status changes into `status` (what `evict.Evict` and the condition setters do)."""
+def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now: datetime) -> None:
+    """Write `step`'s status changes into `status` (what `evict.Evict`, the condition setters and
+    the admission-check sync do)."""
     for ctype in step.remove_conditions:
         remove_condition(status, ctype)
     for cv in step.conditions:
@@ -71,19 +79,12 @@ def apply_step(step: PodsReadyStep, status: dict[str, Any], generation: int, now
             status["requeueState"] = dict(step.requeue_state)
     if step.kind == StepKind.EVICT and status.get("admissionChecks"):
         status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
-
-
-def apply_check_step(step: CheckStep, status: dict[str, Any], generation: int, now: datetime) -> None:
-    """Write an admission-check step into `status`."""
-    if step.condition is not None:
-        cv = step.condition
-        set_condition(status, {"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message}, now, generation)
-    if step.kind == CheckStepKind.SYNC:
+    elif step.kind == StepKind.SYNC_CHECKS:
         if step.checks:
             status["admissionChecks"] = [dict(ch) for ch in step.checks]
         else:
             status.pop("admissionChecks", None)
-    elif step.kind == CheckStepKind.REQUEUE_AT:
+    elif step.kind == StepKind.REQUEUE_AT:
         assert step.requeue_at is not None
         status.setdefault("requeueState", {})["requeueAt"] = step.requeue_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -98,6 +99,16 @@ def cluster_queue_for(store: Store, wl: Mapping[str, Any], *, concurrent_admissi
     return None if cq is None else parse_cluster_queue(cq, concurrent_admission=concurrent_admission)
 
 
+def is_orphaned(wl: Mapping[str, Any], *, finish_orphaned: bool) -> bool:
+    """No ownerReferences, and being deleted or still labelled with the uid of the Job that owned it
+    (`isOrphanedWorkload` in `pkg/controller/core/workload_controller.go`): a Job deleted with
+    propagationPolicy=Orphan leaves its Workload so once the garbage collector drops the reference,
+    possibly after the Job's own reconciler last saw it."""
+    if o.owner_references(wl):
+        return False
+    return o.is_deleting(wl) or (finish_orphaned and bool(o.labels(wl).get(c.JOB_UID_LABEL)))
+
+
 class WorkloadReconciler:
     """Runs `workload_step` for one Workload key (`namespace/name`) on a work queue."""
 
@@ -108,6 +119,7 @@ class WorkloadReconciler:
         self.store = store
         self.policy = policy(config)
         self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
+        self.finish_orphaned = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
@@ -123,8 +135,13 @@ class WorkloadReconciler:
         self.queue.add(key)
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
-        if kind == "workloads" and etype != "DELETED":
+        if kind != "workloads":
+            return
+        if etype != "DELETED":
             self.add(object_key(obj))
+            return
+        with self._lock:  # nothing is rechecked for a Workload that is gone
+            self._rechecks.pop(object_key(obj), None)
 
     def _recheck(self, key: str, at: datetime, now: datetime) -> None:
         """Look again at `at`; one timer per key and deadline, the earliest kept."""
@@ -140,38 +157,39 @@ class WorkloadReconciler:
         if wl is None:
             return
         now = datetime.now(UTC)
+        if is_orphaned(wl, finish_orphaned=self.finish_orphaned):
+            self._finalize_orphan(key, wl, now)
+            if not self.finish_orphaned or o.is_deleting(wl):
+                return
+            wl = self.store.get("workloads", key) or wl
         jitter = random.random()
         cq = cluster_queue_for(self.store, wl, concurrent_admission=self.concurrent_admission)
         if cq is not None and cq.concurrent_admission is not None and not ca.is_variant(wl) and not ca.is_parent(wl):
             self._label_parent(wl)
             return
         step = workload_step(wl, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
-        if isinstance(step, PodsReadyStep) and step.kind == StepKind.NONE:
+        if step.kind == StepKind.NONE:
             return
-        if isinstance(step, PodsReadyStep) and step.kind == StepKind.RECHECK:
+        if step.kind == StepKind.RECHECK:
             assert step.recheck_at is not None
             self._recheck(key, step.recheck_at, now)
             return
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-        reason, detail = (step.reason, step.message) if isinstance(step, PodsReadyStep) else \
-            (step.condition.reason, step.condition.message) if step.condition else ("", "")
+        reason, detail = (step.reason, step.message) if step.reason or not step.conditions else \
+            (step.conditions[0].reason, step.conditions[0].message)
         log.info("workload controller", extra={"object": key, "kind": "Workload", "decision": step.kind.value,
                                                "reason": reason, "detail": detail})
-        if isinstance(step, PodsReadyStep) and step.kind == StepKind.SET_INACTIVE:
+        if step.kind == StepKind.SET_INACTIVE:
             self._deactivate(path, wl)
             return
-        applied: list[PodsReadyStep | CheckStep] = []
+        applied: list[WorkloadStep] = []
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
             again = workload_step(obj, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
-            if type(again) is not type(step) or again.kind != step.kind:
+            if again.kind != step.kind:
                 return
-            generation = int((obj.get("metadata") or {}).get("generation") or 0)
-            if isinstance(again, CheckStep):
-                apply_check_step(again, status, generation, now)
-            else:
-                apply_step(again, status, generation, now)
+            apply_step(again, status, int((obj.get("metadata") or {}).get("generation") or 0), now)
             applied[:] = [again]
 
         try:
@@ -181,7 +199,7 @@ class WorkloadReconciler:
         if written is None or not applied:
             return
         done = applied[0]
-        if isinstance(done, CheckStep):
+        if done.kind in (StepKind.REJECTED, StepKind.ADMITTED):
             self._reported(done, written, now)
         elif done.kind == StepKind.EVICT:
             cq_name = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
@@ -189,11 +207,24 @@ class WorkloadReconciler:
                 self.on_evicted(key, cq_name, done.reason, written, done.underlying_cause)
                 self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
 
-    def _reported(self, step: CheckStep, wl: Mapping[str, Any], now: datetime) -> None:
+    def _finalize_orphan(self, key: str, wl: Mapping[str, Any], now: datetime) -> None:
+        """`workload.FinalizeOrphanedWorkload` with canFinish: finish it unless it is being deleted, then
+        drop the resource-in-use finalizer."""
+        path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
+        try:
+            if self.finish_orphaned and not o.is_deleting(wl) and not o.is_finished(wl):
+                wl = finish_workload(self.kube, self.store, path, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now) or wl
+                log.info("workload finished", extra={"object": key, "kind": "Workload", "decision": "Finished",
+                                                     "reason": c.FinishedReason.OWNER_NOT_FOUND})
+            remove_workload_finalizer(self.kube, self.store, wl, path)
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
+
+    def _reported(self, step: WorkloadStep, wl: Mapping[str, Any], now: datetime) -> None:
         """Events and metrics of an admission-check step once written."""
-        if step.kind == CheckStepKind.REJECTED:
+        if step.kind == StepKind.REJECTED:
             self.events.emit(wl, "Warning", "AdmissionCheckRejected", step.event, CONTROLLER_NAME)
-        elif step.kind == CheckStepKind.ADMITTED and step.condition is not None and step.condition.status == "True":
+        elif step.kind == StepKind.ADMITTED and step.conditions[0].status == "True":
             status = wl.get("status") or {}
             reserved = parse_time(next((ch.get("lastTransitionTime") for ch in status.get("conditions") or ()
                                         if ch.get("type") == c.WorkloadCondition.QUOTA_RESERVED), None)) or now

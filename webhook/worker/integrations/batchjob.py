@@ -27,7 +27,7 @@ from webhook.config import Configuration, Feature
 from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import reconciler as fw
-from webhook.worker.jobframework.controller import GenericJobReconciler
+from webhook.worker.jobframework.controller import GenericJobReconciler, OwnedJobs
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
 from webhook.worker.jobframework.reconciler import (
@@ -397,5 +397,5 @@ class JobReconciler(GenericJobReconciler):
                  on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None, *,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
                  requeue_after: Callable[[str, float], None] | None = None, stop: threading.Event | None = None) -> None:
-        super().__init__(kube, store, config, recorder, INTEGRATION, plan, on_ready=on_ready, clock=clock,
+        super().__init__(kube, store, config, recorder, INTEGRATION, OwnedJobs(store, config, INTEGRATION, plan), on_ready=on_ready, clock=clock,
                          requeue_after=requeue_after, stop=stop)

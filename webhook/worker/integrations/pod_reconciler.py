@@ -1,7 +1,8 @@
-"""Plain Pods and pod groups in the worker: keys, event mapping, expectations and the reconcile loop.
+"""Plain Pods and pod groups in the worker: keys, event mapping and expectations.
 
-The wiring around the pure `pod_group.reconcile_pod` / `reconcile_group`, mirroring at upstream
-commit ff69552e79 `pkg/controller/jobs/pod/{pod_controller.go,event_handlers.go,indexer.go}` and
+The `JobSource` of the generic job reconciler for the pod integration, around the pure
+`pod.reconcile_pod` / `reconcile_group`, mirroring at upstream commit ff69552e79
+`pkg/controller/jobs/pod/{pod_controller.go,event_handlers.go,indexer.go}` and
 `pkg/util/expectations/store.go`:
 
 * only pods labelled `kueue.x-k8s.io/managed=true` are watched (`LABEL_SELECTOR`), so the
@@ -13,14 +14,13 @@ commit ff69552e79 `pkg/controller/jobs/pod/{pod_controller.go,event_handlers.go,
   gone or without the finalizer before the group is matched again (upstream's
   `excessPodExpectations`); the pods of a stopped group are not awaited, as upstream's `Stop`;
 * `managedJobsNamespaceSelector` is checked before a live pod or group is reconciled;
-* the `Decision` is carried out by `executor.Executor`.
+* the plan is carried out by the generic reconciler's `JobExecutor`.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,18 +29,19 @@ from webhook.api import constants as c
 from webhook.api import selector
 from webhook.config import Configuration
 from webhook.worker import events
-from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers import pod_group as pg
-from webhook.worker.reconcilers.executor import Executor, expected_uids
+from webhook.worker.integrations import pod as pg
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.controller import GenericJobReconciler
+from webhook.worker.jobframework.executor import Integration
+from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.store import Store, object_key
-from webhook.worker.workqueue import WorkQueue
 
-__all__ = ["GROUP_PREFIX", "LABEL_SELECTOR", "PodReconciler", "group_key", "is_enabled", "workload_keys"]
-
-log = logging.getLogger(__name__)
+__all__ = ["CONTROLLER_NAME", "GROUP_PREFIX", "LABEL_SELECTOR", "PodReconciler", "PodSource", "group_key", "is_enabled",
+           "workload_keys"]
 
 LABEL_SELECTOR = f"{c.MANAGED_LABEL}=true"
 GROUP_PREFIX = "group/"
+CONTROLLER_NAME = "pod-kueue-controller"
 
 
 def is_enabled(config: Configuration) -> bool:
@@ -101,32 +102,27 @@ class _Expectations:
             return key not in self._uids
 
 
-class PodReconciler:
-    """Owns the `pods` work queue; `on_event` is called by the informer threads for every event."""
+class PodSource:
+    """The pod integration's keys (a pod, or its group), what one key plans, and the group
+    expectations; `on` the informer threads for every event."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
-                 stop: threading.Event, workers: int = 4,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(self, store: Store, config: Configuration) -> None:
         self.store = store
-        self.clock = clock
         self.config = config
         self.opts = pg.Options.from_config(config)
-        self.executor = Executor(kube, store, recorder, clock=clock)
         self.expectations = _Expectations()
-        self.queue: WorkQueue[object] = WorkQueue("pods", self.reconcile, workers=workers, stop=stop)
         self._lock = threading.Lock()
         self._groups: dict[str, dict[str, None]] = {}  # group key -> pod keys (ordered set)
 
-    def start(self) -> None:
-        self.queue.start()
-
-    # == events ===================================================================================
-    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+    def keys(self, kind: str, etype: str, obj: Mapping[str, Any]) -> Iterable[str]:
         if kind == "pods":
-            self.queue.add(self._on_pod(etype, obj))
-        elif kind == "workloads":
-            for key in workload_keys(obj):
-                self.queue.add(key)
+            return (self._on_pod(etype, obj),)
+        if kind == "workloads":
+            return workload_keys(obj)
+        return ()
+
+    def settled(self, key: str, uid: str) -> None:
+        self.expectations.observed(key, uid)
 
     def _on_pod(self, etype: str, pod: Mapping[str, Any]) -> str:
         key = pod_key(pod, self.opts)
@@ -144,22 +140,12 @@ class PodReconciler:
                 self.expectations.observed(key, str(meta.get("uid") or ""))
         return key
 
-    # == reconcile ================================================================================
     def _namespace_managed(self, ns: str) -> bool:
         ns_obj = self.store.get("namespaces", ns)
         if ns_obj is None:
             return False
         labels = (ns_obj.get("metadata") or {}).get("labels") or {}
         return selector.matches(self.config.managed_jobs_namespace_selector, labels, nil_matches=True)
-
-    def _lookups(self) -> pg.Lookups:
-        return pg.Lookups(
-            resource_flavors={o["metadata"]["name"]: o.get("spec") or {} for o in self.store.list("resourceflavors")},
-            workload_priority_classes={o["metadata"]["name"]: int(o.get("value") or 0)
-                                       for o in self.store.list("workloadpriorityclasses")},
-            priority_classes={o["metadata"]["name"]: (int(o.get("value") or 0), bool(o.get("globalDefault")))
-                              for o in self.store.list("priorityclasses")},
-        )
 
     def _group_pods(self, key: str, name: str) -> list[dict[str, Any]]:
         with self._lock:
@@ -173,29 +159,40 @@ class PodReconciler:
                       for ref in (wl.get("metadata") or {}).get("ownerReferences") or ())]
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
-    def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
-        now = self.clock()
+    def plan(self, key: str, now: datetime) -> tuple[Mapping[str, Any] | None, Plan]:
         group = _split_group(key)
         if group is not None:
             ns, name = group
             pods = self._group_pods(key, name)
             if pods and not self._namespace_managed(ns):
-                return
-            decision = pg.reconcile_group(pods, name=name, workload=self.store.get("workloads", f"{ns}/{name}"),
-                                          opts=self.opts, lookups=self._lookups(), now=now,
-                                          expectations_satisfied=self.expectations.satisfied(key))
-            self.expectations.expect(key, expected_uids(decision.actions))
-        else:
-            ns, name = key.split("/", 1)
-            pod = self.store.get("pods", key)
-            if pod is not None and not self._namespace_managed(ns):
-                return
-            decision = pg.reconcile_pod(pod, workloads=self._owned_workloads(ns, name), opts=self.opts,
-                                        lookups=self._lookups(), now=now)
-        if decision.actions:
-            log.info("reconciling pods", extra={"object": key, "kind": "Pod", "actions": _summary(decision.actions)})
-        self.executor.run(key, decision, now=now, settled=lambda uid: self.expectations.observed(key, uid))
+                return None, Plan()
+            p = pg.reconcile_group(pods, name=name, workload=self.store.get("workloads", f"{ns}/{name}"), config=self.config,
+                                   store=self.store, now=now, expectations_satisfied=self.expectations.satisfied(key))
+            self.expectations.expect(key, ja.expected_uids(p.steps))
+            first = min(pods, key=lambda pod: (pod["metadata"]["name"], pod["metadata"].get("uid", ""))) if pods else None
+            return _as_pod(first), p
+        ns, name = key.split("/", 1)
+        pod = self.store.get("pods", key)
+        if pod is not None and not self._namespace_managed(ns):
+            return None, Plan()
+        return _as_pod(pod), pg.reconcile_pod(pod, workloads=self._owned_workloads(ns, name), config=self.config, store=self.store, now=now)
 
 
-def _summary(actions: Sequence[a.Action]) -> str:
-    return ",".join(type(act).__name__ for act in actions)
+def _as_pod(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The job object events name: listed pods lack their apiVersion and kind."""
+    return None if pod is None else {**pod, "apiVersion": "v1", "kind": "Pod"}
+
+
+class PodReconciler(GenericJobReconciler):
+    """The pod integration's reconciler: the generic one with the pods' `PodSource`."""
+
+    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
+                 stop: threading.Event, workers: int = 4,
+                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.pod_source = PodSource(store, config)
+        self.opts = self.pod_source.opts
+        self.expectations = self.pod_source.expectations
+        integration = Integration(api_version="v1", kind="Pod", resource="pods", controller_name=CONTROLLER_NAME)
+        super().__init__(kube, store, config, recorder, integration, self.pod_source, on_ready=on_ready, clock=clock,
+                         workers=workers, stop=stop)

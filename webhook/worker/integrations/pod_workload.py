@@ -3,7 +3,7 @@
 Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/{utils.go (NewWorkload),
 workload_names.go, tas.go}`, the podSet parts of `pkg/controller/jobs/pod/pod_controller.go`
 (`constructPodSet`, `constructGroupPodSets`, `ConstructComposableWorkload` helpers) and
-`pkg/util/equality/podset.go`. Pure functions; `pod_group` composes them.
+`pkg/util/equality/podset.go`. Pure functions; `pod` composes them.
 """
 
 from __future__ import annotations
@@ -17,9 +17,7 @@ from webhook.api import constants as c
 from webhook.api import fields
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
-from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers import podset
-from webhook.worker.reconcilers.pod_common import (
+from webhook.worker.integrations.pod_common import (
     DEFAULT_POD_SET,
     POD_API,
     WORKLOAD_API,
@@ -33,9 +31,9 @@ from webhook.worker.reconcilers.pod_common import (
     pod_event,
     pod_role,
 )
+from webhook.worker.reconcilers import podset
 
 __all__ = [
-    "RetryWith",
     "construct_pod_workload",
     "equivalent_single",
     "fast_pod_sets",
@@ -143,7 +141,7 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     if wpc:
         if wpc not in lookups.workload_priority_classes:
             event = pod_event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
-            raise RetryWith(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
+            raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
         return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
     pc = next((ps["template"]["spec"].get("priorityClassName") for ps in pod_sets if ps["template"]["spec"].get("priorityClassName")), "")
     if pc:
@@ -155,12 +153,6 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
         value, name = defaults[0]
         return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
     return None, 0
-
-
-class RetryWith(RetryLater):
-    def __init__(self, message: str, actions: list[a.Action]) -> None:
-        super().__init__(message)
-        self.actions = actions
 
 
 def new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""Shared vocabulary of the pod reconciler: options, lookups, error kinds and object accessors.
+"""Shared vocabulary of the pod adapter: options, lookups, error kinds and object accessors.
 
-Mirrors, at upstream commit ff69552e79, the small helpers of `pkg/controller/jobs/pod/pod_controller.go`,
-`pkg/util/pod/pod.go` and `pkg/workload/workload.go` (`FinalizeOrphanedWorkload`) that every step of
-the pod reconciler uses (`pod_workload`, `pod_start`, `pod_group`).
+Mirrors, at upstream commit ff69552e79, the small helpers of `pkg/controller/jobs/pod/pod_controller.go`
+and `pkg/util/pod/pod.go` that every part of the pod adapter uses (`pod_workload`, `pod_start`,
+`pod`). Writes are `jobframework.actions` values.
 """
 
 from __future__ import annotations
@@ -17,25 +17,24 @@ from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.pod_role import role_hash
 from webhook.config import Feature
-from webhook.worker.reconcilers import actions as a
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.interface import JobError
+from webhook.worker.store import Store
 
 if TYPE_CHECKING:
     from webhook.config import Configuration
 
 __all__ = [
     "DEFAULT_POD_SET",
-    "EPOCH",
     "MAX_POD_SETS",
     "POD_API",
     "WORKLOAD_API",
+    "ZERO_TIME",
     "Lookups",
     "Obj",
     "Options",
     "RetryLater",
     "Unretryable",
-    "finalize_orphan",
-    "finish_workload",
-    "finished_event",
     "group_name",
     "group_total_count",
     "has_pod_finalizer",
@@ -43,6 +42,7 @@ __all__ = [
     "is_pod_suspended",
     "is_runnable_or_succeeded",
     "is_terminated",
+    "lookups_from",
     "max_exec_seconds",
     "new_condition",
     "parse_timestamp",
@@ -51,7 +51,6 @@ __all__ = [
     "pod_ref",
     "pod_role",
     "remove_finalizers",
-    "remove_workload_finalizer",
     "rfc3339",
     "workload_ref",
 ]
@@ -62,7 +61,7 @@ WORKLOAD_API = c.V1BETA2
 MAX_POD_SETS = 18
 DEFAULT_POD_SET = "main"
 _CONDITION_LIMIT = 32 * 1024
-EPOCH = datetime(1, 1, 1, tzinfo=UTC)
+ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)  # Go's zero time.Time (not core.workload.EPOCH, 1970)
 
 # --- inputs ---------------------------------------------------------------------------------------
 
@@ -119,12 +118,24 @@ class Lookups:
     priority_classes: Mapping[str, tuple[int, bool]] = field(default_factory=dict)
 
 
-class RetryLater(Exception):
+def lookups_from(store: Store) -> Lookups:
+    """The `Lookups` as the worker's caches hold them now."""
+    return Lookups(
+        resource_flavors={rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")},
+        workload_priority_classes={wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")},
+        priority_classes={pc["metadata"]["name"]: (int(pc.get("value") or 0), bool(pc.get("globalDefault")))
+                          for pc in store.list("priorityclasses")},
+    )
+
+
+class RetryLater(JobError):
     """A retryable failure: logged, and the key is re-queued."""
 
 
-class Unretryable(Exception):
+class Unretryable(JobError):
     """Upstream's `UnretryableError`: logged, never retried."""
+
+    retry = False
 
 
 # --- pod accessors --------------------------------------------------------------------------------
@@ -155,19 +166,26 @@ def has_pod_finalizer(obj: Obj, finalizer: str = c.POD_FINALIZER) -> bool:
 
 
 def parse_timestamp(value: Any) -> datetime:
-    return datetime.fromisoformat(value) if value else EPOCH
+    return datetime.fromisoformat(value) if value else ZERO_TIME
 
 
 def rfc3339(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def pod_ref(pod: Obj) -> a.ObjectRef:
-    return a.ObjectRef.of(pod, api_version=POD_API, kind="Pod")
+def _ref(obj: Obj, api_version: str, kind: str) -> dict[str, Any]:
+    """Enough of `obj` to address it and to be an Event's `regarding` (listed objects lack their kind)."""
+    meta = o.meta(obj)
+    return {"apiVersion": obj.get("apiVersion") or api_version, "kind": obj.get("kind") or kind,
+            "metadata": {key: meta.get(key) or "" for key in ("name", "namespace", "uid", "resourceVersion")}}
 
 
-def workload_ref(wl: Obj) -> a.ObjectRef:
-    return a.ObjectRef.of(wl, api_version=WORKLOAD_API, kind="Workload")
+def pod_ref(pod: Obj) -> dict[str, Any]:
+    return _ref(pod, POD_API, "Pod")
+
+
+def workload_ref(wl: Obj) -> dict[str, Any]:
+    return _ref(wl, WORKLOAD_API, "Workload")
 
 
 def group_name(pod: Obj, opts: Options) -> str:
@@ -211,14 +229,13 @@ def is_runnable_or_succeeded(pod: Obj) -> bool:
     return pod_phase(pod) != "Failed"
 
 
-def pod_event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = "") -> a.Event:
-    kind = a.EventType.WARNING if warning else a.EventType.NORMAL
-    return a.Event(kind, reason, message, pod_ref(obj), action or reason)
+def pod_event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = "") -> ja.RecordEvent:
+    return ja.RecordEvent(reason=reason, message=message, warning=warning, regarding=pod_ref(obj), action=action)
 
 
-def remove_finalizers(pods: Sequence[Obj], *, expected: bool = False) -> list[a.Action]:
+def remove_finalizers(pods: Sequence[Obj], *, expected: bool = False) -> list[ja.JobAction]:
     """`expected` for upstream's `finalizePods` (the group waits to observe them), not for `Finalize`."""
-    return [a.RemoveFinalizer(pod_ref(p), expected=expected) for p in pods if has_pod_finalizer(p)]
+    return [ja.RemovePodFinalizer(pod=pod_ref(p), expected=expected) for p in pods if has_pod_finalizer(p)]
 
 
 # --- workload accessors ---------------------------------------------------------------------------
@@ -235,29 +252,5 @@ def new_condition(ctype: str, status: str, reason: str, message: str, *, now: da
     if o.meta(wl).get("generation") is not None:
         out["observedGeneration"] = o.meta(wl)["generation"]
     return out
-
-
-def finish_workload(wl: Obj, reason: str, message: str, now: datetime) -> list[a.Action]:
-    """`workloadfinish.Finish`: no-op on an already finished Workload."""
-    if o.is_finished(wl):
-        return []
-    cond = new_condition(c.WorkloadCondition.FINISHED, "True", reason, message, now=now, wl=wl)
-    return [a.UpdateWorkloadStatus(workload_ref(wl), (cond,), field_manager="kueue-admission")]
-
-
-def finished_event(pod: Obj, wl: Obj) -> a.Event:
-    return pod_event(pod, c.JobEventReason.FINISHED_WORKLOAD, f"Workload '{o.meta(wl).get('namespace')}/{o.name(wl)}' is declared finished")
-
-
-def remove_workload_finalizer(wl: Obj) -> list[a.Action]:
-    return [a.RemoveWorkloadFinalizer(workload_ref(wl))] if has_pod_finalizer(wl, c.RESOURCE_IN_USE_FINALIZER) else []
-
-
-def finalize_orphan(wl: Obj, opts: Options, now: datetime) -> list[a.Action]:
-    """`workload.FinalizeOrphanedWorkload`: finish it when it had a controller, drop the finalizer."""
-    out: list[a.Action] = []
-    if opts.finish_orphaned_workloads and not o.is_deleting(wl) and o.controller_of(wl) is not None:
-        out += finish_workload(wl, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now)
-    return out + remove_workload_finalizer(wl)
 
 

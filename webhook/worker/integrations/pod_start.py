@@ -14,14 +14,11 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import objects as o
-from webhook.worker.reconcilers import actions as a
-from webhook.worker.reconcilers import podset
-from webhook.worker.reconcilers.pod_common import (
+from webhook.worker.integrations.pod_common import (
     Lookups,
     Obj,
     Options,
     RetryLater,
-    finish_workload,
     is_gated,
     is_pod_suspended,
     parse_timestamp,
@@ -31,6 +28,9 @@ from webhook.worker.reconcilers.pod_common import (
     remove_finalizers,
     rfc3339,
 )
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.reconcilers import podset
 from webhook.worker.reconcilers.podset import PermanentError
 
 __all__ = [
@@ -50,7 +50,7 @@ def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[podset.PodS
         raise RetryLater(str(exc)) from exc
 
 
-def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: a.GateRemoval | None = None) -> a.PatchPod:
+def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: ja.GateRemoval | None = None) -> ja.PatchPod:
     """`prepare`: merge the podSet info into the pod, then lift the admission (and topology) gate."""
     spec = pod.get("spec") or {}
     base = podset.PodSetInfo.of_template(pod)
@@ -76,22 +76,23 @@ def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: a.GateRemoval | Non
         patch["metadata"] = meta
     if spec_patch:
         patch["spec"] = spec_patch
-    return a.PatchPod(pod_ref(pod), patch, ungates)
+    return ja.PatchPod(pod=pod_ref(pod), patch=patch, gate_removal=ungates)
 
 
-def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups, now: datetime) -> a.ReconcileResult:
-    """`startJob` + `Pod.Run`: one patch and one `Started` event per gated pod."""
+def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, lookups: Lookups) -> list[ja.JobAction]:
+    """`startJob` + `Pod.Run`: one patch and one `Started` event per gated pod; raises
+    `StartConflict` when the admission does not fit the pods, `RetryLater` while a flavor is unknown."""
     cluster_queue = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
     message = f"Admitted by clusterQueue {cluster_queue}"
     # Timed from the Admitted transition, and only while Admitted is True (`RecordPodSchedulingGateRemovalSeconds`).
     admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
     admitted_at = parse_timestamp(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" and admitted.get("lastTransitionTime") else None
-    ungates = None if admitted_at is None else a.GateRemoval(cluster_queue, is_group, admitted_at)
+    ungates = None if admitted_at is None else ja.GateRemoval(cluster_queue, is_group, admitted_at)
     try:
         infos = _pod_set_infos(wl, lookups, opts)
         if not is_group and len(infos) != 1:
             raise PermanentError(f"invalid podset infos: expecting 1 pod set got {len(infos)}")
-        out: list[a.Action] = []
+        out: list[ja.JobAction] = []
         for pod in pods:
             if not is_gated(pod):
                 continue
@@ -104,23 +105,21 @@ def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, l
                 info = infos[0]
             out += [_start_patch(pod, info, ungates), pod_event(pod, c.JobEventReason.STARTED, message)]
     except PermanentError as exc:
-        return a.ReconcileResult(tuple(finish_workload(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)), str(exc))
-    except RetryLater as exc:
-        return a.ReconcileResult((), str(exc), retry=True)
-    return a.ReconcileResult(tuple(out))
+        raise StartConflict(str(exc)) from exc
+    return out
 
 
 # --- stop -----------------------------------------------------------------------------------------
 
 
-def stop_pods(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, finalize: Sequence[Obj] = ()) -> list[a.Action]:
+def stop_pods(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, finalize: Sequence[Obj] = ()) -> list[ja.JobAction]:
     """`Pod.Stop`: mark each live pod TerminationTarget, delete it, and report `Stopped` on it."""
-    out: list[a.Action] = []
+    out: list[ja.JobAction] = []
     for pod in pods:
         if o.is_deleting(pod) or (reason != c.StopReason.WORKLOAD_DELETED and is_pod_suspended(pod)):
             continue
         cond = {"type": c.POD_TERMINATION_TARGET, "status": "True", "lastTransitionTime": rfc3339(now), "reason": reason, "message": message}
-        out += [a.SetPodCondition(pod_ref(pod), cond), a.DeletePod(pod_ref(pod)), pod_event(pod, c.JobEventReason.STOPPED, message)]
+        out += [ja.StopPod(pod=pod_ref(pod), condition=cond), pod_event(pod, c.JobEventReason.STOPPED, message)]
     return out + remove_finalizers(finalize)
 
 

@@ -1,0 +1,289 @@
+"""The admission core's decisions as Workload status writes, events and metrics.
+
+Each decision of a scheduling cycle (`core.cycle`: Admit, Preempt, Pending, Evict, Migrate,
+UnsetReservation, Requeue, QueueBlocked) becomes one guarded status write queued for the writers
+(`writers.StatusWrite`, first in line), with the event and the metrics upstream records for it:
+the writes of `pkg/scheduler/scheduler.go` (admit, preempt, pending), `replaceWorkloadSlice` and
+the queue-state writes of `pkg/controller/core/workload_controller.go` (stopPolicy, inactive or
+missing queues, v0.19.2). Called from the Manager's core thread only; a failed write goes back to
+the core as a typed message (`notify`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, assert_never
+
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.api import objects as o
+from webhook.core import conditions
+from webhook.core.admission_checks import reset_on_eviction
+from webhook.core.conditions import ConditionValue
+from webhook.core.cycle import AdmissionCore, CycleResult
+from webhook.core.decisions import (
+    Admit,
+    Evict,
+    Migrate,
+    Pending,
+    Preempt,
+    QueueBlocked,
+    ReplacedSlice,
+    Requeue,
+    UnsetReservation,
+)
+from webhook.worker import events
+from webhook.worker import messages as msg
+from webhook.worker.reporter import MetricsReporter
+from webhook.worker.status import set_condition
+from webhook.worker.store import Store, object_key
+from webhook.worker.workqueue import WorkQueue
+from webhook.worker.writers import Call, StatusWrite
+
+__all__ = ["ADMISSION_CONTROLLER", "WORKLOAD_CONTROLLER", "DecisionWriter", "QueueRoutes"]
+
+log = logging.getLogger(__name__)
+
+ADMISSION_CONTROLLER = "kueue-admission"
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
+
+QueueRoutes = tuple[dict[str, str], dict[str, bool]]
+
+
+def _gen(obj: Mapping[str, Any]) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
+
+
+class DecisionWriter:
+    """Turns a cycle's decisions into queued writes. `admitting` holds the Workloads whose Admit
+    write is queued or in flight (the Manager's `_feed` skips older events for them until the
+    reservation shows)."""
+
+    def __init__(self, core: AdmissionCore, store: Store, writes: WorkQueue[StatusWrite | Call], recorder: events.Recorder,
+                 reporter: MetricsReporter, notify: Callable[[msg.CoreMessage], None]) -> None:
+        self.core = core
+        self.store = store
+        self.writes = writes
+        self.recorder = recorder
+        self.reporter = reporter
+        self.notify = notify
+        self.admitting: set[str] = set()
+
+    def _wl_path(self, key: str) -> str:
+        ns, name = key.split("/", 1)
+        return k.object_path(c.V1BETA2, "workloads", ns, name)
+
+    def dispatch(self, result: CycleResult, now: datetime) -> None:
+        """Queue the writes of every decision of a cycle, in the cycle's order."""
+        for d in result.decisions:
+            match d:
+                case Admit():
+                    self._admit(d, now)
+                case Preempt():
+                    self._preempt(d, now)
+                case Pending():
+                    self._pending(d, now)
+                case Evict():
+                    self._evict(d, now)
+                case Migrate():
+                    self._evict(d, now, controller=ADMISSION_CONTROLLER)
+                case UnsetReservation():
+                    self._unset_reservation(d, now)
+                case Requeue():
+                    self._requeue(d, now)
+                case QueueBlocked():
+                    self._set_pending(str(d.key), d.cluster_queue, d.conditions, now, event=False)
+                case _:
+                    assert_never(d)
+
+    def _admit(self, d: Admit, now: datetime) -> None:
+        admission = dict(d.admission)
+        conds = [cv.to_api(now) for cv in d.conditions]
+        key = str(d.key)
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            status["admission"] = admission
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        def failed() -> None:
+            self.notify(msg.AdmissionFailed(key))
+
+        replaced = d.replaces
+        succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
+        self.admitting.add(key)
+        log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True)
+        wl = self.store.get("workloads", key)
+        self.reporter.admitted(d, wl, now)
+        self.reporter.admitted_in_cohort(self.core, d, wl)
+        if wl is not None:
+            created = datetime.fromisoformat(str(wl["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00")) \
+                if wl["metadata"].get("creationTimestamp") else now
+            waited = max(0, int((now - created).total_seconds()))
+            self.recorder.emit(wl, "Normal", "QuotaReserved",
+                               f"Quota reserved in ClusterQueue {d.cluster_queue}, wait time since queued was {waited}s", ADMISSION_CONTROLLER)
+            if any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
+                self.recorder.emit(wl, "Normal", "Admitted",
+                                   f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
+
+    def _replace_slice(self, old: ReplacedSlice, new_key: str, now: datetime) -> None:
+        """`replaceWorkloadSlice`, once the new slice's admission is written: the old slice is
+        finished (its quota leaves the cache with that event), an event and the metric record it.
+        A failed write is left to the Job reconciler, which finishes a replaced slice too."""
+        key = str(old.key)
+        conds = [cv.to_api(now) for cv in old.conditions]
+        wl = self.store.get("workloads", key)
+        if wl is None or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
+            return
+
+        finished_here = [False]  # by the last attempt of the write
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            finished_here[0] = (o.find_condition(obj, c.WorkloadCondition.FINISHED) or {}).get("status") != "True"
+            if not finished_here[0]:
+                return  # finished meanwhile (e.g. by the Job reconciler): nothing to record
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        def replaced() -> None:
+            if not finished_here[0]:
+                return
+            self.reporter.replaced_slice(old.cluster_queue)
+            self.recorder.emit(wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER)
+
+        log.info("workload slice replaced", extra={"object": key, "kind": "Workload", "decision": "Replaced",
+                                                   "replacement": new_key, "cluster_queue": old.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True)
+
+    def _preempt(self, d: Preempt, now: datetime) -> None:
+        self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
+        for v in d.targets:
+            conds = [cv.to_api(now) for cv in v.conditions]
+
+            def mutate(status: dict[str, Any], obj: Mapping[str, Any], conds: Sequence[Mapping[str, Any]] = conds) -> None:
+                for cond in conds:
+                    gen = None if cond["type"] == c.WorkloadCondition.PREEMPTED else _gen(obj)
+                    set_condition(status, {key: val for key, val in cond.items() if key != "observedGeneration"}, now, gen)
+
+            log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
+                                          "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
+            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))), first=True)
+            wl = self.store.get("workloads", str(v.key))
+            if wl is not None:
+                self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
+
+    # -- queue-state decisions (stopPolicy, activity; `workload_controller.go`) --------------------
+    def _write_failed(self, key: str) -> Callable[[], None]:
+        def failed() -> None:
+            self.notify(msg.WriteFailed(key))
+
+        return failed
+
+    def _evict(self, d: Evict | Migrate, now: datetime, *, controller: str = WORKLOAD_CONTROLLER) -> None:
+        """Evicted=True on an admitted workload of a HoldAndDrain queue, or on a variant whose parent
+        migrates; the Job reconciler (the variant controller for a variant) then clears the admission.
+        As `prepareForEviction`: checks back to Pending, BlockedOnPreemptionGates off, gates closed."""
+        key = str(d.key)
+        conds = [cv.to_api(now) for cv in d.conditions]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+            if status.get("admissionChecks"):
+                status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
+            if o.is_condition_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+                set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
+                                       "reason": d.reason, "message": d.message}, now, _gen(obj))
+            for gate in status.get("preemptionGates") or ():
+                gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": type(d).__name__, "reason": d.reason,
+                                    "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+        wl = self.store.get("workloads", key)
+        self.reporter.drained(d, wl, now)
+        if wl is not None:
+            self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, controller)
+
+    def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
+        key = str(d.key)
+        conds = [cv.to_api(now) for cv in d.conditions]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            status.pop("admission", None)
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        log.info("reservation unset", extra={"object": key, "kind": "Workload", "decision": "UnsetReservation", "reason": d.reason,
+                                             "detail": d.message, "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+
+    def _requeue(self, d: Requeue, now: datetime) -> None:
+        key = str(d.key)
+        conds = [cv.to_api(now) for cv in d.conditions]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
+                                    "cluster_queue": d.cluster_queue})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+
+    def queue_routes(self) -> QueueRoutes:
+        """What `report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
+        whether each ClusterQueue is active."""
+        cache = self.core.cache
+        return ({key: lq.cluster_queue for key, lq in cache.local_queues.items()},
+                {name: cache.readiness(name).active for name in cache.cluster_queues})
+
+    def report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
+        """QuotaReserved=False for pending Workloads whose queues block them (the workload
+        controller's queue checks, `workload_controller.go`): the scheduler never sees those."""
+        cache = self.core.cache
+        candidates = self.store.list("workloads") if keys is None else [w for key in keys if (w := self.store.get("workloads", key))]
+        for wl in candidates:
+            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
+                continue
+            meta, spec = wl["metadata"], wl.get("spec") or {}
+            if meta.get("deletionTimestamp") or spec.get("active") is False:
+                continue
+            lq_name = str(spec.get("queueName") or "")
+            lq = cache.local_queues.get(f"{meta['namespace']}/{lq_name}")
+            if lq is None:
+                reason, message = "Misconfigured", f"LocalQueue {lq_name} doesn't exist"
+            elif lq.cluster_queue not in cache.cluster_queues:
+                reason, message = "Misconfigured", f"ClusterQueue {lq.cluster_queue} doesn't exist"
+            elif not cache.readiness(lq.cluster_queue).active:
+                reason, message = "Suspended", f"ClusterQueue {lq.cluster_queue} is inactive"
+            else:
+                continue
+            self._set_pending(object_key(wl), lq.cluster_queue if lq else "", conditions.pending_conditions(reason, message), now)
+
+    def _pending(self, d: Pending, now: datetime) -> None:
+        self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)
+
+    def _set_pending(self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True) -> None:
+        wl = self.store.get("workloads", key)
+        if wl is None:
+            return
+        current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+        qr = pending[0]
+        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (qr.status, qr.reason, qr.message):
+            return
+        conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            if (o.find_condition(obj, c.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True":
+                return  # reserved meanwhile: a stale pending report
+            for cond in conds:
+                set_condition(status, cond, now, _gen(obj))
+
+        log.info("pending", extra={"object": key, "kind": "Workload", "decision": "Pending", "cluster_queue": cluster_queue,
+                                   "reason": qr.reason, "detail": qr.message})
+        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
+        if event:
+            self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
