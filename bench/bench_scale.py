@@ -222,11 +222,12 @@ def parse_results(side: str, out: Path, exe: str, runner_s: float, run: int = 1)
     r.dropped_events = int(summary.get("droppedWorkloadEvents", 0))
     with open(out / "wlStates.csv", newline="") as f:
         for row in csv.DictReader(f):
-            admit = int(row["ms to admitted"])
-            if admit > 0:
+            admit, finish = int(row["ms to admitted"]), int(row["ms to finish"])
+            # 0 ms to admitted is a real value when the runner first saw the Workload already admitted.
+            if admit > 0 or finish > 0:
                 r.admitted += 1
                 r.admit_ms.setdefault(row["class name"], []).append(admit)
-            if int(row["ms to finish"]) > 0:
+            if finish > 0:
                 r.finished += 1
     return r
 
