@@ -40,7 +40,8 @@ e2e: $(STAMP) binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing clus
 	$(BIN)/python -m pytest e2e -m "not real_install"
 
 lint: $(STAMP) ## ruff, mypy --strict, import layers
-	$(BIN)/ruff check webhook certs tests e2e
+	$(BIN)/ruff check webhook certs tests e2e bench
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -39,7 +39,16 @@ def _cq(i: int) -> dict[str, Any]:
             "resourceGroups": [
                 {
                     "coveredResources": ["cpu", "memory"],
-                    "flavors": [{"name": f, "resources": [{"name": "cpu", "nominalQuota": "16"}, {"name": "memory", "nominalQuota": "64Gi"}]} for f in FLAVORS],
+                    "flavors": [
+                        {
+                            "name": f,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "16"},
+                                {"name": "memory", "nominalQuota": "64Gi"},
+                            ],
+                        }
+                        for f in FLAVORS
+                    ],
                 }
             ],
         },
@@ -51,11 +60,24 @@ def _wl(i: int, rng: random.Random) -> dict[str, Any]:
     mem = rng.choice(("1Gi", "2Gi", "4Gi", "8Gi"))
     return {
         "kind": "Workload",
-        "metadata": {"name": f"wl-{i}", "namespace": "bench", "uid": f"uid-{i:08d}", "creationTimestamp": (T0 + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        "metadata": {
+            "name": f"wl-{i}",
+            "namespace": "bench",
+            "uid": f"uid-{i:08d}",
+            "creationTimestamp": (T0 + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
         "spec": {
             "queueName": f"lq-{i % 100}",
             "priority": rng.choice((0, 0, 0, 10, 100)),
-            "podSets": [{"name": "main", "count": rng.choice((1, 1, 2, 4)), "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}}}],
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": rng.choice((1, 1, 2, 4)),
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}
+                    },
+                }
+            ],
         },
     }
 
@@ -67,7 +89,14 @@ def _setup() -> AdmissionCore:
         core.on_resource_flavor({"kind": "ResourceFlavor", "metadata": {"name": f}, "spec": {}}, T0)
     for i in range(100):
         core.on_cluster_queue(_cq(i), T0)
-        core.on_local_queue({"kind": "LocalQueue", "metadata": {"name": f"lq-{i}", "namespace": "bench"}, "spec": {"clusterQueue": f"cq-{i}"}}, T0)
+        core.on_local_queue(
+            {
+                "kind": "LocalQueue",
+                "metadata": {"name": f"lq-{i}", "namespace": "bench"},
+                "spec": {"clusterQueue": f"cq-{i}"},
+            },
+            T0,
+        )
     return core
 
 
@@ -115,7 +144,9 @@ def memory_per_1000() -> float:
 
 
 def main() -> None:
-    print(f"{'pending':>8} {'mean ms/cycle':>14} {'median ms':>10} {'admissions/s':>13} {'cycle-time ratio':>17} {'pending ratio':>14}")
+    print(
+        f"{'pending':>8} {'mean ms/cycle':>14} {'median ms':>10} {'admissions/s':>13} {'cycle-time ratio':>17} {'pending ratio':>14}"
+    )
     base = None
     for n in SIZES:
         mean_ms, median_ms, rate = run(n)

@@ -44,33 +44,89 @@ def store_with(workloads: int) -> Store:
     store.replace(Kind.COHORTS, [])
     cqs = []
     for i in range(20):
-        cqs.append({"metadata": {"name": f"cq-{i}"}, "spec": {"cohortName": f"cohort-{i % 4}", "resourceGroups": [{
-            "coveredResources": ["cpu", "memory"], "flavors": [
-                {"name": f, "resources": [{"name": "cpu", "nominalQuota": "100"},
-                                          {"name": "memory", "nominalQuota": "400Gi", "borrowingLimit": "100Gi"}]}
-                for f in ("on-demand", "spot")]}]},
-            "status": {"pendingWorkloads": 300, "admittedWorkloads": 200, "reservingWorkloads": 200,
-                       "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
-                       "flavorsReservation": [{"name": "on-demand", "resources": [
-                           {"name": "cpu", "total": "80", "borrowed": "0"},
-                           {"name": "memory", "total": "300Gi", "borrowed": "0"}]}]}})
+        cqs.append(
+            {
+                "metadata": {"name": f"cq-{i}"},
+                "spec": {
+                    "cohortName": f"cohort-{i % 4}",
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu", "memory"],
+                            "flavors": [
+                                {
+                                    "name": f,
+                                    "resources": [
+                                        {"name": "cpu", "nominalQuota": "100"},
+                                        {"name": "memory", "nominalQuota": "400Gi", "borrowingLimit": "100Gi"},
+                                    ],
+                                }
+                                for f in ("on-demand", "spot")
+                            ],
+                        }
+                    ],
+                },
+                "status": {
+                    "pendingWorkloads": 300,
+                    "admittedWorkloads": 200,
+                    "reservingWorkloads": 200,
+                    "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
+                    "flavorsReservation": [
+                        {
+                            "name": "on-demand",
+                            "resources": [
+                                {"name": "cpu", "total": "80", "borrowed": "0"},
+                                {"name": "memory", "total": "300Gi", "borrowed": "0"},
+                            ],
+                        }
+                    ],
+                },
+            }
+        )
     store.replace(Kind.CLUSTER_QUEUES, cqs)
-    store.replace(Kind.LOCAL_QUEUES, [
-        {"metadata": {"name": f"lq-{i}", "namespace": f"ns-{i % 50}"}, "spec": {"clusterQueue": f"cq-{i % 20}"}}
-        for i in range(200)])
+    store.replace(
+        Kind.LOCAL_QUEUES,
+        [
+            {"metadata": {"name": f"lq-{i}", "namespace": f"ns-{i % 50}"}, "spec": {"clusterQueue": f"cq-{i % 20}"}}
+            for i in range(200)
+        ],
+    )
     wls = []
     for i in range(workloads):
         lq = i % 200
         obj: dict[str, Any] = {
-            "metadata": {"name": f"wl-{i}", "namespace": f"ns-{lq % 50}", "uid": f"uid-{i:06d}",
-                         "creationTimestamp": f"2025-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"},
-            "spec": {"queueName": f"lq-{lq}", "priority": i % 3, "podSets": [{"name": "main", "count": 1, "template": {
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
-            "status": {}}
+            "metadata": {
+                "name": f"wl-{i}",
+                "namespace": f"ns-{lq % 50}",
+                "uid": f"uid-{i:06d}",
+                "creationTimestamp": f"2025-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
+            },
+            "spec": {
+                "queueName": f"lq-{lq}",
+                "priority": i % 3,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+                    }
+                ],
+            },
+            "status": {},
+        }
         if i % 5 < 2:
-            obj["status"] = {"admission": {"clusterQueue": f"cq-{lq % 20}", "podSetAssignments": []}, "conditions": [
-                {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T01:00:00Z"}
-                for t in ("QuotaReserved", "Admitted")]}
+            obj["status"] = {
+                "admission": {"clusterQueue": f"cq-{lq % 20}", "podSetAssignments": []},
+                "conditions": [
+                    {
+                        "type": t,
+                        "status": "True",
+                        "reason": t,
+                        "message": "",
+                        "lastTransitionTime": "2025-01-01T01:00:00Z",
+                    }
+                    for t in ("QuotaReserved", "Admitted")
+                ],
+            }
         wls.append(obj)
     store.replace(Kind.WORKLOADS, wls)
     return store
@@ -78,8 +134,9 @@ def store_with(workloads: int) -> Store:
 
 async def timed(store: Store, path: str) -> float:
     app = create_app(Settings(store=store, authorizer=Authorizer(AllowAll())))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
-                                 cookies={COOKIE: "t"}) as client:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://dash", cookies={COOKIE: "t"}
+    ) as client:
         assert (await client.get(path)).status_code == 200  # warm: reviews cached, templates compiled
         times = []
         for _ in range(REPEAT):
@@ -99,8 +156,10 @@ def main() -> int:
         for n in SIZES[1:]:
             t = asyncio.run(timed(stores[n], path))
             ok &= t < LIMIT_S
-            print(f"{path:<11} {n:>6} Workloads: {t * 1000:7.1f} ms  ({t / base:5.1f}x baseline)"
-                  f"{'' if t < LIMIT_S else '  OVER 1 s'}")
+            print(
+                f"{path:<11} {n:>6} Workloads: {t * 1000:7.1f} ms  ({t / base:5.1f}x baseline)"
+                f"{'' if t < LIMIT_S else '  OVER 1 s'}"
+            )
     return 0 if ok else 1
 
 

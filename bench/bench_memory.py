@@ -80,10 +80,25 @@ def feed(n: int, mode: str) -> dict[str, float]:
 
     for kind, obj in (
         ("resourceflavors", {"metadata": {"name": FLAVOR, "resourceVersion": "1"}, "spec": {}}),
-        ("clusterqueues", {"metadata": {"name": CQ, "resourceVersion": "1", "generation": 1}, "spec": {
-            "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                {"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": str(n * 2)}]}]}]}}),
-        ("localqueues", {"metadata": {"name": LQ, "namespace": "bench", "resourceVersion": "1"}, "spec": {"clusterQueue": CQ}}),
+        (
+            "clusterqueues",
+            {
+                "metadata": {"name": CQ, "resourceVersion": "1", "generation": 1},
+                "spec": {
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": FLAVOR, "resources": [{"name": "cpu", "nominalQuota": str(n * 2)}]}],
+                        }
+                    ],
+                },
+            },
+        ),
+        (
+            "localqueues",
+            {"metadata": {"name": LQ, "namespace": "bench", "resourceVersion": "1"}, "spec": {"clusterQueue": CQ}},
+        ),
         ("namespaces", {"metadata": {"name": "bench", "resourceVersion": "1"}}),
     ):
         m._event(kind, "ADDED", obj)
@@ -98,8 +113,10 @@ def feed(n: int, mode: str) -> dict[str, float]:
             drain()
     drain()
     gc.collect()
-    return {"mb_per_1000": (rss_mb() - before) / n * 1000, "cached": len(m.store.list("jobs")) + len(m.store.list("workloads"))
-            + len(m.store.list("pods"))}
+    return {
+        "mb_per_1000": (rss_mb() - before) / n * 1000,
+        "cached": len(m.store.list("jobs")) + len(m.store.list("workloads")) + len(m.store.list("pods")),
+    }
 
 
 def main() -> None:
@@ -112,7 +129,9 @@ def main() -> None:
         return
     out = {}
     for mode in ("baseline", "trimmed"):
-        run = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--mode", mode], check=True, capture_output=True, text=True)
+        run = subprocess.run(
+            [sys.executable, __file__, "--n", str(args.n), "--mode", mode], check=True, capture_output=True, text=True
+        )
         out[mode] = json.loads(run.stdout)
         assert out[mode]["cached"] == 3 * args.n, out[mode]
     base, trimmed = out["baseline"]["mb_per_1000"], out["trimmed"]["mb_per_1000"]

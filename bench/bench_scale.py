@@ -144,8 +144,12 @@ def ours_available(python: str) -> str | None:
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         return f"worker missing (`python -m webhook worker --help`: {last})"
-    probe = subprocess.run([python, "-c", "import webhook.worker.process, webhook.worker.manager"], cwd=ROOT,
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [python, "-c", "import webhook.worker.process, webhook.worker.manager"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         return f"worker missing ({last})"
@@ -177,7 +181,8 @@ class Result:
             "wall s (manager)": self.wall_ms / 1000,
             "CPU s user+sys (manager)": self.cpu_s,
             "CPU ms per admission": self.cpu_s * 1000 / (self.admitted + self.evictions)
-            if self.admitted + self.evictions else 0.0,
+            if self.admitted + self.evictions
+            else 0.0,
             "peak RSS MiB (manager)": self.maxrss_mib,
             "evictions": float(self.evictions),
         }
@@ -240,14 +245,35 @@ def _ts(value: Any) -> float:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
 
 
-def run_side(side: str, b: Binaries, manager: Path, crds: Path, config: Path, out: Path, timeout: str,
-             python: str, deadline_s: float, run: int = 1) -> Result:
+def run_side(
+    side: str,
+    b: Binaries,
+    manager: Path,
+    crds: Path,
+    config: Path,
+    out: Path,
+    timeout: str,
+    python: str,
+    deadline_s: float,
+    run: int = 1,
+) -> Result:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
         if stale.is_file():
             stale.unlink()
-    cmd = [str(b.runner), "--o", str(out), "--crds", str(crds), "--generatorConfig", str(config),
-           "--minimalKueue", str(manager), "--timeout", timeout]
+    cmd = [
+        str(b.runner),
+        "--o",
+        str(out),
+        "--crds",
+        str(crds),
+        "--generatorConfig",
+        str(config),
+        "--minimalKueue",
+        str(manager),
+        "--timeout",
+        timeout,
+    ]
     env = dict(os.environ, KUBEBUILDER_ASSETS=str(b.k8s_bin), PYKUEUE_PYTHON=python)
     runner_log = out / "runner.log"
     log(f"{side} run {run}: runner started (log: {runner_log})")
@@ -273,8 +299,10 @@ def run_side(side: str, b: Binaries, manager: Path, crds: Path, config: Path, ou
     exe = manager.name
     if proc.returncode != 0 or not (out / "summary.yaml").exists():
         tail = "\n".join("    " + line for line in runner_log.read_text(errors="replace").splitlines()[-15:])
-        raise BenchError(f"{side}: runner exited {proc.returncode} after {elapsed:.0f}s without a summary; "
-                         f"last lines of {runner_log}:\n{tail}")
+        raise BenchError(
+            f"{side}: runner exited {proc.returncode} after {elapsed:.0f}s without a summary; "
+            f"last lines of {runner_log}:\n{tail}"
+        )
     log(f"{side} run {run}: done in {elapsed:.0f}s")
     (out / "exe").write_text(exe)
     (out / "load.txt").write_text(f"{os.getloadavg()[0]:.1f}\n")
@@ -290,8 +318,9 @@ def collect(out: Path) -> dict[str, list[Result]]:
     for d in sorted(out.glob("*-*"), key=lambda d: (d.name.split("-")[0], _run_no(d))):
         side = d.name.rsplit("-", 1)[0]
         if side in SIDES and (d / "summary.yaml").exists() and (d / "exe").exists():
-            results.setdefault(side, []).append(parse_results(side, d, (d / "exe").read_text().strip(), 0.0,
-                                                              _run_no(d)))
+            results.setdefault(side, []).append(
+                parse_results(side, d, (d / "exe").read_text().strip(), 0.0, _run_no(d))
+            )
     return results
 
 
@@ -339,12 +368,16 @@ def report(results: dict[str, list[Result]], ours_missing: str | None) -> str:
 
     for row in rows:
         ratio = row["ours/upstream"]
-        lines.append(f"{row['figure']:<30}{cell(row['upstream']):>34}{cell(row['ours']):>34}"
-                     f"{f'{ratio:.2f}' if ratio is not None else '-':>9}")
+        lines.append(
+            f"{row['figure']:<30}{cell(row['upstream']):>34}{cell(row['ours']):>34}"
+            f"{f'{ratio:.2f}' if ratio is not None else '-':>9}"
+        )
     for side in SIDES:
         for r in results.get(side, []):
-            lines.append(f"{side} run {r.run}: {r.workloads} workloads recorded, {r.admitted} admitted, "
-                         f"{r.finished} finished, {r.dropped_events} dropped events")
+            lines.append(
+                f"{side} run {r.run}: {r.workloads} workloads recorded, {r.admitted} admitted, "
+                f"{r.finished} finished, {r.dropped_events} dropped events"
+            )
     if "ours" not in results:
         lines.append(f"ours: not available ({ours_missing})" if ours_missing else "ours: not run")
     return "\n".join(lines)
@@ -356,11 +389,19 @@ def _fmt(v: float) -> str:
 
 def write_figures(out: Path, config: Path, results: dict[str, list[Result]]) -> Path:
     """figures.json: the config, the table's rows, and each run's raw figures and load average."""
-    runs = [{"side": r.side, "run": r.run, "load_avg_at_end": _load(out / f"{r.side}-{r.run}"),
-             "workloads": r.workloads, "figures": r.figures()} for side in SIDES for r in results.get(side, [])]
+    runs = [
+        {
+            "side": r.side,
+            "run": r.run,
+            "load_avg_at_end": _load(out / f"{r.side}-{r.run}"),
+            "workloads": r.workloads,
+            "figures": r.figures(),
+        }
+        for side in SIDES
+        for r in results.get(side, [])
+    ]
     path = out / "figures.json"
-    path.write_text(json.dumps({"config": str(config), "figures": figures_table(results), "runs": runs},
-                               indent=1))
+    path.write_text(json.dumps({"config": str(config), "figures": figures_table(results), "runs": runs}, indent=1))
     return path
 
 
@@ -384,8 +425,12 @@ def plot(out: Path, results: dict[str, list[Result]], title: str) -> Path:
             ms = sorted(v for r in results.get(side, []) for v in r.admit_ms.get(cls, []))
             if ms:
                 n = len(results[side])
-                ax.plot([v / 1000 for v in ms], [(i + 1) / len(ms) for i in range(len(ms))], color=colour,
-                        label=f"{side} ({n} run{'s' if n > 1 else ''})")
+                ax.plot(
+                    [v / 1000 for v in ms],
+                    [(i + 1) / len(ms) for i in range(len(ms))],
+                    color=colour,
+                    label=f"{side} ({n} run{'s' if n > 1 else ''})",
+                )
         ax.set_title(f"class '{cls}'")
         ax.set_xlabel("time to admission (s)")
         ax.set_ylabel("fraction of workloads")
@@ -408,10 +453,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--report", action="store_true", help="run nothing: report the runs already in --out")
     p.add_argument("--clean", action="store_true", help="forget the runs already in --out first")
     p.add_argument("--timeout", default="15m", help="runner --timeout (max record time)")
-    p.add_argument("--out", type=Path, help="run directory (default .run/bench-scale/<config name>); "
-                   "runs accumulate there as <side>-<n>/ and the report covers them all")
-    p.add_argument("--ours-crds", choices=["ours", "upstream"], default="ours",
-                   help="CRDs installed for our side (minimalkueue always gets upstream's)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="run directory (default .run/bench-scale/<config name>); "
+        "runs accumulate there as <side>-<n>/ and the report covers them all",
+    )
+    p.add_argument(
+        "--ours-crds",
+        choices=["ours", "upstream"],
+        default="ours",
+        help="CRDs installed for our side (minimalkueue always gets upstream's)",
+    )
     p.add_argument("--require-ours", action="store_true", help="fail if our worker is not available")
     p.add_argument("--python", default=sys.executable, help="interpreter for our worker")
     return p.parse_args(argv)
@@ -440,8 +493,9 @@ def bench(args: argparse.Namespace) -> Outcome:
     failures: list[str] = []
     ours_missing = None
     if args.report:
-        config = Path(json.loads((out / "figures.json").read_text())["config"]) if (out / "figures.json").exists() \
-            else out
+        config = (
+            Path(json.loads((out / "figures.json").read_text())["config"]) if (out / "figures.json").exists() else out
+        )
         return Outcome(config, out, collect(out), failures, ours_missing)
     b = ensure_binaries()
     if args.config:
@@ -462,8 +516,11 @@ def bench(args: argparse.Namespace) -> Outcome:
                 failures.append(f"ours: not available ({ours_missing})")
     for _ in range(args.runs):
         for side in sides:
-            manager, crds = (b.minimalkueue, b.upstream_crds) if side == "upstream" else (
-                WRAPPER, OUR_CRDS if args.ours_crds == "ours" else b.upstream_crds)
+            manager, crds = (
+                (b.minimalkueue, b.upstream_crds)
+                if side == "upstream"
+                else (WRAPPER, OUR_CRDS if args.ours_crds == "ours" else b.upstream_crds)
+            )
             n = _next_run(out, side)
             try:
                 run_side(side, b, manager, crds, config, out / f"{side}-{n}", args.timeout, args.python, deadline, n)

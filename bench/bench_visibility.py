@@ -70,21 +70,60 @@ def workloads(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for i in range(PENDING):
         created = (T0 + timedelta(seconds=rng.randrange(86_400))).strftime("%Y-%m-%dT%H:%M:%SZ")
-        out.append({"metadata": {"name": f"wl-{i}", "namespace": "ns", "uid": f"uid-{i:05d}", "creationTimestamp": created,
-                                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": f"job-{i}",
-                                                      "uid": f"job-uid-{i}"}]},
-                    "spec": {"queueName": f"lq-{i % LOCAL_QUEUES}", "priority": rng.randrange(10), "podSets": [
-                        {"name": "main", "count": 1, "template": {"spec": {"containers": [
-                            {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+        out.append(
+            {
+                "metadata": {
+                    "name": f"wl-{i}",
+                    "namespace": "ns",
+                    "uid": f"uid-{i:05d}",
+                    "creationTimestamp": created,
+                    "ownerReferences": [
+                        {"apiVersion": "batch/v1", "kind": "Job", "name": f"job-{i}", "uid": f"job-uid-{i}"}
+                    ],
+                },
+                "spec": {
+                    "queueName": f"lq-{i % LOCAL_QUEUES}",
+                    "priority": rng.randrange(10),
+                    "podSets": [
+                        {
+                            "name": "main",
+                            "count": 1,
+                            "template": {
+                                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+                            },
+                        }
+                    ],
+                },
+            }
+        )
     return out
 
 
 def feed_of(objs: list[dict[str, Any]]) -> PendingFeed:
     feed = PendingFeed()
-    feed.on_list("clusterqueues", [{"metadata": {"name": "cq"}, "spec": {"resourceGroups": [
-        {"coveredResources": ["cpu"], "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "0"}]}]}]}}])
-    feed.on_list("localqueues", [{"metadata": {"name": f"lq-{i}", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}
-                                 for i in range(LOCAL_QUEUES)])
+    feed.on_list(
+        "clusterqueues",
+        [
+            {
+                "metadata": {"name": "cq"},
+                "spec": {
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "0"}]}],
+                        }
+                    ]
+                },
+            }
+        ],
+    )
+    feed.on_list(
+        "localqueues",
+        [
+            {"metadata": {"name": f"lq-{i}", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}}
+            for i in range(LOCAL_QUEUES)
+        ],
+    )
     feed.on_list("workloads", objs)
     return feed
 
@@ -97,7 +136,7 @@ def upstream_page(feed: PendingFeed, offset: int, limit: int) -> bytes:
     elements.sort(key=lambda wl: wl.order)
     lq_positions: dict[str, int] = {}
     items = []
-    for index, wl in enumerate(elements[:offset + limit]):
+    for index, wl in enumerate(elements[: offset + limit]):
         pos = lq_positions.get(wl.local_queue, 0)
         lq_positions[wl.local_queue] = pos + 1
         if index >= offset:
@@ -118,14 +157,21 @@ def timed(fn: Callable[[], object], rounds: int = ROUNDS) -> tuple[float, float]
 def client_cert(ca: certs.CA, out: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.now(UTC)
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "front-proxy-client")]))
-            .issuer_name(ca.certificate.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca.key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "front-proxy-client")]))
+        .issuer_name(ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca.key, hashes.SHA256())
+    )
     (out / "client.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (out / "client.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                       serialization.NoEncryption()))
+    (out / "client.key").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return out / "client.crt", out / "client.key"
 
 
@@ -134,15 +180,21 @@ def over_https(feed: PendingFeed, offset: int) -> tuple[float, float]:
         cert_dir = certs.write_bundle(Path(tmp) / "serving", ["127.0.0.1"])
         proxy_ca = certs.make_ca(common_name="front-proxy-ca")
         kube = AllowingKube()
-        kube.configmap = {"data": {"requestheader-client-ca-file": proxy_ca.cert_pem.decode(),
-                                   "requestheader-allowed-names": '["front-proxy-client"]',
-                                   "requestheader-username-headers": '["X-Remote-User"]',
-                                   "requestheader-group-headers": '["X-Remote-Group"]'}}
+        kube.configmap = {
+            "data": {
+                "requestheader-client-ca-file": proxy_ca.cert_pem.decode(),
+                "requestheader-allowed-names": '["front-proxy-client"]',
+                "requestheader-username-headers": '["X-Remote-User"]',
+                "requestheader-group-headers": '["X-Remote-Group"]',
+            }
+        }
         ctx = tls.server_context(cert_dir)
         ctx.verify_mode = ssl.CERT_OPTIONAL
         front = FrontProxySource(kube, ctx)  # type: ignore[arg-type]
         front.refresh()
-        server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current)
+        server = VisibilityServer(
+            ("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current
+        )
         threading.Thread(target=server.serve_forever, daemon=True).start()
         client_ctx = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
         client_ctx.load_cert_chain(*client_cert(proxy_ca, Path(tmp)))
@@ -153,6 +205,7 @@ def over_https(feed: PendingFeed, offset: int) -> tuple[float, float]:
             conn.request("GET", f"{PATH}?limit={LIMIT}&offset={offset}", headers=headers)
             resp = conn.getresponse()
             assert resp.status == 200 and len(orjson.loads(resp.read())["items"]) == LIMIT
+
         call()
         try:
             return timed(call)
@@ -167,8 +220,10 @@ def main() -> int:
     objs = workloads(rng)
     start = time.perf_counter()
     feed = feed_of(objs)
-    print(f"visibility: {PENDING:,} pending workloads in one ClusterQueue over {LOCAL_QUEUES} LocalQueues "
-          f"(initial list {time.perf_counter() - start:.2f} s); page of {LIMIT}, {ROUNDS} requests per case")
+    print(
+        f"visibility: {PENDING:,} pending workloads in one ClusterQueue over {LOCAL_QUEUES} LocalQueues "
+        f"(initial list {time.perf_counter() - start:.2f} s); page of {LIMIT}, {ROUNDS} requests per case"
+    )
     api = VisibilityAPI(feed, AccessReviewer(AllowingKube()), feed)  # type: ignore[arg-type]
     api.handle(Request("GET", PATH, {}, ADMIN))  # the review is cached from here on
 
@@ -177,32 +232,53 @@ def main() -> int:
         assert resp.status == 200
 
     for offset in (0, PENDING // 2, PENDING - LIMIT):
-        assert orjson.loads(upstream_page(feed, offset, LIMIT))["items"] == orjson.loads(
-            api.handle(Request("GET", PATH, {"limit": [str(LIMIT)], "offset": [str(offset)]}, ADMIN)).body)["items"]
+        assert (
+            orjson.loads(upstream_page(feed, offset, LIMIT))["items"]
+            == orjson.loads(
+                api.handle(Request("GET", PATH, {"limit": [str(LIMIT)], "offset": [str(offset)]}, ADMIN)).body
+            )["items"]
+        )
         o50, o99 = timed(lambda offset=offset: ours(offset))  # type: ignore[misc]
         b50, b99 = timed(lambda offset=offset: upstream_page(feed, offset, LIMIT), rounds=60)  # type: ignore[misc]
-        print(f"  offset {offset:>5}: ours p50 {o50:6.2f} ms p99 {o99:6.2f} ms | baseline (copy+sort) p50 {b50:6.2f} ms "
-              f"p99 {b99:6.2f} ms | p99 ratio {o99 / b99:.3f}")
-    lq50, lq99 = timed(lambda: api.handle(Request(
-        "GET", "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/lq-3/pendingworkloads",
-        {"limit": [str(LIMIT)], "offset": ["500"]}, ADMIN)))
+        print(
+            f"  offset {offset:>5}: ours p50 {o50:6.2f} ms p99 {o99:6.2f} ms | baseline (copy+sort) p50 {b50:6.2f} ms "
+            f"p99 {b99:6.2f} ms | p99 ratio {o99 / b99:.3f}"
+        )
+    lq50, lq99 = timed(
+        lambda: api.handle(
+            Request(
+                "GET",
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/lq-3/pendingworkloads",
+                {"limit": [str(LIMIT)], "offset": ["500"]},
+                ADMIN,
+            )
+        )
+    )
     print(f"  LocalQueue page (offset 500 of 1,000): ours p50 {lq50:.2f} ms p99 {lq99:.2f} ms")
     ours_lq = "/apis/visibility.pykueue.io/v1alpha1/namespaces/ns/localqueues/lq-3"
-    e50, e99 = timed(lambda: api.handle(Request("GET", f"{ours_lq}/pendingworkloads",
-                                                {"limit": [str(LIMIT)], "offset": ["500"]}, ADMIN)))
-    print(f"  the same page with estimated admissions (visibility.pykueue.io): p50 {e50:.2f} ms p99 {e99:.2f} ms "
-          f"(p50 ratio to upstream's page {e50 / lq50:.2f})")
+    e50, e99 = timed(
+        lambda: api.handle(
+            Request("GET", f"{ours_lq}/pendingworkloads", {"limit": [str(LIMIT)], "offset": ["500"]}, ADMIN)
+        )
+    )
+    print(
+        f"  the same page with estimated admissions (visibility.pykueue.io): p50 {e50:.2f} ms p99 {e99:.2f} ms "
+        f"(p50 ratio to upstream's page {e50 / lq50:.2f})"
+    )
     m50, m99 = timed(lambda: api.handle(Request("GET", f"{ours_lq}/limits", {}, ADMIN)))
     print(f"  the LocalQueue's limits: p50 {m50:.3f} ms p99 {m99:.3f} ms")
     h50, h99 = over_https(feed, PENDING // 2)
-    print(f"  https, front-proxy cert, keep-alive, offset {PENDING // 2}: p50 {h50:.2f} ms p99 {h99:.2f} ms "
-          f"({'under' if h99 < 50 else 'OVER'} the 50 ms target)")
+    print(
+        f"  https, front-proxy cert, keep-alive, offset {PENDING // 2}: p50 {h50:.2f} ms p99 {h99:.2f} ms "
+        f"({'under' if h99 < 50 else 'OVER'} the 50 ms target)"
+    )
     wl = objs[123]
     flip = [0]
 
     def update() -> None:
         flip[0] ^= 1
         feed.on_event("workloads", "MODIFIED", {**wl, "spec": {**wl["spec"], "priority": 20 + flip[0]}})
+
     u50, u99 = timed(update, rounds=2000)
     print(f"  one workload update (watch event): p50 {u50 * 1000:.0f} us p99 {u99 * 1000:.0f} us")
     return 0

@@ -53,8 +53,10 @@ def _serve(kind: str, port: int, cert_dir: str) -> None:
     from webhook.config import parse
 
     logging.disable(logging.CRITICAL)
-    cfg = parse("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                "integrations:\n  frameworks: [batch/job, pod]\n")
+    cfg = parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "integrations:\n  frameworks: [batch/job, pod]\n"
+    )
     app = _baseline_app if kind == "baseline" else create_app(cfg)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="off")
     config.load()
@@ -63,30 +65,59 @@ def _serve(kind: str, port: int, cert_dir: str) -> None:
 
 
 def _job_review() -> bytes:
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "bench", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
-           "spec": {"parallelism": 2, "completions": 2, "template": {"spec": {"restartPolicy": "Never", "containers": [
-               {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "bench", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+                    ],
+                }
+            },
+        },
+    }
     return _review(job, {"group": "batch", "version": "v1", "kind": "Job"})
 
 
 def _pod_review() -> bytes:
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": "bench", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
-           "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "bench", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]},
+    }
     return _review(pod, {"group": "", "version": "v1", "kind": "Pod"})
 
 
 def _review(obj: dict[str, Any], kind: dict[str, str]) -> bytes:
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "kind": kind, "operation": "CREATE", "namespace": "team-a", "name": "bench",
-        "object": obj}}).encode()
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "kind": kind,
+                "operation": "CREATE",
+                "namespace": "team-a",
+                "name": "bench",
+                "object": obj,
+            },
+        }
+    ).encode()
 
 
 async def _load(port: int, path: str, body: bytes, n: int, concurrency: int, ca: str) -> tuple[float, list[float]]:
     ctx = ssl.create_default_context(cafile=ca)
-    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
     latencies: list[float] = []
     remaining = n
 
@@ -98,8 +129,9 @@ async def _load(port: int, path: str, body: bytes, n: int, concurrency: int, ca:
             t0 = time.perf_counter()
             writer.write(request)
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length"))
+            length = next(
+                int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+            )
             await reader.readexactly(length)
             assert head.startswith(b"HTTP/1.1 200"), head[:40]
             latencies.append(time.perf_counter() - t0)
@@ -160,7 +192,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         certs.write_bundle(Path(d), ["127.0.0.1"])
         rows = [
-            ("baseline (constant)", run("baseline", "/mutate-batch-v1-job", _job_review(), args.requests, args.concurrency, d)),
+            (
+                "baseline (constant)",
+                run("baseline", "/mutate-batch-v1-job", _job_review(), args.requests, args.concurrency, d),
+            ),
             ("mutate Job", run("ours", "/mutate-batch-v1-job", _job_review(), args.requests, args.concurrency, d)),
             ("mutate Pod", run("ours", "/mutate--v1-pod", _pod_review(), args.requests, args.concurrency, d)),
         ]

@@ -100,12 +100,15 @@ def log(msg: str) -> None:
 # ---------------------------------------------------------------------------------- load
 
 
-async def _load_rate(port: int, path: str, body: bytes, rate: float, duration: float, conns: int,
-                     ca: str) -> tuple[float, list[float], int]:
+async def _load_rate(
+    port: int, path: str, body: bytes, rate: float, duration: float, conns: int, ca: str
+) -> tuple[float, list[float], int]:
     """Open loop: request i is due at t0 + i/rate; latency counts from when it was due."""
     ctx = ssl.create_default_context(cafile=ca)
-    request = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
     total = int(rate * duration)
     latencies: list[float] = []
     late = 0
@@ -126,8 +129,9 @@ async def _load_rate(port: int, path: str, body: bytes, rate: float, duration: f
                 late += 1
             writer.write(request)
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length"))
+            length = next(
+                int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+            )
             await reader.readexactly(length)
             assert head.startswith(b"HTTP/1.1 200"), head[:40]
             latencies.append(time.perf_counter() - due)
@@ -142,8 +146,7 @@ def _pin(cpu: int | None) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
-def _saturate(port: int, path: str, body: bytes, n: int, concurrency: int, ca: str, cpu: int | None,
-              out: Any) -> None:
+def _saturate(port: int, path: str, body: bytes, n: int, concurrency: int, ca: str, cpu: int | None, out: Any) -> None:
     _pin(cpu)
     asyncio.run(bw._load(port, path, body, max(n // 10, 1000), concurrency, ca))  # warm-up
     c0 = time.process_time()
@@ -151,8 +154,9 @@ def _saturate(port: int, path: str, body: bytes, n: int, concurrency: int, ca: s
     out.put((n / wall, (time.process_time() - c0) / wall))
 
 
-def _fixed(port: int, path: str, body: bytes, rate: float, duration: float, conns: int, ca: str,
-           cpu: int | None, out: Any) -> None:
+def _fixed(
+    port: int, path: str, body: bytes, rate: float, duration: float, conns: int, ca: str, cpu: int | None, out: Any
+) -> None:
     _pin(cpu)
     asyncio.run(_load_rate(port, path, body, rate, 1.0, conns, ca))  # warm-up
     wall, lat, late = asyncio.run(_load_rate(port, path, body, rate, duration, conns, ca))
@@ -171,8 +175,9 @@ def _in_process(target: Any, *args: Any) -> Any:
 
 
 def _one_review(port: int, path: str, body: bytes, ca: str) -> dict[str, Any]:
-    req = urllib.request.Request(f"https://127.0.0.1:{port}{path}", data=body,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{port}{path}", data=body, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, context=ssl.create_default_context(cafile=ca), timeout=10) as r:
         return json.loads(r.read())["response"]  # type: ignore[no-any-return]
 
@@ -196,7 +201,9 @@ class Servers:
         self.load_cpu = 1 if self.server_cpu is not None else None
 
     def _taskset(self) -> list[str]:
-        return ["taskset", "-c", str(self.server_cpu)] if self.server_cpu is not None and shutil.which("taskset") else []
+        return (
+            ["taskset", "-c", str(self.server_cpu)] if self.server_cpu is not None and shutil.which("taskset") else []
+        )
 
     def up(self, module: Path) -> None:
         import certs
@@ -209,8 +216,12 @@ class Servers:
         self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all", check=True)
         for ns in ("kueue-system", "team-a"):
             self.cluster.kubectl("create", "namespace", ns, check=False)
-        lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-              "metadata": {"name": "q", "namespace": "team-a"}, "spec": {"clusterQueue": "cq"}}
+        lq = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "q", "namespace": "team-a"},
+            "spec": {"clusterQueue": "cq"},
+        }
         self.cluster.kubectl("apply", "-f", "-", input=json.dumps(lq), check=True)
         certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost"])
 
@@ -223,11 +234,27 @@ class Servers:
         (ovl / "upper").mkdir(parents=True)
         (ovl / "work").mkdir()
         config = self.dir / "upstream-config.yaml"
-        config.write_text(UPSTREAM_CONFIG.format(health=self.ports["upstream-health"], port=self.ports["upstream"],
-                                                 cert_dir=self.cert_dir))
-        cmd = [*self._taskset(), "unshare", "-m", "--propagation", "private", "sh", "-c", UNSHARE_SCRIPT, "sh",
-               str(self.kueue_bin / "kueue-manager"), f"--config={config}", f"--kubeconfig={self.cluster.kubeconfig}",
-               "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=error"]
+        config.write_text(
+            UPSTREAM_CONFIG.format(
+                health=self.ports["upstream-health"], port=self.ports["upstream"], cert_dir=self.cert_dir
+            )
+        )
+        cmd = [
+            *self._taskset(),
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            UNSHARE_SCRIPT,
+            "sh",
+            str(self.kueue_bin / "kueue-manager"),
+            f"--config={config}",
+            f"--kubeconfig={self.cluster.kubeconfig}",
+            "--feature-gates=VisibilityOnDemand=false",
+            "--zap-log-level=error",
+        ]
         env = dict(os.environ, OVL=str(ovl), CERTS=str(self.cert_dir))
         self._start("upstream", cmd, env, f"http://127.0.0.1:{self.ports['upstream-health']}/readyz", None)
         return None
@@ -235,22 +262,46 @@ class Servers:
     def start_ours(self) -> None:
         config = self.dir / "our-config.yaml"
         config.write_text(OUR_CONFIG)
-        help_text = subprocess.run([self.python, "-m", "webhook", "serve", "--help"], cwd=ROOT,
-                                   capture_output=True, text=True).stdout
-        cmd = [*self._taskset(), self.python, "-m", "webhook", "serve", "--cert-dir", str(self.cert_dir),
-               "--host", "127.0.0.1", "--port", str(self.ports["ours"]), "--config", str(config),
-               "--kubeconfig", str(self.cluster.kubeconfig), "--log-level", "WARNING"]
+        help_text = subprocess.run(
+            [self.python, "-m", "webhook", "serve", "--help"], cwd=ROOT, capture_output=True, text=True
+        ).stdout
+        cmd = [
+            *self._taskset(),
+            self.python,
+            "-m",
+            "webhook",
+            "serve",
+            "--cert-dir",
+            str(self.cert_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.ports["ours"]),
+            "--config",
+            str(config),
+            "--kubeconfig",
+            str(self.cluster.kubeconfig),
+            "--log-level",
+            "WARNING",
+        ]
         if "--no-worker" in help_text:
             cmd.append("--no-worker")
-        self._start("ours", cmd, dict(os.environ), f"https://127.0.0.1:{self.ports['ours']}/readyz",
-                    ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt")))
+        self._start(
+            "ours",
+            cmd,
+            dict(os.environ),
+            f"https://127.0.0.1:{self.ports['ours']}/readyz",
+            ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt")),
+        )
 
-    def _start(self, name: str, cmd: list[str], env: dict[str, str], ready_url: str,
-               ctx: ssl.SSLContext | None) -> None:
+    def _start(
+        self, name: str, cmd: list[str], env: dict[str, str], ready_url: str, ctx: ssl.SSLContext | None
+    ) -> None:
         log_path = self.dir / f"{name}.log"
         with open(log_path, "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True
+            )
         self.procs[name] = proc
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -344,20 +395,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for side in sides:
                     c0 = servers.cpu_seconds(side)
                     t0 = time.monotonic()
-                    rps, load_cpu = _in_process(_saturate, servers.ports[side], path, body, args.requests,
-                                                args.concurrency, ca, pin)
+                    rps, load_cpu = _in_process(
+                        _saturate, servers.ports[side], path, body, args.requests, args.concurrency, ca, pin
+                    )
                     server_cpu = (servers.cpu_seconds(side) - c0) / (time.monotonic() - t0)
                     runs[side].append((rps, server_cpu, load_cpu))
-                    log(f"{side} {label} #{rep + 1}: saturation {rps:.0f} req/s "
-                        f"(server CPU {server_cpu:.2f}, load CPU {load_cpu:.2f})")
+                    log(
+                        f"{side} {label} #{rep + 1}: saturation {rps:.0f} req/s "
+                        f"(server CPU {server_cpu:.2f}, load CPU {load_cpu:.2f})"
+                    )
             for side in sides:
                 sat[(label, side)] = sorted(runs[side])[len(runs[side]) // 2]
             rates[label] = args.rate_fraction * min(sat[(label, s)][0] for s in sides)
             fruns: dict[str, list[tuple[float, float, float, int]]] = {s: [] for s in sides}
             for rep in range(args.reps):
                 for side in sides:
-                    r = _in_process(_fixed, servers.ports[side], path, body, rates[label], args.duration,
-                                    args.rate_conns, ca, pin)
+                    r = _in_process(
+                        _fixed, servers.ports[side], path, body, rates[label], args.duration, args.rate_conns, ca, pin
+                    )
                     fruns[side].append(r)
                     log(f"{side} {label} @ {rates[label]:.0f}/s #{rep + 1}: p50 {r[1]:.2f} ms, p99 {r[2]:.2f} ms")
             for side in sides:
@@ -366,27 +421,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         servers.down()
 
-    print(f"medians of {args.reps} interleaved runs per side; TLS, keep-alive; "
-          f"saturation: {args.requests} reviews over {args.concurrency} connections; "
-          f"fixed rate: {args.rate_fraction:.0%} of the lower saturation for {args.duration:.0f}s over {args.rate_conns} connections")
+    print(
+        f"medians of {args.reps} interleaved runs per side; TLS, keep-alive; "
+        f"saturation: {args.requests} reviews over {args.concurrency} connections; "
+        f"fixed rate: {args.rate_fraction:.0%} of the lower saturation for {args.duration:.0f}s over {args.rate_conns} connections"
+    )
     if servers.load_cpu is not None:
         print(f"each server pinned to CPU {servers.server_cpu}; the load process to CPU {servers.load_cpu}")
-    print(f"{'handler':<12}{'side':<10}{'sat req/s':>10}{'srv CPU':>9}{'load CPU':>9}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}")
+    print(
+        f"{'handler':<12}{'side':<10}{'sat req/s':>10}{'srv CPU':>9}{'load CPU':>9}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}"
+    )
     for label, _, _ in HANDLERS:
         for side in sides:
             rps, scpu, lcpu = sat[(label, side)]
             _, p50, p99, _ = fixed[(label, side)]
-            print(f"{label:<12}{side:<10}{rps:>10.0f}{scpu:>9.2f}{lcpu:>9.2f}{rates[label]:>8.0f}{p50:>9.2f}{p99:>9.2f}")
+            print(
+                f"{label:<12}{side:<10}{rps:>10.0f}{scpu:>9.2f}{lcpu:>9.2f}{rates[label]:>8.0f}{p50:>9.2f}{p99:>9.2f}"
+            )
         if "upstream" in sides:
             u, o = sat[(label, "upstream")], sat[(label, "ours")]
             fu, fo = fixed[(label, "upstream")], fixed[(label, "ours")]
-            print(f"{label:<12}{'ours/up':<10}{o[0] / u[0]:>10.2f}{'':>9}{'':>9}{'':>8}{fo[1] / fu[1]:>9.2f}{fo[2] / fu[2]:>9.2f}")
+            print(
+                f"{label:<12}{'ours/up':<10}{o[0] / u[0]:>10.2f}{'':>9}{'':>9}{'':>8}{fo[1] / fu[1]:>9.2f}{fo[2] / fu[2]:>9.2f}"
+            )
     if "upstream" not in sides:
         print("upstream: not available (see above)")
     for (label, side), (_, scpu, lcpu) in sat.items():
         if lcpu > 0.9 and scpu < 0.9:
-            print(f"note: {side} {label} saturation is bounded by the load process (load CPU {lcpu:.2f}, "
-                  f"server CPU {scpu:.2f}): a lower bound for that server")
+            print(
+                f"note: {side} {label} saturation is bounded by the load process (load CPU {lcpu:.2f}, "
+                f"server CPU {scpu:.2f}): a lower bound for that server"
+            )
     return 0
 
 

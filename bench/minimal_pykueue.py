@@ -60,8 +60,18 @@ def main(argv: list[str] | None = None) -> int:
     os.close(log)
     os.chdir(ROOT)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    argv_ = [sys.executable, "-m", "webhook", "worker", "--config", str(config),
-             "--kubeconfig", str(Path(args.kubeconfig).resolve()), "--log-level", "WARNING"]
+    argv_ = [
+        sys.executable,
+        "-m",
+        "webhook",
+        "worker",
+        "--config",
+        str(config),
+        "--kubeconfig",
+        str(Path(args.kubeconfig).resolve()),
+        "--log-level",
+        "WARNING",
+    ]
     os.execve(sys.executable, argv_, env)  # never returns
 
 

@@ -47,10 +47,13 @@ def _profiled_serve(port: int, cert_dir: str, out: str) -> None:
             yield
 
     logging.disable(logging.CRITICAL)
-    cfg = parse("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                "integrations:\n  frameworks: [batch/job, pod]\n")
-    config = uvicorn.Config(create_app(cfg), host="127.0.0.1", port=port, log_config=None, access_log=False,
-                            lifespan="off")
+    cfg = parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "integrations:\n  frameworks: [batch/job, pod]\n"
+    )
+    config = uvicorn.Config(
+        create_app(cfg), host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="off"
+    )
     config.load()
     config.ssl = tls.server_context(cert_dir)
     prof = cProfile.Profile()
@@ -83,22 +86,26 @@ def main(argv: list[str] | None = None) -> int:
         try:
             bw._wait(port)
             q: Any = mp.Queue()
-            load = mp.Process(target=bw._measure, args=(port, path, make(), args.requests, args.concurrency,
-                                                        os.path.join(d, "ca.crt"), q))
+            load = mp.Process(
+                target=bw._measure,
+                args=(port, path, make(), args.requests, args.concurrency, os.path.join(d, "ca.crt"), q),
+            )
             load.start()
             rps, p50, p99 = q.get(timeout=600)
             load.join()
         finally:
             server.terminate()  # SIGTERM: uvicorn shuts down, the profile is dumped
             server.join(30)
-    print(f"mutate {args.kind} under cProfile: {rps:.0f} req/s, p50 {p50:.2f} ms, p99 {p99:.2f} ms "
-          f"(profiling overhead included; compare with bench_webhook.py for absolute numbers)")
+    print(
+        f"mutate {args.kind} under cProfile: {rps:.0f} req/s, p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+        f"(profiling overhead included; compare with bench_webhook.py for absolute numbers)"
+    )
     for key in ("tottime", "cumulative"):
         buf = io.StringIO()
         pstats.Stats(str(out), stream=buf).strip_dirs().sort_stats(key).print_stats(args.top)
         text = buf.getvalue()
         print(f"--- top {args.top} by {key}")
-        print(text[text.index("   ncalls"):] if "   ncalls" in text else text)
+        print(text[text.index("   ncalls") :] if "   ncalls" in text else text)
     print(f"raw stats: {out}")
     return 0
 

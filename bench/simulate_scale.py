@@ -34,13 +34,41 @@ sys.path.insert(0, str(ROOT))
 from webhook.core.cycle import AdmissionCore, Admit, Preempt, SchedulerConfig  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-BASELINE = {"cohorts": [{"className": "cohort", "count": 1, "queuesSets": [{
-    "className": "cq", "count": 6, "nominalQuota": 20, "borrowingLimit": 100, "reclaimWithinCohort": "Any",
-    "withinClusterQueue": "LowerPriority", "workloadsSets": [
-        {"count": 350, "creationIntervalMs": 100, "workloads": [{"className": "small", "runtimeMs": 200, "priority": 50, "request": 1}]},
-        {"count": 100, "creationIntervalMs": 500, "workloads": [{"className": "medium", "runtimeMs": 500, "priority": 100, "request": 5}]},
-        {"count": 50, "creationIntervalMs": 1200, "workloads": [{"className": "large", "runtimeMs": 1000, "priority": 200, "request": 20}]},
-    ]}]}]}
+BASELINE = {
+    "cohorts": [
+        {
+            "className": "cohort",
+            "count": 1,
+            "queuesSets": [
+                {
+                    "className": "cq",
+                    "count": 6,
+                    "nominalQuota": 20,
+                    "borrowingLimit": 100,
+                    "reclaimWithinCohort": "Any",
+                    "withinClusterQueue": "LowerPriority",
+                    "workloadsSets": [
+                        {
+                            "count": 350,
+                            "creationIntervalMs": 100,
+                            "workloads": [{"className": "small", "runtimeMs": 200, "priority": 50, "request": 1}],
+                        },
+                        {
+                            "count": 100,
+                            "creationIntervalMs": 500,
+                            "workloads": [{"className": "medium", "runtimeMs": 500, "priority": 100, "request": 5}],
+                        },
+                        {
+                            "count": 50,
+                            "creationIntervalMs": 1200,
+                            "workloads": [{"className": "large", "runtimeMs": 1000, "priority": 200, "request": 20}],
+                        },
+                    ],
+                }
+            ],
+        }
+    ]
+}
 
 
 def _ts(at: datetime) -> str:
@@ -69,30 +97,90 @@ def _objects(config: dict[str, Any]) -> tuple[list[tuple[str, dict[str, Any]]], 
     for qs in cohort["queuesSets"]:
         for qi in range(qs["count"]):
             name = f"{qs['className']}-0-{qi}-{cohort['className']}-0"
-            objs.append(("cq", {"metadata": {"name": name, "generation": 1}, "spec": {
-                "cohortName": f"{cohort['className']}-0", "namespaceSelector": {},
-                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "rf", "resources": [
-                    {"name": "cpu", "nominalQuota": str(qs["nominalQuota"]), "borrowingLimit": str(qs["borrowingLimit"])}]}]}],
-                "preemption": {"reclaimWithinCohort": qs["reclaimWithinCohort"], "withinClusterQueue": qs["withinClusterQueue"]},
-            }}))
+            objs.append(
+                (
+                    "cq",
+                    {
+                        "metadata": {"name": name, "generation": 1},
+                        "spec": {
+                            "cohortName": f"{cohort['className']}-0",
+                            "namespaceSelector": {},
+                            "resourceGroups": [
+                                {
+                                    "coveredResources": ["cpu"],
+                                    "flavors": [
+                                        {
+                                            "name": "rf",
+                                            "resources": [
+                                                {
+                                                    "name": "cpu",
+                                                    "nominalQuota": str(qs["nominalQuota"]),
+                                                    "borrowingLimit": str(qs["borrowingLimit"]),
+                                                }
+                                            ],
+                                        }
+                                    ],
+                                }
+                            ],
+                            "preemption": {
+                                "reclaimWithinCohort": qs["reclaimWithinCohort"],
+                                "withinClusterQueue": qs["withinClusterQueue"],
+                            },
+                        },
+                    },
+                )
+            )
             objs.append(("lq", {"metadata": {"name": name, "namespace": name}, "spec": {"clusterQueue": name}}))
             for si, ws in enumerate(qs["workloadsSets"]):
                 for i in range(ws["count"]):
                     for wt in ws["workloads"]:
                         created = T0 + timedelta(milliseconds=ws["creationIntervalMs"] * (i + 1))
-                        wls.append(Wl(f"{wt['className']}-{si}-{i}-0", name, wt["className"], int(wt["priority"]),
-                                      int(wt["request"]), int(wt["runtimeMs"]), created))
+                        wls.append(
+                            Wl(
+                                f"{wt['className']}-{si}-{i}-0",
+                                name,
+                                wt["className"],
+                                int(wt["priority"]),
+                                int(wt["request"]),
+                                int(wt["runtimeMs"]),
+                                created,
+                            )
+                        )
     return objs, wls
 
 
 def _pending_obj(w: Wl, at: datetime, evicted: bool) -> dict[str, Any]:
-    conds = [{"type": "Evicted", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": _ts(at)},
-             {"type": "Requeued", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": _ts(at)}] if evicted else []
-    return {"metadata": {"name": w.name, "namespace": w.ns, "uid": f"{w.ns}/{w.name}", "generation": 1,
-                         "creationTimestamp": w.created.isoformat()},
-            "spec": {"queueName": w.ns, "priority": w.priority, "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": str(w.request)}}}]}}}]},
-            "status": {"conditions": conds}}
+    conds = (
+        [
+            {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": _ts(at)},
+            {"type": "Requeued", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": _ts(at)},
+        ]
+        if evicted
+        else []
+    )
+    return {
+        "metadata": {
+            "name": w.name,
+            "namespace": w.ns,
+            "uid": f"{w.ns}/{w.name}",
+            "generation": 1,
+            "creationTimestamp": w.created.isoformat(),
+        },
+        "spec": {
+            "queueName": w.ns,
+            "priority": w.priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": str(w.request)}}}]}
+                    },
+                }
+            ],
+        },
+        "status": {"conditions": conds},
+    }
 
 
 @dataclass
@@ -103,7 +191,9 @@ class Outcome:
     end_s: float = 0.0
 
 
-def simulate(config: dict[str, Any], sched: SchedulerConfig, *, write_qps: float, step_ms: int, backlog: int = 0) -> Outcome:
+def simulate(
+    config: dict[str, Any], sched: SchedulerConfig, *, write_qps: float, step_ms: int, backlog: int = 0
+) -> Outcome:
     """One replay; `write_qps` > 0 delays admission and eviction writes through one token bucket;
     `backlog` > 0 schedules only while fewer writes than that are waiting to land."""
     core = AdmissionCore(sched)
@@ -143,8 +233,15 @@ def simulate(config: dict[str, Any], sched: SchedulerConfig, *, write_qps: float
             w = by_key[key]
             if what == "finish":
                 done = copy.deepcopy(w.obj)
-                done["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded", "message": "",
-                                                     "lastTransitionTime": _ts(at)})
+                done["status"]["conditions"].append(
+                    {
+                        "type": "Finished",
+                        "status": "True",
+                        "reason": "Succeeded",
+                        "message": "",
+                        "lastTransitionTime": _ts(at),
+                    }
+                )
                 core.on_workload(done, at)
             elif what == "land-admit":
                 core.on_workload(w.obj, at)
@@ -161,9 +258,18 @@ def simulate(config: dict[str, Any], sched: SchedulerConfig, *, write_qps: float
                     w = by_key[str(d.key)]
                     obj = copy.deepcopy(w.obj)
                     obj["status"]["admission"] = dict(d.admission)
-                    obj["status"]["conditions"] = [c for c in obj["status"]["conditions"] if c["type"] not in ("Evicted",)] + [
-                        {"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message,
-                         "lastTransitionTime": _ts(now)} for cv in d.conditions]
+                    obj["status"]["conditions"] = [
+                        c for c in obj["status"]["conditions"] if c["type"] not in ("Evicted",)
+                    ] + [
+                        {
+                            "type": cv.type,
+                            "status": cv.status,
+                            "reason": cv.reason,
+                            "message": cv.message,
+                            "lastTransitionTime": _ts(now),
+                        }
+                        for cv in d.conditions
+                    ]
                     w.obj = obj
                     out.admissions += 1
                     if w.admitted_at is None:
@@ -199,7 +305,9 @@ VARIANTS = {
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", type=Path, help="generator config (default: upstream's baseline); its first cohort is replayed")
+    p.add_argument(
+        "--config", type=Path, help="generator config (default: upstream's baseline); its first cohort is replayed"
+    )
     p.add_argument("--write-qps", type=float, default=0.0, help="admission and eviction writes per second (0: instant)")
     p.add_argument("--step-ms", type=int, default=20, help="simulated time between scheduling rounds")
     p.add_argument("--only", choices=list(VARIANTS), help="run one variant")
@@ -210,10 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, kw in VARIANTS.items():
         if args.only and name != args.only:
             continue
-        o = simulate(config, SchedulerConfig(**kw), write_qps=args.write_qps, step_ms=args.step_ms,
-                     backlog=args.backlog)  # type: ignore[arg-type]
+        o = simulate(
+            config, SchedulerConfig(**kw), write_qps=args.write_qps, step_ms=args.step_ms, backlog=args.backlog
+        )  # type: ignore[arg-type]
         ev = "/".join(str(o.evictions[c]) for c in ("small", "medium", "large"))
-        avg = "/".join(f"{sum(v) / len(v) / 1000:.1f}" for v in (o.admit_ms.get(c, [0]) for c in ("small", "medium", "large")))
+        avg = "/".join(
+            f"{sum(v) / len(v) / 1000:.1f}" for v in (o.admit_ms.get(c, [0]) for c in ("small", "medium", "large"))
+        )
         print(f"{name:<50}{ev:>18}{o.admissions:>12}{o.end_s:>8.0f}  {avg}", flush=True)
     return 0
 

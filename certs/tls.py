@@ -128,9 +128,7 @@ def _san(host: str) -> x509.GeneralName:
         return x509.DNSName(host)
 
 
-def make_serving_cert(
-    ca: CA, hosts: Sequence[str], *, days: int = 365, now: datetime | None = None
-) -> ServingCert:
+def make_serving_cert(ca: CA, hosts: Sequence[str], *, days: int = 365, now: datetime | None = None) -> ServingCert:
     """A serverAuth certificate for `hosts` (DNS names or IP addresses), signed by `ca`."""
     if not hosts:
         raise ValueError("at least one host is required")
@@ -194,7 +192,9 @@ def load_ca(cert_pem: bytes, key_pem: bytes) -> CA:
 
 def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     """Unencrypted PKCS#8 PEM of a private key."""
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def write_pems(out_dir: str | os.PathLike[str], *, ca_crt: bytes, tls_crt: bytes, tls_key: bytes) -> bool:

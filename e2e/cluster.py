@@ -120,6 +120,7 @@ NODES: tuple[FakeNode, ...] = (
     FakeNode("kwok-gpu-2", {"nvidia.com/gpu.present": "true"}, {GPU_RESOURCE: GPU_PER_NODE}),
 )
 
+
 @dataclass(frozen=True)
 class RealNodeSpec:
     """One real node (e2e/node.py: containerd, kubelet, kube-proxy) and what the control plane does for it.
@@ -164,8 +165,12 @@ class HostExec:
 
     def manifest(self) -> dict[str, Any]:
         envs = [{"name": "PATH", "value": self.path}, *({"name": k, "value": v} for k, v in sorted(self.env.items()))]
-        return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "ClusterExec", "metadata": {"name": "host-exec"},
-                "spec": {"execs": [{"local": {"envs": envs}}]}}
+        return {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "ClusterExec",
+            "metadata": {"name": "host-exec"},
+            "spec": {"execs": [{"local": {"envs": envs}}]},
+        }
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -357,9 +362,7 @@ class _Pki:
                 .not_valid_after(until)
                 .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                 .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-                .add_extension(
-                    x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-                )
+                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             )
             if sans:
                 builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -384,10 +387,15 @@ class _Pki:
             self.serving_key,
         )
         if node:
-            node_sans: list[x509.GeneralName] = [
-                x509.DNSName(node.name), x509.IPAddress(ipaddress.ip_address(node.ip))]
-            issue(f"system:node:{node.name}", ["system:nodes"], ExtendedKeyUsageOID.SERVER_AUTH, node_sans,
-                  self.kubelet_crt, self.kubelet_key)
+            node_sans: list[x509.GeneralName] = [x509.DNSName(node.name), x509.IPAddress(ipaddress.ip_address(node.ip))]
+            issue(
+                f"system:node:{node.name}",
+                ["system:nodes"],
+                ExtendedKeyUsageOID.SERVER_AUTH,
+                node_sans,
+                self.kubelet_crt,
+                self.kubelet_key,
+            )
         issue(
             "front-proxy-client",
             [],
@@ -402,9 +410,7 @@ class _Pki:
         sa = self._key()
         self._write_key(self.sa_key, sa)
         self.sa_pub.write_bytes(
-            sa.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
+            sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         )
 
 
@@ -435,8 +441,15 @@ def spawn(name: str, cmd: Sequence[str], *, log_path: Path, cwd: Path, env: Mapp
     with open(log_path, "ab") as out:
         out.write(f"# {' '.join(cmd)}\n".encode())
         out.flush()
-        popen = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                 cwd=cwd, start_new_session=True, env=dict(env))
+        popen = subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+            env=dict(env),
+        )
     return Proc(name, popen.pid, proc_start_time(popen.pid), log_path, popen)
 
 
@@ -606,12 +619,20 @@ class Cluster:
             raise ClusterError("place namespace", "this cluster was started without a real node")
         node = self.real_node
         toleration = {"key": node.taint["key"], "operator": "Exists", "effect": node.taint["effect"]}
-        manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "annotations": {
-            "scheduler.alpha.kubernetes.io/node-selector": ",".join(f"{k}={v}" for k, v in node.labels.items()),
-            "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
-        }}}
-        res = self.kubectl("apply", "--server-side", "--field-manager=pykueue-real-node", "-f", "-",
-                           input=json.dumps(manifest))
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": namespace,
+                "annotations": {
+                    "scheduler.alpha.kubernetes.io/node-selector": ",".join(f"{k}={v}" for k, v in node.labels.items()),
+                    "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
+                },
+            },
+        }
+        res = self.kubectl(
+            "apply", "--server-side", "--field-manager=pykueue-real-node", "-f", "-", input=json.dumps(manifest)
+        )
         if res.returncode != 0:
             raise ClusterError("place namespace", f"kubectl apply of namespace {namespace}: {res.stderr.strip()}")
 
@@ -686,8 +707,13 @@ class Cluster:
         """Stop one component (SIGTERM, then SIGKILL), keep it down `down_for` s, start it with the
         same command and wait until it is ready again; etcd data and the other components are kept.
         Returns the seconds from the stop until ready."""
-        commands = {"etcd": self._etcd_cmd, "kube-apiserver": self._apiserver_cmd, "kube-controller-manager": self._kcm_cmd,
-                    "kube-scheduler": self._scheduler_cmd, "kwok": self._kwok_cmd}
+        commands = {
+            "etcd": self._etcd_cmd,
+            "kube-apiserver": self._apiserver_cmd,
+            "kube-controller-manager": self._kcm_cmd,
+            "kube-scheduler": self._scheduler_cmd,
+            "kwok": self._kwok_cmd,
+        }
         if name not in commands:
             raise ValueError(f"unknown component {name!r}; one of {sorted(commands)}")
         with self._lock:
@@ -708,7 +734,9 @@ class Cluster:
             if name == "kube-apiserver":
                 self._wait("kube-apiserver ready", name, self._apiserver_ready, timeout=max(self.step_timeout, 90))
             elif name == "etcd":
-                self._wait("etcd ready", name, lambda: _get(self.ports["etcd"], "/health", None)[1].find(b'"true"') >= 0)
+                self._wait(
+                    "etcd ready", name, lambda: _get(self.ports["etcd"], "/health", None)[1].find(b'"true"') >= 0
+                )
             else:
                 self._wait(f"{name} ready", name, self._healthz_probe(self.ports[name], _insecure_ctx()))
             return time.monotonic() - started
@@ -716,9 +744,7 @@ class Cluster:
     def __enter__(self) -> Cluster:
         return self.up()
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.down()
 
     # ------------------------------------------------------------------ bring-up
@@ -731,8 +757,11 @@ class Cluster:
                 raise ClusterError("find binaries", f"{bin_dir / exe} missing or not executable")
 
         if self.real_node is not None and not _in_named_network_namespace():
-            raise ClusterError("check network namespace", "with a real node the apiserver listens on 0.0.0.0: "
-                               "run inside the private network namespace of e2e/node.py")
+            raise ClusterError(
+                "check network namespace",
+                "with a real node the apiserver listens on 0.0.0.0: "
+                "run inside the private network namespace of e2e/node.py",
+            )
 
         # A previous run in this directory (crashed test session, forgotten `up`) goes first.
         stale = self._recorded_procs()
@@ -758,9 +787,7 @@ class Cluster:
         self._write_kwok_config(run_seconds)
 
         self._start("etcd", self._etcd_cmd())
-        self._wait(
-            "etcd ready", "etcd", lambda: _get(self.ports["etcd"], "/health", None)[1].find(b'"true"') >= 0
-        )
+        self._wait("etcd ready", "etcd", lambda: _get(self.ports["etcd"], "/health", None)[1].find(b'"true"') >= 0)
 
         self._start("kube-apiserver", self._apiserver_cmd())
         self._wait(
@@ -821,9 +848,7 @@ class Cluster:
         except Exception as exc:
             raise ClusterError(name, f"{type(exc).__name__}: {exc}", time.monotonic() - started) from exc
 
-    def _wait(
-        self, step: str, component: str, probe: Callable[[], bool], timeout: float | None = None
-    ) -> None:
+    def _wait(self, step: str, component: str, probe: Callable[[], bool], timeout: float | None = None) -> None:
         """Poll `probe` until true; fail fast if the component died, else after the timeout."""
         timeout = timeout or self.step_timeout
         started = time.monotonic()
@@ -838,13 +863,9 @@ class Cluster:
             except (OSError, ssl.SSLError, http.client.HTTPException, ValueError, KeyError) as exc:
                 last_err = f"{type(exc).__name__}: {exc}"
             if proc is not None and not proc.alive():
-                raise ClusterError(
-                    step, f"{component} exited with code {proc.exit_code()}", elapsed, tail(proc.log)
-                )
+                raise ClusterError(step, f"{component} exited with code {proc.exit_code()}", elapsed, tail(proc.log))
             if elapsed > timeout:
-                detail = f"timed out waiting for {component}" + (
-                    f" (last error: {last_err})" if last_err else ""
-                )
+                detail = f"timed out waiting for {component}" + (f" (last error: {last_err})" if last_err else "")
                 log_path = proc.log if proc else self.logs_dir / f"{component}.log"
                 raise ClusterError(step, detail, elapsed, tail(log_path))
             time.sleep(0.2)
@@ -1194,9 +1215,7 @@ def _iter_status_lines(st: dict[str, Any]) -> Iterator[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["up", "down", "status"])
     parser.add_argument("--dir", type=Path, default=None, help=f"state directory (default {DEFAULT_DIR})")
     args = parser.parse_args(argv)

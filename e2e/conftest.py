@@ -31,10 +31,16 @@ class Kubectl:
         self.binary = kubectl
         self.stack: Any = None  # the local `stack.Stack` when this session started one, else None
 
-    def __call__(self, *args: str, input: str | None = None, check: bool = True,
-                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([self.binary, "--kubeconfig", str(self.kubeconfig), *args], input=input,
-                              capture_output=True, text=True, timeout=timeout)
+    def __call__(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [self.binary, "--kubeconfig", str(self.kubeconfig), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc
@@ -52,7 +58,7 @@ def metric_sample(text: str, metric: str, **labels: str) -> float | None:
     for line in text.splitlines():
         if not line.startswith(metric + "{"):
             continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(metric):line.rindex("}") + 1]))
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(metric) : line.rindex("}") + 1]))
         if all(got.get(k) == v for k, v in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     return None
@@ -65,8 +71,11 @@ def local_stack(kubectl: Kubectl) -> Any:
     `-m "not local_stack"` (as `make e2e-kind` does); run anyway, they fail here, never skip.
     """
     if kubectl.stack is None:
-        pytest.fail("this test drives our processes on the host: it needs the local stack, not KUBECONFIG_E2E "
-                    "(deselect it with -m 'not local_stack')", pytrace=False)
+        pytest.fail(
+            "this test drives our processes on the host: it needs the local stack, not KUBECONFIG_E2E "
+            "(deselect it with -m 'not local_stack')",
+            pytrace=False,
+        )
     return kubectl.stack
 
 
@@ -111,6 +120,15 @@ def namespace(kubectl: Kubectl) -> Iterator[str]:
     pods = kubectl.get("pods", "-n", name)["items"]
     for pod in pods:
         if pod["metadata"].get("finalizers"):
-            kubectl("patch", "pod", "-n", name, pod["metadata"]["name"], "--type=json",
-                    "-p", '[{"op":"remove","path":"/metadata/finalizers"}]', check=False)
+            kubectl(
+                "patch",
+                "pod",
+                "-n",
+                name,
+                pod["metadata"]["name"],
+                "--type=json",
+                "-p",
+                '[{"op":"remove","path":"/metadata/finalizers"}]',
+                check=False,
+            )
     kubectl("delete", "namespace", name, "--wait=false", check=False)

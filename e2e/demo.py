@@ -53,7 +53,10 @@ def _admitted(run: Callable[..., str]) -> dict[str, Any] | None:
 
 
 def _finished(run: Callable[..., str], name: str) -> bool:
-    return _condition(json.loads(run("get", "workload", "-n", NAMESPACE, name, "-o", "json", show=False)), "Finished") == "True"
+    return (
+        _condition(json.loads(run("get", "workload", "-n", NAMESPACE, name, "-o", "json", show=False)), "Finished")
+        == "True"
+    )
 
 
 def main() -> int:
@@ -103,23 +106,51 @@ def main() -> int:
     step("Its Workload: created by the admission worker, quota reserved in ClusterQueue research, admitted")
     wl = wait(run, "the Workload to be admitted", lambda: _admitted(run))
     run("get", "workloads", "-n", NAMESPACE)
-    print(f"workload {wl['metadata']['name']}: "
-          + ", ".join(f"{c['type']}={c['status']} ({c['reason']})" for c in wl["status"]["conditions"]))
+    print(
+        f"workload {wl['metadata']['name']}: "
+        + ", ".join(f"{c['type']}={c['status']} ({c['reason']})" for c in wl["status"]["conditions"])
+    )
     step("The Job runs on a GPU node: the flavor's nodeLabels were merged into its nodeSelector")
-    run("get", "job", "-n", NAMESPACE, name, "-o", "jsonpath={.spec.suspend} {.spec.template.spec.nodeSelector}{\"\\n\"}")
-    wait(run, "the pod to be bound", lambda: any(p["spec"].get("nodeName") for p in json.loads(
-        run("get", "pods", "-n", NAMESPACE, "-l", f"job-name={name}", "-o", "json", show=False))["items"]))
+    run("get", "job", "-n", NAMESPACE, name, "-o", 'jsonpath={.spec.suspend} {.spec.template.spec.nodeSelector}{"\\n"}')
+    wait(
+        run,
+        "the pod to be bound",
+        lambda: any(
+            p["spec"].get("nodeName")
+            for p in json.loads(
+                run("get", "pods", "-n", NAMESPACE, "-l", f"job-name={name}", "-o", "json", show=False)
+            )["items"]
+        ),
+    )
     run("get", "pods", "-n", NAMESPACE, "-l", f"job-name={name}", "-o", "wide")
     step("ClusterQueue research while it runs")
-    run("get", "clusterqueue", "research", "-o",
-        "jsonpath=flavorsUsage={.status.flavorsUsage} admittedWorkloads={.status.admittedWorkloads}{\"\\n\"}")
+    run(
+        "get",
+        "clusterqueue",
+        "research",
+        "-o",
+        'jsonpath=flavorsUsage={.status.flavorsUsage} admittedWorkloads={.status.admittedWorkloads}{"\\n"}',
+    )
     step("After the Job completes, its Workload is Finished and the quota is released")
     wait(run, "Finished", lambda: _finished(run, wl["metadata"]["name"]), timeout=60)
     run("get", "workloads", "-n", NAMESPACE)
-    wait(run, "usage back to 0", lambda: json.loads(run("get", "clusterqueue", "research", "-o", "json", show=False))
-         ["status"].get("admittedWorkloads") == 0)
-    run("get", "clusterqueue", "research", "-o",
-        "jsonpath=flavorsUsage={.status.flavorsUsage} admittedWorkloads={.status.admittedWorkloads}{\"\\n\"}")
+    wait(
+        run,
+        "usage back to 0",
+        lambda: (
+            json.loads(run("get", "clusterqueue", "research", "-o", "json", show=False))["status"].get(
+                "admittedWorkloads"
+            )
+            == 0
+        ),
+    )
+    run(
+        "get",
+        "clusterqueue",
+        "research",
+        "-o",
+        'jsonpath=flavorsUsage={.status.flavorsUsage} admittedWorkloads={.status.admittedWorkloads}{"\\n"}',
+    )
     if not args.cluster:
         print(f"\nThe local stack keeps running (kubeconfig {stack.kubeconfig}); `make down` stops it.")
     return 0

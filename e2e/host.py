@@ -80,8 +80,9 @@ def ensure_packages(wanted: Mapping[str, str]) -> None:
     for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]):
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         if res.returncode != 0:
-            raise HostError(f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.strip()[-2000:]}; "
-                            f"install by hand: {command}")
+            raise HostError(
+                f"{' '.join(cmd)} exited {res.returncode}: {res.stderr.strip()[-2000:]}; install by hand: {command}"
+            )
     still = missing_packages(wanted)
     if still:
         raise HostError(f"apt-get installed {', '.join(missing)} but {', '.join(still)} still lack files")

@@ -114,8 +114,14 @@ def _chroot_on_overlay(lowers: Sequence[Path], upper: Path, scratch: Path) -> It
 
 def _chroot(step: str, root: Path, script: str, *args: str, network: bool = False) -> None:
     """Run `script` (sh -e) in the chroot with a clean environment; `network` lets pip reach PyPI."""
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
-           "PIP_NO_CACHE_DIR": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "PIP_NO_CACHE_DIR": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+    }
     if network:
         shutil.copyfile("/etc/resolv.conf", root / "etc" / "resolv.conf")
         shutil.copyfile(HOST_CA_BUNDLE, root / "tmp" / "host-ca.crt")
@@ -151,8 +157,17 @@ def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     started = time.monotonic()
     log(f"debootstrap {SUITE} (minbase + {', '.join(BASE_PACKAGES)}): once, takes a few minutes")
     try:
-        _run("debootstrap", ["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
-                             SUITE, str(tmp / "rootfs"), MIRROR])
+        _run(
+            "debootstrap",
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                SUITE,
+                str(tmp / "rootfs"),
+                MIRROR,
+            ],
+        )
     finally:
         host.unmount_under(tmp)
     rootfs = tmp / "rootfs"
@@ -186,8 +201,13 @@ def deps_layer(cache: Path, rootfs: Path, base: oci.Layer, reqs: Sequence[str]) 
     started = time.monotonic()
     log(f"installing {len(reqs)} requirements into {VENV} (pyproject.toml changed or first build)")
     with _chroot_on_overlay([rootfs], tmp / "upper", tmp / "scratch") as root:
-        _chroot("pip install dependencies", root,
-                f'python3 -m venv {VENV}\n{VENV}/bin/pip install -q "$@"', *reqs, network=True)
+        _chroot(
+            "pip install dependencies",
+            root,
+            f'python3 -m venv {VENV}\n{VENV}/bin/pip install -q "$@"',
+            *reqs,
+            network=True,
+        )
         for name, line in zip(("passwd", "group"), USER_LINES, strict=True):
             with (root / "etc" / name).open("a") as f:
                 f.write(line)
@@ -246,8 +266,9 @@ def build_pause(out: Path, *, binary: Path) -> str:
         shutil.copy2(binary, root / "pause")
         layer_tar = Path(tmp) / "layer.tar"
         oci.write_layer(root, layer_tar)
-        return oci.write_archive(out, tag=PAUSE_IMAGE, layers=[oci.Layer.of(layer_tar, "COPY pause /pause")],
-                                 config=PAUSE_CONFIG)
+        return oci.write_archive(
+            out, tag=PAUSE_IMAGE, layers=[oci.Layer.of(layer_tar, "COPY pause /pause")], config=PAUSE_CONFIG
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -60,8 +60,15 @@ CNI_CACHE = Path("/var/lib/cni")
 #: The kubelet's device-plugin registration socket: a fixed path, whatever --root-dir says.
 DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
 #: Directories the daemons create outside their configured paths, children first; removed when empty.
-HOST_DIRS = (Path("/var/log/containers"), DEVICE_PLUGIN_SOCKET.parent, DEVICE_PLUGIN_SOCKET.parent.parent,
-             CNI_CACHE / "results", CNI_CACHE, Path("/run/containerd/s"), Path("/run/containerd"))
+HOST_DIRS = (
+    Path("/var/log/containers"),
+    DEVICE_PLUGIN_SOCKET.parent,
+    DEVICE_PLUGIN_SOCKET.parent.parent,
+    CNI_CACHE / "results",
+    CNI_CACHE,
+    Path("/run/containerd/s"),
+    Path("/run/containerd"),
+)
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: containerd finds runc and its shim, kube-proxy iptables and conntrack, here.
 DAEMON_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -107,8 +114,17 @@ class NetworkNamespace:
             ["ip", "-n", self.name, "route", "add", SERVICE_CIDR, "dev", self.link, "src", self.node.ip],
             # Pods reach each other and the apiserver through the bridge: forward, and let kube-proxy's
             # iptables rules see bridged packets (hairpin to a pod's own Service).
-            ["ip", "netns", "exec", self.name, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1",
-             "net.bridge.bridge-nf-call-iptables=1"],
+            [
+                "ip",
+                "netns",
+                "exec",
+                self.name,
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv4.ip_forward=1",
+                "net.bridge.bridge-nf-call-iptables=1",
+            ],
         ]
         for cmd in steps:
             res = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -167,8 +183,9 @@ class RealNode:
     teardown does not spend seconds deleting hundreds of MB.
     """
 
-    def __init__(self, cluster: Cluster, directory: Path, *, images: Sequence[Path] = (),
-                 timeout: float = 120.0) -> None:
+    def __init__(
+        self, cluster: Cluster, directory: Path, *, images: Sequence[Path] = (), timeout: float = 120.0
+    ) -> None:
         if cluster.real_node is None:
             raise ValueError("the cluster was not started with a real node (Cluster(real_node=...))")
         self.cluster = cluster
@@ -189,8 +206,13 @@ class RealNode:
         return self.dir / "logs"
 
     def _ctr(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        return subprocess.run(
+            ["ctr", "--address", str(self.socket), "--namespace", "k8s.io", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
     # ------------------------------------------------------------------ public API
 
@@ -255,16 +277,16 @@ class RealNode:
 
     def _start(self, name: str, cmd: list[str]) -> Proc:
         try:
-            proc = spawn(name, cmd, log_path=self.logs_dir / f"{name}.log", cwd=self.dir,
-                         env={"PATH": DAEMON_PATH})
+            proc = spawn(name, cmd, log_path=self.logs_dir / f"{name}.log", cwd=self.dir, env={"PATH": DAEMON_PATH})
         except OSError as exc:
             raise ClusterError(f"start {name}", str(exc)) from exc
         write_pid_file(self.dir / "pids", [*self._procs, proc])
         log(f"started {name} (pid {proc.pid}, log {proc.log})")
         return proc
 
-    def _wait(self, step: str, probe: Callable[[], bool], *, component: str | None = None,
-              timeout: float | None = None) -> None:
+    def _wait(
+        self, step: str, probe: Callable[[], bool], *, component: str | None = None, timeout: float | None = None
+    ) -> None:
         """Poll `probe`; fail fast if `component` died, else after the timeout (its log tail attached)."""
         started = time.monotonic()
         proc = next((p for p in self._procs if p.name == component), None)
@@ -322,8 +344,9 @@ class RealNode:
 
     def _write_configs(self) -> None:
         state = self.socket.parent
-        (self.dir / "containerd" / "config.toml").write_text(_containerd_toml(
-            root=host.cache_root() / "containerd", state=state, cni_conf=self.dir / "cni"))
+        (self.dir / "containerd" / "config.toml").write_text(
+            _containerd_toml(root=host.cache_root() / "containerd", state=state, cni_conf=self.dir / "cni")
+        )
         (self.dir / "cni" / f"10-{CNI_NETWORK}.conflist").write_text(json.dumps(self._cni_conflist(), indent=2))
         # No cluster DNS here: our server reaches the API by the Service IP in its environment.
         (self.dir / "resolv.conf").write_text("nameserver 127.0.0.1\noptions ndots:1\n")
@@ -334,11 +357,21 @@ class RealNode:
         return {
             "cniVersion": "1.0.0",
             "name": CNI_NETWORK,
-            "plugins": [{
-                "type": "bridge", "bridge": CNI_BRIDGE, "isGateway": True, "ipMasq": False, "hairpinMode": True,
-                "ipam": {"type": "host-local", "ranges": [[{"subnet": self.spec.pod_cidr}]],
-                         "routes": [{"dst": "0.0.0.0/0"}], "dataDir": str(self.dir / "cni-ipam")},
-            }],
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": CNI_BRIDGE,
+                    "isGateway": True,
+                    "ipMasq": False,
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": self.spec.pod_cidr}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],
+                        "dataDir": str(self.dir / "cni-ipam"),
+                    },
+                }
+            ],
         }
 
     def _kubelet_config(self) -> dict[str, Any]:
@@ -356,8 +389,11 @@ class RealNode:
             "tlsCertFile": str(crt),
             "tlsPrivateKeyFile": str(key),
             # The apiserver comes with a client certificate from our CA; the rest with tokens.
-            "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
-                               "x509": {"clientCAFile": str(self.cluster.ca_crt)}},
+            "authentication": {
+                "anonymous": {"enabled": False},
+                "webhook": {"enabled": True},
+                "x509": {"clientCAFile": str(self.cluster.ca_crt)},
+            },
             "authorization": {"mode": "Webhook"},
             "registerWithTaints": [self.spec.taint],
             "clusterDomain": "cluster.local",
@@ -367,8 +403,12 @@ class RealNode:
             # The disk is shared with the rest of the machine: never evict or collect our imported images.
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
-            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%",
-                             "nodefs.inodesFree": "1%"},
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+                "nodefs.inodesFree": "1%",
+            },
             "nodeStatusReportFrequency": "10s",
             "syncFrequency": "10s",
         }
@@ -398,8 +438,12 @@ class RealNode:
             "metricsBindAddress": "127.0.0.1:10249",
             # Conntrack limits are host-wide sysctls: leave them alone.
             "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
-            "iptables": {"localhostNodePorts": False, "masqueradeAll": False, "minSyncPeriod": "1s",
-                         "syncPeriod": "30s"},
+            "iptables": {
+                "localhostNodePorts": False,
+                "masqueradeAll": False,
+                "minSyncPeriod": "1s",
+                "syncPeriod": "30s",
+            },
             "nodePortAddresses": ["primary"],
         }
 

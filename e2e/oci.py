@@ -55,8 +55,7 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def write_layer(root: Path, out: Path, *, paths: Iterable[str] = (".",),
-                exclude_contents: Iterable[str] = ()) -> None:
+def write_layer(root: Path, out: Path, *, paths: Iterable[str] = (".",), exclude_contents: Iterable[str] = ()) -> None:
     """Tar `paths` (relative to `root`) into `out` with numeric owners, in sorted order.
 
     `exclude_contents` lists directories kept empty (dev, proc, ...: the runtime mounts them).
@@ -115,4 +114,3 @@ def write_archive(out: Path, *, tag: str, layers: Sequence[Layer], config: Image
             tar.add(layer.path, arcname=name)
     tmp.replace(out)
     return f"sha256:{config_hex}"
-

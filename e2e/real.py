@@ -52,8 +52,11 @@ NAMESPACE = objects.Settings().namespace
 #: Any create a webhook must see: the ResourceFlavor's defaulting webhook (failurePolicy Fail).
 #: The very first create after the install command returned (kept for e2e/test_real_install.py).
 FIRST = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-real-first"}}
-HELM_VALUES = ("controllerManager.replicas=2", "controllerManager.podDisruptionBudget.enabled=true",
-               "enableCertManager=false")
+HELM_VALUES = (
+    "controllerManager.replicas=2",
+    "controllerManager.podDisruptionBudget.enabled=true",
+    "enableCertManager=false",
+)
 
 
 class RunError(RuntimeError):
@@ -90,8 +93,17 @@ def build_binaries() -> Path:
 class Round:
     """One install on one fresh cluster with a real node, and the suite against it."""
 
-    def __init__(self, install: str, *, directory: Path, bin_dir: Path, image_tag: str, archives: Sequence[Path],
-                 timings: Timings, pytest_args: Sequence[str]) -> None:
+    def __init__(
+        self,
+        install: str,
+        *,
+        directory: Path,
+        bin_dir: Path,
+        image_tag: str,
+        archives: Sequence[Path],
+        timings: Timings,
+        pytest_args: Sequence[str],
+    ) -> None:
         self.install = install
         self.dir = directory
         self.bin_dir = bin_dir
@@ -161,10 +173,22 @@ class Round:
             cmd = ["make", "--no-print-directory", "deploy", f"IMG={self.image_tag}", f"KUBECTL={self.kubectl}"]
         else:
             repository, tag = self.image_tag.rsplit(":", 1)
-            values = [*HELM_VALUES, f"controllerManager.manager.image.repository={repository}",
-                      f"controllerManager.manager.image.tag={tag}"]
-            cmd = [str(self.bin_dir / "helm"), "install", "pykueue", str(REPO_ROOT / "charts" / "pykueue"),
-                   "--namespace", NAMESPACE, "--wait", "--timeout=5m", *(a for v in values for a in ("--set", v))]
+            values = [
+                *HELM_VALUES,
+                f"controllerManager.manager.image.repository={repository}",
+                f"controllerManager.manager.image.tag={tag}",
+            ]
+            cmd = [
+                str(self.bin_dir / "helm"),
+                "install",
+                "pykueue",
+                str(REPO_ROOT / "charts" / "pykueue"),
+                "--namespace",
+                NAMESPACE,
+                "--wait",
+                "--timeout=5m",
+                *(a for v in values for a in ("--set", v)),
+            ]
             # helm keeps its cache and config under $HOME unless told otherwise
             env |= {f"HELM_{kind}_HOME": str(self.dir / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}
         log(f"installing: {' '.join(cmd)}")
@@ -176,10 +200,19 @@ class Round:
     def _first_create(self) -> None:
         """One real create through the webhooks, no retry, as a user's first `kubectl create` would be."""
         started = time.monotonic()
-        res = subprocess.run([self.kubectl, f"--kubeconfig={self.cluster.kubeconfig}", "create", "-f", "-"],
-                             input=json.dumps(FIRST), capture_output=True, text=True, check=False)
-        outcome = {"ok": res.returncode == 0, "name": FIRST["metadata"]["name"],
-                   "seconds": round(time.monotonic() - started, 2), "error": res.stderr.strip()[:500]}
+        res = subprocess.run(
+            [self.kubectl, f"--kubeconfig={self.cluster.kubeconfig}", "create", "-f", "-"],
+            input=json.dumps(FIRST),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        outcome = {
+            "ok": res.returncode == 0,
+            "name": FIRST["metadata"]["name"],
+            "seconds": round(time.monotonic() - started, 2),
+            "error": res.stderr.strip()[:500],
+        }
         self.first_create.write_text(json.dumps(outcome))
         log(f"first create after {self.install}: {'admitted' if outcome['ok'] else 'REFUSED'} ({outcome})")
 
@@ -206,12 +239,28 @@ class Round:
         log(f"pods:\n{out.stdout}{out.stderr}")
 
     def _pytest(self) -> int:
-        env = {**os.environ, "KUBECONFIG_E2E": str(self.cluster.kubeconfig), "KUBECTL": self.kubectl,
-               "E2E_REAL_INSTALL": self.install, "E2E_REAL_FIRST_CREATE": str(self.first_create),
-               "E2E_REAL_SUMMARY": str(self.summary)}
+        env = {
+            **os.environ,
+            "KUBECONFIG_E2E": str(self.cluster.kubeconfig),
+            "KUBECTL": self.kubectl,
+            "E2E_REAL_INSTALL": self.install,
+            "E2E_REAL_FIRST_CREATE": str(self.first_create),
+            "E2E_REAL_SUMMARY": str(self.summary),
+        }
         self.summary.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "pytest", "e2e", "-m", "not local_stack", "-p", "no:cacheprovider", "-q",
-               "--timeout=300", *self.pytest_args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "e2e",
+            "-m",
+            "not local_stack",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--timeout=300",
+            *self.pytest_args,
+        ]
         log(f"running: {' '.join(cmd[2:])}")
         last = ""
         with subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True) as proc:
@@ -247,8 +296,15 @@ def run(installs: Sequence[str], *, directory: Path, image_tag: str, pytest_args
     failed = []
     try:
         for install in installs:  # a broken install still lets the next one run
-            r = Round(install, directory=directory, bin_dir=bin_dir, image_tag=image_tag, archives=archives,
-                      timings=timings, pytest_args=pytest_args)
+            r = Round(
+                install,
+                directory=directory,
+                bin_dir=bin_dir,
+                image_tag=image_tag,
+                archives=archives,
+                timings=timings,
+                pytest_args=pytest_args,
+            )
             try:
                 if r.run() != 0:
                     failed.append(install)
@@ -282,10 +338,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "down":
             host.require_root("e2e/real.py down")
             bin_dir = build_binaries()
-            Round("deploy", directory=directory, bin_dir=bin_dir, image_tag=args.image, archives=(),
-                  timings=Timings(), pytest_args=()).down()
+            Round(
+                "deploy",
+                directory=directory,
+                bin_dir=bin_dir,
+                image_tag=args.image,
+                archives=(),
+                timings=Timings(),
+                pytest_args=(),
+            ).down()
             return 0
-        return run(args.install or INSTALLS, directory=directory, image_tag=args.image, pytest_args=shlex.split(args.pytest))
+        return run(
+            args.install or INSTALLS, directory=directory, image_tag=args.image, pytest_args=shlex.split(args.pytest)
+        )
     except (RunError, ClusterError, image.ImageError, host.HostError) as exc:
         log(str(exc))
         return 1

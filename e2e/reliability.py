@@ -97,8 +97,10 @@ def _delete(kube: k.Kube, path: str) -> None:
 
 def make_namespace(kube: k.Kube, labels: Mapping[str, str] | None = None) -> str:
     name = f"rel-{uuid.uuid4().hex[:8]}"
-    kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name, "labels": dict(labels or {})}})
+    kube.create(
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}},
+    )
     return name
 
 
@@ -106,42 +108,75 @@ def delete_namespace(kube: k.Kube, name: str) -> None:
     _delete(kube, f"/api/v1/namespaces/{name}")
 
 
-def make_setup(kube: k.Kube, namespace: str, *, cq_cpu: Iterable[int] = (4, 4),
-               borrowing: Iterable[int | None] = (None, 2)) -> Setup:
+def make_setup(
+    kube: k.Kube, namespace: str, *, cq_cpu: Iterable[int] = (4, 4), borrowing: Iterable[int | None] = (None, 2)
+) -> Setup:
     sfx = uuid.uuid4().hex[:6]
     flavor, cohort = f"rel-{sfx}", f"rel-cohort-{sfx}"
     cqs = {f"rel-{sfx}-{i}": cpu for i, cpu in enumerate(cq_cpu)}
     borrow = dict(zip(cqs, borrowing, strict=False))
-    kube.create(k.object_path(V1B2, "resourceflavors", None), {"apiVersion": V1B2, "kind": "ResourceFlavor",
-                                                              "metadata": {"name": flavor}, "spec": {}})
+    kube.create(
+        k.object_path(V1B2, "resourceflavors", None),
+        {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": flavor}, "spec": {}},
+    )
     lqs: dict[str, str] = {}
     for i, (name, cpu) in enumerate(cqs.items()):
         res: dict[str, Any] = {"name": "cpu", "nominalQuota": str(cpu)}
         if borrow.get(name) is not None:
             res["borrowingLimit"] = str(borrow[name])
-        kube.create(k.object_path(V1B2, "clusterqueues", None), {
-            "apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"cohortName": cohort, "namespaceSelector": {},
-                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": flavor, "resources": [res]}]}]}})
+        kube.create(
+            k.object_path(V1B2, "clusterqueues", None),
+            {
+                "apiVersion": V1B2,
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": {
+                    "cohortName": cohort,
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {"coveredResources": ["cpu"], "flavors": [{"name": flavor, "resources": [res]}]}
+                    ],
+                },
+            },
+        )
         lq = f"lq-{i}"
-        kube.create(k.object_path(V1B2, "localqueues", namespace), {
-            "apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": lq, "namespace": namespace},
-            "spec": {"clusterQueue": name}})
+        kube.create(
+            k.object_path(V1B2, "localqueues", namespace),
+            {
+                "apiVersion": V1B2,
+                "kind": "LocalQueue",
+                "metadata": {"name": lq, "namespace": namespace},
+                "spec": {"clusterQueue": name},
+            },
+        )
         lqs[lq] = name
     setup = Setup(sfx, namespace, flavor, cohort, cqs, borrow, lqs)
-    wait_for("ClusterQueues active", lambda: all(
-        is_true(kube.get(k.object_path(V1B2, "clusterqueues", None, n)) or {}, "Active") for n in cqs), timeout=30)
+    wait_for(
+        "ClusterQueues active",
+        lambda: all(is_true(kube.get(k.object_path(V1B2, "clusterqueues", None, n)) or {}, "Active") for n in cqs),
+        timeout=30,
+    )
     return setup
 
 
 def job(namespace: str, name: str, queue: str, *, cpu: str = "1", run: str = "1s") -> dict[str, Any]:
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {
-            "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": run}},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}]}}},
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": run}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+                },
+            },
+        },
     }
 
 
@@ -153,8 +188,9 @@ class Submitted:
     latencies: list[float] = field(default_factory=list)
 
 
-def submit(kube: k.Kube, namespace: str, jobs: list[dict[str, Any]], *, threads: int = 16,
-           retry_for: float = 0.0) -> Submitted:
+def submit(
+    kube: k.Kube, namespace: str, jobs: list[dict[str, Any]], *, threads: int = 16, retry_for: float = 0.0
+) -> Submitted:
     """Create the Jobs as fast as the API takes them; with `retry_for`, retry failures (API restarts)."""
     out = Submitted()
     path = k.object_path("batch/v1", "jobs", namespace)
@@ -226,7 +262,9 @@ class Sampler:
 
     def limits(self) -> dict[str, int]:
         total = sum(self.setup.cqs.values()) * 1000
-        return {n: min(total, (cpu + (self.setup.borrowing.get(n) or 10**9)) * 1000) for n, cpu in self.setup.cqs.items()}
+        return {
+            n: min(total, (cpu + (self.setup.borrowing.get(n) or 10**9)) * 1000) for n, cpu in self.setup.cqs.items()
+        }
 
     def sample(self) -> None:
         try:
@@ -237,7 +275,10 @@ class Sampler:
         self.samples += 1
         now = time.strftime("%H:%M:%S")
         limits, total = self.limits(), sum(self.setup.cqs.values()) * 1000
-        for source, usage in (("recomputed", recomputed_usage(wls)), ("status", {n: status_usage(c) for n, c in cqs.items()})):
+        for source, usage in (
+            ("recomputed", recomputed_usage(wls)),
+            ("status", {n: status_usage(c) for n, c in cqs.items()}),
+        ):
             for name, used in usage.items():
                 if name in limits and used > limits[name]:
                     self.violations.append(f"{now} {source}: {name} uses {used}m > limit {limits[name]}m")
@@ -249,9 +290,14 @@ class Sampler:
                 self.violations.append(f"{now} {source}: cohort uses {cohort}m > {total}m")
                 if source == "recomputed" and not self.evidence:
                     self.evidence = sorted(
-                        (cond(w, "QuotaReserved").get("lastTransitionTime", ""), w["metadata"]["name"],
-                         (w.get("status") or {}).get("admission", {}).get("clusterQueue", ""))
-                        for w in wls if is_true(w, "QuotaReserved") and not is_true(w, "Finished"))
+                        (
+                            cond(w, "QuotaReserved").get("lastTransitionTime", ""),
+                            w["metadata"]["name"],
+                            (w.get("status") or {}).get("admission", {}).get("clusterQueue", ""),
+                        )
+                        for w in wls
+                        if is_true(w, "QuotaReserved") and not is_true(w, "Finished")
+                    )
         owners: dict[str, list[str]] = defaultdict(list)
         for wl in wls:
             meta = wl["metadata"]
@@ -263,7 +309,10 @@ class Sampler:
                 first = self.admissions.setdefault(meta["name"], text)
                 if first != text:
                     self.violations.append(f"{now} workload {meta['name']} re-admitted: {first} -> {text}")
-            if cond(wl, "Evicted").get("status") == "True" or cond(wl, "Requeued").get("reason") in ("Preempted", "Evicted"):
+            if cond(wl, "Evicted").get("status") == "True" or cond(wl, "Requeued").get("reason") in (
+                "Preempted",
+                "Evicted",
+            ):
                 self.violations.append(f"{now} workload {meta['name']} evicted: {cond(wl, 'Evicted')}")
         for uid, names in owners.items():
             if len(names) > 1:
@@ -282,7 +331,12 @@ def final_check(kube: k.Kube, setup: Setup, names: Iterable[str], *, timeout: fl
 
     def all_finished() -> bool:
         wls, _ = kube.list(k.object_path(V1B2, "workloads", setup.namespace))
-        owners = {ref.get("name", "") for wl in wls if is_true(wl, "Finished") for ref in wl["metadata"].get("ownerReferences") or ()}
+        owners = {
+            ref.get("name", "")
+            for wl in wls
+            if is_true(wl, "Finished")
+            for ref in wl["metadata"].get("ownerReferences") or ()
+        }
         return want <= owners
 
     try:
@@ -317,7 +371,8 @@ def final_check(kube: k.Kube, setup: Setup, names: Iterable[str], *, timeout: fl
     def zero() -> bool:
         cqs = [kube.get(k.object_path(V1B2, "clusterqueues", None, n)) or {} for n in setup.cqs]
         return all(status_usage(c) == 0 for c in cqs) and not recomputed_usage(
-            kube.list(k.object_path(V1B2, "workloads", setup.namespace))[0])
+            kube.list(k.object_path(V1B2, "workloads", setup.namespace))[0]
+        )
 
     try:
         wait_for("usage back to 0", zero, timeout=30)
@@ -395,8 +450,18 @@ class Replica:
     log: Path
 
     @classmethod
-    def start(cls, name: str, directory: Path, *, cert_dir: Path, kubeconfig: Path, port: int | None = None,
-              lease: float = 15, renew: float = 10, retry: float = 2) -> Replica:
+    def start(
+        cls,
+        name: str,
+        directory: Path,
+        *,
+        cert_dir: Path,
+        kubeconfig: Path,
+        port: int | None = None,
+        lease: float = 15,
+        renew: float = 10,
+        retry: float = 2,
+    ) -> Replica:
         directory.mkdir(parents=True, exist_ok=True)
         config = directory / f"{name}-config.yaml"
         config.write_text(REPLICA_CONFIG.format(lease=lease, renew=renew, retry=retry))
@@ -407,9 +472,27 @@ class Replica:
         log_path = directory / f"{name}.log"
         with open(log_path, "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(cert_dir), "--host", "127.0.0.1",
-                 "--port", str(port), "--config", str(config), "--kubeconfig", str(kubeconfig)],
-                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "webhook",
+                    "serve",
+                    "--cert-dir",
+                    str(cert_dir),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--config",
+                    str(config),
+                    "--kubeconfig",
+                    str(kubeconfig),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                start_new_session=True,
+            )
         replica = cls(name, port, proc, log_path)
         ctx = ssl.create_default_context(cafile=str(cert_dir / "ca.crt"))
         wait_for(f"replica {name} ready", lambda: replica.ready(ctx), timeout=60, interval=0.3)
@@ -484,21 +567,46 @@ class Background:
         self._thread.join(timeout=30)
 
 
-def failover(kube: k.Kube, workdir: Path, *, cert_dir: Path, kubeconfig: Path, port: int | None, jobs: int = 100,
-             kills: int = 4, lease: float = 4, renew: float = 3, retry: float = 1, run: str = "1s",
-             cq_cpu: tuple[int, ...] = (4, 4), timeout: float = 120) -> dict[str, Any]:
+def failover(
+    kube: k.Kube,
+    workdir: Path,
+    *,
+    cert_dir: Path,
+    kubeconfig: Path,
+    port: int | None,
+    jobs: int = 100,
+    kills: int = 4,
+    lease: float = 4,
+    renew: float = 3,
+    retry: float = 1,
+    run: str = "1s",
+    cq_cpu: tuple[int, ...] = (4, 4),
+    timeout: float = 120,
+) -> dict[str, Any]:
     """Two replicas on one lease; SIGKILL the lease holder's worker `kills` times while `jobs` Jobs run."""
     import threading
 
-    replicas = [Replica.start("replica-a", workdir, cert_dir=cert_dir, kubeconfig=kubeconfig, port=port,
-                              lease=lease, renew=renew, retry=retry),
-                Replica.start("replica-b", workdir, cert_dir=cert_dir, kubeconfig=kubeconfig,
-                              lease=lease, renew=renew, retry=retry)]
+    replicas = [
+        Replica.start(
+            "replica-a",
+            workdir,
+            cert_dir=cert_dir,
+            kubeconfig=kubeconfig,
+            port=port,
+            lease=lease,
+            renew=renew,
+            retry=retry,
+        ),
+        Replica.start(
+            "replica-b", workdir, cert_dir=cert_dir, kubeconfig=kubeconfig, lease=lease, renew=renew, retry=retry
+        ),
+    ]
     ns = make_namespace(kube)
     setup = make_setup(kube, ns, cq_cpu=cq_cpu, borrowing=(None, 2) + (None,) * (len(cq_cpu) - 2))
     sampler = Sampler(kube, setup)
     takeovers: list[float] = []
     try:
+
         def ours() -> tuple[str, int] | None:
             holder, pid = lease_holder(kube)
             return (holder, pid) if pid is not None and any(pid in r.workers() for r in replicas) else None
@@ -515,8 +623,12 @@ def failover(kube: k.Kube, workdir: Path, *, cert_dir: Path, kubeconfig: Path, p
                 holder, pid = wait_for("a lease holder", ours, timeout=lease * 3 + 20)
                 killed_at = time.monotonic()
                 os.kill(pid, signal.SIGKILL)
-                wait_for("a new lease holder", lambda old=holder: (h := ours()) is not None and h[0] != old,  # type: ignore[misc]
-                         timeout=lease * 3 + 20, interval=0.05)
+                wait_for(
+                    "a new lease holder",
+                    lambda old=holder: (h := ours()) is not None and h[0] != old,  # type: ignore[misc]
+                    timeout=lease * 3 + 20,
+                    interval=0.05,
+                )
                 takeovers.append(time.monotonic() - killed_at)
             submitter.join(timeout=timeout)
             final = final_check(kube, setup, [o["metadata"]["name"] for o in objs], timeout=timeout)
@@ -529,10 +641,20 @@ def failover(kube: k.Kube, workdir: Path, *, cert_dir: Path, kubeconfig: Path, p
         setup.cleanup(kube)
         delete_namespace(kube, ns)
     sub = result.get("s", Submitted())
-    return {"jobs": jobs, "submit_errors": sub.errors, "takeover_s": takeovers, "samples": sampler.samples,
-            "violations": sampler.violations, "problems": final["problems"], "peak_reserved_m": sampler.peak_reserved,
-            "worker_restarts": restarts, "log_errors": errors, "lease_s": lease, "retry_s": retry,
-            "evidence": sampler.evidence}
+    return {
+        "jobs": jobs,
+        "submit_errors": sub.errors,
+        "takeover_s": takeovers,
+        "samples": sampler.samples,
+        "violations": sampler.violations,
+        "problems": final["problems"],
+        "peak_reserved_m": sampler.peak_reserved,
+        "worker_restarts": restarts,
+        "log_errors": errors,
+        "lease_s": lease,
+        "retry_s": retry,
+        "evidence": sampler.evidence,
+    }
 
 
 def process_tree_rss_mb(pid: int) -> dict[str, float]:
@@ -543,8 +665,15 @@ def process_tree_rss_mb(pid: int) -> dict[str, float]:
     return out
 
 
-def load(kube: k.Kube, *, n: int = 300, server_pid: int, timeout: float = 180, threads: int = 32,
-         cq_cpu: tuple[int, ...] = (32, 32)) -> dict[str, Any]:
+def load(
+    kube: k.Kube,
+    *,
+    n: int = 300,
+    server_pid: int,
+    timeout: float = 180,
+    threads: int = 32,
+    cq_cpu: tuple[int, ...] = (32, 32),
+) -> dict[str, Any]:
     """`n` Jobs created as fast as the API takes them; every one admitted and finished."""
     ns = make_namespace(kube)
     setup = make_setup(kube, ns, cq_cpu=cq_cpu, borrowing=(None,) * len(cq_cpu))
@@ -570,23 +699,48 @@ def load(kube: k.Kube, *, n: int = 300, server_pid: int, timeout: float = 180, t
         setup.cleanup(kube)
         delete_namespace(kube, ns)
     lat = sorted(sub.latencies) or [0.0]
-    return {"jobs": n, "created": len(sub.names), "submit_errors": sub.errors[:20], "submit_seconds": round(sub.seconds, 1),
-            "create_p50_ms": round(lat[len(lat) // 2] * 1000), "create_max_ms": round(lat[-1] * 1000),
-            "webhook_timeouts": sum("timeout" in e or "deadline" in e for e in sub.errors),
-            "samples": sampler.samples, "violations": sampler.violations, "problems": final["problems"],
-            "rss_before_mb": {k2: round(v) for k2, v in before.items()}, "rss_peak_mb": {k2: round(v) for k2, v in peak.items()}}
+    return {
+        "jobs": n,
+        "created": len(sub.names),
+        "submit_errors": sub.errors[:20],
+        "submit_seconds": round(sub.seconds, 1),
+        "create_p50_ms": round(lat[len(lat) // 2] * 1000),
+        "create_max_ms": round(lat[-1] * 1000),
+        "webhook_timeouts": sum("timeout" in e or "deadline" in e for e in sub.errors),
+        "samples": sampler.samples,
+        "violations": sampler.violations,
+        "problems": final["problems"],
+        "rss_before_mb": {k2: round(v) for k2, v in before.items()},
+        "rss_peak_mb": {k2: round(v) for k2, v in peak.items()},
+    }
 
 
-def outages(kube: k.Kube, cluster: Any, workdir: Path, *, cert_dir: Path, kubeconfig: Path, port: int | None,
-            jobs: int = 150, worker_kills: int = 3, apiserver_restarts: int = 2, pause_s: float = 8.0,
-            lease: float = 4, renew: float = 3, retry: float = 1, run: str = "2s", timeout: float = 180) -> dict[str, Any]:
+def outages(
+    kube: k.Kube,
+    cluster: Any,
+    workdir: Path,
+    *,
+    cert_dir: Path,
+    kubeconfig: Path,
+    port: int | None,
+    jobs: int = 150,
+    worker_kills: int = 3,
+    apiserver_restarts: int = 2,
+    pause_s: float = 8.0,
+    lease: float = 4,
+    renew: float = 3,
+    retry: float = 1,
+    run: str = "2s",
+    timeout: float = 180,
+) -> dict[str, Any]:
     """One replica (its own lease timings) while `jobs` Jobs run: SIGKILL its worker `worker_kills`
     times, restart kube-apiserver `apiserver_restarts` times (etcd kept), then SIGSTOP the worker
     for `pause_s` (past the lease) and resume it. Job creation retries through the API outages."""
     import threading
 
-    replica = Replica.start("outages", workdir, cert_dir=cert_dir, kubeconfig=kubeconfig, port=port,
-                            lease=lease, renew=renew, retry=retry)
+    replica = Replica.start(
+        "outages", workdir, cert_dir=cert_dir, kubeconfig=kubeconfig, port=port, lease=lease, renew=renew, retry=retry
+    )
     ns = make_namespace(kube)
     setup = make_setup(kube, ns, cq_cpu=(4, 4), borrowing=(None, 2))
     sampler = Sampler(kube, setup)
@@ -597,16 +751,21 @@ def outages(kube: k.Kube, cluster: Any, workdir: Path, *, cert_dir: Path, kubeco
         return pid if pid is not None and pid in replica.workers() else None
 
     def wait_holder(old: int | None = None) -> int:
-        return wait_for("the worker to hold the lease", lambda: (p := holder_pid()) is not None and p != old and p,  # type: ignore[return-value]
-                        timeout=lease * 3 + 60, interval=0.05)
+        return wait_for(
+            "the worker to hold the lease",
+            lambda: (p := holder_pid()) is not None and p != old and p,  # type: ignore[return-value]
+            timeout=lease * 3 + 60,
+            interval=0.05,
+        )
 
     try:
         wait_holder()
         queues = list(setup.lqs)
         objs = [job(ns, f"out-{i:05d}", queues[i % len(queues)], run=run) for i in range(jobs)]
         result: dict[str, Submitted] = {}
-        submitter = threading.Thread(target=lambda: result.setdefault("s", submit(kube, ns, objs, threads=4, retry_for=timeout)),
-                                     daemon=True)
+        submitter = threading.Thread(
+            target=lambda: result.setdefault("s", submit(kube, ns, objs, threads=4, retry_for=timeout)), daemon=True
+        )
         with Background(sampler.sample, 0.5):
             submitter.start()
             for _ in range(worker_kills):
@@ -641,5 +800,12 @@ def outages(kube: k.Kube, cluster: Any, workdir: Path, *, cert_dir: Path, kubeco
         setup.cleanup(kube)
         delete_namespace(kube, ns)
     sub = result.get("s", Submitted())
-    return {**fig, "jobs": jobs, "submit_errors": sub.errors, "samples": sampler.samples,
-            "violations": sampler.violations, "problems": final["problems"], "peak_reserved_m": sampler.peak_reserved}
+    return {
+        **fig,
+        "jobs": jobs,
+        "submit_errors": sub.errors,
+        "samples": sampler.samples,
+        "violations": sampler.violations,
+        "problems": final["problems"],
+        "peak_reserved_m": sampler.peak_reserved,
+    }

@@ -31,13 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kills", type=int, default=20, help="leader SIGKILLs during the failover run")
     p.add_argument("--load", type=int, default=5000, help="Jobs in the load run")
     p.add_argument("--outage-jobs", type=int, default=1000, help="Jobs in the restarts-and-outages run")
-    p.add_argument("--pause", type=float, default=330.0,
-                   help="seconds the worker stays SIGSTOPped (default: past the 300 s watch timeout)")
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=330.0,
+        help="seconds the worker stays SIGSTOPped (default: past the 300 s watch timeout)",
+    )
     p.add_argument("--dir", default=str(HERE.parent / ".run" / "soak"))
     p.add_argument("--only", choices=("load", "failover", "outages"), help="run this scenario alone")
-    p.add_argument("--load-timeout", type=float,
-                   help="seconds the load run waits for its Jobs to finish (default: max(300, load/2)); "
-                        "Jobs unfinished then are reported as problems, the peak RSS so far still is")
+    p.add_argument(
+        "--load-timeout",
+        type=float,
+        help="seconds the load run waits for its Jobs to finish (default: max(300, load/2)); "
+        "Jobs unfinished then are reported as problems, the peak RSS so far still is",
+    )
     args = p.parse_args(argv)
     stack = Stack(args.dir)
     stack.up()
@@ -48,7 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         # Load first (our session server, its worker), then failover (two replicas of our own).
         if args.only in (None, "load"):
             t0 = time.monotonic()
-            load = rel.load(kube, n=args.load, server_pid=int(stack.pid_file.read_text()), timeout=args.load_timeout or max(300, args.load / 2))
+            load = rel.load(
+                kube,
+                n=args.load,
+                server_pid=int(stack.pid_file.read_text()),
+                timeout=args.load_timeout or max(300, args.load / 2),
+            )
             figures["load"] = {**load, "seconds": round(time.monotonic() - t0, 1)}
             ok &= not load["problems"] and not load["submit_errors"] and not load["violations"]
         if args.only in (None, "failover"):
@@ -66,16 +78,33 @@ def _failover(args: argparse.Namespace, stack: Stack, kube: Any, figures: dict[s
     stack._stop_server()
     try:
         t0 = time.monotonic()
-        fo = rel.failover(kube, Path(args.dir) / "replicas", cert_dir=stack.cert_dir, kubeconfig=stack.kubeconfig,
-                          port=stack.port, jobs=args.jobs, kills=args.kills, lease=15, renew=10, retry=2,
-                          cq_cpu=(16, 16, 16), timeout=max(300, args.jobs / 2))
+        fo = rel.failover(
+            kube,
+            Path(args.dir) / "replicas",
+            cert_dir=stack.cert_dir,
+            kubeconfig=stack.kubeconfig,
+            port=stack.port,
+            jobs=args.jobs,
+            kills=args.kills,
+            lease=15,
+            renew=10,
+            retry=2,
+            cq_cpu=(16, 16, 16),
+            timeout=max(300, args.jobs / 2),
+        )
     finally:
         stack._start_server(stack.port)
     ts = sorted(fo["takeover_s"])
-    figures["failover"] = {**{k: v for k, v in fo.items() if k not in ("takeover_s",)},
-                           "takeover_s": {"n": len(ts), "min": ts[0] if ts else None, "median": ts[len(ts) // 2] if ts else None,
-                                          "max": ts[-1] if ts else None},
-                           "seconds": round(time.monotonic() - t0, 1)}
+    figures["failover"] = {
+        **{k: v for k, v in fo.items() if k not in ("takeover_s",)},
+        "takeover_s": {
+            "n": len(ts),
+            "min": ts[0] if ts else None,
+            "median": ts[len(ts) // 2] if ts else None,
+            "max": ts[-1] if ts else None,
+        },
+        "seconds": round(time.monotonic() - t0, 1),
+    }
     return not fo["violations"] and not fo["problems"] and not fo["submit_errors"]
 
 
@@ -84,10 +113,22 @@ def _outages(args: argparse.Namespace, stack: Stack, kube: Any, figures: dict[st
     stack._stop_server()
     try:
         t0 = time.monotonic()
-        out = rel.outages(kube, stack.cluster, Path(args.dir) / "outages", cert_dir=stack.cert_dir,
-                          kubeconfig=stack.kubeconfig, port=stack.port, jobs=args.outage_jobs, worker_kills=10,
-                          apiserver_restarts=2, pause_s=args.pause, lease=15, renew=10, retry=2,
-                          timeout=max(600, args.outage_jobs / 2 + args.pause))
+        out = rel.outages(
+            kube,
+            stack.cluster,
+            Path(args.dir) / "outages",
+            cert_dir=stack.cert_dir,
+            kubeconfig=stack.kubeconfig,
+            port=stack.port,
+            jobs=args.outage_jobs,
+            worker_kills=10,
+            apiserver_restarts=2,
+            pause_s=args.pause,
+            lease=15,
+            renew=10,
+            retry=2,
+            timeout=max(600, args.outage_jobs / 2 + args.pause),
+        )
     finally:
         stack._start_server(stack.port)
     figures["outages"] = {**out, "seconds": round(time.monotonic() - t0, 1)}

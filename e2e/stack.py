@@ -62,8 +62,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_ready(proc: subprocess.Popen[bytes], url: str, ctx: ssl.SSLContext | None, name: str, log_file: Path,
-               timeout: float = 60) -> None:
+def wait_ready(
+    proc: subprocess.Popen[bytes], url: str, ctx: ssl.SSLContext | None, name: str, log_file: Path, timeout: float = 60
+) -> None:
     """Until `url` answers 200; a process that exits first fails at once, naming its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -105,12 +106,19 @@ class StackError(RuntimeError):
 class Stack:
     """One local stack rooted at a state directory; `up()` starts fresh, `down()` stops all of it."""
 
-    def __init__(self, directory: Path | str = DEFAULT_DIR, *, teardown_on_exit: bool = True,
-                 job_pods_run: float | None = None, host_exec: HostExec | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path | str = DEFAULT_DIR,
+        *,
+        teardown_on_exit: bool = True,
+        job_pods_run: float | None = None,
+        host_exec: HostExec | None = None,
+    ) -> None:
         """`job_pods_run` and `host_exec`: the kwok behaviours, as `Cluster` takes them."""
         self.dir = Path(directory).resolve()
-        self.cluster = Cluster(self.dir / "cluster", teardown_on_exit=teardown_on_exit, job_pods_run=job_pods_run,
-                               host_exec=host_exec)
+        self.cluster = Cluster(
+            self.dir / "cluster", teardown_on_exit=teardown_on_exit, job_pods_run=job_pods_run, host_exec=host_exec
+        )
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
@@ -152,22 +160,30 @@ class Stack:
         per e2e session), as a Prometheus would get one."""
         if self._metrics_token is None:
             namespace, name = METRICS_SCRAPER
-            binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                       "metadata": {"name": name},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": METRICS_READER},
-                       "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]}
+            binding = {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": METRICS_READER},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            }
             account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}}
             self.apply([metrics_reader_role(), account, binding])
             # The authorizer sees the binding through its own watch, a moment after the create; a 403 the
             # worker got meanwhile would stay in its authorization cache for 30 s.
             deadline = time.monotonic() + 30
-            while self.kubectl("auth", "can-i", "get", "/metrics", f"--as=system:serviceaccount:{namespace}:{name}",
-                               check=False).stdout.strip() != "yes":
+            while (
+                self.kubectl(
+                    "auth", "can-i", "get", "/metrics", f"--as=system:serviceaccount:{namespace}:{name}", check=False
+                ).stdout.strip()
+                != "yes"
+            ):
                 if time.monotonic() > deadline:
                     raise StackError("metrics token", f"{namespace}/{name} is still not allowed to get /metrics")
                 time.sleep(0.2)
-            self._metrics_token = self.kubectl("create", "token", name, "-n", namespace,
-                                               "--duration=24h").stdout.strip()
+            self._metrics_token = self.kubectl(
+                "create", "token", name, "-n", namespace, "--duration=24h"
+            ).stdout.strip()
         return self._metrics_token
 
     def metrics_text(self) -> str:
@@ -182,7 +198,9 @@ class Stack:
 
     def apply(self, objects: list[dict[str, Any]]) -> None:
         doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-        self.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=pykueue-stack", "-f", "-", input=doc)
+        self.kubectl(
+            "apply", "--server-side", "--force-conflicts", "--field-manager=pykueue-stack", "-f", "-", input=doc
+        )
 
     def up(self, extra_config: str = "") -> Stack:
         """Start fresh (the dashboard included); `extra_config` (top-level Configuration YAML) is added to the server's default one."""
@@ -208,8 +226,13 @@ class Stack:
         _log("registering webhooks")
         self.apply(webhook_configurations(ca_bundle, url=base))
         _log("registering the visibility API (APIService -> ExternalName localhost)")
-        self.apply([*visibility.local_objects("kueue-system", port=visibility_port, ca_bundle=ca_bundle),
-                    *visibility.auth_objects("kueue-system", "kueue-controller-manager"), *user_roles()])
+        self.apply(
+            [
+                *visibility.local_objects("kueue-system", port=visibility_port, ca_bundle=ca_bundle),
+                *visibility.auth_objects("kueue-system", "kueue-controller-manager"),
+                *user_roles(),
+            ]
+        )
         self._start_dashboard()
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return self
@@ -236,14 +259,32 @@ class Stack:
         config = self.dir / "server-config.yaml"
         metrics_port = _free_port()
         self.metrics_port_file.write_text(str(metrics_port))
-        config.write_text(SERVER_CONFIG.format(metrics_port=metrics_port,
-                                               visibility_port=int(self.visibility_port_file.read_text()))
-                          + extra_config)
+        config.write_text(
+            SERVER_CONFIG.format(metrics_port=metrics_port, visibility_port=int(self.visibility_port_file.read_text()))
+            + extra_config
+        )
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
-                [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(self.cert_dir), "--host", "127.0.0.1",
-                 "--port", str(port), "--config", str(config), "--kubeconfig", str(self.kubeconfig)],
-                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "webhook",
+                    "serve",
+                    "--cert-dir",
+                    str(self.cert_dir),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--config",
+                    str(config),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                start_new_session=True,
             )
         self.pid_file.write_text(str(self._server.pid))
         ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
@@ -264,9 +305,25 @@ class Stack:
         self.dashboard_port_file.write_text(str(port))
         with open(self.dir / "dashboard.log", "ab") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "webhook", "dashboard", "--host", "127.0.0.1", "--port", str(port),
-                 "--kubeconfig", str(self.kubeconfig), "--sample-every", "1"],
-                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "webhook",
+                    "dashboard",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "--sample-every",
+                    "1",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                start_new_session=True,
+            )
         self._dashboard = proc
         self.dashboard_pid_file.write_text(str(proc.pid))
         wait_ready(proc, f"{self.dashboard_url}/healthz", None, "dashboard", self.dir / "dashboard.log")
@@ -298,8 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             stack.up()
             print(stack.kubeconfig)
-            print(f"dashboard: {stack.dashboard_url}  (sign in with a token, e.g. "
-                  f"`kubectl --kubeconfig {stack.kubeconfig} create token <serviceaccount> -n <namespace>`)")
+            print(
+                f"dashboard: {stack.dashboard_url}  (sign in with a token, e.g. "
+                f"`kubectl --kubeconfig {stack.kubeconfig} create token <serviceaccount> -n <namespace>`)"
+            )
         else:
             stack.down()
     except (StackError, RuntimeError) as exc:

@@ -23,8 +23,11 @@ class Cli:
     """The executable with the stack's kubeconfig, kubectl on PATH for the pass-through commands."""
 
     def __init__(self, kubectl: Kubectl) -> None:
-        self.env = {**os.environ, "KUBECONFIG": str(kubectl.kubeconfig),
-                    "PATH": f"{Path(kubectl.binary).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(kubectl.kubeconfig),
+            "PATH": f"{Path(kubectl.binary).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        }
 
     def __call__(self, *args: str, ok: bool = True, input: str | None = None) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run([str(CLI), *args], env=self.env, capture_output=True, text=True, timeout=60, input=input)
@@ -40,12 +43,23 @@ def cli(kubectl: Kubectl) -> Cli:
 
 
 def job(ns: str, name: str, queue: str, cpu: str, *, run_for: str = "10m") -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-            "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "suspend": True,
+            "template": {
                 "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": run_for}},
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox",
-                                                                    "resources": {"requests": {"cpu": cpu}}}]}}}}
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+                },
+            },
+        },
+    }
 
 
 @pytest.fixture
@@ -63,7 +77,16 @@ def queues(cli: Cli, kubectl: Kubectl, namespace: str) -> Any:
 
 def test_create_and_list_queues(cli: Cli, queues: Any, namespace: str) -> None:
     out = cli("list", "clusterqueue").stdout
-    assert out.splitlines()[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS", "ACTIVE", "AGE"]
+    assert out.splitlines()[0].split() == [
+        "NAME",
+        "COHORT",
+        "PENDING",
+        "WORKLOADS",
+        "ADMITTED",
+        "WORKLOADS",
+        "ACTIVE",
+        "AGE",
+    ]
     row = next(line for line in out.splitlines() if line.startswith(queues["cq"]))
     assert row.split()[1:4] == ["0", "0", "true"]
     out = cli("list", "lq", "-n", namespace).stdout
@@ -96,15 +119,25 @@ def test_workloads_pods_and_passthrough(cli: Cli, kubectl: Kubectl, queues: Any,
         out = cli("list", "workload", "-n", namespace).stdout
         return {line.split()[0]: line.split() for line in out.splitlines()[1:]}
 
-    wait_for("one admitted, one pending", lambda: sorted(r[5] if len(r) > 5 else "" for r in rows().values())
-             == ["ADMITTED", "PENDING"] and rows())
+    wait_for(
+        "one admitted, one pending",
+        lambda: sorted(r[5] if len(r) > 5 else "" for r in rows().values()) == ["ADMITTED", "PENDING"] and rows(),
+    )
     admitted = next(r for r in rows().values() if "ADMITTED" in r)
     assert admitted[1:5] == ["job", "fits", "cli-lq", queues["cq"]]
     assert cli("list", "workload", "-n", namespace, "--for", "job/waits").stdout.count("\n") == 2
     assert cli("list", "workload", "-n", namespace, "--status", "pending").stdout.count("PENDING") == 1
 
-    wait_for("the admitted Job's pod", lambda: "fits-" in cli("list", "pods", "--for", "job/fits", "-n", namespace).stdout)
-    assert cli("list", "pods", "--for", "job/fits", "-n", namespace).stdout.split()[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    wait_for(
+        "the admitted Job's pod", lambda: "fits-" in cli("list", "pods", "--for", "job/fits", "-n", namespace).stdout
+    )
+    assert cli("list", "pods", "--for", "job/fits", "-n", namespace).stdout.split()[:5] == [
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+    ]
 
     pending = next(name for name, r in rows().items() if "PENDING" in r)
     assert cli("stop", "workload", pending, "-n", namespace).stdout == f"workload.kueue.x-k8s.io/{pending} stopped\n"
@@ -125,8 +158,14 @@ def test_workloads_pods_and_passthrough(cli: Cli, kubectl: Kubectl, queues: Any,
 def test_version_and_completion(cli: Cli) -> None:
     assert cli("version").stdout.startswith("Client Version: v")
     assert "_KUBECTL_KUEUE_COMPLETE" in cli("completion", "bash").stdout
-    got = subprocess.run([str(CLI.parent / "kubectl_complete-kueue"), "list", "c"], env=cli.env, capture_output=True,
-                         text=True, timeout=30, check=True)
+    got = subprocess.run(
+        [str(CLI.parent / "kubectl_complete-kueue"), "list", "c"],
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     assert got.stdout.splitlines() == ["clusterqueue", ":4"]
 
 
@@ -152,19 +191,40 @@ def manifest(ns: str, name: str, queue: str, cpu: str, *, count: int = 1, priori
 def cohort(cli: Cli, kubectl: Kubectl, namespace: str) -> Any:
     """ClusterQueue `mine` (2 cpu, may borrow 2, preempts lower priority) and `lender` (4 cpu) in one cohort."""
     suffix = uuid.uuid4().hex[:6]
-    names = {"rf": f"cli-rf-{suffix}", "mine": f"cli-mine-{suffix}", "lender": f"cli-lender-{suffix}",
-             "wpc": f"cli-high-{suffix}"}
+    names = {
+        "rf": f"cli-rf-{suffix}",
+        "mine": f"cli-mine-{suffix}",
+        "lender": f"cli-lender-{suffix}",
+        "wpc": f"cli-high-{suffix}",
+    }
     cli("create", "rf", names["rf"])
-    cli("create", "cq", names["mine"], "--cohort", f"cli-{suffix}", "--nominal-quota", f"{names['rf']}:cpu=2",
-        "--borrowing-limit", f"{names['rf']}:cpu=2", "--preemption-within-cluster-queue", "LowerPriority")
+    cli(
+        "create",
+        "cq",
+        names["mine"],
+        "--cohort",
+        f"cli-{suffix}",
+        "--nominal-quota",
+        f"{names['rf']}:cpu=2",
+        "--borrowing-limit",
+        f"{names['rf']}:cpu=2",
+        "--preemption-within-cluster-queue",
+        "LowerPriority",
+    )
     cli("create", "cq", names["lender"], "--cohort", f"cli-{suffix}", "--nominal-quota", f"{names['rf']}:cpu=4")
     cli("create", "lq", "mine", "-c", names["mine"], "-n", namespace)
-    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-                   "metadata": {"name": names["wpc"]}, "value": 1000})
+    kubectl.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": names["wpc"]},
+            "value": 1000,
+        }
+    )
     yield names
     for kind in ("clusterqueue", "clusterqueue", "resourceflavor", "workloadpriorityclass"):
         key = {"clusterqueue": None, "resourceflavor": "rf", "workloadpriorityclass": "wpc"}[kind]
-        for name in ([names["mine"], names["lender"]] if key is None else [names[key]]):
+        for name in [names["mine"], names["lender"]] if key is None else [names[key]]:
             kubectl("delete", kind, name, "--wait=false", check=False)
 
 
@@ -210,13 +270,24 @@ def test_explain_scenarios(cli: Cli, kubectl: Kubectl, cohort: Any, namespace: s
     assert row[:8] == ["main", cohort["rf"], "cpu", "1", "2", "4", "0", "1"], out
 
     kubectl("patch", "clusterqueue", cohort["mine"], "--type=merge", "-p", '{"spec":{"stopPolicy":"Hold"}}')
-    wait_for("the stop reported", lambda: "is stopped (stopPolicy Hold)" in cli("explain", "job/second", "-n", namespace).stdout)
+    wait_for(
+        "the stop reported",
+        lambda: "is stopped (stopPolicy Hold)" in cli("explain", "job/second", "-n", namespace).stdout,
+    )
 
     kubectl("label", "namespace", namespace, "pykueue-cli=yes")
-    kubectl("patch", "clusterqueue", cohort["mine"], "--type=merge",
-            "-p", '{"spec":{"stopPolicy":"None","namespaceSelector":{"matchLabels":{"pykueue-cli":"no"}}}}')
-    out = wait_for("namespace not selected", lambda: (o := cli("explain", "job/second", "-n", namespace).stdout)
-                   and "does not select namespace" in o and o)
+    kubectl(
+        "patch",
+        "clusterqueue",
+        cohort["mine"],
+        "--type=merge",
+        "-p",
+        '{"spec":{"stopPolicy":"None","namespaceSelector":{"matchLabels":{"pykueue-cli":"no"}}}}',
+    )
+    out = wait_for(
+        "namespace not selected",
+        lambda: (o := cli("explain", "job/second", "-n", namespace).stdout) and "does not select namespace" in o and o,
+    )
     assert f"ClusterQueue {cohort['mine']}'s namespaceSelector does not select namespace {namespace}" in out
 
     assert "ADMITTED" in cli("explain", "job/first", "-n", namespace).stdout.splitlines()[0]
@@ -232,15 +303,29 @@ def test_submit_time_warnings(cli: Cli, kubectl: Kubectl, queues: Any, namespace
         return proc.stderr
 
     # the lookups cache follows the LocalQueue and ClusterQueue made a moment ago by the fixture
-    wait_for("the queue in the webhook's cache",
-             lambda: "never fit" in created(job(namespace, f"probe-{uuid.uuid4().hex[:4]}", "cli-lq", "3")))
+    wait_for(
+        "the queue in the webhook's cache",
+        lambda: "never fit" in created(job(namespace, f"probe-{uuid.uuid4().hex[:4]}", "cli-lq", "3")),
+    )
     assert created(job(namespace, "fits", "cli-lq", "1")) == ""
-    assert created(job(namespace, "lost", "no-such-lq", "1")) == \
-        f'Warning: LocalQueue "no-such-lq" does not exist in namespace "{namespace}": the Job stays pending until it is created\n'
-    assert created(job(namespace, "huge", "cli-lq", "3")) == \
-        f'Warning: the Job can never fit ClusterQueue "{queues["cq"]}": cpu 3 requested, at most 2 in any flavor\n'
-    kubectl("patch", "clusterqueue", queues["cq"], "--type=merge",
-            "-p", '{"spec":{"namespaceSelector":{"matchLabels":{"pykueue-cli":"nowhere"}}}}')
-    wait_for("the selector warning", lambda: "does not select namespace" in created(
-        job(namespace, f"sel-{uuid.uuid4().hex[:4]}", "cli-lq", "1")))
+    assert (
+        created(job(namespace, "lost", "no-such-lq", "1"))
+        == f'Warning: LocalQueue "no-such-lq" does not exist in namespace "{namespace}": the Job stays pending until it is created\n'
+    )
+    assert (
+        created(job(namespace, "huge", "cli-lq", "3"))
+        == f'Warning: the Job can never fit ClusterQueue "{queues["cq"]}": cpu 3 requested, at most 2 in any flavor\n'
+    )
+    kubectl(
+        "patch",
+        "clusterqueue",
+        queues["cq"],
+        "--type=merge",
+        "-p",
+        '{"spec":{"namespaceSelector":{"matchLabels":{"pykueue-cli":"nowhere"}}}}',
+    )
+    wait_for(
+        "the selector warning",
+        lambda: "does not select namespace" in created(job(namespace, f"sel-{uuid.uuid4().hex[:4]}", "cli-lq", "1")),
+    )
     assert kubectl("get", "job", "huge", "-n", namespace, check=False).returncode == 0

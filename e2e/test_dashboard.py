@@ -77,12 +77,15 @@ def sign_in(driver: Any, url: str, tok: str) -> None:
 def row_state(driver: Any, key: str) -> str | None:
     """Read in one script: the live refresh may replace the table between two WebDriver calls."""
     return driver.execute_script(  # type: ignore[no-any-return]
-        "const r = document.querySelector(`tr.wl[data-name=\"${arguments[0]}\"]`); return r ? r.dataset.state : null;", key)
+        'const r = document.querySelector(`tr.wl[data-name="${arguments[0]}"]`); return r ? r.dataset.state : null;',
+        key,
+    )
 
 
 def text_of(driver: Any, element_id: str) -> str:
     return driver.execute_script(  # type: ignore[no-any-return]
-        "const e = document.getElementById(arguments[0]); return e ? e.innerText : '';", element_id)
+        "const e = document.getElementById(arguments[0]); return e ? e.innerText : '';", element_id
+    )
 
 
 def bar_text(driver: Any, cq: str, label: str) -> str | None:
@@ -90,15 +93,29 @@ def bar_text(driver: Any, cq: str, label: str) -> str | None:
     return driver.execute_script(  # type: ignore[no-any-return]
         "const card = document.getElementById(`cq-${arguments[0]}`); if (!card) return null;"
         "const row = [...card.querySelectorAll('table.bars tr')].find(r => r.querySelector('th')?.innerText.trim() === arguments[1]);"
-        "return row ? row.querySelector('td.nums').innerText.trim() : null;", cq, label)
+        "return row ? row.querySelector('td.nums').innerText.trim() : null;",
+        cq,
+        label,
+    )
 
 
 def job(ns: str, name: str, queue: str) -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-            "spec": {"parallelism": 1, "completions": 1, "suspend": True, "template": {"spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}],
+                }
+            },
+        },
+    }
 
 
 @pytest.mark.local_stack
@@ -111,25 +128,76 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
     for ns in (team_a, team_b):
         kubectl("create", "namespace", ns)
     kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f"dash-{s}"}})
-    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
-                   "spec": {"namespaceSelector": {}, "stopPolicy": "Hold", "resourceGroups": [{
-                       "coveredResources": ["cpu"], "flavors": [{"name": f"dash-{s}", "resources": [
-                           {"name": "cpu", "nominalQuota": "2"}]}]}]}})
+    kubectl.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "stopPolicy": "Hold",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": f"dash-{s}", "resources": [{"name": "cpu", "nominalQuota": "2"}]}],
+                    }
+                ],
+            },
+        }
+    )
     for ns in (team_a, team_b):
-        kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                       "metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": cq}})
+        kubectl.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq", "namespace": ns},
+                "spec": {"clusterQueue": cq},
+            }
+        )
     admin = token(kubectl, team_a, "dash-admin")
-    kubectl("create", "clusterrolebinding", f"dash-admin-{s}", "--clusterrole=cluster-admin",
-            f"--serviceaccount={team_a}:dash-admin")
+    kubectl(
+        "create",
+        "clusterrolebinding",
+        f"dash-admin-{s}",
+        "--clusterrole=cluster-admin",
+        f"--serviceaccount={team_a}:dash-admin",
+    )
     viewer = token(kubectl, team_a, "viewer")
-    kubectl("create", "role", "kueue-viewer", "-n", team_a, "--verb=get,list,watch",
-            "--resource=workloads.kueue.x-k8s.io,localqueues.kueue.x-k8s.io")
-    kubectl("create", "rolebinding", "kueue-viewer", "-n", team_a, "--role=kueue-viewer",
-            f"--serviceaccount={team_a}:viewer")
+    kubectl(
+        "create",
+        "role",
+        "kueue-viewer",
+        "-n",
+        team_a,
+        "--verb=get,list,watch",
+        "--resource=workloads.kueue.x-k8s.io,localqueues.kueue.x-k8s.io",
+    )
+    kubectl(
+        "create",
+        "rolebinding",
+        "kueue-viewer",
+        "-n",
+        team_a,
+        "--role=kueue-viewer",
+        f"--serviceaccount={team_a}:viewer",
+    )
     try:
-        wait_for("RBAC to reach the authorizer", lambda: kubectl(
-            "auth", "can-i", "list", "workloads.kueue.x-k8s.io", "-n", team_a,
-            f"--as=system:serviceaccount:{team_a}:viewer", check=False).stdout.strip() == "yes")
+        wait_for(
+            "RBAC to reach the authorizer",
+            lambda: (
+                kubectl(
+                    "auth",
+                    "can-i",
+                    "list",
+                    "workloads.kueue.x-k8s.io",
+                    "-n",
+                    team_a,
+                    f"--as=system:serviceaccount:{team_a}:viewer",
+                    check=False,
+                ).stdout.strip()
+                == "yes"
+            ),
+        )
         create(kubectl, job(team_b, "other-team", "lq"))
 
         # The overview loads, with our ClusterQueue held.
@@ -141,13 +209,16 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         browser.get(f"{url}/workloads?namespace={team_a}")
         browser.execute_script("window.__notReloaded = true")
         create(kubectl, job(team_a, "mine", "lq"))
-        wl = wait_for("the Job's Workload", lambda: [w["metadata"]["name"] for w in
-                                                    kubectl.get("workloads", "-n", team_a)["items"]])[0]
+        wl = wait_for(
+            "the Job's Workload",
+            lambda: [w["metadata"]["name"] for w in kubectl.get("workloads", "-n", team_a)["items"]],
+        )[0]
         wait_for("the Workload pending in the page", lambda: row_state(browser, f"{team_a}/{wl}") == "Pending")
         browser.save_screenshot(str(shots / "pending.png"))
         kubectl("patch", "clusterqueue", cq, "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
-        wait_for("the Workload admitted in the page",
-                 lambda: row_state(browser, f"{team_a}/{wl}") == "Admitted", timeout=60)
+        wait_for(
+            "the Workload admitted in the page", lambda: row_state(browser, f"{team_a}/{wl}") == "Admitted", timeout=60
+        )
         assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
         browser.save_screenshot(str(shots / "admitted.png"))
         browser.get(f"{url}/workloads/{team_a}/{wl}")
@@ -190,7 +261,8 @@ def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: 
     gpu_job: dict[str, Any] = yaml.safe_load(demo.GPU_JOB.read_text())
     # The example Job as is, except that its pod runs long enough for the usage to be seen.
     gpu_job["spec"]["template"].setdefault("metadata", {})["annotations"] = {
-        "pod-complete.stage.kwok.x-k8s.io/delay": "20s"}
+        "pod-complete.stage.kwok.x-k8s.io/delay": "20s"
+    }
     account = f"dash-gpu-{uuid.uuid4().hex[:6]}"
     admin = token(kubectl, ns, account)
     kubectl("create", "clusterrolebinding", account, "--clusterrole=cluster-admin", f"--serviceaccount={ns}:{account}")
@@ -202,14 +274,18 @@ def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: 
         browser.execute_script("window.__notReloaded = true")
 
         name = create(kubectl, gpu_job)
-        wait_for("2 GPUs used in the page", lambda: bar_text(browser, "research", label) == f"2 / {nominal}",
-                 timeout=30)
+        wait_for(
+            "2 GPUs used in the page", lambda: bar_text(browser, "research", label) == f"2 / {nominal}", timeout=30
+        )
         pods = kubectl.get("pods", "-n", ns, "-l", f"job-name={name}")["items"]
         assert [p["status"].get("phase") for p in pods] == ["Running"], "the usage should show while the Job runs"
         browser.save_screenshot(str(shots / "gpu-running.png"))
 
-        wait_for("the usage back to 0 in the page", lambda: bar_text(browser, "research", label) == f"0 / {nominal}",
-                 timeout=60)
+        wait_for(
+            "the usage back to 0 in the page",
+            lambda: bar_text(browser, "research", label) == f"0 / {nominal}",
+            timeout=60,
+        )
         assert kubectl.get("job", "-n", ns, name)["status"].get("succeeded") == 1
         assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
         browser.save_screenshot(str(shots / "gpu-finished.png"))

@@ -51,8 +51,15 @@ def dry_run(kubectl: Kubectl, docs: list[dict[str, Any]]) -> subprocess.Complete
         if not group:
             continue
         args = ["--server-side", "--force-conflicts", "--field-manager=pykueue-install-test"] if verb == "apply" else []
-        proc = kubectl(verb, "--dry-run=server", *args, "-f", "-",
-                       input=json.dumps({"apiVersion": "v1", "kind": "List", "items": group}), check=False)
+        proc = kubectl(
+            verb,
+            "--dry-run=server",
+            *args,
+            "-f",
+            "-",
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": group}),
+            check=False,
+        )
         out, err, code = out + proc.stdout, err + proc.stderr, code or proc.returncode
     return subprocess.CompletedProcess([verb], code, out, err)
 
@@ -76,12 +83,36 @@ def test_kustomize_build_applies(kubectl: Kubectl, overlay: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("values", [[], ["--set", "enableCertManager=true", "--set", "enablePrometheus=true", "--set",
-                                         "controllerManager.podDisruptionBudget.enabled=true"]],
-                         ids=["defaults", "cert-manager, prometheus, pdb"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [
+            "--set",
+            "enableCertManager=true",
+            "--set",
+            "enablePrometheus=true",
+            "--set",
+            "controllerManager.podDisruptionBudget.enabled=true",
+        ],
+    ],
+    ids=["defaults", "cert-manager, prometheus, pdb"],
+)
 def test_helm_chart_renders_and_applies(kubectl: Kubectl, values: list[str]) -> None:
-    rendered = subprocess.run([helm_binary(kubectl), "template", "kueue", str(ROOT / "charts" / "pykueue"),
-                               "--namespace", "kueue-system", *values], capture_output=True, text=True, check=False)
+    rendered = subprocess.run(
+        [
+            helm_binary(kubectl),
+            "template",
+            "kueue",
+            str(ROOT / "charts" / "pykueue"),
+            "--namespace",
+            "kueue-system",
+            *values,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert rendered.returncode == 0, rendered.stderr
     docs = [d for d in yaml.safe_load_all(rendered.stdout) if d]
     assert any(d["kind"] == "Deployment" for d in docs)
@@ -92,8 +123,12 @@ def test_helm_chart_renders_and_applies(kubectl: Kubectl, values: list[str]) -> 
 def test_kubectl_explain_reads_the_schema(kubectl: Kubectl) -> None:
     out = kubectl("explain", "clusterqueue.spec.resourceGroups").stdout
     assert "coveredResources" in out and "flavors" in out
-    out = kubectl("explain", "workloads.spec.podSets.template.spec.containers.resources", "--api-version",
-                  "kueue.x-k8s.io/v1beta2").stdout
+    out = kubectl(
+        "explain",
+        "workloads.spec.podSets.template.spec.containers.resources",
+        "--api-version",
+        "kueue.x-k8s.io/v1beta2",
+    ).stdout
     assert "requests" in out
 
 
@@ -105,30 +140,75 @@ def _release(kubectl: Kubectl, kind: str, name: str, *ns: str) -> None:
 def test_kubectl_get_prints_upstreams_columns(kubectl: Kubectl, namespace: str) -> None:
     objs = [
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "e2e-cols-rf"}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "e2e-cols-cq"},
-         "spec": {"cohortName": "e2e-cols", "namespaceSelector": {}, "resourceGroups": [{
-             "coveredResources": ["cpu"],
-             "flavors": [{"name": "e2e-cols-rf", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-         "metadata": {"name": "e2e-cols-lq", "namespace": namespace}, "spec": {"clusterQueue": "e2e-cols-cq"}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "e2e-cols-wl", "namespace": namespace},
-         "spec": {"queueName": "e2e-cols-lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-             "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}]}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "e2e-cols-cq"},
+            "spec": {
+                "cohortName": "e2e-cols",
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "e2e-cols-rf", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "e2e-cols-lq", "namespace": namespace},
+            "spec": {"clusterQueue": "e2e-cols-cq"},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": "e2e-cols-wl", "namespace": namespace},
+            "spec": {
+                "queueName": "e2e-cols-lq",
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+                        },
+                    }
+                ],
+            },
+        },
     ]
     kubectl.apply(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
     try:
+
         def header(*args: str) -> list[str]:
             first = kubectl("get", *args).stdout.splitlines()[0]
             return [c for c in first.split("  ") if c.strip()]
 
         assert [c.strip() for c in header("cq", "e2e-cols-cq")] == ["NAME", "COHORT", "PENDING WORKLOADS"]
         assert [c.strip() for c in header("cq", "e2e-cols-cq", "-o", "wide")] == [
-            "NAME", "COHORT", "STRATEGY", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+            "NAME",
+            "COHORT",
+            "STRATEGY",
+            "PENDING WORKLOADS",
+            "ADMITTED WORKLOADS",
+        ]
         assert [c.strip() for c in header("lq", "-n", namespace)] == [
-            "NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS"]
+            "NAME",
+            "CLUSTERQUEUE",
+            "PENDING WORKLOADS",
+            "ADMITTED WORKLOADS",
+        ]
         assert [c.strip() for c in header("rf", "e2e-cols-rf")] == ["NAME", "AGE"]
         assert [c.strip() for c in header("workloads", "-n", namespace)] == [
-            "NAME", "QUEUE", "RESERVED IN", "ADMITTED", "FINISHED", "AGE"]
+            "NAME",
+            "QUEUE",
+            "RESERVED IN",
+            "ADMITTED",
+            "FINISHED",
+            "AGE",
+        ]
         combined = kubectl("get", "cq,rf", "-o", "name").stdout
         assert "clusterqueue.kueue.x-k8s.io/e2e-cols-cq" in combined
     finally:
@@ -175,35 +255,70 @@ def test_internal_cert_manager_against_the_api_server(kubectl: Kubectl, namespac
 
     base = f"e2e-{namespace}"
     service = {"name": f"{base}-webhook-service", "namespace": namespace, "path": "/never", "port": 443}
-    hook = {"name": "noop.e2e.pykueue.dev", "admissionReviewVersions": ["v1"], "sideEffects": "None",
-            "failurePolicy": "Ignore", "clientConfig": {"service": service},
-            "rules": [{"apiGroups": ["e2e.pykueue.dev"], "apiVersions": ["v1"], "operations": ["CREATE"],
-                       "resources": ["nothings"]}]}
+    hook = {
+        "name": "noop.e2e.pykueue.dev",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Ignore",
+        "clientConfig": {"service": service},
+        "rules": [
+            {
+                "apiGroups": ["e2e.pykueue.dev"],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["nothings"],
+            }
+        ],
+    }
     crd_name = f"{base.replace('-', '')}s.e2e.pykueue.dev"
     version = {"served": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
     objs = [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-         "metadata": {"name": f"{base}-mutating-webhook-configuration"}, "webhooks": [hook]},
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-         "metadata": {"name": f"{base}-validating-webhook-configuration"}, "webhooks": [hook, {**hook, "name": "two.e2e.pykueue.dev"}]},
-        {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": crd_name},
-         "spec": {"group": "e2e.pykueue.dev", "scope": "Namespaced",
-                  "names": {"plural": crd_name.split(".")[0], "kind": "E2eThing"},
-                  "versions": [{"name": "v1", "storage": True, **version}, {"name": "v2", "storage": False, **version}],
-                  "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
-                                                                    "clientConfig": {"service": service}}}}},
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": f"{base}-mutating-webhook-configuration"},
+            "webhooks": [hook],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": f"{base}-validating-webhook-configuration"},
+            "webhooks": [hook, {**hook, "name": "two.e2e.pykueue.dev"}],
+        },
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": crd_name},
+            "spec": {
+                "group": "e2e.pykueue.dev",
+                "scope": "Namespaced",
+                "names": {"plural": crd_name.split(".")[0], "kind": "E2eThing"},
+                "versions": [{"name": "v1", "storage": True, **version}, {"name": "v2", "storage": False, **version}],
+                "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": service}},
+                },
+            },
+        },
     ]
     kubectl.apply(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
     try:
         mutating, validating = cm.webhook_configuration_names(f"{base}-webhook-service")
-        targets = cm.Targets(namespace=namespace, secret_name="kueue-webhook-server-cert",
-                             dns_name=f"{base}-webhook-service.{namespace}.svc", cert_dir=tmp_path / "a",
-                             mutating=mutating, validating=validating, crds=(crd_name,))
+        targets = cm.Targets(
+            namespace=namespace,
+            secret_name="kueue-webhook-server-cert",
+            dns_name=f"{base}-webhook-service.{namespace}.svc",
+            cert_dir=tmp_path / "a",
+            mutating=mutating,
+            validating=validating,
+            crds=(crd_name,),
+        )
         kube = Kube(str(kubectl.kubeconfig))
         first = cm.CertManager(kube, targets)
         assert first.sync() and first.ready()
-        second = cm.CertManager(kube, cm.Targets(**{**{f: getattr(targets, f) for f in targets.__slots__},
-                                                    "cert_dir": tmp_path / "b"}))
+        second = cm.CertManager(
+            kube, cm.Targets(**{**{f: getattr(targets, f) for f in targets.__slots__}, "cert_dir": tmp_path / "b"})
+        )
         assert second.sync()
         assert (tmp_path / "a" / "tls.crt").read_bytes() == (tmp_path / "b" / "tls.crt").read_bytes()
         secret = kubectl.get("secret", "-n", namespace, "kueue-webhook-server-cert")
@@ -274,18 +389,32 @@ def test_kinds_we_only_serve_accept_upstreams_yaml(kubectl: Kubectl) -> None:
         proc = kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs), check=False)
         assert proc.returncode == 0, proc.stderr
         prc = kubectl.get("provisioningrequestconfig", "e2e-prc")
-        assert prc["spec"]["retryStrategy"] == {"backoffBaseSeconds": 60, "backoffLimitCount": 3, "backoffMaxSeconds": 1800}
+        assert prc["spec"]["retryStrategy"] == {
+            "backoffBaseSeconds": 60,
+            "backoffLimitCount": 3,
+            "backoffMaxSeconds": 1800,
+        }
         cluster = kubectl.get("multikueueclusters.v1beta2.kueue.x-k8s.io", "e2e-worker1")
-        assert cluster["spec"] == {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "worker1-secret"}}}
+        assert cluster["spec"] == {
+            "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "worker1-secret"}}
+        }
         assert kubectl.get("topo", "e2e-topology")["spec"]["levels"][-1] == {"nodeLabel": "kubernetes.io/hostname"}
-        active = wait_for("the ClusterQueue's Active condition", lambda: when(
-            cond(kubectl.get("clusterqueue", "e2e-prov-cq"), "Active"), lambda c: c.get("status") == "False"))
+        active = wait_for(
+            "the ClusterQueue's Active condition",
+            lambda: when(
+                cond(kubectl.get("clusterqueue", "e2e-prov-cq"), "Active"), lambda c: c.get("status") == "False"
+            ),
+        )
         assert (active["reason"], active["message"]) == (
-            "AdmissionCheckInactive", "Can't admit new workloads: references inactive AdmissionCheck(s): e2e-prov.")
+            "AdmissionCheckInactive",
+            "Can't admit new workloads: references inactive AdmissionCheck(s): e2e-prov.",
+        )
         assert not (kubectl.get("admissioncheck", "e2e-prov").get("status") or {}).get("conditions")
     finally:
         for d in reversed(docs):
-            kubectl("delete", d["kind"].lower(), d["metadata"]["name"], "--ignore-not-found", "--wait=false", check=False)
+            kubectl(
+                "delete", d["kind"].lower(), d["metadata"]["name"], "--ignore-not-found", "--wait=false", check=False
+            )
 
 
 UPSTREAM_SHAPED = """\
@@ -354,12 +483,19 @@ def test_upstream_shaped_objects_of_the_served_only_kinds_pass_a_server_dry_run(
 
     err = refused("MultiKueueCluster", {"clusterSource": {"kubeConfig": {"locationType": "File", "location": "x"}}})
     assert 'spec.clusterSource.kubeConfig.locationType: Unsupported value: "File"' in err, err
-    err = refused("MultiKueueCluster", {"clusterSource": {"kubeConfig": {"location": "x"}, "clusterProfileRef": {"name": "p"}}})
+    err = refused(
+        "MultiKueueCluster", {"clusterSource": {"kubeConfig": {"location": "x"}, "clusterProfileRef": {"name": "p"}}}
+    )
     assert "exactly one of the fields in [kubeConfig clusterProfileRef] must be set" in err, err
-    err = refused("Topology", {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "cloud.provider.com/topology-rack"}]})
+    err = refused(
+        "Topology",
+        {"levels": [{"nodeLabel": "kubernetes.io/hostname"}, {"nodeLabel": "cloud.provider.com/topology-rack"}]},
+    )
     assert "the kubernetes.io/hostname label can only be used at the lowest level of topology" in err, err
     err = refused("Topology", {"levels": []})
     assert "spec.levels: Invalid value" in err and "1" in err, err
     err = refused("ProvisioningRequestConfig", {"managedResources": ["nvidia.com/gpu"]})
     # kubectl checks required fields against the served OpenAPI (our schema) before the server does
-    assert 'missing required field "provisioningClassName"' in err or "spec.provisioningClassName: Required value" in err, err
+    assert (
+        'missing required field "provisioningClassName"' in err or "spec.provisioningClassName: Required value" in err
+    ), err

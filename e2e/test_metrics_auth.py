@@ -21,15 +21,27 @@ def test_metrics_need_a_token_bound_to_the_metrics_reader(kubectl: Kubectl, name
     kubectl("create", "serviceaccount", "scraper", "-n", namespace)
     kubectl("create", "serviceaccount", "stranger", "-n", namespace)
     binding = f"{namespace}-scraper"
-    kubectl("create", "clusterrolebinding", binding, f"--clusterrole={METRICS_READER}",
-            f"--serviceaccount={namespace}:scraper")
+    kubectl(
+        "create",
+        "clusterrolebinding",
+        binding,
+        f"--clusterrole={METRICS_READER}",
+        f"--serviceaccount={namespace}:scraper",
+    )
     try:
         reader = kubectl("create", "token", "scraper", "-n", namespace).stdout.strip()
         stranger = kubectl("create", "token", "stranger", "-n", namespace).stdout.strip()
         # The API server's authorizer sees the new binding through its own watch, a moment after the
         # create; a denial it answered meanwhile would stay in the worker's cache for 30 s.
-        wait_for("the binding to reach the authorizer", lambda: kubectl(
-            "auth", "can-i", "get", "/metrics", f"--as=system:serviceaccount:{namespace}:scraper", check=False).stdout.strip() == "yes")
+        wait_for(
+            "the binding to reach the authorizer",
+            lambda: (
+                kubectl(
+                    "auth", "can-i", "get", "/metrics", f"--as=system:serviceaccount:{namespace}:scraper", check=False
+                ).stdout.strip()
+                == "yes"
+            ),
+        )
 
         status, body = stack.scrape_metrics(reader)
         assert status == 200, body
@@ -39,7 +51,9 @@ def test_metrics_need_a_token_bound_to_the_metrics_reader(kubectl: Kubectl, name
         assert "kueue_build_info{" in body
 
         assert stack.scrape_metrics(stranger) == (
-            403, f"Authorization denied for user system:serviceaccount:{namespace}:stranger\n")
+            403,
+            f"Authorization denied for user system:serviceaccount:{namespace}:stranger\n",
+        )
         assert stack.scrape_metrics(None) == (401, "Unauthorized\n")
         assert stack.scrape_metrics("not-a-token") == (401, "Unauthorized\n")
         assert stack.scrape_metrics(reader)[0] == 200  # the refusals left the reader's answer alone

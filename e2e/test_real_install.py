@@ -66,13 +66,17 @@ class Install:
                 out.write(line + "\n")
 
     def pods(self) -> list[dict[str, Any]]:
-        pods, _ = self.kube.list("/api/v1/namespaces/kueue-system/pods",
-                                 query={"labelSelector": "control-plane=controller-manager"})
+        pods, _ = self.kube.list(
+            "/api/v1/namespaces/kueue-system/pods", query={"labelSelector": "control-plane=controller-manager"}
+        )
         return pods
 
     def ready_pods(self) -> set[str]:
-        return {p["metadata"]["name"] for p in self.pods()
-                if not p["metadata"].get("deletionTimestamp") and rel.is_true(p, "Ready")}
+        return {
+            p["metadata"]["name"]
+            for p in self.pods()
+            if not p["metadata"].get("deletionTimestamp") and rel.is_true(p, "Ready")
+        }
 
     def leader_pod(self) -> str:
         lease = self.kube.get(rel.LEASE_PATH) or {}
@@ -86,8 +90,11 @@ def install(request: pytest.FixtureRequest) -> Install:
     name = os.environ.get("E2E_REAL_INSTALL", "")
     kubectl: Kubectl | None = request.getfixturevalue("kubectl") if name else None
     if kubectl is None or kubectl.stack is not None:
-        pytest.fail("these tests need a real install with real pods (e2e/real.py sets E2E_REAL_INSTALL); "
-                    "deselect them with -m 'not real_install'", pytrace=False)
+        pytest.fail(
+            "these tests need a real install with real pods (e2e/real.py sets E2E_REAL_INSTALL); "
+            "deselect them with -m 'not real_install'",
+            pytrace=False,
+        )
     summary = os.environ.get("E2E_REAL_SUMMARY")
     inst = Install(name, rel.admin(kubectl.kubeconfig), kubectl, Path(summary) if summary else None)
     dep = kubectl.get("deployment", "-n", NAMESPACE, DEPLOYMENT)
@@ -147,13 +154,16 @@ class SteadyLoad:
     def figures(self) -> dict[str, Any]:
         full = sorted(self.attempted_by_s)[:-1] or [0]  # the last second is cut short by the stop
         lat = sorted(self.latencies) or [0.0]
-        return {"attempted": sum(self.attempted_by_s.values()), "refused": len(self.refused),
-                "attempted_per_s_min": min(self.attempted_by_s[s] for s in full),
-                "attempted_per_s_max": max(self.attempted_by_s[s] for s in full),
-                "refused_by_s": dict(sorted(self.refused_by_s.items())),
-                "create_p50_s": round(lat[len(lat) // 2], 2), "create_p99_s": round(lat[len(lat) * 99 // 100], 2),
-                "create_max_s": round(lat[-1], 2)}
-
+        return {
+            "attempted": sum(self.attempted_by_s.values()),
+            "refused": len(self.refused),
+            "attempted_per_s_min": min(self.attempted_by_s[s] for s in full),
+            "attempted_per_s_max": max(self.attempted_by_s[s] for s in full),
+            "refused_by_s": dict(sorted(self.refused_by_s.items())),
+            "create_p50_s": round(lat[len(lat) // 2], 2),
+            "create_p99_s": round(lat[len(lat) * 99 // 100], 2),
+            "create_max_s": round(lat[-1], 2),
+        }
 
 
 @dataclass
@@ -196,9 +206,17 @@ def steady_load(install: Install, *, cpu: int = 6) -> Iterator[Loaded]:
 def check_loaded(install: Install, test: str, loaded: Loaded, extra: dict[str, Any]) -> None:
     final = loaded.final
     nominal_m = next(iter(loaded.setup.cqs.values())) * 1000
-    figures = {**extra, **loaded.load.figures(), "load_s": round(loaded.seconds, 1), "jobs": len(loaded.load.names),
-               "samples": loaded.sampler.samples, "max_usage_m": loaded.sampler.peak_reserved, "nominal_m": nominal_m,
-               "violations": loaded.sampler.violations[:10], "problems": final["problems"][:10]}
+    figures = {
+        **extra,
+        **loaded.load.figures(),
+        "load_s": round(loaded.seconds, 1),
+        "jobs": len(loaded.load.names),
+        "samples": loaded.sampler.samples,
+        "max_usage_m": loaded.sampler.peak_reserved,
+        "nominal_m": nominal_m,
+        "violations": loaded.sampler.violations[:10],
+        "problems": final["problems"][:10],
+    }
     install.record(test, figures)
     assert loaded.load.refused == [], f"creates refused: {loaded.load.refused[:10]}"
     assert figures["attempted_per_s_min"] >= 10, f"the load fell below 10 creates/s: {figures}"
@@ -230,38 +248,50 @@ def test_rollout_restart_under_load(install: Install) -> None:
     with steady_load(install) as loaded:
         t = time.monotonic()
         install.kubectl("rollout", "restart", "-n", NAMESPACE, f"deployment/{DEPLOYMENT}")
-        install.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{DEPLOYMENT}", "--timeout=300s",
-                        timeout=330)
+        install.kubectl("rollout", "status", "-n", NAMESPACE, f"deployment/{DEPLOYMENT}", "--timeout=300s", timeout=330)
         rollout_s = time.monotonic() - t
-        gone = wait_until("the old pods gone", lambda: not (before & {p["metadata"]["name"] for p in install.pods()}),
-                          timeout=120)
+        gone = wait_until(
+            "the old pods gone", lambda: not (before & {p["metadata"]["name"] for p in install.pods()}), timeout=120
+        )
         drained_s = time.monotonic() - t
         assert gone
         time.sleep(5)
     after = install.ready_pods()
     assert len(after) >= 2 and not after & before, f"pods before {before}, after {after}"
-    check_loaded(install, "rollout_restart", loaded,
-                 {"rollout_s": round(rollout_s, 1), "old_pods_gone_s": round(drained_s, 1)})
+    check_loaded(
+        install, "rollout_restart", loaded, {"rollout_s": round(rollout_s, 1), "old_pods_gone_s": round(drained_s, 1)}
+    )
 
 
 # == 3. the leader pod deleted =========================================================================
 def test_leader_pod_deleted_under_load(install: Install) -> None:
-    leader = wait_until("a leader among the ready pods", lambda: (p := install.leader_pod()) in install.ready_pods() and p,
-                        timeout=120)
+    leader = wait_until(
+        "a leader among the ready pods", lambda: (p := install.leader_pod()) in install.ready_pods() and p, timeout=120
+    )
     others = install.ready_pods() - {leader}
     assert others, f"no other ready replica besides {leader}"
     with steady_load(install) as loaded:
         t = time.monotonic()
         install.kubectl("delete", "pod", "-n", NAMESPACE, leader, "--wait=false")
-        new = wait_until("another pod to lead", lambda: (p := install.leader_pod()) and p != leader and p, timeout=120,
-                         interval=0.05)
+        new = wait_until(
+            "another pod to lead", lambda: (p := install.leader_pod()) and p != leader and p, timeout=120, interval=0.05
+        )
         takeover_s = time.monotonic() - t
-        wait_until("the deleted pod gone", lambda: leader not in {p["metadata"]["name"] for p in install.pods()},
-                   timeout=120)
+        wait_until(
+            "the deleted pod gone", lambda: leader not in {p["metadata"]["name"] for p in install.pods()}, timeout=120
+        )
         gone_s = time.monotonic() - t
         time.sleep(5)
-    check_loaded(install, "leader_deleted", loaded, {"takeover_s": round(takeover_s, 2), "deleted_pod_gone_s":
-                                                     round(gone_s, 1), "new_leader_was_running": new in others})
+    check_loaded(
+        install,
+        "leader_deleted",
+        loaded,
+        {
+            "takeover_s": round(takeover_s, 2),
+            "deleted_pod_gone_s": round(gone_s, 1),
+            "new_leader_was_running": new in others,
+        },
+    )
     # Either the standby or the ReplicaSet's replacement may win the released lease: the standby retries
     # on its retry period (2 s, as controller-runtime's), a fresh pod tries at once. Both are correct; what a
     # user sees — nothing refused, quota held, a leader again — is checked above.
@@ -272,8 +302,11 @@ def test_leader_pod_deleted_under_load(install: Install) -> None:
 def _ca_bundles(install: Install) -> list[str]:
     out = []
     for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
-        base = "kueue-mutating-webhook-configuration" if kind.startswith("mutating") else \
-            "kueue-validating-webhook-configuration"
+        base = (
+            "kueue-mutating-webhook-configuration"
+            if kind.startswith("mutating")
+            else "kueue-validating-webhook-configuration"
+        )
         obj = install.kube.get(f"/apis/admissionregistration.k8s.io/v1/{kind}/{base}") or {}
         out += [(h.get("clientConfig") or {}).get("caBundle", "") for h in obj.get("webhooks") or ()]
     for crd in ("clusterqueues", "workloads", "localqueues", "cohorts"):
@@ -335,8 +368,12 @@ def test_certificate_rotation_keeps_the_webhook_answering(install: Install) -> N
         time.sleep(3)
         t = time.monotonic()
         install.kube.request("DELETE", k.object_path("v1", "secrets", NAMESPACE, SECRET))
-        new_ca = wait_until("a new CA in the Secret", lambda: (ca := _secret_ca(install)) and ca != old_ca and ca,
-                            timeout=120, interval=0.5)
+        new_ca = wait_until(
+            "a new CA in the Secret",
+            lambda: (ca := _secret_ca(install)) and ca != old_ca and ca,
+            timeout=120,
+            interval=0.5,
+        )
         issued_s = time.monotonic() - t
         new_b64 = base64.b64encode(new_ca).decode()
 
@@ -345,18 +382,30 @@ def test_certificate_rotation_keeps_the_webhook_answering(install: Install) -> N
 
         wait_until("the new CA injected everywhere", injected, timeout=120, interval=0.5)
         injected_s = time.monotonic() - t
-        served = wait_until("every replica serving a certificate of the new CA",
-                            lambda: (m := _served_by_new_ca(install, new_ca)) and len(m) >= 2 and all(m.values()) and m,
-                            timeout=60, interval=1.0)
+        served = wait_until(
+            "every replica serving a certificate of the new CA",
+            lambda: (m := _served_by_new_ca(install, new_ca)) and len(m) >= 2 and all(m.values()) and m,
+            timeout=60,
+            interval=1.0,
+        )
         served_s = time.monotonic() - t
         time.sleep(10)  # the stream goes on past the switch
     finally:
         stop.set()
         for th in threads:
             th.join(timeout=60)
-    install.record("cert_rotation", {"secret_reissued_s": round(issued_s, 1), "ca_injected_s": round(injected_s, 1),
-                                     "all_replicas_serve_new_s": round(served_s, 1), "replicas": sorted(served),
-                                     "dry_runs_ok": results["ok"], "dry_runs_failed": results["failed"],
-                                     "stream_s": round(time.monotonic() - t + 3, 1), "failures": failures[:5]})
+    install.record(
+        "cert_rotation",
+        {
+            "secret_reissued_s": round(issued_s, 1),
+            "ca_injected_s": round(injected_s, 1),
+            "all_replicas_serve_new_s": round(served_s, 1),
+            "replicas": sorted(served),
+            "dry_runs_ok": results["ok"],
+            "dry_runs_failed": results["failed"],
+            "stream_s": round(time.monotonic() - t + 3, 1),
+            "failures": failures[:5],
+        },
+    )
     assert results["ok"] > 100, results
     assert failures == [], f"{len(failures)} dry-run creates failed across the rotation: {failures[:5]}"

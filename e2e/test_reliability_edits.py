@@ -52,7 +52,10 @@ def reserved_cpu(cq: dict[str, Any] | None) -> str:
 
 def wait_running(kubectl: Kubectl, ns: str, job_name: str) -> None:
     """Admitted, and started: the Job reconciler unsuspends the Job on its own pass after the admission."""
-    wait_for(f"{job_name}: admitted and running", lambda: is_admitted(kubectl, ns, job_name) and not suspended(kubectl, ns, job_name))
+    wait_for(
+        f"{job_name}: admitted and running",
+        lambda: is_admitted(kubectl, ns, job_name) and not suspended(kubectl, ns, job_name),
+    )
 
 
 def pending_message(kubectl: Kubectl, ns: str, job_name: str) -> str:
@@ -72,7 +75,7 @@ class ServerLog:
     def errors(self) -> list[str]:
         if self.path is None:
             return []
-        text = self.path.read_bytes()[self.start:].decode(errors="replace")
+        text = self.path.read_bytes()[self.start :].decode(errors="replace")
         return [ln[:300] for ln in text.splitlines() if "Traceback" in ln or '"level":"error"' in ln]
 
 
@@ -94,8 +97,9 @@ def quota(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> dict[str, s
     return names
 
 
-def test_job_relabelled_to_another_queue_while_pending_is_admitted_there(kubectl: Kubectl, namespace: str,
-                                                                        objs: ClusterObjects, quota: dict[str, str]) -> None:
+def test_job_relabelled_to_another_queue_while_pending_is_admitted_there(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects, quota: dict[str, str]
+) -> None:
     empty = objs.name("edit-empty")
     objs.apply(cluster_queue(empty, quota["rf"], "0"))
     objs.apply(local_queue(namespace, "lq-empty", empty))
@@ -108,8 +112,9 @@ def test_job_relabelled_to_another_queue_while_pending_is_admitted_there(kubectl
     wait_for("job started", lambda: not suspended(kubectl, namespace, "mover"))
 
 
-def test_quota_shrunk_below_usage_keeps_running_jobs_and_holds_new_ones(kubectl: Kubectl, namespace: str,
-                                                                       objs: ClusterObjects, quota: dict[str, str]) -> None:
+def test_quota_shrunk_below_usage_keeps_running_jobs_and_holds_new_ones(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects, quota: dict[str, str]
+) -> None:
     submit(kubectl, job(namespace, "run-1", "lq"), job(namespace, "run-2", "lq"))
     for name in ("run-1", "run-2"):
         wait_running(kubectl, namespace, name)
@@ -128,27 +133,36 @@ def test_quota_shrunk_below_usage_keeps_running_jobs_and_holds_new_ones(kubectl:
     wait_workload(kubectl, namespace, "late", "Admitted")
 
 
-def test_cluster_queue_deleted_while_in_use_is_held_until_its_jobs_are_gone(kubectl: Kubectl, namespace: str,
-                                                                           objs: ClusterObjects, quota: dict[str, str]) -> None:
+def test_cluster_queue_deleted_while_in_use_is_held_until_its_jobs_are_gone(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects, quota: dict[str, str]
+) -> None:
     cq = quota["cq"]
     submit(kubectl, job(namespace, "big", "lq", cpu="2"), job(namespace, "waiting", "lq"))
     wait_running(kubectl, namespace, "big")
     wait_for("waiting pending", lambda: pending_message(kubectl, namespace, "waiting"))
     kubectl("delete", "clusterqueue", cq, "--wait=false")
-    obj = wait_for("ClusterQueue terminating", lambda: (o := get(kubectl, "clusterqueue", cq)) and
-                   active(o)[1] == "Terminating" and o)
+    obj = wait_for(
+        "ClusterQueue terminating",
+        lambda: (o := get(kubectl, "clusterqueue", cq)) and active(o)[1] == "Terminating" and o,
+    )
     assert obj["metadata"].get("deletionTimestamp") and FINALIZER in obj["metadata"]["finalizers"]
     assert active(obj) == ("False", "Terminating", "Can't admit new workloads; clusterQueue is terminating")
     # The admitted Job keeps running; the pending one is told why it waits.
     assert is_admitted(kubectl, namespace, "big") and not suspended(kubectl, namespace, "big")
-    wait_for("pending message names the inactive queue",
-             lambda: pending_message(kubectl, namespace, "waiting") == f"ClusterQueue {cq} is inactive")
+    wait_for(
+        "pending message names the inactive queue",
+        lambda: pending_message(kubectl, namespace, "waiting") == f"ClusterQueue {cq} is inactive",
+    )
     kubectl("delete", "job", "-n", namespace, "big")
     wait_for("ClusterQueue gone once nothing is admitted in it", lambda: get(kubectl, "clusterqueue", cq) is None)
-    wait_for("pending message names the missing queue",
-             lambda: pending_message(kubectl, namespace, "waiting") == f"ClusterQueue {cq} doesn't exist")
-    lq = wait_for("LocalQueue inactive", lambda: (o := get(kubectl, "localqueue", "-n", namespace, "lq")) and
-                  active(o)[0] == "False" and o)
+    wait_for(
+        "pending message names the missing queue",
+        lambda: pending_message(kubectl, namespace, "waiting") == f"ClusterQueue {cq} doesn't exist",
+    )
+    lq = wait_for(
+        "LocalQueue inactive",
+        lambda: (o := get(kubectl, "localqueue", "-n", namespace, "lq")) and active(o)[0] == "False" and o,
+    )
     assert active(lq) == ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
     assert not is_admitted(kubectl, namespace, "waiting")
     # Recreated, the queue admits the Job that waited.
@@ -156,12 +170,15 @@ def test_cluster_queue_deleted_while_in_use_is_held_until_its_jobs_are_gone(kube
     wait_workload(kubectl, namespace, "waiting", "Admitted")
 
 
-def test_local_queue_pointing_at_a_missing_cluster_queue(kubectl: Kubectl, namespace: str, objs: ClusterObjects,
-                                                        quota: dict[str, str]) -> None:
+def test_local_queue_pointing_at_a_missing_cluster_queue(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects, quota: dict[str, str]
+) -> None:
     missing = objs.name("edit-missing")
     objs.apply(local_queue(namespace, "lq-missing", missing))
-    lq = wait_for("LocalQueue status", lambda: (o := get(kubectl, "localqueue", "-n", namespace, "lq-missing")) and
-                  active(o)[0] == "False" and o)
+    lq = wait_for(
+        "LocalQueue status",
+        lambda: (o := get(kubectl, "localqueue", "-n", namespace, "lq-missing")) and active(o)[0] == "False" and o,
+    )
     assert active(lq) == ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
     submit(kubectl, job(namespace, "lost", "lq-missing"))
     w = wait_workload(kubectl, namespace, "lost", "QuotaReserved", "False", reason="Misconfigured")
@@ -169,7 +186,9 @@ def test_local_queue_pointing_at_a_missing_cluster_queue(kubectl: Kubectl, names
     assert suspended(kubectl, namespace, "lost")
     objs.apply(cluster_queue(missing, quota["rf"], "1"))
     wait_workload(kubectl, namespace, "lost", "Admitted")
-    wait_for("LocalQueue active", lambda: active(get(kubectl, "localqueue", "-n", namespace, "lq-missing"))[0] == "True")
+    wait_for(
+        "LocalQueue active", lambda: active(get(kubectl, "localqueue", "-n", namespace, "lq-missing"))[0] == "True"
+    )
 
 
 def test_namespace_relabelled_out_of_the_selector(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
@@ -191,15 +210,18 @@ def test_namespace_relabelled_out_of_the_selector(kubectl: Kubectl, namespace: s
     wait_workload(kubectl, namespace, "outside", "Admitted")
 
 
-def test_resource_flavor_deleted_while_in_use_is_held_by_its_finalizer(kubectl: Kubectl, namespace: str,
-                                                                      objs: ClusterObjects, quota: dict[str, str]) -> None:
+def test_resource_flavor_deleted_while_in_use_is_held_by_its_finalizer(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects, quota: dict[str, str]
+) -> None:
     rf, cq = quota["rf"], quota["cq"]
     submit(kubectl, job(namespace, "on-flavor", "lq"))
     wait_running(kubectl, namespace, "on-flavor")
     kubectl("delete", "resourceflavor", rf, "--wait=false")
     # As upstream: a flavor some ClusterQueue names is kept (finalizer), and the queue stays active.
-    obj = wait_for("flavor terminating", lambda: (o := get(kubectl, "resourceflavor", rf)) and
-                   o["metadata"].get("deletionTimestamp") and o)
+    obj = wait_for(
+        "flavor terminating",
+        lambda: (o := get(kubectl, "resourceflavor", rf)) and o["metadata"].get("deletionTimestamp") and o,
+    )
     assert FINALIZER in obj["metadata"]["finalizers"]
     assert active(get(kubectl, "clusterqueue", cq))[0] == "True"
     assert is_admitted(kubectl, namespace, "on-flavor") and not suspended(kubectl, namespace, "on-flavor")

@@ -16,12 +16,24 @@ def test_leader_killed_repeatedly_no_job_lost_or_over_quota(kubectl: Kubectl, tm
     kube = rel.admin(stack.kubeconfig)
     stack._stop_server()  # its worker would compete for the lease with other settings
     try:
-        fig = rel.failover(kube, tmp_path, cert_dir=stack.cert_dir, kubeconfig=stack.kubeconfig, port=stack.port,
-                           jobs=100, kills=4, lease=4, renew=3, retry=1)
+        fig = rel.failover(
+            kube,
+            tmp_path,
+            cert_dir=stack.cert_dir,
+            kubeconfig=stack.kubeconfig,
+            port=stack.port,
+            jobs=100,
+            kills=4,
+            lease=4,
+            renew=3,
+            retry=1,
+        )
     finally:
         stack._start_server(stack.port)
-    print(f"failover: takeovers {[round(t, 2) for t in fig['takeover_s']]} s, {fig['samples']} samples, "
-          f"peak reserved {fig['peak_reserved_m']}m")
+    print(
+        f"failover: takeovers {[round(t, 2) for t in fig['takeover_s']]} s, {fig['samples']} samples, "
+        f"peak reserved {fig['peak_reserved_m']}m"
+    )
     assert fig["submit_errors"] == []
     assert fig["violations"] == []
     assert fig["problems"] == []

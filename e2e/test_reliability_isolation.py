@@ -27,7 +27,9 @@ def tenants(kubectl: Kubectl) -> Iterator[tuple[str, str, str]]:
     victim, attacker = f"victim-{s}", f"attacker-{s}"
     rf = f"iso-rf-{s}"
     objs: list[dict[str, Any]] = [
-        flavor(rf), cluster_queue(f"iso-victim-{s}", rf, "0"), cluster_queue(f"iso-attacker-{s}", rf, "8"),
+        flavor(rf),
+        cluster_queue(f"iso-victim-{s}", rf, "0"),
+        cluster_queue(f"iso-attacker-{s}", rf, "8"),
     ]
     for ns in (victim, attacker):
         kubectl("create", "namespace", ns)
@@ -46,12 +48,31 @@ def _workload(ns: str, name: str, owner: dict[str, Any] | None, queue: str) -> d
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if owner is not None:
         meta["ownerReferences"] = [owner]
-    return {"apiVersion": V1B2, "kind": "Workload", "metadata": meta, "spec": {"queueName": queue, "podSets": [{
-        "name": "main", "count": 1, "template": {"spec": {"restartPolicy": "Never", "containers": [
-            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}}
+    return {
+        "apiVersion": V1B2,
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {
+            "queueName": queue,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
-def test_workload_owned_by_another_namespaces_job_cannot_start_it(kubectl: Kubectl, tenants: tuple[str, str, str]) -> None:
+def test_workload_owned_by_another_namespaces_job_cannot_start_it(
+    kubectl: Kubectl, tenants: tuple[str, str, str]
+) -> None:
     victim, attacker, _ = tenants
     kubectl("create", "-f", "-", input=json.dumps(job(victim, "payroll", "lq")))
 
@@ -68,8 +89,14 @@ def test_workload_owned_by_another_namespaces_job_cannot_start_it(kubectl: Kubec
     before_rv = target["metadata"]["resourceVersion"]
     # The attacker copies the victim Job's uid and name into an owner reference, and also names a
     # LocalQueue that only exists (with another meaning) in the attacker's own namespace.
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "payroll", "uid": target["metadata"]["uid"],
-             "controller": True, "blockOwnerDeletion": False}
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "payroll",
+        "uid": target["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
     kubectl("create", "-f", "-", input=json.dumps(_workload(attacker, "evil", owner, "lq")))
     # Whatever happens to the crafted Workload in the attacker's namespace (admitted on the attacker's
     # own quota, or collected by the garbage collector for its dangling owner), the victim's Job and
@@ -85,8 +112,9 @@ def test_workload_owned_by_another_namespaces_job_cannot_start_it(kubectl: Kubec
         time.sleep(0.5)
 
 
-def test_workload_naming_another_namespaces_queue_uses_its_own_namespace(kubectl: Kubectl,
-                                                                         tenants: tuple[str, str, str]) -> None:
+def test_workload_naming_another_namespaces_queue_uses_its_own_namespace(
+    kubectl: Kubectl, tenants: tuple[str, str, str]
+) -> None:
     victim, attacker, s = tenants
     # `lq-only-in-victim` exists in the victim namespace only: the attacker's Workload cannot use it.
     kubectl.apply(local_queue(victim, "lq-only-in-victim", f"iso-attacker-{s}"))

@@ -18,8 +18,18 @@ def test_worker_kills_apiserver_restarts_and_a_pause(kubectl: Kubectl, tmp_path:
     kube = rel.admin(stack.kubeconfig)
     stack._stop_server()  # one replica with short lease timings instead
     try:
-        fig = rel.outages(kube, stack.cluster, tmp_path, cert_dir=stack.cert_dir, kubeconfig=stack.kubeconfig,
-                          port=stack.port, jobs=150, worker_kills=3, apiserver_restarts=2, pause_s=8)
+        fig = rel.outages(
+            kube,
+            stack.cluster,
+            tmp_path,
+            cert_dir=stack.cert_dir,
+            kubeconfig=stack.kubeconfig,
+            port=stack.port,
+            jobs=150,
+            worker_kills=3,
+            apiserver_restarts=2,
+            pause_s=8,
+        )
     finally:
         stack._start_server(stack.port)
     print("outages:", fig)

@@ -36,13 +36,25 @@ def _post(stack: Any, path: str, body: bytes, *, headers: dict[str, str] | None 
         conn.close()
 
 
-def _review(obj: dict[str, Any], *, api_version: str = "admission.k8s.io/v1", kind: str = "Job",
-            group: str = "batch") -> bytes:
-    return json.dumps({"apiVersion": api_version, "kind": "AdmissionReview", "request": {
-        "uid": "u-1", "kind": {"group": group, "version": "v1", "kind": kind},
-        "resource": {"group": group, "version": "v1", "resource": kind.lower() + "s"},
-        "operation": "CREATE", "namespace": "default", "name": "x", "object": obj,
-        "userInfo": {"username": "attacker"}}}).encode()
+def _review(
+    obj: dict[str, Any], *, api_version: str = "admission.k8s.io/v1", kind: str = "Job", group: str = "batch"
+) -> bytes:
+    return json.dumps(
+        {
+            "apiVersion": api_version,
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "kind": {"group": group, "version": "v1", "kind": kind},
+                "resource": {"group": group, "version": "v1", "resource": kind.lower() + "s"},
+                "operation": "CREATE",
+                "namespace": "default",
+                "name": "x",
+                "object": obj,
+                "userInfo": {"username": "attacker"},
+            },
+        }
+    ).encode()
 
 
 def _server_pid(stack: Any) -> int:
@@ -79,8 +91,11 @@ def test_bad_bodies_get_4xx_or_valid_answers_and_the_server_stays_up(kubectl: Ku
         except (TimeoutError, ConnectionError, http.client.HTTPException) as exc:
             code, data = 0, repr(exc).encode()  # the server closed a request that never completed
         answers[name] = code
-        assert (code == 0 and name == "lying-length") or 400 <= code < 500 or (
-            code == 200 and "response" in json.loads(data)), (name, code, data[:200])
+        assert (
+            (code == 0 and name == "lying-length")
+            or 400 <= code < 500
+            or (code == 200 and "response" in json.loads(data))
+        ), (name, code, data[:200])
     for _ in range(5):  # repeat the big ones: memory must not grow with each
         assert _post(stack, JOB_PATH, cases["huge"])[0] == 400
     code, data = _post(stack, JOB_PATH, valid)
@@ -101,8 +116,11 @@ def test_slowloris_does_not_starve_good_requests(kubectl: Kubectl) -> None:
         raw = socket.create_connection(("127.0.0.1", stack.port), timeout=5)
         s = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
         # Half of them trickle headers, half a body that never ends.
-        s.sendall(b"POST /validate-batch-v1-job HTTP/1.1\r\nHost: x\r\n" if i % 2 else
-                  b"POST /validate-batch-v1-job HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+        s.sendall(
+            b"POST /validate-batch-v1-job HTTP/1.1\r\nHost: x\r\n"
+            if i % 2
+            else b"POST /validate-batch-v1-job HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"
+        )
         socks.append(s)
 
     def trickle() -> None:
@@ -134,21 +152,26 @@ def test_slowloris_does_not_starve_good_requests(kubectl: Kubectl) -> None:
             s.close()
     rss_after = _rss_mb(stack)
     latencies.sort()
-    print(f"slowloris: {n} slow connections; {len(latencies)} good requests, p50 {latencies[len(latencies) // 2] * 1000:.0f} ms, "
-          f"max {latencies[-1] * 1000:.0f} ms; server RSS {rss_before:.0f} -> {rss_after:.0f} MB")
+    print(
+        f"slowloris: {n} slow connections; {len(latencies)} good requests, p50 {latencies[len(latencies) // 2] * 1000:.0f} ms, "
+        f"max {latencies[-1] * 1000:.0f} ms; server RSS {rss_before:.0f} -> {rss_after:.0f} MB"
+    )
     assert latencies[-1] < 2.0
     time.sleep(1)
     assert _rss_mb(stack) < rss_before + 128
 
 
 @pytest.mark.local_stack
-def test_absurd_jobs_get_a_denial_or_a_pending_message_never_a_worker_exception(kubectl: Kubectl, namespace: str) -> None:
+def test_absurd_jobs_get_a_denial_or_a_pending_message_never_a_worker_exception(
+    kubectl: Kubectl, namespace: str
+) -> None:
     stack = local_stack(kubectl)
     kube = rel.admin(stack.kubeconfig)
     log_from = stack.server_log.stat().st_size
     setup = rel.make_setup(kube, namespace, cq_cpu=(4,), borrowing=(None,))
     lq = next(iter(setup.lqs))
     try:
+
         def with_requests(name: str, requests: dict[str, Any]) -> dict[str, Any]:
             j = rel.job(namespace, name, lq)
             j["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": requests, "limits": requests}
@@ -158,26 +181,48 @@ def test_absurd_jobs_get_a_denial_or_a_pending_message_never_a_worker_exception(
             "gpus-1e18": with_requests("gpus-1e18", {"nvidia.com/gpu": "1e18"}),
             "cpu-1e18": with_requests("cpu-1e18", {"cpu": "1e18"}),
             "unknown-resource": with_requests("unknown-resource", {"example.com/widgets": "3"}),
-            "many-pods": {**rel.job(namespace, "many-pods", lq), "spec": {
-                **rel.job(namespace, "many-pods", lq)["spec"], "parallelism": 100000, "completions": 100000}},
+            "many-pods": {
+                **rel.job(namespace, "many-pods", lq),
+                "spec": {**rel.job(namespace, "many-pods", lq)["spec"], "parallelism": 100000, "completions": 100000},
+            },
         }
         for obj in pending.values():
             kubectl("create", "-f", "-", input=json.dumps(obj))
-        refused = {"negative": with_requests("negative", {"cpu": "-1"}),
-                   "non-numeric": yaml.safe_load(json.dumps(with_requests("non-numeric", {"cpu": "lots"})))}
+        refused = {
+            "negative": with_requests("negative", {"cpu": "-1"}),
+            "non-numeric": yaml.safe_load(json.dumps(with_requests("non-numeric", {"cpu": "lots"}))),
+        }
         for name, obj in refused.items():
             res = kubectl("create", "-f", "-", input=json.dumps(obj), check=False)
             assert res.returncode != 0 and res.stderr.strip(), name
-        wls = rel.wait_for("a pending message for every absurd Job", lambda: (
-            w if len(w := [x for x in kube.list(rel.k.object_path(rel.V1B2, "workloads", namespace))[0]
-                           if rel.cond(x, "QuotaReserved").get("status") == "False" and rel.cond(x, "QuotaReserved").get("message")])
-            == len(pending) else None), timeout=30)
+        wls = rel.wait_for(
+            "a pending message for every absurd Job",
+            lambda: (
+                w
+                if len(
+                    w := [
+                        x
+                        for x in kube.list(rel.k.object_path(rel.V1B2, "workloads", namespace))[0]
+                        if rel.cond(x, "QuotaReserved").get("status") == "False"
+                        and rel.cond(x, "QuotaReserved").get("message")
+                    ]
+                )
+                == len(pending)
+                else None
+            ),
+            timeout=30,
+        )
         messages = {w["metadata"]["ownerReferences"][0]["name"]: rel.cond(w, "QuotaReserved")["message"] for w in wls}
         print("absurd jobs:", json.dumps(messages, indent=1))
-        assert "unavailable in ClusterQueue" in messages["unknown-resource"] or "example.com/widgets" in messages["unknown-resource"]
+        assert (
+            "unavailable in ClusterQueue" in messages["unknown-resource"]
+            or "example.com/widgets" in messages["unknown-resource"]
+        )
         for name in ("gpus-1e18", "cpu-1e18"):
             assert "couldn't assign flavors" in messages[name] or "unavailable" in messages[name], messages[name]
-        assert not any(j["spec"].get("suspend") is False for j in kube.list(f"/apis/batch/v1/namespaces/{namespace}/jobs")[0])
+        assert not any(
+            j["spec"].get("suspend") is False for j in kube.list(f"/apis/batch/v1/namespaces/{namespace}/jobs")[0]
+        )
         assert rel.log_errors(stack.server_log, since=log_from) == []
     finally:
         setup.cleanup(kube)

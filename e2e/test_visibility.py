@@ -20,20 +20,58 @@ def _queues(kubectl: Kubectl, ns: str) -> str:
     """A ClusterQueue with no quota (everything stays pending) and LocalQueues a and b in `ns`."""
     cq = f"vis-{ns}"
     kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": cq}})
-    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": cq},
-                   "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                       {"name": cq, "resources": [{"name": "cpu", "nominalQuota": "0"}]}]}]}})
+    kubectl.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": cq},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": cq, "resources": [{"name": "cpu", "nominalQuota": "0"}]}],
+                    }
+                ],
+            },
+        }
+    )
     for lq in ("a", "b"):
-        kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                       "metadata": {"name": lq, "namespace": ns}, "spec": {"clusterQueue": cq}})
+        kubectl.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": lq, "namespace": ns},
+                "spec": {"clusterQueue": cq},
+            }
+        )
     return cq
 
 
 def _workload(kubectl: Kubectl, ns: str, name: str, queue: str, priority: int) -> None:
-    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": name, "namespace": ns},
-                   "spec": {"queueName": queue, "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
-                       "spec": {"restartPolicy": "Never", "containers": [
-                           {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+    kubectl.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "queueName": queue,
+                "priority": priority,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
 
 
 def _raw(kubectl: Kubectl, path: str, *args: str) -> tuple[bool, Any]:
@@ -42,8 +80,16 @@ def _raw(kubectl: Kubectl, path: str, *args: str) -> tuple[bool, Any]:
 
 
 def _positions(doc: dict[str, Any]) -> list[tuple[str, str, int, int, int]]:
-    return [(i["metadata"]["name"], i["localQueueName"], i["priority"], i["positionInClusterQueue"],
-             i["positionInLocalQueue"]) for i in doc["items"]]
+    return [
+        (
+            i["metadata"]["name"],
+            i["localQueueName"],
+            i["priority"],
+            i["positionInClusterQueue"],
+            i["positionInLocalQueue"],
+        )
+        for i in doc["items"]
+    ]
 
 
 def test_pending_workloads_and_their_positions(kubectl: Kubectl, namespace: str) -> None:
@@ -60,16 +106,27 @@ def test_pending_workloads_and_their_positions(kubectl: Kubectl, namespace: str)
     wait_for("all four pending in queue order", listed)
     ok, doc = _raw(kubectl, f"{G}/clusterqueues/{cq}/pendingworkloads?limit=2&offset=1")
     assert ok and _positions(doc) == want[1:3]
-    ok, doc = _raw(kubectl, f"/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{namespace}/localqueues/a/pendingworkloads")
+    ok, doc = _raw(
+        kubectl, f"/apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{namespace}/localqueues/a/pendingworkloads"
+    )
     assert ok and doc["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta1"
     assert _positions(doc) == [want[1], want[3]]
     assert _raw(kubectl, f"{G}/clusterqueues/no-such-cq/pendingworkloads") == (
-        False, 'Error from server (NotFound): clusterqueue.visibility.kueue.x-k8s.io "no-such-cq" not found')
+        False,
+        'Error from server (NotFound): clusterqueue.visibility.kueue.x-k8s.io "no-such-cq" not found',
+    )
     assert _raw(kubectl, f"{G}/clusterqueues/{cq}/pendingworkloads?limit=ten") == (
-        False, 'Error from server (BadRequest): strconv.ParseInt: parsing "ten": invalid syntax')
+        False,
+        'Error from server (BadRequest): strconv.ParseInt: parsing "ten": invalid syntax',
+    )
     kubectl("delete", "workload", "-n", namespace, "high")
-    wait_for("a deleted workload to leave the queue", lambda: [
-        p[0] for p in _positions(_raw(kubectl, f"{G}/clusterqueues/{cq}/pendingworkloads")[1])] == ["mid-a", "mid-b", "low"])
+    wait_for(
+        "a deleted workload to leave the queue",
+        lambda: (
+            [p[0] for p in _positions(_raw(kubectl, f"{G}/clusterqueues/{cq}/pendingworkloads")[1])]
+            == ["mid-a", "mid-b", "low"]
+        ),
+    )
     kubectl("delete", "clusterqueue", cq, "--wait=false")
 
 
@@ -82,8 +139,15 @@ def test_only_the_roles_open_the_queues(kubectl: Kubectl, namespace: str) -> Non
     assert not ok and err.startswith("Error from server (Forbidden):"), err
     assert not _raw(kubectl, lq_path, f"--as={user}")[0]
 
-    kubectl("create", "rolebinding", "reader", "-n", namespace, "--clusterrole=kueue-batch-user-role",
-            f"--serviceaccount={namespace}:reader")
+    kubectl(
+        "create",
+        "rolebinding",
+        "reader",
+        "-n",
+        namespace,
+        "--clusterrole=kueue-batch-user-role",
+        f"--serviceaccount={namespace}:reader",
+    )
     # Within the 10 s the server caches a denial, plus the aggregation of the ClusterRole.
     wait_for("the batch user to read its LocalQueue", lambda: _raw(kubectl, lq_path, f"--as={user}")[0], timeout=60)
     assert [i["metadata"]["name"] for i in _raw(kubectl, lq_path, f"--as={user}")[1]["items"]] == ["w"]
@@ -98,8 +162,9 @@ def test_the_server_believes_only_the_front_proxy(kubectl: Kubectl) -> None:
     stack = local_stack(kubectl)
     port = int(stack.visibility_port_file.read_text())
     ctx = ssl.create_default_context(cafile=str(stack.cert_dir / "ca.crt"))
-    req = urllib.request.Request(f"https://127.0.0.1:{port}{G}", headers={"X-Remote-User": "admin",
-                                                                        "X-Remote-Group": "system:masters"})
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{port}{G}", headers={"X-Remote-User": "admin", "X-Remote-Group": "system:masters"}
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(req, context=ctx, timeout=10)
     refused.value.close()

@@ -20,10 +20,27 @@ G = "/apis/visibility.pykueue.io/v1alpha1"
 
 
 def _workload(ns: str, name: str, cpu: str, priority: int = 0) -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": name, "namespace": ns},
-            "spec": {"queueName": "main", "priority": priority, "podSets": [{"name": "main", "count": 1, "template": {
-                "spec": {"restartPolicy": "Never", "containers": [
-                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}}]}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "queueName": "main",
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
 
 
 def _token_kubeconfig(kubectl: Kubectl, token: str, path: Path) -> Path:
@@ -31,13 +48,22 @@ def _token_kubeconfig(kubectl: Kubectl, token: str, path: Path) -> Path:
     certificate next to it would win the API server's authentication)."""
     cfg = json.loads(kubectl("config", "view", "--raw", "--minify", "-o", "json").stdout)
     cluster = cfg["clusters"][0]["cluster"]
-    ca = cluster.get("certificate-authority-data") or base64.b64encode(
-        Path(cluster["certificate-authority"]).read_bytes()).decode()
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "user",
-        "clusters": [{"name": "c", "cluster": {"server": cluster["server"], "certificate-authority-data": ca}}],
-        "users": [{"name": "u", "user": {"token": token}}],
-        "contexts": [{"name": "user", "context": {"cluster": "c", "user": "u"}}]}))
+    ca = (
+        cluster.get("certificate-authority-data")
+        or base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    )
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "user",
+                "clusters": [{"name": "c", "cluster": {"server": cluster["server"], "certificate-authority-data": ca}}],
+                "users": [{"name": "u", "user": {"token": token}}],
+                "contexts": [{"name": "user", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     return path
 
 
@@ -50,16 +76,40 @@ def other_namespace(kubectl: Kubectl) -> Iterator[str]:
 
 
 def test_a_namespace_user_reads_its_local_queue_limits_and_estimates(
-        kubectl: Kubectl, namespace: str, other_namespace: str, tmp_path: Path) -> None:
+    kubectl: Kubectl, namespace: str, other_namespace: str, tmp_path: Path
+) -> None:
     cq, lender, cohort, flavor = f"lim-{namespace}", f"lend-{namespace}", f"co-{namespace}", f"f-{namespace}"
     kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}})
-    for name, quota in ((cq, {"nominalQuota": "4", "borrowingLimit": "2"}), (lender, {"nominalQuota": "3", "lendingLimit": "1"})):
-        kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name},
-                       "spec": {"cohortName": cohort, "namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
-                                "flavors": [{"name": flavor, "resources": [{"name": "cpu", **quota}]}]}]}})
+    for name, quota in (
+        (cq, {"nominalQuota": "4", "borrowingLimit": "2"}),
+        (lender, {"nominalQuota": "3", "lendingLimit": "1"}),
+    ):
+        kubectl.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": name},
+                "spec": {
+                    "cohortName": cohort,
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [{"name": flavor, "resources": [{"name": "cpu", **quota}]}],
+                        }
+                    ],
+                },
+            }
+        )
     for ns in (namespace, other_namespace):
-        kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                       "metadata": {"name": "main", "namespace": ns}, "spec": {"clusterQueue": cq}})
+        kubectl.apply(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "main", "namespace": ns},
+                "spec": {"clusterQueue": cq},
+            }
+        )
     try:
         _scenario(kubectl, namespace, other_namespace, cq, tmp_path)
     finally:
@@ -72,15 +122,27 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
     # lender lends 1 of its 3) = 5, 2 of them used, so 3 are free, 1 above cq's own unused 2.
     for i in range(2):
         kubectl.apply(_workload(namespace, f"small-{i}", "1"))
-    wait_for("the two small workloads to get quota", lambda: all(
-        (kubectl.get("workload", "-n", namespace, f"small-{i}").get("status") or {}).get("admission") for i in range(2)),
-        timeout=60)
+    wait_for(
+        "the two small workloads to get quota",
+        lambda: all(
+            (kubectl.get("workload", "-n", namespace, f"small-{i}").get("status") or {}).get("admission")
+            for i in range(2)
+        ),
+        timeout=60,
+    )
     kubectl.apply(_workload(namespace, "big", "4", priority=2))
     kubectl.apply(_workload(namespace, "bigger", "5", priority=1))
 
     kubectl("create", "serviceaccount", "reader", "-n", namespace)
-    kubectl("create", "rolebinding", "reader", "-n", namespace, "--clusterrole=kueue-batch-user-role",
-            f"--serviceaccount={namespace}:reader")
+    kubectl(
+        "create",
+        "rolebinding",
+        "reader",
+        "-n",
+        namespace,
+        "--clusterrole=kueue-batch-user-role",
+        f"--serviceaccount={namespace}:reader",
+    )
     token = kubectl("create", "token", "reader", "-n", namespace, "--duration=1h").stdout.strip()
     user = Kubectl(_token_kubeconfig(kubectl, token, tmp_path / "reader.kubeconfig"), kubectl.binary)
 
@@ -98,9 +160,23 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
 
     doc = wait_for("the limits to count both small workloads", limits, timeout=30)
     assert doc["kind"] == "LocalQueueLimits" and (doc["clusterQueue"], doc["cohort"]) == (cq, f"co-{namespace}")
-    assert doc["flavors"] == [{"name": f"f-{namespace}", "resources": [
-        {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "2", "used": "2", "usedByLocalQueue": "2",
-         "available": "3", "borrowable": "1", "maxAvailable": "5"}]}]
+    assert doc["flavors"] == [
+        {
+            "name": f"f-{namespace}",
+            "resources": [
+                {
+                    "name": "cpu",
+                    "nominalQuota": "4",
+                    "borrowingLimit": "2",
+                    "used": "2",
+                    "usedByLocalQueue": "2",
+                    "available": "3",
+                    "borrowable": "1",
+                    "maxAvailable": "5",
+                }
+            ],
+        }
+    ]
 
     def estimates() -> Any:
         ok, doc = raw(f"{G}/namespaces/{namespace}/localqueues/main/pendingworkloads")
@@ -111,8 +187,10 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
     assert doc["estimation"]["windowSeconds"] == 600 and doc["estimation"]["admissionsInWindow"] == 2
     assert "(positionInClusterQueue + 1) / rate" in doc["estimation"]["method"]
     # Two admissions in 10 minutes: one every 300 s; "big" is next, "bigger" second.
-    assert [(i["metadata"]["name"], i["positionInClusterQueue"], i["estimatedAdmission"]["waitSeconds"])
-            for i in doc["items"]] == [("big", 0, 300), ("bigger", 1, 600)]
+    assert [
+        (i["metadata"]["name"], i["positionInClusterQueue"], i["estimatedAdmission"]["waitSeconds"])
+        for i in doc["items"]
+    ] == [("big", 0, 300), ("bigger", 1, 600)]
 
     ok, err = raw(f"{G}/namespaces/{other_namespace}/localqueues/main/limits")
     assert not ok and err.startswith("Error from server (Forbidden):") and "visibility.pykueue.io" in err, err
@@ -121,17 +199,25 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
     ok, err = raw(f"/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingworkloads")
     assert not ok and err.startswith("Error from server (Forbidden):"), err
     # Upstream's LocalQueue view is open to the same user, unchanged.
-    ok, upstream = raw(f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/main/pendingworkloads")
+    ok, upstream = raw(
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/main/pendingworkloads"
+    )
     assert ok and [i["metadata"]["name"] for i in upstream["items"]] == ["big", "bigger"]
     assert all("estimatedAdmission" not in i for i in upstream["items"])
 
 
 def test_discovery_and_openapi_through_the_aggregator(kubectl: Kubectl) -> None:
-    wait_for("our group-version in the cluster's discovery", lambda: "visibility.pykueue.io/v1alpha1" in kubectl(
-        "api-versions").stdout.split(), timeout=60)
+    wait_for(
+        "our group-version in the cluster's discovery",
+        lambda: "visibility.pykueue.io/v1alpha1" in kubectl("api-versions").stdout.split(),
+        timeout=60,
+    )
     resources = json.loads(kubectl("get", "--raw", G).stdout)["resources"]
     assert [(r["name"], r["verbs"]) for r in resources] == [
-        ("localqueues", []), ("localqueues/limits", ["get"]), ("localqueues/pendingworkloads", ["get"])]
+        ("localqueues", []),
+        ("localqueues/limits", ["get"]),
+        ("localqueues/pendingworkloads", ["get"]),
+    ]
     doc = json.loads(kubectl("get", "--raw", "/openapi/v2").stdout)
     assert f"{G}/namespaces/{{namespace}}/localqueues/{{name}}/limits" in doc["paths"]
     assert "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads" in doc["paths"]

@@ -10,18 +10,28 @@ from e2e.conftest import Kubectl
 
 def job(name: str, ns: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-        "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}]}}},
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
+                }
+            },
+        },
     }
 
 
-def pod(name: str, ns: str, labels: dict[str, str] | None = None,
-        annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def pod(
+    name: str, ns: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": ns, "labels": labels or {}, "annotations": annotations or {}},
         "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}]},
     }
@@ -74,11 +84,21 @@ def test_invalid_pod_group_is_rejected(kubectl: Kubectl, namespace: str) -> None
 
 def test_invalid_cluster_queue_is_rejected(kubectl: Kubectl) -> None:
     cq = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "e2e-invalid-cq"},
-        "spec": {"cohortName": "c", "namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu"],
-            "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1", "lendingLimit": "2"}]}],
-        }]},
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "e2e-invalid-cq"},
+        "spec": {
+            "cohortName": "c",
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [
+                        {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1", "lendingLimit": "2"}]}
+                    ],
+                }
+            ],
+        },
     }
     proc = kubectl.apply(cq, check=False)
     assert proc.returncode != 0
@@ -91,19 +111,31 @@ def test_invalid_cluster_queue_is_rejected(kubectl: Kubectl) -> None:
 
 def test_workload_v1beta1_reads_back_as_v1beta2(kubectl: Kubectl, namespace: str) -> None:
     wl = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
         "metadata": {"name": "converted", "namespace": namespace},
         "spec": {
-            "queueName": "user-queue", "priority": 100, "priorityClassName": "high",
+            "queueName": "user-queue",
+            "priority": 100,
+            "priorityClassName": "high",
             "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
-            "podSets": [{"name": "main", "count": 1, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}],
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}},
+                }
+            ],
         },
     }
     kubectl.apply(wl)
     v2 = kubectl.get("workloads.v1beta2.kueue.x-k8s.io", "-n", namespace, "converted")
     assert v2["apiVersion"] == "kueue.x-k8s.io/v1beta2"
-    assert v2["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    assert v2["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "high",
+    }
     v1 = kubectl.get("workloads.v1beta1.kueue.x-k8s.io", "-n", namespace, "converted")
     assert v1["spec"]["priorityClassName"] == "high"
     assert v1["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
@@ -111,10 +143,19 @@ def test_workload_v1beta1_reads_back_as_v1beta2(kubectl: Kubectl, namespace: str
 
 def test_cluster_queue_v1beta2_reads_back_as_v1beta1(kubectl: Kubectl) -> None:
     cq = {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "e2e-converted-cq"},
-        "spec": {"cohortName": "research", "namespaceSelector": {}, "resourceGroups": [{
-            "coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-        }]},
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "e2e-converted-cq"},
+        "spec": {
+            "cohortName": "research",
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
+                }
+            ],
+        },
     }
     kubectl.apply(cq)
     try:
@@ -126,6 +167,13 @@ def test_cluster_queue_v1beta2_reads_back_as_v1beta1(kubectl: Kubectl) -> None:
         assert "kueue.x-k8s.io/resource-in-use" in v2["metadata"]["finalizers"]
         assert v2["spec"]["queueingStrategy"] == "BestEffortFIFO"
     finally:
-        kubectl("patch", "clusterqueue", "e2e-converted-cq", "--type=json",
-                "-p", json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]), check=False)
+        kubectl(
+            "patch",
+            "clusterqueue",
+            "e2e-converted-cq",
+            "--type=json",
+            "-p",
+            json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]),
+            check=False,
+        )
         kubectl("delete", "clusterqueue", "e2e-converted-cq", "--wait=false", check=False)

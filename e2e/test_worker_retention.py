@@ -35,9 +35,18 @@ def retention_config(kubectl: Kubectl) -> Iterator[None]:
 
 
 def finished_workload(kubectl: Kubectl, ns: str, job: str) -> dict[str, Any]:
-    return wait_for("the Job's Workload to finish", lambda: next(
-        (w for w in workloads(kubectl, ns)
-         if w["metadata"]["ownerReferences"][0]["name"] == job and cond(w, "Finished").get("status") == "True"), None), timeout=60)
+    return wait_for(
+        "the Job's Workload to finish",
+        lambda: next(
+            (
+                w
+                for w in workloads(kubectl, ns)
+                if w["metadata"]["ownerReferences"][0]["name"] == job and cond(w, "Finished").get("status") == "True"
+            ),
+            None,
+        ),
+        timeout=60,
+    )
 
 
 @pytest.mark.usefixtures("quota")
@@ -58,8 +67,10 @@ def test_finished_workload_is_deleted_after_the_retention_and_its_job_stays(kube
     gone_at = time.monotonic()
     events = kubectl.get("events", "-n", namespace, "--field-selector", f"involvedObject.name={name}")["items"]
     deleted = [e for e in events if e["reason"] == "Deleted"]
-    assert [(e["type"], e.get("note") or e.get("message"), e.get("reportingController") or e.get("reportingComponent"))
-            for e in deleted] == [("Normal", "Deleted finished workload due to elapsed retention", "kueue-workload-controller")]
+    assert [
+        (e["type"], e.get("note") or e.get("message"), e.get("reportingController") or e.get("reportingComponent"))
+        for e in deleted
+    ] == [("Normal", "Deleted finished workload due to elapsed retention", "kueue-workload-controller")]
     job = kubectl.get("job", "-n", namespace, "done")
     assert cond(job, "Complete").get("status") == "True" and not job["metadata"].get("deletionTimestamp")
     # The finished Job gets no Workload anew.

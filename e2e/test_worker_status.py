@@ -40,7 +40,9 @@ def test_cohort_status_and_borrowed_zero(kubectl: Kubectl, namespace: str, objs:
     assert "fairSharing" not in (kubectl.get("cohort", co).get("status") or {})
 
 
-def test_reclaimable_pods_release_quota_while_the_job_runs(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+def test_reclaimable_pods_release_quota_while_the_job_runs(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects
+) -> None:
     rf, cq = objs.name("rf"), objs.name("cq")
     objs.apply(flavor(rf))
     objs.apply(cluster_queue(cq, rf, "4"))
@@ -53,20 +55,42 @@ def test_reclaimable_pods_release_quota_while_the_job_runs(kubectl: Kubectl, nam
     # The first 3 pods succeed after 10 s; 1 remains for 3 slots, so 2 pods' quota is given back.
     # The Job controller may count the 3 successes over more than one status update, and the Job
     # reconciler follows each (2 succeeded: 1 reclaimable): wait for the count of all three.
-    wl = wait_for("reclaimablePods", lambda: (w := workload_of(kubectl, namespace, "reclaim"))
-                  and sum(r.get("count", 0) for r in (w.get("status") or {}).get("reclaimablePods") or ()) >= 2 and w, timeout=60)
+    wl = wait_for(
+        "reclaimablePods",
+        lambda: (
+            (w := workload_of(kubectl, namespace, "reclaim"))
+            and sum(r.get("count", 0) for r in (w.get("status") or {}).get("reclaimablePods") or ()) >= 2
+            and w
+        ),
+        timeout=60,
+    )
     assert wl["status"]["reclaimablePods"] == [{"name": "main", "count": 2}]
-    assert wait_for("1 CPU reserved", lambda: (r := reserved(kubectl, cq)) and r["total"] == "1" and r, timeout=10) is not None
+    assert (
+        wait_for("1 CPU reserved", lambda: (r := reserved(kubectl, cq)) and r["total"] == "1" and r, timeout=10)
+        is not None
+    )
 
 
-def test_priority_class_value_change_reaches_the_workload(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> None:
+def test_priority_class_value_change_reaches_the_workload(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects
+) -> None:
     rf, cq, wpc = objs.name("rf"), objs.name("cq"), objs.name("prio")
     objs.apply(flavor(rf))
     objs.apply(cluster_queue(cq, rf, "1"))
     objs.apply(local_queue(namespace, "lq", cq))
-    objs.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass", "metadata": {"name": wpc}, "value": 100})
+    objs.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": wpc},
+            "value": 100,
+        }
+    )
     submit(kubectl, job(namespace, "prio", "lq", labels={"kueue.x-k8s.io/priority-class": wpc}))
     wl = wait_workload(kubectl, namespace, "prio", "Admitted")
     assert wl["spec"]["priority"] == 100
     kubectl("patch", "workloadpriorityclass", wpc, "--type=merge", "-p", json.dumps({"value": 250}))
-    wait_for("priority 250", lambda: (w := workload_of(kubectl, namespace, "prio")) and w["spec"].get("priority") == 250 and w)
+    wait_for(
+        "priority 250",
+        lambda: (w := workload_of(kubectl, namespace, "prio")) and w["spec"].get("priority") == 250 and w,
+    )

@@ -29,8 +29,14 @@ def kueue_bin_dir() -> Path:
 
 def kueue_module_dir() -> Path:
     """Upstream's module source in the Go module cache."""
-    proc = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"], cwd=E2E / "tools" / "kueue",
-                          env=dict(os.environ, GOFLAGS="-mod=mod"), capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"],
+        cwd=E2E / "tools" / "kueue",
+        env=dict(os.environ, GOFLAGS="-mod=mod"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise UpstreamBuildError(f"cannot locate the kueue module: {proc.stderr.strip()}")
     return Path(proc.stdout.strip())

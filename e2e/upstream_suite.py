@@ -62,11 +62,18 @@ DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
 #: this run made it (a marker file in it says so): the metrics certificate when internal cert management
 #: is off (cmd/kueue/main.go), the visibility server's (pkg/visibility/server.go, hard-coded).
-UPSTREAM_CERT_DIRS = ((Path("/etc/kueue/metrics/certs"), Path("/etc/kueue")), (Path("/visibility"), Path("/visibility")))
+UPSTREAM_CERT_DIRS = (
+    (Path("/etc/kueue/metrics/certs"), Path("/etc/kueue")),
+    (Path("/visibility"), Path("/visibility")),
+)
 MARKER_NAME = "MADE-BY-PYKUEUE-UPSTREAM-SUITE"
 #: upstream's roles the visibility specs bind (config/components/rbac, namePrefix kueue-).
-UPSTREAM_VISIBILITY_ROLES = ("batch_admin_role.yaml", "batch_user_role.yaml", "pending_workloads_cq_viewer_role.yaml",
-                             "pending_workloads_lq_viewer_role.yaml")
+UPSTREAM_VISIBILITY_ROLES = (
+    "batch_admin_role.yaml",
+    "batch_user_role.yaml",
+    "pending_workloads_cq_viewer_role.yaml",
+    "pending_workloads_lq_viewer_role.yaml",
+)
 
 #: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
 #: only makes sense in a pod; frameworks are the four both systems implement (no other CRDs here).
@@ -143,8 +150,15 @@ def read_report(path: Path) -> list[Spec]:
                 continue
             text = " ".join([*(r.get("ContainerHierarchyTexts") or []), r["LeafNodeText"]])
             failure = (r.get("Failure") or {}).get("Message", "")
-            specs.append(Spec(Path(r["LeafNodeLocation"]["FileName"]).name, text, r.get("State", ""),
-                              r.get("RunTime", 0) / 1e9, failure))
+            specs.append(
+                Spec(
+                    Path(r["LeafNodeLocation"]["FileName"]).name,
+                    text,
+                    r.get("State", ""),
+                    r.get("RunTime", 0) / 1e9,
+                    failure,
+                )
+            )
     return specs
 
 
@@ -226,30 +240,72 @@ def standins(config_text: str) -> list[dict[str, Any]]:
     labels = {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}
     ns = "kueue-system"
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "kueue-controller-manager", "namespace": ns}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "kueue-controller-manager", "namespace": ns},
+        },
         # upstream config/components/rbac/metrics_reader_role.yaml: the metrics specs bind it
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "kueue-metrics-reader"},
-         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kueue-manager-config", "namespace": ns},
-         "data": {"controller_manager_config.yaml": config_text}},
-        {"apiVersion": "apps/v1", "kind": "Deployment",
-         "metadata": {"name": "kueue-controller-manager", "namespace": ns, "labels": {**labels, "pykueue.dev/stand-in": "true"}},
-         "spec": {"replicas": 1, "selector": {"matchLabels": {"control-plane": "controller-manager"}},
-                  "template": {"metadata": {"labels": labels}, "spec": {
-                      "serviceAccountName": "kueue-controller-manager", "terminationGracePeriodSeconds": 1,
-                      "nodeSelector": {"instance-type": "on-demand"},
-                      "containers": [{"name": "manager", "image": "stand-in/system-runs-on-the-host:none",
-                                      "args": ["stand-in"]}]}}}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kueue-webhook-service", "namespace": ns},
-         "spec": {"selector": {"control-plane": "controller-manager"},
-                  "ports": [{"port": 443, "protocol": "TCP", "targetPort": 9443}]}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kueue-controller-manager-metrics-service", "namespace": ns},
-         "spec": {"selector": {"control-plane": "controller-manager"},
-                  "ports": [{"name": "https", "port": 8443, "protocol": "TCP", "targetPort": 8443}]}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "kueue-metrics-reader"},
+            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "kueue-manager-config", "namespace": ns},
+            "data": {"controller_manager_config.yaml": config_text},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {
+                "name": "kueue-controller-manager",
+                "namespace": ns,
+                "labels": {**labels, "pykueue.dev/stand-in": "true"},
+            },
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"control-plane": "controller-manager"}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": "kueue-controller-manager",
+                        "terminationGracePeriodSeconds": 1,
+                        "nodeSelector": {"instance-type": "on-demand"},
+                        "containers": [
+                            {"name": "manager", "image": "stand-in/system-runs-on-the-host:none", "args": ["stand-in"]}
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kueue-webhook-service", "namespace": ns},
+            "spec": {
+                "selector": {"control-plane": "controller-manager"},
+                "ports": [{"port": 443, "protocol": "TCP", "targetPort": 9443}],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kueue-controller-manager-metrics-service", "namespace": ns},
+            "spec": {
+                "selector": {"control-plane": "controller-manager"},
+                "ports": [{"name": "https", "port": 8443, "protocol": "TCP", "targetPort": 8443}],
+            },
+        },
     ]
 
 
-def upstream_manifests(module: Path, base_url: str, ca_bundle: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def upstream_manifests(
+    module: Path, base_url: str, ca_bundle: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Upstream's CRDs and webhook configurations as its config/default kustomization makes them (namePrefix
     kueue-, conversion webhooks, the webhooks' namespaceSelector patch), every clientConfig a URL on the host."""
     crd_dir = module / "config/components/crd"
@@ -263,8 +319,13 @@ def upstream_manifests(module: Path, base_url: str, ca_bundle: str) -> tuple[lis
     for res in kust["resources"]:
         crd = yaml.safe_load((crd_dir / res).read_text())
         if crd["metadata"]["name"] in converted:
-            crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
-                "clientConfig": {"url": f"{base_url}/convert", "caBundle": ca_bundle}, "conversionReviewVersions": ["v1"]}}
+            crd["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": {"url": f"{base_url}/convert", "caBundle": ca_bundle},
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
         crds.append(crd)
 
     wh_dir = module / "config/components/webhook"
@@ -273,8 +334,12 @@ def upstream_manifests(module: Path, base_url: str, ca_bundle: str) -> tuple[lis
     for patch in wh_kust.get("patches", []):
         for hook in yaml.safe_load(patch["patch"]).get("webhooks", []):
             selector = hook["namespaceSelector"]
-    selected = {fp.split("[name=")[1].split("]")[0]
-                for rep in wh_kust.get("replacements", []) for t in rep["targets"] for fp in t["fieldPaths"]}
+    selected = {
+        fp.split("[name=")[1].split("]")[0]
+        for rep in wh_kust.get("replacements", [])
+        for t in rep["targets"]
+        for fp in t["fieldPaths"]
+    }
     hooks = []
     for doc in yaml.safe_load_all((wh_dir / "manifests.yaml").read_text()):
         if not doc:
@@ -330,8 +395,9 @@ class UpstreamSystem:
     def up(self) -> tuple[str, str]:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.cluster.up()
-        cert_dir = certs.write_bundle(self.dir / "certs",
-                                      ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])
+        cert_dir = certs.write_bundle(
+            self.dir / "certs", ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"]
+        )
         for certs_dir, owned in UPSTREAM_CERT_DIRS:
             if not owned.exists():
                 certs_dir.mkdir(parents=True)
@@ -378,9 +444,16 @@ visibilityServer:
         log("starting upstream's manager")
         with open(self.logs(), "ab") as out:
             self.proc = subprocess.Popen(
-                [str(self.bin_dir / "kueue-manager"), f"--config={self.dir / 'manager-config.yaml'}",
-                 f"--kubeconfig={self.cluster.kubeconfig}", "--zap-log-level=2"],
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    str(self.bin_dir / "kueue-manager"),
+                    f"--config={self.dir / 'manager-config.yaml'}",
+                    f"--kubeconfig={self.cluster.kubeconfig}",
+                    "--zap-log-level=2",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         wait_ready(self.proc, f"http://127.0.0.1:{health}/readyz", None, "upstream manager", self.logs(), timeout=120)
         apply(self.cluster, hooks)
         roles = []
@@ -388,8 +461,13 @@ visibilityServer:
             role = yaml.safe_load((self.module / "config/components/rbac" / name).read_text())
             role["metadata"]["name"] = "kueue-" + role["metadata"]["name"]
             roles.append(role)
-        apply(self.cluster, [*visibility.local_objects("kueue-system", port=visibility_port,
-                                                       ca_bundle=certs.ca_bundle(cert_dir)), *roles])
+        apply(
+            self.cluster,
+            [
+                *visibility.local_objects("kueue-system", port=visibility_port, ca_bundle=certs.ca_bundle(cert_dir)),
+                *roles,
+            ],
+        )
         return f"https://127.0.0.1:{metrics}/metrics", config
 
     def down(self) -> None:
@@ -411,8 +489,9 @@ visibilityServer:
 
 def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
     doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    res = cluster.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=upstream-suite", "-f", "-",
-                          input=doc)
+    res = cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "--field-manager=upstream-suite", "-f", "-", input=doc
+    )
     if res.returncode != 0:
         raise SuiteError("apply", res.stderr.strip())
 
@@ -432,8 +511,10 @@ def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> st
         failed = sum(n for state, n in ran[f].items() if state not in ("passed", "skipped", "pending"))
         rows.append((f, str(total[f]), str(excluded[f]), str(ran[f]["passed"]), str(failed)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-                     for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    )
 
 
 def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
@@ -448,25 +529,42 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
     state_file = out / "fakebin-state.json"
     host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
     system: OursSystem | UpstreamSystem = (
-        OursSystem(out / "stack", host_exec) if system_name == "ours"
-        else UpstreamSystem(out / "system", host_exec, bin_dir, module))
+        OursSystem(out / "stack", host_exec)
+        if system_name == "ours"
+        else UpstreamSystem(out / "system", host_exec, bin_dir, module)
+    )
     started = time.monotonic()
     try:
         metrics_url, config = system.up()
         cluster = system.cluster
-        state_file.write_text(json.dumps({"kubectl": str(cluster.bin_dir / "kubectl"),
-                                          "kubeconfig": str(cluster.kubeconfig), "metrics_url": metrics_url}))
+        state_file.write_text(
+            json.dumps(
+                {
+                    "kubectl": str(cluster.bin_dir / "kubectl"),
+                    "kubeconfig": str(cluster.kubeconfig),
+                    "metrics_url": metrics_url,
+                }
+            )
+        )
         state_file.with_suffix(".token").unlink(missing_ok=True)  # fakebin/curl's token belongs to one cluster
         apply(cluster, standins(config))
-        res = cluster.kubectl("-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager",
-                              "--timeout=120s")
+        res = cluster.kubectl(
+            "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=120s"
+        )
         if res.returncode != 0:
             raise SuiteError("stand-ins", res.stderr.strip())
         log(f"{system_name} up in {time.monotonic() - started:.0f} s; running the suite (log {out / 'suite.log'})")
         report = out / "report.json"
         report.unlink(missing_ok=True)
-        args = [str(binary), f"-ginkgo.label-filter={selection.label_filter}", f"-ginkgo.json-report={report}",
-                "-ginkgo.timeout=2h", "-ginkgo.v", "-ginkgo.no-color", f"-ginkgo.seed={seed}"]
+        args = [
+            str(binary),
+            f"-ginkgo.label-filter={selection.label_filter}",
+            f"-ginkgo.json-report={report}",
+            "-ginkgo.timeout=2h",
+            "-ginkgo.v",
+            "-ginkgo.no-color",
+            f"-ginkgo.seed={seed}",
+        ]
         # Ginkgo matches -skip against more than the spec's text (a prefix precedes it), so no ^ anchor.
         args += [f"-ginkgo.skip={_ginkgo_literal(text)}$" for text in skip]
         if focus:
@@ -475,8 +573,9 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
         kueuectl = Path(sys.executable).parent / "kubectl-kueue" if system_name == "ours" else bin_dir / "kubectl-kueue"
         suite_started = time.monotonic()
         with open(out / "suite.log", "w") as suite_log:
-            subprocess.run(args, cwd=suite_cwd(out, kueuectl), env=env, stdout=suite_log, stderr=subprocess.STDOUT,
-                           check=False)
+            subprocess.run(
+                args, cwd=suite_cwd(out, kueuectl), env=env, stdout=suite_log, stderr=subprocess.STDOUT, check=False
+            )
         suite_seconds = time.monotonic() - suite_started
     finally:
         system.down()
@@ -489,8 +588,10 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
     for s in failed:
         first_line = s.failure.strip().splitlines()[0] if s.failure.strip() else s.state
         print(f"FAILED {s.file}: {s.text}\n    {first_line[:300]}")
-    print(f"{system_name}: {len(passed)} passed, {len(failed)} failed, {len(selection.excluded)} excluded "
-          f"(suite {suite_seconds:.0f} s; report {report}; system log {system.logs()})")
+    print(
+        f"{system_name}: {len(passed)} passed, {len(failed)} failed, {len(selection.excluded)} excluded "
+        f"(suite {suite_seconds:.0f} s; report {report}; system log {system.logs()})"
+    )
     return 0 if specs and not failed else 1
 
 

@@ -26,4 +26,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _skipped:
         terminalreporter.write_line(
             f"FAILED: {len(_skipped)} test(s) skipped or xfailed; this project allows neither: {', '.join(_skipped)}",
-            red=True)
+            red=True,
+        )

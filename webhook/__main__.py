@@ -62,11 +62,13 @@ def _serve(args: argparse.Namespace) -> int:
     # Off outside a cluster by default: there, no Service endpoint has to drop this process first.
     from webhook.admission import shutdown
 
-    drain_s = args.drain_seconds if args.drain_seconds is not None else (
-        shutdown.DEFAULT_DRAIN_S if args.in_cluster else 0.0)
+    drain_s = (
+        args.drain_seconds if args.drain_seconds is not None else (shutdown.DEFAULT_DRAIN_S if args.in_cluster else 0.0)
+    )
     draining = threading.Event()
     app = shutdown.CloseWhileDraining(
-        create_app(config, lookups, ready=lambda: not draining.is_set() and ready()), draining)
+        create_app(config, lookups, ready=lambda: not draining.is_set() and ready()), draining
+    )
     port = args.port or config.webhook.port
     host = args.host or config.webhook.host or "0.0.0.0"
     # Slow clients: a request must arrive within a deadline (slowclients); `limit_concurrency` counts
@@ -74,13 +76,25 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook.admission import slowclients
 
     slowclients.pin_mmap_threshold()
-    uv_config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="off",
-                               http=slowclients.GuardedHttpToolsProtocol, timeout_keep_alive=30,
-                               limit_concurrency=2 * slowclients.MAX_CONNECTIONS)
+    uv_config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        http=slowclients.GuardedHttpToolsProtocol,
+        timeout_keep_alive=30,
+        limit_concurrency=2 * slowclients.MAX_CONNECTIONS,
+    )
     uv_config.load()
     uv_config.ssl = ssl_context
-    server = shutdown.GracefulServer(uv_config, draining=draining, drain_s=drain_s,
-                                     on_drain=supervisor.terminate if supervisor is not None else lambda: None)
+    server = shutdown.GracefulServer(
+        uv_config,
+        draining=draining,
+        drain_s=drain_s,
+        on_drain=supervisor.terminate if supervisor is not None else lambda: None,
+    )
     reloader = tls.CertReloader(ssl_context, cert_dir)
 
     async def run() -> None:
@@ -131,8 +145,12 @@ def _worker(args: argparse.Namespace) -> int:
     if not (args.kubeconfig or args.in_cluster):
         print("the worker needs --kubeconfig or --in-cluster", file=sys.stderr)
         return 2
-    code = process.run(config, kubeconfig=args.kubeconfig, lease_namespace=args.leader_election_namespace,
-                       cert_dir=args.cert_dir or config.webhook.cert_dir)
+    code = process.run(
+        config,
+        kubeconfig=args.kubeconfig,
+        lease_namespace=args.leader_election_namespace,
+        cert_dir=args.cert_dir or config.webhook.cert_dir,
+    )
     logging.shutdown()
     os._exit(code)  # informer threads may sit in a blocking watch read
 
@@ -147,9 +165,16 @@ def _dashboard(args: argparse.Namespace) -> int:
     if not (args.kubeconfig or args.in_cluster):
         print("the dashboard needs --kubeconfig or --in-cluster", file=sys.stderr)
         return 2
-    return run(Options(host=args.host, port=args.port, kubeconfig=args.kubeconfig,
-                       cert_dir=Path(args.cert_dir) if args.cert_dir else None,
-                       sample_every_s=args.sample_every, root_path=args.root_path))
+    return run(
+        Options(
+            host=args.host,
+            port=args.port,
+            kubeconfig=args.kubeconfig,
+            cert_dir=Path(args.cert_dir) if args.cert_dir else None,
+            sample_every_s=args.sample_every,
+            root_path=args.root_path,
+        )
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -167,15 +192,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     s.add_argument("--log-level", default="INFO")
     s.add_argument("--no-worker", action="store_true", help="do not start the admission worker process")
-    s.add_argument("--drain-seconds", type=float,
-                   help="after SIGTERM, keep serving this long with /readyz failing, so Service endpoints drop "
-                        "this replica first (default: 5 with --in-cluster, else 0; keep it below the pod's "
-                        "terminationGracePeriodSeconds)")
-    s.add_argument("--leader-election-namespace", help="namespace of the leader Lease (default: the Configuration's, kueue-system)")
+    s.add_argument(
+        "--drain-seconds",
+        type=float,
+        help="after SIGTERM, keep serving this long with /readyz failing, so Service endpoints drop "
+        "this replica first (default: 5 with --in-cluster, else 0; keep it below the pod's "
+        "terminationGracePeriodSeconds)",
+    )
+    s.add_argument(
+        "--leader-election-namespace", help="namespace of the leader Lease (default: the Configuration's, kueue-system)"
+    )
     w = sub.add_parser("worker", help="the admission worker alone (leader-elected)")
     w.add_argument("--config", help="Kueue Configuration file")
-    w.add_argument("--cert-dir", help="tls.crt and tls.key for /metrics (default: the Configuration's webhook.certDir; "
-                                      "self-signed when absent)")
+    w.add_argument(
+        "--cert-dir",
+        help="tls.crt and tls.key for /metrics (default: the Configuration's webhook.certDir; self-signed when absent)",
+    )
     w.add_argument("--kubeconfig")
     w.add_argument("--in-cluster", action="store_true")
     w.add_argument("--log-level", default="INFO")

@@ -80,8 +80,16 @@ class KubeAPI(Protocol):
 
     def get(self, path: str, *, timeout: float = 10) -> dict[str, Any] | None: ...
 
-    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]: ...
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30,
+    ) -> dict[str, Any]: ...
 
 
 class BootstrapError(RuntimeError):
@@ -221,8 +229,9 @@ def _utcnow() -> datetime:
 class CertManager:
     """One replica's view of the shared certificate; see the module docstring for the steps."""
 
-    def __init__(self, kube: KubeAPI, where: Targets, *, clock: Callable[[], datetime] = _utcnow,
-                 interval: float = 10.0) -> None:
+    def __init__(
+        self, kube: KubeAPI, where: Targets, *, clock: Callable[[], datetime] = _utcnow, interval: float = 10.0
+    ) -> None:
         self._kube = kube
         self._t = where
         self._clock = clock
@@ -241,8 +250,9 @@ class CertManager:
         return self._write(bundle)
 
     def _write(self, bundle: _Bundle) -> bool:
-        changed = certs.write_pems(self._t.cert_dir, ca_crt=bundle.ca_crt, tls_crt=bundle.tls_crt,
-                                   tls_key=bundle.tls_key)
+        changed = certs.write_pems(
+            self._t.cert_dir, ca_crt=bundle.ca_crt, tls_crt=bundle.tls_crt, tls_key=bundle.tls_key
+        )
         if changed:
             log.info("serving certificate written", extra={"dir": str(self._t.cert_dir), "dns_name": self._t.dns_name})
         return changed
@@ -260,16 +270,22 @@ class CertManager:
                 else:
                     self._update_secret(secret, fresh)
             except k.Conflict:
-                log.info("another replica wrote the certificate Secret first, reading it back",
-                         extra={"object": f"{self._t.namespace}/{self._t.secret_name}"})
+                log.info(
+                    "another replica wrote the certificate Secret first, reading it back",
+                    extra={"object": f"{self._t.namespace}/{self._t.secret_name}"},
+                )
                 continue
             return fresh
         raise k.Conflict(409, "the certificate Secret kept changing under us")
 
     def _create_secret(self, bundle: _Bundle) -> None:
-        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                "metadata": {"name": self._t.secret_name, "namespace": self._t.namespace},
-                "data": bundle.secret_data()}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": self._t.secret_name, "namespace": self._t.namespace},
+            "data": bundle.secret_data(),
+        }
         # 409 AlreadyExists is a Conflict too: another replica created it between our GET and POST.
         self._kube.request("POST", k.object_path("v1", "secrets", self._t.namespace), body=body)
         log.info("certificate Secret created", extra={"object": f"{self._t.namespace}/{self._t.secret_name}"})
@@ -284,14 +300,18 @@ class CertManager:
     def inject(self) -> bool:
         """Put the CA into both webhook configurations and the converting CRDs; True when all carry it."""
         complete = True
-        for kind, name in (("mutatingwebhookconfigurations", self._t.mutating),
-                           ("validatingwebhookconfigurations", self._t.validating)):
+        for kind, name in (
+            ("mutatingwebhookconfigurations", self._t.mutating),
+            ("validatingwebhookconfigurations", self._t.validating),
+        ):
             complete &= self._inject_webhooks(f"{_WEBHOOK_CONFIGURATIONS}/{kind}/{name}")
         for name in self._t.crds:
             complete &= self._inject_crd(f"{_CRDS}/{name}")
         if complete and not self._injected.is_set():
-            log.info("CA bundle injected", extra={"webhook_configurations": [self._t.mutating, self._t.validating],
-                                                  "crds": list(self._t.crds)})
+            log.info(
+                "CA bundle injected",
+                extra={"webhook_configurations": [self._t.mutating, self._t.validating], "crds": list(self._t.crds)},
+            )
             self._injected.set()
         return complete
 
@@ -306,8 +326,10 @@ class CertManager:
             injected = (hook.get("clientConfig") or {}).get("caBundle") or ""
             if injected != (want := _ca_bundle(self._ca_crt, injected, now)):
                 # `test` pins the index to the webhook we looked at, in case the list changed since.
-                ops += [{"op": "test", "path": f"/webhooks/{i}/name", "value": hook.get("name")},
-                        {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": want}]
+                ops += [
+                    {"op": "test", "path": f"/webhooks/{i}/name", "value": hook.get("name")},
+                    {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": want},
+                ]
         if ops:
             self._kube.request("PATCH", path, body=ops, content_type="application/json-patch+json")
         return True
@@ -358,8 +380,14 @@ class CertManager:
                 delay = min(max(delay, 1.0) * 2, 60.0)
 
 
-def bootstrap(config: Configuration, cert_dir: str | Path, *, ready: Callable[[], bool] = lambda: True,
-              kube: KubeAPI | None = None, deadline_s: float = 120.0) -> Callable[[], bool]:
+def bootstrap(
+    config: Configuration,
+    cert_dir: str | Path,
+    *,
+    ready: Callable[[], bool] = lambda: True,
+    kube: KubeAPI | None = None,
+    deadline_s: float = 120.0,
+) -> Callable[[], bool]:
     """Block until the serving certificate is in `cert_dir`, start the manager; return the combined readiness.
 
     `ready` is the caller's own readiness; the result is true when that and the CA injection are.

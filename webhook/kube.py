@@ -68,7 +68,13 @@ class TooManyRequests(KubeError): ...
 class ServerError(KubeError): ...
 
 
-_BY_STATUS: Mapping[int, type[KubeError]] = {404: NotFound, 409: Conflict, 410: Gone, 422: Unprocessable, 429: TooManyRequests}
+_BY_STATUS: Mapping[int, type[KubeError]] = {
+    404: NotFound,
+    409: Conflict,
+    410: Gone,
+    422: Unprocessable,
+    429: TooManyRequests,
+}
 
 
 def _translate(exc: ApiException) -> KubeError:
@@ -121,8 +127,11 @@ class Kube:
         ("default" when it names none). Raises KubeError when the kubeconfig cannot be used."""
         cfg = k8s_client.Configuration()
         try:
-            k8s_config.load_kube_config(config_file=kubeconfig, context=context,  # type: ignore[no-untyped-call]
-                                        client_configuration=cfg)
+            k8s_config.load_kube_config(
+                config_file=kubeconfig,
+                context=context,  # type: ignore[no-untyped-call]
+                client_configuration=cfg,
+            )
             contexts, current = k8s_config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
         except (k8s_config.ConfigException, OSError, ValueError) as exc:
             raise KubeError(0, f"invalid configuration: {exc}") from exc
@@ -192,15 +201,26 @@ class Kube:
         if not 200 <= raw.status < 300:
             body_bytes = raw.data
             raw.release_conn()
-            raise _translate(ApiException(status=raw.status, reason=raw.reason, body=body_bytes.decode(errors="replace")))
+            raise _translate(
+                ApiException(status=raw.status, reason=raw.reason, body=body_bytes.decode(errors="replace"))
+            )
         return raw
 
-    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", accept: str = "application/json",
-                timeout: float = 30) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        timeout: float = 30,
+    ) -> dict[str, Any]:
         """One call; `accept` asks for another representation (e.g. a server-side Table)."""
-        resp = self._call(method, path, query=query, body=body, content_type=content_type, accept=accept,
-                          timeout=timeout)
+        resp = self._call(
+            method, path, query=query, body=body, content_type=content_type, accept=accept, timeout=timeout
+        )
         try:
             data = resp.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:  # the connection broke mid-body
@@ -245,8 +265,9 @@ class Kube:
         """DELETE, with DeleteOptions (e.g. `preconditions`) when given."""
         return self.request("DELETE", path, body=dict(body) if body is not None else None, timeout=timeout)
 
-    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300,
-              query: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def watch(
+        self, path: str, resource_version: str, *, timeout_seconds: int = 300, query: Mapping[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Watch events (dicts with `type` and `object`) from `resource_version`, bookmarks included."""
         query = {
             **(query or {}),

@@ -192,61 +192,129 @@ _LQ = ["name", "namespace"]
 _LQ_PC = ["name", "namespace", "priority_class"]
 _FR = ["cohort", "cluster_queue", "flavor", "resource"]
 
-BUILD_INFO = Gauge("kueue_build_info", "Kueue build information. 1 labeled by git version, git commit, build date, go version, "
-                   "compiler, platform", ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
-                   registry=WORKER_REGISTRY)
+BUILD_INFO = Gauge(
+    "kueue_build_info",
+    "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, platform",
+    ["git_version", "git_commit", "build_date", "go_version", "compiler", "platform"],
+    registry=WORKER_REGISTRY,
+)
 # Set at start in every process, the standby's included, as upstream's `InitMetricVectors` does.
-BUILD_INFO.labels("pykueue", "", "", sys.version.split()[0], platform.python_implementation(),
-                  f"{sys.platform}/{platform.machine()}").set(1)
+BUILD_INFO.labels(
+    "pykueue", "", "", sys.version.split()[0], platform.python_implementation(), f"{sys.platform}/{platform.machine()}"
+).set(1)
 
 # -- scheduler health
-ADMISSION_ATTEMPTS = _counter("admission_attempts_total", "The total number of attempts to admit workloads.", ["result"])
-ADMISSION_ATTEMPT_DURATION = _histogram("admission_attempt_duration_seconds", "The latency of an admission attempt.", ["result"],
-                                        GO_DEFAULT_BUCKETS)
+ADMISSION_ATTEMPTS = _counter(
+    "admission_attempts_total", "The total number of attempts to admit workloads.", ["result"]
+)
+ADMISSION_ATTEMPT_DURATION = _histogram(
+    "admission_attempt_duration_seconds", "The latency of an admission attempt.", ["result"], GO_DEFAULT_BUCKETS
+)
 
-ADMISSION_CYCLE_PREEMPTION_SKIPS = _gauge("admission_cycle_preemption_skips", "The number of Workloads in the ClusterQueue that got "
-                                          "preemption candidates but had to be skipped because other ClusterQueues needed the "
-                                          "same resources in the same cycle", _CQ)
-PREEMPTION_TARGET_RECOMPUTATIONS = _counter("preemption_target_recomputations_total", "The total number of preemption target "
-                                            "recomputations triggered when a workload's preemption targets overlap with targets "
-                                            "selected by another workload in the same scheduling cycle.", [*_CQ, "result"])
+ADMISSION_CYCLE_PREEMPTION_SKIPS = _gauge(
+    "admission_cycle_preemption_skips",
+    "The number of Workloads in the ClusterQueue that got "
+    "preemption candidates but had to be skipped because other ClusterQueues needed the "
+    "same resources in the same cycle",
+    _CQ,
+)
+PREEMPTION_TARGET_RECOMPUTATIONS = _counter(
+    "preemption_target_recomputations_total",
+    "The total number of preemption target "
+    "recomputations triggered when a workload's preemption targets overlap with targets "
+    "selected by another workload in the same scheduling cycle.",
+    [*_CQ, "result"],
+)
 
 # -- ClusterQueue
-PENDING_WORKLOADS = _gauge("pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", [*_CQ, "status"])
-QUOTA_RESERVED_WORKLOADS = _counter("quota_reserved_workloads_total", "The total number of quota reserved workloads per 'cluster_queue'",
-                                    _CQ_PC)
-QUOTA_RESERVED_WAIT_TIME = _histogram("quota_reserved_wait_time_seconds", "The time between a workload was created or requeued until it "
-                                      "got quota reservation, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
-ADMITTED_WORKLOADS = _counter("admitted_workloads_total", "The total number of admitted workloads per 'cluster_queue'", _CQ_PC)
-ADMISSION_WAIT_TIME = _histogram("admission_wait_time_seconds", "The time between a workload was created or requeued until admission, "
-                                 "per 'cluster_queue'", _CQ_PC, exponential_buckets(16))
-ADMISSION_CHECKS_WAIT_TIME = _histogram("admission_checks_wait_time_seconds", "The time from when a workload got the quota reservation "
-                                        "until admission, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
-READY_WAIT_TIME = _histogram("ready_wait_time_seconds", "The time between a workload was created or requeued until ready, "
-                             "per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
-ADMITTED_UNTIL_READY_WAIT_TIME = _histogram("admitted_until_ready_wait_time_seconds", "The time between a workload was admitted "
-                                            "until ready, per 'cluster_queue'", _CQ_PC, exponential_buckets(14))
-EVICTED_WORKLOADS = _counter("evicted_workloads_total", "The number of evicted workloads per 'cluster_queue'",
-                             [*_CQ, "reason", "underlying_cause", "priority_class"])
-EVICTED_WORKLOADS_ONCE = _counter("evicted_workloads_once_total", "The number of unique workload evictions per 'cluster_queue'",
-                                  [*_CQ, "reason", "underlying_cause", "priority_class"])
-REPLACED_WORKLOAD_SLICES = _counter("replaced_workload_slices_total", "The number of replaced workload slices per 'cluster_queue'", _CQ)
-PODS_READY_TO_EVICTED_TIME = _histogram("pods_ready_to_evicted_time_seconds", "The number of seconds between a workload's pods being "
-                                        "ready and eviction workloads per 'cluster_queue'", [*_CQ, "reason", "underlying_cause"],
-                                        exponential_buckets(14))
-POD_SCHEDULING_GATE_REMOVAL = _histogram("pod_scheduling_gate_removal_seconds", "Duration from Workload admission to removal of a Pod "
-                                         "scheduling gate.", ["name", *_CQ, "is_group"], GO_DEFAULT_BUCKETS)
-PREEMPTED_WORKLOADS = _counter("preempted_workloads_total", "The number of preempted workloads per 'preempting_cluster_queue'",
-                               ["preempting_cluster_queue", "reason"])
-RESERVING_ACTIVE_WORKLOADS = _gauge("reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'",
-                                    _CQ)
-ADMITTED_ACTIVE_WORKLOADS = _gauge("admitted_active_workloads", "The number of admitted Workloads that are active, per 'cluster_queue'",
-                                   _CQ)
-FINISHED_WORKLOADS_TOTAL = _counter("finished_workloads_total", "The total number of finished workloads per 'cluster_queue'", _CQ_PC)
-FINISHED_WORKLOADS = _unchecked_gauge("finished_workloads", "The number of finished workloads per 'cluster_queue'.", _CQ)
-EXECUTION_TIME = _histogram("execution_time_seconds", "The total execution time of a finished admitted workload (from first admission "
-                            "to completion, including time across evict/readmit cycles), per 'cluster_queue'", _CQ_PC,
-                            exponential_buckets(16))
+PENDING_WORKLOADS = _gauge(
+    "pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", [*_CQ, "status"]
+)
+QUOTA_RESERVED_WORKLOADS = _counter(
+    "quota_reserved_workloads_total", "The total number of quota reserved workloads per 'cluster_queue'", _CQ_PC
+)
+QUOTA_RESERVED_WAIT_TIME = _histogram(
+    "quota_reserved_wait_time_seconds",
+    "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'",
+    _CQ_PC,
+    exponential_buckets(14),
+)
+ADMITTED_WORKLOADS = _counter(
+    "admitted_workloads_total", "The total number of admitted workloads per 'cluster_queue'", _CQ_PC
+)
+ADMISSION_WAIT_TIME = _histogram(
+    "admission_wait_time_seconds",
+    "The time between a workload was created or requeued until admission, per 'cluster_queue'",
+    _CQ_PC,
+    exponential_buckets(16),
+)
+ADMISSION_CHECKS_WAIT_TIME = _histogram(
+    "admission_checks_wait_time_seconds",
+    "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
+    _CQ_PC,
+    exponential_buckets(14),
+)
+READY_WAIT_TIME = _histogram(
+    "ready_wait_time_seconds",
+    "The time between a workload was created or requeued until ready, per 'cluster_queue'",
+    _CQ_PC,
+    exponential_buckets(14),
+)
+ADMITTED_UNTIL_READY_WAIT_TIME = _histogram(
+    "admitted_until_ready_wait_time_seconds",
+    "The time between a workload was admitted until ready, per 'cluster_queue'",
+    _CQ_PC,
+    exponential_buckets(14),
+)
+EVICTED_WORKLOADS = _counter(
+    "evicted_workloads_total",
+    "The number of evicted workloads per 'cluster_queue'",
+    [*_CQ, "reason", "underlying_cause", "priority_class"],
+)
+EVICTED_WORKLOADS_ONCE = _counter(
+    "evicted_workloads_once_total",
+    "The number of unique workload evictions per 'cluster_queue'",
+    [*_CQ, "reason", "underlying_cause", "priority_class"],
+)
+REPLACED_WORKLOAD_SLICES = _counter(
+    "replaced_workload_slices_total", "The number of replaced workload slices per 'cluster_queue'", _CQ
+)
+PODS_READY_TO_EVICTED_TIME = _histogram(
+    "pods_ready_to_evicted_time_seconds",
+    "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue'",
+    [*_CQ, "reason", "underlying_cause"],
+    exponential_buckets(14),
+)
+POD_SCHEDULING_GATE_REMOVAL = _histogram(
+    "pod_scheduling_gate_removal_seconds",
+    "Duration from Workload admission to removal of a Pod scheduling gate.",
+    ["name", *_CQ, "is_group"],
+    GO_DEFAULT_BUCKETS,
+)
+PREEMPTED_WORKLOADS = _counter(
+    "preempted_workloads_total",
+    "The number of preempted workloads per 'preempting_cluster_queue'",
+    ["preempting_cluster_queue", "reason"],
+)
+RESERVING_ACTIVE_WORKLOADS = _gauge(
+    "reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'", _CQ
+)
+ADMITTED_ACTIVE_WORKLOADS = _gauge(
+    "admitted_active_workloads", "The number of admitted Workloads that are active, per 'cluster_queue'", _CQ
+)
+FINISHED_WORKLOADS_TOTAL = _counter(
+    "finished_workloads_total", "The total number of finished workloads per 'cluster_queue'", _CQ_PC
+)
+FINISHED_WORKLOADS = _unchecked_gauge(
+    "finished_workloads", "The number of finished workloads per 'cluster_queue'.", _CQ
+)
+EXECUTION_TIME = _histogram(
+    "execution_time_seconds",
+    "The total execution time of a finished admitted workload (from first admission "
+    "to completion, including time across evict/readmit cycles), per 'cluster_queue'",
+    _CQ_PC,
+    exponential_buckets(16),
+)
 WORKLOAD_EVICTION_LATENCY = _histogram(
     "workload_eviction_latency_seconds",
     "The time from workload eviction (WorkloadEvicted condition becomes True) until the workload returns to Pending (quota released).\n"
@@ -254,97 +322,201 @@ WORKLOAD_EVICTION_LATENCY = _histogram(
     "Each matching update observes one latency sample (seconds) into this histogram; Prometheus aggregates samples across workloads.\n"
     "Uses the eviction condition LastTransitionTime on the updated object as the start time; cluster_queue is taken from "
     "status.admission.cluster_queue on the pre-update object when set and non-empty (otherwise no sample is recorded for that update).",
-    [*_CQ, "reason"], exponential_buckets(14))
-UNADMITTED_WORKLOADS = _gauge("unadmitted_workloads", "The number of unadmitted workloads, per 'cluster_queue', 'reason', and "
-                              "'underlying_cause'. This metric is only emitted when UnadmittedWorkloadsObservability feature gate is "
-                              "enabled.", [*_CQ, "reason", "underlying_cause"])
-WORKLOAD_CREATION_LATENCY = _histogram("workload_creation_latency_seconds", "The time between a job was created until its workload was "
-                                       "created, per 'job_kind'. Entries are only recorded for objects with generation 1.", ["job_kind"],
-                                       tuple(0.01 * 2**i for i in range(11)))
-CLUSTER_QUEUE_STATUS = _gauge("cluster_queue_status", "Reports 'cluster_queue' with its 'status' (with possible values 'pending', "
-                              "'active' or 'terminated'). For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
-                              [*_CQ, "status"])
-CLUSTER_QUEUE_INFO = _gauge("cluster_queue_info", "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined "
-                            "using labels.", [*_CQ, "parent_cohort", "root_cohort"])
+    [*_CQ, "reason"],
+    exponential_buckets(14),
+)
+UNADMITTED_WORKLOADS = _gauge(
+    "unadmitted_workloads",
+    "The number of unadmitted workloads, per 'cluster_queue', 'reason', and "
+    "'underlying_cause'. This metric is only emitted when UnadmittedWorkloadsObservability feature gate is "
+    "enabled.",
+    [*_CQ, "reason", "underlying_cause"],
+)
+WORKLOAD_CREATION_LATENCY = _histogram(
+    "workload_creation_latency_seconds",
+    "The time between a job was created until its workload was "
+    "created, per 'job_kind'. Entries are only recorded for objects with generation 1.",
+    ["job_kind"],
+    tuple(0.01 * 2**i for i in range(11)),
+)
+CLUSTER_QUEUE_STATUS = _gauge(
+    "cluster_queue_status",
+    "Reports 'cluster_queue' with its 'status' (with possible values 'pending', "
+    "'active' or 'terminated'). For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
+    [*_CQ, "status"],
+)
+CLUSTER_QUEUE_INFO = _gauge(
+    "cluster_queue_info",
+    "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined using labels.",
+    [*_CQ, "parent_cohort", "root_cohort"],
+)
 
 # -- ClusterQueue quota and usage (metrics.enableClusterQueueResources)
-CLUSTER_QUEUE_NOMINAL_QUOTA = _gauge("cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the "
-                                     "flavors", _FR)
-CLUSTER_QUEUE_BORROWING_LIMIT = _gauge("cluster_queue_borrowing_limit", "Reports the cluster_queue's resource borrowing limit within all "
-                                       "the flavors. If borrowingLimit is unset, this metric reports +Inf.", _FR)
-CLUSTER_QUEUE_LENDING_LIMIT = _gauge("cluster_queue_lending_limit", "Reports the cluster_queue's resource lending limit within all the "
-                                     "flavors. If lendingLimit is unset, this metric reports +Inf.", _FR)
-CLUSTER_QUEUE_RESOURCE_RESERVATION = _gauge("cluster_queue_resource_reservation", "Reports the cluster_queue's total resource reservation "
-                                            "within all the flavors", _FR)
-CLUSTER_QUEUE_RESOURCE_USAGE = _gauge("cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the "
-                                      "flavors", _FR)
-CLUSTER_QUEUE_RESOURCE_PENDING = _gauge("cluster_queue_resource_pending", "Reports the cluster_queue's total pending resource requests, "
-                                        "not yet assigned to flavors", [*_CQ, "resource"])
+CLUSTER_QUEUE_NOMINAL_QUOTA = _gauge(
+    "cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the flavors", _FR
+)
+CLUSTER_QUEUE_BORROWING_LIMIT = _gauge(
+    "cluster_queue_borrowing_limit",
+    "Reports the cluster_queue's resource borrowing limit within all "
+    "the flavors. If borrowingLimit is unset, this metric reports +Inf.",
+    _FR,
+)
+CLUSTER_QUEUE_LENDING_LIMIT = _gauge(
+    "cluster_queue_lending_limit",
+    "Reports the cluster_queue's resource lending limit within all the "
+    "flavors. If lendingLimit is unset, this metric reports +Inf.",
+    _FR,
+)
+CLUSTER_QUEUE_RESOURCE_RESERVATION = _gauge(
+    "cluster_queue_resource_reservation",
+    "Reports the cluster_queue's total resource reservation within all the flavors",
+    _FR,
+)
+CLUSTER_QUEUE_RESOURCE_USAGE = _gauge(
+    "cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the flavors", _FR
+)
+CLUSTER_QUEUE_RESOURCE_PENDING = _gauge(
+    "cluster_queue_resource_pending",
+    "Reports the cluster_queue's total pending resource requests, not yet assigned to flavors",
+    [*_CQ, "resource"],
+)
 
-CLUSTER_QUEUE_WEIGHTED_SHARE = _gauge("cluster_queue_weighted_share", "Reports a value that representing the maximum of the ratios of "
-                                      "usage above nominal\nquota to the lendable resources in the cohort, among all the resources provided "
-                                      "by\nthe ClusterQueue, and divided by the weight.\nIf zero, it means that the usage of the ClusterQueue "
-                                      "is below the nominal quota.\nIf the ClusterQueue has a weight of zero and is borrowing, this will "
-                                      "return NaN.", [*_CQ, "cohort"])
+CLUSTER_QUEUE_WEIGHTED_SHARE = _gauge(
+    "cluster_queue_weighted_share",
+    "Reports a value that representing the maximum of the ratios of "
+    "usage above nominal\nquota to the lendable resources in the cohort, among all the resources provided "
+    "by\nthe ClusterQueue, and divided by the weight.\nIf zero, it means that the usage of the ClusterQueue "
+    "is below the nominal quota.\nIf the ClusterQueue has a weight of zero and is borrowing, this will "
+    "return NaN.",
+    [*_CQ, "cohort"],
+)
 
 # -- LocalQueue (gate LocalQueueMetrics and metrics.localQueueMetrics.enable)
-LOCAL_QUEUE_PENDING_WORKLOADS = _gauge("local_queue_pending_workloads", "The number of pending workloads, per 'local_queue' and 'status'.",
-                                       [*_LQ, "status"])
-LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS = _counter("local_queue_quota_reserved_workloads_total", "The total number of quota reserved "
-                                                "workloads per 'local_queue'", _LQ_PC)
-LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME = _histogram("local_queue_quota_reserved_wait_time_seconds", "The time between a workload was "
-                                                  "created or requeued until it got quota reservation, per 'local_queue'", _LQ_PC,
-                                                  exponential_buckets(14))
-LOCAL_QUEUE_ADMITTED_WORKLOADS = _counter("local_queue_admitted_workloads_total", "The total number of admitted workloads per "
-                                          "'local_queue'", _LQ_PC)
-LOCAL_QUEUE_ADMISSION_WAIT_TIME = _histogram("local_queue_admission_wait_time_seconds", "The time between a workload was created or "
-                                             "requeued until admission, per 'local_queue'", _LQ_PC, exponential_buckets(14))
-LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME = _histogram("local_queue_admission_checks_wait_time_seconds", "The time from when a workload "
-                                                    "got the quota reservation until admission, per 'local_queue'", _LQ_PC,
-                                                    exponential_buckets(14))
-LOCAL_QUEUE_FINISHED_WORKLOADS = _unchecked_gauge("local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.",
-                                                  _LQ)
-LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL = _counter("local_queue_finished_workloads_total", "The total number of finished workloads per "
-                                                "'local_queue'", _LQ_PC)
-LOCAL_QUEUE_EXECUTION_TIME = _histogram("local_queue_execution_time_seconds", "The total execution time of a finished admitted workload "
-                                        "(from first admission to completion, including time across evict/readmit cycles), per "
-                                        "'local_queue'", _LQ_PC, exponential_buckets(16))
-LOCAL_QUEUE_UNADMITTED_WORKLOADS = _gauge("local_queue_unadmitted_workloads", "The number of unadmitted workloads, per 'name', "
-                                          "'namespace', 'cluster_queue', 'reason', and 'underlying_cause'. This metric is only emitted when "
-                                          "UnadmittedWorkloadsObservability feature gate is enabled.",
-                                          [*_LQ, "cluster_queue", "reason", "underlying_cause"])
-LOCAL_QUEUE_READY_WAIT_TIME = _histogram("local_queue_ready_wait_time_seconds", "The time between a workload was created or "
-                                         "requeued until ready, per 'local_queue'", _LQ_PC, exponential_buckets(14))
-LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME = _histogram("local_queue_admitted_until_ready_wait_time_seconds", "The time between a "
-                                                        "workload was admitted until ready, per 'local_queue'", _LQ_PC,
-                                                        exponential_buckets(14))
-LOCAL_QUEUE_EVICTED_WORKLOADS = _counter("local_queue_evicted_workloads_total", "The number of evicted workloads per 'local_queue'",
-                                         [*_LQ, "reason", "underlying_cause", "priority_class"])
-LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge("local_queue_reserving_active_workloads", "The number of Workloads that are reserving "
-                                                "quota, per 'localQueue'", _LQ)
-LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS = _gauge("local_queue_admitted_active_workloads", "The number of admitted Workloads that are "
-                                               "active, per 'localQueue'", _LQ)
-LOCAL_QUEUE_STATUS = _gauge("local_queue_status", "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', "
-                            "or 'Unknown'). For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
-                            [*_LQ, "active"])
-LOCAL_QUEUE_RESOURCE_RESERVATION = _gauge("local_queue_resource_reservation", "Reports the localQueue's total resource reservation "
-                                          "within all the flavors", [*_LQ, "flavor", "resource"])
-LOCAL_QUEUE_RESOURCE_USAGE = _gauge("local_queue_resource_usage", "Reports the localQueue's total resource usage within all the flavors",
-                                    [*_LQ, "flavor", "resource"])
+LOCAL_QUEUE_PENDING_WORKLOADS = _gauge(
+    "local_queue_pending_workloads",
+    "The number of pending workloads, per 'local_queue' and 'status'.",
+    [*_LQ, "status"],
+)
+LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS = _counter(
+    "local_queue_quota_reserved_workloads_total",
+    "The total number of quota reserved workloads per 'local_queue'",
+    _LQ_PC,
+)
+LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME = _histogram(
+    "local_queue_quota_reserved_wait_time_seconds",
+    "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'",
+    _LQ_PC,
+    exponential_buckets(14),
+)
+LOCAL_QUEUE_ADMITTED_WORKLOADS = _counter(
+    "local_queue_admitted_workloads_total", "The total number of admitted workloads per 'local_queue'", _LQ_PC
+)
+LOCAL_QUEUE_ADMISSION_WAIT_TIME = _histogram(
+    "local_queue_admission_wait_time_seconds",
+    "The time between a workload was created or requeued until admission, per 'local_queue'",
+    _LQ_PC,
+    exponential_buckets(14),
+)
+LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME = _histogram(
+    "local_queue_admission_checks_wait_time_seconds",
+    "The time from when a workload got the quota reservation until admission, per 'local_queue'",
+    _LQ_PC,
+    exponential_buckets(14),
+)
+LOCAL_QUEUE_FINISHED_WORKLOADS = _unchecked_gauge(
+    "local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.", _LQ
+)
+LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL = _counter(
+    "local_queue_finished_workloads_total", "The total number of finished workloads per 'local_queue'", _LQ_PC
+)
+LOCAL_QUEUE_EXECUTION_TIME = _histogram(
+    "local_queue_execution_time_seconds",
+    "The total execution time of a finished admitted workload "
+    "(from first admission to completion, including time across evict/readmit cycles), per "
+    "'local_queue'",
+    _LQ_PC,
+    exponential_buckets(16),
+)
+LOCAL_QUEUE_UNADMITTED_WORKLOADS = _gauge(
+    "local_queue_unadmitted_workloads",
+    "The number of unadmitted workloads, per 'name', "
+    "'namespace', 'cluster_queue', 'reason', and 'underlying_cause'. This metric is only emitted when "
+    "UnadmittedWorkloadsObservability feature gate is enabled.",
+    [*_LQ, "cluster_queue", "reason", "underlying_cause"],
+)
+LOCAL_QUEUE_READY_WAIT_TIME = _histogram(
+    "local_queue_ready_wait_time_seconds",
+    "The time between a workload was created or requeued until ready, per 'local_queue'",
+    _LQ_PC,
+    exponential_buckets(14),
+)
+LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME = _histogram(
+    "local_queue_admitted_until_ready_wait_time_seconds",
+    "The time between a workload was admitted until ready, per 'local_queue'",
+    _LQ_PC,
+    exponential_buckets(14),
+)
+LOCAL_QUEUE_EVICTED_WORKLOADS = _counter(
+    "local_queue_evicted_workloads_total",
+    "The number of evicted workloads per 'local_queue'",
+    [*_LQ, "reason", "underlying_cause", "priority_class"],
+)
+LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge(
+    "local_queue_reserving_active_workloads", "The number of Workloads that are reserving quota, per 'localQueue'", _LQ
+)
+LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS = _gauge(
+    "local_queue_admitted_active_workloads", "The number of admitted Workloads that are active, per 'localQueue'", _LQ
+)
+LOCAL_QUEUE_STATUS = _gauge(
+    "local_queue_status",
+    "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', "
+    "or 'Unknown'). For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
+    [*_LQ, "active"],
+)
+LOCAL_QUEUE_RESOURCE_RESERVATION = _gauge(
+    "local_queue_resource_reservation",
+    "Reports the localQueue's total resource reservation within all the flavors",
+    [*_LQ, "flavor", "resource"],
+)
+LOCAL_QUEUE_RESOURCE_USAGE = _gauge(
+    "local_queue_resource_usage",
+    "Reports the localQueue's total resource usage within all the flavors",
+    [*_LQ, "flavor", "resource"],
+)
 
 # -- Cohort (gate MetricsForCohorts)
-COHORT_INFO = _gauge("cohort_info", "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
-                     ["cohort", "parent_cohort", "root_cohort"])
-COHORT_SUBTREE_QUOTA = _gauge("cohort_subtree_quota", "Reports the cohort's nominal quota aggregated within the cohort's subtree. The "
-                              "values are reported per resource and flavor", ["cohort", "flavor", "resource"])
-COHORT_SUBTREE_RESOURCE_RESERVATIONS = _gauge("cohort_subtree_resource_reservations", "Reports the cohort's resource reservations "
-                                              "aggregated within the cohort's subtree. The values are reported per resource and flavor",
-                                              ["cohort", "flavor", "resource"])
-COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS = _gauge("cohort_subtree_admitted_active_workloads", "The number of admitted Workloads that are "
-                                                  "active, per cohort's subtree", ["cohort"])
-COHORT_WEIGHTED_SHARE = _gauge("cohort_weighted_share", "Reports a value that representing the maximum of the ratios of usage above "
-                               "nominal\nquota to the lendable resources in the Cohort, among all the resources provided by\nthe Cohort, "
-                               "and divided by the weight.\nIf zero, it means that the usage of the Cohort is below the nominal quota.\n"
-                               "If the Cohort has a weight of zero and is borrowing, this will return NaN.", ["cohort"])
-COHORT_SUBTREE_ADMITTED_WORKLOADS = _counter("cohort_subtree_admitted_workloads_total", "The total number of admitted workloads per "
-                                             "cohort's subtree", ["cohort", "priority_class"])
+COHORT_INFO = _gauge(
+    "cohort_info",
+    "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
+    ["cohort", "parent_cohort", "root_cohort"],
+)
+COHORT_SUBTREE_QUOTA = _gauge(
+    "cohort_subtree_quota",
+    "Reports the cohort's nominal quota aggregated within the cohort's subtree. The "
+    "values are reported per resource and flavor",
+    ["cohort", "flavor", "resource"],
+)
+COHORT_SUBTREE_RESOURCE_RESERVATIONS = _gauge(
+    "cohort_subtree_resource_reservations",
+    "Reports the cohort's resource reservations "
+    "aggregated within the cohort's subtree. The values are reported per resource and flavor",
+    ["cohort", "flavor", "resource"],
+)
+COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS = _gauge(
+    "cohort_subtree_admitted_active_workloads",
+    "The number of admitted Workloads that are active, per cohort's subtree",
+    ["cohort"],
+)
+COHORT_WEIGHTED_SHARE = _gauge(
+    "cohort_weighted_share",
+    "Reports a value that representing the maximum of the ratios of usage above "
+    "nominal\nquota to the lendable resources in the Cohort, among all the resources provided by\nthe Cohort, "
+    "and divided by the weight.\nIf zero, it means that the usage of the Cohort is below the nominal quota.\n"
+    "If the Cohort has a weight of zero and is borrowing, this will return NaN.",
+    ["cohort"],
+)
+COHORT_SUBTREE_ADMITTED_WORKLOADS = _counter(
+    "cohort_subtree_admitted_workloads_total",
+    "The total number of admitted workloads per cohort's subtree",
+    ["cohort", "priority_class"],
+)

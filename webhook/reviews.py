@@ -95,7 +95,9 @@ class TTLCache(Generic[K, V]):
 class TokenAuthenticator:
     """Bearer token -> User by TokenReview, each answer (a rejection included) cached for `ttl` seconds."""
 
-    def __init__(self, kube: KubeAPI, *, ttl: float, cache_size: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, kube: KubeAPI, *, ttl: float, cache_size: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._kube = kube
         self._ttl = ttl
         # A 1-tuple, so a rejected token (None) is a cached answer, not a miss.
@@ -107,9 +109,11 @@ class TokenAuthenticator:
         cached = self.cache.get(key)
         if cached is not None:
             return cached[0]
-        review = self._kube.create(TOKEN_REVIEWS, {
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
-            timeout=REVIEW_TIMEOUT_S)
+        review = self._kube.create(
+            TOKEN_REVIEWS,
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
+            timeout=REVIEW_TIMEOUT_S,
+        )
         status = review.get("status") or {}
         user = _user(status) if status.get("authenticated") else None
         self.cache.put(key, (user,), self._ttl)
@@ -133,9 +137,11 @@ def access_review(kube: KubeAPI, user: User, attributes: Mapping[str, Any]) -> M
         spec["uid"] = user.uid
     if user.extra:
         spec["extra"] = {name: list(values) for name, values in user.extra}
-    review = kube.create(SUBJECT_ACCESS_REVIEWS, {
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
-        timeout=REVIEW_TIMEOUT_S)
+    review = kube.create(
+        SUBJECT_ACCESS_REVIEWS,
+        {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec},
+        timeout=REVIEW_TIMEOUT_S,
+    )
     return review.get("status") or {}
 
 

@@ -25,8 +25,19 @@ from webhook.install import objects as o
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "pykueue"
 NAMESPACE = "kueue-system"
-NAMESPACED = {"ConfigMap", "Deployment", "Service", "Secret", "ServiceAccount", "Role", "RoleBinding",
-              "PodDisruptionBudget", "ServiceMonitor", "Issuer", "Certificate"}
+NAMESPACED = {
+    "ConfigMap",
+    "Deployment",
+    "Service",
+    "Secret",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "PodDisruptionBudget",
+    "ServiceMonitor",
+    "Issuer",
+    "Certificate",
+}
 # Upstream binds extension-apiserver-authentication-reader where that Role lives, whatever the release namespace.
 OTHER_NAMESPACE = {("RoleBinding", "kueue-visibility-server-auth-reader"): "kube-system"}
 CRD_COUNT = len(o.crd_objects(o.Settings()))
@@ -59,8 +70,12 @@ def render(helm: str, values: Mapping[str, Any], tmp_path: Path) -> list[tuple[s
     """(template file, object) for every document `helm template` prints, each parsed strictly."""
     values_file = tmp_path / "values.json"  # JSON is YAML
     values_file.write_text(json.dumps(values))
-    out = subprocess.run([helm, "template", "kueue", str(CHART), "--namespace", NAMESPACE, "--values", str(values_file)],
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [helm, "template", "kueue", str(CHART), "--namespace", NAMESPACE, "--values", str(values_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     docs = []
     for chunk in out.stdout.split("\n---\n"):
@@ -76,8 +91,13 @@ def _subset(small: Mapping[str, str], big: Mapping[str, str]) -> bool:
     return all(big.get(k) == v for k, v in small.items())
 
 
-BOOLEANS = ("enableCertManager", "enablePrometheus", "controllerManager.podDisruptionBudget.enabled",
-            "enableVisibilityAPF", "enableVisibilityAuthReaderRoleBinding")
+BOOLEANS = (
+    "enableCertManager",
+    "enablePrometheus",
+    "controllerManager.podDisruptionBudget.enabled",
+    "enableVisibilityAPF",
+    "enableVisibilityAuthReaderRoleBinding",
+)
 
 
 def _values(flags: tuple[bool, ...], replicas: int) -> dict[str, Any]:
@@ -93,29 +113,41 @@ def _values(flags: tuple[bool, ...], replicas: int) -> dict[str, Any]:
 
 
 EVERYTHING_SET = {
-    "enableCertManager": True, "enablePrometheus": True, "enableVisibilityAPF": True,
+    "enableCertManager": True,
+    "enablePrometheus": True,
+    "enableVisibilityAPF": True,
     "enableVisibilityAuthReaderRoleBinding": True,
     "controllerManager": {
-        "replicas": 3, "podDisruptionBudget": {"enabled": True, "minAvailable": "50%"},
-        "imagePullSecrets": [{"name": "pull"}], "nodeSelector": {"pool": "system"},
+        "replicas": 3,
+        "podDisruptionBudget": {"enabled": True, "minAvailable": "50%"},
+        "imagePullSecrets": [{"name": "pull"}],
+        "nodeSelector": {"pool": "system"},
         "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
-        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                                       "whenUnsatisfiable": "ScheduleAnyway",
-                                       "labelSelector": {"matchLabels": {"control-plane": "controller-manager"}}}],
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"control-plane": "controller-manager"}},
+            }
+        ],
         "manager": {"priorityClassName": "system-cluster-critical", "podAnnotations": {"team": "batch"}},
     },
     "metricsService": {"labels": {"scrape": "yes"}, "annotations": {"note": "metrics"}},
-    "metrics": {"prometheusNamespace": "observability",
-                "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": False, "serverName": "kueue"}}},
+    "metrics": {
+        "prometheusNamespace": "observability",
+        "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": False, "serverName": "kueue"}},
+    },
 }
 
 # Every on/off combination of the booleans; the replica count (1 or 3) follows the parity of the
 # flags, so each boolean, either way, meets both counts.
 _SHORT = ("certManager", "prometheus", "pdb", "visibilityAPF", "authReaderBinding")
 COMBINATIONS = [
-    pytest.param(_values(flags, replicas := 1 + 2 * (sum(flags) % 2)),
-                 id=" ".join(f"{name}={int(flag)}" for name, flag in zip(_SHORT, flags, strict=True))
-                 + f" replicas={replicas}")
+    pytest.param(
+        _values(flags, replicas := 1 + 2 * (sum(flags) % 2)),
+        id=" ".join(f"{name}={int(flag)}" for name, flag in zip(_SHORT, flags, strict=True)) + f" replicas={replicas}",
+    )
     for flags in itertools.product([False, True], repeat=len(BOOLEANS))
 ] + [pytest.param(EVERYTHING_SET, id="every optional value set")]
 
@@ -137,7 +169,8 @@ def _value(values: Mapping[str, Any], path: str) -> Any:
 
 @pytest.mark.parametrize("values", COMBINATIONS)
 def test_every_document_is_one_object_of_the_expected_kind_with_matching_selectors(
-        helm: str, tmp_path: Path, values: dict[str, Any]) -> None:
+    helm: str, tmp_path: Path, values: dict[str, Any]
+) -> None:
     cert_manager, prometheus, pdb, apf, auth_reader = (_value(values, path) for path in BOOLEANS)
     docs = render(helm, values, tmp_path)
 
@@ -145,8 +178,9 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
     for source, doc in docs:
         assert isinstance(doc.get("apiVersion"), str) and isinstance(doc.get("kind"), str), (source, doc)
         assert doc["metadata"]["name"], (source, doc)
-        namespace = OTHER_NAMESPACE.get((doc["kind"], doc["metadata"]["name"]),
-                                        NAMESPACE if doc["kind"] in NAMESPACED else None)
+        namespace = OTHER_NAMESPACE.get(
+            (doc["kind"], doc["metadata"]["name"]), NAMESPACE if doc["kind"] in NAMESPACED else None
+        )
         assert doc["metadata"].get("namespace") == namespace, (source, doc)
     refs = Counter((doc["kind"], doc["metadata"]["name"]) for _, doc in docs)
     assert not [r for r, n in refs.items() if n > 1], "objects rendered twice"
@@ -159,8 +193,9 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         "templates/crds.yaml": Counter({"CustomResourceDefinition": CRD_COUNT}),
         "templates/manager.yaml": Counter({"ConfigMap": 1, "Deployment": 1, "Service": 2}),
         "templates/webhooks.yaml": Counter({"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1}),
-        "templates/visibility.yaml": Counter({"Service": 1, "APIService": 3, "ClusterRoleBinding": 1,
-                                              "RoleBinding": int(auth_reader)}),
+        "templates/visibility.yaml": Counter(
+            {"Service": 1, "APIService": 3, "ClusterRoleBinding": 1, "RoleBinding": int(auth_reader)}
+        ),
     }
     if apf:
         expected["templates/visibility-apf.yaml"] = Counter({"FlowSchema": 1, "PriorityLevelConfiguration": 1})
@@ -172,8 +207,13 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         expected["templates/certmanager.yaml"] = Counter({"Issuer": 1, "Certificate": 1})
     else:
         assert kinds.pop("templates/internalcert.yaml")["Secret"] == 1
-    assert set(kinds.pop("templates/rbac.yaml")) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                                                      "RoleBinding"}
+    assert set(kinds.pop("templates/rbac.yaml")) == {
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    }
     assert kinds == expected
 
     objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in docs}
@@ -191,9 +231,14 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         assert _subset(svc["spec"]["selector"], pod_labels), svc["metadata"]["name"]
     webhook, metrics = services[o.WEBHOOK_SERVICE], services[o.METRICS_SERVICE]
     assert webhook["spec"]["ports"] == [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]
-    kustomize_metrics = next(x for x in o.controller_objects(o.Settings()) if x["metadata"]["name"] == o.METRICS_SERVICE)
-    assert metrics["spec"]["ports"] == kustomize_metrics["spec"]["ports"] == [
-        {"name": "https", "port": o.METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}]
+    kustomize_metrics = next(
+        x for x in o.controller_objects(o.Settings()) if x["metadata"]["name"] == o.METRICS_SERVICE
+    )
+    assert (
+        metrics["spec"]["ports"]
+        == kustomize_metrics["spec"]["ports"]
+        == [{"name": "https", "port": o.METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}]
+    )
     assert _subset(_value(values, "metricsService.labels"), metrics["metadata"]["labels"])
 
     hooks = [h for (kind, _), x in objs.items() if kind.endswith("WebhookConfiguration") for h in x["webhooks"]]
@@ -201,12 +246,17 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
     for hook in hooks:  # every webhook calls the webhook Service on a port it serves
         service = hook["clientConfig"]["service"]
         assert (service["name"], service["namespace"], service["port"] in webhook_ports) == (
-            o.WEBHOOK_SERVICE, NAMESPACE, True), hook["name"]
+            o.WEBHOOK_SERVICE,
+            NAMESPACE,
+            True,
+        ), hook["name"]
     assert hooks
 
     api_services = [x for (kind, _), x in objs.items() if kind == "APIService"]
     for ref in (x["spec"]["service"] for x in api_services):  # the visibility APIServices reach their Service
-        assert ref["namespace"] == NAMESPACE and ref["port"] in {p["port"] for p in services[ref["name"]]["spec"]["ports"]}
+        assert ref["namespace"] == NAMESPACE and ref["port"] in {
+            p["port"] for p in services[ref["name"]]["spec"]["ports"]
+        }
 
     if pdb:
         budget = objs[("PodDisruptionBudget", o.DEPLOYMENT)]
@@ -215,8 +265,11 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
 
     if prometheus:
         monitor = objs[("ServiceMonitor", o.SERVICE_MONITOR)]["spec"]
-        selected = [name for name, svc in services.items()
-                    if _subset(monitor["selector"]["matchLabels"], svc["metadata"]["labels"])]
+        selected = [
+            name
+            for name, svc in services.items()
+            if _subset(monitor["selector"]["matchLabels"], svc["metadata"]["labels"])
+        ]
         assert selected == [o.METRICS_SERVICE]
         (endpoint,) = monitor["endpoints"]
         assert endpoint["port"] in {p["name"] for p in metrics["spec"]["ports"]}
@@ -235,6 +288,9 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
         certificate = objs[("Certificate", o.CERTIFICATE)]
         assert volumes["cert"]["secret"]["secretName"] == certificate["spec"]["secretName"] == o.SECRET
         inject = f"{NAMESPACE}/{o.CERTIFICATE}"
-        annotated = [name for (kind, name), x in objs.items()
-                     if (x["metadata"].get("annotations") or {}).get(o.INJECT_CA_FROM) == inject]
+        annotated = [
+            name
+            for (kind, name), x in objs.items()
+            if (x["metadata"].get("annotations") or {}).get(o.INJECT_CA_FROM) == inject
+        ]
         assert len(annotated) == 2 + len(conversion_crd_names())  # both webhook configurations, converting CRDs

@@ -69,9 +69,7 @@ def processes_mentioning(text: str) -> list[str]:
 
 
 def test_six_kwok_nodes_ready_with_labels_and_capacity(cluster: Cluster) -> None:
-    nodes = {
-        n["metadata"]["name"]: n for n in kubectl_json(cluster, "get", "nodes", "-l", "type=kwok")["items"]
-    }
+    nodes = {n["metadata"]["name"]: n for n in kubectl_json(cluster, "get", "nodes", "-l", "type=kwok")["items"]}
     assert set(nodes) == {n.name for n in NODES}
 
     for name, node in nodes.items():
@@ -168,9 +166,16 @@ def agnhost_pod(name: str, behaviour: dict[str, list[str]], finalizer: bool = Fa
     meta: dict[str, Any] = {"name": name, "namespace": "default"}
     if finalizer:  # keeps the object after its terminal status, so the test can read that status
         meta["finalizers"] = ["pykueue.test/hold"]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                     "containers": [{"name": "c", "image": AGNHOST, **behaviour}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "c", "image": AGNHOST, **behaviour}],
+        },
+    }
 
 
 def wait_pod(cluster: Cluster, name: str, pred: Any, timeout: float = 30) -> dict[str, Any]:
@@ -184,10 +189,12 @@ def wait_pod(cluster: Cluster, name: str, pred: Any, timeout: float = 30) -> dic
 
 def test_agnhost_behaviours_decide_a_pods_fate(cluster: Cluster) -> None:
     """Upstream's e2e pods pick agnhost's behaviour by argument or command; kwok plays it out."""
-    pods = [agnhost_pod("exit-fast-arg", {"args": ["entrypoint-tester"]}),
-            agnhost_pod("exit-fast-cmd", {"command": ["entrypoint-tester"]}),
-            agnhost_pod("netexec", {"args": ["netexec"]}, finalizer=True),
-            agnhost_pod("webserver", {"args": ["test-webserver"]}, finalizer=True)]
+    pods = [
+        agnhost_pod("exit-fast-arg", {"args": ["entrypoint-tester"]}),
+        agnhost_pod("exit-fast-cmd", {"command": ["entrypoint-tester"]}),
+        agnhost_pod("netexec", {"args": ["netexec"]}, finalizer=True),
+        agnhost_pod("webserver", {"args": ["test-webserver"]}, finalizer=True),
+    ]
     created = cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
     assert created.returncode == 0, created.stderr
 
@@ -208,8 +215,12 @@ def test_agnhost_behaviours_decide_a_pods_fate(cluster: Cluster) -> None:
     for name, (phase, code) in expected.items():
         pod = wait_pod(cluster, name, lambda p: p["status"].get("phase") in ("Succeeded", "Failed"))
         assert (pod["status"]["phase"], pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]) == (
-            phase, code)
-        released = cluster.kubectl("patch", "pod", name, "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
+            phase,
+            code,
+        )
+        released = cluster.kubectl(
+            "patch", "pod", name, "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]'
+        )
         assert released.returncode == 0, released.stderr
 
 
@@ -219,11 +230,23 @@ def test_job_pods_can_run_until_deleted(tmp_path: Path) -> None:
     c = Cluster(tmp_path / "cluster", job_pods_run=math.inf)
     c.up()
     try:
-        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sleeper", "namespace": "default"},
-               "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
-                   {"name": "c", "image": "busybox:1.36", "command": ["sleep", "1"]}]}}}}
+        job = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "sleeper", "namespace": "default"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "1"]}],
+                    }
+                }
+            },
+        }
         quick = agnhost_pod("quick", {"args": ["entrypoint-tester"]})
-        created = c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [job, quick]}))
+        created = c.kubectl(
+            "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [job, quick]})
+        )
         assert created.returncode == 0, created.stderr
         assert wait_pod(c, "quick", lambda p: p["status"].get("phase") == "Succeeded")["status"]["phase"] == "Succeeded"
         time.sleep(3)  # past the default Job pod run time (2 s)
@@ -271,7 +294,7 @@ def test_real_node_addresses_collide_with_nothing() -> None:
     """kwok's fake pod IPs, ClusterIPs, the real node's pods and its own address are all disjoint."""
     nets = [ipaddress.ip_network(n) for n in (POD_CIDR, SERVICE_CIDR, REAL_NODE_POD_CIDR, REAL_NODE_NETWORK)]
     for i, a in enumerate(nets):
-        for b in nets[i + 1:]:
+        for b in nets[i + 1 :]:
             assert not a.overlaps(b), f"{a} overlaps {b}"
     assert ipaddress.ip_address(REAL_NODE_IP) in ipaddress.ip_network(REAL_NODE_NETWORK)
 

@@ -54,8 +54,9 @@ def test_archive_is_docker_save_layout_with_matching_digests(tmp_path: Path) -> 
     layer_tar = tmp_path / "layer.tar"
     oci.write_layer(tree(tmp_path), layer_tar)
     layer = oci.Layer.of(layer_tar, "test")
-    config = oci.ImageConfig(entrypoint=("python",), cmd=("-V",), user="65532:65532", env={"PATH": "/bin"},
-                             exposed_ports=("9443/tcp",))
+    config = oci.ImageConfig(
+        entrypoint=("python",), cmd=("-V",), user="65532:65532", env={"PATH": "/bin"}, exposed_ports=("9443/tcp",)
+    )
     image_id = oci.write_archive(tmp_path / "image.tar", tag="pykueue:test", layers=[layer], config=config)
 
     with tarfile.open(tmp_path / "image.tar") as tar:

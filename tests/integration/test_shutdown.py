@@ -83,17 +83,43 @@ def test_sigterm_releases_the_lease_at_once_while_the_server_drains(cluster: Clu
     port = _free_port()
     cluster.kubectl("create", "namespace", NAMESPACE)
     items: list[dict[str, Any]] = crds(certs.ca_bundle(tmp_path), url=f"https://127.0.0.1:{port}/convert")
-    applied = cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
-                              input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    applied = cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        "-",
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}),
+    )
     assert applied.returncode == 0, applied.stderr
     (tmp_path / "config.yaml").write_text(CONFIG)
     ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
     with open(tmp_path / "server.log", "wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(tmp_path), "--host", "127.0.0.1",
-             "--port", str(port), "--config", str(tmp_path / "config.yaml"), "--kubeconfig", str(cluster.kubeconfig),
-             "--leader-election-namespace", NAMESPACE, "--drain-seconds", str(DRAIN_S)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "webhook",
+                "serve",
+                "--cert-dir",
+                str(tmp_path),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(tmp_path / "config.yaml"),
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "--leader-election-namespace",
+                NAMESPACE,
+                "--drain-seconds",
+                str(DRAIN_S),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         holder = _until("the worker holding the lease", lambda: _holder(cluster) or None, timeout=60)
         worker_pid = int(holder.rsplit("_", 2)[1])

@@ -90,8 +90,9 @@ class FakeKube:
     def delete(self, path: str, *, body: Mapping[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
         return self.request("DELETE", path, body=body, timeout=timeout)
 
-    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300,
-              query: Mapping[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def watch(
+        self, path: str, resource_version: str, *, timeout_seconds: int = 300, query: Mapping[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
         with self._lock:
             self.calls.append(("WATCH", path))
         self.stop.wait(timeout_seconds)
@@ -128,8 +129,16 @@ class FakeKube:
         self.put(path, obj)
         return copy.deepcopy(self.objects[path])
 
-    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", timeout: float = 30) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float = 30,
+    ) -> dict[str, Any]:
         with self._lock:
             self.calls.append((method, path))
             if method == "GET":

@@ -22,7 +22,9 @@ from webhook.config import Configuration
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 SECRET = "/api/v1/namespaces/kueue-system/secrets/kueue-webhook-server-cert"
 MUTATING = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kueue-mutating-webhook-configuration"
-VALIDATING = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kueue-validating-webhook-configuration"
+VALIDATING = (
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kueue-validating-webhook-configuration"
+)
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
@@ -56,11 +58,21 @@ def writes(kube: FakeKube) -> list[tuple[str, str]]:
 def test_targets_follow_the_configuration():
     t = cm.targets(config(), "/certs")
     assert t.dns_name == "kueue-webhook-service.kueue-system.svc"
-    assert (t.mutating, t.validating) == ("kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration")
-    assert t.crds == ("clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-                      "multikueueclusters.kueue.x-k8s.io", "workloads.kueue.x-k8s.io")
+    assert (t.mutating, t.validating) == (
+        "kueue-mutating-webhook-configuration",
+        "kueue-validating-webhook-configuration",
+    )
+    assert t.crds == (
+        "clusterqueues.kueue.x-k8s.io",
+        "cohorts.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "multikueueclusters.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+    )
     assert cm.webhook_configuration_names("team-webhook-service") == (
-        "team-mutating-webhook-configuration", "team-validating-webhook-configuration")
+        "team-mutating-webhook-configuration",
+        "team-validating-webhook-configuration",
+    )
 
 
 def test_first_start_creates_the_secret_writes_files_and_injects(tmp_path):
@@ -99,8 +111,15 @@ def test_second_pass_and_second_replica_write_nothing(tmp_path):
 
 
 def test_empty_secret_from_the_manifests_is_filled_by_update(tmp_path):
-    kube = FakeKube({SECRET: {"apiVersion": "v1", "kind": "Secret",
-                              "metadata": {"name": "kueue-webhook-server-cert", "namespace": "kueue-system"}}})
+    kube = FakeKube(
+        {
+            SECRET: {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "kueue-webhook-server-cert", "namespace": "kueue-system"},
+            }
+        }
+    )
     manager(kube, tmp_path).ensure_certificate()
     assert ("PUT", SECRET) in kube.calls
     assert "POST" not in {m for m, _ in kube.calls}
@@ -166,8 +185,10 @@ def test_ca_near_expiry_is_replaced_and_reinjected(tmp_path):
 
 def injected_bundles(kube: FakeKube) -> set[str]:
     hooks = [h["clientConfig"]["caBundle"] for path in (MUTATING, VALIDATING) for h in kube.objects[path]["webhooks"]]
-    convs = [kube.objects[f"{CRDS}/{n}"]["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
-             for n in cm.conversion_crd_names()]
+    convs = [
+        kube.objects[f"{CRDS}/{n}"]["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"]
+        for n in cm.conversion_crd_names()
+    ]
     return set(hooks + convs)
 
 

@@ -40,18 +40,14 @@ def test_no_file_defaults():
     assert cfg.namespace == "kueue-system"
     assert cfg.manage_jobs_without_queue_name is False
     assert dict(cfg.managed_jobs_namespace_selector) == {
-        "matchExpressions": (
-            {"key": NS_LABEL, "operator": "NotIn", "values": ("kube-system", "kueue-system")},
-        )
+        "matchExpressions": ({"key": NS_LABEL, "operator": "NotIn", "values": ("kube-system", "kueue-system")},)
     }
     assert cfg.integrations == config.Integrations(("batch/job",), (), ())
     assert cfg.webhook == config.Webhook(9443, "", "/tmp/k8s-webhook-server/serving-certs")
     assert cfg.internal_cert_management == config.InternalCertManagement(
         True, "kueue-webhook-service", "kueue-webhook-server-cert"
     )
-    assert cfg.leader_election == config.LeaderElection(
-        True, "c1f6bfd2.kueue.x-k8s.io", "", 15.0, 10.0, 2.0, "leases"
-    )
+    assert cfg.leader_election == config.LeaderElection(True, "c1f6bfd2.kueue.x-k8s.io", "", 15.0, 10.0, 2.0, "leases")
     assert cfg.health.health_probe_bind_address == ":8081"
     assert cfg.metrics.bind_address == ":8443"
     assert cfg.metrics.enable_cluster_queue_resources is False
@@ -256,10 +252,7 @@ def test_version_specific_fields_are_unknown_elsewhere(text, unknown):
 
 
 def test_unknown_fields_are_all_reported_with_paths():
-    text = (
-        V2
-        + "invalidField: 1\nintegrations: {framework: [pod]}\nresources: {transformations: [{input: a, x: 1}]}\n"
-    )
+    text = V2 + "invalidField: 1\nintegrations: {framework: [pod]}\nresources: {transformations: [{input: a, x: 1}]}\n"
     assert error_of(text) == (
         'strict decoding error: unknown field "invalidField", unknown field "integrations.framework", '
         'unknown field "resources.transformations[0].x"'

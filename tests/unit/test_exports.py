@@ -12,8 +12,7 @@ import webhook
 
 def _modules() -> list[str]:
     return sorted(
-        m.name for m in pkgutil.walk_packages(webhook.__path__, "webhook.")
-        if not m.name.endswith("__main__")
+        m.name for m in pkgutil.walk_packages(webhook.__path__, "webhook.") if not m.name.endswith("__main__")
     )
 
 

@@ -45,8 +45,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "watch=true" not in self.path:
             names = self.server.lists[min(self.server.list_calls, len(self.server.lists) - 1)]
             self.server.list_calls += 1
-            body = json.dumps({"items": [{"metadata": {"name": n, "resourceVersion": "5", "managedFields": MANAGED}} for n in names],
-                               "metadata": {"resourceVersion": "5"}}).encode()
+            body = json.dumps(
+                {
+                    "items": [
+                        {"metadata": {"name": n, "resourceVersion": "5", "managedFields": MANAGED}} for n in names
+                    ],
+                    "metadata": {"resourceVersion": "5"},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -59,9 +65,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         if self.server.watch_calls == 1:
-            line = json.dumps({"type": "ADDED", "object": {"metadata": {"name": "b", "resourceVersion": "6", "managedFields": MANAGED}}}).encode() + b"\n"
+            line = (
+                json.dumps(
+                    {
+                        "type": "ADDED",
+                        "object": {"metadata": {"name": "b", "resourceVersion": "6", "managedFields": MANAGED}},
+                    }
+                ).encode()
+                + b"\n"
+            )
             self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
-            self.wfile.write(b"40\r\n{\"type\":")  # a chunk announced but cut short: the server died
+            self.wfile.write(b'40\r\n{"type":')  # a chunk announced but cut short: the server died
             self.wfile.flush()
             self.close_connection = True
             return
@@ -74,12 +88,18 @@ def api(tmp_path: Path) -> Iterator[tuple[APIServer, k.Kube]]:
     server = APIServer()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "t",
-        "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-        "users": [{"name": "t", "user": {}}],
-    }))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "t",
+                "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+                "users": [{"name": "t", "user": {}}],
+            }
+        )
+    )
     kube = k.Kube(str(kubeconfig))
     yield server, kube
     server.done.set()
@@ -94,11 +114,17 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
     events: list[tuple[str, str]] = []
     seen: list[dict[str, Any]] = []
     stop = threading.Event()
-    thread = threading.Thread(target=k.informer, daemon=True, kwargs={
-        "kube": kube, "path": "/api/v1/namespaces", "stop": stop,
-        "on_list": lambda items: (seen.extend(items), lists.append([i["metadata"]["name"] for i in items])),
-        "on_event": lambda etype, obj: (seen.append(obj), events.append((etype, obj["metadata"]["name"]))),
-    })
+    thread = threading.Thread(
+        target=k.informer,
+        daemon=True,
+        kwargs={
+            "kube": kube,
+            "path": "/api/v1/namespaces",
+            "stop": stop,
+            "on_list": lambda items: (seen.extend(items), lists.append([i["metadata"]["name"] for i in items])),
+            "on_event": lambda etype, obj: (seen.append(obj), events.append((etype, obj["metadata"]["name"]))),
+        },
+    )
     thread.start()
     deadline = time.monotonic() + 60  # generous: a loaded CI machine
     while len(lists) < 2 and time.monotonic() < deadline:
@@ -113,26 +139,37 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
     assert not thread.is_alive()
 
 
-@pytest.mark.parametrize(("path", "resource"), [
-    ("/api/v1/namespaces", "v1/namespaces"),
-    ("/api/v1/namespaces/team-a", "v1/namespaces"),
-    ("/api/v1/namespaces/team-a/events", "v1/events"),
-    ("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/wl/status", "kueue.x-k8s.io/v1beta2/workloads"),
-    ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq/status", "kueue.x-k8s.io/v1beta2/clusterqueues"),
-    ("/apis/events.k8s.io/v1/namespaces/team-a/events", "events.k8s.io/v1/events"),
-])
+@pytest.mark.parametrize(
+    ("path", "resource"),
+    [
+        ("/api/v1/namespaces", "v1/namespaces"),
+        ("/api/v1/namespaces/team-a", "v1/namespaces"),
+        ("/api/v1/namespaces/team-a/events", "v1/events"),
+        ("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/wl/status", "kueue.x-k8s.io/v1beta2/workloads"),
+        ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq/status", "kueue.x-k8s.io/v1beta2/clusterqueues"),
+        ("/apis/events.k8s.io/v1/namespaces/team-a/events", "events.k8s.io/v1/events"),
+    ],
+)
 def test_resource_of_a_path(path: str, resource: str) -> None:
     assert k._resource(path) == resource
 
 
-def test_one_resource_running_out_of_tokens_does_not_throttle_another(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_resource_running_out_of_tokens_does_not_throttle_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "t",
-        "clusters": [{"name": "t", "cluster": {"server": "http://127.0.0.1:1"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-        "users": [{"name": "t", "user": {}}],
-    }))
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "t",
+                "clusters": [{"name": "t", "cluster": {"server": "http://127.0.0.1:1"}}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+                "users": [{"name": "t", "user": {}}],
+            }
+        )
+    )
     kube = k.Kube(str(kubeconfig), qps=0.01, burst=1)
     waits: list[float] = []
     monkeypatch.setattr(k.time, "sleep", waits.append)

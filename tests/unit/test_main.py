@@ -33,9 +33,10 @@ def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Pa
         proc = run(*command, "--config", str(config))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines()[-1] == (
-            f"invalid configuration {config}: integrations.frameworks: \"jobset.x-k8s.io/jobset\", \"ray.io/rayjob\" are "
-            'not implemented by pykueue; their workloads would run outside every quota '
-            '(implemented: "batch/job", "deployment", "pod", "statefulset")')
+            f'invalid configuration {config}: integrations.frameworks: "jobset.x-k8s.io/jobset", "ray.io/rayjob" are '
+            "not implemented by pykueue; their workloads would run outside every quota "
+            '(implemented: "batch/job", "deployment", "pod", "statefulset")'
+        )
 
 
 def test_missing_certificates_stop_the_start(tmp_path: Path) -> None:

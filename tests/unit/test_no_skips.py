@@ -16,8 +16,14 @@ def run(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_sample.py").write_text("import pytest\n\n" + body)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "tests.no_skips", "-p", "no:cacheprovider", "-q",
-                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.no_skips", "-p", "no:cacheprovider", "-q", str(tmp_path)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_skipped_test_fails_the_run(tmp_path: Path) -> None:

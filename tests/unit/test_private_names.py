@@ -33,8 +33,12 @@ def _violations(path: pathlib.Path) -> list[str]:
                 if alias.name.startswith("webhook"):
                     modules.add(alias.asname or alias.name.split(".")[0])
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and _is_private(node.attr) and isinstance(node.value, ast.Name)
-                and node.value.id in modules):
+        if (
+            isinstance(node, ast.Attribute)
+            and _is_private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+        ):
             out.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {node.value.id}.{node.attr}")
     return out
 

@@ -105,8 +105,15 @@ def test_healthz_over_tls(server: tuple[int, Path]) -> None:
         assert resp.status == 200 and resp.read() == b"ok"
 
 
-@pytest.mark.parametrize("ciphers", ["AES128-GCM-SHA256:AES256-SHA256", "ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA",
-                                     "DHE-RSA-AES128-GCM-SHA256", "ALL:!ECDHE:@SECLEVEL=0"])
+@pytest.mark.parametrize(
+    "ciphers",
+    [
+        "AES128-GCM-SHA256:AES256-SHA256",
+        "ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA",
+        "DHE-RSA-AES128-GCM-SHA256",
+        "ALL:!ECDHE:@SECLEVEL=0",
+    ],
+)
 def test_tls12_without_forward_secret_aead_ciphers_is_refused(server: tuple[int, Path], ciphers: str) -> None:
     """TLS 1.2 clients must offer ECDHE with AES-GCM or ChaCha20: static RSA, CBC and DHE are refused."""
     port, cert_dir = server
@@ -124,7 +131,10 @@ def test_negotiated_cipher_is_forward_secret_aead(server: tuple[int, Path]) -> N
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.load_verify_locations(cert_dir / "ca.crt")
         ctx.maximum_version = maximum
-        with socket.create_connection(("127.0.0.1", port)) as raw, ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+        with (
+            socket.create_connection(("127.0.0.1", port)) as raw,
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s,
+        ):
             cipher = s.cipher()
             assert cipher is not None
             name, version, _ = cipher

@@ -74,33 +74,139 @@ class Endpoint:
 _K = "kueue.x-k8s.io"
 _CU = ("CREATE", "UPDATE")
 ENDPOINTS: Sequence[Endpoint] = (
-    Endpoint("mjob.kb.io", "/mutate-batch-v1-job", "batch", "v1", "Job", ("jobs",), ("CREATE",), True, job, "batch/job"),
+    Endpoint(
+        "mjob.kb.io", "/mutate-batch-v1-job", "batch", "v1", "Job", ("jobs",), ("CREATE",), True, job, "batch/job"
+    ),
     Endpoint("vjob.kb.io", "/validate-batch-v1-job", "batch", "v1", "Job", ("jobs",), _CU, False, job, "batch/job"),
     Endpoint("mpod.kb.io", "/mutate--v1-pod", "", "v1", "Pod", ("pods",), ("CREATE",), True, pod, "pod"),
     Endpoint("vpod.kb.io", "/validate--v1-pod", "", "v1", "Pod", ("pods",), _CU, False, pod, "pod"),
     # Deployments and StatefulSets are defaulted on UPDATE too: a changed queue name reaches the template.
-    Endpoint("mdeployment.kb.io", "/mutate-apps-v1-deployment", "apps", "v1", "Deployment", ("deployments",), _CU, True,
-             deployment, "deployment"),
-    Endpoint("vdeployment.kb.io", "/validate-apps-v1-deployment", "apps", "v1", "Deployment", ("deployments",), _CU, False,
-             deployment, "deployment"),
-    Endpoint("mstatefulset.kb.io", "/mutate-apps-v1-statefulset", "apps", "v1", "StatefulSet", ("statefulsets",), _CU, True,
-             statefulset, "statefulset"),
-    Endpoint("vstatefulset.kb.io", "/validate-apps-v1-statefulset", "apps", "v1", "StatefulSet", ("statefulsets",), _CU, False,
-             statefulset, "statefulset", calls_api=True),
-    Endpoint("mclusterqueue.kb.io", "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue", _K, "v1beta2", "ClusterQueue",
-             ("clusterqueues",), ("CREATE",), True, cluster_queue),
-    Endpoint("vclusterqueue.kb.io", "/validate-kueue-x-k8s-io-v1beta2-clusterqueue", _K, "v1beta2", "ClusterQueue",
-             ("clusterqueues",), _CU, False, cluster_queue),
-    Endpoint("mresourceflavor.kb.io", "/mutate-kueue-x-k8s-io-v1beta2-resourceflavor", _K, "v1beta2",
-             "ResourceFlavor", ("resourceflavors",), ("CREATE",), True, resource_flavor),
-    Endpoint("vresourceflavor.kb.io", "/validate-kueue-x-k8s-io-v1beta2-resourceflavor", _K, "v1beta2",
-             "ResourceFlavor", ("resourceflavors",), _CU, False, resource_flavor),
-    Endpoint("mworkload.kb.io", "/mutate-kueue-x-k8s-io-v1beta2-workload", _K, "v1beta2", "Workload",
-             ("workloads",), ("CREATE",), True, workload),
-    Endpoint("vworkload.kb.io", "/validate-kueue-x-k8s-io-v1beta2-workload", _K, "v1beta2", "Workload",
-             ("workloads", "workloads/status"), _CU, False, workload),
-    Endpoint("vcohort.kb.io", "/validate-kueue-x-k8s-io-v1beta2-cohort", _K, "v1beta2", "Cohort",
-             ("cohorts",), _CU, False, cohort),
+    Endpoint(
+        "mdeployment.kb.io",
+        "/mutate-apps-v1-deployment",
+        "apps",
+        "v1",
+        "Deployment",
+        ("deployments",),
+        _CU,
+        True,
+        deployment,
+        "deployment",
+    ),
+    Endpoint(
+        "vdeployment.kb.io",
+        "/validate-apps-v1-deployment",
+        "apps",
+        "v1",
+        "Deployment",
+        ("deployments",),
+        _CU,
+        False,
+        deployment,
+        "deployment",
+    ),
+    Endpoint(
+        "mstatefulset.kb.io",
+        "/mutate-apps-v1-statefulset",
+        "apps",
+        "v1",
+        "StatefulSet",
+        ("statefulsets",),
+        _CU,
+        True,
+        statefulset,
+        "statefulset",
+    ),
+    Endpoint(
+        "vstatefulset.kb.io",
+        "/validate-apps-v1-statefulset",
+        "apps",
+        "v1",
+        "StatefulSet",
+        ("statefulsets",),
+        _CU,
+        False,
+        statefulset,
+        "statefulset",
+        calls_api=True,
+    ),
+    Endpoint(
+        "mclusterqueue.kb.io",
+        "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue",
+        _K,
+        "v1beta2",
+        "ClusterQueue",
+        ("clusterqueues",),
+        ("CREATE",),
+        True,
+        cluster_queue,
+    ),
+    Endpoint(
+        "vclusterqueue.kb.io",
+        "/validate-kueue-x-k8s-io-v1beta2-clusterqueue",
+        _K,
+        "v1beta2",
+        "ClusterQueue",
+        ("clusterqueues",),
+        _CU,
+        False,
+        cluster_queue,
+    ),
+    Endpoint(
+        "mresourceflavor.kb.io",
+        "/mutate-kueue-x-k8s-io-v1beta2-resourceflavor",
+        _K,
+        "v1beta2",
+        "ResourceFlavor",
+        ("resourceflavors",),
+        ("CREATE",),
+        True,
+        resource_flavor,
+    ),
+    Endpoint(
+        "vresourceflavor.kb.io",
+        "/validate-kueue-x-k8s-io-v1beta2-resourceflavor",
+        _K,
+        "v1beta2",
+        "ResourceFlavor",
+        ("resourceflavors",),
+        _CU,
+        False,
+        resource_flavor,
+    ),
+    Endpoint(
+        "mworkload.kb.io",
+        "/mutate-kueue-x-k8s-io-v1beta2-workload",
+        _K,
+        "v1beta2",
+        "Workload",
+        ("workloads",),
+        ("CREATE",),
+        True,
+        workload,
+    ),
+    Endpoint(
+        "vworkload.kb.io",
+        "/validate-kueue-x-k8s-io-v1beta2-workload",
+        _K,
+        "v1beta2",
+        "Workload",
+        ("workloads", "workloads/status"),
+        _CU,
+        False,
+        workload,
+    ),
+    Endpoint(
+        "vcohort.kb.io",
+        "/validate-kueue-x-k8s-io-v1beta2-cohort",
+        _K,
+        "v1beta2",
+        "Cohort",
+        ("cohorts",),
+        _CU,
+        False,
+        cohort,
+    ),
 )
 
 
@@ -142,7 +248,9 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
         return rv.denied(req.uid, str(exc)), "denied"
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
         # The API server only sends objects it decoded against the schema; anything else is a bad client.
-        raise rv.BadRequest(f"request object is not a well-formed {endpoint.kind}: {type(exc).__name__}: {exc}") from None
+        raise rv.BadRequest(
+            f"request object is not a well-formed {endpoint.kind}: {type(exc).__name__}: {exc}"
+        ) from None
     if errors:
         return rv.denied(req.uid, f.aggregate(errors), warnings=warnings), "denied"
     return rv.allowed(req.uid, warnings=warnings), "allowed"
@@ -171,7 +279,9 @@ _JSON = b"application/json"
 _TEXT = b"text/plain; charset=utf-8"
 
 
-def _admission_handler(endpoint: Endpoint, config: Configuration, lookups: Lookups) -> Callable[[bytes], Awaitable[_Answer]]:
+def _admission_handler(
+    endpoint: Endpoint, config: Configuration, lookups: Lookups
+) -> Callable[[bytes], Awaitable[_Answer]]:
     async def handle(body: bytes) -> _Answer:
         try:
             req = rv.parse_review(body)
@@ -187,8 +297,11 @@ def _admission_handler(endpoint: Endpoint, config: Configuration, lookups: Looku
         if outcome == "denied":
             log.info(
                 "denied",
-                extra={"object": f"{req.namespace}/{req.name}" if req.namespace else req.name, "kind": endpoint.kind,
-                       "decision": answer["response"]["status"]["message"]},
+                extra={
+                    "object": f"{req.namespace}/{req.name}" if req.namespace else req.name,
+                    "kind": endpoint.kind,
+                    "decision": answer["response"]["status"]["message"],
+                },
             )
         return 200, orjson.dumps(answer), outcome
 
@@ -266,11 +379,13 @@ def create_app(
     async def metrics_endpoint(_: Request) -> Response:
         return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
-    fallback = Starlette(routes=[
-        Route("/healthz", healthz),
-        Route("/readyz", readyz),
-        Route("/metrics", metrics_endpoint),
-    ])
+    fallback = Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/metrics", metrics_endpoint),
+        ]
+    )
     handlers: dict[str, Callable[[bytes], Awaitable[_Answer]]] = {
         e.path: _admission_handler(e, config, lookups) for e in ENDPOINTS
     }

@@ -155,17 +155,13 @@ def _validate_flavor_quotas(
         quota_path = path.child("resources").index(k)
         if quota.get("name", "") != covered[k]:
             errs.append(
-                f.invalid(
-                    quota_path.child("name"), quota.get("name", ""), "must match the name in coveredResources"
-                )
+                f.invalid(quota_path.child("name"), quota.get("name", ""), "must match the name in coveredResources")
             )
         nominal = quota.get("nominalQuota", "0")
         errs += _non_negative(nominal, quota_path.child("nominalQuota"))
         if quota.get("borrowingLimit") is not None:
             limit_path = quota_path.child("borrowingLimit")
-            errs += _limit_needs_parent(
-                quota["borrowingLimit"], limit_path, has_parent=has_parent, word=parent_word
-            )
+            errs += _limit_needs_parent(quota["borrowingLimit"], limit_path, has_parent=has_parent, word=parent_word)
             errs += _non_negative(quota["borrowingLimit"], limit_path)
         if quota.get("lendingLimit") is not None:
             lending = quota["lendingLimit"]
@@ -183,9 +179,7 @@ def _non_negative(value: str | int | float, path: str) -> list[f.FieldError]:
     return []
 
 
-def _limit_needs_parent(
-    value: str | int | float, path: str, *, has_parent: bool, word: str
-) -> list[f.FieldError]:
+def _limit_needs_parent(value: str | int | float, path: str, *, has_parent: bool, word: str) -> list[f.FieldError]:
     if has_parent:
         return []
     return [f.invalid(path, f.quantity_string(value), f"must be nil when {word} is empty")]
@@ -369,9 +363,7 @@ def _validate_concurrent_admission_policy(
     return errs
 
 
-def _tolerated_on_flavors(
-    old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
-) -> dict[str, frozenset[str]]:
+def _tolerated_on_flavors(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> dict[str, frozenset[str]]:
     """Admission-check rules persisted before `onFlavors` was checked, kept while nothing relevant changes.
 
     With RejectUpdatesToCQWithInvalidOnFlavors off, a rule whose `onFlavors` set is unchanged is
@@ -383,14 +375,11 @@ def _tolerated_on_flavors(
     if strategy is None or _all_flavors(_groups(old)) != _all_flavors(_groups(new)):
         return {}
     return {
-        rule.get("name", ""): frozenset(rule.get("onFlavors") or [])
-        for rule in strategy.get("admissionChecks") or []
+        rule.get("name", ""): frozenset(rule.get("onFlavors") or []) for rule in strategy.get("admissionChecks") or []
     }
 
 
-def _validate_on_flavors(
-    obj: Mapping[str, Any], tolerated: Mapping[str, frozenset[str]]
-) -> list[f.FieldError]:
+def _validate_on_flavors(obj: Mapping[str, Any], tolerated: Mapping[str, frozenset[str]]) -> list[f.FieldError]:
     """`validateAdmissionCheckOnFlavorsWithOld`: every `onFlavors` entry names a flavor of this ClusterQueue."""
     strategy = _spec(obj).get("admissionChecksStrategy")
     if strategy is None:
@@ -406,9 +395,7 @@ def _validate_on_flavors(
             continue
         for j, flavor in enumerate(on_flavors):
             if flavor not in flavors:
-                errs.append(
-                    f.not_supported(ADMISSION_CHECKS.index(i).child("onFlavors").index(j), flavor, allowed)
-                )
+                errs.append(f.not_supported(ADMISSION_CHECKS.index(i).child("onFlavors").index(j), flavor, allowed))
     return errs
 
 

@@ -25,7 +25,9 @@ def review(body: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("kind") != "ConversionReview":
         raise BadRequest("expected a ConversionReview object")
     if doc.get("apiVersion") != CONVERSION_API_VERSION:
-        raise BadRequest(f"unsupported ConversionReview apiVersion {doc.get('apiVersion')!r}, expected {CONVERSION_API_VERSION!r}")
+        raise BadRequest(
+            f"unsupported ConversionReview apiVersion {doc.get('apiVersion')!r}, expected {CONVERSION_API_VERSION!r}"
+        )
     req = doc.get("request")
     if not isinstance(req, dict) or not isinstance(req.get("uid"), str) or not req["uid"]:
         raise BadRequest("ConversionReview request must have a non-empty uid")

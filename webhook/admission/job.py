@@ -115,7 +115,9 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
         old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
         if not old_spec.get("suspend") and old_spec.get("parallelism", 1) != new_spec.get("parallelism", 1):
             errs.append(
-                f.forbidden("spec.parallelism", "cannot change when partial admission is enabled and the job is not suspended")
+                f.forbidden(
+                    "spec.parallelism", "cannot change when partial admission is enabled and the job is not suspended"
+                )
             )
     if (
         is_suspended(old) == is_suspended(new)

@@ -100,7 +100,9 @@ def _kinds_of(frameworks: tuple[str, ...], external: tuple[str, ...]) -> frozens
 def owner_is_managed_kind(obj: Mapping[str, Any], ctx: Context) -> bool:
     """The controller owner is of a kind Kueue manages, so it (not this object) owns admission."""
     owner = o.controller_of(obj)
-    return owner is not None and jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", "")) in _enabled_kinds(ctx)
+    return owner is not None and jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", "")) in _enabled_kinds(
+        ctx
+    )
 
 
 def namespace_is_managed(ctx: Context, namespace: str) -> bool:
@@ -122,7 +124,9 @@ def find_managed_ancestor(obj: Mapping[str, Any], ctx: Context, namespace: str) 
 
     def get_owner(owner: o.OwnerReference) -> Mapping[str, Any] | None:
         try:
-            return ctx.lookups.get_owner(namespace, owner.get("apiVersion", ""), owner.get("kind", ""), owner.get("name", ""))
+            return ctx.lookups.get_owner(
+                namespace, owner.get("apiVersion", ""), owner.get("kind", ""), owner.get("name", "")
+            )
         except LookupError_ as exc:
             raise FrameworkError(f"workload owner not found\n{exc}") from None
 
@@ -237,7 +241,10 @@ def _validate_prebuilt(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldErro
 def is_elastic(obj: Mapping[str, Any], ctx: Context) -> bool:
     """`workloadslicing.Enabled`: the ElasticJobsViaWorkloadSlices gate is on and the job carries
     `kueue.x-k8s.io/elastic-job: "true"`."""
-    return ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES) and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
+    return (
+        ctx.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+        and o.annotations(obj).get(c.ELASTIC_JOB) == "true"
+    )
 
 
 def validate_queue_name(obj: Mapping[str, Any]) -> list[f.FieldError]:
@@ -254,7 +261,9 @@ def validate_elastic(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[
     return []
 
 
-def validate_priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any], *, suspended: bool) -> list[f.FieldError]:
+def validate_priority_class_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], *, suspended: bool
+) -> list[f.FieldError]:
     """`ValidateUpdateForWorkloadPriorityClassName`: added only while suspended, never removed."""
     old_p = o.labels(old).get(c.PRIORITY_CLASS_LABEL, "")
     new_p = o.labels(new).get(c.PRIORITY_CLASS_LABEL, "")
@@ -267,17 +276,30 @@ def validate_priority_class_update(old: Mapping[str, Any], new: Mapping[str, Any
 
 def _shape_errors(new: Any, old: Any, path: f.Path) -> list[f.FieldError]:
     if isinstance(new, dict) and isinstance(old, dict):
-        return [e for key in sorted(set(new) | set(old)) for e in _shape_errors(new.get(key), old.get(key), path.child(key))]
-    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old) and all(isinstance(x, dict) for x in new):
+        return [
+            e for key in sorted(set(new) | set(old)) for e in _shape_errors(new.get(key), old.get(key), path.child(key))
+        ]
+    if (
+        isinstance(new, list)
+        and isinstance(old, list)
+        and len(new) == len(old)
+        and all(isinstance(x, dict) for x in new)
+    ):
         return [e for i, (n, o_) in enumerate(zip(new, old, strict=True)) for e in _shape_errors(n, o_, path.index(i))]
     return [] if new == old else [f.immutable(path, new)]
 
 
-def validate_immutable_pod_spec_shape(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any], path: f.Path) -> list[f.FieldError]:
+def validate_immutable_pod_spec_shape(
+    new_spec: Mapping[str, Any], old_spec: Mapping[str, Any], path: f.Path
+) -> list[f.FieldError]:
     """`ValidateImmutablePodGroupPodSpec`: what makes pods of a group interchangeable (the role hash's
     shape: requests, ports, node selector, affinity, tolerations, ...) may not change; the image may."""
     top_new, top_old = spec_shape(new_spec), spec_shape(old_spec)
-    return [e for key in sorted(set(top_new) | set(top_old)) for e in _shape_errors(top_new.get(key), top_old.get(key), path.child(key))]
+    return [
+        e
+        for key in sorted(set(top_new) | set(top_old))
+        for e in _shape_errors(top_new.get(key), top_old.get(key), path.child(key))
+    ]
 
 
 def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:

@@ -17,8 +17,13 @@ from webhook.core import model
 
 __all__ = ["ClusterLookups"]
 
-_PLURALS = {"Job": "jobs", "Pod": "pods", "ReplicaSet": "replicasets", "Deployment": "deployments",
-            "StatefulSet": "statefulsets"}
+_PLURALS = {
+    "Job": "jobs",
+    "Pod": "pods",
+    "ReplicaSet": "replicasets",
+    "Deployment": "deployments",
+    "StatefulSet": "statefulsets",
+}
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:

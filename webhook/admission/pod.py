@@ -161,7 +161,11 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     errs = jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
     errs += _validate_common(new, ctx)
     name, _ = group_name(new, ctx)
-    if name and o.annotations(old).get(c.RETRIABLE_IN_GROUP) == "false" and o.annotations(new).get(c.RETRIABLE_IN_GROUP) != "false":
+    if (
+        name
+        and o.annotations(old).get(c.RETRIABLE_IN_GROUP) == "false"
+        and o.annotations(new).get(c.RETRIABLE_IN_GROUP) != "false"
+    ):
         errs.append(f.forbidden(RETRIABLE_PATH, "unretriable pod group can't be converted to retriable"))
     old_name, _ = group_name(old, ctx)
     if old_name:

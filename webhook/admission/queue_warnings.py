@@ -51,8 +51,10 @@ def _never_fits(cq: model.ClusterQueueSpec, demand: Sequence[PodSetDemand]) -> l
             best = max(m for m in most if m is not None)
             total = requests[resource] * count
             if total > best:
-                out.append(f"{resource} {quantity.format_amount(resource, total)} requested, "
-                           f"at most {quantity.format_amount(resource, best)} in any flavor")
+                out.append(
+                    f"{resource} {quantity.format_amount(resource, total)} requested, "
+                    f"at most {quantity.format_amount(resource, best)} in any flavor"
+                )
     return out
 
 
@@ -63,15 +65,19 @@ def queue_warnings(kind: str, namespace: str, queue: str, demand: Sequence[PodSe
     lookups = ctx.lookups
     cq_name = lookups.local_queue_cluster_queue(namespace, queue)
     if cq_name is None:
-        return [f'LocalQueue "{queue}" does not exist in namespace "{namespace}": the {kind} stays pending until it is created']
+        return [
+            f'LocalQueue "{queue}" does not exist in namespace "{namespace}": the {kind} stays pending until it is created'
+        ]
     cq = lookups.cluster_queue(cq_name)
     if cq is None:
         return []
     out = []
     labels = lookups.namespace_labels(namespace)
     if cq.namespace_selector is None or not cq.namespace_selector.matches(labels):
-        out.append(f'ClusterQueue "{cq_name}" of LocalQueue "{queue}" does not select namespace "{namespace}": '
-                   f"the {kind} cannot be admitted")
+        out.append(
+            f'ClusterQueue "{cq_name}" of LocalQueue "{queue}" does not select namespace "{namespace}": '
+            f"the {kind} cannot be admitted"
+        )
     reasons = _never_fits(cq, demand)
     if reasons:
         out.append(f'the {kind} can never fit ClusterQueue "{cq_name}": ' + "; ".join(reasons))

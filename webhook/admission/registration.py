@@ -17,7 +17,9 @@ MUTATING_NAME = "kueue-mutating-webhook-configuration"
 VALIDATING_NAME = "kueue-validating-webhook-configuration"
 
 
-def _client_config(endpoint: Endpoint, ca_bundle: str, url: str | None, service: tuple[str, str] | None) -> dict[str, Any]:
+def _client_config(
+    endpoint: Endpoint, ca_bundle: str, url: str | None, service: tuple[str, str] | None
+) -> dict[str, Any]:
     cfg: dict[str, Any] = {"caBundle": ca_bundle}
     if url is not None:
         cfg["url"] = url.rstrip("/") + endpoint.path
@@ -27,8 +29,14 @@ def _client_config(endpoint: Endpoint, ca_bundle: str, url: str | None, service:
     return cfg
 
 
-def _webhook(endpoint: Endpoint, ca_bundle: str, url: str | None, service: tuple[str, str] | None,
-             namespace: str, timeout_seconds: int) -> dict[str, Any]:
+def _webhook(
+    endpoint: Endpoint,
+    ca_bundle: str,
+    url: str | None,
+    service: tuple[str, str] | None,
+    namespace: str,
+    timeout_seconds: int,
+) -> dict[str, Any]:
     hook: dict[str, Any] = {
         "name": endpoint.name,
         "admissionReviewVersions": ["v1"],
@@ -36,30 +44,54 @@ def _webhook(endpoint: Endpoint, ca_bundle: str, url: str | None, service: tuple
         "failurePolicy": "Fail",
         "sideEffects": "None",
         "timeoutSeconds": timeout_seconds,
-        "rules": [{
-            "apiGroups": [endpoint.group],
-            "apiVersions": [endpoint.version],
-            "operations": list(endpoint.operations),
-            "resources": list(endpoint.resources),
-        }],
+        "rules": [
+            {
+                "apiGroups": [endpoint.group],
+                "apiVersions": [endpoint.version],
+                "operations": list(endpoint.operations),
+                "resources": list(endpoint.resources),
+            }
+        ],
     }
     if endpoint.integration is not None:
-        hook["namespaceSelector"] = {"matchExpressions": [{
-            "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace]}]}
+        hook["namespaceSelector"] = {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", namespace]}
+            ]
+        }
     if endpoint.mutating:
         hook["reinvocationPolicy"] = "Never"
     return hook
 
 
-def webhook_configurations(ca_bundle: str, *, url: str | None = None, service: tuple[str, str] | None = None,
-                           namespace: str = "kueue-system", timeout_seconds: int = 10) -> list[dict[str, Any]]:
+def webhook_configurations(
+    ca_bundle: str,
+    *,
+    url: str | None = None,
+    service: tuple[str, str] | None = None,
+    namespace: str = "kueue-system",
+    timeout_seconds: int = 10,
+) -> list[dict[str, Any]]:
     """The two configurations, pointing at `url` (a host process) or at a Service (`name`, `namespace`)."""
+
     def build(mutating: bool) -> list[dict[str, Any]]:
-        return [_webhook(e, ca_bundle, url, service, namespace, timeout_seconds) for e in ENDPOINTS if e.mutating == mutating]
+        return [
+            _webhook(e, ca_bundle, url, service, namespace, timeout_seconds)
+            for e in ENDPOINTS
+            if e.mutating == mutating
+        ]
 
     return [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-         "metadata": {"name": MUTATING_NAME}, "webhooks": build(True)},
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-         "metadata": {"name": VALIDATING_NAME}, "webhooks": build(False)},
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": MUTATING_NAME},
+            "webhooks": build(True),
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": VALIDATING_NAME},
+            "webhooks": build(False),
+        },
     ]

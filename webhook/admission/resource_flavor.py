@@ -62,9 +62,7 @@ def _validate_node_taints(taints: Sequence[Mapping[str, Any]], path: f.Path) -> 
         pair = (taint.get("effect", ""), key)
         if pair in seen:
             errs.append(
-                f.duplicate(
-                    taint_path, f.go_json(taint, TAINT_FIELDS), "taints must be unique by key and effect pair"
-                )
+                f.duplicate(taint_path, f.go_json(taint, TAINT_FIELDS), "taints must be unique by key and effect pair")
             )
             continue
         seen.add(pair)

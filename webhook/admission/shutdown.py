@@ -61,8 +61,9 @@ class CloseWhileDraining:
 class GracefulServer(uvicorn.Server):
     """uvicorn's server whose first SIGTERM starts a drain (module docstring) instead of stopping."""
 
-    def __init__(self, config: uvicorn.Config, *, draining: threading.Event, drain_s: float,
-                 on_drain: Callable[[], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, *, draining: threading.Event, drain_s: float, on_drain: Callable[[], None]
+    ) -> None:
         super().__init__(config)
         self.draining = draining
         self.drain_s = drain_s

@@ -105,8 +105,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _relieve(self) -> None:
         cls = type(self)
         now = time.monotonic()
-        unfinished = [c for c in self.connections
-                      if isinstance(c, GuardedHttpToolsProtocol) and c is not self and c._request_started is not None]
+        unfinished = [
+            c
+            for c in self.connections
+            if isinstance(c, GuardedHttpToolsProtocol) and c is not self and c._request_started is not None
+        ]
         if now - cls._last_sweep >= SWEEP_INTERVAL_S:
             cls._last_sweep = now
             for conn in unfinished:
@@ -114,8 +117,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                     conn._disarm()
                     conn._close_slow()
         if len(self.connections) > self.max_connections:
-            oldest = min((c for c in unfinished if c._request_started is not None),
-                         key=lambda c: c._request_started or now, default=None)
+            oldest = min(
+                (c for c in unfinished if c._request_started is not None),
+                key=lambda c: c._request_started or now,
+                default=None,
+            )
             if oldest is not None:
                 oldest._disarm()
                 oldest._close_slow()

@@ -195,9 +195,7 @@ def _is_elastic(wl: Mapping[str, Any], ctx: Context) -> bool:
 # --- ValidateWorkload ----------------------------------------------------------------------------
 
 
-def _validate_workload(
-    obj: Mapping[str, Any], old: Mapping[str, Any] | None, ctx: Context
-) -> list[f.FieldError]:
+def _validate_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None, ctx: Context) -> list[f.FieldError]:
     errs: list[f.FieldError] = []
     variable_count = 0
     for i, pod_set in enumerate(_pod_sets(obj)):
@@ -207,9 +205,7 @@ def _validate_workload(
     if variable_count > 1:
         errs.append(f.invalid(POD_SETS, variable_count, "at most one podSet can use minCount"))
     if variable_count > 0 and _is_elastic(obj, ctx):
-        errs.append(
-            f.invalid(POD_SETS, variable_count, "partial admission and elastic job cannot be used together")
-        )
+        errs.append(f.invalid(POD_SETS, variable_count, "partial admission and elastic job cannot be used together"))
     if _has_quota_reservation(obj):
         errs += _validate_admission(obj, old)
     errs += f.validate_conditions(_status(obj).get("conditions"), STATUS.child("conditions"))
@@ -229,9 +225,7 @@ def _validate_pod_set(pod_set: Mapping[str, Any], path: f.Path, ctx: Context) ->
     if ctx.config.feature_enabled(Feature.WORKLOAD_VALIDATION_FOR_POD_SET_METADATA):
         metadata = template.get("metadata") or {}
         errs += f.validate_labels(metadata.get("labels"), path.child("template", "metadata", "labels"))
-        errs += f.validate_annotations(
-            metadata.get("annotations"), path.child("template", "metadata", "annotations")
-        )
+        errs += f.validate_annotations(metadata.get("annotations"), path.child("template", "metadata", "annotations"))
     pod_spec = template.get("spec") or {}
     for kind in ("initContainers", "containers"):
         for j, container in enumerate(pod_spec.get(kind) or []):
@@ -248,18 +242,14 @@ def _validate_pod_set(pod_set: Mapping[str, Any], path: f.Path, ctx: Context) ->
     return errs
 
 
-def _validate_resource_list(
-    resources: Mapping[str, Any] | None, path: f.Path, ctx: Context
-) -> list[f.FieldError]:
+def _validate_resource_list(resources: Mapping[str, Any] | None, path: f.Path, ctx: Context) -> list[f.FieldError]:
     """The reserved `pods` key, and (gate WorkloadValidateResourcesAreNonNegative) negative amounts."""
     errs: list[f.FieldError] = []
     non_negative = ctx.config.feature_enabled(Feature.WORKLOAD_VALIDATE_RESOURCES_ARE_NON_NEGATIVE)
     for name in sorted(resources or {}):
         value = (resources or {})[name]
         if name == RESERVED_RESOURCE:
-            errs.append(
-                f.invalid(path.key(name), RESERVED_RESOURCE, "the key is reserved for internal kueue use")
-            )
+            errs.append(f.invalid(path.key(name), RESERVED_RESOURCE, "the key is reserved for internal kueue use"))
         if non_negative and _quantity(value) < 0:
             errs.append(f.invalid(path.key(name), f.quantity_string(value), IS_NEGATIVE_MSG))
     return errs
@@ -274,9 +264,7 @@ def _validate_tas_slice_size(request: Mapping[str, Any] | None, path: f.Path) ->
     if request.get("podSetSliceRequiredTopology") is not None:
         if size is None:
             errs.append(
-                f.required(
-                    path.child("podSetSliceSize"), "must be set when podSetSliceRequiredTopology is specified"
-                )
+                f.required(path.child("podSetSliceSize"), "must be set when podSetSliceRequiredTopology is specified")
             )
         elif size <= 0:
             errs.append(f.invalid(path.child("podSetSliceSize"), size, "must be greater than 0"))
@@ -339,9 +327,7 @@ def _validate_reclaimable_pods(
     pod_sets = {ps.get("name", ""): ps for ps in _pod_sets(obj)}
     names = [ps.get("name", "") for ps in _pod_sets(obj)]
     old_entries = (
-        {(rp.get("name", ""), rp.get("count", 0)) for rp in _status(old).get("reclaimablePods") or []}
-        if old
-        else set()
+        {(rp.get("name", ""), rp.get("count", 0)) for rp in _status(old).get("reclaimablePods") or []} if old else set()
     )
     elastic = old is not None and _is_elastic(obj, ctx)
     errs: list[f.FieldError] = []
@@ -352,9 +338,7 @@ def _validate_reclaimable_pods(
             errs.append(f.not_supported(rp_path.child("name"), name, names))
         elif count > _count(pod_sets[name]) and not (elastic and (name, count) in old_entries):
             errs.append(
-                f.invalid(
-                    rp_path.child("count"), count, f"should be less or equal to {_count(pod_sets[name])}"
-                )
+                f.invalid(rp_path.child("count"), count, f"should be less or equal to {_count(pod_sets[name])}")
             )
     return errs
 
@@ -500,16 +484,12 @@ def _validate_immutable_pod_set_updates(new: Mapping[str, Any], old: Mapping[str
         new_updates = new_check.get("podSetUpdates")
         if not _semantic_equal(new_updates, old_check.get("podSetUpdates")):
             errs.append(
-                f.immutable(
-                    ADMISSION_CHECKS.index(i).child("podSetUpdates"), f.go_json(new_updates, _POD_SET_UPDATE)
-                )
+                f.immutable(ADMISSION_CHECKS.index(i).child("podSetUpdates"), f.go_json(new_updates, _POD_SET_UPDATE))
             )
     return errs
 
 
-def _validate_cluster_name_update(
-    new: Mapping[str, Any], old: Mapping[str, Any], ctx: Context
-) -> list[f.FieldError]:
+def _validate_cluster_name_update(new: Mapping[str, Any], old: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """`validateClusterNameUpdate`: a newly set clusterName is one of the old nominatedClusterNames."""
     if ctx.config.feature_enabled(
         Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES

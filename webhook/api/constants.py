@@ -228,7 +228,9 @@ PREEMPTION_GATED_REASON = "PreemptionGated"
 MSG_PREEMPTION_GATED = "Workload requires preemption, but it's gated"
 MSG_MORE_FAVORABLE_VARIANT_ADMITTED = "A more favorable variant is already admitted"
 MSG_BELOW_LAST_ACCEPTABLE_FLAVOR = "Target flavor is below LastAcceptableFlavorName"
-MSG_FLAVOR_MIGRATION = "Evicted to accommodate a workload (UID: {uid}) due to migration to more favorable resource flavor"
+MSG_FLAVOR_MIGRATION = (
+    "Evicted to accommodate a workload (UID: {uid}) due to migration to more favorable resource flavor"
+)
 CONCURRENT_ADMISSION_EVICTION_REASON = "ConcurrentAdmission"
 MSG_NO_VARIANT_RUNNING = "No variant is running"
 VARIANT_EVICTED_REASON = "VariantEvicted"
@@ -244,7 +246,6 @@ class VariantEventReason(StrEnum):
     ACTIVATED_VARIANT = "ActivatedVariant"
     DEACTIVATED_VARIANT = "DeactivatedVariant"
     PREEMPTION_UNGATED_VARIANT = "PreemptionUngatedVariant"
-
 
 
 # Job and Pod integrations: annotations, reasons and messages (`pkg/controller/jobframework/events.go`,
@@ -322,7 +323,9 @@ MSG_MISSING_PREBUILT_WORKLOAD = "missing workload"
 MSG_PREBUILT_OUT_OF_SYNC = "The prebuilt workload is out of sync with its user job"
 MSG_SLICE_OUT_OF_SYNC = "The workload slice is out of sync with its parent job"
 MSG_SLICE_REPLACED = "Replaced to accommodate a new workload slice"
-MSG_SLICE_AGGREGATED = "Replaced to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to workload slice aggregation"
+MSG_SLICE_AGGREGATED = (
+    "Replaced to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to workload slice aggregation"
+)
 MSG_DEACTIVATION_RETENTION_EXPIRED = "Deleted job: deactivation retention period expired"
 MSG_CHILD_JOB_SUSPENDED = "Kueue managed child job suspended"
 MSG_PODS_NOT_READY = "Not all pods are ready or succeeded"

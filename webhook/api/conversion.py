@@ -294,9 +294,7 @@ def compact_topology_assignment(
     """
     for i, domain in enumerate(domains):
         if len(domain.values) < len(levels):
-            raise ConversionError(
-                f"domains[{i}].values: has {len(domain.values)} values for {len(levels)} levels"
-            )
+            raise ConversionError(f"domains[{i}].values: has {len(domain.values)} values for {len(levels)} levels")
     if not by_hostname_prefix:
         return _single_slice_encoding(levels, domains)
     by_prefix = _hostname_prefix_encoding(levels, domains)
@@ -336,9 +334,7 @@ def _levels(ta: Mapping[str, object], path: str) -> list[str]:
     return [_as_str(v, f"{path}.levels[{i}]") for i, v in enumerate(_as_list(value, f"{path}.levels"))]
 
 
-def expand_topology_assignment(
-    ta: Mapping[str, object], path: str = "topologyAssignment"
-) -> list[TopologyDomain]:
+def expand_topology_assignment(ta: Mapping[str, object], path: str = "topologyAssignment") -> list[TopologyDomain]:
     """Decode a v1beta2 `topologyAssignment` into its domains, in order (upstream `InternalSeqFrom`)."""
     level_count = len(_levels(ta, path))
     domains: list[TopologyDomain] = []
@@ -346,18 +342,14 @@ def expand_topology_assignment(
         count = _as_int(slice_.get("domainCount", 0), f"{spath}.domainCount")
         per_level = _as_list(slice_.get("valuesPerLevel", []), f"{spath}.valuesPerLevel")
         if count > 0 and len(per_level) < level_count:
-            raise ConversionError(
-                f"{spath}.valuesPerLevel: has {len(per_level)} items for {level_count} levels"
-            )
+            raise ConversionError(f"{spath}.valuesPerLevel: has {len(per_level)} items for {level_count} levels")
         level_values = [
             _as_object(per_level[lvl], f"{spath}.valuesPerLevel[{lvl}]")
             for lvl in range(level_count if count > 0 else 0)
         ]
         pod_counts = _as_object(slice_.get("podCounts", {}), f"{spath}.podCounts")
         for i in range(count):
-            values = tuple(
-                _level_value(v, i, f"{spath}.valuesPerLevel[{lvl}]") for lvl, v in enumerate(level_values)
-            )
+            values = tuple(_level_value(v, i, f"{spath}.valuesPerLevel[{lvl}]") for lvl, v in enumerate(level_values))
             domains.append(TopologyDomain(values, _pod_count(pod_counts, i, f"{spath}.podCounts")))
     return domains
 
@@ -376,9 +368,7 @@ def _topology_assignment_to_v1beta2(ta: JSONObject, path: str, options: _Options
             )
         )
     try:
-        return compact_topology_assignment(
-            levels, domains, by_hostname_prefix=options.hostname_prefix_encoding
-        )
+        return compact_topology_assignment(levels, domains, by_hostname_prefix=options.hostname_prefix_encoding)
     except ConversionError as exc:
         raise ConversionError(f"{path}.{exc}") from None
 
@@ -387,15 +377,11 @@ def _topology_assignment_to_v1beta1(ta: JSONObject, path: str) -> JSONObject:
     out: JSONObject = {}
     if ta.get("levels") is not None:
         out["levels"] = _levels(ta, path)
-    out["domains"] = [
-        {"values": list(d.values), "count": d.count} for d in expand_topology_assignment(ta, path)
-    ]
+    out["domains"] = [{"values": list(d.values), "count": d.count} for d in expand_topology_assignment(ta, path)]
     return out
 
 
-def _convert_topology_assignments(
-    obj: JSONObject, convert_one: Callable[[JSONObject, str], JSONObject]
-) -> None:
+def _convert_topology_assignments(obj: JSONObject, convert_one: Callable[[JSONObject, str], JSONObject]) -> None:
     status = _child(obj, "status", "")
     admission = None if status is None else _child(status, "admission", "status")
     if admission is None:
@@ -473,9 +459,7 @@ def _cluster_queue_to_v1beta2(obj: JSONObject, options: _Options) -> None:
         if checks:
             names = _as_list(checks, "spec.admissionChecks")
             spec["admissionChecksStrategy"] = {
-                "admissionChecks": [
-                    {"name": _as_str(n, f"spec.admissionChecks[{i}]")} for i, n in enumerate(names)
-                ]
+                "admissionChecks": [{"name": _as_str(n, f"spec.admissionChecks[{i}]")} for i, n in enumerate(names)]
             }
         fungibility = _child(spec, "flavorFungibility", "spec")
         if fungibility is not None:
@@ -632,9 +616,7 @@ def convert(
             f"desiredAPIVersion {desired_api_version!r} is not supported, expected one of {', '.join(_VERSIONS)}"
         )
     if api_version not in _VERSIONS:
-        raise ConversionError(
-            f"apiVersion {api_version!r} is not supported, expected one of {', '.join(_VERSIONS)}"
-        )
+        raise ConversionError(f"apiVersion {api_version!r} is not supported, expected one of {', '.join(_VERSIONS)}")
     if not isinstance(kind, str) or kind not in _RULES:
         raise ConversionError(f"kind {kind!r} is not supported, expected one of {', '.join(sorted(_RULES))}")
     out = copy.deepcopy(dict(obj))

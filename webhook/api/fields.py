@@ -226,7 +226,9 @@ def is_dns1123_label(value: str) -> list[str]:
 # empty name part also fails the name regex.
 
 _LABEL_KEY_FMT = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+_LABEL_KEY_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+)
 _LABEL_VALUE_FMT = f"({_LABEL_KEY_FMT})?"
 
 
@@ -262,9 +264,7 @@ def is_label_key(value: str) -> list[str]:
     elif len(name.encode()) > 63:
         errs.append("name part " + _max_bytes(63))
     if not _QUALIFIED_NAME_RE.match(name):
-        errs.append(
-            "name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-        )
+        errs.append("name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 
@@ -331,11 +331,7 @@ def validate_label_selector(selector: Mapping[str, Any] | None, path: Path) -> l
         values = expr.get("values") or []
         if operator in ("In", "NotIn"):
             if not values:
-                errs.append(
-                    required(
-                        expr_path.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"
-                    )
-                )
+                errs.append(required(expr_path.child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
         elif operator in ("Exists", "DoesNotExist"):
             if values:
                 errs.append(
@@ -375,9 +371,7 @@ def validate_conditions(conditions: Sequence[Mapping[str, Any]] | None, path: Pa
         generation = cond.get("observedGeneration") or 0
         if generation < 0:
             errs.append(
-                invalid(
-                    cond_path.child("observedGeneration"), generation, "must be greater than or equal to zero"
-                )
+                invalid(cond_path.child("observedGeneration"), generation, "must be greater than or equal to zero")
             )
         if not cond.get("lastTransitionTime"):
             errs.append(required(cond_path.child("lastTransitionTime")))
@@ -440,9 +434,7 @@ def immutable(path: str, new_value: Any) -> FieldError:
 
 # --- resource.Quantity.String() -------------------------------------------------------------------
 
-_QUANTITY_RE = re.compile(
-    r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
-)
+_QUANTITY_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 _BIN_EXP = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DEC_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DEC_SUFFIX = {v: k for k, v in _DEC_EXP.items()}

@@ -37,7 +37,9 @@ MSG_NESTING_TOO_DEEP = (
 )
 
 
-def workload_name(owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False) -> str:
+def workload_name(
+    owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False
+) -> str:
     """`GenerateWorkloadNameWithExtra` (`jobframework/workload_names.go`): `<kind>-<owner>` cut to fit,
     `-`, then 5 hex of SHA-1(kind, group, name, uid[, extra]). The StatefulSet webhook and reconciler
     both need the name of a StatefulSet's one Workload."""
@@ -115,7 +117,9 @@ def find_managed_ancestor(
         parent = get_owner(owner)
         if parent is None:
             group, kind = group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
-            raise AncestorError(f'workload owner not found\n{kind.lower()}s.{group} "{owner.get("name", "")}" not found')
+            raise AncestorError(
+                f'workload owner not found\n{kind.lower()}s.{group} "{owner.get("name", "")}" not found'
+            )
         if o.uid(parent) != owner.get("uid"):
             return top
         if is_managed(owner, parent):

@@ -40,7 +40,9 @@ def parse(text: str | int | float) -> Fraction:
         raise QuantityError(f"quantities must be strings or numbers, got {type(text).__name__}")
     m = _PATTERN.match(text.strip())
     if not m:
-        raise QuantityError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
+        )
     sign, digits, suffix = m.group(1), m.group(2), m.group(3) or ""
     value = Fraction(digits)
     if suffix in _BINARY:

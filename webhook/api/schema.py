@@ -114,9 +114,7 @@ def _same_columns(*columns: PrinterColumn) -> dict[str, tuple[PrinterColumn, ...
 
 
 def _pending() -> PrinterColumn:
-    return PrinterColumn(
-        "Pending Workloads", "integer", ".status.pendingWorkloads", "Workloads waiting for admission"
-    )
+    return PrinterColumn("Pending Workloads", "integer", ".status.pendingWorkloads", "Workloads waiting for admission")
 
 
 def _admitted() -> PrinterColumn:
@@ -228,7 +226,12 @@ KINDS: tuple[Kind, ...] = (
         status=True,
         conversion=True,
         columns=_same_columns(
-            PrinterColumn("Connected", "string", ".status.conditions[?(@.type=='Active')].status", "Whether the cluster is connected"),
+            PrinterColumn(
+                "Connected",
+                "string",
+                ".status.conditions[?(@.type=='Active')].status",
+                "Whether the cluster is connected",
+            ),
             PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
         ),
     ),
@@ -425,9 +428,7 @@ def write_manifests(directory: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m webhook.api.schema", description="Write the Kueue CRD manifests."
-    )
+    parser = argparse.ArgumentParser(prog="python -m webhook.api.schema", description="Write the Kueue CRD manifests.")
     parser.add_argument("directory", type=Path, help="where to write the CRD manifests (e.g. manifests/crds)")
     args = parser.parse_args(argv)
     for path in write_manifests(args.directory):

@@ -64,19 +64,13 @@ def pod_set_name(desc: str | None = None, *, default: str | None = None) -> t.Sc
 
 def _fair_sharing() -> t.Schema:
     return t.obj(
-        {
-            "weight": t.quantity(
-                "Share of this node when borrowing unused quota; 0 means infinite.", default=1
-            )
-        },
+        {"weight": t.quantity("Share of this node when borrowing unused quota; 0 means infinite.", default=1)},
         "Fair sharing settings.",
     )
 
 
 def _fair_sharing_status(*, admission: bool) -> t.Schema:
-    props: dict[str, t.Schema] = {
-        "weightedShare": t.int64("Borrowed resources over lendable ones, scaled by weight.")
-    }
+    props: dict[str, t.Schema] = {"weightedShare": t.int64("Borrowed resources over lendable ones, scaled by weight.")}
     if admission:
         props["admissionFairSharingStatus"] = t.obj(
             {"consumedResources": t.quantity_map(), "lastUpdate": t.date_time()},
@@ -99,9 +93,7 @@ def _resource_groups(version: str) -> t.Schema:
     flavor = t.obj(
         {
             "name": object_ref("Name of the ResourceFlavor."),
-            "resources": t.array(
-                resource, "Quota per covered resource.", min_items=1, max_items=64, map_keys=["name"]
-            ),
+            "resources": t.array(resource, "Quota per covered resource.", min_items=1, max_items=64, map_keys=["name"]),
         },
         required=["name", "resources"],
     )
@@ -126,9 +118,7 @@ def _resource_groups(version: str) -> t.Schema:
             )
         ],
     )
-    return t.array(
-        group, "Groups of resources with their quota per flavor.", max_items=16, list_type="atomic"
-    )
+    return t.array(group, "Groups of resources with their quota per flavor.", max_items=16, list_type="atomic")
 
 
 def _flavor_usage(desc: str, *, borrowed: bool) -> t.Schema:
@@ -171,9 +161,7 @@ def resource_flavor_schema(version: str) -> t.Schema:
                 max_items=8,
                 rules=[t.taint_effect_rule()],
             ),
-            "tolerations": t.tolerations(
-                "Tolerations added to the pods admitted with this flavor.", max_items=8
-            ),
+            "tolerations": t.tolerations("Tolerations added to the pods admitted with this flavor.", max_items=8),
             "topologyName": object_ref("Topology used for topology-aware scheduling."),
         },
         "Node characteristics of this flavor.",
@@ -214,9 +202,7 @@ def cluster_queue_schema(version: str) -> t.Schema:
             default="BestEffortFIFO",
             enum=["StrictFIFO", "BestEffortFIFO"],
         ),
-        "namespaceSelector": t.label_selector(
-            "Namespaces allowed to submit; unset means none, {} means all."
-        ),
+        "namespaceSelector": t.label_selector("Namespaces allowed to submit; unset means none, {} means all."),
         "flavorFungibility": t.obj(
             {
                 "whenCanBorrow": t.string(
@@ -257,9 +243,7 @@ def cluster_queue_schema(version: str) -> t.Schema:
                             default="Never",
                             enum=["Never", "LowerPriority"],
                         ),
-                        "maxPriorityThreshold": t.int32(
-                            "Only workloads at or below this priority may be preempted."
-                        ),
+                        "maxPriorityThreshold": t.int32("Only workloads at or below this priority may be preempted."),
                     },
                     "Preemption while borrowing.",
                     default={},
@@ -310,9 +294,7 @@ def cluster_queue_schema(version: str) -> t.Schema:
             {
                 "migration": t.obj(
                     {
-                        "mode": t.string(
-                            max_length=253, enum=["TryPreferredFlavors", "RetainFirstAdmission"]
-                        ),
+                        "mode": t.string(max_length=253, enum=["TryPreferredFlavors", "RetainFirstAdmission"]),
                         "constraints": t.obj({"lastAcceptableFlavorName": object_ref()}),
                     },
                     required=["mode"],
@@ -328,9 +310,7 @@ def cluster_queue_schema(version: str) -> t.Schema:
     status: dict[str, t.Schema] = {
         "conditions": status_conditions(version, "Latest observations; Active tells whether it can admit."),
         "flavorsReservation": _flavor_usage("Quota reserved per flavor and resource.", borrowed=True),
-        "flavorsUsage": _flavor_usage(
-            "Quota used by admitted workloads per flavor and resource.", borrowed=True
-        ),
+        "flavorsUsage": _flavor_usage("Quota used by admitted workloads per flavor and resource.", borrowed=True),
         "pendingWorkloads": t.int32("Number of workloads waiting for admission."),
         "reservingWorkloads": t.int32("Number of workloads holding a quota reservation."),
         "admittedWorkloads": t.int32("Number of admitted workloads that have not finished."),
@@ -396,16 +376,12 @@ def local_queue_schema(version: str) -> t.Schema:
     )
     usage_field = "flavorsUsage" if v2 else "flavorUsage"
     status: dict[str, t.Schema] = {
-        "conditions": status_conditions(
-            version, "Latest observations; Active tells whether it accepts workloads."
-        ),
+        "conditions": status_conditions(version, "Latest observations; Active tells whether it accepts workloads."),
         "pendingWorkloads": t.int32("Number of workloads waiting for admission."),
         "reservingWorkloads": t.int32("Number of workloads holding a quota reservation."),
         "admittedWorkloads": t.int32("Number of admitted workloads that have not finished."),
         "flavorsReservation": _flavor_usage("Quota reserved per flavor and resource.", borrowed=False),
-        usage_field: _flavor_usage(
-            "Quota used by admitted workloads per flavor and resource.", borrowed=False
-        ),
+        usage_field: _flavor_usage("Quota used by admitted workloads per flavor and resource.", borrowed=False),
         "fairSharing": _fair_sharing_status(admission=True),
     }
     if not v2:
@@ -479,9 +455,7 @@ def admission_check_schema(version: str) -> t.Schema:
         "an extra condition a workload must meet before admission.",
         {
             "spec": t.obj(spec, "Which controller runs the check.", required=["controllerName"]),
-            "status": t.obj(
-                {"conditions": status_conditions(version, "Active tells whether the check is usable.")}
-            ),
+            "status": t.obj({"conditions": status_conditions(version, "Active tells whether the check is usable.")}),
         },
     )
 
@@ -501,8 +475,14 @@ def topology_schema(version: str) -> t.Schema:
     else:
         mutable = t.rule("self == oldSelf", "field is immutable")
     level = t.obj(
-        {"nodeLabel": t.string("Node label naming this level, e.g. cloud.provider.com/topology-rack.",
-                               max_length=316, min_length=1, pattern=t.LABEL_KEY)},
+        {
+            "nodeLabel": t.string(
+                "Node label naming this level, e.g. cloud.provider.com/topology-rack.",
+                max_length=316,
+                min_length=1,
+                pattern=t.LABEL_KEY,
+            )
+        },
         "One level of the topology.",
         required=["nodeLabel"],
     )
@@ -515,8 +495,10 @@ def topology_schema(version: str) -> t.Schema:
         rules=[
             mutable,
             _UNIQUE,
-            t.rule(f"size(self.filter(i, i.nodeLabel == {_HOSTNAME})) == 0 || self[size(self) - 1].nodeLabel == {_HOSTNAME}",
-                   "the kubernetes.io/hostname label can only be used at the lowest level of topology"),
+            t.rule(
+                f"size(self.filter(i, i.nodeLabel == {_HOSTNAME})) == 0 || self[size(self) - 1].nodeLabel == {_HOSTNAME}",
+                "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+            ),
         ],
     )
     return root_schema(
@@ -531,27 +513,41 @@ def provisioning_request_config_schema(version: str) -> t.Schema:
     node_selector = t.obj(
         {
             "key": t.string("Node selector key to set.", max_length=317, min_length=1, pattern=t.LABEL_KEY),
-            "valueFromProvisioningClassDetail": t.string("ProvisioningClassDetails entry holding the value.",
-                                                         max_length=32768, min_length=1),
+            "valueFromProvisioningClassDetail": t.string(
+                "ProvisioningClassDetails entry holding the value.", max_length=32768, min_length=1
+            ),
         },
         required=["key", "valueFromProvisioningClassDetail"],
     )
     backoff = {"backoffBaseSeconds": 60, "backoffLimitCount": 3, "backoffMaxSeconds": 1800}
     spec = t.obj(
         {
-            "managedResources": t.array(t.string(), "Resources the ProvisioningRequest covers; all when empty.",
-                                        max_items=100, list_type="set"),
-            "parameters": t.obj(desc="Parameters passed to the ProvisioningRequest.",
-                                additional=t.string(max_length=255), max_properties=100),
-            "podSetMergePolicy": t.string("How pod sets are merged into one ProvisioningRequest pod set.",
-                                          enum=["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]),
+            "managedResources": t.array(
+                t.string(), "Resources the ProvisioningRequest covers; all when empty.", max_items=100, list_type="set"
+            ),
+            "parameters": t.obj(
+                desc="Parameters passed to the ProvisioningRequest.",
+                additional=t.string(max_length=255),
+                max_properties=100,
+            ),
+            "podSetMergePolicy": t.string(
+                "How pod sets are merged into one ProvisioningRequest pod set.",
+                enum=["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"],
+            ),
             "podSetUpdates": t.obj(
-                {"nodeSelector": t.array(node_selector, "Node selectors set from the provisioning class details.",
-                                         max_items=8, map_keys=["key"] if v2 else None)},
+                {
+                    "nodeSelector": t.array(
+                        node_selector,
+                        "Node selectors set from the provisioning class details.",
+                        max_items=8,
+                        map_keys=["key"] if v2 else None,
+                    )
+                },
                 "Updates applied to the workload's pod sets once provisioned.",
             ),
-            "provisioningClassName": t.string("ProvisioningRequest class.", max_length=253, min_length=1 if v2 else None,
-                                              pattern=t.DNS1123_SUBDOMAIN),
+            "provisioningClassName": t.string(
+                "ProvisioningRequest class.", max_length=253, min_length=1 if v2 else None, pattern=t.DNS1123_SUBDOMAIN
+            ),
             "retryStrategy": t.obj(
                 {name: t.int32(default=value) for name, value in backoff.items()},
                 "Backoff between ProvisioningRequest attempts.",
@@ -561,7 +557,9 @@ def provisioning_request_config_schema(version: str) -> t.Schema:
         "How ProvisioningRequests are created for a check.",
         required=["provisioningClassName"],
     )
-    return root_schema("ProvisioningRequestConfig", "the parameters of a ProvisioningRequest admission check.", {"spec": spec})
+    return root_schema(
+        "ProvisioningRequestConfig", "the parameters of a ProvisioningRequest admission check.", {"spec": spec}
+    )
 
 
 def multikueue_config_schema(version: str) -> t.Schema:
@@ -578,15 +576,24 @@ def multikueue_config_schema(version: str) -> t.Schema:
     }
     if v2:
         fields["quotaManagement"] = t.string("Who manages quota on the worker clusters.", enum=["Manual", "Automated"])
-    return root_schema("MultiKueueConfig", "the worker clusters of a MultiKueue admission check.",
-                       {"spec": t.obj(fields, "The clusters.", required=["clusters"])})
+    return root_schema(
+        "MultiKueueConfig",
+        "the worker clusters of a MultiKueue admission check.",
+        {"spec": t.obj(fields, "The clusters.", required=["clusters"])},
+    )
 
 
 def multikueue_cluster_schema(version: str) -> t.Schema:
-    profile = t.obj({"name": t.string("ClusterProfile name.", max_length=256, min_length=1)},
-                    "A ClusterProfile to reach the cluster through.", required=["name"])
-    location_type = t.string("Where location points: a Secret in the kueue namespace or a file path.",
-                             enum=["Secret", "Path"], default="Secret")
+    profile = t.obj(
+        {"name": t.string("ClusterProfile name.", max_length=256, min_length=1)},
+        "A ClusterProfile to reach the cluster through.",
+        required=["name"],
+    )
+    location_type = t.string(
+        "Where location points: a Secret in the kueue namespace or a file path.",
+        enum=["Secret", "Path"],
+        default="Secret",
+    )
     if version == VERSION_V1BETA2:
         kube_config = t.obj(
             {"location": t.string("Secret name or path.", max_length=256, min_length=1), "locationType": location_type},
@@ -596,19 +603,30 @@ def multikueue_cluster_schema(version: str) -> t.Schema:
         source = t.obj(
             {"clusterProfileRef": profile, "kubeConfig": kube_config},
             "How to reach the worker cluster.",
-            rules=[t.rule("[has(self.kubeConfig),has(self.clusterProfileRef)].filter(x,x==true).size() == 1",
-                          "exactly one of the fields in [kubeConfig clusterProfileRef] must be set")],
+            rules=[
+                t.rule(
+                    "[has(self.kubeConfig),has(self.clusterProfileRef)].filter(x,x==true).size() == 1",
+                    "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+                )
+            ],
         )
         spec = t.obj({"clusterSource": source}, "The worker cluster.", required=["clusterSource"])
     else:
-        kube_config = t.obj({"location": t.string("Secret name or path."), "locationType": location_type},
-                            "The kubeconfig to reach the cluster with.", required=["location", "locationType"])
-        spec = t.obj({"clusterProfileRef": profile, "kubeConfig": kube_config}, "The worker cluster.", required=["kubeConfig"])
+        kube_config = t.obj(
+            {"location": t.string("Secret name or path."), "locationType": location_type},
+            "The kubeconfig to reach the cluster with.",
+            required=["location", "locationType"],
+        )
+        spec = t.obj(
+            {"clusterProfileRef": profile, "kubeConfig": kube_config}, "The worker cluster.", required=["kubeConfig"]
+        )
     return root_schema(
         "MultiKueueCluster",
         "a worker cluster of MultiKueue.",
         {
             "spec": spec,
-            "status": t.obj({"conditions": status_conditions(version, "Active tells whether the cluster is connected.")}),
+            "status": t.obj(
+                {"conditions": status_conditions(version, "Active tells whether the cluster is connected.")}
+            ),
         },
     )

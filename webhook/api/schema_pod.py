@@ -153,9 +153,7 @@ class _Deriver:
         try:
             properties = {
                 cls.attribute_map[attr]: self.attribute(name, attr, type_name)
-                for attr, type_name in sorted(
-                    cls.openapi_types.items(), key=lambda kv: cls.attribute_map[kv[0]]
-                )
+                for attr, type_name in sorted(cls.openapi_types.items(), key=lambda kv: cls.attribute_map[kv[0]])
             }
         finally:
             self._stack.pop()

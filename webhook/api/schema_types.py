@@ -44,10 +44,14 @@ Schema = dict[str, Any]
 # Regular expressions the API machinery uses (k8s.io/apimachinery validation and resource.Quantity).
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 _CONDITION_REASON = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 # A qualified name with an optional DNS-subdomain prefix: label keys and condition types.
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
 _CONDITION_TYPE = LABEL_KEY
 _EFFECTS = "['NoSchedule', 'PreferNoSchedule', 'NoExecute']"
 
@@ -109,12 +113,8 @@ def date_time(desc: str | None = None) -> Schema:
     return string(desc, format="date-time")
 
 
-def _integer(
-    fmt: str, desc: str | None, minimum: int | None, maximum: int | None, default: int | None
-) -> Schema:
-    return _put(
-        {"type": "integer", "format": fmt}, desc=desc, minimum=minimum, maximum=maximum, default=default
-    )
+def _integer(fmt: str, desc: str | None, minimum: int | None, maximum: int | None, default: int | None) -> Schema:
+    return _put({"type": "integer", "format": fmt}, desc=desc, minimum=minimum, maximum=maximum, default=default)
 
 
 def int32(
@@ -156,9 +156,7 @@ def quantity(desc: str | None = None, *, default: int | str | None = None) -> Sc
 
 def int_or_string(desc: str | None = None) -> Schema:
     """An `intstr.IntOrString` (ports and the like), without the quantity pattern."""
-    return _put(
-        {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}, desc=desc
-    )
+    return _put({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}, desc=desc)
 
 
 def obj(
@@ -212,9 +210,7 @@ def array(
     )
 
 
-def string_map(
-    desc: str | None = None, *, max_properties: int | None = None, map_type: str | None = None
-) -> Schema:
+def string_map(desc: str | None = None, *, max_properties: int | None = None, map_type: str | None = None) -> Schema:
     return obj(desc=desc, additional=string(), max_properties=max_properties, map_type=map_type)
 
 
@@ -263,9 +259,7 @@ def label_selector(desc: str | None = None) -> Schema:
     )
 
 
-def taints(
-    desc: str | None = None, *, max_items: int | None = None, rules: Sequence[Mapping[str, str]] = ()
-) -> Schema:
+def taints(desc: str | None = None, *, max_items: int | None = None, rules: Sequence[Mapping[str, str]] = ()) -> Schema:
     taint = obj(
         {"effect": string(), "key": string(), "timeAdded": date_time(), "value": string()},
         required=["effect", "key"],
@@ -306,9 +300,7 @@ def taint_effect_rule() -> dict[str, str]:
     )
 
 
-def tolerations(
-    desc: str | None = None, *, max_items: int | None = None, list_type: str | None = "atomic"
-) -> Schema:
+def tolerations(desc: str | None = None, *, max_items: int | None = None, list_type: str | None = "atomic") -> Schema:
     toleration = obj(
         {
             "effect": string(),

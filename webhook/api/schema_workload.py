@@ -243,9 +243,7 @@ def _topology_assignment(version: str) -> t.Schema:
                 {
                     "prefix": t.string(max_length=63),
                     "suffix": t.string(max_length=63),
-                    "roots": t.array(
-                        t.string(max_length=63), min_items=1, max_items=100000, list_type="atomic"
-                    ),
+                    "roots": t.array(t.string(max_length=63), min_items=1, max_items=100000, list_type="atomic"),
                 },
                 required=["roots"],
             ),
@@ -311,9 +309,7 @@ def _admission(version: str) -> t.Schema:
     return t.obj(
         {
             "clusterQueue": object_ref("ClusterQueue that reserved the quota."),
-            "podSetAssignments": t.array(
-                assignment, "Flavors assigned per pod set.", max_items=18, map_keys=["name"]
-            ),
+            "podSetAssignments": t.array(assignment, "Flavors assigned per pod set.", max_items=18, map_keys=["name"]),
         },
         "Where and with which flavors quota is reserved.",
         required=() if v2 else ["clusterQueue", "podSetAssignments"],
@@ -368,9 +364,7 @@ def _workload_status(version: str) -> t.Schema:
         "requeueState": t.obj(
             {"count": t.int32(minimum=0), "requeueAt": t.date_time()}, "Backoff state after evictions."
         ),
-        "reclaimablePods": t.array(
-            counted, "Pods no longer needed, per pod set.", max_items=18, map_keys=["name"]
-        ),
+        "reclaimablePods": t.array(counted, "Pods no longer needed, per pod set.", max_items=18, map_keys=["name"]),
         "admissionChecks": _admission_checks(version),
         "resourceRequests": t.array(
             t.obj({"name": pod_set_name(), "resources": t.quantity_map()}, required=["name"]),
@@ -382,16 +376,10 @@ def _workload_status(version: str) -> t.Schema:
             "Seconds spent admitted in earlier admissions."
         ),
         "schedulingStats": t.obj(
-            {
-                "evictions": t.array(
-                    eviction, max_items=256 if v2 else None, map_keys=["reason", "underlyingCause"]
-                )
-            },
+            {"evictions": t.array(eviction, max_items=256 if v2 else None, map_keys=["reason", "underlyingCause"])},
             "Scheduling statistics.",
         ),
-        "clusterName": t.string(
-            "Worker cluster the workload runs in (MultiKueue).", max_length=256 if v2 else None
-        ),
+        "clusterName": t.string("Worker cluster the workload runs in (MultiKueue).", max_length=256 if v2 else None),
         "nominatedClusterNames": t.array(
             t.string(max_length=256 if v2 else None),
             "Worker clusters the workload may be dispatched to (MultiKueue).",

@@ -243,7 +243,10 @@ def parse_taint(raw: Mapping[str, object]) -> Taint:
 def parse_toleration(raw: Mapping[str, object]) -> Toleration:
     """Toleration from its JSON form."""
     return Toleration(
-        str(raw.get("key", "") or ""), str(raw.get("operator", "") or "Equal"), str(raw.get("value", "") or ""), str(raw.get("effect", "") or "")
+        str(raw.get("key", "") or ""),
+        str(raw.get("operator", "") or "Equal"),
+        str(raw.get("value", "") or ""),
+        str(raw.get("effect", "") or ""),
     )
 
 

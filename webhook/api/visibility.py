@@ -89,11 +89,15 @@ PYKUEUE_GROUP = "visibility.pykueue.io"
 PYKUEUE_VERSION = "v1alpha1"
 LIMITS_KIND = "LocalQueueLimits"
 #: Namespaced only: what a namespace's users may read about their own LocalQueues.
-PYKUEUE = ApiGroup(PYKUEUE_GROUP, (PYKUEUE_VERSION,), (
-    Resource("localqueues", "localqueue", True, (), LIMITS_KIND),
-    Resource("localqueues/limits", "", True, ("get",), LIMITS_KIND),
-    Resource("localqueues/pendingworkloads", "", True, ("get",)),
-))
+PYKUEUE = ApiGroup(
+    PYKUEUE_GROUP,
+    (PYKUEUE_VERSION,),
+    (
+        Resource("localqueues", "localqueue", True, (), LIMITS_KIND),
+        Resource("localqueues/limits", "", True, ("get",), LIMITS_KIND),
+        Resource("localqueues/pendingworkloads", "", True, ("get",)),
+    ),
+)
 GROUPS = (KUEUE, PYKUEUE)
 
 
@@ -103,9 +107,13 @@ def _group_version(group: ApiGroup, version: str) -> dict[str, str]:
 
 def api_group(group: ApiGroup = KUEUE) -> dict[str, Any]:
     """`GET /apis/<group>`."""
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": group.name,
-            "versions": [_group_version(group, v) for v in group.versions],
-            "preferredVersion": _group_version(group, group.versions[0])}
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group.name,
+        "versions": [_group_version(group, v) for v in group.versions],
+        "preferredVersion": _group_version(group, group.versions[0]),
+    }
 
 
 def api_group_list() -> dict[str, Any]:
@@ -127,11 +135,25 @@ def aggregated_discovery() -> dict[str, Any]:
         for r in group.resources:
             if "/" in r.name:
                 continue
-            subresources = [{"subresource": s.name.split("/", 1)[1], "responseKind": {"group": "", "version": "", "kind": s.kind},
-                             "verbs": list(s.verbs)} for s in group.resources if s.name.startswith(f"{r.name}/")]
-            resources.append({"resource": r.name, "responseKind": {"group": "", "version": "", "kind": r.kind},
-                              "scope": "Namespaced" if r.namespaced else "Cluster", "singularResource": r.singular_name,
-                              "verbs": list(r.verbs), "subresources": subresources})
+            subresources = [
+                {
+                    "subresource": s.name.split("/", 1)[1],
+                    "responseKind": {"group": "", "version": "", "kind": s.kind},
+                    "verbs": list(s.verbs),
+                }
+                for s in group.resources
+                if s.name.startswith(f"{r.name}/")
+            ]
+            resources.append(
+                {
+                    "resource": r.name,
+                    "responseKind": {"group": "", "version": "", "kind": r.kind},
+                    "scope": "Namespaced" if r.namespaced else "Cluster",
+                    "singularResource": r.singular_name,
+                    "verbs": list(r.verbs),
+                    "subresources": subresources,
+                }
+            )
         versions = [{"version": v, "resources": resources, "freshness": "Current"} for v in group.versions]
         items.append({"metadata": {"name": group.name}, "versions": versions})
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
@@ -139,17 +161,37 @@ def aggregated_discovery() -> dict[str, Any]:
 
 def api_resource_list(version: str, group: ApiGroup = KUEUE) -> dict[str, Any]:
     """`GET /apis/<group>/<version>`."""
-    resources = [{"name": r.name, "singularName": r.singular_name, "namespaced": r.namespaced, "kind": r.kind,
-                  "verbs": list(r.verbs)} for r in group.resources]
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group.name}/{version}", "resources": resources}
+    resources = [
+        {
+            "name": r.name,
+            "singularName": r.singular_name,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": list(r.verbs),
+        }
+        for r in group.resources
+    ]
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group.name}/{version}",
+        "resources": resources,
+    }
 
 
 # -- errors (meta/v1 Status) ----------------------------------------------------------------------
 
+
 def status(code: int, reason: str, message: str, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A failure `Status` as the API server writes it."""
-    out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                           "message": message, "reason": reason}
+    out: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
     if details is not None:
         out["details"] = dict(details)
     out["code"] = code
@@ -158,8 +200,9 @@ def status(code: int, reason: str, message: str, details: Mapping[str, Any] | No
 
 def not_found(resource: str, name: str, group: str = GROUP) -> dict[str, Any]:
     """`errors.NewNotFound(visibility.Resource(resource), name)`: upstream names the singular resource."""
-    return status(404, "NotFound", f'{resource}.{group} "{name}" not found',
-                  {"name": name, "group": group, "kind": resource})
+    return status(
+        404, "NotFound", f'{resource}.{group} "{name}" not found', {"name": name, "group": group, "kind": resource}
+    )
 
 
 def bad_request(message: str) -> dict[str, Any]:
@@ -179,8 +222,17 @@ def unauthorized() -> dict[str, Any]:
     return status(401, "Unauthorized", "Unauthorized")
 
 
-def forbidden(*, user: str, verb: str, resource: str, subresource: str, name: str, namespace: str,
-              reason: str = "", group: str = GROUP) -> dict[str, Any]:
+def forbidden(
+    *,
+    user: str,
+    verb: str,
+    resource: str,
+    subresource: str,
+    name: str,
+    namespace: str,
+    reason: str = "",
+    group: str = GROUP,
+) -> dict[str, Any]:
     """The authorization filter's refusal (`responsewriters.Forbidden`), for a resource request."""
     full = f"{resource}/{subresource}" if subresource else resource
     where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"

@@ -55,13 +55,16 @@ def _map() -> dict[str, Any]:
 def _pending_workload(ref: str) -> dict[str, Any]:
     return {
         "description": "A pending workload and where it stands in its queues.",
-        "type": "object", "required": ["priority", "localQueueName", "positionInClusterQueue", "positionInLocalQueue"],
+        "type": "object",
+        "required": ["priority", "localQueueName", "positionInClusterQueue", "positionInLocalQueue"],
         "properties": {
             "localQueueName": {**_str(), "description": "The LocalQueue the workload was submitted to."},
             "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
             "positionInClusterQueue": {**_int("int32"), "description": "0-based rank in its ClusterQueue."},
             "positionInLocalQueue": {**_int("int32"), "description": "0-based rank in its LocalQueue."},
-            "priority": {**_int("int32"), "description": "The workload's priority."}}}
+            "priority": {**_int("int32"), "description": "The workload's priority."},
+        },
+    }
 
 
 def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
@@ -69,48 +72,127 @@ def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
     meta: dict[str, dict[str, Any]] = {
         f"{_META}.Time": {"type": "string", "format": "date-time", "description": "RFC 3339 time, seconds precision."},
         f"{_META}.FieldsV1": {"type": "object", "description": "A set of fields, in the server-side apply encoding."},
-        f"{_META}.ManagedFieldsEntry": {"type": "object", "properties": {
-            "apiVersion": _str(), "fieldsType": _str(), "fieldsV1": {"$ref": f"{ref}{_META}.FieldsV1"},
-            "manager": _str(), "operation": _str(), "subresource": _str(), "time": {"$ref": f"{ref}{_META}.Time"}}},
-        f"{_META}.OwnerReference": {"type": "object", "required": ["apiVersion", "kind", "name", "uid"],
-                                    "properties": {"apiVersion": _str(), "blockOwnerDeletion": {"type": "boolean"},
-                                                   "controller": {"type": "boolean"}, "kind": _str(), "name": _str(),
-                                                   "uid": _str()},
-                                    "x-kubernetes-map-type": "atomic"},
-        f"{_META}.ObjectMeta": {"type": "object", "properties": {
-            "annotations": _map(), "creationTimestamp": {"$ref": f"{ref}{_META}.Time"},
-            "deletionGracePeriodSeconds": _int("int64"), "deletionTimestamp": {"$ref": f"{ref}{_META}.Time"},
-            "finalizers": {"type": "array", "items": _str(), "x-kubernetes-list-type": "set",
-                           "x-kubernetes-patch-strategy": "merge"},
-            "generateName": _str(), "generation": _int("int64"), "labels": _map(),
-            "managedFields": {"type": "array", "items": {"$ref": f"{ref}{_META}.ManagedFieldsEntry"},
-                              "x-kubernetes-list-type": "atomic"},
-            "name": _str(), "namespace": _str(),
-            "ownerReferences": {"type": "array", "items": {"$ref": f"{ref}{_META}.OwnerReference"},
-                                "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-list-type": "map",
-                                "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge"},
-            "resourceVersion": _str(), "selfLink": _str(), "uid": _str()}},
-        f"{_META}.APIResource": {"type": "object", "required": ["name", "singularName", "namespaced", "kind", "verbs"],
-                                 "properties": {"categories": {"type": "array", "items": _str()}, "group": _str(),
-                                                "kind": _str(), "name": _str(), "namespaced": {"type": "boolean"},
-                                                "shortNames": {"type": "array", "items": _str()},
-                                                "singularName": _str(), "storageVersionHash": _str(),
-                                                "verbs": {"type": "array", "items": _str()}, "version": _str()}},
-        f"{_META}.APIResourceList": {"type": "object", "required": ["groupVersion", "resources"], "properties": {
-            "apiVersion": _str(), "groupVersion": _str(), "kind": _str(),
-            "resources": {"type": "array", "items": {"$ref": f"{ref}{_META}.APIResource"}}}},
-        f"{_META}.GroupVersionForDiscovery": {"type": "object", "required": ["groupVersion", "version"],
-                                              "properties": {"groupVersion": _str(), "version": _str()}},
-        f"{_META}.ServerAddressByClientCIDR": {"type": "object", "required": ["clientCIDR", "serverAddress"],
-                                               "properties": {"clientCIDR": _str(), "serverAddress": _str()}},
-        f"{_META}.APIGroup": {"type": "object", "required": ["name", "versions"], "properties": {
-            "apiVersion": _str(), "kind": _str(), "name": _str(),
-            "preferredVersion": {"$ref": f"{ref}{_META}.GroupVersionForDiscovery"},
-            "serverAddressByClientCIDRs": {"type": "array", "items": {"$ref": f"{ref}{_META}.ServerAddressByClientCIDR"}},
-            "versions": {"type": "array", "items": {"$ref": f"{ref}{_META}.GroupVersionForDiscovery"}}}},
-        f"{_META}.APIGroupList": {"type": "object", "required": ["groups"], "properties": {
-            "apiVersion": _str(), "groups": {"type": "array", "items": {"$ref": f"{ref}{_META}.APIGroup"}},
-            "kind": _str()}},
+        f"{_META}.ManagedFieldsEntry": {
+            "type": "object",
+            "properties": {
+                "apiVersion": _str(),
+                "fieldsType": _str(),
+                "fieldsV1": {"$ref": f"{ref}{_META}.FieldsV1"},
+                "manager": _str(),
+                "operation": _str(),
+                "subresource": _str(),
+                "time": {"$ref": f"{ref}{_META}.Time"},
+            },
+        },
+        f"{_META}.OwnerReference": {
+            "type": "object",
+            "required": ["apiVersion", "kind", "name", "uid"],
+            "properties": {
+                "apiVersion": _str(),
+                "blockOwnerDeletion": {"type": "boolean"},
+                "controller": {"type": "boolean"},
+                "kind": _str(),
+                "name": _str(),
+                "uid": _str(),
+            },
+            "x-kubernetes-map-type": "atomic",
+        },
+        f"{_META}.ObjectMeta": {
+            "type": "object",
+            "properties": {
+                "annotations": _map(),
+                "creationTimestamp": {"$ref": f"{ref}{_META}.Time"},
+                "deletionGracePeriodSeconds": _int("int64"),
+                "deletionTimestamp": {"$ref": f"{ref}{_META}.Time"},
+                "finalizers": {
+                    "type": "array",
+                    "items": _str(),
+                    "x-kubernetes-list-type": "set",
+                    "x-kubernetes-patch-strategy": "merge",
+                },
+                "generateName": _str(),
+                "generation": _int("int64"),
+                "labels": _map(),
+                "managedFields": {
+                    "type": "array",
+                    "items": {"$ref": f"{ref}{_META}.ManagedFieldsEntry"},
+                    "x-kubernetes-list-type": "atomic",
+                },
+                "name": _str(),
+                "namespace": _str(),
+                "ownerReferences": {
+                    "type": "array",
+                    "items": {"$ref": f"{ref}{_META}.OwnerReference"},
+                    "x-kubernetes-list-map-keys": ["uid"],
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-patch-merge-key": "uid",
+                    "x-kubernetes-patch-strategy": "merge",
+                },
+                "resourceVersion": _str(),
+                "selfLink": _str(),
+                "uid": _str(),
+            },
+        },
+        f"{_META}.APIResource": {
+            "type": "object",
+            "required": ["name", "singularName", "namespaced", "kind", "verbs"],
+            "properties": {
+                "categories": {"type": "array", "items": _str()},
+                "group": _str(),
+                "kind": _str(),
+                "name": _str(),
+                "namespaced": {"type": "boolean"},
+                "shortNames": {"type": "array", "items": _str()},
+                "singularName": _str(),
+                "storageVersionHash": _str(),
+                "verbs": {"type": "array", "items": _str()},
+                "version": _str(),
+            },
+        },
+        f"{_META}.APIResourceList": {
+            "type": "object",
+            "required": ["groupVersion", "resources"],
+            "properties": {
+                "apiVersion": _str(),
+                "groupVersion": _str(),
+                "kind": _str(),
+                "resources": {"type": "array", "items": {"$ref": f"{ref}{_META}.APIResource"}},
+            },
+        },
+        f"{_META}.GroupVersionForDiscovery": {
+            "type": "object",
+            "required": ["groupVersion", "version"],
+            "properties": {"groupVersion": _str(), "version": _str()},
+        },
+        f"{_META}.ServerAddressByClientCIDR": {
+            "type": "object",
+            "required": ["clientCIDR", "serverAddress"],
+            "properties": {"clientCIDR": _str(), "serverAddress": _str()},
+        },
+        f"{_META}.APIGroup": {
+            "type": "object",
+            "required": ["name", "versions"],
+            "properties": {
+                "apiVersion": _str(),
+                "kind": _str(),
+                "name": _str(),
+                "preferredVersion": {"$ref": f"{ref}{_META}.GroupVersionForDiscovery"},
+                "serverAddressByClientCIDRs": {
+                    "type": "array",
+                    "items": {"$ref": f"{ref}{_META}.ServerAddressByClientCIDR"},
+                },
+                "versions": {"type": "array", "items": {"$ref": f"{ref}{_META}.GroupVersionForDiscovery"}},
+            },
+        },
+        f"{_META}.APIGroupList": {
+            "type": "object",
+            "required": ["groups"],
+            "properties": {
+                "apiVersion": _str(),
+                "groups": {"type": "array", "items": {"$ref": f"{ref}{_META}.APIGroup"}},
+                "kind": _str(),
+            },
+        },
     }
     out = dict(meta)
     for version in VERSIONS:
@@ -118,9 +200,15 @@ def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
         out[item] = _pending_workload(ref)
         summary: dict[str, Any] = {
             "description": "A page of the pending workloads of a ClusterQueue or a LocalQueue, in queue order.",
-            "type": "object", "required": ["items"],
-            "properties": {"apiVersion": _str(), "kind": _str(), "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
-                           "items": {"type": "array", "items": {"$ref": f"{ref}{item}"}}}}
+            "type": "object",
+            "required": ["items"],
+            "properties": {
+                "apiVersion": _str(),
+                "kind": _str(),
+                "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+                "items": {"type": "array", "items": {"$ref": f"{ref}{item}"}},
+            },
+        }
         if version_kinds:
             summary["x-kubernetes-group-version-kind"] = [{"group": GROUP, "kind": SUMMARY_KIND, "version": version}]
         out[_kueue(version, "PendingWorkloadsSummary")] = summary
@@ -137,63 +225,123 @@ def _our_definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]
     out: dict[str, dict[str, Any]] = {}
     for group in (g for g in GROUPS if g.name != GROUP):
         for version in group.versions:
-            d = {name: _ours(version, name) for name in (
-                "ResourceLimits", "FlavorLimits", LIMITS_KIND, "EstimatedAdmission", "Estimation", "PendingWorkload",
-                SUMMARY_KIND)}
+            d = {
+                name: _ours(version, name)
+                for name in (
+                    "ResourceLimits",
+                    "FlavorLimits",
+                    LIMITS_KIND,
+                    "EstimatedAdmission",
+                    "Estimation",
+                    "PendingWorkload",
+                    SUMMARY_KIND,
+                )
+            }
             out[d["ResourceLimits"]] = {
-                "description": "One resource of a flavor of the LocalQueue's ClusterQueue.", "type": "object",
-                "required": ["name", "nominalQuota", "used", "usedByLocalQueue", "available", "borrowable", "maxAvailable"],
+                "description": "One resource of a flavor of the LocalQueue's ClusterQueue.",
+                "type": "object",
+                "required": [
+                    "name",
+                    "nominalQuota",
+                    "used",
+                    "usedByLocalQueue",
+                    "available",
+                    "borrowable",
+                    "maxAvailable",
+                ],
                 "properties": {
                     "name": {**_str(), "description": "The resource."},
                     "nominalQuota": _quantity("The ClusterQueue's nominal quota"),
-                    "borrowingLimit": _quantity("Most the ClusterQueue may borrow (absent: no limit; 0 outside a cohort)"),
+                    "borrowingLimit": _quantity(
+                        "Most the ClusterQueue may borrow (absent: no limit; 0 outside a cohort)"
+                    ),
                     "lendingLimit": _quantity("Most the ClusterQueue lends to its cohort (absent: no limit)"),
                     "used": _quantity("Quota reserved by all of the ClusterQueue's workloads"),
                     "usedByLocalQueue": _quantity("Quota reserved by this LocalQueue's workloads"),
                     "available": _quantity("What a workload could get now without preemption, borrowing included"),
                     "borrowable": _quantity("The part of `available` above the ClusterQueue's unused nominal quota"),
-                    "maxAvailable": _quantity("The most the ClusterQueue could hold, whatever the usage")}}
+                    "maxAvailable": _quantity("The most the ClusterQueue could hold, whatever the usage"),
+                },
+            }
             out[d["FlavorLimits"]] = {
-                "description": "A flavor of the LocalQueue's ClusterQueue.", "type": "object", "required": ["name", "resources"],
-                "properties": {"name": _str(), "resources": {"type": "array", "items": {"$ref": f"{ref}{d['ResourceLimits']}"}}}}
+                "description": "A flavor of the LocalQueue's ClusterQueue.",
+                "type": "object",
+                "required": ["name", "resources"],
+                "properties": {
+                    "name": _str(),
+                    "resources": {"type": "array", "items": {"$ref": f"{ref}{d['ResourceLimits']}"}},
+                },
+            }
             limits: dict[str, Any] = {
                 "description": "What the users of a LocalQueue can draw on now, per flavor and resource of its ClusterQueue.",
-                "type": "object", "required": ["clusterQueue", "flavors"],
-                "properties": {"apiVersion": _str(), "kind": _str(), "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
-                               "clusterQueue": _str(), "cohort": _str(),
-                               "flavors": {"type": "array", "items": {"$ref": f"{ref}{d['FlavorLimits']}"}}}}
+                "type": "object",
+                "required": ["clusterQueue", "flavors"],
+                "properties": {
+                    "apiVersion": _str(),
+                    "kind": _str(),
+                    "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+                    "clusterQueue": _str(),
+                    "cohort": _str(),
+                    "flavors": {"type": "array", "items": {"$ref": f"{ref}{d['FlavorLimits']}"}},
+                },
+            }
             out[d["EstimatedAdmission"]] = {
-                "description": "When the workload is expected to get quota.", "type": "object",
+                "description": "When the workload is expected to get quota.",
+                "type": "object",
                 "required": ["waitSeconds", "time"],
-                "properties": {"waitSeconds": _int("int64"), "time": {"$ref": f"{ref}{_META}.Time"}}}
+                "properties": {"waitSeconds": _int("int64"), "time": {"$ref": f"{ref}{_META}.Time"}},
+            }
             out[d["Estimation"]] = {
                 "description": "How the estimates were made, and why there are none when there are none.",
-                "type": "object", "required": ["method", "windowSeconds", "admissionsInWindow", "admissionsPerMinute"],
-                "properties": {"method": _str(), "windowSeconds": _int("int64"), "admissionsInWindow": _int("int64"),
-                               "admissionsPerMinute": {"type": "number", "format": "double"},
-                               "unknownReason": _str()}}
+                "type": "object",
+                "required": ["method", "windowSeconds", "admissionsInWindow", "admissionsPerMinute"],
+                "properties": {
+                    "method": _str(),
+                    "windowSeconds": _int("int64"),
+                    "admissionsInWindow": _int("int64"),
+                    "admissionsPerMinute": {"type": "number", "format": "double"},
+                    "unknownReason": _str(),
+                },
+            }
             item = _pending_workload(ref)
             item["description"] = "A pending workload, where it stands and when it may be admitted (null: unknown)."
             item["properties"]["estimatedAdmission"] = {"$ref": f"{ref}{d['EstimatedAdmission']}"}
             out[d["PendingWorkload"]] = item
             summary: dict[str, Any] = {
                 "description": "A page of a LocalQueue's pending workloads, in queue order, with estimates.",
-                "type": "object", "required": ["items", "estimation"],
-                "properties": {"apiVersion": _str(), "kind": _str(), "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
-                               "estimation": {"$ref": f"{ref}{d['Estimation']}"},
-                               "items": {"type": "array", "items": {"$ref": f"{ref}{d['PendingWorkload']}"}}}}
+                "type": "object",
+                "required": ["items", "estimation"],
+                "properties": {
+                    "apiVersion": _str(),
+                    "kind": _str(),
+                    "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+                    "estimation": {"$ref": f"{ref}{d['Estimation']}"},
+                    "items": {"type": "array", "items": {"$ref": f"{ref}{d['PendingWorkload']}"}},
+                },
+            }
             if version_kinds:
-                limits["x-kubernetes-group-version-kind"] = [{"group": group.name, "kind": LIMITS_KIND, "version": version}]
-                summary["x-kubernetes-group-version-kind"] = [{"group": group.name, "kind": SUMMARY_KIND, "version": version}]
+                limits["x-kubernetes-group-version-kind"] = [
+                    {"group": group.name, "kind": LIMITS_KIND, "version": version}
+                ]
+                summary["x-kubernetes-group-version-kind"] = [
+                    {"group": group.name, "kind": SUMMARY_KIND, "version": version}
+                ]
             out[d[LIMITS_KIND]] = limits
             out[d[SUMMARY_KIND]] = summary
     return out
 
 
 def _query(name: str) -> dict[str, Any]:
-    return {"uniqueItems": True, "type": "integer", "name": name, "in": "query",
-            "description": {"limit": "Most items to return (default 1000, at most 100000).",
-                            "offset": "Items to skip from the head of the queue."}[name]}
+    return {
+        "uniqueItems": True,
+        "type": "integer",
+        "name": name,
+        "in": "query",
+        "description": {
+            "limit": "Most items to return (default 1000, at most 100000).",
+            "offset": "Items to skip from the head of the queue.",
+        }[name],
+    }
 
 
 class _Read(NamedTuple):
@@ -218,82 +366,181 @@ def _paths(group: ApiGroup, version: str) -> list[_Read]:
     out = [_Read(f"{base}/", f"get{op}APIResources", f"{_META}.APIResourceList", tag, group.name)]
     if group.name == GROUP:
         summary = _kueue(version, SUMMARY_KIND)
-        return [*out,
-                _Read(f"{base}/clusterqueues/{{name}}/pendingworkloads", f"read{op}PendingWorkloadsSummaryPendingworkloads",
-                      summary, tag, GROUP, SUMMARY_KIND),
-                _Read(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
-                      f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads", summary, tag, GROUP, SUMMARY_KIND, True)]
-    return [*out,
-            _Read(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/limits", f"read{op}NamespacedLocalQueueLimitsLimits",
-                  _ours(version, LIMITS_KIND), tag, group.name, LIMITS_KIND, True, paged=False),
-            _Read(f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
-                  f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads", _ours(version, SUMMARY_KIND), tag,
-                  group.name, SUMMARY_KIND, True)]
+        return [
+            *out,
+            _Read(
+                f"{base}/clusterqueues/{{name}}/pendingworkloads",
+                f"read{op}PendingWorkloadsSummaryPendingworkloads",
+                summary,
+                tag,
+                GROUP,
+                SUMMARY_KIND,
+            ),
+            _Read(
+                f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
+                f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads",
+                summary,
+                tag,
+                GROUP,
+                SUMMARY_KIND,
+                True,
+            ),
+        ]
+    return [
+        *out,
+        _Read(
+            f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/limits",
+            f"read{op}NamespacedLocalQueueLimitsLimits",
+            _ours(version, LIMITS_KIND),
+            tag,
+            group.name,
+            LIMITS_KIND,
+            True,
+            paged=False,
+        ),
+        _Read(
+            f"{base}/namespaces/{{namespace}}/localqueues/{{name}}/pendingworkloads",
+            f"read{op}NamespacedPendingWorkloadsSummaryPendingworkloads",
+            _ours(version, SUMMARY_KIND),
+            tag,
+            group.name,
+            SUMMARY_KIND,
+            True,
+        ),
+    ]
 
 
-_DESCRIPTIONS = {SUMMARY_KIND: "read the pending workloads, in queue order",
-                 LIMITS_KIND: "read what the LocalQueue's users can draw on now"}
+_DESCRIPTIONS = {
+    SUMMARY_KIND: "read the pending workloads, in queue order",
+    LIMITS_KIND: "read what the LocalQueue's users can draw on now",
+}
 
 
 def v2() -> dict[str, Any]:
     """`GET /openapi/v2`."""
     ref = "#/definitions/"
     parameters = {
-        "limit-visibility": _query("limit"), "offset-visibility": _query("offset"),
-        "namespace-visibility": {"uniqueItems": True, "type": "string", "description": "The LocalQueue's namespace.",
-                                 "name": "namespace", "in": "path", "required": True},
-        "pretty-visibility": {"uniqueItems": True, "type": "string", "description": "'true' indents the answer.",
-                              "name": "pretty", "in": "query"},
+        "limit-visibility": _query("limit"),
+        "offset-visibility": _query("offset"),
+        "namespace-visibility": {
+            "uniqueItems": True,
+            "type": "string",
+            "description": "The LocalQueue's namespace.",
+            "name": "namespace",
+            "in": "path",
+            "required": True,
+        },
+        "pretty-visibility": {
+            "uniqueItems": True,
+            "type": "string",
+            "description": "'true' indents the answer.",
+            "name": "pretty",
+            "in": "query",
+        },
     }
     common = {"consumes": ["application/json"], "produces": _MEDIA, "schemes": ["https"]}
     paths: dict[str, Any] = {
-        "/apis/": {"get": {**common, "tags": ["apis"], "description": "the API groups served here",
-                           "operationId": "getAPIVersions",
-                           "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroupList"}},
-                                         "401": {"description": "Unauthorized"}}}},
+        "/apis/": {
+            "get": {
+                **common,
+                "tags": ["apis"],
+                "description": "the API groups served here",
+                "operationId": "getAPIVersions",
+                "responses": {
+                    "200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroupList"}},
+                    "401": {"description": "Unauthorized"},
+                },
+            }
+        },
     }
     for group in GROUPS:
         tag_stem, op_stem = _stems(group.name)
-        paths[f"/apis/{group.name}/"] = {"get": {
-            **common, "tags": [tag_stem], "description": "the visibility group", "operationId": f"get{op_stem}APIGroup",
-            "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroup"}},
-                          "401": {"description": "Unauthorized"}}}}
+        paths[f"/apis/{group.name}/"] = {
+            "get": {
+                **common,
+                "tags": [tag_stem],
+                "description": "the visibility group",
+                "operationId": f"get{op_stem}APIGroup",
+                "responses": {
+                    "200": {"description": "OK", "schema": {"$ref": f"{ref}{_META}.APIGroup"}},
+                    "401": {"description": "Unauthorized"},
+                },
+            }
+        }
         for version in group.versions:
             for read in _paths(group, version):
-                op: dict[str, Any] = {**common, "tags": [read.tag], "operationId": read.op_id,
-                                      "responses": {"200": {"description": "OK", "schema": {"$ref": f"{ref}{read.schema}"}},
-                                                    "401": {"description": "Unauthorized"}}}
+                op: dict[str, Any] = {
+                    **common,
+                    "tags": [read.tag],
+                    "operationId": read.op_id,
+                    "responses": {
+                        "200": {"description": "OK", "schema": {"$ref": f"{ref}{read.schema}"}},
+                        "401": {"description": "Unauthorized"},
+                    },
+                }
                 if not read.kind:
                     op["description"] = "the resources of this group version"
                     paths[read.path] = {"get": op}
                     continue
-                op.update({"consumes": ["*/*"], "description": _DESCRIPTIONS[read.kind], "x-kubernetes-action": "get",
-                           "x-kubernetes-group-version-kind": {"group": read.group, "version": version, "kind": read.kind}})
+                op.update(
+                    {
+                        "consumes": ["*/*"],
+                        "description": _DESCRIPTIONS[read.kind],
+                        "x-kubernetes-action": "get",
+                        "x-kubernetes-group-version-kind": {"group": read.group, "version": version, "kind": read.kind},
+                    }
+                )
                 params: list[dict[str, Any]] = [{"$ref": "#/parameters/limit-visibility"}] if read.paged else []
-                params.append({"uniqueItems": True, "type": "string", "description": "name of the queue", "name": "name",
-                               "in": "path", "required": True})
+                params.append(
+                    {
+                        "uniqueItems": True,
+                        "type": "string",
+                        "description": "name of the queue",
+                        "name": "name",
+                        "in": "path",
+                        "required": True,
+                    }
+                )
                 if read.namespaced:
                     params.append({"$ref": "#/parameters/namespace-visibility"})
                 if read.paged:
                     params.append({"$ref": "#/parameters/offset-visibility"})
                 params.append({"$ref": "#/parameters/pretty-visibility"})
                 paths[read.path] = {"get": op, "parameters": params}
-    return {"swagger": "2.0", "info": {"title": TITLE, "version": "v0.0.0"}, "paths": paths,
-            "definitions": _definitions(ref, True), "parameters": parameters,
-            "securityDefinitions": {"BearerToken": {"description": "Bearer Token authentication", "type": "apiKey",
-                                                    "name": "authorization", "in": "header"}},
-            "security": [{"BearerToken": []}]}
+    return {
+        "swagger": "2.0",
+        "info": {"title": TITLE, "version": "v0.0.0"},
+        "paths": paths,
+        "definitions": _definitions(ref, True),
+        "parameters": parameters,
+        "securityDefinitions": {
+            "BearerToken": {
+                "description": "Bearer Token authentication",
+                "type": "apiKey",
+                "name": "authorization",
+                "in": "header",
+            }
+        },
+        "security": [{"BearerToken": []}],
+    }
 
 
 def _v3_op(op_id: str, tag: str, schema: str) -> dict[str, Any]:
     content = {media: {"schema": {"$ref": f"#/components/schemas/{schema}"}} for media in _MEDIA}
-    return {"tags": [tag], "operationId": op_id, "responses": {"200": {"description": "OK", "content": content},
-                                                               "401": {"description": "Unauthorized"}}}
+    return {
+        "tags": [tag],
+        "operationId": op_id,
+        "responses": {"200": {"description": "OK", "content": content}, "401": {"description": "Unauthorized"}},
+    }
 
 
 def _v3_param(name: str, where: str, kind: str, description: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "in": where, "description": description,
-                           "schema": {"type": kind, "uniqueItems": True}}
+    out: dict[str, Any] = {
+        "name": name,
+        "in": where,
+        "description": description,
+        "schema": {"type": kind, "uniqueItems": True},
+    }
     if where == "path":
         out["required"] = True
     return out
@@ -314,8 +561,12 @@ def _v3_paths(path_key: str) -> dict[str, Any]:
         if not read.kind:
             out[read.path] = {"get": op}
             continue
-        op.update({"x-kubernetes-action": "get",
-                   "x-kubernetes-group-version-kind": {"group": read.group, "version": version, "kind": read.kind}})
+        op.update(
+            {
+                "x-kubernetes-action": "get",
+                "x-kubernetes-group-version-kind": {"group": read.group, "version": version, "kind": read.kind},
+            }
+        )
         params = [_v3_param("limit", "query", "integer", _query("limit")["description"])] if read.paged else []
         params.append(_v3_param("name", "path", "string", "name of the queue"))
         if read.namespaced:
@@ -348,11 +599,18 @@ def v3_document(path_key: str) -> dict[str, Any] | None:
     if path_key not in _v3_keys():
         return None
     paths = _v3_paths(path_key)
-    roots = [op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
-             for item in paths.values() for op in [item["get"]]]
+    roots = [
+        op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        for item in paths.values()
+        for op in [item["get"]]
+    ]
     schemas = _referenced(_definitions("#/components/schemas/", True), roots)
-    return {"openapi": "3.0.0", "info": {"title": TITLE, "version": "v0.0.0"}, "paths": paths,
-            "components": {"schemas": schemas}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": TITLE, "version": "v0.0.0"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }
 
 
 def _v3_keys() -> list[str]:
@@ -366,8 +624,11 @@ def etag(body: bytes) -> str:
 
 def v3_index(documents: Mapping[str, bytes]) -> dict[str, Any]:
     """`GET /openapi/v3`: where each document lives, with its hash, so clients cache them."""
-    return {"paths": {key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={etag(documents[key])}"}
-                      for key in sorted(documents)}}
+    return {
+        "paths": {
+            key: {"serverRelativeURL": f"/openapi/v3/{key}?hash={etag(documents[key])}"} for key in sorted(documents)
+        }
+    }
 
 
 def v3_documents() -> dict[str, bytes]:

@@ -43,9 +43,17 @@ class CliError(Exception):
 
 
 class Api(Protocol):
-    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", accept: str = "application/json",
-                timeout: float = 30) -> dict[str, Any]: ...
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        timeout: float = 30,
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +93,9 @@ def list_request_limit() -> int:
         raise CliError("invalid list request limit") from None
 
 
-def list_items(api: Api, path: str, *, label_selector: str = "", field_selector: str = "",
-               accept: str = "application/json") -> dict[str, Any]:
+def list_items(
+    api: Api, path: str, *, label_selector: str = "", field_selector: str = "", accept: str = "application/json"
+) -> dict[str, Any]:
     """Every page of a list request, as one list object (the last page's metadata, all items).
 
     A server-side Table (`accept`) is paged the same way; its rows take the place of items.
@@ -166,10 +175,16 @@ class Resource:
 
 
 def _resource(group: str, version: str, raw: Mapping[str, Any]) -> Resource:
-    return Resource(group, version, raw.get("name") or raw.get("resource") or "", raw.get("singularName") or
-                    raw.get("singularResource") or "", raw.get("kind") or (raw.get("responseKind") or {}).get("kind", ""),
-                    bool(raw.get("namespaced", raw.get("scope") == "Namespaced")), tuple(raw.get("shortNames") or ()),
-                    raw.get("group") or "")
+    return Resource(
+        group,
+        version,
+        raw.get("name") or raw.get("resource") or "",
+        raw.get("singularName") or raw.get("singularResource") or "",
+        raw.get("kind") or (raw.get("responseKind") or {}).get("kind", ""),
+        bool(raw.get("namespaced", raw.get("scope") == "Namespaced")),
+        tuple(raw.get("shortNames") or ()),
+        raw.get("group") or "",
+    )
 
 
 def resources_for(api: Api, api_version: str) -> list[Resource] | None:
@@ -213,5 +228,5 @@ def resolve_resource(api: Api, arg: str) -> Resource:
             continue
         matches.append(res)
     if not matches:
-        raise CliError(f"the server doesn't have a resource type \"{name}\"")
+        raise CliError(f'the server doesn\'t have a resource type "{name}"')
     return matches[0]

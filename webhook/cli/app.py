@@ -30,7 +30,9 @@ PROG = "kubectl-kueue"
 _DEPLOYMENT = "/apis/apps/v1/namespaces/kueue-system/deployments/kueue-controller-manager"
 
 
-@click.group(cls=AliasedGroup, help="Controls Kueue queueing manager", context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=AliasedGroup, help="Controls Kueue queueing manager", context_settings={"help_option_names": ["-h", "--help"]}
+)
 @kube_options
 def cli() -> None:
     """The root: only flags."""
@@ -41,7 +43,9 @@ def cli() -> None:
 def version() -> None:
     click.echo(f"Client Version: v{metadata.version('pykueue')}")
     deployment = get_object(session().api, _DEPLOYMENT)
-    containers = ((((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    containers = ((((deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "containers"
+    ) or []
     for container in containers:
         if container.get("name") == "manager":
             click.echo(f"Kueue Controller Manager Image: {container.get('image', '')}")
@@ -66,8 +70,7 @@ for _group in passthrough_groups():
     cli.add_command(_group)
 
 
-def run(argv: Sequence[str], connect: Connect = kube.Kube.for_context,
-        clock: Callable[[], datetime] = now_utc) -> int:
+def run(argv: Sequence[str], connect: Connect = kube.Kube.for_context, clock: Callable[[], datetime] = now_utc) -> int:
     """Run one command line; the exit status. Tests pass `connect` and `clock` to answer from a fake API."""
     state = Session(connect=connect, clock=clock, argv=tuple(argv))
     try:
@@ -97,8 +100,9 @@ def complete_main() -> None:
     """`kubectl_complete-kueue ARGS… TO_COMPLETE`: kubectl's plugin completion protocol (cobra's
     `__complete` output: one candidate per line, then `:DIRECTIVE`; 4 = no file completion)."""
     *args, incomplete = sys.argv[1:] or [""]
-    comp = shell_completion.ShellComplete(cli, {"obj": Session(connect=kube.Kube.for_context, clock=now_utc)},
-                                          PROG, "_KUBECTL_KUEUE_COMPLETE")
+    comp = shell_completion.ShellComplete(
+        cli, {"obj": Session(connect=kube.Kube.for_context, clock=now_utc)}, PROG, "_KUBECTL_KUEUE_COMPLETE"
+    )
     for item in comp.get_completions(args, incomplete):
         click.echo(item.value)
     click.echo(":4")

@@ -46,8 +46,16 @@ def _merged(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def update(kind: str, name: str, namespace: str | None, patch: Mapping[str, Any], *, dry_run: str,
-           output: str | None, operation: str) -> str:
+def update(
+    kind: str,
+    name: str,
+    namespace: str | None,
+    patch: Mapping[str, Any],
+    *,
+    dry_run: str,
+    output: str | None,
+    operation: str,
+) -> str:
     """GET (so a missing object fails with the server's words), then merge-patch unless a client dry run."""
     api = session().api
     path = kueue_path(kind, namespace, name)
@@ -55,11 +63,17 @@ def update(kind: str, name: str, namespace: str | None, patch: Mapping[str, Any]
     if dry_run == DryRun.CLIENT:
         obj = _merged(obj, patch)
     else:
-        obj = api.request("PATCH", path, body=dict(patch), content_type="application/merge-patch+json",
-                          query={"dryRun": "All"} if dry_run == DryRun.SERVER else None)
+        obj = api.request(
+            "PATCH",
+            path,
+            body=dict(patch),
+            content_type="application/merge-patch+json",
+            query={"dryRun": "All"} if dry_run == DryRun.SERVER else None,
+        )
     suffix = f" ({dry_run} dry run)" if dry_run != DryRun.NONE else ""
-    return print_objects([obj], output, api_version=constants.V1BETA2, kind=obj.get("kind", ""),
-                         operation=f"{operation}{suffix}")
+    return print_objects(
+        [obj], output, api_version=constants.V1BETA2, kind=obj.get("kind", ""), operation=f"{operation}{suffix}"
+    )
 
 
 def _queue_command(kind: str, *, stop: bool) -> click.Command:
@@ -74,19 +88,33 @@ def _queue_command(kind: str, *, stop: bool) -> click.Command:
     def command(name: str, output: str | None, dry_run: str, keep_already_running: bool = False) -> None:
         dry_run = parse_dry_run(dry_run)
         namespace = session().ns if kind == "localqueue" else None
-        click.echo(update(kind, name, namespace, stop_policy_patch(stop=stop, keep_already_running=keep_already_running),
-                          dry_run=dry_run, output=output, operation=""), nl=False)
+        click.echo(
+            update(
+                kind,
+                name,
+                namespace,
+                stop_policy_patch(stop=stop, keep_already_running=keep_already_running),
+                dry_run=dry_run,
+                output=output,
+                operation="",
+            ),
+            nl=False,
+        )
 
     if stop:
-        command = click.option("--keep-already-running", is_flag=True,
-                               help="Indicates whether to keep already running workloads.")(command)
+        command = click.option(
+            "--keep-already-running", is_flag=True, help="Indicates whether to keep already running workloads."
+        )(command)
     return command
 
 
 def _workload_command(*, stop: bool) -> click.Command:
-    help_text = ("Puts the given Workload on hold. The Workload will not be admitted and if it is already admitted "
-                 "it will be put back to queue just as if it was preempted (using .spec.active field)." if stop else
-                 "Resumes the Workload, allowing its admission according to regular ClusterQueue rules.")
+    help_text = (
+        "Puts the given Workload on hold. The Workload will not be admitted and if it is already admitted "
+        "it will be put back to queue just as if it was preempted (using .spec.active field)."
+        if stop
+        else "Resumes the Workload, allowing its admission according to regular ClusterQueue rules."
+    )
 
     @click.command("workload", help=help_text)
     @click.argument("name")
@@ -95,8 +123,18 @@ def _workload_command(*, stop: bool) -> click.Command:
     @kube_options
     def command(name: str, output: str | None, dry_run: str) -> None:
         dry_run = parse_dry_run(dry_run)
-        click.echo(update("workload", name, session().ns, {"spec": {"active": not stop}}, dry_run=dry_run,
-                          output=output, operation="stopped" if stop else "resumed"), nl=False)
+        click.echo(
+            update(
+                "workload",
+                name,
+                session().ns,
+                {"spec": {"active": not stop}},
+                dry_run=dry_run,
+                output=output,
+                operation="stopped" if stop else "resumed",
+            ),
+            nl=False,
+        )
 
     return command
 
@@ -129,10 +167,13 @@ def owner_paths(api: Api, wl: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-@click.command("workload", help="Delete the given Workload and its corresponding Job. If the Workload has associated "
-                                "Jobs, the command will prompt for deletion approval of the affected Jobs, and delete "
-                                "them. The Workload will then be asynchronously deleted by the garbage collector. If "
-                                "there are no associated Jobs, the command will directly delete the Workload.")
+@click.command(
+    "workload",
+    help="Delete the given Workload and its corresponding Job. If the Workload has associated "
+    "Jobs, the command will prompt for deletion approval of the affected Jobs, and delete "
+    "them. The Workload will then be asynchronously deleted by the garbage collector. If "
+    "there are no associated Jobs, the command will directly delete the Workload.",
+)
 @click.argument("names", nargs=-1)
 @click.option("-y", "--yes", is_flag=True, help="Automatic yes to the prompt for deleting the Workload.")
 @click.option("--all", "delete_all", is_flag=True, help="Delete all Workloads, in the specified namespace.")
@@ -161,8 +202,12 @@ def delete_workload(names: Sequence[str], yes: bool, delete_all: bool, all_names
         if delete_all:
             message = "This operation will also delete the jobs associated with these workloads.\n"
         else:
-            lines = [f"  - {', '.join(label for _, label in paths)} associated with the "
-                     f"{wl['metadata'].get('namespace')}/{wl['metadata']['name']} workload\n" for wl, paths in owners if paths]
+            lines = [
+                f"  - {', '.join(label for _, label in paths)} associated with the "
+                f"{wl['metadata'].get('namespace')}/{wl['metadata']['name']} workload\n"
+                for wl, paths in owners
+                if paths
+            ]
             message = "This operation will also delete:\n" + "\n".join(lines)
         click.echo(message + "Do you want to proceed (y/n)? ", nl=False)
         answer = sys.stdin.readline().strip()
@@ -172,8 +217,12 @@ def delete_workload(names: Sequence[str], yes: bool, delete_all: bool, all_names
     query = {"dryRun": "All"} if dry_run == DryRun.SERVER else None
     suffix = f" ({dry_run} dry run)" if dry_run != DryRun.NONE else ""
     for wl, paths in owners:
-        targets = paths or [(kueue_path("workload", wl["metadata"].get("namespace"), wl["metadata"]["name"]),
-                             f"workload.{constants.GROUP}/{wl['metadata']['name']}")]
+        targets = paths or [
+            (
+                kueue_path("workload", wl["metadata"].get("namespace"), wl["metadata"]["name"]),
+                f"workload.{constants.GROUP}/{wl['metadata']['name']}",
+            )
+        ]
         for path, label in targets:
             if dry_run != DryRun.CLIENT:
                 # kubectl's propagation, so a Job's pods go with it (the API's default for Jobs orphans them)

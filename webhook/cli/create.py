@@ -41,7 +41,9 @@ __all__ = [
 
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: upstream's shape check for one flavor's quota list (Go's \w is ASCII); values may also carry a decimal point.
-_QUOTA_SPEC = re.compile(r"^([a-z0-9][a-z0-9\-.]{0,252}):((\w+[.-]?)*/?\w+=[\w.]+;)*(\w+[.-]?)*/?\w+=[\w.]+;?$", re.ASCII)
+_QUOTA_SPEC = re.compile(
+    r"^([a-z0-9][a-z0-9\-.]{0,252}):((\w+[.-]?)*/?\w+=[\w.]+;)*(\w+[.-]?)*/?\w+=[\w.]+;?$", re.ASCII
+)
 
 
 class QuotaError(CliError):
@@ -75,13 +77,16 @@ def _flavor_quotas(spec: str, field: str) -> tuple[str, list[dict[str, Any]]]:
             quantity.parse(text)
         except quantity.QuantityError:
             raise QuotaError(INVALID_QUOTA) from None
-        quotas.append({"name": name, "nominalQuota": text if field == "nominalQuota" else "0"}
-                      | ({field: text} if field != "nominalQuota" else {}))
+        quotas.append(
+            {"name": name, "nominalQuota": text if field == "nominalQuota" else "0"}
+            | ({field: text} if field != "nominalQuota" else {})
+        )
     return flavor, quotas
 
 
-def parse_resource_groups(nominal: Sequence[str] = (), borrowing: Sequence[str] = (),
-                          lending: Sequence[str] = ()) -> list[dict[str, Any]]:
+def parse_resource_groups(
+    nominal: Sequence[str] = (), borrowing: Sequence[str] = (), lending: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """ResourceGroups from the three quota flags.
 
     A flavor named in several flags must list the same resources in each; flavors covering the same
@@ -199,10 +204,16 @@ def parse_tolerations(specs: Sequence[str]) -> list[dict[str, str]]:
     return tolerations
 
 
-def build_cluster_queue(name: str, *, cohort: str = "", queueing_strategy: str = "BestEffortFIFO",
-                        namespace_selector: Mapping[str, str] | None = None, reclaim_within_cohort: str = "Never",
-                        preemption_within_cluster_queue: str = "Never",
-                        resource_groups: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def build_cluster_queue(
+    name: str,
+    *,
+    cohort: str = "",
+    queueing_strategy: str = "BestEffortFIFO",
+    namespace_selector: Mapping[str, str] | None = None,
+    reclaim_within_cohort: str = "Never",
+    preemption_within_cluster_queue: str = "Never",
+    resource_groups: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
     spec: dict[str, Any] = {}  # in the API type's field order, as upstream prints it
     if resource_groups:
         spec["resourceGroups"] = [dict(g) for g in resource_groups]
@@ -210,18 +221,29 @@ def build_cluster_queue(name: str, *, cohort: str = "", queueing_strategy: str =
         spec["cohortName"] = cohort
     spec["queueingStrategy"] = queueing_strategy
     spec["namespaceSelector"] = {"matchLabels": dict(namespace_selector)} if namespace_selector else {}
-    spec["preemption"] = {"reclaimWithinCohort": reclaim_within_cohort, "withinClusterQueue": preemption_within_cluster_queue}
+    spec["preemption"] = {
+        "reclaimWithinCohort": reclaim_within_cohort,
+        "withinClusterQueue": preemption_within_cluster_queue,
+    }
     return {"apiVersion": constants.V1BETA2, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
 def build_local_queue(name: str, namespace: str, cluster_queue: str) -> dict[str, Any]:
-    return {"apiVersion": constants.V1BETA2, "kind": "LocalQueue", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterQueue": cluster_queue}}
+    return {
+        "apiVersion": constants.V1BETA2,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue},
+    }
 
 
-def build_resource_flavor(name: str, *, node_labels: Mapping[str, str] | None = None,
-                          node_taints: Sequence[Mapping[str, str]] = (),
-                          tolerations: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+def build_resource_flavor(
+    name: str,
+    *,
+    node_labels: Mapping[str, str] | None = None,
+    node_taints: Sequence[Mapping[str, str]] = (),
+    tolerations: Sequence[Mapping[str, str]] = (),
+) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if node_labels:
         spec["nodeLabels"] = dict(node_labels)
@@ -242,8 +264,9 @@ def submit(obj: dict[str, Any], kind: str, namespace: str | None, *, dry_run: st
     if dry_run != DryRun.CLIENT:
         query = {"dryRun": "All"} if dry_run == DryRun.SERVER else None
         obj = session().api.request("POST", kueue_path(kind, namespace), body=obj, query=query)
-    return print_objects([obj], output, api_version=constants.V1BETA2, kind=obj["kind"],
-                         operation=_operation("created", dry_run))
+    return print_objects(
+        [obj], output, api_version=constants.V1BETA2, kind=obj["kind"], operation=_operation("created", dry_run)
+    )
 
 
 @click.group(cls=AliasedGroup, help="Create a resource")
@@ -253,8 +276,12 @@ def create() -> None:
 
 @click.command("localqueue", help="Create a local queue with the given name in the specified namespace.")
 @click.argument("name")
-@click.option("-c", "--clusterqueue", default="",
-              help="The cluster queue name which will be associated with the local queue (required).")
+@click.option(
+    "-c",
+    "--clusterqueue",
+    default="",
+    help="The cluster queue name which will be associated with the local queue (required).",
+)
 @click.option("-i", "--ignore-unknown-cq", is_flag=True, help="Ignore unknown cluster queue.")
 @output_option(table=False)
 @dry_run_option
@@ -274,59 +301,119 @@ def create_local_queue(name: str, clusterqueue: str, ignore_unknown_cq: bool, ou
 @click.command("clusterqueue", help="Creates a ClusterQueue with the given name.")
 @click.argument("name")
 @click.option("--cohort", default="", help="The cohort that this ClusterQueue belongs to.")
-@click.option("--queuing-strategy", default="BestEffortFIFO",
-              help="The queueing strategy of the workloads across the queues in this ClusterQueue.")
-@click.option("--namespace-selector", multiple=True, metavar="KEY=VALUE",
-              help="Defines which namespaces are allowed to submit workloads to this clusterQueue.")
-@click.option("--reclaim-within-cohort", default="Never",
-              help="Determines whether a pending Workload can preempt Workloads from other ClusterQueues in the "
-                   "cohort that are using more than their nominal quota.")
-@click.option("--preemption-within-cluster-queue", default="Never",
-              help="Determines whether a pending Workload that doesn't fit within the nominal quota for its "
-                   "ClusterQueue, can preempt active Workloads in the ClusterQueue.")
-@click.option("--nominal-quota", multiple=True, metavar="RESOURCE_FLAVOR:RESOURCE=VALUE",
-              help="The quantity of this resource that is available for Workloads admitted by this ClusterQueue at "
-                   "a point in time.")
-@click.option("--borrowing-limit", multiple=True, metavar="RESOURCE_FLAVOR:RESOURCE=VALUE",
-              help="The maximum amount of quota for the [flavor, resource] combination that this ClusterQueue is "
-                   "allowed to borrow from the unused quota of other ClusterQueues in the same cohort.")
-@click.option("--lending-limit", multiple=True, metavar="RESOURCE_FLAVOR:RESOURCE=VALUE",
-              help="The maximum amount of unused quota for the [flavor, resource] combination that this "
-                   "ClusterQueue can lend to other ClusterQueues in the same cohort.")
+@click.option(
+    "--queuing-strategy",
+    default="BestEffortFIFO",
+    help="The queueing strategy of the workloads across the queues in this ClusterQueue.",
+)
+@click.option(
+    "--namespace-selector",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Defines which namespaces are allowed to submit workloads to this clusterQueue.",
+)
+@click.option(
+    "--reclaim-within-cohort",
+    default="Never",
+    help="Determines whether a pending Workload can preempt Workloads from other ClusterQueues in the "
+    "cohort that are using more than their nominal quota.",
+)
+@click.option(
+    "--preemption-within-cluster-queue",
+    default="Never",
+    help="Determines whether a pending Workload that doesn't fit within the nominal quota for its "
+    "ClusterQueue, can preempt active Workloads in the ClusterQueue.",
+)
+@click.option(
+    "--nominal-quota",
+    multiple=True,
+    metavar="RESOURCE_FLAVOR:RESOURCE=VALUE",
+    help="The quantity of this resource that is available for Workloads admitted by this ClusterQueue at "
+    "a point in time.",
+)
+@click.option(
+    "--borrowing-limit",
+    multiple=True,
+    metavar="RESOURCE_FLAVOR:RESOURCE=VALUE",
+    help="The maximum amount of quota for the [flavor, resource] combination that this ClusterQueue is "
+    "allowed to borrow from the unused quota of other ClusterQueues in the same cohort.",
+)
+@click.option(
+    "--lending-limit",
+    multiple=True,
+    metavar="RESOURCE_FLAVOR:RESOURCE=VALUE",
+    help="The maximum amount of unused quota for the [flavor, resource] combination that this "
+    "ClusterQueue can lend to other ClusterQueues in the same cohort.",
+)
 @output_option(table=False)
 @dry_run_option
 @kube_options
-def create_cluster_queue(name: str, cohort: str, queuing_strategy: str, namespace_selector: Sequence[str],
-                         reclaim_within_cohort: str, preemption_within_cluster_queue: str,
-                         nominal_quota: Sequence[str], borrowing_limit: Sequence[str], lending_limit: Sequence[str],
-                         output: str | None, dry_run: str) -> None:
+def create_cluster_queue(
+    name: str,
+    cohort: str,
+    queuing_strategy: str,
+    namespace_selector: Sequence[str],
+    reclaim_within_cohort: str,
+    preemption_within_cluster_queue: str,
+    nominal_quota: Sequence[str],
+    borrowing_limit: Sequence[str],
+    lending_limit: Sequence[str],
+    output: str | None,
+    dry_run: str,
+) -> None:
     check_output_format(output, table=False)
     groups = parse_resource_groups(_csv(nominal_quota), _csv(borrowing_limit), _csv(lending_limit))
     dry_run = parse_dry_run(dry_run)
-    cq = build_cluster_queue(name, cohort=cohort, queueing_strategy=queuing_strategy,
-                             namespace_selector=parse_key_values(namespace_selector, "namespace-selector"),
-                             reclaim_within_cohort=reclaim_within_cohort,
-                             preemption_within_cluster_queue=preemption_within_cluster_queue, resource_groups=groups)
+    cq = build_cluster_queue(
+        name,
+        cohort=cohort,
+        queueing_strategy=queuing_strategy,
+        namespace_selector=parse_key_values(namespace_selector, "namespace-selector"),
+        reclaim_within_cohort=reclaim_within_cohort,
+        preemption_within_cluster_queue=preemption_within_cluster_queue,
+        resource_groups=groups,
+    )
     click.echo(submit(cq, "clusterqueue", None, dry_run=dry_run, output=output), nl=False)
 
 
 @click.command("resourceflavor", help="Create a resource flavor with the given name.")
 @click.argument("name")
-@click.option("--node-labels", multiple=True, metavar="KEY=VALUE",
-              help="Labels that associate the ResourceFlavor with Nodes that have the same labels.")
-@click.option("--node-taints", multiple=True, metavar="KEY[=VALUE]:EFFECT",
-              help="Taints that the nodes associated with this ResourceFlavor have.")
-@click.option("--tolerations", multiple=True, metavar="KEY[=VALUE][:EFFECT]",
-              help="Extra tolerations that will be added to the pods admitted in the quota associated with this "
-                   "resource flavor.")
+@click.option(
+    "--node-labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Labels that associate the ResourceFlavor with Nodes that have the same labels.",
+)
+@click.option(
+    "--node-taints",
+    multiple=True,
+    metavar="KEY[=VALUE]:EFFECT",
+    help="Taints that the nodes associated with this ResourceFlavor have.",
+)
+@click.option(
+    "--tolerations",
+    multiple=True,
+    metavar="KEY[=VALUE][:EFFECT]",
+    help="Extra tolerations that will be added to the pods admitted in the quota associated with this resource flavor.",
+)
 @output_option(table=False)
 @dry_run_option
 @kube_options
-def create_resource_flavor(name: str, node_labels: Sequence[str], node_taints: Sequence[str],
-                           tolerations: Sequence[str], output: str | None, dry_run: str) -> None:
+def create_resource_flavor(
+    name: str,
+    node_labels: Sequence[str],
+    node_taints: Sequence[str],
+    tolerations: Sequence[str],
+    output: str | None,
+    dry_run: str,
+) -> None:
     check_output_format(output, table=False)
-    rf = build_resource_flavor(name, node_labels=parse_key_values(node_labels, "node-labels"),
-                               node_taints=parse_taints(_csv(node_taints)), tolerations=parse_tolerations(_csv(tolerations)))
+    rf = build_resource_flavor(
+        name,
+        node_labels=parse_key_values(node_labels, "node-labels"),
+        node_taints=parse_taints(_csv(node_taints)),
+        tolerations=parse_tolerations(_csv(tolerations)),
+    )
     dry_run = parse_dry_run(dry_run)
     click.echo(submit(rf, "resourceflavor", None, dry_run=dry_run, output=output), nl=False)
 

@@ -47,8 +47,18 @@ from webhook.core.workload import WorkloadInfo, parse_workload
 
 __all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table"]
 
-_KINDS = {"job": "Job", "jobs": "Job", "job.batch": "Job", "pod": "Pod", "pods": "Pod", "po": "Pod",
-          "workload": "Workload", "workloads": "Workload", "wl": "Workload", "kwl": "Workload"}
+_KINDS = {
+    "job": "Job",
+    "jobs": "Job",
+    "job.batch": "Job",
+    "pod": "Pod",
+    "pods": "Pod",
+    "po": "Pod",
+    "workload": "Workload",
+    "workloads": "Workload",
+    "wl": "Workload",
+    "kwl": "Workload",
+}
 
 
 def _optional_list(api: Api, path: str) -> list[dict[str, Any]]:
@@ -80,7 +90,9 @@ def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]
         out.append("the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)")
     if not queue:
         return "", [*out, "the Workload names no LocalQueue (label kueue.x-k8s.io/queue-name)"]
-    lq = next((q for q in state.local_queues if (o.meta(q).get("namespace"), o.meta(q).get("name")) == (ns, queue)), None)
+    lq = next(
+        (q for q in state.local_queues if (o.meta(q).get("namespace"), o.meta(q).get("name")) == (ns, queue)), None
+    )
     if lq is None:
         return "", [*out, f"LocalQueue {queue} does not exist in namespace {ns}"]
     if (lq.get("spec") or {}).get("stopPolicy", "None") != "None":
@@ -98,8 +110,11 @@ def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]
     labels = next((o.meta(n).get("labels") or {} for n in state.namespaces if o.meta(n).get("name") == ns), {})
     if not selector.matches(spec.get("namespaceSelector"), labels, nil_matches=True):
         out.append(f"ClusterQueue {cq_name}'s namespaceSelector does not select namespace {ns}")
-    pending_checks = sorted(c.get("name", "") for c in (wl.get("status") or {}).get("admissionChecks") or []
-                            if c.get("state") in ("Pending", "Retry"))
+    pending_checks = sorted(
+        c.get("name", "")
+        for c in (wl.get("status") or {}).get("admissionChecks") or []
+        if c.get("state") in ("Pending", "Retry")
+    )
     if pending_checks and workload_status(wl) == "quotaReserved":
         out.append(f"admission check(s) not ready yet: {', '.join(pending_checks)}")
     return cq_name, out
@@ -110,10 +125,22 @@ def _amount(resource: str, value: int) -> str:
 
 
 def quota_table(rows: Sequence[QuotaRow]) -> str:
-    return render_table(["Pod Set", "Flavor", "Resource", "Requested", "Nominal", "In Use", "Borrowable Now", "Shortfall"],
-                        [[r.pod_set, r.flavor, r.resource, _amount(r.resource, r.requested), _amount(r.resource, r.nominal),
-                          _amount(r.resource, r.in_use), _amount(r.resource, r.borrowable), _amount(r.resource, r.shortfall)]
-                         for r in rows])
+    return render_table(
+        ["Pod Set", "Flavor", "Resource", "Requested", "Nominal", "In Use", "Borrowable Now", "Shortfall"],
+        [
+            [
+                r.pod_set,
+                r.flavor,
+                r.resource,
+                _amount(r.resource, r.requested),
+                _amount(r.resource, r.nominal),
+                _amount(r.resource, r.in_use),
+                _amount(r.resource, r.borrowable),
+                _amount(r.resource, r.shortfall),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def describe_outcome(outcome: Outcome, wl: WorkloadInfo) -> list[str]:
@@ -142,11 +169,16 @@ def _fits_lines(rows: Sequence[QuotaRow], cluster_queue: str) -> list[str]:
     if not rows:
         return []
     if reasons:
-        return [f"can never fit ClusterQueue {cluster_queue}, even with nothing else running:", *[f"  {r}" for r in reasons]]
+        return [
+            f"can never fit ClusterQueue {cluster_queue}, even with nothing else running:",
+            *[f"  {r}" for r in reasons],
+        ]
     return [f"can fit ClusterQueue {cluster_queue} once enough quota is free"]
 
 
-def _report(wl_obj: Mapping[str, Any], state: ClusterState, *, now: Any) -> tuple[WorkloadInfo, str, list[str], Outcome, list[QuotaRow]]:
+def _report(
+    wl_obj: Mapping[str, Any], state: ClusterState, *, now: Any
+) -> tuple[WorkloadInfo, str, list[str], Outcome, list[QuotaRow]]:
     core = build_core(state, now)
     info = parse_workload(wl_obj)
     cq_name, blocked = blockers(wl_obj, state)
@@ -164,24 +196,38 @@ def _find_workload(api: Api, kind: str, name: str, namespace: str) -> dict[str, 
         if wl is None:
             raise CliError(f'workloads.{constants.GROUP} "{name}" not found')
         return wl
-    path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}" if kind == "Job" else f"/api/v1/namespaces/{namespace}/pods/{name}"
+    path = (
+        f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+        if kind == "Job"
+        else f"/api/v1/namespaces/{namespace}/pods/{name}"
+    )
     owner = get_object(api, path)
     if owner is None:
         raise CliError(f'{"jobs.batch" if kind == "Job" else "pods"} "{name}" not found')
     uid = o.meta(owner).get("uid", "")
     wls = list_items(api, kueue_path("workload", namespace))["items"]
-    mine = [w for w in wls if (o.meta(w).get("labels") or {}).get(constants.JOB_UID_LABEL) == uid
-            or any(r.get("uid") == uid for r in o.meta(w).get("ownerReferences") or [])]
+    mine = [
+        w
+        for w in wls
+        if (o.meta(w).get("labels") or {}).get(constants.JOB_UID_LABEL) == uid
+        or any(r.get("uid") == uid for r in o.meta(w).get("ownerReferences") or [])
+    ]
     if not mine:
         queue = (o.meta(owner).get("labels") or {}).get(constants.QUEUE_LABEL)
-        why = "it has no kueue.x-k8s.io/queue-name label, so Kueue does not manage it" if not queue else \
-            "Kueue has not created one yet"
+        why = (
+            "it has no kueue.x-k8s.io/queue-name label, so Kueue does not manage it"
+            if not queue
+            else "Kueue has not created one yet"
+        )
         raise CliError(f"{kind.lower()}/{name} has no Workload: {why}")
     return dict(mine[0])
 
 
-@click.command("explain", help="Explain why a Job, Pod or Workload is pending: the queue state that blocks it, "
-                               "its position, quota per flavor and resource, and what it would preempt.")
+@click.command(
+    "explain",
+    help="Explain why a Job, Pod or Workload is pending: the queue state that blocks it, "
+    "its position, quota per flavor and resource, and what it would preempt.",
+)
 @click.argument("target", metavar="TYPE/NAME")
 @kube_options
 def explain(target: str) -> None:
@@ -196,16 +242,25 @@ def explain(target: str) -> None:
     info, cq_name, blocked, outcome, rows = _report(wl, state, now=now)
     status = workload_status(wl)
     queue = (wl.get("spec") or {}).get("queueName", "")
-    lines = [f"Workload {info.key}: {status.upper()}" + (f", LocalQueue {queue}" if queue else "")
-             + (f" -> ClusterQueue {cq_name}" if cq_name else "")]
+    lines = [
+        f"Workload {info.key}: {status.upper()}"
+        + (f", LocalQueue {queue}" if queue else "")
+        + (f" -> ClusterQueue {cq_name}" if cq_name else "")
+    ]
     admission = (wl.get("status") or {}).get("admission")
     if status in ("admitted", "quotaReserved", "finished") and admission:
         for psa in admission.get("podSetAssignments") or []:
             flavors = ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))
             lines.append(f"  pod set {psa.get('name')}: {flavors} ({psa.get('count')} pods)")
     lines += [f"Blocked: {b}" for b in blocked]
-    reserved = next((c for c in (wl.get("status") or {}).get("conditions") or []
-                     if c.get("type") == constants.WorkloadCondition.QUOTA_RESERVED and c.get("status") == "False"), None)
+    reserved = next(
+        (
+            c
+            for c in (wl.get("status") or {}).get("conditions") or []
+            if c.get("type") == constants.WorkloadCondition.QUOTA_RESERVED and c.get("status") == "False"
+        ),
+        None,
+    )
     if reserved is not None and reserved.get("message"):
         lines.append(f"Kueue says: {reserved['message']}")
     if status == "pending" and cq_name:
@@ -218,16 +273,29 @@ def explain(target: str) -> None:
         click.echo(quota_table(rows), nl=False)
 
 
-def _position_lines(api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name: str, state: ClusterState) -> list[str]:
+def _position_lines(
+    api: Api, wl: Mapping[str, Any], info: WorkloadInfo, cq_name: str, state: ClusterState
+) -> list[str]:
     pending = pending_workloads(api, cq_name)
-    queue_of = {(o.meta(q).get("namespace", ""), o.meta(q).get("name", "")): str((q.get("spec") or {}).get("clusterQueue", ""))
-                for q in state.local_queues}
+    queue_of = {
+        (o.meta(q).get("namespace", ""), o.meta(q).get("name", "")): str((q.get("spec") or {}).get("clusterQueue", ""))
+        for q in state.local_queues
+    }
     ahead = workloads_ahead(state.workloads, info, cq_name, queue_of)
     lines = []
-    mine = next((p for p in pending or [] if (o.meta(p).get("namespace"), o.meta(p).get("name")) == (info.namespace, info.name)), None)
+    mine = next(
+        (
+            p
+            for p in pending or []
+            if (o.meta(p).get("namespace"), o.meta(p).get("name")) == (info.namespace, info.name)
+        ),
+        None,
+    )
     if mine is not None:
-        lines.append(f"Position: {mine.get('positionInClusterQueue')} in ClusterQueue {cq_name}, "
-                     f"{mine.get('positionInLocalQueue')} in LocalQueue {info.queue_name}")
+        lines.append(
+            f"Position: {mine.get('positionInClusterQueue')} in ClusterQueue {cq_name}, "
+            f"{mine.get('positionInLocalQueue')} in LocalQueue {info.queue_name}"
+        )
     else:
         # Counted as the visibility API counts (upstream's positionInClusterQueue: 0 = next).
         lines.append(f"Position: {len(ahead)} in ClusterQueue {cq_name} (queue order: priority, then creation)")
@@ -245,17 +313,25 @@ def _estimate_lines(api: Api, info: WorkloadInfo) -> list[str]:
     """The estimated admission our visibility API gives (`visibility.pykueue.io`), with its method;
     nothing where that API is not served or not readable."""
     page = local_queue_estimates(api, info.namespace, info.queue_name)
-    mine = next((i for i in (page or {}).get("items") or []
-                 if (o.meta(i).get("namespace"), o.meta(i).get("name")) == (info.namespace, info.name)), None)
+    mine = next(
+        (
+            i
+            for i in (page or {}).get("items") or []
+            if (o.meta(i).get("namespace"), o.meta(i).get("name")) == (info.namespace, info.name)
+        ),
+        None,
+    )
     if page is None or mine is None:
         return []
     estimation = page.get("estimation") or {}
     eta = mine.get("estimatedAdmission")
     if eta is None:
         return [f"Estimated admission: unknown ({estimation.get('unknownReason', 'no estimate')})"]
-    return [f"Estimated admission: in {human_duration(int(eta['waitSeconds']))}, at {eta['time']} "
-            f"({estimation.get('admissionsInWindow')} admissions in the last {estimation.get('windowSeconds')}s; "
-            f"{estimation.get('method')})"]
+    return [
+        f"Estimated admission: in {human_duration(int(eta['waitSeconds']))}, at {eta['time']} "
+        f"({estimation.get('admissionsInWindow')} admissions in the last {estimation.get('windowSeconds')}s; "
+        f"{estimation.get('method')})"
+    ]
 
 
 def _priority(api: Api, obj: Mapping[str, Any]) -> int:
@@ -276,9 +352,12 @@ def _priority(api: Api, obj: Mapping[str, Any]) -> int:
     return 0
 
 
-@click.command("dry-run", help="Run our admission core on a snapshot of the cluster's queues for a Job, Pod or "
-                               "Workload not yet submitted: would it be admitted now, on which flavors, what would it "
-                               "preempt, or why not; and whether it can ever fit. Nothing is written.")
+@click.command(
+    "dry-run",
+    help="Run our admission core on a snapshot of the cluster's queues for a Job, Pod or "
+    "Workload not yet submitted: would it be admitted now, on which flavors, what would it "
+    "preempt, or why not; and whether it can ever fit. Nothing is written.",
+)
 @click.option("-f", "--filename", required=True, help="The manifest (YAML or JSON; '-' reads standard input).")
 @kube_options
 def dry_run(filename: str) -> None:
@@ -295,11 +374,17 @@ def dry_run(filename: str) -> None:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     state = fetch_state(s.api)
-    state.workloads = [w for w in state.workloads if (o.meta(w).get("namespace"), o.meta(w).get("name")) !=
-                       (o.meta(wl).get("namespace"), o.meta(wl).get("name"))] + [wl]
+    state.workloads = [
+        w
+        for w in state.workloads
+        if (o.meta(w).get("namespace"), o.meta(w).get("name")) != (o.meta(wl).get("namespace"), o.meta(wl).get("name"))
+    ] + [wl]
     info, cq_name, blocked, outcome, rows = _report(wl, state, now=now)
-    lines = [f"{obj.get('kind', '').lower()}/{o.meta(obj).get('name', '')}: {sum(ps.count for ps in info.pod_sets)} pod(s)"
-             + (f", LocalQueue {info.queue_name}" if info.queue_name else "") + (f" -> ClusterQueue {cq_name}" if cq_name else "")]
+    lines = [
+        f"{obj.get('kind', '').lower()}/{o.meta(obj).get('name', '')}: {sum(ps.count for ps in info.pod_sets)} pod(s)"
+        + (f", LocalQueue {info.queue_name}" if info.queue_name else "")
+        + (f" -> ClusterQueue {cq_name}" if cq_name else "")
+    ]
     lines += [f"Blocked: {b}" for b in blocked]
     if cq_name:
         lines += describe_outcome(outcome, info)

@@ -54,8 +54,17 @@ __all__ = [
 CQ_COLUMNS = ("Name", "Cohort", "Pending Workloads", "Admitted Workloads", "Active", "Age")
 LQ_COLUMNS = ("Name", "ClusterQueue", "Pending Workloads", "Admitted Workloads", "Age")
 RF_COLUMNS = ("Name", "Node Labels", "Age")
-WL_COLUMNS = ("Name", "Job Type", "Job Name", "LocalQueue", "ClusterQueue", "Status", "Position in Queue",
-              "Exec Time", "Age")
+WL_COLUMNS = (
+    "Name",
+    "Job Type",
+    "Job Name",
+    "LocalQueue",
+    "ClusterQueue",
+    "Status",
+    "Position in Queue",
+    "Exec Time",
+    "Age",
+)
 _STATUSES = ("all", "pending", "quotareserved", "admitted", "finished")
 _STATUS_ERROR = 'invalid status value ({}). Must be "all", "pending", "admitted" or "finished"'
 _JOB_TYPE_MAX = 20
@@ -71,21 +80,41 @@ def _with_namespace(rows: Iterable[list[Any]], objects: Sequence[Mapping[str, An
 
 
 def cluster_queue_rows(cqs: Sequence[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[o.meta(cq).get("name"), (cq.get("spec") or {}).get("cohortName", ""),
-             (cq.get("status") or {}).get("pendingWorkloads", 0), (cq.get("status") or {}).get("admittedWorkloads", 0),
-             is_active(cq), age(o.meta(cq).get("creationTimestamp"), now)] for cq in cqs]
+    return [
+        [
+            o.meta(cq).get("name"),
+            (cq.get("spec") or {}).get("cohortName", ""),
+            (cq.get("status") or {}).get("pendingWorkloads", 0),
+            (cq.get("status") or {}).get("admittedWorkloads", 0),
+            is_active(cq),
+            age(o.meta(cq).get("creationTimestamp"), now),
+        ]
+        for cq in cqs
+    ]
 
 
 def local_queue_rows(lqs: Sequence[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[o.meta(lq).get("name"), (lq.get("spec") or {}).get("clusterQueue", ""),
-             (lq.get("status") or {}).get("pendingWorkloads", 0), (lq.get("status") or {}).get("admittedWorkloads", 0),
-             age(o.meta(lq).get("creationTimestamp"), now)] for lq in lqs]
+    return [
+        [
+            o.meta(lq).get("name"),
+            (lq.get("spec") or {}).get("clusterQueue", ""),
+            (lq.get("status") or {}).get("pendingWorkloads", 0),
+            (lq.get("status") or {}).get("admittedWorkloads", 0),
+            age(o.meta(lq).get("creationTimestamp"), now),
+        ]
+        for lq in lqs
+    ]
 
 
 def resource_flavor_rows(rfs: Sequence[Mapping[str, Any]], now: datetime) -> list[list[Any]]:
-    return [[o.meta(rf).get("name"),
-             ", ".join(sorted(f"{k}={v}" for k, v in ((rf.get("spec") or {}).get("nodeLabels") or {}).items())),
-             age(o.meta(rf).get("creationTimestamp"), now)] for rf in rfs]
+    return [
+        [
+            o.meta(rf).get("name"),
+            ", ".join(sorted(f"{k}={v}" for k, v in ((rf.get("spec") or {}).get("nodeLabels") or {}).items())),
+            age(o.meta(rf).get("creationTimestamp"), now),
+        ]
+        for rf in rfs
+    ]
 
 
 def workload_status(wl: Mapping[str, Any]) -> str:
@@ -113,7 +142,9 @@ class WorkloadLookups:
     resources: dict[str, Sequence[Resource] | None] = field(default_factory=dict)
 
 
-def workload_cluster_queue(wl: Mapping[str, Any], local_queues: Mapping[tuple[str, str], Mapping[str, Any] | None]) -> str:
+def workload_cluster_queue(
+    wl: Mapping[str, Any], local_queues: Mapping[tuple[str, str], Mapping[str, Any] | None]
+) -> str:
     """The admitting ClusterQueue, else the one its LocalQueue points at."""
     admitted = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
     if admitted:
@@ -146,10 +177,19 @@ def workload_rows(wls: Sequence[Mapping[str, Any]], lookups: WorkloadLookups, no
         refs = o.meta(wl).get("ownerReferences") or []
         types = sorted({t for t in (_job_type(r, lookups.resources) for r in refs) if t})
         position = lookups.positions.get((o.meta(wl).get("namespace", ""), o.meta(wl).get("name", "")))
-        rows.append([o.meta(wl).get("name"), ", ".join(types), ", ".join(sorted({r.get("name", "") for r in refs})),
-                     (wl.get("spec") or {}).get("queueName", ""), workload_cluster_queue(wl, lookups.local_queues),
-                     workload_status(wl).upper(), "" if position is None else position, _exec_time(wl, now),
-                     age(o.meta(wl).get("creationTimestamp"), now)])
+        rows.append(
+            [
+                o.meta(wl).get("name"),
+                ", ".join(types),
+                ", ".join(sorted({r.get("name", "") for r in refs})),
+                (wl.get("spec") or {}).get("queueName", ""),
+                workload_cluster_queue(wl, lookups.local_queues),
+                workload_status(wl).upper(),
+                "" if position is None else position,
+                _exec_time(wl, now),
+                age(o.meta(wl).get("creationTimestamp"), now),
+            ]
+        )
     return rows
 
 
@@ -159,9 +199,13 @@ def pod_label_selector(obj: Mapping[str, Any]) -> str | None:
     kind = obj.get("kind", "")
     group = obj.get("apiVersion", "").rpartition("/")[0]
     name = o.meta(obj).get("name", "")
-    kubeflow_operators = {"PyTorchJob": "pytorchjob-controller", "TFJob": "tfjob-controller",
-                          "PaddleJob": "paddlejob-controller", "XGBoostJob": "xgboostjob-controller",
-                          "JAXJob": "jaxjob-controller"}
+    kubeflow_operators = {
+        "PyTorchJob": "pytorchjob-controller",
+        "TFJob": "tfjob-controller",
+        "PaddleJob": "paddlejob-controller",
+        "XGBoostJob": "xgboostjob-controller",
+        "JAXJob": "jaxjob-controller",
+    }
     if (group, kind) == ("batch", "Job"):
         return f"batch.kubernetes.io/job-name={name}"
     if (group, kind) == ("", "Pod"):
@@ -198,12 +242,22 @@ def server_table(table: Mapping[str, Any], *, wide: bool, with_namespace: bool) 
 
 
 def _no_resources(namespace: str | None, *, dot: bool = False) -> None:
-    message = f"No resources found in {namespace} namespace." if namespace else "No resources found" + ("." if dot else "")
+    message = (
+        f"No resources found in {namespace} namespace." if namespace else "No resources found" + ("." if dot else "")
+    )
     click.echo(message, err=True)
 
 
-def _emit(objects: Sequence[Mapping[str, Any]], output: str | None, kind: str, headers: Sequence[str],
-          rows: list[list[Any]], *, with_namespace: bool, namespace: str | None) -> None:
+def _emit(
+    objects: Sequence[Mapping[str, Any]],
+    output: str | None,
+    kind: str,
+    headers: Sequence[str],
+    rows: list[list[Any]],
+    *,
+    with_namespace: bool,
+    namespace: str | None,
+) -> None:
     if not objects:
         _no_resources(namespace)
         return
@@ -214,17 +268,29 @@ def _emit(objects: Sequence[Mapping[str, Any]], output: str | None, kind: str, h
 
 
 def _selectors(f: Any) -> Any:
-    f = click.option("--field-selector", default="",
-                     help="Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. --field-selector "
-                          "key1=value1,key2=value2). The server only supports a limited number of field queries per type.")(f)
-    return click.option("-l", "--selector", default="",
-                        help="Selector (label query) to filter on, supports '=', '==', and '!='.(e.g. -l key1=value1,"
-                             "key2=value2). Matching objects must satisfy all of the specified label constraints.")(f)
+    f = click.option(
+        "--field-selector",
+        default="",
+        help="Selector (field query) to filter on, supports '=', '==', and '!='.(e.g. --field-selector "
+        "key1=value1,key2=value2). The server only supports a limited number of field queries per type.",
+    )(f)
+    return click.option(
+        "-l",
+        "--selector",
+        default="",
+        help="Selector (label query) to filter on, supports '=', '==', and '!='.(e.g. -l key1=value1,"
+        "key2=value2). Matching objects must satisfy all of the specified label constraints.",
+    )(f)
 
 
-@click.command("clusterqueue", help="Lists all ClusterQueues, potentially limiting output to those that are "
-                                    "active/inactive and matching the label selector.")
-@click.option("--active", multiple=True, metavar="true|false", help="Filter by active status. Valid values: 'true' and 'false'.")
+@click.command(
+    "clusterqueue",
+    help="Lists all ClusterQueues, potentially limiting output to those that are "
+    "active/inactive and matching the label selector.",
+)
+@click.option(
+    "--active", multiple=True, metavar="true|false", help="Filter by active status. Valid values: 'true' and 'false'."
+)
 @_selectors
 @output_option(table=True)
 @kube_options
@@ -237,7 +303,15 @@ def list_cluster_queues(active: Sequence[str], selector: str, field_selector: st
     cqs = list_items(s.api, kueue_path("clusterqueue"), label_selector=selector, field_selector=field_selector)["items"]
     if wanted:
         cqs = [cq for cq in cqs if is_active(cq) == wanted[0]]
-    _emit(cqs, output, "ClusterQueue", CQ_COLUMNS, cluster_queue_rows(cqs, s.clock()), with_namespace=False, namespace=None)
+    _emit(
+        cqs,
+        output,
+        "ClusterQueue",
+        CQ_COLUMNS,
+        cluster_queue_rows(cqs, s.clock()),
+        with_namespace=False,
+        namespace=None,
+    )
 
 
 def _parse_bool(text: str) -> bool:
@@ -246,28 +320,44 @@ def _parse_bool(text: str) -> bool:
         return True
     if lowered in ("false", "f", "0"):
         return False
-    raise CliError(f'invalid argument "{text}" for "--active" flag: strconv.ParseBool: parsing "{text}": invalid syntax')
+    raise CliError(
+        f'invalid argument "{text}" for "--active" flag: strconv.ParseBool: parsing "{text}": invalid syntax'
+    )
 
 
-@click.command("localqueue", help="Lists LocalQueues that match the given criteria: point to a specific CQ, being "
-                                  "active/inactive, belonging to the specified namespace, matching the label selector "
-                                  "or the field selector.")
-@click.option("-c", "--clusterqueue", default="", help="Filter by cluster queue name which is associated with the resource.")
+@click.command(
+    "localqueue",
+    help="Lists LocalQueues that match the given criteria: point to a specific CQ, being "
+    "active/inactive, belonging to the specified namespace, matching the label selector "
+    "or the field selector.",
+)
+@click.option(
+    "-c", "--clusterqueue", default="", help="Filter by cluster queue name which is associated with the resource."
+)
 @all_namespaces_option
 @_selectors
 @output_option(table=True)
 @kube_options
-def list_local_queues(clusterqueue: str, all_namespaces: bool, selector: str, field_selector: str,
-                      output: str | None) -> None:
+def list_local_queues(
+    clusterqueue: str, all_namespaces: bool, selector: str, field_selector: str, output: str | None
+) -> None:
     check_output_format(output, table=True)
     s = session()
     namespace = None if all_namespaces else s.ns
-    lqs = list_items(s.api, kueue_path("localqueue", namespace), label_selector=selector,
-                     field_selector=field_selector)["items"]
+    lqs = list_items(
+        s.api, kueue_path("localqueue", namespace), label_selector=selector, field_selector=field_selector
+    )["items"]
     if clusterqueue:
         lqs = [lq for lq in lqs if (lq.get("spec") or {}).get("clusterQueue") == clusterqueue]
-    _emit(lqs, output, "LocalQueue", LQ_COLUMNS, _with_namespace(local_queue_rows(lqs, s.clock()), lqs, all_namespaces),
-          with_namespace=all_namespaces, namespace=namespace)
+    _emit(
+        lqs,
+        output,
+        "LocalQueue",
+        LQ_COLUMNS,
+        _with_namespace(local_queue_rows(lqs, s.clock()), lqs, all_namespaces),
+        with_namespace=all_namespaces,
+        namespace=namespace,
+    )
 
 
 @click.command("resourceflavor", help="List ResourceFlavor")
@@ -277,9 +367,18 @@ def list_local_queues(clusterqueue: str, all_namespaces: bool, selector: str, fi
 def list_resource_flavors(selector: str, field_selector: str, output: str | None) -> None:
     check_output_format(output, table=True)
     s = session()
-    rfs = list_items(s.api, kueue_path("resourceflavor"), label_selector=selector, field_selector=field_selector)["items"]
-    _emit(rfs, output, "ResourceFlavor", RF_COLUMNS, resource_flavor_rows(rfs, s.clock()), with_namespace=False,
-          namespace=None)
+    rfs = list_items(s.api, kueue_path("resourceflavor"), label_selector=selector, field_selector=field_selector)[
+        "items"
+    ]
+    _emit(
+        rfs,
+        output,
+        "ResourceFlavor",
+        RF_COLUMNS,
+        resource_flavor_rows(rfs, s.clock()),
+        with_namespace=False,
+        namespace=None,
+    )
 
 
 def _find_for_object(api: Api, arg: str, namespace: str | None) -> tuple[Resource, dict[str, Any] | None]:
@@ -327,17 +426,36 @@ def _workload_lookups(api: Api, wls: Sequence[Mapping[str, Any]]) -> WorkloadLoo
 
 
 @click.command("workload", help="Lists Workloads that match the provided criteria.")
-@click.option("-c", "--clusterqueue", default="", help="Filter by cluster queue name which is associated with the resource.")
-@click.option("-q", "--localqueue", default="", help="Filter by local queue name which is associated with the resource.")
-@click.option("--status", multiple=True, help='Filter workloads by status. Must be "all", "pending", "admitted" or "finished"')
-@click.option("--for", "for_object", default="", metavar="TYPE[.API-GROUP]/NAME",
-              help="Filter only those pertaining to the specified resource.")
+@click.option(
+    "-c", "--clusterqueue", default="", help="Filter by cluster queue name which is associated with the resource."
+)
+@click.option(
+    "-q", "--localqueue", default="", help="Filter by local queue name which is associated with the resource."
+)
+@click.option(
+    "--status", multiple=True, help='Filter workloads by status. Must be "all", "pending", "admitted" or "finished"'
+)
+@click.option(
+    "--for",
+    "for_object",
+    default="",
+    metavar="TYPE[.API-GROUP]/NAME",
+    help="Filter only those pertaining to the specified resource.",
+)
 @all_namespaces_option
 @_selectors
 @output_option(table=True)
 @kube_options
-def list_workloads(clusterqueue: str, localqueue: str, status: Sequence[str], for_object: str, all_namespaces: bool,
-                   selector: str, field_selector: str, output: str | None) -> None:
+def list_workloads(
+    clusterqueue: str,
+    localqueue: str,
+    status: Sequence[str],
+    for_object: str,
+    all_namespaces: bool,
+    selector: str,
+    field_selector: str,
+    output: str | None,
+) -> None:
     check_output_format(output, table=True)
     statuses = {v.lower() for v in status}
     for value in status:
@@ -361,21 +479,39 @@ def list_workloads(clusterqueue: str, localqueue: str, status: Sequence[str], fo
         wls = list_items(s.api, path, label_selector=selector, field_selector=field_selector)["items"]
         if owner_uid is not None:
             wls = [wl for wl in wls if any(r.get("uid") == owner_uid for r in o.meta(wl).get("ownerReferences") or [])]
-    wls = [wl for wl in wls
-           if (not localqueue or (wl.get("spec") or {}).get("queueName") == localqueue)
-           and (not clusterqueue or ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") == clusterqueue)
-           and (not statuses or "all" in statuses or workload_status(wl).lower() in statuses)]
+    wls = [
+        wl
+        for wl in wls
+        if (not localqueue or (wl.get("spec") or {}).get("queueName") == localqueue)
+        and (not clusterqueue or ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") == clusterqueue)
+        and (not statuses or "all" in statuses or workload_status(wl).lower() in statuses)
+    ]
     rows = workload_rows(wls, _workload_lookups(s.api, wls), s.clock()) if wls and output in (None, "wide") else []
-    _emit(wls, output, "Workload", WL_COLUMNS, _with_namespace(rows, wls, all_namespaces) if rows else [],
-          with_namespace=all_namespaces, namespace=namespace)
+    _emit(
+        wls,
+        output,
+        "Workload",
+        WL_COLUMNS,
+        _with_namespace(rows, wls, all_namespaces) if rows else [],
+        with_namespace=all_namespaces,
+        namespace=namespace,
+    )
 
 
-@click.command("pods", help="Lists all pods that matches the given criteria: should be part of the specified Job "
-                            "kind, belonging to the specified namespace, matching the label selector or the field "
-                            "selector. The --for=pod/pod-name option allows to find pods from the same pod group as "
-                            "the specified pod, including that pod itself.")
-@click.option("--for", "for_object", default="", metavar="TYPE[.API-GROUP]/NAME",
-              help="Filter only those pertaining to the specified resource.")
+@click.command(
+    "pods",
+    help="Lists all pods that matches the given criteria: should be part of the specified Job "
+    "kind, belonging to the specified namespace, matching the label selector or the field "
+    "selector. The --for=pod/pod-name option allows to find pods from the same pod group as "
+    "the specified pod, including that pod itself.",
+)
+@click.option(
+    "--for",
+    "for_object",
+    default="",
+    metavar="TYPE[.API-GROUP]/NAME",
+    help="Filter only those pertaining to the specified resource.",
+)
 @all_namespaces_option
 @_selectors
 @output_option(table=True)

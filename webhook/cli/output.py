@@ -33,9 +33,14 @@ __all__ = [
 OUTPUT_FORMATS = ("json", "yaml", "name", "wide")
 
 _KUBECTL_TABLE = tabulate.TableFormat(
-    lineabove=None, linebelowheader=None, linebetweenrows=None, linebelow=None,
-    headerrow=tabulate.DataRow("", "   ", ""), datarow=tabulate.DataRow("", "   ", ""),
-    padding=0, with_header_hide=None,
+    lineabove=None,
+    linebelowheader=None,
+    linebetweenrows=None,
+    linebelow=None,
+    headerrow=tabulate.DataRow("", "   ", ""),
+    datarow=tabulate.DataRow("", "   ", ""),
+    padding=0,
+    with_header_hide=None,
 )
 
 
@@ -43,8 +48,10 @@ def check_output_format(output: str | None, *, table: bool) -> None:
     """Refuse an `-o` value we cannot print before any request is made; `wide` only where there is a table."""
     allowed = OUTPUT_FORMATS if table else OUTPUT_FORMATS[:3]
     if output is not None and output not in allowed:
-        raise CliError(f'unable to match a printer suitable for the output format "{output}", '
-                       f"allowed formats are: {','.join(sorted(allowed))}")
+        raise CliError(
+            f'unable to match a printer suitable for the output format "{output}", '
+            f"allowed formats are: {','.join(sorted(allowed))}"
+        )
 
 
 def cell(value: Any) -> str:
@@ -146,12 +153,16 @@ def print_objects(
         return "".join(_name_line(obj, group, kind, operation) for obj in objects)
     objects = [_without_managed_fields(obj) for obj in objects]
     if as_list:
-        doc: Any = {"kind": f"{kind}List", "apiVersion": api_version, "metadata": {},
-                    "items": objects}
+        doc: Any = {"kind": f"{kind}List", "apiVersion": api_version, "metadata": {}, "items": objects}
     elif len(objects) == 1:
         doc = _typed(objects[0], api_version, kind)
     else:
-        doc = {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": [_typed(o, api_version, kind) for o in objects]}
+        doc = {
+            "kind": "List",
+            "apiVersion": "v1",
+            "metadata": {},
+            "items": [_typed(o, api_version, kind) for o in objects],
+        }
     if output == "json":
         return json.dumps(doc, indent=4, ensure_ascii=False) + "\n"
     return yaml.safe_dump(doc, default_flow_style=False, sort_keys=True, allow_unicode=True)

@@ -20,10 +20,19 @@ from webhook.cli.session import AliasedGroup, session
 
 __all__ = ["ALIASES", "COMMANDS", "kubectl_argv", "passthrough_groups"]
 
-COMMANDS = {"get": "Display a resource", "delete": "Delete a resource", "edit": "Edit a resource on the server",
-            "describe": "Show details of a resource", "patch": "Update fields of a resource"}
-ALIASES = {"workload": ("kwl", "kueueworkload", "kueueworkloads"), "clusterqueue": ("cq",), "localqueue": ("lq",),
-           "resourceflavor": ("rf",)}
+COMMANDS = {
+    "get": "Display a resource",
+    "delete": "Delete a resource",
+    "edit": "Edit a resource on the server",
+    "describe": "Show details of a resource",
+    "patch": "Update fields of a resource",
+}
+ALIASES = {
+    "workload": ("kwl", "kueueworkload", "kueueworkloads"),
+    "clusterqueue": ("cq",),
+    "localqueue": ("lq",),
+    "resourceflavor": ("rf",),
+}
 
 
 def kubectl_argv(argv: Sequence[str], verb: str, kind: str, kubectl: str) -> list[str]:
@@ -41,14 +50,19 @@ def kubectl_argv(argv: Sequence[str], verb: str, kind: str, kubectl: str) -> lis
 def _exec(verb: str, kind: str) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        raise CliError(f'pass-through command are not available: exec: "kubectl": executable file not found in $PATH, '
-                       f'PATH="{os.environ.get("PATH", "")}"')
+        raise CliError(
+            f'pass-through command are not available: exec: "kubectl": executable file not found in $PATH, '
+            f'PATH="{os.environ.get("PATH", "")}"'
+        )
     os.execv(kubectl, kubectl_argv(session().argv, verb, kind, kubectl))
 
 
 def _subcommand(verb: str, kind: str) -> click.Command:
-    @click.command(kind, help=f'Pass-through "{verb} {kind}" to kubectl',
-                   context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []})
+    @click.command(
+        kind,
+        help=f'Pass-through "{verb} {kind}" to kubectl',
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: Sequence[str]) -> None:
         _exec(verb, kind)

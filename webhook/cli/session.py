@@ -72,24 +72,37 @@ def _store(ctx: click.Context, param: click.Parameter, value: Any) -> None:
 
 def kube_options(f: F) -> F:
     """--kubeconfig, --context and -n/--namespace, written into the Session wherever they appear."""
-    f = click.option("-n", "--namespace", expose_value=False, callback=_store,
-                     help="If present, the namespace scope for this CLI request.")(f)
-    f = click.option("--context", expose_value=False, callback=_store,
-                     help="The name of the kubeconfig context to use.")(f)
-    return click.option("--kubeconfig", expose_value=False, callback=_store,
-                        help="Path to the kubeconfig file to use for CLI requests.")(f)
+    f = click.option(
+        "-n",
+        "--namespace",
+        expose_value=False,
+        callback=_store,
+        help="If present, the namespace scope for this CLI request.",
+    )(f)
+    f = click.option(
+        "--context", expose_value=False, callback=_store, help="The name of the kubeconfig context to use."
+    )(f)
+    return click.option(
+        "--kubeconfig", expose_value=False, callback=_store, help="Path to the kubeconfig file to use for CLI requests."
+    )(f)
 
 
 def output_option(*, table: bool) -> Callable[[F], F]:
     formats = OUTPUT_FORMATS if table else OUTPUT_FORMATS[:3]
-    return click.option("-o", "--output", metavar="FORMAT", default=None,
-                        help=f"Output format. One of: ({', '.join(formats)}).")
+    return click.option(
+        "-o", "--output", metavar="FORMAT", default=None, help=f"Output format. One of: ({', '.join(formats)})."
+    )
 
 
 def all_namespaces_option(f: F) -> F:
-    return click.option("-A", "--all-namespaces", is_flag=True, default=False,
-                        help="If present, list the requested object(s) across all namespaces. Namespace in "
-                             "current context is ignored even if specified with --namespace.")(f)
+    return click.option(
+        "-A",
+        "--all-namespaces",
+        is_flag=True,
+        default=False,
+        help="If present, list the requested object(s) across all namespaces. Namespace in "
+        "current context is ignored even if specified with --namespace.",
+    )(f)
 
 
 class DryRun:
@@ -105,10 +118,14 @@ def parse_dry_run(value: str) -> str:
 
 
 def dry_run_option(f: F) -> F:
-    return click.option("--dry-run", default=DryRun.NONE, metavar="STRATEGY",
-                        help='Must be "none", "server", or "client". If client strategy, only print the object '
-                             "that would be sent, without sending it. If server strategy, submit a server-side "
-                             "request without persisting the resource.")(f)
+    return click.option(
+        "--dry-run",
+        default=DryRun.NONE,
+        metavar="STRATEGY",
+        help='Must be "none", "server", or "client". If client strategy, only print the object '
+        "that would be sent, without sending it. If server strategy, submit a server-side "
+        "request without persisting the resource.",
+    )(f)
 
 
 class AliasedGroup(click.Group):
@@ -126,7 +143,9 @@ class AliasedGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return super().get_command(ctx, self.aliases.get(cmd_name, cmd_name))
 
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
         name, cmd, rest = super().resolve_command(ctx, args)
         return (cmd.name if cmd else name), cmd, rest
 

@@ -57,9 +57,13 @@ def build_core(state: ClusterState, now: datetime, *, with_workloads: bool = Tru
     for ns in state.namespaces:
         core.on_namespace(o.meta(ns).get("name", ""), o.meta(ns).get("labels") or {}, now)
     for ac in state.admission_checks:
-        active = any(c.get("type") == "Active" and c.get("status") == "True"
-                     for c in (ac.get("status") or {}).get("conditions") or [])
-        core.on_admission_check(o.meta(ac).get("name", ""), active, now, (ac.get("spec") or {}).get("controllerName", ""))
+        active = any(
+            c.get("type") == "Active" and c.get("status") == "True"
+            for c in (ac.get("status") or {}).get("conditions") or []
+        )
+        core.on_admission_check(
+            o.meta(ac).get("name", ""), active, now, (ac.get("spec") or {}).get("controllerName", "")
+        )
     for rf in state.resource_flavors:
         core.on_resource_flavor(rf, now)
     for cohort in state.cohorts:
@@ -132,10 +136,17 @@ def workload_for(obj: Mapping[str, Any], *, now: datetime, priority: int = 0) ->
     else:
         raise ValueError(f"cannot make a Workload for kind {kind!r}: batch/v1 Job, v1 Pod or Workload")
     name = meta.get("name") or meta.get("generateName", "") + "dry-run"
-    return {"apiVersion": constants.V1BETA2, "kind": "Workload",
-            "metadata": {"name": f"{str(kind).lower()}-{name}", "namespace": meta.get("namespace", "default"),
-                         "uid": "dry-run", "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ")},
-            "spec": {"queueName": labels.get(constants.QUEUE_LABEL, ""), "podSets": [pod_set], "priority": priority}}
+    return {
+        "apiVersion": constants.V1BETA2,
+        "kind": "Workload",
+        "metadata": {
+            "name": f"{str(kind).lower()}-{name}",
+            "namespace": meta.get("namespace", "default"),
+            "uid": "dry-run",
+            "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        "spec": {"queueName": labels.get(constants.QUEUE_LABEL, ""), "podSets": [pod_set], "priority": priority},
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +186,19 @@ def quota_rows(core: AdmissionCore, wl: WorkloadInfo, cluster_queue: str) -> lis
                 nominal = node.quota(fr).nominal
                 used = node.usage.get(fr, 0)
                 available = resource_node.available(node, fr)
-                rows.append(QuotaRow(ps.name, flavor, resource, requested, nominal, used,
-                                     max(0, available - max(0, nominal - used)), max(0, requested - available),
-                                     resource_node.potential_available(node, fr)))
+                rows.append(
+                    QuotaRow(
+                        ps.name,
+                        flavor,
+                        resource,
+                        requested,
+                        nominal,
+                        used,
+                        max(0, available - max(0, nominal - used)),
+                        max(0, requested - available),
+                        resource_node.potential_available(node, fr),
+                    )
+                )
     return rows
 
 
@@ -194,13 +215,19 @@ def never_fits(rows: Sequence[QuotaRow]) -> list[str]:
     for (pod_set, resource), flavors in by_key.items():
         if all(r.requested > r.most_ever for r in flavors):
             best = max(r.most_ever for r in flavors)
-            reasons.append(f"pod set {pod_set}: {resource} {quantity.format_amount(resource, flavors[0].requested)} "
-                           f"requested, at most {quantity.format_amount(resource, best)} in any flavor")
+            reasons.append(
+                f"pod set {pod_set}: {resource} {quantity.format_amount(resource, flavors[0].requested)} "
+                f"requested, at most {quantity.format_amount(resource, best)} in any flavor"
+            )
     return reasons
 
 
-def workloads_ahead(workloads: Sequence[Mapping[str, Any]], target: WorkloadInfo, cluster_queue: str,
-                    queue_of: Mapping[tuple[str, str], str]) -> list[WorkloadInfo]:
+def workloads_ahead(
+    workloads: Sequence[Mapping[str, Any]],
+    target: WorkloadInfo,
+    cluster_queue: str,
+    queue_of: Mapping[tuple[str, str], str],
+) -> list[WorkloadInfo]:
     """Pending workloads of the same ClusterQueue ordered before `target` (priority, then queue time, then UID),
     `queue_of` mapping (namespace, LocalQueue) to its ClusterQueue."""
     mine = ordering.queue_key(target)

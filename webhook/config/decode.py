@@ -106,9 +106,7 @@ def json_kind(value: Any) -> str:
 
 
 def _mismatch(value: Any, path: str, go_type: str) -> ConfigError:
-    return ConfigError(
-        f"json: cannot unmarshal {json_kind(value)} into Go struct field {path} of type {go_type}"
-    )
+    return ConfigError(f"json: cannot unmarshal {json_kind(value)} into Go struct field {path} of type {go_type}")
 
 
 class Decoder:
@@ -147,11 +145,7 @@ class Decoder:
     @staticmethod
     def integer(value: Any, path: str, go_type: str = "int32") -> int:
         bits = 32 if go_type == "int32" else 64
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
-        ):
+        if isinstance(value, bool) or not isinstance(value, int) or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
             raise _mismatch(value, path, go_type)
         return value
 
@@ -242,9 +236,7 @@ def _leader_election(d: Decoder, raw: Any) -> LeaderElection:
         return to_seconds(ns) if ns else default
 
     return LeaderElection(
-        leader_elect=True
-        if le.get("leaderElect") is None
-        else d.boolean(le["leaderElect"], f"{p}.leaderElect"),
+        leader_elect=True if le.get("leaderElect") is None else d.boolean(le["leaderElect"], f"{p}.leaderElect"),
         resource_name=d.string(le.get("resourceName", ""), f"{p}.resourceName") or defaults.resource_name,
         resource_namespace=d.string(le.get("resourceNamespace", ""), f"{p}.resourceNamespace"),
         lease_duration_s=dur("leaseDuration", defaults.lease_duration_s),
@@ -258,9 +250,7 @@ def _health(d: Decoder, raw: Any) -> Health:
     h = d.obj(raw, "health", ("healthProbeBindAddress", "readinessEndpointName", "livenessEndpointName"))
     defaults = Health()
     return Health(
-        health_probe_bind_address=d.string(
-            h.get("healthProbeBindAddress", ""), "health.healthProbeBindAddress"
-        )
+        health_probe_bind_address=d.string(h.get("healthProbeBindAddress", ""), "health.healthProbeBindAddress")
         or defaults.health_probe_bind_address,
         readiness_endpoint_name=d.string(h.get("readinessEndpointName", ""), "health.readinessEndpointName")
         or defaults.readiness_endpoint_name,
@@ -270,9 +260,7 @@ def _health(d: Decoder, raw: Any) -> Health:
 
 
 def _metrics(d: Decoder, raw: Any) -> Metrics:
-    m = d.obj(
-        raw, "metrics", ("bindAddress", "enableClusterQueueResources", "customLabels", "localQueueMetrics")
-    )
+    m = d.obj(raw, "metrics", ("bindAddress", "enableClusterQueueResources", "customLabels", "localQueueMetrics"))
     lqm = LocalQueueMetrics()
     if m.get("localQueueMetrics") is not None:
         raw_lqm = d.obj(m["localQueueMetrics"], "metrics.localQueueMetrics", ("enable", "localQueueSelector"))
@@ -283,9 +271,7 @@ def _metrics(d: Decoder, raw: Any) -> Metrics:
             ),
         )
     labels = []
-    keys = ("name", "sourceLabelKey", "sourceAnnotationKey") + (
-        () if d.v1beta1 else ("sourceKind", "trackedValues")
-    )
+    keys = ("name", "sourceLabelKey", "sourceAnnotationKey") + (() if d.v1beta1 else ("sourceKind", "trackedValues"))
     for i, item in enumerate(d.list(m.get("customLabels"), "metrics.customLabels")):
         p = f"metrics.customLabels[{i}]"
         cl = d.obj(item, p, keys)
@@ -299,8 +285,7 @@ def _metrics(d: Decoder, raw: Any) -> Metrics:
             )
         )
     return Metrics(
-        bind_address=d.string(m.get("bindAddress", ""), "metrics.bindAddress")
-        or DEFAULT_METRICS_BIND_ADDRESS,
+        bind_address=d.string(m.get("bindAddress", ""), "metrics.bindAddress") or DEFAULT_METRICS_BIND_ADDRESS,
         enable_cluster_queue_resources=d.boolean(
             m.get("enableClusterQueueResources", False), "metrics.enableClusterQueueResources"
         ),
@@ -311,9 +296,7 @@ def _metrics(d: Decoder, raw: Any) -> Metrics:
 
 def _controller(d: Decoder, raw: Any) -> ControllerConfig:
     c = d.obj(raw, "controller", ("groupKindConcurrency", "cacheSyncTimeout"))
-    gkc = d.obj(
-        c.get("groupKindConcurrency"), "controller.groupKindConcurrency", c.get("groupKindConcurrency") or ()
-    )
+    gkc = d.obj(c.get("groupKindConcurrency"), "controller.groupKindConcurrency", c.get("groupKindConcurrency") or ())
     timeout = c.get("cacheSyncTimeout")
     return ControllerConfig(
         group_kind_concurrency=MappingProxyType(
@@ -334,8 +317,7 @@ def _tls(d: Decoder, raw: Any) -> TLSOptions | None:
         min_version=d.string(t.get("minVersion", ""), "tls.minVersion"),
         cipher_suites=d.strings(t.get("cipherSuites"), "tls.cipherSuites"),
         curve_preferences=tuple(
-            d.integer(v, f"tls.curvePreferences[{i}]")
-            for i, v in enumerate(d.list(t.get("curvePreferences"), "tls"))
+            d.integer(v, f"tls.curvePreferences[{i}]") for i, v in enumerate(d.list(t.get("curvePreferences"), "tls"))
         ),
     )
 
@@ -357,12 +339,8 @@ def _internal_cert_management(d: Decoder, raw: Any) -> InternalCertManagement:
 def _client_connection(d: Decoder, raw: Any) -> ClientConnection:
     cc = d.obj(raw, "clientConnection", ("qps", "burst"))
     return ClientConnection(
-        qps=DEFAULT_CLIENT_QPS
-        if cc.get("qps") is None
-        else d.number(cc["qps"], "clientConnection.qps", "float32"),
-        burst=DEFAULT_CLIENT_BURST
-        if cc.get("burst") is None
-        else d.integer(cc["burst"], "clientConnection.burst"),
+        qps=DEFAULT_CLIENT_QPS if cc.get("qps") is None else d.number(cc["qps"], "clientConnection.qps", "float32"),
+        burst=DEFAULT_CLIENT_BURST if cc.get("burst") is None else d.integer(cc["burst"], "clientConnection.burst"),
     )
 
 
@@ -375,9 +353,7 @@ def _requeuing_strategy(d: Decoder, raw: Any) -> RequeuingStrategy:
         return default if rs.get(key) is None else d.integer(rs[key], f"{p}.{key}")
 
     return RequeuingStrategy(
-        timestamp=defaults.timestamp
-        if rs.get("timestamp") is None
-        else d.string(rs["timestamp"], f"{p}.timestamp"),
+        timestamp=defaults.timestamp if rs.get("timestamp") is None else d.string(rs["timestamp"], f"{p}.timestamp"),
         backoff_limit_count=_opt(rs.get("backoffLimitCount"), d.integer, f"{p}.backoffLimitCount"),
         backoff_base_seconds=int_or("backoffBaseSeconds", defaults.backoff_base_seconds),
         backoff_max_seconds=int_or("backoffMaxSeconds", defaults.backoff_max_seconds),
@@ -389,9 +365,7 @@ def _wait_for_pods_ready(d: Decoder, raw: Any) -> WaitForPodsReady | None:
     keys = ("timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout")
     w = d.obj(raw, p, (*keys, "enable") if d.v1beta1 else keys)
     timeout_ns = None if w.get("timeout") is None else d.duration(w["timeout"], f"{p}.timeout")
-    recovery_ns = (
-        None if w.get("recoveryTimeout") is None else d.duration(w["recoveryTimeout"], f"{p}.recoveryTimeout")
-    )
+    recovery_ns = None if w.get("recoveryTimeout") is None else d.duration(w["recoveryTimeout"], f"{p}.recoveryTimeout")
     block = None if w.get("blockAdmission") is None else d.boolean(w["blockAdmission"], f"{p}.blockAdmission")
     strategy = _requeuing_strategy(d, w.get("requeuingStrategy"))
     if d.v1beta1:
@@ -461,9 +435,7 @@ def _multi_kueue(d: Decoder, raw: Any) -> MultiKueue:
         dispatcher_name=dispatcher,
         external_frameworks=tuple(names),
         incremental_dispatcher_config=idc,
-        cluster_profile=None
-        if cp is None
-        else MappingProxyType(dict(d.obj(cp, f"{p}.clusterProfile", cp or ()))),
+        cluster_profile=None if cp is None else MappingProxyType(dict(d.obj(cp, f"{p}.clusterProfile", cp or ()))),
     )
 
 
@@ -486,9 +458,7 @@ def _admission_fair_sharing(d: Decoder, raw: Any) -> AdmissionFairSharing | None
     p = "admissionFairSharing"
     afs = d.obj(raw, p, ("usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"))
     half_life = (
-        0
-        if afs.get("usageHalfLifeTime") is None
-        else d.duration(afs["usageHalfLifeTime"], f"{p}.usageHalfLifeTime")
+        0 if afs.get("usageHalfLifeTime") is None else d.duration(afs["usageHalfLifeTime"], f"{p}.usageHalfLifeTime")
     )
     interval = (
         0
@@ -519,9 +489,7 @@ def _resources(d: Decoder, raw: Any) -> Resources:
                 input=d.string(t.get("input", ""), f"{tp}.input"),
                 strategy=d.string(t.get("strategy") or "Retain", f"{tp}.strategy"),
                 multiply_by=d.string(t.get("multiplyBy", ""), f"{tp}.multiplyBy"),
-                outputs=MappingProxyType(
-                    {str(k): _quantity(v, f"{tp}.outputs.{k}") for k, v in outputs.items()}
-                ),
+                outputs=MappingProxyType({str(k): _quantity(v, f"{tp}.outputs.{k}") for k, v in outputs.items()}),
             )
         )
     mappings = []
@@ -557,9 +525,7 @@ def _object_retention_policies(d: Decoder, raw: Any) -> ObjectRetentionPolicies:
     def dur(key: str) -> float | None:
         return None if w.get(key) is None else to_seconds(d.duration(w[key], f"{p}.workloads.{key}"))
 
-    return ObjectRetentionPolicies(
-        WorkloadRetentionPolicy(dur("afterFinished"), dur("afterDeactivatedByKueue"))
-    )
+    return ObjectRetentionPolicies(WorkloadRetentionPolicy(dur("afterFinished"), dur("afterDeactivatedByKueue")))
 
 
 def _visibility_server(d: Decoder, raw: Any) -> VisibilityServer:
@@ -590,9 +556,7 @@ _TOP_LEVEL_KEYS = (
 
 def decode_document(d: Decoder, doc: Mapping[str, Any]) -> Configuration:
     top = d.obj(doc, "", (*_TOP_LEVEL_KEYS, "queueVisibility" if d.v1beta1 else "visibilityServer"))
-    namespace = (
-        operator_namespace() if top.get("namespace") is None else d.string(top["namespace"], "namespace")
-    )
+    namespace = operator_namespace() if top.get("namespace") is None else d.string(top["namespace"], "namespace")
     selector = d.selector(top.get("managedJobsNamespaceSelector"), "managedJobsNamespaceSelector")
     gates = d.obj(top.get("featureGates"), "featureGates", top.get("featureGates") or ())
     if d.v1beta1 and top.get("queueVisibility") is not None:
@@ -619,8 +583,6 @@ def decode_document(d: Decoder, doc: Mapping[str, Any]) -> Configuration:
         admission_fair_sharing=_admission_fair_sharing(d, top.get("admissionFairSharing")),
         resources=_resources(d, top.get("resources")),
         object_retention_policies=_object_retention_policies(d, top.get("objectRetentionPolicies")),
-        visibility_server=VisibilityServer()
-        if d.v1beta1
-        else _visibility_server(d, top.get("visibilityServer")),
+        visibility_server=VisibilityServer() if d.v1beta1 else _visibility_server(d, top.get("visibilityServer")),
         feature_gates=MappingProxyType({str(k): d.boolean(v, f"featureGates.{k}") for k, v in gates.items()}),
     )

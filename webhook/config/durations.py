@@ -45,9 +45,7 @@ def parse_go_duration(text: str) -> int:
         if not unit:
             raise ValueError(f"time: missing unit in duration {quoted}")
         if unit not in _DURATION_UNITS:
-            raise ValueError(
-                f"time: unknown unit {json.dumps(unit, ensure_ascii=False)} in duration {quoted}"
-            )
+            raise ValueError(f"time: unknown unit {json.dumps(unit, ensure_ascii=False)} in duration {quoted}")
         total += Fraction(number) * _DURATION_UNITS[unit]
         rest = rest[len(number) + len(unit) :]
     return sign * int(total)

@@ -94,6 +94,7 @@ MULTIKUEUE_DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-increm
 _SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
+
 class Feature(StrEnum):
     """Every feature gate of upstream's `pkg/features/kube_features.go`, by its exact name.
 

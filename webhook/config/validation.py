@@ -87,9 +87,7 @@ _MAX_CUSTOM_LABELS = 20
 _MAX_TRACKED_VALUES = 16
 _MAX_TRACKED_WORKLOAD_VALUES = 12
 # pkg/metrics: MaxCustomLabelsForSourceKind; Workload labels are capped lower.
-_MAX_CUSTOM_LABELS_PER_KIND = MappingProxyType(
-    {"Cohort": 8, "ClusterQueue": 8, "LocalQueue": 8, "Workload": 2}
-)
+_MAX_CUSTOM_LABELS_PER_KIND = MappingProxyType({"Cohort": 8, "ClusterQueue": 8, "LocalQueue": 8, "Workload": 2})
 _DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 
 
@@ -151,9 +149,7 @@ def _validate_wait_for_pods_ready(cfg: Configuration) -> list[fields.FieldError]
         )
     rs = w.requeuing_strategy
     if rs.timestamp not in ("Creation", "Eviction"):
-        errs.append(
-            fields.not_supported(f"{p}.requeuingStrategy.timestamp", rs.timestamp, ("Creation", "Eviction"))
-        )
+        errs.append(fields.not_supported(f"{p}.requeuingStrategy.timestamp", rs.timestamp, ("Creation", "Eviction")))
     for key, value in (
         ("backoffLimitCount", rs.backoff_limit_count),
         ("backoffBaseSeconds", rs.backoff_base_seconds),
@@ -190,18 +186,14 @@ def _validate_integrations(cfg: Configuration) -> list[fields.FieldError]:
         sel: Mapping[str, Any] | None = cfg.managed_jobs_namespace_selector
         if sel is None:
             errs.append(
-                fields.required(
-                    "managedJobsNamespaceSelector", "cannot be empty when pod integration is enabled"
-                )
+                fields.required("managedJobsNamespaceSelector", "cannot be empty when pod integration is enabled")
             )
         else:
             errs.extend(_validate_namespace_selector(cfg, sel))
     return errs
 
 
-def _validate_namespace_selector(
-    cfg: Configuration, sel: Mapping[str, Any] | None
-) -> list[fields.FieldError]:
+def _validate_namespace_selector(cfg: Configuration, sel: Mapping[str, Any] | None) -> list[fields.FieldError]:
     """The selector must be valid and must exempt kube-system and Kueue's own namespace."""
     path = "managedJobsNamespaceSelector"
     errs = selector.validate(sel, path)
@@ -211,9 +203,7 @@ def _validate_namespace_selector(
     for ns in prohibited:
         if selector.matches(sel, {NAMESPACE_NAME_LABEL: ns}):
             errs.append(
-                fields.invalid(
-                    path, selector.canonical(sel), f"should not match the {json.dumps(ns)} namespace"
-                )
+                fields.invalid(path, selector.canonical(sel), f"should not match the {json.dumps(ns)} namespace")
             )
     return errs
 
@@ -235,9 +225,7 @@ def _validate_multi_kueue(cfg: Configuration) -> list[fields.FieldError]:
     label_errs = fields.is_label_value(mk.origin)
     if label_errs:
         errs.append(fields.invalid(f"{p}.origin", mk.origin, ",".join(label_errs)))
-    built_in = {
-        _FRAMEWORKS[f][0] for f in cfg.integrations.frameworks if f in _FRAMEWORKS and _FRAMEWORKS[f][1]
-    }
+    built_in = {_FRAMEWORKS[f][0] for f in cfg.integrations.frameworks if f in _FRAMEWORKS and _FRAMEWORKS[f][1]}
     seen: set[str] = set()
     for i, name in enumerate(mk.external_frameworks):
         path = f"{p}.externalFrameworks[{i}].name"
@@ -280,9 +268,7 @@ def _validate_fair_sharing(cfg: Configuration) -> list[fields.FieldError]:
         return [fields.required(path, "must be specified")]
     if tuple(fs.preemption_strategies) not in _PREEMPTION_STRATEGY_SETS:
         return [
-            fields.not_supported(
-                path, list(fs.preemption_strategies), [",".join(s) for s in _PREEMPTION_STRATEGY_SETS]
-            )
+            fields.not_supported(path, list(fs.preemption_strategies), [",".join(s) for s in _PREEMPTION_STRATEGY_SETS])
         ]
     return []
 
@@ -319,16 +305,12 @@ def _validate_internal_cert_management(cfg: Configuration) -> list[fields.FieldE
     svc_errs = _is_dns1035_label(icm.webhook_service_name)
     if svc_errs:
         errs.append(
-            fields.invalid(
-                "internalCertManagement.webhookServiceName", icm.webhook_service_name, ",".join(svc_errs)
-            )
+            fields.invalid("internalCertManagement.webhookServiceName", icm.webhook_service_name, ",".join(svc_errs))
         )
     sec_errs = fields.is_dns1123_subdomain(icm.webhook_secret_name)
     if sec_errs:
         errs.append(
-            fields.invalid(
-                "internalCertManagement.webhookSecretName", icm.webhook_secret_name, ",".join(sec_errs)
-            )
+            fields.invalid("internalCertManagement.webhookSecretName", icm.webhook_secret_name, ",".join(sec_errs))
         )
     return errs
 
@@ -381,13 +363,9 @@ def _validate_visibility_server(cfg: Configuration) -> list[fields.FieldError]:
         try:
             ipaddress.ip_address(vs.bind_address)
         except ValueError:
-            errs.append(
-                fields.invalid("visibilityServer.bindAddress", vs.bind_address, "must be a valid IP address")
-            )
+            errs.append(fields.invalid("visibilityServer.bindAddress", vs.bind_address, "must be a valid IP address"))
     if not 1 <= vs.bind_port <= 65535:
-        errs.append(
-            fields.invalid("visibilityServer.bindPort", vs.bind_port, "must be a valid port number (1-65535)")
-        )
+        errs.append(fields.invalid("visibilityServer.bindPort", vs.bind_port, "must be a valid port number (1-65535)"))
     return errs
 
 
@@ -443,9 +421,7 @@ def _validate_custom_labels(cfg: Configuration) -> list[fields.FieldError]:
         if cl.source_kind == "Workload":
             if not values:
                 errs.append(
-                    fields.invalid(
-                        f"{path}.trackedValues", None, "must not be empty when sourceKind is 'Workload'"
-                    )
+                    fields.invalid(f"{path}.trackedValues", None, "must not be empty when sourceKind is 'Workload'")
                 )
             if len(values) > _MAX_TRACKED_WORKLOAD_VALUES:
                 errs.append(
@@ -520,11 +496,7 @@ def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]
         if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[Feature(name)]
     ]
     if locked:
-        return [
-            fields.invalid(
-                "featureGates", value, locked[0] if len(locked) == 1 else "[" + ", ".join(locked) + "]"
-            )
-        ]
+        return [fields.invalid("featureGates", value, locked[0] if len(locked) == 1 else "[" + ", ".join(locked) + "]")]
 
     def enabled(gate: Feature) -> bool:
         return gates.get(gate, FEATURE_GATE_DEFAULTS[gate])
@@ -564,14 +536,10 @@ def parse(text: str) -> Configuration:
     if doc is None:
         doc = {}
     if not isinstance(doc, Mapping):
-        raise ConfigError(
-            f"json: cannot unmarshal {json_kind(doc)} into Go value of type v1beta2.Configuration"
-        )
+        raise ConfigError(f"json: cannot unmarshal {json_kind(doc)} into Go value of type v1beta2.Configuration")
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if not kind:
-        raise ConfigError(
-            f"Object 'Kind' is missing in '{json.dumps(doc, default=str, separators=(',', ':'))}'"
-        )
+        raise ConfigError(f"Object 'Kind' is missing in '{json.dumps(doc, default=str, separators=(',', ':'))}'")
     if api_version not in (CONFIG_V1BETA1, CONFIG_V1BETA2) or kind != "Configuration":
         raise ConfigError(f'no kind "{kind}" is registered for version "{api_version}"')
     decoder = Decoder(v1beta1=api_version == CONFIG_V1BETA1)

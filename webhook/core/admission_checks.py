@@ -51,7 +51,9 @@ def _stamp(t: datetime) -> str:
 
 def assigned_flavors(admission: Mapping[str, Any]) -> frozenset[str]:
     """Every flavor some podSet of `status.admission` got (`findAdmissionFlavors`)."""
-    return frozenset(str(f) for psa in admission.get("podSetAssignments") or () for f in (psa.get("flavors") or {}).values())
+    return frozenset(
+        str(f) for psa in admission.get("podSetAssignments") or () for f in (psa.get("flavors") or {}).values()
+    )
 
 
 def required_checks(cq: ClusterQueueSpec, admission: Mapping[str, Any] | None) -> frozenset[str]:
@@ -64,12 +66,16 @@ def required_checks(cq: ClusterQueueSpec, admission: Mapping[str, Any] | None) -
     return frozenset(name for name, on in cq.admission_check_flavors.items() if on >= every)
 
 
-def has_all_required(cq: ClusterQueueSpec, admission: Mapping[str, Any], present: Sequence[str] | Mapping[str, Any]) -> bool:
+def has_all_required(
+    cq: ClusterQueueSpec, admission: Mapping[str, Any], present: Sequence[str] | Mapping[str, Any]
+) -> bool:
     """Every check the admission calls for is listed on the Workload (`HasAllRequiredChecks`)."""
     return required_checks(cq, admission) <= set(present)
 
 
-def sync_checks(current: Sequence[Mapping[str, Any]], required: frozenset[str], now: datetime) -> list[dict[str, Any]] | None:
+def sync_checks(
+    current: Sequence[Mapping[str, Any]], required: frozenset[str], now: datetime
+) -> list[dict[str, Any]] | None:
     """`status.admissionChecks` holding exactly `required` (new ones Pending, sorted by name), or None
     when no write is due. As upstream, a mere reordering is not worth a write."""
     if not required:
@@ -78,7 +84,9 @@ def sync_checks(current: Sequence[Mapping[str, Any]], required: frozenset[str], 
     names = {str(c.get("name")) for c in checks}
     added = False
     for name in sorted(required - names):
-        checks.append({"name": name, "state": constants.CHECK_STATE_PENDING, "message": "", "lastTransitionTime": _stamp(now)})
+        checks.append(
+            {"name": name, "state": constants.CHECK_STATE_PENDING, "message": "", "lastTransitionTime": _stamp(now)}
+        )
         added = True
     if not added and len(checks) <= len(required):
         return None
@@ -131,8 +139,12 @@ def reset_on_eviction(checks: Sequence[Mapping[str, Any]], now: datetime) -> lis
         if state == constants.CHECK_STATE_PENDING:
             out.append(dict(c))
             continue
-        new: dict[str, Any] = {"name": c.get("name"), "state": constants.CHECK_STATE_PENDING,
-                               "message": constants.MSG_CHECK_RESET.format(state=state), "lastTransitionTime": _stamp(now)}
+        new: dict[str, Any] = {
+            "name": c.get("name"),
+            "state": constants.CHECK_STATE_PENDING,
+            "message": constants.MSG_CHECK_RESET.format(state=state),
+            "lastTransitionTime": _stamp(now),
+        }
         if c.get("requeueAfterSeconds") is not None:
             new["requeueAfterSeconds"] = c["requeueAfterSeconds"]
         if state == constants.CHECK_STATE_RETRY:
@@ -149,13 +161,18 @@ def admitted_sync(wl: WorkloadInfo) -> ConditionValue | None:
     states = wl.check_states.values()
     want = admitted_condition(bool(states), all(s == constants.CHECK_STATE_READY for s in states))
     current = wl.conditions.get(_W.ADMITTED)
-    if current is not None and (current.status, current.reason, current.message) == (want.status, want.reason, want.message):
+    if current is not None and (current.status, current.reason, current.message) == (
+        want.status,
+        want.reason,
+        want.message,
+    ):
         return None
     return want
 
 
-def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec | None, now: datetime, *,
-                 parent: bool) -> WorkloadStep | None:
+def _checks_step(
+    obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec | None, now: datetime, *, parent: bool
+) -> WorkloadStep | None:
     """`parent`: a ConcurrentAdmission parent, whose checks run on its variants; it only keeps
     Admitted in step with its reservation."""
     status = obj.get("status") or {}
@@ -177,13 +194,25 @@ def _checks_step(obj: Mapping[str, Any], wl: WorkloadInfo, cq: ClusterQueueSpec 
     retry = [c for c in checks if c.get("state") == constants.CHECK_STATE_RETRY]
     if retry:
         message = "Evicted due to " + checks_message(retry, constants.CHECK_STATE_RETRY)
-        return WorkloadStep(StepKind.EVICT, conditions=(evicted(EvictionReason.ADMISSION_CHECK, message),),
-                    reason=EvictionReason.ADMISSION_CHECK, message=message, event_reason=f"EvictedDueTo{EvictionReason.ADMISSION_CHECK}")
+        return WorkloadStep(
+            StepKind.EVICT,
+            conditions=(evicted(EvictionReason.ADMISSION_CHECK, message),),
+            reason=EvictionReason.ADMISSION_CHECK,
+            message=message,
+            event_reason=f"EvictedDueTo{EvictionReason.ADMISSION_CHECK}",
+        )
     return None
 
 
-def workload_step(obj: Mapping[str, Any], cq: ClusterQueueSpec | None, policy: Policy | None, now: datetime, *,
-                  jitter: float = 0.0, concurrent_admission: bool = False) -> WorkloadStep:
+def workload_step(
+    obj: Mapping[str, Any],
+    cq: ClusterQueueSpec | None,
+    policy: Policy | None,
+    now: datetime,
+    *,
+    jitter: float = 0.0,
+    concurrent_admission: bool = False,
+) -> WorkloadStep:
     """The workload controller's next write, in upstream's `Reconcile` order: nothing for a finished
     Workload; a Retry check's requeue time; deactivation, backoff and reactivation
     (`controller_step`); then, with `cq` the ClusterQueue its LocalQueue routes to (None if

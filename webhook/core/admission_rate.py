@@ -28,8 +28,10 @@ DEFAULT_WINDOW = timedelta(minutes=10)
 
 def method(window: timedelta) -> str:
     """The method, in the words each answer carries."""
-    return (f"admission rate: quota reservations in the ClusterQueue over the last {int(window.total_seconds())}s; "
-            "estimate = (positionInClusterQueue + 1) / rate")
+    return (
+        f"admission rate: quota reservations in the ClusterQueue over the last {int(window.total_seconds())}s; "
+        "estimate = (positionInClusterQueue + 1) / rate"
+    )
 
 
 @dataclass(frozen=True, slots=True)

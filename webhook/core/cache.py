@@ -78,7 +78,9 @@ class Cache:
         if old is not None:
             node.allocatable_generation = old.allocatable_generation + (1 if old.spec.quotas != spec.quotas else 0)
         if spec.concurrent_admission is not None:  # parents seen before their ClusterQueue
-            for key in [k for k, wl in self.reserving.items() if wl.admission_cluster_queue == spec.name and not wl.is_variant]:
+            for key in [
+                k for k, wl in self.reserving.items() if wl.admission_cluster_queue == spec.name and not wl.is_variant
+            ]:
                 self._unindex(self.reserving.pop(key))
         for wl in self.reserving.values():
             if wl.admission_cluster_queue == spec.name:
@@ -240,13 +242,17 @@ class Cache:
         per_flavor = [a for a in mk if spec.admission_check_flavors.get(a, every) != every]
         if len(mk) > 1:
             reasons.append(_R.MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS)
-            msgs.append("Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: " + ",".join(mk))
+            msgs.append(
+                "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, found: " + ",".join(mk)
+            )
         if per_flavor:
             reasons.append(_R.MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR)
             msgs.append("Cannot specify MultiKueue AdmissionCheck per flavor, found: " + ",".join(per_flavor))
         if mk and prov:
             reasons.append(_R.MULTIKUEUE_WITH_PROVISIONING_REQUEST)
-            msgs.append(f"Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: {','.join(mk)}, {','.join(prov)}")
+            msgs.append(
+                f"Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: {','.join(mk)}, {','.join(prov)}"
+            )
 
     # -- read helpers --------------------------------------------------------------------------
     def cq_usage(self, name: str, *, admitted_only: bool = False) -> dict[FlavorResource, int]:

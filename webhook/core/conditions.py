@@ -77,14 +77,18 @@ class ConditionValue:
 
 
 def quota_reserved_condition(cluster_queue: str) -> ConditionValue:
-    return ConditionValue(_W.QUOTA_RESERVED, "True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}")
+    return ConditionValue(
+        _W.QUOTA_RESERVED, "True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}"
+    )
 
 
 def admitted_condition(checks_required: bool, checks_ready: bool) -> ConditionValue:
     """Admitted after a reservation: True unless some required admission check is not Ready."""
     if not checks_required or checks_ready:
         return ConditionValue(_W.ADMITTED, "True", constants.AdmittedReason.ADMITTED, constants.MSG_WORKLOAD_ADMITTED)
-    return ConditionValue(_W.ADMITTED, "False", constants.AdmittedReason.UNSATISFIED_ADMISSION_CHECKS, constants.MSG_UNSATISFIED_CHECKS)
+    return ConditionValue(
+        _W.ADMITTED, "False", constants.AdmittedReason.UNSATISFIED_ADMISSION_CHECKS, constants.MSG_UNSATISFIED_CHECKS
+    )
 
 
 def previously(ctype: str, old_message: str) -> ConditionValue:
@@ -102,10 +106,14 @@ def pending_conditions(reason: str, message: str) -> tuple[ConditionValue, Condi
 
 def blocked_on_preemption_gates(message: str) -> ConditionValue:
     """BlockedOnPreemptionGates=True: the workload needs preemption but a gate is closed."""
-    return ConditionValue(_W.BLOCKED_ON_PREEMPTION_GATES, "True", constants.PREEMPTION_GATED_REASON, message[:MAX_MESSAGE])
+    return ConditionValue(
+        _W.BLOCKED_ON_PREEMPTION_GATES, "True", constants.PREEMPTION_GATED_REASON, message[:MAX_MESSAGE]
+    )
 
 
-def preemption_message(preemptor_uid: str, preemptor_job_uid: str, reason: PreemptionReason, preemptor_path: str, preemptee_path: str) -> str:
+def preemption_message(
+    preemptor_uid: str, preemptor_job_uid: str, reason: PreemptionReason, preemptor_path: str, preemptee_path: str
+) -> str:
     return (
         f"Preempted to accommodate a workload (UID: {preemptor_uid or 'UNKNOWN'}, JobUID: {preemptor_job_uid or 'UNKNOWN'}) "
         f"due to {reason.human}; preemptor path: {preemptor_path or 'UNKNOWN'}; preemptee path: {preemptee_path or 'UNKNOWN'}"

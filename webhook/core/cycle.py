@@ -254,7 +254,9 @@ class AdmissionCore:
             if cq is not None:
                 root = cq.root()
                 # An item already waiting keeps its time (`AddAfter` of a delaying queue).
-                self._requeue_due.setdefault(("cohort", root.name) if isinstance(root, CohortNode) else ("cq", name), due)
+                self._requeue_due.setdefault(
+                    ("cohort", root.name) if isinstance(root, CohortNode) else ("cq", name), due
+                )
 
     def next_requeue_at(self) -> datetime | None:
         """When the earliest batched requeue is due (None: none waiting)."""
@@ -294,7 +296,11 @@ class AdmissionCore:
         old = self.cache.cluster_queues.get(str(obj["metadata"]["name"]))
         was_active = old is not None and self.cache.readiness(old.name).active
         node = self.cache.upsert_cluster_queue(obj)
-        if old is None or old.spec.stop_policy != node.spec.stop_policy or was_active != self.cache.readiness(node.name).active:
+        if (
+            old is None
+            or old.spec.stop_policy != node.spec.stop_policy
+            or was_active != self.cache.readiness(node.name).active
+        ):
             self._qs_cluster_queues.add(node.name)
         self.queues.upsert_cluster_queue(node.spec, active=self.cache.readiness(node.name).active, now=now)
         self._sync_active()
@@ -406,7 +412,9 @@ class AdmissionCore:
         if not heads:
             return result
         snap = take_snapshot(self.cache)  # 2
-        preemptor = Preemptor(fair_sharing=self.config.fair_sharing, strategies=self.config.fair_sharing_strategies, now=now)
+        preemptor = Preemptor(
+            fair_sharing=self.config.fair_sharing, strategies=self.config.fair_sharing_strategies, now=now
+        )
         entries, inadmissible = self._nominate(heads, snap, preemptor)  # 3
         preempted: dict[WorkloadKey, WorkloadInfo] = {}
         for e in self._order(entries, snap):  # 4
@@ -449,8 +457,16 @@ class AdmissionCore:
         old = cq.workloads.get(WorkloadKey(wl.replacement_for))
         return old if old is not None and old.namespace == wl.namespace else None
 
-    def _assign(self, wl: WorkloadInfo, cq: ClusterQueueNode, snap: Snapshot, preemptor: Preemptor, *, use_last: bool = True,
-                nominated: Mapping[str, Mapping[str, str]] | None = None) -> tuple[Assignment, list[Target], WorkloadInfo | None]:
+    def _assign(
+        self,
+        wl: WorkloadInfo,
+        cq: ClusterQueueNode,
+        snap: Snapshot,
+        preemptor: Preemptor,
+        *,
+        use_last: bool = True,
+        nominated: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> tuple[Assignment, list[Target], WorkloadInfo | None]:
         """`getInitialAssignments`: the assignment, its preemption targets and the replaced slice,
         which is reported only with an assignment that fits or has targets (then it is one too)."""
         last = self._last.get(wl.key) if use_last else None
@@ -458,9 +474,14 @@ class AdmissionCore:
             last = None
         oracle = Oracle(preemptor, snap)
         replaced = self._replaced_slice(wl, cq)
-        kw = {"fair_sharing": self.config.fair_sharing, "last": last, "ignore_undeclared": self.config.ignore_undeclared_resources,
-              "nominated": nominated, "concurrent_admission": self.config.concurrent_admission,
-              "replaces": replaced}
+        kw = {
+            "fair_sharing": self.config.fair_sharing,
+            "last": last,
+            "ignore_undeclared": self.config.ignore_undeclared_resources,
+            "nominated": nominated,
+            "concurrent_admission": self.config.concurrent_admission,
+            "replaces": replaced,
+        }
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
         if mode == Mode.FIT:
@@ -512,8 +533,13 @@ class AdmissionCore:
             elif wl.namespace not in snap.namespaces:
                 e.message = f'workload namespace "{wl.namespace}" does not exist: namespaces "{wl.namespace}" not found'
                 e.reason = PendingReason.MISCONFIGURED
-            elif cq.spec.namespace_selector is None or not cq.spec.namespace_selector.matches(snap.namespaces[wl.namespace]):
-                e.message, e.reason = "workload namespace doesn't match ClusterQueue selector", PendingReason.MISCONFIGURED
+            elif cq.spec.namespace_selector is None or not cq.spec.namespace_selector.matches(
+                snap.namespaces[wl.namespace]
+            ):
+                e.message, e.reason = (
+                    "workload namespace doesn't match ClusterQueue selector",
+                    PendingReason.MISCONFIGURED,
+                )
                 e.requeue_reason = RequeueReason.NAMESPACE_MISMATCH
             elif wl.resource_errors:
                 e.message, e.reason = f"resources validation failed: {wl.resource_errors}", PendingReason.MISCONFIGURED
@@ -526,7 +552,9 @@ class AdmissionCore:
 
     def _order(self, entries: list[_Entry], snap: Snapshot) -> Iterator[_Entry]:
         if not self.config.fair_sharing:
-            yield from sorted(entries, key=lambda e: ordering.entry_key(e.wl, e.assignment.borrowing if e.assignment else 0))
+            yield from sorted(
+                entries, key=lambda e: ordering.entry_key(e.wl, e.assignment.borrowing if e.assignment else 0)
+            )
             return
         by_cq = {e.cq_name: e for e in entries}
         while by_cq:
@@ -540,19 +568,37 @@ class AdmissionCore:
                 name = won or name
             yield by_cq.pop(name)
 
-    def _fits(self, snap: Snapshot, cq: ClusterQueueNode, usage: FRQuantities, preempted: Mapping[WorkloadKey, WorkloadInfo],
-              targets: list[WorkloadInfo]) -> bool:
+    def _fits(
+        self,
+        snap: Snapshot,
+        cq: ClusterQueueNode,
+        usage: FRQuantities,
+        preempted: Mapping[WorkloadKey, WorkloadInfo],
+        targets: list[WorkloadInfo],
+    ) -> bool:
         victims = dict(preempted)
         victims.update((t.key, t) for t in targets)
         with snap.simulated_removal(victims.values()):
             return all(v <= resource_node.available(cq, fr) for fr, v in usage.items())
 
-    def _process(self, e: _Entry, snap: Snapshot, preemptor: Preemptor, preempted: dict[WorkloadKey, WorkloadInfo], result: CycleResult, now: datetime) -> None:
+    def _process(
+        self,
+        e: _Entry,
+        snap: Snapshot,
+        preemptor: Preemptor,
+        preempted: dict[WorkloadKey, WorkloadInfo],
+        result: CycleResult,
+        now: datetime,
+    ) -> None:
         cq = snap.cluster_queues[e.cq_name]
         assert e.assignment is not None
         variant = self.config.concurrent_admission and e.wl.is_variant
         if variant and _admitted_sibling(e.wl, cq, more_favorable=True) is not None:
-            e.status, e.message, e.reason = "skipped", constants.MSG_MORE_FAVORABLE_VARIANT_ADMITTED, PendingReason.PENDING_EVALUATION
+            e.status, e.message, e.reason = (
+                "skipped",
+                constants.MSG_MORE_FAVORABLE_VARIANT_ADMITTED,
+                PendingReason.PENDING_EVALUATION,
+            )
             return
         usage = e.assignment.total_requests()
         overlap = any(t.key in preempted for t in _victims(e))
@@ -572,8 +618,13 @@ class AdmissionCore:
         a = e.assignment
         mode = a.representative_mode()
         if recomputed:
-            outcome = ("deferred_fit" if mode == Mode.DEFERRED_FIT
-                       else "new_targets" if e.targets and fits and not overlap else "skipped")
+            outcome = (
+                "deferred_fit"
+                if mode == Mode.DEFERRED_FIT
+                else "new_targets"
+                if e.targets and fits and not overlap
+                else "skipped"
+            )
             result.recomputations.append((e.cq_name, outcome))
         if mode == Mode.NO_FIT:
             e.requeue_reason, e.reason = RequeueReason.NO_FIT, a.no_fit_reason
@@ -584,7 +635,11 @@ class AdmissionCore:
                 snap.add_usage(cq, _to_reserve(a, cq))
             return
         if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
-            e.status, e.message, e.reason = "preemption_gated", constants.MSG_PREEMPTION_GATED, PendingReason.ADMISSION_GATED
+            e.status, e.message, e.reason = (
+                "preemption_gated",
+                constants.MSG_PREEMPTION_GATED,
+                PendingReason.ADMISSION_GATED,
+            )
             e.requeue_reason = RequeueReason.PREEMPTION_GATED
             self._last.pop(e.wl.key, None)
             return
@@ -595,11 +650,19 @@ class AdmissionCore:
             snap.add_usage(cq, usage)
             return
         if overlap:
-            e.status, e.message, e.reason = "skipped", "Workload has overlapping preemption targets with another workload", PendingReason.WAITING_FOR_QUOTA
+            e.status, e.message, e.reason = (
+                "skipped",
+                "Workload has overlapping preemption targets with another workload",
+                PendingReason.WAITING_FOR_QUOTA,
+            )
             result.preemption_skips[e.cq_name] = result.preemption_skips.get(e.cq_name, 0) + 1
             return
         if not fits:
-            e.status, e.message, e.reason = "skipped", "Workload no longer fits after processing another workload", PendingReason.WAITING_FOR_QUOTA
+            e.status, e.message, e.reason = (
+                "skipped",
+                "Workload no longer fits after processing another workload",
+                PendingReason.WAITING_FOR_QUOTA,
+            )
             if mode == Mode.PREEMPT:
                 result.preemption_skips[e.cq_name] = result.preemption_skips.get(e.cq_name, 0) + 1
             return
@@ -612,7 +675,11 @@ class AdmissionCore:
         if self.config.block_admission and blocks_admission(self.cache):
             # Upstream writes this status and then blocks the scheduler until every admitted workload
             # is ready; here the entry goes back to the heap and is retried on the next event.
-            e.status, e.message, e.reason = "skipped", constants.MSG_WAITING_FOR_PODS_READY, PendingReason.WAITING_FOR_PODS_READY
+            e.status, e.message, e.reason = (
+                "skipped",
+                constants.MSG_WAITING_FOR_PODS_READY,
+                PendingReason.WAITING_FOR_PODS_READY,
+            )
             return
         if variant and (sibling := _admitted_sibling(e.wl, cq, more_favorable=False)) is not None:
             if not _migration_allowed(e, cq):
@@ -629,8 +696,19 @@ class AdmissionCore:
             if t.workload.is_evicted or t.workload.key in self._evicting:
                 continue
             target_cq = snap.cluster_queues.get(t.cluster_queue)
-            msg = conditions.preemption_message(e.wl.uid, e.wl.job_uid, t.reason, cq_path(cq), cq_path(target_cq) if target_cq else "")
-            victims.append(Victim(t.workload.key, t.workload.uid, t.cluster_queue, t.reason, msg, conditions.evicted_by_preemption(t.reason, msg)))
+            msg = conditions.preemption_message(
+                e.wl.uid, e.wl.job_uid, t.reason, cq_path(cq), cq_path(target_cq) if target_cq else ""
+            )
+            victims.append(
+                Victim(
+                    t.workload.key,
+                    t.workload.uid,
+                    t.cluster_queue,
+                    t.reason,
+                    msg,
+                    conditions.evicted_by_preemption(t.reason, msg),
+                )
+            )
             self._evicting.add(t.workload.key)
         if victims:
             result.decisions.append(Preempt(e.wl.key, e.cq_name, tuple(victims)))
@@ -644,8 +722,16 @@ class AdmissionCore:
         if not (victim.is_evicted or victim.key in self._evicting):
             msg = constants.MSG_FLAVOR_MIGRATION.format(uid=e.wl.uid)
             reason = constants.EvictionReason.FLAVOR_MIGRATION
-            result.decisions.append(Migrate(victim.key, victim.uid, victim.admission_cluster_queue, reason, msg,
-                                            (conditions.evicted(reason, msg),)))
+            result.decisions.append(
+                Migrate(
+                    victim.key,
+                    victim.uid,
+                    victim.admission_cluster_queue,
+                    reason,
+                    msg,
+                    (conditions.evicted(reason, msg),),
+                )
+            )
             self._evicting.add(victim.key)
         self._last.pop(e.wl.key, None)
         e.requeue_reason = RequeueReason.PENDING_MIGRATION
@@ -656,8 +742,11 @@ class AdmissionCore:
         assert e.assignment is not None
         assignments = e.assignment.pod_set_assignments()
         conds: list[ConditionValue] = [conditions.quota_reserved_condition(e.cq_name)]
-        for ctype in (constants.WorkloadCondition.EVICTED, constants.WorkloadCondition.PREEMPTED,
-                      constants.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
+        for ctype in (
+            constants.WorkloadCondition.EVICTED,
+            constants.WorkloadCondition.PREEMPTED,
+            constants.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES,
+        ):
             c = e.wl.conditions.get(ctype)
             if c is not None and c.status == "True":
                 conds.append(conditions.previously(ctype, c.message))
@@ -667,7 +756,9 @@ class AdmissionCore:
         # require has a state on the workload, Admitted follows whether all states are Ready.
         checks = e.wl.check_states
         if has_all_required(cq.spec, admission, checks):
-            adm = conditions.admitted_condition(bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values()))
+            adm = conditions.admitted_condition(
+                bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+            )
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
         self.cache.assume_workload(assumed)
@@ -678,14 +769,18 @@ class AdmissionCore:
         replaces = None
         if e.replaces is not None:
             old = e.replaces
-            replaces = ReplacedSlice(old.key, old.uid, old.admission_cluster_queue, (conditions.slice_replaced(e.wl.uid, e.wl.job_uid),))
+            replaces = ReplacedSlice(
+                old.key, old.uid, old.admission_cluster_queue, (conditions.slice_replaced(e.wl.uid, e.wl.job_uid),)
+            )
         result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds), replaces))
 
     def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:
         if e.status and e.requeue_reason == RequeueReason.GENERIC:
             e.requeue_reason = RequeueReason.FAILED_AFTER_NOMINATION
         last = self._last.get(e.wl.key)
-        self.queues.requeue(e.wl.key, e.cq_name, e.requeue_reason, now, untried_flavors=last is not None and last.has_untried())
+        self.queues.requeue(
+            e.wl.key, e.cq_name, e.requeue_reason, now, untried_flavors=last is not None and last.has_untried()
+        )
         reason = e.reason or PendingReason.PENDING_EVALUATION
         conds: tuple[ConditionValue, ...] = conditions.pending_conditions(reason, e.message)
         if e.status == "preemption_gated":
@@ -705,7 +800,12 @@ def _admitted_sibling(wl: WorkloadInfo, cq: ClusterQueueNode, *, more_favorable:
     mine = order.index(wl.variant_flavor)
     for key in sorted(cq.workloads):
         other = cq.workloads[key]
-        if other.uid == wl.uid or other.parent_uid != wl.parent_uid or not other.is_admitted or other.variant_flavor not in order:
+        if (
+            other.uid == wl.uid
+            or other.parent_uid != wl.parent_uid
+            or not other.is_admitted
+            or other.variant_flavor not in order
+        ):
             continue
         theirs = order.index(other.variant_flavor)
         if (theirs < mine) if more_favorable else (theirs > mine):

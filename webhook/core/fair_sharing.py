@@ -199,7 +199,12 @@ class TargetOrdering:
     pruned_cohorts: set[str] = field(default_factory=set)
 
     @classmethod
-    def build(cls, preemptor_cq: ClusterQueueNode, candidates: Sequence[WorkloadInfo], key: Callable[[WorkloadInfo], tuple[object, ...]]) -> TargetOrdering:
+    def build(
+        cls,
+        preemptor_cq: ClusterQueueNode,
+        candidates: Sequence[WorkloadInfo],
+        key: Callable[[WorkloadInfo], tuple[object, ...]],
+    ) -> TargetOrdering:
         by_cq: dict[str, list[WorkloadInfo]] = {}
         for c in candidates:
             by_cq.setdefault(c.admission_cluster_queue, []).append(c)

@@ -89,7 +89,9 @@ def _most_severe(a: str, b: str) -> str:
 class PreemptionOracle(Protocol):
     """Can preemption make room for `quantity` of `fr`? Returns the possibility and borrow level."""
 
-    def simulate_preemption(self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[PreemptionPossibility, int]: ...
+    def simulate_preemption(
+        self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int
+    ) -> tuple[PreemptionPossibility, int]: ...
 
 
 @dataclass(slots=True)
@@ -168,7 +170,12 @@ class Assignment:
         return "; ".join(parts)
 
     def frs_need_preemption(self) -> set[FlavorResource]:
-        return {FlavorResource(fa.name, r) for ps in self.pod_sets for r, fa in ps.flavors.items() if fa.mode == Mode.PREEMPT}
+        return {
+            FlavorResource(fa.name, r)
+            for ps in self.pod_sets
+            for r, fa in ps.flavors.items()
+            if fa.mode == Mode.PREEMPT
+        }
 
     def total_requests(self) -> FRQuantities:
         return {fr: v for fr, v in self.usage.items() if v}
@@ -176,7 +183,12 @@ class Assignment:
     def pod_set_assignments(self) -> tuple[PodSetAssignment, ...]:
         """The podSetAssignments of status.admission (only resources that got a flavor)."""
         return tuple(
-            PodSetAssignment(ps.name, {r: fa.name for r, fa in ps.flavors.items()}, {r: ps.requests.get(r, 0) for r in ps.flavors}, ps.count)
+            PodSetAssignment(
+                ps.name,
+                {r: fa.name for r, fa in ps.flavors.items()},
+                {r: ps.requests.get(r, 0) for r in ps.flavors},
+                ps.count,
+            )
             for ps in self.pod_sets
         )
 
@@ -234,7 +246,18 @@ def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) 
 
 
 class _Assigner:
-    __slots__ = ("allowed", "cq", "fair_sharing", "flavors", "ignore_undeclared", "last", "nominated", "oracle", "replaced", "wl")
+    __slots__ = (
+        "allowed",
+        "cq",
+        "fair_sharing",
+        "flavors",
+        "ignore_undeclared",
+        "last",
+        "nominated",
+        "oracle",
+        "replaced",
+        "wl",
+    )
 
     def __init__(
         self,
@@ -254,16 +277,22 @@ class _Assigner:
         self.fair_sharing, self.last, self.ignore_undeclared = fair_sharing, last, ignore_undeclared
         self.nominated = nominated
         # With the ConcurrentAdmission gate a variant only tries the flavors its annotation allows.
-        self.allowed = frozenset(wl.allowed_flavors) if concurrent_admission and wl.allowed_flavors is not None else None
+        self.allowed = (
+            frozenset(wl.allowed_flavors) if concurrent_admission and wl.allowed_flavors is not None else None
+        )
         # podSet name -> (flavor per resource, quota held per resource) of the replaced slice.
         self.replaced: dict[str, tuple[Mapping[str, str], Mapping[str, int]]] | None = None
         if replaces is not None:
-            self.replaced = {psa.name: (psa.flavors, held)
-                             for psa, held in zip(replaces.assignments, replaces.admitted_requests(), strict=True)}
+            self.replaced = {
+                psa.name: (psa.flavors, held)
+                for psa, held in zip(replaces.assignments, replaces.admitted_requests(), strict=True)
+            }
 
     def _can_preempt_while_borrowing(self) -> bool:
         pre = self.cq.spec.preemption
-        return pre.borrow_within_cohort.policy != "Never" or (self.fair_sharing and pre.reclaim_within_cohort != "Never")
+        return pre.borrow_within_cohort.policy != "Never" or (
+            self.fair_sharing and pre.reclaim_within_cohort != "Never"
+        )
 
     def _fits_quota(self, fr: FlavorResource, assumed: int, request: int) -> tuple[_PMode, int, str | None, str]:
         cq = self.cq
@@ -310,7 +339,9 @@ class _Assigner:
             fname = rg.flavors[idx].name
             if self.nominated is not None and self.nominated.get(ps.name, {}).get(res) != fname:
                 # A recomputation keeps the flavors of the first assignment (`NominationMapping`).
-                reasons.append(f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}")
+                reasons.append(
+                    f"skipping flavor {fname} as it is not found in the nomination mapping for resource {res}"
+                )
                 continue
             if self.allowed is not None and fname not in self.allowed:
                 reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
@@ -329,7 +360,9 @@ class _Assigner:
                     old_flavors, old_held = self.replaced.get(ps.name, ({}, {}))
                     original = old_flavors.get(rname, "")
                     if original != fname:
-                        reasons.append(f"could not assign {fname} flavor since the original workload is assigned: {original}")
+                        reasons.append(
+                            f"could not assign {fname} flavor since the original workload is assigned: {original}"
+                        )
                         no_fit_reason = _most_severe(no_fit_reason, PendingReason.NO_MATCHING_FLAVOR)
                         rep = _WORST
                     else:
@@ -377,7 +410,9 @@ class _Assigner:
                     continue
                 found, why, tried = self._find_flavor(i, ps, req, res, a.usage)
                 if tried:
-                    _merge_attempts(result.attempts, tried, spec.resource_groups[spec.resource_to_group[res]].flavor_names)
+                    _merge_attempts(
+                        result.attempts, tried, spec.resource_groups[spec.resource_to_group[res]].flavor_names
+                    )
                 if not found and req:
                     group, reasons = None, why
                     break
@@ -393,7 +428,9 @@ class _Assigner:
         return a
 
 
-def _merge_attempts(dst: dict[str, tuple[_PMode, str]], src: Sequence[tuple[str, _PMode, str]], group_flavors: Sequence[str]) -> None:
+def _merge_attempts(
+    dst: dict[str, tuple[_PMode, str]], src: Sequence[tuple[str, _PMode, str]], group_flavors: Sequence[str]
+) -> None:
     """Fold one resource's scan into the podSet's attempts (`mergeFlavorAttemptsForResource`).
 
     A flavor of this resource's group that an earlier resource tried but this scan did not reach
@@ -456,8 +493,18 @@ def assign_flavors(
     `nominated` (podSet -> resource -> flavor) only those flavors are considered, with
     `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists, and
     with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth."""
-    return _Assigner(wl, cq, flavors, oracle, fair_sharing=fair_sharing, last=last, ignore_undeclared=ignore_undeclared,
-                     nominated=nominated, concurrent_admission=concurrent_admission, replaces=replaces).assign(counts)
+    return _Assigner(
+        wl,
+        cq,
+        flavors,
+        oracle,
+        fair_sharing=fair_sharing,
+        last=last,
+        ignore_undeclared=ignore_undeclared,
+        nominated=nominated,
+        concurrent_admission=concurrent_admission,
+        replaces=replaces,
+    ).assign(counts)
 
 
 R = TypeVar("R")

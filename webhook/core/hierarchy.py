@@ -45,7 +45,9 @@ def build_forest(cluster_queues: Mapping[str, ClusterQueueNode], cohort_specs: M
     ClusterQueue nodes keep their own usage; cohort usage is derived from the children.
     """
     parents = {name: spec.parent for name, spec in cohort_specs.items() if spec.parent}
-    names = set(cohort_specs) | set(parents.values()) | {cq.spec.cohort for cq in cluster_queues.values() if cq.spec.cohort}
+    names = (
+        set(cohort_specs) | set(parents.values()) | {cq.spec.cohort for cq in cluster_queues.values() if cq.spec.cohort}
+    )
     cohorts: dict[str, CohortNode] = {}
     for name in sorted(names):
         spec = cohort_specs.get(name)

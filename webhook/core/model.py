@@ -69,8 +69,9 @@ def _parse_concurrent_admission(raw: object) -> ConcurrentAdmissionPolicy | None
         return None
     migration = raw.get("migration") or {}
     last = (migration.get("constraints") or {}).get("lastAcceptableFlavorName")
-    return ConcurrentAdmissionPolicy(MigrationMode(migration.get("mode") or MigrationMode.TRY_PREFERRED_FLAVORS),
-                                     None if last is None else str(last))
+    return ConcurrentAdmissionPolicy(
+        MigrationMode(migration.get("mode") or MigrationMode.TRY_PREFERRED_FLAVORS), None if last is None else str(last)
+    )
 
 
 class PreemptionPolicy(StrEnum):
@@ -238,12 +239,16 @@ def parse_cluster_queue(obj: Mapping[str, Any], *, concurrent_admission: bool = 
         stop_policy=StopPolicy(spec.get("stopPolicy") or "None"),
         fair_weight=_weight(spec.get("fairSharing")),
         admission_checks=tuple(str(a["name"]) for a in rules),
-        admission_check_flavors={str(a["name"]): frozenset(map(str, a.get("onFlavors") or ())) or all_flavors for a in rules},
+        admission_check_flavors={
+            str(a["name"]): frozenset(map(str, a.get("onFlavors") or ())) or all_flavors for a in rules
+        },
         generation=int(meta.get("generation") or 0),
         deleting=bool(meta.get("deletionTimestamp")),
         quotas=_quotas(groups),
         resource_to_group={r: i for i, rg in enumerate(groups) for r in rg.covered_resources},
-        concurrent_admission=_parse_concurrent_admission(spec.get("concurrentAdmissionPolicy")) if concurrent_admission else None,
+        concurrent_admission=_parse_concurrent_admission(spec.get("concurrentAdmissionPolicy"))
+        if concurrent_admission
+        else None,
     )
 
 

@@ -34,7 +34,14 @@ def candidate_key(wl: WorkloadInfo, preemptor_cq: str, now: datetime) -> tuple[b
     4. most recent QuotaReserved transition first (missing means `now`); 5. UID; 6. namespace/name.
     """
     reserved = wl.quota_reserved_time or now
-    return (not wl.is_evicted, wl.admission_cluster_queue == preemptor_cq, wl.priority, -_since_epoch(reserved), wl.uid, wl.key)
+    return (
+        not wl.is_evicted,
+        wl.admission_cluster_queue == preemptor_cq,
+        wl.priority,
+        -_since_epoch(reserved),
+        wl.uid,
+        wl.key,
+    )
 
 
 def entry_key(wl: WorkloadInfo, borrowing: int) -> tuple[int, int, timedelta, str, str]:

@@ -79,10 +79,22 @@ def pending_entry(info: WorkloadInfo, obj: Mapping[str, Any]) -> PendingWorkload
     if not info.is_admissible_for_queue():
         return None
     meta = obj.get("metadata") or {}
-    owners = tuple(OwnerRef(str(o.get("apiVersion") or ""), str(o.get("kind") or ""), str(o.get("name") or ""),
-                            str(o.get("uid") or "")) for o in meta.get("ownerReferences") or ())
-    return PendingWorkload(info.key, info.namespace, info.name, info.queue_name, info.priority,
-                           str(meta.get("creationTimestamp") or ""), owners, ordering.queue_key(info))
+    owners = tuple(
+        OwnerRef(
+            str(o.get("apiVersion") or ""), str(o.get("kind") or ""), str(o.get("name") or ""), str(o.get("uid") or "")
+        )
+        for o in meta.get("ownerReferences") or ()
+    )
+    return PendingWorkload(
+        info.key,
+        info.namespace,
+        info.name,
+        info.queue_name,
+        info.priority,
+        str(meta.get("creationTimestamp") or ""),
+        owners,
+        ordering.queue_key(info),
+    )
 
 
 class PendingOrder:
@@ -183,5 +195,7 @@ class PendingOrder:
         lq_list = self._by_local_queue.get(key)
         if cq_list is None or lq_list is None:
             return []
-        return [Positioned(self._workloads[order[-1]], int(cq_list.index(order)), offset + i)
-                for i, order in enumerate(lq_list.islice(offset, offset + limit))]
+        return [
+            Positioned(self._workloads[order[-1]], int(cq_list.index(order)), offset + i)
+            for i, order in enumerate(lq_list.islice(offset, offset + limit))
+        ]

@@ -77,8 +77,12 @@ def pods_ready_condition(*, admitted: bool, pods_ready: bool, current: tuple[str
     status, reason = current if current is not None else ("", "")
     if pods_ready:
         recovered = current is not None and reason in (PodsReadyReason.WAIT_FOR_RECOVERY, PodsReadyReason.RECOVERED)
-        return ConditionValue(_W.PODS_READY, "True", PodsReadyReason.RECOVERED if recovered else PodsReadyReason.STARTED,
-                              constants.MSG_PODS_READY)
+        return ConditionValue(
+            _W.PODS_READY,
+            "True",
+            PodsReadyReason.RECOVERED if recovered else PodsReadyReason.STARTED,
+            constants.MSG_PODS_READY,
+        )
     if current is not None and (status == "True" or reason == PodsReadyReason.WAIT_FOR_RECOVERY):
         return ConditionValue(_W.PODS_READY, "False", PodsReadyReason.WAIT_FOR_RECOVERY, constants.MSG_PODS_RECOVERING)
     return waiting
@@ -107,7 +111,11 @@ def not_ready_deadline(wl: WorkloadInfo, policy: Policy) -> Deadline | None:
         if admitted_at is None:
             return None
         return Deadline(PodsReadyReason.WAIT_FOR_START, admitted_at + policy.timeout)
-    if ready.reason == PodsReadyReason.WAIT_FOR_RECOVERY and policy.recovery_timeout is not None and ready.last_transition_time:
+    if (
+        ready.reason == PodsReadyReason.WAIT_FOR_RECOVERY
+        and policy.recovery_timeout is not None
+        and ready.last_transition_time
+    ):
         return Deadline(PodsReadyReason.WAIT_FOR_RECOVERY, ready.last_transition_time + policy.recovery_timeout)
     return None
 
@@ -190,16 +198,30 @@ def _inactive_step(wl: WorkloadInfo) -> WorkloadStep:
             cause = target.reason
             message = f"{message} due to {target.message}"
             reason = f"{reason}DueTo{cause}"
-        return WorkloadStep(StepKind.EVICT, conditions=(ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE]),),
-                    remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
-                    set_requeue_state=True, reason=EvictionReason.DEACTIVATED, message=message, underlying_cause=cause,
-                    event_reason=f"EvictedDueTo{reason}")
+        return WorkloadStep(
+            StepKind.EVICT,
+            conditions=(ConditionValue(_W.EVICTED, "True", reason, message[:MAX_MESSAGE]),),
+            remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
+            set_requeue_state=True,
+            reason=EvictionReason.DEACTIVATED,
+            message=message,
+            underlying_cause=cause,
+            event_reason=f"EvictedDueTo{reason}",
+        )
     if wl.requeue_count is not None:
-        return WorkloadStep(StepKind.UPDATE, remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
-                    set_requeue_state=True)
+        return WorkloadStep(
+            StepKind.UPDATE,
+            remove_conditions=(_W.DEACTIVATION_TARGET,) if target is not None else (),
+            set_requeue_state=True,
+        )
     qr = wl.conditions.get(_W.QUOTA_RESERVED)
-    if not wl.has_quota_reservation and (qr is None or (qr.reason, qr.message) != (constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED)):
-        return WorkloadStep(StepKind.UPDATE, conditions=pending_conditions(constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED))
+    if not wl.has_quota_reservation and (
+        qr is None or (qr.reason, qr.message) != (constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED)
+    ):
+        return WorkloadStep(
+            StepKind.UPDATE,
+            conditions=pending_conditions(constants.PendingReason.DEACTIVATED, constants.MSG_DEACTIVATED),
+        )
     return _NONE
 
 
@@ -212,15 +234,36 @@ def _requeued_step(wl: WorkloadInfo, now: datetime) -> WorkloadStep | None:
             return WorkloadStep(StepKind.RECHECK, recheck_at=wl.requeue_at)
         if not wl.has_quota_reservation:
             conds: tuple[ConditionValue, ...] = ()
-            if parked and requeued is not None and requeued.reason in (EvictionReason.PODS_READY_TIMEOUT, EvictionReason.ADMISSION_CHECK):
-                conds = (ConditionValue(_W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED),)
-            return WorkloadStep(StepKind.UPDATE, conditions=conds, set_requeue_state=True, requeue_state=_requeue_state(wl.requeue_count, None))
+            if (
+                parked
+                and requeued is not None
+                and requeued.reason in (EvictionReason.PODS_READY_TIMEOUT, EvictionReason.ADMISSION_CHECK)
+            ):
+                conds = (
+                    ConditionValue(
+                        _W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED
+                    ),
+                )
+            return WorkloadStep(
+                StepKind.UPDATE,
+                conditions=conds,
+                set_requeue_state=True,
+                requeue_state=_requeue_state(wl.requeue_count, None),
+            )
     if not parked or requeued is None:
         return None
     if requeued.reason == EvictionReason.DEACTIVATED:
-        return WorkloadStep(StepKind.UPDATE, conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.REACTIVATED, constants.MSG_REACTIVATED),))
+        return WorkloadStep(
+            StepKind.UPDATE,
+            conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.REACTIVATED, constants.MSG_REACTIVATED),),
+        )
     if requeued.reason in (EvictionReason.PODS_READY_TIMEOUT, EvictionReason.ADMISSION_CHECK):
-        return WorkloadStep(StepKind.UPDATE, conditions=(ConditionValue(_W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED),))
+        return WorkloadStep(
+            StepKind.UPDATE,
+            conditions=(
+                ConditionValue(_W.REQUEUED, "True", RequeuedReason.BACKOFF_FINISHED, constants.MSG_BACKOFF_FINISHED),
+            ),
+        )
     return None
 
 
@@ -235,16 +278,29 @@ def _timeout_step(wl: WorkloadInfo, policy: Policy, now: datetime, jitter: float
         return WorkloadStep(StepKind.RECHECK, recheck_at=deadline.at)
     count = wl.requeue_count or 0
     if policy.backoff_limit_count is not None and count + 1 > policy.backoff_limit_count:
-        target = ConditionValue(_W.DEACTIVATION_TARGET, "True", constants.DeactivationReason.REQUEUING_LIMIT_EXCEEDED,
-                                constants.MSG_REQUEUING_LIMIT_EXCEEDED)
+        target = ConditionValue(
+            _W.DEACTIVATION_TARGET,
+            "True",
+            constants.DeactivationReason.REQUEUING_LIMIT_EXCEEDED,
+            constants.MSG_REQUEUING_LIMIT_EXCEEDED,
+        )
         return WorkloadStep(StepKind.DEACTIVATE, conditions=(target,))
-    wait = backoff(count + 1, base_seconds=policy.backoff_base_seconds, max_seconds=policy.backoff_max_seconds, jitter=jitter)
+    wait = backoff(
+        count + 1, base_seconds=policy.backoff_base_seconds, max_seconds=policy.backoff_max_seconds, jitter=jitter
+    )
     # A requeueAt still ahead made this a RECHECK step, so the new one is always the later (`SetRequeueState`).
     requeue_at = now + wait
     message = constants.MSG_PODS_READY_TIMEOUT.format(key=wl.key)
-    return WorkloadStep(StepKind.EVICT, conditions=(ConditionValue(_W.EVICTED, "True", EvictionReason.PODS_READY_TIMEOUT, message),),
-                set_requeue_state=True, requeue_state=_requeue_state(count + 1, requeue_at), reason=EvictionReason.PODS_READY_TIMEOUT, message=message,
-                underlying_cause=deadline.cause, event_reason=f"EvictedDueTo{EvictionReason.PODS_READY_TIMEOUT}")
+    return WorkloadStep(
+        StepKind.EVICT,
+        conditions=(ConditionValue(_W.EVICTED, "True", EvictionReason.PODS_READY_TIMEOUT, message),),
+        set_requeue_state=True,
+        requeue_state=_requeue_state(count + 1, requeue_at),
+        reason=EvictionReason.PODS_READY_TIMEOUT,
+        message=message,
+        underlying_cause=deadline.cause,
+        event_reason=f"EvictedDueTo{EvictionReason.PODS_READY_TIMEOUT}",
+    )
 
 
 def controller_step(wl: WorkloadInfo, policy: Policy | None, now: datetime, *, jitter: float = 0.0) -> WorkloadStep:

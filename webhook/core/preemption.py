@@ -54,7 +54,8 @@ def satisfies_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: s
         return candidate.priority < preemptor.priority
     if policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY:
         return candidate.priority < preemptor.priority or (
-            candidate.priority == preemptor.priority and preemptor.queue_order_timestamp < candidate.queue_order_timestamp
+            candidate.priority == preemptor.priority
+            and preemptor.queue_order_timestamp < candidate.queue_order_timestamp
         )
     return policy == PreemptionPolicy.ANY
 
@@ -148,17 +149,29 @@ class Preemptor:
         bwc = pre.borrow_within_cohort
         if bwc.policy == PreemptionPolicy.NEVER:
             return _Variant.RECLAIM_WITHOUT_BORROWING
-        if wl.priority >= ctx.preemptor.priority or (bwc.max_priority_threshold is not None and wl.priority > bwc.max_priority_threshold):
+        if wl.priority >= ctx.preemptor.priority or (
+            bwc.max_priority_threshold is not None and wl.priority > bwc.max_priority_threshold
+        ):
             return _Variant.RECLAIM_WITHOUT_BORROWING
         return _Variant.RECLAIM_WHILE_BORROWING
 
-    def _from_cq(self, ctx: _Ctx, cq: ClusterQueueNode, lca: CohortNode | None, advantage: bool, out: list[_Candidate]) -> None:
+    def _from_cq(
+        self, ctx: _Ctx, cq: ClusterQueueNode, lca: CohortNode | None, advantage: bool, out: list[_Candidate]
+    ) -> None:
         for wl in cq.workloads.values():
             v = self._classify(ctx, wl, advantage)
             if v is not None:
                 out.append(_Candidate(wl, lca, v))
 
-    def _collect_subtree(self, ctx: _Ctx, cohort: CohortNode, subtree_root: CohortNode, skip: CohortNode | None, advantage: bool, out: list[_Candidate]) -> None:
+    def _collect_subtree(
+        self,
+        ctx: _Ctx,
+        cohort: CohortNode,
+        subtree_root: CohortNode,
+        skip: CohortNode | None,
+        advantage: bool,
+        out: list[_Candidate],
+    ) -> None:
         for name in sorted(cohort.child_cohorts):
             child = cohort.child_cohorts[name]
             if child is skip or resource_node.is_within_nominal(child, ctx.frs):
@@ -202,7 +215,9 @@ class Preemptor:
                 prev = node
         key = self._key(ctx.cq.name)
         lists = [sorted(lst, key=lambda c: key(c.wl)) for lst in (hier, prio, same)]
-        ordered = [c for lst in lists for c in lst if c.wl.is_evicted] + [c for lst in lists for c in lst if not c.wl.is_evicted]
+        ordered = [c for lst in lists for c in lst if c.wl.is_evicted] + [
+            c for lst in lists for c in lst if not c.wl.is_evicted
+        ]
         forbidden = pre.borrow_within_cohort.policy == PreemptionPolicy.NEVER
         under_nominal = all(ctx.cq.quota(fr).nominal > ctx.cq.usage.get(fr, 0) for fr in ctx.frs)
         if (not hier and not prio) or (forbidden and not under_nominal):
@@ -230,14 +245,26 @@ class Preemptor:
         pre = ctx.cq.spec.preemption
         out: list[WorkloadInfo] = []
         if pre.within_cluster_queue != PreemptionPolicy.NEVER:
-            out += [w for w in ctx.cq.workloads.values() if satisfies_policy(ctx.preemptor, w, pre.within_cluster_queue) and w.uses_any(ctx.frs)]
+            out += [
+                w
+                for w in ctx.cq.workloads.values()
+                if satisfies_policy(ctx.preemptor, w, pre.within_cluster_queue) and w.uses_any(ctx.frs)
+            ]
         if ctx.cq.parent is not None and pre.reclaim_within_cohort != PreemptionPolicy.NEVER:
             root = ctx.cq.root()
             assert isinstance(root, CohortNode)
             for cq in root.subtree_cluster_queues():
-                if cq is ctx.cq or cq.parent is None or not any(resource_node.borrowing_with(cq, fr, 0) for fr in ctx.frs):
+                if (
+                    cq is ctx.cq
+                    or cq.parent is None
+                    or not any(resource_node.borrowing_with(cq, fr, 0) for fr in ctx.frs)
+                ):
                     continue
-                out += [w for w in cq.workloads.values() if satisfies_policy(ctx.preemptor, w, pre.reclaim_within_cohort) and w.uses_any(ctx.frs)]
+                out += [
+                    w
+                    for w in cq.workloads.values()
+                    if satisfies_policy(ctx.preemptor, w, pre.reclaim_within_cohort) and w.uses_any(ctx.frs)
+                ]
         return out
 
     def _fits_fair(self, ctx: _Ctx) -> bool:
@@ -254,7 +281,11 @@ class Preemptor:
             return []
         key = self._key(ctx.cq.name)
         candidates.sort(key=key)
-        strategy = fair_sharing.less_than_initial_share if self.strategies[0] == "LessThanInitialShare" else fair_sharing.less_than_or_equal_to_final_share
+        strategy = (
+            fair_sharing.less_than_initial_share
+            if self.strategies[0] == "LessThanInitialShare"
+            else fair_sharing.less_than_or_equal_to_final_share
+        )
         targets: list[Target] = []
         retry: list[WorkloadInfo] = []
         fits = False
@@ -265,7 +296,11 @@ class Preemptor:
             for cand_cq in order:
                 if cand_cq is ctx.cq or within_nominal:
                     wl = order.pop(cand_cq)
-                    reason = PreemptionReason.IN_CLUSTER_QUEUE if cand_cq is ctx.cq else PreemptionReason.IN_COHORT_RECLAMATION
+                    reason = (
+                        PreemptionReason.IN_CLUSTER_QUEUE
+                        if cand_cq is ctx.cq
+                        else PreemptionReason.IN_COHORT_RECLAMATION
+                    )
                     ctx.snapshot.remove_workload(wl)
                     targets.append(Target(wl, reason, cand_cq.name))
                     if self._fits_fair(ctx):
@@ -322,7 +357,9 @@ class Oracle:
         self.preemptor = preemptor
         self.snapshot = snapshot
 
-    def simulate_preemption(self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[PreemptionPossibility, int]:
+    def simulate_preemption(
+        self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int
+    ) -> tuple[PreemptionPossibility, int]:
         ctx = _Ctx(wl, cq, self.snapshot, {fr}, {fr: quantity})
         targets = self.preemptor._targets(ctx)
         if not targets:

@@ -73,11 +73,17 @@ def local_queue_limits(cache: Cache, key: str) -> QueueLimits | None:
                 used = node.usage.get(fr, 0)
                 avail = available(node, fr)
                 in_cohort = node.parent is not None
-                out.append(ResourceLimits(
-                    flavor=fr, nominal=quota.nominal,
-                    borrowing_limit=quota.borrowing_limit if in_cohort else 0,
-                    lending_limit=quota.lending_limit if in_cohort else None,
-                    used=used, used_by_local_queue=by_lq.get(fr, 0), available=avail,
-                    borrowable=max(0, avail - max(0, quota.nominal - used)),
-                    max_available=potential_available(node, fr)))
+                out.append(
+                    ResourceLimits(
+                        flavor=fr,
+                        nominal=quota.nominal,
+                        borrowing_limit=quota.borrowing_limit if in_cohort else 0,
+                        lending_limit=quota.lending_limit if in_cohort else None,
+                        used=used,
+                        used_by_local_queue=by_lq.get(fr, 0),
+                        available=avail,
+                        borrowable=max(0, avail - max(0, quota.nominal - used)),
+                        max_available=potential_available(node, fr),
+                    )
+                )
     return QueueLimits(node.name, node.spec.cohort, tuple(out))

@@ -32,8 +32,12 @@ __all__ = ["Head", "QueueManager"]
 
 _BULK_MOVE_REASONS = frozenset({RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES})
 _IMMEDIATE_BEST_EFFORT = frozenset(
-    {RequeueReason.FAILED_AFTER_NOMINATION, RequeueReason.PENDING_PREEMPTION, RequeueReason.PENDING_MIGRATION,
-     RequeueReason.PREEMPTION_FAILED}
+    {
+        RequeueReason.FAILED_AFTER_NOMINATION,
+        RequeueReason.PENDING_PREEMPTION,
+        RequeueReason.PENDING_MIGRATION,
+        RequeueReason.PREEMPTION_FAILED,
+    }
 )
 
 
@@ -73,7 +77,9 @@ class _ClusterQueueQueue:
 
     def push(self, wl: WorkloadInfo) -> None:
         self.inadmissible.pop(wl.key, None)
-        key = ordering.queue_key(wl, sticky=self.sticky == wl.key and self.spec.queueing_strategy == model.QueueingStrategy.BEST_EFFORT_FIFO)
+        key = ordering.queue_key(
+            wl, sticky=self.sticky == wl.key and self.spec.queueing_strategy == model.QueueingStrategy.BEST_EFFORT_FIFO
+        )
         old = self.in_heap.get(wl.key)
         self.in_heap[wl.key] = (key, wl)
         if old is None or old[0] != key:
@@ -226,7 +232,11 @@ class QueueManager:
     def upsert_local_queue(self, spec: model.LocalQueueSpec, now: datetime) -> None:
         """A stopped LocalQueue is removed from the manager; otherwise its workloads are queued."""
         old = self.local_queues.get(spec.key)
-        if old is not None and old.spec.cluster_queue == spec.cluster_queue and spec.stop_policy == model.StopPolicy.NONE:
+        if (
+            old is not None
+            and old.spec.cluster_queue == spec.cluster_queue
+            and spec.stop_policy == model.StopPolicy.NONE
+        ):
             old.spec = spec
             return
         self.delete_local_queue(spec.key)
@@ -281,7 +291,15 @@ class QueueManager:
             if cq is not None and key in cq.inadmissible:
                 cq.push(wl)
 
-    def requeue(self, key: WorkloadKey, cluster_queue: str, reason: RequeueReason, now: datetime, *, untried_flavors: bool = False) -> None:
+    def requeue(
+        self,
+        key: WorkloadKey,
+        cluster_queue: str,
+        reason: RequeueReason,
+        now: datetime,
+        *,
+        untried_flavors: bool = False,
+    ) -> None:
         """Put the in-flight head back after a failed attempt (`RequeueIfNotPresent`)."""
         cq = self.cluster_queues.get(cluster_queue)
         if cq is not None and cq.inflight == key:

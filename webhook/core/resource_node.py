@@ -180,7 +180,9 @@ def is_within_nominal(node: QuotaNode, frs: Iterable[FlavorResource]) -> bool:
     return all(node.subtree_quota.get(fr, 0) >= node.usage.get(fr, 0) for fr in frs)
 
 
-def quantities_fit_in_quota(node: QuotaNode, requests: Mapping[FlavorResource, int]) -> tuple[bool, dict[FlavorResource, int]]:
+def quantities_fit_in_quota(
+    node: QuotaNode, requests: Mapping[FlavorResource, int]
+) -> tuple[bool, dict[FlavorResource, int]]:
     """Whether requests fit in the node's subtree quota, and what remains after its local part."""
     fits = True
     remaining: dict[FlavorResource, int] = {}

@@ -67,7 +67,11 @@ def format_quantity(resource: str, value: int) -> str:
     return quantity.format_amount(resource, value)
 
 
-def add_into(target: dict[FlavorResource, int], source: Mapping[FlavorResource, int] | Iterable[tuple[FlavorResource, int]], sign: int = 1) -> None:
+def add_into(
+    target: dict[FlavorResource, int],
+    source: Mapping[FlavorResource, int] | Iterable[tuple[FlavorResource, int]],
+    sign: int = 1,
+) -> None:
     """Accumulate `source` into `target` (sign=-1 subtracts); keys reaching zero are dropped."""
     items = source.items() if isinstance(source, Mapping) else source
     for fr, v in items:

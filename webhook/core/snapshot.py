@@ -77,7 +77,9 @@ class Snapshot:
                 self.add_workload(wl)
 
     @contextmanager
-    def simulated_usage(self, cq: ClusterQueueNode, usage: Mapping[FlavorResource, int], *, remove: bool = False) -> Iterator[None]:
+    def simulated_usage(
+        self, cq: ClusterQueueNode, usage: Mapping[FlavorResource, int], *, remove: bool = False
+    ) -> Iterator[None]:
         """Add (or remove) a usage map for the duration of the block."""
         if remove:
             self.remove_usage(cq, usage)

@@ -22,7 +22,9 @@ from webhook.core.resources import FlavorResource, format_quantity
 __all__ = ["cluster_queue_status", "cohort_status", "local_queue_status"]
 
 
-def _flavor_list(spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], *, with_borrowed: bool) -> list[dict[str, Any]]:
+def _flavor_list(
+    spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], *, with_borrowed: bool
+) -> list[dict[str, Any]]:
     out = []
     for rg in spec.resource_groups:
         for fq in rg.flavors:
@@ -39,10 +41,17 @@ def _flavor_list(spec: ClusterQueueSpec, usage: Mapping[FlavorResource, int], *,
     return out
 
 
-def cluster_queue_status(cache: Cache, queues: QueueManager, name: str, *, fair_sharing: bool = False) -> dict[str, Any]:
+def cluster_queue_status(
+    cache: Cache, queues: QueueManager, name: str, *, fair_sharing: bool = False
+) -> dict[str, Any]:
     """status of a ClusterQueue: usage lists, workload counts, Active condition, weighted share."""
     ready = cache.readiness(name)
-    cond = {"type": constants.QueueCondition.ACTIVE, "status": "True" if ready.active else "False", "reason": ready.reason, "message": ready.message}
+    cond = {
+        "type": constants.QueueCondition.ACTIVE,
+        "status": "True" if ready.active else "False",
+        "reason": ready.reason,
+        "message": ready.message,
+    }
     node = cache.cluster_queues.get(name)
     if node is None:
         return {"conditions": [cond], "pendingWorkloads": 0, "reservingWorkloads": 0, "admittedWorkloads": 0}
@@ -76,7 +85,9 @@ def local_queue_status(cache: Cache, queues: QueueManager, key: str) -> dict[str
     else:
         cond = ("True", _LQR.READY, "Can submit new workloads to localQueue")
     out: dict[str, Any] = {
-        "conditions": [{"type": constants.QueueCondition.ACTIVE, "status": cond[0], "reason": cond[1], "message": cond[2]}],
+        "conditions": [
+            {"type": constants.QueueCondition.ACTIVE, "status": cond[0], "reason": cond[1], "message": cond[2]}
+        ],
         "pendingWorkloads": queues.pending_in_local_queue(key) if lq.stop_policy == StopPolicy.NONE else 0,
         "reservingWorkloads": 0,
         "admittedWorkloads": 0,

@@ -126,7 +126,9 @@ def _requests_above_limits(path: str, resources: Mapping[str, Any]) -> str | Non
     """`field.Invalid` text for a container whose requests exceed its limits, else None."""
     limits = resources.get("limits") or {}
     names = sorted(
-        r for r, v in (resources.get("requests") or {}).items() if r in limits and quantity.amount(r, v) > quantity.amount(r, limits[r])
+        r
+        for r, v in (resources.get("requests") or {}).items()
+        if r in limits and quantity.amount(r, v) > quantity.amount(r, limits[r])
     )
     if not names:
         return None
@@ -153,7 +155,9 @@ def _resource_errors(pod_sets: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selector.Requirement, ...], ...]:
-    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    na = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     return tuple(selector.parse_requirements(t.get("matchExpressions")) for t in na.get("nodeSelectorTerms") or ())
 
 
@@ -245,7 +249,9 @@ class WorkloadInfo:
     @property
     def counts_toward_usage(self) -> bool:
         """A Workload holds quota iff QuotaReserved=True, not Finished, and active (6.4)."""
-        return self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        return (
+            self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        )
 
     def is_admissible_for_queue(self) -> bool:
         """`IsAdmissible`: may sit in a pending queue."""
@@ -340,23 +346,32 @@ class WorkloadInfo:
                     return True
         return False
 
-    def with_reservation(self, cluster_queue: str, assignments: tuple[PodSetAssignment, ...], now: datetime) -> WorkloadInfo:
+    def with_reservation(
+        self, cluster_queue: str, assignments: tuple[PodSetAssignment, ...], now: datetime
+    ) -> WorkloadInfo:
         """The assumed copy after a quota reservation (what the cache counts until the write lands)."""
         conds = dict(self.conditions)
-        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition("True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}", now)
-        return dataclasses.replace(self, conditions=conds, admission_cluster_queue=cluster_queue, assignments=assignments)
+        conds[constants.WorkloadCondition.QUOTA_RESERVED] = Condition(
+            "True", constants.QUOTA_RESERVED_REASON, f"Quota reserved in ClusterQueue {cluster_queue}", now
+        )
+        return dataclasses.replace(
+            self, conditions=conds, admission_cluster_queue=cluster_queue, assignments=assignments
+        )
 
 
 def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
     out = []
     for a in raw if isinstance(raw, list) else ():
         usage = {str(r): quantity.amount(str(r), v) for r, v in (a.get("resourceUsage") or {}).items()}
-        out.append(PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0)))
+        out.append(
+            PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0))
+        )
     return tuple(out)
 
 
-def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None,
-                   requeue_by_eviction: bool = True) -> WorkloadInfo:
+def parse_workload(
+    obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None, requeue_by_eviction: bool = True
+) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
@@ -386,7 +401,12 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
             )
         )
     conds = {
-        str(c["type"]): Condition(str(c.get("status", "")), str(c.get("reason", "")), str(c.get("message", "")), parse_time(c.get("lastTransitionTime")))
+        str(c["type"]): Condition(
+            str(c.get("status", "")),
+            str(c.get("reason", "")),
+            str(c.get("message", "")),
+            parse_time(c.get("lastTransitionTime")),
+        )
         for c in status.get("conditions") or ()
     }
     ref = spec.get("priorityClassRef") or {}
@@ -429,13 +449,19 @@ def parse_workload(obj: Mapping[str, Any], *, priority_classes: Mapping[str, int
         allowed_flavors=allowed,
         closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
         replacement_for=str(annotations.get(constants.WORKLOAD_SLICE_REPLACEMENT_FOR) or ""),
-        scheduling_hash=_scheduling_hash(spec, int(prio or 0), pod_sets, reclaimable,
-                                        annotations.get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)),
+        scheduling_hash=_scheduling_hash(
+            spec, int(prio or 0), pod_sets, reclaimable, annotations.get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)
+        ),
     )
 
 
-def _scheduling_hash(spec: Mapping[str, Any], priority: int, pod_sets: Sequence[PodSetInfo],
-                    reclaimable: Mapping[str, int], allowed_flavors: object) -> str:
+def _scheduling_hash(
+    spec: Mapping[str, Any],
+    priority: int,
+    pod_sets: Sequence[PodSetInfo],
+    reclaimable: Mapping[str, int],
+    allowed_flavors: object,
+) -> str:
     """`computeSchedulingHash` (`pkg/workload/workload.go`, v0.19.2): 16 hex digits of SHA-256 over the
     priority and, per podSet, its name, pod spec shape, effective count (less reclaimable pods), total
     requests, minCount and topologyRequest; plus the allowed-flavors annotation when set (upstream adds
@@ -445,14 +471,16 @@ def _scheduling_hash(spec: Mapping[str, Any], priority: int, pod_sets: Sequence[
     shapes = []
     for raw, ps in zip(spec.get("podSets") or (), pod_sets, strict=False):
         count = ps.count - reclaimable.get(ps.name, 0)
-        shapes.append({
-            "count": count,
-            "minCount": ps.min_count,
-            "name": ps.name,
-            "requests": {r: min(v * count, UNLIMITED) for r, v in sorted(ps.requests.items())},
-            "spec": spec_shape((raw.get("template") or {}).get("spec") or {}),
-            "topologyRequest": raw.get("topologyRequest"),
-        })
+        shapes.append(
+            {
+                "count": count,
+                "minCount": ps.min_count,
+                "name": ps.name,
+                "requests": {r: min(v * count, UNLIMITED) for r, v in sorted(ps.requests.items())},
+                "spec": spec_shape((raw.get("template") or {}).get("spec") or {}),
+                "topologyRequest": raw.get("topologyRequest"),
+            }
+        )
     shape: dict[str, Any] = {"podSets": shapes, "priority": priority}
     if allowed_flavors is not None:
         shape["allowedFlavors"] = allowed_flavors

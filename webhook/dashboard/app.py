@@ -49,7 +49,7 @@ _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
     # pygal's SVG carries its own <style>; no script but ours, nothing from elsewhere.
     "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-                               "frame-ancestors 'none'",
+    "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
@@ -105,8 +105,13 @@ def create_app(settings: Settings) -> Starlette:
     history = settings.history or History()
     changes = _Changes()
     store.subscribe(changes.notify)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
     def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         base = request.scope.get("root_path", "")
@@ -118,13 +123,19 @@ def create_app(settings: Settings) -> Starlette:
         token = bearer_token(request.headers.get("authorization", "")) or request.cookies.get(COOKIE)
         wants_page = request.method == "GET" and "text/html" in request.headers.get("accept", "")
         if not token:
-            return RedirectResponse(f"{request.scope.get('root_path', '')}/login", 303) if wants_page \
+            return (
+                RedirectResponse(f"{request.scope.get('root_path', '')}/login", 303)
+                if wants_page
                 else PlainTextResponse("Unauthorized", 401)
+            )
         try:
             user = await run_in_threadpool(authorizer.authenticate, token)
             if user is None:
-                return RedirectResponse(f"{request.scope.get('root_path', '')}/login?failed=1", 303) if wants_page \
+                return (
+                    RedirectResponse(f"{request.scope.get('root_path', '')}/login?failed=1", 303)
+                    if wants_page
                     else PlainTextResponse("Unauthorized", 401)
+                )
             namespaces = {o["metadata"].get("namespace", "") for o in store.objects(Kind.LOCAL_QUEUES).values()}
             namespaces.update(e.info.namespace for e in store.workloads().values())
             return await run_in_threadpool(authorizer.access, user, namespaces)
@@ -133,16 +144,25 @@ def create_app(settings: Settings) -> Starlette:
             return PlainTextResponse("Authorization failed", 500)
 
     def overview_context(acc: Access) -> dict[str, Any]:
-        return {"view": views.overview(store, cluster_queues=acc.cluster_queues, flavors=acc.resource_flavors,
-                                       cohorts=acc.cohorts), "access": acc}
+        return {
+            "view": views.overview(
+                store, cluster_queues=acc.cluster_queues, flavors=acc.resource_flavors, cohorts=acc.cohorts
+            ),
+            "access": acc,
+        }
 
     def workloads_context(request: Request, acc: Access) -> dict[str, Any]:
         q = request.query_params
-        page = views.workloads_page(store, acc.workloads, namespace=q.get("namespace", ""),
-                                    queue=q.get("queue", ""), state=q.get("state", ""))
-        return {"page": page, "access": acc, "states": list(views.State),
-                "filters": {"namespace": q.get("namespace", ""), "queue": q.get("queue", ""), "state": q.get("state", "")},
-                "query": urllib.parse.urlencode({k: v for k, v in q.items() if k in ("namespace", "queue", "state")})}
+        page = views.workloads_page(
+            store, acc.workloads, namespace=q.get("namespace", ""), queue=q.get("queue", ""), state=q.get("state", "")
+        )
+        return {
+            "page": page,
+            "access": acc,
+            "states": list(views.State),
+            "filters": {"namespace": q.get("namespace", ""), "queue": q.get("queue", ""), "state": q.get("state", "")},
+            "query": urllib.parse.urlencode({k: v for k, v in q.items() if k in ("namespace", "queue", "state")}),
+        }
 
     def history_context(acc: Access) -> dict[str, Any]:
         names = sorted(history.series) if acc.cluster_queues else []
@@ -164,8 +184,16 @@ def create_app(settings: Settings) -> Starlette:
             ctx = context(request, acc)
             if fragment:
                 return render(request, template, fragment=True, **ctx)
-            return render(request, "page.html", fragment=False, content=template, current=name, user=acc.user.name,
-                          fragment_url=f"fragment/{name}" + (f"?{ctx['query']}" if ctx.get("query") else ""), **ctx)
+            return render(
+                request,
+                "page.html",
+                fragment=False,
+                content=template,
+                current=name,
+                user=acc.user.name,
+                fragment_url=f"fragment/{name}" + (f"?{ctx['query']}" if ctx.get("query") else ""),
+                **ctx,
+            )
 
         return endpoint
 
@@ -181,13 +209,30 @@ def create_app(settings: Settings) -> Starlette:
         if entry is None:
             return render(request, "denied.html", 404, what=f"Workload {ns}/{name} (not found)", user=user.name)
         events, pods = await run_in_threadpool(_related, settings.kube, authorizer, user, entry.raw)
-        pos = views.positions(store.workloads().values(),
-                              {key: str((o.get("spec") or {}).get("clusterQueue", ""))
-                               for key, o in store.objects(Kind.LOCAL_QUEUES).items()}).get(entry.info.key)
-        return render(request, "page.html", fragment=False, content="workload.html", current="workload", user=user.name,
-                      fragment_url="", wl=entry.info, raw=entry.raw, state=views.state_of(entry.info), position=pos,
-                      conditions=(entry.raw.get("status") or {}).get("conditions") or [], events=events, pods=pods,
-                      yaml=yaml.safe_dump(dict(entry.raw), sort_keys=False))
+        pos = views.positions(
+            store.workloads().values(),
+            {
+                key: str((o.get("spec") or {}).get("clusterQueue", ""))
+                for key, o in store.objects(Kind.LOCAL_QUEUES).items()
+            },
+        ).get(entry.info.key)
+        return render(
+            request,
+            "page.html",
+            fragment=False,
+            content="workload.html",
+            current="workload",
+            user=user.name,
+            fragment_url="",
+            wl=entry.info,
+            raw=entry.raw,
+            state=views.state_of(entry.info),
+            position=pos,
+            conditions=(entry.raw.get("status") or {}).get("conditions") or [],
+            events=events,
+            pods=pods,
+            yaml=yaml.safe_dump(dict(entry.raw), sort_keys=False),
+        )
 
     async def events(request: Request) -> Response:
         acc = await access(request)
@@ -203,8 +248,9 @@ def create_app(settings: Settings) -> Starlette:
                 else:
                     yield b": ping\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        )
 
     async def login(request: Request) -> Response:
         if request.method == "GET":
@@ -220,8 +266,9 @@ def create_app(settings: Settings) -> Starlette:
             return RedirectResponse(f"{base}/login?failed=1", 303)
         log.info("dashboard: signed in", extra={"user": user.name})
         resp = RedirectResponse(f"{base}/", 303)
-        resp.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
-                        path=base or "/")
+        resp.set_cookie(
+            COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https", path=base or "/"
+        )
         return resp
 
     async def logout(request: Request) -> Response:
@@ -265,8 +312,9 @@ def create_app(settings: Settings) -> Starlette:
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def _related(kube: KubeReader | None, authorizer: Authorizer, user: Any,
-             wl: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _related(
+    kube: KubeReader | None, authorizer: Authorizer, user: Any, wl: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The Workload's Events and Pods, each only if `user` may list them in its namespace."""
     if kube is None:
         return [], []
@@ -276,8 +324,10 @@ def _related(kube: KubeReader | None, authorizer: Authorizer, user: Any,
     pods: list[dict[str, Any]] = []
     try:
         if authorizer.allowed(user, "list", "events", namespace=ns, group=""):
-            events, _ = kube.list(k.object_path("v1", "events", ns), query={
-                "fieldSelector": f"involvedObject.kind=Workload,involvedObject.name={name}"})
+            events, _ = kube.list(
+                k.object_path("v1", "events", ns),
+                query={"fieldSelector": f"involvedObject.kind=Workload,involvedObject.name={name}"},
+            )
             events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
         if authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
             query = _pod_query(wl)

@@ -55,7 +55,9 @@ class Authorizer:
         """The token's user, or None when the API server does not authenticate it."""
         return self.authenticator.authenticate(token)
 
-    def allowed(self, user: User, verb: str, resource: str, *, namespace: str = "", group: str = constants.GROUP) -> bool:
+    def allowed(
+        self, user: User, verb: str, resource: str, *, namespace: str = "", group: str = constants.GROUP
+    ) -> bool:
         """Whether `user` may `verb` `resource` of `group` in `namespace` ("" = all namespaces or cluster scope)."""
         key = (user, verb, group, resource, namespace)
         cached = self._decisions.get(key)

@@ -28,8 +28,12 @@ __all__ = ["History", "Sample"]
 KEEP = 360
 
 _SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
-_STYLE = Style(background="transparent", plot_background="transparent", font_family="system-ui, sans-serif",
-               colors=("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#4a5568"))
+_STYLE = Style(
+    background="transparent",
+    plot_background="transparent",
+    font_family="system-ui, sans-serif",
+    colors=("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#4a5568"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +62,14 @@ class History:
                 continue
             if (self._last is None or c.last_transition_time > self._last) and c.last_transition_time <= now:
                 waits.setdefault(wl.admission_cluster_queue, []).append(
-                    max(0.0, (c.last_transition_time - wl.creation).total_seconds()))
+                    max(0.0, (c.last_transition_time - wl.creation).total_seconds())
+                )
         seen = set()
         for row in rows:
             seen.add(row.name)
-            usage = {f"{b.flavor}/{b.resource}": round(100 * b.used / b.nominal, 1) if b.nominal else 0.0 for b in row.bars}
+            usage = {
+                f"{b.flavor}/{b.resource}": round(100 * b.used / b.nominal, 1) if b.nominal else 0.0 for b in row.bars
+            }
             w = waits.get(row.name)
             ring = self.series.setdefault(row.name, deque(maxlen=self.keep))
             ring.append(Sample(now, usage, row.pending, row.admitted, sum(w) / len(w) if w else None))
@@ -94,6 +101,18 @@ def _svg(chart: pygal.DateTimeLine) -> str:
 
 
 def _chart(kind: type[pygal.DateTimeLine], title: str) -> pygal.DateTimeLine:
-    return kind(title=title, js=[], disable_xml_declaration=True, style=_STYLE, width=640, height=260,
-                show_dots=False, x_value_formatter=lambda d: d.strftime("%H:%M:%S"), legend_at_bottom=True,
-                legend_font_size=10, title_font_size=12, allow_interruptions=True, explicit_size=True)
+    return kind(
+        title=title,
+        js=[],
+        disable_xml_declaration=True,
+        style=_STYLE,
+        width=640,
+        height=260,
+        show_dots=False,
+        x_value_formatter=lambda d: d.strftime("%H:%M:%S"),
+        legend_at_bottom=True,
+        legend_font_size=10,
+        title_font_size=12,
+        allow_interruptions=True,
+        explicit_size=True,
+    )

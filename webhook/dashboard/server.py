@@ -41,9 +41,16 @@ def start_informers(kube: k.Kube, store: Store, stop: threading.Event) -> list[t
     for kind, path in KINDS.items():
         t = threading.Thread(
             target=k.informer,
-            args=(kube, path, lambda items, kind=kind: store.replace(kind, items),
-                  lambda event, obj, kind=kind: store.apply(kind, event, obj)),
-            kwargs={"stop": stop}, name=f"dashboard-{kind.value}", daemon=True)
+            args=(
+                kube,
+                path,
+                lambda items, kind=kind: store.replace(kind, items),
+                lambda event, obj, kind=kind: store.apply(kind, event, obj),
+            ),
+            kwargs={"stop": stop},
+            name=f"dashboard-{kind.value}",
+            daemon=True,
+        )
         t.start()
         threads.append(t)
     return threads
@@ -54,10 +61,24 @@ def run(options: Options) -> int:
     store = Store()
     stop = threading.Event()
     start_informers(kube, store, stop)
-    app = create_app(Settings(store=store, authorizer=Authorizer(kube), kube=kube, history=History(),
-                              sample_every_s=options.sample_every_s))
-    config = uvicorn.Config(app, host=options.host, port=options.port, log_config=None, access_log=False,
-                            root_path=options.root_path, timeout_graceful_shutdown=2)
+    app = create_app(
+        Settings(
+            store=store,
+            authorizer=Authorizer(kube),
+            kube=kube,
+            history=History(),
+            sample_every_s=options.sample_every_s,
+        )
+    )
+    config = uvicorn.Config(
+        app,
+        host=options.host,
+        port=options.port,
+        log_config=None,
+        access_log=False,
+        root_path=options.root_path,
+        timeout_graceful_shutdown=2,
+    )
     if options.cert_dir is not None:
         config.ssl_certfile = str(options.cert_dir / "tls.crt")
         config.ssl_keyfile = str(options.cert_dir / "tls.key")

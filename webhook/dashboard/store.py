@@ -34,9 +34,7 @@ class Kind(StrEnum):
 
 
 #: REST collection paths (all namespaces for the namespaced kinds).
-KINDS: Mapping[Kind, str] = {
-    kind: f"/apis/{constants.GROUP}/v1beta2/{kind.value}" for kind in Kind
-}
+KINDS: Mapping[Kind, str] = {kind: f"/apis/{constants.GROUP}/v1beta2/{kind.value}" for kind in Kind}
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,8 +175,9 @@ def _usage(status: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int, int]]:
     return out
 
 
-def _lent(specs: Mapping[str, model.ClusterQueueSpec],
-          usage: Mapping[str, Mapping[tuple[str, str], tuple[int, int]]]) -> dict[tuple[str, str, str], int]:
+def _lent(
+    specs: Mapping[str, model.ClusterQueueSpec], usage: Mapping[str, Mapping[tuple[str, str], tuple[int, int]]]
+) -> dict[tuple[str, str, str], int]:
     """(cq, flavor, resource) → an estimate of how much of its nominal quota others in its cohort use.
 
     Kueue does not record who lends to whom, so what a cohort borrows is spread over its members'
@@ -226,14 +227,34 @@ def overview(store: Store, *, cluster_queues: bool, flavors: bool, cohorts: bool
         bars = []
         for fr, quota in spec.quotas.items():
             total, borrowed = usage[name].get((fr.flavor, fr.resource), (0, 0))
-            bars.append(Bar(fr.flavor, fr.resource, total, quota.nominal, quota.borrowing_limit, borrowed,
-                            lent.get((name, fr.flavor, fr.resource), 0)))
+            bars.append(
+                Bar(
+                    fr.flavor,
+                    fr.resource,
+                    total,
+                    quota.nominal,
+                    quota.borrowing_limit,
+                    borrowed,
+                    lent.get((name, fr.flavor, fr.resource), 0),
+                )
+            )
         active, reason = _active(status)
-        rows.append(ClusterQueueRow(name, spec.cohort, active, reason, int(status.get("pendingWorkloads") or 0),
-                                    int(status.get("reservingWorkloads") or 0),
-                                    int(status.get("admittedWorkloads") or 0), tuple(bars)))
+        rows.append(
+            ClusterQueueRow(
+                name,
+                spec.cohort,
+                active,
+                reason,
+                int(status.get("pendingWorkloads") or 0),
+                int(status.get("reservingWorkloads") or 0),
+                int(status.get("admittedWorkloads") or 0),
+                tuple(bars),
+            )
+        )
     tree = cohort_tree(specs.values(), store.objects(Kind.COHORTS).values()) if cohorts and cluster_queues else ()
-    flavor_rows = tuple(_flavor(obj) for _, obj in sorted(store.objects(Kind.RESOURCE_FLAVORS).items())) if flavors else ()
+    flavor_rows = (
+        tuple(_flavor(obj) for _, obj in sorted(store.objects(Kind.RESOURCE_FLAVORS).items())) if flavors else ()
+    )
     return Overview(tuple(rows), tree, flavor_rows)
 
 
@@ -243,7 +264,9 @@ def _flavor(obj: Mapping[str, Any]) -> FlavorRow:
     return FlavorRow(str(obj["metadata"]["name"]), tuple(sorted((spec.get("nodeLabels") or {}).items())), taints)
 
 
-def cohort_tree(specs: Iterable[model.ClusterQueueSpec], cohort_objects: Iterable[Mapping[str, Any]]) -> tuple[CohortNode, ...]:
+def cohort_tree(
+    specs: Iterable[model.ClusterQueueSpec], cohort_objects: Iterable[Mapping[str, Any]]
+) -> tuple[CohortNode, ...]:
     """Root cohorts with their subtrees. A cohort exists when a ClusterQueue or a Cohort names it,
     or a Cohort object defines it; a parent cycle (which the API allows) is cut at the first repeat."""
     parents: dict[str, str] = {}
@@ -271,7 +294,10 @@ def cohort_tree(specs: Iterable[model.ClusterQueueSpec], cohort_objects: Iterabl
 
 def _queue_map(store: Store) -> dict[str, str]:
     """LocalQueue `namespace/name` → its ClusterQueue."""
-    return {key: str((obj.get("spec") or {}).get("clusterQueue", "")) for key, obj in store.objects(Kind.LOCAL_QUEUES).items()}
+    return {
+        key: str((obj.get("spec") or {}).get("clusterQueue", ""))
+        for key, obj in store.objects(Kind.LOCAL_QUEUES).items()
+    }
 
 
 def positions(entries: Iterable[WorkloadEntry], queue_map: Mapping[str, str]) -> dict[str, tuple[int, int]]:
@@ -308,13 +334,21 @@ def local_queues(store: Store, namespaces: Collection[str] | None) -> tuple[Loca
         if namespaces is not None and meta.get("namespace") not in namespaces:
             continue
         pending, admitted = counts[key]
-        rows.append(LocalQueueRow(str(meta.get("namespace")), str(meta["name"]),
-                                  str((obj.get("spec") or {}).get("clusterQueue", "")), pending, admitted))
+        rows.append(
+            LocalQueueRow(
+                str(meta.get("namespace")),
+                str(meta["name"]),
+                str((obj.get("spec") or {}).get("clusterQueue", "")),
+                pending,
+                admitted,
+            )
+        )
     return tuple(rows)
 
 
-def workloads_page(store: Store, namespaces: Collection[str] | None, *, namespace: str = "", queue: str = "",
-                   state: str = "") -> WorkloadsPage:
+def workloads_page(
+    store: Store, namespaces: Collection[str] | None, *, namespace: str = "", queue: str = "", state: str = ""
+) -> WorkloadsPage:
     """Workloads in `namespaces` (None: all) matching the filters, pending ones first in queue order.
 
     The positions are computed over every pending Workload, those the caller may not see included,
@@ -326,16 +360,29 @@ def workloads_page(store: Store, namespaces: Collection[str] | None, *, namespac
     visible = [e.info for e in entries.values() if namespaces is None or e.info.namespace in namespaces]
     all_namespaces = tuple(sorted({wl.namespace for wl in visible}))
     all_queues = tuple(sorted({wl.queue_name for wl in visible if wl.queue_name}))
-    chosen = [wl for wl in visible
-              if (not namespace or wl.namespace == namespace) and (not queue or wl.queue_name == queue)
-              and (not state or state_of(wl) == state)]
+    chosen = [
+        wl
+        for wl in visible
+        if (not namespace or wl.namespace == namespace)
+        and (not queue or wl.queue_name == queue)
+        and (not state or state_of(wl) == state)
+    ]
     chosen.sort(key=lambda wl: (wl.key not in pos, pos.get(wl.key, (0, 0)), wl.namespace, wl.name))
     rows = []
     for wl in chosen[:PAGE_ROWS]:
         p = pos.get(wl.key)
-        rows.append(WorkloadRow(wl.namespace, wl.name, wl.queue_name,
-                                wl.admission_cluster_queue or queue_map.get(f"{wl.namespace}/{wl.queue_name}", ""),
-                                state_of(wl), wl.priority, wl.creation.isoformat(timespec="seconds"),
-                                p[0] if p else None, p[1] if p else None))
+        rows.append(
+            WorkloadRow(
+                wl.namespace,
+                wl.name,
+                wl.queue_name,
+                wl.admission_cluster_queue or queue_map.get(f"{wl.namespace}/{wl.queue_name}", ""),
+                state_of(wl),
+                wl.priority,
+                wl.creation.isoformat(timespec="seconds"),
+                p[0] if p else None,
+                p[1] if p else None,
+            )
+        )
     lq_namespaces = namespaces if not namespace else [n for n in (namespaces or [namespace]) if n == namespace]
     return WorkloadsPage(tuple(rows), len(chosen), all_namespaces, all_queues, local_queues(store, lq_namespaces))

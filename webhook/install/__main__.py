@@ -47,8 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "deploy":
             p.add_argument("--image", required=True)
             p.add_argument("--pull-policy", choices=["Always", "IfNotPresent", "Never"])
-            p.add_argument("--timeout", type=float, default=installer.AVAILABILITY_TIMEOUT_S,
-                           help="seconds for the rollout and the webhooks to take a dry-run create")
+            p.add_argument(
+                "--timeout",
+                type=float,
+                default=installer.AVAILABILITY_TIMEOUT_S,
+                help="seconds for the rollout and the webhooks to take a dry-run create",
+            )
     args = parser.parse_args(argv)
     if args.command == "manifests":
         for path in write(args.root):
@@ -56,8 +60,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         if args.command == "deploy":
-            installer.deploy(args.image, kubectl=args.kubectl, overlay=args.overlay, pull_policy=args.pull_policy,
-                             timeout_s=args.timeout)
+            installer.deploy(
+                args.image,
+                kubectl=args.kubectl,
+                overlay=args.overlay,
+                pull_policy=args.pull_policy,
+                timeout_s=args.timeout,
+            )
         else:
             installer.undeploy(kubectl=args.kubectl, overlay=args.overlay)
     except subprocess.CalledProcessError as exc:

@@ -59,38 +59,57 @@ def _values() -> dict[str, Any]:
                 "image": {"repository": "pykueue", "tag": "dev", "pullPolicy": d.pull_policy},
                 "resources": d.resources,
                 "podSecurityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                "containerSecurityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
-                                             "capabilities": {"drop": ["ALL"]}},
+                "containerSecurityContext": {
+                    "readOnlyRootFilesystem": True,
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
                 "podAnnotations": {},
                 "priorityClassName": "",
             },
             "imagePullSecrets": [],
-            "readinessProbe": {"initialDelaySeconds": 5, "periodSeconds": 10, "timeoutSeconds": 1,
-                               "failureThreshold": 3, "successThreshold": 1},
-            "livenessProbe": {"initialDelaySeconds": 15, "periodSeconds": 20, "timeoutSeconds": 1,
-                              "failureThreshold": 3, "successThreshold": 1},
+            "readinessProbe": {
+                "initialDelaySeconds": 5,
+                "periodSeconds": 10,
+                "timeoutSeconds": 1,
+                "failureThreshold": 3,
+                "successThreshold": 1,
+            },
+            "livenessProbe": {
+                "initialDelaySeconds": 15,
+                "periodSeconds": 20,
+                "timeoutSeconds": 1,
+                "failureThreshold": 3,
+                "successThreshold": 1,
+            },
             "nodeSelector": {},
             "tolerations": [],
             "topologySpreadConstraints": [],
             "podDisruptionBudget": {"enabled": False, "minAvailable": 1},
         },
         # internalCertManagement is set by the chart from enableCertManager; leave it out here.
-        "managerConfig": {"controllerManagerConfigYaml": d.configuration.replace(
-            "internalCertManagement:\n  enable: true\n", "")},
-        "metrics": {"prometheusNamespace": "monitoring",
-                    "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": True}}},
+        "managerConfig": {
+            "controllerManagerConfigYaml": d.configuration.replace("internalCertManagement:\n  enable: true\n", "")
+        },
+        "metrics": {"prometheusNamespace": "monitoring", "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": True}}},
         # The port name is the ServiceMonitor's `port` (upstream's chart and the kustomize Service: https).
-        "metricsService": {"type": "ClusterIP", "labels": {}, "annotations": {},
-                           "ports": [{"name": "https", "port": o.METRICS_PORT, "protocol": "TCP",
-                                      "targetPort": "metrics"}]},
-        "webhookService": {"type": "ClusterIP",
-                           "ports": [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}]},
+        "metricsService": {
+            "type": "ClusterIP",
+            "labels": {},
+            "annotations": {},
+            "ports": [{"name": "https", "port": o.METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}],
+        },
+        "webhookService": {
+            "type": "ClusterIP",
+            "ports": [{"port": 443, "protocol": "TCP", "targetPort": o.WEBHOOK_PORT}],
+        },
     }
 
 
 def _if(cond: str, *lines: str) -> Callable[[str], list[str]]:
     def emit(indent: str) -> list[str]:
         return [f"{indent}{{{{- if {cond} }}}}", *(indent + line for line in lines), f"{indent}{{{{- end }}}}"]
+
     return emit
 
 
@@ -113,33 +132,45 @@ _BLOCKS = {
     "MONITOR_TLS": ".Values.metrics.serviceMonitor.tlsConfig",
 }
 _RAW: dict[str, Callable[[str], list[str]]] = {
-    "CERT_ANNOTATION": _if(_CERT_MANAGER, "annotations:",
-                           f"  {o.INJECT_CA_FROM}: {{{{ .Release.Namespace }}}}/{o.CERTIFICATE}"),
+    "CERT_ANNOTATION": _if(
+        _CERT_MANAGER, "annotations:", f"  {o.INJECT_CA_FROM}: {{{{ .Release.Namespace }}}}/{o.CERTIFICATE}"
+    ),
     "POD_EXTRAS": lambda i: [
-        f"{i}{{{{- with {_M}.imagePullSecrets }}}}", f"{i}imagePullSecrets: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- with {_M}.imagePullSecrets }}}}",
+        f"{i}imagePullSecrets: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
         f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.nodeSelector }}}}", f"{i}nodeSelector: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- with {_M}.nodeSelector }}}}",
+        f"{i}nodeSelector: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
         f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.tolerations }}}}", f"{i}tolerations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- with {_M}.tolerations }}}}",
+        f"{i}tolerations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
         f"{i}{{{{- end }}}}",
         f"{i}{{{{- with {_M}.topologySpreadConstraints }}}}",
-        f"{i}topologySpreadConstraints: {{{{- toYaml . | nindent {len(i) + 2} }}}}", f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.manager.priorityClassName }}}}", f"{i}priorityClassName: {{{{ . }}}}",
+        f"{i}topologySpreadConstraints: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.manager.priorityClassName }}}}",
+        f"{i}priorityClassName: {{{{ . }}}}",
         f"{i}{{{{- end }}}}",
     ],
     "POD_ANNOTATIONS": lambda i: [
-        f"{i}{{{{- with {_M}.manager.podAnnotations }}}}", f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
-        f"{i}{{{{- end }}}}"],
+        f"{i}{{{{- with {_M}.manager.podAnnotations }}}}",
+        f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
     "CERT_MOUNT": _if(_CERT_MANAGER, f"- name: cert\n{{i}}  mountPath: {o.CERT_DIR}\n{{i}}  readOnly: true"),
     "CERT_VOLUME": _if(_CERT_MANAGER, f"- name: cert\n{{i}}  secret:\n{{i}}    secretName: {o.SECRET}"),
     "PROBE_READY": lambda i: [f"{i}{{{{- toYaml {_M}.readinessProbe | nindent {len(i)} }}}}"],
     "PROBE_LIVE": lambda i: [f"{i}{{{{- toYaml {_M}.livenessProbe | nindent {len(i)} }}}}"],
     "METRICS_ANNOTATIONS": lambda i: [
         f"{i}{{{{- with .Values.metricsService.annotations }}}}",
-        f"{i}annotations: {{{{- toYaml . | nindent {len(i) + 2} }}}}", f"{i}{{{{- end }}}}"],
+        f"{i}annotations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
     "METRICS_LABELS": lambda i: [
-        f"{i}{{{{- with .Values.metricsService.labels }}}}", f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
-        f"{i}{{{{- end }}}}"],
+        f"{i}{{{{- with .Values.metricsService.labels }}}}",
+        f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
 }
 
 _VALUE = re.compile(r"^(\s*)((?:- )?)([\w.-]+): '@@(\w+)@@'$")
@@ -184,8 +215,14 @@ def _deployment(s: o.Settings) -> dict[str, Any]:
     pod["securityContext"] = "@@POD_SECURITY@@"
     pod["@@POD_EXTRAS@@"] = ""
     c = pod["containers"][0]
-    c.update({"image": "@@IMAGE@@", "imagePullPolicy": "@@PULL_POLICY@@", "resources": "@@RESOURCES@@",
-              "securityContext": "@@CONTAINER_SECURITY@@"})
+    c.update(
+        {
+            "image": "@@IMAGE@@",
+            "imagePullPolicy": "@@PULL_POLICY@@",
+            "resources": "@@RESOURCES@@",
+            "securityContext": "@@CONTAINER_SECURITY@@",
+        }
+    )
     c["readinessProbe"] = {"httpGet": c["readinessProbe"]["httpGet"], "@@PROBE_READY@@": ""}
     c["livenessProbe"] = {"httpGet": c["livenessProbe"]["httpGet"], "@@PROBE_LIVE@@": ""}
     c["volumeMounts"].append({"@@CERT_MOUNT@@": ""})
@@ -234,20 +271,26 @@ def render() -> dict[str, str]:
     controller = o.controller_objects(s)
     return {
         "Chart.yaml": CHART,
-        "values.yaml": "# Defaults; names follow Kueue's chart where they overlap.\n" + dump(_values()).removeprefix("---\n"),
+        "values.yaml": "# Defaults; names follow Kueue's chart where they overlap.\n"
+        + dump(_values()).removeprefix("---\n"),
         "templates/crds.yaml": _docs(crds),
         "templates/rbac.yaml": _docs([o.rbac_objects(s)[0], *always, *rbac.user_roles()]),
         "templates/internalcert.yaml": _guard(f"not {_CERT_MANAGER}", _docs([*internal, controller[2]])),
         "templates/manager.yaml": _config_map() + _docs([_deployment(s), *_services(s)]),
         "templates/manager-pdb.yaml": _guard(f"{_M}.podDisruptionBudget.enabled", _docs([_pdb(s)])),
-        "templates/prometheus.yaml": _guard(_PROMETHEUS, _docs(o.prometheus_objects(
-            s, prometheus_namespace="@@PROMETHEUS_NAMESPACE@@", tls_config="@@MONITOR_TLS@@"))),
+        "templates/prometheus.yaml": _guard(
+            _PROMETHEUS,
+            _docs(
+                o.prometheus_objects(s, prometheus_namespace="@@PROMETHEUS_NAMESPACE@@", tls_config="@@MONITOR_TLS@@")
+            ),
+        ),
         "templates/webhooks.yaml": _docs(webhooks),
         "templates/certmanager.yaml": _guard(_CERT_MANAGER, _docs(o.cert_manager_objects(s))),
         "templates/visibility.yaml": _visibility(),
         "templates/visibility-apf.yaml": _guard(".Values.enableVisibilityAPF", _docs(visibility.apf_objects())),
-        "templates/dashboard.yaml": _guard(".Values.enableKueueViz", _docs(
-            dashboard.objects(_NS, image="@@IMAGE@@", pull_policy="@@PULL_POLICY@@"))),
+        "templates/dashboard.yaml": _guard(
+            ".Values.enableKueueViz", _docs(dashboard.objects(_NS, image="@@IMAGE@@", pull_policy="@@PULL_POLICY@@"))
+        ),
     }
 
 
@@ -255,5 +298,6 @@ def _visibility() -> str:
     """The Service, the APIServices and the delegator binding; the kube-system RoleBinding can be left
     to whoever may write there (upstream's `enableVisibilityAuthReaderRoleBinding`)."""
     reader, delegator = visibility.auth_objects(_NS, o.SERVICE_ACCOUNT)
-    return (_docs([visibility.service(_NS), *visibility.api_services(_NS), delegator])
-            + _guard(".Values.enableVisibilityAuthReaderRoleBinding", _docs([reader])))
+    return _docs([visibility.service(_NS), *visibility.api_services(_NS), delegator]) + _guard(
+        ".Values.enableVisibilityAuthReaderRoleBinding", _docs([reader])
+    )

@@ -23,30 +23,59 @@ def objects(namespace: str, *, image: str, pull_policy: str) -> list[dict[str, A
     """ServiceAccount, ClusterRole + binding, Deployment and Service."""
     meta = {"name": NAME, "namespace": namespace, "labels": dict(_LABELS)}
     container = {
-        "name": "dashboard", "image": image, "imagePullPolicy": pull_policy,
+        "name": "dashboard",
+        "image": image,
+        "imagePullPolicy": pull_policy,
         "args": ["dashboard", "--in-cluster", f"--port={PORT}"],
         "ports": [{"containerPort": PORT, "name": "http", "protocol": "TCP"}],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": PORT}, "periodSeconds": 10},
         "resources": {"limits": {"cpu": "1", "memory": "512Mi"}, "requests": {"cpu": "100m", "memory": "256Mi"}},
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
     }
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"{NAME}-role"},
-         "rules": rbac.rules(a for a in rbac.MANAGER_ACCESS if a.role == "dashboard")},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": f"{NAME}-rolebinding"},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}-role"},
-         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}]},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
-            "replicas": 1, "selector": {"matchLabels": dict(_LABELS)},
-            "template": {"metadata": {"labels": dict(_LABELS)}, "spec": {
-                "serviceAccountName": NAME,
-                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
-                "containers": [container]}}}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {
-            "type": "ClusterIP", "selector": dict(_LABELS),
-            "ports": [{"name": "http", "port": PORT, "protocol": "TCP", "targetPort": "http"}]}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"{NAME}-role"},
+            "rules": rbac.rules(a for a in rbac.MANAGER_ACCESS if a.role == "dashboard"),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{NAME}-rolebinding"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{NAME}-role"},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": dict(_LABELS)},
+                "template": {
+                    "metadata": {"labels": dict(_LABELS)},
+                    "spec": {
+                        "serviceAccountName": NAME,
+                        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                        "containers": [container],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": meta,
+            "spec": {
+                "type": "ClusterIP",
+                "selector": dict(_LABELS),
+                "ports": [{"name": "http", "port": PORT, "protocol": "TCP", "targetPort": "http"}],
+            },
+        },
     ]
-

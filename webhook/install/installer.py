@@ -32,8 +32,11 @@ ROOT = Path(__file__).resolve().parents[2]
 AVAILABILITY_TIMEOUT_S = 180.0  # rollout and webhook path together (upstream: LongTimeout per step, 90 s)
 POLL_INTERVAL_S = 0.5
 # A name the API server completes, so concurrent probes never collide (as upstream's "webhook-probe-").
-_PROBE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-          "metadata": {"generateName": "webhook-probe-"}}
+_PROBE = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "ResourceFlavor",
+    "metadata": {"generateName": "webhook-probe-"},
+}
 
 
 _T = TypeVar("_T")
@@ -75,8 +78,11 @@ def _ready_pods(kubectl: str, namespace: str) -> dict[str, str]:
         raise DeployError(f"deployment {namespace}/{o.DEPLOYMENT}: {available} of {desired} replicas available")
     selector = ",".join(f"{k}={v}" for k, v in sorted(dep["spec"]["selector"]["matchLabels"].items()))
     pods = _get(kubectl, "-n", namespace, "pods", "-l", selector)["items"]
-    ready = {p["status"]["podIP"]: p["metadata"]["name"] for p in pods
-             if _is_ready(p) and not p["metadata"].get("deletionTimestamp") and p.get("status", {}).get("podIP")}
+    ready = {
+        p["status"]["podIP"]: p["metadata"]["name"]
+        for p in pods
+        if _is_ready(p) and not p["metadata"].get("deletionTimestamp") and p.get("status", {}).get("podIP")
+    }
     if len(ready) != desired:
         raise DeployError(f"deployment {namespace}/{o.DEPLOYMENT}: {len(ready)} of {desired} pods ready")
     return ready
@@ -85,13 +91,21 @@ def _ready_pods(kubectl: str, namespace: str) -> dict[str, str]:
 def _endpoints_match(kubectl: str, namespace: str) -> dict[str, str]:
     """Step 2: the ready pods, once the webhook Service's ready endpoints are exactly them."""
     ready = _ready_pods(kubectl, namespace)
-    slices = _get(kubectl, "-n", namespace, "endpointslices", "-l",
-                  f"kubernetes.io/service-name={o.WEBHOOK_SERVICE}")["items"]
-    addresses = {a for s in slices for ep in s.get("endpoints") or []
-                 if (ep.get("conditions") or {}).get("ready", True) for a in ep.get("addresses") or []}
+    slices = _get(kubectl, "-n", namespace, "endpointslices", "-l", f"kubernetes.io/service-name={o.WEBHOOK_SERVICE}")[
+        "items"
+    ]
+    addresses = {
+        a
+        for s in slices
+        for ep in s.get("endpoints") or []
+        if (ep.get("conditions") or {}).get("ready", True)
+        for a in ep.get("addresses") or []
+    }
     if addresses != set(ready):
-        raise DeployError(f"service {namespace}/{o.WEBHOOK_SERVICE}: ready endpoints {sorted(addresses)} "
-                          f"are not the ready pods {sorted(ready)}")
+        raise DeployError(
+            f"service {namespace}/{o.WEBHOOK_SERVICE}: ready endpoints {sorted(addresses)} "
+            f"are not the ready pods {sorted(ready)}"
+        )
     return ready
 
 
@@ -120,25 +134,44 @@ def _retry(step: str, check: Callable[[], _T], *, deadline: float, interval_s: f
         time.sleep(interval_s)
 
 
-def wait_until_available(kubectl: str, *, namespace: str, lease: str | None,
-                         timeout_s: float = AVAILABILITY_TIMEOUT_S, interval_s: float = POLL_INTERVAL_S) -> None:
+def wait_until_available(
+    kubectl: str,
+    *,
+    namespace: str,
+    lease: str | None,
+    timeout_s: float = AVAILABILITY_TIMEOUT_S,
+    interval_s: float = POLL_INTERVAL_S,
+) -> None:
     """Steps 1-4 of the module docstring, all within `timeout_s`; raises DeployError naming the step."""
     deadline = time.monotonic() + timeout_s
-    rollout = _run(kubectl, "-n", namespace, "rollout", "status", f"deployment/{o.DEPLOYMENT}",
-                   f"--timeout={max(1, int(timeout_s))}s")
+    rollout = _run(
+        kubectl,
+        "-n",
+        namespace,
+        "rollout",
+        "status",
+        f"deployment/{o.DEPLOYMENT}",
+        f"--timeout={max(1, int(timeout_s))}s",
+    )
     if rollout.returncode != 0:
         raise DeployError(f"rollout of deployment {namespace}/{o.DEPLOYMENT}: {_last_line(rollout)}")
-    pods = _retry("webhook endpoints", lambda: _endpoints_match(kubectl, namespace),
-                  deadline=deadline, interval_s=interval_s)
+    pods = _retry(
+        "webhook endpoints", lambda: _endpoints_match(kubectl, namespace), deadline=deadline, interval_s=interval_s
+    )
     _retry("webhook data path", lambda: _probe_admitted(kubectl), deadline=deadline, interval_s=interval_s)
     if lease is not None:
-        _retry("leader election", lambda: _lease_held(kubectl, namespace, lease, pods.values()),
-               deadline=deadline, interval_s=interval_s)
+        _retry(
+            "leader election",
+            lambda: _lease_held(kubectl, namespace, lease, pods.values()),
+            deadline=deadline,
+            interval_s=interval_s,
+        )
 
 
 def _build(kubectl: str, overlay: str) -> list[dict[str, Any]]:
-    out = subprocess.run([kubectl, "kustomize", str(ROOT / "manifests" / overlay)], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [kubectl, "kustomize", str(ROOT / "manifests" / overlay)], check=True, capture_output=True, text=True
+    ).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
@@ -158,21 +191,39 @@ def _lease_name(items: Sequence[dict[str, Any]]) -> str | None:
     return election.resource_name if election.leader_elect else None
 
 
-def deploy(image: str, *, kubectl: str = "kubectl", overlay: str = "default", pull_policy: str | None = None,
-           wait: bool = True, timeout_s: float = AVAILABILITY_TIMEOUT_S) -> None:
+def deploy(
+    image: str,
+    *,
+    kubectl: str = "kubectl",
+    overlay: str = "default",
+    pull_policy: str | None = None,
+    wait: bool = True,
+    timeout_s: float = AVAILABILITY_TIMEOUT_S,
+) -> None:
     """Apply the kustomize build (server-side): CRDs first, then the rest; then `wait_until_available`."""
     items = _build(kubectl, overlay)
     _set_image(items, image, pull_policy)
 
     def apply(docs: list[dict[str, Any]]) -> None:
-        subprocess.run([kubectl, "apply", "--server-side", "--field-manager=pykueue-install", "--force-conflicts",
-                        "-f", "-"], input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
-                       text=True, check=True)
+        subprocess.run(
+            [kubectl, "apply", "--server-side", "--field-manager=pykueue-install", "--force-conflicts", "-f", "-"],
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
+            text=True,
+            check=True,
+        )
 
     crds = [i for i in items if i["kind"] == "CustomResourceDefinition"]
     apply(crds)
-    subprocess.run([kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-                    *[f"crd/{c['metadata']['name']}" for c in crds]], check=True)
+    subprocess.run(
+        [
+            kubectl,
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            *[f"crd/{c['metadata']['name']}" for c in crds],
+        ],
+        check=True,
+    )
     apply([i for i in items if i["kind"] != "CustomResourceDefinition"])
     if wait:
         namespace = next(i["metadata"]["name"] for i in items if i["kind"] == "Namespace")
@@ -185,5 +236,9 @@ def undeploy(*, kubectl: str = "kubectl", overlay: str = "default") -> None:
     order = {"MutatingWebhookConfiguration": 0, "ValidatingWebhookConfiguration": 0, "CustomResourceDefinition": 2}
     for rank in (0, 1, 2):
         docs = [i for i in items if order.get(i["kind"], 1) == rank]
-        subprocess.run([kubectl, "delete", "--ignore-not-found", "--wait=false", "-f", "-"],
-                       input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}), text=True, check=True)
+        subprocess.run(
+            [kubectl, "delete", "--ignore-not-found", "--wait=false", "-f", "-"],
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
+            text=True,
+            check=True,
+        )

@@ -99,8 +99,12 @@ class Settings:
     image: str = "pykueue:dev"
     pull_policy: str = "IfNotPresent"
     replicas: int = 2
-    resources: dict[str, Any] = field(default_factory=lambda: {
-        "limits": {"cpu": "2", "memory": "512Mi"}, "requests": {"cpu": "500m", "memory": "512Mi"}})
+    resources: dict[str, Any] = field(
+        default_factory=lambda: {
+            "limits": {"cpu": "2", "memory": "512Mi"},
+            "requests": {"cpu": "500m", "memory": "512Mi"},
+        }
+    )
     configuration: str = DEFAULT_CONFIGURATION
 
 
@@ -126,9 +130,14 @@ def rbac_objects(s: Settings) -> list[dict[str, Any]]:
 
 
 def _probe(path: str, delay: int, period: int) -> dict[str, Any]:
-    return {"httpGet": {"path": path, "port": "webhook-server", "scheme": "HTTPS"},
-            "initialDelaySeconds": delay, "periodSeconds": period, "timeoutSeconds": 1,
-            "failureThreshold": 3, "successThreshold": 1}
+    return {
+        "httpGet": {"path": path, "port": "webhook-server", "scheme": "HTTPS"},
+        "initialDelaySeconds": delay,
+        "periodSeconds": period,
+        "timeoutSeconds": 1,
+        "failureThreshold": 3,
+        "successThreshold": 1,
+    }
 
 
 def _deployment(s: Settings) -> dict[str, Any]:
@@ -138,27 +147,35 @@ def _deployment(s: Settings) -> dict[str, Any]:
         "imagePullPolicy": s.pull_policy,
         "args": ["serve", "--in-cluster", f"--config=/{CONFIG_FILE}", f"--drain-seconds={DRAIN_S}"],
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-        "ports": [{"containerPort": WEBHOOK_PORT, "name": "webhook-server", "protocol": "TCP"},
-                  {"containerPort": METRICS_PORT, "name": "metrics", "protocol": "TCP"}],
+        "ports": [
+            {"containerPort": WEBHOOK_PORT, "name": "webhook-server", "protocol": "TCP"},
+            {"containerPort": METRICS_PORT, "name": "metrics", "protocol": "TCP"},
+        ],
         "livenessProbe": _probe("/healthz", 15, 20),
         "readinessProbe": _probe("/readyz", 5, 10),
         "resources": s.resources,
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
         "volumeMounts": [
             {"name": "manager-config", "mountPath": f"/{CONFIG_FILE}", "subPath": CONFIG_FILE, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
         ],
     }
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": _meta(DEPLOYMENT, s, **_labels("controller")),
         "spec": {
             "replicas": s.replicas,
             "selector": {"matchLabels": dict(SELECTOR)},
             "template": {
-                "metadata": {"labels": _labels("controller"),
-                             "annotations": {"kubectl.kubernetes.io/default-container": "manager"}},
+                "metadata": {
+                    "labels": _labels("controller"),
+                    "annotations": {"kubectl.kubernetes.io/default-container": "manager"},
+                },
                 "spec": {
                     "serviceAccountName": SERVICE_ACCOUNT,
                     "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
@@ -176,31 +193,45 @@ def _deployment(s: Settings) -> dict[str, Any]:
 
 
 def _service(name: str, component: str, port: dict[str, Any], s: Settings) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, s, **_labels(component)),
-            "spec": {"type": "ClusterIP", "selector": dict(SELECTOR), "ports": [port]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(name, s, **_labels(component)),
+        "spec": {"type": "ClusterIP", "selector": dict(SELECTOR), "ports": [port]},
+    }
 
 
 def controller_objects(s: Settings) -> list[dict[str, Any]]:
     """Namespace, Configuration, the (empty) certificate Secret, Deployment and both Services."""
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s.namespace, "labels": dict(SELECTOR)}},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(CONFIG_MAP, s),
-         "data": {CONFIG_FILE: s.configuration}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": _meta(CONFIG_MAP, s),
+            "data": {CONFIG_FILE: s.configuration},
+        },
         # Filled by the first replica's cert manager (upstream's internalcert component).
         {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(SECRET, s)},
         _deployment(s),
-        _service(WEBHOOK_SERVICE, "webhook-service",
-                 {"port": 443, "protocol": "TCP", "targetPort": WEBHOOK_PORT}, s),
-        _service(METRICS_SERVICE, "metrics-service",
-                 {"name": "https", "port": METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"}, s),
+        _service(WEBHOOK_SERVICE, "webhook-service", {"port": 443, "protocol": "TCP", "targetPort": WEBHOOK_PORT}, s),
+        _service(
+            METRICS_SERVICE,
+            "metrics-service",
+            {"name": "https", "port": METRICS_PORT, "protocol": "TCP", "targetPort": "metrics"},
+            s,
+        ),
     ]
 
 
 def pod_disruption_budget(s: Settings, *, min_available: int | str = 1) -> dict[str, Any]:
     """Keeps `min_available` replicas through voluntary disruptions (upstream's chart: manager-pdb.yaml)."""
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": _meta(DEPLOYMENT, s, **_labels("controller")),
-            "spec": {"minAvailable": min_available, "selector": {"matchLabels": dict(SELECTOR)}}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta(DEPLOYMENT, s, **_labels("controller")),
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": dict(SELECTOR)}},
+    }
 
 
 # -- Prometheus Operator (upstream's chart: templates/prometheus/, enablePrometheus) -----------------
@@ -210,38 +241,57 @@ PROMETHEUS_ROLE = "kueue-prometheus-k8s"
 PROMETHEUS_ACCOUNTS = ("prometheus-k8s", "prometheus-operator")  # kube-prometheus' service accounts
 
 
-def prometheus_objects(s: Settings, *, prometheus_namespace: str = "monitoring",
-                       tls_config: dict[str, Any] | str | None = None) -> list[dict[str, Any]]:
+def prometheus_objects(
+    s: Settings, *, prometheus_namespace: str = "monitoring", tls_config: dict[str, Any] | str | None = None
+) -> list[dict[str, Any]]:
     """A ServiceMonitor for the metrics Service's `https` port, scraped with the scraper's own token (the
     worker admits it by TokenReview and SubjectAccessReview), and a Role that lets the Prometheus
     service accounts of `prometheus_namespace` discover it. Upstream's Role also grants ingresses,
     which discovery for a ServiceMonitor never reads; ours leaves them out."""
     monitor = {
-        "apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
         "metadata": _meta(SERVICE_MONITOR, s, **SELECTOR),
         "spec": {
             "selector": {"matchLabels": _labels("metrics-service")},
-            "endpoints": [{"path": "/metrics", "port": "https", "scheme": "https",
-                           "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
-                           "tlsConfig": {"insecureSkipVerify": True} if tls_config is None else tls_config}],
+            "endpoints": [
+                {
+                    "path": "/metrics",
+                    "port": "https",
+                    "scheme": "https",
+                    "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                    "tlsConfig": {"insecureSkipVerify": True} if tls_config is None else tls_config,
+                }
+            ],
         },
     }
     read = ["get", "list", "watch"]
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta(PROMETHEUS_ROLE, s),
-            "rules": [{"apiGroups": [""], "resources": ["endpoints", "pods", "services"], "verbs": read},
-                      {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read}]}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": _meta(PROMETHEUS_ROLE, s),
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PROMETHEUS_ROLE},
-               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": prometheus_namespace}
-                            for name in PROMETHEUS_ACCOUNTS]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": _meta(PROMETHEUS_ROLE, s),
+        "rules": [
+            {"apiGroups": [""], "resources": ["endpoints", "pods", "services"], "verbs": read},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": _meta(PROMETHEUS_ROLE, s),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": PROMETHEUS_ROLE},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": name, "namespace": prometheus_namespace} for name in PROMETHEUS_ACCOUNTS
+        ],
+    }
     return [monitor, role, binding]
 
 
 def webhook_objects(s: Settings) -> list[dict[str, Any]]:
     """Both webhook configurations, caBundle left out (the cert manager or cert-manager injects it)."""
-    configs = webhook_configurations("", service=(WEBHOOK_SERVICE, s.namespace), namespace=s.namespace,
-                                     timeout_seconds=WEBHOOK_TIMEOUT_S)
+    configs = webhook_configurations(
+        "", service=(WEBHOOK_SERVICE, s.namespace), namespace=s.namespace, timeout_seconds=WEBHOOK_TIMEOUT_S
+    )
     for cfg in configs:
         for hook in cfg["webhooks"]:
             hook["clientConfig"].pop("caBundle", None)
@@ -259,9 +309,20 @@ def cert_manager_objects(s: Settings) -> list[dict[str, Any]]:
     """A self-signed Issuer and the serving Certificate, stored in the Secret the server reads."""
     host = f"{WEBHOOK_SERVICE}.{s.namespace}.svc"
     return [
-        {"apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": _meta(ISSUER, s),
-         "spec": {"selfSigned": {}}},
-        {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": _meta(CERTIFICATE, s),
-         "spec": {"dnsNames": [host, f"{host}.cluster.local"], "secretName": SECRET,
-                  "issuerRef": {"kind": "Issuer", "name": ISSUER}}},
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Issuer",
+            "metadata": _meta(ISSUER, s),
+            "spec": {"selfSigned": {}},
+        },
+        {
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "metadata": _meta(CERTIFICATE, s),
+            "spec": {
+                "dnsNames": [host, f"{host}.cluster.local"],
+                "secretName": SECRET,
+                "issuerRef": {"kind": "Issuer", "name": ISSUER},
+            },
+        },
     ]

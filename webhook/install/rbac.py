@@ -86,68 +86,191 @@ def _owner_access() -> Iterable[Access]:
     for group, kind in (*INTEGRATION_KINDS.values(), ("apps", "ReplicaSet")):
         by_group[group].add(owner_plural(kind))
     for group in sorted(by_group):
-        yield Access(group, tuple(sorted(by_group[group])), ("get",), LOOKUPS,
-                     "ancestor walk: GET the controller owner of a Job or Pod")
-
+        yield Access(
+            group,
+            tuple(sorted(by_group[group])),
+            ("get",),
+            LOOKUPS,
+            "ancestor walk: GET the controller owner of a Job or Pod",
+        )
 
 
 MANAGER_ACCESS: tuple[Access, ...] = (
     # -- the webhook server's lookups --------------------------------------------------------------
     Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
-    Access(_K, ("localqueues", "workloadpriorityclasses"), ("list", "watch"), LOOKUPS,
-           "default LocalQueue and default WorkloadPriorityClass exist?"),
-    Access(_K, ("clusterqueues",), ("list", "watch"), LOOKUPS,
-           "submit-time warnings: the ClusterQueue's namespaceSelector and quotas"),
+    Access(
+        _K,
+        ("localqueues", "workloadpriorityclasses"),
+        ("list", "watch"),
+        LOOKUPS,
+        "default LocalQueue and default WorkloadPriorityClass exist?",
+    ),
+    Access(
+        _K,
+        ("clusterqueues",),
+        ("list", "watch"),
+        LOOKUPS,
+        "submit-time warnings: the ClusterQueue's namespaceSelector and quotas",
+    ),
     *_owner_access(),
     # -- internal certificate management -----------------------------------------------------------
-    Access("", ("secrets",), ("get", "update"), CERT_MANAGER, "read and rotate the shared serving certificate",
-           resource_names=("kueue-webhook-server-cert",), namespaced=True, role="cert"),
-    Access("", ("secrets",), ("create",), CERT_MANAGER, "first replica creates the Secret (create cannot be name-scoped)",
-           namespaced=True, role="cert"),
-    Access("admissionregistration.k8s.io", ("mutatingwebhookconfigurations",), ("get", "patch"), CERT_MANAGER,
-           "inject the caBundle", resource_names=("kueue-mutating-webhook-configuration",), role="cert"),
-    Access("admissionregistration.k8s.io", ("validatingwebhookconfigurations",), ("get", "patch"), CERT_MANAGER,
-           "inject the caBundle", resource_names=("kueue-validating-webhook-configuration",), role="cert"),
-    Access("apiextensions.k8s.io", ("customresourcedefinitions",), ("get", "patch"), CERT_MANAGER,
-           "inject the caBundle into conversion", resource_names=conversion_crd_names(), role="cert"),
+    Access(
+        "",
+        ("secrets",),
+        ("get", "update"),
+        CERT_MANAGER,
+        "read and rotate the shared serving certificate",
+        resource_names=("kueue-webhook-server-cert",),
+        namespaced=True,
+        role="cert",
+    ),
+    Access(
+        "",
+        ("secrets",),
+        ("create",),
+        CERT_MANAGER,
+        "first replica creates the Secret (create cannot be name-scoped)",
+        namespaced=True,
+        role="cert",
+    ),
+    Access(
+        "admissionregistration.k8s.io",
+        ("mutatingwebhookconfigurations",),
+        ("get", "patch"),
+        CERT_MANAGER,
+        "inject the caBundle",
+        resource_names=("kueue-mutating-webhook-configuration",),
+        role="cert",
+    ),
+    Access(
+        "admissionregistration.k8s.io",
+        ("validatingwebhookconfigurations",),
+        ("get", "patch"),
+        CERT_MANAGER,
+        "inject the caBundle",
+        resource_names=("kueue-validating-webhook-configuration",),
+        role="cert",
+    ),
+    Access(
+        "apiextensions.k8s.io",
+        ("customresourcedefinitions",),
+        ("get", "patch"),
+        CERT_MANAGER,
+        "inject the caBundle into conversion",
+        resource_names=conversion_crd_names(),
+        role="cert",
+    ),
     # -- the admission worker ------------------------------------------------------------------------
     Access(_K, ("workloads",), _ALL, WORKER, "Workloads of Jobs and Pods"),
     Access(_K, ("workloads/status",), ("get", "patch", "update"), WORKER, "admission, conditions"),
-    Access(_K, ("admissionchecks", "clusterqueues", "resourceflavors"), (*_READ, "update"), WORKER,
-           "cache, and the resource-in-use finalizer"),
-    Access(_K, ("admissionchecks/finalizers", "clusterqueues/finalizers", "resourceflavors/finalizers",
-                "workloads/finalizers"), ("update",), WORKER, "finalizers"),
+    Access(
+        _K,
+        ("admissionchecks", "clusterqueues", "resourceflavors"),
+        (*_READ, "update"),
+        WORKER,
+        "cache, and the resource-in-use finalizer",
+    ),
+    Access(
+        _K,
+        (
+            "admissionchecks/finalizers",
+            "clusterqueues/finalizers",
+            "resourceflavors/finalizers",
+            "workloads/finalizers",
+        ),
+        ("update",),
+        WORKER,
+        "finalizers",
+    ),
     Access(_K, ("cohorts", "localqueues", "workloadpriorityclasses"), _READ, WORKER, "cache"),
-    Access(_K, ("admissionchecks/status", "clusterqueues/status", "cohorts/status", "localqueues/status"),
-           ("get", "patch", "update"), WORKER, "queue status"),
-    Access("batch", ("jobs",), ("delete", "get", "list", "patch", "update", "watch"), WORKER,
-           "suspend, resume, inject; delete after the deactivation retention period"),
-    Access("batch", ("jobs/status",), ("get", "patch", "update"), WORKER, "reset startTime when stopping a started Job"),
+    Access(
+        _K,
+        ("admissionchecks/status", "clusterqueues/status", "cohorts/status", "localqueues/status"),
+        ("get", "patch", "update"),
+        WORKER,
+        "queue status",
+    ),
+    Access(
+        "batch",
+        ("jobs",),
+        ("delete", "get", "list", "patch", "update", "watch"),
+        WORKER,
+        "suspend, resume, inject; delete after the deactivation retention period",
+    ),
+    Access(
+        "batch", ("jobs/status",), ("get", "patch", "update"), WORKER, "reset startTime when stopping a started Job"
+    ),
     Access("", ("pods",), ("delete", "get", "list", "patch", "update", "watch"), WORKER, "gates, finalizers, stop"),
     Access("", ("pods/status",), ("patch",), WORKER, "pod conditions"),
-    Access("apps", ("statefulsets",), ("list", "watch"), WORKER, "StatefulSet integration: one pod group per StatefulSet"),
+    Access(
+        "apps", ("statefulsets",), ("list", "watch"), WORKER, "StatefulSet integration: one pod group per StatefulSet"
+    ),
     Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
     Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
     Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
-    Access("coordination.k8s.io", ("leases",), ("create", "get", "update"), WORKER, "leader election",
-           namespaced=True, role="leader-election"),
+    Access(
+        "coordination.k8s.io",
+        ("leases",),
+        ("create", "get", "update"),
+        WORKER,
+        "leader election",
+        namespaced=True,
+        role="leader-election",
+    ),
     # -- the worker's metrics server ------------------------------------------------------------------
-    Access("authentication.k8s.io", ("tokenreviews",), ("create",), METRICS_AUTH,
-           "who is the scraper (its bearer token)", role="metrics-auth"),
-    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), METRICS_AUTH,
-           "may the scraper get /metrics", role="metrics-auth"),
+    Access(
+        "authentication.k8s.io",
+        ("tokenreviews",),
+        ("create",),
+        METRICS_AUTH,
+        "who is the scraper (its bearer token)",
+        role="metrics-auth",
+    ),
+    Access(
+        "authorization.k8s.io",
+        ("subjectaccessreviews",),
+        ("create",),
+        METRICS_AUTH,
+        "may the scraper get /metrics",
+        role="metrics-auth",
+    ),
     # -- the dashboard: its own ServiceAccount and role (`install.dashboard`), never the manager's ------
-    Access(_K, ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"), ("list", "watch"),
-           DASHBOARD, "watch caches the pages are rendered from", role="dashboard"),
+    Access(
+        _K,
+        ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"),
+        ("list", "watch"),
+        DASHBOARD,
+        "watch caches the pages are rendered from",
+        role="dashboard",
+    ),
     Access("", ("events", "pods"), ("list",), DASHBOARD, "a Workload's page: its Events and Pods", role="dashboard"),
     Access("authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"),
-    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), DASHBOARD,
-           "what the viewer may list, per resource and namespace", role="dashboard"),
+    Access(
+        "authorization.k8s.io",
+        ("subjectaccessreviews",),
+        ("create",),
+        DASHBOARD,
+        "what the viewer may list, per resource and namespace",
+        role="dashboard",
+    ),
     # -- the worker's visibility server: built-in roles grant these (`install.visibility.auth_objects`) --
-    Access("", ("configmaps",), ("get",), VISIBILITY_AUTH, "front-proxy settings (extension-apiserver-authentication-reader)",
-           resource_names=("extension-apiserver-authentication",), role="visibility-auth"),
-    Access("authorization.k8s.io", ("subjectaccessreviews",), ("create",), VISIBILITY_AUTH,
-           "may the caller read pending workloads (system:auth-delegator)", role="visibility-auth"),
+    Access(
+        "",
+        ("configmaps",),
+        ("get",),
+        VISIBILITY_AUTH,
+        "front-proxy settings (extension-apiserver-authentication-reader)",
+        resource_names=("extension-apiserver-authentication",),
+        role="visibility-auth",
+    ),
+    Access(
+        "authorization.k8s.io",
+        ("subjectaccessreviews",),
+        ("create",),
+        VISIBILITY_AUTH,
+        "may the caller read pending workloads (system:auth-delegator)",
+        role="visibility-auth",
+    ),
 )
 
 
@@ -178,7 +301,9 @@ def _binding(kind: str, name: str, role: str, namespace: str, service_account: s
     if kind == "RoleBinding":
         meta["namespace"] = namespace
     return {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind.removesuffix("Binding"), "name": role},
         "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
     }
@@ -194,8 +319,9 @@ ROLE_NAMES = {
 }
 
 
-def manager_rbac(namespace: str, service_account: str, *, access: Sequence[Access] = MANAGER_ACCESS
-                 ) -> list[dict[str, Any]]:
+def manager_rbac(
+    namespace: str, service_account: str, *, access: Sequence[Access] = MANAGER_ACCESS
+) -> list[dict[str, Any]]:
     """ClusterRoles, Roles and their bindings for the manager's service account."""
     out: list[dict[str, Any]] = []
     for (key, namespaced), (role_name, binding_name) in ROLE_NAMES.items():
@@ -206,16 +332,21 @@ def manager_rbac(namespace: str, service_account: str, *, access: Sequence[Acces
         meta: dict[str, Any] = {"name": role_name}
         if namespaced:
             meta["namespace"] = namespace
-        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta,
-                    "rules": rules(entries)})
+        out.append(
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta, "rules": rules(entries)}
+        )
         out.append(_binding(f"{kind}Binding", binding_name, role_name, namespace, service_account))
     return out
 
 
 def metrics_reader_role() -> dict[str, Any]:
     """What a scraper needs: `get` on the non-resource URL `/metrics` (bind it to Prometheus's account)."""
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": METRICS_READER},
-            "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": METRICS_READER},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+    }
 
 
 # -- user-facing roles -----------------------------------------------------------------------------
@@ -257,24 +388,37 @@ def _user_role(kind: _UserKind, editor: bool) -> dict[str, Any]:
     labels = {"rbac.kueue.x-k8s.io/role": f"{kind.stem}-{suffix}"}
     labels.update({label: "true" for label in (kind.editor_labels if editor else kind.viewer_labels)})
     role_rules: list[dict[str, Any]] = [
-        {"apiGroups": [kind.group], "resources": [kind.plural], "verbs": list(_ALL if editor else _READ)}]
+        {"apiGroups": [kind.group], "resources": [kind.plural], "verbs": list(_ALL if editor else _READ)}
+    ]
     if kind.status:
         role_rules.append({"apiGroups": [kind.group], "resources": [f"{kind.plural}/status"], "verbs": ["get"]})
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": f"kueue-{kind.stem}-{suffix}-role", "labels": labels}, "rules": role_rules}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"kueue-{kind.stem}-{suffix}-role", "labels": labels},
+        "rules": role_rules,
+    }
 
 
 def user_roles() -> list[dict[str, Any]]:
     """batch-admin and batch-user (aggregated by label), a viewer/editor pair per kind, and the metrics reader."""
     aggregated = [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": f"kueue-batch-{who}-role"},
-         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]}, "rules": []}
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"kueue-batch-{who}-role"},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {label: "true"}}]},
+            "rules": [],
+        }
         for who, label in (("admin", _ADMIN), ("user", _USER))
     ]
-    return [*aggregated, *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
-            *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
-            local_queue_limits_role(), metrics_reader_role()]
+    return [
+        *aggregated,
+        *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
+        *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
+        local_queue_limits_role(),
+        metrics_reader_role(),
+    ]
 
 
 # The visibility API's reads (`pending_workloads_{cq,lq}_viewer_role.yaml`): a ClusterQueue's queue is
@@ -287,11 +431,22 @@ _PENDING_WORKLOADS = (
 
 def _pending_workloads_role(scope: str, labels: tuple[str, ...]) -> dict[str, Any]:
     plural = {"cq": "clusterqueues", "lq": "localqueues"}[scope]
-    meta_labels = {"rbac.kueue.x-k8s.io/role": f"pending-workloads-{scope}-viewer", **{label: "true" for label in labels}}
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": f"kueue-pending-workloads-{scope}-viewer-role", "labels": meta_labels},
-            "rules": [{"apiGroups": ["visibility.kueue.x-k8s.io"], "resources": [f"{plural}/pendingworkloads"],
-                       "verbs": list(_READ)}]}
+    meta_labels = {
+        "rbac.kueue.x-k8s.io/role": f"pending-workloads-{scope}-viewer",
+        **{label: "true" for label in labels},
+    }
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"kueue-pending-workloads-{scope}-viewer-role", "labels": meta_labels},
+        "rules": [
+            {
+                "apiGroups": ["visibility.kueue.x-k8s.io"],
+                "resources": [f"{plural}/pendingworkloads"],
+                "verbs": list(_READ),
+            }
+        ],
+    }
 
 
 LOCAL_QUEUE_LIMITS_VIEWER = "kueue-localqueue-limits-viewer-role"
@@ -300,9 +455,19 @@ LOCAL_QUEUE_LIMITS_VIEWER = "kueue-localqueue-limits-viewer-role"
 def local_queue_limits_role() -> dict[str, Any]:
     """Our group's reads (`visibility.pykueue.io`): a LocalQueue's limits and its pending workloads with
     estimates, for whoever may read the LocalQueue's pending workloads (aggregated as upstream's lq viewer)."""
-    labels = {"rbac.kueue.x-k8s.io/role": "localqueue-limits-viewer",
-              **{label: "true" for label in dict(_PENDING_WORKLOADS)["lq"]}}
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": LOCAL_QUEUE_LIMITS_VIEWER, "labels": labels},
-            "rules": [{"apiGroups": [PYKUEUE_GROUP], "resources": ["localqueues/limits", "localqueues/pendingworkloads"],
-                       "verbs": list(_READ)}]}
+    labels = {
+        "rbac.kueue.x-k8s.io/role": "localqueue-limits-viewer",
+        **{label: "true" for label in dict(_PENDING_WORKLOADS)["lq"]},
+    }
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": LOCAL_QUEUE_LIMITS_VIEWER, "labels": labels},
+        "rules": [
+            {
+                "apiGroups": [PYKUEUE_GROUP],
+                "resources": ["localqueues/limits", "localqueues/pendingworkloads"],
+                "verbs": list(_READ),
+            }
+        ],
+    }

@@ -28,16 +28,24 @@ APF_NAME = "kueue-visibility"
 AUTH_READER = "kueue-visibility-server-auth-reader"
 AUTH_DELEGATOR = "kueue-visibility-server-auth-delegator"
 _SELECTOR = {"control-plane": "controller-manager", "app.kubernetes.io/name": "kueue"}
-_LABELS = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/component": "visibility-service",
-           "control-plane": "controller-manager"}
+_LABELS = {
+    "app.kubernetes.io/name": "kueue",
+    "app.kubernetes.io/component": "visibility-service",
+    "control-plane": "controller-manager",
+}
 
 
 def service(namespace: str) -> dict[str, Any]:
     """443 → the Configuration's `visibilityServer.bindPort` on every replica."""
-    return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": SERVICE, "namespace": namespace, "labels": dict(_LABELS)},
-            "spec": {"selector": dict(_SELECTOR), "ports": [
-                {"name": "https", "port": 443, "protocol": "TCP", "targetPort": DEFAULT_VISIBILITY_BIND_PORT}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": SERVICE, "namespace": namespace, "labels": dict(_LABELS)},
+        "spec": {
+            "selector": dict(_SELECTOR),
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": DEFAULT_VISIBILITY_BIND_PORT}],
+        },
+    }
 
 
 def api_services(namespace: str, *, port: int = 443, ca_bundle: str | None = None) -> list[dict[str, Any]]:
@@ -46,14 +54,25 @@ def api_services(namespace: str, *, port: int = 443, ca_bundle: str | None = Non
     out = []
     for group in GROUPS:
         for version in group.versions:
-            spec: dict[str, Any] = {"group": group.name, "groupPriorityMinimum": 100, "version": version,
-                                    "versionPriority": 100, "service": {"name": SERVICE, "namespace": namespace, "port": port}}
+            spec: dict[str, Any] = {
+                "group": group.name,
+                "groupPriorityMinimum": 100,
+                "version": version,
+                "versionPriority": 100,
+                "service": {"name": SERVICE, "namespace": namespace, "port": port},
+            }
             if ca_bundle:
                 spec["caBundle"] = ca_bundle
             else:
                 spec["insecureSkipTLSVerify"] = True
-            out.append({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-                        "metadata": {"name": f"{version}.{group.name}", "labels": dict(_LABELS)}, "spec": spec})
+            out.append(
+                {
+                    "apiVersion": "apiregistration.k8s.io/v1",
+                    "kind": "APIService",
+                    "metadata": {"name": f"{version}.{group.name}", "labels": dict(_LABELS)},
+                    "spec": spec,
+                }
+            )
     return out
 
 
@@ -61,15 +80,28 @@ def auth_objects(namespace: str, service_account: str) -> list[dict[str, Any]]:
     """What an aggregated API server's account needs: the front-proxy settings, and delegated reviews."""
     subject = [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]
     return [
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": AUTH_READER, "namespace": "kube-system", "labels": dict(_LABELS)},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                     "name": "extension-apiserver-authentication-reader"},
-         "subjects": subject},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": AUTH_DELEGATOR, "labels": dict(_LABELS)},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
-         "subjects": subject},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": AUTH_READER, "namespace": "kube-system", "labels": dict(_LABELS)},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "extension-apiserver-authentication-reader",
+            },
+            "subjects": subject,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": AUTH_DELEGATOR, "labels": dict(_LABELS)},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "system:auth-delegator",
+            },
+            "subjects": subject,
+        },
     ]
 
 
@@ -77,26 +109,62 @@ def apf_objects() -> list[dict[str, Any]]:
     """A priority level of its own for the groups, so heavy visibility reads queue among themselves
     (upstream's `visibility-apf` component: 10 shares, 90% lendable, 16 queues of 50; our group shares it)."""
     return [
-        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-         "metadata": {"name": APF_NAME, "labels": dict(_LABELS)},
-         "spec": {"type": "Limited", "limited": {
-             "nominalConcurrencyShares": 10, "lendablePercent": 90,
-             "limitResponse": {"type": "Queue", "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 50}}}}},
-        {"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
-         "metadata": {"name": APF_NAME, "labels": dict(_LABELS)},
-         "spec": {"priorityLevelConfiguration": {"name": APF_NAME}, "matchingPrecedence": 9000,
-                  "distinguisherMethod": {"type": "ByUser"},
-                  "rules": [{"resourceRules": [{"apiGroups": [g.name for g in GROUPS], "clusterScope": True, "namespaces": ["*"],
-                                                "resources": ["*"], "verbs": ["*"]}],
-                             "subjects": [{"kind": "Group", "group": {"name": "system:unauthenticated"}},
-                                          {"kind": "Group", "group": {"name": "system:authenticated"}}]}]}},
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": APF_NAME, "labels": dict(_LABELS)},
+            "spec": {
+                "type": "Limited",
+                "limited": {
+                    "nominalConcurrencyShares": 10,
+                    "lendablePercent": 90,
+                    "limitResponse": {
+                        "type": "Queue",
+                        "queuing": {"queues": 16, "handSize": 4, "queueLengthLimit": 50},
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "FlowSchema",
+            "metadata": {"name": APF_NAME, "labels": dict(_LABELS)},
+            "spec": {
+                "priorityLevelConfiguration": {"name": APF_NAME},
+                "matchingPrecedence": 9000,
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [
+                    {
+                        "resourceRules": [
+                            {
+                                "apiGroups": [g.name for g in GROUPS],
+                                "clusterScope": True,
+                                "namespaces": ["*"],
+                                "resources": ["*"],
+                                "verbs": ["*"],
+                            }
+                        ],
+                        "subjects": [
+                            {"kind": "Group", "group": {"name": "system:unauthenticated"}},
+                            {"kind": "Group", "group": {"name": "system:authenticated"}},
+                        ],
+                    }
+                ],
+            },
+        },
     ]
 
 
 def local_objects(namespace: str, *, port: int, ca_bundle: str, host: str = "localhost") -> list[dict[str, Any]]:
     """The Service and APIServices for a server on the API server's host, listening on `port`."""
-    svc = {"apiVersion": "v1", "kind": "Service",
-           "metadata": {"name": SERVICE, "namespace": namespace, "labels": dict(_LABELS)},
-           "spec": {"type": "ExternalName", "externalName": host,
-                    "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}}
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": SERVICE, "namespace": namespace, "labels": dict(_LABELS)},
+        "spec": {
+            "type": "ExternalName",
+            "externalName": host,
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+        },
+    }
     return [svc, *api_services(namespace, port=port, ca_bundle=ca_bundle)]

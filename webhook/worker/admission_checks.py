@@ -29,14 +29,19 @@ __all__ = [
 
 def is_active(ac: Mapping[str, Any]) -> bool:
     """`Active=True` on the AdmissionCheck; absent or any other status is inactive."""
-    return any(cond.get("type") == c.ADMISSION_CHECK_ACTIVE and cond.get("status") == "True"
-               for cond in (ac.get("status") or {}).get("conditions") or ())
+    return any(
+        cond.get("type") == c.ADMISSION_CHECK_ACTIVE and cond.get("status") == "True"
+        for cond in (ac.get("status") or {}).get("conditions") or ()
+    )
 
 
 def checks_in_use(cluster_queues: Iterable[Mapping[str, Any]]) -> set[str]:
     """Names of the AdmissionChecks some ClusterQueue (terminating ones included) refers to."""
-    return {str(rule.get("name")) for cq in cluster_queues
-            for rule in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ()}
+    return {
+        str(rule.get("name"))
+        for cq in cluster_queues
+        for rule in ((cq.get("spec") or {}).get("admissionChecksStrategy") or {}).get("admissionChecks") or ()
+    }
 
 
 def finalized(ac: Mapping[str, Any], in_use: set[str]) -> dict[str, Any] | None:
@@ -64,23 +69,34 @@ def checks_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> boo
     if old is None:
         return True
     o, n = old.get("spec") or {}, new.get("spec") or {}
-    return (o.get("admissionChecksStrategy"), o.get("resourceGroups")) != (n.get("admissionChecksStrategy"), n.get("resourceGroups"))
+    return (o.get("admissionChecksStrategy"), o.get("resourceGroups")) != (
+        n.get("admissionChecksStrategy"),
+        n.get("resourceGroups"),
+    )
 
 
 def workloads_routed_to(store: Store, cluster_queue: str | None = None, local_queue: str | None = None) -> list[str]:
     """Keys of the Workloads whose LocalQueue (`namespace/name`, or any routing to `cluster_queue`)
     is the given one: those the workload controller re-checks when the queue changes."""
-    routes = {object_key(lq) for lq in store.list("localqueues")
-              if cluster_queue is not None and (lq.get("spec") or {}).get("clusterQueue") == cluster_queue}
+    routes = {
+        object_key(lq)
+        for lq in store.list("localqueues")
+        if cluster_queue is not None and (lq.get("spec") or {}).get("clusterQueue") == cluster_queue
+    }
     if local_queue is not None:
         routes.add(local_queue)
-    return [object_key(wl) for wl in store.list("workloads")
-            if f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}" in routes]
+    return [
+        object_key(wl)
+        for wl in store.list("workloads")
+        if f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}" in routes
+    ]
 
 
 def pending_checks_message(wl: Mapping[str, Any]) -> str:
     """`<check>: <message>; ...` over the Pending checks that have a message (the note of the Job's
     `UpdatedAdmissionCheck` event); "" when there is none."""
-    return "; ".join(f"{check.get('name')}: {check.get('message')}"
-                     for check in (wl.get("status") or {}).get("admissionChecks") or ()
-                     if check.get("state") == c.CHECK_STATE_PENDING and check.get("message"))
+    return "; ".join(
+        f"{check.get('name')}: {check.get('message')}"
+        for check in (wl.get("status") or {}).get("admissionChecks") or ()
+        if check.get("state") == c.CHECK_STATE_PENDING and check.get("message")
+    )

@@ -61,8 +61,15 @@ class DecisionWriter:
     write is queued or in flight (the Manager's `_feed` skips older events for them until the
     reservation shows)."""
 
-    def __init__(self, core: AdmissionCore, store: Store, writes: WorkQueue[StatusWrite | Call], recorder: events.Recorder,
-                 reporter: MetricsReporter, notify: Callable[[msg.CoreMessage], None]) -> None:
+    def __init__(
+        self,
+        core: AdmissionCore,
+        store: Store,
+        writes: WorkQueue[StatusWrite | Call],
+        recorder: events.Recorder,
+        reporter: MetricsReporter,
+        notify: Callable[[msg.CoreMessage], None],
+    ) -> None:
         self.core = core
         self.store = store
         self.writes = writes
@@ -114,20 +121,37 @@ class DecisionWriter:
         replaced = d.replaces
         succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
         self.admitting.add(key)
-        log.info("admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True)
+        log.info(
+            "admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue}
+        )
+        self.writes.add(
+            f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True
+        )
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
         self.reporter.admitted_in_cohort(self.core, d, wl)
         if wl is not None:
-            created = datetime.fromisoformat(str(wl["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00")) \
-                if wl["metadata"].get("creationTimestamp") else now
+            created = (
+                datetime.fromisoformat(str(wl["metadata"].get("creationTimestamp", "")).replace("Z", "+00:00"))
+                if wl["metadata"].get("creationTimestamp")
+                else now
+            )
             waited = max(0, int((now - created).total_seconds()))
-            self.recorder.emit(wl, "Normal", "QuotaReserved",
-                               f"Quota reserved in ClusterQueue {d.cluster_queue}, wait time since queued was {waited}s", ADMISSION_CONTROLLER)
+            self.recorder.emit(
+                wl,
+                "Normal",
+                "QuotaReserved",
+                f"Quota reserved in ClusterQueue {d.cluster_queue}, wait time since queued was {waited}s",
+                ADMISSION_CONTROLLER,
+            )
             if any(cv.type == c.WorkloadCondition.ADMITTED and cv.status == "True" for cv in d.conditions):
-                self.recorder.emit(wl, "Normal", "Admitted",
-                                   f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s", ADMISSION_CONTROLLER)
+                self.recorder.emit(
+                    wl,
+                    "Normal",
+                    "Admitted",
+                    f"Admitted by ClusterQueue {d.cluster_queue}, wait time since reservation was 0s",
+                    ADMISSION_CONTROLLER,
+                )
 
     def _replace_slice(self, old: ReplacedSlice, new_key: str, now: datetime) -> None:
         """`replaceWorkloadSlice`, once the new slice's admission is written: the old slice is
@@ -152,25 +176,54 @@ class DecisionWriter:
             if not finished_here[0]:
                 return
             self.reporter.replaced_slice(old.cluster_queue)
-            self.recorder.emit(wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER)
+            self.recorder.emit(
+                wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER
+            )
 
-        log.info("workload slice replaced", extra={"object": key, "kind": "Workload", "decision": "Replaced",
-                                                   "replacement": new_key, "cluster_queue": old.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True)
+        log.info(
+            "workload slice replaced",
+            extra={
+                "object": key,
+                "kind": "Workload",
+                "decision": "Replaced",
+                "replacement": new_key,
+                "cluster_queue": old.cluster_queue,
+            },
+        )
+        self.writes.add(
+            f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True
+        )
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
         self.reporter.preempted(d, {str(v.key): self.store.get("workloads", str(v.key)) for v in d.targets}, now)
         for v in d.targets:
             conds = [cv.to_api(now) for cv in v.conditions]
 
-            def mutate(status: dict[str, Any], obj: Mapping[str, Any], conds: Sequence[Mapping[str, Any]] = conds) -> None:
+            def mutate(
+                status: dict[str, Any], obj: Mapping[str, Any], conds: Sequence[Mapping[str, Any]] = conds
+            ) -> None:
                 for cond in conds:
                     gen = None if cond["type"] == c.WorkloadCondition.PREEMPTED else _gen(obj)
-                    set_condition(status, {key: val for key, val in cond.items() if key != "observedGeneration"}, now, gen)
+                    set_condition(
+                        status, {key: val for key, val in cond.items() if key != "observedGeneration"}, now, gen
+                    )
 
-            log.info("preempting", extra={"object": str(v.key), "kind": "Workload", "decision": "Preempt",
-                                          "preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue})
-            self.writes.add(f"workloads/{v.key}", StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))), first=True)
+            log.info(
+                "preempting",
+                extra={
+                    "object": str(v.key),
+                    "kind": "Workload",
+                    "decision": "Preempt",
+                    "preemptor": str(d.preemptor_key),
+                    "reason": str(v.reason),
+                    "cluster_queue": v.cluster_queue,
+                },
+            )
+            self.writes.add(
+                f"workloads/{v.key}",
+                StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))),
+                first=True,
+            )
             wl = self.store.get("workloads", str(v.key))
             if wl is not None:
                 self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
@@ -195,14 +248,35 @@ class DecisionWriter:
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
             if o.is_condition_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):
-                set_condition(status, {"type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES, "status": "False",
-                                       "reason": d.reason, "message": d.message}, now, _gen(obj))
+                set_condition(
+                    status,
+                    {
+                        "type": c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES,
+                        "status": "False",
+                        "reason": d.reason,
+                        "message": d.message,
+                    },
+                    now,
+                    _gen(obj),
+                )
             for gate in status.get("preemptionGates") or ():
                 gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-        log.info("evicting", extra={"object": key, "kind": "Workload", "decision": type(d).__name__, "reason": d.reason,
-                                    "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+        log.info(
+            "evicting",
+            extra={
+                "object": key,
+                "kind": "Workload",
+                "decision": type(d).__name__,
+                "reason": d.reason,
+                "cluster_queue": d.cluster_queue,
+            },
+        )
+        self.writes.add(
+            f"workloads/{key}",
+            StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)),
+            first=True,
+        )
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl, now)
         if wl is not None:
@@ -217,9 +291,22 @@ class DecisionWriter:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
-        log.info("reservation unset", extra={"object": key, "kind": "Workload", "decision": "UnsetReservation", "reason": d.reason,
-                                             "detail": d.message, "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+        log.info(
+            "reservation unset",
+            extra={
+                "object": key,
+                "kind": "Workload",
+                "decision": "UnsetReservation",
+                "reason": d.reason,
+                "detail": d.message,
+                "cluster_queue": d.cluster_queue,
+            },
+        )
+        self.writes.add(
+            f"workloads/{key}",
+            StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)),
+            first=True,
+        )
 
     def _requeue(self, d: Requeue, now: datetime) -> None:
         key = str(d.key)
@@ -229,24 +316,44 @@ class DecisionWriter:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
-        log.info("requeued", extra={"object": key, "kind": "Workload", "decision": "Requeue", "reason": d.reason,
-                                    "cluster_queue": d.cluster_queue})
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)), first=True)
+        log.info(
+            "requeued",
+            extra={
+                "object": key,
+                "kind": "Workload",
+                "decision": "Requeue",
+                "reason": d.reason,
+                "cluster_queue": d.cluster_queue,
+            },
+        )
+        self.writes.add(
+            f"workloads/{key}",
+            StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)),
+            first=True,
+        )
 
     def queue_routes(self) -> QueueRoutes:
         """What `report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
         whether each ClusterQueue is active."""
         cache = self.core.cache
-        return ({key: lq.cluster_queue for key, lq in cache.local_queues.items()},
-                {name: cache.readiness(name).active for name in cache.cluster_queues})
+        return (
+            {key: lq.cluster_queue for key, lq in cache.local_queues.items()},
+            {name: cache.readiness(name).active for name in cache.cluster_queues},
+        )
 
     def report_queue_blockers(self, keys: set[str] | None, now: datetime) -> None:
         """QuotaReserved=False for pending Workloads whose queues block them (the workload
         controller's queue checks, `workload_controller.go`): the scheduler never sees those."""
         cache = self.core.cache
-        candidates = self.store.list("workloads") if keys is None else [w for key in keys if (w := self.store.get("workloads", key))]
+        candidates = (
+            self.store.list("workloads")
+            if keys is None
+            else [w for key in keys if (w := self.store.get("workloads", key))]
+        )
         for wl in candidates:
-            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or o.is_condition_true(wl, c.WorkloadCondition.FINISHED):
+            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or o.is_condition_true(
+                wl, c.WorkloadCondition.FINISHED
+            ):
                 continue
             meta, spec = wl["metadata"], wl.get("spec") or {}
             if meta.get("deletionTimestamp") or spec.get("active") is False:
@@ -261,18 +368,26 @@ class DecisionWriter:
                 reason, message = "Suspended", f"ClusterQueue {lq.cluster_queue} is inactive"
             else:
                 continue
-            self._set_pending(object_key(wl), lq.cluster_queue if lq else "", conditions.pending_conditions(reason, message), now)
+            self._set_pending(
+                object_key(wl), lq.cluster_queue if lq else "", conditions.pending_conditions(reason, message), now
+            )
 
     def _pending(self, d: Pending, now: datetime) -> None:
         self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)
 
-    def _set_pending(self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True) -> None:
+    def _set_pending(
+        self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True
+    ) -> None:
         wl = self.store.get("workloads", key)
         if wl is None:
             return
         current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
         qr = pending[0]
-        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (qr.status, qr.reason, qr.message):
+        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
+            qr.status,
+            qr.reason,
+            qr.message,
+        ):
             return
         conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
 
@@ -282,8 +397,17 @@ class DecisionWriter:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
-        log.info("pending", extra={"object": key, "kind": "Workload", "decision": "Pending", "cluster_queue": cluster_queue,
-                                   "reason": qr.reason, "detail": qr.message})
+        log.info(
+            "pending",
+            extra={
+                "object": key,
+                "kind": "Workload",
+                "decision": "Pending",
+                "cluster_queue": cluster_queue,
+                "reason": qr.reason,
+                "detail": qr.message,
+            },
+        )
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)

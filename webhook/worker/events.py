@@ -51,10 +51,23 @@ class Recorder:
     def start(self) -> None:
         threading.Thread(target=self._run, name="events", daemon=True).start()
 
-    def emit(self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = "") -> None:
+    def emit(
+        self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = ""
+    ) -> None:
         meta = obj.get("metadata") or {}
-        if self._repeated((action or reason, reason, controller, obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"),
-                           meta.get("name"), meta.get("uid"), meta.get("resourceVersion"))):
+        if self._repeated(
+            (
+                action or reason,
+                reason,
+                controller,
+                obj.get("apiVersion"),
+                obj.get("kind"),
+                meta.get("namespace"),
+                meta.get("name"),
+                meta.get("uid"),
+                meta.get("resourceVersion"),
+            )
+        ):
             return
         ns = meta.get("namespace") or "default"
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -70,8 +83,12 @@ class Recorder:
             "note": truncate_note(note),
             "type": etype,
             "regarding": {
-                "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": meta.get("name"),
-                "namespace": meta.get("namespace"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
+                "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
             },
         }
         try:

@@ -40,13 +40,25 @@ class Finalizers:
             if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()):
                 node = self.core.cache.cluster_queues.get(meta["name"])
                 if node is None or not node.workloads:
-                    self._remove_finalizer("clusterqueues", cq, k.object_path(c.V1BETA2, "clusterqueues", None, meta["name"]))
-        used = {fq for cq in self.store.list("clusterqueues") for rg in (cq.get("spec") or {}).get("resourceGroups") or ()
-                for fq in (f.get("name") for f in rg.get("flavors") or ())}
+                    self._remove_finalizer(
+                        "clusterqueues", cq, k.object_path(c.V1BETA2, "clusterqueues", None, meta["name"])
+                    )
+        used = {
+            fq
+            for cq in self.store.list("clusterqueues")
+            for rg in (cq.get("spec") or {}).get("resourceGroups") or ()
+            for fq in (f.get("name") for f in rg.get("flavors") or ())
+        }
         for rf in self.store.list("resourceflavors"):
             meta = rf["metadata"]
-            if meta.get("deletionTimestamp") and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ()) and meta["name"] not in used:
-                self._remove_finalizer("resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"]))
+            if (
+                meta.get("deletionTimestamp")
+                and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ())
+                and meta["name"] not in used
+            ):
+                self._remove_finalizer(
+                    "resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"])
+                )
         deleting = [ac for ac in self.store.list("admissionchecks") if ac["metadata"].get("deletionTimestamp")]
         checks_used = admission_checks.checks_in_use(self.store.list("clusterqueues")) if deleting else set()
         for ac in deleting:
@@ -77,8 +89,18 @@ class Finalizers:
 
         def write() -> None:
             with contextlib.suppress(k.NotFound, k.Conflict):  # gone, or changed: its next event decides again
-                self.store.put("admissionchecks", self.kube.replace(k.object_path(c.V1BETA2, "admissionchecks", None, name), new))
-                log.info("resource-in-use finalizer", extra={"object": name, "kind": "admissionchecks",
-                                                             "decision": "Added" if c.RESOURCE_IN_USE_FINALIZER in new["metadata"]["finalizers"] else "Released"})
+                self.store.put(
+                    "admissionchecks", self.kube.replace(k.object_path(c.V1BETA2, "admissionchecks", None, name), new)
+                )
+                log.info(
+                    "resource-in-use finalizer",
+                    extra={
+                        "object": name,
+                        "kind": "admissionchecks",
+                        "decision": "Added"
+                        if c.RESOURCE_IN_USE_FINALIZER in new["metadata"]["finalizers"]
+                        else "Released",
+                    },
+                )
 
         self.writes.add(f"admissionchecks/{name}/finalizer", Call(write))

@@ -55,7 +55,9 @@ class LeaderElector:
     """`run()` blocks until leadership is acquired, then calls `on_started`, then renews until
     leadership is lost (returns False) or `stop` is set (releases the lease, returns True)."""
 
-    def __init__(self, client: LeaseClient, settings: LeaseSettings, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, client: LeaseClient, settings: LeaseSettings, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.client = client
         self.s = settings
         self._clock = clock
@@ -91,7 +93,9 @@ class LeaderElector:
         try:
             lease = self.client.get(self._path)
         except k.KubeError as exc:
-            log.warning("cannot read the leader lease", extra={"object": f"{self.s.namespace}/{self.s.name}", "error": str(exc)})
+            log.warning(
+                "cannot read the leader lease", extra={"object": f"{self.s.namespace}/{self.s.name}", "error": str(exc)}
+            )
             return False
         spec: dict[str, Any] = {
             "holderIdentity": self.s.identity,
@@ -104,8 +108,12 @@ class LeaderElector:
             try:
                 created = self.client.create(
                     k.object_path("coordination.k8s.io/v1", "leases", self.s.namespace),
-                    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                     "metadata": {"name": self.s.name, "namespace": self.s.namespace}, "spec": spec},
+                    {
+                        "apiVersion": "coordination.k8s.io/v1",
+                        "kind": "Lease",
+                        "metadata": {"name": self.s.name, "namespace": self.s.namespace},
+                        "spec": spec,
+                    },
                 )
             except k.KubeError:
                 return False
@@ -145,8 +153,13 @@ class LeaderElector:
             if lease is None or self._record(lease).get("holderIdentity") != self.s.identity:
                 return
             now = _micro_time(datetime.now(UTC))
-            spec = {**self._record(lease), "holderIdentity": None, "leaseDurationSeconds": 1,
-                    "acquireTime": now, "renewTime": now}
+            spec = {
+                **self._record(lease),
+                "holderIdentity": None,
+                "leaseDurationSeconds": 1,
+                "acquireTime": now,
+                "renewTime": now,
+            }
             self.client.replace(self._path, {**lease, "spec": spec})
             log.info("released the leader lease", extra={"object": f"{self.s.namespace}/{self.s.name}"})
         except k.KubeError as exc:
@@ -161,7 +174,10 @@ class LeaderElector:
         if stop.is_set():
             return True
         self.is_leader = True
-        log.info("acquired the leader lease", extra={"object": f"{self.s.namespace}/{self.s.name}", "identity": self.s.identity})
+        log.info(
+            "acquired the leader lease",
+            extra={"object": f"{self.s.namespace}/{self.s.name}", "identity": self.s.identity},
+        )
         on_started()
         while not stop.wait(self.s.retry_period_s):
             if not self.try_acquire_or_renew() and not self.holds_lease():

@@ -135,8 +135,15 @@ def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
 
 
 class Manager:
-    def __init__(self, kube: k.Kube, config: Configuration, *, identity: str, stop: threading.Event,
-                 holds_lease: Callable[[], bool] = lambda: True) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        config: Configuration,
+        *,
+        identity: str,
+        stop: threading.Event,
+        holds_lease: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.kube = kube
         # Asked before every status write: a paused process must not write decisions taken before
         # a standby took the lease over (`LeaderElector.holds_lease`).
@@ -152,37 +159,72 @@ class Manager:
         concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         hashing = config.feature_enabled(Feature.SCHEDULING_EQUIVALENCE_HASHING)
-        scheduler = SchedulerConfig(block_admission=block, requeue_by_eviction=by_eviction, recompute_on_overlap=recompute,
-                                    concurrent_admission=concurrent, elastic_jobs=elastic, equivalence_hashing=hashing,
-                                    requeue_batch_s=REQUEUE_BATCH_S)
+        scheduler = SchedulerConfig(
+            block_admission=block,
+            requeue_by_eviction=by_eviction,
+            recompute_on_overlap=recompute,
+            concurrent_admission=concurrent,
+            elastic_jobs=elastic,
+            equivalence_hashing=hashing,
+            requeue_batch_s=REQUEUE_BATCH_S,
+        )
         if fs:
-            scheduler = dataclasses.replace(scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies)
+            scheduler = dataclasses.replace(
+                scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies
+            )
         self.core = AdmissionCore(scheduler)
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
         # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
-        self.workloads = WorkloadReconciler(kube, self.store, config, self.recorder, stop=stop, on_evicted=self.reporter.evicted,
-                                            on_admitted=self._admitted_by_checks)
+        self.workloads = WorkloadReconciler(
+            kube,
+            self.store,
+            config,
+            self.recorder,
+            stop=stop,
+            on_evicted=self.reporter.evicted,
+            on_admitted=self._admitted_by_checks,
+        )
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
         # Plain Pods and pod groups (`integrations.pod_reconciler`): their own informer and work queue.
-        self.pods = pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop) \
-            if pods.is_enabled(config) else None
+        self.pods = (
+            pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
+            if pods.is_enabled(config)
+            else None
+        )
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
-        self.variants = VariantReconciler(kube, self.store, self.recorder, stop=stop, short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)) \
-            if concurrent else None
+        self.variants = (
+            VariantReconciler(
+                kube,
+                self.store,
+                self.recorder,
+                stop=stop,
+                short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES),
+            )
+            if concurrent
+            else None
+        )
         # StatefulSets (`integrations.statefulset`): one pod group each; it watches them and their pods itself.
-        self.statefulsets = statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop) \
-            if statefulsets.is_enabled(config) else None
+        self.statefulsets = (
+            statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop)
+            if statefulsets.is_enabled(config)
+            else None
+        )
         # objectRetentionPolicies.workloads.afterFinished: finished Workloads deleted (`retention`).
         after_finished = config.object_retention_policies.workloads.after_finished_s
-        self.retention = None if after_finished is None else \
-            WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
+        self.retention = (
+            None
+            if after_finished is None
+            else WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
+        )
         self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
-            self.jobs, self.workloads,
-            *(r for r in (self.pods, self.variants, self.statefulsets, self.retention) if r is not None))
+            self.jobs,
+            self.workloads,
+            *(r for r in (self.pods, self.variants, self.statefulsets, self.retention) if r is not None),
+        )
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         # Queue status has its own writer, as upstream's ClusterQueue, LocalQueue and Cohort controllers
@@ -194,7 +236,9 @@ class Manager:
         # whose Admit write is queued or in flight: until an event shows the reservation (or the
         # write fails), any non-reserving event for them is an *older* version, typically our own
         # earlier Pending write landing late; see `_feed`.
-        self.decisions = DecisionWriter(self.core, self.store, self.writes, self.recorder, self.reporter, self._core_q.put)
+        self.decisions = DecisionWriter(
+            self.core, self.store, self.writes, self.recorder, self.reporter, self._core_q.put
+        )
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
         # (kind, key) → metadata and spec of the ClusterQueue/LocalQueue last fed to the core (core thread only).
@@ -236,7 +280,11 @@ class Manager:
             # Creation or a new value (relisted classes are re-checked): re-sync its Workloads' spec.priority.
             if (old is None or old.get("value") != obj.get("value")) and self.synced():
                 self._sync_priorities(object_key(obj))
-        old_queue = self.store.get(kind, object_key(obj)) if kind in ("clusterqueues", "localqueues") and etype != "DELETED" else None
+        old_queue = (
+            self.store.get(kind, object_key(obj))
+            if kind in ("clusterqueues", "localqueues") and etype != "DELETED"
+            else None
+        )
         if store:
             if etype == "DELETED":
                 self.store.delete(kind, object_key(obj), obj)
@@ -270,6 +318,7 @@ class Manager:
 
     def _sync_priorities(self, name: str) -> None:
         """The WorkloadPriorityClass controller's reconcile, run by a writer thread (`priority.py`)."""
+
         def sync() -> None:
             priority.sync_workload_priorities(self.kube, self.store, name)
 
@@ -335,8 +384,12 @@ class Manager:
         elif kind == "namespaces":
             core.on_namespace(name, None if deleted else dict(meta.get("labels") or {}), now)
         elif kind == "admissionchecks":
-            core.on_admission_check(name, None if deleted else admission_checks.is_active(obj), now,
-                                    str((obj.get("spec") or {}).get("controllerName") or ""))
+            core.on_admission_check(
+                name,
+                None if deleted else admission_checks.is_active(obj),
+                now,
+                str((obj.get("spec") or {}).get("controllerName") or ""),
+            )
         elif kind == "workloads":
             key = f"{ns}/{name}"
             self.reporter.workload_event(key, None if deleted else obj)
@@ -381,7 +434,12 @@ class Manager:
             due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
             wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
             batch = self._drain(min(wait, HELD_RETRY_S) if held else wait)
-            if held and not batch and self.writes.backlog() >= MAX_WRITE_BACKLOG and (due is None or due > datetime.now(UTC)):
+            if (
+                held
+                and not batch
+                and self.writes.backlog() >= MAX_WRITE_BACKLOG
+                and (due is None or due > datetime.now(UTC))
+            ):
                 continue  # nothing new and still held: recomputing queue status and gauges would change nothing
             now = datetime.now(UTC)
             touched: set[str] = set()
@@ -398,7 +456,9 @@ class Manager:
                         queues_changed = True
                     case msg.Watched("workloads", etype, obj) if etype != "DELETED":
                         touched.add(object_key(obj))
-                    case msg.Watched("clusterqueues" | "localqueues" | "resourceflavors" | "cohorts" | "admissionchecks"):
+                    case msg.Watched(
+                        "clusterqueues" | "localqueues" | "resourceflavors" | "cohorts" | "admissionchecks"
+                    ):
                         queues_changed = True
             # The informers' synced set flips before their last listed events are drained here: schedule
             # only once every list was fed, or a new leader admits before it has seen all reservations.
@@ -418,9 +478,14 @@ class Manager:
                     self._sync_priorities(object_key(wpc))
                 for reconciler in self.reconcilers:
                     reconciler.start()
-                log.info("caches synced, scheduling", extra={
-                    "workloads": len(self.store.list("workloads")), "cluster_queues": len(self.core.cache.cluster_queues),
-                    "elapsed_s": round(time.monotonic() - self.started_at, 3)})
+                log.info(
+                    "caches synced, scheduling",
+                    extra={
+                        "workloads": len(self.store.list("workloads")),
+                        "cluster_queues": len(self.core.cache.cluster_queues),
+                        "elapsed_s": round(time.monotonic() - self.started_at, 3),
+                    },
+                )
             held = False
             for _ in range(10000):
                 if self.writes.backlog() >= MAX_WRITE_BACKLOG:
@@ -455,13 +520,17 @@ class Manager:
         elif kind == "clusterqueues" and admission_checks.checks_changed(old, obj):
             for key in admission_checks.workloads_routed_to(self.store, cluster_queue=obj["metadata"]["name"]):
                 self.workloads.add(key)
-        elif kind == "localqueues" and (old is None or (old.get("spec") or {}).get("clusterQueue") != (obj.get("spec") or {}).get("clusterQueue")):
+        elif kind == "localqueues" and (
+            old is None or (old.get("spec") or {}).get("clusterQueue") != (obj.get("spec") or {}).get("clusterQueue")
+        ):
             for key in admission_checks.workloads_routed_to(self.store, local_queue=object_key(obj)):
                 self.workloads.add(key)
 
     def _admitted_by_checks(self, wl: Mapping[str, Any], waited: float, now: datetime) -> None:
         """Admission metrics of a Workload the workload controller admitted once its checks were Ready."""
-        cq = self.store.get("clusterqueues", str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""))
+        cq = self.store.get(
+            "clusterqueues", str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        )
         cohorts = []
         parent = str(((cq or {}).get("spec") or {}).get("cohortName") or "")
         while parent and parent not in cohorts:

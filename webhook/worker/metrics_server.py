@@ -80,7 +80,9 @@ class Denied:
 class Authorizer:
     """Decides whether a request may read the metrics: TokenReview, then SubjectAccessReview, both cached."""
 
-    def __init__(self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(
+        self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE
+    ) -> None:
         self._kube = kube
         self.authenticator = TokenAuthenticator(kube, ttl=TOKEN_TTL_S, cache_size=cache_size, clock=clock)
         self.decisions: TTLCache[tuple[User, str, str], bool] = TTLCache(cache_size, clock)
@@ -163,8 +165,9 @@ class MetricsServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], wsgi_app: WSGIApplication, ssl_context: ssl.SSLContext) -> None:
-        self.address_family = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM,
-                                                 flags=socket.AI_PASSIVE)[0][0]
+        self.address_family = socket.getaddrinfo(
+            address[0], address[1], type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0][0]
         self.ssl_context = ssl_context
         super().__init__(address, _Handler)
         self.set_app(wsgi_app)

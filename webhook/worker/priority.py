@@ -33,7 +33,9 @@ def references(wl: Mapping[str, Any], name: str) -> bool:
     return ref.get("group") == c.GROUP and ref.get("kind") == WPC_KIND and ref.get("name") == name
 
 
-def _update_priority(kube: k.Kube, store: Store, wl: Mapping[str, Any], name: str, value: int, *, attempts: int = 3) -> bool:
+def _update_priority(
+    kube: k.Kube, store: Store, wl: Mapping[str, Any], name: str, value: int, *, attempts: int = 3
+) -> bool:
     """PUT the Workload with the new priority, guarded by its resourceVersion; False if nothing written."""
     meta = wl["metadata"]
     path = k.object_path(c.V1BETA2, "workloads", meta["namespace"], meta["name"])
@@ -74,8 +76,10 @@ def sync_workload_priorities(kube: k.Kube, store: Store, name: str) -> list[str]
         try:
             if _update_priority(kube, store, wl, name, value):
                 updated.append(key)
-                log.info("updated workload priority", extra={"object": key, "kind": "Workload",
-                                                             "workload_priority_class": name, "priority": value})
+                log.info(
+                    "updated workload priority",
+                    extra={"object": key, "kind": "Workload", "workload_priority_class": name, "priority": value},
+                )
         except k.KubeError as exc:
             log.warning("workload priority update failed", extra={"object": key, "error": str(exc)})
             failed.append(key)

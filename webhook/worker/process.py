@@ -57,8 +57,7 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def serve_metrics(address: str, kube: reviews.KubeAPI, cert_dir: str,
-                  stop: threading.Event) -> tuple[str, int] | None:
+def serve_metrics(address: str, kube: reviews.KubeAPI, cert_dir: str, stop: threading.Event) -> tuple[str, int] | None:
     """Serve `/metrics` for the worker registry over HTTPS in daemon threads until `stop`; returns
     the bound (host, port).
 
@@ -165,7 +164,9 @@ class Supervisor:
             if self._stop.is_set():
                 return
             backoff = next_backoff(backoff, code, time.monotonic() - started)
-            log.warning("worker process exited; restarting", extra={"pid": self.proc.pid, "code": code, "backoff_s": backoff})
+            log.warning(
+                "worker process exited; restarting", extra={"pid": self.proc.pid, "code": code, "backoff_s": backoff}
+            )
             self._stop.wait(backoff)
 
     def terminate(self) -> None:

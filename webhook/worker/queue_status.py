@@ -37,21 +37,39 @@ class QueueStatusPublisher:
     def publish(self, now: datetime) -> None:
         """Every ClusterQueue's, LocalQueue's and Cohort's status as the core computes it now."""
         for name in sorted(self.core.cache.cluster_queues):
-            self._publish(f"clusterqueues/{name}", "clusterqueues", k.object_path(c.V1BETA2, "clusterqueues", None, name),
-                          self.core.cluster_queue_status(name), now, optional=("fairSharing",))
+            self._publish(
+                f"clusterqueues/{name}",
+                "clusterqueues",
+                k.object_path(c.V1BETA2, "clusterqueues", None, name),
+                self.core.cluster_queue_status(name),
+                now,
+                optional=("fairSharing",),
+            )
         for key in sorted(self.core.cache.local_queues):
             ns, name = key.split("/", 1)
-            self._publish(f"localqueues/{key}", "localqueues", k.object_path(c.V1BETA2, "localqueues", ns, name),
-                          self.core.local_queue_status(ns, name), now)
+            self._publish(
+                f"localqueues/{key}",
+                "localqueues",
+                k.object_path(c.V1BETA2, "localqueues", ns, name),
+                self.core.local_queue_status(ns, name),
+                now,
+            )
         # Cohort objects (`cohort_controller.go`): only fairSharing, removed when fair sharing is off.
         for cohort in self.store.list("cohorts"):
             name = cohort["metadata"]["name"]
             if name in self.core.cache.forest.cohorts:
-                self._publish(f"cohorts/{name}", "cohorts", k.object_path(c.V1BETA2, "cohorts", None, name),
-                              self.core.cohort_status(name), now, optional=("fairSharing",))
+                self._publish(
+                    f"cohorts/{name}",
+                    "cohorts",
+                    k.object_path(c.V1BETA2, "cohorts", None, name),
+                    self.core.cohort_status(name),
+                    now,
+                    optional=("fairSharing",),
+                )
 
-    def _publish(self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime,
-                 *, optional: Sequence[str] = ()) -> None:
+    def _publish(
+        self, key: str, kind: str, path: str, computed: dict[str, Any], now: datetime, *, optional: Sequence[str] = ()
+    ) -> None:
         """Write `computed` into the object's status when it changed; `optional` fields absent from
         `computed` are removed (upstream sets them to nil, e.g. fairSharing without fair sharing)."""
         if self._published.get(key) == computed:

@@ -35,7 +35,16 @@ from webhook.core.decisions import Admit, Evict, Migrate, Pending, Preempt
 from webhook.core.resource_node import CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 
-__all__ = ["ROLE", "MetricsReporter", "WorkloadState", "execution_seconds", "priority_class", "queued_since", "workload_created", "workload_status"]
+__all__ = [
+    "ROLE",
+    "MetricsReporter",
+    "WorkloadState",
+    "execution_seconds",
+    "priority_class",
+    "queued_since",
+    "workload_created",
+    "workload_status",
+]
 
 ROLE = "leader"
 
@@ -63,11 +72,17 @@ def _pods_ready_to_evicted(wl: Mapping[str, Any], now: datetime) -> float | None
     there (an eviction keeps the time of the first one while the condition stays True), else `now`,
     the time the eviction being written gets."""
     ready = o.find_condition(wl, c.WorkloadCondition.PODS_READY)
-    ready_at = _parse_time(ready.get("lastTransitionTime")) if ready is not None and ready.get("status") == "True" else None
+    ready_at = (
+        _parse_time(ready.get("lastTransitionTime")) if ready is not None and ready.get("status") == "True" else None
+    )
     if ready_at is None:
         return None
     evicted = o.find_condition(wl, c.WorkloadCondition.EVICTED)
-    evicted_at = _parse_time(evicted.get("lastTransitionTime")) if evicted is not None and evicted.get("status") == "True" else None
+    evicted_at = (
+        _parse_time(evicted.get("lastTransitionTime"))
+        if evicted is not None and evicted.get("status") == "True"
+        else None
+    )
     return max(0.0, ((evicted_at or now) - ready_at).total_seconds())
 
 
@@ -80,13 +95,18 @@ class WorkloadState:
 
     @classmethod
     def of(cls, wl: Mapping[str, Any]) -> WorkloadState:
-        return cls(workload_status(wl), str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or ""))
+        return cls(
+            workload_status(wl), str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+        )
 
 
 def workload_status(wl: Mapping[str, Any]) -> str:
     """finished, admitted, quotaReserved or pending (upstream `workload.Status`)."""
-    for ctype, name in ((c.WorkloadCondition.FINISHED, "finished"), (c.WorkloadCondition.ADMITTED, "admitted"),
-                        (c.WorkloadCondition.QUOTA_RESERVED, "quotaReserved")):
+    for ctype, name in (
+        (c.WorkloadCondition.FINISHED, "finished"),
+        (c.WorkloadCondition.ADMITTED, "admitted"),
+        (c.WorkloadCondition.QUOTA_RESERVED, "quotaReserved"),
+    ):
         if (o.find_condition(wl, ctype) or {}).get("status") == "True":
             return name
     return "pending"
@@ -137,16 +157,33 @@ def _root(node: QuotaNode) -> str:
 # `cluster_queue`; preemptions by `preempting_cluster_queue`), and `ClearLocalQueueMetrics` with a
 # LocalQueue (by `name` and `namespace`). Gauges follow `refresh`.
 _CLUSTER_QUEUE_SERIES = (
-    m.QUOTA_RESERVED_WORKLOADS, m.QUOTA_RESERVED_WAIT_TIME, m.FINISHED_WORKLOADS_TOTAL, m.EXECUTION_TIME,
-    m.PODS_READY_TO_EVICTED_TIME, m.ADMITTED_WORKLOADS, m.ADMISSION_WAIT_TIME, m.ADMISSION_CHECKS_WAIT_TIME,
-    m.READY_WAIT_TIME, m.ADMITTED_UNTIL_READY_WAIT_TIME, m.EVICTED_WORKLOADS, m.EVICTED_WORKLOADS_ONCE,
-    m.PREEMPTION_TARGET_RECOMPUTATIONS, m.WORKLOAD_EVICTION_LATENCY, m.POD_SCHEDULING_GATE_REMOVAL,
+    m.QUOTA_RESERVED_WORKLOADS,
+    m.QUOTA_RESERVED_WAIT_TIME,
+    m.FINISHED_WORKLOADS_TOTAL,
+    m.EXECUTION_TIME,
+    m.PODS_READY_TO_EVICTED_TIME,
+    m.ADMITTED_WORKLOADS,
+    m.ADMISSION_WAIT_TIME,
+    m.ADMISSION_CHECKS_WAIT_TIME,
+    m.READY_WAIT_TIME,
+    m.ADMITTED_UNTIL_READY_WAIT_TIME,
+    m.EVICTED_WORKLOADS,
+    m.EVICTED_WORKLOADS_ONCE,
+    m.PREEMPTION_TARGET_RECOMPUTATIONS,
+    m.WORKLOAD_EVICTION_LATENCY,
+    m.POD_SCHEDULING_GATE_REMOVAL,
     m.REPLACED_WORKLOAD_SLICES,
 )
 _LOCAL_QUEUE_SERIES = (
-    m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS, m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME, m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
-    m.LOCAL_QUEUE_EXECUTION_TIME, m.LOCAL_QUEUE_ADMITTED_WORKLOADS, m.LOCAL_QUEUE_ADMISSION_WAIT_TIME,
-    m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME, m.LOCAL_QUEUE_READY_WAIT_TIME, m.LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME,
+    m.LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS,
+    m.LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME,
+    m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL,
+    m.LOCAL_QUEUE_EXECUTION_TIME,
+    m.LOCAL_QUEUE_ADMITTED_WORKLOADS,
+    m.LOCAL_QUEUE_ADMISSION_WAIT_TIME,
+    m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME,
+    m.LOCAL_QUEUE_READY_WAIT_TIME,
+    m.LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME,
     m.LOCAL_QUEUE_EVICTED_WORKLOADS,
 )
 
@@ -171,7 +208,9 @@ class MetricsReporter:
 
     def __init__(self, config: Configuration) -> None:
         self.cq_resources = config.metrics.enable_cluster_queue_resources
-        self.local_queues = config.feature_enabled(Feature.LOCAL_QUEUE_METRICS) and config.metrics.local_queue_metrics.enable
+        self.local_queues = (
+            config.feature_enabled(Feature.LOCAL_QUEUE_METRICS) and config.metrics.local_queue_metrics.enable
+        )
         self.cohorts = config.feature_enabled(Feature.METRICS_FOR_COHORTS)
         self.unadmitted = config.feature_enabled(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY)
         self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
@@ -248,7 +287,9 @@ class MetricsReporter:
             m.LOCAL_QUEUE_ADMISSION_WAIT_TIME.labels(*lq, pc, ROLE).observe(waited)
             m.LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME.labels(*lq, pc, ROLE).observe(0)
 
-    def admitted_by_checks(self, wl: Mapping[str, Any], since_reservation: float, cohorts: Iterable[str], now: datetime) -> None:
+    def admitted_by_checks(
+        self, wl: Mapping[str, Any], since_reservation: float, cohorts: Iterable[str], now: datetime
+    ) -> None:
         """Admitted=True set by the workload controller once every admission check is Ready: admitted
         totals and wait times, the checks' wait since the reservation, and the ancestor `cohorts`'
         subtree counters. Thread-safe (counters and histograms only)."""
@@ -288,8 +329,15 @@ class MetricsReporter:
             return None
         return str((wl.get("spec") or {}).get("queueName") or ""), str(wl["metadata"].get("namespace") or "")
 
-    def evicted(self, key: str, cluster_queue: str, reason: str, wl: Mapping[str, Any] | None, underlying_cause: str = "",
-                now: datetime | None = None) -> None:
+    def evicted(
+        self,
+        key: str,
+        cluster_queue: str,
+        reason: str,
+        wl: Mapping[str, Any] | None,
+        underlying_cause: str = "",
+        now: datetime | None = None,
+    ) -> None:
         pc = priority_class(wl)
         m.EVICTED_WORKLOADS.labels(cluster_queue, reason, underlying_cause, pc, ROLE).inc()
         seconds = _pods_ready_to_evicted(wl, now or datetime.now(UTC)) if wl is not None else None
@@ -303,7 +351,9 @@ class MetricsReporter:
         if lq is not None:
             m.LOCAL_QUEUE_EVICTED_WORKLOADS.labels(*lq, reason, underlying_cause, pc, ROLE).inc()
 
-    def preempted(self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None], now: datetime | None = None) -> None:
+    def preempted(
+        self, d: Preempt, workloads: Mapping[str, Mapping[str, Any] | None], now: datetime | None = None
+    ) -> None:
         for v in d.targets:
             m.PREEMPTED_WORKLOADS.labels(d.cluster_queue, str(v.reason), ROLE).inc()
             self.evicted(str(v.key), v.cluster_queue, c.EvictionReason.PREEMPTED, workloads.get(str(v.key)), now=now)
@@ -323,8 +373,9 @@ class MetricsReporter:
             evicted = o.find_condition(new, c.WorkloadCondition.EVICTED)
             at = _parse_time((evicted or {}).get("lastTransitionTime"))
             if evicted is not None and evicted.get("status") == "True" and at is not None:
-                m.WORKLOAD_EVICTION_LATENCY.labels(before.cluster_queue, str(evicted.get("reason") or ""), ROLE).observe(
-                    (now - at).total_seconds())
+                m.WORKLOAD_EVICTION_LATENCY.labels(
+                    before.cluster_queue, str(evicted.get("reason") or ""), ROLE
+                ).observe((now - at).total_seconds())
 
     def _finished(self, wl: Mapping[str, Any]) -> None:
         pc = priority_class(wl)
@@ -348,7 +399,14 @@ class MetricsReporter:
         admitted: dict[tuple[str, ...], float] = {}
         status: dict[tuple[str, ...], float] = {}
         info: dict[tuple[str, ...], float] = {}
-        quota: dict[str, dict[tuple[str, ...], float]] = {"nominal": {}, "borrowing": {}, "lending": {}, "reservation": {}, "usage": {}, "pending": {}}
+        quota: dict[str, dict[tuple[str, ...], float]] = {
+            "nominal": {},
+            "borrowing": {},
+            "lending": {},
+            "reservation": {},
+            "usage": {},
+            "pending": {},
+        }
         for name in sorted(cache.cluster_queues):
             node = cache.cluster_queues[name]
             readiness = cache.readiness(name)
@@ -421,7 +479,13 @@ class MetricsReporter:
         admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED)
         reason = str(admitted.get("reason") or "") if admitted is not None else "NoReservation"
         reserved = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
-        cause = "PendingEvaluation" if reserved is None else "" if reserved.get("status") == "True" else str(reserved.get("reason") or "")
+        cause = (
+            "PendingEvaluation"
+            if reserved is None
+            else ""
+            if reserved.get("status") == "True"
+            else str(reserved.get("reason") or "")
+        )
         return lq_key, reason, cause
 
     def _refresh_workload_counts(self, core: AdmissionCore) -> None:
@@ -432,10 +496,12 @@ class MetricsReporter:
         cache = core.cache
         # A stopped LocalQueue is out of the queue manager, and so are its Workloads' counts.
         queued = core.queues.local_queues
-        lq_finished: dict[tuple[str, ...], float] = {(lq.name, lq.namespace): 0 for key, lq in cache.local_queues.items()
-                                                     if key in queued}
-        cq_finished: dict[tuple[str, ...], float] = {(lq.cluster_queue,): 0 for lq in cache.local_queues.values()
-                                                     if lq.cluster_queue in cache.cluster_queues}
+        lq_finished: dict[tuple[str, ...], float] = {
+            (lq.name, lq.namespace): 0 for key, lq in cache.local_queues.items() if key in queued
+        }
+        cq_finished: dict[tuple[str, ...], float] = {
+            (lq.cluster_queue,): 0 for lq in cache.local_queues.values() if lq.cluster_queue in cache.cluster_queues
+        }
         unadmitted: dict[tuple[str, ...], float] = {}
         lq_unadmitted: dict[tuple[str, ...], float] = {}
         for (lq_key, reason, cause), count in self._totals.items():
@@ -469,14 +535,23 @@ class MetricsReporter:
             return
         cache = core.cache
         if self.cq_resources:
-            self._cq_shares = {(name, node.spec.cohort): _share(node, nan_for_inf=True)
-                               for name, node in sorted(cache.cluster_queues.items())}
+            self._cq_shares = {
+                (name, node.spec.cohort): _share(node, nan_for_inf=True)
+                for name, node in sorted(cache.cluster_queues.items())
+            }
             # A recreated ClusterQueue reports afresh; until then a deleted one's last share stays.
-            self._deleted_cq_shares = {k: v for k, v in self._deleted_cq_shares.items()
-                                       if k[0] not in cache.cluster_queues}
+            self._deleted_cq_shares = {
+                k: v for k, v in self._deleted_cq_shares.items() if k[0] not in cache.cluster_queues
+            }
             self._set(m.CLUSTER_QUEUE_WEIGHTED_SHARE, {**self._deleted_cq_shares, **self._cq_shares})
-        self._set(m.COHORT_WEIGHTED_SHARE, {
-            (name, ): _share(node, nan_for_inf=False) for name, node in sorted(cache.forest.cohorts.items()) if node.explicit})
+        self._set(
+            m.COHORT_WEIGHTED_SHARE,
+            {
+                (name,): _share(node, nan_for_inf=False)
+                for name, node in sorted(cache.forest.cohorts.items())
+                if node.explicit
+            },
+        )
 
     def _cq_resources(self, core: AdmissionCore, name: str, out: dict[str, dict[tuple[str, ...], float]]) -> None:
         node = core.cache.cluster_queues[name]
@@ -490,8 +565,12 @@ class MetricsReporter:
                     labels = (spec.cohort, name, fq.name, res)
                     q = spec.quotas.get(fr)
                     out["nominal"][labels] = _value(res, q.nominal if q else 0)
-                    out["borrowing"][labels] = math.inf if q is None or q.borrowing_limit is None else _value(res, q.borrowing_limit)
-                    out["lending"][labels] = math.inf if q is None or q.lending_limit is None else _value(res, q.lending_limit)
+                    out["borrowing"][labels] = (
+                        math.inf if q is None or q.borrowing_limit is None else _value(res, q.borrowing_limit)
+                    )
+                    out["lending"][labels] = (
+                        math.inf if q is None or q.lending_limit is None else _value(res, q.lending_limit)
+                    )
                     out["reservation"][labels] = _value(res, reserved.get(fr, 0))
                     out["usage"][labels] = _value(res, used.get(fr, 0))
         # Every configured resource has a series, 0 when nothing is pending (`UpdateConfiguredResources`).
@@ -523,7 +602,9 @@ class MetricsReporter:
                 # `addLocalQueue` reports them again once the ClusterQueue is back.
                 reserving[labels] = int(st.get("reservingWorkloads") or 0)
                 admitted[labels] = int(st.get("admittedWorkloads") or 0)
-            active = next((cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown")
+            active = next(
+                (cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown"
+            )
             for value in ("True", "False", "Unknown"):
                 status[(*labels, value)] = 1 if active == value else 0
             for field, out in (("flavorsReservation", reservation), ("flavorsUsage", usage)):
@@ -548,7 +629,9 @@ class MetricsReporter:
             for fr in sorted(set(co.subtree_quota) | set(co.usage), key=lambda x: (x.flavor, x.resource)):
                 quota[(name, fr.flavor, fr.resource)] = _value(fr.resource, co.subtree_quota.get(fr, 0))
                 reservations[(name, fr.flavor, fr.resource)] = _value(fr.resource, co.usage.get(fr, 0))
-            admitted[(name,)] = sum(1 for cq in co.subtree_cluster_queues() for w in cq.workloads.values() if w.is_admitted)
+            admitted[(name,)] = sum(
+                1 for cq in co.subtree_cluster_queues() for w in cq.workloads.values() if w.is_admitted
+            )
         self._set(m.COHORT_INFO, info)
         self._set(m.COHORT_SUBTREE_QUOTA, quota)
         self._set(m.COHORT_SUBTREE_RESOURCE_RESERVATIONS, reservations)

@@ -51,8 +51,9 @@ def deletion_due(wl: Mapping[str, Any], after_finished_s: float) -> datetime | N
 class WorkloadRetention:
     """Deletes finished Workloads `after_finished_s` after they finished (a `Reconciler`)."""
 
-    def __init__(self, kube: k.Kube, store: Store, recorder: events.Recorder, *, after_finished_s: float,
-                 stop: threading.Event) -> None:
+    def __init__(
+        self, kube: k.Kube, store: Store, recorder: events.Recorder, *, after_finished_s: float, stop: threading.Event
+    ) -> None:
         self.kube = kube
         self.store = store
         self.events = recorder
@@ -100,7 +101,9 @@ class WorkloadRetention:
         try:
             if c.RESOURCE_IN_USE_FINALIZER in o.finalizers(wl):
                 fins = [f for f in o.finalizers(wl) if f != c.RESOURCE_IN_USE_FINALIZER]
-                wl = self.kube.patch(path, {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": fins or None}})
+                wl = self.kube.patch(
+                    path, {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": fins or None}}
+                )
                 self.store.put("workloads", wl)
             if o.is_deleting(wl):
                 return  # the finalizer was all that held it
@@ -110,6 +113,8 @@ class WorkloadRetention:
             return
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
-        log.info("deleted finished workload", extra={"object": key, "kind": "Workload", "decision": "Deleted",
-                                                      "retention_s": self.after_finished_s})
+        log.info(
+            "deleted finished workload",
+            extra={"object": key, "kind": "Workload", "decision": "Deleted", "retention_s": self.after_finished_s},
+        )
         self.events.emit(wl, "Normal", DELETED_REASON, DELETED_MESSAGE, CONTROLLER_NAME)

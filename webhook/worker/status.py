@@ -40,7 +40,9 @@ def _time(now: datetime) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def set_condition(status: dict[str, Any], cond: Mapping[str, Any], now: datetime, generation: int | None = None) -> None:
+def set_condition(
+    status: dict[str, Any], cond: Mapping[str, Any], now: datetime, generation: int | None = None
+) -> None:
     """Set `cond` (type, status, reason, message[, observedGeneration]) in `status.conditions`."""
     conds: list[dict[str, Any]] = status.setdefault("conditions", [])
     new = {key: cond[key] for key in ("type", "status", "reason", "message") if key in cond}
@@ -51,7 +53,9 @@ def set_condition(status: dict[str, Any], cond: Mapping[str, Any], now: datetime
     for i, old in enumerate(conds):
         if old.get("type") == new["type"]:
             same = old.get("status") == new["status"]
-            new["lastTransitionTime"] = old.get("lastTransitionTime") if same and old.get("lastTransitionTime") else _time(now)
+            new["lastTransitionTime"] = (
+                old.get("lastTransitionTime") if same and old.get("lastTransitionTime") else _time(now)
+            )
             conds[i] = new
             return
     new["lastTransitionTime"] = _time(now)
@@ -65,18 +69,34 @@ def accumulate_admitted_time(status: dict[str, Any], now: datetime) -> None:
     if admitted is None or admitted.get("status") != "True" or not admitted.get("lastTransitionTime"):
         return
     elapsed = int((now - datetime.fromisoformat(str(admitted["lastTransitionTime"]))).total_seconds())
-    status["accumulatedPastExecutionTimeSeconds"] = int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + elapsed
+    status["accumulatedPastExecutionTimeSeconds"] = (
+        int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + elapsed
+    )
 
 
 def unset_quota_reservation(status: dict[str, Any], reason: str, message: str, now: datetime, generation: int) -> None:
     """`UnsetQuotaReservationWithCondition`: QuotaReserved=False with `reason`, no admission, and
     Admitted synced to False/NoReservation (`SyncAdmittedCondition`), the time it was True added to
     `accumulatedPastExecutionTimeSeconds`."""
-    set_condition(status, {"type": WorkloadCondition.QUOTA_RESERVED, "status": "False", "reason": reason, "message": message}, now, generation)
+    set_condition(
+        status,
+        {"type": WorkloadCondition.QUOTA_RESERVED, "status": "False", "reason": reason, "message": message},
+        now,
+        generation,
+    )
     status.pop("admission", None)
     accumulate_admitted_time(status, now)
-    set_condition(status, {"type": WorkloadCondition.ADMITTED, "status": "False", "reason": AdmittedReason.NO_RESERVATION,
-                           "message": MSG_NO_RESERVATION}, now, generation)
+    set_condition(
+        status,
+        {
+            "type": WorkloadCondition.ADMITTED,
+            "status": "False",
+            "reason": AdmittedReason.NO_RESERVATION,
+            "message": MSG_NO_RESERVATION,
+        },
+        now,
+        generation,
+    )
 
 
 def remove_condition(status: dict[str, Any], ctype: str) -> None:
@@ -124,7 +144,9 @@ def update_status(
     raise k.Conflict(409, f"status of {key}: still conflicting after {attempts} attempts")
 
 
-def finish_workload(kube: k.Kube, store: Store, path: str, reason: str, message: str, now: datetime) -> dict[str, Any] | None:
+def finish_workload(
+    kube: k.Kube, store: Store, path: str, reason: str, message: str, now: datetime
+) -> dict[str, Any] | None:
     """Finished=True with `reason` (`workloadfinish.Finish`); the stored Workload, None when it is gone."""
 
     def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:

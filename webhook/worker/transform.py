@@ -28,8 +28,16 @@ from typing import Any
 __all__ = ["LAST_APPLIED", "compact"]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_POD_STATUS_UNREAD = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                      "podIP", "podIPs", "hostIP", "hostIPs", "qosClass")
+_POD_STATUS_UNREAD = (
+    "containerStatuses",
+    "initContainerStatuses",
+    "ephemeralContainerStatuses",
+    "podIP",
+    "podIPs",
+    "hostIP",
+    "hostIPs",
+    "qosClass",
+)
 
 
 def _intern_in_place(node: Any) -> None:

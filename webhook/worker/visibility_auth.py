@@ -80,9 +80,14 @@ def parse_front_proxy(configmap: Mapping[str, Any] | None) -> FrontProxy | None:
     ca = str(data.get("requestheader-client-ca-file") or "")
     if not ca.strip():
         return None
-    return FrontProxy(ca, _names(data, "requestheader-allowed-names"), _names(data, "requestheader-username-headers"),
-                      _names(data, "requestheader-uid-headers"), _names(data, "requestheader-group-headers"),
-                      _names(data, "requestheader-extra-headers-prefix"))
+    return FrontProxy(
+        ca,
+        _names(data, "requestheader-allowed-names"),
+        _names(data, "requestheader-username-headers"),
+        _names(data, "requestheader-uid-headers"),
+        _names(data, "requestheader-group-headers"),
+        _names(data, "requestheader-extra-headers-prefix"),
+    )
 
 
 def _common_name(peer_cert: Mapping[str, Any]) -> str:
@@ -93,8 +98,12 @@ def _common_name(peer_cert: Mapping[str, Any]) -> str:
     return ""
 
 
-def authenticate(front: FrontProxy | None, peer_cert: Mapping[str, Any] | None,
-                 headers: Callable[[str], Sequence[str]], header_names: Sequence[str]) -> User | None:
+def authenticate(
+    front: FrontProxy | None,
+    peer_cert: Mapping[str, Any] | None,
+    headers: Callable[[str], Sequence[str]],
+    header_names: Sequence[str],
+) -> User | None:
     """The user the front proxy names, or None. `peer_cert` is the client certificate the TLS layer
     already verified against the requestheader CA (None without one); `headers(name)` gives every value
     of a header (case-insensitive) and `header_names` lists the request's header names."""
@@ -113,7 +122,7 @@ def authenticate(front: FrontProxy | None, peer_cert: Mapping[str, Any] | None,
     for header in header_names:
         for prefix in front.extra_prefixes:
             if header.lower().startswith(prefix.lower()):
-                key = urllib.parse.unquote(header[len(prefix):]).lower()
+                key = urllib.parse.unquote(header[len(prefix) :]).lower()
                 extra.setdefault(key, []).extend(headers(header))
     return User(name, uid, groups, tuple(sorted((key, tuple(values)) for key, values in extra.items())))
 
@@ -140,16 +149,22 @@ class FrontProxySource:
         try:
             front = parse_front_proxy(self._kube.get(AUTH_CONFIGMAP))
         except k.KubeError as exc:
-            log.warning("visibility: cannot read the front-proxy settings", extra={
-                "object": "kube-system/extension-apiserver-authentication", "error": str(exc)})
+            log.warning(
+                "visibility: cannot read the front-proxy settings",
+                extra={"object": "kube-system/extension-apiserver-authentication", "error": str(exc)},
+            )
             return
         if front is not None and front.client_ca not in self._loaded:
             self._ctx.load_verify_locations(cadata=front.client_ca)
             self._loaded.add(front.client_ca)
         if front != self.current:
-            log.info("visibility: front-proxy settings loaded", extra={
-                "object": "kube-system/extension-apiserver-authentication",
-                "allowed_names": list(front.allowed_names) if front else None})
+            log.info(
+                "visibility: front-proxy settings loaded",
+                extra={
+                    "object": "kube-system/extension-apiserver-authentication",
+                    "allowed_names": list(front.allowed_names) if front else None,
+                },
+            )
         self.current = front
 
     def run(self, stop: threading.Event) -> None:
@@ -181,7 +196,9 @@ class AccessDecision(NamedTuple):
 class AccessReviewer:
     """Authorizes by SubjectAccessReview, caching each (user, attributes) answer for ten seconds."""
 
-    def __init__(self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(
+        self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, cache_size: int = CACHE_SIZE
+    ) -> None:
         self._kube = kube
         self.decisions: TTLCache[tuple[User, Attributes], AccessDecision] = TTLCache(cache_size, clock)
 
@@ -192,10 +209,21 @@ class AccessReviewer:
         if cached is not None:
             return cached
         if attrs.resource:
-            attributes: dict[str, Any] = {"resourceAttributes": {
-                key: value for key, value in (("verb", attrs.verb), ("group", attrs.group), ("version", attrs.version),
-                                              ("resource", attrs.resource), ("subresource", attrs.subresource),
-                                              ("name", attrs.name), ("namespace", attrs.namespace)) if value}}
+            attributes: dict[str, Any] = {
+                "resourceAttributes": {
+                    key: value
+                    for key, value in (
+                        ("verb", attrs.verb),
+                        ("group", attrs.group),
+                        ("version", attrs.version),
+                        ("resource", attrs.resource),
+                        ("subresource", attrs.subresource),
+                        ("name", attrs.name),
+                        ("namespace", attrs.namespace),
+                    )
+                    if value
+                }
+            }
         else:
             attributes = {"nonResourceAttributes": {"path": attrs.path, "verb": attrs.verb}}
         status = access_review(self._kube, user, attributes)

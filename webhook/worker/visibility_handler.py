@@ -36,8 +36,17 @@ from webhook.core.resources import format_quantity
 from webhook.reviews import User
 from webhook.worker.visibility_auth import AccessDecision, Attributes
 
-__all__ = ["LocalQueueReader", "PendingReader", "Request", "RequestAuthorizer", "Response", "VisibilityAPI",
-           "estimates", "limits", "summary"]
+__all__ = [
+    "LocalQueueReader",
+    "PendingReader",
+    "Request",
+    "RequestAuthorizer",
+    "Response",
+    "VisibilityAPI",
+    "estimates",
+    "limits",
+    "summary",
+]
 
 HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -102,8 +111,9 @@ class _BadRequest(Exception):
     pass
 
 
-def _json(status: int, obj: Any, *, pretty: bool = False, content_type: str = _JSON,
-          headers: tuple[tuple[str, str], ...] = ()) -> Response:
+def _json(
+    status: int, obj: Any, *, pretty: bool = False, content_type: str = _JSON, headers: tuple[tuple[str, str], ...] = ()
+) -> Response:
     return Response(status, orjson.dumps(obj, option=orjson.OPT_INDENT_2 if pretty else 0), content_type, headers)
 
 
@@ -134,18 +144,32 @@ def _bounded(query: Mapping[str, Sequence[str]]) -> tuple[int, int]:
 
 def _item(p: Positioned) -> dict[str, Any]:
     wl = p.workload
-    meta: dict[str, Any] = {"name": wl.name, "namespace": wl.namespace, "creationTimestamp": wl.creation_timestamp or None}
+    meta: dict[str, Any] = {
+        "name": wl.name,
+        "namespace": wl.namespace,
+        "creationTimestamp": wl.creation_timestamp or None,
+    }
     if wl.owner_references:
-        meta["ownerReferences"] = [{"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid}
-                                   for o in wl.owner_references]
-    return {"metadata": meta, "priority": wl.priority, "localQueueName": wl.local_queue,
-            "positionInClusterQueue": p.in_cluster_queue, "positionInLocalQueue": p.in_local_queue}
+        meta["ownerReferences"] = [
+            {"apiVersion": o.api_version, "kind": o.kind, "name": o.name, "uid": o.uid} for o in wl.owner_references
+        ]
+    return {
+        "metadata": meta,
+        "priority": wl.priority,
+        "localQueueName": wl.local_queue,
+        "positionInClusterQueue": p.in_cluster_queue,
+        "positionInLocalQueue": p.in_local_queue,
+    }
 
 
 def summary(version: str, items: Sequence[Positioned]) -> dict[str, Any]:
     """Upstream's `PendingWorkloadsSummary` in `version`."""
-    return {"kind": v.SUMMARY_KIND, "apiVersion": f"{v.GROUP}/{version}", "metadata": {},
-            "items": [_item(p) for p in items]}
+    return {
+        "kind": v.SUMMARY_KIND,
+        "apiVersion": f"{v.GROUP}/{version}",
+        "metadata": {},
+        "items": [_item(p) for p in items],
+    }
 
 
 def _rfc3339(t: datetime) -> str:
@@ -156,10 +180,12 @@ def estimates(page: EstimatedPage) -> dict[str, Any]:
     """Our `PendingWorkloadsSummary`: upstream's items, each with `estimatedAdmission` (null when
     unknown), and the method and the rate it used under `estimation`."""
     rate = page.rate
-    estimation: dict[str, Any] = {"method": admission_rate.method(rate.window),
-                                  "windowSeconds": int(rate.window.total_seconds()),
-                                  "admissionsInWindow": rate.admissions,
-                                  "admissionsPerMinute": round(rate.per_minute, 3)}
+    estimation: dict[str, Any] = {
+        "method": admission_rate.method(rate.window),
+        "windowSeconds": int(rate.window.total_seconds()),
+        "admissionsInWindow": rate.admissions,
+        "admissionsPerMinute": round(rate.per_minute, 3),
+    }
     if page.unknown:
         estimation["unknownReason"] = page.unknown
     elif rate.admissions == 0:
@@ -168,11 +194,17 @@ def estimates(page: EstimatedPage) -> dict[str, Any]:
     for p in page.items:
         wait = None if page.unknown else rate.wait(p.in_cluster_queue)
         item = _item(p)
-        item["estimatedAdmission"] = None if wait is None else {
-            "waitSeconds": int(wait.total_seconds()), "time": _rfc3339(page.now + wait)}
+        item["estimatedAdmission"] = (
+            None if wait is None else {"waitSeconds": int(wait.total_seconds()), "time": _rfc3339(page.now + wait)}
+        )
         items.append(item)
-    return {"kind": v.SUMMARY_KIND, "apiVersion": f"{v.PYKUEUE_GROUP}/{v.PYKUEUE_VERSION}", "metadata": {},
-            "estimation": estimation, "items": items}
+    return {
+        "kind": v.SUMMARY_KIND,
+        "apiVersion": f"{v.PYKUEUE_GROUP}/{v.PYKUEUE_VERSION}",
+        "metadata": {},
+        "estimation": estimation,
+        "items": items,
+    }
 
 
 def limits(namespace: str, name: str, lim: QueueLimits) -> dict[str, Any]:
@@ -186,14 +218,22 @@ def limits(namespace: str, name: str, lim: QueueLimits) -> dict[str, Any]:
             entry["borrowingLimit"] = format_quantity(res, r.borrowing_limit)
         if r.lending_limit is not None:
             entry["lendingLimit"] = format_quantity(res, r.lending_limit)
-        entry.update({"used": format_quantity(res, r.used),
-                      "usedByLocalQueue": format_quantity(res, r.used_by_local_queue),
-                      "available": format_quantity(res, r.available),
-                      "borrowable": format_quantity(res, r.borrowable),
-                      "maxAvailable": format_quantity(res, r.max_available)})
+        entry.update(
+            {
+                "used": format_quantity(res, r.used),
+                "usedByLocalQueue": format_quantity(res, r.used_by_local_queue),
+                "available": format_quantity(res, r.available),
+                "borrowable": format_quantity(res, r.borrowable),
+                "maxAvailable": format_quantity(res, r.max_available),
+            }
+        )
         flavors.setdefault(r.flavor.flavor, []).append(entry)
-    out: dict[str, Any] = {"kind": v.LIMITS_KIND, "apiVersion": f"{v.PYKUEUE_GROUP}/{v.PYKUEUE_VERSION}",
-                           "metadata": {"name": name, "namespace": namespace}, "clusterQueue": lim.cluster_queue}
+    out: dict[str, Any] = {
+        "kind": v.LIMITS_KIND,
+        "apiVersion": f"{v.PYKUEUE_GROUP}/{v.PYKUEUE_VERSION}",
+        "metadata": {"name": name, "namespace": namespace},
+        "clusterQueue": lim.cluster_queue,
+    }
     if lim.cohort:
         out["cohort"] = lim.cohort
     out["flavors"] = [{"name": f, "resources": rs} for f, rs in flavors.items()]
@@ -242,9 +282,19 @@ class VisibilityAPI:
         if not decision.allowed:
             if attrs is None:
                 return _status(v.forbidden_path(user=req.user.name, verb="get", path=req.path), pretty)
-            return _status(v.forbidden(user=req.user.name, verb=attrs.verb, resource=attrs.resource,
-                                       subresource=attrs.subresource, name=attrs.name, namespace=attrs.namespace,
-                                       reason=decision.reason, group=attrs.group), pretty)
+            return _status(
+                v.forbidden(
+                    user=req.user.name,
+                    verb=attrs.verb,
+                    resource=attrs.resource,
+                    subresource=attrs.subresource,
+                    name=attrs.name,
+                    namespace=attrs.namespace,
+                    reason=decision.reason,
+                    group=attrs.group,
+                ),
+                pretty,
+            )
         if attrs is not None and attrs.group == v.PYKUEUE_GROUP:
             return self._local_queue(attrs, path, req.query, pretty)
         if attrs is not None:
@@ -274,8 +324,12 @@ class VisibilityAPI:
     def _local_queue(self, attrs: Attributes, path: str, query: Mapping[str, Sequence[str]], pretty: bool) -> Response:
         """`namespaces/<ns>/localqueues/<name>/{limits,pendingworkloads}` of our group."""
         depth = len([p for p in path.split("/") if p]) - 5
-        if depth != 3 or not attrs.namespace or attrs.resource != "localqueues" \
-                or attrs.subresource not in ("limits", "pendingworkloads"):
+        if (
+            depth != 3
+            or not attrs.namespace
+            or attrs.resource != "localqueues"
+            or attrs.subresource not in ("limits", "pendingworkloads")
+        ):
             return _status(v.resource_not_found(), pretty)
         key = f"{attrs.namespace}/{attrs.name}"
         missing = _status(v.not_found("localqueue", attrs.name, v.PYKUEUE_GROUP), pretty)
@@ -292,8 +346,13 @@ class VisibilityAPI:
     def _discovery(self, path: str, req: Request, pretty: bool) -> Response:
         if path == "/apis":
             if "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" in req.accept.replace(" ", ""):
-                return _json(200, v.aggregated_discovery(), pretty=pretty, content_type=v.AGGREGATED_DISCOVERY_TYPE,
-                             headers=(("Vary", "Accept"),))
+                return _json(
+                    200,
+                    v.aggregated_discovery(),
+                    pretty=pretty,
+                    content_type=v.AGGREGATED_DISCOVERY_TYPE,
+                    headers=(("Vary", "Accept"),),
+                )
             return _json(200, v.api_group_list(), pretty=pretty)
         for group in v.GROUPS:
             if path == f"/apis/{group.name}":

@@ -50,8 +50,7 @@ log = logging.getLogger(__name__)
 HANDSHAKE_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 60.0
 # In any order: the cache recounts a ClusterQueue's usage when it appears after its Workloads.
-_WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2),
-            ("cohorts", c.V1BETA2))
+_WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2), ("cohorts", c.V1BETA2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +69,13 @@ class PendingFeed:
     pending order, the quota state (`core.cache.Cache`: ClusterQueues, Cohorts, reserving
     Workloads) and the ClusterQueues' recent admissions."""
 
-    def __init__(self, *, requeue_by_eviction: bool = True, concurrent_admission: bool = False,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        *,
+        requeue_by_eviction: bool = True,
+        concurrent_admission: bool = False,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self._order = PendingOrder()
         self._cache = Cache(concurrent_admission=concurrent_admission)
         self._rates = AdmissionRates()
@@ -203,16 +207,25 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         url = urllib.parse.urlsplit(self.path)
         peer = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
-        user = authenticate(self.server.front_proxy(), peer, lambda name: self.headers.get_all(name) or [],
-                            list(self.headers.keys()))
-        req = Request(self.command, url.path, urllib.parse.parse_qs(url.query, keep_blank_values=True), user,
-                      self.headers.get("Accept", ""))
+        user = authenticate(
+            self.server.front_proxy(), peer, lambda name: self.headers.get_all(name) or [], list(self.headers.keys())
+        )
+        req = Request(
+            self.command,
+            url.path,
+            urllib.parse.parse_qs(url.query, keep_blank_values=True),
+            user,
+            self.headers.get("Accept", ""),
+        )
         try:
             resp = self.server.api.handle(req)
         except k.KubeError as exc:
             log.error("visibility: authorization failed", extra={"user": user.name if user else "", "error": str(exc)})
-            resp = Response(500, b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
-                                 b'"message":"authorization failed","reason":"InternalError","code":500}')
+            resp = Response(
+                500,
+                b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                b'"message":"authorization failed","reason":"InternalError","code":500}',
+            )
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
         self.send_header("Content-Length", str(len(resp.body)))
@@ -233,10 +246,16 @@ class VisibilityServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], api: VisibilityAPI, ssl_context: ssl.SSLContext,
-                 front_proxy: Callable[[], FrontProxy | None]) -> None:
-        self.address_family = socket.getaddrinfo(address[0], address[1], type=socket.SOCK_STREAM,
-                                                 flags=socket.AI_PASSIVE)[0][0]
+    def __init__(
+        self,
+        address: tuple[str, int],
+        api: VisibilityAPI,
+        ssl_context: ssl.SSLContext,
+        front_proxy: Callable[[], FrontProxy | None],
+    ) -> None:
+        self.address_family = socket.getaddrinfo(
+            address[0], address[1], type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0][0]
         self.api = api
         self.ssl_context = ssl_context
         self.front_proxy = front_proxy
@@ -251,7 +270,9 @@ class VisibilityServer(ThreadingHTTPServer):
         log.debug("visibility: connection failed", extra={"client": str(client_address)}, exc_info=True)
 
 
-def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: threading.Event) -> tuple[str, int] | None:
+def serve_visibility(
+    config: Configuration, kube: k.Kube, cert_dir: str, stop: threading.Event
+) -> tuple[str, int] | None:
     """Start the watches and the server (VisibilityOnDemand on); returns the bound (host, port).
 
     The serving certificate is the webhook's (re-read when it rotates), or a self-signed one when
@@ -260,16 +281,19 @@ def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: t
         return None
     if tls.has_cert(cert_dir):
         ctx = tls.server_context(cert_dir)
-        threading.Thread(target=tls.CertReloader(ctx, cert_dir).watch, args=(stop,), name="visibility-cert-reloader",
-                         daemon=True).start()
+        threading.Thread(
+            target=tls.CertReloader(ctx, cert_dir).watch, args=(stop,), name="visibility-cert-reloader", daemon=True
+        ).start()
     else:
         ctx = tls.self_signed_context()
     ctx.verify_mode = ssl.CERT_OPTIONAL
     front = FrontProxySource(kube, ctx)
     front.refresh()
     wfpr = config.wait_for_pods_ready
-    feed = PendingFeed(requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
-                       concurrent_admission=config.feature_enabled(Feature.CONCURRENT_ADMISSION))
+    feed = PendingFeed(
+        requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
+        concurrent_admission=config.feature_enabled(Feature.CONCURRENT_ADMISSION),
+    )
     api = VisibilityAPI(feed, AccessReviewer(kube), feed)
     vs = config.visibility_server
     bind = (vs.bind_address or "0.0.0.0", vs.bind_port)
@@ -279,14 +303,20 @@ def serve_visibility(config: Configuration, kube: k.Kube, cert_dir: str, stop: t
         log.warning("cannot serve the visibility API", extra={"address": f"{bind[0]}:{bind[1]}", "error": str(exc)})
         return None
     for kind, api_version in _WATCHED:
+
         def on_list(items: list[dict[str, Any]], kind: str = kind) -> None:
             feed.on_list(kind, items)
 
         def on_event(etype: str, obj: dict[str, Any], kind: str = kind) -> None:
             feed.on_event(kind, etype, obj)
 
-        threading.Thread(target=k.informer, args=(kube, k.object_path(api_version, kind, None), on_list, on_event),
-                         kwargs={"stop": stop}, name=f"visibility-{kind}", daemon=True).start()
+        threading.Thread(
+            target=k.informer,
+            args=(kube, k.object_path(api_version, kind, None), on_list, on_event),
+            kwargs={"stop": stop},
+            name=f"visibility-{kind}",
+            daemon=True,
+        ).start()
 
     def until_stopped() -> None:
         stop.wait()

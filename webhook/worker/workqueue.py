@@ -38,8 +38,9 @@ class Retry(Exception):
 
 
 class WorkQueue(Generic[T]):
-    def __init__(self, name: str, handler: Callable[[str, Sequence[T]], None], *, workers: int = 1,
-                 stop: threading.Event) -> None:
+    def __init__(
+        self, name: str, handler: Callable[[str, Sequence[T]], None], *, workers: int = 1, stop: threading.Event
+    ) -> None:
         self.name = name
         self._handler = handler
         self._workers = workers

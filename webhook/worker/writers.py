@@ -54,7 +54,9 @@ class Writer:
         if not self.holds_lease():
             # Everything in hand may predate a takeover; the process ends with its leadership and
             # the next leader recomputes from the API.
-            log.error("leader lease not held; dropping writes and stopping", extra={"object": key, "writes": len(queued)})
+            log.error(
+                "leader lease not held; dropping writes and stopping", extra={"object": key, "writes": len(queued)}
+            )
             self.stop.set()
             return
         for call in queued:

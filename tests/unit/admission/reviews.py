@@ -24,8 +24,14 @@ GVK = {
 }
 
 
-def review(obj: dict[str, Any], *, old: dict[str, Any] | None = None, operation: str | None = None,
-           kind: str | None = None, sub_resource: str = "") -> dict[str, Any]:
+def review(
+    obj: dict[str, Any],
+    *,
+    old: dict[str, Any] | None = None,
+    operation: str | None = None,
+    kind: str | None = None,
+    sub_resource: str = "",
+) -> dict[str, Any]:
     kind = kind or obj.get("kind", "Job")
     meta = obj.get("metadata", {})
     req: dict[str, Any] = {

@@ -18,8 +18,12 @@ from webhook.admission.app import ENDPOINTS, MAX_BODY_BYTES, create_app
 from .reviews import post, review
 
 APP = create_app()
-JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns",
-       "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"template": {"spec": {"containers": []}}}}
+JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "j", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+    "spec": {"template": {"spec": {"containers": []}}},
+}
 
 
 @pytest.mark.parametrize(
@@ -28,17 +32,41 @@ JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "names
         pytest.param(b"{not json", "not valid JSON", id="malformed"),
         pytest.param(orjson.dumps(review(JOB))[:40], "not valid JSON", id="truncated"),
         pytest.param(b"[]", "must be a JSON object", id="not an object"),
-        pytest.param(orjson.dumps({**review(JOB), "apiVersion": "admission.k8s.io/v1beta1"}),
-                     "unsupported AdmissionReview apiVersion", id="wrong version"),
-        pytest.param(orjson.dumps({**review(JOB), "kind": "ConversionReview"}), "expected kind AdmissionReview",
-                     id="wrong review kind"),
-        pytest.param(orjson.dumps(review({**JOB, "kind": "Pod"}, kind="Pod")), "serves batch/Job, not /Pod",
-                     id="wrong object kind"),
-        pytest.param(orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-            "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "CREATE", "object": JOB}}),
-            "request.uid must be a non-empty string", id="no uid"),
-        pytest.param(orjson.dumps(review(JOB, operation="UPDATE")), "request.oldObject is required for UPDATE",
-                     id="update without old object"),
+        pytest.param(
+            orjson.dumps({**review(JOB), "apiVersion": "admission.k8s.io/v1beta1"}),
+            "unsupported AdmissionReview apiVersion",
+            id="wrong version",
+        ),
+        pytest.param(
+            orjson.dumps({**review(JOB), "kind": "ConversionReview"}),
+            "expected kind AdmissionReview",
+            id="wrong review kind",
+        ),
+        pytest.param(
+            orjson.dumps(review({**JOB, "kind": "Pod"}, kind="Pod")),
+            "serves batch/Job, not /Pod",
+            id="wrong object kind",
+        ),
+        pytest.param(
+            orjson.dumps(
+                {
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "request": {
+                        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                        "operation": "CREATE",
+                        "object": JOB,
+                    },
+                }
+            ),
+            "request.uid must be a non-empty string",
+            id="no uid",
+        ),
+        pytest.param(
+            orjson.dumps(review(JOB, operation="UPDATE")),
+            "request.oldObject is required for UPDATE",
+            id="update without old object",
+        ),
     ],
 )
 def test_bad_requests_get_400_with_a_reason(body: bytes, fragment: str) -> None:
@@ -64,7 +92,8 @@ def test_uid_is_echoed_and_patch_is_json_patch() -> None:
     import base64
 
     assert orjson.loads(base64.b64decode(answer["response"]["patch"])) == [
-        {"op": "add", "path": "/spec/suspend", "value": True}]
+        {"op": "add", "path": "/spec/suspend", "value": True}
+    ]
 
 
 def test_metrics_count_requests_by_path_and_outcome() -> None:
@@ -116,16 +145,43 @@ json_values = st.recursive(
 )
 SEEDS: list[dict[str, Any]] = [
     JOB,
-    {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {
-        "kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/pod-group-name": "g"},
-        "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"}}, "spec": {"containers": [{"name": "c"}]}},
-    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": {
-        "cohortName": "c", "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-            {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}},
-    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
-     "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]}},
-    {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"},
-     "spec": {"nodeLabels": {"a": "b"}}},
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "labels": {"kueue.x-k8s.io/queue-name": "q", "kueue.x-k8s.io/pod-group-name": "g"},
+            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "2"},
+        },
+        "spec": {"containers": [{"name": "c"}]},
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {
+            "cohortName": "c",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                }
+            ],
+        },
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+    },
+    {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "rf"},
+        "spec": {"nodeLabels": {"a": "b"}},
+    },
 ]
 
 
@@ -144,8 +200,11 @@ def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def mutated_reviews(draw: st.DrawFn) -> tuple[str, bytes]:
     endpoint = draw(st.sampled_from(list(ENDPOINTS)))
     obj = copy.deepcopy(draw(st.sampled_from(SEEDS)))
-    doc = review(obj, kind=draw(st.sampled_from(["Job", "Pod", "ClusterQueue", "Workload", "ResourceFlavor", "Cohort"])),
-                 operation=draw(st.sampled_from(["CREATE", "UPDATE", "DELETE"])))
+    doc = review(
+        obj,
+        kind=draw(st.sampled_from(["Job", "Pod", "ClusterQueue", "Workload", "ResourceFlavor", "Cohort"])),
+        operation=draw(st.sampled_from(["CREATE", "UPDATE", "DELETE"])),
+    )
     if doc["request"]["operation"] == "UPDATE":
         doc["request"]["oldObject"] = copy.deepcopy(draw(st.sampled_from(SEEDS)))
     for _ in range(draw(st.integers(0, 4))):

@@ -70,9 +70,7 @@ def combinations(flavors: int, resources: int) -> dict[str, Any]:
 
 
 CREATE_CASES = [
-    pytest.param(
-        cq(group(flavor("default", ("cpu", "0")))), {}, "", id="built-in resources with qualified names"
-    ),
+    pytest.param(cq(group(flavor("default", ("cpu", "0")))), {}, "", id="built-in resources with qualified names"),
     pytest.param(
         cq(group(flavor("default", ("@cpu", "0")))),
         {},
@@ -197,9 +195,7 @@ CREATE_CASES = [
     ),
     pytest.param(
         cq(
-            group(
-                flavor("alpha", ("cpu", "0"), ("memory", "0")), flavor("beta", ("cpu", "0"), ("memory", "0"))
-            ),
+            group(flavor("alpha", ("cpu", "0"), ("memory", "0")), flavor("beta", ("cpu", "0"), ("memory", "0"))),
             group(flavor("gamma", ("example.com/gpu", "0")), flavor("omega", ("example.com/gpu", "0"))),
         ),
         {},
@@ -395,9 +391,7 @@ CREATE_CASES = [
         id="ConcurrentAdmissionPolicy with more than one ResourceGroup",
     ),
     pytest.param(
-        cq(
-            group(*many_flavors(17)), concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}
-        ),
+        cq(group(*many_flavors(17)), concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}}),
         {"ConcurrentAdmission": True},
         "spec.resourceGroups[0].flavors: Invalid value: 17: cannot have more than 16 resource flavors in the "
         "ResourceGroup when ConcurrentAdmissionPolicy is defined",

@@ -18,9 +18,7 @@ def ctx() -> Context:
     return Context(config=Configuration(), lookups=StaticLookups())
 
 
-def quota(
-    name: str, nominal: str, borrowing: str | None = None, lending: str | None = None
-) -> dict[str, Any]:
+def quota(name: str, nominal: str, borrowing: str | None = None, lending: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "nominalQuota": nominal}
     if borrowing is not None:
         out["borrowingLimit"] = borrowing
@@ -33,9 +31,7 @@ def make_cohort(*quotas: dict[str, Any], covered: list[str] | None = None, **spe
     body: dict[str, Any] = dict(spec)
     if quotas:
         names = covered if covered is not None else [q["name"] for q in quotas]
-        body["resourceGroups"] = [
-            {"coveredResources": names, "flavors": [{"name": "x86", "resources": list(quotas)}]}
-        ]
+        body["resourceGroups"] = [{"coveredResources": names, "flavors": [{"name": "x86", "resources": list(quotas)}]}]
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Cohort",

@@ -15,15 +15,32 @@ APP = create_app()
 
 
 def conversion_review(desired: str, *objects: dict[str, Any]) -> bytes:
-    return orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {
-        "uid": "c-1", "desiredAPIVersion": desired, "objects": list(objects)}})
+    return orjson.dumps(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": "c-1", "desiredAPIVersion": desired, "objects": list(objects)},
+        }
+    )
 
 
-CQ_V1 = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-         "spec": {"cohort": "research", "admissionChecks": ["prov"]}}
-WL_V1 = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w", "namespace": "ns"},
-         "spec": {"priorityClassName": "high", "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
-                  "priority": 10, "podSets": []}}
+CQ_V1 = {
+    "apiVersion": "kueue.x-k8s.io/v1beta1",
+    "kind": "ClusterQueue",
+    "metadata": {"name": "cq"},
+    "spec": {"cohort": "research", "admissionChecks": ["prov"]},
+}
+WL_V1 = {
+    "apiVersion": "kueue.x-k8s.io/v1beta1",
+    "kind": "Workload",
+    "metadata": {"name": "w", "namespace": "ns"},
+    "spec": {
+        "priorityClassName": "high",
+        "priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass",
+        "priority": 10,
+        "podSets": [],
+    },
+}
 
 
 def test_converts_every_object_and_echoes_the_uid() -> None:
@@ -35,12 +52,18 @@ def test_converts_every_object_and_echoes_the_uid() -> None:
     cq, wl = answer["response"]["convertedObjects"]
     assert cq["apiVersion"] == "kueue.x-k8s.io/v1beta2" and cq["spec"]["cohortName"] == "research"
     assert cq["spec"]["admissionChecksStrategy"] == {"admissionChecks": [{"name": "prov"}]}
-    assert wl["spec"]["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    assert wl["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "high",
+    }
 
 
 def test_round_trip_through_the_endpoint() -> None:
     up = post(APP, "/convert", conversion_review("kueue.x-k8s.io/v1beta2", WL_V1)).json()
-    down = post(APP, "/convert", conversion_review("kueue.x-k8s.io/v1beta1", *up["response"]["convertedObjects"])).json()
+    down = post(
+        APP, "/convert", conversion_review("kueue.x-k8s.io/v1beta1", *up["response"]["convertedObjects"])
+    ).json()
     assert down["response"]["convertedObjects"] == [WL_V1]
 
 
@@ -55,12 +78,25 @@ def test_unknown_kind_is_a_failure_naming_the_object() -> None:
     ("body", "fragment"),
     [
         pytest.param(b"{", "not valid JSON", id="malformed"),
-        pytest.param(orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "AdmissionReview"}),
-                     "expected a ConversionReview", id="wrong kind"),
-        pytest.param(orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "ConversionReview",
-                                   "request": {"uid": "u"}}), "unsupported ConversionReview apiVersion", id="v1beta1"),
-        pytest.param(orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
-                                   "request": {"uid": "u"}}), "desiredAPIVersion", id="no desired version"),
+        pytest.param(
+            orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "AdmissionReview"}),
+            "expected a ConversionReview",
+            id="wrong kind",
+        ),
+        pytest.param(
+            orjson.dumps(
+                {"apiVersion": "apiextensions.k8s.io/v1beta1", "kind": "ConversionReview", "request": {"uid": "u"}}
+            ),
+            "unsupported ConversionReview apiVersion",
+            id="v1beta1",
+        ),
+        pytest.param(
+            orjson.dumps(
+                {"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid": "u"}}
+            ),
+            "desiredAPIVersion",
+            id="no desired version",
+        ),
     ],
 )
 def test_bad_conversion_reviews_get_400(body: bytes, fragment: str) -> None:

@@ -39,8 +39,9 @@ def _cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("kind", "old", "obj", "gates", "want"), _cases())
-def test_crd_validation_through_the_app(kind: str, old: Any, obj: dict[str, Any], gates: dict[str, bool],
-                                        want: str) -> None:
+def test_crd_validation_through_the_app(
+    kind: str, old: Any, obj: dict[str, Any], gates: dict[str, bool], want: str
+) -> None:
     path = f"/validate-kueue-x-k8s-io-v1beta2-{kind.lower()}"
     message = _driver(gates).denial(path, obj, old=old, kind=kind)
     assert (message or "") == want

@@ -19,15 +19,25 @@ DNS_MSG = (
 )
 
 
-def make_job(name: str = "job", ns: str = "team-a", *, labels: dict[str, str] | None = None,
-             annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+def make_job(
+    name: str = "job",
+    ns: str = "team-a",
+    *,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if labels is not None:
         meta["labels"] = labels
     if annotations is not None:
         meta["annotations"] = annotations
-    body = {"parallelism": 1, "completions": 1, "suspend": False,
-            "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}}
+    body = {
+        "parallelism": 1,
+        "completions": 1,
+        "suspend": False,
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}},
+    }
     body.update(spec)
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": body}
 
@@ -63,7 +73,9 @@ class TestMutate:
         assert out["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "default"
 
     def test_manage_jobs_without_queue_name(self, make_driver: Any) -> None:
-        d = make_driver("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: true\n")
+        d = make_driver(
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nmanageJobsWithoutQueueName: true\n"
+        )
         assert d.mutate(MUTATE, make_job())["spec"]["suspend"] is True
         assert d.mutate(MUTATE, make_job(ns="kube-system"))["spec"]["suspend"] is False
 
@@ -72,14 +84,16 @@ class TestMutate:
         parent["metadata"]["uid"] = "p-uid"
         child = make_job("child", labels={Q: "q"})
         child["metadata"]["ownerReferences"] = [
-            {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p-uid", "controller": True}]
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p-uid", "controller": True}
+        ]
         d = make_driver(owners={("team-a", "batch/v1", "Job", "parent"): parent})
         assert d.mutate(MUTATE, child)["spec"]["suspend"] is False
 
     def test_missing_owner_denies(self, driver: Driver) -> None:
         child = make_job("child", labels={Q: "q"})
         child["metadata"]["ownerReferences"] = [
-            {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "x", "controller": True}]
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "gone", "uid": "x", "controller": True}
+        ]
         msg = driver.denial(MUTATE, child)
         assert msg is not None and msg.startswith("workload owner not found")
 
@@ -88,53 +102,92 @@ class TestMutate:
         assert {"name": "kueue.x-k8s.io/elastic-job"} in out["spec"]["template"]["spec"]["schedulingGates"]
 
     def test_elastic_annotation_is_inert_with_the_gate_off(self, make_driver: Any) -> None:
-        d = make_driver("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                        "featureGates:\n  ElasticJobsViaWorkloadSlices: false\n")
-        job = make_job(labels={Q: "q"}, annotations={"kueue.x-k8s.io/elastic-job": "true",
-                                                     "kueue.x-k8s.io/job-min-parallelism": "1"}, parallelism=4, completions=4)
+        d = make_driver(
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+            "featureGates:\n  ElasticJobsViaWorkloadSlices: false\n"
+        )
+        job = make_job(
+            labels={Q: "q"},
+            annotations={"kueue.x-k8s.io/elastic-job": "true", "kueue.x-k8s.io/job-min-parallelism": "1"},
+            parallelism=4,
+            completions=4,
+        )
         assert not d.mutate(MUTATE, job)["spec"]["template"]["spec"].get("schedulingGates")
         assert d.denial(VALIDATE, job) is None
 
 
 CREATE_CASES = [
-    pytest.param(make_job(labels={Q: "Bad_Name"}),
-                 f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "Bad_Name": {DNS_MSG}', id="queue name not DNS"),
-    pytest.param(make_job(labels={Q: ""}),
-                 f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": {DNS_MSG}', id="empty queue name"),
+    pytest.param(
+        make_job(labels={Q: "Bad_Name"}),
+        f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "Bad_Name": {DNS_MSG}',
+        id="queue name not DNS",
+    ),
+    pytest.param(
+        make_job(labels={Q: ""}),
+        f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": {DNS_MSG}',
+        id="empty queue name",
+    ),
     pytest.param(make_job(labels={Q: "ok"}), None, id="valid"),
-    pytest.param(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "abc"}),
-                 'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "abc": '
-                 'strconv.Atoi: parsing "abc": invalid syntax', id="max exec not int"),
-    pytest.param(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}),
-                 "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0",
-                 id="max exec zero"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "x"}, parallelism=4, completions=4),
-                 'metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": '
-                 'strconv.Atoi: parsing "x": invalid syntax', id="min parallelism not int"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "4"}, parallelism=4, completions=4),
-                 "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 4: should be between 0 and 3",
-                 id="min parallelism too big"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "0"}, parallelism=4, completions=2),
-                 "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 0: should be between 0 and 1",
-                 id="min parallelism zero against completions"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=4, completions=4),
-                 None, id="min parallelism ok"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-completions-equal-parallelism": "maybe"}),
-                 'metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "maybe": '
-                 'strconv.ParseBool: parsing "maybe": invalid syntax', id="sync completions not bool"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/job-completions-equal-parallelism": "true"}, parallelism=2,
-                          completions=3),
-                 '[metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "true": '
-                 "should not be enabled for NonIndexed jobs, spec.completions: Invalid value: 3: should be equal to "
-                 "parallelism when kueue.x-k8s.io/job-completions-equal-parallelism annotation is true]",
-                 id="sync completions on NonIndexed with mismatch"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a,,example.com/a"}),
-                 '[metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "example.com/a,,example.com/a": '
-                 "cannot contain empty gate names, metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "
-                 '"example.com/a,,example.com/a": duplicate gate name: example.com/a]', id="admission gated by format"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "nodomain"}),
-                 'metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "nodomain": '
-                 'must be a domain-prefixed path (such as "acme.io/foo")', id="admission gated by not a path"),
+    pytest.param(
+        make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "abc"}),
+        'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "abc": '
+        'strconv.Atoi: parsing "abc": invalid syntax',
+        id="max exec not int",
+    ),
+    pytest.param(
+        make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+        "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0",
+        id="max exec zero",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "x"}, parallelism=4, completions=4),
+        'metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": '
+        'strconv.Atoi: parsing "x": invalid syntax',
+        id="min parallelism not int",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "4"}, parallelism=4, completions=4),
+        "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 4: should be between 0 and 3",
+        id="min parallelism too big",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "0"}, parallelism=4, completions=2),
+        "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 0: should be between 0 and 1",
+        id="min parallelism zero against completions",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=4, completions=4),
+        None,
+        id="min parallelism ok",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/job-completions-equal-parallelism": "maybe"}),
+        'metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "maybe": '
+        'strconv.ParseBool: parsing "maybe": invalid syntax',
+        id="sync completions not bool",
+    ),
+    pytest.param(
+        make_job(
+            annotations={"kueue.x-k8s.io/job-completions-equal-parallelism": "true"}, parallelism=2, completions=3
+        ),
+        '[metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "true": '
+        "should not be enabled for NonIndexed jobs, spec.completions: Invalid value: 3: should be equal to "
+        "parallelism when kueue.x-k8s.io/job-completions-equal-parallelism annotation is true]",
+        id="sync completions on NonIndexed with mismatch",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a,,example.com/a"}),
+        '[metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "example.com/a,,example.com/a": '
+        "cannot contain empty gate names, metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "
+        '"example.com/a,,example.com/a": duplicate gate name: example.com/a]',
+        id="admission gated by format",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "nodomain"}),
+        'metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "nodomain": '
+        'must be a domain-prefixed path (such as "acme.io/foo")',
+        id="admission gated by not a path",
+    ),
 ]
 
 
@@ -156,34 +209,62 @@ def suspended(job: dict[str, Any]) -> dict[str, Any]:
 
 
 UPDATE_CASES = [
-    pytest.param(running(make_job(labels={Q: "a"})), running(make_job(labels={Q: "b"})),
-                 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable',
-                 id="queue name immutable while running"),
-    pytest.param(suspended(make_job(labels={Q: "a"})), suspended(make_job(labels={Q: "b"})), None,
-                 id="queue name may change while suspended"),
-    pytest.param(running(make_job()), running(make_job(labels={"kueue.x-k8s.io/priority-class": "high"})),
-                 'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": '
-                 "WorkloadPriorityClass cannot be added to a non-suspended workload", id="priority class added while running"),
-    pytest.param(suspended(make_job(labels={"kueue.x-k8s.io/priority-class": "high"})), suspended(make_job()),
-                 'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": '
-                 "WorkloadPriorityClass cannot be removed from a workload", id="priority class removed"),
-    pytest.param(running(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=4, completions=4)),
-                 running(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=3, completions=4)),
-                 "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended",
-                 id="parallelism fixed under partial admission"),
-    pytest.param(suspended(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "10"})),
-                 running(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "20"})),
-                 'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "20": field is immutable',
-                 id="max exec immutable unless both suspended"),
-    pytest.param(make_job(), make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/g"}),
-                 "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: cannot add admission gate after creation",
-                 id="gate added after creation"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a"}),
-                 make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/b"}),
-                 "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: can only remove gates, not add new ones",
-                 id="gate replaced"),
-    pytest.param(make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a,example.com/b"}),
-                 make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a"}), None, id="gate removed"),
+    pytest.param(
+        running(make_job(labels={Q: "a"})),
+        running(make_job(labels={Q: "b"})),
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable',
+        id="queue name immutable while running",
+    ),
+    pytest.param(
+        suspended(make_job(labels={Q: "a"})),
+        suspended(make_job(labels={Q: "b"})),
+        None,
+        id="queue name may change while suspended",
+    ),
+    pytest.param(
+        running(make_job()),
+        running(make_job(labels={"kueue.x-k8s.io/priority-class": "high"})),
+        'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": '
+        "WorkloadPriorityClass cannot be added to a non-suspended workload",
+        id="priority class added while running",
+    ),
+    pytest.param(
+        suspended(make_job(labels={"kueue.x-k8s.io/priority-class": "high"})),
+        suspended(make_job()),
+        'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": '
+        "WorkloadPriorityClass cannot be removed from a workload",
+        id="priority class removed",
+    ),
+    pytest.param(
+        running(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=4, completions=4)),
+        running(make_job(annotations={"kueue.x-k8s.io/job-min-parallelism": "2"}, parallelism=3, completions=4)),
+        "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended",
+        id="parallelism fixed under partial admission",
+    ),
+    pytest.param(
+        suspended(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "10"})),
+        running(make_job(labels={"kueue.x-k8s.io/max-exec-time-seconds": "20"})),
+        'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "20": field is immutable',
+        id="max exec immutable unless both suspended",
+    ),
+    pytest.param(
+        make_job(),
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/g"}),
+        "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: cannot add admission gate after creation",
+        id="gate added after creation",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a"}),
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/b"}),
+        "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: can only remove gates, not add new ones",
+        id="gate replaced",
+    ),
+    pytest.param(
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a,example.com/b"}),
+        make_job(annotations={"kueue.x-k8s.io/admission-gated-by": "example.com/a"}),
+        None,
+        id="gate removed",
+    ),
 ]
 
 
@@ -195,20 +276,26 @@ def test_validate_update(driver: Driver, old: dict[str, Any], new: dict[str, Any
 def test_queue_name_must_not_be_removed_with_default_queue(make_driver: Any) -> None:
     d = make_driver(local_queues=frozenset({("team-a", "default")}))
     msg = d.denial(VALIDATE, suspended(make_job()), old=suspended(make_job(labels={Q: "a"})))
-    assert msg == ('metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": '
-                   "queue-name must not be empty in namespace with default queue")
+    assert msg == (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": '
+        "queue-name must not be empty in namespace with default queue"
+    )
 
 
 def test_disabled_integration_allows_everything(make_driver: Any) -> None:
-    d = make_driver("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-                    "managedJobsNamespaceSelector: {matchLabels: {a: b}}\n"
-                    "integrations:\n  frameworks: [pod]\n")
+    d = make_driver(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "managedJobsNamespaceSelector: {matchLabels: {a: b}}\n"
+        "integrations:\n  frameworks: [pod]\n"
+    )
     assert d.denial(VALIDATE, make_job(labels={Q: "Bad_Name"})) is None
     assert d.mutate(MUTATE, make_job(labels={Q: "q"}))["spec"]["suspend"] is False
 
 
-GATE_OFF = ("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-            "featureGates: {WorkloadIdentifierAnnotations: false}\n")
+GATE_OFF = (
+    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+    "featureGates: {WorkloadIdentifierAnnotations: false}\n"
+)
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
 
 
@@ -226,4 +313,5 @@ def test_prebuilt_name_is_the_workers_with_identifier_annotations_off(make_drive
     assert worker_job.prebuilt_workload_name(new, parse(GATE_OFF)) == "a"
     renamed = running(make_job(labels={PREBUILT: "b"}, annotations={PREBUILT: "y" * 70}))
     assert d.denial(VALIDATE, renamed, old=old) == (
-        f'metadata.annotations[{PREBUILT}]: Invalid value: "b": field is immutable')
+        f'metadata.annotations[{PREBUILT}]: Invalid value: "b": field is immutable'
+    )

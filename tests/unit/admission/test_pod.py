@@ -16,20 +16,29 @@ Q = "kueue.x-k8s.io/queue-name"
 GROUP = "kueue.x-k8s.io/pod-group-name"
 TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 POD_CONFIG = (
-    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-    "integrations:\n  frameworks: [batch/job, pod]\n"
+    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n  frameworks: [batch/job, pod]\n"
 )
 
 
-def make_pod(name: str = "p", ns: str = "team-a", *, labels: dict[str, str] | None = None,
-             annotations: dict[str, str] | None = None, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+def make_pod(
+    name: str = "p",
+    ns: str = "team-a",
+    *,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": ns}
     if labels is not None:
         meta["labels"] = labels
     if annotations is not None:
         meta["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": spec or {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec or {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]},
+    }
 
 
 @pytest.fixture
@@ -68,11 +77,15 @@ def test_pod_integration_disabled_by_default(driver: Driver) -> None:
 
 
 def test_pod_of_managed_job_is_left_alone(make_driver: Any) -> None:
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "j", "namespace": "team-a", "uid": "j-uid", "labels": {Q: "q"}}}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "team-a", "uid": "j-uid", "labels": {Q: "q"}},
+    }
     pod = make_pod(labels={Q: "q"})
     pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j-uid", "controller": True}]
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j-uid", "controller": True}
+    ]
     d = make_driver(POD_CONFIG, owners={("team-a", "batch/v1", "Job", "j"): job})
     response = d.send(MUTATE, review(pod))
     assert response["allowed"] and "patch" not in response
@@ -84,8 +97,9 @@ def test_existing_role_hash_is_kept(pods: Driver) -> None:
 
 
 def test_pod_index_label_is_copied(pods: Driver) -> None:
-    out = pods.mutate(MUTATE, make_pod(labels={Q: "q", "idx": "3"},
-                                       annotations={"kueue.x-k8s.io/pod-group-pod-index-label": "idx"}))
+    out = pods.mutate(
+        MUTATE, make_pod(labels={Q: "q", "idx": "3"}, annotations={"kueue.x-k8s.io/pod-group-pod-index-label": "idx"})
+    )
     assert out["metadata"]["labels"]["kueue.x-k8s.io/pod-group-pod-index"] == "3"
 
 
@@ -99,25 +113,43 @@ BOTH = f"both the '{TOTAL}' annotation and the '{GROUP}' label should be set"
 
 CREATE_CASES = [
     pytest.param(make_pod(labels={GROUP: "g"}, annotations={TOTAL: "2"}), None, id="valid group"),
-    pytest.param(make_pod(labels={GROUP: "g"}),
-                 f"metadata.annotations[{TOTAL}]: Required value: {BOTH}", id="group name without count"),
-    pytest.param(make_pod(annotations={TOTAL: "2"}),
-                 f"metadata.labels[{GROUP}]: Required value: {BOTH}", id="count without group name"),
-    pytest.param(make_pod(labels={GROUP: "g"}, annotations={TOTAL: "two"}),
-                 f'metadata.annotations[{TOTAL}]: Invalid value: "two": strconv.Atoi: parsing "two": invalid syntax',
-                 id="count not a number"),
-    pytest.param(make_pod(labels={GROUP: "g"}, annotations={TOTAL: "0"}),
-                 f"metadata.annotations[{TOTAL}]: Invalid value: \"0\": incorrect annotation value "
-                 f"'{TOTAL}=0': group total count should be greater than zero", id="count zero"),
-    pytest.param(make_pod(labels={"kueue.x-k8s.io/managed": "yes"}),
-                 "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'",
-                 id="managed label value"),
-    pytest.param(make_pod(annotations={"kueue.x-k8s.io/elastic-job": "true"}),
-                 'metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not supported for "/v1, Kind=Pod"',
-                 id="elastic pod"),
-    pytest.param(make_pod(labels={GROUP: "g", "kueue.x-k8s.io/prebuilt-workload-name": "other"}, annotations={TOTAL: "1"}),
-                 'metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "other": '
-                 "prebuilt workload and pod group should be equal", id="prebuilt differs from group"),
+    pytest.param(
+        make_pod(labels={GROUP: "g"}),
+        f"metadata.annotations[{TOTAL}]: Required value: {BOTH}",
+        id="group name without count",
+    ),
+    pytest.param(
+        make_pod(annotations={TOTAL: "2"}),
+        f"metadata.labels[{GROUP}]: Required value: {BOTH}",
+        id="count without group name",
+    ),
+    pytest.param(
+        make_pod(labels={GROUP: "g"}, annotations={TOTAL: "two"}),
+        f'metadata.annotations[{TOTAL}]: Invalid value: "two": strconv.Atoi: parsing "two": invalid syntax',
+        id="count not a number",
+    ),
+    pytest.param(
+        make_pod(labels={GROUP: "g"}, annotations={TOTAL: "0"}),
+        f'metadata.annotations[{TOTAL}]: Invalid value: "0": incorrect annotation value '
+        f"'{TOTAL}=0': group total count should be greater than zero",
+        id="count zero",
+    ),
+    pytest.param(
+        make_pod(labels={"kueue.x-k8s.io/managed": "yes"}),
+        "metadata.labels[kueue.x-k8s.io/managed]: Forbidden: managed label value can only be 'true'",
+        id="managed label value",
+    ),
+    pytest.param(
+        make_pod(annotations={"kueue.x-k8s.io/elastic-job": "true"}),
+        'metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not supported for "/v1, Kind=Pod"',
+        id="elastic pod",
+    ),
+    pytest.param(
+        make_pod(labels={GROUP: "g", "kueue.x-k8s.io/prebuilt-workload-name": "other"}, annotations={TOTAL: "1"}),
+        'metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "other": '
+        "prebuilt workload and pod group should be equal",
+        id="prebuilt differs from group",
+    ),
 ]
 
 
@@ -137,23 +169,30 @@ def test_unretriable_group_stays_unretriable(pods: Driver) -> None:
     new = make_pod(labels={GROUP: "g"}, annotations={TOTAL: "2"})
     assert pods.denial(VALIDATE, new, old=old) == (
         "metadata.annotations[kueue.x-k8s.io/retriable-in-group]: Forbidden: "
-        "unretriable pod group can't be converted to retriable")
+        "unretriable pod group can't be converted to retriable"
+    )
 
 
 def test_queue_name_immutable_once_ungated(pods: Driver) -> None:
     old = make_pod(labels={Q: "a"})
     new = make_pod(labels={Q: "b"})
     assert pods.denial(VALIDATE, new, old=old) == (
-        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable')
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable'
+    )
     gated = {"containers": [{"name": "c"}], "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}
-    assert pods.denial(VALIDATE, make_pod(labels={Q: "b"}, spec=gated), old=make_pod(labels={Q: "a"}, spec=gated)) is None
+    assert (
+        pods.denial(VALIDATE, make_pod(labels={Q: "b"}, spec=gated), old=make_pod(labels={Q: "a"}, spec=gated)) is None
+    )
 
 
 def test_managed_label_warning(make_driver: Any) -> None:
     d = make_driver(POD_CONFIG)
     pod = make_pod(labels={"kueue.x-k8s.io/managed": "true"})
-    pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}]
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+    ]
     response = d.send(VALIDATE, review(pod))
     assert response["allowed"]
     assert response["warnings"] == [
-        "pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to unexpected behaviour"]
+        "pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to unexpected behaviour"
+    ]

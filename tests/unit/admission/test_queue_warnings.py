@@ -17,50 +17,89 @@ NS = {"team-a": {"kubernetes.io/metadata.name": "team-a", "team": "a"}}
 
 
 def ctx(*cqs: dict[str, Any], targets: dict[tuple[str, str], str] | None = None) -> Context:
-    lookups = StaticLookups(namespaces=NS, local_queue_targets=targets if targets is not None else {("team-a", "main"): "cq"},
-                            cluster_queues={cq["metadata"]["name"]: cq for cq in cqs})
+    lookups = StaticLookups(
+        namespaces=NS,
+        local_queue_targets=targets if targets is not None else {("team-a", "main"): "cq"},
+        cluster_queues={cq["metadata"]["name"]: cq for cq in cqs},
+    )
     return Context(config=Configuration(), lookups=lookups, namespace="team-a")
 
 
 def a_job(cpu: str = "1", parallelism: int = 1, queue: str = "main") -> dict[str, Any]:
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "j", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": queue}},
-            "spec": {"parallelism": parallelism, "template": {"spec": {"containers": [
-                {"name": "c", "resources": {"requests": {"cpu": cpu}}}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": parallelism,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}},
+        },
+    }
 
 
 CQ = make_cq("cq").group(fq("default", cpu="4"), fq("spot", cpu="6")).obj()
 
 
-@pytest.mark.parametrize(("obj", "context", "want"), [
-    pytest.param(a_job(), ctx(CQ), [], id="fits: no warning"),
-    pytest.param(a_job(queue="nope"), ctx(CQ),
-                 ['LocalQueue "nope" does not exist in namespace "team-a": the Job stays pending until it is created'],
-                 id="local queue missing"),
-    pytest.param(a_job(), ctx(make_cq("cq").selector({"matchLabels": {"team": "b"}}).group(fq("default", cpu="4")).obj()),
-                 ['ClusterQueue "cq" of LocalQueue "main" does not select namespace "team-a": the Job cannot be admitted'],
-                 id="namespace not selected"),
-    pytest.param(a_job(cpu="2", parallelism=4), ctx(CQ),
-                 ['the Job can never fit ClusterQueue "cq": cpu 8 requested, at most 6 in any flavor'], id="never fits"),
-    pytest.param(a_job(cpu="2", parallelism=4), ctx(make_cq("cq").cohort("all").group(fq("default", cpu="4")).obj()), [],
-                 id="cohort without borrowing limit: cannot be judged"),
-    pytest.param(a_job(cpu="2", parallelism=4), ctx(make_cq("cq").cohort("all").group(fq("default", cpu=("4", "2", None))).obj()),
-                 ['the Job can never fit ClusterQueue "cq": cpu 8 requested, at most 6 in any flavor'],
-                 id="cohort: nominal plus borrowing limit"),
-    pytest.param(a_job(queue=""), ctx(CQ), [], id="no queue: not ours to judge"),
-    pytest.param(a_job(), ctx(targets={("team-a", "main"): "gone"}), [],
-                 id="cluster queue missing: the LocalQueue's own status says so"),
-])
+@pytest.mark.parametrize(
+    ("obj", "context", "want"),
+    [
+        pytest.param(a_job(), ctx(CQ), [], id="fits: no warning"),
+        pytest.param(
+            a_job(queue="nope"),
+            ctx(CQ),
+            ['LocalQueue "nope" does not exist in namespace "team-a": the Job stays pending until it is created'],
+            id="local queue missing",
+        ),
+        pytest.param(
+            a_job(),
+            ctx(make_cq("cq").selector({"matchLabels": {"team": "b"}}).group(fq("default", cpu="4")).obj()),
+            ['ClusterQueue "cq" of LocalQueue "main" does not select namespace "team-a": the Job cannot be admitted'],
+            id="namespace not selected",
+        ),
+        pytest.param(
+            a_job(cpu="2", parallelism=4),
+            ctx(CQ),
+            ['the Job can never fit ClusterQueue "cq": cpu 8 requested, at most 6 in any flavor'],
+            id="never fits",
+        ),
+        pytest.param(
+            a_job(cpu="2", parallelism=4),
+            ctx(make_cq("cq").cohort("all").group(fq("default", cpu="4")).obj()),
+            [],
+            id="cohort without borrowing limit: cannot be judged",
+        ),
+        pytest.param(
+            a_job(cpu="2", parallelism=4),
+            ctx(make_cq("cq").cohort("all").group(fq("default", cpu=("4", "2", None))).obj()),
+            ['the Job can never fit ClusterQueue "cq": cpu 8 requested, at most 6 in any flavor'],
+            id="cohort: nominal plus borrowing limit",
+        ),
+        pytest.param(a_job(queue=""), ctx(CQ), [], id="no queue: not ours to judge"),
+        pytest.param(
+            a_job(),
+            ctx(targets={("team-a", "main"): "gone"}),
+            [],
+            id="cluster queue missing: the LocalQueue's own status says so",
+        ),
+    ],
+)
 def test_job_warnings(obj, context, want) -> None:
     assert job.warnings_create(obj, context) == want
 
 
 def test_pod_warnings_only_for_pods_nobody_owns() -> None:
-    p = {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"name": "p", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
-         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "7"}}}]}}
-    assert pod.warnings_create(p, ctx(CQ)) == ['the Pod can never fit ClusterQueue "cq": cpu 7 requested, at most 6 in any flavor']
-    p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}]
+    p = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team-a", "labels": {"kueue.x-k8s.io/queue-name": "main"}},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "7"}}}]},
+    }
+    assert pod.warnings_create(p, ctx(CQ)) == [
+        'the Pod can never fit ClusterQueue "cq": cpu 7 requested, at most 6 in any flavor'
+    ]
+    p["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": True}
+    ]
     assert pod.warnings_create(p, ctx(CQ)) == []
 
 

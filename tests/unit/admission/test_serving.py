@@ -22,18 +22,34 @@ CONFIG = (
 )
 
 
-def make(kind: str, *, labels: dict[str, str] | None = None, replicas: int | None = 3, ready: int = 0,
-         status_replicas: int = 0, cpu: str = "1") -> dict[str, Any]:
-    spec: dict[str, Any] = {"selector": {"matchLabels": {"app": "a"}}, "template": {
-        "metadata": {"labels": {"app": "a"}},
-        "spec": {"containers": [{"name": "c", "image": "img:1", "resources": {"requests": {"cpu": cpu}}}]}}}
+def make(
+    kind: str,
+    *,
+    labels: dict[str, str] | None = None,
+    replicas: int | None = 3,
+    ready: int = 0,
+    status_replicas: int = 0,
+    cpu: str = "1",
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "selector": {"matchLabels": {"app": "a"}},
+        "template": {
+            "metadata": {"labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "img:1", "resources": {"requests": {"cpu": cpu}}}]},
+        },
+    }
     if replicas is not None:
         spec["replicas"] = replicas
     meta: dict[str, Any] = {"name": "s", "namespace": "team-a", "uid": "u-1"}
     if labels is not None:
         meta["labels"] = labels
-    return {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": spec,
-            "status": {"readyReplicas": ready, "replicas": status_replicas}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": meta,
+        "spec": spec,
+        "status": {"readyReplicas": ready, "replicas": status_replicas},
+    }
 
 
 @pytest.fixture
@@ -69,13 +85,18 @@ def test_deployment_queue_name_is_immutable_once_a_replica_is_ready(hooks: Drive
     old = make("Deployment", labels={Q: "a"}, ready=1)
     message = hooks.denial("/validate-apps-v1-deployment", make("Deployment", labels={Q: "b"}), old=old)
     assert message == 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable'
-    assert hooks.denial("/validate-apps-v1-deployment", make("Deployment", labels={Q: "b"}),
-                        old=make("Deployment", labels={Q: "a"})) is None
+    assert (
+        hooks.denial(
+            "/validate-apps-v1-deployment", make("Deployment", labels={Q: "b"}), old=make("Deployment", labels={Q: "a"})
+        )
+        is None
+    )
 
 
 def test_deployment_queue_name_may_not_be_removed(hooks: Driver) -> None:
-    message = hooks.denial("/validate-apps-v1-deployment", make("Deployment", labels={}),
-                           old=make("Deployment", labels={Q: "a"}))
+    message = hooks.denial(
+        "/validate-apps-v1-deployment", make("Deployment", labels={}), old=make("Deployment", labels={Q: "a"})
+    )
     assert message == 'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": field is immutable'
 
 
@@ -91,19 +112,27 @@ def test_statefulset_of_another_framework_is_left_alone(hooks: Driver) -> None:
     sts["spec"]["template"]["metadata"]["annotations"] = {PARENT: "leaderworkerset"}
     response = hooks.send("/mutate-apps-v1-statefulset", review(sts))
     assert response["allowed"] and "patch" not in response
-    assert hooks.denial("/validate-apps-v1-statefulset", copy.deepcopy(sts) | {"spec": {**sts["spec"], "replicas": 5}},
-                        old=sts) is None
+    assert (
+        hooks.denial(
+            "/validate-apps-v1-statefulset", copy.deepcopy(sts) | {"spec": {**sts["spec"], "replicas": 5}}, old=sts
+        )
+        is None
+    )
 
 
 def test_statefulset_replicas_change_only_to_and_from_zero(hooks: Driver) -> None:
     path = "/validate-apps-v1-statefulset"
     old = make("StatefulSet", labels={Q: "lq"}, replicas=3)
-    assert hooks.denial(path, make("StatefulSet", labels={Q: "lq"}, replicas=4), old=old) == \
-        "spec.replicas: Invalid value: 4: field is immutable"
+    assert (
+        hooks.denial(path, make("StatefulSet", labels={Q: "lq"}, replicas=4), old=old)
+        == "spec.replicas: Invalid value: 4: field is immutable"
+    )
     assert hooks.denial(path, make("StatefulSet", labels={Q: "lq"}, replicas=0), old=old) is None
     zero = make("StatefulSet", labels={Q: "lq"}, replicas=0)
-    assert hooks.denial(path, make("StatefulSet", labels={Q: "lq"}, replicas=3, status_replicas=2), old=zero) == \
-        "spec.replicas: Forbidden: scaling down is still in progress"
+    assert (
+        hooks.denial(path, make("StatefulSet", labels={Q: "lq"}, replicas=3, status_replicas=2), old=zero)
+        == "spec.replicas: Forbidden: scaling down is still in progress"
+    )
     assert hooks.denial(path, make("StatefulSet", labels={Q: "lq"}, replicas=3), old=zero) is None
 
 
@@ -115,8 +144,10 @@ def test_statefulset_scale_up_waits_for_the_old_workload(make_driver: Any) -> No
     up = make("StatefulSet", labels={Q: "lq"}, replicas=3)
     path = "/validate-apps-v1-statefulset"
     assert make_driver(CONFIG, workloads={key: held}).denial(path, up, old=zero) is None
-    assert make_driver(CONFIG, workloads={key: admitted}).denial(path, up, old=zero) == \
-        "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
+    assert (
+        make_driver(CONFIG, workloads={key: admitted}).denial(path, up, old=zero)
+        == "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
+    )
 
 
 def test_statefulset_pod_shape_is_immutable_but_the_image_is_not(hooks: Driver) -> None:

@@ -47,8 +47,9 @@ class Client:
     def connection(self) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=5)
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                conn: http.client.HTTPSConnection | None = None) -> tuple[int, str | None, bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, conn: http.client.HTTPSConnection | None = None
+    ) -> tuple[int, str | None, bytes]:
         """(status, Connection header, body)."""
         c = conn or self.connection()
         c.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
@@ -59,8 +60,12 @@ class Client:
         return r.status, r.getheader("connection"), data
 
     def review_allowed(self, conn: http.client.HTTPSConnection | None = None) -> tuple[bool, str | None]:
-        body = json.dumps(review({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                                  "metadata": {"name": "rf"}}, kind="ResourceFlavor")).encode()
+        body = json.dumps(
+            review(
+                {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rf"}},
+                kind="ResourceFlavor",
+            )
+        ).encode()
         status, connection, data = self.request("POST", RF_PATH, body, conn)
         return status == 200 and bool(json.loads(data)["response"]["allowed"]), connection
 
@@ -70,9 +75,25 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Client]]:
     """`python -m webhook serve --drain-seconds DRAIN_S`, ready."""
     certs.write_bundle(tmp_path, ["127.0.0.1"])
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--cert-dir", str(tmp_path), "--host",
-                             "127.0.0.1", "--port", str(port), "--drain-seconds", str(DRAIN_S)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webhook",
+            "serve",
+            "--cert-dir",
+            str(tmp_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--drain-seconds",
+            str(DRAIN_S),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     client = Client(port, tmp_path / "ca.crt")
     try:
         deadline = time.monotonic() + 30
@@ -94,7 +115,8 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Client]]:
 
 
 def test_sigterm_fails_readiness_keeps_serving_for_the_drain_then_closes(
-        served: tuple[subprocess.Popen[str], Client]) -> None:
+    served: tuple[subprocess.Popen[str], Client],
+) -> None:
     proc, client = served
     kept_alive = client.connection()  # as the API server's pooled connection
     assert client.review_allowed(kept_alive) == (True, None)
@@ -140,12 +162,18 @@ class InProcess:
         self.port = _free_port()
         self.draining = threading.Event()
         self.drain_called: list[float] = []
-        config = uvicorn.Config(shutdown.CloseWhileDraining(create_app(), self.draining), host="127.0.0.1",
-                                port=self.port, log_config=None, lifespan="off")
+        config = uvicorn.Config(
+            shutdown.CloseWhileDraining(create_app(), self.draining),
+            host="127.0.0.1",
+            port=self.port,
+            log_config=None,
+            lifespan="off",
+        )
         config.load()
         config.ssl = tls.server_context(tmp_path)
-        self.server = shutdown.GracefulServer(config, draining=self.draining, drain_s=drain_s,
-                                              on_drain=lambda: self.drain_called.append(time.monotonic()))
+        self.server = shutdown.GracefulServer(
+            config, draining=self.draining, drain_s=drain_s, on_drain=lambda: self.drain_called.append(time.monotonic())
+        )
         self.thread = threading.Thread(target=asyncio.run, args=(self.server.serve(),), daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 10
@@ -164,15 +192,19 @@ class InProcess:
         return time.monotonic() - start
 
 
-@pytest.mark.parametrize(("signals", "drain_s", "at_least", "at_most", "drains"), [
-    # "At once" is well under the 30 s drain, with slack for a loaded machine.
-    pytest.param([signal.SIGTERM], 1.0, 1.0, 3.0, True, id="SIGTERM drains, then stops"),
-    pytest.param([signal.SIGTERM], 0.0, 0.0, 3.0, True, id="no drain: SIGTERM stops at once, worker told"),
-    pytest.param([signal.SIGTERM, signal.SIGTERM], 30.0, 0.0, 3.0, True, id="a second SIGTERM stops at once"),
-    pytest.param([signal.SIGINT], 30.0, 0.0, 3.0, False, id="SIGINT stops at once"),
-])
-def test_signals(tmp_path: Path, signals: list[signal.Signals], drain_s: float, at_least: float, at_most: float,
-                 drains: bool) -> None:
+@pytest.mark.parametrize(
+    ("signals", "drain_s", "at_least", "at_most", "drains"),
+    [
+        # "At once" is well under the 30 s drain, with slack for a loaded machine.
+        pytest.param([signal.SIGTERM], 1.0, 1.0, 3.0, True, id="SIGTERM drains, then stops"),
+        pytest.param([signal.SIGTERM], 0.0, 0.0, 3.0, True, id="no drain: SIGTERM stops at once, worker told"),
+        pytest.param([signal.SIGTERM, signal.SIGTERM], 30.0, 0.0, 3.0, True, id="a second SIGTERM stops at once"),
+        pytest.param([signal.SIGINT], 30.0, 0.0, 3.0, False, id="SIGINT stops at once"),
+    ],
+)
+def test_signals(
+    tmp_path: Path, signals: list[signal.Signals], drain_s: float, at_least: float, at_most: float, drains: bool
+) -> None:
     srv = InProcess(tmp_path, drain_s)
     sent = time.monotonic()
     took = srv.stopped_after(*signals)

@@ -47,8 +47,14 @@ def _closed(s: socket.socket, within: float) -> bool:
         return True
 
 
-@pytest.mark.parametrize("prefix", [b"", b"POST /convert HTTP/1.1\r\nHost: x\r\n",
-                                    b"POST /convert HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        b"",
+        b"POST /convert HTTP/1.1\r\nHost: x\r\n",
+        b"POST /convert HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{",
+    ],
+)
 def test_unfinished_request_is_closed_after_the_deadline(port: int, prefix: bytes) -> None:
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(prefix)

@@ -137,9 +137,7 @@ CREATE_CASES = [
     pytest.param(
         wl(
             pod_set("main", 3),
-            reserve=admission(
-                {"name": "main", "flavors": {"cpu": "flv"}, "resourceUsage": {"cpu": "1"}, "count": 3}
-            ),
+            reserve=admission({"name": "main", "flavors": {"cpu": "flv"}, "resourceUsage": {"cpu": "1"}, "count": 3}),
         ),
         {},
         'status.admission.podSetAssignments[0].resourceUsage[cpu]: Invalid value: "1": is not a multiple of 3',
@@ -155,11 +153,7 @@ CREATE_CASES = [
         id="assignment usage divisible by count",
     ),
     pytest.param(
-        wl(
-            pod_set(
-                "bad", 1, init_containers=[container({"pods": "1"})], containers=[container({"pods": "1"})]
-            )
-        ),
+        wl(pod_set("bad", 1, init_containers=[container({"pods": "1"})], containers=[container({"pods": "1"})])),
         {},
         f'[{PS0_SPEC}.initContainers[0].resources.requests[pods]: Invalid value: "pods": '
         "the key is reserved for internal kueue use, "
@@ -320,9 +314,7 @@ CREATE_CASES = [
                 "bad",
                 1,
                 topologyRequest={
-                    "podsetSliceRequiredTopologyConstraints": [
-                        {"topology": "kubernetes.io/hostname", "size": 0}
-                    ]
+                    "podsetSliceRequiredTopologyConstraints": [{"topology": "kubernetes.io/hostname", "size": 0}]
                 },
             )
         ),
@@ -499,9 +491,7 @@ CREATE_CASES = [
     ),
     pytest.param(wl(), {"PriorityBoost": True}, "", id="missing priority-boost annotation"),
     pytest.param(boosted("invalid"), {}, "", id="invalid priority-boost when feature off"),
-    pytest.param(
-        gated("example.com/controller"), {}, "", id="valid AdmissionGatedBy annotation with single gate"
-    ),
+    pytest.param(gated("example.com/controller"), {}, "", id="valid AdmissionGatedBy annotation with single gate"),
     pytest.param(
         gated("example.com/a,not.example.com/b"),
         {},
@@ -977,9 +967,7 @@ def test_validate_update(old: dict[str, Any], new: dict[str, Any], gates: dict[s
 
 
 def test_status_subresource_runs_the_same_checks() -> None:
-    status_ctx = Context(
-        config=Configuration(), lookups=StaticLookups(), operation="UPDATE", sub_resource="status"
-    )
+    status_ctx = Context(config=Configuration(), lookups=StaticLookups(), operation="UPDATE", sub_resource="status")
     old = wl(*two_sets(), reserve=ADMITTED_12, reclaimablePods=[{"name": "ps1", "count": 2}])
     new = wl(*two_sets(), reserve=ADMITTED_12, reclaimablePods=[{"name": "ps1", "count": 1}])
     errors = workload.validate_update(old, new, status_ctx)

@@ -305,9 +305,7 @@ RULES = [
         id="wl to v1beta1 drops preemption gates and slice constraints",
     ),
     pytest.param(
-        wl_with_tas(
-            V1, {"levels": ["a", "b"], "domains": [domain(["a1", "b1"], 10), domain(["a1", "b2"], 20)]}
-        ),
+        wl_with_tas(V1, {"levels": ["a", "b"], "domains": [domain(["a1", "b1"], 10), domain(["a1", "b2"], 20)]}),
         wl_with_tas(
             V2,
             {
@@ -420,9 +418,7 @@ def test_rule(source: dict[str, Any], expected: dict[str, Any]) -> None:
 def test_unknown_fields_pass_through() -> None:
     source = obj("ClusterQueue", V1, {"cohort": "c", "xFuture": [1, {"a": None}]}, {"xOther": "v"}, uid="u1")
     got: Any = convert(source, V2)
-    assert got == obj(
-        "ClusterQueue", V2, {"cohortName": "c", "xFuture": [1, {"a": None}]}, {"xOther": "v"}, uid="u1"
-    )
+    assert got == obj("ClusterQueue", V2, {"cohortName": "c", "xFuture": [1, {"a": None}]}, {"xOther": "v"}, uid="u1")
     got["spec"]["xFuture"][1]["a"] = 1
     assert source["spec"]["xFuture"][1]["a"] is None, "the result must share nothing with the input"
 
@@ -450,9 +446,7 @@ ERRORS = [
         id="unknown source",
     ),
     pytest.param(obj("Workload", V1), "batch/v1", "desiredAPIVersion 'batch/v1'", id="unknown target"),
-    pytest.param(
-        obj("Workload", V1, spec=[1]), V2, "spec: expected an object, got a list", id="spec not an object"
-    ),
+    pytest.param(obj("Workload", V1, spec=[1]), V2, "spec: expected an object, got a list", id="spec not an object"),
     pytest.param(
         obj("ClusterQueue", V1, {"admissionChecks": "ac"}),
         V2,
@@ -478,9 +472,7 @@ ERRORS = [
         id="tas slice with too few roots",
     ),
     pytest.param(
-        wl_with_tas(
-            V2, {"levels": ["a"], "slices": [{"domainCount": 1, "valuesPerLevel": [{}], "podCounts": {}}]}
-        ),
+        wl_with_tas(V2, {"levels": ["a"], "slices": [{"domainCount": 1, "valuesPerLevel": [{}], "podCounts": {}}]}),
         V1,
         "valuesPerLevel[0]: one of universal or individual is required",
         id="tas level with no values",
@@ -517,9 +509,7 @@ def test_error(source: Any, target: str, message: str) -> None:
 
 TAS_ENCODINGS = [
     pytest.param(["a"], [], {"levels": ["a"]}, id="empty"),
-    pytest.param(
-        ["a"], [(["x"], 3)], {"levels": ["a"], "slices": [slice_(1, [universal("x")], 3)]}, id="one domain"
-    ),
+    pytest.param(["a"], [(["x"], 3)], {"levels": ["a"], "slices": [slice_(1, [universal("x")], 3)]}, id="one domain"),
     pytest.param(
         ["a"],
         [(["abacacada"], 1), (["abacada"], 1)],
@@ -624,9 +614,7 @@ def test_tas_hostname_prefix_runs(
 
 
 @pytest.mark.parametrize(("levels", "domains", "expected"), TAS_ENCODINGS)
-def test_tas_encoding(
-    levels: list[str], domains: list[tuple[list[str], int]], expected: dict[str, Any]
-) -> None:
+def test_tas_encoding(levels: list[str], domains: list[tuple[list[str], int]], expected: dict[str, Any]) -> None:
     internal = [TopologyDomain(tuple(values), count) for values, count in domains]
     assert conversion.compact_topology_assignment(levels, internal) == expected
     assert conversion.expand_topology_assignment(expected) == internal
@@ -648,9 +636,7 @@ def test_tas_prefix_runs_keep_domain_order() -> None:
 def test_tas_prefix_backs_off_to_fit_the_slice_limit() -> None:
     # Alternating a-x-/a-y- keys would need 1001 slices; the shorter key a- fits in one.
     hosts = [f"a-{'xy'[i % 2]}-{i:04d}" for i in range(1001)]
-    encoded: Any = conversion.compact_topology_assignment(
-        [HOSTNAME], [TopologyDomain((h,), 1) for h in hosts]
-    )
+    encoded: Any = conversion.compact_topology_assignment([HOSTNAME], [TopologyDomain((h,), 1) for h in hosts])
     assert [s["domainCount"] for s in encoded["slices"]] == [1001]
     assert encoded["slices"][0]["valuesPerLevel"] == [individual([h[2:] for h in hosts], prefix="a-")]
 
@@ -680,9 +666,7 @@ def fields(required: dict[str, Any] | None = None, /, **optional: Any) -> st.Sea
     return st.fixed_dictionaries(required or {}, optional=optional)
 
 
-def open_fields(
-    required: dict[str, Any] | None = None, /, **optional: Any
-) -> st.SearchStrategy[dict[str, Any]]:
+def open_fields(required: dict[str, Any] | None = None, /, **optional: Any) -> st.SearchStrategy[dict[str, Any]]:
     """Like `fields`, plus unknown keys: used where a rule rewrites a neighbouring key."""
     return st.tuples(fields(required, **optional), extras).map(lambda pair: {**pair[1], **pair[0]})
 
@@ -699,9 +683,7 @@ def kueue_object(kind: str, version: str, spec: Any, status: Any) -> st.SearchSt
 
 
 _condition = {"type": "Active", "status": "True", "reason": "Ready", "message": "", "lastTransitionTime": "t"}
-conditions = st.sampled_from(
-    [[], [_condition], [_condition, {**_condition, "type": "Admitted", "status": "False"}]]
-)
+conditions = st.sampled_from([[], [_condition], [_condition, {**_condition, "type": "Admitted", "status": "False"}]])
 resource_usage = st.lists(
     st.fixed_dictionaries({"name": st.sampled_from(["cpu", "memory"]), "total": quantities}), max_size=2
 )
@@ -711,9 +693,7 @@ resource_groups = st.lists(
         {
             "coveredResources": st.just(["cpu"]),
             "flavors": st.lists(
-                st.fixed_dictionaries(
-                    {"name": names, "resources": st.just([{"name": "cpu", "nominalQuota": "1"}])}
-                ),
+                st.fixed_dictionaries({"name": names, "resources": st.just([{"name": "cpu", "nominalQuota": "1"}])}),
                 min_size=1,
                 max_size=2,
             ),
@@ -747,11 +727,7 @@ def cq_spec(version: str, *, lossy: bool) -> st.SearchStrategy[dict[str, Any]]:
             reclaimWithinCohort=st.sampled_from(["Never", "Any"]), withinClusterQueue=st.just("Never")
         ),
         "admissionChecksStrategy": st.fixed_dictionaries(
-            {
-                "admissionChecks": st.lists(
-                    fields({"name": names}, onFlavors=st.lists(names, max_size=2)), max_size=2
-                )
-            }
+            {"admissionChecks": st.lists(fields({"name": names}, onFlavors=st.lists(names, max_size=2)), max_size=2)}
         ),
         "stopPolicy": stop_policy,
         "fairSharing": fair_sharing,
@@ -776,9 +752,7 @@ def cq_status(version: str, *, lossy: bool) -> st.SearchStrategy[dict[str, Any]]
     }
     if lossy and version == V1:
         fs["admissionFairSharingStatus"] = afs_status
-        optional["pendingWorkloadsStatus"] = st.just(
-            {"clusterQueuePendingWorkload": [], "lastChangeTime": "t"}
-        )
+        optional["pendingWorkloadsStatus"] = st.just({"clusterQueuePendingWorkload": [], "lastChangeTime": "t"})
     optional["fairSharing"] = open_fields({"weightedShare": counts}, **fs)
     return open_fields(**optional)
 
@@ -829,9 +803,7 @@ def mkc_spec(version: str, *, lossy: bool) -> st.SearchStrategy[dict[str, Any]]:
     profile = st.fixed_dictionaries({"name": names})
     if version == V1:
         if lossy:
-            kube_config = st.fixed_dictionaries(
-                {"location": st.just("")}, optional={"locationType": location_types}
-            )
+            kube_config = st.fixed_dictionaries({"location": st.just("")}, optional={"locationType": location_types})
         return open_fields(kubeConfig=kube_config, clusterProfileRef=profile)
     source = st.one_of(
         st.fixed_dictionaries({"kubeConfig": kube_config}),
@@ -846,9 +818,7 @@ def mkc_status(version: str, *, lossy: bool) -> st.SearchStrategy[dict[str, Any]
 
 # Workload -------------------------------------------------------------------
 
-level_keys = st.sampled_from(
-    [[HOSTNAME], ["rack"], ["rack", HOSTNAME], ["zone", "rack"], ["zone", "block", HOSTNAME]]
-)
+level_keys = st.sampled_from([[HOSTNAME], ["rack"], ["rack", HOSTNAME], ["zone", "rack"], ["zone", "block", HOSTNAME]])
 # Hyphen-rich values so that shared prefixes, suffixes and hostname pools all occur.
 level_values = st.sampled_from(
     [
@@ -919,16 +889,10 @@ def wl_spec(version: str, *, lossy: bool) -> st.SearchStrategy[dict[str, Any]]:
             *([fields({"priorityClassName": names})] if lossy else []),
         )
     else:
-        refs = (
-            [WPC_REF, POD_REF, {"group": "kueue.x-k8s.io", "kind": "PriorityClass"}]
-            if lossy
-            else [WPC_REF, POD_REF]
-        )
+        refs = [WPC_REF, POD_REF, {"group": "kueue.x-k8s.io", "kind": "PriorityClass"}] if lossy else [WPC_REF, POD_REF]
         priority = st.one_of(
             st.just({}),
-            st.tuples(st.sampled_from(refs), names).map(
-                lambda p: {"priorityClassRef": {**p[0], "name": p[1]}}
-            ),
+            st.tuples(st.sampled_from(refs), names).map(lambda p: {"priorityClassRef": {**p[0], "name": p[1]}}),
         )
     return st.tuples(base, priority).map(lambda p: {**p[0], **p[1]})
 
@@ -945,13 +909,9 @@ def wl_status(version: str, *, lossy: bool) -> st.SearchStrategy[dict[str, Any]]
     )
     optional: dict[str, Any] = {
         "conditions": conditions,
-        "admission": open_fields(
-            {"clusterQueue": names, "podSetAssignments": st.lists(assignment, max_size=2)}
-        ),
+        "admission": open_fields({"clusterQueue": names, "podSetAssignments": st.lists(assignment, max_size=2)}),
         "requeueState": fields(count=counts, requeueAt=timestamps),
-        "accumulatedPastExexcutionTimeSeconds"
-        if version == V1
-        else "accumulatedPastExecutionTimeSeconds": counts,
+        "accumulatedPastExexcutionTimeSeconds" if version == V1 else "accumulatedPastExecutionTimeSeconds": counts,
         "clusterName": names,
     }
     if lossy and version == V2:
@@ -1005,9 +965,7 @@ def test_every_supported_kind_is_generated() -> None:
 
 # --------------------------------------------------------------------------- properties
 
-KIND_VERSIONS = [
-    pytest.param(kind, version, id=f"{kind}-{version[-7:]}") for kind in KINDS for version in (V1, V2)
-]
+KIND_VERSIONS = [pytest.param(kind, version, id=f"{kind}-{version[-7:]}") for kind in KINDS for version in (V1, V2)]
 
 
 @pytest.mark.parametrize(("kind", "version"), KIND_VERSIONS)
@@ -1046,9 +1004,7 @@ def test_tas_encoding_round_trips_and_is_valid_v1beta2(
         for values in s["valuesPerLevel"]:
             assert ("universal" in values) != ("individual" in values)
             ind = values.get("individual", {})
-            assert ind.get("prefix", "x") and ind.get("suffix", "x"), (
-                "prefix and suffix are unset rather than empty"
-            )
+            assert ind.get("prefix", "x") and ind.get("suffix", "x"), "prefix and suffix are unset rather than empty"
             assert len(ind.get("roots", [0] * s["domainCount"])) == s["domainCount"]
 
 
@@ -1072,9 +1028,7 @@ def pooled_hostnames(draw: st.DrawFn) -> tuple[list[str], list[TopologyDomain]]:
 
 @PROPERTY_SETTINGS
 @given(pooled_hostnames() | tas_domains(), st.booleans())
-def test_canonical_v2_tas_round_trips_exactly(
-    ld: tuple[list[str], list[TopologyDomain]], by_prefix: bool
-) -> None:
+def test_canonical_v2_tas_round_trips_exactly(ld: tuple[list[str], list[TopologyDomain]], by_prefix: bool) -> None:
     ta = conversion.compact_topology_assignment(*ld, by_hostname_prefix=by_prefix)
     source = wl_with_tas(V2, ta)
     options = {"tas_hostname_prefix_encoding": by_prefix}
@@ -1084,10 +1038,7 @@ def test_canonical_v2_tas_round_trips_exactly(
 def test_pooled_hostnames_do_produce_several_slices() -> None:
     """Guards the generator above: without multi-slice cases the property would prove little."""
     domains = [TopologyDomain((f"gke-prod-pool-{p}-1f2e3d-n{i}",), 1) for p in "ab" for i in range(12)]
-    assert (
-        len(tas_of(wl_with_tas(V2, conversion.compact_topology_assignment([HOSTNAME], domains)))["slices"])
-        == 2
-    )
+    assert len(tas_of(wl_with_tas(V2, conversion.compact_topology_assignment([HOSTNAME], domains)))["slices"]) == 2
 
 
 @st.composite
@@ -1104,9 +1055,7 @@ def arbitrary_v2_assignments(draw: st.DrawFn) -> dict[str, Any]:
             else:
                 prefix = draw(st.none() | st.text("ab-", min_size=1, max_size=3))
                 suffix = draw(st.none() | st.text("ab-", min_size=1, max_size=3))
-                per_level.append(
-                    individual(draw(st.lists(level_values, min_size=n, max_size=n)), prefix, suffix)
-                )
+                per_level.append(individual(draw(st.lists(level_values, min_size=n, max_size=n)), prefix, suffix))
         pods = draw(st.integers(1, 5) | st.lists(st.integers(1, 5), min_size=n, max_size=n))
         slices.append(slice_(n, per_level, pods))
     return {"levels": levels, "slices": slices} if slices else {"levels": levels}

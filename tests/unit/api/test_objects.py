@@ -21,11 +21,15 @@ def test_controller_of_skips_plain_owners() -> None:
 
 
 def test_workload_predicates() -> None:
-    wl = {"status": {"conditions": [
-        {"type": "QuotaReserved", "status": "True"},
-        {"type": "Admitted", "status": "False"},
-        {"type": "Finished", "status": "True"},
-    ]}}
+    wl = {
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True"},
+                {"type": "Admitted", "status": "False"},
+                {"type": "Finished", "status": "True"},
+            ]
+        }
+    }
     assert o.has_quota_reservation(wl) and not o.is_admitted(wl) and o.is_finished(wl)
     assert o.find_condition(wl, "Admitted") == {"type": "Admitted", "status": "False"}
     assert o.find_condition(wl, "Evicted") is None

@@ -33,14 +33,8 @@ def _version_schema(definitions, kind: str, version: str) -> dict[str, Any]:
 
 def test_committed_manifests_are_up_to_date():
     expected = schema.render_manifests()
-    committed = (
-        {p.name: p.read_text(encoding="utf-8") for p in MANIFESTS.glob("*.yaml")}
-        if MANIFESTS.is_dir()
-        else {}
-    )
-    stale = sorted(
-        name for name in expected.keys() | committed.keys() if expected.get(name) != committed.get(name)
-    )
+    committed = {p.name: p.read_text(encoding="utf-8") for p in MANIFESTS.glob("*.yaml")} if MANIFESTS.is_dir() else {}
+    stale = sorted(name for name in expected.keys() | committed.keys() if expected.get(name) != committed.get(name))
     assert not stale, (
         f"manifests/crds is stale ({', '.join(stale)}): run `make manifests` "
         "(python -m webhook.api.schema manifests/crds) and commit the result"
@@ -93,8 +87,10 @@ _LQ = [
     ("Pending Workloads", "integer", ".status.pendingWorkloads", 0),
     ("Admitted Workloads", "integer", ".status.admittedWorkloads", 0),
 ]
-_MKC = [("Connected", "string", ".status.conditions[?(@.type=='Active')].status", 0),
-        ("Age", "date", ".metadata.creationTimestamp", 0)]
+_MKC = [
+    ("Connected", "string", ".status.conditions[?(@.type=='Active')].status", 0),
+    ("Age", "date", ".metadata.creationTimestamp", 0),
+]
 # (kind, version): columns as (name, type, jsonPath, priority), in order
 COLUMNS = {
     ("ClusterQueue", "v1beta1"): [("Cohort", "string", ".spec.cohort", 0), *_CQ],
@@ -115,16 +111,30 @@ def test_every_kind_is_generated(definitions):
 
 
 # upstream's config/components/crd/kustomization.yaml: all 11 CRDs, and the 5 given its conversion webhook
-UPSTREAM_CRDS = {"admissionchecks", "clusterqueues", "cohorts", "localqueues", "multikueueclusters", "multikueueconfigs",
-                 "provisioningrequestconfigs", "resourceflavors", "topologies", "workloadpriorityclasses", "workloads"}
+UPSTREAM_CRDS = {
+    "admissionchecks",
+    "clusterqueues",
+    "cohorts",
+    "localqueues",
+    "multikueueclusters",
+    "multikueueconfigs",
+    "provisioningrequestconfigs",
+    "resourceflavors",
+    "topologies",
+    "workloadpriorityclasses",
+    "workloads",
+}
 UPSTREAM_CONVERSION = {"clusterqueues", "cohorts", "localqueues", "multikueueclusters", "workloads"}
 
 
 def test_every_upstream_crd_is_installed_with_upstreams_conversion_choice(definitions):
     files = schema.render_manifests()
-    assert {name.removeprefix("kueue.x-k8s.io_").removesuffix(".yaml") for name in files
-            if name != "kustomization.yaml"} == UPSTREAM_CRDS
-    assert {d["spec"]["names"]["plural"] for d in definitions.values() if "conversion" in d["spec"]} == UPSTREAM_CONVERSION
+    assert {
+        name.removeprefix("kueue.x-k8s.io_").removesuffix(".yaml") for name in files if name != "kustomization.yaml"
+    } == UPSTREAM_CRDS
+    assert {
+        d["spec"]["names"]["plural"] for d in definitions.values() if "conversion" in d["spec"]
+    } == UPSTREAM_CONVERSION
     # what the API server sends to /convert, the endpoint must handle
     assert {k.kind for k in schema.KINDS if k.conversion} <= conversion.supported_kinds()
 
@@ -163,8 +173,7 @@ def test_names_scope_and_subresources(definitions, kind):
 def test_printer_columns(definitions, kind, version):
     entry = next(v for v in definitions[kind]["spec"]["versions"] if v["name"] == version)
     got = [
-        (c["name"], c["type"], c["jsonPath"], c.get("priority", 0))
-        for c in entry.get("additionalPrinterColumns", [])
+        (c["name"], c["type"], c["jsonPath"], c.get("priority", 0)) for c in entry.get("additionalPrinterColumns", [])
     ]
     assert got == COLUMNS.get((kind, version), [])
 
@@ -185,22 +194,40 @@ def test_kinds_served_for_upstream_yaml_keep_upstreams_validation(definitions):
         "the kubernetes.io/hostname label can only be used at the lowest level of topology",
     ]
     assert _spec_schema(definitions, "Topology", "v1beta1")["properties"]["levels"]["x-kubernetes-validations"][0] == {
-        "rule": "self == oldSelf", "message": "field is immutable"}
+        "rule": "self == oldSelf",
+        "message": "field is immutable",
+    }
     prc = _spec_schema(definitions, "ProvisioningRequestConfig", "v1beta2")
     assert prc["required"] == ["provisioningClassName"]
-    assert prc["properties"]["retryStrategy"]["default"] == {"backoffBaseSeconds": 60, "backoffLimitCount": 3, "backoffMaxSeconds": 1800}
+    assert prc["properties"]["retryStrategy"]["default"] == {
+        "backoffBaseSeconds": 60,
+        "backoffLimitCount": 3,
+        "backoffMaxSeconds": 1800,
+    }
     source = _spec_schema(definitions, "MultiKueueCluster", "v1beta2")["properties"]["clusterSource"]
     assert source["properties"]["kubeConfig"]["properties"]["locationType"] == {
-        "type": "string", "enum": ["Secret", "Path"], "default": "Secret",
-        "description": source["properties"]["kubeConfig"]["properties"]["locationType"]["description"]}
-    assert source["x-kubernetes-validations"][0]["message"] == "exactly one of the fields in [kubeConfig clusterProfileRef] must be set"
+        "type": "string",
+        "enum": ["Secret", "Path"],
+        "default": "Secret",
+        "description": source["properties"]["kubeConfig"]["properties"]["locationType"]["description"],
+    }
+    assert (
+        source["x-kubernetes-validations"][0]["message"]
+        == "exactly one of the fields in [kubeConfig clusterProfileRef] must be set"
+    )
     assert _spec_schema(definitions, "MultiKueueCluster", "v1beta1")["required"] == ["kubeConfig"]
     v1_kube_config = _spec_schema(definitions, "MultiKueueCluster", "v1beta1")["properties"]["kubeConfig"]
     assert v1_kube_config["properties"]["locationType"]["enum"] == ["Secret", "Path"]
     assert v1_kube_config["required"] == ["location", "locationType"]
     prc_v1 = _spec_schema(definitions, "ProvisioningRequestConfig", "v1beta1")["properties"]
-    assert "minLength" not in prc_v1["provisioningClassName"] and prc["properties"]["provisioningClassName"]["minLength"] == 1
-    assert prc["properties"]["podSetMergePolicy"]["enum"] == ["IdenticalPodTemplates", "IdenticalWorkloadSchedulingRequirements"]
+    assert (
+        "minLength" not in prc_v1["provisioningClassName"]
+        and prc["properties"]["provisioningClassName"]["minLength"] == 1
+    )
+    assert prc["properties"]["podSetMergePolicy"]["enum"] == [
+        "IdenticalPodTemplates",
+        "IdenticalWorkloadSchedulingRequirements",
+    ]
     assert prc["properties"]["managedResources"]["x-kubernetes-list-type"] == "set"
     mkconf = _spec_schema(definitions, "MultiKueueConfig", "v1beta2")["properties"]
     assert mkconf["quotaManagement"]["enum"] == ["Manual", "Automated"]
@@ -631,9 +658,7 @@ spec:
 """
 
 
-@pytest.mark.parametrize(
-    "example", list(yaml.safe_load_all(EXAMPLES)), ids=lambda e: f"{e['kind']}/{e['apiVersion']}"
-)
+@pytest.mark.parametrize("example", list(yaml.safe_load_all(EXAMPLES)), ids=lambda e: f"{e['kind']}/{e['apiVersion']}")
 def test_examples_validate(definitions, example):
     version = example["apiVersion"].split("/")[1]
     assert validate(_version_schema(definitions, example["kind"], version), example) == []
@@ -714,9 +739,7 @@ def test_examples_validate(definitions, example):
             "v1beta2",
             {
                 "spec": {
-                    "podSets": [
-                        {"name": "a", "template": {"spec": {"containers": [{"name": "c"}, {"name": "c"}]}}}
-                    ]
+                    "podSets": [{"name": "a", "template": {"spec": {"containers": [{"name": "c"}, {"name": "c"}]}}}]
                 }
             },
             "Duplicate value: ('c',)",
@@ -729,37 +752,100 @@ def test_examples_validate(definitions, example):
             ".value: Required value",
             id="priority class without value",
         ),
-        pytest.param("Topology", "v1beta2", {"spec": {"levels": []}}, ".spec.levels: bad number of items",
-                     id="topology without levels"),
-        pytest.param("Topology", "v1beta2",
-                     {"spec": {"levels": [{"nodeLabel": f"example.com/level-{i}"} for i in range(17)]}},
-                     ".spec.levels: bad number of items", id="topology deeper than 16 levels"),
-        pytest.param("Topology", "v1beta2", {"spec": {"levels": [{"nodeLabel": "not a label"}]}},
-                     ".spec.levels[0].nodeLabel: 'not a label' does not match", id="topology level not a label key"),
-        pytest.param("ProvisioningRequestConfig", "v1beta2", {"spec": {"managedResources": ["nvidia.com/gpu"]}},
-                     ".spec.provisioningClassName: Required value", id="provisioning class missing"),
-        pytest.param("ProvisioningRequestConfig", "v1beta2",
-                     {"spec": {"provisioningClassName": "c", "podSetMergePolicy": "Merge"}},
-                     ".spec.podSetMergePolicy: Unsupported value: 'Merge'", id="unknown pod set merge policy"),
-        pytest.param("ProvisioningRequestConfig", "v1beta2",
-                     {"spec": {"provisioningClassName": "c", "podSetUpdates": {"nodeSelector": [
-                         {"key": "k", "valueFromProvisioningClassDetail": "a"},
-                         {"key": "k", "valueFromProvisioningClassDetail": "b"}]}}},
-                     ".spec.podSetUpdates.nodeSelector[1]: Duplicate value: ('k',)", id="node selector key twice"),
-        pytest.param("MultiKueueConfig", "v1beta2", {"spec": {"clusters": []}}, ".spec.clusters: bad number of items",
-                     id="multikueue config without clusters"),
-        pytest.param("MultiKueueConfig", "v1beta2", {"spec": {"clusters": ["a"], "quotaManagement": "Auto"}},
-                     ".spec.quotaManagement: Unsupported value: 'Auto'", id="unknown quota management"),
-        pytest.param("MultiKueueConfig", "v1beta1", {"spec": {"clusters": ["a"], "quotaManagement": "Manual"}},
-                     ".spec.quotaManagement: unknown field", id="quota management is v1beta2 only"),
-        pytest.param("MultiKueueCluster", "v1beta2",
-                     {"spec": {"clusterSource": {"kubeConfig": {"locationType": "File", "location": "x"}}}},
-                     ".spec.clusterSource.kubeConfig.locationType: Unsupported value: 'File'",
-                     id="unknown kubeconfig location type"),
-        pytest.param("MultiKueueCluster", "v1beta2", {"spec": {"clusterSource": {"kubeConfig": {"location": ""}}}},
-                     ".spec.clusterSource.kubeConfig.location: bad length", id="empty kubeconfig location"),
-        pytest.param("MultiKueueCluster", "v1beta1", {"spec": {"kubeConfig": {"location": "x"}}},
-                     ".spec.kubeConfig.locationType: Required value", id="v1beta1 kubeconfig without location type"),
+        pytest.param(
+            "Topology",
+            "v1beta2",
+            {"spec": {"levels": []}},
+            ".spec.levels: bad number of items",
+            id="topology without levels",
+        ),
+        pytest.param(
+            "Topology",
+            "v1beta2",
+            {"spec": {"levels": [{"nodeLabel": f"example.com/level-{i}"} for i in range(17)]}},
+            ".spec.levels: bad number of items",
+            id="topology deeper than 16 levels",
+        ),
+        pytest.param(
+            "Topology",
+            "v1beta2",
+            {"spec": {"levels": [{"nodeLabel": "not a label"}]}},
+            ".spec.levels[0].nodeLabel: 'not a label' does not match",
+            id="topology level not a label key",
+        ),
+        pytest.param(
+            "ProvisioningRequestConfig",
+            "v1beta2",
+            {"spec": {"managedResources": ["nvidia.com/gpu"]}},
+            ".spec.provisioningClassName: Required value",
+            id="provisioning class missing",
+        ),
+        pytest.param(
+            "ProvisioningRequestConfig",
+            "v1beta2",
+            {"spec": {"provisioningClassName": "c", "podSetMergePolicy": "Merge"}},
+            ".spec.podSetMergePolicy: Unsupported value: 'Merge'",
+            id="unknown pod set merge policy",
+        ),
+        pytest.param(
+            "ProvisioningRequestConfig",
+            "v1beta2",
+            {
+                "spec": {
+                    "provisioningClassName": "c",
+                    "podSetUpdates": {
+                        "nodeSelector": [
+                            {"key": "k", "valueFromProvisioningClassDetail": "a"},
+                            {"key": "k", "valueFromProvisioningClassDetail": "b"},
+                        ]
+                    },
+                }
+            },
+            ".spec.podSetUpdates.nodeSelector[1]: Duplicate value: ('k',)",
+            id="node selector key twice",
+        ),
+        pytest.param(
+            "MultiKueueConfig",
+            "v1beta2",
+            {"spec": {"clusters": []}},
+            ".spec.clusters: bad number of items",
+            id="multikueue config without clusters",
+        ),
+        pytest.param(
+            "MultiKueueConfig",
+            "v1beta2",
+            {"spec": {"clusters": ["a"], "quotaManagement": "Auto"}},
+            ".spec.quotaManagement: Unsupported value: 'Auto'",
+            id="unknown quota management",
+        ),
+        pytest.param(
+            "MultiKueueConfig",
+            "v1beta1",
+            {"spec": {"clusters": ["a"], "quotaManagement": "Manual"}},
+            ".spec.quotaManagement: unknown field",
+            id="quota management is v1beta2 only",
+        ),
+        pytest.param(
+            "MultiKueueCluster",
+            "v1beta2",
+            {"spec": {"clusterSource": {"kubeConfig": {"locationType": "File", "location": "x"}}}},
+            ".spec.clusterSource.kubeConfig.locationType: Unsupported value: 'File'",
+            id="unknown kubeconfig location type",
+        ),
+        pytest.param(
+            "MultiKueueCluster",
+            "v1beta2",
+            {"spec": {"clusterSource": {"kubeConfig": {"location": ""}}}},
+            ".spec.clusterSource.kubeConfig.location: bad length",
+            id="empty kubeconfig location",
+        ),
+        pytest.param(
+            "MultiKueueCluster",
+            "v1beta1",
+            {"spec": {"kubeConfig": {"location": "x"}}},
+            ".spec.kubeConfig.locationType: Required value",
+            id="v1beta1 kubeconfig without location type",
+        ),
     ],
 )
 def test_invalid_objects(definitions, kind, version, obj, error):
@@ -804,8 +890,11 @@ def _messages(node: dict[str, Any]) -> set[str]:
             id="Topology",
         ),
         pytest.param("MultiKueueConfig", {"must be unique"}, id="MultiKueueConfig"),
-        pytest.param("MultiKueueCluster", {"exactly one of the fields in [kubeConfig clusterProfileRef] must be set"},
-                     id="MultiKueueCluster"),
+        pytest.param(
+            "MultiKueueCluster",
+            {"exactly one of the fields in [kubeConfig clusterProfileRef] must be set"},
+            id="MultiKueueCluster",
+        ),
         pytest.param(
             "ResourceFlavor",
             {

@@ -53,14 +53,24 @@ class FakeApi:
         meta = obj["metadata"]
         gv = obj["apiVersion"]
         base = f"api/{gv}" if "/" not in gv else f"apis/{gv}"
-        self.store[(base, plural or obj["kind"].lower() + "s", meta.get("namespace", ""), meta["name"])] = copy.deepcopy(dict(obj))
+        self.store[(base, plural or obj["kind"].lower() + "s", meta.get("namespace", ""), meta["name"])] = (
+            copy.deepcopy(dict(obj))
+        )
 
     def get(self, base: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.store.get((base, plural, namespace, name))
 
-    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", accept: str = "application/json",
-                timeout: float = 30) -> dict[str, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        timeout: float = 30,
+    ) -> dict[str, Any]:
         query = dict(query or {})
         self.calls.append((method, path, query))
         if path in self.answers:
@@ -74,10 +84,15 @@ class FakeApi:
         base, namespace, plural, name = m.group(1), m.group(2) or "", m.group(3), m.group(4)
         dry = query.get("dryRun") == "All"
         if method == "GET" and name is None:
-            items = [copy.deepcopy(o) for (b, p, ns, _), o in sorted(self.store.items())
-                     if b == base and p == plural and (not namespace or ns == namespace)
-                     and _selector_matches(query.get("labelSelector", ""), (o["metadata"].get("labels") or {}))
-                     and _fields_match(query.get("fieldSelector", ""), o)]
+            items = [
+                copy.deepcopy(o)
+                for (b, p, ns, _), o in sorted(self.store.items())
+                if b == base
+                and p == plural
+                and (not namespace or ns == namespace)
+                and _selector_matches(query.get("labelSelector", ""), (o["metadata"].get("labels") or {}))
+                and _fields_match(query.get("fieldSelector", ""), o)
+            ]
             return {"kind": "List", "metadata": {"resourceVersion": "1"}, "items": items}
         if method == "POST":
             key = (base, plural, namespace, body["metadata"]["name"])

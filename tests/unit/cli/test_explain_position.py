@@ -18,8 +18,16 @@ def cluster(**answers: Any) -> FakeApi:
     running = make_wl("running").queue("lq").request(cpu="1").reserve("cq", psa(cpu=("default", "1"))).obj()
     first = make_wl("first").queue("lq").request(cpu="1").created(10).obj()
     second = make_wl("second").queue("lq").request(cpu="1").created(20).obj()
-    return FakeApi(NS, make_flavor("default").obj(), make_cq("cq").group(fq("default", cpu="1")).obj(),
-                   make_lq("lq", "ns", "cq"), running, first, second, answers=answers)
+    return FakeApi(
+        NS,
+        make_flavor("default").obj(),
+        make_cq("cq").group(fq("default", cpu="1")).obj(),
+        make_lq("lq", "ns", "cq"),
+        running,
+        first,
+        second,
+        answers=answers,
+    )
 
 
 def position_line(result: Result) -> str:
@@ -38,8 +46,10 @@ def test_without_the_visibility_api_the_next_workload_is_at_position_0(run: Call
 def test_the_visibility_apis_positions_are_shown_when_it_answers(run: Callable[..., Result]) -> None:
     item = {"metadata": {"name": "second", "namespace": "ns"}, "positionInClusterQueue": 7, "positionInLocalQueue": 3}
     api = cluster(**{VISIBILITY: {"items": [item]}})
-    assert position_line(run(api, "explain", "workload/second", "-n", "ns")) == \
-        "Position: 7 in ClusterQueue cq, 3 in LocalQueue lq"
+    assert (
+        position_line(run(api, "explain", "workload/second", "-n", "ns"))
+        == "Position: 7 in ClusterQueue cq, 3 in LocalQueue lq"
+    )
 
 
 OURS = "/apis/visibility.pykueue.io/v1alpha1/namespaces/ns/localqueues/lq/pendingworkloads"
@@ -51,17 +61,26 @@ def estimate_line(result: Result) -> str | None:
 
 
 def test_the_estimated_admission_from_our_visibility_group(run: Callable[..., Result]) -> None:
-    page = {"estimation": {"method": "admission rate: …", "windowSeconds": 600, "admissionsInWindow": 4},
-            "items": [{"metadata": {"name": "second", "namespace": "ns"},
-                       "estimatedAdmission": {"waitSeconds": 300, "time": "2025-01-01T00:05:00Z"}}]}
+    page = {
+        "estimation": {"method": "admission rate: …", "windowSeconds": 600, "admissionsInWindow": 4},
+        "items": [
+            {
+                "metadata": {"name": "second", "namespace": "ns"},
+                "estimatedAdmission": {"waitSeconds": 300, "time": "2025-01-01T00:05:00Z"},
+            }
+        ],
+    }
     line = estimate_line(run(cluster(**{OURS: page}), "explain", "workload/second", "-n", "ns"))
-    assert line == ("Estimated admission: in 5m, at 2025-01-01T00:05:00Z "
-                    "(4 admissions in the last 600s; admission rate: …)")
+    assert line == (
+        "Estimated admission: in 5m, at 2025-01-01T00:05:00Z (4 admissions in the last 600s; admission rate: …)"
+    )
 
 
 def test_an_unknown_estimate_says_why(run: Callable[..., Result]) -> None:
-    page = {"estimation": {"unknownReason": "no admissions in the ClusterQueue within the window"},
-            "items": [{"metadata": {"name": "first", "namespace": "ns"}, "estimatedAdmission": None}]}
+    page = {
+        "estimation": {"unknownReason": "no admissions in the ClusterQueue within the window"},
+        "items": [{"metadata": {"name": "first", "namespace": "ns"}, "estimatedAdmission": None}],
+    }
     line = estimate_line(run(cluster(**{OURS: page}), "explain", "workload/first", "-n", "ns"))
     assert line == "Estimated admission: unknown (no admissions in the ClusterQueue within the window)"
 

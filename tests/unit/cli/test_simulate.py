@@ -16,8 +16,13 @@ NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "label
 
 def state(*objs: dict[str, Any]) -> simulate.ClusterState:
     s = simulate.ClusterState(namespaces=[NS])
-    buckets = {"ResourceFlavor": s.resource_flavors, "ClusterQueue": s.cluster_queues, "Cohort": s.cohorts,
-               "LocalQueue": s.local_queues, "Workload": s.workloads}
+    buckets = {
+        "ResourceFlavor": s.resource_flavors,
+        "ClusterQueue": s.cluster_queues,
+        "Cohort": s.cohorts,
+        "LocalQueue": s.local_queues,
+        "Workload": s.workloads,
+    }
     for obj in objs:
         buckets[obj["kind"]].append(obj)
     return s
@@ -51,8 +56,10 @@ def test_borrowable_from_the_cohort() -> None:
     outcome, rows = run(state(FLAVOR, cq, lender, LQ), make_wl("new").request(cpu="5").obj())
     assert isinstance(outcome.decision, Admit)
     assert rows[0].borrowable == 4000 and rows[0].shortfall == 0 and rows[0].most_ever == 6000
-    assert explain.describe_outcome(outcome, parse_workload(make_wl("new").request(cpu="5").obj()))[1] == \
-        "  pod set main: cpu on default (1 pods)"
+    assert (
+        explain.describe_outcome(outcome, parse_workload(make_wl("new").request(cpu="5").obj()))[1]
+        == "  pod set main: cpu on default (1 pods)"
+    )
 
 
 def test_preemptible_lower_priority() -> None:
@@ -81,18 +88,46 @@ def test_partial_admission_count() -> None:
     assert "(partial admission: 3 of 5 pods)" in explain.describe_outcome(outcome, parse_workload(wl))[1]
 
 
-@pytest.mark.parametrize(("cq", "lq", "wl_active", "want"), [
-    pytest.param(make_cq("cq").selector({"matchLabels": {"team": "b"}}).obj(), LQ, True,
-                 ["ClusterQueue cq's namespaceSelector does not select namespace ns"], id="namespace not selected"),
-    pytest.param(make_cq("cq").stop("Hold").obj(), LQ, True, ["ClusterQueue cq is stopped (stopPolicy Hold)"],
-                 id="cluster queue stopped"),
-    pytest.param(make_cq("cq").obj(), make_lq("lq", "ns", "cq", stop="HoldAndDrain"), True,
-                 ["LocalQueue lq is stopped (stopPolicy HoldAndDrain)"], id="local queue stopped"),
-    pytest.param(make_cq("cq").obj(), make_lq("other", "ns", "cq"), True, ["LocalQueue lq does not exist in namespace ns"],
-                 id="local queue missing"),
-    pytest.param(make_cq("cq").obj(), LQ, False,
-                 ["the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)"], id="workload stopped"),
-])
+@pytest.mark.parametrize(
+    ("cq", "lq", "wl_active", "want"),
+    [
+        pytest.param(
+            make_cq("cq").selector({"matchLabels": {"team": "b"}}).obj(),
+            LQ,
+            True,
+            ["ClusterQueue cq's namespaceSelector does not select namespace ns"],
+            id="namespace not selected",
+        ),
+        pytest.param(
+            make_cq("cq").stop("Hold").obj(),
+            LQ,
+            True,
+            ["ClusterQueue cq is stopped (stopPolicy Hold)"],
+            id="cluster queue stopped",
+        ),
+        pytest.param(
+            make_cq("cq").obj(),
+            make_lq("lq", "ns", "cq", stop="HoldAndDrain"),
+            True,
+            ["LocalQueue lq is stopped (stopPolicy HoldAndDrain)"],
+            id="local queue stopped",
+        ),
+        pytest.param(
+            make_cq("cq").obj(),
+            make_lq("other", "ns", "cq"),
+            True,
+            ["LocalQueue lq does not exist in namespace ns"],
+            id="local queue missing",
+        ),
+        pytest.param(
+            make_cq("cq").obj(),
+            LQ,
+            False,
+            ["the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)"],
+            id="workload stopped",
+        ),
+    ],
+)
 def test_blockers(cq, lq, wl_active, want) -> None:
     wl = make_wl("w").request(cpu="1").obj()
     wl["spec"]["active"] = wl_active
@@ -101,28 +136,67 @@ def test_blockers(cq, lq, wl_active, want) -> None:
 
 def test_inactive_cluster_queue_blocks_with_its_message() -> None:
     cq = make_cq("cq").obj()
-    cq["status"] = {"conditions": [{"type": "Active", "status": "False",
-                                    "message": "Can't admit new workloads: references missing ResourceFlavor(s): gone."}]}
+    cq["status"] = {
+        "conditions": [
+            {
+                "type": "Active",
+                "status": "False",
+                "message": "Can't admit new workloads: references missing ResourceFlavor(s): gone.",
+            }
+        ]
+    }
     assert explain.blockers(make_wl("w").obj(), state(cq, LQ))[1] == [
-        "ClusterQueue cq is inactive: Can't admit new workloads: references missing ResourceFlavor(s): gone."]
+        "ClusterQueue cq is inactive: Can't admit new workloads: references missing ResourceFlavor(s): gone."
+    ]
 
 
 def test_workloads_ahead_in_queue_order() -> None:
-    wls = [make_wl("old").created(0).obj(), make_wl("urgent").priority(10).created(50).obj(),
-           make_wl("me").created(20).obj(), make_wl("later").created(30).obj(),
-           make_wl("running").created(1).reserve("cq", psa(cpu=("default", "1"))).obj()]
+    wls = [
+        make_wl("old").created(0).obj(),
+        make_wl("urgent").priority(10).created(50).obj(),
+        make_wl("me").created(20).obj(),
+        make_wl("later").created(30).obj(),
+        make_wl("running").created(1).reserve("cq", psa(cpu=("default", "1"))).obj(),
+    ]
     ahead = simulate.workloads_ahead(wls, parse_workload(wls[2]), "cq", {("ns", "lq"): "cq"})
     assert [w.name for w in ahead] == ["urgent", "old"]
 
 
-@pytest.mark.parametrize(("obj", "count", "min_count"), [
-    pytest.param({"kind": "Job", "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-                  "spec": {"parallelism": 4, "completions": 3, "template": {"spec": {}}}}, 3, None, id="job"),
-    pytest.param({"kind": "Job", "metadata": {"name": "j", "annotations": {"kueue.x-k8s.io/job-min-parallelism": "2"}},
-                  "spec": {"parallelism": 4, "template": {"spec": {}}}}, 4, 2, id="partial job"),
-    pytest.param({"kind": "Pod", "metadata": {"name": "p", "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3"}},
-                  "spec": {"containers": []}}, 3, None, id="pod group"),
-])
+@pytest.mark.parametrize(
+    ("obj", "count", "min_count"),
+    [
+        pytest.param(
+            {
+                "kind": "Job",
+                "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+                "spec": {"parallelism": 4, "completions": 3, "template": {"spec": {}}},
+            },
+            3,
+            None,
+            id="job",
+        ),
+        pytest.param(
+            {
+                "kind": "Job",
+                "metadata": {"name": "j", "annotations": {"kueue.x-k8s.io/job-min-parallelism": "2"}},
+                "spec": {"parallelism": 4, "template": {"spec": {}}},
+            },
+            4,
+            2,
+            id="partial job",
+        ),
+        pytest.param(
+            {
+                "kind": "Pod",
+                "metadata": {"name": "p", "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3"}},
+                "spec": {"containers": []},
+            },
+            3,
+            None,
+            id="pod group",
+        ),
+    ],
+)
 def test_workload_for(obj, count, min_count) -> None:
     wl = simulate.workload_for(obj, now=T0)
     ps = wl["spec"]["podSets"][0]
@@ -135,9 +209,12 @@ def test_workload_for_refuses_other_kinds() -> None:
 
 
 def test_quota_table() -> None:
-    rows = [simulate.QuotaRow("main", "default", "cpu", 2000, 4000, 3000, 0, 1000, 4000),
-            simulate.QuotaRow("main", "default", "memory", 2**30, 8 * 2**30, 2**30, 0, 0, 8 * 2**30)]
+    rows = [
+        simulate.QuotaRow("main", "default", "cpu", 2000, 4000, 3000, 0, 1000, 4000),
+        simulate.QuotaRow("main", "default", "memory", 2**30, 8 * 2**30, 2**30, 0, 0, 8 * 2**30),
+    ]
     assert explain.quota_table(rows) == (
         "POD SET   FLAVOR    RESOURCE   REQUESTED   NOMINAL   IN USE   BORROWABLE NOW   SHORTFALL\n"
         "main      default   cpu        2           4         3        0                1\n"
-        "main      default   memory     1Gi         8Gi       1Gi      0                0\n")
+        "main      default   memory     1Gi         8Gi       1Gi      0                0\n"
+    )

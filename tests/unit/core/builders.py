@@ -15,7 +15,12 @@ def ts(seconds: float = 0) -> str:
 
 class FlavorBuilder:
     def __init__(self, name: str) -> None:
-        self._o: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {}}
+        self._o: dict[str, Any] = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {},
+        }
 
     def label(self, k: str, v: str) -> FlavorBuilder:
         self._o["spec"].setdefault("nodeLabels", {})[k] = v
@@ -26,7 +31,9 @@ class FlavorBuilder:
         return self
 
     def toleration(self, k: str, v: str, effect: str = "NoSchedule") -> FlavorBuilder:
-        self._o["spec"].setdefault("tolerations", []).append({"key": k, "operator": "Equal", "value": v, "effect": effect})
+        self._o["spec"].setdefault("tolerations", []).append(
+            {"key": k, "operator": "Equal", "value": v, "effect": effect}
+        )
         return self
 
     def obj(self) -> dict[str, Any]:
@@ -44,7 +51,12 @@ class QueueBuilder:
         spec: dict[str, Any] = {"resourceGroups": []}
         if kind == "ClusterQueue":
             spec["namespaceSelector"] = {}
-        self._o: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": name, "generation": 1}, "spec": spec}
+        self._o: dict[str, Any] = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": kind,
+            "metadata": {"name": name, "generation": 1},
+            "spec": spec,
+        }
 
     def cohort(self, name: str) -> QueueBuilder:
         self._o["spec"]["cohortName" if self._o["kind"] == "ClusterQueue" else "parentName"] = name
@@ -62,14 +74,25 @@ class QueueBuilder:
         self._o["spec"]["resourceGroups"].append({"coveredResources": covered, "flavors": list(flavors)})
         return self
 
-    def preemption(self, within: str = "Never", reclaim: str = "Never", borrow: str = "Never", threshold: int | None = None) -> QueueBuilder:
-        p: dict[str, Any] = {"withinClusterQueue": within, "reclaimWithinCohort": reclaim, "borrowWithinCohort": {"policy": borrow}}
+    def preemption(
+        self, within: str = "Never", reclaim: str = "Never", borrow: str = "Never", threshold: int | None = None
+    ) -> QueueBuilder:
+        p: dict[str, Any] = {
+            "withinClusterQueue": within,
+            "reclaimWithinCohort": reclaim,
+            "borrowWithinCohort": {"policy": borrow},
+        }
         if threshold is not None:
             p["borrowWithinCohort"]["maxPriorityThreshold"] = threshold
         self._o["spec"]["preemption"] = p
         return self
 
-    def fungibility(self, when_can_borrow: str = "MayStopSearch", when_can_preempt: str = "TryNextFlavor", preference: str | None = None) -> QueueBuilder:
+    def fungibility(
+        self,
+        when_can_borrow: str = "MayStopSearch",
+        when_can_preempt: str = "TryNextFlavor",
+        preference: str | None = None,
+    ) -> QueueBuilder:
         ff: dict[str, Any] = {"whenCanBorrow": when_can_borrow, "whenCanPreempt": when_can_preempt}
         if preference:
             ff["preference"] = preference
@@ -84,7 +107,9 @@ class QueueBuilder:
         self._o["spec"]["fairSharing"] = {"weight": w}
         return self
 
-    def concurrent_admission(self, mode: str = "TryPreferredFlavors", last_acceptable: str | None = None) -> QueueBuilder:
+    def concurrent_admission(
+        self, mode: str = "TryPreferredFlavors", last_acceptable: str | None = None
+    ) -> QueueBuilder:
         """spec.concurrentAdmissionPolicy (upstream `ConcurrentAdmissionPolicy`, `LastAcceptableFlavorName`)."""
         migration: dict[str, Any] = {"mode": mode}
         if last_acceptable is not None:
@@ -134,7 +159,12 @@ def make_lq(name: str, ns: str, cq: str, stop: str | None = None) -> dict[str, A
     spec: dict[str, Any] = {"clusterQueue": cq}
     if stop:
         spec["stopPolicy"] = stop
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }
 
 
 class WorkloadBuilder:
@@ -142,7 +172,13 @@ class WorkloadBuilder:
         self._o: dict[str, Any] = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "Workload",
-            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "creationTimestamp": ts(0), "generation": 1},
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "uid": f"uid-{name}",
+                "creationTimestamp": ts(0),
+                "generation": 1,
+            },
             "spec": {"queueName": "lq", "podSets": []},
             "status": {},
         }
@@ -174,16 +210,32 @@ class WorkloadBuilder:
     def owner(self, kind: str, name: str, uid: str, api_version: str = "kueue.x-k8s.io/v1beta2") -> WorkloadBuilder:
         """A controller ownerReference (upstream `ControllerReference`)."""
         self._o["metadata"].setdefault("ownerReferences", []).append(
-            {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True, "blockOwnerDeletion": True})
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": name,
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        )
         return self
 
     def variant_of(self, parent: str, parent_uid: str, *flavors: str) -> WorkloadBuilder:
         """A ConcurrentAdmission variant: owned by Workload `parent`, allowed only `flavors`."""
-        return self.owner("Workload", parent, parent_uid).annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", ",".join(flavors))
+        return self.owner("Workload", parent, parent_uid).annotation(
+            "kueue.x-k8s.io/workload-allowed-resource-flavors", ",".join(flavors)
+        )
 
-    def podset(self, name: str = "main", count: int = 1, min_count: int | None = None, **requests: str) -> WorkloadBuilder:
+    def podset(
+        self, name: str = "main", count: int = 1, min_count: int | None = None, **requests: str
+    ) -> WorkloadBuilder:
         reqs = {("nvidia.com/gpu" if k == "gpu" else k): v for k, v in requests.items()}
-        ps: dict[str, Any] = {"name": name, "count": count, "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": reqs}}]}}}
+        ps: dict[str, Any] = {
+            "name": name,
+            "count": count,
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": reqs}}]}},
+        }
         if min_count is not None:
             ps["minCount"] = min_count
         self._o["spec"]["podSets"].append(ps)
@@ -198,7 +250,11 @@ class WorkloadBuilder:
 
     def affinity(self, *terms: list[dict[str, Any]]) -> WorkloadBuilder:
         self._o["spec"]["podSets"][-1]["template"]["spec"]["affinity"] = {
-            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+                }
+            }
         }
         return self
 
@@ -210,7 +266,9 @@ class WorkloadBuilder:
 
     def condition(self, ctype: str, status: str, reason: str = "", message: str = "", at: float = 0) -> WorkloadBuilder:
         conds = [c for c in self._o["status"].setdefault("conditions", []) if c["type"] != ctype]
-        conds.append({"type": ctype, "status": status, "reason": reason, "message": message, "lastTransitionTime": ts(at)})
+        conds.append(
+            {"type": ctype, "status": status, "reason": reason, "message": message, "lastTransitionTime": ts(at)}
+        )
         self._o["status"]["conditions"] = conds
         return self
 

@@ -45,7 +45,12 @@ def core_with(*objs: dict[str, Any], checks: dict[str, bool] | None = None) -> A
     for name, active in (checks or {}).items():
         core.on_admission_check(name, active, T0)
     for o in objs:
-        {"ResourceFlavor": core.on_resource_flavor, "ClusterQueue": core.on_cluster_queue, "LocalQueue": core.on_local_queue, "Workload": core.on_workload}[o["kind"]](o, T0)
+        {
+            "ResourceFlavor": core.on_resource_flavor,
+            "ClusterQueue": core.on_cluster_queue,
+            "LocalQueue": core.on_local_queue,
+            "Workload": core.on_workload,
+        }[o["kind"]](o, T0)
     return core
 
 
@@ -56,22 +61,56 @@ def _base_queue() -> dict[str, Any]:
 
 READINESS: dict[str, tuple[list[dict[str, Any]], dict[str, bool], tuple[str, str, str]]] = {
     "queue not found": ([], {}, ("False", "NotFound", "ClusterQueue not found")),
-    "flavor not found": ([_base_queue()], {"check1": True}, ("False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): flavor1.")),
-    "check not found": ([make_flavor("flavor1").obj(), _base_queue()], {}, ("False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): check1.")),
-    "check inactive": ([make_flavor("flavor1").obj(), _base_queue()], {"check1": False}, ("False", "AdmissionCheckInactive", "Can't admit new workloads: references inactive AdmissionCheck(s): check1.")),
+    "flavor not found": (
+        [_base_queue()],
+        {"check1": True},
+        ("False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): flavor1."),
+    ),
+    "check not found": (
+        [make_flavor("flavor1").obj(), _base_queue()],
+        {},
+        ("False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): check1."),
+    ),
+    "check inactive": (
+        [make_flavor("flavor1").obj(), _base_queue()],
+        {"check1": False},
+        (
+            "False",
+            "AdmissionCheckInactive",
+            "Can't admit new workloads: references inactive AdmissionCheck(s): check1.",
+        ),
+    ),
     "flavor and check not found": (
         [_base_queue()],
         {},
-        ("False", "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s): flavor1, references missing AdmissionCheck(s): check1."),
+        (
+            "False",
+            "FlavorNotFound",
+            "Can't admit new workloads: references missing ResourceFlavor(s): flavor1, references missing AdmissionCheck(s): check1.",
+        ),
     ),
-    "terminating": ([make_flavor("flavor1").obj(), deleting(_base_queue())], {"check1": True}, ("False", "Terminating", TERMINATING_MSG)),
-    "ready": ([make_flavor("flavor1").obj(), _base_queue()], {"check1": True}, ("True", "Ready", "Can admit new workloads")),
-    "stopped": ([make_cq("queue1").stop("HoldAndDrain").obj()], {}, ("False", "Stopped", "Can't admit new workloads: is stopped.")),
+    "terminating": (
+        [make_flavor("flavor1").obj(), deleting(_base_queue())],
+        {"check1": True},
+        ("False", "Terminating", TERMINATING_MSG),
+    ),
+    "ready": (
+        [make_flavor("flavor1").obj(), _base_queue()],
+        {"check1": True},
+        ("True", "Ready", "Can admit new workloads"),
+    ),
+    "stopped": (
+        [make_cq("queue1").stop("HoldAndDrain").obj()],
+        {},
+        ("False", "Stopped", "Can't admit new workloads: is stopped."),
+    ),
 }
 
 
 @pytest.mark.parametrize(("objs", "checks", "want"), list(READINESS.values()), ids=list(READINESS))
-def test_cluster_queue_readiness(objs: list[dict[str, Any]], checks: dict[str, bool], want: tuple[str, str, str]) -> None:
+def test_cluster_queue_readiness(
+    objs: list[dict[str, Any]], checks: dict[str, bool], want: tuple[str, str, str]
+) -> None:
     core = core_with(*objs, checks=checks)
     assert active_condition(core, "queue1") == want
     assert core.cache.readiness("queue1").active is (want[0] == "True")
@@ -90,18 +129,45 @@ for _suffix, _cq in (("", "cq"), (" with an AC strategy", "cq2")):
     _two = {"check1": True, "check2": True}
     AC_CASES[f"Pending clusterQueue{_suffix} updated valid AC list"] = (_cq, False, _all, READY)
     AC_CASES[f"Active clusterQueue{_suffix} updated with not found AC"] = (
-        _cq, False, _two, ("False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): check3."),
+        _cq,
+        False,
+        _two,
+        ("False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): check3."),
     )
     AC_CASES[f"Active clusterQueue{_suffix} updated with inactive AC"] = (
-        _cq, False, {**_two, "check3": False}, ("False", "AdmissionCheckInactive", "Can't admit new workloads: references inactive AdmissionCheck(s): check3."),
+        _cq,
+        False,
+        {**_two, "check3": False},
+        (
+            "False",
+            "AdmissionCheckInactive",
+            "Can't admit new workloads: references inactive AdmissionCheck(s): check3.",
+        ),
     )
-    AC_CASES[f"Terminating clusterQueue{_suffix} updated with valid AC list"] = (_cq, True, _all, ("False", "Terminating", TERMINATING_MSG))
-    AC_CASES[f"Terminating clusterQueue{_suffix} updated with not found AC"] = (_cq, True, _two, ("False", "Terminating", TERMINATING_MSG))
-AC_CASES["Active clusterQueue with an AC strategy updated"] = ("cq2", False, {"check1": True, "check2": True, "check3": True}, READY)
+    AC_CASES[f"Terminating clusterQueue{_suffix} updated with valid AC list"] = (
+        _cq,
+        True,
+        _all,
+        ("False", "Terminating", TERMINATING_MSG),
+    )
+    AC_CASES[f"Terminating clusterQueue{_suffix} updated with not found AC"] = (
+        _cq,
+        True,
+        _two,
+        ("False", "Terminating", TERMINATING_MSG),
+    )
+AC_CASES["Active clusterQueue with an AC strategy updated"] = (
+    "cq2",
+    False,
+    {"check1": True, "check2": True, "check3": True},
+    READY,
+)
 
 
 @pytest.mark.parametrize(("cq", "terminating", "checks", "want"), list(AC_CASES.values()), ids=list(AC_CASES))
-def test_cluster_queue_update_with_admission_check(cq: str, terminating: bool, checks: dict[str, bool], want: tuple[str, str, str]) -> None:
+def test_cluster_queue_update_with_admission_check(
+    cq: str, terminating: bool, checks: dict[str, bool], want: tuple[str, str, str]
+) -> None:
     obj = _cq_with_three_checks(cq)
     core = core_with(deleting(obj) if terminating else obj, checks=checks)
     assert active_condition(core, cq) == want
@@ -131,7 +197,9 @@ FLAVOR_CASES: dict[str, tuple[bool, bool, bool, str]] = {
 }
 
 
-@pytest.mark.parametrize(("terminating", "before", "after", "want"), list(FLAVOR_CASES.values()), ids=list(FLAVOR_CASES))
+@pytest.mark.parametrize(
+    ("terminating", "before", "after", "want"), list(FLAVOR_CASES.values()), ids=list(FLAVOR_CASES)
+)
 def test_cluster_queue_update_with_flavors(terminating: bool, before: bool, after: bool, want: str) -> None:
     cq = _x86_cq()
     core = core_with(*([make_flavor("x86").obj()] if before else []), deleting(cq) if terminating else cq)
@@ -154,13 +222,21 @@ def test_terminating_cluster_queue_keeps_usage_and_stops_admitting() -> None:
     assert active_condition(core, "cq") == ("False", "Terminating", TERMINATING_MSG)
     status = core.cluster_queue_status("cq")
     assert (status["reservingWorkloads"], status["admittedWorkloads"], status["pendingWorkloads"]) == (1, 1, 1)
-    assert status["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "4", "borrowed": "0"}]}]
+    assert status["flavorsReservation"] == [
+        {"name": "default", "resources": [{"name": "cpu", "total": "4", "borrowed": "0"}]}
+    ]
 
     result = core.schedule(T0)
     assert result.admitted == []
-    assert [(str(d.key), d.reason, d.message) for d in result.blocked] == [("ns/new", "Suspended", "ClusterQueue cq is inactive")]
+    assert [(str(d.key), d.reason, d.message) for d in result.blocked] == [
+        ("ns/new", "Suspended", "ClusterQueue cq is inactive")
+    ]
     lq = core.local_queue_status("ns", "lq")["conditions"][0]
-    assert (lq["status"], lq["reason"], lq["message"]) == ("False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
+    assert (lq["status"], lq["reason"], lq["message"]) == (
+        "False",
+        "ClusterQueueIsInactive",
+        "Can't submit new workloads to clusterQueue",
+    )
 
     # Once the last reserving workload is gone the finalizer is released and the object deleted.
     core.on_workload_deleted("ns", "running", T0)
@@ -191,15 +267,30 @@ def _usage_cq(cohort: bool) -> dict[str, Any]:
 
 
 def _wl_one() -> dict[str, Any]:
-    return make_wl("one", "").request(cpu="8", **{"example.com/gpu": "5"}).reserve("foo", psa(cpu=("default", "8"), **{"example.com/gpu": ("model_a", "5")})).obj()
+    return (
+        make_wl("one", "")
+        .request(cpu="8", **{"example.com/gpu": "5"})
+        .reserve("foo", psa(cpu=("default", "8"), **{"example.com/gpu": ("model_a", "5")}))
+        .obj()
+    )
 
 
 def _wl_two() -> dict[str, Any]:
-    return make_wl("two", "").request(cpu="5", **{"example.com/gpu": "6"}).reserve("foo", psa(cpu=("default", "5"), **{"example.com/gpu": ("model_b", "6")}), admitted=False).obj()
+    return (
+        make_wl("two", "")
+        .request(cpu="5", **{"example.com/gpu": "6"})
+        .reserve("foo", psa(cpu=("default", "5"), **{"example.com/gpu": ("model_b", "6")}), admitted=False)
+        .obj()
+    )
 
 
 def _partial(name: str, admitted: bool) -> dict[str, Any]:
-    return make_wl(name, "").podset("main", 5, cpu="2").reserve("foo", psa("main", 2, cpu=("default", "4")), admitted=admitted).obj()
+    return (
+        make_wl(name, "")
+        .podset("main", 5, cpu="2")
+        .reserve("foo", psa("main", 2, cpu=("default", "4")), admitted=admitted)
+        .obj()
+    )
 
 
 def _flavors(default: tuple[str, str], model_a: str, model_b: tuple[str, str]) -> list[dict[str, Any]]:
@@ -215,22 +306,51 @@ def _flavors(default: tuple[str, str], model_a: str, model_b: tuple[str, str]) -
 
 USAGE: dict[str, tuple[bool, list[dict[str, Any]], list[dict[str, Any]], int, list[dict[str, Any]], int]] = {
     "clusterQueue without cohort; single, admitted no borrowing": (
-        False, [_wl_one()], _flavors(("8", "0"), "5", ("0", "0")), 1, _flavors(("8", "0"), "5", ("0", "0")), 1,
+        False,
+        [_wl_one()],
+        _flavors(("8", "0"), "5", ("0", "0")),
+        1,
+        _flavors(("8", "0"), "5", ("0", "0")),
+        1,
     ),
     "clusterQueue with cohort; multiple borrowing": (
-        True, [_wl_one(), _wl_two()], _flavors(("13", "3"), "5", ("6", "1")), 2, _flavors(("8", "0"), "5", ("0", "0")), 1,
+        True,
+        [_wl_one(), _wl_two()],
+        _flavors(("13", "3"), "5", ("6", "1")),
+        2,
+        _flavors(("8", "0"), "5", ("0", "0")),
+        1,
     ),
     "clusterQueue without cohort; multiple borrowing": (
-        False, [_wl_one(), _wl_two()], _flavors(("13", "0"), "5", ("6", "0")), 2, _flavors(("8", "0"), "5", ("0", "0")), 1,
+        False,
+        [_wl_one(), _wl_two()],
+        _flavors(("13", "0"), "5", ("6", "0")),
+        2,
+        _flavors(("8", "0"), "5", ("0", "0")),
+        1,
     ),
     "clusterQueue with cohort; partial admission": (
-        True, [_partial("partial-one", True), _partial("partial-two", False)], _flavors(("8", "0"), "0", ("0", "0")), 2, _flavors(("4", "0"), "0", ("0", "0")), 1,
+        True,
+        [_partial("partial-one", True), _partial("partial-two", False)],
+        _flavors(("8", "0"), "0", ("0", "0")),
+        2,
+        _flavors(("4", "0"), "0", ("0", "0")),
+        1,
     ),
 }
 
 
-@pytest.mark.parametrize(("cohort", "workloads", "reserved", "reserving", "used", "admitted"), list(USAGE.values()), ids=list(USAGE))
-def test_cluster_queue_usage(cohort: bool, workloads: list[dict[str, Any]], reserved: list[dict[str, Any]], reserving: int, used: list[dict[str, Any]], admitted: int) -> None:
+@pytest.mark.parametrize(
+    ("cohort", "workloads", "reserved", "reserving", "used", "admitted"), list(USAGE.values()), ids=list(USAGE)
+)
+def test_cluster_queue_usage(
+    cohort: bool,
+    workloads: list[dict[str, Any]],
+    reserved: list[dict[str, Any]],
+    reserving: int,
+    used: list[dict[str, Any]],
+    admitted: int,
+) -> None:
     core = core_with(_usage_cq(cohort), *workloads)
     status = core.cluster_queue_status("foo")
     assert status["flavorsReservation"] == reserved
@@ -269,8 +389,16 @@ def _lq_wl(name: str, cpu: str, gpu: str, flavor: str | None) -> dict[str, Any]:
 LQ_USAGE: dict[str, tuple[bool, list[dict[str, Any]], list[dict[str, Any]] | None]] = {
     "clusterQueue is missing": (False, [make_wl("one", "ns1").queue("test").request(cpu="5").obj()], None),
     "workloads is nothing": (True, [], _lq_usage("0", "0", "0")),
-    "all workloads are admitted": (True, [_lq_wl("one", "5", "5", "model-a"), _lq_wl("two", "3", "3", "model-b")], _lq_usage("8", "5", "3")),
-    "some workloads are inadmissible": (True, [_lq_wl("one", "5", "5", "model-a"), _lq_wl("two", "100000", "3", None)], _lq_usage("5", "5", "0")),
+    "all workloads are admitted": (
+        True,
+        [_lq_wl("one", "5", "5", "model-a"), _lq_wl("two", "3", "3", "model-b")],
+        _lq_usage("8", "5", "3"),
+    ),
+    "some workloads are inadmissible": (
+        True,
+        [_lq_wl("one", "5", "5", "model-a"), _lq_wl("two", "100000", "3", None)],
+        _lq_usage("5", "5", "0"),
+    ),
 }
 
 
@@ -285,16 +413,26 @@ STOPPED = ("False", "Stopped", "LocalQueue is stopped")
 CQ_INACTIVE = ("False", "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
 
 
-def _lq_case(stop: str | None, cq: dict[str, Any] | None, want: tuple[str, str, str], workloads: tuple[dict[str, Any], ...] = ()) -> Any:
+def _lq_case(
+    stop: str | None, cq: dict[str, Any] | None, want: tuple[str, str, str], workloads: tuple[dict[str, Any], ...] = ()
+) -> Any:
     return (stop, cq, list(workloads), want)
 
 
-_RUNNING = make_wl("wl", "default").queue("test-queue").request(cpu="4").reserve("test-cluster-queue", psa(cpu=("rf", "4"))).obj()
+_RUNNING = (
+    make_wl("wl", "default")
+    .queue("test-queue")
+    .request(cpu="4")
+    .reserve("test-cluster-queue", psa(cpu=("rf", "4")))
+    .obj()
+)
 LQ_ACTIVE: dict[str, Any] = {
     "local queue with Hold StopPolicy": _lq_case("Hold", make_cq("test-cluster-queue").obj(), STOPPED),
     "local queue with HoldAndDrain StopPolicy": _lq_case("HoldAndDrain", make_cq("test-cluster-queue").obj(), STOPPED),
     # Upstream's ClusterQueue object carries no Active=True condition; ours is inactive for a missing flavor.
-    "cluster queue is inactive": _lq_case(None, make_cq("test-cluster-queue").group(fq("rf", cpu="10")).obj(), CQ_INACTIVE),
+    "cluster queue is inactive": _lq_case(
+        None, make_cq("test-cluster-queue").group(fq("rf", cpu="10")).obj(), CQ_INACTIVE
+    ),
     "cluster queue deleted while its scheduler cache entry is still present": _lq_case(
         None, None, ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue"), (_RUNNING,)
     ),
@@ -302,8 +440,12 @@ LQ_ACTIVE: dict[str, Any] = {
 
 
 @pytest.mark.parametrize(("stop", "cq", "workloads", "want"), list(LQ_ACTIVE.values()), ids=list(LQ_ACTIVE))
-def test_local_queue_active(stop: str | None, cq: dict[str, Any] | None, workloads: list[dict[str, Any]], want: tuple[str, str, str]) -> None:
-    core = core_with(*([cq] if cq else []), make_lq("test-queue", "default", "test-cluster-queue", stop=stop), *workloads)
+def test_local_queue_active(
+    stop: str | None, cq: dict[str, Any] | None, workloads: list[dict[str, Any]], want: tuple[str, str, str]
+) -> None:
+    core = core_with(
+        *([cq] if cq else []), make_lq("test-queue", "default", "test-cluster-queue", stop=stop), *workloads
+    )
     core.on_namespace("default", {}, T0)
     status = core.local_queue_status("default", "test-queue")
     (cond,) = status["conditions"]
@@ -335,7 +477,9 @@ def test_cluster_queue_moving_between_cohorts_moves_its_usage_and_borrowing() ->
     core.on_cluster_queue(moved, T0)
     assert core.cache.forest.cohorts["a"].usage.get(FlavorResource("default", "cpu"), 0) == 0
     status = core.cluster_queue_status("borrower")
-    assert status["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "6", "borrowed": "6"}]}]
+    assert status["flavorsReservation"] == [
+        {"name": "default", "resources": [{"name": "cpu", "total": "6", "borrowed": "6"}]}
+    ]
     # lender-a gets its whole quota back; cohort b has 2 cpu for the borrower, not more. The parked
     # a-big stays parked: upstream retries inadmissible workloads only in the moved queue's new tree.
     core.on_workload(make_wl("a-full").queue("lq-a").request(cpu="10").created(1).obj(), T0)

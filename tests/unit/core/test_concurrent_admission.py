@@ -34,7 +34,12 @@ def test_parent_and_variant() -> None:
     variant = make_wl("v").variant_of("wl", "uid-wl", "spot", "on-demand").obj()
     job_owned = make_wl("j").owner("Job", "job", "uid-job", api_version="batch/v1").obj()
     assert (ca.is_parent(parent), ca.is_variant(parent)) == (True, False)
-    assert (ca.is_parent(variant), ca.is_variant(variant), ca.parent_name(variant), ca.parent_uid(variant)) == (False, True, "wl", "uid-wl")
+    assert (ca.is_parent(variant), ca.is_variant(variant), ca.parent_name(variant), ca.parent_uid(variant)) == (
+        False,
+        True,
+        "wl",
+        "uid-wl",
+    )
     assert (ca.variant_flavor(variant), ca.allowed_flavors(variant)) == ("spot", ("spot", "on-demand"))
     assert (ca.is_variant(job_owned), ca.allowed_flavors(job_owned), ca.variant_flavor(job_owned)) == (False, None, "")
 
@@ -53,7 +58,9 @@ def test_parent_and_variant() -> None:
 def test_has_closed_preemption_gate(spec_gates: list[str], states: list[tuple[str, str]], closed: bool) -> None:
     wl = make_wl("v").obj()
     wl["spec"]["preemptionGates"] = [{"name": n} for n in spec_gates]
-    wl["status"]["preemptionGates"] = [{"name": n, "position": p, "lastTransitionTime": "2025-01-01T00:00:00Z"} for p, n in states]
+    wl["status"]["preemptionGates"] = [
+        {"name": n, "position": p, "lastTransitionTime": "2025-01-01T00:00:00Z"} for p, n in states
+    ]
     assert ca.has_closed_preemption_gate(wl) is closed
     assert parse_workload(wl).closed_preemption_gate is closed
 
@@ -76,12 +83,20 @@ def _parent(admitted: bool = False) -> dict[str, Any]:
     ("gate", "policy", "queued"),
     [
         pytest.param(True, True, ["ns/v-on-demand", "ns/v-spot"], id="parent not queued, its variants are"),
-        pytest.param(True, False, ["ns/parent", "ns/v-on-demand", "ns/v-spot"], id="no policy: the parent is an ordinary workload"),
+        pytest.param(
+            True,
+            False,
+            ["ns/parent", "ns/v-on-demand", "ns/v-spot"],
+            id="no policy: the parent is an ordinary workload",
+        ),
         pytest.param(False, True, ["ns/parent", "ns/v-on-demand", "ns/v-spot"], id="gate off: the policy is ignored"),
     ],
 )
 def test_parent_is_not_queued(gate: bool, policy: bool, queued: list[str]) -> None:
-    variants = [make_wl(f"v-{f}").queue("lq").request(cpu="4").variant_of("parent", "uid-parent", f).obj() for f in ("on-demand", "spot")]
+    variants = [
+        make_wl(f"v-{f}").queue("lq").request(cpu="4").variant_of("parent", "uid-parent", f).obj()
+        for f in ("on-demand", "spot")
+    ]
     core = make_core(*_objs(policy), _parent(), *variants, concurrent_admission=gate)
     assert core.queues.dump() == {"cq": queued}
     assert core.queues.pending_in_local_queue("ns/lq") == len(queued)
@@ -90,7 +105,14 @@ def test_parent_is_not_queued(gate: bool, policy: bool, queued: list[str]) -> No
 @pytest.mark.parametrize("queue_first", [True, False], ids=["queue first", "workload first"])
 def test_parent_holds_no_quota(queue_first: bool) -> None:
     """The parent carries its variant's admission; only the variant counts, whichever arrives first."""
-    variant = make_wl("v-spot").queue("lq").request(cpu="4").variant_of("parent", "uid-parent", "spot").reserve("cq", psa(cpu=("spot", "4"))).obj()
+    variant = (
+        make_wl("v-spot")
+        .queue("lq")
+        .request(cpu="4")
+        .variant_of("parent", "uid-parent", "spot")
+        .reserve("cq", psa(cpu=("spot", "4")))
+        .obj()
+    )
     wls = [_parent(admitted=True), variant]
     objs = [*_objs(True), *wls] if queue_first else [*wls, *_objs(True)]
     core = make_core(*objs, concurrent_admission=True)
@@ -103,16 +125,35 @@ def test_migration_across_cycles() -> None:
     """Upstream's integration scenario "should migrate to the preferred flavor when it becomes
     available", as the core sees it: spot first, the eviction of the spot variant once the preferred
     flavor has quota, and the preferred variant admitted only once spot gave its quota back."""
+
     def cq(preferred_cpu: str) -> dict[str, Any]:
-        return make_cq("cq").group(fq("reservation", cpu=preferred_cpu), fq("spot", cpu="5")).concurrent_admission().obj()
+        return (
+            make_cq("cq").group(fq("reservation", cpu=preferred_cpu), fq("spot", cpu="5")).concurrent_admission().obj()
+        )
 
     def v(flavor: str) -> Any:
-        return make_wl(f"v-{flavor}").uid(f"uid-{flavor}").queue("lq").request(cpu="1").variant_of("parent", "uid-parent", flavor)
+        return (
+            make_wl(f"v-{flavor}")
+            .uid(f"uid-{flavor}")
+            .queue("lq")
+            .request(cpu="1")
+            .variant_of("parent", "uid-parent", flavor)
+        )
 
-    core = make_core(make_flavor("reservation").obj(), make_flavor("spot").obj(), cq("0"), make_lq("lq", "ns", "cq"), _parent(),
-                     v("reservation").obj(), v("spot").obj(), concurrent_admission=True)
+    core = make_core(
+        make_flavor("reservation").obj(),
+        make_flavor("spot").obj(),
+        cq("0"),
+        make_lq("lq", "ns", "cq"),
+        _parent(),
+        v("reservation").obj(),
+        v("spot").obj(),
+        concurrent_admission=True,
+    )
     decisions = core.schedule(T0).decisions + core.schedule(T0).decisions
-    assert [(type(d).__name__, str(d.key)) for d in decisions if type(d).__name__ == "Admit"] == [("Admit", "ns/v-spot")]
+    assert [(type(d).__name__, str(d.key)) for d in decisions if type(d).__name__ == "Admit"] == [
+        ("Admit", "ns/v-spot")
+    ]
     spot = v("spot").reserve("cq", psa(cpu=("spot", "1")))
     core.on_workload(spot.obj(), T0)
     core.on_cluster_queue(cq("5"), T0)
@@ -128,7 +169,10 @@ def test_migration_across_cycles() -> None:
 
 @pytest.mark.parametrize(
     ("position", "preempts"),
-    [pytest.param(None, False, id="closed gate: blocked, no preemption"), pytest.param("Open", True, id="open gate: preempts")],
+    [
+        pytest.param(None, False, id="closed gate: blocked, no preemption"),
+        pytest.param("Open", True, id="open gate: preempts"),
+    ],
 )
 def test_preemption_gate(position: str | None, preempts: bool) -> None:
     """A variant that needs preemption waits behind its closed gate (`markPreemptionGated`)."""
@@ -136,9 +180,13 @@ def test_preemption_gate(position: str | None, preempts: bool) -> None:
     high = make_wl("v-spot").queue("lq").priority(10).request(cpu="10").variant_of("parent", "uid-parent", "spot").obj()
     high["spec"]["preemptionGates"] = [{"name": GATE}]
     if position is not None:
-        high["status"]["preemptionGates"] = [{"name": GATE, "position": position, "lastTransitionTime": "2025-01-01T00:00:00Z"}]
+        high["status"]["preemptionGates"] = [
+            {"name": GATE, "position": position, "lastTransitionTime": "2025-01-01T00:00:00Z"}
+        ]
     cq = make_cq("cq").group(fq("spot", cpu="10")).preemption(within="LowerPriority").obj()
-    result = make_core(make_flavor("spot").obj(), cq, make_lq("lq", "ns", "cq"), low, high, concurrent_admission=True).schedule(T0)
+    result = make_core(
+        make_flavor("spot").obj(), cq, make_lq("lq", "ns", "cq"), low, high, concurrent_admission=True
+    ).schedule(T0)
     assert bool(result.preempted) is preempts
     (pending,) = result.pending
     if preempts:
@@ -146,7 +194,9 @@ def test_preemption_gate(position: str | None, preempts: bool) -> None:
         return
     assert (pending.reason, pending.message) == ("AdmissionGated", "Workload requires preemption, but it's gated")
     blocked = [cv for cv in pending.conditions if cv.type == "BlockedOnPreemptionGates"]
-    assert [(cv.status, cv.reason, cv.message) for cv in blocked] == [("True", "PreemptionGated", "Workload requires preemption, but it's gated")]
+    assert [(cv.status, cv.reason, cv.message) for cv in blocked] == [
+        ("True", "PreemptionGated", "Workload requires preemption, but it's gated")
+    ]
 
 
 def test_opening_the_gate_requeues_the_parked_variant() -> None:
@@ -161,7 +211,9 @@ def test_opening_the_gate_requeues_the_parked_variant() -> None:
     core.on_workload(high, T0)
     core.schedule(T0)
     assert core.queues.dump_inadmissible() == {"cq": ["ns/v-spot"]}
-    high["status"]["preemptionGates"] = [{"name": GATE, "position": "Open", "lastTransitionTime": "2025-01-01T00:00:00Z"}]
+    high["status"]["preemptionGates"] = [
+        {"name": GATE, "position": "Open", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+    ]
     core.on_workload(high, T0)
     assert core.queues.dump() == {"cq": ["ns/v-spot"]}
     assert core.schedule(T0).preempted

@@ -21,12 +21,25 @@ def _eng_selector(dep: str) -> dict[str, Any]:
 
 FIXTURE: list[dict[str, Any]] = [
     *(make_flavor(f).obj() for f in ("default", "on-demand", "spot", "model-a")),
-    make_cq("sales").selector(_eng_selector("sales")).strategy("StrictFIFO").group(fq("default", cpu=("50", "0", None))).obj(),
-    make_cq("eng-alpha").cohort("eng").selector(_eng_selector("eng")).strategy("StrictFIFO")
-    .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj(),
-    make_cq("eng-beta").cohort("eng").selector(_eng_selector("eng")).strategy("StrictFIFO").preemption(within="LowerPriority", reclaim="Any")
+    make_cq("sales")
+    .selector(_eng_selector("sales"))
+    .strategy("StrictFIFO")
+    .group(fq("default", cpu=("50", "0", None)))
+    .obj(),
+    make_cq("eng-alpha")
+    .cohort("eng")
+    .selector(_eng_selector("eng"))
+    .strategy("StrictFIFO")
+    .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None)))
+    .obj(),
+    make_cq("eng-beta")
+    .cohort("eng")
+    .selector(_eng_selector("eng"))
+    .strategy("StrictFIFO")
+    .preemption(within="LowerPriority", reclaim="Any")
     .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None)))
-    .group(fq("model-a", **{"example.com/gpu": ("20", "0", None)})).obj(),
+    .group(fq("model-a", **{"example.com/gpu": ("20", "0", None)}))
+    .obj(),
     make_cq("lend-a").cohort("lend").selector(_eng_selector("lend")).group(fq("default", cpu=("3", None, "2"))).obj(),
     make_cq("lend-b").cohort("lend").selector(_eng_selector("lend")).group(fq("default", cpu=("2", None, "2"))).obj(),
     make_lq("main", "sales", "sales"),
@@ -67,7 +80,9 @@ def run(*workloads: dict[str, Any]) -> tuple[AdmissionCore, dict[str, dict[str, 
 
 
 def summary(admission: dict[str, Any]) -> tuple[str, list[tuple[str, dict[str, str], dict[str, str], int]]]:
-    return admission["clusterQueue"], [(p["name"], p["flavors"], p["resourceUsage"], p["count"]) for p in admission["podSetAssignments"]]
+    return admission["clusterQueue"], [
+        (p["name"], p["flavors"], p["resourceUsage"], p["count"]) for p in admission["podSetAssignments"]
+    ]
 
 
 CASES = [
@@ -92,10 +107,18 @@ CASES = [
     pytest.param(
         [pending("new", "eng-beta", ("one", 10, {"cpu": "6", "example.com/gpu": "1"}), ("two", 40, {"cpu": "1"}))],
         {
-            "eng-beta/new": ("eng-beta", [
-                ("one", {"cpu": "on-demand", "example.com/gpu": "model-a"}, {"cpu": "60", "example.com/gpu": "10"}, 10),
-                ("two", {"cpu": "spot"}, {"cpu": "40"}, 40),
-            ]),
+            "eng-beta/new": (
+                "eng-beta",
+                [
+                    (
+                        "one",
+                        {"cpu": "on-demand", "example.com/gpu": "model-a"},
+                        {"cpu": "60", "example.com/gpu": "10"},
+                        10,
+                    ),
+                    ("two", {"cpu": "spot"}, {"cpu": "40"}, 40),
+                ],
+            ),
         },
         [],
         id="assign multiple resources and flavors",
@@ -139,12 +162,21 @@ CASES = [
         id="partial admission single variable pod set",
     ),
     pytest.param(
-        [pending("new", "sales", ("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}, 10), ("three", 15, {"cpu": "1"}, 5))],
-        {"sales/new": ("sales", [
-            ("one", {"cpu": "default"}, {"cpu": "20"}, 20),
-            ("two", {"cpu": "default"}, {"cpu": "20"}, 20),
-            ("three", {"cpu": "default"}, {"cpu": "10"}, 10),
-        ])},
+        [
+            pending(
+                "new", "sales", ("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}, 10), ("three", 15, {"cpu": "1"}, 5)
+            )
+        ],
+        {
+            "sales/new": (
+                "sales",
+                [
+                    ("one", {"cpu": "default"}, {"cpu": "20"}, 20),
+                    ("two", {"cpu": "default"}, {"cpu": "20"}, 20),
+                    ("three", {"cpu": "default"}, {"cpu": "10"}, 10),
+                ],
+            )
+        },
         [],
         id="partial admission multiple variable pod sets",
     ),

@@ -25,22 +25,53 @@ def _hash(obj: dict[str, Any]) -> str:
     return parse_workload(obj).scheduling_hash
 
 
-@pytest.mark.parametrize(("wl1", "wl2", "same"), [
-    pytest.param(make_wl("wl1", "ns1").request(cpu="2", memory="1Gi").obj(),
-                 make_wl("wl2", "ns2").queue("other").created(9).request(cpu="2", memory="1Gi").obj(), True,
-                 id="same spec, different identity, queue and creation"),
-    pytest.param(make_wl("wl1").request(cpu="1").obj(), make_wl("wl2").request(cpu="2").obj(), False,
-                 id="different resource requests"),
-    pytest.param(make_wl("wl1").podset("main", 3, cpu="1").obj(), make_wl("wl2").podset("main", 5, cpu="1").obj(), False,
-                 id="different pod counts"),
-    pytest.param(make_wl("wl1").priority(100).request(cpu="1").obj(), make_wl("wl2").priority(200).request(cpu="1").obj(),
-                 False, id="different priorities"),
-    pytest.param(make_wl("wl1").request(cpu="1").annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor1").obj(),
-                 make_wl("wl2").request(cpu="1").annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor2").obj(),
-                 False, id="different allowed flavors"),
-    pytest.param(make_wl("wl1").request(cpu="1").node_selector(zone="a").obj(),
-                 make_wl("wl2").request(cpu="1").node_selector(zone="b").obj(), False, id="different nodeSelector"),
-])
+@pytest.mark.parametrize(
+    ("wl1", "wl2", "same"),
+    [
+        pytest.param(
+            make_wl("wl1", "ns1").request(cpu="2", memory="1Gi").obj(),
+            make_wl("wl2", "ns2").queue("other").created(9).request(cpu="2", memory="1Gi").obj(),
+            True,
+            id="same spec, different identity, queue and creation",
+        ),
+        pytest.param(
+            make_wl("wl1").request(cpu="1").obj(),
+            make_wl("wl2").request(cpu="2").obj(),
+            False,
+            id="different resource requests",
+        ),
+        pytest.param(
+            make_wl("wl1").podset("main", 3, cpu="1").obj(),
+            make_wl("wl2").podset("main", 5, cpu="1").obj(),
+            False,
+            id="different pod counts",
+        ),
+        pytest.param(
+            make_wl("wl1").priority(100).request(cpu="1").obj(),
+            make_wl("wl2").priority(200).request(cpu="1").obj(),
+            False,
+            id="different priorities",
+        ),
+        pytest.param(
+            make_wl("wl1")
+            .request(cpu="1")
+            .annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor1")
+            .obj(),
+            make_wl("wl2")
+            .request(cpu="1")
+            .annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor2")
+            .obj(),
+            False,
+            id="different allowed flavors",
+        ),
+        pytest.param(
+            make_wl("wl1").request(cpu="1").node_selector(zone="a").obj(),
+            make_wl("wl2").request(cpu="1").node_selector(zone="b").obj(),
+            False,
+            id="different nodeSelector",
+        ),
+    ],
+)
 def test_scheduling_hash(wl1: dict[str, Any], wl2: dict[str, Any], same: bool) -> None:
     h1, h2 = _hash(wl1), _hash(wl2)
     assert len(h1) == 16 and len(h2) == 16
@@ -59,9 +90,15 @@ def test_reclaimable_pods_change_the_hash() -> None:
 def _full_core(strategy: str = "BestEffortFIFO", **config: Any) -> Any:
     """A ClusterQueue whose 2 CPUs are held, three equivalent pending Workloads and a different one."""
     running = make_wl("running").request(cpu="2").reserve("cq", psa(cpu=("one", "2"))).obj()
-    return make_core(ONE, make_cq("cq").group(fq("one", cpu="2")).strategy(strategy).obj(), LQ, running,
-                     *(make_wl(f"a{i}").created(i).request(cpu="1").obj() for i in (1, 2, 3)),
-                     make_wl("b").created(4).request(cpu="1", memory="1").obj(), **config)
+    return make_core(
+        ONE,
+        make_cq("cq").group(fq("one", cpu="2")).strategy(strategy).obj(),
+        LQ,
+        running,
+        *(make_wl(f"a{i}").created(i).request(cpu="1").obj() for i in (1, 2, 3)),
+        make_wl("b").created(4).request(cpu="1", memory="1").obj(),
+        **config,
+    )
 
 
 def test_no_fit_bulk_moves_the_equivalence_class() -> None:
@@ -81,10 +118,13 @@ def test_no_fit_bulk_moves_the_equivalence_class() -> None:
     assert "ns/a5" in core.queues.dump()["cq"]
 
 
-@pytest.mark.parametrize(("strategy", "config"), [
-    pytest.param("StrictFIFO", {}, id="StrictFIFO keeps strict order"),
-    pytest.param("BestEffortFIFO", {"equivalence_hashing": False}, id="gate off"),
-])
+@pytest.mark.parametrize(
+    ("strategy", "config"),
+    [
+        pytest.param("StrictFIFO", {}, id="StrictFIFO keeps strict order"),
+        pytest.param("BestEffortFIFO", {"equivalence_hashing": False}, id="gate off"),
+    ],
+)
 def test_no_bulk_move(strategy: str, config: dict[str, Any]) -> None:
     core = _full_core(strategy, **config)
     core.schedule(T0)
@@ -92,13 +132,16 @@ def test_no_bulk_move(strategy: str, config: dict[str, Any]) -> None:
     assert (active, inadmissible) == ((4, 0) if strategy == "StrictFIFO" else (3, 1))
 
 
-@pytest.mark.parametrize(("reason", "moved"), [
-    (RequeueReason.NO_FIT, True),
-    (RequeueReason.PREEMPTION_NO_CANDIDATES, True),
-    (RequeueReason.NAMESPACE_MISMATCH, False),
-    (RequeueReason.PREEMPTION_GATED, False),
-    (RequeueReason.GENERIC, False),
-])
+@pytest.mark.parametrize(
+    ("reason", "moved"),
+    [
+        (RequeueReason.NO_FIT, True),
+        (RequeueReason.PREEMPTION_NO_CANDIDATES, True),
+        (RequeueReason.NAMESPACE_MISMATCH, False),
+        (RequeueReason.PREEMPTION_GATED, False),
+        (RequeueReason.GENERIC, False),
+    ],
+)
 def test_requeue_reason_decides_the_bulk_move(reason: RequeueReason, moved: bool) -> None:
     core = make_core(ONE, make_cq("cq").group(fq("one", cpu="2")).obj(), LQ)
     queues: QueueManager = core.queues

@@ -34,65 +34,127 @@ ONE, TWO = make_flavor("one").obj(), make_flavor("two").obj()
 @pytest.mark.parametrize(
     ("objs", "want"),
     [
-        pytest.param([ONE, make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="3").obj()], [{"cpu": "one"}], id="single flavor fits"),
         pytest.param(
-            [ONE, TWO, make_cq("cq").group(fq("one", cpu="2"), fq("two", cpu="4")).obj(), make_wl("wl").request(cpu="3").obj()],
+            [ONE, make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="3").obj()],
+            [{"cpu": "one"}],
+            id="single flavor fits",
+        ),
+        pytest.param(
+            [
+                ONE,
+                TWO,
+                make_cq("cq").group(fq("one", cpu="2"), fq("two", cpu="4")).obj(),
+                make_wl("wl").request(cpu="3").obj(),
+            ],
             [{"cpu": "two"}],
             id="second flavor fits",
         ),
         pytest.param(
-            [ONE, TWO, make_cq("cq").group(fq("one", cpu="4", memory="1Gi"), fq("two", cpu="4", memory="8Gi")).obj(), make_wl("wl").request(cpu="3", memory="2Gi").obj()],
+            [
+                ONE,
+                TWO,
+                make_cq("cq").group(fq("one", cpu="4", memory="1Gi"), fq("two", cpu="4", memory="8Gi")).obj(),
+                make_wl("wl").request(cpu="3", memory="2Gi").obj(),
+            ],
             [{"cpu": "two", "memory": "two"}],
             id="resources of one group share a flavor",
         ),
         pytest.param(
-            [ONE, TWO, make_cq("cq").group(fq("one", cpu="4")).group(fq("two", gpu="2")).obj(), make_wl("wl").request(cpu="3", gpu="1").obj()],
+            [
+                ONE,
+                TWO,
+                make_cq("cq").group(fq("one", cpu="4")).group(fq("two", gpu="2")).obj(),
+                make_wl("wl").request(cpu="3", gpu="1").obj(),
+            ],
             [{"cpu": "one", "nvidia.com/gpu": "two"}],
             id="two resource groups",
         ),
         pytest.param(
-            [make_flavor("one").taint("spot", "true").obj(), TWO, make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(), make_wl("wl").request(cpu="1").obj()],
+            [
+                make_flavor("one").taint("spot", "true").obj(),
+                TWO,
+                make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").obj(),
+            ],
             [{"cpu": "two"}],
             id="skips untolerated taint",
         ),
         pytest.param(
-            [make_flavor("one").taint("spot", "true").obj(), TWO, make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(), make_wl("wl").request(cpu="1").toleration("spot", "true").obj()],
+            [
+                make_flavor("one").taint("spot", "true").obj(),
+                TWO,
+                make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").toleration("spot", "true").obj(),
+            ],
             [{"cpu": "one"}],
             id="tolerated taint",
         ),
         pytest.param(
-            [make_flavor("one").taint("spot", "true").toleration("spot", "true").obj(), make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="1").obj()],
+            [
+                make_flavor("one").taint("spot", "true").toleration("spot", "true").obj(),
+                make_cq("cq").group(fq("one", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").obj(),
+            ],
             [{"cpu": "one"}],
             id="flavor tolerations tolerate its own taints",
         ),
         pytest.param(
-            [make_flavor("one").label("arch", "arm").obj(), make_flavor("two").label("arch", "x86").obj(), make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(), make_wl("wl").request(cpu="1").node_selector(arch="x86").obj()],
+            [
+                make_flavor("one").label("arch", "arm").obj(),
+                make_flavor("two").label("arch", "x86").obj(),
+                make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").node_selector(arch="x86").obj(),
+            ],
             [{"cpu": "two"}],
             id="nodeSelector picks flavor",
         ),
         pytest.param(
-            [make_flavor("one").label("arch", "arm").obj(), make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="1").node_selector(zone="a").obj()],
+            [
+                make_flavor("one").label("arch", "arm").obj(),
+                make_cq("cq").group(fq("one", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").node_selector(zone="a").obj(),
+            ],
             [{"cpu": "one"}],
             id="selector keys unknown to the flavor are ignored",
         ),
         pytest.param(
-            [make_flavor("one").label("arch", "arm").obj(), make_flavor("two").label("arch", "x86").obj(), make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
-             make_wl("wl").request(cpu="1").affinity([{"key": "arch", "operator": "NotIn", "values": ["arm"]}]).obj()],
+            [
+                make_flavor("one").label("arch", "arm").obj(),
+                make_flavor("two").label("arch", "x86").obj(),
+                make_cq("cq").group(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
+                make_wl("wl")
+                .request(cpu="1")
+                .affinity([{"key": "arch", "operator": "NotIn", "values": ["arm"]}])
+                .obj(),
+            ],
             [{"cpu": "two"}],
             id="required affinity picks flavor",
         ),
         pytest.param(
-            [ONE, make_cq("cq").group(fq("one", cpu="4", pods="2")).obj(), make_wl("wl").podset("main", 2, cpu="1").obj()],
+            [
+                ONE,
+                make_cq("cq").group(fq("one", cpu="4", pods="2")).obj(),
+                make_wl("wl").podset("main", 2, cpu="1").obj(),
+            ],
             [{"cpu": "one", "pods": "one"}],
             id="pods resource counted",
         ),
         pytest.param(
-            [ONE, make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").podset("a", 1, cpu="2").podset("b", 1, cpu="2").obj()],
+            [
+                ONE,
+                make_cq("cq").group(fq("one", cpu="4")).obj(),
+                make_wl("wl").podset("a", 1, cpu="2").podset("b", 1, cpu="2").obj(),
+            ],
             [{"cpu": "one"}, {"cpu": "one"}],
             id="several podsets fill a flavor exactly",
         ),
         pytest.param(
-            [ONE, TWO, make_cq("cq").group(fq("one", cpu="3"), fq("two", cpu="4")).obj(), make_wl("wl").podset("a", 1, cpu="2").podset("b", 1, cpu="2").obj()],
+            [
+                ONE,
+                TWO,
+                make_cq("cq").group(fq("one", cpu="3"), fq("two", cpu="4")).obj(),
+                make_wl("wl").podset("a", 1, cpu="2").podset("b", 1, cpu="2").obj(),
+            ],
             [{"cpu": "one"}, {"cpu": "two"}],
             id="later podset moves to the next flavor",
         ),
@@ -112,19 +174,32 @@ def test_assigns_flavors(objs: list[dict[str, Any]], want: list[dict[str, str]])
             id="exceeds max quota",
         ),
         pytest.param(
-            [ONE, make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").podset("a", 1, cpu="3").podset("b", 1, cpu="2").obj()],
+            [
+                ONE,
+                make_cq("cq").group(fq("one", cpu="4")).obj(),
+                make_wl("wl").podset("a", 1, cpu="3").podset("b", 1, cpu="2").obj(),
+            ],
             "ExceedsMaxQuota",
             "couldn't assign flavors to pod set b: insufficient quota for cpu in flavor one, previously considered podsets requests (3) + current podset request (2) > maximum capacity (4)",
             id="previous podsets counted",
         ),
         pytest.param(
-            [make_flavor("one").taint("key", "val").obj(), make_flavor("two").obj(), make_cq("cq").group(fq("one", cpu="5"), fq("two", cpu="5")).obj(), make_wl("wl").request(cpu="10").obj()],
+            [
+                make_flavor("one").taint("key", "val").obj(),
+                make_flavor("two").obj(),
+                make_cq("cq").group(fq("one", cpu="5"), fq("two", cpu="5")).obj(),
+                make_wl("wl").request(cpu="10").obj(),
+            ],
             "ExceedsMaxQuota",
             "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor two, previously considered podsets requests (0) + current podset request (10) > maximum capacity (5), untolerated taint {key val NoSchedule <nil>} in flavor one",
             id="reasons of every flavor, sorted",
         ),
         pytest.param(
-            [make_flavor("one").label("arch", "arm").obj(), make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="1").node_selector(arch="x86").obj()],
+            [
+                make_flavor("one").label("arch", "arm").obj(),
+                make_cq("cq").group(fq("one", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").node_selector(arch="x86").obj(),
+            ],
             "NoMatchingFlavor",
             "couldn't assign flavors to pod set main: flavor one doesn't match node affinity",
             id="affinity mismatch",
@@ -136,7 +211,12 @@ def test_assigns_flavors(objs: list[dict[str, Any]], want: list[dict[str, str]])
             id="undeclared resource",
         ),
         pytest.param(
-            [ONE, make_cq("cq").group(fq("one", memory="1Gi")).obj(), make_wl("first").request(memory="512Mi").obj(), make_wl("wl").created(5).request(memory="1Gi").obj()],
+            [
+                ONE,
+                make_cq("cq").group(fq("one", memory="1Gi")).obj(),
+                make_wl("first").request(memory="512Mi").obj(),
+                make_wl("wl").created(5).request(memory="1Gi").obj(),
+            ],
             "WaitingForQuota",
             "couldn't assign flavors to pod set main: insufficient unused quota for memory in flavor one, 512Mi more needed",
             id="unused quota message formats memory",
@@ -161,7 +241,10 @@ def test_waiting_for_quota_gpu_message() -> None:
     (d,) = core.schedule(T0).decisions
     assert isinstance(d, Pending)
     assert d.reason == "WaitingForQuota"
-    assert d.message == "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu-nodes, 2 more needed"
+    assert (
+        d.message
+        == "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu-nodes, 2 more needed"
+    )
 
 
 def cohort_pair(a: dict[str, Any], b: dict[str, Any], *extra: dict[str, Any]) -> list[dict[str, Any]]:
@@ -171,25 +254,57 @@ def cohort_pair(a: dict[str, Any], b: dict[str, Any], *extra: dict[str, Any]) ->
 @pytest.mark.parametrize(
     ("objs", "admitted"),
     [
-        pytest.param(cohort_pair(fq("one", cpu="2"), fq("one", cpu="4"), make_wl("wl").request(cpu="5").obj()), True, id="borrows within cohort"),
-        pytest.param(cohort_pair(fq("one", cpu=("2", "2", None)), fq("one", cpu="4"), make_wl("wl").request(cpu="5").obj()), False, id="borrowingLimit caps borrowing"),
-        pytest.param(cohort_pair(fq("one", cpu=("2", "3", None)), fq("one", cpu="4"), make_wl("wl").request(cpu="5").obj()), True, id="borrowingLimit allows"),
-        pytest.param(cohort_pair(fq("one", cpu="2"), fq("one", cpu=("4", None, "1")), make_wl("wl").request(cpu="4").obj()), False, id="lendingLimit caps lending"),
-        pytest.param(cohort_pair(fq("one", cpu="2"), fq("one", cpu=("4", None, "2")), make_wl("wl").request(cpu="4").obj()), True, id="lendingLimit allows"),
         pytest.param(
-            [*cohort_pair(fq("one", cpu="2"), fq("one", cpu="0")), make_cohort("co").group(fq("one", cpu="3")).obj(), make_wl("wl").request(cpu="5").obj()],
+            cohort_pair(fq("one", cpu="2"), fq("one", cpu="4"), make_wl("wl").request(cpu="5").obj()),
+            True,
+            id="borrows within cohort",
+        ),
+        pytest.param(
+            cohort_pair(fq("one", cpu=("2", "2", None)), fq("one", cpu="4"), make_wl("wl").request(cpu="5").obj()),
+            False,
+            id="borrowingLimit caps borrowing",
+        ),
+        pytest.param(
+            cohort_pair(fq("one", cpu=("2", "3", None)), fq("one", cpu="4"), make_wl("wl").request(cpu="5").obj()),
+            True,
+            id="borrowingLimit allows",
+        ),
+        pytest.param(
+            cohort_pair(fq("one", cpu="2"), fq("one", cpu=("4", None, "1")), make_wl("wl").request(cpu="4").obj()),
+            False,
+            id="lendingLimit caps lending",
+        ),
+        pytest.param(
+            cohort_pair(fq("one", cpu="2"), fq("one", cpu=("4", None, "2")), make_wl("wl").request(cpu="4").obj()),
+            True,
+            id="lendingLimit allows",
+        ),
+        pytest.param(
+            [
+                *cohort_pair(fq("one", cpu="2"), fq("one", cpu="0")),
+                make_cohort("co").group(fq("one", cpu="3")).obj(),
+                make_wl("wl").request(cpu="5").obj(),
+            ],
             True,
             id="cohort's own quota is shared",
         ),
         pytest.param(
-            [*cohort_pair(fq("one", cpu="2"), fq("one", cpu="0")), make_cohort("co").parent("root").group(fq("one", cpu=("1", "1", None))).obj(),
-             make_cohort("root").group(fq("one", cpu="10")).obj(), make_wl("wl").request(cpu="4").obj()],
+            [
+                *cohort_pair(fq("one", cpu="2"), fq("one", cpu="0")),
+                make_cohort("co").parent("root").group(fq("one", cpu=("1", "1", None))).obj(),
+                make_cohort("root").group(fq("one", cpu="10")).obj(),
+                make_wl("wl").request(cpu="4").obj(),
+            ],
             True,
             id="nested cohort borrows from parent up to its limit",
         ),
         pytest.param(
-            [*cohort_pair(fq("one", cpu="2"), fq("one", cpu="0")), make_cohort("co").parent("root").group(fq("one", cpu=("1", "1", None))).obj(),
-             make_cohort("root").group(fq("one", cpu="10")).obj(), make_wl("wl").request(cpu="5").obj()],
+            [
+                *cohort_pair(fq("one", cpu="2"), fq("one", cpu="0")),
+                make_cohort("co").parent("root").group(fq("one", cpu=("1", "1", None))).obj(),
+                make_cohort("root").group(fq("one", cpu="10")).obj(),
+                make_wl("wl").request(cpu="5").obj(),
+            ],
             False,
             id="nested cohort borrowingLimit caps",
         ),
@@ -209,7 +324,11 @@ def test_when_can_borrow_try_next_flavor() -> None:
     objs = [
         ONE,
         TWO,
-        make_cq("cq").cohort("co").group(fq("one", cpu="1"), fq("two", cpu="4")).fungibility(when_can_borrow="TryNextFlavor").obj(),
+        make_cq("cq")
+        .cohort("co")
+        .group(fq("one", cpu="1"), fq("two", cpu="4"))
+        .fungibility(when_can_borrow="TryNextFlavor")
+        .obj(),
         make_cq("other").cohort("co").group(fq("one", cpu="4"), fq("two", cpu="0")).obj(),
         LQ,
         make_wl("wl").request(cpu="2").obj(),
@@ -220,9 +339,16 @@ def test_when_can_borrow_try_next_flavor() -> None:
 
 
 def test_partial_admission_reduces_count() -> None:
-    d = decide(ONE, make_cq("cq").group(fq("one", cpu="3")).obj(), LQ, make_wl("wl").podset("main", 5, min_count=2, cpu="1").obj())
+    d = decide(
+        ONE,
+        make_cq("cq").group(fq("one", cpu="3")).obj(),
+        LQ,
+        make_wl("wl").podset("main", 5, min_count=2, cpu="1").obj(),
+    )
     assert isinstance(d, Admit)
-    assert d.admission["podSetAssignments"] == [{"name": "main", "flavors": {"cpu": "one"}, "resourceUsage": {"cpu": "3"}, "count": 3}]
+    assert d.admission["podSetAssignments"] == [
+        {"name": "main", "flavors": {"cpu": "one"}, "resourceUsage": {"cpu": "3"}, "count": 3}
+    ]
 
 
 def test_several_admissions_per_cycle_never_overcommit() -> None:
@@ -242,11 +368,23 @@ def test_several_admissions_per_cycle_never_overcommit() -> None:
 
 
 def test_admission_json_formats_quantities() -> None:
-    d = decide(ONE, make_cq("cq").group(fq("one", cpu="4", memory="4Gi")).obj(), LQ, make_wl("wl").podset("main", 3, cpu="500m", memory="512Mi").obj())
+    d = decide(
+        ONE,
+        make_cq("cq").group(fq("one", cpu="4", memory="4Gi")).obj(),
+        LQ,
+        make_wl("wl").podset("main", 3, cpu="500m", memory="512Mi").obj(),
+    )
     assert isinstance(d, Admit)
     assert d.admission == {
         "clusterQueue": "cq",
-        "podSetAssignments": [{"name": "main", "flavors": {"cpu": "one", "memory": "one"}, "resourceUsage": {"cpu": "1500m", "memory": "1536Mi"}, "count": 3}],
+        "podSetAssignments": [
+            {
+                "name": "main",
+                "flavors": {"cpu": "one", "memory": "one"},
+                "resourceUsage": {"cpu": "1500m", "memory": "1536Mi"},
+                "count": 3,
+            }
+        ],
     }
 
 
@@ -257,7 +395,9 @@ def test_admission_json_formats_quantities() -> None:
         pytest.param({"matchLabels": {"a": "1"}}, {"a": "1"}, id="matchLabels hit"),
         pytest.param({"matchLabels": {"a": "1"}}, {"a": "2"}, id="matchLabels miss"),
         pytest.param({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {"a": "1"}, id="In"),
-        pytest.param({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, id="NotIn missing key"),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, id="NotIn missing key"
+        ),
         pytest.param({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": "1"}, id="DoesNotExist"),
     ],
 )

@@ -34,7 +34,11 @@ from webhook.core.snapshot import take_snapshot
 from webhook.core.workload import WorkloadInfo, parse_workload
 
 FIT, PREEMPT, NO_FIT = Mode.FIT, Mode.PREEMPT, Mode.NO_FIT
-NO_CANDIDATES, PREEMPT_P, RECLAIM = PreemptionPossibility.NO_CANDIDATES, PreemptionPossibility.PREEMPT, PreemptionPossibility.RECLAIM
+NO_CANDIDATES, PREEMPT_P, RECLAIM = (
+    PreemptionPossibility.NO_CANDIDATES,
+    PreemptionPossibility.PREEMPT,
+    PreemptionPossibility.RECLAIM,
+)
 GPU = "example.com/gpu"
 CQ = "test-clusterqueue"
 CQ2 = "test-secondary-clusterqueue"
@@ -49,7 +53,9 @@ class ScriptedOracle:
     def __init__(self, results: Sim) -> None:
         self.results = results
 
-    def simulate_preemption(self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[PreemptionPossibility, int]:
+    def simulate_preemption(
+        self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int
+    ) -> tuple[PreemptionPossibility, int]:
         return self.results.get((fr.flavor, fr.resource), (PREEMPT_P, 0))
 
 
@@ -82,8 +88,15 @@ def run(
     for name, u in (usage or {}).items():
         snap.add_usage(snap.cluster_queues[name], {FlavorResource(f, r): parse_amount(r, q) for (f, r), q in u.items()})
     flavors = {n: f for n, f in snap.resource_flavors.items() if n not in deleted_flavors}
-    return assign_flavors(parse_workload(wl), snap.cluster_queues[cq], flavors, ScriptedOracle(sim or {}), fair_sharing=fair_sharing, counts=counts,
-                          concurrent_admission=concurrent_admission)
+    return assign_flavors(
+        parse_workload(wl),
+        snap.cluster_queues[cq],
+        flavors,
+        ScriptedOracle(sim or {}),
+        fair_sharing=fair_sharing,
+        counts=counts,
+        concurrent_admission=concurrent_admission,
+    )
 
 
 def max_msg(res: str, flavor: str, prev: str, req: str, cap: str) -> str:
@@ -168,7 +181,13 @@ def with_pod_spec(wl: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 def required_affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": t} for t in terms]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": t} for t in terms]
+            }
+        }
+    }
 
 
 def expr(key: str, *values: str) -> dict[str, Any]:
@@ -178,7 +197,9 @@ def expr(key: str, *values: str) -> dict[str, Any]:
 PREEMPT_BORROWING = {"reclaim": "LowerPriority", "borrow": "LowerPriority"}
 
 
-def borrowing_while_preempting_cq(when_can_borrow: str, when_can_preempt: str, one: str | tuple[str, str | None, str | None]) -> dict[str, Any]:
+def borrowing_while_preempting_cq(
+    when_can_borrow: str, when_can_preempt: str, one: str | tuple[str, str | None, str | None]
+) -> dict[str, Any]:
     return (
         make_cq(CQ)
         .preemption(**PREEMPT_BORROWING)
@@ -190,7 +211,14 @@ def borrowing_while_preempting_cq(when_can_borrow: str, when_can_preempt: str, o
 
 
 def fair_sharing_cq(reclaim: str) -> dict[str, Any]:
-    return make_cq(CQ).preemption(reclaim=reclaim).fungibility("MayStopSearch", "MayStopSearch").group(fq("one", cpu="0"), fq("two", cpu="12")).cohort("test-cohort").obj()
+    return (
+        make_cq(CQ)
+        .preemption(reclaim=reclaim)
+        .fungibility("MayStopSearch", "MayStopSearch")
+        .group(fq("one", cpu="0"), fq("two", cpu="12"))
+        .cohort("test-cohort")
+        .obj()
+    )
 
 
 ASSIGN_FLAVORS_CASES = [
@@ -199,7 +227,14 @@ ASSIGN_FLAVORS_CASES = [
             wl=ps1(cpu="1", memory="1Mi"),
             cq=cpu_cq(fq("default", cpu="1", memory="2Mi")).obj(),
             mode=FIT,
-            pod_sets=[PS("main", 1, {"cpu": "1", "memory": "1Mi"}, {"cpu": ("default", FIT, -1), "memory": ("default", FIT, -1)})],
+            pod_sets=[
+                PS(
+                    "main",
+                    1,
+                    {"cpu": "1", "memory": "1Mi"},
+                    {"cpu": ("default", FIT, -1), "memory": ("default", FIT, -1)},
+                )
+            ],
             usage={("default", "cpu"): "1", ("default", "memory"): "1Mi"},
         ),
         id="single flavor, fits",
@@ -230,7 +265,9 @@ ASSIGN_FLAVORS_CASES = [
             cq=cpu_cq(fq("default", cpu="4")).obj(),
             cq_usage={("default", "cpu"): "3"},
             mode=PREEMPT,
-            pod_sets=[PS("main", 1, {"cpu": "2"}, {"cpu": ("default", PREEMPT, -1)}, (unused_msg("cpu", "default", "1"),))],
+            pod_sets=[
+                PS("main", 1, {"cpu": "2"}, {"cpu": ("default", PREEMPT, -1)}, (unused_msg("cpu", "default", "1"),))
+            ],
             usage={("default", "cpu"): "2"},
         ),
         id="single flavor, used resources, doesn't fit",
@@ -238,9 +275,13 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="3", memory="10Mi"),
-            cq=cpu_cq(fq("one", cpu="2"), fq("two", cpu="4")).group(fq("b_one", memory="1Gi"), fq("b_two", memory="5Gi")).obj(),
+            cq=cpu_cq(fq("one", cpu="2"), fq("two", cpu="4"))
+            .group(fq("b_one", memory="1Gi"), fq("b_two", memory="5Gi"))
+            .obj(),
             mode=FIT,
-            pod_sets=[PS("main", 1, {"cpu": "3", "memory": "10Mi"}, {"cpu": ("two", FIT, -1), "memory": ("b_one", FIT, 0)})],
+            pod_sets=[
+                PS("main", 1, {"cpu": "3", "memory": "10Mi"}, {"cpu": ("two", FIT, -1), "memory": ("b_one", FIT, 0)})
+            ],
             usage={("two", "cpu"): "3", ("b_one", "memory"): "10Mi"},
         ),
         id="multiple resource groups, fits",
@@ -251,7 +292,9 @@ ASSIGN_FLAVORS_CASES = [
             cq=cpu_cq(fq("one", cpu="3")).group(fq("b_one", memory="1Mi")).obj(),
             cq_usage={("one", "cpu"): "1"},
             mode=NO_FIT,
-            pod_sets=[PS("main", 1, {"cpu": "3", "memory": "10Mi"}, status=(max_msg("memory", "b_one", "0", "10Mi", "1Mi"),))],
+            pod_sets=[
+                PS("main", 1, {"cpu": "3", "memory": "10Mi"}, status=(max_msg("memory", "b_one", "0", "10Mi", "1Mi"),))
+            ],
             usage={},
             no_fit_reason="ExceedsMaxQuota",
         ),
@@ -260,9 +303,18 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="3", memory="10Mi", **{GPU: "3"}),
-            cq=cpu_cq(fq("one", cpu="2", memory="1Gi"), fq("two", cpu="4", memory="15Mi")).group(fq("b_one", **{GPU: "4"}), fq("b_two", **{GPU: "2"})).obj(),
+            cq=cpu_cq(fq("one", cpu="2", memory="1Gi"), fq("two", cpu="4", memory="15Mi"))
+            .group(fq("b_one", **{GPU: "4"}), fq("b_two", **{GPU: "2"}))
+            .obj(),
             mode=FIT,
-            pod_sets=[PS("main", 1, {"cpu": "3", "memory": "10Mi", GPU: "3"}, {"cpu": ("two", FIT, -1), "memory": ("two", FIT, -1), GPU: ("b_one", FIT, 0)})],
+            pod_sets=[
+                PS(
+                    "main",
+                    1,
+                    {"cpu": "3", "memory": "10Mi", GPU: "3"},
+                    {"cpu": ("two", FIT, -1), "memory": ("two", FIT, -1), GPU: ("b_one", FIT, 0)},
+                )
+            ],
             usage={("two", "cpu"): "3", ("two", "memory"): "10Mi", ("b_one", GPU): "3"},
         ),
         id="multiple resource groups with multiple resources, fits",
@@ -270,7 +322,10 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="3", memory="10Mi", **{GPU: "3"}),
-            cq=cpu_cq(fq("one", cpu="2", memory="1Gi"), fq("two", cpu="4", memory="15Mi")).group(fq("b_one", **{GPU: "4"})).cohort("test-cohort").obj(),
+            cq=cpu_cq(fq("one", cpu="2", memory="1Gi"), fq("two", cpu="4", memory="15Mi"))
+            .group(fq("b_one", **{GPU: "4"}))
+            .cohort("test-cohort")
+            .obj(),
             cq_usage={("two", "memory"): "10Mi"},
             others=(secondary(fq("b_one", **{GPU: "0"})),),
             other_usage={("b_one", GPU): "2"},
@@ -282,7 +337,11 @@ ASSIGN_FLAVORS_CASES = [
                     1,
                     {"cpu": "3", "memory": "10Mi", GPU: "3"},
                     {"cpu": ("two", FIT, -1), "memory": ("two", PREEMPT, -1), GPU: ("b_one", PREEMPT, -1)},
-                    (max_msg("cpu", "one", "0", "3", "2"), unused_msg("memory", "two", "5Mi"), unused_msg(GPU, "b_one", "1")),
+                    (
+                        max_msg("cpu", "one", "0", "3", "2"),
+                        unused_msg("memory", "two", "5Mi"),
+                        unused_msg(GPU, "b_one", "1"),
+                    ),
                 )
             ],
             borrowing=1,
@@ -295,7 +354,14 @@ ASSIGN_FLAVORS_CASES = [
             wl=ps1(cpu="3", memory="10Mi"),
             cq=cpu_cq(fq("one", cpu="2", memory="1Gi"), fq("two", cpu="4", memory="5Mi")).obj(),
             mode=NO_FIT,
-            pod_sets=[PS("main", 1, {"cpu": "3", "memory": "10Mi"}, status=(max_msg("cpu", "one", "0", "3", "2"), max_msg("memory", "two", "0", "10Mi", "5Mi")))],
+            pod_sets=[
+                PS(
+                    "main",
+                    1,
+                    {"cpu": "3", "memory": "10Mi"},
+                    status=(max_msg("cpu", "one", "0", "3", "2"), max_msg("memory", "two", "0", "10Mi", "5Mi")),
+                )
+            ],
             usage={},
             no_fit_reason="ExceedsMaxQuota",
         ),
@@ -313,7 +379,11 @@ ASSIGN_FLAVORS_CASES = [
     ),
     pytest.param(
         Case(
-            wl=with_pod_spec(ps1(cpu="1"), nodeSelector={"type": "two", "ignored1": "foo"}, affinity=required_affinity([expr("ignored2", "bar")])),
+            wl=with_pod_spec(
+                ps1(cpu="1"),
+                nodeSelector={"type": "two", "ignored1": "foo"},
+                affinity=required_affinity([expr("ignored2", "bar")]),
+            ),
             cq=cpu_cq(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
             mode=FIT,
             pod_sets=[PS("main", 1, {"cpu": "1"}, {"cpu": ("two", FIT, -1)})],
@@ -323,17 +393,25 @@ ASSIGN_FLAVORS_CASES = [
     ),
     pytest.param(
         Case(
-            wl=with_pod_spec(ps1(cpu="1", memory="1Mi"), nodeSelector={"ignored1": "foo"}, affinity=required_affinity([expr("type", "two")])),
+            wl=with_pod_spec(
+                ps1(cpu="1", memory="1Mi"),
+                nodeSelector={"ignored1": "foo"},
+                affinity=required_affinity([expr("type", "two")]),
+            ),
             cq=cpu_cq(fq("one", cpu="4", memory="1Gi"), fq("two", cpu="4", memory="1Gi")).obj(),
             mode=FIT,
-            pod_sets=[PS("main", 1, {"cpu": "1", "memory": "1Mi"}, {"cpu": ("two", FIT, -1), "memory": ("two", FIT, -1)})],
+            pod_sets=[
+                PS("main", 1, {"cpu": "1", "memory": "1Mi"}, {"cpu": ("two", FIT, -1), "memory": ("two", FIT, -1)})
+            ],
             usage={("two", "cpu"): "1", ("two", "memory"): "1Mi"},
         ),
         id="multiple flavors, fits with node affinity",
     ),
     pytest.param(
         Case(
-            wl=with_pod_spec(ps1(cpu="1"), affinity=required_affinity([expr("ignored2", "bar")], [expr("cpuType", "two")])),
+            wl=with_pod_spec(
+                ps1(cpu="1"), affinity=required_affinity([expr("ignored2", "bar")], [expr("cpuType", "two")])
+            ),
             cq=cpu_cq(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
             mode=FIT,
             pod_sets=[PS("main", 1, {"cpu": "1"}, {"cpu": ("one", FIT, 0)})],
@@ -377,20 +455,36 @@ ASSIGN_FLAVORS_CASES = [
             wl=make_wl("wl").podset("driver", 1, cpu="5").podset("worker", 1, cpu="3").obj(),
             cq=cpu_cq(fq("one", cpu="4"), fq("two", cpu="10")).obj(),
             mode=FIT,
-            pod_sets=[PS("driver", 1, {"cpu": "5"}, {"cpu": ("two", FIT, -1)}), PS("worker", 1, {"cpu": "3"}, {"cpu": ("one", FIT, 0)})],
+            pod_sets=[
+                PS("driver", 1, {"cpu": "5"}, {"cpu": ("two", FIT, -1)}),
+                PS("worker", 1, {"cpu": "3"}, {"cpu": ("one", FIT, 0)}),
+            ],
             usage={("one", "cpu"): "3", ("two", "cpu"): "5"},
         ),
         id="multiple specs, fit different flavors",
     ),
     pytest.param(
         Case(
-            wl=make_wl("wl").podset("driver", 1, cpu="4", memory="1Gi").podset("worker", 1, cpu="6", memory="4Gi").obj(),
+            wl=make_wl("wl")
+            .podset("driver", 1, cpu="4", memory="1Gi")
+            .podset("worker", 1, cpu="6", memory="4Gi")
+            .obj(),
             cq=cpu_cq(fq("default", cpu=("2", "98", None), memory="2Gi")).cohort("test-cohort").obj(),
             others=(secondary(fq("default", cpu="198", memory="198Gi")),),
             mode=FIT,
             pod_sets=[
-                PS("driver", 1, {"cpu": "4", "memory": "1Gi"}, {"cpu": ("default", FIT, -1), "memory": ("default", FIT, -1)}),
-                PS("worker", 1, {"cpu": "6", "memory": "4Gi"}, {"cpu": ("default", FIT, -1), "memory": ("default", FIT, -1)}),
+                PS(
+                    "driver",
+                    1,
+                    {"cpu": "4", "memory": "1Gi"},
+                    {"cpu": ("default", FIT, -1), "memory": ("default", FIT, -1)},
+                ),
+                PS(
+                    "worker",
+                    1,
+                    {"cpu": "6", "memory": "4Gi"},
+                    {"cpu": ("default", FIT, -1), "memory": ("default", FIT, -1)},
+                ),
             ],
             borrowing=1,
             usage={("default", "cpu"): "10", ("default", "memory"): "5Gi"},
@@ -457,20 +551,44 @@ ASSIGN_FLAVORS_CASES = [
             cq=cpu_cq(fq("one", cpu="4"), fq("two", cpu="4")).obj(),
             cq_usage={("one", "cpu"): "3", ("two", "cpu"): "3"},
             mode=PREEMPT,
-            pod_sets=[PS("main", 1, {"cpu": "2"}, {"cpu": ("two", PREEMPT, -1)}, (affinity_msg("one"), unused_msg("cpu", "two", "1")))],
+            pod_sets=[
+                PS(
+                    "main",
+                    1,
+                    {"cpu": "2"},
+                    {"cpu": ("two", PREEMPT, -1)},
+                    (affinity_msg("one"), unused_msg("cpu", "two", "1")),
+                )
+            ],
             usage={("two", "cpu"): "2"},
         ),
         id="can only preempt flavors that match affinity",
     ),
     pytest.param(
         Case(
-            wl=make_wl("wl").podset("launcher", 1, cpu="2").podset("workers", 10, cpu="1").toleration("instance", "spot").obj(),
+            wl=make_wl("wl")
+            .podset("launcher", 1, cpu="2")
+            .podset("workers", 10, cpu="1")
+            .toleration("instance", "spot")
+            .obj(),
             cq=cpu_cq(fq("one", cpu="4"), fq("tainted", cpu="10")).obj(),
             cq_usage={("one", "cpu"): "3", ("tainted", "cpu"): "3"},
             mode=PREEMPT,
             pod_sets=[
-                PS("launcher", 1, {"cpu": "2"}, {"cpu": ("one", PREEMPT, -1)}, (unused_msg("cpu", "one", "1"), TAINT_MSG)),
-                PS("workers", 10, {"cpu": "10"}, {"cpu": ("tainted", PREEMPT, -1)}, (max_msg("cpu", "one", "2", "10", "4"), unused_msg("cpu", "tainted", "3"))),
+                PS(
+                    "launcher",
+                    1,
+                    {"cpu": "2"},
+                    {"cpu": ("one", PREEMPT, -1)},
+                    (unused_msg("cpu", "one", "1"), TAINT_MSG),
+                ),
+                PS(
+                    "workers",
+                    10,
+                    {"cpu": "10"},
+                    {"cpu": ("tainted", PREEMPT, -1)},
+                    (max_msg("cpu", "one", "2", "10", "4"), unused_msg("cpu", "tainted", "3")),
+                ),
             ],
             usage={("one", "cpu"): "2", ("tainted", "cpu"): "10"},
         ),
@@ -512,7 +630,9 @@ ASSIGN_FLAVORS_CASES = [
             wl=ps1(3, cpu="1"),
             cq=cpu_cq(fq("default", pods="3", cpu="10")).obj(),
             mode=FIT,
-            pod_sets=[PS("main", 3, {"cpu": "3", "pods": "3"}, {"cpu": ("default", FIT, -1), "pods": ("default", FIT, -1)})],
+            pod_sets=[
+                PS("main", 3, {"cpu": "3", "pods": "3"}, {"cpu": ("default", FIT, -1), "pods": ("default", FIT, -1)})
+            ],
             usage={("default", "pods"): "3", ("default", "cpu"): "3"},
         ),
         id="num pods fit",
@@ -533,7 +653,9 @@ ASSIGN_FLAVORS_CASES = [
             wl=with_reclaimable(ps1(5, cpu="1"), "main", 2),
             cq=cpu_cq(fq("default", pods="3", cpu="10")).obj(),
             mode=FIT,
-            pod_sets=[PS("main", 3, {"cpu": "3", "pods": "3"}, {"cpu": ("default", FIT, -1), "pods": ("default", FIT, -1)})],
+            pod_sets=[
+                PS("main", 3, {"cpu": "3", "pods": "3"}, {"cpu": ("default", FIT, -1), "pods": ("default", FIT, -1)})
+            ],
             usage={("default", "pods"): "3", ("default", "cpu"): "3"},
         ),
         id="with reclaimable pods; reclaimablePods on",
@@ -542,15 +664,28 @@ ASSIGN_FLAVORS_CASES = [
         pytest.param(
             Case(
                 wl=ps1(cpu="9"),
-                cq=cpu_cq(fq("one", pods="10", cpu="10"), fq("two", pods="10", cpu="10")).fungibility("MayStopSearch", "MayStopSearch").obj(),
+                cq=cpu_cq(fq("one", pods="10", cpu="10"), fq("two", pods="10", cpu="10"))
+                .fungibility("MayStopSearch", "MayStopSearch")
+                .obj(),
                 cq_usage={("one", "cpu"): "2"},
                 mode=PREEMPT,
-                pod_sets=[PS("main", 1, {"cpu": "9", "pods": "1"}, {"cpu": ("one", PREEMPT, 0), "pods": ("one", FIT, 0)}, (unused_msg("cpu", "one", "1"),))],
+                pod_sets=[
+                    PS(
+                        "main",
+                        1,
+                        {"cpu": "9", "pods": "1"},
+                        {"cpu": ("one", PREEMPT, 0), "pods": ("one", FIT, 0)},
+                        (unused_msg("cpu", "one", "1"),),
+                    )
+                ],
                 usage={("one", "cpu"): "9", ("one", "pods"): "1"},
             ),
             id=name,
         )
-        for name in ("preempt before try next flavor", "preempt before try next flavor; using WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch")
+        for name in (
+            "preempt before try next flavor",
+            "preempt before try next flavor; using WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch",
+        )
     ),
     pytest.param(
         Case(
@@ -566,7 +701,10 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="9"),
-            cq=cpu_cq(fq("one", pods="10", cpu=("10", "1", None)), fq("two", pods="10", cpu="1")).fungibility("TryNextFlavor", "TryNextFlavor").cohort("test-cohort").obj(),
+            cq=cpu_cq(fq("one", pods="10", cpu=("10", "1", None)), fq("two", pods="10", cpu="1"))
+            .fungibility("TryNextFlavor", "TryNextFlavor")
+            .cohort("test-cohort")
+            .obj(),
             cq_usage={("one", "cpu"): "2"},
             others=(secondary(fq("one", cpu="1")),),
             mode=FIT,
@@ -579,7 +717,10 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="9"),
-            cq=cpu_cq(fq("one", pods="10", cpu=("10", "1", None)), fq("two", pods="10", cpu="10")).fungibility("TryNextFlavor", "TryNextFlavor").cohort("test-cohort").obj(),
+            cq=cpu_cq(fq("one", pods="10", cpu=("10", "1", None)), fq("two", pods="10", cpu="10"))
+            .fungibility("TryNextFlavor", "TryNextFlavor")
+            .cohort("test-cohort")
+            .obj(),
             cq_usage={("one", "cpu"): "2"},
             others=(secondary(fq("one", cpu="1")),),
             mode=FIT,
@@ -591,7 +732,9 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="9"),
-            cq=cpu_cq(fq("one", pods="10", cpu=("10", "1", None)), fq("two", pods="10", cpu="10")).cohort("test-cohort").obj(),
+            cq=cpu_cq(fq("one", pods="10", cpu=("10", "1", None)), fq("two", pods="10", cpu="10"))
+            .cohort("test-cohort")
+            .obj(),
             cq_usage={("one", "cpu"): "2"},
             others=(secondary(fq("one", cpu="1")),),
             mode=FIT,
@@ -610,17 +753,31 @@ ASSIGN_FLAVORS_CASES = [
                 other_usage={("one", "cpu"): "10"},
                 sim={("one", "cpu"): (PREEMPT_P, 1)},
                 mode=PREEMPT,
-                pod_sets=[PS("main", 1, {"cpu": "12"}, {"cpu": ("one", PREEMPT, 0)}, (unused_msg("cpu", "one", "10"),))],
+                pod_sets=[
+                    PS("main", 1, {"cpu": "12"}, {"cpu": ("one", PREEMPT, 0)}, (unused_msg("cpu", "one", "10"),))
+                ],
                 borrowing=1,
                 usage={("one", "cpu"): "12"},
             ),
             id=name,
         )
         for name, one in (
-            ("when borrowing while preemption is needed for flavor one; WhenCanBorrow=MayStopSearch", ("0", "12", None)),
-            ("when borrowing while preemption is needed for flavor one; WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch", ("0", "12", None)),
-            ("when borrowing while preemption is needed for flavor one, no borrowingLimit; WhenCanBorrow=MayStopSearch", "0"),
-            ("when borrowing while preemption is needed for flavor one, no borrowingLimit; WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch", "0"),
+            (
+                "when borrowing while preemption is needed for flavor one; WhenCanBorrow=MayStopSearch",
+                ("0", "12", None),
+            ),
+            (
+                "when borrowing while preemption is needed for flavor one; WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch",
+                ("0", "12", None),
+            ),
+            (
+                "when borrowing while preemption is needed for flavor one, no borrowingLimit; WhenCanBorrow=MayStopSearch",
+                "0",
+            ),
+            (
+                "when borrowing while preemption is needed for flavor one, no borrowingLimit; WhenCanBorrow=MayStopSearch,WhenCanPreempt=MayStopSearch",
+                "0",
+            ),
         )
     ),
     *(
@@ -643,7 +800,11 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="12"),
-            cq=make_cq(CQ).preemption(**PREEMPT_BORROWING).group(fq("one", cpu=("0", "12", None))).cohort("test-cohort").obj(),
+            cq=make_cq(CQ)
+            .preemption(**PREEMPT_BORROWING)
+            .group(fq("one", cpu=("0", "12", None)))
+            .cohort("test-cohort")
+            .obj(),
             others=(secondary(fq("one", cpu="11")),),
             other_usage={("one", "cpu"): "10"},
             mode=NO_FIT,
@@ -656,7 +817,10 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="9"),
-            cq=cpu_cq(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("10", None, "0"))).fungibility("TryNextFlavor", "TryNextFlavor").cohort("test-cohort").obj(),
+            cq=cpu_cq(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("10", None, "0")))
+            .fungibility("TryNextFlavor", "TryNextFlavor")
+            .cohort("test-cohort")
+            .obj(),
             cq_usage={("one", "cpu"): "2"},
             others=(secondary(fq("one", cpu="1")),),
             mode=FIT,
@@ -668,7 +832,10 @@ ASSIGN_FLAVORS_CASES = [
     pytest.param(
         Case(
             wl=ps1(cpu="9"),
-            cq=cpu_cq(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("1", None, "0"))).fungibility("TryNextFlavor", "TryNextFlavor").cohort("test-cohort").obj(),
+            cq=cpu_cq(fq("one", pods="10", cpu=("10", None, "1")), fq("two", pods="10", cpu=("1", None, "0")))
+            .fungibility("TryNextFlavor", "TryNextFlavor")
+            .cohort("test-cohort")
+            .obj(),
             cq_usage={("one", "cpu"): "2"},
             others=(secondary(fq("one", cpu="1")),),
             mode=FIT,
@@ -711,7 +878,15 @@ ASSIGN_FLAVORS_CASES = [
             others=(secondary(fq("one", pods="0", cpu="0")),),
             sim={("one", "cpu"): (PREEMPT_P, 1)},
             mode=PREEMPT,
-            pod_sets=[PS("main", 1, {"cpu": "9", "pods": "1"}, {"cpu": ("one", PREEMPT, -1), "pods": ("one", FIT, -1)}, (unused_msg("cpu", "one", "1"),))],
+            pod_sets=[
+                PS(
+                    "main",
+                    1,
+                    {"cpu": "9", "pods": "1"},
+                    {"cpu": ("one", PREEMPT, -1), "pods": ("one", FIT, -1)},
+                    (unused_msg("cpu", "one", "1"),),
+                )
+            ],
             borrowing=1,
             usage={("one", "cpu"): "9", ("one", "pods"): "1"},
         ),
@@ -727,7 +902,9 @@ ASSIGN_FLAVORS_CASES = [
                 sim={("one", "cpu"): (PREEMPT_P, 1)},
                 fair_sharing=True,
                 mode=PREEMPT,
-                pod_sets=[PS("main", 1, {"cpu": "12"}, {"cpu": ("one", PREEMPT, 0)}, (unused_msg("cpu", "one", "10"),))],
+                pod_sets=[
+                    PS("main", 1, {"cpu": "12"}, {"cpu": ("one", PREEMPT, 0)}, (unused_msg("cpu", "one", "10"),))
+                ],
                 borrowing=1,
                 usage={("one", "cpu"): "12"},
             ),
@@ -760,12 +937,21 @@ ASSIGN_FLAVORS_CASES = [
     ),
     pytest.param(
         Case(
-            wl=make_wl("wl").podset("fitting-podset", 1, cpu="1").node_selector(type="one").podset("blocking-podset", 1, cpu="5").obj(),
+            wl=make_wl("wl")
+            .podset("fitting-podset", 1, cpu="1")
+            .node_selector(type="one")
+            .podset("blocking-podset", 1, cpu="5")
+            .obj(),
             cq=cpu_cq(fq("one", cpu="2"), fq("two", cpu="2")).obj(),
             mode=NO_FIT,
             pod_sets=[
                 PS("fitting-podset", 1, {"cpu": "1"}, {"cpu": ("one", FIT, 0)}),
-                PS("blocking-podset", 1, {"cpu": "5"}, status=(max_msg("cpu", "one", "1", "5", "2"), max_msg("cpu", "two", "0", "5", "2"))),
+                PS(
+                    "blocking-podset",
+                    1,
+                    {"cpu": "5"},
+                    status=(max_msg("cpu", "one", "1", "5", "2"), max_msg("cpu", "two", "0", "5", "2")),
+                ),
             ],
             usage={("one", "cpu"): "1"},
             no_fit_reason="ExceedsMaxQuota",
@@ -811,14 +997,27 @@ def reclaim_objs(fungibility: tuple[str, str] | None) -> list[dict[str, Any]]:
     test = make_cq(CQ).cohort("cohort").preemption(within="LowerPriority", reclaim="LowerPriority")
     test = test.fungibility(*fungibility) if fungibility else test.fungibility("MayStopSearch", "TryNextFlavor")
     test = test.group(*(fq(n, compute="10", gpu="10") for n in ("uno", "due", "tre")))
-    other = make_cq("other-clusterqueue").cohort("cohort").group(*(fq(n, compute="0", gpu="0") for n in ("uno", "due", "tre")))
+    other = (
+        make_cq("other-clusterqueue")
+        .cohort("cohort")
+        .group(*(fq(n, compute="0", gpu="0") for n in ("uno", "due", "tre")))
+    )
     return [*UNO_DUE_TRE, test.obj(), other.obj()]
 
 
 @pytest.mark.parametrize(
     ("requests", "test_usage", "other_usage", "fungibility", "sim", "mode", "want"),
     [
-        pytest.param({"gpu": "10"}, {("uno", NGPU): "1"}, {("due", NGPU): "1"}, None, {}, FIT, {NGPU: "tre"}, id="Select first flavor which fits"),
+        pytest.param(
+            {"gpu": "10"},
+            {("uno", NGPU): "1"},
+            {("due", NGPU): "1"},
+            None,
+            {},
+            FIT,
+            {NGPU: "tre"},
+            id="Select first flavor which fits",
+        ),
         pytest.param(
             {"gpu": "10"},
             {("uno", NGPU): "1"},
@@ -877,7 +1076,9 @@ def test_reclaim_before_priority_preemption(
     want: dict[str, str],
 ) -> None:
     # Upstream leaves whenCanBorrow unset when it overrides fungibility; the API default is MayStopSearch.
-    a = run(ps1(**requests), reclaim_objs(fungibility), usage={CQ: test_usage, "other-clusterqueue": other_usage}, sim=sim)
+    a = run(
+        ps1(**requests), reclaim_objs(fungibility), usage={CQ: test_usage, "other-clusterqueue": other_usage}, sim=sim
+    )
     assert a.representative_mode() == mode
     assert {r: fa.name for r, fa in a.pod_sets[0].flavors.items()} == want
 
@@ -921,13 +1122,20 @@ ONE_TWO_THREE = [make_flavor(n).obj() for n in ("one", "two", "three")]
 ZERO_QUOTA = [fq(n, cpu="0") for n in ("one", "two", "three")]
 
 
-def hierarchy_objs(test_flavors: Sequence[dict[str, Any]], fungibility: tuple[str, str, str | None]) -> list[dict[str, Any]]:
+def hierarchy_objs(
+    test_flavors: Sequence[dict[str, Any]], fungibility: tuple[str, str, str | None]
+) -> list[dict[str, Any]]:
     return [
         *ONE_TWO_THREE,
         make_cohort("three").group(fq("three", cpu="4")).obj(),
         make_cohort("two").parent("three").group(fq("two", cpu="4")).obj(),
         make_cohort("one").parent("two").group(fq("one", cpu="4")).obj(),
-        make_cq(CQ).cohort("one").preemption(within="LowerPriority", reclaim="LowerPriority").group(*test_flavors).fungibility(*fungibility).obj(),
+        make_cq(CQ)
+        .cohort("one")
+        .preemption(within="LowerPriority", reclaim="LowerPriority")
+        .group(*test_flavors)
+        .fungibility(*fungibility)
+        .obj(),
         make_cq("other-clusterqueue").cohort("two").group(*ZERO_QUOTA).obj(),
     ]
 
@@ -935,8 +1143,26 @@ def hierarchy_objs(test_flavors: Sequence[dict[str, Any]], fungibility: tuple[st
 @pytest.mark.parametrize(
     ("test_flavors", "test_usage", "other_usage", "fungibility", "sim", "mode", "want"),
     [
-        pytest.param(ZERO_QUOTA, {("one", "cpu"): "4"}, {("two", "cpu"): "4"}, ("MayStopSearch", "TryNextFlavor", None), {}, FIT, "three", id="Select the top flavor"),
-        pytest.param(ZERO_QUOTA, {("one", "cpu"): "4"}, {}, ("MayStopSearch", "TryNextFlavor", None), {}, FIT, "two", id="Select the first flavor which fits"),
+        pytest.param(
+            ZERO_QUOTA,
+            {("one", "cpu"): "4"},
+            {("two", "cpu"): "4"},
+            ("MayStopSearch", "TryNextFlavor", None),
+            {},
+            FIT,
+            "three",
+            id="Select the top flavor",
+        ),
+        pytest.param(
+            ZERO_QUOTA,
+            {("one", "cpu"): "4"},
+            {},
+            ("MayStopSearch", "TryNextFlavor", None),
+            {},
+            FIT,
+            "two",
+            id="Select the first flavor which fits",
+        ),
         pytest.param(
             [fq("one", cpu=("4", "0", None)), fq("two", cpu="0"), fq("three", cpu="0")],
             {("one", "cpu"): "4"},
@@ -958,7 +1184,12 @@ def test_hierarchical(
     mode: Mode,
     want: str,
 ) -> None:
-    a = run(ps1(cpu="4"), hierarchy_objs(test_flavors, fungibility), usage={CQ: test_usage, "other-clusterqueue": other_usage}, sim=sim)
+    a = run(
+        ps1(cpu="4"),
+        hierarchy_objs(test_flavors, fungibility),
+        usage={CQ: test_usage, "other-clusterqueue": other_usage},
+        sim=sim,
+    )
     assert a.representative_mode() == mode
     assert {r: fa.name for r, fa in a.pod_sets[0].flavors.items()} == {"cpu": want}
 
@@ -970,20 +1201,72 @@ def test_hierarchical(
 @pytest.mark.parametrize(
     ("a", "b", "preference", "want"),
     [
-        pytest.param((_PMode.FIT, 0), (_PMode.PREEMPT, 0), None, True, id="feature gate disabled prioritises preemption"),
-        pytest.param((_PMode.PREEMPT, 1), (_PMode.FIT, 2), "BorrowingOverPreemption", False, id="explicit BorrowingOverPreemption prioritises borrowing distance"),
-        pytest.param((_PMode.PREEMPT, 1), (_PMode.FIT, 2), "PreemptionOverBorrowing", True, id="explicit PreemptionOverBorrowing prioritises lower preemption"),
-        pytest.param((_PMode.PREEMPT, 1), (_PMode.FIT, 1), "PreemptionOverBorrowing", False, id="explicit PreemptionOverBorrowing breaks borrowing ties with preemption"),
         pytest.param(
-            (_PMode.NO_CANDIDATES, 1), (_PMode.FIT, 2), "PreemptionOverBorrowing", False, id="explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison"
+            (_PMode.FIT, 0), (_PMode.PREEMPT, 0), None, True, id="feature gate disabled prioritises preemption"
         ),
         pytest.param(
-            (_PMode.FIT, 2), (_PMode.NO_CANDIDATES, 1), "PreemptionOverBorrowing", True, id="explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor"
+            (_PMode.PREEMPT, 1),
+            (_PMode.FIT, 2),
+            "BorrowingOverPreemption",
+            False,
+            id="explicit BorrowingOverPreemption prioritises borrowing distance",
         ),
-        pytest.param((_PMode.NO_CANDIDATES, 1), (_PMode.NO_FIT, 0), None, True, id="no-candidate flavor remains preferable to no-fit flavor"),
-        pytest.param((_PMode.NO_FIT, 0), (_PMode.NO_CANDIDATES, 1), None, False, id="no-fit flavor remains worse than no-candidate flavor"),
-        pytest.param((_PMode.NO_CANDIDATES, 1), (_PMode.NO_CANDIDATES, 2), "PreemptionOverBorrowing", True, id="no-candidate flavors retain borrowing preference"),
-        pytest.param((_PMode.NO_CANDIDATES, 2), (_PMode.NO_CANDIDATES, 1), "PreemptionOverBorrowing", False, id="no-candidate flavors retain borrowing preference in reverse"),
+        pytest.param(
+            (_PMode.PREEMPT, 1),
+            (_PMode.FIT, 2),
+            "PreemptionOverBorrowing",
+            True,
+            id="explicit PreemptionOverBorrowing prioritises lower preemption",
+        ),
+        pytest.param(
+            (_PMode.PREEMPT, 1),
+            (_PMode.FIT, 1),
+            "PreemptionOverBorrowing",
+            False,
+            id="explicit PreemptionOverBorrowing breaks borrowing ties with preemption",
+        ),
+        pytest.param(
+            (_PMode.NO_CANDIDATES, 1),
+            (_PMode.FIT, 2),
+            "PreemptionOverBorrowing",
+            False,
+            id="explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison",
+        ),
+        pytest.param(
+            (_PMode.FIT, 2),
+            (_PMode.NO_CANDIDATES, 1),
+            "PreemptionOverBorrowing",
+            True,
+            id="explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor",
+        ),
+        pytest.param(
+            (_PMode.NO_CANDIDATES, 1),
+            (_PMode.NO_FIT, 0),
+            None,
+            True,
+            id="no-candidate flavor remains preferable to no-fit flavor",
+        ),
+        pytest.param(
+            (_PMode.NO_FIT, 0),
+            (_PMode.NO_CANDIDATES, 1),
+            None,
+            False,
+            id="no-fit flavor remains worse than no-candidate flavor",
+        ),
+        pytest.param(
+            (_PMode.NO_CANDIDATES, 1),
+            (_PMode.NO_CANDIDATES, 2),
+            "PreemptionOverBorrowing",
+            True,
+            id="no-candidate flavors retain borrowing preference",
+        ),
+        pytest.param(
+            (_PMode.NO_CANDIDATES, 2),
+            (_PMode.NO_CANDIDATES, 1),
+            "PreemptionOverBorrowing",
+            False,
+            id="no-candidate flavors retain borrowing preference in reverse",
+        ),
     ],
 )
 def test_is_preferred(a: tuple[_PMode, int], b: tuple[_PMode, int], preference: str | None, want: bool) -> None:
@@ -999,7 +1282,11 @@ def test_is_preferred(a: tuple[_PMode, int], b: tuple[_PMode, int], preference: 
     [
         pytest.param({"cpu": "1", "memory": "1Mi"}, None, id="RegularWorkload"),
         pytest.param({"cpu": "1", "memory": "1Mi"}, [1], id="WorkloadWithPartialAdmission"),
-        pytest.param({"cpu": "1", "memory": "1Mi", GPU: "0"}, None, id="WorkloadWithZeroQuantityResourceNotInClusterQueueSkipsResourceWithoutFlavor"),
+        pytest.param(
+            {"cpu": "1", "memory": "1Mi", GPU: "0"},
+            None,
+            id="WorkloadWithZeroQuantityResourceNotInClusterQueueSkipsResourceWithoutFlavor",
+        ),
     ],
 )
 def test_total_requests(requests: dict[str, str], counts: list[int] | None) -> None:
@@ -1013,7 +1300,10 @@ def test_total_requests(requests: dict[str, str], counts: list[int] | None) -> N
 # -- TestIsNoFitDueToCapacityAndLimits (cases without TAS, workload slices or allowed-flavor annotations)
 
 NOFIT_FLAVORS = [make_flavor("flavor-a").label("type", "a").obj(), make_flavor("flavor-b").taint("key", "val").obj()]
-SHARED_FLAVORS = [make_flavor("flavor-shared").label("type", "shared").obj(), make_flavor("flavor-a").label("type", "a").obj()]
+SHARED_FLAVORS = [
+    make_flavor("flavor-shared").label("type", "shared").obj(),
+    make_flavor("flavor-a").label("type", "a").obj(),
+]
 NOFIT_CQ = make_cq("cq").group(fq("flavor-a", cpu=("2", "4", None)), fq("flavor-b", cpu=("2", "4", None))).obj()
 
 
@@ -1021,28 +1311,69 @@ def ab_cohort(a: tuple[str, str], b: tuple[str, str], sibling: tuple[str, str]) 
     """cq and a sibling in `cohort`, each with (nominal, borrowingLimit) cpu on flavor-a and flavor-b."""
     return [
         make_cq("cq").cohort("cohort").group(fq("flavor-a", cpu=(*a, None)), fq("flavor-b", cpu=(*b, None))).obj(),
-        make_cq("sibling").cohort("cohort").group(fq("flavor-a", cpu=(*sibling, None)), fq("flavor-b", cpu=(*sibling, None))).obj(),
+        make_cq("sibling")
+        .cohort("cohort")
+        .group(fq("flavor-a", cpu=(*sibling, None)), fq("flavor-b", cpu=(*sibling, None)))
+        .obj(),
     ]
 
 
 def shared_cohort(cpu_flavors: Sequence[str]) -> list[dict[str, Any]]:
     """cq lists flavor-shared in two resource groups (cpu with `cpu_flavors`, memory alone)."""
     return [
-        make_cq("cq").cohort("cohort").group(*(fq(f, cpu=("2", "4", None)) for f in cpu_flavors)).group(fq("flavor-shared", memory=("2Gi", "4Gi", None))).obj(),
-        make_cq("sibling").cohort("cohort").group(*(fq(f, cpu=("2", "2", None)) for f in cpu_flavors)).group(fq("flavor-shared", memory=("2Gi", "2Gi", None))).obj(),
+        make_cq("cq")
+        .cohort("cohort")
+        .group(*(fq(f, cpu=("2", "4", None)) for f in cpu_flavors))
+        .group(fq("flavor-shared", memory=("2Gi", "4Gi", None)))
+        .obj(),
+        make_cq("sibling")
+        .cohort("cohort")
+        .group(*(fq(f, cpu=("2", "2", None)) for f in cpu_flavors))
+        .group(fq("flavor-shared", memory=("2Gi", "2Gi", None)))
+        .obj(),
     ]
 
 
-SHARED_USAGE = {"sibling": {("flavor-shared", "cpu"): "2", ("flavor-shared", "memory"): "2Gi", ("flavor-a", "cpu"): "2"}}
-NO_CANDIDATES_SIM = {("flavor-shared", "cpu"): (NO_CANDIDATES, 0), ("flavor-shared", "memory"): (NO_CANDIDATES, 0), ("flavor-a", "cpu"): (NO_CANDIDATES, 0)}
+SHARED_USAGE = {
+    "sibling": {("flavor-shared", "cpu"): "2", ("flavor-shared", "memory"): "2Gi", ("flavor-a", "cpu"): "2"}
+}
+NO_CANDIDATES_SIM = {
+    ("flavor-shared", "cpu"): (NO_CANDIDATES, 0),
+    ("flavor-shared", "memory"): (NO_CANDIDATES, 0),
+    ("flavor-a", "cpu"): (NO_CANDIDATES, 0),
+}
 
 
 @pytest.mark.parametrize(
     ("wl", "objs", "usage", "sim", "reason", "attempts"),
     [
-        pytest.param(ps1(cpu="1"), [*NOFIT_FLAVORS, NOFIT_CQ], {}, {}, "", {"flavor-a": "", "flavor-b": "NoMatchingFlavor"}, id="succeeds to schedule on flavor-a"),
-        pytest.param(ps1(cpu="3"), [*NOFIT_FLAVORS, NOFIT_CQ], {}, {}, "ExceedsMaxQuota", {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"}, id="insufficient quota"),
-        pytest.param(ps1(cpu="5"), [*NOFIT_FLAVORS, NOFIT_CQ], {}, {}, "ExceedsMaxQuota", {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"}, id="exceeds max capacity limits"),
+        pytest.param(
+            ps1(cpu="1"),
+            [*NOFIT_FLAVORS, NOFIT_CQ],
+            {},
+            {},
+            "",
+            {"flavor-a": "", "flavor-b": "NoMatchingFlavor"},
+            id="succeeds to schedule on flavor-a",
+        ),
+        pytest.param(
+            ps1(cpu="3"),
+            [*NOFIT_FLAVORS, NOFIT_CQ],
+            {},
+            {},
+            "ExceedsMaxQuota",
+            {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"},
+            id="insufficient quota",
+        ),
+        pytest.param(
+            ps1(cpu="5"),
+            [*NOFIT_FLAVORS, NOFIT_CQ],
+            {},
+            {},
+            "ExceedsMaxQuota",
+            {"flavor-a": "ExceedsMaxQuota", "flavor-b": "NoMatchingFlavor"},
+            id="exceeds max capacity limits",
+        ),
         pytest.param(
             make_wl("wl").podset("main", 1, cpu="1").node_selector(type="wrong").obj(),
             [*NOFIT_FLAVORS, NOFIT_CQ],
@@ -1063,7 +1394,11 @@ NO_CANDIDATES_SIM = {("flavor-shared", "cpu"): (NO_CANDIDATES, 0), ("flavor-shar
         ),
         pytest.param(
             make_wl("wl").podset("main", 1, cpu="1").node_selector(type="non-existent").obj(),
-            [make_flavor("flavor-a").label("type", "a").obj(), make_flavor("flavor-b").label("type", "b").obj(), NOFIT_CQ],
+            [
+                make_flavor("flavor-a").label("type", "a").obj(),
+                make_flavor("flavor-b").label("type", "b").obj(),
+                NOFIT_CQ,
+            ],
             {},
             {},
             "NoMatchingFlavor",
@@ -1128,7 +1463,9 @@ NO_CANDIDATES_SIM = {("flavor-shared", "cpu"): (NO_CANDIDATES, 0), ("flavor-shar
         ),
     ],
 )
-def test_no_fit_reason(wl: dict[str, Any], objs: list[dict[str, Any]], usage: Usage, sim: Sim, reason: str, attempts: dict[str, str]) -> None:
+def test_no_fit_reason(
+    wl: dict[str, Any], objs: list[dict[str, Any]], usage: Usage, sim: Sim, reason: str, attempts: dict[str, str]
+) -> None:
     """NoFitReason, and the no-fit reason recorded for each flavor tried that upstream checks."""
     a = run(wl, objs, cq="cq", usage=usage, sim=sim)
     assert a.no_fit_reason == reason
@@ -1140,8 +1477,15 @@ def test_no_fit_reason(wl: dict[str, Any], objs: list[dict[str, Any]], usage: Us
 def test_no_fit_reason_flavor_not_allowed_by_annotations() -> None:
     """Upstream case "flavor not allowed by annotations" (ConcurrentAdmission on): flavor-b is skipped
     without an attempt, so NoFitReason comes from flavor-a alone, where preemption is possible."""
-    wl = make_wl("wl").podset("main", 1, cpu="1").annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor-a").obj()
-    a = run(wl, [*NOFIT_FLAVORS, NOFIT_CQ], cq="cq", usage={"cq": {("flavor-a", "cpu"): "4"}}, concurrent_admission=True)
+    wl = (
+        make_wl("wl")
+        .podset("main", 1, cpu="1")
+        .annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "flavor-a")
+        .obj()
+    )
+    a = run(
+        wl, [*NOFIT_FLAVORS, NOFIT_CQ], cq="cq", usage={"cq": {("flavor-a", "cpu"): "4"}}, concurrent_admission=True
+    )
     assert a.no_fit_reason == ""
     assert "flavor-b" not in a.pod_sets[0].attempts
     assert "skipping flavor flavor-b due to WorkloadAllowedResourceFlavorAnnotation annotation" in a.pod_sets[0].reasons
@@ -1149,8 +1493,10 @@ def test_no_fit_reason_flavor_not_allowed_by_annotations() -> None:
 
 # -- TestAssignFlavorsWithAllowedFlavors --------------------------------------------------------
 
-ALLOWED_OBJS = [*(make_flavor(n).obj() for n in ("f1", "f2", "occupied")),
-                make_cq("cq").group(fq("f1", cpu="10"), fq("f2", cpu="10"), fq("occupied", cpu="1")).obj()]
+ALLOWED_OBJS = [
+    *(make_flavor(n).obj() for n in ("f1", "f2", "occupied")),
+    make_cq("cq").group(fq("f1", cpu="10"), fq("f2", cpu="10"), fq("occupied", cpu="1")).obj(),
+]
 
 
 @pytest.mark.parametrize(
@@ -1176,7 +1522,12 @@ def test_assign_flavors_with_allowed_flavors(allowed: str | None, flavor: str, m
 
 def test_allowed_flavors_ignored_without_the_gate() -> None:
     """Not an upstream case: with ConcurrentAdmission off the annotation restricts nothing."""
-    wl = make_wl("wl").podset("main", 1, cpu="2").annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "f2").obj()
+    wl = (
+        make_wl("wl")
+        .podset("main", 1, cpu="2")
+        .annotation("kueue.x-k8s.io/workload-allowed-resource-flavors", "f2")
+        .obj()
+    )
     assert run(wl, ALLOWED_OBJS, cq="cq").pod_sets[0].flavors["cpu"].name == "f1"
 
 
@@ -1186,7 +1537,11 @@ def test_flavor_that_a_later_scan_skips_does_not_provide_the_resource() -> None:
     outranks the gpu group's ExceedsMaxQuota."""
     objs = [
         *(make_flavor(n).obj() for n in ("x", "y", "z")),
-        make_cq("cq").group(fq("x", cpu="4")).group(fq("y", memory="4Gi"), fq("x", memory="4Gi")).group(fq("z", gpu="1")).obj(),
+        make_cq("cq")
+        .group(fq("x", cpu="4"))
+        .group(fq("y", memory="4Gi"), fq("x", memory="4Gi"))
+        .group(fq("z", gpu="1"))
+        .obj(),
     ]
     a = run(ps1(cpu="1", memory="1Gi", gpu="2"), objs, cq="cq")
     assert a.representative_mode() == NO_FIT
@@ -1208,7 +1563,11 @@ def bookmark_objs(nominal: str, spare: str, fungibility: tuple[str, str, str | N
     return [
         make_flavor("flavor-1").obj(),
         make_flavor("flavor-2").obj(),
-        make_cq("cq").cohort("cohort").fungibility(*fungibility).group(fq("flavor-1", cpu=nominal), fq("flavor-2", cpu=nominal)).obj(),
+        make_cq("cq")
+        .cohort("cohort")
+        .fungibility(*fungibility)
+        .group(fq("flavor-1", cpu=nominal), fq("flavor-2", cpu=nominal))
+        .obj(),
         make_cq("sibling").cohort("cohort").group(fq("flavor-1", cpu=spare), fq("flavor-2", cpu=spare)).obj(),
     ]
 
@@ -1220,9 +1579,27 @@ BOTH_FULL = {("flavor-1", "cpu"): "2", ("flavor-2", "cpu"): "2"}
     ("nominal", "spare", "request_", "usage", "sim", "fungibility", "mode", "idx"),
     [
         pytest.param(
-            "10", "0", "2", {}, {}, ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"), FIT, 0, id="quota and topology both fit on the first flavor: bookmark names it"
+            "10",
+            "0",
+            "2",
+            {},
+            {},
+            ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"),
+            FIT,
+            0,
+            id="quota and topology both fit on the first flavor: bookmark names it",
         ),
-        pytest.param("1", "20", "2", {}, {}, ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"), FIT, -1, id="fits only by borrowing: bookmark says start over"),
+        pytest.param(
+            "1",
+            "20",
+            "2",
+            {},
+            {},
+            ("TryNextFlavor", "TryNextFlavor", "PreemptionOverBorrowing"),
+            FIT,
+            -1,
+            id="fits only by borrowing: bookmark says start over",
+        ),
         pytest.param(
             "1",
             "20",
@@ -1259,7 +1636,14 @@ BOTH_FULL = {("flavor-1", "cpu"): "2", ("flavor-2", "cpu"): "2"}
     ],
 )
 def test_flavor_scan_records_last_tried_flavor(
-    nominal: str, spare: str, request_: str, usage: dict[tuple[str, str], str], sim: Sim, fungibility: tuple[str, str, str | None], mode: Mode, idx: int
+    nominal: str,
+    spare: str,
+    request_: str,
+    usage: dict[tuple[str, str], str],
+    sim: Sim,
+    fungibility: tuple[str, str, str | None],
+    mode: Mode,
+    idx: int,
 ) -> None:
     a = run(ps1(cpu=request_), bookmark_objs(nominal, spare, fungibility), cq="cq", usage={"cq": usage}, sim=sim)
     assert a.representative_mode() == mode

@@ -42,18 +42,29 @@ def test_order_is_priority_then_age_then_uid_with_per_queue_positions(order: Pen
     add(order, wl("mid-new", queue="b", priority=5, created=2))
     add(order, wl("mid-new-2", queue="b", priority=5, created=2).uid("uid-zzz"))
     assert names(order.cluster_queue_page("cq", offset=0, limit=10)) == [
-        ("high", 0, 0), ("mid-old", 1, 0), ("mid-new", 2, 1), ("mid-new-2", 3, 2), ("low", 4, 1)]
+        ("high", 0, 0),
+        ("mid-old", 1, 0),
+        ("mid-new", 2, 1),
+        ("mid-new-2", 3, 2),
+        ("low", 4, 1),
+    ]
     assert names(order.local_queue_page("ns/b", offset=0, limit=10)) == [
-        ("high", 0, 0), ("mid-new", 2, 1), ("mid-new-2", 3, 2)]
+        ("high", 0, 0),
+        ("mid-new", 2, 1),
+        ("mid-new-2", 3, 2),
+    ]
 
 
-@pytest.mark.parametrize(("offset", "limit", "want"), [
-    pytest.param(0, 2, ["w0", "w1"], id="first page"),
-    pytest.param(3, 2, ["w3", "w4"], id="middle page"),
-    pytest.param(4, 10, ["w4", "w5"], id="last page is short"),
-    pytest.param(9, 10, [], id="offset past the end"),
-    pytest.param(0, 0, [], id="limit 0"),
-])
+@pytest.mark.parametrize(
+    ("offset", "limit", "want"),
+    [
+        pytest.param(0, 2, ["w0", "w1"], id="first page"),
+        pytest.param(3, 2, ["w3", "w4"], id="middle page"),
+        pytest.param(4, 10, ["w4", "w5"], id="last page is short"),
+        pytest.param(9, 10, [], id="offset past the end"),
+        pytest.param(0, 0, [], id="limit 0"),
+    ],
+)
 def test_pages(order: PendingOrder, offset: int, limit: int, want: list[str]) -> None:
     for i in range(6):
         add(order, wl(f"w{i}", queue="ab"[i % 2], created=i))
@@ -107,12 +118,24 @@ def test_workloads_leave_when_reserved_finished_or_deleted_and_move_when_updated
 
 def test_the_api_fields_come_from_the_workload() -> None:
     obj = wl("w").obj()
-    obj["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u",
-                                           "controller": True, "blockOwnerDeletion": True}]
+    obj["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": "j",
+            "uid": "u",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
     entry = pending_workload(obj)
     assert entry is not None
     assert (entry.namespace, entry.name, entry.local_queue, entry.creation_timestamp) == (
-        "ns", "w", "lq", obj["metadata"]["creationTimestamp"])
+        "ns",
+        "w",
+        "lq",
+        obj["metadata"]["creationTimestamp"],
+    )
     assert entry.owner_references == (OwnerRef("batch/v1", "Job", "j", "u"),)
     assert pending_workload(wl("inactive").obj() | {"spec": {**obj["spec"], "active": False}}) is None
 

@@ -21,7 +21,9 @@ def cohort_objects() -> list[dict[str, Any]]:
         make_cq("cq-a").cohort("co").group(fq("default", cpu=("10", "4", None))).obj(),
         make_cq("cq-b").cohort("co").group(fq("default", cpu=("6", None, "2"))).obj(),
         make_cq("cq-c").cohort("co").group(fq("default", cpu="5")).obj(),
-        make_lq("main", "team", "cq-a"), make_lq("x", "other", "cq-a"), make_lq("lq", "ns", "cq-c"),
+        make_lq("main", "team", "cq-a"),
+        make_lq("x", "other", "cq-a"),
+        make_lq("lq", "ns", "cq-c"),
         make_wl("a1", "team").queue("main").request(cpu="5").reserve("cq-a", psa(cpu=("default", "5"))).obj(),
         make_wl("a2", "other").queue("x").request(cpu="3").reserve("cq-a", psa(cpu=("default", "3"))).obj(),
         make_wl("c1", "ns").queue("lq").request(cpu="6").reserve("cq-c", psa(cpu=("default", "6"))).obj(),
@@ -63,8 +65,12 @@ def test_borrowing_limit_caps_what_can_be_borrowed() -> None:
 
 
 def test_outside_a_cohort_nothing_is_borrowed() -> None:
-    objs = [make_flavor("f").obj(), make_cq("solo").group(fq("f", cpu="4", memory="8Gi")).obj(), make_lq("q", "ns", "solo"),
-            make_wl("w", "ns").queue("q").request(cpu="1").reserve("solo", psa(cpu=("f", "1"))).obj()]
+    objs = [
+        make_flavor("f").obj(),
+        make_cq("solo").group(fq("f", cpu="4", memory="8Gi")).obj(),
+        make_lq("q", "ns", "solo"),
+        make_wl("w", "ns").queue("q").request(cpu="1").reserve("solo", psa(cpu=("f", "1"))).obj(),
+    ]
     lim = local_queue_limits(cache_of(objs), "ns/q")
     assert lim is not None and lim.cohort == ""
     cpu, mem = lim.resources

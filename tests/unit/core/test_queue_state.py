@@ -28,7 +28,11 @@ EVICTED = make_wl("evicted").request(cpu="1").reserve("cq", psa(cpu=("one", "1")
 
 
 def summary(core: AdmissionCore) -> list[tuple[str, str, str, str]]:
-    return [(type(d).__name__, d.key.split("/")[1], d.reason, d.message) for d in core.schedule(T0).decisions if not isinstance(d, Admit)]
+    return [
+        (type(d).__name__, d.key.split("/")[1], d.reason, d.message)
+        for d in core.schedule(T0).decisions
+        if not isinstance(d, Admit)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -99,7 +103,9 @@ def test_decision_conditions() -> None:
     res = core.schedule(T0)
     (ev,) = res.evicted
     assert isinstance(ev, Evict) and ev.cluster_queue == "cq"
-    assert [(c.type, c.status, c.reason, c.message) for c in ev.conditions] == [("Evicted", "True", "ClusterQueueStopped", "The ClusterQueue is stopped")]
+    assert [(c.type, c.status, c.reason, c.message) for c in ev.conditions] == [
+        ("Evicted", "True", "ClusterQueueStopped", "The ClusterQueue is stopped")
+    ]
     (un,) = res.unreserved
     assert isinstance(un, UnsetReservation)
     assert [(c.type, c.status, c.reason, c.message) for c in un.conditions] == [
@@ -116,7 +122,10 @@ def test_stopping_a_running_queue_later() -> None:
     core.on_cluster_queue(cq("HoldAndDrain"), T0)
     assert summary(core) == [("Evict", "admitted", "ClusterQueueStopped", "The ClusterQueue is stopped")]
     # The worker's Evicted patch lands: nothing more to do until the job stops.
-    core.on_workload(make_wl("admitted").request(cpu="1").reserve("cq", psa(cpu=("one", "1"))).evicted("ClusterQueueStopped").obj(), T0)
+    core.on_workload(
+        make_wl("admitted").request(cpu="1").reserve("cq", psa(cpu=("one", "1"))).evicted("ClusterQueueStopped").obj(),
+        T0,
+    )
     assert summary(core) == []
 
 
@@ -129,7 +138,12 @@ def test_failed_write_is_retried() -> None:
 
 
 def test_blocked_status_is_not_rewritten() -> None:
-    wl = make_wl("pending").request(cpu="1").condition("QuotaReserved", "False", "Suspended", "LocalQueue lq is inactive").obj()
+    wl = (
+        make_wl("pending")
+        .request(cpu="1")
+        .condition("QuotaReserved", "False", "Suspended", "LocalQueue lq is inactive")
+        .obj()
+    )
     core = make_core(ONE, cq(), lq("Hold"), wl)
     assert summary(core) == []
 
@@ -143,7 +157,9 @@ def test_blocked_status_is_not_rewritten() -> None:
                      id="LocalQueue restarted"),
     ],
 )  # fmt: skip
-def test_restart_requeues(reason: str, stopped: list[dict[str, Any]], restarted: list[dict[str, Any]], want: tuple[str, str]) -> None:
+def test_restart_requeues(
+    reason: str, stopped: list[dict[str, Any]], restarted: list[dict[str, Any]], want: tuple[str, str]
+) -> None:
     parked = make_wl("wl").request(cpu="1").condition("Requeued", "False", reason, "stopped")
     core = make_core(ONE, *stopped, parked.obj())
     assert [d[0] for d in summary(core)] == ["QueueBlocked"]

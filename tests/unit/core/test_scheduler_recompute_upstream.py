@@ -29,7 +29,9 @@ from tests.unit.core.test_scheduler_upstream import (
 )
 
 FAIR = "Fair Sharing within the cohort"
-DEFERRED = "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
+DEFERRED = (
+    "Workload has overlapping preemption targets with another workload, but will fit after these preemptions complete"
+)
 
 
 def _cq(name: str, cohort: str, *flavors: dict[str, Any]) -> dict[str, Any]:
@@ -74,9 +76,11 @@ def _tiny(cpu: str) -> dict[str, Any]:
 
 
 def _waiting_preempted(more: str) -> tuple[str, str]:
-    return ("WaitingForPreemptedWorkloads",
-            f"couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, {more} more needed. "
-            "Pending the preemption of 1 workload(s)")
+    return (
+        "WaitingForPreemptedWorkloads",
+        f"couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, {more} more needed. "
+        "Pending the preemption of 1 workload(s)",
+    )
 
 
 def _one(flavor: str, cpu: str) -> tuple[tuple[str, dict[str, str], dict[str, str], int]]:
@@ -86,92 +90,192 @@ def _one(flavor: str, cpu: str) -> tuple[tuple[str, dict[str, str], dict[str, st
 TINY_PATH, REST_PATH = "/root-cohort/parent-cohort-b/cq-tiny", "/root-cohort/parent-cohort-c/cq-rest"
 TWO_WORKLOADS: dict[str, Any] = dict(
     assignments={"eng-alpha/wl-rest-admitted": ("cq-rest", _one("default", "6055"))},
-    preempted={"eng-alpha/wl-rest-admitted": ("InCohortReclamation",
-                                              preempt_msg("wl-tiny-pending", "job-t-uid", RECLAIM, TINY_PATH, REST_PATH))},
+    preempted={
+        "eng-alpha/wl-rest-admitted": (
+            "InCohortReclamation",
+            preempt_msg("wl-tiny-pending", "job-t-uid", RECLAIM, TINY_PATH, REST_PATH),
+        )
+    },
     left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
 )
 STICKY = [
     reserved("wl-admitted-default", "default", "cq-1", "default", "10", queue="lq-1", admitted=True),
     reserved("wl-admitted-on-demand", "default", "cq-1", "on-demand", "10", queue="lq-1", admitted=True),
-    pending("wl-pending-high-prio-1", "default", "lq-1", prio=11, uid="wl-pending-high-prio-1-uid", job_uid="job-high-prio-1-uid",
-            cpu="10"),
-    wl("wl-pending-high-prio-2", "default", "lq-2", prio=10, uid="wl-pending-high-prio-2-uid", job_uid="job-high-prio-2-uid")
-    .request(cpu="10").created(1).obj(),
+    pending(
+        "wl-pending-high-prio-1",
+        "default",
+        "lq-1",
+        prio=11,
+        uid="wl-pending-high-prio-1-uid",
+        job_uid="job-high-prio-1-uid",
+        cpu="10",
+    ),
+    wl(
+        "wl-pending-high-prio-2",
+        "default",
+        "lq-2",
+        prio=10,
+        uid="wl-pending-high-prio-2-uid",
+        job_uid="job-high-prio-2-uid",
+    )
+    .request(cpu="10")
+    .created(1)
+    .obj(),
 ]
 STICKY_COMMON: dict[str, Any] = dict(
-    assignments={"default/wl-admitted-default": ("cq-1", _one("default", "10")),
-                 "default/wl-admitted-on-demand": ("cq-1", _one("on-demand", "10"))},
-    preempted={"default/wl-admitted-default": ("InCohortFairSharing",
-                                               preempt_msg("wl-pending-high-prio-2-uid", "job-high-prio-2-uid", FAIR, "/root/cq-2", "/root/cq-1"))},
+    assignments={
+        "default/wl-admitted-default": ("cq-1", _one("default", "10")),
+        "default/wl-admitted-on-demand": ("cq-1", _one("on-demand", "10")),
+    },
+    preempted={
+        "default/wl-admitted-default": (
+            "InCohortFairSharing",
+            preempt_msg("wl-pending-high-prio-2-uid", "job-high-prio-2-uid", FAIR, "/root/cq-2", "/root/cq-1"),
+        )
+    },
 )
-HIGH_PRIO_2 = ("WaitingForPreemptedWorkloads",
-               "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 more needed, "
-               "insufficient unused quota for cpu in flavor on-demand, 10 more needed. Pending the preemption of 1 workload(s)")
+HIGH_PRIO_2 = (
+    "WaitingForPreemptedWorkloads",
+    "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 10 more needed, "
+    "insufficient unused quota for cpu in flavor on-demand, 10 more needed. Pending the preemption of 1 workload(s)",
+)
 
 ROWS: dict[str, Row] = {
-    "with fair sharing: hierarchical nominal-first prefers non-borrowing leaf CQ": Row(Case(
-        objs=HERO_TREE, fair_sharing=True,
-        workloads=[
-            reserved("wl-noisy-admitted", "eng-alpha", "cq-noisy", "default", "3000", queue="lq-noisy", admitted=True),
-            reserved("wl-tiny-admitted", "eng-alpha", "cq-tiny", "default", "60", queue="lq-tiny", admitted=True),
-            reserved("wl-rest-admitted", "eng-alpha", "cq-rest", "default", "2995", queue="lq-rest", admitted=True),
-            _hero("2990"), _tiny("10"),
-        ],
-        assignments={"eng-alpha/wl-noisy-admitted": ("cq-noisy", _one("default", "3000")),
-                     "eng-alpha/wl-tiny-admitted": ("cq-tiny", _one("default", "60")),
-                     "eng-alpha/wl-rest-admitted": ("cq-rest", _one("default", "2995"))},
-        pending={"eng-alpha/wl-hero": _waiting_preempted("5"), "eng-alpha/wl-tiny-pending": _waiting_preempted("10")},
-        preempted={
-            "eng-alpha/wl-noisy-admitted": ("InCohortReclamation", preempt_msg(
-                "wl-hero", "job-h-uid", RECLAIM, "/root-cohort/parent-cohort-a/cq-hero", "/root-cohort/parent-cohort-a/cq-noisy")),
-            "eng-alpha/wl-rest-admitted": ("InCohortFairSharing", preempt_msg("wl-tiny-pending", "job-t-uid", FAIR, TINY_PATH, REST_PATH)),
-        },
-        left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
-    ), {("cq-hero", "new_targets"): 1}),
-    "with fair sharing: two workloads reclaim nominal quota; RecomputePreemptionTargetsUponOverlap enabled": Row(Case(
-        objs=HERO_TREE, fair_sharing=True,
-        workloads=[
-            reserved("wl-rest-admitted", "eng-alpha", "cq-rest", "default", "6055", prio=0, queue="lq-rest", admitted=True),
-            _hero("2950"), _tiny("50"),
-            wl("wl-rest-pending", "eng-alpha", "lq-rest", prio=10, uid="wl-rest-pending").request(cpu="4000").created(2).obj(),
-        ],
-        pending={"eng-alpha/wl-hero": ("WaitingForPreemptedWorkloads", DEFERRED),
-                 "eng-alpha/wl-tiny-pending": _waiting_preempted("50"),
-                 "eng-alpha/wl-rest-pending": ("WaitingForQuota", "couldn't assign flavors to pod set main: insufficient unused quota "
-                                               "for cpu in flavor default, 945 more needed")},
-        inadmissible={"cq-rest": ["eng-alpha/wl-rest-pending"]},
-        **TWO_WORKLOADS,
-    # Upstream checks only the cq-hero count. wl-rest-pending overlapped too (on wl-rest-admitted) and was
-    # recomputed without a fit: its message counts wl-rest-admitted as gone (945 = 4000 - 3055 free).
-    ), {("cq-hero", "deferred_fit"): 1, ("cq-rest", "skipped"): 1}),
-    "two workloads reclaim nominal quota; RecomputePreemptionTargetsUponOverlap enabled": Row(Case(
-        objs=HERO_TREE,
-        workloads=[reserved("wl-rest-admitted", "eng-alpha", "cq-rest", "default", "6055", queue="lq-rest", admitted=True),
-                   _hero("2950"), _tiny("50")],
-        pending={"eng-alpha/wl-hero": ("WaitingForPreemptedWorkloads", DEFERRED), "eng-alpha/wl-tiny-pending": _waiting_preempted("50")},
-        **TWO_WORKLOADS,
-    ), {("cq-hero", "deferred_fit"): 1}),
+    "with fair sharing: hierarchical nominal-first prefers non-borrowing leaf CQ": Row(
+        Case(
+            objs=HERO_TREE,
+            fair_sharing=True,
+            workloads=[
+                reserved(
+                    "wl-noisy-admitted", "eng-alpha", "cq-noisy", "default", "3000", queue="lq-noisy", admitted=True
+                ),
+                reserved("wl-tiny-admitted", "eng-alpha", "cq-tiny", "default", "60", queue="lq-tiny", admitted=True),
+                reserved("wl-rest-admitted", "eng-alpha", "cq-rest", "default", "2995", queue="lq-rest", admitted=True),
+                _hero("2990"),
+                _tiny("10"),
+            ],
+            assignments={
+                "eng-alpha/wl-noisy-admitted": ("cq-noisy", _one("default", "3000")),
+                "eng-alpha/wl-tiny-admitted": ("cq-tiny", _one("default", "60")),
+                "eng-alpha/wl-rest-admitted": ("cq-rest", _one("default", "2995")),
+            },
+            pending={
+                "eng-alpha/wl-hero": _waiting_preempted("5"),
+                "eng-alpha/wl-tiny-pending": _waiting_preempted("10"),
+            },
+            preempted={
+                "eng-alpha/wl-noisy-admitted": (
+                    "InCohortReclamation",
+                    preempt_msg(
+                        "wl-hero",
+                        "job-h-uid",
+                        RECLAIM,
+                        "/root-cohort/parent-cohort-a/cq-hero",
+                        "/root-cohort/parent-cohort-a/cq-noisy",
+                    ),
+                ),
+                "eng-alpha/wl-rest-admitted": (
+                    "InCohortFairSharing",
+                    preempt_msg("wl-tiny-pending", "job-t-uid", FAIR, TINY_PATH, REST_PATH),
+                ),
+            },
+            left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
+        ),
+        {("cq-hero", "new_targets"): 1},
+    ),
+    "with fair sharing: two workloads reclaim nominal quota; RecomputePreemptionTargetsUponOverlap enabled": Row(
+        Case(
+            objs=HERO_TREE,
+            fair_sharing=True,
+            workloads=[
+                reserved(
+                    "wl-rest-admitted",
+                    "eng-alpha",
+                    "cq-rest",
+                    "default",
+                    "6055",
+                    prio=0,
+                    queue="lq-rest",
+                    admitted=True,
+                ),
+                _hero("2950"),
+                _tiny("50"),
+                wl("wl-rest-pending", "eng-alpha", "lq-rest", prio=10, uid="wl-rest-pending")
+                .request(cpu="4000")
+                .created(2)
+                .obj(),
+            ],
+            pending={
+                "eng-alpha/wl-hero": ("WaitingForPreemptedWorkloads", DEFERRED),
+                "eng-alpha/wl-tiny-pending": _waiting_preempted("50"),
+                "eng-alpha/wl-rest-pending": (
+                    "WaitingForQuota",
+                    "couldn't assign flavors to pod set main: insufficient unused quota "
+                    "for cpu in flavor default, 945 more needed",
+                ),
+            },
+            inadmissible={"cq-rest": ["eng-alpha/wl-rest-pending"]},
+            **TWO_WORKLOADS,
+            # Upstream checks only the cq-hero count. wl-rest-pending overlapped too (on wl-rest-admitted) and was
+            # recomputed without a fit: its message counts wl-rest-admitted as gone (945 = 4000 - 3055 free).
+        ),
+        {("cq-hero", "deferred_fit"): 1, ("cq-rest", "skipped"): 1},
+    ),
+    "two workloads reclaim nominal quota; RecomputePreemptionTargetsUponOverlap enabled": Row(
+        Case(
+            objs=HERO_TREE,
+            workloads=[
+                reserved("wl-rest-admitted", "eng-alpha", "cq-rest", "default", "6055", queue="lq-rest", admitted=True),
+                _hero("2950"),
+                _tiny("50"),
+            ],
+            pending={
+                "eng-alpha/wl-hero": ("WaitingForPreemptedWorkloads", DEFERRED),
+                "eng-alpha/wl-tiny-pending": _waiting_preempted("50"),
+            },
+            **TWO_WORKLOADS,
+        ),
+        {("cq-hero", "deferred_fit"): 1},
+    ),
     # Also upstream's "... and TAS disabled" and "... and TAS recomputation disabled" (TAS is not implemented).
-    "flavor stickiness with RecomputePreemptionTargetsUponOverlap": Row(Case(
-        objs=TWO_FLAVORS, fair_sharing=True, workloads=STICKY,
-        pending={
-            "default/wl-pending-high-prio-1": ("WaitingForQuota", "couldn't assign flavors to pod set main: insufficient unused quota "
-                                               "for cpu in flavor default, 10 more needed, skipping flavor on-demand as it is not found "
-                                               "in the nomination mapping for resource cpu"),
-            "default/wl-pending-high-prio-2": HIGH_PRIO_2,
-        },
-        left={"cq-2": ["default/wl-pending-high-prio-2"]},
-        inadmissible={"cq-1": ["default/wl-pending-high-prio-1"]},
-        **STICKY_COMMON,
-    ), {("cq-1", "skipped"): 1}),
-    "legacy overlap skip with RecomputePreemptionTargetsUponOverlap disabled": Row(Case(
-        objs=TWO_FLAVORS, fair_sharing=True, workloads=STICKY, recompute_on_overlap=False,
-        pending={"default/wl-pending-high-prio-1": ("WaitingForQuota", "Workload has overlapping preemption targets with another workload"),
-                 "default/wl-pending-high-prio-2": HIGH_PRIO_2},
-        left={"cq-1": ["default/wl-pending-high-prio-1"], "cq-2": ["default/wl-pending-high-prio-2"]},
-        skipped_preemptions={"cq-1": 1},  # upstream's 0 for cq-2 is a gauge never set
-        **STICKY_COMMON,
-    )),
+    "flavor stickiness with RecomputePreemptionTargetsUponOverlap": Row(
+        Case(
+            objs=TWO_FLAVORS,
+            fair_sharing=True,
+            workloads=STICKY,
+            pending={
+                "default/wl-pending-high-prio-1": (
+                    "WaitingForQuota",
+                    "couldn't assign flavors to pod set main: insufficient unused quota "
+                    "for cpu in flavor default, 10 more needed, skipping flavor on-demand as it is not found "
+                    "in the nomination mapping for resource cpu",
+                ),
+                "default/wl-pending-high-prio-2": HIGH_PRIO_2,
+            },
+            left={"cq-2": ["default/wl-pending-high-prio-2"]},
+            inadmissible={"cq-1": ["default/wl-pending-high-prio-1"]},
+            **STICKY_COMMON,
+        ),
+        {("cq-1", "skipped"): 1},
+    ),
+    "legacy overlap skip with RecomputePreemptionTargetsUponOverlap disabled": Row(
+        Case(
+            objs=TWO_FLAVORS,
+            fair_sharing=True,
+            workloads=STICKY,
+            recompute_on_overlap=False,
+            pending={
+                "default/wl-pending-high-prio-1": (
+                    "WaitingForQuota",
+                    "Workload has overlapping preemption targets with another workload",
+                ),
+                "default/wl-pending-high-prio-2": HIGH_PRIO_2,
+            },
+            left={"cq-1": ["default/wl-pending-high-prio-1"], "cq-2": ["default/wl-pending-high-prio-2"]},
+            skipped_preemptions={"cq-1": 1},  # upstream's 0 for cq-2 is a gauge never set
+            **STICKY_COMMON,
+        )
+    ),
 }
 
 

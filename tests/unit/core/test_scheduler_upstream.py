@@ -49,11 +49,20 @@ FLAVORS: list[dict[str, Any]] = [
 ]
 CLUSTER_QUEUES: list[dict[str, Any]] = [
     make_cq("sales").selector(_sel("sales")).strategy("StrictFIFO").group(fq("default", cpu=("50", "0", None))).obj(),
-    make_cq("eng-alpha").cohort("eng").selector(_sel("eng")).strategy("StrictFIFO")
-    .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj(),
-    make_cq("eng-beta").cohort("eng").selector(_sel("eng")).strategy("StrictFIFO").preemption(within="LowerPriority", reclaim="Any")
+    make_cq("eng-alpha")
+    .cohort("eng")
+    .selector(_sel("eng"))
+    .strategy("StrictFIFO")
+    .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None)))
+    .obj(),
+    make_cq("eng-beta")
+    .cohort("eng")
+    .selector(_sel("eng"))
+    .strategy("StrictFIFO")
+    .preemption(within="LowerPriority", reclaim="Any")
     .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None)))
-    .group(fq("model-a", **{"example.com/gpu": ("20", "0", None)})).obj(),
+    .group(fq("model-a", **{"example.com/gpu": ("20", "0", None)}))
+    .obj(),
     make_cq("flavor-nonexistent-cq").strategy("StrictFIFO").group(fq("nonexistent-flavor", cpu="50")).obj(),
     make_cq("lend-a").cohort("lend").selector(_sel("lend")).group(fq("default", cpu=("3", None, "2"))).obj(),
     make_cq("lend-b").cohort("lend").selector(_sel("lend")).group(fq("default", cpu=("2", None, "2"))).obj(),
@@ -79,7 +88,14 @@ NAMESPACES = {
 
 
 # -- workload shorthands ------------------------------------------------------------------------
-def wl(name: str, ns: str, queue: str | None = "main", prio: int | None = None, uid: str | None = None, job_uid: str | None = None) -> Any:
+def wl(
+    name: str,
+    ns: str,
+    queue: str | None = "main",
+    prio: int | None = None,
+    uid: str | None = None,
+    job_uid: str | None = None,
+) -> Any:
     """A Workload builder with upstream's defaults (no UID unless given)."""
     b = make_wl(name, ns).uid(uid or "")
     if queue is not None:
@@ -93,12 +109,29 @@ def wl(name: str, ns: str, queue: str | None = "main", prio: int | None = None, 
     return b
 
 
-def pending(name: str, ns: str, queue: str = "main", prio: int | None = None, uid: str | None = None, job_uid: str | None = None, **req: str) -> dict[str, Any]:
+def pending(
+    name: str,
+    ns: str,
+    queue: str = "main",
+    prio: int | None = None,
+    uid: str | None = None,
+    job_uid: str | None = None,
+    **req: str,
+) -> dict[str, Any]:
     """A pending single-pod workload requesting `req`."""
     return wl(name, ns, queue, prio, uid, job_uid).request(**req).obj()
 
 
-def reserved(name: str, ns: str, cq: str, flavor: str, cpu: str, prio: int | None = None, queue: str | None = None, admitted: bool = False) -> dict[str, Any]:
+def reserved(
+    name: str,
+    ns: str,
+    cq: str,
+    flavor: str,
+    cpu: str,
+    prio: int | None = None,
+    queue: str | None = None,
+    admitted: bool = False,
+) -> dict[str, Any]:
     """A single-pod workload holding `cpu` of `flavor` in `cq` (upstream `ReserveQuotaAt`)."""
     return wl(name, ns, queue, prio).request(cpu=cpu).reserve(cq, psa(cpu=(flavor, cpu)), admitted=admitted).obj()
 
@@ -158,8 +191,17 @@ def cache_assignments(core: AdmissionCore) -> dict[str, tuple[str, list[PSA]]]:
 
 
 def run_case(c: Case) -> tuple[AdmissionCore, CycleResult]:
-    core = make_core(*FLAVORS, *CLUSTER_QUEUES, *LOCAL_QUEUES, *c.objs, *c.workloads, namespaces=dict(c.namespaces), fair_sharing=c.fair_sharing,
-                     recompute_on_overlap=c.recompute_on_overlap, concurrent_admission=c.concurrent_admission)
+    core = make_core(
+        *FLAVORS,
+        *CLUSTER_QUEUES,
+        *LOCAL_QUEUES,
+        *c.objs,
+        *c.workloads,
+        namespaces=dict(c.namespaces),
+        fair_sharing=c.fair_sharing,
+        recompute_on_overlap=c.recompute_on_overlap,
+        concurrent_admission=c.concurrent_admission,
+    )
     result = core.schedule(T0)
     if c.admission_error:
         for d in result.admitted:
@@ -176,7 +218,11 @@ def check(core: AdmissionCore, result: CycleResult, c: Case) -> None:
             if isinstance(d, Admit):
                 conds = {x.type: x for x in d.conditions}
                 qr = conds["QuotaReserved"]
-                assert (qr.status, qr.reason, qr.message) == ("True", "QuotaReserved", f"Quota reserved in ClusterQueue {d.cluster_queue}")
+                assert (qr.status, qr.reason, qr.message) == (
+                    "True",
+                    "QuotaReserved",
+                    f"Quota reserved in ClusterQueue {d.cluster_queue}",
+                )
                 adm = conds.get("Admitted")
                 got_cond[str(d.key)] = ("True" if adm is None else adm.status, "" if adm is None else adm.reason)
         want_cond = {k: c.admitted_condition.get(k, ("True", "Admitted")) for k in got_cond}
@@ -190,7 +236,9 @@ def check(core: AdmissionCore, result: CycleResult, c: Case) -> None:
                 ev, pr = v.conditions
                 assert (ev.type, ev.status, ev.reason, ev.message) == ("Evicted", "True", "Preempted", pr.message)
                 got_victims[str(v.key)] = (pr.reason, pr.message)
-    assert {k: (r, got_victims[k][1] if m is None and k in got_victims else m) for k, (r, m) in c.preempted.items()} == got_victims
+    assert {
+        k: (r, got_victims[k][1] if m is None and k in got_victims else m) for k, (r, m) in c.preempted.items()
+    } == got_victims
     got_migrated = {}
     for d in result.decisions:
         if isinstance(d, Migrate):
@@ -210,22 +258,43 @@ SCHEDULE: dict[str, Case] = {}
 
 SCHEDULE["use second flavor when the first has no preemption candidates; WhenCanPreempt: MayStopSearch"] = Case(
     objs=[
-        make_cq("other-alpha").preemption(within="LowerPriority").fungibility(when_can_preempt="MayStopSearch")
-        .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj(),
+        make_cq("other-alpha")
+        .preemption(within="LowerPriority")
+        .fungibility(when_can_preempt="MayStopSearch")
+        .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None)))
+        .obj(),
         make_lq("other", "eng-alpha", "other-alpha"),
     ],
-    workloads=[reserved("admitted", "eng-alpha", "other-alpha", "on-demand", "50", queue="other", admitted=True), pending("new", "eng-alpha", "other", cpu="20")],
-    assignments={"eng-alpha/admitted": ("other-alpha", one("on-demand", "50")), "eng-alpha/new": ("other-alpha", one("spot", "20"))},
+    workloads=[
+        reserved("admitted", "eng-alpha", "other-alpha", "on-demand", "50", queue="other", admitted=True),
+        pending("new", "eng-alpha", "other", cpu="20"),
+    ],
+    assignments={
+        "eng-alpha/admitted": ("other-alpha", one("on-demand", "50")),
+        "eng-alpha/new": ("other-alpha", one("spot", "20")),
+    },
 )
 
 
 def with_checks(obj: dict[str, Any], **states: str) -> dict[str, Any]:
     """Set status.admissionChecks (name -> state) on a Workload object."""
-    obj["status"]["admissionChecks"] = [{"name": n, "state": st, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"} for n, st in states.items()]
+    obj["status"]["admissionChecks"] = [
+        {"name": n, "state": st, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+        for n, st in states.items()
+    ]
     return obj
 
 
-def podsets(name: str, ns: str, *sets: tuple[str, int, dict[str, str]] | tuple[str, int, dict[str, str], int], queue: str | None = "main", prio: int | None = None, uid: str | None = None, job_uid: str | None = None, created: float = 0) -> dict[str, Any]:
+def podsets(
+    name: str,
+    ns: str,
+    *sets: tuple[str, int, dict[str, str]] | tuple[str, int, dict[str, str], int],
+    queue: str | None = "main",
+    prio: int | None = None,
+    uid: str | None = None,
+    job_uid: str | None = None,
+    created: float = 0,
+) -> dict[str, Any]:
     """A pending workload with podSets (name, count, requests[, minCount])."""
     b = wl(name, ns, queue, prio, uid, job_uid).created(created)
     for ps_name, count, req, *mc in sets:
@@ -242,30 +311,56 @@ SCHEDULE["skip workload with missing or deleted ClusterQueue (NoFit)"] = Case(
 )
 SCHEDULE["flavors with mixed misconfiguration and insufficient quota"] = Case(
     objs=[
-        make_cq("custom-cq").strategy("StrictFIFO").group(fq("spot-tainted", cpu=("20", "20", None)), fq("on-demand", cpu=("15", "15", None))).obj(),
+        make_cq("custom-cq")
+        .strategy("StrictFIFO")
+        .group(fq("spot-tainted", cpu=("20", "20", None)), fq("on-demand", cpu=("15", "15", None)))
+        .obj(),
         make_lq("custom-q", "sales", "custom-cq"),
     ],
-    workloads=[reserved("existing-on-demand-job", "sales", "custom-cq", "on-demand", "10", queue="custom-q", admitted=True), pending("new-job", "sales", "custom-q", cpu="10")],
+    workloads=[
+        reserved("existing-on-demand-job", "sales", "custom-cq", "on-demand", "10", queue="custom-q", admitted=True),
+        pending("new-job", "sales", "custom-q", cpu="10"),
+    ],
     assignments={"sales/existing-on-demand-job": ("custom-cq", one("on-demand", "10"))},
-    pending={"sales/new-job": waiting("insufficient unused quota for cpu in flavor on-demand, 5 more needed, untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted")},
+    pending={
+        "sales/new-job": waiting(
+            "insufficient unused quota for cpu in flavor on-demand, 5 more needed, untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted"
+        )
+    },
     left={"custom-cq": ["sales/new-job"]},
 )
 SCHEDULE["flavors with mixed taint mismatch and exceeding limits"] = Case(
     objs=[
-        make_cq("custom-cq2").strategy("StrictFIFO").group(fq("spot-tainted", cpu=("20", "20", None)), fq("on-demand", cpu=("5", "5", None))).obj(),
+        make_cq("custom-cq2")
+        .strategy("StrictFIFO")
+        .group(fq("spot-tainted", cpu=("20", "20", None)), fq("on-demand", cpu=("5", "5", None)))
+        .obj(),
         make_lq("custom-q2", "sales", "custom-cq2"),
     ],
     workloads=[pending("new-job2", "sales", "custom-q2", cpu="10")],
-    pending={"sales/new-job2": ("ExceedsMaxQuota", "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current podset request (10) > maximum capacity (5), untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted")},
+    pending={
+        "sales/new-job2": (
+            "ExceedsMaxQuota",
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor on-demand, previously considered podsets requests (0) + current podset request (10) > maximum capacity (5), untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted",
+        )
+    },
     left={"custom-cq2": ["sales/new-job2"]},
 )
 SCHEDULE["flavors are structurally incompatible"] = Case(
     objs=[
-        make_cq("custom-cq3").strategy("StrictFIFO").group(fq("spot-tainted", cpu=("20", "20", None)), fq("spot-tainted-2", cpu=("5", "5", None))).obj(),
+        make_cq("custom-cq3")
+        .strategy("StrictFIFO")
+        .group(fq("spot-tainted", cpu=("20", "20", None)), fq("spot-tainted-2", cpu=("5", "5", None)))
+        .obj(),
         make_lq("custom-q3", "sales", "custom-cq3"),
     ],
     workloads=[pending("new-job3", "sales", "custom-q3", cpu="1")],
-    pending={"sales/new-job3": ("NoMatchingFlavor", "couldn't assign flavors to pod set main: untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted, untolerated taint {key val2 NoSchedule <nil>} in flavor spot-tainted-2")},
+    pending={
+        "sales/new-job3": (
+            "NoMatchingFlavor",
+            "couldn't assign flavors to pod set main: untolerated taint {key val NoSchedule <nil>} in flavor spot-tainted, untolerated taint {key val2 NoSchedule <nil>} in flavor spot-tainted-2",
+        )
+    },
     left={"custom-cq3": ["sales/new-job3"]},
 )
 SCHEDULE["workload fits in single clusterQueue, with check state pending"] = Case(
@@ -281,10 +376,18 @@ SCHEDULE["error during admission"] = Case(
 SCHEDULE["single clusterQueue full"] = Case(
     workloads=[
         podsets("new", "sales", ("one", 11, {"cpu": "1"})),
-        wl("assigned", "sales", None).podset("one", 40, cpu="1").reserve("sales", psa("one", 40, cpu=("default", "40"))).obj(),
+        wl("assigned", "sales", None)
+        .podset("one", 40, cpu="1")
+        .reserve("sales", psa("one", 40, cpu=("default", "40")))
+        .obj(),
     ],
     assignments={"sales/assigned": ("sales", one("default", "40", 40, "one"))},
-    pending={"sales/new": ("WaitingForQuota", "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor default, 1 more needed")},
+    pending={
+        "sales/new": (
+            "WaitingForQuota",
+            "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor default, 1 more needed",
+        )
+    },
     left={"sales": ["sales/new"]},
 )
 SCHEDULE["failed to match clusterQueue selector"] = Case(
@@ -293,29 +396,57 @@ SCHEDULE["failed to match clusterQueue selector"] = Case(
     inadmissible={"eng-alpha": ["sales/new"]},
 )
 SCHEDULE["admit in different cohorts"] = Case(
-    workloads=[podsets("new", "sales", ("one", 1, {"cpu": "1"})), podsets("new", "eng-alpha", ("one", 51, {"cpu": "1"}))],
-    assignments={"sales/new": ("sales", one("default", "1", 1, "one")), "eng-alpha/new": ("eng-alpha", one("on-demand", "51", 51, "one"))},
+    workloads=[
+        podsets("new", "sales", ("one", 1, {"cpu": "1"})),
+        podsets("new", "eng-alpha", ("one", 51, {"cpu": "1"})),
+    ],
+    assignments={
+        "sales/new": ("sales", one("default", "1", 1, "one")),
+        "eng-alpha/new": ("eng-alpha", one("on-demand", "51", 51, "one")),
+    },
 )
 SCHEDULE["admit in same cohort with no borrowing"] = Case(
-    workloads=[podsets("new", "eng-alpha", ("one", 40, {"cpu": "1"})), podsets("new", "eng-beta", ("one", 40, {"cpu": "1"}))],
-    assignments={"eng-alpha/new": ("eng-alpha", one("on-demand", "40", 40, "one")), "eng-beta/new": ("eng-beta", one("on-demand", "40", 40, "one"))},
+    workloads=[
+        podsets("new", "eng-alpha", ("one", 40, {"cpu": "1"})),
+        podsets("new", "eng-beta", ("one", 40, {"cpu": "1"})),
+    ],
+    assignments={
+        "eng-alpha/new": ("eng-alpha", one("on-demand", "40", 40, "one")),
+        "eng-beta/new": ("eng-beta", one("on-demand", "40", 40, "one")),
+    },
 )
 SCHEDULE["assign multiple resources and flavors"] = Case(
-    workloads=[podsets("new", "eng-beta", ("one", 10, {"cpu": "6", "example.com/gpu": "1"}), ("two", 40, {"cpu": "1"}))],
-    assignments={"eng-beta/new": ("eng-beta", (
-        ("one", {"cpu": "on-demand", "example.com/gpu": "model-a"}, {"cpu": "60", "example.com/gpu": "10"}, 10),
-        ("two", {"cpu": "spot"}, {"cpu": "40"}, 40),
-    ))},
+    workloads=[
+        podsets("new", "eng-beta", ("one", 10, {"cpu": "6", "example.com/gpu": "1"}), ("two", 40, {"cpu": "1"}))
+    ],
+    assignments={
+        "eng-beta/new": (
+            "eng-beta",
+            (
+                ("one", {"cpu": "on-demand", "example.com/gpu": "model-a"}, {"cpu": "60", "example.com/gpu": "10"}, 10),
+                ("two", {"cpu": "spot"}, {"cpu": "40"}, 40),
+            ),
+        )
+    },
 )
 SCHEDULE["cannot borrow if cohort was assigned and would result in overadmission"] = Case(
-    workloads=[podsets("new", "eng-alpha", ("one", 45, {"cpu": "1"})), podsets("new", "eng-beta", ("one", 56, {"cpu": "1"}))],
+    workloads=[
+        podsets("new", "eng-alpha", ("one", 45, {"cpu": "1"})),
+        podsets("new", "eng-beta", ("one", 56, {"cpu": "1"})),
+    ],
     assignments={"eng-alpha/new": ("eng-alpha", one("on-demand", "45", 45, "one"))},
     pending={"eng-beta/new": ("WaitingForQuota", "Workload no longer fits after processing another workload")},
     left={"eng-beta": ["eng-beta/new"]},
 )
 SCHEDULE["can borrow if cohort was assigned and will not result in overadmission"] = Case(
-    workloads=[podsets("new", "eng-alpha", ("one", 45, {"cpu": "1"})), podsets("new", "eng-beta", ("one", 55, {"cpu": "1"}))],
-    assignments={"eng-alpha/new": ("eng-alpha", one("on-demand", "45", 45, "one")), "eng-beta/new": ("eng-beta", one("on-demand", "55", 55, "one"))},
+    workloads=[
+        podsets("new", "eng-alpha", ("one", 45, {"cpu": "1"})),
+        podsets("new", "eng-beta", ("one", 55, {"cpu": "1"})),
+    ],
+    assignments={
+        "eng-alpha/new": ("eng-alpha", one("on-demand", "45", 45, "one")),
+        "eng-beta/new": ("eng-beta", one("on-demand", "55", 55, "one")),
+    },
 )
 SCHEDULE["can borrow if needs reclaim from cohort in different flavor"] = Case(
     workloads=[
@@ -329,7 +460,11 @@ SCHEDULE["can borrow if needs reclaim from cohort in different flavor"] = Case(
         "eng-beta/user-spot": ("eng-beta", one("spot", "1")),
         "eng-beta/needs-to-borrow": ("eng-beta", one("on-demand", "1")),
     },
-    pending={"eng-alpha/can-reclaim": waiting("insufficient unused quota for cpu in flavor on-demand, 50 more needed, insufficient unused quota for cpu in flavor spot, 1 more needed")},
+    pending={
+        "eng-alpha/can-reclaim": waiting(
+            "insufficient unused quota for cpu in flavor on-demand, 50 more needed, insufficient unused quota for cpu in flavor spot, 1 more needed"
+        )
+    },
     left={"eng-alpha": ["eng-alpha/can-reclaim"]},
 )
 SCHEDULE["workload exceeds lending limit when borrow in cohort"] = Case(
@@ -353,15 +488,24 @@ def _hierarchy(lending: str) -> list[dict[str, Any]]:
 
 SCHEDULE["hierarchical cohort respects lending limit when borrowing"] = Case(
     objs=_hierarchy("3"),
-    workloads=[reserved("wl-existing", "eng-alpha", "cq-borrower", "on-demand", "5"), pending("wl-pending", "eng-alpha", "lq-borrower", cpu="4")],
+    workloads=[
+        reserved("wl-existing", "eng-alpha", "cq-borrower", "on-demand", "5"),
+        pending("wl-pending", "eng-alpha", "lq-borrower", cpu="4"),
+    ],
     assignments={"eng-alpha/wl-existing": ("cq-borrower", one("on-demand", "5"))},
     pending={"eng-alpha/wl-pending": waiting("insufficient unused quota for cpu in flavor on-demand, 1 more needed")},
     inadmissible={"cq-borrower": ["eng-alpha/wl-pending"]},
 )
 SCHEDULE["hierarchical cohort allows borrowing up to lending limit"] = Case(
     objs=_hierarchy("5"),
-    workloads=[reserved("wl-existing", "eng-alpha", "cq-borrower", "on-demand", "5"), pending("wl-borrowing", "eng-alpha", "lq-borrower", cpu="5")],
-    assignments={"eng-alpha/wl-existing": ("cq-borrower", one("on-demand", "5")), "eng-alpha/wl-borrowing": ("cq-borrower", one("on-demand", "5"))},
+    workloads=[
+        reserved("wl-existing", "eng-alpha", "cq-borrower", "on-demand", "5"),
+        pending("wl-borrowing", "eng-alpha", "lq-borrower", cpu="5"),
+    ],
+    assignments={
+        "eng-alpha/wl-existing": ("cq-borrower", one("on-demand", "5")),
+        "eng-alpha/wl-borrowing": ("cq-borrower", one("on-demand", "5")),
+    },
 )
 
 
@@ -386,17 +530,32 @@ SCHEDULE["preempt workloads in ClusterQueue and cohort"] = Case(
         "eng-beta/low-2": ("eng-beta", one("on-demand", "10")),
         "eng-alpha/borrower": ("eng-alpha", one("on-demand", "60")),
     },
-    pending={"eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. Pending the preemption of 2 workload(s)")},
+    pending={
+        "eng-beta/preemptor": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. Pending the preemption of 2 workload(s)",
+        )
+    },
     preempted={
-        "eng-alpha/borrower": ("InCohortReclamation", preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/eng/eng-beta", "/eng/eng-alpha")),
-        "eng-beta/low-2": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/eng/eng-beta", "/eng/eng-beta")),
+        "eng-alpha/borrower": (
+            "InCohortReclamation",
+            preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/eng/eng-beta", "/eng/eng-alpha"),
+        ),
+        "eng-beta/low-2": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/eng/eng-beta", "/eng/eng-beta"),
+        ),
     },
     left={"eng-beta": ["eng-beta/preemptor"]},
 )
 SCHEDULE["multiple CQs need preemption"] = Case(
     objs=[
         make_cq("other-alpha").cohort("other").group(fq("on-demand", cpu=("50", "50", None))).obj(),
-        make_cq("other-beta").cohort("other").preemption(within="LowerPriority", reclaim="Any").group(fq("on-demand", cpu=("50", "10", None))).obj(),
+        make_cq("other-beta")
+        .cohort("other")
+        .preemption(within="LowerPriority", reclaim="Any")
+        .group(fq("on-demand", cpu=("50", "10", None)))
+        .obj(),
         make_lq("other", "eng-alpha", "other-alpha"),
         make_lq("other", "eng-beta", "other-beta"),
     ],
@@ -408,23 +567,42 @@ SCHEDULE["multiple CQs need preemption"] = Case(
     assignments={"eng-alpha/use-all": ("other-alpha", one("on-demand", "100"))},
     pending={
         "eng-alpha/pending": waiting("insufficient unused quota for cpu in flavor on-demand, 1 more needed"),
-        "eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 1 more needed. Pending the preemption of 1 workload(s)"),
+        "eng-beta/preemptor": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 1 more needed. Pending the preemption of 1 workload(s)",
+        ),
     },
-    preempted={"eng-alpha/use-all": ("InCohortReclamation", preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/other/other-beta", "/other/other-alpha"))},
+    preempted={
+        "eng-alpha/use-all": (
+            "InCohortReclamation",
+            preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/other/other-beta", "/other/other-alpha"),
+        )
+    },
     left={"other-beta": ["eng-beta/preemptor"]},
     inadmissible={"other-alpha": ["eng-alpha/pending"]},
 )
 SCHEDULE["cannot borrow resource not listed in clusterQueue"] = Case(
     workloads=[pending("new", "eng-alpha", **{"example.com/gpu": "1"})],
-    pending={"eng-alpha/new": ("NoMatchingFlavor", "couldn't assign flavors to pod set main: resource example.com/gpu unavailable in ClusterQueue")},
+    pending={
+        "eng-alpha/new": (
+            "NoMatchingFlavor",
+            "couldn't assign flavors to pod set main: resource example.com/gpu unavailable in ClusterQueue",
+        )
+    },
     left={"eng-alpha": ["eng-alpha/new"]},
 )
 SCHEDULE["not enough resources to borrow, fallback to next flavor; WhenCanPreempt: TryNextFlavor"] = Case(
     workloads=[
         podsets("new", "eng-alpha", ("one", 60, {"cpu": "1"})),
-        wl("existing", "eng-beta", None).podset("one", 45, cpu="1").reserve("eng-beta", psa("one", 45, cpu=("on-demand", "45")), admitted=False).obj(),
+        wl("existing", "eng-beta", None)
+        .podset("one", 45, cpu="1")
+        .reserve("eng-beta", psa("one", 45, cpu=("on-demand", "45")), admitted=False)
+        .obj(),
     ],
-    assignments={"eng-alpha/new": ("eng-alpha", one("spot", "60", 60, "one")), "eng-beta/existing": ("eng-beta", one("on-demand", "45", 45, "one"))},
+    assignments={
+        "eng-alpha/new": ("eng-alpha", one("spot", "60", 60, "one")),
+        "eng-beta/existing": ("eng-beta", one("on-demand", "45", 45, "one")),
+    },
 )
 SCHEDULE["workload should not fit in nonexistent clusterQueue"] = Case(
     workloads=[pending("foo", "sales", "cq-nonexistent-queue", cpu="1")],
@@ -435,23 +613,45 @@ SCHEDULE["workload should not fit in clusterQueue with nonexistent flavor"] = Ca
 )
 SCHEDULE["no overadmission while borrowing"] = Case(
     objs=[
-        make_cq("eng-gamma").cohort("eng").preemption(within="LowerPriority", reclaim="Any")
-        .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None))).obj(),
+        make_cq("eng-gamma")
+        .cohort("eng")
+        .preemption(within="LowerPriority", reclaim="Any")
+        .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None)))
+        .obj(),
         make_lq("main", "eng-gamma", "eng-gamma"),
     ],
     workloads=[
         podsets("new", "eng-beta", ("one", 50, {"cpu": "1"}), created=-2),
         podsets("new-alpha", "eng-alpha", ("one", 1, {"cpu": "1"}), created=-1),
         podsets("new-gamma", "eng-gamma", ("one", 50, {"cpu": "1"}), created=0),
-        wl("existing", "eng-gamma", None).podset("borrow-on-demand", 51, cpu="1").podset("use-all-spot", 100, cpu="1")
-        .reserve("eng-gamma", psa("borrow-on-demand", 51, cpu=("on-demand", "51")), psa("use-all-spot", 100, cpu=("spot", "100")), admitted=False).obj(),
+        wl("existing", "eng-gamma", None)
+        .podset("borrow-on-demand", 51, cpu="1")
+        .podset("use-all-spot", 100, cpu="1")
+        .reserve(
+            "eng-gamma",
+            psa("borrow-on-demand", 51, cpu=("on-demand", "51")),
+            psa("use-all-spot", 100, cpu=("spot", "100")),
+            admitted=False,
+        )
+        .obj(),
     ],
     assignments={
-        "eng-gamma/existing": ("eng-gamma", (("borrow-on-demand", {"cpu": "on-demand"}, {"cpu": "51"}, 51), ("use-all-spot", {"cpu": "spot"}, {"cpu": "100"}, 100))),
+        "eng-gamma/existing": (
+            "eng-gamma",
+            (
+                ("borrow-on-demand", {"cpu": "on-demand"}, {"cpu": "51"}, 51),
+                ("use-all-spot", {"cpu": "spot"}, {"cpu": "100"}, 100),
+            ),
+        ),
         "eng-beta/new": ("eng-beta", one("on-demand", "50", 50, "one")),
         "eng-alpha/new-alpha": ("eng-alpha", one("on-demand", "1", 1, "one")),
     },
-    pending={"eng-gamma/new-gamma": ("WaitingForQuota", "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor on-demand, 41 more needed, insufficient unused quota for cpu in flavor spot, 50 more needed")},
+    pending={
+        "eng-gamma/new-gamma": (
+            "WaitingForQuota",
+            "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor on-demand, 41 more needed, insufficient unused quota for cpu in flavor spot, 50 more needed",
+        )
+    },
     inadmissible={"eng-gamma": ["eng-gamma/new-gamma"]},
     skipped_preemptions={},
 )
@@ -459,31 +659,75 @@ SCHEDULE["partial admission single variable pod set"] = Case(
     workloads=[podsets("new", "sales", ("one", 50, {"cpu": "2"}, 20))],
     assignments={"sales/new": ("sales", one("default", "50", 25, "one"))},
 )
-_OLD_GPU = wl("old", "eng-beta", None, prio=-4).podset("one", 10, **{"example.com/gpu": "1"}).reserve("eng-beta", psa("one", 10, **{"example.com/gpu": ("model-a", "10")}), admitted=False).obj()
-for _name, _count in (("partial admission single variable pod set, preempt first", 20), ("partial admission single variable pod set, preempt with partial admission", 30)):
+_OLD_GPU = (
+    wl("old", "eng-beta", None, prio=-4)
+    .podset("one", 10, **{"example.com/gpu": "1"})
+    .reserve("eng-beta", psa("one", 10, **{"example.com/gpu": ("model-a", "10")}), admitted=False)
+    .obj()
+)
+for _name, _count in (
+    ("partial admission single variable pod set, preempt first", 20),
+    ("partial admission single variable pod set, preempt with partial admission", 30),
+):
     SCHEDULE[_name] = Case(
-        workloads=[podsets("new", "eng-beta", ("one", _count, {"example.com/gpu": "1"}, 10), prio=4, uid="wl-new", job_uid="job-new"), _OLD_GPU],
-        assignments={"eng-beta/old": ("eng-beta", (("one", {"example.com/gpu": "model-a"}, {"example.com/gpu": "10"}, 10),))},
-        pending={"eng-beta/new": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set one: insufficient unused quota for example.com/gpu in flavor model-a, 10 more needed. Pending the preemption of 1 workload(s)")},
-        preempted={"eng-beta/old": ("InClusterQueue", preempt_msg("wl-new", "job-new", IN_CQ, "/eng/eng-beta", "/eng/eng-beta"))},
+        workloads=[
+            podsets(
+                "new",
+                "eng-beta",
+                ("one", _count, {"example.com/gpu": "1"}, 10),
+                prio=4,
+                uid="wl-new",
+                job_uid="job-new",
+            ),
+            _OLD_GPU,
+        ],
+        assignments={
+            "eng-beta/old": ("eng-beta", (("one", {"example.com/gpu": "model-a"}, {"example.com/gpu": "10"}, 10),))
+        },
+        pending={
+            "eng-beta/new": (
+                "WaitingForPreemptedWorkloads",
+                "couldn't assign flavors to pod set one: insufficient unused quota for example.com/gpu in flavor model-a, 10 more needed. Pending the preemption of 1 workload(s)",
+            )
+        },
+        preempted={
+            "eng-beta/old": (
+                "InClusterQueue",
+                preempt_msg("wl-new", "job-new", IN_CQ, "/eng/eng-beta", "/eng/eng-beta"),
+            )
+        },
         left={"eng-beta": ["eng-beta/new"]},
     )
 SCHEDULE["partial admission multiple variable pod sets"] = Case(
-    workloads=[podsets("new", "sales", ("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}, 10), ("three", 15, {"cpu": "1"}, 5))],
-    assignments={"sales/new": ("sales", (
-        ("one", {"cpu": "default"}, {"cpu": "20"}, 20),
-        ("two", {"cpu": "default"}, {"cpu": "20"}, 20),
-        ("three", {"cpu": "default"}, {"cpu": "10"}, 10),
-    ))},
+    workloads=[
+        podsets(
+            "new", "sales", ("one", 20, {"cpu": "1"}), ("two", 30, {"cpu": "1"}, 10), ("three", 15, {"cpu": "1"}, 5)
+        )
+    ],
+    assignments={
+        "sales/new": (
+            "sales",
+            (
+                ("one", {"cpu": "default"}, {"cpu": "20"}, 20),
+                ("two", {"cpu": "default"}, {"cpu": "20"}, 20),
+                ("three", {"cpu": "default"}, {"cpu": "10"}, 10),
+            ),
+        )
+    },
 )
-
 
 
 def _r1r2_cohort() -> list[dict[str, Any]]:
     """cq1..cq3 in cohort co, each with 10 (+10 borrowable) of r1 and r2 in flavor default."""
     out: list[dict[str, Any]] = []
     for i in (1, 2, 3):
-        out.append(make_cq(f"cq{i}").cohort("co").preemption(within="LowerPriority", reclaim="Any").group(fq("default", r1=("10", "10", None), r2=("10", "10", None))).obj())
+        out.append(
+            make_cq(f"cq{i}")
+            .cohort("co")
+            .preemption(within="LowerPriority", reclaim="Any")
+            .group(fq("default", r1=("10", "10", None), r2=("10", "10", None)))
+            .obj()
+        )
         out.append(make_lq(f"lq{i}", "sales", f"cq{i}"))
     return out
 
@@ -491,25 +735,45 @@ def _r1r2_cohort() -> list[dict[str, Any]]:
 SCHEDULE["two workloads can borrow different resources from the same flavor in the same cycle"] = Case(
     objs=_r1r2_cohort(),
     workloads=[pending("wl1", "sales", "lq1", prio=-1, r1="16"), pending("wl2", "sales", "lq2", prio=-2, r2="16")],
-    assignments={"sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),)), "sales/wl2": ("cq2", (("main", {"r2": "default"}, {"r2": "16"}, 1),))},
+    assignments={
+        "sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),)),
+        "sales/wl2": ("cq2", (("main", {"r2": "default"}, {"r2": "16"}, 1),)),
+    },
 )
-SCHEDULE["two workloads can borrow the same resources from the same flavor in the same cycle if fits in the cohort quota"] = Case(
+SCHEDULE[
+    "two workloads can borrow the same resources from the same flavor in the same cycle if fits in the cohort quota"
+] = Case(
     objs=_r1r2_cohort(),
     workloads=[pending("wl1", "sales", "lq1", prio=-1, r1="16"), pending("wl2", "sales", "lq2", prio=-2, r1="14")],
-    assignments={"sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),)), "sales/wl2": ("cq2", (("main", {"r1": "default"}, {"r1": "14"}, 1),))},
+    assignments={
+        "sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),)),
+        "sales/wl2": ("cq2", (("main", {"r1": "default"}, {"r1": "14"}, 1),)),
+    },
 )
-SCHEDULE["only one workload can borrow one resources from the same flavor in the same cycle if cohort quota cannot fit"] = Case(
+SCHEDULE[
+    "only one workload can borrow one resources from the same flavor in the same cycle if cohort quota cannot fit"
+] = Case(
     objs=_r1r2_cohort(),
     workloads=[pending("wl1", "sales", "lq1", prio=-1, r1="16"), pending("wl2", "sales", "lq2", prio=-2, r1="16")],
     assignments={"sales/wl1": ("cq1", (("main", {"r1": "default"}, {"r1": "16"}, 1),))},
     pending={"sales/wl2": ("WaitingForQuota", "Workload no longer fits after processing another workload")},
     left={"cq2": ["sales/wl2"]},
 )
-SCHEDULE["preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ"] = Case(
+SCHEDULE[
+    "preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ"
+] = Case(
     objs=[
         make_cq("cq_shared").cohort("preemption-while-borrowing").group(fq("default", cpu=("4", "0", None))).obj(),
-        make_cq("cq_a").cohort("preemption-while-borrowing").preemption(reclaim="LowerPriority", borrow="LowerPriority").group(fq("default", cpu=("0", "3", None))).obj(),
-        make_cq("cq_b").cohort("preemption-while-borrowing").preemption(reclaim="LowerPriority", borrow="LowerPriority").group(fq("default", cpu="0")).obj(),
+        make_cq("cq_a")
+        .cohort("preemption-while-borrowing")
+        .preemption(reclaim="LowerPriority", borrow="LowerPriority")
+        .group(fq("default", cpu=("0", "3", None)))
+        .obj(),
+        make_cq("cq_b")
+        .cohort("preemption-while-borrowing")
+        .preemption(reclaim="LowerPriority", borrow="LowerPriority")
+        .group(fq("default", cpu="0"))
+        .obj(),
         make_lq("lq_a", "eng-alpha", "cq_a"),
         make_lq("lq_b", "eng-beta", "cq_b"),
     ],
@@ -524,7 +788,11 @@ SCHEDULE["preemption while borrowing, workload waiting for preemption should not
 )
 SCHEDULE["minimal preemptions when target queue is exhausted"] = Case(
     objs=[
-        make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", reclaim="Any").group(fq("on-demand", cpu="2")).obj(),
+        make_cq("other-alpha")
+        .cohort("other")
+        .preemption(within="LowerPriority", reclaim="Any")
+        .group(fq("on-demand", cpu="2"))
+        .obj(),
         make_cq("other-beta").cohort("other").group(fq("on-demand", cpu="2")).obj(),
         make_cq("other-gamma").cohort("other").group(fq("on-demand", cpu="2")).obj(),
         make_lq("other", "eng-alpha", "other-alpha"),
@@ -544,16 +812,29 @@ SCHEDULE["minimal preemptions when target queue is exhausted"] = Case(
         **{f"eng-alpha/a{i}": ("other-alpha", one("on-demand", "1")) for i in (1, 2, 3)},
         **{f"eng-beta/b{i}": ("other-beta", one("on-demand", "1")) for i in (1, 2, 3)},
     },
-    pending={"eng-alpha/incoming": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 2 more needed. Pending the preemption of 2 workload(s)")},
+    pending={
+        "eng-alpha/incoming": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 2 more needed. Pending the preemption of 2 workload(s)",
+        )
+    },
     preempted={
-        f"eng-alpha/a{i}": ("InClusterQueue", preempt_msg("wl-incoming", "job-incoming", IN_CQ, "/other/other-alpha", "/other/other-alpha")) for i in (1, 2)
+        f"eng-alpha/a{i}": (
+            "InClusterQueue",
+            preempt_msg("wl-incoming", "job-incoming", IN_CQ, "/other/other-alpha", "/other/other-alpha"),
+        )
+        for i in (1, 2)
     },
     left={"other-alpha": ["eng-alpha/incoming"]},
 )
 
 SCHEDULE["A workload is only eligible to do preemptions if it fits fully within nominal quota"] = Case(
     objs=[
-        make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", reclaim="Any").group(fq("on-demand", cpu="2")).obj(),
+        make_cq("other-alpha")
+        .cohort("other")
+        .preemption(within="LowerPriority", reclaim="Any")
+        .group(fq("on-demand", cpu="2"))
+        .obj(),
         make_cq("other-beta").cohort("other").group(fq("on-demand", cpu="2")).obj(),
         make_lq("other", "eng-alpha", "other-alpha"),
         make_lq("other", "eng-beta", "other-beta"),
@@ -563,7 +844,10 @@ SCHEDULE["A workload is only eligible to do preemptions if it fits fully within 
         reserved("b1", "eng-beta", "other-beta", "on-demand", "1", prio=-1, queue="other"),
         pending("incoming", "eng-alpha", "other", prio=1, cpu="3"),
     ],
-    assignments={"eng-alpha/a1": ("other-alpha", one("on-demand", "1")), "eng-beta/b1": ("other-beta", one("on-demand", "1"))},
+    assignments={
+        "eng-alpha/a1": ("other-alpha", one("on-demand", "1")),
+        "eng-beta/b1": ("other-beta", one("on-demand", "1")),
+    },
     pending={"eng-alpha/incoming": waiting("insufficient unused quota for cpu in flavor on-demand, 1 more needed")},
     inadmissible={"other-alpha": ["eng-alpha/incoming"]},
 )
@@ -571,8 +855,16 @@ SCHEDULE["A workload is only eligible to do preemptions if it fits fully within 
 
 def _other_pair(alpha_cpu: str, borrow: str = "Never", bank: bool = False) -> list[dict[str, Any]]:
     out = [
-        make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", borrow=borrow).group(fq("default", cpu=alpha_cpu)).obj(),
-        make_cq("other-beta").cohort("other").preemption(within="LowerPriority", borrow=borrow).group(fq("default", cpu="2")).obj(),
+        make_cq("other-alpha")
+        .cohort("other")
+        .preemption(within="LowerPriority", borrow=borrow)
+        .group(fq("default", cpu=alpha_cpu))
+        .obj(),
+        make_cq("other-beta")
+        .cohort("other")
+        .preemption(within="LowerPriority", borrow=borrow)
+        .group(fq("default", cpu="2"))
+        .obj(),
         make_lq("other", "eng-alpha", "other-alpha"),
         make_lq("other", "eng-beta", "other-beta"),
     ]
@@ -589,13 +881,23 @@ SCHEDULE["multiple preemptions without borrowing"] = Case(
         pending("preemptor", "eng-alpha", "other", prio=100, uid="wl-preemptor", job_uid="job-preemptor", cpu="2"),
         pending("preemptor", "eng-beta", "other", prio=100, uid="wl-preemptor", job_uid="job-preemptor", cpu="2"),
     ],
-    assignments={"eng-alpha/a1": ("other-alpha", one("default", "2")), "eng-beta/b1": ("other-beta", one("default", "2"))},
+    assignments={
+        "eng-alpha/a1": ("other-alpha", one("default", "2")),
+        "eng-beta/b1": ("other-beta", one("default", "2")),
+    },
     pending={
-        f"eng-{x}/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)")
+        f"eng-{x}/preemptor": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)",
+        )
         for x in ("alpha", "beta")
     },
     preempted={
-        f"eng-{x}/{x[0]}1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, f"/other/other-{x}", f"/other/other-{x}")) for x in ("alpha", "beta")
+        f"eng-{x}/{x[0]}1": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, f"/other/other-{x}", f"/other/other-{x}"),
+        )
+        for x in ("alpha", "beta")
     },
     left={"other-alpha": ["eng-alpha/preemptor"], "other-beta": ["eng-beta/preemptor"]},
     skipped_preemptions={},
@@ -607,9 +909,22 @@ SCHEDULE["multiple preemptions preemption possible after earlier workload fits"]
         pending("fit", "eng-alpha", "other", prio=100, cpu="1"),
         pending("preemptor", "eng-beta", "other", prio=99, uid="wl-preemptor", job_uid="job-preemptor", cpu="2"),
     ],
-    assignments={"eng-alpha/fit": ("other-alpha", one("default", "1")), "eng-beta/b1": ("other-beta", one("default", "2"))},
-    pending={"eng-beta/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed. Pending the preemption of 1 workload(s)")},
-    preempted={"eng-beta/b1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-beta", "/other/other-beta"))},
+    assignments={
+        "eng-alpha/fit": ("other-alpha", one("default", "1")),
+        "eng-beta/b1": ("other-beta", one("default", "2")),
+    },
+    pending={
+        "eng-beta/preemptor": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed. Pending the preemption of 1 workload(s)",
+        )
+    },
+    preempted={
+        "eng-beta/b1": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-beta", "/other/other-beta"),
+        )
+    },
     left={"other-beta": ["eng-beta/preemptor"]},
     skipped_preemptions={},
 )
@@ -621,21 +936,39 @@ SCHEDULE["multiple preemptions skip preemption when shared limited resource"] = 
         pending("preemptor", "eng-alpha", "other", prio=100, uid="wl-preemptor", job_uid="job-preemptor", cpu="3"),
         pending("pretending-preemptor", "eng-beta", "other", prio=99, cpu="3"),
     ],
-    assignments={"eng-alpha/a1": ("other-alpha", one("default", "2")), "eng-beta/b1": ("other-beta", one("default", "2"))},
-    pending={
-        "eng-alpha/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)"),
-        "eng-beta/pretending-preemptor": ("WaitingForQuota", "Workload no longer fits after processing another workload"),
+    assignments={
+        "eng-alpha/a1": ("other-alpha", one("default", "2")),
+        "eng-beta/b1": ("other-beta", one("default", "2")),
     },
-    preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
+    pending={
+        "eng-alpha/preemptor": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)",
+        ),
+        "eng-beta/pretending-preemptor": (
+            "WaitingForQuota",
+            "Workload no longer fits after processing another workload",
+        ),
+    },
+    preempted={
+        "eng-alpha/a1": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"),
+        )
+    },
     left={"other-alpha": ["eng-alpha/preemptor"], "other-beta": ["eng-beta/pretending-preemptor"]},
     skipped_preemptions={"other-beta": 1},
 )
 SCHEDULE["not enough resources"] = Case(
     workloads=[podsets("new", "sales", ("one", 1, {"cpu": "100"}))],
-    pending={"sales/new": ("ExceedsMaxQuota", "couldn't assign flavors to pod set one: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (100) > maximum capacity (50)")},
+    pending={
+        "sales/new": (
+            "ExceedsMaxQuota",
+            "couldn't assign flavors to pod set one: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (100) > maximum capacity (50)",
+        )
+    },
     left={"sales": ["sales/new"]},
 )
-
 
 
 def plain_gpu(obj: Any) -> Any:
@@ -647,7 +980,16 @@ def plain_gpu(obj: Any) -> Any:
     return "gpu" if obj == "nvidia.com/gpu" else obj
 
 
-def gpu_wl(name: str, ns: str, gpu: str, prio: int | None = None, queue: str = "other", reserve: tuple[str, str] | None = None, uid: str | None = None, created: float = 0) -> dict[str, Any]:
+def gpu_wl(
+    name: str,
+    ns: str,
+    gpu: str,
+    prio: int | None = None,
+    queue: str = "other",
+    reserve: tuple[str, str] | None = None,
+    uid: str | None = None,
+    created: float = 0,
+) -> dict[str, Any]:
     """A one-pod workload requesting `gpu` gpus, optionally holding them (cq, flavor)."""
     b = wl(name, ns, queue, prio, uid, f"job-{name}" if uid else None).created(created).request(gpu=gpu)
     if reserve is not None:
@@ -664,7 +1006,13 @@ def _gpu_pair(beta_preempts: bool) -> list[dict[str, Any]]:
     if beta_preempts:
         beta.preemption(within="LowerPriority", reclaim="LowerPriority")
     return [
-        plain_gpu(make_cq("other-alpha").cohort("other").preemption(within="LowerPriority", reclaim="LowerPriority").group(fq("on-demand", gpu="10"), fq("spot", gpu="10")).obj()),
+        plain_gpu(
+            make_cq("other-alpha")
+            .cohort("other")
+            .preemption(within="LowerPriority", reclaim="LowerPriority")
+            .group(fq("on-demand", gpu="10"), fq("spot", gpu="10"))
+            .obj()
+        ),
         plain_gpu(beta.group(fq("on-demand", gpu="0"), fq("spot", gpu="0")).obj()),
         make_lq("other", "eng-alpha", "other-alpha"),
         make_lq("other", "eng-beta", "other-beta"),
@@ -672,7 +1020,10 @@ def _gpu_pair(beta_preempts: bool) -> list[dict[str, Any]]:
 
 
 def gpu_preempting(msg: str, n: int = 1) -> tuple[str, str]:
-    return ("WaitingForPreemptedWorkloads", f"couldn't assign flavors to pod set main: {msg}. Pending the preemption of {n} workload(s)")
+    return (
+        "WaitingForPreemptedWorkloads",
+        f"couldn't assign flavors to pod set main: {msg}. Pending the preemption of {n} workload(s)",
+    )
 
 
 SCHEDULE["prefer reclamation over cq priority based preemption"] = Case(
@@ -682,9 +1033,21 @@ SCHEDULE["prefer reclamation over cq priority based preemption"] = Case(
         gpu_wl("b1", "eng-beta", "5", 50, reserve=("other-beta", "spot")),
         gpu_wl("preemptor", "eng-alpha", "6", 100, uid="wl-preemptor"),
     ],
-    assignments={"eng-alpha/a1": ("other-alpha", gpu_one("on-demand", "5")), "eng-beta/b1": ("other-beta", gpu_one("spot", "5"))},
-    pending={"eng-alpha/preemptor": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 1 more needed")},
-    preempted={"eng-beta/b1": ("InCohortReclamation", preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/other/other-alpha", "/other/other-beta"))},
+    assignments={
+        "eng-alpha/a1": ("other-alpha", gpu_one("on-demand", "5")),
+        "eng-beta/b1": ("other-beta", gpu_one("spot", "5")),
+    },
+    pending={
+        "eng-alpha/preemptor": gpu_preempting(
+            "insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 1 more needed"
+        )
+    },
+    preempted={
+        "eng-beta/b1": (
+            "InCohortReclamation",
+            preempt_msg("wl-preemptor", "job-preemptor", RECLAIM, "/other/other-alpha", "/other/other-beta"),
+        )
+    },
     left={"other-alpha": ["eng-alpha/preemptor"]},
 )
 SCHEDULE["prefer first preemption flavor when second flavor requires both reclaim and cq priority preemption"] = Case(
@@ -700,8 +1063,17 @@ SCHEDULE["prefer first preemption flavor when second flavor requires both reclai
         "eng-alpha/a2": ("other-alpha", gpu_one("spot", "5")),
         "eng-beta/b1": ("other-beta", gpu_one("spot", "5")),
     },
-    pending={"eng-alpha/preemptor": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 6 more needed")},
-    preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
+    pending={
+        "eng-alpha/preemptor": gpu_preempting(
+            "insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 6 more needed"
+        )
+    },
+    preempted={
+        "eng-alpha/a1": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"),
+        )
+    },
     left={"other-alpha": ["eng-alpha/preemptor"]},
 )
 SCHEDULE["prefer first preemption flavor when second flavor also requires cq preemption"] = Case(
@@ -717,8 +1089,17 @@ SCHEDULE["prefer first preemption flavor when second flavor also requires cq pre
         "eng-alpha/a2": ("other-alpha", gpu_one("spot", "5")),
         "eng-beta/b1": ("other-beta", gpu_one("spot", "5")),
     },
-    pending={"eng-alpha/preemptor": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 5 more needed")},
-    preempted={"eng-alpha/a1": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"))},
+    pending={
+        "eng-alpha/preemptor": gpu_preempting(
+            "insufficient unused quota for gpu in flavor on-demand, 1 more needed, insufficient unused quota for gpu in flavor spot, 5 more needed"
+        )
+    },
+    preempted={
+        "eng-alpha/a1": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/other/other-alpha", "/other/other-alpha"),
+        )
+    },
     left={"other-alpha": ["eng-alpha/preemptor"]},
 )
 SCHEDULE["workload requiring reclaimation prioritized over wl in another full cq"] = Case(
@@ -746,7 +1127,12 @@ SCHEDULE["workload requiring reclaimation prioritized over wl in another full cq
         "eng-alpha/WL1": waiting("insufficient unused quota for gpu in flavor on-demand, 5 more needed"),
         "eng-beta/WL2": gpu_preempting("insufficient unused quota for gpu in flavor on-demand, 5 more needed"),
     },
-    preempted={"eng-gamma/Admitted-Workload-2": ("InCohortReclamation", preempt_msg("wl-WL2", "job-WL2", RECLAIM, "/other/CQ2", "/other/CQ3"))},
+    preempted={
+        "eng-gamma/Admitted-Workload-2": (
+            "InCohortReclamation",
+            preempt_msg("wl-WL2", "job-WL2", RECLAIM, "/other/CQ2", "/other/CQ3"),
+        )
+    },
     left={"CQ2": ["eng-beta/WL2"]},
     inadmissible={"CQ1": ["eng-alpha/WL1"]},
 )
@@ -754,7 +1140,9 @@ SCHEDULE["workload requiring reclaimation prioritized over wl in another full cq
 
 def _lending(reclaim: str) -> list[dict[str, Any]]:
     return [
-        plain_gpu(make_cq("ClusterQueueA").cohort("root").group(fq("on-demand", gpu="2")).preemption(reclaim=reclaim).obj()),
+        plain_gpu(
+            make_cq("ClusterQueueA").cohort("root").group(fq("on-demand", gpu="2")).preemption(reclaim=reclaim).obj()
+        ),
         plain_gpu(make_cq("ClusterQueueB").cohort("root").group(fq("on-demand", gpu="0")).obj()),
         make_lq("lq", "eng-alpha", "ClusterQueueA"),
         make_lq("lq", "eng-beta", "ClusterQueueB"),
@@ -769,12 +1157,17 @@ _LENDING_WLS = [
 SCHEDULE["capacity not blocked when lending clusterqueue can reclaim (ReclaimWithinCohort=Any)"] = Case(
     objs=_lending("Any"),
     workloads=_LENDING_WLS,
-    assignments={"eng-alpha/a1-admitted": ("ClusterQueueA", gpu_one("on-demand", "1")), "eng-beta/b1-pending": ("ClusterQueueB", gpu_one("on-demand", "1"))},
+    assignments={
+        "eng-alpha/a1-admitted": ("ClusterQueueA", gpu_one("on-demand", "1")),
+        "eng-beta/b1-pending": ("ClusterQueueB", gpu_one("on-demand", "1")),
+    },
     pending={"eng-alpha/a2-pending": waiting("insufficient unused quota for gpu in flavor on-demand, 1 more needed")},
     inadmissible={"ClusterQueueA": ["eng-alpha/a2-pending"]},
 )
 for _policy in ("LowerPriority", "Never"):
-    SCHEDULE[f"capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort={_policy})"] = Case(
+    SCHEDULE[
+        f"capacity blocked when lending clusterqueue not guaranteed to reclaim (ReclaimWithinCohort={_policy})"
+    ] = Case(
         objs=_lending(_policy),
         workloads=_LENDING_WLS,
         assignments={"eng-alpha/a1-admitted": ("ClusterQueueA", gpu_one("on-demand", "1"))},
@@ -804,14 +1197,20 @@ SCHEDULE["in a hierarchical cohort, workload borrowing less is scheduled first"]
 )
 SCHEDULE["don't assign flavor if there are no candidates for preemption"] = Case(
     objs=[
-        make_cq("cq1").cohort("cohort").preemption(within="LowerPriority", reclaim="Any", borrow="LowerPriority")
+        make_cq("cq1")
+        .cohort("cohort")
+        .preemption(within="LowerPriority", reclaim="Any", borrow="LowerPriority")
         .fungibility(when_can_borrow="MayStopSearch", when_can_preempt="MayStopSearch")
-        .group(fq("on-demand", cpu=("0", "1", None)), fq("spot", cpu=("0", "1", None))).obj(),
+        .group(fq("on-demand", cpu=("0", "1", None)), fq("spot", cpu=("0", "1", None)))
+        .obj(),
         make_cq("cq2").cohort("cohort").group(fq("on-demand", cpu="1"), fq("spot", cpu="1")).obj(),
         make_lq("lq1", "eng-alpha", "cq1"),
         make_lq("lq2", "eng-alpha", "cq2"),
     ],
-    workloads=[reserved("admitted", "eng-alpha", "cq2", "on-demand", "1", prio=0, queue="lq2", admitted=True), pending("new", "eng-alpha", "lq1", prio=100, cpu="1")],
+    workloads=[
+        reserved("admitted", "eng-alpha", "cq2", "on-demand", "1", prio=0, queue="lq2", admitted=True),
+        pending("new", "eng-alpha", "lq1", prio=100, cpu="1"),
+    ],
     assignments={"eng-alpha/new": ("cq1", one("spot", "1")), "eng-alpha/admitted": ("cq2", one("on-demand", "1"))},
 )
 
@@ -822,15 +1221,30 @@ SCHEDULE["pending admission check with nofit and fit flavors"] = Case(
 )
 SCHEDULE["admit to second flavor when first needs preemption; WhenCanPreempt: TryNextFlavor"] = Case(
     objs=[
-        make_cq("preempt-attempts-cq").preemption(within="LowerPriority").fungibility(when_can_preempt="TryNextFlavor")
-        .group(fq("on-demand", cpu="1"), fq("spot", cpu="1")).obj(),
+        make_cq("preempt-attempts-cq")
+        .preemption(within="LowerPriority")
+        .fungibility(when_can_preempt="TryNextFlavor")
+        .group(fq("on-demand", cpu="1"), fq("spot", cpu="1"))
+        .obj(),
         make_lq("preempt-attempts-lq", "eng-alpha", "preempt-attempts-cq"),
     ],
     workloads=[
-        reserved("blocker", "eng-alpha", "preempt-attempts-cq", "on-demand", "1", prio=50, queue="preempt-attempts-lq", admitted=True),
+        reserved(
+            "blocker",
+            "eng-alpha",
+            "preempt-attempts-cq",
+            "on-demand",
+            "1",
+            prio=50,
+            queue="preempt-attempts-lq",
+            admitted=True,
+        ),
         pending("test-wl", "eng-alpha", "preempt-attempts-lq", prio=100, cpu="1"),
     ],
-    assignments={"eng-alpha/test-wl": ("preempt-attempts-cq", one("spot", "1")), "eng-alpha/blocker": ("preempt-attempts-cq", one("on-demand", "1"))},
+    assignments={
+        "eng-alpha/test-wl": ("preempt-attempts-cq", one("spot", "1")),
+        "eng-alpha/blocker": ("preempt-attempts-cq", one("on-demand", "1")),
+    },
 )
 SCHEDULE["admit workload with zero-quantity request for resource not in ClusterQueue"] = Case(
     workloads=[pending("zero-resource-wl", "sales", cpu="1", **{"example.com/gpu": "0"})],
@@ -842,23 +1256,46 @@ SCHEDULE["preempt when workload requests zero of a resource not defined in Clust
         make_lq("preempt-zero-gpu-lq", "sales", "preempt-zero-gpu-cq"),
     ],
     workloads=[
-        pending("preemptor", "sales", "preempt-zero-gpu-lq", uid="wl-preemptor", job_uid="job-preemptor", cpu="2", **{"example.com/gpu": "0"}),
+        pending(
+            "preemptor",
+            "sales",
+            "preempt-zero-gpu-lq",
+            uid="wl-preemptor",
+            job_uid="job-preemptor",
+            cpu="2",
+            **{"example.com/gpu": "0"},
+        ),
         reserved("low-priority", "sales", "preempt-zero-gpu-cq", "default", "4", prio=-1, queue="preempt-zero-gpu-lq"),
     ],
     assignments={"sales/low-priority": ("preempt-zero-gpu-cq", one("default", "4"))},
-    pending={"sales/preemptor": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)")},
-    preempted={"sales/low-priority": ("InClusterQueue", preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/preempt-zero-gpu-cq", "/preempt-zero-gpu-cq"))},
+    pending={
+        "sales/preemptor": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 1 workload(s)",
+        )
+    },
+    preempted={
+        "sales/low-priority": (
+            "InClusterQueue",
+            preempt_msg("wl-preemptor", "job-preemptor", IN_CQ, "/preempt-zero-gpu-cq", "/preempt-zero-gpu-cq"),
+        )
+    },
     left={"preempt-zero-gpu-cq": ["sales/preemptor"]},
 )
 
 
-
 def _preference_pair(prefix: str, preference: str) -> list[dict[str, Any]]:
     return [
-        make_cq(f"{prefix}-cq").cohort(f"{prefix}-cohort").preemption(within="LowerPriority")
+        make_cq(f"{prefix}-cq")
+        .cohort(f"{prefix}-cohort")
+        .preemption(within="LowerPriority")
         .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor", preference=preference)
-        .group(fq("on-demand", cpu=("5", "0", None)), fq("spot", cpu=("0", "5", None))).obj(),
-        make_cq(f"{prefix}-lender").cohort(f"{prefix}-cohort").group(fq("on-demand", cpu="0"), fq("spot", cpu="5")).obj(),
+        .group(fq("on-demand", cpu=("5", "0", None)), fq("spot", cpu=("0", "5", None)))
+        .obj(),
+        make_cq(f"{prefix}-lender")
+        .cohort(f"{prefix}-cohort")
+        .group(fq("on-demand", cpu="0"), fq("spot", cpu="5"))
+        .obj(),
         make_lq(f"{prefix}-queue", "default", f"{prefix}-cq"),
     ]
 
@@ -870,17 +1307,34 @@ SCHEDULE["PreemptionOverBorrowing preference: preempt in first flavor instead of
         pending("high-pob", "default", "pob-queue", prio=0, uid="wl-high-pob", job_uid="job-high-pob", cpu="5"),
     ],
     assignments={"default/low-pob": ("pob-cq", one("on-demand", "5"))},
-    pending={"default/high-pob": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 5 more needed. Pending the preemption of 1 workload(s)")},
-    preempted={"default/low-pob": ("InClusterQueue", preempt_msg("wl-high-pob", "job-high-pob", IN_CQ, "/pob-cohort/pob-cq", "/pob-cohort/pob-cq"))},
+    pending={
+        "default/high-pob": (
+            "WaitingForPreemptedWorkloads",
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 5 more needed. Pending the preemption of 1 workload(s)",
+        )
+    },
+    preempted={
+        "default/low-pob": (
+            "InClusterQueue",
+            preempt_msg("wl-high-pob", "job-high-pob", IN_CQ, "/pob-cohort/pob-cq", "/pob-cohort/pob-cq"),
+        )
+    },
     left={"pob-cq": ["default/high-pob"]},
 )
-SCHEDULE["PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption candidates"] = Case(
+SCHEDULE[
+    "PreemptionOverBorrowing preference: select fitting second flavor over first flavor with no preemption candidates"
+] = Case(
     objs=[
         make_cohort("nopc-root").group(fq("on-demand", cpu="0"), fq("spot", cpu="5")).obj(),
         make_cohort("nopc-mid").parent("nopc-root").obj(),
-        make_cq("nopc-cq").cohort("nopc-mid").preemption(within="LowerPriority")
-        .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor", preference="PreemptionOverBorrowing")
-        .group(fq("on-demand", cpu=("5", "0", None)), fq("spot", cpu="0")).obj(),
+        make_cq("nopc-cq")
+        .cohort("nopc-mid")
+        .preemption(within="LowerPriority")
+        .fungibility(
+            when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor", preference="PreemptionOverBorrowing"
+        )
+        .group(fq("on-demand", cpu=("5", "0", None)), fq("spot", cpu="0"))
+        .obj(),
         make_cq("nopc-sibling").cohort("nopc-mid").group(fq("on-demand", cpu="5"), fq("spot", cpu="0")).obj(),
         make_lq("nopc-queue", "default", "nopc-cq"),
     ],
@@ -888,7 +1342,10 @@ SCHEDULE["PreemptionOverBorrowing preference: select fitting second flavor over 
         reserved("admitted-nopc", "default", "nopc-cq", "on-demand", "5", prio=0, queue="nopc-queue", admitted=True),
         pending("pending-nopc", "default", "nopc-queue", prio=0, cpu="5"),
     ],
-    assignments={"default/admitted-nopc": ("nopc-cq", one("on-demand", "5")), "default/pending-nopc": ("nopc-cq", one("spot", "5"))},
+    assignments={
+        "default/admitted-nopc": ("nopc-cq", one("on-demand", "5")),
+        "default/pending-nopc": ("nopc-cq", one("spot", "5")),
+    },
 )
 SCHEDULE["BorrowingOverPreemption preference: borrow in second flavor instead of preempting in first"] = Case(
     objs=_preference_pair("bop", "BorrowingOverPreemption"),
@@ -896,19 +1353,40 @@ SCHEDULE["BorrowingOverPreemption preference: borrow in second flavor instead of
         reserved("low-bop", "default", "bop-cq", "on-demand", "5", prio=-1, queue="bop-queue", admitted=True),
         pending("high-bop", "default", "bop-queue", prio=0, cpu="5"),
     ],
-    assignments={"default/low-bop": ("bop-cq", one("on-demand", "5")), "default/high-bop": ("bop-cq", one("spot", "5"))},
+    assignments={
+        "default/low-bop": ("bop-cq", one("on-demand", "5")),
+        "default/high-bop": ("bop-cq", one("spot", "5")),
+    },
 )
 _OVERFLOW = [make_lq("overflow-queue", "default", "overflow-cq")]
 SCHEDULE["prevent integer overflow when sum of requests over podsets exceeds MaxInt64"] = Case(
     objs=[make_cq("overflow-cq").group(fq("default", cpu="10000")).obj(), *_OVERFLOW],
-    workloads=[podsets("vuln-wl", "default", ("ps1", 1, {"cpu": "1000000m"}), ("ps2", 1, {"cpu": "9223372036854775000m"}), queue="overflow-queue")],
-    pending={"default/vuln-wl": ("ExceedsMaxQuota", "couldn't assign flavors to pod set ps2: insufficient quota for cpu in flavor default, previously considered podsets requests (1k) + current podset request (9223372036854775) > maximum capacity (10k)")},
+    workloads=[
+        podsets(
+            "vuln-wl",
+            "default",
+            ("ps1", 1, {"cpu": "1000000m"}),
+            ("ps2", 1, {"cpu": "9223372036854775000m"}),
+            queue="overflow-queue",
+        )
+    ],
+    pending={
+        "default/vuln-wl": (
+            "ExceedsMaxQuota",
+            "couldn't assign flavors to pod set ps2: insufficient quota for cpu in flavor default, previously considered podsets requests (1k) + current podset request (9223372036854775) > maximum capacity (10k)",
+        )
+    },
     inadmissible={"overflow-cq": ["default/vuln-wl"]},
 )
 SCHEDULE["prevent integer overflow in ResourceValue conversion to MilliValue"] = Case(
     objs=[make_cq("overflow-cq").group(fq("default", cpu="10")).obj(), *_OVERFLOW],
     workloads=[podsets("vuln-wl", "default", ("ps1", 1, {"cpu": "9223372036854776"}), queue="overflow-queue")],
-    pending={"default/vuln-wl": ("ExceedsMaxQuota", "couldn't assign flavors to pod set ps1: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (9223372036854775807m) > maximum capacity (10)")},
+    pending={
+        "default/vuln-wl": (
+            "ExceedsMaxQuota",
+            "couldn't assign flavors to pod set ps1: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (9223372036854775807m) > maximum capacity (10)",
+        )
+    },
     inadmissible={"overflow-cq": ["default/vuln-wl"]},
 )
 
@@ -917,7 +1395,12 @@ _OVER_LIMIT = podsets("new", "sales", ("one", 1, {"cpu": "200m"}))
 _OVER_LIMIT["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"cpu": "100m"}
 SCHEDULE["container resource requests exceed limits"] = Case(
     workloads=[_OVER_LIMIT],
-    pending={"sales/new": ("Misconfigured", 'resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits')},
+    pending={
+        "sales/new": (
+            "Misconfigured",
+            'resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits',
+        )
+    },
     left={"sales": ["sales/new"]},
 )
 
@@ -937,13 +1420,21 @@ def test_schedule(case: Case) -> None:
 # -- TestLastSchedulingContext: two cycles, with workloads deleted in between ----------------------
 def _cohort_cq(name: str, fungibility: str) -> dict[str, Any]:
     return (
-        make_cq(name).cohort("cohort").strategy("StrictFIFO").preemption(within="Never", reclaim="LowerPriority")
+        make_cq(name)
+        .cohort("cohort")
+        .strategy("StrictFIFO")
+        .preemption(within="Never", reclaim="LowerPriority")
         .fungibility(when_can_borrow=fungibility, when_can_preempt=fungibility)
-        .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None))).obj()
+        .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None)))
+        .obj()
     )
 
 
-COHORT_CQS = [_cohort_cq("eng-cohort-alpha", "MayStopSearch"), _cohort_cq("eng-cohort-beta", "MayStopSearch"), _cohort_cq("eng-cohort-theta", "TryNextFlavor")]
+COHORT_CQS = [
+    _cohort_cq("eng-cohort-alpha", "MayStopSearch"),
+    _cohort_cq("eng-cohort-beta", "MayStopSearch"),
+    _cohort_cq("eng-cohort-theta", "TryNextFlavor"),
+]
 LSC_QUEUES = [
     make_lq("main", "default", "eng-alpha"),
     make_lq("main-alpha", "default", "eng-cohort-alpha"),
@@ -952,7 +1443,9 @@ LSC_QUEUES = [
 ]
 
 
-def running(name: str, cq: str, flavor: str, cpu: str, prio: int | None = None, queue: str | None = None, at: float = 0) -> dict[str, Any]:
+def running(
+    name: str, cq: str, flavor: str, cpu: str, prio: int | None = None, queue: str | None = None, at: float = 0
+) -> dict[str, Any]:
     """An admitted single-pod workload (upstream `ReserveQuotaAt` + `AdmittedAt(true)`)."""
     return wl(name, "default", queue, prio).request(cpu=cpu).reserve(cq, psa(cpu=(flavor, cpu)), at=at).obj()
 
@@ -973,17 +1466,31 @@ class TwoCycles:
 LAST_CONTEXT: dict[str, TwoCycles] = {
     "scheduling on the first flavor is unblocked after some workloads were deleted": TwoCycles(
         cqs=[
-            make_cq("eng-alpha").preemption(within="LowerPriority").fungibility(when_can_preempt="MayStopSearch")
-            .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("10", "0", None))).obj()
+            make_cq("eng-alpha")
+            .preemption(within="LowerPriority")
+            .fungibility(when_can_preempt="MayStopSearch")
+            .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("10", "0", None)))
+            .obj()
         ],
-        workloads=[running("low-1", "eng-alpha", "on-demand", "50", queue="main"), pending("preemptor", "default", cpu="20")],
-        first_pending={"default/preemptor": waiting("insufficient quota for cpu in flavor spot, previously considered podsets requests (0) + current podset request (20) > maximum capacity (10), insufficient unused quota for cpu in flavor on-demand, 20 more needed")},
+        workloads=[
+            running("low-1", "eng-alpha", "on-demand", "50", queue="main"),
+            pending("preemptor", "default", cpu="20"),
+        ],
+        first_pending={
+            "default/preemptor": waiting(
+                "insufficient quota for cpu in flavor spot, previously considered podsets requests (0) + current podset request (20) > maximum capacity (10), insufficient unused quota for cpu in flavor on-demand, 20 more needed"
+            )
+        },
         delete=["low-1"],
         second={"default/preemptor": ("eng-alpha", one("on-demand", "20"))},
     ),
     "borrow before next flavor": TwoCycles(
         cqs=COHORT_CQS,
-        workloads=[running("placeholder", "eng-cohort-alpha", "on-demand", "50"), pending("borrower", "default", "main-alpha", cpu="20"), pending("workload1", "default", "main-beta", cpu="20")],
+        workloads=[
+            running("placeholder", "eng-cohort-alpha", "on-demand", "50"),
+            pending("borrower", "default", "main-alpha", cpu="20"),
+            pending("workload1", "default", "main-beta", cpu="20"),
+        ],
         first_admitted=["default/borrower", "default/workload1"],
         second={
             "default/placeholder": ("eng-cohort-alpha", one("on-demand", "50")),
@@ -1028,8 +1535,18 @@ LAST_CONTEXT: dict[str, TwoCycles] = {
             running("placeholder-theta-spot", "eng-cohort-theta", "spot", "100"),
             pending("new", "default", "main-theta", uid="wl-new", job_uid="job-new", cpu="20"),
         ],
-        first_pending={"default/new": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. Pending the preemption of 1 workload(s)")},
-        first_preempted={"default/placeholder-alpha": ("InCohortReclamation", preempt_msg("wl-new", "job-new", RECLAIM, "/cohort/eng-cohort-theta", "/cohort/eng-cohort-alpha"))},
+        first_pending={
+            "default/new": (
+                "WaitingForPreemptedWorkloads",
+                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. Pending the preemption of 1 workload(s)",
+            )
+        },
+        first_preempted={
+            "default/placeholder-alpha": (
+                "InCohortReclamation",
+                preempt_msg("wl-new", "job-new", RECLAIM, "/cohort/eng-cohort-theta", "/cohort/eng-cohort-alpha"),
+            )
+        },
         delete=["placeholder-alpha"],
         second={
             "default/placeholder-theta-spot": ("eng-cohort-theta", one("spot", "100")),
@@ -1038,12 +1555,18 @@ LAST_CONTEXT: dict[str, TwoCycles] = {
     ),
     "TryNextFlavor, but second flavor is full and can preempt on first": TwoCycles(
         cqs=[
-            make_cq("eng-cohort-alpha").cohort("cohort").preemption(within="LowerPriority", reclaim="Any")
+            make_cq("eng-cohort-alpha")
+            .cohort("cohort")
+            .preemption(within="LowerPriority", reclaim="Any")
             .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor")
-            .group(fq("on-demand", cpu=("0", "60", None)), fq("spot", cpu=("30", "30", None))).obj(),
-            make_cq("eng-cohort-beta").cohort("cohort").preemption(within="LowerPriority", reclaim="Any")
+            .group(fq("on-demand", cpu=("0", "60", None)), fq("spot", cpu=("30", "30", None)))
+            .obj(),
+            make_cq("eng-cohort-beta")
+            .cohort("cohort")
+            .preemption(within="LowerPriority", reclaim="Any")
             .fungibility(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor")
-            .group(fq("on-demand", cpu=("30", "30", None)), fq("spot", cpu=("30", "30", None))).obj(),
+            .group(fq("on-demand", cpu=("30", "30", None)), fq("spot", cpu=("30", "30", None)))
+            .obj(),
             make_cq("eng-cohort-shared").cohort("cohort").group(fq("on-demand", cpu="30")).obj(),
         ],
         workloads=[
@@ -1053,8 +1576,18 @@ LAST_CONTEXT: dict[str, TwoCycles] = {
             running("beta1", "eng-cohort-beta", "spot", "22"),
             pending("new", "default", "main-beta", uid="wl-new", job_uid="job-new", cpu="22"),
         ],
-        first_pending={"default/new": ("WaitingForPreemptedWorkloads", "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 6 more needed, insufficient unused quota for cpu in flavor spot, 6 more needed. Pending the preemption of 1 workload(s)")},
-        first_preempted={"default/alpha2": ("InCohortReclamation", preempt_msg("wl-new", "job-new", RECLAIM, "/cohort/eng-cohort-beta", "/cohort/eng-cohort-alpha"))},
+        first_pending={
+            "default/new": (
+                "WaitingForPreemptedWorkloads",
+                "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, 6 more needed, insufficient unused quota for cpu in flavor spot, 6 more needed. Pending the preemption of 1 workload(s)",
+            )
+        },
+        first_preempted={
+            "default/alpha2": (
+                "InCohortReclamation",
+                preempt_msg("wl-new", "job-new", RECLAIM, "/cohort/eng-cohort-beta", "/cohort/eng-cohort-alpha"),
+            )
+        },
         delete=["alpha2"],
         second={
             "default/alpha1": ("eng-cohort-alpha", one("on-demand", "22")),
@@ -1068,7 +1601,14 @@ LAST_CONTEXT: dict[str, TwoCycles] = {
 
 @pytest.mark.parametrize("case", list(LAST_CONTEXT.values()), ids=list(LAST_CONTEXT))
 def test_last_scheduling_context(case: TwoCycles) -> None:
-    core = make_core(make_flavor("on-demand").obj(), make_flavor("spot").obj(), *case.cqs, *LSC_QUEUES, *case.workloads, namespaces={"default": {}})
+    core = make_core(
+        make_flavor("on-demand").obj(),
+        make_flavor("spot").obj(),
+        *case.cqs,
+        *LSC_QUEUES,
+        *case.workloads,
+        namespaces={"default": {}},
+    )
     first = core.schedule(T0)
     assert sorted(str(d.key) for d in first.admitted) == case.first_admitted
     assert {str(d.key): (d.reason, d.message) for d in first.pending} == case.first_pending

@@ -45,7 +45,9 @@ from webhook.core import (
 )
 from webhook.core.resources import FlavorResource
 
-settings.register_profile("core", max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "core", max_examples=100, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("core")
 
 CQS = ["a", "b", "c"]
@@ -70,7 +72,9 @@ class CoreMachine(RuleBasedStateMachine):
 
     def _cq(self, name: str) -> dict[str, Any]:
         nominal, bl, ll = self.quota[name]
-        b = make_cq(name).group(fq("one", cpu=(str(nominal), None if bl is None else str(bl), None if ll is None else str(ll))))
+        b = make_cq(name).group(
+            fq("one", cpu=(str(nominal), None if bl is None else str(bl), None if ll is None else str(ll)))
+        )
         b.preemption(within="LowerPriority", reclaim="Any")
         if self.stop[name] != "None":
             b.stop(self.stop[name])
@@ -134,7 +138,15 @@ class CoreMachine(RuleBasedStateMachine):
     def finish(self, data: st.DataObject) -> None:
         name = data.draw(st.sampled_from(self._reserving()))
         wl = self.workloads[name]
-        wl["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"})
+        wl["status"]["conditions"].append(
+            {
+                "type": "Finished",
+                "status": "True",
+                "reason": "Succeeded",
+                "message": "",
+                "lastTransitionTime": "2025-01-01T00:00:00Z",
+            }
+        )
         self.core.on_workload(wl, T0)
         del self.workloads[name]
         self.grandfathered.discard(name)
@@ -153,11 +165,21 @@ class CoreMachine(RuleBasedStateMachine):
 
     def _evict(self, name: str, requeued: tuple[str, str] = ("True", "Preempted")) -> None:
         wl = self.workloads[name]
-        wl["status"] = {"conditions": [_cond("QuotaReserved", "False", "PendingEvaluation", "evicted"), _cond("Requeued", *requeued, "")]}
+        wl["status"] = {
+            "conditions": [
+                _cond("QuotaReserved", "False", "PendingEvaluation", "evicted"),
+                _cond("Requeued", *requeued, ""),
+            ]
+        }
         self.grandfathered.discard(name)
         self.core.on_workload(wl, T0)
 
-    @rule(cq=st.sampled_from(CQS), nominal=st.integers(0, 8), bl=st.none() | st.integers(0, 4), ll=st.none() | st.integers(0, 8))
+    @rule(
+        cq=st.sampled_from(CQS),
+        nominal=st.integers(0, 8),
+        bl=st.none() | st.integers(0, 4),
+        ll=st.none() | st.integers(0, 8),
+    )
     def change_quota(self, cq: str, nominal: int, bl: int | None, ll: int | None) -> None:
         self._grandfather()
         self.quota[cq] = (nominal, bl, None if ll is None else min(ll, nominal))
@@ -251,7 +273,13 @@ class CoreMachine(RuleBasedStateMachine):
 
 
 def _cond(ctype: str, status: str, reason: str, message: str) -> dict[str, str]:
-    return {"type": str(ctype), "status": status, "reason": str(reason), "message": message, "lastTransitionTime": "2025-01-01T00:00:00Z"}
+    return {
+        "type": str(ctype),
+        "status": status,
+        "reason": str(reason),
+        "message": message,
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
 
 
 def _set(wl: dict[str, Any], *conds: Any) -> None:
@@ -265,8 +293,13 @@ TestCoreMachine = CoreMachine.TestCase
 
 
 def test_admitted_state_rebuilds_identically() -> None:
-    core: AdmissionCore = make_core(make_flavor("one").obj(), make_cq("a").cohort("co").group(fq("one", cpu=("4", None, "1"))).obj(),
-                                    make_cq("b").cohort("co").group(fq("one", cpu="2")).obj(), make_lq("lq-a", "ns", "a"), make_lq("lq-b", "ns", "b"))
+    core: AdmissionCore = make_core(
+        make_flavor("one").obj(),
+        make_cq("a").cohort("co").group(fq("one", cpu=("4", None, "1"))).obj(),
+        make_cq("b").cohort("co").group(fq("one", cpu="2")).obj(),
+        make_lq("lq-a", "ns", "a"),
+        make_lq("lq-b", "ns", "b"),
+    )
     objs = {}
     for i, (q, cpu) in enumerate([("a", 3), ("b", 4), ("a", 1), ("b", 1)]):
         wl = make_wl(f"w{i}").queue("lq-" + q).created(i).request(cpu=str(cpu)).obj()
@@ -276,8 +309,16 @@ def test_admitted_state_rebuilds_identically() -> None:
         for d in core.schedule(T0).admitted:
             wl = objs[d.key.split("/")[1]]
             wl["status"]["admission"] = dict(d.admission)
-            wl["status"]["conditions"] = [{"type": str(c.type), "status": c.status, "reason": c.reason, "message": c.message} for c in d.conditions]
-    rebuilt = make_core(*objs.values(), make_lq("lq-a", "ns", "a"), make_flavor("one").obj(), make_cq("b").cohort("co").group(fq("one", cpu="2")).obj(),
-                        make_cq("a").cohort("co").group(fq("one", cpu=("4", None, "1"))).obj())
+            wl["status"]["conditions"] = [
+                {"type": str(c.type), "status": c.status, "reason": c.reason, "message": c.message}
+                for c in d.conditions
+            ]
+    rebuilt = make_core(
+        *objs.values(),
+        make_lq("lq-a", "ns", "a"),
+        make_flavor("one").obj(),
+        make_cq("b").cohort("co").group(fq("one", cpu="2")).obj(),
+        make_cq("a").cohort("co").group(fq("one", cpu=("4", None, "1"))).obj(),
+    )
     assert rebuilt.cache.state_fingerprint() == core.cache.state_fingerprint()
     assert len(core.cache.reserving) >= 2

@@ -28,7 +28,9 @@ REPLACES = c.WORKLOAD_SLICE_REPLACEMENT_FOR
 
 
 class _NoPreemption:
-    def simulate_preemption(self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int) -> tuple[PreemptionPossibility, int]:
+    def simulate_preemption(
+        self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int
+    ) -> tuple[PreemptionPossibility, int]:
         return PreemptionPossibility.NO_CANDIDATES, 0
 
 
@@ -36,13 +38,25 @@ def _assign(one_cpu: str, old_flavor: str) -> Any:
     cache = Cache()
     for f in ("one", "two"):
         cache.upsert_resource_flavor(make_flavor(f).obj())
-    cache.upsert_cluster_queue(make_cq("test-clusterqueue").group(fq("one", cpu=(one_cpu, None, None), memory=("1Gi", None, None)),
-                                                                  fq("two", cpu=("4", None, None), memory=("2Gi", None, None))).obj())
-    old = parse_workload(make_wl("old").podset("main", 1, cpu="2", memory="10Mi")
-                         .reserve("test-clusterqueue", psa("main", 1, cpu=(old_flavor, "2"), memory=(old_flavor, "10Mi"))).obj())
+    cache.upsert_cluster_queue(
+        make_cq("test-clusterqueue")
+        .group(
+            fq("one", cpu=(one_cpu, None, None), memory=("1Gi", None, None)),
+            fq("two", cpu=("4", None, None), memory=("2Gi", None, None)),
+        )
+        .obj()
+    )
+    old = parse_workload(
+        make_wl("old")
+        .podset("main", 1, cpu="2", memory="10Mi")
+        .reserve("test-clusterqueue", psa("main", 1, cpu=(old_flavor, "2"), memory=(old_flavor, "10Mi")))
+        .obj()
+    )
     new = parse_workload(make_wl("new").annotation(REPLACES, "ns/old").podset("main", 1, cpu="3", memory="10Mi").obj())
     snap = take_snapshot(cache)
-    return assign_flavors(new, snap.cluster_queues["test-clusterqueue"], snap.resource_flavors, _NoPreemption(), replaces=old)
+    return assign_flavors(
+        new, snap.cluster_queues["test-clusterqueue"], snap.resource_flavors, _NoPreemption(), replaces=old
+    )
 
 
 def test_workload_slice_preemption_fits_in_the_original_workload_resource_flavor() -> None:
@@ -67,17 +81,28 @@ def test_workload_slice_preemption_does_not_fit_in_the_original_workload_resourc
 
 
 def _sales(cpu: str = "50") -> list[dict[str, Any]]:
-    return [make_flavor("default").obj(), make_cq("sales").preemption(within="LowerPriority").group(fq("default", cpu=(cpu, None, None))).obj(),
-            make_lq("main", "sales", "sales")]
+    return [
+        make_flavor("default").obj(),
+        make_cq("sales").preemption(within="LowerPriority").group(fq("default", cpu=(cpu, None, None))).obj(),
+        make_lq("main", "sales", "sales"),
+    ]
 
 
 def _old(count: int = 10, priority: int = 0) -> dict[str, Any]:
-    return (make_wl("foo-1", "sales").queue("main").priority(priority).podset("one", count, cpu="1")
-            .reserve("sales", psa("one", count, cpu=("default", str(count)))).obj())
+    return (
+        make_wl("foo-1", "sales")
+        .queue("main")
+        .priority(priority)
+        .podset("one", count, cpu="1")
+        .reserve("sales", psa("one", count, cpu=("default", str(count))))
+        .obj()
+    )
 
 
 def _new(count: int = 15, old: str = "sales/foo-1") -> dict[str, Any]:
-    return make_wl("foo-2", "sales").queue("main").created(1).annotation(REPLACES, old).podset("one", count, cpu="1").obj()
+    return (
+        make_wl("foo-2", "sales").queue("main").created(1).annotation(REPLACES, old).podset("one", count, cpu="1").obj()
+    )
 
 
 def test_workload_slice_fits_in_single_cluster_queue() -> None:
@@ -85,13 +110,20 @@ def test_workload_slice_fits_in_single_cluster_queue() -> None:
     result = core.schedule(T0)
     [admit] = result.admitted
     assert str(admit.key) == "sales/foo-2"
-    assert dict(admit.admission) == {"clusterQueue": "sales", "podSetAssignments": [
-        {"name": "one", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "15"}, "count": 15}]}
+    assert dict(admit.admission) == {
+        "clusterQueue": "sales",
+        "podSetAssignments": [
+            {"name": "one", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "15"}, "count": 15}
+        ],
+    }
     assert admit.replaces is not None and str(admit.replaces.key) == "sales/foo-1"
     assert admit.replaces.cluster_queue == "sales"
     [finished] = admit.replaces.conditions
     assert (finished.type, finished.status, finished.reason) == ("Finished", "True", "WorkloadSliceReplaced")
-    assert finished.message == "Replaced to accommodate a workload (UID: uid-foo-2, JobUID: ) due to workload slice aggregation"
+    assert (
+        finished.message
+        == "Replaced to accommodate a workload (UID: uid-foo-2, JobUID: ) due to workload slice aggregation"
+    )
 
 
 def test_replacement_waits_for_the_growth_to_fit_and_keeps_the_old_slice() -> None:
@@ -115,7 +147,14 @@ def test_replacement_within_quota_is_admitted_next_to_the_old_slice() -> None:
 
 def test_old_slice_is_never_a_preemption_target_of_its_replacement() -> None:
     # A lower-priority workload holds 2 CPUs; the replacement needs them and preempts it, not foo-1.
-    low = make_wl("low", "sales").queue("main").priority(-1).podset("one", 2, cpu="1").reserve("sales", psa("one", 2, cpu=("default", "2"))).obj()
+    low = (
+        make_wl("low", "sales")
+        .queue("main")
+        .priority(-1)
+        .podset("one", 2, cpu="1")
+        .reserve("sales", psa("one", 2, cpu=("default", "2")))
+        .obj()
+    )
     core = make_core(*_sales("12"), _old(), low, _new(12), namespaces={"sales": {}}, elastic_jobs=True)
     result = core.schedule(T0)
     assert [str(v.key) for p in result.preempted for v in p.targets] == ["sales/low"]
@@ -128,11 +167,14 @@ def test_without_the_gate_the_annotation_is_ignored() -> None:
     assert result.admitted == []
 
 
-@pytest.mark.parametrize(("replaces", "found"), [
-    pytest.param("", False, id="WorkloadWithoutReplacementAnnotation"),
-    pytest.param("sales/missing", False, id="EdgeCase_ReplacedWorkloadIsNotFound_NotInClusterQueue"),
-    pytest.param("sales/foo-1", True, id="ReplacedWorkloadIsFound"),
-])
+@pytest.mark.parametrize(
+    ("replaces", "found"),
+    [
+        pytest.param("", False, id="WorkloadWithoutReplacementAnnotation"),
+        pytest.param("sales/missing", False, id="EdgeCase_ReplacedWorkloadIsNotFound_NotInClusterQueue"),
+        pytest.param("sales/foo-1", True, id="ReplacedWorkloadIsFound"),
+    ],
+)
 def test_replaced_workload_slice(replaces: str, found: bool) -> None:
     new = make_wl("foo-2", "sales").queue("main").podset("one", 12, cpu="1")
     if replaces:
@@ -144,7 +186,14 @@ def test_replaced_workload_slice(replaces: str, found: bool) -> None:
 
 
 def test_cross_namespace_replacement_is_rejected() -> None:
-    other = (make_wl("foo-1", "other").queue("main").podset("one", 10, cpu="1")
-             .reserve("sales", psa("one", 10, cpu=("default", "10"))).obj())
-    core = make_core(*_sales("12"), other, _new(12, old="other/foo-1"), namespaces={"sales": {}, "other": {}}, elastic_jobs=True)
+    other = (
+        make_wl("foo-1", "other")
+        .queue("main")
+        .podset("one", 10, cpu="1")
+        .reserve("sales", psa("one", 10, cpu=("default", "10")))
+        .obj()
+    )
+    core = make_core(
+        *_sales("12"), other, _new(12, old="other/foo-1"), namespaces={"sales": {}, "other": {}}, elastic_jobs=True
+    )
     assert core.schedule(T0).admitted == []

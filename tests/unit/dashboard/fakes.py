@@ -18,7 +18,8 @@ class FakeReviews:
         self.tokens = {ADMIN: "admin", ALICE: "alice"}
         self.rules: set[tuple[str, str, str, str]] = {
             ("admin", "*", "*", ""),
-            ("alice", "list", "workloads", "team-a"), ("alice", "get", "workloads", "team-a"),
+            ("alice", "list", "workloads", "team-a"),
+            ("alice", "get", "workloads", "team-a"),
             ("alice", "list", "localqueues", "team-a"),
         }
         self.calls: list[str] = []
@@ -31,24 +32,33 @@ class FakeReviews:
         assert path == SUBJECT_ACCESS_REVIEWS
         spec = body["spec"]
         ra = spec["resourceAttributes"]
-        allowed = ((spec["user"], "*", "*", "") in self.rules
-                   or (spec["user"], ra["verb"], ra["resource"], ra["namespace"]) in self.rules)
+        allowed = (spec["user"], "*", "*", "") in self.rules or (
+            spec["user"],
+            ra["verb"],
+            ra["resource"],
+            ra["namespace"],
+        ) in self.rules
         return {"status": {"allowed": allowed}}
 
 
 def two_teams() -> Store:
     """team-a and team-b share ClusterQueue cq (4 cpu); two pending Workloads each, one admitted in team-a."""
     store = Store()
-    store.replace(Kind.CLUSTER_QUEUES, [make_cq("cq").group({"name": "default", "resources": [
-        {"name": "cpu", "nominalQuota": "4"}]}).obj()])
+    store.replace(
+        Kind.CLUSTER_QUEUES,
+        [make_cq("cq").group({"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}).obj()],
+    )
     store.replace(Kind.LOCAL_QUEUES, [make_lq("lq", "team-a", "cq"), make_lq("lq", "team-b", "cq")])
     store.replace(Kind.RESOURCE_FLAVORS, [{"metadata": {"name": "default"}, "spec": {}}])
     store.replace(Kind.COHORTS, [])
-    store.replace(Kind.WORKLOADS, [
-        make_wl("a-old", "team-a").created(1).obj(),
-        make_wl("a-new", "team-a").created(5).obj(),
-        make_wl("b-high", "team-b").created(9).priority(10).obj(),
-        make_wl("b-low", "team-b").created(2).obj(),
-        make_wl("a-running", "team-a").reserve("cq").obj(),
-    ])
+    store.replace(
+        Kind.WORKLOADS,
+        [
+            make_wl("a-old", "team-a").created(1).obj(),
+            make_wl("a-new", "team-a").created(5).obj(),
+            make_wl("b-high", "team-b").created(9).priority(10).obj(),
+            make_wl("b-low", "team-b").created(2).obj(),
+            make_wl("a-running", "team-a").reserve("cq").obj(),
+        ],
+    )
     return store

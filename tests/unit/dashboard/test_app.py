@@ -41,8 +41,10 @@ def client(token: str | None = None, *, kube: FakeReader | None = None) -> tuple
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash", headers=headers), reviews
 
 
-@pytest.mark.parametrize("path", ["/", "/workloads", "/history", "/fragment/overview", "/fragment/workloads",
-                                  "/workloads/team-a/a-old", "/events"])
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/workloads", "/history", "/fragment/overview", "/fragment/workloads", "/workloads/team-a/a-old", "/events"],
+)
 async def test_every_page_needs_a_token(path: str) -> None:
     c, _ = client()
     async with c:
@@ -63,24 +65,36 @@ async def test_admin_sees_every_namespace_and_the_overview() -> None:
 
 def gpu_cluster_queue(cohort: str) -> dict:
     """The seeds' ClusterQueue research (e2e/examples/gpu-quota.yaml) with a 2-GPU Job admitted."""
-    obj = make_cq("research").cohort(cohort).group({"name": "gpu-nodes", "resources": [
-        {"name": "nvidia.com/gpu", "nominalQuota": 64}]}).obj()
-    obj["status"] = {"admittedWorkloads": 1, "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
-                     "flavorsReservation": [{"name": "gpu-nodes", "resources": [
-                         {"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]}]}
+    obj = (
+        make_cq("research")
+        .cohort(cohort)
+        .group({"name": "gpu-nodes", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 64}]})
+        .obj()
+    )
+    obj["status"] = {
+        "admittedWorkloads": 1,
+        "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
+        "flavorsReservation": [
+            {"name": "gpu-nodes", "resources": [{"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]}
+        ],
+    }
     return obj
 
 
-@pytest.mark.parametrize(("cohort", "numbers"), [
-    pytest.param("", "2 / 64", id="no cohort: it cannot borrow, so no borrowing limit is shown"),
-    pytest.param("lab", "2 / 64 limit +unlimited", id="in a cohort"),
-])
+@pytest.mark.parametrize(
+    ("cohort", "numbers"),
+    [
+        pytest.param("", "2 / 64", id="no cohort: it cannot borrow, so no borrowing limit is shown"),
+        pytest.param("lab", "2 / 64 limit +unlimited", id="in a cohort"),
+    ],
+)
 async def test_overview_shows_an_extended_resource_and_its_usage(cohort: str, numbers: str) -> None:
     store = Store()
     store.replace(Kind.CLUSTER_QUEUES, [gpu_cluster_queue(cohort)])
     app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews())))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
-                                 headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://dash", headers={"Authorization": f"Bearer {ADMIN}"}
+    ) as c:
         page = (await c.get("/fragment/overview")).text
     assert "<th>gpu-nodes / nvidia.com/gpu</th>" in page
     assert 'title="used 2 of nominal 64"' in page and 'style="width: 3.1%"' in page
@@ -88,8 +102,15 @@ async def test_overview_shows_an_extended_resource_and_its_usage(cohort: str, nu
     assert cell is not None and " ".join(re.sub(r"<[^>]+>", " ", cell[1]).split()) == numbers
 
 
-@pytest.mark.parametrize("path", ["/workloads", "/fragment/workloads", "/workloads?namespace=team-b",
-                                  "/fragment/workloads?namespace=team-b&state=Pending"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/workloads",
+        "/fragment/workloads",
+        "/workloads?namespace=team-b",
+        "/fragment/workloads?namespace=team-b&state=Pending",
+    ],
+)
 async def test_a_namespace_user_sees_only_their_namespace(path: str) -> None:
     c, _ = client(ALICE)
     async with c:
@@ -117,9 +138,13 @@ async def test_a_namespace_user_sees_no_cluster_queues() -> None:
 async def test_sign_in_sets_an_http_only_cookie_that_authenticates() -> None:
     c, _ = client()
     async with c:
-        bad = await c.post("/login", content="token=nope", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        bad = await c.post(
+            "/login", content="token=nope", headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
         assert bad.headers["location"] == "/login?failed=1"
-        ok = await c.post("/login", content=f"token={ALICE}", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        ok = await c.post(
+            "/login", content=f"token={ALICE}", headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
         assert ok.status_code == 303
         cookie = ok.headers["set-cookie"]
         assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
@@ -143,13 +168,18 @@ async def test_the_workload_page_shows_conditions_events_pods_and_yaml() -> None
     store.apply(Kind.WORKLOADS, "MODIFIED", raw)
     kube = FakeReader()
     app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash",
-                                 headers={"Authorization": f"Bearer {ADMIN}"}) as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://dash", headers={"Authorization": f"Bearer {ADMIN}"}
+    ) as c:
         page = (await c.get("/workloads/team-a/a-running")).text
     assert "Quota reserved in ClusterQueue cq" in page and "job-a-old-xyz" in page and "kind: Workload" in page
     assert kube.queries == [
-        ("/api/v1/namespaces/team-a/events", {"fieldSelector": "involvedObject.kind=Workload,involvedObject.name=a-running"}),
-        ("/api/v1/namespaces/team-a/pods", {"labelSelector": "batch.kubernetes.io/job-name=a-running-job"})]
+        (
+            "/api/v1/namespaces/team-a/events",
+            {"fieldSelector": "involvedObject.kind=Workload,involvedObject.name=a-running"},
+        ),
+        ("/api/v1/namespaces/team-a/pods", {"labelSelector": "batch.kubernetes.io/job-name=a-running-job"}),
+    ]
 
 
 async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:

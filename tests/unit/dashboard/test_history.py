@@ -11,11 +11,14 @@ from webhook.dashboard.history import History
 
 
 def row(used: int, pending: int) -> views.ClusterQueueRow:
-    return views.ClusterQueueRow("cq", "", True, "Ready", pending, 0, 1,
-                                 (views.Bar("default", "cpu", used, 4000, None, 0, 0),))
+    return views.ClusterQueueRow(
+        "cq", "", True, "Ready", pending, 0, 1, (views.Bar("default", "cpu", used, 4000, None, 0, 0),)
+    )
 
 
-@pytest.mark.parametrize("waits", [pytest.param(True, id="with admissions"), pytest.param(False, id="none admitted yet")])
+@pytest.mark.parametrize(
+    "waits", [pytest.param(True, id="with admissions"), pytest.param(False, id="none admitted yet")]
+)
 def test_samples_draw_as_inline_svg_without_scripts(waits: bool) -> None:
     history = History(keep=3)
     admitted = [info_of(make_wl("w").created(0).reserve("cq", at=30).obj())] if waits else []

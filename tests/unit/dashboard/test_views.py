@@ -12,25 +12,42 @@ from webhook.dashboard.store import Kind, Store
 def cq_with_status(name: str, cohort: str, *flavors: dict, used: dict[str, tuple[str, str]]) -> dict:
     obj = make_cq(name).cohort(cohort).group(*flavors).obj()
     obj["status"] = {
-        "pendingWorkloads": 2, "reservingWorkloads": 1, "admittedWorkloads": 1,
+        "pendingWorkloads": 2,
+        "reservingWorkloads": 1,
+        "admittedWorkloads": 1,
         "conditions": [{"type": "Active", "status": "True", "reason": "Ready"}],
-        "flavorsReservation": [{"name": "default", "resources": [
-            {"name": res, "total": total, "borrowed": borrowed} for res, (total, borrowed) in used.items()]}],
+        "flavorsReservation": [
+            {
+                "name": "default",
+                "resources": [
+                    {"name": res, "total": total, "borrowed": borrowed} for res, (total, borrowed) in used.items()
+                ],
+            }
+        ],
     }
     return obj
 
 
 def test_overview_bars_counts_and_lent_estimate() -> None:
     store = Store()
-    store.replace(Kind.CLUSTER_QUEUES, [
-        cq_with_status("borrower", "team", fq("default", cpu=("4", "6", None)), used={"cpu": ("7", "3")}),
-        cq_with_status("lender", "team", fq("default", cpu="10"), used={"cpu": ("2", "0")}),
-    ])
+    store.replace(
+        Kind.CLUSTER_QUEUES,
+        [
+            cq_with_status("borrower", "team", fq("default", cpu=("4", "6", None)), used={"cpu": ("7", "3")}),
+            cq_with_status("lender", "team", fq("default", cpu="10"), used={"cpu": ("2", "0")}),
+        ],
+    )
     ov = views.overview(store, cluster_queues=True, flavors=True, cohorts=True)
     borrower, lender = ov.cluster_queues
     assert (borrower.name, borrower.active, borrower.pending, borrower.admitted) == ("borrower", True, 2, 1)
     bar = borrower.bars[0]
-    assert (bar.used, bar.nominal, bar.borrowing_limit, bar.borrowed, bar.scale) == (7000, 4000, 6000, 3000, 10000)  # milli-CPU
+    assert (bar.used, bar.nominal, bar.borrowing_limit, bar.borrowed, bar.scale) == (
+        7000,
+        4000,
+        6000,
+        3000,
+        10000,
+    )  # milli-CPU
     assert (bar.percent(bar.used), bar.text(bar.used), bar.text(None)) == (70.0, "7", "unlimited")
     assert lender.bars[0].lent == 3000  # the only member with idle quota lent all the cohort borrows
     assert ov.cohorts == (views.CohortNode("team", (), ("borrower", "lender")),)
@@ -41,15 +58,27 @@ def test_overview_leaves_out_what_the_caller_may_not_list() -> None:
     assert ov == views.Overview((), (), ())
 
 
-@pytest.mark.parametrize(("cohorts", "expected"), [
-    pytest.param([make_cohort("root").obj(), make_cohort("child").cohort("root").obj()],
-                 (views.CohortNode("root", (views.CohortNode("child", (), ("q",)),), ()),), id="nested cohorts"),
-    pytest.param([make_cohort("x").cohort("y").obj(), make_cohort("y").cohort("x").obj()], (),
-                 id="a parent cycle has no root and never recurses"),
-])
+@pytest.mark.parametrize(
+    ("cohorts", "expected"),
+    [
+        pytest.param(
+            [make_cohort("root").obj(), make_cohort("child").cohort("root").obj()],
+            (views.CohortNode("root", (views.CohortNode("child", (), ("q",)),), ()),),
+            id="nested cohorts",
+        ),
+        pytest.param(
+            [make_cohort("x").cohort("y").obj(), make_cohort("y").cohort("x").obj()],
+            (),
+            id="a parent cycle has no root and never recurses",
+        ),
+    ],
+)
 def test_cohort_tree(cohorts, expected) -> None:
-    spec = model.parse_cluster_queue(make_cq("q").cohort("child").obj()) if expected else \
-        model.parse_cluster_queue(make_cq("q").obj())
+    spec = (
+        model.parse_cluster_queue(make_cq("q").cohort("child").obj())
+        if expected
+        else model.parse_cluster_queue(make_cq("q").obj())
+    )
     assert views.cohort_tree([spec], cohorts) == expected
 
 
@@ -63,17 +92,22 @@ def test_positions_follow_the_core_order_across_namespaces() -> None:
 def test_workloads_page_shows_only_the_given_namespaces_with_global_positions() -> None:
     page = views.workloads_page(two_teams(), frozenset({"team-a"}))
     assert [(r.name, r.state, r.position, r.queue_position) for r in page.rows] == [
-        ("a-old", views.State.PENDING, 2, 1), ("a-new", views.State.PENDING, 4, 2),
-        ("a-running", views.State.ADMITTED, None, None)]
+        ("a-old", views.State.PENDING, 2, 1),
+        ("a-new", views.State.PENDING, 4, 2),
+        ("a-running", views.State.ADMITTED, None, None),
+    ]
     assert page.namespaces == ("team-a",)
     assert [(lq.namespace, lq.pending, lq.admitted) for lq in page.local_queues] == [("team-a", 2, 1)]
 
 
-@pytest.mark.parametrize(("filters", "names"), [
-    pytest.param({"state": "Admitted"}, ["a-running"], id="by state"),
-    pytest.param({"namespace": "team-b"}, ["b-high", "b-low"], id="by namespace"),
-    pytest.param({"queue": "other"}, [], id="by queue"),
-])
+@pytest.mark.parametrize(
+    ("filters", "names"),
+    [
+        pytest.param({"state": "Admitted"}, ["a-running"], id="by state"),
+        pytest.param({"namespace": "team-b"}, ["b-high", "b-low"], id="by namespace"),
+        pytest.param({"queue": "other"}, [], id="by queue"),
+    ],
+)
 def test_workloads_page_filters(filters, names) -> None:
     assert [r.name for r in views.workloads_page(two_teams(), None, **filters).rows] == names
 

@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_committed_manifests_and_chart_are_up_to_date():
     expected = rendered()
-    on_disk = {p.relative_to(ROOT): p.read_text(encoding="utf-8")
-               for base in ("manifests", "charts/pykueue") for p in (ROOT / base).rglob("*.yaml")}
+    on_disk = {
+        p.relative_to(ROOT): p.read_text(encoding="utf-8")
+        for base in ("manifests", "charts/pykueue")
+        for p in (ROOT / base).rglob("*.yaml")
+    }
     stale = sorted(str(p) for p in expected.keys() | on_disk.keys() if expected.get(p) != on_disk.get(p))
     assert not stale, f"stale generated files {stale}: run `make manifests` (python -m webhook.install manifests)"
 
@@ -36,18 +39,26 @@ def controller() -> list[dict[str, Any]]:
 
 def test_deployment_is_hardened_probed_and_replicated(controller):
     dep = by_kind(controller, "Deployment")[0]
-    assert dep["metadata"] == {"name": "kueue-controller-manager", "namespace": "kueue-system",
-                               "labels": {**o.SELECTOR, "app.kubernetes.io/component": "controller"}}
+    assert dep["metadata"] == {
+        "name": "kueue-controller-manager",
+        "namespace": "kueue-system",
+        "labels": {**o.SELECTOR, "app.kubernetes.io/component": "controller"},
+    }
     spec = dep["spec"]
     assert spec["replicas"] == 2
     pod = spec["template"]["spec"]
     assert pod["securityContext"] == {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
     (c,) = pod["containers"]
-    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]}}
+    assert c["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
     assert c["resources"]["requests"] and c["resources"]["limits"]
-    assert c["ports"] == [{"containerPort": 9443, "name": "webhook-server", "protocol": "TCP"},
-                          {"containerPort": 8443, "name": "metrics", "protocol": "TCP"}]
+    assert c["ports"] == [
+        {"containerPort": 9443, "name": "webhook-server", "protocol": "TCP"},
+        {"containerPort": 8443, "name": "metrics", "protocol": "TCP"},
+    ]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert c[probe]["httpGet"] == {"path": path, "port": "webhook-server", "scheme": "HTTPS"}
     assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml", "--drain-seconds=5"]
@@ -81,18 +92,35 @@ def test_shipped_configuration_loads_and_enables_internal_certs(tmp_path, contro
 def test_webhook_configurations():
     mutating, validating = o.webhook_objects(o.Settings())
     assert (mutating["metadata"]["name"], validating["metadata"]["name"]) == (
-        "kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration")
+        "kueue-mutating-webhook-configuration",
+        "kueue-validating-webhook-configuration",
+    )
     hooks = mutating["webhooks"] + validating["webhooks"]
     assert {h["name"] for h in hooks} >= {"mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io", "vcohort.kb.io"}
     for h in hooks:
         assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None" and h["timeoutSeconds"] == 10
         assert "caBundle" not in h["clientConfig"]  # injected later; an apply must not blank it
         assert h["clientConfig"]["service"]["name"] == "kueue-webhook-service"
-        integration = h["name"] in ("mjob.kb.io", "vjob.kb.io", "mpod.kb.io", "vpod.kb.io", "mdeployment.kb.io",
-                                       "vdeployment.kb.io", "mstatefulset.kb.io", "vstatefulset.kb.io")
+        integration = h["name"] in (
+            "mjob.kb.io",
+            "vjob.kb.io",
+            "mpod.kb.io",
+            "vpod.kb.io",
+            "mdeployment.kb.io",
+            "vdeployment.kb.io",
+            "mstatefulset.kb.io",
+            "vstatefulset.kb.io",
+        )
         if integration:
-            assert h["namespaceSelector"] == {"matchExpressions": [{
-                "key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "kueue-system"]}]}
+            assert h["namespaceSelector"] == {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": ["kube-system", "kueue-system"],
+                    }
+                ]
+            }
         else:
             assert "namespaceSelector" not in h
 
@@ -100,41 +128,75 @@ def test_webhook_configurations():
 def test_user_roles_keep_upstream_names_and_aggregation_labels():
     roles = {r["metadata"]["name"]: r for r in rbac.user_roles()}
     assert roles["kueue-batch-admin-role"]["aggregationRule"] == {
-        "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-admin": "true"}}]}
+        "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-admin": "true"}}]
+    }
     assert roles["kueue-batch-user-role"]["aggregationRule"] == {
-        "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-user": "true"}}]}
+        "clusterRoleSelectors": [{"matchLabels": {"rbac.kueue.x-k8s.io/batch-user": "true"}}]
+    }
     assert sorted(roles) == sorted(
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
-        + [f"kueue-{k}-{r}-role" for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
-           for r in ("viewer", "editor")]
-        + ["kueue-pending-workloads-cq-viewer-role", "kueue-pending-workloads-lq-viewer-role", "kueue-metrics-reader",
-           "kueue-localqueue-limits-viewer-role"])
+        + [
+            f"kueue-{k}-{r}-role"
+            for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
+            for r in ("viewer", "editor")
+        ]
+        + [
+            "kueue-pending-workloads-cq-viewer-role",
+            "kueue-pending-workloads-lq-viewer-role",
+            "kueue-metrics-reader",
+            "kueue-localqueue-limits-viewer-role",
+        ]
+    )
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
-        "rbac.kueue.x-k8s.io/role": "localqueue-viewer", "rbac.kueue.x-k8s.io/batch-admin": "true",
-        "rbac.kueue.x-k8s.io/batch-user": "true", "rbac.authorization.k8s.io/aggregate-to-view": "true",
-        "rbac.authorization.k8s.io/aggregate-to-admin": "true", "rbac.authorization.k8s.io/aggregate-to-edit": "true"}
+        "rbac.kueue.x-k8s.io/role": "localqueue-viewer",
+        "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.kueue.x-k8s.io/batch-user": "true",
+        "rbac.authorization.k8s.io/aggregate-to-view": "true",
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+        "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+    }
     assert roles["kueue-job-editor-role"]["metadata"]["labels"] == {
-        "rbac.kueue.x-k8s.io/role": "job-editor", "rbac.kueue.x-k8s.io/batch-admin": "true",
-        "rbac.kueue.x-k8s.io/batch-user": "true"}
+        "rbac.kueue.x-k8s.io/role": "job-editor",
+        "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.kueue.x-k8s.io/batch-user": "true",
+    }
     assert roles["kueue-clusterqueue-viewer-role"]["rules"] == [
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues"], "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"], "verbs": ["get"]}]
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues/status"], "verbs": ["get"]},
+    ]
 
     # upstream's topology_{viewer,editor}_role.yaml: batch admins edit, namespace admins may view
     assert roles["kueue-topology-viewer-role"]["metadata"]["labels"] == {
-        "rbac.kueue.x-k8s.io/role": "topology-viewer", "rbac.kueue.x-k8s.io/batch-admin": "true",
-        "rbac.authorization.k8s.io/aggregate-to-admin": "true"}
+        "rbac.kueue.x-k8s.io/role": "topology-viewer",
+        "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+    }
     assert roles["kueue-topology-editor-role"]["metadata"]["labels"] == {
-        "rbac.kueue.x-k8s.io/role": "topology-editor", "rbac.kueue.x-k8s.io/batch-admin": "true"}
-    assert roles["kueue-topology-editor-role"]["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["topologies"],
-        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}]
+        "rbac.kueue.x-k8s.io/role": "topology-editor",
+        "rbac.kueue.x-k8s.io/batch-admin": "true",
+    }
+    assert roles["kueue-topology-editor-role"]["rules"] == [
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["topologies"],
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        }
+    ]
 
     # upstream's pending_workloads_{cq,lq}_viewer_role.yaml: batch users read LocalQueues' queues only
-    cq_pending, lq_pending = roles["kueue-pending-workloads-cq-viewer-role"], roles["kueue-pending-workloads-lq-viewer-role"]
-    assert cq_pending["rules"] == [{"apiGroups": ["visibility.kueue.x-k8s.io"],
-                                    "resources": ["clusterqueues/pendingworkloads"], "verbs": ["get", "list", "watch"]}]
+    cq_pending, lq_pending = (
+        roles["kueue-pending-workloads-cq-viewer-role"],
+        roles["kueue-pending-workloads-lq-viewer-role"],
+    )
+    assert cq_pending["rules"] == [
+        {
+            "apiGroups": ["visibility.kueue.x-k8s.io"],
+            "resources": ["clusterqueues/pendingworkloads"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
     assert "rbac.kueue.x-k8s.io/batch-user" not in cq_pending["metadata"]["labels"]
     assert lq_pending["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-user"] == "true"
     assert lq_pending["rules"][0]["resources"] == ["localqueues/pendingworkloads"]
@@ -142,16 +204,23 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     # ours (visibility.pykueue.io): whoever reads a LocalQueue's queue reads its limits and estimates
     limits = roles["kueue-localqueue-limits-viewer-role"]
     assert {k: v for k, v in limits["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"} == {
-        k: v for k, v in lq_pending["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"}
-    assert limits["rules"] == [{"apiGroups": ["visibility.pykueue.io"], "verbs": ["get", "list", "watch"],
-                                "resources": ["localqueues/limits", "localqueues/pendingworkloads"]}]
+        k: v for k, v in lq_pending["metadata"]["labels"].items() if k != "rbac.kueue.x-k8s.io/role"
+    }
+    assert limits["rules"] == [
+        {
+            "apiGroups": ["visibility.pykueue.io"],
+            "verbs": ["get", "list", "watch"],
+            "resources": ["localqueues/limits", "localqueues/pendingworkloads"],
+        }
+    ]
 
 
 def test_manager_role_grants_nothing_on_the_served_only_kinds():
     """We serve Topology, ProvisioningRequestConfig and the MultiKueue CRDs but act on none of them,
     so, unlike upstream's role, ours grants nothing on them (least privilege)."""
-    role = next(r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)
-                if r["metadata"]["name"] == "kueue-manager-role")
+    role = next(
+        r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT) if r["metadata"]["name"] == "kueue-manager-role"
+    )
     served_only = ("topologies", "provisioningrequestconfigs", "multikueueconfigs", "multikueueclusters")
     assert not [res for rule in role["rules"] for res in rule.get("resources", []) if res.split("/")[0] in served_only]
 
@@ -160,7 +229,8 @@ def test_manager_may_review_metrics_scrapers():
     objs = {(r["kind"], r["metadata"]["name"]): r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)}
     assert objs[("ClusterRole", "kueue-metrics-auth-role")]["rules"] == [
         {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
-        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+    ]
     binding = objs[("ClusterRoleBinding", "kueue-metrics-auth-rolebinding")]
     assert binding["roleRef"]["name"] == "kueue-metrics-auth-role"
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": o.SERVICE_ACCOUNT, "namespace": "kueue-system"}]
@@ -169,29 +239,56 @@ def test_manager_may_review_metrics_scrapers():
 def test_cert_manager_overlay_swaps_the_internal_cert_manager_out():
     k = yaml.safe_load(kustomize.render()["cert-manager/kustomization.yaml"])
     deleted = {(p["target"]["kind"], p["target"]["name"]) for p in k["patches"] if "$patch: delete" in p["patch"]}
-    assert deleted == {("Secret", "kueue-webhook-server-cert"), ("Role", "kueue-manager-secrets-role"),
-                       ("RoleBinding", "kueue-manager-secrets-rolebinding"), ("ClusterRole", "kueue-manager-cert-role"),
-                       ("ClusterRoleBinding", "kueue-manager-cert-rolebinding")}
+    assert deleted == {
+        ("Secret", "kueue-webhook-server-cert"),
+        ("Role", "kueue-manager-secrets-role"),
+        ("RoleBinding", "kueue-manager-secrets-rolebinding"),
+        ("ClusterRole", "kueue-manager-cert-role"),
+        ("ClusterRoleBinding", "kueue-manager-cert-rolebinding"),
+    }
     annotated = {p["target"]["name"] for p in k["patches"] if "inject-ca-from" in p["patch"]}
-    assert annotated == {"kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration",
-                         "clusterqueues.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "localqueues.kueue.x-k8s.io",
-                         "multikueueclusters.kueue.x-k8s.io", "workloads.kueue.x-k8s.io"}
+    assert annotated == {
+        "kueue-mutating-webhook-configuration",
+        "kueue-validating-webhook-configuration",
+        "clusterqueues.kueue.x-k8s.io",
+        "cohorts.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "multikueueclusters.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+    }
     assert any("enable: false" in p["patch"] for p in k["patches"])
 
 
 # Keys of Kueue's chart values.yaml that ours reproduces (same path, same meaning).
 UPSTREAM_VALUE_PATHS = [
-    "enableCertManager", "enablePrometheus", "metrics.prometheusNamespace", "metrics.serviceMonitor.tlsConfig",
-    "controllerManager.replicas", "controllerManager.imagePullSecrets",
-    "controllerManager.manager.image.repository", "controllerManager.manager.image.tag",
-    "controllerManager.manager.image.pullPolicy", "controllerManager.manager.resources",
-    "controllerManager.manager.podSecurityContext", "controllerManager.manager.containerSecurityContext",
-    "controllerManager.manager.podAnnotations", "controllerManager.manager.priorityClassName",
-    "controllerManager.readinessProbe", "controllerManager.livenessProbe", "controllerManager.nodeSelector",
-    "controllerManager.tolerations", "controllerManager.topologySpreadConstraints",
-    "controllerManager.podDisruptionBudget.enabled", "controllerManager.podDisruptionBudget.minAvailable",
-    "managerConfig.controllerManagerConfigYaml", "metricsService.ports", "metricsService.type",
-    "metricsService.labels", "metricsService.annotations", "webhookService.ports", "webhookService.type",
+    "enableCertManager",
+    "enablePrometheus",
+    "metrics.prometheusNamespace",
+    "metrics.serviceMonitor.tlsConfig",
+    "controllerManager.replicas",
+    "controllerManager.imagePullSecrets",
+    "controllerManager.manager.image.repository",
+    "controllerManager.manager.image.tag",
+    "controllerManager.manager.image.pullPolicy",
+    "controllerManager.manager.resources",
+    "controllerManager.manager.podSecurityContext",
+    "controllerManager.manager.containerSecurityContext",
+    "controllerManager.manager.podAnnotations",
+    "controllerManager.manager.priorityClassName",
+    "controllerManager.readinessProbe",
+    "controllerManager.livenessProbe",
+    "controllerManager.nodeSelector",
+    "controllerManager.tolerations",
+    "controllerManager.topologySpreadConstraints",
+    "controllerManager.podDisruptionBudget.enabled",
+    "controllerManager.podDisruptionBudget.minAvailable",
+    "managerConfig.controllerManagerConfigYaml",
+    "metricsService.ports",
+    "metricsService.type",
+    "metricsService.labels",
+    "metricsService.annotations",
+    "webhookService.ports",
+    "webhookService.type",
 ]
 
 

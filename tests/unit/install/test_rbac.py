@@ -49,15 +49,26 @@ def parse(method: str, path: str) -> Call:
     resource, name = rest[0], (rest[1] if len(rest) > 1 else None)
     if len(rest) > 2:
         resource += "/" + rest[2]
-    verb = {"GET": "get" if name else "list", "LIST": "list", "WATCH": "watch", "POST": "create", "PUT": "update",
-            "PATCH": "patch", "DELETE": "delete"}[method]
+    verb = {
+        "GET": "get" if name else "list",
+        "LIST": "list",
+        "WATCH": "watch",
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete",
+    }[method]
     return Call(group, resource, verb, name, namespace)
 
 
 def grants(entry: rbac.Access, call: Call) -> bool:
-    return (entry.group == call.group and call.resource in entry.resources and call.verb in entry.verbs
-            and (not entry.resource_names or call.name in entry.resource_names)
-            and (not entry.namespaced or call.namespace == NAMESPACE))
+    return (
+        entry.group == call.group
+        and call.resource in entry.resources
+        and call.verb in entry.verbs
+        and (not entry.resource_names or call.name in entry.resource_names)
+        and (not entry.namespaced or call.namespace == NAMESPACE)
+    )
 
 
 def entries_of(user: str) -> list[rbac.Access]:
@@ -110,8 +121,11 @@ def metrics_auth_calls() -> list[Call]:
 
 @pytest.mark.parametrize("user", [rbac.LOOKUPS, rbac.CERT_MANAGER, rbac.METRICS_AUTH])
 def test_recorded_calls_equal_the_grants(tmp_path, user):
-    calls = {rbac.LOOKUPS: lookups_calls, rbac.CERT_MANAGER: lambda: cert_manager_calls(tmp_path),
-             rbac.METRICS_AUTH: metrics_auth_calls}[user]()
+    calls = {
+        rbac.LOOKUPS: lookups_calls,
+        rbac.CERT_MANAGER: lambda: cert_manager_calls(tmp_path),
+        rbac.METRICS_AUTH: metrics_auth_calls,
+    }[user]()
     entries = entries_of(user)
     lacking = sorted({c for c in calls if not any(grants(e, c) for e in entries)})
     assert not lacking, f"{user} makes calls its RBAC entries do not grant: {lacking}"
@@ -122,17 +136,29 @@ def test_recorded_calls_equal_the_grants(tmp_path, user):
 
 def test_generated_roles_carry_exactly_the_table():
     objs = rbac.manager_rbac(NAMESPACE, "sa")
-    from_roles = {(g, r, v) for o in objs if o["kind"] in ("ClusterRole", "Role")
-                  for rule in o["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    from_roles = {
+        (g, r, v)
+        for o in objs
+        if o["kind"] in ("ClusterRole", "Role")
+        for rule in o["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
     assert from_roles == granted_triples([a for a in rbac.MANAGER_ACCESS if (a.role, a.namespaced) in rbac.ROLE_NAMES])
     bindings = [o for o in objs if o["kind"].endswith("Binding")]
-    assert {b["roleRef"]["name"] for b in bindings} == {o["metadata"]["name"] for o in objs if not o["kind"].endswith("Binding")}
+    assert {b["roleRef"]["name"] for b in bindings} == {
+        o["metadata"]["name"] for o in objs if not o["kind"].endswith("Binding")
+    }
 
 
 def test_visibility_grants_come_from_built_in_roles():
     """What the visibility server needs is bound to Kubernetes' own roles, not generated."""
     entries = [a for a in rbac.MANAGER_ACCESS if a.role == "visibility-auth"]
-    assert {(a.group, a.resources) for a in entries} == {("", ("configmaps",)), ("authorization.k8s.io", ("subjectaccessreviews",))}
+    assert {(a.group, a.resources) for a in entries} == {
+        ("", ("configmaps",)),
+        ("authorization.k8s.io", ("subjectaccessreviews",)),
+    }
     bound = {o["roleRef"]["name"]: o for o in visibility.auth_objects(NAMESPACE, "sa")}
     assert bound["extension-apiserver-authentication-reader"]["metadata"]["namespace"] == "kube-system"
     assert "system:auth-delegator" in bound
@@ -167,8 +193,9 @@ def references(path: Path) -> Iterator[tuple[str, str]]:
         if isinstance(node, ast.Call):
             func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if func == "object_path" and len(node.args) >= 2:
-                api, plural = (a.value if isinstance(a, ast.Constant) else consts.get(getattr(a, "id", ""))
-                               for a in node.args[:2])
+                api, plural = (
+                    a.value if isinstance(a, ast.Constant) else consts.get(getattr(a, "id", "")) for a in node.args[:2]
+                )
                 if isinstance(api, str) and isinstance(plural, str):
                     yield (api.rsplit("/", 1)[0] if "/" in api else ""), plural
         text = _template(node)
@@ -199,8 +226,13 @@ def test_every_path_the_code_names_is_granted():
 
 def test_the_scan_sees_what_it_should():
     found = scan(WEBHOOK)
-    for ref in (("", "namespaces"), ("kueue.x-k8s.io", "localqueues"), ("kueue.x-k8s.io", "workloadpriorityclasses"),
-                ("", "secrets"), ("apiextensions.k8s.io", "customresourcedefinitions")):
+    for ref in (
+        ("", "namespaces"),
+        ("kueue.x-k8s.io", "localqueues"),
+        ("kueue.x-k8s.io", "workloadpriorityclasses"),
+        ("", "secrets"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ):
         assert ref in found, ref
 
 
@@ -213,7 +245,12 @@ def test_worker_grants_are_named_by_the_worker():
     worker = WEBHOOK / "worker"
     source = "\n".join(p.read_text(encoding="utf-8") for p in worker.rglob("*.py"))
     named = set(scan(worker))
-    unnamed = sorted({(a.group, r.split("/")[0]) for a in entries_of(rbac.WORKER) for r in a.resources
-                      if (a.group, r.split("/")[0]) not in named | DECLARED_AHEAD
-                      and f'"{r.split("/")[0]}"' not in source})
+    unnamed = sorted(
+        {
+            (a.group, r.split("/")[0])
+            for a in entries_of(rbac.WORKER)
+            for r in a.resources
+            if (a.group, r.split("/")[0]) not in named | DECLARED_AHEAD and f'"{r.split("/")[0]}"' not in source
+        }
+    )
     assert not unnamed, f"RBAC grants the worker resources it never names: {unnamed}"

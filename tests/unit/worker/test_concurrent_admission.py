@@ -37,12 +37,18 @@ def stamp(t: datetime) -> str:
 
 QUEUES = [
     make_cq("cq").group(fq("on-demand", cpu="0"), fq("spot", cpu="0")).concurrent_admission().obj(),
-    make_cq("cq-migration").group(fq("reservation", cpu="0"), fq("on-demand", cpu="0"), fq("spot", cpu="0"))
-    .concurrent_admission(last_acceptable="reservation").obj(),
-    make_cq("cq-migration-no-constraint").group(fq("reservation", cpu="0"), fq("on-demand", cpu="0"), fq("spot", cpu="0"))
-    .concurrent_admission().obj(),
-    make_cq("cq-hold").group(fq("reservation", cpu="0"), fq("on-demand", cpu="0"), fq("spot", cpu="0"))
-    .concurrent_admission("RetainFirstAdmission").obj(),
+    make_cq("cq-migration")
+    .group(fq("reservation", cpu="0"), fq("on-demand", cpu="0"), fq("spot", cpu="0"))
+    .concurrent_admission(last_acceptable="reservation")
+    .obj(),
+    make_cq("cq-migration-no-constraint")
+    .group(fq("reservation", cpu="0"), fq("on-demand", cpu="0"), fq("spot", cpu="0"))
+    .concurrent_admission()
+    .obj(),
+    make_cq("cq-hold")
+    .group(fq("reservation", cpu="0"), fq("on-demand", cpu="0"), fq("spot", cpu="0"))
+    .concurrent_admission("RetainFirstAdmission")
+    .obj(),
     make_cq("cq-spot-only").group(fq("spot", cpu="0")).concurrent_admission().obj(),
     make_lq("lq", "default", "cq"),
     make_lq("lq-migration", "default", "cq-migration"),
@@ -50,11 +56,18 @@ QUEUES = [
     make_lq("lq-hold", "default", "cq-hold"),
     make_lq("lq-spot-only", "default", "cq-spot-only"),
 ]
-CQ_OF = {"lq": "cq", "lq-migration": "cq-migration", "lq-migration-no-constraint": "cq-migration-no-constraint", "lq-hold": "cq-hold",
-         "lq-spot-only": "cq-spot-only"}
+CQ_OF = {
+    "lq": "cq",
+    "lq-migration": "cq-migration",
+    "lq-migration-no-constraint": "cq-migration-no-constraint",
+    "lq-hold": "cq-hold",
+    "lq-spot-only": "cq-spot-only",
+}
 
 
-def parent(queue: str = "lq", *, admitted_on: str | None = None, active: bool = True, **conds: tuple[str, str, str]) -> dict[str, Any]:
+def parent(
+    queue: str = "lq", *, admitted_on: str | None = None, active: bool = True, **conds: tuple[str, str, str]
+) -> dict[str, Any]:
     """The parent `wl-12345` (upstream's fixtures have no UID), labelled, requesting 1 CPU."""
     b = make_wl("wl-12345", "default").uid("").queue(queue).label(PARENT_LABEL, "true").request(cpu="1")
     if admitted_on is not None:
@@ -67,13 +80,30 @@ def parent(queue: str = "lq", *, admitted_on: str | None = None, active: bool = 
     return o
 
 
-def variant(flavor: str, queue: str = "lq", *, name: str | None = None, admitted: bool = False, active: bool | None = None,
-            gate: tuple[str, datetime] | None = None, blocked: bool = False, **conds: tuple[str, str, str]) -> dict[str, Any]:
-    b = make_wl(name or f"wl-variant-{flavor}", "default").uid(f"uid-{flavor}").queue(queue).request(cpu="1").variant_of("wl-12345", "", flavor)
+def variant(
+    flavor: str,
+    queue: str = "lq",
+    *,
+    name: str | None = None,
+    admitted: bool = False,
+    active: bool | None = None,
+    gate: tuple[str, datetime] | None = None,
+    blocked: bool = False,
+    **conds: tuple[str, str, str],
+) -> dict[str, Any]:
+    b = (
+        make_wl(name or f"wl-variant-{flavor}", "default")
+        .uid(f"uid-{flavor}")
+        .queue(queue)
+        .request(cpu="1")
+        .variant_of("wl-12345", "", flavor)
+    )
     if admitted:
         b.reserve(CQ_OF[queue], psa(cpu=(flavor, "1")))
     if blocked:
-        b.condition("BlockedOnPreemptionGates", "True", "PreemptionGated", "Workload requires preemption, but it's gated")
+        b.condition(
+            "BlockedOnPreemptionGates", "True", "PreemptionGated", "Workload requires preemption, but it's gated"
+        )
     for ctype, (status, reason, message) in conds.items():
         b.condition(ctype, status, reason, message)
     o = b.obj()
@@ -95,9 +125,13 @@ def view(wl: dict[str, Any]) -> dict[str, Any]:
         "owner": [r["name"] for r in meta.get("ownerReferences") or ()],
         "active": spec.get("active", True) is not False,
         "gates": [g["name"] for g in spec.get("preemptionGates") or ()],
-        "gate_states": {g["name"]: (g["position"], g["lastTransitionTime"]) for g in status.get("preemptionGates") or ()},
+        "gate_states": {
+            g["name"]: (g["position"], g["lastTransitionTime"]) for g in status.get("preemptionGates") or ()
+        },
         "conditions": {c["type"]: (c["status"], c["reason"], c["message"]) for c in status.get("conditions") or ()},
-        "admission": None if admission is None else (admission["clusterQueue"], [p["flavors"] for p in admission["podSetAssignments"]]),
+        "admission": None
+        if admission is None
+        else (admission["clusterQueue"], [p["flavors"] for p in admission["podSetAssignments"]]),
     }
 
 
@@ -105,7 +139,9 @@ def view(wl: dict[str, Any]) -> dict[str, Any]:
 class Recorder:
     events: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def emit(self, obj: dict[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = "") -> None:
+    def emit(
+        self, obj: dict[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = ""
+    ) -> None:
         assert (etype, controller) == ("Normal", ca.CONTROLLER_NAME)
         self.events.append((f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", reason, note))
 
@@ -114,7 +150,9 @@ def wl_path(name: str) -> str:
     return k.object_path("kueue.x-k8s.io/v1beta2", "workloads", "default", name)
 
 
-def reconcile(p: dict[str, Any] | None, variants: list[dict[str, Any]], key: str = "default/wl-12345") -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]], ca.VariantPlan]:
+def reconcile(
+    p: dict[str, Any] | None, variants: list[dict[str, Any]], key: str = "default/wl-12345"
+) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str, str]], ca.VariantPlan]:
     kube, store, rec = FakeKube(), Store(), Recorder()
     for q in QUEUES:
         kind = "clusterqueues" if q["kind"] == "ClusterQueue" else "localqueues"
@@ -142,8 +180,14 @@ RESERVED = ("True", "QuotaReserved", "Quota reserved in ClusterQueue cq")
 BLOCKED = ("True", "PreemptionGated", "Workload requires preemption, but it's gated")
 
 
-def with_(wl: dict[str, Any], *, active: bool | None = None, gate: tuple[str, datetime] | None = None, admission: tuple[str, str] | None = None,
-          **conds: tuple[str, str, str]) -> dict[str, Any]:
+def with_(
+    wl: dict[str, Any],
+    *,
+    active: bool | None = None,
+    gate: tuple[str, datetime] | None = None,
+    admission: tuple[str, str] | None = None,
+    **conds: tuple[str, str, str],
+) -> dict[str, Any]:
     """`wl` as expected after the reconcile."""
     out = copy.deepcopy(wl)
     status = out.setdefault("status", {})
@@ -174,8 +218,12 @@ def _deactivated(name: str, why: str) -> tuple[str, str, str]:
 
 
 def _parent_admitted(queue: str, flavor: str, variant_name: str) -> dict[str, Any]:
-    return with_(parent(queue), admission=(CQ_OF[queue], flavor), QuotaReserved=("True", "QuotaReserved", f"Quota reserved in ClusterQueue {CQ_OF[queue]}"),
-                 Admitted=("True", "Admitted", f"The variant {variant_name} is admitted"))
+    return with_(
+        parent(queue),
+        admission=(CQ_OF[queue], flavor),
+        QuotaReserved=("True", "QuotaReserved", f"Quota reserved in ClusterQueue {CQ_OF[queue]}"),
+        Admitted=("True", "Admitted", f"The variant {variant_name} is admitted"),
+    )
 
 
 MIG = "lq-migration"
@@ -186,145 +234,338 @@ LOWER = 'being lower priority than admitted Variant "default/{}"'
 CASES: dict[str, Case] = {
     "workload not found": Case(None, [], [], key="default/non-existing"),
     "workload is not parent or variant": Case(
-        make_wl("wl", "default").obj(), [], [make_wl("wl", "default").obj()], key="default/wl"),
+        make_wl("wl", "default").obj(), [], [make_wl("wl", "default").obj()], key="default/wl"
+    ),
     "parent workload without variants creates them": Case(
-        parent(), [],
+        parent(),
+        [],
         [parent(), created("spot", "wl-variant-spot-a2342"), created("on-demand", "wl-variant-on-demand-480a3")],
-        events=[("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created'),
-                ("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-spot-a2342" created')]),
+        events=[
+            ("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created'),
+            ("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-spot-a2342" created'),
+        ],
+    ),
     "parent workload with missing variants; creates missing": Case(
-        parent(), [variant("spot")],
+        parent(),
+        [variant("spot")],
         [parent(), variant("spot"), created("on-demand", "wl-variant-on-demand-480a3")],
-        events=[("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created')]),
+        events=[
+            ("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created')
+        ],
+    ),
     "flavor removed from ClusterQueue; variant is deleted": Case(
-        parent(), [variant("on-demand"), variant("spot"), variant("stale")],
+        parent(),
+        [variant("on-demand"), variant("spot"), variant("stale")],
         [parent(), variant("on-demand"), variant("spot")],
-        events=[("default/wl-12345", "DeletedVariant", 'Variant Workload "default/wl-variant-stale" deleted; flavor "stale" no longer in ClusterQueue')]),
+        events=[
+            (
+                "default/wl-12345",
+                "DeletedVariant",
+                'Variant Workload "default/wl-variant-stale" deleted; flavor "stale" no longer in ClusterQueue',
+            )
+        ],
+    ),
     "admitted variant's flavor removed; variant deleted and parent evicted": Case(
-        parent("lq-spot-only", admitted_on="on-demand"), [variant("on-demand", "lq-spot-only", admitted=True), variant("spot", "lq-spot-only")],
-        [with_(parent("lq-spot-only", admitted_on="on-demand"), Evicted=("True", "ConcurrentAdmission", "No variant is running")),
-         variant("spot", "lq-spot-only")],
-        events=[("default/wl-12345", "DeletedVariant",
-                 'Variant Workload "default/wl-variant-on-demand" deleted; flavor "on-demand" no longer in ClusterQueue')]),
+        parent("lq-spot-only", admitted_on="on-demand"),
+        [variant("on-demand", "lq-spot-only", admitted=True), variant("spot", "lq-spot-only")],
+        [
+            with_(
+                parent("lq-spot-only", admitted_on="on-demand"),
+                Evicted=("True", "ConcurrentAdmission", "No variant is running"),
+            ),
+            variant("spot", "lq-spot-only"),
+        ],
+        events=[
+            (
+                "default/wl-12345",
+                "DeletedVariant",
+                'Variant Workload "default/wl-variant-on-demand" deleted; flavor "on-demand" no longer in ClusterQueue',
+            )
+        ],
+    ),
     "deleting the variant holding the open preemption gate opens the next one's gate": Case(
-        parent("lq-spot-only"), [variant("on-demand", "lq-spot-only", gate=("Open", NOW), blocked=True), variant("spot", "lq-spot-only", blocked=True)],
+        parent("lq-spot-only"),
+        [
+            variant("on-demand", "lq-spot-only", gate=("Open", NOW), blocked=True),
+            variant("spot", "lq-spot-only", blocked=True),
+        ],
         [parent("lq-spot-only"), variant("spot", "lq-spot-only", gate=("Open", NOW), blocked=True)],
-        events=[("default/wl-12345", "DeletedVariant",
-                 'Variant Workload "default/wl-variant-on-demand" deleted; flavor "on-demand" no longer in ClusterQueue'),
-                ("default/wl-variant-spot", "PreemptionUngatedVariant", 'Opened preemption gate for variant workload "default/wl-variant-spot"')],
-        requeue_after=TIMEOUT),
+        events=[
+            (
+                "default/wl-12345",
+                "DeletedVariant",
+                'Variant Workload "default/wl-variant-on-demand" deleted; flavor "on-demand" no longer in ClusterQueue',
+            ),
+            (
+                "default/wl-variant-spot",
+                "PreemptionUngatedVariant",
+                'Opened preemption gate for variant workload "default/wl-variant-spot"',
+            ),
+        ],
+        requeue_after=TIMEOUT,
+    ),
     "ungates the next-preferred variant once the open gate's preemption timeout elapses": Case(
-        parent(), [variant("on-demand", gate=("Open", NOW - TIMEOUT), blocked=True), variant("spot", blocked=True)],
-        [parent(), variant("on-demand", gate=("Open", NOW - TIMEOUT), blocked=True), variant("spot", gate=("Open", NOW), blocked=True)],
-        events=[("default/wl-variant-spot", "PreemptionUngatedVariant", 'Opened preemption gate for variant workload "default/wl-variant-spot"')],
-        requeue_after=TIMEOUT),
+        parent(),
+        [variant("on-demand", gate=("Open", NOW - TIMEOUT), blocked=True), variant("spot", blocked=True)],
+        [
+            parent(),
+            variant("on-demand", gate=("Open", NOW - TIMEOUT), blocked=True),
+            variant("spot", gate=("Open", NOW), blocked=True),
+        ],
+        events=[
+            (
+                "default/wl-variant-spot",
+                "PreemptionUngatedVariant",
+                'Opened preemption gate for variant workload "default/wl-variant-spot"',
+            )
+        ],
+        requeue_after=TIMEOUT,
+    ),
     "blocked variant has its preemption gate opened; non-blocked variant stays closed": Case(
-        parent(), [variant("on-demand", blocked=True), variant("spot", gate=("Closed", NOW))],
+        parent(),
+        [variant("on-demand", blocked=True), variant("spot", gate=("Closed", NOW))],
         [parent(), variant("on-demand", gate=("Open", NOW), blocked=True), variant("spot", gate=("Closed", NOW))],
-        events=[("default/wl-variant-on-demand", "PreemptionUngatedVariant",
-                 'Opened preemption gate for variant workload "default/wl-variant-on-demand"')],
-        requeue_after=TIMEOUT),
+        events=[
+            (
+                "default/wl-variant-on-demand",
+                "PreemptionUngatedVariant",
+                'Opened preemption gate for variant workload "default/wl-variant-on-demand"',
+            )
+        ],
+        requeue_after=TIMEOUT,
+    ),
     "no variant requires preemption; no gate is opened": Case(
-        parent(), [variant("on-demand", gate=("Closed", NOW)), variant("spot", gate=("Closed", NOW))],
-        [parent(), variant("on-demand", gate=("Closed", NOW)), variant("spot", gate=("Closed", NOW))]),
+        parent(),
+        [variant("on-demand", gate=("Closed", NOW)), variant("spot", gate=("Closed", NOW))],
+        [parent(), variant("on-demand", gate=("Closed", NOW)), variant("spot", gate=("Closed", NOW))],
+    ),
     "waits for a more-preferred variant to be evaluated before ungating a lower-preference variant": Case(
-        parent(), [variant("on-demand"), variant("spot", blocked=True)], [parent(), variant("on-demand"), variant("spot", blocked=True)]),
+        parent(),
+        [variant("on-demand"), variant("spot", blocked=True)],
+        [parent(), variant("on-demand"), variant("spot", blocked=True)],
+    ),
     "the most-preferred blocked variant is selected for ungating": Case(
-        parent(), [variant("on-demand", blocked=True), variant("spot", blocked=True)],
+        parent(),
+        [variant("on-demand", blocked=True), variant("spot", blocked=True)],
         [parent(), variant("on-demand", gate=("Open", NOW), blocked=True), variant("spot", blocked=True)],
-        events=[("default/wl-variant-on-demand", "PreemptionUngatedVariant",
-                 'Opened preemption gate for variant workload "default/wl-variant-on-demand"')],
-        requeue_after=TIMEOUT),
+        events=[
+            (
+                "default/wl-variant-on-demand",
+                "PreemptionUngatedVariant",
+                'Opened preemption gate for variant workload "default/wl-variant-on-demand"',
+            )
+        ],
+        requeue_after=TIMEOUT,
+    ),
     "a recently opened gate defers ungating the next variant until the timeout": Case(
-        parent(), [variant("on-demand", gate=("Open", NOW - timedelta(minutes=1))), variant("spot", blocked=True)],
+        parent(),
+        [variant("on-demand", gate=("Open", NOW - timedelta(minutes=1))), variant("spot", blocked=True)],
         [parent(), variant("on-demand", gate=("Open", NOW - timedelta(minutes=1))), variant("spot", blocked=True)],
-        requeue_after=TIMEOUT - timedelta(minutes=1)),
+        requeue_after=TIMEOUT - timedelta(minutes=1),
+    ),
     "the latest open-gate time among variants determines the wait": Case(
-        parent(MIG_NC), [variant("reservation", MIG_NC, gate=("Open", NOW - timedelta(minutes=4))),
-                         variant("on-demand", MIG_NC, gate=("Open", NOW - timedelta(minutes=1))), variant("spot", MIG_NC, blocked=True)],
-        [parent(MIG_NC), variant("reservation", MIG_NC, gate=("Open", NOW - timedelta(minutes=4))),
-         variant("on-demand", MIG_NC, gate=("Open", NOW - timedelta(minutes=1))), variant("spot", MIG_NC, blocked=True)],
-        requeue_after=TIMEOUT - timedelta(minutes=1)),
+        parent(MIG_NC),
+        [
+            variant("reservation", MIG_NC, gate=("Open", NOW - timedelta(minutes=4))),
+            variant("on-demand", MIG_NC, gate=("Open", NOW - timedelta(minutes=1))),
+            variant("spot", MIG_NC, blocked=True),
+        ],
+        [
+            parent(MIG_NC),
+            variant("reservation", MIG_NC, gate=("Open", NOW - timedelta(minutes=4))),
+            variant("on-demand", MIG_NC, gate=("Open", NOW - timedelta(minutes=1))),
+            variant("spot", MIG_NC, blocked=True),
+        ],
+        requeue_after=TIMEOUT - timedelta(minutes=1),
+    ),
     "admitted variant syncs admission to parent": Case(
-        parent(), [variant("spot", admitted=True), variant("on-demand")],
-        [_parent_admitted("lq", "spot", "wl-variant-spot"), variant("spot", admitted=True), variant("on-demand")]),
+        parent(),
+        [variant("spot", admitted=True), variant("on-demand")],
+        [_parent_admitted("lq", "spot", "wl-variant-spot"), variant("spot", admitted=True), variant("on-demand")],
+    ),
     "no variant admitted; parent admitted; evict parent": Case(
-        parent(admitted_on="spot"), [variant("spot"), variant("on-demand")],
-        [with_(parent(admitted_on="spot"), Evicted=("True", "ConcurrentAdmission", "No variant is running")), variant("spot"), variant("on-demand")]),
+        parent(admitted_on="spot"),
+        [variant("spot"), variant("on-demand")],
+        [
+            with_(parent(admitted_on="spot"), Evicted=("True", "ConcurrentAdmission", "No variant is running")),
+            variant("spot"),
+            variant("on-demand"),
+        ],
+    ),
     "admitted variant evicted; parent has quota; evict parent and wait": Case(
         parent(admitted_on="spot"),
-        [variant("spot", admitted=True, active=True, Evicted=("True", "Preempted", "Evicted by preemption")), variant("on-demand", active=False)],
-        [with_(parent(admitted_on="spot"), Evicted=("True", "VariantEvicted", "Admitted variant was evicted")),
-         variant("spot", admitted=True, active=True, Evicted=("True", "Preempted", "Evicted by preemption")), variant("on-demand", active=False)]),
+        [
+            variant("spot", admitted=True, active=True, Evicted=("True", "Preempted", "Evicted by preemption")),
+            variant("on-demand", active=False),
+        ],
+        [
+            with_(parent(admitted_on="spot"), Evicted=("True", "VariantEvicted", "Admitted variant was evicted")),
+            variant("spot", admitted=True, active=True, Evicted=("True", "Preempted", "Evicted by preemption")),
+            variant("on-demand", active=False),
+        ],
+    ),
     "admitted variant evicted; parent has no quota reservation; clear variant reservation": Case(
         parent(),
-        [variant("spot", admitted=True, active=True, Evicted=("True", "Preempted", "Evicted by preemption")), variant("on-demand", active=False)],
-        [parent(),
-         with_(variant("spot", active=True, Evicted=("True", "Preempted", "Evicted by preemption")),
-               QuotaReserved=("False", "PendingEvaluation", "Evicted by preemption"), Admitted=("False", "NoReservation", "The workload has no reservation"),
-               Requeued=("True", "Preempted", "Evicted by preemption")),
-         variant("on-demand", active=True)],
-        events=[("default/wl-variant-on-demand", "ActivatedVariant", "Variant Workload activated due to no other Variant being admitted")]),
+        [
+            variant("spot", admitted=True, active=True, Evicted=("True", "Preempted", "Evicted by preemption")),
+            variant("on-demand", active=False),
+        ],
+        [
+            parent(),
+            with_(
+                variant("spot", active=True, Evicted=("True", "Preempted", "Evicted by preemption")),
+                QuotaReserved=("False", "PendingEvaluation", "Evicted by preemption"),
+                Admitted=("False", "NoReservation", "The workload has no reservation"),
+                Requeued=("True", "Preempted", "Evicted by preemption"),
+            ),
+            variant("on-demand", active=True),
+        ],
+        events=[
+            (
+                "default/wl-variant-on-demand",
+                "ActivatedVariant",
+                "Variant Workload activated due to no other Variant being admitted",
+            )
+        ],
+    ),
     "with minTargetFlavor=reservation, variant admitted on spot, deactivate on-demand": Case(
-        parent(MIG), [variant("reservation", MIG), variant("on-demand", MIG), variant("spot", MIG, admitted=True)],
-        [_parent_admitted(MIG, "spot", "wl-variant-spot"), variant("reservation", MIG), variant("on-demand", MIG, active=False),
-         variant("spot", MIG, admitted=True)],
-        events=[_deactivated("wl-variant-on-demand", BELOW.format("wl-variant-spot"))]),
+        parent(MIG),
+        [variant("reservation", MIG), variant("on-demand", MIG), variant("spot", MIG, admitted=True)],
+        [
+            _parent_admitted(MIG, "spot", "wl-variant-spot"),
+            variant("reservation", MIG),
+            variant("on-demand", MIG, active=False),
+            variant("spot", MIG, admitted=True),
+        ],
+        events=[_deactivated("wl-variant-on-demand", BELOW.format("wl-variant-spot"))],
+    ),
     "with minTargetFlavor=reservation, variant admitted on on-demand, deactivate spot": Case(
-        parent(MIG), [variant("reservation", MIG), variant("on-demand", MIG, admitted=True), variant("spot", MIG)],
-        [_parent_admitted(MIG, "on-demand", "wl-variant-on-demand"), variant("reservation", MIG), variant("on-demand", MIG, admitted=True),
-         variant("spot", MIG, active=False)],
-        events=[_deactivated("wl-variant-spot", BELOW.format("wl-variant-on-demand"))]),
+        parent(MIG),
+        [variant("reservation", MIG), variant("on-demand", MIG, admitted=True), variant("spot", MIG)],
+        [
+            _parent_admitted(MIG, "on-demand", "wl-variant-on-demand"),
+            variant("reservation", MIG),
+            variant("on-demand", MIG, admitted=True),
+            variant("spot", MIG, active=False),
+        ],
+        events=[_deactivated("wl-variant-spot", BELOW.format("wl-variant-on-demand"))],
+    ),
     "with minTargetFlavor=reservation, variant admitted on reservation, deactivate spot and on-demand": Case(
-        parent(MIG), [variant("reservation", MIG, admitted=True), variant("on-demand", MIG), variant("spot", MIG)],
-        [_parent_admitted(MIG, "reservation", "wl-variant-reservation"), variant("reservation", MIG, admitted=True),
-         variant("on-demand", MIG, active=False), variant("spot", MIG, active=False)],
-        events=[_deactivated("wl-variant-on-demand", BELOW.format("wl-variant-reservation")),
-                _deactivated("wl-variant-spot", BELOW.format("wl-variant-reservation"))]),
+        parent(MIG),
+        [variant("reservation", MIG, admitted=True), variant("on-demand", MIG), variant("spot", MIG)],
+        [
+            _parent_admitted(MIG, "reservation", "wl-variant-reservation"),
+            variant("reservation", MIG, admitted=True),
+            variant("on-demand", MIG, active=False),
+            variant("spot", MIG, active=False),
+        ],
+        events=[
+            _deactivated("wl-variant-on-demand", BELOW.format("wl-variant-reservation")),
+            _deactivated("wl-variant-spot", BELOW.format("wl-variant-reservation")),
+        ],
+    ),
     "without minTargetFlavor, variant admitted on spot, nothing deactivated": Case(
-        parent(MIG_NC), [variant("reservation", MIG_NC), variant("on-demand", MIG_NC), variant("spot", MIG_NC, admitted=True)],
-        [_parent_admitted(MIG_NC, "spot", "wl-variant-spot"), variant("reservation", MIG_NC), variant("on-demand", MIG_NC),
-         variant("spot", MIG_NC, admitted=True)]),
+        parent(MIG_NC),
+        [variant("reservation", MIG_NC), variant("on-demand", MIG_NC), variant("spot", MIG_NC, admitted=True)],
+        [
+            _parent_admitted(MIG_NC, "spot", "wl-variant-spot"),
+            variant("reservation", MIG_NC),
+            variant("on-demand", MIG_NC),
+            variant("spot", MIG_NC, admitted=True),
+        ],
+    ),
     "without minTargetFlavor, variant admitted on on-demand, deactivate spot": Case(
-        parent(MIG_NC), [variant("reservation", MIG_NC), variant("on-demand", MIG_NC, admitted=True), variant("spot", MIG_NC)],
-        [_parent_admitted(MIG_NC, "on-demand", "wl-variant-on-demand"), variant("reservation", MIG_NC), variant("on-demand", MIG_NC, admitted=True),
-         variant("spot", MIG_NC, active=False)],
-        events=[_deactivated("wl-variant-spot", LOWER.format("wl-variant-on-demand"))]),
+        parent(MIG_NC),
+        [variant("reservation", MIG_NC), variant("on-demand", MIG_NC, admitted=True), variant("spot", MIG_NC)],
+        [
+            _parent_admitted(MIG_NC, "on-demand", "wl-variant-on-demand"),
+            variant("reservation", MIG_NC),
+            variant("on-demand", MIG_NC, admitted=True),
+            variant("spot", MIG_NC, active=False),
+        ],
+        events=[_deactivated("wl-variant-spot", LOWER.format("wl-variant-on-demand"))],
+    ),
     "without minTargetFlavor, variant admitted on reservation, deactivate spot and on-demand": Case(
-        parent(MIG_NC), [variant("reservation", MIG_NC, admitted=True), variant("on-demand", MIG_NC), variant("spot", MIG_NC)],
-        [_parent_admitted(MIG_NC, "reservation", "wl-variant-reservation"), variant("reservation", MIG_NC, admitted=True),
-         variant("on-demand", MIG_NC, active=False), variant("spot", MIG_NC, active=False)],
-        events=[_deactivated("wl-variant-on-demand", LOWER.format("wl-variant-reservation")),
-                _deactivated("wl-variant-spot", LOWER.format("wl-variant-reservation"))]),
+        parent(MIG_NC),
+        [variant("reservation", MIG_NC, admitted=True), variant("on-demand", MIG_NC), variant("spot", MIG_NC)],
+        [
+            _parent_admitted(MIG_NC, "reservation", "wl-variant-reservation"),
+            variant("reservation", MIG_NC, admitted=True),
+            variant("on-demand", MIG_NC, active=False),
+            variant("spot", MIG_NC, active=False),
+        ],
+        events=[
+            _deactivated("wl-variant-on-demand", LOWER.format("wl-variant-reservation")),
+            _deactivated("wl-variant-spot", LOWER.format("wl-variant-reservation")),
+        ],
+    ),
     "RetainFirstAdmission, variant admitted on spot, deactivate reservation and on-demand": Case(
-        parent("lq-hold"), [variant("reservation", "lq-hold"), variant("on-demand", "lq-hold"), variant("spot", "lq-hold", admitted=True)],
-        [_parent_admitted("lq-hold", "spot", "wl-variant-spot"), variant("reservation", "lq-hold", active=False),
-         variant("on-demand", "lq-hold", active=False), variant("spot", "lq-hold", admitted=True)],
-        events=[_deactivated(n, 'RetainFirstAdmission: another Variant "default/wl-variant-spot" is admitted')
-                for n in ("wl-variant-reservation", "wl-variant-on-demand")]),
+        parent("lq-hold"),
+        [variant("reservation", "lq-hold"), variant("on-demand", "lq-hold"), variant("spot", "lq-hold", admitted=True)],
+        [
+            _parent_admitted("lq-hold", "spot", "wl-variant-spot"),
+            variant("reservation", "lq-hold", active=False),
+            variant("on-demand", "lq-hold", active=False),
+            variant("spot", "lq-hold", admitted=True),
+        ],
+        events=[
+            _deactivated(n, 'RetainFirstAdmission: another Variant "default/wl-variant-spot" is admitted')
+            for n in ("wl-variant-reservation", "wl-variant-on-demand")
+        ],
+    ),
     "parent marked finished, mark all variants finished": Case(
-        parent(Finished=("True", "Succeeded", "Job finished successfully")), [variant("on-demand"), variant("spot")],
-        [parent(Finished=("True", "Succeeded", "Job finished successfully")),
-         *(with_(variant(f), Finished=("True", "Succeeded", "Job finished successfully")) for f in ("on-demand", "spot"))]),
+        parent(Finished=("True", "Succeeded", "Job finished successfully")),
+        [variant("on-demand"), variant("spot")],
+        [
+            parent(Finished=("True", "Succeeded", "Job finished successfully")),
+            *(
+                with_(variant(f), Finished=("True", "Succeeded", "Job finished successfully"))
+                for f in ("on-demand", "spot")
+            ),
+        ],
+    ),
     "parent is not active, propagating deactivation to all variants": Case(
-        parent(active=False), [variant("spot"), variant("on-demand")],
+        parent(active=False),
+        [variant("spot"), variant("on-demand")],
         [parent(active=False), variant("spot", active=False), variant("on-demand", active=False)],
-        events=[_deactivated(f"wl-variant-{f}", 'Parent Workload "default/wl-12345" not active') for f in ("spot", "on-demand")]),
+        events=[
+            _deactivated(f"wl-variant-{f}", 'Parent Workload "default/wl-12345" not active')
+            for f in ("spot", "on-demand")
+        ],
+    ),
     "parent changes WaitForPodsReady from False to True, syncs to admitted variant": Case(
         parent(admitted_on="spot", PodsReady=("True", "PodsReady", "Pods are ready")),
-        [variant("spot", admitted=True, PodsReady=("False", "PodsNotReady", "Pods are not ready")), variant("on-demand")],
-        [parent(admitted_on="spot", PodsReady=("True", "PodsReady", "Pods are ready")),
-         variant("spot", admitted=True, PodsReady=("True", "PodsReady", "Pods are ready")), variant("on-demand")]),
+        [
+            variant("spot", admitted=True, PodsReady=("False", "PodsNotReady", "Pods are not ready")),
+            variant("on-demand"),
+        ],
+        [
+            parent(admitted_on="spot", PodsReady=("True", "PodsReady", "Pods are ready")),
+            variant("spot", admitted=True, PodsReady=("True", "PodsReady", "Pods are ready")),
+            variant("on-demand"),
+        ],
+    ),
     "parent changes WaitForPodsReady from True to False, syncs to admitted variant": Case(
         parent(admitted_on="spot", PodsReady=("False", "PodsNotReady", "Pods are not ready")),
         [variant("spot", admitted=True, PodsReady=("True", "PodsReady", "Pods are ready")), variant("on-demand")],
-        [parent(admitted_on="spot", PodsReady=("False", "PodsNotReady", "Pods are not ready")),
-         variant("spot", admitted=True, PodsReady=("False", "PodsNotReady", "Pods are not ready")), variant("on-demand")]),
+        [
+            parent(admitted_on="spot", PodsReady=("False", "PodsNotReady", "Pods are not ready")),
+            variant("spot", admitted=True, PodsReady=("False", "PodsNotReady", "Pods are not ready")),
+            variant("on-demand"),
+        ],
+    ),
     "parent not admitted, variant admitted, parent changes WaitForPodsReady from True to False, syncs to variant and admits parent": Case(
         parent(PodsReady=("False", "PodsNotReady", "Pods are not ready")),
         [variant("spot", admitted=True, PodsReady=("True", "PodsReady", "Pods are ready")), variant("on-demand")],
-        [with_(_parent_admitted("lq", "spot", "wl-variant-spot"), PodsReady=("False", "PodsNotReady", "Pods are not ready")),
-         variant("spot", admitted=True, PodsReady=("False", "PodsNotReady", "Pods are not ready")), variant("on-demand")]),
+        [
+            with_(
+                _parent_admitted("lq", "spot", "wl-variant-spot"),
+                PodsReady=("False", "PodsNotReady", "Pods are not ready"),
+            ),
+            variant("spot", admitted=True, PodsReady=("False", "PodsNotReady", "Pods are not ready")),
+            variant("on-demand"),
+        ],
+    ),
 }
 
 
@@ -343,7 +584,9 @@ def test_created_variants_inherit_the_parents_preemption_gates() -> None:
     p["spec"]["preemptionGates"] = [{"name": "other-gate"}]
     got, _, _ = reconcile(p, [])
     assert {n: view(w)["gates"] for n, w in got.items() if n != "wl-12345"} == {
-        "wl-variant-spot-a2342": ["other-gate", GATE], "wl-variant-on-demand-480a3": ["other-gate", GATE]}
+        "wl-variant-spot-a2342": ["other-gate", GATE],
+        "wl-variant-on-demand-480a3": ["other-gate", GATE],
+    }
 
 
 # -- TestFirstCandidateVariant -------------------------------------------------------------------
@@ -353,9 +596,16 @@ BLOCKED_SPOT = variant("spot", name="blocked", blocked=True)
 @pytest.mark.parametrize(
     ("first", "want"),
     [
-        pytest.param(variant("on-demand", name="preferred"), None, id="waits when the preferred variant has no evaluation condition"),
-        pytest.param(variant("on-demand", name="preferred", QuotaReserved=("False", "Pending", "Workload does not fit")), "blocked",
-                     id="skips a preferred variant with an existing quota reservation condition"),
+        pytest.param(
+            variant("on-demand", name="preferred"),
+            None,
+            id="waits when the preferred variant has no evaluation condition",
+        ),
+        pytest.param(
+            variant("on-demand", name="preferred", QuotaReserved=("False", "Pending", "Workload does not fit")),
+            "blocked",
+            id="skips a preferred variant with an existing quota reservation condition",
+        ),
     ],
 )
 def test_first_candidate_variant(first: dict[str, Any], want: str | None) -> None:
@@ -407,14 +657,36 @@ def _parent_in(name: str, ns: str, queue: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("objs", "want"),
     [
-        pytest.param([make_lq("lq", "ns", "cq"), _parent_in("p1", "ns", "lq"), _parent_in("p2", "ns", "lq")], ["ns/p1", "ns/p2"],
-                     id="multiple parents under one ClusterQueue"),
-        pytest.param([make_lq("lq", "ns1", "cq"), make_lq("lq", "ns2", "cq"), _parent_in("p1", "ns1", "lq"), _parent_in("p2", "ns2", "lq")],
-                     ["ns1/p1", "ns2/p2"], id="parents across namespaces feeding the same ClusterQueue"),
-        pytest.param([make_lq("lq", "ns", "cq"), _parent_in("p1", "ns", "lq"), make_wl("plain", "ns").queue("lq").obj()], ["ns/p1"],
-                     id="non-parent workloads are excluded"),
-        pytest.param([make_lq("lq", "ns", "cq"), make_lq("other", "ns", "other-cq"), _parent_in("p1", "ns", "lq"), _parent_in("p2", "ns", "other")],
-                     ["ns/p1"], id="workloads of other ClusterQueues are excluded"),
+        pytest.param(
+            [make_lq("lq", "ns", "cq"), _parent_in("p1", "ns", "lq"), _parent_in("p2", "ns", "lq")],
+            ["ns/p1", "ns/p2"],
+            id="multiple parents under one ClusterQueue",
+        ),
+        pytest.param(
+            [
+                make_lq("lq", "ns1", "cq"),
+                make_lq("lq", "ns2", "cq"),
+                _parent_in("p1", "ns1", "lq"),
+                _parent_in("p2", "ns2", "lq"),
+            ],
+            ["ns1/p1", "ns2/p2"],
+            id="parents across namespaces feeding the same ClusterQueue",
+        ),
+        pytest.param(
+            [make_lq("lq", "ns", "cq"), _parent_in("p1", "ns", "lq"), make_wl("plain", "ns").queue("lq").obj()],
+            ["ns/p1"],
+            id="non-parent workloads are excluded",
+        ),
+        pytest.param(
+            [
+                make_lq("lq", "ns", "cq"),
+                make_lq("other", "ns", "other-cq"),
+                _parent_in("p1", "ns", "lq"),
+                _parent_in("p2", "ns", "other"),
+            ],
+            ["ns/p1"],
+            id="workloads of other ClusterQueues are excluded",
+        ),
         pytest.param([make_lq("lq", "ns", "cq")], [], id="no parents returns nothing"),
     ],
 )
@@ -432,7 +704,9 @@ def test_create_variants_already_exists() -> None:
     kube.put(wl_path("wl-variant-spot-a2342"), existing)  # in the API, not yet in the store
     store.put("workloads", copy.deepcopy(kube.objects[wl_path("wl-12345")]))
     ca.VariantReconciler(kube, store, rec, stop=threading.Event(), clock=lambda: NOW).reconcile("default/wl-12345")  # type: ignore[arg-type]
-    assert rec.events == [("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created')]
+    assert rec.events == [
+        ("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created')
+    ]
 
 
 # -- TestGetWorkloadNameForVariant ---------------------------------------------------------------
@@ -440,17 +714,31 @@ def test_create_variants_already_exists() -> None:
     ("flavor", "short", "want"),
     [
         pytest.param("spot", False, None, id="simple flavor"),
-        pytest.param("a" * 300, False, "job-my-job-variant-" + "a" * (247 - 19), id="flavor name exceeding max length (ShortWorkloadNames=false)"),
-        pytest.param("a" * 300, True, "job-my-job-variant-" + "a" * (57 - 19), id="flavor name exceeding max length (ShortWorkloadNames=true)"),
+        pytest.param(
+            "a" * 300,
+            False,
+            "job-my-job-variant-" + "a" * (247 - 19),
+            id="flavor name exceeding max length (ShortWorkloadNames=false)",
+        ),
+        pytest.param(
+            "a" * 300,
+            True,
+            "job-my-job-variant-" + "a" * (57 - 19),
+            id="flavor name exceeding max length (ShortWorkloadNames=true)",
+        ),
     ],
 )
 def test_variant_name(flavor: str, short: bool, want: str | None) -> None:
     """Upstream hashes the owner's GroupVersionKind as its caller passes it; the controller passes
     the parent's, which is empty, so the hashes here differ from the test's batch/v1 Job ones."""
     got = ca.variant_name("job-my-job-12345", "uid-123", flavor, short=short)
-    prefix = ("job-my-job-variant-" + flavor)[:57 if short else 247]
+    prefix = ("job-my-job-variant-" + flavor)[: 57 if short else 247]
     assert got[:-6] == prefix and got[-6] == "-" and len(got) == len(prefix) + 6
     if want is not None:
         assert got[:-6] == want
-    assert ca.variant_name("job-my-job-12345", "uid-123", "flavor1") != ca.variant_name("job-my-job-12345", "uid-123", "flavor2")
-    assert ca.variant_name("job-my-job-12345", "uid-123", "flavor-x") == ca.variant_name("job-my-job-12345", "uid-123", "flavor-x")
+    assert ca.variant_name("job-my-job-12345", "uid-123", "flavor1") != ca.variant_name(
+        "job-my-job-12345", "uid-123", "flavor2"
+    )
+    assert ca.variant_name("job-my-job-12345", "uid-123", "flavor-x") == ca.variant_name(
+        "job-my-job-12345", "uid-123", "flavor-x"
+    )

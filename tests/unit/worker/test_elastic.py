@@ -29,12 +29,26 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 def make_job(parallelism: int = 2, *, suspend: bool = False, generation: int = 1) -> dict[str, Any]:
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "name", "namespace": "ns", "uid": "uid", "resourceVersion": "7", "generation": generation,
-                     "labels": {c.QUEUE_LABEL: "lq"}, "annotations": {c.ELASTIC_JOB: "true"}},
-        "spec": {"suspend": suspend, "parallelism": parallelism, "completions": 10, "template": {
-            "metadata": {"labels": {"batch.kubernetes.io/job-name": "name"}},
-            "spec": {"schedulingGates": [{"name": c.ELASTIC_JOB_GATE}], "containers": [{"name": "c"}]}}},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "name",
+            "namespace": "ns",
+            "uid": "uid",
+            "resourceVersion": "7",
+            "generation": generation,
+            "labels": {c.QUEUE_LABEL: "lq"},
+            "annotations": {c.ELASTIC_JOB: "true"},
+        },
+        "spec": {
+            "suspend": suspend,
+            "parallelism": parallelism,
+            "completions": 10,
+            "template": {
+                "metadata": {"labels": {"batch.kubernetes.io/job-name": "name"}},
+                "spec": {"schedulingGates": [{"name": c.ELASTIC_JOB_GATE}], "containers": [{"name": "c"}]},
+            },
+        },
         "status": {"active": parallelism},
     }
 
@@ -42,10 +56,18 @@ def make_job(parallelism: int = 2, *, suspend: bool = False, generation: int = 1
 def admit(wl: dict[str, Any], count: int, *, created: str = "2025-01-01T00:00:00Z") -> dict[str, Any]:
     wl = copy.deepcopy(wl)
     wl["metadata"].update(uid=f"uid-{wl['metadata']['name']}", creationTimestamp=created)
-    wl["status"] = {"admission": {"clusterQueue": "cq", "podSetAssignments": [
-        {"name": "main", "flavors": {"cpu": "on-demand"}, "resourceUsage": {"cpu": str(count)}, "count": count}]},
-        "conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True",
-                                                                     "lastTransitionTime": "2025-01-01T00:00:00Z"}]}
+    wl["status"] = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "on-demand"}, "resourceUsage": {"cpu": str(count)}, "count": count}
+            ],
+        },
+        "conditions": [
+            {"type": "QuotaReserved", "status": "True"},
+            {"type": "Admitted", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"},
+        ],
+    }
     return wl
 
 
@@ -76,8 +98,11 @@ def test_scale_up_of_an_admitted_slice_creates_a_replacement_without_stopping_th
     assert [s.name for s in p.steps] == ["create", "event"]
     new = p.steps[0].body
     assert new["metadata"]["name"] == j.workload_name("name", "uid", extra="2")
-    assert new["metadata"]["annotations"] == {c.ELASTIC_JOB: "true", c.WORKLOAD_SLICE_NAME: old["metadata"]["name"],
-                                              c.WORKLOAD_SLICE_REPLACEMENT_FOR: f"ns/{old['metadata']['name']}"}
+    assert new["metadata"]["annotations"] == {
+        c.ELASTIC_JOB: "true",
+        c.WORKLOAD_SLICE_NAME: old["metadata"]["name"],
+        c.WORKLOAD_SLICE_REPLACEMENT_FOR: f"ns/{old['metadata']['name']}",
+    }
     assert new["spec"]["podSets"][0]["count"] == 3
 
 
@@ -112,7 +137,10 @@ def test_start_stamps_the_slice_name_and_overwrites_a_stale_one() -> None:
     template = patch["spec"]["template"]
     assert template["metadata"]["annotations"] == {c.WORKLOAD_SLICE_NAME: wl["metadata"]["name"]}
     assert template["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
-    assert "annotations" not in j.start_patch(make_job(2, suspend=True), wl, flavors, elastic=False)["spec"]["template"]["metadata"]
+    assert (
+        "annotations"
+        not in j.start_patch(make_job(2, suspend=True), wl, flavors, elastic=False)["spec"]["template"]["metadata"]
+    )
 
 
 def test_merge_keeps_reporting_other_conflicts() -> None:
@@ -123,29 +151,57 @@ def test_merge_keeps_reporting_other_conflicts() -> None:
 
 # -- the ungater -------------------------------------------------------------------------------------
 
-def pod(name: str, *, gated: bool = True, phase: str = "Pending", chain: str = "chain", pod_set: str = "main") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": "1", "labels": {c.PODSET_LABEL: pod_set},
-                         "annotations": {c.WORKLOAD_SLICE_NAME: chain}},
-            "spec": {"schedulingGates": [{"name": c.ELASTIC_JOB_GATE}] if gated else [], "containers": [{"name": "c"}]},
-            "status": {"phase": phase}}
+
+def pod(
+    name: str, *, gated: bool = True, phase: str = "Pending", chain: str = "chain", pod_set: str = "main"
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "resourceVersion": "1",
+            "labels": {c.PODSET_LABEL: pod_set},
+            "annotations": {c.WORKLOAD_SLICE_NAME: chain},
+        },
+        "spec": {"schedulingGates": [{"name": c.ELASTIC_JOB_GATE}] if gated else [], "containers": [{"name": "c"}]},
+        "status": {"phase": phase},
+    }
 
 
 def active(count: int, **status: Any) -> dict[str, Any]:
-    wl = {"metadata": {"name": "slice-2", "namespace": "ns", "annotations": {c.WORKLOAD_SLICE_NAME: "chain"}},
-          "spec": {"podSets": [{"name": "main", "count": count}]}, "status": status}
+    wl = {
+        "metadata": {"name": "slice-2", "namespace": "ns", "annotations": {c.WORKLOAD_SLICE_NAME: "chain"}},
+        "spec": {"podSets": [{"name": "main", "count": count}]},
+        "status": status,
+    }
     return wl
 
 
-@pytest.mark.parametrize(("count", "pods", "want"), [
-    pytest.param(3, [pod("p-c"), pod("p-a"), pod("p-b"), pod("p-d")], ["p-a", "p-b", "p-c"],
-                 id="Should cap elastic pod ungating to the granted quota"),
-    pytest.param(1, [pod("p-a", gated=False, phase="Running"), pod("p-b")], [],
-                 id="Should keep an additional pod gated while the admitted pod is running"),
-    pytest.param(1, [pod("p-a", gated=False, phase="Succeeded"), pod("p-b")], ["p-b"],
-                 id="Should ungate a replacement after the prior Pod succeeds"),
-    pytest.param(2, [pod("p-a", chain="other"), pod("p-b")], ["p-b"], id="pods of another chain are left alone"),
-    pytest.param(1, [pod("p-a", pod_set="other")], [], id="a podSet the slice does not grant"),
-])
+@pytest.mark.parametrize(
+    ("count", "pods", "want"),
+    [
+        pytest.param(
+            3,
+            [pod("p-c"), pod("p-a"), pod("p-b"), pod("p-d")],
+            ["p-a", "p-b", "p-c"],
+            id="Should cap elastic pod ungating to the granted quota",
+        ),
+        pytest.param(
+            1,
+            [pod("p-a", gated=False, phase="Running"), pod("p-b")],
+            [],
+            id="Should keep an additional pod gated while the admitted pod is running",
+        ),
+        pytest.param(
+            1,
+            [pod("p-a", gated=False, phase="Succeeded"), pod("p-b")],
+            ["p-b"],
+            id="Should ungate a replacement after the prior Pod succeeds",
+        ),
+        pytest.param(2, [pod("p-a", chain="other"), pod("p-b")], ["p-b"], id="pods of another chain are left alone"),
+        pytest.param(1, [pod("p-a", pod_set="other")], [], id="a podSet the slice does not grant"),
+    ],
+)
 def test_pods_to_ungate(count: int, pods: list[dict[str, Any]], want: list[str]) -> None:
     got = elastic.pods_to_ungate(active(count), pods)
     assert [u.pod["metadata"]["name"] for u in got] == want
@@ -154,15 +210,23 @@ def test_pods_to_ungate(count: int, pods: list[dict[str, Any]], want: list[str])
 
 
 def test_ungating_carries_the_provisioning_request_metadata_and_skips_stale_pods() -> None:
-    update = {"name": "main", "annotations": {"autoscaling.x-k8s.io/consume-provisioning-request": "prq-2", "other": "x"},
-              "nodeSelector": {"zone": "a"}}
+    update = {
+        "name": "main",
+        "annotations": {"autoscaling.x-k8s.io/consume-provisioning-request": "prq-2", "other": "x"},
+        "nodeSelector": {"zone": "a"},
+    }
     wl = active(2, admissionChecks=[{"name": "prov", "state": "Ready", "podSetUpdates": [update]}])
     stale = pod("p-a")
     stale["metadata"]["annotations"]["autoscaling.x-k8s.io/consume-provisioning-request"] = "prq-1"
     [u] = elastic.pods_to_ungate(wl, [stale, pod("p-b")])
     assert u.pod["metadata"]["name"] == "p-b"
-    assert u.patch == {"metadata": {"resourceVersion": "1", "annotations": {"autoscaling.x-k8s.io/consume-provisioning-request": "prq-2"}},
-                       "spec": {"schedulingGates": None, "nodeSelector": {"zone": "a"}}}
+    assert u.patch == {
+        "metadata": {
+            "resourceVersion": "1",
+            "annotations": {"autoscaling.x-k8s.io/consume-provisioning-request": "prq-2"},
+        },
+        "spec": {"schedulingGates": None, "nodeSelector": {"zone": "a"}},
+    }
 
 
 def test_ungater_waits_for_admission_then_patches_the_pods() -> None:
@@ -173,7 +237,9 @@ def test_ungater_waits_for_admission_then_patches_the_pods() -> None:
     reserved["metadata"]["creationTimestamp"] = "2025-01-01T00:00:00Z"
     ungater.ungate(job, [reserved])
     assert not any(method == "PATCH" for method, _ in kube.calls)
-    reserved["status"]["conditions"].append({"type": "Admitted", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"})
+    reserved["status"]["conditions"].append(
+        {"type": "Admitted", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+    )
     ungater.ungate(job, [reserved])
     assert [path for method, path in kube.calls if method == "PATCH"] == ["/api/v1/namespaces/ns/pods/p-a"]
     assert kube.objects["/api/v1/namespaces/ns/pods/p-a"]["spec"].get("schedulingGates") is None

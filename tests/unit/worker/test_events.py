@@ -9,8 +9,11 @@ from webhook.worker import events
 
 
 def _wl(rv: str) -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-            "metadata": {"name": "wl", "namespace": "ns", "uid": "u1", "resourceVersion": rv}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "ns", "uid": "u1", "resourceVersion": rv},
+    }
 
 
 def _queued(rec: events.Recorder) -> list[tuple[str, str]]:

@@ -13,29 +13,49 @@ from webhook.worker.integrations import batchjob as j
 
 def make_job(**spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "name", "namespace": "ns", "uid": "uid", "resourceVersion": "7",
-                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
-        "spec": {"suspend": True, "parallelism": 1, "template": {
-            "metadata": {"labels": {"job-name": "name", "batch.kubernetes.io/job-name": "name", "app": "x"}},
-            "spec": {"containers": [{"name": "c", "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}]}}, **spec},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "name",
+            "namespace": "ns",
+            "uid": "uid",
+            "resourceVersion": "7",
+            "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": 1,
+            "template": {
+                "metadata": {"labels": {"job-name": "name", "batch.kubernetes.io/job-name": "name", "app": "x"}},
+                "spec": {
+                    "containers": [{"name": "c", "env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}]
+                },
+            },
+            **spec,
+        },
     }
 
 
-@pytest.mark.parametrize(("name", "uid", "expected"), [
-    pytest.param("name", "uid", "job-name-ef3a1", id="upstream vector"),
-    pytest.param("x" * 300, "u", "job-" + "x" * 243 + "-", id="prefix cut to 247"),
-])
+@pytest.mark.parametrize(
+    ("name", "uid", "expected"),
+    [
+        pytest.param("name", "uid", "job-name-ef3a1", id="upstream vector"),
+        pytest.param("x" * 300, "u", "job-" + "x" * 243 + "-", id="prefix cut to 247"),
+    ],
+)
 def test_workload_name(name: str, uid: str, expected: str) -> None:
     assert j.workload_name(name, uid).startswith(expected)
     assert len(j.workload_name(name, uid)) <= 253
 
 
-@pytest.mark.parametrize(("spec", "count"), [
-    pytest.param({}, 1, id="defaults"),
-    pytest.param({"parallelism": 4, "completions": 2}, 2, id="min of parallelism and completions"),
-    pytest.param({"parallelism": 3}, 3, id="completions nil"),
-])
+@pytest.mark.parametrize(
+    ("spec", "count"),
+    [
+        pytest.param({}, 1, id="defaults"),
+        pytest.param({"parallelism": 4, "completions": 2}, 2, id="min of parallelism and completions"),
+        pytest.param({"parallelism": 3}, 3, id="completions nil"),
+    ],
+)
 def test_pod_set_count(spec: dict[str, Any], count: int) -> None:
     assert j.pod_sets(make_job(**spec))[0]["count"] == count
 
@@ -47,13 +67,22 @@ def test_pod_set_template_drops_job_controller_labels_and_dedupes_env() -> None:
 
 
 def test_build_workload() -> None:
-    wl = j.build_workload(make_job(), config=Configuration(), priority=j.Priority(5, {"group": "kueue.x-k8s.io",
-                                                                                      "kind": "WorkloadPriorityClass", "name": "p"}))
+    wl = j.build_workload(
+        make_job(),
+        config=Configuration(),
+        priority=j.Priority(5, {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "p"}),
+    )
     assert wl["metadata"]["name"] == "job-name-ef3a1"
     assert wl["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": "uid"}
     assert wl["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
-    assert wl["metadata"]["ownerReferences"][0] | {} == {"apiVersion": "batch/v1", "kind": "Job", "name": "name", "uid": "uid",
-                                                         "controller": True, "blockOwnerDeletion": True}
+    assert wl["metadata"]["ownerReferences"][0] | {} == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "name",
+        "uid": "uid",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     assert wl["spec"]["queueName"] == "lq" and wl["spec"]["priority"] == 5
 
 
@@ -64,21 +93,35 @@ def test_priority_from_label_then_template_then_global_default() -> None:
     with pytest.raises(j.PriorityClassNotFound):
         j.resolve_priority(job, wpcs={}, pcs={})
     pcs = {"a": {"value": 10, "globalDefault": True}, "b": {"value": 3, "globalDefault": True}}
-    assert j.resolve_priority(make_job(), wpcs={}, pcs=pcs).ref == {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "b"}
+    assert j.resolve_priority(make_job(), wpcs={}, pcs=pcs).ref == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "b",
+    }
 
 
 def admitted_workload(job: dict[str, Any]) -> dict[str, Any]:
     wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
-    wl["status"] = {"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}, "count": 1}]},
-                    "conditions": [{"type": "Admitted", "status": "True"}, {"type": "QuotaReserved", "status": "True"},
-                                   {"type": "PodsReady", "status": "False", "reason": "WaitForStart"}]}
+    wl["status"] = {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "flavors": {"cpu": "f"}, "count": 1}],
+        },
+        "conditions": [
+            {"type": "Admitted", "status": "True"},
+            {"type": "QuotaReserved", "status": "True"},
+            {"type": "PodsReady", "status": "False", "reason": "WaitForStart"},
+        ],
+    }
     return wl
 
 
 def test_start_patch_merges_flavor_node_labels_and_tolerations() -> None:
     job = make_job()
     tol = {"key": "spot", "operator": "Exists"}
-    patch = j.start_patch(job, admitted_workload(job), {"f": {"spec": {"nodeLabels": {"pool": "a"}, "tolerations": [tol]}}})
+    patch = j.start_patch(
+        job, admitted_workload(job), {"f": {"spec": {"nodeLabels": {"pool": "a"}, "tolerations": [tol]}}}
+    )
     assert patch["metadata"] == {"resourceVersion": "7"}
     assert patch["spec"]["suspend"] is False
     tpl = patch["spec"]["template"]
@@ -112,18 +155,42 @@ def ns_labels() -> dict[str, str]:
     return {"kubernetes.io/metadata.name": "ns"}
 
 
-@pytest.mark.parametrize(("mutate", "action"), [
-    pytest.param(lambda job, wl: None, "start", id="suspended and admitted: start"),
-    pytest.param(lambda job, wl: job.setdefault("status", {}).update(
-        conditions=[{"type": "Complete", "status": "True", "message": "done"}]), "finish", id="job complete: finish"),
-    pytest.param(lambda job, wl: (job["spec"].update(suspend=False),
-                                  wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})),
-                 "stop", id="evicted and running: stop"),
-    pytest.param(lambda job, wl: wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"}),
-                 "clear_reservation", id="evicted and stopped: clear reservation"),
-    pytest.param(lambda job, wl: (job["spec"].update(suspend=False), wl["status"]["conditions"].__setitem__(0, {"type": "Admitted", "status": "False"})),
-                 "stop", id="running but not admitted: stop"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "action"),
+    [
+        pytest.param(lambda job, wl: None, "start", id="suspended and admitted: start"),
+        pytest.param(
+            lambda job, wl: job.setdefault("status", {}).update(
+                conditions=[{"type": "Complete", "status": "True", "message": "done"}]
+            ),
+            "finish",
+            id="job complete: finish",
+        ),
+        pytest.param(
+            lambda job, wl: (
+                job["spec"].update(suspend=False),
+                wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"}),
+            ),
+            "stop",
+            id="evicted and running: stop",
+        ),
+        pytest.param(
+            lambda job, wl: wl["status"]["conditions"].append(
+                {"type": "Evicted", "status": "True", "reason": "Preempted"}
+            ),
+            "clear_reservation",
+            id="evicted and stopped: clear reservation",
+        ),
+        pytest.param(
+            lambda job, wl: (
+                job["spec"].update(suspend=False),
+                wl["status"]["conditions"].__setitem__(0, {"type": "Admitted", "status": "False"}),
+            ),
+            "stop",
+            id="running but not admitted: stop",
+        ),
+    ],
+)
 def test_plan(mutate: Any, action: str) -> None:
     job = make_job()
     wl = admitted_workload(job)
@@ -146,21 +213,36 @@ def test_finished_workload_is_reported_on_every_pass_and_its_finalizer_dropped_o
 def test_plan_creates_only_for_managed_queued_jobs() -> None:
     cfg = Configuration()
     assert j.plan(make_job(), [], namespace_labels=ns_labels(), config=cfg).action == "create"
-    assert j.plan(make_job(), [], namespace_labels={"kubernetes.io/metadata.name": "kube-system"}, config=cfg).action == "ignore"
+    assert (
+        j.plan(make_job(), [], namespace_labels={"kubernetes.io/metadata.name": "kube-system"}, config=cfg).action
+        == "ignore"
+    )
     plain = make_job()
     plain["metadata"]["labels"] = {}
     assert j.plan(plain, [], namespace_labels=ns_labels(), config=cfg).action == "ignore"
     assert j.plan(None, [admitted_workload(make_job())], namespace_labels=ns_labels(), config=cfg).action == "finalize"
 
 
-@pytest.mark.parametrize(("status", "spec", "ready"), [
-    pytest.param({}, {}, False, id="no pods yet"),
-    pytest.param({"ready": 1}, {}, True, id="the one pod is ready"),
-    pytest.param({"ready": 1, "succeeded": 1}, {"parallelism": 3, "completions": 2}, True, id="min(parallelism, completions)"),
-    pytest.param({"ready": 1, "uncountedTerminatedPods": {"succeeded": ["u1"]}}, {"parallelism": 3}, False, id="2 of 3"),
-    pytest.param({"ready": 2, "uncountedTerminatedPods": {"succeeded": ["u1"]}}, {"parallelism": 3}, True, id="uncounted succeeded count"),
-    pytest.param({"active": 3}, {"parallelism": 3}, False, id="active is not ready"),
-])
+@pytest.mark.parametrize(
+    ("status", "spec", "ready"),
+    [
+        pytest.param({}, {}, False, id="no pods yet"),
+        pytest.param({"ready": 1}, {}, True, id="the one pod is ready"),
+        pytest.param(
+            {"ready": 1, "succeeded": 1}, {"parallelism": 3, "completions": 2}, True, id="min(parallelism, completions)"
+        ),
+        pytest.param(
+            {"ready": 1, "uncountedTerminatedPods": {"succeeded": ["u1"]}}, {"parallelism": 3}, False, id="2 of 3"
+        ),
+        pytest.param(
+            {"ready": 2, "uncountedTerminatedPods": {"succeeded": ["u1"]}},
+            {"parallelism": 3},
+            True,
+            id="uncounted succeeded count",
+        ),
+        pytest.param({"active": 3}, {"parallelism": 3}, False, id="active is not ready"),
+    ],
+)
 def test_job_pods_ready(status: dict[str, Any], spec: dict[str, Any], ready: bool) -> None:
     job = make_job(**spec)
     job["status"] = status
@@ -172,7 +254,11 @@ def test_plan_writes_pods_ready_before_anything_else_the_job_needs() -> None:
     job["status"] = {"ready": 1}
     wl = admitted_workload(job)
     p = j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration())
-    assert (p.action, p.reason, p.message) == ("pods_ready", "Started", "All pods reached readiness and the workload is running")
+    assert (p.action, p.reason, p.message) == (
+        "pods_ready",
+        "Started",
+        "All pods reached readiness and the workload is running",
+    )
     wl["status"]["conditions"][2] = {"type": "PodsReady", "status": "True", "reason": "Started"}
     assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration()).action == "ignore"
     job["status"] = {"ready": 0}
@@ -190,7 +276,10 @@ def test_plan_marks_a_new_pending_workload_waiting_to_start() -> None:
 def test_no_pods_ready_condition_without_wait_for_pods_ready() -> None:
     job = make_job()
     wl = j.build_workload(job, config=Configuration(), priority=j.Priority())
-    assert j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None)).action == "ignore"
+    assert (
+        j.plan(job, [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None)).action
+        == "ignore"
+    )
 
 
 def test_admission_gated_by_follows_the_job() -> None:
@@ -201,7 +290,9 @@ def test_admission_gated_by_follows_the_job() -> None:
     assert wl["metadata"]["annotations"] == {"kueue.x-k8s.io/admission-gated-by": "example.com/gate"}
     p = j.plan(make_job(), [wl], namespace_labels=ns_labels(), config=Configuration(wait_for_pods_ready=None))
     assert [(s.name, s.message) for s in p.steps] == [
-        ("update_gated_by", ""), ("event", 'Updated workload AdmissionGatedBy to ""')]
+        ("update_gated_by", ""),
+        ("event", 'Updated workload AdmissionGatedBy to ""'),
+    ]
     assert p.steps[0].value is None
 
 
@@ -210,9 +301,18 @@ def test_deactivated_workload_is_looked_at_again_when_its_retention_period_ends(
     job = make_job(suspend=False)
     wl = admitted_workload(job)
     wl["spec"]["active"] = False
-    wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "DeactivatedDueToRequeuingLimitExceeded",
-                                       "message": "m", "lastTransitionTime": (now - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ")})
-    config = Configuration(object_retention_policies=ObjectRetentionPolicies(WorkloadRetentionPolicy(after_deactivated_by_kueue_s=120)))
+    wl["status"]["conditions"].append(
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "DeactivatedDueToRequeuingLimitExceeded",
+            "message": "m",
+            "lastTransitionTime": (now - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+    )
+    config = Configuration(
+        object_retention_policies=ObjectRetentionPolicies(WorkloadRetentionPolicy(after_deactivated_by_kueue_s=120))
+    )
     p = j.plan(job, [wl], namespace_labels=ns_labels(), config=config, now=now)
     assert [s.name for s in p.steps] == ["stop", "clear_reservation"]
     assert p.requeue_after == 60

@@ -19,19 +19,41 @@ def running(spec: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-@pytest.mark.parametrize(("spec", "status", "expected"), [
-    pytest.param({"parallelism": 4, "completions": 10}, {"succeeded": 5}, [], id="remaining work fills every slot"),
-    pytest.param({"parallelism": 4, "completions": 10}, {"succeeded": 7}, [{"name": "main", "count": 1}], id="3 left for 4 slots"),
-    pytest.param({"parallelism": 4, "completions": 10}, {"succeeded": 10}, [{"name": "main", "count": 4}], id="all done"),
-    pytest.param({"parallelism": 4}, {"succeeded": 1}, [{"name": "main", "count": 1}], id="completions defaults to parallelism"),
-    pytest.param({"parallelism": 1}, {"succeeded": 1}, [], id="single pod has nothing to reclaim"),
-    pytest.param({"parallelism": 3, "completions": 3}, {}, [], id="no terminal pod"),
-    pytest.param({"parallelism": 3, "completions": 4, "completionMode": "Indexed"},
-                 {"succeeded": 0, "completedIndexes": "0-1", "failedIndexes": "1,3,7"}, [{"name": "main", "count": 2}],
-                 id="indexed: 0,1,3 terminal (7 >= completions), 1 left for 3 slots"),
-    pytest.param({"parallelism": 3, "completions": 4, "completionMode": "Indexed"},
-                 {"succeeded": 4, "completedIndexes": "x,5-3"}, [], id="indexed: malformed intervals ignored, succeeded not used"),
-])
+@pytest.mark.parametrize(
+    ("spec", "status", "expected"),
+    [
+        pytest.param({"parallelism": 4, "completions": 10}, {"succeeded": 5}, [], id="remaining work fills every slot"),
+        pytest.param(
+            {"parallelism": 4, "completions": 10},
+            {"succeeded": 7},
+            [{"name": "main", "count": 1}],
+            id="3 left for 4 slots",
+        ),
+        pytest.param(
+            {"parallelism": 4, "completions": 10}, {"succeeded": 10}, [{"name": "main", "count": 4}], id="all done"
+        ),
+        pytest.param(
+            {"parallelism": 4},
+            {"succeeded": 1},
+            [{"name": "main", "count": 1}],
+            id="completions defaults to parallelism",
+        ),
+        pytest.param({"parallelism": 1}, {"succeeded": 1}, [], id="single pod has nothing to reclaim"),
+        pytest.param({"parallelism": 3, "completions": 3}, {}, [], id="no terminal pod"),
+        pytest.param(
+            {"parallelism": 3, "completions": 4, "completionMode": "Indexed"},
+            {"succeeded": 0, "completedIndexes": "0-1", "failedIndexes": "1,3,7"},
+            [{"name": "main", "count": 2}],
+            id="indexed: 0,1,3 terminal (7 >= completions), 1 left for 3 slots",
+        ),
+        pytest.param(
+            {"parallelism": 3, "completions": 4, "completionMode": "Indexed"},
+            {"succeeded": 4, "completedIndexes": "x,5-3"},
+            [],
+            id="indexed: malformed intervals ignored, succeeded not used",
+        ),
+    ],
+)
 def test_reclaimable_pods(spec: dict[str, Any], status: dict[str, Any], expected: list[dict[str, Any]]) -> None:
     job = running(spec, status)
     wl = admitted_workload(job)
@@ -67,6 +89,8 @@ def test_plan_updates_reclaimable_pods_of_a_running_job_until_they_match() -> No
 
 
 def test_finished_job_is_finished_rather_than_reclaimed() -> None:
-    job = running({"parallelism": 3, "completions": 3}, {"succeeded": 3, "conditions": [{"type": "Complete", "status": "True"}]})
+    job = running(
+        {"parallelism": 3, "completions": 3}, {"succeeded": 3, "conditions": [{"type": "Complete", "status": "True"}]}
+    )
     wl = admitted_workload(job)
     assert plan_for(job, wl).action == "finish"

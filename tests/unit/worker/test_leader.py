@@ -67,7 +67,9 @@ class Clock:
 
 
 def elector(store: Leases, clock: Clock, identity: str) -> LeaderElector:
-    settings = LeaseSettings("kueue-system", "lease", identity, lease_duration_s=15, renew_deadline_s=10, retry_period_s=2)
+    settings = LeaseSettings(
+        "kueue-system", "lease", identity, lease_duration_s=15, renew_deadline_s=10, retry_period_s=2
+    )
     return LeaderElector(store, settings, clock=clock)
 
 
@@ -127,7 +129,9 @@ def test_paused_leader_stops_writing_and_a_standby_takes_over() -> None:
 
 def test_run_returns_false_when_leadership_is_lost() -> None:
     store, clock = Leases(), Clock()
-    settings = LeaseSettings("kueue-system", "lease", "a", lease_duration_s=15, renew_deadline_s=10, retry_period_s=0.01)
+    settings = LeaseSettings(
+        "kueue-system", "lease", "a", lease_duration_s=15, renew_deadline_s=10, retry_period_s=0.01
+    )
     a = LeaderElector(store, settings, clock=clock)
     started = threading.Event()
 
@@ -152,12 +156,15 @@ def test_release_lets_a_standby_acquire_without_waiting_out_the_lease() -> None:
     assert store.holder == "b"
 
 
-@pytest.mark.parametrize(("previous", "code", "ran", "expected"), [
-    (MIN_BACKOFF_S, 1, 1.0, 2 * MIN_BACKOFF_S),        # crash loop: doubles
-    (MAX_BACKOFF_S, 1, 1.0, MAX_BACKOFF_S),             # capped
-    (MAX_BACKOFF_S, 1, HEALTHY_RUN_S, MIN_BACKOFF_S),   # lost the lease after a long run: at once
-    (4.0, 0, 1.0, MIN_BACKOFF_S),                       # clean exit
-])
+@pytest.mark.parametrize(
+    ("previous", "code", "ran", "expected"),
+    [
+        (MIN_BACKOFF_S, 1, 1.0, 2 * MIN_BACKOFF_S),  # crash loop: doubles
+        (MAX_BACKOFF_S, 1, 1.0, MAX_BACKOFF_S),  # capped
+        (MAX_BACKOFF_S, 1, HEALTHY_RUN_S, MIN_BACKOFF_S),  # lost the lease after a long run: at once
+        (4.0, 0, 1.0, MIN_BACKOFF_S),  # clean exit
+    ],
+)
 def test_supervisor_backoff(previous: float, code: int, ran: float, expected: float) -> None:
     assert next_backoff(previous, code, ran) == expected
 
@@ -171,6 +178,7 @@ def test_manager_drops_writes_once_the_lease_is_not_held() -> None:
             def call(*args: Any, **kwargs: Any) -> Any:
                 calls.append(name)
                 raise AssertionError(f"API call {name} after the lease lapsed")
+
             return call
 
     held = [True]

@@ -20,8 +20,14 @@ from webhook.worker.reporter import ROLE
 from webhook.worker.workqueue import Retry
 
 API = {r.kind: r.api_version for r in RESOURCES}
-KINDS = {"ResourceFlavor": "resourceflavors", "Cohort": "cohorts", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues",
-         "Workload": "workloads", "WorkloadPriorityClass": "workloadpriorityclasses"}
+KINDS = {
+    "ResourceFlavor": "resourceflavors",
+    "Cohort": "cohorts",
+    "ClusterQueue": "clusterqueues",
+    "LocalQueue": "localqueues",
+    "Workload": "workloads",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
+}
 
 
 class World:
@@ -95,15 +101,21 @@ def test_cluster_queue_usage_lists_carry_borrowed_even_when_zero() -> None:
     stored object shows "0" whenever nothing is borrowed; LocalQueue entries have no such field."""
     w = World(Configuration(), *objects())
     w.publish()
-    assert w.status(CQ_A)["flavorsReservation"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3", "borrowed": "1"}]}]
-    assert w.status(CQ_B)["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "0", "borrowed": "0"}]}]
+    assert w.status(CQ_A)["flavorsReservation"] == [
+        {"name": "default", "resources": [{"name": "cpu", "total": "3", "borrowed": "1"}]}
+    ]
+    assert w.status(CQ_B)["flavorsUsage"] == [
+        {"name": "default", "resources": [{"name": "cpu", "total": "0", "borrowed": "0"}]}
+    ]
     lq = w.status(make_lq("lq-a", "ns", "a"))
     assert lq["flavorsUsage"] == [{"name": "default", "resources": [{"name": "cpu", "total": "3"}]}]
 
 
 def test_reclaimable_pods_release_quota_in_queue_status() -> None:
     """usage = per-pod requests x (count - reclaimable): 4 pods of 1 CPU with 3 reclaimable hold 1 CPU."""
-    job_wl = make_wl("job").queue("lq-a").podset(count=4, cpu="1").reserve("a", psa(count=4, cpu=("default", "4"))).obj()
+    job_wl = (
+        make_wl("job").queue("lq-a").podset(count=4, cpu="1").reserve("a", psa(count=4, cpu=("default", "4"))).obj()
+    )
     w = World(Configuration(), make_flavor("default").obj(), CQ_A, make_lq("lq-a", "ns", "a"), job_wl)
     w.publish()
     assert w.status(CQ_A)["flavorsReservation"][0]["resources"][0]["total"] == "4"
@@ -117,7 +129,13 @@ def test_reclaimable_pods_release_quota_in_queue_status() -> None:
 def test_partially_admitted_pod_set_keeps_its_usage_until_more_pods_are_reclaimable_than_were_left_out() -> None:
     """Upstream counts the pods still needed from the podSet's count: 6 pods, 4 admitted, 2
     reclaimable leaves 4 needed (no change); 3 reclaimable leaves 3 of the 4 admitted."""
-    wl = make_wl("partial").queue("lq-a").podset(count=6, min_count=2, cpu="500m").reserve("a", psa(count=4, cpu=("default", "2"))).obj()
+    wl = (
+        make_wl("partial")
+        .queue("lq-a")
+        .podset(count=6, min_count=2, cpu="500m")
+        .reserve("a", psa(count=4, cpu=("default", "2")))
+        .obj()
+    )
     w = World(Configuration(), make_flavor("default").obj(), CQ_A, make_lq("lq-a", "ns", "a"))
     for reclaimable, total in ((2, "2"), (3, "1500m")):
         wl["status"]["reclaimablePods"] = [{"name": "main", "count": reclaimable}]
@@ -154,9 +172,14 @@ def priorities(w: World, *names: str) -> list[int]:
 
 
 def test_value_change_rewrites_priority_of_every_workload_naming_the_class() -> None:
-    w = World(Configuration(), wpc(100),
-              workload("pending", 10, ref()), workload("done", 10, ref(), finished=True), workload("current", 100, ref()),
-              workload("pod-priority", 10, ref("PriorityClass", "scheduling.k8s.io")))
+    w = World(
+        Configuration(),
+        wpc(100),
+        workload("pending", 10, ref()),
+        workload("done", 10, ref(), finished=True),
+        workload("current", 100, ref()),
+        workload("pod-priority", 10, ref("PriorityClass", "scheduling.k8s.io")),
+    )
     calls = len(w.kube.calls)
     assert priority.sync_workload_priorities(w.kube, w.mgr.store, "high") == ["ns/done", "ns/pending"]
     assert [m for m, _ in w.kube.calls[calls:]] == ["PUT", "PUT"]  # the Workload already at 100 is not written
@@ -190,18 +213,26 @@ def test_failed_update_makes_the_class_retried() -> None:
         priority.sync_workload_priorities(Failing(), w.mgr.store, "high")
 
 
-@pytest.mark.parametrize(("old_value", "queued"), [
-    pytest.param(None, True, id="created"),
-    pytest.param(100, False, id="value unchanged"),
-    pytest.param(5, True, id="value changed"),
-])
+@pytest.mark.parametrize(
+    ("old_value", "queued"),
+    [
+        pytest.param(None, True, id="created"),
+        pytest.param(100, False, id="value unchanged"),
+        pytest.param(5, True, id="value changed"),
+    ],
+)
 def test_manager_syncs_on_creation_and_value_change_only(old_value: int | None, queued: bool) -> None:
     w = World(Configuration(), workload("pending", 10, ref()))
     w.mgr._synced.update(r.kind for r in w.mgr.resources)
     if old_value is not None:
-        w.mgr.store.put("workloadpriorityclasses", {**wpc(old_value), "metadata": {"name": "high", "resourceVersion": "1"}})
-    w.mgr._event("workloadpriorityclasses", "ADDED" if old_value is None else "MODIFIED",
-                 {**wpc(100), "metadata": {"name": "high", "resourceVersion": "2", "labels": {"x": "y"}}})
+        w.mgr.store.put(
+            "workloadpriorityclasses", {**wpc(old_value), "metadata": {"name": "high", "resourceVersion": "1"}}
+        )
+    w.mgr._event(
+        "workloadpriorityclasses",
+        "ADDED" if old_value is None else "MODIFIED",
+        {**wpc(100), "metadata": {"name": "high", "resourceVersion": "2", "labels": {"x": "y"}}},
+    )
     w.flush()
     assert priorities(w, "pending") == [100 if queued else 10]
 
@@ -209,7 +240,13 @@ def test_manager_syncs_on_creation_and_value_change_only(old_value: int | None, 
 def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() -> None:
     cq = make_cq("cq").group(fq("f", cpu=("12", None, None))).obj()
     old = make_wl("old").podset("main", 10, cpu="1").reserve("cq", psa("main", 10, cpu=("f", "10"))).obj()
-    new = make_wl("new").created(1).annotation(c.WORKLOAD_SLICE_REPLACEMENT_FOR, "ns/old").podset("main", 12, cpu="1").obj()
+    new = (
+        make_wl("new")
+        .created(1)
+        .annotation(c.WORKLOAD_SLICE_REPLACEMENT_FOR, "ns/old")
+        .podset("main", 12, cpu="1")
+        .obj()
+    )
     w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), old, new)
     before = m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get()
     result = w.mgr.core.schedule(T0)
@@ -220,7 +257,10 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
     w.flush()
     finished = next(x for x in w.status(old)["conditions"] if x["type"] == "Finished")
     assert (finished["status"], finished["reason"]) == ("True", "WorkloadSliceReplaced")
-    assert finished["message"] == "Replaced to accommodate a workload (UID: uid-new, JobUID: ) due to workload slice aggregation"
+    assert (
+        finished["message"]
+        == "Replaced to accommodate a workload (UID: uid-new, JobUID: ) due to workload slice aggregation"
+    )
     assert w.status(old)["admission"] == old["status"]["admission"]
     assert m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get() == before + 1
     assert admit.replaces is not None

@@ -45,9 +45,12 @@ class Clock:
 @pytest.fixture
 def kube() -> FakeKube:
     kube = FakeKube()
-    kube.tokens["reader-token"] = {"username": READER, "uid": "u-1",
-                                   "groups": ["system:serviceaccounts", "system:authenticated"],
-                                   "extra": {"authentication.kubernetes.io/pod-name": ["prom-0"]}}
+    kube.tokens["reader-token"] = {
+        "username": READER,
+        "uid": "u-1",
+        "groups": ["system:serviceaccounts", "system:authenticated"],
+        "extra": {"authentication.kubernetes.io/pod-name": ["prom-0"]},
+    }
     kube.tokens["other-token"] = {"username": OTHER, "groups": ["system:serviceaccounts"]}
     kube.non_resource_grants.add((READER, "get", "/metrics"))
     return kube
@@ -93,12 +96,22 @@ def test_the_reader_is_allowed_and_the_review_names_user_verb_and_path(kube: Fak
     kube.create = recording  # type: ignore[method-assign]
     assert Authorizer(kube).check("Bearer reader-token", "GET", "/metrics") is None  # type: ignore[arg-type]
     token_review, sar = sent
-    assert token_review == {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
-                            "spec": {"token": "reader-token"}}
-    assert sar == {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {
-        "user": READER, "uid": "u-1", "groups": ["system:serviceaccounts", "system:authenticated"],
-        "extra": {"authentication.kubernetes.io/pod-name": ["prom-0"]},
-        "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}}
+    assert token_review == {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": "reader-token"},
+    }
+    assert sar == {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": READER,
+            "uid": "u-1",
+            "groups": ["system:serviceaccounts", "system:authenticated"],
+            "extra": {"authentication.kubernetes.io/pod-name": ["prom-0"]},
+            "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+        },
+    }
 
 
 def test_system_authenticated_is_added_to_the_groups_reviewed(kube: FakeKube) -> None:
@@ -132,7 +145,9 @@ def test_refusals_are_cached_too(kube: FakeKube) -> None:
     auth = Authorizer(kube, clock=clock)  # type: ignore[arg-type]
     for _ in range(3):
         assert auth.check("Bearer forged", "GET", "/metrics") == Denied(401, "Unauthorized")
-        assert auth.check("Bearer other-token", "GET", "/metrics") == Denied(403, f"Authorization denied for user {OTHER}")
+        assert auth.check("Bearer other-token", "GET", "/metrics") == Denied(
+            403, f"Authorization denied for user {OTHER}"
+        )
     assert reviews(kube) == ["TokenReview", "TokenReview", "SAR"]
     # A denial is kept for a shorter time than an allowance: a new binding takes effect within DENY_TTL_S.
     kube.non_resource_grants.add((OTHER, "get", "/metrics"))
@@ -203,8 +218,9 @@ def get(url: str, token: str | None, ca: Path | None) -> tuple[int, dict[str, st
         return e.code, dict(e.headers), e.read()
 
 
-def test_https_scrape_answers_401_403_and_200_with_the_exposition(tmp_path: Path, kube: FakeKube,
-                                                                    stop: threading.Event) -> None:
+def test_https_scrape_answers_401_403_and_200_with_the_exposition(
+    tmp_path: Path, kube: FakeKube, stop: threading.Event
+) -> None:
     certs.write_bundle(tmp_path, ["127.0.0.1"])
     bound = process.serve_metrics("127.0.0.1:0", kube, str(tmp_path), stop)  # type: ignore[arg-type]
     assert bound is not None
@@ -216,7 +232,9 @@ def test_https_scrape_answers_401_403_and_200_with_the_exposition(tmp_path: Path
     assert get(url, "forged", ca)[::2] == (401, b"Unauthorized\n")
     assert get(url, "other-token", ca)[::2] == (403, f"Authorization denied for user {OTHER}\n".encode())
 
-    unused = Counter("kueue_test_unused", "A family without series.", ["cluster_queue"], registry=metrics.WORKER_REGISTRY)
+    unused = Counter(
+        "kueue_test_unused", "A family without series.", ["cluster_queue"], registry=metrics.WORKER_REGISTRY
+    )
     try:
         status, headers, body = get(url, "reader-token", ca)
     finally:
@@ -232,8 +250,9 @@ def test_https_scrape_answers_401_403_and_200_with_the_exposition(tmp_path: Path
     assert kube.calls == []
 
 
-def test_https_without_a_certificate_serves_a_self_signed_one(tmp_path: Path, kube: FakeKube,
-                                                              stop: threading.Event) -> None:
+def test_https_without_a_certificate_serves_a_self_signed_one(
+    tmp_path: Path, kube: FakeKube, stop: threading.Event
+) -> None:
     bound = process.serve_metrics("127.0.0.1:0", kube, str(tmp_path / "absent"), stop)  # type: ignore[arg-type]
     assert bound is not None
     pem = ssl.get_server_certificate(("127.0.0.1", bound[1]), timeout=5)
@@ -243,8 +262,9 @@ def test_https_without_a_certificate_serves_a_self_signed_one(tmp_path: Path, ku
     assert get(f"https://127.0.0.1:{bound[1]}/metrics", "reader-token", None)[0] == 200
 
 
-def test_a_rotated_certificate_is_served_without_a_restart(tmp_path: Path, kube: FakeKube,
-                                                           stop: threading.Event) -> None:
+def test_a_rotated_certificate_is_served_without_a_restart(
+    tmp_path: Path, kube: FakeKube, stop: threading.Event
+) -> None:
     certs.write_bundle(tmp_path, ["127.0.0.1"])
     bound = process.serve_metrics("127.0.0.1:0", kube, str(tmp_path), stop)  # type: ignore[arg-type]
     assert bound is not None

@@ -38,28 +38,53 @@ def make_pod(name: str, *, group: str = "", total: int = 2, uid: str = "") -> di
         labels["kueue.x-k8s.io/pod-group-name"] = group
         annotations["kueue.x-k8s.io/pod-group-total-count"] = str(total)
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns", "uid": uid or f"uid-{name}", "labels": labels,
-                     "annotations": annotations, "finalizers": ["kueue.x-k8s.io/managed"]},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
-                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": uid or f"uid-{name}",
+            "labels": labels,
+            "annotations": annotations,
+            "finalizers": ["kueue.x-k8s.io/managed"],
+        },
+        "spec": {
+            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
+            "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+        },
     }
 
 
 def namespace(name: str = "ns", **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}},
+    }
 
 
 class World:
-    def __init__(self, *objs: tuple[str, dict[str, Any]], config: Configuration = CONFIG,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        *objs: tuple[str, dict[str, Any]],
+        config: Configuration = CONFIG,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.kube = FakeKube()
         self.store = Store()
-        self.rec = pod.PodReconciler(self.kube, self.store, config, events.Recorder(None, instance="t", stop=threading.Event()),
-                                     stop=threading.Event(), **({"clock": clock} if clock else {}))
+        self.rec = pod.PodReconciler(
+            self.kube,
+            self.store,
+            config,
+            events.Recorder(None, instance="t", stop=threading.Event()),
+            stop=threading.Event(),
+            **({"clock": clock} if clock else {}),
+        )
         self.store.put("namespaces", namespace())
-        self.store.put("resourceflavors", {"metadata": {"name": "on-demand"}, "spec": {"nodeLabels": {"instance-type": "on-demand"}}})
+        self.store.put(
+            "resourceflavors",
+            {"metadata": {"name": "on-demand"}, "spec": {"nodeLabels": {"instance-type": "on-demand"}}},
+        )
         for path, obj in objs:
             self.add(path, obj)
 
@@ -80,14 +105,27 @@ def test_keys_single_pod_and_group() -> None:
     assert pod.pod_key(make_pod("p", group="g"), opts) == "group/ns/g"
 
 
-@pytest.mark.parametrize(("meta", "keys"), [
-    pytest.param({"annotations": {"kueue.x-k8s.io/is-group-workload": "true"}}, ["group/ns/wl"], id="group workload"),
-    pytest.param({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "controller": True}]}, ["ns/p"],
-                 id="controller pod"),
-    pytest.param({"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "controller": True}]}, [],
-                 id="job workload"),
-    pytest.param({"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]}, [], id="non-controller pod"),
-])
+@pytest.mark.parametrize(
+    ("meta", "keys"),
+    [
+        pytest.param(
+            {"annotations": {"kueue.x-k8s.io/is-group-workload": "true"}}, ["group/ns/wl"], id="group workload"
+        ),
+        pytest.param(
+            {"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "controller": True}]},
+            ["ns/p"],
+            id="controller pod",
+        ),
+        pytest.param(
+            {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "controller": True}]},
+            [],
+            id="job workload",
+        ),
+        pytest.param(
+            {"ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]}, [], id="non-controller pod"
+        ),
+    ],
+)
 def test_workload_keys(meta: dict[str, Any], keys: list[str]) -> None:
     assert pod.workload_keys({"metadata": {"name": "wl", "namespace": "ns", **meta}}) == keys
 
@@ -102,26 +140,49 @@ def test_single_pod_gets_a_workload_then_is_ungated_on_admission() -> None:
     w.rec.reconcile("ns/p")
     [wl] = w.store.list("workloads")
     assert wl["metadata"]["name"].startswith("pod-p-")
-    assert wl["metadata"]["ownerReferences"][0] == {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "uid-p",
-                                                   "controller": True, "blockOwnerDeletion": True}
+    assert wl["metadata"]["ownerReferences"][0] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "p",
+        "uid": "uid-p",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
     assert ("POST", WL_PATH) in w.writes()
 
     admitted = copy.deepcopy(wl)
     admitted["status"] = {
-        "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
-                       for t in ("QuotaReserved", "Admitted")],
-        "admission": {"clusterQueue": "cq-gate", "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "on-demand"}}]},
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+            for t in ("QuotaReserved", "Admitted")
+        ],
+        "admission": {
+            "clusterQueue": "cq-gate",
+            "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "on-demand"}}],
+        },
     }
     w.add(WL_PATH, admitted)
     assert w.rec.queue._queued.keys() >= {"ns/p"}
-    gate = {"name": "kueue.x-k8s.io/admission", "cluster_queue": "cq-gate", "is_group": "false", "replica_role": "leader"}
+    gate = {
+        "name": "kueue.x-k8s.io/admission",
+        "cluster_queue": "cq-gate",
+        "is_group": "false",
+        "replica_role": "leader",
+    }
     before = metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_count", gate) or 0
     w.rec.reconcile("ns/p")
     got = w.kube.objects[f"{POD_PATH}/p"]
     assert got["spec"]["schedulingGates"] == []
     # Timed from the Admitted transition (long ago here): one observation, in the +Inf bucket only.
-    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_count", gate) == before + 1
-    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "10.0"}) == 0
+    assert (
+        metrics.WORKER_REGISTRY.get_sample_value("kueue_pod_scheduling_gate_removal_seconds_count", gate) == before + 1
+    )
+    assert (
+        metrics.WORKER_REGISTRY.get_sample_value(
+            "kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "10.0"}
+        )
+        == 0
+    )
     assert got["spec"]["nodeSelector"] == {"instance-type": "on-demand"}
     assert got["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
 
@@ -153,7 +214,9 @@ def test_ungating_a_group_observes_each_pod_from_the_admission() -> None:
     """Both pods of an admitted group are ungated; each lifted gate is one observation of the time since
     Admitted turned True, read after that pod's patch (is_group="true")."""
     clock = [NOW]
-    w = World((POD_PATH, make_pod("a", group="g-gate")), (POD_PATH, make_pod("b", group="g-gate")), clock=lambda: clock[0])
+    w = World(
+        (POD_PATH, make_pod("a", group="g-gate")), (POD_PATH, make_pod("b", group="g-gate")), clock=lambda: clock[0]
+    )
     patch = w.kube.patch
 
     def slow_patch(path: str, body: Any, **kw: Any) -> dict[str, Any]:
@@ -166,22 +229,45 @@ def test_ungating_a_group_observes_each_pod_from_the_admission() -> None:
     assert wl is not None
     admitted = copy.deepcopy(wl)
     admitted["status"] = {
-        "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
-                       for t in ("QuotaReserved", "Admitted")],
-        "admission": {"clusterQueue": "cq-group-gate", "podSetAssignments": [
-            {"name": ps["name"], "count": 2, "flavors": {"cpu": "on-demand"}} for ps in wl["spec"]["podSets"]]},
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+            for t in ("QuotaReserved", "Admitted")
+        ],
+        "admission": {
+            "clusterQueue": "cq-group-gate",
+            "podSetAssignments": [
+                {"name": ps["name"], "count": 2, "flavors": {"cpu": "on-demand"}} for ps in wl["spec"]["podSets"]
+            ],
+        },
     }
     w.add(WL_PATH, admitted)
     clock[0] = NOW + timedelta(seconds=0.1)
     w.rec.reconcile("group/ns/g-gate")
     assert [w.kube.objects[f"{POD_PATH}/{n}"]["spec"]["schedulingGates"] for n in "ab"] == [[], []]
-    gate = {"name": "kueue.x-k8s.io/admission", "cluster_queue": "cq-group-gate", "is_group": "true", "replica_role": "leader"}
+    gate = {
+        "name": "kueue.x-k8s.io/admission",
+        "cluster_queue": "cq-group-gate",
+        "is_group": "true",
+        "replica_role": "leader",
+    }
     sample = metrics.WORKER_REGISTRY.get_sample_value
     assert sample("kueue_pod_scheduling_gate_removal_seconds_count", gate) == 2
     assert sample("kueue_pod_scheduling_gate_removal_seconds_sum", gate) == pytest.approx(0.3 + 0.5)
     assert sample("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "0.25"}) == 0
     assert sample("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "0.5"}) == 2
-    assert metrics.POD_SCHEDULING_GATE_REMOVAL._upper_bounds[:-1] == [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
+    assert metrics.POD_SCHEDULING_GATE_REMOVAL._upper_bounds[:-1] == [
+        0.005,
+        0.01,
+        0.025,
+        0.05,
+        0.1,
+        0.25,
+        0.5,
+        1.0,
+        2.5,
+        5.0,
+        10.0,
+    ]
 
 
 def test_expectations_wait_for_released_pods() -> None:
@@ -208,10 +294,17 @@ def _admitted_group(w: World, name: str) -> dict[str, Any]:
     w.rec.reconcile(f"group/ns/{name}")
     wl = copy.deepcopy(w.kube.objects[f"{WL_PATH}/{name}"])
     wl["status"] = {
-        "conditions": [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
-                       for t in ("QuotaReserved", "Admitted")],
-        "admission": {"clusterQueue": "cq", "podSetAssignments": [
-            {"name": ps["name"], "count": ps["count"], "flavors": {"cpu": "on-demand"}} for ps in wl["spec"]["podSets"]]},
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}
+            for t in ("QuotaReserved", "Admitted")
+        ],
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": ps["name"], "count": ps["count"], "flavors": {"cpu": "on-demand"}}
+                for ps in wl["spec"]["podSets"]
+            ],
+        },
     }
     return wl
 
@@ -234,8 +327,15 @@ def test_preempted_group_is_released_once_its_stopped_pods_fail() -> None:
         p["status"] = {"phase": "Running"}
         w.add(POD_PATH, p)
     wl = copy.deepcopy(w.kube.objects[f"{WL_PATH}/g"])
-    wl["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted", "message": "Preempted to accommodate a workload",
-                                       "lastTransitionTime": "2025-01-01T00:00:01Z"})
+    wl["status"]["conditions"].append(
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Preempted",
+            "message": "Preempted to accommodate a workload",
+            "lastTransitionTime": "2025-01-01T00:00:01Z",
+        }
+    )
     w.add(WL_PATH, wl)
 
     w.rec.reconcile("group/ns/g")
@@ -264,8 +364,11 @@ def test_executor_removes_a_pod_finalizer_and_settles_a_missing_pod() -> None:
     w = World((POD_PATH, make_pod("a")))
     settled: list[tuple[str, str]] = []
     w.rec.executor.settled = lambda key, uid: settled.append((key, uid))
-    steps = (ja.RemovePodFinalizer(pod=_ref("a", "uid-a"), expected=True), ja.RemovePodFinalizer(pod=_ref("gone", "uid-gone"), expected=True),
-             ja.RemovePodFinalizer(pod=_ref("other", "uid-other")))
+    steps = (
+        ja.RemovePodFinalizer(pod=_ref("a", "uid-a"), expected=True),
+        ja.RemovePodFinalizer(pod=_ref("gone", "uid-gone"), expected=True),
+        ja.RemovePodFinalizer(pod=_ref("other", "uid-other")),
+    )
     assert ja.expected_uids(steps) == {"uid-a", "uid-gone"}
     job = w.store.get("pods", "ns/a")
     for step in steps:
@@ -292,11 +395,24 @@ class _Fixed:
 
 def test_a_failed_write_is_retried_and_settles_the_rest() -> None:
     w = World((POD_PATH, make_pod("x")))
-    missing = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "missing", "namespace": "ns"}}
-    source = _Fixed(make_pod("x"), Plan((ja.UpdateWorkloadSpec(workload=missing, spec={}),
-                                         ja.DeletePod(pod=_ref("x", "uid-x"), expected=True), ja.DeletePod(pod=_ref("y", "uid-y")))))
-    rec = GenericJobReconciler(w.kube, w.store, CONFIG, events.Recorder(None, instance="t", stop=threading.Event()),
-                               w.rec.integration, source)
+    missing = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "missing", "namespace": "ns"},
+    }
+    source = _Fixed(
+        make_pod("x"),
+        Plan(
+            (
+                ja.UpdateWorkloadSpec(workload=missing, spec={}),
+                ja.DeletePod(pod=_ref("x", "uid-x"), expected=True),
+                ja.DeletePod(pod=_ref("y", "uid-y")),
+            )
+        ),
+    )
+    rec = GenericJobReconciler(
+        w.kube, w.store, CONFIG, events.Recorder(None, instance="t", stop=threading.Event()), w.rec.integration, source
+    )
     with pytest.raises(Retry, match="update_workload") as info:
         rec.reconcile("group/ns/x")
     assert isinstance(info.value.__cause__, k.NotFound)

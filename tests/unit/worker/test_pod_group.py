@@ -27,7 +27,10 @@ FLAVORS = pg.Lookups(resource_flavors={"unit-test-flavor": {"nodeLabels": {"kube
 
 def store(*objs: tuple[str, dict[str, Any]]) -> Store:
     out = Store()
-    out.put("resourceflavors", {"metadata": {"name": "unit-test-flavor"}, "spec": {"nodeLabels": {"kubernetes.io/arch": "arm64"}}})
+    out.put(
+        "resourceflavors",
+        {"metadata": {"name": "unit-test-flavor"}, "spec": {"nodeLabels": {"kubernetes.io/arch": "arm64"}}},
+    )
     for kind, obj in objs:
         out.put(kind, obj)
     return out
@@ -118,7 +121,9 @@ class Pod:
         return self
 
     def group(self, name: str, total: int) -> Pod:
-        return self.label("kueue.x-k8s.io/pod-group-name", name).annotation("kueue.x-k8s.io/pod-group-total-count", str(total))
+        return self.label("kueue.x-k8s.io/pod-group-name", name).annotation(
+            "kueue.x-k8s.io/pod-group-total-count", str(total)
+        )
 
     def phase(self, phase: str, message: str = "") -> Pod:
         self.o["status"] = {"phase": phase, **({"message": message} if message else {})}
@@ -143,7 +148,9 @@ class Pod:
     def failed_at(self, minutes: int) -> Pod:
         self.o["status"] = {
             "phase": "Failed",
-            "conditions": [{"type": "ContainersReady", "status": "False", "reason": "PodFailed", "lastTransitionTime": ts(minutes)}],
+            "conditions": [
+                {"type": "ContainersReady", "status": "False", "reason": "PodFailed", "lastTransitionTime": ts(minutes)}
+            ],
         }
         return self
 
@@ -156,7 +163,12 @@ class Wl:
         self.o: dict[str, Any] = {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "Workload",
-            "metadata": {"name": name, "namespace": "ns", "finalizers": ["kueue.x-k8s.io/resource-in-use"], "generation": 1},
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+                "generation": 1,
+            },
             "spec": {"queueName": "user-queue", "podSets": [], "priority": 0},
             "status": {"conditions": []},
         }
@@ -170,12 +182,21 @@ class Wl:
 
     def controller(self, name: str = "pod", uid: str = "test-uid") -> Wl:
         self.o["metadata"].setdefault("ownerReferences", []).append(
-            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid, "controller": True, "blockOwnerDeletion": True}
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": name,
+                "uid": uid,
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
         )
         return self
 
     def owner(self, name: str, uid: str = "test-uid") -> Wl:
-        self.o["metadata"].setdefault("ownerReferences", []).append({"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid})
+        self.o["metadata"].setdefault("ownerReferences", []).append(
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}
+        )
         return self
 
     def condition(self, ctype: str, status: str = "True", reason: str = "", message: str = "") -> Wl:
@@ -211,7 +232,14 @@ def ev(reason: str, message: str, name: str = "pod", *, warning: bool = False, a
 
 
 def cond(ctype: str, status: str, reason: str, message: str) -> dict[str, Any]:
-    return {"type": ctype, "status": status, "reason": reason, "message": message, "lastTransitionTime": NOW_S, "observedGeneration": 1}
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": NOW_S,
+        "observedGeneration": 1,
+    }
 
 
 def finished(wl: str, reason: str, message: str) -> Summary:
@@ -219,7 +247,13 @@ def finished(wl: str, reason: str, message: str) -> Summary:
 
 
 def stop(name: str, reason: str, message: str) -> list[Summary]:
-    c = {"type": "TerminationTarget", "status": "True", "lastTransitionTime": NOW_S, "reason": reason, "message": message}
+    c = {
+        "type": "TerminationTarget",
+        "status": "True",
+        "lastTransitionTime": NOW_S,
+        "reason": reason,
+        "message": message,
+    }
     return [("stop_pod", name, c), ev("Stopped", message, name)]
 
 
@@ -236,8 +270,14 @@ LONG = (
     ("kwargs", "want"),
     [
         pytest.param({"owner_name": "name", "owner_uid": "uid", "kind": "Pod"}, "pod-name-73eee", id="pod name/uid"),
-        pytest.param({"owner_name": "name", "owner_uid": "uid", "kind": "Job", "group": "batch"}, "job-name-ef3a1", id="job"),
-        pytest.param({"owner_name": "name", "owner_uid": "uid", "kind": "Job", "group": "batch", "extra": "1"}, "job-name-2514c", id="job with extra"),
+        pytest.param(
+            {"owner_name": "name", "owner_uid": "uid", "kind": "Job", "group": "batch"}, "job-name-ef3a1", id="job"
+        ),
+        pytest.param(
+            {"owner_name": "name", "owner_uid": "uid", "kind": "Job", "group": "batch", "extra": "1"},
+            "job-name-2514c",
+            id="job with extra",
+        ),
         pytest.param(
             {"owner_name": LONG, "owner_uid": "uid", "kind": "Job", "group": "batch", "short": True},
             "job-marketing-campaign-autumn-2024-region-north-america-d-218b8",
@@ -267,7 +307,16 @@ def _single_workload_body() -> dict[str, Any]:
             "namespace": "ns",
             "finalizers": ["kueue.x-k8s.io/resource-in-use"],
             "labels": {"kueue.x-k8s.io/job-uid": "test-uid"},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "pod", "uid": "test-uid", "controller": True, "blockOwnerDeletion": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": "pod",
+                    "uid": "test-uid",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
             "podSets": [
@@ -296,7 +345,13 @@ SINGLE_CASES = [
     ),
     pytest.param(
         Pod().gated().obj(),
-        [Wl(SINGLE_WL).pod_set("main", 1, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]).controller().admitted().obj()],
+        [
+            Wl(SINGLE_WL)
+            .pod_set("main", 1, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}])
+            .controller()
+            .admitted()
+            .obj()
+        ],
         [
             (
                 "patch_pod",
@@ -376,7 +431,14 @@ SINGLE_CASES = [
     ),
     pytest.param(
         Pod().obj(),
-        [Wl(SINGLE_WL).pod_set("main", 1).controller().admitted().condition("Evicted", "True", "Preempted", "Preempted by test").obj()],
+        [
+            Wl(SINGLE_WL)
+            .pod_set("main", 1)
+            .controller()
+            .admitted()
+            .condition("Evicted", "True", "Preempted", "Preempted by test")
+            .obj()
+        ],
         [
             *stop("pod", "WorkloadEvictedDueToPreempted", "Preempted by test"),
             ("clear_reservation", SINGLE_WL, "Preempted", "Preempted by test", False),
@@ -395,7 +457,11 @@ SINGLE_CASES = [
         Pod().obj(),
         [Wl("unit-test").pod_set("main", 2).controller().admitted().obj()],
         [
-            *stop("pod", "NoMatchingWorkload", "No matching Workload; restoring pod templates according to existent Workload"),
+            *stop(
+                "pod",
+                "NoMatchingWorkload",
+                "No matching Workload; restoring pod templates according to existent Workload",
+            ),
             ("delete_workload", "unit-test"),
         ],
         "no matching workloads: deleted 1 workloads",
@@ -403,7 +469,13 @@ SINGLE_CASES = [
     ),
     pytest.param(
         Pod().gated().label("kueue.x-k8s.io/queue-name", "test-queue").obj(),
-        [Wl(SINGLE_WL).pod_set("main", 1, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}]).controller().condition("PodsReady", "False", "WaitForStart").obj()],
+        [
+            Wl(SINGLE_WL)
+            .pod_set("main", 1, schedulingGates=[{"name": "kueue.x-k8s.io/admission"}])
+            .controller()
+            .condition("PodsReady", "False", "WaitForStart")
+            .obj()
+        ],
         [("sync_queue", SINGLE_WL, "test-queue")],
         "",
         id="when the queue-name changed",
@@ -412,7 +484,9 @@ SINGLE_CASES = [
 
 
 @pytest.mark.parametrize(("pod", "workloads", "want", "error"), SINGLE_CASES)
-def test_reconcile_pod(pod: dict[str, Any] | None, workloads: list[dict[str, Any]], want: list[Summary], error: str) -> None:
+def test_reconcile_pod(
+    pod: dict[str, Any] | None, workloads: list[dict[str, Any]], want: list[Summary], error: str
+) -> None:
     got = pg.reconcile_pod(pod, workloads=workloads, config=CONFIG, store=store(), now=NOW)
     assert summaries(got) == want
     assert got.error == error
@@ -429,7 +503,9 @@ def test_missing_workload_priority_class_warns_and_retries() -> None:
     pod = Pod().gated().label("kueue.x-k8s.io/priority-class", "high").obj()
     got = pg.reconcile_pod(pod, workloads=[], config=CONFIG, store=store(), now=NOW)
     assert got.retry
-    assert summaries(got) == [ev("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found', warning=True)]
+    assert summaries(got) == [
+        ev("WorkloadPriorityClassNotFound", 'WorkloadPriorityClass "high" not found', warning=True)
+    ]
     wpc = ("workloadpriorityclasses", {"metadata": {"name": "high"}, "value": 100})
     create = pg.reconcile_pod(pod, workloads=[], config=CONFIG, store=store(wpc), now=NOW).steps[0]
     assert isinstance(create, ja.CreateWorkload)
@@ -445,7 +521,9 @@ def gp(name: str = "pod", total: int = 2) -> Pod:
     return Pod(name).group("test-group", total)
 
 
-def _group_workload_body(count: int, owners: list[str], *, extra_annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _group_workload_body(
+    count: int, owners: list[str], *, extra_annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -474,7 +552,11 @@ def _group_workload_body(count: int, owners: list[str], *, extra_annotations: di
 def _started(name: str) -> list[Summary]:
     patch = {
         "metadata": {
-            "labels": {"kueue.x-k8s.io/podset": ROLE, "kueue.x-k8s.io/local-queue-name": "user-queue", "kueue.x-k8s.io/cluster-queue-name": "cq"},
+            "labels": {
+                "kueue.x-k8s.io/podset": ROLE,
+                "kueue.x-k8s.io/local-queue-name": "user-queue",
+                "kueue.x-k8s.io/cluster-queue-name": "cq",
+            },
             "annotations": {"kueue.x-k8s.io/workload": "test-group"},
         },
         "spec": {"nodeSelector": {"kubernetes.io/arch": "arm64"}, "schedulingGates": []},
@@ -493,7 +575,10 @@ PROVREQ = "provreq.kueue.x-k8s.io/test-annotation"
 
 GROUP_CASES = [
     pytest.param(
-        [gp().gated().annotation(PROVREQ, "v").annotation("other/x", "y").obj(), gp("pod2").gated().annotation(PROVREQ, "v").obj()],
+        [
+            gp().gated().annotation(PROVREQ, "v").annotation("other/x", "y").obj(),
+            gp("pod2").gated().annotation(PROVREQ, "v").obj(),
+        ],
         None,
         [
             ("create", _group_workload_body(2, ["pod", "pod2"], extra_annotations={PROVREQ: "v"})),
@@ -506,7 +591,11 @@ GROUP_CASES = [
         [gp(total=3).gated().annotation("kueue.x-k8s.io/pod-group-fast-admission", "true").obj()],
         None,
         [
-            ("create", _group_workload_body(3, ["pod"], extra_annotations={}) | {"spec": _group_workload_body(3, ["pod"])["spec"]}),
+            (
+                "create",
+                _group_workload_body(3, ["pod"], extra_annotations={})
+                | {"spec": _group_workload_body(3, ["pod"])["spec"]},
+            ),
             ev("CreatedWorkload", "Created Workload: ns/test-group"),
         ],
         "",
@@ -553,9 +642,23 @@ GROUP_CASES = [
             rf("pod", expected=True),
             delete_pod("pod", expected=True),
             ev("ExcessPodDeleted", "Excess pod deleted"),
-            ("create", _group_workload_body(1, ["pod2"]) | {"spec": {**_group_workload_body(1, ["pod2"])["spec"], "podSets": [
-                {"name": ROLE, "count": 1, "template": {"metadata": {}, "spec": Pod().obj()["spec"]}, "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}}
-            ]}}),
+            (
+                "create",
+                _group_workload_body(1, ["pod2"])
+                | {
+                    "spec": {
+                        **_group_workload_body(1, ["pod2"])["spec"],
+                        "podSets": [
+                            {
+                                "name": ROLE,
+                                "count": 1,
+                                "template": {"metadata": {}, "spec": Pod().obj()["spec"]},
+                                "topologyRequest": {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"},
+                            }
+                        ],
+                    }
+                },
+            ),
             ev("CreatedWorkload", "Created Workload: ns/test-group", "pod"),
         ],
         "",
@@ -609,22 +712,40 @@ GROUP_CASES = [
         id="workload is not finished if the pod in the group is running; reclaimable pods updated",
     ),
     pytest.param(
-        [gp().phase("Succeeded").annotation("kueue.x-k8s.io/pod-group-serving", "true").obj(), gp("pod2").phase("Running").obj()],
+        [
+            gp().phase("Succeeded").annotation("kueue.x-k8s.io/pod-group-serving", "true").obj(),
+            gp("pod2").phase("Running").obj(),
+        ],
         gwl().admitted(ROLE, 2).condition("PodsReady", "False", "WaitForStart").obj(),
         [],
         "",
         id="reclaimablePods field is not updated for a serving pod group",
     ),
     pytest.param(
-        [gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(), gp("pod2").phase("Succeeded").obj()],
+        [
+            gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(),
+            gp("pod2").phase("Succeeded").obj(),
+        ],
         gwl().admitted(ROLE, 2).obj(),
-        [("workload_conditions", "test-group", (cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement"),))],
+        [
+            (
+                "workload_conditions",
+                "test-group",
+                (cond("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement"),),
+            )
+        ],
         "",
         id="failed member makes the workload wait for replacement pods",
     ),
     pytest.param(
-        [gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(), gp("pod2").phase("Succeeded").obj()],
-        gwl().admitted(ROLE, 2).condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement").obj(),
+        [
+            gp().phase("Failed").annotation("kueue.x-k8s.io/retriable-in-group", "false").obj(),
+            gp("pod2").phase("Succeeded").obj(),
+        ],
+        gwl()
+        .admitted(ROLE, 2)
+        .condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement")
+        .obj(),
         [
             finished("test-group", "Succeeded", "Pods succeeded: 1/2."),
             ev("FinishedWorkload", "Workload 'ns/test-group' is declared finished"),
@@ -636,17 +757,27 @@ GROUP_CASES = [
     ),
     pytest.param(
         [gp(total=1).phase("Failed").obj(), gp("pod2", 1).gated().obj()],
-        gwl(1).admitted(ROLE, 1).condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement").obj(),
+        gwl(1)
+        .admitted(ROLE, 1)
+        .condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement")
+        .obj(),
         [
             rf("pod", expected=True),
-            ("workload_conditions", "test-group", (cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement"),)),
+            (
+                "workload_conditions",
+                "test-group",
+                (cond("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement"),),
+            ),
         ],
         "",
         id="failed pod is released and the replacement completes the group",
     ),
     pytest.param(
         [gp(total=1).phase("Failed").no_finalizer().obj(), gp("pod2", 1).gated().obj()],
-        gwl(1).admitted(ROLE, 1).condition("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement").obj(),
+        gwl(1)
+        .admitted(ROLE, 1)
+        .condition("WaitingForReplacementPods", "False", "PodsReady", "No pods need replacement")
+        .obj(),
         _started("pod2"),
         "",
         id="replacement pod should be started for pod group of size 1",
@@ -654,8 +785,13 @@ GROUP_CASES = [
     pytest.param(
         [gp().obj(), gp("pod2").obj()],
         gwl().admitted(ROLE, 2).deleting().obj(),
-        [*stop("pod", "WorkloadDeleted", "Workload is deleted"), *stop("pod2", "WorkloadDeleted", "Workload is deleted"),
-         rf("pod"), rf("pod2"), ("remove_finalizer", "test-group")],
+        [
+            *stop("pod", "WorkloadDeleted", "Workload is deleted"),
+            *stop("pod2", "WorkloadDeleted", "Workload is deleted"),
+            rf("pod"),
+            rf("pod2"),
+            ("remove_finalizer", "test-group"),
+        ],
         "",
         id="all pods in group should be removed if workload is deleted",
     ),
@@ -692,7 +828,9 @@ GROUP_CASES = [
 
 
 @pytest.mark.parametrize(("pods", "workload", "want", "error"), GROUP_CASES)
-def test_reconcile_group(pods: list[dict[str, Any]], workload: dict[str, Any] | None, want: list[Summary], error: str) -> None:
+def test_reconcile_group(
+    pods: list[dict[str, Any]], workload: dict[str, Any] | None, want: list[Summary], error: str
+) -> None:
     got = pg.reconcile_group(pods, name="test-group", workload=workload, config=CONFIG, store=store(), now=NOW)
     assert summaries(got) == want
     assert got.error == error
@@ -700,14 +838,26 @@ def test_reconcile_group(pods: list[dict[str, Any]], workload: dict[str, Any] | 
 
 def test_waiting_for_previous_excess_pod_deletions_does_nothing() -> None:
     pods = [gp(total=1).gated().created(0).obj(), gp("pod2", 1).gated().created(1).obj()]
-    got = pg.reconcile_group(pods, name="test-group", workload=gwl(1).obj(), config=CONFIG, store=store(), now=NOW, expectations_satisfied=False)
+    got = pg.reconcile_group(
+        pods,
+        name="test-group",
+        workload=gwl(1).obj(),
+        config=CONFIG,
+        store=store(),
+        now=NOW,
+        expectations_satisfied=False,
+    )
     assert got.steps == ()
     assert got.error == "waiting to observe previous operations on pods"
     assert not got.retry
 
 
 def test_excess_pods_after_admission_and_owner_references() -> None:
-    pods = [gp(total=1).created(0).obj(), gp("pod2", 1).gated().created(1).obj(), gp("pod3", 1).gated().created(2).obj()]
+    pods = [
+        gp(total=1).created(0).obj(),
+        gp("pod2", 1).gated().created(1).obj(),
+        gp("pod3", 1).gated().created(2).obj(),
+    ]
     wl = gwl(1, owners=("pod",)).admitted(ROLE, 1).condition("PodsReady", "True", "Started").obj()
     got = pg.reconcile_group(pods, name="test-group", workload=wl, config=CONFIG, store=store(), now=NOW)
     assert summaries(got) == [
@@ -729,7 +879,9 @@ def test_failed_pods_are_finalized_in_order() -> None:
         gp("finished-without-finalizer", 2).failed_at(0).no_finalizer().obj(),
     ]
     wl = gwl(2, owners=tuple(p["metadata"]["name"] for p in pods)).admitted(ROLE, 2)
-    wl.condition("PodsReady", "True", "Started").condition("WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement")
+    wl.condition("PodsReady", "True", "Started").condition(
+        "WaitingForReplacementPods", "True", "PodsFailed", "Some Failed pods need replacement"
+    )
     got = pg.reconcile_group(pods, name="test-group", workload=wl.obj(), config=CONFIG, store=store(), now=NOW)
     removed = [act.pod["metadata"]["name"] for act in got.steps if isinstance(act, ja.RemovePodFinalizer)]
     assert removed == ["finished-with-finalizer-old"]
@@ -744,12 +896,20 @@ def test_start_with_an_unknown_role_fails_to_start() -> None:
 
 def test_admission_check_pod_set_update_conflict() -> None:
     wl = Wl(SINGLE_WL).pod_set("main", 1).controller().admitted().obj()
-    wl["status"]["admissionChecks"] = [{"name": "prov", "state": "Ready", "podSetUpdates": [{"name": "main", "labels": {"kueue.x-k8s.io/podset": "x"}}]}]
+    wl["status"]["admissionChecks"] = [
+        {
+            "name": "prov",
+            "state": "Ready",
+            "podSetUpdates": [{"name": "main", "labels": {"kueue.x-k8s.io/podset": "x"}}],
+        }
+    ]
     with pytest.raises(StartConflict) as info:
         ps.start_pods([Pod().gated().obj()], wl, is_group=False, opts=OPTS, lookups=FLAVORS)
     assert str(info.value) == (
         'in admission check "prov": invalid admission check PodSetUpdate: conflict for labels: '
-        "conflict for key=kubernetes.io/podset, value1=main, value2=x".replace("kubernetes.io/podset", "kueue.x-k8s.io/podset")
+        "conflict for key=kubernetes.io/podset, value1=main, value2=x".replace(
+            "kubernetes.io/podset", "kueue.x-k8s.io/podset"
+        )
     )
 
 

@@ -51,8 +51,11 @@ def test_finishing_counts_the_workload_and_observes_its_execution_time() -> None
     old["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
     new = make_wl("done").condition("Finished", "True", "Succeeded", "", at=90).obj()
     new["spec"] = old["spec"]
-    new["status"] = {**old["status"], "conditions": old["status"]["conditions"] + new["status"]["conditions"],
-                     "accumulatedPastExecutionTimeSeconds": 10}
+    new["status"] = {
+        **old["status"],
+        "conditions": old["status"]["conditions"] + new["status"]["conditions"],
+        "accumulatedPastExecutionTimeSeconds": 10,
+    }
     rep = MetricsReporter(Configuration())
     labels = {"cluster_queue": "fin-cq", "priority_class": "high"}
     before = sample("kueue_finished_workloads_total", **labels)
@@ -62,14 +65,25 @@ def test_finishing_counts_the_workload_and_observes_its_execution_time() -> None
     assert sample("kueue_execution_time_seconds_sum", **labels) == 100  # 90 s admitted→finished + 10 s earlier runs
     assert sample("kueue_execution_time_seconds_bucket", **labels, le="80.0") == 0
     assert sample("kueue_execution_time_seconds_bucket", **labels, le="160.0") == 1
-    lq = {"name": "lq", "namespace": "ns", "priority_class": "high"}  # series the LocalQueue metrics add (on by default)
+    lq = {
+        "name": "lq",
+        "namespace": "ns",
+        "priority_class": "high",
+    }  # series the LocalQueue metrics add (on by default)
     assert sample("kueue_local_queue_finished_workloads_total", **lq) == 1
     assert sample("kueue_local_queue_execution_time_seconds_count", **lq) == 1
 
 
 def test_eviction_latency_is_observed_when_quota_is_released() -> None:
     old = admitted("evicted", "evict-cq").evicted("Preempted").obj()  # Evicted=True at T0, still holding quota
-    new = make_wl("evicted").queue("lq").request(cpu="1").evicted("Preempted").condition("QuotaReserved", "False", "Pending").obj()
+    new = (
+        make_wl("evicted")
+        .queue("lq")
+        .request(cpu="1")
+        .evicted("Preempted")
+        .condition("QuotaReserved", "False", "Pending")
+        .obj()
+    )
     rep = MetricsReporter(Configuration())
     rep.workload_updated(WorkloadState.of(old), new, T0 + timedelta(seconds=30))
     labels = {"cluster_queue": "evict-cq", "reason": "Preempted"}
@@ -81,7 +95,11 @@ def test_eviction_latency_is_observed_when_quota_is_released() -> None:
 
 
 def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
-    objs = [make_flavor("default").obj(), make_cq("una-cq").group(fq("default", cpu="4")).obj(), make_lq("una-lq", "ns", "una-cq")]
+    objs = [
+        make_flavor("default").obj(),
+        make_cq("una-cq").group(fq("default", cpu="4")).obj(),
+        make_lq("una-lq", "ns", "una-cq"),
+    ]
     core = make_core(*objs)
     never_seen = make_wl("new").queue("una-lq").request(cpu="1").obj()
     waiting = make_wl("waiting").queue("una-lq").request(cpu="1").condition("QuotaReserved", "False", "Pending").obj()
@@ -99,7 +117,10 @@ def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending") == 2
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoChecks", underlying_cause="") == 1
     lq = {"name": "una-lq", "namespace": "ns"}
-    assert sample("kueue_local_queue_unadmitted_workloads", **lq, **cq, reason="NoReservation", underlying_cause="Pending") == 2
+    assert (
+        sample("kueue_local_queue_unadmitted_workloads", **lq, **cq, reason="NoReservation", underlying_cause="Pending")
+        == 2
+    )
     assert sample("kueue_finished_workloads", **cq) == 1
     assert sample("kueue_local_queue_finished_workloads", **lq) == 1
     rep.workload_event("ns/waiting", admitted("waiting", "una-cq", "una-lq").obj())  # admitted now
@@ -111,12 +132,18 @@ def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
 
 
 def test_weighted_shares_with_fair_sharing() -> None:
-    objs = [make_flavor("default").obj(), make_cohort("ws-root").obj(), make_cohort("ws-child").parent("ws-root").obj(),
-            make_cq("ws-a").cohort("ws-child").group(fq("default", cpu="2")).obj(),
-            make_cq("ws-b").cohort("ws-root").group(fq("default", cpu="2")).obj(),
-            make_wl("w").request(cpu="3").reserve("ws-a", psa(cpu=("default", "3"))).obj()]
+    objs = [
+        make_flavor("default").obj(),
+        make_cohort("ws-root").obj(),
+        make_cohort("ws-child").parent("ws-root").obj(),
+        make_cq("ws-a").cohort("ws-child").group(fq("default", cpu="2")).obj(),
+        make_cq("ws-b").cohort("ws-root").group(fq("default", cpu="2")).obj(),
+        make_wl("w").request(cpu="3").reserve("ws-a", psa(cpu=("default", "3"))).obj(),
+    ]
     core = make_core(*objs, fair_sharing=True)
-    MetricsReporter(Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))).refresh(core)
+    MetricsReporter(
+        Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))
+    ).refresh(core)
     assert sample("kueue_cohort_weighted_share", cohort="ws-child") == 250  # 1 CPU borrowed x 1000 / 4 lendable
     assert sample("kueue_cohort_weighted_share", cohort="ws-root") == 0
     assert sample("kueue_cluster_queue_weighted_share", cluster_queue="ws-a", cohort="ws-child") > 0
@@ -128,12 +155,17 @@ def test_a_deleted_cluster_queue_keeps_its_last_weighted_share() -> None:
     `kueue_cluster_queue_weighted_share` to outlive its deleted ClusterQueue (the gauge is in the
     cohort-change cleanup scope, which ClearClusterQueueMetrics does not touch); a recreated
     ClusterQueue of that name reports its own share again."""
-    objs = [make_flavor("default").obj(), make_cohort("wsd-root").obj(),
-            make_cq("wsd-a").cohort("wsd-root").group(fq("default", cpu="1")).obj(),
-            make_cq("wsd-b").cohort("wsd-root").group(fq("default", cpu="4")).obj(),
-            make_wl("wsd-w").request(cpu="3").reserve("wsd-a", psa(cpu=("default", "3"))).obj()]
+    objs = [
+        make_flavor("default").obj(),
+        make_cohort("wsd-root").obj(),
+        make_cq("wsd-a").cohort("wsd-root").group(fq("default", cpu="1")).obj(),
+        make_cq("wsd-b").cohort("wsd-root").group(fq("default", cpu="4")).obj(),
+        make_wl("wsd-w").request(cpu="3").reserve("wsd-a", psa(cpu=("default", "3"))).obj(),
+    ]
     core = make_core(*objs, fair_sharing=True)
-    reporter = MetricsReporter(Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True)))
+    reporter = MetricsReporter(
+        Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))
+    )
     reporter.refresh(core)
     share = sample("kueue_cluster_queue_weighted_share", cluster_queue="wsd-a", cohort="wsd-root")
     assert share > 0
@@ -150,12 +182,18 @@ def test_a_deleted_cluster_queue_keeps_its_last_weighted_share() -> None:
 
 
 def test_zero_weight_borrower_reports_nan_for_a_cluster_queue_and_inf_for_a_cohort() -> None:
-    objs = [make_flavor("default").obj(), make_cohort("zw-root").obj(), make_cohort("zw-child").parent("zw-root").weight("0").obj(),
-            make_cq("zw-a").cohort("zw-child").weight("0").group(fq("default", cpu="2")).obj(),
-            make_cq("zw-b").cohort("zw-root").group(fq("default", cpu="2")).obj(),
-            make_wl("w").request(cpu="3").reserve("zw-a", psa(cpu=("default", "3"))).obj()]
+    objs = [
+        make_flavor("default").obj(),
+        make_cohort("zw-root").obj(),
+        make_cohort("zw-child").parent("zw-root").weight("0").obj(),
+        make_cq("zw-a").cohort("zw-child").weight("0").group(fq("default", cpu="2")).obj(),
+        make_cq("zw-b").cohort("zw-root").group(fq("default", cpu="2")).obj(),
+        make_wl("w").request(cpu="3").reserve("zw-a", psa(cpu=("default", "3"))).obj(),
+    ]
     core = make_core(*objs, fair_sharing=True)
-    MetricsReporter(Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))).refresh(core)
+    MetricsReporter(
+        Configuration(fair_sharing=FairSharing(), metrics=Metrics(enable_cluster_queue_resources=True))
+    ).refresh(core)
     assert math.isnan(sample("kueue_cluster_queue_weighted_share", cluster_queue="zw-a", cohort="zw-child"))
     assert sample("kueue_cohort_weighted_share", cohort="zw-child") == math.inf
 
@@ -191,20 +229,47 @@ def test_preempting_a_ready_workload_observes_pods_ready_to_evicted() -> None:
     the time from PodsReady to the Evicted condition it writes (upstream's `reportEvictedWorkload`)."""
     mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
     mgr.core.on_namespace("ns", {"kubernetes.io/metadata.name": "ns"}, T0)
-    running = (make_wl("ready-victim").queue("lq").priority(0).request(cpu="2").reserve("ready-cq", psa(cpu=("default", "2")))
-               .condition("PodsReady", "True", "PodsReady", "", at=30).obj())
-    starting = (make_wl("starting-victim").queue("lq").priority(0).request(cpu="2").reserve("ready-cq", psa(cpu=("default", "2")))
-                .condition("PodsReady", "False", "WaitForStart", "", at=30).obj())
+    running = (
+        make_wl("ready-victim")
+        .queue("lq")
+        .priority(0)
+        .request(cpu="2")
+        .reserve("ready-cq", psa(cpu=("default", "2")))
+        .condition("PodsReady", "True", "PodsReady", "", at=30)
+        .obj()
+    )
+    starting = (
+        make_wl("starting-victim")
+        .queue("lq")
+        .priority(0)
+        .request(cpu="2")
+        .reserve("ready-cq", psa(cpu=("default", "2")))
+        .condition("PodsReady", "False", "WaitForStart", "", at=30)
+        .obj()
+    )
     high = make_wl("preemptor").queue("lq").priority(100).request(cpu="4").obj()
-    objs = [make_flavor("default").obj(), make_cq("ready-cq").preemption(within="LowerPriority").group(fq("default", cpu="4")).obj(),
-            make_lq("lq", "ns", "ready-cq"), running, starting, high]
-    kinds = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues", "Workload": "workloads"}
+    objs = [
+        make_flavor("default").obj(),
+        make_cq("ready-cq").preemption(within="LowerPriority").group(fq("default", cpu="4")).obj(),
+        make_lq("lq", "ns", "ready-cq"),
+        running,
+        starting,
+        high,
+    ]
+    kinds = {
+        "ResourceFlavor": "resourceflavors",
+        "ClusterQueue": "clusterqueues",
+        "LocalQueue": "localqueues",
+        "Workload": "workloads",
+    }
     for obj in objs:
         mgr.store.put(kinds[obj["kind"]], obj)
         mgr._feed(kinds[obj["kind"]], "ADDED", obj, T0)
     now = T0 + timedelta(seconds=120)
     result = mgr.core.schedule(now)
-    assert [sorted(str(v.key) for v in d.targets) for d in result.preempted] == [["ns/ready-victim", "ns/starting-victim"]]
+    assert [sorted(str(v.key) for v in d.targets) for d in result.preempted] == [
+        ["ns/ready-victim", "ns/starting-victim"]
+    ]
     mgr.decisions.dispatch(result, now)
     labels = {"cluster_queue": "ready-cq", "reason": "Preempted", "underlying_cause": ""}
     assert sample("kueue_evicted_workloads_total", **labels, priority_class="") == 2
@@ -233,17 +298,48 @@ def test_deleting_a_queue_drops_its_counters_and_histograms() -> None:
     mgr._feed("clusterqueues", "DELETED", gone, T0)
     mgr._feed("localqueues", "DELETED", make_lq("lq-gone-cq", "ns", "gone-cq"), T0)
     for cq, kept in (("gone-cq", False), ("kept-cq", True)):
-        assert present("kueue_evicted_workloads_total", cluster_queue=cq, reason="Preempted", underlying_cause="",
-                       priority_class="") is kept
-        assert present("kueue_pods_ready_to_evicted_time_seconds_count", cluster_queue=cq, reason="Preempted",
-                       underlying_cause="") is kept
-        assert present("kueue_pod_scheduling_gate_removal_seconds_count", name="kueue.x-k8s.io/admission", cluster_queue=cq,
-                       is_group="false") is kept
+        assert (
+            present(
+                "kueue_evicted_workloads_total",
+                cluster_queue=cq,
+                reason="Preempted",
+                underlying_cause="",
+                priority_class="",
+            )
+            is kept
+        )
+        assert (
+            present(
+                "kueue_pods_ready_to_evicted_time_seconds_count",
+                cluster_queue=cq,
+                reason="Preempted",
+                underlying_cause="",
+            )
+            is kept
+        )
+        assert (
+            present(
+                "kueue_pod_scheduling_gate_removal_seconds_count",
+                name="kueue.x-k8s.io/admission",
+                cluster_queue=cq,
+                is_group="false",
+            )
+            is kept
+        )
         assert present("kueue_preemption_target_recomputations_total", cluster_queue=cq, result="skipped") is kept
         assert present("kueue_preempted_workloads_total", preempting_cluster_queue=cq, reason="InClusterQueue") is kept
         assert present("kueue_admission_cycle_preemption_skips", cluster_queue=cq) is kept
-        assert present("kueue_local_queue_evicted_workloads_total", name=f"lq-{cq}", namespace="ns", reason="Preempted",
-                       underlying_cause="", priority_class="") is kept
+        assert (
+            present(
+                "kueue_local_queue_evicted_workloads_total",
+                name=f"lq-{cq}",
+                namespace="ns",
+                reason="Preempted",
+                underlying_cause="",
+                priority_class="",
+            )
+            is kept
+        )
     mgr.reporter.refresh(mgr.core)  # the next refresh does not bring the skips gauge back
     assert not present("kueue_admission_cycle_preemption_skips", cluster_queue="gone-cq")
     assert present("kueue_admission_cycle_preemption_skips", cluster_queue="kept-cq")
@@ -253,16 +349,23 @@ def test_manager_passes_the_recompute_gate_to_the_core() -> None:
     """RecomputeAssignmentUponPreemptionTargetsOverlap (on by default) decides whether the scheduler
     recomputes overlapping preemption targets, and so whether recomputations are counted at all."""
     on = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
-    off = Manager(FakeKube(), Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
-                  identity="test", stop=threading.Event())
+    off = Manager(
+        FakeKube(),
+        Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
+        identity="test",
+        stop=threading.Event(),
+    )
     assert on.core.config.recompute_on_overlap and not off.core.config.recompute_on_overlap
 
 
 def local_queue_series(text: str, namespace: str, name: str) -> set[str]:
     """The sample names of an exposition that carry the LocalQueue's `name` and `namespace` labels."""
     wanted = (f'name="{name}"', f'namespace="{namespace}"')
-    return {line.split("{", 1)[0] for line in text.splitlines()
-            if line.startswith("kueue_local_queue_") and all(label in line for label in wanted)}
+    return {
+        line.split("{", 1)[0]
+        for line in text.splitlines()
+        if line.startswith("kueue_local_queue_") and all(label in line for label in wanted)
+    }
 
 
 def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_itself() -> None:
@@ -275,9 +378,12 @@ def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_its
     mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
     mgr.core.on_namespace("lqdel-ns", {"kubernetes.io/metadata.name": "lqdel-ns"}, T0)
     wl = make_wl("w", "lqdel-ns").queue("lqdel-lq").request(cpu="1").obj()
-    objs = [("resourceflavors", make_flavor("default").obj()),
-            ("clusterqueues", make_cq("lqdel-cq").group(fq("default", cpu="1")).obj()),
-            ("localqueues", make_lq("lqdel-lq", "lqdel-ns", "lqdel-cq")), ("workloads", wl)]
+    objs = [
+        ("resourceflavors", make_flavor("default").obj()),
+        ("clusterqueues", make_cq("lqdel-cq").group(fq("default", cpu="1")).obj()),
+        ("localqueues", make_lq("lqdel-lq", "lqdel-ns", "lqdel-cq")),
+        ("workloads", wl),
+    ]
     for kind, obj in objs:
         mgr.store.put(kind, obj)
         mgr._feed(kind, "ADDED", obj, T0)
@@ -290,10 +396,18 @@ def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_its
         mgr.reporter.refresh(mgr.core)
         return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqdel-ns", "lqdel-lq")
 
-    counters = {"kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_quota_reserved_wait_time_seconds_count",
-                "kueue_local_queue_admitted_workloads_total", "kueue_local_queue_admission_wait_time_seconds_count"}
-    cache_gauges = {"kueue_local_queue_reserving_active_workloads", "kueue_local_queue_admitted_active_workloads",
-                    "kueue_local_queue_resource_reservation", "kueue_local_queue_resource_usage"}
+    counters = {
+        "kueue_local_queue_quota_reserved_workloads_total",
+        "kueue_local_queue_quota_reserved_wait_time_seconds_count",
+        "kueue_local_queue_admitted_workloads_total",
+        "kueue_local_queue_admission_wait_time_seconds_count",
+    }
+    cache_gauges = {
+        "kueue_local_queue_reserving_active_workloads",
+        "kueue_local_queue_admitted_active_workloads",
+        "kueue_local_queue_resource_reservation",
+        "kueue_local_queue_resource_usage",
+    }
     assert scrape() >= counters | cache_gauges | {"kueue_local_queue_pending_workloads", "kueue_local_queue_status"}
 
     for kind, obj in (("workloads", wl), ("clusterqueues", objs[1][1])):
@@ -319,11 +433,13 @@ def test_stopping_a_local_queue_drops_what_the_queue_manager_reported_for_it() -
     counters go, while the cache's gauges and the status stay. Restarting it brings the gauges back."""
     mgr = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
     mgr.core.on_namespace("lqstop-ns", {"kubernetes.io/metadata.name": "lqstop-ns"}, T0)
-    objs = [("resourceflavors", make_flavor("default").obj()),
-            ("clusterqueues", make_cq("lqstop-cq").group(fq("default", cpu="1")).obj()),
-            ("localqueues", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq")),
-            ("workloads", make_wl("running", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj()),
-            ("workloads", make_wl("waiting", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj())]
+    objs = [
+        ("resourceflavors", make_flavor("default").obj()),
+        ("clusterqueues", make_cq("lqstop-cq").group(fq("default", cpu="1")).obj()),
+        ("localqueues", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq")),
+        ("workloads", make_wl("running", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj()),
+        ("workloads", make_wl("waiting", "lqstop-ns").queue("lqstop-lq").request(cpu="1").obj()),
+    ]
     for kind, obj in objs:
         mgr.store.put(kind, obj)
         mgr._feed(kind, "ADDED", obj, T0)
@@ -334,10 +450,17 @@ def test_stopping_a_local_queue_drops_what_the_queue_manager_reported_for_it() -
         mgr.reporter.refresh(mgr.core)
         return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqstop-ns", "lqstop-lq")
 
-    manager_series = {"kueue_local_queue_pending_workloads", "kueue_local_queue_finished_workloads",
-                      "kueue_local_queue_quota_reserved_workloads_total", "kueue_local_queue_admitted_workloads_total"}
-    cache_series = {"kueue_local_queue_reserving_active_workloads", "kueue_local_queue_admitted_active_workloads",
-                    "kueue_local_queue_status"}
+    manager_series = {
+        "kueue_local_queue_pending_workloads",
+        "kueue_local_queue_finished_workloads",
+        "kueue_local_queue_quota_reserved_workloads_total",
+        "kueue_local_queue_admitted_workloads_total",
+    }
+    cache_series = {
+        "kueue_local_queue_reserving_active_workloads",
+        "kueue_local_queue_admitted_active_workloads",
+        "kueue_local_queue_status",
+    }
     assert scrape() >= manager_series | cache_series
 
     mgr._feed("localqueues", "MODIFIED", make_lq("lqstop-lq", "lqstop-ns", "lqstop-cq", stop="Hold"), now)

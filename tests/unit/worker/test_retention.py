@@ -21,18 +21,38 @@ def stamp(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def workload(finished_at: datetime | None, *, status: str = "True", finalizers: tuple[str, ...] = (),
-             deleting: bool = False) -> dict[str, Any]:
+def workload(
+    finished_at: datetime | None, *, status: str = "True", finalizers: tuple[str, ...] = (), deleting: bool = False
+) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": "wl", "namespace": "ns", "uid": "u1", "finalizers": list(finalizers)}
     if deleting:
         meta["deletionTimestamp"] = stamp(datetime.now(UTC))
-    conds = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m",
-              "lastTransitionTime": stamp(datetime.now(UTC))}]
+    conds = [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "m",
+            "lastTransitionTime": stamp(datetime.now(UTC)),
+        }
+    ]
     if finished_at is not None:
-        conds.append({"type": "Finished", "status": status, "reason": "Succeeded", "message": "done",
-                      "lastTransitionTime": stamp(finished_at)})
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta, "spec": {"queueName": "lq"},
-            "status": {"conditions": conds}}
+        conds.append(
+            {
+                "type": "Finished",
+                "status": status,
+                "reason": "Succeeded",
+                "message": "done",
+                "lastTransitionTime": stamp(finished_at),
+            }
+        )
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {"queueName": "lq"},
+        "status": {"conditions": conds},
+    }
 
 
 class Events(events.Recorder):
@@ -40,7 +60,9 @@ class Events(events.Recorder):
         super().__init__(None, instance="t", stop=threading.Event())
         self.sent: list[tuple[str, str, str, str, str]] = []
 
-    def emit(self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = "") -> None:
+    def emit(
+        self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = ""
+    ) -> None:
         self.sent.append((obj["metadata"]["name"], etype, reason, note, controller))
 
 
@@ -70,12 +92,15 @@ def test_only_a_finished_true_workload_is_ever_due() -> None:
 
 
 def test_workload_past_its_retention_loses_the_finalizer_then_is_deleted_with_an_event() -> None:
-    w = World(workload(datetime.now(UTC) - timedelta(seconds=10), finalizers=("kueue.x-k8s.io/resource-in-use",)), after_s=5)
+    w = World(
+        workload(datetime.now(UTC) - timedelta(seconds=10), finalizers=("kueue.x-k8s.io/resource-in-use",)), after_s=5
+    )
     w.ret.reconcile("ns/wl")
     assert w.writes() == [("PATCH", PATH), ("DELETE", PATH)]
     assert PATH not in w.kube.objects
-    assert w.events.sent == [("wl", "Normal", "Deleted", "Deleted finished workload due to elapsed retention",
-                              "kueue-workload-controller")]
+    assert w.events.sent == [
+        ("wl", "Normal", "Deleted", "Deleted finished workload due to elapsed retention", "kueue-workload-controller")
+    ]
 
 
 def test_workload_within_its_retention_is_kept() -> None:
@@ -92,8 +117,14 @@ def test_unfinished_workload_is_kept_whatever_the_retention() -> None:
 
 
 def test_workload_already_being_deleted_only_loses_the_finalizer() -> None:
-    w = World(workload(datetime.now(UTC) - timedelta(seconds=10), finalizers=("kueue.x-k8s.io/resource-in-use", "other/keep"),
-                       deleting=True), after_s=0)
+    w = World(
+        workload(
+            datetime.now(UTC) - timedelta(seconds=10),
+            finalizers=("kueue.x-k8s.io/resource-in-use", "other/keep"),
+            deleting=True,
+        ),
+        after_s=0,
+    )
     w.ret.reconcile("ns/wl")
     assert w.writes() == [("PATCH", PATH)]
     assert w.kube.objects[PATH]["metadata"]["finalizers"] == ["other/keep"]

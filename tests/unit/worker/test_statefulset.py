@@ -14,45 +14,76 @@ from webhook.worker.jobframework import actions as ja
 
 NOW = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 Q = "kueue.x-k8s.io/queue-name"
-OPTS = Options.from_config(parse(
-    "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-    "integrations:\n  frameworks: [pod, statefulset]\n"))
+OPTS = Options.from_config(
+    parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "integrations:\n  frameworks: [pod, statefulset]\n"
+    )
+)
 
 
 def sts(replicas: int = 3, queue: str = "lq", **status: Any) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid", "labels": {Q: queue} if queue else {}},
-            "spec": {"replicas": replicas, "template": {
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid", "labels": {Q: queue} if queue else {}},
+        "spec": {
+            "replicas": replicas,
+            "template": {
                 "metadata": {"annotations": {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}},
-                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "200m"}}}]}}},
-            "status": status}
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "200m"}}}]},
+            },
+        },
+        "status": status,
+    }
 
 
-def pod(name: str = "web-0", *, group: str = "", queue: str = "", gated: bool = True, revision: str = "r1") -> dict[str, Any]:
+def pod(
+    name: str = "web-0", *, group: str = "", queue: str = "", gated: bool = True, revision: str = "r1"
+) -> dict[str, Any]:
     annotations = {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}
     if group:
         annotations["kueue.x-k8s.io/pod-group-name"] = group
     labels = {"controller-revision-hash": revision, **({Q: queue} if queue else {})}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns", "uid": f"{name}-uid", "resourceVersion": "7",
-                         "labels": labels, "annotations": annotations,
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
-                                              "uid": "sts-uid", "controller": True}]},
-            "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}] if gated else []}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"{name}-uid",
+            "resourceVersion": "7",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "sts-uid", "controller": True}
+            ],
+        },
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}] if gated else []},
+    }
 
 
 def workload(*, reserved: bool = True, on_hold: bool = False, queue: str = "lq") -> dict[str, Any]:
     conds = []
     if reserved:
-        conds = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
-                 {"type": "Admitted", "status": "True", "reason": "Admitted"}]
+        conds = [
+            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+            {"type": "Admitted", "status": "True", "reason": "Admitted"},
+        ]
     elif on_hold:
         conds = [{"type": "QuotaReserved", "status": "False", "reason": "OnHold"}]
-    return {"metadata": {"name": workload_name_for(sts()), "namespace": "ns", "resourceVersion": "3",
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web",
-                                              "uid": "sts-uid", "controller": True}]},
-            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 3}]},
-            "status": {"conditions": conds}}
+    return {
+        "metadata": {
+            "name": workload_name_for(sts()),
+            "namespace": "ns",
+            "resourceVersion": "3",
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "sts-uid", "controller": True}
+            ],
+        },
+        "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 3}]},
+        "status": {"conditions": conds},
+    }
 
 
 def test_a_new_statefulset_gets_one_group_workload_of_all_its_replicas() -> None:
@@ -64,7 +95,10 @@ def test_a_new_statefulset_gets_one_group_workload_of_all_its_replicas() -> None
     assert wl["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": "sts-uid"}
     assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
     assert wl["metadata"]["annotations"]["kueue.x-k8s.io/job-owner-gvk"] == "apps/v1, Kind=StatefulSet"
-    assert wl["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet" and wl["metadata"]["ownerReferences"][0]["controller"]
+    assert (
+        wl["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
+        and wl["metadata"]["ownerReferences"][0]["controller"]
+    )
     assert wl["spec"]["queueName"] == "lq"
     assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
 
@@ -79,18 +113,24 @@ def test_scale_to_zero_puts_the_workload_on_hold_and_scale_up_takes_it_off() -> 
     [status] = [act for act in down if isinstance(act, ja.SetWorkloadConditions)]
     assert status.clear_admission
     assert {(cd["type"], cd["status"], cd["reason"]) for cd in status.conditions} == {
-        ("QuotaReserved", "False", "OnHold"), ("Admitted", "False", "NoReservation")}
-    up = plan_statefulset(sts(), [], workload(reserved=False, on_hold=True), opts=OPTS, lookups=Lookups(), now=NOW).steps
+        ("QuotaReserved", "False", "OnHold"),
+        ("Admitted", "False", "NoReservation"),
+    }
+    up = plan_statefulset(
+        sts(), [], workload(reserved=False, on_hold=True), opts=OPTS, lookups=Lookups(), now=NOW
+    ).steps
     [status] = [act for act in up if isinstance(act, ja.SetWorkloadConditions)]
     assert not status.clear_admission
     assert [(cd["type"], cd["status"], cd["reason"]) for cd in status.conditions] == [
-        ("QuotaReserved", "False", "PendingEvaluation")]
+        ("QuotaReserved", "False", "PendingEvaluation")
+    ]
 
 
 def test_a_new_queue_name_reaches_the_workload_and_the_pods() -> None:
     name = workload_name_for(sts())
-    result = plan_statefulset(sts(queue="other"), [pod(group=name, queue="lq")], workload(), opts=OPTS,
-                              lookups=Lookups(), now=NOW)
+    result = plan_statefulset(
+        sts(queue="other"), [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW
+    )
     [queue] = [act for act in result.steps if isinstance(act, ja.SyncQueueName)]
     assert queue.queue_name == "other"
     [patch] = [act for act in result.steps if isinstance(act, ja.PatchPod)]
@@ -100,23 +140,37 @@ def test_a_new_queue_name_reaches_the_workload_and_the_pods() -> None:
 def test_old_revision_pods_are_ungated_during_a_rolling_update() -> None:
     name = workload_name_for(sts())
     rolling = sts(currentRevision="r1", updateRevision="r2")
-    actions = plan_statefulset(rolling, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW).steps
+    actions = plan_statefulset(
+        rolling, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW
+    ).steps
     assert [act.patch["spec"] for act in actions if isinstance(act, ja.PatchPod)] == [{"schedulingGates": []}]
     settled = sts(currentRevision="r2", updateRevision="r2")
-    assert plan_statefulset(settled, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW).steps == ()
+    assert (
+        plan_statefulset(
+            settled, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW
+        ).steps
+        == ()
+    )
 
 
 def test_a_new_pod_joins_the_group_as_a_serving_pod() -> None:
     [patch] = plan_pod(pod(), sts(), OPTS)
     assert isinstance(patch, ja.PatchPod)
     name = workload_name_for(sts())
-    assert patch.patch == {"metadata": {
-        "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq"},
-        "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3", "kueue.x-k8s.io/pod-group-fast-admission": "true",
-                        "kueue.x-k8s.io/pod-group-serving": "true",
-                        "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index",
-                        "kueue.x-k8s.io/role-hash": "main", "kueue.x-k8s.io/prebuilt-workload-name": name,
-                        "kueue.x-k8s.io/pod-group-name": name}}}
+    assert patch.patch == {
+        "metadata": {
+            "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq"},
+            "annotations": {
+                "kueue.x-k8s.io/pod-group-total-count": "3",
+                "kueue.x-k8s.io/pod-group-fast-admission": "true",
+                "kueue.x-k8s.io/pod-group-serving": "true",
+                "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index",
+                "kueue.x-k8s.io/role-hash": "main",
+                "kueue.x-k8s.io/prebuilt-workload-name": name,
+                "kueue.x-k8s.io/pod-group-name": name,
+            },
+        }
+    }
 
 
 def test_a_pod_of_an_unqueued_statefulset_is_left_alone() -> None:

@@ -8,8 +8,10 @@ from webhook.worker.store import Store
 
 
 def cq(rv: int, finalizers: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"metadata": {"name": "cq", "resourceVersion": str(rv), "finalizers": list(finalizers)},
-            "spec": {"resourceGroups": [{"flavors": [{"name": "rf"}]}]}}
+    return {
+        "metadata": {"name": "cq", "resourceVersion": str(rv), "finalizers": list(finalizers)},
+        "spec": {"resourceGroups": [{"flavors": [{"name": "rf"}]}]},
+    }
 
 
 def test_an_older_version_never_replaces_a_newer_one() -> None:

@@ -39,11 +39,16 @@ CQ_PATH = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkl
 
 
 def configmap(ca_pem: str, allowed: list[str]) -> dict[str, Any]:
-    return {"data": {"requestheader-client-ca-file": ca_pem, "requestheader-allowed-names": json.dumps(allowed),
-                     "requestheader-username-headers": '["X-Remote-User"]',
-                     "requestheader-group-headers": '["X-Remote-Group"]',
-                     "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
-                     "requestheader-uid-headers": '["X-Remote-Uid"]'}}
+    return {
+        "data": {
+            "requestheader-client-ca-file": ca_pem,
+            "requestheader-allowed-names": json.dumps(allowed),
+            "requestheader-username-headers": '["X-Remote-User"]',
+            "requestheader-group-headers": '["X-Remote-Group"]',
+            "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]',
+            "requestheader-uid-headers": '["X-Remote-Uid"]',
+        }
+    }
 
 
 FRONT = parse_front_proxy(configmap("PEM", ["front-proxy-client"]))
@@ -56,25 +61,46 @@ def headers_of(raw: dict[str, list[str]]) -> tuple[Any, list[str]]:
 
 
 def test_the_configmap_is_read_as_the_api_server_publishes_it() -> None:
-    assert FrontProxy("PEM", ("front-proxy-client",), ("X-Remote-User",), ("X-Remote-Uid",),
-                               ("X-Remote-Group",), ("X-Remote-Extra-",)) == FRONT
+    assert (
+        FrontProxy(
+            "PEM",
+            ("front-proxy-client",),
+            ("X-Remote-User",),
+            ("X-Remote-Uid",),
+            ("X-Remote-Group",),
+            ("X-Remote-Extra-",),
+        )
+        == FRONT
+    )
     assert parse_front_proxy({"data": {"client-ca-file": "x"}}) is None  # no front proxy configured
     assert parse_front_proxy(None) is None
 
 
 def test_the_user_comes_from_the_headers_of_a_trusted_proxy() -> None:
-    get, names = headers_of({"X-Remote-User": ["alice", "mallory"], "X-Remote-Group": ["dev", "ops"],
-                             "X-Remote-Uid": ["u-1"], "X-Remote-Extra-Scopes": ["a", "b"],
-                             "X-Remote-Extra-Acme.com%2Fproject": ["p"]})
+    get, names = headers_of(
+        {
+            "X-Remote-User": ["alice", "mallory"],
+            "X-Remote-Group": ["dev", "ops"],
+            "X-Remote-Uid": ["u-1"],
+            "X-Remote-Extra-Scopes": ["a", "b"],
+            "X-Remote-Extra-Acme.com%2Fproject": ["p"],
+        }
+    )
     assert authenticate(FRONT, PEER, get, names) == User(
-        "alice", "u-1", ("dev", "ops", "system:authenticated"), (("acme.com/project", ("p",)), ("scopes", ("a", "b"))))
+        "alice", "u-1", ("dev", "ops", "system:authenticated"), (("acme.com/project", ("p",)), ("scopes", ("a", "b")))
+    )
 
 
-@pytest.mark.parametrize(("peer", "raw"), [
-    pytest.param(None, {"X-Remote-User": ["alice"]}, id="no client certificate"),
-    pytest.param({"subject": ((("commonName", "admin"),),)}, {"X-Remote-User": ["alice"]}, id="common name not allowed"),
-    pytest.param(PEER, {}, id="no user header"),
-])
+@pytest.mark.parametrize(
+    ("peer", "raw"),
+    [
+        pytest.param(None, {"X-Remote-User": ["alice"]}, id="no client certificate"),
+        pytest.param(
+            {"subject": ((("commonName", "admin"),),)}, {"X-Remote-User": ["alice"]}, id="common name not allowed"
+        ),
+        pytest.param(PEER, {}, id="no user header"),
+    ],
+)
 def test_anything_else_is_not_authenticated(peer: dict[str, Any] | None, raw: dict[str, list[str]]) -> None:
     get, names = headers_of(raw)
     assert authenticate(FRONT, peer, get, names) is None
@@ -106,9 +132,19 @@ def test_reviews_carry_the_resource_attributes_and_are_cached_ten_seconds() -> N
     assert reviewer.authorize(alice, lq._replace(namespace="other")).allowed is False
     assert reviewer.authorize(alice, lq) == AccessDecision(True)
     assert [p for _, p in kube.calls] == [SUBJECT_ACCESS_REVIEWS] * 2
-    assert kube.reviews[0]["spec"] == {"user": "alice", "groups": ["system:authenticated"], "resourceAttributes": {
-        "verb": "get", "group": "visibility.kueue.x-k8s.io", "version": "v1beta2", "resource": "localqueues",
-        "subresource": "pendingworkloads", "name": "a", "namespace": "ns"}}
+    assert kube.reviews[0]["spec"] == {
+        "user": "alice",
+        "groups": ["system:authenticated"],
+        "resourceAttributes": {
+            "verb": "get",
+            "group": "visibility.kueue.x-k8s.io",
+            "version": "v1beta2",
+            "resource": "localqueues",
+            "subresource": "pendingworkloads",
+            "name": "a",
+            "namespace": "ns",
+        },
+    }
     clock.now += 10.5
     reviewer.authorize(alice, lq)
     assert len(kube.calls) == 3
@@ -118,18 +154,26 @@ def test_reviews_carry_the_resource_attributes_and_are_cached_ten_seconds() -> N
 
 # -- over TLS -----------------------------------------------------------------------------------------
 
+
 def client_cert(ca: certs.CA, cn: str, out: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.now(UTC)
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
-            .issuer_name(ca.certificate.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(hours=1)).not_valid_after(now + timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca.key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]))
+        .issuer_name(ca.certificate.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca.key, hashes.SHA256())
+    )
     crt, pem = out / f"{cn}.crt", out / f"{cn}.key"
     crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption()))
+    pem.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return crt, pem
 
 
@@ -146,7 +190,9 @@ def served(tmp_path: Path) -> Iterator[tuple[int, certs.CA, Path, FakeKube]]:
     front.refresh()
     feed = PendingFeed()
     feed.on_list("clusterqueues", [{"metadata": {"name": "cq"}}])
-    server = VisibilityServer(("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current)
+    server = VisibilityServer(
+        ("127.0.0.1", 0), VisibilityAPI(feed, AccessReviewer(kube), feed), ctx, lambda: front.current
+    )
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield int(server.server_address[1]), proxy_ca, cert_dir, kube
@@ -168,8 +214,9 @@ def call(port: int, cert_dir: Path, cert: tuple[Path, Path] | None, user: str = 
         conn.close()
 
 
-def test_only_the_front_proxy_certificate_lets_a_user_in(served: tuple[int, certs.CA, Path, FakeKube],
-                                                        tmp_path: Path) -> None:
+def test_only_the_front_proxy_certificate_lets_a_user_in(
+    served: tuple[int, certs.CA, Path, FakeKube], tmp_path: Path
+) -> None:
     port, proxy_ca, cert_dir, _ = served
     proxy = client_cert(proxy_ca, "front-proxy-client", tmp_path)
     status, doc = call(port, cert_dir, proxy)

@@ -31,8 +31,16 @@ class Grants:
 
 
 def active(cq: dict[str, Any], status: str = "True") -> dict[str, Any]:
-    cq["status"] = {"conditions": [{"type": "Active", "status": status, "reason": "Ready",
-                                    "message": "Can admit new workloads" if status == "True" else "Can't admit new workloads: is stopped."}]}
+    cq["status"] = {
+        "conditions": [
+            {
+                "type": "Active",
+                "status": status,
+                "reason": "Ready",
+                "message": "Can admit new workloads" if status == "True" else "Can't admit new workloads: is stopped.",
+            }
+        ]
+    }
     return cq
 
 
@@ -40,17 +48,32 @@ def active(cq: dict[str, Any], status: str = "True") -> dict[str, Any]:
 def feed() -> PendingFeed:
     f = PendingFeed(clock=lambda: NOW)
     f.on_list("cohorts", [make_cohort("co").obj()])
-    f.on_list("clusterqueues", [
-        active(make_cq("cq").cohort("co").group(fq("default", cpu=("10", "4", None), memory="10Gi")).obj()),
-        active(make_cq("other").cohort("co").group(fq("default", cpu=("6", None, "2"), memory="0")).obj())])
-    f.on_list("localqueues", [make_lq("main", "team", "cq"), make_lq("x", "elsewhere", "cq"),
-                              make_lq("held", "team", "cq", stop="Hold")])
-    reserved = [make_wl(f"done-{i}", "team").queue("main").request(cpu="1")
-                .reserve("cq", psa(cpu=("default", "1")), at=(21 + 2 * i) * 60).obj() for i in range(4)]
+    f.on_list(
+        "clusterqueues",
+        [
+            active(make_cq("cq").cohort("co").group(fq("default", cpu=("10", "4", None), memory="10Gi")).obj()),
+            active(make_cq("other").cohort("co").group(fq("default", cpu=("6", None, "2"), memory="0")).obj()),
+        ],
+    )
+    f.on_list(
+        "localqueues",
+        [make_lq("main", "team", "cq"), make_lq("x", "elsewhere", "cq"), make_lq("held", "team", "cq", stop="Hold")],
+    )
+    reserved = [
+        make_wl(f"done-{i}", "team")
+        .queue("main")
+        .request(cpu="1")
+        .reserve("cq", psa(cpu=("default", "1")), at=(21 + 2 * i) * 60)
+        .obj()
+        for i in range(4)
+    ]
     old = make_wl("old", "elsewhere").queue("x").request(cpu="2").reserve("cq", psa(cpu=("default", "2")), at=60).obj()
-    pending = [make_wl(name, ns).queue(q).priority(prio).created(i).request(cpu="1").obj()
-               for i, (name, ns, q, prio) in enumerate([("p0", "team", "main", 5), ("p1", "elsewhere", "x", 4),
-                                                        ("p2", "team", "main", 3)])]
+    pending = [
+        make_wl(name, ns).queue(q).priority(prio).created(i).request(cpu="1").obj()
+        for i, (name, ns, q, prio) in enumerate(
+            [("p0", "team", "main", 5), ("p1", "elsewhere", "x", 4), ("p2", "team", "main", 3)]
+        )
+    ]
     f.on_list("workloads", [*reserved, old, *pending])
     return f
 
@@ -64,7 +87,9 @@ def grants() -> Grants:
 
 
 def get(feed: PendingFeed, grants: Grants, path: str, **query: str) -> tuple[int, Any]:
-    resp: Response = VisibilityAPI(feed, grants, feed).handle(Request("GET", path, {k: [v] for k, v in query.items()}, ALICE))
+    resp: Response = VisibilityAPI(feed, grants, feed).handle(
+        Request("GET", path, {k: [v] for k, v in query.items()}, ALICE)
+    )
     return resp.status, orjson.loads(resp.body)
 
 
@@ -74,13 +99,38 @@ def test_limits_of_the_users_local_queue(feed: PendingFeed, grants: Grants) -> N
     # cq: 10 cpu (borrowing limit 4) uses 4 (team/main) + 2 (elsewhere/x); other lends 2 of its 6.
     # The cohort: 12 cpu, 6 used: 6 free, 4 of them cq's own, 2 borrowed.
     assert doc == {
-        "kind": "LocalQueueLimits", "apiVersion": "visibility.pykueue.io/v1alpha1",
-        "metadata": {"name": "main", "namespace": "team"}, "clusterQueue": "cq", "cohort": "co",
-        "flavors": [{"name": "default", "resources": [
-            {"name": "cpu", "nominalQuota": "10", "borrowingLimit": "4", "used": "6", "usedByLocalQueue": "4",
-             "available": "6", "borrowable": "2", "maxAvailable": "12"},
-            {"name": "memory", "nominalQuota": "10Gi", "used": "0", "usedByLocalQueue": "0",
-             "available": "10Gi", "borrowable": "0", "maxAvailable": "10Gi"}]}]}
+        "kind": "LocalQueueLimits",
+        "apiVersion": "visibility.pykueue.io/v1alpha1",
+        "metadata": {"name": "main", "namespace": "team"},
+        "clusterQueue": "cq",
+        "cohort": "co",
+        "flavors": [
+            {
+                "name": "default",
+                "resources": [
+                    {
+                        "name": "cpu",
+                        "nominalQuota": "10",
+                        "borrowingLimit": "4",
+                        "used": "6",
+                        "usedByLocalQueue": "4",
+                        "available": "6",
+                        "borrowable": "2",
+                        "maxAvailable": "12",
+                    },
+                    {
+                        "name": "memory",
+                        "nominalQuota": "10Gi",
+                        "used": "0",
+                        "usedByLocalQueue": "0",
+                        "available": "10Gi",
+                        "borrowable": "0",
+                        "maxAvailable": "10Gi",
+                    },
+                ],
+            }
+        ],
+    }
 
 
 def test_pending_workloads_with_estimates(feed: PendingFeed, grants: Grants) -> None:
@@ -90,20 +140,35 @@ def test_pending_workloads_with_estimates(feed: PendingFeed, grants: Grants) -> 
     # 4 reservations in the last 10 minutes (the one 29 minutes ago is out): one every 150 s.
     assert doc["estimation"] == {
         "method": "admission rate: quota reservations in the ClusterQueue over the last 600s; "
-                  "estimate = (positionInClusterQueue + 1) / rate",
-        "windowSeconds": 600, "admissionsInWindow": 4, "admissionsPerMinute": 0.4}
-    got = [(i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"], i["estimatedAdmission"])
-           for i in doc["items"]]
-    assert got == [("p0", 0, 0, {"waitSeconds": 150, "time": "2025-01-01T00:32:30Z"}),
-                   ("p2", 2, 1, {"waitSeconds": 450, "time": "2025-01-01T00:37:30Z"})]
+        "estimate = (positionInClusterQueue + 1) / rate",
+        "windowSeconds": 600,
+        "admissionsInWindow": 4,
+        "admissionsPerMinute": 0.4,
+    }
+    got = [
+        (i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"], i["estimatedAdmission"])
+        for i in doc["items"]
+    ]
+    assert got == [
+        ("p0", 0, 0, {"waitSeconds": 150, "time": "2025-01-01T00:32:30Z"}),
+        ("p2", 2, 1, {"waitSeconds": 450, "time": "2025-01-01T00:37:30Z"}),
+    ]
     _, page = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads", offset="1", limit="1")
     assert [i["metadata"]["name"] for i in page["items"]] == ["p2"]
 
 
-def test_no_estimate_without_admissions_or_while_the_cluster_queue_is_inactive(feed: PendingFeed, grants: Grants) -> None:
+def test_no_estimate_without_admissions_or_while_the_cluster_queue_is_inactive(
+    feed: PendingFeed, grants: Grants
+) -> None:
     path = f"{G}/namespaces/team/localqueues/main/pendingworkloads"
-    feed.on_event("clusterqueues", "MODIFIED", active(
-        make_cq("cq").cohort("co").group(fq("default", cpu=("10", "4", None), memory="10Gi")).stop("Hold").obj(), "False"))
+    feed.on_event(
+        "clusterqueues",
+        "MODIFIED",
+        active(
+            make_cq("cq").cohort("co").group(fq("default", cpu=("10", "4", None), memory="10Gi")).stop("Hold").obj(),
+            "False",
+        ),
+    )
     _, doc = get(feed, grants, path)
     assert doc["estimation"]["unknownReason"] == "Can't admit new workloads: is stopped."
     assert [i["estimatedAdmission"] for i in doc["items"]] == [None, None]
@@ -121,8 +186,10 @@ def test_no_estimate_without_admissions_or_while_the_cluster_queue_is_inactive(f
 def test_a_role_in_one_namespace_opens_that_local_queue_only(feed: PendingFeed, grants: Grants) -> None:
     status, doc = get(feed, grants, f"{G}/namespaces/elsewhere/localqueues/x/limits")
     assert status == 403
-    assert doc["message"] == ('localqueues.visibility.pykueue.io "x" is forbidden: User "alice" cannot get resource '
-                              '"localqueues/limits" in API group "visibility.pykueue.io" in the namespace "elsewhere"')
+    assert doc["message"] == (
+        'localqueues.visibility.pykueue.io "x" is forbidden: User "alice" cannot get resource '
+        '"localqueues/limits" in API group "visibility.pykueue.io" in the namespace "elsewhere"'
+    )
     assert get(feed, grants, "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads")[0] == 403
 
 
@@ -137,7 +204,13 @@ def test_unknown_or_stopped_local_queues_are_not_found(feed: PendingFeed, grants
 
 
 def test_a_deleted_reservation_frees_quota_but_still_counts_as_an_admission(feed: PendingFeed, grants: Grants) -> None:
-    done = make_wl("done-0", "team").queue("main").request(cpu="1").reserve("cq", psa(cpu=("default", "1")), at=21 * 60).obj()
+    done = (
+        make_wl("done-0", "team")
+        .queue("main")
+        .request(cpu="1")
+        .reserve("cq", psa(cpu=("default", "1")), at=21 * 60)
+        .obj()
+    )
     feed.on_event("workloads", "DELETED", done)
     _, limits = get(feed, grants, f"{G}/namespaces/team/localqueues/main/limits")
     assert limits["flavors"][0]["resources"][0]["usedByLocalQueue"] == "3"
@@ -151,8 +224,10 @@ def test_discovery_lists_both_groups_and_ours_alone_in_its_version(feed: Pending
     assert [g["name"] for g in groups["groups"]] == ["visibility.kueue.x-k8s.io", "visibility.pykueue.io"]
     _, resources = get(feed, grants, G)
     assert [(r["name"], r["namespaced"], r["kind"], r["verbs"]) for r in resources["resources"]] == [
-        ("localqueues", True, "LocalQueueLimits", []), ("localqueues/limits", True, "LocalQueueLimits", ["get"]),
-        ("localqueues/pendingworkloads", True, "PendingWorkloadsSummary", ["get"])]
+        ("localqueues", True, "LocalQueueLimits", []),
+        ("localqueues/limits", True, "LocalQueueLimits", ["get"]),
+        ("localqueues/pendingworkloads", True, "PendingWorkloadsSummary", ["get"]),
+    ]
     _, group = get(feed, grants, "/apis/visibility.pykueue.io")
     assert group["preferredVersion"] == {"groupVersion": "visibility.pykueue.io/v1alpha1", "version": "v1alpha1"}
 
@@ -163,9 +238,14 @@ def test_openapi_describes_our_reads_with_resolvable_references(feed: PendingFee
     limits = doc["paths"][f"{G}/namespaces/{{namespace}}/localqueues/{{name}}/limits"]
     assert limits["get"]["operationId"] == "readVisibilityPykueueIoV1alpha1NamespacedLocalQueueLimitsLimits"
     assert [p.get("name") or p["$ref"] for p in limits["parameters"]] == [
-        "name", "#/parameters/namespace-visibility", "#/parameters/pretty-visibility"]
+        "name",
+        "#/parameters/namespace-visibility",
+        "#/parameters/pretty-visibility",
+    ]
     item = doc["definitions"]["io.pykueue.visibility.v1alpha1.PendingWorkload"]
-    assert item["properties"]["estimatedAdmission"] == {"$ref": "#/definitions/io.pykueue.visibility.v1alpha1.EstimatedAdmission"}
+    assert item["properties"]["estimatedAdmission"] == {
+        "$ref": "#/definitions/io.pykueue.visibility.v1alpha1.EstimatedAdmission"
+    }
     text = orjson.dumps(doc).decode()
     for ref in {part.split('"', 1)[0] for part in text.split('"$ref":"#/definitions/')[1:]}:
         assert ref in doc["definitions"], ref
@@ -176,8 +256,11 @@ def test_a_status_write_changes_the_active_state_and_a_spec_change_the_quota(fee
     feed.on_event("clusterqueues", "MODIFIED", active(spec, "False"))  # the leader's status write alone
     _, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
     assert doc["estimation"]["unknownReason"] == "Can't admit new workloads: is stopped."
-    feed.on_event("clusterqueues", "MODIFIED", active(
-        make_cq("cq").cohort("co").group(fq("default", cpu=("20", "4", None), memory="10Gi")).obj()))
+    feed.on_event(
+        "clusterqueues",
+        "MODIFIED",
+        active(make_cq("cq").cohort("co").group(fq("default", cpu=("20", "4", None), memory="10Gi")).obj()),
+    )
     _, limits = get(feed, grants, f"{G}/namespaces/team/localqueues/main/limits")
     assert limits["flavors"][0]["resources"][0]["nominalQuota"] == "20"
     _, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")

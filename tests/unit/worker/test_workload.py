@@ -27,16 +27,40 @@ def stamp(t: datetime) -> str:
 
 def admitted_workload(admitted_at: datetime) -> dict[str, Any]:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
         "metadata": {"name": "wl", "namespace": "ns", "generation": 2, "uid": "u"},
-        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+        "spec": {
+            "queueName": "lq",
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}],
+        },
         "status": {
             "admission": {"clusterQueue": "cq", "podSetAssignments": []},
-            "admissionChecks": [{"name": "check", "state": "Ready", "message": "ok", "lastTransitionTime": stamp(admitted_at)}],
+            "admissionChecks": [
+                {"name": "check", "state": "Ready", "message": "ok", "lastTransitionTime": stamp(admitted_at)}
+            ],
             "conditions": [
-                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m", "lastTransitionTime": stamp(admitted_at)},
-                {"type": "Admitted", "status": "True", "reason": "Admitted", "message": "m", "lastTransitionTime": stamp(admitted_at)},
-                {"type": "PodsReady", "status": "False", "reason": "WaitForStart", "message": "m", "lastTransitionTime": stamp(admitted_at)},
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "message": "m",
+                    "lastTransitionTime": stamp(admitted_at),
+                },
+                {
+                    "type": "Admitted",
+                    "status": "True",
+                    "reason": "Admitted",
+                    "message": "m",
+                    "lastTransitionTime": stamp(admitted_at),
+                },
+                {
+                    "type": "PodsReady",
+                    "status": "False",
+                    "reason": "WaitForStart",
+                    "message": "m",
+                    "lastTransitionTime": stamp(admitted_at),
+                },
             ],
         },
     }
@@ -55,21 +79,34 @@ class World:
         self.store = Store()
         self.store.put("workloads", copy.deepcopy(self.kube.objects[PATH]))
         self.evicted: list[tuple[str, str, str, str]] = []
-        self.rec = w.WorkloadReconciler(self.kube, self.store, config, events.Recorder(None, instance="t", stop=threading.Event()),
-                                        stop=threading.Event(), on_evicted=lambda key, cq, reason, _wl, cause: self.evicted.append(
-                                            (key, cq, reason, cause)))
+        self.rec = w.WorkloadReconciler(
+            self.kube,
+            self.store,
+            config,
+            events.Recorder(None, instance="t", stop=threading.Event()),
+            stop=threading.Event(),
+            on_evicted=lambda key, cq, reason, _wl, cause: self.evicted.append((key, cq, reason, cause)),
+        )
 
 
 def config(timeout_s: float, limit: int | None = None, recovery_s: float | None = None) -> Configuration:
-    return Configuration(wait_for_pods_ready=WaitForPodsReady(
-        timeout_s=timeout_s, recovery_timeout_s=recovery_s,
-        requeuing_strategy=RequeuingStrategy(backoff_limit_count=limit, backoff_base_seconds=10)))
+    return Configuration(
+        wait_for_pods_ready=WaitForPodsReady(
+            timeout_s=timeout_s,
+            recovery_timeout_s=recovery_s,
+            requeuing_strategy=RequeuingStrategy(backoff_limit_count=limit, backoff_base_seconds=10),
+        )
+    )
 
 
 def test_policy_follows_the_configuration() -> None:
     assert w.policy(Configuration(wait_for_pods_ready=None)) is None
     p = w.policy(config(5, limit=3))
-    assert p is not None and (p.timeout, p.recovery_timeout, p.backoff_limit_count) == (timedelta(seconds=5), timedelta(seconds=5), 3)
+    assert p is not None and (p.timeout, p.recovery_timeout, p.backoff_limit_count) == (
+        timedelta(seconds=5),
+        timedelta(seconds=5),
+        3,
+    )
     p = w.policy(config(5, recovery_s=0))
     assert p is not None and p.recovery_timeout is None  # 0s disables the recovery timeout
 
@@ -81,12 +118,20 @@ def test_timed_out_workload_is_evicted_with_requeue_state_in_one_write() -> None
     status = world.kube.objects[PATH]["status"]
     evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
     assert (evicted["status"], evicted["reason"], evicted["message"], evicted["observedGeneration"]) == (
-        "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout ns/wl", 2)
+        "True",
+        "PodsReadyTimeout",
+        "Exceeded the PodsReady timeout ns/wl",
+        2,
+    )
     assert status["requeueState"]["count"] == 1
     requeue_at = datetime.fromisoformat(status["requeueState"]["requeueAt"].replace("Z", "+00:00"))
     assert before + timedelta(seconds=9) <= requeue_at <= before + timedelta(seconds=12)
     assert status["admissionChecks"][0] | {"lastTransitionTime": None} == {
-        "name": "check", "state": "Pending", "message": "Reset to Pending after eviction. Previously: Ready", "lastTransitionTime": None}
+        "name": "check",
+        "state": "Pending",
+        "message": "Reset to Pending after eviction. Previously: Ready",
+        "lastTransitionTime": None,
+    }
     assert status["admission"]["clusterQueue"] == "cq"  # eviction keeps the admission until the job stops
     assert world.evicted == [("ns/wl", "cq", "PodsReadyTimeout", "WaitForStart")]
     assert [call[0] for call in world.kube.calls] == ["PUT"]
@@ -99,7 +144,10 @@ def test_limit_reached_sets_the_deactivation_target_then_spec_active_false() -> 
     world.rec.reconcile("ns/wl")
     target = next(c for c in world.kube.objects[PATH]["status"]["conditions"] if c["type"] == "DeactivationTarget")
     assert (target["status"], target["reason"], target["message"]) == (
-        "True", "RequeuingLimitExceeded", "exceeding the maximum number of re-queuing retries")
+        "True",
+        "RequeuingLimitExceeded",
+        "exceeding the maximum number of re-queuing retries",
+    )
     world.rec.reconcile("ns/wl")
     assert world.kube.objects[PATH]["spec"]["active"] is False
     assert world.evicted == []
@@ -118,17 +166,31 @@ def test_deactivating_a_ready_workload_observes_pods_ready_to_evicted() -> None:
     obj = admitted_workload(ready_at - timedelta(minutes=1))
     obj["spec"]["active"] = False
     obj["status"]["admission"]["clusterQueue"] = "deactivate-cq"
-    obj["status"]["conditions"][2] = {"type": "PodsReady", "status": "True", "reason": "PodsReady", "message": "m",
-                                      "lastTransitionTime": stamp(ready_at)}
+    obj["status"]["conditions"][2] = {
+        "type": "PodsReady",
+        "status": "True",
+        "reason": "PodsReady",
+        "message": "m",
+        "lastTransitionTime": stamp(ready_at),
+    }
     world = World(obj, Configuration())
     world.rec.on_evicted = MetricsReporter(Configuration()).evicted
     world.rec.reconcile("ns/wl")
     evicted = next(c for c in world.kube.objects[PATH]["status"]["conditions"] if c["type"] == "Evicted")
     assert (evicted["status"], evicted["reason"]) == ("True", "Deactivated")
     seconds = (datetime.fromisoformat(evicted["lastTransitionTime"].replace("Z", "+00:00")) - ready_at).total_seconds()
-    labels = {"cluster_queue": "deactivate-cq", "reason": "Deactivated", "underlying_cause": "", "replica_role": "leader"}
+    labels = {
+        "cluster_queue": "deactivate-cq",
+        "reason": "Deactivated",
+        "underlying_cause": "",
+        "replica_role": "leader",
+    }
     assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_count", labels) == 1
-    assert metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_sum", labels) == seconds >= 300
+    assert (
+        metrics.WORKER_REGISTRY.get_sample_value("kueue_pods_ready_to_evicted_time_seconds_sum", labels)
+        == seconds
+        >= 300
+    )
 
 
 # -- ConcurrentAdmission (the gated parts of `workload_controller.go`) ------------------------------
@@ -138,13 +200,24 @@ def concurrent_config(gate: bool = True, timeout_s: float = 60) -> Configuration
 
 
 def with_queues(world: World, *, policy: bool = True) -> World:
-    cq: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
-                          "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "spot", "resources": []}]}]}}
+    cq: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "spot", "resources": []}]}]},
+    }
     if policy:
         cq["spec"]["concurrentAdmissionPolicy"] = {"migration": {"mode": "TryPreferredFlavors"}}
     world.store.put("clusterqueues", cq)
-    world.store.put("localqueues", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                                    "metadata": {"name": "lq", "namespace": "ns"}, "spec": {"clusterQueue": "cq"}})
+    world.store.put(
+        "localqueues",
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "ns"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    )
     return world
 
 
@@ -168,8 +241,9 @@ def test_parent_label(gate: bool, policy: bool, labelled: bool) -> None:
 def test_variant_is_not_labelled_and_has_no_pods_ready_timeout() -> None:
     """A variant's parent is the one timed out (`reconcileNotReadyTimeout`)."""
     obj = admitted_workload(datetime.now(UTC) - timedelta(minutes=5))
-    obj["metadata"]["ownerReferences"] = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "parent", "uid": "p",
-                                           "controller": True}]
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "parent", "uid": "p", "controller": True}
+    ]
     world = with_queues(World(obj, concurrent_config()))
     world.rec.reconcile("ns/wl")
     after = world.kube.objects[PATH]
@@ -198,7 +272,9 @@ def orphan(*, deleting: bool = False, owned: bool = False, uid_label: bool = Tru
     if deleting:
         meta["deletionTimestamp"] = "2025-01-01T00:00:00Z"
     if owned:
-        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid", "controller": True}]
+        meta["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "job-uid", "controller": True}
+        ]
     return wl
 
 

@@ -67,7 +67,12 @@ log = logging.getLogger(__name__)
 Obj = Mapping[str, Any]
 JOB_API = "batch/v1"
 _MAX_PREFIX = 253 - 6
-_JOB_CONTROLLER_LABELS = ("controller-uid", "job-name", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name")
+_JOB_CONTROLLER_LABELS = (
+    "controller-uid",
+    "job-name",
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+)
 _DROPPED_TEMPLATE_LABELS = ("controller-uid", "job-name", "batch.kubernetes.io/controller-uid")
 CONTROLLER_NAME = "batch/job-kueue-controller"
 
@@ -157,15 +162,24 @@ def _flavor_specs(flavors: Mapping[str, Obj]) -> dict[str, Obj]:
     return {name: (rf.get("spec") or {}) for name, rf in flavors.items()}
 
 
-def start_patch(job: Obj, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool = False, assign_queue_labels: bool = True,
-                elastic: bool = False) -> dict[str, Any]:
+def start_patch(
+    job: Obj,
+    wl: Obj,
+    flavors: Mapping[str, Obj],
+    *,
+    tas: bool = False,
+    assign_queue_labels: bool = True,
+    elastic: bool = False,
+) -> dict[str, Any]:
     """`RunWithPodSetsInfo`: the one merge patch that starts an admitted Job (`startJob` in `jobframework/reconciler.go`), guarded by its
     resourceVersion. `flavors`: ResourceFlavor name → object; `elastic`: the
     ElasticJobsViaWorkloadSlices gate. Raises `StartConflict` when the admission cannot be applied
     and `podset.FlavorNotFound` when a flavor is not known yet."""
     template = (job.get("spec") or {}).get("template") or {}
     try:
-        infos = podset.from_admission(wl, _flavor_specs(flavors), tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic)
+        infos = podset.from_admission(
+            wl, _flavor_specs(flavors), tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic
+        )
         if len(infos) != 1:
             raise podset.PermanentError(f"invalid podset infos: expecting 1 podset, got {len(infos)}")
         base = podset.PodSetInfo.of_template(template)
@@ -188,7 +202,9 @@ def start_patch(job: Obj, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool = Fa
     return {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion")}, "spec": patch_spec}
 
 
-def _restore_map(live: Mapping[str, str], original: Mapping[str, str], keep: Sequence[str] = ()) -> dict[str, str | None]:
+def _restore_map(
+    live: Mapping[str, str], original: Mapping[str, str], keep: Sequence[str] = ()
+) -> dict[str, str | None]:
     want = dict(original)
     for key in keep:
         if key in live:
@@ -264,7 +280,9 @@ def reclaimable_pods(job: Mapping[str, Any], wl: Mapping[str, Any]) -> list[dict
     completions = _int(spec.get("completions"), parallelism)
     terminal = int(status.get("succeeded") or 0)
     if spec.get("completionMode") == "Indexed":
-        terminal = _terminal_indexes(str(status.get("completedIndexes") or ""), str(status.get("failedIndexes") or ""), completions)
+        terminal = _terminal_indexes(
+            str(status.get("completedIndexes") or ""), str(status.get("failedIndexes") or ""), completions
+        )
     remaining = max(completions - terminal, 0)
     if parallelism <= 1 or terminal <= 0 or remaining >= parallelism:
         return []
@@ -309,14 +327,20 @@ def plan(
     store = store if store is not None else Store()
     if job is None or o.is_deleting(job):
         return fw.plan_finalize(workloads, config)
-    if namespace_labels is None or not selector.matches(config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True):
+    if namespace_labels is None or not selector.matches(
+        config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True
+    ):
         return Plan()
     if _owned_by_other_integration(job):
         return Plan()
     try:
         ancestor = find_managed_ancestor(job, lambda key: store.get("jobs", key), config)
     except jobs.AncestorError as exc:
-        steps = (ja.RecordEvent(reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), warning=True),) if exc.too_deep else ()
+        steps = (
+            (ja.RecordEvent(reason=c.JobEventReason.JOB_NESTING_TOO_DEEP, message=str(exc), warning=True),)
+            if exc.too_deep
+            else ()
+        )
         return Plan(steps, error=str(exc))
     if not o.labels(job).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name and ancestor is None:
         return Plan()
@@ -367,15 +391,18 @@ class BatchJob:
         """`Job.Stop` resets `status.startTime`, or the API refuses template changes."""
         return {"status": {"startTime": None}} if (self.obj.get("status") or {}).get("startTime") else None
 
-    def run_with_pod_sets_info(self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
-                               elastic: bool) -> dict[str, Any]:
+    def run_with_pod_sets_info(
+        self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool, elastic: bool
+    ) -> dict[str, Any]:
         return start_patch(self.obj, wl, flavors, tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic)
 
     def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]:
         return reclaimable_pods(self.obj, wl)
 
 
-INTEGRATION = Integration(api_version=JOB_API, kind="Job", resource="jobs", controller_name=CONTROLLER_NAME, wrap=BatchJob)
+INTEGRATION = Integration(
+    api_version=JOB_API, kind="Job", resource="jobs", controller_name=CONTROLLER_NAME, wrap=BatchJob
+)
 """batch/v1 Jobs for the generic executor."""
 
 
@@ -384,7 +411,9 @@ def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
     return fw.owned_workloads(store, ns, name, api_version=JOB_API, kind="Job")
 
 
-def build_workload(job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()) -> dict[str, Any]:
+def build_workload(
+    job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
+) -> dict[str, Any]:
     """The Workload for a top-level Job (`jobframework.reconciler.build_workload`)."""
     return fw.build_workload(BatchJob(job), config=config, priority=priority, slices=slices)
 
@@ -393,9 +422,27 @@ def build_workload(job: Obj, *, config: Configuration, priority: Priority, slice
 class JobReconciler(GenericJobReconciler):
     """The batch/v1 Job reconciler: the generic one, planning with this module's `plan`."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder,
-                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None, *,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 requeue_after: Callable[[str, float], None] | None = None, stop: threading.Event | None = None) -> None:
-        super().__init__(kube, store, config, recorder, INTEGRATION, OwnedJobs(store, config, INTEGRATION, plan), on_ready=on_ready, clock=clock,
-                         requeue_after=requeue_after, stop=stop)
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        requeue_after: Callable[[str, float], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        super().__init__(
+            kube,
+            store,
+            config,
+            recorder,
+            INTEGRATION,
+            OwnedJobs(store, config, INTEGRATION, plan),
+            on_ready=on_ready,
+            clock=clock,
+            requeue_after=requeue_after,
+            stop=stop,
+        )

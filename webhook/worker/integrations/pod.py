@@ -104,7 +104,13 @@ def _sort_active(pods: Sequence[Obj]) -> list[Obj]:
     """Kept first: 1. holding the finalizer, 2. ungated, 3. older; ties by name then uid."""
     return sorted(
         pods,
-        key=lambda p: (not has_pod_finalizer(p), is_gated(p), parse_timestamp(o.meta(p).get("creationTimestamp")), o.name(p), o.meta(p).get("uid", "")),
+        key=lambda p: (
+            not has_pod_finalizer(p),
+            is_gated(p),
+            parse_timestamp(o.meta(p).get("creationTimestamp")),
+            o.name(p),
+            o.meta(p).get("uid", ""),
+        ),
     )
 
 
@@ -128,7 +134,10 @@ def _remove_excess(pods: Sequence[Obj]) -> list[ja.JobAction]:
     for pod in pods:
         out += remove_finalizers([pod], expected=True)
         if not o.is_deleting(pod):
-            out += [ja.DeletePod(pod=pod_ref(pod), expected=True), pod_event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED)]
+            out += [
+                ja.DeletePod(pod=pod_ref(pod), expected=True),
+                pod_event(pod, c.JobEventReason.EXCESS_POD_DELETED, c.MSG_EXCESS_POD_DELETED),
+            ]
     return out
 
 
@@ -143,8 +152,17 @@ class PodJob:
     kind = "Pod"
     group = ""
 
-    def __init__(self, name: str, pods: list[Obj], opts: Options, lookups: Lookups, now: datetime, *,
-                 is_group: bool = True, expectations_satisfied: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        pods: list[Obj],
+        opts: Options,
+        lookups: Lookups,
+        now: datetime,
+        *,
+        is_group: bool = True,
+        expectations_satisfied: bool = True,
+    ) -> None:
         self.name = name
         self.pods = list(pods)
         self.all_pods = list(pods)
@@ -191,7 +209,11 @@ class PodJob:
             if pod_phase(pod) != "Running":
                 continue
             grace = o.meta(pod).get("deletionGracePeriodSeconds")
-            if o.is_deleting(pod) and grace is not None and self.now > parse_timestamp(o.meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace):
+            if (
+                o.is_deleting(pod)
+                and grace is not None
+                and self.now > parse_timestamp(o.meta(pod)["deletionTimestamp"]) + timedelta(seconds=grace)
+            ):
                 continue
             return True
         return False
@@ -207,7 +229,11 @@ class PodJob:
         """(message, success, finished): all pods succeeded, or an unretriable group with nothing running."""
         if not self.is_group:
             pod = self.first
-            return str((pod.get("status") or {}).get("message") or ""), pod_phase(pod) == "Succeeded", is_terminated(pod)
+            return (
+                str((pod.get("status") or {}).get("message") or ""),
+                pod_phase(pod) == "Succeeded",
+                is_terminated(pod),
+            )
         if self.serving:
             return "", True, False
         try:
@@ -248,8 +274,9 @@ class PodJob:
     def stop_status_patch(self) -> dict[str, Any] | None:
         raise NotImplementedError("pods are stopped by PodJob.stop")
 
-    def run_with_pod_sets_info(self, wl: Obj, flavors: Any, *, tas: bool, assign_queue_labels: bool,
-                               elastic: bool) -> dict[str, Any]:
+    def run_with_pod_sets_info(
+        self, wl: Obj, flavors: Any, *, tas: bool, assign_queue_labels: bool, elastic: bool
+    ) -> dict[str, Any]:
         raise NotImplementedError("pods are started by PodJob.run")
 
     def restore_pod_sets_info(self, wl: Obj | None) -> dict[str, Any] | None:
@@ -273,9 +300,15 @@ class PodJob:
         workload = workloads[0]
         if self.opts.validate_group_owner and o.annotations(workload).get(c.IS_GROUP_WORKLOAD) != "true":
             text = f'A Workload named "{self.name}" already exists but is not a pod group workload; this pod group cannot be admitted'
-            raise Unretryable(c.MSG_NOT_A_POD_GROUP_WORKLOAD, [
-                pod_event(self.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"),
-                *remove_finalizers(self.partition()[1], expected=True)])
+            raise Unretryable(
+                c.MSG_NOT_A_POD_GROUP_WORKLOAD,
+                [
+                    pod_event(
+                        self.first, c.JobEventReason.WORKLOAD_NAME_CONFLICT, text, warning=True, action="Admission"
+                    ),
+                    *remove_finalizers(self.partition()[1], expected=True),
+                ],
+            )
         return _match_group(self, workload, expectations_satisfied=self.expectations_satisfied, now=self.now)
 
     def construct_workload(self) -> tuple[dict[str, Any], list[ja.JobAction]]:
@@ -324,9 +357,13 @@ def _validate_group(group: PodJob, active: Sequence[Obj]) -> None:
     if index is not None:
         where = f'for Pod "{o.meta(first).get("namespace")}/{o.name(first)}"'
         if not (index.isascii() and index.isdigit()):
-            raise RetryLater(f'incorrect label value "{index}" {where}: invalid unsigned integer: strconv.ParseUint: parsing "{index}": invalid syntax')
+            raise RetryLater(
+                f'incorrect label value "{index}" {where}: invalid unsigned integer: strconv.ParseUint: parsing "{index}": invalid syntax'
+            )
         if int(index) >= total:
-            raise RetryLater(f'incorrect label value "{index}" {where}: validation error: value should be less than {total}')
+            raise RetryLater(
+                f'incorrect label value "{index}" {where}: validation error: value should be less than {total}'
+            )
     if not group.fast and len(active) < total:
         message = f"'{group.name}' group has fewer runnable pods than expected"
         raise Unretryable(message, [pod_event(first, c.JobEventReason.ERR_WORKLOAD_COMPOSE, message, warning=True)])
@@ -341,7 +378,9 @@ def _validate_group(group: PodJob, active: Sequence[Obj]) -> None:
         try:
             count = go_atoi(text)
         except ValueError as exc:
-            raise RetryLater(f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{o.name(pod)}': {exc}") from exc
+            raise RetryLater(
+                f"failed to extract '{c.POD_GROUP_TOTAL_COUNT}' annotation from the pod '{o.name(pod)}': {exc}"
+            ) from exc
         if count != total:
             raise Unretryable(
                 f"pods '{o.name(first)}' and '{o.name(pod)}' has different '{c.POD_GROUP_TOTAL_COUNT}' values: {total}!={count}"
@@ -445,8 +484,13 @@ def _match_group(
     if len(owners) > len(refs):
         # `EnsureWorkloadOwnedByAllMembers`
         out.append(ja.AdoptWorkload(workload={**wl, "metadata": {**o.meta(wl), "ownerReferences": owners}}))
-        out.append(ja.RecordEvent(reason=c.JobEventReason.OWNER_REFERENCES_ADDED, message=f"Added {len(owners) - len(refs)} owner reference(s)",
-                                  regarding=workload_ref(wl)))
+        out.append(
+            ja.RecordEvent(
+                reason=c.JobEventReason.OWNER_REFERENCES_ADDED,
+                message=f"Added {len(owners) - len(refs)} owner reference(s)",
+                regarding=workload_ref(wl),
+            )
+        )
     return wl, [], out + _remove_excess(excess) + remove_finalizers(replaced, expected=True)
 
 
@@ -496,7 +540,9 @@ def _unmanaged_queue(pod: Obj, opts: Options) -> bool:
     return not opts.manage_jobs_without_queue_name and not o.labels(pod).get(c.QUEUE_LABEL)
 
 
-def reconcile_pod(pod: Obj | None, *, workloads: Sequence[Obj], config: Configuration, store: Store, now: datetime) -> Plan:
+def reconcile_pod(
+    pod: Obj | None, *, workloads: Sequence[Obj], config: Configuration, store: Store, now: datetime
+) -> Plan:
     """One pass for a pod without a group name.
 
     `pod` is None when it is gone. `workloads` are the Workloads in its namespace whose controller
@@ -529,8 +575,16 @@ def _owned_by_parent(wl: Obj) -> bool:
     return group and owner is not None and owner.get("kind") != "Pod" and not o.is_deleting(wl)
 
 
-def reconcile_group(pods: Sequence[Obj], *, name: str, workload: Obj | None, config: Configuration, store: Store, now: datetime,
-                    expectations_satisfied: bool = True) -> Plan:
+def reconcile_group(
+    pods: Sequence[Obj],
+    *,
+    name: str,
+    workload: Obj | None,
+    config: Configuration,
+    store: Store,
+    now: datetime,
+    expectations_satisfied: bool = True,
+) -> Plan:
     """One pass for the pod group `name`: every pod of the group in one namespace, and the Workload
     named `name` in that namespace (None if absent).
 

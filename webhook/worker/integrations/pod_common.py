@@ -122,9 +122,13 @@ def lookups_from(store: Store) -> Lookups:
     """The `Lookups` as the worker's caches hold them now."""
     return Lookups(
         resource_flavors={rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")},
-        workload_priority_classes={wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")},
-        priority_classes={pc["metadata"]["name"]: (int(pc.get("value") or 0), bool(pc.get("globalDefault")))
-                          for pc in store.list("priorityclasses")},
+        workload_priority_classes={
+            wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")
+        },
+        priority_classes={
+            pc["metadata"]["name"]: (int(pc.get("value") or 0), bool(pc.get("globalDefault")))
+            for pc in store.list("priorityclasses")
+        },
     )
 
 
@@ -176,8 +180,11 @@ def rfc3339(now: datetime) -> str:
 def _ref(obj: Obj, api_version: str, kind: str) -> dict[str, Any]:
     """Enough of `obj` to address it and to be an Event's `regarding` (listed objects lack their kind)."""
     meta = o.meta(obj)
-    return {"apiVersion": obj.get("apiVersion") or api_version, "kind": obj.get("kind") or kind,
-            "metadata": {key: meta.get(key) or "" for key in ("name", "namespace", "uid", "resourceVersion")}}
+    return {
+        "apiVersion": obj.get("apiVersion") or api_version,
+        "kind": obj.get("kind") or kind,
+        "metadata": {key: meta.get(key) or "" for key in ("name", "namespace", "uid", "resourceVersion")},
+    }
 
 
 def pod_ref(pod: Obj) -> dict[str, Any]:
@@ -204,7 +211,9 @@ def group_total_count(pod: Obj) -> int:
     except ValueError as exc:
         raise RetryLater(str(exc)) from exc
     if total < 1:
-        raise RetryLater(f"incorrect annotation value '{c.POD_GROUP_TOTAL_COUNT}={text}': group total count should be greater than zero")
+        raise RetryLater(
+            f"incorrect annotation value '{c.POD_GROUP_TOTAL_COUNT}={text}': group total count should be greater than zero"
+        )
     return total
 
 
@@ -229,7 +238,9 @@ def is_runnable_or_succeeded(pod: Obj) -> bool:
     return pod_phase(pod) != "Failed"
 
 
-def pod_event(obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = "") -> ja.RecordEvent:
+def pod_event(
+    obj: Obj, reason: c.JobEventReason, message: str, *, warning: bool = False, action: str = ""
+) -> ja.RecordEvent:
     return ja.RecordEvent(reason=reason, message=message, warning=warning, regarding=pod_ref(obj), action=action)
 
 
@@ -252,5 +263,3 @@ def new_condition(ctype: str, status: str, reason: str, message: str, *, now: da
     if o.meta(wl).get("generation") is not None:
         out["observedGeneration"] = o.meta(wl)["generation"]
     return out
-
-

@@ -36,8 +36,16 @@ from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.reconciler import Plan
 from webhook.worker.store import Store, object_key
 
-__all__ = ["CONTROLLER_NAME", "GROUP_PREFIX", "LABEL_SELECTOR", "PodReconciler", "PodSource", "group_key", "is_enabled",
-           "workload_keys"]
+__all__ = [
+    "CONTROLLER_NAME",
+    "GROUP_PREFIX",
+    "LABEL_SELECTOR",
+    "PodReconciler",
+    "PodSource",
+    "group_key",
+    "is_enabled",
+    "workload_keys",
+]
 
 LABEL_SELECTOR = f"{c.MANAGED_LABEL}=true"
 GROUP_PREFIX = "group/"
@@ -57,7 +65,7 @@ def _split_group(key: str) -> tuple[str, str] | None:
     """(namespace, group) of a group key; None for a single pod's `ns/name`."""
     if not key.startswith(GROUP_PREFIX) or key.count("/") != 2:
         return None
-    ns, name = key[len(GROUP_PREFIX):].split("/", 1)
+    ns, name = key[len(GROUP_PREFIX) :].split("/", 1)
     return ns, name
 
 
@@ -73,8 +81,11 @@ def workload_keys(wl: Mapping[str, Any]) -> list[str]:
     ns = str(meta.get("namespace") or "")
     if (meta.get("annotations") or {}).get(c.IS_GROUP_WORKLOAD) == "true":
         return [group_key(ns, str(meta.get("name") or ""))]
-    return [f"{ns}/{ref.get('name')}" for ref in meta.get("ownerReferences") or ()
-            if ref.get("controller") and ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1"]
+    return [
+        f"{ns}/{ref.get('name')}"
+        for ref in meta.get("ownerReferences") or ()
+        if ref.get("controller") and ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1"
+    ]
 
 
 class _Expectations:
@@ -154,9 +165,14 @@ class PodSource:
         return [p for p in pods if pg.group_name(p, self.opts) == name]
 
     def _owned_workloads(self, ns: str, name: str) -> list[dict[str, Any]]:
-        out = [wl for wl in self.store.list("workloads", ns)
-               if any(ref.get("controller") and ref.get("kind") == "Pod" and ref.get("name") == name
-                      for ref in (wl.get("metadata") or {}).get("ownerReferences") or ())]
+        out = [
+            wl
+            for wl in self.store.list("workloads", ns)
+            if any(
+                ref.get("controller") and ref.get("kind") == "Pod" and ref.get("name") == name
+                for ref in (wl.get("metadata") or {}).get("ownerReferences") or ()
+            )
+        ]
         return sorted(out, key=lambda w: (w["metadata"].get("creationTimestamp", ""), w["metadata"]["name"]))
 
     def plan(self, key: str, now: datetime) -> tuple[Mapping[str, Any] | None, Plan]:
@@ -166,16 +182,27 @@ class PodSource:
             pods = self._group_pods(key, name)
             if pods and not self._namespace_managed(ns):
                 return None, Plan()
-            p = pg.reconcile_group(pods, name=name, workload=self.store.get("workloads", f"{ns}/{name}"), config=self.config,
-                                   store=self.store, now=now, expectations_satisfied=self.expectations.satisfied(key))
+            p = pg.reconcile_group(
+                pods,
+                name=name,
+                workload=self.store.get("workloads", f"{ns}/{name}"),
+                config=self.config,
+                store=self.store,
+                now=now,
+                expectations_satisfied=self.expectations.satisfied(key),
+            )
             self.expectations.expect(key, ja.expected_uids(p.steps))
-            first = min(pods, key=lambda pod: (pod["metadata"]["name"], pod["metadata"].get("uid", ""))) if pods else None
+            first = (
+                min(pods, key=lambda pod: (pod["metadata"]["name"], pod["metadata"].get("uid", ""))) if pods else None
+            )
             return _as_pod(first), p
         ns, name = key.split("/", 1)
         pod = self.store.get("pods", key)
         if pod is not None and not self._namespace_managed(ns):
             return None, Plan()
-        return _as_pod(pod), pg.reconcile_pod(pod, workloads=self._owned_workloads(ns, name), config=self.config, store=self.store, now=now)
+        return _as_pod(pod), pg.reconcile_pod(
+            pod, workloads=self._owned_workloads(ns, name), config=self.config, store=self.store, now=now
+        )
 
 
 def _as_pod(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -186,13 +213,31 @@ def _as_pod(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
 class PodReconciler(GenericJobReconciler):
     """The pod integration's reconciler: the generic one with the pods' `PodSource`."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
-                 stop: threading.Event, workers: int = 4,
-                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        *,
+        stop: threading.Event,
+        workers: int = 4,
+        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self.pod_source = PodSource(store, config)
         self.opts = self.pod_source.opts
         self.expectations = self.pod_source.expectations
         integration = Integration(api_version="v1", kind="Pod", resource="pods", controller_name=CONTROLLER_NAME)
-        super().__init__(kube, store, config, recorder, integration, self.pod_source, on_ready=on_ready, clock=clock,
-                         workers=workers, stop=stop)
+        super().__init__(
+            kube,
+            store,
+            config,
+            recorder,
+            integration,
+            self.pod_source,
+            on_ready=on_ready,
+            clock=clock,
+            workers=workers,
+            stop=stop,
+        )

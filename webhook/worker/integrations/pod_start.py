@@ -45,7 +45,9 @@ __all__ = [
 def _pod_set_infos(wl: Obj, lookups: Lookups, opts: Options) -> list[podset.PodSetInfo]:
     """`getPodSetsInfoFromStatus` with the pod reconciler's options; a missing flavor is retried."""
     try:
-        return podset.from_admission(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
+        return podset.from_admission(
+            wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels
+        )
     except podset.FlavorNotFound as exc:
         raise RetryLater(str(exc)) from exc
 
@@ -59,7 +61,10 @@ def _start_patch(pod: Obj, info: podset.PodSetInfo, ungates: ja.GateRemoval | No
     if {"name": c.TOPOLOGY_GATE} not in info.scheduling_gates:
         gates = [g for g in gates if g.get("name") != c.TOPOLOGY_GATE]
     meta: dict[str, Any] = {}
-    for key, old, new in (("labels", base.labels, merged.labels), ("annotations", base.annotations, merged.annotations)):
+    for key, old, new in (
+        ("labels", base.labels, merged.labels),
+        ("annotations", base.annotations, merged.annotations),
+    ):
         added = {k: v for k, v in new.items() if old.get(k) != v}
         if added:
             meta[key] = added
@@ -86,7 +91,11 @@ def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, l
     message = f"Admitted by clusterQueue {cluster_queue}"
     # Timed from the Admitted transition, and only while Admitted is True (`RecordPodSchedulingGateRemovalSeconds`).
     admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
-    admitted_at = parse_timestamp(admitted.get("lastTransitionTime")) if admitted.get("status") == "True" and admitted.get("lastTransitionTime") else None
+    admitted_at = (
+        parse_timestamp(admitted.get("lastTransitionTime"))
+        if admitted.get("status") == "True" and admitted.get("lastTransitionTime")
+        else None
+    )
     ungates = None if admitted_at is None else ja.GateRemoval(cluster_queue, is_group, admitted_at)
     try:
         infos = _pod_set_infos(wl, lookups, opts)
@@ -112,13 +121,21 @@ def start_pods(pods: Sequence[Obj], wl: Obj, *, is_group: bool, opts: Options, l
 # --- stop -----------------------------------------------------------------------------------------
 
 
-def stop_pods(pods: Sequence[Obj], *, reason: str, message: str, now: datetime, finalize: Sequence[Obj] = ()) -> list[ja.JobAction]:
+def stop_pods(
+    pods: Sequence[Obj], *, reason: str, message: str, now: datetime, finalize: Sequence[Obj] = ()
+) -> list[ja.JobAction]:
     """`Pod.Stop`: mark each live pod TerminationTarget, delete it, and report `Stopped` on it."""
     out: list[ja.JobAction] = []
     for pod in pods:
         if o.is_deleting(pod) or (reason != c.StopReason.WORKLOAD_DELETED and is_pod_suspended(pod)):
             continue
-        cond = {"type": c.POD_TERMINATION_TARGET, "status": "True", "lastTransitionTime": rfc3339(now), "reason": reason, "message": message}
+        cond = {
+            "type": c.POD_TERMINATION_TARGET,
+            "status": "True",
+            "lastTransitionTime": rfc3339(now),
+            "reason": reason,
+            "message": message,
+        }
         out += [ja.StopPod(pod=pod_ref(pod), condition=cond), pod_event(pod, c.JobEventReason.STOPPED, message)]
     return out + remove_finalizers(finalize)
 
@@ -128,5 +145,3 @@ def eviction_reason(wl: Obj | None) -> str:
     if cond is not None and cond.get("status") == "True":
         return f"{c.StopReason.WORKLOAD_EVICTED}DueTo{cond.get('reason', '')}"
     return c.StopReason.WORKLOAD_EVICTED
-
-

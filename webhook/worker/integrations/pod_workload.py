@@ -47,7 +47,9 @@ __all__ = [
 # --- naming ---------------------------------------------------------------------------------------
 
 
-def workload_name(owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False) -> str:
+def workload_name(
+    owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False
+) -> str:
     """`GenerateWorkloadNameWithExtra`: `<kind>-<owner>` cut to fit, then 5 hex of a SHA-1."""
     prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
     digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode())
@@ -140,10 +142,22 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     wpc = o.labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
     if wpc:
         if wpc not in lookups.workload_priority_classes:
-            event = pod_event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, f'WorkloadPriorityClass "{wpc}" not found', warning=True)
+            event = pod_event(
+                pod,
+                c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND,
+                f'WorkloadPriorityClass "{wpc}" not found',
+                warning=True,
+            )
             raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
         return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
-    pc = next((ps["template"]["spec"].get("priorityClassName") for ps in pod_sets if ps["template"]["spec"].get("priorityClassName")), "")
+    pc = next(
+        (
+            ps["template"]["spec"].get("priorityClassName")
+            for ps in pod_sets
+            if ps["template"]["spec"].get("priorityClassName")
+        ),
+        "",
+    )
     if pc:
         if pc not in lookups.priority_classes:
             raise RetryLater(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
@@ -155,7 +169,9 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     return None, 0
 
 
-def new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups) -> dict[str, Any]:
+def new_workload(
+    name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups
+) -> dict[str, Any]:
     """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
     annotations = {k: v for k, v in o.annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
     if opts.admission_gated_by and o.annotations(pod).get(c.ADMISSION_GATED_BY):
@@ -171,7 +187,11 @@ def new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opti
     if ref is not None:
         spec["priorityClassRef"] = ref
     spec["priority"] = priority
-    meta: dict[str, Any] = {"name": name, "namespace": o.meta(pod).get("namespace", ""), "finalizers": [c.RESOURCE_IN_USE_FINALIZER]}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": o.meta(pod).get("namespace", ""),
+        "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
+    }
     if annotations:
         meta["annotations"] = annotations
     return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
@@ -180,14 +200,27 @@ def new_workload(name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Opti
 def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
     uid = str(o.meta(pod).get("uid") or "")
-    wl = new_workload(workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names), pod, [_pod_set(pod, opts)], opts, lookups)
+    wl = new_workload(
+        workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names),
+        pod,
+        [_pod_set(pod, opts)],
+        opts,
+        lookups,
+    )
     labels = {k: v for k, v in o.labels(pod).items() if k in opts.label_keys_to_copy}
     if not fields.is_label_value(uid):
         labels[c.JOB_UID_LABEL] = uid
     if labels:
         wl["metadata"]["labels"] = labels
     wl["metadata"]["ownerReferences"] = [
-        {"apiVersion": POD_API, "kind": "Pod", "name": o.name(pod), "uid": uid, "controller": True, "blockOwnerDeletion": True}
+        {
+            "apiVersion": POD_API,
+            "kind": "Pod",
+            "name": o.name(pod),
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
     ]
     return wl
 
@@ -202,7 +235,11 @@ def with_owners(refs: Sequence[Obj], pods: Sequence[Obj]) -> list[dict[str, Any]
     for pod in pods:
         new = _owner_ref(pod)
         for i, ref in enumerate(out):
-            if ref.get("kind") == "Pod" and ref.get("apiVersion", "").split("/")[0] in ("v1", "") and ref.get("name") == new["name"]:
+            if (
+                ref.get("kind") == "Pod"
+                and ref.get("apiVersion", "").split("/")[0] in ("v1", "")
+                and ref.get("name") == new["name"]
+            ):
                 out[i] = {**ref, **new}
                 break
         else:
@@ -223,12 +260,12 @@ def equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> boo
         return False
     job = [_pod_set(pod, opts)]
     ignore = o.is_admitted(wl)
-    running = podset.expected_running_pod_sets(wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels)
+    running = podset.expected_running_pod_sets(
+        wl, lookups.resource_flavors, tas=opts.tas, assign_queue_labels=opts.assign_queue_labels
+    )
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
     if running is not None:
         if podset.same_pod_sets(job, running, ignore_tolerations=ignore):
             return True
         return is_pod_suspended(pod) and podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
     return podset.same_pod_sets(job, wl_sets, ignore_tolerations=ignore)
-
-

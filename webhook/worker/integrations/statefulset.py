@@ -74,8 +74,14 @@ def is_enabled(config: Configuration) -> bool:
 
 
 def _owner_ref(sts: Obj) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": KIND, "name": o.name(sts), "uid": o.meta(sts).get("uid", ""),
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": o.name(sts),
+        "uid": o.meta(sts).get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _controlled_by_statefulset(pod: Obj) -> str | None:
@@ -96,7 +102,11 @@ def _gates_without_kueue(pod: Obj) -> list[Any]:
 def plan_pod(pod: Obj, sts: Obj | None, opts: Options) -> list[ja.JobAction]:
     """A pod of a managed StatefulSet: released when done, else made a member of the StatefulSet's group."""
     if is_terminated(pod) or o.is_deleting(pod):
-        return [ja.RemovePodFinalizer(pod=pod_ref(pod))] if c.POD_FINALIZER in (o.meta(pod).get("finalizers") or ()) else []
+        return (
+            [ja.RemovePodFinalizer(pod=pod_ref(pod))]
+            if c.POD_FINALIZER in (o.meta(pod).get("finalizers") or ())
+            else []
+        )
     if sts is None or _controlled_by_statefulset(pod) != o.name(sts):
         return []
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
@@ -144,9 +154,18 @@ def _ungate_and_finalize(sts: Obj, pod: Obj) -> list[ja.JobAction]:
     gates = (pod.get("spec") or {}).get("schedulingGates") or []
     remaining = _gates_without_kueue(pod)
     if ungate and len(remaining) != len(gates):
-        out.append(ja.PatchPod(pod=pod_ref(pod), patch={"metadata": {"resourceVersion": o.meta(pod).get("resourceVersion")},
-                                                        "spec": {"schedulingGates": remaining}}))
-    if (ungate or is_terminated(pod) or o.is_deleting(pod)) and c.POD_FINALIZER in (o.meta(pod).get("finalizers") or ()):
+        out.append(
+            ja.PatchPod(
+                pod=pod_ref(pod),
+                patch={
+                    "metadata": {"resourceVersion": o.meta(pod).get("resourceVersion")},
+                    "spec": {"schedulingGates": remaining},
+                },
+            )
+        )
+    if (ungate or is_terminated(pod) or o.is_deleting(pod)) and c.POD_FINALIZER in (
+        o.meta(pod).get("finalizers") or ()
+    ):
         out.append(ja.RemovePodFinalizer(pod=pod_ref(pod)))
     return out
 
@@ -155,8 +174,12 @@ def _construct(sts: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
     """`constructWorkload` + `NewGroupWorkload` + `PrepareWorkloadPriority`."""
     template = (sts.get("spec") or {}).get("template") or {}
     template_meta = template.get("metadata") or {}
-    member = {"metadata": {"annotations": {**(template_meta.get("annotations") or {}), c.ROLE_HASH_ANNOTATION: DEFAULT_POD_SET}},
-              "spec": template.get("spec") or {}}
+    member = {
+        "metadata": {
+            "annotations": {**(template_meta.get("annotations") or {}), c.ROLE_HASH_ANNOTATION: DEFAULT_POD_SET}
+        },
+        "spec": template.get("spec") or {},
+    }
     pod_sets = fast_pod_sets([member], replicas(sts), opts)
     for ps in pod_sets:
         if "topologyRequest" in ps:
@@ -165,8 +188,9 @@ def _construct(sts: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
     wl = new_workload(workload_name_for(sts), owner_like, pod_sets, opts, lookups)
     meta = wl["metadata"]
     meta["labels"] = {c.JOB_UID_LABEL: str(o.meta(sts).get("uid") or "")}
-    meta.setdefault("annotations", {}).update({
-        c.IS_GROUP_WORKLOAD: "true", c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)})
+    meta.setdefault("annotations", {}).update(
+        {c.IS_GROUP_WORKLOAD: "true", c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)}
+    )
     meta["ownerReferences"] = [_owner_ref(sts)]
     return wl
 
@@ -183,40 +207,69 @@ def _plan_workload(sts: Obj, wl: Obj | None, opts: Options, lookups: Lookups, no
     if wl is None:
         if count > 0 and (queue or opts.manage_jobs_without_queue_name):
             new = _construct(sts, opts, lookups)
-            return [ja.CreateWorkload(body=new), ja.RecordEvent(reason=c.JobEventReason.CREATED_WORKLOAD,
-                                                                message=f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}")]
+            return [
+                ja.CreateWorkload(body=new),
+                ja.RecordEvent(
+                    reason=c.JobEventReason.CREATED_WORKLOAD,
+                    message=f"Created Workload: {o.meta(new)['namespace']}/{o.name(new)}",
+                ),
+            ]
         return []
     out: list[ja.JobAction] = []
     uid = o.meta(sts).get("uid")
     owned = any(ref.get("uid") == uid for ref in o.meta(wl).get("ownerReferences") or ())
     if not owned and count > 0:
         refs = [r for r in o.meta(wl).get("ownerReferences") or () if not r.get("controller")]
-        out.append(ja.AdoptWorkload(workload={**wl, "metadata": {**o.meta(wl), "ownerReferences": [*refs, _owner_ref(sts)]}},
-                                    annotations={c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)}))
+        out.append(
+            ja.AdoptWorkload(
+                workload={**wl, "metadata": {**o.meta(wl), "ownerReferences": [*refs, _owner_ref(sts)]}},
+                annotations={c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)},
+            )
+        )
     if count > 0 and (wl.get("spec") or {}).get("queueName", "") != queue:
         out.append(ja.SyncQueueName(workload=wl, queue_name=queue))
     active = (wl.get("spec") or {}).get("active", True) is not False
     if count == 0 and o.has_quota_reservation(wl) and not o.is_finished(wl) and active:
-        conditions = [new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.ON_HOLD_REASON, c.MSG_ON_HOLD, now=now, wl=wl)]
+        conditions = [
+            new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.ON_HOLD_REASON, c.MSG_ON_HOLD, now=now, wl=wl)
+        ]
         if o.is_admitted(wl):
-            conditions.append(new_condition(c.WorkloadCondition.ADMITTED, "False", c.AdmittedReason.NO_RESERVATION,
-                                            c.MSG_NO_RESERVATION, now=now, wl=wl))
+            conditions.append(
+                new_condition(
+                    c.WorkloadCondition.ADMITTED,
+                    "False",
+                    c.AdmittedReason.NO_RESERVATION,
+                    c.MSG_NO_RESERVATION,
+                    now=now,
+                    wl=wl,
+                )
+            )
         out.append(ja.SetWorkloadConditions(workload=wl, conditions=tuple(conditions), clear_admission=True))
     elif count > 0 and _on_hold(wl):
-        cond = new_condition(c.WorkloadCondition.QUOTA_RESERVED, "False", c.PendingReason.PENDING_EVALUATION,
-                             c.MSG_NO_LONGER_ON_HOLD, now=now, wl=wl)
+        cond = new_condition(
+            c.WorkloadCondition.QUOTA_RESERVED,
+            "False",
+            c.PendingReason.PENDING_EVALUATION,
+            c.MSG_NO_LONGER_ON_HOLD,
+            now=now,
+            wl=wl,
+        )
         out.append(ja.SetWorkloadConditions(workload=wl, conditions=(cond,)))
     return out
 
 
-def plan_statefulset(sts: Obj, pods: Sequence[Obj], wl: Obj | None, *, opts: Options, lookups: Lookups,
-                     now: datetime) -> Plan:
+def plan_statefulset(
+    sts: Obj, pods: Sequence[Obj], wl: Obj | None, *, opts: Options, lookups: Lookups, now: datetime
+) -> Plan:
     """One pass for a managed StatefulSet: `pods` are those of its group, `wl` its Workload (None if absent)."""
     out: list[ja.JobAction] = []
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
     if replicas(sts) > 0 and queue:  # `syncQueueLabel`
-        out += [ja.PatchPod(pod=pod_ref(p), patch={"metadata": {"labels": {c.QUEUE_LABEL: queue}}})
-                for p in pods if o.labels(p).get(c.QUEUE_LABEL) != queue]
+        out += [
+            ja.PatchPod(pod=pod_ref(p), patch={"metadata": {"labels": {c.QUEUE_LABEL: queue}}})
+            for p in pods
+            if o.labels(p).get(c.QUEUE_LABEL) != queue
+        ]
     for pod in pods:  # `finalizePods`
         out += _ungate_and_finalize(sts, pod)
     try:
@@ -233,9 +286,17 @@ class StatefulSetReconciler:
     """Watches StatefulSets and their pods in its own cache; reads Workloads, namespaces and priority
     classes from the Manager's `Store`. Keys: `ns/name` of a StatefulSet, `pod/ns/name` of a pod."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
-                 stop: threading.Event, workers: int = 2,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        *,
+        stop: threading.Event,
+        workers: int = 2,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self.kube = kube
         self.store = store
         self.cache = Store()
@@ -243,15 +304,20 @@ class StatefulSetReconciler:
         self.opts = Options.from_config(config)
         self.stop = stop
         self.clock = clock
-        integration = Integration(api_version=API_VERSION, kind=KIND, resource="statefulsets", controller_name=CONTROLLER_NAME)
+        integration = Integration(
+            api_version=API_VERSION, kind=KIND, resource="statefulsets", controller_name=CONTROLLER_NAME
+        )
         self.executor = JobExecutor(kube, store, config, recorder, integration, clock=clock)
         self.queue: WorkQueue[object] = WorkQueue("statefulsets", self.reconcile, workers=workers, stop=stop)
 
     def start(self) -> None:
-        for kind, api_version, query in (("statefulsets", API_VERSION, None),
-                                         ("pods", "v1", {"labelSelector": POD_LABEL_SELECTOR})):
-            threading.Thread(target=self._inform, args=(kind, api_version, query), name=f"informer-sts-{kind}",
-                             daemon=True).start()
+        for kind, api_version, query in (
+            ("statefulsets", API_VERSION, None),
+            ("pods", "v1", {"labelSelector": POD_LABEL_SELECTOR}),
+        ):
+            threading.Thread(
+                target=self._inform, args=(kind, api_version, query), name=f"informer-sts-{kind}", daemon=True
+            ).start()
         self.queue.start()
 
     def _inform(self, kind: str, api_version: str, query: Mapping[str, Any] | None) -> None:
@@ -298,20 +364,25 @@ class StatefulSetReconciler:
             return False
         ns = self.store.get("namespaces", str(o.meta(sts).get("namespace") or ""))
         labels = ((ns or {}).get("metadata") or {}).get("labels") or {}
-        return ns is not None and selector.matches(self.config.managed_jobs_namespace_selector, labels, nil_matches=True)
+        return ns is not None and selector.matches(
+            self.config.managed_jobs_namespace_selector, labels, nil_matches=True
+        )
 
     def _lookups(self) -> Lookups:
         return Lookups(
-            workload_priority_classes={w["metadata"]["name"]: int(w.get("value") or 0)
-                                       for w in self.store.list("workloadpriorityclasses")},
-            priority_classes={p["metadata"]["name"]: (int(p.get("value") or 0), bool(p.get("globalDefault")))
-                              for p in self.store.list("priorityclasses")},
+            workload_priority_classes={
+                w["metadata"]["name"]: int(w.get("value") or 0) for w in self.store.list("workloadpriorityclasses")
+            },
+            priority_classes={
+                p["metadata"]["name"]: (int(p.get("value") or 0), bool(p.get("globalDefault")))
+                for p in self.store.list("priorityclasses")
+            },
         )
 
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
         now = self.clock()
         if key.startswith(_POD_KEY):
-            pod = self.cache.get("pods", key[len(_POD_KEY):])
+            pod = self.cache.get("pods", key[len(_POD_KEY) :])
             if pod is None:
                 return
             owner = _controlled_by_statefulset(pod)
@@ -325,8 +396,14 @@ class StatefulSetReconciler:
             ns = str(o.meta(sts).get("namespace") or "")
             wl_name = workload_name_for(sts)
             pods = [p for p in self.cache.list("pods", ns) if group_name(p, self.opts) == wl_name]
-            p = plan_statefulset(sts, pods, self.store.get("workloads", f"{ns}/{wl_name}"), opts=self.opts,
-                                 lookups=self._lookups(), now=now)
+            p = plan_statefulset(
+                sts,
+                pods,
+                self.store.get("workloads", f"{ns}/{wl_name}"),
+                opts=self.opts,
+                lookups=self._lookups(),
+                now=now,
+            )
             job = {**sts, "apiVersion": API_VERSION, "kind": KIND}  # the object its events name
         execute_plan(self.executor, key, job, p, now, settled=lambda key, uid: None)
         end_plan(key, KIND, p)

@@ -308,5 +308,10 @@ JobAction = (
 def expected_uids(actions: Iterable[JobAction]) -> set[str]:
     """UIDs of the pods a run of `actions` deletes or releases as `expected` (what a group's
     expectations wait to observe)."""
-    return {str(o_uid) for act in actions if isinstance(act, DeletePod | RemovePodFinalizer) and act.expected
-            and (o_uid := (act.pod.get("metadata") or {}).get("uid"))}
+    return {
+        str(o_uid)
+        for act in actions
+        if isinstance(act, DeletePod | RemovePodFinalizer)
+        and act.expected
+        and (o_uid := (act.pod.get("metadata") or {}).get("uid"))
+    }

@@ -37,8 +37,17 @@ Obj = Mapping[str, Any]
 class PlanFunc(Protocol):
     """One reconcile of an integration's job (`obj` None: it is gone)."""
 
-    def __call__(self, obj: Obj | None, workloads: Sequence[Obj], /, *, namespace_labels: Mapping[str, str] | None,
-                 config: Configuration, store: Store | None = None, now: datetime | None = None) -> Plan: ...
+    def __call__(
+        self,
+        obj: Obj | None,
+        workloads: Sequence[Obj],
+        /,
+        *,
+        namespace_labels: Mapping[str, str] | None,
+        config: Configuration,
+        store: Store | None = None,
+        now: datetime | None = None,
+    ) -> Plan: ...
 
 
 class JobSource(Protocol):
@@ -71,8 +80,11 @@ class OwnedJobs:
         if kind == self.integration.resource:
             return (o.key(obj),)
         if kind == "workloads":
-            return [f"{o.namespace(obj)}/{ref.get('name')}" for ref in o.owner_references(obj)
-                    if ref.get("controller") and ref.get("kind") == self.integration.kind]
+            return [
+                f"{o.namespace(obj)}/{ref.get('name')}"
+                for ref in o.owner_references(obj)
+                if ref.get("controller") and ref.get("kind") == self.integration.kind
+            ]
         return ()
 
     def plan(self, key: str, now: datetime) -> tuple[Obj | None, Plan]:
@@ -80,13 +92,17 @@ class OwnedJobs:
         job = self.store.get(self.integration.resource, key)
         ns_obj = self.store.get("namespaces", ns)
         ns_labels = None if ns_obj is None else o.labels(ns_obj)
-        return job, self.plan_job(job, self.owned(ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now)
+        return job, self.plan_job(
+            job, self.owned(ns, name), namespace_labels=ns_labels, config=self.config, store=self.store, now=now
+        )
 
     def settled(self, key: str, uid: str) -> None:
         """A single-object job expects no pod releases."""
 
     def owned(self, ns: str, name: str) -> list[dict[str, Any]]:
-        return owned_workloads(self.store, ns, name, api_version=self.integration.api_version, kind=self.integration.kind)
+        return owned_workloads(
+            self.store, ns, name, api_version=self.integration.api_version, kind=self.integration.kind
+        )
 
 
 class GenericJobReconciler:
@@ -95,10 +111,21 @@ class GenericJobReconciler:
     later look (the deactivation retention period; default: this reconciler's queue); `on_ready`
     sees Workloads whose PodsReady turned True/Started."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, integration: Integration,
-                 source: JobSource, *, on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), workers: int = 4,
-                 requeue_after: Callable[[str, float], None] | None = None, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        integration: Integration,
+        source: JobSource,
+        *,
+        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        workers: int = 4,
+        requeue_after: Callable[[str, float], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.kube = kube
         self.store = store
         self.config = config
@@ -107,10 +134,14 @@ class GenericJobReconciler:
         self.clock = clock
         self.integration = integration
         self.source = source
-        self.queue: WorkQueue[object] = WorkQueue(integration.resource, self.reconcile, workers=workers, stop=stop or threading.Event())
+        self.queue: WorkQueue[object] = WorkQueue(
+            integration.resource, self.reconcile, workers=workers, stop=stop or threading.Event()
+        )
         self.requeue_after = requeue_after if requeue_after is not None else self.queue.add_after
         self.ungater = elastic.Ungater(kube, clock=clock)
-        self.executor = JobExecutor(kube, store, config, recorder, integration, on_ready=on_ready, settled=source.settled, clock=clock)
+        self.executor = JobExecutor(
+            kube, store, config, recorder, integration, on_ready=on_ready, settled=source.settled, clock=clock
+        )
 
     def start(self) -> None:
         self.queue.start()
@@ -126,23 +157,37 @@ class GenericJobReconciler:
         if current is None and job is not None:
             return  # the job is gone
         # Elastic jobs (workload slices) are single objects: their new pods are ungated here.
-        if current is not None and not p.error and isinstance(self.source, OwnedJobs) \
-                and workload_slices.is_elastic(current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)) \
-                and not self.integration.job(current).is_suspended():
+        if (
+            current is not None
+            and not p.error
+            and isinstance(self.source, OwnedJobs)
+            and workload_slices.is_elastic(
+                current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+            )
+            and not self.integration.job(current).is_suspended()
+        ):
             self.ungater.ungate(current, self.source.owned(o.namespace(current), o.name(current)))
         if p.requeue_after is not None and self.requeue_after is not None:
             self.requeue_after(key, p.requeue_after)
         end_plan(key, self.integration.kind, p)
 
 
-def execute_plan(executor: JobExecutor, key: str, job: Obj | None, plan: Plan, now: datetime, *,
-                 settled: Callable[[str, str], None]) -> Obj | None:
+def execute_plan(
+    executor: JobExecutor, key: str, job: Obj | None, plan: Plan, now: datetime, *, settled: Callable[[str, str], None]
+) -> Obj | None:
     """Carry `plan` out for `key` in order; returns the newest copy of the job (None: it is gone).
     A failed write ends the pass with `Retry`, telling `settled` of the expected pod releases it
     did not get to (no watch event will report them)."""
     if plan.steps:
-        log.info("reconciling job", extra={"object": key, "kind": executor.integration.kind, "decision": plan.action,
-                                           "steps": ",".join(s.name for s in plan.steps)})
+        log.info(
+            "reconciling job",
+            extra={
+                "object": key,
+                "kind": executor.integration.kind,
+                "decision": plan.action,
+                "steps": ",".join(s.name for s in plan.steps),
+            },
+        )
     current = job
     for i, step in enumerate(plan.steps):
         try:
@@ -152,7 +197,10 @@ def execute_plan(executor: JobExecutor, key: str, job: Obj | None, plan: Plan, n
                 settled(key, uid)
             if isinstance(exc, Retry):
                 raise
-            log.warning("reconcile write failed", extra={"object": key, "action": step.name, "status": exc.status, "error": str(exc)})
+            log.warning(
+                "reconcile write failed",
+                extra={"object": key, "action": step.name, "status": exc.status, "error": str(exc)},
+            )
             raise Retry(0.2, f"{step.name}: {exc}") from exc
         if current is None and job is not None:
             return None

@@ -76,10 +76,18 @@ class JobExecutor:
     turned True/Started (the ready-wait-time metrics); `settled(key, uid)` hears of every
     `expected` pod whose release no watch event will report (already gone or released)."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, integration: Integration, *,
-                 on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-                 settled: Callable[[str, str], None] = lambda key, uid: None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        integration: Integration,
+        *,
+        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+        settled: Callable[[str, str], None] = lambda key, uid: None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self.kube = kube
         self.store = store
         self.config = config
@@ -130,7 +138,10 @@ class JobExecutor:
 
     def _finish(self, wl: Obj, reason: str, message: str, now: datetime) -> None:
         finish_workload(self.kube, self.store, self._wl_path(wl), reason, message, now)
-        log.info("workload finished", extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason})
+        log.info(
+            "workload finished",
+            extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason},
+        )
 
     def _remove_finalizer(self, wl: Obj) -> None:
         try:
@@ -224,7 +235,10 @@ class JobExecutor:
             current = self._patch_job(key, current, restore)
         if current is None:
             return None
-        log.info("stopped job", extra={"object": key, "kind": self.integration.kind, "decision": "Stopped", "reason": step.reason})
+        log.info(
+            "stopped job",
+            extra={"object": key, "kind": self.integration.kind, "decision": "Stopped", "reason": step.reason},
+        )
         if stopped_now:
             self._emit(current, "Normal", c.JobEventReason.STOPPED, step.message)
         return current
@@ -240,8 +254,13 @@ class JobExecutor:
         except k.NotFound:
             return job
         self.store.delete("workloads", o.key(step.workload))
-        log.info("deleted workload", extra={"object": o.key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"})
-        self._emit(job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}")
+        log.info(
+            "deleted workload",
+            extra={"object": o.key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"},
+        )
+        self._emit(
+            job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}"
+        )
         return job
 
     def _do_update_workload(self, key: str, job: Obj, step: ja.UpdateWorkloadSpec, now: datetime) -> Obj:
@@ -256,7 +275,9 @@ class JobExecutor:
     def _do_adopt(self, key: str, job: Obj, step: ja.AdoptWorkload, now: datetime) -> Obj:
         """`EnsurePrebuiltWorkloadOwnership`: the Job becomes the prebuilt Workload's controller."""
         assert step.workload is not None
-        patch: dict[str, Any] = {"metadata": {"ownerReferences": list(o.meta(step.workload).get("ownerReferences") or ())}}
+        patch: dict[str, Any] = {
+            "metadata": {"ownerReferences": list(o.meta(step.workload).get("ownerReferences") or ())}
+        }
         if step.labels:
             patch["metadata"]["labels"] = dict(step.labels)
         if step.annotations:
@@ -266,7 +287,9 @@ class JobExecutor:
 
     def _do_update_priority(self, key: str, job: Obj, step: ja.UpdatePriority, now: datetime) -> Obj:
         assert step.workload is not None
-        self._patch_workload(step.workload, {"spec": {"priorityClassRef": step.priority_class_ref, "priority": step.priority}})
+        self._patch_workload(
+            step.workload, {"spec": {"priorityClassRef": step.priority_class_ref, "priority": step.priority}}
+        )
         return job
 
     def _do_update_gated_by(self, key: str, job: Obj, step: ja.UpdateAdmissionGatedBy, now: datetime) -> Obj:
@@ -292,7 +315,10 @@ class JobExecutor:
             raise Retry(0.2, f"workload {o.key(wl)} already exists") from exc
         self.store.put("workloads", created)
         reporter.workload_created(self.integration.kind, job, created)
-        log.info("created workload", extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"})
+        log.info(
+            "created workload",
+            extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"},
+        )
         return job
 
     def _do_update_reclaimable(self, key: str, job: Obj, step: ja.UpdateReclaimablePods, now: datetime) -> Obj:
@@ -307,7 +333,10 @@ class JobExecutor:
                 status.pop("reclaimablePods", None)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
-        log.info("updated reclaimable pods", extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted})
+        log.info(
+            "updated reclaimable pods",
+            extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted},
+        )
         return job
 
     def _do_pods_ready(self, key: str, job: Obj, step: ja.SetPodsReady, now: datetime) -> Obj:
@@ -315,14 +344,32 @@ class JobExecutor:
         cond = step.condition
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            set_condition(status, {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message}, now, _generation(obj))
+            set_condition(
+                status,
+                {"type": cond.type, "status": cond.status, "reason": cond.reason, "message": cond.message},
+                now,
+                _generation(obj),
+            )
 
         written = update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
         # Only the first start is timed; a recovery (`Recovered`) is not.
-        if written is not None and cond.status == "True" and cond.reason == c.PodsReadyReason.STARTED and self.on_ready is not None:
+        if (
+            written is not None
+            and cond.status == "True"
+            and cond.reason == c.PodsReadyReason.STARTED
+            and self.on_ready is not None
+        ):
             self.on_ready(written, now)
-        log.info("pods ready condition", extra={"object": o.key(step.workload), "kind": "Workload",
-                                                 "decision": "PodsReady", "status": cond.status, "reason": cond.reason})
+        log.info(
+            "pods ready condition",
+            extra={
+                "object": o.key(step.workload),
+                "kind": "Workload",
+                "decision": "PodsReady",
+                "status": cond.status,
+                "reason": cond.reason,
+            },
+        )
         return job
 
     def _do_clear_reservation(self, key: str, job: Obj, step: ja.ClearReservation, now: datetime) -> Obj:
@@ -331,12 +378,20 @@ class JobExecutor:
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             requeued = "True" if step.requeue else "False"
-            cond = {"type": c.WorkloadCondition.REQUEUED, "status": requeued, "reason": step.reason, "message": step.message}
+            cond = {
+                "type": c.WorkloadCondition.REQUEUED,
+                "status": requeued,
+                "reason": step.reason,
+                "message": step.message,
+            }
             set_condition(status, cond, now, _generation(obj))
             unset_quota_reservation(status, c.PendingReason.PENDING_EVALUATION, step.message, now, _generation(obj))
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
-        log.info("reservation cleared", extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason})
+        log.info(
+            "reservation cleared",
+            extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason},
+        )
         return job
 
     def _do_delete_job(self, key: str, job: Obj, step: ja.DeleteJob, now: datetime) -> Obj | None:
@@ -354,10 +409,12 @@ class JobExecutor:
         wl = self._latest(step.workload)
         try:
             patch = self.integration.job(job).run_with_pod_sets_info(
-                wl, {rf["metadata"]["name"]: rf for rf in self.store.list("resourceflavors")},
+                wl,
+                {rf["metadata"]["name"]: rf for rf in self.store.list("resourceflavors")},
                 tas=self.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
-                                assign_queue_labels=self.config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
-                elastic=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+                assign_queue_labels=self.config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+                elastic=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+            )
         except StartConflict as exc:
             self._finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)
             return job
@@ -367,7 +424,10 @@ class JobExecutor:
         if out is None:
             return None
         cq = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
-        log.info("started job", extra={"object": key, "kind": self.integration.kind, "decision": "Started", "cluster_queue": cq})
+        log.info(
+            "started job",
+            extra={"object": key, "kind": self.integration.kind, "decision": "Started", "cluster_queue": cq},
+        )
         self._emit(out, "Normal", c.JobEventReason.STARTED, f"Admitted by clusterQueue {cq}")
         return out
 
@@ -394,8 +454,14 @@ class JobExecutor:
                 status.pop("admission", None)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
-        log.info("workload conditions", extra={"object": o.key(step.workload), "kind": "Workload",
-                                                "conditions": ",".join(str(cd.get("type")) for cd in step.conditions)})
+        log.info(
+            "workload conditions",
+            extra={
+                "object": o.key(step.workload),
+                "kind": "Workload",
+                "conditions": ",".join(str(cd.get("type")) for cd in step.conditions),
+            },
+        )
         return job
 
     # -- a composable job's pods --------------------------------------------------------------------
@@ -411,8 +477,9 @@ class JobExecutor:
             # a negative span (clock skew against the API server's transition time) counts as 0.
             g = step.gate_removal
             done = self.clock() if self.clock is not None else now
-            m.POD_SCHEDULING_GATE_REMOVAL.labels(c.ADMISSION_GATE, g.cluster_queue, "true" if g.is_group else "false", ROLE).observe(
-                max(0.0, (done - g.admitted_at).total_seconds()))
+            m.POD_SCHEDULING_GATE_REMOVAL.labels(
+                c.ADMISSION_GATE, g.cluster_queue, "true" if g.is_group else "false", ROLE
+            ).observe(max(0.0, (done - g.admitted_at).total_seconds()))
         log.info("started pod", extra={"object": o.key(step.pod), "kind": "Pod", "job": key, "decision": "Started"})
         return job
 
@@ -420,11 +487,20 @@ class JobExecutor:
         """Server-side apply of the TerminationTarget condition (field manager `kueue`), then the
         delete; a pod gone meanwhile is left alone."""
         meta = o.meta(step.pod)
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
-                "status": {"conditions": [dict(step.condition)]}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")},
+            "status": {"conditions": [dict(step.condition)]},
+        }
         try:
-            self.kube.request("PATCH", _pod_path(step.pod) + "/status", body=body, content_type="application/apply-patch+yaml",
-                              query={"fieldManager": "kueue", "force": "true"})
+            self.kube.request(
+                "PATCH",
+                _pod_path(step.pod) + "/status",
+                body=body,
+                content_type="application/apply-patch+yaml",
+                query={"fieldManager": "kueue", "force": "true"},
+            )
         except k.NotFound:
             return job
         self._delete_pod(step.pod)
@@ -468,7 +544,9 @@ class JobExecutor:
             if c.POD_FINALIZER not in finalizers:
                 return False
             remaining = [f for f in finalizers if f != c.POD_FINALIZER]
-            patch = {"metadata": {"finalizers": remaining or None, "resourceVersion": o.meta(obj).get("resourceVersion")}}
+            patch = {
+                "metadata": {"finalizers": remaining or None, "resourceVersion": o.meta(obj).get("resourceVersion")}
+            }
             try:
                 out = self.kube.patch(path, patch)
             except k.NotFound:
@@ -485,4 +563,3 @@ class JobExecutor:
 
 def _pod_path(pod: Obj) -> str:
     return k.object_path("v1", "pods", o.namespace(pod), o.name(pod))
-

@@ -92,8 +92,9 @@ class GenericJob(Protocol):
         """A status patch `Stop` needs before the templates may change (None: none)."""
         ...
 
-    def run_with_pod_sets_info(self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
-                               elastic: bool) -> dict[str, Any]:
+    def run_with_pod_sets_info(
+        self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool, elastic: bool
+    ) -> dict[str, Any]:
         """The merge patch that starts the job with the admitted `wl`'s pod-set info
         (`RunWithPodSetsInfo`); raises `StartConflict`, or `podset.FlavorNotFound` while a flavor
         is not known yet."""

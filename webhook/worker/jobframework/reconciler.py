@@ -118,8 +118,9 @@ class PriorityClassNotFound(Exception):
         self.workload_class = workload_class
 
 
-def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj],
-                     pod_sets: Sequence[Obj] | None = None) -> Priority:
+def resolve_priority(
+    job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj], pod_sets: Sequence[Obj] | None = None
+) -> Priority:
     """`ExtractPriority`: the WorkloadPriorityClass label, else the podSets' (default: the Job
     template's) PriorityClass, else the lowest global default."""
     name = o.labels(job).get(c.PRIORITY_CLASS_LABEL)
@@ -127,13 +128,23 @@ def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj
         if name not in wpcs:
             raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', workload_class=True)
         return Priority(wpcs[name], {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": name})
-    templates = [ps.get("template") or {} for ps in pod_sets] if pod_sets is not None else [(job.get("spec") or {}).get("template") or {}]
-    pc_name = next((str(t["spec"]["priorityClassName"]) for t in templates if (t.get("spec") or {}).get("priorityClassName")), "")
+    templates = (
+        [ps.get("template") or {} for ps in pod_sets]
+        if pod_sets is not None
+        else [(job.get("spec") or {}).get("template") or {}]
+    )
+    pc_name = next(
+        (str(t["spec"]["priorityClassName"]) for t in templates if (t.get("spec") or {}).get("priorityClassName")), ""
+    )
     if pc_name:
         pc = pcs.get(pc_name)
         if pc is None:
-            raise PriorityClassNotFound(f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', workload_class=False)
-        return Priority(int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name})
+            raise PriorityClassNotFound(
+                f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', workload_class=False
+            )
+        return Priority(
+            int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name}
+        )
     defaults = sorted((int(p.get("value") or 0), n) for n, p in pcs.items() if p.get("globalDefault"))
     if defaults:
         value, n = defaults[0]
@@ -141,7 +152,9 @@ def resolve_priority(job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj
     return Priority()
 
 
-def build_workload(gj: GenericJob, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()) -> dict[str, Any]:
+def build_workload(
+    gj: GenericJob, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
+) -> dict[str, Any]:
     """The Workload for a top-level job (`ConstructWorkload` in `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after
     the Job's generation, that replaces the one unfinished slice in `slices` if there is one
     (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
@@ -197,8 +210,14 @@ def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
 
 
 def _owner_ref(gj: GenericJob) -> dict[str, Any]:
-    return {"apiVersion": gj.api_version, "kind": gj.kind, "name": o.name(gj.obj), "uid": o.uid(gj.obj),
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": gj.api_version,
+        "kind": gj.kind,
+        "name": o.name(gj.obj),
+        "uid": o.uid(gj.obj),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def pods_ready_condition(gj: GenericJob, wl: Obj) -> ConditionValue | None:
@@ -227,8 +246,12 @@ def _limit_to_pod_set_sizes(wl: Obj, reclaimable: Sequence[Mapping[str, Any]]) -
 def _owned_by_single_pod(wl: Obj) -> bool:
     """`OwnedBySinglePod`: a plain Pod's Workload (not a group's)."""
     owners = o.meta(wl).get("ownerReferences") or []
-    return (len(owners) == 1 and o.annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
-            and owners[0].get("kind") == "Pod" and owners[0].get("apiVersion") == "v1")
+    return (
+        len(owners) == 1
+        and o.annotations(wl).get(c.IS_GROUP_WORKLOAD) != "true"
+        and owners[0].get("kind") == "Pod"
+        and owners[0].get("apiVersion") == "v1"
+    )
 
 
 class _Reads:
@@ -259,16 +282,22 @@ def equivalent(gj: GenericJob, wl: Obj, *, config: Configuration, flavors: Mappi
     owner = o.controller_of(wl) or {}
     if owner.get("name") != o.meta(job).get("name"):
         return False
-    if config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS) and (owner.get("uid") or "") != (o.meta(job).get("uid") or ""):
+    if config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS) and (owner.get("uid") or "") != (
+        o.meta(job).get("uid") or ""
+    ):
         return False
     if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_execution_time_seconds(job):
         return False
     job_sets = gj.pod_sets(partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION))
     ignore = o.is_admitted(wl)
     wl_sets = (wl.get("spec") or {}).get("podSets") or []
-    running = podset.expected_running_pod_sets(wl, flavors, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
-                                               assign_queue_labels=config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
-                                               elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+    running = podset.expected_running_pod_sets(
+        wl,
+        flavors,
+        tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+        assign_queue_labels=config.feature_enabled(Feature.ASSIGN_QUEUE_LABELS_FOR_PODS),
+        elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+    )
     if running is not None:
         if podset.same_pod_sets(job_sets, running, ignore_tolerations=ignore):
             return True
@@ -278,7 +307,9 @@ def equivalent(gj: GenericJob, wl: Obj, *, config: Configuration, flavors: Mappi
 
 def prebuilt_workload_name(job: Obj, config: Configuration) -> str:
     """`PrebuiltWorkloadNameFor` (`webhook.api.jobs`), under this Configuration's gates."""
-    return jobs.prebuilt_workload_name(job, identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS))
+    return jobs.prebuilt_workload_name(
+        job, identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +352,9 @@ class _Planner:
         self.now = now
         self.steps: list[ja.JobAction] = []
         self.requeue_after: float | None = None
-        self.elastic = workload_slices.is_elastic(gj.obj, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+        self.elastic = workload_slices.is_elastic(
+            gj.obj, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
+        )
         # Slices this plan finishes; a new slice replaces only what is left unfinished.
         self.finishing: set[str] = set()
         self.workloads: Sequence[Obj] = ()
@@ -346,14 +379,24 @@ class _Planner:
         if isinstance(self.gj, ComposableJob):
             self.steps.extend(self.gj.stop(wl, reason, message))
             return
-        if self.gj.is_suspended() and not (self.job.get("status") or {}).get("startTime") and self.gj.restore_pod_sets_info(wl) is None:
+        if (
+            self.gj.is_suspended()
+            and not (self.job.get("status") or {}).get("startTime")
+            and self.gj.restore_pod_sets_info(wl) is None
+        ):
             return
         self.add(ja.StopJob(workload=wl, reason=reason, message=message))
 
     def priority(self, pod_sets: Sequence[Obj] | None = None) -> Priority:
         try:
-            return resolve_priority(self.job, wpcs=self.reads.wpcs, pcs=self.reads.pcs, pod_sets=pod_sets if pod_sets is not None
-                                    else self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)))
+            return resolve_priority(
+                self.job,
+                wpcs=self.reads.wpcs,
+                pcs=self.reads.pcs,
+                pod_sets=pod_sets
+                if pod_sets is not None
+                else self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
+            )
         except PriorityClassNotFound as exc:
             if exc.workload_class:
                 self.event(c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, str(exc), warning=True)
@@ -367,8 +410,9 @@ class _Planner:
         if not isinstance(self.gj, ComposableJob) and prebuilt_workload_name(self.job, self.config):
             return self.prebuilt(prebuilt)
         if self.elastic:
-            decision = workload_slices.ensure_slices(self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
-                                                     workloads)
+            decision = workload_slices.ensure_slices(
+                self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)), workloads
+            )
             for old, reason, message in decision.finish:
                 self.add(ja.FinishWorkload(workload=old, reason=reason, message=message))
                 self.finishing.add(o.key(old))
@@ -393,14 +437,15 @@ class _Planner:
             to_update, to_delete = to_delete[0], to_delete[1:]
         if match is None and not self.gj.is_suspended() and self.gj.finished() is None:
             if len(to_delete) == 1:
-                self.stop(to_delete[0], c.StopReason.NO_MATCHING_WORKLOAD,
-                          c.MSG_NO_MATCHING_WORKLOAD)
+                self.stop(to_delete[0], c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_NO_MATCHING_WORKLOAD)
             else:
                 self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_WORKLOAD)
         for wl in to_delete:
             self.add(ja.DeleteWorkload(workload=wl))
         if any(not o.is_deleting(wl) for wl in to_delete):
-            raise self.fail(f"{'no matching workloads' if match is None else 'extra workloads'}: deleted {len(to_delete)} workloads")
+            raise self.fail(
+                f"{'no matching workloads' if match is None else 'extra workloads'}: deleted {len(to_delete)} workloads"
+            )
         if to_update is not None:
             return self.update_to_match(to_update)
         if match is not None:
@@ -445,7 +490,9 @@ class _Planner:
         if self.elastic and workload_slices.replacement_for(wl) is not None:
             return wl  # a scale-up slice is not compared with the Job until it is synced
         if not self.equivalent(wl):
-            self.add(ja.FinishWorkload(workload=wl, reason=c.FinishedReason.OUT_OF_SYNC, message=c.MSG_PREBUILT_OUT_OF_SYNC))
+            self.add(
+                ja.FinishWorkload(workload=wl, reason=c.FinishedReason.OUT_OF_SYNC, message=c.MSG_PREBUILT_OUT_OF_SYNC)
+            )
             return None
         return wl
 
@@ -575,13 +622,17 @@ class _Planner:
         if o.has_quota_reservation(wl) and not self.gj.is_active():
             # A pod-owned Workload dies with its pod: requeuing it would place nothing.
             requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES) and not (
-                self.config.feature_enabled(Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS) and _owned_by_single_pod(wl))
+                self.config.feature_enabled(Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS)
+                and _owned_by_single_pod(wl)
+            )
             self.add(ja.ClearReservation(workload=wl, reason=reason, message=message, requeue=requeue))
         retention = self.config.object_retention_policies.workloads.after_deactivated_by_kueue_s
         active = (wl.get("spec") or {}).get("active", True)
         if retention is None or active or not reason.startswith(f"{c.EvictionReason.DEACTIVATED}DueTo"):
             return
-        since = datetime.fromisoformat(str(cond.get("lastTransitionTime"))) if cond.get("lastTransitionTime") else self.now
+        since = (
+            datetime.fromisoformat(str(cond.get("lastTransitionTime"))) if cond.get("lastTransitionTime") else self.now
+        )
         left = (since - self.now).total_seconds() + retention
         if left > 0:
             self.requeue_after = left
@@ -604,7 +655,6 @@ class _Planner:
         queue = o.labels(self.job).get(c.QUEUE_LABEL, "")
         if queue != (wl.get("spec") or {}).get("queueName", ""):
             self.add(ja.SyncQueueName(workload=wl, queue_name=queue))
-
 
     def start(self, wl: Obj) -> None:
         """`startJob`: a composable job's members are started by its own pod actions; a start that
@@ -631,20 +681,30 @@ def plan_child(gj: GenericJob, ancestor_workloads: Sequence[Obj], *, elastic: bo
     if gj.finished() is not None or gj.is_suspended():
         return Plan()
     live = workload_slices.not_finished(ancestor_workloads)
-    if live and (not o.is_condition_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else o.is_admitted(live[-1])):
+    if live and (
+        not o.is_condition_true(live[-1], c.WorkloadCondition.EVICTED) if elastic else o.is_admitted(live[-1])
+    ):
         return Plan()
-    return Plan((ja.SuspendChild(), ja.RecordEvent(reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED)))
+    return Plan(
+        (ja.SuspendChild(), ja.RecordEvent(reason=c.JobEventReason.SUSPENDED, message=c.MSG_CHILD_JOB_SUSPENDED))
+    )
 
 
 def plan_finalize(workloads: Sequence[Obj], config: Configuration) -> Plan:
     """The job is gone or being deleted (`finalizeWorkloads`): release every Workload it owned,
     finishing the orphans it controlled first when FinishOrphanedWorkloads is on."""
     finish = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
-    return Plan(tuple(ja.Finalize(workload=wl, finish=finish and not o.is_deleting(wl) and o.controller_of(wl) is not None)
-                      for wl in workloads))
+    return Plan(
+        tuple(
+            ja.Finalize(workload=wl, finish=finish and not o.is_deleting(wl) and o.controller_of(wl) is not None)
+            for wl in workloads
+        )
+    )
 
 
-def plan_top_level(gj: GenericJob, workloads: Sequence[Obj], *, config: Configuration, store: Store, now: datetime) -> Plan:
+def plan_top_level(
+    gj: GenericJob, workloads: Sequence[Obj], *, config: Configuration, store: Store, now: datetime
+) -> Plan:
     """`ReconcileGenericJob` for a job no managed ancestor owns. `workloads` are those its
     ownerReferences name (`owned_workloads`); `store` is read for everything else (flavors,
     priority classes, the prebuilt Workload)."""

@@ -74,7 +74,7 @@ def variant_name(parent: str, parent_uid: str, flavor: str, *, short: bool = Fal
     """`<parent without its hash>-variant-<flavor>` cut to the prefix limit, `-`, then 5 hex of
     SHA-1 over the parent's name and UID and the flavor. Upstream hashes the parent's
     GroupVersionKind too, which its typed client leaves empty, hence the two empty lines."""
-    prefix = f"{parent[:parent.rfind('-')]}-variant-{flavor}"[:_SHORT_MAX_PREFIX if short else _MAX_PREFIX]
+    prefix = f"{parent[: parent.rfind('-')]}-variant-{flavor}"[: _SHORT_MAX_PREFIX if short else _MAX_PREFIX]
     digest = hashlib.sha1(f"\n\n{parent}\n{parent_uid}\n{flavor}".encode()).hexdigest()[:5]
     return f"{prefix}-{digest}"
 
@@ -157,7 +157,17 @@ class OpenGate(_Step):
     name = "open_gate"
 
 
-VariantStep = CreateVariant | DeleteVariant | SetVariantActive | EvictWorkload | ClearVariantAdmission | FinishVariant | SetVariantPodsReady | AdmitParent | OpenGate
+VariantStep = (
+    CreateVariant
+    | DeleteVariant
+    | SetVariantActive
+    | EvictWorkload
+    | ClearVariantAdmission
+    | FinishVariant
+    | SetVariantPodsReady
+    | AdmitParent
+    | OpenGate
+)
 """Every write a variant reconcile may plan."""
 
 
@@ -191,8 +201,14 @@ def _admitted(variants: Sequence[Obj]) -> Obj | None:
 
 
 def _gate_state(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return next((g for g in (obj.get("status") or {}).get("preemptionGates") or ()
-                 if g.get("name") == c.CONCURRENT_ADMISSION_PREEMPTION_GATE), None)
+    return next(
+        (
+            g
+            for g in (obj.get("status") or {}).get("preemptionGates") or ()
+            if g.get("name") == c.CONCURRENT_ADMISSION_PREEMPTION_GATE
+        ),
+        None,
+    )
 
 
 def _stamp(now: datetime) -> str:
@@ -214,8 +230,16 @@ def new_variant(parent: Mapping[str, Any], flavor: str, *, short_names: bool = F
         "name": variant_name(str(meta["name"]), str(meta.get("uid") or ""), flavor, short=short_names),
         "namespace": meta["namespace"],
         "annotations": annotations,
-        "ownerReferences": [{"apiVersion": c.V1BETA2, "kind": "Workload", "name": meta["name"], "uid": meta.get("uid") or "",
-                             "controller": True, "blockOwnerDeletion": True}],
+        "ownerReferences": [
+            {
+                "apiVersion": c.V1BETA2,
+                "kind": "Workload",
+                "name": meta["name"],
+                "uid": meta.get("uid") or "",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
     }
     if labels:
         body_meta["labels"] = labels
@@ -225,12 +249,20 @@ def new_variant(parent: Mapping[str, Any], flavor: str, *, short_names: bool = F
 class _Planner:
     """Decides the steps of one reconcile, applying each to its own copies as it goes."""
 
-    def __init__(self, parent: Mapping[str, Any], variants: Sequence[Mapping[str, Any]], cq: ClusterQueueSpec, now: datetime,
-                 short_names: bool) -> None:
+    def __init__(
+        self,
+        parent: Mapping[str, Any],
+        variants: Sequence[Mapping[str, Any]],
+        cq: ClusterQueueSpec,
+        now: datetime,
+        short_names: bool,
+    ) -> None:
         self.parent: Obj = copy.deepcopy(dict(parent))
         self.order = {name: i for i, name in enumerate(cq.resource_groups[0].flavor_names)}
         # Stable, unlike upstream's sort; a flavor no longer listed sorts first, as its missing map key reads 0.
-        self.variants: list[Obj] = sorted((copy.deepcopy(dict(v)) for v in variants), key=lambda v: self.order.get(ca.variant_flavor(v), 0))
+        self.variants: list[Obj] = sorted(
+            (copy.deepcopy(dict(v)) for v in variants), key=lambda v: self.order.get(ca.variant_flavor(v), 0)
+        )
         self.policy = cq.concurrent_admission
         self.flavors = cq.resource_groups[0].flavor_names
         self.now = now
@@ -253,8 +285,12 @@ class _Planner:
         self.steps.append(step)
 
     def _evict(self, wl: Obj, reason: str, message: str) -> None:
-        set_condition(wl.setdefault("status", {}), {"type": _W.EVICTED, "status": "True", "reason": reason, "message": message},
-                      self.now, _gen(wl))
+        set_condition(
+            wl.setdefault("status", {}),
+            {"type": _W.EVICTED, "status": "True", "reason": reason, "message": message},
+            self.now,
+            _gen(wl),
+        )
         self._add(EvictWorkload(target=copy.deepcopy(wl), reason=reason, message=message))
 
     def _clear_admission(self, v: Obj, evicted: Mapping[str, Any]) -> None:
@@ -266,8 +302,14 @@ class _Planner:
         if _is_active(v) == active:
             return
         v.setdefault("spec", {})["active"] = active
-        self._add(SetVariantActive(target=copy.deepcopy(v), reason=_E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT,
-                                   message=message, active=active))
+        self._add(
+            SetVariantActive(
+                target=copy.deepcopy(v),
+                reason=_E.ACTIVATED_VARIANT if active else _E.DEACTIVATED_VARIANT,
+                message=message,
+                active=active,
+            )
+        )
         if active:
             return
         evicted = o.find_condition(v, _W.EVICTED)
@@ -290,7 +332,12 @@ class _Planner:
         for flavor in self.flavors:
             if flavor not in have:
                 # Not added to `variants`: upstream's reconcile goes on with the list it read.
-                self._add(CreateVariant(target=copy.deepcopy(new_variant(self.parent, flavor, short_names=self.short_names)), flavor=flavor))
+                self._add(
+                    CreateVariant(
+                        target=copy.deepcopy(new_variant(self.parent, flavor, short_names=self.short_names)),
+                        flavor=flavor,
+                    )
+                )
 
     def delete_stale_variants(self) -> None:
         fresh = []
@@ -299,8 +346,13 @@ class _Planner:
             if flavor in self.order:
                 fresh.append(v)
             else:
-                self._add(DeleteVariant(target=copy.deepcopy(v), reason=_E.DELETED_VARIANT,
-                                        message=f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue'))
+                self._add(
+                    DeleteVariant(
+                        target=copy.deepcopy(v),
+                        reason=_E.DELETED_VARIANT,
+                        message=f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue',
+                    )
+                )
         self.variants = fresh
 
     def sync_variant_eviction(self) -> bool:
@@ -335,7 +387,11 @@ class _Planner:
         if last is not None:
             for v in self.variants:
                 if v["metadata"]["name"] != admitted["metadata"]["name"] and self.rank(v) > self.order.get(last, 0):
-                    self._set_active(v, False, f'being below lastAcceptableFlavor: "{last}" and another Variant admitted "{_ref(admitted)}"')
+                    self._set_active(
+                        v,
+                        False,
+                        f'being below lastAcceptableFlavor: "{last}" and another Variant admitted "{_ref(admitted)}"',
+                    )
         for v in self.variants:
             if self.rank(v) > self.rank(admitted):
                 self._set_active(v, False, f'being lower priority than admitted Variant "{_ref(admitted)}"')
@@ -357,14 +413,24 @@ class _Planner:
             if last is None:
                 self._set_active(v, True, f'being higher priority than admitted Variant "{_ref(admitted)}"')
             elif self.rank(v) <= self.order.get(last, 0):
-                self._set_active(v, True, f'being at least lastAcceptableFlavor: "{last}" and higher priority than admitted Variant "{_ref(admitted)}"')
+                self._set_active(
+                    v,
+                    True,
+                    f'being at least lastAcceptableFlavor: "{last}" and higher priority than admitted Variant "{_ref(admitted)}"',
+                )
 
     def sync_admission(self) -> None:
         finished = o.find_condition(self.parent, _W.FINISHED)
         if finished is not None and finished.get("status") == "True":
             for v in self.variants:
                 if not o.is_condition_true(v, _W.FINISHED):
-                    self._add(FinishVariant(target=copy.deepcopy(v), reason=str(finished.get("reason") or ""), message=str(finished.get("message") or "")))
+                    self._add(
+                        FinishVariant(
+                            target=copy.deepcopy(v),
+                            reason=str(finished.get("reason") or ""),
+                            message=str(finished.get("message") or ""),
+                        )
+                    )
             return
         admitted = _admitted(self.variants)
         parent_admitted = o.is_condition_true(self.parent, _W.ADMITTED)
@@ -374,12 +440,16 @@ class _Planner:
             return
         ready = o.find_condition(self.parent, _W.PODS_READY)
         current = o.find_condition(admitted, _W.PODS_READY)
-        if ready is not None and (current is None or any(current.get(f) != ready.get(f) for f in ("status", "reason", "message"))):
+        if ready is not None and (
+            current is None or any(current.get(f) != ready.get(f) for f in ("status", "reason", "message"))
+        ):
             self._add(SetVariantPodsReady(target=copy.deepcopy(admitted), condition=dict(ready)))
         if not parent_admitted:
             admission = copy.deepcopy((admitted.get("status") or {}).get("admission") or {})
             message = c.MSG_VARIANT_ADMITTED.format(name=admitted["metadata"]["name"])
-            self._add(AdmitParent(target=copy.deepcopy(self.parent), reason="Admitted", message=message, admission=admission))
+            self._add(
+                AdmitParent(target=copy.deepcopy(self.parent), reason="Admitted", message=message, admission=admission)
+            )
 
     def open_preemption_gate(self) -> timedelta | None:
         """Open the gate of the most preferred variant blocked on it, once no other variant's gate
@@ -388,15 +458,23 @@ class _Planner:
         candidate = _first_candidate(admissible)
         if candidate is None:
             return None
-        opened = [parse_time(s.get("lastTransitionTime")) for v in admissible
-                  if (s := _gate_state(v)) is not None and s.get("position") == "Open"]
+        opened = [
+            parse_time(s.get("lastTransitionTime"))
+            for v in admissible
+            if (s := _gate_state(v)) is not None and s.get("position") == "Open"
+        ]
         latest = max((t for t in opened if t is not None), default=None)
         if latest is not None:
             wait = PREEMPTION_TIMEOUT - (self.now - latest)
             if wait > timedelta(0):
                 return wait
-        self._add(OpenGate(target=copy.deepcopy(candidate), reason=_E.PREEMPTION_UNGATED_VARIANT,
-                           message=f'Opened preemption gate for variant workload "{_ref(candidate)}"'))
+        self._add(
+            OpenGate(
+                target=copy.deepcopy(candidate),
+                reason=_E.PREEMPTION_UNGATED_VARIANT,
+                message=f'Opened preemption gate for variant workload "{_ref(candidate)}"',
+            )
+        )
         return PREEMPTION_TIMEOUT
 
 
@@ -422,12 +500,20 @@ def apply_clear_admission(status: dict[str, Any], reason: str, message: str, now
     """`clearWorkloadAdmission`: Requeued (True after a preemption or node failures) and the
     reservation unset, as the job reconciler does for a Job's evicted Workload."""
     requeued = "True" if reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES) else "False"
-    set_condition(status, {"type": _W.REQUEUED, "status": requeued, "reason": reason, "message": message}, now, generation)
+    set_condition(
+        status, {"type": _W.REQUEUED, "status": requeued, "reason": reason, "message": message}, now, generation
+    )
     unset_quota_reservation(status, c.PendingReason.PENDING_EVALUATION, message, now, generation)
 
 
-def plan(parent: Mapping[str, Any] | None, variants: Sequence[Mapping[str, Any]], cq: ClusterQueueSpec | None, now: datetime, *,
-         short_names: bool = False) -> VariantPlan:
+def plan(
+    parent: Mapping[str, Any] | None,
+    variants: Sequence[Mapping[str, Any]],
+    cq: ClusterQueueSpec | None,
+    now: datetime,
+    *,
+    short_names: bool = False,
+) -> VariantPlan:
     """One reconcile of a parent (`Reconcile`); nothing for a Workload that is not a parent, or whose
     ClusterQueue is unknown or has no resource group."""
     if parent is None or not ca.is_parent(parent) or cq is None or not cq.resource_groups:
@@ -439,15 +525,27 @@ def plan(parent: Mapping[str, Any] | None, variants: Sequence[Mapping[str, Any]]
 
 def parents_for_cluster_queue(store: Store, cluster_queue: str) -> list[str]:
     """Keys of the parents whose LocalQueue routes to `cluster_queue` (`parentsForClusterQueue`)."""
-    routed = {object_key(lq) for lq in store.list("localqueues") if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue}
-    return sorted(object_key(wl) for wl in store.list("workloads")
-                  if ca.is_parent(wl) and f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}" in routed)
+    routed = {
+        object_key(lq)
+        for lq in store.list("localqueues")
+        if (lq.get("spec") or {}).get("clusterQueue") == cluster_queue
+    }
+    return sorted(
+        object_key(wl)
+        for wl in store.list("workloads")
+        if ca.is_parent(wl)
+        and f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}" in routed
+    )
 
 
 def flavors_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     """The flavor names of some resource group changed (`clusterQueueFlavorsChanged`)."""
+
     def names(cq: Mapping[str, Any] | None) -> list[list[str]]:
-        return [[str(f.get("name")) for f in rg.get("flavors") or ()] for rg in ((cq or {}).get("spec") or {}).get("resourceGroups") or ()]
+        return [
+            [str(f.get("name")) for f in rg.get("flavors") or ()]
+            for rg in ((cq or {}).get("spec") or {}).get("resourceGroups") or ()
+        ]
 
     return old is not None and names(old) != names(new)
 
@@ -455,8 +553,16 @@ def flavors_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bo
 class VariantReconciler:
     """Carries out `plan` for one parent key (`namespace/name`) on its own work queue."""
 
-    def __init__(self, kube: k.Kube, store: Store, recorder: events.Recorder, *, stop: threading.Event,
-                 short_names: bool = False, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        recorder: events.Recorder,
+        *,
+        stop: threading.Event,
+        short_names: bool = False,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self.kube = kube
         self.store = store
         self.events = recorder
@@ -490,7 +596,9 @@ class VariantReconciler:
                 self.add(key)
 
     def _cluster_queue(self, wl: Mapping[str, Any]) -> ClusterQueueSpec | None:
-        lq = self.store.get("localqueues", f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}")
+        lq = self.store.get(
+            "localqueues", f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}"
+        )
         cq = self.store.get("clusterqueues", str(((lq or {}).get("spec") or {}).get("clusterQueue") or ""))
         return None if cq is None else parse_cluster_queue(cq, concurrent_admission=True)
 
@@ -499,8 +607,11 @@ class VariantReconciler:
         if parent is None or not ca.is_parent(parent):
             return
         uid = parent["metadata"].get("uid")
-        variants = [wl for wl in self.store.list("workloads", parent["metadata"]["namespace"])
-                    if any(ref.get("uid") == uid for ref in wl["metadata"].get("ownerReferences") or ())]
+        variants = [
+            wl
+            for wl in self.store.list("workloads", parent["metadata"]["namespace"])
+            if any(ref.get("uid") == uid for ref in wl["metadata"].get("ownerReferences") or ())
+        ]
         cq = self._cluster_queue(parent)
         if cq is None:
             raise Retry(1.0, "ClusterQueue of the parent not found")
@@ -545,16 +656,30 @@ class VariantReconciler:
                 assert_never(step)
 
     def _log(self, message: str, step: VariantStep, parent: Mapping[str, Any], **extra: Any) -> None:
-        log.info(message, extra={"object": _ref(step.target), "kind": "Workload", "parent": _ref(parent), "decision": step.name, **extra})
+        log.info(
+            message,
+            extra={
+                "object": _ref(step.target),
+                "kind": "Workload",
+                "parent": _ref(parent),
+                "decision": step.name,
+                **extra,
+            },
+        )
 
     def _do_create(self, step: CreateVariant, parent: Mapping[str, Any], now: datetime) -> None:
         wl = step.target
         try:
-            self.store.put("workloads", self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], None), wl))
+            self.store.put(
+                "workloads",
+                self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], None), wl),
+            )
         except k.Conflict:
             return  # already exists
         self._log("variant created", step, parent, flavor=step.flavor)
-        self.events.emit(parent, "Normal", _E.CREATED_VARIANT, f'Variant Workload "{_ref(wl)}" created', CONTROLLER_NAME)
+        self.events.emit(
+            parent, "Normal", _E.CREATED_VARIANT, f'Variant Workload "{_ref(wl)}" created', CONTROLLER_NAME
+        )
 
     def _do_delete(self, step: DeleteVariant, parent: Mapping[str, Any], now: datetime) -> None:
         with contextlib.suppress(k.NotFound):
@@ -580,7 +705,9 @@ class VariantReconciler:
         self._log("parent evicted", step, parent, reason=step.reason, detail=step.message)
 
     def _do_clear_admission(self, step: ClearVariantAdmission, parent: Mapping[str, Any], now: datetime) -> None:
-        self._status(step.target, lambda status, obj: apply_clear_admission(status, step.reason, step.message, now, _gen(obj)))
+        self._status(
+            step.target, lambda status, obj: apply_clear_admission(status, step.reason, step.message, now, _gen(obj))
+        )
         self._log("variant admission cleared", step, parent, reason=step.reason)
 
     def _do_finish(self, step: FinishVariant, parent: Mapping[str, Any], now: datetime) -> None:
@@ -594,7 +721,9 @@ class VariantReconciler:
 
     def _do_admit_parent(self, step: AdmitParent, parent: Mapping[str, Any], now: datetime) -> None:
         admission = step.admission
-        self._status(step.target, lambda status, obj: apply_parent_admission(status, admission, step.message, now, _gen(obj)))
+        self._status(
+            step.target, lambda status, obj: apply_parent_admission(status, admission, step.message, now, _gen(obj))
+        )
         self._log("parent admitted", step, parent, cluster_queue=admission.get("clusterQueue", ""))
 
     def _do_open_gate(self, step: OpenGate, parent: Mapping[str, Any], now: datetime) -> None:
@@ -604,28 +733,55 @@ class VariantReconciler:
         self.events.emit(step.target, "Normal", step.reason, step.message, CONTROLLER_NAME)
 
 
-def apply_parent_admission(status: dict[str, Any], admission: Mapping[str, Any], message: str, now: datetime, generation: int) -> None:
+def apply_parent_admission(
+    status: dict[str, Any], admission: Mapping[str, Any], message: str, now: datetime, generation: int
+) -> None:
     """`SetQuotaReservation` with the variant's admission, then Admitted=True (`SetAdmittedCondition`):
     active Evicted, Preempted and BlockedOnPreemptionGates conditions turn False, "Previously: ..."."""
     status["admission"] = copy.deepcopy(dict(admission))
     cq = admission.get("clusterQueue", "")
-    set_condition(status, {"type": _W.QUOTA_RESERVED, "status": "True", "reason": c.QUOTA_RESERVED_REASON,
-                           "message": f"Quota reserved in ClusterQueue {cq}"}, now, generation)
+    set_condition(
+        status,
+        {
+            "type": _W.QUOTA_RESERVED,
+            "status": "True",
+            "reason": c.QUOTA_RESERVED_REASON,
+            "message": f"Quota reserved in ClusterQueue {cq}",
+        },
+        now,
+        generation,
+    )
     for ctype in (_W.EVICTED, _W.PREEMPTED, _W.BLOCKED_ON_PREEMPTION_GATES):
         prev = o.find_condition({"status": status}, ctype)
         if prev is not None and prev.get("status") == "True":
-            set_condition(status, {"type": ctype, "status": "False", "reason": c.QUOTA_RESERVED_REASON,
-                                   "message": f"Previously: {prev.get('message', '')}"}, now, generation)
-    set_condition(status, {"type": _W.ADMITTED, "status": "True", "reason": "Admitted", "message": message}, now, generation)
+            set_condition(
+                status,
+                {
+                    "type": ctype,
+                    "status": "False",
+                    "reason": c.QUOTA_RESERVED_REASON,
+                    "message": f"Previously: {prev.get('message', '')}",
+                },
+                now,
+                generation,
+            )
+    set_condition(
+        status, {"type": _W.ADMITTED, "status": "True", "reason": "Admitted", "message": message}, now, generation
+    )
 
 
 def open_gate(status: dict[str, Any], obj: Mapping[str, Any], now: datetime) -> None:
     """`OpenPreemptionGate` for the ConcurrentAdmission gate, if the spec lists it."""
-    if not any(g.get("name") == c.CONCURRENT_ADMISSION_PREEMPTION_GATE for g in (obj.get("spec") or {}).get("preemptionGates") or ()):
+    if not any(
+        g.get("name") == c.CONCURRENT_ADMISSION_PREEMPTION_GATE
+        for g in (obj.get("spec") or {}).get("preemptionGates") or ()
+    ):
         return
     gates: list[dict[str, Any]] = status.setdefault("preemptionGates", [])
     for g in gates:
         if g.get("name") == c.CONCURRENT_ADMISSION_PREEMPTION_GATE:
             g.update(position="Open", lastTransitionTime=_stamp(now))
             return
-    gates.append({"name": c.CONCURRENT_ADMISSION_PREEMPTION_GATE, "position": "Open", "lastTransitionTime": _stamp(now)})
+    gates.append(
+        {"name": c.CONCURRENT_ADMISSION_PREEMPTION_GATE, "position": "Open", "lastTransitionTime": _stamp(now)}
+    )

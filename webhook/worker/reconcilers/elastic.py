@@ -35,7 +35,10 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 # Pod annotations a ProvisioningRequest admission check hands over; immutable once set.
-_PROVREQ_POD_ANNOTATIONS = ("autoscaling.x-k8s.io/consume-provisioning-request", "autoscaling.x-k8s.io/provisioning-class-name")
+_PROVREQ_POD_ANNOTATIONS = (
+    "autoscaling.x-k8s.io/consume-provisioning-request",
+    "autoscaling.x-k8s.io/provisioning-class-name",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +98,9 @@ def _compatible(pod: Obj, annotations: Mapping[str, str], node_selector: Mapping
     """`podAdmissionCompatible`: nothing the admission sets is already set otherwise on the pod."""
     have_annotations = o.meta(pod).get("annotations") or {}
     have_selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    return (all(have_annotations.get(key, v) == v for key, v in annotations.items())
-            and all(have_selector.get(key, v) == v for key, v in node_selector.items()))
+    return all(have_annotations.get(key, v) == v for key, v in annotations.items()) and all(
+        have_selector.get(key, v) == v for key, v in node_selector.items()
+    )
 
 
 def _patch(pod: Obj, annotations: Mapping[str, str], node_selector: Mapping[str, str]) -> dict[str, Any]:
@@ -136,13 +140,26 @@ def pods_to_ungate(active: Obj, pods: Sequence[Obj]) -> list[Ungate]:
             try:
                 updates[pod_set] = _admission_update(active, pod_set)
             except _Conflict as exc:
-                log.warning("elastic pods left gated", extra={"object": f"{o.meta(active).get('namespace')}/{o.meta(active).get('name')}",
-                                                              "kind": "Workload", "pod_set": pod_set, "error": str(exc)})
+                log.warning(
+                    "elastic pods left gated",
+                    extra={
+                        "object": f"{o.meta(active).get('namespace')}/{o.meta(active).get('name')}",
+                        "kind": "Workload",
+                        "pod_set": pod_set,
+                        "error": str(exc),
+                    },
+                )
                 updates[pod_set] = ({}, {})
                 continue
         if not _compatible(pod, *updates[pod_set]):
-            log.info("leaving elastic pod gated: its admission metadata is stale",
-                     extra={"object": f"{o.meta(pod).get('namespace')}/{o.meta(pod).get('name')}", "kind": "Pod", "pod_set": pod_set})
+            log.info(
+                "leaving elastic pod gated: its admission metadata is stale",
+                extra={
+                    "object": f"{o.meta(pod).get('namespace')}/{o.meta(pod).get('name')}",
+                    "kind": "Pod",
+                    "pod_set": pod_set,
+                },
+            )
             continue
         gated.setdefault(pod_set, []).append(pod)
     out: list[Ungate] = []
@@ -179,7 +196,9 @@ class Ungater:
             return
         ns = str(o.meta(job).get("namespace", ""))
         uid = str(o.meta(job).get("uid", ""))
-        pods, _ = self.kube.list(k.object_path("v1", "pods", ns), query={"labelSelector": f"batch.kubernetes.io/controller-uid={uid}"})
+        pods, _ = self.kube.list(
+            k.object_path("v1", "pods", ns), query={"labelSelector": f"batch.kubernetes.io/controller-uid={uid}"}
+        )
         cq = str(((active.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
         conflicts = 0
         for u in pods_to_ungate(active, pods):
@@ -192,8 +211,17 @@ class Ungater:
                 conflicts += 1
                 continue
             m.POD_SCHEDULING_GATE_REMOVAL.labels(c.ELASTIC_JOB_GATE, cq, "false", ROLE).observe(
-                max(0.0, (self.clock() - admitted_at).total_seconds()))
-            log.info("ungated elastic pod", extra={"object": key, "kind": "Pod", "decision": "Ungated",
-                                                   "workload": f"{ns}/{o.meta(active).get('name', '')}", "cluster_queue": cq})
+                max(0.0, (self.clock() - admitted_at).total_seconds())
+            )
+            log.info(
+                "ungated elastic pod",
+                extra={
+                    "object": key,
+                    "kind": "Pod",
+                    "decision": "Ungated",
+                    "workload": f"{ns}/{o.meta(active).get('name', '')}",
+                    "cluster_queue": cq,
+                },
+            )
         if conflicts:
             raise Retry(0.2, f"{conflicts} elastic pods changed while ungating")

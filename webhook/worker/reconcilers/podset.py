@@ -87,10 +87,21 @@ def merge(base: PodSetInfo, new: PodSetInfo, *, elastic: bool = False) -> PodSet
         overridable = [c.WORKLOAD_SLICE_NAME]
         if c.WORKLOAD_SLICE_NAME in new.annotations:
             overridable.append(c.WORKLOAD_ANNOTATION)
-        stale = {key for key in overridable if key in new.annotations and base.annotations.get(key, new.annotations[key]) != new.annotations[key]}
+        stale = {
+            key
+            for key in overridable
+            if key in new.annotations and base.annotations.get(key, new.annotations[key]) != new.annotations[key]
+        }
         if stale:
-            base = PodSetInfo(base.name, base.count, {k: v for k, v in base.annotations.items() if k not in stale},
-                              base.labels, base.node_selector, base.tolerations, base.scheduling_gates)
+            base = PodSetInfo(
+                base.name,
+                base.count,
+                {k: v for k, v in base.annotations.items() if k not in stale},
+                base.labels,
+                base.node_selector,
+                base.tolerations,
+                base.scheduling_gates,
+            )
     _conflict(base.annotations, new.annotations, "annotations")
     _conflict(base.labels, new.labels, "labels")
     _conflict(base.node_selector, new.node_selector, "nodeSelector")
@@ -112,15 +123,19 @@ def merge(base: PodSetInfo, new: PodSetInfo, *, elastic: bool = False) -> PodSet
     return out
 
 
-def from_admission(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
-                   elastic: bool = False) -> list[PodSetInfo]:
+def from_admission(
+    wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool, elastic: bool = False
+) -> list[PodSetInfo]:
     """`getPodSetsInfoFromStatus`: one info per podSetAssignment, from its flavors (name → spec),
     the queue labels, the TAS annotation and gate, the slice name of an elastic Workload (`elastic`:
     the ElasticJobsViaWorkloadSlices gate), and the admission checks' podSetUpdates."""
     meta = wl.get("metadata") or {}
     annotations = meta.get("annotations") or {}
-    slice_name = str(annotations.get(c.WORKLOAD_SLICE_NAME) or meta.get("name") or "") \
-        if elastic and annotations.get(c.ELASTIC_JOB) == "true" else None
+    slice_name = (
+        str(annotations.get(c.WORKLOAD_SLICE_NAME) or meta.get("name") or "")
+        if elastic and annotations.get(c.ELASTIC_JOB) == "true"
+        else None
+    )
     status = wl.get("status") or {}
     admission = status.get("admission") or {}
     pod_sets = (wl.get("spec") or {}).get("podSets") or []
@@ -191,7 +206,9 @@ def same_pod_sets(a: Sequence[Obj], b: Sequence[Obj], *, ignore_tolerations: boo
         if x.get("count", 1) != y.get("count", 1) or x.get("minCount", -1) != y.get("minCount", -1):
             return False
         xs, ys = (x.get("template") or {}).get("spec") or {}, (y.get("template") or {}).get("spec") or {}
-        keys = ("containers", "initContainers") if ignore_tolerations else ("containers", "initContainers", "tolerations")
+        keys = (
+            ("containers", "initContainers") if ignore_tolerations else ("containers", "initContainers", "tolerations")
+        )
         if any(_semantic(xs.get(k)) != _semantic(ys.get(k)) for k in keys):
             return False
     return True
@@ -201,8 +218,9 @@ def _can_be_partially_admitted(pod_sets: Sequence[Obj]) -> bool:
     return any(ps.get("count", 1) > ps.get("minCount", ps.get("count", 1)) for ps in pod_sets)
 
 
-def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool,
-                              elastic: bool = False) -> list[dict[str, Any]] | None:
+def expected_running_pod_sets(
+    wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool, elastic: bool = False
+) -> list[dict[str, Any]] | None:
     """`expectedRunningPodSets`: the Workload's pod sets as its admission runs them (templates with
     the admission merged in, the assigned count under partial admission); None when the Workload
     holds no quota or its admission cannot be applied."""
@@ -210,8 +228,10 @@ def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool,
     if not any(x.get("type") == c.WorkloadCondition.QUOTA_RESERVED and x.get("status") == "True" for x in conds):
         return None
     try:
-        infos = {info.name: info for info in from_admission(wl, flavors, tas=tas, assign_queue_labels=assign_queue_labels,
-                                                            elastic=elastic)}
+        infos = {
+            info.name: info
+            for info in from_admission(wl, flavors, tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic)
+        }
     except (FlavorNotFound, PermanentError):
         return None
     out = copy.deepcopy(list((wl.get("spec") or {}).get("podSets") or ()))
@@ -227,7 +247,11 @@ def expected_running_pod_sets(wl: Obj, flavors: Mapping[str, Obj], *, tas: bool,
             return None
         meta, spec = template.setdefault("metadata", {}), template.setdefault("spec", {})
         meta["labels"], meta["annotations"] = merged.labels, merged.annotations
-        spec["nodeSelector"], spec["tolerations"], spec["schedulingGates"] = merged.node_selector, merged.tolerations, merged.scheduling_gates
+        spec["nodeSelector"], spec["tolerations"], spec["schedulingGates"] = (
+            merged.node_selector,
+            merged.tolerations,
+            merged.scheduling_gates,
+        )
         if partial and ps.get("minCount") is not None:
             ps["count"] = info.count
     return out

@@ -71,7 +71,9 @@ def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now:
     for ctype in step.remove_conditions:
         remove_condition(status, ctype)
     for cv in step.conditions:
-        set_condition(status, {"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message}, now, generation)
+        set_condition(
+            status, {"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message}, now, generation
+        )
     if step.set_requeue_state:
         if step.requeue_state is None:
             status.pop("requeueState", None)
@@ -89,7 +91,9 @@ def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now:
         status.setdefault("requeueState", {})["requeueAt"] = step.requeue_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def cluster_queue_for(store: Store, wl: Mapping[str, Any], *, concurrent_admission: bool = False) -> ClusterQueueSpec | None:
+def cluster_queue_for(
+    store: Store, wl: Mapping[str, Any], *, concurrent_admission: bool = False
+) -> ClusterQueueSpec | None:
     """The ClusterQueue the Workload's LocalQueue routes to, if both exist (`ClusterQueueForWorkload`);
     its concurrentAdmissionPolicy is read only with that feature gate on."""
     lq = store.get("localqueues", f"{wl['metadata'].get('namespace')}/{(wl.get('spec') or {}).get('queueName') or ''}")
@@ -112,9 +116,17 @@ def is_orphaned(wl: Mapping[str, Any], *, finish_orphaned: bool) -> bool:
 class WorkloadReconciler:
     """Runs `workload_step` for one Workload key (`namespace/name`) on a work queue."""
 
-    def __init__(self, kube: k.Kube, store: Store, config: Configuration, recorder: events.Recorder, *,
-                 stop: threading.Event, on_evicted: Callable[[str, str, str, Mapping[str, Any], str], None],
-                 on_admitted: Callable[[Mapping[str, Any], float, datetime], None] | None = None) -> None:
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        *,
+        stop: threading.Event,
+        on_evicted: Callable[[str, str, str, Mapping[str, Any], str], None],
+        on_admitted: Callable[[Mapping[str, Any], float, datetime], None] | None = None,
+    ) -> None:
         self.kube = kube
         self.store = store
         self.policy = policy(config)
@@ -175,10 +187,15 @@ class WorkloadReconciler:
             self._recheck(key, step.recheck_at, now)
             return
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-        reason, detail = (step.reason, step.message) if step.reason or not step.conditions else \
-            (step.conditions[0].reason, step.conditions[0].message)
-        log.info("workload controller", extra={"object": key, "kind": "Workload", "decision": step.kind.value,
-                                               "reason": reason, "detail": detail})
+        reason, detail = (
+            (step.reason, step.message)
+            if step.reason or not step.conditions
+            else (step.conditions[0].reason, step.conditions[0].message)
+        )
+        log.info(
+            "workload controller",
+            extra={"object": key, "kind": "Workload", "decision": step.kind.value, "reason": reason, "detail": detail},
+        )
         if step.kind == StepKind.SET_INACTIVE:
             self._deactivate(path, wl)
             return
@@ -186,7 +203,9 @@ class WorkloadReconciler:
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
-            again = workload_step(obj, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
+            again = workload_step(
+                obj, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission
+            )
             if again.kind != step.kind:
                 return
             apply_step(again, status, int((obj.get("metadata") or {}).get("generation") or 0), now)
@@ -213,9 +232,21 @@ class WorkloadReconciler:
         path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
         try:
             if self.finish_orphaned and not o.is_deleting(wl) and not o.is_finished(wl):
-                wl = finish_workload(self.kube, self.store, path, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now) or wl
-                log.info("workload finished", extra={"object": key, "kind": "Workload", "decision": "Finished",
-                                                     "reason": c.FinishedReason.OWNER_NOT_FOUND})
+                wl = (
+                    finish_workload(
+                        self.kube, self.store, path, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now
+                    )
+                    or wl
+                )
+                log.info(
+                    "workload finished",
+                    extra={
+                        "object": key,
+                        "kind": "Workload",
+                        "decision": "Finished",
+                        "reason": c.FinishedReason.OWNER_NOT_FOUND,
+                    },
+                )
             remove_workload_finalizer(self.kube, self.store, wl, path)
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
@@ -226,12 +257,28 @@ class WorkloadReconciler:
             self.events.emit(wl, "Warning", "AdmissionCheckRejected", step.event, CONTROLLER_NAME)
         elif step.kind == StepKind.ADMITTED and step.conditions[0].status == "True":
             status = wl.get("status") or {}
-            reserved = parse_time(next((ch.get("lastTransitionTime") for ch in status.get("conditions") or ()
-                                        if ch.get("type") == c.WorkloadCondition.QUOTA_RESERVED), None)) or now
+            reserved = (
+                parse_time(
+                    next(
+                        (
+                            ch.get("lastTransitionTime")
+                            for ch in status.get("conditions") or ()
+                            if ch.get("type") == c.WorkloadCondition.QUOTA_RESERVED
+                        ),
+                        None,
+                    )
+                )
+                or now
+            )
             waited = max(0.0, (now - reserved).total_seconds())
             cq = str((status.get("admission") or {}).get("clusterQueue") or "")
-            self.events.emit(wl, "Normal", "Admitted", f"Admitted by ClusterQueue {cq}, wait time since reservation was {waited:.0f}s",
-                             CONTROLLER_NAME)
+            self.events.emit(
+                wl,
+                "Normal",
+                "Admitted",
+                f"Admitted by ClusterQueue {cq}, wait time since reservation was {waited:.0f}s",
+                CONTROLLER_NAME,
+            )
             if self.on_admitted is not None:
                 self.on_admitted(wl, waited, now)
 
@@ -239,14 +286,25 @@ class WorkloadReconciler:
         """A Workload of a ClusterQueue with a concurrentAdmissionPolicy becomes the parent of
         variants (`SetParentVariantLabel`); its next event brings the next step."""
         meta = wl["metadata"]
-        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion"), "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: "true"}}}
+        patch = {
+            "metadata": {
+                "resourceVersion": meta.get("resourceVersion"),
+                "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: "true"},
+            }
+        }
         try:
-            self.store.put("workloads", self.kube.patch(k.object_path(c.V1BETA2, "workloads", meta["namespace"], meta["name"]), patch))
+            self.store.put(
+                "workloads",
+                self.kube.patch(k.object_path(c.V1BETA2, "workloads", meta["namespace"], meta["name"]), patch),
+            )
         except k.NotFound:
             return
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
-        log.info("concurrent admission parent", extra={"object": object_key(wl), "kind": "Workload", "decision": "LabelParent"})
+        log.info(
+            "concurrent admission parent",
+            extra={"object": object_key(wl), "kind": "Workload", "decision": "LabelParent"},
+        )
 
     def _deactivate(self, path: str, wl: Mapping[str, Any]) -> None:
         """spec.active=false, guarded by the resourceVersion the decision was taken on."""

@@ -64,7 +64,11 @@ def slice_name(wl: Obj) -> str:
 def is_replaced(wl: Obj) -> bool:
     """`IsReplaced`: Finished=True with reason WorkloadSliceReplaced."""
     cond = o.find_condition(wl, c.WorkloadCondition.FINISHED)
-    return cond is not None and cond.get("status") == "True" and cond.get("reason") == c.FinishedReason.WORKLOAD_SLICE_REPLACED
+    return (
+        cond is not None
+        and cond.get("status") == "True"
+        and cond.get("reason") == c.FinishedReason.WORKLOAD_SLICE_REPLACED
+    )
 
 
 def counts(pod_sets: Sequence[Obj]) -> dict[str, int]:
@@ -84,7 +88,9 @@ def scaled_down(old: Mapping[str, int], new: Mapping[str, int]) -> bool:
 
 def not_finished(workloads: Sequence[Obj]) -> list[Obj]:
     """`FindNotFinishedWorkloads`: oldest first (creation time, then UID), without Finished ones."""
-    ordered = sorted(workloads, key=lambda wl: (str(o.meta(wl).get("creationTimestamp") or ""), str(o.meta(wl).get("uid") or "")))
+    ordered = sorted(
+        workloads, key=lambda wl: (str(o.meta(wl).get("creationTimestamp") or ""), str(o.meta(wl).get("uid") or ""))
+    )
     return [wl for wl in ordered if not o.is_condition_true(wl, c.WorkloadCondition.FINISHED)]
 
 
