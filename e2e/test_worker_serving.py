@@ -60,8 +60,10 @@ def admitted(wls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_deployment_pods_are_admitted_one_by_one_scaled_and_released(
-    kubectl: Kubectl, namespace: str, pod_quota: str
-) -> None:  # noqa: F811
+    kubectl: Kubectl,
+    namespace: str,
+    pod_quota: str,  # noqa: F811
+) -> None:
     kubectl("create", "-f", "-", input=json.dumps(serving("Deployment", "web", namespace, replicas=3, cpu="2")))
     template = kubectl.get("deployment", "-n", namespace, "web")["spec"]["template"]["metadata"]
     assert template["labels"][Q] == "user-queue" and template["labels"]["kueue.x-k8s.io/managed"] == "true"
@@ -92,8 +94,10 @@ def test_deployment_without_queue_is_untouched(kubectl: Kubectl, namespace: str,
 
 
 def test_statefulset_is_one_group_held_at_zero_and_released_on_delete(
-    kubectl: Kubectl, namespace: str, pod_quota: str
-) -> None:  # noqa: F811
+    kubectl: Kubectl,
+    namespace: str,
+    pod_quota: str,  # noqa: F811
+) -> None:
     # 3 x 3 CPUs cannot fit 8: all or nothing, no pod starts.
     kubectl("create", "-f", "-", input=json.dumps(serving("StatefulSet", "db", namespace, replicas=3, cpu="3")))
     wl = wait_for("the group Workload", lambda: next(iter(workloads(kubectl, namespace)), None))
