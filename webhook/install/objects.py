@@ -90,6 +90,8 @@ integrations:
   frameworks:
   - "batch/job"
   - "pod"
+  - "deployment"
+  - "statefulset"
 """
 
 
