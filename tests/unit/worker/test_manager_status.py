@@ -52,7 +52,8 @@ class World:
         self.mgr._feed(KINDS[obj["kind"]], "ADDED", stored, T0)
 
     def publish(self) -> None:
-        self.mgr._publish_queue_status(T0)
+        self.mgr.queue_status.publish(T0)
+        self.mgr.finalizers.release()
         self.flush()
 
     def flush(self) -> None:
