@@ -516,9 +516,11 @@ class Manager:
             elif status_due is None and batch:
                 status_due = time.monotonic() + STATUS_BATCH_S
             if status_due is not None and time.monotonic() >= status_due:
+                # Resource-in-use finalizers go with the queues' status: what they wait for (a queue's
+                # last Workload gone, a flavor no longer named) arrives by the same events.
                 status_due = None
                 self.queue_status.publish(now)
-            self.finalizers.release()
+                self.finalizers.release()
             if (started := time.monotonic()) >= next_refresh:
                 self.reporter.refresh(self.core)
                 took = time.monotonic() - started
