@@ -446,12 +446,13 @@ class Manager:
             wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
             if status_due is not None:
                 wait = min(wait, max(0.0, status_due - time.monotonic()))
-            batch = self._drain(min(wait, HELD_RETRY_S) if held else wait)
+            # Held, a due requeue cannot run before the writes drain (schedule() applies it): waiting
+            # `wait` (0 once it is due) would spin the core thread on the backlog.
+            batch = self._drain(HELD_RETRY_S if held else wait)
             if (
                 held
                 and not batch
                 and self.writes.backlog() >= MAX_WRITE_BACKLOG
-                and (due is None or due > datetime.now(UTC))
                 and (status_due is None or status_due > time.monotonic())
             ):
                 continue  # nothing new and still held: recomputing queue status and gauges would change nothing
