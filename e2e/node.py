@@ -262,18 +262,33 @@ class RealNode:
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         self._write_configs()
 
+        self._start_containerd()
+        try:
+            self._import_images()
+        except ClusterError as exc:
+            # A run killed mid-import leaves the cached root with layers whose parent snapshot is gone
+            # ("parent snapshot ... does not exist"): start again from an empty root, once.
+            log(f"{exc}; removing containerd's cached root and importing again")
+            kill_group(self._procs.pop())
+            shutil.rmtree(host.cache_root() / "containerd", ignore_errors=True)
+            self._start_containerd()
+            self._import_images()
+
+        self._procs.append(self._start("kubelet", self._kubelet_cmd()))
+        self._procs.append(self._start("kube-proxy", self._kube_proxy_cmd()))
+        self._wait("node Ready", self._node_ready, component="kubelet")
+
+    def _start_containerd(self) -> None:
         self._procs.append(self._start("containerd", self._containerd_cmd()))
         self._wait("containerd ready", lambda: self._ctr("version").returncode == 0, component="containerd")
+
+    def _import_images(self) -> None:
         for archive in self.images:
             t0 = time.monotonic()
             res = self._ctr("images", "import", str(archive), timeout=600)
             if res.returncode != 0:
                 raise ClusterError("import image", f"ctr images import {archive}: {res.stderr.strip()}")
             log(f"imported {archive.name} into containerd ({time.monotonic() - t0:.1f}s)")
-
-        self._procs.append(self._start("kubelet", self._kubelet_cmd()))
-        self._procs.append(self._start("kube-proxy", self._kube_proxy_cmd()))
-        self._wait("node Ready", self._node_ready, component="kubelet")
 
     def _start(self, name: str, cmd: list[str]) -> Proc:
         try:
