@@ -266,8 +266,9 @@ class RealNode:
         try:
             self._import_images()
         except ClusterError as exc:
-            # A run killed mid-import leaves the cached root with layers whose parent snapshot is gone
-            # ("parent snapshot ... does not exist"): start again from an empty root, once.
+            # The cached root can hold layers whose parent snapshot is gone ("parent snapshot ... does
+            # not exist", seen when a rebuilt image's new layers are unpacked): start again from an
+            # empty root, once (about 13 s of importing).
             log(f"{exc}; removing containerd's cached root and importing again")
             kill_group(self._procs.pop())
             shutil.rmtree(host.cache_root() / "containerd", ignore_errors=True)
