@@ -6,12 +6,21 @@ pinned in e2e/tools/kueue by e2e/build-kueue.sh) twice against its own envtest c
 our worker behind minimalkueue's command line (bench/minimalkueue-pykueue). The runner creates
 the ClusterQueues, LocalQueues and Workloads of a generator config, plays the kubelet (marks
 admitted Workloads Finished after their runtime, completes evictions) and records every state
-change; its summary.yaml and `<manager>.stats.yaml` (wait4 rusage of the manager process) are
-what we print.
+change; its summary.yaml, wlStates.csv and `<manager>.stats.yaml` (wait4 rusage of the manager
+process) are what we report.
 
     python bench/bench_scale.py                 # baseline config: 5 cohorts x 6 CQs, 15,000 workloads
     python bench/bench_scale.py --smoke         # 300 workloads, for CI
-    python bench/bench_scale.py --only upstream|ours --config FILE --timeout 15m
+    python bench/bench_scale.py --config bench/scale-2x.yaml --timeout 30m   # twice the baseline
+    python bench/bench_scale.py --runs 2 --only upstream|ours --timeout 15m
+    python bench/bench_scale.py --report        # the table again, from the runs already recorded
+
+Runs accumulate in --out (default .run/bench-scale/<config name>) as `<side>-<n>/`; every
+invocation prints one table over all of them (each figure: every run, the mean per side, and
+ours/upstream of the means) and writes `figures.json` (the same, plus each run's figures and the
+load average when it ended) and `plot.png` (time to admission per workload class, ours vs
+upstream). Wall time and time to admission depend on what else the machine runs; CPU seconds,
+peak RSS and evictions much less.
 
 Exit status: 0 when every side that ran produced a summary; 1 otherwise. A side that cannot
 run (our worker not written yet) is reported as "not available" and does not fail the run
@@ -22,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -148,22 +159,57 @@ def ours_available(python: str) -> str | None:
 @dataclass
 class Result:
     side: str
+    run: int = 1
     wall_ms: float = 0.0
     cpu_s: float = 0.0
     maxrss_mib: float = 0.0
     usage_pct: dict[str, float] = field(default_factory=dict)
     avg_admit_ms: dict[str, float] = field(default_factory=dict)
+    # Per workload class, every workload's "ms to admitted" from wlStates.csv (the runner's last
+    # admission, measured from the workload's first event), for percentiles and the plot.
+    admit_ms: dict[str, list[int]] = field(default_factory=dict)
     evictions: int = 0
     workloads: int = 0
+    admitted: int = 0
     finished: int = 0
     dropped_events: int = 0
     runner_s: float = 0.0
 
+    def figures(self) -> dict[str, float]:
+        """Every figure of this run by name, as the table and figures.json show them."""
+        f: dict[str, float] = {
+            "wall s (manager)": self.wall_ms / 1000,
+            "CPU s user+sys (manager)": self.cpu_s,
+            "CPU ms per admission": self.cpu_s * 1000 / (self.admitted + self.evictions)
+            if self.admitted + self.evictions
+            else 0.0,
+            "peak RSS MiB (manager)": self.maxrss_mib,
+            "evictions": float(self.evictions),
+        }
+        for cls, pct in sorted(self.usage_pct.items()):
+            f[f"usage % '{cls}'"] = pct
+        for cls in sorted(self.admit_ms):
+            ms = sorted(self.admit_ms[cls])
+            f[f"admission '{cls}' avg s"] = self.avg_admit_ms.get(cls, 0.0) / 1000
+            f[f"admission '{cls}' p50 s"] = _percentile(ms, 50) / 1000
+            f[f"admission '{cls}' p90 s"] = _percentile(ms, 90) / 1000
+            f[f"admission '{cls}' max s"] = (ms[-1] if ms else 0) / 1000
+        f["workloads finished"] = float(self.finished)
+        return f
 
-def parse_results(side: str, out: Path, exe: str, runner_s: float) -> Result:
+
+def _percentile(sorted_ms: list[int], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted list (0 for none)."""
+    if not sorted_ms:
+        return 0.0
+    rank = max(1, -(-len(sorted_ms) * pct // 100))
+    return float(sorted_ms[int(rank) - 1])
+
+
+def parse_results(side: str, out: Path, exe: str, runner_s: float, run: int = 1) -> Result:
     summary = yaml.safe_load((out / "summary.yaml").read_text())
     stats = yaml.safe_load((out / f"{exe}.stats.yaml").read_text())
-    r = Result(side, runner_s=runner_s)
+    r = Result(side, run=run, runner_s=runner_s)
     r.wall_ms = float(stats["wallMs"])
     r.cpu_s = (stats["userMs"] + stats["sysMs"]) / 1000
     r.maxrss_mib = stats["maxrss"] / 1024  # Linux ru_maxrss is KiB
@@ -180,7 +226,14 @@ def parse_results(side: str, out: Path, exe: str, runner_s: float) -> Result:
         r.workloads += int(s["count"])
     r.dropped_events = int(summary.get("droppedWorkloadEvents", 0))
     with open(out / "wlStates.csv", newline="") as f:
-        r.finished = sum(1 for row in csv.DictReader(f) if int(row["ms to finish"]) > 0)
+        for row in csv.DictReader(f):
+            admit, finish = int(row["ms to admitted"]), int(row["ms to finish"])
+            # 0 ms to admitted is a real value when the runner first saw the Workload already admitted.
+            if admit > 0 or finish > 0:
+                r.admitted += 1
+                r.admit_ms.setdefault(row["class name"], []).append(admit)
+            if finish > 0:
+                r.finished += 1
     return r
 
 
@@ -202,6 +255,7 @@ def run_side(
     timeout: str,
     python: str,
     deadline_s: float,
+    run: int = 1,
 ) -> Result:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
@@ -222,7 +276,7 @@ def run_side(
     ]
     env = dict(os.environ, KUBEBUILDER_ASSETS=str(b.k8s_bin), PYKUEUE_PYTHON=python)
     runner_log = out / "runner.log"
-    log(f"{side}: runner started (log: {runner_log})")
+    log(f"{side} run {run}: runner started (log: {runner_log})")
     start = time.monotonic()
     with open(runner_log, "wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -239,7 +293,7 @@ def run_side(
                     proc.wait()
                 raise BenchError(f"{side}: runner still running after {deadline_s:.0f}s; see {runner_log}")
             if now >= next_beat:
-                log(f"{side}: running for {now - start:.0f}s")
+                log(f"{side} run {run}: running for {now - start:.0f}s")
                 next_beat += 30
     elapsed = time.monotonic() - start
     exe = manager.name
@@ -249,55 +303,162 @@ def run_side(
             f"{side}: runner exited {proc.returncode} after {elapsed:.0f}s without a summary; "
             f"last lines of {runner_log}:\n{tail}"
         )
-    log(f"{side}: done in {elapsed:.0f}s")
-    return parse_results(side, out, exe, elapsed)
+    log(f"{side} run {run}: done in {elapsed:.0f}s")
+    (out / "exe").write_text(exe)
+    (out / "load.txt").write_text(f"{os.getloadavg()[0]:.1f}\n")
+    return parse_results(side, out, exe, elapsed, run)
 
 
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}" if b else "-"
+SIDES = ("upstream", "ours")
 
 
-def report(results: dict[str, Result], ours_missing: str | None) -> str:
-    lines: list[str] = []
-    up, ours = results.get("upstream"), results.get("ours")
-    sides = [r for r in (up, ours) if r is not None]
-    head = f"{'metric':<34}" + "".join(f"{r.side:>12}" for r in sides) + (f"{'ours/up':>10}" if up and ours else "")
-    lines.append(head)
+def collect(out: Path) -> dict[str, list[Result]]:
+    """Every finished run under `out` (`<side>-<n>/`), so runs made by separate invocations add up."""
+    results: dict[str, list[Result]] = {}
+    for d in sorted(out.glob("*-*"), key=lambda d: (d.name.split("-")[0], _run_no(d))):
+        side = d.name.rsplit("-", 1)[0]
+        if side in SIDES and (d / "summary.yaml").exists() and (d / "exe").exists():
+            results.setdefault(side, []).append(
+                parse_results(side, d, (d / "exe").read_text().strip(), 0.0, _run_no(d))
+            )
+    return results
 
-    def row(name: str, get: Any, fmt: str) -> None:
-        vals = [get(r) for r in sides]
-        line = f"{name:<34}" + "".join(f"{format(v, fmt):>12}" if v is not None else f"{'-':>12}" for v in vals)
-        if up and ours:
-            a, b = get(ours), get(up)
-            line += f"{_ratio(a, b) if a is not None and b is not None else '-':>10}"
-        lines.append(line)
 
-    row("wallMs (manager process)", lambda r: r.wall_ms, ".0f")
-    classes = sorted({c for r in sides for c in r.usage_pct})
-    for c in classes:
-        row(f"ClusterQueue class '{c}' usage %", lambda r, c=c: r.usage_pct.get(c), ".1f")
-    for c in sorted({c for r in sides for c in r.avg_admit_ms}):
-        row(f"avg time to admission '{c}' ms", lambda r, c=c: r.avg_admit_ms.get(c), ".0f")
-    row("evictions", lambda r: r.evictions, "d")
-    row("max RSS MiB (manager)", lambda r: r.maxrss_mib, ".1f")
-    row("CPU s user+sys (manager)", lambda r: r.cpu_s, ".1f")
-    row("workloads finished", lambda r: r.finished, "d")
-    lines.append(
-        "workloads recorded: "
-        + ", ".join(f"{r.side} {r.workloads} (finished {r.finished}, dropped events {r.dropped_events})" for r in sides)
-    )
-    if ours is None:
+def _run_no(d: Path) -> int:
+    tail = d.name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _next_run(out: Path, side: str) -> int:
+    return max((_run_no(d) for d in out.glob(f"{side}-*")), default=0) + 1
+
+
+def _mean(vals: list[float]) -> float:
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def figures_table(results: dict[str, list[Result]]) -> list[dict[str, Any]]:
+    """One row per figure: each side's per-run values and mean, and ours/upstream of the means."""
+    names: list[str] = []
+    for runs in results.values():
+        for r in runs:
+            names += [n for n in r.figures() if n not in names]
+    rows = []
+    for name in names:
+        row: dict[str, Any] = {"figure": name}
+        for side in SIDES:
+            vals = [r.figures()[name] for r in results.get(side, []) if name in r.figures()]
+            row[side] = {"runs": vals, "mean": _mean(vals)} if vals else None
+        up, ours = row["upstream"], row["ours"]
+        row["ours/upstream"] = ours["mean"] / up["mean"] if up and ours and up["mean"] else None
+        rows.append(row)
+    return rows
+
+
+def report(results: dict[str, list[Result]], ours_missing: str | None) -> str:
+    """The one table: every figure, each side's runs and mean, and the ratio of the means."""
+    rows = figures_table(results)
+    lines = [f"{'figure':<30}{'upstream (runs) mean':>34}{'ours (runs) mean':>34}{'ours/up':>9}"]
+
+    def cell(side_row: dict[str, Any] | None) -> str:
+        if side_row is None:
+            return "-"
+        runs = "/".join(_fmt(v) for v in side_row["runs"])
+        return f"({runs}) {_fmt(side_row['mean'])}" if len(side_row["runs"]) > 1 else _fmt(side_row["mean"])
+
+    for row in rows:
+        ratio = row["ours/upstream"]
+        lines.append(
+            f"{row['figure']:<30}{cell(row['upstream']):>34}{cell(row['ours']):>34}"
+            f"{f'{ratio:.2f}' if ratio is not None else '-':>9}"
+        )
+    for side in SIDES:
+        for r in results.get(side, []):
+            lines.append(
+                f"{side} run {r.run}: {r.workloads} workloads recorded, {r.admitted} admitted, "
+                f"{r.finished} finished, {r.dropped_events} dropped events"
+            )
+    if "ours" not in results:
         lines.append(f"ours: not available ({ours_missing})" if ours_missing else "ours: not run")
     return "\n".join(lines)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def write_figures(out: Path, config: Path, results: dict[str, list[Result]]) -> Path:
+    """figures.json: the config, the table's rows, and each run's raw figures and load average."""
+    runs = [
+        {
+            "side": r.side,
+            "run": r.run,
+            "load_avg_at_end": _load(out / f"{r.side}-{r.run}"),
+            "workloads": r.workloads,
+            "figures": r.figures(),
+        }
+        for side in SIDES
+        for r in results.get(side, [])
+    ]
+    path = out / "figures.json"
+    path.write_text(json.dumps({"config": str(config), "figures": figures_table(results), "runs": runs}, indent=1))
+    return path
+
+
+def _load(d: Path) -> float | None:
+    f = d / "load.txt"
+    return float(f.read_text()) if f.exists() else None
+
+
+def plot(out: Path, results: dict[str, list[Result]], title: str) -> Path:
+    """plot.png: per workload class, the distribution (CDF) of time to admission, ours vs upstream,
+    every run of a side pooled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    classes = sorted({c for runs in results.values() for r in runs for c in r.admit_ms})
+    fig, axes = plt.subplots(1, max(1, len(classes)), figsize=(5 * max(1, len(classes)), 4), squeeze=False)
+    for ax, cls in zip(axes[0], classes, strict=False):
+        for side, colour in zip(SIDES, ("tab:blue", "tab:orange"), strict=True):
+            ms = sorted(v for r in results.get(side, []) for v in r.admit_ms.get(cls, []))
+            if ms:
+                n = len(results[side])
+                ax.plot(
+                    [v / 1000 for v in ms],
+                    [(i + 1) / len(ms) for i in range(len(ms))],
+                    color=colour,
+                    label=f"{side} ({n} run{'s' if n > 1 else ''})",
+                )
+        ax.set_title(f"class '{cls}'")
+        ax.set_xlabel("time to admission (s)")
+        ax.set_ylabel("fraction of workloads")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = out / "plot.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--smoke", action="store_true", help="300-workload config (CI)")
     p.add_argument("--config", type=Path, help="generator config (default: upstream's baseline)")
-    p.add_argument("--only", choices=["upstream", "ours"])
+    p.add_argument("--only", choices=list(SIDES))
+    p.add_argument("--runs", type=int, default=1, help="runs of each side, alternating (default 1)")
+    p.add_argument("--report", action="store_true", help="run nothing: report the runs already in --out")
+    p.add_argument("--clean", action="store_true", help="forget the runs already in --out first")
     p.add_argument("--timeout", default="15m", help="runner --timeout (max record time)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="run directory (default .run/bench-scale/<config name>); "
+        "runs accumulate there as <side>-<n>/ and the report covers them all",
+    )
     p.add_argument(
         "--ours-crds",
         choices=["ours", "upstream"],
@@ -312,15 +473,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 @dataclass
 class Outcome:
     config: Path
-    results: dict[str, Result]
+    out: Path
+    results: dict[str, list[Result]]
     failures: list[str]
     ours_missing: str | None
 
 
+def _config_label(args: argparse.Namespace) -> str:
+    return "smoke" if args.smoke else args.config.stem if args.config else "baseline"
+
+
 def bench(args: argparse.Namespace) -> Outcome:
-    b = ensure_binaries()
-    out: Path = args.out.resolve()
+    out: Path = (args.out or DEFAULT_OUT / _config_label(args)).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.clean:
+        for d in out.glob("*-*"):
+            if d.is_dir() and d.name.rsplit("-", 1)[0] in SIDES:
+                shutil.rmtree(d)
+    failures: list[str] = []
+    ours_missing = None
+    if args.report:
+        config = (
+            Path(json.loads((out / "figures.json").read_text())["config"]) if (out / "figures.json").exists() else out
+        )
+        return Outcome(config, out, collect(out), failures, ours_missing)
+    b = ensure_binaries()
     if args.config:
         config = args.config.resolve()
     elif args.smoke:
@@ -330,44 +507,36 @@ def bench(args: argparse.Namespace) -> Outcome:
         config = b.baseline_config
     log(f"generator config: {config}")
     deadline = _duration_s(args.timeout) + 300
-
-    results: dict[str, Result] = {}
-    failures: list[str] = []
-    if args.only in (None, "upstream"):
-        try:
-            results["upstream"] = run_side(
-                "upstream",
-                b,
-                b.minimalkueue,
-                b.upstream_crds,
-                config,
-                out / "upstream",
-                args.timeout,
-                args.python,
-                deadline,
-            )
-        except BenchError as exc:
-            failures.append(str(exc))
-    ours_missing = None
-    if args.only in (None, "ours"):
+    sides = [s for s in SIDES if args.only in (None, s)]
+    if "ours" in sides:
         ours_missing = ours_available(args.python)
-        if ours_missing is None:
-            crds = OUR_CRDS if args.ours_crds == "ours" else b.upstream_crds
+        if ours_missing is not None:
+            sides.remove("ours")
+            if args.require_ours:
+                failures.append(f"ours: not available ({ours_missing})")
+    for _ in range(args.runs):
+        for side in sides:
+            manager, crds = (
+                (b.minimalkueue, b.upstream_crds)
+                if side == "upstream"
+                else (WRAPPER, OUR_CRDS if args.ours_crds == "ours" else b.upstream_crds)
+            )
+            n = _next_run(out, side)
             try:
-                results["ours"] = run_side(
-                    "ours", b, WRAPPER, crds, config, out / "ours", args.timeout, args.python, deadline
-                )
+                run_side(side, b, manager, crds, config, out / f"{side}-{n}", args.timeout, args.python, deadline, n)
             except BenchError as exc:
                 failures.append(str(exc))
-        elif args.require_ours:
-            failures.append(f"ours: not available ({ours_missing})")
-    return Outcome(config, results, failures, ours_missing)
+    return Outcome(config, out, collect(out), failures, ours_missing)
 
 
 def main(argv: list[str] | None = None) -> int:
-    o = bench(parse_args(argv))
+    args = parse_args(argv)
+    o = bench(args)
     print(f"generator config: {o.config}")
     print(report(o.results, o.ours_missing))
+    if o.results:
+        print(f"figures: {write_figures(o.out, o.config, o.results)}")
+        print(f"plot: {plot(o.out, o.results, f'time to admission, {_config_label(args)} ({o.config.name})')}")
     for f in o.failures:
         print(f, file=sys.stderr)
     return 1 if o.failures else 0

@@ -246,7 +246,8 @@ def test_scale_up_beyond_quota_keeps_new_pods_gated(kubectl: Kubectl, namespace:
     current = kubectl.get("workload", "-n", namespace, old["metadata"]["name"])
     assert cond(current, "Admitted")["status"] == "True" and cond(current, "Finished").get("status") != "True"
     assert not kubectl.get("job", "-n", namespace, "grow")["spec"].get("suspend")
-    assert reserved_milli_cpu(kubectl, cq) == 800
+    # ClusterQueue status follows Workload changes within the 1 s batch period (upstream's UpdatesBatchPeriod).
+    wait_for("the ClusterQueue reserving the 2 running pods", lambda: reserved_milli_cpu(kubectl, cq) == 800)
 
 
 def test_indexed_scale_down_keeps_the_reservation_equal_to_running_pods(

@@ -237,8 +237,12 @@ def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(
         ),
         timeout=20,
     )
-    # A new Job after the restart is a sure sign the new leader scheduled at least once.
-    create(kubectl, gpu_job(namespace, name="after-restart", run_for="1h"))
+    # A new Job after the restart is a sure sign the new leader scheduled at least once. It asks for 4
+    # GPUs, not 2: with SchedulingEquivalenceHashing (on by default) a Job shaped like the pending one
+    # would be parked with it, unevaluated, until quota frees, as upstream does.
+    after_restart = gpu_job(namespace, name="after-restart", run_for="1h")
+    after_restart["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4
+    create(kubectl, after_restart)
     wait_for(
         "the new Job's Workload to be pending",
         lambda: any(

@@ -117,7 +117,8 @@ def test_statefulset_is_one_group_held_at_zero_and_released_on_delete(
     wait_for("2 ready replicas", lambda: ready(kubectl, "StatefulSet", namespace, "db") == 2, timeout=90)
     [wl] = workloads(kubectl, namespace)
     assert cond(wl, "Admitted").get("status") == "True"
-    assert usage(kubectl.get("clusterqueue", pod_quota)) == "6"
+    # ClusterQueue status follows Workload changes within the 1 s batch period (upstream's UpdatesBatchPeriod).
+    wait_for("6 CPUs in use", lambda: usage(kubectl.get("clusterqueue", pod_quota)) == "6")
     # Only to and from zero.
     refused = kubectl(
         "patch", "statefulset", "-n", namespace, "db", "--type=merge", "-p", '{"spec":{"replicas":3}}', check=False

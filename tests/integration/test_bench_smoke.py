@@ -8,6 +8,7 @@ that ends without a summary, or our worker not being startable all fail here, lo
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -31,10 +32,19 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     print(table)
     assert not outcome.failures, "\n".join(outcome.failures) + "\n" + table
     assert set(outcome.results) == {"upstream", "ours"}, table
-    for side, r in outcome.results.items():
+    assert all(len(runs) == 1 for runs in outcome.results.values()), table
+    for side, (r,) in outcome.results.items():
         # Every workload the generator made was seen, admitted and finished by the runner.
         assert r.workloads == SMOKE_WORKLOADS, f"{side}: runner recorded {r.workloads} workloads\n{table}"
         assert r.finished == SMOKE_WORKLOADS, f"{side}: only {r.finished} workloads finished\n{table}"
         assert set(r.avg_admit_ms) == {"small", "medium", "large"}, table
         assert r.usage_pct.get("cq", 0) > 0, table
         assert r.wall_ms > 0 and r.cpu_s > 0 and r.maxrss_mib > 0, table
+        assert sum(len(ms) for ms in r.admit_ms.values()) == r.admitted == SMOKE_WORKLOADS, table
+    # The figures file carries every row of the table with a ratio, and the plot is a PNG.
+    figures = json.loads(bench_scale.write_figures(outcome.out, outcome.config, outcome.results).read_text())
+    rows = {row["figure"]: row for row in figures["figures"]}
+    assert rows["CPU s user+sys (manager)"]["ours/upstream"] > 0, figures
+    assert {"admission 'large' p90 s", "evictions", "usage % 'cq'"} <= set(rows), sorted(rows)
+    png = bench_scale.plot(outcome.out, outcome.results, "smoke")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -12,7 +12,7 @@ the variant holds quota, so a parent is never tracked (`AddOrUpdateWorkload`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,8 @@ class Cache:
         self.admission_check_controllers: dict[str, str] = {}
         # Every quota-holding workload, including those whose ClusterQueue is not known yet.
         self.reserving: dict[WorkloadKey, WorkloadInfo] = {}
+        # The same, by LocalQueue key (`namespace/queueName`): LocalQueue status reads only its own.
+        self._reserving_by_lq: dict[str, dict[WorkloadKey, WorkloadInfo]] = {}
         self.forest = hierarchy.build_forest({}, {})
 
     # -- structure events ----------------------------------------------------------------------
@@ -79,7 +81,7 @@ class Cache:
             for key in [
                 k for k, wl in self.reserving.items() if wl.admission_cluster_queue == spec.name and not wl.is_variant
             ]:
-                del self.reserving[key]
+                self._unindex(self.reserving.pop(key))
         for wl in self.reserving.values():
             if wl.admission_cluster_queue == spec.name:
                 node.workloads[wl.key] = wl
@@ -135,8 +137,21 @@ class Cache:
             self.admission_check_controllers[name] = controller
 
     # -- workload events -----------------------------------------------------------------------
+    def _unindex(self, wl: WorkloadInfo) -> None:
+        lq_key = f"{wl.namespace}/{wl.queue_name}"
+        in_lq = self._reserving_by_lq.get(lq_key)
+        if in_lq is not None:
+            in_lq.pop(wl.key, None)
+            if not in_lq:
+                del self._reserving_by_lq[lq_key]
+
+    def reserving_in_local_queue(self, key: str) -> Iterable[WorkloadInfo]:
+        """The quota-holding workloads whose queueName is the LocalQueue `key` (`namespace/name`)."""
+        return self._reserving_by_lq.get(key, {}).values()
+
     def _attach(self, wl: WorkloadInfo) -> None:
         self.reserving[wl.key] = wl
+        self._reserving_by_lq.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = wl
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is None:
             return
@@ -148,6 +163,7 @@ class Cache:
         wl = self.reserving.pop(key, None)
         if wl is None:
             return None
+        self._unindex(wl)
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is not None and cq.workloads.pop(key, None) is not None:
             for fr, v in wl.usage().items():
@@ -240,13 +256,16 @@ class Cache:
 
     # -- read helpers --------------------------------------------------------------------------
     def cq_usage(self, name: str, *, admitted_only: bool = False) -> dict[FlavorResource, int]:
-        """Sum of usage of the ClusterQueue's reserving (or only admitted) workloads."""
+        """Sum of usage of the ClusterQueue's reserving (or only admitted) workloads; the reserving sum is
+        the node's own running total."""
         out: dict[FlavorResource, int] = {}
         cq = self.cluster_queues.get(name)
         if cq is None:
             return out
+        if not admitted_only:
+            return {fr: v for fr, v in cq.usage.items() if v}
         for wl in cq.workloads.values():
-            if admitted_only and not wl.is_admitted:
+            if not wl.is_admitted:
                 continue
             for fr, v in wl.usage().items():
                 out[fr] = out.get(fr, 0) + v

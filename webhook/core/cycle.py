@@ -24,8 +24,11 @@ always passed in; the core never reads the clock):
   ``spec.controllerName``, which decides the MultiKueue/ProvisioningRequest constraints)
 
 Objects are the v1beta2 JSON dicts. Events may arrive in any order; rebuilding from a list of
-objects gives the same state as the incremental path. Inadmissible workloads are flushed as
-soon as an event calls for it (upstream batches for 1 s; the worker may batch events instead).
+objects gives the same state as the incremental path. Inadmissible workloads are requeued when an
+event calls for it: at once by default (as upstream's unit tests run), or, with
+``SchedulerConfig.requeue_batch_s`` (the worker: 1 s, upstream's `requeueBatchPeriod`), by the first
+``schedule(now)`` at least that long after the first such event for the cohort tree, all further
+events for the tree meanwhile folding into it; ``next_requeue_at()`` tells when one is due.
 
 ``result = core.schedule(now)`` runs one cycle and returns a ``CycleResult`` whose ``decisions`` are
 values, in the order they were taken:
@@ -90,7 +93,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants
@@ -143,6 +146,12 @@ class SchedulerConfig:
     concurrent_admission: bool = False
     # Feature gate ElasticJobsViaWorkloadSlices: a slice replacing an admitted one takes its quota over.
     elastic_jobs: bool = False
+    # Feature gate SchedulingEquivalenceHashing (Beta, on by default since v0.18): see `queues.py`.
+    equivalence_hashing: bool = True
+    # Seconds an inadmissible-requeue request for a cohort tree waits, gathering later ones (upstream's
+    # InadmissibleWorkloadRequeuer: a delaying work queue keyed by root Cohort, or ClusterQueue
+    # without one, `requeueBatchPeriod` 1 s in `pkg/cache/queue/inadmissible_workloads.go`); 0: at once.
+    requeue_batch_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -210,7 +219,7 @@ class AdmissionCore:
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
         self.cache = Cache(concurrent_admission=self.config.concurrent_admission)
-        self.queues = QueueManager(self.cache.namespaces)
+        self.queues = QueueManager(self.cache.namespaces, equivalence_hashing=self.config.equivalence_hashing)
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
         self._evicting: set[WorkloadKey] = set()
@@ -220,6 +229,8 @@ class AdmissionCore:
         self._qs_keys: set[WorkloadKey] = set()
         self._qs_cluster_queues: set[str] = set()
         self._qs_local_queues: set[str] = set()
+        # Requeue requests waiting for their batch period: ("cohort" | "cq", root name) -> due time.
+        self._requeue_due: dict[tuple[str, str], datetime] = {}
 
     # == events ===================================================================================
     def _tree_cqs(self, names: Iterable[str]) -> set[str]:
@@ -233,7 +244,36 @@ class AdmissionCore:
         return out
 
     def _flush(self, names: Iterable[str], now: datetime) -> None:
-        self.queues.queue_inadmissible(sorted(self._tree_cqs(names)), now)
+        """`NotifyRetryInadmissible`: requeue the inadmissible Workloads of these ClusterQueues' trees."""
+        if self.config.requeue_batch_s <= 0:
+            self.queues.queue_inadmissible(sorted(self._tree_cqs(names)), now)
+            return
+        due = now + timedelta(seconds=self.config.requeue_batch_s)
+        for name in names:
+            cq = self.cache.cluster_queues.get(name)
+            if cq is not None:
+                root = cq.root()
+                # An item already waiting keeps its time (`AddAfter` of a delaying queue).
+                self._requeue_due.setdefault(
+                    ("cohort", root.name) if isinstance(root, CohortNode) else ("cq", name), due
+                )
+
+    def next_requeue_at(self) -> datetime | None:
+        """When the earliest batched requeue is due (None: none waiting)."""
+        return min(self._requeue_due.values(), default=None)
+
+    def _requeue_batched(self, now: datetime) -> None:
+        """The requeues whose batch period is over (`workqueueRequeuer.reconcile`), trees resolved now."""
+        due = [item for item, at in self._requeue_due.items() if at <= now]
+        names: set[str] = set()
+        for kind, name in due:
+            del self._requeue_due[(kind, name)]
+            if kind == "cq":
+                names.update(self._tree_cqs([name]))
+            elif (cohort := self.cache.forest.cohorts.get(name)) is not None:
+                names.update(cq.name for cq in cohort.subtree_cluster_queues())
+        if names:
+            self.queues.queue_inadmissible(sorted(names), now)
 
     def _sync_active(self) -> None:
         for name in self.cache.cluster_queues:
@@ -366,6 +406,7 @@ class AdmissionCore:
         """One scheduling cycle (see the module docstring for the recipe)."""
         self.cycle += 1
         result = CycleResult()
+        self._requeue_batched(now)
         self._queue_state(result)  # 0
         heads = self.queues.heads(now)  # 1
         if not heads:

@@ -7,6 +7,12 @@ Flushing inadmissible workloads back to the heap is requested by the caller (the
 `cycle.py` knows the cohort tree); upstream batches those requests for 1 s, which is the worker's
 business, not the core's.
 
+With SchedulingEquivalenceHashing (on by default since v0.18), a BestEffortFIFO head that failed
+for NoFit or PreemptionNoCandidates takes every Workload of the same scheduling hash out of the heap
+with it, and later pushes of that hash go straight to `inadmissible`, until the ClusterQueue's
+inadmissible Workloads are next requeued (`handleInadmissibleHash`, `hashToBulkMoveReason` in
+`pkg/cache/queue/cluster_queue.go` and `inadmissible_workloads.go`, v0.19.2).
+
 With ConcurrentAdmission, a ClusterQueue with a concurrentAdmissionPolicy never queues its parent
 Workloads, only their variants (`IsConcurrentAdmissionParentWithoutLock`, `AddFromLocalQueue`).
 """
@@ -24,6 +30,7 @@ from webhook.core.workload import WorkloadInfo, WorkloadKey
 
 __all__ = ["Head", "QueueManager"]
 
+_BULK_MOVE_REASONS = frozenset({RequeueReason.NO_FIT, RequeueReason.PREEMPTION_NO_CANDIDATES})
 _IMMEDIATE_BEST_EFFORT = frozenset(
     {
         RequeueReason.FAILED_AFTER_NOMINATION,
@@ -53,6 +60,20 @@ class _ClusterQueueQueue:
     pop_cycle: int = 0
     queue_inadmissible_cycle: int = -1
     sticky: WorkloadKey | None = None
+    # Scheduling hashes bulk-moved to `inadmissible` since the last requeue of inadmissible Workloads.
+    bulk_moved: set[str] = field(default_factory=set)
+
+    @property
+    def best_effort(self) -> bool:
+        return self.spec.queueing_strategy == model.QueueingStrategy.BEST_EFFORT_FIFO
+
+    def bulk_move(self, scheduling_hash: str) -> None:
+        """`handleInadmissibleHash`: park every heap Workload of this equivalence class."""
+        self.bulk_moved.add(scheduling_hash)
+        for key, (_, wl) in list(self.in_heap.items()):
+            if wl.scheduling_hash == scheduling_hash:
+                del self.in_heap[key]
+                self.inadmissible[key] = wl
 
     def push(self, wl: WorkloadInfo) -> None:
         self.inadmissible.pop(wl.key, None)
@@ -93,8 +114,9 @@ class _LocalQueue:
 class QueueManager:
     """All pending (admissible) workloads, routed LocalQueue -> ClusterQueue."""
 
-    def __init__(self, namespaces: Mapping[str, Mapping[str, str]]) -> None:
+    def __init__(self, namespaces: Mapping[str, Mapping[str, str]], *, equivalence_hashing: bool = True) -> None:
         self._namespaces = namespaces
+        self._equivalence_hashing = equivalence_hashing
         self.cluster_queues: dict[str, _ClusterQueueQueue] = {}
         self.local_queues: dict[str, _LocalQueue] = {}
         # Every admissible workload, routed or not, indexed by its LocalQueue key.
@@ -133,6 +155,9 @@ class QueueManager:
             return
         if not wl.backoff_expired(now):
             self._park(cq, wl)
+            return
+        if cq.best_effort and wl.key not in cq.in_heap and wl.scheduling_hash in cq.bulk_moved:
+            self._park(cq, wl)  # its equivalence class failed since the last requeue
             return
         cq.push(wl)
 
@@ -294,8 +319,10 @@ class QueueManager:
             immediate = reason in _IMMEDIATE_BEST_EFFORT
         if wl.backoff_expired(now) and (immediate or cq.queue_inadmissible_cycle >= cq.pop_cycle or untried_flavors):
             cq.push(wl)
-        else:
-            self._park(cq, wl)
+            return
+        self._park(cq, wl)
+        if self._equivalence_hashing and wl.scheduling_hash and reason in _BULK_MOVE_REASONS and cq.best_effort:
+            cq.bulk_move(wl.scheduling_hash)
 
     def admitted(self, key: WorkloadKey, cluster_queue: str) -> None:
         """The in-flight head was assumed admitted: it leaves the pending queues."""
@@ -320,9 +347,13 @@ class QueueManager:
             if cq is None:
                 continue
             cq.queue_inadmissible_cycle = cq.pop_cycle
-            for key in sorted(cq.inadmissible):
-                wl = cq.inadmissible[key]
-                if self._namespace_matches(cq, wl.namespace) and wl.backoff_expired(now):
+            cq.bulk_moved.clear()
+            matches: dict[str, bool] = {}  # per namespace: the selector is matched once per requeue
+            for wl in list(cq.inadmissible.values()):  # the heap orders them: no need to sort
+                ok = matches.get(wl.namespace)
+                if ok is None:
+                    ok = matches[wl.namespace] = self._namespace_matches(cq, wl.namespace)
+                if ok and wl.backoff_expired(now):
                     cq.push(wl)
 
     # -- counts --------------------------------------------------------------------------------

@@ -97,9 +97,7 @@ def local_queue_status(cache: Cache, queues: QueueManager, key: str) -> dict[str
         return out
     reserved: dict[FlavorResource, int] = {}
     used: dict[FlavorResource, int] = {}
-    for wl in cache.reserving.values():
-        if wl.namespace != lq.namespace or wl.queue_name != lq.name:
-            continue
+    for wl in cache.reserving_in_local_queue(key):
         out["reservingWorkloads"] += 1
         for fr, v in wl.usage().items():
             reserved[fr] = reserved.get(fr, 0) + v

@@ -9,13 +9,17 @@ Everything a scheduling cycle reads is computed here once, so the hot path never
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, NewType
 
+import orjson
+
 from webhook.api import constants, quantity, selector
+from webhook.api.pod_role import spec_shape
 from webhook.core import concurrent_admission
 from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities, format_quantity
 
@@ -197,6 +201,11 @@ class WorkloadInfo:
     # `namespace/name` of the workload slice this one replaces (annotation
     # `kueue.x-k8s.io/workload-slice-replacement-for`); "" when it replaces none.
     replacement_for: str = ""
+    # Scheduling equivalence class (`SchedulingHash`): Workloads of one ClusterQueue with the same
+    # hash get the same flavor assignment from the same state; "" when not computed.
+    scheduling_hash: str = ""
+    # `usage()` computed once: a scheduling cycle reads it for every workload it simulates removing.
+    _usage_memo: FRQuantities | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- condition helpers -------------------------------------------------------------------
     def condition_true(self, ctype: str) -> bool:
@@ -316,14 +325,17 @@ class WorkloadInfo:
             out.append(held)
         return out
 
-    def usage(self) -> FRQuantities:
-        """Quota held per flavor and resource (`admitted_requests` summed)."""
+    def usage(self) -> Mapping[FlavorResource, int]:
+        """Quota held per flavor and resource (`admitted_requests` summed); read-only, computed once."""
+        if self._usage_memo is not None:
+            return self._usage_memo
         out: FRQuantities = {}
         for psa, held in zip(self.assignments, self.admitted_requests(), strict=True):
             for res, v in held.items():
                 if v:
                     fr = FlavorResource(psa.flavors[res], res)
                     out[fr] = out.get(fr, 0) + v
+        object.__setattr__(self, "_usage_memo", out)  # frozen: the memo is not part of the value
         return out
 
     def uses_any(self, frs: Sequence[FlavorResource] | set[FlavorResource]) -> bool:
@@ -406,6 +418,8 @@ def parse_workload(
     annotations = meta.get("annotations") or {}
     ns = str(meta.get("namespace") or "")
     name = str(meta.get("name") or "")
+    reclaimable = {str(r["name"]): int(r.get("count") or 0) for r in status.get("reclaimablePods") or ()}
+    allowed = concurrent_admission.allowed_flavors(obj)
     return WorkloadInfo(
         key=WorkloadKey(f"{ns}/{name}"),
         namespace=ns,
@@ -422,7 +436,7 @@ def parse_workload(
         conditions=conds,
         admission_cluster_queue=str(admission.get("clusterQueue") or ""),
         assignments=_parse_assignments(admission.get("podSetAssignments")),
-        reclaimable={str(r["name"]): int(r.get("count") or 0) for r in status.get("reclaimablePods") or ()},
+        reclaimable=reclaimable,
         requeue_at=parse_time((status.get("requeueState") or {}).get("requeueAt")),
         requeue_count=None if status.get("requeueState") is None else int(status["requeueState"].get("count") or 0),
         admission_gated=bool(annotations.get(constants.ADMISSION_GATED_BY)),
@@ -432,7 +446,42 @@ def parse_workload(
         requeue_by_eviction=requeue_by_eviction,
         parent_name=concurrent_admission.parent_name(obj),
         parent_uid=concurrent_admission.parent_uid(obj),
-        allowed_flavors=concurrent_admission.allowed_flavors(obj),
+        allowed_flavors=allowed,
         closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
         replacement_for=str(annotations.get(constants.WORKLOAD_SLICE_REPLACEMENT_FOR) or ""),
+        scheduling_hash=_scheduling_hash(
+            spec, int(prio or 0), pod_sets, reclaimable, annotations.get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)
+        ),
     )
+
+
+def _scheduling_hash(
+    spec: Mapping[str, Any],
+    priority: int,
+    pod_sets: Sequence[PodSetInfo],
+    reclaimable: Mapping[str, int],
+    allowed_flavors: object,
+) -> str:
+    """`computeSchedulingHash` (`pkg/workload/workload.go`, v0.19.2): 16 hex digits of SHA-256 over the
+    priority and, per podSet, its name, pod spec shape, effective count (less reclaimable pods), total
+    requests, minCount and topologyRequest; plus the allowed-flavors annotation when set (upstream adds
+    it with ConcurrentAdmission on; without the gate it only splits classes further, which is safe).
+    The namespace, LocalQueue and creation time are not part of it: equivalent Workloads of different
+    LocalQueues of one ClusterQueue are one class."""
+    shapes = []
+    for raw, ps in zip(spec.get("podSets") or (), pod_sets, strict=False):
+        count = ps.count - reclaimable.get(ps.name, 0)
+        shapes.append(
+            {
+                "count": count,
+                "minCount": ps.min_count,
+                "name": ps.name,
+                "requests": {r: min(v * count, UNLIMITED) for r, v in sorted(ps.requests.items())},
+                "spec": spec_shape((raw.get("template") or {}).get("spec") or {}),
+                "topologyRequest": raw.get("topologyRequest"),
+            }
+        )
+    shape: dict[str, Any] = {"podSets": shapes, "priority": priority}
+    if allowed_flavors is not None:
+        shape["allowedFlavors"] = allowed_flavors
+    return hashlib.sha256(orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]

@@ -30,6 +30,7 @@ runnable added in `setupScheduler` of `cmd/kueue/main.go`, starts only after the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -69,11 +70,30 @@ __all__ = ["POD_RESOURCE", "RESOURCES", "Manager", "Resource"]
 
 log = logging.getLogger(__name__)
 
-# The gauges walk every Workload: refreshed at most once a second, not after every batch of
-# events (the core loop wakes at least once a second), and with tens of thousands of Workloads
-# no more often than keeps the walk under 1/20 of the core thread's time.
+# The gauges walk every queue: refreshed at most once a second, not after every batch of events
+# (the core loop wakes at least once a second), and no more often than keeps the walk under 1/20
+# of the core thread's time.
 METRICS_REFRESH_S = 1.0
 METRICS_REFRESH_SHARE = 20
+# Inadmissible Workloads are requeued in batches per cohort tree, 1 s after the first request
+# (`requeueBatchPeriod`, pkg/cache/queue/inadmissible_workloads.go); the core loop wakes for them.
+REQUEUE_BATCH_S = 1.0
+# Back-pressure: no scheduling cycle starts while this many pending-status writes (those not queued
+# `first`: admissions, evictions and preemptions are) are queued or in flight. Upstream's scheduler
+# patches a Workload's pending status synchronously in its loop (`requeueAndUpdate` →
+# `PatchAdmissionStatus`, through the client's token bucket) while its admission patches run
+# asynchronously, so it never decides far ahead of what the API shows; ours wrote everything
+# asynchronously, ran thousands of cycles ahead of a backlog of writes, and preempted against
+# admissions the API had not seen yet (bench-scale: 6x to 50x upstream's evictions;
+# bench/simulate_scale.py shows the same core with and without it).
+MAX_WRITE_BACKLOG = 4
+HELD_RETRY_S = 0.02
+# ClusterQueue, LocalQueue and Cohort status after Workload changes and admissions: upstream's workload
+# handlers requeue the queue's status reconcile 1 s after the first change (`AddAfter(...,
+# constants.UpdatesBatchPeriod)` in clusterqueue_controller.go and localqueue_controller.go); a change
+# of the queues themselves reconciles at once. Recomputing every queue's status after each round was
+# 80 % of the core thread in bench-scale.
+STATUS_BATCH_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,25 +164,21 @@ class Manager:
         recompute = config.feature_enabled(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
         concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
-        self.core = AdmissionCore(
-            SchedulerConfig(
-                fair_sharing=True,
-                fair_sharing_strategies=fs.preemption_strategies,
-                block_admission=block,
-                requeue_by_eviction=by_eviction,
-                recompute_on_overlap=recompute,
-                concurrent_admission=concurrent,
-                elastic_jobs=elastic,
-            )
-            if fs
-            else SchedulerConfig(
-                block_admission=block,
-                requeue_by_eviction=by_eviction,
-                recompute_on_overlap=recompute,
-                concurrent_admission=concurrent,
-                elastic_jobs=elastic,
-            )
+        hashing = config.feature_enabled(Feature.SCHEDULING_EQUIVALENCE_HASHING)
+        scheduler = SchedulerConfig(
+            block_admission=block,
+            requeue_by_eviction=by_eviction,
+            recompute_on_overlap=recompute,
+            concurrent_admission=concurrent,
+            elastic_jobs=elastic,
+            equivalence_hashing=hashing,
+            requeue_batch_s=REQUEUE_BATCH_S,
         )
+        if fs:
+            scheduler = dataclasses.replace(
+                scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies
+            )
+        self.core = AdmissionCore(scheduler)
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
@@ -217,7 +233,10 @@ class Manager:
         )
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
-        self.queue_status = QueueStatusPublisher(self.core, self.store, self.writes)
+        # Queue status has its own writer, as upstream's ClusterQueue, LocalQueue and Cohort controllers
+        # have their own work queues: behind a backlog of Workload writes it was not written for minutes.
+        self.queue_writes: WorkQueue[StatusWrite | Call] = WorkQueue("queue-status", self._write, workers=1, stop=stop)
+        self.queue_status = QueueStatusPublisher(self.core, self.store, self.queue_writes)
         self.finalizers = Finalizers(kube, self.core, self.store, self.writes)
         # The core's decisions as status writes. Its `admitting` (core thread only) holds Workloads
         # whose Admit write is queued or in flight: until an event shows the reservation (or the
@@ -230,6 +249,7 @@ class Manager:
         self._synced_lock = threading.Lock()
         # (kind, key) → metadata and spec of the ClusterQueue/LocalQueue last fed to the core (core thread only).
         self._fed_queues: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
+        self._status_now = False  # a queue, flavor, cohort or check changed: publish queue status this round
         self.started_at = 0.0
         self._workload_states: dict[str, WorkloadState] = {}
 
@@ -238,6 +258,7 @@ class Manager:
         self.started_at = time.monotonic()
         self.recorder.start()
         self.writes.start()
+        self.queue_writes.start()
         threading.Thread(target=self._core_loop, name="core", daemon=True).start()
         for res in self.resources:
             threading.Thread(target=self._inform, args=(res,), name=f"informer-{res.kind}", daemon=True).start()
@@ -336,12 +357,15 @@ class Manager:
         meta = obj.get("metadata") or {}
         name, ns = str(meta.get("name", "")), str(meta.get("namespace", ""))
         deleted = etype == "DELETED"
+        if kind in ("resourceflavors", "cohorts", "admissionchecks"):
+            self._status_now = True
         if kind == "resourceflavors":
             core.on_resource_flavor_deleted(name, now) if deleted else core.on_resource_flavor(obj, now)
         elif kind == "cohorts":
             core.on_cohort_deleted(name, now) if deleted else core.on_cohort(obj, now)
         elif kind in ("clusterqueues", "localqueues"):
             fed_key, fed = (kind, f"{ns}/{name}"), (_meta_sans_version(meta), obj.get("spec"))
+            self._status_now = self._status_now or deleted or self._fed_queues.get(fed_key) != fed
             if deleted:
                 self._fed_queues.pop(fed_key, None)
                 if kind == "clusterqueues":
@@ -378,6 +402,7 @@ class Manager:
             )
         elif kind == "workloads":
             key = f"{ns}/{name}"
+            self.reporter.workload_event(key, None if deleted else obj)
             if deleted or o.is_condition_true(obj, c.WorkloadCondition.QUOTA_RESERVED):
                 self.decisions.admitting.discard(key)
             elif key in self.decisions.admitting:
@@ -411,11 +436,26 @@ class Manager:
 
     def _core_loop_body(self) -> None:
         rebuilt = False
+        held = False  # the last round skipped scheduling for the write backlog
         next_refresh = 0.0
         last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
+        status_due: float | None = None  # monotonic time of the next queue status publication
         while not self.stop.is_set():
-            batch = self._drain(1.0)
+            due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
+            wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
+            if status_due is not None:
+                wait = min(wait, max(0.0, status_due - time.monotonic()))
+            # Held, a due requeue cannot run before the writes drain (schedule() applies it): waiting
+            # `wait` (0 once it is due) would spin the core thread on the backlog.
+            batch = self._drain(HELD_RETRY_S if held else wait)
+            if (
+                held
+                and not batch
+                and self.writes.backlog() >= MAX_WRITE_BACKLOG
+                and (status_due is None or status_due > time.monotonic())
+            ):
+                continue  # nothing new and still held: recomputing queue status and gauges would change nothing
             now = datetime.now(UTC)
             touched: set[str] = set()
             queues_changed = False
@@ -461,26 +501,35 @@ class Manager:
                         "elapsed_s": round(time.monotonic() - self.started_at, 3),
                     },
                 )
+            held = False
             for _ in range(10000):
+                if self.writes.backlog() >= MAX_WRITE_BACKLOG:
+                    held = True  # retried as soon as the writes drain (short drain timeout below)
+                    break
                 started = time.monotonic()
                 result = self.core.schedule(datetime.now(UTC))
                 self.reporter.cycle(result, time.monotonic() - started)
                 self.decisions.dispatch(result, now)
                 if not (result.admitted or result.preempted):
                     break
-            self._publish_queue_status(now)
+            if self._status_now:
+                status_due, self._status_now = time.monotonic(), False
+            elif status_due is None and batch:
+                status_due = time.monotonic() + STATUS_BATCH_S
+            if status_due is not None and time.monotonic() >= status_due:
+                # Resource-in-use finalizers go with the queues' status: what they wait for (a queue's
+                # last Workload gone, a flavor no longer named) arrives by the same events.
+                status_due = None
+                self.queue_status.publish(now)
+                self.finalizers.release()
             if (started := time.monotonic()) >= next_refresh:
-                self.reporter.refresh(self.core, self.store.list("workloads"))
+                self.reporter.refresh(self.core)
                 took = time.monotonic() - started
                 next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
 
     # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:
         self.writer.write(key, queued)
-
-    def _publish_queue_status(self, now: datetime) -> None:
-        self.queue_status.publish(now)
-        self.finalizers.release()
 
     # == AdmissionChecks (`admissioncheck_controller.go`, the queue handlers of `workload_controller.go`) ==
     def _admission_check_side_effects(self, kind: str, obj: dict[str, Any], old: Mapping[str, Any] | None) -> None:

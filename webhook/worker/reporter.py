@@ -7,7 +7,8 @@ QuotaReserved/Admitted, wait times), `pkg/scheduler/preemption/preemption.go` an
 status, quota and usage) at upstream commit ff69552e79. Only the lease holder reports, so
 `replica_role` is always `leader`.
 
-Gauges are recomputed from the core after each batch of events: `refresh` sets every series the
+Gauges are recomputed from the core after each batch of events (the finished and unadmitted
+Workload counts from running totals kept on each Workload event): `refresh` sets every series the
 current state calls for and removes the ones it no longer does (a deleted ClusterQueue leaves no
 stale series behind). Counters and histograms of a ClusterQueue or LocalQueue go on its delete
 event (`cluster_queue_deleted`, `local_queue_deleted`; a LocalQueue's also when it stops), as
@@ -220,6 +221,9 @@ class MetricsReporter:
         self._cq_shares: dict[tuple[str, ...], float] = {}
         self._deleted_cq_shares: dict[tuple[str, ...], float] = {}
         self._sets: dict[int, _GaugeSet] = {}
+        # Workload key -> (LocalQueue key, reason, cause) it counts under, and the count of each row.
+        self._rows: dict[str, tuple[str, str, str]] = {}
+        self._totals: dict[tuple[str, str, str], int] = {}
 
     def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
         self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
@@ -387,8 +391,8 @@ class MetricsReporter:
                 m.LOCAL_QUEUE_EXECUTION_TIME.labels(*lq, pc, ROLE).observe(seconds)
 
     # == gauges =====================================================================================
-    def refresh(self, core: AdmissionCore, workloads: Iterable[Mapping[str, Any]] = ()) -> None:
-        """Every gauge, from the core and the Workloads in the store."""
+    def refresh(self, core: AdmissionCore) -> None:
+        """Every gauge, from the core and the running totals of Workloads (`workload_event`)."""
         cache, queues = core.cache, core.queues
         pending: dict[tuple[str, ...], float] = {}
         reserving: dict[tuple[str, ...], float] = {}
@@ -436,14 +440,59 @@ class MetricsReporter:
             self._refresh_local_queues(core)
         if self.cohorts:
             self._refresh_cohorts(core)
-        self._refresh_workload_counts(core, workloads)
+        self._refresh_workload_counts(core)
         self._refresh_weighted_shares(core)
 
-    def _refresh_workload_counts(self, core: AdmissionCore, workloads: Iterable[Mapping[str, Any]]) -> None:
+    # == running totals of Workloads (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`) ==========
+    def workload_event(self, key: str, wl: Mapping[str, Any] | None) -> None:
+        """Keep the finished and unadmitted counts as running totals, one row per Workload replaced on
+        each of its watch events (None: deleted), as upstream's queue manager counts them on its
+        events, instead of walking every Workload at each refresh. Core thread only."""
+        row = None if wl is None else self._count_row(wl)
+        old = self._rows.get(key)
+        if old == row:
+            return
+        if old is not None:
+            left = self._totals[old] - 1
+            if left:
+                self._totals[old] = left
+            else:
+                del self._totals[old]
+        if row is None:
+            self._rows.pop(key, None)
+        else:
+            self._rows[key] = row
+            self._totals[row] = self._totals.get(row, 0) + 1
+
+    def _count_row(self, wl: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        """(LocalQueue key, Admitted reason, QuotaReserved cause) a Workload counts under; reason
+        "finished" for a finished one; None when it counts nowhere (admitted, being deleted, a variant)."""
+        if self.concurrent_admission and concurrent_admission.is_variant(wl):
+            return None  # its parent is the one counted (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`)
+        meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
+        lq_key = f"{meta.get('namespace')}/{spec.get('queueName') or ''}"
+        status = workload_status(wl)
+        if status == "finished":
+            return lq_key, "finished", ""
+        if status == "admitted" or meta.get("deletionTimestamp"):
+            return None
+        admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED)
+        reason = str(admitted.get("reason") or "") if admitted is not None else "NoReservation"
+        reserved = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
+        cause = (
+            "PendingEvaluation"
+            if reserved is None
+            else ""
+            if reserved.get("status") == "True"
+            else str(reserved.get("reason") or "")
+        )
+        return lq_key, reason, cause
+
+    def _refresh_workload_counts(self, core: AdmissionCore) -> None:
         """Finished Workloads still present, and unadmitted ones by (Admitted reason, QuotaReserved
         reason), counted against their LocalQueue's ClusterQueue (`pkg/cache/queue/manager.go`,
-        `unadmitted_workloads.go`). Every ClusterQueue and LocalQueue with a LocalQueue gets a
-        finished series, 0 included; unadmitted series exist while their count is positive."""
+        `unadmitted_workloads.go`), from the running totals. Every ClusterQueue and LocalQueue with a
+        LocalQueue gets a finished series, 0 included; unadmitted series exist while their count is positive."""
         cache = core.cache
         # A stopped LocalQueue is out of the queue manager, and so are its Workloads' counts.
         queued = core.queues.local_queues
@@ -455,36 +504,21 @@ class MetricsReporter:
         }
         unadmitted: dict[tuple[str, ...], float] = {}
         lq_unadmitted: dict[tuple[str, ...], float] = {}
-        for wl in workloads:
-            if self.concurrent_admission and concurrent_admission.is_variant(wl):
-                continue  # its parent is the one counted (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`)
-            meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
-            key = f"{meta.get('namespace')}/{spec.get('queueName') or ''}"
-            lq = cache.local_queues.get(key) if key in queued else None
+        for (lq_key, reason, cause), count in self._totals.items():
+            lq = cache.local_queues.get(lq_key) if lq_key in queued else None
             cq = lq.cluster_queue if lq is not None else ""
-            status = workload_status(wl)
-            if status == "finished":
+            if reason == "finished":
                 if lq is not None:
-                    lq_finished[(lq.name, lq.namespace)] += 1
+                    lq_finished[(lq.name, lq.namespace)] += count
                     if (cq,) in cq_finished:
-                        cq_finished[(cq,)] += 1
+                        cq_finished[(cq,)] += count
                 continue
-            if status == "admitted" or meta.get("deletionTimestamp") or not cq:
+            if not cq:
                 continue
-            admitted = o.find_condition(wl, c.WorkloadCondition.ADMITTED)
-            reason = str(admitted.get("reason") or "") if admitted is not None else "NoReservation"
-            reserved = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
-            cause = (
-                "PendingEvaluation"
-                if reserved is None
-                else ""
-                if reserved.get("status") == "True"
-                else str(reserved.get("reason") or "")
-            )
-            unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + 1
+            unadmitted[(cq, reason, cause)] = unadmitted.get((cq, reason, cause), 0) + count
             if lq is not None:
                 labels = (lq.name, lq.namespace, cq, reason, cause)
-                lq_unadmitted[labels] = lq_unadmitted.get(labels, 0) + 1
+                lq_unadmitted[labels] = lq_unadmitted.get(labels, 0) + count
         self._set(m.FINISHED_WORKLOADS, cq_finished)
         if self.unadmitted:
             self._set(m.UNADMITTED_WORKLOADS, unadmitted)

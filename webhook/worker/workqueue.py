@@ -48,6 +48,7 @@ class WorkQueue(Generic[T]):
         self._cond = threading.Condition()
         self._queued: OrderedDict[str, list[T]] = OrderedDict()
         self._processing: set[str] = set()
+        self._processing_plain: set[str] = set()  # the processing keys that were not queued with `first`
         self._first: dict[str, None] = {}  # queued keys added with first=True, oldest first
         self._retries: dict[str, int] = {}
         self._delay_cond = threading.Condition()
@@ -65,6 +66,17 @@ class WorkQueue(Generic[T]):
             if first:
                 self._first.setdefault(key)
             self._cond.notify()
+
+    def backlog(self) -> int:
+        """Keys queued or being handled that were not added with `first` (those waiting out a retry
+        delay are not counted)."""
+        with self._cond:
+            # `_first` is a subset of `_queued`'s keys and at most `workers` keys are processing: O(workers),
+            # not a set difference over thousands of queued keys on every core round.
+            plain_queued = len(self._queued) - len(self._first)
+            return plain_queued + sum(
+                1 for key in self._processing_plain if key not in self._queued or key in self._first
+            )
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         """Queue `key` (its `items` ahead of any queued since) once `delay` seconds have passed."""
@@ -100,6 +112,8 @@ class WorkQueue(Generic[T]):
                 for key in itertools.chain(self._first, self._queued):
                     if key not in self._processing:
                         items = self._queued.pop(key)
+                        if key not in self._first:
+                            self._processing_plain.add(key)
                         self._first.pop(key, None)
                         self._processing.add(key)
                         return key, items
@@ -109,6 +123,7 @@ class WorkQueue(Generic[T]):
     def _done(self, key: str) -> None:
         with self._cond:
             self._processing.discard(key)
+            self._processing_plain.discard(key)
             self._cond.notify_all()
 
     def _run(self) -> None:

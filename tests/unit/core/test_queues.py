@@ -292,3 +292,30 @@ def test_priority_without_spec_priority_is_zero() -> None:
     )
     assert core.queues.pending[WorkloadKey("ns/ref")].priority == 0
     assert admitted_names(core) == ["other"]
+
+
+def test_batched_requeue_waits_for_the_batch_period() -> None:
+    """With `requeue_batch_s` (the worker's 1 s, upstream's `requeueBatchPeriod`), freed quota
+    requeues the tree's inadmissible Workloads only at the first cycle one period after the first
+    request; later requests meanwhile fold into it."""
+    running = [make_wl(f"run{i}").request(cpu="1").reserve("cq", psa(cpu=("one", "1"))).obj() for i in (1, 2)]
+    core = make_core(
+        ONE,
+        make_cq("cq").cohort("co").group(fq("one", cpu="2")).obj(),
+        LQ,
+        *running,
+        make_wl("wl").request(cpu="2").obj(),
+        requeue_batch_s=1.0,
+    )
+    core.schedule(T0 + timedelta(seconds=1))  # whatever the set-up requested is done now
+    assert admitted_names(core) == [] and core.queues.pending_in_cluster_queue("cq") == (0, 1)
+    core.on_workload(make_wl("run1").request(cpu="1").reserve("cq", psa(cpu=("one", "1"))).finished().obj(), T0)
+    core.on_workload(
+        make_wl("run2").request(cpu="1").reserve("cq", psa(cpu=("one", "1"))).finished().obj(),
+        T0 + timedelta(milliseconds=500),
+    )
+    assert core.next_requeue_at() == T0 + timedelta(seconds=1)
+    assert [d.key for d in core.schedule(T0 + timedelta(milliseconds=999)).admitted] == []
+    assert core.queues.pending_in_cluster_queue("cq") == (0, 1)
+    assert [d.key for d in core.schedule(T0 + timedelta(seconds=1)).admitted] == ["ns/wl"]
+    assert core.next_requeue_at() is None

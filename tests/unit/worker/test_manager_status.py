@@ -52,14 +52,16 @@ class World:
         self.mgr._feed(KINDS[obj["kind"]], "ADDED", stored, T0)
 
     def publish(self) -> None:
-        self.mgr._publish_queue_status(T0)
+        self.mgr.queue_status.publish(T0)
+        self.mgr.finalizers.release()
         self.flush()
 
     def flush(self) -> None:
-        queued = self.mgr.writes._queued
-        while queued:
-            key, items = queued.popitem(last=False)
-            self.mgr._write(key, items)
+        for writes in (self.mgr.writes, self.mgr.queue_writes):
+            queued = writes._queued
+            while queued:
+                key, items = queued.popitem(last=False)
+                self.mgr._write(key, items)
 
     def status(self, obj: dict[str, Any]) -> dict[str, Any]:
         got = self.kube.get(self.path(obj))

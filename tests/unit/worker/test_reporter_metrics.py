@@ -109,7 +109,9 @@ def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
     done = admitted("done", "una-cq", "una-lq").finished().obj()
     no_queue = make_wl("orphan").queue("missing").request(cpu="1").obj()
     rep = MetricsReporter(Configuration())
-    rep.refresh(core, [never_seen, waiting, waiting2, checks, running, done, no_queue])
+    for wl in (never_seen, waiting, waiting2, checks, running, done, no_queue):
+        rep.workload_event(f"ns/{wl['metadata']['name']}", wl)
+    rep.refresh(core)
     cq = {"cluster_queue": "una-cq"}
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="PendingEvaluation") == 1
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending") == 2
@@ -121,7 +123,10 @@ def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
     )
     assert sample("kueue_finished_workloads", **cq) == 1
     assert sample("kueue_local_queue_finished_workloads", **lq) == 1
-    rep.refresh(core, [running])  # the others were admitted or deleted
+    rep.workload_event("ns/waiting", admitted("waiting", "una-cq", "una-lq").obj())  # admitted now
+    for gone in (never_seen, waiting2, checks, done, no_queue):
+        rep.workload_event(f"ns/{gone['metadata']['name']}", None)
+    rep.refresh(core)
     assert not present("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending")
     assert sample("kueue_finished_workloads", **cq) == 0 and present("kueue_finished_workloads", **cq)
 
@@ -388,7 +393,7 @@ def test_local_queue_series_follow_the_deletion_of_its_cluster_queue_then_of_its
     mgr.decisions.dispatch(result, now)
 
     def scrape() -> set[str]:
-        mgr.reporter.refresh(mgr.core, mgr.store.list("workloads"))
+        mgr.reporter.refresh(mgr.core)
         return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqdel-ns", "lqdel-lq")
 
     counters = {
@@ -442,7 +447,7 @@ def test_stopping_a_local_queue_drops_what_the_queue_manager_reported_for_it() -
     mgr.decisions.dispatch(mgr.core.schedule(now), now)
 
     def scrape() -> set[str]:
-        mgr.reporter.refresh(mgr.core, mgr.store.list("workloads"))
+        mgr.reporter.refresh(mgr.core)
         return local_queue_series(generate_latest(metrics.WORKER_REGISTRY).decode(), "lqstop-ns", "lqstop-lq")
 
     manager_series = {

@@ -140,6 +140,31 @@ def test_an_api_error_is_retried_without_a_traceback(caplog: pytest.LogCaptureFi
     assert caplog.records[0].exc_info is None
 
 
+def test_backlog_counts_queued_and_in_flight_plain_keys_once() -> None:
+    """The core loop's back-pressure reads it: keys added without `first` (pending-status writes),
+    queued or in flight, each once; urgent keys (admissions, evictions) are not counted."""
+    stop = threading.Event()
+    release = threading.Event()
+    q: WorkQueue[int] = WorkQueue("t", lambda key, items: release.wait(5), workers=1, stop=stop)
+    for key in ("a", "b", "c"):
+        q.add(key, 1)
+    q.add("admit", 1, first=True)
+    assert q.backlog() == 3
+    q.start()
+    wait_until(lambda: "admit" not in q._queued)  # the urgent key is handled first, uncounted
+    assert q.backlog() == 3
+    release.set()
+    wait_until(lambda: q.backlog() == 0)
+    release.clear()
+    q.add("a", 2)
+    wait_until(lambda: "a" not in q._queued)  # in flight
+    q.add("a", 3)  # queued again while in flight: still one key
+    assert q.backlog() == 1
+    release.set()
+    wait_until(lambda: q.backlog() == 0)
+    stop.set()
+
+
 def test_delayed_adds_wait_in_one_thread_and_come_due_in_time_order() -> None:
     stop = threading.Event()
     seen: list[str] = []
