@@ -34,6 +34,7 @@ __all__ = [
     "KubeError",
     "NotFound",
     "ServerError",
+    "SharedInformers",
     "TooManyRequests",
     "Unprocessable",
     "informer",
@@ -363,3 +364,94 @@ def informer(
             log.exception("informer failed; relisting", extra={"path": path})
             stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
+
+
+ListHandler = Callable[[list[dict[str, Any]]], None]
+EventHandler = Callable[[str, dict[str, Any]], None]
+
+
+class _Shared:
+    """One list and watch of a path, delivered to every subscriber in order, with the last list's
+    objects kept so a late subscriber starts from them (client-go's shared informer replays its
+    store to a handler added after the sync)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.synced = False
+        self.subscribers: list[tuple[ListHandler, EventHandler, Callable[[], None]]] = []
+
+    @staticmethod
+    def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return meta.get("namespace") or "", meta.get("name") or ""
+
+    def on_list(self, items: list[dict[str, Any]]) -> None:
+        with self.lock:
+            self.objects = {self._key(item): item for item in items}
+            for on_list, _, _ in self.subscribers:
+                on_list(items)
+
+    def on_event(self, etype: str, obj: dict[str, Any]) -> None:
+        with self.lock:
+            if etype == "DELETED":
+                self.objects.pop(self._key(obj), None)
+            else:
+                self.objects[self._key(obj)] = obj
+            for _, on_event, _ in self.subscribers:
+                on_event(etype, obj)
+
+    def on_synced(self) -> None:
+        with self.lock:
+            self.synced = True
+            for _, _, on_synced in self.subscribers:
+                on_synced()
+
+    def add(self, on_list: ListHandler, on_event: EventHandler, on_synced: Callable[[], None]) -> None:
+        with self.lock:
+            self.subscribers.append((on_list, on_event, on_synced))
+            if self.synced:
+                on_list(list(self.objects.values()))
+                on_synced()
+
+
+class SharedInformers:
+    """The process's informers, one per (path, query), each started by its first subscriber.
+
+    The leader's admission worker and the visibility server both follow Workloads, LocalQueues,
+    ClusterQueues and Cohorts; reading each stream once halves the decoding of the busiest watch.
+    Handlers run on the informer's thread and must not mutate the objects they are given.
+    """
+
+    def __init__(self, kube: Kube, stop: threading.Event) -> None:
+        self.kube = kube
+        self.stop = stop
+        self._lock = threading.Lock()
+        self._shared: dict[tuple[str, tuple[tuple[str, Any], ...]], _Shared] = {}
+
+    def subscribe(
+        self,
+        path: str,
+        on_list: ListHandler,
+        on_event: EventHandler,
+        *,
+        on_synced: Callable[[], None] = lambda: None,
+        query: Mapping[str, Any] | None = None,
+    ) -> None:
+        """`on_list` with the current objects (at once when already listed, and again on every relist),
+        then `on_event` for each change."""
+        key = (path, tuple(sorted((query or {}).items())))
+        with self._lock:
+            shared = self._shared.get(key)
+            start = shared is None
+            if shared is None:
+                shared = self._shared[key] = _Shared()
+        shared.add(on_list, on_event, on_synced)
+        if start:
+            threading.Thread(
+                target=informer,
+                args=(self.kube, path, shared.on_list, shared.on_event),
+                kwargs={"stop": self.stop, "on_synced": shared.on_synced, "query": query},
+                name=f"informer-{path.rsplit('/', 1)[-1]}",
+                daemon=True,
+            ).start()

@@ -139,6 +139,48 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
     assert not thread.is_alive()
 
 
+def test_shared_informer_reads_each_stream_once_and_replays_it_to_a_late_subscriber(
+    api: tuple[APIServer, k.Kube],
+) -> None:
+    server, kube = api
+    stop = threading.Event()
+    informers = k.SharedInformers(kube, stop)
+    early: list[tuple[str, list[str]]] = []
+    late: list[tuple[str, list[str]]] = []
+
+    def recorder(out: list[tuple[str, list[str]]]) -> dict[str, Any]:
+        return {
+            "on_list": lambda items: out.append(("list", sorted(i["metadata"]["name"] for i in items))),
+            "on_event": lambda etype, obj: out.append((etype, [obj["metadata"]["name"]])),
+            "on_synced": lambda: out.append(("synced", [])),
+        }
+
+    informers.subscribe("/api/v1/namespaces", **recorder(early))
+    deadline = time.monotonic() + 60
+    while server.watch_calls < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # the second watch is open: the relist has been delivered
+    informers.subscribe("/api/v1/namespaces", **recorder(late))
+    # The early one saw the list, the event before the cut and the relist; the late one starts from
+    # the objects as they are now, with no request of its own.
+    assert early == [
+        ("list", ["a"]),
+        ("synced", []),
+        ("ADDED", ["b"]),
+        ("list", ["a", "b", "c"]),
+        ("synced", []),
+    ]
+    assert late == [("list", ["a", "b", "c"]), ("synced", [])]
+    assert (server.list_calls, server.watch_calls) == (2, 2)
+    # Another query is another stream.
+    informers.subscribe("/api/v1/namespaces", **recorder([]), query={"labelSelector": "team=a"})
+    while server.list_calls < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.list_calls == 3
+    stop.set()
+    server.done.set()
+
+
 @pytest.mark.parametrize(
     ("path", "resource"),
     [

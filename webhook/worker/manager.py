@@ -2,7 +2,8 @@
 
 Threads (all daemons; the process exits when leadership ends):
 
-* one informer per watched kind (`webhook.kube.informer`): updates the `Store`, forwards the event
+* one informer per watched kind (`webhook.kube.SharedInformers`, shared with the process's
+  visibility server where it follows the same kind): updates the `Store`, forwards the event
   to the core queue and, for Jobs and Workloads, queues the owning Job for reconciling;
 * the core thread: the only one touching `AdmissionCore`. It drains the core queue in batches,
   feeds every event, runs `schedule(now)` until a cycle decides nothing new, hands decisions to the
@@ -149,8 +150,11 @@ class Manager:
         identity: str,
         stop: threading.Event,
         holds_lease: Callable[[], bool] = lambda: True,
+        informers: k.SharedInformers | None = None,
     ) -> None:
         self.kube = kube
+        # Shared with the process's visibility server, which follows some of the same kinds.
+        self.informers = informers if informers is not None else k.SharedInformers(kube, stop)
         # Asked before every status write: a paused process must not write decisions taken before
         # a standby took the lease over (`LeaderElector.holds_lease`).
         self.holds_lease = holds_lease
@@ -261,7 +265,7 @@ class Manager:
         self.queue_writes.start()
         threading.Thread(target=self._core_loop, name="core", daemon=True).start()
         for res in self.resources:
-            threading.Thread(target=self._inform, args=(res,), name=f"informer-{res.kind}", daemon=True).start()
+            self._inform(res)
 
     def _inform(self, res: Resource) -> None:
         def on_list(items: list[dict[str, Any]]) -> None:
@@ -279,7 +283,7 @@ class Manager:
             self._core_q.put(msg.Synced(res.kind))
 
         query = {"labelSelector": res.label_selector} if res.label_selector else None
-        k.informer(self.kube, res.path, on_list, on_event, stop=self.stop, on_synced=on_synced, query=query)
+        self.informers.subscribe(res.path, on_list, on_event, on_synced=on_synced, query=query)
 
     def _event(self, kind: str, etype: str, obj: dict[str, Any], *, store: bool = True) -> None:
         if kind == "workloadpriorityclasses" and etype != "DELETED":

@@ -105,12 +105,13 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     cc = config.client_connection
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst)
     serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
+    informers = k.SharedInformers(kube, stop)
     # Every replica answers the visibility API, standbys included (visibility_server).
-    visibility_server.serve_visibility(config, kube, cert_dir, stop)
+    visibility_server.serve_visibility(config, kube, cert_dir, stop, informers)
     me = identity()
     le = config.leader_election
     if not le.leader_elect:
-        Manager(kube, config, identity=me, stop=stop).start()
+        Manager(kube, config, identity=me, stop=stop, informers=informers).start()
         stop.wait()
         return 0
     settings = LeaseSettings(
@@ -123,7 +124,7 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     )
     log.info("waiting for the leader lease", extra={"object": f"{settings.namespace}/{settings.name}", "identity": me})
     elector = LeaderElector(kube, settings)
-    manager = Manager(kube, config, identity=me, stop=stop, holds_lease=elector.holds_lease)
+    manager = Manager(kube, config, identity=me, stop=stop, holds_lease=elector.holds_lease, informers=informers)
     clean = elector.run(manager.start, stop=stop)
     return 0 if clean else 1
 

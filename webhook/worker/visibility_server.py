@@ -12,7 +12,8 @@ waits for a scheduling cycle, and the core's queues stay the core thread's alone
 replica shows is the API's state as its watches delivered it; the leader's in-memory decisions
 reach it through the status writes they make, a moment later, as upstream's standbys see them.
 
-Threads (daemons): four informers feeding the feed under one lock, the front-proxy settings'
+Threads (daemons): four informers feeding the feed under one lock (`kube.SharedInformers`: on the
+lease holder the admission worker reads the same streams, so each is decoded once), the front-proxy settings'
 refresher, the server's accept loop and one thread per connection (TLS handshake included, with a
 deadline, so a slow client holds up no one).
 """
@@ -271,9 +272,10 @@ class VisibilityServer(ThreadingHTTPServer):
 
 
 def serve_visibility(
-    config: Configuration, kube: k.Kube, cert_dir: str, stop: threading.Event
+    config: Configuration, kube: k.Kube, cert_dir: str, stop: threading.Event, informers: k.SharedInformers
 ) -> tuple[str, int] | None:
-    """Start the watches and the server (VisibilityOnDemand on); returns the bound (host, port).
+    """Start the watches (through the process's `informers`, which the leader's admission worker
+    shares) and the server (VisibilityOnDemand on); returns the bound (host, port).
 
     The serving certificate is the webhook's (re-read when it rotates), or a self-signed one when
     there is none, as upstream's server makes one; a taken port is logged, not fatal."""
@@ -310,13 +312,7 @@ def serve_visibility(
         def on_event(etype: str, obj: dict[str, Any], kind: str = kind) -> None:
             feed.on_event(kind, etype, obj)
 
-        threading.Thread(
-            target=k.informer,
-            args=(kube, k.object_path(api_version, kind, None), on_list, on_event),
-            kwargs={"stop": stop},
-            name=f"visibility-{kind}",
-            daemon=True,
-        ).start()
+        informers.subscribe(k.object_path(api_version, kind, None), on_list, on_event)
 
     def until_stopped() -> None:
         stop.wait()
