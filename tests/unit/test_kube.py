@@ -32,6 +32,7 @@ class APIServer(http.server.ThreadingHTTPServer):
         self.list_calls = 0
         self.watch_calls = 0
         self.done = threading.Event()
+        self.authorization: list[str | None] = []
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -42,6 +43,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        self.server.authorization.append(self.headers.get("Authorization"))
         if "watch=true" not in self.path:
             names = self.server.lists[min(self.server.list_calls, len(self.server.lists) - 1)]
             self.server.list_calls += 1
@@ -96,7 +98,7 @@ def api(tmp_path: Path) -> Iterator[tuple[APIServer, k.Kube]]:
                 "current-context": "t",
                 "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
                 "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-                "users": [{"name": "t", "user": {}}],
+                "users": [{"name": "t", "user": {"token": "abc"}}],
             }
         )
     )
@@ -179,6 +181,28 @@ def test_shared_informer_reads_each_stream_once_and_replays_it_to_a_late_subscri
     assert server.list_calls == 3
     stop.set()
     server.done.set()
+
+
+def test_credentials_are_sent_and_re_read_every_few_seconds(
+    api: tuple[APIServer, k.Kube], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, kube = api
+    read = type(kube._api.configuration).auth_settings
+    refreshed: list[float] = []
+
+    def counting(cfg: Any) -> Any:
+        refreshed.append(time.monotonic())
+        return read(cfg)
+
+    monkeypatch.setattr(type(kube._api.configuration), "auth_settings", counting)
+    for _ in range(20):
+        kube.list("/api/v1/namespaces")
+    assert server.authorization == ["Bearer abc"] * 20
+    assert len(refreshed) == 1  # running the kubeconfig loader's refresh hook costs ~0.3 ms a request
+    monkeypatch.setattr(k, "AUTH_REFRESH_S", 0.0)
+    for _ in range(5):
+        kube.list("/api/v1/namespaces")
+    assert len(refreshed) == 6 and server.authorization[-1] == "Bearer abc"
 
 
 @pytest.mark.parametrize(
