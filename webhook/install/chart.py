@@ -116,6 +116,19 @@ def _if(cond: str, *lines: str) -> Callable[[str], list[str]]:
     return emit
 
 
+def _placement(i: str) -> list[str]:
+    """Pull secrets, node selector and tolerations: where the manager's pods, and the hook, may run."""
+    return [
+        line
+        for key in ("imagePullSecrets", "nodeSelector", "tolerations")
+        for line in (
+            f"{i}{{{{- with {_M}.{key} }}}}",
+            f"{i}{key}: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+            f"{i}{{{{- end }}}}",
+        )
+    ]
+
+
 # Token → a scalar template, a block (toYaml of a value), or raw lines.
 _SCALARS = {
     "REPLICAS": f"{{{{ {_M}.replicas }}}}",
@@ -139,15 +152,7 @@ _RAW: dict[str, Callable[[str], list[str]]] = {
         _CERT_MANAGER, "annotations:", f"  {o.INJECT_CA_FROM}: {{{{ .Release.Namespace }}}}/{o.CERTIFICATE}"
     ),
     "POD_EXTRAS": lambda i: [
-        f"{i}{{{{- with {_M}.imagePullSecrets }}}}",
-        f"{i}imagePullSecrets: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
-        f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.nodeSelector }}}}",
-        f"{i}nodeSelector: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
-        f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.tolerations }}}}",
-        f"{i}tolerations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
-        f"{i}{{{{- end }}}}",
+        *_placement(i),
         f"{i}{{{{- with {_M}.topologySpreadConstraints }}}}",
         f"{i}topologySpreadConstraints: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
         f"{i}{{{{- end }}}}",
@@ -155,17 +160,7 @@ _RAW: dict[str, Callable[[str], list[str]]] = {
         f"{i}priorityClassName: {{{{ . }}}}",
         f"{i}{{{{- end }}}}",
     ],
-    "HOOK_EXTRAS": lambda i: [
-        f"{i}{{{{- with {_M}.imagePullSecrets }}}}",
-        f"{i}imagePullSecrets: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
-        f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.nodeSelector }}}}",
-        f"{i}nodeSelector: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
-        f"{i}{{{{- end }}}}",
-        f"{i}{{{{- with {_M}.tolerations }}}}",
-        f"{i}tolerations: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
-        f"{i}{{{{- end }}}}",
-    ],
+    "HOOK_EXTRAS": lambda i: _placement(i),
     "POD_ANNOTATIONS": lambda i: [
         f"{i}{{{{- with {_M}.manager.podAnnotations }}}}",
         f"{i}{{{{- toYaml . | nindent {len(i)} }}}}",
