@@ -1,8 +1,9 @@
 """The only module that imports the `kubernetes` client: raw JSON requests, lists and watches.
 
-Responses are read with `_preload_content=False` and parsed by orjson into plain dicts;
-the client's generated models are never built (they are slow and we do not need them).
-Errors become our own types, with the client's exception kept as the cause:
+The client's kubeconfig and in-cluster loaders read the credentials; requests go out on our own
+HTTP/1.1 connections (`webhook.transport`) and responses are parsed by orjson into plain dicts:
+the client's generated models and its urllib3 stack are never used on the request path (they cost
+several times the CPU per request). Errors become our own types:
 
     KubeError
     ├── NotFound        404
@@ -15,7 +16,9 @@ Errors become our own types, with the client's exception kept as the cause:
 
 from __future__ import annotations
 
+import base64
 import logging
+import ssl
 import threading
 import time
 import urllib.parse
@@ -23,10 +26,11 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import orjson
-import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import should_bypass_proxies
+
+from webhook import transport
 
 __all__ = [
     "Conflict",
@@ -79,17 +83,16 @@ _BY_STATUS: Mapping[int, type[KubeError]] = {
 }
 
 
-def _translate(exc: ApiException) -> KubeError:
-    status = int(exc.status or 0)
-    message = exc.reason or ""
-    body = exc.body
+def _error(method: str, path: str, status: int, reason: str, body: bytes) -> KubeError:
+    """The API server's `Status` message when the body is one, else the reason phrase."""
+    message = reason
     if body:
         try:
             message = orjson.loads(body).get("message", message)
         except (orjson.JSONDecodeError, AttributeError):
-            message = str(body)[:300]  # foreign bodies are cut short before they reach logs
-    cls = _BY_STATUS.get(status, ServerError if status >= 500 or status == 0 else KubeError)
-    return cls(status, message)
+            message = body[:300].decode(errors="replace")  # foreign bodies are cut short before they reach logs
+    cls = _BY_STATUS.get(status, ServerError if status >= 500 else KubeError)
+    return cls(status, message or f"{method} {path}: HTTP {status}")
 
 
 def object_path(api_version: str, kind_plural: str, namespace: str | None, name: str | None = None) -> str:
@@ -111,21 +114,51 @@ def _resource(path: str) -> str:
     return "/".join([*gv, rest[0] if rest else ""])
 
 
-def _timeout(timeout: float | tuple[float, float] | None) -> urllib3.Timeout | None:
-    """The kubernetes client's reading of `_request_timeout`: a total, or (connect, read)."""
-    if not timeout:
-        return None
-    if isinstance(timeout, tuple):
-        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
-    return urllib3.Timeout(total=timeout)
+def _endpoint(cfg: Any) -> transport.Endpoint:
+    """Where the loaded configuration points, with its TLS settings and, unless `no_proxy` exempts
+    the server, its proxy (from the kubeconfig's `proxy-url` or the environment)."""
+    url = urllib.parse.urlsplit(cfg.host)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise KubeError(0, f"invalid configuration: server {cfg.host!r} is not an http(s) URL")
+    tls = None
+    if url.scheme == "https":
+        tls = ssl.create_default_context(cafile=cfg.ssl_ca_cert, cadata=cfg.ca_cert_data)
+        if cfg.cert_file:
+            tls.load_cert_chain(cfg.cert_file, cfg.key_file)
+        if not cfg.verify_ssl:  # insecure-skip-tls-verify
+            tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+        elif cfg.assert_hostname is False:
+            tls.check_hostname = False
+    named = cfg.assert_hostname if isinstance(cfg.assert_hostname, str) else None
+    proxy, proxy_headers = None, dict(cfg.proxy_headers or {})
+    if cfg.proxy and not should_bypass_proxies(cfg.host, cfg.no_proxy or ""):
+        purl = urllib.parse.urlsplit(cfg.proxy)
+        if purl.scheme != "http" or not purl.hostname:
+            raise KubeError(0, f"invalid configuration: proxy {cfg.proxy!r}: only http:// proxies are supported")
+        proxy = (purl.hostname, purl.port or 80)
+        if purl.username:
+            user = f"{urllib.parse.unquote(purl.username)}:{urllib.parse.unquote(purl.password or '')}"
+            proxy_headers["Proxy-Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
+    return transport.Endpoint(
+        host=url.hostname,
+        port=url.port or (443 if tls else 80),
+        base_path=url.path.rstrip("/"),
+        tls=tls,
+        server_name=cfg.tls_server_name or named,
+        proxy=proxy,
+        proxy_headers=proxy_headers,
+    )
 
+
+#: Sent with every request (the API server's audit log and `kubectl get --raw /metrics` name clients by it).
+USER_AGENT = "pykueue"
 
 #: How long request headers built from the loaded credentials are reused (`Kube._auth_headers`).
 AUTH_REFRESH_S = 10.0
 
 
 class Kube:
-    """A thin JSON client over the kubernetes ApiClient (thread-safe; urllib3 pools connections)."""
+    """A thin JSON client of the API server (thread-safe; connections are pooled by the transport)."""
 
     def __init__(self, kubeconfig: str | None = None, *, qps: float = 0.0, burst: int = 0) -> None:
         cfg = k8s_client.Configuration()
@@ -157,9 +190,9 @@ class Kube:
         return kube, namespace
 
     def _setup(self, cfg: Any, qps: float, burst: int) -> None:
-        cfg.connection_pool_maxsize = 32
         self.host: str = cfg.host
-        self._api = k8s_client.ApiClient(cfg)
+        self._cfg = cfg
+        self._transport = transport.Transport(_endpoint(cfg))
         self._lock = threading.Lock()
         self._qps = qps
         self._burst = float(burst or 1)
@@ -176,8 +209,8 @@ class Kube:
         now = time.monotonic()
         if now - read_at < AUTH_REFRESH_S:
             return headers
-        headers = dict(self._api.default_headers)
-        for setting in self._api.configuration.auth_settings().values():
+        headers = {"User-Agent": USER_AGENT}
+        for setting in self._cfg.auth_settings().values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[setting["key"]] = setting["value"]
         self._auth = (now, headers)
@@ -203,43 +236,12 @@ class Kube:
         if wait:
             time.sleep(wait)
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        accept: str = "application/json",
-        timeout: float | tuple[float, float] | None = 30,
-    ) -> Any:
+    def _headers(self, content_type: str, accept: str) -> dict[str, str]:
+        return {**self._auth_headers(), "Accept": accept, "Content-Type": content_type}
+
+    def _target(self, path: str, query: Mapping[str, Any] | None) -> str:
         self._throttle(path)
-        url = self.host + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
-        headers = {**self._auth_headers(), "Accept": accept, "Content-Type": content_type}
-        try:
-            # The body goes out as orjson bytes on the client's connection pool: the client's own path
-            # walks it through sanitize_for_serialization and json.dumps (0.1-1 ms per Workload write)
-            # and re-reads the kubeconfig's auth on every call (0.3 ms; see `_auth_headers`).
-            raw = self._api.rest_client.pool_manager.request(
-                method,
-                url,
-                body=None if body is None else orjson.dumps(body),
-                headers=headers,
-                timeout=_timeout(timeout),
-                preload_content=False,  # streams for watches
-            )
-        except Exception as exc:  # urllib3 connection errors and timeouts
-            raise ServerError(0, f"{method} {path}: {exc}") from exc
-        if not 200 <= raw.status < 300:
-            body_bytes = raw.data
-            raw.release_conn()
-            raise _translate(
-                ApiException(status=raw.status, reason=raw.reason, body=body_bytes.decode(errors="replace"))
-            )
-        return raw
+        return f"{path}?{urllib.parse.urlencode(query, quote_via=urllib.parse.quote)}" if query else path
 
     def request(
         self,
@@ -253,14 +255,15 @@ class Kube:
         timeout: float = 30,
     ) -> dict[str, Any]:
         """One call; `accept` asks for another representation (e.g. a server-side Table)."""
-        resp = self._call(
-            method, path, query=query, body=body, content_type=content_type, accept=accept, timeout=timeout
-        )
+        target = self._target(path, query)
+        data = None if body is None else orjson.dumps(body)
         try:
-            data = resp.data
-        except (urllib3.exceptions.HTTPError, OSError) as exc:  # the connection broke mid-body
+            resp = self._transport.request(method, target, self._headers(content_type, accept), data, timeout)
+        except OSError as exc:  # refused, reset, timed out, TLS failure, cut mid-body
             raise ServerError(0, f"{method} {path}: {exc}") from exc
-        return orjson.loads(data) if data else {}
+        if not 200 <= resp.status < 300:
+            raise _error(method, path, resp.status, resp.reason, resp.body)
+        return orjson.loads(resp.body) if resp.body else {}
 
     def patch(self, path: str, body: Any, *, json_patch: bool = False, timeout: float = 30) -> dict[str, Any]:
         """A JSON merge patch (RFC 7386), or a JSON patch (RFC 6902) with `json_patch`.
@@ -311,13 +314,24 @@ class Kube:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": timeout_seconds,
         }
-        resp = self._call("GET", path, query=query, timeout=(10, timeout_seconds + 30))
+        target = self._target(path, query)
         try:
+            resp = self._transport.stream(
+                "GET",
+                target,
+                self._headers("application/json", "application/json"),
+                connect_timeout=10,
+                read_timeout=timeout_seconds + 30,
+            )
+        except OSError as exc:
+            raise ServerError(0, f"watch {path}: {exc}") from exc
+        try:
+            if not 200 <= resp.status < 300:
+                raise _error("GET", path, resp.status, resp.reason, resp.read())
             buffer = b""
-            for chunk in resp.stream(64 * 1024, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+            for chunk in resp.chunks():  # the API server flushes one event per chunk
+                *lines, buffer = (buffer + chunk if buffer else chunk).split(b"\n")
+                for line in lines:
                     if line.strip():
                         event = orjson.loads(line)
                         if event.get("type") == "ERROR":
@@ -325,12 +339,16 @@ class Kube:
                             code = int(status.get("code") or 500)
                             raise _BY_STATUS.get(code, ServerError)(code, status.get("message", "watch error"))
                         yield event
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
+        except OSError as exc:
             # The API server went away mid-stream (restart, proxy reset): a retryable failure for
             # the informer, like a refused connection, not the end of its thread.
             raise ServerError(0, f"watch {path}: {exc}") from exc
         finally:
-            resp.release_conn()
+            resp.close()
+
+    def close(self) -> None:
+        """Close the idle connections (a test's sockets must not outlive it)."""
+        self._transport.close()
 
 
 def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client import Configuration
 
 from webhook import kube as k
 from webhook.worker.store import Store
@@ -107,7 +108,7 @@ def api(tmp_path: Path) -> Iterator[tuple[APIServer, k.Kube]]:
     server.done.set()
     server.shutdown()
     server.server_close()
-    kube._api.close()  # the pooled connections, or their sockets outlive the test
+    kube.close()  # the pooled connections, or their sockets outlive the test
 
 
 def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, k.Kube]) -> None:
@@ -187,14 +188,14 @@ def test_credentials_are_sent_and_re_read_every_few_seconds(
     api: tuple[APIServer, k.Kube], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, kube = api
-    read = type(kube._api.configuration).auth_settings
+    read = Configuration.auth_settings
     refreshed: list[float] = []
 
     def counting(cfg: Any) -> Any:
         refreshed.append(time.monotonic())
         return read(cfg)
 
-    monkeypatch.setattr(type(kube._api.configuration), "auth_settings", counting)
+    monkeypatch.setattr(Configuration, "auth_settings", counting)
     for _ in range(20):
         kube.list("/api/v1/namespaces")
     assert server.authorization == ["Bearer abc"] * 20
@@ -244,7 +245,7 @@ def test_one_resource_running_out_of_tokens_does_not_throttle_another(
     assert waits == []
     kube._throttle("/apis/kueue.x-k8s.io/v1beta2/namespaces/b/workloads/y/status")
     assert len(waits) == 1 and waits[0] > 50
-    kube._api.close()
+    kube.close()
 
 
 def test_the_worker_store_keeps_no_managed_fields() -> None:
