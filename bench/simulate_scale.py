@@ -243,12 +243,16 @@ def simulate(
     backlog: int = 0,
     stagger_ms: int = 0,
     latency_ms: int = 0,
+    hold_evictions: bool = False,
+    echo_ms: int = 5,
     hook: CycleHook | None = None,
 ) -> Outcome:
     """One replay; `write_qps` > 0 delays admission and eviction writes through one token bucket;
     `backlog` > 0 schedules only while fewer writes than that are waiting to land; `latency_ms` is
     the time a write takes to reach a watcher: the core sees a creation that late, the runner (the
-    kubelet) an admission, and the core the runner's Finished or cleared reservation."""
+    kubelet) an admission, and the core the runner's Finished or cleared reservation (the core's own
+    Evicted patch comes back after `echo_ms`);
+    `hold_evictions` starts no cycle before the eviction patches of the last ones are written."""
     core = AdmissionCore(sched)
     objs, wls = _objects(config, stagger_ms)
     _feed(core, objs)
@@ -263,6 +267,8 @@ def simulate(
     now, ai = T0, 0
     step = timedelta(milliseconds=step_ms)
     lag = timedelta(milliseconds=latency_ms)
+    echo = timedelta(milliseconds=min(echo_ms, latency_ms))
+    evicting_until = T0  # when the last eviction patch issued is written
 
     def write_at(at: datetime) -> datetime:
         nonlocal next_write
@@ -311,6 +317,8 @@ def simulate(
                 core.on_workload(w.obj, at)
         for _ in range(1000):
             if backlog and sum(1 for e in events if e[2] != "finish") >= backlog:
+                break
+            if hold_evictions and evicting_until > now:
                 break
             seen = [w.obj for w in live.values()] if hook else []
             result = core.schedule(now)
@@ -361,8 +369,9 @@ def simulate(
                         # The patch is seen `lag` after its write, by the core and the runner; the
                         # runner clears the reservation, which the core sees `lag` later.
                         written = write_at(now)
+                        evicting_until = max(evicting_until, written)
                         if lag:
-                            heapq.heappush(events, (written + lag, next(seq), "see-evict", str(v.key)))
+                            heapq.heappush(events, (written + echo, next(seq), "see-evict", str(v.key)))
                         heapq.heappush(events, (written + 2 * lag, next(seq), "land-evict", str(v.key)))
             if not (result.admitted or result.preempted):
                 break
@@ -521,6 +530,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backlog", type=int, default=0, help="schedule only while fewer writes are waiting (0: always)")
     p.add_argument("--stagger-ms", type=int, default=0, help="the i-th ClusterQueue's workloads come i * this later")
     p.add_argument("--latency-ms", type=int, default=0, help="time for a write to reach a watcher")
+    p.add_argument("--echo-ms", type=int, default=5, help="time for the core's own Evicted patch to come back")
+    p.add_argument("--hold-evictions", action="store_true", help="no cycle while eviction patches are unwritten")
     p.add_argument("--evictions", action="store_true", help="list every eviction")
     p.add_argument("--compare", action="store_true", help="run upstream's cycle on the recorded states (needs Go)")
     p.add_argument("--sample", type=int, default=25, help="with --compare: record every n-th admitting cycle")
@@ -542,6 +553,8 @@ def main(argv: list[str] | None = None) -> int:
             backlog=args.backlog,
             stagger_ms=args.stagger_ms,
             latency_ms=args.latency_ms,
+            hold_evictions=args.hold_evictions,
+            echo_ms=args.echo_ms,
             hook=rec,
         )
         ev = "/".join(str(o.evictions[c]) for c in ("small", "medium", "large"))
