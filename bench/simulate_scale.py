@@ -164,6 +164,14 @@ def _objects(config: dict[str, Any], stagger_ms: int = 0) -> tuple[list[tuple[st
     return objs, wls
 
 
+def _with_conditions(obj: dict[str, Any], conds: list[dict[str, Any]]) -> dict[str, Any]:
+    """A copy of `obj` with `conds` set by type, as the API keeps conditions (a map keyed by type)."""
+    out = copy.deepcopy(obj)
+    new = {c["type"] for c in conds}
+    out["status"]["conditions"] = [c for c in out["status"]["conditions"] if c["type"] not in new] + conds
+    return out
+
+
 def _pending_obj(w: Wl, at: datetime, evicted: bool) -> dict[str, Any]:
     conds = (
         [
@@ -306,11 +314,13 @@ def simulate(
                 heapq.heappush(events, (at + timedelta(milliseconds=w.runtime_ms) + lag, next(seq), "finish", key))
             elif what == "see-evict":
                 # The core's own Evicted patch comes back: evicted, still holding quota.
-                w.obj = copy.deepcopy(w.obj)
-                w.obj["status"]["conditions"] += [
-                    {"type": t, "status": "True", "reason": r, "message": "", "lastTransitionTime": _ts(at)}
-                    for t, r in (("Evicted", "Preempted"), ("Preempted", "InCohortReclamation"))
-                ]
+                w.obj = _with_conditions(
+                    w.obj,
+                    [
+                        {"type": t, "status": "True", "reason": r, "message": "", "lastTransitionTime": _ts(at)}
+                        for t, r in (("Evicted", "Preempted"), ("Preempted", "InCohortReclamation"))
+                    ],
+                )
                 core.on_workload(w.obj, at)
             elif what == "land-evict":
                 w.obj = _pending_obj(w, at, True)
@@ -327,20 +337,20 @@ def simulate(
             for d in result.decisions:
                 if isinstance(d, Admit):
                     w = by_key[str(d.key)]
-                    obj = copy.deepcopy(w.obj)
+                    obj = _with_conditions(
+                        w.obj,
+                        [
+                            {
+                                "type": cv.type,
+                                "status": cv.status,
+                                "reason": cv.reason,
+                                "message": cv.message,
+                                "lastTransitionTime": _ts(now),
+                            }
+                            for cv in d.conditions
+                        ],
+                    )
                     obj["status"]["admission"] = dict(d.admission)
-                    obj["status"]["conditions"] = [
-                        c for c in obj["status"]["conditions"] if c["type"] not in ("Evicted",)
-                    ] + [
-                        {
-                            "type": cv.type,
-                            "status": cv.status,
-                            "reason": cv.reason,
-                            "message": cv.message,
-                            "lastTransitionTime": _ts(now),
-                        }
-                        for cv in d.conditions
-                    ]
                     w.obj = obj
                     out.admissions += 1
                     if w.admitted_at is None:
