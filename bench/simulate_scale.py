@@ -12,14 +12,19 @@ on the same stream; the table gives evictions, admissions and time to admission 
     python bench/simulate_scale.py                       # baseline config, one cohort
     python bench/simulate_scale.py --write-qps 10        # admission/eviction writes at 10/s per cohort
     python bench/simulate_scale.py --evictions           # every eviction: when, which, by whom, why
-    python bench/simulate_scale.py --compare --stagger-ms 7   # upstream's scheduler on the same states
+    python bench/simulate_scale.py --write-qps 10 --backlog 4 --latency-ms 250 --compare
+
+Objects look like the API's: creation times to the second, random-looking UIDs, conditions set by
+type. --latency-ms is the runner's and the informers' delay (the core sees a creation that late,
+the runner an admission, the core the runner's Finished or cleared reservation); the core's own
+Evicted patch comes back after --echo-ms, the victim evicted but still holding quota.
 
 --compare answers "is a decision different from upstream's on the same state?": before every cycle
-that preempts (and every 25th other cycle) the state the core sees is recorded; upstream's own
+that preempts (and every 25th that admits) the state the core sees is recorded; upstream's own
 scheduling cycle (e2e/tools/kueue/cyclereplay, built on first use) and a fresh core each run one
-cycle on every recorded state, and their admissions and evictions are compared. --stagger-ms
-offsets each ClusterQueue's creation times so that no two heads tie: upstream breaks such ties in
-a cycle by Go map order, at random.
+cycle on every recorded state, and their admissions and victims are compared. Upstream orders
+heads that tie (same borrowing, priority and second) by Go map order, ours by UID, so upstream's
+cycle runs --runs times per state (8 times more where ours is not among its decisions).
 """
 
 from __future__ import annotations
