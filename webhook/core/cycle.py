@@ -139,8 +139,10 @@ class SchedulerConfig:
     # waitForPodsReady.requeuingStrategy.timestamp is `Eviction` (else `Creation`).
     requeue_by_eviction: bool = True
     # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap: recompute a workload whose
-    # preemption targets overlap an earlier one's in the cycle (else it is skipped).
-    recompute_on_overlap: bool = True
+    # preemption targets overlap an earlier one's in the cycle (else it is skipped). Off, as in
+    # v0.19.2 (Alpha there; upstream's main, which this module otherwise follows, turned it on for
+    # 0.20): on, a second preemptor of the cycle issues its own preemptions where upstream skips it.
+    recompute_on_overlap: bool = False
     # Feature gate ConcurrentAdmission: variants keep to their flavor, wait behind closed preemption
     # gates, and migrate their parent to a more preferred flavor.
     concurrent_admission: bool = False

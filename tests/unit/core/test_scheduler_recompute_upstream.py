@@ -10,13 +10,14 @@ core reports for `kueue_preemption_target_recomputations_total`. Row ids are ups
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cohort, make_cq, make_lq
+from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from tests.unit.core.test_scheduler_upstream import (
     RECLAIM,
     Case,
@@ -27,6 +28,7 @@ from tests.unit.core.test_scheduler_upstream import (
     run_case,
     wl,
 )
+from webhook.core.decisions import Pending, Preempt
 
 FAIR = "Fair Sharing within the cohort"
 DEFERRED = (
@@ -65,6 +67,9 @@ class Row:
     case: Case
     # (ClusterQueue, result) -> count, every recomputation of the cycle.
     recomputations: dict[tuple[str, str], int] = field(default_factory=dict)
+    # RecomputeAssignmentUponPreemptionTargetsOverlap: upstream's test turns the gate (off by default
+    # in v0.19.2) on for every row, and off again in the one row about the legacy skip.
+    gate: bool = True
 
 
 def _hero(cpu: str) -> dict[str, Any]:
@@ -263,7 +268,6 @@ ROWS: dict[str, Row] = {
             objs=TWO_FLAVORS,
             fair_sharing=True,
             workloads=STICKY,
-            recompute_on_overlap=False,
             pending={
                 "default/wl-pending-high-prio-1": (
                     "WaitingForQuota",
@@ -274,15 +278,60 @@ ROWS: dict[str, Row] = {
             left={"cq-1": ["default/wl-pending-high-prio-1"], "cq-2": ["default/wl-pending-high-prio-2"]},
             skipped_preemptions={"cq-1": 1},  # upstream's 0 for cq-2 is a gauge never set
             **STICKY_COMMON,
-        )
+        ),
+        gate=False,
     ),
 }
 
 
 @pytest.mark.parametrize("row", [pytest.param(r, id=name) for name, r in ROWS.items()])
 def test_schedule_recompute_preemption_targets(row: Row) -> None:
-    core, result = run_case(row.case)
-    check(core, result, row.case)
+    case = dataclasses.replace(row.case, recompute_on_overlap=row.gate)
+    core, result = run_case(case)
+    check(core, result, case)
     assert Counter(result.recomputations) == row.recomputations
     if row.case.skipped_preemptions is not None:
         assert result.preemption_skips == row.case.skipped_preemptions
+
+
+def _ramp(**config: Any) -> tuple[list[Preempt], list[Pending]]:
+    """bench-scale's ramp in small: cq-a borrows the whole cohort with three low-priority workloads
+    when cq-b's and cq-c's high-priority heads arrive; each head, nominated on the same snapshot,
+    picks cq-a's newest workload."""
+    core = make_core(
+        make_flavor("default").obj(),
+        make_cohort("co").obj(),
+        *(_cq(n, "co", fq("default", cpu="10")) for n in ("cq-a", "cq-b", "cq-c")),
+        *(
+            make_wl(f"a-{i}")
+            .queue("lq-a")
+            .priority(50)
+            .created(i)
+            .request(cpu="10")
+            .reserve("cq-a", psa(cpu=("default", "10")), at=i)
+            .obj()
+            for i in (1, 2, 3)
+        ),
+        make_wl("b").queue("lq-b").priority(200).created(4).request(cpu="10").obj(),
+        make_wl("c").queue("lq-c").priority(200).created(5).request(cpu="10").obj(),
+        *(make_lq(f"lq-{n}", "ns", f"cq-{n}") for n in "abc"),
+        **config,
+    )
+    result = core.schedule(T0)
+    return result.preempted, result.pending
+
+
+def test_overlapping_preemptor_is_skipped_by_default() -> None:
+    """v0.19.2 ships RecomputeAssignmentUponPreemptionTargetsOverlap off (`pkg/features/kube_features.go`):
+    the second head is skipped with the overlap message (`processEntry` in `pkg/scheduler/scheduler.go`)
+    and no further workload is evicted in this cycle; with the gate on it would pick a second victim."""
+    preempted, pending_ = _ramp()
+    assert [(str(p.preemptor_key), [str(v.key) for v in p.targets]) for p in preempted] == [("ns/b", ["ns/a-3"])]
+    assert {str(p.key): p.message for p in pending_}["ns/c"] == (
+        "Workload has overlapping preemption targets with another workload"
+    )
+    preempted, _ = _ramp(recompute_on_overlap=True)
+    assert [(str(p.preemptor_key), [str(v.key) for v in p.targets]) for p in preempted] == [
+        ("ns/b", ["ns/a-3"]),
+        ("ns/c", ["ns/a-2"]),
+    ]

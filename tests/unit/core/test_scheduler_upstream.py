@@ -164,8 +164,8 @@ class Case:
     # wantSkippedPreemptions where upstream sets it (ClusterQueues with 0 left out).
     skipped_preemptions: dict[str, int] | None = None
     namespaces: Mapping[str, dict[str, str]] = field(default_factory=lambda: NAMESPACES)
-    # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap (on by default).
-    recompute_on_overlap: bool = True
+    # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap (off by default in v0.19.2).
+    recompute_on_overlap: bool = False
     # Feature gate ConcurrentAdmission (off by default).
     concurrent_admission: bool = False
     # Variants evicted for a flavor migration: key -> (Evicted reason, message).

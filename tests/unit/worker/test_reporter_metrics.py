@@ -346,12 +346,12 @@ def test_deleting_a_queue_drops_its_counters_and_histograms() -> None:
 
 
 def test_manager_passes_the_recompute_gate_to_the_core() -> None:
-    """RecomputeAssignmentUponPreemptionTargetsOverlap (on by default) decides whether the scheduler
-    recomputes overlapping preemption targets, and so whether recomputations are counted at all."""
-    on = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
-    off = Manager(
+    """RecomputeAssignmentUponPreemptionTargetsOverlap (off by default, as in v0.19.2) decides whether
+    the scheduler recomputes overlapping preemption targets, and so whether recomputations are counted."""
+    off = Manager(FakeKube(), Configuration(), identity="test", stop=threading.Event())
+    on = Manager(
         FakeKube(),
-        Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": False}),
+        Configuration(feature_gates={"RecomputeAssignmentUponPreemptionTargetsOverlap": True}),
         identity="test",
         stop=threading.Event(),
     )
