@@ -68,8 +68,14 @@ class TestMutate:
         assert "labels" not in out["metadata"] and out["spec"]["suspend"] is False
 
     def test_default_priority_class(self, make_driver: Any) -> None:
-        d = make_driver(priority_classes=frozenset({"default"}))
-        out = d.mutate(MUTATE, make_job(labels={Q: "q"}))
+        """Gate WorkloadPriorityClassDefaulting: Alpha and off in v0.19.2 (`pkg/features/kube_features.go`)."""
+        off = make_driver(priority_classes=frozenset({"default"}))
+        assert (
+            "kueue.x-k8s.io/priority-class" not in off.mutate(MUTATE, make_job(labels={Q: "q"}))["metadata"]["labels"]
+        )
+        gates = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  WorkloadPriorityClassDefaulting: true\n"
+        on = make_driver(gates, priority_classes=frozenset({"default"}))
+        out = on.mutate(MUTATE, make_job(labels={Q: "q"}))
         assert out["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "default"
 
     def test_manage_jobs_without_queue_name(self, make_driver: Any) -> None:

@@ -8,6 +8,7 @@ import threading
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from prometheus_client import generate_latest
 
 from tests.unit.core.builders import (
@@ -94,25 +95,33 @@ def test_eviction_latency_is_observed_when_quota_is_released() -> None:
     assert sample("kueue_workload_eviction_latency_seconds_count", **labels) == 1
 
 
-def test_refresh_counts_finished_and_unadmitted_workloads_per_queue() -> None:
+@pytest.mark.parametrize("gate", [True, False])
+def test_refresh_counts_finished_and_unadmitted_workloads_per_queue(gate: bool) -> None:
+    """kueue_unadmitted_workloads needs gate UnadmittedWorkloadsObservability (Beta but off in v0.19.2,
+    `pkg/features/kube_features.go`); the finished counts do not."""
+    cq_name = f"una-cq-{gate}"
     objs = [
         make_flavor("default").obj(),
-        make_cq("una-cq").group(fq("default", cpu="4")).obj(),
-        make_lq("una-lq", "ns", "una-cq"),
+        make_cq(cq_name).group(fq("default", cpu="4")).obj(),
+        make_lq("una-lq", "ns", cq_name),
     ]
     core = make_core(*objs)
     never_seen = make_wl("new").queue("una-lq").request(cpu="1").obj()
     waiting = make_wl("waiting").queue("una-lq").request(cpu="1").condition("QuotaReserved", "False", "Pending").obj()
     waiting2 = make_wl("waiting2").queue("una-lq").request(cpu="1").condition("QuotaReserved", "False", "Pending").obj()
-    checks = admitted("checks", "una-cq", "una-lq").condition("Admitted", "False", "NoChecks").obj()
-    running = admitted("running", "una-cq", "una-lq").obj()
-    done = admitted("done", "una-cq", "una-lq").finished().obj()
+    checks = admitted("checks", cq_name, "una-lq").condition("Admitted", "False", "NoChecks").obj()
+    running = admitted("running", cq_name, "una-lq").obj()
+    done = admitted("done", cq_name, "una-lq").finished().obj()
     no_queue = make_wl("orphan").queue("missing").request(cpu="1").obj()
-    rep = MetricsReporter(Configuration())
+    rep = MetricsReporter(Configuration(feature_gates={"UnadmittedWorkloadsObservability": gate}))
     for wl in (never_seen, waiting, waiting2, checks, running, done, no_queue):
         rep.workload_event(f"ns/{wl['metadata']['name']}", wl)
     rep.refresh(core)
-    cq = {"cluster_queue": "una-cq"}
+    cq = {"cluster_queue": cq_name}
+    assert sample("kueue_finished_workloads", **cq) == 1
+    if not gate:
+        assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending") == 0
+        return
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="PendingEvaluation") == 1
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoReservation", underlying_cause="Pending") == 2
     assert sample("kueue_unadmitted_workloads", **cq, reason="NoChecks", underlying_cause="") == 1
