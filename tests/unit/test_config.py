@@ -319,6 +319,9 @@ def test_feature_enabled_defaults_and_overrides():
         pytest.param("{TLSOptions: false}",
                      'featureGates: Invalid value: {"TLSOptions":false}: cannot set feature gate TLSOptions to false, '
                      "feature is locked to true", id="locked gate"),
+        pytest.param("{ObjectRetentionPolicies: false}",
+                     'featureGates: Invalid value: {"ObjectRetentionPolicies":false}: cannot set feature gate '
+                     "ObjectRetentionPolicies to false, feature is locked to true", id="gate graduated in v0.19"),
         pytest.param("{TopologyAwareScheduling: false}",
                      "featureGates: Invalid value: 1: cannot use a TAS profile with TAS disabled",
                      id="TAS off with the mixed profile on"),
@@ -326,6 +329,12 @@ def test_feature_enabled_defaults_and_overrides():
 )  # fmt: skip
 def test_feature_gate_errors(gates, message):
     assert error_of(V2 + f"featureGates: {gates}\n") == message
+
+
+def test_gates_graduated_by_v0_19_are_accepted_on():
+    """v0.19.2 still knows these GA gates (locked on): a Configuration written for it keeps loading."""
+    cfg = config.parse(V2 + "featureGates: {ObjectRetentionPolicies: true, HierarchicalCohorts: true}\n")
+    assert cfg.feature_enabled(Feature.OBJECT_RETENTION_POLICIES)
 
 
 def test_tas_can_be_disabled_with_its_profile():

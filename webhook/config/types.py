@@ -120,39 +120,48 @@ class Feature(StrEnum):
     FINISH_ORPHANED_WORKLOADS = "FinishOrphanedWorkloads"
     FLAVOR_FUNGIBILITY = "FlavorFungibility"
     FLAVOR_FUNGIBILITY_PRESERVE_SCAN_PROGRESS = "FlavorFungibilityPreserveScanProgress"
+    HIERARCHICAL_COHORTS = "HierarchicalCohorts"
     KUEUE_DRA_INTEGRATION = "KueueDRAIntegration"
     KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY = "KueueDRAIntegrationConsumableCapacity"
     KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE = "KueueDRAIntegrationExtendedResource"
     KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES = "KueueDRAIntegrationPartitionableDevices"
     KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED = "KueueDRARejectWorkloadsWhenDRADisabled"
-    LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
     LOCAL_QUEUE_METRICS = "LocalQueueMetrics"
+    LWS_IMMUTABLE_GROUP_SIZE = "LWSImmutableGroupSize"
     MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED = "ManagedJobsNamespaceSelectorAlwaysRespected"
-    METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
     METRICS_FOR_COHORTS = "MetricsForCohorts"
+    METRIC_FOR_WORKLOAD_CREATION_LATENCY = "MetricForWorkloadCreationLatency"
     MULTI_KUEUE = "MultiKueue"
     MULTI_KUEUE_ADAPTERS_FOR_CUSTOM_JOBS = "MultiKueueAdaptersForCustomJobs"
+    MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS = "MultiKueueAllowInsecureKubeconfigs"
     MULTI_KUEUE_CLUSTER_PROFILE = "MultiKueueClusterProfile"
     MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG = "MultiKueueIncrementalDispatcherConfig"
     MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER = "MultiKueueIncrementalDispatcherRespectConfigOrder"
     MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION = "MultiKueueKubeConfigPathValidation"
     MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION = "MultiKueueManagerQuotaAutomation"
     MULTI_KUEUE_ORCHESTRATED_PREEMPTION = "MultiKueueOrchestratedPreemption"
+    MULTI_KUEUE_REDO_ADMISSION_ON_EVICTION_IN_WORKER = "MultiKueueRedoAdmissionOnEvictionInWorker"
     MULTI_KUEUE_REMOTE_SPEC_SYNC = "MultiKueueRemoteSpecSync"
+    MULTI_KUEUE_WAIT_FOR_WORKLOAD_ADMITTED = "MultiKueueWaitForWorkloadAdmitted"
+    OBJECT_RETENTION_POLICIES = "ObjectRetentionPolicies"
     PARTIAL_ADMISSION = "PartialAdmission"
     POD_INTEGRATION_VALIDATE_GROUP_OWNER = "PodIntegrationValidateGroupOwner"
     PRIORITIZE_PREEMPTOR_WORKLOADS = "PrioritizePreemptorWorkloads"
     PRIORITY_BOOST = "PriorityBoost"
     PRIORITY_SORTING_WITHIN_COHORT = "PrioritySortingWithinCohort"
+    PROPAGATE_BATCH_JOB_LABELS_TO_WORKLOAD = "PropagateBatchJobLabelsToWorkload"
     QUOTA_CHECK_STRATEGY = "QuotaCheckStrategy"
     RECLAIMABLE_PODS = "ReclaimablePods"
     RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP = "RecomputeAssignmentUponPreemptionTargetsOverlap"
     REJECT_UPDATES_TO_CQ_WITH_INVALID_ON_FLAVORS = "RejectUpdatesToCQWithInvalidOnFlavors"
     REMOVE_FINALIZERS_WITH_STRICT_PATCH = "RemoveFinalizersWithStrictPatch"
     SCHEDULER_LIBRARY_INTEGRATION = "SchedulerLibraryIntegration"
+    SCHEDULER_LONG_REQUEUE_INTERVAL = "SchedulerLongRequeueInterval"
+    SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER = "SchedulerTimestampPreemptionBuffer"
     SCHEDULING_EQUIVALENCE_HASHING = "SchedulingEquivalenceHashing"
     SHORT_WORKLOAD_NAMES = "ShortWorkloadNames"
     SKIP_ANCESTOR_CHECK_FOR_DELETED_WORKLOADS = "SkipAncestorCheckForDeletedWorkloads"
+    SKIP_FINALIZERS_FOR_PODS_SUSPENDED_BY_PARENT = "SkipFinalizersForPodsSuspendedByParent"
     SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS = "SkipReassignmentForPodOwnedWorkloads"
     SPARK_APPLICATION_INTEGRATION = "SparkApplicationIntegration"
     TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX = "TASAssignmentsEncodingByHostnamePrefix"
@@ -231,16 +240,28 @@ _GATES_OFF_BY_DEFAULT: tuple[Feature, ...] = (
     # Off in v0.19.2 (`pkg/features/kube_features.go`); upstream's main turns some on for 0.20.
     Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP, Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION,
     Feature.WORKLOAD_PRIORITY_CLASS_DEFAULTING, Feature.UNADMITTED_WORKLOADS_OBSERVABILITY,
-    Feature.TAS_CACHE_TOPOLOGY_TREE,
+    Feature.TAS_CACHE_TOPOLOGY_TREE, Feature.SCHEDULER_LONG_REQUEUE_INTERVAL,
+    Feature.SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER,
+)
+# GA and locked on in v0.19.2, their code paths always on here: setting them true is accepted, false refused.
+_GATES_GRADUATED: tuple[Feature, ...] = (
+    Feature.HIERARCHICAL_COHORTS, Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS,
+    Feature.MULTI_KUEUE_REDO_ADMISSION_ON_EVICTION_IN_WORKER, Feature.MULTI_KUEUE_WAIT_FOR_WORKLOAD_ADMITTED,
+    Feature.OBJECT_RETENTION_POLICIES, Feature.PROPAGATE_BATCH_JOB_LABELS_TO_WORKLOAD,
+    Feature.SKIP_FINALIZERS_FOR_PODS_SUSPENDED_BY_PARENT,
 )
 # fmt: on
 FEATURE_GATE_DEFAULTS: Mapping[Feature, bool] = MappingProxyType(
-    {**dict.fromkeys(_GATES_ON_BY_DEFAULT, True), **dict.fromkeys(_GATES_OFF_BY_DEFAULT, False)}
+    {
+        **dict.fromkeys(_GATES_ON_BY_DEFAULT, True),
+        **dict.fromkeys(_GATES_OFF_BY_DEFAULT, False),
+        **dict.fromkeys(_GATES_GRADUATED, True),
+    }
 )
 
 # Gates at GA with LockToDefault: setting them to anything else is an error.
 LOCKED_FEATURE_GATES: frozenset[Feature] = frozenset(
-    {Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, Feature.TLS_OPTIONS}
+    {Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, Feature.TLS_OPTIONS, *_GATES_GRADUATED}
 )
 
 

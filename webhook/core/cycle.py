@@ -154,6 +154,8 @@ class SchedulerConfig:
     # InadmissibleWorkloadRequeuer: a delaying work queue keyed by root Cohort, or ClusterQueue
     # without one, `requeueBatchPeriod` 1 s in `pkg/cache/queue/inadmissible_workloads.go`); 0: at once.
     requeue_batch_s: float = 0.0
+    # Feature gate SchedulerTimestampPreemptionBuffer (off, as in v0.19.2): 5 min, see `satisfies_policy`.
+    timestamp_preemption_buffer: timedelta = timedelta(0)
 
 
 @dataclass(slots=True)
@@ -415,7 +417,10 @@ class AdmissionCore:
             return result
         snap = take_snapshot(self.cache)  # 2
         preemptor = Preemptor(
-            fair_sharing=self.config.fair_sharing, strategies=self.config.fair_sharing_strategies, now=now
+            fair_sharing=self.config.fair_sharing,
+            strategies=self.config.fair_sharing_strategies,
+            now=now,
+            buffer=self.config.timestamp_preemption_buffer,
         )
         entries, inadmissible = self._nominate(heads, snap, preemptor)  # 3
         preempted: dict[WorkloadKey, WorkloadInfo] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import IntEnum
 
 from webhook.api.constants import PreemptionReason
@@ -48,15 +48,20 @@ class _Variant(IntEnum):
         return PreemptionReason.IN_COHORT_RECLAMATION
 
 
-def satisfies_policy(preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: str) -> bool:
-    """LowerPriority / LowerOrNewerEqualPriority / Any / Never, on effective priorities."""
+def satisfies_policy(
+    preemptor: WorkloadInfo, candidate: WorkloadInfo, policy: str, buffer: timedelta = timedelta(0)
+) -> bool:
+    """LowerPriority / LowerOrNewerEqualPriority / Any / Never, on effective priorities; with a
+    `buffer` (gate SchedulerTimestampPreemptionBuffer), an equal-priority candidate counts as newer
+    only when queued more than that after the preemptor
+    (`pkg/scheduler/preemption/common/preemption_policy.go`)."""
     if policy == PreemptionPolicy.LOWER_PRIORITY:
         return candidate.priority < preemptor.priority
     if policy == PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY:
-        return candidate.priority < preemptor.priority or (
-            candidate.priority == preemptor.priority
-            and preemptor.queue_order_timestamp < candidate.queue_order_timestamp
-        )
+        if candidate.priority < preemptor.priority:
+            return True
+        newer = candidate.queue_order_timestamp - preemptor.queue_order_timestamp
+        return candidate.priority == preemptor.priority and newer > buffer
     return policy == PreemptionPolicy.ANY
 
 
@@ -111,12 +116,15 @@ def _restore(ctx: _Ctx, targets: Sequence[Target]) -> None:
 class Preemptor:
     """Finds preemption targets with the classical or the fair-sharing algorithm."""
 
-    __slots__ = ("fair_sharing", "now", "strategies")
+    __slots__ = ("buffer", "fair_sharing", "now", "strategies")
 
-    def __init__(self, *, fair_sharing: bool, strategies: Sequence[str], now: datetime) -> None:
+    def __init__(
+        self, *, fair_sharing: bool, strategies: Sequence[str], now: datetime, buffer: timedelta = timedelta(0)
+    ) -> None:
         self.fair_sharing = fair_sharing
         self.strategies = tuple(strategies) or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
         self.now = now
+        self.buffer = buffer  # `satisfies_policy`
 
     def _key(self, cq_name: str) -> Callable[[WorkloadInfo], tuple[object, ...]]:
         now = self.now
@@ -140,7 +148,7 @@ class Preemptor:
         pre = ctx.cq.spec.preemption
         same = wl.admission_cluster_queue == ctx.cq.name
         policy = pre.within_cluster_queue if same else pre.reclaim_within_cohort
-        if not satisfies_policy(ctx.preemptor, wl, policy):
+        if not satisfies_policy(ctx.preemptor, wl, policy, self.buffer):
             return None
         if same:
             return _Variant.WITHIN_CQ
@@ -248,7 +256,7 @@ class Preemptor:
             out += [
                 w
                 for w in ctx.cq.workloads.values()
-                if satisfies_policy(ctx.preemptor, w, pre.within_cluster_queue) and w.uses_any(ctx.frs)
+                if satisfies_policy(ctx.preemptor, w, pre.within_cluster_queue, self.buffer) and w.uses_any(ctx.frs)
             ]
         if ctx.cq.parent is not None and pre.reclaim_within_cohort != PreemptionPolicy.NEVER:
             root = ctx.cq.root()
@@ -263,7 +271,8 @@ class Preemptor:
                 out += [
                     w
                     for w in cq.workloads.values()
-                    if satisfies_policy(ctx.preemptor, w, pre.reclaim_within_cohort) and w.uses_any(ctx.frs)
+                    if satisfies_policy(ctx.preemptor, w, pre.reclaim_within_cohort, self.buffer)
+                    and w.uses_any(ctx.frs)
                 ]
         return out
 

@@ -31,14 +31,13 @@ runnable added in `setupScheduler` of `cmd/kueue/main.go`, starts only after the
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, assert_never
 
 from webhook import kube as k
@@ -78,7 +77,11 @@ METRICS_REFRESH_S = 1.0
 METRICS_REFRESH_SHARE = 20
 # Inadmissible Workloads are requeued in batches per cohort tree, 1 s after the first request
 # (`requeueBatchPeriod`, pkg/cache/queue/inadmissible_workloads.go); the core loop wakes for them.
+# 10 s with gate SchedulerLongRequeueInterval (`requeueLongBatchPeriod`).
 REQUEUE_BATCH_S = 1.0
+REQUEUE_LONG_BATCH_S = 10.0
+# Gate SchedulerTimestampPreemptionBuffer (pkg/scheduler/preemption/common/preemption_policy.go).
+TIMESTAMP_PREEMPTION_BUFFER = timedelta(minutes=5)
 # Back-pressure: no scheduling cycle starts while this many pending-status writes (those not queued
 # `first`: admissions, evictions and preemptions are) are queued or in flight. Upstream's scheduler
 # patches a Workload's pending status synchronously in its loop (`requeueAndUpdate` →
@@ -141,6 +144,28 @@ def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
     assert_never(message)
 
 
+def scheduler_config(config: Configuration) -> SchedulerConfig:
+    """The admission core's settings from the Configuration and its feature gates."""
+    wfpr = config.wait_for_pods_ready
+    fs = config.fair_sharing
+    gate = config.feature_enabled
+    scheduler = SchedulerConfig(
+        block_admission=wfpr is not None and wfpr.block_admission,
+        requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
+        recompute_on_overlap=gate(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP),
+        concurrent_admission=gate(Feature.CONCURRENT_ADMISSION),
+        elastic_jobs=gate(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+        equivalence_hashing=gate(Feature.SCHEDULING_EQUIVALENCE_HASHING),
+        requeue_batch_s=REQUEUE_LONG_BATCH_S if gate(Feature.SCHEDULER_LONG_REQUEUE_INTERVAL) else REQUEUE_BATCH_S,
+        timestamp_preemption_buffer=(
+            TIMESTAMP_PREEMPTION_BUFFER if gate(Feature.SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER) else timedelta(0)
+        ),
+    )
+    if not fs:
+        return scheduler
+    return replace(scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies)
+
+
 class Manager:
     def __init__(
         self,
@@ -161,28 +186,7 @@ class Manager:
         self.config = config
         self.stop = stop
         self.store = Store()
-        fs = config.fair_sharing
-        wfpr = config.wait_for_pods_ready
-        block = wfpr is not None and wfpr.block_admission
-        by_eviction = wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation"
-        recompute = config.feature_enabled(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP)
-        concurrent = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
-        elastic = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
-        hashing = config.feature_enabled(Feature.SCHEDULING_EQUIVALENCE_HASHING)
-        scheduler = SchedulerConfig(
-            block_admission=block,
-            requeue_by_eviction=by_eviction,
-            recompute_on_overlap=recompute,
-            concurrent_admission=concurrent,
-            elastic_jobs=elastic,
-            equivalence_hashing=hashing,
-            requeue_batch_s=REQUEUE_BATCH_S,
-        )
-        if fs:
-            scheduler = dataclasses.replace(
-                scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies
-            )
-        self.core = AdmissionCore(scheduler)
+        self.core = AdmissionCore(scheduler_config(config))
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
         self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
@@ -212,7 +216,7 @@ class Manager:
                 stop=stop,
                 short_names=config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES),
             )
-            if concurrent
+            if self.core.config.concurrent_admission
             else None
         )
         # StatefulSets (`integrations.statefulset`): one pod group each; it watches them and their pods itself.

@@ -1,0 +1,39 @@
+"""The admission core's settings as the worker derives them from a Configuration file."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from webhook import config
+from webhook.worker.manager import scheduler_config
+
+V2 = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+
+
+def test_defaults_are_v0_19_2s() -> None:
+    sc = scheduler_config(config.parse(V2))
+    assert sc.requeue_batch_s == 1.0
+    assert sc.timestamp_preemption_buffer == timedelta(0)
+    assert not sc.recompute_on_overlap and sc.equivalence_hashing
+    assert not sc.fair_sharing and not sc.block_admission
+
+
+def test_scheduler_gates() -> None:
+    gates = (
+        "featureGates: {SchedulerLongRequeueInterval: true, SchedulerTimestampPreemptionBuffer: true, "
+        "RecomputeAssignmentUponPreemptionTargetsOverlap: true}\n"
+    )
+    sc = scheduler_config(config.parse(V2 + gates))
+    assert sc.requeue_batch_s == 10.0  # requeueLongBatchPeriod
+    assert sc.timestamp_preemption_buffer == timedelta(minutes=5)
+    assert sc.recompute_on_overlap
+
+
+def test_fair_sharing_and_pods_ready() -> None:
+    stanza = (
+        "fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare]}\n"
+        "waitForPodsReady: {timeout: 5m, blockAdmission: true, requeuingStrategy: {timestamp: Creation}}\n"
+    )
+    sc = scheduler_config(config.parse(V2 + stanza))
+    assert sc.fair_sharing and tuple(sc.fair_sharing_strategies) == ("LessThanOrEqualToFinalShare",)
+    assert sc.block_admission and not sc.requeue_by_eviction
