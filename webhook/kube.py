@@ -200,7 +200,7 @@ class Kube:
         self._auth: tuple[float, dict[str, str]] = (float("-inf"), {})
 
     def _auth_headers(self) -> dict[str, str]:
-        """The client's default headers and bearer token, re-read every AUTH_REFRESH_S.
+        """Our User-Agent and the loaded credentials' bearer token, re-read every AUTH_REFRESH_S.
 
         Reading them runs the loader's refresh hook: the in-cluster loader re-reads a rotated token
         file, the kubeconfig loader rebuilds its configuration, ~0.3 ms per request, and pick the
@@ -239,8 +239,8 @@ class Kube:
     def _headers(self, content_type: str, accept: str) -> dict[str, str]:
         return {**self._auth_headers(), "Accept": accept, "Content-Type": content_type}
 
-    def _target(self, path: str, query: Mapping[str, Any] | None) -> str:
-        self._throttle(path)
+    @staticmethod
+    def _target(path: str, query: Mapping[str, Any] | None) -> str:
         return f"{path}?{urllib.parse.urlencode(query, quote_via=urllib.parse.quote)}" if query else path
 
     def request(
@@ -255,6 +255,7 @@ class Kube:
         timeout: float = 30,
     ) -> dict[str, Any]:
         """One call; `accept` asks for another representation (e.g. a server-side Table)."""
+        self._throttle(path)
         target = self._target(path, query)
         data = None if body is None else orjson.dumps(body)
         try:
@@ -314,6 +315,7 @@ class Kube:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": timeout_seconds,
         }
+        self._throttle(path)
         target = self._target(path, query)
         try:
             resp = self._transport.stream(
