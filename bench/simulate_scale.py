@@ -546,7 +546,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stagger-ms", type=int, default=0, help="the i-th ClusterQueue's workloads come i * this later")
     p.add_argument("--latency-ms", type=int, default=0, help="time for a write to reach a watcher")
     p.add_argument("--echo-ms", type=int, default=5, help="time for the core's own Evicted patch to come back")
-    p.add_argument("--hold-evictions", action="store_true", help="no cycle while eviction patches are unwritten")
+    p.add_argument(
+        "--hold-evictions", action="store_true", help="no cycle while eviction patches are unwritten (as the worker)"
+    )
     p.add_argument("--evictions", action="store_true", help="list every eviction")
     p.add_argument("--compare", action="store_true", help="run upstream's cycle on the recorded states (needs Go)")
     p.add_argument("--sample", type=int, default=25, help="with --compare: record every n-th admitting cycle")

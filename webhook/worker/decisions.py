@@ -77,6 +77,16 @@ class DecisionWriter:
         self.reporter = reporter
         self.notify = notify
         self.admitting: set[str] = set()
+        self._preempting: set[str] = set()  # write keys of Preempted writes queued or in flight
+
+    def preempting(self) -> bool:
+        """Whether a victim's Preempted write is still queued or in flight. Upstream's scheduler
+        issues preemptions inside its cycle and waits for the patches (`IssuePreemptions`, behind
+        the admission patches already waiting on the client's token bucket), so no later cycle
+        decides before the evictions are written; the core loop holds its cycles the same way."""
+        if self._preempting and not self.writes.busy(self._preempting):
+            self._preempting.clear()
+        return bool(self._preempting)
 
     def _wl_path(self, key: str) -> str:
         ns, name = key.split("/", 1)
@@ -219,8 +229,10 @@ class DecisionWriter:
                     "cluster_queue": v.cluster_queue,
                 },
             )
+            write_key = f"workloads/{v.key}"
+            self._preempting.add(write_key)
             self.writes.add(
-                f"workloads/{v.key}",
+                write_key,
                 StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))),
                 first=True,
             )

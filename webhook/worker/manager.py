@@ -457,12 +457,7 @@ class Manager:
             # Held, a due requeue cannot run before the writes drain (schedule() applies it): waiting
             # `wait` (0 once it is due) would spin the core thread on the backlog.
             batch = self._drain(HELD_RETRY_S if held else wait)
-            if (
-                held
-                and not batch
-                and self.writes.backlog() >= MAX_WRITE_BACKLOG
-                and (status_due is None or status_due > time.monotonic())
-            ):
+            if held and not batch and self._writes_held() and (status_due is None or status_due > time.monotonic()):
                 continue  # nothing new and still held: recomputing queue status and gauges would change nothing
             now = datetime.now(UTC)
             touched: set[str] = set()
@@ -511,7 +506,7 @@ class Manager:
                 )
             held = False
             for _ in range(10000):
-                if self.writes.backlog() >= MAX_WRITE_BACKLOG:
+                if self._writes_held():
                     held = True  # retried as soon as the writes drain (short drain timeout below)
                     break
                 started = time.monotonic()
@@ -534,6 +529,11 @@ class Manager:
                 self.reporter.refresh(self.core)
                 took = time.monotonic() - started
                 next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
+
+    def _writes_held(self) -> bool:
+        """No scheduling cycle while pending-status writes are backlogged (MAX_WRITE_BACKLOG) or an
+        earlier cycle's preemptions are still being written (`DecisionWriter.preempting`)."""
+        return self.writes.backlog() >= MAX_WRITE_BACKLOG or self.decisions.preempting()
 
     # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:

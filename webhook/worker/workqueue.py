@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 from webhook import kube as k
@@ -77,6 +77,11 @@ class WorkQueue(Generic[T]):
             return plain_queued + sum(
                 1 for key in self._processing_plain if key not in self._queued or key in self._first
             )
+
+    def busy(self, keys: Iterable[str]) -> bool:
+        """Whether any of `keys` is queued or being handled (not one waiting out a retry delay)."""
+        with self._cond:
+            return any(key in self._queued or key in self._processing for key in keys)
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         """Queue `key` (its `items` ahead of any queued since) once `delay` seconds have passed."""

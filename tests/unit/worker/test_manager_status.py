@@ -265,3 +265,21 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
     assert w.status(old)["admission"] == old["status"]["admission"]
     assert m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get() == before + 1
     assert admit.replaces is not None
+
+
+def test_no_cycle_runs_until_the_preemptions_of_the_last_one_are_written() -> None:
+    """Upstream's cycle waits for its preemption patches (`IssuePreemptions`): the worker holds its
+    cycles while a victim's Preempted write is queued or in flight, then schedules again."""
+    cq = make_cq("cq").group(fq("f", cpu="1")).preemption(within="LowerPriority").obj()
+    low = make_wl("low").queue("lq").priority(1).request(cpu="1").reserve("cq", psa(cpu=("f", "1"))).obj()
+    high = make_wl("high").queue("lq").priority(10).request(cpu="1").obj()
+    w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), low, high)
+    assert not w.mgr._writes_held()
+    result = w.mgr.core.schedule(T0)
+    assert [str(t.key) for d in result.preempted for t in d.targets] == ["ns/low"]
+    w.mgr.decisions.dispatch(result, T0)
+    assert w.mgr._writes_held()
+    w.flush()
+    evicted = next(x for x in w.status(low)["conditions"] if x["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
+    assert not w.mgr._writes_held()

@@ -192,3 +192,27 @@ def test_delayed_items_keep_their_order_ahead_of_later_ones() -> None:
     wait_until(lambda: len(seen) == 1)
     stop.set()
     assert seen == [[1, 2, 3]]
+
+
+def test_busy_while_a_key_is_queued_or_handled_not_while_it_waits_out_a_retry() -> None:
+    """The core loop's hold on preemption writes reads it: done (or backing off) is not busy."""
+    stop = threading.Event()
+    release = threading.Event()
+    calls: list[str] = []
+
+    def handler(key: str, items: Sequence[int]) -> None:
+        calls.append(key)
+        release.wait(5)
+        if key == "flaky" and calls.count("flaky") == 1:
+            raise Retry(60)
+
+    q: WorkQueue[int] = WorkQueue("t", handler, workers=1, stop=stop)
+    q.add("flaky", 1, first=True)
+    assert q.busy(["flaky", "other"]) and not q.busy(["other"])
+    q.start()
+    wait_until(lambda: calls == ["flaky"])
+    assert q.busy(["flaky"])  # in flight
+    release.set()
+    wait_until(lambda: not q.busy(["flaky"]))  # its retry waits in the delay heap
+    assert calls == ["flaky"]
+    stop.set()
