@@ -234,7 +234,7 @@ def test_scale_up_beyond_quota_keeps_new_pods_gated(kubectl: Kubectl, namespace:
             None,
         ),
     )
-    assert cond(new, "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert cond(new, "QuotaReserved")["reason"] == "Pending"
     pods = kubectl.get("pods", "-n", namespace, "-l", "batch.kubernetes.io/job-name=grow")["items"]
     wait_for(
         "a third pod created",

@@ -192,7 +192,7 @@ def test_33_jobs_on_64_gpus_admit_32_and_worker_restart_changes_nothing(
 
     wls = wait_for("32 reserved and 1 pending", settled, timeout=60)
     pending = next(w for w in wls if cond(w, "QuotaReserved").get("status") == "False")
-    assert cond(pending, "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert cond(pending, "QuotaReserved")["reason"] == "Pending"
     assert cond(pending, "QuotaReserved")["message"] == (
         f"couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor gpu-nodes-{quota[9:]}, "
         "2 more needed"
@@ -322,7 +322,7 @@ def test_namespace_outside_the_selector_stays_unreserved(kubectl: Kubectl, names
                 (w for w in workloads(kubectl, namespace) if cond(w, "QuotaReserved").get("status") == "False"), None
             ),
         )
-        assert cond(wl, "QuotaReserved")["reason"] == "Misconfigured"
+        assert cond(wl, "QuotaReserved")["reason"] == "Pending"
         assert cond(wl, "QuotaReserved")["message"] == "workload namespace doesn't match ClusterQueue selector"
         time.sleep(1)
         wl = kubectl.get("workload", "-n", namespace, wl["metadata"]["name"])

@@ -173,12 +173,12 @@ def test_block_admission_holds_a_second_job_while_the_first_is_not_ready(kubectl
         "the second Job to be held",
         lambda: when(
             workload_of(kubectl, namespace, "second") or {},
-            lambda w: cond(w, "QuotaReserved").get("reason") == "WaitingForPodsReady" and bool(cond(w, "PodsReady")),
+            lambda w: cond(w, "QuotaReserved").get("reason") == "Waiting" and bool(cond(w, "PodsReady")),
         ),
     )
     assert brief(cond(second, "QuotaReserved")) == (
         "False",
-        "WaitingForPodsReady",
+        "Waiting",
         "waiting for all admitted workloads to be in PodsReady condition",
     )
     assert brief(cond(second, "PodsReady")) == ("False", "WaitForStart", "Not all pods are ready or succeeded")
@@ -191,7 +191,7 @@ def test_block_admission_holds_a_second_job_while_the_first_is_not_ready(kubectl
     assert cond(workload_of(kubectl, namespace, "first") or {}, "Admitted")["status"] == "True"
     reasons = wait_for(
         "the Warning event",
-        lambda: when(event_reasons(kubectl, namespace, held["metadata"]["name"]), lambda r: "WaitingForPodsReady" in r),
+        lambda: when(event_reasons(kubectl, namespace, held["metadata"]["name"]), lambda r: "Waiting" in r),
     )
     assert "QuotaReserved" not in reasons
     # The first Job goes away: nothing admitted is unready any more, so the second is admitted and runs.

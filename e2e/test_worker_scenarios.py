@@ -362,7 +362,7 @@ def test_borrowing_is_capped_by_borrowing_limit_and_by_the_lenders_lending_limit
 
     # The scheduler's Pending write for a waiting Workload is its own, apart from the admissions counted above.
     pending = wait_for("the first waiting Workload's QuotaReserved=False", first_pending)
-    assert cond(pending, "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert cond(pending, "QuotaReserved")["reason"] == "Pending"
     assert cond(pending, "QuotaReserved")["message"] == (
         f"couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor {rf}, 1 more needed"
     )
@@ -472,7 +472,7 @@ def test_head_of_line_blocking(
     wait_workload(kubectl, namespace, "running", "Admitted")
     submit(kubectl, job(namespace, "big", "q", cpu="3"))
     big = wait_workload(kubectl, namespace, "big", "QuotaReserved", "False")
-    assert cond(big, "QuotaReserved")["reason"] == "WaitingForQuota"
+    assert cond(big, "QuotaReserved")["reason"] == "Pending"
     time.sleep(1.1)  # creation timestamps have second resolution: the small Job must be younger
     submit(kubectl, job(namespace, "small", "q", cpu="1"))
     if small_admitted:

@@ -112,6 +112,12 @@ MSG_NO_LONGER_ON_HOLD = "Workload no longer on hold; waiting for quota reservati
 """QuotaReserved=True, and the reason that resets Evicted/Preempted to False on the next reservation."""
 
 
+# QuotaReserved=False reasons with UnadmittedWorkloadsObservability off (`UnadmittedWorkloadReasonWithFallback`):
+# `Pending`, and the deprecated `Waiting` while waitForPodsReady.blockAdmission holds the scheduler.
+PENDING_REASON_FALLBACK = "Pending"
+WAITING_REASON_FALLBACK = "Waiting"
+
+
 class PendingReason(StrEnum):
     """QuotaReserved=False reasons (UnadmittedWorkloadsObservability on)."""
 

@@ -156,6 +156,10 @@ class SchedulerConfig:
     requeue_batch_s: float = 0.0
     # Feature gate SchedulerTimestampPreemptionBuffer (off, as in v0.19.2): 5 min, see `satisfies_policy`.
     timestamp_preemption_buffer: timedelta = timedelta(0)
+    # Feature gate UnadmittedWorkloadsObservability (Beta, off in v0.19.2): a pending Workload's
+    # QuotaReserved=False reason (and its Warning event) is the granular one; off it is `Pending`
+    # (`UnadmittedWorkloadReasonWithFallback`, pkg/workload/workload.go).
+    granular_pending_reasons: bool = False
 
 
 @dataclass(slots=True)
@@ -789,7 +793,14 @@ class AdmissionCore:
             e.wl.key, e.cq_name, e.requeue_reason, now, untried_flavors=last is not None and last.has_untried()
         )
         reason = e.reason or PendingReason.PENDING_EVALUATION
-        conds: tuple[ConditionValue, ...] = conditions.pending_conditions(reason, e.message)
+        shown = reason
+        if not self.config.granular_pending_reasons:
+            shown = (
+                constants.WAITING_REASON_FALLBACK
+                if reason == PendingReason.WAITING_FOR_PODS_READY
+                else constants.PENDING_REASON_FALLBACK
+            )
+        conds: tuple[ConditionValue, ...] = conditions.pending_conditions(shown, e.message)
         if e.status == "preemption_gated":
             conds = (*conds, conditions.blocked_on_preemption_gates(e.message))
         result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conds))

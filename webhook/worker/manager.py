@@ -160,6 +160,7 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
         timestamp_preemption_buffer=(
             TIMESTAMP_PREEMPTION_BUFFER if gate(Feature.SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER) else timedelta(0)
         ),
+        granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
     )
     if not fs:
         return scheduler
