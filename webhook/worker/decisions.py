@@ -78,6 +78,7 @@ class DecisionWriter:
         self.notify = notify
         self.admitting: set[str] = set()
         self._preempting: set[str] = set()  # write keys of Preempted writes queued or in flight
+        self._reporting: set[str] = set()  # write keys of the last cycle's pending reports
 
     def preempting(self) -> bool:
         """Whether a victim's Preempted write is still queued or in flight. Upstream's scheduler
@@ -87,6 +88,17 @@ class DecisionWriter:
         if self._preempting and not self.writes.busy(self._preempting):
             self._preempting.clear()
         return bool(self._preempting)
+
+    def reporting(self) -> bool:
+        """Whether a pending-status write of the last cycle is still queued or in flight. Upstream's
+        cycle patches each head it did not admit before it ends (`requeueAndUpdate`, synchronously,
+        through the client's token bucket), so an inadmissible requeue that comes due meanwhile
+        finds the head in flight and sends it back to the heap (`queueInadmissibleCycle >=
+        popCycle`) instead of the next cycle trying the Workload behind it; the core loop holds its
+        next cycle the same way."""
+        if self._reporting and not self.writes.busy(self._reporting):
+            self._reporting.clear()
+        return bool(self._reporting)
 
     def _wl_path(self, key: str) -> str:
         ns, name = key.split("/", 1)
@@ -385,14 +397,16 @@ class DecisionWriter:
             )
 
     def _pending(self, d: Pending, now: datetime) -> None:
-        self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)
+        if self._set_pending(str(d.key), d.cluster_queue, d.conditions, now):
+            self._reporting.add(f"workloads/{d.key}")
 
     def _set_pending(
         self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True
-    ) -> None:
+    ) -> bool:
+        """Queue the pending status unless the Workload shows it already; whether a write was queued."""
         wl = self.store.get("workloads", key)
         if wl is None:
-            return
+            return False
         current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
         qr = pending[0]
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
@@ -400,7 +414,7 @@ class DecisionWriter:
             qr.reason,
             qr.message,
         ):
-            return
+            return False
         conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
@@ -423,3 +437,4 @@ class DecisionWriter:
         self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
+        return True

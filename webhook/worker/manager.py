@@ -532,9 +532,10 @@ class Manager:
                 next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
 
     def _writes_held(self) -> bool:
-        """No scheduling cycle while pending-status writes are backlogged (MAX_WRITE_BACKLOG) or an
-        earlier cycle's preemptions are still being written (`DecisionWriter.preempting`)."""
-        return self.writes.backlog() >= MAX_WRITE_BACKLOG or self.decisions.preempting()
+        """No scheduling cycle while the last one's pending reports (`DecisionWriter.reporting`) or an
+        earlier cycle's preemptions (`DecisionWriter.preempting`) are still being written, or while
+        pending-status writes are backlogged (MAX_WRITE_BACKLOG)."""
+        return self.decisions.reporting() or self.decisions.preempting() or self.writes.backlog() >= MAX_WRITE_BACKLOG
 
     # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:

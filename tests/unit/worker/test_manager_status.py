@@ -283,3 +283,25 @@ def test_no_cycle_runs_until_the_preemptions_of_the_last_one_are_written() -> No
     evicted = next(x for x in w.status(low)["conditions"] if x["type"] == "Evicted")
     assert (evicted["status"], evicted["reason"]) == ("True", "Preempted")
     assert not w.mgr._writes_held()
+
+
+def test_no_cycle_runs_until_the_pending_status_of_the_last_one_is_written() -> None:
+    """Upstream's cycle ends after the pending-status patches of the heads it did not admit
+    (`requeueAndUpdate`): the worker holds its next cycle while one is queued or in flight, and a
+    head whose status already shows the same pending reason costs no write and holds nothing."""
+    cq = make_cq("cq").group(fq("f", cpu="1")).obj()
+    big = make_wl("big").queue("lq").request(cpu="2").obj()
+    w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), big)
+    result = w.mgr.core.schedule(T0)
+    assert [str(d.key) for d in result.pending] == ["ns/big"]
+    w.mgr.decisions.dispatch(result, T0)
+    assert w.mgr._writes_held()
+    w.flush()
+    reserved = next(x for x in w.status(big)["conditions"] if x["type"] == "QuotaReserved")
+    assert (reserved["status"], reserved["reason"]) == ("False", "Pending")
+    assert not w.mgr._writes_held()
+    w.mgr.core.queues.queue_inadmissible(["cq"], T0)
+    again = w.mgr.core.schedule(T0)
+    assert [str(d.key) for d in again.pending] == ["ns/big"]
+    w.mgr.decisions.dispatch(again, T0)
+    assert not w.mgr._writes_held()
