@@ -82,8 +82,9 @@ REQUEUE_BATCH_S = 1.0
 REQUEUE_LONG_BATCH_S = 10.0
 # Gate SchedulerTimestampPreemptionBuffer (pkg/scheduler/preemption/common/preemption_policy.go).
 TIMESTAMP_PREEMPTION_BUFFER = timedelta(minutes=5)
-# Back-pressure: no scheduling cycle starts while this many pending-status writes (those not queued
-# `first`: admissions, evictions and preemptions are) are queued or in flight. Upstream's scheduler
+# Back-pressure: no scheduling cycle starts while the last cycle's own pending-status writes are
+# queued or in flight (`DecisionWriter.reporting`), nor while this many pending-status writes of any
+# origin (those not queued `first`: admissions, evictions and preemptions are) are. Upstream's scheduler
 # patches a Workload's pending status synchronously in its loop (`requeueAndUpdate` →
 # `PatchAdmissionStatus`, through the client's token bucket) while its admission patches run
 # asynchronously, so it never decides far ahead of what the API shows; ours wrote everything
