@@ -77,28 +77,22 @@ class DecisionWriter:
         self.reporter = reporter
         self.notify = notify
         self.admitting: set[str] = set()
-        self._preempting: set[str] = set()  # write keys of Preempted writes queued or in flight
-        self._reporting: set[str] = set()  # write keys of the last cycle's pending reports
+        # Write keys of the victims' Preempted writes and of the pending reports dispatched since the
+        # last cycle's writes were all done (see `cycle_writing`).
+        self._cycle_writes: set[str] = set()
 
-    def preempting(self) -> bool:
-        """Whether a victim's Preempted write is still queued or in flight. Upstream's scheduler
-        issues preemptions inside its cycle and waits for the patches (`IssuePreemptions`, behind
-        the admission patches already waiting on the client's token bucket), so no later cycle
-        decides before the evictions are written; the core loop holds its cycles the same way."""
-        if self._preempting and not self.writes.busy(self._preempting):
-            self._preempting.clear()
-        return bool(self._preempting)
-
-    def reporting(self) -> bool:
-        """Whether a pending-status write of the last cycle is still queued or in flight. Upstream's
-        cycle patches each head it did not admit before it ends (`requeueAndUpdate`, synchronously,
-        through the client's token bucket), so an inadmissible requeue that comes due meanwhile
-        finds the head in flight and sends it back to the heap (`queueInadmissibleCycle >=
-        popCycle`) instead of the next cycle trying the Workload behind it; the core loop holds its
-        next cycle the same way."""
-        if self._reporting and not self.writes.busy(self._reporting):
-            self._reporting.clear()
-        return bool(self._reporting)
+    def cycle_writing(self) -> bool:
+        """Whether a victim's Preempted write or a pending-status write of the last cycles is still
+        queued or in flight. Upstream's cycle ends only after both: it waits for its preemption
+        patches (`IssuePreemptions`, behind the admission patches already waiting on the client's
+        token bucket) and patches each head it did not admit (`requeueAndUpdate`, synchronously).
+        So no later cycle decides before the evictions are written, and an inadmissible requeue that
+        comes due meanwhile finds the head in flight and sends it back to the heap
+        (`queueInadmissibleCycle >= popCycle`) instead of the next cycle trying the Workload behind
+        it; the core loop holds its next cycle the same way."""
+        if self._cycle_writes and not self.writes.busy(self._cycle_writes):
+            self._cycle_writes.clear()
+        return bool(self._cycle_writes)
 
     def _wl_path(self, key: str) -> str:
         ns, name = key.split("/", 1)
@@ -242,7 +236,7 @@ class DecisionWriter:
                 },
             )
             write_key = f"workloads/{v.key}"
-            self._preempting.add(write_key)
+            self._cycle_writes.add(write_key)
             self.writes.add(
                 write_key,
                 StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))),
@@ -397,16 +391,16 @@ class DecisionWriter:
             )
 
     def _pending(self, d: Pending, now: datetime) -> None:
-        if self._set_pending(str(d.key), d.cluster_queue, d.conditions, now):
-            self._reporting.add(f"workloads/{d.key}")
+        if (write_key := self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)) is not None:
+            self._cycle_writes.add(write_key)
 
     def _set_pending(
         self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True
-    ) -> bool:
-        """Queue the pending status unless the Workload shows it already; whether a write was queued."""
+    ) -> str | None:
+        """Queue the pending status unless the Workload shows it already; the write's key if queued."""
         wl = self.store.get("workloads", key)
         if wl is None:
-            return False
+            return None
         current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
         qr = pending[0]
         if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
@@ -414,7 +408,7 @@ class DecisionWriter:
             qr.reason,
             qr.message,
         ):
-            return False
+            return None
         conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
@@ -434,7 +428,8 @@ class DecisionWriter:
                 "detail": qr.message,
             },
         )
-        self.writes.add(f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate))
+        write_key = f"workloads/{key}"
+        self.writes.add(write_key, StatusWrite("workloads", self._wl_path(key), mutate))
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
-        return True
+        return write_key

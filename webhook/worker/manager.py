@@ -83,7 +83,7 @@ REQUEUE_LONG_BATCH_S = 10.0
 # Gate SchedulerTimestampPreemptionBuffer (pkg/scheduler/preemption/common/preemption_policy.go).
 TIMESTAMP_PREEMPTION_BUFFER = timedelta(minutes=5)
 # Back-pressure: no scheduling cycle starts while the last cycle's own pending-status writes are
-# queued or in flight (`DecisionWriter.reporting`), nor while this many pending-status writes of any
+# queued or in flight (`DecisionWriter.cycle_writing`), nor while this many pending-status writes of any
 # origin (those not queued `first`: admissions, evictions and preemptions are) are. Upstream's scheduler
 # patches a Workload's pending status synchronously in its loop (`requeueAndUpdate` →
 # `PatchAdmissionStatus`, through the client's token bucket) while its admission patches run
@@ -533,10 +533,10 @@ class Manager:
                 next_refresh = started + took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took)
 
     def _writes_held(self) -> bool:
-        """No scheduling cycle while the last one's pending reports (`DecisionWriter.reporting`) or an
-        earlier cycle's preemptions (`DecisionWriter.preempting`) are still being written, or while
-        pending-status writes are backlogged (MAX_WRITE_BACKLOG)."""
-        return self.decisions.reporting() or self.decisions.preempting() or self.writes.backlog() >= MAX_WRITE_BACKLOG
+        """No scheduling cycle while the last one's pending reports or preemptions are still being
+        written (`DecisionWriter.cycle_writing`), or while pending-status writes are backlogged
+        (MAX_WRITE_BACKLOG)."""
+        return self.decisions.cycle_writing() or self.writes.backlog() >= MAX_WRITE_BACKLOG
 
     # == writers, queue status and resource-in-use finalizers (their own modules) =================
     def _write(self, key: str, queued: Sequence[StatusWrite | Call]) -> None:

@@ -229,36 +229,33 @@ def test_pending_reason_and_message(objs: list[dict[str, Any]], reason: str, mes
     assert (d.reason, d.message) == (reason, message)
 
 
-@pytest.mark.parametrize(("granular", "shown"), [(False, "Pending"), (True, "WaitingForQuota")])
-def test_the_condition_shows_the_granular_reason_only_with_its_gate(granular: bool, shown: str) -> None:
-    """UnadmittedWorkloadsObservability (off in v0.19.2): QuotaReserved=False says `Pending` unless
-    it is on (`UnadmittedWorkloadReasonWithFallback`); the decision keeps the granular reason for metrics."""
+def second_gpu_workload_decision(**config: Any) -> Pending:
+    """The decision on a 3-GPU Workload queued behind another in a 4-GPU ClusterQueue."""
     core = make_core(
         make_flavor("gpu-nodes").obj(),
         make_cq("cq").group(fq("gpu-nodes", gpu="4")).obj(),
         LQ,
         make_wl("first").request(gpu="3").obj(),
         make_wl("wl").created(1).request(gpu="3").obj(),
-        granular_pending_reasons=granular,
+        **config,
     )
     core.schedule(T0)
     (d,) = core.schedule(T0).decisions
     assert isinstance(d, Pending)
+    return d
+
+
+@pytest.mark.parametrize(("granular", "shown"), [(False, "Pending"), (True, "WaitingForQuota")])
+def test_the_condition_shows_the_granular_reason_only_with_its_gate(granular: bool, shown: str) -> None:
+    """UnadmittedWorkloadsObservability (off in v0.19.2): QuotaReserved=False says `Pending` unless
+    it is on (`UnadmittedWorkloadReasonWithFallback`); the decision keeps the granular reason for metrics."""
+    d = second_gpu_workload_decision(granular_pending_reasons=granular)
     assert d.reason == "WaitingForQuota"
     assert (d.conditions[0].type, d.conditions[0].status, d.conditions[0].reason) == ("QuotaReserved", "False", shown)
 
 
 def test_waiting_for_quota_gpu_message() -> None:
-    core = make_core(
-        make_flavor("gpu-nodes").obj(),
-        make_cq("cq").group(fq("gpu-nodes", gpu="4")).obj(),
-        LQ,
-        make_wl("first").request(gpu="3").obj(),
-        make_wl("wl").created(1).request(gpu="3").obj(),
-    )
-    core.schedule(T0)
-    (d,) = core.schedule(T0).decisions
-    assert isinstance(d, Pending)
+    d = second_gpu_workload_decision()
     assert d.reason == "WaitingForQuota"
     assert (
         d.message
