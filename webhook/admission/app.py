@@ -39,6 +39,7 @@ from webhook.admission import review as rv
 from webhook.admission.context import Context, Lookups, StaticLookups
 from webhook.admission.jobframework import FrameworkError
 from webhook.api import fields as f
+from webhook.api.quantity_fields import first_invalid
 from webhook.config import Configuration
 
 __all__ = ["ENDPOINTS", "MAX_BODY_BYTES", "Endpoint", "ReviewRouter", "create_app", "decide"]
@@ -220,6 +221,10 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
     """The review response for one request, and its outcome label. Pure but for lookups."""
     if endpoint.integration is not None and endpoint.integration not in config.integrations.frameworks:
         return rv.allowed(req.uid), "allowed"
+    for obj in (req.obj, req.old_obj):
+        if bad := first_invalid(endpoint.resources[0], obj):
+            # Upstream cannot decode the object into its Go type: controller-runtime's Errored(400, err).
+            return rv.errored(req.uid, 400, bad[1]), "error"
     ctx = Context(
         config=config, lookups=lookups, operation=req.operation, sub_resource=req.sub_resource, namespace=req.namespace
     )
@@ -294,9 +299,9 @@ def _admission_handler(
                 answer, outcome = decide(endpoint, req, config, lookups)
         except rv.BadRequest as exc:
             return 400, str(exc).encode(), "bad_request"
-        if outcome == "denied":
+        if outcome in ("denied", "error"):
             log.info(
-                "denied",
+                outcome,
                 extra={
                     "object": f"{req.namespace}/{req.name}" if req.namespace else req.name,
                     "kind": endpoint.kind,

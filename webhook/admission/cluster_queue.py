@@ -18,7 +18,7 @@ from typing import Any
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
-from webhook.api.quantity import QuantityError, parse
+from webhook.api.quantity import parse
 from webhook.config import Feature
 
 __all__ = [
@@ -129,7 +129,7 @@ def validate_fair_sharing(fair_sharing: Mapping[str, Any] | None, path: f.Path) 
     if not fair_sharing or fair_sharing.get("weight") is None:
         return []
     weight = fair_sharing["weight"]
-    value = _quantity(weight)
+    value = parse(weight)
     errs: list[f.FieldError] = []
     if value < 0:
         errs.append(f.invalid(path, f.quantity_string(weight), IS_NEGATIVE_MSG))
@@ -168,13 +168,13 @@ def _validate_flavor_quotas(
             limit_path = quota_path.child("lendingLimit")
             errs += _non_negative(lending, limit_path)
             errs += _limit_needs_parent(lending, limit_path, has_parent=has_parent, word=parent_word)
-            if enforce_lending_le_nominal and _quantity(lending) > _quantity(nominal):
+            if enforce_lending_le_nominal and parse(lending) > parse(nominal):
                 errs.append(f.invalid(limit_path, f.quantity_string(lending), LENDING_LIMIT_MSG))
     return errs
 
 
 def _non_negative(value: str | int | float, path: str) -> list[f.FieldError]:
-    if _quantity(value) < 0:
+    if parse(value) < 0:
         return [f.invalid(path, f.quantity_string(value), IS_NEGATIVE_MSG)]
     return []
 
@@ -183,14 +183,6 @@ def _limit_needs_parent(value: str | int | float, path: str, *, has_parent: bool
     if has_parent:
         return []
     return [f.invalid(path, f.quantity_string(value), f"must be nil when {word} is empty")]
-
-
-def _quantity(value: str | int | float) -> Fraction:
-    try:
-        return parse(value)
-    except QuantityError:
-        # The CRD schema rejects malformed quantities; treat a stray one as zero rather than fail.
-        return Fraction(0)
 
 
 # --- ClusterQueue only -----------------------------------------------------------------------------

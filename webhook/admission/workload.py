@@ -17,7 +17,6 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
 from typing import Any
 
 from webhook.admission import jobframework
@@ -26,7 +25,7 @@ from webhook.admission.resource_flavor import validate_tolerations
 from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import objects as o
-from webhook.api.quantity import QuantityError, amount, parse
+from webhook.api.quantity import amount, parse
 from webhook.config import Feature
 
 __all__ = ["default", "validate_create", "validate_update"]
@@ -250,7 +249,7 @@ def _validate_resource_list(resources: Mapping[str, Any] | None, path: f.Path, c
         value = (resources or {})[name]
         if name == RESERVED_RESOURCE:
             errs.append(f.invalid(path.key(name), RESERVED_RESOURCE, "the key is reserved for internal kueue use"))
-        if non_negative and _quantity(value) < 0:
+        if non_negative and parse(value) < 0:
             errs.append(f.invalid(path.key(name), f.quantity_string(value), IS_NEGATIVE_MSG))
     return errs
 
@@ -306,7 +305,7 @@ def _validate_admission(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -
         if count > 0:
             usage = assignment.get("resourceUsage") or {}
             for resource in sorted(usage):
-                if _amount(resource, usage[resource]) % count != 0:
+                if amount(resource, usage[resource]) % count != 0:
                     errs.append(
                         f.invalid(
                             assignment_path.child("resourceUsage").key(resource),
@@ -511,20 +510,6 @@ def _validate_cluster_name_update(new: Mapping[str, Any], old: Mapping[str, Any]
 # --- values --------------------------------------------------------------------------------------
 
 
-def _quantity(value: Any) -> Fraction:
-    try:
-        return parse(value)
-    except QuantityError:
-        return Fraction(0)
-
-
-def _amount(resource: str, value: Any) -> int:
-    try:
-        return amount(resource, value)
-    except QuantityError:
-        return 0
-
-
 def _map_quantities(value: Any, convert: Callable[[Any], Any], key: str = "") -> Any:
     """Apply `convert` to every amount in a resource list (requests, limits, overhead, resourceUsage)."""
     if isinstance(value, Mapping):
@@ -556,4 +541,4 @@ def _normalized(value: Any) -> Any:
 
 
 def _semantic_equal(a: Any, b: Any) -> bool:
-    return bool(_normalized(_map_quantities(a, _quantity)) == _normalized(_map_quantities(b, _quantity)))
+    return bool(_normalized(_map_quantities(a, parse)) == _normalized(_map_quantities(b, parse)))
