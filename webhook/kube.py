@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from kubernetes import client as k8s_client
@@ -31,6 +31,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import should_bypass_proxies
 
 from webhook import transport
+from webhook.api.quantity_fields import first_invalid
 
 __all__ = [
     "Conflict",
@@ -363,6 +364,61 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+InvalidHandler = Callable[[dict[str, Any], str, str], None]
+
+
+class _Screen:
+    """Sets aside the objects of a watched resource that Go could not decode.
+
+    Upstream's informers decode into Go types, so one stored object with a quantity Go refuses
+    (the CRD's pattern admits `1e1.5`) fails the whole list and its cache never syncs. Here such an
+    object is absent to every handler: left out of lists, and an ADDED or MODIFIED copy of it is
+    handed on as DELETED (metadata only, nothing to parse), so an earlier valid copy is forgotten.
+    Each version of it is logged once, naming it, and passed to `on_invalid`.
+    """
+
+    def __init__(self, path: str, on_invalid: InvalidHandler | None) -> None:
+        self.resource = path.rstrip("/").rsplit("/", 1)[-1]
+        self.on_invalid = on_invalid
+        self._reported: dict[tuple[str, str], str] = {}  # key → resourceVersion last reported
+
+    def items(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [item for item in items if not self._invalid(item)]
+
+    def event(self, etype: str, obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        if etype == "DELETED":
+            self._reported.pop(_Shared.key(obj), None)
+            return etype, obj if first_invalid(self.resource, obj) is None else _metadata_only(obj)
+        if self._invalid(obj):
+            return "DELETED", _metadata_only(obj)
+        return etype, obj
+
+    def _invalid(self, obj: dict[str, Any]) -> bool:
+        bad = first_invalid(self.resource, obj)
+        if bad is None:
+            return False
+        key = _Shared.key(obj)
+        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if self._reported.get(key) != version:
+            self._reported[key] = version
+            log.warning(
+                "object set aside: a quantity cannot be decoded",
+                extra={
+                    "object": "/".join(filter(None, key)),
+                    "resource": self.resource,
+                    "field": bad[0],
+                    "error": bad[1],
+                },
+            )
+            if self.on_invalid is not None:
+                self.on_invalid(obj, *bad)
+        return True
+
+
+def _metadata_only(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: obj[name] for name in ("apiVersion", "kind", "metadata") if name in obj}
+
+
 def informer(
     kube: Kube,
     path: str,
@@ -372,23 +428,26 @@ def informer(
     stop: threading.Event,
     on_synced: Callable[[], None] = lambda: None,
     query: Mapping[str, Any] | None = None,
+    on_invalid: InvalidHandler | None = None,
 ) -> None:
     """List then watch `path` until `stop`; relist on 410 Gone, back off on errors. Runs in its own thread.
 
-    `query` (e.g. a `labelSelector`) narrows both the list and the watch.
+    `query` (e.g. a `labelSelector`) narrows both the list and the watch. Objects Go could not
+    decode never reach the handlers (`_Screen`); `on_invalid(obj, field, error)` hears of each.
     """
+    screen = _Screen(path, on_invalid)
     backoff = 0.5
     while not stop.is_set():
         try:
             items, rv = kube.list(path, query=query)
-            on_list([strip_managed_fields(item) for item in items])
+            on_list(screen.items([strip_managed_fields(item) for item in items]))
             on_synced()
             backoff = 0.5
             while not stop.is_set():
                 for event in kube.watch(path, rv, query=query):
                     rv = (event.get("object") or {}).get("metadata", {}).get("resourceVersion", rv)
                     if event["type"] != "BOOKMARK":
-                        on_event(event["type"], strip_managed_fields(event["object"]))
+                        on_event(*screen.event(event["type"], strip_managed_fields(event["object"])))
                     if stop.is_set():
                         return
         except Gone:
@@ -409,49 +468,75 @@ ListHandler = Callable[[list[dict[str, Any]]], None]
 EventHandler = Callable[[str, dict[str, Any]], None]
 
 
+class _Subscriber(NamedTuple):
+    on_list: ListHandler
+    on_event: EventHandler
+    on_synced: Callable[[], None]
+    on_invalid: InvalidHandler | None
+
+
 class _Shared:
     """One list and watch of a path, delivered to every subscriber in order, with the last list's
     objects kept so a late subscriber starts from them (client-go's shared informer replays its
-    store to a handler added after the sync)."""
+    store to a handler added after the sync).
 
-    def __init__(self) -> None:
+    Each subscriber is called in its own try: one that fails on an object is logged, naming the
+    object, and the others still get it (before, the Manager, subscribed after the visibility
+    feed, never saw a list the feed had failed on).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
         self.lock = threading.Lock()
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.synced = False
-        self.subscribers: list[tuple[ListHandler, EventHandler, Callable[[], None]]] = []
+        self.subscribers: list[_Subscriber] = []
 
     @staticmethod
-    def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    def key(obj: Mapping[str, Any]) -> tuple[str, str]:
         meta = obj.get("metadata") or {}
         return meta.get("namespace") or "", meta.get("name") or ""
 
+    def _call(self, what: str, subject: str, handler: Callable[..., None], *args: Any) -> None:
+        try:
+            handler(*args)
+        except Exception:
+            log.exception("informer handler failed", extra={"path": self.path, "handler": what, "object": subject})
+
     def on_list(self, items: list[dict[str, Any]]) -> None:
         with self.lock:
-            self.objects = {self._key(item): item for item in items}
-            for on_list, _, _ in self.subscribers:
-                on_list(items)
+            self.objects = {self.key(item): item for item in items}
+            for sub in self.subscribers:
+                self._call("list", f"{len(items)} objects", sub.on_list, items)
 
     def on_event(self, etype: str, obj: dict[str, Any]) -> None:
         with self.lock:
+            key = self.key(obj)
             if etype == "DELETED":
-                self.objects.pop(self._key(obj), None)
+                self.objects.pop(key, None)
             else:
-                self.objects[self._key(obj)] = obj
-            for _, on_event, _ in self.subscribers:
-                on_event(etype, obj)
+                self.objects[key] = obj
+            for sub in self.subscribers:
+                self._call(etype, "/".join(filter(None, key)), sub.on_event, etype, obj)
 
     def on_synced(self) -> None:
         with self.lock:
             self.synced = True
-            for _, _, on_synced in self.subscribers:
-                on_synced()
+            for sub in self.subscribers:
+                self._call("synced", "", sub.on_synced)
 
-    def add(self, on_list: ListHandler, on_event: EventHandler, on_synced: Callable[[], None]) -> None:
+    def on_invalid(self, obj: dict[str, Any], field: str, error: str) -> None:
         with self.lock:
-            self.subscribers.append((on_list, on_event, on_synced))
+            for sub in self.subscribers:
+                if sub.on_invalid is not None:
+                    self._call("invalid", "/".join(filter(None, self.key(obj))), sub.on_invalid, obj, field, error)
+
+    def add(self, sub: _Subscriber) -> None:
+        with self.lock:
+            self.subscribers.append(sub)
             if self.synced:
-                on_list(list(self.objects.values()))
-                on_synced()
+                sub.on_list(list(self.objects.values()))
+                sub.on_synced()
 
 
 class SharedInformers:
@@ -476,21 +561,27 @@ class SharedInformers:
         *,
         on_synced: Callable[[], None] = lambda: None,
         query: Mapping[str, Any] | None = None,
+        on_invalid: InvalidHandler | None = None,
     ) -> None:
         """`on_list` with the current objects (at once when already listed, and again on every relist),
-        then `on_event` for each change."""
+        then `on_event` for each change; `on_invalid` for each object set aside (see `informer`)."""
         key = (path, tuple(sorted((query or {}).items())))
         with self._lock:
             shared = self._shared.get(key)
             start = shared is None
             if shared is None:
-                shared = self._shared[key] = _Shared()
-        shared.add(on_list, on_event, on_synced)
+                shared = self._shared[key] = _Shared(path)
+        shared.add(_Subscriber(on_list, on_event, on_synced, on_invalid))
         if start:
             threading.Thread(
                 target=informer,
                 args=(self.kube, path, shared.on_list, shared.on_event),
-                kwargs={"stop": self.stop, "on_synced": shared.on_synced, "query": query},
+                kwargs={
+                    "stop": self.stop,
+                    "on_synced": shared.on_synced,
+                    "query": query,
+                    "on_invalid": shared.on_invalid,
+                },
                 name=f"informer-{path.rsplit('/', 1)[-1]}",
                 daemon=True,
             ).start()

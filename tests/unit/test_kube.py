@@ -255,3 +255,97 @@ def test_the_worker_store_keeps_no_managed_fields() -> None:
     store.replace("workloads", [{"metadata": {"namespace": "a", "name": "w", "managedFields": MANAGED}}])
     assert store.get("jobs", "a/j") == {"metadata": {"namespace": "a", "name": "j", "resourceVersion": "7"}}
     assert store.get("workloads", "a/w") == {"metadata": {"namespace": "a", "name": "w"}}
+
+
+def _workload(name: str, cpu: str, version: str = "5") -> dict[str, Any]:
+    container = {"name": "c", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": version},
+        "spec": {"podSets": [{"name": "main", "template": {"spec": {"containers": [container]}}}]},
+    }
+
+
+class ScriptedKube:
+    """A list, then one watch stream of the given events; later watches end at once."""
+
+    def __init__(self, items: list[dict[str, Any]], events: list[tuple[str, dict[str, Any]]], stop: threading.Event):
+        self.items, self.events, self.stop = items, events, stop
+        self.watches = 0
+        self.gate = threading.Event()  # lists wait for it: subscribers are in place
+        self.gate.set()
+
+    def list(self, path: str, query: Any = None) -> tuple[list[dict[str, Any]], str]:
+        assert self.gate.wait(10)
+        return [json.loads(json.dumps(i)) for i in self.items], "5"
+
+    def watch(self, path: str, rv: str, query: Any = None) -> Iterator[dict[str, Any]]:
+        self.watches += 1
+        if self.watches == 1:
+            for etype, obj in self.events:
+                yield {"type": etype, "object": json.loads(json.dumps(obj))}
+        self.stop.set()
+
+
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/workloads"
+
+
+def test_objects_go_cannot_decode_are_set_aside_and_reported_once_per_version() -> None:
+    stop = threading.Event()
+    kube = ScriptedKube(
+        [_workload("good", "1"), _workload("poison", "1e1.5")],
+        [
+            ("MODIFIED", _workload("good", "1e1.5", "6")),  # a valid copy turned bad: forgotten
+            ("MODIFIED", _workload("poison", "1e1.5", "7")),
+            ("MODIFIED", _workload("poison", "2", "8")),  # fixed: back as an ordinary event
+            ("DELETED", _workload("good", "1e1.5", "9")),
+        ],
+        stop,
+    )
+    lists: list[list[str]] = []
+    events: list[tuple[str, str, bool]] = []
+    invalid: list[tuple[str, str, str]] = []
+    k.informer(
+        kube,  # type: ignore[arg-type]
+        WORKLOADS,
+        lambda items: lists.append([i["metadata"]["name"] for i in items]),
+        lambda etype, obj: events.append((etype, obj["metadata"]["name"], "spec" in obj)),
+        stop=stop,
+        on_invalid=lambda obj, field, error: invalid.append((obj["metadata"]["name"], field, error[:11])),
+    )
+    assert lists == [["good"]]
+    assert events == [
+        ("DELETED", "good", False),  # handed on as a deletion, with nothing left to parse
+        ("DELETED", "poison", False),
+        ("MODIFIED", "poison", True),
+        ("DELETED", "good", False),
+    ]
+    field = "spec.podSets[0].template.spec.containers[0].resources.requests.cpu"
+    assert invalid == [
+        ("poison", field, "quantities "),
+        ("good", field, "quantities "),
+        ("poison", field, "quantities "),
+    ]
+
+
+def test_a_failing_subscriber_does_not_keep_an_object_from_the_others() -> None:
+    stop = threading.Event()
+    kube = ScriptedKube([_workload("a", "1")], [("ADDED", _workload("b", "1", "6"))], stop)
+    kube.gate.clear()
+    informers = k.SharedInformers(kube, stop)  # type: ignore[arg-type]
+    seen: list[str] = []
+    synced = threading.Event()
+
+    def fail(*_: Any) -> None:
+        raise ValueError("a handler bug")
+
+    informers.subscribe(WORKLOADS, fail, fail, on_synced=lambda: fail())
+    informers.subscribe(
+        WORKLOADS,
+        lambda items: seen.extend(f"list:{i['metadata']['name']}" for i in items),
+        lambda etype, obj: (seen.append(f"{etype}:{obj['metadata']['name']}"), synced.set()),
+    )
+    kube.gate.set()
+    assert synced.wait(10)
+    assert seen == ["list:a", "ADDED:b"]

@@ -51,7 +51,7 @@ from webhook.core.cycle import (
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
-from webhook.worker.decisions import DecisionWriter, QueueRoutes
+from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
 from webhook.worker.finalizers import Finalizers
 from webhook.worker.integrations import pod_reconciler as pods
 from webhook.worker.integrations import statefulset as statefulsets
@@ -275,10 +275,13 @@ class Manager:
 
     def _inform(self, res: Resource) -> None:
         def on_list(items: list[dict[str, Any]]) -> None:
-            for obj in self.store.replace(res.kind, items):
-                self._event(res.kind, "DELETED", obj, store=False)
-            for obj in items:
-                self._event(res.kind, "ADDED", obj, store=False)
+            gone = self.store.replace(res.kind, items)
+            for etype, objs in (("DELETED", gone), ("ADDED", items)):
+                for obj in objs:
+                    try:
+                        self._event(res.kind, etype, obj, store=False)
+                    except Exception:  # one object's failure must not keep the others from the core
+                        log.exception("event handling failed", extra={"kind": res.kind, "object": object_key(obj)})
 
         def on_event(etype: str, obj: dict[str, Any]) -> None:
             self._event(res.kind, etype, obj)
@@ -289,7 +292,15 @@ class Manager:
             self._core_q.put(msg.Synced(res.kind))
 
         query = {"labelSelector": res.label_selector} if res.label_selector else None
-        self.informers.subscribe(res.path, on_list, on_event, on_synced=on_synced, query=query)
+        self.informers.subscribe(
+            res.path, on_list, on_event, on_synced=on_synced, query=query, on_invalid=self._set_aside
+        )
+
+    def _set_aside(self, obj: dict[str, Any], field: str, error: str) -> None:
+        """An object Go could not decode is absent to us (`kube.informer`): say so on the object, as
+        nothing else will tell its owner why it is never admitted."""
+        note = f"Ignored for quota until fixed: {field}: {error}"
+        self.recorder.emit(obj, "Warning", "InvalidQuantity", note, ADMISSION_CONTROLLER)
 
     def _event(self, kind: str, etype: str, obj: dict[str, Any], *, store: bool = True) -> None:
         if kind == "workloadpriorityclasses" and etype != "DELETED":

@@ -155,7 +155,10 @@ class PendingFeed:
             for key in self._seen[kind] - present.keys():
                 self._apply(kind, key, None)
             for key, obj in present.items():
-                self._apply(kind, key, obj)
+                try:
+                    self._apply(kind, key, obj)
+                except Exception:  # one object's failure must not keep the others from the feed
+                    log.exception("visibility feed skipped an object", extra={"kind": kind, "object": key})
 
     def on_event(self, kind: str, etype: str, obj: dict[str, Any]) -> None:
         with self._lock:
