@@ -299,6 +299,13 @@ class Stack:
     def dashboard_url(self) -> str:
         return f"http://127.0.0.1:{int(self.dashboard_port_file.read_text())}"
 
+    def dashboard_line(self) -> str:
+        """The dashboard's URL and how to get a token for its sign-in page, one line (`make up`, `make run`)."""
+        return (
+            f"dashboard: {self.dashboard_url}  (sign in with a token, e.g. "
+            f"`kubectl --kubeconfig {self.kubeconfig} create token <serviceaccount> -n <namespace>`)"
+        )
+
     def _start_dashboard(self) -> None:
         """The dashboard as its own host process (plain HTTP on loopback), sampling History every second."""
         port = _free_port()
@@ -355,10 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             stack.up()
             print(stack.kubeconfig)
-            print(
-                f"dashboard: {stack.dashboard_url}  (sign in with a token, e.g. "
-                f"`kubectl --kubeconfig {stack.kubeconfig} create token <serviceaccount> -n <namespace>`)"
-            )
+            print(stack.dashboard_line())
         else:
             stack.down()
     except (StackError, RuntimeError) as exc:
