@@ -34,6 +34,7 @@ __all__ = [
     "namespace",
     "owner_references",
     "uid",
+    "uid_precondition",
 ]
 
 Obj = Mapping[str, Any]
@@ -73,6 +74,11 @@ def namespace(obj: Obj) -> str:
 
 def uid(obj: Obj) -> str:
     return str(meta(obj).get("uid") or "")
+
+
+def uid_precondition(obj: Obj) -> dict[str, Any]:
+    """DeleteOptions deleting `obj` only, not a namesake created since (empty when it has no UID)."""
+    return {"preconditions": {"uid": uid(obj)}} if uid(obj) else {}
 
 
 def key(obj: Obj) -> str:

@@ -718,6 +718,7 @@ class AdmissionCore:
                     t.reason,
                     msg,
                     conditions.evicted_by_preemption(t.reason, msg),
+                    t.workload.generation,
                 )
             )
             self._evicting.add(t.workload.key)
@@ -741,6 +742,7 @@ class AdmissionCore:
                     reason,
                     msg,
                     (conditions.evicted(reason, msg),),
+                    victim.generation,
                 )
             )
             self._evicting.add(victim.key)
@@ -783,7 +785,9 @@ class AdmissionCore:
             replaces = ReplacedSlice(
                 old.key, old.uid, old.admission_cluster_queue, (conditions.slice_replaced(e.wl.uid, e.wl.job_uid),)
             )
-        result.decisions.append(Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds), replaces))
+        result.decisions.append(
+            Admit(e.wl.key, e.wl.uid, e.cq_name, admission, tuple(conds), replaces, e.wl.generation)
+        )
 
     def _requeue_and_report(self, e: _Entry, result: CycleResult, now: datetime) -> None:
         if e.status and e.requeue_reason == RequeueReason.GENERIC:
@@ -803,7 +807,7 @@ class AdmissionCore:
         conds: tuple[ConditionValue, ...] = conditions.pending_conditions(shown, e.message)
         if e.status == "preemption_gated":
             conds = (*conds, conditions.blocked_on_preemption_gates(e.message))
-        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conds))
+        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conds, e.wl.generation))
 
 
 def _admitted_sibling(wl: WorkloadInfo, cq: ClusterQueueNode, *, more_favorable: bool) -> WorkloadInfo | None:

@@ -50,6 +50,7 @@ class Admit:
     admission: Mapping[str, Any]
     conditions: tuple[ConditionValue, ...]
     replaces: ReplacedSlice | None = None
+    generation: int = 0  # of the spec decided on: a write onto another one is dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class Victim:
     reason: PreemptionReason
     message: str
     conditions: tuple[ConditionValue, ConditionValue]
+    generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ class StatusDecision:
     reason: str
     message: str
     conditions: tuple[ConditionValue, ...]
+    generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)

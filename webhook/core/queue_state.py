@@ -38,15 +38,17 @@ QueueStateDecision = Requeue | QueueBlocked | Evict | UnsetReservation
 
 
 def _requeue(wl: WorkloadInfo, cq: str, reason: str, message: str) -> Requeue:
-    return Requeue(wl.key, wl.uid, cq, reason, message, (conditions.requeued(reason, message),))
+    return Requeue(wl.key, wl.uid, cq, reason, message, (conditions.requeued(reason, message),), wl.generation)
 
 
 def _evict(wl: WorkloadInfo, cq: str, reason: str, message: str) -> Evict:
-    return Evict(wl.key, wl.uid, cq, reason, message, (conditions.evicted(reason, message),))
+    return Evict(wl.key, wl.uid, cq, reason, message, (conditions.evicted(reason, message),), wl.generation)
 
 
 def _unset(wl: WorkloadInfo, cq: str, reason: str, message: str) -> UnsetReservation:
-    return UnsetReservation(wl.key, wl.uid, cq, reason, message, conditions.pending_conditions(reason, message))
+    return UnsetReservation(
+        wl.key, wl.uid, cq, reason, message, conditions.pending_conditions(reason, message), wl.generation
+    )
 
 
 def _requeued_false_by(wl: WorkloadInfo, reason: EvictionReason) -> bool:
@@ -97,4 +99,6 @@ def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: st
     if cur is not None and cur.status == "False" and cur.reason == PendingReason.SUSPENDED and cur.message == message:
         return None
     reason = PendingReason.SUSPENDED
-    return QueueBlocked(wl.key, wl.uid, cq_name, reason, message, conditions.pending_conditions(reason, message))
+    return QueueBlocked(
+        wl.key, wl.uid, cq_name, reason, message, conditions.pending_conditions(reason, message), wl.generation
+    )

@@ -117,7 +117,9 @@ class DecisionWriter:
                 case Requeue():
                     self._requeue(d, now)
                 case QueueBlocked():
-                    self._set_pending(str(d.key), d.cluster_queue, d.conditions, now, event=False)
+                    self._set_pending(
+                        str(d.key), d.cluster_queue, d.conditions, now, event=False, decided=(d.uid, d.generation)
+                    )
                 case _:
                     assert_never(d)
 
@@ -141,7 +143,9 @@ class DecisionWriter:
             "admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue}
         )
         self.writes.add(
-            f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded), first=True
+            f"workloads/{key}",
+            StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded, d.uid, d.generation),
+            first=True,
         )
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
@@ -207,7 +211,9 @@ class DecisionWriter:
             },
         )
         self.writes.add(
-            f"workloads/{key}", StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced), first=True
+            f"workloads/{key}",
+            StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced, uid=old.uid),
+            first=True,
         )
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
@@ -239,7 +245,14 @@ class DecisionWriter:
             self._cycle_writes.add(write_key)
             self.writes.add(
                 write_key,
-                StatusWrite("workloads", self._wl_path(str(v.key)), mutate, self._write_failed(str(v.key))),
+                StatusWrite(
+                    "workloads",
+                    self._wl_path(str(v.key)),
+                    mutate,
+                    self._write_failed(str(v.key)),
+                    uid=v.uid,
+                    generation=v.generation,
+                ),
                 first=True,
             )
             wl = self.store.get("workloads", str(v.key))
@@ -292,7 +305,9 @@ class DecisionWriter:
         )
         self.writes.add(
             f"workloads/{key}",
-            StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)),
+            StatusWrite(
+                "workloads", self._wl_path(key), mutate, self._write_failed(key), uid=d.uid, generation=d.generation
+            ),
             first=True,
         )
         wl = self.store.get("workloads", key)
@@ -322,7 +337,9 @@ class DecisionWriter:
         )
         self.writes.add(
             f"workloads/{key}",
-            StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)),
+            StatusWrite(
+                "workloads", self._wl_path(key), mutate, self._write_failed(key), uid=d.uid, generation=d.generation
+            ),
             first=True,
         )
 
@@ -346,7 +363,9 @@ class DecisionWriter:
         )
         self.writes.add(
             f"workloads/{key}",
-            StatusWrite("workloads", self._wl_path(key), mutate, self._write_failed(key)),
+            StatusWrite(
+                "workloads", self._wl_path(key), mutate, self._write_failed(key), uid=d.uid, generation=d.generation
+            ),
             first=True,
         )
 
@@ -391,13 +410,22 @@ class DecisionWriter:
             )
 
     def _pending(self, d: Pending, now: datetime) -> None:
-        if (write_key := self._set_pending(str(d.key), d.cluster_queue, d.conditions, now)) is not None:
+        write_key = self._set_pending(str(d.key), d.cluster_queue, d.conditions, now, decided=(d.uid, d.generation))
+        if write_key is not None:
             self._cycle_writes.add(write_key)
 
     def _set_pending(
-        self, key: str, cluster_queue: str, pending: Sequence[ConditionValue], now: datetime, *, event: bool = True
+        self,
+        key: str,
+        cluster_queue: str,
+        pending: Sequence[ConditionValue],
+        now: datetime,
+        *,
+        event: bool = True,
+        decided: tuple[str, int] = ("", 0),
     ) -> str | None:
-        """Queue the pending status unless the Workload shows it already; the write's key if queued."""
+        """Queue the pending status unless the Workload shows it already; the write's key if queued.
+        `decided`: the UID and generation the core decided on, when it did."""
         wl = self.store.get("workloads", key)
         if wl is None:
             return None
@@ -429,7 +457,9 @@ class DecisionWriter:
             },
         )
         write_key = f"workloads/{key}"
-        self.writes.add(write_key, StatusWrite("workloads", self._wl_path(key), mutate))
+        self.writes.add(
+            write_key, StatusWrite("workloads", self._wl_path(key), mutate, uid=decided[0], generation=decided[1])
+        )
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
         return write_key

@@ -108,7 +108,7 @@ class WorkloadRetention:
             if o.is_deleting(wl):
                 return  # the finalizer was all that held it
             # The uid guards against deleting a Workload created anew under the same name meanwhile.
-            self.kube.delete(path, body={"preconditions": {"uid": o.uid(wl)}})
+            self.kube.delete(path, body=o.uid_precondition(wl))
         except k.NotFound:
             return
         except k.Conflict as exc:

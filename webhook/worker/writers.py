@@ -24,13 +24,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class StatusWrite:
-    """One change to an object's status; writes for one object are merged into one PUT."""
+    """One change to an object's status; writes for one object are merged into one PUT.
+
+    `uid` and `generation` (when set) name the object the change was decided for: applied to a
+    recreated Workload, or to one whose spec changed since (deactivated, resized, reprioritized), it
+    is dropped and `on_failure` runs, so the decision is taken again on what is there now. Upstream's
+    status patches carry the UID and generation (`pkg/workload/patching/patching.go`, baseSSAWorkload).
+    """
 
     kind: str
     path: str
     mutate: Callable[[dict[str, Any], Mapping[str, Any]], None]
     on_failure: Callable[[], None] | None = None
     on_success: Callable[[], None] | None = None
+    uid: str = ""
+    generation: int = 0
+
+    def decided_for(self, obj: Mapping[str, Any]) -> bool:
+        meta = obj.get("metadata") or {}
+        if self.uid and meta.get("uid") != self.uid:
+            return False
+        return not self.generation or int(meta.get("generation") or 0) == self.generation
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +80,15 @@ class Writer:
         if not items:
             return
         first = items[0]
+        stale: list[StatusWrite] = []  # of the last attempt: update_status may re-read and retry
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            stale.clear()
             for item in items:
-                item.mutate(status, obj)
+                if item.decided_for(obj):
+                    item.mutate(status, obj)
+                else:
+                    stale.append(item)
 
         try:
             written = update_status(self.kube, self.store, first.kind, first.path, mutate)
@@ -79,7 +98,20 @@ class Writer:
                 if item.on_failure is not None:
                     item.on_failure()
             return
-        if written is not None:
-            for item in items:
-                if item.on_success is not None:
-                    item.on_success()
+        if written is None:
+            return
+        if stale:
+            meta = written.get("metadata") or {}
+            log.info(
+                "status write dropped: decided for another version",
+                extra={
+                    "object": key,
+                    "uid": meta.get("uid"),
+                    "generation": meta.get("generation"),
+                    "decided": [(w.uid, w.generation) for w in stale],
+                },
+            )
+        for item in items:
+            callback = item.on_failure if any(item is w for w in stale) else item.on_success
+            if callback is not None:
+                callback()

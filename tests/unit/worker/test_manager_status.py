@@ -3,6 +3,7 @@ WorkloadPriorityClass → Workload `spec.priority` sync, against a fake API serv
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -305,3 +306,53 @@ def test_no_cycle_runs_until_the_pending_status_of_the_last_one_is_written() -> 
     assert [str(d.key) for d in again.pending] == ["ns/big"]
     w.mgr.decisions.dispatch(again, T0)
     assert not w.mgr._writes_held()
+
+
+def _recreated(wl: dict[str, Any]) -> dict[str, Any]:
+    wl = copy.deepcopy(wl)
+    wl["metadata"]["uid"] = "uid-recreated"
+    return wl
+
+
+def _resized(wl: dict[str, Any]) -> dict[str, Any]:
+    wl = copy.deepcopy(wl)
+    wl["metadata"]["generation"] = 2
+    wl["spec"]["podSets"][0]["count"] = 3
+    return wl
+
+
+def _deactivated(wl: dict[str, Any]) -> dict[str, Any]:
+    wl = copy.deepcopy(wl)
+    wl["metadata"]["generation"] = 2
+    wl["spec"]["active"] = False
+    return wl
+
+
+@pytest.mark.parametrize("change", [_recreated, _resized, _deactivated])
+def test_an_admission_decided_for_one_workload_never_lands_on_another(change: Any) -> None:
+    """The Workload changed (recreated, resized, deactivated) between the cycle and its write: the
+    write is dropped and the core told, so it decides again on what is there now."""
+    cq = make_cq("cq").group(fq("f", cpu="4")).obj()
+    wl = make_wl("w").queue("lq").request(cpu="1").obj()
+    wl["metadata"]["generation"] = 1
+    w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), wl)
+    result = w.mgr.core.schedule(T0)
+    assert [str(d.key) for d in result.admitted] == ["ns/w"]
+    w.mgr.decisions.dispatch(result, T0)
+    w.kube.put(w.path(wl), change(wl))  # after the decision, before its write
+    w.flush()
+    assert "admission" not in w.status(wl)
+    assert [type(m).__name__ for m in w.mgr._drain(0)] == ["AdmissionFailed"]
+
+
+def test_a_preemption_decided_for_one_victim_never_evicts_its_namesake() -> None:
+    cq = make_cq("cq").group(fq("f", cpu="1")).preemption(within="LowerPriority").obj()
+    low = make_wl("low").queue("lq").priority(1).request(cpu="1").reserve("cq", psa(cpu=("f", "1"))).obj()
+    high = make_wl("high").queue("lq").priority(10).request(cpu="1").obj()
+    w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), low, high)
+    result = w.mgr.core.schedule(T0)
+    w.mgr.decisions.dispatch(result, T0)
+    w.kube.put(w.path(low), _recreated(low))
+    w.flush()
+    assert not any(x["type"] == "Evicted" for x in w.status(low).get("conditions") or ())
+    assert [type(m).__name__ for m in w.mgr._drain(0)] == ["WriteFailed"]

@@ -250,8 +250,8 @@ class JobExecutor:
         if o.is_deleting(step.workload):
             return job
         try:
-            self.kube.delete(self._wl_path(step.workload))
-        except k.NotFound:
+            self.kube.delete(self._wl_path(step.workload), body=o.uid_precondition(step.workload))
+        except (k.NotFound, k.Conflict):  # gone, or recreated since (the UID precondition failed)
             return job
         self.store.delete("workloads", o.key(step.workload))
         log.info(
@@ -398,8 +398,8 @@ class JobExecutor:
         """The deactivation retention period is over: the job goes, its pods in the background."""
         path = k.object_path(self.integration.api_version, self.integration.resource, o.namespace(job), o.name(job))
         try:
-            self.kube.delete(path, body={"propagationPolicy": "Background"})
-        except k.NotFound:
+            self.kube.delete(path, body={"propagationPolicy": "Background", **o.uid_precondition(job)})
+        except (k.NotFound, k.Conflict):  # gone, or recreated since (the UID precondition failed)
             return None
         log.info("deleted job", extra={"object": key, "kind": self.integration.kind, "decision": "Deleted"})
         return job  # gone, but the event of the next step still names it
@@ -518,9 +518,8 @@ class JobExecutor:
 
     def _delete_pod(self, pod: Obj) -> bool:
         """DELETE with the uid as precondition; False when it was already gone."""
-        uid = o.uid(pod)
         try:
-            self.kube.delete(_pod_path(pod), body={"preconditions": {"uid": uid}} if uid else None)
+            self.kube.delete(_pod_path(pod), body=o.uid_precondition(pod) or None)
         except (k.NotFound, k.Conflict):  # gone, or replaced by a pod of the same name
             return False
         log.info("deleted pod", extra={"object": o.key(pod), "kind": "Pod", "decision": "DeletedPod"})

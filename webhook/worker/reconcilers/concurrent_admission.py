@@ -682,8 +682,9 @@ class VariantReconciler:
         )
 
     def _do_delete(self, step: DeleteVariant, parent: Mapping[str, Any], now: datetime) -> None:
-        with contextlib.suppress(k.NotFound):
-            self.kube.delete(self._path(step.target))
+        # A Conflict: the UID precondition failed, the variant was recreated since it was planned.
+        with contextlib.suppress(k.NotFound, k.Conflict):
+            self.kube.delete(self._path(step.target), body=o.uid_precondition(step.target))
         self._log("variant deleted", step, parent, detail=step.message)
         self.events.emit(parent, "Normal", step.reason, step.message, CONTROLLER_NAME)
 
