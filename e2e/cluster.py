@@ -71,6 +71,16 @@ NODE_PODS = "250"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PER_NODE = "8"
 SERVICE_CIDR = "10.96.0.0/16"
+#: Writes at Metadata level (who, what, when), nothing else: enough to prove who wrote.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        {"level": "None"},
+    ],
+}
 POD_CIDR = "10.244.0.0/16"
 #: The real node's pods get addresses outside kwok's fake POD_CIDR, so no pod IP can mean both.
 REAL_NODE_POD_CIDR = "10.245.0.0/24"
@@ -595,6 +605,12 @@ class Cluster:
         return self.dir / "logs"
 
     @property
+    def audit_log(self) -> Path:
+        """The API server's audit log: one JSON line per write (create, update, patch, delete), with
+        its verb, URI, user and user agent; reads are not logged. Tests read who wrote what."""
+        return self.logs_dir / "audit.log"
+
+    @property
     def pids(self) -> dict[str, int]:
         return {p.name: p.pid for p in self._procs}
 
@@ -1017,6 +1033,11 @@ class Cluster:
             "--kubelet-preferred-address-types=InternalIP",
         ]
 
+    def _audit_policy(self) -> Path:
+        policy = self.dir / "audit-policy.yaml"
+        policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+        return policy
+
     def _apiserver_cmd(self) -> list[str]:
         p = self._pki
         plugins = "MutatingAdmissionWebhook,ValidatingAdmissionWebhook"
@@ -1048,6 +1069,10 @@ class Cluster:
             f"--proxy-client-cert-file={p.front_proxy_crt}",
             f"--proxy-client-key-file={p.front_proxy_key}",
             "--profiling=false",
+            f"--audit-policy-file={self._audit_policy()}",
+            f"--audit-log-path={self.audit_log}",
+            "--audit-log-maxsize=200",
+            "--audit-log-maxbackup=1",
             "--v=1",
         ]
 

@@ -17,6 +17,7 @@ several times the CPU per request). Errors become our own types:
 from __future__ import annotations
 
 import base64
+import copy
 import logging
 import ssl
 import threading
@@ -34,11 +35,13 @@ from webhook import transport
 from webhook.api.quantity_fields import first_invalid
 
 __all__ = [
+    "USER_AGENT",
     "Conflict",
     "Gone",
     "Kube",
     "KubeError",
     "NotFound",
+    "NotLeader",
     "ServerError",
     "SharedInformers",
     "TooManyRequests",
@@ -73,6 +76,10 @@ class TooManyRequests(KubeError): ...
 
 
 class ServerError(KubeError): ...
+
+
+class NotLeader(KubeError):
+    """A write refused before it was sent: the process does not hold the leader lease (`Kube.fenced`)."""
 
 
 _BY_STATUS: Mapping[int, type[KubeError]] = {
@@ -161,13 +168,16 @@ AUTH_REFRESH_S = 10.0
 class Kube:
     """A thin JSON client of the API server (thread-safe; connections are pooled by the transport)."""
 
-    def __init__(self, kubeconfig: str | None = None, *, qps: float = 0.0, burst: int = 0) -> None:
+    def __init__(
+        self, kubeconfig: str | None = None, *, qps: float = 0.0, burst: int = 0, user_agent: str = USER_AGENT
+    ) -> None:
+        """`user_agent`: what audit logs show as the caller (the worker adds its leader identity)."""
         cfg = k8s_client.Configuration()
         if kubeconfig:
             k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)  # type: ignore[no-untyped-call]
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        self._setup(cfg, qps, burst)
+        self._setup(cfg, qps, burst, user_agent)
 
     @classmethod
     def for_context(cls, kubeconfig: str | None = None, context: str | None = None) -> tuple[Kube, str]:
@@ -190,8 +200,9 @@ class Kube:
         kube._setup(cfg, 0.0, 0)
         return kube, namespace
 
-    def _setup(self, cfg: Any, qps: float, burst: int) -> None:
+    def _setup(self, cfg: Any, qps: float, burst: int, user_agent: str = USER_AGENT) -> None:
         self.host: str = cfg.host
+        self._user_agent = user_agent
         self._cfg = cfg
         self._transport = transport.Transport(_endpoint(cfg))
         self._lock = threading.Lock()
@@ -199,6 +210,23 @@ class Kube:
         self._burst = float(burst or 1)
         self._buckets: dict[str, list[float]] = {}  # resource → [tokens, last refill]
         self._auth: tuple[float, dict[str, str]] = (float("-inf"), {})
+        self._fence: Callable[[], bool] | None = None
+
+    def fenced(self, holds_lease: Callable[[], bool]) -> Kube:
+        """This client (same connections and rate limits) refusing every write while `holds_lease()`
+        is False, asked right before each request, retries included.
+
+        A leader paused past its renew deadline may have been replaced; whatever its threads still
+        hold (a status write, a Job to unsuspend, a pod to ungate, a retry) must not reach the API
+        server until a renewal proves it still leads. Reads are never fenced.
+        """
+        clone = copy.copy(self)
+        clone._fence = holds_lease
+        return clone
+
+    def _check_fence(self, method: str, path: str) -> None:
+        if method != "GET" and self._fence is not None and not self._fence():
+            raise NotLeader(0, f"{method} {path}: not sent, the leader lease is not held")
 
     def _auth_headers(self) -> dict[str, str]:
         """Our User-Agent and the loaded credentials' bearer token, re-read every AUTH_REFRESH_S.
@@ -210,7 +238,7 @@ class Kube:
         now = time.monotonic()
         if now - read_at < AUTH_REFRESH_S:
             return headers
-        headers = {"User-Agent": USER_AGENT}
+        headers = {"User-Agent": self._user_agent}
         for setting in self._cfg.auth_settings().values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[setting["key"]] = setting["value"]
@@ -256,7 +284,9 @@ class Kube:
         timeout: float = 30,
     ) -> dict[str, Any]:
         """One call; `accept` asks for another representation (e.g. a server-side Table)."""
+        self._check_fence(method, path)
         self._throttle(path)
+        self._check_fence(method, path)  # the rate limiter may have held it past the renew deadline
         target = self._target(path, query)
         data = None if body is None else orjson.dumps(body)
         try:

@@ -34,6 +34,7 @@ class APIServer(http.server.ThreadingHTTPServer):
         self.watch_calls = 0
         self.done = threading.Event()
         self.authorization: list[str | None] = []
+        self.writes: list[str] = []
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -42,6 +43,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         pass
+
+    def _write(self) -> None:
+        self.server.writes.append(f"{self.command} {self.path}")
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _write
 
     def do_GET(self) -> None:
         self.server.authorization.append(self.headers.get("Authorization"))
@@ -349,3 +361,27 @@ def test_a_failing_subscriber_does_not_keep_an_object_from_the_others() -> None:
     kube.gate.set()
     assert synced.wait(10)
     assert seen == ["list:a", "ADDED:b"]
+
+
+def test_a_fenced_client_sends_no_write_while_the_lease_is_not_held(api: tuple[APIServer, k.Kube]) -> None:
+    """A leader paused past its renew deadline may have been replaced: until a renewal proves
+    otherwise, nothing it still has in hand (a status write, an unsuspend, a delete, a retry) leaves."""
+    server, kube = api
+    held = [False]
+    fenced = kube.fenced(lambda: held[0])
+    path = "/api/v1/namespaces/ns/pods/p"
+    writes = (
+        lambda: fenced.create("/api/v1/namespaces/ns/pods", {"metadata": {"name": "p"}}),
+        lambda: fenced.replace(path, {"metadata": {"name": "p"}}),
+        lambda: fenced.patch(path, {"metadata": {"labels": {"a": "b"}}}),
+        lambda: fenced.delete(path),
+    )
+    for write in writes:
+        with pytest.raises(k.NotLeader):
+            write()
+    assert server.writes == []
+    assert fenced.get("/api/v1/namespaces") is not None  # reads are not fenced
+    kube.delete(path)  # the unfenced client (the lease itself, reviews) is not affected
+    held[0] = True
+    fenced.delete(path)
+    assert server.writes == [f"DELETE {path}", f"DELETE {path}"]

@@ -103,12 +103,13 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     cc = config.client_connection
-    kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst)
+    me = identity()
+    # The identity in the User-Agent tells in an audit log which replica made a call.
+    kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst, user_agent=f"{k.USER_AGENT} ({me})")
     serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
     informers = k.SharedInformers(kube, stop)
     # Every replica answers the visibility API, standbys included (visibility_server).
     visibility_server.serve_visibility(config, kube, cert_dir, stop, informers)
-    me = identity()
     le = config.leader_election
     if not le.leader_elect:
         Manager(kube, config, identity=me, stop=stop, informers=informers).start()
@@ -124,7 +125,9 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     )
     log.info("waiting for the leader lease", extra={"object": f"{settings.namespace}/{settings.name}", "identity": me})
     elector = LeaderElector(kube, settings)
-    manager = Manager(kube, config, identity=me, stop=stop, holds_lease=elector.holds_lease, informers=informers)
+    # Every write of the Manager, reconcilers and event recorder included, asks the lease first.
+    fenced = kube.fenced(elector.holds_lease)
+    manager = Manager(fenced, config, identity=me, stop=stop, holds_lease=elector.holds_lease, informers=informers)
     clean = elector.run(manager.start, stop=stop)
     return 0 if clean else 1
 
