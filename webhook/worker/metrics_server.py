@@ -19,7 +19,8 @@ used first out. Tokens are cached by their SHA-256, never in clear.
 Only `/metrics` is served (404 elsewhere, before any review, as controller-runtime's mux does);
 its body comes from prometheus_client's WSGI app, so the exposition (content negotiation,
 gzip, `name[]`) is exactly what `start_http_server` served before. Each connection gets its own
-thread, and its TLS handshake happens there with a deadline, so a slow client holds up no one.
+thread, and its TLS handshake happens there; connections are capped and each request must be in
+within a deadline (`guarded_server`), so a slow client holds up no one.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import ssl
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -48,6 +48,7 @@ from webhook.reviews import (
     bearer_token,
     is_allowed,
 )
+from webhook.worker.guarded_server import GuardedHandler, GuardedThreadingMixIn
 
 __all__ = [
     "CACHE_SIZE",
@@ -145,7 +146,7 @@ def app(registry: Collector, auth: Authorizer) -> WSGIApplication:
     return metrics_app
 
 
-class _Handler(WSGIRequestHandler):
+class _Handler(GuardedHandler, WSGIRequestHandler):
     """Completes the TLS handshake in the connection's own thread, then serves one request quietly."""
 
     timeout = HANDSHAKE_TIMEOUT_S  # also bounds reading the request
@@ -159,10 +160,9 @@ class _Handler(WSGIRequestHandler):
         """Scrapes are not logged (as before)."""
 
 
-class MetricsServer(ThreadingMixIn, WSGIServer):
-    """A thread per connection; accepted sockets are wrapped in `ssl_context` without a handshake."""
-
-    daemon_threads = True
+class MetricsServer(GuardedThreadingMixIn, WSGIServer):
+    """A thread per connection, capped, each request under a deadline (`guarded_server`); accepted
+    sockets are wrapped in `ssl_context` without a handshake."""
 
     def __init__(self, address: tuple[str, int], wsgi_app: WSGIApplication, ssl_context: ssl.SSLContext) -> None:
         self.address_family = socket.getaddrinfo(

@@ -28,7 +28,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import HTTPServer
 from typing import Any
 
 from webhook import kube as k
@@ -41,6 +41,7 @@ from webhook.core.cache import Cache
 from webhook.core.pending_order import PendingOrder, Positioned, pending_entry
 from webhook.core.queue_limits import QueueLimits, local_queue_limits
 from webhook.core.workload import WorkloadKey, parse_workload
+from webhook.worker.guarded_server import GuardedHandler, GuardedThreadingMixIn
 from webhook.worker.visibility_auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
 from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
 
@@ -193,7 +194,7 @@ class PendingFeed:
             return EstimatedPage(items, self._rates.rate(cq, now), unknown, now)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     """One connection: TLS handshake in this thread, then HTTP/1.1 requests until the client leaves."""
 
     protocol_version = "HTTP/1.1"
@@ -245,10 +246,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Requests are not logged one by one (the API server's audit log has them)."""
 
 
-class VisibilityServer(ThreadingHTTPServer):
-    """A thread per connection; accepted sockets are wrapped in `ssl_context` without a handshake."""
-
-    daemon_threads = True
+class VisibilityServer(GuardedThreadingMixIn, HTTPServer):
+    """A thread per connection, capped, each request under a deadline (`guarded_server`); accepted
+    sockets are wrapped in `ssl_context` without a handshake."""
 
     def __init__(
         self,

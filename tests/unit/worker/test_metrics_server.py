@@ -18,10 +18,11 @@ from prometheus_client import Counter, generate_latest
 
 import certs
 from tests.unit.fake_kube import FakeKube
+from tests.unit.worker import guarded_clients
 from webhook import kube as k
 from webhook import metrics
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, bearer_token
-from webhook.worker import process
+from webhook.worker import metrics_server, process
 from webhook.worker.metrics_server import (
     ALLOW_TTL_S,
     DENY_TTL_S,
@@ -291,3 +292,24 @@ def test_a_stalled_handshake_holds_up_no_other_scrape(tmp_path: Path, kube: Fake
 
 def test_bind_address_0_serves_nothing(kube: FakeKube, stop: threading.Event) -> None:
     assert process.serve_metrics("0", kube, "/nonexistent", stop) is None  # type: ignore[arg-type]
+
+
+def test_a_slow_client_is_cut_off_and_connections_are_capped(
+    tmp_path: Path, kube: FakeKube, stop: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client trickling its request one byte at a time held a thread forever (a per-read
+    timeout only); connections were uncapped, a thread each."""
+    monkeypatch.setattr(metrics_server.MetricsServer, "request_timeout_s", 1.0, raising=False)
+    monkeypatch.setattr(metrics_server.MetricsServer, "max_connections", 4, raising=False)
+    certs.write_bundle(tmp_path, ["127.0.0.1"])
+    bound = process.serve_metrics("127.0.0.1:0", kube, str(tmp_path), stop)  # type: ignore[arg-type]
+    assert bound is not None
+    assert guarded_clients.held_for(bound[1]) < 5
+    before = guarded_clients.handler_threads()
+    idle = guarded_clients.idle_connections(bound[1], 20)
+    try:
+        assert get(f"https://127.0.0.1:{bound[1]}/metrics", "reader-token", tmp_path / "ca.crt")[0] == 200
+        assert guarded_clients.handler_threads() - before <= 4
+    finally:
+        for sock in idle:
+            sock.close()

@@ -20,6 +20,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 import certs
 from tests.unit.fake_kube import FakeKube
+from tests.unit.worker import guarded_clients
 from webhook import tls
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, User
 from webhook.worker.visibility_auth import (
@@ -226,3 +227,22 @@ def test_only_the_front_proxy_certificate_lets_a_user_in(
     assert call(port, cert_dir, client_cert(proxy_ca, "someone-else", tmp_path))[0] == 401
     with pytest.raises((ssl.SSLError, ConnectionError)):  # a certificate from another CA fails the handshake
         call(port, cert_dir, client_cert(certs.make_ca(), "front-proxy-client", tmp_path))
+
+
+def test_a_slow_client_is_cut_off_and_connections_are_capped(
+    served: tuple[int, certs.CA, Path, FakeKube], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The visibility server runs in the leader's process: a trickling client held one of its
+    threads forever, and every connection got a thread."""
+    monkeypatch.setattr(VisibilityServer, "request_timeout_s", 1.0, raising=False)
+    monkeypatch.setattr(VisibilityServer, "max_connections", 4, raising=False)
+    port, proxy_ca, cert_dir, _ = served
+    assert guarded_clients.held_for(port) < 5
+    before = guarded_clients.handler_threads()
+    idle = guarded_clients.idle_connections(port, 20)
+    try:
+        assert call(port, cert_dir, client_cert(proxy_ca, "front-proxy-client", tmp_path))[0] == 200
+        assert guarded_clients.handler_threads() - before <= 4
+    finally:
+        for sock in idle:
+            sock.close()
