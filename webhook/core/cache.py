@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.api import constants
 from webhook.api.constants import ClusterQueueActiveReason as _R
-from webhook.core import hierarchy, model, resource_node
+from webhook.core import hierarchy, model, pod_resources, resource_node
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey
@@ -49,6 +49,11 @@ class Cache:
         self.cohort_specs: dict[str, model.CohortSpec] = {}
         self.local_queues: dict[str, model.LocalQueueSpec] = {}
         self.namespaces: dict[str, Mapping[str, str]] = {}
+        # namespace → name → LimitRange, and per namespace their `pod_resources.summarize`.
+        self.limit_ranges: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self.limit_summaries: dict[str, pod_resources.Summary] = {}
+        # RuntimeClass name → its overhead.podFixed ({} when it has none).
+        self.runtime_overheads: dict[str, pod_resources.ResourceList] = {}
         self.priority_classes: dict[str, int] = {}
         self.admission_checks: dict[str, bool] = {}
         self.admission_check_controllers: dict[str, str] = {}
@@ -118,6 +123,26 @@ class Cache:
             self.namespaces.pop(name, None)
         else:
             self.namespaces[name] = dict(labels)
+
+    def set_limit_range(self, namespace: str, name: str, obj: Mapping[str, Any] | None) -> None:
+        """Record a LimitRange (None deletes it) and re-summarize its namespace."""
+        ranges = self.limit_ranges.setdefault(namespace, {})
+        if obj is None:
+            ranges.pop(name, None)
+        else:
+            ranges[name] = obj
+        if not ranges:
+            self.limit_ranges.pop(namespace, None)
+            self.limit_summaries.pop(namespace, None)
+            return
+        self.limit_summaries[namespace] = pod_resources.summarize(ranges[n] for n in sorted(ranges))
+
+    def set_runtime_class(self, name: str, obj: Mapping[str, Any] | None) -> None:
+        """Record a RuntimeClass's pod overhead (None deletes it)."""
+        if obj is None:
+            self.runtime_overheads.pop(name, None)
+        else:
+            self.runtime_overheads[name] = pod_resources.runtime_class_overhead(obj)
 
     def upsert_priority_class(self, obj: Mapping[str, Any]) -> model.WorkloadPriorityClassSpec:
         wpc = model.parse_workload_priority_class(obj)

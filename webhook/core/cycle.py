@@ -20,6 +20,11 @@ always passed in; the core never reads the clock):
   (group ``kueue.x-k8s.io``, kind ``WorkloadPriorityClass``) when the class is created or its value
   changes; the core reacts to those Workload updates)
 * ``on_namespace(name, labels, now)`` (labels None = deleted)
+* ``on_limit_range(obj)`` / ``on_limit_range_deleted(namespace, name)`` and ``on_runtime_class(obj)`` /
+  ``on_runtime_class_deleted(name)``: what admission will add to a Workload's pods (LimitRange
+  defaults, RuntimeClass overhead). They apply from the next ``on_workload`` of each Workload: after
+  one, re-feed the pending Workloads of that namespace (of that RuntimeClass), as upstream's
+  `resourceUpdatesHandler` re-queues them
 * ``on_admission_check(name, active, now, controller="")`` (active None = deleted; controller is
   ``spec.controllerName``, which decides the MultiKueue/ProvisioningRequest constraints)
 
@@ -98,7 +103,16 @@ from typing import Any
 
 from webhook.api import constants
 from webhook.api.constants import PendingReason
-from webhook.core import conditions, fair_sharing, model, ordering, queue_state, resource_node, status
+from webhook.core import (
+    conditions,
+    fair_sharing,
+    model,
+    ordering,
+    pod_resources,
+    queue_state,
+    resource_node,
+    status,
+)
 from webhook.core.admission_checks import has_all_required
 from webhook.core.cache import Cache
 from webhook.core.conditions import ConditionValue, RequeueReason
@@ -355,9 +369,36 @@ class AdmissionCore:
         self._sync_active()
         self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
 
+    def on_limit_range(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        self.cache.set_limit_range(str(meta.get("namespace") or ""), str(meta.get("name") or ""), obj)
+
+    def on_limit_range_deleted(self, namespace: str, name: str) -> None:
+        self.cache.set_limit_range(namespace, name, None)
+
+    def on_runtime_class(self, obj: Mapping[str, Any]) -> None:
+        self.cache.set_runtime_class(str((obj.get("metadata") or {}).get("name") or ""), obj)
+
+    def on_runtime_class_deleted(self, name: str) -> None:
+        self.cache.set_runtime_class(name, None)
+
+    def parse_workload(self, obj: Mapping[str, Any]) -> WorkloadInfo:
+        """The Workload as its pods will be created: requests adjusted for its namespace's LimitRanges
+        and its RuntimeClasses, and what the LimitRanges refuse recorded (upstream adjusts each
+        Workload before queueing it, `workload.AdjustResources` in the queue manager and workload
+        controller, and validates the adjusted copy in `nominate`)."""
+        ns = str((obj.get("metadata") or {}).get("namespace") or "")
+        summary = self.cache.limit_summaries.get(ns, {})
+        adjusted = pod_resources.adjust_workload(obj, summary=summary, overheads=self.cache.runtime_overheads)
+        return parse_workload(
+            adjusted,
+            requeue_by_eviction=self.config.requeue_by_eviction,
+            limit_range_errors=pod_resources.limit_range_errors(adjusted, summary),
+        )
+
     def on_workload(self, obj: Mapping[str, Any], now: datetime) -> WorkloadInfo:
         """A Workload was created or updated (including status changes)."""
-        return self.upsert_workload_info(parse_workload(obj, requeue_by_eviction=self.config.requeue_by_eviction), now)
+        return self.upsert_workload_info(self.parse_workload(obj), now)
 
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""
@@ -554,6 +595,9 @@ class AdmissionCore:
                 e.requeue_reason = RequeueReason.NAMESPACE_MISMATCH
             elif wl.resource_errors:
                 e.message, e.reason = f"resources validation failed: {wl.resource_errors}", PendingReason.MISCONFIGURED
+            elif wl.limit_range_errors:
+                e.message = f"{pod_resources.LIMIT_RANGE_CONSTRAINTS_MESSAGE}: {wl.limit_range_errors}"
+                e.reason = PendingReason.MISCONFIGURED
             else:
                 self._record(e, *self._assign(wl, cq, snap, preemptor))
                 entries.append(e)

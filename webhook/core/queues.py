@@ -402,4 +402,7 @@ def _same_for_queueing(old: WorkloadInfo, new: WorkloadInfo) -> bool:
         and old.conditions.get("Requeued") == new.conditions.get("Requeued")
         and old.requeue_at == new.requeue_at
         and old.closed_preemption_gate == new.closed_preemption_gate
+        # A LimitRange change that lifts the refusal retries at once (upstream compares only the
+        # adjusted spec, so a removed max waits for the next requeue).
+        and old.limit_range_errors == new.limit_range_errors
     )

@@ -190,6 +190,8 @@ class WorkloadInfo:
     check_states: Mapping[str, str] = field(default_factory=dict)
     # `ValidateResources` errors (requests above limits), aggregated as upstream prints them; "" if valid.
     resource_errors: str = ""
+    # `ValidateLimitRange` errors against the namespace's LimitRanges (`pod_resources`); "" if they fit.
+    limit_range_errors: str = ""
     # waitForPodsReady.requeuingStrategy.timestamp: Eviction (True) or Creation (False).
     requeue_by_eviction: bool = True
     # ConcurrentAdmission: the owning parent Workload's name and UID ("" unless a variant), the
@@ -370,9 +372,17 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
 
 
 def parse_workload(
-    obj: Mapping[str, Any], *, priority_classes: Mapping[str, int] | None = None, requeue_by_eviction: bool = True
+    obj: Mapping[str, Any],
+    *,
+    priority_classes: Mapping[str, int] | None = None,
+    requeue_by_eviction: bool = True,
+    limit_range_errors: str = "",
 ) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
+
+    Requests are read as the podSets say; the admission core first adjusts them for LimitRanges
+    and RuntimeClasses (`pod_resources.adjust_workload`) and passes what those refuse as
+    `limit_range_errors`.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
     WorkloadPriorityClass's value reaches a Workload only through `spec.priority`: the job reconciler
@@ -443,6 +453,7 @@ def parse_workload(
         failed_checks=any(c.get("state") in ("Retry", "Rejected") for c in checks),
         check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
         resource_errors=_resource_errors(spec.get("podSets") or ()),
+        limit_range_errors=limit_range_errors,
         requeue_by_eviction=requeue_by_eviction,
         parent_name=concurrent_admission.parent_name(obj),
         parent_uid=concurrent_admission.parent_uid(obj),

@@ -207,6 +207,8 @@ MANAGER_ACCESS: tuple[Access, ...] = (
     ),
     Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
     Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
+    Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
+    Access("node.k8s.io", ("runtimeclasses",), _READ, WORKER, "RuntimeClass pod overhead of pending Workloads"),
     Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
     Access(
         "coordination.k8s.io",

@@ -44,6 +44,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
+from webhook.core import pod_resources
 from webhook.core.cycle import (
     AdmissionCore,
     SchedulerConfig,
@@ -121,6 +122,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("admissionchecks", c.V1BETA2),
     Resource("priorityclasses", "scheduling.k8s.io/v1"),
     Resource("namespaces", "v1"),
+    # What admission adds to a Workload's pods: LimitRange defaults, RuntimeClass overhead (`pod_resources`).
+    Resource("limitranges", "v1"),
+    Resource("runtimeclasses", "node.k8s.io/v1"),
     Resource("workloads", c.V1BETA2),
     Resource("jobs", "batch/v1"),
 )
@@ -414,6 +418,13 @@ class Manager:
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
         elif kind == "namespaces":
             core.on_namespace(name, None if deleted else dict(meta.get("labels") or {}), now)
+        elif kind == "limitranges":
+            core.on_limit_range_deleted(ns, name) if deleted else core.on_limit_range(obj)
+            self._refeed_pending(self.store.list("workloads", ns), now, cause=f"limitranges/{ns}/{name}")
+        elif kind == "runtimeclasses":
+            core.on_runtime_class_deleted(name) if deleted else core.on_runtime_class(obj)
+            uses = [w for w in self.store.list("workloads") if name in pod_resources.runtime_class_names(w)]
+            self._refeed_pending(uses, now, cause=f"runtimeclasses/{name}")
         elif kind == "admissionchecks":
             core.on_admission_check(
                 name,
@@ -436,6 +447,20 @@ class Manager:
                 # cache likewise keeps an assumed workload until it is admitted or forgotten.
                 return
             core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
+
+    def _refeed_pending(self, workloads: Sequence[dict[str, Any]], now: datetime, *, cause: str) -> None:
+        """Re-adjust the Workloads not holding quota after a LimitRange or RuntimeClass changed what
+        their pods would request (`resourceUpdatesHandler` in `workload_controller.go`); those whose
+        Admit write is in flight are left to that write's event (see `_feed`)."""
+        fed = 0
+        for wl in workloads:
+            key = object_key(wl)
+            if o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED) or key in self.decisions.admitting:
+                continue
+            self.core.on_workload(wl, now)
+            fed += 1
+        if fed:
+            log.info("pending workloads re-adjusted", extra={"object": cause, "workloads": fed})
 
     def _drain(self, timeout: float) -> list[msg.CoreMessage]:
         batch: list[msg.CoreMessage] = []

@@ -301,6 +301,26 @@ def psa(name: str = "main", count: int = 1, **usage: tuple[str, str]) -> dict[st
     return {"name": name, "flavors": flavors, "resourceUsage": res, "count": count}
 
 
+def limit_range(name: str, ns: str, kind: str = "Container", **values: dict[str, str]) -> dict[str, Any]:
+    """A LimitRange with one item of type `kind`; `values` maps field (max, min, default,
+    defaultRequest, maxLimitRequestRatio) to its resource list (upstream `MakeLimitRange`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"limits": [{"type": kind, **values}]},
+    }
+
+
+def runtime_class(name: str, pod_fixed: dict[str, str] | None = None) -> dict[str, Any]:
+    """A RuntimeClass, with `overhead.podFixed` when given (upstream `MakeRuntimeClass`)."""
+    obj: dict[str, Any] = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}}
+    obj["handler"] = f"{name}-handler"
+    if pod_fixed is not None:
+        obj["overhead"] = {"podFixed": pod_fixed}
+    return obj
+
+
 def make_wl(name: str, ns: str = "ns") -> WorkloadBuilder:
     return WorkloadBuilder(name, ns)
 
@@ -337,5 +357,9 @@ def feed(core: Any, *objs: dict[str, Any], now: datetime = T0) -> None:
     for o in objs:
         if o["kind"] == "WorkloadPriorityClass":
             core.on_priority_class(o)
+        elif o["kind"] == "LimitRange":
+            core.on_limit_range(o)
+        elif o["kind"] == "RuntimeClass":
+            core.on_runtime_class(o)
         else:
             handlers[o["kind"]](o, now)

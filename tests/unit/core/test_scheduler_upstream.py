@@ -20,6 +20,7 @@ import pytest
 from tests.unit.core.builders import (
     T0,
     fq,
+    limit_range,
     make_cohort,
     make_core,
     make_cq,
@@ -1399,6 +1400,20 @@ SCHEDULE["container resource requests exceed limits"] = Case(
         "sales/new": (
             "Misconfigured",
             'resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits',
+        )
+    },
+    left={"sales": ["sales/new"]},
+)
+
+
+SCHEDULE["container does not satisfy limitRange constraints"] = Case(
+    workloads=[podsets("new", "sales", ("one", 1, {"cpu": "500m"}))],
+    objs=[limit_range("alpha", "sales", max={"cpu": "300m"})],
+    pending={
+        "sales/new": (
+            "Misconfigured",
+            "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec.containers[0]: "
+            'Invalid value: ["cpu"]: requests must not be above the limitRange max',
         )
     },
     left={"sales": ["sales/new"]},
