@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import logging
+import random
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -34,6 +36,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+CONFLICT_BACKOFF_S = 0.01
 
 
 def _time(now: datetime) -> str:
@@ -114,8 +118,8 @@ def update_status(
 ) -> dict[str, Any] | None:
     """Apply `mutate(status, obj)` to the newest known object and PUT its status subresource.
 
-    The PUT carries the object's resourceVersion; on Conflict the object is read again and the
-    mutation re-applied. No request is made when the mutation changes nothing. Returns the
+    The PUT carries the object's resourceVersion; on Conflict the object is read again, after a
+    short backoff, and the mutation re-applied. No request is made when the mutation changes nothing. Returns the
     stored object, or None when it no longer exists.
     """
     key = path.rsplit("/", 1)[-1]
@@ -123,7 +127,11 @@ def update_status(
     if "namespaces" in parts:
         key = f"{parts[parts.index('namespaces') + 1]}/{key}"
     obj = store.get(kind, key)
-    for _ in range(attempts):
+    for attempt in range(attempts):
+        if attempt:
+            # Conflicts mean another writer is busy on this object: back off (10, 20, 40, 80 ms,
+            # jittered) rather than re-read and re-PUT at once, as client-go's RetryOnConflict does.
+            time.sleep(CONFLICT_BACKOFF_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.0))
         if obj is None:
             obj = kube.get(path)
             if obj is None:

@@ -1,8 +1,9 @@
 """The worker's read cache: the newest copy of every watched object, by kind and `namespace/name`.
 
 Informer threads and writers both put objects here; an older resourceVersion never replaces a
-newer one (etcd's revisions are integers in practice, so they are compared as such when they
-parse), and a deleted object is not brought back by a writer's answer that predates the delete
+newer one (resourceVersions are compared as KEP-5504, "comparable resource versions", defines it
+for objects of one kind: as decimal integers when both are such, otherwise not at all, and then the
+later put wins), and a deleted object is not brought back by a writer's answer that predates the delete
 (a tombstone keeps its last resourceVersion a while). Every object is trimmed in place on the way
 in (`transform.compact`). Readers get the stored dict itself and must not mutate it.
 """
@@ -25,11 +26,18 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
-def _rv(obj: Mapping[str, Any]) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+def _rv(obj: Mapping[str, Any]) -> int | None:
+    """The resourceVersion as a number, when it is one in KEP-5504's form (decimal digits, no
+    leading zero); None for a version that cannot be ordered (opaque, e.g. an aggregated API's)."""
+    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    if not text.isascii() or not text.isdigit() or (len(text) > 1 and text[0] == "0"):
+        return None
+    return int(text)
+
+
+def _compare(a: int | None, b: int | None) -> int | None:
+    """-1, 0 or 1 as `a` precedes, equals or follows `b`; None when they cannot be ordered."""
+    return None if a is None or b is None else (a > b) - (a < b)
 
 
 #: How long a deleted object's resourceVersion is remembered: far longer than any write in flight.
@@ -41,7 +49,7 @@ class Store:
         self._lock = threading.Lock()
         self._kinds: dict[str, dict[str, dict[str, Any]]] = {}
         # (kind, key) -> (resourceVersion at deletion, monotonic time of the delete)
-        self._tombstones: dict[tuple[str, str], tuple[int, float]] = {}
+        self._tombstones: dict[tuple[str, str], tuple[int | None, float]] = {}
         self._next_prune = 0.0
 
     def put(self, kind: str, obj: dict[str, Any]) -> bool:
@@ -52,11 +60,12 @@ class Store:
         with self._lock:
             objs = self._kinds.setdefault(kind, {})
             old = objs.get(key)
-            if old is not None and _rv(old) > _rv(obj):
+            if old is not None and (_compare(_rv(obj), _rv(old)) or 0) < 0:
                 return False
             tomb = self._tombstones.get((kind, key))
             if tomb is not None:
-                if _rv(obj) <= tomb[0]:
+                order = _compare(_rv(obj), tomb[0])
+                if order is not None and order <= 0:
                     return False
                 del self._tombstones[(kind, key)]  # created again
             objs[key] = obj
@@ -68,7 +77,8 @@ class Store:
         now = time.monotonic()
         with self._lock:
             held = self._kinds.setdefault(kind, {}).pop(key, None)
-            rv = max(_rv(last) if last is not None else 0, _rv(held) if held is not None else 0)
+            versions = [v for v in (_rv(last) if last else None, _rv(held) if held else None) if v is not None]
+            rv = max(versions, default=None)
             if now >= self._next_prune:  # at most once a minute: deletes come by the thousand at scale
                 self._tombstones = {k: t for k, t in self._tombstones.items() if now - t[1] < TOMBSTONE_S}
                 self._next_prune = now + 60.0

@@ -46,3 +46,15 @@ def test_without_the_deleted_object_the_held_version_is_remembered() -> None:
     store.delete("clusterqueues", "cq")
     assert not store.put("clusterqueues", cq(5))
     assert store.put("clusterqueues", cq(6))
+
+
+def test_versions_that_cannot_be_ordered_leave_the_later_put_in_place() -> None:
+    """resourceVersions are compared only in KEP-5504's comparable form (decimal, no leading zero);
+    an opaque one (an aggregated API's) used to read as 0 and lose to any stored copy for good."""
+    store = Store()
+    assert store.put("things", {"metadata": {"name": "a", "resourceVersion": "12"}})
+    assert store.put("things", {"metadata": {"name": "a", "resourceVersion": "opaque-1"}})
+    assert store.put("things", {"metadata": {"name": "a", "resourceVersion": "0012"}})
+    assert store.put("things", {"metadata": {"name": "a", "resourceVersion": "9"}})  # 0012 is not comparable
+    assert not store.put("things", {"metadata": {"name": "a", "resourceVersion": "8"}})
+    assert store.put("things", {"metadata": {"name": "a", "resourceVersion": "10"}})
