@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -31,5 +32,5 @@ def test_conflicts_are_retried_after_a_growing_backoff(monkeypatch: pytest.Monke
     with pytest.raises(k.Conflict):
         status.update_status(kube, Store(), "workloads", PATH, mutate)
     assert [c for c in kube.calls if c[0] == "PUT"] == [("PUT", PATH + "/status")] * 5
-    assert len(slept) == 4 and all(b >= a for a, b in zip(slept, slept[1:], strict=False))
+    assert len(slept) == 4 and all(b >= a for a, b in itertools.pairwise(slept))
     assert 0.005 <= slept[0] <= 0.01 and slept[-1] <= 0.08
