@@ -252,10 +252,12 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
     except FrameworkError as exc:
         return rv.denied(req.uid, str(exc)), "denied"
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
-        # The API server only sends objects it decoded against the schema; anything else is a bad client.
-        raise rv.BadRequest(
-            f"request object is not a well-formed {endpoint.kind}: {type(exc).__name__}: {exc}"
-        ) from None
+        # An object that is not of its kind's shape: controller-runtime's decoder fails and answers
+        # Errored(400) inside a review. An HTTP 400 instead would be a failed webhook call, which the
+        # API server reports to the user as a 500. (The API server calls the webhooks before it
+        # checks the object against the CRD's schema.)
+        message = f"request object is not a well-formed {endpoint.kind}: {type(exc).__name__}: {exc}"
+        return rv.errored(req.uid, 400, message), "error"
     if errors:
         return rv.denied(req.uid, f.aggregate(errors), warnings=warnings), "denied"
     return rv.allowed(req.uid, warnings=warnings), "allowed"

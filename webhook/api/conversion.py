@@ -52,6 +52,7 @@ from webhook.api import constants
 __all__ = [
     "ConversionError",
     "JSONObject",
+    "ShapeError",
     "TopologyDomain",
     "compact_topology_assignment",
     "convert",
@@ -74,6 +75,10 @@ _POD_PRIORITY_CLASS_REF = ("scheduling.k8s.io", "PriorityClass")
 
 class ConversionError(ValueError):
     """The object cannot be converted; the message says why and where."""
+
+
+class ShapeError(ConversionError):
+    """A field is not of its schema's JSON type: the object cannot pass the API server's validation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,25 +105,25 @@ def _kind_name(value: object) -> str:
 
 def _as_object(value: object, path: str) -> JSONObject:
     if not isinstance(value, dict):
-        raise ConversionError(f"{path}: expected an object, got {_kind_name(value)}")
+        raise ShapeError(f"{path}: expected an object, got {_kind_name(value)}")
     return value
 
 
 def _as_list(value: object, path: str) -> list[object]:
     if not isinstance(value, list):
-        raise ConversionError(f"{path}: expected a list, got {_kind_name(value)}")
+        raise ShapeError(f"{path}: expected a list, got {_kind_name(value)}")
     return value
 
 
 def _as_str(value: object, path: str) -> str:
     if not isinstance(value, str):
-        raise ConversionError(f"{path}: expected a string, got {_kind_name(value)}")
+        raise ShapeError(f"{path}: expected a string, got {_kind_name(value)}")
     return value
 
 
 def _as_int(value: object, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConversionError(f"{path}: expected an integer, got {_kind_name(value)}")
+        raise ShapeError(f"{path}: expected an integer, got {_kind_name(value)}")
     return value
 
 

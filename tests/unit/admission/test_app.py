@@ -272,3 +272,17 @@ def test_a_huge_exponent_is_answered_at_once() -> None:
     # `10**999999999` was computed in full on the event loop; Go saturates nothing here and times out.
     answer = post(APP, "/validate-kueue-x-k8s-io-v1beta2-workload", orjson.dumps(review(_workload("1e999999999"))))
     assert answer.json()["response"]["allowed"] is True
+
+
+@pytest.mark.parametrize(
+    "path", ["/mutate-kueue-x-k8s-io-v1beta2-workload", "/validate-kueue-x-k8s-io-v1beta2-workload"]
+)
+def test_an_object_not_of_its_kinds_shape_is_errored_in_the_review_not_an_http_400(path: str) -> None:
+    """controller-runtime answers a decode failure with Errored(400) in the review; an HTTP 400 is a
+    failed webhook call, which the API server turned into a 500 for the user."""
+    wl = {**_workload("1"), "spec": {"podSets": "not a list"}}
+    resp = post(APP, "/validate-kueue-x-k8s-io-v1beta2-workload", orjson.dumps(review(wl, kind="Workload")))
+    assert resp.status_code == 200
+    answer = resp.json()["response"]
+    assert answer["allowed"] is False and answer["status"]["code"] == 400
+    assert "not a well-formed Workload" in answer["status"]["message"]

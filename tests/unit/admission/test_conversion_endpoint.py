@@ -102,3 +102,14 @@ def test_unknown_kind_is_a_failure_naming_the_object() -> None:
 def test_bad_conversion_reviews_get_400(body: bytes, fragment: str) -> None:
     resp = post(APP, "/convert", body)
     assert resp.status_code == 400 and fragment in resp.text
+
+
+def test_an_object_of_the_wrong_shape_is_handed_back_for_the_schema_check() -> None:
+    """The API server converts a request's object for the webhooks before its schema check: a
+    Failure here made `spec: []` a 500 (internal error) instead of that check's 422."""
+    bad = {**CQ_V1, "spec": []}
+    answer = post(APP, "/convert", conversion_review("kueue.x-k8s.io/v1beta2", bad, WL_V1)).json()
+    assert answer["response"]["result"] == {"status": "Success"}
+    passed, wl = answer["response"]["convertedObjects"]
+    assert passed == {**bad, "apiVersion": "kueue.x-k8s.io/v1beta2"}
+    assert wl["spec"]["priorityClassRef"]["name"] == "high"
