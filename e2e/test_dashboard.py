@@ -2,7 +2,8 @@
 
 Signs in with ServiceAccount tokens, as a user would: an admin sees the overview and watches a Job
 go from pending to admitted without reloading; a user bound to one namespace sees that namespace's
-Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143). The seeds' GPU
+Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143); an account
+without the localqueues grant sees no LocalQueue, whatever namespace it asks for (issue 27). The seeds' GPU
 example (`make run`'s objects, from e2e/demo.py) shows on the overview: ClusterQueue research, its
 nvidia.com/gpu usage while the Job runs and back to 0 once it finishes.
 Screenshots go to the test's pytest tmp dir (printed; pytest keeps the last three runs).
@@ -181,6 +182,20 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         "--role=kueue-viewer",
         f"--serviceaccount={team_a}:viewer",
     )
+    # Finding 3 of issue 27: neither an account with no grant nor one granted Workloads but not
+    # LocalQueues may see a LocalQueue, whatever namespace the URL asks for.
+    nobody = token(kubectl, team_a, "nobody")
+    workloads_only = token(kubectl, team_a, "workloads-only")
+    kubectl("create", "role", "workloads-only", "-n", team_a, "--verb=get,list", "--resource=workloads.kueue.x-k8s.io")
+    kubectl(
+        "create",
+        "rolebinding",
+        "workloads-only",
+        "-n",
+        team_a,
+        "--role=workloads-only",
+        f"--serviceaccount={team_a}:workloads-only",
+    )
     try:
         wait_for(
             "RBAC to reach the authorizer",
@@ -239,6 +254,19 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         assert "may not see" in text_of(browser, "denied")
         browser.get(f"{url}/fragment/workloads?namespace={team_b}")
         assert other not in browser.page_source
+
+        # No LocalQueue without the localqueues grant: not team-b's by URL, not team-a's through the
+        # Workloads grant (the page once showed both: names, ClusterQueue and counts).
+        for account, ns in ((nobody, team_b), (nobody, team_a), (workloads_only, team_b), (workloads_only, "")):
+            sign_in(browser, url, account)
+            for path in ("workloads", "fragment/workloads"):  # the page, and what its live refresh fetches
+                browser.get(f"{url}/{path}" + (f"?namespace={ns}" if ns else ""))
+                wait_for("the LocalQueues table", lambda: text_of(browser, "local-queues"))
+                queues = text_of(browser, "local-queues")
+                assert cq not in queues and "No LocalQueues you may list." in queues, (path, ns, queues)
+        browser.get(f"{url}/workloads")
+        wait_for("team-a's Workload for a Workloads-only account", lambda: row_state(browser, f"{team_a}/{wl}"))
+        browser.save_screenshot(str(shots / "workloads-only-user.png"))
     finally:
         kubectl("delete", "clusterrolebinding", f"dash-admin-{s}", check=False)
         for ns in (team_a, team_b):

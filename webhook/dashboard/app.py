@@ -154,7 +154,12 @@ def create_app(settings: Settings) -> Starlette:
     def workloads_context(request: Request, acc: Access) -> dict[str, Any]:
         q = request.query_params
         page = views.workloads_page(
-            store, acc.workloads, namespace=q.get("namespace", ""), queue=q.get("queue", ""), state=q.get("state", "")
+            store,
+            acc.workloads,
+            local_queue_namespaces=acc.local_queues,
+            namespace=q.get("namespace", ""),
+            queue=q.get("queue", ""),
+            state=q.get("state", ""),
         )
         return {
             "page": page,

@@ -11,16 +11,20 @@ from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
 ADMIN = "admin-token"
 ALICE = "alice-token"  # may list Workloads and LocalQueues in team-a only
+BOB = "bob-token"  # may list and get Workloads in team-a, but not its LocalQueues
+MALLORY = "mallory-token"  # authenticated, may list nothing
 
 
 class FakeReviews:
     def __init__(self) -> None:
-        self.tokens = {ADMIN: "admin", ALICE: "alice"}
+        self.tokens = {ADMIN: "admin", ALICE: "alice", BOB: "bob", MALLORY: "mallory"}
         self.rules: set[tuple[str, str, str, str]] = {
             ("admin", "*", "*", ""),
             ("alice", "list", "workloads", "team-a"),
             ("alice", "get", "workloads", "team-a"),
             ("alice", "list", "localqueues", "team-a"),
+            ("bob", "list", "workloads", "team-a"),
+            ("bob", "get", "workloads", "team-a"),
         }
         self.calls: list[str] = []
 

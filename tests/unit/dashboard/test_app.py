@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.unit.core.builders import make_cq
-from tests.unit.dashboard.fakes import ADMIN, ALICE, FakeReviews, two_teams
+from tests.unit.dashboard.fakes import ADMIN, ALICE, BOB, MALLORY, FakeReviews, two_teams
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer
 from webhook.dashboard.store import Kind, Store
@@ -118,6 +118,26 @@ async def test_a_namespace_user_sees_only_their_namespace(path: str) -> None:
         assert "<td>team-b</td>" not in page and "b-high" not in page and "b-low" not in page
         if "team-b" not in path:
             assert "a-old" in page
+
+
+@pytest.mark.parametrize(
+    ("token", "path"),
+    [
+        pytest.param(MALLORY, "/workloads?namespace=team-b", id="no access at all, asking for team-b"),
+        pytest.param(MALLORY, "/fragment/workloads?namespace=team-b", id="no access at all, the live fragment"),
+        pytest.param(ALICE, "/workloads?namespace=team-b", id="team-a's user asking for team-b"),
+        pytest.param(BOB, "/workloads", id="workloads but not localqueues granted"),
+        pytest.param(BOB, "/workloads?namespace=team-a", id="workloads but not localqueues granted, filtered"),
+    ],
+)
+async def test_no_local_queue_is_shown_without_the_localqueues_grant(token: str, path: str) -> None:
+    c, _ = client(token)
+    async with c:
+        resp = await c.get(path)
+    table = re.search(r'<table id="local-queues">(.*?)</table>', resp.text, re.S)
+    assert resp.status_code == 200 and table is not None
+    assert "<td>lq</td>" not in table[1] and "<td>cq</td>" not in table[1]
+    assert "No LocalQueues you may list." in table[1]
 
 
 async def test_a_namespace_user_cannot_open_another_namespaces_workload() -> None:
