@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from starlette.staticfiles import StaticFiles
 from webhook import kube as k
 from webhook.api import constants
 from webhook.dashboard import views
-from webhook.dashboard.auth import Access, Authorizer
+from webhook.dashboard.auth import Access, Authorizer, RateLimited
 from webhook.dashboard.history import History
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import bearer_token
@@ -136,9 +137,11 @@ def create_app(settings: Settings) -> Starlette:
                     if wants_page
                     else PlainTextResponse("Unauthorized", 401)
                 )
-            namespaces = {o["metadata"].get("namespace", "") for o in store.objects(Kind.LOCAL_QUEUES).values()}
-            namespaces.update(e.info.namespace for e in store.workloads().values())
-            return await run_in_threadpool(authorizer.access, user, namespaces)
+            # The namespaces this request names join the user's namespace set (auth.py).
+            named = [request.query_params.get("namespace", ""), request.path_params.get("namespace", "")]
+            return await run_in_threadpool(authorizer.access, user, named=named, present=store.namespaces())
+        except RateLimited as exc:  # auth.py logs the user
+            return _too_many(exc)
         except k.KubeError as exc:
             log.error("dashboard: review failed", extra={"error": str(exc)})
             return PlainTextResponse("Authorization failed", 500)
@@ -208,7 +211,11 @@ def create_app(settings: Settings) -> Starlette:
             return acc
         ns, name = request.path_params["namespace"], request.path_params["name"]
         user = acc.user
-        if not await run_in_threadpool(authorizer.allowed, user, "get", "workloads", namespace=ns):
+        try:
+            may_get = await run_in_threadpool(authorizer.allowed, user, "get", "workloads", namespace=ns)
+        except RateLimited as exc:
+            return _too_many(exc)
+        if not may_get:
             return render(request, "denied.html", 403, what=f"Workload {ns}/{name}", user=user.name)
         entry = store.workloads().get(f"{ns}/{name}")
         if entry is None:
@@ -338,9 +345,13 @@ def _related(
             query = _pod_query(wl)
             if query:
                 pods, _ = kube.list(k.object_path("v1", "pods", ns), query=query)
-    except k.KubeError as exc:
+    except (k.KubeError, RateLimited) as exc:
         log.warning("dashboard: reading events or pods failed", extra={"object": f"{ns}/{name}", "error": str(exc)})
     return events, pods
+
+
+def _too_many(exc: RateLimited) -> Response:
+    return PlainTextResponse(str(exc), 429, headers={"Retry-After": str(math.ceil(exc.retry_after))})
 
 
 def _pod_query(wl: Mapping[str, Any]) -> dict[str, str]:

@@ -100,6 +100,13 @@ class Store:
         with self._lock:
             return dict(self._objects[kind])
 
+    def namespaces(self) -> frozenset[str]:
+        """Namespaces that hold a LocalQueue or a Workload: the only ones a page can show anything of."""
+        with self._lock:
+            out = {key.partition("/")[0] for key in self._objects[Kind.LOCAL_QUEUES]}
+            out.update(key.partition("/")[0] for key in self._workloads)
+        return frozenset(out)
+
     def workloads(self) -> dict[str, WorkloadEntry]:
         with self._lock:
             return dict(self._workloads)

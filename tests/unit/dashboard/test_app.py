@@ -152,7 +152,7 @@ async def test_a_namespace_user_sees_no_cluster_queues() -> None:
     c, _ = client(ALICE)
     async with c:
         page = (await c.get("/")).text
-        assert 'id="cq-cq"' not in page and "alice may not list ClusterQueues" in page
+        assert 'id="cq-cq"' not in page and "system:serviceaccount:team-a:alice may not list ClusterQueues" in page
 
 
 async def test_sign_in_sets_an_http_only_cookie_that_authenticates() -> None:
