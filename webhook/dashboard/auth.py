@@ -36,13 +36,14 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from webhook.api import constants
 from webhook.reviews import KubeAPI, TokenAuthenticator, TTLCache, User, access_review, is_allowed
 
 __all__ = [
+    "AUDIENCE",
     "MAX_NAMESPACES",
     "REVIEWS_PER_S",
     "REVIEW_BURST",
@@ -54,6 +55,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: The audience the dashboard's tokens are bound to: `kubectl create token <sa> --audience=kueue-dashboard`.
+AUDIENCE = "kueue-dashboard"
 TOKEN_TTL_S = 60.0
 ALLOW_TTL_S = 60.0
 DENY_TTL_S = 10.0
@@ -148,9 +151,14 @@ class Authorizer:
     """TokenReview and SubjectAccessReview against the API server, both cached. Calls raise KubeError,
     and RateLimited when the user has caused too many reviews."""
 
-    def __init__(self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, kube: KubeAPI, *, clock: Callable[[], float] = time.monotonic, audiences: Sequence[str] = ()
+    ) -> None:
         self._kube = kube
-        self.authenticator = TokenAuthenticator(kube, ttl=TOKEN_TTL_S, cache_size=CACHE_SIZE, clock=clock)
+        self.audiences = tuple(audiences)  # () accepts tokens bound to the API server's own audience
+        self.authenticator = TokenAuthenticator(
+            kube, ttl=TOKEN_TTL_S, cache_size=CACHE_SIZE, clock=clock, audiences=audiences
+        )
         self._decisions: TTLCache[tuple[User, str, str, str, str], bool] = TTLCache(CACHE_SIZE, clock)
         self._users = _PerUser(clock)
 

@@ -13,6 +13,10 @@ def test_the_dashboard_runs_under_its_own_account_never_the_managers() -> None:
     assert creates == {"tokenreviews", "subjectaccessreviews"}
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][:2] == ["dashboard", "--in-cluster"] and container["image"] == "img:1"
+    # TLS (issue 27, finding 5): never --plain-http; its certificate names the Service; probed over HTTPS.
+    assert "--plain-http" not in container["args"]
+    assert f"--tls-host={dashboard.NAME}.kueue-system.svc" in container["args"]
+    assert container["readinessProbe"]["httpGet"]["scheme"] == "HTTPS"
     assert service["spec"]["ports"][0]["port"] == dashboard.PORT
     manager_roles = {r["metadata"]["name"] for r in rbac.manager_rbac("kueue-system", "kueue-controller-manager")}
     assert not any("dashboard" in name for name in manager_roles)
