@@ -56,6 +56,7 @@ SESSION_MAX_AGE_S = 8 * 3600
 #: A sign-in form holds one token; service account tokens are ~1 KiB, OIDC ones a few.
 MAX_LOGIN_BODY = 16 * 1024
 _SAME_ORIGIN = frozenset({"same-origin", "none"})
+_DETAILS_ROLE = "kueue-dashboard-details-role"  # webhook.install.dashboard.DETAILS_ROLE (install imports us not)
 _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
     # pygal's SVG carries its own <style>; no script but ours, nothing from elsewhere.
@@ -255,6 +256,8 @@ def create_app(settings: Settings) -> Starlette:
             conditions=(entry.raw.get("status") or {}).get("conditions") or [],
             events=events,
             pods=pods,
+            not_shared=f"Namespace {ns} does not share its Pods and Events with the dashboard (bind ClusterRole "
+            f"{_DETAILS_ROLE} to the dashboard's ServiceAccount in it).",
             yaml=yaml.safe_dump(dict(entry.raw), sort_keys=False),
         )
 
@@ -383,28 +386,41 @@ def create_app(settings: Settings) -> Starlette:
 
 def _related(
     kube: KubeReader | None, authorizer: Authorizer, user: Any, wl: Mapping[str, Any]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The Workload's Events and Pods, each only if `user` may list them in its namespace."""
+) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """The Workload's Events and Pods, each only if `user` may list them in its namespace; None for
+    one the dashboard itself may not read there (its namespace has not bound `kueue-dashboard-details-role`)."""
     if kube is None:
         return [], []
     meta = wl["metadata"]
     ns, name = meta["namespace"], meta["name"]
-    events: list[dict[str, Any]] = []
-    pods: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] | None = []
+    pods: list[dict[str, Any]] | None = []
     try:
         if authorizer.allowed(user, "list", "events", namespace=ns, group=""):
-            events, _ = kube.list(
+            events = _list_shared(
+                kube,
                 k.object_path("v1", "events", ns),
                 query={"fieldSelector": f"involvedObject.kind=Workload,involvedObject.name={name}"},
             )
-            events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
-        if authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
-            query = _pod_query(wl)
-            if query:
-                pods, _ = kube.list(k.object_path("v1", "pods", ns), query=query)
+            if events is not None:
+                events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+        query = _pod_query(wl)
+        if query and authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
+            pods = _list_shared(kube, k.object_path("v1", "pods", ns), query=query)
     except (k.KubeError, RateLimited) as exc:
         log.warning("dashboard: reading events or pods failed", extra={"object": f"{ns}/{name}", "error": str(exc)})
     return events, pods
+
+
+def _list_shared(kube: KubeReader, path: str, *, query: Mapping[str, str]) -> list[dict[str, Any]] | None:
+    """The list, or None when the dashboard's own account is refused it (403): not shared with it."""
+    try:
+        items, _ = kube.list(path, query=query)
+    except k.KubeError as exc:
+        if exc.status == 403:
+            return None
+        raise
+    return items
 
 
 def _cross_site(request: Request) -> Response | None:

@@ -6,6 +6,11 @@ renders it only with `enableKueueViz: true`. It runs under its own ServiceAccoun
 manager's. It serves HTTPS with a certificate it makes for its Service's names (sign-in tokens
 never cross the network in clear) and takes only tokens bound to its audience: reach it with
 `kubectl port-forward`, sign in with `kubectl create token <sa> --audience=kueue-dashboard`.
+
+It reads no Pod or Event cluster-wide: `kueue-dashboard-details-role` (list Pods and Events) comes
+unbound, and a namespace that wants its Workloads' Pods and Events on their pages binds it:
+`kubectl create rolebinding kueue-dashboard-details -n <ns> --clusterrole=kueue-dashboard-details-role
+--serviceaccount=<kueue namespace>:kueue-dashboard`.
 """
 
 from __future__ import annotations
@@ -14,15 +19,16 @@ from typing import Any
 
 from webhook.install import rbac
 
-__all__ = ["NAME", "PORT", "objects"]
+__all__ = ["DETAILS_ROLE", "NAME", "PORT", "objects"]
 
 NAME = "kueue-dashboard"
+DETAILS_ROLE = f"{NAME}-details-role"
 PORT = 8080
 _LABELS = {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/component": "dashboard"}
 
 
 def objects(namespace: str, *, image: str, pull_policy: str) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole + binding, Deployment and Service."""
+    """ServiceAccount, ClusterRole + binding, Deployment, Service, and the unbound details ClusterRole."""
     meta = {"name": NAME, "namespace": namespace, "labels": dict(_LABELS)}
     container = {
         "name": "dashboard",
@@ -85,5 +91,11 @@ def objects(namespace: str, *, image: str, pull_policy: str) -> list[dict[str, A
                 "selector": dict(_LABELS),
                 "ports": [{"name": "https", "port": PORT, "protocol": "TCP", "targetPort": "https"}],
             },
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": DETAILS_ROLE, "labels": dict(_LABELS)},
+            "rules": rbac.rules(a for a in rbac.MANAGER_ACCESS if a.role == "dashboard-details"),
         },
     ]

@@ -12,6 +12,7 @@ from tests.unit.dashboard.fakes import ADMIN, ALICE, BOB, MALLORY, FakeReviews, 
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer
 from webhook.dashboard.store import Kind, Store
+from webhook.kube import KubeError
 
 pytestmark = pytest.mark.anyio
 
@@ -208,3 +209,27 @@ async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:
     async with c:
         assert (await c.get("/workloads/team-a/a-running")).status_code == 200
     assert kube.queries == []
+
+
+class RefusedReader(FakeReader):
+    """The dashboard's own account, in a namespace that has not bound kueue-dashboard-details-role."""
+
+    def list(self, path: str, *, query=None):
+        self.queries.append((path, dict(query or {})))
+        raise KubeError(403, f'pods is forbidden: cannot list resource "pods" at {path}')
+
+
+async def test_a_namespace_that_does_not_share_pods_and_events_says_so() -> None:
+    store = two_teams()
+    raw = dict(store.workloads()["team-a/a-running"].raw)
+    raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
+    store.apply(Kind.WORKLOADS, "MODIFIED", raw)
+    kube = RefusedReader()
+    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://dash", headers={"Authorization": f"Bearer {ADMIN}"}
+    ) as c:
+        page = await c.get("/workloads/team-a/a-running")
+    assert page.status_code == 200 and "kind: Workload" in page.text
+    assert page.text.count("Namespace team-a does not share its Pods and Events with the dashboard") == 2
+    assert [path for path, _ in kube.queries] == ["/api/v1/namespaces/team-a/events", "/api/v1/namespaces/team-a/pods"]
