@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from webhook.api.quantity import parse as quantity  # noqa: E402
+from webhook.dashboard.auth import AUDIENCE  # noqa: E402
 from webhook.install import dashboard  # noqa: E402
 
 #: What the demo applies (the e2e suite applies the same): ClusterQueue research admits namespaces
@@ -169,7 +170,8 @@ def main() -> int:
         ns = items[0]["metadata"]["namespace"]
         return (
             f"dashboard: `kubectl -n {ns} port-forward svc/{dashboard.NAME} {dashboard.PORT}`, then "
-            f"http://localhost:{dashboard.PORT}  (sign in with a token from `kubectl create token`)"
+            f"https://localhost:{dashboard.PORT}  (sign in with a token from "
+            f"`kubectl create token <serviceaccount> -n <namespace> --audience={AUDIENCE}`)"
         )
 
     step("Nodes (kwok): two carry nvidia.com/gpu=8 and nvidia.com/gpu.present=true")

@@ -31,6 +31,7 @@ from cluster import Cluster, HostExec  # noqa: E402
 import certs  # noqa: E402
 from webhook.admission.registration import webhook_configurations  # noqa: E402
 from webhook.api.schema import crds  # noqa: E402
+from webhook.dashboard.auth import AUDIENCE  # noqa: E402
 from webhook.install import visibility  # noqa: E402
 from webhook.install.rbac import METRICS_READER, metrics_reader_role, user_roles  # noqa: E402
 
@@ -297,17 +298,19 @@ class Stack:
 
     @property
     def dashboard_url(self) -> str:
-        return f"http://127.0.0.1:{int(self.dashboard_port_file.read_text())}"
+        return f"https://127.0.0.1:{int(self.dashboard_port_file.read_text())}"
 
     def dashboard_line(self) -> str:
         """The dashboard's URL and how to get a token for its sign-in page, one line (`make up`, `make run`)."""
         return (
-            f"dashboard: {self.dashboard_url}  (sign in with a token, e.g. "
-            f"`kubectl --kubeconfig {self.kubeconfig} create token <serviceaccount> -n <namespace>`)"
+            f"dashboard: {self.dashboard_url}  (certificate from {self.cert_dir / 'ca.crt'}; sign in with a token, e.g. "
+            f"`kubectl --kubeconfig {self.kubeconfig} create token <serviceaccount> -n <namespace> "
+            f"--audience={AUDIENCE}`)"
         )
 
     def _start_dashboard(self) -> None:
-        """The dashboard as its own host process (plain HTTP on loopback), sampling History every second."""
+        """The dashboard as its own host process, over TLS with the stack's certificate (the server's, for
+        127.0.0.1), taking tokens bound to its audience only, sampling History every second."""
         port = _free_port()
         self.dashboard_port_file.write_text(str(port))
         with open(self.dir / "dashboard.log", "ab") as out:
@@ -323,6 +326,8 @@ class Stack:
                     str(port),
                     "--kubeconfig",
                     str(self.kubeconfig),
+                    "--cert-dir",
+                    str(self.cert_dir),
                     "--sample-every",
                     "1",
                 ],
@@ -333,7 +338,8 @@ class Stack:
             )
         self._dashboard = proc
         self.dashboard_pid_file.write_text(str(proc.pid))
-        wait_ready(proc, f"{self.dashboard_url}/healthz", None, "dashboard", self.dir / "dashboard.log")
+        ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
+        wait_ready(proc, f"{self.dashboard_url}/healthz", ctx, "dashboard", self.dir / "dashboard.log")
         _log(f"dashboard on {self.dashboard_url} (pid {proc.pid})")
 
     def _stop_dashboard(self) -> None:

@@ -2,7 +2,8 @@
 
 Signs in with ServiceAccount tokens, as a user would: an admin sees the overview and watches a Job
 go from pending to admitted without reloading; a user bound to one namespace sees that namespace's
-Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143). The seeds' GPU
+Workloads only, and is refused another's (upstream KueueViz leaked them, kueue#11143); an account
+without the localqueues grant sees no LocalQueue, whatever namespace it asks for (issue 27). The seeds' GPU
 example (`make run`'s objects, from e2e/demo.py) shows on the overview: ClusterQueue research, its
 nvidia.com/gpu usage while the Job runs and back to 0 once it finishes.
 Screenshots go to the test's pytest tmp dir (printed; pytest keeps the last three runs).
@@ -10,6 +11,8 @@ Screenshots go to the test's pytest tmp dir (printed; pytest keeps the last thre
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -23,6 +26,8 @@ from e2e import demo
 from e2e.conftest import Kubectl, local_stack
 from e2e.host import BROWSER_PACKAGES, HostError, ensure_packages
 from e2e.test_worker_job import create, wait_for
+from webhook.dashboard.app import COOKIE
+from webhook.dashboard.auth import AUDIENCE
 
 
 def _browser_binaries() -> tuple[str, str]:
@@ -35,15 +40,37 @@ def _browser_binaries() -> tuple[str, str]:
     return str(shutil.which("chromium")), str(shutil.which("chromedriver"))
 
 
+def _spki_pin(cert_pem: bytes) -> str:
+    """Chromium's pin of a certificate: base64 SHA-256 of its SubjectPublicKeyInfo."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    spki = (
+        x509.load_pem_x509_certificate(cert_pem)
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    return base64.b64encode(hashlib.sha256(spki).digest()).decode()
+
+
 @pytest.fixture
-def browser() -> Iterator[Any]:
+def browser(kubectl: Kubectl) -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     chromium, chromedriver = _browser_binaries()
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"):
+    # The dashboard serves TLS with the stack's certificate (its own CA, not in the browser's store):
+    # trust exactly that key, not every certificate.
+    pin = _spki_pin((local_stack(kubectl).cert_dir / "tls.crt").read_bytes())
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        f"--ignore-certificate-errors-spki-list={pin}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     try:
@@ -59,9 +86,10 @@ def shots(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def token(kubectl: Kubectl, namespace: str, name: str) -> str:
+def token(kubectl: Kubectl, namespace: str, name: str, *, audience: str = AUDIENCE) -> str:
+    """A new ServiceAccount's token, bound to the dashboard's audience as its sign-in page asks."""
     kubectl("create", "serviceaccount", name, "-n", namespace)
-    return kubectl("create", "token", name, "-n", namespace, "--duration=1h").stdout.strip()
+    return kubectl("create", "token", name, "-n", namespace, "--duration=1h", f"--audience={audience}").stdout.strip()
 
 
 def sign_in(driver: Any, url: str, tok: str) -> None:
@@ -181,6 +209,20 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         "--role=kueue-viewer",
         f"--serviceaccount={team_a}:viewer",
     )
+    # Finding 3 of issue 27: neither an account with no grant nor one granted Workloads but not
+    # LocalQueues may see a LocalQueue, whatever namespace the URL asks for.
+    nobody = token(kubectl, team_a, "nobody")
+    workloads_only = token(kubectl, team_a, "workloads-only")
+    kubectl("create", "role", "workloads-only", "-n", team_a, "--verb=get,list", "--resource=workloads.kueue.x-k8s.io")
+    kubectl(
+        "create",
+        "rolebinding",
+        "workloads-only",
+        "-n",
+        team_a,
+        "--role=workloads-only",
+        f"--serviceaccount={team_a}:workloads-only",
+    )
     try:
         wait_for(
             "RBAC to reach the authorizer",
@@ -200,8 +242,19 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         )
         create(kubectl, job(team_b, "other-team", "lq"))
 
-        # The overview loads, with our ClusterQueue held.
+        # A token bound to the API server's audience (kubectl's default) is refused: only one made
+        # for the dashboard signs in, so no token it holds works against the API server.
+        browser.get(f"{url}/login")
+        browser.find_element(By.ID, "token").send_keys(
+            kubectl("create", "token", "dash-admin", "-n", team_a, "--duration=1h").stdout.strip()
+        )
+        browser.find_element(By.ID, "sign-in").click()
+        wait_for("the refusal", lambda: browser.find_elements(By.ID, "login-failed"), timeout=15)
+
+        # The overview loads, with our ClusterQueue held; the session cookie is Secure, HttpOnly, expiring.
         sign_in(browser, url, admin)
+        cookie = browser.get_cookie(COOKIE)
+        assert cookie and cookie["secure"] and cookie["httpOnly"] and cookie.get("expiry"), cookie
         wait_for("the ClusterQueue on the overview", lambda: browser.find_elements(By.ID, f"cq-{cq}"))
         browser.save_screenshot(str(shots / "overview.png"))
 
@@ -239,6 +292,19 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         assert "may not see" in text_of(browser, "denied")
         browser.get(f"{url}/fragment/workloads?namespace={team_b}")
         assert other not in browser.page_source
+
+        # No LocalQueue without the localqueues grant: not team-b's by URL, not team-a's through the
+        # Workloads grant (the page once showed both: names, ClusterQueue and counts).
+        for account, ns in ((nobody, team_b), (nobody, team_a), (workloads_only, team_b), (workloads_only, "")):
+            sign_in(browser, url, account)
+            for path in ("workloads", "fragment/workloads"):  # the page, and what its live refresh fetches
+                browser.get(f"{url}/{path}" + (f"?namespace={ns}" if ns else ""))
+                wait_for("the LocalQueues table", lambda: text_of(browser, "local-queues"))
+                queues = text_of(browser, "local-queues")
+                assert cq not in queues and "No LocalQueues you may list." in queues, (path, ns, queues)
+        browser.get(f"{url}/workloads")
+        wait_for("team-a's Workload for a Workloads-only account", lambda: row_state(browser, f"{team_a}/{wl}"))
+        browser.save_screenshot(str(shots / "workloads-only-user.png"))
     finally:
         kubectl("delete", "clusterrolebinding", f"dash-admin-{s}", check=False)
         for ns in (team_a, team_b):

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import urllib.request
@@ -88,9 +89,10 @@ def test_make_run_shows_the_gpus_in_use_while_the_job_runs() -> None:
         assert [(w["JOB NAME"], w["CLUSTERQUEUE"], w["STATUS"]) for w in listed] == [
             (name[1], "research", "ADMITTED")
         ], "the usage should be printed while the Workload is still admitted, i.e. the Job runs"
-        url = re.search(r"^dashboard: (http://\S+)", running, re.M)
+        url = re.search(r"^dashboard: (https://\S+)", running, re.M)
         assert url, f"no dashboard URL in:\n{running}"
-        with urllib.request.urlopen(f"{url[1]}/healthz", timeout=10) as r:  # the stack keeps running after the demo
+        ca = ssl.create_default_context(cafile=str(run_dir / "certs" / "ca.crt"))  # the stack's CA, as the line says
+        with urllib.request.urlopen(f"{url[1]}/healthz", timeout=10, context=ca) as r:  # the stack keeps running
             assert r.status == 200
 
         released = steps["After the Job completes, its Workload is Finished and the quota is released"]

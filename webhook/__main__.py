@@ -171,6 +171,9 @@ def _dashboard(args: argparse.Namespace) -> int:
             port=args.port,
             kubeconfig=args.kubeconfig,
             cert_dir=Path(args.cert_dir) if args.cert_dir else None,
+            plain_http=args.plain_http,
+            tls_hosts=tuple(args.tls_host),
+            audiences=tuple(a for a in args.audience if a),
             sample_every_s=args.sample_every,
             root_path=args.root_path,
         )
@@ -217,7 +220,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument("--port", type=int, default=8080)
     d.add_argument("--kubeconfig")
     d.add_argument("--in-cluster", action="store_true")
-    d.add_argument("--cert-dir", help="serve HTTPS with tls.crt and tls.key from here (default: plain HTTP)")
+    d.add_argument(
+        "--cert-dir", help="serve HTTPS with tls.crt and tls.key from here (default: a self-signed certificate)"
+    )
+    d.add_argument("--tls-host", action="append", default=[], help="a name of the self-signed certificate (repeatable)")
+    d.add_argument(
+        "--plain-http", action="store_true", help="no TLS (only behind a TLS-terminating proxy or on loopback)"
+    )
+    d.add_argument(
+        "--audience",
+        action="append",
+        default=None,
+        help="accept only tokens bound to this audience (repeatable; default: kueue-dashboard, as made by "
+        "`kubectl create token <sa> --audience=kueue-dashboard`; '' for the API server's own)",
+    )
     d.add_argument("--sample-every", type=float, default=10.0, help="seconds between History samples")
     d.add_argument("--root-path", default="", help="URL prefix when served under one")
     d.add_argument("--log-level", default="INFO")
@@ -238,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.service, args.namespace, path=args.path, successes=args.successes, timeout_s=args.timeout
         )
     if args.command == "dashboard":
+        if args.audience is None:
+            from webhook.dashboard.auth import AUDIENCE
+
+            args.audience = [AUDIENCE]
         return _dashboard(args)
     if args.command == "worker":
         return _worker(args)

@@ -11,7 +11,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -93,13 +93,27 @@ class TTLCache(Generic[K, V]):
 
 
 class TokenAuthenticator:
-    """Bearer token -> User by TokenReview, each answer (a rejection included) cached for `ttl` seconds."""
+    """Bearer token -> User by TokenReview, each answer (a rejection included) cached for `ttl` seconds.
+
+    With `audiences`, only a token bound to one of them authenticates: the TokenReview asks for
+    them (`spec.audiences`) and the answer must name one (`status.audiences`), as k8s.io/apiserver's
+    webhook token authenticator checks (`plugin/pkg/authenticator/token/webhook/webhook.go`).
+    A token bound to the API server's own audience is then refused, so one that leaks from here
+    cannot be replayed against the API server, nor one meant for it be used here.
+    """
 
     def __init__(
-        self, kube: KubeAPI, *, ttl: float, cache_size: int, clock: Callable[[], float] = time.monotonic
+        self,
+        kube: KubeAPI,
+        *,
+        ttl: float,
+        cache_size: int,
+        clock: Callable[[], float] = time.monotonic,
+        audiences: Sequence[str] = (),
     ) -> None:
         self._kube = kube
         self._ttl = ttl
+        self._audiences = tuple(audiences)
         # A 1-tuple, so a rejected token (None) is a cached answer, not a miss.
         self.cache: TTLCache[bytes, tuple[User | None]] = TTLCache(cache_size, clock)
 
@@ -109,13 +123,17 @@ class TokenAuthenticator:
         cached = self.cache.get(key)
         if cached is not None:
             return cached[0]
+        spec: dict[str, Any] = {"token": token}
+        if self._audiences:
+            spec["audiences"] = list(self._audiences)
         review = self._kube.create(
             TOKEN_REVIEWS,
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}},
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec},
             timeout=REVIEW_TIMEOUT_S,
         )
         status = review.get("status") or {}
-        user = _user(status) if status.get("authenticated") else None
+        bound = not self._audiences or bool(set(status.get("audiences") or ()) & set(self._audiences))
+        user = _user(status) if status.get("authenticated") and bound else None
         self.cache.put(key, (user,), self._ttl)
         return user
 

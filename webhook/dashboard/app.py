@@ -2,11 +2,16 @@
 
 Pages are rendered with Jinja2 from the watch caches (`views`), each into a full page or, for
 the live updates, just its fragment. The live stream (`/events`, server-sent events) carries
-only a change counter, never data: on each tick the browser fetches the fragment it shows,
-and that fetch is authorized like any page, so the stream cannot leak across namespaces.
+no data: it says "changed" when something its user may see changed (the kinds and namespaces of
+their `Access`, `Store.version_of`), never for a change elsewhere, so its rhythm does not tell
+how busy the rest of the cluster is (issue 27, finding 5). On each message the browser fetches
+the fragment it shows, authorized like any page. The stream re-authorizes its user every
+`reauthorize_every_s` and ends once the token no longer authenticates.
 
 Credentials: `Authorization: Bearer <token>` on each request, or the same token posted once to
-`/login` and kept in an HttpOnly, SameSite=Strict cookie for browsers.
+`/login` and kept in an HttpOnly, SameSite=Strict cookie with a Max-Age, Secure whenever the
+dashboard is reached over TLS (its default). `/login` and `/logout` refuse cross-site posts
+(`Sec-Fetch-Site`, else `Origin` against `Host`) and `/login` reads at most `MAX_LOGIN_BODY` bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -33,18 +39,24 @@ from starlette.staticfiles import StaticFiles
 from webhook import kube as k
 from webhook.api import constants
 from webhook.dashboard import views
-from webhook.dashboard.auth import Access, Authorizer
+from webhook.dashboard.auth import Access, Authorizer, RateLimited
 from webhook.dashboard.history import History
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import bearer_token
 
-__all__ = ["COOKIE", "KubeReader", "Settings", "create_app"]
+__all__ = ["COOKIE", "MAX_LOGIN_BODY", "SESSION_MAX_AGE_S", "KubeReader", "Settings", "create_app"]
 
 log = logging.getLogger(__name__)
 
 COOKIE = "kueue-dashboard-token"
 HEARTBEAT_S = 15.0
 DEBOUNCE_S = 0.25
+#: How long a browser keeps the sign-in cookie; a token expiring sooner is refused sooner all the same.
+SESSION_MAX_AGE_S = 8 * 3600
+#: A sign-in form holds one token; service account tokens are ~1 KiB, OIDC ones a few.
+MAX_LOGIN_BODY = 16 * 1024
+_SAME_ORIGIN = frozenset({"same-origin", "none"})
+_DETAILS_ROLE = "kueue-dashboard-details-role"  # webhook.install.dashboard.DETAILS_ROLE (install imports us not)
 _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
     # pygal's SVG carries its own <style>; no script but ours, nothing from elsewhere.
@@ -72,6 +84,8 @@ class Settings:
     history: History | None = None
     sample_every_s: float = 10.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    secure_cookies: bool = True  # False only when served over plain HTTP (`--plain-http`)
+    reauthorize_every_s: float = 60.0  # the token cache's TTL: a revoked token ends a live stream in two
 
 
 class _Changes:
@@ -136,9 +150,11 @@ def create_app(settings: Settings) -> Starlette:
                     if wants_page
                     else PlainTextResponse("Unauthorized", 401)
                 )
-            namespaces = {o["metadata"].get("namespace", "") for o in store.objects(Kind.LOCAL_QUEUES).values()}
-            namespaces.update(e.info.namespace for e in store.workloads().values())
-            return await run_in_threadpool(authorizer.access, user, namespaces)
+            # The namespaces this request names join the user's namespace set (auth.py).
+            named = [request.query_params.get("namespace", ""), request.path_params.get("namespace", "")]
+            return await run_in_threadpool(authorizer.access, user, named=named, present=store.namespaces())
+        except RateLimited as exc:  # auth.py logs the user
+            return _too_many(exc)
         except k.KubeError as exc:
             log.error("dashboard: review failed", extra={"error": str(exc)})
             return PlainTextResponse("Authorization failed", 500)
@@ -154,7 +170,12 @@ def create_app(settings: Settings) -> Starlette:
     def workloads_context(request: Request, acc: Access) -> dict[str, Any]:
         q = request.query_params
         page = views.workloads_page(
-            store, acc.workloads, namespace=q.get("namespace", ""), queue=q.get("queue", ""), state=q.get("state", "")
+            store,
+            acc.workloads,
+            local_queue_namespaces=acc.local_queues,
+            namespace=q.get("namespace", ""),
+            queue=q.get("queue", ""),
+            state=q.get("state", ""),
         )
         return {
             "page": page,
@@ -203,7 +224,11 @@ def create_app(settings: Settings) -> Starlette:
             return acc
         ns, name = request.path_params["namespace"], request.path_params["name"]
         user = acc.user
-        if not await run_in_threadpool(authorizer.allowed, user, "get", "workloads", namespace=ns):
+        try:
+            may_get = await run_in_threadpool(authorizer.allowed, user, "get", "workloads", namespace=ns)
+        except RateLimited as exc:
+            return _too_many(exc)
+        if not may_get:
             return render(request, "denied.html", 403, what=f"Workload {ns}/{name}", user=user.name)
         entry = store.workloads().get(f"{ns}/{name}")
         if entry is None:
@@ -231,21 +256,51 @@ def create_app(settings: Settings) -> Starlette:
             conditions=(entry.raw.get("status") or {}).get("conditions") or [],
             events=events,
             pods=pods,
+            not_shared=f"Namespace {ns} does not share its Pods and Events with the dashboard (bind ClusterRole "
+            f"{_DETAILS_ROLE} to the dashboard's ServiceAccount in it).",
             yaml=yaml.safe_dump(dict(entry.raw), sort_keys=False),
+        )
+
+    def view_version(acc: Access) -> tuple[int, ...]:
+        """Changes only when something `acc` may see changes."""
+        return (
+            store.version_of(Kind.CLUSTER_QUEUES) if acc.cluster_queues else 0,
+            store.version_of(Kind.RESOURCE_FLAVORS) if acc.resource_flavors else 0,
+            store.version_of(Kind.COHORTS) if acc.cohorts else 0,
+            store.version_of(Kind.WORKLOADS, acc.workloads),
+            store.version_of(Kind.LOCAL_QUEUES, acc.local_queues),
         )
 
     async def events(request: Request) -> Response:
         acc = await access(request)
         if not isinstance(acc, Access):
             return acc
+        loop = asyncio.get_running_loop()
+        changes.bind(loop)
 
         async def stream() -> AsyncIterator[bytes]:
-            yield f"retry: 2000\ndata: {store.version}\n\n".encode()
+            current, seen = acc, view_version(acc)
+            yield b"retry: 2000\ndata: changed\n\n"  # what changed between the page's render and now
+            last = loop.time()
+            reauthorize_at = last + settings.reauthorize_every_s
             while True:
-                if await changes.wait(HEARTBEAT_S):
+                if await changes.wait(max(0.0, min(last + HEARTBEAT_S, reauthorize_at) - loop.time())):
                     await asyncio.sleep(DEBOUNCE_S)  # a burst of watch events becomes one refresh
-                    yield f"data: {store.version}\n\n".encode()
-                else:
+                now = loop.time()
+                if now >= reauthorize_at:
+                    again = await access(request)
+                    if not isinstance(again, Access):
+                        log.info(
+                            "dashboard: live stream ended, no longer authorized", extra={"user": current.user.name}
+                        )
+                        return
+                    current, reauthorize_at = again, now + settings.reauthorize_every_s
+                version = view_version(current)
+                if version != seen:
+                    seen, last = version, now
+                    yield b"data: changed\n\n"
+                elif now - last >= HEARTBEAT_S:
+                    last = now
                     yield b": ping\n\n"
 
         return StreamingResponse(
@@ -254,8 +309,16 @@ def create_app(settings: Settings) -> Starlette:
 
     async def login(request: Request) -> Response:
         if request.method == "GET":
-            return render(request, "login.html", failed="failed" in request.query_params)
-        form = urllib.parse.parse_qs((await request.body()).decode(errors="replace"))
+            return render(
+                request, "login.html", failed="failed" in request.query_params, audiences=authorizer.audiences
+            )
+        refused = _cross_site(request)
+        if refused is not None:
+            return refused
+        body = await _bounded_body(request, MAX_LOGIN_BODY)
+        if body is None:
+            return PlainTextResponse("Request body too large", 413)
+        form = urllib.parse.parse_qs(body.decode(errors="replace"))
         token = (form.get("token") or [""])[0].strip()
         try:
             user = await run_in_threadpool(authorizer.authenticate, token) if token else None
@@ -267,11 +330,20 @@ def create_app(settings: Settings) -> Starlette:
         log.info("dashboard: signed in", extra={"user": user.name})
         resp = RedirectResponse(f"{base}/", 303)
         resp.set_cookie(
-            COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https", path=base or "/"
+            COOKIE,
+            token,
+            max_age=SESSION_MAX_AGE_S,
+            httponly=True,
+            samesite="strict",
+            secure=settings.secure_cookies,
+            path=base or "/",
         )
         return resp
 
     async def logout(request: Request) -> Response:
+        refused = _cross_site(request)
+        if refused is not None:
+            return refused
         base = request.scope.get("root_path", "")
         resp = RedirectResponse(f"{base}/login", 303)
         resp.delete_cookie(COOKIE, path=base or "/")
@@ -314,28 +386,76 @@ def create_app(settings: Settings) -> Starlette:
 
 def _related(
     kube: KubeReader | None, authorizer: Authorizer, user: Any, wl: Mapping[str, Any]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The Workload's Events and Pods, each only if `user` may list them in its namespace."""
+) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
+    """The Workload's Events and Pods, each only if `user` may list them in its namespace; None for
+    one the dashboard itself may not read there (its namespace has not bound `kueue-dashboard-details-role`)."""
     if kube is None:
         return [], []
     meta = wl["metadata"]
     ns, name = meta["namespace"], meta["name"]
-    events: list[dict[str, Any]] = []
-    pods: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] | None = []
+    pods: list[dict[str, Any]] | None = []
     try:
         if authorizer.allowed(user, "list", "events", namespace=ns, group=""):
-            events, _ = kube.list(
+            events = _list_shared(
+                kube,
                 k.object_path("v1", "events", ns),
                 query={"fieldSelector": f"involvedObject.kind=Workload,involvedObject.name={name}"},
             )
-            events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
-        if authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
-            query = _pod_query(wl)
-            if query:
-                pods, _ = kube.list(k.object_path("v1", "pods", ns), query=query)
-    except k.KubeError as exc:
+            if events is not None:
+                events.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+        query = _pod_query(wl)
+        if query and authorizer.allowed(user, "list", "pods", namespace=ns, group=""):
+            pods = _list_shared(kube, k.object_path("v1", "pods", ns), query=query)
+    except (k.KubeError, RateLimited) as exc:
         log.warning("dashboard: reading events or pods failed", extra={"object": f"{ns}/{name}", "error": str(exc)})
     return events, pods
+
+
+def _list_shared(kube: KubeReader, path: str, *, query: Mapping[str, str]) -> list[dict[str, Any]] | None:
+    """The list, or None when the dashboard's own account is refused it (403): not shared with it."""
+    try:
+        items, _ = kube.list(path, query=query)
+    except k.KubeError as exc:
+        if exc.status == 403:
+            return None
+        raise
+    return items
+
+
+def _cross_site(request: Request) -> Response | None:
+    """403 for a post another site made the browser send (login CSRF: signing the victim in as the
+    attacker). `Sec-Fetch-Site` decides when the browser sends it (it survives a proxy rewriting
+    `Host`); else a present `Origin` must be this host. Clients sending neither are not browsers,
+    which carry no ambient cookie to abuse."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        ok = site in _SAME_ORIGIN
+    else:
+        origin = request.headers.get("origin")
+        ok = origin is None or urllib.parse.urlsplit(origin).netloc == request.headers.get("host", "")
+    if ok:
+        return None
+    log.warning("dashboard: cross-site post refused", extra={"path": request.url.path})
+    return PlainTextResponse("Cross-site request refused", 403)
+
+
+async def _bounded_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or None once it is longer than `limit` (read no further)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_many(exc: RateLimited) -> Response:
+    return PlainTextResponse(str(exc), 429, headers={"Retry-After": str(math.ceil(exc.retry_after))})
 
 
 def _pod_query(wl: Mapping[str, Any]) -> dict[str, str]:

@@ -346,10 +346,25 @@ def local_queues(store: Store, namespaces: Collection[str] | None) -> tuple[Loca
     return tuple(rows)
 
 
+def _asked(allowed: Collection[str] | None, namespace: str) -> Collection[str] | None:
+    """The namespaces both allowed (None: all) and asked for ("": no filter). Asking never widens
+    what is allowed: a namespace outside `allowed` gives the empty set, not "no filter"."""
+    if not namespace:
+        return allowed
+    return (namespace,) if allowed is None or namespace in allowed else ()
+
+
 def workloads_page(
-    store: Store, namespaces: Collection[str] | None, *, namespace: str = "", queue: str = "", state: str = ""
+    store: Store,
+    namespaces: Collection[str] | None,
+    *,
+    local_queue_namespaces: Collection[str] | None,
+    namespace: str = "",
+    queue: str = "",
+    state: str = "",
 ) -> WorkloadsPage:
-    """Workloads in `namespaces` (None: all) matching the filters, pending ones first in queue order.
+    """Workloads in `namespaces` and LocalQueues in `local_queue_namespaces` (each None: all, as the
+    caller's `list` grant on that kind says) matching the filters, pending Workloads first in queue order.
 
     The positions are computed over every pending Workload, those the caller may not see included,
     since they are ahead in the queue all the same; only their count shows, never their names.
@@ -384,5 +399,5 @@ def workloads_page(
                 p[1] if p else None,
             )
         )
-    lq_namespaces = namespaces if not namespace else [n for n in (namespaces or [namespace]) if n == namespace]
-    return WorkloadsPage(tuple(rows), len(chosen), all_namespaces, all_queues, local_queues(store, lq_namespaces))
+    lq_rows = local_queues(store, _asked(local_queue_namespaces, namespace))
+    return WorkloadsPage(tuple(rows), len(chosen), all_namespaces, all_queues, lq_rows)

@@ -245,7 +245,16 @@ MANAGER_ACCESS: tuple[Access, ...] = (
         "watch caches the pages are rendered from",
         role="dashboard",
     ),
-    Access("", ("events", "pods"), ("list",), DASHBOARD, "a Workload's page: its Events and Pods", role="dashboard"),
+    # Events and Pods only where a namespace shares them: a ClusterRole with no cluster-wide binding
+    # (`install.dashboard`), bound per namespace; never every Pod and Event of the cluster.
+    Access(
+        "",
+        ("events", "pods"),
+        ("list",),
+        DASHBOARD,
+        "a Workload's page: its Events and Pods, in namespaces that bind it",
+        role="dashboard-details",
+    ),
     Access("authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"),
     Access(
         "authorization.k8s.io",

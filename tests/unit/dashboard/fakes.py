@@ -10,17 +10,37 @@ from webhook.dashboard.store import Kind, Store
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
 ADMIN = "admin-token"
-ALICE = "alice-token"  # may list Workloads and LocalQueues in team-a only
+ALICE = "alice-token"  # ServiceAccount team-a/alice: may list Workloads and LocalQueues in team-a only
+BOB = "bob-token"  # ServiceAccount team-a/bob: may list and get Workloads in team-a, but not its LocalQueues
+MALLORY = "mallory-token"  # ServiceAccount team-a/mallory: authenticated, may list nothing
+CAROL = "carol-token"  # a person (not a ServiceAccount): may list Workloads and LocalQueues in team-b only
+
+
+def service_account(namespace: str, name: str) -> str:
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+_ALICE, _BOB = service_account("team-a", "alice"), service_account("team-a", "bob")
 
 
 class FakeReviews:
     def __init__(self) -> None:
-        self.tokens = {ADMIN: "admin", ALICE: "alice"}
+        self.tokens = {
+            ADMIN: "admin",
+            ALICE: _ALICE,
+            BOB: _BOB,
+            MALLORY: service_account("team-a", "mallory"),
+            CAROL: "carol@example.com",
+        }
         self.rules: set[tuple[str, str, str, str]] = {
             ("admin", "*", "*", ""),
-            ("alice", "list", "workloads", "team-a"),
-            ("alice", "get", "workloads", "team-a"),
-            ("alice", "list", "localqueues", "team-a"),
+            (_ALICE, "list", "workloads", "team-a"),
+            (_ALICE, "get", "workloads", "team-a"),
+            (_ALICE, "list", "localqueues", "team-a"),
+            (_BOB, "list", "workloads", "team-a"),
+            (_BOB, "get", "workloads", "team-a"),
+            ("carol@example.com", "list", "workloads", "team-b"),
+            ("carol@example.com", "list", "localqueues", "team-b"),
         }
         self.calls: list[str] = []
 
@@ -61,4 +81,12 @@ def two_teams() -> Store:
             make_wl("a-running", "team-a").reserve("cq").obj(),
         ],
     )
+    return store
+
+
+def many_namespaces(n: int) -> Store:
+    """two_teams plus a LocalQueue (and so a namespace the caches hold) in each of ns-0 … ns-<n-1>."""
+    store = two_teams()
+    queues = list(store.objects(Kind.LOCAL_QUEUES).values())
+    store.replace(Kind.LOCAL_QUEUES, [*queues, *(make_lq("lq", f"ns-{i}", "cq") for i in range(n))])
     return store

@@ -8,10 +8,11 @@ import httpx
 import pytest
 
 from tests.unit.core.builders import make_cq
-from tests.unit.dashboard.fakes import ADMIN, ALICE, FakeReviews, two_teams
+from tests.unit.dashboard.fakes import ADMIN, ALICE, BOB, MALLORY, FakeReviews, two_teams
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer
 from webhook.dashboard.store import Kind, Store
+from webhook.kube import KubeError
 
 pytestmark = pytest.mark.anyio
 
@@ -120,6 +121,26 @@ async def test_a_namespace_user_sees_only_their_namespace(path: str) -> None:
             assert "a-old" in page
 
 
+@pytest.mark.parametrize(
+    ("token", "path"),
+    [
+        pytest.param(MALLORY, "/workloads?namespace=team-b", id="no access at all, asking for team-b"),
+        pytest.param(MALLORY, "/fragment/workloads?namespace=team-b", id="no access at all, the live fragment"),
+        pytest.param(ALICE, "/workloads?namespace=team-b", id="team-a's user asking for team-b"),
+        pytest.param(BOB, "/workloads", id="workloads but not localqueues granted"),
+        pytest.param(BOB, "/workloads?namespace=team-a", id="workloads but not localqueues granted, filtered"),
+    ],
+)
+async def test_no_local_queue_is_shown_without_the_localqueues_grant(token: str, path: str) -> None:
+    c, _ = client(token)
+    async with c:
+        resp = await c.get(path)
+    table = re.search(r'<table id="local-queues">(.*?)</table>', resp.text, re.S)
+    assert resp.status_code == 200 and table is not None
+    assert "<td>lq</td>" not in table[1] and "<td>cq</td>" not in table[1]
+    assert "No LocalQueues you may list." in table[1]
+
+
 async def test_a_namespace_user_cannot_open_another_namespaces_workload() -> None:
     c, _ = client(ALICE)
     async with c:
@@ -132,7 +153,7 @@ async def test_a_namespace_user_sees_no_cluster_queues() -> None:
     c, _ = client(ALICE)
     async with c:
         page = (await c.get("/")).text
-        assert 'id="cq-cq"' not in page and "alice may not list ClusterQueues" in page
+        assert 'id="cq-cq"' not in page and "system:serviceaccount:team-a:alice may not list ClusterQueues" in page
 
 
 async def test_sign_in_sets_an_http_only_cookie_that_authenticates() -> None:
@@ -188,3 +209,27 @@ async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:
     async with c:
         assert (await c.get("/workloads/team-a/a-running")).status_code == 200
     assert kube.queries == []
+
+
+class RefusedReader(FakeReader):
+    """The dashboard's own account, in a namespace that has not bound kueue-dashboard-details-role."""
+
+    def list(self, path: str, *, query=None):
+        self.queries.append((path, dict(query or {})))
+        raise KubeError(403, f'pods is forbidden: cannot list resource "pods" at {path}')
+
+
+async def test_a_namespace_that_does_not_share_pods_and_events_says_so() -> None:
+    store = two_teams()
+    raw = dict(store.workloads()["team-a/a-running"].raw)
+    raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
+    store.apply(Kind.WORKLOADS, "MODIFIED", raw)
+    kube = RefusedReader()
+    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://dash", headers={"Authorization": f"Bearer {ADMIN}"}
+    ) as c:
+        page = await c.get("/workloads/team-a/a-running")
+    assert page.status_code == 200 and "kind: Workload" in page.text
+    assert page.text.count("Namespace team-a does not share its Pods and Events with the dashboard") == 2
+    assert [path for path, _ in kube.queries] == ["/api/v1/namespaces/team-a/events", "/api/v1/namespaces/team-a/pods"]

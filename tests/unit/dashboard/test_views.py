@@ -90,7 +90,7 @@ def test_positions_follow_the_core_order_across_namespaces() -> None:
 
 
 def test_workloads_page_shows_only_the_given_namespaces_with_global_positions() -> None:
-    page = views.workloads_page(two_teams(), frozenset({"team-a"}))
+    page = views.workloads_page(two_teams(), frozenset({"team-a"}), local_queue_namespaces=frozenset({"team-a"}))
     assert [(r.name, r.state, r.position, r.queue_position) for r in page.rows] == [
         ("a-old", views.State.PENDING, 2, 1),
         ("a-new", views.State.PENDING, 4, 2),
@@ -109,7 +109,26 @@ def test_workloads_page_shows_only_the_given_namespaces_with_global_positions() 
     ],
 )
 def test_workloads_page_filters(filters, names) -> None:
-    assert [r.name for r in views.workloads_page(two_teams(), None, **filters).rows] == names
+    assert [
+        r.name for r in views.workloads_page(two_teams(), None, local_queue_namespaces=None, **filters).rows
+    ] == names
+
+
+@pytest.mark.parametrize(
+    ("workloads", "local_queues", "namespace", "shown"),
+    [
+        pytest.param(frozenset(), frozenset(), "team-b", [], id="no access, asking for another namespace"),
+        pytest.param(frozenset({"team-a"}), frozenset(), "team-b", [], id="asking outside a one-namespace grant"),
+        pytest.param(frozenset({"team-a"}), frozenset(), "", [], id="workloads granted, localqueues not"),
+        pytest.param(frozenset(), frozenset({"team-b"}), "", [("team-b", "lq", "cq")], id="localqueues granted only"),
+        pytest.param(None, frozenset({"team-a"}), "team-b", [], id="all workloads, asking outside the lq grant"),
+        pytest.param(frozenset(), None, "team-b", [("team-b", "lq", "cq")], id="all localqueues, asking for one"),
+    ],
+)
+def test_local_queue_rows_follow_the_localqueues_grant_only(workloads, local_queues, namespace, shown) -> None:
+    """An empty grant is no grant (never "no filter"), and the workloads grant never opens LocalQueues."""
+    page = views.workloads_page(two_teams(), workloads, local_queue_namespaces=local_queues, namespace=namespace)
+    assert [(lq.namespace, lq.name, lq.cluster_queue) for lq in page.local_queues] == shown
 
 
 def test_state_of() -> None:
