@@ -1,0 +1,142 @@
+"""What gets installed is what was reviewed: hashed locks that `make venv` installs.
+
+- requirements/runtime.txt and dev.txt (`make lock`) pin every package pyproject.toml needs, each
+  with hashes, within pyproject's ranges, and nothing that nothing needs; runtime pins equal dev's.
+- `make venv` installs dev.txt with --require-hashes, the project itself with --no-deps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[2]
+REQS = ROOT / "requirements"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+#: What may stand in a "# via" line for a package that is asked for directly.
+ROOTS = {"pykueue (pyproject.toml)", "-r requirements/build.in", "-r requirements/uv.in"}
+#: uvicorn[standard]'s extras other than PyYAML (a direct dependency), by import name.
+UVICORN_EXTRAS = {"uvloop": "uvloop", "httptools": "httptools", "websockets": "websockets",
+                  "watchfiles": "watchfiles", "python-dotenv": "dotenv"}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    version: str
+    hashes: frozenset[str]
+    via: frozenset[str]
+
+
+def read_lock(path: Path) -> dict[str, Pin]:
+    """`name==version [; marker]`, its `--hash` lines and its `# via` lines, per canonical name."""
+    pins: dict[str, Pin] = {}
+    name = version = ""
+    hashes: set[str] = set()
+    via: set[str] = set()
+
+    def close() -> None:
+        if name:
+            pins[name] = Pin(version, frozenset(hashes), frozenset(via))
+
+    for raw in path.read_text().splitlines():
+        line = raw.strip().rstrip("\\").strip()
+        if not raw.startswith(" ") and "==" in line:
+            close()
+            spec = line.split(";")[0].strip()
+            pkg, version = spec.split("==")
+            name, hashes, via = canonicalize_name(pkg), set(), set()
+        elif line.startswith("--hash="):
+            hashes.add(line.removeprefix("--hash="))
+        elif line.startswith("# via ") or line.startswith("#   "):
+            via.add(line.removeprefix("# via ").removeprefix("#   ").strip())
+    close()
+    return pins
+
+
+RUNTIME = read_lock(REQS / "runtime.txt")
+DEV = read_lock(REQS / "dev.txt")
+
+
+def _project_requirements(*, dev: bool) -> list[Requirement]:
+    names = [*PYPROJECT["build-system"]["requires"], *PYPROJECT["project"]["dependencies"]]
+    if dev:
+        names += PYPROJECT["project"]["optional-dependencies"]["dev"]
+    return [Requirement(r) for r in names]
+
+
+@pytest.mark.parametrize(
+    ("pins", "dev"), [pytest.param(RUNTIME, False, id="runtime.txt"), pytest.param(DEV, True, id="dev.txt")]
+)
+def test_lock_pins_every_requirement_within_pyprojects_range(pins: dict[str, Pin], dev: bool) -> None:
+    wrong = []
+    for req in _project_requirements(dev=dev):
+        pin = pins.get(canonicalize_name(req.name))
+        if pin is None or not req.specifier.contains(pin.version, prereleases=True):
+            wrong.append(f"{req} -> {pin.version if pin else 'not pinned'}")
+    assert not wrong, f"the lock is stale, run `make lock`: {wrong}"
+
+
+@pytest.mark.parametrize("lock", ["runtime.txt", "dev.txt", "uv.txt"])
+def test_every_pin_has_hashes_and_is_needed(lock: str) -> None:
+    pins = read_lock(REQS / lock)
+    assert pins
+    assert [n for n, p in pins.items() if not p.hashes or not all(h.startswith("sha256:") for h in p.hashes)] == []
+    # Needed: asked for by pyproject.toml / a .in file, or by another pin (a constraint alone is not a need).
+    orphans = [n for n, p in pins.items() if not p.via & {*pins, *ROOTS}]
+    assert orphans == [], f"pinned but needed by nothing (run `make lock`): {orphans}"
+
+
+def test_runtime_pins_are_the_same_in_dev() -> None:
+    """The venv the tests run in holds exactly the image's versions and files (dev.txt is resolved under -c runtime.txt)."""
+    differ = [n for n, p in RUNTIME.items() if n not in DEV or (DEV[n].version, DEV[n].hashes) != (p.version, p.hashes)]
+    assert differ == []
+
+
+def test_build_in_is_pyprojects_build_system() -> None:
+    lines = [line for line in (REQS / "build.in").read_text().splitlines() if line and not line.startswith("#")]
+    assert sorted(lines) == sorted(PYPROJECT["build-system"]["requires"])
+
+
+def test_only_the_uvicorn_extras_the_code_imports_are_locked() -> None:
+    source = "\n".join(p.read_text() for p in (ROOT / "webhook").rglob("*.py"))
+    assert not any("[" in r for r in PYPROJECT["project"]["dependencies"] if r.startswith("uvicorn"))
+    locked = {pkg for pkg in UVICORN_EXTRAS if pkg in RUNTIME}
+    imported = {pkg for pkg, module in UVICORN_EXTRAS.items() if re.search(rf"\b{module}\b", source)}
+    assert locked == imported == {"httptools"}
+
+
+# -- installers ---------------------------------------------------------------------------------
+
+
+def _make_dry_run(target: str) -> list[str]:
+    """The commands `make -B TARGET` would run, printed (-n), run from an empty directory's view."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+    res = subprocess.run(
+        ["make", "-n", "-B", "-C", str(ROOT), target], capture_output=True, text=True, env=env, check=True
+    )
+    return res.stdout.replace("\\\n", " ").splitlines()
+
+
+def test_make_venv_installs_the_dev_lock_with_hashes_then_the_project_without_deps() -> None:
+    pips = [line for line in _make_dry_run("venv") if "pip install" in line]
+    assert len(pips) == 2
+    assert "--require-hashes" in pips[0] and "-r requirements/dev.txt" in pips[0]
+    assert "--no-deps" in pips[1] and "--no-build-isolation" in pips[1] and "-r " not in pips[1]
+
+
+def test_make_lock_writes_hashed_universal_locks() -> None:
+    compiles = [line for line in _make_dry_run("lock") if "pip compile" in line]
+    assert {re.search(r"-o (\S+)", c).group(1) for c in compiles} == {  # type: ignore[union-attr]
+        "requirements/runtime.txt",
+        "requirements/dev.txt",
+        "requirements/uv.txt",
+    }
+    assert all("--generate-hashes" in c and "--universal" in c for c in compiles)
