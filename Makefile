@@ -13,6 +13,7 @@ RUN_DIR ?= .run
 CLUSTER ?=
 IMG ?= pykueue:dev
 BASE ?=
+ALLOW_UNPINNED_BASE ?=
 DOCKER_BUILD_FLAGS ?=
 KUBECTL ?= kubectl
 
@@ -111,8 +112,9 @@ bench-dashboard: $(STAMP) ## dashboard: overview and Workloads page render time 
 bench-memory: $(STAMP) ## worker RSS per 1,000 cached Jobs + Workloads + Pods: the cache transform vs managedFields dropped only
 	$(BIN)/python bench/bench_memory.py
 
-image: ## container image for the server (needs Docker; IMG=name:tag, BASE=base image, DOCKER_BUILD_FLAGS=e.g. --network host)
-	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(DOCKER_BUILD_FLAGS) -t $(IMG) .
+image: ## container image for the server (needs Docker; IMG=name:tag, BASE=name@sha256:digest, ALLOW_UNPINNED_BASE=1 for a local stand-in, DOCKER_BUILD_FLAGS=e.g. --network host)
+	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(if $(ALLOW_UNPINNED_BASE),--build-arg ALLOW_UNPINNED_BASE=$(ALLOW_UNPINNED_BASE)) \
+		$(DOCKER_BUILD_FLAGS) -t $(IMG) .
 
 e2e-real: $(STAMP) ## as root: a real node (containerd, kubelet, kube-proxy) in a private network namespace, our image built without Docker, `make deploy` then `helm install`, the e2e suite against each
 	$(BIN)/python e2e/real.py run --image $(IMG) --dir $(RUN_DIR)/real

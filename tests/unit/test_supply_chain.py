@@ -1,8 +1,10 @@
-"""What gets installed is what was reviewed: hashed locks that `make venv` installs.
+"""What gets installed is what was reviewed: hashed locks, and a base image by digest.
 
 - requirements/runtime.txt and dev.txt (`make lock`) pin every package pyproject.toml needs, each
   with hashes, within pyproject's ranges, and nothing that nothing needs; runtime pins equal dev's.
-- `make venv` installs dev.txt with --require-hashes, the project itself with --no-deps.
+- `make venv`, the Dockerfile and the daemon-free image (e2e/image.py) install from them with
+  --require-hashes, the project itself with --no-deps.
+- The Dockerfile's base carries a digest and refuses a BASE without one.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +22,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
+E2E_DIR = ROOT / "e2e"
+if str(E2E_DIR) not in sys.path:
+    sys.path.insert(0, str(E2E_DIR))
+
+import image  # noqa: E402
+
 REQS = ROOT / "requirements"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: What may stand in a "# via" line for a package that is asked for directly.
@@ -140,3 +149,52 @@ def test_make_lock_writes_hashed_universal_locks() -> None:
         "requirements/uv.txt",
     }
     assert all("--generate-hashes" in c and "--universal" in c for c in compiles)
+
+
+def _dockerfile() -> list[str]:
+    """Dockerfile instructions with continuation lines joined."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_dockerfile_installs_only_from_the_runtime_lock_with_hashes() -> None:
+    pips = [line for line in _dockerfile() if "pip install" in line]
+    assert pips
+    for line in pips:
+        for command in line.split("&&"):
+            if "pip install" in command:
+                assert ("--require-hashes" in command and "runtime.txt" in command) or "--no-deps" in command, command
+    assert "COPY requirements/runtime.txt" in "\n".join(_dockerfile())
+
+
+def test_dockerfile_base_is_pinned_by_digest() -> None:
+    default = next(line for line in _dockerfile() if line.startswith("ARG BASE="))
+    assert re.fullmatch(r"ARG BASE=python:3\.11\.\d+-slim-bookworm@sha256:[0-9a-f]{64}", default)
+
+
+@pytest.mark.parametrize(
+    ("base", "allow", "refused"),
+    [
+        pytest.param("python:3.11.10-slim-bookworm@sha256:" + "a" * 64, "", False, id="digest"),
+        pytest.param("python:3.11.10-slim-bookworm", "", True, id="tag only"),
+        pytest.param("python@sha256:abc", "", True, id="short digest"),
+        pytest.param("python:3.11.10-slim-bookworm", "1", False, id="local stand-in, allowed"),
+    ],
+)
+def test_dockerfile_refuses_a_base_without_digest(base: str, allow: str, refused: bool) -> None:
+    guard = next(line for line in _dockerfile() if line.startswith("RUN case"))
+    res = subprocess.run(
+        ["sh", "-c", guard.removeprefix("RUN ")],
+        env={"PATH": "/usr/bin:/bin", "BASE": base, "ALLOW_UNPINNED_BASE": allow},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (res.returncode != 0) == refused
+    assert ("has no @sha256:<digest>" in res.stderr) == refused
+
+
+def test_image_deps_layer_installs_the_runtime_lock_with_hashes() -> None:
+    assert image.RUNTIME_LOCK == REQS / "runtime.txt"
+    script = image.deps_install_script()
+    assert "--require-hashes" in script and "--only-binary :all:" in script and "-r /tmp/runtime.txt" in script
