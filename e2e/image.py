@@ -5,7 +5,9 @@ Three layers, as the Dockerfile's stages make them, each an uncompressed tar cac
 ~/.cache/pykueue/image (PYKUEUE_CACHE moves it):
 
 1. base     Debian bookworm (debootstrap minbase) with python3, python3-venv and ca-certificates;
-            built once (a few minutes), keyed on the suite, mirror and package list.
+            built once (a few minutes), keyed on the suite, mirror, package list and pinned keys.
+            debootstrap checks the Release signature against Debian's keys pinned by fingerprint
+            (e2e/debkeys.py); a failed check fails the build.
 2. deps     /opt/pykueue, a venv with the hashed lock requirements/runtime.txt (dependencies and
             build backend, `pip install --require-hashes`, wheels only) and the `kueue` user
             (uid 65532); built again only when the lock changes.
@@ -40,6 +42,7 @@ REPO_ROOT = E2E_DIR.parent
 if str(E2E_DIR) not in sys.path:
     sys.path.insert(0, str(E2E_DIR))
 
+import debkeys  # noqa: E402
 import host  # noqa: E402
 import oci  # noqa: E402
 
@@ -79,6 +82,7 @@ class ImageError(RuntimeError):
 
     def __init__(self, step: str, detail: str) -> None:
         super().__init__(f"image: step '{step}' failed: {detail}")
+        self.detail = detail
 
 
 def log(msg: str) -> None:
@@ -149,9 +153,43 @@ def _record_layer(directory: Path, created_by: str) -> str:
     return diff_id
 
 
+def debootstrap_command(target: Path, *, keyring: Path) -> list[str]:
+    """debootstrap with an explicit keyring: the Release signature must verify against it."""
+    return [
+        "debootstrap",
+        "--variant=minbase",
+        f"--keyring={keyring}",
+        f"--include={','.join(BASE_PACKAGES)}",
+        SUITE,
+        str(target),
+        MIRROR,
+    ]
+
+
+def is_signature_error(line: str) -> bool:
+    """debootstrap's error lines for a Release that is unsigned, badly signed or signed by another key."""
+    line = line.strip()
+    return line.startswith("E:") and any(word in line for word in ("signature", "signed by", "gpgv"))
+
+
+def _debootstrap(target: Path, *, keyring: Path) -> None:
+    """Run debootstrap; a signature failure says so plainly, naming the pinned keys."""
+    try:
+        _run("debootstrap", debootstrap_command(target, keyring=keyring))
+    except ImageError as exc:
+        if any(is_signature_error(line) for line in exc.detail.splitlines()):
+            pinned = ", ".join(f"{fpr} ({name})" for fpr, name in debkeys.PINNED.items())
+            raise ImageError(
+                "debootstrap",
+                f"{SUITE}'s Release file from {MIRROR} did not verify against the pinned Debian keys "
+                f"[{pinned}]; nothing was installed from it. {exc.detail}",
+            ) from exc
+        raise
+
+
 def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     """Layer 1: the debootstrap tree (kept as the chroot's bottom) and its tar."""
-    directory = cache / f"base-{SUITE}-{_key(SUITE, MIRROR, *BASE_PACKAGES)}"
+    directory = cache / f"base-{SUITE}-{_key(SUITE, MIRROR, *BASE_PACKAGES, *debkeys.PINNED)}"
     layer = _cached_layer(directory)
     if layer is not None:
         return directory / "rootfs", layer
@@ -162,17 +200,11 @@ def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     started = time.monotonic()
     log(f"debootstrap {SUITE} (minbase + {', '.join(BASE_PACKAGES)}): once, takes a few minutes")
     try:
-        _run(
-            "debootstrap",
-            [
-                "debootstrap",
-                "--variant=minbase",
-                f"--include={','.join(BASE_PACKAGES)}",
-                SUITE,
-                str(tmp / "rootfs"),
-                MIRROR,
-            ],
-        )
+        keyring = debkeys.write_pinned_keyring(tmp / "debian-pinned.gpg")
+    except debkeys.KeyringError as exc:
+        raise ImageError("pinned Debian keyring", str(exc)) from exc
+    try:
+        _debootstrap(tmp / "rootfs", keyring=keyring)
     finally:
         host.unmount_under(tmp)
     rootfs = tmp / "rootfs"
@@ -181,7 +213,9 @@ def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     for rel in ("etc/resolv.conf", "etc/hostname"):  # the host's; the runtime writes its own
         (rootfs / rel).write_text("")
     oci.write_layer(rootfs, tmp / "layer.tar", exclude_contents=RUNTIME_DIRS)
-    created_by = f"debootstrap --variant=minbase {SUITE} {' '.join(BASE_PACKAGES)}"
+    created_by = (
+        f"debootstrap --variant=minbase --keyring=<{' '.join(debkeys.PINNED)}> {SUITE} {' '.join(BASE_PACKAGES)}"
+    )
     diff_id = _record_layer(tmp, created_by)
     _remove(directory)
     tmp.rename(directory)

@@ -1,14 +1,16 @@
-"""What gets installed is what was reviewed: hashed locks, and a base image by digest.
+"""What gets installed is what was reviewed: hashed locks, a base image by digest, a verified Debian.
 
 - requirements/runtime.txt and dev.txt (`make lock`) pin every package pyproject.toml needs, each
   with hashes, within pyproject's ranges, and nothing that nothing needs; runtime pins equal dev's.
 - `make venv`, the Dockerfile and the daemon-free image (e2e/image.py) install from them with
   --require-hashes, the project itself with --no-deps.
 - The Dockerfile's base carries a digest and refuses a BASE without one.
+- debootstrap checks bookworm's Release against Debian's keys pinned by fingerprint (e2e/debkeys.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -26,6 +28,7 @@ E2E_DIR = ROOT / "e2e"
 if str(E2E_DIR) not in sys.path:
     sys.path.insert(0, str(E2E_DIR))
 
+import debkeys  # noqa: E402
 import image  # noqa: E402
 
 REQS = ROOT / "requirements"
@@ -198,3 +201,67 @@ def test_image_deps_layer_installs_the_runtime_lock_with_hashes() -> None:
     assert image.RUNTIME_LOCK == REQS / "runtime.txt"
     script = image.deps_install_script()
     assert "--require-hashes" in script and "--only-binary :all:" in script and "-r /tmp/runtime.txt" in script
+
+
+# -- the Debian keyring -------------------------------------------------------------------------
+
+
+def _packet(tag: int, body: bytes, *, new_format: bool) -> bytes:
+    if new_format:
+        assert len(body) < 192
+        return bytes([0xC0 | tag, len(body)]) + body
+    return bytes([0x80 | (tag << 2) | 1]) + len(body).to_bytes(2, "big") + body
+
+
+def _key(seed: int, *, new_format: bool = False) -> tuple[str, bytes]:
+    """A v4 public key packet with a user ID and a signature after it, and its fingerprint."""
+    body = bytes([4]) + seed.to_bytes(4, "big") + bytes([22]) + hashlib.sha256(str(seed).encode()).digest()
+    fpr = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body).hexdigest().upper()
+    block = _packet(6, body, new_format=new_format)
+    block += _packet(13, f"key {seed}".encode(), new_format=new_format) + _packet(2, b"sig", new_format=new_format)
+    return fpr, block
+
+
+def test_keyring_keeps_only_the_pinned_keys_whole() -> None:
+    (a, block_a), (b, block_b), (c, block_c) = _key(1), _key(2, new_format=True), _key(3)
+    source = block_a + block_b + block_c
+    assert list(debkeys.keys(source)) == [a, b, c]
+    assert debkeys.pinned_keyring(source, {c: "third", a: "first"}) == block_c + block_a
+
+
+def test_keyring_missing_a_pinned_key_is_refused_by_name() -> None:
+    (a, block_a), (b, _) = _key(1), _key(2)
+    with pytest.raises(debkeys.KeyringError, match=f"lacks pinned key.*{b} \\(the other\\)"):
+        debkeys.pinned_keyring(block_a, {a: "one", b: "the other"})
+
+
+def test_keyring_that_is_not_openpgp_is_refused() -> None:
+    with pytest.raises(debkeys.KeyringError, match="not an OpenPGP keyring"):
+        debkeys.keys(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    with pytest.raises(debkeys.KeyringError, match="truncated"):
+        debkeys.keys(_key(1)[1][:-1])
+
+
+def test_pinned_keys_are_bookworms_signers() -> None:
+    assert all(re.fullmatch(r"[0-9A-F]{40}", fpr) for fpr in debkeys.PINNED)
+    assert any("(12/bookworm)" in name for name in debkeys.PINNED.values())
+
+
+def test_debootstrap_checks_the_release_against_the_keyring(tmp_path: Path) -> None:
+    cmd = image.debootstrap_command(tmp_path / "rootfs", keyring=tmp_path / "k.gpg")
+    assert f"--keyring={tmp_path / 'k.gpg'}" in cmd
+    assert not any("no-check" in arg or "allow-unauthenticated" in arg for arg in cmd)
+
+
+@pytest.mark.parametrize(
+    ("line", "is_signature"),
+    [
+        pytest.param("    E: Release signed by unknown key (key id F8D2585B8783D481)", True, id="unknown key"),
+        pytest.param("E: Invalid Release signature (key id 6ED0E7B82643E131)", True, id="bad signature"),
+        pytest.param("E: gpgv not installed, but required for Release verification", True, id="no gpgv"),
+        pytest.param("    I: Checking Release signature", False, id="progress line"),
+        pytest.param("E: Couldn't download packages: python3", False, id="network"),
+    ],
+)
+def test_debootstrap_signature_failures_are_told_apart(line: str, is_signature: bool) -> None:
+    assert image.is_signature_error(line) == is_signature
