@@ -6,26 +6,54 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCKED := $(VENV)/.locked
+UV_ENV := $(VENV)/uv
+UV := $(UV_ENV)/bin/uv
 RUN_DIR ?= .run
 CLUSTER ?=
 IMG ?= pykueue:dev
 BASE ?=
+ALLOW_UNPINNED_BASE ?=
 DOCKER_BUILD_FLAGS ?=
 KUBECTL ?= kubectl
 
-.PHONY: help venv test unit e2e lint manifests binaries cluster-up cluster-down up down run \
+.PHONY: help venv lock test unit e2e lint manifests binaries cluster-up cluster-down up down run \
         bench bench-webhook bench-core bench-dashboard bench-memory image e2e-kind e2e-real clean deploy undeploy
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
-$(STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+# Dependencies come only from the hashed lock (requirements/, written by `make lock`): pip refuses
+# any file whose hash is not there, and wheels only, so no package's build code runs at install.
+# A new lock recreates the venv (--clear), so it holds exactly what CI and the image hold; a
+# pyproject.toml edit only reinstalls the project, and `pip check` then fails on a stale lock.
+PIP_LOCKED := --require-hashes --only-binary :all:
+$(LOCKED): requirements/dev.txt
+	$(PY) -m venv --clear $(VENV)
+	$(BIN)/pip install -q $(PIP_LOCKED) -r requirements/dev.txt
 	touch $@
 
-venv: $(STAMP) ## create .venv with the project and its test tools
+$(STAMP): $(LOCKED) pyproject.toml
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/pip check >/dev/null || { $(BIN)/pip check; echo "requirements/dev.txt does not satisfy pyproject.toml: run make lock" >&2; exit 1; }
+	touch $@
+
+venv: $(STAMP) ## create .venv from the hashed lock requirements/dev.txt, then the project (--no-deps)
+
+# uv resolves (fast, and one --universal lock serves every platform and Python >= 3.11); it is
+# itself installed from a hashed lock, in a venv of its own so a stale project venv never blocks it.
+LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet --custom-compile-command 'make lock'
+LOCK_ARGS ?=
+$(UV): requirements/uv.txt
+	$(PY) -m venv --clear $(UV_ENV)
+	$(UV_ENV)/bin/pip install -q $(PIP_LOCKED) -r requirements/uv.txt
+	touch $@
+
+lock: $(UV) ## re-resolve the hashed locks in requirements/ from pyproject.toml (LOCK_ARGS=--upgrade for newer pins)
+	$(UV) pip compile pyproject.toml requirements/build.in $(LOCK_FLAGS) $(LOCK_ARGS) -o requirements/runtime.txt
+	$(UV) pip compile pyproject.toml requirements/build.in --extra dev -c requirements/runtime.txt \
+		$(LOCK_FLAGS) $(LOCK_ARGS) -o requirements/dev.txt
+	$(UV) pip compile requirements/uv.in $(LOCK_FLAGS) $(LOCK_ARGS) -o requirements/uv.txt
 
 binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.cache/pykueue
 	e2e/build-binaries.sh
@@ -84,8 +112,9 @@ bench-dashboard: $(STAMP) ## dashboard: overview and Workloads page render time 
 bench-memory: $(STAMP) ## worker RSS per 1,000 cached Jobs + Workloads + Pods: the cache transform vs managedFields dropped only
 	$(BIN)/python bench/bench_memory.py
 
-image: ## container image for the server (needs Docker; IMG=name:tag, BASE=base image, DOCKER_BUILD_FLAGS=e.g. --network host)
-	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(DOCKER_BUILD_FLAGS) -t $(IMG) .
+image: ## container image for the server (needs Docker; IMG=name:tag, BASE=name@sha256:digest, ALLOW_UNPINNED_BASE=1 for a local stand-in, DOCKER_BUILD_FLAGS=e.g. --network host)
+	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(if $(ALLOW_UNPINNED_BASE),--build-arg ALLOW_UNPINNED_BASE=$(ALLOW_UNPINNED_BASE)) \
+		$(DOCKER_BUILD_FLAGS) -t $(IMG) .
 
 e2e-real: $(STAMP) ## as root: a real node (containerd, kubelet, kube-proxy) in a private network namespace, our image built without Docker, `make deploy` then `helm install`, the e2e suite against each
 	$(BIN)/python e2e/real.py run --image $(IMG) --dir $(RUN_DIR)/real

@@ -30,8 +30,13 @@ NODE_PACKAGES: Mapping[str, str] = {
     "sysctl": "procps",
     "mount": "mount",
 }
-#: ... for the daemon-free image build.
-IMAGE_PACKAGES: Mapping[str, str] = {"debootstrap": "debootstrap", "chroot": "coreutils"}
+#: ... for the daemon-free image build (gpgv and the keyring: debootstrap checks the Release signature).
+IMAGE_PACKAGES: Mapping[str, str] = {
+    "debootstrap": "debootstrap",
+    "chroot": "coreutils",
+    "gpgv": "gpgv",
+    "/usr/share/keyrings/debian-archive-keyring.gpg": "debian-archive-keyring",
+}
 #: ... and for the dashboard's test in a real browser (never a browser downloaded at test time).
 BROWSER_PACKAGES: Mapping[str, str] = {"chromium": "chromium", "chromedriver": "chromium-driver"}
 
@@ -57,8 +62,8 @@ def require_root(what: str) -> None:
 
 
 def _present(exe: str) -> bool:
-    if exe.startswith("/"):
-        return os.access(exe, os.X_OK)
+    if exe.startswith("/"):  # a file the package installs: a binary, or data such as a keyring
+        return os.path.isfile(exe)
     return shutil.which(exe, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin") is not None
 
 

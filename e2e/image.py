@@ -5,9 +5,12 @@ Three layers, as the Dockerfile's stages make them, each an uncompressed tar cac
 ~/.cache/pykueue/image (PYKUEUE_CACHE moves it):
 
 1. base     Debian bookworm (debootstrap minbase) with python3, python3-venv and ca-certificates;
-            built once (a few minutes), keyed on the suite, mirror and package list.
-2. deps     /opt/pykueue, a venv with pyproject.toml's dependencies and build backend, and the
-            `kueue` user (uid 65532); built again only when those lists change.
+            built once (a few minutes), keyed on the suite, mirror, package list and pinned keys.
+            debootstrap checks the Release signature against Debian's keys pinned by fingerprint
+            (e2e/debkeys.py); a failed check fails the build.
+2. deps     /opt/pykueue, a venv with the hashed lock requirements/runtime.txt (dependencies and
+            build backend, `pip install --require-hashes`, wheels only) and the `kueue` user
+            (uid 65532); built again only when the lock changes.
 3. project  this checkout, `pip install --no-deps` into that venv: every build, in seconds.
 
 Layers 2 and 3 are made in a chroot on an overlayfs over the layers below, so that the upper
@@ -31,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -40,6 +42,7 @@ REPO_ROOT = E2E_DIR.parent
 if str(E2E_DIR) not in sys.path:
     sys.path.insert(0, str(E2E_DIR))
 
+import debkeys  # noqa: E402
 import host  # noqa: E402
 import oci  # noqa: E402
 
@@ -49,6 +52,11 @@ BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates")
 VENV = "/opt/pykueue"
 #: What the Dockerfile copies into its build stage.
 SOURCES = ("pyproject.toml", "README.md", "webhook", "certs")
+#: The runtime lock (`make lock`): every dependency and the build backend, pinned with hashes.
+RUNTIME_LOCK = REPO_ROOT / "requirements" / "runtime.txt"
+#: As the Dockerfile and `make venv` install: a file whose hash is not in the lock is refused, and
+#: wheels only, so no package's build code runs in the chroot.
+PIP_LOCKED = ("--require-hashes", "--only-binary", ":all:")
 #: The Dockerfile's `useradd --uid 65532 kueue`, as /etc/passwd and /etc/group lines.
 USER_LINES = ("kueue:x:65532:65532::/nonexistent:/usr/sbin/nologin\n", "kueue:x:65532:\n")
 #: Directories the runtime mounts over; their contents stay out of the base layer.
@@ -74,6 +82,7 @@ class ImageError(RuntimeError):
 
     def __init__(self, step: str, detail: str) -> None:
         super().__init__(f"image: step '{step}' failed: {detail}")
+        self.detail = detail
 
 
 def log(msg: str) -> None:
@@ -144,9 +153,43 @@ def _record_layer(directory: Path, created_by: str) -> str:
     return diff_id
 
 
+def debootstrap_command(target: Path, *, keyring: Path) -> list[str]:
+    """debootstrap with an explicit keyring: the Release signature must verify against it."""
+    return [
+        "debootstrap",
+        "--variant=minbase",
+        f"--keyring={keyring}",
+        f"--include={','.join(BASE_PACKAGES)}",
+        SUITE,
+        str(target),
+        MIRROR,
+    ]
+
+
+def is_signature_error(line: str) -> bool:
+    """debootstrap's error lines for a Release that is unsigned, badly signed or signed by another key."""
+    line = line.strip()
+    return line.startswith("E:") and any(word in line for word in ("signature", "signed by", "gpgv"))
+
+
+def _debootstrap(target: Path, *, keyring: Path) -> None:
+    """Run debootstrap; a signature failure says so plainly, naming the pinned keys."""
+    try:
+        _run("debootstrap", debootstrap_command(target, keyring=keyring))
+    except ImageError as exc:
+        if any(is_signature_error(line) for line in exc.detail.splitlines()):
+            pinned = ", ".join(f"{fpr} ({name})" for fpr, name in debkeys.PINNED.items())
+            raise ImageError(
+                "debootstrap",
+                f"{SUITE}'s Release file from {MIRROR} did not verify against the pinned Debian keys "
+                f"[{pinned}]; nothing was installed from it. {exc.detail}",
+            ) from exc
+        raise
+
+
 def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     """Layer 1: the debootstrap tree (kept as the chroot's bottom) and its tar."""
-    directory = cache / f"base-{SUITE}-{_key(SUITE, MIRROR, *BASE_PACKAGES)}"
+    directory = cache / f"base-{SUITE}-{_key(SUITE, MIRROR, *BASE_PACKAGES, *debkeys.PINNED)}"
     layer = _cached_layer(directory)
     if layer is not None:
         return directory / "rootfs", layer
@@ -157,17 +200,11 @@ def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     started = time.monotonic()
     log(f"debootstrap {SUITE} (minbase + {', '.join(BASE_PACKAGES)}): once, takes a few minutes")
     try:
-        _run(
-            "debootstrap",
-            [
-                "debootstrap",
-                "--variant=minbase",
-                f"--include={','.join(BASE_PACKAGES)}",
-                SUITE,
-                str(tmp / "rootfs"),
-                MIRROR,
-            ],
-        )
+        keyring = debkeys.write_pinned_keyring(tmp / "debian-pinned.gpg")
+    except debkeys.KeyringError as exc:
+        raise ImageError("pinned Debian keyring", str(exc)) from exc
+    try:
+        _debootstrap(tmp / "rootfs", keyring=keyring)
     finally:
         host.unmount_under(tmp)
     rootfs = tmp / "rootfs"
@@ -176,7 +213,9 @@ def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     for rel in ("etc/resolv.conf", "etc/hostname"):  # the host's; the runtime writes its own
         (rootfs / rel).write_text("")
     oci.write_layer(rootfs, tmp / "layer.tar", exclude_contents=RUNTIME_DIRS)
-    created_by = f"debootstrap --variant=minbase {SUITE} {' '.join(BASE_PACKAGES)}"
+    created_by = (
+        f"debootstrap --variant=minbase --keyring=<{' '.join(debkeys.PINNED)}> {SUITE} {' '.join(BASE_PACKAGES)}"
+    )
     diff_id = _record_layer(tmp, created_by)
     _remove(directory)
     tmp.rename(directory)
@@ -184,36 +223,31 @@ def base_layer(cache: Path) -> tuple[Path, oci.Layer]:
     return directory / "rootfs", oci.Layer(directory / "layer.tar", diff_id, created_by)
 
 
-def requirements(pyproject: Path) -> list[str]:
-    """The build backend and runtime dependencies pyproject.toml names: what layer 2 holds."""
-    data = tomllib.loads(pyproject.read_text())
-    return [*data["build-system"]["requires"], *data["project"]["dependencies"]]
+def deps_install_script() -> str:
+    """The chroot script of layer 2: the lock at /tmp/runtime.txt into a new venv, hashes required."""
+    return f"python3 -m venv {VENV}\n{VENV}/bin/pip install -q {' '.join(PIP_LOCKED)} -r /tmp/runtime.txt"
 
 
-def deps_layer(cache: Path, rootfs: Path, base: oci.Layer, reqs: Sequence[str]) -> tuple[Path, oci.Layer]:
-    """Layer 2: the venv with `reqs` and the kueue user; returns its overlay upper dir and tar."""
-    directory = cache / f"deps-{_key(base.diff_id, *reqs)}"
+def deps_layer(cache: Path, rootfs: Path, base: oci.Layer, lock: Path) -> tuple[Path, oci.Layer]:
+    """Layer 2: the venv with the `lock`ed packages and the kueue user; returns its overlay upper dir and tar."""
+    text = lock.read_text()
+    directory = cache / f"deps-{_key(base.diff_id, text)}"
     layer = _cached_layer(directory)
     if layer is not None:
         return directory / "upper", layer
     tmp = directory.with_name(directory.name + ".tmp")
     _remove(tmp)
     started = time.monotonic()
-    log(f"installing {len(reqs)} requirements into {VENV} (pyproject.toml changed or first build)")
+    log(f"installing {lock.name} into {VENV} (the lock changed or first build)")
     with _chroot_on_overlay([rootfs], tmp / "upper", tmp / "scratch") as root:
-        _chroot(
-            "pip install dependencies",
-            root,
-            f'python3 -m venv {VENV}\n{VENV}/bin/pip install -q "$@"',
-            *reqs,
-            network=True,
-        )
+        (root / "tmp" / "runtime.txt").write_text(text)
+        _chroot("pip install the locked dependencies", root, deps_install_script(), network=True)
         for name, line in zip(("passwd", "group"), USER_LINES, strict=True):
             with (root / "etc" / name).open("a") as f:
                 f.write(line)
     _remove(tmp / "scratch")
     oci.write_layer(tmp / "upper", tmp / "layer.tar", paths=(VENV.lstrip("/"), "etc/passwd", "etc/group"))
-    created_by = f"python3 -m venv {VENV} && pip install {' '.join(reqs)}"
+    created_by = f"python3 -m venv {VENV} && pip install {' '.join(PIP_LOCKED)} -r requirements/runtime.txt"
     diff_id = _record_layer(tmp, created_by)
     for old in cache.glob("deps-*"):  # one dependency set at a time: the cache does not grow per edit
         if old != tmp:
@@ -233,7 +267,12 @@ def project_layer(work: Path, lowers: Sequence[Path]) -> oci.Layer:
             else:
                 (root / "src").mkdir(exist_ok=True)
                 shutil.copy2(src, root / "src" / name)
-        _chroot("pip install the project", root, f"{VENV}/bin/pip install -q --no-deps --no-build-isolation /src")
+        # pip check: the lock below must satisfy pyproject.toml's ranges (a stale lock fails here).
+        _chroot(
+            "pip install the project",
+            root,
+            f"{VENV}/bin/pip install -q --no-deps --no-build-isolation /src\n{VENV}/bin/pip check",
+        )
     oci.write_layer(work / "upper", work / "layer.tar", paths=(VENV.lstrip("/"),))
     return oci.Layer.of(work / "layer.tar", "pip install --no-deps --no-build-isolation .")
 
@@ -245,7 +284,7 @@ def build_server(out: Path, *, tag: str) -> str:
     cache = host.cache_root() / "image"
     cache.mkdir(parents=True, exist_ok=True)
     rootfs, base = base_layer(cache)
-    deps_upper, deps = deps_layer(cache, rootfs, base, requirements(REPO_ROOT / "pyproject.toml"))
+    deps_upper, deps = deps_layer(cache, rootfs, base, RUNTIME_LOCK)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache, prefix="project-") as work:
         try:

@@ -15,9 +15,6 @@ if str(E2E_DIR) not in sys.path:
     sys.path.insert(0, str(E2E_DIR))
 
 import oci  # noqa: E402
-from image import requirements  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def tree(tmp_path: Path) -> Path:
@@ -70,9 +67,3 @@ def test_archive_is_docker_save_layout_with_matching_digests(tmp_path: Path) -> 
     assert cfg["config"]["Entrypoint"] == ["python"]
     assert cfg["config"]["User"] == "65532:65532"
     assert cfg["config"]["ExposedPorts"] == {"9443/tcp": {}}
-
-
-def test_deps_layer_holds_pyprojects_build_backend_and_dependencies() -> None:
-    reqs = requirements(ROOT / "pyproject.toml")
-    assert reqs[0].startswith("setuptools")
-    assert any(r.startswith("kubernetes") for r in reqs)
