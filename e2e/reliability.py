@@ -673,8 +673,10 @@ def load(
     timeout: float = 180,
     threads: int = 32,
     cq_cpu: tuple[int, ...] = (32, 32),
+    hostile: Any = None,
 ) -> dict[str, Any]:
-    """`n` Jobs created as fast as the API takes them; every one admitted and finished."""
+    """`n` Jobs created as fast as the API takes them; every one admitted and finished. `hostile`
+    (e.g. `hostile.against_stack(stack)`) runs beside the submissions."""
     ns = make_namespace(kube)
     setup = make_setup(kube, ns, cq_cpu=cq_cpu, borrowing=(None,) * len(cq_cpu))
     sampler = Sampler(kube, setup)
@@ -689,7 +691,7 @@ def load(
     queues = list(setup.lqs)
     objs = [job(ns, f"load-{i:05d}", queues[i % len(queues)], run="1s") for i in range(n)]
     try:
-        with Background(sample, 1.0):
+        with Background(sample, 1.0), hostile or contextlib.nullcontext():
             sub = submit(kube, ns, objs, threads=threads)
             try:
                 final = final_check(kube, setup, sub.names, timeout=timeout)
@@ -712,6 +714,7 @@ def load(
         "problems": final["problems"],
         "rss_before_mb": {k2: round(v) for k2, v in before.items()},
         "rss_peak_mb": {k2: round(v) for k2, v in peak.items()},
+        "hostile_sent": dict(hostile.sent) if hostile is not None else {},
     }
 
 

@@ -1,8 +1,9 @@
 """`make soak`: the long versions of the reliability scenarios, on a fresh local stack; prints figures.
 
     python e2e/soak.py [--jobs 2000] [--kills 20] [--load 5000] [--outage-jobs 1000] [--pause 330] [--dir .run/soak]
-                       [--only load|failover|outages] [--load-timeout SECONDS]
+                       [--only load|failover|outages] [--load-timeout SECONDS] [--hostile]
 
+`--only load --hostile` mixes slow, oversized and malformed clients into the load (zero legitimate creates refused).
 `--load 10000 --only load` is the memory soak: 10,000 Jobs in flight at once, the worker's peak RSS.
 
 CI runs the same scenarios small (e2e/test_reliability_*.py); this runs them at size and prints
@@ -21,6 +22,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
+import hostile  # noqa: E402
 import reliability as rel  # noqa: E402
 from stack import Stack  # noqa: E402
 
@@ -39,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--dir", default=str(HERE.parent / ".run" / "soak"))
     p.add_argument("--only", choices=("load", "failover", "outages"), help="run this scenario alone")
+    p.add_argument(
+        "--hostile",
+        action="store_true",
+        help="run slow, oversized and malformed clients against our servers beside the load (e2e/hostile.py)",
+    )
     p.add_argument(
         "--load-timeout",
         type=float,
@@ -60,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                 n=args.load,
                 server_pid=int(stack.pid_file.read_text()),
                 timeout=args.load_timeout or max(300, args.load / 2),
+                hostile=hostile.against_stack(stack) if args.hostile else None,
             )
             figures["load"] = {**load, "seconds": round(time.monotonic() - t0, 1)}
             ok &= not load["problems"] and not load["submit_errors"] and not load["violations"]
