@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +17,7 @@ import pytest
 
 from e2e.conftest import Kubectl, local_stack
 from e2e.test_worker_job import wait_for
-from e2e.test_worker_scenarios import cluster_queue, flavor, job, local_queue, wait_workload
+from e2e.test_worker_scenarios import job, one_queue, wait_workload
 
 pytestmark = pytest.mark.local_stack
 
@@ -41,14 +40,8 @@ def workload(ns: str, name: str, cpu: str) -> dict[str, Any]:
 
 @pytest.fixture
 def queue(kubectl: Kubectl, namespace: str) -> Iterator[str]:
-    s = uuid.uuid4().hex[:6]
-    objs = [flavor(f"poison-rf-{s}"), cluster_queue(f"poison-cq-{s}", f"poison-rf-{s}", "4")]
-    for o in [*objs, local_queue(namespace, "lq", f"poison-cq-{s}")]:
-        kubectl.apply(o)
-    yield namespace
-    kubectl("delete", "jobs,workloads", "-n", namespace, "--all", "--wait=false", check=False)
-    for o in reversed(objs):
-        kubectl("delete", o["kind"].lower(), o["metadata"]["name"], "--wait=false", "--ignore-not-found", check=False)
+    with one_queue(kubectl, namespace, "poison", "4") as ns:
+        yield ns
 
 
 def _webhook_configurations(kubectl: Kubectl) -> list[dict[str, Any]]:

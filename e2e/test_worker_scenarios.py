@@ -5,6 +5,7 @@ deletes them at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -138,6 +139,24 @@ def job(
 def submit(kubectl: Kubectl, *jobs: dict[str, Any]) -> None:
     for j in jobs:  # one at a time: creation order is queue order
         kubectl("create", "-f", "-", input=json.dumps(j))
+
+
+@contextlib.contextmanager
+def one_queue(kubectl: Kubectl, namespace: str, prefix: str, cpu: str) -> Iterator[str]:
+    """LocalQueue `lq` in `namespace`, on a ClusterQueue of its own with `cpu` of a flavor of its own;
+    the namespace's Jobs and Workloads and the cluster-scoped objects are removed after."""
+    s = uuid.uuid4().hex[:6]
+    rf, cq = f"{prefix}-rf-{s}", f"{prefix}-cq-{s}"
+    cluster_scoped = [flavor(rf), cluster_queue(cq, rf, cpu)]
+    for o in [*cluster_scoped, local_queue(namespace, "lq", cq)]:
+        kubectl.apply(o)
+    try:
+        yield namespace
+    finally:
+        kubectl("delete", "jobs,workloads", "-n", namespace, "--all", "--wait=false", check=False)
+        for o in reversed(cluster_scoped):
+            name = o["metadata"]["name"]
+            kubectl("delete", o["kind"].lower(), name, "--wait=false", "--ignore-not-found", check=False)
 
 
 def workload_of(kubectl: Kubectl, ns: str, job_name: str) -> dict[str, Any] | None:

@@ -49,6 +49,12 @@ log = logging.getLogger(__name__)
 # The API server stores objects of at most ~3 MiB; a review carries the object and the old
 # object, so 8 MiB holds any honest request and stops a client from filling our memory.
 MAX_BODY_BYTES = 8 * 1024 * 1024
+# Larger reviews are decided in a thread, under a deadline (`_decide_in_thread`): validating a
+# MiB-sized object takes long enough to hold up every other review on the event loop. An honest
+# Job or Pod review is a few KiB.
+INLINE_BODY_BYTES = 64 * 1024
+# Below the API server's default webhook timeout (10 s), so the user reads our answer, not a timeout.
+REVIEW_DEADLINE_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +269,19 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
     return rv.allowed(req.uid, warnings=warnings), "allowed"
 
 
+async def _decide_in_thread(
+    endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: Lookups
+) -> tuple[dict[str, Any], str]:
+    """`decide` off the event loop, answered within REVIEW_DEADLINE_S whatever it costs: a review
+    that takes longer (a pathological object, a stalled lookup) is refused, and the other reviews
+    are served meanwhile. The thread finishes on its own; its answer is dropped."""
+    with anyio.move_on_after(REVIEW_DEADLINE_S):
+        return await anyio.to_thread.run_sync(decide, endpoint, req, config, lookups, abandon_on_cancel=True)
+    name = f"{req.namespace}/{req.name}" if req.namespace else req.name
+    log.warning("review deadline exceeded", extra={"object": name, "kind": endpoint.kind})
+    return rv.errored(req.uid, 500, f"the review was not decided within {REVIEW_DEADLINE_S:g} s"), "error"
+
+
 _SERIES: dict[tuple[str, int, str], tuple[Any, Any, Any]] = {}
 
 
@@ -295,8 +314,8 @@ def _admission_handler(
             if req.kind.get("kind") != endpoint.kind or req.kind.get("group", "") != endpoint.group:
                 got = f"{req.kind.get('group', '')}/{req.kind.get('kind')}"
                 raise rv.BadRequest(f"{endpoint.path} serves {endpoint.group}/{endpoint.kind}, not {got}")
-            if endpoint.calls_api or _needs_thread(req.obj):
-                answer, outcome = await anyio.to_thread.run_sync(decide, endpoint, req, config, lookups)
+            if endpoint.calls_api or _needs_thread(req.obj) or len(body) > INLINE_BODY_BYTES:
+                answer, outcome = await _decide_in_thread(endpoint, req, config, lookups)
             else:
                 answer, outcome = decide(endpoint, req, config, lookups)
         except rv.BadRequest as exc:

@@ -9,6 +9,10 @@ changed. The API server converts a request's object for the admission webhooks b
 it against the schema: upstream's conversion fails to decode such an object and the user gets a
 500 (an internal error) where the schema check would have said 422 (invalid) a moment later.
 Handed back as it is, it meets that check. Stored objects have passed it, so they never get here.
+
+Likewise labels and annotations that are not maps of strings are left out of every converted
+object: the API server takes those two fields from the response and fails the request with a 500
+when they are not, where its own validation of the request would answer 422.
 """
 
 from __future__ import annotations
@@ -21,6 +25,20 @@ from webhook.admission.review import CONVERSION_API_VERSION, BadRequest
 from webhook.api import conversion
 
 __all__ = ["review"]
+
+
+def _valid_string_maps(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with a metadata map, and without labels or annotations that are not maps of strings
+    (`restoreObjectMeta` in apiextensions-apiserver's webhook_converter.go refuses those)."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return {**obj, "metadata": {}}
+    bad = [f for f in ("labels", "annotations") if f in meta and not _string_map(meta[f])]
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k not in bad}} if bad else obj
+
+
+def _string_map(value: object) -> bool:
+    return value is None or (isinstance(value, dict) and all(isinstance(v, str) for v in value.values()))
 
 
 def review(body: bytes) -> dict[str, Any]:
@@ -48,9 +66,9 @@ def review(body: bytes) -> dict[str, Any]:
             response["result"] = {"status": "Failure", "message": f"objects[{i}] is not a JSON object"}
             break
         try:
-            converted.append(conversion.convert(obj, desired))
+            converted.append(_valid_string_maps(conversion.convert(obj, desired)))
         except conversion.ShapeError:
-            converted.append({**obj, "apiVersion": desired})
+            converted.append(_valid_string_maps({**obj, "apiVersion": desired}))
         except conversion.ConversionError as exc:
             meta = obj.get("metadata") or {}
             name = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else meta.get("name")

@@ -286,3 +286,45 @@ def test_an_object_not_of_its_kinds_shape_is_errored_in_the_review_not_an_http_4
     answer = resp.json()["response"]
     assert answer["allowed"] is False and answer["status"]["code"] == 400
     assert "not a well-formed Workload" in answer["status"]["message"]
+
+
+def test_a_large_review_is_decided_off_the_event_loop_under_a_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review past INLINE_BODY_BYTES that takes too long is refused at the deadline, and a small
+    review sent meanwhile is answered at once (it used to wait behind it on the event loop)."""
+    import asyncio
+    import time
+
+    import httpx
+
+    from webhook.admission import app as app_module
+
+    real = app_module.decide
+
+    def slow(endpoint: Any, req: Any, config: Any, lookups: Any) -> Any:
+        if req.name == "big":
+            time.sleep(1.0)
+        return real(endpoint, req, config, lookups)
+
+    monkeypatch.setattr(app_module, "decide", slow)
+    monkeypatch.setattr(app_module, "REVIEW_DEADLINE_S", 0.3)
+    big = _workload("1")
+    big["metadata"]["name"] = "big"
+    big["metadata"]["annotations"] = {"pad": "x" * (app_module.INLINE_BODY_BYTES + 1)}
+    app = create_app()
+    path = "/validate-kueue-x-k8s-io-v1beta2-workload"
+
+    async def go() -> tuple[dict[str, Any], float, float]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://w") as client:
+            started = time.perf_counter()
+
+            async def timed(body: dict[str, Any]) -> tuple[dict[str, Any], float]:
+                resp = await client.post(path, content=orjson.dumps(review(body)))
+                return resp.json()["response"], time.perf_counter() - started
+
+            (slow_answer, slow_s), (_, fast_s) = await asyncio.gather(timed(big), timed(_workload("1")))
+            return slow_answer, slow_s, fast_s
+
+    answer, slow_s, fast_s = asyncio.run(go())
+    assert answer["allowed"] is False and answer["status"]["code"] == 500
+    assert "not decided within 0.3 s" in answer["status"]["message"]
+    assert slow_s < 0.9 and fast_s < slow_s

@@ -113,3 +113,21 @@ def test_an_object_of_the_wrong_shape_is_handed_back_for_the_schema_check() -> N
     passed, wl = answer["response"]["convertedObjects"]
     assert passed == {**bad, "apiVersion": "kueue.x-k8s.io/v1beta2"}
     assert wl["spec"]["priorityClassRef"]["name"] == "high"
+
+
+@pytest.mark.parametrize(
+    ("meta", "expected"),
+    [
+        pytest.param({"name": "cq", "labels": {"a": 1}}, {"name": "cq"}, id="label not a string"),
+        pytest.param({"name": "cq", "annotations": ["x"]}, {"name": "cq"}, id="annotations not a map"),
+        pytest.param(None, {}, id="no metadata"),
+    ],
+)
+def test_metadata_the_api_server_would_refuse_in_a_response_is_left_out(meta: Any, expected: Any) -> None:
+    """The API server takes labels and annotations from the response and answered 500 for these."""
+    obj = {k: v for k, v in CQ_V1.items() if k != "metadata"}
+    if meta is not None:
+        obj["metadata"] = meta
+    answer = post(APP, "/convert", conversion_review("kueue.x-k8s.io/v1beta2", obj)).json()
+    assert answer["response"]["result"] == {"status": "Success"}
+    assert answer["response"]["convertedObjects"][0]["metadata"] == expected

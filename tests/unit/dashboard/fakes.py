@@ -16,6 +16,16 @@ MALLORY = "mallory-token"  # ServiceAccount team-a/mallory: authenticated, may l
 CAROL = "carol-token"  # a person (not a ServiceAccount): may list Workloads and LocalQueues in team-b only
 
 
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def service_account(namespace: str, name: str) -> str:
     return f"system:serviceaccount:{namespace}:{name}"
 

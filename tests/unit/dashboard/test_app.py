@@ -17,11 +17,6 @@ from webhook.kube import KubeError
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # the live stream wakes its clients through asyncio
-
-
 class FakeReader:
     """Events and Pods as the API server lists them, optional fields left out."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.unit.dashboard.fakes import ADMIN, ALICE, CAROL, MALLORY, FakeReviews, many_namespaces
+from tests.unit.dashboard.fakes import ADMIN, ALICE, CAROL, MALLORY, Clock, FakeReviews, many_namespaces
 from webhook.dashboard import auth
 from webhook.dashboard.app import Settings, create_app
 from webhook.dashboard.auth import Authorizer
@@ -13,19 +13,6 @@ from webhook.dashboard.store import Store
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, User
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def dashboard(store: Store, clock: Clock | None = None) -> tuple[httpx.AsyncClient, FakeReviews]:

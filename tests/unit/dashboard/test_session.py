@@ -16,7 +16,7 @@ import pytest
 
 import certs
 from tests.unit.core.builders import make_wl
-from tests.unit.dashboard.fakes import ALICE, FakeReviews, two_teams
+from tests.unit.dashboard.fakes import ALICE, Clock, FakeReviews, two_teams
 from webhook.dashboard import app as dashboard_app
 from webhook.dashboard import server
 from webhook.dashboard.app import COOKIE, Settings, create_app
@@ -29,19 +29,6 @@ pytestmark = pytest.mark.anyio
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 AUDIENCE = "kueue-dashboard"  # what the sign-in page tells users to pass to `kubectl create token --audience`
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class AudienceReviews(FakeReviews):

@@ -1,0 +1,10 @@
+"""The dashboard's async tests run on asyncio, as the dashboard does."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
