@@ -218,8 +218,14 @@ def test_discovery_and_openapi_through_the_aggregator(kubectl: Kubectl) -> None:
         ("localqueues/limits", ["get"]),
         ("localqueues/pendingworkloads", ["get"]),
     ]
-    doc = json.loads(kubectl("get", "--raw", "/openapi/v2").stdout)
-    assert f"{G}/namespaces/{{namespace}}/localqueues/{{name}}/limits" in doc["paths"]
-    assert "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads" in doc["paths"]
+    ours = f"{G}/namespaces/{{namespace}}/localqueues/{{name}}/limits"
+    upstreams = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads"
+
+    def aggregated() -> dict[str, Any] | None:
+        # The API server's OpenAPI aggregation fetches each APIService's spec on its own schedule.
+        paths: dict[str, Any] = json.loads(kubectl("get", "--raw", "/openapi/v2").stdout)["paths"]
+        return paths if ours in paths and upstreams in paths else None
+
+    wait_for("both groups in the aggregated OpenAPI v2", aggregated, timeout=60, interval=1)
     v3 = json.loads(kubectl("get", "--raw", "/openapi/v3").stdout)["paths"]
     assert "apis/visibility.pykueue.io/v1alpha1" in v3 and "apis/visibility.kueue.x-k8s.io/v1beta2" in v3
