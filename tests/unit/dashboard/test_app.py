@@ -177,17 +177,22 @@ async def test_reviews_are_cached_between_page_views() -> None:
         assert len(reviews.calls) == first
 
 
-async def test_the_workload_page_shows_conditions_events_pods_and_yaml() -> None:
+async def _job_workload_page(kube: FakeReader) -> httpx.Response:
+    """The admin's page of team-a's running Workload, owned by Job a-running-job."""
     store = two_teams()
     raw = dict(store.workloads()["team-a/a-running"].raw)
     raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
     store.apply(Kind.WORKLOADS, "MODIFIED", raw)
-    kube = FakeReader()
     app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://dash", headers={"Authorization": f"Bearer {ADMIN}"}
     ) as c:
-        page = (await c.get("/workloads/team-a/a-running")).text
+        return await c.get("/workloads/team-a/a-running")
+
+
+async def test_the_workload_page_shows_conditions_events_pods_and_yaml() -> None:
+    kube = FakeReader()
+    page = (await _job_workload_page(kube)).text
     assert "Quota reserved in ClusterQueue cq" in page and "job-a-old-xyz" in page and "kind: Workload" in page
     assert kube.queries == [
         (
@@ -215,16 +220,8 @@ class RefusedReader(FakeReader):
 
 
 async def test_a_namespace_that_does_not_share_pods_and_events_says_so() -> None:
-    store = two_teams()
-    raw = dict(store.workloads()["team-a/a-running"].raw)
-    raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
-    store.apply(Kind.WORKLOADS, "MODIFIED", raw)
     kube = RefusedReader()
-    app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://dash", headers={"Authorization": f"Bearer {ADMIN}"}
-    ) as c:
-        page = await c.get("/workloads/team-a/a-running")
+    page = await _job_workload_page(kube)
     assert page.status_code == 200 and "kind: Workload" in page.text
     assert page.text.count("Namespace team-a does not share its Pods and Events with the dashboard") == 2
     assert [path for path, _ in kube.queries] == ["/api/v1/namespaces/team-a/events", "/api/v1/namespaces/team-a/pods"]
