@@ -32,7 +32,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import should_bypass_proxies
 
 from webhook import transport
-from webhook.api.quantity_fields import first_invalid
+from webhook.api.quantity_fields import SCHEMA_ONLY, first_invalid
 
 __all__ = [
     "USER_AGENT",
@@ -408,7 +408,10 @@ class _Screen:
     """
 
     def __init__(self, path: str, on_invalid: InvalidHandler | None) -> None:
-        self.resource = path.rstrip("/").rsplit("/", 1)[-1]
+        resource = path.rstrip("/").rsplit("/", 1)[-1]
+        # Built-in kinds reach us decoded by the API server: screening them (Pods are the busiest
+        # watch) would only cost time.
+        self.resource = resource if resource in SCHEMA_ONLY else ""
         self.on_invalid = on_invalid
         self._reported: dict[tuple[str, str], str] = {}  # key → resourceVersion last reported
 

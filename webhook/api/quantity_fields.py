@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.api import quantity
 
-__all__ = ["FIELDS", "POD_SPEC", "first_invalid"]
+__all__ = ["FIELDS", "POD_SPEC", "SCHEMA_ONLY", "first_invalid"]
 
 _RESOURCES = ("resources.limits.*", "resources.requests.*")
 _CONTAINER = (*_RESOURCES, "env[].valueFrom.resourceFieldRef.divisor")
@@ -70,6 +70,10 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         *_under("spec.volumeClaimTemplates[].spec", _RESOURCES),
     ),
 }
+
+# The resources whose quantities the API server checks only against the CRD pattern: built-in
+# kinds (Pods, Jobs, ...) are decoded by the API server itself, so only these can be stored bad.
+SCHEMA_ONLY = frozenset({"workloads", "clusterqueues", "cohorts", "localqueues"})
 
 # Each path as a tree of steps; None marks a quantity.
 _Tree = dict[str, Any]
