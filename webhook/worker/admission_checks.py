@@ -5,7 +5,7 @@ Mirrors, at upstream commit ff69552e79, `pkg/controller/core/admissioncheck_cont
 `resource-in-use` finalizer; the `Active` condition is the check's own controller's business, core
 Kueue only reads it), the ClusterQueue and LocalQueue handlers of `workload_controller.go`
 (`workloadQueueHandler`), and `recordAdmissionCheckUpdate` of
-`pkg/controller/jobframework/reconciler.go` (the podSetUpdates are merged by `reconcilers.podset`).
+`pkg/controller/jobframework/reconciler.go` (the podSetUpdates are merged by `jobframework.podset`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ Threads (all daemons; the process exits when leadership ends):
 * Job reconcilers (`WorkQueue` keyed by Job): `integrations.batchjob`.
 * Workload reconcilers (`WorkQueue` keyed by Workload): admission checks, PodsReady timeouts,
   requeue backoff and deactivation (`reconcilers.workload`).
-* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `integrations.pod_reconciler`, with a
+* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `integrations.pod.reconciler`, with a
   pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 * Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
   `reconcilers.concurrent_admission`.
@@ -54,9 +54,9 @@ from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
 from webhook.worker.finalizers import Finalizers
-from webhook.worker.integrations import pod_reconciler as pods
 from webhook.worker.integrations import statefulset as statefulsets
 from webhook.worker.integrations.batchjob import JobReconciler
+from webhook.worker.integrations.pod import reconciler as pods
 from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
@@ -207,7 +207,7 @@ class Manager:
             on_admitted=self._admitted_by_checks,
         )
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
-        # Plain Pods and pod groups (`integrations.pod_reconciler`): their own informer and work queue.
+        # Plain Pods and pod groups (`integrations.pod.reconciler`): their own informer and work queue.
         self.pods = (
             pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
             if pods.is_enabled(config)

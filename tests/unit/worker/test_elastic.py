@@ -21,7 +21,7 @@ from tests.unit.fake_kube import FakeKube
 from webhook.api import constants as c
 from webhook.config import Configuration
 from webhook.worker.integrations import batchjob as j
-from webhook.worker.reconcilers import elastic, podset
+from webhook.worker.jobframework import elastic, podset
 
 GATE_ON = Configuration(feature_gates={"ElasticJobsViaWorkloadSlices": True}, wait_for_pods_ready=None)
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

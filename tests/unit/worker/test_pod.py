@@ -17,11 +17,11 @@ from webhook import metrics
 from webhook.api.pod_role import role_hash
 from webhook.config import Configuration, Integrations
 from webhook.worker import events
-from webhook.worker.integrations import pod as pg
-from webhook.worker.integrations import pod_reconciler as pod
+from webhook.worker.integrations.pod import adapter as pg
+from webhook.worker.integrations.pod import reconciler as pod
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.controller import GenericJobReconciler
-from webhook.worker.jobframework.reconciler import Plan
+from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.reconciler import GenericJobReconciler
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 

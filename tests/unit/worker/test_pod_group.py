@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from webhook.config import Configuration
-from webhook.worker.integrations import pod as pg
-from webhook.worker.integrations import pod_start as ps
+from webhook.worker.integrations.pod import adapter as pg
+from webhook.worker.integrations.pod import start as ps
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.interface import StartConflict
 from webhook.worker.store import Store

@@ -31,8 +31,8 @@ from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook.config import Configuration, Integrations
 from webhook.worker import events
-from webhook.worker.integrations import pod as pg
-from webhook.worker.integrations import pod_reconciler as pod
+from webhook.worker.integrations.pod import adapter as pg
+from webhook.worker.integrations.pod import reconciler as pod
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 

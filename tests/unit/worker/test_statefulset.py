@@ -8,7 +8,7 @@ from typing import Any
 
 from webhook.api.statefulset import workload_name_for
 from webhook.config import Configuration, parse
-from webhook.worker.integrations.pod_common import Lookups, Options
+from webhook.worker.integrations.pod.common import Lookups, Options
 from webhook.worker.integrations.statefulset import plan_pod, plan_statefulset
 from webhook.worker.jobframework import actions as ja
 

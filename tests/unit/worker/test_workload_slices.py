@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from webhook.api import constants as c
-from webhook.worker.reconcilers import workload_slices as ws
+from webhook.worker.jobframework import workload_slices as ws
 
 REPLACES = c.WORKLOAD_SLICE_REPLACEMENT_FOR
 

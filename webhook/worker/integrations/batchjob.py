@@ -4,8 +4,8 @@ a plan out.
 `BatchJob` fulfils `jobframework.interface.GenericJob` for a batch/v1 Job (upstream's
 `pkg/controller/jobs/job/job_controller.go`: `PodSets`, `RunWithPodSetsInfo`,
 `RestorePodSetsInfo`, `Stop`, `Finished`, `PodsReady`, `ReclaimablePods`, with
-`pkg/podset/podset.go` through `reconcilers.podset`). `plan` decides what is Job-specific before
-the generic reconcile (`jobframework.reconciler`): a Job of another integration is left alone, and
+`pkg/podset/podset.go` through `jobframework.podset`). `plan` decides what is Job-specific before
+the generic reconcile (`jobframework.plan`): a Job of another integration is left alone, and
 a Job under a managed Job is only held suspended (`FindAncestorJobManagedByKueue`).
 `JobReconciler` carries a plan's actions out against the API (upstream v0.19.2).
 """
@@ -26,11 +26,11 @@ from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework import reconciler as fw
-from webhook.worker.jobframework.controller import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework import plan as fw
+from webhook.worker.jobframework import podset, workload_slices
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.jobframework.reconciler import (
+from webhook.worker.jobframework.plan import (
     Plan,
     Priority,
     PriorityClassNotFound,
@@ -38,7 +38,7 @@ from webhook.worker.jobframework.reconciler import (
     resolve_priority,
     workload_name,
 )
-from webhook.worker.reconcilers import podset, workload_slices
+from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
 from webhook.worker.store import Store
 
 __all__ = [
@@ -407,14 +407,14 @@ INTEGRATION = Integration(
 
 
 def owned_workloads(store: Store, ns: str, name: str) -> list[dict[str, Any]]:
-    """The Workloads the batch/v1 Job `name` owns (`jobframework.reconciler.owned_workloads`)."""
+    """The Workloads the batch/v1 Job `name` owns (`jobframework.plan.owned_workloads`)."""
     return fw.owned_workloads(store, ns, name, api_version=JOB_API, kind="Job")
 
 
 def build_workload(
     job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
 ) -> dict[str, Any]:
-    """The Workload for a top-level Job (`jobframework.reconciler.build_workload`)."""
+    """The Workload for a top-level Job (`jobframework.plan.build_workload`)."""
     return fw.build_workload(BatchJob(job), config=config, priority=priority, slices=slices)
 
 

@@ -40,7 +40,7 @@ from webhook.api.statefulset import (
 )
 from webhook.config import Configuration
 from webhook.worker import events
-from webhook.worker.integrations.pod_common import (
+from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     Lookups,
     Obj,
@@ -50,12 +50,12 @@ from webhook.worker.integrations.pod_common import (
     new_condition,
     pod_ref,
 )
-from webhook.worker.integrations.pod_workload import fast_pod_sets, new_workload
+from webhook.worker.integrations.pod.workload import fast_pod_sets, new_workload
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.controller import end_plan, execute_plan
 from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.reconciler import Plan
+from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.reconciler import end_plan, execute_plan
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 

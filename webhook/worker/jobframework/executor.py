@@ -26,8 +26,8 @@ from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.worker import events, reporter
 from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.interface import GenericJob, StartConflict
-from webhook.worker.reconcilers import podset
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import (
     accumulate_admitted_time,

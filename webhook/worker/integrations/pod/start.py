@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import objects as o
-from webhook.worker.integrations.pod_common import (
+from webhook.worker.integrations.pod.common import (
     Lookups,
     Obj,
     Options,
@@ -29,9 +29,9 @@ from webhook.worker.integrations.pod_common import (
     rfc3339,
 )
 from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.reconcilers import podset
-from webhook.worker.reconcilers.podset import PermanentError
+from webhook.worker.jobframework.podset import PermanentError
 
 __all__ = [
     "eviction_reason",

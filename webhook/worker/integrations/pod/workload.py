@@ -17,7 +17,7 @@ from webhook.api import constants as c
 from webhook.api import fields
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
-from webhook.worker.integrations.pod_common import (
+from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     POD_API,
     WORKLOAD_API,
@@ -31,7 +31,7 @@ from webhook.worker.integrations.pod_common import (
     pod_event,
     pod_role,
 )
-from webhook.worker.reconcilers import podset
+from webhook.worker.jobframework import podset
 
 __all__ = [
     "construct_pod_workload",

@@ -3,12 +3,12 @@
 Mirrors `pkg/controller/jobs/pod/pod_controller.go` (upstream v0.19.2; the `Pod` type:
 `ComposableJob`, `JobWithReclaimablePods`, `JobWithFinalize`, `JobWithSkip`,
 `JobWithCustomWorkloadConditions`, `JobWithCustomQueueNameChange`) with `pkg/util/pod/pod.go`.
-The reconcile itself is the generic one (`jobframework.reconciler`, `ReconcileGenericJob`).
+The reconcile itself is the generic one (`jobframework.plan`, `ReconcileGenericJob`).
 
 Entry points: `reconcile_pod` (one pod without a group name) and `reconcile_group` (all pods of one
 `kueue.x-k8s.io/pod-group-name` in a namespace). Both take objects exactly as the API returns them,
 the matching Workloads (v1beta2), the Configuration, the worker's store (read only) and `now`; they
-return a `jobframework.reconciler.Plan`. Nothing here reads the clock or performs I/O.
+return a `jobframework.plan.Plan`. Nothing here reads the clock or performs I/O.
 
 This module holds the adapter and the group logic (matching, excess and replacement pods,
 `WaitingForReplacementPods`, serving mode); `pod_workload` builds and compares Workloads,
@@ -30,7 +30,7 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.config import Configuration
-from webhook.worker.integrations.pod_common import (
+from webhook.worker.integrations.pod.common import (
     MAX_POD_SETS,
     ZERO_TIME,
     Lookups,
@@ -56,8 +56,8 @@ from webhook.worker.integrations.pod_common import (
     rfc3339,
     workload_ref,
 )
-from webhook.worker.integrations.pod_start import eviction_reason, start_pods, stop_pods
-from webhook.worker.integrations.pod_workload import (
+from webhook.worker.integrations.pod.start import eviction_reason, start_pods, stop_pods
+from webhook.worker.integrations.pod.workload import (
     construct_pod_workload,
     equivalent_single,
     fast_pod_sets,
@@ -68,9 +68,9 @@ from webhook.worker.integrations.pod_workload import (
     workload_name_for_pod,
 )
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework import reconciler as fw
+from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.reconciler import Plan
+from webhook.worker.jobframework.plan import Plan
 from webhook.worker.store import Store
 
 __all__ = [

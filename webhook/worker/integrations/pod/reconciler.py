@@ -29,11 +29,11 @@ from webhook.api import constants as c
 from webhook.api import selector
 from webhook.config import Configuration
 from webhook.worker import events
-from webhook.worker.integrations import pod as pg
+from webhook.worker.integrations.pod import adapter as pg
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.controller import GenericJobReconciler
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.reconciler import Plan
+from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.reconciler import GenericJobReconciler
 from webhook.worker.store import Store, object_key
 
 __all__ = [

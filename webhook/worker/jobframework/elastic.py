@@ -25,7 +25,7 @@ from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.api import objects as o
-from webhook.worker.reconcilers import workload_slices
+from webhook.worker.jobframework import workload_slices
 from webhook.worker.reporter import ROLE
 from webhook.worker.workqueue import Retry
 
