@@ -40,10 +40,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 import certs
 from webhook import tls
 from webhook.core.pending_order import Positioned
+from webhook.visibility.auth import AccessReviewer, FrontProxySource
+from webhook.visibility.handler import Request, VisibilityAPI, summary
+from webhook.visibility.server import PendingFeed, VisibilityServer
 from webhook.worker.metrics_server import User
-from webhook.worker.visibility_auth import AccessReviewer, FrontProxySource
-from webhook.worker.visibility_handler import Request, VisibilityAPI, summary
-from webhook.worker.visibility_server import PendingFeed, VisibilityServer
 
 PENDING = 10_000
 LOCAL_QUEUES = 10

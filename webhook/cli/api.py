@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from webhook import kube
 from webhook.api import constants
-from webhook.api.visibility import PYKUEUE_GROUP, PYKUEUE_VERSION
+from webhook.visibility.api import PYKUEUE_GROUP, PYKUEUE_VERSION
 
 __all__ = [
     "KIND_INFO",

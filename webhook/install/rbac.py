@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import INTEGRATION_KINDS
-from webhook.api.visibility import PYKUEUE_GROUP
 from webhook.certmanager import conversion_crd_names
+from webhook.visibility.api import PYKUEUE_GROUP
 
 __all__ = [
     "CERT_MANAGER",
@@ -54,7 +54,7 @@ WORKER = "webhook.worker"
 METRICS_AUTH = "webhook.worker.metrics_server"
 METRICS_READER = "kueue-metrics-reader"
 DASHBOARD = "webhook.dashboard"
-VISIBILITY_AUTH = "webhook.worker.visibility_auth"
+VISIBILITY_AUTH = "webhook.visibility.auth"
 
 _K = "kueue.x-k8s.io"
 _ALL = ("create", "delete", "get", "list", "patch", "update", "watch")

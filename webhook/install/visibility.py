@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.visibility import GROUPS
 from webhook.config.types import DEFAULT_VISIBILITY_BIND_PORT
+from webhook.visibility.api import GROUPS
 
 __all__ = ["APF_NAME", "SERVICE", "apf_objects", "api_services", "auth_objects", "local_objects", "service"]
 

@@ -39,6 +39,7 @@ from prometheus_client import make_wsgi_app
 from prometheus_client.registry import Collector
 
 from webhook import kube as k
+from webhook.guarded_server import GuardedHandler, GuardedThreadingMixIn
 from webhook.reviews import (
     KubeAPI,
     TokenAuthenticator,
@@ -48,7 +49,6 @@ from webhook.reviews import (
     bearer_token,
     is_allowed,
 )
-from webhook.worker.guarded_server import GuardedHandler, GuardedThreadingMixIn
 
 __all__ = [
     "CACHE_SIZE",

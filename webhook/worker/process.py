@@ -13,7 +13,7 @@ rotates), or a self-signed one made at start when there is none. Only the lease 
 series in; a standby shows `kueue_build_info` alone. The webhook server's own `/metrics`
 (port 9443) keeps the webhook series.
 
-Every worker process also serves the visibility API (`visibility_server`, VisibilityOnDemand) on
+Every worker process also serves the visibility API (`webhook.visibility`, VisibilityOnDemand) on
 the Configuration's `visibilityServer` address (default `:8082`), from its own watches, before and
 whatever the outcome of the election, so any replica behind the APIService's Service answers.
 """
@@ -35,7 +35,8 @@ from types import FrameType
 from webhook import kube as k
 from webhook import metrics, reviews, tls
 from webhook.config import Configuration
-from webhook.worker import metrics_server, visibility_server
+from webhook.visibility import server as visibility_server
+from webhook.worker import metrics_server
 from webhook.worker.leader import LeaderElector, LeaseSettings
 from webhook.worker.manager import Manager
 
@@ -108,7 +109,7 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst, user_agent=f"{k.USER_AGENT} ({me})")
     serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
     informers = k.SharedInformers(kube, stop)
-    # Every replica answers the visibility API, standbys included (visibility_server).
+    # Every replica answers the visibility API, standbys included (webhook.visibility.server).
     visibility_server.serve_visibility(config, kube, cert_dir, stop, informers)
     le = config.leader_election
     if not le.leader_elect:

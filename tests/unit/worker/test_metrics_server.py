@@ -17,8 +17,8 @@ from cryptography import x509
 from prometheus_client import Counter, generate_latest
 
 import certs
+from tests.unit import guarded_clients
 from tests.unit.fake_kube import FakeKube
-from tests.unit.worker import guarded_clients
 from webhook import kube as k
 from webhook import metrics
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS, bearer_token

@@ -11,9 +11,9 @@ import pytest
 
 from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_lq, make_wl, psa
 from webhook.reviews import User
-from webhook.worker.visibility_auth import AccessDecision, Attributes
-from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
-from webhook.worker.visibility_server import PendingFeed
+from webhook.visibility.auth import AccessDecision, Attributes
+from webhook.visibility.handler import Request, Response, VisibilityAPI
+from webhook.visibility.server import PendingFeed
 
 G = "/apis/visibility.pykueue.io/v1alpha1"
 NOW = T0 + timedelta(minutes=30)

@@ -41,9 +41,9 @@ from webhook.core.cache import Cache
 from webhook.core.pending_order import PendingOrder, Positioned, pending_entry
 from webhook.core.queue_limits import QueueLimits, local_queue_limits
 from webhook.core.workload import WorkloadKey, parse_workload
-from webhook.worker.guarded_server import GuardedHandler, GuardedThreadingMixIn
-from webhook.worker.visibility_auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
-from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
+from webhook.guarded_server import GuardedHandler, GuardedThreadingMixIn
+from webhook.visibility.auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
+from webhook.visibility.handler import Request, Response, VisibilityAPI
 
 __all__ = ["EstimatedPage", "PendingFeed", "VisibilityServer", "serve_visibility"]
 

@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 import certs
+from tests.unit import guarded_clients
 from tests.unit.fake_kube import FakeKube
-from tests.unit.worker import guarded_clients
 from webhook import tls
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, User
-from webhook.worker.visibility_auth import (
+from webhook.visibility.auth import (
     AUTH_CONFIGMAP,
     AccessDecision,
     AccessReviewer,
@@ -33,8 +33,8 @@ from webhook.worker.visibility_auth import (
     authenticate,
     parse_front_proxy,
 )
-from webhook.worker.visibility_handler import VisibilityAPI
-from webhook.worker.visibility_server import PendingFeed, VisibilityServer
+from webhook.visibility.handler import VisibilityAPI
+from webhook.visibility.server import PendingFeed, VisibilityServer
 
 CQ_PATH = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"
 

@@ -27,14 +27,14 @@ from typing import Any, Protocol
 
 import orjson
 
-from webhook.api import visibility as v
-from webhook.api import visibility_openapi as openapi
 from webhook.core import admission_rate
 from webhook.core.pending_order import Positioned
 from webhook.core.queue_limits import QueueLimits
 from webhook.core.resources import format_quantity
 from webhook.reviews import User
-from webhook.worker.visibility_auth import AccessDecision, Attributes
+from webhook.visibility import api as v
+from webhook.visibility import openapi
+from webhook.visibility.auth import AccessDecision, Attributes
 
 __all__ = [
     "LocalQueueReader",

@@ -11,9 +11,9 @@ from tests.unit.core.builders import WorkloadBuilder
 from webhook.core.pending_order import PendingOrder, pending_workload
 from webhook.core.workload import WorkloadKey
 from webhook.reviews import User
-from webhook.worker.visibility_auth import AccessDecision, Attributes
-from webhook.worker.visibility_handler import Request, Response, VisibilityAPI
-from webhook.worker.visibility_server import PendingFeed
+from webhook.visibility.auth import AccessDecision, Attributes
+from webhook.visibility.handler import Request, Response, VisibilityAPI
+from webhook.visibility.server import PendingFeed
 
 G = "/apis/visibility.kueue.x-k8s.io"
 ADMIN = User("admin", groups=("system:masters", "system:authenticated"))

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from webhook.api.visibility import GROUP, GROUPS, LIMITS_KIND, SUMMARY_KIND, VERSIONS, ApiGroup
+from webhook.visibility.api import GROUP, GROUPS, LIMITS_KIND, SUMMARY_KIND, VERSIONS, ApiGroup
 
 __all__ = ["TITLE", "etag", "v2", "v3_document", "v3_documents", "v3_index"]
 

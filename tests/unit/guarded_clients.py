@@ -1,4 +1,4 @@
-"""Hostile clients for the worker's HTTPS servers (`webhook/worker/guarded_server.py`)."""
+"""Hostile clients for the worker process's HTTPS servers, metrics and visibility (`webhook/guarded_server.py`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Thread-per-connection HTTPS servers that a slow or greedy client cannot exhaust.
 
-The worker's metrics and visibility servers are `socketserver` servers with a thread per
-connection. Uncapped, with only a per-read timeout, a client sending one byte every few seconds
-held a thread forever, and enough of them filled the leader process with threads. Here:
+The worker process's metrics and visibility servers (`worker.metrics_server`, `visibility.server`)
+are `socketserver` servers with a thread per connection. Uncapped, with only a per-read timeout, a
+client sending one byte every few seconds held a thread forever, and enough of them filled the
+leader process with threads. Here:
 
 * every request must be complete (TLS handshake, request line and headers) within
   `REQUEST_TIMEOUT_S` of the moment the connection was ready to read it: its accept, or the end
