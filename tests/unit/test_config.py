@@ -344,7 +344,7 @@ def test_tas_can_be_disabled_with_its_profile():
 
 # --- validation -----------------------------------------------------------------------------------------
 
-_SUPPORTED = ", ".join(f'"{f}"' for f in config.SUPPORTED_FRAMEWORKS)
+_SUPPORTED = ", ".join(f'"{f}"' for f in config.supported_frameworks())
 
 
 @pytest.mark.parametrize(

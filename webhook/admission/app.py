@@ -7,6 +7,8 @@ that is not a usable review gets HTTP 400 with a message; an unknown path gets 4
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,21 +30,27 @@ from webhook.admission import (
     cluster_queue,
     cohort,
     conversion,
-    deployment,
-    job,
-    pod,
     resource_flavor,
-    statefulset,
     workload,
 )
 from webhook.admission import review as rv
 from webhook.admission.context import Context, Lookups, StaticLookups
 from webhook.admission.jobframework import FrameworkError
 from webhook.api import fields as f
+from webhook.api import integrations
 from webhook.api.quantity_fields import first_invalid
 from webhook.config import Configuration
 
-__all__ = ["ENDPOINTS", "MAX_BODY_BYTES", "Endpoint", "ReviewRouter", "create_app", "decide"]
+__all__ = [
+    "KUEUE_ENDPOINTS",
+    "MAX_BODY_BYTES",
+    "Endpoint",
+    "ReviewRouter",
+    "create_app",
+    "decide",
+    "endpoints",
+    "integration_endpoints",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +69,7 @@ REVIEW_DEADLINE_S = 5.0
 class Endpoint:
     """One webhook: what it serves, whether it mutates, and the module that decides.
 
-    The same table generates the Mutating/ValidatingWebhookConfigurations
+    The same table (`endpoints`) generates the Mutating/ValidatingWebhookConfigurations
     (`webhook.admission.registration`), so a path cannot be served without being registered.
     """
 
@@ -80,63 +88,7 @@ class Endpoint:
 
 _K = "kueue.x-k8s.io"
 _CU = ("CREATE", "UPDATE")
-ENDPOINTS: Sequence[Endpoint] = (
-    Endpoint(
-        "mjob.kb.io", "/mutate-batch-v1-job", "batch", "v1", "Job", ("jobs",), ("CREATE",), True, job, "batch/job"
-    ),
-    Endpoint("vjob.kb.io", "/validate-batch-v1-job", "batch", "v1", "Job", ("jobs",), _CU, False, job, "batch/job"),
-    Endpoint("mpod.kb.io", "/mutate--v1-pod", "", "v1", "Pod", ("pods",), ("CREATE",), True, pod, "pod"),
-    Endpoint("vpod.kb.io", "/validate--v1-pod", "", "v1", "Pod", ("pods",), _CU, False, pod, "pod"),
-    # Deployments and StatefulSets are defaulted on UPDATE too: a changed queue name reaches the template.
-    Endpoint(
-        "mdeployment.kb.io",
-        "/mutate-apps-v1-deployment",
-        "apps",
-        "v1",
-        "Deployment",
-        ("deployments",),
-        _CU,
-        True,
-        deployment,
-        "deployment",
-    ),
-    Endpoint(
-        "vdeployment.kb.io",
-        "/validate-apps-v1-deployment",
-        "apps",
-        "v1",
-        "Deployment",
-        ("deployments",),
-        _CU,
-        False,
-        deployment,
-        "deployment",
-    ),
-    Endpoint(
-        "mstatefulset.kb.io",
-        "/mutate-apps-v1-statefulset",
-        "apps",
-        "v1",
-        "StatefulSet",
-        ("statefulsets",),
-        _CU,
-        True,
-        statefulset,
-        "statefulset",
-    ),
-    Endpoint(
-        "vstatefulset.kb.io",
-        "/validate-apps-v1-statefulset",
-        "apps",
-        "v1",
-        "StatefulSet",
-        ("statefulsets",),
-        _CU,
-        False,
-        statefulset,
-        "statefulset",
-        calls_api=True,
-    ),
+KUEUE_ENDPOINTS: Sequence[Endpoint] = (
     Endpoint(
         "mclusterqueue.kb.io",
         "/mutate-kueue-x-k8s-io-v1beta2-clusterqueue",
@@ -217,6 +169,43 @@ ENDPOINTS: Sequence[Endpoint] = (
 )
 
 
+def integration_endpoints(framework: integrations.Framework) -> tuple[Endpoint, Endpoint]:
+    """A framework's two webhooks, at controller-runtime's paths, decided by its admission module."""
+    handler = importlib.import_module(framework.webhook or "")
+    common = (framework.group, framework.version, framework.kind, (framework.resource,))
+    return (
+        Endpoint(
+            framework.webhook_name(mutating=True),
+            framework.webhook_path(mutating=True),
+            *common,
+            framework.mutate_operations,
+            True,
+            handler,
+            framework.name,
+        ),
+        Endpoint(
+            framework.webhook_name(mutating=False),
+            framework.webhook_path(mutating=False),
+            *common,
+            _CU,
+            False,
+            handler,
+            framework.name,
+            calls_api=framework.validate_calls_api,
+        ),
+    )
+
+
+def endpoints() -> tuple[Endpoint, ...]:
+    """Every webhook served: the implemented integrations' (`webhook.api.integrations`), then Kueue's own."""
+    return (*(e for f in integrations.implemented() for e in integration_endpoints(f)), *KUEUE_ENDPOINTS)
+
+
+@functools.lru_cache(maxsize=8)
+def _enabled_names(frameworks: tuple[str, ...], _generation: int) -> frozenset[str]:
+    return frozenset(f.name for f in integrations.enabled(frameworks))
+
+
 def _needs_thread(obj: Mapping[str, Any] | None) -> bool:
     """Owner lookups may call the API; keep those off the event loop."""
     meta = obj.get("metadata") if obj else None
@@ -225,7 +214,10 @@ def _needs_thread(obj: Mapping[str, Any] | None) -> bool:
 
 def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: Lookups) -> tuple[dict[str, Any], str]:
     """The review response for one request, and its outcome label. Pure but for lookups."""
-    if endpoint.integration is not None and endpoint.integration not in config.integrations.frameworks:
+    frameworks = config.integrations.frameworks
+    if endpoint.integration is not None and endpoint.integration not in _enabled_names(
+        frameworks, integrations.generation()
+    ):
         return rv.allowed(req.uid), "allowed"
     for obj in (req.obj, req.old_obj):
         if bad := first_invalid(endpoint.resources[0], obj):
@@ -413,7 +405,7 @@ def create_app(
         ]
     )
     handlers: dict[str, Callable[[bytes], Awaitable[_Answer]]] = {
-        e.path: _admission_handler(e, config, lookups) for e in ENDPOINTS
+        e.path: _admission_handler(e, config, lookups) for e in endpoints()
     }
     handlers["/convert"] = _conversion_handler
     return ReviewRouter(fallback, handlers)

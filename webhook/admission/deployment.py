@@ -16,13 +16,14 @@ from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.config import Feature
 
 __all__ = ["FRAMEWORK", "GVK", "default", "validate_create", "validate_update", "warnings_create"]
 
-GVK = "apps/v1, Kind=Deployment"
-FRAMEWORK = "deployment"
+GVK = integrations.DEPLOYMENT.gvk
+FRAMEWORK = integrations.DEPLOYMENT.name
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:

@@ -14,12 +14,12 @@ from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
-from webhook.api import jobs
+from webhook.api import integrations, jobs
 from webhook.api import objects as o
 
 __all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
 
-GVK = "batch/v1, Kind=Job"
+GVK = integrations.BATCH_JOB.gvk
 MIN_PARALLELISM_PATH = jf.ANNOTATIONS.key(c.JOB_MIN_PARALLELISM)
 SYNC_COMPLETIONS_PATH = jf.ANNOTATIONS.key(c.JOB_COMPLETIONS_EQUAL_PARALLELISM)
 

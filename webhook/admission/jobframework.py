@@ -14,17 +14,19 @@ from typing import Any
 from webhook.admission.context import Context, LookupError_
 from webhook.api import constants as c
 from webhook.api import fields as f
-from webhook.api import jobs, selector
+from webhook.api import integrations, jobs, selector
 from webhook.api import objects as o
 from webhook.api.pod_role import spec_shape
 from webhook.config import Feature
 
 __all__ = [
+    "INTERIM_OWNERS",
     "FrameworkError",
     "default_local_queue",
     "default_priority_class",
     "find_managed_ancestor",
     "is_elastic",
+    "known_owners",
     "namespace_is_managed",
     "pod_template_meta",
     "should_suspend",
@@ -48,29 +50,9 @@ ELASTIC_PATH = ANNOTATIONS.key(c.ELASTIC_JOB)
 GATED_BY_PATH = ANNOTATIONS.key(c.ADMISSION_GATED_BY)
 IMMUTABLE = "field is immutable"
 
-# Integration name -> (API group, kind) of every framework upstream registers. An owner of a
-# registered kind is "known" (the ancestor walk GETs it) even when its integration is disabled.
-INTEGRATION_KINDS: Mapping[str, tuple[str, str]] = {
-    "batch/job": ("batch", "Job"),
-    "pod": ("", "Pod"),
-    "deployment": ("apps", "Deployment"),
-    "statefulset": ("apps", "StatefulSet"),
-    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "JobSet"),
-    "kubeflow.org/mpijob": ("kubeflow.org", "MPIJob"),
-    "kubeflow.org/paddlejob": ("kubeflow.org", "PaddleJob"),
-    "kubeflow.org/pytorchjob": ("kubeflow.org", "PyTorchJob"),
-    "kubeflow.org/tfjob": ("kubeflow.org", "TFJob"),
-    "kubeflow.org/xgboostjob": ("kubeflow.org", "XGBoostJob"),
-    "kubeflow.org/jaxjob": ("kubeflow.org", "JAXJob"),
-    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org", "TrainJob"),
-    "ray.io/rayjob": ("ray.io", "RayJob"),
-    "ray.io/raycluster": ("ray.io", "RayCluster"),
-    "ray.io/rayservice": ("ray.io", "RayService"),
-    "leaderworkerset.x-k8s.io/leaderworkerset": ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
-    "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev", "AppWrapper"),
-}
-_INTERIM_OWNERS = {("apps", "ReplicaSet")}
-_KNOWN_OWNERS = frozenset(INTEGRATION_KINDS.values()) | _INTERIM_OWNERS
+# Owners the ancestor walk follows besides the frameworks' kinds: a Deployment's pods are owned by
+# its ReplicaSet.
+INTERIM_OWNERS = frozenset({("apps", "ReplicaSet")})
 
 
 class FrameworkError(Exception):
@@ -82,14 +64,25 @@ def queue_name(obj: Mapping[str, Any]) -> str:
 
 
 def _enabled_kinds(ctx: Context) -> frozenset[tuple[str, str]]:
-    return _kinds_of(ctx.config.integrations.frameworks, ctx.config.integrations.external_frameworks)
+    integ = ctx.config.integrations
+    return _kinds_of(integ.frameworks, integ.external_frameworks, integrations.generation())
+
+
+def known_owners() -> frozenset[tuple[str, str]]:
+    """(group, kind) of every registered framework, and the interim owners: an owner of one of these
+    is "known" (the ancestor walk GETs it) even when its integration is disabled."""
+    return _known_owners(integrations.generation())
+
+
+@functools.lru_cache(maxsize=2)
+def _known_owners(_generation: int) -> frozenset[tuple[str, str]]:
+    return frozenset((f.group, f.kind) for f in integrations.all_frameworks()) | INTERIM_OWNERS
 
 
 @functools.lru_cache(maxsize=8)
-def _kinds_of(frameworks: tuple[str, ...], external: tuple[str, ...]) -> frozenset[tuple[str, str]]:
+def _kinds_of(frameworks: tuple[str, ...], external: tuple[str, ...], _generation: int) -> frozenset[tuple[str, str]]:
     """(group, kind) of the enabled frameworks; cached because the Configuration never changes."""
-    enabled = set(frameworks)
-    kinds = {gk for name, gk in INTEGRATION_KINDS.items() if name in enabled}
+    kinds = {(f.group, f.kind) for f in integrations.enabled(frameworks)}
     for ext in external:
         # External frameworks are written Kind.version.group.
         kind, _, rest = ext.partition(".")
@@ -120,7 +113,7 @@ def find_managed_ancestor(obj: Mapping[str, Any], ctx: Context, namespace: str) 
     if o.controller_of(obj) is None:  # the common case: nothing to walk
         return None
     enabled = _enabled_kinds(ctx)
-    known = _KNOWN_OWNERS | enabled
+    known = known_owners() | enabled
 
     def get_owner(owner: o.OwnerReference) -> Mapping[str, Any] | None:
         try:

@@ -13,17 +13,10 @@ from typing import Any
 from webhook import kube as k
 from webhook.admission.context import LookupError_
 from webhook.api import constants as c
+from webhook.api import integrations
 from webhook.core import model
 
 __all__ = ["ClusterLookups"]
-
-_PLURALS = {
-    "Job": "jobs",
-    "Pod": "pods",
-    "ReplicaSet": "replicasets",
-    "Deployment": "deployments",
-    "StatefulSet": "statefulsets",
-}
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -131,7 +124,7 @@ class ClusterLookups:
         return name in self._priority_classes
 
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
-        plural = _PLURALS.get(kind, kind.lower() + "s")
+        plural = integrations.plural(api_version.rpartition("/")[0], kind)
         try:
             return self._kube.get(k.object_path(api_version, plural, namespace, name), timeout=5)
         except k.KubeError as exc:

@@ -14,13 +14,14 @@ from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.api.pod_role import role_hash
 from webhook.config import Feature
 
 __all__ = ["GVK", "default", "group_name", "is_suspended", "role_hash", "validate_create", "validate_update"]
 
-GVK = "/v1, Kind=Pod"
+GVK = integrations.POD.gvk
 MANAGED_PATH = jf.LABELS.key(c.MANAGED_LABEL)
 TOTAL_COUNT_PATH = jf.ANNOTATIONS.key(c.POD_GROUP_TOTAL_COUNT)
 RETRIABLE_PATH = jf.ANNOTATIONS.key(c.RETRIABLE_IN_GROUP)

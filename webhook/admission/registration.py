@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.admission.app import ENDPOINTS, Endpoint
+from webhook.admission.app import Endpoint, endpoints
 
 __all__ = ["MUTATING_NAME", "VALIDATING_NAME", "webhook_configurations"]
 
@@ -77,7 +77,7 @@ def webhook_configurations(
     def build(mutating: bool) -> list[dict[str, Any]]:
         return [
             _webhook(e, ca_bundle, url, service, namespace, timeout_seconds)
-            for e in ENDPOINTS
+            for e in endpoints()
             if e.mutating == mutating
         ]
 

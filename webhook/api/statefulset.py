@@ -8,14 +8,15 @@ Mirrors `managedByAnotherFramework` and `GetWorkloadName` in `pkg/controller/job
 from __future__ import annotations
 
 from webhook.api import constants as c
+from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.api.jobs import workload_name
 
 __all__ = ["API_VERSION", "FRAMEWORK", "GVK", "KIND", "managed_by_another_framework", "replicas", "workload_name_for"]
 
-FRAMEWORK = "statefulset"
-API_VERSION = "apps/v1"
-KIND = "StatefulSet"
+FRAMEWORK = integrations.STATEFULSET.name
+API_VERSION = integrations.STATEFULSET.api_version
+KIND = integrations.STATEFULSET.kind
 GVK = f"{API_VERSION}, Kind={KIND}"
 
 

@@ -41,19 +41,17 @@ from webhook.config.types import (
     WorkloadRetentionPolicy,
 )
 from webhook.config.validation import (
-    IMPLEMENTED_FRAMEWORKS,
-    SUPPORTED_FRAMEWORKS,
     check_implemented,
+    implemented_frameworks,
     load,
     parse,
+    supported_frameworks,
     validate,
     validate_feature_gates,
 )
 
 __all__ = [
     "FEATURE_GATE_DEFAULTS",
-    "IMPLEMENTED_FRAMEWORKS",
-    "SUPPORTED_FRAMEWORKS",
     "AdmissionFairSharing",
     "ClientConnection",
     "ConfigError",
@@ -78,9 +76,11 @@ __all__ = [
     "WorkloadRetentionPolicy",
     "check_implemented",
     "format_go_duration",
+    "implemented_frameworks",
     "load",
     "parse",
     "parse_go_duration",
+    "supported_frameworks",
     "validate",
     "validate_feature_gates",
 ]

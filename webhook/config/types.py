@@ -11,7 +11,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from webhook.api import fields
+from webhook.api import fields, integrations
 
 _T = TypeVar("_T")
 
@@ -82,7 +82,7 @@ DEFAULT_METRICS_BIND_ADDRESS = ":8443"
 DEFAULT_LEADER_ELECTION_ID = "c1f6bfd2.kueue.x-k8s.io"
 DEFAULT_CLIENT_QPS = 300.0
 DEFAULT_CLIENT_BURST = 500
-DEFAULT_JOB_FRAMEWORK = "batch/job"
+DEFAULT_JOB_FRAMEWORK = integrations.BATCH_JOB.name
 DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S = 30 * 60.0
 DEFAULT_REQUEUING_BACKOFF_BASE_SECONDS = 60
 DEFAULT_REQUEUING_BACKOFF_MAX_SECONDS = 3600

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from webhook.api import fields, selector
+from webhook.api import fields, integrations, selector
 from webhook.config.decode import (
     CONFIG_V1BETA1,
     CONFIG_V1BETA2,
@@ -37,11 +37,11 @@ from webhook.config.types import (
 _T = TypeVar("_T")
 
 __all__ = [
-    "IMPLEMENTED_FRAMEWORKS",
-    "SUPPORTED_FRAMEWORKS",
     "check_implemented",
+    "implemented_frameworks",
     "load",
     "parse",
+    "supported_frameworks",
     "validate",
     "validate_feature_gates",
 ]
@@ -49,32 +49,17 @@ __all__ = [
 
 # --- validation (pkg/config/validation.go) -----------------------------------------------------------
 
-# Built-in integrations (pkg/controller/jobs/*): framework name -> GVK string of its job type, and
-# whether it has a built-in MultiKueue adapter.
-_FRAMEWORKS: Mapping[str, tuple[str, bool]] = MappingProxyType({
-    "batch/job": ("batch/v1, Kind=Job", True),
-    "deployment": ("apps/v1, Kind=Deployment", False),
-    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io/v1alpha2, Kind=JobSet", True),
-    "kubeflow.org/jaxjob": ("kubeflow.org/v1, Kind=JAXJob", True),
-    "kubeflow.org/mpijob": ("kubeflow.org/v2beta1, Kind=MPIJob", True),
-    "kubeflow.org/paddlejob": ("kubeflow.org/v1, Kind=PaddleJob", True),
-    "kubeflow.org/pytorchjob": ("kubeflow.org/v1, Kind=PyTorchJob", True),
-    "kubeflow.org/tfjob": ("kubeflow.org/v1, Kind=TFJob", True),
-    "kubeflow.org/xgboostjob": ("kubeflow.org/v1, Kind=XGBoostJob", True),
-    "leaderworkerset.x-k8s.io/leaderworkerset": ("leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet", True),
-    "pod": ("/v1, Kind=Pod", True),
-    "ray.io/raycluster": ("ray.io/v1, Kind=RayCluster", True),
-    "ray.io/rayjob": ("ray.io/v1, Kind=RayJob", True),
-    "ray.io/rayservice": ("ray.io/v1, Kind=RayService", True),
-    "sparkoperator.k8s.io/sparkapplication": ("sparkoperator.k8s.io/v1beta2, Kind=SparkApplication", False),
-    "statefulset": ("apps/v1, Kind=StatefulSet", True),
-    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org/v1alpha1, Kind=TrainJob", True),
-    "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev/v1beta2, Kind=AppWrapper", True),
-})  # fmt: skip
-SUPPORTED_FRAMEWORKS: tuple[str, ...] = tuple(sorted(_FRAMEWORKS))
-#: The integrations this project implements. Upstream accepts every name above; naming one we lack
-#: would let its workloads run outside every quota without a word, so `serve` refuses it.
-IMPLEMENTED_FRAMEWORKS: tuple[str, ...] = ("batch/job", "deployment", "pod", "statefulset")
+
+def supported_frameworks() -> tuple[str, ...]:
+    """Every framework name upstream registers (`webhook.api.integrations`), sorted as its messages list them."""
+    return tuple(sorted(f.name for f in integrations.all_frameworks()))
+
+
+def implemented_frameworks() -> tuple[str, ...]:
+    """The integrations this project implements. Upstream accepts every supported name; naming one we
+    lack would let its workloads run outside every quota without a word, so `serve` refuses it."""
+    return tuple(sorted(f.name for f in integrations.implemented()))
+
 
 _NEGATIVE = "must be greater than or equal to 0"
 _PREEMPTION_STRATEGY_SETS = (
@@ -167,12 +152,13 @@ def _validate_integrations(cfg: Configuration) -> list[fields.FieldError]:
     managed: set[str] = set()
     for i, name in enumerate(cfg.integrations.frameworks):
         path = f"integrations.frameworks[{i}]"
-        if name not in _FRAMEWORKS:
-            errs.append(fields.not_supported(path, name, SUPPORTED_FRAMEWORKS))
-        elif _FRAMEWORKS[name][0] in managed:
+        framework = integrations.get(name)
+        if framework is None:
+            errs.append(fields.not_supported(path, name, supported_frameworks()))
+        elif framework.gvk in managed:
             errs.append(fields.duplicate(path, name))
         else:
-            managed.add(_FRAMEWORKS[name][0])
+            managed.add(framework.gvk)
     for i, name in enumerate(cfg.integrations.external_frameworks):
         path = f"integrations.externalFrameworks[{i}]"
         gvk = _parse_kind_arg(name)
@@ -182,7 +168,7 @@ def _validate_integrations(cfg: Configuration) -> list[fields.FieldError]:
             errs.append(fields.duplicate(path, name))
         else:
             managed.add(gvk)
-    if "pod" in cfg.integrations.frameworks:
+    if integrations.POD.name in cfg.integrations.frameworks:
         sel: Mapping[str, Any] | None = cfg.managed_jobs_namespace_selector
         if sel is None:
             errs.append(
@@ -225,7 +211,7 @@ def _validate_multi_kueue(cfg: Configuration) -> list[fields.FieldError]:
     label_errs = fields.is_label_value(mk.origin)
     if label_errs:
         errs.append(fields.invalid(f"{p}.origin", mk.origin, ",".join(label_errs)))
-    built_in = {_FRAMEWORKS[f][0] for f in cfg.integrations.frameworks if f in _FRAMEWORKS and _FRAMEWORKS[f][1]}
+    built_in = {f.gvk for name in cfg.integrations.frameworks if (f := integrations.get(name)) and f.multikueue}
     seen: set[str] = set()
     for i, name in enumerate(mk.external_frameworks):
         path = f"{p}.externalFrameworks[{i}].name"
@@ -472,14 +458,15 @@ def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError
 
 def check_implemented(cfg: Configuration) -> None:
     """Refuse a valid Configuration naming integrations this project does not implement (see
-    IMPLEMENTED_FRAMEWORKS); one message names each of them and lists what is implemented."""
-    missing = [name for name in cfg.integrations.frameworks if name not in IMPLEMENTED_FRAMEWORKS]
+    `implemented_frameworks`); one message names each of them and lists what is implemented."""
+    done = implemented_frameworks()
+    missing = [name for name in cfg.integrations.frameworks if name not in done]
     if missing:
         raise ConfigError(
             f"integrations.frameworks: {', '.join(json.dumps(m) for m in missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not implemented by pykueue; "
             f"{'its' if len(missing) == 1 else 'their'} workloads would run outside every quota "
-            f"(implemented: {', '.join(json.dumps(f) for f in IMPLEMENTED_FRAMEWORKS)})"
+            f"(implemented: {', '.join(json.dumps(f) for f in done)})"
         )
 
 

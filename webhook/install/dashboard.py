@@ -56,7 +56,7 @@ def objects(namespace: str, *, image: str, pull_policy: str) -> list[dict[str, A
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": f"{NAME}-role"},
-            "rules": rbac.rules(a for a in rbac.MANAGER_ACCESS if a.role == "dashboard"),
+            "rules": rbac.rules(a for a in rbac.manager_access() if a.role == "dashboard"),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -96,6 +96,6 @@ def objects(namespace: str, *, image: str, pull_policy: str) -> list[dict[str, A
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": DETAILS_ROLE, "labels": dict(_LABELS)},
-            "rules": rbac.rules(a for a in rbac.MANAGER_ACCESS if a.role == "dashboard-details"),
+            "rules": rbac.rules(a for a in rbac.manager_access() if a.role == "dashboard-details"),
         },
     ]

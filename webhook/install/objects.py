@@ -27,6 +27,7 @@ from typing import Any
 
 from webhook.admission.registration import webhook_configurations
 from webhook.admission.shutdown import DEFAULT_DRAIN_S
+from webhook.api import integrations
 from webhook.api.schema import ServiceRef, crds
 from webhook.install import rbac
 
@@ -59,7 +60,7 @@ DRAIN_S = int(DEFAULT_DRAIN_S)
 SELECTOR = {"control-plane": "controller-manager", "app.kubernetes.io/name": "kueue"}
 
 # The Configuration we ship: upstream's controller_manager_config.yaml restricted to the
-# integrations we implement. `namespace` is left out: it is the pod's own namespace.
+# integrations we implement (`webhook.api.integrations`). `namespace` is left out: it is the pod's own namespace.
 DEFAULT_CONFIGURATION = """\
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -88,11 +89,7 @@ clientConnection:
   burst: 500
 integrations:
   frameworks:
-  - "batch/job"
-  - "pod"
-  - "deployment"
-  - "statefulset"
-"""
+""" + "".join(f'  - "{f.name}"\n' for f in integrations.implemented())
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Who may do what: the manager's RBAC from one access table, and the user-facing roles.
 
-`MANAGER_ACCESS` lists every API access the code makes, each with the module that makes it, so
+`manager_access()` lists every API access the code makes, each with the module that makes it, so
 the roles are generated from it and `tests/unit/install/test_rbac.py` can hold the code to it
 (recorded calls of the webhook lookups and the cert manager must equal their entries; paths the
 worker names must be granted, and nothing is granted that no code names). Upstream generates the
@@ -21,12 +21,14 @@ of the visibility API.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.admission.jobframework import INTEGRATION_KINDS
+from webhook.admission.jobframework import known_owners
+from webhook.api import integrations
 from webhook.certmanager import conversion_crd_names
 from webhook.visibility.api import PYKUEUE_GROUP
 
@@ -35,16 +37,15 @@ __all__ = [
     "DASHBOARD",
     "LOCAL_QUEUE_LIMITS_VIEWER",
     "LOOKUPS",
-    "MANAGER_ACCESS",
     "METRICS_AUTH",
     "METRICS_READER",
     "VISIBILITY_AUTH",
     "WORKER",
     "Access",
     "local_queue_limits_role",
+    "manager_access",
     "manager_rbac",
     "metrics_reader_role",
-    "owner_plural",
     "user_roles",
 ]
 
@@ -75,16 +76,11 @@ class Access:
     role: str = "manager"  # which role/binding pair carries it: manager, cert or leader-election
 
 
-def owner_plural(kind: str) -> str:
-    """The resource the webhook's ancestor walk GETs for an owner kind (`lookups.get_owner`)."""
-    return {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}.get(kind, kind.lower() + "s")
-
-
 def _owner_access() -> Iterable[Access]:
     """The ancestor walk GETs owners of every kind any integration registers, and ReplicaSets."""
     by_group: dict[str, set[str]] = defaultdict(set)
-    for group, kind in (*INTEGRATION_KINDS.values(), ("apps", "ReplicaSet")):
-        by_group[group].add(owner_plural(kind))
+    for group, kind in known_owners():
+        by_group[group].add(integrations.plural(group, kind))
     for group in sorted(by_group):
         yield Access(
             group,
@@ -95,194 +91,197 @@ def _owner_access() -> Iterable[Access]:
         )
 
 
-MANAGER_ACCESS: tuple[Access, ...] = (
-    # -- the webhook server's lookups --------------------------------------------------------------
-    Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
-    Access(
-        _K,
-        ("localqueues", "workloadpriorityclasses"),
-        ("list", "watch"),
-        LOOKUPS,
-        "default LocalQueue and default WorkloadPriorityClass exist?",
-    ),
-    Access(
-        _K,
-        ("clusterqueues",),
-        ("list", "watch"),
-        LOOKUPS,
-        "submit-time warnings: the ClusterQueue's namespaceSelector and quotas",
-    ),
-    *_owner_access(),
-    # -- internal certificate management -----------------------------------------------------------
-    Access(
-        "",
-        ("secrets",),
-        ("get", "update"),
-        CERT_MANAGER,
-        "read and rotate the shared serving certificate",
-        resource_names=("kueue-webhook-server-cert",),
-        namespaced=True,
-        role="cert",
-    ),
-    Access(
-        "",
-        ("secrets",),
-        ("create",),
-        CERT_MANAGER,
-        "first replica creates the Secret (create cannot be name-scoped)",
-        namespaced=True,
-        role="cert",
-    ),
-    Access(
-        "admissionregistration.k8s.io",
-        ("mutatingwebhookconfigurations",),
-        ("get", "patch"),
-        CERT_MANAGER,
-        "inject the caBundle",
-        resource_names=("kueue-mutating-webhook-configuration",),
-        role="cert",
-    ),
-    Access(
-        "admissionregistration.k8s.io",
-        ("validatingwebhookconfigurations",),
-        ("get", "patch"),
-        CERT_MANAGER,
-        "inject the caBundle",
-        resource_names=("kueue-validating-webhook-configuration",),
-        role="cert",
-    ),
-    Access(
-        "apiextensions.k8s.io",
-        ("customresourcedefinitions",),
-        ("get", "patch"),
-        CERT_MANAGER,
-        "inject the caBundle into conversion",
-        resource_names=conversion_crd_names(),
-        role="cert",
-    ),
-    # -- the admission worker ------------------------------------------------------------------------
-    Access(_K, ("workloads",), _ALL, WORKER, "Workloads of Jobs and Pods"),
-    Access(_K, ("workloads/status",), ("get", "patch", "update"), WORKER, "admission, conditions"),
-    Access(
-        _K,
-        ("admissionchecks", "clusterqueues", "resourceflavors"),
-        (*_READ, "update"),
-        WORKER,
-        "cache, and the resource-in-use finalizer",
-    ),
-    Access(
-        _K,
-        (
-            "admissionchecks/finalizers",
-            "clusterqueues/finalizers",
-            "resourceflavors/finalizers",
-            "workloads/finalizers",
+def _integration_access() -> Iterable[Access]:
+    """What each implemented integration's reconciler needs (`webhook.api.integrations` rows)."""
+    for framework in integrations.implemented():
+        for grant in framework.worker_access:
+            group = framework.group if grant.group is None else grant.group
+            yield Access(group, grant.resources, grant.verbs, WORKER, f"{framework.name}: {grant.why}")
+
+
+def manager_access() -> tuple[Access, ...]:
+    """Every grant of the manager's roles; the integrations' part follows the registry's rows."""
+    return _manager_access(integrations.generation())
+
+
+@functools.lru_cache(maxsize=2)
+def _manager_access(_generation: int) -> tuple[Access, ...]:
+    return (
+        # -- the webhook server's lookups --------------------------------------------------------------
+        Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
+        Access(
+            _K,
+            ("localqueues", "workloadpriorityclasses"),
+            ("list", "watch"),
+            LOOKUPS,
+            "default LocalQueue and default WorkloadPriorityClass exist?",
         ),
-        ("update",),
-        WORKER,
-        "finalizers",
-    ),
-    Access(_K, ("cohorts", "localqueues", "workloadpriorityclasses"), _READ, WORKER, "cache"),
-    Access(
-        _K,
-        ("admissionchecks/status", "clusterqueues/status", "cohorts/status", "localqueues/status"),
-        ("get", "patch", "update"),
-        WORKER,
-        "queue status",
-    ),
-    Access(
-        "batch",
-        ("jobs",),
-        ("delete", "get", "list", "patch", "update", "watch"),
-        WORKER,
-        "suspend, resume, inject; delete after the deactivation retention period",
-    ),
-    Access(
-        "batch", ("jobs/status",), ("get", "patch", "update"), WORKER, "reset startTime when stopping a started Job"
-    ),
-    Access("", ("pods",), ("delete", "get", "list", "patch", "update", "watch"), WORKER, "gates, finalizers, stop"),
-    Access("", ("pods/status",), ("patch",), WORKER, "pod conditions"),
-    Access(
-        "apps", ("statefulsets",), ("list", "watch"), WORKER, "StatefulSet integration: one pod group per StatefulSet"
-    ),
-    Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
-    Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
-    Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
-    Access("node.k8s.io", ("runtimeclasses",), _READ, WORKER, "RuntimeClass pod overhead of pending Workloads"),
-    Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
-    Access(
-        "coordination.k8s.io",
-        ("leases",),
-        ("create", "get", "update"),
-        WORKER,
-        "leader election",
-        namespaced=True,
-        role="leader-election",
-    ),
-    # -- the worker's metrics server ------------------------------------------------------------------
-    Access(
-        "authentication.k8s.io",
-        ("tokenreviews",),
-        ("create",),
-        METRICS_AUTH,
-        "who is the scraper (its bearer token)",
-        role="metrics-auth",
-    ),
-    Access(
-        "authorization.k8s.io",
-        ("subjectaccessreviews",),
-        ("create",),
-        METRICS_AUTH,
-        "may the scraper get /metrics",
-        role="metrics-auth",
-    ),
-    # -- the dashboard: its own ServiceAccount and role (`install.dashboard`), never the manager's ------
-    Access(
-        _K,
-        ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"),
-        ("list", "watch"),
-        DASHBOARD,
-        "watch caches the pages are rendered from",
-        role="dashboard",
-    ),
-    # Events and Pods only where a namespace shares them: a ClusterRole with no cluster-wide binding
-    # (`install.dashboard`), bound per namespace; never every Pod and Event of the cluster.
-    Access(
-        "",
-        ("events", "pods"),
-        ("list",),
-        DASHBOARD,
-        "a Workload's page: its Events and Pods, in namespaces that bind it",
-        role="dashboard-details",
-    ),
-    Access("authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"),
-    Access(
-        "authorization.k8s.io",
-        ("subjectaccessreviews",),
-        ("create",),
-        DASHBOARD,
-        "what the viewer may list, per resource and namespace",
-        role="dashboard",
-    ),
-    # -- the worker's visibility server: built-in roles grant these (`install.visibility.auth_objects`) --
-    Access(
-        "",
-        ("configmaps",),
-        ("get",),
-        VISIBILITY_AUTH,
-        "front-proxy settings (extension-apiserver-authentication-reader)",
-        resource_names=("extension-apiserver-authentication",),
-        role="visibility-auth",
-    ),
-    Access(
-        "authorization.k8s.io",
-        ("subjectaccessreviews",),
-        ("create",),
-        VISIBILITY_AUTH,
-        "may the caller read pending workloads (system:auth-delegator)",
-        role="visibility-auth",
-    ),
-)
+        Access(
+            _K,
+            ("clusterqueues",),
+            ("list", "watch"),
+            LOOKUPS,
+            "submit-time warnings: the ClusterQueue's namespaceSelector and quotas",
+        ),
+        *_owner_access(),
+        # -- internal certificate management -----------------------------------------------------------
+        Access(
+            "",
+            ("secrets",),
+            ("get", "update"),
+            CERT_MANAGER,
+            "read and rotate the shared serving certificate",
+            resource_names=("kueue-webhook-server-cert",),
+            namespaced=True,
+            role="cert",
+        ),
+        Access(
+            "",
+            ("secrets",),
+            ("create",),
+            CERT_MANAGER,
+            "first replica creates the Secret (create cannot be name-scoped)",
+            namespaced=True,
+            role="cert",
+        ),
+        Access(
+            "admissionregistration.k8s.io",
+            ("mutatingwebhookconfigurations",),
+            ("get", "patch"),
+            CERT_MANAGER,
+            "inject the caBundle",
+            resource_names=("kueue-mutating-webhook-configuration",),
+            role="cert",
+        ),
+        Access(
+            "admissionregistration.k8s.io",
+            ("validatingwebhookconfigurations",),
+            ("get", "patch"),
+            CERT_MANAGER,
+            "inject the caBundle",
+            resource_names=("kueue-validating-webhook-configuration",),
+            role="cert",
+        ),
+        Access(
+            "apiextensions.k8s.io",
+            ("customresourcedefinitions",),
+            ("get", "patch"),
+            CERT_MANAGER,
+            "inject the caBundle into conversion",
+            resource_names=conversion_crd_names(),
+            role="cert",
+        ),
+        # -- the admission worker ------------------------------------------------------------------------
+        Access(_K, ("workloads",), _ALL, WORKER, "Workloads of Jobs and Pods"),
+        Access(_K, ("workloads/status",), ("get", "patch", "update"), WORKER, "admission, conditions"),
+        Access(
+            _K,
+            ("admissionchecks", "clusterqueues", "resourceflavors"),
+            (*_READ, "update"),
+            WORKER,
+            "cache, and the resource-in-use finalizer",
+        ),
+        Access(
+            _K,
+            (
+                "admissionchecks/finalizers",
+                "clusterqueues/finalizers",
+                "resourceflavors/finalizers",
+                "workloads/finalizers",
+            ),
+            ("update",),
+            WORKER,
+            "finalizers",
+        ),
+        Access(_K, ("cohorts", "localqueues", "workloadpriorityclasses"), _READ, WORKER, "cache"),
+        Access(
+            _K,
+            ("admissionchecks/status", "clusterqueues/status", "cohorts/status", "localqueues/status"),
+            ("get", "patch", "update"),
+            WORKER,
+            "queue status",
+        ),
+        *_integration_access(),
+        Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
+        Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
+        Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
+        Access("node.k8s.io", ("runtimeclasses",), _READ, WORKER, "RuntimeClass pod overhead of pending Workloads"),
+        Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
+        Access(
+            "coordination.k8s.io",
+            ("leases",),
+            ("create", "get", "update"),
+            WORKER,
+            "leader election",
+            namespaced=True,
+            role="leader-election",
+        ),
+        # -- the worker's metrics server ------------------------------------------------------------------
+        Access(
+            "authentication.k8s.io",
+            ("tokenreviews",),
+            ("create",),
+            METRICS_AUTH,
+            "who is the scraper (its bearer token)",
+            role="metrics-auth",
+        ),
+        Access(
+            "authorization.k8s.io",
+            ("subjectaccessreviews",),
+            ("create",),
+            METRICS_AUTH,
+            "may the scraper get /metrics",
+            role="metrics-auth",
+        ),
+        # -- the dashboard: its own ServiceAccount and role (`install.dashboard`), never the manager's ------
+        Access(
+            _K,
+            ("clusterqueues", "cohorts", "localqueues", "resourceflavors", "workloads"),
+            ("list", "watch"),
+            DASHBOARD,
+            "watch caches the pages are rendered from",
+            role="dashboard",
+        ),
+        # Events and Pods only where a namespace shares them: a ClusterRole with no cluster-wide binding
+        # (`install.dashboard`), bound per namespace; never every Pod and Event of the cluster.
+        Access(
+            "",
+            ("events", "pods"),
+            ("list",),
+            DASHBOARD,
+            "a Workload's page: its Events and Pods, in namespaces that bind it",
+            role="dashboard-details",
+        ),
+        Access(
+            "authentication.k8s.io", ("tokenreviews",), ("create",), DASHBOARD, "who is the viewer", role="dashboard"
+        ),
+        Access(
+            "authorization.k8s.io",
+            ("subjectaccessreviews",),
+            ("create",),
+            DASHBOARD,
+            "what the viewer may list, per resource and namespace",
+            role="dashboard",
+        ),
+        # -- the worker's visibility server: built-in roles grant these (`install.visibility.auth_objects`) --
+        Access(
+            "",
+            ("configmaps",),
+            ("get",),
+            VISIBILITY_AUTH,
+            "front-proxy settings (extension-apiserver-authentication-reader)",
+            resource_names=("extension-apiserver-authentication",),
+            role="visibility-auth",
+        ),
+        Access(
+            "authorization.k8s.io",
+            ("subjectaccessreviews",),
+            ("create",),
+            VISIBILITY_AUTH,
+            "may the caller read pending workloads (system:auth-delegator)",
+            role="visibility-auth",
+        ),
+    )
 
 
 # -- generation ----------------------------------------------------------------------------------------
@@ -331,10 +330,11 @@ ROLE_NAMES = {
 
 
 def manager_rbac(
-    namespace: str, service_account: str, *, access: Sequence[Access] = MANAGER_ACCESS
+    namespace: str, service_account: str, *, access: Sequence[Access] | None = None
 ) -> list[dict[str, Any]]:
     """ClusterRoles, Roles and their bindings for the manager's service account."""
     out: list[dict[str, Any]] = []
+    access = manager_access() if access is None else access
     for (key, namespaced), (role_name, binding_name) in ROLE_NAMES.items():
         entries = [a for a in access if a.role == key and a.namespaced == namespaced]
         if not entries:

@@ -12,15 +12,15 @@ Threads (all daemons; the process exits when leadership ends):
 * writers (`WorkQueue` keyed by object): status writes merged into one guarded PUT per object;
   the core's decisions become those writes in `decisions`, queue status in `queue_status`, the
   resource-in-use finalizers in `finalizers`;
-* Job reconcilers (`WorkQueue` keyed by Job): `integrations.batchjob`.
+* one reconciler per enabled integration, each with its own `WorkQueue`, built by the adapter
+  module its registry row names (`jobframework.setup`, `webhook.api.integrations`): batch/v1 Jobs
+  (`integrations.batchjob`), Pods and pod groups (`integrations.pod.reconciler`, with a pods
+  informer limited to `kueue.x-k8s.io/managed=true`), StatefulSets (`integrations.statefulset`,
+  with its own StatefulSet and pod informers).
 * Workload reconcilers (`WorkQueue` keyed by Workload): admission checks, PodsReady timeouts,
   requeue backoff and deactivation (`reconcilers.workload`).
-* Pod reconcilers (`WorkQueue` keyed by pod or `group/<ns>/<name>`): `integrations.pod.reconciler`, with a
-  pods informer limited to `kueue.x-k8s.io/managed=true` when the pod integration is on.
 * Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
   `reconcilers.concurrent_admission`.
-* StatefulSet reconcilers (`WorkQueue` keyed by StatefulSet or `pod/<ns>/<name>`), with the
-  `statefulset` integration: `integrations.statefulset`, with its own StatefulSet and pod informers.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
@@ -36,7 +36,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, assert_never
 
@@ -54,9 +54,7 @@ from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
 from webhook.worker.finalizers import Finalizers
-from webhook.worker.integrations import statefulset as statefulsets
-from webhook.worker.integrations.batchjob import JobReconciler
-from webhook.worker.integrations.pod import reconciler as pods
+from webhook.worker.jobframework.setup import Resource, SetupContext, wire
 from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
@@ -67,7 +65,7 @@ from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
 
-__all__ = ["POD_RESOURCE", "RESOURCES", "Manager", "Resource"]
+__all__ = ["RESOURCES", "Manager"]
 
 log = logging.getLogger(__name__)
 
@@ -102,17 +100,6 @@ HELD_RETRY_S = 0.02
 STATUS_BATCH_S = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class Resource:
-    kind: str  # plural, also the Store kind
-    api_version: str
-    label_selector: str = ""
-
-    @property
-    def path(self) -> str:
-        return k.object_path(self.api_version, self.kind, None)
-
-
 RESOURCES: tuple[Resource, ...] = (
     Resource("resourceflavors", c.V1BETA2),
     Resource("cohorts", c.V1BETA2),
@@ -126,9 +113,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("limitranges", "v1"),
     Resource("runtimeclasses", "node.k8s.io/v1"),
     Resource("workloads", c.V1BETA2),
-    Resource("jobs", "batch/v1"),
 )
-POD_RESOURCE = Resource("pods", "v1", pods.LABEL_SELECTOR)  # watched when the pod integration is on
 
 
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,7 +180,10 @@ class Manager:
         self.core = AdmissionCore(scheduler_config(config))
         self.recorder = events.Recorder(kube, instance=identity, stop=stop)
         self.reporter = MetricsReporter(config)
-        self.jobs = JobReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
+        # The enabled integrations' reconcilers and what they watch (`jobframework.setup`, from the registry).
+        self.integrations = wire(
+            SetupContext(kube, self.store, config, self.recorder, stop, on_ready=self.reporter.pods_ready)
+        )
         # Admission checks, PodsReady timeouts, requeue backoff and deactivation (`workload_controller.go`).
         self.workloads = WorkloadReconciler(
             kube,
@@ -207,12 +195,6 @@ class Manager:
             on_admitted=self._admitted_by_checks,
         )
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
-        # Plain Pods and pod groups (`integrations.pod.reconciler`): their own informer and work queue.
-        self.pods = (
-            pods.PodReconciler(kube, self.store, config, self.recorder, on_ready=self.reporter.pods_ready, stop=stop)
-            if pods.is_enabled(config)
-            else None
-        )
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
         self.variants = (
             VariantReconciler(
@@ -225,12 +207,6 @@ class Manager:
             if self.core.config.concurrent_admission
             else None
         )
-        # StatefulSets (`integrations.statefulset`): one pod group each; it watches them and their pods itself.
-        self.statefulsets = (
-            statefulsets.StatefulSetReconciler(kube, self.store, config, self.recorder, stop=stop)
-            if statefulsets.is_enabled(config)
-            else None
-        )
         # objectRetentionPolicies.workloads.afterFinished: finished Workloads deleted (`retention`).
         after_finished = config.object_retention_policies.workloads.after_finished_s
         self.retention = (
@@ -238,12 +214,12 @@ class Manager:
             if after_finished is None
             else WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
         )
-        self.resources = (*RESOURCES, POD_RESOURCE) if self.pods is not None else RESOURCES
+        self.resources = (*RESOURCES, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
-            self.jobs,
+            *(w.reconciler for w in self.integrations),
             self.workloads,
-            *(r for r in (self.pods, self.variants, self.statefulsets, self.retention) if r is not None),
+            *(r for r in (self.variants, self.retention) if r is not None),
         )
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from prometheus_client import CONTENT_TYPE_LATEST, Counter
 
 from webhook import metrics
-from webhook.admission.app import ENDPOINTS, MAX_BODY_BYTES, create_app
+from webhook.admission.app import MAX_BODY_BYTES, create_app, endpoints
 
 from .reviews import post, review
 
@@ -198,7 +198,7 @@ def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 @st.composite
 def mutated_reviews(draw: st.DrawFn) -> tuple[str, bytes]:
-    endpoint = draw(st.sampled_from(list(ENDPOINTS)))
+    endpoint = draw(st.sampled_from(list(endpoints())))
     obj = copy.deepcopy(draw(st.sampled_from(SEEDS)))
     doc = review(
         obj,

@@ -20,7 +20,7 @@ import pytest
 
 from tests.unit.fake_kube import FakeKube
 from tests.unit.test_certmanager import cluster_objects, manager
-from webhook.admission.jobframework import INTEGRATION_KINDS
+from webhook.admission.jobframework import known_owners
 from webhook.admission.lookups import ClusterLookups
 from webhook.install import rbac, visibility
 from webhook.worker.metrics_server import Authorizer
@@ -72,7 +72,7 @@ def grants(entry: rbac.Access, call: Call) -> bool:
 
 
 def entries_of(user: str) -> list[rbac.Access]:
-    return [a for a in rbac.MANAGER_ACCESS if a.user == user]
+    return [a for a in rbac.manager_access() if a.user == user]
 
 
 def granted_triples(entries: Iterable[rbac.Access]) -> set[tuple[str, str, str]]:
@@ -93,7 +93,7 @@ def lookups_calls() -> list[Call]:
             time.sleep(0.01)
         with pytest.raises(Exception, match="not found"):
             lookups.namespace_labels("created-a-moment-ago")
-        for group, kind in (*INTEGRATION_KINDS.values(), ("apps", "ReplicaSet")):
+        for group, kind in sorted(known_owners()):
             api_version = f"{group}/v1" if group else "v1"
             assert lookups.get_owner("ns", api_version, kind, "owner") is None
     finally:
@@ -145,7 +145,9 @@ def test_generated_roles_carry_exactly_the_table():
         for r in rule["resources"]
         for v in rule["verbs"]
     }
-    assert from_roles == granted_triples([a for a in rbac.MANAGER_ACCESS if (a.role, a.namespaced) in rbac.ROLE_NAMES])
+    assert from_roles == granted_triples(
+        [a for a in rbac.manager_access() if (a.role, a.namespaced) in rbac.ROLE_NAMES]
+    )
     bindings = [o for o in objs if o["kind"].endswith("Binding")]
     assert {b["roleRef"]["name"] for b in bindings} == {
         o["metadata"]["name"] for o in objs if not o["kind"].endswith("Binding")
@@ -154,7 +156,7 @@ def test_generated_roles_carry_exactly_the_table():
 
 def test_visibility_grants_come_from_built_in_roles():
     """What the visibility server needs is bound to Kubernetes' own roles, not generated."""
-    entries = [a for a in rbac.MANAGER_ACCESS if a.role == "visibility-auth"]
+    entries = [a for a in rbac.manager_access() if a.role == "visibility-auth"]
     assert {(a.group, a.resources) for a in entries} == {
         ("", ("configmaps",)),
         ("authorization.k8s.io", ("subjectaccessreviews",)),
@@ -219,7 +221,7 @@ def scan(root: Path) -> dict[tuple[str, str], list[str]]:
 
 
 def test_every_path_the_code_names_is_granted():
-    granted = {(a.group, r.split("/")[0]) for a in rbac.MANAGER_ACCESS for r in a.resources}
+    granted = {(a.group, r.split("/")[0]) for a in rbac.manager_access() for r in a.resources}
     missing = {ref: where for ref, where in scan(WEBHOOK).items() if ref not in granted}
     assert not missing, f"the code calls resources no role grants: {missing}"
 

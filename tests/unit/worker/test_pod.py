@@ -130,11 +130,6 @@ def test_workload_keys(meta: dict[str, Any], keys: list[str]) -> None:
     assert pod.workload_keys({"metadata": {"name": "wl", "namespace": "ns", **meta}}) == keys
 
 
-def test_enabled_only_with_the_pod_framework() -> None:
-    assert pod.is_enabled(CONFIG)
-    assert not pod.is_enabled(Configuration())
-
-
 def test_single_pod_gets_a_workload_then_is_ungated_on_admission() -> None:
     w = World((POD_PATH, make_pod("p")))
     w.rec.reconcile("ns/p")

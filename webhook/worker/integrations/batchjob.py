@@ -23,6 +23,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import fields, jobs, selector
 from webhook.api import objects as o
+from webhook.api.integrations import BATCH_JOB
 from webhook.config import Configuration, Feature
 from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
@@ -39,6 +40,7 @@ from webhook.worker.jobframework.plan import (
     workload_name,
 )
 from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "reclaimable_pods",
     "resolve_priority",
     "restore_patch",
+    "setup",
     "start_patch",
     "workload_name",
 ]
@@ -65,7 +68,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-JOB_API = "batch/v1"
+JOB_API = BATCH_JOB.api_version
 _MAX_PREFIX = 253 - 6
 _JOB_CONTROLLER_LABELS = (
     "controller-uid",
@@ -401,7 +404,11 @@ class BatchJob:
 
 
 INTEGRATION = Integration(
-    api_version=JOB_API, kind="Job", resource="jobs", controller_name=CONTROLLER_NAME, wrap=BatchJob
+    api_version=JOB_API,
+    kind=BATCH_JOB.kind,
+    resource=BATCH_JOB.resource,
+    controller_name=CONTROLLER_NAME,
+    wrap=BatchJob,
 )
 """batch/v1 Jobs for the generic executor."""
 
@@ -446,3 +453,9 @@ class JobReconciler(GenericJobReconciler):
             requeue_after=requeue_after,
             stop=stop,
         )
+
+
+def setup(ctx: SetupContext) -> Wiring:
+    """The batch/v1 Job integration in the worker: every Job is watched."""
+    reconciler = JobReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
+    return Wiring(reconciler, watches=(Resource(BATCH_JOB.resource, BATCH_JOB.api_version),))

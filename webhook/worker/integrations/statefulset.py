@@ -29,6 +29,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api import selector
+from webhook.api.integrations import STATEFULSET
 from webhook.api.statefulset import (
     API_VERSION,
     FRAMEWORK,
@@ -56,10 +57,11 @@ from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.interface import JobError
 from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import end_plan, execute_plan
+from webhook.worker.jobframework.setup import SetupContext, Wiring
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 
-__all__ = ["POD_LABEL_SELECTOR", "StatefulSetReconciler", "is_enabled", "plan_pod", "plan_statefulset"]
+__all__ = ["POD_LABEL_SELECTOR", "StatefulSetReconciler", "plan_pod", "plan_statefulset", "setup"]
 
 CONTROLLER_NAME = "statefulset"
 #: Every pod a StatefulSet creates carries this label; the pods of our groups are among them.
@@ -67,10 +69,6 @@ POD_LABEL_SELECTOR = "statefulset.kubernetes.io/pod-name"
 REVISION_LABEL = "controller-revision-hash"
 POD_BATCH_PERIOD_S = 1.0  # upstream's podBatchPeriod: a burst of new pods is one reconcile
 _POD_KEY = "pod/"
-
-
-def is_enabled(config: Configuration) -> bool:
-    return FRAMEWORK in config.integrations.frameworks
 
 
 def _owner_ref(sts: Obj) -> dict[str, Any]:
@@ -305,7 +303,7 @@ class StatefulSetReconciler:
         self.stop = stop
         self.clock = clock
         integration = Integration(
-            api_version=API_VERSION, kind=KIND, resource="statefulsets", controller_name=CONTROLLER_NAME
+            api_version=API_VERSION, kind=KIND, resource=STATEFULSET.resource, controller_name=CONTROLLER_NAME
         )
         self.executor = JobExecutor(kube, store, config, recorder, integration, clock=clock)
         self.queue: WorkQueue[object] = WorkQueue("statefulsets", self.reconcile, workers=workers, stop=stop)
@@ -407,3 +405,8 @@ class StatefulSetReconciler:
             job = {**sts, "apiVersion": API_VERSION, "kind": KIND}  # the object its events name
         execute_plan(self.executor, key, job, p, now, settled=lambda key, uid: None)
         end_plan(key, KIND, p)
+
+
+def setup(ctx: SetupContext) -> Wiring:
+    """The StatefulSet integration in the worker: it follows StatefulSets and their pods itself."""
+    return Wiring(StatefulSetReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, stop=ctx.stop))

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from webhook.api import constants as c
+from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.pod_role import role_hash
@@ -86,12 +87,12 @@ class Options:
 
     @classmethod
     def from_config(cls, cfg: Configuration) -> Options:
-        frameworks = set(cfg.integrations.frameworks)
-        parents = {"deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"}
+        frameworks = cfg.integrations.frameworks
         return cls(
             label_keys_to_copy=frozenset(cfg.integrations.label_keys_to_copy),
             manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
-            implicitly_enabled="pod" not in frameworks and bool(frameworks & parents),
+            implicitly_enabled=integrations.POD.name not in frameworks
+            and integrations.POD in integrations.enabled(frameworks),
             wait_for_pods_ready=cfg.wait_for_pods_ready_enabled,
             tas=cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
             workload_identifier_annotations=cfg.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),

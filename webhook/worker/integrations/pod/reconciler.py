@@ -27,6 +27,7 @@ from typing import Any
 from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import selector
+from webhook.api.integrations import POD
 from webhook.config import Configuration
 from webhook.worker import events
 from webhook.worker.integrations.pod import adapter as pg
@@ -34,6 +35,7 @@ from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import GenericJobReconciler
+from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store, object_key
 
 __all__ = [
@@ -43,18 +45,13 @@ __all__ = [
     "PodReconciler",
     "PodSource",
     "group_key",
-    "is_enabled",
+    "setup",
     "workload_keys",
 ]
 
 LABEL_SELECTOR = f"{c.MANAGED_LABEL}=true"
 GROUP_PREFIX = "group/"
 CONTROLLER_NAME = "pod-kueue-controller"
-
-
-def is_enabled(config: Configuration) -> bool:
-    """The pod integration runs when `pod` is a framework, or implicitly for its parent integrations."""
-    return "pod" in config.integrations.frameworks or pg.Options.from_config(config).implicitly_enabled
 
 
 def group_key(namespace: str, name: str) -> str:
@@ -228,7 +225,9 @@ class PodReconciler(GenericJobReconciler):
         self.pod_source = PodSource(store, config)
         self.opts = self.pod_source.opts
         self.expectations = self.pod_source.expectations
-        integration = Integration(api_version="v1", kind="Pod", resource="pods", controller_name=CONTROLLER_NAME)
+        integration = Integration(
+            api_version=POD.api_version, kind=POD.kind, resource=POD.resource, controller_name=CONTROLLER_NAME
+        )
         super().__init__(
             kube,
             store,
@@ -241,3 +240,9 @@ class PodReconciler(GenericJobReconciler):
             workers=workers,
             stop=stop,
         )
+
+
+def setup(ctx: SetupContext) -> Wiring:
+    """The pod integration in the worker: only the pods Kueue manages are watched (`LABEL_SELECTOR`)."""
+    reconciler = PodReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
+    return Wiring(reconciler, watches=(Resource(POD.resource, POD.api_version, LABEL_SELECTOR),))

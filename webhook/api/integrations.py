@@ -1,0 +1,264 @@
+"""The integration registry: one record per job framework, the one place every other table is
+derived from.
+
+Mirrors `RegisterIntegration` and `IntegrationCallbacks` in
+`pkg/controller/jobframework/integrationmanager.go` (upstream v0.19.2). Upstream's packages
+register themselves from `init()`; here each framework is one `Framework` row, and the row names
+the two modules that implement it by import path, so this module stays pure data:
+
+* `webhook`: a module of `webhook.admission` with `default`, `validate_create` and
+  `validate_update` (the admission app serves it at controller-runtime's paths and the
+  webhook configurations register it);
+* `adapter`: a module of `webhook.worker.integrations` with `setup(ctx)` (the Manager builds its
+  reconciler and informers from it, `webhook.worker.jobframework.setup`).
+
+From the rows come: the framework names the Configuration accepts and whether each has a
+MultiKueue adapter (`webhook.config.validation`), the ones this project implements (a row with a
+webhook module), the kinds the webhooks' ancestor walk knows, the resource plural of each kind,
+the manager's RBAC (`webhook.install.rbac`), the shipped Configuration's frameworks, and which
+reconcilers the worker runs. Adding an integration is its adapter module, its webhook module and
+its row (README, "Adding an integration").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = [
+    "BATCH_JOB",
+    "DEPLOYMENT",
+    "LEADER_WORKER_SET",
+    "POD",
+    "STATEFULSET",
+    "Framework",
+    "Grant",
+    "all_frameworks",
+    "by_group_kind",
+    "enabled",
+    "generation",
+    "get",
+    "implemented",
+    "plural",
+    "register",
+    "registered",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """One RBAC rule the worker needs for a framework (group None: the framework's own group)."""
+
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    why: str
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    """One job framework as `integrations.frameworks` names it."""
+
+    name: str
+    group: str
+    version: str
+    kind: str
+    resource: str
+    """The resource plural: the API path, the informers' and the store's kind."""
+    multikueue: bool = True
+    """Upstream has a built-in MultiKueue adapter for it (`MultiKueueAdapter`)."""
+    webhook: str | None = None
+    """Import path of its admission module; None: not implemented by this project."""
+    adapter: str | None = None
+    """Import path of its worker module; None: it needs no reconciler of its own."""
+    mutate_operations: tuple[str, ...] = ("CREATE",)
+    validate_calls_api: bool = False
+    """Its validating webhook may read from the API server: decided off the event loop."""
+    implicitly_enables: tuple[str, ...] = ()
+    """`ImplicitlyEnabledFrameworkNames`: frameworks that run whenever this one is enabled."""
+    worker_access: tuple[Grant, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def gvk(self) -> str:
+        """`schema.GroupVersionKind.String()`, as upstream's messages print it."""
+        return f"{self.group}/{self.version}, Kind={self.kind}"
+
+    @property
+    def implemented(self) -> bool:
+        return self.webhook is not None
+
+    def webhook_path(self, *, mutating: bool) -> str:
+        """controller-runtime's `generateMutatePath` / `generateValidatePath`."""
+        verb = "mutate" if mutating else "validate"
+        return f"/{verb}-{self.group.replace('.', '-')}-{self.version}-{self.kind.lower()}"
+
+    def webhook_name(self, *, mutating: bool) -> str:
+        """`m<kind>.kb.io` / `v<kind>.kb.io`, the `+kubebuilder:webhook` names upstream uses."""
+        return f"{'m' if mutating else 'v'}{self.kind.lower()}.kb.io"
+
+
+_FRAMEWORKS: dict[str, Framework] = {}
+_generation = [0]  # bumped by every change, so callers may cache what they derive from the rows
+
+
+def register(framework: Framework) -> Framework:
+    """Add a row; a name or a kind registered twice is a programming error (`errDuplicateFrameworkName`)."""
+    if framework.name in _FRAMEWORKS:
+        raise ValueError(f"duplicate framework name {framework.name!r}")
+    if by_group_kind(framework.group, framework.kind) is not None:
+        raise ValueError(f"kind {framework.kind}.{framework.group} is registered twice")
+    _FRAMEWORKS[framework.name] = framework
+    _generation[0] += 1
+    return framework
+
+
+@contextmanager
+def registered(framework: Framework) -> Iterator[Framework]:
+    """`framework` registered for the duration of the block (`EnableIntegrationsForTest`)."""
+    register(framework)
+    try:
+        yield framework
+    finally:
+        del _FRAMEWORKS[framework.name]
+        _generation[0] += 1
+
+
+def generation() -> int:
+    """Changes whenever a row is added or removed: a cache key for what callers derive from the rows."""
+    return _generation[0]
+
+
+def get(name: str) -> Framework | None:
+    return _FRAMEWORKS.get(name)
+
+
+def all_frameworks() -> tuple[Framework, ...]:
+    """Every row, in registration order (the webhook configurations' order)."""
+    return tuple(_FRAMEWORKS.values())
+
+
+def implemented() -> tuple[Framework, ...]:
+    return tuple(f for f in _FRAMEWORKS.values() if f.implemented)
+
+
+def by_group_kind(group: str, kind: str) -> Framework | None:
+    return next((f for f in _FRAMEWORKS.values() if f.group == group and f.kind == kind), None)
+
+
+def plural(group: str, kind: str) -> str:
+    """The resource plural of a kind: a framework's as registered, else the lower-cased kind + "s",
+    right for the other owners the webhooks look up (ReplicaSet, Workload)."""
+    framework = by_group_kind(group, kind)
+    return kind.lower() + "s" if framework is None else framework.resource
+
+
+def enabled(names: Iterable[str]) -> tuple[Framework, ...]:
+    """The frameworks that run for `integrations.frameworks` = `names`: those named and those they
+    implicitly enable (`collectImplicitlyEnabledIntegrations`), in registration order."""
+    on = set(names)
+    on |= {dep for name in tuple(on) if (f := _FRAMEWORKS.get(name)) for dep in f.implicitly_enables}
+    return tuple(f for f in _FRAMEWORKS.values() if f.name in on)
+
+
+_ALL = ("delete", "get", "list", "patch", "update", "watch")
+_POD_PARENT = ("pod",)
+
+# -- the rows (pkg/controller/jobs/*: each package's RegisterIntegration) ---------------------------
+BATCH_JOB = register(
+    Framework(
+        "batch/job",
+        "batch",
+        "v1",
+        "Job",
+        "jobs",
+        webhook="webhook.admission.job",
+        adapter="webhook.worker.integrations.batchjob",
+        worker_access=(
+            Grant(("jobs",), _ALL, "suspend, resume, inject; delete after the deactivation retention period"),
+            Grant(("jobs/status",), ("get", "patch", "update"), "reset startTime when stopping a started Job"),
+        ),
+    )
+)
+POD = register(
+    Framework(
+        "pod",
+        "",
+        "v1",
+        "Pod",
+        "pods",
+        webhook="webhook.admission.pod",
+        adapter="webhook.worker.integrations.pod.reconciler",
+        worker_access=(
+            Grant(("pods",), _ALL, "gates, finalizers, stop"),
+            Grant(("pods/status",), ("patch",), "pod conditions"),
+        ),
+    )
+)
+DEPLOYMENT = register(
+    Framework(
+        "deployment",
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        multikueue=False,
+        webhook="webhook.admission.deployment",
+        # Defaulted on UPDATE too: a changed queue name reaches the template.
+        mutate_operations=("CREATE", "UPDATE"),
+        implicitly_enables=_POD_PARENT,
+    )
+)
+STATEFULSET = register(
+    Framework(
+        "statefulset",
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        webhook="webhook.admission.statefulset",
+        adapter="webhook.worker.integrations.statefulset",
+        mutate_operations=("CREATE", "UPDATE"),
+        validate_calls_api=True,
+        implicitly_enables=_POD_PARENT,
+        worker_access=(Grant(("statefulsets",), ("list", "watch"), "one pod group per StatefulSet"),),
+    )
+)
+register(Framework("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"))
+register(Framework("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs"))
+register(Framework("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs"))
+register(Framework("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"))
+register(Framework("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs"))
+register(Framework("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"))
+register(Framework("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"))
+register(Framework("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"))
+register(Framework("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs"))
+register(Framework("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters"))
+register(Framework("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices"))
+LEADER_WORKER_SET = register(
+    Framework(
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "LeaderWorkerSet",
+        "leaderworkersets",
+        implicitly_enables=_POD_PARENT,
+    )
+)
+register(
+    Framework("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers")
+)
+register(
+    Framework(
+        "sparkoperator.k8s.io/sparkapplication",
+        "sparkoperator.k8s.io",
+        "v1beta2",
+        "SparkApplication",
+        "sparkapplications",
+        multikueue=False,
+    )
+)
