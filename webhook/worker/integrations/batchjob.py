@@ -24,6 +24,7 @@ from webhook.api import constants as c
 from webhook.api import fields, jobs, selector
 from webhook.api import objects as o
 from webhook.api.integrations import BATCH_JOB
+from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
@@ -67,7 +68,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 JOB_API = BATCH_JOB.api_version
 _MAX_PREFIX = 253 - 6
 _JOB_CONTROLLER_LABELS = (

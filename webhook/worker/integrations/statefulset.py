@@ -30,6 +30,7 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api import selector
 from webhook.api.integrations import STATEFULSET
+from webhook.api.objects import Obj
 from webhook.api.statefulset import (
     API_VERSION,
     FRAMEWORK,
@@ -44,7 +45,6 @@ from webhook.worker import events
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     Lookups,
-    Obj,
     Options,
     group_name,
     is_terminated,

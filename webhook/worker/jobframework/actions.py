@@ -17,11 +17,12 @@ the next match waits to observe (upstream's `excessPodExpectations`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from webhook.api.objects import Obj
 from webhook.core.conditions import ConditionValue
 
 __all__ = [
@@ -53,8 +54,6 @@ __all__ = [
     "UpdateWorkloadSpec",
     "expected_uids",
 ]
-
-Obj = Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

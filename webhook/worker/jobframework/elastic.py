@@ -25,6 +25,7 @@ from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 from webhook.worker.jobframework import workload_slices
 from webhook.worker.reporter import ROLE
 from webhook.worker.workqueue import Retry
@@ -33,7 +34,6 @@ __all__ = ["Ungate", "Ungater", "pods_to_ungate"]
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 # Pod annotations a ProvisioningRequest admission check hands over; immutable once set.
 _PROVREQ_POD_ANNOTATIONS = (
     "autoscaling.x-k8s.io/consume-provisioning-request",

@@ -23,6 +23,7 @@ from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.worker import events, reporter
 from webhook.worker.jobframework import actions as ja
@@ -44,7 +45,6 @@ __all__ = ["Integration", "JobExecutor"]
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 _ATTEMPTS = 5
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from webhook.api.objects import Obj
 from webhook.worker.jobframework.actions import JobAction
 
 __all__ = [
@@ -23,8 +24,6 @@ __all__ = [
     "JobWithReclaimablePods",
     "StartConflict",
 ]
-
-Obj = Mapping[str, Any]
 
 
 class StartConflict(Exception):

@@ -30,6 +30,7 @@ from typing import Any
 from webhook.api import constants as c
 from webhook.api import fields, jobs
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.core import pods_ready
 from webhook.core.conditions import ConditionValue
@@ -65,7 +66,6 @@ __all__ = [
     "workload_name",
 ]
 
-Obj = Mapping[str, Any]
 _MAX_PREFIX = 253 - 6
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import fields
+from webhook.api.objects import Obj
 
 __all__ = [
     "FlavorNotFound",
@@ -27,8 +28,6 @@ __all__ = [
     "merge",
     "same_pod_sets",
 ]
-
-Obj = Mapping[str, Any]
 
 
 class PermanentError(Exception):

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from webhook import kube as k
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
@@ -30,8 +31,6 @@ from webhook.worker.workqueue import Retry, WorkQueue
 __all__ = ["GenericJobReconciler", "JobSource", "OwnedJobs", "PlanFunc", "end_plan", "execute_plan"]
 
 log = logging.getLogger(__name__)
-
-Obj = Mapping[str, Any]
 
 
 class PlanFunc(Protocol):

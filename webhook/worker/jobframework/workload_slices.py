@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 
 __all__ = [
     "SliceDecision",
@@ -34,8 +34,6 @@ __all__ = [
     "scaled_down",
     "slice_name",
 ]
-
-Obj = Mapping[str, Any]
 
 
 def _reserved(wl: Obj) -> bool:

@@ -29,12 +29,12 @@ from typing import Any
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
+from webhook.api.objects import Obj
 from webhook.config import Configuration
 from webhook.worker.integrations.pod.common import (
     MAX_POD_SETS,
     ZERO_TIME,
     Lookups,
-    Obj,
     Options,
     RetryLater,
     Unretryable,

@@ -16,6 +16,7 @@ from webhook.api import constants as c
 from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
+from webhook.api.objects import Obj
 from webhook.api.pod_role import role_hash
 from webhook.config import Feature
 from webhook.worker.jobframework import actions as ja
@@ -32,7 +33,6 @@ __all__ = [
     "WORKLOAD_API",
     "ZERO_TIME",
     "Lookups",
-    "Obj",
     "Options",
     "RetryLater",
     "Unretryable",
@@ -56,7 +56,6 @@ __all__ = [
     "workload_ref",
 ]
 
-Obj = Mapping[str, Any]
 POD_API = "v1"
 WORKLOAD_API = c.V1BETA2
 MAX_POD_SETS = 18

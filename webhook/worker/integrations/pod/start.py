@@ -14,9 +14,9 @@ from typing import Any
 
 from webhook.api import constants as c
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 from webhook.worker.integrations.pod.common import (
     Lookups,
-    Obj,
     Options,
     RetryLater,
     is_gated,

@@ -17,12 +17,12 @@ from webhook.api import constants as c
 from webhook.api import fields
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
+from webhook.api.objects import Obj
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     POD_API,
     WORKLOAD_API,
     Lookups,
-    Obj,
     Options,
     RetryLater,
     is_pod_suspended,
