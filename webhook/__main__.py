@@ -8,18 +8,20 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from webhook.config import Configuration
 
 __all__ = ["main"]
 
 log = logging.getLogger("webhook")
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from webhook import logs, tls
-    from webhook.admission.app import create_app
-    from webhook.admission.context import Lookups, StaticLookups
+def _configure(args: argparse.Namespace) -> Configuration | None:
+    """Set up logging, then load and check `--config`, as serve and the worker both start: the
+    configuration, or None (said on stderr) when it is invalid."""
+    from webhook import logs
     from webhook.config import ConfigError, check_implemented, load
 
     logs.setup(args.log_level)
@@ -28,6 +30,19 @@ def _serve(args: argparse.Namespace) -> int:
         check_implemented(config)
     except ConfigError as exc:
         print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
+        return None
+    return config
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from webhook import tls
+    from webhook.admission.app import create_app
+    from webhook.admission.context import Lookups, StaticLookups
+
+    config = _configure(args)
+    if config is None:
         return 2
     lookups: Lookups = StaticLookups()
     ready: Callable[[], bool] = lambda: True  # noqa: E731
@@ -131,16 +146,10 @@ def _worker_argv(args: argparse.Namespace) -> list[str]:
 def _worker(args: argparse.Namespace) -> int:
     import os
 
-    from webhook import logs
-    from webhook.config import ConfigError, check_implemented, load
     from webhook.worker import process
 
-    logs.setup(args.log_level)
-    try:
-        config = load(args.config)
-        check_implemented(config)
-    except ConfigError as exc:
-        print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
+    config = _configure(args)
+    if config is None:
         return 2
     if not (args.kubeconfig or args.in_cluster):
         print("the worker needs --kubeconfig or --in-cluster", file=sys.stderr)

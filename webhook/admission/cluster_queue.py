@@ -18,6 +18,7 @@ from typing import Any
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import objects as o
 from webhook.api.quantity import parse
 from webhook.config import Feature
 
@@ -59,10 +60,7 @@ _CONCURRENT_ADMISSION_POLICY = (
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
     """Add the `kueue.x-k8s.io/resource-in-use` finalizer (`ClusterQueueWebhook.Default`)."""
-    metadata = obj.setdefault("metadata", {})
-    finalizers = metadata.get("finalizers") or []
-    if c.RESOURCE_IN_USE_FINALIZER not in finalizers:
-        metadata["finalizers"] = [*finalizers, c.RESOURCE_IN_USE_FINALIZER]
+    o.add_finalizer(obj, c.RESOURCE_IN_USE_FINALIZER)
 
 
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
@@ -75,7 +73,7 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     errs = _validate_spec(new, ctx) + _validate_on_flavors(new, _tolerated_on_flavors(old, new, ctx))
     old_policy = _spec(old).get("concurrentAdmissionPolicy")
     new_policy = _spec(new).get("concurrentAdmissionPolicy")
-    if _normalized(old_policy) != _normalized(new_policy):
+    if f.go_semantic(old_policy) != f.go_semantic(new_policy):
         value = f.go_json(new_policy, _CONCURRENT_ADMISSION_POLICY) if new_policy is not None else None
         errs.append(f.immutable(CONCURRENT_ADMISSION_POLICY, value))
     return errs
@@ -389,13 +387,3 @@ def _validate_on_flavors(obj: Mapping[str, Any], tolerated: Mapping[str, frozens
             if flavor not in flavors:
                 errs.append(f.not_supported(ADMISSION_CHECKS.index(i).child("onFlavors").index(j), flavor, allowed))
     return errs
-
-
-def _normalized(value: Any) -> Any:
-    """Drop nulls and empty collections, which Go's semantic equality does not tell from absent ones."""
-    if isinstance(value, Mapping):
-        items = {k: _normalized(v) for k, v in value.items()}
-        return {k: v for k, v in items.items() if v not in (None, "", [], {})}
-    if isinstance(value, list):
-        return [_normalized(v) for v in value]
-    return value

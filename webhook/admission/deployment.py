@@ -18,7 +18,6 @@ from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import integrations
 from webhook.api import objects as o
-from webhook.config import Feature
 
 __all__ = ["FRAMEWORK", "GVK", "default", "validate_create", "validate_update", "warnings_create"]
 
@@ -43,23 +42,12 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
 
 
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    errs = jf.validate_queue_name(obj) + jf.validate_elastic(obj, ctx, gvk=GVK)
-    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
-        errs += jf.validate_admission_gated_by_create(obj)
-    return errs
+    return jf.validate_serving_create(obj, ctx, gvk=GVK)
 
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """The queue name may change only while no replica is ready, and never to empty."""
-    errs = jf.validate_queue_name(new) + jf.validate_elastic(new, ctx, gvk=GVK)
-    suspended = not (old.get("status") or {}).get("readyReplicas")
-    old_q, new_q = jf.queue_name(old), jf.queue_name(new)
-    if (not suspended or not new_q) and old_q != new_q:
-        errs.append(f.immutable(jf.QUEUE_PATH, new_q))
-    errs += jf.validate_priority_class_update(old, new, suspended=suspended)
-    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
-        errs += jf.validate_admission_gated_by_update(old, new)
-    return errs
+    return jf.validate_serving_update(old, new, ctx, gvk=GVK)
 
 
 def warnings_create(obj: Mapping[str, Any], ctx: Context) -> list[str]:

@@ -1,4 +1,5 @@
-"""What the Job and Pod webhooks share: integration kinds, ancestor resolution, common job checks.
+"""What the job webhooks (Job, Pod, Deployment, StatefulSet) share: integration kinds, ancestor
+resolution, common checks.
 
 Mirrors `pkg/controller/jobframework/{validation.go,integrationmanager.go,reconciler.go,utils.go}`
 and `pkg/util/webhook/validation_admissiongatedby.go`.
@@ -39,6 +40,8 @@ __all__ = [
     "validate_job_update",
     "validate_priority_class_update",
     "validate_queue_name",
+    "validate_serving_create",
+    "validate_serving_update",
 ]
 
 LABELS = f.Path("metadata.labels")
@@ -340,6 +343,31 @@ def validate_job_update(
     errs += validate_priority_class_update(old, new, suspended=new_suspended)
     if is_elastic(old, ctx) != is_elastic(new, ctx):
         errs.append(f.invalid(ELASTIC_PATH, is_elastic(new, ctx), IMMUTABLE))
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
+        errs += validate_admission_gated_by_update(old, new)
+    return errs
+
+
+def validate_serving_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
+    """The Deployment and StatefulSet webhooks' `ValidateCreate`, the same for both: queue name,
+    elastic, admission-gated-by."""
+    errs = validate_queue_name(obj) + validate_elastic(obj, ctx, gvk=gvk)
+    if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
+        errs += validate_admission_gated_by_create(obj)
+    return errs
+
+
+def validate_serving_update(
+    old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context, *, gvk: str
+) -> list[f.FieldError]:
+    """The Deployment and StatefulSet webhooks' `ValidateUpdate`, the same for both: the queue name
+    may change only while no replica is ready, and never to empty."""
+    errs = validate_queue_name(new) + validate_elastic(new, ctx, gvk=gvk)
+    suspended = not (old.get("status") or {}).get("readyReplicas")
+    old_q, new_q = queue_name(old), queue_name(new)
+    if (not suspended or not new_q) and old_q != new_q:
+        errs.append(f.immutable(QUEUE_PATH, new_q))
+    errs += validate_priority_class_update(old, new, suspended=suspended)
     if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_update(old, new)
     return errs

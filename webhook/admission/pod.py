@@ -53,9 +53,7 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
         if meta.get("labels") is None:
             meta["labels"] = {}
         meta["labels"][c.MANAGED_LABEL] = "true"
-        finalizers = meta.get("finalizers") or []
-        if c.POD_FINALIZER not in finalizers:
-            meta["finalizers"] = [*finalizers, c.POD_FINALIZER]
+        o.add_finalizer(obj, c.POD_FINALIZER)
     spec = obj.setdefault("spec", {})
     _gate(spec, c.ADMISSION_GATE)
     if ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):

@@ -14,6 +14,7 @@ from typing import Any
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
+from webhook.api import objects as o
 
 __all__ = ["default", "validate_create", "validate_tolerations", "validate_update"]
 
@@ -28,10 +29,7 @@ TAINT_FIELDS = (
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
     """Add the `kueue.x-k8s.io/resource-in-use` finalizer (`ResourceFlavorWebhook.Default`)."""
-    metadata = obj.setdefault("metadata", {})
-    finalizers = metadata.get("finalizers") or []
-    if c.RESOURCE_IN_USE_FINALIZER not in finalizers:
-        metadata["finalizers"] = [*finalizers, c.RESOURCE_IN_USE_FINALIZER]
+    o.add_finalizer(obj, c.RESOURCE_IN_USE_FINALIZER)
 
 
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:

@@ -526,19 +526,7 @@ def _canonical(value: Any) -> Any:
     return _map_quantities(copy.deepcopy(value), f.quantity_string)
 
 
-def _normalized(value: Any) -> Any:
-    """A value compared the way `equality.Semantic.DeepEqual` compares the Go struct it decodes to.
-
-    Quantities compare by amount, and null, empty strings and empty collections equal absent
-    fields (Go decodes all of them to the zero value).
-    """
-    if isinstance(value, Mapping):
-        items = {k: _normalized(v) for k, v in value.items()}
-        return {k: v for k, v in items.items() if v not in (None, "", [], {})}
-    if isinstance(value, list):
-        return [_normalized(v) for v in value]
-    return value
-
-
 def _semantic_equal(a: Any, b: Any) -> bool:
-    return bool(_normalized(_map_quantities(a, parse)) == _normalized(_map_quantities(b, parse)))
+    """`equality.Semantic.DeepEqual`: quantities compare by amount, and nulls, empty strings and
+    empty collections equal absent fields."""
+    return bool(f.go_semantic(_map_quantities(a, parse)) == f.go_semantic(_map_quantities(b, parse)))

@@ -29,6 +29,7 @@ __all__ = [
     "go_atoi",
     "go_json",
     "go_parse_bool",
+    "go_semantic",
     "immutable",
     "invalid",
     "is_dns1123_label",
@@ -532,6 +533,17 @@ def go_json(value: Any, schema: tuple[GoField, ...] | None = None) -> Rendered:
     """
     text = json.dumps(_go_value(value, schema), separators=(",", ":"), ensure_ascii=False)
     return Rendered(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def go_semantic(value: Any) -> Any:
+    """`value` as `equality.Semantic.DeepEqual` compares the Go struct it decodes to: nulls, empty
+    strings and empty collections are dropped, since Go decodes them all to an absent field's zero."""
+    if isinstance(value, Mapping):
+        items = {k: go_semantic(v) for k, v in value.items()}
+        return {k: v for k, v in items.items() if v not in (None, "", [], {})}
+    if isinstance(value, list):
+        return [go_semantic(v) for v in value]
+    return value
 
 
 # --- Go's strconv, for integer and boolean annotation values ----------------------------------------

@@ -4,7 +4,8 @@ Every kind reaches us as a decoded JSON dict; these functions read the optional 
 defaults so no caller repeats `obj.get("metadata") or {}`. They mirror the small getters of
 `k8s.io/apimachinery/pkg/apis/meta/v1` (`GetControllerOf`, `FindStatusCondition`,
 `IsStatusConditionTrue`) and `pkg/workload/workload.go` (`IsAdmitted`, `IsFinished`,
-`HasQuotaReservation`) in upstream v0.19.2.
+`HasQuotaReservation`) in upstream v0.19.2. The one writer, `add_finalizer`, is the webhooks'
+`controllerutil.AddFinalizer`.
 """
 
 # No `from __future__ import annotations` here: it would bind the name `annotations` in this
@@ -17,6 +18,7 @@ from webhook.api.constants import WorkloadCondition
 __all__ = [
     "Obj",
     "OwnerReference",
+    "add_finalizer",
     "annotations",
     "controller_of",
     "finalizers",
@@ -92,6 +94,14 @@ def finalizers(obj: Obj) -> tuple[str, ...]:
 
 def has_finalizer(obj: Obj, finalizer: str) -> bool:
     return finalizer in (meta(obj).get("finalizers") or ())
+
+
+def add_finalizer(obj: dict[str, Any], finalizer: str) -> None:
+    """Append `finalizer` unless the object has it already (a defaulting webhook's patch)."""
+    metadata = obj.setdefault("metadata", {})
+    finalizers = metadata.get("finalizers") or []
+    if finalizer not in finalizers:
+        metadata["finalizers"] = [*finalizers, finalizer]
 
 
 def is_deleting(obj: Obj) -> bool:

@@ -86,15 +86,19 @@ class PrinterColumn:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Kind:
-    """One Kueue kind: names, scope and how to build its schema for a version."""
+    """One Kueue kind: names, scope and how to build its schema for a version.
+
+    The defaults are what most kinds are (cluster-scoped, no status subresource, no conversion), so
+    an entry of `KINDS` names only what sets its kind apart.
+    """
 
     kind: str
     plural: str
     short_names: tuple[str, ...]
-    scope: str
     schema: Callable[[str], t.Schema]
-    status: bool
-    conversion: bool
+    scope: str = "Cluster"
+    status: bool = False
+    conversion: bool = False
     columns: dict[str, tuple[PrinterColumn, ...]] = dataclasses.field(default_factory=dict)
     selectable_fields: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     # Upstream marks every older version deprecated except MultiKueueConfig's.
@@ -117,13 +121,23 @@ def _pending() -> PrinterColumn:
     return PrinterColumn("Pending Workloads", "integer", ".status.pendingWorkloads", "Workloads waiting for admission")
 
 
-def _admitted() -> PrinterColumn:
+def _admitted(priority: int = 0) -> PrinterColumn:
     return PrinterColumn(
         "Admitted Workloads",
         "integer",
         ".status.admittedWorkloads",
         "Admitted workloads that are still running",
+        priority=priority,
     )
+
+
+def _condition(name: str, condition_type: str, description: str) -> PrinterColumn:
+    """One condition's status; the condition columns differ only in which condition and their words."""
+    return PrinterColumn(name, "string", f".status.conditions[?(@.type=='{condition_type}')].status", description)
+
+
+def _age() -> PrinterColumn:
+    return PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since creation")
 
 
 def _cluster_queue_columns(cohort_path: str) -> tuple[PrinterColumn, ...]:
@@ -131,13 +145,7 @@ def _cluster_queue_columns(cohort_path: str) -> tuple[PrinterColumn, ...]:
         PrinterColumn("Cohort", "string", cohort_path, "Cohort the ClusterQueue shares quota with"),
         PrinterColumn("Strategy", "string", ".spec.queueingStrategy", "Queueing strategy", priority=1),
         _pending(),
-        PrinterColumn(
-            "Admitted Workloads",
-            "integer",
-            ".status.admittedWorkloads",
-            "Admitted workloads that are still running",
-            priority=1,
-        ),
+        _admitted(priority=1),
     )
 
 
@@ -150,19 +158,9 @@ def _workload_columns() -> tuple[PrinterColumn, ...]:
             ".status.admission.clusterQueue",
             "ClusterQueue holding the quota reservation",
         ),
-        PrinterColumn(
-            "Admitted",
-            "string",
-            ".status.conditions[?(@.type=='Admitted')].status",
-            "Whether the workload is admitted",
-        ),
-        PrinterColumn(
-            "Finished",
-            "string",
-            ".status.conditions[?(@.type=='Finished')].status",
-            "Whether the workload finished",
-        ),
-        PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
+        _condition("Admitted", "Admitted", "Whether the workload is admitted"),
+        _condition("Finished", "Finished", "Whether the workload finished"),
+        _age(),
     )
 
 
@@ -172,21 +170,12 @@ def _workload(version: str) -> t.Schema:
 
 
 KINDS: tuple[Kind, ...] = (
+    Kind("AdmissionCheck", "admissionchecks", ("ac",), kinds.admission_check_schema, status=True),
     Kind(
-        kind="AdmissionCheck",
-        plural="admissionchecks",
-        short_names=("ac",),
-        scope="Cluster",
-        schema=kinds.admission_check_schema,
-        status=True,
-        conversion=False,
-    ),
-    Kind(
-        kind="ClusterQueue",
-        plural="clusterqueues",
-        short_names=("cq",),
-        scope="Cluster",
-        schema=kinds.cluster_queue_schema,
+        "ClusterQueue",
+        "clusterqueues",
+        ("cq",),
+        kinds.cluster_queue_schema,
         status=True,
         conversion=True,
         columns={
@@ -194,21 +183,13 @@ KINDS: tuple[Kind, ...] = (
             "v1beta2": _cluster_queue_columns(".spec.cohortName"),
         },
     ),
+    Kind("Cohort", "cohorts", ("co",), kinds.cohort_schema, status=True, conversion=True),
     Kind(
-        kind="Cohort",
-        plural="cohorts",
-        short_names=("co",),
-        scope="Cluster",
-        schema=kinds.cohort_schema,
-        status=True,
-        conversion=True,
-    ),
-    Kind(
-        kind="LocalQueue",
-        plural="localqueues",
-        short_names=("queue", "queues", "lq"),
+        "LocalQueue",
+        "localqueues",
+        ("queue", "queues", "lq"),
+        kinds.local_queue_schema,
         scope="Namespaced",
-        schema=kinds.local_queue_schema,
         status=True,
         conversion=True,
         columns=_same_columns(
@@ -218,79 +199,40 @@ KINDS: tuple[Kind, ...] = (
         ),
     ),
     Kind(
-        kind="MultiKueueCluster",
-        plural="multikueueclusters",
-        short_names=("mkc",),
-        scope="Cluster",
-        schema=kinds.multikueue_cluster_schema,
+        "MultiKueueCluster",
+        "multikueueclusters",
+        ("mkc",),
+        kinds.multikueue_cluster_schema,
         status=True,
         conversion=True,
-        columns=_same_columns(
-            PrinterColumn(
-                "Connected",
-                "string",
-                ".status.conditions[?(@.type=='Active')].status",
-                "Whether the cluster is connected",
-            ),
-            PrinterColumn("Age", "date", ".metadata.creationTimestamp", "Time since creation"),
-        ),
+        columns=_same_columns(_condition("Connected", "Active", "Whether the cluster is connected"), _age()),
     ),
     Kind(
-        kind="MultiKueueConfig",
-        plural="multikueueconfigs",
-        short_names=("mkconf",),
-        scope="Cluster",
-        schema=kinds.multikueue_config_schema,
-        status=False,
-        conversion=False,
+        "MultiKueueConfig",
+        "multikueueconfigs",
+        ("mkconf",),
+        kinds.multikueue_config_schema,
         deprecated_old_versions=False,
     ),
+    Kind("ProvisioningRequestConfig", "provisioningrequestconfigs", ("prc",), kinds.provisioning_request_config_schema),
+    Kind("ResourceFlavor", "resourceflavors", ("flavor", "flavors", "rf"), kinds.resource_flavor_schema),
+    Kind("Topology", "topologies", ("topo",), kinds.topology_schema),
     Kind(
-        kind="ProvisioningRequestConfig",
-        plural="provisioningrequestconfigs",
-        short_names=("prc",),
-        scope="Cluster",
-        schema=kinds.provisioning_request_config_schema,
-        status=False,
-        conversion=False,
-    ),
-    Kind(
-        kind="ResourceFlavor",
-        plural="resourceflavors",
-        short_names=("flavor", "flavors", "rf"),
-        scope="Cluster",
-        schema=kinds.resource_flavor_schema,
-        status=False,
-        conversion=False,
-    ),
-    Kind(
-        kind="Topology",
-        plural="topologies",
-        short_names=("topo",),
-        scope="Cluster",
-        schema=kinds.topology_schema,
-        status=False,
-        conversion=False,
-    ),
-    Kind(
-        kind="Workload",
-        plural="workloads",
-        short_names=("kwl", "kueueworkload", "kueueworkloads"),
+        "Workload",
+        "workloads",
+        ("kwl", "kueueworkload", "kueueworkloads"),
+        _workload,
         scope="Namespaced",
-        schema=_workload,
         status=True,
         conversion=True,
         columns=_same_columns(*_workload_columns()),
         selectable_fields={"v1beta2": (".status.admission.clusterQueue",)},
     ),
     Kind(
-        kind="WorkloadPriorityClass",
-        plural="workloadpriorityclasses",
-        short_names=("wpc",),
-        scope="Cluster",
-        schema=kinds.workload_priority_class_schema,
-        status=False,
-        conversion=False,
+        "WorkloadPriorityClass",
+        "workloadpriorityclasses",
+        ("wpc",),
+        kinds.workload_priority_class_schema,
         columns=_same_columns(PrinterColumn("Value", "integer", ".value", "Priority value of the class")),
     ),
 )

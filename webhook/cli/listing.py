@@ -283,6 +283,17 @@ def _selectors(f: Any) -> Any:
     )(f)
 
 
+def _for_option(f: Any) -> Any:
+    """`--for TYPE[.API-GROUP]/NAME`, worded alike for the Workload and the pod listings."""
+    return click.option(
+        "--for",
+        "for_object",
+        default="",
+        metavar="TYPE[.API-GROUP]/NAME",
+        help="Filter only those pertaining to the specified resource.",
+    )(f)
+
+
 @click.command(
     "clusterqueue",
     help="Lists all ClusterQueues, potentially limiting output to those that are "
@@ -435,13 +446,7 @@ def _workload_lookups(api: Api, wls: Sequence[Mapping[str, Any]]) -> WorkloadLoo
 @click.option(
     "--status", multiple=True, help='Filter workloads by status. Must be "all", "pending", "admitted" or "finished"'
 )
-@click.option(
-    "--for",
-    "for_object",
-    default="",
-    metavar="TYPE[.API-GROUP]/NAME",
-    help="Filter only those pertaining to the specified resource.",
-)
+@_for_option
 @all_namespaces_option
 @_selectors
 @output_option(table=True)
@@ -505,13 +510,7 @@ def list_workloads(
     "selector. The --for=pod/pod-name option allows to find pods from the same pod group as "
     "the specified pod, including that pod itself.",
 )
-@click.option(
-    "--for",
-    "for_object",
-    default="",
-    metavar="TYPE[.API-GROUP]/NAME",
-    help="Filter only those pertaining to the specified resource.",
-)
+@_for_option
 @all_namespaces_option
 @_selectors
 @output_option(table=True)

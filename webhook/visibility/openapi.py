@@ -67,6 +67,32 @@ def _pending_workload(ref: str) -> dict[str, Any]:
     }
 
 
+def _kind(
+    ref: str,
+    description: str,
+    required: list[str],
+    properties: dict[str, Any],
+    group_version_kind: tuple[str, str, str] | None,
+) -> dict[str, Any]:
+    """A kind the API serves: `properties` after apiVersion, kind and metadata, and, when the
+    document names its kinds, the group, version and kind it is served as."""
+    schema: dict[str, Any] = {
+        "description": description,
+        "type": "object",
+        "required": required,
+        "properties": {
+            "apiVersion": _str(),
+            "kind": _str(),
+            "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+            **properties,
+        },
+    }
+    if group_version_kind is not None:
+        group, kind, version = group_version_kind
+        schema["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": version}]
+    return schema
+
+
 def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
     """Every schema the documents name; `ref` is the prefix a `$ref` takes (v2 or v3)."""
     meta: dict[str, dict[str, Any]] = {
@@ -198,20 +224,13 @@ def _definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]:
     for version in VERSIONS:
         item = _kueue(version, "PendingWorkload")
         out[item] = _pending_workload(ref)
-        summary: dict[str, Any] = {
-            "description": "A page of the pending workloads of a ClusterQueue or a LocalQueue, in queue order.",
-            "type": "object",
-            "required": ["items"],
-            "properties": {
-                "apiVersion": _str(),
-                "kind": _str(),
-                "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
-                "items": {"type": "array", "items": {"$ref": f"{ref}{item}"}},
-            },
-        }
-        if version_kinds:
-            summary["x-kubernetes-group-version-kind"] = [{"group": GROUP, "kind": SUMMARY_KIND, "version": version}]
-        out[_kueue(version, "PendingWorkloadsSummary")] = summary
+        out[_kueue(version, "PendingWorkloadsSummary")] = _kind(
+            ref,
+            "A page of the pending workloads of a ClusterQueue or a LocalQueue, in queue order.",
+            ["items"],
+            {"items": {"type": "array", "items": {"$ref": f"{ref}{item}"}}},
+            (GROUP, SUMMARY_KIND, version) if version_kinds else None,
+        )
     out.update(_our_definitions(ref, version_kinds))
     return out
 
@@ -272,19 +291,6 @@ def _our_definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]
                     "resources": {"type": "array", "items": {"$ref": f"{ref}{d['ResourceLimits']}"}},
                 },
             }
-            limits: dict[str, Any] = {
-                "description": "What the users of a LocalQueue can draw on now, per flavor and resource of its ClusterQueue.",
-                "type": "object",
-                "required": ["clusterQueue", "flavors"],
-                "properties": {
-                    "apiVersion": _str(),
-                    "kind": _str(),
-                    "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
-                    "clusterQueue": _str(),
-                    "cohort": _str(),
-                    "flavors": {"type": "array", "items": {"$ref": f"{ref}{d['FlavorLimits']}"}},
-                },
-            }
             out[d["EstimatedAdmission"]] = {
                 "description": "When the workload is expected to get quota.",
                 "type": "object",
@@ -307,27 +313,27 @@ def _our_definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]
             item["description"] = "A pending workload, where it stands and when it may be admitted (null: unknown)."
             item["properties"]["estimatedAdmission"] = {"$ref": f"{ref}{d['EstimatedAdmission']}"}
             out[d["PendingWorkload"]] = item
-            summary: dict[str, Any] = {
-                "description": "A page of a LocalQueue's pending workloads, in queue order, with estimates.",
-                "type": "object",
-                "required": ["items", "estimation"],
-                "properties": {
-                    "apiVersion": _str(),
-                    "kind": _str(),
-                    "metadata": {"$ref": f"{ref}{_META}.ObjectMeta"},
+            out[d[LIMITS_KIND]] = _kind(
+                ref,
+                "What the users of a LocalQueue can draw on now, per flavor and resource of its ClusterQueue.",
+                ["clusterQueue", "flavors"],
+                {
+                    "clusterQueue": _str(),
+                    "cohort": _str(),
+                    "flavors": {"type": "array", "items": {"$ref": f"{ref}{d['FlavorLimits']}"}},
+                },
+                (group.name, LIMITS_KIND, version) if version_kinds else None,
+            )
+            out[d[SUMMARY_KIND]] = _kind(
+                ref,
+                "A page of a LocalQueue's pending workloads, in queue order, with estimates.",
+                ["items", "estimation"],
+                {
                     "estimation": {"$ref": f"{ref}{d['Estimation']}"},
                     "items": {"type": "array", "items": {"$ref": f"{ref}{d['PendingWorkload']}"}},
                 },
-            }
-            if version_kinds:
-                limits["x-kubernetes-group-version-kind"] = [
-                    {"group": group.name, "kind": LIMITS_KIND, "version": version}
-                ]
-                summary["x-kubernetes-group-version-kind"] = [
-                    {"group": group.name, "kind": SUMMARY_KIND, "version": version}
-                ]
-            out[d[LIMITS_KIND]] = limits
-            out[d[SUMMARY_KIND]] = summary
+                (group.name, SUMMARY_KIND, version) if version_kinds else None,
+            )
     return out
 
 

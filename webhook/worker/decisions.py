@@ -32,6 +32,7 @@ from webhook.core.decisions import (
     QueueBlocked,
     ReplacedSlice,
     Requeue,
+    StatusDecision,
     UnsetReservation,
 )
 from webhook.worker import events
@@ -50,6 +51,7 @@ ADMISSION_CONTROLLER = "kueue-admission"
 WORKLOAD_CONTROLLER = "kueue-workload-controller"
 
 QueueRoutes = tuple[dict[str, str], dict[str, bool]]
+Mutate = Callable[[dict[str, Any], Mapping[str, Any]], None]
 
 
 def _gen(obj: Mapping[str, Any]) -> int:
@@ -98,6 +100,32 @@ class DecisionWriter:
         ns, name = key.split("/", 1)
         return k.object_path(c.V1BETA2, "workloads", ns, name)
 
+    def _log_and_write(
+        self,
+        message: str,
+        key: str,
+        decision: str,
+        fields: Mapping[str, str],
+        mutate: Mutate,
+        *,
+        on_failure: Callable[[], None] | None = None,
+        on_success: Callable[[], None] | None = None,
+        uid: str = "",
+        generation: int = 0,
+        first: bool = True,
+    ) -> str:
+        """Log `decision` on the Workload `key` (`namespace/name`) with `fields`, then queue its
+        status write (ahead of the backlog unless `first` is False); the write's key. Every decision
+        is logged and written this way, so their log lines and write keys stay alike."""
+        log.info(message, extra={"object": key, "kind": "Workload", "decision": decision, **fields})
+        write_key = f"workloads/{key}"
+        self.writes.add(
+            write_key,
+            StatusWrite("workloads", self._wl_path(key), mutate, on_failure, on_success, uid, generation),
+            first=first,
+        )
+        return write_key
+
     def dispatch(self, result: CycleResult, now: datetime) -> None:
         """Queue the writes of every decision of a cycle, in the cycle's order."""
         for d in result.decisions:
@@ -139,13 +167,16 @@ class DecisionWriter:
         replaced = d.replaces
         succeeded = None if replaced is None else (lambda: self._replace_slice(replaced, key, datetime.now(UTC)))
         self.admitting.add(key)
-        log.info(
-            "admitted", extra={"object": key, "kind": "Workload", "decision": "Admit", "cluster_queue": d.cluster_queue}
-        )
-        self.writes.add(
-            f"workloads/{key}",
-            StatusWrite("workloads", self._wl_path(key), mutate, failed, succeeded, d.uid, d.generation),
-            first=True,
+        self._log_and_write(
+            "admitted",
+            key,
+            "Admit",
+            {"cluster_queue": d.cluster_queue},
+            mutate,
+            on_failure=failed,
+            on_success=succeeded,
+            uid=d.uid,
+            generation=d.generation,
         )
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
@@ -200,20 +231,14 @@ class DecisionWriter:
                 wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER
             )
 
-        log.info(
+        self._log_and_write(
             "workload slice replaced",
-            extra={
-                "object": key,
-                "kind": "Workload",
-                "decision": "Replaced",
-                "replacement": new_key,
-                "cluster_queue": old.cluster_queue,
-            },
-        )
-        self.writes.add(
-            f"workloads/{key}",
-            StatusWrite("workloads", self._wl_path(key), mutate, on_success=replaced, uid=old.uid),
-            first=True,
+            key,
+            "Replaced",
+            {"replacement": new_key, "cluster_queue": old.cluster_queue},
+            mutate,
+            on_success=replaced,
+            uid=old.uid,
         )
 
     def _preempt(self, d: Preempt, now: datetime) -> None:
@@ -230,31 +255,17 @@ class DecisionWriter:
                         status, {key: val for key, val in cond.items() if key != "observedGeneration"}, now, gen
                     )
 
-            log.info(
+            write_key = self._log_and_write(
                 "preempting",
-                extra={
-                    "object": str(v.key),
-                    "kind": "Workload",
-                    "decision": "Preempt",
-                    "preemptor": str(d.preemptor_key),
-                    "reason": str(v.reason),
-                    "cluster_queue": v.cluster_queue,
-                },
+                str(v.key),
+                "Preempt",
+                {"preemptor": str(d.preemptor_key), "reason": str(v.reason), "cluster_queue": v.cluster_queue},
+                mutate,
+                on_failure=self._write_failed(str(v.key)),
+                uid=v.uid,
+                generation=v.generation,
             )
-            write_key = f"workloads/{v.key}"
             self._cycle_writes.add(write_key)
-            self.writes.add(
-                write_key,
-                StatusWrite(
-                    "workloads",
-                    self._wl_path(str(v.key)),
-                    mutate,
-                    self._write_failed(str(v.key)),
-                    uid=v.uid,
-                    generation=v.generation,
-                ),
-                first=True,
-            )
             wl = self.store.get("workloads", str(v.key))
             if wl is not None:
                 self.recorder.emit(wl, "Normal", "Preempted", v.message, ADMISSION_CONTROLLER)
@@ -265,6 +276,21 @@ class DecisionWriter:
             self.notify(msg.WriteFailed(key))
 
         return failed
+
+    def _write_decision(self, message: str, d: StatusDecision, mutate: Mutate, **fields: str) -> None:
+        """`_log_and_write` for an Evict, Migrate, UnsetReservation or Requeue: each is named by its
+        type, logs its reason and ClusterQueue, and tells the core when its write fails."""
+        key = str(d.key)
+        self._log_and_write(
+            message,
+            key,
+            type(d).__name__,
+            {"reason": d.reason, **fields, "cluster_queue": d.cluster_queue},
+            mutate,
+            on_failure=self._write_failed(key),
+            uid=d.uid,
+            generation=d.generation,
+        )
 
     def _evict(self, d: Evict | Migrate, now: datetime, *, controller: str = WORKLOAD_CONTROLLER) -> None:
         """Evicted=True on an admitted workload of a HoldAndDrain queue, or on a variant whose parent
@@ -293,30 +319,13 @@ class DecisionWriter:
             for gate in status.get("preemptionGates") or ():
                 gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-        log.info(
-            "evicting",
-            extra={
-                "object": key,
-                "kind": "Workload",
-                "decision": type(d).__name__,
-                "reason": d.reason,
-                "cluster_queue": d.cluster_queue,
-            },
-        )
-        self.writes.add(
-            f"workloads/{key}",
-            StatusWrite(
-                "workloads", self._wl_path(key), mutate, self._write_failed(key), uid=d.uid, generation=d.generation
-            ),
-            first=True,
-        )
+        self._write_decision("evicting", d, mutate)
         wl = self.store.get("workloads", key)
         self.reporter.drained(d, wl, now)
         if wl is not None:
             self.recorder.emit(wl, "Normal", f"EvictedDueTo{d.reason}", d.message, controller)
 
     def _unset_reservation(self, d: UnsetReservation, now: datetime) -> None:
-        key = str(d.key)
         conds = [cv.to_api(now) for cv in d.conditions]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
@@ -324,50 +333,16 @@ class DecisionWriter:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
-        log.info(
-            "reservation unset",
-            extra={
-                "object": key,
-                "kind": "Workload",
-                "decision": "UnsetReservation",
-                "reason": d.reason,
-                "detail": d.message,
-                "cluster_queue": d.cluster_queue,
-            },
-        )
-        self.writes.add(
-            f"workloads/{key}",
-            StatusWrite(
-                "workloads", self._wl_path(key), mutate, self._write_failed(key), uid=d.uid, generation=d.generation
-            ),
-            first=True,
-        )
+        self._write_decision("reservation unset", d, mutate, detail=d.message)
 
     def _requeue(self, d: Requeue, now: datetime) -> None:
-        key = str(d.key)
         conds = [cv.to_api(now) for cv in d.conditions]
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
-        log.info(
-            "requeued",
-            extra={
-                "object": key,
-                "kind": "Workload",
-                "decision": "Requeue",
-                "reason": d.reason,
-                "cluster_queue": d.cluster_queue,
-            },
-        )
-        self.writes.add(
-            f"workloads/{key}",
-            StatusWrite(
-                "workloads", self._wl_path(key), mutate, self._write_failed(key), uid=d.uid, generation=d.generation
-            ),
-            first=True,
-        )
+        self._write_decision("requeued", d, mutate)
 
     def queue_routes(self) -> QueueRoutes:
         """What `report_queue_blockers` reads from the queues: each LocalQueue's ClusterQueue and
@@ -445,20 +420,15 @@ class DecisionWriter:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
-        log.info(
+        write_key = self._log_and_write(
             "pending",
-            extra={
-                "object": key,
-                "kind": "Workload",
-                "decision": "Pending",
-                "cluster_queue": cluster_queue,
-                "reason": qr.reason,
-                "detail": qr.message,
-            },
-        )
-        write_key = f"workloads/{key}"
-        self.writes.add(
-            write_key, StatusWrite("workloads", self._wl_path(key), mutate, uid=decided[0], generation=decided[1])
+            key,
+            "Pending",
+            {"cluster_queue": cluster_queue, "reason": qr.reason, "detail": qr.message},
+            mutate,
+            uid=decided[0],
+            generation=decided[1],
+            first=False,
         )
         if event:
             self.recorder.emit(wl, "Warning", qr.reason, qr.message, ADMISSION_CONTROLLER)
