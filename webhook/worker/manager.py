@@ -57,7 +57,7 @@ from webhook.worker.finalizers import Finalizers
 from webhook.worker.jobframework.setup import Resource, SetupContext, wire
 from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
-from webhook.worker.reconcilers.concurrent_admission import VariantReconciler
+from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention

@@ -11,7 +11,7 @@ import copy
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -21,16 +21,19 @@ from webhook.api.constants import (
     MSG_NO_RESERVATION,
     RESOURCE_IN_USE_FINALIZER,
     AdmittedReason,
+    PendingReason,
     WorkloadCondition,
 )
 from webhook.worker.store import Store
 
 __all__ = [
     "accumulate_admitted_time",
+    "clear_reservation",
     "finish_workload",
     "remove_condition",
     "remove_workload_finalizer",
     "set_condition",
+    "set_conditions",
     "unset_quota_reservation",
     "update_status",
 ]
@@ -101,6 +104,43 @@ def unset_quota_reservation(status: dict[str, Any], reason: str, message: str, n
         now,
         generation,
     )
+
+
+def clear_reservation(
+    status: dict[str, Any], *, requeue: bool, reason: str, message: str, now: datetime, generation: int
+) -> None:
+    """An evicted Workload gives its quota back (`clearWorkloadAdmission`, a stopped job's Workload):
+    Requeued (True when `requeue`) with the eviction's `reason`, then the reservation unset."""
+    set_condition(
+        status,
+        {
+            "type": WorkloadCondition.REQUEUED,
+            "status": "True" if requeue else "False",
+            "reason": reason,
+            "message": message,
+        },
+        now,
+        generation,
+    )
+    unset_quota_reservation(status, PendingReason.PENDING_EVALUATION, message, now, generation)
+
+
+def set_conditions(
+    status: dict[str, Any],
+    conditions: Iterable[Mapping[str, Any]],
+    now: datetime,
+    generation: int,
+    *,
+    clear_admission: bool = False,
+) -> None:
+    """`conditions` as given, an Admitted=False one after adding up the time Admitted was True;
+    `clear_admission` drops `status.admission`, as a QuotaReserved=False does."""
+    for cond in conditions:
+        if cond.get("type") == WorkloadCondition.ADMITTED and cond.get("status") == "False":
+            accumulate_admitted_time(status, now)
+        set_condition(status, dict(cond), now, generation)
+    if clear_admission:
+        status.pop("admission", None)
 
 
 def remove_condition(status: dict[str, Any], ctype: str) -> None:

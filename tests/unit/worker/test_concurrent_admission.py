@@ -6,7 +6,8 @@ reservation reads PendingEvaluation), TestFirstCandidateVariant, TestClusterQueu
 TestParentsForClusterQueue, TestCreateVariantsAlreadyExists, and TestGetWorkloadNameForVariant of
 `workload_names_test.go`. Each TestReconcile row seeds the store and the fake API with the parent,
 its variants and upstream's ClusterQueues and LocalQueues, runs one reconcile, and compares every
-Workload (what upstream's cmp options look at) and the events.
+Workload (what upstream's cmp options look at) and the events. The `test_plan_*` tests read the
+pure plan's actions where their order or content is what a user sees.
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ import pytest
 from tests.unit.core.builders import fq, make_cq, make_lq, make_wl, psa
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
-from webhook.worker.reconcilers import concurrent_admission as ca
-from webhook.worker.store import Store
+from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
+from webhook.worker.jobframework import actions as ja
+from webhook.worker.reconcilers.concurrent_admission import plan as ca
+from webhook.worker.reconcilers.concurrent_admission import reconciler as car
+from webhook.worker.store import Store, object_key
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 GATE = "kueue.x-k8s.io/concurrent-admission"
@@ -142,7 +146,7 @@ class Recorder:
     def emit(
         self, obj: dict[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = ""
     ) -> None:
-        assert (etype, controller) == ("Normal", ca.CONTROLLER_NAME)
+        assert (etype, controller) == ("Normal", car.CONTROLLER_NAME)
         self.events.append((f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", reason, note))
 
 
@@ -160,9 +164,9 @@ def reconcile(
     for wl in ([p] if p else []) + variants:
         kube.put(wl_path(wl["metadata"]["name"]), wl)
         store.put("workloads", copy.deepcopy(kube.objects[wl_path(wl["metadata"]["name"])]))
-    r = ca.VariantReconciler(kube, store, rec, stop=threading.Event(), clock=lambda: NOW)  # type: ignore[arg-type]
+    r = car.VariantReconciler(kube, store, rec, stop=threading.Event(), clock=lambda: NOW)  # type: ignore[arg-type]
     stored_parent = store.get("workloads", key)
-    cq = r._cluster_queue(stored_parent) if stored_parent else None
+    cq = r.cluster_queue(stored_parent) if stored_parent else None
     result = ca.plan(stored_parent, [w for w in store.list("workloads") if w is not stored_parent], cq, NOW)
     r.reconcile(key)
     return {o["metadata"]["name"]: o for path, o in kube.objects.items() if "/workloads/" in path}, rec.events, result
@@ -609,7 +613,7 @@ BLOCKED_SPOT = variant("spot", name="blocked", blocked=True)
     ],
 )
 def test_first_candidate_variant(first: dict[str, Any], want: str | None) -> None:
-    got = ca._first_candidate([first, BLOCKED_SPOT])
+    got = ca.first_candidate([first, BLOCKED_SPOT])
     assert (got["metadata"]["name"] if got else None) == want
 
 
@@ -639,7 +643,7 @@ def _cq_with(*groups: tuple[str, ...], status: bool = False) -> dict[str, Any]:
     ],
 )
 def test_cluster_queue_flavors_changed(new: dict[str, Any], want: bool) -> None:
-    assert ca.flavors_changed(BASE, new) is want
+    assert car.flavors_changed(BASE, new) is want
 
 
 # -- TestParentsForClusterQueue ------------------------------------------------------------------
@@ -691,7 +695,7 @@ def _parent_in(name: str, ns: str, queue: str) -> dict[str, Any]:
     ],
 )
 def test_parents_for_cluster_queue(objs: list[dict[str, Any]], want: list[str]) -> None:
-    assert ca.parents_for_cluster_queue(_store(*objs), "cq") == want
+    assert car.parents_for_cluster_queue(_store(*objs), "cq") == want
 
 
 def test_create_variants_already_exists() -> None:
@@ -703,7 +707,7 @@ def test_create_variants_already_exists() -> None:
     kube.put(wl_path("wl-12345"), parent())
     kube.put(wl_path("wl-variant-spot-a2342"), existing)  # in the API, not yet in the store
     store.put("workloads", copy.deepcopy(kube.objects[wl_path("wl-12345")]))
-    ca.VariantReconciler(kube, store, rec, stop=threading.Event(), clock=lambda: NOW).reconcile("default/wl-12345")  # type: ignore[arg-type]
+    car.VariantReconciler(kube, store, rec, stop=threading.Event(), clock=lambda: NOW).reconcile("default/wl-12345")  # type: ignore[arg-type]
     assert rec.events == [
         ("default/wl-12345", "CreatedVariant", 'Variant Workload "default/wl-variant-on-demand-480a3" created')
     ]
@@ -742,3 +746,88 @@ def test_variant_name(flavor: str, short: bool, want: str | None) -> None:
     assert ca.variant_name("job-my-job-12345", "uid-123", "flavor-x") == ca.variant_name(
         "job-my-job-12345", "uid-123", "flavor-x"
     )
+
+
+# -- the pure plan --------------------------------------------------------------------------------
+def _cq(name: str) -> ClusterQueueSpec:
+    return parse_cluster_queue(next(q for q in QUEUES if q["metadata"]["name"] == name), concurrent_admission=True)
+
+
+def test_plan_creates_the_missing_variants_in_the_cluster_queues_flavor_order() -> None:
+    """Each new variant carries the CreatedVariant event its parent gets once it exists."""
+    got = ca.plan(parent(), [], _cq("cq"), NOW)
+    creates = [s for s in got.steps if isinstance(s, ja.CreateWorkload)]
+    assert len(creates) == len(got.steps) and got.requeue_after is None
+    assert [(object_key(s.body), s.reason, s.message) for s in creates] == [
+        (f"default/{n}", "CreatedVariant", f'Variant Workload "default/{n}" created')
+        for n in ("wl-variant-on-demand-480a3", "wl-variant-spot-a2342")
+    ]
+
+
+def test_plan_deletes_a_stale_variant_then_tells_its_parent() -> None:
+    """The DeletedVariant event is its own action on the parent, after the delete (upstream records
+    it whether or not the variant was still there)."""
+    got = ca.plan(parent(), [variant("on-demand"), variant("spot"), variant("stale")], _cq("cq"), NOW)
+    message = 'Variant Workload "default/wl-variant-stale" deleted; flavor "stale" no longer in ClusterQueue'
+    assert got.steps == (
+        ja.DeleteWorkload(workload=variant("stale"), message=message),
+        ja.RecordEvent(reason="DeletedVariant", message=message),
+    )
+
+
+def test_plan_evicts_the_parent_and_waits_while_it_holds_an_evicted_variants_quota() -> None:
+    """Nothing else happens to the family until the parent gives the quota back."""
+    evicted = variant("spot", admitted=True, Evicted=("True", "Preempted", "Evicted by preemption"))
+    held = parent(admitted_on="spot")
+    got = ca.plan(held, [evicted, variant("on-demand", active=False)], _cq("cq"), NOW)
+    assert [s.name for s in got.steps] == ["workload_conditions"]
+    step = got.steps[0]
+    assert isinstance(step, ja.SetWorkloadConditions) and object_key(step.workload or {}) == "default/wl-12345"
+    assert [dict(cd) for cd in step.conditions] == [
+        {"type": "Evicted", "status": "True", "reason": "VariantEvicted", "message": "Admitted variant was evicted"}
+    ]
+    already = with_(held, Evicted=("True", "VariantEvicted", "Admitted variant was evicted"))
+    assert ca.plan(already, [evicted, variant("on-demand", active=False)], _cq("cq"), NOW) == ca.VariantPlan()
+
+
+@pytest.mark.parametrize(
+    ("reason", "requeue"),
+    [("Preempted", True), ("NodeFailures", True), ("PodsReadyTimeout", False)],
+)
+def test_plan_clears_an_evicted_variant_requeued_only_after_preemption_or_node_failures(
+    reason: str, requeue: bool
+) -> None:
+    """Once the parent holds no quota: the variant's reservation goes, then every flavor is pursued again."""
+    evicted = variant("spot", admitted=True, Evicted=("True", reason, "evicted"))
+    got = ca.plan(parent(), [evicted, variant("on-demand", active=False)], _cq("cq"), NOW)
+    assert [s.name for s in got.steps] == ["clear_reservation", "set_active"]
+    clear, activate = got.steps
+    assert isinstance(clear, ja.ClearReservation) and (clear.requeue, clear.reason, clear.message) == (
+        requeue,
+        reason,
+        "evicted",
+    )
+    assert isinstance(activate, ja.SetWorkloadActive) and activate.active
+    assert (object_key(activate.workload or {}), activate.reason, activate.message) == (
+        "default/wl-variant-on-demand",
+        "ActivatedVariant",
+        "no other Variant being admitted",
+    )
+
+
+def test_plan_opens_the_next_gate_once_the_timeout_since_the_last_opening_passed() -> None:
+    """`now` is the plan's only clock: a minute later the waiting variant's gate opens."""
+    variants = [variant("on-demand", gate=("Open", NOW - timedelta(minutes=4))), variant("spot", blocked=True)]
+    assert ca.plan(parent(), variants, _cq("cq"), NOW) == ca.VariantPlan((), timedelta(minutes=1))
+    got = ca.plan(parent(), variants, _cq("cq"), NOW + timedelta(minutes=1))
+    assert got.requeue_after == TIMEOUT
+    assert [(s.name, object_key(s.workload or {})) for s in got.steps] == [("open_gate", "default/wl-variant-spot")]
+
+
+def test_plan_leaves_its_inputs_alone() -> None:
+    """The plan works on its own copies: the store's objects stay as they were."""
+    p = parent(admitted_on="spot")
+    variants = [variant("spot", Evicted=("True", "Preempted", "x")), variant("on-demand", admitted=True)]
+    before = copy.deepcopy((p, variants))
+    assert ca.plan(p, variants, _cq("cq"), NOW).steps
+    assert (p, variants) == before

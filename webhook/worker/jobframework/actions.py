@@ -13,6 +13,11 @@ its adapter plans those writes as the pod actions at the end (`PatchPod`, `StopP
 `RemovePodFinalizer`); a parent of pods (a StatefulSet) writes its pods and Workload with the same
 values. `expected` on the last two marks the excess and replaced pods of a group, whose release
 the next match waits to observe (upstream's `excessPodExpectations`).
+
+The ConcurrentAdmission variant reconcile (`reconcilers.concurrent_admission.plan`) plans with the
+same values where they mean the same write: creating, deleting and finishing Workloads, writing
+conditions, releasing a reservation, PodsReady and events. Three are its alone and stay out of
+`JobAction`: `SetWorkloadActive`, `AdmitWorkload` and `OpenPreemptionGate`.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from webhook.api.objects import Obj
 from webhook.core.conditions import ConditionValue
 
 __all__ = [
+    "AdmitWorkload",
     "AdoptWorkload",
     "ClearReservation",
     "CreateWorkload",
@@ -36,12 +42,14 @@ __all__ = [
     "FinishWorkload",
     "GateRemoval",
     "JobAction",
+    "OpenPreemptionGate",
     "PatchPod",
     "RecordAdmissionChecks",
     "RecordEvent",
     "RemovePodFinalizer",
     "RemoveWorkloadFinalizer",
     "SetPodsReady",
+    "SetWorkloadActive",
     "SetWorkloadConditions",
     "StartJob",
     "StopJob",
@@ -88,7 +96,8 @@ class StopJob(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteWorkload(_Base):
-    """`workload.Delete` of a Workload that does not match the job."""
+    """`workload.Delete` of a Workload that does not match the job, or of a ConcurrentAdmission
+    variant whose flavor left its ClusterQueue (`message` says so)."""
 
     name = "delete_workload"
 
@@ -130,7 +139,8 @@ class UpdateAdmissionGatedBy(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordEvent(_Base):
-    """An Event on `regarding` (None: the job); `action` is events.k8s.io's (default: the reason)."""
+    """An Event on `regarding` (None: the object reconciled, a job or a ConcurrentAdmission parent);
+    `action` is events.k8s.io's (default: the reason)."""
 
     name = "event"
     warning: bool = False
@@ -140,7 +150,8 @@ class RecordEvent(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FinishWorkload(_Base):
-    """`workloadfinish.Finish`: Finished=True with `reason` and `message`."""
+    """`workloadfinish.Finish`: Finished=True with `reason` and `message` (a variant's copied from
+    its finished parent)."""
 
     name = "finish"
 
@@ -154,7 +165,9 @@ class RemoveWorkloadFinalizer(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateWorkload(_Base):
-    """`handleJobWithNoWorkload`: create `body` (`workload` stays None: nothing exists yet)."""
+    """`handleJobWithNoWorkload`: create `body` (`workload` stays None: nothing exists yet). A
+    ConcurrentAdmission variant's carries the parent's event (`reason`, `message`), recorded once
+    the variant is created."""
 
     name = "create"
     body: Obj
@@ -170,7 +183,8 @@ class UpdateReclaimablePods(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetPodsReady(_Base):
-    """`workload.SyncPodsReadyCondition`: the PodsReady condition computed for the job."""
+    """`workload.SyncPodsReadyCondition`: the PodsReady condition computed for the job, or a
+    ConcurrentAdmission parent's copied to its admitted variant."""
 
     name = "pods_ready"
     condition: ConditionValue
@@ -178,8 +192,8 @@ class SetPodsReady(_Base):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ClearReservation(_Base):
-    """An evicted Workload of a stopped job: Requeued (`requeue`: True), and the quota reservation
-    released."""
+    """An evicted Workload of a stopped job, or an evicted ConcurrentAdmission variant
+    (`clearWorkloadAdmission`): Requeued (`requeue`: True), and the quota reservation released."""
 
     name = "clear_reservation"
     requeue: bool = False
@@ -219,12 +233,40 @@ class SyncQueueName(_Base):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetWorkloadConditions(_Base):
     """`CustomWorkloadConditions`: conditions the job keeps on its Workload (a pod group's
-    WaitingForReplacementPods; a StatefulSet's hold); `clear_admission` drops `status.admission`
-    as a QuotaReserved=False does."""
+    WaitingForReplacementPods; a StatefulSet's hold), or the Evicted=True of a ConcurrentAdmission
+    parent (`SetEvictedCondition`); `clear_admission` drops `status.admission` as a
+    QuotaReserved=False does."""
 
     name = "workload_conditions"
     conditions: tuple[Obj, ...]
     clear_admission: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetWorkloadActive(_Base):
+    """`spec.active` of a ConcurrentAdmission variant (`activateWl`, `deactivateWl`), guarded by the
+    resourceVersion it was decided on; `reason` and `message` (why) make its event."""
+
+    name = "set_active"
+    active: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdmitWorkload(_Base):
+    """`SetQuotaReservation` with `admission`, then `SetAdmittedCondition` with `reason` and
+    `message`: a ConcurrentAdmission parent takes its admitted variant's admission."""
+
+    name = "admit"
+    admission: Obj
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenPreemptionGate(_Base):
+    """`OpenPreemptionGate`: `gate` of the Workload opens (if its spec lists the gate); `reason` and
+    `message` make its event."""
+
+    name = "open_gate"
+    gate: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,11 +31,11 @@ from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.interface import GenericJob, StartConflict
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import (
-    accumulate_admitted_time,
+    clear_reservation,
     finish_workload,
     remove_workload_finalizer,
     set_condition,
-    unset_quota_reservation,
+    set_conditions,
     update_status,
 )
 from webhook.worker.store import Store
@@ -377,15 +377,14 @@ class JobExecutor:
         assert step.workload is not None
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            requeued = "True" if step.requeue else "False"
-            cond = {
-                "type": c.WorkloadCondition.REQUEUED,
-                "status": requeued,
-                "reason": step.reason,
-                "message": step.message,
-            }
-            set_condition(status, cond, now, _generation(obj))
-            unset_quota_reservation(status, c.PendingReason.PENDING_EVALUATION, step.message, now, _generation(obj))
+            clear_reservation(
+                status,
+                requeue=step.requeue,
+                reason=step.reason,
+                message=step.message,
+                now=now,
+                generation=_generation(obj),
+            )
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
         log.info(
@@ -446,12 +445,7 @@ class JobExecutor:
         assert step.workload is not None
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-            for cond in step.conditions:
-                if cond.get("type") == c.WorkloadCondition.ADMITTED and cond.get("status") == "False":
-                    accumulate_admitted_time(status, now)
-                set_condition(status, dict(cond), now, _generation(obj))
-            if step.clear_admission:
-                status.pop("admission", None)
+            set_conditions(status, step.conditions, now, _generation(obj), clear_admission=step.clear_admission)
 
         update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
         log.info(
