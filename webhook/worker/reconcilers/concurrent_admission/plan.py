@@ -57,7 +57,6 @@ _SHORT_MAX_PREFIX = 63 - 6
 _E = c.VariantEventReason
 _W = c.WorkloadCondition
 
-Obj = dict[str, Any]
 
 VariantAction = (
     ja.CreateWorkload
@@ -91,7 +90,7 @@ def variant_name(parent: str, parent_uid: str, flavor: str, *, short: bool = Fal
     return f"{prefix}-{digest}"
 
 
-def new_variant(parent: Mapping[str, Any], flavor: str, *, short_names: bool = False) -> Obj:
+def new_variant(parent: Mapping[str, Any], flavor: str, *, short_names: bool = False) -> dict[str, Any]:
     """`generateVariant`: the parent's labels (minus the parent label), annotations and spec, the
     ConcurrentAdmission preemption gate, the allowed-flavor annotation and the parent as controller."""
     meta = parent["metadata"]
@@ -102,7 +101,7 @@ def new_variant(parent: Mapping[str, Any], flavor: str, *, short_names: bool = F
     if not any(g.get("name") == c.CONCURRENT_ADMISSION_PREEMPTION_GATE for g in gates):
         gates.append({"name": c.CONCURRENT_ADMISSION_PREEMPTION_GATE})
     spec["preemptionGates"] = gates
-    body_meta: Obj = {
+    body_meta: dict[str, Any] = {
         "name": variant_name(str(meta["name"]), str(meta.get("uid") or ""), flavor, short=short_names),
         "namespace": meta["namespace"],
         "annotations": annotations,
@@ -135,7 +134,7 @@ def _is_admissible(obj: Mapping[str, Any]) -> bool:
     return not o.is_finished(obj) and _is_active(obj) and not o.has_quota_reservation(obj)
 
 
-def _admitted(variants: Sequence[Obj]) -> Obj | None:
+def _admitted(variants: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((v for v in variants if o.is_admitted(v)), None)
 
 
@@ -175,10 +174,10 @@ class _Planner:
         now: datetime,
         short_names: bool,
     ) -> None:
-        self.parent: Obj = copy.deepcopy(dict(parent))
+        self.parent: dict[str, Any] = copy.deepcopy(dict(parent))
         self.order = {name: i for i, name in enumerate(cq.resource_groups[0].flavor_names)}
         # Stable, unlike upstream's sort; a flavor no longer listed sorts first, as its missing map key reads 0.
-        self.variants: list[Obj] = sorted(
+        self.variants: list[dict[str, Any]] = sorted(
             (copy.deepcopy(dict(v)) for v in variants), key=lambda v: self.order.get(ca.variant_flavor(v), 0)
         )
         self.policy = cq.concurrent_admission
@@ -199,14 +198,14 @@ class _Planner:
         return self.order.get(ca.variant_flavor(v), 0)
 
     # -- actions, each applied to the copies -------------------------------------------------------
-    def _evict(self, wl: Obj, reason: str, message: str) -> None:
+    def _evict(self, wl: dict[str, Any], reason: str, message: str) -> None:
         evicted = {"type": _W.EVICTED, "status": "True", "reason": reason, "message": message}
         set_conditions(wl.setdefault("status", {}), (evicted,), self.now, _generation(wl))
         self.steps.append(
             ja.SetWorkloadConditions(workload=copy.deepcopy(wl), conditions=(evicted,), reason=reason, message=message)
         )
 
-    def _clear_admission(self, v: Obj, evicted: Mapping[str, Any]) -> None:
+    def _clear_admission(self, v: dict[str, Any], evicted: Mapping[str, Any]) -> None:
         """`clearWorkloadAdmission`: requeued only after a preemption or node failures."""
         reason, message = str(evicted.get("reason") or ""), str(evicted.get("message") or "")
         requeue = reason in (c.EvictionReason.PREEMPTED, c.EvictionReason.NODE_FAILURES)
@@ -222,7 +221,7 @@ class _Planner:
             ja.ClearReservation(workload=copy.deepcopy(v), requeue=requeue, reason=reason, message=message)
         )
 
-    def _set_active(self, v: Obj, active: bool, message: str) -> None:
+    def _set_active(self, v: dict[str, Any], active: bool, message: str) -> None:
         if _is_active(v) == active:
             return
         v.setdefault("spec", {})["active"] = active

@@ -22,6 +22,7 @@ from typing import Any, assert_never
 from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
+from webhook.api.objects import Obj
 from webhook.core import concurrent_admission as ca
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
 from webhook.worker import events
@@ -49,8 +50,6 @@ log = logging.getLogger(__name__)
 
 CONTROLLER_NAME = "concurrent-admission-controller"
 _W = c.WorkloadCondition
-
-Obj = Mapping[str, Any]
 
 
 def parents_for_cluster_queue(store: Store, cluster_queue: str) -> list[str]:
