@@ -17,6 +17,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.worker import workload_writes
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry
 
@@ -37,18 +38,16 @@ def _update_priority(
     kube: k.Kube, store: Store, wl: Mapping[str, Any], name: str, value: int, *, attempts: int = 3
 ) -> bool:
     """PUT the Workload with the new priority, guarded by its resourceVersion; False if nothing written."""
-    meta = wl["metadata"]
-    path = k.object_path(c.V1BETA2, "workloads", meta["namespace"], meta["name"])
     current: Mapping[str, Any] | None = wl
     for _ in range(attempts):
         if current is None:
-            current = kube.get(path)
+            current = kube.get(workload_writes.path(wl))
         if current is None or not references(current, name) or (current.get("spec") or {}).get("priority") == value:
             return False  # gone, or changed meanwhile so that there is nothing left to do
         body = copy.deepcopy(dict(current))
         body["spec"]["priority"] = value
         try:
-            store.put("workloads", kube.replace(path, body))
+            workload_writes.replace(kube, store, body)
             return True
         except k.Conflict:
             current = None

@@ -24,7 +24,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.core.workload import parse_time
-from webhook.worker import events
+from webhook.worker import events, workload_writes
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
@@ -96,19 +96,12 @@ class WorkloadRetention:
         if left > 0:  # the monotonic clock of the delay ran ahead of the wall clock
             self.queue.add_after(key, left)
             return
-        meta = o.meta(wl)
-        path = k.object_path(c.V1BETA2, "workloads", str(meta.get("namespace")), str(meta.get("name")))
         try:
-            if c.RESOURCE_IN_USE_FINALIZER in o.finalizers(wl):
-                fins = [f for f in o.finalizers(wl) if f != c.RESOURCE_IN_USE_FINALIZER]
-                wl = self.kube.patch(
-                    path, {"metadata": {"resourceVersion": meta.get("resourceVersion"), "finalizers": fins or None}}
-                )
-                self.store.put("workloads", wl)
-            if o.is_deleting(wl):
+            released = workload_writes.remove_finalizer(self.kube, self.store, wl)
+            if o.is_deleting(released):
                 return  # the finalizer was all that held it
             # The uid guards against deleting a Workload created anew under the same name meanwhile.
-            self.kube.delete(path, body=o.uid_precondition(wl))
+            workload_writes.delete(self.kube, self.store, released)
         except k.NotFound:
             return
         except k.Conflict as exc:

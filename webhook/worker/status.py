@@ -19,7 +19,6 @@ from webhook import kube as k
 from webhook.api import objects as o
 from webhook.api.constants import (
     MSG_NO_RESERVATION,
-    RESOURCE_IN_USE_FINALIZER,
     AdmittedReason,
     PendingReason,
     WorkloadCondition,
@@ -29,9 +28,7 @@ from webhook.worker.store import Store
 __all__ = [
     "accumulate_admitted_time",
     "clear_reservation",
-    "finish_workload",
     "remove_condition",
-    "remove_workload_finalizer",
     "set_condition",
     "set_conditions",
     "unset_quota_reservation",
@@ -190,29 +187,3 @@ def update_status(
         store.put(kind, written)
         return written
     raise k.Conflict(409, f"status of {key}: still conflicting after {attempts} attempts")
-
-
-def finish_workload(
-    kube: k.Kube, store: Store, path: str, reason: str, message: str, now: datetime
-) -> dict[str, Any] | None:
-    """Finished=True with `reason` (`workloadfinish.Finish`); the stored Workload, None when it is gone."""
-
-    def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
-        cond = {"type": WorkloadCondition.FINISHED, "status": "True", "reason": reason, "message": message}
-        set_condition(status, cond, now, int(o.meta(obj).get("generation") or 0))
-
-    return update_status(kube, store, "workloads", path, mutate)
-
-
-def remove_workload_finalizer(kube: k.Kube, store: Store, wl: Mapping[str, Any], path: str) -> None:
-    """Drop the resource-in-use finalizer (`workload.RemoveFinalizer`), guarded by the resourceVersion of
-    `wl`; raises `kube.Conflict` when the Workload changed since, nothing when it is gone."""
-    fins = list(o.meta(wl).get("finalizers") or ())
-    if RESOURCE_IN_USE_FINALIZER not in fins:
-        return
-    fins.remove(RESOURCE_IN_USE_FINALIZER)
-    patch = {"metadata": {"resourceVersion": o.meta(wl).get("resourceVersion"), "finalizers": fins or None}}
-    try:
-        store.put("workloads", kube.patch(path, patch))
-    except k.NotFound:
-        return

@@ -25,15 +25,13 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
-from webhook.worker import events, reporter
+from webhook.worker import events, reporter, workload_writes
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.interface import GenericJob, StartConflict
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import (
     clear_reservation,
-    finish_workload,
-    remove_workload_finalizer,
     set_condition,
     set_conditions,
     update_status,
@@ -102,17 +100,13 @@ class JobExecutor:
         return self._execute(key, job, action, now)
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _wl_path(self, wl: Obj) -> str:
-        return k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-
     def _latest(self, wl: Obj) -> Obj:
         """The newest copy of a Workload a step names (an earlier step may have written it)."""
         return self.store.get("workloads", o.key(wl)) or wl
 
     def _patch_workload(self, wl: Obj, patch: dict[str, Any]) -> None:
-        patch.setdefault("metadata", {})["resourceVersion"] = o.meta(self._latest(wl)).get("resourceVersion")
         try:
-            self.store.put("workloads", self.kube.patch(self._wl_path(wl), patch))
+            workload_writes.patch(self.kube, self.store, self._latest(wl), patch)
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
         except k.NotFound:
@@ -137,7 +131,7 @@ class JobExecutor:
             self.events.emit(job, etype, reason, message, self.integration.controller_name, action=action)
 
     def _finish(self, wl: Obj, reason: str, message: str, now: datetime) -> None:
-        finish_workload(self.kube, self.store, self._wl_path(wl), reason, message, now)
+        workload_writes.finish(self.kube, self.store, wl, reason, message, now)
         log.info(
             "workload finished",
             extra={"object": o.key(wl), "kind": "Workload", "decision": "Finished", "reason": reason},
@@ -145,7 +139,9 @@ class JobExecutor:
 
     def _remove_finalizer(self, wl: Obj) -> None:
         try:
-            remove_workload_finalizer(self.kube, self.store, self._latest(wl), self._wl_path(wl))
+            workload_writes.remove_finalizer(self.kube, self.store, self._latest(wl))
+        except k.NotFound:
+            return
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
 
@@ -250,10 +246,9 @@ class JobExecutor:
         if o.is_deleting(step.workload):
             return job
         try:
-            self.kube.delete(self._wl_path(step.workload), body=o.uid_precondition(step.workload))
+            workload_writes.delete(self.kube, self.store, step.workload)
         except (k.NotFound, k.Conflict):  # gone, or recreated since (the UID precondition failed)
             return job
-        self.store.delete("workloads", o.key(step.workload))
         log.info(
             "deleted workload",
             extra={"object": o.key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"},
@@ -267,7 +262,7 @@ class JobExecutor:
         assert step.workload is not None
         latest = self._latest(step.workload)
         try:
-            self.store.put("workloads", self.kube.replace(self._wl_path(latest), {**latest, "spec": dict(step.spec)}))
+            workload_writes.replace(self.kube, self.store, {**latest, "spec": dict(step.spec)})
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
         return job
@@ -310,10 +305,9 @@ class JobExecutor:
     def _do_create(self, key: str, job: Obj, step: ja.CreateWorkload, now: datetime) -> Obj:
         wl = step.body
         try:
-            created = self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"]), wl)
+            created = workload_writes.create(self.kube, self.store, wl)
         except k.Conflict as exc:
             raise Retry(0.2, f"workload {o.key(wl)} already exists") from exc
-        self.store.put("workloads", created)
         reporter.workload_created(self.integration.kind, job, created)
         log.info(
             "created workload",
@@ -332,7 +326,7 @@ class JobExecutor:
             else:
                 status.pop("reclaimablePods", None)
 
-        update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        update_status(self.kube, self.store, "workloads", workload_writes.path(step.workload), mutate)
         log.info(
             "updated reclaimable pods",
             extra={"object": o.key(step.workload), "kind": "Workload", "reclaimable_pods": wanted},
@@ -351,7 +345,7 @@ class JobExecutor:
                 _generation(obj),
             )
 
-        written = update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        written = update_status(self.kube, self.store, "workloads", workload_writes.path(step.workload), mutate)
         # Only the first start is timed; a recovery (`Recovered`) is not.
         if (
             written is not None
@@ -386,7 +380,7 @@ class JobExecutor:
                 generation=_generation(obj),
             )
 
-        update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        update_status(self.kube, self.store, "workloads", workload_writes.path(step.workload), mutate)
         log.info(
             "reservation cleared",
             extra={"object": o.key(step.workload), "kind": "Workload", "decision": "Requeued", "reason": step.reason},
@@ -447,7 +441,7 @@ class JobExecutor:
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             set_conditions(status, step.conditions, now, _generation(obj), clear_admission=step.clear_admission)
 
-        update_status(self.kube, self.store, "workloads", self._wl_path(step.workload), mutate)
+        update_status(self.kube, self.store, "workloads", workload_writes.path(step.workload), mutate)
         log.info(
             "workload conditions",
             extra={

@@ -25,11 +25,9 @@ from webhook.core.admission_checks import reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
 from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
 from webhook.core.workload import parse_time
-from webhook.worker import events
+from webhook.worker import events, workload_writes
 from webhook.worker.status import (
-    finish_workload,
     remove_condition,
-    remove_workload_finalizer,
     set_condition,
     update_status,
 )
@@ -186,7 +184,6 @@ class WorkloadReconciler:
             assert step.recheck_at is not None
             self._recheck(key, step.recheck_at, now)
             return
-        path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
         reason, detail = (
             (step.reason, step.message)
             if step.reason or not step.conditions
@@ -197,7 +194,7 @@ class WorkloadReconciler:
             extra={"object": key, "kind": "Workload", "decision": step.kind.value, "reason": reason, "detail": detail},
         )
         if step.kind == StepKind.SET_INACTIVE:
-            self._deactivate(path, wl)
+            self._deactivate(wl)
             return
         applied: list[WorkloadStep] = []
 
@@ -212,7 +209,7 @@ class WorkloadReconciler:
             applied[:] = [again]
 
         try:
-            written = update_status(self.kube, self.store, "workloads", path, mutate)
+            written = update_status(self.kube, self.store, "workloads", workload_writes.path(wl), mutate)
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
         if written is None or not applied:
@@ -229,12 +226,11 @@ class WorkloadReconciler:
     def _finalize_orphan(self, key: str, wl: Mapping[str, Any], now: datetime) -> None:
         """`workload.FinalizeOrphanedWorkload` with canFinish: finish it unless it is being deleted, then
         drop the resource-in-use finalizer."""
-        path = k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
         try:
             if self.finish_orphaned and not o.is_deleting(wl) and not o.is_finished(wl):
                 wl = (
-                    finish_workload(
-                        self.kube, self.store, path, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now
+                    workload_writes.finish(
+                        self.kube, self.store, wl, c.FinishedReason.OWNER_NOT_FOUND, c.MSG_OWNER_NOT_FOUND, now
                     )
                     or wl
                 )
@@ -247,7 +243,9 @@ class WorkloadReconciler:
                         "reason": c.FinishedReason.OWNER_NOT_FOUND,
                     },
                 )
-            remove_workload_finalizer(self.kube, self.store, wl, path)
+            workload_writes.remove_finalizer(self.kube, self.store, wl)
+        except k.NotFound:
+            return
         except k.Conflict as exc:
             raise Retry(0.2, "workload changed") from exc
 
@@ -285,17 +283,9 @@ class WorkloadReconciler:
     def _label_parent(self, wl: Mapping[str, Any]) -> None:
         """A Workload of a ClusterQueue with a concurrentAdmissionPolicy becomes the parent of
         variants (`SetParentVariantLabel`); its next event brings the next step."""
-        meta = wl["metadata"]
-        patch = {
-            "metadata": {
-                "resourceVersion": meta.get("resourceVersion"),
-                "labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: "true"},
-            }
-        }
         try:
-            self.store.put(
-                "workloads",
-                self.kube.patch(k.object_path(c.V1BETA2, "workloads", meta["namespace"], meta["name"]), patch),
+            workload_writes.patch(
+                self.kube, self.store, wl, {"metadata": {"labels": {c.CONCURRENT_ADMISSION_PARENT_LABEL: "true"}}}
             )
         except k.NotFound:
             return
@@ -306,11 +296,10 @@ class WorkloadReconciler:
             extra={"object": object_key(wl), "kind": "Workload", "decision": "LabelParent"},
         )
 
-    def _deactivate(self, path: str, wl: Mapping[str, Any]) -> None:
+    def _deactivate(self, wl: Mapping[str, Any]) -> None:
         """spec.active=false, guarded by the resourceVersion the decision was taken on."""
-        patch = {"metadata": {"resourceVersion": wl["metadata"].get("resourceVersion")}, "spec": {"active": False}}
         try:
-            self.store.put("workloads", self.kube.patch(path, patch))
+            workload_writes.patch(self.kube, self.store, wl, {"spec": {"active": False}})
         except k.NotFound:
             return
         except k.Conflict as exc:

@@ -25,12 +25,11 @@ from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.core import concurrent_admission as ca
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
-from webhook.worker import events
+from webhook.worker import events, workload_writes
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.reconcilers.concurrent_admission.plan import VariantAction, plan
 from webhook.worker.status import (
     clear_reservation,
-    finish_workload,
     set_condition,
     set_conditions,
     update_status,
@@ -191,11 +190,8 @@ class VariantExecutor:
                 assert_never(action)
 
     # -- helpers ----------------------------------------------------------------------------------
-    def _path(self, wl: Obj) -> str:
-        return k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], wl["metadata"]["name"])
-
     def _status(self, wl: Obj, mutate: Callable[[dict[str, Any], Obj], None]) -> dict[str, Any] | None:
-        return update_status(self.kube, self.store, "workloads", self._path(wl), mutate)
+        return update_status(self.kube, self.store, "workloads", workload_writes.path(wl), mutate)
 
     def _emit(self, regarding: Obj, reason: str, message: str) -> None:
         self.events.emit(regarding, "Normal", reason, message, CONTROLLER_NAME)
@@ -217,10 +213,7 @@ class VariantExecutor:
     def _do_create(self, parent: Obj, act: ja.CreateWorkload) -> None:
         wl = act.body
         try:
-            self.store.put(
-                "workloads",
-                self.kube.create(k.object_path(c.V1BETA2, "workloads", wl["metadata"]["namespace"], None), wl),
-            )
+            workload_writes.create(self.kube, self.store, wl)
         except k.Conflict:
             return  # already exists
         self._log("variant created", "create", wl, parent, flavor=ca.variant_flavor(wl))
@@ -235,15 +228,14 @@ class VariantExecutor:
         wl = _workload(act)
         # A Conflict: the UID precondition failed, the variant was recreated since it was planned.
         with contextlib.suppress(k.NotFound, k.Conflict):
-            self.kube.delete(self._path(wl), body=o.uid_precondition(wl))
+            workload_writes.delete(self.kube, self.store, wl)
         self._log("variant deleted", "delete", wl, parent, detail=act.message)
 
     def _do_set_active(self, parent: Obj, act: ja.SetWorkloadActive) -> None:
         """spec.active, guarded by the resourceVersion the decision was taken on."""
         wl = _workload(act)
-        body = {"metadata": {"resourceVersion": wl["metadata"].get("resourceVersion")}, "spec": {"active": act.active}}
         try:
-            self.store.put("workloads", self.kube.patch(self._path(wl), body))
+            workload_writes.patch(self.kube, self.store, wl, {"spec": {"active": act.active}})
         except k.NotFound:
             return
         word = "activated" if act.active else "deactivated"
@@ -278,7 +270,7 @@ class VariantExecutor:
 
     def _do_finish(self, parent: Obj, act: ja.FinishWorkload, now: datetime) -> None:
         wl = _workload(act)
-        finish_workload(self.kube, self.store, self._path(wl), act.reason, act.message, now)
+        workload_writes.finish(self.kube, self.store, wl, act.reason, act.message, now)
         self._log("variant finished", "finish", wl, parent, reason=act.reason)
 
     def _do_pods_ready(self, act: ja.SetPodsReady, now: datetime) -> None:
