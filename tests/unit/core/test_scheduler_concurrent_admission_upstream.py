@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import fq, make_cq, make_flavor, make_lq, make_wl, psa
 from tests.unit.core.test_scheduler_upstream import Case, _sel, check, one, run_case
 
 PARENT, PARENT_UID = "parent-workload", "parent-uid"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from tests.unit.core.test_scheduler_upstream import (
     RECLAIM,
     Case,

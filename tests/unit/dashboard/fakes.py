@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tests.unit.core.builders import make_cq, make_lq, make_wl
+from tests.builders import make_cq, make_lq, make_wl
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cohort, make_cq, make_wl
+from tests.builders import fq, make_cohort, make_cq, make_wl
 from tests.unit.dashboard.fakes import two_teams
 from webhook.core import model
 from webhook.dashboard import views

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook import metrics as m

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from tests.unit.core.builders import (
+from tests.builders import (
     T0,
     fq,
     make_cohort,
