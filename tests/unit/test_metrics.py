@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
 from tests.builders import make_core, make_flavor
-from tests.unit.core.test_scheduler_recompute_upstream import STICKY, TWO_FLAVORS
+from tests.unit.core.scheduler_harness import STICKY, TWO_FLAVORS
 from webhook import metrics
 from webhook.config import Configuration, Metrics
 from webhook.core.cycle import AdmissionCore, CycleResult

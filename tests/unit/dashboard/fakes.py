@@ -100,3 +100,10 @@ def many_namespaces(n: int) -> Store:
     queues = list(store.objects(Kind.LOCAL_QUEUES).values())
     store.replace(Kind.LOCAL_QUEUES, [*queues, *(make_lq("lq", f"ns-{i}", "cq") for i in range(n))])
     return store
+
+
+def info_of(obj: dict[str, Any]) -> Any:
+    """The dashboard store's view of one Workload object."""
+    store = Store()
+    store.replace(Kind.WORKLOADS, [obj])
+    return next(iter(store.workloads().values())).info
