@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from e2e.helpers import ClusterObjects, cond, gpu_triad, wait_for
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -132,3 +134,74 @@ def namespace(kubectl: Kubectl) -> Iterator[str]:
                 check=False,
             )
     kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+# == fixtures shared by the scenario modules (their objects are built in helpers.py) ===================
+@pytest.fixture
+def objs(kubectl: Kubectl, namespace: str) -> Iterator[ClusterObjects]:
+    o = ClusterObjects(kubectl, namespace)
+    yield o
+    o.cleanup()
+
+
+@pytest.fixture
+def suffix() -> str:
+    return uuid.uuid4().hex[:6]
+
+
+@pytest.fixture
+def quota(kubectl: Kubectl, namespace: str, suffix: str) -> Iterator[str]:
+    kubectl("label", "namespace", namespace, f"kueue.x-k8s.io/queue={suffix}")
+    for obj in gpu_triad(suffix, namespace):
+        kubectl.apply(obj)
+    yield f"research-{suffix}"
+    kubectl("delete", "jobs", "-n", namespace, "--all", "--wait=false", check=False)
+    kubectl("delete", "clusterqueue", f"research-{suffix}", "--wait=false", check=False)
+    kubectl("delete", "resourceflavor", f"gpu-nodes-{suffix}", "--wait=false", check=False)
+
+
+@pytest.fixture
+def pod_quota(kubectl: Kubectl, namespace: str) -> Iterator[str]:
+    """On-demand flavor (node label + a toleration to inject), 8 CPUs, LocalQueue `user-queue`."""
+    sfx = namespace[4:]
+    kubectl("label", "namespace", namespace, f"kueue.x-k8s.io/queue={sfx}")
+    objs = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": f"on-demand-{sfx}"},
+            "spec": {
+                "nodeLabels": {"instance-type": "on-demand"},
+                "tolerations": [{"key": "e2e-pods", "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"pods-{sfx}"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kueue.x-k8s.io/queue": sfx}},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": f"on-demand-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 8}]}],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "user-queue", "namespace": namespace},
+            "spec": {"clusterQueue": f"pods-{sfx}"},
+        },
+    ]
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    wait_for(
+        "the ClusterQueue to be active",
+        lambda: cond(kubectl.get("clusterqueue", f"pods-{sfx}"), "Active").get("status") == "True",
+    )
+    yield f"pods-{sfx}"
+    kubectl("delete", "pods", "-n", namespace, "--all", "--wait=false", check=False)
+    kubectl("delete", "clusterqueue", f"pods-{sfx}", "--wait=false", check=False)
+    kubectl("delete", "resourceflavor", f"on-demand-{sfx}", "--wait=false", check=False)

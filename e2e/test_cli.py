@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import create, wait_for
+from e2e.helpers import create, wait_for
 
 pytestmark = pytest.mark.cluster
 CLI = Path(sys.executable).parent / "kubectl-kueue"

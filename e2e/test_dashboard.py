@@ -24,8 +24,8 @@ import yaml
 
 from e2e import demo
 from e2e.conftest import Kubectl, local_stack
+from e2e.helpers import create, wait_for
 from e2e.host import BROWSER_PACKAGES, HostError, ensure_packages
-from e2e.test_worker_job import create, wait_for
 from webhook.dashboard.app import COOKIE
 from webhook.dashboard.auth import AUDIENCE
 

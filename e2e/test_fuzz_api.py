@@ -29,9 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from e2e.conftest import Kubectl, local_stack
+from e2e.helpers import cluster_queue, flavor, job, local_queue, wait_for
 from e2e.reliability import admin
-from e2e.test_worker_job import wait_for
-from e2e.test_worker_scenarios import cluster_queue, flavor, job, local_queue
 from webhook import kube as k
 
 pytestmark = pytest.mark.local_stack

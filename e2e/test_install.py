@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, wait_for, when
+from e2e.helpers import cond, wait_for, when
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "e2e" / "examples" / "docs"

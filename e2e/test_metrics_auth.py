@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.test_worker_job import wait_for
+from e2e.helpers import wait_for
 from webhook.install.rbac import METRICS_READER, metrics_reader_role
 
 

@@ -3,7 +3,6 @@ upstream's conditions and messages, finalizers hold what is in use, admitted Job
 and the worker never needs a restart (no error in its log).
 
 Each test owns uniquely named cluster-scoped objects (`objs`) and deletes them at the end."""
-# ruff: noqa: F401, F811  (`objs` is a fixture imported from the scenarios module and used as a parameter)
 
 from __future__ import annotations
 
@@ -14,17 +13,17 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, wait_for
-from e2e.test_worker_scenarios import (
+from e2e.helpers import (
     ClusterObjects,
     cluster_queue,
+    cond,
     flavor,
     is_admitted,
     job,
     local_queue,
-    objs,
     submit,
     suspended,
+    wait_for,
     wait_workload,
     workload_of,
 )

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, wait_for
-from e2e.test_worker_scenarios import cluster_queue, flavor, job, local_queue, workload_of
+from e2e.helpers import cluster_queue, cond, flavor, job, local_queue, wait_for, workload_of
 
 V1B2 = "kueue.x-k8s.io/v1beta2"
 

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.test_worker_job import wait_for
-from e2e.test_worker_scenarios import job, one_queue, wait_workload
+from e2e.helpers import job, one_queue, wait_for, wait_workload
 
 pytestmark = pytest.mark.local_stack
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.test_worker_job import wait_for
+from e2e.helpers import wait_for
 
 G = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import wait_for
+from e2e.helpers import wait_for
 
 G = "/apis/visibility.pykueue.io/v1alpha1"
 

@@ -16,20 +16,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, wait_for, when
-from e2e.test_worker_scenarios import (
+from e2e.helpers import (
     ClusterObjects,
+    cond,
     flavor,
     job,
     local_queue,
-    objs,
     submit,
     suspended,
+    wait_for,
     wait_workload,
+    when,
     workload_of,
 )
-
-__all__ = ["objs"]  # the fixture, imported for pytest
 
 CONTROLLER = "pykueue.e2e/fake-check-controller"
 FINALIZER = "kueue.x-k8s.io/resource-in-use"

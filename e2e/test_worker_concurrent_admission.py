@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.test_worker_job import cond, create, wait_for, workloads
+from e2e.helpers import cond, create, wait_for, workloads
 
 pytestmark = pytest.mark.local_stack
 

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack, metric_sample
-from e2e.test_worker_job import cond, wait_for, when
-from e2e.test_worker_scenarios import ClusterObjects, local_queue
+from e2e.helpers import ClusterObjects, cond, local_queue, wait_for, when
 
 ELASTIC = {"kueue.x-k8s.io/elastic-job": "true"}
 REPLACES = "kueue.x-k8s.io/workload-slice-replacement-for"

@@ -7,93 +7,12 @@ import os
 import signal
 import socket
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-import yaml
 
 from e2e.conftest import Kubectl
-
-EXAMPLES = Path(__file__).resolve().parent / "examples"
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 30, interval: float = 0.2) -> T:
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def when(obj: T, pred: Callable[[T], bool]) -> T | None:
-    return obj if pred(obj) else None
-
-
-def cond(obj: dict[str, Any], ctype: str) -> dict[str, Any]:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c["type"] == ctype:
-            return c  # type: ignore[no-any-return]
-    return {}
-
-
-def usage(cq: dict[str, Any], field: str = "flavorsUsage") -> str:
-    return str(cq["status"][field][0]["resources"][0]["total"])
-
-
-def gpu_triad(suffix: str, ns: str, *, flavor: bool = True) -> list[dict[str, Any]]:
-    """The example's ResourceFlavor/ClusterQueue/LocalQueue, renamed so tests never share quota."""
-    rf, cq, lq = yaml.safe_load_all((EXAMPLES / "gpu-quota.yaml").read_text())
-    rf["metadata"]["name"] = f"gpu-nodes-{suffix}"
-    cq["metadata"]["name"] = f"research-{suffix}"
-    cq["spec"]["namespaceSelector"]["matchLabels"]["kueue.x-k8s.io/queue"] = suffix
-    cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] = f"gpu-nodes-{suffix}"
-    lq["metadata"].update(name="team-a-gpu", namespace=ns)
-    lq["spec"]["clusterQueue"] = f"research-{suffix}"
-    return [rf, cq, lq] if flavor else [cq, lq]
-
-
-def gpu_job(ns: str, *, name: str | None = None, run_for: str | None = None) -> dict[str, Any]:
-    job: dict[str, Any] = yaml.safe_load((EXAMPLES / "gpu-job.yaml").read_text())
-    job["metadata"]["namespace"] = ns
-    if name:
-        job["metadata"].pop("generateName")
-        job["metadata"]["name"] = name
-    if run_for:
-        job["spec"]["template"].setdefault("metadata", {})["annotations"] = {
-            "pod-complete.stage.kwok.x-k8s.io/delay": run_for
-        }
-    return job
-
-
-def create(kubectl: Kubectl, obj: dict[str, Any]) -> str:
-    return kubectl("create", "-f", "-", "-o", "name", input=json.dumps(obj)).stdout.strip().split("/")[-1]
-
-
-def workloads(kubectl: Kubectl, ns: str) -> list[dict[str, Any]]:
-    return kubectl.get("workloads", "-n", ns)["items"]  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def suffix() -> str:
-    return uuid.uuid4().hex[:6]
-
-
-@pytest.fixture
-def quota(kubectl: Kubectl, namespace: str, suffix: str) -> Iterator[str]:
-    kubectl("label", "namespace", namespace, f"kueue.x-k8s.io/queue={suffix}")
-    for obj in gpu_triad(suffix, namespace):
-        kubectl.apply(obj)
-    yield f"research-{suffix}"
-    kubectl("delete", "jobs", "-n", namespace, "--all", "--wait=false", check=False)
-    kubectl("delete", "clusterqueue", f"research-{suffix}", "--wait=false", check=False)
-    kubectl("delete", "resourceflavor", f"gpu-nodes-{suffix}", "--wait=false", check=False)
+from e2e.helpers import EXAMPLES, cond, create, gpu_job, gpu_triad, usage, wait_for, when, workloads
 
 
 def test_gpu_job_is_admitted_runs_on_a_gpu_node_and_finishes(kubectl: Kubectl) -> None:

@@ -16,15 +16,16 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, wait_for
-from e2e.test_worker_scenarios import (
+from e2e.helpers import (
     cluster_queue,
+    cond,
     flavor,
     is_admitted,
     job,
     local_queue,
     reserved_cpu,
     submit,
+    wait_for,
     wait_workload,
     workload_of,
 )

@@ -10,13 +10,10 @@ from __future__ import annotations
 import copy
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, usage, wait_for, when, workloads
+from e2e.helpers import cond, usage, wait_for, when, workloads
 
 GATE = "kueue.x-k8s.io/admission"
 
@@ -79,53 +76,6 @@ def pod(kubectl: Kubectl, ns: str, name: str) -> dict[str, Any]:
 
 def is_gated(p: dict[str, Any]) -> bool:
     return any(g["name"] == GATE for g in p["spec"].get("schedulingGates") or ())
-
-
-@pytest.fixture
-def pod_quota(kubectl: Kubectl, namespace: str) -> Iterator[str]:
-    """On-demand flavor (node label + a toleration to inject), 8 CPUs, LocalQueue `user-queue`."""
-    sfx = namespace[4:]
-    kubectl("label", "namespace", namespace, f"kueue.x-k8s.io/queue={sfx}")
-    objs = [
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ResourceFlavor",
-            "metadata": {"name": f"on-demand-{sfx}"},
-            "spec": {
-                "nodeLabels": {"instance-type": "on-demand"},
-                "tolerations": [{"key": "e2e-pods", "operator": "Exists", "effect": "NoSchedule"}],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": f"pods-{sfx}"},
-            "spec": {
-                "namespaceSelector": {"matchLabels": {"kueue.x-k8s.io/queue": sfx}},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": f"on-demand-{sfx}", "resources": [{"name": "cpu", "nominalQuota": 8}]}],
-                    }
-                ],
-            },
-        },
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "user-queue", "namespace": namespace},
-            "spec": {"clusterQueue": f"pods-{sfx}"},
-        },
-    ]
-    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
-    wait_for(
-        "the ClusterQueue to be active",
-        lambda: cond(kubectl.get("clusterqueue", f"pods-{sfx}"), "Active").get("status") == "True",
-    )
-    yield f"pods-{sfx}"
-    kubectl("delete", "pods", "-n", namespace, "--all", "--wait=false", check=False)
-    kubectl("delete", "clusterqueue", f"pods-{sfx}", "--wait=false", check=False)
-    kubectl("delete", "resourceflavor", f"on-demand-{sfx}", "--wait=false", check=False)
 
 
 def assert_started(p: dict[str, Any], *, podset: str, cluster_queue: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.test_worker_job import cond, create, gpu_job, quota, suffix, wait_for, when, workloads  # noqa: F401 (quota, suffix: fixtures)
+from e2e.helpers import cond, create, gpu_job, wait_for, when, workloads
 
 pytestmark = pytest.mark.local_stack
 

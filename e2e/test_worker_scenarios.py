@@ -5,200 +5,30 @@ deletes them at the end."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from e2e.conftest import Kubectl, local_stack, metric_sample
-from e2e.test_worker_job import cond, wait_for, when
-
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-RUN_LONG = "1h"
-
-
-class ClusterObjects:
-    """Cluster-scoped objects a test created, deleted (Jobs first, so finalizers can go) at the end."""
-
-    def __init__(self, kubectl: Kubectl, namespace: str) -> None:
-        self.kubectl = kubectl
-        self.namespace = namespace
-        self.objects: list[tuple[str, str]] = []
-        self.suffix = uuid.uuid4().hex[:6]
-
-    def name(self, base: str) -> str:
-        return f"{base}-{self.suffix}"
-
-    def apply(self, obj: dict[str, Any] | str) -> None:
-        docs = [obj] if isinstance(obj, dict) else [d for d in yaml.safe_load_all(obj) if d]
-        for doc in docs:
-            self.kubectl.apply(doc)
-            if not doc["metadata"].get("namespace") and doc["kind"] != "Namespace":
-                self.objects.append((doc["kind"].lower(), doc["metadata"]["name"]))
-
-    def cleanup(self) -> None:
-        self.kubectl("delete", "jobs", "-n", self.namespace, "--all", "--wait=false", check=False)
-        for kind, name in reversed(self.objects):
-            self.kubectl("delete", kind, name, "--wait=false", "--ignore-not-found", check=False)
-
-
-@pytest.fixture
-def objs(kubectl: Kubectl, namespace: str) -> Iterator[ClusterObjects]:
-    o = ClusterObjects(kubectl, namespace)
-    yield o
-    o.cleanup()
-
-
-def flavor(name: str, instance_type: str = "on-demand") -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": {"instance-type": instance_type}},
-    }
-
-
-def cluster_queue(
-    name: str,
-    rf: str,
-    cpu: str,
-    *,
-    cohort: str = "",
-    borrowing: str | None = None,
-    lending: str | None = None,
-    strategy: str = "BestEffortFIFO",
-    preemption: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    res: dict[str, Any] = {"name": "cpu", "nominalQuota": cpu}
-    if borrowing is not None:
-        res["borrowingLimit"] = borrowing
-    if lending is not None:
-        res["lendingLimit"] = lending
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "queueingStrategy": strategy,
-        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": rf, "resources": [res]}]}],
-    }
-    if cohort:
-        spec["cohortName"] = cohort
-    if preemption:
-        spec["preemption"] = preemption
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
-
-
-def local_queue(ns: str, name: str, cq: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"clusterQueue": cq},
-    }
-
-
-def job(
-    ns: str,
-    name: str,
-    lq: str,
-    *,
-    cpu: str = "1",
-    run_for: str | None = RUN_LONG,
-    labels: dict[str, str] | None = None,
-    node_selector: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    template: dict[str, Any] = {
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "command": ["sleep", "60"],
-                    "resources": {"requests": {"cpu": cpu}},
-                }
-            ],
-        }
-    }
-    if run_for:
-        template["metadata"] = {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": run_for}}
-    if node_selector:
-        template["spec"]["nodeSelector"] = node_selector
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: lq, **(labels or {})}},
-        "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": template},
-    }
-
-
-def submit(kubectl: Kubectl, *jobs: dict[str, Any]) -> None:
-    for j in jobs:  # one at a time: creation order is queue order
-        kubectl("create", "-f", "-", input=json.dumps(j))
-
-
-@contextlib.contextmanager
-def one_queue(kubectl: Kubectl, namespace: str, prefix: str, cpu: str) -> Iterator[str]:
-    """LocalQueue `lq` in `namespace`, on a ClusterQueue of its own with `cpu` of a flavor of its own;
-    the namespace's Jobs and Workloads and the cluster-scoped objects are removed after."""
-    s = uuid.uuid4().hex[:6]
-    rf, cq = f"{prefix}-rf-{s}", f"{prefix}-cq-{s}"
-    cluster_scoped = [flavor(rf), cluster_queue(cq, rf, cpu)]
-    for o in [*cluster_scoped, local_queue(namespace, "lq", cq)]:
-        kubectl.apply(o)
-    try:
-        yield namespace
-    finally:
-        kubectl("delete", "jobs,workloads", "-n", namespace, "--all", "--wait=false", check=False)
-        for o in reversed(cluster_scoped):
-            name = o["metadata"]["name"]
-            kubectl("delete", o["kind"].lower(), name, "--wait=false", "--ignore-not-found", check=False)
-
-
-def workload_of(kubectl: Kubectl, ns: str, job_name: str) -> dict[str, Any] | None:
-    for w in kubectl.get("workloads", "-n", ns)["items"]:
-        if any(r.get("name") == job_name for r in w["metadata"].get("ownerReferences") or ()):
-            return w  # type: ignore[no-any-return]
-    return None
-
-
-def wait_workload(
-    kubectl: Kubectl,
-    ns: str,
-    job_name: str,
-    ctype: str,
-    status: str = "True",
-    *,
-    reason: str | None = None,
-    timeout: float = 30,
-) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        w = workload_of(kubectl, ns, job_name)
-        if w is None:
-            return None
-        c = cond(w, ctype)
-        return w if c.get("status") == status and (reason is None or c.get("reason") == reason) else None
-
-    return wait_for(f"{job_name}: {ctype}={status}" + (f" ({reason})" if reason else ""), probe, timeout=timeout)
-
-
-def is_admitted(kubectl: Kubectl, ns: str, job_name: str) -> bool:
-    w = workload_of(kubectl, ns, job_name)
-    return w is not None and cond(w, "Admitted").get("status") == "True"
-
-
-def suspended(kubectl: Kubectl, ns: str, job_name: str) -> bool:
-    return bool(kubectl.get("job", "-n", ns, job_name)["spec"].get("suspend"))
-
-
-def reserved_cpu(cq: dict[str, Any]) -> tuple[str, str]:
-    r = cq["status"]["flavorsReservation"][0]["resources"][0]
-    return str(r["total"]), str(r.get("borrowed", "0"))
-
+from e2e.helpers import (
+    ClusterObjects,
+    cluster_queue,
+    cond,
+    flavor,
+    is_admitted,
+    job,
+    local_queue,
+    reserved_cpu,
+    submit,
+    suspended,
+    wait_for,
+    wait_workload,
+    when,
+    workload_of,
+)
 
 # == the seed's quick start =========================================================================
 QUICK_START = {

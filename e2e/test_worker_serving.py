@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import cond, usage, wait_for, workloads
-from e2e.test_worker_pods import pod_quota  # noqa: F401  (fixture)
+from e2e.helpers import cond, usage, wait_for, workloads
 
 Q = "kueue.x-k8s.io/queue-name"
 
@@ -62,7 +61,7 @@ def admitted(wls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_deployment_pods_are_admitted_one_by_one_scaled_and_released(
     kubectl: Kubectl,
     namespace: str,
-    pod_quota: str,  # noqa: F811
+    pod_quota: str,
 ) -> None:
     kubectl("create", "-f", "-", input=json.dumps(serving("Deployment", "web", namespace, replicas=3, cpu="2")))
     template = kubectl.get("deployment", "-n", namespace, "web")["spec"]["template"]["metadata"]
@@ -83,7 +82,7 @@ def test_deployment_pods_are_admitted_one_by_one_scaled_and_released(
     wait_for("no CPU in use", lambda: usage(kubectl.get("clusterqueue", pod_quota)) == "0", timeout=30)
 
 
-def test_deployment_without_queue_is_untouched(kubectl: Kubectl, namespace: str, pod_quota: str) -> None:  # noqa: F811
+def test_deployment_without_queue_is_untouched(kubectl: Kubectl, namespace: str, pod_quota: str) -> None:
     kubectl(
         "create", "-f", "-", input=json.dumps(serving("Deployment", "free", namespace, replicas=1, cpu="1", queue=None))
     )
@@ -96,7 +95,7 @@ def test_deployment_without_queue_is_untouched(kubectl: Kubectl, namespace: str,
 def test_statefulset_is_one_group_held_at_zero_and_released_on_delete(
     kubectl: Kubectl,
     namespace: str,
-    pod_quota: str,  # noqa: F811
+    pod_quota: str,
 ) -> None:
     # 3 x 3 CPUs cannot fit 8: all or nothing, no pod starts.
     kubectl("create", "-f", "-", input=json.dumps(serving("StatefulSet", "db", namespace, replicas=3, cpu="3")))

@@ -7,20 +7,17 @@ import json
 from typing import Any
 
 from e2e.conftest import Kubectl
-from e2e.test_worker_job import wait_for
-from e2e.test_worker_scenarios import (
+from e2e.helpers import (
     ClusterObjects,
     cluster_queue,
     flavor,
     job,
     local_queue,
-    objs,
     submit,
+    wait_for,
     wait_workload,
     workload_of,
 )
-
-__all__ = ["objs"]
 
 
 def reserved(kubectl: Kubectl, cq: str) -> dict[str, Any] | None:

@@ -4,47 +4,19 @@ from __future__ import annotations
 
 import base64
 import time
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from cryptography import x509
 
 import certs
+from tests.unit.cert_cluster import CRDS, MUTATING, NOW, VALIDATING, cluster_objects, config, manager
 from tests.unit.fake_kube import FakeKube
 from webhook import certmanager as cm
 from webhook import kube as k
-from webhook.admission.registration import webhook_configurations
-from webhook.api.schema import crds
-from webhook.config import Configuration
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 SECRET = "/api/v1/namespaces/kueue-system/secrets/kueue-webhook-server-cert"
-MUTATING = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kueue-mutating-webhook-configuration"
-VALIDATING = (
-    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kueue-validating-webhook-configuration"
-)
-CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-
-
-def cluster_objects() -> dict[str, dict[str, Any]]:
-    objects: dict[str, dict[str, Any]] = {}
-    for cfg in webhook_configurations("", service=("kueue-webhook-service", "kueue-system")):
-        for hook in cfg["webhooks"]:
-            del hook["clientConfig"]["caBundle"]
-        objects[MUTATING if cfg["kind"].startswith("Mutating") else VALIDATING] = cfg
-    for crd in crds():
-        objects[f"{CRDS}/{crd['metadata']['name']}"] = crd
-    return objects
-
-
-def config() -> Configuration:
-    return Configuration(namespace="kueue-system")
-
-
-def manager(kube: FakeKube, cert_dir: Path, now: datetime = NOW) -> cm.CertManager:
-    return cm.CertManager(kube, cm.targets(config(), cert_dir), clock=lambda: now)
 
 
 def secret_pem(kube: FakeKube, key: str) -> bytes:

@@ -474,7 +474,10 @@ def test_pod_integration_with_default_selector_is_valid():
     assert "pod" in cfg.integrations.frameworks
 
 
-def test_shipped_manifest_config_is_valid():
+def test_upstream_shipped_config_is_valid():
+    """Upstream's own shipped Configuration (config/components/manager/controller_manager_config.yaml,
+    every framework listed) loads, so a user's copy of it does. Ours, as installed, is read from
+    manifests/ and charts/ in tests/unit/install/test_manifests.py."""
     config.parse(
         V2
         + """

@@ -9,8 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 
-from tests.unit.core.builders import make_core, make_flavor
-from tests.unit.core.test_scheduler_recompute_upstream import STICKY, TWO_FLAVORS
+from tests.builders import make_core, make_flavor
+from tests.metric_samples import bucket_bounds, probe
+from tests.unit.core.scheduler_harness import STICKY, TWO_FLAVORS
 from webhook import metrics
 from webhook.config import Configuration, Metrics
 from webhook.core.cycle import AdmissionCore, CycleResult
@@ -100,12 +101,18 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def test_worker_series_have_upstream_names_types_and_labels() -> None:
-    got = {}
+    got: dict[str, tuple[str, tuple[str, ...] | None]] = {}
     families = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
     for family in families:
-        if family._name.startswith("kueue_") and family._name != "kueue_webhook_reviews":
-            exposed = family._name + ("_total" if family._type == "counter" else "")  # the name in the exposition
-            got[exposed] = (family._type, tuple(family._labelnames))
+        (described,) = family.describe()
+        if described.name.startswith("kueue_") and described.name != "kueue_webhook_reviews":
+            exposed = described.name + ("_total" if described.type == "counter" else "")  # the name in the exposition
+            # The label names in order, read off a series made with as many values as expected.
+            try:
+                with probe(family, len(EXPECTED.get(exposed, ("", ""))[1])) as labels:
+                    got[exposed] = (described.type, tuple(labels))
+            except ValueError:  # another number of labels
+                got[exposed] = (described.type, None)
     assert got == EXPECTED
     # The two gauges registered past the name check (`_Unchecked`) are exposed once they hold a series.
     unchecked = (
@@ -155,8 +162,10 @@ def test_webhook_registry_holds_no_kueue_worker_series() -> None:
 
 def test_exponential_buckets_match_upstream() -> None:
     assert metrics.exponential_buckets(4) == (1.0, 2.5, 5.0, 10.0)
-    assert metrics.ADMISSION_WAIT_TIME._upper_bounds[:-1] == list(metrics.exponential_buckets(16))
-    assert len(metrics.QUOTA_RESERVED_WAIT_TIME._upper_bounds) == 15
+    with probe(metrics.ADMISSION_WAIT_TIME, 3) as labels:
+        assert bucket_bounds(metrics.ADMISSION_WAIT_TIME, labels) == list(metrics.exponential_buckets(16))
+    with probe(metrics.QUOTA_RESERVED_WAIT_TIME, 3) as labels:
+        assert len(bucket_bounds(metrics.QUOTA_RESERVED_WAIT_TIME, labels)) == 14  # 15 with +Inf
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,10 @@ import httpx
 import orjson
 from starlette.types import ASGIApp
 
+from webhook.admission.app import create_app
+from webhook.admission.context import StaticLookups
+from webhook.config import Configuration
+
 GVK = {
     "Job": {"group": "batch", "version": "v1", "kind": "Job"},
     "Pod": {"group": "", "version": "v1", "kind": "Pod"},
@@ -119,3 +123,21 @@ class Driver:
             return None
         assert response["status"]["code"] == 403 and response["status"]["reason"] == "Forbidden"
         return str(response["status"]["message"])
+
+
+def crd_denial(
+    kind: str, obj: dict[str, Any], *, old: dict[str, Any] | None = None, gates: dict[str, bool] | None = None
+) -> str:
+    """The message a Kueue CRD object gets from the app on the path the API server calls
+    (/validate-kueue-x-k8s-io-v1beta2-<kind>), as kubectl would show it; "" when it is allowed.
+
+    The per-kind tests call the handlers directly; their tables run through this too, so the same
+    messages are known to reach the API server."""
+    driver = Driver(create_app(Configuration(feature_gates=gates or {}), StaticLookups()))
+    return driver.denial(f"/validate-kueue-x-k8s-io-v1beta2-{kind.lower()}", obj, old=old, kind=kind) or ""
+
+
+def crd_defaulted(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """A Kueue CRD object as the app's defaulting path (/mutate-kueue-x-k8s-io-v1beta2-<kind>) patches it."""
+    driver = Driver(create_app(Configuration(), StaticLookups()))
+    return driver.mutate(f"/mutate-kueue-x-k8s-io-v1beta2-{kind.lower()}", obj, kind=kind)

@@ -11,6 +11,8 @@ from webhook.admission.context import Context, StaticLookups
 from webhook.api.fields import aggregate
 from webhook.config import Configuration
 
+from .reviews import crd_defaulted, crd_denial
+
 NAME_PART_REGEX = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
@@ -465,6 +467,11 @@ def test_validate_create(obj: dict[str, Any], gates: dict[str, bool], want: str)
     assert (aggregate(errors) if errors else "") == want
 
 
+@pytest.mark.parametrize(("obj", "gates", "want"), CREATE_CASES)
+def test_validate_create_through_the_app(obj: dict[str, Any], gates: dict[str, bool], want: str) -> None:
+    assert crd_denial("ClusterQueue", obj, gates=gates) == want
+
+
 def strategy(check: str, *flavors: str) -> dict[str, Any]:
     return {"admissionChecks": [{"name": check, "onFlavors": list(flavors)}]}
 
@@ -560,6 +567,13 @@ def test_validate_update(old: dict[str, Any], new: dict[str, Any], gates: dict[s
     assert (aggregate(errors) if errors else "") == want
 
 
+@pytest.mark.parametrize(("old", "new", "gates", "want"), UPDATE_CASES)
+def test_validate_update_through_the_app(
+    old: dict[str, Any], new: dict[str, Any], gates: dict[str, bool], want: str
+) -> None:
+    assert crd_denial("ClusterQueue", new, old=old, gates=gates) == want
+
+
 @pytest.mark.parametrize(
     ("metadata", "want"),
     [
@@ -581,3 +595,8 @@ def test_default(metadata: dict[str, Any], want: list[str]) -> None:
     cluster_queue.default(obj, ctx())
     assert obj["metadata"]["finalizers"] == want
     assert obj["spec"] == {}
+
+
+def test_default_through_the_app_adds_the_finalizer() -> None:
+    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "x"}, "spec": {}}
+    assert crd_defaulted("ClusterQueue", obj)["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]

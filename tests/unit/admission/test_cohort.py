@@ -11,6 +11,8 @@ from webhook.admission.context import Context, StaticLookups
 from webhook.api.fields import aggregate
 from webhook.config import Configuration
 
+from .reviews import crd_denial
+
 Q0 = "spec.resourceGroups[0].flavors[0].resources[0]"
 
 
@@ -91,6 +93,11 @@ CASES = [
 def test_validate_create(obj: dict[str, Any], want: str) -> None:
     errors = cohort.validate_create(obj, ctx())
     assert (aggregate(errors) if errors else "") == want
+
+
+@pytest.mark.parametrize(("obj", "want"), CASES)
+def test_validate_create_through_the_app(obj: dict[str, Any], want: str) -> None:
+    assert crd_denial("Cohort", obj) == want
 
 
 @pytest.mark.parametrize(("obj", "want"), CASES)

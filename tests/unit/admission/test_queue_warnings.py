@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from tests.builders import fq, make_cq
 from tests.unit.admission.reviews import review
-from tests.unit.core.builders import fq, make_cq
 from webhook.admission import job, pod
 from webhook.admission.context import Context, StaticLookups
 from webhook.config import Configuration

@@ -11,6 +11,8 @@ from webhook.admission.context import Context, StaticLookups
 from webhook.api.fields import aggregate
 from webhook.config import Configuration
 
+from .reviews import crd_defaulted, crd_denial
+
 NAME_PART_REGEX = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
@@ -114,6 +116,11 @@ def test_validate_create(obj: dict[str, Any], want: str) -> None:
 
 
 @pytest.mark.parametrize(("obj", "want"), CASES)
+def test_validate_create_through_the_app(obj: dict[str, Any], want: str) -> None:
+    assert crd_denial("ResourceFlavor", obj) == want
+
+
+@pytest.mark.parametrize(("obj", "want"), CASES)
 def test_validate_update_checks_the_new_object(obj: dict[str, Any], want: str) -> None:
     errors = resource_flavor.validate_update(rf(), obj, ctx())
     assert (aggregate(errors) if errors else "") == want
@@ -134,3 +141,8 @@ def test_default(metadata: dict[str, Any], want: list[str]) -> None:
     obj = {"metadata": metadata, "spec": {"nodeLabels": {"a": "b"}}}
     resource_flavor.default(obj, ctx())
     assert obj == {"metadata": {**metadata, "finalizers": want}, "spec": {"nodeLabels": {"a": "b"}}}
+
+
+def test_default_through_the_app_adds_the_finalizer() -> None:
+    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "x"}, "spec": {}}
+    assert crd_defaulted("ResourceFlavor", obj)["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]

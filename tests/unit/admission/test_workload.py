@@ -12,6 +12,8 @@ from webhook.admission.context import Context, StaticLookups
 from webhook.api.fields import aggregate
 from webhook.config import Configuration
 
+from .reviews import crd_denial
+
 NOW = "2025-01-01T00:00:00Z"
 GATED_BY = "metadata.annotations[kueue.x-k8s.io/admission-gated-by]"
 BOOST = "metadata.annotations[kueue.x-k8s.io/priority-boost]"
@@ -574,6 +576,11 @@ def test_validate_create(obj: dict[str, Any], gates: dict[str, bool], want: str)
     assert (aggregate(errors) if errors else "") == want
 
 
+@pytest.mark.parametrize(("obj", "gates", "want"), CREATE_CASES)
+def test_validate_create_through_the_app(obj: dict[str, Any], gates: dict[str, bool], want: str) -> None:
+    assert crd_denial("Workload", obj, gates=gates) == want
+
+
 def two_sets(count1: int = 3, count2: int = 3) -> list[dict[str, Any]]:
     return [pod_set("ps1", count1), pod_set("ps2", count2)]
 
@@ -964,6 +971,13 @@ UPDATE_CASES = [
 def test_validate_update(old: dict[str, Any], new: dict[str, Any], gates: dict[str, bool], want: str) -> None:
     errors = workload.validate_update(old, new, ctx(**gates))
     assert (aggregate(errors) if errors else "") == want
+
+
+@pytest.mark.parametrize(("old", "new", "gates", "want"), UPDATE_CASES)
+def test_validate_update_through_the_app(
+    old: dict[str, Any], new: dict[str, Any], gates: dict[str, bool], want: str
+) -> None:
+    assert crd_denial("Workload", new, old=old, gates=gates) == want
 
 
 def test_status_subresource_runs_the_same_checks() -> None:

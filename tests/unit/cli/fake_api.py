@@ -3,6 +3,7 @@
 Understands collection and object paths (namespaced or across namespaces), `labelSelector` (k=v, k!=v,
 k), `fieldSelector` (metadata.name / metadata.namespace), POST, merge PATCH, DELETE, `dryRun=All`, and
 fixed answers for anything else (discovery, the visibility API, server-side Tables) via `answers`.
+Beside it, the clock the CLI runs on in these tests (`NOW`, `ago`) and what one run gives back (`Result`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,25 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webhook import kube
+
+NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def ago(**kw: float) -> str:
+    return (NOW - timedelta(**kw)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
 
 _PATH = re.compile(r"^/(api/v1|apis/[^/]+/[^/]+)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?$")
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tests.unit.cli.conftest import Result
-from tests.unit.cli.fake_api import FakeApi
-from tests.unit.core.builders import fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.unit.cli.fake_api import FakeApi, Result
 
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"

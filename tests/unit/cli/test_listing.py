@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.cli.conftest import ago
-from tests.unit.cli.fake_api import FakeApi
+from tests.unit.cli.fake_api import FakeApi, ago
 from webhook import kube
 from webhook.cli import listing
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.cli import explain, simulate
 from webhook.core.decisions import Admit, Pending, Preempt
 from webhook.core.workload import WorkloadKey, parse_workload

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
 from webhook.core import admission_checks as ac
 from webhook.core.model import parse_cluster_queue
 from webhook.core.pods_ready import Policy, StepKind, WorkloadStep

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.unit.core.builders import make_wl, psa
+from tests.builders import make_wl, psa
 from webhook.core.admission_rate import AdmissionRates, Rate, method
 from webhook.core.workload import parse_workload
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa, ts
 from webhook.core import AdmissionCore
 from webhook.core.resources import FlavorResource
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.core import concurrent_admission as ca
 from webhook.core.workload import WorkloadKey, parse_workload
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.core.conditions import RequeueReason
 from webhook.core.queues import QueueManager
 from webhook.core.workload import WorkloadKey, parse_workload

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl
+from tests.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl
 from webhook.api import selector
 from webhook.core import Admit, Pending
 

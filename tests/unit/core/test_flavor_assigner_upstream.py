@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cohort, make_cq, make_flavor, make_wl
+from tests.builders import fq, make_cohort, make_cq, make_flavor, make_wl
 from webhook.core.cache import Cache
 from webhook.core.flavor_assigner import (
     Assignment,

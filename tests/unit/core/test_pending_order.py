@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from tests.unit.core.builders import WorkloadBuilder
+from tests.builders import WorkloadBuilder
 from webhook.core.pending_order import OwnerRef, PendingOrder, pending_workload
 from webhook.core.workload import WorkloadKey
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.unit.core.builders import make_wl
+from tests.builders import make_wl
 from webhook.core.preemption import satisfies_policy
 from webhook.core.workload import parse_workload
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import (
+from tests.builders import (
     T0,
     fq,
     make_cohort,

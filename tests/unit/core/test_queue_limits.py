@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.core.cache import Cache
 from webhook.core.queue_limits import local_queue_limits
 from webhook.core.resources import FlavorResource
@@ -94,7 +94,7 @@ def test_a_cohort_quota_adds_to_what_can_be_borrowed() -> None:
 @pytest.mark.parametrize("extra", [0, 1])
 def test_available_is_what_the_scheduler_admits_without_preemption(extra: int) -> None:
     """A workload asking for exactly `available` is admitted; one more millicore is not."""
-    from tests.unit.core.builders import make_core
+    from tests.builders import make_core
 
     objs = cohort_objects()
     [cpu] = local_queue_limits(cache_of(objs), "team/main").resources  # type: ignore[union-attr]

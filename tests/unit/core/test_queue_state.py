@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.core import AdmissionCore, Admit, Evict, QueueBlocked, Requeue, UnsetReservation, WorkloadKey
 
 ONE = make_flavor("one").obj()

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 import webhook.core
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.core import Admit, Pending, WorkloadKey
 
 ONE = make_flavor("one").obj()

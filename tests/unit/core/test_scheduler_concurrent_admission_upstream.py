@@ -1,5 +1,5 @@
 """Upstream's ConcurrentAdmission scheduler scenarios (`pkg/scheduler/scheduler_concurrent_admission_test.go`,
-v0.19.2), run through the harness of `test_scheduler_upstream`: one cycle, then the reservations,
+v0.19.2), run through the harness of `scheduler_harness`: one cycle, then the reservations,
 the pending reasons and messages, the variant evicted for a migration and what is left queued.
 Row ids are upstream's case names."""
 
@@ -9,17 +9,17 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cq, make_flavor, make_lq, make_wl, psa
-from tests.unit.core.test_scheduler_upstream import Case, _sel, check, one, run_case
+from tests.builders import fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.unit.core.scheduler_harness import Case, check, one, run_case, sel
 
 PARENT, PARENT_UID = "parent-workload", "parent-uid"
 CONCURRENT_CQ = (
-    make_cq("concurrent-cq").selector(_sel("eng")).group(fq("on-demand", cpu="10"), fq("spot", cpu="10")).obj()
+    make_cq("concurrent-cq").selector(sel("eng")).group(fq("on-demand", cpu="10"), fq("spot", cpu="10")).obj()
 )
 OBJS = [make_flavor("reservation").obj(), CONCURRENT_CQ, make_lq("concurrent-queue", "eng-alpha", "concurrent-cq")]
 MIN_PREF_OBJS = [
     make_cq("concurrent-cq-with-min-pref")
-    .selector(_sel("eng"))
+    .selector(sel("eng"))
     .group(fq("reservation", cpu="10"), fq("on-demand", cpu="10"), fq("spot", cpu="10"))
     .concurrent_admission(last_acceptable="reservation")
     .obj(),

@@ -1,5 +1,5 @@
 """Upstream's overlapping-preemption-target scenarios (`pkg/scheduler/scheduler_recompute_preemption_test.go`,
-commit ff69552e79), in the harness of `test_scheduler_upstream`.
+commit ff69552e79), in the harness of `scheduler_harness`.
 
 A workload whose preemption targets overlap those of a workload processed earlier in the cycle is
 recomputed against the cluster as it will be once those preemptions complete, over the flavors it
@@ -17,13 +17,16 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl, psa
-from tests.unit.core.test_scheduler_upstream import (
+from tests.builders import T0, fq, make_cohort, make_core, make_flavor, make_lq, make_wl, psa
+from tests.unit.core.scheduler_harness import (
     RECLAIM,
+    STICKY,
+    TWO_FLAVORS,
     Case,
     check,
     pending,
     preempt_msg,
+    preempting_cq,
     reserved,
     run_case,
     wl,
@@ -36,10 +39,6 @@ DEFERRED = (
 )
 
 
-def _cq(name: str, cohort: str, *flavors: dict[str, Any]) -> dict[str, Any]:
-    return make_cq(name).cohort(cohort).preemption(within="LowerPriority", reclaim="Any").group(*flavors).obj()
-
-
 # root-cohort (3005 CPU) over parent-cohort-a (0) with cq-hero (3000) and cq-noisy (0), parent-cohort-b
 # with cq-tiny (50), parent-cohort-c with cq-rest (0); every queue in namespace eng-alpha.
 HERO_TREE: list[dict[str, Any]] = [
@@ -47,18 +46,11 @@ HERO_TREE: list[dict[str, Any]] = [
     make_cohort("parent-cohort-a").parent("root-cohort").group(fq("default", cpu="0")).obj(),
     make_cohort("parent-cohort-b").parent("root-cohort").obj(),
     make_cohort("parent-cohort-c").parent("root-cohort").obj(),
-    _cq("cq-hero", "parent-cohort-a", fq("default", cpu="3000")),
-    _cq("cq-noisy", "parent-cohort-a", fq("default", cpu="0")),
-    _cq("cq-tiny", "parent-cohort-b", fq("default", cpu="50")),
-    _cq("cq-rest", "parent-cohort-c", fq("default", cpu="0")),
+    preempting_cq("cq-hero", "parent-cohort-a", fq("default", cpu="3000")),
+    preempting_cq("cq-noisy", "parent-cohort-a", fq("default", cpu="0")),
+    preempting_cq("cq-tiny", "parent-cohort-b", fq("default", cpu="50")),
+    preempting_cq("cq-rest", "parent-cohort-c", fq("default", cpu="0")),
     *(make_lq(f"lq-{n}", "eng-alpha", f"cq-{n}") for n in ("hero", "noisy", "tiny", "rest")),
-]
-# cq-1 and cq-2 under cohort root, each with 5 CPU of flavor default and 5 of on-demand.
-TWO_FLAVORS: list[dict[str, Any]] = [
-    make_cohort("root").obj(),
-    *(_cq(n, "root", fq("default", cpu="5"), fq("on-demand", cpu="5")) for n in ("cq-1", "cq-2")),
-    make_lq("lq-1", "default", "cq-1"),
-    make_lq("lq-2", "default", "cq-2"),
 ]
 
 
@@ -103,30 +95,6 @@ TWO_WORKLOADS: dict[str, Any] = dict(
     },
     left={"cq-hero": ["eng-alpha/wl-hero"], "cq-tiny": ["eng-alpha/wl-tiny-pending"]},
 )
-STICKY = [
-    reserved("wl-admitted-default", "default", "cq-1", "default", "10", queue="lq-1", admitted=True),
-    reserved("wl-admitted-on-demand", "default", "cq-1", "on-demand", "10", queue="lq-1", admitted=True),
-    pending(
-        "wl-pending-high-prio-1",
-        "default",
-        "lq-1",
-        prio=11,
-        uid="wl-pending-high-prio-1-uid",
-        job_uid="job-high-prio-1-uid",
-        cpu="10",
-    ),
-    wl(
-        "wl-pending-high-prio-2",
-        "default",
-        "lq-2",
-        prio=10,
-        uid="wl-pending-high-prio-2-uid",
-        job_uid="job-high-prio-2-uid",
-    )
-    .request(cpu="10")
-    .created(1)
-    .obj(),
-]
 STICKY_COMMON: dict[str, Any] = dict(
     assignments={
         "default/wl-admitted-default": ("cq-1", _one("default", "10")),
@@ -301,7 +269,7 @@ def _ramp(**config: Any) -> tuple[list[Preempt], list[Pending]]:
     core = make_core(
         make_flavor("default").obj(),
         make_cohort("co").obj(),
-        *(_cq(n, "co", fq("default", cpu="10")) for n in ("cq-a", "cq-b", "cq-c")),
+        *(preempting_cq(n, "co", fq("default", cpu="10")) for n in ("cq-a", "cq-b", "cq-c")),
         *(
             make_wl(f"a-{i}")
             .queue("lq-a")

@@ -17,242 +17,29 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import (
-    T0,
-    fq,
-    limit_range,
-    make_cohort,
-    make_core,
-    make_cq,
-    make_flavor,
-    make_lq,
-    make_wl,
-    psa,
+from tests.builders import T0, fq, limit_range, make_cohort, make_core, make_cq, make_flavor, make_lq, psa
+from tests.unit.core.scheduler_harness import (
+    IN_CQ,
+    PSA,
+    RECLAIM,
+    Case,
+    cache_assignments,
+    check,
+    norm_want,
+    one,
+    pending,
+    preempt_msg,
+    reserved,
+    run_case,
+    sel,
+    waiting,
+    wl,
 )
-from webhook.api import constants, quantity
-from webhook.core import AdmissionCore
-from webhook.core.cycle import CycleResult
-from webhook.core.decisions import Admit, Migrate, Pending, Preempt
 from webhook.core.workload import WorkloadKey
 
-# Summary of one podSetAssignment: (podSet, {resource: flavor}, {resource: quantity}, count).
-PSA = tuple[str, dict[str, str], dict[str, str], int]
 
-
-def _sel(dep: str) -> dict[str, Any]:
-    return {"matchExpressions": [{"key": "dep", "operator": "In", "values": [dep]}]}
-
-
-FLAVORS: list[dict[str, Any]] = [
-    *(make_flavor(f).obj() for f in ("default", "on-demand", "spot", "model-a")),
-    make_flavor("spot-tainted").taint("key", "val").obj(),
-    make_flavor("spot-tainted-2").taint("key", "val2").obj(),
-]
-CLUSTER_QUEUES: list[dict[str, Any]] = [
-    make_cq("sales").selector(_sel("sales")).strategy("StrictFIFO").group(fq("default", cpu=("50", "0", None))).obj(),
-    make_cq("eng-alpha")
-    .cohort("eng")
-    .selector(_sel("eng"))
-    .strategy("StrictFIFO")
-    .group(fq("on-demand", cpu=("50", "50", None)), fq("spot", cpu=("100", "0", None)))
-    .obj(),
-    make_cq("eng-beta")
-    .cohort("eng")
-    .selector(_sel("eng"))
-    .strategy("StrictFIFO")
-    .preemption(within="LowerPriority", reclaim="Any")
-    .group(fq("on-demand", cpu=("50", "10", None)), fq("spot", cpu=("0", "100", None)))
-    .group(fq("model-a", **{"example.com/gpu": ("20", "0", None)}))
-    .obj(),
-    make_cq("flavor-nonexistent-cq").strategy("StrictFIFO").group(fq("nonexistent-flavor", cpu="50")).obj(),
-    make_cq("lend-a").cohort("lend").selector(_sel("lend")).group(fq("default", cpu=("3", None, "2"))).obj(),
-    make_cq("lend-b").cohort("lend").selector(_sel("lend")).group(fq("default", cpu=("2", None, "2"))).obj(),
-]
-LOCAL_QUEUES: list[dict[str, Any]] = [
-    make_lq("main", "sales", "sales"),
-    make_lq("blocked", "sales", "eng-alpha"),
-    make_lq("main", "eng-alpha", "eng-alpha"),
-    make_lq("main", "eng-beta", "eng-beta"),
-    make_lq("flavor-nonexistent-queue", "sales", "flavor-nonexistent-cq"),
-    make_lq("cq-nonexistent-queue", "sales", "nonexistent-cq"),
-    make_lq("lend-a-queue", "lend", "lend-a"),
-    make_lq("lend-b-queue", "lend", "lend-b"),
-]
-NAMESPACES = {
-    "default": {},
-    "eng-alpha": {"dep": "eng"},
-    "eng-beta": {"dep": "eng"},
-    "eng-gamma": {"dep": "eng"},
-    "sales": {"dep": "sales"},
-    "lend": {"dep": "lend"},
-}
-
-
-# -- workload shorthands ------------------------------------------------------------------------
-def wl(
-    name: str,
-    ns: str,
-    queue: str | None = "main",
-    prio: int | None = None,
-    uid: str | None = None,
-    job_uid: str | None = None,
-) -> Any:
-    """A Workload builder with upstream's defaults (no UID unless given)."""
-    b = make_wl(name, ns).uid(uid or "")
-    if queue is not None:
-        b.queue(queue)
-    else:
-        b._o["spec"].pop("queueName")
-    if prio is not None:
-        b.priority(prio)
-    if job_uid is not None:
-        b.label(constants.JOB_UID_LABEL, job_uid)
-    return b
-
-
-def pending(
-    name: str,
-    ns: str,
-    queue: str = "main",
-    prio: int | None = None,
-    uid: str | None = None,
-    job_uid: str | None = None,
-    **req: str,
-) -> dict[str, Any]:
-    """A pending single-pod workload requesting `req`."""
-    return wl(name, ns, queue, prio, uid, job_uid).request(**req).obj()
-
-
-def reserved(
-    name: str,
-    ns: str,
-    cq: str,
-    flavor: str,
-    cpu: str,
-    prio: int | None = None,
-    queue: str | None = None,
-    admitted: bool = False,
-) -> dict[str, Any]:
-    """A single-pod workload holding `cpu` of `flavor` in `cq` (upstream `ReserveQuotaAt`)."""
-    return wl(name, ns, queue, prio).request(cpu=cpu).reserve(cq, psa(cpu=(flavor, cpu)), admitted=admitted).obj()
-
-
-def one(flavor: str, cpu: str, count: int = 1, ps: str = "main") -> tuple[PSA]:
-    return ((ps, {"cpu": flavor}, {"cpu": cpu}, count),)
-
-
-def waiting(msg: str) -> tuple[str, str]:
-    return ("WaitingForQuota", "couldn't assign flavors to pod set main: " + msg)
-
-
-# -- the harness --------------------------------------------------------------------------------
-@dataclass
-class Case:
-    workloads: list[dict[str, Any]]
-    objs: list[dict[str, Any]] = field(default_factory=list)
-    # Every reservation in the cache after the cycle: key -> (ClusterQueue, podSetAssignments).
-    assignments: dict[str, tuple[str, tuple[PSA, ...]]] = field(default_factory=dict)
-    # Pending decisions: key -> (QuotaReserved=False reason, message).
-    pending: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # Preemption victims: key -> (Preempted reason, message or None to skip the message).
-    preempted: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    left: dict[str, list[str]] = field(default_factory=dict)
-    inadmissible: dict[str, list[str]] = field(default_factory=dict)
-    # Admitted condition of the workloads admitted this cycle, when not Admitted=True.
-    admitted_condition: dict[str, tuple[str, str]] = field(default_factory=dict)
-    admission_error: bool = False
-    fair_sharing: bool = False
-    # wantSkippedPreemptions where upstream sets it (ClusterQueues with 0 left out).
-    skipped_preemptions: dict[str, int] | None = None
-    namespaces: Mapping[str, dict[str, str]] = field(default_factory=lambda: NAMESPACES)
-    # Feature gate RecomputeAssignmentUponPreemptionTargetsOverlap (off by default in v0.19.2).
-    recompute_on_overlap: bool = False
-    # Feature gate ConcurrentAdmission (off by default).
-    concurrent_admission: bool = False
-    # Variants evicted for a flavor migration: key -> (Evicted reason, message).
-    migrated: dict[str, tuple[str, str]] = field(default_factory=dict)
-
-
-def _norm(p: Mapping[str, Any]) -> PSA:
-    usage = {r: str(quantity.amount(r, v)) for r, v in p["resourceUsage"].items()}
-    return (p["name"], dict(p["flavors"]), usage, p["count"])
-
-
-def _norm_want(ps: tuple[PSA, ...]) -> list[PSA]:
-    return [(n, f, {r: str(quantity.amount(r, v)) for r, v in u.items()}, c) for n, f, u, c in ps]
-
-
-def cache_assignments(core: AdmissionCore) -> dict[str, tuple[str, list[PSA]]]:
-    """Every reservation the cache holds, as upstream reads them from its snapshot."""
-    out = {}
-    for name in core.cache.cluster_queues:
-        for w in core.cache.workloads_in(name):
-            out[str(w.key)] = (w.admission_cluster_queue, [_norm(a.to_api()) for a in w.assignments])
-    return out
-
-
-def run_case(c: Case) -> tuple[AdmissionCore, CycleResult]:
-    core = make_core(
-        *FLAVORS,
-        *CLUSTER_QUEUES,
-        *LOCAL_QUEUES,
-        *c.objs,
-        *c.workloads,
-        namespaces=dict(c.namespaces),
-        fair_sharing=c.fair_sharing,
-        recompute_on_overlap=c.recompute_on_overlap,
-        concurrent_admission=c.concurrent_admission,
-    )
-    result = core.schedule(T0)
-    if c.admission_error:
-        for d in result.admitted:
-            core.admission_failed(d.key, T0)
-    return core, result
-
-
-def check(core: AdmissionCore, result: CycleResult, c: Case) -> None:
-    want_assign = {k: (cq, _norm_want(ps)) for k, (cq, ps) in c.assignments.items()}
-    assert cache_assignments(core) == want_assign
-    if not c.admission_error:
-        got_cond = {}
-        for d in result.decisions:
-            if isinstance(d, Admit):
-                conds = {x.type: x for x in d.conditions}
-                qr = conds["QuotaReserved"]
-                assert (qr.status, qr.reason, qr.message) == (
-                    "True",
-                    "QuotaReserved",
-                    f"Quota reserved in ClusterQueue {d.cluster_queue}",
-                )
-                adm = conds.get("Admitted")
-                got_cond[str(d.key)] = ("True" if adm is None else adm.status, "" if adm is None else adm.reason)
-        want_cond = {k: c.admitted_condition.get(k, ("True", "Admitted")) for k in got_cond}
-        assert got_cond == want_cond
-    got_pending = {str(d.key): (d.reason, d.message) for d in result.decisions if isinstance(d, Pending)}
-    assert got_pending == c.pending
-    got_victims: dict[str, tuple[str, str | None]] = {}
-    for d in result.decisions:
-        if isinstance(d, Preempt):
-            for v in d.targets:
-                ev, pr = v.conditions
-                assert (ev.type, ev.status, ev.reason, ev.message) == ("Evicted", "True", "Preempted", pr.message)
-                got_victims[str(v.key)] = (pr.reason, pr.message)
-    assert {
-        k: (r, got_victims[k][1] if m is None and k in got_victims else m) for k, (r, m) in c.preempted.items()
-    } == got_victims
-    got_migrated = {}
-    for d in result.decisions:
-        if isinstance(d, Migrate):
-            (ev,) = d.conditions
-            assert (ev.type, ev.status, ev.reason, ev.message) == ("Evicted", "True", d.reason, d.message)
-            got_migrated[str(d.key)] = (d.reason, d.message)
-    assert got_migrated == c.migrated
-    assert core.queues.dump() == c.left
-    assert core.queues.dump_inadmissible() == c.inadmissible
-
-
-def cq_sel(name: str, dep: str = "eng") -> Any:
-    return make_cq(name).selector(_sel(dep))
+def cqsel(name: str, dep: str = "eng") -> Any:
+    return make_cq(name).selector(sel(dep))
 
 
 SCHEDULE: dict[str, Case] = {}
@@ -480,8 +267,8 @@ def _hierarchy(lending: str) -> list[dict[str, Any]]:
     return [
         make_cohort("root").obj(),
         make_cohort("child").parent("root").obj(),
-        cq_sel("cq-lender").cohort("child").group(fq("on-demand", cpu=("10", None, lending))).obj(),
-        cq_sel("cq-borrower").cohort("child").group(fq("on-demand", cpu=("5", "10", None))).obj(),
+        cqsel("cq-lender").cohort("child").group(fq("on-demand", cpu=("10", None, lending))).obj(),
+        cqsel("cq-borrower").cohort("child").group(fq("on-demand", cpu=("5", "10", None))).obj(),
         make_lq("lq-lender", "eng-alpha", "cq-lender"),
         make_lq("lq-borrower", "eng-alpha", "cq-borrower"),
     ]
@@ -509,13 +296,6 @@ SCHEDULE["hierarchical cohort allows borrowing up to lending limit"] = Case(
     },
 )
 
-
-def preempt_msg(uid: str, job_uid: str, why: str, preemptor: str, preemptee: str) -> str:
-    return f"Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to {why}; preemptor path: {preemptor}; preemptee path: {preemptee}"
-
-
-IN_CQ = "prioritization in the ClusterQueue"
-RECLAIM = "reclamation within the cohort"
 
 SCHEDULE["preempt workloads in ClusterQueue and cohort"] = Case(
     workloads=[
@@ -1632,4 +1412,4 @@ def test_last_scheduling_context(case: TwoCycles) -> None:
         core.on_workload_deleted("default", name, T0)
     core.schedule(T0)
     admitted = {k: v for k, v in cache_assignments(core).items() if core.cache.reserving[WorkloadKey(k)].is_admitted}
-    assert admitted == {k: (cq, _norm_want(ps)) for k, (cq, ps) in case.second.items()}
+    assert admitted == {k: (cq, norm_want(ps)) for k, (cq, ps) in case.second.items()}

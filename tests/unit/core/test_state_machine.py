@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from tests.unit.core.builders import (
+from tests.builders import (
     T0,
     feed,
     fq,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.api import constants as c
 from webhook.core.cache import Cache
 from webhook.core.flavor_assigner import Mode, PreemptionPossibility, assign_flavors

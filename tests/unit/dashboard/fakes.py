@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tests.unit.core.builders import make_cq, make_lq, make_wl
+from tests.builders import make_cq, make_lq, make_wl
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
@@ -100,3 +100,10 @@ def many_namespaces(n: int) -> Store:
     queues = list(store.objects(Kind.LOCAL_QUEUES).values())
     store.replace(Kind.LOCAL_QUEUES, [*queues, *(make_lq("lq", f"ns-{i}", "cq") for i in range(n))])
     return store
+
+
+def info_of(obj: dict[str, Any]) -> Any:
+    """The dashboard store's view of one Workload object."""
+    store = Store()
+    store.replace(Kind.WORKLOADS, [obj])
+    return next(iter(store.workloads().values())).info

@@ -7,7 +7,7 @@ import re
 import httpx
 import pytest
 
-from tests.unit.core.builders import make_cq
+from tests.builders import make_cq
 from tests.unit.dashboard.fakes import ADMIN, ALICE, BOB, MALLORY, FakeReviews, two_teams
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer

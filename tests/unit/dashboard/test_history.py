@@ -4,8 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.unit.core.builders import T0, make_wl
-from tests.unit.dashboard.test_views import info_of
+from tests.builders import T0, make_wl
+from tests.unit.dashboard.fakes import info_of
 from webhook.dashboard import views
 from webhook.dashboard.history import History
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 import certs
-from tests.unit.core.builders import make_wl
+from tests.builders import make_wl
 from tests.unit.dashboard.fakes import ALICE, Clock, FakeReviews, two_teams
 from webhook.dashboard import app as dashboard_app
 from webhook.dashboard import server

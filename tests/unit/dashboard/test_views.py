@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cohort, make_cq, make_wl
-from tests.unit.dashboard.fakes import two_teams
+from tests.builders import fq, make_cohort, make_cq, make_wl
+from tests.unit.dashboard.fakes import info_of, two_teams
 from webhook.core import model
 from webhook.dashboard import views
 from webhook.dashboard.store import Kind, Store
@@ -134,9 +134,3 @@ def test_local_queue_rows_follow_the_localqueues_grant_only(workloads, local_que
 def test_state_of() -> None:
     assert views.state_of(info_of(make_wl("w").finished().obj())) is views.State.FINISHED
     assert views.state_of(info_of(make_wl("w").reserve("cq", admitted=False).obj())) is views.State.QUOTA_RESERVED
-
-
-def info_of(obj: dict):
-    store = Store()
-    store.replace(Kind.WORKLOADS, [obj])
-    return next(iter(store.workloads().values())).info

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.config import load
+from webhook.config import load, parse
 from webhook.install import chart, kustomize, rbac
 from webhook.install import objects as o
 from webhook.install.__main__ import rendered
 
 ROOT = Path(__file__).resolve().parents[3]
+MANAGER = ROOT / "manifests" / "manager"  # in manifests/default, which `make deploy` applies
 
 
 def test_committed_manifests_and_chart_are_up_to_date():
@@ -30,6 +31,11 @@ def test_committed_manifests_and_chart_are_up_to_date():
 
 def by_kind(items: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [i for i in items if i["kind"] == kind]
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    """The objects of a committed YAML file."""
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
 
 
 @pytest.fixture(scope="module")
@@ -79,14 +85,48 @@ def test_services(controller):
     assert webhook["spec"]["selector"] == metrics["spec"]["selector"] == o.SELECTOR
 
 
-def test_shipped_configuration_loads_and_enables_internal_certs(tmp_path, controller):
-    cm = by_kind(controller, "ConfigMap")[0]
+def test_shipped_configuration_loads_and_enables_internal_certs(tmp_path):
+    """The Configuration `make deploy` installs (the kustomize build of manifests/default), read from
+    the committed file the manager's Deployment mounts at the path its --config names."""
+    assert "../manager" in documents(ROOT / "manifests" / "default" / "kustomization.yaml")[0]["resources"]
+    assert {"config.yaml", "deployment.yaml"} <= set(documents(MANAGER / "kustomization.yaml")[0]["resources"])
+    (cm,) = by_kind(documents(MANAGER / "config.yaml"), "ConfigMap")
+    (dep,) = by_kind(documents(MANAGER / "deployment.yaml"), "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    (mount,) = [m for m in c["volumeMounts"] if f"--config={m['mountPath']}" in c["args"]]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert (volume["configMap"]["name"], mount["subPath"]) == (cm["metadata"]["name"], o.CONFIG_FILE)
     path = tmp_path / "c.yaml"
     path.write_text(cm["data"][o.CONFIG_FILE])
     cfg = load(str(path))
     assert cfg.internal_cert_management.enable
     assert cfg.leader_election.leader_elect
     assert cfg.webhook.port == 9443
+
+
+def shipped_configurations() -> dict[str, str]:
+    """Every Configuration an install applies, as committed: the ConfigMap of manifests/default, the
+    cert-manager overlay's patch of it, and the chart's default `managerConfig` (the chart appends
+    `internalCertManagement`; tests/integration/test_chart.py loads what helm renders)."""
+    (cm,) = by_kind(documents(MANAGER / "config.yaml"), "ConfigMap")
+    overlay = documents(ROOT / "manifests" / "cert-manager" / "kustomization.yaml")[0]
+    (patch,) = [yaml.safe_load(p["patch"]) for p in overlay["patches"] if p["target"]["kind"] == "ConfigMap"]
+    values = documents(ROOT / "charts" / "pykueue" / "values.yaml")[0]
+    return {
+        "manifests/default": cm["data"][o.CONFIG_FILE],
+        "manifests/cert-manager": patch["data"][o.CONFIG_FILE],
+        "charts/pykueue": values["managerConfig"]["controllerManagerConfigYaml"],
+    }
+
+
+@pytest.mark.parametrize("install", sorted(shipped_configurations()))
+def test_shipped_configuration_is_valid(install):
+    cfg = parse(shipped_configurations()[install])
+    # Only the cert-manager overlay turns the internal certificates off (the chart's enableCertManager
+    # is off by default, and its template writes `enable: true` then).
+    assert cfg.internal_cert_management.enable is (install != "manifests/cert-manager")
+    assert cfg.leader_election.leader_elect
 
 
 def test_webhook_configurations():

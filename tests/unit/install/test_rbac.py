@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.unit.cert_cluster import cluster_objects, manager
 from tests.unit.fake_kube import FakeKube
-from tests.unit.test_certmanager import cluster_objects, manager
 from webhook.admission.jobframework import known_owners
 from webhook.admission.lookups import ClusterLookups
 from webhook.install import rbac, visibility

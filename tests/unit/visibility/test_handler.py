@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.unit.core.builders import WorkloadBuilder
+from tests.builders import WorkloadBuilder
 from webhook.core.pending_order import PendingOrder, pending_workload
 from webhook.core.workload import WorkloadKey
 from webhook.reviews import User

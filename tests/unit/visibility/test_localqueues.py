@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cohort, make_cq, make_lq, make_wl, psa
 from webhook.reviews import User
 from webhook.visibility.auth import AccessDecision, Attributes
 from webhook.visibility.handler import Request, Response, VisibilityAPI

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import fq, make_cq, make_lq, make_wl, psa
+from tests.builders import fq, make_cq, make_lq, make_wl, psa
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.unit.core.builders import T0, limit_range, make_wl, psa, runtime_class
+from tests.builders import T0, limit_range, make_wl, psa, runtime_class
 from tests.unit.fake_kube import FakeKube
 from webhook.config import Configuration
 from webhook.core.workload import WorkloadKey

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.unit.core.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.metric_samples import value
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook import metrics as m
@@ -250,7 +251,8 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
         .obj()
     )
     w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), old, new)
-    before = m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get()
+    replaced = ("kueue_replaced_workload_slices_total", {"cluster_queue": "cq", "replica_role": ROLE})
+    before = value(m.WORKER_REGISTRY, *replaced)
     result = w.mgr.core.schedule(T0)
     [admit] = result.admitted
     w.mgr.decisions.dispatch(result, T0)
@@ -264,7 +266,7 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
         == "Replaced to accommodate a workload (UID: uid-new, JobUID: ) due to workload slice aggregation"
     )
     assert w.status(old)["admission"] == old["status"]["admission"]
-    assert m.REPLACED_WORKLOAD_SLICES.labels("cq", ROLE)._value.get() == before + 1
+    assert value(m.WORKER_REGISTRY, *replaced) == before + 1
     assert admit.replaces is not None
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from tests.unit.core.builders import (
+from tests.builders import (
     T0,
     fq,
     make_cohort,
@@ -23,6 +23,7 @@ from tests.unit.core.builders import (
     psa,
     ts,
 )
+from tests.metric_samples import bucket_bounds
 from tests.unit.fake_kube import FakeKube
 from webhook import metrics
 from webhook.config import Configuration, FairSharing, Metrics
@@ -214,7 +215,8 @@ def test_workload_creation_latency_only_for_first_generation_owners() -> None:
     reporter.workload_created("Job", job, wl)
     reporter.workload_created("Job", {"metadata": {"creationTimestamp": ts(0), "generation": 2}}, wl)
     assert sample("kueue_workload_creation_latency_seconds_count", job_kind="Job") == before + 1
-    assert metrics.WORKLOAD_CREATION_LATENCY._upper_bounds[:-1] == [0.01 * 2**i for i in range(11)]
+    creation = {"job_kind": "Job", **ROLE}
+    assert bucket_bounds(metrics.WORKLOAD_CREATION_LATENCY, creation) == [0.01 * 2**i for i in range(11)]
 
 
 def test_manager_reports_finished_on_the_watch_event_even_after_its_own_write() -> None:
@@ -287,7 +289,9 @@ def test_preempting_a_ready_workload_observes_pods_ready_to_evicted() -> None:
     assert sample("kueue_pods_ready_to_evicted_time_seconds_sum", **labels) == 90
     assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="80.0") == 0
     assert sample("kueue_pods_ready_to_evicted_time_seconds_bucket", **labels, le="160.0") == 1
-    assert metrics.PODS_READY_TO_EVICTED_TIME._upper_bounds[:-1] == list(metrics.exponential_buckets(14))
+    assert bucket_bounds(metrics.PODS_READY_TO_EVICTED_TIME, {**labels, **ROLE}) == list(
+        metrics.exponential_buckets(14)
+    )
 
 
 def test_deleting_a_queue_drops_its_counters_and_histograms() -> None:

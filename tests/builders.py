@@ -1,4 +1,5 @@
-"""Chained fixture builders returning plain v1beta2 JSON dicts (like upstream's wrappers.go)."""
+"""Chained fixture builders returning plain v1beta2 JSON dicts (like upstream's wrappers.go): the
+ResourceFlavors, queues, Workloads and cluster objects every test folder builds its scenarios from."""
 
 from __future__ import annotations
 

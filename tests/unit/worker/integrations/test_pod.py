@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.metric_samples import bucket_bounds
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook import metrics
@@ -250,7 +251,7 @@ def test_ungating_a_group_observes_each_pod_from_the_admission() -> None:
     assert sample("kueue_pod_scheduling_gate_removal_seconds_sum", gate) == pytest.approx(0.3 + 0.5)
     assert sample("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "0.25"}) == 0
     assert sample("kueue_pod_scheduling_gate_removal_seconds_bucket", {**gate, "le": "0.5"}) == 2
-    assert metrics.POD_SCHEDULING_GATE_REMOVAL._upper_bounds[:-1] == [
+    assert bucket_bounds(metrics.POD_SCHEDULING_GATE_REMOVAL, gate) == [
         0.005,
         0.01,
         0.025,
