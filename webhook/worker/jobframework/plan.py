@@ -5,8 +5,8 @@ caches, and writes nothing.
 Mirrors `ReconcileGenericJob` and its helpers in `pkg/controller/jobframework/reconciler.go`
 (`ensureOneWorkload`, `EquivalentToWorkload`, `UpdateWorkloadPriority`, `UpdateAdmissionGatedBy`,
 `handleJobWithNoWorkload`, `stopJob`, `handleWorkloadAfterDeactivatedPolicy`,
-`shouldSuspendChildJob`, `ConstructWorkload`, `ExtractPriority`) and
-`pkg/controller/jobframework/workload_names.go` (upstream v0.19.2).
+`shouldSuspendChildJob`, `ConstructWorkload`, `ExtractPriority`) (upstream v0.19.2); Workload
+names are `webhook.api.jobs.workload_name` (`workload_names.go`), which the webhook shares.
 
 The plan follows upstream's order: find or repair the one matching Workload, then the first of
 the job's own Workload conditions / finished / being deleted / job finished / no Workload /
@@ -20,7 +20,6 @@ for where upstream asks for them.
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -63,10 +62,7 @@ __all__ = [
     "pods_ready_condition",
     "prebuilt_workload_name",
     "resolve_priority",
-    "workload_name",
 ]
-
-_MAX_PREFIX = 253 - 6
 
 
 def _generation(obj: Obj) -> int:
@@ -83,15 +79,6 @@ def owned_workloads(store: Store, ns: str, name: str, *, api_version: str, kind:
                 out.append(wl)
                 break
     return sorted(out, key=lambda w: str(w["metadata"]["name"]))
-
-
-def workload_name(owner_name: str, owner_uid: str, *, kind: str = "Job", group: str = "batch", extra: str = "") -> str:
-    """`<lower(kind)>-<owner>` cut to 247 characters, `-`, then 5 hex of SHA-1(kind, group, name, uid
-    [, extra]) (`GenerateWorkloadNameWithExtra`; an elastic Job's slices add its generation)."""
-    prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX]
-    text = f"{kind}\n{group}\n{owner_name}\n{owner_uid}" + (f"\n{extra}" if extra else "")
-    digest = hashlib.sha1(text.encode()).hexdigest()[:5]
-    return f"{prefix}-{digest}"
 
 
 def max_execution_time_seconds(obj: Obj) -> int | None:
@@ -163,7 +150,7 @@ def build_workload(
     name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
     elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
     extra = str(_generation(job)) if elastic else ""
-    wl_name = workload_name(name, uid, kind=gj.kind, group=gj.group, extra=extra)
+    wl_name = jobs.workload_name(name, uid, kind=gj.kind, group=gj.group, extra=extra)
     job_labels, job_annotations = o.labels(job), o.annotations(job)
     labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
     if not fields.is_label_value(uid):

@@ -64,7 +64,6 @@ from webhook.worker.integrations.pod.workload import (
     group_pod_sets,
     new_workload,
     with_owners,
-    workload_name,
     workload_name_for_pod,
 )
 from webhook.worker.jobframework import actions as ja
@@ -81,7 +80,6 @@ __all__ = [
     "group_name",
     "reconcile_group",
     "reconcile_pod",
-    "workload_name",
     "workload_name_for_pod",
 ]
 

@@ -9,12 +9,11 @@ workload_names.go, tas.go}`, the podSet parts of `pkg/controller/jobs/pod/pod_co
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import fields
+from webhook.api import fields, jobs
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.objects import Obj
@@ -40,26 +39,15 @@ __all__ = [
     "group_pod_sets",
     "new_workload",
     "with_owners",
-    "workload_name",
     "workload_name_for_pod",
 ]
 
 # --- naming ---------------------------------------------------------------------------------------
 
 
-def workload_name(
-    owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False
-) -> str:
-    """`GenerateWorkloadNameWithExtra`: `<kind>-<owner>` cut to fit, then 5 hex of a SHA-1."""
-    prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
-    digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode())
-    if extra:
-        digest.update(f"\n{extra}".encode())
-    return f"{prefix}-{digest.hexdigest()[:5]}"
-
-
 def workload_name_for_pod(pod_name: str, pod_uid: str, *, short: bool = False) -> str:
-    return workload_name(pod_name, pod_uid, kind="Pod", short=short)
+    """`GetWorkloadNameForPod`: the generic name with the Pod's kind (core group)."""
+    return jobs.workload_name(pod_name, pod_uid, kind="Pod", short=short)
 
 
 # --- podSets and Workload construction ------------------------------------------------------------
