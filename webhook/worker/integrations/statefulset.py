@@ -44,7 +44,6 @@ from webhook.config import Configuration
 from webhook.worker import events
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
-    Lookups,
     Options,
     group_name,
     is_terminated,
@@ -55,7 +54,7 @@ from webhook.worker.integrations.pod.workload import fast_pod_sets, new_workload
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.plan import Lookups, Plan, lookups_from
 from webhook.worker.jobframework.reconciler import end_plan, execute_plan
 from webhook.worker.jobframework.setup import SetupContext, Wiring
 from webhook.worker.store import Store, object_key
@@ -366,17 +365,6 @@ class StatefulSetReconciler:
             self.config.managed_jobs_namespace_selector, labels, nil_matches=True
         )
 
-    def _lookups(self) -> Lookups:
-        return Lookups(
-            workload_priority_classes={
-                w["metadata"]["name"]: int(w.get("value") or 0) for w in self.store.list("workloadpriorityclasses")
-            },
-            priority_classes={
-                p["metadata"]["name"]: (int(p.get("value") or 0), bool(p.get("globalDefault")))
-                for p in self.store.list("priorityclasses")
-            },
-        )
-
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
         now = self.clock()
         if key.startswith(_POD_KEY):
@@ -399,7 +387,7 @@ class StatefulSetReconciler:
                 pods,
                 self.store.get("workloads", f"{ns}/{wl_name}"),
                 opts=self.opts,
-                lookups=self._lookups(),
+                lookups=lookups_from(self.store),
                 now=now,
             )
             job = {**sts, "apiVersion": API_VERSION, "kind": KIND}  # the object its events name

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from webhook.api import constants as c
@@ -49,11 +48,13 @@ from webhook.worker.jobframework.interface import (
 from webhook.worker.store import Store
 
 __all__ = [
+    "Lookups",
     "Plan",
     "Priority",
     "PriorityClassNotFound",
     "build_workload",
     "equivalent",
+    "lookups_from",
     "max_execution_time_seconds",
     "owned_workloads",
     "plan_child",
@@ -241,24 +242,28 @@ def _owned_by_single_pod(wl: Obj) -> bool:
     )
 
 
-class _Reads:
-    """What a plan reads besides the Job and its Workloads, from the worker's caches, on demand."""
+@dataclass(frozen=True, slots=True)
+class Lookups:
+    """The cluster-scoped objects a job's reconcile reads besides the job and its Workloads:
+    `resource_flavors` name → ResourceFlavor `spec` (equivalence, starting pods),
+    `workload_priority_classes` name → value and `priority_classes` name → PriorityClass
+    (`resolve_priority`)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    resource_flavors: Mapping[str, Obj] = field(default_factory=dict)
+    workload_priority_classes: Mapping[str, int] = field(default_factory=dict)
+    priority_classes: Mapping[str, Obj] = field(default_factory=dict)
 
-    @cached_property
-    def flavor_specs(self) -> dict[str, Obj]:
-        """ResourceFlavor name → spec."""
-        return {o["metadata"]["name"]: o.get("spec") or {} for o in self.store.list("resourceflavors")}
 
-    @cached_property
-    def wpcs(self) -> dict[str, int]:
-        return {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("workloadpriorityclasses")}
-
-    @cached_property
-    def pcs(self) -> dict[str, Obj]:
-        return {o["metadata"]["name"]: o for o in self.store.list("priorityclasses")}
+def lookups_from(store: Store) -> Lookups:
+    """The `Lookups` as the worker's caches hold them now: the one place every integration (the
+    generic plan, pods, StatefulSets) reads them from."""
+    return Lookups(
+        resource_flavors={rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")},
+        workload_priority_classes={
+            wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")
+        },
+        priority_classes={pc["metadata"]["name"]: pc for pc in store.list("priorityclasses")},
+    )
 
 
 def equivalent(gj: GenericJob, wl: Obj, *, config: Configuration, flavors: Mapping[str, Obj]) -> bool:
@@ -331,11 +336,11 @@ class _Planner:
     """`ReconcileGenericJob` for one top-level Job; each method is one lettered phase of upstream's
     `ReconcileGenericJob` (`pkg/controller/jobframework/reconciler.go`)."""
 
-    def __init__(self, gj: GenericJob, config: Configuration, reads: _Reads, now: datetime) -> None:
+    def __init__(self, gj: GenericJob, config: Configuration, lookups: Lookups, now: datetime) -> None:
         self.gj = gj
         self.job = gj.obj
         self.config = config
-        self.reads = reads
+        self.lookups = lookups
         self.now = now
         self.steps: list[ja.JobAction] = []
         self.requeue_after: float | None = None
@@ -358,7 +363,7 @@ class _Planner:
 
     # -- helpers ----------------------------------------------------------------------------------
     def equivalent(self, wl: Obj) -> bool:
-        return equivalent(self.gj, wl, config=self.config, flavors=self.reads.flavor_specs)
+        return equivalent(self.gj, wl, config=self.config, flavors=self.lookups.resource_flavors)
 
     def stop(self, wl: Obj | None, reason: str, message: str) -> None:
         """`stopJob` → `Job.Stop`, when it would change anything: suspend (the `Stopped` event),
@@ -378,8 +383,8 @@ class _Planner:
         try:
             return resolve_priority(
                 self.job,
-                wpcs=self.reads.wpcs,
-                pcs=self.reads.pcs,
+                wpcs=self.lookups.workload_priority_classes,
+                pcs=self.lookups.priority_classes,
                 pod_sets=pod_sets
                 if pod_sets is not None
                 else self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
@@ -690,12 +695,18 @@ def plan_finalize(workloads: Sequence[Obj], config: Configuration) -> Plan:
 
 
 def plan_top_level(
-    gj: GenericJob, workloads: Sequence[Obj], *, config: Configuration, store: Store, now: datetime
+    gj: GenericJob,
+    workloads: Sequence[Obj],
+    *,
+    config: Configuration,
+    store: Store,
+    now: datetime,
+    lookups: Lookups | None = None,
 ) -> Plan:
     """`ReconcileGenericJob` for a job no managed ancestor owns. `workloads` are those its
-    ownerReferences name (`owned_workloads`); `store` is read for everything else (flavors,
-    priority classes, the prebuilt Workload)."""
-    planner = _Planner(gj, config, _Reads(store), now)
+    ownerReferences name (`owned_workloads`); `store` is read for everything else (the prebuilt
+    Workload, and the `lookups` unless the adapter has read them already, so both see the same)."""
+    planner = _Planner(gj, config, lookups_from(store) if lookups is None else lookups, now)
     name = prebuilt_workload_name(gj.obj, config)
     try:
         wl = planner.ensure_one(workloads, store.get("workloads", f"{o.namespace(gj.obj)}/{name}") if name else None)

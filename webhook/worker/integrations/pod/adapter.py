@@ -34,7 +34,6 @@ from webhook.config import Configuration
 from webhook.worker.integrations.pod.common import (
     MAX_POD_SETS,
     ZERO_TIME,
-    Lookups,
     Options,
     RetryLater,
     Unretryable,
@@ -45,7 +44,6 @@ from webhook.worker.integrations.pod.common import (
     is_pod_suspended,
     is_runnable_or_succeeded,
     is_terminated,
-    lookups_from,
     max_exec_seconds,
     parse_timestamp,
     pod_event,
@@ -69,7 +67,7 @@ from webhook.worker.integrations.pod.workload import (
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.plan import Lookups, Plan, lookups_from
 from webhook.worker.store import Store
 
 __all__ = [
@@ -559,7 +557,7 @@ def reconcile_pod(
     if _unmanaged_queue(pod, opts):
         return Plan()
     job = PodJob("", [pod], opts, lookups_from(store), now, is_group=False)
-    return fw.plan_top_level(job, workloads, config=config, store=store, now=now)
+    return fw.plan_top_level(job, workloads, config=config, store=store, now=now, lookups=job.lookups)
 
 
 def _owned_by_parent(wl: Obj) -> bool:
@@ -607,4 +605,6 @@ def reconcile_group(
     job = PodJob(name, ordered, opts, lookups_from(store), now, expectations_satisfied=expectations_satisfied)
     if _skip(job.first, opts) or _unmanaged_queue(job.first, opts):
         return Plan()
-    return fw.plan_top_level(job, [] if workload is None else [workload], config=config, store=store, now=now)
+    return fw.plan_top_level(
+        job, [] if workload is None else [workload], config=config, store=store, now=now, lookups=job.lookups
+    )

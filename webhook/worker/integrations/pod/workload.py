@@ -21,7 +21,6 @@ from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     POD_API,
     WORKLOAD_API,
-    Lookups,
     Options,
     RetryLater,
     is_pod_suspended,
@@ -31,6 +30,7 @@ from webhook.worker.integrations.pod.common import (
     pod_role,
 )
 from webhook.worker.jobframework import podset
+from webhook.worker.jobframework.plan import Lookups
 
 __all__ = [
     "construct_pod_workload",
@@ -149,8 +149,12 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict
     if pc:
         if pc not in lookups.priority_classes:
             raise RetryLater(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, lookups.priority_classes[pc][0]
-    defaults = sorted((value, name) for name, (value, is_default) in lookups.priority_classes.items() if is_default)
+        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, int(
+            lookups.priority_classes[pc].get("value") or 0
+        )
+    defaults = sorted(
+        (int(p.get("value") or 0), name) for name, p in lookups.priority_classes.items() if p.get("globalDefault")
+    )
     if defaults:
         value, name = defaults[0]
         return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
