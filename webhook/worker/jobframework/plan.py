@@ -99,10 +99,13 @@ class Priority:
 
 
 class PriorityClassNotFound(Exception):
-    """The class the Job names is missing; `workload_class` when it is a WorkloadPriorityClass."""
+    """The class `name` the Job names is missing; `workload_class` when it is a
+    WorkloadPriorityClass. `name` lets an integration word the error its own way (the pod one as
+    the API's NotFound)."""
 
-    def __init__(self, message: str, *, workload_class: bool) -> None:
+    def __init__(self, message: str, *, name: str, workload_class: bool) -> None:
         super().__init__(message)
+        self.name = name
         self.workload_class = workload_class
 
 
@@ -114,7 +117,7 @@ def resolve_priority(
     name = o.labels(job).get(c.PRIORITY_CLASS_LABEL)
     if name:
         if name not in wpcs:
-            raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', workload_class=True)
+            raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', name=name, workload_class=True)
         return Priority(wpcs[name], {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": name})
     templates = (
         [ps.get("template") or {} for ps in pod_sets]
@@ -128,7 +131,7 @@ def resolve_priority(
         pc = pcs.get(pc_name)
         if pc is None:
             raise PriorityClassNotFound(
-                f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', workload_class=False
+                f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', name=pc_name, workload_class=False
             )
         return Priority(
             int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name}

@@ -30,7 +30,7 @@ from webhook.worker.integrations.pod.common import (
     pod_role,
 )
 from webhook.worker.jobframework import podset
-from webhook.worker.jobframework.plan import Lookups
+from webhook.worker.jobframework.plan import Lookups, Priority, PriorityClassNotFound, resolve_priority
 
 __all__ = [
     "construct_pod_workload",
@@ -125,40 +125,19 @@ def fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[s
     raise RetryLater("failed to find a runnable pod in the group")
 
 
-def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
-    """`ExtractPriority`: WorkloadPriorityClass label, else the template's PriorityClass, else the default."""
-    wpc = o.labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
-    if wpc:
-        if wpc not in lookups.workload_priority_classes:
-            event = pod_event(
-                pod,
-                c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND,
-                f'WorkloadPriorityClass "{wpc}" not found',
-                warning=True,
-            )
-            raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
-        return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
-    pc = next(
-        (
-            ps["template"]["spec"].get("priorityClassName")
-            for ps in pod_sets
-            if ps["template"]["spec"].get("priorityClassName")
-        ),
-        "",
-    )
-    if pc:
-        if pc not in lookups.priority_classes:
-            raise RetryLater(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, int(
-            lookups.priority_classes[pc].get("value") or 0
+def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> Priority:
+    """`PrepareWorkloadPriority`: `resolve_priority`, as for any job, with a missing class reported
+    as the pod integration does: the API's NotFound message (upstream's client GET), retried, and
+    for a WorkloadPriorityClass a warning event on the pod."""
+    try:
+        return resolve_priority(
+            pod, wpcs=lookups.workload_priority_classes, pcs=lookups.priority_classes, pod_sets=pod_sets
         )
-    defaults = sorted(
-        (int(p.get("value") or 0), name) for name, p in lookups.priority_classes.items() if p.get("globalDefault")
-    )
-    if defaults:
-        value, name = defaults[0]
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
-    return None, 0
+    except PriorityClassNotFound as exc:
+        if not exc.workload_class:
+            raise RetryLater(str(exc)) from exc
+        event = pod_event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, str(exc), warning=True)
+        raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{exc.name}" not found', [event]) from exc
 
 
 def new_workload(
@@ -175,10 +154,10 @@ def new_workload(
     max_exec = max_exec_seconds(pod)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
-    ref, priority = _priority(pod, pod_sets, lookups)
-    if ref is not None:
-        spec["priorityClassRef"] = ref
-    spec["priority"] = priority
+    priority = _priority(pod, pod_sets, lookups)
+    if priority.ref is not None:
+        spec["priorityClassRef"] = dict(priority.ref)
+    spec["priority"] = priority.value
     meta: dict[str, Any] = {
         "name": name,
         "namespace": o.meta(pod).get("namespace", ""),
