@@ -20,7 +20,7 @@ for where upstream asks for them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -53,9 +53,12 @@ __all__ = [
     "Priority",
     "PriorityClassNotFound",
     "build_workload",
+    "construct_workload",
+    "controller_ref",
     "equivalent",
     "lookups_from",
     "max_execution_time_seconds",
+    "new_workload",
     "owned_workloads",
     "plan_child",
     "plan_finalize",
@@ -143,47 +146,92 @@ def resolve_priority(
     return Priority()
 
 
-def build_workload(
-    gj: GenericJob, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
+def new_workload(
+    name: str, obj: Obj, pod_sets: list[dict[str, Any]], *, admission_gated_by: bool, priority: Priority
 ) -> dict[str, Any]:
-    """The Workload for a top-level job (`ConstructWorkload` in `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after
-    the Job's generation, that replaces the one unfinished slice in `slices` if there is one
-    (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
-    job = gj.obj
-    meta = o.meta(job)
-    name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
-    extra = str(_generation(job)) if elastic else ""
-    wl_name = jobs.workload_name(name, uid, kind=gj.kind, group=gj.group, extra=extra)
-    job_labels, job_annotations = o.labels(job), o.annotations(job)
-    labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
-    if not fields.is_label_value(uid):
-        labels[c.JOB_UID_LABEL] = uid
-    annotations = {key: v for key, v in job_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if config.feature_enabled(Feature.ADMISSION_GATED_BY) and job_annotations.get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = job_annotations[c.ADMISSION_GATED_BY]
-    if elastic:
-        annotations.update(_slice_annotations(wl_name, slices))
-    wl_meta: dict[str, Any] = {
-        "name": wl_name,
-        "namespace": meta.get("namespace", ""),
+    """`NewWorkload` with `prepareWorkload`'s AdmissionGatedBy annotation and priority: what the
+    Workload of every kind (a Job, a pod, a pod group, a StatefulSet) takes from its object alike:
+    name, namespace, the in-use finalizer, the ProvisioningRequest annotations, the queue it names,
+    the maximum execution time. Labels and owners differ by kind, so the caller adds them
+    (`construct_workload` for a job that controls its Workload alone)."""
+    obj_annotations = o.annotations(obj)
+    annotations = {key: v for key, v in obj_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
+    if admission_gated_by and obj_annotations.get(c.ADMISSION_GATED_BY):
+        annotations[c.ADMISSION_GATED_BY] = obj_annotations[c.ADMISSION_GATED_BY]
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": o.meta(obj).get("namespace", ""),
         "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
-        "labels": labels,
-        "ownerReferences": [_owner_ref(gj)],
     }
     if annotations:
-        wl_meta["annotations"] = annotations
-    spec: dict[str, Any] = {
-        "queueName": job_labels.get(c.QUEUE_LABEL, ""),
-        "podSets": gj.pod_sets(partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
-    }
-    max_exec = max_execution_time_seconds(job)
+        meta["annotations"] = annotations
+    spec: dict[str, Any] = {"podSets": pod_sets}
+    queue = o.labels(obj).get(c.QUEUE_LABEL, "")
+    if queue:
+        spec["queueName"] = queue
+    max_exec = max_execution_time_seconds(obj)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
     if priority.ref is not None:
         spec["priorityClassRef"] = dict(priority.ref)
     spec["priority"] = priority.value
-    return {"apiVersion": c.V1BETA2, "kind": "Workload", "metadata": wl_meta, "spec": spec}
+    return {"apiVersion": c.V1BETA2, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def construct_workload(
+    name: str,
+    obj: Obj,
+    pod_sets: list[dict[str, Any]],
+    *,
+    api_version: str,
+    kind: str,
+    label_keys_to_copy: Collection[str],
+    admission_gated_by: bool,
+    priority: Priority,
+) -> dict[str, Any]:
+    """`ConstructWorkload`: `new_workload` controlled by the job `obj` (of `api_version`/`kind`),
+    with its labels of `label_keys_to_copy` and its UID as the job-uid label when that is a valid
+    label value. Upstream's pod controller builds a single pod's Workload with it too."""
+    wl = new_workload(name, obj, pod_sets, admission_gated_by=admission_gated_by, priority=priority)
+    labels = {key: v for key, v in o.labels(obj).items() if key in label_keys_to_copy}
+    uid = o.uid(obj)
+    if not fields.is_label_value(uid):
+        labels[c.JOB_UID_LABEL] = uid
+    if labels:
+        wl["metadata"]["labels"] = labels
+    wl["metadata"]["ownerReferences"] = [controller_ref(api_version, kind, obj)]
+    return wl
+
+
+def build_workload(
+    gj: GenericJob, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
+) -> dict[str, Any]:
+    """The Workload for a top-level job (`constructWorkload`, `prepareWorkload` in
+    `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after the Job's
+    generation, that replaces the one unfinished slice in `slices` if there is one
+    (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
+    job = gj.obj
+    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+    extra = str(_generation(job)) if elastic else ""
+    name = jobs.workload_name(o.name(job), o.uid(job), kind=gj.kind, group=gj.group, extra=extra)
+    slice_annotations = _slice_annotations(name, slices) if elastic else {}
+    wl = construct_workload(
+        name,
+        job,
+        gj.pod_sets(partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
+        api_version=gj.api_version,
+        kind=gj.kind,
+        label_keys_to_copy=config.integrations.label_keys_to_copy,
+        admission_gated_by=config.feature_enabled(Feature.ADMISSION_GATED_BY),
+        priority=priority,
+    )
+    if slice_annotations:
+        wl["metadata"].setdefault("annotations", {}).update(slice_annotations)
+    # Unlike a single pod's (also `construct_workload`), a job's Workload has always carried both
+    # keys, even empty: the API drops an empty labels map but keeps an empty queueName (CEL `has()`).
+    wl["metadata"].setdefault("labels", {})
+    wl["spec"].setdefault("queueName", "")
+    return wl
 
 
 def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
@@ -200,12 +248,14 @@ def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
     return out
 
 
-def _owner_ref(gj: GenericJob) -> dict[str, Any]:
+def controller_ref(api_version: str, kind: str, obj: Obj) -> dict[str, Any]:
+    """`SetControllerReference`: the ownerReference that makes `obj` (of `api_version`/`kind`) the
+    controller of what carries it; `obj`'s foreground deletion waits for that to go."""
     return {
-        "apiVersion": gj.api_version,
-        "kind": gj.kind,
-        "name": o.name(gj.obj),
-        "uid": o.uid(gj.obj),
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": o.name(obj),
+        "uid": o.uid(obj),
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -476,7 +526,10 @@ class _Planner:
             return None  # controlled by another object
         if owner is None:
             wl = copy.deepcopy(dict(wl))
-            wl["metadata"]["ownerReferences"] = [*(wl["metadata"].get("ownerReferences") or ()), _owner_ref(self.gj)]
+            wl["metadata"]["ownerReferences"] = [
+                *(wl["metadata"].get("ownerReferences") or ()),
+                controller_ref(self.gj.api_version, self.gj.kind, self.job),
+            ]
             uid = str(o.meta(self.job).get("uid", ""))
             labels = None if fields.is_label_value(uid) else {c.JOB_UID_LABEL: uid}
             if labels:

@@ -44,7 +44,6 @@ from webhook.worker.integrations.pod.common import (
     is_pod_suspended,
     is_runnable_or_succeeded,
     is_terminated,
-    max_exec_seconds,
     parse_timestamp,
     pod_event,
     pod_phase,
@@ -60,7 +59,7 @@ from webhook.worker.integrations.pod.workload import (
     equivalent_single,
     fast_pod_sets,
     group_pod_sets,
-    new_workload,
+    new_group_workload,
     with_owners,
     workload_name_for_pod,
 )
@@ -400,8 +399,7 @@ def _construct_group(group: PodJob, out: list[ja.JobAction], lookups: Lookups) -
         raise
     if len(pod_sets) > MAX_POD_SETS:
         raise Unretryable(c.MSG_TOO_MANY_POD_GROUP_ROLES)
-    wl = new_workload(group.name, group.first, pod_sets, group.opts, lookups)
-    wl["metadata"].setdefault("annotations", {})[c.IS_GROUP_WORKLOAD] = "true"
+    wl = new_group_workload(group.name, group.first, pod_sets, group.opts, lookups)
     wl["metadata"]["ownerReferences"] = with_owners([], group.pods)
     labels: dict[str, str] = {}
     for pod in group.pods:
@@ -439,7 +437,7 @@ def _match_group(
     group: PodJob, wl: Obj, *, expectations_satisfied: bool, now: datetime
 ) -> tuple[Obj | None, list[Obj], list[ja.JobAction]]:
     """`FindMatchingWorkloads` for a group: (match, to delete, actions on the kept/dropped pods)."""
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(group.first):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != fw.max_execution_time_seconds(group.first):
         return None, [wl], []
     active, inactive = group.partition()
     kept: list[Obj] = []

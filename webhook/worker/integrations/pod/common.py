@@ -41,7 +41,6 @@ __all__ = [
     "is_pod_suspended",
     "is_runnable_or_succeeded",
     "is_terminated",
-    "max_exec_seconds",
     "new_condition",
     "parse_timestamp",
     "pod_event",
@@ -190,15 +189,6 @@ def group_total_count(pod: Obj) -> int:
 def pod_role(pod: Obj) -> str:
     """`getRoleHash`: the annotation verbatim when present, else computed from the spec."""
     return o.annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
-
-
-def max_exec_seconds(pod: Obj) -> int | None:
-    text = o.labels(pod).get(c.MAX_EXEC_TIME_LABEL)
-    try:
-        value = go_atoi(text) if text is not None else 0
-    except ValueError:
-        return None
-    return value if 0 < value < 2**31 else None
 
 
 def is_runnable_or_succeeded(pod: Obj) -> bool:

@@ -1,9 +1,11 @@
 """The Workload of a plain Pod or a pod group: names, podSets, priority, construction, equivalence.
 
-Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/{utils.go (NewWorkload),
-workload_names.go, tas.go}`, the podSet parts of `pkg/controller/jobs/pod/pod_controller.go`
-(`constructPodSet`, `constructGroupPodSets`, `ConstructComposableWorkload` helpers) and
-`pkg/util/equality/podset.go`. Pure functions; `pod` composes them.
+Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/tas.go`, the pod parts of
+`pkg/controller/jobs/pod/pod_controller.go` (`GetWorkloadNameForPod`, `constructPodSet`,
+`constructGroupPodSets`, `NewGroupWorkload`, `ConstructComposableWorkload` helpers) and
+`pkg/util/equality/podset.go`. What upstream's pod controller takes from the job framework
+(`NewWorkload`, `ConstructWorkload`, `ExtractPriority`, Workload names) is `jobframework.plan`'s
+and `webhook.api.jobs`'s here too. Pure functions; `adapter` composes them.
 """
 
 from __future__ import annotations
@@ -13,31 +15,37 @@ from collections.abc import Sequence
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import fields, jobs
+from webhook.api import jobs
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.objects import Obj
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     POD_API,
-    WORKLOAD_API,
     Options,
     RetryLater,
     is_pod_suspended,
     is_runnable_or_succeeded,
-    max_exec_seconds,
     pod_event,
     pod_role,
 )
 from webhook.worker.jobframework import podset
-from webhook.worker.jobframework.plan import Lookups, Priority, PriorityClassNotFound, resolve_priority
+from webhook.worker.jobframework.plan import (
+    Lookups,
+    Priority,
+    PriorityClassNotFound,
+    construct_workload,
+    max_execution_time_seconds,
+    new_workload,
+    resolve_priority,
+)
 
 __all__ = [
     "construct_pod_workload",
     "equivalent_single",
     "fast_pod_sets",
     "group_pod_sets",
-    "new_workload",
+    "new_group_workload",
     "with_owners",
     "workload_name_for_pod",
 ]
@@ -140,60 +148,32 @@ def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> Priority:
         raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{exc.name}" not found', [event]) from exc
 
 
-def new_workload(
-    name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups
+def new_group_workload(
+    name: str, obj: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups
 ) -> dict[str, Any]:
-    """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
-    annotations = {k: v for k, v in o.annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if opts.admission_gated_by and o.annotations(pod).get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = o.annotations(pod)[c.ADMISSION_GATED_BY]
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    queue = o.labels(pod).get(c.QUEUE_LABEL, "")
-    if queue:
-        spec["queueName"] = queue
-    max_exec = max_exec_seconds(pod)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
-    priority = _priority(pod, pod_sets, lookups)
-    if priority.ref is not None:
-        spec["priorityClassRef"] = dict(priority.ref)
-    spec["priority"] = priority.value
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": o.meta(pod).get("namespace", ""),
-        "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
-    }
-    if annotations:
-        meta["annotations"] = annotations
-    return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
+    """`NewGroupWorkload`: the generic `new_workload` of the (first) pod or the StatefulSet `obj`,
+    marked as a group's, its priority resolved as a pod's; its owners and labels are the caller's."""
+    wl = new_workload(
+        name, obj, pod_sets, admission_gated_by=opts.admission_gated_by, priority=_priority(obj, pod_sets, lookups)
+    )
+    wl["metadata"].setdefault("annotations", {})[c.IS_GROUP_WORKLOAD] = "true"
+    return wl
 
 
 def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
-    """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
-    uid = str(o.meta(pod).get("uid") or "")
-    wl = new_workload(
-        workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names),
+    """`ConstructWorkload` for a single pod, as upstream's pod controller calls it:
+    `pod-<name>-<hash5>` with one `main` podSet, its priority resolved as a pod's."""
+    pod_sets = [_pod_set(pod, opts)]
+    return construct_workload(
+        workload_name_for_pod(o.name(pod), o.uid(pod), short=opts.short_workload_names),
         pod,
-        [_pod_set(pod, opts)],
-        opts,
-        lookups,
+        pod_sets,
+        api_version=POD_API,
+        kind="Pod",
+        label_keys_to_copy=opts.label_keys_to_copy,
+        admission_gated_by=opts.admission_gated_by,
+        priority=_priority(pod, pod_sets, lookups),
     )
-    labels = {k: v for k, v in o.labels(pod).items() if k in opts.label_keys_to_copy}
-    if not fields.is_label_value(uid):
-        labels[c.JOB_UID_LABEL] = uid
-    if labels:
-        wl["metadata"]["labels"] = labels
-    wl["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": POD_API,
-            "kind": "Pod",
-            "name": o.name(pod),
-            "uid": uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
-    return wl
 
 
 def _owner_ref(pod: Obj) -> dict[str, Any]:
@@ -227,7 +207,7 @@ def equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> boo
         return False
     if opts.finish_orphaned_workloads and owner.get("uid") != o.meta(pod).get("uid"):
         return False
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(pod):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_execution_time_seconds(pod):
         return False
     job = [_pod_set(pod, opts)]
     ignore = o.is_admitted(wl)
