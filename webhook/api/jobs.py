@@ -1,5 +1,5 @@
-"""Job rules the webhook and the worker share: the prebuilt Workload name, the managed-ancestor
-walk and its limit, and a batch/v1 Job's pod count.
+"""Job rules the webhook and the worker share: Workload names, the prebuilt Workload name, the
+managed-ancestor walk and its limit, and a batch/v1 Job's pod count.
 
 Both sides must read a Job the same way (a name the webhook lets through is the name the worker
 looks up), so these live below both. Mirrors `PrebuiltWorkloadNameFor` and
@@ -41,8 +41,9 @@ def workload_name(
     owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False
 ) -> str:
     """`GenerateWorkloadNameWithExtra` (`jobframework/workload_names.go`): `<kind>-<owner>` cut to fit,
-    `-`, then 5 hex of SHA-1(kind, group, name, uid[, extra]). The StatefulSet webhook and reconciler
-    both need the name of a StatefulSet's one Workload."""
+    `-`, then 5 hex of SHA-1(kind, group, name, uid[, extra]); `short` is ShortWorkloadNames (63).
+    The one name function of every job kind: the webhook and the worker's reconcilers (a
+    StatefulSet's one Workload, a Job's or a Pod's) must agree on it."""
     prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
     text = f"{kind}\n{group}\n{owner_name}\n{owner_uid}" + (f"\n{extra}" if extra else "")
     return f"{prefix}-{hashlib.sha1(text.encode()).hexdigest()[:5]}"

@@ -38,7 +38,6 @@ from webhook.worker.jobframework.plan import (
     PriorityClassNotFound,
     prebuilt_workload_name,
     resolve_priority,
-    workload_name,
 )
 from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
@@ -69,7 +68,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 JOB_API = BATCH_JOB.api_version
-_MAX_PREFIX = 253 - 6
 _JOB_CONTROLLER_LABELS = (
     "controller-uid",
     "job-name",
@@ -423,6 +421,12 @@ def build_workload(
 ) -> dict[str, Any]:
     """The Workload for a top-level Job (`jobframework.plan.build_workload`)."""
     return fw.build_workload(BatchJob(job), config=config, priority=priority, slices=slices)
+
+
+def workload_name(name: str, uid: str, *, extra: str = "") -> str:
+    """The Workload name of the batch/v1 Job `name` (`webhook.api.jobs.workload_name` with the Job's
+    kind and group; `extra`: an elastic Job's generation)."""
+    return jobs.workload_name(name, uid, kind=BatchJob.kind, group=BatchJob.group, extra=extra)
 
 
 # == I/O ==========================================================================================

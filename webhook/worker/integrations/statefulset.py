@@ -44,18 +44,17 @@ from webhook.config import Configuration
 from webhook.worker import events
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
-    Lookups,
     Options,
     group_name,
     is_terminated,
     new_condition,
     pod_ref,
 )
-from webhook.worker.integrations.pod.workload import fast_pod_sets, new_workload
+from webhook.worker.integrations.pod.workload import fast_pod_sets, new_group_workload
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.plan import Lookups, Plan, controller_ref, lookups_from
 from webhook.worker.jobframework.reconciler import end_plan, execute_plan
 from webhook.worker.jobframework.setup import SetupContext, Wiring
 from webhook.worker.store import Store, object_key
@@ -69,17 +68,6 @@ POD_LABEL_SELECTOR = "statefulset.kubernetes.io/pod-name"
 REVISION_LABEL = "controller-revision-hash"
 POD_BATCH_PERIOD_S = 1.0  # upstream's podBatchPeriod: a burst of new pods is one reconcile
 _POD_KEY = "pod/"
-
-
-def _owner_ref(sts: Obj) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": o.name(sts),
-        "uid": o.meta(sts).get("uid", ""),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _controlled_by_statefulset(pod: Obj) -> str | None:
@@ -183,13 +171,11 @@ def _construct(sts: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
         if "topologyRequest" in ps:
             ps["topologyRequest"]["podIndexLabel"] = c.POD_INDEX_LABEL
     owner_like = {"metadata": o.meta(sts), "spec": template.get("spec") or {}}
-    wl = new_workload(workload_name_for(sts), owner_like, pod_sets, opts, lookups)
+    wl = new_group_workload(workload_name_for(sts), owner_like, pod_sets, opts, lookups)
     meta = wl["metadata"]
-    meta["labels"] = {c.JOB_UID_LABEL: str(o.meta(sts).get("uid") or "")}
-    meta.setdefault("annotations", {}).update(
-        {c.IS_GROUP_WORKLOAD: "true", c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)}
-    )
-    meta["ownerReferences"] = [_owner_ref(sts)]
+    meta["labels"] = {c.JOB_UID_LABEL: o.uid(sts)}
+    meta["annotations"].update({c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)})
+    meta["ownerReferences"] = [controller_ref(API_VERSION, KIND, sts)]
     return wl
 
 
@@ -220,7 +206,10 @@ def _plan_workload(sts: Obj, wl: Obj | None, opts: Options, lookups: Lookups, no
         refs = [r for r in o.meta(wl).get("ownerReferences") or () if not r.get("controller")]
         out.append(
             ja.AdoptWorkload(
-                workload={**wl, "metadata": {**o.meta(wl), "ownerReferences": [*refs, _owner_ref(sts)]}},
+                workload={
+                    **wl,
+                    "metadata": {**o.meta(wl), "ownerReferences": [*refs, controller_ref(API_VERSION, KIND, sts)]},
+                },
                 annotations={c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)},
             )
         )
@@ -366,17 +355,6 @@ class StatefulSetReconciler:
             self.config.managed_jobs_namespace_selector, labels, nil_matches=True
         )
 
-    def _lookups(self) -> Lookups:
-        return Lookups(
-            workload_priority_classes={
-                w["metadata"]["name"]: int(w.get("value") or 0) for w in self.store.list("workloadpriorityclasses")
-            },
-            priority_classes={
-                p["metadata"]["name"]: (int(p.get("value") or 0), bool(p.get("globalDefault")))
-                for p in self.store.list("priorityclasses")
-            },
-        )
-
     def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
         now = self.clock()
         if key.startswith(_POD_KEY):
@@ -399,7 +377,7 @@ class StatefulSetReconciler:
                 pods,
                 self.store.get("workloads", f"{ns}/{wl_name}"),
                 opts=self.opts,
-                lookups=self._lookups(),
+                lookups=lookups_from(self.store),
                 now=now,
             )
             job = {**sts, "apiVersion": API_VERSION, "kind": KIND}  # the object its events name

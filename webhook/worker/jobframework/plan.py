@@ -5,8 +5,8 @@ caches, and writes nothing.
 Mirrors `ReconcileGenericJob` and its helpers in `pkg/controller/jobframework/reconciler.go`
 (`ensureOneWorkload`, `EquivalentToWorkload`, `UpdateWorkloadPriority`, `UpdateAdmissionGatedBy`,
 `handleJobWithNoWorkload`, `stopJob`, `handleWorkloadAfterDeactivatedPolicy`,
-`shouldSuspendChildJob`, `ConstructWorkload`, `ExtractPriority`) and
-`pkg/controller/jobframework/workload_names.go` (upstream v0.19.2).
+`shouldSuspendChildJob`, `ConstructWorkload`, `ExtractPriority`) (upstream v0.19.2); Workload
+names are `webhook.api.jobs.workload_name` (`workload_names.go`), which the webhook shares.
 
 The plan follows upstream's order: find or repair the one matching Workload, then the first of
 the job's own Workload conditions / finished / being deleted / job finished / no Workload /
@@ -20,11 +20,9 @@ for where upstream asks for them.
 from __future__ import annotations
 
 import copy
-import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 from webhook.api import constants as c
@@ -50,12 +48,17 @@ from webhook.worker.jobframework.interface import (
 from webhook.worker.store import Store
 
 __all__ = [
+    "Lookups",
     "Plan",
     "Priority",
     "PriorityClassNotFound",
     "build_workload",
+    "construct_workload",
+    "controller_ref",
     "equivalent",
+    "lookups_from",
     "max_execution_time_seconds",
+    "new_workload",
     "owned_workloads",
     "plan_child",
     "plan_finalize",
@@ -63,10 +66,7 @@ __all__ = [
     "pods_ready_condition",
     "prebuilt_workload_name",
     "resolve_priority",
-    "workload_name",
 ]
-
-_MAX_PREFIX = 253 - 6
 
 
 def _generation(obj: Obj) -> int:
@@ -83,15 +83,6 @@ def owned_workloads(store: Store, ns: str, name: str, *, api_version: str, kind:
                 out.append(wl)
                 break
     return sorted(out, key=lambda w: str(w["metadata"]["name"]))
-
-
-def workload_name(owner_name: str, owner_uid: str, *, kind: str = "Job", group: str = "batch", extra: str = "") -> str:
-    """`<lower(kind)>-<owner>` cut to 247 characters, `-`, then 5 hex of SHA-1(kind, group, name, uid
-    [, extra]) (`GenerateWorkloadNameWithExtra`; an elastic Job's slices add its generation)."""
-    prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX]
-    text = f"{kind}\n{group}\n{owner_name}\n{owner_uid}" + (f"\n{extra}" if extra else "")
-    digest = hashlib.sha1(text.encode()).hexdigest()[:5]
-    return f"{prefix}-{digest}"
 
 
 def max_execution_time_seconds(obj: Obj) -> int | None:
@@ -111,10 +102,13 @@ class Priority:
 
 
 class PriorityClassNotFound(Exception):
-    """The class the Job names is missing; `workload_class` when it is a WorkloadPriorityClass."""
+    """The class `name` the Job names is missing; `workload_class` when it is a
+    WorkloadPriorityClass. `name` lets an integration word the error its own way (the pod one as
+    the API's NotFound)."""
 
-    def __init__(self, message: str, *, workload_class: bool) -> None:
+    def __init__(self, message: str, *, name: str, workload_class: bool) -> None:
         super().__init__(message)
+        self.name = name
         self.workload_class = workload_class
 
 
@@ -126,7 +120,7 @@ def resolve_priority(
     name = o.labels(job).get(c.PRIORITY_CLASS_LABEL)
     if name:
         if name not in wpcs:
-            raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', workload_class=True)
+            raise PriorityClassNotFound(f'WorkloadPriorityClass "{name}" not found', name=name, workload_class=True)
         return Priority(wpcs[name], {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": name})
     templates = (
         [ps.get("template") or {} for ps in pod_sets]
@@ -140,7 +134,7 @@ def resolve_priority(
         pc = pcs.get(pc_name)
         if pc is None:
             raise PriorityClassNotFound(
-                f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', workload_class=False
+                f'priorityclasses.scheduling.k8s.io "{pc_name}" not found', name=pc_name, workload_class=False
             )
         return Priority(
             int(pc.get("value") or 0), {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc_name}
@@ -152,47 +146,92 @@ def resolve_priority(
     return Priority()
 
 
-def build_workload(
-    gj: GenericJob, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
+def new_workload(
+    name: str, obj: Obj, pod_sets: list[dict[str, Any]], *, admission_gated_by: bool, priority: Priority
 ) -> dict[str, Any]:
-    """The Workload for a top-level job (`ConstructWorkload` in `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after
-    the Job's generation, that replaces the one unfinished slice in `slices` if there is one
-    (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
-    job = gj.obj
-    meta = o.meta(job)
-    name, uid = str(meta.get("name", "")), str(meta.get("uid", ""))
-    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
-    extra = str(_generation(job)) if elastic else ""
-    wl_name = workload_name(name, uid, kind=gj.kind, group=gj.group, extra=extra)
-    job_labels, job_annotations = o.labels(job), o.annotations(job)
-    labels = {key: job_labels[key] for key in config.integrations.label_keys_to_copy if key in job_labels}
-    if not fields.is_label_value(uid):
-        labels[c.JOB_UID_LABEL] = uid
-    annotations = {key: v for key, v in job_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if config.feature_enabled(Feature.ADMISSION_GATED_BY) and job_annotations.get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = job_annotations[c.ADMISSION_GATED_BY]
-    if elastic:
-        annotations.update(_slice_annotations(wl_name, slices))
-    wl_meta: dict[str, Any] = {
-        "name": wl_name,
-        "namespace": meta.get("namespace", ""),
+    """`NewWorkload` with `prepareWorkload`'s AdmissionGatedBy annotation and priority: what the
+    Workload of every kind (a Job, a pod, a pod group, a StatefulSet) takes from its object alike:
+    name, namespace, the in-use finalizer, the ProvisioningRequest annotations, the queue it names,
+    the maximum execution time. Labels and owners differ by kind, so the caller adds them
+    (`construct_workload` for a job that controls its Workload alone)."""
+    obj_annotations = o.annotations(obj)
+    annotations = {key: v for key, v in obj_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
+    if admission_gated_by and obj_annotations.get(c.ADMISSION_GATED_BY):
+        annotations[c.ADMISSION_GATED_BY] = obj_annotations[c.ADMISSION_GATED_BY]
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": o.meta(obj).get("namespace", ""),
         "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
-        "labels": labels,
-        "ownerReferences": [_owner_ref(gj)],
     }
     if annotations:
-        wl_meta["annotations"] = annotations
-    spec: dict[str, Any] = {
-        "queueName": job_labels.get(c.QUEUE_LABEL, ""),
-        "podSets": gj.pod_sets(partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
-    }
-    max_exec = max_execution_time_seconds(job)
+        meta["annotations"] = annotations
+    spec: dict[str, Any] = {"podSets": pod_sets}
+    queue = o.labels(obj).get(c.QUEUE_LABEL, "")
+    if queue:
+        spec["queueName"] = queue
+    max_exec = max_execution_time_seconds(obj)
     if max_exec is not None:
         spec["maximumExecutionTimeSeconds"] = max_exec
     if priority.ref is not None:
         spec["priorityClassRef"] = dict(priority.ref)
     spec["priority"] = priority.value
-    return {"apiVersion": c.V1BETA2, "kind": "Workload", "metadata": wl_meta, "spec": spec}
+    return {"apiVersion": c.V1BETA2, "kind": "Workload", "metadata": meta, "spec": spec}
+
+
+def construct_workload(
+    name: str,
+    obj: Obj,
+    pod_sets: list[dict[str, Any]],
+    *,
+    api_version: str,
+    kind: str,
+    label_keys_to_copy: Collection[str],
+    admission_gated_by: bool,
+    priority: Priority,
+) -> dict[str, Any]:
+    """`ConstructWorkload`: `new_workload` controlled by the job `obj` (of `api_version`/`kind`),
+    with its labels of `label_keys_to_copy` and its UID as the job-uid label when that is a valid
+    label value. Upstream's pod controller builds a single pod's Workload with it too."""
+    wl = new_workload(name, obj, pod_sets, admission_gated_by=admission_gated_by, priority=priority)
+    labels = {key: v for key, v in o.labels(obj).items() if key in label_keys_to_copy}
+    uid = o.uid(obj)
+    if not fields.is_label_value(uid):
+        labels[c.JOB_UID_LABEL] = uid
+    if labels:
+        wl["metadata"]["labels"] = labels
+    wl["metadata"]["ownerReferences"] = [controller_ref(api_version, kind, obj)]
+    return wl
+
+
+def build_workload(
+    gj: GenericJob, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
+) -> dict[str, Any]:
+    """The Workload for a top-level job (`constructWorkload`, `prepareWorkload` in
+    `jobframework/reconciler.go`). For an elastic Job it is a new slice, named after the Job's
+    generation, that replaces the one unfinished slice in `slices` if there is one
+    (`newWorkloadName`, `prepareWorkloadSlice`); more than one raises `ValueError`."""
+    job = gj.obj
+    elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
+    extra = str(_generation(job)) if elastic else ""
+    name = jobs.workload_name(o.name(job), o.uid(job), kind=gj.kind, group=gj.group, extra=extra)
+    slice_annotations = _slice_annotations(name, slices) if elastic else {}
+    wl = construct_workload(
+        name,
+        job,
+        gj.pod_sets(partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
+        api_version=gj.api_version,
+        kind=gj.kind,
+        label_keys_to_copy=config.integrations.label_keys_to_copy,
+        admission_gated_by=config.feature_enabled(Feature.ADMISSION_GATED_BY),
+        priority=priority,
+    )
+    if slice_annotations:
+        wl["metadata"].setdefault("annotations", {}).update(slice_annotations)
+    # Unlike a single pod's (also `construct_workload`), a job's Workload has always carried both
+    # keys, even empty: the API drops an empty labels map but keeps an empty queueName (CEL `has()`).
+    wl["metadata"].setdefault("labels", {})
+    wl["spec"].setdefault("queueName", "")
+    return wl
 
 
 def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
@@ -209,12 +248,14 @@ def _slice_annotations(name: str, slices: Sequence[Obj]) -> dict[str, str]:
     return out
 
 
-def _owner_ref(gj: GenericJob) -> dict[str, Any]:
+def controller_ref(api_version: str, kind: str, obj: Obj) -> dict[str, Any]:
+    """`SetControllerReference`: the ownerReference that makes `obj` (of `api_version`/`kind`) the
+    controller of what carries it; `obj`'s foreground deletion waits for that to go."""
     return {
-        "apiVersion": gj.api_version,
-        "kind": gj.kind,
-        "name": o.name(gj.obj),
-        "uid": o.uid(gj.obj),
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": o.name(obj),
+        "uid": o.uid(obj),
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -254,24 +295,28 @@ def _owned_by_single_pod(wl: Obj) -> bool:
     )
 
 
-class _Reads:
-    """What a plan reads besides the Job and its Workloads, from the worker's caches, on demand."""
+@dataclass(frozen=True, slots=True)
+class Lookups:
+    """The cluster-scoped objects a job's reconcile reads besides the job and its Workloads:
+    `resource_flavors` name → ResourceFlavor `spec` (equivalence, starting pods),
+    `workload_priority_classes` name → value and `priority_classes` name → PriorityClass
+    (`resolve_priority`)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    resource_flavors: Mapping[str, Obj] = field(default_factory=dict)
+    workload_priority_classes: Mapping[str, int] = field(default_factory=dict)
+    priority_classes: Mapping[str, Obj] = field(default_factory=dict)
 
-    @cached_property
-    def flavor_specs(self) -> dict[str, Obj]:
-        """ResourceFlavor name → spec."""
-        return {o["metadata"]["name"]: o.get("spec") or {} for o in self.store.list("resourceflavors")}
 
-    @cached_property
-    def wpcs(self) -> dict[str, int]:
-        return {o["metadata"]["name"]: int(o.get("value") or 0) for o in self.store.list("workloadpriorityclasses")}
-
-    @cached_property
-    def pcs(self) -> dict[str, Obj]:
-        return {o["metadata"]["name"]: o for o in self.store.list("priorityclasses")}
+def lookups_from(store: Store) -> Lookups:
+    """The `Lookups` as the worker's caches hold them now: the one place every integration (the
+    generic plan, pods, StatefulSets) reads them from."""
+    return Lookups(
+        resource_flavors={rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")},
+        workload_priority_classes={
+            wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")
+        },
+        priority_classes={pc["metadata"]["name"]: pc for pc in store.list("priorityclasses")},
+    )
 
 
 def equivalent(gj: GenericJob, wl: Obj, *, config: Configuration, flavors: Mapping[str, Obj]) -> bool:
@@ -344,11 +389,11 @@ class _Planner:
     """`ReconcileGenericJob` for one top-level Job; each method is one lettered phase of upstream's
     `ReconcileGenericJob` (`pkg/controller/jobframework/reconciler.go`)."""
 
-    def __init__(self, gj: GenericJob, config: Configuration, reads: _Reads, now: datetime) -> None:
+    def __init__(self, gj: GenericJob, config: Configuration, lookups: Lookups, now: datetime) -> None:
         self.gj = gj
         self.job = gj.obj
         self.config = config
-        self.reads = reads
+        self.lookups = lookups
         self.now = now
         self.steps: list[ja.JobAction] = []
         self.requeue_after: float | None = None
@@ -371,7 +416,7 @@ class _Planner:
 
     # -- helpers ----------------------------------------------------------------------------------
     def equivalent(self, wl: Obj) -> bool:
-        return equivalent(self.gj, wl, config=self.config, flavors=self.reads.flavor_specs)
+        return equivalent(self.gj, wl, config=self.config, flavors=self.lookups.resource_flavors)
 
     def stop(self, wl: Obj | None, reason: str, message: str) -> None:
         """`stopJob` → `Job.Stop`, when it would change anything: suspend (the `Stopped` event),
@@ -391,8 +436,8 @@ class _Planner:
         try:
             return resolve_priority(
                 self.job,
-                wpcs=self.reads.wpcs,
-                pcs=self.reads.pcs,
+                wpcs=self.lookups.workload_priority_classes,
+                pcs=self.lookups.priority_classes,
                 pod_sets=pod_sets
                 if pod_sets is not None
                 else self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
@@ -481,7 +526,10 @@ class _Planner:
             return None  # controlled by another object
         if owner is None:
             wl = copy.deepcopy(dict(wl))
-            wl["metadata"]["ownerReferences"] = [*(wl["metadata"].get("ownerReferences") or ()), _owner_ref(self.gj)]
+            wl["metadata"]["ownerReferences"] = [
+                *(wl["metadata"].get("ownerReferences") or ()),
+                controller_ref(self.gj.api_version, self.gj.kind, self.job),
+            ]
             uid = str(o.meta(self.job).get("uid", ""))
             labels = None if fields.is_label_value(uid) else {c.JOB_UID_LABEL: uid}
             if labels:
@@ -703,12 +751,18 @@ def plan_finalize(workloads: Sequence[Obj], config: Configuration) -> Plan:
 
 
 def plan_top_level(
-    gj: GenericJob, workloads: Sequence[Obj], *, config: Configuration, store: Store, now: datetime
+    gj: GenericJob,
+    workloads: Sequence[Obj],
+    *,
+    config: Configuration,
+    store: Store,
+    now: datetime,
+    lookups: Lookups | None = None,
 ) -> Plan:
     """`ReconcileGenericJob` for a job no managed ancestor owns. `workloads` are those its
-    ownerReferences name (`owned_workloads`); `store` is read for everything else (flavors,
-    priority classes, the prebuilt Workload)."""
-    planner = _Planner(gj, config, _Reads(store), now)
+    ownerReferences name (`owned_workloads`); `store` is read for everything else (the prebuilt
+    Workload, and the `lookups` unless the adapter has read them already, so both see the same)."""
+    planner = _Planner(gj, config, lookups_from(store) if lookups is None else lookups, now)
     name = prebuilt_workload_name(gj.obj, config)
     try:
         wl = planner.ensure_one(workloads, store.get("workloads", f"{o.namespace(gj.obj)}/{name}") if name else None)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from webhook.api import jobs
 from webhook.config import Configuration
 from webhook.worker.integrations.pod import adapter as pg
 from webhook.worker.integrations.pod import start as ps
@@ -286,11 +287,11 @@ LONG = (
     ],
 )
 def test_workload_name(kwargs: dict[str, Any], want: str) -> None:
-    assert pg.workload_name(**kwargs) == want
+    assert jobs.workload_name(**kwargs) == want
 
 
 def test_long_owner_name_is_truncated_to_253() -> None:
-    name = pg.workload_name(LONG, "uid", kind="Job", group="batch")
+    name = jobs.workload_name(LONG, "uid", kind="Job", group="batch")
     assert len(name) == 253 and name.endswith("-by-l-218b8")
     assert pg.workload_name_for_pod("name", "uid") == "pod-name-73eee"
 

@@ -8,9 +8,10 @@ from typing import Any
 
 from webhook.api.statefulset import workload_name_for
 from webhook.config import Configuration, parse
-from webhook.worker.integrations.pod.common import Lookups, Options
+from webhook.worker.integrations.pod.common import Options
 from webhook.worker.integrations.statefulset import plan_pod, plan_statefulset
 from webhook.worker.jobframework import actions as ja
+from webhook.worker.jobframework.plan import Lookups
 
 NOW = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
 Q = "kueue.x-k8s.io/queue-name"

@@ -34,7 +34,6 @@ from webhook.config import Configuration
 from webhook.worker.integrations.pod.common import (
     MAX_POD_SETS,
     ZERO_TIME,
-    Lookups,
     Options,
     RetryLater,
     Unretryable,
@@ -45,8 +44,6 @@ from webhook.worker.integrations.pod.common import (
     is_pod_suspended,
     is_runnable_or_succeeded,
     is_terminated,
-    lookups_from,
-    max_exec_seconds,
     parse_timestamp,
     pod_event,
     pod_phase,
@@ -62,15 +59,14 @@ from webhook.worker.integrations.pod.workload import (
     equivalent_single,
     fast_pod_sets,
     group_pod_sets,
-    new_workload,
+    new_group_workload,
     with_owners,
-    workload_name,
     workload_name_for_pod,
 )
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.plan import Lookups, Plan, lookups_from
 from webhook.worker.store import Store
 
 __all__ = [
@@ -81,7 +77,6 @@ __all__ = [
     "group_name",
     "reconcile_group",
     "reconcile_pod",
-    "workload_name",
     "workload_name_for_pod",
 ]
 
@@ -404,8 +399,7 @@ def _construct_group(group: PodJob, out: list[ja.JobAction], lookups: Lookups) -
         raise
     if len(pod_sets) > MAX_POD_SETS:
         raise Unretryable(c.MSG_TOO_MANY_POD_GROUP_ROLES)
-    wl = new_workload(group.name, group.first, pod_sets, group.opts, lookups)
-    wl["metadata"].setdefault("annotations", {})[c.IS_GROUP_WORKLOAD] = "true"
+    wl = new_group_workload(group.name, group.first, pod_sets, group.opts, lookups)
     wl["metadata"]["ownerReferences"] = with_owners([], group.pods)
     labels: dict[str, str] = {}
     for pod in group.pods:
@@ -443,7 +437,7 @@ def _match_group(
     group: PodJob, wl: Obj, *, expectations_satisfied: bool, now: datetime
 ) -> tuple[Obj | None, list[Obj], list[ja.JobAction]]:
     """`FindMatchingWorkloads` for a group: (match, to delete, actions on the kept/dropped pods)."""
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(group.first):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != fw.max_execution_time_seconds(group.first):
         return None, [wl], []
     active, inactive = group.partition()
     kept: list[Obj] = []
@@ -561,7 +555,7 @@ def reconcile_pod(
     if _unmanaged_queue(pod, opts):
         return Plan()
     job = PodJob("", [pod], opts, lookups_from(store), now, is_group=False)
-    return fw.plan_top_level(job, workloads, config=config, store=store, now=now)
+    return fw.plan_top_level(job, workloads, config=config, store=store, now=now, lookups=job.lookups)
 
 
 def _owned_by_parent(wl: Obj) -> bool:
@@ -609,4 +603,6 @@ def reconcile_group(
     job = PodJob(name, ordered, opts, lookups_from(store), now, expectations_satisfied=expectations_satisfied)
     if _skip(job.first, opts) or _unmanaged_queue(job.first, opts):
         return Plan()
-    return fw.plan_top_level(job, [] if workload is None else [workload], config=config, store=store, now=now)
+    return fw.plan_top_level(
+        job, [] if workload is None else [workload], config=config, store=store, now=now, lookups=job.lookups
+    )

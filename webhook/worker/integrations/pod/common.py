@@ -1,4 +1,4 @@
-"""Shared vocabulary of the pod adapter: options, lookups, error kinds and object accessors.
+"""Shared vocabulary of the pod adapter: options, error kinds and object accessors.
 
 Mirrors, at upstream commit ff69552e79, the small helpers of `pkg/controller/jobs/pod/pod_controller.go`
 and `pkg/util/pod/pod.go` that every part of the pod adapter uses (`pod_workload`, `pod_start`,
@@ -7,8 +7,8 @@ and `pkg/util/pod/pod.go` that every part of the pod adapter uses (`pod_workload
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,6 @@ from webhook.api.pod_role import role_hash
 from webhook.config import Feature
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.interface import JobError
-from webhook.worker.store import Store
 
 if TYPE_CHECKING:
     from webhook.config import Configuration
@@ -32,7 +31,6 @@ __all__ = [
     "POD_API",
     "WORKLOAD_API",
     "ZERO_TIME",
-    "Lookups",
     "Options",
     "RetryLater",
     "Unretryable",
@@ -43,8 +41,6 @@ __all__ = [
     "is_pod_suspended",
     "is_runnable_or_succeeded",
     "is_terminated",
-    "lookups_from",
-    "max_exec_seconds",
     "new_condition",
     "parse_timestamp",
     "pod_event",
@@ -103,33 +99,6 @@ class Options:
             skip_reassignment_for_pod_owned=cfg.feature_enabled(Feature.SKIP_REASSIGNMENT_FOR_POD_OWNED_WORKLOADS),
             short_workload_names=cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Lookups:
-    """Cluster-scoped objects read from the worker's caches.
-
-    `resource_flavors`: flavor name → ResourceFlavor `spec`. `workload_priority_classes`: name →
-    value. `priority_classes`: name → (value, globalDefault).
-    """
-
-    resource_flavors: Mapping[str, Obj] = field(default_factory=dict)
-    workload_priority_classes: Mapping[str, int] = field(default_factory=dict)
-    priority_classes: Mapping[str, tuple[int, bool]] = field(default_factory=dict)
-
-
-def lookups_from(store: Store) -> Lookups:
-    """The `Lookups` as the worker's caches hold them now."""
-    return Lookups(
-        resource_flavors={rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")},
-        workload_priority_classes={
-            wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")
-        },
-        priority_classes={
-            pc["metadata"]["name"]: (int(pc.get("value") or 0), bool(pc.get("globalDefault")))
-            for pc in store.list("priorityclasses")
-        },
-    )
 
 
 class RetryLater(JobError):
@@ -220,15 +189,6 @@ def group_total_count(pod: Obj) -> int:
 def pod_role(pod: Obj) -> str:
     """`getRoleHash`: the annotation verbatim when present, else computed from the spec."""
     return o.annotations(pod).get(c.ROLE_HASH_ANNOTATION) or role_hash(pod)
-
-
-def max_exec_seconds(pod: Obj) -> int | None:
-    text = o.labels(pod).get(c.MAX_EXEC_TIME_LABEL)
-    try:
-        value = go_atoi(text) if text is not None else 0
-    except ValueError:
-        return None
-    return value if 0 < value < 2**31 else None
 
 
 def is_runnable_or_succeeded(pod: Obj) -> bool:

@@ -16,7 +16,6 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.worker.integrations.pod.common import (
-    Lookups,
     Options,
     RetryLater,
     is_gated,
@@ -31,6 +30,7 @@ from webhook.worker.integrations.pod.common import (
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.jobframework.plan import Lookups
 from webhook.worker.jobframework.podset import PermanentError
 
 __all__ = [

@@ -1,65 +1,61 @@
 """The Workload of a plain Pod or a pod group: names, podSets, priority, construction, equivalence.
 
-Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/{utils.go (NewWorkload),
-workload_names.go, tas.go}`, the podSet parts of `pkg/controller/jobs/pod/pod_controller.go`
-(`constructPodSet`, `constructGroupPodSets`, `ConstructComposableWorkload` helpers) and
-`pkg/util/equality/podset.go`. Pure functions; `pod` composes them.
+Mirrors, at upstream commit ff69552e79: `pkg/controller/jobframework/tas.go`, the pod parts of
+`pkg/controller/jobs/pod/pod_controller.go` (`GetWorkloadNameForPod`, `constructPodSet`,
+`constructGroupPodSets`, `NewGroupWorkload`, `ConstructComposableWorkload` helpers) and
+`pkg/util/equality/podset.go`. What upstream's pod controller takes from the job framework
+(`NewWorkload`, `ConstructWorkload`, `ExtractPriority`, Workload names) is `jobframework.plan`'s
+and `webhook.api.jobs`'s here too. Pure functions; `adapter` composes them.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Sequence
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import fields
+from webhook.api import jobs
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.objects import Obj
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     POD_API,
-    WORKLOAD_API,
-    Lookups,
     Options,
     RetryLater,
     is_pod_suspended,
     is_runnable_or_succeeded,
-    max_exec_seconds,
     pod_event,
     pod_role,
 )
 from webhook.worker.jobframework import podset
+from webhook.worker.jobframework.plan import (
+    Lookups,
+    Priority,
+    PriorityClassNotFound,
+    construct_workload,
+    max_execution_time_seconds,
+    new_workload,
+    resolve_priority,
+)
 
 __all__ = [
     "construct_pod_workload",
     "equivalent_single",
     "fast_pod_sets",
     "group_pod_sets",
-    "new_workload",
+    "new_group_workload",
     "with_owners",
-    "workload_name",
     "workload_name_for_pod",
 ]
 
 # --- naming ---------------------------------------------------------------------------------------
 
 
-def workload_name(
-    owner_name: str, owner_uid: str, *, kind: str, group: str = "", extra: str = "", short: bool = False
-) -> str:
-    """`GenerateWorkloadNameWithExtra`: `<kind>-<owner>` cut to fit, then 5 hex of a SHA-1."""
-    prefix = f"{kind.lower()}-{owner_name}"[: (63 if short else 253) - 6]
-    digest = hashlib.sha1(f"{kind}\n{group}\n{owner_name}\n{owner_uid}".encode())
-    if extra:
-        digest.update(f"\n{extra}".encode())
-    return f"{prefix}-{digest.hexdigest()[:5]}"
-
-
 def workload_name_for_pod(pod_name: str, pod_uid: str, *, short: bool = False) -> str:
-    return workload_name(pod_name, pod_uid, kind="Pod", short=short)
+    """`GetWorkloadNameForPod`: the generic name with the Pod's kind (core group)."""
+    return jobs.workload_name(pod_name, pod_uid, kind="Pod", short=short)
 
 
 # --- podSets and Workload construction ------------------------------------------------------------
@@ -137,92 +133,47 @@ def fast_pod_sets(pods: Sequence[Obj], total: int, opts: Options) -> list[dict[s
     raise RetryLater("failed to find a runnable pod in the group")
 
 
-def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> tuple[dict[str, str] | None, int]:
-    """`ExtractPriority`: WorkloadPriorityClass label, else the template's PriorityClass, else the default."""
-    wpc = o.labels(pod).get(c.PRIORITY_CLASS_LABEL, "")
-    if wpc:
-        if wpc not in lookups.workload_priority_classes:
-            event = pod_event(
-                pod,
-                c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND,
-                f'WorkloadPriorityClass "{wpc}" not found',
-                warning=True,
-            )
-            raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{wpc}" not found', [event])
-        return {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": wpc}, lookups.workload_priority_classes[wpc]
-    pc = next(
-        (
-            ps["template"]["spec"].get("priorityClassName")
-            for ps in pod_sets
-            if ps["template"]["spec"].get("priorityClassName")
-        ),
-        "",
-    )
-    if pc:
-        if pc not in lookups.priority_classes:
-            raise RetryLater(f'priorityclasses.scheduling.k8s.io "{pc}" not found')
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": pc}, lookups.priority_classes[pc][0]
-    defaults = sorted((value, name) for name, (value, is_default) in lookups.priority_classes.items() if is_default)
-    if defaults:
-        value, name = defaults[0]
-        return {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}, value
-    return None, 0
+def _priority(pod: Obj, pod_sets: Sequence[Obj], lookups: Lookups) -> Priority:
+    """`PrepareWorkloadPriority`: `resolve_priority`, as for any job, with a missing class reported
+    as the pod integration does: the API's NotFound message (upstream's client GET), retried, and
+    for a WorkloadPriorityClass a warning event on the pod."""
+    try:
+        return resolve_priority(
+            pod, wpcs=lookups.workload_priority_classes, pcs=lookups.priority_classes, pod_sets=pod_sets
+        )
+    except PriorityClassNotFound as exc:
+        if not exc.workload_class:
+            raise RetryLater(str(exc)) from exc
+        event = pod_event(pod, c.JobEventReason.WORKLOAD_PRIORITY_CLASS_NOT_FOUND, str(exc), warning=True)
+        raise RetryLater(f'workloadpriorityclasses.kueue.x-k8s.io "{exc.name}" not found', [event]) from exc
 
 
-def new_workload(
-    name: str, pod: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups
+def new_group_workload(
+    name: str, obj: Obj, pod_sets: list[dict[str, Any]], opts: Options, lookups: Lookups
 ) -> dict[str, Any]:
-    """`NewWorkload` + `prepareWorkload`: metadata from the (first) pod, priority resolved."""
-    annotations = {k: v for k, v in o.annotations(pod).items() if k.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
-    if opts.admission_gated_by and o.annotations(pod).get(c.ADMISSION_GATED_BY):
-        annotations[c.ADMISSION_GATED_BY] = o.annotations(pod)[c.ADMISSION_GATED_BY]
-    spec: dict[str, Any] = {"podSets": pod_sets}
-    queue = o.labels(pod).get(c.QUEUE_LABEL, "")
-    if queue:
-        spec["queueName"] = queue
-    max_exec = max_exec_seconds(pod)
-    if max_exec is not None:
-        spec["maximumExecutionTimeSeconds"] = max_exec
-    ref, priority = _priority(pod, pod_sets, lookups)
-    if ref is not None:
-        spec["priorityClassRef"] = ref
-    spec["priority"] = priority
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": o.meta(pod).get("namespace", ""),
-        "finalizers": [c.RESOURCE_IN_USE_FINALIZER],
-    }
-    if annotations:
-        meta["annotations"] = annotations
-    return {"apiVersion": WORKLOAD_API, "kind": "Workload", "metadata": meta, "spec": spec}
+    """`NewGroupWorkload`: the generic `new_workload` of the (first) pod or the StatefulSet `obj`,
+    marked as a group's, its priority resolved as a pod's; its owners and labels are the caller's."""
+    wl = new_workload(
+        name, obj, pod_sets, admission_gated_by=opts.admission_gated_by, priority=_priority(obj, pod_sets, lookups)
+    )
+    wl["metadata"].setdefault("annotations", {})[c.IS_GROUP_WORKLOAD] = "true"
+    return wl
 
 
 def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
-    """`ConstructWorkload` for a single pod: `pod-<name>-<hash5>`, controller ownerRef, job-uid."""
-    uid = str(o.meta(pod).get("uid") or "")
-    wl = new_workload(
-        workload_name_for_pod(o.name(pod), uid, short=opts.short_workload_names),
+    """`ConstructWorkload` for a single pod, as upstream's pod controller calls it:
+    `pod-<name>-<hash5>` with one `main` podSet, its priority resolved as a pod's."""
+    pod_sets = [_pod_set(pod, opts)]
+    return construct_workload(
+        workload_name_for_pod(o.name(pod), o.uid(pod), short=opts.short_workload_names),
         pod,
-        [_pod_set(pod, opts)],
-        opts,
-        lookups,
+        pod_sets,
+        api_version=POD_API,
+        kind="Pod",
+        label_keys_to_copy=opts.label_keys_to_copy,
+        admission_gated_by=opts.admission_gated_by,
+        priority=_priority(pod, pod_sets, lookups),
     )
-    labels = {k: v for k, v in o.labels(pod).items() if k in opts.label_keys_to_copy}
-    if not fields.is_label_value(uid):
-        labels[c.JOB_UID_LABEL] = uid
-    if labels:
-        wl["metadata"]["labels"] = labels
-    wl["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": POD_API,
-            "kind": "Pod",
-            "name": o.name(pod),
-            "uid": uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
-    return wl
 
 
 def _owner_ref(pod: Obj) -> dict[str, Any]:
@@ -256,7 +207,7 @@ def equivalent_single(pod: Obj, wl: Obj, opts: Options, lookups: Lookups) -> boo
         return False
     if opts.finish_orphaned_workloads and owner.get("uid") != o.meta(pod).get("uid"):
         return False
-    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_exec_seconds(pod):
+    if (wl.get("spec") or {}).get("maximumExecutionTimeSeconds") != max_execution_time_seconds(pod):
         return False
     job = [_pod_set(pod, opts)]
     ignore = o.is_admitted(wl)
