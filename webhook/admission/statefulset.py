@@ -18,6 +18,7 @@ from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import objects as o
 from webhook.api.statefulset import FRAMEWORK, GVK, managed_by_another_framework, replicas, workload_name_for
+from webhook.config import Feature
 
 __all__ = ["FRAMEWORK", "GVK", "default", "validate_create", "validate_update", "warnings_create"]
 
@@ -41,7 +42,8 @@ def _workload_on_hold_or_gone(old: Mapping[str, Any], ctx: Context) -> bool:
     """Scale-up from zero waits until the Workload of the scale-down is deleted or kept on hold."""
     namespace = o.meta(old).get("namespace") or ctx.namespace
     try:
-        wl = ctx.lookups.workload(namespace, workload_name_for(old))
+        short = ctx.config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)
+        wl = ctx.lookups.workload(namespace, workload_name_for(old, short=short))
     except LookupError_ as exc:
         raise jf.FrameworkError(str(exc)) from None
     if wl is None:

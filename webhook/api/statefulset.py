@@ -33,6 +33,7 @@ def replicas(sts: o.Obj) -> int:
     return 1 if value is None else int(value)
 
 
-def workload_name_for(sts: o.Obj) -> str:
-    """`GetWorkloadName`: `statefulset-<name>-<hash>`, from the StatefulSet's name and uid."""
-    return workload_name(o.name(sts), str(o.meta(sts).get("uid") or ""), kind=KIND, group="apps")
+def workload_name_for(sts: o.Obj, *, short: bool) -> str:
+    """`GetWorkloadName`: `statefulset-<name>-<hash>`, from the StatefulSet's name and uid; `short`:
+    gate ShortWorkloadNames, at most 63 characters."""
+    return workload_name(o.name(sts), str(o.meta(sts).get("uid") or ""), kind=KIND, group="apps", short=short)

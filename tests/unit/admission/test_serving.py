@@ -138,7 +138,7 @@ def test_statefulset_replicas_change_only_to_and_from_zero(hooks: Driver) -> Non
 
 def test_statefulset_scale_up_waits_for_the_old_workload(make_driver: Any) -> None:
     zero = make("StatefulSet", labels={Q: "lq"}, replicas=0)
-    key = ("team-a", workload_name_for(zero))
+    key = ("team-a", workload_name_for(zero, short=False))
     held = {"status": {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "OnHold"}]}}
     admitted = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}]}}
     up = make("StatefulSet", labels={Q: "lq"}, replicas=3)
@@ -146,6 +146,23 @@ def test_statefulset_scale_up_waits_for_the_old_workload(make_driver: Any) -> No
     assert make_driver(CONFIG, workloads={key: held}).denial(path, up, old=zero) is None
     assert (
         make_driver(CONFIG, workloads={key: admitted}).denial(path, up, old=zero)
+        == "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
+    )
+
+
+def test_statefulset_scale_up_looks_up_the_short_workload_name_under_the_gate(make_driver: Any) -> None:
+    """With ShortWorkloadNames the worker names the Workload with at most 63 characters; the
+    webhook must wait for that one, not for the long name."""
+    zero = make("StatefulSet", labels={Q: "lq"}, replicas=0)
+    zero["metadata"]["name"] = "w" * 100
+    up = copy.deepcopy(zero)
+    up["spec"]["replicas"] = 3
+    admitted = {"status": {"conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}]}}
+    short_config = CONFIG + "featureGates:\n  ShortWorkloadNames: true\n"
+    key = ("team-a", workload_name_for(zero, short=True))
+    assert len(key[1]) == 63
+    assert (
+        make_driver(short_config, workloads={key: admitted}).denial("/validate-apps-v1-statefulset", up, old=zero)
         == "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
     )
 
@@ -164,4 +181,4 @@ def test_statefulset_pod_shape_is_immutable_but_the_image_is_not(hooks: Driver) 
 def test_statefulset_workload_name_is_upstreams() -> None:
     # statefulset.GetWorkloadName(uid, name): `statefulset-<name>-` + SHA-1("StatefulSet\napps\n<name>\n<uid>")[:5]
     digest = hashlib.sha1(b"StatefulSet\napps\nweb\nabc").hexdigest()[:5]
-    assert workload_name_for({"metadata": {"name": "web", "uid": "abc"}}) == f"statefulset-web-{digest}"
+    assert workload_name_for({"metadata": {"name": "web", "uid": "abc"}}, short=False) == f"statefulset-web-{digest}"

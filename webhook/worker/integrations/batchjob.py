@@ -423,10 +423,10 @@ def build_workload(
     return fw.build_workload(BatchJob(job), config=config, priority=priority, slices=slices)
 
 
-def workload_name(name: str, uid: str, *, extra: str = "") -> str:
+def workload_name(name: str, uid: str, *, extra: str = "", short: bool = False) -> str:
     """The Workload name of the batch/v1 Job `name` (`webhook.api.jobs.workload_name` with the Job's
-    kind and group; `extra`: an elastic Job's generation)."""
-    return jobs.workload_name(name, uid, kind=BatchJob.kind, group=BatchJob.group, extra=extra)
+    kind and group; `extra`: an elastic Job's generation; `short`: gate ShortWorkloadNames)."""
+    return jobs.workload_name(name, uid, kind=BatchJob.kind, group=BatchJob.group, extra=extra, short=short)
 
 
 # == I/O ==========================================================================================

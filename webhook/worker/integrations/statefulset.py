@@ -96,7 +96,7 @@ def plan_pod(pod: Obj, sts: Obj | None, opts: Options) -> list[ja.JobAction]:
     if sts is None or _controlled_by_statefulset(pod) != o.name(sts):
         return []
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
-    wl_name = workload_name_for(sts)
+    wl_name = workload_name_for(sts, short=opts.short_workload_names)
     if group_name(pod, opts) == wl_name:
         if queue and o.labels(pod).get(c.QUEUE_LABEL) != queue:
             return [ja.PatchPod(pod=pod_ref(pod), patch={"metadata": {"labels": {c.QUEUE_LABEL: queue}}})]
@@ -171,7 +171,9 @@ def _construct(sts: Obj, opts: Options, lookups: Lookups) -> dict[str, Any]:
         if "topologyRequest" in ps:
             ps["topologyRequest"]["podIndexLabel"] = c.POD_INDEX_LABEL
     owner_like = {"metadata": o.meta(sts), "spec": template.get("spec") or {}}
-    wl = new_group_workload(workload_name_for(sts), owner_like, pod_sets, opts, lookups)
+    wl = new_group_workload(
+        workload_name_for(sts, short=opts.short_workload_names), owner_like, pod_sets, opts, lookups
+    )
     meta = wl["metadata"]
     meta["labels"] = {c.JOB_UID_LABEL: o.uid(sts)}
     meta["annotations"].update({c.JOB_OWNER_GVK_ANNOTATION: GVK, c.JOB_OWNER_NAME_ANNOTATION: o.name(sts)})
@@ -370,7 +372,7 @@ class StatefulSetReconciler:
             if sts is None or not self._managed(sts):
                 return
             ns = str(o.meta(sts).get("namespace") or "")
-            wl_name = workload_name_for(sts)
+            wl_name = workload_name_for(sts, short=self.opts.short_workload_names)
             pods = [p for p in self.cache.list("pods", ns) if group_name(p, self.opts) == wl_name]
             p = plan_statefulset(
                 sts,

@@ -213,7 +213,8 @@ def build_workload(
     job = gj.obj
     elastic = workload_slices.is_elastic(job, enabled=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES))
     extra = str(_generation(job)) if elastic else ""
-    name = jobs.workload_name(o.name(job), o.uid(job), kind=gj.kind, group=gj.group, extra=extra)
+    short = config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)  # upstream applies it to every kind
+    name = jobs.workload_name(o.name(job), o.uid(job), kind=gj.kind, group=gj.group, extra=extra, short=short)
     slice_annotations = _slice_annotations(name, slices) if elastic else {}
     wl = construct_workload(
         name,

@@ -88,6 +88,17 @@ def test_build_workload() -> None:
     assert wl["spec"]["queueName"] == "lq" and wl["spec"]["priority"] == 5
 
 
+@pytest.mark.parametrize(("gate", "limit"), [(False, 253), (True, 63)])
+def test_short_workload_names_gate_bounds_a_long_jobs_workload_name(gate: bool, limit: int) -> None:
+    """Upstream's `maxWorkloadNameLength` applies ShortWorkloadNames to every kind, not only pods."""
+    job = make_job()
+    job["metadata"]["name"] = "x" * 300
+    config = Configuration(feature_gates={"ShortWorkloadNames": gate})
+    name = j.build_workload(job, config=config, priority=j.Priority())["metadata"]["name"]
+    assert len(name) == limit and name == j.workload_name("x" * 300, "uid", short=gate)
+    assert name.startswith("job-xxx") and name[-6] == "-"
+
+
 def test_priority_from_label_then_template_then_global_default() -> None:
     job = make_job()
     job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"

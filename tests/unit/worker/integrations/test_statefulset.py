@@ -75,7 +75,7 @@ def workload(*, reserved: bool = True, on_hold: bool = False, queue: str = "lq")
         conds = [{"type": "QuotaReserved", "status": "False", "reason": "OnHold"}]
     return {
         "metadata": {
-            "name": workload_name_for(sts()),
+            "name": workload_name_for(sts(), short=False),
             "namespace": "ns",
             "resourceVersion": "3",
             "ownerReferences": [
@@ -92,7 +92,7 @@ def test_a_new_statefulset_gets_one_group_workload_of_all_its_replicas() -> None
     created = [act for act in result.steps if isinstance(act, ja.CreateWorkload)]
     assert len(created) == 1 and not result.error
     wl = created[0].body
-    assert wl["metadata"]["name"] == workload_name_for(sts())
+    assert wl["metadata"]["name"] == workload_name_for(sts(), short=False)
     assert wl["metadata"]["labels"] == {"kueue.x-k8s.io/job-uid": "sts-uid"}
     assert wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"] == "true"
     assert wl["metadata"]["annotations"]["kueue.x-k8s.io/job-owner-gvk"] == "apps/v1, Kind=StatefulSet"
@@ -102,6 +102,25 @@ def test_a_new_statefulset_gets_one_group_workload_of_all_its_replicas() -> None
     )
     assert wl["spec"]["queueName"] == "lq"
     assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+
+
+def test_short_workload_names_gate_bounds_the_group_workload_and_its_pods_group_name() -> None:
+    short = Options.from_config(
+        parse(
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+            "integrations:\n  frameworks: [pod, statefulset]\nfeatureGates:\n  ShortWorkloadNames: true\n"
+        )
+    )
+    long_sts = sts()
+    long_sts["metadata"]["name"] = "w" * 100
+    [created] = [
+        act
+        for act in plan_statefulset(long_sts, [], None, opts=short, lookups=Lookups(), now=NOW).steps
+        if isinstance(act, ja.CreateWorkload)
+    ]
+    name = created.body["metadata"]["name"]
+    assert len(name) == 63 and name == workload_name_for(long_sts, short=True)
+    assert len(workload_name_for(long_sts, short=False)) == len("statefulset-") + 100 + 6
 
 
 def test_no_workload_at_zero_replicas_or_without_a_queue() -> None:
@@ -128,7 +147,7 @@ def test_scale_to_zero_puts_the_workload_on_hold_and_scale_up_takes_it_off() -> 
 
 
 def test_a_new_queue_name_reaches_the_workload_and_the_pods() -> None:
-    name = workload_name_for(sts())
+    name = workload_name_for(sts(), short=False)
     result = plan_statefulset(
         sts(queue="other"), [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW
     )
@@ -139,7 +158,7 @@ def test_a_new_queue_name_reaches_the_workload_and_the_pods() -> None:
 
 
 def test_old_revision_pods_are_ungated_during_a_rolling_update() -> None:
-    name = workload_name_for(sts())
+    name = workload_name_for(sts(), short=False)
     rolling = sts(currentRevision="r1", updateRevision="r2")
     actions = plan_statefulset(
         rolling, [pod(group=name, queue="lq")], workload(), opts=OPTS, lookups=Lookups(), now=NOW
@@ -157,7 +176,7 @@ def test_old_revision_pods_are_ungated_during_a_rolling_update() -> None:
 def test_a_new_pod_joins_the_group_as_a_serving_pod() -> None:
     [patch] = plan_pod(pod(), sts(), OPTS)
     assert isinstance(patch, ja.PatchPod)
-    name = workload_name_for(sts())
+    name = workload_name_for(sts(), short=False)
     assert patch.patch == {
         "metadata": {
             "labels": {"kueue.x-k8s.io/managed": "true", Q: "lq"},
