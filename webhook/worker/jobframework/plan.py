@@ -20,7 +20,7 @@ for where upstream asks for them.
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -308,15 +308,43 @@ class Lookups:
     priority_classes: Mapping[str, Obj] = field(default_factory=dict)
 
 
+class _OnFirstRead(Mapping[str, Any]):
+    """A map built from the store the first time it is read: most reconciles (a Job already
+    admitted and running) read none of the three, and building them all up front copied every
+    flavor and priority class on each pass."""
+
+    def __init__(self, build: Callable[[], dict[str, Any]]) -> None:
+        self._build: Callable[[], dict[str, Any]] | None = build
+        self._map: dict[str, Any] = {}
+
+    def _built(self) -> dict[str, Any]:
+        if self._build is not None:
+            self._map, self._build = self._build(), None
+        return self._map
+
+    def __getitem__(self, key: str) -> Any:
+        return self._built()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+
 def lookups_from(store: Store) -> Lookups:
     """The `Lookups` as the worker's caches hold them now: the one place every integration (the
-    generic plan, pods, StatefulSets) reads them from."""
+    generic plan, pods, StatefulSets) reads them from; each map is built when first read."""
     return Lookups(
-        resource_flavors={rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")},
-        workload_priority_classes={
-            wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")
-        },
-        priority_classes={pc["metadata"]["name"]: pc for pc in store.list("priorityclasses")},
+        resource_flavors=_OnFirstRead(
+            lambda: {rf["metadata"]["name"]: rf.get("spec") or {} for rf in store.list("resourceflavors")}
+        ),
+        workload_priority_classes=_OnFirstRead(
+            lambda: {
+                wpc["metadata"]["name"]: int(wpc.get("value") or 0) for wpc in store.list("workloadpriorityclasses")
+            }
+        ),
+        priority_classes=_OnFirstRead(lambda: {pc["metadata"]["name"]: pc for pc in store.list("priorityclasses")}),
     )
 
 
