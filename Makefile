@@ -133,13 +133,14 @@ clean: down
 .PHONY: kueue-binaries bench-scale bench-webhook-compare e2e-upstream
 BENCH_SCALE_ARGS ?=
 SYSTEM ?= ours
+SUITE ?= singlecluster-baseline
 UPSTREAM_SUITE_ARGS ?=
 
-kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and baseline e2e suite into ~/.cache/pykueue
+kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and e2e suites into ~/.cache/pykueue
 	e2e/build-kueue.sh
 
-e2e-upstream: $(STAMP) binaries kueue-binaries ## upstream Kueue's baseline e2e suite, unchanged, against SYSTEM=ours (default) or upstream
-	$(BIN)/python e2e/upstream_suite.py run --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)
+e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|sequential-baseline, the latter as root on a real node), against SYSTEM=ours (default) or upstream
+	$(BIN)/python e2e/upstream_suite.py run --suite $(SUITE) --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)
 
 bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runner (15,000 workloads): minimalkueue vs our worker
 	$(BIN)/python bench/bench_scale.py $(BENCH_SCALE_ARGS)

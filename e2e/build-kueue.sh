@@ -48,5 +48,6 @@ build sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue minimalkueue
 build sigs.k8s.io/kueue/cmd/kueue kueue-manager
 build sigs.k8s.io/kueue/cmd/kueuectl kubectl-kueue
 build sigs.k8s.io/kueue/test/e2e/singlecluster/baseline singlecluster-baseline.test test
+build sigs.k8s.io/kueue/test/e2e/sequential/baseline sequential-baseline.test test
 echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

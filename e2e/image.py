@@ -75,6 +75,7 @@ SERVER_CONFIG = oci.ImageConfig(
 #: The sandbox image containerd's CRI runs each pod's namespaces in (e2e/node.py names it).
 PAUSE_IMAGE = "localhost/pykueue/pause:1"
 PAUSE_CONFIG = oci.ImageConfig(entrypoint=("/pause",), user="65535:65535")
+UPSTREAM_MANAGER_CONFIG = oci.ImageConfig(entrypoint=("/manager",), user="65532:65532")
 
 
 class ImageError(RuntimeError):
@@ -298,16 +299,25 @@ def build_server(out: Path, *, tag: str) -> str:
 
 def build_pause(out: Path, *, binary: Path) -> str:
     """The sandbox image: `binary` as /pause, nothing else."""
+    return build_static(out, binary=binary, name="pause", tag=PAUSE_IMAGE, config=PAUSE_CONFIG)
+
+
+def build_upstream_manager(out: Path, *, binary: Path, tag: str) -> str:
+    """Upstream Kueue's manager image as its Dockerfile makes it (the static `manager` as /manager, user
+    65532), from the binary e2e/build-kueue.sh builds: the calibration for suites that install Kueue."""
+    return build_static(out, binary=binary, name="manager", tag=tag, config=UPSTREAM_MANAGER_CONFIG)
+
+
+def build_static(out: Path, *, binary: Path, name: str, tag: str, config: oci.ImageConfig) -> str:
+    """A one-layer image holding a static `binary` as /`name`."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         root = Path(tmp) / "root"
         root.mkdir()
-        shutil.copy2(binary, root / "pause")
+        shutil.copy2(binary, root / name)
         layer_tar = Path(tmp) / "layer.tar"
         oci.write_layer(root, layer_tar)
-        return oci.write_archive(
-            out, tag=PAUSE_IMAGE, layers=[oci.Layer.of(layer_tar, "COPY pause /pause")], config=PAUSE_CONFIG
-        )
+        return oci.write_archive(out, tag=tag, layers=[oci.Layer.of(layer_tar, f"COPY {name} /{name}")], config=config)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

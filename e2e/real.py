@@ -22,6 +22,7 @@ Root only: it makes a network namespace, runs containerd and mounts overlays.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -29,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +40,7 @@ sys.path[:0] = [str(REPO_ROOT), str(E2E_DIR)]
 
 import host  # noqa: E402
 import image  # noqa: E402
-from cluster import BUILD_SCRIPT, Cluster, ClusterError, RealNodeSpec  # noqa: E402
+from cluster import BUILD_SCRIPT, Cluster, ClusterError, HostExec, RealNodeSpec  # noqa: E402
 from node import NetworkNamespace, RealNode  # noqa: E402
 
 from webhook.config.types import DEFAULT_LEADER_ELECTION_ID  # noqa: E402
@@ -90,43 +91,48 @@ def build_binaries() -> Path:
     return Path(lines[-1])
 
 
-class Round:
-    """One install on one fresh cluster with a real node, and the suite against it."""
+class RealCluster:
+    """A fresh control plane with kwok's nodes and one real node, in a private network namespace.
+
+    `session()` brings it up and tears it down (also on failure); `down()` removes what a killed run
+    left. Our own suite (Round) and upstream's suites that restart the Deployment
+    (e2e/upstream_suite.py) both run inside it."""
 
     def __init__(
         self,
-        install: str,
-        *,
         directory: Path,
+        *,
         bin_dir: Path,
-        image_tag: str,
         archives: Sequence[Path],
-        timings: Timings,
-        pytest_args: Sequence[str],
+        host_exec: HostExec | None = None,
+        job_pods_run: float | None = None,
+        node_dir: Path | None = None,
     ) -> None:
-        self.install = install
-        self.dir = directory
-        self.bin_dir = bin_dir
-        self.image_tag = image_tag
-        self.timings = timings
-        self.pytest_args = list(pytest_args)
+        """`node_dir` (default `directory`/node) holds containerd's sockets: its path must stay short."""
         self.spec = RealNodeSpec()
         self.netns = NetworkNamespace(self.spec)
-        self.cluster = Cluster(directory / "cluster", bin_dir=bin_dir, teardown_on_exit=False, real_node=self.spec)
-        self.node = RealNode(self.cluster, directory / "node", images=archives)
+        self.cluster = Cluster(
+            directory / "cluster",
+            bin_dir=bin_dir,
+            teardown_on_exit=False,
+            real_node=self.spec,
+            host_exec=host_exec,
+            job_pods_run=job_pods_run,
+        )
+        self.node = RealNode(self.cluster, node_dir or directory / "node", images=archives)
 
-    @property
-    def kubectl(self) -> str:
-        return str(self.bin_dir / "kubectl")
-
-    def run(self) -> int:
-        """The suite's exit code; the cluster and the namespace are gone when this returns or raises."""
+    @contextlib.contextmanager
+    def session(self, namespace: str = NAMESPACE) -> Iterator[Cluster]:
+        """Inside the namespace: the cluster up, the node joined, `namespace`'s pods placed on it."""
         self.down()
         self.netns.create()
         try:
             with self.netns.entered():
                 try:
-                    return self._run_inside()
+                    self.cluster.up()
+                    self.node.up()
+                    self.cluster.place_on_real_node(namespace)
+                    yield self.cluster
                 finally:
                     self._stop_inside()
         finally:
@@ -148,24 +154,54 @@ class Round:
         self.cluster.down()
         log(f"torn down in {time.monotonic() - started:.1f}s (node {node_down:.1f}s)")
 
-    def _run_inside(self) -> int:
-        t = time.monotonic()
-        self.cluster.up()
-        self.node.up()
-        self.cluster.place_on_real_node(NAMESPACE)
-        self.timings.measure(f"{self.install}: cluster and real node up", t)
 
-        t = time.monotonic()
-        self._install()
-        self._first_create()
-        if self.install == "helm":  # `make deploy` already waited, in webhook/install/installer.py
-            self._wait_available()
-        self.timings.measure(f"{self.install}: install until a webhook admits", t)
+class Round:
+    """One install on one fresh cluster with a real node, and the suite against it."""
 
+    def __init__(
+        self,
+        install: str,
+        *,
+        directory: Path,
+        bin_dir: Path,
+        image_tag: str,
+        archives: Sequence[Path],
+        timings: Timings,
+        pytest_args: Sequence[str],
+    ) -> None:
+        self.install = install
+        self.dir = directory
+        self.bin_dir = bin_dir
+        self.image_tag = image_tag
+        self.timings = timings
+        self.pytest_args = list(pytest_args)
+        self.real = RealCluster(directory, bin_dir=bin_dir, archives=archives)
+        self.cluster = self.real.cluster
+
+    @property
+    def kubectl(self) -> str:
+        return str(self.bin_dir / "kubectl")
+
+    def run(self) -> int:
+        """The suite's exit code; the cluster and the namespace are gone when this returns or raises."""
         t = time.monotonic()
-        code = self._pytest()
-        self.timings.measure(f"{self.install}: e2e suite", t)
-        return code
+        with self.real.session():
+            self.timings.measure(f"{self.install}: cluster and real node up", t)
+
+            t = time.monotonic()
+            self._install()
+            self._first_create()
+            if self.install == "helm":  # `make deploy` already waited, in webhook/install/installer.py
+                self._wait_available()
+            self.timings.measure(f"{self.install}: install until a webhook admits", t)
+
+            t = time.monotonic()
+            code = self._pytest()
+            self.timings.measure(f"{self.install}: e2e suite", t)
+            return code
+
+    def down(self) -> None:
+        self.real.down()
 
     def _install(self) -> None:
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}

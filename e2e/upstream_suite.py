@@ -28,6 +28,7 @@ suite runs in <dir>/<system>/tree/test/e2e/singlecluster/baseline, and tree/bin/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,17 +50,46 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from cluster import Cluster, HostExec, free_port  # noqa: E402
+import host  # noqa: E402
+import image  # noqa: E402
+from cluster import Cluster, ClusterError, HostExec, free_port  # noqa: E402
 from stack import Stack, StackError, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
+from upstream_real import RealNodeSystem, RealSystemError  # noqa: E402
 
 import certs  # noqa: E402
 from webhook.install import visibility  # noqa: E402
 
-SELECTION_FILE = HERE / "upstream_suite.yaml"
+SELECTIONS = HERE / "upstream-suites"
 FAKEBIN = HERE / "fakebin"
-TEST_BINARY = "singlecluster-baseline.test"
 DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One of upstream's e2e suites: its package (the ginkgo tree), and whether it needs a real Deployment
+    (it restarts Kueue with a changed Configuration: e2e/upstream_real.py) or the host-process stack."""
+
+    name: str
+    package: str
+    real_node: bool
+
+    @property
+    def binary(self) -> str:
+        return f"{self.name}.test"  # e2e/build-kueue.sh's name for `go test -c` of the package
+
+    @property
+    def selection_file(self) -> Path:
+        return SELECTIONS / f"{self.name}.yaml"
+
+
+SUITES = {
+    s.name: s
+    for s in (
+        Suite("singlecluster-baseline", "test/e2e/singlecluster/baseline", real_node=False),
+        Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
+    )
+}
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
 #: this run made it (a marker file in it says so): the metrics certificate when internal cert management
 #: is off (cmd/kueue/main.go), the visibility server's (pkg/visibility/server.go, hard-coded).
@@ -168,14 +199,14 @@ class Selection:
     excluded: dict[str, str]  # spec text -> reason
 
     @staticmethod
-    def load(path: Path = SELECTION_FILE) -> Selection:
+    def load(path: Path) -> Selection:
         doc = yaml.safe_load(path.read_text())
         excluded: dict[str, str] = {}
         for entry in doc["excluded"]:
             if entry["spec"] in excluded:
                 raise SuiteError("read selection", f"{path.name} excludes {entry['spec']!r} twice")
             excluded[entry["spec"]] = entry["reason"]
-        return Selection(doc["label_filter"], excluded)
+        return Selection(doc.get("label_filter") or "", excluded)
 
 
 def _ginkgo_literal(text: str) -> str:
@@ -183,19 +214,22 @@ def _ginkgo_literal(text: str) -> str:
     return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
 
 
-def suite_env(module: Path, kubeconfig: Path | None = None) -> dict[str, str]:
-    """The suite's environment: test/util reads hack/testing/agnhost/Dockerfile under PROJECT_DIR when it loads."""
+def suite_env(module: Path, kubeconfig: Path | None = None, state_file: Path | None = None) -> dict[str, str]:
+    """The suite's environment: test/util reads hack/testing/agnhost/Dockerfile under PROJECT_DIR when it loads;
+    specs that run `docker exec` on a node find e2e/fakebin/docker first on PATH, with the run's state file."""
     env = {**os.environ, "PROJECT_DIR": f"{module}/"}
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
+    if state_file is not None:
+        env |= {"PATH": f"{FAKEBIN}:{env.get('PATH', '')}", "UPSTREAM_SUITE_STATE": str(state_file)}
     return env
 
 
-def suite_cwd(out: Path, kueuectl: Path | None = None) -> Path:
-    """Where the suite runs: four levels below a directory whose bin/kubectl-kueue is `kueuectl`, as the
-    suite finds the CLI at ../../../../bin/kubectl-kueue (its place in upstream's source tree)."""
+def suite_cwd(out: Path, suite: Suite, kueuectl: Path | None = None) -> Path:
+    """Where the suite runs: its package's place in a directory whose bin/kubectl-kueue is `kueuectl`, as
+    the specs find the CLI at ../../../../bin/kubectl-kueue (its place in upstream's source tree)."""
     tree = out / "tree"
-    cwd = tree / "test" / "e2e" / "singlecluster" / "baseline"
+    cwd = tree / suite.package
     cwd.mkdir(parents=True, exist_ok=True)
     if kueuectl is not None:
         link = tree / "bin" / "kubectl-kueue"
@@ -205,30 +239,34 @@ def suite_cwd(out: Path, kueuectl: Path | None = None) -> Path:
     return cwd
 
 
-def dry_run(binary: Path, module: Path, out: Path, label_filter: str | None) -> list[Spec]:
+def dry_run(suite: Suite, binary: Path, module: Path, out: Path, label_filter: str | None) -> list[Spec]:
     report = out / f"dry-run-{'all' if label_filter is None else 'selected'}.json"
     report.unlink(missing_ok=True)
     args = [str(binary), "-ginkgo.dry-run", f"-ginkgo.json-report={report}", "-ginkgo.no-color"]
-    if label_filter is not None:
+    if label_filter:
         args.append(f"-ginkgo.label-filter={label_filter}")
-    res = subprocess.run(args, cwd=suite_cwd(out), env=suite_env(module), capture_output=True, text=True, check=False)
+    res = subprocess.run(
+        args, cwd=suite_cwd(out, suite), env=suite_env(module), capture_output=True, text=True, check=False
+    )
     if not report.exists():
         raise SuiteError("dry run", f"no report; exit {res.returncode}: {res.stdout[-2000:]}{res.stderr[-2000:]}")
     return read_report(report)
 
 
-def check_selection(binary: Path, module: Path, out: Path, selection: Selection) -> tuple[list[Spec], list[str]]:
+def check_selection(
+    suite: Suite, binary: Path, module: Path, out: Path, selection: Selection
+) -> tuple[list[Spec], list[str]]:
     """(every spec of the suite, the excluded ones the label filter would still run: -skip must name them).
     Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason."""
-    all_specs = dry_run(binary, module, out, None)
+    all_specs = dry_run(suite, binary, module, out, None)
     everything = {s.text for s in all_specs}
-    labelled = {s.text for s in dry_run(binary, module, out, selection.label_filter)}
+    labelled = {s.text for s in dry_run(suite, binary, module, out, selection.label_filter)}
     unknown = sorted(set(selection.excluded) - everything)
     unexplained = sorted(everything - labelled - set(selection.excluded))
     problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
     problems += [f"left out by the label filter but not in the excluded list: {t!r}" for t in unexplained]
     if problems:
-        raise SuiteError("check selection", f"{SELECTION_FILE.name}:\n  " + "\n  ".join(problems))
+        raise SuiteError("check selection", f"{suite.selection_file.name}:\n  " + "\n  ".join(problems))
     return all_specs, sorted(labelled & set(selection.excluded))
 
 
@@ -517,26 +555,49 @@ def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> st
     )
 
 
-def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
+@contextlib.contextmanager
+def host_session(system: OursSystem | UpstreamSystem) -> Iterator[tuple[str, str]]:
+    """(metrics URL, Configuration) while a host-process system runs, its stand-ins in place."""
+    try:
+        metrics_url, config = system.up()
+        apply(system.cluster, standins(config))
+        res = system.cluster.kubectl(
+            "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=120s"
+        )
+        if res.returncode != 0:
+            raise SuiteError("stand-ins", res.stderr.strip())
+        yield metrics_url, config
+    finally:
+        system.down()
+
+
+def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed: int) -> int:
     bin_dir, module = build()
-    binary = bin_dir / TEST_BINARY
-    directory.mkdir(parents=True, exist_ok=True)
-    out = directory / system_name
-    out.mkdir(exist_ok=True)
-    selection = Selection.load()
-    everything, skip = check_selection(binary, module, out, selection)
+    binary = bin_dir / suite.binary
+    out = directory / suite.name / system_name
+    out.mkdir(parents=True, exist_ok=True)
+    selection = Selection.load(suite.selection_file)
+    everything, skip = check_selection(suite, binary, module, out, selection)
 
     state_file = out / "fakebin-state.json"
     host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
-    system: OursSystem | UpstreamSystem = (
-        OursSystem(out / "stack", host_exec)
-        if system_name == "ours"
-        else UpstreamSystem(out / "system", host_exec, bin_dir, module)
-    )
+    system: OursSystem | UpstreamSystem | RealNodeSystem
+    if suite.real_node:
+        host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
+        system = RealNodeSystem(system_name, out / "system", host_exec, bin_dir, module)
+        session = system.session()
+    else:
+        system = (
+            OursSystem(out / "stack", host_exec)
+            if system_name == "ours"
+            else UpstreamSystem(out / "system", host_exec, bin_dir, module)
+        )
+        session = host_session(system)
     started = time.monotonic()
-    try:
-        metrics_url, config = system.up()
+    report = out / "report.json"
+    with session as (metrics_url, _config):
         cluster = system.cluster
+        assert cluster is not None
         state_file.write_text(
             json.dumps(
                 {
@@ -547,38 +608,35 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
             )
         )
         state_file.with_suffix(".token").unlink(missing_ok=True)  # fakebin/curl's token belongs to one cluster
-        apply(cluster, standins(config))
-        res = cluster.kubectl(
-            "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=120s"
-        )
-        if res.returncode != 0:
-            raise SuiteError("stand-ins", res.stderr.strip())
-        log(f"{system_name} up in {time.monotonic() - started:.0f} s; running the suite (log {out / 'suite.log'})")
-        report = out / "report.json"
+        log(f"{system_name} up in {time.monotonic() - started:.0f} s; running {suite.name} (log {out / 'suite.log'})")
         report.unlink(missing_ok=True)
         args = [
             str(binary),
-            f"-ginkgo.label-filter={selection.label_filter}",
             f"-ginkgo.json-report={report}",
             "-ginkgo.timeout=2h",
             "-ginkgo.v",
             "-ginkgo.no-color",
             f"-ginkgo.seed={seed}",
         ]
+        if selection.label_filter:
+            args.append(f"-ginkgo.label-filter={selection.label_filter}")
         # Ginkgo matches -skip against more than the spec's text (a prefix precedes it), so no ^ anchor.
         args += [f"-ginkgo.skip={_ginkgo_literal(text)}$" for text in skip]
         if focus:
             args.append(f"-ginkgo.focus={focus}")
-        env = suite_env(module, cluster.kubeconfig)
+        env = suite_env(module, cluster.kubeconfig, state_file)
         kueuectl = Path(sys.executable).parent / "kubectl-kueue" if system_name == "ours" else bin_dir / "kubectl-kueue"
         suite_started = time.monotonic()
         with open(out / "suite.log", "w") as suite_log:
             subprocess.run(
-                args, cwd=suite_cwd(out, kueuectl), env=env, stdout=suite_log, stderr=subprocess.STDOUT, check=False
+                args,
+                cwd=suite_cwd(out, suite, kueuectl),
+                env=env,
+                stdout=suite_log,
+                stderr=subprocess.STDOUT,
+                check=False,
             )
         suite_seconds = time.monotonic() - suite_started
-    finally:
-        system.down()
     if not report.exists():
         raise SuiteError("run suite", f"no report written; see {out / 'suite.log'}")
     specs = [s for s in read_report(report) if s.state != "skipped"]
@@ -589,7 +647,7 @@ def run(system_name: str, directory: Path, focus: str | None, seed: int) -> int:
         first_line = s.failure.strip().splitlines()[0] if s.failure.strip() else s.state
         print(f"FAILED {s.file}: {s.text}\n    {first_line[:300]}")
     print(
-        f"{system_name}: {len(passed)} passed, {len(failed)} failed, {len(selection.excluded)} excluded "
+        f"{suite.name} on {system_name}: {len(passed)} passed, {len(failed)} failed, {len(selection.excluded)} excluded "
         f"(suite {suite_seconds:.0f} s; report {report}; system log {system.logs()})"
     )
     return 0 if specs and not failed else 1
@@ -599,22 +657,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="bring a system up, run the selection, tear down, print the table")
+    check_p = sub.add_parser("check", help="check the selection file against a dry run of the suite")
+    for p in (run_p, check_p):
+        p.add_argument("--suite", choices=sorted(SUITES), default="singlecluster-baseline")
+        p.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     run_p.add_argument("--system", choices=["ours", "upstream"], default="ours")
-    run_p.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     run_p.add_argument("--focus", help="ginkgo focus regex, to run part of the selection")
     run_p.add_argument("--seed", type=int, default=1)
-    check_p = sub.add_parser("check", help="check the selection file against a dry run of the suite")
-    check_p.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)
+    suite = SUITES[args.suite]
     try:
         if args.command == "check":
             bin_dir, module = build()
-            args.dir.mkdir(parents=True, exist_ok=True)
-            _, skip = check_selection(bin_dir / TEST_BINARY, module, args.dir, Selection.load())
+            out = args.dir / suite.name
+            out.mkdir(parents=True, exist_ok=True)
+            _, skip = check_selection(suite, bin_dir / suite.binary, module, out, Selection.load(suite.selection_file))
             print(f"selection ok; {len(skip)} excluded specs inside the label filter are skipped by name")
             return 0
-        return run(args.system, args.dir, args.focus, args.seed)
-    except (SuiteError, StackError) as exc:
+        return run(suite, args.system, args.dir, args.focus, args.seed)
+    except (SuiteError, StackError, RealSystemError, ClusterError, image.ImageError, host.HostError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
 

@@ -1,0 +1,249 @@
+"""The systems for upstream's suites that reconfigure and restart Kueue (test/e2e/sequential/...).
+
+Those specs edit ConfigMap kueue-system/kueue-manager-config, restart Deployment
+kueue-controller-manager (`kubectl.kubernetes.io/restartedAt`) and wait until its new pods are the
+webhook Service's endpoints and one of them holds the Lease; the HA specs scale it to two replicas,
+clear caBundles and kill the leader's pod. So the system has to be a real Deployment whose pods run
+it: the real node of `make e2e-real` (e2e/real.py RealCluster), the system's image imported into
+the node's containerd, kueue-system's pods placed on that node and the specs' own pods on kwok's:
+  ours      our image (e2e/image.py) installed with `make deploy`, then given upstream e2e's
+            Configuration (test/e2e/config/default) restricted to the integrations we implement,
+            and one replica, as upstream's test/e2e/config/baseline has;
+  upstream  upstream's manager image (e2e/image.py, from the cmd/kueue binary e2e/build-kueue.sh
+            builds), installed from upstream's own test/e2e/config/baseline (`kubectl kustomize`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+import image  # noqa: E402
+import real  # noqa: E402
+from cluster import Cluster, HostExec  # noqa: E402
+
+from webhook.api import integrations  # noqa: E402
+from webhook.config.types import DEFAULT_LEADER_ELECTION_ID  # noqa: E402
+from webhook.install import installer, objects  # noqa: E402
+
+NAMESPACE = objects.Settings().namespace
+OURS_IMAGE = "pykueue:dev"
+UPSTREAM_IMAGE = "localhost/pykueue/upstream-kueue:e2e"
+#: upstream's e2e Configuration and the kustomization the baseline-config suites deploy.
+UPSTREAM_E2E_CONFIG = "test/e2e/config/default/controller_manager_config.yaml"
+UPSTREAM_BASELINE_KUSTOMIZATION = "test/e2e/config/baseline"
+BASELINE_REPLICAS = 1
+
+
+class RealSystemError(RuntimeError):
+    """A step of bringing a system up on the real node failed; the message says which."""
+
+
+def merged(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
+    """`delta` laid over `base`, maps merged key by key, anything else replaced."""
+    out = copy.deepcopy(base)
+    for key, value in delta.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def our_configuration(module: Path) -> str:
+    """The Configuration we ship with upstream e2e's settings laid over it; its integrations are upstream's
+    list restricted to those we implement (a name we do not implement is refused at start)."""
+    upstream = yaml.safe_load((module / UPSTREAM_E2E_CONFIG).read_text())
+    ours = yaml.safe_load(objects.DEFAULT_CONFIGURATION)
+    implemented = {f.name for f in integrations.implemented()}
+    frameworks = [f for f in upstream.get("integrations", {}).get("frameworks", []) if f in implemented]
+    cfg = merged(ours, {k: v for k, v in upstream.items() if k != "integrations"})
+    cfg["integrations"] = {**upstream.get("integrations", {}), "frameworks": frameworks}
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+def upstream_install(module: Path, kubectl: str) -> list[dict[str, Any]]:
+    """upstream's test/e2e/config/baseline as kustomize renders it, the manager image ours to import."""
+    res = subprocess.run(
+        [kubectl, "kustomize", str(module / UPSTREAM_BASELINE_KUSTOMIZATION)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if res.returncode != 0:
+        raise RealSystemError(f"kubectl kustomize {UPSTREAM_BASELINE_KUSTOMIZATION}: {res.stderr.strip()}")
+    docs = [d for d in yaml.safe_load_all(res.stdout) if d]
+    for doc in docs:
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == objects.DEPLOYMENT:
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                container["image"] = UPSTREAM_IMAGE
+                container["imagePullPolicy"] = "IfNotPresent"
+    return docs
+
+
+def kubectl_ok(kubectl: str, *args: str, stdin: str | None = None) -> str:
+    res = subprocess.run([kubectl, *args], input=stdin, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RealSystemError(f"kubectl {' '.join(args[:3])}: {res.stderr.strip()[-800:]}")
+    return res.stdout
+
+
+def apply(kubectl: str, docs: list[dict[str, Any]]) -> None:
+    """Server-side apply, CRDs first and established before anything else."""
+    crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
+    rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
+    for batch in (crds, rest):
+        if not batch:
+            continue
+        doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": batch})
+        kubectl_ok(
+            kubectl,
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=upstream-suite",
+            "-f",
+            "-",
+            stdin=doc,
+        )
+        if batch is crds:
+            names = [f"crd/{d['metadata']['name']}" for d in crds]
+            kubectl_ok(kubectl, "wait", "--for=condition=Established", "--timeout=60s", *names)
+
+
+def reconfigure(kubectl: str, config_text: str, replicas: int) -> None:
+    """What a platform engineer (and the suite) does: new ConfigMap, replicas, rollout restart, wait."""
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": objects.CONFIG_MAP, "namespace": NAMESPACE},
+        "data": {objects.CONFIG_FILE: config_text},
+    }
+    apply(kubectl, [cm])
+    kubectl_ok(kubectl, "-n", NAMESPACE, "scale", f"deployment/{objects.DEPLOYMENT}", f"--replicas={replicas}")
+    kubectl_ok(kubectl, "-n", NAMESPACE, "rollout", "restart", f"deployment/{objects.DEPLOYMENT}")
+    wait_available(kubectl)
+
+
+def wait_available(kubectl: str) -> None:
+    try:
+        installer.wait_until_available(kubectl, namespace=NAMESPACE, lease=DEFAULT_LEADER_ELECTION_ID)
+    except installer.DeployError as exc:
+        pods = subprocess.run([kubectl, "get", "pods", "-A", "-o", "wide"], capture_output=True, text=True, check=False)
+        raise RealSystemError(f"{exc}\n{pods.stdout}") from exc
+
+
+def metrics_url(kubectl: str) -> str:
+    """The metrics Service's ClusterIP: this host is inside the node's network namespace, where kube-proxy
+    routes it (e2e/fakebin/curl sends the specs' scrapes there)."""
+    ip = kubectl_ok(
+        kubectl, "-n", NAMESPACE, "get", "service", objects.METRICS_SERVICE, "-o", "jsonpath={.spec.clusterIP}"
+    )
+    return f"https://{ip.strip()}:{objects.METRICS_PORT}/metrics"
+
+
+class RealNodeSystem:
+    """`name` (ours or upstream) as a Deployment on a fresh cluster's real node."""
+
+    def __init__(self, name: str, directory: Path, host_exec: HostExec, kueue_bin: Path, module: Path) -> None:
+        self.name = name
+        self.dir = directory
+        self.host_exec = host_exec
+        self.kueue_bin = kueue_bin
+        self.module = module
+        self.cluster: Cluster | None = None
+
+    def logs(self) -> Path:
+        return self.dir / "pods.log"
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[tuple[str, str]]:
+        """(metrics URL, the Configuration in use) while the system runs; everything torn down after."""
+        node_bin = real.build_binaries()
+        archives = [self.dir / "images" / "pause.tar", self.dir / "images" / "system.tar"]
+        image.build_pause(archives[0], binary=node_bin / "pause")
+        if self.name == "ours":
+            image.build_server(archives[1], tag=OURS_IMAGE)
+        else:
+            image.build_upstream_manager(archives[1], binary=self.kueue_bin / "kueue-manager", tag=UPSTREAM_IMAGE)
+        rc = real.RealCluster(
+            self.dir,
+            bin_dir=node_bin,
+            archives=archives,
+            host_exec=self.host_exec,
+            job_pods_run=math.inf,
+            # containerd's socket paths must stay under 104 bytes, whatever the checkout's path
+            node_dir=Path(tempfile.gettempdir()) / f"pykueue-node-{self.name}",
+        )
+        kubectl = str(node_bin / "kubectl")
+        try:
+            with rc.session(NAMESPACE) as cluster:
+                self.cluster = cluster
+                os.environ["KUBECONFIG"] = str(cluster.kubeconfig)  # every kubectl here and in the installer
+                try:
+                    config = self._install(kubectl)
+                    yield metrics_url(kubectl), config
+                finally:
+                    self._save_logs(kubectl)
+        finally:
+            for archive in archives:
+                archive.unlink(missing_ok=True)
+
+    def _install(self, kubectl: str) -> str:
+        if self.name == "ours":
+            res = subprocess.run(
+                ["make", "--no-print-directory", "deploy", f"IMG={OURS_IMAGE}", f"KUBECTL={kubectl}"],
+                cwd=ROOT,
+                check=False,
+            )
+            if res.returncode != 0:
+                raise RealSystemError(f"make deploy exited {res.returncode}")
+            config = our_configuration(self.module)
+            reconfigure(kubectl, config, BASELINE_REPLICAS)
+            return config
+        docs = upstream_install(self.module, kubectl)
+        apply(kubectl, docs)
+        wait_available(kubectl)
+        return next(
+            str(d["data"][objects.CONFIG_FILE])
+            for d in docs
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == objects.CONFIG_MAP
+        )
+
+    def _save_logs(self, kubectl: str) -> None:
+        """Every kueue-system container's log (current and previous), for the run's report."""
+        with open(self.logs(), "w") as out:
+            for previous in ("--previous=false", "--previous=true"):
+                res = subprocess.run(
+                    [
+                        kubectl,
+                        "-n",
+                        NAMESPACE,
+                        "logs",
+                        "--all-containers",
+                        "--prefix",
+                        "-l",
+                        "control-plane=controller-manager",
+                        "--tail=-1",
+                        previous,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                out.write(res.stdout)
