@@ -187,6 +187,7 @@ class DeactivationReason(StrEnum):
     """DeactivationTarget=True reasons (`WorkloadRequeuingLimitExceeded`, ...)."""
 
     REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+    MAXIMUM_EXECUTION_TIME_EXCEEDED = "MaximumExecutionTimeExceeded"
 
 
 class ClusterQueueActiveReason(StrEnum):
@@ -224,6 +225,8 @@ MSG_BACKOFF_FINISHED = "The workload backoff was finished"
 MSG_REACTIVATED = "The workload was reactivated"
 MSG_DEACTIVATED = "The workload is deactivated"
 MSG_REQUEUING_LIMIT_EXCEEDED = "exceeding the maximum number of re-queuing retries"
+MSG_MAX_EXECUTION_TIME_EXCEEDED = "exceeding the maximum execution time"
+MSG_MAX_EXECUTION_TIME_EVENT = "The maximum execution time ({seconds}s) exceeded"
 MSG_PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout {key}"
 MSG_CHECK_RESET = "Reset to Pending after eviction. Previously: {state}"
 
