@@ -38,9 +38,14 @@ def execution_deadline(obj: Mapping[str, Any], wl: WorkloadInfo) -> datetime | N
 
 def max_execution_step(obj: Mapping[str, Any], wl: WorkloadInfo, now: datetime) -> WorkloadStep:
     """Look again at the deadline while it is ahead; once reached, mark the Workload a
-    DeactivationTarget (MaximumExecutionTimeExceeded), unless it already is one."""
+    DeactivationTarget (MaximumExecutionTimeExceeded), unless it already is one.
+
+    An inactive Workload is left alone. Upstream is not: between the eviction (which removes the
+    DeactivationTarget) and its Job releasing the quota, Admitted is still True, so its next reconcile
+    marks the already deactivated Workload again, and that stale target deactivates it anew the moment
+    a user reactivates it."""
     deadline = execution_deadline(obj, wl)
-    if deadline is None:
+    if deadline is None or not wl.active:
         return WorkloadStep(StepKind.NONE)
     if now < deadline:
         return WorkloadStep(StepKind.RECHECK, recheck_at=deadline)

@@ -54,6 +54,17 @@ def test_at_the_deadline_the_workload_becomes_a_deactivation_target(after_s: flo
     assert (got.reason, got.event) == ("MaximumExecutionTimeExceeded", "The maximum execution time (60s) exceeded")
 
 
+def test_an_inactive_workload_still_holding_quota_is_not_marked_again() -> None:
+    """Evicted as deactivated, its Job not yet stopped: Admitted is still True (upstream marks it
+    again here, and the stale target then undoes a later reactivation)."""
+    wl = admitted(5)
+    wl["spec"]["active"] = False
+    wl["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "DeactivatedDueToMaximumExecutionTimeExceeded", "message": "m"}
+    )
+    assert ac.workload_step(wl, None, None, T0 + timedelta(seconds=60)) == WorkloadStep(StepKind.NONE)
+
+
 def test_an_existing_deactivation_target_is_left_alone() -> None:
     wl = admitted(60)
     wl["status"]["conditions"].append(

@@ -333,7 +333,7 @@ def test_exceeding_the_maximum_execution_time_deactivates_and_evicts_the_workloa
     """Three reconciles, as upstream's three: DeactivationTarget (with the Warning event, the
     accumulated time dropped), spec.active=false, then Evicted with the cause, counted in
     schedulingStats and the eviction metrics."""
-    world = World(timed_workload(datetime.now(UTC) - timedelta(seconds=5), 10, past=6), Configuration())
+    world = World(timed_workload(datetime.now(UTC) - timedelta(seconds=15), 10, past=6), Configuration())
     world.rec.events = rec = Events()
     world.rec.reconcile("ns/wl")
     status = world.kube.objects[PATH]["status"]
@@ -362,6 +362,9 @@ def test_exceeding_the_maximum_execution_time_deactivates_and_evicts_the_workloa
         "evictions": [{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}]
     }
     assert world.evicted == [("ns/wl", "cq", "Deactivated", "MaximumExecutionTimeExceeded")]
+    writes = len(world.kube.calls)
+    world.rec.reconcile("ns/wl")  # still Admitted until its Job releases the quota: not marked again
+    assert world.kube.calls[writes:] == []
     assert rec.seen[-1] == (
         "Normal",
         "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
