@@ -17,6 +17,13 @@ CONFIG_GROUP = "config.kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+# FailureRecoveryPolicy (`pkg/controller/constants`, `pkg/controller/failurerecovery`): a pod opted in
+# with this annotation is force-deleted once stuck terminating on an unreachable node.
+SAFE_TO_FORCEFULLY_DELETE_ANNOTATION = "kueue.x-k8s.io/safe-to-forcefully-delete"
+SAFE_TO_FORCEFULLY_DELETE_VALUE = "true"
+FAILURE_RECOVERY_CONDITION = "KueueFailureRecovery"
+FORCEFULLY_DELETED_REASON = "KueueForcefullyDeleted"
+TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
