@@ -17,6 +17,13 @@ CONFIG_GROUP = "config.kueue.x-k8s.io"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 MAX_EXEC_TIME_LABEL = "kueue.x-k8s.io/max-exec-time-seconds"
+# FailureRecoveryPolicy (`pkg/controller/constants`, `pkg/controller/failurerecovery`): a pod opted in
+# with this annotation is force-deleted once stuck terminating on an unreachable node.
+SAFE_TO_FORCEFULLY_DELETE_ANNOTATION = "kueue.x-k8s.io/safe-to-forcefully-delete"
+SAFE_TO_FORCEFULLY_DELETE_VALUE = "true"
+FAILURE_RECOVERY_CONDITION = "KueueFailureRecovery"
+FORCEFULLY_DELETED_REASON = "KueueForcefullyDeleted"
+TAINT_NODE_UNREACHABLE = "node.kubernetes.io/unreachable"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
@@ -187,6 +194,7 @@ class DeactivationReason(StrEnum):
     """DeactivationTarget=True reasons (`WorkloadRequeuingLimitExceeded`, ...)."""
 
     REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+    MAXIMUM_EXECUTION_TIME_EXCEEDED = "MaximumExecutionTimeExceeded"
 
 
 class ClusterQueueActiveReason(StrEnum):
@@ -224,6 +232,8 @@ MSG_BACKOFF_FINISHED = "The workload backoff was finished"
 MSG_REACTIVATED = "The workload was reactivated"
 MSG_DEACTIVATED = "The workload is deactivated"
 MSG_REQUEUING_LIMIT_EXCEEDED = "exceeding the maximum number of re-queuing retries"
+MSG_MAX_EXECUTION_TIME_EXCEEDED = "exceeding the maximum execution time"
+MSG_MAX_EXECUTION_TIME_EVENT = "The maximum execution time ({seconds}s) exceeded"
 MSG_PODS_READY_TIMEOUT = "Exceeded the PodsReady timeout {key}"
 MSG_CHECK_RESET = "Reset to Pending after eviction. Previously: {state}"
 

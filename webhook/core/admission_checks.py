@@ -26,6 +26,7 @@ from webhook.api import constants
 from webhook.api.constants import EvictionReason
 from webhook.core import concurrent_admission as ca
 from webhook.core.conditions import ConditionValue, admitted_condition, evicted
+from webhook.core.max_execution import max_execution_step
 from webhook.core.model import ClusterQueueSpec
 from webhook.core.pods_ready import Policy, StepKind, WorkloadStep, controller_step
 from webhook.core.workload import WorkloadInfo, parse_time, parse_workload
@@ -217,7 +218,8 @@ def workload_step(
     Workload; a Retry check's requeue time; deactivation, backoff and reactivation
     (`controller_step`); then, with `cq` the ClusterQueue its LocalQueue routes to (None if
     unknown), the checks list, the Admitted condition and check-based eviction or deactivation;
-    last the PodsReady timeout. With `concurrent_admission` (the feature gate) a parent has no checks
+    last, for a Workload holding quota, the PodsReady timeout and the maximum execution time
+    (`core.max_execution`), looked at again at the earlier of their deadlines. With `concurrent_admission` (the feature gate) a parent has no checks
     of its own and a variant no PodsReady timeout: its parent is the one timed out."""
     wl = parse_workload(obj)
     if wl.is_finished:
@@ -231,4 +233,13 @@ def workload_step(
     step = _checks_step(obj, wl, cq, now, parent=concurrent_admission and ca.is_parent(obj))
     if step is not None:
         return step
-    return controller_step(wl, None if concurrent_admission and wl.is_variant else policy, now, jitter=jitter)
+    last = controller_step(wl, None if concurrent_admission and wl.is_variant else policy, now, jitter=jitter)
+    if last.kind not in (StepKind.NONE, StepKind.RECHECK) or not wl.has_quota_reservation:
+        return last
+    exec_step = max_execution_step(obj, wl, now)
+    if exec_step.kind == StepKind.NONE:
+        return last
+    if exec_step.kind == StepKind.RECHECK and last.recheck_at is not None:
+        assert exec_step.recheck_at is not None
+        return last if last.recheck_at <= exec_step.recheck_at else exec_step
+    return exec_step

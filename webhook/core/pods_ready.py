@@ -148,6 +148,9 @@ class StepKind(Enum):
     SYNC_CHECKS = "SyncAdmissionChecks"  # status.admissionChecks replaced by `checks`
     ADMITTED = "SyncAdmitted"  # the Admitted condition; True emits `Admitted`
     REJECTED = "Rejected"  # DeactivationTarget=True, Warning event `AdmissionCheckRejected` (`event`)
+    # DeactivationTarget=True, accumulatedPastExecutionTimeSeconds cleared, Warning event
+    # `MaximumExecutionTimeExceeded` (`event`) (`core.max_execution`)
+    MAX_EXECUTION_EXCEEDED = "MaximumExecutionTimeExceeded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,8 @@ class WorkloadStep:
     With `set_requeue_state`, `requeue_state` replaces `status.requeueState` (None removes it).
     An EVICT step also emits the Normal event `event_reason` with the eviction message and counts
     the eviction (`reason`, `underlying_cause`) in the metrics. `checks` is the list a
-    SYNC_CHECKS step writes, `requeue_at` a REQUEUE_AT step's time, `event` a REJECTED step's note.
+    SYNC_CHECKS step writes, `requeue_at` a REQUEUE_AT step's time, `event` a REJECTED or
+    MAX_EXECUTION_EXCEEDED step's note.
     """
 
     kind: StepKind

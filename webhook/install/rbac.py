@@ -206,6 +206,15 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
         Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
         Access("node.k8s.io", ("runtimeclasses",), _READ, WORKER, "RuntimeClass pod overhead of pending Workloads"),
+        Access("", ("nodes",), _READ, WORKER, "FailureRecoveryPolicy: is a terminating pod's node unreachable"),
+        Access(
+            "",
+            ("pods",),
+            ("delete", "get", "list", "watch"),
+            WORKER,
+            "FailureRecoveryPolicy: force-delete opted-in pods stuck on an unreachable node",
+        ),
+        Access("", ("pods/status",), ("patch",), WORKER, "FailureRecoveryPolicy: mark such a pod Failed"),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(
             "coordination.k8s.io",

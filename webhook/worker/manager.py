@@ -21,6 +21,8 @@ Threads (all daemons; the process exits when leadership ends):
   requeue backoff and deactivation (`reconcilers.workload`).
 * Variant reconcilers (`WorkQueue` keyed by parent Workload), with the ConcurrentAdmission gate on:
   `reconcilers.concurrent_admission`.
+* failure recovery (`WorkQueue` keyed by pod, its own pod and node informers), with the
+  FailureRecoveryPolicy gate on: `reconcilers.failure_recovery`.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
@@ -58,6 +60,7 @@ from webhook.worker.jobframework.setup import Resource, SetupContext, wire
 from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
+from webhook.worker.reconcilers.failure_recovery import FailureRecovery
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention
@@ -214,6 +217,13 @@ class Manager:
             if after_finished is None
             else WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
         )
+        # FailureRecoveryPolicy: pods stuck terminating on unreachable nodes force-deleted
+        # (`pkg/controller/failurerecovery`); it follows pods and nodes itself.
+        self.failure_recovery = (
+            FailureRecovery(kube, self.recorder, stop=stop)
+            if config.feature_enabled(Feature.FAILURE_RECOVERY_POLICY)
+            else None
+        )
         self.resources = (*RESOURCES, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
@@ -252,6 +262,8 @@ class Manager:
         threading.Thread(target=self._core_loop, name="core", daemon=True).start()
         for res in self.resources:
             self._inform(res)
+        if self.failure_recovery is not None:
+            self.failure_recovery.start(self.informers)
 
     def _inform(self, res: Resource) -> None:
         def on_list(items: list[dict[str, Any]]) -> None:

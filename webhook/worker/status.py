@@ -28,6 +28,7 @@ from webhook.worker.store import Store
 __all__ = [
     "accumulate_admitted_time",
     "clear_reservation",
+    "count_eviction",
     "remove_condition",
     "set_condition",
     "set_conditions",
@@ -76,6 +77,20 @@ def accumulate_admitted_time(status: dict[str, Any], now: datetime) -> None:
     status["accumulatedPastExecutionTimeSeconds"] = (
         int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + elapsed
     )
+
+
+def count_eviction(status: dict[str, Any], reason: str, underlying_cause: str = "") -> bool:
+    """One more eviction for (`reason`, `underlying_cause`) in `status.schedulingStats.evictions`
+    (`workloadEvictionStateInc` in `pkg/workload/evict/evict.go`, applied on every `Evict`); True
+    when it is the first of its kind. Both keys of the list-map are always written, the cause as
+    "" when there is none (the field is required)."""
+    evictions: list[dict[str, Any]] = status.setdefault("schedulingStats", {}).setdefault("evictions", [])
+    for row in evictions:
+        if row.get("reason") == reason and (row.get("underlyingCause") or "") == underlying_cause:
+            row["count"] = int(row.get("count") or 0) + 1
+            return False
+    evictions.append({"reason": reason, "underlyingCause": underlying_cause, "count": 1})
+    return True
 
 
 def unset_quota_reservation(status: dict[str, Any], reason: str, message: str, now: datetime, generation: int) -> None:

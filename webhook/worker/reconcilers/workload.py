@@ -27,6 +27,7 @@ from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
 from webhook.core.workload import parse_time
 from webhook.worker import events, workload_writes
 from webhook.worker.status import (
+    count_eviction,
     remove_condition,
     set_condition,
     update_status,
@@ -65,7 +66,7 @@ def policy(config: Configuration) -> Policy | None:
 
 def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now: datetime) -> None:
     """Write `step`'s status changes into `status` (what `evict.Evict`, the condition setters and
-    the admission-check sync do)."""
+    the admission-check sync do); an eviction is counted in `schedulingStats`."""
     for ctype in step.remove_conditions:
         remove_condition(status, ctype)
     for cv in step.conditions:
@@ -77,8 +78,10 @@ def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now:
             status.pop("requeueState", None)
         else:
             status["requeueState"] = dict(step.requeue_state)
-    if step.kind == StepKind.EVICT and status.get("admissionChecks"):
-        status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
+    if step.kind == StepKind.EVICT:
+        count_eviction(status, step.reason, step.underlying_cause)
+        if status.get("admissionChecks"):
+            status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
     elif step.kind == StepKind.SYNC_CHECKS:
         if step.checks:
             status["admissionChecks"] = [dict(ch) for ch in step.checks]
@@ -87,6 +90,9 @@ def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now:
     elif step.kind == StepKind.REQUEUE_AT:
         assert step.requeue_at is not None
         status.setdefault("requeueState", {})["requeueAt"] = step.requeue_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif step.kind == StepKind.MAX_EXECUTION_EXCEEDED:
+        # The time is used up: a reactivated workload starts counting afresh (`reconcileMaxExecutionTime`).
+        status.pop("accumulatedPastExecutionTimeSeconds", None)
 
 
 def cluster_queue_for(
@@ -215,7 +221,7 @@ class WorkloadReconciler:
         if written is None or not applied:
             return
         done = applied[0]
-        if done.kind in (StepKind.REJECTED, StepKind.ADMITTED):
+        if done.kind in (StepKind.REJECTED, StepKind.ADMITTED, StepKind.MAX_EXECUTION_EXCEEDED):
             self._reported(done, written, now)
         elif done.kind == StepKind.EVICT:
             cq_name = str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
@@ -250,9 +256,11 @@ class WorkloadReconciler:
             raise Retry(0.2, "workload changed") from exc
 
     def _reported(self, step: WorkloadStep, wl: Mapping[str, Any], now: datetime) -> None:
-        """Events and metrics of an admission-check step once written."""
+        """Events and metrics of an admission-check or maximum-execution-time step once written."""
         if step.kind == StepKind.REJECTED:
             self.events.emit(wl, "Warning", "AdmissionCheckRejected", step.event, CONTROLLER_NAME)
+        elif step.kind == StepKind.MAX_EXECUTION_EXCEEDED:
+            self.events.emit(wl, "Warning", str(step.reason), step.event, CONTROLLER_NAME)
         elif step.kind == StepKind.ADMITTED and step.conditions[0].status == "True":
             status = wl.get("status") or {}
             reserved = (

@@ -309,3 +309,91 @@ def test_owned_or_standalone_workloads_keep_their_finalizer(wl: dict[str, Any]) 
     obj = world.kube.objects[PATH]
     assert obj["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
     assert finished(obj) is None
+
+
+# -- spec.maximumExecutionTimeSeconds (`reconcileMaxExecutionTime`) and schedulingStats ------------
+class Events(events.Recorder):
+    def __init__(self) -> None:
+        super().__init__(None, instance="t", stop=threading.Event())
+        self.seen: list[tuple[str, str, str, str]] = []
+
+    def emit(self, obj: Any, etype: str, reason: str, note: str, controller: str, *, action: str = "") -> None:
+        self.seen.append((etype, reason, note, controller))
+
+
+def timed_workload(admitted_at: datetime, limit: int, past: int | None = None) -> dict[str, Any]:
+    obj = admitted_workload(admitted_at)
+    obj["spec"]["maximumExecutionTimeSeconds"] = limit
+    if past is not None:
+        obj["status"]["accumulatedPastExecutionTimeSeconds"] = past
+    return obj
+
+
+def test_exceeding_the_maximum_execution_time_deactivates_and_evicts_the_workload() -> None:
+    """Three reconciles, as upstream's three: DeactivationTarget (with the Warning event, the
+    accumulated time dropped), spec.active=false, then Evicted with the cause, counted in
+    schedulingStats and the eviction metrics."""
+    world = World(timed_workload(datetime.now(UTC) - timedelta(seconds=15), 10, past=6), Configuration())
+    world.rec.events = rec = Events()
+    world.rec.reconcile("ns/wl")
+    status = world.kube.objects[PATH]["status"]
+    target = next(c for c in status["conditions"] if c["type"] == "DeactivationTarget")
+    assert (target["status"], target["reason"], target["message"]) == (
+        "True",
+        "MaximumExecutionTimeExceeded",
+        "exceeding the maximum execution time",
+    )
+    assert "accumulatedPastExecutionTimeSeconds" not in status
+    assert rec.seen == [
+        ("Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (10s) exceeded", w.CONTROLLER_NAME)
+    ]
+    world.rec.reconcile("ns/wl")
+    assert world.kube.objects[PATH]["spec"]["active"] is False
+    world.rec.reconcile("ns/wl")
+    status = world.kube.objects[PATH]["status"]
+    evicted = next(c for c in status["conditions"] if c["type"] == "Evicted")
+    assert (evicted["status"], evicted["reason"], evicted["message"]) == (
+        "True",
+        "DeactivatedDueToMaximumExecutionTimeExceeded",
+        "The workload is deactivated due to exceeding the maximum execution time",
+    )
+    assert all(c["type"] != "DeactivationTarget" for c in status["conditions"])
+    assert status["schedulingStats"] == {
+        "evictions": [{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}]
+    }
+    assert world.evicted == [("ns/wl", "cq", "Deactivated", "MaximumExecutionTimeExceeded")]
+    writes = len(world.kube.calls)
+    world.rec.reconcile("ns/wl")  # still Admitted until its Job releases the quota: not marked again
+    assert world.kube.calls[writes:] == []
+    assert rec.seen[-1] == (
+        "Normal",
+        "EvictedDueToDeactivatedDueToMaximumExecutionTimeExceeded",
+        "The workload is deactivated due to exceeding the maximum execution time",
+        w.CONTROLLER_NAME,
+    )
+
+
+def test_before_the_maximum_execution_time_the_reconcile_comes_back_at_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    admitted_at = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=2)
+    world = World(timed_workload(admitted_at, 30, past=8), Configuration())
+    later: list[tuple[str, float]] = []
+    monkeypatch.setattr(world.rec.queue, "add_after", lambda key, delay: later.append((key, delay)))
+    world.rec.reconcile("ns/wl")
+    assert [call for call in world.kube.calls if call[0] != "GET"] == []
+    [(key, delay)] = later
+    remaining = (admitted_at + timedelta(seconds=22) - datetime.now(UTC)).total_seconds()
+    assert key == "ns/wl" and remaining <= delay <= remaining + 0.5
+
+
+def test_a_pods_ready_timeout_eviction_is_counted_with_its_cause() -> None:
+    obj = admitted_workload(datetime.now(UTC) - timedelta(minutes=5))
+    obj["status"]["schedulingStats"] = {
+        "evictions": [{"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 2}]
+    }
+    world = World(obj, config(60))
+    world.rec.reconcile("ns/wl")
+    assert world.kube.objects[PATH]["status"]["schedulingStats"] == {
+        "evictions": [{"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 3}]
+    }
