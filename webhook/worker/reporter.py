@@ -596,6 +596,9 @@ class MetricsReporter:
         if self.unadmitted:
             self._set(m.UNADMITTED_WORKLOADS, unadmitted)
         if self.local_queues:
+            # Upstream reports the unadmitted counts of every LocalQueue whatever the selector
+            # (`unadmitted_workloads.go` asks only `IsEnabled`), unlike all its other LocalQueue
+            # series; here the selector picks them all alike.
             self._set(m.LOCAL_QUEUE_FINISHED_WORKLOADS, {k: v for k, v in lq_finished.items() if k in exposed})
             if self.unadmitted:
                 self._set(
