@@ -16,7 +16,7 @@ from webhook import metrics
 from webhook.config import Configuration, LocalQueueMetrics, Metrics, MetricsCustomLabel
 from webhook.core.decisions import Admit
 from webhook.core.workload import WorkloadKey
-from webhook.worker import process
+from webhook.worker import process, reporter
 from webhook.worker.reporter import MetricsReporter
 
 ROLE = {"replica_role": "leader"}
@@ -281,3 +281,13 @@ def test_a_local_queue_leaving_the_selector_loses_its_series_and_gets_them_back(
     rep.queue_event("localqueues", "ns/sel-back", picked)
     rep.refresh(core)
     assert sample("kueue_local_queue_status", name="sel-back", namespace="ns", active="True") == 1
+
+
+def test_workload_creation_latency_takes_the_labels_of_the_workloads_local_queue(custom: metrics.CustomLabels) -> None:
+    """`RecordWorkloadCreationLatency` reads `LQGet` of the new Workload's LocalQueue."""
+    custom.store("LocalQueue", "ns/wc-lq", {"example.com/owner": "carol"}, {})
+    job = {"metadata": {"generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z"}}
+    wl = make_wl("wc").queue("wc-lq").obj()
+    wl["metadata"]["creationTimestamp"] = "2026-01-01T00:00:02Z"
+    reporter.workload_created("Job", job, wl)
+    assert sample("kueue_workload_creation_latency_seconds_sum", job_kind="Job", custom_owner="carol") == 2
