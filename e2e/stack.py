@@ -23,6 +23,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
 
@@ -55,6 +57,16 @@ visibilityServer:
 
 def _log(msg: str) -> None:
     print(f"stack: {msg}", file=sys.stderr, flush=True)
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra` over `base`, section by section: an extra `metrics:` keeps the base's bindAddress (the
+    Configuration decoder refuses a key given twice)."""
+    out = dict(base)
+    for key, value in extra.items():
+        old = out.get(key)
+        out[key] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return out
 
 
 def _free_port() -> int:
@@ -204,7 +216,7 @@ class Stack:
         )
 
     def up(self, extra_config: str = "") -> Stack:
-        """Start fresh (the dashboard included); `extra_config` (top-level Configuration YAML) is added to the server's default one."""
+        """Start fresh (the dashboard included); `extra_config` (top-level Configuration YAML) is merged into the server's default one."""
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._stop_server()
@@ -251,7 +263,7 @@ class Stack:
             time.sleep(0.5)
 
     def restart_server(self, extra_config: str = "") -> None:
-        """Restart our server with `extra_config` (top-level Configuration YAML) added to the default one;
+        """Restart our server with `extra_config` (top-level Configuration YAML) merged into the default one;
         the old process releases the lease on SIGTERM, so the new worker takes over at once."""
         self._stop_server()
         self._start_server(self.port, extra_config)
@@ -260,10 +272,10 @@ class Stack:
         config = self.dir / "server-config.yaml"
         metrics_port = _free_port()
         self.metrics_port_file.write_text(str(metrics_port))
-        config.write_text(
-            SERVER_CONFIG.format(metrics_port=metrics_port, visibility_port=int(self.visibility_port_file.read_text()))
-            + extra_config
+        base = SERVER_CONFIG.format(
+            metrics_port=metrics_port, visibility_port=int(self.visibility_port_file.read_text())
         )
+        config.write_text(json.dumps(_merged(yaml.safe_load(base), yaml.safe_load(extra_config) or {})))
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [

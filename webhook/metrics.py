@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
-from prometheus_client.registry import Collector
+
+from webhook.config.types import MetricsCustomLabel
 
 __all__ = [
     "ADMISSION_ATTEMPTS",
@@ -25,6 +27,7 @@ __all__ = [
     "ADMITTED_UNTIL_READY_WAIT_TIME",
     "ADMITTED_WORKLOADS",
     "BUILD_INFO",
+    "CLUSTER_QUEUE",
     "CLUSTER_QUEUE_BORROWING_LIMIT",
     "CLUSTER_QUEUE_INFO",
     "CLUSTER_QUEUE_LENDING_LIMIT",
@@ -34,6 +37,7 @@ __all__ = [
     "CLUSTER_QUEUE_RESOURCE_USAGE",
     "CLUSTER_QUEUE_STATUS",
     "CLUSTER_QUEUE_WEIGHTED_SHARE",
+    "COHORT",
     "COHORT_INFO",
     "COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS",
     "COHORT_SUBTREE_ADMITTED_WORKLOADS",
@@ -46,6 +50,7 @@ __all__ = [
     "FINISHED_WORKLOADS",
     "FINISHED_WORKLOADS_TOTAL",
     "GO_DEFAULT_BUCKETS",
+    "LOCAL_QUEUE",
     "LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME",
     "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
@@ -77,14 +82,21 @@ __all__ = [
     "RESERVING_ACTIVE_WORKLOADS",
     "ROLE",
     "UNADMITTED_WORKLOADS",
+    "UNTRACKED_VALUE",
     "WEBHOOK_LATENCY",
     "WEBHOOK_OUTCOMES",
     "WEBHOOK_REQUESTS",
     "WORKER_REGISTRY",
+    "WORKLOAD",
     "WORKLOAD_CREATION_LATENCY",
     "WORKLOAD_EVICTION_LATENCY",
+    "CustomLabels",
+    "Family",
+    "configure",
+    "custom_labels",
     "exponential_buckets",
     "remove_series",
+    "workload_custom_label_sources",
 ]
 
 # Go's client (upstream) exports no `_created` series; neither do we.
@@ -126,9 +138,9 @@ WEBHOOK_LATENCY = Histogram(
 # Served by the worker process on `metrics.bindAddress` (see `webhook/worker/metrics_server.py`),
 # not by the webhook server: the two are separate OS processes. Every series but build_info ends
 # with `replica_role`; only the lease holder sets values, so it is always `leader`.
-# The gauges `kueue_finished_workloads` and `kueue_local_queue_finished_workloads` share their base
-# name with a `_total` counter, which prometheus_client refuses within one registry; they are
-# registered through `_Unchecked`, and the exposition is the same as upstream's.
+# Each is a `Family`, so that `configure` can give it the custom labels (gate CustomMetricLabels)
+# the Configuration asks for; the series of ClusterQueues, LocalQueues and Cohorts say which ones
+# name their object (`keys`), and `kinds` lists the source kinds whose labels a series takes.
 
 WORKER_REGISTRY = _SampledRegistry(auto_describe=True)
 ROLE = "replica_role"
@@ -144,10 +156,168 @@ def exponential_buckets(count: int) -> tuple[float, ...]:
     return (1.0, *(2.5 * 2**i for i in range(count - 1)))
 
 
-def remove_series(metric: MetricWrapperBase, match: Mapping[str, str]) -> None:
+# == custom metric labels (`pkg/metrics/custom_labels.go`, gate CustomMetricLabels) ===============
+# Source kinds in the order upstream appends their labels: it sorts the kinds of a series by name.
+CLUSTER_QUEUE = "ClusterQueue"
+COHORT = "Cohort"
+LOCAL_QUEUE = "LocalQueue"
+WORKLOAD = "Workload"
+# What a value outside an entry's `trackedValues` is reported as (`UntrackedCustomLabelValue`).
+UNTRACKED_VALUE = "kueue.x-k8s.io/_UNTRACKED_VALUE_"
+
+
+class CustomLabels:
+    """The Configuration's `metrics.customLabels` and the last values seen on each source object.
+
+    Each entry reads a label (`sourceLabelKey`, else its `name`) or an annotation
+    (`sourceAnnotationKey`) of objects of its `sourceKind`; a value outside a non-empty
+    `trackedValues` becomes `UNTRACKED_VALUE`, and an object never stored reports "". Only the
+    core thread stores; other threads read, and every write replaces a whole tuple, so a reader
+    never sees half an update."""
+
+    def __init__(self, entries: Sequence[MetricsCustomLabel]) -> None:
+        kinds = sorted({e.source_kind for e in entries})
+        self._entries = {kind: tuple(e for e in entries if e.source_kind == kind) for kind in kinds}
+        self._values: dict[str, dict[str, tuple[str, ...]]] = {kind: {} for kind in kinds}
+
+    def names(self, kinds: Iterable[str]) -> list[str]:
+        """The Prometheus label names (`custom_<name>`) of `kinds`, by kind then in config order."""
+        return [f"custom_{e.name}" for kind in sorted(set(kinds)) for e in self._entries.get(kind, ())]
+
+    def store(self, kind: str, key: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> bool:
+        """Record the values of object `key`; True when it was known and they changed (upstream's
+        `store`, which callers use to tell a label change from a first sight)."""
+        entries = self._entries.get(kind)
+        if entries is None:
+            return False
+        new = tuple(_custom_value(e, labels, annotations) for e in entries)
+        old = self._values[kind].get(key)
+        self._values[kind][key] = new
+        return old is not None and old != new
+
+    def delete(self, kind: str, key: str) -> None:
+        self._values.get(kind, {}).pop(key, None)
+
+    def values(self, kinds: Iterable[str], sources: Mapping[str, str]) -> tuple[str, ...]:
+        """The values for a series of `kinds`, read from the objects `sources` names per kind."""
+        out: list[str] = []
+        for kind in sorted(set(kinds)):
+            entries = self._entries.get(kind, ())
+            known = self._values.get(kind, {}).get(sources[kind]) if kind in sources else None
+            out.extend(known if known is not None else ("",) * len(entries))
+        return tuple(out)
+
+
+def _custom_value(entry: MetricsCustomLabel, labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
+    if entry.source_annotation_key:
+        value = annotations.get(entry.source_annotation_key, "")
+    else:
+        value = labels.get(entry.source_label_key or entry.name, "")
+    return value if not entry.tracked_values or value in entry.tracked_values else UNTRACKED_VALUE
+
+
+def workload_custom_label_sources(entries: Iterable[MetricsCustomLabel]) -> tuple[frozenset[str], frozenset[str]]:
+    """The label and annotation keys the Workload-kind entries read, which job reconcilers copy
+    onto the Workloads they build (`WorkloadCustomLabelSources`)."""
+    labels: set[str] = set()
+    annotations: set[str] = set()
+    for e in entries:
+        if e.source_kind != WORKLOAD:
+            continue
+        if e.source_annotation_key:
+            annotations.add(e.source_annotation_key)
+        else:
+            labels.add(e.source_label_key or e.name)
+    return frozenset(labels), frozenset(annotations)
+
+
+M = TypeVar("M", bound=MetricWrapperBase)
+
+
+class Family(Generic[M]):
+    """A worker series whose label names are its own, `replica_role`, then the custom labels of its
+    source kinds, fixed at start by `configure` (upstream's `InitMetricVectors` rebuilds its vectors
+    the same way). Registered as a collector of the wrapped metric.
+
+    `labels(*values)` takes the series' own values and `replica_role`; the custom values follow,
+    read from the ClusterQueue, LocalQueue or Cohort these values name (`keys`), or from the
+    objects `sources` names. `remove` takes every value, custom ones included, as exposed."""
+
+    def __init__(
+        self,
+        make: Callable[[list[str]], M],
+        labels: Sequence[str],
+        *,
+        kinds: tuple[str, ...] = (),
+        keys: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
+        self._make: Callable[[list[str]], M] = make
+        self._labels = [*labels, ROLE]
+        self.kinds = kinds
+        # source kind -> the positions of the labels whose values, joined by "/", make its key
+        self._keys: dict[str, tuple[int, ...]] = {
+            kind: tuple(self._labels.index(n) for n in names) for kind, names in (keys or {}).items()
+        }
+        self._custom: CustomLabels | None = None
+        self.metric: M = make(self._labels)
+        _FAMILIES.append(self)
+        WORKER_REGISTRY.register(self)
+
+    def rebuild(self, custom: CustomLabels | None) -> None:
+        self._custom = custom
+        self.metric = self._make(self._labels + (custom.names(self.kinds) if custom else []))
+
+    def describe(self) -> list[Metric]:
+        # No names: prometheus_client would refuse `finished_workloads` beside `finished_workloads_total`,
+        # which Go's registry accepts and upstream exports.
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        families: Iterable[Metric] = self.metric.collect()
+        return families
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        return tuple(self.metric._labelnames)
+
+    def full(self, *values: str, sources: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """`values` followed by the custom labels' values (see the class)."""
+        if self._custom is None or not self.kinds:
+            return values
+        named = {kind: "/".join(values[i] for i in at) for kind, at in self._keys.items()}
+        return (*values, *self._custom.values(self.kinds, named if sources is None else sources))
+
+    def labels(self, *values: str, sources: Mapping[str, str] | None = None) -> M:
+        child: M = self.metric.labels(*self.full(*values, sources=sources))
+        return child
+
+    def remove(self, *values: str) -> None:
+        self.metric.remove(*values)
+
+
+_FAMILIES: list[Family[Any]] = []
+
+
+_configured: list[CustomLabels | None] = [None]
+
+
+def configure(custom: CustomLabels | None) -> None:
+    """Give every worker series the custom labels of `custom` (None: none), dropping its series.
+    Called once when a worker process starts, before anything reports (and by tests)."""
+    _configured[0] = custom
+    for family in _FAMILIES:
+        family.rebuild(custom)
+
+
+def custom_labels() -> CustomLabels | None:
+    """The store `configure` gave the series, which the reporter keeps up to date."""
+    return _configured[0]
+
+
+def remove_series(metric: Family[Any], match: Mapping[str, str]) -> None:
     """Drop every series of `metric` whose labels include `match`, whatever its other labels (the Go
     client's `DeletePartialMatch`, which upstream uses to forget a deleted queue)."""
-    names = list(metric._labelnames)
+    names = list(metric.label_names)
     want = {names.index(label): value for label, value in match.items()}
     present = {tuple(sample.labels[n] for n in names) for family in metric.collect() for sample in family.samples}
     for values in present:
@@ -155,35 +325,44 @@ def remove_series(metric: MetricWrapperBase, match: Mapping[str, str]) -> None:
             metric.remove(*values)
 
 
-def _gauge(name: str, doc: str, labels: list[str]) -> Gauge:
-    return Gauge(f"kueue_{name}", doc, [*labels, ROLE], registry=WORKER_REGISTRY)
+_CQ_KEY = {CLUSTER_QUEUE: ("cluster_queue",)}
+_LQ_KEY = {LOCAL_QUEUE: ("namespace", "name")}
+_COHORT_KEY = {COHORT: ("cohort",)}
 
 
-def _counter(name: str, doc: str, labels: list[str]) -> Counter:
-    return Counter(f"kueue_{name}", doc, [*labels, ROLE], registry=WORKER_REGISTRY)
+_Keys = Mapping[str, tuple[str, ...]]
 
 
-def _histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...]) -> Histogram:
-    return Histogram(f"kueue_{name}", doc, [*labels, ROLE], buckets=buckets, registry=WORKER_REGISTRY)
+def _gauge(
+    name: str, doc: str, labels: list[str], keys: _Keys | None = None, kinds: tuple[str, ...] = ()
+) -> Family[Gauge]:
+    def make(names: list[str]) -> Gauge:
+        return Gauge(f"kueue_{name}", doc, names, registry=None)
+
+    return Family(make, labels, kinds=kinds or tuple(keys or ()), keys=keys)
 
 
-class _Unchecked(Collector):
-    """Registers a metric without prometheus_client's check for clashing names (see above)."""
+def _counter(
+    name: str, doc: str, labels: list[str], keys: _Keys | None = None, kinds: tuple[str, ...] = ()
+) -> Family[Counter]:
+    def make(names: list[str]) -> Counter:
+        return Counter(f"kueue_{name}", doc, names, registry=None)
 
-    def __init__(self, metric: Gauge) -> None:
-        self.metric = metric
-
-    def describe(self) -> list[Metric]:
-        return []
-
-    def collect(self) -> Iterable[Metric]:
-        return self.metric.collect()
+    return Family(make, labels, kinds=kinds or tuple(keys or ()), keys=keys)
 
 
-def _unchecked_gauge(name: str, doc: str, labels: list[str]) -> Gauge:
-    gauge = Gauge(f"kueue_{name}", doc, [*labels, ROLE], registry=None)
-    WORKER_REGISTRY.register(_Unchecked(gauge))
-    return gauge
+def _histogram(
+    name: str,
+    doc: str,
+    labels: list[str],
+    buckets: tuple[float, ...],
+    keys: _Keys | None = None,
+    kinds: tuple[str, ...] = (),
+) -> Family[Histogram]:
+    def make(names: list[str]) -> Histogram:
+        return Histogram(f"kueue_{name}", doc, names, buckets=buckets, registry=None)
+
+    return Family(make, labels, kinds=kinds or tuple(keys or ()), keys=keys)
 
 
 _CQ = ["cluster_queue"]
@@ -217,6 +396,7 @@ ADMISSION_CYCLE_PREEMPTION_SKIPS = _gauge(
     "preemption candidates but had to be skipped because other ClusterQueues needed the "
     "same resources in the same cycle",
     _CQ,
+    keys=_CQ_KEY,
 )
 PREEMPTION_TARGET_RECOMPUTATIONS = _counter(
     "preemption_target_recomputations_total",
@@ -224,89 +404,112 @@ PREEMPTION_TARGET_RECOMPUTATIONS = _counter(
     "recomputations triggered when a workload's preemption targets overlap with targets "
     "selected by another workload in the same scheduling cycle.",
     [*_CQ, "result"],
+    keys=_CQ_KEY,
 )
 
 # -- ClusterQueue
 PENDING_WORKLOADS = _gauge(
-    "pending_workloads", "The number of pending workloads, per 'cluster_queue' and 'status'.", [*_CQ, "status"]
+    "pending_workloads",
+    "The number of pending workloads, per 'cluster_queue' and 'status'.",
+    [*_CQ, "status"],
+    keys=_CQ_KEY,
 )
 QUOTA_RESERVED_WORKLOADS = _counter(
-    "quota_reserved_workloads_total", "The total number of quota reserved workloads per 'cluster_queue'", _CQ_PC
+    "quota_reserved_workloads_total",
+    "The total number of quota reserved workloads per 'cluster_queue'",
+    _CQ_PC,
+    keys=_CQ_KEY,
 )
 QUOTA_RESERVED_WAIT_TIME = _histogram(
     "quota_reserved_wait_time_seconds",
     "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'",
     _CQ_PC,
     exponential_buckets(14),
+    keys=_CQ_KEY,
 )
 ADMITTED_WORKLOADS = _counter(
-    "admitted_workloads_total", "The total number of admitted workloads per 'cluster_queue'", _CQ_PC
+    "admitted_workloads_total", "The total number of admitted workloads per 'cluster_queue'", _CQ_PC, keys=_CQ_KEY
 )
 ADMISSION_WAIT_TIME = _histogram(
     "admission_wait_time_seconds",
     "The time between a workload was created or requeued until admission, per 'cluster_queue'",
     _CQ_PC,
     exponential_buckets(16),
+    keys=_CQ_KEY,
 )
 ADMISSION_CHECKS_WAIT_TIME = _histogram(
     "admission_checks_wait_time_seconds",
     "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
     _CQ_PC,
     exponential_buckets(14),
+    keys=_CQ_KEY,
 )
 READY_WAIT_TIME = _histogram(
     "ready_wait_time_seconds",
     "The time between a workload was created or requeued until ready, per 'cluster_queue'",
     _CQ_PC,
     exponential_buckets(14),
+    keys=_CQ_KEY,
 )
 ADMITTED_UNTIL_READY_WAIT_TIME = _histogram(
     "admitted_until_ready_wait_time_seconds",
     "The time between a workload was admitted until ready, per 'cluster_queue'",
     _CQ_PC,
     exponential_buckets(14),
+    keys=_CQ_KEY,
 )
 EVICTED_WORKLOADS = _counter(
     "evicted_workloads_total",
     "The number of evicted workloads per 'cluster_queue'",
     [*_CQ, "reason", "underlying_cause", "priority_class"],
+    keys=_CQ_KEY,
 )
 EVICTED_WORKLOADS_ONCE = _counter(
     "evicted_workloads_once_total",
     "The number of unique workload evictions per 'cluster_queue'",
     [*_CQ, "reason", "underlying_cause", "priority_class"],
+    keys=_CQ_KEY,
 )
 REPLACED_WORKLOAD_SLICES = _counter(
-    "replaced_workload_slices_total", "The number of replaced workload slices per 'cluster_queue'", _CQ
+    "replaced_workload_slices_total", "The number of replaced workload slices per 'cluster_queue'", _CQ, keys=_CQ_KEY
 )
 PODS_READY_TO_EVICTED_TIME = _histogram(
     "pods_ready_to_evicted_time_seconds",
     "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue'",
     [*_CQ, "reason", "underlying_cause"],
     exponential_buckets(14),
+    keys=_CQ_KEY,
 )
 POD_SCHEDULING_GATE_REMOVAL = _histogram(
     "pod_scheduling_gate_removal_seconds",
     "Duration from Workload admission to removal of a Pod scheduling gate.",
     ["name", *_CQ, "is_group"],
     GO_DEFAULT_BUCKETS,
+    keys=_CQ_KEY,
 )
 PREEMPTED_WORKLOADS = _counter(
     "preempted_workloads_total",
     "The number of preempted workloads per 'preempting_cluster_queue'",
     ["preempting_cluster_queue", "reason"],
+    keys={CLUSTER_QUEUE: ("preempting_cluster_queue",)},
 )
 RESERVING_ACTIVE_WORKLOADS = _gauge(
-    "reserving_active_workloads", "The number of Workloads that are reserving quota, per 'cluster_queue'", _CQ
+    "reserving_active_workloads",
+    "The number of Workloads that are reserving quota, per 'cluster_queue'",
+    _CQ,
+    keys=_CQ_KEY,
 )
 ADMITTED_ACTIVE_WORKLOADS = _gauge(
-    "admitted_active_workloads", "The number of admitted Workloads that are active, per 'cluster_queue'", _CQ
+    "admitted_active_workloads",
+    "The number of admitted Workloads that are active, per 'cluster_queue'",
+    _CQ,
+    kinds=(CLUSTER_QUEUE, WORKLOAD),
 )
 FINISHED_WORKLOADS_TOTAL = _counter(
-    "finished_workloads_total", "The total number of finished workloads per 'cluster_queue'", _CQ_PC
+    "finished_workloads_total", "The total number of finished workloads per 'cluster_queue'", _CQ_PC, keys=_CQ_KEY
 )
-FINISHED_WORKLOADS = _unchecked_gauge(
-    "finished_workloads", "The number of finished workloads per 'cluster_queue'.", _CQ
+FINISHED_WORKLOADS = _gauge(
+    "finished_workloads", "The number of finished workloads per 'cluster_queue'.", _CQ, keys=_CQ_KEY
 )
 EXECUTION_TIME = _histogram(
     "execution_time_seconds",
@@ -314,6 +517,7 @@ EXECUTION_TIME = _histogram(
     "to completion, including time across evict/readmit cycles), per 'cluster_queue'",
     _CQ_PC,
     exponential_buckets(16),
+    keys=_CQ_KEY,
 )
 WORKLOAD_EVICTION_LATENCY = _histogram(
     "workload_eviction_latency_seconds",
@@ -324,6 +528,7 @@ WORKLOAD_EVICTION_LATENCY = _histogram(
     "status.admission.cluster_queue on the pre-update object when set and non-empty (otherwise no sample is recorded for that update).",
     [*_CQ, "reason"],
     exponential_buckets(14),
+    keys=_CQ_KEY,
 )
 UNADMITTED_WORKLOADS = _gauge(
     "unadmitted_workloads",
@@ -331,6 +536,7 @@ UNADMITTED_WORKLOADS = _gauge(
     "'underlying_cause'. This metric is only emitted when UnadmittedWorkloadsObservability feature gate is "
     "enabled.",
     [*_CQ, "reason", "underlying_cause"],
+    keys=_CQ_KEY,
 )
 WORKLOAD_CREATION_LATENCY = _histogram(
     "workload_creation_latency_seconds",
@@ -338,47 +544,60 @@ WORKLOAD_CREATION_LATENCY = _histogram(
     "created, per 'job_kind'. Entries are only recorded for objects with generation 1.",
     ["job_kind"],
     tuple(0.01 * 2**i for i in range(11)),
+    kinds=(LOCAL_QUEUE,),
 )
 CLUSTER_QUEUE_STATUS = _gauge(
     "cluster_queue_status",
     "Reports 'cluster_queue' with its 'status' (with possible values 'pending', "
     "'active' or 'terminated'). For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
     [*_CQ, "status"],
+    keys=_CQ_KEY,
 )
 CLUSTER_QUEUE_INFO = _gauge(
     "cluster_queue_info",
     "Reports ClusterQueue hierarchy information. The metric has value 1 and can be joined using labels.",
     [*_CQ, "parent_cohort", "root_cohort"],
+    keys=_CQ_KEY,
 )
 
 # -- ClusterQueue quota and usage (metrics.enableClusterQueueResources)
 CLUSTER_QUEUE_NOMINAL_QUOTA = _gauge(
-    "cluster_queue_nominal_quota", "Reports the cluster_queue's resource nominal quota within all the flavors", _FR
+    "cluster_queue_nominal_quota",
+    "Reports the cluster_queue's resource nominal quota within all the flavors",
+    _FR,
+    keys=_CQ_KEY,
 )
 CLUSTER_QUEUE_BORROWING_LIMIT = _gauge(
     "cluster_queue_borrowing_limit",
     "Reports the cluster_queue's resource borrowing limit within all "
     "the flavors. If borrowingLimit is unset, this metric reports +Inf.",
     _FR,
+    keys=_CQ_KEY,
 )
 CLUSTER_QUEUE_LENDING_LIMIT = _gauge(
     "cluster_queue_lending_limit",
     "Reports the cluster_queue's resource lending limit within all the "
     "flavors. If lendingLimit is unset, this metric reports +Inf.",
     _FR,
+    keys=_CQ_KEY,
 )
 CLUSTER_QUEUE_RESOURCE_RESERVATION = _gauge(
     "cluster_queue_resource_reservation",
     "Reports the cluster_queue's total resource reservation within all the flavors",
     _FR,
+    keys=_CQ_KEY,
 )
 CLUSTER_QUEUE_RESOURCE_USAGE = _gauge(
-    "cluster_queue_resource_usage", "Reports the cluster_queue's total resource usage within all the flavors", _FR
+    "cluster_queue_resource_usage",
+    "Reports the cluster_queue's total resource usage within all the flavors",
+    _FR,
+    keys=_CQ_KEY,
 )
 CLUSTER_QUEUE_RESOURCE_PENDING = _gauge(
     "cluster_queue_resource_pending",
     "Reports the cluster_queue's total pending resource requests, not yet assigned to flavors",
     [*_CQ, "resource"],
+    keys=_CQ_KEY,
 )
 
 CLUSTER_QUEUE_WEIGHTED_SHARE = _gauge(
@@ -389,6 +608,7 @@ CLUSTER_QUEUE_WEIGHTED_SHARE = _gauge(
     "is below the nominal quota.\nIf the ClusterQueue has a weight of zero and is borrowing, this will "
     "return NaN.",
     [*_CQ, "cohort"],
+    keys=_CQ_KEY,
 )
 
 # -- LocalQueue (gate LocalQueueMetrics and metrics.localQueueMetrics.enable)
@@ -396,38 +616,49 @@ LOCAL_QUEUE_PENDING_WORKLOADS = _gauge(
     "local_queue_pending_workloads",
     "The number of pending workloads, per 'local_queue' and 'status'.",
     [*_LQ, "status"],
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_QUOTA_RESERVED_WORKLOADS = _counter(
     "local_queue_quota_reserved_workloads_total",
     "The total number of quota reserved workloads per 'local_queue'",
     _LQ_PC,
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_QUOTA_RESERVED_WAIT_TIME = _histogram(
     "local_queue_quota_reserved_wait_time_seconds",
     "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'",
     _LQ_PC,
     exponential_buckets(14),
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_ADMITTED_WORKLOADS = _counter(
-    "local_queue_admitted_workloads_total", "The total number of admitted workloads per 'local_queue'", _LQ_PC
+    "local_queue_admitted_workloads_total",
+    "The total number of admitted workloads per 'local_queue'",
+    _LQ_PC,
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_ADMISSION_WAIT_TIME = _histogram(
     "local_queue_admission_wait_time_seconds",
     "The time between a workload was created or requeued until admission, per 'local_queue'",
     _LQ_PC,
     exponential_buckets(14),
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME = _histogram(
     "local_queue_admission_checks_wait_time_seconds",
     "The time from when a workload got the quota reservation until admission, per 'local_queue'",
     _LQ_PC,
     exponential_buckets(14),
+    keys=_LQ_KEY,
 )
-LOCAL_QUEUE_FINISHED_WORKLOADS = _unchecked_gauge(
-    "local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.", _LQ
+LOCAL_QUEUE_FINISHED_WORKLOADS = _gauge(
+    "local_queue_finished_workloads", "The number of finished workloads, per 'local_queue'.", _LQ, keys=_LQ_KEY
 )
 LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL = _counter(
-    "local_queue_finished_workloads_total", "The total number of finished workloads per 'local_queue'", _LQ_PC
+    "local_queue_finished_workloads_total",
+    "The total number of finished workloads per 'local_queue'",
+    _LQ_PC,
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_EXECUTION_TIME = _histogram(
     "local_queue_execution_time_seconds",
@@ -436,6 +667,7 @@ LOCAL_QUEUE_EXECUTION_TIME = _histogram(
     "'local_queue'",
     _LQ_PC,
     exponential_buckets(16),
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_UNADMITTED_WORKLOADS = _gauge(
     "local_queue_unadmitted_workloads",
@@ -443,45 +675,58 @@ LOCAL_QUEUE_UNADMITTED_WORKLOADS = _gauge(
     "'namespace', 'cluster_queue', 'reason', and 'underlying_cause'. This metric is only emitted when "
     "UnadmittedWorkloadsObservability feature gate is enabled.",
     [*_LQ, "cluster_queue", "reason", "underlying_cause"],
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_READY_WAIT_TIME = _histogram(
     "local_queue_ready_wait_time_seconds",
     "The time between a workload was created or requeued until ready, per 'local_queue'",
     _LQ_PC,
     exponential_buckets(14),
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME = _histogram(
     "local_queue_admitted_until_ready_wait_time_seconds",
     "The time between a workload was admitted until ready, per 'local_queue'",
     _LQ_PC,
     exponential_buckets(14),
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_EVICTED_WORKLOADS = _counter(
     "local_queue_evicted_workloads_total",
     "The number of evicted workloads per 'local_queue'",
     [*_LQ, "reason", "underlying_cause", "priority_class"],
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS = _gauge(
-    "local_queue_reserving_active_workloads", "The number of Workloads that are reserving quota, per 'localQueue'", _LQ
+    "local_queue_reserving_active_workloads",
+    "The number of Workloads that are reserving quota, per 'localQueue'",
+    _LQ,
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS = _gauge(
-    "local_queue_admitted_active_workloads", "The number of admitted Workloads that are active, per 'localQueue'", _LQ
+    "local_queue_admitted_active_workloads",
+    "The number of admitted Workloads that are active, per 'localQueue'",
+    _LQ,
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_STATUS = _gauge(
     "local_queue_status",
     "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', "
     "or 'Unknown'). For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
     [*_LQ, "active"],
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_RESOURCE_RESERVATION = _gauge(
     "local_queue_resource_reservation",
     "Reports the localQueue's total resource reservation within all the flavors",
     [*_LQ, "flavor", "resource"],
+    keys=_LQ_KEY,
 )
 LOCAL_QUEUE_RESOURCE_USAGE = _gauge(
     "local_queue_resource_usage",
     "Reports the localQueue's total resource usage within all the flavors",
     [*_LQ, "flavor", "resource"],
+    keys=_LQ_KEY,
 )
 
 # -- Cohort (gate MetricsForCohorts)
@@ -489,23 +734,27 @@ COHORT_INFO = _gauge(
     "cohort_info",
     "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
     ["cohort", "parent_cohort", "root_cohort"],
+    keys=_COHORT_KEY,
 )
 COHORT_SUBTREE_QUOTA = _gauge(
     "cohort_subtree_quota",
     "Reports the cohort's nominal quota aggregated within the cohort's subtree. The "
     "values are reported per resource and flavor",
     ["cohort", "flavor", "resource"],
+    keys=_COHORT_KEY,
 )
 COHORT_SUBTREE_RESOURCE_RESERVATIONS = _gauge(
     "cohort_subtree_resource_reservations",
     "Reports the cohort's resource reservations "
     "aggregated within the cohort's subtree. The values are reported per resource and flavor",
     ["cohort", "flavor", "resource"],
+    keys=_COHORT_KEY,
 )
 COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS = _gauge(
     "cohort_subtree_admitted_active_workloads",
     "The number of admitted Workloads that are active, per cohort's subtree",
     ["cohort"],
+    kinds=(CLUSTER_QUEUE,),
 )
 COHORT_WEIGHTED_SHARE = _gauge(
     "cohort_weighted_share",
@@ -514,9 +763,11 @@ COHORT_WEIGHTED_SHARE = _gauge(
     "and divided by the weight.\nIf zero, it means that the usage of the Cohort is below the nominal quota.\n"
     "If the Cohort has a weight of zero and is borrowing, this will return NaN.",
     ["cohort"],
+    keys=_COHORT_KEY,
 )
 COHORT_SUBTREE_ADMITTED_WORKLOADS = _counter(
     "cohort_subtree_admitted_workloads_total",
     "The total number of admitted workloads per cohort's subtree",
     ["cohort", "priority_class"],
+    keys=_COHORT_KEY,
 )

@@ -528,3 +528,17 @@ def test_parse_go_duration_errors(text, message):
 )  # fmt: skip
 def test_format_go_duration(ns, text):
     assert config.format_go_duration(ns) == text
+
+
+@pytest.mark.parametrize(("kind", "limit"), [("ClusterQueue", 6), ("LocalQueue", 6), ("Cohort", 6), ("Workload", 2)])
+def test_custom_labels_per_source_kind_are_capped_as_in_v0_19_2(kind, limit):
+    """`maxCustomLabelsPerSourceKind` (pkg/config/validation.go, v0.19.2): one label past the cap is refused."""
+
+    def stanza(count):
+        entries = ", ".join(f"{{name: l{i}, sourceKind: {kind}, trackedValues: [v]}}" for i in range(count))
+        return f"metrics: {{customLabels: [{entries}]}}\n"
+
+    config.parse(V2 + stanza(limit))
+    assert error_of(V2 + stanza(limit + 1)).endswith(
+        f"too many custom labels for source kind {kind}: found {limit + 1}, expected <= {limit}"
+    )

@@ -352,6 +352,7 @@ MSG_NO_PODS_NEED_REPLACEMENT = "No pods need replacement"
 MSG_EXCESS_POD_DELETED = "Excess pod deleted"
 MSG_TOO_MANY_POD_GROUP_ROLES = "pod group can't include more than 18 roles"
 MSG_POD_GROUP_LABELS_MISMATCH = "constructing workload: pods have different label values"
+MSG_POD_GROUP_ANNOTATIONS_MISMATCH = "constructing workload: pods have different annotation values"
 MSG_PENDING_POD_OPERATIONS = "waiting to observe previous operations on pods"
 MSG_NOT_A_POD_GROUP_WORKLOAD = (
     "a workload with the pod group name already exists but was not created by the pod group framework"

@@ -71,8 +71,8 @@ _CUSTOM_LABEL_NAME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
 _MAX_CUSTOM_LABELS = 20
 _MAX_TRACKED_VALUES = 16
 _MAX_TRACKED_WORKLOAD_VALUES = 12
-# pkg/metrics: MaxCustomLabelsForSourceKind; Workload labels are capped lower.
-_MAX_CUSTOM_LABELS_PER_KIND = MappingProxyType({"Cohort": 8, "ClusterQueue": 8, "LocalQueue": 8, "Workload": 2})
+# `maxCustomLabelsPerSourceKind`: 6 per kind (`MaxCustomLabelsForSourceKind` on upstream's main), 2 for Workloads.
+_MAX_CUSTOM_LABELS_PER_KIND = MappingProxyType({"Cohort": 6, "ClusterQueue": 6, "LocalQueue": 6, "Workload": 2})
 _DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 
 

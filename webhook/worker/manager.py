@@ -372,6 +372,9 @@ class Manager:
         deleted = etype == "DELETED"
         if kind in ("resourceflavors", "cohorts", "admissionchecks"):
             self._status_now = True
+        if kind in ("clusterqueues", "localqueues", "cohorts"):
+            # Before the core: the next refresh reports them with these custom values.
+            self.reporter.queue_event(kind, f"{ns}/{name}" if ns else name, None if deleted else obj)
         if kind == "resourceflavors":
             core.on_resource_flavor_deleted(name, now) if deleted else core.on_resource_flavor(obj, now)
         elif kind == "cohorts":

@@ -34,13 +34,13 @@ from types import FrameType
 
 from webhook import kube as k
 from webhook import metrics, reviews, tls
-from webhook.config import Configuration
+from webhook.config import Configuration, Feature
 from webhook.visibility import server as visibility_server
 from webhook.worker import metrics_server
 from webhook.worker.leader import LeaderElector, LeaseSettings
 from webhook.worker.manager import Manager
 
-__all__ = ["Supervisor", "identity", "parse_bind_address", "run", "serve_metrics"]
+__all__ = ["Supervisor", "configure_metrics", "identity", "parse_bind_address", "run", "serve_metrics"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,20 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
         return None
     host, _, port = address.rpartition(":")
     return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def configure_metrics(config: Configuration) -> None:
+    """Give the worker's series the custom labels of `metrics.customLabels` when gate
+    CustomMetricLabels is on (`NewCustomLabels` in `cmd/kueue/main.go`); with the gate off they are
+    ignored, and said so, as upstream does."""
+    entries = config.metrics.custom_labels
+    if config.feature_enabled(Feature.CUSTOM_METRIC_LABELS) and entries:
+        metrics.configure(metrics.CustomLabels(entries))
+    elif entries:
+        log.info(
+            "metrics.customLabels is configured but CustomMetricLabels feature gate is disabled; "
+            "custom labels will have no effect"
+        )
 
 
 def serve_metrics(address: str, kube: reviews.KubeAPI, cert_dir: str, stop: threading.Event) -> tuple[str, int] | None:
@@ -107,6 +121,7 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     me = identity()
     # The identity in the User-Agent tells in an audit log which replica made a call.
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst, user_agent=f"{k.USER_AGENT} ({me})")
+    configure_metrics(config)
     serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
     informers = k.SharedInformers(kube, stop)
     # Every replica answers the visibility API, standbys included (webhook.visibility.server).

@@ -28,11 +28,12 @@ from prometheus_client import Gauge
 from webhook import metrics as m
 from webhook.api import constants as c
 from webhook.api import objects as o
+from webhook.api import selector
 from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission, fair_sharing
 from webhook.core.cycle import AdmissionCore, CycleResult
 from webhook.core.decisions import Admit, Evict, Migrate, Pending, Preempt
-from webhook.core.resource_node import CohortNode, QuotaNode
+from webhook.core.resource_node import ClusterQueueNode, CohortNode, QuotaNode
 from webhook.core.resources import UNLIMITED, FlavorResource, parse_amount
 
 __all__ = [
@@ -127,13 +128,17 @@ def execution_seconds(wl: Mapping[str, Any]) -> float | None:
 
 def workload_created(job_kind: str, owner: Mapping[str, Any], wl: Mapping[str, Any]) -> None:
     """`workload_creation_latency_seconds`: owner creation → Workload creation, for owners still at
-    generation 1 (`RecordWorkloadCreationLatency`). Thread-safe (a histogram only)."""
+    generation 1, with the custom labels of the Workload's LocalQueue (`RecordWorkloadCreationLatency`).
+    Thread-safe (a histogram only)."""
     if int((owner.get("metadata") or {}).get("generation") or 0) > 1:
         return
     owner_at = _parse_time((owner.get("metadata") or {}).get("creationTimestamp"))
     wl_at = _parse_time((wl.get("metadata") or {}).get("creationTimestamp"))
     if owner_at is not None and wl_at is not None:
-        m.WORKLOAD_CREATION_LATENCY.labels(job_kind, ROLE).observe((wl_at - owner_at).total_seconds())
+        lq_key = f"{(wl.get('metadata') or {}).get('namespace', '')}/{(wl.get('spec') or {}).get('queueName') or ''}"
+        m.WORKLOAD_CREATION_LATENCY.labels(job_kind, ROLE, sources={m.LOCAL_QUEUE: lq_key}).observe(
+            (wl_at - owner_at).total_seconds()
+        )
 
 
 def priority_class(wl: Mapping[str, Any] | None) -> str:
@@ -189,17 +194,20 @@ _LOCAL_QUEUE_SERIES = (
 
 
 class _GaugeSet:
-    """Sets a gauge family to exactly the given series, removing those not given any more."""
+    """Sets a gauge family to exactly the given series, removing those not given any more. Series
+    are kept by every label value, custom ones included, so that a queue whose custom values
+    changed loses the series of the old ones."""
 
-    def __init__(self, gauge: Gauge) -> None:
+    def __init__(self, gauge: m.Family[Gauge]) -> None:
         self.gauge = gauge
         self.current: set[tuple[str, ...]] = set()
 
     def replace(self, values: Mapping[tuple[str, ...], float]) -> None:
+        """`values` by every label value (`Family.full`)."""
         for labels in self.current - values.keys():
-            self.gauge.remove(*labels, ROLE)
+            self.gauge.remove(*labels)
         for labels, value in values.items():
-            self.gauge.labels(*labels, ROLE).set(value)
+            self.gauge.metric.labels(*labels).set(value)
         self.current = set(values)
 
 
@@ -211,6 +219,13 @@ class MetricsReporter:
         self.local_queues = (
             config.feature_enabled(Feature.LOCAL_QUEUE_METRICS) and config.metrics.local_queue_metrics.enable
         )
+        # metrics.localQueueMetrics.localQueueSelector: only the LocalQueues it picks report
+        # (`ShouldExposeLocalQueueMetrics`); whether each does, by `namespace/name`, from its events.
+        self._lq_selector = config.metrics.local_queue_metrics.local_queue_selector
+        self._lq_exposed: dict[str, bool] = {}
+        # The custom labels' values of ClusterQueues, LocalQueues, Cohorts and Workloads, when the
+        # series have custom labels (`webhook.metrics.configure`).
+        self.custom = m.custom_labels()
         self.cohorts = config.feature_enabled(Feature.METRICS_FOR_COHORTS)
         self.unadmitted = config.feature_enabled(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY)
         self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
@@ -225,8 +240,47 @@ class MetricsReporter:
         self._rows: dict[str, tuple[str, str, str]] = {}
         self._totals: dict[tuple[str, str, str], int] = {}
 
-    def _set(self, gauge: Gauge, values: Mapping[tuple[str, ...], float]) -> None:
+    def _set(self, gauge: m.Family[Gauge], values: Mapping[tuple[str, ...], float]) -> None:
+        """Set `gauge` to exactly the series `values` gives by their own label values."""
+        self._set_full(gauge, {gauge.full(*labels, ROLE): v for labels, v in values.items()})
+
+    def _set_full(self, gauge: m.Family[Gauge], values: Mapping[tuple[str, ...], float]) -> None:
         self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
+
+    # == the objects custom labels and the LocalQueue selector read =================================
+    def exposes_local_queue(self, key: str) -> bool:
+        """Whether the LocalQueue `namespace/name` reports its series (`ShouldExposeLocalQueueMetrics`):
+        with a selector, only a LocalQueue seen and picked by it."""
+        if not self.local_queues:
+            return False
+        return self._lq_selector is None or self._lq_exposed.get(key, False)
+
+    def queue_event(self, kind: str, key: str, obj: Mapping[str, Any] | None) -> None:
+        """A ClusterQueue, LocalQueue or Cohort (`kind` as its resource) seen or deleted (None): keep its
+        custom label values and whether the selector picks a LocalQueue. Core thread only. As the
+        Update handlers of `clusterqueue_controller.go` and `localqueue_controller.go` do, a
+        ClusterQueue whose values changed loses its replaced-slices series (its gauges follow
+        `refresh`), and a LocalQueue that stops being picked, or whose values changed, loses its
+        counters and histograms (`clearLocalQueueMetrics`)."""
+        source = {"clusterqueues": m.CLUSTER_QUEUE, "localqueues": m.LOCAL_QUEUE, "cohorts": m.COHORT}[kind]
+        changed = False
+        if self.custom is not None:
+            if obj is None:
+                self.custom.delete(source, key)
+            else:
+                changed = self.custom.store(source, key, o.labels(obj), o.annotations(obj))
+        if source == m.CLUSTER_QUEUE and changed:
+            m.remove_series(m.REPLACED_WORKLOAD_SLICES, {"cluster_queue": key})
+        if source != m.LOCAL_QUEUE:
+            return
+        was = self.exposes_local_queue(key)
+        if obj is None:
+            self._lq_exposed.pop(key, None)
+            return
+        self._lq_exposed[key] = selector.matches(self._lq_selector, o.labels(obj), nil_matches=True, validated=True)
+        if was and (changed or not self.exposes_local_queue(key)):
+            namespace, name = key.split("/", 1)
+            self.local_queue_deleted(namespace, name)
 
     # == queue deletions ============================================================================
     def cluster_queue_deleted(self, name: str) -> None:
@@ -325,9 +379,11 @@ class MetricsReporter:
             m.LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME.labels(*lq, pc, ROLE).observe(since_admitted)
 
     def _local_queue(self, wl: Mapping[str, Any] | None) -> tuple[str, str] | None:
+        """(name, namespace) of the Workload's LocalQueue when that reports its series."""
         if not self.local_queues or wl is None:
             return None
-        return str((wl.get("spec") or {}).get("queueName") or ""), str(wl["metadata"].get("namespace") or "")
+        name, namespace = str((wl.get("spec") or {}).get("queueName") or ""), str(wl["metadata"].get("namespace") or "")
+        return (name, namespace) if self.exposes_local_queue(f"{namespace}/{name}") else None
 
     def evicted(
         self,
@@ -396,7 +452,7 @@ class MetricsReporter:
         cache, queues = core.cache, core.queues
         pending: dict[tuple[str, ...], float] = {}
         reserving: dict[tuple[str, ...], float] = {}
-        admitted: dict[tuple[str, ...], float] = {}
+        admitted: dict[tuple[str, ...], float] = {}  # by every label value
         status: dict[tuple[str, ...], float] = {}
         info: dict[tuple[str, ...], float] = {}
         quota: dict[str, dict[tuple[str, ...], float]] = {
@@ -416,7 +472,7 @@ class MetricsReporter:
             pending[(name, "active")] = active
             pending[(name, "inadmissible")] = inadmissible
             reserving[(name,)] = len(node.workloads)
-            admitted[(name,)] = sum(1 for w in node.workloads.values() if w.is_admitted)
+            self._count_admitted(name, node, admitted)
             for st in ("pending", "active", "terminating"):
                 status[(name, st)] = 1 if readiness.status == st else 0
             info[(name, node.parent.name if node.parent else "", _root(node))] = 1
@@ -424,7 +480,7 @@ class MetricsReporter:
                 self._cq_resources(core, name, quota)
         self._set(m.PENDING_WORKLOADS, pending)
         self._set(m.RESERVING_ACTIVE_WORKLOADS, reserving)
-        self._set(m.ADMITTED_ACTIVE_WORKLOADS, admitted)
+        self._set_full(m.ADMITTED_ACTIVE_WORKLOADS, admitted)
         self._set(m.CLUSTER_QUEUE_STATUS, status)
         self._set(m.CLUSTER_QUEUE_INFO, info)
         self._preemption_skips = {cq: n for cq, n in self._preemption_skips.items() if cq in cache.cluster_queues}
@@ -443,11 +499,27 @@ class MetricsReporter:
         self._refresh_workload_counts(core)
         self._refresh_weighted_shares(core)
 
+    def _count_admitted(self, name: str, node: ClusterQueueNode, out: dict[tuple[str, ...], float]) -> None:
+        """`admitted_active_workloads` of ClusterQueue `name`, split by the custom labels of its
+        admitted Workloads when there are Workload-kind ones (`getLabelValuesFor`); 0 in the series
+        without Workload values when it has none admitted."""
+        family = m.ADMITTED_ACTIVE_WORKLOADS
+        out[family.full(name, ROLE, sources={m.CLUSTER_QUEUE: name})] = 0
+        for key, w in node.workloads.items():
+            if w.is_admitted:
+                labels = family.full(name, ROLE, sources={m.CLUSTER_QUEUE: name, m.WORKLOAD: str(key)})
+                out[labels] = out.get(labels, 0) + 1
+
     # == running totals of Workloads (`AddFinishedWorkload`, `getUnadmittedWorkloadStatus`) ==========
     def workload_event(self, key: str, wl: Mapping[str, Any] | None) -> None:
         """Keep the finished and unadmitted counts as running totals, one row per Workload replaced on
         each of its watch events (None: deleted), as upstream's queue manager counts them on its
         events, instead of walking every Workload at each refresh. Core thread only."""
+        if self.custom is not None:
+            if wl is None:
+                self.custom.delete(m.WORKLOAD, key)
+            else:
+                self.custom.store(m.WORKLOAD, key, o.labels(wl), o.annotations(wl))
         row = None if wl is None else self._count_row(wl)
         old = self._rows.get(key)
         if old == row:
@@ -499,6 +571,7 @@ class MetricsReporter:
         lq_finished: dict[tuple[str, ...], float] = {
             (lq.name, lq.namespace): 0 for key, lq in cache.local_queues.items() if key in queued
         }
+        exposed = {(lq.name, lq.namespace) for key, lq in cache.local_queues.items() if self.exposes_local_queue(key)}
         cq_finished: dict[tuple[str, ...], float] = {
             (lq.cluster_queue,): 0 for lq in cache.local_queues.values() if lq.cluster_queue in cache.cluster_queues
         }
@@ -523,9 +596,14 @@ class MetricsReporter:
         if self.unadmitted:
             self._set(m.UNADMITTED_WORKLOADS, unadmitted)
         if self.local_queues:
-            self._set(m.LOCAL_QUEUE_FINISHED_WORKLOADS, lq_finished)
+            # Upstream reports the unadmitted counts of every LocalQueue whatever the selector
+            # (`unadmitted_workloads.go` asks only `IsEnabled`), unlike all its other LocalQueue
+            # series; here the selector picks them all alike.
+            self._set(m.LOCAL_QUEUE_FINISHED_WORKLOADS, {k: v for k, v in lq_finished.items() if k in exposed})
             if self.unadmitted:
-                self._set(m.LOCAL_QUEUE_UNADMITTED_WORKLOADS, lq_unadmitted)
+                self._set(
+                    m.LOCAL_QUEUE_UNADMITTED_WORKLOADS, {k: v for k, v in lq_unadmitted.items() if k[:2] in exposed}
+                )
 
     def _refresh_weighted_shares(self, core: AdmissionCore) -> None:
         """With fair sharing: `cluster_queue_weighted_share` (also needs enableClusterQueueResources;
@@ -588,6 +666,8 @@ class MetricsReporter:
         reservation: dict[tuple[str, ...], float] = {}
         usage: dict[tuple[str, ...], float] = {}
         for key in sorted(cache.local_queues):
+            if not self.exposes_local_queue(key):
+                continue
             lq = cache.local_queues[key]
             labels = (lq.name, lq.namespace)
             st = core.local_queue_status(lq.namespace, lq.name)
@@ -629,13 +709,22 @@ class MetricsReporter:
             for fr in sorted(set(co.subtree_quota) | set(co.usage), key=lambda x: (x.flavor, x.resource)):
                 quota[(name, fr.flavor, fr.resource)] = _value(fr.resource, co.subtree_quota.get(fr, 0))
                 reservations[(name, fr.flavor, fr.resource)] = _value(fr.resource, co.usage.get(fr, 0))
-            admitted[(name,)] = sum(
-                1 for cq in co.subtree_cluster_queues() for w in cq.workloads.values() if w.is_admitted
-            )
+            # Upstream labels this series with the custom labels of whichever ClusterQueue of the
+            # subtree last changed, so a Cohort whose ClusterQueues differ in them gets one series
+            # per value, each holding the subtree's count at that ClusterQueue's last change. Here
+            # each series counts the admitted Workloads of the subtree's ClusterQueues with those values.
+            family = m.COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS
+            cqs = list(co.subtree_cluster_queues())
+            if not cqs:
+                admitted[family.full(name, ROLE, sources={})] = 0
+            for cq in cqs:
+                labels = family.full(name, ROLE, sources={m.CLUSTER_QUEUE: cq.name})
+                count = sum(1 for w in cq.workloads.values() if w.is_admitted)
+                admitted[labels] = admitted.get(labels, 0) + count
         self._set(m.COHORT_INFO, info)
         self._set(m.COHORT_SUBTREE_QUOTA, quota)
         self._set(m.COHORT_SUBTREE_RESOURCE_RESERVATIONS, reservations)
-        self._set(m.COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS, admitted)
+        self._set_full(m.COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS, admitted)
 
     def admitted_in_cohort(self, core: AdmissionCore, d: Admit, wl: Mapping[str, Any] | None) -> None:
         """`cohort_subtree_admitted_workloads_total` for every ancestor cohort of the ClusterQueue."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from webhook import metrics
 from webhook.api import constants as c
 from webhook.api import fields, jobs
 from webhook.api import objects as o
@@ -56,6 +57,7 @@ __all__ = [
     "construct_workload",
     "controller_ref",
     "equivalent",
+    "keys_to_copy",
     "lookups_from",
     "max_execution_time_seconds",
     "new_workload",
@@ -188,11 +190,16 @@ def construct_workload(
     label_keys_to_copy: Collection[str],
     admission_gated_by: bool,
     priority: Priority,
+    annotations_to_copy: Collection[str] = (),
 ) -> dict[str, Any]:
     """`ConstructWorkload`: `new_workload` controlled by the job `obj` (of `api_version`/`kind`),
-    with its labels of `label_keys_to_copy` and its UID as the job-uid label when that is a valid
-    label value. Upstream's pod controller builds a single pod's Workload with it too."""
+    with its labels of `label_keys_to_copy`, its annotations of `annotations_to_copy` and its UID
+    as the job-uid label when that is a valid label value. Upstream's pod controller builds a
+    single pod's Workload with it too."""
     wl = new_workload(name, obj, pod_sets, admission_gated_by=admission_gated_by, priority=priority)
+    copied = {key: v for key, v in o.annotations(obj).items() if key in annotations_to_copy}
+    if copied:
+        wl["metadata"].setdefault("annotations", {}).update(copied)
     labels = {key: v for key, v in o.labels(obj).items() if key in label_keys_to_copy}
     uid = o.uid(obj)
     if not fields.is_label_value(uid):
@@ -201,6 +208,17 @@ def construct_workload(
         wl["metadata"]["labels"] = labels
     wl["metadata"]["ownerReferences"] = [controller_ref(api_version, kind, obj)]
     return wl
+
+
+def keys_to_copy(config: Configuration) -> tuple[frozenset[str], frozenset[str]]:
+    """The label and annotation keys a job's Workload copies from the job: `integrations.labelKeysToCopy`,
+    and with gate CustomMetricLabels also those the Workload-kind `metrics.customLabels` read
+    (`getLabelsAndAnnotationsToCopy` in `cmd/kueue/main.go`)."""
+    labels = frozenset(config.integrations.label_keys_to_copy)
+    if not config.feature_enabled(Feature.CUSTOM_METRIC_LABELS):
+        return labels, frozenset()
+    custom_labels, custom_annotations = metrics.workload_custom_label_sources(config.metrics.custom_labels)
+    return labels | custom_labels, custom_annotations
 
 
 def build_workload(
@@ -216,13 +234,15 @@ def build_workload(
     short = config.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)  # upstream applies it to every kind
     name = jobs.workload_name(o.name(job), o.uid(job), kind=gj.kind, group=gj.group, extra=extra, short=short)
     slice_annotations = _slice_annotations(name, slices) if elastic else {}
+    label_keys, annotation_keys = keys_to_copy(config)
     wl = construct_workload(
         name,
         job,
         gj.pod_sets(partial_admission=config.feature_enabled(Feature.PARTIAL_ADMISSION)),
         api_version=gj.api_version,
         kind=gj.kind,
-        label_keys_to_copy=config.integrations.label_keys_to_copy,
+        label_keys_to_copy=label_keys,
+        annotations_to_copy=annotation_keys,
         admission_gated_by=config.feature_enabled(Feature.ADMISSION_GATED_BY),
         priority=priority,
     )

@@ -43,6 +43,8 @@ from webhook.api import jobs
 from webhook.config import (
     Configuration,
     Integrations,
+    Metrics,
+    MetricsCustomLabel,
     ObjectRetentionPolicies,
     WaitForPodsReady,
     WorkloadRetentionPolicy,
@@ -534,6 +536,7 @@ class Case:
     manage_without_queue_name: bool = False
     namespace_selector: Mapping[str, Any] | None = None  # None: upstream's nil selector (every namespace)
     label_keys_to_copy: Sequence[str] = ()
+    custom_labels: Sequence[MetricsCustomLabel] = ()  # metrics.customLabels
     after_deactivated_by_kueue_s: float | None = None
 
 
@@ -550,6 +553,7 @@ def _config(case: Case) -> Configuration:
         manage_jobs_without_queue_name=case.manage_without_queue_name,
         managed_jobs_namespace_selector=case.namespace_selector,  # type: ignore[arg-type]
         integrations=Integrations(label_keys_to_copy=tuple(case.label_keys_to_copy)),
+        metrics=Metrics(custom_labels=tuple(case.custom_labels)),
         wait_for_pods_ready=WaitForPodsReady() if case.wait_for_pods_ready else None,
         object_retention_policies=ObjectRetentionPolicies(
             WorkloadRetentionPolicy(after_deactivated_by_kueue_s=case.after_deactivated_by_kueue_s)
@@ -923,6 +927,48 @@ RECONCILER_CASES = [
             want_events=[created(uid="test-uid")],
         ),
         id="when workload is created, it has correct labels set",
+    ),
+    # cmd/kueue/main.go getLabelsAndAnnotationsToCopy: with gate CustomMetricLabels a Workload also
+    # copies what its Workload-kind custom labels read, a label key or an annotation key.
+    *(
+        pytest.param(
+            Case(
+                gates={"CustomMetricLabels": gate},
+                label_keys_to_copy=("toCopyKey",),
+                custom_labels=(
+                    MetricsCustomLabel("team", source_kind="Workload", tracked_values=("a",)),
+                    MetricsCustomLabel(
+                        "tier", source_annotation_key="tierAnn", source_kind="Workload", tracked_values=("b",)
+                    ),
+                    MetricsCustomLabel("cq", source_label_key="cqKey", tracked_values=("c",)),
+                ),
+                job=base_job()
+                .label("toCopyKey", "v1")
+                .label("team", "a")
+                .label("cqKey", "c")
+                .ann("tierAnn", "b")
+                .ann("other", "x")
+                .uid_("test-uid")
+                .obj(),
+                want_job=base_job()
+                .label("toCopyKey", "v1")
+                .label("team", "a")
+                .label("cqKey", "c")
+                .ann("tierAnn", "b")
+                .ann("other", "x")
+                .uid_("test-uid")
+                .suspend(True)
+                .obj(),
+                want_workloads=[
+                    new_wl(uid="test-uid", toCopyKey="v1", team="a").annotations({"tierAnn": "b"}).obj()
+                    if gate
+                    else new_wl(uid="test-uid", toCopyKey="v1").obj()
+                ],
+                want_events=[created(uid="test-uid")],
+            ),
+            id=f"the workload copies what Workload-kind custom labels read, gate CustomMetricLabels {gate}",
+        )
+        for gate in (True, False)
     ),
     pytest.param(
         Case(

@@ -29,7 +29,7 @@ import pytest
 
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
-from webhook.config import Configuration, Integrations
+from webhook.config import Configuration, Integrations, Metrics, MetricsCustomLabel
 from webhook.worker import events
 from webhook.worker.integrations.pod import adapter as pg
 from webhook.worker.integrations.pod import reconciler as pod
@@ -434,6 +434,8 @@ class Case:
     expectations: Mapping[str, Sequence[str]] = field(default_factory=dict)
     delete_workloads: bool = False
     label_keys_to_copy: Sequence[str] = ()
+    # upstream's WithAnnotationsToCopy: here the keys Workload-kind metrics.customLabels read
+    annotations_to_copy: Sequence[str] = ()
     ignore_wl_spec: bool = False  # upstream compares only the metadata/status it cares about
 
 
@@ -488,6 +490,12 @@ def _norm_wl(obj: Mapping[str, Any], *, want: bool, ignore_spec: bool) -> dict[s
 def run(case: Case) -> Outcome:
     config = Configuration(
         integrations=Integrations(frameworks=("pod",), label_keys_to_copy=tuple(case.label_keys_to_copy)),
+        metrics=Metrics(
+            custom_labels=tuple(
+                MetricsCustomLabel(f"a{i}", source_annotation_key=key, source_kind="Workload", tracked_values=("v",))
+                for i, key in enumerate(case.annotations_to_copy)
+            )
+        ),
         wait_for_pods_ready=None,
         feature_gates=dict(case.gates),
     )
@@ -1851,8 +1859,70 @@ RECONCILER.update(
             ],
             want_err="constructing workload: pods have different label values",
         ),
+        "workload is created with correct annotations for a single pod": Case(
+            gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": True},
+            annotations_to_copy=["toCopyAnn", "keyAbsentInThePod"],
+            pods=[
+                BASE.clone()
+                .managed()
+                .ann("toCopyAnn", "toCopyValue")
+                .ann("dontCopyAnn", "dontCopyValue")
+                .fin()
+                .gate()
+                .queue("test-queue")
+                .obj()
+            ],
+            want_workloads=[
+                W(SWL)
+                .fin()
+                .pod_sets(ps(gated=True, index=True))
+                .queue("test-queue")
+                .priority(0)
+                .controller()
+                .label("kueue.x-k8s.io/job-uid", "test-uid")
+                .ann("toCopyAnn", "toCopyValue")
+                .obj()
+            ],
+            want_events=[normal("pod", "CreatedWorkload", f"Created Workload: ns/{SWL}")],
+        ),
+        "workload is created with correct annotations for pod group": Case(
+            gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": True},
+            annotations_to_copy=["toCopyAnn1", "toCopyAnn2"],
+            pods=[
+                gpod()
+                .ann("toCopyAnn1", "toCopyValue1")
+                .ann("dontCopyAnn", "dontCopyValue")
+                .gate()
+                .label("kueue.x-k8s.io/pod-group-pod-index", "0")
+                .obj(),
+                gpod("pod2")
+                .ann("toCopyAnn1", "toCopyValue1")
+                .ann("toCopyAnn2", "toCopyValue2")
+                .ann("dontCopyAnn", "dontCopyValue")
+                .gate()
+                .label("kueue.x-k8s.io/pod-group-pod-index", "1")
+                .obj(),
+            ],
+            want_workloads=[gwl().ann("toCopyAnn1", "toCopyValue1").ann("toCopyAnn2", "toCopyValue2").obj()],
+            want_events=[normal("pod", "CreatedWorkload", "Created Workload: ns/test-group")],
+        ),
+        "reconciler returns error in case of annotation mismatch in pod group": Case(
+            gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": True},
+            annotations_to_copy=["toCopyAnn1", "toCopyAnn2"],
+            pods=[
+                gpod().ann("toCopyAnn1", "toCopyValue1").ann("dontCopyAnn", "dontCopyValue").gate().obj(),
+                gpod("pod2")
+                .ann("toCopyAnn1", "otherValue")
+                .ann("toCopyAnn2", "toCopyValue2")
+                .ann("dontCopyAnn", "dontCopyValue")
+                .gate()
+                .obj(),
+            ],
+            want_err="constructing workload: pods have different annotation values",
+        ),
         "workload is created without annotations for pod group when CustomMetricLabels is disabled": Case(
             gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": False},
+            annotations_to_copy=["toCopyAnn1", "toCopyAnn2"],
             pods=[
                 gpod()
                 .ann("toCopyAnn1", "toCopyValue1")
@@ -1873,6 +1943,7 @@ RECONCILER.update(
         ),
         "annotations mismatch is ignored for pod group when CustomMetricLabels is disabled": Case(
             gates={"WorkloadIdentifierAnnotations": False, "CustomMetricLabels": False},
+            annotations_to_copy=["toCopyAnn1", "toCopyAnn2"],
             pods=[
                 gpod().ann("toCopyAnn1", "toCopyValue1").ann("dontCopyAnn", "dontCopyValue").gate().obj(),
                 gpod("pod2")

@@ -22,7 +22,7 @@ conflict detection) is sorted so the output is deterministic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -401,16 +401,30 @@ def _construct_group(group: PodJob, out: list[ja.JobAction], lookups: Lookups) -
         raise Unretryable(c.MSG_TOO_MANY_POD_GROUP_ROLES)
     wl = new_group_workload(group.name, group.first, pod_sets, group.opts, lookups)
     wl["metadata"]["ownerReferences"] = with_owners([], group.pods)
-    labels: dict[str, str] = {}
-    for pod in group.pods:
-        for key in sorted(group.opts.label_keys_to_copy):
-            if key in o.labels(pod):
-                if key in labels and labels[key] != o.labels(pod)[key]:
-                    raise RetryLater(c.MSG_POD_GROUP_LABELS_MISMATCH)
-                labels[key] = o.labels(pod)[key]
+    labels = _copied(group.pods, o.labels, group.opts.label_keys_to_copy, c.MSG_POD_GROUP_LABELS_MISMATCH)
     if labels:
         wl["metadata"]["labels"] = labels
+    annotations = _copied(
+        group.pods, o.annotations, group.opts.annotations_to_copy, c.MSG_POD_GROUP_ANNOTATIONS_MISMATCH
+    )
+    wl["metadata"].setdefault("annotations", {}).update(annotations)
     return wl
+
+
+def _copied(
+    pods: Sequence[Obj], read: Callable[[Obj], Mapping[str, str]], keys: Collection[str], mismatch: str
+) -> dict[str, str]:
+    """`getByKey`: the values of `keys` the pods carry; a pod without a key leaves it to the others,
+    two pods with different values of one key are an error (RetryLater: no Workload until fixed)."""
+    out: dict[str, str] = {}
+    for pod in pods:
+        values = read(pod)
+        for key in sorted(keys):
+            if key in values:
+                if key in out and out[key] != values[key]:
+                    raise RetryLater(mismatch)
+                out[key] = values[key]
+    return out
 
 
 def _group_equivalent(group: PodJob, wl: Obj, job_sets: Sequence[Obj]) -> bool:

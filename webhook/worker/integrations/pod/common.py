@@ -21,6 +21,7 @@ from webhook.api.pod_role import role_hash
 from webhook.config import Feature
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework.interface import JobError
+from webhook.worker.jobframework.plan import keys_to_copy
 
 if TYPE_CHECKING:
     from webhook.config import Configuration
@@ -67,6 +68,8 @@ class Options:
     """Configuration and feature gates that change pod reconciliation (defaults = upstream's)."""
 
     label_keys_to_copy: frozenset[str] = frozenset()
+    # With gate CustomMetricLabels, what the Workload-kind custom labels read (`keys_to_copy`).
+    annotations_to_copy: frozenset[str] = frozenset()
     manage_jobs_without_queue_name: bool = False
     implicitly_enabled: bool = False
     wait_for_pods_ready: bool = True
@@ -83,8 +86,10 @@ class Options:
     @classmethod
     def from_config(cls, cfg: Configuration) -> Options:
         frameworks = cfg.integrations.frameworks
+        label_keys, annotation_keys = keys_to_copy(cfg)
         return cls(
-            label_keys_to_copy=frozenset(cfg.integrations.label_keys_to_copy),
+            label_keys_to_copy=label_keys,
+            annotations_to_copy=annotation_keys,
             manage_jobs_without_queue_name=cfg.manage_jobs_without_queue_name,
             implicitly_enabled=integrations.POD.name not in frameworks
             and integrations.POD in integrations.enabled(frameworks),

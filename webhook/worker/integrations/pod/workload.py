@@ -171,6 +171,7 @@ def construct_pod_workload(pod: Obj, opts: Options, lookups: Lookups) -> dict[st
         api_version=POD_API,
         kind="Pod",
         label_keys_to_copy=opts.label_keys_to_copy,
+        annotations_to_copy=opts.annotations_to_copy,
         admission_gated_by=opts.admission_gated_by,
         priority=_priority(pod, pod_sets, lookups),
     )
