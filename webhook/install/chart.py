@@ -7,7 +7,11 @@ overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolic
 `.topologySpreadConstraints`, `.podDisruptionBudget`, `managerConfig.controllerManagerConfigYaml`,
 `enableCertManager`, `enablePrometheus` (with `metrics.prometheusNamespace` and
 `metrics.serviceMonitor.tlsConfig`), `enableVisibilityAPF`, `enableKueueViz` (the dashboard, from the
-manager's image), `enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService`. Objects live
+manager's image), `enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService` (with
+`.ipDualStack`), and from v0.19.2's chart `controllerManager.featureGates`, `.manager.logLevel`,
+`.strategy`, `.hostNetwork`, `.dnsPolicy`, `kubernetesClusterDomain`, `certManager.issuerRef`,
+`mutatingWebhook.reinvocationPolicy`. `values.schema.json` (`values_schema`) closes every level,
+and templates/refused.yaml stops the install on the upstream values left out. Objects live
 in the release namespace; names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name
 depend on them). Each object is dumped as its own document, so an optional one (the PDB, the
 ServiceMonitor) can never run into its neighbour.
