@@ -497,3 +497,65 @@ def test_gates_in_both_the_chart_and_managerconfig_stop_the_manager(
         'featureGates: Invalid value: {"PartialAdmission":true}: feature gates for CLI and configuration cannot '
         "both specified" in capsys.readouterr().err
     )
+
+
+# Kueue's chart values.yaml at v0.19.2, every value but its `kueueViz` block (refused) and its
+# managerConfig (whose frameworks the manager refuses; tests/unit/test_main.py).
+KUEUE_VALUES = yaml.safe_load("""
+nameOverride: ''
+fullnameOverride: ''
+enablePrometheus: false
+enableCertManager: false
+certManager: {issuerRef: {}}
+enableVisibilityAPF: false
+enableMutatingAdmissionPolicy: false
+enableVisibilityAuthReaderRoleBinding: true
+enableKueueViz: false
+kubernetesClusterDomain: cluster.local
+controllerManager:
+  featureGates: []
+  strategy: {}
+  hostNetwork: false
+  dnsPolicy: ''
+  manager:
+    priorityClassName: null
+    image: {repository: us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue, tag: release-0.19, pullPolicy: Always}
+    podAnnotations: {}
+    logLevel: 2
+    resources: {limits: {cpu: '2', memory: 512Mi}, requests: {cpu: 500m, memory: 512Mi}}
+    podSecurityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+    containerSecurityContext:
+      {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+  replicas: 1
+  imagePullSecrets: []
+  readinessProbe: {initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1}
+  livenessProbe: {initialDelaySeconds: 15, periodSeconds: 20, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1}
+  nodeSelector: {}
+  tolerations: []
+  topologySpreadConstraints: []
+  podDisruptionBudget: {enabled: false, minAvailable: 1}
+metricsService:
+  ports: [{name: https, port: 8443, protocol: TCP, targetPort: 8443}]
+  type: ClusterIP
+  labels: {}
+  annotations: {}
+webhookService:
+  ipDualStack: {enabled: false, ipFamilies: [IPv6, IPv4], ipFamilyPolicy: PreferDualStack}
+  ports: [{port: 443, protocol: TCP, targetPort: 9443}]
+  type: ClusterIP
+mutatingWebhook: {reinvocationPolicy: Never}
+metrics:
+  prometheusNamespace: monitoring
+  serviceMonitor: {tlsConfig: {insecureSkipVerify: true}}
+""")
+
+
+def test_kueues_own_values_file_is_accepted(helm: str, tmp_path: Path) -> None:
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in render(helm, KUEUE_VALUES, tmp_path)}
+    dep = objs[("Deployment", o.DEPLOYMENT)]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert dep["spec"]["replicas"] == 1
+    assert container["image"] == "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:release-0.19"
+    assert container["args"][-1] == "--zap-log-level=2"
+    with_viz = {**KUEUE_VALUES, "kueueViz": {"backend": {"nodeSelector": {}}}}
+    assert "set enableKueueViz: true for pykueue's own dashboard" in render_error(helm, with_viz, tmp_path)
