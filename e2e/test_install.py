@@ -95,8 +95,27 @@ def test_kustomize_build_applies(kubectl: Kubectl, overlay: str) -> None:
             "--set",
             "controllerManager.podDisruptionBudget.enabled=true",
         ],
+        [
+            "--set-json",
+            'controllerManager.featureGates=[{"name":"ShortWorkloadNames","enabled":true}]',
+            "--set",
+            "controllerManager.manager.logLevel=3",
+            "--set",
+            "controllerManager.strategy.rollingUpdate.maxSurge=0",
+            "--set",
+            "controllerManager.hostNetwork=true",
+            "--set",
+            "controllerManager.dnsPolicy=ClusterFirstWithHostNet",
+            "--set",
+            "webhookService.ipDualStack.enabled=true",
+            # The default families put IPv6 first, which a single-stack IPv4 API server refuses (as upstream's chart).
+            "--set-json",
+            'webhookService.ipDualStack.ipFamilies=["IPv4"]',
+            "--set",
+            "mutatingWebhook.reinvocationPolicy=IfNeeded",
+        ],
     ],
-    ids=["defaults", "cert-manager, prometheus, pdb"],
+    ids=["defaults", "cert-manager, prometheus, pdb", "upstream's manager, service and webhook values"],
 )
 def test_helm_chart_renders_and_applies(kubectl: Kubectl, values: list[str]) -> None:
     rendered = subprocess.run(

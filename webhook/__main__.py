@@ -19,19 +19,49 @@ log = logging.getLogger("webhook")
 
 
 def _configure(args: argparse.Namespace) -> Configuration | None:
-    """Set up logging, then load and check `--config`, as serve and the worker both start: the
-    configuration, or None (said on stderr) when it is invalid."""
+    """Set up logging, then load and check `--config` with `--feature-gates`, as serve and the worker
+    both start: the configuration, or None (said on stderr) when it is invalid."""
     from webhook import logs
     from webhook.config import ConfigError, check_implemented, load
 
-    logs.setup(args.log_level)
+    logs.setup(logs.zap_level(args.zap_log_level) if args.zap_log_level else args.log_level)
     try:
-        config = load(args.config)
+        config = load(args.config, args.feature_gates)
         check_implemented(config)
     except ConfigError as exc:
-        print(f"invalid configuration {args.config}: {exc}", file=sys.stderr)
+        flag = f" with --feature-gates={args.feature_gates}" if args.feature_gates else ""
+        print(f"invalid configuration {args.config or '(defaults)'}{flag}: {exc}", file=sys.stderr)
         return None
     return config
+
+
+def _zap_level(value: str) -> str:
+    """argparse type of `--zap-log-level`: checked now, kept as given (it is passed on to the worker)."""
+    from webhook import logs
+
+    try:
+        logs.zap_level(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def _manager_flags(p: argparse.ArgumentParser) -> None:
+    """The flags serve and worker share with upstream's manager (cmd/kueue/main.go) besides --config."""
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        help="A=true,B=false: feature gates, in place of the Configuration's featureGates (naming gates in both "
+        "is an error, as upstream's manager)",
+    )
+    level = p.add_mutually_exclusive_group()
+    level.add_argument("--log-level", default="INFO", help="a Python level name (default: INFO)")
+    level.add_argument(
+        "--zap-log-level",
+        type=_zap_level,
+        help="upstream's flag: debug, info, error, panic, or N > 0 for verbosity V(N); our info lines are V(0) "
+        "and our debug lines V(10)",
+    )
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -129,7 +159,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker_argv(args: argparse.Namespace) -> list[str]:
-    out = ["--log-level", args.log_level]
+    out = ["--zap-log-level", args.zap_log_level] if args.zap_log_level else ["--log-level", args.log_level]
+    if args.feature_gates:
+        out.append(f"--feature-gates={args.feature_gates}")
     if args.cert_dir:  # the worker's metrics server serves the webhook's certificate
         out += ["--cert-dir", args.cert_dir]
     if args.config:
@@ -189,7 +221,7 @@ def _dashboard(args: argparse.Namespace) -> int:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m webhook", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("certs", help="write ca.crt, tls.crt and tls.key for the given hosts; print the caBundle")
@@ -202,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("--config", help="Kueue Configuration file (config.kueue.x-k8s.io v1beta1 or v1beta2)")
     s.add_argument("--kubeconfig", help="kubeconfig for the cluster whose namespaces and queues the webhook reads")
     s.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    s.add_argument("--log-level", default="INFO")
+    _manager_flags(s)
     s.add_argument("--no-worker", action="store_true", help="do not start the admission worker process")
     s.add_argument(
         "--drain-seconds",
@@ -222,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     w.add_argument("--kubeconfig")
     w.add_argument("--in-cluster", action="store_true")
-    w.add_argument("--log-level", default="INFO")
+    _manager_flags(w)
     w.add_argument("--leader-election-namespace")
     d = sub.add_parser("dashboard", help="the queue dashboard (its own process)")
     d.add_argument("--host", default="0.0.0.0")
@@ -255,7 +287,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--path", default="/readyz")
     r.add_argument("--successes", type=int, default=3, help="answers in a row, 0.5 s apart")
     r.add_argument("--timeout", type=float, default=300.0, help="seconds before giving up (exit 1)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.command == "service-ready":
         from webhook.install import service_ready
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import subprocess
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ import pytest
 import yaml
 from cluster import Cluster  # e2e/, put on sys.path by conftest.py
 
+from webhook import __main__ as entry
 from webhook.certmanager import conversion_crd_names
-from webhook.config import parse
+from webhook.config import Configuration, Feature, parse
 from webhook.install import objects as o
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "pykueue"
@@ -315,3 +317,245 @@ def test_every_document_is_one_object_of_the_expected_kind_with_matching_selecto
             if (x["metadata"].get("annotations") or {}).get(o.INJECT_CA_FROM) == inject
         ]
         assert len(annotated) == 2 + len(conversion_crd_names())  # both webhook configurations, converting CRDs
+
+
+def render_error(helm: str, values: Mapping[str, Any], tmp_path: Path) -> str:
+    """What `helm template` says when it refuses `values` (it must refuse them)."""
+    values_file = tmp_path / "values.json"
+    values_file.write_text(json.dumps(values))
+    out = subprocess.run(
+        [helm, "template", "kueue", str(CHART), "--namespace", NAMESPACE, "--values", str(values_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode != 0, "helm accepted the values"
+    return out.stderr
+
+
+def _manager(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {"controllerManager": {"manager": dict(values)}}
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        pytest.param({"enableCertManger": True}, "- at '': additional properties 'enableCertManger' not allowed",
+                     id="misspelt top-level key"),
+        pytest.param({"controllerManager": {"replica": 3}},
+                     "at '/controllerManager': additional properties 'replica' not allowed", id="misspelt nested key"),
+        pytest.param(_manager({"resources": {"limit": {"cpu": "1"}}}),
+                     "at '/controllerManager/manager/resources': additional properties 'limit' not allowed",
+                     id="misspelt key inside a Kubernetes object"),
+        pytest.param({"controllerManager": {"tolerations": [{"key": "a", "tolerationSecond": 3}]}},
+                     "at '/controllerManager/tolerations/0': additional properties 'tolerationSecond' not allowed",
+                     id="misspelt key in a list item"),
+        pytest.param({"controllerManager": {"featureGates": [{"name": "PartialAdmision", "enabled": True}]}},
+                     "at '/controllerManager/featureGates/0/name': value must be one of 'AdmissionFairSharing'",
+                     id="unknown feature gate"),
+        pytest.param({"controllerManager": {"featureGates": [{"name": "PartialAdmission", "enabled": "no"}]}},
+                     "at '/controllerManager/featureGates/0/enabled': got string, want boolean",
+                     id="feature gate not a boolean"),
+        pytest.param(_manager({"logLevel": 0}), "at '/controllerManager/manager/logLevel': minimum: got 0, want 1",
+                     id="log level 0"),
+        pytest.param(_manager({"logLevel": "verbose"}),
+                     "at '/controllerManager/manager/logLevel': 'verbose' does not match pattern",
+                     id="log level name"),
+        pytest.param({"mutatingWebhook": {"reinvocationPolicy": "Always"}},
+                     "at '/mutatingWebhook/reinvocationPolicy': value must be one of 'Never', 'IfNeeded'",
+                     id="reinvocation policy"),
+        pytest.param({"certManager": {"issuerRef": {"kind": "ClusterIssuer"}}},
+                     "at '/certManager/issuerRef': properties 'name' required, if 'kind' exists",
+                     id="issuerRef without a name"),
+        pytest.param({"kueueViz": {"backend": {"ingress": {"enabled": False}}}},
+                     "kueueViz: not supported by pykueue: upstream's KueueViz images are not shipped; set "
+                     "enableKueueViz: true for pykueue's own dashboard", id="kueueViz"),
+        pytest.param({"fullnameOverride": "queues"}, "fullnameOverride: not supported by pykueue: object names are "
+                     "fixed (kueue-*)", id="fullnameOverride"),
+        pytest.param({"nameOverride": "queues"}, "nameOverride: not supported by pykueue", id="nameOverride"),
+        pytest.param({"enableMutatingAdmissionPolicy": True},
+                     "enableMutatingAdmissionPolicy: not supported by pykueue: its policy clears MultiKueue's",
+                     id="enableMutatingAdmissionPolicy"),
+    ],
+)  # fmt: skip
+def test_an_unknown_misspelt_or_refused_value_stops_helm(
+    helm: str, tmp_path: Path, values: dict[str, Any], message: str
+) -> None:
+    assert message in render_error(helm, values, tmp_path)
+
+
+def test_upstreams_defaults_of_refused_values_are_accepted(helm: str, tmp_path: Path) -> None:
+    """Upstream's values.yaml sets these to do nothing; a copy of it must not fail on them."""
+    docs = render(
+        helm,
+        {"nameOverride": "", "fullnameOverride": "", "enableMutatingAdmissionPolicy": False, "kueueViz": {}},
+        tmp_path,
+    )
+    assert docs
+
+
+UPSTREAM_VALUES = {
+    "kubernetesClusterDomain": "corp.example",
+    "enableCertManager": True,
+    "certManager": {"issuerRef": {"name": "company-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}},
+    "controllerManager": {
+        "featureGates": [
+            {"name": "ShortWorkloadNames", "enabled": True},
+            {"name": "PartialAdmission", "enabled": False},
+        ],
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "manager": {"logLevel": "debug"},
+    },
+    "webhookService": {
+        "ipDualStack": {"enabled": True, "ipFamilies": ["IPv4", "IPv6"], "ipFamilyPolicy": "RequireDualStack"}
+    },
+    "mutatingWebhook": {"reinvocationPolicy": "IfNeeded"},
+}
+
+
+def test_upstreams_values_reach_the_objects(helm: str, tmp_path: Path) -> None:
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in render(helm, UPSTREAM_VALUES, tmp_path)}
+    dep = objs[("Deployment", o.DEPLOYMENT)]
+    pod = dep["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][-2:] == [
+        "--zap-log-level=debug",
+        "--feature-gates=ShortWorkloadNames=true,PartialAdmission=false",
+    ]
+    assert dep["spec"]["strategy"] == UPSTREAM_VALUES["controllerManager"]["strategy"]
+    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    hook_pod = objs[("Pod", f"{o.WEBHOOK_SERVICE}-ready")]["spec"]
+    assert "hostNetwork" not in hook_pod  # the readiness hook stays on the pod network
+    webhook = objs[("Service", o.WEBHOOK_SERVICE)]["spec"]
+    assert (webhook["ipFamilies"], webhook["ipFamilyPolicy"]) == (["IPv4", "IPv6"], "RequireDualStack")
+    mutating = objs[("MutatingWebhookConfiguration", "kueue-mutating-webhook-configuration")]["webhooks"]
+    assert {h["reinvocationPolicy"] for h in mutating} == {"IfNeeded"}
+    certificate = objs[("Certificate", o.CERTIFICATE)]["spec"]
+    assert certificate["issuerRef"] == UPSTREAM_VALUES["certManager"]["issuerRef"]
+    assert certificate["dnsNames"][-1] == f"{o.WEBHOOK_SERVICE}.{NAMESPACE}.svc.corp.example"
+    assert ("Issuer", o.ISSUER) not in objs  # the named issuer replaces the self-signed one
+
+
+def test_by_default_the_manager_logs_at_upstreams_level_and_sets_no_gates(helm: str, tmp_path: Path) -> None:
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in render(helm, {}, tmp_path)}
+    dep = objs[("Deployment", o.DEPLOYMENT)]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-1] == "--zap-log-level=2"
+    assert not [a for a in container["args"] if a.startswith("--feature-gates")]
+    assert "strategy" not in dep["spec"]
+    assert not {"hostNetwork", "dnsPolicy"} & set(dep["spec"]["template"]["spec"])
+    assert "ipFamilies" not in objs[("Service", o.WEBHOOK_SERVICE)]["spec"]
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """Starting the manager in-process sets up the root logger; put pytest's back afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
+
+
+def _start(container: Mapping[str, Any], config: Mapping[str, Any], tmp_path: Path) -> Configuration | None:
+    """What the manager's start makes of its rendered args and mounted Configuration: the Configuration
+    it would run with, or None when it refuses to start."""
+    path = tmp_path / o.CONFIG_FILE
+    path.write_text(config["data"][o.CONFIG_FILE])
+    args = [f"--config={path}" if a.startswith("--config=") else a for a in container["args"]]
+    return entry._configure(entry._parser().parse_args(args))
+
+
+def test_the_manager_honours_the_charts_feature_gates_and_log_level(
+    helm: str, tmp_path: Path, restore_logging: None
+) -> None:
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in render(helm, UPSTREAM_VALUES, tmp_path)}
+    (container,) = objs[("Deployment", o.DEPLOYMENT)]["spec"]["template"]["spec"]["containers"]
+    cfg = _start(container, objs[("ConfigMap", o.CONFIG_MAP)], tmp_path)
+    assert cfg is not None
+    assert cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)
+    assert not cfg.feature_enabled(Feature.PARTIAL_ADMISSION)
+    assert logging.getLogger().level == logging.INFO - 1  # zap's debug: V(1)
+
+
+def test_gates_in_both_the_chart_and_managerconfig_stop_the_manager(
+    helm: str, tmp_path: Path, restore_logging: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As upstream's manager: the flag and the Configuration's featureGates cannot both be given."""
+    values = {
+        "controllerManager": {"featureGates": [{"name": "ShortWorkloadNames", "enabled": True}]},
+        "managerConfig": {
+            "controllerManagerConfigYaml": DEFAULTS["managerConfig"]["controllerManagerConfigYaml"]
+            + "featureGates:\n  PartialAdmission: true\n"
+        },
+    }
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in render(helm, values, tmp_path)}
+    (container,) = objs[("Deployment", o.DEPLOYMENT)]["spec"]["template"]["spec"]["containers"]
+    assert _start(container, objs[("ConfigMap", o.CONFIG_MAP)], tmp_path) is None
+    assert (
+        'featureGates: Invalid value: {"PartialAdmission":true}: feature gates for CLI and configuration cannot '
+        "both specified" in capsys.readouterr().err
+    )
+
+
+# Kueue's chart values.yaml at v0.19.2, every value but its `kueueViz` block (refused) and its
+# managerConfig (whose frameworks the manager refuses; tests/unit/test_main.py).
+KUEUE_VALUES = yaml.safe_load("""
+nameOverride: ''
+fullnameOverride: ''
+enablePrometheus: false
+enableCertManager: false
+certManager: {issuerRef: {}}
+enableVisibilityAPF: false
+enableMutatingAdmissionPolicy: false
+enableVisibilityAuthReaderRoleBinding: true
+enableKueueViz: false
+kubernetesClusterDomain: cluster.local
+controllerManager:
+  featureGates: []
+  strategy: {}
+  hostNetwork: false
+  dnsPolicy: ''
+  manager:
+    priorityClassName: null
+    image: {repository: us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue, tag: release-0.19, pullPolicy: Always}
+    podAnnotations: {}
+    logLevel: 2
+    resources: {limits: {cpu: '2', memory: 512Mi}, requests: {cpu: 500m, memory: 512Mi}}
+    podSecurityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+    containerSecurityContext:
+      {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+  replicas: 1
+  imagePullSecrets: []
+  readinessProbe: {initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1}
+  livenessProbe: {initialDelaySeconds: 15, periodSeconds: 20, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1}
+  nodeSelector: {}
+  tolerations: []
+  topologySpreadConstraints: []
+  podDisruptionBudget: {enabled: false, minAvailable: 1}
+metricsService:
+  ports: [{name: https, port: 8443, protocol: TCP, targetPort: 8443}]
+  type: ClusterIP
+  labels: {}
+  annotations: {}
+webhookService:
+  ipDualStack: {enabled: false, ipFamilies: [IPv6, IPv4], ipFamilyPolicy: PreferDualStack}
+  ports: [{port: 443, protocol: TCP, targetPort: 9443}]
+  type: ClusterIP
+mutatingWebhook: {reinvocationPolicy: Never}
+metrics:
+  prometheusNamespace: monitoring
+  serviceMonitor: {tlsConfig: {insecureSkipVerify: true}}
+""")
+
+
+def test_kueues_own_values_file_is_accepted(helm: str, tmp_path: Path) -> None:
+    objs = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in render(helm, KUEUE_VALUES, tmp_path)}
+    dep = objs[("Deployment", o.DEPLOYMENT)]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert dep["spec"]["replicas"] == 1
+    assert container["image"] == "us-central1-docker.pkg.dev/k8s-staging-images/kueue/kueue:release-0.19"
+    assert container["args"][-1] == "--zap-log-level=2"
+    with_viz = {**KUEUE_VALUES, "kueueViz": {"backend": {"nodeSelector": {}}}}
+    assert "set enableKueueViz: true for pykueue's own dashboard" in render_error(helm, with_viz, tmp_path)

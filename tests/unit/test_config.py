@@ -311,6 +311,21 @@ def test_feature_enabled_defaults_and_overrides():
     assert cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)
 
 
+# Upstream's TAS sub-features on by default: turning TAS off needs each of them off too.
+TAS_SUB_GATES_OFF = ", ".join(
+    f"{g}: false"
+    for g in (
+        "TASHandleOverlappingFlavors",
+        "TASFailedNodeReplacement",
+        "TASFailedNodeReplacementFailFast",
+        "TASReplaceNodeOnPodTermination",
+        "TASReplaceNodeOnNodeTaints",
+        "TASMultiLayerTopology",
+        "TASRecomputeAssignmentWithinSchedulingCycle",
+    )
+)
+
+
 @pytest.mark.parametrize(
     ("gates", "message"),
     [
@@ -322,13 +337,81 @@ def test_feature_enabled_defaults_and_overrides():
         pytest.param("{ObjectRetentionPolicies: false}",
                      'featureGates: Invalid value: {"ObjectRetentionPolicies":false}: cannot set feature gate '
                      "ObjectRetentionPolicies to false, feature is locked to true", id="gate graduated in v0.19"),
-        pytest.param("{TopologyAwareScheduling: false}",
+        pytest.param("{TopologyAwareScheduling: false, " + TAS_SUB_GATES_OFF + "}",
                      "featureGates: Invalid value: 1: cannot use a TAS profile with TAS disabled",
                      id="TAS off with the mixed profile on"),
+        pytest.param("{TopologyAwareScheduling: false, TASProfileMixed: false}",
+                     "[" + ", ".join(
+                         f'featureGates: Invalid value: "{g}": {g} requires TopologyAwareScheduling to be enabled'
+                         for g in ("TASHandleOverlappingFlavors", "TASFailedNodeReplacement",
+                                   "TASFailedNodeReplacementFailFast", "TASReplaceNodeOnPodTermination",
+                                   "TASReplaceNodeOnNodeTaints", "TASMultiLayerTopology",
+                                   "TASRecomputeAssignmentWithinSchedulingCycle")) + "]",
+                     id="TAS off with its default-on sub-features on"),
+        pytest.param("{TASReplaceNodeDueToNotReadyOverFixedTime: true, TASFailedNodeReplacement: false, "
+                     "TASFailedNodeReplacementFailFast: false, TASReplaceNodeOnPodTermination: false}",
+                     'featureGates: Invalid value: "TASReplaceNodeDueToNotReadyOverFixedTime": '
+                     "TASReplaceNodeDueToNotReadyOverFixedTime requires TASFailedNodeReplacement to be enabled",
+                     id="TAS sub-feature without its parent"),
+        pytest.param("{UnadmittedWorkloadsExplicitStatus: true, UnadmittedWorkloadsObservability: false}",
+                     'featureGates: Invalid value: "UnadmittedWorkloadsExplicitStatus": UnadmittedWorkloadsExplicitStatus '
+                     "requires UnadmittedWorkloadsObservability to be enabled", id="explicit status without observability"),
+        pytest.param("{ElasticJobsViaWorkloadSlicesWithTAS: true, ElasticJobsViaWorkloadSlices: false}",
+                     'featureGates: Invalid value: "ElasticJobsViaWorkloadSlicesWithTAS": '
+                     "ElasticJobsViaWorkloadSlicesWithTAS requires ElasticJobsViaWorkloadSlices to be enabled",
+                     id="elastic TAS without elastic jobs"),
+        pytest.param("{KueueDRAIntegration: false, KueueDRAIntegrationPartitionableDevices: false, "
+                     "KueueDRAIntegrationConsumableCapacity: false}",
+                     'featureGates: Invalid value: "KueueDRAIntegrationExtendedResource": '
+                     "KueueDRAIntegrationExtendedResource requires KueueDRAIntegration to be enabled",
+                     id="DRA sub-feature without DRA"),
     ],
 )  # fmt: skip
 def test_feature_gate_errors(gates, message):
     assert error_of(V2 + f"featureGates: {gates}\n") == message
+
+
+def test_feature_gates_flag_sets_the_gates():
+    """`--feature-gates` (cmd/kueue/main.go) replaces the file's gates; spaces and Go's bool spellings."""
+    cfg = config.parse(V2, " ShortWorkloadNames = T ,,PartialAdmission=0")
+    assert cfg.feature_enabled(Feature.SHORT_WORKLOAD_NAMES)
+    assert not cfg.feature_enabled(Feature.PARTIAL_ADMISSION)
+    assert config.load(None, "DisableWaitForPodsReady=true").wait_for_pods_ready is None
+    assert config.load(None).wait_for_pods_ready is not None
+
+
+def test_configuration_is_validated_with_the_flags_gates():
+    """config.Validate runs after the flag is applied: a gate it turns off turns its checks off."""
+    text = V2 + "resources: {quotaCheckStrategy: Bogus}\n"
+    assert error_of(text).startswith('resources.quotaCheckStrategy: Unsupported value: "Bogus"')
+    assert config.parse(text, "QuotaCheckStrategy=false").resources.quota_check_strategy == "Bogus"
+
+
+@pytest.mark.parametrize(
+    ("text", "flag", "message"),
+    [
+        pytest.param(V2, "Foo", 'featureGates: Invalid value: "Foo": missing bool value for Foo', id="no value"),
+        pytest.param(V2, "PartialAdmission=yes",
+                     'featureGates: Invalid value: "PartialAdmission=yes": invalid value of PartialAdmission=yes, '
+                     'err: strconv.ParseBool: parsing "yes": invalid syntax', id="not a Go bool"),
+        pytest.param(V2, "Foo=true", 'featureGates: Invalid value: "Foo=true": unrecognized feature gate: Foo',
+                     id="unknown gate"),
+        pytest.param(V2, "TLSOptions=false",
+                     'featureGates: Invalid value: "TLSOptions=false": cannot set feature gate TLSOptions to false, '
+                     "feature is locked to true", id="locked gate"),
+        pytest.param(V2 + "featureGates: {PartialAdmission: true}\n", "ShortWorkloadNames=true",
+                     'featureGates: Invalid value: {"PartialAdmission":true}: feature gates for CLI and configuration '
+                     "cannot both specified", id="flag and file"),
+        pytest.param(V2, "ElasticJobsViaWorkloadSlicesWithTAS=true,ElasticJobsViaWorkloadSlices=false",
+                     'featureGates: Invalid value: "ElasticJobsViaWorkloadSlicesWithTAS": '
+                     "ElasticJobsViaWorkloadSlicesWithTAS requires ElasticJobsViaWorkloadSlices to be enabled",
+                     id="dependency"),
+    ],
+)  # fmt: skip
+def test_feature_gates_flag_errors(text, flag, message):
+    with pytest.raises(ConfigError) as info:
+        config.parse(text, flag)
+    assert str(info.value) == message
 
 
 def test_gates_graduated_by_v0_19_are_accepted_on():
@@ -337,8 +420,10 @@ def test_gates_graduated_by_v0_19_are_accepted_on():
     assert cfg.feature_enabled(Feature.OBJECT_RETENTION_POLICIES)
 
 
-def test_tas_can_be_disabled_with_its_profile():
-    cfg = config.parse(V2 + "featureGates: {TopologyAwareScheduling: false, TASProfileMixed: false}\n")
+def test_tas_can_be_disabled_with_its_profile_and_sub_features():
+    cfg = config.parse(
+        V2 + "featureGates: {TopologyAwareScheduling: false, TASProfileMixed: false, " + TAS_SUB_GATES_OFF + "}\n"
+    )
     assert not cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import re
@@ -40,7 +41,9 @@ __all__ = [
     "check_implemented",
     "implemented_frameworks",
     "load",
+    "load_and_validate_feature_gates",
     "parse",
+    "parse_feature_gates_flag",
     "supported_frameworks",
     "validate",
     "validate_feature_gates",
@@ -470,48 +473,177 @@ def check_implemented(cfg: Configuration) -> None:
         )
 
 
-def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]:
-    """`LoadAndValidateFeatureGates` for the `featureGates` map (component-base `SetFromMap` rules)."""
-    value = {k: gates[k] for k in sorted(gates)}
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
+_GO_BOOLS |= {"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+# validateFeatureGateDependency: a gate has no effect unless every gate it depends on is enabled.
+_GATE_DEPENDENCIES: tuple[tuple[Feature, tuple[Feature, ...]], ...] = (
+    (Feature.TAS_FAILED_NODE_REPLACEMENT, (Feature.TOPOLOGY_AWARE_SCHEDULING,)),
+    (
+        Feature.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
+        (Feature.TOPOLOGY_AWARE_SCHEDULING, Feature.TAS_FAILED_NODE_REPLACEMENT),
+    ),
+    (
+        Feature.TAS_REPLACE_NODE_ON_POD_TERMINATION,
+        (Feature.TOPOLOGY_AWARE_SCHEDULING, Feature.TAS_FAILED_NODE_REPLACEMENT),
+    ),
+    (
+        Feature.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME,
+        (Feature.TOPOLOGY_AWARE_SCHEDULING, Feature.TAS_FAILED_NODE_REPLACEMENT),
+    ),
+    (Feature.TAS_BALANCED_PLACEMENT, (Feature.TOPOLOGY_AWARE_SCHEDULING,)),
+    (Feature.TAS_REPLACE_NODE_ON_NODE_TAINTS, (Feature.TOPOLOGY_AWARE_SCHEDULING,)),
+    (Feature.TAS_MULTI_LAYER_TOPOLOGY, (Feature.TOPOLOGY_AWARE_SCHEDULING,)),
+    (Feature.TAS_RESPECT_NODE_AFFINITY_PREFERRED, (Feature.TOPOLOGY_AWARE_SCHEDULING,)),
+    (Feature.TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE, (Feature.TOPOLOGY_AWARE_SCHEDULING,)),
+    (Feature.UNADMITTED_WORKLOADS_EXPLICIT_STATUS, (Feature.UNADMITTED_WORKLOADS_OBSERVABILITY,)),
+)
+# validateDRAFeatureGateDependencies: each DRA sub-feature needs KueueDRAIntegration.
+_DRA_SUB_FEATURES = (
+    Feature.KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE,
+    Feature.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES,
+    Feature.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,
+)
+
+
+def parse_feature_gates_flag(value: str) -> dict[str, bool]:
+    """`--feature-gates=A=true,B=false` as component-base's `featureGate.Set` reads it: empty items
+    skipped, names and values trimmed, values as Go's `strconv.ParseBool`. Raises ValueError with
+    its message."""
+    gates: dict[str, bool] = {}
+    for item in value.split(","):
+        if not item:
+            continue
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise ValueError(f"missing bool value for {name}")
+        raw = raw.strip()
+        if raw not in _GO_BOOLS:
+            raise ValueError(f'invalid value of {name}={raw}, err: strconv.ParseBool: parsing "{raw}": invalid syntax')
+        gates[name] = _GO_BOOLS[raw]
+    return gates
+
+
+def _set_error(gates: Mapping[str, bool]) -> str | None:
+    """component-base `SetFromMap`: the first unknown gate, else every gate set against its lock."""
     for name in sorted(gates):  # Go stops at the first unknown gate; we pick it deterministically
         if name not in FEATURE_GATE_DEFAULTS:
-            return [fields.invalid("featureGates", value, f"unrecognized feature gate: {name}")]
+            return f"unrecognized feature gate: {name}"
     locked = [
         f"cannot set feature gate {name} to {str(gates[name]).lower()}, feature is locked to "
         f"{str(FEATURE_GATE_DEFAULTS[Feature(name)]).lower()}"
         for name in sorted(gates)
         if name in LOCKED_FEATURE_GATES and gates[name] != FEATURE_GATE_DEFAULTS[Feature(name)]
     ]
-    if locked:
-        return [fields.invalid("featureGates", value, locked[0] if len(locked) == 1 else "[" + ", ".join(locked) + "]")]
+    if not locked:
+        return None
+    return locked[0] if len(locked) == 1 else "[" + ", ".join(locked) + "]"
+
+
+def load_and_validate_feature_gates(
+    flag: str, gates: Mapping[str, bool]
+) -> tuple[Mapping[str, bool], list[fields.FieldError]]:
+    """`LoadAndValidateFeatureGates`: the gates in effect (the `--feature-gates` flag when given, else
+    the Configuration's `featureGates`) and every error. The flag and a non-empty map together are an
+    error, as upstream (which also refuses an explicit empty map beside the flag; that one sets
+    nothing, so we let it pass)."""
+    if flag:
+        try:
+            effective: Mapping[str, bool] = parse_feature_gates_flag(flag)
+        except ValueError as exc:
+            return gates, [fields.invalid("featureGates", flag, str(exc))]
+        if error := _set_error(effective):
+            return gates, [fields.invalid("featureGates", flag, error)]
+    else:
+        effective = gates
+        if error := _set_error(gates):
+            return gates, [fields.invalid("featureGates", {k: gates[k] for k in sorted(gates)}, error)]
+    errs = []
+    if flag and gates:
+        errs.append(
+            fields.invalid(
+                "featureGates",
+                {k: gates[k] for k in sorted(gates)},
+                "feature gates for CLI and configuration cannot both specified",
+            )
+        )
 
     def enabled(gate: Feature) -> bool:
-        return gates.get(gate, FEATURE_GATE_DEFAULTS[gate])
+        return effective.get(gate, FEATURE_GATE_DEFAULTS[gate])
 
     profiles = int(enabled(Feature.TAS_PROFILE_MIXED))
-    if not enabled(Feature.TOPOLOGY_AWARE_SCHEDULING) and profiles > 0:
-        return [fields.invalid("featureGates", profiles, "cannot use a TAS profile with TAS disabled")]
-    return []
+    tas = enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+    if not tas and profiles > 0:
+        errs.append(fields.invalid("featureGates", profiles, "cannot use a TAS profile with TAS disabled"))
+    if not tas and enabled(Feature.TAS_HANDLE_OVERLAPPING_FLAVORS):
+        gate = Feature.TAS_HANDLE_OVERLAPPING_FLAVORS
+        errs.append(
+            fields.invalid(
+                "featureGates", str(gate), f"{gate} requires {Feature.TOPOLOGY_AWARE_SCHEDULING} to be enabled"
+            )
+        )
+    for gate, needs in _GATE_DEPENDENCIES:
+        if enabled(gate):
+            errs += [
+                fields.invalid("featureGates", str(gate), f"{gate} requires {dep} to be enabled")
+                for dep in needs
+                if not enabled(dep)
+            ]
+    elastic_tas = Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS
+    if enabled(elastic_tas):
+        errs += [
+            fields.invalid("featureGates", str(elastic_tas), f"{elastic_tas} requires {dep} to be enabled")
+            for dep in (Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES, Feature.TOPOLOGY_AWARE_SCHEDULING)
+            if not enabled(dep)
+        ]
+    errs += [
+        fields.invalid("featureGates", str(gate), f"{gate} requires {Feature.KUEUE_DRA_INTEGRATION} to be enabled")
+        for gate in _DRA_SUB_FEATURES
+        if enabled(gate) and not enabled(Feature.KUEUE_DRA_INTEGRATION)
+    ]
+    return effective, errs
+
+
+def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]:
+    """`LoadAndValidateFeatureGates` for the `featureGates` map alone (no `--feature-gates` flag)."""
+    return load_and_validate_feature_gates("", gates)[1]
 
 
 # --- entry points ----------------------------------------------------------------------------------
 
 
-def load(path: str | None) -> Configuration:
-    """Read and parse the file at `path`; `None` or "" gives the defaults (pkg/config/config.go Load)."""
+def load(path: str | None, feature_gates: str = "") -> Configuration:
+    """Read and parse the file at `path`; `None` or "" gives the defaults (pkg/config/config.go Load).
+    `feature_gates` is the manager's `--feature-gates` flag (see `parse`)."""
     if not path:
-        return Configuration()
+        return _checked(Configuration(), feature_gates) if feature_gates else Configuration()
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
         raise ConfigError(f"read {path}: {exc.strerror}") from exc
-    return parse(text)
+    return parse(text, feature_gates)
 
 
-def parse(text: str) -> Configuration:
+def _checked(cfg: Configuration, feature_gates: str) -> Configuration:
+    """cmd/kueue/main.go after `apply`: the feature gates (flag or file), then `config.Validate` with
+    those gates in effect."""
+    effective, errs = load_and_validate_feature_gates(feature_gates, cfg.feature_gates)
+    if errs:
+        raise ConfigError(fields.aggregate(errs), errs)
+    if feature_gates:
+        cfg = dataclasses.replace(cfg, feature_gates=MappingProxyType(dict(effective)))
+    if errs := validate(cfg):
+        raise ConfigError(fields.aggregate(errs), errs)
+    return cfg
+
+
+def parse(text: str, feature_gates: str = "") -> Configuration:
     """Decode strictly, default per version (v1beta1 then converted), then validate.
 
+    `feature_gates` is the `--feature-gates` flag (`A=true,B=false`): when given it replaces the
+    file's `featureGates`, and naming gates in both is an error, as upstream's manager.
     Raises `ConfigError` naming the field: YAML errors, type mismatches, unknown fields
     (`strict decoding error: unknown field "integrations.foo"`), bad feature gates, then the aggregated
     validation errors.
@@ -535,7 +667,4 @@ def parse(text: str) -> Configuration:
         raise ConfigError(
             "strict decoding error: " + ", ".join(f"unknown field {json.dumps(u)}" for u in decoder.unknown)
         )
-    for check in (validate_feature_gates(cfg.feature_gates), validate(cfg)):
-        if check:
-            raise ConfigError(fields.aggregate(check), check)
-    return cfg
+    return _checked(cfg, feature_gates)

@@ -7,7 +7,11 @@ overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolic
 `.topologySpreadConstraints`, `.podDisruptionBudget`, `managerConfig.controllerManagerConfigYaml`,
 `enableCertManager`, `enablePrometheus` (with `metrics.prometheusNamespace` and
 `metrics.serviceMonitor.tlsConfig`), `enableVisibilityAPF`, `enableKueueViz` (the dashboard, from the
-manager's image), `enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService`. Objects live
+manager's image), `enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService` (with
+`.ipDualStack`), and from v0.19.2's chart `controllerManager.featureGates`, `.manager.logLevel`,
+`.strategy`, `.hostNetwork`, `.dnsPolicy`, `kubernetesClusterDomain`, `certManager.issuerRef`,
+`mutatingWebhook.reinvocationPolicy`. `values.schema.json` (`values_schema`) closes every level,
+and templates/refused.yaml stops the install on the upstream values left out. Objects live
 in the release namespace; names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name
 depend on them). Each object is dumped as its own document, so an optional one (the PDB, the
 ServiceMonitor) can never run into its neighbour.
@@ -19,18 +23,20 @@ value) it becomes raw template lines at that indentation.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
 
 from webhook.api.schema import dump
 from webhook.certmanager import conversion_crd_names
-from webhook.install import dashboard, rbac, visibility
+from webhook.install import dashboard, rbac, values_schema, visibility
 from webhook.install import objects as o
 
 __all__ = ["render"]
 
 _NS = "pykueue-helm-release-namespace"  # stands for {{ .Release.Namespace }} until the text is final
+_DOMAIN = "pykueue-helm-cluster-domain"  # stands for {{ .Values.kubernetesClusterDomain }}
 _M = ".Values.controllerManager"
 _CERT_MANAGER = ".Values.enableCertManager"
 _PROMETHEUS = ".Values.enablePrometheus"
@@ -53,8 +59,18 @@ def _values() -> dict[str, Any]:
         "enableVisibilityAPF": False,
         "enableKueueViz": False,
         "enableVisibilityAuthReaderRoleBinding": True,
+        # The cert-manager Certificate's second DNS name ends in it.
+        "kubernetesClusterDomain": "cluster.local",
+        # An Issuer or ClusterIssuer of your own ({name, kind, group}) in place of the chart's self-signed one.
+        "certManager": {"issuerRef": {}},
         "controllerManager": {
             "replicas": d.replicas,
+            # [{name: PartialAdmission, enabled: true}, ...]: the manager's --feature-gates, which replaces
+            # managerConfig's featureGates (naming gates in both stops the manager).
+            "featureGates": [],
+            "strategy": {},
+            "hostNetwork": False,
+            "dnsPolicy": "",
             "manager": {
                 "image": {"repository": "pykueue", "tag": "dev", "pullPolicy": d.pull_policy},
                 "resources": d.resources,
@@ -66,6 +82,8 @@ def _values() -> dict[str, Any]:
                 },
                 "podAnnotations": {},
                 "priorityClassName": "",
+                # --zap-log-level: debug, info, error, panic or N > 0 (verbosity V(N)).
+                "logLevel": 2,
             },
             "imagePullSecrets": [],
             "readinessProbe": {
@@ -105,7 +123,9 @@ def _values() -> dict[str, Any]:
             # A post-install/upgrade hook pod: `helm install` returns once the Service answers
             # (webhook/install/service_ready.py), not merely once the pods are Ready.
             "waitUntilReachable": True,
+            "ipDualStack": {"enabled": False, "ipFamilies": ["IPv6", "IPv4"], "ipFamilyPolicy": "PreferDualStack"},
         },
+        "mutatingWebhook": {"reinvocationPolicy": "Never"},
     }
 
 
@@ -138,6 +158,7 @@ _SCALARS = {
     "WEBHOOK_TYPE": "{{ .Values.webhookService.type }}",
     "PDB_MIN_AVAILABLE": f"{{{{ {_M}.podDisruptionBudget.minAvailable }}}}",
     "PROMETHEUS_NAMESPACE": "{{ .Values.metrics.prometheusNamespace }}",
+    "REINVOCATION": "{{ .Values.mutatingWebhook.reinvocationPolicy }}",
 }
 _BLOCKS = {
     "RESOURCES": f"{_M}.manager.resources",
@@ -158,6 +179,39 @@ _RAW: dict[str, Callable[[str], list[str]]] = {
         f"{i}{{{{- end }}}}",
         f"{i}{{{{- with {_M}.manager.priorityClassName }}}}",
         f"{i}priorityClassName: {{{{ . }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.hostNetwork }}}}",
+        f"{i}hostNetwork: {{{{ . }}}}",
+        f"{i}{{{{- end }}}}",
+        f"{i}{{{{- with {_M}.dnsPolicy }}}}",
+        f"{i}dnsPolicy: {{{{ . }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
+    # Upstream's chart renders the same two flags (templates/manager/manager.yaml, kueue.featureGates).
+    "MANAGER_ARGS": lambda i: [
+        f"{i}- --zap-log-level={{{{ {_M}.manager.logLevel }}}}",
+        f"{i}{{{{- with {_M}.featureGates }}}}",
+        f"{i}- --feature-gates={{{{ range $i, $g := . }}}}{{{{ if $i }}}},{{{{ end }}}}"
+        "{{ $g.name }}={{ $g.enabled }}{{ end }}",
+        f"{i}{{{{- end }}}}",
+    ],
+    "STRATEGY": lambda i: [
+        f"{i}{{{{- with {_M}.strategy }}}}",
+        f"{i}strategy: {{{{- toYaml . | nindent {len(i) + 2} }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
+    "DUAL_STACK": lambda i: [
+        f"{i}{{{{- if .Values.webhookService.ipDualStack.enabled }}}}",
+        f"{i}ipFamilies: {{{{- toYaml .Values.webhookService.ipDualStack.ipFamilies | nindent {len(i) + 2} }}}}",
+        f"{i}ipFamilyPolicy: {{{{ .Values.webhookService.ipDualStack.ipFamilyPolicy }}}}",
+        f"{i}{{{{- end }}}}",
+    ],
+    "ISSUER_REF": lambda i: [
+        f"{i}{{{{- if .Values.certManager.issuerRef }}}}",
+        f"{i}{{{{- toYaml .Values.certManager.issuerRef | nindent {len(i)} }}}}",
+        f"{i}{{{{- else }}}}",
+        f"{i}kind: Issuer",
+        f"{i}name: {o.ISSUER}",
         f"{i}{{{{- end }}}}",
     ],
     "HOOK_EXTRAS": lambda i: _placement(i),
@@ -204,7 +258,12 @@ def _template(text: str) -> str:
             if "@@" in line:
                 raise ValueError(f"token left in chart line: {line!r}")
             out.append(line)
-    return "\n".join(out).replace(_NS, "{{ .Release.Namespace }}") + "\n"
+    text = (
+        "\n".join(out)
+        .replace(_NS, "{{ .Release.Namespace }}")
+        .replace(_DOMAIN, "{{ .Values.kubernetesClusterDomain }}")
+    )
+    return text + "\n"
 
 
 def _docs(items: list[dict[str, Any]]) -> str:
@@ -219,6 +278,7 @@ def _deployment(s: o.Settings) -> dict[str, Any]:
     dep = o.controller_objects(s)[3]
     spec = dep["spec"]
     spec["replicas"] = "@@REPLICAS@@"
+    spec["@@STRATEGY@@"] = ""
     pod = spec["template"]["spec"]
     spec["template"]["metadata"]["annotations"]["@@POD_ANNOTATIONS@@"] = ""
     pod["securityContext"] = "@@POD_SECURITY@@"
@@ -232,6 +292,7 @@ def _deployment(s: o.Settings) -> dict[str, Any]:
             "securityContext": "@@CONTAINER_SECURITY@@",
         }
     )
+    c["args"].append({"@@MANAGER_ARGS@@": ""})
     c["readinessProbe"] = {"httpGet": c["readinessProbe"]["httpGet"], "@@PROBE_READY@@": ""}
     c["livenessProbe"] = {"httpGet": c["livenessProbe"]["httpGet"], "@@PROBE_LIVE@@": ""}
     c["volumeMounts"].append({"@@CERT_MOUNT@@": ""})
@@ -241,7 +302,7 @@ def _deployment(s: o.Settings) -> dict[str, Any]:
 
 def _services(s: o.Settings) -> list[dict[str, Any]]:
     webhook, metrics = o.controller_objects(s)[4:]
-    webhook["spec"].update({"type": "@@WEBHOOK_TYPE@@", "ports": "@@WEBHOOK_PORTS@@"})
+    webhook["spec"].update({"type": "@@WEBHOOK_TYPE@@", "ports": "@@WEBHOOK_PORTS@@", "@@DUAL_STACK@@": ""})
     metrics["spec"].update({"type": "@@METRICS_TYPE@@", "ports": "@@METRICS_PORTS@@"})
     metrics["metadata"]["@@METRICS_ANNOTATIONS@@"] = ""
     metrics["metadata"]["labels"]["@@METRICS_LABELS@@"] = ""
@@ -311,6 +372,9 @@ def render() -> dict[str, str]:
     webhooks = o.webhook_objects(s)
     for cfg in webhooks:
         cfg["metadata"]["@@CERT_ANNOTATION@@"] = ""
+        for hook in cfg["webhooks"]:
+            if "reinvocationPolicy" in hook:  # the mutating ones
+                hook["reinvocationPolicy"] = "@@REINVOCATION@@"
     manager_rbac = rbac.manager_rbac(_NS, o.SERVICE_ACCOUNT)
     always = [r for r in manager_rbac if "cert" not in r["metadata"]["name"] and "secrets" not in r["metadata"]["name"]]
     internal = [r for r in manager_rbac if r not in always]
@@ -319,6 +383,7 @@ def render() -> dict[str, str]:
         "Chart.yaml": CHART,
         "values.yaml": "# Defaults; names follow Kueue's chart where they overlap.\n"
         + dump(_values()).removeprefix("---\n"),
+        "values.schema.json": json.dumps(values_schema.values_schema(), indent=2) + "\n",
         "templates/crds.yaml": _docs(crds),
         "templates/rbac.yaml": _docs([o.rbac_objects(s)[0], *always, *rbac.user_roles()]),
         "templates/internalcert.yaml": _guard(f"not {_CERT_MANAGER}", _docs([*internal, controller[2]])),
@@ -334,13 +399,30 @@ def render() -> dict[str, str]:
             ),
         ),
         "templates/webhooks.yaml": _docs(webhooks),
-        "templates/certmanager.yaml": _guard(_CERT_MANAGER, _docs(o.cert_manager_objects(s))),
+        "templates/certmanager.yaml": _cert_manager(s),
+        "templates/refused.yaml": _refused(),
         "templates/visibility.yaml": _visibility(),
         "templates/visibility-apf.yaml": _guard(".Values.enableVisibilityAPF", _docs(visibility.apf_objects())),
         "templates/dashboard.yaml": _guard(
             ".Values.enableKueueViz", _docs(dashboard.objects(_NS, image="@@IMAGE@@", pull_policy="@@PULL_POLICY@@"))
         ),
     }
+
+
+def _cert_manager(s: o.Settings) -> str:
+    """The Certificate, and the self-signed Issuer unless `certManager.issuerRef` names another
+    (upstream: templates/certmanager/issuer.yaml and the kueue.certManager.issuerRef helper)."""
+    issuer, certificate = o.cert_manager_objects(s, cluster_domain=_DOMAIN)
+    certificate["spec"]["issuerRef"] = {"@@ISSUER_REF@@": ""}
+    return _guard(_CERT_MANAGER, _guard("not .Values.certManager.issuerRef", _docs([issuer])) + _docs([certificate]))
+
+
+def _refused() -> str:
+    """Setting an upstream value the chart does not implement stops `helm install` with the reason."""
+    return "".join(
+        f'{{{{- if .Values.{key} }}}}\n{{{{- fail "{key}: not supported by pykueue: {why}" }}}}\n{{{{- end }}}}\n'
+        for key, (_, why) in values_schema.REFUSED.items()
+    )
 
 
 def _visibility() -> str:

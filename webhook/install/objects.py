@@ -304,8 +304,9 @@ CERTIFICATE = "kueue-serving-cert"
 INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
 
 
-def cert_manager_objects(s: Settings) -> list[dict[str, Any]]:
-    """A self-signed Issuer and the serving Certificate, stored in the Secret the server reads."""
+def cert_manager_objects(s: Settings, *, cluster_domain: str = "cluster.local") -> list[dict[str, Any]]:
+    """A self-signed Issuer and the serving Certificate, stored in the Secret the server reads; its
+    names are the Service's, short and under `cluster_domain` (upstream chart's kubernetesClusterDomain)."""
     host = f"{WEBHOOK_SERVICE}.{s.namespace}.svc"
     return [
         {
@@ -319,7 +320,7 @@ def cert_manager_objects(s: Settings) -> list[dict[str, Any]]:
             "kind": "Certificate",
             "metadata": _meta(CERTIFICATE, s),
             "spec": {
-                "dnsNames": [host, f"{host}.cluster.local"],
+                "dnsNames": [host, f"{host}.{cluster_domain}"],
                 "secretName": SECRET,
                 "issuerRef": {"kind": "Issuer", "name": ISSUER},
             },

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from webhook.config import load, parse
-from webhook.install import chart, kustomize, rbac
+from webhook.install import chart, kustomize, rbac, values_schema
 from webhook.install import objects as o
 from webhook.install.__main__ import rendered
 
@@ -23,7 +24,8 @@ def test_committed_manifests_and_chart_are_up_to_date():
     on_disk = {
         p.relative_to(ROOT): p.read_text(encoding="utf-8")
         for base in ("manifests", "charts/pykueue")
-        for p in (ROOT / base).rglob("*.yaml")
+        for p in (ROOT / base).rglob("*")
+        if p.suffix in (".yaml", ".json")
     }
     stale = sorted(str(p) for p in expected.keys() | on_disk.keys() if expected.get(p) != on_disk.get(p))
     assert not stale, f"stale generated files {stale}: run `make manifests` (python -m webhook.install manifests)"
@@ -329,6 +331,17 @@ UPSTREAM_VALUE_PATHS = [
     "metricsService.annotations",
     "webhookService.ports",
     "webhookService.type",
+    "webhookService.ipDualStack.enabled",
+    "webhookService.ipDualStack.ipFamilies",
+    "webhookService.ipDualStack.ipFamilyPolicy",
+    "controllerManager.featureGates",
+    "controllerManager.manager.logLevel",
+    "controllerManager.strategy",
+    "controllerManager.hostNetwork",
+    "controllerManager.dnsPolicy",
+    "kubernetesClusterDomain",
+    "certManager.issuerRef",
+    "mutatingWebhook.reinvocationPolicy",
 ]
 
 
@@ -339,10 +352,30 @@ def test_chart_values_use_kueues_names():
         for part in path.split("."):
             assert isinstance(node, dict) and part in node, f"values.yaml lacks {path}"
             node = node[part]
-    # Every value the templates read exists in values.yaml.
+    # Every value the templates read exists in values.yaml, but the upstream ones refused when set.
     templates = "".join(t for name, t in chart.render().items() if name.startswith("templates/"))
-    for ref in set(re.findall(r"\.Values\.([\w.]+)", templates)):
+    for ref in set(re.findall(r"\.Values\.([\w.]+)", templates)) - set(values_schema.REFUSED):
         node = values
         for part in ref.split("."):
             assert part in node, f"templates read .Values.{ref}, which values.yaml lacks"
             node = node[part]
+
+
+def test_the_values_schema_closes_every_level_of_the_defaults():
+    """Each key of values.yaml is one the schema names, and each object the chart builds itself is closed,
+    so Helm refuses a misspelt key at any depth (tests/integration/test_chart.py runs helm on it)."""
+    schema = json.loads(chart.render()["values.schema.json"])
+    values = yaml.safe_load(chart.render()["values.yaml"])
+
+    def walk(value: Any, node: dict[str, Any], path: str) -> None:
+        if not isinstance(value, dict) or "properties" not in node:
+            return
+        assert node.get("additionalProperties") is False, f"{path or '/'} is open"
+        for key, child in value.items():
+            assert key in node["properties"], f"the schema lacks {path}/{key}"
+            walk(child, node["properties"][key], f"{path}/{key}")
+
+    walk(values, schema, "")
+    # The upstream values the chart refuses are admitted with their type, for the template's message.
+    for key, (kind, _) in values_schema.REFUSED.items():
+        assert key not in values and schema["properties"][key]["type"] == kind
