@@ -54,6 +54,8 @@ class Cache:
         self.limit_summaries: dict[str, pod_resources.Summary] = {}
         # RuntimeClass name → its overhead.podFixed ({} when it has none).
         self.runtime_overheads: dict[str, pod_resources.ResourceList] = {}
+        # (namespace, name) → ResourceClaimTemplate (`dra`), fed only with KueueDRAIntegration on.
+        self.claim_templates: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.priority_classes: dict[str, int] = {}
         self.admission_checks: dict[str, bool] = {}
         self.admission_check_controllers: dict[str, str] = {}
@@ -143,6 +145,16 @@ class Cache:
             self.runtime_overheads.pop(name, None)
         else:
             self.runtime_overheads[name] = pod_resources.runtime_class_overhead(obj)
+
+    def set_claim_template(self, namespace: str, name: str, obj: Mapping[str, Any] | None) -> None:
+        """Record a ResourceClaimTemplate (None deletes it)."""
+        if obj is None:
+            self.claim_templates.pop((namespace, name), None)
+        else:
+            self.claim_templates[(namespace, name)] = obj
+
+    def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claim_templates.get((namespace, name))
 
     def upsert_priority_class(self, obj: Mapping[str, Any]) -> model.WorkloadPriorityClassSpec:
         wpc = model.parse_workload_priority_class(obj)
