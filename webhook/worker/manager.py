@@ -44,7 +44,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
-from webhook.core import pod_resources
+from webhook.core import dra, pod_resources
 from webhook.core.cycle import (
     AdmissionCore,
     SchedulerConfig,
@@ -65,7 +65,7 @@ from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
 
-__all__ = ["RESOURCES", "Manager"]
+__all__ = ["CLAIM_TEMPLATES", "RESOURCES", "Manager", "dra_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("runtimeclasses", "node.k8s.io/v1"),
     Resource("workloads", c.V1BETA2),
 )
+# What a pending Workload's devices cost (`core.dra`), watched with gate KueueDRAIntegration on.
+CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "resource.k8s.io/v1")
 
 
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,6 +136,17 @@ def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
     assert_never(message)
 
 
+def dra_settings(config: Configuration) -> dra.Settings:
+    """Gates KueueDRAIntegration, KueueDRARejectWorkloadsWhenDRADisabled and the device class mappings."""
+    return dra.Settings(
+        enabled=config.feature_enabled(Feature.KUEUE_DRA_INTEGRATION),
+        reject_when_disabled=config.feature_enabled(Feature.KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED),
+        mapper=dra.DeviceClassMapper.from_mappings(
+            (m.name, m.device_class_names) for m in config.resources.device_class_mappings
+        ),
+    )
+
+
 def scheduler_config(config: Configuration) -> SchedulerConfig:
     """The admission core's settings from the Configuration and its feature gates."""
     wfpr = config.wait_for_pods_ready
@@ -151,6 +164,7 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
             TIMESTAMP_PREEMPTION_BUFFER if gate(Feature.SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER) else timedelta(0)
         ),
         granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
+        dra_settings=dra_settings(config),
     )
     if not fs:
         return scheduler
@@ -193,6 +207,7 @@ class Manager:
             stop=stop,
             on_evicted=self.reporter.evicted,
             on_admitted=self._admitted_by_checks,
+            dra_settings=dra_settings(config),
         )
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
@@ -214,7 +229,8 @@ class Manager:
             if after_finished is None
             else WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
         )
-        self.resources = (*RESOURCES, *(r for w in self.integrations for r in w.watches))
+        dra_watch = (CLAIM_TEMPLATES,) if config.feature_enabled(Feature.KUEUE_DRA_INTEGRATION) else ()
+        self.resources = (*RESOURCES, *dra_watch, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
             *(w.reconciler for w in self.integrations),
@@ -401,6 +417,10 @@ class Manager:
             core.on_runtime_class_deleted(name) if deleted else core.on_runtime_class(obj)
             uses = [w for w in self.store.list("workloads") if name in pod_resources.runtime_class_names(w)]
             self._refeed_pending(uses, now, cause=f"runtimeclasses/{name}")
+        elif kind == "resourceclaimtemplates":
+            core.on_claim_template_deleted(ns, name) if deleted else core.on_claim_template(obj)
+            uses = [w for w in self.store.list("workloads", ns) if name in dra.claim_template_names(w)]
+            self._refeed_pending(uses, now, cause=f"resourceclaimtemplates/{ns}/{name}")
         elif kind == "admissionchecks":
             core.on_admission_check(
                 name,
@@ -425,8 +445,8 @@ class Manager:
             core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
 
     def _refeed_pending(self, workloads: Sequence[dict[str, Any]], now: datetime, *, cause: str) -> None:
-        """Re-adjust the Workloads not holding quota after a LimitRange or RuntimeClass changed what
-        their pods would request (`resourceUpdatesHandler` in `workload_controller.go`); those whose
+        """Re-adjust the Workloads not holding quota after a LimitRange, RuntimeClass or
+        ResourceClaimTemplate changed what their pods would request (`resourceUpdatesHandler` in `workload_controller.go`); those whose
         Admit write is in flight are left to that write's event (see `_feed`)."""
         fed = 0
         for wl in workloads:
