@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.api import constants
 from webhook.api.constants import ClusterQueueActiveReason as _R
-from webhook.core import hierarchy, model, pod_resources, resource_node
+from webhook.core import dra, hierarchy, model, pod_resources, resource_node
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey
@@ -56,6 +56,10 @@ class Cache:
         self.runtime_overheads: dict[str, pod_resources.ResourceList] = {}
         # (namespace, name) → ResourceClaimTemplate (`dra`), fed only with KueueDRAIntegration on.
         self.claim_templates: dict[tuple[str, str], Mapping[str, Any]] = {}
+        # DeviceClass name → object, and the extended resources they back (`dra.extended_backing`),
+        # fed only with KueueDRAIntegrationExtendedResource on.
+        self.device_classes: dict[str, Mapping[str, Any]] = {}
+        self.extended_backing: Mapping[str, str] = {}
         self.priority_classes: dict[str, int] = {}
         self.admission_checks: dict[str, bool] = {}
         self.admission_check_controllers: dict[str, str] = {}
@@ -152,6 +156,14 @@ class Cache:
             self.claim_templates.pop((namespace, name), None)
         else:
             self.claim_templates[(namespace, name)] = obj
+
+    def set_device_class(self, name: str, obj: Mapping[str, Any] | None) -> None:
+        """Record a DeviceClass (None deletes it) and recompute which extended resources are devices."""
+        if obj is None:
+            self.device_classes.pop(name, None)
+        else:
+            self.device_classes[name] = obj
+        self.extended_backing = dra.extended_backing(self.device_classes.values())
 
     def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.claim_templates.get((namespace, name))

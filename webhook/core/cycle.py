@@ -393,6 +393,12 @@ class AdmissionCore:
     def on_claim_template_deleted(self, namespace: str, name: str) -> None:
         self.cache.set_claim_template(namespace, name, None)
 
+    def on_device_class(self, obj: Mapping[str, Any]) -> None:
+        self.cache.set_device_class(str((obj.get("metadata") or {}).get("name") or ""), obj)
+
+    def on_device_class_deleted(self, name: str) -> None:
+        self.cache.set_device_class(name, None)
+
     def parse_workload(self, obj: Mapping[str, Any]) -> WorkloadInfo:
         """The Workload as its pods will be created: requests adjusted for its namespace's LimitRanges
         and its RuntimeClasses, and what the LimitRanges refuse recorded (upstream adjusts each
@@ -409,6 +415,7 @@ class AdmissionCore:
             requeue_by_eviction=self.config.requeue_by_eviction,
             limit_range_errors=pod_resources.limit_range_errors(adjusted, summary),
             dra_requests=devices.requests,
+            dra_replaced=devices.replaced,
             dra_error=devices.quota_message,
         )
 
@@ -422,7 +429,7 @@ class AdmissionCore:
         held = (conds.get(constants.WorkloadCondition.QUOTA_RESERVED) or {}).get("reason") == constants.ON_HOLD_REASON
         if reserved or finished or held:
             return dra.Outcome()
-        return dra.resolve(obj, self.cache.claim_template, self.config.dra_settings)
+        return dra.resolve(obj, self.cache.claim_template, self.config.dra_settings, self.cache.extended_backing)
 
     def on_workload(self, obj: Mapping[str, Any], now: datetime) -> WorkloadInfo:
         """A Workload was created or updated (including status changes)."""

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
 from webhook.api import constants, quantity
-from webhook.api.fields import FieldError, Path, invalid, not_found
+from webhook.api.fields import FieldError, Path, aggregate, invalid, not_found, quantity_string
 from webhook.core.conditions import ConditionValue
 from webhook.core.resources import UNLIMITED
 
@@ -45,6 +46,8 @@ __all__ = [
     "TemplateLookup",
     "claim_template_names",
     "count_devices_per_class",
+    "extended_backing",
+    "extended_requests",
     "has_dra",
     "has_resource_claim",
     "has_resource_claim_templates",
@@ -89,6 +92,9 @@ class Settings:
     enabled: bool = True
     reject_when_disabled: bool = True
     mapper: DeviceClassMapper = field(default_factory=DeviceClassMapper)
+    # Gate KueueDRAIntegrationExtendedResource: container requests of an extended resource that a
+    # DeviceClass names in spec.extendedResourceName are devices too.
+    extended_resources: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,8 @@ class Outcome:
     """
 
     requests: Mapping[str, Mapping[str, int]] = field(default_factory=lambda: MappingProxyType({}))
+    # Per podSet name, the extended resources whose requests `requests` now carries instead.
+    replaced: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     quota_message: str = ""
     requeued_message: str = ""
     retryable: bool = False
@@ -190,19 +198,43 @@ def count_devices_per_class(claim_spec: Mapping[str, Any]) -> _Counted | FieldEr
     return _Counted(counts, selectors)
 
 
-def resolve(obj: Mapping[str, Any], templates: TemplateLookup, settings: Settings) -> Outcome:
+def resolve(
+    obj: Mapping[str, Any],
+    templates: TemplateLookup,
+    settings: Settings,
+    backing: Mapping[str, str] | None = None,
+) -> Outcome:
     """The DRA step of the workload controller for a Workload waiting for quota, in upstream's order:
     with the integration off, refuse any claim (gate KueueDRARejectWorkloadsWhenDRADisabled) or count
     nothing; a `resourceClaimName` is refused; then each ResourceClaimTemplate is counted and mapped,
-    stopping at the first problem (`GetResourceRequestsForResourceClaimTemplates`)."""
+    stopping at the first problem (`GetResourceRequestsForResourceClaimTemplates`); then the extended
+    resources `backing` names (extendedResourceName → DeviceClass, `extended_backing`) are moved to
+    their quota key (`ResolveExtendedResourceQuota`)."""
     if not settings.enabled:
         if settings.reject_when_disabled and has_dra(obj):
             return Outcome(quota_message=MSG_DRA_DISABLED, requeued_message=MSG_DRA_DISABLED)
         return _NONE
-    if not has_dra(obj):
+    backing = backing if settings.extended_resources and backing else {}
+    if not has_dra(obj) and not _requests_backed(obj, backing):
         return _NONE
     if has_resource_claim(obj):
         return Outcome(quota_message=MSG_CLAIMS_NOT_SUPPORTED, requeued_message=MSG_CLAIMS_NOT_SUPPORTED_REQUEUED)
+    claimed = _template_requests(obj, templates, settings)
+    if claimed.inadmissible or not backing:
+        return claimed
+    extended = _extended_requests(obj, settings, backing)
+    if extended.inadmissible:
+        return extended
+    merged: dict[str, Mapping[str, int]] = dict(claimed.requests)
+    for ps, added in extended.requests.items():
+        total = dict(merged.get(ps) or {})
+        for r, v in added.items():
+            total[r] = min(total.get(r, 0) + v, UNLIMITED)
+        merged[ps] = MappingProxyType(total)
+    return replace(claimed, requests=MappingProxyType(merged), replaced=extended.replaced)
+
+
+def _template_requests(obj: Mapping[str, Any], templates: TemplateLookup, settings: Settings) -> Outcome:
     ns = str((obj.get("metadata") or {}).get("namespace") or "")
     per_pod_set: dict[str, Mapping[str, int]] = {}
     unchecked: list[str] = []
@@ -236,6 +268,124 @@ def resolve(obj: Mapping[str, Any], templates: TemplateLookup, settings: Setting
         if added:
             per_pod_set[ps_name] = MappingProxyType(added)
     return Outcome(requests=MappingProxyType(per_pod_set), unchecked_selectors=tuple(unchecked))
+
+
+# -- extended resources backed by a DeviceClass (`pkg/dra/extended_resources.go`) -------------------
+
+
+def extended_backing(device_classes: Iterable[Mapping[str, Any]]) -> Mapping[str, str]:
+    """extendedResourceName → the DeviceClass Kubernetes allocates it from (`selectedDeviceClass`): of
+    several classes naming it, the one created last; of those created in the same second, the name
+    sorted first."""
+    best: dict[str, tuple[str, str]] = {}  # extended name → (creationTimestamp, class name)
+    for dc in device_classes:
+        ern = (dc.get("spec") or {}).get("extendedResourceName")
+        if not ern:
+            continue
+        meta = dc.get("metadata") or {}
+        cand = (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+        held = best.get(str(ern))
+        if held is None or cand[0] > held[0] or (cand[0] == held[0] and cand[1] < held[1]):
+            best[str(ern)] = cand
+    return MappingProxyType({ern: name for ern, (_, name) in best.items()})
+
+
+def _positive_extended(container: Mapping[str, Any]) -> dict[str, tuple[Fraction, str]]:
+    """A container's positive extended requests: name → (amount, text as the API carries it)."""
+    reqs = (container.get("resources") or {}).get("requests") or {}
+    out = {}
+    for name, text in reqs.items():
+        if quantity.is_extended_resource_name(str(name)):
+            v = quantity.parse(text)
+            if v > 0:
+                out[str(name)] = (v, str(text))
+    return out
+
+
+def extended_requests(obj: Mapping[str, Any]) -> frozenset[str]:
+    """The extended resources a Workload's containers ask for."""
+    return frozenset(
+        name
+        for _, _, spec in _pod_specs(obj)
+        for kind in ("initContainers", "containers")
+        for c in spec.get(kind) or ()
+        for name in _positive_extended(c)
+    )
+
+
+def _requests_backed(obj: Mapping[str, Any], backing: Mapping[str, str]) -> bool:
+    """Some container asks for an extended resource a DeviceClass backs (`NeedsDRAReconcile`)."""
+    if not backing:
+        return False
+    for _, _, spec in _pod_specs(obj):
+        for kind in ("initContainers", "containers"):
+            for c in spec.get(kind) or ():
+                if any(name in backing for name in _positive_extended(c)):
+                    return True
+    return False
+
+
+def _extended_requests(obj: Mapping[str, Any], settings: Settings, backing: Mapping[str, str]) -> Outcome:
+    """`ResolveExtendedResourceQuota`: per podSet, init containers' extended requests by max and the
+    others' by sum, then the larger of the two per name; each name a DeviceClass backs must be a whole
+    number in every container and in total, and moves to its quota key: the class's mapped logical
+    name, or the extended name itself. Errors of all names are reported together (sorted by name,
+    where upstream follows map order)."""
+    per_pod_set: dict[str, Mapping[str, int]] = {}
+    replaced: dict[str, frozenset[str]] = {}
+    errs: list[FieldError] = []
+    for i, ps_name, spec in _pod_specs(obj):
+        base = Path("spec.podSets").index(i).child("template", "spec")
+        entries: list[tuple[Path, dict[str, tuple[Fraction, str]]]] = []
+        first: dict[str, Path] = {}
+        init_max: dict[str, Fraction] = {}
+        regular_sum: dict[str, Fraction] = {}
+        for kind in ("initContainers", "containers"):
+            for j, c in enumerate(spec.get(kind) or ()):
+                res = _positive_extended(c)
+                if not res:
+                    continue
+                path = base.child(kind).index(j)
+                entries.append((path, res))
+                for name, (v, _) in res.items():
+                    first.setdefault(name, path)
+                    if kind == "initContainers":
+                        init_max[name] = max(init_max.get(name, Fraction(0)), v)
+                    else:
+                        regular_sum[name] = regular_sum.get(name, Fraction(0)) + v
+        pod = {n: max(init_max.get(n, Fraction(0)), regular_sum.get(n, Fraction(0))) for n in first}
+        added: dict[str, int] = {}
+        moved: set[str] = set()
+        for name in sorted(pod):
+            dc = backing.get(name)
+            if dc is None:
+                continue
+            bad = [
+                invalid(p.child("resources", "requests", name), quantity_string(res[name][1]), _NOT_INTEGER)
+                for p, res in entries
+                if name in res and res[name][0].denominator != 1
+            ]
+            if bad:
+                errs.extend(bad)
+                continue
+            total = pod[name]
+            if total > UNLIMITED:
+                errs.append(invalid(first[name].child("resources", "requests", name), str(total), _OVERFLOW))
+                continue
+            key = settings.mapper.logical.get(dc, name)
+            moved.add(name)
+            added[key] = min(added.get(key, 0) + quantity.amount(key, int(total)), UNLIMITED)
+        if added:
+            per_pod_set[ps_name] = MappingProxyType(added)
+        if moved:
+            replaced[ps_name] = frozenset(moved)
+    if errs:
+        return _refused(aggregate(errs))
+    return Outcome(requests=MappingProxyType(per_pod_set), replaced=MappingProxyType(replaced))
+
+
+_NOT_INTEGER = "extended resource quantity must be an integer"
+_OVERFLOW = "total extended resource quantity overflows int64"
 
 
 def _refused(message: str, *, retryable: bool = False) -> Outcome:

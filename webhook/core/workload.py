@@ -382,6 +382,7 @@ def parse_workload(
     requeue_by_eviction: bool = True,
     limit_range_errors: str = "",
     dra_requests: Mapping[str, Mapping[str, int]] | None = None,
+    dra_replaced: Mapping[str, frozenset[str]] | None = None,
     dra_error: str = "",
 ) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
@@ -389,8 +390,9 @@ def parse_workload(
     Requests are read as the podSets say; the admission core first adjusts them for LimitRanges
     and RuntimeClasses (`pod_resources.adjust_workload`) and passes what those refuse as
     `limit_range_errors`. `dra_requests` (per podSet name, per pod) are the logical resources its
-    ResourceClaimTemplates cost (`dra.resolve`), added to what the containers request; `dra_error`
-    says why they could not be counted.
+    ResourceClaimTemplates and DeviceClass-backed extended resources cost (`dra.resolve`), added to
+    what the containers request once the extended resources in `dra_replaced` are taken out;
+    `dra_error` says why they could not be counted.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
     WorkloadPriorityClass's value reaches a Workload only through `spec.priority`: the job reconciler
@@ -409,6 +411,8 @@ def parse_workload(
         mc = ps.get("minCount")
         ps_name = str(ps.get("name") or "main")
         requests = pod_requests(pspec)
+        for r in (dra_replaced or {}).get(ps_name) or ():
+            requests.pop(r, None)
         for r, v in ((dra_requests or {}).get(ps_name) or {}).items():
             requests[r] = min(requests.get(r, 0) + v, UNLIMITED)
         pod_sets.append(

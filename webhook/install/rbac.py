@@ -206,7 +206,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
         Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
         Access("node.k8s.io", ("runtimeclasses",), _READ, WORKER, "RuntimeClass pod overhead of pending Workloads"),
-        Access("resource.k8s.io", ("resourceclaimtemplates",), _READ, WORKER, "DRA devices of pending Workloads"),
+        Access(
+            "resource.k8s.io",
+            ("deviceclasses", "resourceclaimtemplates"),
+            _READ,
+            WORKER,
+            "DRA devices of pending Workloads",
+        ),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(
             "coordination.k8s.io",

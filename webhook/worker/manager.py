@@ -65,7 +65,7 @@ from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
 
-__all__ = ["CLAIM_TEMPLATES", "RESOURCES", "Manager", "dra_settings"]
+__all__ = ["CLAIM_TEMPLATES", "DEVICE_CLASSES", "RESOURCES", "Manager", "dra_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,8 @@ RESOURCES: tuple[Resource, ...] = (
 )
 # What a pending Workload's devices cost (`core.dra`), watched with gate KueueDRAIntegration on.
 CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "resource.k8s.io/v1")
+# Which extended resources are devices, watched with gate KueueDRAIntegrationExtendedResource on too.
+DEVICE_CLASSES = Resource("deviceclasses", "resource.k8s.io/v1")
 
 
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,6 +146,7 @@ def dra_settings(config: Configuration) -> dra.Settings:
         mapper=dra.DeviceClassMapper.from_mappings(
             (m.name, m.device_class_names) for m in config.resources.device_class_mappings
         ),
+        extended_resources=config.feature_enabled(Feature.KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE),
     )
 
 
@@ -229,7 +232,10 @@ class Manager:
             if after_finished is None
             else WorkloadRetention(kube, self.store, self.recorder, after_finished_s=after_finished, stop=stop)
         )
-        dra_watch = (CLAIM_TEMPLATES,) if config.feature_enabled(Feature.KUEUE_DRA_INTEGRATION) else ()
+        settings = self.core.config.dra_settings
+        dra_watch = (
+            (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
+        )
         self.resources = (*RESOURCES, *dra_watch, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
@@ -421,6 +427,15 @@ class Manager:
             core.on_claim_template_deleted(ns, name) if deleted else core.on_claim_template(obj)
             uses = [w for w in self.store.list("workloads", ns) if name in dra.claim_template_names(w)]
             self._refeed_pending(uses, now, cause=f"resourceclaimtemplates/{ns}/{name}")
+        elif kind == "deviceclasses":
+            # The extended resources backed before and after the change (`deviceClassHandler`).
+            before = set(core.cache.extended_backing)
+            core.on_device_class_deleted(name) if deleted else core.on_device_class(obj)
+            names = before.symmetric_difference(core.cache.extended_backing) | {
+                ern for ern, dc in core.cache.extended_backing.items() if dc == name
+            }
+            uses = [w for w in self.store.list("workloads") if names & dra.extended_requests(w)]
+            self._refeed_pending(uses, now, cause=f"deviceclasses/{name}")
         elif kind == "admissionchecks":
             core.on_admission_check(
                 name,

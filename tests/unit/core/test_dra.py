@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl
+from webhook.api import quantity
 from webhook.core import dra
 from webhook.core.admission_checks import workload_step
 from webhook.core.decisions import Admit
@@ -219,3 +220,80 @@ def test_an_uncountable_workload_waits_outside_the_queues_until_its_template_is_
     c.on_claim_template(template("gpus", request(count=1)))
     c.on_workload(obj, T0)
     assert admitted(c) == {"ns/wl": {"cpu": "1", GPU: "1"}}
+
+
+# -- extended resources a DeviceClass backs (`pkg/dra/extended_resources.go`) -----------------------
+
+EXT = "example.com/gpu-ext"
+
+
+def device_class(name: str, extended: str, created: str = "2025-01-01T00:00:00Z") -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "creationTimestamp": created},
+        "spec": {"extendedResourceName": extended},
+    }
+
+
+def extended_workload(count: int = 1, **requests: str) -> dict[str, Any]:
+    obj = make_wl("ext").podset("main", count, cpu="1").obj()
+    obj["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"].update(requests)
+    return obj
+
+
+def test_the_class_created_last_backs_an_extended_resource_and_ties_go_to_the_first_name():
+    classes = [
+        device_class("b.example.com", EXT, "2025-01-01T00:00:01Z"),
+        device_class("a.example.com", EXT, "2025-01-01T00:00:01Z"),
+        device_class("old.example.com", EXT, "2025-01-01T00:00:00Z"),
+        device_class("other.example.com", "example.com/other"),
+    ]
+    assert dict(dra.extended_backing(classes)) == {EXT: "a.example.com", "example.com/other": "other.example.com"}
+
+
+def test_an_extended_resource_of_a_mapped_class_is_charged_under_the_mapped_name():
+    backing = dra.extended_backing([device_class("gpu.example.com", EXT)])
+    out = dra.resolve(extended_workload(**{EXT: "2"}), lookup(), SETTINGS, backing)
+    assert dict(out.requests["main"]) == {GPU: 2}
+    assert out.replaced == {"main": frozenset({EXT})}
+
+
+def test_an_extended_resource_of_an_unmapped_class_keeps_its_name():
+    backing = dra.extended_backing([device_class("fpga.example.com", EXT)])
+    out = dra.resolve(extended_workload(**{EXT: "1"}), lookup(), SETTINGS, backing)
+    assert dict(out.requests["main"]) == {EXT: 1}
+
+
+def test_an_extended_resource_nobody_backs_is_an_ordinary_request():
+    assert dra.resolve(extended_workload(**{EXT: "1"}), lookup(), SETTINGS, {}) == dra.Outcome()
+
+
+def test_a_fractional_device_request_is_refused():
+    backing = dra.extended_backing([device_class("gpu.example.com", EXT)])
+    out = dra.resolve(extended_workload(**{EXT: "500m"}), lookup(), SETTINGS, backing)
+    assert out.quota_message == (
+        f'spec.podSets[0].template.spec.containers[0].resources.requests.{EXT}: Invalid value: "500m": '
+        "extended resource quantity must be an integer"
+    )
+
+
+def test_without_the_gate_extended_resources_are_left_alone():
+    backing = dra.extended_backing([device_class("gpu.example.com", EXT)])
+    off = dra.Settings(mapper=SETTINGS.mapper, extended_resources=False)
+    assert dra.resolve(extended_workload(**{EXT: "2"}), lookup(), off, backing) == dra.Outcome()
+
+
+def test_the_core_charges_backed_extended_resources_under_the_mapped_name():
+    c = core()
+    c.on_device_class(device_class("gpu.example.com", EXT))
+    c.on_workload(extended_workload(2, **{EXT: "1"}), T0)
+    assert admitted(c) == {"ns/ext": {"cpu": "2", GPU: "2"}}
+
+
+@pytest.mark.parametrize(
+    ("name", "extended"),
+    [("example.com/gpu", True), ("cpu", False), ("kubernetes.io/x", False), ("requests.example.com/x", False)],
+)
+def test_only_extended_resource_names_can_be_devices(name: str, extended: bool):
+    assert quantity.is_extended_resource_name(name) is extended

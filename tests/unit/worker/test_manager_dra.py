@@ -9,13 +9,13 @@ import threading
 from typing import Any
 
 from tests.builders import T0
-from tests.unit.core.test_dra import GPU, request, template, workload
+from tests.unit.core.test_dra import EXT, GPU, device_class, extended_workload, request, template, workload
 from tests.unit.fake_kube import FakeKube
 from webhook import config
 from webhook.config import Configuration
 from webhook.core.workload import WorkloadKey
 from webhook.worker import events
-from webhook.worker.manager import CLAIM_TEMPLATES, Manager, dra_settings
+from webhook.worker.manager import CLAIM_TEMPLATES, DEVICE_CLASSES, Manager, dra_settings
 from webhook.worker.reconcilers import workload as w
 from webhook.worker.store import Store
 
@@ -36,12 +36,29 @@ def requests(mgr: Manager, key: str) -> dict[str, int]:
 
 def test_templates_are_watched_only_with_the_integration_on():
     assert CLAIM_TEMPLATES.path == "/apis/resource.k8s.io/v1/resourceclaimtemplates"
-    assert CLAIM_TEMPLATES in manager().resources
+    assert {CLAIM_TEMPLATES, DEVICE_CLASSES} <= set(manager().resources)
     off = config.parse(
         V2 + "featureGates: {KueueDRAIntegration: false, KueueDRAIntegrationExtendedResource: false, "
         "KueueDRAIntegrationPartitionableDevices: false}\n"
     )
-    assert CLAIM_TEMPLATES not in manager(off).resources
+    assert not {CLAIM_TEMPLATES, DEVICE_CLASSES} & set(manager(off).resources)
+    no_extended = config.parse(V2 + "featureGates: {KueueDRAIntegrationExtendedResource: false}\n")
+    assert DEVICE_CLASSES not in manager(no_extended).resources
+
+
+def test_a_device_class_backing_an_extended_resource_re_charges_the_workloads_asking_for_it():
+    mgr = manager()
+    wl = extended_workload(1, **{EXT: "2"})
+    mgr.store.put("workloads", wl)
+    mgr._feed("workloads", "ADDED", wl, T0)
+    assert requests(mgr, "ns/ext") == {"cpu": 1000, EXT: 2}
+
+    dc = device_class("gpu.example.com", EXT)
+    mgr._feed("deviceclasses", "ADDED", dc, T0)
+    assert requests(mgr, "ns/ext") == {"cpu": 1000, GPU: 2}
+
+    mgr._feed("deviceclasses", "DELETED", dc, T0)
+    assert requests(mgr, "ns/ext") == {"cpu": 1000, EXT: 2}
 
 
 def test_a_template_arriving_after_its_workload_queues_it_with_its_devices():

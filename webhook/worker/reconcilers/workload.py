@@ -151,6 +151,12 @@ class WorkloadReconciler:
         self.queue.add(key)
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        if kind == "deviceclasses":
+            ern = (obj.get("spec") or {}).get("extendedResourceName")
+            for wl in self.store.list("workloads") if ern else ():
+                if ern in dra.extended_requests(wl):
+                    self.add(object_key(wl))
+            return
         if kind == "resourceclaimtemplates":
             # Upstream retries a missing template with backoff; here its arrival (or change) brings
             # the Workloads naming it back.
@@ -260,7 +266,8 @@ class WorkloadReconciler:
         """The DRA step's findings from the stored ResourceClaimTemplates (None without DRA settings)."""
         if self.dra is None:
             return None
-        outcome = dra.resolve(wl, self._claim_template, self.dra)
+        backing = dra.extended_backing(self.store.list("deviceclasses")) if self.dra.extended_resources else None
+        outcome = dra.resolve(wl, self._claim_template, self.dra, backing)
         if outcome.unchecked_selectors and key not in self._unchecked_logged:
             with self._lock:
                 self._unchecked_logged.add(key)
