@@ -8,8 +8,13 @@ resource name ClusterQueues give quota for. A Workload that cannot be counted (a
 a request form Kueue does not count, a `resourceClaimName` instead of a template) is held
 Inadmissible with upstream's message, never admitted for free.
 
+With gate KueueDRAIntegrationExtendedResource (on by default) a container's request of an extended
+resource that a DeviceClass backs (`spec.extendedResourceName`) is a device request too: it moves to
+the class's mapped name.
+
 Mirrors kueue v0.19.2: `pkg/dra/claims.go` (`countDevicesPerClass`,
 `GetResourceRequestsForResourceClaimTemplates`), `pkg/dra/mapper.go` (`ResourceMapper`),
+`pkg/dra/extended_resources.go` (`NeedsDRAReconcile`, `ResolveExtendedResourceQuota`),
 `pkg/workload/workload.go` (`HasDRA`, `HasResourceClaim`, `HasResourceClaimTemplates`) and the DRA
 steps of `Reconcile` in `pkg/controller/core/workload_controller.go`.
 
@@ -103,8 +108,8 @@ class Outcome:
 
     `requests` is, per podSet name, the per-pod logical resources its templates add (amounts as
     `quantity.amount` counts them). `quota_message` / `requeued_message` are set when the Workload
-    must be held Inadmissible (they differ only for a `resourceClaimName`); `retryable` says the
-    cause is cluster state (a template not found yet) rather than the spec or the configuration.
+    must be held Inadmissible (they differ only for a `resourceClaimName`). Upstream retries a
+    missing template with backoff; here the template's watch event brings the Workload back.
     `unchecked_selectors` names the requests whose CEL selectors were not evaluated (see the module).
     """
 
@@ -113,7 +118,6 @@ class Outcome:
     replaced: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     quota_message: str = ""
     requeued_message: str = ""
-    retryable: bool = False
     unchecked_selectors: tuple[str, ...] = ()
 
     @property
@@ -251,7 +255,7 @@ def _template_requests(obj: Mapping[str, Any], templates: TemplateLookup, settin
                     f"{claims.index(j)}: Internal error: failed to get claim spec for ResourceClaimTemplate "
                     f'{tname} in podset {ps_name}: resourceclaimtemplates.resource.k8s.io "{tname}" not found'
                 )
-                return _refused(err, retryable=True)
+                return _refused(err)
             counted = count_devices_per_class(((tmpl.get("spec") or {}).get("spec")) or {})
             if isinstance(counted, FieldError):
                 where = f"{claims.index(j)}.{counted.path}"
@@ -388,8 +392,8 @@ _NOT_INTEGER = "extended resource quantity must be an integer"
 _OVERFLOW = "total extended resource quantity overflows int64"
 
 
-def _refused(message: str, *, retryable: bool = False) -> Outcome:
-    return Outcome(quota_message=message, requeued_message=message, retryable=retryable)
+def _refused(message: str) -> Outcome:
+    return Outcome(quota_message=message, requeued_message=message)
 
 
 def inadmissible_conditions(

@@ -99,13 +99,11 @@ def test_what_cannot_be_counted_is_refused_with_upstreams_message(req: dict[str,
     out = dra.resolve(workload(), lookup(template("gpus", req)), SETTINGS)
     assert out.quota_message == message
     assert out.requeued_message == message
-    assert not out.retryable
     assert dict(out.requests) == {}
 
 
-def test_a_missing_template_is_a_retryable_refusal():
+def test_a_missing_template_is_refused():
     out = dra.resolve(workload(), lookup(), SETTINGS)
-    assert out.retryable
     assert out.quota_message == (
         f"{CLAIMS}: Internal error: failed to get claim spec for ResourceClaimTemplate gpus in podset main: "
         'resourceclaimtemplates.resource.k8s.io "gpus" not found'

@@ -263,9 +263,9 @@ class WorkloadReconciler:
                 self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
 
     def _devices(self, key: str, wl: Mapping[str, Any]) -> dra.Outcome | None:
-        """The DRA step's findings from the stored ResourceClaimTemplates (None without DRA settings)."""
-        if self.dra is None:
-            return None
+        """The DRA step's findings from the stored ResourceClaimTemplates and DeviceClasses."""
+        if self.dra is None or o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED):
+            return None  # holding quota: what status.admission says is what it costs
         backing = dra.extended_backing(self.store.list("deviceclasses")) if self.dra.extended_resources else None
         outcome = dra.resolve(wl, self._claim_template, self.dra, backing)
         if outcome.unchecked_selectors and key not in self._unchecked_logged:
