@@ -23,6 +23,7 @@ __all__ = [
     "amount",
     "format_amount",
     "invalid",
+    "is_extended_resource_name",
     "is_milli_resource",
     "parse",
     "parse_quantity",
@@ -182,6 +183,15 @@ def _nanos(num: str, denom: str, base: int, exponent: int) -> int:
         digits = digits[:keep]
     whole, rest = divmod(int(digits) << e2, int(10**-shift))
     return min(whole + (1 if rest or sticky else 0), _MAX_NANOS)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """`IsExtendedResourceName` (k8s.io/kubernetes pkg/apis/core/helper): a domain-prefixed resource
+    outside kubernetes.io, and not a ResourceQuota `requests.` name."""
+    if name.startswith("requests.") or "/" not in name:
+        return False
+    domain = name.split("/", 1)[0]
+    return domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
 
 
 def is_milli_resource(resource: str) -> bool:

@@ -32,6 +32,7 @@ from webhook.config.types import (
     ConfigError,
     Configuration,
     ControllerConfig,
+    DeviceClassMapping,
     FairSharing,
     Health,
     IncrementalDispatcherConfig,
@@ -495,7 +496,18 @@ def _resources(d: Decoder, raw: Any) -> Resources:
     mappings = []
     mapping_keys = ("name", "deviceClassNames") + (() if d.v1beta1 else ("sources",))
     for i, item in enumerate(d.list(r.get("deviceClassMappings"), f"{p}.deviceClassMappings")):
-        mappings.append(MappingProxyType(dict(d.obj(item, f"{p}.deviceClassMappings[{i}]", mapping_keys))))
+        mp = f"{p}.deviceClassMappings[{i}]"
+        m = d.obj(item, mp, mapping_keys)
+        mappings.append(
+            DeviceClassMapping(
+                name=d.string(m.get("name", ""), f"{mp}.name"),
+                device_class_names=d.strings(m.get("deviceClassNames"), f"{mp}.deviceClassNames"),
+                sources=tuple(
+                    MappingProxyType(dict(d.obj(src, f"{mp}.sources[{j}]", ("counter", "capacity"))))
+                    for j, src in enumerate(d.list(m.get("sources"), f"{mp}.sources"))
+                ),
+            )
+        )
     return Resources(
         exclude_resource_prefixes=d.strings(r.get("excludeResourcePrefixes"), f"{p}.excludeResourcePrefixes"),
         transformations=tuple(transformations),

@@ -43,6 +43,7 @@ __all__ = [
     "ConfigError",
     "Configuration",
     "ControllerConfig",
+    "DeviceClassMapping",
     "FairSharing",
     "Feature",
     "Health",
@@ -438,11 +439,22 @@ class ResourceTransformation:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceClassMapping:
+    """`resources.deviceClassMappings[]`: the DeviceClasses whose devices count as resource `name`.
+    `sources` (counter / capacity quota, v1beta2 only) is kept as decoded: `check_implemented`
+    refuses it."""
+
+    name: str = ""
+    device_class_names: tuple[str, ...] = ()
+    sources: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Resources:
     exclude_resource_prefixes: tuple[str, ...] = ()
     transformations: tuple[ResourceTransformation, ...] = ()
     quota_check_strategy: str | None = None  # None behaves as BlockUndeclared
-    device_class_mappings: tuple[Mapping[str, Any], ...] = ()  # kept as decoded, not interpreted
+    device_class_mappings: tuple[DeviceClassMapping, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

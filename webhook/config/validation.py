@@ -6,7 +6,7 @@ import dataclasses
 import ipaddress
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -110,6 +110,7 @@ def validate(cfg: Configuration) -> list[fields.FieldError]:
         *_validate_admission_fair_sharing(cfg),
         *_validate_internal_cert_management(cfg),
         *_validate_resource_transformations(cfg),
+        *_validate_device_class_mappings(cfg),
         *_validate_namespace_selector(cfg, cfg.managed_jobs_namespace_selector),
         *_validate_object_retention_policies(cfg),
         *_validate_tls(cfg),
@@ -317,6 +318,108 @@ def _validate_resource_transformations(cfg: Configuration) -> list[fields.FieldE
     return errs
 
 
+def _counter_name(sources: Sequence[Mapping[str, Any]]) -> str:
+    """`counterNameForMapping`: the first source's counter name, "" without one."""
+    counter = sources[0].get("counter") if sources else None
+    return str(counter.get("name") or "") if isinstance(counter, Mapping) else ""
+
+
+def _validate_device_class_mappings(cfg: Configuration) -> list[fields.FieldError]:
+    """`validateDeviceClassMappings`: at most 16 mappings of 1 to 8 DeviceClasses; names are label
+    keys of at most 253 characters; a resource name once; a DeviceClass once per mapping and in one
+    mapping only (unless both mappings count different counters). Of `sources` only the shape and
+    the gates they need are checked here; `check_implemented` then refuses them."""
+    mappings = cfg.resources.device_class_mappings
+    p = fields.Path("resources.deviceClassMappings")
+    errs: list[fields.FieldError] = []
+    if len(mappings) > 16:
+        errs.append(too_many(p, len(mappings), 16))
+    seen_names: set[str] = set()
+    class_to_resource: dict[str, str] = {}
+    class_counters: dict[str, set[str]] = {}
+    for i, m in enumerate(mappings):
+        mp = p.index(i)
+        label_errs = fields.is_label_key(m.name)
+        if label_errs:
+            errs.append(fields.invalid(mp.child("name"), m.name, "; ".join(label_errs)))
+        if len(m.name) > 253:
+            errs.append(fields.invalid(mp.child("name"), m.name, "must not exceed 253 characters"))
+        if m.name in seen_names:
+            errs.append(fields.duplicate(mp.child("name"), m.name))
+        seen_names.add(m.name)
+        if not m.device_class_names:
+            errs.append(fields.required(mp.child("deviceClassNames"), "at least one device class name is required"))
+        if len(m.device_class_names) > 8:
+            errs.append(too_many(mp.child("deviceClassNames"), len(m.device_class_names), 8))
+        seen_classes: set[str] = set()
+        counter = _counter_name(m.sources)
+        for j, dc in enumerate(m.device_class_names):
+            dp = mp.child("deviceClassNames").index(j)
+            label_errs = fields.is_label_key(dc)
+            if label_errs:
+                errs.append(fields.invalid(dp, dc, "; ".join(label_errs)))
+            if len(dc) > 253:
+                errs.append(fields.invalid(dp, dc, "must not exceed 253 characters"))
+            if dc in seen_classes:
+                errs.append(fields.duplicate(dp, dc))
+            seen_classes.add(dc)
+            existing = class_to_resource.get(dc)
+            if existing is None:
+                class_to_resource[dc] = m.name
+                class_counters[dc] = {counter} if counter else set()
+            elif existing != m.name:
+                counters = class_counters[dc]
+                if not counter or not counters:
+                    errs.append(fields.invalid(dp, dc, f"device class already mapped to resource {existing}"))
+                elif counter in counters:
+                    errs.append(
+                        fields.invalid(
+                            dp, dc, f"device class already has a counter source for counter {json.dumps(counter)}"
+                        )
+                    )
+                else:
+                    counters.add(counter)
+        errs.extend(_validate_sources(cfg, m.sources, mp.child("sources")))
+    return errs
+
+
+def _validate_sources(
+    cfg: Configuration, sources: Sequence[Mapping[str, Any]], p: fields.Path
+) -> list[fields.FieldError]:
+    errs: list[fields.FieldError] = []
+    counters, capacity = 0, False
+    for k, src in enumerate(sources):
+        sp = p.index(k)
+        has_counter, has_capacity = src.get("counter") is not None, src.get("capacity") is not None
+        if not has_counter and not has_capacity:
+            errs.append(fields.required(sp, "exactly one source type must be set per entry"))
+        elif has_counter and has_capacity:
+            errs.append(fields.invalid(sp, "counter+capacity", "exactly one source type must be set per entry"))
+        elif has_counter:
+            counters += 1
+            if not cfg.feature_enabled(Feature.KUEUE_DRA_INTEGRATION_PARTITIONABLE_DEVICES):
+                errs.append(
+                    fields.invalid(
+                        sp.child("counter"),
+                        True,
+                        "counter sources require KueueDRAIntegrationPartitionableDevices to be enabled",
+                    )
+                )
+        else:
+            capacity = True
+            if not cfg.feature_enabled(Feature.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY):
+                errs.append(
+                    fields.invalid(
+                        sp.child("capacity"),
+                        True,
+                        "capacity sources require KueueDRAIntegrationConsumableCapacity to be enabled",
+                    )
+                )
+    if counters and capacity:
+        errs.append(fields.invalid(p, len(sources), "cannot mix counter and capacity sources in the same mapping"))
+    return errs
+
+
 def _validate_object_retention_policies(cfg: Configuration) -> list[fields.FieldError]:
     w = cfg.object_retention_policies.workloads
     p = "objectRetentionPolicies.workloads"
@@ -471,6 +574,25 @@ def check_implemented(cfg: Configuration) -> None:
             f"{'its' if len(missing) == 1 else 'their'} workloads would run outside every quota "
             f"(implemented: {', '.join(json.dumps(f) for f in done)})"
         )
+    _check_dra_implemented(cfg)
+
+
+def _check_dra_implemented(cfg: Configuration) -> None:
+    """Refuse the DRA quota sources this project lacks (counters of partitionable devices,
+    consumable capacity): a Configuration asking for them would get devices charged differently
+    from what it says, without a word. Counting whole devices per DeviceClass is implemented."""
+    for gate in _UNIMPLEMENTED_DRA_GATES:
+        if gate in cfg.feature_gates and cfg.feature_gates[gate] != FEATURE_GATE_DEFAULTS[gate]:
+            raise ConfigError(
+                f"featureGates: {gate}={str(cfg.feature_gates[gate]).lower()} is not implemented by pykueue "
+                f"(only its default, {str(FEATURE_GATE_DEFAULTS[gate]).lower()}, is accepted)"
+            )
+    for i, m in enumerate(cfg.resources.device_class_mappings):
+        if m.sources:
+            raise ConfigError(
+                f"resources.deviceClassMappings[{i}].sources: counter and capacity sources are not implemented "
+                "by pykueue; devices are counted per DeviceClass only (leave sources unset)"
+            )
 
 
 _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
@@ -608,6 +730,13 @@ def load_and_validate_feature_gates(
 def validate_feature_gates(gates: Mapping[str, bool]) -> list[fields.FieldError]:
     """`LoadAndValidateFeatureGates` for the `featureGates` map alone (no `--feature-gates` flag)."""
     return load_and_validate_feature_gates("", gates)[1]
+
+
+# DRA quota from consumable capacity (`pkg/dra/capacity.go`) is not implemented: turning its gate
+# on is refused. KueueDRAIntegrationPartitionableDevices (counters, `pkg/dra/counters.go`) is not
+# implemented either, but it acts only on `deviceClassMappings[].sources`, which are refused: its
+# two values behave the same here, and off it must be for KueueDRAIntegration to be turned off.
+_UNIMPLEMENTED_DRA_GATES = (Feature.KUEUE_DRA_INTEGRATION_CONSUMABLE_CAPACITY,)
 
 
 # --- entry points ----------------------------------------------------------------------------------

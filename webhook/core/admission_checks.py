@@ -25,6 +25,7 @@ from typing import Any
 from webhook.api import constants
 from webhook.api.constants import EvictionReason
 from webhook.core import concurrent_admission as ca
+from webhook.core import dra
 from webhook.core.conditions import ConditionValue, admitted_condition, evicted
 from webhook.core.max_execution import max_execution_step
 from webhook.core.model import ClusterQueueSpec
@@ -213,20 +214,31 @@ def workload_step(
     *,
     jitter: float = 0.0,
     concurrent_admission: bool = False,
+    devices: dra.Outcome | None = None,
+    granular_reasons: bool = False,
 ) -> WorkloadStep:
     """The workload controller's next write, in upstream's `Reconcile` order: nothing for a finished
     Workload; a Retry check's requeue time; deactivation, backoff and reactivation
     (`controller_step`); then, with `cq` the ClusterQueue its LocalQueue routes to (None if
     unknown), the checks list, the Admitted condition and check-based eviction or deactivation;
     last, for a Workload holding quota, the PodsReady timeout and the maximum execution time
-    (`core.max_execution`), looked at again at the earlier of their deadlines. With `concurrent_admission` (the feature gate) a parent has no checks
-    of its own and a variant no PodsReady timeout: its parent is the one timed out."""
+    (`core.max_execution`), looked at again at the earlier of their deadlines. With `concurrent_admission`
+    (the feature gate) a parent has no checks of its own and a variant no PodsReady timeout: its parent is
+    the one timed out. A Workload waiting for quota whose DRA devices cannot be counted (`devices`, from
+    `dra.resolve`) is marked Inadmissible right after the requeue time, and nothing else is done for it."""
     wl = parse_workload(obj)
     if wl.is_finished:
         return WorkloadStep(StepKind.NONE)
     at = requeue_at_update(obj.get("status") or {}, now)
     if at is not None:
         return WorkloadStep(StepKind.REQUEUE_AT, requeue_at=at)
+    if devices is not None and devices.inadmissible and not wl.has_quota_reservation and not wl.is_on_hold:
+        conds = dra.inadmissible_conditions(obj, devices, granular_reasons=granular_reasons)
+        return (
+            WorkloadStep(StepKind.UPDATE, conditions=conds, message=devices.quota_message)
+            if conds
+            else WorkloadStep(StepKind.NONE)
+        )
     first = controller_step(wl, None, now)
     if first.kind != StepKind.NONE:
         return first

@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.api import constants
 from webhook.api.constants import ClusterQueueActiveReason as _R
-from webhook.core import hierarchy, model, pod_resources, resource_node
+from webhook.core import dra, hierarchy, model, pod_resources, resource_node
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey
@@ -54,6 +54,12 @@ class Cache:
         self.limit_summaries: dict[str, pod_resources.Summary] = {}
         # RuntimeClass name → its overhead.podFixed ({} when it has none).
         self.runtime_overheads: dict[str, pod_resources.ResourceList] = {}
+        # (namespace, name) → ResourceClaimTemplate (`dra`), fed only with KueueDRAIntegration on.
+        self.claim_templates: dict[tuple[str, str], Mapping[str, Any]] = {}
+        # DeviceClass name → object, and the extended resources they back (`dra.extended_backing`),
+        # fed only with KueueDRAIntegrationExtendedResource on.
+        self.device_classes: dict[str, Mapping[str, Any]] = {}
+        self.extended_backing: Mapping[str, str] = {}
         self.priority_classes: dict[str, int] = {}
         self.admission_checks: dict[str, bool] = {}
         self.admission_check_controllers: dict[str, str] = {}
@@ -143,6 +149,24 @@ class Cache:
             self.runtime_overheads.pop(name, None)
         else:
             self.runtime_overheads[name] = pod_resources.runtime_class_overhead(obj)
+
+    def set_claim_template(self, namespace: str, name: str, obj: Mapping[str, Any] | None) -> None:
+        """Record a ResourceClaimTemplate (None deletes it)."""
+        if obj is None:
+            self.claim_templates.pop((namespace, name), None)
+        else:
+            self.claim_templates[(namespace, name)] = obj
+
+    def set_device_class(self, name: str, obj: Mapping[str, Any] | None) -> None:
+        """Record a DeviceClass (None deletes it) and recompute which extended resources are devices."""
+        if obj is None:
+            self.device_classes.pop(name, None)
+        else:
+            self.device_classes[name] = obj
+        self.extended_backing = dra.extended_backing(self.device_classes.values())
+
+    def claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claim_templates.get((namespace, name))
 
     def upsert_priority_class(self, obj: Mapping[str, Any]) -> model.WorkloadPriorityClassSpec:
         wpc = model.parse_workload_priority_class(obj)

@@ -105,6 +105,7 @@ from webhook.api import constants
 from webhook.api.constants import PendingReason
 from webhook.core import (
     conditions,
+    dra,
     fair_sharing,
     model,
     ordering,
@@ -174,6 +175,9 @@ class SchedulerConfig:
     # QuotaReserved=False reason (and its Warning event) is the granular one; off it is `Pending`
     # (`UnadmittedWorkloadReasonWithFallback`, pkg/workload/workload.go).
     granular_pending_reasons: bool = False
+    # What ResourceClaimTemplates cost (`dra`): gates KueueDRAIntegration,
+    # KueueDRARejectWorkloadsWhenDRADisabled and resources.deviceClassMappings.
+    dra_settings: dra.Settings = field(default_factory=dra.Settings)
 
 
 @dataclass(slots=True)
@@ -382,6 +386,19 @@ class AdmissionCore:
     def on_runtime_class_deleted(self, name: str) -> None:
         self.cache.set_runtime_class(name, None)
 
+    def on_claim_template(self, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        self.cache.set_claim_template(str(meta.get("namespace") or ""), str(meta.get("name") or ""), obj)
+
+    def on_claim_template_deleted(self, namespace: str, name: str) -> None:
+        self.cache.set_claim_template(namespace, name, None)
+
+    def on_device_class(self, obj: Mapping[str, Any]) -> None:
+        self.cache.set_device_class(str((obj.get("metadata") or {}).get("name") or ""), obj)
+
+    def on_device_class_deleted(self, name: str) -> None:
+        self.cache.set_device_class(name, None)
+
     def parse_workload(self, obj: Mapping[str, Any]) -> WorkloadInfo:
         """The Workload as its pods will be created: requests adjusted for its namespace's LimitRanges
         and its RuntimeClasses, and what the LimitRanges refuse recorded (upstream adjusts each
@@ -390,11 +407,29 @@ class AdmissionCore:
         ns = str((obj.get("metadata") or {}).get("namespace") or "")
         summary = self.cache.limit_summaries.get(ns, {})
         adjusted = pod_resources.adjust_workload(obj, summary=summary, overheads=self.cache.runtime_overheads)
+        devices = self.dra_outcome(obj)
+        if not devices.inadmissible and dra.has_dra(obj):
+            adjusted = dra.without_own_refusal(adjusted)
         return parse_workload(
             adjusted,
             requeue_by_eviction=self.config.requeue_by_eviction,
             limit_range_errors=pod_resources.limit_range_errors(adjusted, summary),
+            dra_requests=devices.requests,
+            dra_replaced=devices.replaced,
+            dra_error=devices.quota_message,
         )
+
+    def dra_outcome(self, obj: Mapping[str, Any]) -> dra.Outcome:
+        """What the Workload's ResourceClaimTemplates cost, from the templates the core was fed. Only
+        a Workload waiting for quota is looked at (upstream's `StatusPending` and not on hold): an
+        admitted one holds what status.admission says."""
+        conds = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or ()}
+        reserved = (conds.get(constants.WorkloadCondition.QUOTA_RESERVED) or {}).get("status") == "True"
+        finished = (conds.get(constants.WorkloadCondition.FINISHED) or {}).get("status") == "True"
+        held = (conds.get(constants.WorkloadCondition.QUOTA_RESERVED) or {}).get("reason") == constants.ON_HOLD_REASON
+        if reserved or finished or held:
+            return dra.Outcome()
+        return dra.resolve(obj, self.cache.claim_template, self.config.dra_settings, self.cache.extended_backing)
 
     def on_workload(self, obj: Mapping[str, Any], now: datetime) -> WorkloadInfo:
         """A Workload was created or updated (including status changes)."""

@@ -192,6 +192,9 @@ class WorkloadInfo:
     resource_errors: str = ""
     # `ValidateLimitRange` errors against the namespace's LimitRanges (`pod_resources`); "" if they fit.
     limit_range_errors: str = ""
+    # Why its DRA devices cannot be counted (`dra.resolve`); "" when they can. Such a Workload is
+    # kept out of the queues, as upstream never hands it to its queue manager.
+    dra_error: str = ""
     # waitForPodsReady.requeuingStrategy.timestamp: Eviction (True) or Creation (False).
     requeue_by_eviction: bool = True
     # ConcurrentAdmission: the owning parent Workload's name and UID ("" unless a variant), the
@@ -259,6 +262,7 @@ class WorkloadInfo:
         """`IsAdmissible`: may sit in a pending queue."""
         return (
             not self.admission_gated
+            and not self.dra_error
             and not self.is_finished
             and self.active
             and not self.has_quota_reservation
@@ -377,12 +381,18 @@ def parse_workload(
     priority_classes: Mapping[str, int] | None = None,
     requeue_by_eviction: bool = True,
     limit_range_errors: str = "",
+    dra_requests: Mapping[str, Mapping[str, int]] | None = None,
+    dra_replaced: Mapping[str, frozenset[str]] | None = None,
+    dra_error: str = "",
 ) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
 
     Requests are read as the podSets say; the admission core first adjusts them for LimitRanges
     and RuntimeClasses (`pod_resources.adjust_workload`) and passes what those refuse as
-    `limit_range_errors`.
+    `limit_range_errors`. `dra_requests` (per podSet name, per pod) are the logical resources its
+    ResourceClaimTemplates and DeviceClass-backed extended resources cost (`dra.resolve`), added to
+    what the containers request once the extended resources in `dra_replaced` are taken out;
+    `dra_error` says why they could not be counted.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
     WorkloadPriorityClass's value reaches a Workload only through `spec.priority`: the job reconciler
@@ -399,12 +409,18 @@ def parse_workload(
         pspec = (ps.get("template") or {}).get("spec") or {}
         count = int(ps.get("count", 1))
         mc = ps.get("minCount")
+        ps_name = str(ps.get("name") or "main")
+        requests = pod_requests(pspec)
+        for r in (dra_replaced or {}).get(ps_name) or ():
+            requests.pop(r, None)
+        for r, v in ((dra_requests or {}).get(ps_name) or {}).items():
+            requests[r] = min(requests.get(r, 0) + v, UNLIMITED)
         pod_sets.append(
             PodSetInfo(
-                name=str(ps.get("name") or "main"),
+                name=ps_name,
                 count=count,
                 min_count=None if mc is None else int(mc),
-                requests=pod_requests(pspec),
+                requests=requests,
                 node_selector=dict(pspec.get("nodeSelector") or {}),
                 required_terms=_required_terms(pspec),
                 tolerations=tuple(selector.parse_toleration(t) for t in pspec.get("tolerations") or ()),
@@ -454,6 +470,7 @@ def parse_workload(
         check_states={str(c.get("name")): str(c.get("state") or "Pending") for c in checks},
         resource_errors=_resource_errors(spec.get("podSets") or ()),
         limit_range_errors=limit_range_errors,
+        dra_error=dra_error,
         requeue_by_eviction=requeue_by_eviction,
         parent_name=concurrent_admission.parent_name(obj),
         parent_uid=concurrent_admission.parent_uid(obj),

@@ -215,6 +215,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             "FailureRecoveryPolicy: force-delete opted-in pods stuck on an unreachable node",
         ),
         Access("", ("pods/status",), ("patch",), WORKER, "FailureRecoveryPolicy: mark such a pod Failed"),
+        Access(
+            "resource.k8s.io",
+            ("deviceclasses", "resourceclaimtemplates"),
+            _READ,
+            WORKER,
+            "DRA devices of pending Workloads",
+        ),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(
             "coordination.k8s.io",

@@ -46,7 +46,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
-from webhook.core import pod_resources
+from webhook.core import dra, pod_resources
 from webhook.core.cycle import (
     AdmissionCore,
     SchedulerConfig,
@@ -68,7 +68,7 @@ from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
 
-__all__ = ["RESOURCES", "Manager"]
+__all__ = ["CLAIM_TEMPLATES", "DEVICE_CLASSES", "RESOURCES", "Manager", "dra_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,10 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("runtimeclasses", "node.k8s.io/v1"),
     Resource("workloads", c.V1BETA2),
 )
+# What a pending Workload's devices cost (`core.dra`), watched with gate KueueDRAIntegration on.
+CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "resource.k8s.io/v1")
+# Which extended resources are devices, watched with gate KueueDRAIntegrationExtendedResource on too.
+DEVICE_CLASSES = Resource("deviceclasses", "resource.k8s.io/v1")
 
 
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,6 +141,18 @@ def _subject(message: msg.CoreMessage) -> tuple[str, str | None]:
     assert_never(message)
 
 
+def dra_settings(config: Configuration) -> dra.Settings:
+    """Gates KueueDRAIntegration, KueueDRARejectWorkloadsWhenDRADisabled and the device class mappings."""
+    return dra.Settings(
+        enabled=config.feature_enabled(Feature.KUEUE_DRA_INTEGRATION),
+        reject_when_disabled=config.feature_enabled(Feature.KUEUE_DRA_REJECT_WORKLOADS_WHEN_DRA_DISABLED),
+        mapper=dra.DeviceClassMapper.from_mappings(
+            (m.name, m.device_class_names) for m in config.resources.device_class_mappings
+        ),
+        extended_resources=config.feature_enabled(Feature.KUEUE_DRA_INTEGRATION_EXTENDED_RESOURCE),
+    )
+
+
 def scheduler_config(config: Configuration) -> SchedulerConfig:
     """The admission core's settings from the Configuration and its feature gates."""
     wfpr = config.wait_for_pods_ready
@@ -154,6 +170,7 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
             TIMESTAMP_PREEMPTION_BUFFER if gate(Feature.SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER) else timedelta(0)
         ),
         granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
+        dra_settings=dra_settings(config),
     )
     if not fs:
         return scheduler
@@ -196,6 +213,7 @@ class Manager:
             stop=stop,
             on_evicted=self.reporter.evicted,
             on_admitted=self._admitted_by_checks,
+            dra_settings=dra_settings(config),
         )
         self._core_q: queue.Queue[msg.CoreMessage] = queue.Queue()
         # ConcurrentAdmission: a parent's variant Workloads (`pkg/controller/concurrentadmission`).
@@ -224,7 +242,11 @@ class Manager:
             if config.feature_enabled(Feature.FAILURE_RECOVERY_POLICY)
             else None
         )
-        self.resources = (*RESOURCES, *(r for w in self.integrations for r in w.watches))
+        settings = self.core.config.dra_settings
+        dra_watch = (
+            (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
+        )
+        self.resources = (*RESOURCES, *dra_watch, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
             *(w.reconciler for w in self.integrations),
@@ -416,6 +438,19 @@ class Manager:
             core.on_runtime_class_deleted(name) if deleted else core.on_runtime_class(obj)
             uses = [w for w in self.store.list("workloads") if name in pod_resources.runtime_class_names(w)]
             self._refeed_pending(uses, now, cause=f"runtimeclasses/{name}")
+        elif kind == "resourceclaimtemplates":
+            core.on_claim_template_deleted(ns, name) if deleted else core.on_claim_template(obj)
+            uses = [w for w in self.store.list("workloads", ns) if name in dra.claim_template_names(w)]
+            self._refeed_pending(uses, now, cause=f"resourceclaimtemplates/{ns}/{name}")
+        elif kind == "deviceclasses":
+            # The extended resources backed before and after the change (`deviceClassHandler`).
+            before = set(core.cache.extended_backing)
+            core.on_device_class_deleted(name) if deleted else core.on_device_class(obj)
+            names = before.symmetric_difference(core.cache.extended_backing) | {
+                ern for ern, dc in core.cache.extended_backing.items() if dc == name
+            }
+            uses = [w for w in self.store.list("workloads") if names & dra.extended_requests(w)]
+            self._refeed_pending(uses, now, cause=f"deviceclasses/{name}")
         elif kind == "admissionchecks":
             core.on_admission_check(
                 name,
@@ -440,8 +475,8 @@ class Manager:
             core.on_workload_deleted(ns, name, now) if deleted else core.on_workload(obj, now)
 
     def _refeed_pending(self, workloads: Sequence[dict[str, Any]], now: datetime, *, cause: str) -> None:
-        """Re-adjust the Workloads not holding quota after a LimitRange or RuntimeClass changed what
-        their pods would request (`resourceUpdatesHandler` in `workload_controller.go`); those whose
+        """Re-adjust the Workloads not holding quota after a LimitRange, RuntimeClass or
+        ResourceClaimTemplate changed what their pods would request (`resourceUpdatesHandler` in `workload_controller.go`); those whose
         Admit write is in flight are left to that write's event (see `_feed`)."""
         fed = 0
         for wl in workloads:

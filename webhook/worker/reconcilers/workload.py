@@ -21,6 +21,7 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
 from webhook.core import concurrent_admission as ca
+from webhook.core import dra
 from webhook.core.admission_checks import reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
 from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
@@ -130,12 +131,17 @@ class WorkloadReconciler:
         stop: threading.Event,
         on_evicted: Callable[[str, str, str, Mapping[str, Any], str], None],
         on_admitted: Callable[[Mapping[str, Any], float, datetime], None] | None = None,
+        dra_settings: dra.Settings | None = None,
     ) -> None:
         self.kube = kube
         self.store = store
         self.policy = policy(config)
         self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
         self.finish_orphaned = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
+        self.granular_reasons = config.feature_enabled(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY)
+        self.dra = dra_settings
+        # Workloads whose unchecked CEL selectors were already logged (`core.dra`): once each.
+        self._unchecked_logged: set[str] = set()
         self.events = recorder
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
@@ -151,6 +157,21 @@ class WorkloadReconciler:
         self.queue.add(key)
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        if kind == "deviceclasses":
+            ern = (obj.get("spec") or {}).get("extendedResourceName")
+            for wl in self.store.list("workloads") if ern else ():
+                if ern in dra.extended_requests(wl):
+                    self.add(object_key(wl))
+            return
+        if kind == "resourceclaimtemplates":
+            # Upstream retries a missing template with backoff; here its arrival (or change) brings
+            # the Workloads naming it back.
+            meta = obj.get("metadata") or {}
+            name = str(meta.get("name") or "")
+            for wl in self.store.list("workloads", str(meta.get("namespace") or "")):
+                if name in dra.claim_template_names(wl):
+                    self.add(object_key(wl))
+            return
         if kind != "workloads":
             return
         if etype != "DELETED":
@@ -158,6 +179,7 @@ class WorkloadReconciler:
             return
         with self._lock:  # nothing is rechecked for a Workload that is gone
             self._rechecks.pop(object_key(obj), None)
+            self._unchecked_logged.discard(object_key(obj))
 
     def _recheck(self, key: str, at: datetime, now: datetime) -> None:
         """Look again at `at`; one timer per key and deadline, the earliest kept."""
@@ -183,7 +205,17 @@ class WorkloadReconciler:
         if cq is not None and cq.concurrent_admission is not None and not ca.is_variant(wl) and not ca.is_parent(wl):
             self._label_parent(wl)
             return
-        step = workload_step(wl, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission)
+        devices = self._devices(key, wl)
+        step = workload_step(
+            wl,
+            cq,
+            self.policy,
+            now,
+            jitter=jitter,
+            concurrent_admission=self.concurrent_admission,
+            devices=devices,
+            granular_reasons=self.granular_reasons,
+        )
         if step.kind == StepKind.NONE:
             return
         if step.kind == StepKind.RECHECK:
@@ -207,7 +239,14 @@ class WorkloadReconciler:
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             # Re-decided on the object being written: a newer copy may no longer call for this step.
             again = workload_step(
-                obj, cq, self.policy, now, jitter=jitter, concurrent_admission=self.concurrent_admission
+                obj,
+                cq,
+                self.policy,
+                now,
+                jitter=jitter,
+                concurrent_admission=self.concurrent_admission,
+                devices=self._devices(key, obj),
+                granular_reasons=self.granular_reasons,
             )
             if again.kind != step.kind:
                 return
@@ -228,6 +267,24 @@ class WorkloadReconciler:
             if cq_name:  # upstream reports (event, metrics) only evictions of workloads holding an admission
                 self.on_evicted(key, cq_name, done.reason, written, done.underlying_cause)
                 self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
+
+    def _devices(self, key: str, wl: Mapping[str, Any]) -> dra.Outcome | None:
+        """The DRA step's findings from the stored ResourceClaimTemplates and DeviceClasses."""
+        if self.dra is None or o.is_condition_true(wl, c.WorkloadCondition.QUOTA_RESERVED):
+            return None  # holding quota: what status.admission says is what it costs
+        backing = dra.extended_backing(self.store.list("deviceclasses")) if self.dra.extended_resources else None
+        outcome = dra.resolve(wl, self._claim_template, self.dra, backing)
+        if outcome.unchecked_selectors and key not in self._unchecked_logged:
+            with self._lock:
+                self._unchecked_logged.add(key)
+            log.warning(
+                "DRA CEL selectors not checked against ResourceSlices",
+                extra={"object": key, "kind": "Workload", "requests": list(outcome.unchecked_selectors)},
+            )
+        return outcome
+
+    def _claim_template(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.store.get("resourceclaimtemplates", f"{namespace}/{name}")
 
     def _finalize_orphan(self, key: str, wl: Mapping[str, Any], now: datetime) -> None:
         """`workload.FinalizeOrphanedWorkload` with canFinish: finish it unless it is being deleted, then
