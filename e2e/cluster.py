@@ -628,23 +628,28 @@ class Cluster:
         """The kubeconfig of one client identity, e.g. a real node's "kubelet" or "kube-proxy"."""
         return self._kubeconfig_path(identity)
 
-    def place_on_real_node(self, namespace: str) -> None:
-        """Create (or annotate) `namespace` so that the admission plugins PodTolerationRestriction and
-        PodNodeSelector give each of its pods the real node's toleration and node selector."""
+    def real_node_placement(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(node selector, toleration) that put a pod on the real node and nowhere else."""
         if self.real_node is None:
-            raise ClusterError("place namespace", "this cluster was started without a real node")
+            raise ClusterError("place pods", "this cluster was started without a real node")
         node = self.real_node
-        toleration = {"key": node.taint["key"], "operator": "Exists", "effect": node.taint["effect"]}
+        return dict(node.labels), {"key": node.taint["key"], "operator": "Exists", "effect": node.taint["effect"]}
+
+    def place_on_real_node(self, namespace: str, *, placed: bool = True) -> None:
+        """Create (or annotate) `namespace` so that the admission plugins PodTolerationRestriction and
+        PodNodeSelector give each of its pods the real node's toleration and node selector; `placed=False`
+        takes the annotations away again (pods created later land on kwok's nodes)."""
+        selector, toleration = self.real_node_placement()
+        annotations = {
+            "scheduler.alpha.kubernetes.io/node-selector": ",".join(f"{k}={v}" for k, v in selector.items()),
+            "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
+        }
+        if not placed:  # server-side apply drops what this field manager no longer states
+            annotations = {}
         manifest = {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {
-                "name": namespace,
-                "annotations": {
-                    "scheduler.alpha.kubernetes.io/node-selector": ",".join(f"{k}={v}" for k, v in node.labels.items()),
-                    "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps([toleration]),
-                },
-            },
+            "metadata": {"name": namespace, "annotations": annotations},
         }
         res = self.kubectl(
             "apply", "--server-side", "--field-manager=pykueue-real-node", "-f", "-", input=json.dumps(manifest)

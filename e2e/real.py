@@ -122,8 +122,8 @@ class RealCluster:
         self.node = RealNode(self.cluster, node_dir or directory / "node", images=archives)
 
     @contextlib.contextmanager
-    def session(self, namespace: str = NAMESPACE) -> Iterator[Cluster]:
-        """Inside the namespace: the cluster up, the node joined, `namespace`'s pods placed on it."""
+    def session(self, namespace: str | None = NAMESPACE) -> Iterator[Cluster]:
+        """Inside the namespace: the cluster up, the node joined, `namespace`'s pods (if any) placed on it."""
         self.down()
         self.netns.create()
         try:
@@ -131,7 +131,8 @@ class RealCluster:
                 try:
                     self.cluster.up()
                     self.node.up()
-                    self.cluster.place_on_real_node(namespace)
+                    if namespace is not None:
+                        self.cluster.place_on_real_node(namespace)
                     yield self.cluster
                 finally:
                     self._stop_inside()

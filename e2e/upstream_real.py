@@ -5,7 +5,7 @@ kueue-controller-manager (`kubectl.kubernetes.io/restartedAt`) and wait until it
 webhook Service's endpoints and one of them holds the Lease; the HA specs scale it to two replicas,
 clear caBundles and kill the leader's pod. So the system has to be a real Deployment whose pods run
 it: the real node of `make e2e-real` (e2e/real.py RealCluster), the system's image imported into
-the node's containerd, kueue-system's pods placed on that node and the specs' own pods on kwok's:
+the node's containerd, the Deployment's pods pinned to that node and every other pod on kwok's nodes:
   ours      our image (e2e/image.py) installed with `make deploy`, then given upstream e2e's
             Configuration (test/e2e/config/default) restricted to the integrations we implement,
             and one replica, as upstream's test/e2e/config/baseline has;
@@ -77,8 +77,35 @@ def our_configuration(module: Path) -> str:
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
-def upstream_install(module: Path, kubectl: str) -> list[dict[str, Any]]:
-    """upstream's test/e2e/config/baseline as kustomize renders it, the manager image ours to import."""
+def on_real_node(spec: dict[str, Any], cluster: Cluster) -> None:
+    """Pin a pod template to the real node. Only the Deployment goes there: other pods the specs make in
+    kueue-system (the metrics specs' curl pod) stay on kwok, whose `kubectl exec` reaches this host."""
+    selector, toleration = cluster.real_node_placement()
+    spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **selector}
+    spec["tolerations"] = [*spec.get("tolerations", []), toleration]
+
+
+def pin_deployment(kubectl: str, cluster: Cluster) -> None:
+    """`on_real_node` for the installed Deployment, then kueue-system's namespace-wide placement dropped."""
+    spec: dict[str, Any] = {}
+    on_real_node(spec, cluster)
+    patch = {"spec": {"template": {"spec": spec}}}
+    kubectl_ok(
+        kubectl,
+        "-n",
+        NAMESPACE,
+        "patch",
+        f"deployment/{objects.DEPLOYMENT}",
+        "--type=strategic",
+        "-p",
+        json.dumps(patch),
+    )
+    cluster.place_on_real_node(NAMESPACE, placed=False)
+
+
+def upstream_install(module: Path, kubectl: str, cluster: Cluster) -> list[dict[str, Any]]:
+    """upstream's test/e2e/config/baseline as kustomize renders it, the manager image ours to import and
+    its pods on the real node."""
     res = subprocess.run(
         [kubectl, "kustomize", str(module / UPSTREAM_BASELINE_KUSTOMIZATION)],
         capture_output=True,
@@ -93,6 +120,7 @@ def upstream_install(module: Path, kubectl: str) -> list[dict[str, Any]]:
             for container in doc["spec"]["template"]["spec"]["containers"]:
                 container["image"] = UPSTREAM_IMAGE
                 container["imagePullPolicy"] = "IfNotPresent"
+            on_real_node(doc["spec"]["template"]["spec"], cluster)
     return docs
 
 
@@ -192,11 +220,12 @@ class RealNodeSystem:
         )
         kubectl = str(node_bin / "kubectl")
         try:
-            with rc.session(NAMESPACE) as cluster:
+            # ours: `make deploy` waits for its pods, so kueue-system starts placed on the real node
+            with rc.session(NAMESPACE if self.name == "ours" else None) as cluster:
                 self.cluster = cluster
                 os.environ["KUBECONFIG"] = str(cluster.kubeconfig)  # every kubectl here and in the installer
                 try:
-                    config = self._install(kubectl)
+                    config = self._install(kubectl, cluster)
                     yield metrics_url(kubectl), config
                 finally:
                     self._save_logs(kubectl)
@@ -204,7 +233,7 @@ class RealNodeSystem:
             for archive in archives:
                 archive.unlink(missing_ok=True)
 
-    def _install(self, kubectl: str) -> str:
+    def _install(self, kubectl: str, cluster: Cluster) -> str:
         if self.name == "ours":
             res = subprocess.run(
                 ["make", "--no-print-directory", "deploy", f"IMG={OURS_IMAGE}", f"KUBECTL={kubectl}"],
@@ -213,10 +242,11 @@ class RealNodeSystem:
             )
             if res.returncode != 0:
                 raise RealSystemError(f"make deploy exited {res.returncode}")
+            pin_deployment(kubectl, cluster)
             config = our_configuration(self.module)
             reconfigure(kubectl, config, BASELINE_REPLICAS)
             return config
-        docs = upstream_install(self.module, kubectl)
+        docs = upstream_install(self.module, kubectl, cluster)
         apply(kubectl, docs)
         wait_available(kubectl)
         return next(
