@@ -38,6 +38,8 @@ __all__ = [
     "MULTIKUEUE_DISPATCHER_ALL_AT_ONCE",
     "MULTIKUEUE_DISPATCHER_INCREMENTAL",
     "NAMESPACE_NAME_LABEL",
+    "QUOTA_CHECK_BLOCK_UNDECLARED",
+    "QUOTA_CHECK_IGNORE_UNDECLARED",
     "AdmissionFairSharing",
     "ClientConnection",
     "ConfigError",
@@ -438,6 +440,11 @@ class ResourceTransformation:
     outputs: Mapping[str, str] = field(default_factory=_empty)
 
 
+# resources.quotaCheckStrategy values (`configapi.QuotaCheck{Ignore,Block}Undeclared`).
+QUOTA_CHECK_IGNORE_UNDECLARED = "IgnoreUndeclared"
+QUOTA_CHECK_BLOCK_UNDECLARED = "BlockUndeclared"
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceClassMapping:
     """`resources.deviceClassMappings[]`: the DeviceClasses whose devices count as resource `name`.
@@ -525,6 +532,15 @@ class Configuration:
         if gate in self.feature_gates:
             return self.feature_gates[gate]
         return FEATURE_GATE_DEFAULTS[gate]
+
+    @property
+    def ignore_undeclared_resources(self) -> bool:
+        """quotaCheckStrategy IgnoreUndeclared under the QuotaCheckStrategy gate (upstream's
+        `quotaCheckStrategy` in cmd/kueue/main.go with `IgnoreUndeclaredResources`)."""
+        return (
+            self.feature_enabled(Feature.QUOTA_CHECK_STRATEGY)
+            and self.resources.quota_check_strategy == QUOTA_CHECK_IGNORE_UNDECLARED
+        )
 
     @property
     def wait_for_pods_ready_enabled(self) -> bool:

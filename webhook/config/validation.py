@@ -27,6 +27,8 @@ from webhook.config.types import (
     LOCKED_FEATURE_GATES,
     MULTIKUEUE_DISPATCHER_INCREMENTAL,
     NAMESPACE_NAME_LABEL,
+    QUOTA_CHECK_BLOCK_UNDECLARED,
+    QUOTA_CHECK_IGNORE_UNDECLARED,
     ConfigError,
     Configuration,
     Feature,
@@ -549,7 +551,7 @@ def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError
         return []
     p = "resources.quotaCheckStrategy"
     errs = []
-    if cfg.resources.exclude_resource_prefixes and strategy == "IgnoreUndeclared":
+    if cfg.resources.exclude_resource_prefixes and strategy == QUOTA_CHECK_IGNORE_UNDECLARED:
         errs.append(
             fields.invalid(
                 p,
@@ -557,8 +559,9 @@ def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError
                 "excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared",
             )
         )
-    if strategy not in ("IgnoreUndeclared", "BlockUndeclared"):
-        errs.append(fields.not_supported(p, strategy, ("IgnoreUndeclared", "BlockUndeclared")))
+    allowed = (QUOTA_CHECK_IGNORE_UNDECLARED, QUOTA_CHECK_BLOCK_UNDECLARED)
+    if strategy not in allowed:
+        errs.append(fields.not_supported(p, strategy, allowed))
     return errs
 
 

@@ -134,6 +134,7 @@ from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assig
 from webhook.core.pods_ready import blocks_admission
 from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
 from webhook.core.queues import Head, QueueManager
+from webhook.core.quota_resources import QuotaResources
 from webhook.core.resource_node import ClusterQueueNode, CohortNode
 from webhook.core.resources import FRQuantities
 from webhook.core.snapshot import Snapshot, take_snapshot
@@ -148,7 +149,13 @@ class SchedulerConfig:
 
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    # resources.quotaCheckStrategy IgnoreUndeclared (gate QuotaCheckStrategy): a resource the
+    # ClusterQueue does not declare is left out of the assignment and of every usage, instead of
+    # making the Workload inadmissible (`IgnoreUndeclaredResources`, flavorassigner.go).
     ignore_undeclared_resources: bool = False
+    # resources.excludeResourcePrefixes and resources.transformations, applied to every Workload's
+    # pod requests before quota (`quota_resources`).
+    resources: QuotaResources = field(default_factory=QuotaResources)
     # waitForPodsReady.blockAdmission: admit nothing while a workload holding quota is not PodsReady.
     block_admission: bool = False
     # waitForPodsReady.requeuingStrategy.timestamp is `Eviction` (else `Creation`).
@@ -417,6 +424,7 @@ class AdmissionCore:
             dra_requests=devices.requests,
             dra_replaced=devices.replaced,
             dra_error=devices.quota_message,
+            resources=self.config.resources,
         )
 
     def dra_outcome(self, obj: Mapping[str, Any]) -> dra.Outcome:

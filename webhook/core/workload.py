@@ -21,6 +21,7 @@ import orjson
 from webhook.api import constants, quantity, selector
 from webhook.api.pod_role import spec_shape
 from webhook.core import concurrent_admission
+from webhook.core.quota_resources import QuotaResources
 from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities, format_quantity
 
 __all__ = [
@@ -384,15 +385,19 @@ def parse_workload(
     dra_requests: Mapping[str, Mapping[str, int]] | None = None,
     dra_replaced: Mapping[str, frozenset[str]] | None = None,
     dra_error: str = "",
+    resources: QuotaResources | None = None,
 ) -> WorkloadInfo:
     """WorkloadInfo from a v1beta2 Workload JSON object.
 
     Requests are read as the podSets say; the admission core first adjusts them for LimitRanges
     and RuntimeClasses (`pod_resources.adjust_workload`) and passes what those refuse as
-    `limit_range_errors`. `dra_requests` (per podSet name, per pod) are the logical resources its
-    ResourceClaimTemplates and DeviceClass-backed extended resources cost (`dra.resolve`), added to
-    what the containers request once the extended resources in `dra_replaced` are taken out;
-    `dra_error` says why they could not be counted.
+    `limit_range_errors`. `resources` (the Configuration's excluded prefixes and transformations)
+    then turns each pod's requests into what quota charges, as upstream's `NewInfo` with
+    `WithExcludedResourcePrefixes` and `WithResourceTransformations`. `dra_requests` (per podSet
+    name, per pod) are the logical resources its ResourceClaimTemplates and DeviceClass-backed
+    extended resources cost (`dra.resolve`), added after that, once the extended resources in
+    `dra_replaced` are taken out (upstream's order in `totalRequestsFromPodSets`); `dra_error` says
+    why they could not be counted.
 
     The priority is `spec.priority`, 0 when unset (upstream `priority.Priority`). A
     WorkloadPriorityClass's value reaches a Workload only through `spec.priority`: the job reconciler
@@ -411,6 +416,8 @@ def parse_workload(
         mc = ps.get("minCount")
         ps_name = str(ps.get("name") or "main")
         requests = pod_requests(pspec)
+        if resources:
+            requests = dict(resources.apply(requests))
         for r in (dra_replaced or {}).get(ps_name) or ():
             requests.pop(r, None)
         for r, v in ((dra_requests or {}).get(ps_name) or {}).items():

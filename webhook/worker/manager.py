@@ -51,6 +51,7 @@ from webhook.core.cycle import (
     AdmissionCore,
     SchedulerConfig,
 )
+from webhook.core.quota_resources import QuotaResources
 from webhook.core.workload import WorkloadKey
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
@@ -158,7 +159,10 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
     wfpr = config.wait_for_pods_ready
     fs = config.fair_sharing
     gate = config.feature_enabled
+    res = config.resources
     scheduler = SchedulerConfig(
+        ignore_undeclared_resources=config.ignore_undeclared_resources,
+        resources=QuotaResources.from_config(res.exclude_resource_prefixes, res.transformations),
         block_admission=wfpr is not None and wfpr.block_admission,
         requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
         recompute_on_overlap=gate(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP),
