@@ -5,6 +5,8 @@ never a guess: the LocalQueue does not exist in the namespace; its ClusterQueue'
 does not select the namespace; or a pod set asks for more of a resource than any flavor of the
 ClusterQueue could ever give (nominal quota, plus the borrowing limit in a cohort; a cohort member
 without a borrowing limit could borrow an amount the webhook cannot know, so it is not judged).
+Requests are judged as quota charges them: after the Configuration's excluded prefixes and
+resource transformations (`core.quota_resources`), as the admission worker does.
 Answers come from the lookup caches only: no API call on the request path.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from webhook.admission.context import Context
 from webhook.api import quantity
 from webhook.core import model
+from webhook.core.quota_resources import QuotaResources
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import pod_requests
 
@@ -78,6 +81,10 @@ def queue_warnings(kind: str, namespace: str, queue: str, demand: Sequence[PodSe
             f'ClusterQueue "{cq_name}" of LocalQueue "{queue}" does not select namespace "{namespace}": '
             f"the {kind} cannot be admitted"
         )
+    res = ctx.config.resources
+    if res.exclude_resource_prefixes or res.transformations:
+        rules = QuotaResources.from_config(res.exclude_resource_prefixes, res.transformations)
+        demand = [(count, rules.apply(requests)) for count, requests in demand]
     reasons = _never_fits(cq, demand)
     if reasons:
         out.append(f'the {kind} can never fit ClusterQueue "{cq_name}": ' + "; ".join(reasons))

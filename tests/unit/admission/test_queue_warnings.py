@@ -10,19 +10,22 @@ from tests.builders import fq, make_cq
 from tests.unit.admission.reviews import review
 from webhook.admission import job, pod
 from webhook.admission.context import Context, StaticLookups
-from webhook.config import Configuration
+from webhook.config import Configuration, Resources, ResourceTransformation
 
 VALIDATE_JOB = "/validate-batch-v1-job"
 NS = {"team-a": {"kubernetes.io/metadata.name": "team-a", "team": "a"}}
 
 
-def ctx(*cqs: dict[str, Any], targets: dict[tuple[str, str], str] | None = None) -> Context:
+def ctx(
+    *cqs: dict[str, Any], targets: dict[tuple[str, str], str] | None = None, resources: Resources | None = None
+) -> Context:
     lookups = StaticLookups(
         namespaces=NS,
         local_queue_targets=targets if targets is not None else {("team-a", "main"): "cq"},
         cluster_queues={cq["metadata"]["name"]: cq for cq in cqs},
     )
-    return Context(config=Configuration(), lookups=lookups, namespace="team-a")
+    config = Configuration() if resources is None else Configuration(resources=resources)
+    return Context(config=config, lookups=lookups, namespace="team-a")
 
 
 def a_job(cpu: str = "1", parallelism: int = 1, queue: str = "main") -> dict[str, Any]:
@@ -80,6 +83,21 @@ CQ = make_cq("cq").group(fq("default", cpu="4"), fq("spot", cpu="6")).obj()
             ctx(targets={("team-a", "main"): "gone"}),
             [],
             id="cluster queue missing: the LocalQueue's own status says so",
+        ),
+        pytest.param(
+            a_job(cpu="2", parallelism=4),
+            ctx(CQ, resources=Resources(transformations=(ResourceTransformation("cpu", "Replace", "", {"x/c": "1"}),))),
+            [],
+            id="a transformation replacing the input: it is not charged, so not judged",
+        ),
+        pytest.param(
+            a_job(cpu="2", parallelism=4),
+            ctx(
+                make_cq("cq").group(fq("default", cpu="10", **{"x/credits": "12"})).obj(),
+                resources=Resources(transformations=(ResourceTransformation("cpu", "Retain", "", {"x/credits": "2"}),)),
+            ),
+            ['the Job can never fit ClusterQueue "cq": x/credits 16 requested, at most 12 in any flavor'],
+            id="a transformation's output is judged against its quota",
         ),
     ],
 )
