@@ -16,6 +16,7 @@ from typing import Any
 import click
 import yaml
 
+from webhook import config as configuration
 from webhook import kube
 from webhook.api import constants, quantity, selector
 from webhook.api import objects as o
@@ -42,10 +43,16 @@ from webhook.cli.simulate import (
     workload_for,
     workloads_ahead,
 )
+from webhook.core.cycle import SchedulerConfig
 from webhook.core.decisions import Admit, Pending, Preempt, QueueBlocked
-from webhook.core.workload import WorkloadInfo, parse_workload
+from webhook.core.quota_resources import QuotaResources
+from webhook.core.workload import WorkloadInfo
 
-__all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table"]
+__all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table", "server_config"]
+
+# Where the install (`webhook.install`, the chart, the manifests) keeps the server's Configuration.
+CONFIG_MAP_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
+CONFIG_FILE = "controller_manager_config.yaml"
 
 _KINDS = {
     "job": "Job",
@@ -69,6 +76,31 @@ def _optional_list(api: Api, path: str) -> list[dict[str, Any]]:
         return []
 
 
+def server_config(api: Api) -> SchedulerConfig:
+    """The parts of the server's Configuration that change what quota charges: `resources`
+    (excluded prefixes, transformations, quotaCheckStrategy), from the install's ConfigMap. Without
+    it (not installed there, not readable by the caller, or not valid) the defaults: requests as
+    the pods ask, undeclared resources blocking."""
+    try:
+        cm = get_object(api, CONFIG_MAP_PATH)
+    except kube.KubeError as exc:
+        if exc.status in (401, 403):
+            return SchedulerConfig()
+        raise
+    text = ((cm or {}).get("data") or {}).get(CONFIG_FILE)
+    if not text:
+        return SchedulerConfig()
+    try:
+        cfg = configuration.parse(text)
+    except configuration.ConfigError:
+        return SchedulerConfig()
+    res = cfg.resources
+    return SchedulerConfig(
+        ignore_undeclared_resources=cfg.ignore_undeclared_resources,
+        resources=QuotaResources.from_config(res.exclude_resource_prefixes, res.transformations),
+    )
+
+
 def fetch_state(api: Api) -> ClusterState:
     v1b2 = f"/apis/{constants.V1BETA2}"
     return ClusterState(
@@ -79,6 +111,7 @@ def fetch_state(api: Api) -> ClusterState:
         namespaces=_optional_list(api, "/api/v1/namespaces"),
         admission_checks=_optional_list(api, f"{v1b2}/admissionchecks"),
         workloads=_optional_list(api, kueue_path("workload")),
+        config=server_config(api),
     )
 
 
@@ -180,7 +213,7 @@ def _report(
     wl_obj: Mapping[str, Any], state: ClusterState, *, now: Any
 ) -> tuple[WorkloadInfo, str, list[str], Outcome, list[QuotaRow]]:
     core = build_core(state, now)
-    info = parse_workload(wl_obj)
+    info = core.parse_workload(wl_obj)  # requests as the server's Configuration charges them
     cq_name, blocked = blockers(wl_obj, state)
     pending = workload_status(wl_obj) == "pending"
     # Numbers before the simulation (which assumes its admissions in the core); none for an admitted

@@ -17,7 +17,7 @@ from typing import Any
 from webhook.api import constants, quantity
 from webhook.api import objects as o
 from webhook.core import ordering, resource_node
-from webhook.core.cycle import AdmissionCore
+from webhook.core.cycle import AdmissionCore, SchedulerConfig
 from webhook.core.decisions import Admit, Decision, Pending, Preempt, QueueBlocked
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
@@ -49,11 +49,13 @@ class ClusterState:
     namespaces: list[dict[str, Any]] = field(default_factory=list)
     admission_checks: list[dict[str, Any]] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
+    # What of the server's Configuration the core reads (`explain.server_config`).
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
 
 
 def build_core(state: ClusterState, now: datetime, *, with_workloads: bool = True) -> AdmissionCore:
     """A core fed every object, as the worker's informers feed it (without workloads: empty quotas)."""
-    core = AdmissionCore()
+    core = AdmissionCore(state.config)
     for ns in state.namespaces:
         core.on_namespace(o.meta(ns).get("name", ""), o.meta(ns).get("labels") or {}, now)
     for ac in state.admission_checks:

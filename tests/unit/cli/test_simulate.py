@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from tests.builders import T0, fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.unit.cli.fake_api import FakeApi
+from webhook import kube
 from webhook.cli import explain, simulate
 from webhook.core.decisions import Admit, Pending, Preempt
 from webhook.core.workload import WorkloadKey, parse_workload
@@ -218,3 +220,68 @@ def test_quota_table() -> None:
         "main      default   cpu        2           4         3        0                1\n"
         "main      default   memory     1Gi         8Gi       1Gi      0                0\n"
     )
+
+
+def _config_map(text: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+        "data": {
+            "controller_manager_config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + text
+        },
+    }
+
+
+MIG_TO_CPU = (
+    "resources:\n  transformations:\n  - {input: nvidia.com/mig-1g.5gb, strategy: Replace, outputs: {cpu: '2'}}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("api", "ignore", "inputs"),
+    [
+        pytest.param(FakeApi(), False, (), id="no ConfigMap: defaults"),
+        pytest.param(
+            FakeApi(answers={explain.CONFIG_MAP_PATH: kube.KubeError(403, "forbidden")}),
+            False,
+            (),
+            id="not readable by the caller: defaults",
+        ),
+        pytest.param(FakeApi(_config_map("bogus: 1\n")), False, (), id="not a valid Configuration: defaults"),
+        pytest.param(
+            FakeApi(_config_map("resources: {quotaCheckStrategy: IgnoreUndeclared}\n")),
+            True,
+            (),
+            id="IgnoreUndeclared",
+        ),
+        pytest.param(FakeApi(_config_map(MIG_TO_CPU)), False, ("nvidia.com/mig-1g.5gb",), id="transformations"),
+    ],
+)
+def test_server_config(api: FakeApi, ignore: bool, inputs: tuple[str, ...]) -> None:
+    cfg = explain.server_config(api)
+    assert cfg.ignore_undeclared_resources is ignore
+    assert tuple(cfg.resources.transformations) == inputs
+
+
+def test_undeclared_resource_under_ignore_undeclared() -> None:
+    """The server ignores a resource its ClusterQueue does not declare: so does the answer."""
+    cq = make_cq("cq").group(fq("default", cpu="4")).obj()
+    wl = make_wl("new").request(cpu="2", memory="1Gi").obj()
+    blocked, _ = run(state(FLAVOR, cq, LQ), wl)
+    assert isinstance(blocked.decision, Pending)
+    st = state(FLAVOR, cq, LQ)
+    st.config = explain.server_config(FakeApi(_config_map("resources: {quotaCheckStrategy: IgnoreUndeclared}\n")))
+    admitted, _ = run(st, wl)
+    assert isinstance(admitted.decision, Admit)
+
+
+def test_quota_rows_show_what_a_transformation_charges() -> None:
+    cq = make_cq("cq").group(fq("default", cpu="4")).obj()
+    wl = make_wl("new").podset(count=3, **{"nvidia.com/mig-1g.5gb": "1"}).obj()
+    st = state(FLAVOR, cq, LQ)
+    st.config = explain.server_config(FakeApi(_config_map(MIG_TO_CPU)))
+    core = simulate.build_core(st, T0)
+    rows = simulate.quota_rows(core, core.parse_workload(wl), "cq")
+    assert [(r.resource, r.requested) for r in rows] == [("cpu", 6000)]
+    assert simulate.never_fits(rows) == ["pod set main: cpu 6 requested, at most 4 in any flavor"]
