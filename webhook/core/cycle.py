@@ -46,8 +46,10 @@ values, in the order they were taken:
   Normal event with that reason and count ``kueue_replaced_workload_slices_total``.
 * ``Preempt(preemptor_key, cluster_queue, targets)``: for each ``Victim`` patch the Evicted and
   Preempted conditions (``victim.conditions``) on ``victim.key``.
-* ``Pending(key, uid, cluster_queue, reason, message, conditions)``: patch QuotaReserved=False /
-  Admitted=False with the reason and message and emit a Warning event with the same reason.
+* ``Pending(key, uid, cluster_queue, reason, message, conditions, generation, resource_requests)``:
+  patch QuotaReserved=False / Admitted=False with the reason and message, and
+  ``status.resourceRequests`` (the podSets' totals as quota charges them), and emit a Warning
+  event with the same reason.
 
 Before the heads are popped, each cycle also reports what the workload controller does because of
 the queues' state (stopPolicy and activity, see `queue_state.py`); these come first in
@@ -894,7 +896,18 @@ class AdmissionCore:
         conds: tuple[ConditionValue, ...] = conditions.pending_conditions(shown, e.message)
         if e.status == "preemption_gated":
             conds = (*conds, conditions.blocked_on_preemption_gates(e.message))
-        result.decisions.append(Pending(e.wl.key, e.wl.uid, e.cq_name, reason, e.message, conds, e.wl.generation))
+        result.decisions.append(
+            Pending(
+                e.wl.key,
+                e.wl.uid,
+                e.cq_name,
+                reason,
+                e.message,
+                conds,
+                e.wl.generation,
+                e.wl.resource_requests_to_api(),
+            )
+        )
 
 
 def _admitted_sibling(wl: WorkloadInfo, cq: ClusterQueueNode, *, more_favorable: bool) -> WorkloadInfo | None:

@@ -86,7 +86,10 @@ class StatusDecision:
 
 @dataclass(frozen=True, slots=True)
 class Pending(StatusDecision):
-    """Not admitted this cycle: QuotaReserved=False (and Admitted=False) with upstream's reason."""
+    """Not admitted this cycle: QuotaReserved=False (and Admitted=False) with upstream's reason, and
+    `status.resourceRequests`, what each podSet asks of quota (`PropagateResourceRequests`)."""
+
+    resource_requests: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -310,6 +310,17 @@ class WorkloadInfo:
             out.append({r: min(v * n, UNLIMITED) for r, v in ps.requests.items()})
         return out
 
+    def resource_requests_to_api(self) -> tuple[dict[str, Any], ...]:
+        """`status.resourceRequests` of a pending Workload: per podSet, its total requests as quota
+        charges them (`PropagateResourceRequests` from `TotalRequests`, pkg/workload/workload.go)."""
+        out = []
+        for ps, requests in zip(self.pod_sets, self.pod_set_requests(), strict=True):
+            entry: dict[str, Any] = {"name": ps.name}
+            if requests:
+                entry["resources"] = {r: format_quantity(r, v) for r, v in sorted(requests.items())}
+            out.append(entry)
+        return tuple(out)
+
     def admitted_requests(self) -> list[dict[str, int]]:
         """Per podSetAssignment, the quota it holds per resource, from status.admission scaled
         down by reclaimablePods.

@@ -158,6 +158,8 @@ class DecisionWriter:
 
         def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
             status["admission"] = admission
+            # podSetAssignments' resourceUsage supersedes it (upstream's `admissionStatusPatch`).
+            status.pop("resourceRequests", None)
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
@@ -388,7 +390,14 @@ class DecisionWriter:
             )
 
     def _pending(self, d: Pending, now: datetime) -> None:
-        write_key = self._set_pending(str(d.key), d.cluster_queue, d.conditions, now, decided=(d.uid, d.generation))
+        write_key = self._set_pending(
+            str(d.key),
+            d.cluster_queue,
+            d.conditions,
+            now,
+            decided=(d.uid, d.generation),
+            resource_requests=[dict(r) for r in d.resource_requests],
+        )
         if write_key is not None:
             self._cycle_writes.add(write_key)
 
@@ -401,18 +410,24 @@ class DecisionWriter:
         *,
         event: bool = True,
         decided: tuple[str, int] = ("", 0),
+        resource_requests: list[dict[str, Any]] | None = None,
     ) -> str | None:
         """Queue the pending status unless the Workload shows it already; the write's key if queued.
-        `decided`: the UID and generation the core decided on, when it did."""
+        `decided`: the UID and generation the core decided on, when it did; `resource_requests`: the
+        `status.resourceRequests` the scheduler reports with it (None: left as it is)."""
         wl = self.store.get("workloads", key)
         if wl is None:
             return None
         current = o.find_condition(wl, c.WorkloadCondition.QUOTA_RESERVED)
         qr = pending[0]
-        if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == (
-            qr.status,
-            qr.reason,
-            qr.message,
+        same_requests = (
+            resource_requests is None or (wl.get("status") or {}).get("resourceRequests") == resource_requests
+        )
+        if (
+            current is not None
+            and (current.get("status"), current.get("reason"), current.get("message"))
+            == (qr.status, qr.reason, qr.message)
+            and same_requests
         ):
             return None
         conds = [{"type": cv.type, "status": cv.status, "reason": cv.reason, "message": cv.message} for cv in pending]
@@ -422,6 +437,8 @@ class DecisionWriter:
                 return  # reserved meanwhile: a stale pending report
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
+            if resource_requests is not None:
+                status["resourceRequests"] = resource_requests
 
         write_key = self._log_and_write(
             "pending",

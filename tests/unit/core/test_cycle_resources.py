@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 
 from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
-from webhook.config import Configuration, Feature, Resources, ResourceTransformation
+from webhook.config import ResourceTransformation
 from webhook.core.decisions import Pending, Preempt
 from webhook.core.quota_resources import QuotaResources
 from webhook.core.resources import FlavorResource
-from webhook.worker.manager import scheduler_config
 
 GPU = "example.com/gpu"
 MIG = "nvidia.com/mig-1g.5gb"
@@ -131,46 +130,3 @@ def test_ignore_undeclared_preempts_lower_priority() -> None:
     assert preempt.preemptor_key == "ns/high"
     assert [t.key for t in preempt.targets] == ["ns/low"]
     assert FlavorResource("default", "memory") not in core.cache.cluster_queues["cq"].usage
-
-
-@pytest.mark.parametrize(
-    ("text", "want_ignore", "want_prefixes", "want_inputs"),
-    [
-        pytest.param("", False, (), (), id="no resources section"),
-        pytest.param(
-            "resources: {quotaCheckStrategy: IgnoreUndeclared}\n",
-            True,
-            (),
-            (),
-            id="IgnoreUndeclared, gate on by default",
-        ),
-        pytest.param(
-            "featureGates: {QuotaCheckStrategy: false}\nresources: {quotaCheckStrategy: IgnoreUndeclared}\n",
-            False,
-            (),
-            (),
-            id="IgnoreUndeclared with the gate off: BlockUndeclared",
-        ),
-        pytest.param("resources: {quotaCheckStrategy: BlockUndeclared}\n", False, (), (), id="BlockUndeclared"),
-        pytest.param(
-            "resources: {excludeResourcePrefixes: [example.com/], transformations: "
-            "[{input: nvidia.com/mig-1g.5gb, strategy: Replace, outputs: {example.com/memory: 5Gi}}]}\n",
-            False,
-            ("example.com/",),
-            ("nvidia.com/mig-1g.5gb",),
-            id="exclusions and transformations reach the core",
-        ),
-    ],
-)
-def test_scheduler_config(
-    text: str, want_ignore: bool, want_prefixes: tuple[str, ...], want_inputs: tuple[str, ...]
-) -> None:
-    from webhook.config import parse
-
-    cfg = parse("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + text)
-    sc = scheduler_config(cfg)
-    assert sc.ignore_undeclared_resources is want_ignore
-    assert sc.resources.excluded_prefixes == want_prefixes
-    assert tuple(sc.resources.transformations) == want_inputs
-    assert cfg.feature_enabled(Feature.QUOTA_CHECK_STRATEGY) or not want_ignore
-    assert isinstance(cfg, Configuration) and isinstance(cfg.resources, Resources)

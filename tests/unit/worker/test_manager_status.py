@@ -15,7 +15,7 @@ from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
-from webhook.config import Configuration, FairSharing
+from webhook.config import Configuration, FairSharing, Resources, ResourceTransformation
 from webhook.worker import priority
 from webhook.worker.manager import RESOURCES, Manager
 from webhook.worker.reporter import ROLE
@@ -358,3 +358,30 @@ def test_a_preemption_decided_for_one_victim_never_evicts_its_namesake() -> None
     w.flush()
     assert not any(x["type"] == "Evicted" for x in w.status(low).get("conditions") or ())
     assert [type(m).__name__ for m in w.mgr._drain(0)] == ["WriteFailed"]
+
+
+def test_pending_workload_reports_its_requests_as_quota_charges_them_until_admitted() -> None:
+    """`status.resourceRequests` (upstream's `PropagateResourceRequests` on every pending report,
+    cleared by the admission patch): the podSets' totals after the Configuration's transformations."""
+    cfg = Configuration(
+        resources=Resources(
+            transformations=(ResourceTransformation("example.com/credit", "Replace", "", {"cpu": "1"}),)
+        )
+    )
+    cq = make_cq("cq").group(fq("f", cpu="4")).obj()
+    big = make_wl("big").queue("lq").podset("main", 5, **{"example.com/credit": "1"}).obj()
+    big["status"] = {}
+    small = make_wl("small").queue("lq").podset("main", 2, **{"example.com/credit": "1"}).created(5).obj()
+    small["status"] = {"resourceRequests": [{"name": "main", "resources": {"example.com/credit": "2"}}]}
+    w = World(cfg, make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), big, small)
+    first = w.mgr.core.schedule(T0)  # one head per ClusterQueue and cycle: `big`, which does not fit
+    assert [str(d.key) for d in first.pending] == ["ns/big"] and not first.admitted
+    w.mgr.decisions.dispatch(first, T0)
+    w.flush()
+    second = w.mgr.core.schedule(T0)
+    assert [str(d.key) for d in second.admitted] == ["ns/small"]
+    w.mgr.decisions.dispatch(second, T0)
+    w.flush()
+    assert w.status(big)["resourceRequests"] == [{"name": "main", "resources": {"cpu": "5"}}]
+    assert w.status(small)["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": "2"}
+    assert "resourceRequests" not in w.status(small)

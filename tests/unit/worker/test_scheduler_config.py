@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from webhook import config
 from webhook.worker.manager import scheduler_config
 
@@ -37,3 +39,40 @@ def test_fair_sharing_and_pods_ready() -> None:
     sc = scheduler_config(config.parse(V2 + stanza))
     assert sc.fair_sharing and tuple(sc.fair_sharing_strategies) == ("LessThanOrEqualToFinalShare",)
     assert sc.block_admission and not sc.requeue_by_eviction
+
+
+@pytest.mark.parametrize(
+    ("text", "want_ignore", "want_prefixes", "want_inputs"),
+    [
+        pytest.param("", False, (), (), id="no resources section"),
+        pytest.param(
+            "resources: {quotaCheckStrategy: IgnoreUndeclared}\n",
+            True,
+            (),
+            (),
+            id="IgnoreUndeclared, gate on by default",
+        ),
+        pytest.param(
+            "featureGates: {QuotaCheckStrategy: false}\nresources: {quotaCheckStrategy: IgnoreUndeclared}\n",
+            False,
+            (),
+            (),
+            id="IgnoreUndeclared with the gate off: BlockUndeclared",
+        ),
+        pytest.param("resources: {quotaCheckStrategy: BlockUndeclared}\n", False, (), (), id="BlockUndeclared"),
+        pytest.param(
+            "resources: {excludeResourcePrefixes: [example.com/], transformations: "
+            "[{input: nvidia.com/mig-1g.5gb, strategy: Replace, outputs: {example.com/memory: 5Gi}}]}\n",
+            False,
+            ("example.com/",),
+            ("nvidia.com/mig-1g.5gb",),
+            id="exclusions and transformations reach the core",
+        ),
+    ],
+)
+def test_resources(text: str, want_ignore: bool, want_prefixes: tuple[str, ...], want_inputs: tuple[str, ...]) -> None:
+    """`resources.*` reach the core: quotaCheckStrategy only under its gate (Beta, on)."""
+    sc = scheduler_config(config.parse(V2 + text))
+    assert sc.ignore_undeclared_resources is want_ignore
+    assert sc.resources.excluded_prefixes == want_prefixes
+    assert tuple(sc.resources.transformations) == want_inputs
