@@ -179,3 +179,14 @@ def test_transformation_charges_its_outputs(kubectl: Kubectl, namespace: str, cq
             == [{"name": "cpu", "total": "1100m", "borrowed": "0"}]
         ),
     )
+
+
+def test_pending_workload_reports_transformed_requests(kubectl: Kubectl, namespace: str, cq: str) -> None:
+    """status.resourceRequests of a Job that does not fit: 250 credits are 125 cpu, over the 100 declared."""
+    submit(kubectl, job(namespace, "too-many-credits", {CREDIT: "250"}))
+    wait_workload(kubectl, namespace, "too-many-credits", "QuotaReserved", "False", reason="Pending")
+    requests = wait_for(
+        "status.resourceRequests",
+        lambda: (w := workload_of(kubectl, namespace, "too-many-credits")) and w["status"].get("resourceRequests"),
+    )
+    assert requests == [{"name": "main", "resources": {"cpu": "125"}}]
