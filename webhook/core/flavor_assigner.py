@@ -421,7 +421,10 @@ class _Assigner:
             result.flavors = {r: fa for r, fa in (group or {}).items() if r in req}
             result.reasons = reasons
             a._append(result, self.replaced.get(ps.name, ({}, {}))[1] if self.replaced is not None else {})
-            if req and not result.flavors:
+            # Only a failed resource ends the assignment. Upstream also stops at a podSet left without
+            # flavors because every resource it asks for was skipped (zero, or undeclared under
+            # IgnoreUndeclared), dropping the later podSets from the admission: a bug not copied.
+            if group is None:
                 _resolve_no_fit_reason(a, spec.resource_groups)
                 return a
         _resolve_no_fit_reason(a, spec.resource_groups)

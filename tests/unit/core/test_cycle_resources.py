@@ -130,3 +130,17 @@ def test_ignore_undeclared_preempts_lower_priority() -> None:
     assert preempt.preemptor_key == "ns/high"
     assert [t.key for t in preempt.targets] == ["ns/low"]
     assert FlavorResource("default", "memory") not in core.cache.cluster_queues["cq"].usage
+
+
+def test_ignore_undeclared_pod_set_of_undeclared_resources_only_does_not_end_the_assignment() -> None:
+    """A podSet asking only for undeclared resources gets no flavor and holds no quota; the podSets
+    after it are still assigned and charged. Upstream (v0.19.2 `assignFlavors`) stops at such a
+    podSet and admits the Workload without the later podSets' assignments: their pods run uncharged."""
+    wl = make_wl("wl").queue("lq").podset("sidecar", 1, memory="1Gi").podset("main", 2, cpu="2").obj()
+    core = make_core(*_setup(fq("default", cpu="10")), wl, ignore_undeclared_resources=True)
+    (admit,) = core.schedule(T0).admitted
+    assert admit.admission["podSetAssignments"] == [
+        {"name": "sidecar", "flavors": {}, "resourceUsage": {}, "count": 1},
+        {"name": "main", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "4"}, "count": 2},
+    ]
+    assert core.cache.cluster_queues["cq"].usage[FlavorResource("default", "cpu")] == 4000
