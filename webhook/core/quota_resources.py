@@ -32,10 +32,10 @@ from typing import Protocol
 from webhook.api import quantity
 from webhook.core.resources import UNLIMITED
 
-__all__ = ["REPLACE", "RETAIN", "QuotaResources", "Transformation", "TransformationSpec"]
+__all__ = ["RETAIN", "QuotaResources", "Transformation", "TransformationSpec"]
 
+# The default strategy; the other, `Replace`, drops the input.
 RETAIN = "Retain"
-REPLACE = "Replace"
 
 
 class TransformationSpec(Protocol):
@@ -56,12 +56,12 @@ class TransformationSpec(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Transformation:
-    """A transformation with its output factors parsed once."""
+    """A transformation with its output factors parsed once: (output resource, factor) pairs."""
 
     input: str
     retain: bool = True
     multiply_by: str = ""
-    outputs: Mapping[str, Fraction] = field(default_factory=lambda: MappingProxyType({}))
+    outputs: tuple[tuple[str, Fraction], ...] = ()
 
 
 def _value(resource: str, amount: int) -> Fraction:
@@ -77,29 +77,37 @@ def _amount(resource: str, value: Fraction) -> int:
 
 @dataclass(frozen=True, slots=True)
 class QuotaResources:
-    """The exclusions and transformations applied to every podSet's per-pod requests."""
+    """The exclusions and transformations applied to every podSet's per-pod requests (a value:
+    hashable and compared by its fields)."""
 
     excluded_prefixes: tuple[str, ...] = ()
-    # Keyed by input resource (the Configuration refuses two transformations of one input).
-    transformations: Mapping[str, Transformation] = field(default_factory=lambda: MappingProxyType({}))
+    # At most one per input resource: the Configuration refuses two transformations of one input.
+    transformations: tuple[Transformation, ...] = ()
+    _by_input: Mapping[str, Transformation] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_input", MappingProxyType({t.input: t for t in self.transformations}))
 
     @classmethod
     def from_config(cls, excluded_prefixes: Iterable[str], specs: Iterable[TransformationSpec]) -> QuotaResources:
         """From the Configuration's `resources` section (already validated)."""
         return cls(
             tuple(excluded_prefixes),
-            MappingProxyType(
-                {
-                    t.input: Transformation(
-                        t.input,
-                        retain=(t.strategy or RETAIN) == RETAIN,
-                        multiply_by=t.multiply_by,
-                        outputs=MappingProxyType({r: quantity.parse(v) for r, v in t.outputs.items()}),
-                    )
-                    for t in specs
-                }
+            tuple(
+                Transformation(
+                    t.input,
+                    retain=(t.strategy or RETAIN) == RETAIN,
+                    multiply_by=t.multiply_by,
+                    outputs=tuple((r, quantity.parse(v)) for r, v in t.outputs.items()),
+                )
+                for t in specs
             ),
         )
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The resources a transformation applies to, in the Configuration's order."""
+        return tuple(t.input for t in self.transformations)
 
     def __bool__(self) -> bool:
         return bool(self.excluded_prefixes or self.transformations)
@@ -117,7 +125,7 @@ class QuotaResources:
 
     def transform(self, requests: Mapping[str, int]) -> Mapping[str, int]:
         """`applyResourceTransformations` over one pod's requests."""
-        rules = self.transformations
+        rules = self._by_input
         if not rules or not any(r in rules for r in requests):
             return requests
         kept: dict[str, int] = {}
@@ -131,7 +139,7 @@ class QuotaResources:
             # The multiplier scales only what the outputs are computed from, never the retained input.
             if rule.multiply_by and rule.multiply_by in requests:
                 base *= _value(rule.multiply_by, requests[rule.multiply_by])
-            for out, factor in rule.outputs.items():
+            for out, factor in rule.outputs:
                 generated[out] = generated.get(out, Fraction(0)) + base * factor
             if rule.retain:
                 kept[res] = amount

@@ -261,7 +261,7 @@ MIG_TO_CPU = (
 def test_server_config(api: FakeApi, ignore: bool, inputs: tuple[str, ...]) -> None:
     cfg = explain.server_config(api)
     assert cfg.ignore_undeclared_resources is ignore
-    assert tuple(cfg.resources.transformations) == inputs
+    assert cfg.resources.inputs == inputs
 
 
 def test_undeclared_resource_under_ignore_undeclared() -> None:

@@ -226,3 +226,11 @@ def test_untouched_requests_are_not_copied() -> None:
     requests = {"cpu": 1000}
     assert _rules(_t("nvidia.com/gpu", **{"x": "1"}), prefixes=("example.com/",)).apply(requests) is requests
     assert not QuotaResources()
+
+
+def test_rules_are_values() -> None:
+    """Built twice from one Configuration, the rules are equal and hash alike (SchedulerConfig is a value)."""
+    specs = [_t("nvidia.com/gpu", "Replace", "x/y", **{"x__mem": "5Gi"})]
+    a, b = _rules(*specs, prefixes=("p/",)), _rules(*specs, prefixes=("p/",))
+    assert a == b and hash(a) == hash(b)
+    assert a.inputs == ("nvidia.com/gpu",)

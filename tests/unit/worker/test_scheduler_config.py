@@ -75,4 +75,4 @@ def test_resources(text: str, want_ignore: bool, want_prefixes: tuple[str, ...],
     sc = scheduler_config(config.parse(V2 + text))
     assert sc.ignore_undeclared_resources is want_ignore
     assert sc.resources.excluded_prefixes == want_prefixes
-    assert tuple(sc.resources.transformations) == want_inputs
+    assert sc.resources.inputs == want_inputs
