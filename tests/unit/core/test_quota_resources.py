@@ -234,3 +234,17 @@ def test_rules_are_values() -> None:
     a, b = _rules(*specs, prefixes=("p/",)), _rules(*specs, prefixes=("p/",))
     assert a == b and hash(a) == hash(b)
     assert a.inputs == ("nvidia.com/gpu",)
+
+
+def test_transformations_come_before_dra_devices() -> None:
+    """Upstream's `totalRequestsFromPodSets` order: exclusions and transformations over what the
+    containers ask, then the DeviceClass-backed extended resources out and the devices in."""
+    obj = _ps(make_wl("dra"), "main", 2, **{"example.com__gpu": "1", "cpu": "1"}).obj()
+    rules = _rules(_t("example.com/gpu", "Retain", **{"example.com__credits": "10"}))
+    info = parse_workload(
+        obj,
+        resources=rules,
+        dra_requests={"main": {"gpu.example.com": 1}},
+        dra_replaced={"main": frozenset({"example.com/gpu"})},
+    )
+    assert info.pod_set_requests() == [{"cpu": 2000, "example.com/credits": 20, "gpu.example.com": 2}]
