@@ -46,7 +46,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
-from webhook.core import dra, pod_resources
+from webhook.core import admission_fair_sharing, dra, pod_resources
 from webhook.core.cycle import (
     AdmissionCore,
     SchedulerConfig,
@@ -101,6 +101,10 @@ HELD_RETRY_S = 0.02
 # of the queues themselves reconciles at once. Recomputing every queue's status after each round was
 # 80 % of the core thread in bench-scale.
 STATUS_BATCH_S = 1.0
+# How often the core thread looks for LocalQueues whose admission fair sharing sample is due. Upstream
+# reconciles a LocalQueue again after each status write while an entry penalty is pending; once a
+# second bounds those writes (and the samples a long-pending admission check would cause).
+AFS_SAMPLE_CHECK_S = 1.0
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -171,10 +175,23 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
         ),
         granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
         dra_settings=dra_settings(config),
+        admission_fair_sharing=_admission_fair_sharing(config),
     )
     if not fs:
         return scheduler
     return replace(scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies)
+
+
+def _admission_fair_sharing(config: Configuration) -> admission_fair_sharing.Settings | None:
+    """`afs.Enabled`: the gate on and `admissionFairSharing` set."""
+    afs = config.admission_fair_sharing
+    if afs is None or not config.feature_enabled(Feature.ADMISSION_FAIR_SHARING):
+        return None
+    return admission_fair_sharing.Settings(
+        half_life_s=afs.usage_half_life_time_s,
+        sampling_interval_s=afs.usage_sampling_interval_s,
+        resource_weights=dict(afs.resource_weights),
+    )
 
 
 class Manager:
@@ -513,6 +530,7 @@ class Manager:
         last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         status_due: float | None = None  # monotonic time of the next queue status publication
+        next_afs_sample = 0.0  # monotonic time admission fair sharing is next checked for due samples
         while not self.stop.is_set():
             due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
             wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
@@ -579,6 +597,13 @@ class Manager:
                 self.decisions.dispatch(result, now)
                 if not (result.admitted or result.preempted):
                     break
+            if time.monotonic() >= next_afs_sample:
+                # The LocalQueue reconcile's sampling timer (`RequeueAfter: usageSamplingInterval`, at
+                # once while entry penalties are pending), checked at most once a second: the new
+                # `status.fairSharing` goes out with this round's queue status.
+                next_afs_sample = time.monotonic() + AFS_SAMPLE_CHECK_S
+                if self.core.sample_admission_fair_sharing(datetime.now(UTC)):
+                    self._status_now = True
             if self._status_now:
                 status_due, self._status_now = time.monotonic(), False
             elif status_due is None and batch:
