@@ -46,12 +46,13 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.config import Configuration, Feature
-from webhook.core import admission_fair_sharing, dra, pod_resources
+from webhook.core import dra, pod_resources
 from webhook.core.cycle import (
     AdmissionCore,
     SchedulerConfig,
 )
 from webhook.core.workload import WorkloadKey
+from webhook.visibility.server import admission_fair_sharing_settings
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
@@ -175,23 +176,11 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
         ),
         granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
         dra_settings=dra_settings(config),
-        admission_fair_sharing=_admission_fair_sharing(config),
+        admission_fair_sharing=admission_fair_sharing_settings(config),
     )
     if not fs:
         return scheduler
     return replace(scheduler, fair_sharing=True, fair_sharing_strategies=fs.preemption_strategies)
-
-
-def _admission_fair_sharing(config: Configuration) -> admission_fair_sharing.Settings | None:
-    """`afs.Enabled`: the gate on and `admissionFairSharing` set."""
-    afs = config.admission_fair_sharing
-    if afs is None or not config.feature_enabled(Feature.ADMISSION_FAIR_SHARING):
-        return None
-    return admission_fair_sharing.Settings(
-        half_life_s=afs.usage_half_life_time_s,
-        sampling_interval_s=afs.usage_sampling_interval_s,
-        resource_weights=dict(afs.resource_weights),
-    )
 
 
 class Manager:
