@@ -80,6 +80,9 @@ If such a write (or a preemption victim's Evicted patch) fails for any reason bu
 
 Status for the queue-status reconciler: ``core.cluster_queue_status(name)``,
 ``core.local_queue_status(namespace, name)``, ``core.cohort_status(name)`` (see `status.py`).
+With admission fair sharing (``SchedulerConfig.admission_fair_sharing``), call
+``core.sample_admission_fair_sharing(now)`` periodically (the LocalQueue reconcile's timer): the
+LocalQueues it returns then carry a new ``status.fairSharing`` (`admission_fair_sharing.py`).
 
 The cycle, as a numbered recipe (``schedule``):
 
