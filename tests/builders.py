@@ -122,6 +122,11 @@ class QueueBuilder:
         self._o["spec"]["stopPolicy"] = policy
         return self
 
+    def admission_mode(self, mode: str = "UsageBasedAdmissionFairSharing") -> QueueBuilder:
+        """spec.admissionScope (upstream `AdmissionMode`)."""
+        self._o["spec"]["admissionScope"] = {"admissionMode": mode}
+        return self
+
     def selector(self, sel: dict[str, Any] | None) -> QueueBuilder:
         if sel is None:
             self._o["spec"].pop("namespaceSelector", None)

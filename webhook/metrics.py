@@ -52,6 +52,7 @@ __all__ = [
     "GO_DEFAULT_BUCKETS",
     "LOCAL_QUEUE",
     "LOCAL_QUEUE_ADMISSION_CHECKS_WAIT_TIME",
+    "LOCAL_QUEUE_ADMISSION_FAIR_SHARING_USAGE",
     "LOCAL_QUEUE_ADMISSION_WAIT_TIME",
     "LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS",
     "LOCAL_QUEUE_ADMITTED_UNTIL_READY_WAIT_TIME",
@@ -726,6 +727,14 @@ LOCAL_QUEUE_RESOURCE_USAGE = _gauge(
     "local_queue_resource_usage",
     "Reports the localQueue's total resource usage within all the flavors",
     [*_LQ, "flavor", "resource"],
+    keys=_LQ_KEY,
+)
+LOCAL_QUEUE_ADMISSION_FAIR_SHARING_USAGE = _gauge(
+    "local_queue_admission_fair_sharing_usage",
+    "Reports a value representing the LocalQueue's Admission Fair Sharing usage,\n"
+    "calculated from the resource-weighted sum of consumed resources and pending\n"
+    "admission penalties, divided by the LocalQueue's fair sharing weight",
+    [*_LQ, "cluster_queue"],
     keys=_LQ_KEY,
 )
 

@@ -77,6 +77,10 @@ EXPECTED: dict[str, tuple[str, tuple[str, ...]]] = {
     "kueue_local_queue_status": ("gauge", ("name", "namespace", "active", "replica_role")),
     "kueue_local_queue_resource_reservation": ("gauge", ("name", "namespace", "flavor", "resource", "replica_role")),
     "kueue_local_queue_resource_usage": ("gauge", ("name", "namespace", "flavor", "resource", "replica_role")),
+    "kueue_local_queue_admission_fair_sharing_usage": (
+        "gauge",
+        ("name", "namespace", "cluster_queue", "replica_role"),
+    ),
     "kueue_cohort_info": ("gauge", ("cohort", "parent_cohort", "root_cohort", "replica_role")),
     "kueue_cohort_subtree_quota": ("gauge", ("cohort", "flavor", "resource", "replica_role")),
     "kueue_cohort_subtree_resource_reservations": ("gauge", ("cohort", "flavor", "resource", "replica_role")),

@@ -22,6 +22,7 @@ __all__ = [
     "QuantityError",
     "amount",
     "format_amount",
+    "format_nanos",
     "invalid",
     "is_extended_resource_name",
     "is_milli_resource",
@@ -241,6 +242,12 @@ def format_amount(resource: str, value: int) -> str:
             return f"{v}{_BINARY_SUFFIX[power]}"
         return str(value)
     return _format_decimal(value, 0)
+
+
+def format_nanos(nanos: int) -> str:
+    """Canonical DecimalSI text of `nanos` billionths of a unit, as Go prints a quantity built from an
+    `inf.Dec` of scale 9 (`resource.NewDecimalQuantity`): "4", "31999m", "3999999999n"."""
+    return _format_decimal(nanos, -9)
 
 
 def _format_decimal(value: int, exponent: int) -> str:

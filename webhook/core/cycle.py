@@ -82,6 +82,9 @@ If such a write (or a preemption victim's Evicted patch) fails for any reason bu
 
 Status for the queue-status reconciler: ``core.cluster_queue_status(name)``,
 ``core.local_queue_status(namespace, name)``, ``core.cohort_status(name)`` (see `status.py`).
+With admission fair sharing (``SchedulerConfig.admission_fair_sharing``), call
+``core.sample_admission_fair_sharing(now)`` periodically (the LocalQueue reconcile's timer): the
+LocalQueues it returns then carry a new ``status.fairSharing`` (`admission_fair_sharing.py`).
 
 The cycle, as a numbered recipe (``schedule``):
 
@@ -106,6 +109,7 @@ from typing import Any
 from webhook.api import constants
 from webhook.api.constants import PendingReason
 from webhook.core import (
+    admission_fair_sharing,
     conditions,
     dra,
     fair_sharing,
@@ -187,6 +191,8 @@ class SchedulerConfig:
     # What ResourceClaimTemplates cost (`dra`): gates KueueDRAIntegration,
     # KueueDRARejectWorkloadsWhenDRADisabled and resources.deviceClassMappings.
     dra_settings: dra.Settings = field(default_factory=dra.Settings)
+    # Configuration.admissionFairSharing with gate AdmissionFairSharing on (`afs.Enabled`); None: off.
+    admission_fair_sharing: admission_fair_sharing.Settings | None = None
 
 
 @dataclass(slots=True)
@@ -266,6 +272,15 @@ class AdmissionCore:
         self._qs_local_queues: set[str] = set()
         # Requeue requests waiting for their batch period: ("cohort" | "cq", root name) -> due time.
         self._requeue_due: dict[tuple[str, str], datetime] = {}
+        # Admission fair sharing (`admission_fair_sharing.py`): LocalQueue usage orders opted-in queues.
+        self.afs: admission_fair_sharing.Tracker | None = None
+        if self.config.admission_fair_sharing is not None:
+            self.afs = admission_fair_sharing.Tracker(
+                self.cache,
+                self.config.admission_fair_sharing,
+                ignore_undeclared_resources=self.config.ignore_undeclared_resources,
+            )
+            self.queues.fs_usage = self.afs.usage
 
     # == events ===================================================================================
     def _tree_cqs(self, names: Iterable[str]) -> set[str]:
@@ -361,10 +376,14 @@ class AdmissionCore:
         if old is None or (old.stop_policy, old.cluster_queue) != (lq.stop_policy, lq.cluster_queue):
             self._qs_local_queues.add(lq.key)
         self.queues.upsert_local_queue(lq, now)
+        if self.afs is not None:
+            self.afs.on_local_queue(lq.key, obj, now)
 
     def on_local_queue_deleted(self, namespace: str, name: str, now: datetime) -> None:
         self.cache.delete_local_queue(f"{namespace}/{name}")
         self.queues.delete_local_queue(f"{namespace}/{name}")
+        if self.afs is not None:
+            self.afs.on_local_queue_deleted(f"{namespace}/{name}")
 
     def on_priority_class(self, obj: Mapping[str, Any]) -> None:
         self.cache.upsert_priority_class(obj)
@@ -458,6 +477,8 @@ class AdmissionCore:
             self._assumed_from.pop(wl.key, None)
         self.queues.upsert_workload(wl, now)
         self._qs_keys.add(wl.key)
+        if self.afs is not None:
+            self.afs.on_workload(wl, now)
         return wl
 
     def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
@@ -468,6 +489,8 @@ class AdmissionCore:
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
         self._qs_keys.discard(key)
+        if self.afs is not None:
+            self.afs.on_workload_deleted(key)
         if old is not None:
             self._flush([old.admission_cluster_queue], now)
 
@@ -475,6 +498,8 @@ class AdmissionCore:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
         wl = self.cache.forget_workload(key)
         original = self._assumed_from.pop(key, None)
+        if self.afs is not None:
+            self.afs.admission_failed(key)
         if wl is not None:
             self._flush([wl.admission_cluster_queue], now)
         if original is not None:
@@ -490,7 +515,17 @@ class AdmissionCore:
         return status.cluster_queue_status(self.cache, self.queues, name, fair_sharing=self.config.fair_sharing)
 
     def local_queue_status(self, namespace: str, name: str) -> dict[str, Any]:
-        return status.local_queue_status(self.cache, self.queues, f"{namespace}/{name}")
+        out = status.local_queue_status(self.cache, self.queues, f"{namespace}/{name}")
+        fs = self.afs.status(f"{namespace}/{name}") if self.afs is not None else None
+        if out and fs is not None:
+            out["fairSharing"] = fs
+        return out
+
+    def sample_admission_fair_sharing(self, now: datetime) -> list[str]:
+        """Sample the LocalQueues whose admission fair sharing usage is due (the LocalQueue reconcile's
+        timer, which the worker runs): their status then carries the new `fairSharing`. Returns their
+        keys; [] with admission fair sharing off."""
+        return [] if self.afs is None else self.afs.sample(now)
 
     def cohort_status(self, name: str) -> dict[str, Any]:
         return status.cohort_status(self.cache, name, fair_sharing=self.config.fair_sharing)
@@ -511,6 +546,7 @@ class AdmissionCore:
             strategies=self.config.fair_sharing_strategies,
             now=now,
             buffer=self.config.timestamp_preemption_buffer,
+            lq_usage=self.afs.candidate_usages() if self.afs is not None else None,
         )
         entries, inadmissible = self._nominate(heads, snap, preemptor)  # 3
         preempted: dict[WorkloadKey, WorkloadInfo] = {}
@@ -864,6 +900,8 @@ class AdmissionCore:
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
         self.cache.assume_workload(assumed)
+        if self.afs is not None:
+            self.afs.assumed(e.wl, e.cq_name, now)
         self.queues.admitted(e.wl.key, e.cq_name)
         self._last.pop(e.wl.key, None)
         self._assumed_from[e.wl.key] = e.wl

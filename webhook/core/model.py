@@ -18,6 +18,7 @@ from webhook.api import quantity, selector
 from webhook.core.resources import FlavorResource, ResourceQuota, parse_amount
 
 __all__ = [
+    "AdmissionMode",
     "BorrowWithinCohort",
     "ClusterQueueSpec",
     "CohortSpec",
@@ -49,6 +50,14 @@ class StopPolicy(StrEnum):
     NONE = "None"
     HOLD = "Hold"
     HOLD_AND_DRAIN = "HoldAndDrain"
+
+
+class AdmissionMode(StrEnum):
+    """`spec.admissionScope.admissionMode`; NONE when the ClusterQueue has no admissionScope."""
+
+    NONE = ""
+    USAGE_BASED = "UsageBasedAdmissionFairSharing"
+    NO_ADMISSION_FAIR_SHARING = "NoAdmissionFairSharing"
 
 
 class MigrationMode(StrEnum):
@@ -201,6 +210,8 @@ class ClusterQueueSpec:
     resource_to_group: Mapping[str, int] = field(default_factory=dict)
     # Set only with the ConcurrentAdmission feature gate on: its Workloads are parents of variants.
     concurrent_admission: ConcurrentAdmissionPolicy | None = None
+    # Admission fair sharing orders this ClusterQueue's LocalQueues by their usage (with the gate on).
+    admission_mode: AdmissionMode = AdmissionMode.NONE
 
     def flavor_names(self) -> tuple[str, ...]:
         """Every flavor named in the resource groups, in spec order."""
@@ -249,6 +260,7 @@ def parse_cluster_queue(obj: Mapping[str, Any], *, concurrent_admission: bool = 
         concurrent_admission=_parse_concurrent_admission(spec.get("concurrentAdmissionPolicy"))
         if concurrent_admission
         else None,
+        admission_mode=AdmissionMode((spec.get("admissionScope") or {}).get("admissionMode") or ""),
     )
 
 
@@ -280,6 +292,8 @@ class LocalQueueSpec:
     name: str
     cluster_queue: str
     stop_policy: StopPolicy = StopPolicy.NONE
+    # spec.fairSharing.weight: admission fair sharing divides the LocalQueue's usage by it.
+    fair_weight: Fraction = Fraction(1)
 
     @property
     def key(self) -> str:
@@ -295,6 +309,7 @@ def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueSpec:
         name=str(meta["name"]),
         cluster_queue=str(spec.get("clusterQueue") or ""),
         stop_policy=StopPolicy(spec.get("stopPolicy") or "None"),
+        fair_weight=_weight(spec.get("fairSharing")),
     )
 
 

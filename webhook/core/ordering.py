@@ -27,16 +27,21 @@ def queue_key(wl: WorkloadInfo, *, sticky: bool = False) -> tuple[int, int, time
     return (0 if sticky else 1, -wl.priority, _since_epoch(wl.queue_order_timestamp), wl.uid, wl.key)
 
 
-def candidate_key(wl: WorkloadInfo, preemptor_cq: str, now: datetime) -> tuple[bool, bool, int, timedelta, str, str]:
+def candidate_key(
+    wl: WorkloadInfo, preemptor_cq: str, now: datetime, *, lq_usage: float = 0.0
+) -> tuple[bool, bool, float, int, timedelta, str, str]:
     """Preemption candidate order.
 
-    1. already Evicted first; 2. other ClusterQueues before the preemptor's; 3. lower priority;
-    4. most recent QuotaReserved transition first (missing means `now`); 5. UID; 6. namespace/name.
+    1. already Evicted first; 2. other ClusterQueues before the preemptor's; 3. (admission fair
+    sharing) higher LocalQueue usage first, `lq_usage` being 0 where it does not apply; 4. lower
+    priority; 5. most recent QuotaReserved transition first (missing means `now`); 6. UID;
+    7. namespace/name.
     """
     reserved = wl.quota_reserved_time or now
     return (
         not wl.is_evicted,
         wl.admission_cluster_queue == preemptor_cq,
+        -lq_usage,
         wl.priority,
         -_since_epoch(reserved),
         wl.uid,

@@ -12,13 +12,21 @@ LocalQueue keeps its workloads in a sorted list updated per event, so a page of 
 any offset costs O(limit · log n), whatever the queue's length: positions come from the sorted
 lists' ranks, never from walking the queue.
 
-The one difference from upstream: the BestEffortFIFO "sticky" preemptor (a scheduler-private
-pin that upstream's leader shows first) is not known here; it is ranked by its own key.
+With admission fair sharing, a ClusterQueue that opted in ranks its Workloads by their
+LocalQueue's usage first (`buildSnapshotSort`): its order is its LocalQueues' lists taken by
+ascending usage, lists of equal usage merged. Positions then cost O(number of LocalQueues) more.
+
+The differences from upstream: the BestEffortFIFO "sticky" preemptor (a scheduler-private pin that
+upstream's leader shows first) is not known here; it is ranked by its own key. A LocalQueue's usage
+is the one its status shows (`admissionFairSharingStatus`, written at each sample), without the
+entry penalties the leader holds in memory until the next sample.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple
@@ -110,6 +118,10 @@ class PendingOrder:
         self._routes: dict[str, str] = {}
         # Existing ClusterQueues -> the workloads of every LocalQueue routed to them.
         self._by_cluster_queue: dict[str, SortedList] = {}
+        # Admission fair sharing: the ClusterQueues ordered by LocalQueue usage, and each
+        # LocalQueue's usage (0 when unknown).
+        self._fair: set[str] = set()
+        self._usage: dict[str, float] = {}
 
     def __len__(self) -> int:
         return len(self._workloads)
@@ -170,17 +182,69 @@ class PendingOrder:
                 merged.update(self._by_local_queue.get(lq_key, ()))
         self._by_cluster_queue[name] = merged
 
+    def set_fair_order(self, cluster_queue: str, fair: bool) -> None:
+        """Whether the ClusterQueue ranks by LocalQueue usage (admission fair sharing on, and its
+        admissionScope UsageBasedAdmissionFairSharing)."""
+        if fair:
+            self._fair.add(cluster_queue)
+        else:
+            self._fair.discard(cluster_queue)
+
+    def set_local_queue_usage(self, key: str, usage: float | None) -> None:
+        """A LocalQueue's admission fair sharing usage; None forgets it."""
+        if usage is None:
+            self._usage.pop(key, None)
+        else:
+            self._usage[key] = usage
+
     # -- reads ---------------------------------------------------------------------------------
     def _rank_in_local_queue(self, wl: PendingWorkload) -> int:
         return int(self._by_local_queue[wl.local_queue_key].index(wl.order))
+
+    def _usage_groups(self, cluster_queue: str) -> list[tuple[float, list[SortedList]]]:
+        """The ClusterQueue's LocalQueue lists grouped by usage, lowest first."""
+        groups: dict[float, list[SortedList]] = {}
+        for lq_key in sorted(k for k, cq in self._routes.items() if cq == cluster_queue):
+            items = self._by_local_queue.get(lq_key)
+            if items:
+                groups.setdefault(self._usage.get(lq_key, 0.0), []).append(items)
+        return sorted(groups.items(), key=lambda g: g[0])
+
+    def _rank_in_cluster_queue(self, cluster_queue: str, wl: PendingWorkload, cq_list: SortedList) -> int:
+        if cluster_queue not in self._fair:
+            return int(cq_list.index(wl.order))
+        mine = self._usage.get(wl.local_queue_key, 0.0)
+        rank = 0
+        for usage, lists in self._usage_groups(cluster_queue):
+            if usage < mine:
+                rank += sum(len(lst) for lst in lists)
+            elif usage == mine:
+                rank += sum(int(lst.bisect_left(wl.order)) for lst in lists)
+        return rank
+
+    def _fair_orders(self, cluster_queue: str, offset: int) -> Iterator[OrderKey]:
+        """The ClusterQueue's keys from `offset` on, in admission fair sharing order."""
+        for _, lists in self._usage_groups(cluster_queue):
+            size = sum(len(lst) for lst in lists)
+            if offset >= size:
+                offset -= size
+                continue
+            merged = lists[0] if len(lists) == 1 else heapq.merge(*lists)
+            yield from itertools.islice(merged, offset, None)
+            offset = 0
 
     def cluster_queue_page(self, name: str, *, offset: int, limit: int) -> list[Positioned] | None:
         """Items `offset`..`offset+limit` of the ClusterQueue; None if it does not exist."""
         cq_list = self._by_cluster_queue.get(name)
         if cq_list is None:
             return None
+        orders = (
+            itertools.islice(self._fair_orders(name, offset), limit)
+            if name in self._fair
+            else cq_list.islice(offset, offset + limit)
+        )
         out = []
-        for i, order in enumerate(cq_list.islice(offset, offset + limit)):
+        for i, order in enumerate(orders):
             wl = self._workloads[order[-1]]
             out.append(Positioned(wl, offset + i, self._rank_in_local_queue(wl)))
         return out
@@ -195,7 +259,8 @@ class PendingOrder:
         lq_list = self._by_local_queue.get(key)
         if cq_list is None or lq_list is None:
             return []
-        return [
-            Positioned(self._workloads[order[-1]], int(cq_list.index(order)), offset + i)
-            for i, order in enumerate(lq_list.islice(offset, offset + limit))
-        ]
+        out = []
+        for i, order in enumerate(lq_list.islice(offset, offset + limit)):
+            wl = self._workloads[order[-1]]
+            out.append(Positioned(wl, self._rank_in_cluster_queue(cluster_queue, wl, cq_list), offset + i))
+        return out

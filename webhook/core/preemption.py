@@ -4,6 +4,13 @@ Mirrors `pkg/scheduler/preemption/{preemption,preemption_oracle}.go`,
 `classical/{candidate_generator,hierarchical_preemption}.go` and `common/*.go` (upstream commit
 ff69552e79). `get_targets` is pure computation on the snapshot: every simulated removal is undone
 before it returns. Issuing the evictions is the worker's job (see `conditions.evicted_by_preemption`).
+
+With admission fair sharing, candidates of one UsageBasedAdmissionFairSharing ClusterQueue are
+taken from the LocalQueue with the highest usage first (`CandidatesOrdering`, criterion 2).
+Upstream compares usage only between two candidates of the same ClusterQueue, which is not a total
+order once a list mixes ClusterQueues (a cycle through priority is possible); here usage ranks a
+list only when all its candidates share one ClusterQueue, and each ClusterQueue's own candidates
+in fair-sharing preemption. The ClusterQueue picked next there is chosen without it, as upstream.
 """
 
 from __future__ import annotations
@@ -116,19 +123,36 @@ def _restore(ctx: _Ctx, targets: Sequence[Target]) -> None:
 class Preemptor:
     """Finds preemption targets with the classical or the fair-sharing algorithm."""
 
-    __slots__ = ("buffer", "fair_sharing", "now", "strategies")
+    __slots__ = ("buffer", "fair_sharing", "lq_usage", "now", "strategies")
 
     def __init__(
-        self, *, fair_sharing: bool, strategies: Sequence[str], now: datetime, buffer: timedelta = timedelta(0)
+        self,
+        *,
+        fair_sharing: bool,
+        strategies: Sequence[str],
+        now: datetime,
+        buffer: timedelta = timedelta(0),
+        lq_usage: Callable[[WorkloadInfo], float | None] | None = None,
     ) -> None:
         self.fair_sharing = fair_sharing
         self.strategies = tuple(strategies) or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
         self.now = now
         self.buffer = buffer  # `satisfies_policy`
+        # Admission fair sharing: a candidate's LocalQueue usage, None outside an opted-in ClusterQueue.
+        self.lq_usage = lq_usage
 
-    def _key(self, cq_name: str) -> Callable[[WorkloadInfo], tuple[object, ...]]:
+    def _key(self, cq_name: str, *, by_usage: bool = False) -> Callable[[WorkloadInfo], tuple[object, ...]]:
         now = self.now
-        return lambda wl: ordering.candidate_key(wl, cq_name, now)
+        usage_of = self.lq_usage
+        if not by_usage or usage_of is None:
+            return lambda wl: ordering.candidate_key(wl, cq_name, now)
+        return lambda wl: ordering.candidate_key(wl, cq_name, now, lq_usage=usage_of(wl) or 0.0)
+
+    def _sorted(self, candidates: Sequence[_Candidate], cq_name: str) -> list[_Candidate]:
+        """A list of candidates in order; LocalQueue usage counts only within one ClusterQueue."""
+        one_cq = len({c.wl.admission_cluster_queue for c in candidates}) == 1
+        key = self._key(cq_name, by_usage=one_cq)
+        return sorted(candidates, key=lambda c: key(c.wl))
 
     def get_targets(self, wl: WorkloadInfo, assignment: Assignment, snapshot: Snapshot) -> list[Target]:
         """Victims for the whole assignment (every fr that needed preemption)."""
@@ -221,8 +245,7 @@ class Preemptor:
                 fits, remaining = resource_node.quantities_fit_in_quota(node, remaining)
                 advantage = advantage or fits
                 prev = node
-        key = self._key(ctx.cq.name)
-        lists = [sorted(lst, key=lambda c: key(c.wl)) for lst in (hier, prio, same)]
+        lists = [self._sorted(lst, ctx.cq.name) for lst in (hier, prio, same)]
         ordered = [c for lst in lists for c in lst if c.wl.is_evicted] + [
             c for lst in lists for c in lst if not c.wl.is_evicted
         ]
@@ -289,7 +312,9 @@ class Preemptor:
         if not candidates:
             return []
         key = self._key(ctx.cq.name)
-        candidates.sort(key=key)
+        # Only each ClusterQueue's own order matters from here (`TargetOrdering.build` splits by
+        # ClusterQueue, keeping it), so usage may rank the whole list.
+        candidates.sort(key=self._key(ctx.cq.name, by_usage=True))
         strategy = (
             fair_sharing.less_than_initial_share
             if self.strategies[0] == "LessThanInitialShare"

@@ -15,14 +15,21 @@ inadmissible Workloads are next requeued (`handleInadmissibleHash`, `hashToBulkM
 
 With ConcurrentAdmission, a ClusterQueue with a concurrentAdmissionPolicy never queues its parent
 Workloads, only their variants (`IsConcurrentAdmissionParentWithoutLock`, `AddFromLocalQueue`).
+
+With admission fair sharing (`QueueManager.fs_usage` set) a ClusterQueue whose admissionScope is
+UsageBasedAdmissionFairSharing pops the Workload of its LocalQueue with the lowest usage first, the
+heap order breaking ties (`queueOrderingFunc`). A LocalQueue's usage moves with every admission
+(entry penalties) and sample, so that pop reads it afresh and scans the queue's Workloads: O(n) per
+pop where upstream re-heapifies the queue, O(n log n), whenever a penalty is pending.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from webhook.core import model, ordering
 from webhook.core.conditions import RequeueReason
@@ -101,6 +108,24 @@ class _ClusterQueueQueue:
                 return cur[1]
         return None
 
+    def pop_fair(self, fs_usage: Callable[[str], float]) -> WorkloadInfo | None:
+        """The Workload ranked first by (its LocalQueue's usage, heap order); the heap keeps its
+        entry, which `pop` skips once it is gone from `in_heap`."""
+        if not self.in_heap:
+            return None
+        usages: dict[str, float] = {}
+
+        def rank(item: tuple[WorkloadKey, tuple[tuple[int, int, object, str, str], WorkloadInfo]]) -> tuple[float, Any]:
+            key, wl = item[1]
+            lq = f"{wl.namespace}/{wl.queue_name}"
+            u = usages.get(lq)
+            if u is None:
+                u = usages[lq] = fs_usage(lq)
+            return u, key
+
+        best, _ = min(self.in_heap.items(), key=rank)
+        return self.in_heap.pop(best)[1]
+
     def pending(self) -> int:
         return len(self.in_heap) + len(self.inadmissible)
 
@@ -123,6 +148,8 @@ class QueueManager:
         self.pending: dict[WorkloadKey, WorkloadInfo] = {}
         self._by_queue: dict[str, set[WorkloadKey]] = {}
         self._backoff: list[tuple[datetime, WorkloadKey]] = []
+        # Admission fair sharing: a LocalQueue's (`namespace/name`) usage; None when it is off.
+        self.fs_usage: Callable[[str], float] | None = None
 
     # -- helpers -------------------------------------------------------------------------------
     def _cq_of(self, wl: WorkloadInfo) -> tuple[_LocalQueue | None, _ClusterQueueQueue | None]:
@@ -270,7 +297,7 @@ class QueueManager:
             cq = self.cluster_queues[name]
             if not cq.active or cq.inflight is not None:
                 continue
-            wl = cq.pop()
+            wl = cq.pop_fair(self.fs_usage) if self.uses_fair_order(name) and self.fs_usage else cq.pop()
             if wl is None:
                 continue
             cq.pop_cycle += 1
@@ -280,6 +307,13 @@ class QueueManager:
                 lq.items.discard(wl.key)
             out.append(Head(wl, name))
         return out
+
+    def uses_fair_order(self, name: str) -> bool:
+        """Admission fair sharing is on and the ClusterQueue opted in (`afs.ResourceWeights`)."""
+        cq = self.cluster_queues.get(name)
+        return (
+            self.fs_usage is not None and cq is not None and cq.spec.admission_mode == model.AdmissionMode.USAGE_BASED
+        )
 
     def _expire_backoffs(self, now: datetime) -> None:
         while self._backoff and self._backoff[0][0] <= now:

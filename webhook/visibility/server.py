@@ -35,7 +35,7 @@ from webhook import kube as k
 from webhook import tls
 from webhook.api import constants as c
 from webhook.config import Configuration, Feature
-from webhook.core import model
+from webhook.core import admission_fair_sharing, model
 from webhook.core.admission_rate import AdmissionRates, Rate
 from webhook.core.cache import Cache
 from webhook.core.pending_order import PendingOrder, Positioned, pending_entry
@@ -45,7 +45,7 @@ from webhook.guarded_server import GuardedHandler, GuardedThreadingMixIn
 from webhook.visibility.auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
 from webhook.visibility.handler import Request, Response, VisibilityAPI
 
-__all__ = ["EstimatedPage", "PendingFeed", "VisibilityServer", "serve_visibility"]
+__all__ = ["EstimatedPage", "PendingFeed", "VisibilityServer", "admission_fair_sharing_settings", "serve_visibility"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,19 @@ HANDSHAKE_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 60.0
 # In any order: the cache recounts a ClusterQueue's usage when it appears after its Workloads.
 _WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2), ("cohorts", c.V1BETA2))
+
+
+def admission_fair_sharing_settings(config: Configuration) -> admission_fair_sharing.Settings | None:
+    """`afs.Enabled`: the AdmissionFairSharing gate on and `admissionFairSharing` set (the worker's
+    core and every replica's pending order read it alike)."""
+    afs = config.admission_fair_sharing
+    if afs is None or not config.feature_enabled(Feature.ADMISSION_FAIR_SHARING):
+        return None
+    return admission_fair_sharing.Settings(
+        half_life_s=afs.usage_half_life_time_s,
+        sampling_interval_s=afs.usage_sampling_interval_s,
+        resource_weights=dict(afs.resource_weights),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +89,11 @@ class PendingFeed:
         *,
         requeue_by_eviction: bool = True,
         concurrent_admission: bool = False,
+        admission_fair_sharing: admission_fair_sharing.Settings | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._order = PendingOrder()
+        self._afs = admission_fair_sharing
         self._cache = Cache(concurrent_admission=concurrent_admission)
         self._rates = AdmissionRates()
         self._clock = clock
@@ -111,8 +126,14 @@ class PendingFeed:
                 self._cache.delete_local_queue(key)
             routed = lq is not None and lq.stop_policy == model.StopPolicy.NONE
             self._order.set_local_queue(key, lq.cluster_queue if lq is not None and routed else None)
+            if self._afs is not None:
+                self._order.set_local_queue_usage(key, None if lq is None or obj is None else self._lq_usage(lq, obj))
         elif kind == "clusterqueues":
             self._order.set_cluster_queue(key, obj is not None)
+            mode = ((obj or {}).get("spec") or {}).get("admissionScope") or {}
+            self._order.set_fair_order(
+                key, self._afs is not None and mode.get("admissionMode") == model.AdmissionMode.USAGE_BASED
+            )
             if obj is None:
                 self._cache.delete_cluster_queue(key)
                 self._inactive.pop(key, None)
@@ -127,6 +148,13 @@ class PendingFeed:
             self._cache.delete_cohort(key)
         else:
             self._cache.upsert_cohort(obj)
+
+    def _lq_usage(self, lq: model.LocalQueueSpec, obj: dict[str, Any]) -> float:
+        """The usage the LocalQueue's status shows (its last sample, without pending penalties)."""
+        assert self._afs is not None
+        status = ((obj.get("status") or {}).get("fairSharing") or {}).get("admissionFairSharingStatus") or {}
+        consumed = admission_fair_sharing.parse_consumed(status.get("consumedResources"))
+        return admission_fair_sharing.usage(consumed, {}, float(lq.fair_weight), self._afs.resource_weights)
 
     def _apply_workload(self, key: WorkloadKey, obj: dict[str, Any] | None) -> None:
         if obj is None:
@@ -298,6 +326,7 @@ def serve_visibility(
     feed = PendingFeed(
         requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
         concurrent_admission=config.feature_enabled(Feature.CONCURRENT_ADMISSION),
+        admission_fair_sharing=admission_fair_sharing_settings(config),
     )
     api = VisibilityAPI(feed, AccessReviewer(kube), feed)
     vs = config.visibility_server

@@ -53,6 +53,7 @@ from webhook.core.cycle import (
 )
 from webhook.core.quota_resources import QuotaResources
 from webhook.core.workload import WorkloadKey
+from webhook.visibility.server import admission_fair_sharing_settings
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
@@ -102,6 +103,10 @@ HELD_RETRY_S = 0.02
 # of the queues themselves reconciles at once. Recomputing every queue's status after each round was
 # 80 % of the core thread in bench-scale.
 STATUS_BATCH_S = 1.0
+# How often the core thread looks for LocalQueues whose admission fair sharing sample is due. Upstream
+# reconciles a LocalQueue again after each status write while an entry penalty is pending; once a
+# second bounds those writes (and the samples a long-pending admission check would cause).
+AFS_SAMPLE_CHECK_S = 1.0
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -175,6 +180,7 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
         ),
         granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
         dra_settings=dra_settings(config),
+        admission_fair_sharing=admission_fair_sharing_settings(config),
     )
     if not fs:
         return scheduler
@@ -517,6 +523,7 @@ class Manager:
         last_routes: QueueRoutes | None = None
         fed_synced: set[str] = set()  # kinds whose list reached the core (marker drained after its events)
         status_due: float | None = None  # monotonic time of the next queue status publication
+        next_afs_sample = 0.0  # monotonic time admission fair sharing is next checked for due samples
         while not self.stop.is_set():
             due = self.core.next_requeue_at() if rebuilt else None  # applied by schedule(), once scheduling
             wait = 1.0 if due is None else min(1.0, max(0.0, (due - datetime.now(UTC)).total_seconds()))
@@ -583,6 +590,13 @@ class Manager:
                 self.decisions.dispatch(result, now)
                 if not (result.admitted or result.preempted):
                     break
+            if time.monotonic() >= next_afs_sample:
+                # The LocalQueue reconcile's sampling timer (`RequeueAfter: usageSamplingInterval`, at
+                # once while entry penalties are pending), checked at most once a second: the new
+                # `status.fairSharing` goes out with this round's queue status.
+                next_afs_sample = time.monotonic() + AFS_SAMPLE_CHECK_S
+                if self.core.sample_admission_fair_sharing(datetime.now(UTC)):
+                    self._status_now = True
             if self._status_now:
                 status_due, self._status_now = time.monotonic(), False
             elif status_due is None and batch:

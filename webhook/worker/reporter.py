@@ -697,6 +697,17 @@ class MetricsReporter:
         self._set(m.LOCAL_QUEUE_STATUS, status)
         self._set(m.LOCAL_QUEUE_RESOURCE_RESERVATION, reservation)
         self._set(m.LOCAL_QUEUE_RESOURCE_USAGE, usage)
+        if core.afs is not None:
+            # Upstream sets it with each sample's status write (`reportAfsUsage`): a LocalQueue
+            # appears once first sampled, and shows its pending entry penalties as they come.
+            self._set(
+                m.LOCAL_QUEUE_ADMISSION_FAIR_SHARING_USAGE,
+                {
+                    (lq.name, lq.namespace, lq.cluster_queue): core.afs.usage(key)
+                    for key, lq in sorted(cache.local_queues.items())
+                    if core.afs.status(key) is not None
+                },
+            )
 
     def _refresh_cohorts(self, core: AdmissionCore) -> None:
         info: dict[tuple[str, ...], float] = {}

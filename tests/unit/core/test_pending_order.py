@@ -164,3 +164,37 @@ def test_matches_a_full_sort_under_random_updates() -> None:
             for p in got:
                 same_queue = [n for n in want if live[n][3] == live[p.workload.name][3]]
                 assert p.in_local_queue == same_queue.index(p.workload.name)
+
+
+@pytest.mark.parametrize(
+    ("offset", "limit", "want"),
+    [
+        pytest.param(
+            0,
+            10,
+            [("b-high", 0, 0), ("c-mid", 1, 0), ("b-low", 2, 1), ("a-top", 3, 0)],
+            id="lowest usage first, equal usages merged by the heap order",
+        ),
+        pytest.param(2, 1, [("b-low", 2, 1)], id="a page inside the merged group"),
+        pytest.param(3, 5, [("a-top", 3, 0)], id="a page after the whole group"),
+    ],
+)
+def test_admission_fair_sharing_ranks_by_local_queue_usage(order: PendingOrder, offset, limit, want) -> None:
+    order.set_local_queue("ns/c", "cq")
+    order.set_fair_order("cq", True)
+    for lq, usage in (("ns/a", 5.0), ("ns/b", 1.0), ("ns/c", 1.0)):
+        order.set_local_queue_usage(lq, usage)
+    add(order, wl("a-top", queue="a", priority=100))
+    add(order, wl("b-high", queue="b", priority=9))
+    add(order, wl("b-low", queue="b", priority=1))
+    add(order, wl("c-mid", queue="c", priority=5))
+    assert names(order.cluster_queue_page("cq", offset=offset, limit=limit)) == want
+    page = [p for lq in ("ns/a", "ns/b", "ns/c") for p in names(order.local_queue_page(lq, offset=0, limit=10))]
+    assert sorted(page, key=lambda p: p[1]) == [
+        ("b-high", 0, 0),
+        ("c-mid", 1, 0),
+        ("b-low", 2, 1),
+        ("a-top", 3, 0),
+    ], "each LocalQueue page shows the same ClusterQueue positions"
+    order.set_fair_order("cq", False)
+    assert names(order.cluster_queue_page("cq", offset=0, limit=1)) == [("a-top", 0, 0)]

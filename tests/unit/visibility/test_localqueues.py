@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from tests.builders import T0, fq, make_cohort, make_cq, make_lq, make_wl, psa
+from webhook.core.admission_fair_sharing import Settings
 from webhook.reviews import User
 from webhook.visibility.auth import AccessDecision, Attributes
 from webhook.visibility.handler import Request, Response, VisibilityAPI
@@ -265,3 +266,37 @@ def test_a_status_write_changes_the_active_state_and_a_spec_change_the_quota(fee
     assert limits["flavors"][0]["resources"][0]["nominalQuota"] == "20"
     _, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
     assert "unknownReason" not in doc["estimation"]
+
+
+def test_feed_ranks_an_opted_in_cluster_queue_by_the_usage_its_local_queues_show() -> None:
+    """With admission fair sharing, the pending order follows each LocalQueue's sampled usage:
+    `consumedResources` in its status, resource-weighted, over its weight."""
+
+    def lq(name: str, consumed: str, weight: str = "1") -> dict[str, Any]:
+        obj = make_lq(name, "team", "cq")
+        obj["spec"]["fairSharing"] = {"weight": weight}
+        obj["status"] = {
+            "fairSharing": {
+                "weightedShare": 0,
+                "admissionFairSharingStatus": {"consumedResources": {"cpu": consumed}, "lastUpdate": "t"},
+            }
+        }
+        return obj
+
+    f = PendingFeed(clock=lambda: NOW, admission_fair_sharing=Settings(half_life_s=10, sampling_interval_s=1))
+    f.on_list("clusterqueues", [active(make_cq("cq").group(fq("default", cpu="1")).admission_mode().obj())])
+    f.on_list("localqueues", [lq("busy", "8"), lq("idle", "1"), lq("heavy", "16", weight="4")])
+    f.on_list(
+        "workloads",
+        [
+            make_wl(name, "team").queue(q).created(i).request(cpu="1").obj()
+            for i, (name, q) in enumerate([("first", "busy"), ("second", "heavy"), ("third", "idle")])
+        ],
+    )
+    page = f.cluster_queue_page("cq", offset=0, limit=10)
+    assert page is not None
+    assert [p.workload.name for p in page] == ["third", "second", "first"]
+    f.on_event("localqueues", "MODIFIED", lq("idle", "9"))
+    page = f.cluster_queue_page("cq", offset=0, limit=10)
+    assert page is not None
+    assert [p.workload.name for p in page] == ["second", "first", "third"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from tests.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
 from tests.metric_samples import value
 from tests.unit.fake_kube import FakeKube
+from webhook import config as cfg
 from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
@@ -385,3 +387,34 @@ def test_pending_workload_reports_its_requests_as_quota_charges_them_until_admit
     assert w.status(big)["resourceRequests"] == [{"name": "main", "resources": {"cpu": "5"}}]
     assert w.status(small)["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": "2"}
     assert "resourceRequests" not in w.status(small)
+
+
+def test_local_queue_status_and_metric_carry_admission_fair_sharing_usage() -> None:
+    """`status.fairSharing.admissionFairSharingStatus` is written when the LocalQueue is sampled, and
+    `kueue_local_queue_admission_fair_sharing_usage` follows it (localqueue_controller.go)."""
+    conf = cfg.parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "admissionFairSharing: {usageHalfLifeTime: 10s, usageSamplingInterval: 1s, resourceWeights: {cpu: 2}}\n"
+    )
+    lq = make_lq("afs-lq", "ns", "afs")
+    lq["spec"]["fairSharing"] = {"weight": "4"}
+    w = World(
+        conf,
+        make_flavor("default").obj(),
+        make_cq("afs").group(fq("default", cpu="8")).admission_mode().obj(),
+        lq,
+        make_wl("w").queue("afs-lq").request(cpu="4").reserve("afs", psa(cpu=("default", "4"))).obj(),
+    )
+    w.publish()
+    assert "fairSharing" not in w.status(lq), "nothing before the first sample"
+    assert w.mgr.core.sample_admission_fair_sharing(T0) == ["ns/afs-lq"]
+    assert w.mgr.core.sample_admission_fair_sharing(T0 + timedelta(seconds=10)) == ["ns/afs-lq"]
+    w.publish()
+    assert w.status(lq)["fairSharing"] == {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {"consumedResources": {"cpu": "2"}, "lastUpdate": "2025-01-01T00:00:10Z"},
+    }
+    w.mgr.reporter.refresh(w.mgr.core)
+    labels = {"name": "afs-lq", "namespace": "ns", "cluster_queue": "afs", "replica_role": ROLE}
+    # 2 CPUs consumed, weighted 2 for cpu, over the LocalQueue's weight 4.
+    assert m.WORKER_REGISTRY.get_sample_value("kueue_local_queue_admission_fair_sharing_usage", labels) == 1.0

@@ -80,10 +80,9 @@ def test_every_series_of_a_queue_or_cohort_ends_with_the_custom_labels_of_its_ki
     assert label_names(metrics.COHORT_SUBTREE_ADMITTED_ACTIVE_WORKLOADS) == ("cohort", "replica_role", *cq)
     assert label_names(metrics.ADMISSION_ATTEMPTS) == ("result", "replica_role")
     with_custom = [f for f in vars(metrics).values() if isinstance(f, metrics.Family) and f.kinds]
-    # upstream's 55 less local_queue_admission_fair_sharing_usage (no admission fair sharing here),
-    # plus the three series of upstream's main: execution_time_seconds (CQ and LQ) and
-    # preemption_target_recomputations_total
-    assert len(with_custom) == 57
+    # upstream's 55 (local_queue_admission_fair_sharing_usage included), plus the three series of
+    # upstream's main: execution_time_seconds (CQ and LQ) and preemption_target_recomputations_total
+    assert len(with_custom) == 58
 
 
 def test_without_configure_no_series_has_custom_labels() -> None:

@@ -76,3 +76,15 @@ def test_resources(text: str, want_ignore: bool, want_prefixes: tuple[str, ...],
     assert sc.ignore_undeclared_resources is want_ignore
     assert sc.resources.excluded_prefixes == want_prefixes
     assert sc.resources.inputs == want_inputs
+
+
+def test_admission_fair_sharing_needs_its_stanza_and_gate() -> None:
+    stanza = "admissionFairSharing: {usageHalfLifeTime: 10m, resourceWeights: {cpu: 2}}\n"
+    sc = scheduler_config(config.parse(V2 + stanza))
+    assert sc.admission_fair_sharing is not None
+    assert sc.admission_fair_sharing.half_life_s == 600
+    assert sc.admission_fair_sharing.sampling_interval_s == 300  # upstream's default, 5m
+    assert dict(sc.admission_fair_sharing.resource_weights) == {"cpu": 2}
+    assert scheduler_config(config.parse(V2)).admission_fair_sharing is None
+    gate_off = "featureGates: {AdmissionFairSharing: false}\n"
+    assert scheduler_config(config.parse(V2 + stanza + gate_off)).admission_fair_sharing is None
