@@ -121,7 +121,13 @@ class ClusterLookups:
         return self._cluster_queues.get(name)
 
     def workload_priority_class_exists(self, name: str) -> bool:
-        return name in self._priority_classes
+        if name in self._priority_classes:
+            return True
+        try:  # created a moment before the object that names it: not in the cache yet
+            obj = self._kube.get(f"/apis/{c.V1BETA2}/workloadpriorityclasses/{name}", timeout=5)
+        except k.KubeError as exc:
+            raise LookupError_(str(exc)) from None
+        return obj is not None
 
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
         plural = integrations.plural(api_version.rpartition("/")[0], kind)

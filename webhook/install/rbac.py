@@ -109,12 +109,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
     return (
         # -- the webhook server's lookups --------------------------------------------------------------
         Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
+        Access(_K, ("localqueues",), ("list", "watch"), LOOKUPS, "default LocalQueue exists?"),
         Access(
             _K,
-            ("localqueues", "workloadpriorityclasses"),
-            ("list", "watch"),
+            ("workloadpriorityclasses",),
+            _READ,
             LOOKUPS,
-            "default LocalQueue and default WorkloadPriorityClass exist?",
+            "default WorkloadPriorityClass exists? (get: one created a moment before the job)",
         ),
         Access(
             _K,

@@ -93,6 +93,7 @@ def lookups_calls() -> list[Call]:
             time.sleep(0.01)
         with pytest.raises(Exception, match="not found"):
             lookups.namespace_labels("created-a-moment-ago")
+        assert not lookups.workload_priority_class_exists("created-a-moment-ago")
         for group, kind in sorted(known_owners()):
             api_version = f"{group}/v1" if group else "v1"
             assert lookups.get_owner("ns", api_version, kind, "owner") is None
