@@ -22,7 +22,7 @@ def _configure(args: argparse.Namespace) -> Configuration | None:
     """Set up logging, then load and check `--config` with `--feature-gates`, as serve and the worker
     both start: the configuration, or None (said on stderr) when it is invalid."""
     from webhook import logs
-    from webhook.config import ConfigError, check_implemented, load
+    from webhook.config import ConfigError, check_implemented, load, support
 
     logs.setup(logs.zap_level(args.zap_log_level) if args.zap_log_level else args.log_level)
     try:
@@ -32,6 +32,8 @@ def _configure(args: argparse.Namespace) -> Configuration | None:
         flag = f" with --feature-gates={args.feature_gates}" if args.feature_gates else ""
         print(f"invalid configuration {args.config or '(defaults)'}{flag}: {exc}", file=sys.stderr)
         return None
+    for note in support.accepted_without_effect(config):
+        log.info("configuration option accepted without effect", extra={"option": note})
     return config
 
 
@@ -70,6 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
     from webhook import tls
     from webhook.admission.app import create_app
     from webhook.admission.context import Lookups, StaticLookups
+    from webhook.config import tlsoptions
 
     config = _configure(args)
     if config is None:
@@ -93,7 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"internal certificate management: {exc}", file=sys.stderr)
             return 2
     try:
-        ssl_context = tls.server_context(cert_dir)
+        ssl_context = tls.server_context(cert_dir, tlsoptions.for_config(config))
     except (OSError, ValueError) as exc:
         print(f"cannot load tls.crt/tls.key from {cert_dir}: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,9 @@
-"""Serving TLS: TLS 1.2+ with modern ciphers, and certificate rotation without a restart.
+"""Serving TLS: TLS 1.2+ with modern ciphers (or the Configuration's `tls` options), and certificate
+rotation without a restart.
 
-Shared by the webhook server (uvicorn) and the worker's metrics server. The one `SSLContext`
+Every server Kueue runs (webhooks, the worker's metrics, visibility) builds its context from the
+same `ParsedTLS` (`webhook.config.tlsoptions.for_config`), as upstream passes one `tlsconfig.TLS` to
+each of its servers: minimum version, TLS 1.2 cipher suites and the key-exchange group. Shared by the webhook server (uvicorn) and the worker's metrics server. The one `SSLContext`
 a server uses is re-loaded in place when `tls.crt` or `tls.key` change on disk; OpenSSL uses
 the context's current certificate for every new handshake, so connections made after a
 rotation see the new certificate. Without a certificate on disk, `self_signed_context` makes
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import certs
+from webhook.config.tlsoptions import DEFAULT_TLS, ParsedTLS
 
 __all__ = ["CertReloader", "has_cert", "self_signed_context", "server_context"]
 
@@ -28,10 +32,12 @@ log = logging.getLogger(__name__)
 _CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
 
 
-def _context() -> ssl.SSLContext:
+def _context(options: ParsedTLS) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.set_ciphers(_CIPHERS)
+    ctx.minimum_version = options.min_version
+    ctx.set_ciphers(":".join(options.ciphers) or _CIPHERS)
+    for group in options.groups:  # at most one: `tlsoptions.unavailable` refuses more at start
+        ctx.set_ecdh_curve(group)
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION
     return ctx
 
@@ -41,20 +47,22 @@ def has_cert(cert_dir: str | os.PathLike[str]) -> bool:
     return (d / "tls.crt").is_file() and (d / "tls.key").is_file()
 
 
-def server_context(cert_dir: str | os.PathLike[str]) -> ssl.SSLContext:
-    ctx = _context()
+def server_context(cert_dir: str | os.PathLike[str], options: ParsedTLS = DEFAULT_TLS) -> ssl.SSLContext:
+    ctx = _context(options)
     d = Path(cert_dir)
     ctx.load_cert_chain(d / "tls.crt", d / "tls.key")
     return ctx
 
 
-def self_signed_context(hosts: Sequence[str] = ("localhost", "127.0.0.1")) -> ssl.SSLContext:
+def self_signed_context(
+    hosts: Sequence[str] = ("localhost", "127.0.0.1"), options: ParsedTLS = DEFAULT_TLS
+) -> ssl.SSLContext:
     """A context serving a fresh certificate for `hosts`, signed by a throwaway CA.
 
     OpenSSL loads a key pair only from files, so the PEMs pass through a private directory
     that is gone before this returns."""
     serving = certs.make_serving_cert(certs.make_ca(), hosts)
-    ctx = _context()
+    ctx = _context(options)
     with tempfile.TemporaryDirectory(prefix="self-signed-") as tmp:  # mode 0700
         crt, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
         crt.write_bytes(serving.cert_pem + serving.ca.cert_pem)

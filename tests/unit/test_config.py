@@ -331,9 +331,10 @@ TAS_SUB_GATES_OFF = ", ".join(
     [
         pytest.param("{Foo: true}", 'featureGates: Invalid value: {"Foo":true}: unrecognized feature gate: Foo',
                      id="unknown gate"),
-        pytest.param("{TLSOptions: false}",
-                     'featureGates: Invalid value: {"TLSOptions":false}: cannot set feature gate TLSOptions to false, '
-                     "feature is locked to true", id="locked gate"),
+        pytest.param("{MultiKueueAllowInsecureKubeconfigs: true}",
+                     'featureGates: Invalid value: {"MultiKueueAllowInsecureKubeconfigs":true}: cannot set feature '
+                     "gate MultiKueueAllowInsecureKubeconfigs to true, feature is locked to false",
+                     id="deprecated gate locked off"),
         pytest.param("{ObjectRetentionPolicies: false}",
                      'featureGates: Invalid value: {"ObjectRetentionPolicies":false}: cannot set feature gate '
                      "ObjectRetentionPolicies to false, feature is locked to true", id="gate graduated in v0.19"),
@@ -396,9 +397,9 @@ def test_configuration_is_validated_with_the_flags_gates():
                      'err: strconv.ParseBool: parsing "yes": invalid syntax', id="not a Go bool"),
         pytest.param(V2, "Foo=true", 'featureGates: Invalid value: "Foo=true": unrecognized feature gate: Foo',
                      id="unknown gate"),
-        pytest.param(V2, "TLSOptions=false",
-                     'featureGates: Invalid value: "TLSOptions=false": cannot set feature gate TLSOptions to false, '
-                     "feature is locked to true", id="locked gate"),
+        pytest.param(V2, "MultiKueueAllowInsecureKubeconfigs=true",
+                     'featureGates: Invalid value: "MultiKueueAllowInsecureKubeconfigs=true": cannot set feature gate '
+                     "MultiKueueAllowInsecureKubeconfigs to true, feature is locked to false", id="locked gate"),
         pytest.param(V2 + "featureGates: {PartialAdmission: true}\n", "ShortWorkloadNames=true",
                      'featureGates: Invalid value: {"PartialAdmission":true}: feature gates for CLI and configuration '
                      "cannot both specified", id="flag and file"),
@@ -424,7 +425,18 @@ def test_tas_can_be_disabled_with_its_profile_and_sub_features():
     cfg = config.parse(
         V2 + "featureGates: {TopologyAwareScheduling: false, TASProfileMixed: false, " + TAS_SUB_GATES_OFF + "}\n"
     )
+    config.check_implemented(cfg)  # turning unimplemented TAS sub-features off is what pykueue does anyway
     assert not cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+
+
+def test_tls_options_gate_can_be_turned_off():
+    cfg = config.parse(V2 + "featureGates: {TLSOptions: false}\n")
+    assert not cfg.feature_enabled(Feature.TLS_OPTIONS)
+
+
+def test_multikueue_insecure_kubeconfigs_defaults_off():
+    assert not Configuration().feature_enabled(Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS)
+    config.parse(V2 + "featureGates: {MultiKueueAllowInsecureKubeconfigs: false}\n")
 
 
 # --- validation -----------------------------------------------------------------------------------------

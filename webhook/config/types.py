@@ -245,10 +245,12 @@ _GATES_OFF_BY_DEFAULT: tuple[Feature, ...] = (
     Feature.WORKLOAD_PRIORITY_CLASS_DEFAULTING, Feature.UNADMITTED_WORKLOADS_OBSERVABILITY,
     Feature.TAS_CACHE_TOPOLOGY_TREE, Feature.SCHEDULER_LONG_REQUEUE_INTERVAL,
     Feature.SCHEDULER_TIMESTAMP_PREEMPTION_BUFFER,
+    # Deprecated, off and locked off (removed in 0.20).
+    Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS,
 )
 # GA and locked on in v0.19.2, their code paths always on here: setting them true is accepted, false refused.
 _GATES_GRADUATED: tuple[Feature, ...] = (
-    Feature.HIERARCHICAL_COHORTS, Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS,
+    Feature.HIERARCHICAL_COHORTS,
     Feature.MULTI_KUEUE_REDO_ADMISSION_ON_EVICTION_IN_WORKER, Feature.MULTI_KUEUE_WAIT_FOR_WORKLOAD_ADMITTED,
     Feature.OBJECT_RETENTION_POLICIES, Feature.PROPAGATE_BATCH_JOB_LABELS_TO_WORKLOAD,
     Feature.SKIP_FINALIZERS_FOR_PODS_SUSPENDED_BY_PARENT,
@@ -262,9 +264,13 @@ FEATURE_GATE_DEFAULTS: Mapping[Feature, bool] = MappingProxyType(
     }
 )
 
-# Gates at GA with LockToDefault: setting them to anything else is an error.
+# Gates with LockToDefault (GA, or deprecated and off): setting them to anything else is an error.
 LOCKED_FEATURE_GATES: frozenset[Feature] = frozenset(
-    {Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED, Feature.TLS_OPTIONS, *_GATES_GRADUATED}
+    {
+        Feature.MANAGED_JOBS_NAMESPACE_SELECTOR_ALWAYS_RESPECTED,
+        Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS,
+        *_GATES_GRADUATED,
+    }
 )
 
 

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import yaml
 
 from webhook.api import fields, integrations, selector
+from webhook.config import support, tlsoptions
 from webhook.config.decode import (
     CONFIG_V1BETA1,
     CONFIG_V1BETA2,
@@ -33,6 +34,7 @@ from webhook.config.types import (
     Configuration,
     Feature,
     MetricsCustomLabel,
+    TLSOptions,
     invalid_stringer,
     too_many,
 )
@@ -437,9 +439,27 @@ def _validate_object_retention_policies(cfg: Configuration) -> list[fields.Field
     return errs
 
 
+def _go_tls_options(tls: TLSOptions) -> fields.Rendered:
+    """`%#v` of a `v1beta2.TLSOptions` (field.Invalid prints structs that way)."""
+    ciphers = ", ".join(json.dumps(c) for c in tls.cipher_suites)
+    curves = ", ".join(str(c) for c in tls.curve_preferences)
+    return fields.Rendered(
+        f"v1beta2.TLSOptions{{MinVersion:{json.dumps(tls.min_version)}, "
+        f"CipherSuites:{f'[]string{{{ciphers}}}' if tls.cipher_suites else '[]string(nil)'}, "
+        f"CurvePreferences:{f'[]int32{{{curves}}}' if tls.curve_preferences else '[]int32(nil)'}}}"
+    )
+
+
 def _validate_tls(cfg: Configuration) -> list[fields.FieldError]:
+    """`validateTLS`: the options must parse (`ParseTLSOptions`), then no cipher suites with TLS 1.3."""
     tls = cfg.tls
-    if tls is not None and tls.min_version == "VersionTLS13" and tls.cipher_suites:
+    if tls is None:
+        return []
+    try:
+        tlsoptions.parse(tls)
+    except tlsoptions.TLSOptionsError as exc:
+        return [fields.invalid("tls", _go_tls_options(tls), str(exc))]
+    if tls.min_version == "VersionTLS13" and tls.cipher_suites:
         return [
             fields.invalid(
                 "tls.cipherSuites",
@@ -566,17 +586,24 @@ def _validate_quota_check_strategy(cfg: Configuration) -> list[fields.FieldError
 
 
 def check_implemented(cfg: Configuration) -> None:
-    """Refuse a valid Configuration naming integrations this project does not implement (see
-    `implemented_frameworks`); one message names each of them and lists what is implemented."""
+    """Refuse a valid Configuration that asks for what this project does not implement: integrations
+    (see `implemented_frameworks`) and the options and gate values listed in `webhook.config.support`.
+    One message names all of them."""
     done = implemented_frameworks()
     missing = [name for name in cfg.integrations.frameworks if name not in done]
+    problems = support.refusals(cfg)
     if missing:
-        raise ConfigError(
+        problems.insert(
+            0,
             f"integrations.frameworks: {', '.join(json.dumps(m) for m in missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not implemented by pykueue; "
             f"{'its' if len(missing) == 1 else 'their'} workloads would run outside every quota "
-            f"(implemented: {', '.join(json.dumps(f) for f in done)})"
+            f"(implemented: {', '.join(json.dumps(f) for f in done)})",
         )
+    if len(problems) == 1 and missing:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError("not implemented by pykueue: " + "; ".join(problems))
     _check_dra_implemented(cfg)
 
 

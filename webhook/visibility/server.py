@@ -34,7 +34,7 @@ from typing import Any
 from webhook import kube as k
 from webhook import tls
 from webhook.api import constants as c
-from webhook.config import Configuration, Feature
+from webhook.config import Configuration, Feature, tlsoptions
 from webhook.core import admission_fair_sharing, model
 from webhook.core.admission_rate import AdmissionRates, Rate
 from webhook.core.cache import Cache
@@ -313,12 +313,12 @@ def serve_visibility(
     if not config.feature_enabled(Feature.VISIBILITY_ON_DEMAND):
         return None
     if tls.has_cert(cert_dir):
-        ctx = tls.server_context(cert_dir)
+        ctx = tls.server_context(cert_dir, tlsoptions.for_config(config))
         threading.Thread(
             target=tls.CertReloader(ctx, cert_dir).watch, args=(stop,), name="visibility-cert-reloader", daemon=True
         ).start()
     else:
-        ctx = tls.self_signed_context()
+        ctx = tls.self_signed_context(options=tlsoptions.for_config(config))
     ctx.verify_mode = ssl.CERT_OPTIONAL
     front = FrontProxySource(kube, ctx)
     front.refresh()

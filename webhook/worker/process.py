@@ -34,7 +34,8 @@ from types import FrameType
 
 from webhook import kube as k
 from webhook import metrics, reviews, tls
-from webhook.config import Configuration, Feature
+from webhook.config import Configuration, Feature, tlsoptions
+from webhook.config.tlsoptions import ParsedTLS
 from webhook.visibility import server as visibility_server
 from webhook.worker import metrics_server
 from webhook.worker.leader import LeaderElector, LeaseSettings
@@ -72,7 +73,14 @@ def configure_metrics(config: Configuration) -> None:
         )
 
 
-def serve_metrics(address: str, kube: reviews.KubeAPI, cert_dir: str, stop: threading.Event) -> tuple[str, int] | None:
+def serve_metrics(
+    address: str,
+    kube: reviews.KubeAPI,
+    cert_dir: str,
+    stop: threading.Event,
+    *,
+    tls_options: ParsedTLS = tlsoptions.DEFAULT_TLS,
+) -> tuple[str, int] | None:
     """Serve `/metrics` for the worker registry over HTTPS in daemon threads until `stop`; returns
     the bound (host, port).
 
@@ -83,11 +91,11 @@ def serve_metrics(address: str, kube: reviews.KubeAPI, cert_dir: str, stop: thre
         return None
     reloader = None
     if tls.has_cert(cert_dir):
-        ctx = tls.server_context(cert_dir)
+        ctx = tls.server_context(cert_dir, tls_options)
         reloader = tls.CertReloader(ctx, cert_dir)
     else:
         log.info("no serving certificate; metrics use a self-signed one", extra={"cert_dir": cert_dir})
-        ctx = tls.self_signed_context()
+        ctx = tls.self_signed_context(options=tls_options)
     app = metrics_server.app(metrics.WORKER_REGISTRY, metrics_server.Authorizer(kube))
     try:
         server = metrics_server.MetricsServer(bind, app, ctx)
@@ -122,7 +130,7 @@ def run(config: Configuration, *, kubeconfig: str | None, lease_namespace: str |
     # The identity in the User-Agent tells in an audit log which replica made a call.
     kube = k.Kube(kubeconfig, qps=cc.qps, burst=cc.burst, user_agent=f"{k.USER_AGENT} ({me})")
     configure_metrics(config)
-    serve_metrics(config.metrics.bind_address, kube, cert_dir, stop)
+    serve_metrics(config.metrics.bind_address, kube, cert_dir, stop, tls_options=tlsoptions.for_config(config))
     informers = k.SharedInformers(kube, stop)
     # Every replica answers the visibility API, standbys included (webhook.visibility.server).
     visibility_server.serve_visibility(config, kube, cert_dir, stop, informers)

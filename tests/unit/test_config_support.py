@@ -1,0 +1,146 @@
+"""webhook.config.support: what is refused at start, in one message, and what is accepted without effect."""
+
+from __future__ import annotations
+
+import pytest
+
+from webhook import config
+from webhook.config import ConfigError, Feature, support
+from webhook.config import types as config_types
+
+V2 = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_service_account(monkeypatch, tmp_path):
+    monkeypatch.setattr(config_types, "_SERVICE_ACCOUNT_NAMESPACE_FILE", str(tmp_path / "absent"))
+
+
+def refusal_of(text: str) -> str:
+    cfg = config.parse(V2 + text)
+    with pytest.raises(ConfigError) as info:
+        config.check_implemented(cfg)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("stanza", "message"),
+    [
+        pytest.param("leaderElection: {resourceLock: configmapsleases}\n",
+                     'leaderElection.resourceLock: only "leases" is supported (as in client-go, which removed the '
+                     "other locks)", id="resource lock"),
+        pytest.param("pprofBindAddress: :8083\n",
+                     "pprofBindAddress: pprof is Go's profiler and has no equivalent here (attach py-spy to the "
+                     "process instead)", id="pprof"),
+        pytest.param("controller: {cacheSyncTimeout: 300000000000}\n",
+                     "controller.cacheSyncTimeout: the worker waits for its initial lists without a deadline, "
+                     "retrying them", id="cache sync timeout"),
+        pytest.param("multiKueue: {gcInterval: 2m}\n", "multiKueue: MultiKueue is not implemented",
+                     id="multikueue settings"),
+        pytest.param("featureGates: {PrioritizePreemptorWorkloads: true}\n",
+                     "featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not "
+                     "order preempting workloads first", id="unimplemented gate on"),
+        pytest.param("featureGates: {PriorityBoost: true}\n",
+                     "featureGates.PriorityBoost: true is not implemented: the kueue.x-k8s.io/priority-boost "
+                     "annotation is validated but never added to a workload's priority", id="priority boost"),
+        pytest.param("featureGates: {FlavorFungibility: false}\n",
+                     "featureGates.FlavorFungibility: false is not implemented: a ClusterQueue's flavorFungibility "
+                     "is always honoured", id="always-on gate off"),
+    ],
+)  # fmt: skip
+def test_each_unimplemented_option_is_refused_at_start(stanza, message):
+    assert refusal_of(stanza) == f"not implemented by pykueue: {message}"
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [pytest.param(g, id=str(g)) for g in support.UNIMPLEMENTED_GATES if not config.FEATURE_GATE_DEFAULTS[g]
+     and g not in config_types.LOCKED_FEATURE_GATES],
+)  # fmt: skip
+def test_turning_on_an_unimplemented_gate_is_refused(gate):
+    gates = {str(gate): "true"}
+    # Satisfy upstream's dependency checks so the refusal, not a validation error, is what stops the start.
+    if gate is Feature.UNADMITTED_WORKLOADS_EXPLICIT_STATUS:
+        gates[Feature.UNADMITTED_WORKLOADS_OBSERVABILITY] = "true"
+    if gate is Feature.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME:
+        gates[Feature.TAS_FAILED_NODE_REPLACEMENT] = "true"
+    text = "featureGates: {" + ", ".join(f"{k}: {v}" for k, v in gates.items()) + "}\n"
+    assert f"featureGates.{gate}: true is not implemented: {support.UNIMPLEMENTED_GATES[gate]}" in refusal_of(text)
+
+
+@pytest.mark.parametrize("gate", [pytest.param(g, id=str(g)) for g in support.ALWAYS_ON_GATES])
+def test_turning_off_a_hard_wired_gate_is_refused(gate):
+    assert f"featureGates.{gate}: false is not implemented" in refusal_of(f"featureGates: {{{gate}: false}}\n")
+
+
+def test_turning_off_an_unimplemented_feature_is_accepted():
+    """Off is what pykueue does: MultiKueue and the integration-only gates may be set false."""
+    cfg = config.parse(V2 + "featureGates: {MultiKueue: false, LWSImmutableGroupSize: false, PriorityBoost: false}\n")
+    config.check_implemented(cfg)
+
+
+def test_one_message_names_every_refusal_frameworks_first():
+    message = refusal_of(
+        "integrations: {frameworks: [batch/job, ray.io/rayjob]}\npprofBindAddress: :8083\n"
+        "featureGates: {PrioritizePreemptorWorkloads: true, FlavorFungibility: false}\n"
+    )
+    assert message == (
+        'not implemented by pykueue: integrations.frameworks: "ray.io/rayjob" is not implemented by pykueue; its '
+        'workloads would run outside every quota (implemented: "batch/job", "deployment", "pod", "statefulset"); '
+        "pprofBindAddress: pprof is Go's profiler and has no equivalent here (attach py-spy to the process instead); "
+        "featureGates.FlavorFungibility: false is not implemented: a ClusterQueue's flavorFungibility is always "
+        "honoured; featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not order "
+        "preempting workloads first"
+    )
+
+
+UPSTREAM_SHIPPED = """\
+health:
+  healthProbeBindAddress: :8081
+metrics:
+  bindAddress: :8443
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Pod: 5
+    Workload.kueue.x-k8s.io: 10
+    LocalQueue.kueue.x-k8s.io: 5
+    Cohort.kueue.x-k8s.io: 1
+    ClusterQueue.kueue.x-k8s.io: 5
+    ResourceFlavor.kueue.x-k8s.io: 1
+clientConnection:
+  qps: 300
+  burst: 500
+integrations:
+  frameworks: [batch/job, pod, deployment, statefulset]
+"""
+
+
+def test_upstream_shipped_configuration_starts_with_group_kind_concurrency_noted():
+    """config/components/manager/controller_manager_config.yaml (its implemented frameworks): accepted,
+    and the tuning that changes nothing here is said at start rather than refused."""
+    cfg = config.parse(V2 + UPSTREAM_SHIPPED)
+    config.check_implemented(cfg)
+    assert support.accepted_without_effect(cfg) == [
+        "controller.groupKindConcurrency: not read; each reconciler runs a fixed number of worker threads "
+        "(events of one object in order)"
+    ]
+
+
+def test_internal_gates_are_accepted_and_noted():
+    cfg = config.parse(V2 + "featureGates: {WorkloadRequestUseMergePatch: true, VectorizedResourceRequests: false}\n")
+    config.check_implemented(cfg)
+    assert support.accepted_without_effect(cfg) == [
+        "featureGates.VectorizedResourceRequests: a data layout inside upstream's TAS code",
+        "featureGates.WorkloadRequestUseMergePatch: how upstream sends a Workload write; ours are merge patches",
+    ]
+
+
+def test_the_gate_lists_do_not_overlap():
+    groups = (set(support.UNIMPLEMENTED_GATES), set(support.ALWAYS_ON_GATES), set(support.NO_EFFECT_GATES))
+    assert sum(len(g) for g in groups) == len(set().union(*groups))
