@@ -80,6 +80,8 @@ leaderElection:
   leaderElect: false
 integrations:
   frameworks: ["batch/job", "pod"]
+health:
+  healthProbeBindAddress: "0"
 """
 
 # In a private mount namespace: overlay /etc so the manager finds its metrics certificates

@@ -437,6 +437,8 @@ leaderElection:
   leaseDuration: {lease}s
   renewDeadline: {renew}s
   retryPeriod: {retry}s
+health:
+  healthProbeBindAddress: "0"
 """
 
 

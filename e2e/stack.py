@@ -52,6 +52,8 @@ metrics:
 visibilityServer:
   bindAddress: 127.0.0.1
   bindPort: {visibility_port}
+health:
+  healthProbeBindAddress: "127.0.0.1:{health_port}"
 """
 
 
@@ -273,7 +275,9 @@ class Stack:
         metrics_port = _free_port()
         self.metrics_port_file.write_text(str(metrics_port))
         base = SERVER_CONFIG.format(
-            metrics_port=metrics_port, visibility_port=int(self.visibility_port_file.read_text())
+            metrics_port=metrics_port,
+            visibility_port=int(self.visibility_port_file.read_text()),
+            health_port=_free_port(),
         )
         config.write_text(json.dumps(_merged(yaml.safe_load(base), yaml.safe_load(extra_config) or {})))
         with open(self.server_log, "ab") as out:

@@ -143,6 +143,17 @@ def _serve(args: argparse.Namespace) -> int:
         drain_s=drain_s,
         on_drain=supervisor.terminate if supervisor is not None else lambda: None,
     )
+    # controller-runtime's probe server (health.healthProbeBindAddress): ready once the webhook server
+    # listens, as upstream's readyz check (its StartedChecker), and not while draining.
+    from webhook import health
+
+    try:
+        health.serve_probes(config.health, lambda: server.started and not draining.is_set() and ready())
+    except OSError as exc:
+        print(f"cannot serve health probes on {config.health.health_probe_bind_address}: {exc}", file=sys.stderr)
+        if supervisor is not None:
+            supervisor.stop()
+        return 2
     reloader = tls.CertReloader(ssl_context, cert_dir)
 
     async def run() -> None:

@@ -35,6 +35,8 @@ kind: Configuration
 namespace: {NAMESPACE}
 metrics:
   bindAddress: "0"
+health:
+  healthProbeBindAddress: "0"
 """
 T = TypeVar("T")
 

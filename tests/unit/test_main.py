@@ -128,3 +128,24 @@ def test_zap_log_level_maps_onto_python_levels(value: str, level: int) -> None:
 def test_zap_log_level_refuses_what_controller_runtime_refuses(value: str) -> None:
     with pytest.raises(ValueError, match=f'^invalid log level "{value}"$'):
         logs.zap_level(value)
+
+
+def test_a_taken_health_probe_address_stops_serve(tmp_path: Path) -> None:
+    """As upstream's manager, which cannot start without its probe listener."""
+    import socket
+
+    import certs
+
+    certs.write_bundle(tmp_path, ["127.0.0.1"])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        config = tmp_path / "config.yaml"
+        config.write_text(
+            "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+            f"health: {{healthProbeBindAddress: '{address}'}}\n"
+        )
+        proc = run("serve", "--cert-dir", str(tmp_path), "--port", "0", "--config", str(config))
+    assert proc.returncode == 2
+    assert f"cannot serve health probes on {address}" in proc.stderr

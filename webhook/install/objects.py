@@ -6,7 +6,6 @@ Mirrors what upstream assembles with kustomize from `config/default` and `config
 ConfigMap mounted at `/controller_manager_config.yaml`. Differences, on purpose:
 
 * 2 replicas; every replica serves webhooks, the worker runs in the Lease holder only;
-* probes are HTTPS on the webhook port (our server answers /healthz and /readyz there);
 * the metrics Service targets port 8443 (`metrics.bindAddress`), where the worker process of the
   Lease holder exports the `kueue_*` series over HTTPS to scrapers bound to `kueue-metrics-reader`
   (as upstream), serving the webhook's certificate (upstream: a self-signed one, or cert-manager's
@@ -55,6 +54,7 @@ CONFIG_MAP = "kueue-manager-config"
 CONFIG_FILE = "controller_manager_config.yaml"
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 WEBHOOK_PORT = 9443
+HEALTH_PORT = 8081  # the Configuration's health.healthProbeBindAddress: plain-HTTP probes, as upstream
 WEBHOOK_TIMEOUT_S = 10  # the webhook configurations' timeoutSeconds
 DRAIN_S = int(DEFAULT_DRAIN_S)
 SELECTOR = {"control-plane": "controller-manager", "app.kubernetes.io/name": "kueue"}
@@ -130,7 +130,7 @@ def rbac_objects(s: Settings) -> list[dict[str, Any]]:
 
 def _probe(path: str, delay: int, period: int) -> dict[str, Any]:
     return {
-        "httpGet": {"path": path, "port": "webhook-server", "scheme": "HTTPS"},
+        "httpGet": {"path": path, "port": HEALTH_PORT},
         "initialDelaySeconds": delay,
         "periodSeconds": period,
         "timeoutSeconds": 1,

@@ -40,9 +40,19 @@ def _free_port() -> int:
 class Client:
     """HTTPS requests to 127.0.0.1:port, each on a new connection unless one is passed."""
 
-    def __init__(self, port: int, ca: Path) -> None:
+    def __init__(self, port: int, ca: Path, probe_port: int = 0) -> None:
         self.port = port
+        self.probe_port = probe_port
         self.ctx = ssl.create_default_context(cafile=str(ca))
+
+    def probe(self, path: str) -> int:
+        """The status of a plain-HTTP GET on the health probe port."""
+        c = http.client.HTTPConnection("127.0.0.1", self.probe_port, timeout=5)
+        try:
+            c.request("GET", path)
+            return c.getresponse().status
+        finally:
+            c.close()
 
     def connection(self) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ctx, timeout=5)
@@ -72,9 +82,13 @@ class Client:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Client]]:
-    """`python -m webhook serve --drain-seconds DRAIN_S`, ready."""
+    """`python -m webhook serve --drain-seconds DRAIN_S`, ready, its health probes on `client.probe_port`."""
     certs.write_bundle(tmp_path, ["127.0.0.1"])
-    port = _free_port()
+    port, probe_port = _free_port(), _free_port()
+    (tmp_path / "config.yaml").write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        f"health: {{healthProbeBindAddress: '127.0.0.1:{probe_port}'}}\n"
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -89,12 +103,14 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Client]]:
             str(port),
             "--drain-seconds",
             str(DRAIN_S),
+            "--config",
+            str(tmp_path / "config.yaml"),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
-    client = Client(port, tmp_path / "ca.crt")
+    client = Client(port, tmp_path / "ca.crt", probe_port)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -120,6 +136,7 @@ def test_sigterm_fails_readiness_keeps_serving_for_the_drain_then_closes(
     proc, client = served
     kept_alive = client.connection()  # as the API server's pooled connection
     assert client.review_allowed(kept_alive) == (True, None)
+    assert (client.probe("/readyz"), client.probe("/healthz")) == (200, 200)  # kubelet's probes, port 8081 in a pod
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
 
@@ -134,6 +151,7 @@ def test_sigterm_fails_readiness_keeps_serving_for_the_drain_then_closes(
             ended = at
             break
         if ready == 503 and kept_alive.sock is not None:  # answered once more, then closed by the server
+            assert (client.probe("/readyz"), client.probe("/healthz")) == (500, 200)  # the probe port agrees
             assert client.review_allowed(kept_alive) == (True, "close")
             kept_alive.close()
         assert at < DRAIN_S + 5, "the server never stopped answering"

@@ -67,8 +67,14 @@ def test_deployment_is_hardened_probed_and_replicated(controller):
         {"containerPort": 9443, "name": "webhook-server", "protocol": "TCP"},
         {"containerPort": 8443, "name": "metrics", "protocol": "TCP"},
     ]
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
-        assert c[probe]["httpGet"] == {"path": path, "port": "webhook-server", "scheme": "HTTPS"}
+    # Plain HTTP on the shipped Configuration's health.healthProbeBindAddress, as upstream's Deployment.
+    shipped = parse(o.DEFAULT_CONFIGURATION).health
+    assert shipped.health_probe_bind_address == f":{o.HEALTH_PORT}"
+    for probe, path in (
+        ("livenessProbe", shipped.liveness_endpoint_name),
+        ("readinessProbe", shipped.readiness_endpoint_name),
+    ):
+        assert c[probe]["httpGet"] == {"path": path, "port": o.HEALTH_PORT}
     assert c["args"] == ["serve", "--in-cluster", "--config=/controller_manager_config.yaml", "--drain-seconds=5"]
     # The kubelet must not kill a replica mid-drain, nor while a review is still in flight.
     assert pod["terminationGracePeriodSeconds"] >= 5 + 10
