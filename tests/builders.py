@@ -37,12 +37,25 @@ class FlavorBuilder:
         )
         return self
 
+    def topology(self, name: str) -> FlavorBuilder:
+        self._o["spec"]["topologyName"] = name
+        return self
+
     def obj(self) -> dict[str, Any]:
         return copy.deepcopy(self._o)
 
 
 def make_flavor(name: str) -> FlavorBuilder:
     return FlavorBuilder(name)
+
+
+def make_topology(name: str, *levels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": level} for level in levels]},
+    }
 
 
 class QueueBuilder:
@@ -250,6 +263,11 @@ class WorkloadBuilder:
     def request(self, **requests: str) -> WorkloadBuilder:
         return self.podset("main", 1, **requests)
 
+    def topology(self, **request: str) -> WorkloadBuilder:
+        """The last podSet's topologyRequest (e.g. `required="cloud.com/rack"`)."""
+        self._o["spec"]["podSets"][-1]["topologyRequest"] = request
+        return self
+
     def node_selector(self, **sel: str) -> WorkloadBuilder:
         self._o["spec"]["podSets"][-1]["template"]["spec"]["nodeSelector"] = sel
         return self
@@ -367,5 +385,7 @@ def feed(core: Any, *objs: dict[str, Any], now: datetime = T0) -> None:
             core.on_limit_range(o)
         elif o["kind"] == "RuntimeClass":
             core.on_runtime_class(o)
+        elif o["kind"] == "Topology":
+            core.on_topology(o["metadata"]["name"], True, now)
         else:
             handlers[o["kind"]](o, now)

@@ -209,6 +209,7 @@ class ClusterQueueActiveReason(StrEnum):
     MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS = "MultipleMultiKueueAdmissionChecks"
     MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR = "MultiKueueAdmissionCheckAppliedPerFlavor"
     MULTIKUEUE_WITH_PROVISIONING_REQUEST = "MultiKueueWithProvisioningRequest"
+    TOPOLOGY_NOT_FOUND = "TopologyNotFound"
     NOT_FOUND = "NotFound"
 
 

@@ -12,6 +12,7 @@ the variant holds quota, so a parent is never tracked (`AddOrUpdateWorkload`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,8 +43,10 @@ class Readiness:
 class Cache:
     """The admission worker's live state. Mutable: only event handlers call its mutators."""
 
-    def __init__(self, *, concurrent_admission: bool = False) -> None:
+    def __init__(self, *, concurrent_admission: bool = False, tas: bool = False) -> None:
         self.concurrent_admission = concurrent_admission  # the feature gate
+        self.tas = tas  # the TopologyAwareScheduling gate: a flavor's Topology must exist
+        self.topologies: set[str] = set()
         self.resource_flavors: dict[str, model.ResourceFlavorSpec] = {}
         self.cluster_queues: dict[str, ClusterQueueNode] = {}
         self.cohort_specs: dict[str, model.CohortSpec] = {}
@@ -185,6 +188,13 @@ class Cache:
             self.admission_checks[name] = active
             self.admission_check_controllers[name] = controller
 
+    def set_topology(self, name: str, exists: bool) -> None:
+        """Record that a Topology exists (or was deleted)."""
+        if exists:
+            self.topologies.add(name)
+        else:
+            self.topologies.discard(name)
+
     # -- workload events -----------------------------------------------------------------------
     def _unindex(self, wl: WorkloadInfo) -> None:
         lq_key = f"{wl.namespace}/{wl.queue_name}"
@@ -277,6 +287,7 @@ class Cache:
             reasons.append(_R.ADMISSION_CHECK_INACTIVE)
             msgs.append("references inactive AdmissionCheck(s): " + ",".join(inactive_ac))
         self._multikueue_constraints(spec, reasons, msgs)
+        self._topology_constraints(spec, reasons, msgs)
         if reasons:
             return Readiness("pending", reasons[0], "Can't admit new workloads: " + ", ".join(msgs) + ".")
         return Readiness("active", _R.READY, "Can admit new workloads")
@@ -302,6 +313,29 @@ class Cache:
             msgs.append(
                 f"Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks together, found: {','.join(mk)}, {','.join(prov)}"
             )
+
+    def _topology_constraints(self, spec: model.ClusterQueueSpec, reasons: list[str], msgs: list[str]) -> None:
+        """Each topology flavor's Topology must exist (`inactiveReason`, `isTASViolated`). Upstream skips
+        the check with a MultiKueue admission check (the topology is the worker clusters'), yet still
+        names the missing Topologies when the queue is inactive for another reason."""
+        if not self.tas:
+            return
+        missing = [
+            (name, rf.topology_name)
+            for name in dict.fromkeys(spec.flavor_names())
+            if (rf := self.resource_flavors.get(name)) is not None
+            and rf.topology_name is not None
+            and rf.topology_name not in self.topologies
+        ]
+        multikueue = any(
+            self.admission_check_controllers.get(a) == constants.MULTIKUEUE_CONTROLLER for a in spec.admission_checks
+        )
+        if not missing or (multikueue and not reasons):
+            return
+        # Upstream ranges over a map; sorted by flavor here so the message is stable.
+        for flavor, topology in sorted(missing):
+            reasons.append(_R.TOPOLOGY_NOT_FOUND)
+            msgs.append(f"there is no Topology {json.dumps(topology)} for TAS flavor {json.dumps(flavor)}")
 
     # -- read helpers --------------------------------------------------------------------------
     def cq_usage(self, name: str, *, admitted_only: bool = False) -> dict[FlavorResource, int]:

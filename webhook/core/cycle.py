@@ -193,6 +193,9 @@ class SchedulerConfig:
     dra_settings: dra.Settings = field(default_factory=dra.Settings)
     # Configuration.admissionFairSharing with gate AdmissionFairSharing on (`afs.Enabled`); None: off.
     admission_fair_sharing: admission_fair_sharing.Settings | None = None
+    # Feature gate TopologyAwareScheduling (Beta, on): podSets and flavors are matched for topology
+    # (`flavor_assigner._tas_mismatch`); nothing is placed by topology here.
+    tas: bool = True
 
 
 @dataclass(slots=True)
@@ -259,7 +262,7 @@ class AdmissionCore:
 
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
-        self.cache = Cache(concurrent_admission=self.config.concurrent_admission)
+        self.cache = Cache(concurrent_admission=self.config.concurrent_admission, tas=self.config.tas)
         self.queues = QueueManager(self.cache.namespaces, equivalence_hashing=self.config.equivalence_hashing)
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
@@ -400,6 +403,13 @@ class AdmissionCore:
         self.cache.set_admission_check(name, active, controller)
         self._sync_active()
         self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
+
+    def on_topology(self, name: str, exists: bool, now: datetime) -> None:
+        """A Topology created (`exists`) or deleted: ClusterQueues with a flavor naming it may change Active."""
+        self.cache.set_topology(name, exists)
+        self._sync_active()
+        users = {n for n, rf in self.cache.resource_flavors.items() if rf.topology_name == name}
+        self._flush([n for n, cq in self.cache.cluster_queues.items() if users & set(cq.spec.flavor_names())], now)
 
     def on_limit_range(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -614,6 +624,7 @@ class AdmissionCore:
             "nominated": nominated,
             "concurrent_admission": self.config.concurrent_admission,
             "replaces": replaced,
+            "tas": self.config.tas,
         }
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()

@@ -11,7 +11,8 @@ slice's flavors and asks only for what it adds: the old slice's quota counts as 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol, TypeVar
@@ -233,10 +234,39 @@ def _should_try_next(mode: tuple[_PMode, int], when_can_borrow: str, when_can_pr
     return mode[1] != 0 and when_can_borrow == "TryNextFlavor"
 
 
-def _check_flavor(flavor: ResourceFlavorSpec | None, name: str, ps: PodSetInfo) -> str | None:
-    """Why the podSet cannot use the flavor at all (missing, untolerated taint, affinity)."""
+def _tas_mismatch(flavor: ResourceFlavorSpec, ps: PodSetInfo, covered: Iterable[str], *, tas_only: bool) -> str | None:
+    """`checkPodSetAndFlavorMatchForTAS` (pkg/scheduler/flavorassigner/tas_flavorassigner.go) for a core
+    that places no pod by topology: a podSet asking for a topology, explicitly or in a ClusterQueue of
+    topology flavors only, never gets a flavor; a topology flavor takes no other podSet (as upstream)."""
+    name = json.dumps(flavor.name)
+    if ps.requests_tas or tas_only:
+        if flavor.topology_name is not None:
+            return f"Flavor {name} supports TopologyAwareScheduling, which pykueue does not implement"
+        if not any(r in covered for r in ps.requests):
+            # None of the pods' own requests is in this group: it only holds quota-only resources
+            # (reachable through resources.transformations).
+            return None
+        return f"Flavor {name} does not support TopologyAwareScheduling"
+    if flavor.topology_name is not None:
+        return f"Flavor {name} supports only TopologyAwareScheduling"
+    return None
+
+
+def _check_flavor(
+    flavor: ResourceFlavorSpec | None,
+    name: str,
+    ps: PodSetInfo,
+    *,
+    tas: bool = False,
+    covered: Iterable[str] = (),
+    tas_only: bool = False,
+) -> str | None:
+    """Why the podSet cannot use the flavor at all (missing, topology, untolerated taint, affinity);
+    `tas` is the TopologyAwareScheduling gate."""
     if flavor is None:
         return f"flavor {name} not found"
+    if tas and (why := _tas_mismatch(flavor, ps, covered, tas_only=tas_only)) is not None:
+        return why
     taint = selector.find_untolerated_taint(flavor.node_taints, (*ps.tolerations, *flavor.tolerations))
     if taint is not None:
         return f"untolerated taint {taint} in flavor {name}"
@@ -256,6 +286,8 @@ class _Assigner:
         "nominated",
         "oracle",
         "replaced",
+        "tas",
+        "tas_only",
         "wl",
     )
 
@@ -272,8 +304,16 @@ class _Assigner:
         nominated: Mapping[str, Mapping[str, str]] | None = None,
         concurrent_admission: bool = False,
         replaces: WorkloadInfo | None = None,
+        tas: bool = False,
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
+        self.tas = tas
+        # `isTASOnly`: every flavor of the ClusterQueue is a topology flavor.
+        self.tas_only = all(
+            (f := flavors.get(fq.name)) is not None and f.topology_name is not None
+            for rg in cq.spec.resource_groups
+            for fq in rg.flavors
+        )
         self.fair_sharing, self.last, self.ignore_undeclared = fair_sharing, last, ignore_undeclared
         self.nominated = nominated
         # With the ConcurrentAdmission gate a variant only tries the flavors its annotation allows.
@@ -346,7 +386,9 @@ class _Assigner:
             if self.allowed is not None and fname not in self.allowed:
                 reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
-            why = _check_flavor(self.flavors.get(fname), fname, ps)
+            why = _check_flavor(
+                self.flavors.get(fname), fname, ps, tas=self.tas, covered=rg.covered_resources, tas_only=self.tas_only
+            )
             if why is not None:
                 reasons.append(why)
                 tried.append((fname, _PMode.NO_FIT, PendingReason.NO_MATCHING_FLAVOR))
@@ -491,11 +533,13 @@ def assign_flavors(
     nominated: Mapping[str, Mapping[str, str]] | None = None,
     concurrent_admission: bool = False,
     replaces: WorkloadInfo | None = None,
+    tas: bool = False,
 ) -> Assignment:
     """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
     `nominated` (podSet -> resource -> flavor) only those flavors are considered, with
     `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists, and
-    with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth."""
+    with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth;
+    with `tas` (the TopologyAwareScheduling gate) podSets and flavors are matched for topology."""
     return _Assigner(
         wl,
         cq,
@@ -507,6 +551,7 @@ def assign_flavors(
         nominated=nominated,
         concurrent_admission=concurrent_admission,
         replaces=replaces,
+        tas=tas,
     ).assign(counts)
 
 

@@ -174,6 +174,7 @@ class ResourceFlavorSpec:
     node_labels: Mapping[str, str] = field(default_factory=dict)
     node_taints: tuple[selector.Taint, ...] = ()
     tolerations: tuple[selector.Toleration, ...] = ()
+    topology_name: str | None = None  # spec.topologyName: a topology-aware (TAS) flavor
 
 
 def parse_resource_flavor(obj: Mapping[str, Any]) -> ResourceFlavorSpec:
@@ -184,6 +185,7 @@ def parse_resource_flavor(obj: Mapping[str, Any]) -> ResourceFlavorSpec:
         node_labels=dict(spec.get("nodeLabels") or {}),
         node_taints=tuple(selector.parse_taint(t) for t in spec.get("nodeTaints") or ()),
         tolerations=tuple(selector.parse_toleration(t) for t in spec.get("tolerations") or ()),
+        topology_name=spec.get("topologyName") or None,
     )
 
 

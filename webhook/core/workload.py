@@ -66,6 +66,8 @@ class PodSetInfo:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     required_terms: tuple[tuple[selector.Requirement, ...], ...] = ()
     tolerations: tuple[selector.Toleration, ...] = ()
+    # `IsExplicitlyRequestingTAS` (pkg/workload/workload.go): its topologyRequest asks for a placement.
+    requests_tas: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,24 @@ def _resource_errors(pod_sets: Sequence[Mapping[str, Any]]) -> str:
     if not errs:
         return ""
     return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
+_TAS_REQUEST_FIELDS = (
+    "unconstrained",
+    "required",
+    "preferred",
+    "podSetSliceRequiredTopology",
+    "podSetSliceSize",
+)
+
+
+def _requests_tas(request: object) -> bool:
+    """A topologyRequest that asks for a placement (upstream `IsExplicitlyRequestingTAS`)."""
+    if not isinstance(request, Mapping):
+        return False
+    return any(request.get(k) is not None for k in _TAS_REQUEST_FIELDS) or bool(
+        request.get("podsetSliceRequiredTopologyConstraints")
+    )
 
 
 def _required_terms(spec: Mapping[str, Any]) -> tuple[tuple[selector.Requirement, ...], ...]:
@@ -442,6 +462,7 @@ def parse_workload(
                 node_selector=dict(pspec.get("nodeSelector") or {}),
                 required_terms=_required_terms(pspec),
                 tolerations=tuple(selector.parse_toleration(t) for t in pspec.get("tolerations") or ()),
+                requests_tas=_requests_tas(ps.get("topologyRequest")),
             )
         )
     conds = {

@@ -194,7 +194,7 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             WORKER,
             "finalizers",
         ),
-        Access(_K, ("cohorts", "localqueues", "workloadpriorityclasses"), _READ, WORKER, "cache"),
+        Access(_K, ("cohorts", "localqueues", "topologies", "workloadpriorityclasses"), _READ, WORKER, "cache"),
         Access(
             _K,
             ("admissionchecks/status", "clusterqueues/status", "cohorts/status", "localqueues/status"),

@@ -116,6 +116,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("localqueues", c.V1BETA2),
     Resource("workloadpriorityclasses", c.V1BETA2),
     Resource("admissionchecks", c.V1BETA2),
+    # A topology flavor's Topology must exist for its ClusterQueue to be Active (TopologyNotFound).
+    Resource("topologies", c.V1BETA2),
     Resource("priorityclasses", "scheduling.k8s.io/v1"),
     Resource("namespaces", "v1"),
     # What admission adds to a Workload's pods: LimitRange defaults, RuntimeClass overhead (`pod_resources`).
@@ -181,6 +183,7 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
         granular_pending_reasons=gate(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY),
         dra_settings=dra_settings(config),
         admission_fair_sharing=admission_fair_sharing_settings(config),
+        tas=gate(Feature.TOPOLOGY_AWARE_SCHEDULING),
     )
     if not fs:
         return scheduler
@@ -402,7 +405,7 @@ class Manager:
         meta = obj.get("metadata") or {}
         name, ns = str(meta.get("name", "")), str(meta.get("namespace", ""))
         deleted = etype == "DELETED"
-        if kind in ("resourceflavors", "cohorts", "admissionchecks"):
+        if kind in ("resourceflavors", "cohorts", "admissionchecks", "topologies"):
             self._status_now = True
         if kind in ("clusterqueues", "localqueues", "cohorts"):
             # Before the core: the next refresh reports them with these custom values.
@@ -437,6 +440,8 @@ class Manager:
                         # histograms with it (`Manager.DeleteLocalQueue` → `ClearLocalQueueMetrics`).
                         self.reporter.local_queue_deleted(ns, name)
                 self._fed_queues[fed_key] = fed
+        elif kind == "topologies":
+            core.on_topology(name, not deleted, now)
         elif kind == "workloadpriorityclasses":
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
         elif kind == "namespaces":
@@ -550,7 +555,12 @@ class Manager:
                     case msg.Watched("workloads", etype, obj) if etype != "DELETED":
                         touched.add(object_key(obj))
                     case msg.Watched(
-                        "clusterqueues" | "localqueues" | "resourceflavors" | "cohorts" | "admissionchecks"
+                        "clusterqueues"
+                        | "localqueues"
+                        | "resourceflavors"
+                        | "cohorts"
+                        | "admissionchecks"
+                        | "topologies"
                     ):
                         queues_changed = True
             # The informers' synced set flips before their last listed events are drained here: schedule

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_wl
+from tests.builders import T0, fq, make_cohort, make_core, make_cq, make_flavor, make_lq, make_topology, make_wl
 from webhook.api import selector
 from webhook.core import Admit, Pending
 
@@ -421,3 +421,89 @@ def test_parsed_selector_matches_like_wire_form(sel, labels) -> None:
     parsed = selector.parse_label_selector(sel)
     assert parsed is not None
     assert parsed.matches(labels) is selector.matches(sel, labels)
+
+
+# --- topology-aware scheduling (not implemented: matched, never placed) ----------------------------------
+
+RACK = "cloud.com/rack"
+TOPOLOGY = make_topology("default", RACK)
+
+
+@pytest.mark.parametrize(
+    ("objs", "message"),
+    [
+        pytest.param(
+            [ONE, make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="1").topology(required=RACK).obj()],
+            'couldn\'t assign flavors to pod set main: Flavor "one" does not support TopologyAwareScheduling',
+            id="required topology, no topology flavor (upstream's message)",
+        ),
+        pytest.param(
+            [ONE, make_cq("cq").group(fq("one", cpu="4")).obj(), make_wl("wl").request(cpu="1").topology(preferred=RACK).obj()],
+            'couldn\'t assign flavors to pod set main: Flavor "one" does not support TopologyAwareScheduling',
+            id="preferred topology, no topology flavor",
+        ),
+        pytest.param(
+            [
+                TOPOLOGY,
+                make_flavor("tas").topology("default").obj(),
+                make_cq("cq").group(fq("tas", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").topology(required=RACK).obj(),
+            ],
+            "couldn't assign flavors to pod set main: Flavor \"tas\" supports TopologyAwareScheduling, which pykueue "
+            "does not implement",
+            id="required topology on a topology flavor: never admitted without a placement",
+        ),
+        pytest.param(
+            [
+                TOPOLOGY,
+                make_flavor("tas").topology("default").obj(),
+                make_cq("cq").group(fq("tas", cpu="4")).obj(),
+                make_wl("wl").request(cpu="1").obj(),
+            ],
+            "couldn't assign flavors to pod set main: Flavor \"tas\" supports TopologyAwareScheduling, which pykueue "
+            "does not implement",
+            id="topology flavors only: TAS implied",
+        ),
+        pytest.param(
+            [
+                TOPOLOGY,
+                ONE,
+                make_flavor("tas").topology("default").obj(),
+                make_cq("cq").group(fq("tas", cpu="4"), fq("one", cpu="1")).obj(),
+                make_wl("wl").request(cpu="2").obj(),
+            ],
+            "couldn't assign flavors to pod set main: Flavor \"tas\" supports only TopologyAwareScheduling, "
+            "insufficient quota for cpu in flavor one, previously considered podsets requests (0) + current podset "
+            "request (2) > maximum capacity (1)",
+            id="plain podSet skips a topology flavor (upstream's message)",
+        ),
+    ],
+)  # fmt: skip
+def test_topology_requests_stay_pending(objs: list[dict[str, Any]], message: str) -> None:
+    d = decide(*objs, LQ)
+    assert isinstance(d, Pending)
+    assert d.message == message
+
+
+def test_plain_podset_uses_the_plain_flavor_beside_a_topology_flavor() -> None:
+    d = decide(
+        TOPOLOGY,
+        ONE,
+        make_flavor("tas").topology("default").obj(),
+        make_cq("cq").group(fq("tas", cpu="4"), fq("one", cpu="4")).obj(),
+        make_wl("wl").request(cpu="2").obj(),
+        LQ,
+    )
+    assert flavors_of(d) == [{"cpu": "one"}]
+
+
+def test_without_the_gate_topology_is_ignored() -> None:
+    core = make_core(
+        ONE,
+        make_cq("cq").group(fq("one", cpu="4")).obj(),
+        LQ,
+        make_wl("wl").request(cpu="1").topology(required=RACK).obj(),
+        tas=False,
+    )
+    (d,) = core.schedule(T0).decisions
+    assert flavors_of(d) == [{"cpu": "one"}]

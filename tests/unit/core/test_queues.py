@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -319,3 +320,44 @@ def test_batched_requeue_waits_for_the_batch_period() -> None:
     assert core.queues.pending_in_cluster_queue("cq") == (0, 1)
     assert [d.key for d in core.schedule(T0 + timedelta(seconds=1)).admitted] == ["ns/wl"]
     assert core.next_requeue_at() is None
+
+
+def _active(core: Any) -> tuple[str, str, str]:
+    (cond,) = core.cluster_queue_status("cq")["conditions"]
+    return cond["status"], cond["reason"], cond["message"]
+
+
+def test_topology_flavor_without_its_topology_makes_the_queue_inactive() -> None:
+    """`inactiveReason` (pkg/cache/scheduler/clusterqueue.go): TopologyNotFound until the Topology exists."""
+    tas_flavors = (make_flavor("tas-b").topology("zones").obj(), make_flavor("tas-a").topology("racks").obj())
+    cq = make_cq("cq").group(fq("tas-b", cpu="1"), fq("tas-a", cpu="1")).obj()
+    core = make_core(*tas_flavors, cq, LQ)
+    assert _active(core) == (
+        "False",
+        "TopologyNotFound",
+        'Can\'t admit new workloads: there is no Topology "racks" for TAS flavor "tas-a", there is no Topology '
+        '"zones" for TAS flavor "tas-b".',
+    )
+    core.on_topology("racks", True, T0)
+    core.on_topology("zones", True, T0)
+    assert _active(core) == ("True", "Ready", "Can admit new workloads")
+    core.on_topology("zones", False, T0)
+    assert _active(core)[1] == "TopologyNotFound"
+
+
+def test_topology_not_found_only_with_the_gate() -> None:
+    core = make_core(
+        make_flavor("tas").topology("racks").obj(), make_cq("cq").group(fq("tas", cpu="1")).obj(), LQ, tas=False
+    )
+    assert _active(core)[1] == "Ready"
+
+
+def test_topology_not_found_is_skipped_with_a_multikueue_check() -> None:
+    """The topology lives on the worker clusters (`isTASViolated`)."""
+    cq = make_cq("cq").group(fq("tas", cpu="1")).obj()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "mk"}]}
+    core = make_core(make_flavor("tas").topology("racks").obj(), cq, LQ)
+    core.on_admission_check("mk", True, T0, "example.com/other")
+    assert _active(core)[1] == "TopologyNotFound"
+    core.on_admission_check("mk", True, T0, "kueue.x-k8s.io/multikueue")
+    assert _active(core)[1] == "Ready"
