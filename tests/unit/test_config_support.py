@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pathlib
+import re
+import types
+import typing
+
 import pytest
 
 from webhook import config
-from webhook.config import ConfigError, Feature, support
+from webhook.config import ConfigError, Configuration, Feature, support
 from webhook.config import types as config_types
 
 V2 = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
@@ -144,3 +150,82 @@ def test_internal_gates_are_accepted_and_noted():
 def test_the_gate_lists_do_not_overlap():
     groups = (set(support.UNIMPLEMENTED_GATES), set(support.ALWAYS_ON_GATES), set(support.NO_EFFECT_GATES))
     assert sum(len(g) for g in groups) == len(set().union(*groups))
+
+
+# --- the README's "Configuration support" table ---------------------------------------------------------
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _camel(name: str) -> str:
+    """A dataclass field's upstream JSON name: `lease_duration_s` → `leaseDuration`."""
+    head, *rest = name.removesuffix("_s").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _nested(tp: object) -> tuple[type | None, str]:
+    """The dataclass inside a field's type (`X`, `X | None`, `tuple[X, ...]`) and the path suffix."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _nested(args[0]) if len(args) == 1 else (None, "")
+    if origin is tuple:
+        arg = typing.get_args(tp)[0]
+        return (arg, "[]") if dataclasses.is_dataclass(arg) else (None, "")
+    return (tp, "") if isinstance(tp, type) and dataclasses.is_dataclass(tp) else (None, "")
+
+
+def configuration_leaves(cls: type = Configuration, prefix: str = "") -> list[str]:
+    """Every leaf field of the Configuration dataclasses, as upstream's v1beta2 path."""
+    hints = typing.get_type_hints(cls, vars(config_types))
+    out = []
+    for f in dataclasses.fields(cls):
+        path = prefix + _camel(f.name)
+        sub, suffix = _nested(hints[f.name])
+        out.extend(configuration_leaves(sub, path + suffix + ".") if sub is not None else [path])
+    return out
+
+
+def readme_rows() -> dict[str, list[str]]:
+    """First cell (without backticks) → the other cells, for every row of the section's tables."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Configuration support\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+def test_readme_table_names_every_configuration_field_and_gate():
+    rows = readme_rows()
+    for leaf in configuration_leaves():
+        # A raw-kept field (e.g. `multiKueue.clusterProfile`) may be listed by upstream's finer leaves.
+        assert any(p == leaf or p.startswith((f"{leaf}.", f"{leaf}[].")) for p in rows), f"README lacks {leaf}"
+    missing = [g.value for g in Feature if g.value not in rows]
+    assert not missing, f"README lacks gates {missing}"
+
+
+def test_readme_table_agrees_with_the_refusal_lists():
+    rows = readme_rows()
+    for gate in support.UNIMPLEMENTED_GATES:
+        if not config.FEATURE_GATE_DEFAULTS[gate] and gate not in config_types.LOCKED_FEATURE_GATES:
+            assert "refused `true`" in rows[gate.value][1], gate
+    for gate in support.ALWAYS_ON_GATES:
+        assert "refused `false`" in rows[gate.value][1], gate
+    for gate in support.NO_EFFECT_GATES:
+        assert "no effect" in rows[gate.value][1], gate
+    for path, _, _ in support.FIELD_REFUSALS:
+        assert all("refused" in cells[0] for p, cells in rows.items() if p == path or p.startswith(f"{path}."))
+    assert "no effect" in rows["controller.groupKindConcurrency"][0]
+
+
+def test_readme_table_cites_tests_that_exist():
+    cited = re.findall(r"`((?:tests|e2e)/[\w/]+\.py)(?:::(\w+))?`", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert cited
+    for path, name in cited:
+        source = ROOT / path
+        assert source.is_file(), path
+        if name:
+            assert re.search(rf"^(async )?def {name}\(", source.read_text(encoding="utf-8"), re.M), f"{path}::{name}"

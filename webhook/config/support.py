@@ -35,7 +35,6 @@ __all__ = [
 
 _TAS = "topology-aware scheduling is not implemented"
 _MK = "MultiKueue is not implemented"
-_NO_FRAMEWORK = "is not implemented, and neither is the gate's behaviour"
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
     {
@@ -74,10 +73,10 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION: _MK,
         Feature.MULTI_KUEUE_REMOTE_SPEC_SYNC: _MK,
         Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS: _MK,
-        Feature.SPARK_APPLICATION_INTEGRATION: f"the sparkoperator.k8s.io/sparkapplication integration {_NO_FRAMEWORK}",
-        Feature.DEFER_RAY_SERVICE_FINALIZATION_FOR_REDIS_CLEANUP: f"the ray.io/rayservice integration {_NO_FRAMEWORK}",
-        Feature.VALIDATE_RAY_AND_SPARK_JOB_UPDATES: f"the Ray and Spark integrations {_NO_FRAMEWORK}",
-        Feature.LWS_IMMUTABLE_GROUP_SIZE: f"the leaderworkerset.x-k8s.io/leaderworkerset integration {_NO_FRAMEWORK}",
+        Feature.SPARK_APPLICATION_INTEGRATION: "the sparkoperator.k8s.io/sparkapplication integration is not implemented",
+        Feature.DEFER_RAY_SERVICE_FINALIZATION_FOR_REDIS_CLEANUP: "the ray.io/rayservice integration is not implemented",
+        Feature.VALIDATE_RAY_AND_SPARK_JOB_UPDATES: "the Ray and Spark integrations are not implemented",
+        Feature.LWS_IMMUTABLE_GROUP_SIZE: "the leaderworkerset.x-k8s.io/leaderworkerset integration is not implemented",
         Feature.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION: "the ProvisioningRequest admission check is not implemented",
     }
 )
