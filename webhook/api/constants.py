@@ -269,6 +269,8 @@ class VariantEventReason(StrEnum):
 # `stop_reason.go`, `reconciler.go`, `pkg/controller/jobs/pod/{constants,pod_controller.go}`,
 # `pkg/controller/constants/constants.go`).
 PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+# batchv1.JobCompletionIndexAnnotation: the pod index label of a Job's topology request.
+JOB_COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 PODSET_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PODSET_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 PODSET_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"

@@ -121,8 +121,9 @@ def _dedupe_env(containers: list[dict[str, Any]]) -> None:
         ctr["env"] = list(last.values())  # dicts keep first-insertion order, last value
 
 
-def pod_sets(job: Obj, *, partial_admission: bool = True) -> list[dict[str, Any]]:
-    """The one `main` podSet: count min(parallelism, completions), minCount from the annotation."""
+def pod_sets(job: Obj, *, partial_admission: bool = True, tas: bool = False) -> list[dict[str, Any]]:
+    """The one `main` podSet: count min(parallelism, completions), minCount from the annotation, and
+    with the TopologyAwareScheduling gate the template's topology request (`Job.PodSets`)."""
     template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
     meta = template.setdefault("metadata", {})
     labels = {key: v for key, v in (meta.get("labels") or {}).items() if key not in _DROPPED_TEMPLATE_LABELS}
@@ -137,6 +138,10 @@ def pod_sets(job: Obj, *, partial_admission: bool = True) -> list[dict[str, Any]
     minimum = min_pods_count(job)
     if partial_admission and minimum is not None:
         ps["minCount"] = minimum
+    if tas:
+        ps["topologyRequest"] = podset.topology_request(
+            meta.get("annotations") or {}, pod_index_label=c.JOB_COMPLETION_INDEX_ANNOTATION
+        )
     return [ps]
 
 
@@ -349,20 +354,22 @@ def plan(
         gate = config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
         elastic = workload_slices.is_elastic(job, enabled=gate) or workload_slices.is_elastic(ancestor, enabled=gate)
         return fw.plan_child(BatchJob(job), owned_workloads(store, o.namespace(job), o.name(ancestor)), elastic=elastic)
-    return fw.plan_top_level(BatchJob(job), workloads, config=config, store=store, now=now or datetime.now(UTC))
+    gj = BatchJob(job, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING))
+    return fw.plan_top_level(gj, workloads, config=config, store=store, now=now or datetime.now(UTC))
 
 
 # == the adapter ==================================================================================
 class BatchJob:
     """A batch/v1 Job as a `GenericJob` (with `JobWithReclaimablePods`)."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("obj", "tas")
     api_version = JOB_API
     kind = "Job"
     group = "batch"
 
-    def __init__(self, obj: Obj) -> None:
+    def __init__(self, obj: Obj, *, tas: bool = False) -> None:
         self.obj = obj
+        self.tas = tas  # the TopologyAwareScheduling gate: podSets carry the template's topology request
 
     def is_suspended(self) -> bool:
         return is_suspended(self.obj)
@@ -374,7 +381,7 @@ class BatchJob:
         return finished_condition(self.obj)
 
     def pod_sets(self, *, partial_admission: bool) -> list[dict[str, Any]]:
-        return pod_sets(self.obj, partial_admission=partial_admission)
+        return pod_sets(self.obj, partial_admission=partial_admission, tas=self.tas)
 
     def pods_ready(self) -> bool:
         return job_pods_ready(self.obj)
@@ -420,7 +427,8 @@ def build_workload(
     job: Obj, *, config: Configuration, priority: Priority, slices: Sequence[Obj] = ()
 ) -> dict[str, Any]:
     """The Workload for a top-level Job (`jobframework.plan.build_workload`)."""
-    return fw.build_workload(BatchJob(job), config=config, priority=priority, slices=slices)
+    gj = BatchJob(job, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING))
+    return fw.build_workload(gj, config=config, priority=priority, slices=slices)
 
 
 def workload_name(name: str, uid: str, *, extra: str = "", short: bool = False) -> str:

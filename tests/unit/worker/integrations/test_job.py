@@ -88,6 +88,42 @@ def test_build_workload() -> None:
     assert wl["spec"]["queueName"] == "lq" and wl["spec"]["priority"] == 5
 
 
+@pytest.mark.parametrize(
+    ("gate", "annotations", "want"),
+    [
+        pytest.param(True, {"kueue.x-k8s.io/podset-required-topology": "cloud.com/rack"},
+                     {"required": "cloud.com/rack", "podIndexLabel": "batch.kubernetes.io/job-completion-index"},
+                     id="required topology"),
+        pytest.param(True, {"kueue.x-k8s.io/podset-preferred-topology": "cloud.com/block"},
+                     {"preferred": "cloud.com/block", "podIndexLabel": "batch.kubernetes.io/job-completion-index"},
+                     id="preferred topology"),
+        pytest.param(True, {}, {"podIndexLabel": "batch.kubernetes.io/job-completion-index"},
+                     id="no annotation: the index label only, as upstream"),
+        pytest.param(False, {"kueue.x-k8s.io/podset-required-topology": "cloud.com/rack"}, None, id="gate off"),
+    ],
+)  # fmt: skip
+def test_workload_carries_the_templates_topology_request(
+    gate: bool, annotations: dict[str, str], want: dict[str, Any] | None
+) -> None:
+    """`Job.PodSets` (pkg/controller/jobs/job/job_controller.go): the core then keeps a podSet that asks for a
+    topology pending instead of admitting it with no placement."""
+    job = make_job()
+    job["spec"]["template"]["metadata"]["annotations"] = annotations
+    config = Configuration(feature_gates={"TopologyAwareScheduling": gate} if gate else _TAS_OFF)
+    (ps,) = j.build_workload(job, config=config, priority=j.Priority())["spec"]["podSets"]
+    assert ps.get("topologyRequest") == want
+
+
+_TAS_OFF = dict.fromkeys(
+    (
+        "TopologyAwareScheduling", "TASProfileMixed", "TASHandleOverlappingFlavors", "TASFailedNodeReplacement",
+        "TASFailedNodeReplacementFailFast", "TASReplaceNodeOnPodTermination", "TASReplaceNodeOnNodeTaints",
+        "TASMultiLayerTopology", "TASRecomputeAssignmentWithinSchedulingCycle",
+    ),
+    False,
+)  # fmt: skip
+
+
 @pytest.mark.parametrize(("gate", "limit"), [(False, 253), (True, 63)])
 def test_short_workload_names_gate_bounds_a_long_jobs_workload_name(gate: bool, limit: int) -> None:
     """Upstream's `maxWorkloadNameLength` applies ShortWorkloadNames to every kind, not only pods."""

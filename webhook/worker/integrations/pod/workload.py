@@ -17,7 +17,6 @@ from typing import Any
 from webhook.api import constants as c
 from webhook.api import jobs
 from webhook.api import objects as o
-from webhook.api.fields import go_atoi
 from webhook.api.objects import Obj
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
@@ -77,28 +76,10 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
     """`NewPodSetTopologyRequest(meta).PodIndexLabel(pod-group-pod-index)`."""
     if not opts.tas:
         return None
-    ann = o.annotations(pod)
-    req: dict[str, Any] = {}
-    if c.PODSET_REQUIRED_TOPOLOGY in ann:
-        req["required"] = ann[c.PODSET_REQUIRED_TOPOLOGY]
-    elif c.PODSET_PREFERRED_TOPOLOGY in ann:
-        req["preferred"] = ann[c.PODSET_PREFERRED_TOPOLOGY]
-    elif c.PODSET_UNCONSTRAINED_TOPOLOGY in ann:
-        text = ann[c.PODSET_UNCONSTRAINED_TOPOLOGY]
-        if text not in ("1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"):
-            raise RetryLater(f'strconv.ParseBool: parsing "{text}": invalid syntax')
-        req["unconstrained"] = text in ("1", "t", "T", "TRUE", "true", "True")
-    if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
-        try:
-            size = go_atoi(ann[c.PODSET_SLICE_SIZE])
-        except ValueError as exc:
-            raise RetryLater(str(exc).replace("Atoi", "ParseInt")) from exc
-        req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
-        req["podSetSliceSize"] = size
-    req["podIndexLabel"] = c.POD_GROUP_POD_INDEX_LABEL
-    if c.PODSET_GROUP_NAME in ann and ("required" in req or "preferred" in req):
-        req["podSetGroupName"] = ann[c.PODSET_GROUP_NAME]
-    return req
+    try:
+        return podset.topology_request(o.annotations(pod), pod_index_label=c.POD_GROUP_POD_INDEX_LABEL)
+    except ValueError as exc:
+        raise RetryLater(str(exc)) from exc
 
 
 def _pod_set(pod: Obj, opts: Options, *, name: str = DEFAULT_POD_SET, count: int = 1) -> dict[str, Any]:
