@@ -10,12 +10,14 @@ from e2e.conftest import Kubectl
 from e2e.helpers import (
     ClusterObjects,
     cluster_queue,
+    cond,
     flavor,
     job,
     local_queue,
     submit,
     wait_for,
     wait_workload,
+    when,
     workload_of,
 )
 
@@ -91,3 +93,50 @@ def test_priority_class_value_change_reaches_the_workload(
         "priority 250",
         lambda: (w := workload_of(kubectl, namespace, "prio")) and w["spec"].get("priority") == 250 and w,
     )
+
+
+def test_topology_flavor_waits_for_its_topology_and_topology_requests_stay_pending(
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects
+) -> None:
+    """TopologyNotFound until the flavor's Topology exists (upstream's ClusterQueue Active reason); a Job
+    asking for a topology is then kept pending rather than admitted without a placement."""
+    rf, cq, topology = objs.name("rf"), objs.name("cq"), objs.name("topo")
+    tas_flavor = flavor(rf)
+    tas_flavor["spec"]["topologyName"] = topology
+    objs.apply(tas_flavor)
+    objs.apply(cluster_queue(cq, rf, "2"))
+
+    def active() -> dict[str, Any]:
+        return cond(kubectl.get("clusterqueue", cq), "Active")
+
+    inactive = wait_for("TopologyNotFound", lambda: when(active(), lambda c: c.get("reason") == "TopologyNotFound"))
+    assert inactive["message"] == (
+        f'Can\'t admit new workloads: there is no Topology "{topology}" for TAS flavor "{rf}".'
+    )
+    objs.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Topology",
+            "metadata": {"name": topology},
+            "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+        }
+    )
+    wait_for("Active", lambda: when(active(), lambda c: c.get("reason") == "Ready"))
+    objs.apply(local_queue(namespace, "lq", cq))
+    j = job(namespace, "tas", "lq", run_for=None)
+    j["spec"]["template"].setdefault("metadata", {})["annotations"] = {
+        "kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"
+    }
+    submit(kubectl, j)
+    message = (
+        f'couldn\'t assign flavors to pod set main: Flavor "{rf}" supports TopologyAwareScheduling, which pykueue '
+        "does not implement"
+    )
+    wl = wait_for(
+        "pending with the topology message",
+        lambda: (
+            (w := workload_of(kubectl, namespace, "tas")) and cond(w, "QuotaReserved").get("message") == message and w
+        ),
+    )
+    assert wl["spec"]["podSets"][0]["topologyRequest"]["required"] == "kubernetes.io/hostname"
+    assert kubectl.get("job", "tas", "-n", namespace)["spec"]["suspend"] is True
