@@ -228,4 +228,4 @@ def test_readme_table_cites_tests_that_exist():
         source = ROOT / path
         assert source.is_file(), path
         if name:
-            assert re.search(rf"^(async )?def {name}\(", source.read_text(encoding="utf-8"), re.M), f"{path}::{name}"
+            assert re.search(rf"^\s*(async )?def {name}\(", source.read_text(encoding="utf-8"), re.M), f"{path}::{name}"

@@ -95,6 +95,27 @@ class TestMutate:
         d = make_driver(owners={("team-a", "batch/v1", "Job", "parent"): parent})
         assert d.mutate(MUTATE, child)["spec"]["suspend"] is False
 
+    @pytest.mark.parametrize(("external", "suspended"), [(True, False), (False, True)])
+    def test_job_owned_by_an_external_framework_is_left_to_it(
+        self, make_driver: Any, external: bool, suspended: bool
+    ) -> None:
+        """`integrations.externalFrameworks` (`IsOwnerManagedByKueue`): the owner's own integration
+        queues it, so its Job is not suspended; the same owner unnamed there leaves the Job to us."""
+        child = make_job("child", labels={Q: "q"})
+        child["metadata"]["ownerReferences"] = [
+            {"apiVersion": "example.com/v1", "kind": "Foo", "name": "foo", "uid": "f-uid", "controller": True}
+        ]
+        owner = {
+            "apiVersion": "example.com/v1",
+            "kind": "Foo",
+            "metadata": {"name": "foo", "namespace": "team-a", "uid": "f-uid", "labels": {Q: "q"}},
+        }
+        config = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        if external:
+            config += "integrations: {frameworks: [batch/job], externalFrameworks: [Foo.v1.example.com]}\n"
+        d = make_driver(config, owners={("team-a", "example.com/v1", "Foo", "foo"): owner})
+        assert d.mutate(MUTATE, child)["spec"]["suspend"] is suspended
+
     def test_missing_owner_denies(self, driver: Driver) -> None:
         child = make_job("child", labels={Q: "q"})
         child["metadata"]["ownerReferences"] = [
