@@ -933,7 +933,8 @@ RECONCILER_CASES = [
     *(
         pytest.param(
             Case(
-                gates={"CustomMetricLabels": gate},
+                # Upstream's TestReconciler cases that create a Workload turn TopologyAwareScheduling off.
+                gates={"TopologyAwareScheduling": False, "AssignQueueLabelsForPods": True, "CustomMetricLabels": gate},
                 label_keys_to_copy=("toCopyKey",),
                 custom_labels=(
                     MetricsCustomLabel("team", source_kind="Workload", tracked_values=("a",)),
