@@ -88,7 +88,6 @@ ALWAYS_ON_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.PRIORITY_SORTING_WITHIN_COHORT: "workloads of a cohort are always ordered by priority",
         Feature.FAIR_SHARING_PREEMPT_WITHIN_NOMINAL: "fair sharing always preempts within nominal quota first",
         Feature.FAIR_SHARING_PRIORITIZE_NON_BORROWING: "fair sharing always admits non-borrowing workloads first",
-        Feature.METRIC_FOR_WORKLOAD_CREATION_LATENCY: "workload_creation_latency_seconds is always recorded",
         Feature.REMOVE_FINALIZERS_WITH_STRICT_PATCH: "finalizers are always removed with a resourceVersion check",
         Feature.TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (
             "v1beta1 topology assignments are always converted with the hostname-prefix encoding"

@@ -308,7 +308,8 @@ class JobExecutor:
             created = workload_writes.create(self.kube, self.store, wl)
         except k.Conflict as exc:
             raise Retry(0.2, f"workload {o.key(wl)} already exists") from exc
-        reporter.workload_created(self.integration.kind, job, created)
+        if self.config.feature_enabled(Feature.METRIC_FOR_WORKLOAD_CREATION_LATENCY):  # jobframework/utils.go
+            reporter.workload_created(self.integration.kind, job, created)
         log.info(
             "created workload",
             extra={"object": o.key(created), "kind": "Workload", "job": key, "decision": "CreatedWorkload"},

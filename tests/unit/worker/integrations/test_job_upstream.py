@@ -49,7 +49,7 @@ from webhook.config import (
     WaitForPodsReady,
     WorkloadRetentionPolicy,
 )
-from webhook.worker import events
+from webhook.worker import events, reporter
 from webhook.worker.integrations import batchjob as j
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
@@ -2115,3 +2115,15 @@ def _indexed(
 )
 def test_reclaimable_pods(job: dict[str, Any], want: list[dict[str, Any]]) -> None:
     assert j.reclaimable_pods(job, W().pod_sets(ps(8)).obj()) == want
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_workload_creation_latency_is_recorded_only_with_its_gate(gate: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MetricForWorkloadCreationLatency (`RecordWorkloadCreationLatency`, pkg/controller/jobframework/utils.go):
+    off, creating a Workload observes nothing."""
+    observed: list[str] = []
+    monkeypatch.setattr(reporter, "workload_created", lambda kind, owner, wl: observed.append(kind))
+    gates = {"TopologyAwareScheduling": False, "MetricForWorkloadCreationLatency": gate}
+    got = run(Case(gates=gates, job=base_job().uid_("test-uid").obj()))
+    assert len(got.workloads) == 1
+    assert observed == (["Job"] if gate else [])
