@@ -38,6 +38,7 @@ import real  # noqa: E402
 from cluster import Cluster, HostExec  # noqa: E402
 
 from webhook.api import integrations  # noqa: E402
+from webhook.config import support  # noqa: E402
 from webhook.config.types import DEFAULT_LEADER_ELECTION_ID  # noqa: E402
 from webhook.install import installer, objects  # noqa: E402
 
@@ -66,14 +67,17 @@ def merged(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
 
 
 def our_configuration(module: Path) -> str:
-    """The Configuration we ship with upstream e2e's settings laid over it; its integrations are upstream's
-    list restricted to those we implement (a name we do not implement is refused at start)."""
+    """The Configuration we ship with upstream e2e's settings laid over it, restricted to what we implement
+    (anything else is refused at start): upstream's integrations less those we lack, its feature gates
+    less those of features we lack (MultiKueueManagerQuotaAutomation)."""
     upstream = yaml.safe_load((module / UPSTREAM_E2E_CONFIG).read_text())
     ours = yaml.safe_load(objects.DEFAULT_CONFIGURATION)
     implemented = {f.name for f in integrations.implemented()}
     frameworks = [f for f in upstream.get("integrations", {}).get("frameworks", []) if f in implemented]
-    cfg = merged(ours, {k: v for k, v in upstream.items() if k != "integrations"})
+    gates = {g: on for g, on in upstream.get("featureGates", {}).items() if g not in support.UNIMPLEMENTED_GATES}
+    cfg = merged(ours, {k: v for k, v in upstream.items() if k not in ("integrations", "featureGates")})
     cfg["integrations"] = {**upstream.get("integrations", {}), "frameworks": frameworks}
+    cfg["featureGates"] = gates
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
@@ -173,7 +177,13 @@ def wait_available(kubectl: str) -> None:
         installer.wait_until_available(kubectl, namespace=NAMESPACE, lease=DEFAULT_LEADER_ELECTION_ID)
     except installer.DeployError as exc:
         pods = subprocess.run([kubectl, "get", "pods", "-A", "-o", "wide"], capture_output=True, text=True, check=False)
-        raise RealSystemError(f"{exc}\n{pods.stdout}") from exc
+        crashed = subprocess.run(
+            [kubectl, "-n", NAMESPACE, "logs", "-l", "control-plane=controller-manager", "--previous", "--tail=5"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        raise RealSystemError(f"{exc}\n{pods.stdout}\nlast lines of restarted containers:\n{crashed.stdout}") from exc
 
 
 def metrics_url(kubectl: str) -> str:

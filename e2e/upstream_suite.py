@@ -107,7 +107,8 @@ UPSTREAM_VISIBILITY_ROLES = (
 )
 
 #: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
-#: only makes sense in a pod; frameworks are the four both systems implement (no other CRDs here).
+#: only makes sense in a pod; frameworks are the four both systems implement (no other CRDs here), and
+#: the MultiKueueManagerQuotaAutomation gate is left out (no MultiKueue here; pykueue refuses it).
 #: VisibilityOnDemand is on: each system serves the visibility API from the host, and its
 #: APIServices reach it through an ExternalName Service `localhost` (webhook.install.visibility).
 E2E_CONFIG = """\
@@ -128,7 +129,6 @@ featureGates:
   LocalQueueMetrics: true
   ElasticJobsViaWorkloadSlices: true
   ConcurrentAdmission: true
-  MultiKueueManagerQuotaAutomation: true
   VisibilityOnDemand: true
 tls:
   minVersion: "VersionTLS12"
