@@ -81,6 +81,20 @@ def local_stack(kubectl: Kubectl) -> Any:
     return kubectl.stack
 
 
+def server_configured(extra_config: str) -> Any:
+    """A module's autouse fixture (assign it to a module-level name): our server restarted with
+    `extra_config` merged into its Configuration for the module's tests, and with the default after them."""
+
+    @pytest.fixture(scope="module", autouse=True)
+    def configured(kubectl: Kubectl) -> Iterator[None]:
+        stack = local_stack(kubectl)
+        stack.restart_server(extra_config)
+        yield
+        stack.restart_server()
+
+    return configured
+
+
 @pytest.fixture(scope="session")
 def kubectl() -> Iterator[Kubectl]:
     given = os.environ.get("KUBECONFIG_E2E")

@@ -10,12 +10,11 @@ spec) and restores the default Configuration afterwards. The AdmissionFairSharin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, server_configured
 from e2e.helpers import (
     ClusterObjects,
     cluster_queue,
@@ -40,12 +39,7 @@ admissionFairSharing:
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def admission_fair_sharing_config(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server(AFS_CONFIG)
-    yield
-    stack.restart_server()
+admission_fair_sharing_config = server_configured(AFS_CONFIG)
 
 
 def usage_based(cq: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, server_configured
 from e2e.helpers import cond, create, wait_for, workloads
 
 pytestmark = pytest.mark.local_stack
@@ -30,12 +30,7 @@ PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
 ALLOWED = "kueue.x-k8s.io/workload-allowed-resource-flavors"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def concurrent_admission_gate(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server(GATE_ON)
-    yield
-    stack.restart_server()
+concurrent_admission_gate = server_configured(GATE_ON)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack, metric_sample
+from e2e.conftest import Kubectl, local_stack, metric_sample, server_configured
 from e2e.helpers import create, wait_for, workloads
 
 pytestmark = pytest.mark.local_stack
@@ -50,12 +50,7 @@ metrics:
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def custom_metrics_config(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server(CONFIG)
-    yield
-    stack.restart_server()
+custom_metrics_config = server_configured(CONFIG)
 
 
 @pytest.fixture

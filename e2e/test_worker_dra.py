@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, server_configured
 from e2e.helpers import cond, flavor, job, local_queue, submit, wait_workload
 
 pytestmark = pytest.mark.local_stack
@@ -29,12 +29,7 @@ resources:
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def dra_config(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server(MAPPINGS)
-    yield
-    stack.restart_server()
+dra_config = server_configured(MAPPINGS)
 
 
 @pytest.fixture

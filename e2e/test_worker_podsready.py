@@ -9,12 +9,11 @@ becomes ready is one whose node selector no kwok node satisfies: it stays Pendin
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, server_configured
 from e2e.helpers import cond, create, gpu_job, wait_for, when, workloads
 
 pytestmark = pytest.mark.local_stack
@@ -31,12 +30,7 @@ waitForPodsReady:
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def wait_for_pods_ready_config(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server(WAIT_FOR_PODS_READY)
-    yield
-    stack.restart_server()
+wait_for_pods_ready_config = server_configured(WAIT_FOR_PODS_READY)
 
 
 def never_ready_job(ns: str, name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack
+from e2e.conftest import Kubectl, server_configured
 from e2e.helpers import job, wait_for, workload_of
 
 pytestmark = pytest.mark.local_stack
@@ -21,12 +21,7 @@ pytestmark = pytest.mark.local_stack
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def defaulting(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server("featureGates:\n  WorkloadPriorityClassDefaulting: true\n")
-    yield
-    stack.restart_server()
+defaulting = server_configured("featureGates:\n  WorkloadPriorityClassDefaulting: true\n")
 
 
 def wpc(name: str, value: int) -> str:

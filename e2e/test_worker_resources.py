@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from e2e.conftest import Kubectl, local_stack, metric_sample
+from e2e.conftest import Kubectl, local_stack, metric_sample, server_configured
 from e2e.helpers import QUEUE_LABEL, cond, wait_for, wait_workload, workload_of
 
 pytestmark = pytest.mark.local_stack
@@ -33,12 +33,7 @@ resources:
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ignore_undeclared(kubectl: Kubectl) -> Iterator[None]:
-    stack = local_stack(kubectl)
-    stack.restart_server(RESOURCES)
-    yield
-    stack.restart_server()
+ignore_undeclared = server_configured(RESOURCES)
 
 
 @pytest.fixture
