@@ -229,3 +229,61 @@ def test_readme_table_cites_tests_that_exist():
         assert source.is_file(), path
         if name:
             assert re.search(rf"^\s*(async )?def {name}\(", source.read_text(encoding="utf-8"), re.M), f"{path}::{name}"
+
+
+# --- the README's "Object fields" table --------------------------------------------------------------
+
+OBJECT_KINDS = ("Workload", "ClusterQueue", "LocalQueue", "Cohort", "ResourceFlavor", "WorkloadPriorityClass",
+                "AdmissionCheck")  # fmt: skip
+
+
+def _schema_leaves(schema: dict[str, typing.Any], path: str) -> list[str]:
+    """The leaf paths under `schema`; a podSet's pod template counts as one leaf."""
+    if path.endswith("podSets[].template"):
+        return [path]
+    items = schema.get("items") or {}
+    if schema.get("type") == "object" and schema.get("properties"):
+        return [leaf for k, v in schema["properties"].items() for leaf in _schema_leaves(v, f"{path}.{k}")]
+    if schema.get("type") == "array" and items.get("type") == "object" and items.get("properties"):
+        return _schema_leaves(items, path + "[]")
+    return [path]
+
+
+def object_spec_leaves() -> list[str]:
+    """`Kind spec.path` of every v1beta2 spec leaf of the queueing objects, from the CRDs we install."""
+    from webhook.api import schema
+
+    out = []
+    for crd in schema.crds():
+        kind = crd["spec"]["names"]["kind"]
+        if kind not in OBJECT_KINDS:
+            continue
+        (version,) = (v for v in crd["spec"]["versions"] if v["name"] == "v1beta2")
+        props = version["schema"]["openAPIV3Schema"]["properties"]
+        tops = {"spec": props["spec"]} if "spec" in props else {
+            k: v for k, v in props.items() if k not in ("apiVersion", "kind", "metadata", "status")}  # fmt: skip
+        out += [f"{kind} {leaf}" for top, sub in tops.items() for leaf in _schema_leaves(sub, top)]
+    return out
+
+
+def object_field_rows() -> list[str]:
+    """The `Kind path` names in the first cell of each "Object fields" row (parenthesised leaves aside)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("\n### Object fields\n", 1)[1].split("\n## ", 1)[0]
+    kinds = "|".join(OBJECT_KINDS)
+    return [
+        name
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(rf"`((?:{kinds}) [^`]+)`", line.split(" | ")[0])
+    ]
+
+
+def test_readme_object_fields_table_names_every_spec_leaf() -> None:
+    rows = object_field_rows()
+    assert len(object_spec_leaves()) > 60
+    missing = [
+        leaf for leaf in object_spec_leaves()
+        if not any(leaf == r or leaf.startswith((f"{r}.", f"{r}[]")) for r in rows)
+    ]  # fmt: skip
+    assert not missing, f"README's Object fields table lacks {missing}"
