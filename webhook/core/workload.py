@@ -22,7 +22,7 @@ from webhook.api import constants, quantity, selector
 from webhook.api.pod_role import spec_shape
 from webhook.core import concurrent_admission
 from webhook.core.quota_resources import QuotaResources
-from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities, format_quantity
+from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities
 
 __all__ = [
     "EPOCH",
@@ -84,7 +84,7 @@ class PodSetAssignment:
         return {
             "name": self.name,
             "flavors": dict(sorted(self.flavors.items())),
-            "resourceUsage": {r: format_quantity(r, v) for r, v in sorted(self.resource_usage.items())},
+            "resourceUsage": {r: quantity.format_amount(r, v) for r, v in sorted(self.resource_usage.items())},
             "count": self.count,
         }
 
@@ -332,12 +332,14 @@ class WorkloadInfo:
 
     def resource_requests_to_api(self) -> tuple[dict[str, Any], ...]:
         """`status.resourceRequests` of a pending Workload: per podSet, its total requests as quota
-        charges them (`PropagateResourceRequests` from `TotalRequests`, pkg/workload/workload.go)."""
+        charges them (`PropagateResourceRequests` from `TotalRequests`, pkg/workload/workload.go). A total
+        beyond int64 is written saturated, as a quantity the API accepts (not the `<unlimited>` of messages:
+        the status write would be refused, and the pending condition with it)."""
         out = []
         for ps, requests in zip(self.pod_sets, self.pod_set_requests(), strict=True):
             entry: dict[str, Any] = {"name": ps.name}
             if requests:
-                entry["resources"] = {r: format_quantity(r, v) for r, v in sorted(requests.items())}
+                entry["resources"] = {r: quantity.format_amount(r, v) for r, v in sorted(requests.items())}
             out.append(entry)
         return tuple(out)
 

@@ -17,6 +17,7 @@ from webhook import config as cfg
 from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
+from webhook.api import quantity
 from webhook.config import Configuration, FairSharing, Resources, ResourceTransformation
 from webhook.worker import priority
 from webhook.worker.manager import RESOURCES, Manager
@@ -387,6 +388,24 @@ def test_pending_workload_reports_its_requests_as_quota_charges_them_until_admit
     assert w.status(big)["resourceRequests"] == [{"name": "main", "resources": {"cpu": "5"}}]
     assert w.status(small)["admission"]["podSetAssignments"][0]["resourceUsage"] == {"cpu": "2"}
     assert "resourceRequests" not in w.status(small)
+
+
+def test_requests_beyond_int64_are_reported_as_a_quantity_the_api_accepts() -> None:
+    """A Job asking 1e18 CPUs (1e21 milli-CPUs, past int64) stays pending with its message; its
+    resourceRequests saturate to a valid quantity, not `<unlimited>`, which the API refuses (and the
+    pending condition with it)."""
+    cq = make_cq("cq").group(fq("f", cpu="4")).obj()
+    huge = make_wl("huge").queue("lq").podset("main", 1, cpu="1e18").obj()
+    huge["status"] = {}
+    w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), huge)
+    result = w.mgr.core.schedule(T0)
+    w.mgr.decisions.dispatch(result, T0)
+    w.flush()
+    requested = w.status(huge)["resourceRequests"][0]["resources"]["cpu"]
+    assert requested == "9223372036854775807m"
+    assert quantity.invalid(requested) is None  # the API's quantity syntax
+    reserved = next(c for c in w.status(huge)["conditions"] if c["type"] == "QuotaReserved")
+    assert reserved["status"] == "False" and "couldn't assign flavors" in reserved["message"]
 
 
 def test_local_queue_status_and_metric_carry_admission_fair_sharing_usage() -> None:
