@@ -188,10 +188,19 @@ def test_local_queue_series_only_for_the_selected_queue_with_custom_labels(
     create(kubectl, {**p, "metadata": {**p["metadata"], "namespace": namespace}})
     picked = {"name": "queue", "namespace": namespace, "custom_owner": "bob"}
 
+    admitted = {
+        "cluster_queue": queues,
+        "custom_team": "ml",
+        "custom_custom_label_key": UNTRACKED,
+        "custom_custom_annotation_key": UNTRACKED,
+    }
+
     def scraped() -> str | None:
+        """Once the pod's Workload is admitted: the counter moves at reservation, the admitted gauge with
+        the next status report after admission (later on a loaded machine)."""
         text = stack.metrics_text()
-        ok = metric_sample(text, "kueue_local_queue_quota_reserved_workloads_total", **picked) == 1
-        return text if ok else None
+        reserved = metric_sample(text, "kueue_local_queue_quota_reserved_workloads_total", **picked) == 1
+        return text if reserved and metric_sample(text, "kueue_admitted_active_workloads", **admitted) == 1 else None
 
     text = wait_for("the picked LocalQueue's series", scraped, timeout=30)
     assert metric_sample(text, "kueue_local_queue_status", **picked, active="True") == 1
@@ -200,17 +209,6 @@ def test_local_queue_series_only_for_the_selected_queue_with_custom_labels(
         metric_sample(text, "kueue_cluster_queue_status", cluster_queue=queues, status="active", custom_team="ml") == 1
     )
     assert 'custom_custom_label_key=""' in text  # the Workload-kind labels of kueue_admitted_active_workloads
-    assert (
-        metric_sample(
-            text,
-            "kueue_admitted_active_workloads",
-            cluster_queue=queues,
-            custom_team="ml",
-            custom_custom_label_key=UNTRACKED,
-            custom_custom_annotation_key=UNTRACKED,
-        )
-        == 1
-    )
 
     # The LocalQueue leaves the selector: every series of it goes, its counters too.
     kubectl("label", "localqueue", "queue", "-n", namespace, "metrics-test=false", "--overwrite")
