@@ -9,12 +9,8 @@ starts a drain instead:
 
 1. `/readyz` answers 503 (the pod leaves the ready endpoints, should its deletion not do it first);
 2. the worker process is told to stop, so it releases the leader lease at once;
-3. idle keep-alive connections are closed at once, and every request is still served, answered with
-   `Connection: close`: clients such as the API server reconnect through the Service, to a replica
-   that stays. A pooled connection left open would carry the API server's next review to this
-   replica, which after a rollout restart still runs the old Configuration (upstream's manager closes
-   them by stopping its server; upstream's sequential WorkloadPriorityClassDefaulting spec creates a
-   Job a second after such a restart);
+3. every request is still served, answered with `Connection: close` so keep-alive clients such as
+   the API server reconnect through the Service, to a replica that stays;
 4. after `drain_s` the listener closes and in-flight requests finish (uvicorn's own shutdown).
 
 A second SIGTERM, or SIGINT (Ctrl-C), stops at once. The pod's terminationGracePeriodSeconds
@@ -89,8 +85,6 @@ class GracefulServer(uvicorn.Server):
             self._drain_ends = now + self.drain_s
             self.draining.set()
             log.info("SIGTERM: draining before shutdown", extra={"drain_s": self.drain_s})
-            for connection in list(self.server_state.connections):
-                connection.shutdown()  # idle: closed now; mid-request: closed once its response is sent
             self.on_drain()
         if self._drain_ends is not None and now >= self._drain_ends and not self.should_exit:
             log.info("drain over; closing the listener", extra={"drain_s": self.drain_s})
