@@ -61,13 +61,13 @@ def _log(msg: str) -> None:
     print(f"stack: {msg}", file=sys.stderr, flush=True)
 
 
-def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """`extra` over `base`, section by section: an extra `metrics:` keeps the base's bindAddress (the
     Configuration decoder refuses a key given twice)."""
     out = dict(base)
     for key, value in extra.items():
         old = out.get(key)
-        out[key] = _merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+        out[key] = merged(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
     return out
 
 
@@ -279,7 +279,7 @@ class Stack:
             visibility_port=int(self.visibility_port_file.read_text()),
             health_port=_free_port(),
         )
-        config.write_text(json.dumps(_merged(yaml.safe_load(base), yaml.safe_load(extra_config) or {})))
+        config.write_text(json.dumps(merged(yaml.safe_load(base), yaml.safe_load(extra_config) or {})))
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [

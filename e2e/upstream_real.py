@@ -16,7 +16,6 @@ the node's containerd, the Deployment's pods pinned to that node and every other
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import math
 import os
@@ -36,6 +35,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import image  # noqa: E402
 import real  # noqa: E402
 from cluster import Cluster, HostExec  # noqa: E402
+from stack import merged  # noqa: E402
 
 from webhook.api import integrations  # noqa: E402
 from webhook.config import support  # noqa: E402
@@ -53,17 +53,6 @@ BASELINE_REPLICAS = 1
 
 class RealSystemError(RuntimeError):
     """A step of bringing a system up on the real node failed; the message says which."""
-
-
-def merged(base: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
-    """`delta` laid over `base`, maps merged key by key, anything else replaced."""
-    out = copy.deepcopy(base)
-    for key, value in delta.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merged(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def our_configuration(module: Path) -> str:
