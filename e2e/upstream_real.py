@@ -124,30 +124,31 @@ def kubectl_ok(kubectl: str, *args: str, stdin: str | None = None) -> str:
     return res.stdout
 
 
-def apply(kubectl: str, docs: list[dict[str, Any]]) -> None:
-    """Server-side apply, CRDs first and established before anything else."""
+def apply(cluster: Cluster, docs: list[dict[str, Any]]) -> None:
+    """Server-side apply as one field manager, CRDs first and established before anything else."""
     crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]
     rest = [d for d in docs if d["kind"] != "CustomResourceDefinition"]
     for batch in (crds, rest):
         if not batch:
             continue
         doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": batch})
-        kubectl_ok(
-            kubectl,
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager=upstream-suite",
-            "-f",
-            "-",
-            stdin=doc,
-        )
+        steps = [("apply", "--server-side", "--force-conflicts", "--field-manager=upstream-suite", "-f", "-")]
         if batch is crds:
-            names = [f"crd/{d['metadata']['name']}" for d in crds]
-            kubectl_ok(kubectl, "wait", "--for=condition=Established", "--timeout=60s", *names)
+            steps.append(
+                (
+                    "wait",
+                    "--for=condition=Established",
+                    "--timeout=60s",
+                    *(f"crd/{d['metadata']['name']}" for d in crds),
+                )
+            )
+        for args in steps:
+            res = cluster.kubectl(*args, input=doc)
+            if res.returncode != 0:
+                raise RealSystemError(f"kubectl {args[0]}: {res.stderr.strip()[-800:]}")
 
 
-def reconfigure(kubectl: str, config_text: str, replicas: int) -> None:
+def reconfigure(cluster: Cluster, kubectl: str, config_text: str, replicas: int) -> None:
     """What a platform engineer (and the suite) does: new ConfigMap, replicas, rollout restart, wait."""
     cm = {
         "apiVersion": "v1",
@@ -155,7 +156,7 @@ def reconfigure(kubectl: str, config_text: str, replicas: int) -> None:
         "metadata": {"name": objects.CONFIG_MAP, "namespace": NAMESPACE},
         "data": {objects.CONFIG_FILE: config_text},
     }
-    apply(kubectl, [cm])
+    apply(cluster, [cm])
     kubectl_ok(kubectl, "-n", NAMESPACE, "scale", f"deployment/{objects.DEPLOYMENT}", f"--replicas={replicas}")
     kubectl_ok(kubectl, "-n", NAMESPACE, "rollout", "restart", f"deployment/{objects.DEPLOYMENT}")
     wait_available(kubectl)
@@ -243,10 +244,10 @@ class RealNodeSystem:
                 raise RealSystemError(f"make deploy exited {res.returncode}")
             pin_deployment(kubectl, cluster)
             config = our_configuration(self.module)
-            reconfigure(kubectl, config, BASELINE_REPLICAS)
+            reconfigure(cluster, kubectl, config, BASELINE_REPLICAS)
             return config
         docs = upstream_install(self.module, kubectl, cluster)
-        apply(kubectl, docs)
+        apply(cluster, docs)
         wait_available(kubectl)
         return next(
             str(d["data"][objects.CONFIG_FILE])

@@ -55,7 +55,7 @@ import image  # noqa: E402
 from cluster import Cluster, ClusterError, HostExec, free_port  # noqa: E402
 from stack import Stack, StackError, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
-from upstream_real import RealNodeSystem, RealSystemError  # noqa: E402
+from upstream_real import RealNodeSystem, RealSystemError, apply  # noqa: E402
 
 import certs  # noqa: E402
 from webhook.install import visibility  # noqa: E402
@@ -473,11 +473,7 @@ visibilityServer:
 {E2E_CONFIG}"""
         (self.dir / "manager-config.yaml").write_text(config)
         crds, hooks = upstream_manifests(self.module, f"https://127.0.0.1:{webhook}", certs.ca_bundle(cert_dir))
-        apply(self.cluster, crds)
-        names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-        waited = self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-        if waited.returncode != 0:
-            raise SuiteError("upstream CRDs established", waited.stderr.strip())
+        apply(self.cluster, crds)  # and waits until they are established
         self.cluster.kubectl("create", "namespace", "kueue-system")
         log("starting upstream's manager")
         with open(self.logs(), "ab") as out:
@@ -523,15 +519,6 @@ visibilityServer:
         for _, owned in UPSTREAM_CERT_DIRS:
             if (owned / MARKER_NAME).exists():
                 shutil.rmtree(owned)
-
-
-def apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
-    doc = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-    res = cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "--field-manager=upstream-suite", "-f", "-", input=doc
-    )
-    if res.returncode != 0:
-        raise SuiteError("apply", res.stderr.strip())
 
 
 # --------------------------------------------------------------------------- run and report
