@@ -404,7 +404,8 @@ class _Screen:
     (the CRD's pattern admits `1e1.5`) fails the whole list and its cache never syncs. Here such an
     object is absent to every handler: left out of lists, and an ADDED or MODIFIED copy of it is
     handed on as DELETED (metadata only, nothing to parse), so an earlier valid copy is forgotten.
-    Each version of it is logged once, naming it, and passed to `on_invalid`.
+    Each version of it is logged once, naming it, and passed to `on_invalid`; `set_aside` holds
+    the ones set aside now, so a handler that comes later (a new leader) hears of them too.
     """
 
     def __init__(self, path: str, on_invalid: InvalidHandler | None) -> None:
@@ -413,38 +414,42 @@ class _Screen:
         # watch) would only cost time.
         self.resource = resource if resource in SCHEMA_ONLY else ""
         self.on_invalid = on_invalid
-        self._reported: dict[tuple[str, str], str] = {}  # key → resourceVersion last reported
+        # key → (object, field, error) of each object set aside now, as last reported.
+        self.set_aside: dict[tuple[str, str], tuple[dict[str, Any], str, str]] = {}
 
     def items(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [item for item in items if not self._invalid(item)]
+        before, self.set_aside = self.set_aside, {}
+        return [item for item in items if not self._invalid(item, before)]
 
     def event(self, etype: str, obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if etype == "DELETED":
-            self._reported.pop(_Shared.key(obj), None)
+            self.set_aside.pop(_Shared.key(obj), None)
             return etype, obj if first_invalid(self.resource, obj) is None else _metadata_only(obj)
-        if self._invalid(obj):
+        if self._invalid(obj, self.set_aside):
             return "DELETED", _metadata_only(obj)
+        self.set_aside.pop(_Shared.key(obj), None)
         return etype, obj
 
-    def _invalid(self, obj: dict[str, Any]) -> bool:
+    def _invalid(
+        self, obj: dict[str, Any], reported: Mapping[tuple[str, str], tuple[dict[str, Any], str, str]]
+    ) -> bool:
+        """Whether `obj` is set aside; a version not in `reported` is logged and reported."""
         bad = first_invalid(self.resource, obj)
         if bad is None:
             return False
         key = _Shared.key(obj)
-        version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
-        if self._reported.get(key) != version:
-            self._reported[key] = version
-            log.warning(
-                "object set aside: a quantity cannot be decoded",
-                extra={
-                    "object": "/".join(filter(None, key)),
-                    "resource": self.resource,
-                    "field": bad[0],
-                    "error": bad[1],
-                },
-            )
-            if self.on_invalid is not None:
-                self.on_invalid(obj, *bad)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        last = reported.get(key)
+        if last is not None and (last[0].get("metadata") or {}).get("resourceVersion") == version:
+            self.set_aside[key] = last
+            return True
+        self.set_aside[key] = (obj, *bad)
+        log.warning(
+            "object set aside: a quantity cannot be decoded",
+            extra={"object": "/".join(filter(None, key)), "resource": self.resource, "field": bad[0], "error": bad[1]},
+        )
+        if self.on_invalid is not None:
+            self.on_invalid(obj, *bad)
         return True
 
 
@@ -468,7 +473,20 @@ def informer(
     `query` (e.g. a `labelSelector`) narrows both the list and the watch. Objects Go could not
     decode never reach the handlers (`_Screen`); `on_invalid(obj, field, error)` hears of each.
     """
-    screen = _Screen(path, on_invalid)
+    _follow(kube, path, _Screen(path, on_invalid), on_list, on_event, stop=stop, on_synced=on_synced, query=query)
+
+
+def _follow(
+    kube: Kube,
+    path: str,
+    screen: _Screen,
+    on_list: Callable[[list[dict[str, Any]]], None],
+    on_event: Callable[[str, dict[str, Any]], None],
+    *,
+    stop: threading.Event,
+    on_synced: Callable[[], None],
+    query: Mapping[str, Any] | None,
+) -> None:
     backoff = 0.5
     while not stop.is_set():
         try:
@@ -520,6 +538,7 @@ class _Shared:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.screen = _Screen(path, self.on_invalid)
         self.lock = threading.Lock()
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.synced = False
@@ -569,6 +588,9 @@ class _Shared:
             self.subscribers.append(sub)
             if self.synced:
                 sub.on_list(list(self.objects.values()))
+                if sub.on_invalid is not None:
+                    for obj, field, error in list(self.screen.set_aside.values()):
+                        sub.on_invalid(obj, field, error)
                 sub.on_synced()
 
 
@@ -607,14 +629,9 @@ class SharedInformers:
         shared.add(_Subscriber(on_list, on_event, on_synced, on_invalid))
         if start:
             threading.Thread(
-                target=informer,
-                args=(self.kube, path, shared.on_list, shared.on_event),
-                kwargs={
-                    "stop": self.stop,
-                    "on_synced": shared.on_synced,
-                    "query": query,
-                    "on_invalid": shared.on_invalid,
-                },
+                target=_follow,
+                args=(self.kube, path, shared.screen, shared.on_list, shared.on_event),
+                kwargs={"stop": self.stop, "on_synced": shared.on_synced, "query": query},
                 name=f"informer-{path.rsplit('/', 1)[-1]}",
                 daemon=True,
             ).start()

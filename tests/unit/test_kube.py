@@ -341,6 +341,31 @@ def test_objects_go_cannot_decode_are_set_aside_and_reported_once_per_version() 
     ]
 
 
+def test_a_subscriber_that_comes_later_hears_of_the_objects_set_aside_now() -> None:
+    """A new leader subscribes after the visibility feed has listed: it is told of the bad Workload
+    all the same (its owner gets a Warning Event), and not of one fixed since."""
+    stop = threading.Event()
+    kube = ScriptedKube(
+        [_workload("poison", "1e1.5"), _workload("fixed", "1e1.5")],
+        [("MODIFIED", _workload("fixed", "2", "6")), ("ADDED", _workload("marker", "1", "7"))],
+        stop,
+    )
+    informers = k.SharedInformers(kube, stop)  # type: ignore[arg-type]
+    caught_up = threading.Event()
+
+    def on_event(etype: str, obj: dict[str, Any]) -> None:
+        if obj["metadata"]["name"] == "marker":
+            caught_up.set()
+
+    informers.subscribe(WORKLOADS, lambda items: None, on_event)
+    assert caught_up.wait(10)
+    heard: list[str] = []
+    informers.subscribe(
+        WORKLOADS, lambda items: None, lambda *_: None, on_invalid=lambda obj, *_: heard.append(obj["metadata"]["name"])
+    )
+    assert heard == ["poison"]
+
+
 def test_a_failing_subscriber_does_not_keep_an_object_from_the_others() -> None:
     stop = threading.Event()
     kube = ScriptedKube([_workload("a", "1")], [("ADDED", _workload("b", "1", "6"))], stop)
