@@ -3,7 +3,8 @@
 kwok's nodes (e2e/cluster.py) never run a container, so our image, manifests and chart are only
 really exercised by a node that does. This one runs on this machine, and nothing of it touches the
 host's network: the namespace (`NetworkNamespace`) holds the node's address on a veth pair, the CNI
-bridge with the pods, the ClusterIPs and kube-proxy's iptables rules; no route leads out of it.
+bridge with the pods, the ClusterIPs and kube-proxy's iptables rules; no route leads out of it. Pods
+resolve Services' names through e2e/clusterdns.py on the node's address (the kubelet's clusterDNS).
 
     netns = NetworkNamespace(spec)       # ip netns add, the node's address, the ClusterIP route
     netns.create()
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import clusterdns
 import host
 import yaml
 from cluster import (
@@ -230,7 +232,7 @@ class RealNode:
     def down(self) -> None:
         """Stop what `up` started and remove what it left; safe to call twice or after a crash."""
         procs = {p.name: p for p in (self._procs or read_pid_file(self.dir / "pids"))}
-        for name in ("kube-proxy", "kubelet"):  # first, or the kubelet restarts what we stop
+        for name in ("kube-proxy", "kubelet", "cluster-dns"):  # first, or the kubelet restarts what we stop
             if name in procs:
                 kill_group(procs[name])
         if "containerd" in procs:
@@ -275,6 +277,7 @@ class RealNode:
             self._start_containerd()
             self._import_images()
 
+        self._procs.append(self._start("cluster-dns", self._cluster_dns_cmd()))
         self._procs.append(self._start("kubelet", self._kubelet_cmd()))
         self._procs.append(self._start("kube-proxy", self._kube_proxy_cmd()))
         self._wait("node Ready", self._node_ready, component="kubelet")
@@ -364,7 +367,7 @@ class RealNode:
             _containerd_toml(root=host.cache_root() / "containerd", state=state, cni_conf=self.dir / "cni")
         )
         (self.dir / "cni" / f"10-{CNI_NETWORK}.conflist").write_text(json.dumps(self._cni_conflist(), indent=2))
-        # No cluster DNS here: our server reaches the API by the Service IP in its environment.
+        # The node's own resolver; pods get the cluster DNS (e2e/clusterdns.py) on the node's address.
         (self.dir / "resolv.conf").write_text("nameserver 127.0.0.1\noptions ndots:1\n")
         (self.dir / "kubelet.yaml").write_text(yaml.safe_dump(self._kubelet_config(), sort_keys=False))
         (self.dir / "kube-proxy.yaml").write_text(yaml.safe_dump(self._kube_proxy_config(), sort_keys=False))
@@ -412,7 +415,8 @@ class RealNode:
             },
             "authorization": {"mode": "Webhook"},
             "registerWithTaints": [self.spec.taint],
-            "clusterDomain": "cluster.local",
+            "clusterDomain": clusterdns.DOMAIN,
+            "clusterDNS": [self.spec.ip],
             "resolvConf": str(self.dir / "resolv.conf"),
             "podLogsDir": str(self.dir / "pod-logs"),
             "serializeImagePulls": False,
@@ -462,6 +466,15 @@ class RealNode:
             },
             "nodePortAddresses": ["primary"],
         }
+
+    def _cluster_dns_cmd(self) -> list[str]:
+        return [
+            sys.executable,
+            str(Path(clusterdns.__file__).resolve()),
+            f"--listen={self.spec.ip}:53",
+            f"--kubectl={self.cluster.bin_dir / 'kubectl'}",
+            f"--kubeconfig={self.cluster.kubeconfig}",
+        ]
 
     def _kube_proxy_cmd(self) -> list[str]:
         return [str(self.cluster.bin_dir / "kube-proxy"), f"--config={self.dir / 'kube-proxy.yaml'}", "--v=1"]
