@@ -588,6 +588,25 @@ class Cluster:
         return self.dir / "kubeconfig"
 
     @property
+    def cluster_admin_kubeconfig(self) -> Path:
+        """Kubeconfig of kubeadm's admin (user `kubernetes-admin`, group kubeadm:cluster-admins), as kind
+        gives upstream's e2e suites; usable once `bind_cluster_admins` has run."""
+        return self._kubeconfig_path("cluster-admin")
+
+    def bind_cluster_admins(self) -> None:
+        """Bind kubeadm:cluster-admins to cluster-admin, as kubeadm init does."""
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "kubeadm:cluster-admins"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "kubeadm:cluster-admins"}],
+        }
+        res = self.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(binding))
+        if res.returncode != 0:
+            raise ClusterError("bind cluster admins", res.stderr.strip())
+
+    @property
     def server(self) -> str:
         if "kube-apiserver" not in self.ports:
             state = self._read_state()
@@ -924,6 +943,9 @@ class Cluster:
 
     _IDENTITIES: ClassVar[dict[str, tuple[str, list[str]]]] = {
         "admin": ("admin", ["system:masters"]),
+        # kubeadm's (so kind's) admin: all rights through a ClusterRoleBinding, not system:masters,
+        # which authorizers that delegate to the API server let through unreviewed.
+        "cluster-admin": ("kubernetes-admin", ["kubeadm:cluster-admins"]),
         "kube-controller-manager": ("system:kube-controller-manager", []),
         "kube-scheduler": ("system:kube-scheduler", []),
         # kwok patches node and pod status, renews leases and deletes pods: give it full rights.

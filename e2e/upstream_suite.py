@@ -611,7 +611,9 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
         args += [f"-ginkgo.skip={_ginkgo_literal(text)}$" for text in skip]
         if focus:
             args.append(f"-ginkgo.focus={focus}")
-        env = suite_env(module, cluster.kubeconfig, state_file)
+        # The suite's client is kind's admin, not system:masters (a visibility spec needs it reviewed).
+        cluster.bind_cluster_admins()
+        env = suite_env(module, cluster.cluster_admin_kubeconfig, state_file)
         kueuectl = Path(sys.executable).parent / "kubectl-kueue" if system_name == "ours" else bin_dir / "kubectl-kueue"
         suite_started = time.monotonic()
         with open(out / "suite.log", "w") as suite_log:

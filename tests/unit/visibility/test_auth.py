@@ -153,6 +153,21 @@ def test_reviews_carry_the_resource_attributes_and_are_cached_ten_seconds() -> N
     assert kube.reviews[-1]["spec"]["nonResourceAttributes"] == {"path": "/openapi/v2", "verb": "get"}
 
 
+def test_system_masters_is_allowed_without_a_review() -> None:
+    """As the generic API server's `AlwaysAllowGroups`: the aggregator's discovery requests keep
+    working while our identity may not make reviews; anyone else is still reviewed."""
+    kube = FakeKube()
+    reviewer = AccessReviewer(kube)
+    aggregator = User("system:kube-aggregator", groups=("system:masters",))
+    assert reviewer.authorize(aggregator, Attributes("get", path="/openapi/v2")) == AccessDecision(True)
+    assert kube.calls == []
+    assert (
+        reviewer.authorize(User("bob", groups=("system:authenticated",)), Attributes("get", path="/apis")).allowed
+        is False
+    )
+    assert len(kube.calls) == 1
+
+
 # -- over TLS -----------------------------------------------------------------------------------------
 
 
