@@ -8,6 +8,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -114,8 +115,15 @@ def _serve(args: argparse.Namespace) -> int:
         args.drain_seconds if args.drain_seconds is not None else (shutdown.DEFAULT_DRAIN_S if args.in_cluster else 0.0)
     )
     draining = threading.Event()
-    app = shutdown.CloseWhileDraining(
-        create_app(config, lookups, ready=lambda: not draining.is_set() and ready()), draining
+    forward = (
+        shutdown.ServiceForwarder.for_service(
+            config.internal_cert_management.webhook_service_name, config.namespace, Path(cert_dir)
+        )
+        if args.in_cluster and drain_s > 0
+        else None
+    )
+    app = shutdown.WhileDraining(
+        create_app(config, lookups, ready=lambda: not draining.is_set() and ready()), draining, forward
     )
     port = args.port or config.webhook.port
     host = args.host or config.webhook.host or "0.0.0.0"
@@ -211,8 +219,6 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _dashboard(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from webhook import logs
     from webhook.dashboard.server import Options, run
 

@@ -4,6 +4,7 @@ answered for the drain period, then the listener closes; a second signal stops a
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
 import json
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
+from starlette.types import Receive, Scope, Send
 
 import certs
 from webhook import tls
@@ -181,7 +183,7 @@ class InProcess:
         self.draining = threading.Event()
         self.drain_called: list[float] = []
         config = uvicorn.Config(
-            shutdown.CloseWhileDraining(create_app(), self.draining),
+            shutdown.WhileDraining(create_app(), self.draining),
             host="127.0.0.1",
             port=self.port,
             log_config=None,
@@ -234,7 +236,7 @@ def test_signals(
 
 def test_close_while_draining_adds_the_header_only_once_draining() -> None:
     draining = threading.Event()
-    app = shutdown.CloseWhileDraining(create_app(), draining)
+    app = shutdown.WhileDraining(create_app(), draining)
 
     async def get() -> httpx.Response:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://webhook") as client:
@@ -244,3 +246,81 @@ def test_close_while_draining_adds_the_header_only_once_draining() -> None:
     draining.set()
     response = asyncio.run(get())
     assert (response.status_code, response.headers["connection"]) == (200, "close")
+
+
+SERVICE = "kueue-webhook-service.kueue-system.svc"
+
+
+async def _replica(name: str, scope: Scope, receive: Receive, send: Send) -> None:
+    """A replica that answers with its name, the review it read and who forwarded it."""
+    body = (await receive()).get("body", b"")
+    forwarded = dict(scope["headers"]).get(shutdown.FORWARDED_HEADER.encode(), b"").decode()
+    answer = json.dumps({"replica": name, "review": body.decode(), "forwarded_by": forwarded}).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": answer})
+
+
+@pytest.fixture
+def replica_b(tmp_path: Path) -> Iterator[int]:
+    """Replica B, ready, serving TLS with the Service's certificate; yields its port."""
+    certs.write_bundle(tmp_path, [SERVICE])
+    port = _free_port()
+    config = uvicorn.Config(
+        functools.partial(_replica, "B"),
+        host="127.0.0.1",
+        port=port,
+        log_config=None,
+        lifespan="off",
+        interface="asgi3",
+    )
+    config.load()
+    config.ssl = tls.server_context(tmp_path)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=asyncio.run, args=(server.serve(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    yield port
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _post_to_a(forward: shutdown.ServiceForwarder, *, draining: bool, **headers: str) -> httpx.Response:
+    """POST a review to draining replica A, whose reviews go on through `forward`."""
+    state = threading.Event()
+    if draining:
+        state.set()
+    app = shutdown.WhileDraining(functools.partial(_replica, "A"), state, forward)
+
+    async def post() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="https://a") as client:
+            return await client.post(RF_PATH, content=b'{"kind":"AdmissionReview"}', headers=headers)
+
+    return asyncio.run(post())
+
+
+def test_a_draining_replica_forwards_reviews_through_the_service(tmp_path: Path, replica_b: int) -> None:
+    forward = shutdown.ServiceForwarder("127.0.0.1", replica_b, SERVICE, tmp_path / "ca.crt", "pod-a")
+    answered = _post_to_a(forward, draining=True)
+    assert answered.headers["connection"] == "close"
+    assert answered.json() == {"replica": "B", "review": '{"kind":"AdmissionReview"}', "forwarded_by": "pod-a"}
+    # Before the drain, and for a review another draining replica forwarded (no loop): answered here.
+    assert _post_to_a(forward, draining=False).json()["replica"] == "A"
+    assert _post_to_a(forward, draining=True, **{shutdown.FORWARDED_HEADER: "pod-b"}).json()["replica"] == "A"
+
+
+def test_a_draining_replica_answers_itself_when_the_service_cannot_be_reached(tmp_path: Path) -> None:
+    certs.write_bundle(tmp_path, [SERVICE])
+    forward = shutdown.ServiceForwarder("127.0.0.1", _free_port(), SERVICE, tmp_path / "ca.crt", "pod-a")
+    answered = _post_to_a(forward, draining=True)
+    assert answered.json() == {"replica": "A", "review": '{"kind":"AdmissionReview"}', "forwarded_by": ""}
+
+
+def test_a_forwarded_review_is_sent_only_to_a_replica_with_the_services_certificate(
+    tmp_path: Path, replica_b: int
+) -> None:
+    other_ca = certs.write_bundle(tmp_path / "other", [SERVICE]) / "ca.crt"
+    forward = shutdown.ServiceForwarder("127.0.0.1", replica_b, SERVICE, other_ca, "pod-a")
+    assert _post_to_a(forward, draining=True).json()["replica"] == "A"
