@@ -23,6 +23,7 @@ from webhook.admission.registration import webhook_configurations
 from webhook.api import integrations
 from webhook.config import Configuration, Integrations
 from webhook.install import rbac
+from webhook.worker.integrations.appwrapper import AppWrapperReconciler
 from webhook.worker.integrations.batchjob import JobReconciler
 from webhook.worker.integrations.pod.reconciler import PodReconciler
 from webhook.worker.integrations.statefulset import StatefulSetReconciler
@@ -145,6 +146,7 @@ def test_the_worker_watches_and_reconciles_it(widget) -> None:
         pytest.param(("pod",), {PodReconciler}, id="pod only: no Job reconciler"),
         pytest.param(("batch/job", "deployment"), {JobReconciler, PodReconciler}, id="deployment enables pod"),
         pytest.param(("statefulset",), {PodReconciler, StatefulSetReconciler}, id="statefulset enables pod"),
+        pytest.param(("workload.codeflare.dev/appwrapper",), {AppWrapperReconciler}, id="appwrapper"),
     ],
 )
 def test_the_worker_runs_the_enabled_integrations_and_those_they_imply(
@@ -161,3 +163,4 @@ def test_the_worker_runs_the_enabled_integrations_and_those_they_imply(
     watched = {(r.kind, r.label_selector) for r in manager.resources}
     assert (("pods", "kueue.x-k8s.io/managed=true") in watched) == (PodReconciler in expected)
     assert (("jobs", "") in watched) == (JobReconciler in expected)
+    assert (("appwrappers", "") in watched) == (AppWrapperReconciler in expected)

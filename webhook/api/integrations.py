@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 __all__ = [
+    "APPWRAPPER",
     "BATCH_JOB",
     "DEPLOYMENT",
     "LEADER_WORKER_SET",
@@ -249,8 +250,25 @@ LEADER_WORKER_SET = register(
         implicitly_enables=_POD_PARENT,
     )
 )
-register(
-    Framework("workload.codeflare.dev/appwrapper", "workload.codeflare.dev", "v1beta2", "AppWrapper", "appwrappers")
+APPWRAPPER = register(
+    Framework(
+        "workload.codeflare.dev/appwrapper",
+        "workload.codeflare.dev",
+        "v1beta2",
+        "AppWrapper",
+        "appwrappers",
+        webhook="webhook.admission.appwrapper",
+        adapter="webhook.worker.integrations.appwrapper",
+        worker_access=(
+            Grant(("appwrappers",), _ALL, "resume with podSetInfos, suspend and clear them; delete after deactivation"),
+            Grant(("appwrappers/status",), ("get", "patch", "update"), "upstream's grant; no status is written"),
+            Grant(
+                ("appwrappers/finalizers",),
+                ("get", "update"),
+                "a Workload whose ownerReference blocks the AppWrapper's deletion",
+            ),
+        ),
+    )
 )
 register(
     Framework(

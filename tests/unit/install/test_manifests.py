@@ -158,6 +158,8 @@ def test_webhook_configurations():
             "vdeployment.kb.io",
             "mstatefulset.kb.io",
             "vstatefulset.kb.io",
+            "mappwrapper.kb.io",
+            "vappwrapper.kb.io",
         )
         if integration:
             assert h["namespaceSelector"] == {
