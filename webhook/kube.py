@@ -467,13 +467,26 @@ def informer(
     on_synced: Callable[[], None] = lambda: None,
     query: Mapping[str, Any] | None = None,
     on_invalid: InvalidHandler | None = None,
+    absent_is_empty: bool = False,
 ) -> None:
     """List then watch `path` until `stop`; relist on 410 Gone, back off on errors. Runs in its own thread.
 
     `query` (e.g. a `labelSelector`) narrows both the list and the watch. Objects Go could not
     decode never reach the handlers (`_Screen`); `on_invalid(obj, field, error)` hears of each.
+    With `absent_is_empty`, a path the API server does not serve (404: an operator's CRD not
+    installed) is listed as empty and synced, and tried again until it is served.
     """
-    _follow(kube, path, _Screen(path, on_invalid), on_list, on_event, stop=stop, on_synced=on_synced, query=query)
+    _follow(
+        kube,
+        path,
+        _Screen(path, on_invalid),
+        on_list,
+        on_event,
+        stop=stop,
+        on_synced=on_synced,
+        query=query,
+        absent_is_empty=absent_is_empty,
+    )
 
 
 def _follow(
@@ -486,11 +499,14 @@ def _follow(
     stop: threading.Event,
     on_synced: Callable[[], None],
     query: Mapping[str, Any] | None,
+    absent_is_empty: bool = False,
 ) -> None:
     backoff = 0.5
+    absent = False  # the empty list of an unserved path has been delivered
     while not stop.is_set():
         try:
             items, rv = kube.list(path, query=query)
+            absent = False
             on_list(screen.items([strip_managed_fields(item) for item in items]))
             on_synced()
             backoff = 0.5
@@ -504,7 +520,14 @@ def _follow(
         except Gone:
             log.info("watch expired, relisting", extra={"path": path})
         except KubeError as exc:
-            log.warning("list/watch failed", extra={"path": path, "status": exc.status, "error": str(exc)})
+            if absent_is_empty and isinstance(exc, NotFound):
+                if not absent:
+                    log.info("API not served: no objects until it is", extra={"path": path})
+                    on_list([])
+                    on_synced()
+                    absent = True
+            else:
+                log.warning("list/watch failed", extra={"path": path, "status": exc.status, "error": str(exc)})
             stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
         except Exception:
@@ -617,9 +640,11 @@ class SharedInformers:
         on_synced: Callable[[], None] = lambda: None,
         query: Mapping[str, Any] | None = None,
         on_invalid: InvalidHandler | None = None,
+        absent_is_empty: bool = False,
     ) -> None:
         """`on_list` with the current objects (at once when already listed, and again on every relist),
-        then `on_event` for each change; `on_invalid` for each object set aside (see `informer`)."""
+        then `on_event` for each change; `on_invalid` for each object set aside; `absent_is_empty`
+        as `informer` has it (the first subscriber of a stream decides)."""
         key = (path, tuple(sorted((query or {}).items())))
         with self._lock:
             shared = self._shared.get(key)
@@ -631,7 +656,12 @@ class SharedInformers:
             threading.Thread(
                 target=_follow,
                 args=(self.kube, path, shared.screen, shared.on_list, shared.on_event),
-                kwargs={"stop": self.stop, "on_synced": shared.on_synced, "query": query},
+                kwargs={
+                    "stop": self.stop,
+                    "on_synced": shared.on_synced,
+                    "query": query,
+                    "absent_is_empty": absent_is_empty,
+                },
                 name=f"informer-{path.rsplit('/', 1)[-1]}",
                 daemon=True,
             ).start()

@@ -410,3 +410,44 @@ def test_a_fenced_client_sends_no_write_while_the_lease_is_not_held(api: tuple[A
     held[0] = True
     fenced.delete(path)
     assert server.writes == [f"DELETE {path}", f"DELETE {path}"]
+
+
+class _NotServedYet(ScriptedKube):
+    """A path the API server answers 404 for `misses` lists (its CRD not installed yet), then serves."""
+
+    def __init__(self, misses: int, items: list[dict[str, Any]], stop: threading.Event) -> None:
+        super().__init__(items, [], stop)
+        self.misses = misses
+
+    def list(self, path: str, query: Any = None) -> tuple[list[dict[str, Any]], str]:
+        if self.misses:
+            self.misses -= 1
+            raise k.NotFound(404, "the server could not find the requested resource")
+        return super().list(path, query)
+
+
+@pytest.mark.parametrize(
+    ("absent_is_empty", "want"),
+    [
+        pytest.param(True, [("list", []), ("synced", []), ("list", ["w"]), ("synced", [])], id="empty until served"),
+        pytest.param(False, [("list", ["w"]), ("synced", [])], id="not synced until served"),
+    ],
+)
+def test_an_unserved_path_lists_as_empty_once_when_asked_to(
+    absent_is_empty: bool, want: list[tuple[str, list[str]]]
+) -> None:
+    """An integration whose operator's CRD is not installed must not hold the scheduler back
+    (upstream defers its controller, `waitForAPI`); it is picked up once the CRD is served."""
+    stop = threading.Event()
+    kube = _NotServedYet(2, [_workload("w", "1")], stop)
+    seen: list[tuple[str, list[str]]] = []
+    k.informer(
+        kube,  # type: ignore[arg-type]
+        WORKLOADS,
+        lambda items: seen.append(("list", [i["metadata"]["name"] for i in items])),
+        lambda etype, obj: None,
+        stop=stop,
+        on_synced=lambda: seen.append(("synced", [])),
+        absent_is_empty=absent_is_empty,
+    )
+    assert seen == want

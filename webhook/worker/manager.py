@@ -320,7 +320,13 @@ class Manager:
 
         query = {"labelSelector": res.label_selector} if res.label_selector else None
         self.informers.subscribe(
-            res.path, on_list, on_event, on_synced=on_synced, query=query, on_invalid=self._set_aside
+            res.path,
+            on_list,
+            on_event,
+            on_synced=on_synced,
+            query=query,
+            on_invalid=self._set_aside,
+            absent_is_empty=res.optional,
         )
 
     def _set_aside(self, obj: dict[str, Any], field: str, error: str) -> None:

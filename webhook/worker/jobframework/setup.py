@@ -33,6 +33,10 @@ class Resource:
     kind: str  # plural, also the Store kind
     api_version: str
     label_selector: str = ""
+    optional: bool = False
+    """Served by an operator's CRD that may not be installed: until it is, the kind counts as
+    listed and empty, so the scheduler does not wait for it (upstream defers such an
+    integration's controller until its API is served, `waitForAPI` in `jobframework/setup.go`)."""
 
     @property
     def path(self) -> str:
