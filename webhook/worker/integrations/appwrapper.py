@@ -55,12 +55,12 @@ from webhook.worker.store import Store
 __all__ = [
     "CONTROLLER_NAME",
     "INTEGRATION",
-    "AppWrapper",
-    "AppWrapperReconciler",
-    "PodSetError",
     "TAS_POD_INDEX_LABEL",
     "TAS_SUB_GROUP_COUNT",
     "TAS_SUB_GROUP_INDEX_LABEL",
+    "AppWrapper",
+    "AppWrapperReconciler",
+    "PodSetError",
     "build_workload",
     "component_pod_sets",
     "component_pod_specs",
@@ -695,8 +695,9 @@ class AppWrapperReconciler(GenericJobReconciler):
 
 
 def setup(ctx: SetupContext) -> Wiring:
-    """The AppWrapper integration in the worker: every AppWrapper is watched."""
+    """The AppWrapper integration in the worker: every AppWrapper is watched, once its CRD is served."""
     reconciler = AppWrapperReconciler(
         ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop
     )
-    return Wiring(reconciler, watches=(Resource(INTEGRATION.resource, AW_API),))
+    # The AppWrapper operator's CRD may not be installed: until it is, there are no AppWrappers.
+    return Wiring(reconciler, watches=(Resource(INTEGRATION.resource, AW_API, optional=True),))

@@ -26,6 +26,7 @@ from webhook import kube as k
 from webhook.config import Configuration
 from webhook.worker import events
 from webhook.worker.integrations import appwrapper as a
+from webhook.worker.jobframework.setup import Resource, SetupContext
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
@@ -810,3 +811,13 @@ def test_a_deleted_appwrapper_releases_its_workload() -> None:
     assert cluster.reconcile() is None
     (wl,) = cluster.workloads
     assert "kueue.x-k8s.io/resource-in-use" not in wl["metadata"].get("finalizers", [])
+
+
+def test_the_worker_does_not_wait_for_an_uninstalled_appwrapper_crd() -> None:
+    """Upstream ships the integration enabled and defers it until the operator's CRD is served: the
+    watch counts as listed and empty until then (`Resource.optional`)."""
+    wiring = a.setup(
+        SetupContext(kube=_Kube(), store=Store(), config=Configuration(), recorder=_Recorder(), stop=threading.Event())  # type: ignore[arg-type]
+    )
+    assert wiring.watches == (Resource("appwrappers", "workload.codeflare.dev/v1beta2", optional=True),)
+    assert isinstance(wiring.reconciler, a.AppWrapperReconciler)
