@@ -92,7 +92,6 @@ PHASE_FAILED = "Failed"
 TAS_POD_INDEX_LABEL = "workload.codeflare.dev.appwrapper/tas-pod-index-label"
 TAS_SUB_GROUP_INDEX_LABEL = "workload.codeflare.dev.appwrapper/tas-sub-group-index-label"
 TAS_SUB_GROUP_COUNT = "workload.codeflare.dev.appwrapper/tas-sub-group-count"
-_JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 _JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 _PYTORCH_REPLICA_INDEX = "training.kubeflow.org/replica-index"
 
@@ -227,7 +226,7 @@ def _jobset_pod_sets(obj: Obj) -> list[dict[str, Any]]:
                 "replicas": replicas * pods,
                 "path": f"{prefix}template.spec.template",
                 "annotations": {
-                    TAS_POD_INDEX_LABEL: _JOB_COMPLETION_INDEX,
+                    TAS_POD_INDEX_LABEL: c.JOB_COMPLETION_INDEX_ANNOTATION,
                     TAS_SUB_GROUP_INDEX_LABEL: _JOBSET_JOB_INDEX,
                     TAS_SUB_GROUP_COUNT: str(replicas),
                 },
@@ -272,7 +271,7 @@ def infer_pod_sets(obj: Obj) -> list[dict[str, Any]]:
             {
                 "replicas": _job_pod_count(obj, "template"),
                 "path": "template.spec.template",
-                "annotations": {TAS_POD_INDEX_LABEL: _JOB_COMPLETION_INDEX},
+                "annotations": {TAS_POD_INDEX_LABEL: c.JOB_COMPLETION_INDEX_ANNOTATION},
             }
         ]
     elif gvk == ("jobset.x-k8s.io/v1alpha2", "JobSet"):
@@ -543,9 +542,12 @@ def start_patch(
     specs = {name: (rf.get("spec") or {}) for name, rf in flavors.items()}
     try:
         infos = podset.from_admission(wl, specs, tas=tas, assign_queue_labels=assign_queue_labels)
-        sets = component_pod_sets(aw)
-    except (podset.PermanentError, PodSetError) as exc:
+    except podset.PermanentError as exc:
         raise StartConflict(str(exc)) from exc
+    try:
+        sets = component_pod_sets(aw)
+    except PodSetError as exc:
+        raise StartConflict(f"invalid podset infos: {exc}") from exc
     expected = sum(len(s) for s in sets)
     if expected != len(infos):
         raise StartConflict(f"invalid podset infos: expecting {expected} podsets, got {len(infos)}")
