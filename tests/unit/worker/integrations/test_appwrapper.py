@@ -481,7 +481,7 @@ class Cluster:
     """A fake API with namespace `ns` (and the flavors given), and the AppWrapper reconciler."""
 
     config: Configuration = field(default_factory=lambda: Configuration(feature_gates=TAS_OFF))
-    flavors: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: {"default": {}})
+    flavors: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})  # name: spec
     kube: _Kube = field(default_factory=_Kube)
     store: Store = field(default_factory=Store)
     recorder: _Recorder = field(default_factory=_Recorder)
@@ -495,13 +495,8 @@ class Cluster:
             "/api/v1/namespaces",
             {"metadata": {"name": "ns", "labels": {"kubernetes.io/metadata.name": "ns"}}},
         )
-        for name, labels in self.flavors.items():
-            rf = {
-                "apiVersion": WL_API,
-                "kind": "ResourceFlavor",
-                "metadata": {"name": name},
-                "spec": {"nodeLabels": dict(labels)},
-            }
+        for name, spec in self.flavors.items():
+            rf = {"apiVersion": WL_API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": dict(spec)}
             self.add("resourceflavors", k.object_path(WL_API, "resourceflavors", None), rf)
 
     def add(self, kind: str, path: str, obj: Mapping[str, Any]) -> None:
@@ -632,7 +627,12 @@ def _three_jobs() -> dict[str, Any]:
     return appwrapper(*(component(job(cpu="1")) for _ in range(3)), queue="foo")
 
 
-FLAVORS = {"on-demand": {"provisioning": "on-demand"}, "spot": {"provisioning": "spot"}, "default": {}}
+SPOT_TOLERATION = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+FLAVORS = {
+    "on-demand": {"nodeLabels": {"provisioning": "on-demand"}},
+    "spot": {"nodeLabels": {"provisioning": "spot"}, "tolerations": [SPOT_TOLERATION]},
+    "default": {},
+}
 
 
 def _started(config: Configuration | None = None) -> Cluster:
@@ -646,7 +646,7 @@ def _started(config: Configuration | None = None) -> Cluster:
     return cluster
 
 
-def _info(index: int, **node_selector: str) -> dict[str, Any]:
+def _info(index: int, tolerations: Sequence[Mapping[str, str]] = (), **node_selector: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "labels": {
             "kueue.x-k8s.io/podset": f"aw-{index}",
@@ -656,18 +656,21 @@ def _info(index: int, **node_selector: str) -> dict[str, Any]:
     }
     if node_selector:
         out["nodeSelector"] = node_selector
+    if tolerations:
+        out["tolerations"] = [dict(t) for t in tolerations]
     return out
 
 
 def test_when_workload_is_admitted_job_gets_node_selectors() -> None:
-    """Upstream's disabled case: each component's podSetInfos carry its flavor's node labels (and,
+    """Upstream's disabled case: each component's podSetInfos carry its flavor's node labels and
+    tolerations (and,
     with AssignQueueLabelsForPods, the podSet and queue labels); the templates stay as written."""
     cluster = _started()
     got = cluster.aw
     assert got["spec"]["suspend"] is False
     assert [comp["podSetInfos"] for comp in got["spec"]["components"]] == [
         [_info(0, provisioning="on-demand")],
-        [_info(1, provisioning="spot")],
+        [_info(1, [SPOT_TOLERATION], provisioning="spot")],
         [_info(2)],
     ]
     assert [comp["template"] for comp in got["spec"]["components"]] == [
@@ -821,3 +824,16 @@ def test_the_worker_does_not_wait_for_an_uninstalled_appwrapper_crd() -> None:
     )
     assert wiring.watches == (Resource("appwrappers", "workload.codeflare.dev/v1beta2", optional=True),)
     assert isinstance(wiring.reconciler, a.AppWrapperReconciler)
+
+
+@pytest.mark.parametrize("tas", [False, True])
+def test_a_running_appwrapper_still_matches_its_workload(tas: bool) -> None:
+    """The podSets read from the running AppWrapper (its templates untouched, the admission in
+    podSetInfos) stay equivalent to its admitted Workload: the next reconcile writes nothing."""
+    cluster = _started(Configuration(feature_gates={"TopologyAwareScheduling": tas}))
+    cluster.edit_aw(
+        status={"phase": "Running", "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "x"}]}
+    )
+    assert cluster.reconcile() is None
+    assert cluster.kube.sent == [] and cluster.recorder.seen == []
+    assert cluster.aw["spec"]["suspend"] is False
