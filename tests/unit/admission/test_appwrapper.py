@@ -154,3 +154,60 @@ class TestValidate:
             'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": WorkloadPriorityClass cannot be '
             "added to a non-suspended workload"
         )
+
+
+class TestWrappedObjects:
+    """What the AppWrapper controller creates once the AppWrapper is admitted belongs to it: the
+    Job and Deployment webhooks find the managed AppWrapper as ancestor and leave them running
+    (`FindAncestorJobManagedByKueue`; upstream's e2e wraps a Job and a Deployment)."""
+
+    CONFIG = (
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nintegrations:\n"
+        "  frameworks: [batch/job, deployment, workload.codeflare.dev/appwrapper]\n"
+    )
+
+    @staticmethod
+    def owned(obj: dict[str, Any]) -> dict[str, Any]:
+        obj["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "workload.codeflare.dev/v1beta2",
+                "kind": "AppWrapper",
+                "name": "aw",
+                "uid": "aw-uid",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        return obj
+
+    def driver(self, make_driver: Any, *, queued: bool) -> Driver:
+        aw = make_aw(labels={Q: "lq"} if queued else {}, suspend=False)
+        aw["metadata"]["uid"] = "aw-uid"
+        owners = {("team-a", "workload.codeflare.dev/v1beta2", "AppWrapper", "aw"): aw}
+        return make_driver(self.CONFIG, owners=owners)  # type: ignore[no-any-return]
+
+    @pytest.mark.parametrize(("queued", "suspended"), [(True, False), (False, True)])
+    def test_a_wrapped_job(self, make_driver: Any, queued: bool, suspended: bool) -> None:
+        job = self.owned(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "job-0", "namespace": "team-a", "labels": {Q: "lq"}},
+                "spec": {"suspend": False, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+            }
+        )
+        out = self.driver(make_driver, queued=queued).mutate("/mutate-batch-v1-job", job)
+        assert out["spec"]["suspend"] is suspended
+
+    def test_a_wrapped_deployments_pods_are_not_gated(self, make_driver: Any) -> None:
+        deployment = self.owned(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "deployment", "namespace": "team-a", "labels": {Q: "lq"}},
+                "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+            }
+        )
+        body = review(deployment, kind="Deployment")
+        response = self.driver(make_driver, queued=True).send("/mutate-apps-v1-deployment", body)
+        assert response["allowed"] and "patch" not in response
