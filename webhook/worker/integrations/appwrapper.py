@@ -359,7 +359,7 @@ def _containers(src: Sequence[Any]) -> list[dict[str, Any]]:
     out = []
     for ctr in src:
         ctr = ctr if isinstance(ctr, Mapping) else {}
-        res = ctr.get("resources") if isinstance(ctr.get("resources"), Mapping) else {}
+        res: Mapping[str, Any] = ctr["resources"] if isinstance(ctr.get("resources"), Mapping) else {}
         image = str(ctr.get("image") or "")
         dst: dict[str, Any] = {"name": ctr.get("name", "")}
         if image:
@@ -367,10 +367,9 @@ def _containers(src: Sequence[Any]) -> list[dict[str, Any]]:
         for key in ("command", "args"):
             if ctr.get(key):
                 dst[key] = ctr[key]
-        resources = {
-            key: rl for key in ("limits", "requests") if (rl := _resource_list((res or {}).get(key))) is not None
+        dst["resources"] = {
+            key: rl for key in ("limits", "requests") if (rl := _resource_list(res.get(key))) is not None
         }
-        dst["resources"] = resources
         dst["terminationMessagePath"] = ctr.get("terminationMessagePath") or "/dev/termination-log"
         dst["terminationMessagePolicy"] = ctr.get("terminationMessagePolicy") or "File"
         dst["imagePullPolicy"] = ctr.get("imagePullPolicy") or (
@@ -438,7 +437,7 @@ def component_pod_specs(aw: Obj) -> list[tuple[dict[str, Any], Obj]]:
     can be read, in component order; a podSet whose template cannot is left out."""
     components = (aw.get("spec") or {}).get("components") or []
     out: list[tuple[dict[str, Any], Obj]] = []
-    for comp, sets in zip(components, component_pod_sets(aw), strict=False):
+    for comp, sets in zip(components, component_pod_sets(aw), strict=True):
         if not sets:
             continue
         obj = _decoded(comp)
