@@ -247,6 +247,7 @@ LEADER_WORKER_SET = register(
         "LeaderWorkerSet",
         "leaderworkersets",
         webhook="webhook.admission.leaderworkerset",
+        adapter="webhook.worker.integrations.leaderworkerset",
         mutate_operations=("CREATE", "UPDATE"),
         implicitly_enables=_POD_PARENT,
         worker_access=(
