@@ -22,6 +22,7 @@ watches the LeaderWorkerSets, their pods and their StatefulSets itself, in its o
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -81,11 +82,15 @@ __all__ = [
     "setup",
 ]
 
+log = logging.getLogger(__name__)
+
 CONTROLLER_NAME = "leaderworkerset"
 LWS_DOMAIN = "leaderworkerset.sigs.k8s.io"
 REVISION_LABEL = "controller-revision-hash"
 UPDATES_BATCH_PERIOD_S = 1.0
 """upstream's `constants.UpdatesBatchPeriod`: pod, StatefulSet and Workload events are batched."""
+API_BACKOFF_S = (1.0, 120.0)
+"""`WaitForAPI`'s backoff (first, most) while the LeaderWorkerSet CRD is not served."""
 
 
 # --- the Workloads ----------------------------------------------------------------------------------
@@ -380,8 +385,10 @@ class LeaderWorkerSetReconciler:
         stop: threading.Event,
         workers: int = 2,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        api_backoff_s: tuple[float, float] = API_BACKOFF_S,
     ) -> None:
         self.kube = kube
+        self.api_backoff_s = api_backoff_s
         self.store = store
         self.cache = Store()
         self.config = config
@@ -395,6 +402,34 @@ class LeaderWorkerSetReconciler:
         self.queue: WorkQueue[object] = WorkQueue("leaderworkersets", self.reconcile, workers=workers, stop=stop)
 
     def start(self) -> None:
+        threading.Thread(target=self._run, name="leaderworkerset-setup", daemon=True).start()
+
+    def _served(self) -> bool:
+        """The API server serves LeaderWorkerSets (its discovery lists the resource)."""
+        try:
+            doc = self.kube.get(f"/apis/{API_VERSION}")
+        except k.KubeError as exc:
+            log.warning("discovery failed", extra={"path": f"/apis/{API_VERSION}", "error": str(exc)})
+            return False
+        return doc is not None and any(r.get("name") == LEADER_WORKER_SET.resource for r in doc.get("resources") or ())
+
+    def _run(self) -> None:
+        """`WaitForAPI`: a cluster without the LWS CRD defers the controller until the CRD is served,
+        as upstream does, instead of failing every list."""
+        delay, most = self.api_backoff_s
+        deferred = False
+        while not self._served():
+            if not deferred:
+                log.info(
+                    "No matching API in the server for job framework, deferring setting up controller",
+                    extra={"jobFrameworkName": FRAMEWORK},
+                )
+                deferred = True
+            if self.stop.wait(delay):
+                return
+            delay = min(delay * 2, most)
+        if deferred:
+            log.info("API now available, starting controller", extra={"gvk": GVK})
         for kind, api_version, query in (
             (LEADER_WORKER_SET.resource, API_VERSION, None),
             ("pods", "v1", {"labelSelector": NAME_LABEL}),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -797,3 +798,24 @@ def test_a_served_group_whose_pods_completed_is_not_finished() -> None:
         p["status"] = {"phase": "Succeeded"}
     steps = _group_plan(pods, _admit(_group_workload(obj)))
     assert not any(isinstance(s, ja.FinishWorkload) for s in steps)
+
+
+def test_without_the_crd_the_controller_waits_for_it() -> None:
+    """`WaitForAPI`: no list of LeaderWorkerSets until the API server serves them."""
+    kube, stop = FakeKube(), threading.Event()
+    reconciler = LeaderWorkerSetReconciler(
+        kube, Store(), Configuration(), _Recorder(), stop=stop, api_backoff_s=(0.01, 0.02)
+    )
+    lws_path = k.object_path(LWS_API, "leaderworkersets", None)
+    try:
+        reconciler.start()
+        time.sleep(0.1)
+        assert ("LIST", lws_path) not in kube.calls
+        kube.put(f"/apis/{LWS_API}", {"kind": "APIResourceList", "resources": [{"name": "leaderworkersets"}]})
+        deadline = time.monotonic() + 5
+        while ("LIST", lws_path) not in kube.calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ("LIST", lws_path) in kube.calls
+    finally:
+        stop.set()
+        kube.stop.set()
