@@ -300,3 +300,62 @@ def test_queue_warnings_count_one_group(make_driver: Any) -> None:
     assert fits["allowed"] and not fits.get("warnings")
     too_big = hooks.send(VALIDATE, review(make(labels={Q: "lq"}, leader=template(), size=5)))
     assert too_big["allowed"] and too_big.get("warnings")
+
+
+def test_a_statefulset_of_a_managed_set_may_scale_freely(make_driver: Any) -> None:
+    """Upstream's statefulset_webhook_test "change in replicas (scale up with LeaderWorkerSet
+    ownerReference)": with the integration on, the LeaderWorkerSet (its ancestor) is what Kueue
+    manages, so its StatefulSets are not held to the StatefulSet rules."""
+    config = CONFIG.replace("[pod, ", "[pod, statefulset, ")
+    owner = make(labels={Q: "lq"})
+    hooks = make_driver(config, owners={("team-a", "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lws"): owner})
+
+    def sts(replicas: int, status_replicas: int = 0, *, owned: bool = True) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": "lws", "namespace": "team-a", "labels": {Q: "lq"}}
+        if owned:
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                    "kind": "LeaderWorkerSet",
+                    "name": "lws",
+                    "uid": "u-1",
+                    "controller": True,
+                }
+            ]
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": meta,
+            "spec": {"replicas": replicas, "template": template()},
+            "status": {"replicas": status_replicas},
+        }
+
+    path = "/validate-apps-v1-statefulset"
+    assert hooks.denial(path, sts(4), old=sts(3)) is None
+    assert hooks.denial(path, sts(3, 1), old=sts(0, 3)) is None
+    assert hooks.denial(path, sts(4, owned=False), old=sts(3, owned=False)) == (
+        "spec.replicas: Invalid value: 4: field is immutable"
+    )
+
+
+def test_a_pod_of_a_managed_set_is_gated_at_creation(hooks: Driver) -> None:
+    """Queueing starts at the pod: the templates' parent annotation makes the pod webhook gate every
+    pod of the set; the worker makes it a member of its group later."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "lws-0",
+            "namespace": "team-a",
+            "labels": {Q: "lq", "leaderworkerset.sigs.k8s.io/name": "lws"},
+            "annotations": {PARENT: FRAMEWORK, SERVING: "true"},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "lws", "uid": "s", "controller": True}
+            ],
+        },
+        "spec": template()["spec"],
+    }
+    out = hooks.mutate("/mutate--v1-pod", pod)
+    # (and, with topology-aware scheduling's gate on by default, the topology gate)
+    assert {"name": "kueue.x-k8s.io/admission"} in out["spec"]["schedulingGates"]
+    assert "kueue.x-k8s.io/managed" not in out["metadata"]["labels"]
