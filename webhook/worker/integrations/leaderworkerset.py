@@ -444,20 +444,21 @@ class LeaderWorkerSetReconciler:
         def on_list(items: list[dict[str, Any]]) -> None:
             self.cache.replace(kind, items)
             for obj in items:
-                self._enqueue(kind, "ADDED", obj)
+                self.enqueue(kind, "ADDED", obj)
 
         def on_event(etype: str, obj: dict[str, Any]) -> None:
             if etype == "DELETED":
                 self.cache.delete(kind, object_key(obj), obj)
                 return  # upstream's handlers ignore deletions of all three kinds
             if self.cache.put(kind, obj):
-                self._enqueue(kind, etype, obj)
+                self.enqueue(kind, etype, obj)
 
         k.informer(self.kube, k.object_path(api_version, kind, None), on_list, on_event, stop=self.stop, query=query)
 
-    def _enqueue(self, kind: str, etype: str, obj: Mapping[str, Any]) -> None:
-        """Upstream's predicate and handlers: a managed LeaderWorkerSet at once; the pods and (on a
-        revision change) the StatefulSets it suspends, batched, by their name label."""
+    def enqueue(self, kind: str, etype: str, obj: Mapping[str, Any]) -> None:
+        """What a watch event of this reconciler's own informers queues (upstream's predicate and
+        handlers): a managed LeaderWorkerSet at once; the pods and (on a revision change) the
+        StatefulSets it suspends, batched, by their name label."""
         if kind == LEADER_WORKER_SET.resource:
             if self._managed(obj):
                 self.queue.add(object_key(obj))

@@ -680,9 +680,9 @@ def _reconciler(config: Configuration | None = None) -> tuple[LeaderWorkerSetRec
 
 def test_only_a_managed_set_queues_itself() -> None:
     reconciler, queue = _reconciler()
-    reconciler._enqueue("leaderworkersets", "ADDED", lws())
+    reconciler.enqueue("leaderworkersets", "ADDED", lws())
     assert queue.added == []
-    reconciler._enqueue("leaderworkersets", "MODIFIED", lws(labels={Q: "q"}))
+    reconciler.enqueue("leaderworkersets", "MODIFIED", lws(labels={Q: "q"}))
     assert queue.added == [("ns/test-lws", 0.0)]
 
 
@@ -691,26 +691,26 @@ def test_manage_jobs_without_queue_name_manages_an_unqueued_set_in_a_selected_na
         Configuration(manage_jobs_without_queue_name=True, managed_jobs_namespace_selector=None)
     )
     reconciler.store.put("namespaces", {"metadata": {"name": "ns", "labels": {}, "resourceVersion": "1"}})
-    reconciler._enqueue("leaderworkersets", "ADDED", lws())
+    reconciler.enqueue("leaderworkersets", "ADDED", lws())
     assert queue.added == [("ns/test-lws", 0.0)]
 
 
 def test_its_pods_queue_it_batched() -> None:
     reconciler, queue = _reconciler()
-    reconciler._enqueue("pods", "ADDED", pod())
+    reconciler.enqueue("pods", "ADDED", pod())
     foreign = pod()
     foreign["metadata"]["annotations"][PARENT] = "statefulset"
-    reconciler._enqueue("pods", "MODIFIED", foreign)
+    reconciler.enqueue("pods", "MODIFIED", foreign)
     assert queue.added == [("ns/test-lws", 1.0)]
 
 
 def test_its_statefulsets_queue_it_on_a_revision_change_only() -> None:
     reconciler, queue = _reconciler()
-    reconciler._enqueue("statefulsets", "ADDED", sts(current="r1", update="r2"))
+    reconciler.enqueue("statefulsets", "ADDED", sts(current="r1", update="r2"))
     no_revision = sts(current="", update="")
-    reconciler._enqueue("statefulsets", "MODIFIED", no_revision)
+    reconciler.enqueue("statefulsets", "MODIFIED", no_revision)
     assert queue.added == []
-    reconciler._enqueue("statefulsets", "MODIFIED", sts(current="r1", update="r2"))
+    reconciler.enqueue("statefulsets", "MODIFIED", sts(current="r1", update="r2"))
     assert queue.added == [("ns/test-lws", 1.0)]
 
 
