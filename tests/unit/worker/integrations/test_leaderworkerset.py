@@ -819,3 +819,53 @@ def test_without_the_crd_the_controller_waits_for_it() -> None:
     finally:
         stop.set()
         kube.stop.set()
+
+
+@pytest.mark.parametrize(
+    "recreated",
+    [("lws-0-2",), ("lws-0", "lws-0-1", "lws-0-2")],
+    ids=["NoneRestartPolicy: the deleted pod", "RecreateGroupOnPodRestart: the whole group"],
+)
+def test_recreated_pods_of_an_admitted_group_start_under_its_workload(recreated: tuple[str, ...]) -> None:
+    """The LWS operator replaces a failed pod (or the whole group, as its restart policy says); the
+    replacements join the same group and start under the Workload still admitted."""
+    obj = lws(size=3, leader=template(), labels={Q: "q"})
+    pods = _joined(
+        obj,
+        [
+            pod("lws-0"),
+            pod("lws-0-1", annotations={LEADER_NAME: "lws-0"}),
+            pod("lws-0-2", annotations={LEADER_NAME: "lws-0"}),
+        ],
+    )
+    for p in pods:
+        if p["metadata"]["name"] not in recreated:
+            p["spec"]["schedulingGates"] = []
+            p["spec"]["nodeName"] = "node"
+            p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    steps = _group_plan(pods, _admit(_group_workload(obj)))
+    assert _ungated(steps) == set(recreated)
+    assert not any(isinstance(s, (ja.FinishWorkload, ja.DeleteWorkload, ja.StopPod)) for s in steps)
+
+
+def test_a_deactivated_groups_pods_are_stopped_and_its_workload_kept() -> None:
+    """Upstream's e2e "shouldn't delete deactivated Workload": the running pods stop (the operator
+    recreates them, gated); the Workload is neither deleted nor finished."""
+    obj = lws(size=2, labels={Q: "q"})
+    pods = _joined(obj, [pod("lws-0"), pod("lws-0-1", annotations={LEADER_NAME: "lws-0"})])
+    for p in pods:
+        p["spec"]["schedulingGates"] = []
+        p["spec"]["nodeName"] = "node"
+        p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    wl = _admit(_group_workload(obj))
+    wl["spec"]["active"] = False
+    wl["status"]["conditions"][2] = {"type": "PodsReady", "status": "True", "reason": "Started"}
+    wl["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "Deactivated", "message": "The workload is deactivated"}
+    )
+    steps = _group_plan(pods, wl)
+    assert {s.pod["metadata"]["name"] for s in steps if isinstance(s, ja.StopPod)} == {"lws-0", "lws-0-1"}
+    assert not any(isinstance(s, (ja.FinishWorkload, ja.DeleteWorkload)) for s in steps)
+    # and the LeaderWorkerSet's own reconcile leaves the deactivated Workload alone
+    out = run(obj, workloads=[{**workload(0, queue="q"), "spec": {**workload(0, queue="q")["spec"], "active": False}}])
+    assert out.workloads[wl_name(0)]["spec"]["active"] is False and out.events == []
