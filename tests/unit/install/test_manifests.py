@@ -180,7 +180,16 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [
             f"kueue-{k}-{r}-role"
-            for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
+            for k in (
+                "clusterqueue",
+                "cohort",
+                "job",
+                "leaderworkerset",
+                "localqueue",
+                "resourceflavor",
+                "topology",
+                "workload",
+            )
             for r in ("viewer", "editor")
         ]
         + [
@@ -200,6 +209,15 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         "rbac.authorization.k8s.io/aggregate-to-admin": "true",
         "rbac.authorization.k8s.io/aggregate-to-edit": "true",
     }
+    # leaderworkerset_{viewer,editor}_role.yaml: as the Job's, for the LeaderWorkerSet integration.
+    assert roles["kueue-leaderworkerset-viewer-role"]["rules"] == [
+        {
+            "apiGroups": ["leaderworkerset.x-k8s.io"],
+            "resources": ["leaderworkersets"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets/status"], "verbs": ["get"]},
+    ]
     assert roles["kueue-job-editor-role"]["metadata"]["labels"] == {
         "rbac.kueue.x-k8s.io/role": "job-editor",
         "rbac.kueue.x-k8s.io/batch-admin": "true",
