@@ -102,8 +102,9 @@ def _drop_lws_keys(values: Mapping[str, str]) -> dict[str, str]:
 
 
 def _pod_set(name: str, count: int, template: Mapping[str, Any], opts: Options, *, index_label: bool) -> dict[str, Any]:
-    """`newPodSet`: the template as it is (but for the LWS's per-pod keys), env sanitized, and with
-    topology-aware scheduling on its topology request (workers are indexed by `worker-index`)."""
+    """`newPodSet`: the template as it is (but for the LWS's per-pod keys), env sanitized; under
+    topology-aware scheduling, the topology request of its annotations (only the workers are indexed,
+    by `worker-index`)."""
     body = copy.deepcopy(dict(template))
     meta = body.get("metadata")
     if meta:
