@@ -92,8 +92,8 @@ def test_one_message_names_every_refusal_frameworks_first():
     )
     assert message == (
         'not implemented by pykueue: integrations.frameworks: "ray.io/rayjob" is not implemented by pykueue; its '
-        'workloads would run outside every quota (implemented: "batch/job", "deployment", "pod", "statefulset", '
-        '"workload.codeflare.dev/appwrapper"); '
+        'workloads would run outside every quota (implemented: "batch/job", "deployment", '
+        '"leaderworkerset.x-k8s.io/leaderworkerset", "pod", "statefulset", "workload.codeflare.dev/appwrapper"); '
         "pprofBindAddress: pprof is Go's profiler and has no equivalent here (attach py-spy to the process instead); "
         "featureGates.FlavorFungibility: false is not implemented: a ClusterQueue's flavorFungibility is always "
         "honoured; featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not order "

@@ -25,6 +25,7 @@ from webhook.config import Configuration, Integrations
 from webhook.install import rbac
 from webhook.worker.integrations.appwrapper import AppWrapperReconciler
 from webhook.worker.integrations.batchjob import JobReconciler
+from webhook.worker.integrations.leaderworkerset import LeaderWorkerSetReconciler
 from webhook.worker.integrations.pod.reconciler import PodReconciler
 from webhook.worker.integrations.statefulset import StatefulSetReconciler
 from webhook.worker.manager import Manager
@@ -147,6 +148,11 @@ def test_the_worker_watches_and_reconciles_it(widget) -> None:
         pytest.param(("batch/job", "deployment"), {JobReconciler, PodReconciler}, id="deployment enables pod"),
         pytest.param(("statefulset",), {PodReconciler, StatefulSetReconciler}, id="statefulset enables pod"),
         pytest.param(("workload.codeflare.dev/appwrapper",), {AppWrapperReconciler}, id="appwrapper"),
+        pytest.param(
+            ("leaderworkerset.x-k8s.io/leaderworkerset",),
+            {PodReconciler, LeaderWorkerSetReconciler},
+            id="leaderworkerset enables pod",
+        ),
     ],
 )
 def test_the_worker_runs_the_enabled_integrations_and_those_they_imply(

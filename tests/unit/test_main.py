@@ -43,7 +43,8 @@ def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Pa
         assert proc.stderr.strip().splitlines()[-1] == (
             f'invalid configuration {config}: integrations.frameworks: "jobset.x-k8s.io/jobset", "ray.io/rayjob" are '
             "not implemented by pykueue; their workloads would run outside every quota "
-            '(implemented: "batch/job", "deployment", "pod", "statefulset", "workload.codeflare.dev/appwrapper")'
+            '(implemented: "batch/job", "deployment", "leaderworkerset.x-k8s.io/leaderworkerset", "pod", "statefulset", '
+            '"workload.codeflare.dev/appwrapper")'
         )
 
 

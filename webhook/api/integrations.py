@@ -247,7 +247,15 @@ LEADER_WORKER_SET = register(
         "v1",
         "LeaderWorkerSet",
         "leaderworkersets",
+        webhook="webhook.admission.leaderworkerset",
+        adapter="webhook.worker.integrations.leaderworkerset",
+        mutate_operations=("CREATE", "UPDATE"),
         implicitly_enables=_POD_PARENT,
+        worker_access=(
+            Grant(("leaderworkersets",), ("get", "list", "watch"), "one Workload per group of a LeaderWorkerSet"),
+            Grant(("leaderworkersets/status",), ("get", "patch", "update"), "upstream's kubebuilder markers"),
+            Grant(("statefulsets",), ("list", "watch"), "a revision change ungates the old pods", group="apps"),
+        ),
     )
 )
 APPWRAPPER = register(

@@ -25,6 +25,7 @@ GVK = {
     "Cohort": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Cohort"},
     "Deployment": {"group": "apps", "version": "v1", "kind": "Deployment"},
     "StatefulSet": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
+    "LeaderWorkerSet": {"group": "leaderworkerset.x-k8s.io", "version": "v1", "kind": "LeaderWorkerSet"},
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from webhook.api import integrations
 from webhook.config import load, parse
 from webhook.install import chart, kustomize, rbac, values_schema
 from webhook.install import objects as o
@@ -149,18 +150,10 @@ def test_webhook_configurations():
         assert h["failurePolicy"] == "Fail" and h["sideEffects"] == "None" and h["timeoutSeconds"] == 10
         assert "caBundle" not in h["clientConfig"]  # injected later; an apply must not blank it
         assert h["clientConfig"]["service"]["name"] == "kueue-webhook-service"
-        integration = h["name"] in (
-            "mjob.kb.io",
-            "vjob.kb.io",
-            "mpod.kb.io",
-            "vpod.kb.io",
-            "mdeployment.kb.io",
-            "vdeployment.kb.io",
-            "mstatefulset.kb.io",
-            "vstatefulset.kb.io",
-            "mappwrapper.kb.io",
-            "vappwrapper.kb.io",
-        )
+        # Every implemented integration's pair, as upstream's kustomization gives each its selector.
+        integration = h["name"] in {
+            f.webhook_name(mutating=m) for f in integrations.implemented() for m in (True, False)
+        }
         if integration:
             assert h["namespaceSelector"] == {
                 "matchExpressions": [
@@ -187,7 +180,16 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         ["kueue-batch-admin-role", "kueue-batch-user-role"]
         + [
             f"kueue-{k}-{r}-role"
-            for k in ("clusterqueue", "cohort", "job", "localqueue", "resourceflavor", "topology", "workload")
+            for k in (
+                "clusterqueue",
+                "cohort",
+                "job",
+                "leaderworkerset",
+                "localqueue",
+                "resourceflavor",
+                "topology",
+                "workload",
+            )
             for r in ("viewer", "editor")
         ]
         + [
@@ -207,6 +209,15 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         "rbac.authorization.k8s.io/aggregate-to-admin": "true",
         "rbac.authorization.k8s.io/aggregate-to-edit": "true",
     }
+    # leaderworkerset_{viewer,editor}_role.yaml: as the Job's, for the LeaderWorkerSet integration.
+    assert roles["kueue-leaderworkerset-viewer-role"]["rules"] == [
+        {
+            "apiGroups": ["leaderworkerset.x-k8s.io"],
+            "resources": ["leaderworkersets"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets/status"], "verbs": ["get"]},
+    ]
     assert roles["kueue-job-editor-role"]["metadata"]["labels"] == {
         "rbac.kueue.x-k8s.io/role": "job-editor",
         "rbac.kueue.x-k8s.io/batch-admin": "true",

@@ -97,9 +97,11 @@ class StopJob(_Base):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteWorkload(_Base):
     """`workload.Delete` of a Workload that does not match the job, or of a ConcurrentAdmission
-    variant whose flavor left its ClusterQueue (`message` says so)."""
+    variant whose flavor left its ClusterQueue (`message` says so). `event` False: a deletion the
+    job does not report (a LeaderWorkerSet's group removed by a scale-down)."""
 
     name = "delete_workload"
+    event: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

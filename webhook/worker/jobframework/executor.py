@@ -253,9 +253,13 @@ class JobExecutor:
             "deleted workload",
             extra={"object": o.key(step.workload), "kind": "Workload", "job": key, "decision": "DeletedWorkload"},
         )
-        self._emit(
-            job, "Normal", c.JobEventReason.DELETED_WORKLOAD, f"Deleted not matching Workload: {o.key(step.workload)}"
-        )
+        if step.event:
+            self._emit(
+                job,
+                "Normal",
+                c.JobEventReason.DELETED_WORKLOAD,
+                f"Deleted not matching Workload: {o.key(step.workload)}",
+            )
         return job
 
     def _do_update_workload(self, key: str, job: Obj, step: ja.UpdateWorkloadSpec, now: datetime) -> Obj:

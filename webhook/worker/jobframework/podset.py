@@ -27,6 +27,7 @@ __all__ = [
     "from_admission",
     "merge",
     "same_pod_sets",
+    "sanitize_env",
     "topology_request",
 ]
 
@@ -196,6 +197,19 @@ def _semantic(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_semantic(v) for v in value]
     return value
+
+
+def sanitize_env(spec: dict[str, Any]) -> None:
+    """`SanitizePodSet` (`jobframework/utils.go`): each container keeps one env var per name, at the
+    position of its first occurrence, with the value of its last."""
+    for key in ("containers", "initContainers"):
+        for ctr in spec.get(key) or ():
+            if not ctr.get("env"):
+                continue
+            merged: dict[str, Any] = {}
+            for var in ctr["env"]:
+                merged[var.get("name")] = var
+            ctr["env"] = list(merged.values())
 
 
 _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
