@@ -162,9 +162,10 @@ def _ancestor(replicated_job: Obj) -> str | None:
     return labels.get(ANCESTOR_LABEL)
 
 
-def _containers(replicated_job: dict[str, Any]) -> list[dict[str, Any]]:
-    pod_spec = replicated_job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
-    containers: list[dict[str, Any]] = pod_spec.setdefault("spec", {}).setdefault("containers", [])
+def _containers(replicated_job: Obj) -> list[dict[str, Any]]:
+    """The pod template's containers (changed in place by the builder steps)."""
+    pod = (((replicated_job.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    containers: list[dict[str, Any]] = pod.get("containers") or []
     return containers
 
 
@@ -226,8 +227,9 @@ def _initializer(trainjob: Obj, rj: dict[str, Any], step: str) -> None:
 
 
 def _trainer(trainjob: Obj, rj: dict[str, Any], *, ancestor: bool) -> None:
-    """`Builder.Trainer` for one Job: the trainer's image, command and args; with them (or for the
-    `node` Job of an MPI launcher run as a node) its resources and env."""
+    """`Builder.Trainer` for one Job's `node` container: for the trainer (`ancestor`) its image,
+    command and args, and for it or the `node` Job of an MPI launcher run as a node, its
+    resources and env."""
     trainer = (trainjob.get("spec") or {}).get("trainer")
     if ancestor:
         rj["replicas"] = 1
