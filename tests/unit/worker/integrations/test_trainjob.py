@@ -457,15 +457,14 @@ def test_start_replaces_kueues_earlier_overrides() -> None:
     """ "should replace existing Kueue overrides (idempotency)": a stale entry goes, the admission's comes."""
     stale = runtime_patch(KUEUE, rj_patch("node", annotations={"a": "old"}, nodeSelector={"old-selector": "value"}))
     job = trainjob(patches=[stale])
-    wl = created_workload(trainjob(), ONE_NODE)  # the stale patch would not match the Workload's pod sets
+    wl = created_workload(trainjob(), ONE_NODE)
     out = reconcile(
         job,
         runtimes=[ONE_NODE],
         workloads=[admitted(wl, "new")],
         flavors=[flavor("new", nodeLabels={"new-selector": "value"})],
     )
-    # The stale selector made the suspended TrainJob's pod sets differ: its Workload is updated to match.
-    assert out.error is None
+    assert out.error is None and out.events == [("Normal", "Started", "Admitted by clusterQueue cq")]
     assert kueue_jobs(out.trainjob) == [
         rj_patch("node", labels={"kueue.x-k8s.io/podset": "node"}, nodeSelector={"new-selector": "value"})
     ]
