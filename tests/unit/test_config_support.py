@@ -90,10 +90,12 @@ def test_one_message_names_every_refusal_frameworks_first():
         "integrations: {frameworks: [batch/job, ray.io/rayjob]}\npprofBindAddress: :8083\n"
         "featureGates: {PrioritizePreemptorWorkloads: true, FlavorFungibility: false}\n"
     )
+    # The implemented names follow the registry's rows (each integration adds itself there).
+    implemented = ", ".join(f'"{name}"' for name in config.implemented_frameworks())
+    assert {"batch/job", "deployment", "pod", "statefulset"} <= set(config.implemented_frameworks())
     assert message == (
         'not implemented by pykueue: integrations.frameworks: "ray.io/rayjob" is not implemented by pykueue; its '
-        'workloads would run outside every quota (implemented: "batch/job", "deployment", '
-        '"leaderworkerset.x-k8s.io/leaderworkerset", "pod", "statefulset", "workload.codeflare.dev/appwrapper"); '
+        f"workloads would run outside every quota (implemented: {implemented}); "
         "pprofBindAddress: pprof is Go's profiler and has no equivalent here (attach py-spy to the process instead); "
         "featureGates.FlavorFungibility: false is not implemented: a ClusterQueue's flavorFungibility is always "
         "honoured; featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not order "

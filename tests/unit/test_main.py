@@ -12,7 +12,7 @@ import pytest
 
 from webhook import __main__ as entry
 from webhook import logs
-from webhook.config import Feature
+from webhook.config import Feature, implemented_frameworks
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -35,16 +35,17 @@ def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Pa
     config = tmp_path / "config.yaml"
     config.write_text(
         "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-        "integrations:\n  frameworks: [batch/job, deployment, pod, jobset.x-k8s.io/jobset, ray.io/rayjob]\n"
+        "integrations:\n  frameworks: [batch/job, deployment, pod, kubeflow.org/mpijob, ray.io/rayjob]\n"
     )
+    # The implemented names follow the registry's rows (each integration adds itself there).
+    implemented = ", ".join(f'"{name}"' for name in implemented_frameworks())
     for command in (["serve", "--cert-dir", str(tmp_path)], ["worker", "--kubeconfig", str(tmp_path / "none")]):
         proc = run(*command, "--config", str(config))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines()[-1] == (
-            f'invalid configuration {config}: integrations.frameworks: "jobset.x-k8s.io/jobset", "ray.io/rayjob" are '
+            f'invalid configuration {config}: integrations.frameworks: "kubeflow.org/mpijob", "ray.io/rayjob" are '
             "not implemented by pykueue; their workloads would run outside every quota "
-            '(implemented: "batch/job", "deployment", "leaderworkerset.x-k8s.io/leaderworkerset", "pod", "statefulset", '
-            '"workload.codeflare.dev/appwrapper")'
+            f"(implemented: {implemented})"
         )
 
 

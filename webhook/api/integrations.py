@@ -33,6 +33,7 @@ __all__ = [
     "LEADER_WORKER_SET",
     "POD",
     "STATEFULSET",
+    "TRAINJOB",
     "Framework",
     "Grant",
     "all_frameworks",
@@ -236,7 +237,27 @@ register(Framework("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob"
 register(Framework("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs"))
 register(Framework("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"))
 register(Framework("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"))
-register(Framework("trainer.kubeflow.org/trainjob", "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"))
+TRAINJOB = register(
+    Framework(
+        "trainer.kubeflow.org/trainjob",
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "TrainJob",
+        "trainjobs",
+        webhook="webhook.admission.trainjob",
+        adapter="webhook.worker.integrations.trainjob",
+        worker_access=(  # upstream's +kubebuilder:rbac markers (pkg/controller/jobs/trainjob)
+            Grant(("trainjobs",), ("get", "list", "patch", "update", "watch"), "suspend, start, stop (runtime patch)"),
+            Grant(("trainjobs/status",), ("get", "patch", "update"), "upstream's grant"),
+            Grant(("trainjobs/finalizers",), ("get", "update"), "upstream's grant"),
+            Grant(
+                ("clustertrainingruntimes", "trainingruntimes"),
+                ("get", "list", "watch"),
+                "pod sets from the runtime's JobSet template",
+            ),
+        ),
+    )
+)
 register(Framework("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs"))
 register(Framework("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters"))
 register(Framework("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices"))

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, assert_never
+from typing import Any, assert_never, cast
 
 from webhook import kube as k
 from webhook import metrics as m
@@ -28,7 +28,7 @@ from webhook.config import Configuration, Feature
 from webhook.worker import events, reporter, workload_writes
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import podset
-from webhook.worker.jobframework.interface import GenericJob, StartConflict
+from webhook.worker.jobframework.interface import GenericJob, JobError, JobWithCustomStop, StartConflict
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import (
     clear_reservation,
@@ -217,15 +217,21 @@ class JobExecutor:
 
     def _do_stop(self, key: str, job: Obj, step: ja.StopJob, now: datetime) -> Obj | None:
         """`stopJob`: suspend (marked as stopping until done), then the status patch that lets the
-        pod templates change, then restore them from the Workload; `Stopped` when this suspended the job."""
+        pod templates change, then restore them from the Workload; `Stopped` when this suspended the
+        job, or for a `JobWithCustomStop` whenever its stop gets through (its blocker: `Retry`)."""
         wrap = self.integration.job
         stopped_now = not wrap(job).is_suspended()
+        custom = isinstance(wrap(job), JobWithCustomStop)
         current: Obj | None = job
         if stopped_now:
             current = self._patch_job(key, job, wrap(job).suspend_patch(stopping=True))
         status_patch = None if current is None else wrap(current).stop_status_patch()
         if current is not None and status_patch is not None:
             current = self._patch_job(key, current, status_patch, status=True)
+        if current is not None and custom:
+            blocker = cast(JobWithCustomStop, wrap(current)).stop_blocker()
+            if blocker is not None:
+                raise Retry(1.0, blocker)
         restore = None if current is None else wrap(current).restore_pod_sets_info(step.workload)
         if current is not None and restore is not None:
             current = self._patch_job(key, current, restore)
@@ -235,7 +241,7 @@ class JobExecutor:
             "stopped job",
             extra={"object": key, "kind": self.integration.kind, "decision": "Stopped", "reason": step.reason},
         )
-        if stopped_now:
+        if stopped_now or custom:
             self._emit(current, "Normal", c.JobEventReason.STOPPED, step.message)
         return current
 
@@ -416,7 +422,7 @@ class JobExecutor:
         except StartConflict as exc:
             self._finish(wl, c.FinishedReason.FAILED_TO_START, str(exc), now)
             return job
-        except podset.FlavorNotFound as exc:
+        except (podset.FlavorNotFound, JobError) as exc:  # JobError: e.g. a TrainJob's runtime is gone
             raise Retry(1.0, str(exc)) from exc
         out = self._patch_job(key, job, patch)
         if out is None:

@@ -19,6 +19,7 @@ __all__ = [
     "GenericJob",
     "JobError",
     "JobWithCustomQueueNameChange",
+    "JobWithCustomStop",
     "JobWithCustomWorkloadConditions",
     "JobWithFinalize",
     "JobWithReclaimablePods",
@@ -125,6 +126,18 @@ class JobWithCustomWorkloadConditions(Protocol):
 
     def custom_workload_conditions(self, wl: Obj) -> tuple[Obj, ...]:
         """The conditions to write (empty: the Workload has them already)."""
+        ...
+
+
+@runtime_checkable
+class JobWithCustomStop(Protocol):
+    """`JobWithCustomStop` of a job whose `Stop` runs in full each time the reconcile asks, even on
+    a suspended job (upstream's TrainJob): after the suspend, the templates are restored once
+    `stop_blocker` is None (else the reconcile is retried with its text, as upstream's error), and
+    every stop that gets through counts as stopping the job now (the `Stopped` event)."""
+
+    def stop_blocker(self) -> str | None:
+        """Why the pod templates may not be restored yet; None: they may."""
         ...
 
 

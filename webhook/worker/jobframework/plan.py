@@ -41,6 +41,7 @@ from webhook.worker.jobframework.interface import (
     GenericJob,
     JobError,
     JobWithCustomQueueNameChange,
+    JobWithCustomStop,
     JobWithCustomWorkloadConditions,
     JobWithFinalize,
     JobWithReclaimablePods,
@@ -469,12 +470,14 @@ class _Planner:
 
     def stop(self, wl: Obj | None, reason: str, message: str) -> None:
         """`stopJob` → `Job.Stop`, when it would change anything: suspend (the `Stopped` event),
-        reset startTime, restore the template. A composable job stops its members itself."""
+        reset startTime, restore the template. A composable job stops its members itself; a job
+        with its own stop (`JobWithCustomStop`) is always asked, as upstream asks it."""
         if isinstance(self.gj, ComposableJob):
             self.steps.extend(self.gj.stop(wl, reason, message))
             return
         if (
-            self.gj.is_suspended()
+            not isinstance(self.gj, JobWithCustomStop)
+            and self.gj.is_suspended()
             and not (self.job.get("status") or {}).get("startTime")
             and self.gj.restore_pod_sets_info(wl) is None
         ):

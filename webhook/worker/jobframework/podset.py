@@ -216,9 +216,17 @@ _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True"
 _GO_BOOLS.update(dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False))
 
 
-def topology_request(annotations: Mapping[str, str], *, pod_index_label: str) -> dict[str, Any]:
-    """`NewPodSetTopologyRequest(meta).PodIndexLabel(label).Build()` (pkg/controller/jobframework/tas.go)
-    from a pod template's annotations; raises ValueError with Go's message for an unparsable value."""
+def topology_request(
+    annotations: Mapping[str, str],
+    *,
+    pod_index_label: str,
+    sub_group_index_label: str | None = None,
+    sub_group_count: int | None = None,
+) -> dict[str, Any]:
+    """`NewPodSetTopologyRequest(meta).PodIndexLabel(label).SubGroup(index label, count).Build()`
+    (pkg/controller/jobframework/tas.go) from a pod template's annotations, the sub-group only when
+    given (a JobSet's replicated Job: its copies); raises ValueError with Go's message for an
+    unparsable value."""
     ann = annotations
     req: dict[str, Any] = {}
     if c.PODSET_REQUIRED_TOPOLOGY in ann:
@@ -238,6 +246,10 @@ def topology_request(annotations: Mapping[str, str], *, pod_index_label: str) ->
         req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
         req["podSetSliceSize"] = size
     req["podIndexLabel"] = pod_index_label
+    if sub_group_count is not None:
+        req["subGroupCount"] = sub_group_count
+    if sub_group_index_label is not None:
+        req["subGroupIndexLabel"] = sub_group_index_label
     if c.PODSET_GROUP_NAME in ann and ("required" in req or "preferred" in req):
         req["podSetGroupName"] = ann[c.PODSET_GROUP_NAME]
     return req
