@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, assert_never, cast
+from typing import Any, assert_never
 
 from webhook import kube as k
 from webhook import metrics as m
@@ -28,7 +28,13 @@ from webhook.config import Configuration, Feature
 from webhook.worker import events, reporter, workload_writes
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import podset
-from webhook.worker.jobframework.interface import GenericJob, JobError, JobWithCustomStop, StartConflict
+from webhook.worker.jobframework.interface import (
+    GenericJob,
+    JobError,
+    JobWithCustomStop,
+    JobWithoutCustomStop,
+    StartConflict,
+)
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import (
     clear_reservation,
@@ -216,33 +222,43 @@ class JobExecutor:
         return self._patch_job(key, job, self.integration.job(job).suspend_patch(stopping=False))
 
     def _do_stop(self, key: str, job: Obj, step: ja.StopJob, now: datetime) -> Obj | None:
-        """`stopJob`: suspend (marked as stopping until done), then the status patch that lets the
-        pod templates change, then restore them from the Workload; `Stopped` when this suspended the
-        job, or for a `JobWithCustomStop` whenever its stop gets through (its blocker: `Retry`)."""
-        wrap = self.integration.job
-        stopped_now = not wrap(job).is_suspended()
-        custom = isinstance(wrap(job), JobWithCustomStop)
-        current: Obj | None = job
-        if stopped_now:
-            current = self._patch_job(key, job, wrap(job).suspend_patch(stopping=True))
-        status_patch = None if current is None else wrap(current).stop_status_patch()
-        if current is not None and status_patch is not None:
-            current = self._patch_job(key, current, status_patch, status=True)
-        if current is not None and custom:
-            blocker = cast(JobWithCustomStop, wrap(current)).stop_blocker()
-            if blocker is not None:
-                raise Retry(1.0, blocker)
-        restore = None if current is None else wrap(current).restore_pod_sets_info(step.workload)
-        if current is not None and restore is not None:
-            current = self._patch_job(key, current, restore)
+        """`stopJob`: a job without a custom stop is suspended and restored in one patch (none when
+        already suspended); otherwise `_custom_stop`. `Stopped` when this suspended the job, or for a
+        `JobWithCustomStop` whenever its stop gets through (its blocker: `Retry`)."""
+        gj = self.integration.job(job)
+        stopped_now = not gj.is_suspended()
+        if isinstance(gj, JobWithoutCustomStop):
+            current = self._patch_job(key, job, gj.stop_patch(step.workload)) if stopped_now else job
+        else:
+            current = self._custom_stop(key, job, step, stopped_now=stopped_now)
         if current is None:
             return None
         log.info(
             "stopped job",
             extra={"object": key, "kind": self.integration.kind, "decision": "Stopped", "reason": step.reason},
         )
-        if stopped_now or custom:
+        if stopped_now or isinstance(gj, JobWithCustomStop):
             self._emit(current, "Normal", c.JobEventReason.STOPPED, step.message)
+        return current
+
+    def _custom_stop(self, key: str, job: Obj, step: ja.StopJob, *, stopped_now: bool) -> Obj | None:
+        """A job's own `Stop` (the batch/v1 Job's, a `JobWithCustomStop`'s): suspend (marked as
+        stopping until done), then the status patch that lets the pod templates change, then, once
+        nothing blocks it, restore them from the Workload."""
+        wrap = self.integration.job
+        current: Obj | None = job
+        if stopped_now:
+            current = self._patch_job(key, job, wrap(job).suspend_patch(stopping=True))
+        status_patch = None if current is None else wrap(current).stop_status_patch()
+        if current is not None and status_patch is not None:
+            current = self._patch_job(key, current, status_patch, status=True)
+        if current is not None and isinstance(custom := wrap(current), JobWithCustomStop):
+            blocker = custom.stop_blocker()
+            if blocker is not None:
+                raise Retry(1.0, blocker)
+        restore = None if current is None else wrap(current).restore_pod_sets_info(step.workload)
+        if current is not None and restore is not None:
+            current = self._patch_job(key, current, restore)
         return current
 
     def _do_delete_workload(self, key: str, job: Obj, step: ja.DeleteWorkload, now: datetime) -> Obj:

@@ -23,6 +23,7 @@ __all__ = [
     "JobWithCustomWorkloadConditions",
     "JobWithFinalize",
     "JobWithReclaimablePods",
+    "JobWithoutCustomStop",
     "StartConflict",
 ]
 
@@ -111,6 +112,19 @@ class JobWithReclaimablePods(Protocol):
     """`JobWithReclaimablePods`: the job gives back the quota of pods that will not run again."""
 
     def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class JobWithoutCustomStop(Protocol):
+    """A job upstream stops with `stopJob`'s own path, having no `JobWithCustomStop` (a JobSet; the
+    batch/v1 Job has a custom Stop, which `GenericJob`'s stop methods describe): a suspended job is
+    left as it is, and a running one is suspended with its pod templates put back in one patch
+    (`Suspend` and `RestorePodSetsInfo` in one `clientutil.Patch`)."""
+
+    def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
+        """The merge patch that suspends the job and restores its pod templates from `wl`'s podSets
+        (None: suspend only)."""
+        ...
 
 
 @runtime_checkable

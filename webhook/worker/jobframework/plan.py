@@ -44,6 +44,7 @@ from webhook.worker.jobframework.interface import (
     JobWithCustomStop,
     JobWithCustomWorkloadConditions,
     JobWithFinalize,
+    JobWithoutCustomStop,
     JobWithReclaimablePods,
     StartConflict,
 )
@@ -471,9 +472,14 @@ class _Planner:
     def stop(self, wl: Obj | None, reason: str, message: str) -> None:
         """`stopJob` → `Job.Stop`, when it would change anything: suspend (the `Stopped` event),
         reset startTime, restore the template. A composable job stops its members itself; a job
-        with its own stop (`JobWithCustomStop`) is always asked, as upstream asks it."""
+        with its own stop (`JobWithCustomStop`) is always asked, as upstream asks it; a job without a
+        custom stop (`JobWithoutCustomStop`) is stopped only while it runs."""
         if isinstance(self.gj, ComposableJob):
             self.steps.extend(self.gj.stop(wl, reason, message))
+            return
+        if isinstance(self.gj, JobWithoutCustomStop):
+            if not self.gj.is_suspended():
+                self.add(ja.StopJob(workload=wl, reason=reason, message=message))
             return
         if (
             not isinstance(self.gj, JobWithCustomStop)
