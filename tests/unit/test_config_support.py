@@ -126,7 +126,7 @@ clientConnection:
   qps: 300
   burst: 500
 integrations:
-  frameworks: [batch/job, pod, deployment, statefulset]
+  frameworks: [batch/job, pod, deployment, statefulset, jobset.x-k8s.io/jobset]
 """
 
 

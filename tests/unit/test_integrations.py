@@ -25,6 +25,7 @@ from webhook.config import Configuration, Integrations
 from webhook.install import rbac
 from webhook.worker.integrations.appwrapper import AppWrapperReconciler
 from webhook.worker.integrations.batchjob import JobReconciler
+from webhook.worker.integrations.jobset import JobSetReconciler
 from webhook.worker.integrations.leaderworkerset import LeaderWorkerSetReconciler
 from webhook.worker.integrations.pod.reconciler import PodReconciler
 from webhook.worker.integrations.statefulset import StatefulSetReconciler
@@ -153,6 +154,7 @@ def test_the_worker_watches_and_reconciles_it(widget) -> None:
             {PodReconciler, LeaderWorkerSetReconciler},
             id="leaderworkerset enables pod",
         ),
+        pytest.param(("jobset.x-k8s.io/jobset",), {JobSetReconciler}, id="jobset alone"),
     ],
 )
 def test_the_worker_runs_the_enabled_integrations_and_those_they_imply(

@@ -30,6 +30,7 @@ __all__ = [
     "APPWRAPPER",
     "BATCH_JOB",
     "DEPLOYMENT",
+    "JOBSET",
     "LEADER_WORKER_SET",
     "POD",
     "STATEFULSET",
@@ -230,7 +231,26 @@ STATEFULSET = register(
         worker_access=(Grant(("statefulsets",), ("list", "watch"), "one pod group per StatefulSet"),),
     )
 )
-register(Framework("jobset.x-k8s.io/jobset", "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets"))
+JOBSET = register(
+    Framework(
+        "jobset.x-k8s.io/jobset",
+        "jobset.x-k8s.io",
+        "v1alpha2",
+        "JobSet",
+        "jobsets",
+        webhook="webhook.admission.jobset",
+        adapter="webhook.worker.integrations.jobset",
+        worker_access=(
+            Grant(("jobsets",), _ALL, "suspend, resume, inject; delete after the deactivation retention period"),
+            Grant(
+                ("jobsets/status",),
+                ("get", "patch", "update"),
+                "upstream's grant (its kubebuilder markers); no JobSet status is written here",
+            ),
+            Grant(("jobsets/finalizers",), ("get", "update"), "own Workloads with blockOwnerDeletion"),
+        ),
+    )
+)
 register(Framework("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs"))
 register(Framework("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs"))
 register(Framework("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"))

@@ -69,11 +69,15 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         *_under("spec.template.spec", POD_SPEC),
         *_under("spec.volumeClaimTemplates[].spec", _RESOURCES),
     ),
+    "jobsets": (  # JobSet v0.12.0's v1alpha2
+        *_under("spec.replicatedJobs[].template.spec.template.spec", POD_SPEC),
+        *_under("spec.volumeClaimPolicies[].templates[].spec", _RESOURCES),
+    ),
 }
 
 # The resources whose quantities the API server checks only against the CRD pattern: built-in
 # kinds (Pods, Jobs, ...) are decoded by the API server itself, so only these can be stored bad.
-SCHEMA_ONLY = frozenset({"workloads", "clusterqueues", "cohorts", "localqueues"})
+SCHEMA_ONLY = frozenset({"workloads", "clusterqueues", "cohorts", "localqueues", "jobsets"})
 
 # Each path as a tree of steps; None marks a quantity.
 _Tree = dict[str, Any]

@@ -1,0 +1,329 @@
+"""JobSet webhooks through the ASGI app: suspension, defaults, upstream's denial messages.
+
+Upstream's `pkg/controller/jobs/jobset/jobset_webhook_test.go` (v0.19.2) translated where it does
+not need TopologyAwareScheduling or MultiKueue (not implemented here): its `TestValidateCreate`
+queue-name and prebuilt-Workload cases, and its `TestDefault` default-LocalQueue cases and the
+managedBy cases of a ClusterQueue without a MultiKueue check. The rest pins the shared job
+checks (`ValidateJobOnCreate`, `ValidateJobOnUpdate`) as a JobSet meets them.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from .reviews import Driver, apply_patch, review
+
+MUTATE = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
+VALIDATE = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
+Q = "kueue.x-k8s.io/queue-name"
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+ENABLED = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+ENABLED += "integrations: {frameworks: [batch/job, jobset.x-k8s.io/jobset]}\n"
+DNS_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def make_jobset(
+    name: str = "js",
+    ns: str = "default",
+    *,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    suspend: bool | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """`testingjobset.MakeJobSet(name, ns)` without its suspension (`suspend` None: unset), one
+    replicatedJob of 2 Jobs times 2 pods."""
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if labels is not None:
+        meta["labels"] = labels
+    if annotations is not None:
+        meta["annotations"] = annotations
+    body: dict[str, Any] = {
+        "replicatedJobs": [
+            {
+                "name": "workers",
+                "replicas": 2,
+                "template": {
+                    "spec": {
+                        "parallelism": 2,
+                        "completions": 2,
+                        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+                    }
+                },
+            }
+        ],
+        **spec,
+    }
+    if suspend is not None:
+        body["suspend"] = suspend
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta, "spec": body}
+
+
+def js_review(obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = review(obj, old=old, kind="Job")
+    body["request"]["kind"] = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"}
+    body["request"]["resource"] = {"group": "jobset.x-k8s.io", "version": "v1alpha2", "resource": "jobsets"}
+    return body
+
+
+def mutated(d: Driver, obj: dict[str, Any]) -> dict[str, Any]:
+    """The object after our patch (asserts the review was allowed)."""
+    response = d.send(MUTATE, js_review(obj))
+    assert response["allowed"], response
+    ops = orjson.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+    return apply_patch(obj, ops)
+
+
+def denial(d: Driver, obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> str | None:
+    response = d.send(VALIDATE, js_review(obj, old=old))
+    if response["allowed"]:
+        return None
+    assert response["status"]["code"] == 403
+    return str(response["status"]["message"])
+
+
+@pytest.fixture
+def jobset_driver(make_driver: Any) -> Driver:
+    return make_driver(ENABLED)  # type: ignore[no-any-return]
+
+
+# --- defaulting -----------------------------------------------------------------------------------------
+
+
+class TestDefault:
+    def test_queued_jobset_is_suspended(self, jobset_driver: Driver) -> None:
+        assert mutated(jobset_driver, make_jobset(labels={Q: "lq"}))["spec"]["suspend"] is True
+
+    def test_unsuspended_queued_jobset_is_suspended(self, jobset_driver: Driver) -> None:
+        assert mutated(jobset_driver, make_jobset(labels={Q: "lq"}, suspend=False))["spec"]["suspend"] is True
+
+    def test_suspended_jobset_gets_no_patch(self, jobset_driver: Driver) -> None:
+        response = jobset_driver.send(MUTATE, js_review(make_jobset(labels={Q: "lq"}, suspend=True)))
+        assert response["allowed"] and "patch" not in response
+
+    def test_jobset_without_queue_is_untouched(self, jobset_driver: Driver) -> None:
+        response = jobset_driver.send(MUTATE, js_review(make_jobset()))
+        assert response["allowed"] and "patch" not in response
+
+    @pytest.mark.parametrize(
+        ("default_lq", "labels", "want_queue"),
+        [
+            pytest.param(True, None, "default", id="default lq is created, job doesn't have queue label"),
+            pytest.param(True, {Q: "queue"}, "queue", id="default lq is created, job has queue label"),
+            pytest.param(False, None, None, id="default lq isn't created, job doesn't have queue label"),
+        ],
+    )
+    def test_default_local_queue(
+        self, make_driver: Any, default_lq: bool, labels: dict[str, str] | None, want_queue: str | None
+    ) -> None:
+        d = make_driver(ENABLED, local_queues=frozenset({("default", "default")} if default_lq else ()))
+        out = mutated(d, make_jobset(labels=labels))
+        assert (out["metadata"].get("labels") or {}).get(Q) == want_queue
+        assert bool(out["spec"].get("suspend")) is (want_queue is not None)
+
+    @pytest.mark.parametrize(
+        ("managed_by", "labels"),
+        [
+            pytest.param(None, None, id="TestDefault_WithoutQueueLabel"),
+            pytest.param(None, {Q: "local-queue"}, id="TestDefault_ClusterQueueWithoutAdmissionCheck"),
+            pytest.param("example.com/foo", {Q: "local-queue"}, id="TestDefault_UserSpecifiedManagedBy"),
+        ],
+    )
+    def test_managed_by_is_kept_without_a_multikueue_check(
+        self, make_driver: Any, managed_by: str | None, labels: dict[str, str] | None
+    ) -> None:
+        d = make_driver(ENABLED, local_queues=frozenset({("default", "local-queue")}))
+        obj = make_jobset(labels=labels) if managed_by is None else make_jobset(labels=labels, managedBy=managed_by)
+        assert mutated(d, obj)["spec"].get("managedBy") == managed_by
+
+    def test_manage_jobs_without_queue_name_suspends_in_managed_namespaces(self, make_driver: Any) -> None:
+        d = make_driver(ENABLED + "manageJobsWithoutQueueName: true\n")
+        assert mutated(d, make_jobset())["spec"]["suspend"] is True
+        assert "suspend" not in mutated(d, make_jobset(ns="kube-system"))["spec"]
+
+    def test_jobset_of_a_managed_owner_is_not_suspended(self, make_driver: Any) -> None:
+        """A JobSet whose controller is a managed batch/v1 Job (any enabled integration's kind):
+        the owner's Workload holds the quota (`WorkloadShouldBeSuspended`)."""
+        parent = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "parent", "namespace": "default", "uid": "p-uid", "labels": {Q: "lq"}},
+        }
+        child = make_jobset(labels={Q: "lq"})
+        child["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "p-uid", "controller": True}
+        ]
+        d = make_driver(ENABLED, owners={("default", "batch/v1", "Job", "parent"): parent})
+        assert "suspend" not in mutated(d, child)["spec"]
+
+    def test_disabled_integration_is_not_defaulted(self, driver: Driver) -> None:
+        """The default Configuration enables batch/job only: the JobSet webhook answers without a patch."""
+        response = driver.send(MUTATE, js_review(make_jobset(labels={Q: "lq"})))
+        assert response["allowed"] and "patch" not in response
+
+
+# --- validation -----------------------------------------------------------------------------------------
+
+CREATE_CASES = [
+    pytest.param(make_jobset(labels={Q: "queue"}), None, id="simple"),
+    pytest.param(
+        make_jobset(labels={Q: "queue_name"}),
+        f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "queue_name": {DNS_MSG}',
+        id="invalid queue-name label",
+    ),
+    pytest.param(make_jobset(labels={Q: "queue", PREBUILT: "prebuilt-workload"}), None, id="with prebuilt workload"),
+    pytest.param(
+        make_jobset(labels={Q: "queue"}, annotations={PREBUILT: "prebuilt-workload"}),
+        None,
+        id="valid prebuilt workload annotation, WorkloadIdentifierAnnotations enabled",
+    ),
+    pytest.param(
+        make_jobset(
+            labels={Q: "queue", PREBUILT: "prebuilt-workload-label"},
+            annotations={PREBUILT: "prebuilt-workload-annotation"},
+        ),
+        None,
+        id="different prebuilt workload label and annotation, label ignored, WorkloadIdentifierAnnotations enabled",
+    ),
+    pytest.param(
+        make_jobset(labels={Q: "queue"}, annotations={PREBUILT: "Bad_Name"}),
+        f'metadata.annotations[{PREBUILT}]: Invalid value: "Bad_Name": {DNS_MSG}',
+        id="invalid prebuilt workload annotation",
+    ),
+    pytest.param(
+        make_jobset(labels={"kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+        "metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0",
+        id="max exec zero",
+    ),
+    pytest.param(
+        make_jobset(annotations={"kueue.x-k8s.io/admission-gated-by": "nodomain"}),
+        'metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "nodomain": '
+        'must be a domain-prefixed path (such as "acme.io/foo")',
+        id="admission gated by not a path",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "message"), CREATE_CASES)
+def test_validate_create(make_driver: Any, obj: dict[str, Any], message: str | None) -> None:
+    gates = ENABLED + "featureGates: {WorkloadIdentifierAnnotations: true, AdmissionGatedBy: true}\n"
+    assert denial(make_driver(gates), obj) == message
+
+
+def test_elastic_annotation_is_forbidden_on_a_jobset(make_driver: Any) -> None:
+    d = make_driver(ENABLED + "featureGates: {ElasticJobsViaWorkloadSlices: true}\n")
+    obj = make_jobset(labels={Q: "q"}, annotations={"kueue.x-k8s.io/elastic-job": "true"})
+    assert denial(d, obj) == (
+        "metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: "
+        'elastic job is not supported for "jobset.x-k8s.io/v1alpha2, Kind=JobSet"'
+    )
+
+
+def running(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["spec"]["suspend"] = False
+    return out
+
+
+def suspended(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["spec"]["suspend"] = True
+    return out
+
+
+UPDATE_CASES = [
+    pytest.param(
+        running(make_jobset(labels={Q: "a"})),
+        running(make_jobset(labels={Q: "b"})),
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable',
+        id="queue name immutable while running",
+    ),
+    pytest.param(
+        suspended(make_jobset(labels={Q: "a"})),
+        running(make_jobset(labels={Q: "b"})),
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b": field is immutable',
+        id="queue name immutable when resumed with it",
+    ),
+    pytest.param(
+        running(make_jobset(labels={Q: "a"})),
+        suspended(make_jobset(labels={Q: "b"})),
+        None,
+        id="queue name may change while being suspended",
+    ),
+    pytest.param(
+        suspended(make_jobset(labels={Q: "a"})),
+        suspended(make_jobset(labels={Q: "b_c"})),
+        f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b_c": {DNS_MSG}',
+        id="the create checks run on the new object",
+    ),
+    pytest.param(
+        running(make_jobset(labels={Q: "a"})),
+        running(make_jobset(labels={Q: "a", "kueue.x-k8s.io/priority-class": "high"})),
+        'metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": '
+        "WorkloadPriorityClass cannot be added to a non-suspended workload",
+        id="priority class added while running",
+    ),
+    pytest.param(
+        running(make_jobset(labels={Q: "a", PREBUILT: "wl-a"})),
+        running(make_jobset(labels={Q: "a", PREBUILT: "wl-b"})),
+        f'metadata.labels[{PREBUILT}]: Invalid value: "wl-b": field is immutable',
+        id="prebuilt workload immutable while running",
+    ),
+    pytest.param(
+        suspended(make_jobset(labels={"kueue.x-k8s.io/max-exec-time-seconds": "10"})),
+        running(make_jobset(labels={"kueue.x-k8s.io/max-exec-time-seconds": "20"})),
+        'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "20": field is immutable',
+        id="max exec immutable unless both suspended",
+    ),
+    pytest.param(
+        running(make_jobset(labels={Q: "a"})),
+        running(make_jobset(labels={Q: "b_c"})),
+        '[metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b_c": field is immutable, '
+        f'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "b_c": {DNS_MSG}]',
+        id="update errors come before the create checks",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "message"), UPDATE_CASES)
+def test_validate_update(jobset_driver: Driver, old: dict[str, Any], new: dict[str, Any], message: str | None) -> None:
+    assert denial(jobset_driver, new, old=old) == message
+
+
+def test_queue_name_must_not_be_removed_with_default_queue(make_driver: Any) -> None:
+    d = make_driver(ENABLED, local_queues=frozenset({("default", "default")}))
+    assert denial(d, suspended(make_jobset()), old=suspended(make_jobset(labels={Q: "a"}))) == (
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": '
+        "queue-name must not be empty in namespace with default queue"
+    )
+
+
+def test_disabled_integration_allows_everything(driver: Driver) -> None:
+    assert denial(driver, make_jobset(labels={Q: "Bad_Name"})) is None
+
+
+def test_queue_warnings_count_every_replicated_job(make_driver: Any) -> None:
+    """Our submit-time warning (not upstream's): the LocalQueue named does not exist."""
+    response = make_driver(ENABLED).send(VALIDATE, js_review(make_jobset(labels={Q: "missing"})))
+    assert response["allowed"]
+    assert any("missing" in w for w in response.get("warnings", ())), response
+
+
+def test_a_quantity_go_cannot_decode_is_an_error(jobset_driver: Driver) -> None:
+    """The JobSet CRD checks quantities only against a pattern; upstream's webhook cannot decode
+    `1e1.5` and answers 400, and our informers set such a JobSet aside (`quantity_fields`)."""
+    obj = make_jobset(labels={Q: "q"})
+    ctr = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    ctr["resources"] = {"requests": {"cpu": "1e1.5"}}
+    for path in (MUTATE, VALIDATE):
+        response = jobset_driver.send(path, js_review(obj))
+        assert not response["allowed"] and response["status"]["code"] == 400, response

@@ -1,0 +1,365 @@
+"""jobset.x-k8s.io/v1alpha2 JobSet: the adapter the generic job reconcile works through.
+
+`JobSet` fulfils `jobframework.interface.GenericJob` (with `JobWithReclaimablePods` and
+`JobWithoutCustomStop`) for a JobSet, as upstream's `pkg/controller/jobs/jobset/jobset_controller.go`
+does (upstream v0.19.2): one podSet per replicatedJob, started and stopped through `spec.suspend`
+with each replicatedJob's pod template carrying its podSet's admission while it runs. JobSet
+has no custom `Stop`: upstream's own `stopJob` suspends it and puts the templates back in one
+patch. `plan` decides what is JobSet-specific before the generic reconcile (`jobframework.plan`).
+
+Field names are JobSet v0.12.0's (`sigs.k8s.io/jobset/api/jobset/v1alpha2`); the spec's rules the
+webhook shares are `webhook.api.jobset`'s. The status read here: `status.replicatedJobsStatus[]`
+(`name`, `ready`, `succeeded`, `active`) and `status.conditions` (Completed, Failed).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.api import integrations, jobs, selector
+from webhook.api import jobset as api
+from webhook.api import objects as o
+from webhook.api.integrations import JOBSET
+from webhook.api.objects import Obj
+from webhook.config import Configuration, Feature
+from webhook.worker import events
+from webhook.worker.jobframework import plan as fw
+from webhook.worker.jobframework import podset
+from webhook.worker.jobframework.executor import Integration
+from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.jobframework.plan import Plan
+from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
+from webhook.worker.store import Store
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "JobSet",
+    "JobSetReconciler",
+    "finished_condition",
+    "is_active",
+    "plan",
+    "pod_sets",
+    "pods_ready",
+    "reclaimable_pods",
+    "restore_patch",
+    "setup",
+    "start_patch",
+    "workload_name",
+]
+
+log = logging.getLogger(__name__)
+
+JOBSET_API = JOBSET.api_version
+CONTROLLER_NAME = "jobset.x-k8s.io/jobset-kueue-controller"
+
+
+# == pure builders ================================================================================
+def is_active(js: Obj) -> bool:
+    """`JobSet.IsActive`: some replicatedJob still has an active child Job."""
+    return any(int(s.get("active") or 0) > 0 for s in (js.get("status") or {}).get("replicatedJobsStatus") or ())
+
+
+def pod_sets(js: Obj, *, tas: bool = False) -> list[dict[str, Any]]:
+    """`JobSet.PodSets`: one podSet per replicatedJob, named after it, of replicas times pods per
+    replica, with its Job's pod template; with the TopologyAwareScheduling gate, the template's
+    topology request, indexed by completion index within each child Job (the sub-group). JobSet
+    has no partial admission: no podSet has a minCount. Raises ValueError with Go's message for
+    an unparsable topology annotation."""
+    out = []
+    for rj in api.replicated_jobs(js):
+        template = copy.deepcopy(api.pod_template(rj))
+        ps: dict[str, Any] = {"name": rj.get("name", ""), "count": api.pods_count(rj), "template": template}
+        if tas:
+            request = podset.topology_request(
+                (template.get("metadata") or {}).get("annotations") or {},
+                pod_index_label=c.JOB_COMPLETION_INDEX_ANNOTATION,
+            )
+            request["subGroupIndexLabel"] = api.JOB_INDEX_KEY
+            request["subGroupCount"] = api.replicas(rj)
+            ps["topologyRequest"] = request
+        out.append(ps)
+    return out
+
+
+def finished_condition(js: Obj) -> tuple[str, str] | None:
+    """`JobSet.Finished`: Completed=True is a success, else Failed=True a failure, each with the
+    condition's message."""
+    conds = (js.get("status") or {}).get("conditions") or ()
+    for ctype, reason in (("Completed", c.FinishedReason.SUCCEEDED), ("Failed", c.FinishedReason.FAILED)):
+        found = next((x for x in conds if x.get("type") == ctype), None)
+        if found is not None and found.get("status") == "True":
+            return reason, str(found.get("message") or "")
+    return None
+
+
+def pods_ready(js: Obj) -> bool:
+    """`JobSet.PodsReady`: every child Job (the replicas of every replicatedJob) is ready or
+    succeeded."""
+    replicas = sum(api.replicas(rj) for rj in api.replicated_jobs(js))
+    statuses = (js.get("status") or {}).get("replicatedJobsStatus") or ()
+    return replicas == sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
+
+
+def reclaimable_pods(js: Obj) -> list[dict[str, Any]]:
+    """`JobSet.ReclaimablePods`: the pods of a replicatedJob's succeeded child Jobs, in spec order
+    (none before the JobSet reports any status)."""
+    statuses = {s.get("name"): s for s in (js.get("status") or {}).get("replicatedJobsStatus") or ()}
+    if not statuses:
+        return []
+    out = []
+    for rj in api.replicated_jobs(js):
+        status = statuses.get(rj.get("name"))
+        succeeded = int((status or {}).get("succeeded") or 0)
+        if status is not None and 0 < succeeded <= api.replicas(rj):
+            out.append({"name": rj.get("name", ""), "count": succeeded * api.pods_count_per_replica(rj)})
+    return out
+
+
+def _write_pod_set_info(template: dict[str, Any], info: podset.PodSetInfo) -> None:
+    """Set what an admission changes in a pod template to `info`'s, dropping empty fields (Go's
+    nil maps and slices, which the API server would not store either)."""
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    for node, key, value in (
+        (meta, "annotations", info.annotations),
+        (meta, "labels", info.labels),
+        (spec, "nodeSelector", info.node_selector),
+        (spec, "tolerations", info.tolerations),
+        (spec, "schedulingGates", info.scheduling_gates),
+    ):
+        if value:
+            node[key] = copy.deepcopy(value)
+        else:
+            node.pop(key, None)
+    if not meta:
+        template.pop("metadata")
+
+
+def _with_replicated_jobs(js: Obj, replicated_jobs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    """A merge patch of the whole `spec.replicatedJobs` list (a merge patch replaces lists), guarded
+    by the JobSet's resourceVersion as upstream's update is."""
+    return {
+        "metadata": {"resourceVersion": o.meta(js).get("resourceVersion")},
+        "spec": {**spec, "replicatedJobs": replicated_jobs},
+    }
+
+
+def start_patch(
+    js: Obj,
+    wl: Obj,
+    flavors: Mapping[str, Obj],
+    *,
+    tas: bool = False,
+    assign_queue_labels: bool = True,
+    elastic: bool = False,
+) -> dict[str, Any]:
+    """`JobSet.RunWithPodSetsInfo`: unsuspend, and merge each podSet's admission (flavors' node
+    labels and tolerations, queue labels, admission checks' updates) into its replicatedJob's pod
+    template; `flavors`: ResourceFlavor name → object. The JobSet controller passes the templates
+    on to child Jobs it already made before resuming them. Raises `StartConflict` when the
+    admission cannot be applied and `podset.FlavorNotFound` while a flavor is not known yet."""
+    replicated_jobs = [copy.deepcopy(dict(r)) for r in api.replicated_jobs(js)]
+    try:
+        infos = podset.from_admission(
+            wl,
+            {name: (rf.get("spec") or {}) for name, rf in flavors.items()},
+            tas=tas,
+            assign_queue_labels=assign_queue_labels,
+            elastic=elastic,
+        )
+        if len(infos) != len(replicated_jobs):
+            raise podset.PermanentError(
+                f"invalid podset infos: expecting {len(replicated_jobs)} podset, got {len(infos)}"
+            )
+        for rj, info in zip(replicated_jobs, infos, strict=True):
+            template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+            _write_pod_set_info(template, podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic))
+    except podset.PermanentError as exc:
+        raise StartConflict(str(exc)) from exc
+    return _with_replicated_jobs(js, replicated_jobs, suspend=False)
+
+
+def _same_info(a: podset.PodSetInfo, b: podset.PodSetInfo) -> bool:
+    return (a.annotations, a.labels, a.node_selector, a.tolerations, a.scheduling_gates) == (
+        b.annotations,
+        b.labels,
+        b.node_selector,
+        b.tolerations,
+        b.scheduling_gates,
+    )
+
+
+def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
+    """`JobSet.RestorePodSetsInfo`: each replicatedJob's pod template back to its podSet's in `wl`
+    (annotations, labels, node selector, tolerations, scheduling gates), matched by position.
+    None when nothing would change, without a Workload, or when the podSet count differs from the
+    replicatedJobs' (upstream skips the restore then)."""
+    if wl is None:
+        return None
+    wanted = (wl.get("spec") or {}).get("podSets") or ()
+    replicated_jobs = [copy.deepcopy(dict(r)) for r in api.replicated_jobs(js)]
+    if len(wanted) != len(replicated_jobs):
+        log.debug(
+            "pod set count differs from the replicated jobs', not restoring",
+            extra={"object": o.key(js), "expected": len(replicated_jobs), "got": len(wanted)},
+        )
+        return None
+    changed = False
+    for rj, ps in zip(replicated_jobs, wanted, strict=True):
+        template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+        want = podset.PodSetInfo.of_template(ps.get("template") or {})
+        if not _same_info(podset.PodSetInfo.of_template(template), want):
+            _write_pod_set_info(template, want)
+            changed = True
+    return _with_replicated_jobs(js, replicated_jobs) if changed else None
+
+
+# == the plan =====================================================================================
+def _controlled_by_enabled_integration(js: Obj, config: Configuration) -> bool:
+    """The JobSet's controller is an object of another enabled integration (a TrainJob, an
+    AppWrapper): that integration runs it, so this reconciler leaves it alone."""
+    owner = o.controller_of(js)
+    if owner is None:
+        return False
+    gk = jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
+    return any((f.group, f.kind) == gk for f in integrations.enabled(config.integrations.frameworks))
+
+
+def plan(
+    js: Obj | None,
+    workloads: Sequence[Obj],
+    *,
+    namespace_labels: Mapping[str, str] | None,
+    config: Configuration,
+    store: Store | None = None,
+    now: datetime | None = None,
+) -> Plan:
+    """One reconcile of a JobSet (`ReconcileGenericJob`). `workloads` are those its ownerReferences
+    name; `store` is read for everything else (flavors, priority classes, the prebuilt Workload)."""
+    store = store if store is not None else Store()
+    if js is None or o.is_deleting(js):
+        return fw.plan_finalize(workloads, config)
+    if namespace_labels is None or not selector.matches(
+        config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True
+    ):
+        return Plan()
+    if _controlled_by_enabled_integration(js, config):
+        return Plan()
+    if not o.labels(js).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name:
+        return Plan()
+    gj = JobSet(js, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING))
+    return fw.plan_top_level(gj, workloads, config=config, store=store, now=now or datetime.now(UTC))
+
+
+# == the adapter ==================================================================================
+class JobSet:
+    """A JobSet as a `GenericJob` (with `JobWithReclaimablePods` and `JobWithoutCustomStop`)."""
+
+    __slots__ = ("obj", "tas")
+    api_version = JOBSET_API
+    kind = JOBSET.kind
+    group = JOBSET.group
+
+    def __init__(self, obj: Obj, *, tas: bool = False) -> None:
+        self.obj = obj
+        self.tas = tas  # the TopologyAwareScheduling gate: podSets carry the templates' topology requests
+
+    def is_suspended(self) -> bool:
+        return api.is_suspended(self.obj)
+
+    def is_active(self) -> bool:
+        return is_active(self.obj)
+
+    def finished(self) -> tuple[str, str] | None:
+        return finished_condition(self.obj)
+
+    def pod_sets(self, *, partial_admission: bool) -> list[dict[str, Any]]:
+        return pod_sets(self.obj, tas=self.tas)
+
+    def pods_ready(self) -> bool:
+        return pods_ready(self.obj)
+
+    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
+        """`JobSet.Suspend`; a JobSet is never marked as being stopped (its stop is one patch)."""
+        return {"metadata": {"resourceVersion": o.meta(self.obj).get("resourceVersion")}, "spec": {"suspend": True}}
+
+    def stop_status_patch(self) -> dict[str, Any] | None:
+        return None
+
+    def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
+        """`stopJob` without a custom stop: suspend and restore the templates from `wl`, one patch."""
+        restore = restore_patch(self.obj, wl)
+        patch = self.suspend_patch(stopping=False)
+        if restore is not None:
+            patch["spec"].update(restore["spec"])
+        return patch
+
+    def run_with_pod_sets_info(
+        self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool, elastic: bool
+    ) -> dict[str, Any]:
+        return start_patch(self.obj, wl, flavors, tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic)
+
+    def restore_pod_sets_info(self, wl: Obj | None) -> dict[str, Any] | None:
+        return restore_patch(self.obj, wl)
+
+    def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]:
+        return reclaimable_pods(self.obj)
+
+
+INTEGRATION = Integration(
+    api_version=JOBSET_API,
+    kind=JOBSET.kind,
+    resource=JOBSET.resource,
+    controller_name=CONTROLLER_NAME,
+    wrap=JobSet,
+)
+"""JobSets for the generic executor."""
+
+
+def workload_name(name: str, uid: str, *, short: bool = False) -> str:
+    """`GetWorkloadNameForJobSet`: the Workload name of the JobSet `name` (`short`: gate ShortWorkloadNames)."""
+    return jobs.workload_name(name, uid, kind=JobSet.kind, group=JobSet.group, short=short)
+
+
+# == I/O ==========================================================================================
+class JobSetReconciler(GenericJobReconciler):
+    """The JobSet reconciler: the generic one, planning with this module's `plan`."""
+
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        requeue_after: Callable[[str, float], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        super().__init__(
+            kube,
+            store,
+            config,
+            recorder,
+            INTEGRATION,
+            OwnedJobs(store, config, INTEGRATION, plan),
+            on_ready=on_ready,
+            clock=clock,
+            requeue_after=requeue_after,
+            stop=stop,
+        )
+
+
+def setup(ctx: SetupContext) -> Wiring:
+    """The JobSet integration in the worker: every JobSet is watched."""
+    reconciler = JobSetReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
+    return Wiring(reconciler, watches=(Resource(JOBSET.resource, JOBSET.api_version),))
