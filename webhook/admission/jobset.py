@@ -17,10 +17,17 @@ from webhook.admission import jobframework as jf
 from webhook.admission import queue_warnings
 from webhook.admission.context import Context
 from webhook.api import fields as f
-from webhook.api import jobset as api
+from webhook.api import integrations, jobset_template
 from webhook.api import objects as o
 
-__all__ = ["default", "validate_create", "validate_update", "warnings_create"]
+__all__ = ["GVK", "default", "validate_create", "validate_update", "warnings_create"]
+
+GVK = integrations.JOBSET.gvk
+
+
+def _is_suspended(js: Mapping[str, Any]) -> bool:
+    """`JobSet.IsSuspended`: `spec.suspend`."""
+    return bool((js.get("spec") or {}).get("suspend"))
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
@@ -28,30 +35,28 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
-    if jf.should_suspend(obj, ctx, namespace) and not api.is_suspended(obj):
+    if jf.should_suspend(obj, ctx, namespace) and not _is_suspended(obj):
         obj.setdefault("spec", {})["suspend"] = True
 
 
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """`ValidateJobOnCreate`: queue name, prebuilt Workload, maximum execution time, elastic
     (refused for JobSets), admission-gated-by."""
-    return jf.validate_job_create(obj, ctx, gvk=api.GVK)
+    return jf.validate_job_create(obj, ctx, gvk=GVK)
 
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """`ValidateJobOnUpdate` (the queue name is immutable while the JobSet runs), then the create
     checks on the new object, in upstream's order."""
-    errs = jf.validate_job_update(
-        old, new, ctx, old_suspended=api.is_suspended(old), new_suspended=api.is_suspended(new)
-    )
+    errs = jf.validate_job_update(old, new, ctx, old_suspended=_is_suspended(old), new_suspended=_is_suspended(new))
     return errs + validate_create(new, ctx)
 
 
 def warnings_create(obj: Mapping[str, Any], ctx: Context) -> list[str]:
     """The queue the JobSet names: missing, not selecting its namespace, or too small for it ever."""
     demand = [
-        queue_warnings.pod_set_demand(api.pods_count(rj), api.pod_template(rj).get("spec") or {})
-        for rj in api.replicated_jobs(obj)
+        queue_warnings.pod_set_demand(ps["count"], ps["template"].get("spec") or {})
+        for ps in jobset_template.pod_sets(obj.get("spec") or {})
     ]
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     return queue_warnings.queue_warnings("JobSet", namespace, jf.queue_name(obj), demand, ctx)

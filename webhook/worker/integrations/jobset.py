@@ -7,9 +7,10 @@ with each replicatedJob's pod template carrying its podSet's admission while it 
 has no custom `Stop`: upstream's own `stopJob` suspends it and puts the templates back in one
 patch. `plan` decides what is JobSet-specific before the generic reconcile (`jobframework.plan`).
 
-Field names are JobSet v0.12.0's (`sigs.k8s.io/jobset/api/jobset/v1alpha2`); the spec's rules the
-webhook shares are `webhook.api.jobset`'s. The status read here: `status.replicatedJobsStatus[]`
-(`name`, `ready`, `succeeded`, `active`) and `status.conditions` (Completed, Failed).
+Field names are JobSet v0.12.0's (`sigs.k8s.io/jobset/api/jobset/v1alpha2`): `spec.replicatedJobs[]`
+(counted as `webhook.api.jobset_template` counts them, which the TrainJob integration shares),
+`spec.suspend`, `status.replicatedJobsStatus[]` (`name`, `ready`, `succeeded`, `active`) and
+`status.conditions` (Completed, Failed).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from typing import Any
 
 from webhook import kube as k
 from webhook.api import constants as c
-from webhook.api import integrations, jobs, selector
-from webhook.api import jobset as api
+from webhook.api import integrations, jobs, jobset_template, selector
 from webhook.api import objects as o
 from webhook.api.integrations import JOBSET
 from webhook.api.objects import Obj
@@ -45,6 +45,7 @@ __all__ = [
     "JobSetReconciler",
     "finished_condition",
     "is_active",
+    "is_suspended",
     "plan",
     "pod_sets",
     "pods_ready",
@@ -62,6 +63,15 @@ CONTROLLER_NAME = "jobset.x-k8s.io/jobset-kueue-controller"
 
 
 # == pure builders ================================================================================
+def _replicated_jobs(js: Obj) -> list[Obj]:
+    return list((js.get("spec") or {}).get("replicatedJobs") or ())
+
+
+def is_suspended(js: Obj) -> bool:
+    """`JobSet.IsSuspended`: `spec.suspend` (a JobSet has no stopping mark)."""
+    return bool((js.get("spec") or {}).get("suspend"))
+
+
 def is_active(js: Obj) -> bool:
     """`JobSet.IsActive`: some replicatedJob still has an active child Job."""
     return any(int(s.get("active") or 0) > 0 for s in (js.get("status") or {}).get("replicatedJobsStatus") or ())
@@ -69,23 +79,19 @@ def is_active(js: Obj) -> bool:
 
 def pod_sets(js: Obj, *, tas: bool = False) -> list[dict[str, Any]]:
     """`JobSet.PodSets`: one podSet per replicatedJob, named after it, of replicas times pods per
-    replica, with its Job's pod template; with the TopologyAwareScheduling gate, the template's
-    topology request, indexed by completion index within each child Job (the sub-group). JobSet
-    has no partial admission: no podSet has a minCount. Raises ValueError with Go's message for
-    an unparsable topology annotation."""
-    out = []
-    for rj in api.replicated_jobs(js):
-        template = copy.deepcopy(api.pod_template(rj))
-        ps: dict[str, Any] = {"name": rj.get("name", ""), "count": api.pods_count(rj), "template": template}
-        if tas:
-            request = podset.topology_request(
-                (template.get("metadata") or {}).get("annotations") or {},
+    replica, with its Job's pod template (`jobset_template.pod_sets`); with the
+    TopologyAwareScheduling gate, the template's topology request, indexed by completion index
+    within each child Job (the sub-group). JobSet has no partial admission: no podSet has a
+    minCount. Raises ValueError with Go's message for an unparsable topology annotation."""
+    out = jobset_template.pod_sets(js.get("spec") or {})
+    if tas:
+        for ps, rj in zip(out, _replicated_jobs(js), strict=True):
+            ps["topologyRequest"] = podset.topology_request(
+                (ps["template"].get("metadata") or {}).get("annotations") or {},
                 pod_index_label=c.JOB_COMPLETION_INDEX_ANNOTATION,
+                sub_group_index_label=jobset_template.JOB_INDEX_LABEL,
+                sub_group_count=jobset_template.replicas(rj),
             )
-            request["subGroupIndexLabel"] = api.JOB_INDEX_KEY
-            request["subGroupCount"] = api.replicas(rj)
-            ps["topologyRequest"] = request
-        out.append(ps)
     return out
 
 
@@ -103,7 +109,7 @@ def finished_condition(js: Obj) -> tuple[str, str] | None:
 def pods_ready(js: Obj) -> bool:
     """`JobSet.PodsReady`: every child Job (the replicas of every replicatedJob) is ready or
     succeeded."""
-    replicas = sum(api.replicas(rj) for rj in api.replicated_jobs(js))
+    replicas = sum(jobset_template.replicas(rj) for rj in _replicated_jobs(js))
     statuses = (js.get("status") or {}).get("replicatedJobsStatus") or ()
     return replicas == sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
 
@@ -115,11 +121,11 @@ def reclaimable_pods(js: Obj) -> list[dict[str, Any]]:
     if not statuses:
         return []
     out = []
-    for rj in api.replicated_jobs(js):
+    for rj in _replicated_jobs(js):
         status = statuses.get(rj.get("name"))
         succeeded = int((status or {}).get("succeeded") or 0)
-        if status is not None and 0 < succeeded <= api.replicas(rj):
-            out.append({"name": rj.get("name", ""), "count": succeeded * api.pods_count_per_replica(rj)})
+        if status is not None and 0 < succeeded <= jobset_template.replicas(rj):
+            out.append({"name": rj.get("name", ""), "count": succeeded * jobset_template.pods_count_per_replica(rj)})
     return out
 
 
@@ -166,7 +172,7 @@ def start_patch(
     template; `flavors`: ResourceFlavor name → object. The JobSet controller passes the templates
     on to child Jobs it already made before resuming them. Raises `StartConflict` when the
     admission cannot be applied and `podset.FlavorNotFound` while a flavor is not known yet."""
-    replicated_jobs = [copy.deepcopy(dict(r)) for r in api.replicated_jobs(js)]
+    replicated_jobs = [copy.deepcopy(dict(r)) for r in _replicated_jobs(js)]
     try:
         infos = podset.from_admission(
             wl,
@@ -205,7 +211,7 @@ def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
     if wl is None:
         return None
     wanted = (wl.get("spec") or {}).get("podSets") or ()
-    replicated_jobs = [copy.deepcopy(dict(r)) for r in api.replicated_jobs(js)]
+    replicated_jobs = [copy.deepcopy(dict(r)) for r in _replicated_jobs(js)]
     if len(wanted) != len(replicated_jobs):
         log.debug(
             "pod set count differs from the replicated jobs', not restoring",
@@ -273,7 +279,7 @@ class JobSet:
         self.tas = tas  # the TopologyAwareScheduling gate: podSets carry the templates' topology requests
 
     def is_suspended(self) -> bool:
-        return api.is_suspended(self.obj)
+        return is_suspended(self.obj)
 
     def is_active(self) -> bool:
         return is_active(self.obj)
@@ -360,6 +366,7 @@ class JobSetReconciler(GenericJobReconciler):
 
 
 def setup(ctx: SetupContext) -> Wiring:
-    """The JobSet integration in the worker: every JobSet is watched."""
+    """The JobSet integration in the worker: every JobSet is watched, none while the JobSet CRD is
+    not installed."""
     reconciler = JobSetReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
-    return Wiring(reconciler, watches=(Resource(JOBSET.resource, JOBSET.api_version),))
+    return Wiring(reconciler, watches=(Resource(JOBSET.resource, JOBSET.api_version, optional=True),))

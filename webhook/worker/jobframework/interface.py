@@ -116,10 +116,10 @@ class JobWithReclaimablePods(Protocol):
 
 @runtime_checkable
 class JobWithoutCustomStop(Protocol):
-    """A job upstream stops with `stopJob`'s own path, having no `JobWithCustomStop` (a JobSet; the
-    batch/v1 Job has a custom Stop, which `GenericJob`'s stop methods describe): a suspended job is
-    left as it is, and a running one is suspended with its pod templates put back in one patch
-    (`Suspend` and `RestorePodSetsInfo` in one `clientutil.Patch`)."""
+    """A job upstream stops with `stopJob`'s own path, having no custom Stop (a JobSet; the batch/v1
+    Job's custom Stop is what `GenericJob`'s stop methods describe, a TrainJob's adds
+    `JobWithCustomStop`): a suspended job is left as it is, and a running one is suspended with its
+    pod templates put back in one patch (`Suspend` and `RestorePodSetsInfo` in one `clientutil.Patch`)."""
 
     def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
         """The merge patch that suspends the job and restores its pod templates from `wl`'s podSets
