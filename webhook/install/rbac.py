@@ -405,6 +405,9 @@ _USER_KINDS = (
     _UserKind("cohort", _K, "cohorts", False, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
     _UserKind("job", "batch", "jobs", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN, _USER)),
     _UserKind(
+        "jobset", "jobset.x-k8s.io", "jobsets", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN, _USER)
+    ),
+    _UserKind(
         "leaderworkerset",
         "leaderworkerset.x-k8s.io",
         "leaderworkersets",

@@ -184,6 +184,7 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
                 "clusterqueue",
                 "cohort",
                 "job",
+                "jobset",
                 "leaderworkerset",
                 "localqueue",
                 "resourceflavor",
@@ -218,6 +219,23 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
         },
         {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets/status"], "verbs": ["get"]},
     ]
+    # jobset_{viewer,editor}_role.yaml: as the Job's, for the JobSet integration.
+    assert roles["kueue-jobset-editor-role"]["rules"] == [
+        {
+            "apiGroups": ["jobset.x-k8s.io"],
+            "resources": ["jobsets"],
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        },
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
+    ]
+    assert roles["kueue-jobset-viewer-role"]["metadata"]["labels"] == {
+        "rbac.kueue.x-k8s.io/role": "jobset-viewer",
+        "rbac.kueue.x-k8s.io/batch-admin": "true",
+        "rbac.kueue.x-k8s.io/batch-user": "true",
+        "rbac.authorization.k8s.io/aggregate-to-view": "true",
+        "rbac.authorization.k8s.io/aggregate-to-admin": "true",
+        "rbac.authorization.k8s.io/aggregate-to-edit": "true",
+    }
     assert roles["kueue-job-editor-role"]["metadata"]["labels"] == {
         "rbac.kueue.x-k8s.io/role": "job-editor",
         "rbac.kueue.x-k8s.io/batch-admin": "true",
