@@ -28,27 +28,24 @@ import copy
 import logging
 import math
 import re
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
-from webhook import kube as k
 from webhook.api import constants as c
-from webhook.api import fields, jobs, quantity, selector
+from webhook.api import fields, jobs, quantity
 from webhook.api import objects as o
 from webhook.api.integrations import APPWRAPPER
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
-from webhook.worker import events
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import JobError, StartConflict
 from webhook.worker.jobframework.plan import Plan, Priority
-from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store
 
@@ -652,53 +649,25 @@ def plan(
     now: datetime | None = None,
 ) -> Plan:
     """One reconcile of an AppWrapper (`ReconcileGenericJob`); `workloads` are those it owns."""
+    tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
     store = store if store is not None else Store()
-    if aw is None or o.is_deleting(aw):
-        return fw.plan_finalize(workloads, config)
-    if namespace_labels is None or not selector.matches(
-        config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True
-    ):
-        return Plan()
-    if not o.labels(aw).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name:
-        return Plan()
-    gj = AppWrapper(aw, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING))
-    return fw.plan_top_level(gj, workloads, config=config, store=store, now=now or datetime.now(UTC))
+    return fw.plan_always_top_level(
+        aw,
+        workloads,
+        lambda obj: AppWrapper(obj, tas=tas),
+        namespace_labels=namespace_labels,
+        config=config,
+        store=store,
+        now=now or datetime.now(UTC),
+    )
 
 
 # == I/O ============================================================================================
-class AppWrapperReconciler(GenericJobReconciler):
+class AppWrapperReconciler(OwnedJobReconciler, plan=plan, integration=INTEGRATION):
     """The AppWrapper reconciler: the generic one, planning with this module's `plan`."""
-
-    def __init__(
-        self,
-        kube: k.Kube,
-        store: Store,
-        config: Configuration,
-        recorder: events.Recorder,
-        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-        *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        requeue_after: Callable[[str, float], None] | None = None,
-        stop: threading.Event | None = None,
-    ) -> None:
-        super().__init__(
-            kube,
-            store,
-            config,
-            recorder,
-            INTEGRATION,
-            OwnedJobs(store, config, INTEGRATION, plan),
-            on_ready=on_ready,
-            clock=clock,
-            requeue_after=requeue_after,
-            stop=stop,
-        )
 
 
 def setup(ctx: SetupContext) -> Wiring:
-    """The AppWrapper integration in the worker: every AppWrapper is watched, once its CRD is served."""
-    reconciler = AppWrapperReconciler(
-        ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop
-    )
-    # The AppWrapper operator's CRD may not be installed: until it is, there are no AppWrappers.
-    return Wiring(reconciler, watches=(Resource(INTEGRATION.resource, AW_API, optional=True),))
+    """The AppWrapper integration in the worker: every AppWrapper is watched, once its CRD is served
+    (the operator's CRD may not be installed: until it is, there are no AppWrappers)."""
+    return AppWrapperReconciler.wiring(ctx, Resource(INTEGRATION.resource, AW_API, optional=True))

@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import fields, jobs, selector
 from webhook.api import objects as o
 from webhook.api.integrations import BATCH_JOB
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
-from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset, workload_slices
@@ -39,7 +36,7 @@ from webhook.worker.jobframework.plan import (
     prebuilt_workload_name,
     resolve_priority,
 )
-from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store
 
@@ -438,36 +435,10 @@ def workload_name(name: str, uid: str, *, extra: str = "", short: bool = False) 
 
 
 # == I/O ==========================================================================================
-class JobReconciler(GenericJobReconciler):
+class JobReconciler(OwnedJobReconciler, plan=plan, integration=INTEGRATION):
     """The batch/v1 Job reconciler: the generic one, planning with this module's `plan`."""
-
-    def __init__(
-        self,
-        kube: k.Kube,
-        store: Store,
-        config: Configuration,
-        recorder: events.Recorder,
-        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-        *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        requeue_after: Callable[[str, float], None] | None = None,
-        stop: threading.Event | None = None,
-    ) -> None:
-        super().__init__(
-            kube,
-            store,
-            config,
-            recorder,
-            INTEGRATION,
-            OwnedJobs(store, config, INTEGRATION, plan),
-            on_ready=on_ready,
-            clock=clock,
-            requeue_after=requeue_after,
-            stop=stop,
-        )
 
 
 def setup(ctx: SetupContext) -> Wiring:
     """The batch/v1 Job integration in the worker: every Job is watched."""
-    reconciler = JobReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
-    return Wiring(reconciler, watches=(Resource(BATCH_JOB.resource, BATCH_JOB.api_version),))
+    return JobReconciler.wiring(ctx, Resource(BATCH_JOB.resource, BATCH_JOB.api_version))

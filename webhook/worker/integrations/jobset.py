@@ -17,25 +17,22 @@ from __future__ import annotations
 
 import copy
 import logging
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from webhook import kube as k
 from webhook.api import constants as c
-from webhook.api import integrations, jobs, jobset_template, selector
+from webhook.api import integrations, jobs, jobset_template
 from webhook.api import objects as o
 from webhook.api.integrations import JOBSET
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
-from webhook.worker import events
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
 from webhook.worker.jobframework.plan import Plan
-from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store
 
@@ -250,19 +247,19 @@ def plan(
 ) -> Plan:
     """One reconcile of a JobSet (`ReconcileGenericJob`). `workloads` are those its ownerReferences
     name; `store` is read for everything else (flavors, priority classes, the prebuilt Workload)."""
+    tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
     store = store if store is not None else Store()
-    if js is None or o.is_deleting(js):
-        return fw.plan_finalize(workloads, config)
-    if namespace_labels is None or not selector.matches(
-        config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True
-    ):
-        return Plan()
-    if _controlled_by_enabled_integration(js, config):
-        return Plan()
-    if not o.labels(js).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name:
-        return Plan()
-    gj = JobSet(js, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING))
-    return fw.plan_top_level(gj, workloads, config=config, store=store, now=now or datetime.now(UTC))
+    if js is not None and not o.is_deleting(js) and _controlled_by_enabled_integration(js, config):
+        return Plan()  # the owner's integration manages it
+    return fw.plan_always_top_level(
+        js,
+        workloads,
+        lambda obj: JobSet(obj, tas=tas),
+        namespace_labels=namespace_labels,
+        config=config,
+        store=store,
+        now=now or datetime.now(UTC),
+    )
 
 
 # == the adapter ==================================================================================
@@ -336,37 +333,11 @@ def workload_name(name: str, uid: str, *, short: bool = False) -> str:
 
 
 # == I/O ==========================================================================================
-class JobSetReconciler(GenericJobReconciler):
+class JobSetReconciler(OwnedJobReconciler, plan=plan, integration=INTEGRATION):
     """The JobSet reconciler: the generic one, planning with this module's `plan`."""
-
-    def __init__(
-        self,
-        kube: k.Kube,
-        store: Store,
-        config: Configuration,
-        recorder: events.Recorder,
-        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-        *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        requeue_after: Callable[[str, float], None] | None = None,
-        stop: threading.Event | None = None,
-    ) -> None:
-        super().__init__(
-            kube,
-            store,
-            config,
-            recorder,
-            INTEGRATION,
-            OwnedJobs(store, config, INTEGRATION, plan),
-            on_ready=on_ready,
-            clock=clock,
-            requeue_after=requeue_after,
-            stop=stop,
-        )
 
 
 def setup(ctx: SetupContext) -> Wiring:
     """The JobSet integration in the worker: every JobSet is watched, none while the JobSet CRD is
     not installed."""
-    reconciler = JobSetReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
-    return Wiring(reconciler, watches=(Resource(JOBSET.resource, JOBSET.api_version, optional=True),))
+    return JobSetReconciler.wiring(ctx, Resource(JOBSET.resource, JOBSET.api_version, optional=True))

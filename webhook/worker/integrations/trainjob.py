@@ -16,26 +16,23 @@ selectors, tolerations and scheduling gates go into that patch's replicated Jobs
 from __future__ import annotations
 
 import copy
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from webhook import kube as k
 from webhook.api import constants as c
-from webhook.api import jobset_template, selector
+from webhook.api import jobset_template
 from webhook.api import objects as o
 from webhook.api import trainjob as tj
 from webhook.api.integrations import TRAINJOB
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
-from webhook.worker import events
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import JobError, StartConflict
 from webhook.worker.jobframework.plan import Plan
-from webhook.worker.jobframework.reconciler import GenericJobReconciler, OwnedJobs
+from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store
 
@@ -245,57 +242,33 @@ def plan(
     now: datetime | None = None,
 ) -> Plan:
     """One reconcile of a TrainJob (`ReconcileGenericJob`): a TrainJob is always a top-level job."""
+    tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
     store = store if store is not None else Store()
-    if obj is None or o.is_deleting(obj):
-        return fw.plan_finalize(workloads, config)
-    if namespace_labels is None or not selector.matches(
-        config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True
-    ):
-        return Plan()
-    if not o.labels(obj).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name:
-        return Plan()
-    gj = TrainJob(obj, store=store, tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING))
-    return fw.plan_top_level(gj, workloads, config=config, store=store, now=now or datetime.now(UTC))
+    return fw.plan_always_top_level(
+        obj,
+        workloads,
+        lambda job: TrainJob(job, store=store, tas=tas),
+        namespace_labels=namespace_labels,
+        config=config,
+        store=store,
+        now=now or datetime.now(UTC),
+    )
 
 
-class TrainJobReconciler(GenericJobReconciler):
-    """The TrainJob reconciler: the generic one, planning with this module's `plan`."""
+class TrainJobReconciler(OwnedJobReconciler, plan=plan):
+    """The TrainJob reconciler: the generic one, planning with this module's `plan`; its jobs are
+    read with the runtimes in the store."""
 
-    def __init__(
-        self,
-        kube: k.Kube,
-        store: Store,
-        config: Configuration,
-        recorder: events.Recorder,
-        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
-        *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        requeue_after: Callable[[str, float], None] | None = None,
-        stop: threading.Event | None = None,
-    ) -> None:
-        job_integration = integration(store, config)
-        super().__init__(
-            kube,
-            store,
-            config,
-            recorder,
-            job_integration,
-            OwnedJobs(store, config, job_integration, plan),
-            on_ready=on_ready,
-            clock=clock,
-            requeue_after=requeue_after,
-            stop=stop,
-        )
+    def job_integration(self, store: Store, config: Configuration) -> Integration:
+        return integration(store, config)
 
 
 def setup(ctx: SetupContext) -> Wiring:
-    """The TrainJob integration in the worker: TrainJobs, and the runtimes their pod sets come from."""
-    reconciler = TrainJobReconciler(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop)
-    return Wiring(
-        reconciler,
-        watches=(  # Trainer's CRDs may come later: until then the worker schedules without them
-            Resource("trainjobs", TRAINJOB.api_version, optional=True),
-            Resource("clustertrainingruntimes", TRAINJOB.api_version, optional=True),
-            Resource("trainingruntimes", TRAINJOB.api_version, optional=True),
-        ),
+    """The TrainJob integration in the worker: TrainJobs, and the runtimes their pod sets come from.
+    Trainer's CRDs may come later: until then the worker schedules without them."""
+    return TrainJobReconciler.wiring(
+        ctx,
+        Resource("trainjobs", TRAINJOB.api_version, optional=True),
+        Resource("clustertrainingruntimes", TRAINJOB.api_version, optional=True),
+        Resource("trainingruntimes", TRAINJOB.api_version, optional=True),
     )

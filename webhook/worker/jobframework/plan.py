@@ -27,7 +27,7 @@ from typing import Any
 
 from webhook import metrics
 from webhook.api import constants as c
-from webhook.api import fields, jobs
+from webhook.api import fields, jobs, selector
 from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
@@ -64,6 +64,7 @@ __all__ = [
     "max_execution_time_seconds",
     "new_workload",
     "owned_workloads",
+    "plan_always_top_level",
     "plan_child",
     "plan_finalize",
     "plan_top_level",
@@ -828,3 +829,27 @@ def plan_top_level(
     except JobError as exc:
         return Plan((*planner.steps, *exc.actions), error=str(exc), retry=exc.retry)
     return Plan(tuple(planner.steps), requeue_after=planner.requeue_after)
+
+
+def plan_always_top_level(
+    obj: Obj | None,
+    workloads: Sequence[Obj],
+    wrap: Callable[[Obj], GenericJob],
+    *,
+    namespace_labels: Mapping[str, str] | None,
+    config: Configuration,
+    store: Store,
+    now: datetime,
+) -> Plan:
+    """`ReconcileGenericJob` for a kind that is always top level (a JobSet, an AppWrapper, a
+    TrainJob): a deleted job's Workloads are finalized; a job outside `managedJobsNamespaceSelector`,
+    or without a queue name unless `manageJobsWithoutQueueName`, is left alone; else `plan_top_level`."""
+    if obj is None or o.is_deleting(obj):
+        return plan_finalize(workloads, config)
+    if namespace_labels is None or not selector.matches(
+        config.managed_jobs_namespace_selector, namespace_labels, nil_matches=True
+    ):
+        return Plan()
+    if not o.labels(obj).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name:
+        return Plan()
+    return plan_top_level(wrap(obj), workloads, config=config, store=store, now=now)

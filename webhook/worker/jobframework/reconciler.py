@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from webhook import kube as k
 from webhook.api import objects as o
@@ -25,10 +25,19 @@ from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import elastic, workload_slices
 from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.plan import Plan, owned_workloads
+from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["GenericJobReconciler", "JobSource", "OwnedJobs", "PlanFunc", "end_plan", "execute_plan"]
+__all__ = [
+    "GenericJobReconciler",
+    "JobSource",
+    "OwnedJobReconciler",
+    "OwnedJobs",
+    "PlanFunc",
+    "end_plan",
+    "execute_plan",
+]
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +178,57 @@ class GenericJobReconciler:
         if p.requeue_after is not None and self.requeue_after is not None:
             self.requeue_after(key, p.requeue_after)
         end_plan(key, self.integration.kind, p)
+
+
+class OwnedJobReconciler(GenericJobReconciler):
+    """The reconciler of an integration whose job is one object owning its Workloads (`OwnedJobs`):
+    a subclass names its plan and integration (`class R(OwnedJobReconciler, plan=plan,
+    integration=INTEGRATION)`, or builds the integration in `job_integration`); `wiring` is its
+    adapter's `setup`. All a Job-like integration adds to the framework."""
+
+    _plan: ClassVar[PlanFunc]
+    _integration: ClassVar[Integration | None]
+
+    def __init_subclass__(cls, *, plan: PlanFunc, integration: Integration | None = None) -> None:
+        super().__init_subclass__()
+        cls._plan, cls._integration = plan, integration
+
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        requeue_after: Callable[[str, float], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        integration = self.job_integration(store, config)
+        super().__init__(
+            kube,
+            store,
+            config,
+            recorder,
+            integration,
+            OwnedJobs(store, config, integration, type(self)._plan),
+            on_ready=on_ready,
+            clock=clock,
+            requeue_after=requeue_after,
+            stop=stop,
+        )
+
+    def job_integration(self, store: Store, config: Configuration) -> Integration:
+        """The integration named at subclassing; overridden when it depends on the store or config."""
+        if self._integration is None:
+            raise TypeError(f"{type(self).__name__} names no integration")
+        return self._integration
+
+    @classmethod
+    def wiring(cls, ctx: SetupContext, *watches: Resource) -> Wiring:
+        """This reconciler in the worker, following `watches`."""
+        return Wiring(cls(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop), watches)
 
 
 def execute_plan(
