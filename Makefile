@@ -10,6 +10,7 @@ LOCKED := $(VENV)/.locked
 UV_ENV := $(VENV)/uv
 UV := $(UV_ENV)/bin/uv
 RUN_DIR ?= .run
+INTEGRATIONS ?=
 CLUSTER ?=
 IMG ?= pykueue:dev
 BASE ?=
@@ -88,8 +89,8 @@ cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserve
 cluster-down: ## stop the local control plane
 	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
 
-up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL)
-	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR)
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer also runs those operators
+	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR) $(if $(INTEGRATIONS),--integrations $(INTEGRATIONS))
 
 down: ## stop everything `make up` started
 	$(BIN)/python e2e/stack.py down --dir $(RUN_DIR)
@@ -130,7 +131,7 @@ clean: down
 	rm -rf $(VENV) $(RUN_DIR)
 
 # --- upstream comparison (e2e/build-kueue.sh builds upstream Kueue from e2e/tools/kueue/go.mod)
-.PHONY: kueue-binaries bench-scale bench-webhook-compare e2e-upstream
+.PHONY: kueue-binaries operator-binaries bench-scale bench-webhook-compare e2e-upstream
 BENCH_SCALE_ARGS ?=
 SYSTEM ?= ours
 SUITE ?= singlecluster-baseline
@@ -139,7 +140,10 @@ UPSTREAM_SUITE_ARGS ?=
 kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and e2e suites into ~/.cache/pykueue
 	e2e/build-kueue.sh
 
-e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|sequential-baseline, the latter as root on a real node), against SYSTEM=ours (default) or upstream
+operator-binaries: ## build JobSet, LWS, AppWrapper and Kubeflow Trainer at upstream Kueue's pinned versions into ~/.cache/pykueue
+	e2e/build-operators.sh
+
+e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|sequential-baseline, the last as root on a real node), against SYSTEM=ours (default) or upstream
 	$(BIN)/python e2e/upstream_suite.py run --suite $(SUITE) --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)
 
 bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runner (15,000 workloads): minimalkueue vs our worker

@@ -3,8 +3,8 @@
 # (cmd/kueue) and CLI (cmd/kueuectl, as kubectl-kueue: the calibration for the
 # suite's Kueuectl spec) from the Go module pinned in e2e/tools/kueue/go.mod into the same
 # cache as the control plane (e2e/build-binaries.sh), reusing it when complete.
-# Also upstream's baseline e2e suite as a test binary (go test -c; run by
-# e2e/upstream_suite.py, unchanged). Only bench/ and that runner use these:
+# Also upstream's e2e suites (singlecluster baseline and extended, sequential baseline) as test
+# binaries (go test -c; run by e2e/upstream_suite.py, unchanged). Only bench/ and that runner use these:
 # nothing from upstream is committed.
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
@@ -48,6 +48,7 @@ build sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue minimalkueue
 build sigs.k8s.io/kueue/cmd/kueue kueue-manager
 build sigs.k8s.io/kueue/cmd/kueuectl kubectl-kueue
 build sigs.k8s.io/kueue/test/e2e/singlecluster/baseline singlecluster-baseline.test test
+build sigs.k8s.io/kueue/test/e2e/singlecluster/extended singlecluster-extended.test test
 build sigs.k8s.io/kueue/test/e2e/sequential/baseline sequential-baseline.test test
 echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

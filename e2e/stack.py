@@ -4,7 +4,9 @@ Pods of a local kwok cluster cannot run our image, so the server runs on the hos
 webhook configurations and CRD conversion point at https://127.0.0.1:PORT with the caBundle
 from `certs`; the visibility APIServices reach the worker's visibility port through an
 ExternalName Service `localhost` (`webhook.install.visibility.local_objects`).
-`python e2e/stack.py up|down [--dir DIR]`; `make up` / `make down` call it.
+With `integrations` (`make up INTEGRATIONS=jobset,lws,appwrapper,trainer`) the operators those need
+run beside it (e2e/operators.py) and the server's Configuration enables each one's framework we implement.
+`python e2e/stack.py up|down [--dir DIR] [--integrations LIST]`; `make up` / `make down` call it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +32,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
 
 from cluster import Cluster, HostExec  # noqa: E402
+from operators import Operators, frameworks, parse_list  # noqa: E402
 
 import certs  # noqa: E402
 from webhook.admission.registration import webhook_configurations  # noqa: E402
+from webhook.api import integrations as api_integrations  # noqa: E402
 from webhook.api.schema import crds  # noqa: E402
 from webhook.dashboard.auth import AUDIENCE  # noqa: E402
 from webhook.install import visibility  # noqa: E402
@@ -128,12 +133,15 @@ class Stack:
         teardown_on_exit: bool = True,
         job_pods_run: float | None = None,
         host_exec: HostExec | None = None,
+        integrations: Iterable[str] = (),
     ) -> None:
-        """`job_pods_run` and `host_exec`: the kwok behaviours, as `Cluster` takes them."""
+        """`job_pods_run` and `host_exec`: the kwok behaviours, as `Cluster` takes them; `integrations`: the
+        operators to run (e2e/operators.py names)."""
         self.dir = Path(directory).resolve()
         self.cluster = Cluster(
             self.dir / "cluster", teardown_on_exit=teardown_on_exit, job_pods_run=job_pods_run, host_exec=host_exec
         )
+        self.operators = Operators(self.dir / "operators", self.cluster, integrations)
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
@@ -225,6 +233,7 @@ class Stack:
         for log in (self.server_log, self.dir / "dashboard.log"):  # a restart within this run appends
             log.write_bytes(b"")
         self.cluster.up()
+        self.operators.up()  # their CRDs exist before our server watches them
         # The aggregator checks the visibility server's certificate against the Service's DNS name.
         certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])
         ca_bundle = certs.ca_bundle(self.cert_dir)
@@ -274,12 +283,18 @@ class Stack:
         config = self.dir / "server-config.yaml"
         metrics_port = _free_port()
         self.metrics_port_file.write_text(str(metrics_port))
-        base = SERVER_CONFIG.format(
-            metrics_port=metrics_port,
-            visibility_port=int(self.visibility_port_file.read_text()),
-            health_port=_free_port(),
+        base = yaml.safe_load(
+            SERVER_CONFIG.format(
+                metrics_port=metrics_port,
+                visibility_port=int(self.visibility_port_file.read_text()),
+                health_port=_free_port(),
+            )
         )
-        config.write_text(json.dumps(merged(yaml.safe_load(base), yaml.safe_load(extra_config) or {})))
+        enabled, lacking = frameworks(self.operators.ops, (f.name for f in api_integrations.implemented()))
+        if lacking:
+            _log(f"operators run for {', '.join(lacking)}, which the server does not implement: not enabled")
+        base["integrations"]["frameworks"] += enabled
+        config.write_text(json.dumps(merged(base, yaml.safe_load(extra_config) or {})))
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [
@@ -365,6 +380,7 @@ class Stack:
     def down(self) -> None:
         self._stop_dashboard()
         self._stop_server()
+        self.operators.down()
         self.cluster.down()
 
     def __enter__(self) -> Stack:
@@ -378,8 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("command", choices=["up", "down"])
     parser.add_argument("--dir", default=str(DEFAULT_DIR))
+    parser.add_argument(
+        "--integrations",
+        default="",
+        help="operators to run beside the server, comma-separated: jobset,lws,appwrapper,trainer",
+    )
     args = parser.parse_args(argv)
-    stack = Stack(args.dir, teardown_on_exit=False)
+    stack = Stack(args.dir, teardown_on_exit=False, integrations=parse_list(args.integrations))
     try:
         if args.command == "up":
             stack.up()

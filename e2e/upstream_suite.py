@@ -53,6 +53,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import host  # noqa: E402
 import image  # noqa: E402
 from cluster import Cluster, ClusterError, HostExec, free_port  # noqa: E402
+from operators import OperatorError, Operators  # noqa: E402
 from stack import Stack, StackError, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 from upstream_real import RealNodeSystem, RealSystemError, apply  # noqa: E402
@@ -67,12 +68,14 @@ DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 
 @dataclass(frozen=True)
 class Suite:
-    """One of upstream's e2e suites: its package (the ginkgo tree), and whether it needs a real Deployment
-    (it restarts Kueue with a changed Configuration: e2e/upstream_real.py) or the host-process stack."""
+    """One of upstream's e2e suites: its package (the ginkgo tree), whether it needs a real Deployment
+    (it restarts Kueue with a changed Configuration: e2e/upstream_real.py) or the host-process stack, and
+    the operators (e2e/operators.py) its selected specs need beside the system."""
 
     name: str
     package: str
     real_node: bool
+    integrations: tuple[str, ...] = ()
 
     @property
     def binary(self) -> str:
@@ -87,6 +90,12 @@ SUITES = {
     s.name: s
     for s in (
         Suite("singlecluster-baseline", "test/e2e/singlecluster/baseline", real_node=False),
+        Suite(
+            "singlecluster-extended",
+            "test/e2e/singlecluster/extended",
+            real_node=False,
+            integrations=("jobset", "lws", "appwrapper", "trainer"),
+        ),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
     )
 }
@@ -396,8 +405,8 @@ class OursSystem:
 
     name = "ours"
 
-    def __init__(self, directory: Path, host_exec: HostExec) -> None:
-        self.stack = Stack(directory, job_pods_run=math.inf, host_exec=host_exec)
+    def __init__(self, directory: Path, host_exec: HostExec, integrations: tuple[str, ...] = ()) -> None:
+        self.stack = Stack(directory, job_pods_run=math.inf, host_exec=host_exec, integrations=integrations)
 
     @property
     def cluster(self) -> Cluster:
@@ -416,13 +425,17 @@ class OursSystem:
 
 
 class UpstreamSystem:
-    """Upstream's manager on the host, over upstream's own CRDs and webhook configurations."""
+    """Upstream's manager on the host, over upstream's own CRDs and webhook configurations, with the
+    operators `integrations` names beside it and their frameworks enabled."""
 
     name = "upstream"
 
-    def __init__(self, directory: Path, host_exec: HostExec, bin_dir: Path, module: Path) -> None:
+    def __init__(
+        self, directory: Path, host_exec: HostExec, bin_dir: Path, module: Path, integrations: tuple[str, ...] = ()
+    ) -> None:
         self.dir = directory
         self.cluster = Cluster(directory / "cluster", job_pods_run=math.inf, host_exec=host_exec)
+        self.operators = Operators(directory / "operators", self.cluster, integrations)
         self.bin_dir = bin_dir
         self.module = module
         self.proc: subprocess.Popen[bytes] | None = None
@@ -433,6 +446,8 @@ class UpstreamSystem:
     def up(self) -> tuple[str, str]:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.cluster.up()
+        self.operators.up()  # their CRDs exist before the manager sets up those integrations
+        frameworks = ["batch/job", "pod", "deployment", "statefulset", *(op.framework for op in self.operators.ops)]
         cert_dir = certs.write_bundle(
             self.dir / "certs", ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"]
         )
@@ -466,7 +481,7 @@ leaderElection:
 internalCertManagement:
   enable: false
 integrations:
-  frameworks: ["batch/job", "pod", "deployment", "statefulset"]
+  frameworks: {json.dumps(frameworks)}
 visibilityServer:
   bindAddress: 127.0.0.1
   bindPort: {visibility_port}
@@ -515,6 +530,7 @@ visibilityServer:
             except ProcessLookupError:
                 pass
             self.proc = None
+        self.operators.down()
         self.cluster.down()
         for _, owned in UPSTREAM_CERT_DIRS:
             if (owned / MARKER_NAME).exists():
@@ -575,9 +591,9 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
         session = system.session()
     else:
         system = (
-            OursSystem(out / "stack", host_exec)
+            OursSystem(out / "stack", host_exec, suite.integrations)
             if system_name == "ours"
-            else UpstreamSystem(out / "system", host_exec, bin_dir, module)
+            else UpstreamSystem(out / "system", host_exec, bin_dir, module, suite.integrations)
         )
         session = host_session(system)
     started = time.monotonic()
@@ -664,7 +680,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"selection ok; {len(skip)} excluded specs inside the label filter are skipped by name")
             return 0
         return run(suite, args.system, args.dir, args.focus, args.seed)
-    except (SuiteError, StackError, RealSystemError, ClusterError, image.ImageError, host.HostError) as exc:
+    except (
+        SuiteError,
+        StackError,
+        OperatorError,
+        RealSystemError,
+        ClusterError,
+        image.ImageError,
+        host.HostError,
+    ) as exc:
         print(str(exc), file=sys.stderr)
         return 1
 

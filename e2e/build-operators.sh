@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds the external operators upstream Kueue's extended e2e suites need (JobSet, LeaderWorkerSet,
+# AppWrapper, Kubeflow Trainer) at the versions upstream Kueue's own go.mod pins (as upstream's
+# hack/make/deps.mk reads them), from the Go module proxy, into the same cache as the control plane
+# (e2e/build-binaries.sh). Each is `go install module/pkg@version`, so it builds with the operator's
+# own go.mod, as its release does. A binary is named <operator>-<version>: its presence is the stamp,
+# so a warm cache costs one `go list`. e2e/operators.py runs them on the local stack.
+#
+#   e2e/build-operators.sh [NAME...]     # default: all four; NAME in jobset lws appwrapper trainer
+# Prints the bin directory on stdout as its last line.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cache="${PYKUEUE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pykueue}"
+bin="$cache/operators/bin"
+mkdir -p "$bin"
+
+command -v go >/dev/null || { echo "build-operators: step 'find go' failed: no Go toolchain on PATH" >&2; exit 1; }
+
+# name  module  main package (inside the module)
+operators="
+jobset     sigs.k8s.io/jobset                     .
+lws        sigs.k8s.io/lws                        cmd
+appwrapper github.com/project-codeflare/appwrapper cmd
+trainer    github.com/kubeflow/trainer/v2         cmd/trainer-controller-manager
+"
+
+wanted=("$@")
+if [ ${#wanted[@]} -eq 0 ]; then
+  wanted=(jobset lws appwrapper trainer)
+fi
+
+exec 9>"$bin/.lock"
+if command -v flock >/dev/null && ! flock -n 9; then
+  echo "build-operators: waiting for another build-operators.sh to finish ..." >&2
+  flock 9
+fi
+
+kueue_go_mod="$(cd "$here/tools/kueue" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)/go.mod" ||
+  { echo "build-operators: step 'find upstream kueue module' failed" >&2; exit 1; }
+
+total=$SECONDS
+for name in "${wanted[@]}"; do
+  read -r _ module pkg < <(awk -v n="$name" '$1==n' <<<"$operators") ||
+    { echo "build-operators: unknown operator '$name'" >&2; exit 2; }
+  version="$(awk -v m="$module" '$1==m {print $2; exit}' "$kueue_go_mod")"
+  [ -n "$version" ] || { echo "build-operators: step 'read $module version' failed: not in $kueue_go_mod" >&2; exit 1; }
+  out="$name-$version"
+  if [ -x "$bin/$out" ]; then
+    echo "build-operators: $out cached" >&2
+    continue
+  fi
+  start=$SECONDS
+  target="$module"
+  [ "$pkg" = . ] || target="$module/$pkg"
+  echo "build-operators: building $out from $target@$version ..." >&2
+  gobin="$(mktemp -d "$bin/.gobin.XXXXXX")"
+  # GOFLAGS is cleared: -mod has no meaning for pkg@version, which builds with the module's own go.mod.
+  if ! GOBIN="$gobin" GOFLAGS= CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" "$target@$version"; then
+    rm -rf "$gobin"
+    echo "build-operators: step 'build $out' failed" >&2
+    exit 1
+  fi
+  mv "$gobin"/* "$bin/$out"
+  rm -rf "$gobin"
+  echo "build-operators: $out built in $((SECONDS - start))s" >&2
+done
+echo "build-operators: ${wanted[*]} ready in $((SECONDS - total))s" >&2
+echo "$bin"
