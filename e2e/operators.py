@@ -268,12 +268,13 @@ def config_file(op: Operator, ports: Ports, cert_dir: Path) -> str:
         }
     elif op.name == "appwrapper":
         # config/default/config.yaml (a ConfigMap the operator reads at start), plus where its rotator
-        # looks for the certificate files the kubelet would mount
+        # looks for the certificate files the kubelet would mount. No leader election: its main.go names
+        # no lease namespace, which controller-runtime then reads from the pod's ServiceAccount.
         cfg = {
             "controllerManager": {
                 "health": {"bindAddress": health},
                 "metrics": {"bindAddress": metrics},
-                "leaderElection": True,
+                "leaderElection": False,
             },
             "certManagement": {"certificateDir": str(cert_dir)},
         }

@@ -105,7 +105,11 @@ def test_trainer_and_appwrapper_configs(tmp_path: Path) -> None:
     assert trainer["leaderElection"]["resourceNamespace"] == "kubeflow-system"
     appwrapper = cfg("appwrapper", tmp_path)
     assert appwrapper["certManagement"] == {"certificateDir": str(tmp_path)}
-    assert appwrapper["controllerManager"]["health"] == {"bindAddress": "127.0.0.1:1003"}
+    assert appwrapper["controllerManager"] == {
+        "health": {"bindAddress": "127.0.0.1:1003"},
+        "metrics": {"bindAddress": "127.0.0.1:1002"},
+        "leaderElection": False,
+    }
 
 
 def test_the_cluster_gets_crds_rbac_and_webhooks_pointing_at_the_host() -> None:
