@@ -2,9 +2,12 @@
 # Builds the external operators upstream Kueue's extended e2e suites need (JobSet, LeaderWorkerSet,
 # AppWrapper, Kubeflow Trainer) at the versions upstream Kueue's own go.mod pins (as upstream's
 # hack/make/deps.mk reads them), from the Go module proxy, into the same cache as the control plane
-# (e2e/build-binaries.sh). Each is `go install module/pkg@version`, so it builds with the operator's
-# own go.mod, as its release does. A binary is named <operator>-<version>: its presence is the stamp,
-# so a warm cache costs one `go list`. e2e/operators.py runs them on the local stack.
+# (e2e/build-binaries.sh). Each builds in a module of its own made in the cache, whose go.mod requires
+# just that operator at that version: its build list is the operator's own go.mod, as its release's.
+# (`go install pkg@version` would do the same, but it first asks the proxy for the module's version
+# list, which the proxy here refuses for some of these modules.) A binary is named
+# <operator>-<version>: its presence is the stamp, so a warm cache costs one `go list`.
+# e2e/operators.py runs them on the local stack.
 #
 #   e2e/build-operators.sh [NAME...]     # default: all four; NAME in jobset lws appwrapper trainer
 # Prints the bin directory on stdout as its last line.
@@ -54,15 +57,15 @@ for name in "${wanted[@]}"; do
   target="$module"
   [ "$pkg" = . ] || target="$module/$pkg"
   echo "build-operators: building $out from $target@$version ..." >&2
-  gobin="$(mktemp -d "$bin/.gobin.XXXXXX")"
-  # GOFLAGS is cleared: -mod has no meaning for pkg@version, which builds with the module's own go.mod.
-  if ! GOBIN="$gobin" GOFLAGS= CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" "$target@$version"; then
-    rm -rf "$gobin"
+  wrapper="$cache/operators/src/$name-$version"
+  mkdir -p "$wrapper"
+  printf 'module pykueue.local/e2e/operators/%s\n\ngo 1.26\n\nrequire %s %s\n' "$name" "$module" "$version" >"$wrapper/go.mod"
+  if ! ( cd "$wrapper" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$bin/$out.tmp.$$" "$target" ); then
+    rm -f "$bin/$out.tmp.$$"
     echo "build-operators: step 'build $out' failed" >&2
     exit 1
   fi
-  mv "$gobin"/* "$bin/$out"
-  rm -rf "$gobin"
+  mv "$bin/$out.tmp.$$" "$bin/$out"
   echo "build-operators: $out built in $((SECONDS - start))s" >&2
 done
 echo "build-operators: ${wanted[*]} ready in $((SECONDS - total))s" >&2
