@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Upstream Kueue's own e2e suite (test/e2e/singlecluster/baseline), unchanged, against a system.
+"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, and sequential/baseline on
+a real node: e2e/upstream_real.py), unchanged, against a system.
 
 The suite is built by e2e/build-kueue.sh with `go test -c` from the Go module pinned in
 e2e/tools/kueue/go.mod (nothing of upstream's is committed) and runs against our local control
@@ -8,7 +9,8 @@ plane with one of two systems behind it:
   upstream  upstream's manager (cmd/kueue, same version) as a host process with upstream's own
             CRDs and webhook configurations: the calibration that tells a harness defect from ours.
 Both get the same Configuration (upstream e2e's, test/e2e/config/default), the same stand-ins, kwok
-stages and ginkgo seed. The selection (label filter + every excluded spec with its reason) is
+stages and ginkgo seed; the extended suite also gets the real operators it needs (e2e/operators.py) and
+their frameworks, those we implement for ours. The selection (label filter + every excluded spec with its reason) is
 e2e/upstream_suite.yaml; a dry run checks that it names every baseline spec the filter leaves out.
 
 What the suite's BeforeSuite (test/util/e2e.go WaitForKueueAvailability) wants, met from outside:
