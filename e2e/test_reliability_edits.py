@@ -180,7 +180,7 @@ def test_local_queue_pointing_at_a_missing_cluster_queue(
     )
     assert active(lq) == ("False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
     submit(kubectl, job(namespace, "lost", "lq-missing"))
-    w = wait_workload(kubectl, namespace, "lost", "QuotaReserved", "False", reason="Misconfigured")
+    w = wait_workload(kubectl, namespace, "lost", "QuotaReserved", "False", reason="Inadmissible")  # gate off
     assert cond(w, "QuotaReserved")["message"] == f"ClusterQueue {missing} doesn't exist"
     assert suspended(kubectl, namespace, "lost")
     objs.apply(cluster_queue(missing, quota["rf"], "1"))

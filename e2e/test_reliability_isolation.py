@@ -125,6 +125,6 @@ def test_workload_naming_another_namespaces_queue_uses_its_own_namespace(
         return c if c.get("status") == "False" else None
 
     c = wait_for("attacker's Workload pending", pending)
-    assert c["reason"] == "Misconfigured"
+    assert c["reason"] == "Inadmissible"  # UnadmittedWorkloadsObservability off: upstream's legacy reason
     assert c["message"] == "LocalQueue lq-only-in-victim doesn't exist"
     assert not (kubectl.get("workload", "-n", attacker, "borrower").get("status") or {}).get("admission")

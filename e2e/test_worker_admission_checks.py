@@ -350,7 +350,7 @@ def test_cluster_queue_is_inactive_while_its_check_is_missing_or_inactive(
         f"Can't admit new workloads: references missing AdmissionCheck(s): {ac}.",
     )
     submit(kubectl, job(namespace, "blocked", "lq"))
-    wl = wait_workload(kubectl, namespace, "blocked", "QuotaReserved", "False", reason="Suspended")
+    wl = wait_workload(kubectl, namespace, "blocked", "QuotaReserved", "False", reason="Inadmissible")  # gate off
     assert cond(wl, "QuotaReserved")["message"] == f"ClusterQueue {cq} is inactive"
 
     objs.objects.insert(0, ("admissioncheck", ac))  # deleted after the ClusterQueue that holds it

@@ -209,7 +209,7 @@ def test_cluster_queue_is_inactive_until_its_flavor_exists(kubectl: Kubectl, nam
                 (w for w in workloads(kubectl, namespace) if cond(w, "QuotaReserved").get("status") == "False"), None
             ),
         )
-        assert cond(wl, "QuotaReserved")["reason"] == "Suspended"
+        assert cond(wl, "QuotaReserved")["reason"] == "Inadmissible"  # UnadmittedWorkloadsObservability off
         assert kubectl.get("job", "-n", namespace, "waits")["spec"]["suspend"] is True
         kubectl.apply(rf)
         wait_for(

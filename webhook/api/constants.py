@@ -122,6 +122,9 @@ MSG_NO_LONGER_ON_HOLD = "Workload no longer on hold; waiting for quota reservati
 # QuotaReserved=False reasons with UnadmittedWorkloadsObservability off (`UnadmittedWorkloadReasonWithFallback`):
 # `Pending`, and the deprecated `Waiting` while waitForPodsReady.blockAdmission holds the scheduler.
 PENDING_REASON_FALLBACK = "Pending"
+INADMISSIBLE_REASON = "Inadmissible"
+"""`WorkloadInadmissible`: QuotaReserved=False behind a queue that blocks it with the gate off
+(`resolveLegacyUnadmittedQuotaReservedCondition`), and Requeued=False of a DRA refusal."""
 WAITING_REASON_FALLBACK = "Waiting"
 
 

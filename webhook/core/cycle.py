@@ -583,7 +583,9 @@ class AdmissionCore:
             wl = self.cache.reserving.get(key) if reserving else self.queues.pending.get(key)
             if wl is None:
                 continue
-            d = queue_state.queue_state_decision(wl, self.cache, reserving=reserving)
+            d = queue_state.queue_state_decision(
+                wl, self.cache, reserving=reserving, granular_reasons=self.config.granular_pending_reasons
+            )
             if d is not None and not (isinstance(d, Evict) and wl.key in self._evicting):
                 result.decisions.append(d)
 

@@ -44,7 +44,6 @@ __all__ = [
     "MSG_CLAIMS_NOT_SUPPORTED",
     "MSG_CLAIMS_NOT_SUPPORTED_REQUEUED",
     "MSG_DRA_DISABLED",
-    "REQUEUED_INADMISSIBLE_REASON",
     "DeviceClassMapper",
     "Outcome",
     "Settings",
@@ -61,9 +60,6 @@ __all__ = [
     "without_own_refusal",
 ]
 
-# `kueue.WorkloadInadmissible`: the QuotaReserved=False reason with UnadmittedWorkloadsObservability
-# off (`Misconfigured` with it on) and the Requeued=False reason of every DRA refusal.
-REQUEUED_INADMISSIBLE_REASON = "Inadmissible"
 MSG_DRA_DISABLED = "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
 MSG_CLAIMS_NOT_SUPPORTED = "KueueDRAIntegration feature does not support use of resource claims"
 MSG_CLAIMS_NOT_SUPPORTED_REQUEUED = "DRA resource claims not supported"
@@ -404,11 +400,11 @@ def inadmissible_conditions(
     and Requeued=False reason Inadmissible. As upstream (`UnsetQuotaReservationWithCondition`, then
     `SetRequeuedCondition` only if that changed something), Requeued is left alone when QuotaReserved
     already says the same; the DRA-disabled refusal sets Requeued regardless."""
-    reason = constants.PendingReason.MISCONFIGURED if granular_reasons else REQUEUED_INADMISSIBLE_REASON
+    reason = constants.PendingReason.MISCONFIGURED if granular_reasons else constants.INADMISSIBLE_REASON
     current = {str(c.get("type")): c for c in (obj.get("status") or {}).get("conditions") or ()}
     quota = ConditionValue(constants.WorkloadCondition.QUOTA_RESERVED, "False", reason, outcome.quota_message)
     requeued = ConditionValue(
-        constants.WorkloadCondition.REQUEUED, "False", REQUEUED_INADMISSIBLE_REASON, outcome.requeued_message
+        constants.WorkloadCondition.REQUEUED, "False", constants.INADMISSIBLE_REASON, outcome.requeued_message
     )
 
     def same(cv: ConditionValue) -> bool:
@@ -430,7 +426,7 @@ def without_own_refusal(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     status = obj.get("status") or {}
     conds = status.get("conditions") or ()
     requeued = next((c for c in conds if c.get("type") == constants.WorkloadCondition.REQUEUED), None)
-    if requeued is None or requeued.get("status") != "False" or requeued.get("reason") != REQUEUED_INADMISSIBLE_REASON:
+    if requeued is None or requeued.get("status") != "False" or requeued.get("reason") != constants.INADMISSIBLE_REASON:
         return obj
     dropped = (constants.WorkloadCondition.REQUEUED, constants.WorkloadCondition.QUOTA_RESERVED)
     kept = [c for c in conds if not (c.get("type") in dropped and c.get("status") == "False")]

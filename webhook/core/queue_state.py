@@ -56,8 +56,12 @@ def _requeued_false_by(wl: WorkloadInfo, reason: EvictionReason) -> bool:
     return c is not None and c.status == "False" and c.reason == reason
 
 
-def queue_state_decision(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> QueueStateDecision | None:
-    """The one write the workload controller would make for `wl` now, if any (see module docstring)."""
+def queue_state_decision(
+    wl: WorkloadInfo, cache: Cache, *, reserving: bool, granular_reasons: bool = False
+) -> QueueStateDecision | None:
+    """The one write the workload controller would make for `wl` now, if any (see module docstring).
+    `granular_reasons`: gate UnadmittedWorkloadsObservability (off, a queue blocker's reason is
+    `Inadmissible`, upstream's `resolveLegacyUnadmittedQuotaReservedCondition`)."""
     lq = cache.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
     lq_stop = lq.stop_policy if lq is not None else StopPolicy.NONE
     routed = lq is not None and lq_stop == StopPolicy.NONE
@@ -71,7 +75,9 @@ def queue_state_decision(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> 
         return _requeue(wl, cq_name, RequeuedReason.CLUSTER_QUEUE_RESTARTED, constants.MSG_CLUSTER_QUEUE_RESTARTED)
 
     if not reserving:
-        return _blocker(wl, cache, lq_stop=lq_stop, cq_name=cq_name if cq is not None else "")
+        return _blocker(
+            wl, cache, lq_stop=lq_stop, cq_name=cq_name if cq is not None else "", granular_reasons=granular_reasons
+        )
 
     held_in = wl.admission_cluster_queue
     if wl.is_admitted:
@@ -80,14 +86,17 @@ def queue_state_decision(wl: WorkloadInfo, cache: Cache, *, reserving: bool) -> 
         if cq_stop == StopPolicy.HOLD_AND_DRAIN and not wl.is_evicted:
             return _evict(wl, held_in, EvictionReason.CLUSTER_QUEUE_STOPPED, constants.MSG_CLUSTER_QUEUE_STOPPED)
         return None
+    suspended = PendingReason.SUSPENDED if granular_reasons else constants.INADMISSIBLE_REASON
     if lq is not None and lq_stop != StopPolicy.NONE:
-        return _unset(wl, held_in, PendingReason.SUSPENDED, f"LocalQueue {wl.queue_name} is stopped")
+        return _unset(wl, held_in, suspended, f"LocalQueue {wl.queue_name} is stopped")
     if cq is not None and cq_stop != StopPolicy.NONE:
-        return _unset(wl, held_in, PendingReason.SUSPENDED, f"ClusterQueue {cq_name} is stopped")
+        return _unset(wl, held_in, suspended, f"ClusterQueue {cq_name} is stopped")
     return None
 
 
-def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: str) -> QueueBlocked | None:
+def _blocker(
+    wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: str, granular_reasons: bool
+) -> QueueBlocked | None:
     """QuotaReserved=False for a pending workload behind a stopped LocalQueue or inactive ClusterQueue."""
     if lq_stop != StopPolicy.NONE:
         message = f"LocalQueue {wl.queue_name} is inactive"
@@ -95,10 +104,10 @@ def _blocker(wl: WorkloadInfo, cache: Cache, *, lq_stop: StopPolicy, cq_name: st
         message = f"ClusterQueue {cq_name} is inactive"
     else:
         return None
+    reason = PendingReason.SUSPENDED if granular_reasons else constants.INADMISSIBLE_REASON
     cur = wl.conditions.get(constants.WorkloadCondition.QUOTA_RESERVED)
-    if cur is not None and cur.status == "False" and cur.reason == PendingReason.SUSPENDED and cur.message == message:
+    if cur is not None and cur.status == "False" and cur.reason == reason and cur.message == message:
         return None
-    reason = PendingReason.SUSPENDED
     return QueueBlocked(
         wl.key, wl.uid, cq_name, reason, message, conditions.pending_conditions(reason, message), wl.generation
     )

@@ -385,6 +385,8 @@ class DecisionWriter:
                 reason, message = "Suspended", f"ClusterQueue {lq.cluster_queue} is inactive"
             else:
                 continue
+            if not self.core.config.granular_pending_reasons:  # the legacy condition
+                reason = c.INADMISSIBLE_REASON
             self._set_pending(
                 object_key(wl), lq.cluster_queue if lq else "", conditions.pending_conditions(reason, message), now
             )

@@ -229,7 +229,7 @@ def test_terminating_cluster_queue_keeps_usage_and_stops_admitting() -> None:
     result = core.schedule(T0)
     assert result.admitted == []
     assert [(str(d.key), d.reason, d.message) for d in result.blocked] == [
-        ("ns/new", "Suspended", "ClusterQueue cq is inactive")
+        ("ns/new", "Inadmissible", "ClusterQueue cq is inactive")  # UnadmittedWorkloadsObservability off
     ]
     lq = core.local_queue_status("ns", "lq")["conditions"][0]
     assert (lq["status"], lq["reason"], lq["message"]) == (

@@ -42,16 +42,16 @@ def summary(core: AdmissionCore) -> list[tuple[str, str, str, str]]:
             [cq("HoldAndDrain"), lq()],
             [
                 ("Evict", "admitted", "ClusterQueueStopped", "The ClusterQueue is stopped"),
-                ("QueueBlocked", "pending", "Suspended", "ClusterQueue cq is inactive"),
-                ("UnsetReservation", "reserved", "Suspended", "ClusterQueue cq is stopped"),
+                ("QueueBlocked", "pending", "Inadmissible", "ClusterQueue cq is inactive"),
+                ("UnsetReservation", "reserved", "Inadmissible", "ClusterQueue cq is stopped"),
             ],
             id="ClusterQueue HoldAndDrain evicts admitted, unreserves the rest",
         ),
         pytest.param(
             [cq("Hold"), lq()],
             [
-                ("QueueBlocked", "pending", "Suspended", "ClusterQueue cq is inactive"),
-                ("UnsetReservation", "reserved", "Suspended", "ClusterQueue cq is stopped"),
+                ("QueueBlocked", "pending", "Inadmissible", "ClusterQueue cq is inactive"),
+                ("UnsetReservation", "reserved", "Inadmissible", "ClusterQueue cq is stopped"),
             ],
             id="ClusterQueue Hold keeps admitted workloads",
         ),
@@ -59,16 +59,16 @@ def summary(core: AdmissionCore) -> list[tuple[str, str, str, str]]:
             [cq(), lq("HoldAndDrain")],
             [
                 ("Evict", "admitted", "LocalQueueStopped", "The LocalQueue is stopped"),
-                ("QueueBlocked", "pending", "Suspended", "LocalQueue lq is inactive"),
-                ("UnsetReservation", "reserved", "Suspended", "LocalQueue lq is stopped"),
+                ("QueueBlocked", "pending", "Inadmissible", "LocalQueue lq is inactive"),
+                ("UnsetReservation", "reserved", "Inadmissible", "LocalQueue lq is stopped"),
             ],
             id="LocalQueue HoldAndDrain evicts admitted, unreserves the rest",
         ),
         pytest.param(
             [cq(), lq("Hold")],
             [
-                ("QueueBlocked", "pending", "Suspended", "LocalQueue lq is inactive"),
-                ("UnsetReservation", "reserved", "Suspended", "LocalQueue lq is stopped"),
+                ("QueueBlocked", "pending", "Inadmissible", "LocalQueue lq is inactive"),
+                ("UnsetReservation", "reserved", "Inadmissible", "LocalQueue lq is stopped"),
             ],
             id="LocalQueue Hold keeps admitted workloads",
         ),
@@ -76,16 +76,16 @@ def summary(core: AdmissionCore) -> list[tuple[str, str, str, str]]:
             [cq("HoldAndDrain"), lq("HoldAndDrain")],
             [
                 ("Evict", "admitted", "LocalQueueStopped", "The LocalQueue is stopped"),
-                ("QueueBlocked", "pending", "Suspended", "LocalQueue lq is inactive"),
-                ("UnsetReservation", "reserved", "Suspended", "LocalQueue lq is stopped"),
+                ("QueueBlocked", "pending", "Inadmissible", "LocalQueue lq is inactive"),
+                ("UnsetReservation", "reserved", "Inadmissible", "LocalQueue lq is stopped"),
             ],
             id="LocalQueue is checked before the ClusterQueue",
         ),
         pytest.param(
             [cq("HoldAndDrain"), lq("Hold")],
             [
-                ("QueueBlocked", "pending", "Suspended", "LocalQueue lq is inactive"),
-                ("UnsetReservation", "reserved", "Suspended", "LocalQueue lq is stopped"),
+                ("QueueBlocked", "pending", "Inadmissible", "LocalQueue lq is inactive"),
+                ("UnsetReservation", "reserved", "Inadmissible", "LocalQueue lq is stopped"),
             ],
             id="a stopped LocalQueue routes to no ClusterQueue, so HoldAndDrain there does not evict",
         ),
@@ -109,7 +109,7 @@ def test_decision_conditions() -> None:
     (un,) = res.unreserved
     assert isinstance(un, UnsetReservation)
     assert [(c.type, c.status, c.reason, c.message) for c in un.conditions] == [
-        ("QuotaReserved", "False", "Suspended", "ClusterQueue cq is stopped"),
+        ("QuotaReserved", "False", "Inadmissible", "ClusterQueue cq is stopped"),
         ("Admitted", "False", "NoReservation", "The workload has no reservation"),
     ]
     (bl,) = res.blocked
@@ -137,11 +137,20 @@ def test_failed_write_is_retried() -> None:
     assert [d[0] for d in summary(core)] == ["Evict"]
 
 
+def test_with_unadmitted_workloads_observability_the_reason_is_suspended() -> None:
+    """Upstream's granular reason; with the gate off (the default) it is the legacy `Inadmissible`."""
+    core = make_core(ONE, cq("Hold"), lq(), RESERVED, PENDING, granular_pending_reasons=True)
+    assert summary(core) == [
+        ("QueueBlocked", "pending", "Suspended", "ClusterQueue cq is inactive"),
+        ("UnsetReservation", "reserved", "Suspended", "ClusterQueue cq is stopped"),
+    ]
+
+
 def test_blocked_status_is_not_rewritten() -> None:
     wl = (
         make_wl("pending")
         .request(cpu="1")
-        .condition("QuotaReserved", "False", "Suspended", "LocalQueue lq is inactive")
+        .condition("QuotaReserved", "False", "Inadmissible", "LocalQueue lq is inactive")
         .obj()
     )
     core = make_core(ONE, cq(), lq("Hold"), wl)
