@@ -23,6 +23,7 @@ __all__ = [
     "controller_of",
     "finalizers",
     "find_condition",
+    "guarded_patch",
     "has_finalizer",
     "has_quota_reservation",
     "is_admitted",
@@ -56,6 +57,12 @@ class OwnerReference(TypedDict, total=False):
 
 def meta(obj: Obj) -> Obj:
     return obj.get("metadata") or {}
+
+
+def guarded_patch(obj: Obj, **sections: Any) -> dict[str, Any]:
+    """A merge patch of `sections` (e.g. `spec=...`) that applies only to the version of `obj` read:
+    its resourceVersion is the precondition, so a write over a newer copy fails with a conflict."""
+    return {"metadata": {"resourceVersion": meta(obj).get("resourceVersion")}, **sections}
 
 
 def labels(obj: Obj) -> Mapping[str, str]:

@@ -565,7 +565,7 @@ def restore_patch(aw: Obj, wl: Obj | None) -> dict[str, Any] | None:
     if wl is None or not any(comp.get("podSetInfos") for comp in components):
         return None
     cleared = [{key: v for key, v in comp.items() if key != "podSetInfos"} for comp in components]
-    return {"metadata": {"resourceVersion": o.meta(aw).get("resourceVersion")}, "spec": {"components": cleared}}
+    return o.guarded_patch(aw, spec={"components": cleared})
 
 
 # == the adapter ====================================================================================
@@ -603,7 +603,7 @@ class AppWrapper:
 
     def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
         """`Suspend`; an AppWrapper needs no stopping mark: the restore is its own patch."""
-        return {"metadata": {"resourceVersion": o.meta(self.obj).get("resourceVersion")}, "spec": {"suspend": True}}
+        return o.guarded_patch(self.obj, spec={"suspend": True})
 
     def stop_status_patch(self) -> dict[str, Any] | None:
         return None

@@ -107,17 +107,6 @@ def _sync_completions(job: Obj) -> bool:
         return False
 
 
-def _dedupe_env(containers: list[dict[str, Any]]) -> None:
-    for ctr in containers:
-        env = ctr.get("env")
-        if not env:
-            continue
-        last: dict[str, dict[str, Any]] = {}
-        for e in env:
-            last[e.get("name", "")] = e
-        ctr["env"] = list(last.values())  # dicts keep first-insertion order, last value
-
-
 def pod_sets(job: Obj, *, partial_admission: bool = True, tas: bool = False) -> list[dict[str, Any]]:
     """The one `main` podSet: count min(parallelism, completions), minCount from the annotation, and
     with the TopologyAwareScheduling gate the template's topology request (`Job.PodSets`)."""
@@ -129,8 +118,7 @@ def pod_sets(job: Obj, *, partial_admission: bool = True, tas: bool = False) -> 
     else:
         meta.pop("labels", None)
     pspec = template.get("spec") or {}
-    _dedupe_env(pspec.get("containers") or [])
-    _dedupe_env(pspec.get("initContainers") or [])
+    podset.sanitize_env(pspec)
     ps: dict[str, Any] = {"name": "main", "count": jobs.pods_count(job), "template": template}
     minimum = min_pods_count(job)
     if partial_admission and minimum is not None:
@@ -202,7 +190,7 @@ def start_patch(
         patch_spec["parallelism"] = infos[0].count
         if _sync_completions(job):
             patch_spec["completions"] = infos[0].count
-    return {"metadata": {"resourceVersion": o.meta(job).get("resourceVersion")}, "spec": patch_spec}
+    return o.guarded_patch(job, spec=patch_spec)
 
 
 def _restore_map(

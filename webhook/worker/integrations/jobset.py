@@ -292,7 +292,7 @@ class JobSet:
 
     def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
         """`JobSet.Suspend`; a JobSet is never marked as being stopped (its stop is one patch)."""
-        return {"metadata": {"resourceVersion": o.meta(self.obj).get("resourceVersion")}, "spec": {"suspend": True}}
+        return o.guarded_patch(self.obj, spec={"suspend": True})
 
     def stop_status_patch(self) -> dict[str, Any] | None:
         return None

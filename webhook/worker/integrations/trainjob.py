@@ -143,7 +143,7 @@ class TrainJob:
 
     def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
         """`Suspend`; a TrainJob needs no stopping mark (its stop waits on its child Jobs instead)."""
-        return {"metadata": {"resourceVersion": o.meta(self.obj).get("resourceVersion")}, "spec": {"suspend": True}}
+        return o.guarded_patch(self.obj, spec={"suspend": True})
 
     def stop_status_patch(self) -> dict[str, Any] | None:
         return None

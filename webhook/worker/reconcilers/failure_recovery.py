@@ -217,7 +217,7 @@ class FailureRecovery:
         try:
             written = self.kube.patch(
                 path + "/status",
-                {"metadata": {"resourceVersion": o.meta(pod).get("resourceVersion")}, "status": status},
+                o.guarded_patch(pod, status=status),
             )
         except k.NotFound:
             return

@@ -60,18 +60,6 @@ def workload_name_for_pod(pod_name: str, pod_uid: str, *, short: bool = False) -
 # --- podSets and Workload construction ------------------------------------------------------------
 
 
-def _sanitize_env(spec: dict[str, Any]) -> None:
-    """`SanitizePodSet`: one env var per name, at its first position, with its last value."""
-    for key in ("containers", "initContainers"):
-        for ctr in spec.get(key) or ():
-            if not ctr.get("env"):
-                continue
-            merged: dict[str, Any] = {}
-            for var in ctr["env"]:
-                merged[var.get("name")] = var
-            ctr["env"] = list(merged.values())
-
-
 def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
     """`NewPodSetTopologyRequest(meta).PodIndexLabel(pod-group-pod-index)`."""
     if not opts.tas:
@@ -85,7 +73,7 @@ def _topology_request(pod: Obj, opts: Options) -> dict[str, Any] | None:
 def _pod_set(pod: Obj, opts: Options, *, name: str = DEFAULT_POD_SET, count: int = 1) -> dict[str, Any]:
     """`constructPodSet`: the pod's spec only (no metadata), sanitized env."""
     spec = copy.deepcopy(dict(pod.get("spec") or {}))
-    _sanitize_env(spec)
+    podset.sanitize_env(spec)
     ps: dict[str, Any] = {"name": name, "count": count, "template": {"metadata": {}, "spec": spec}}
     topology = _topology_request(pod, opts)
     if topology is not None:
