@@ -180,6 +180,11 @@ class ComposableJob(Protocol):
         """`ConstructComposableWorkload`: the Workload and the writes it needs first; raises `JobError`."""
         ...
 
+    def prebuilt_workload_name(self) -> str:
+        """The Workload a parent builds for the members (a LeaderWorkerSet's group), which this job
+        waits for and never builds itself; '' when it builds its own."""
+        ...
+
     def run(self, wl: Obj) -> list[JobAction]:
         """`Run`: start every gated member with `wl`'s admission; raises `StartConflict` or `JobError`."""
         ...

@@ -707,7 +707,10 @@ class _Planner:
 
     def no_workload(self) -> None:
         """`handleJobWithNoWorkload`: create it once no pod is active (a prebuilt one is waited for)."""
-        prebuilt = "" if isinstance(self.gj, ComposableJob) else prebuilt_workload_name(self.job, self.config)
+        if isinstance(self.gj, ComposableJob):
+            prebuilt = self.gj.prebuilt_workload_name()
+        else:
+            prebuilt = prebuilt_workload_name(self.job, self.config)
         if prebuilt:
             self.stop(None, c.StopReason.NO_MATCHING_WORKLOAD, c.MSG_MISSING_PREBUILT_WORKLOAD)
         if self.gj.is_active() and not self.elastic:

@@ -789,6 +789,20 @@ def test_the_group_stays_gated_until_its_workload_is_admitted_then_starts_whole(
     assert _ungated(_group_plan(pods, _admit(pending))) == {"lws-0", "lws-0-1", "lws-0-2"}
 
 
+def test_a_group_whose_workload_the_set_has_not_built_yet_waits_for_it() -> None:
+    """A surge group's pods can join before the LeaderWorkerSet's reconcile sees its grown status:
+    the group must not build a Workload of its own under the prebuilt name (the set's create would
+    then fail on it for ever, and the set's other pods never join their groups)."""
+    obj = lws(size=2, labels={Q: "q"})
+    pods = _joined(obj, [pod("lws-0"), pod("lws-0-1", annotations={LEADER_NAME: "lws-0"})])
+    store = Store()
+    config = Configuration(feature_gates=LABEL_FORM)
+    plan = pg.reconcile_group(pods, name=wl_name(0), workload=None, config=config, store=store, now=NOW)
+    assert not [s for s in plan.steps if isinstance(s, ja.CreateWorkload)]
+    assert plan.error == "prebuilt workload not found"
+    assert _ungated(plan.steps) == set()
+
+
 def test_a_served_group_whose_pods_completed_is_not_finished() -> None:
     obj = lws(size=2, labels={Q: "q"})
     pods = _joined(obj, [pod("lws-0"), pod("lws-0-1", annotations={LEADER_NAME: "lws-0"})])

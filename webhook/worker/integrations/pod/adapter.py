@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import jobs
 from webhook.api import objects as o
 from webhook.api.fields import go_atoi
 from webhook.api.objects import Obj
@@ -315,6 +316,13 @@ class PodJob:
         except JobError as exc:
             exc.actions = (*out, *exc.actions)
             raise
+
+    def prebuilt_workload_name(self) -> str:
+        """A group's members may name the Workload their parent builds (a LeaderWorkerSet's): the
+        group waits for it, as upstream's `handleJobWithNoWorkload`. A single pod builds its own."""
+        if not self.is_group:
+            return ""
+        return jobs.prebuilt_workload_name(self.first, identifier_annotations=self.opts.workload_identifier_annotations)
 
     def run(self, wl: Obj) -> list[ja.JobAction]:
         return start_pods(self.pods, wl, is_group=self.is_group, opts=self.opts, lookups=self.lookups)
