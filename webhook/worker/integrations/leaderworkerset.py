@@ -22,12 +22,10 @@ watches the LeaderWorkerSets, their pods and their StatefulSets itself, in its o
 from __future__ import annotations
 
 import copy
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import fields, selector
 from webhook.api import objects as o
@@ -52,12 +50,10 @@ from webhook.api.leaderworkerset import (
     workload_name_for,
 )
 from webhook.api.objects import Obj
-from webhook.config import Configuration
-from webhook.worker import events
 from webhook.worker.integrations.pod.common import DEFAULT_POD_SET, Options, is_gated, is_terminated, pod_ref
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import podset
-from webhook.worker.jobframework.executor import Integration, JobExecutor
+from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import JobError
 from webhook.worker.jobframework.plan import (
     Lookups,
@@ -68,10 +64,9 @@ from webhook.worker.jobframework.plan import (
     new_workload,
     resolve_priority,
 )
-from webhook.worker.jobframework.reconciler import end_plan, execute_plan
+from webhook.worker.jobframework.reconciler import SelfWatchingReconciler, Watch, end_plan, execute_plan
 from webhook.worker.jobframework.setup import SetupContext, Wiring
-from webhook.worker.store import Store, object_key
-from webhook.worker.workqueue import WorkQueue
+from webhook.worker.store import object_key
 
 __all__ = [
     "LeaderWorkerSetReconciler",
@@ -366,75 +361,32 @@ def plan_leaderworkerset(
 # --- wiring -----------------------------------------------------------------------------------------
 
 
-class LeaderWorkerSetReconciler:
-    """Watches LeaderWorkerSets, and the pods and StatefulSets labelled with their names, in its own
-    cache; reads Workloads, namespaces and priority classes from the Manager's `Store`. Key:
-    `ns/name` of a LeaderWorkerSet."""
+class LeaderWorkerSetReconciler(
+    SelfWatchingReconciler,
+    queue="leaderworkersets",
+    integration=Integration(
+        api_version=API_VERSION, kind=KIND, resource=LEADER_WORKER_SET.resource, controller_name=CONTROLLER_NAME
+    ),
+    watches=(
+        # Without the LWS CRD its list is empty and tried again until served (upstream's `WaitForAPI`).
+        Watch(LEADER_WORKER_SET.resource, API_VERSION, optional=True),
+        Watch("pods", "v1", {"labelSelector": NAME_LABEL}),
+        Watch("statefulsets", "apps/v1", {"labelSelector": NAME_LABEL}),
+    ),
+):
+    """Follows LeaderWorkerSets, and the pods and StatefulSets labelled with their names, in its own
+    cache. Key: `ns/name` of a LeaderWorkerSet."""
 
-    def __init__(
-        self,
-        kube: k.Kube,
-        store: Store,
-        config: Configuration,
-        recorder: events.Recorder,
-        *,
-        stop: threading.Event,
-        workers: int = 2,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        self.kube = kube
-        self.store = store
-        self.cache = Store()
-        self.config = config
-        self.opts = Options.from_config(config)
-        self.stop = stop
-        self.clock = clock
-        integration = Integration(
-            api_version=API_VERSION, kind=KIND, resource=LEADER_WORKER_SET.resource, controller_name=CONTROLLER_NAME
-        )
-        self.executor = JobExecutor(kube, store, config, recorder, integration, clock=clock)
-        self.queue: WorkQueue[object] = WorkQueue("leaderworkersets", self.reconcile, workers=workers, stop=stop)
-
-    def start(self) -> None:
-        """Follow LeaderWorkerSets, their pods and StatefulSets. Without the LWS CRD the LWS list is
-        empty and tried again until served (upstream's `WaitForAPI` defers the controller)."""
-        for kind, api_version, query in (
-            (LEADER_WORKER_SET.resource, API_VERSION, None),
-            ("pods", "v1", {"labelSelector": NAME_LABEL}),
-            ("statefulsets", "apps/v1", {"labelSelector": NAME_LABEL}),
-        ):
-            threading.Thread(
-                target=self._inform, args=(kind, api_version, query), name=f"informer-lws-{kind}", daemon=True
-            ).start()
-        self.queue.start()
-
-    def _inform(self, kind: str, api_version: str, query: Mapping[str, Any] | None) -> None:
-        def on_list(items: list[dict[str, Any]]) -> None:
-            self.cache.replace(kind, items)
-            for obj in items:
-                self.enqueue(kind, "ADDED", obj)
-
-        def on_event(etype: str, obj: dict[str, Any]) -> None:
-            if etype == "DELETED":
-                self.cache.delete(kind, object_key(obj), obj)
-                return  # upstream's handlers ignore deletions of all three kinds
-            if self.cache.put(kind, obj):
-                self.enqueue(kind, etype, obj)
-
-        k.informer(
-            self.kube,
-            k.object_path(api_version, kind, None),
-            on_list,
-            on_event,
-            stop=self.stop,
-            query=query,
-            absent_is_empty=kind == LEADER_WORKER_SET.resource,
-        )
+    @functools.cached_property
+    def opts(self) -> Options:
+        return Options.from_config(self.config)
 
     def enqueue(self, kind: str, etype: str, obj: Mapping[str, Any]) -> None:
         """What a watch event of this reconciler's own informers queues (upstream's predicate and
         handlers): a managed LeaderWorkerSet at once; the pods and (on a revision change) the
         StatefulSets it suspends, batched, by their name label."""
+        if etype == "DELETED":
+            return  # upstream's handlers ignore deletions of all three kinds
         if kind == LEADER_WORKER_SET.resource:
             if self._managed(obj):
                 self.queue.add(object_key(obj))

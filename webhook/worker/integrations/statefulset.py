@@ -20,12 +20,11 @@ and the StatefulSets, in its own cache.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+import functools
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api import selector
@@ -40,8 +39,6 @@ from webhook.api.statefulset import (
     replicas,
     workload_name_for,
 )
-from webhook.config import Configuration
-from webhook.worker import events
 from webhook.worker.integrations.pod.common import (
     DEFAULT_POD_SET,
     Options,
@@ -52,13 +49,12 @@ from webhook.worker.integrations.pod.common import (
 )
 from webhook.worker.integrations.pod.workload import fast_pod_sets, new_group_workload
 from webhook.worker.jobframework import actions as ja
-from webhook.worker.jobframework.executor import Integration, JobExecutor
+from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import JobError
 from webhook.worker.jobframework.plan import Lookups, Plan, controller_ref, lookups_from
-from webhook.worker.jobframework.reconciler import end_plan, execute_plan
+from webhook.worker.jobframework.reconciler import SelfWatchingReconciler, Watch, end_plan, execute_plan
 from webhook.worker.jobframework.setup import SetupContext, Wiring
-from webhook.worker.store import Store, object_key
-from webhook.worker.workqueue import WorkQueue
+from webhook.worker.store import object_key
 
 __all__ = ["POD_LABEL_SELECTOR", "StatefulSetReconciler", "plan_pod", "plan_statefulset", "setup"]
 
@@ -271,60 +267,24 @@ def plan_statefulset(
 # --- wiring -----------------------------------------------------------------------------------------
 
 
-class StatefulSetReconciler:
-    """Watches StatefulSets and their pods in its own cache; reads Workloads, namespaces and priority
-    classes from the Manager's `Store`. Keys: `ns/name` of a StatefulSet, `pod/ns/name` of a pod."""
+class StatefulSetReconciler(
+    SelfWatchingReconciler,
+    queue="statefulsets",
+    integration=Integration(
+        api_version=API_VERSION, kind=KIND, resource=STATEFULSET.resource, controller_name=CONTROLLER_NAME
+    ),
+    watches=(Watch("statefulsets", API_VERSION), Watch("pods", "v1", {"labelSelector": POD_LABEL_SELECTOR})),
+):
+    """Follows StatefulSets and their pods in its own cache. Keys: `ns/name` of a StatefulSet,
+    `pod/ns/name` of a pod."""
 
-    def __init__(
-        self,
-        kube: k.Kube,
-        store: Store,
-        config: Configuration,
-        recorder: events.Recorder,
-        *,
-        stop: threading.Event,
-        workers: int = 2,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        self.kube = kube
-        self.store = store
-        self.cache = Store()
-        self.config = config
-        self.opts = Options.from_config(config)
-        self.stop = stop
-        self.clock = clock
-        integration = Integration(
-            api_version=API_VERSION, kind=KIND, resource=STATEFULSET.resource, controller_name=CONTROLLER_NAME
-        )
-        self.executor = JobExecutor(kube, store, config, recorder, integration, clock=clock)
-        self.queue: WorkQueue[object] = WorkQueue("statefulsets", self.reconcile, workers=workers, stop=stop)
+    @functools.cached_property
+    def opts(self) -> Options:
+        return Options.from_config(self.config)
 
-    def start(self) -> None:
-        for kind, api_version, query in (
-            ("statefulsets", API_VERSION, None),
-            ("pods", "v1", {"labelSelector": POD_LABEL_SELECTOR}),
-        ):
-            threading.Thread(
-                target=self._inform, args=(kind, api_version, query), name=f"informer-sts-{kind}", daemon=True
-            ).start()
-        self.queue.start()
-
-    def _inform(self, kind: str, api_version: str, query: Mapping[str, Any] | None) -> None:
-        def on_list(items: list[dict[str, Any]]) -> None:
-            self.cache.replace(kind, items)
-            for obj in items:
-                self._enqueue(kind, obj)
-
-        def on_event(etype: str, obj: dict[str, Any]) -> None:
-            if etype == "DELETED":
-                self.cache.delete(kind, object_key(obj), obj)
-            elif not self.cache.put(kind, obj):
-                return
-            self._enqueue(kind, obj, created=etype == "ADDED")
-
-        k.informer(self.kube, k.object_path(api_version, kind, None), on_list, on_event, stop=self.stop, query=query)
-
-    def _enqueue(self, kind: str, obj: Mapping[str, Any], *, created: bool = True) -> None:
+    def enqueue(self, kind: str, etype: str, obj: Mapping[str, Any]) -> None:
+        """Every StatefulSet event; a pod this integration suspends, and on its creation (upstream's
+        podHandler, batched) its StatefulSet."""
         if kind == "statefulsets":
             self.queue.add(object_key(obj))
             return
@@ -332,7 +292,7 @@ class StatefulSetReconciler:
             return
         self.queue.add(_POD_KEY + object_key(obj))
         owner = _controlled_by_statefulset(obj)
-        if created and owner:  # upstream's podHandler: pod creations, batched
+        if etype == "ADDED" and owner:
             self.queue.add_after(f"{o.meta(obj).get('namespace')}/{owner}", POD_BATCH_PERIOD_S)
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:

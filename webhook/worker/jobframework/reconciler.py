@@ -10,9 +10,11 @@ decides first). `OwnedJobs` is the source of a job that is one object owning its
 
 from __future__ import annotations
 
+import abc
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
@@ -26,7 +28,7 @@ from webhook.worker.jobframework import elastic, workload_slices
 from webhook.worker.jobframework.executor import Integration, JobExecutor
 from webhook.worker.jobframework.plan import Plan, owned_workloads
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
-from webhook.worker.store import Store
+from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
 __all__ = [
@@ -35,6 +37,8 @@ __all__ = [
     "OwnedJobReconciler",
     "OwnedJobs",
     "PlanFunc",
+    "SelfWatchingReconciler",
+    "Watch",
     "end_plan",
     "execute_plan",
 ]
@@ -229,6 +233,100 @@ class OwnedJobReconciler(GenericJobReconciler):
     def wiring(cls, ctx: SetupContext, *watches: Resource) -> Wiring:
         """This reconciler in the worker, following `watches`."""
         return Wiring(cls(ctx.kube, ctx.store, ctx.config, ctx.recorder, on_ready=ctx.on_ready, stop=ctx.stop), watches)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One kind a `SelfWatchingReconciler` follows in its own cache: `query` narrows it (a label
+    selector); `optional` is an operator's CRD that may be installed later (listed empty until served)."""
+
+    resource: str
+    api_version: str
+    query: Mapping[str, Any] | None = None
+    optional: bool = False
+
+
+class SelfWatchingReconciler(abc.ABC):
+    """The reconciler of an integration whose objects the Manager's store does not hold (pods not yet
+    managed, StatefulSets, LeaderWorkerSets): it follows its `watches` in its own cache, reads
+    Workloads, namespaces and priority classes from the Manager's `Store`, and queues keys from
+    `enqueue`. A subclass names its queue, integration and watches (`class R(SelfWatchingReconciler,
+    queue="statefulsets", integration=..., watches=(Watch(...), ...))`) and defines `enqueue`,
+    `on_event` (the Manager's events) and `reconcile`."""
+
+    _queue_name: ClassVar[str]
+    _integration: ClassVar[Integration]
+    _watches: ClassVar[tuple[Watch, ...]]
+
+    def __init_subclass__(cls, *, queue: str, integration: Integration, watches: tuple[Watch, ...]) -> None:
+        super().__init_subclass__()
+        cls._queue_name, cls._integration, cls._watches = queue, integration, watches
+
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        config: Configuration,
+        recorder: events.Recorder,
+        *,
+        stop: threading.Event,
+        workers: int = 2,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.cache = Store()
+        self.config = config
+        self.stop = stop
+        self.clock = clock
+        self.executor = JobExecutor(kube, store, config, recorder, self._integration, clock=clock)
+        self.queue: WorkQueue[object] = WorkQueue(self._queue_name, self.reconcile, workers=workers, stop=stop)
+
+    def start(self) -> None:
+        """One informer thread per watch, then the workers."""
+        for watch in self._watches:
+            threading.Thread(
+                target=self._inform, args=(watch,), name=f"informer-{self._queue_name}-{watch.resource}", daemon=True
+            ).start()
+        self.queue.start()
+
+    def _inform(self, watch: Watch) -> None:
+        kind = watch.resource
+
+        def on_list(items: list[dict[str, Any]]) -> None:
+            self.cache.replace(kind, items)
+            for obj in items:
+                self.enqueue(kind, "ADDED", obj)
+
+        def on_event(etype: str, obj: dict[str, Any]) -> None:
+            if etype == "DELETED":
+                self.cache.delete(kind, object_key(obj), obj)
+            elif not self.cache.put(kind, obj):
+                return
+            self.enqueue(kind, etype, obj)
+
+        k.informer(
+            self.kube,
+            k.object_path(watch.api_version, kind, None),
+            on_list,
+            on_event,
+            stop=self.stop,
+            query=watch.query,
+            absent_is_empty=watch.optional,
+        )
+
+    @abc.abstractmethod
+    def enqueue(self, kind: str, etype: str, obj: Mapping[str, Any]) -> None:
+        """What an event of this reconciler's own informers queues (upstream's handlers); a list
+        replays each object as ADDED."""
+
+    @abc.abstractmethod
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        """What an event of the Manager's store (a Workload) queues."""
+
+    @abc.abstractmethod
+    def reconcile(self, key: str, _items: Sequence[object] = ()) -> None:
+        """One reconcile of a queued key."""
 
 
 def execute_plan(
