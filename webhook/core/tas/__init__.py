@@ -1,0 +1,66 @@
+"""Topology-aware scheduling (TAS): placing a workload's pods in the domains of a Topology.
+
+Pure computation over plain data, no I/O. Mirrors upstream Kueue v0.19.2:
+
+- `pkg/cache/scheduler/tas_topology_tree.go` -> `tree.py` (the tree of domains built from the nodes);
+- `pkg/cache/scheduler/tas_flavor_snapshot.go` -> `assign.py` (capacity per domain, the choice of
+  domains: required/preferred/unconstrained levels, slices and multi-layer slices, BestFit and
+  LeastFreeCapacity, leader/worker pod-set groups) and `nodes.py` with
+  `scheduling_simulator_default.go` (taints, node selector, required node affinity);
+- `pkg/cache/scheduler/tas_balanced_placement.go` -> `balanced.py` (behind `Options.balanced_placement`);
+- `pkg/util/tas/{tas.go,tas_assignment.go}` -> `types.py` and `encoding.py` (domain ids, the compact
+  v1beta2 `topologyAssignment`).
+
+Public API::
+
+    results = find_topology_assignments(flavor, pod_sets, tas_usage=..., non_tas_usage=..., ...)
+    for name, r in results.items():
+        r.assignment      # TopologyAssignment (levels, domains) or None
+        r.reason          # "" or upstream's message, e.g. 'topology "x" allows to fit only 2 out of 4 pod(s)'
+    to_v1beta2(r.assignment)  # the `topologyAssignment` of the Workload's PodSetAssignment
+
+`flavor` is a `Flavor` (topology name and levels, the nodes, the flavor's node labels and
+tolerations); `pod_sets` are `PodSetRequest`s of one workload in that flavor (per-pod requests, count,
+`TopologyRequest`, tolerations, node selector, required affinity). Not covered yet: replacing a
+failed node of an admitted workload, elastic (workload-slice) scale-up from a previous assignment,
+preferred node affinity (alpha upstream), and the scheduler-library feasibility check (alpha).
+"""
+
+from webhook.core.tas.assign import find_topology_assignments
+from webhook.core.tas.encoding import from_v1beta2, to_v1beta2
+from webhook.core.tas.types import (
+    DomainAssignment,
+    DomainUsage,
+    Flavor,
+    Node,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Options,
+    PodSetRequest,
+    PodSetResult,
+    SliceConstraint,
+    Taint,
+    Toleration,
+    TopologyAssignment,
+    TopologyRequest,
+)
+
+__all__ = [
+    "DomainAssignment",
+    "DomainUsage",
+    "Flavor",
+    "Node",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Options",
+    "PodSetRequest",
+    "PodSetResult",
+    "SliceConstraint",
+    "Taint",
+    "Toleration",
+    "TopologyAssignment",
+    "TopologyRequest",
+    "find_topology_assignments",
+    "from_v1beta2",
+    "to_v1beta2",
+]

@@ -1,0 +1,206 @@
+"""The tree of topology domains of one TAS flavor, with the per-run counts the algorithm keeps on it.
+
+Mirrors upstream v0.19.2's `pkg/cache/scheduler/tas_topology_tree.go` (the static tree built from the
+flavor's nodes) together with the per-snapshot `domainState`/`leafCapacity` of
+`tas_flavor_snapshot.go`. Upstream shares the static tree between snapshots and keeps the mutable
+counts in side arrays; this engine builds one tree per call, so the counts live on the domains.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from webhook.core.tas.types import HOSTNAME_LABEL, Node, domain_id
+
+__all__ = ["Domain", "Tree", "clone_subtree", "count_in", "lower_domains"]
+
+
+@dataclass(eq=False, slots=True)
+class Domain:
+    """A topology domain. `id` identifies it within its level: the hostname alone for a leaf of a
+    topology whose lowest level is the hostname, else its level values joined by commas.
+
+    The counts are scratch state of one placement run (upstream's `domainState`): first how many
+    pods/slices fit, then how many are placed."""
+
+    id: str
+    level_values: tuple[str, ...]
+    parent: Domain | None = None
+    children: list[Domain] = field(default_factory=list)
+    # leaf only: the summed allocatable of its nodes and the node's labels (hostname topologies)
+    capacity: dict[str, int] = field(default_factory=dict)
+    node: Node | None = None
+    free: dict[str, int] = field(default_factory=dict)  # capacity minus non-TAS usage
+    tas_usage: dict[str, int] = field(default_factory=dict)
+
+    pod_count: int = 0
+    slice_count: int = 0
+    pod_count_with_leader: int = 0
+    slice_count_with_leader: int = 0
+    leader_count: int = 0
+
+    def clear_state(self) -> None:
+        self.pod_count = self.slice_count = self.pod_count_with_leader = 0
+        self.slice_count_with_leader = self.leader_count = 0
+
+    def shallow_clone(self) -> Domain:
+        """A copy sharing parent and children but with its own counts (`shallowCloneWithState`)."""
+        return copy.copy(self)
+
+    def remaining(self, simulate_empty: bool) -> dict[str, int]:
+        out = dict(self.free)
+        if not simulate_empty:
+            for r, v in self.tas_usage.items():
+                out[r] = out.get(r, 0) - v
+        return out
+
+
+def lower_domains(domains: Iterable[Domain]) -> list[Domain]:
+    """The children of all `domains`, in order (`lowerLevelDomains`)."""
+    return [c for d in domains for c in d.children]
+
+
+def clone_subtree(dom: Domain, parent: Domain | None = None) -> Domain:
+    """A deep copy of `dom`'s subtree with its own counts, to try a placement without touching the
+    originals (`cloneDomain`)."""
+    clone = copy.copy(dom)
+    clone.parent = parent
+    clone.children = [clone_subtree(c, clone) for c in dom.children]
+    return clone
+
+
+def count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple[int, str]:
+    """How many times `requests` fit in `capacity`, and the most limiting resource (ties by name)
+    (`resources.CountInWithLimitingResource`); a negative remainder fits zero times."""
+    best: int | None = None
+    limiting = ""
+    for name, value in requests.items():
+        have = capacity.get(name, 0)
+        n = 2**31 - 1 if value == 0 else (0 if have < 0 else min(have // value, 2**31 - 1))
+        if best is None or n < best or (n == best and name < limiting):
+            best, limiting = n, name
+    return (best or 0), limiting
+
+
+class Tree:
+    """The domains per level, the roots and the leaves, built from the flavor's nodes (`newTopologyTree`)."""
+
+    def __init__(self, levels: Sequence[str], nodes: Sequence[Node]) -> None:
+        self.levels: tuple[str, ...] = tuple(levels)
+        self.lowest_is_node = bool(levels) and levels[-1] == HOSTNAME_LABEL
+        self.leaves: dict[str, Domain] = {}
+        self.node_to_leaf: dict[str, str] = {}
+        self.per_level: list[dict[str, Domain]] = [{} for _ in levels]
+        for node in nodes:
+            self.node_to_leaf[node.name] = self._add_node(node)
+        for leaf in self.leaves.values():
+            self.per_level[-1][leaf.id] = leaf
+            self._link(leaf)
+        for level in self.per_level:
+            for d in level.values():
+                d.children.sort(key=lambda c: c.level_values)
+        self.roots = sorted(self.per_level[0].values(), key=lambda d: d.level_values) if levels else []
+        for leaf in self.leaves.values():
+            leaf.free = dict(leaf.capacity)
+
+    def _add_node(self, node: Node) -> str:
+        values = tuple(node.labels.get(k, "") for k in self.levels)
+        leaf_id = node.labels.get(HOSTNAME_LABEL, "") if self.lowest_is_node else domain_id(values)
+        leaf = self.leaves.get(leaf_id)
+        if leaf is None:
+            leaf = Domain(id=leaf_id, level_values=values, node=node if self.lowest_is_node else None)
+            self.leaves[leaf_id] = leaf
+        for r, v in node.allocatable.items():
+            leaf.capacity[r] = leaf.capacity.get(r, 0) + v
+        return leaf_id
+
+    def _link(self, dom: Domain) -> None:
+        if len(dom.level_values) == 1:
+            return
+        parent_values = dom.level_values[:-1]
+        pid = domain_id(parent_values)
+        level = self.per_level[len(parent_values) - 1]
+        parent = level.get(pid)
+        if parent is None:
+            parent = Domain(id=pid, level_values=parent_values)
+            level[pid] = parent
+            self._link(parent)
+        dom.parent = parent
+        parent.children.append(dom)
+
+    def all_domains(self) -> list[Domain]:
+        return [d for level in self.per_level for d in level.values()]
+
+    def level_index(self, key: str) -> int | None:
+        try:
+            return self.levels.index(key)
+        except ValueError:
+            return None
+
+    # -- usage --------------------------------------------------------------------------------
+    def add_non_tas_usage(self, node_name: str, usage: Mapping[str, int]) -> None:
+        leaf_id = self.node_to_leaf.get(node_name)
+        if leaf_id is None:
+            return
+        leaf = self.leaves[leaf_id]
+        for r, v in usage.items():
+            leaf.free[r] = leaf.free.get(r, 0) - v
+
+    def add_tas_usage(self, leaf_id: str, usage: Mapping[str, int]) -> None:
+        """Usage of admitted TAS pods; a domain without a leaf (its node gone or not Ready) is skipped."""
+        leaf = self.leaves.get(leaf_id)
+        if leaf is None:
+            return
+        for r, v in usage.items():
+            leaf.tas_usage[r] = leaf.tas_usage.get(r, 0) + v
+
+    # -- capacity roll-up -----------------------------------------------------------------------
+    def fill_in_counts(
+        self,
+        dom: Domain,
+        slice_size: int,
+        slice_level: int,
+        level: int,
+        slice_size_at_level: Mapping[int, int] | None,
+        leader_required: bool,
+    ) -> None:
+        """Roll the leaves' pod counts up to `dom` (`fillInCountsHelper`): a parent holds its children's
+        pods (rounded down to the inner slice size of multi-layer constraints), its slices at the slice
+        level, and the capacity left when it also hosts a leader (the child losing the fewest pods)."""
+        if not dom.children:
+            if level == slice_level:
+                dom.slice_count = dom.pod_count // slice_size
+                dom.slice_count_with_leader = dom.pod_count_with_leader // slice_size
+            return
+        pods = slices = leaders = 0
+        contributor = False
+        min_pod_diff = min_slice_diff = 2**31 - 1
+        inner = (slice_size_at_level or {}).get(level + 1)
+        for child in dom.children:
+            self.fill_in_counts(child, slice_size, slice_level, level + 1, slice_size_at_level, leader_required)
+            child_pods, child_pods_wl = child.pod_count, child.pod_count_with_leader
+            if inner is not None:
+                child_pods = child_pods // inner * inner
+                child_pods_wl = child_pods_wl // inner * inner
+            pods += child_pods
+            slices += child.slice_count
+            if not leader_required or child.leader_count > 0:
+                contributor = True
+                min_pod_diff = min(child_pods - child_pods_wl, min_pod_diff)
+                min_slice_diff = min(child.slice_count - child.slice_count_with_leader, min_slice_diff)
+            leaders = max(child.leader_count, leaders)
+        dom.pod_count = pods
+        slices_wl = 0
+        if contributor:
+            dom.pod_count_with_leader = pods - min_pod_diff
+            slices_wl = slices - min_slice_diff
+        else:
+            dom.pod_count_with_leader = 0
+        dom.leader_count = leaders
+        if level == slice_level:
+            slices = dom.pod_count // slice_size
+            slices_wl = dom.pod_count_with_leader // slice_size
+        dom.slice_count = slices
+        dom.slice_count_with_leader = slices_wl
