@@ -4,6 +4,8 @@ Run by hand when moving to a new upstream version (not collected by pytest):
 
     git -C /work/.mirror/kubernetes-sigs+kueue/repo show v0.19.2:pkg/cache/scheduler/tas_cache_test.go \\
         | python -m tests.unit.core.port_upstream_tas > tests/unit/core/data/tas_find_topology_assignments.json
+    git -C /work/.mirror/kubernetes-sigs+kueue/repo show v0.19.2:pkg/util/tas/tas_assignment_test.go \\
+        | python -m tests.unit.core.port_upstream_tas encoding > tests/unit/core/data/tas_assignment_encoding.json
 
 It reads the Go case table with a small expression parser (composite literals, builder chains,
 `new(...)`) and evaluates the builders the cases use into plain data: nodes, non-TAS pods, the pod
@@ -525,6 +527,60 @@ def convert(src: str, func: str = "TestFindTopologyAssignments") -> list[dict[st
     return cases
 
 
+def _lower_keys(v: Any) -> Any:
+    """Go field names to their JSON names (all of these only lower the first letter)."""
+    if isinstance(v, dict):
+        return {(k[:1].lower() + k[1:] if isinstance(k, str) else k): _lower_keys(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_lower_keys(x) for x in v]
+    return v
+
+
+def convert_encoding(src: str) -> list[dict[str, Any]]:
+    """The encoding tables of `pkg/util/tas/tas_assignment_test.go`: `bothWaysTestCases` and the
+    cases of TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns, as
+    {test, name, internal, v1beta2} with JSON field names."""
+    ev = Evaluator({})
+    out: list[dict[str, Any]] = []
+    start = src.index("var bothWaysTestCases")
+    p = Parser(tokenize(src[start : src.index("var twoDomains")]))
+    while p.peek()[1] != "=":
+        p.take()
+    p.take("=")
+    p.type_expr()
+    for _, case in p.elements():
+        c = _lower_keys({k[1]: ev.eval(v) for k, v in case[2]})
+        out.append(
+            {"test": "TestV1Beta2FromInternal", "name": c["name"], "internal": c["internal"], "v1beta2": c["v1beta2"]}
+        )
+    start = src.index("func TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns(")
+    body = src[start : src.index("\tfor name, tc := range tests", start)]
+    p = Parser(tokenize(body[body.index("tests :=") :]))
+    p.take()
+    p.take(":=")
+    p.type_expr()
+    while p.peek()[1] != "{":
+        p.take()
+    depth = 0
+    while True:
+        t = p.take()[1]
+        depth += {"{": 1, "}": -1}.get(t, 0)
+        if depth == 0:
+            break
+    for key, case in p.elements():
+        c = _lower_keys({k[1]: ev.eval(v) for k, v in case[2]})
+        out.append(
+            {
+                "test": "TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns",
+                "name": ev.eval(key),
+                "internal": c["internal"],
+                "v1beta2": c["want"],
+            }
+        )
+    return out
+
+
 if __name__ == "__main__":
     # One case per line: diffs stay per case and a case is found by its name.
-    sys.stdout.write("[\n" + ",\n".join(json.dumps(c) for c in convert(sys.stdin.read())) + "\n]\n")
+    table = convert_encoding if sys.argv[1:] == ["encoding"] else convert
+    sys.stdout.write("[\n" + ",\n".join(json.dumps(c) for c in table(sys.stdin.read())) + "\n]\n")

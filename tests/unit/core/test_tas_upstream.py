@@ -31,7 +31,10 @@ from webhook.core.tas import (
     TopologyAssignment,
     TopologyRequest,
     find_topology_assignments,
+    from_v1beta2,
+    to_v1beta2,
 )
+from webhook.core.tas.encoding import encode_by_hostname_prefix, hostname_prefix_keys
 
 HOSTNAME = "kubernetes.io/hostname"
 _CASES: list[dict[str, Any]] = json.loads(
@@ -152,3 +155,128 @@ def test_not_ported_cases_are_the_known_ones() -> None:
         "utiltesting.MakePreferredSchedulingTerms",
     ]
     assert len(skipped) == 25
+
+
+# -- the v1beta2 encoding: upstream pkg/util/tas/tas_assignment_test.go ------------------------------
+_ENCODING: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parent / "data" / "tas_assignment_encoding.json").read_text()
+)
+
+
+def _internal(d: dict[str, Any]) -> TopologyAssignment:
+    return TopologyAssignment(
+        tuple(d["levels"]), tuple(DomainAssignment(tuple(x["values"]), x["count"]) for x in d.get("domains") or [])
+    )
+
+
+def _hostname_assignment(hostnames: list[str], counts: list[int] | None = None) -> TopologyAssignment:
+    counts = counts or [1] * len(hostnames)
+    return TopologyAssignment(
+        (HOSTNAME,), tuple(DomainAssignment((h,), c) for h, c in zip(hostnames, counts, strict=True))
+    )
+
+
+def _prefix_assignment(domain_count: int) -> TopologyAssignment:
+    """Upstream's hostnamePrefixAssignment: half the hosts in pool a, half in pool b."""
+    half = domain_count // 2
+    return _hostname_assignment(
+        [f"pool-a-node-{i:05d}" if i < half else f"pool-b-node-{i - half:05d}" for i in range(domain_count)]
+    )
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in _ENCODING if c["test"] == "TestV1Beta2FromInternal"], ids=lambda c: c["name"]
+)
+def test_v1beta2_from_internal_both_ways(case: dict[str, Any]) -> None:
+    """TestV1Beta2FromInternal and TestInternalFromV1Beta2 over bothWaysTestCases."""
+    assert to_v1beta2(_internal(case["internal"])) == case["v1beta2"]
+    assert from_v1beta2(case["v1beta2"]) == _internal(case["internal"])
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in _ENCODING if c["test"] == "TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns"],
+    ids=lambda c: c["name"],
+)
+def test_compact_topology_assignment_encoding_with_hostname_prefix_runs(case: dict[str, Any]) -> None:
+    assert encode_by_hostname_prefix(_internal(case["internal"])) == case["v1beta2"]
+    assert from_v1beta2(case["v1beta2"]) == _internal(case["internal"])
+
+
+def test_compact_encoding_without_hostname_level() -> None:
+    ta = TopologyAssignment(
+        ("cloud.example.com/rack",), (DomainAssignment(("rack-a",), 1), DomainAssignment(("rack-b",), 2))
+    )
+    got = encode_by_hostname_prefix(ta)
+    assert len(got["slices"]) == 1
+    assert from_v1beta2(got) == ta
+
+
+@pytest.mark.parametrize(
+    ("name", "domain_count", "want_prefix_encoding"),
+    [
+        ("enabled keeps one-slice hostname-prefix encoding", 1, True),
+        ("enabled uses smaller single-slice encoding", 4, False),
+        ("enabled uses smaller hostname-prefix encoding", 20, True),
+    ],
+)
+def test_v1beta2_from_internal_hostname_prefix_and_fallback(
+    name: str, domain_count: int, want_prefix_encoding: bool
+) -> None:
+    """TestV1Beta2FromInternal_hostnamePrefixFeatureGateAndFallback (the gate is on by default)."""
+    ta = _prefix_assignment(domain_count)
+    got = to_v1beta2(ta)
+    if want_prefix_encoding:
+        assert got == encode_by_hostname_prefix(ta)
+    else:
+        assert len(got["slices"]) == 1
+        assert got != encode_by_hostname_prefix(ta)
+    assert from_v1beta2(got) == ta
+
+
+def test_compact_encoding_preserves_domain_order() -> None:
+    ta = _hostname_assignment(
+        ["gke-c-pool-a-hash1-aa", "gke-c-pool-b-hash2-cc", "gke-c-pool-a-hash1-bb", "gke-c-pool-b-hash2-dd"],
+        [1, 2, 3, 4],
+    )
+    encoded = encode_by_hostname_prefix(ta)
+    assert len(encoded["slices"]) == 4
+    assert from_v1beta2(encoded) == ta
+
+
+def test_v1beta2_from_internal_large_hostname_assignment_with_many_pools() -> None:
+    pools, per_pool = 2_000, 100
+    ta = _hostname_assignment(
+        [f"gke-cluster-pool-{p:04d}-{p:08x}-{n:04x}" for p in range(pools) for n in range(per_pool)]
+    )
+    got = to_v1beta2(ta)
+    assert [s["domainCount"] for s in got["slices"]] == [100_000, 100_000]
+
+
+@pytest.mark.parametrize(
+    ("name", "hostnames", "want"),
+    [
+        (
+            "longest reusable prefixes",
+            ["gke-c-pool-a-hash1-aa", "gke-c-pool-a-hash1-bb", "gke-c-pool-b-hash2-cc", "gke-c-pool-b-hash2-dd"],
+            ["gke-c-pool-a-hash1-", "gke-c-pool-a-hash1-", "gke-c-pool-b-hash2-", "gke-c-pool-b-hash2-"],
+        ),
+        ("no reusable prefix", ["node-a", "host-b"], ["", ""]),
+        ("no delimiter", ["nodea", "hostb"], None),
+    ],
+)
+def test_reusable_hostname_prefix_keys(name: str, hostnames: list[str], want: list[str] | None) -> None:
+    assert hostname_prefix_keys(_hostname_assignment(hostnames).domains) == want
+
+
+def test_reusable_hostname_prefix_keys_backs_off_to_fit_slice_limit() -> None:
+    hosts = [f"a-{'y' if i % 2 else 'x'}-{i:04d}" for i in range(1_001)]
+    assert hostname_prefix_keys(_hostname_assignment(hosts).domains) == ["a-"] * 1_001
+
+
+def test_compact_encoding_falls_back_when_no_prefix_depth_fits_slice_limit() -> None:
+    ta = _hostname_assignment([f"{'b-y' if i % 2 else 'a-x'}-{i:04d}" for i in range(1_001)])
+    assert hostname_prefix_keys(ta.domains) is None
+    got = encode_by_hostname_prefix(ta)
+    assert len(got["slices"]) == 1
+    assert from_v1beta2(got) == ta

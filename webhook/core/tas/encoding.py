@@ -15,7 +15,7 @@ from typing import Any
 
 from webhook.core.tas.types import HOSTNAME_LABEL, DomainAssignment, TopologyAssignment
 
-__all__ = ["from_v1beta2", "to_v1beta2"]
+__all__ = ["encode_by_hostname_prefix", "from_v1beta2", "hostname_prefix_keys", "to_v1beta2"]
 
 MAX_DOMAINS_PER_SLICE = 100_000
 MAX_SLICES = 1_000
@@ -77,7 +77,7 @@ def _json_len(obj: Mapping[str, Any]) -> int:
     return len(json.dumps({k: v for k, v in obj.items() if v}, separators=(",", ":")))
 
 
-def _hostname_prefix_keys(domains: Sequence[DomainAssignment]) -> list[str] | None:
+def hostname_prefix_keys(domains: Sequence[DomainAssignment]) -> list[str] | None:
     """Per domain, its longest '-'-ended hostname prefix shared with another domain, shortening the
     prefixes until the runs fit the slice limit; None when no depth fits (`reusableHostnamePrefixKeys`)."""
     candidates: list[list[str]] = []
@@ -111,19 +111,28 @@ def _runs(domains: Sequence[DomainAssignment], keys: Sequence[str] | None) -> It
     yield domains[start:]
 
 
-def to_v1beta2(ta: TopologyAssignment) -> dict[str, Any]:
-    """The `topologyAssignment` to write into a PodSetAssignment (`V1Beta2From`)."""
+def encode_by_hostname_prefix(ta: TopologyAssignment) -> dict[str, Any]:
+    """One slice per run of hostnames sharing a prefix, each cut at the slice limit
+    (`compactTopologyAssignmentEncodingWithHostnamePrefixRuns`)."""
     levels, domains = ta.levels, ta.domains
     keys = None
     if len(domains) > 1 and levels and levels[-1] == HOSTNAME_LABEL:
-        keys = _hostname_prefix_keys(domains)
-    by_prefix = [
-        _slice(levels, run[i : i + MAX_DOMAINS_PER_SLICE])
-        for run in _runs(domains, keys)
-        for i in range(0, len(run), MAX_DOMAINS_PER_SLICE)
-    ]
-    prefixed = _assignment(levels, by_prefix)
-    if len(by_prefix) <= 1 or len(domains) > MAX_DOMAINS_PER_SLICE:
+        keys = hostname_prefix_keys(domains)
+    return _assignment(
+        levels,
+        [
+            _slice(levels, run[i : i + MAX_DOMAINS_PER_SLICE])
+            for run in _runs(domains, keys)
+            for i in range(0, len(run), MAX_DOMAINS_PER_SLICE)
+        ],
+    )
+
+
+def to_v1beta2(ta: TopologyAssignment) -> dict[str, Any]:
+    """The `topologyAssignment` to write into a PodSetAssignment (`V1Beta2From`)."""
+    levels, domains = ta.levels, ta.domains
+    prefixed = encode_by_hostname_prefix(ta)
+    if len(prefixed["slices"]) <= 1 or len(domains) > MAX_DOMAINS_PER_SLICE:
         return prefixed
     single = _assignment(levels, [_slice(levels, domains)])
     return single if _json_len(single) < _json_len(prefixed) else prefixed
