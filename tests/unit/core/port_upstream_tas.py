@@ -10,8 +10,8 @@ Run by hand when moving to a new upstream version (not collected by pytest):
 It reads the Go case table with a small expression parser (composite literals, builder chains,
 `new(...)`) and evaluates the builders the cases use into plain data: nodes, non-TAS pods, the pod
 sets with their topology requests, and the wanted assignment or reason. A case using something the
-engine does not take (a Workload to repair, a previous assignment, preferred affinity) is kept with
-a `skip` note so the port stays countable.
+engine does not take (a Workload to repair, a previous assignment) is kept with a `skip` note so the
+port stays countable.
 """
 
 from __future__ import annotations
@@ -343,7 +343,9 @@ class Evaluator:
             return Builder("terms", {"terms": []})
         if name == "resources.NewRequestsFromMap":
             return args[0]
-        if name and name.startswith(("utiltesting.MakePreferredSchedulingTerms", "tas.V1Beta2From")):
+        if name == "utiltesting.MakePreferredSchedulingTerms":
+            return Builder("preferred", {"terms": []})
+        if name and name.startswith("tas.V1Beta2From"):
             raise Unsupported(name)
         if name and name.startswith(("utiltestingapi.MakeWorkload", "utiltestingapi.MakeAdmission")):
             raise Unsupported("workload")
@@ -355,6 +357,12 @@ class Evaluator:
                 return builder
             if builder.kind == "terms" and method == "Obj":
                 return [{"match_expressions": [t]} for t in builder.data["terms"]]
+            if builder.kind == "preferred" and method == "Term":
+                requirement = {"key": args[1], "operator": args[2], "values": list(args[3:])}
+                builder.data["terms"].append({"weight": args[0], "preference": {"match_expressions": [requirement]}})
+                return builder
+            if builder.kind == "preferred" and method == "Obj":
+                return builder.data["terms"]
             return builder.call(method, args)
         raise Unsupported(f"call {name}")
 
@@ -444,14 +452,17 @@ def convert_case(name: str, fields: dict[str, Any], ev: Evaluator) -> dict[str, 
         for ps in raw["podSets"]:
             if ps.get("previousAssignment") is not None:
                 raise Unsupported("previousAssignment (elastic)")
-            affinity = ps.get("nodeAffinity")
+            affinity = ps.get("nodeAffinity") or {}
             required = None
-            if affinity is not None:
-                if affinity.get("PreferredDuringSchedulingIgnoredDuringExecution") is not None:
-                    raise Unsupported("preferred node affinity")
-                required = [
-                    _term(t) for t in affinity["RequiredDuringSchedulingIgnoredDuringExecution"]["NodeSelectorTerms"]
-                ]
+            if affinity.get("RequiredDuringSchedulingIgnoredDuringExecution") is not None:
+                terms = affinity["RequiredDuringSchedulingIgnoredDuringExecution"]["NodeSelectorTerms"]
+                required = [_term(t) for t in terms]
+            preferred = [
+                {"weight": t["weight"], "preference": _term(t["preference"])}
+                if "preference" in t
+                else {"weight": t["Weight"], "preference": _term(t["Preference"])}
+                for t in affinity.get("PreferredDuringSchedulingIgnoredDuringExecution") or []
+            ]
             pod_sets.append(
                 {
                     "name": ps.get("podSetName", ""),
@@ -469,6 +480,7 @@ def convert_case(name: str, fields: dict[str, Any], ev: Evaluator) -> dict[str, 
                     ],
                     "node_selector": ps.get("nodeSelector") or {},
                     "required_affinity": required,
+                    "preferred_affinity": preferred,
                     "pod_set_group_name": ps.get("podSetGroupName"),
                     "want_assignment": _assignment(ps.get("wantAssignment")),
                     "want_reason": ps.get("wantReason", ""),

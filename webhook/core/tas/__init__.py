@@ -23,7 +23,7 @@ Public API::
 tolerations); `pod_sets` are `PodSetRequest`s of one workload in that flavor (per-pod requests, count,
 `TopologyRequest`, tolerations, node selector, required affinity). Not covered yet: replacing a
 failed node of an admitted workload, elastic (workload-slice) scale-up from a previous assignment,
-preferred node affinity (alpha upstream), and the scheduler-library feasibility check (alpha).
+and the scheduler-library feasibility check (alpha upstream).
 """
 
 from webhook.core.tas.assign import find_topology_assignments
@@ -38,6 +38,7 @@ from webhook.core.tas.types import (
     Options,
     PodSetRequest,
     PodSetResult,
+    PreferredTerm,
     SliceConstraint,
     Taint,
     Toleration,
@@ -55,6 +56,7 @@ __all__ = [
     "Options",
     "PodSetRequest",
     "PodSetResult",
+    "PreferredTerm",
     "SliceConstraint",
     "Taint",
     "Toleration",

@@ -272,6 +272,7 @@ class Placer:
         tree = self.tree
         for dom in tree.all_domains():
             dom.clear_state()
+            dom.affinity_score = 0
         self.stats = stats = nodes.ExclusionStats()
         requests = dict(workers.requests)
         requests[PODS] = requests.get(PODS, 0) + 1
@@ -296,6 +297,8 @@ class Placer:
                 ):
                     stats.affinity += 1
                     continue
+                if self.options.respect_preferred_affinity:
+                    leaf.affinity_score = nodes.affinity_score(workers.preferred_affinity, leaf.node)
             remaining = leaf.remaining(simulate_empty)
             for r, v in assumed.get(leaf.id, {}).items():
                 remaining[r] = remaining.get(r, 0) - v
@@ -344,6 +347,11 @@ class Placer:
         if top.slice_count_with_leader >= slice_count and top.leader_count >= p.leader_count:
             return level, [top], ""
         if p.required:
+            if self.options.respect_preferred_affinity:
+                # A lower affinity tier may still hold everything: take its tightest domain.
+                for i, dom in enumerate(ordered[1:], start=1):
+                    if dom.slice_count_with_leader >= slice_count and dom.leader_count >= p.leader_count:
+                        return level, [self.best_fit_for_slices(ordered[i:], slice_count, p.leader_count)], ""
             return 0, [], not_fit(top.slice_count, slice_count)
         if level > 0 and not p.unconstrained:
             return self._find_level_with_fit_domains(level - 1, p)
@@ -379,21 +387,38 @@ class Placer:
         """Leader-capable first, then by slices with a leader (most first, or fewest under
         LeastFreeCapacity), then fewest pods with a leader, then level values (`sortedDomainsWithLeader`)."""
         sign = 1 if self._least_free(unconstrained) else -1
+        by_affinity = self.options.respect_preferred_affinity
         return sorted(
             domains,
-            key=lambda d: (-d.leader_count, sign * d.slice_count_with_leader, d.pod_count_with_leader, d.level_values),
+            key=lambda d: (
+                -d.leader_count,
+                -d.affinity_score if by_affinity else 0,
+                sign * d.slice_count_with_leader,
+                d.pod_count_with_leader,
+                d.level_values,
+            ),
         )
 
     def sorted_domains(self, domains: Iterable[Domain], unconstrained: bool) -> list[Domain]:
         """By slices (most first for BestFit, fewest for LeastFreeCapacity), then fewest pods, then level
         values (`sortedDomains`)."""
         sign = 1 if self._least_free(unconstrained) else -1
-        return sorted(domains, key=lambda d: (sign * d.slice_count, d.pod_count, d.level_values))
+        by_affinity = self.options.respect_preferred_affinity
+        return sorted(
+            domains,
+            key=lambda d: (-d.affinity_score if by_affinity else 0, sign * d.slice_count, d.pod_count, d.level_values),
+        )
 
-    @staticmethod
-    def _best_fit_by(domains: Sequence[Domain], needed: int, count: Callable[[Domain], int], leaders: int) -> Domain:
+    def _best_fit_by(
+        self, domains: Sequence[Domain], needed: int, count: Callable[[Domain], int], leaders: int
+    ) -> Domain:
         """The first domain with the smallest count still >= needed, skipping domains without room
-        for the leaders; the first domain when none fits (`findBestFitDomainBy`)."""
+        for the leaders; the first domain when none fits (`findBestFitDomainBy`). With preferred
+        affinity, only the domains of the top affinity score compete (`topAffinityTierDomains`)."""
+        if self.options.respect_preferred_affinity:
+            top = domains[0].affinity_score
+            tier = next((i for i, d in enumerate(domains) if d.affinity_score != top), len(domains))
+            domains = domains[:tier]
         best, best_count = domains[0], _MAX
         found = False
         for dom in domains:

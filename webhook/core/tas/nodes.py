@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from webhook.core.tas.types import Node, NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from webhook.core.tas.types import Node, NodeSelectorRequirement, NodeSelectorTerm, PreferredTerm, Taint, Toleration
 
-__all__ = ["ExclusionStats", "go_quote", "matches_affinity", "node_in_flavor", "untolerated_taint"]
+__all__ = ["ExclusionStats", "affinity_score", "go_quote", "matches_affinity", "node_in_flavor", "untolerated_taint"]
 
 _SCHEDULING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
@@ -124,3 +124,9 @@ def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
 def matches_affinity(terms: Sequence[NodeSelectorTerm], node: Node) -> bool:
     """Required node affinity: any term matching selects the node (`nodeaffinity.NodeSelector.Match`)."""
     return any(_term_matches(t, node) for t in terms)
+
+
+def affinity_score(terms: Sequence[PreferredTerm], node: Node) -> int:
+    """The summed weight of the preferred terms the node matches (`PreferredSchedulingTerms.Score`);
+    terms of weight 0 or without requirements count for nothing."""
+    return sum(t.weight for t in terms if t.weight and _term_matches(t.term, node))

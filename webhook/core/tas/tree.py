@@ -40,8 +40,11 @@ class Domain:
     pod_count_with_leader: int = 0
     slice_count_with_leader: int = 0
     leader_count: int = 0
+    # summed weight of the preferred node-affinity terms its nodes match
+    affinity_score: int = 0
 
     def clear_state(self) -> None:
+        """Zero the counts; the affinity score stays (it depends on the pod set, not on placement)."""
         self.pod_count = self.slice_count = self.pod_count_with_leader = 0
         self.slice_count_with_leader = self.leader_count = 0
 
@@ -174,7 +177,7 @@ class Tree:
                 dom.slice_count = dom.pod_count // slice_size
                 dom.slice_count_with_leader = dom.pod_count_with_leader // slice_size
             return
-        pods = slices = leaders = 0
+        pods = slices = leaders = affinity = 0
         contributor = False
         min_pod_diff = min_slice_diff = 2**31 - 1
         inner = (slice_size_at_level or {}).get(level + 1)
@@ -191,6 +194,7 @@ class Tree:
                 min_pod_diff = min(child_pods - child_pods_wl, min_pod_diff)
                 min_slice_diff = min(child.slice_count - child.slice_count_with_leader, min_slice_diff)
             leaders = max(child.leader_count, leaders)
+            affinity += child.affinity_score
         dom.pod_count = pods
         slices_wl = 0
         if contributor:
@@ -199,6 +203,7 @@ class Tree:
         else:
             dom.pod_count_with_leader = 0
         dom.leader_count = leaders
+        dom.affinity_score = affinity
         if level == slice_level:
             slices = dom.pod_count // slice_size
             slices_wl = dom.pod_count_with_leader // slice_size

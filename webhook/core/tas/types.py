@@ -22,6 +22,7 @@ __all__ = [
     "Options",
     "PodSetRequest",
     "PodSetResult",
+    "PreferredTerm",
     "SliceConstraint",
     "Taint",
     "Toleration",
@@ -76,6 +77,14 @@ class NodeSelectorTerm:
 
 
 @dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    """One `preferredDuringSchedulingIgnoredDuringExecution` term: `weight` counts on a node matching `term`."""
+
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     """The scheduling view of a Node: upstream drops a node that is not Ready or is unschedulable."""
 
@@ -106,10 +115,13 @@ class Options:
 
     `profile_mixed` (TASProfileMixed, beta, on): unconstrained pod sets take the domains with the
     least free capacity first instead of BestFit. `balanced_placement` (TASBalancedPlacement, alpha,
-    off): preferred pod sets spread evenly over the fewest domains."""
+    off): preferred pod sets spread evenly over the fewest domains. `respect_preferred_affinity`
+    (TASRespectNodeAffinityPreferred, alpha, off): domains whose nodes match more of the pod's
+    preferred node affinity weight come first, before capacity."""
 
     profile_mixed: bool = True
     balanced_placement: bool = False
+    respect_preferred_affinity: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +194,7 @@ class PodSetRequest:
     tolerations: tuple[Toleration, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     required_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_affinity: tuple[PreferredTerm, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
