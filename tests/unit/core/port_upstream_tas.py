@@ -6,6 +6,10 @@ Run by hand when moving to a new upstream version (not collected by pytest):
         | python -m tests.unit.core.port_upstream_tas > tests/unit/core/data/tas_find_topology_assignments.json
     git -C /work/.mirror/kubernetes-sigs+kueue/repo show v0.19.2:pkg/util/tas/tas_assignment_test.go \\
         | python -m tests.unit.core.port_upstream_tas encoding > tests/unit/core/data/tas_assignment_encoding.json
+    for f in tas_flavor_snapshot_test.go tas_balanced_placement_test.go; do
+        git -C /work/.mirror/kubernetes-sigs+kueue/repo show v0.19.2:pkg/cache/scheduler/$f \\
+            | python -m tests.unit.core.port_upstream_tas tables $f > tests/unit/core/data/${f%_test.go}.json
+    done
 
 It reads the Go case table with a small expression parser (composite literals, builder chains,
 `new(...)`) and evaluates the builders the cases use into plain data: nodes, non-TAS pods, the pod
@@ -16,6 +20,7 @@ port stays countable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -93,6 +98,8 @@ class Parser:
             return self.type_expr()
         if text == "[":
             self.take()
+            if self.peek()[0] == "num":  # an array type [N]T
+                self.take()
             self.take("]")
             return ("slice", self.type_expr())
         if text == "map":
@@ -307,6 +314,8 @@ class Evaluator:
 
     def composite(self, typ: Any, elements: list[tuple[Any, Any]]) -> Any:
         keyed = any(k is not None for k, _ in elements)
+        if not elements and (typ is None or typ[0] != "slice"):
+            return {}  # an empty struct or map literal
         if not keyed:
             return [self.eval(v) for _, v in elements]
         out: dict[Any, Any] = {}
@@ -592,7 +601,78 @@ def convert_encoding(src: str) -> list[dict[str, Any]]:
     return out
 
 
+# The table-driven unit tests of the engine's parts, per upstream file: (test function, table variable).
+_TABLES = {
+    "tas_flavor_snapshot_test.go": [
+        ("TestHasLevel", "testCases"),
+        ("TestSortedDomainsWithLeader", "testCases"),
+        ("TestSortedDomains", "testCases"),
+        ("TestCountPodsInAssignment", "cases"),
+        ("TestComputeAssumedUsageFromAssignment", "cases"),
+        ("TestAddAssumedUsage", "cases"),
+    ],
+    "tas_balanced_placement_test.go": [
+        ("TestSelectOptimalDomainSetToFit", "testCases"),
+        ("TestPlaceSlicesOnDomainsBalanced", "testCases"),
+        ("TestFindBestDomainsForBalancedPlacement", "testCases"),
+    ],
+}
+
+
+def convert_tables(src: str, file: str) -> list[dict[str, Any]]:
+    """The named case tables of one upstream unit-test file, each case as {test, name, **fields}
+    with the Go field names; the variables a function declares before its table are evaluated too."""
+    out: list[dict[str, Any]] = []
+    for func, var in _TABLES[file]:
+        start = src.index(f"func {func}(")
+        body = src[start:]
+        body = body[: body.index("\n}\n")]
+        body = body[: body.index(f"for name, tc := range {var}")]
+        p = Parser(tokenize(body))
+        env: dict[str, Any] = {}
+        ev = Evaluator(env)
+        while p.peek()[1] != "{":
+            p.take()
+        p.take("{")
+        while p.peek()[0] != "eof":
+            kind, text = p.peek()
+            if kind == "ident" and p.peek(1)[1] == ":=" and text != var:
+                p.take()
+                p.take(":=")
+                expr = p.expr()
+                with contextlib.suppress(Unsupported):  # a variable no case of the table needs
+                    env[text] = _finish(ev.eval(expr))
+            elif text == var and p.peek(1)[1] == ":=":
+                p.take()
+                p.take(":=")
+                p.type_expr()
+                while p.peek()[1] != "{":
+                    p.take()
+                depth = 0
+                while True:
+                    t = p.take()[1]
+                    depth += {"{": 1, "}": -1}.get(t, 0)
+                    if depth == 0:
+                        break
+                for key, case in p.elements():
+                    name = ev.eval(key)
+                    try:
+                        fields = {k[1]: _finish(ev.eval(v)) for k, v in case[2]}
+                    except Unsupported as e:
+                        out.append({"test": func, "name": name, "skip": str(e)})
+                        continue
+                    out.append({"test": func, "name": name, **fields})
+                break
+            else:
+                p.take()
+    return out
+
+
 if __name__ == "__main__":
     # One case per line: diffs stay per case and a case is found by its name.
+    if sys.argv[1:2] == ["tables"]:
+        cases = convert_tables(sys.stdin.read(), sys.argv[2])
+        sys.stdout.write("[\n" + ",\n".join(json.dumps(c) for c in cases) + "\n]\n")
+        sys.exit(0)
     table = convert_encoding if sys.argv[1:] == ["encoding"] else convert
     sys.stdout.write("[\n" + ",\n".join(json.dumps(c) for c in table(sys.stdin.read())) + "\n]\n")

@@ -18,6 +18,7 @@ Public API::
         r.assignment      # TopologyAssignment (levels, domains) or None
         r.reason          # "" or upstream's message, e.g. 'topology "x" allows to fit only 2 out of 4 pod(s)'
     to_v1beta2(r.assignment)  # the `topologyAssignment` of the Workload's PodSetAssignment
+    has_level(levels, topology_request)  # whether a flavor's Topology can serve the request at all
 
 `flavor` is a `Flavor` (topology name and levels, the nodes, the flavor's node labels and
 tolerations); `pod_sets` are `PodSetRequest`s of one workload in that flavor (per-pod requests, count,
@@ -26,7 +27,7 @@ failed node of an admitted workload, elastic (workload-slice) scale-up from a pr
 and the scheduler-library feasibility check (alpha upstream).
 """
 
-from webhook.core.tas.assign import find_topology_assignments
+from webhook.core.tas.assign import find_topology_assignments, has_level
 from webhook.core.tas.encoding import from_v1beta2, to_v1beta2
 from webhook.core.tas.types import (
     DomainAssignment,
@@ -64,5 +65,6 @@ __all__ = [
     "TopologyRequest",
     "find_topology_assignments",
     "from_v1beta2",
+    "has_level",
     "to_v1beta2",
 ]

@@ -33,7 +33,7 @@ from webhook.core.tas.types import (
     domain_id,
 )
 
-__all__ = ["Params", "Placer", "find_topology_assignments"]
+__all__ = ["Params", "Placer", "add_assumed_usage", "find_topology_assignments", "has_level", "level_key"]
 
 _MAX = 2**31 - 1
 
@@ -96,11 +96,44 @@ def find_topology_assignments(
             return result
         for ps in members:
             if (ta := assignments.get(ps.name)) is not None:
-                for did, used in ta.usage(ps.requests).items():
-                    into = assumed.setdefault(did, {})
-                    for r, v in used.items():
-                        into[r] = into.get(r, 0) + v
+                add_assumed_usage(assumed, ta, ps.requests)
     return result
+
+
+def add_assumed_usage(assumed: dict[str, dict[str, int]], ta: TopologyAssignment, requests: Mapping[str, int]) -> None:
+    """Reserve in `assumed` what the pods of an assignment take, one `pods` each (`addAssumedUsage`)."""
+    for did, used in ta.usage(requests).items():
+        into = assumed.setdefault(did, {})
+        for r, v in used.items():
+            into[r] = into.get(r, 0) + v
+
+
+def level_key(levels: Sequence[str], tr: TopologyRequest | None) -> str | None:
+    """The level a topology request places at (`levelKey`): required, else preferred, else the top
+    level for a slice-only request, else the lowest for an unconstrained one."""
+    if tr is None:
+        return None
+    if tr.required is not None:
+        return tr.required
+    if tr.preferred is not None:
+        return tr.preferred
+    if _slice_only(tr):
+        return levels[0]
+    if tr.unconstrained:
+        return levels[-1]
+    return None
+
+
+def has_level(levels: Sequence[str], tr: TopologyRequest | None) -> bool:
+    """Whether a Topology with `levels` has every level the request names (`HasLevel`), which makes a
+    TAS flavor usable for the pod set."""
+    key = level_key(levels, tr)
+    if key is None or key not in levels:
+        return False
+    slices = _slices(tr)
+    if (slices[0].topology if slices else levels[-1]) not in levels:
+        return False
+    return all(layer.topology in levels for layer in slices)
 
 
 def _slices(tr: TopologyRequest | None) -> tuple[SliceConstraint, ...]:
@@ -123,18 +156,11 @@ class Placer:
 
     # -- level keys -------------------------------------------------------------------------------
     def _level_key(self, ps: PodSetRequest) -> str | None:
-        tr = ps.topology_request
-        levels = self.tree.levels
-        if tr is not None:
-            if tr.required is not None:
-                return tr.required
-            if tr.preferred is not None:
-                return tr.preferred
-            if _slice_only(tr):
-                return levels[0]
-            if tr.unconstrained:
-                return levels[-1]
-        return levels[-1] if ps.implied else None
+        """`levelKeyWithImpliedFallback`: an implied pod set goes to the lowest level."""
+        key = level_key(self.tree.levels, ps.topology_request)
+        if key is None and ps.implied:
+            return self.tree.levels[-1]
+        return key
 
     def _least_free(self, unconstrained: bool) -> bool:
         """LeastFreeCapacity for unconstrained pod sets under TASProfileMixed; BestFit otherwise (KEP-2724)."""

@@ -18,12 +18,20 @@ from webhook.core.tas.tree import Domain, clone_subtree, lower_domains
 if TYPE_CHECKING:
     from webhook.core.tas.assign import Params, Placer
 
-__all__ = ["apply", "find_best_domains"]
+__all__ = [
+    "apply",
+    "capacity_and_entropy_key",
+    "evaluate_greedy",
+    "find_best_domains",
+    "place_slices_balanced",
+    "prune_below_threshold",
+    "select_optimal_domain_set",
+]
 
 _NO_OPTIMAL_SET = "TAS Balanced Placement: Cannot find optimal domain set to fit the request"
 
 
-def _evaluate_greedy(
+def evaluate_greedy(
     placer: Placer, domains: Sequence[Domain], slice_count: int, leader_count: int
 ) -> tuple[bool, int, Domain | None, Domain | None]:
     """Whether BestFit order fits the request on `domains`, how many domains it takes, and the last
@@ -64,20 +72,23 @@ def _entropy(domains: Sequence[Domain]) -> float:
     return -sum(d.pod_count / total * math.log2(d.pod_count / total) for d in domains if d.pod_count > 0)
 
 
-def _select_optimal_domain_set(
+def capacity_and_entropy_key(d: Domain) -> tuple[int, int, float, tuple[str, ...]]:
+    """Leaders, then capacity with a leader, then the most evenly filled children first
+    (`compareDomainCapacityAndEntropy`)."""
+    return (-d.leader_count, -d.slice_count_with_leader, -_entropy(d.children), d.level_values)
+
+
+def select_optimal_domain_set(
     placer: Placer, domains: Sequence[Domain], slice_count: int, leader_count: int, slice_size: int, by_entropy: bool
 ) -> list[Domain] | None:
     """Among sets of as many domains as the greedy placement uses, the one that fits with the least
     capacity to spare, found by dynamic programming over (domains used, leaders left, pods left)
     (`selectOptimalDomainSetToFit`)."""
-    fit, size, _, _ = _evaluate_greedy(placer, domains, slice_count, leader_count)
+    fit, size, _, _ = evaluate_greedy(placer, domains, slice_count, leader_count)
     if not fit:
         return None
     if by_entropy:
-        ordered = sorted(
-            domains,
-            key=lambda d: (-d.leader_count, -d.slice_count_with_leader, -_entropy(d.children), d.level_values),
-        )
+        ordered = sorted(domains, key=capacity_and_entropy_key)
     else:
         ordered = sorted(domains, key=lambda d: d.level_values)
     table: list[dict[int, dict[int, list[Domain]]]] = [{} for _ in range(size + 1)]
@@ -102,12 +113,12 @@ def _select_optimal_domain_set(
     return done[max(fitting)] if fitting else None
 
 
-def _place_slices_balanced(
+def place_slices_balanced(
     placer: Placer, domains: Sequence[Domain], slice_count: int, leader_count: int, slice_size: int, threshold: int
 ) -> tuple[list[Domain], str]:
     """Give each domain of the optimal set `threshold` slices plus a share of the rest, leaders first
     (`placeSlicesOnDomainsBalanced`)."""
-    chosen = _select_optimal_domain_set(placer, domains, slice_count, leader_count, slice_size, False)
+    chosen = select_optimal_domain_set(placer, domains, slice_count, leader_count, slice_size, False)
     if chosen is None:
         return [], _NO_OPTIMAL_SET
     if slice_count < len(chosen) * threshold:
@@ -155,14 +166,22 @@ def _prune_node(dom: Domain, threshold: int, leader_required: bool) -> None:
         _clear_leader_capacity(dom)
 
 
-def _prune_below_threshold(placer: Placer, domains: Sequence[Domain], threshold: int, p: Params) -> None:
-    """Drop the capacity of domains below the threshold and recount (`pruneDomainsBelowThreshold`)."""
-    leader_required = p.leader_count > 0
+def prune_below_threshold(
+    placer: Placer,
+    domains: Sequence[Domain],
+    threshold: int,
+    slice_size: int,
+    slice_level: int,
+    level: int,
+    leader_required: bool,
+) -> None:
+    """Drop the capacity of `domains`' children below the threshold, recount `domains` (at `level`)
+    and drop theirs too (`pruneDomainsBelowThreshold`)."""
     for dom in domains:
         for c in dom.children:
             _prune_node(c, threshold, leader_required)
     for dom in domains:
-        placer.tree.fill_in_counts(dom, p.slice_size, p.slice_level, p.requested_level, None, leader_required)
+        placer.tree.fill_in_counts(dom, slice_size, slice_level, level, None, leader_required)
         _prune_node(dom, threshold, leader_required)
 
 
@@ -181,7 +200,7 @@ def find_best_domains(placer: Placer, p: Params) -> tuple[list[Domain], int]:
     for siblings in groups:
         candidates = [clone_subtree(d) for d in siblings]
         lower = lower_domains(candidates) if p.requested_level < p.slice_level else candidates
-        fits, used, last_with_leader, last = _evaluate_greedy(placer, lower, slice_count, p.leader_count)
+        fits, used, last_with_leader, last = evaluate_greedy(placer, lower, slice_count, p.leader_count)
         if not fits or used == 0:
             continue
         threshold = slice_count // used
@@ -194,16 +213,20 @@ def find_best_domains(placer: Placer, p: Params) -> tuple[list[Domain], int]:
             with_reservation = min(threshold, last.slice_count_with_leader)
         if threshold < best_threshold:
             continue
-        _prune_below_threshold(placer, candidates, threshold, p)
-        fits, count, _, _ = _evaluate_greedy(placer, candidates, slice_count, p.leader_count)
+        prune_below_threshold(
+            placer, candidates, threshold, p.slice_size, p.slice_level, p.requested_level, p.leader_count > 0
+        )
+        fits, count, _, _ = evaluate_greedy(placer, candidates, slice_count, p.leader_count)
         if not fits and with_reservation < threshold:
             # Retry with a lower threshold that keeps room for the leader.
             if with_reservation <= 0 or with_reservation < best_threshold:
                 continue
             threshold = with_reservation
             candidates = [clone_subtree(d) for d in siblings]
-            _prune_below_threshold(placer, candidates, threshold, p)
-            fits, count, _, _ = _evaluate_greedy(placer, candidates, slice_count, p.leader_count)
+            prune_below_threshold(
+                placer, candidates, threshold, p.slice_size, p.slice_level, p.requested_level, p.leader_count > 0
+            )
+            fits, count, _, _ = evaluate_greedy(placer, candidates, slice_count, p.leader_count)
         if not fits:
             continue
         if threshold > best_threshold or (threshold == best_threshold and count < best_count):
@@ -216,12 +239,12 @@ def apply(placer: Placer, p: Params, threshold: int, domains: list[Domain]) -> t
     slice_count = p.count // p.slice_size
     level = p.requested_level
     if p.requested_level < p.slice_level:
-        chosen = _select_optimal_domain_set(placer, domains, slice_count, p.leader_count, p.slice_size, True)
+        chosen = select_optimal_domain_set(placer, domains, slice_count, p.leader_count, p.slice_size, True)
         if chosen is None:
             return [], 0, _NO_OPTIMAL_SET
         domains = lower_domains(chosen)
         level = p.requested_level + 1
-    placed, reason = _place_slices_balanced(placer, domains, slice_count, p.leader_count, p.slice_size, threshold)
+    placed, reason = place_slices_balanced(placer, domains, slice_count, p.leader_count, p.slice_size, threshold)
     if reason:
         return [], 0, reason
     return placed, level, ""
