@@ -14,8 +14,7 @@ Run by hand when moving to a new upstream version (not collected by pytest):
 It reads the Go case table with a small expression parser (composite literals, builder chains,
 `new(...)`) and evaluates the builders the cases use into plain data: nodes, non-TAS pods, the pod
 sets with their topology requests, and the wanted assignment or reason. A case using something the
-engine does not take (a Workload to repair, a previous assignment) is kept with a `skip` note so the
-port stays countable.
+engine does not take is kept with a `skip` note so the port stays countable.
 """
 
 from __future__ import annotations
@@ -211,6 +210,8 @@ _CONSTS: dict[str, Any] = {
     "corev1.PodPending": "Pending",
     "corev1.PodFailed": "Failed",
     "corev1.PodSucceeded": "Succeeded",
+    "podconstants.IsGroupWorkloadAnnotationKey": "kueue.x-k8s.io/is-group-workload",
+    "podconstants.IsGroupWorkloadAnnotationValue": "true",
     "true": True,
     "false": False,
     "nil": None,
@@ -269,6 +270,31 @@ class Builder:
         if self.kind == "ta" and method == "Domain":
             d["Domains"].append(args[0])
             return self
+        if self.kind == "wl":
+            if method == "OwnerReference":
+                gvk = args[0]
+                api_version = f"{gvk['Group']}/{gvk['Version']}" if gvk.get("Group") else gvk["Version"]
+                d["owners"].append({"apiVersion": api_version, "kind": gvk["Kind"]})
+            elif method == "Annotations":
+                d["annotations"].update(args[0])
+            elif method == "Admission":
+                d["assignments"] = args[0]
+            elif method == "UnhealthyNodes":
+                d["unhealthy"] += list(args)
+            else:
+                raise Unsupported(f"wl.{method}")
+            return self
+        if self.kind == "adm" and method == "PodSets":
+            self.data = {psa["name"]: psa["ta"] for psa in args}
+            return self
+        if self.kind == "psa":
+            if method == "Count":
+                d["count"] = args[0]
+            elif method == "TopologyAssignment":
+                d["ta"] = args[0]
+            else:
+                raise Unsupported(f"psa.{method}")
+            return self
         raise Unsupported(f"{self.kind}.{method}")
 
 
@@ -326,13 +352,15 @@ class Evaluator:
 
     def call(self, fn: Any, args: list[Any]) -> Any:
         name = _dotted(fn)
-        if name in ("new", "ptr.To", "int32", "int64", "string", "corev1.ResourceName"):
+        if name in ("new", "ptr.To", "int32", "int64", "string", "corev1.ResourceName", "kueue.PodSetReference"):
             return args[0]
         if name == "append":
             return [*args[0], *args[1]]
         if name == "resource.MustParse":
             return Qty(args[0])
-        if name == "testingnode.MakeNode":
+        if name == "newTopologyTree":
+            return {"levels": args[0], "nodes": _finish(args[1])}
+        if name in ("testingnode.MakeNode", "node.MakeNode"):
             return Builder(
                 "node",
                 {
@@ -354,10 +382,17 @@ class Evaluator:
             return args[0]
         if name == "utiltesting.MakePreferredSchedulingTerms":
             return Builder("preferred", {"terms": []})
-        if name and name.startswith("tas.V1Beta2From"):
-            raise Unsupported(name)
-        if name and name.startswith(("utiltestingapi.MakeWorkload", "utiltestingapi.MakeAdmission")):
-            raise Unsupported("workload")
+        if name == "tas.V1Beta2From":
+            return args[0]  # kept in the internal form, which it round-trips to
+        if name == "utiltestingapi.MakeWorkload":
+            return Builder("wl", {"owners": [], "annotations": {}, "assignments": {}, "unhealthy": []})
+        if name == "utiltestingapi.MakeAdmission":
+            return Builder("adm", {})
+        if name == "utiltestingapi.MakePodSetAssignment":
+            return Builder("psa", {"name": args[0], "count": None, "ta": None})
+        if name and name.endswith(".SchemeGroupVersion.WithKind"):
+            group = name.split(".")[0]
+            return {"Group": "" if group == "corev1" else group.removesuffix("v1"), "Version": "v1", "Kind": args[0]}
         target = self.eval(fn)
         if isinstance(target, tuple) and target[0] == "method":
             builder, method = target[1], target[2]
@@ -434,6 +469,48 @@ def _term(term: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _replacement_case(raw: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """A TestFindTopologyAssignmentsMultiLayerReplacement case in TestFindTopologyAssignments' shape:
+    its harness admits pod set "main" with `existingTA`, marks `unhealthyNode`, requests 1 cpu a pod."""
+    return {
+        **raw,
+        "levels": raw.get("levels") or env["defaultLevels"],
+        "workload": {
+            "owners": [],
+            "annotations": {},
+            "assignments": {"main": raw["existingTA"]},
+            "unhealthy": [raw["unhealthyNode"]],
+        },
+        "podSets": [
+            {
+                "podSetName": "main",
+                "topologyRequest": raw.get("topologyRequest"),
+                "requests": {"cpu": 1000},
+                "count": raw["count"],
+                "wantAssignment": raw.get("wantAssignment"),
+                "wantReason": raw.get("wantReason", ""),
+            }
+        ],
+    }
+
+
+def _replacement(wl: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A Workload with unhealthy nodes, as the engine's Replacement (`OwnedBySinglePod` folded in)."""
+    if wl is None or not wl["unhealthy"]:
+        return None
+    owners = wl["owners"]
+    single_pod = (
+        len(owners) == 1
+        and wl["annotations"].get("kueue.x-k8s.io/is-group-workload") != "true"
+        and owners[0] == {"apiVersion": "v1", "kind": "Pod"}
+    )
+    return {
+        "unhealthy_node": wl["unhealthy"][0],
+        "owned_by_single_pod": single_pod,
+        "assignments": {name: _assignment(ta) for name, ta in wl["assignments"].items() if ta is not None},
+    }
+
+
 def _assignment(ta: Any) -> dict[str, Any] | None:
     if ta is None:
         return None
@@ -445,8 +522,9 @@ def convert_case(name: str, fields: dict[str, Any], ev: Evaluator) -> dict[str, 
     out: dict[str, Any] = {"name": name}
     try:
         raw = {k: ev.eval(v) for k, v in fields.items()}
-        if raw.get("workload") is not None:
-            raise Unsupported("node replacement (workload)")
+        if "existingTA" in raw:
+            raw = _replacement_case(raw, ev.env)
+        out["replacement"] = _replacement(_finish(raw.get("workload")))
         out["feature_gates"] = raw.get("featureGates") or {}
         out["levels"] = raw["levels"]
         out["nodes"] = _finish(raw.get("nodes") or [])
@@ -459,8 +537,6 @@ def convert_case(name: str, fields: dict[str, Any], ev: Evaluator) -> dict[str, 
             raise Unsupported("aggregatedDomainUsages")
         pod_sets = []
         for ps in raw["podSets"]:
-            if ps.get("previousAssignment") is not None:
-                raise Unsupported("previousAssignment (elastic)")
             affinity = ps.get("nodeAffinity") or {}
             required = None
             if affinity.get("RequiredDuringSchedulingIgnoredDuringExecution") is not None:
@@ -491,6 +567,7 @@ def convert_case(name: str, fields: dict[str, Any], ev: Evaluator) -> dict[str, 
                     "required_affinity": required,
                     "preferred_affinity": preferred,
                     "pod_set_group_name": ps.get("podSetGroupName"),
+                    "previous_assignment": _assignment(ps.get("previousAssignment")),
                     "want_assignment": _assignment(ps.get("wantAssignment")),
                     "want_reason": ps.get("wantReason", ""),
                 }
@@ -501,7 +578,16 @@ def convert_case(name: str, fields: dict[str, Any], ev: Evaluator) -> dict[str, 
     return out
 
 
-def convert(src: str, func: str = "TestFindTopologyAssignments") -> list[dict[str, Any]]:
+def convert(src: str) -> list[dict[str, Any]]:
+    """Both placement tables of tas_cache_test.go, each case tagged with its test function."""
+    return [
+        {"test": func, **case}
+        for func in ("TestFindTopologyAssignments", "TestFindTopologyAssignmentsMultiLayerReplacement")
+        for case in _convert_function(src, func)
+    ]
+
+
+def _convert_function(src: str, func: str) -> list[dict[str, Any]]:
     start = src.index(f"func {func}(")
     body = src[start:]
     body = body[: body.index("\tfor name, tc := range cases")]
@@ -610,6 +696,9 @@ _TABLES = {
         ("TestCountPodsInAssignment", "cases"),
         ("TestComputeAssumedUsageFromAssignment", "cases"),
         ("TestAddAssumedUsage", "cases"),
+        ("TestIsTopologyAssignmentStale", "cases"),
+        ("TestMergeTopologyAssignments", "cases"),
+        ("TestTruncateAssignment", "cases"),
     ],
     "tas_balanced_placement_test.go": [
         ("TestSelectOptimalDomainSetToFit", "testCases"),
@@ -636,7 +725,12 @@ def convert_tables(src: str, file: str) -> list[dict[str, Any]]:
         p.take("{")
         while p.peek()[0] != "eof":
             kind, text = p.peek()
-            if kind == "ident" and p.peek(1)[1] == ":=" and text != var:
+            if text == "const" and p.peek(1)[0] == "ident" and p.peek(2)[1] == "=":
+                p.take()
+                const = p.take()[1]
+                p.take("=")
+                env[const] = ev.eval(p.expr())
+            elif kind == "ident" and p.peek(1)[1] == ":=" and text != var:
                 p.take()
                 p.take(":=")
                 expr = p.expr()

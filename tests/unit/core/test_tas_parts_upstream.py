@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from webhook.core.tas import balanced
-from webhook.core.tas.assign import Params, Placer, add_assumed_usage, has_level
+from webhook.core.tas.assign import Params, Placer, has_level
+from webhook.core.tas.flavor import add_assumed_usage, merge_assignments, stale_domain, truncate_assignment
 from webhook.core.tas.tree import Domain, Tree
 from webhook.core.tas.types import (
     DomainAssignment,
@@ -76,8 +77,13 @@ def _want_state(state: dict[str, int]) -> dict[str, int]:
 
 def _assignment(d: dict[str, Any]) -> TopologyAssignment:
     return TopologyAssignment(
-        tuple(d["Levels"]), tuple(DomainAssignment(tuple(x["Values"]), x["Count"]) for x in d.get("Domains") or [])
+        tuple(d.get("Levels") or ()),
+        tuple(DomainAssignment(tuple(x["Values"]), x.get("Count", 0)) for x in d.get("Domains") or []),
     )
+
+
+def _node(d: dict[str, Any]) -> Node:
+    return Node(d["name"], d["labels"], d["allocatable"])
 
 
 # -- tas_flavor_snapshot_test.go ---------------------------------------------------------------------
@@ -170,6 +176,30 @@ def test_add_assumed_usage(case: dict[str, Any]) -> None:
     assumed = {k: dict(v) for k, v in case["assumedUsage"].items()}
     add_assumed_usage(assumed, _assignment(case["assignment"]), case["tasRequests"]["SinglePodRequests"])
     assert assumed == case["want"]
+
+
+@_cases(_SNAPSHOT, "TestIsTopologyAssignmentStale")
+def test_is_topology_assignment_stale(case: dict[str, Any]) -> None:
+    tree = Tree(case["tree"]["levels"], [_node(n) for n in case["tree"]["nodes"]])
+    assert stale_domain(tree, _assignment(case["assignment"])) == (case.get("wantStaleDomain") or None)
+
+
+@_cases(_SNAPSHOT, "TestMergeTopologyAssignments")
+def test_merge_topology_assignments(case: dict[str, Any]) -> None:
+    nodes = [
+        Node("x", {"level-1": "a", "level-2": "b"}, {}),
+        Node("y", {"level-1": "a", "level-2": "c"}, {}),
+        Node("z", {"level-1": "d", "level-2": "e"}, {}),
+        Node("w", {"level-1": "d", "level-2": "f"}, {}),
+    ]
+    tree = Tree(("level-1", "level-2"), nodes)
+    got = merge_assignments(tree, _assignment(case["a"]), _assignment(case["b"]))
+    assert got == _assignment(case["want"])
+
+
+@_cases(_SNAPSHOT, "TestTruncateAssignment")
+def test_truncate_assignment(case: dict[str, Any]) -> None:
+    assert truncate_assignment(_assignment(case["assignment"]), case["newCount"]) == _assignment(case["want"])
 
 
 # -- tas_balanced_placement_test.go ------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """Upstream TAS placement scenarios, driven through `find_topology_assignments`.
 
-`TestFindTopologyAssignments` of upstream v0.19.2's `pkg/cache/scheduler/tas_cache_test.go` is read
-into `data/tas_find_topology_assignments.json` by `port_upstream_tas.py` (case ids are the upstream
-case names). As upstream's harness does: a pod set without a topology request is "implied"; running
+`TestFindTopologyAssignments` and `TestFindTopologyAssignmentsMultiLayerReplacement` of upstream
+v0.19.2's `pkg/cache/scheduler/tas_cache_test.go` are read into `data/tas_find_topology_assignments.json`
+by `port_upstream_tas.py` (case ids are the upstream case names; a `workload` with unhealthy nodes
+becomes a `Replacement`). As upstream's harness does: a pod set without a topology request is "implied"; running
 non-TAS pods (not Succeeded/Failed) use their node's capacity; `priorOwnUsage` is TAS usage of this
 flavor, `priorFlavorUsage` usage already reserved on the same hosts by a sibling flavor (hostname
-topologies only). Cases that need inputs this engine does not take are listed with the reason.
+topologies only).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from webhook.core.tas import (
     PodSetRequest,
     PodSetResult,
     PreferredTerm,
+    Replacement,
     Taint,
     Toleration,
     TopologyAssignment,
@@ -47,8 +49,11 @@ _GATES = {
     "TASBalancedPlacement": "balanced_placement",
     "TASProfileMixed": "profile_mixed",
     "TASRespectNodeAffinityPreferred": "respect_preferred_affinity",
+    "ElasticJobsViaWorkloadSlicesWithTAS": "elastic_workload_slices",
+    "SkipReassignmentForPodOwnedWorkloads": "skip_reassignment_for_pod_owned",
 }
-_DEFAULT_ON = {"TASMultiLayerTopology"}
+# On by default, or (ElasticJobsViaWorkloadSlices) only a prerequisite of a gate above.
+_NO_EFFECT = {"TASMultiLayerTopology", "ElasticJobsViaWorkloadSlices"}
 
 
 def _node(d: dict[str, Any]) -> Node:
@@ -83,6 +88,7 @@ def _pod_set(d: dict[str, Any]) -> PodSetRequest:
         topology_request=TopologyRequest.from_api(tr) if tr is not None else None,
         implied=tr is None,
         group=d["pod_set_group_name"],
+        previous_assignment=_ta(d["previous_assignment"]),
         tolerations=tuple(Toleration(**t) for t in d["tolerations"]),
         node_selector=d["node_selector"],
         required_affinity=None if affinity is None else tuple(_term(t) for t in affinity),
@@ -94,14 +100,23 @@ def _usage(rows: list[dict[str, Any]]) -> list[DomainUsage]:
     return [DomainUsage(tuple(u["values"]), u["requests"], u["count"]) for u in rows]
 
 
+def _ta(ta: dict[str, Any] | None) -> TopologyAssignment | None:
+    if ta is None:
+        return None
+    return TopologyAssignment(
+        tuple(ta["levels"]), tuple(DomainAssignment(tuple(x["values"]), x["count"]) for x in ta["domains"])
+    )
+
+
 def _want(d: dict[str, Any]) -> PodSetResult:
-    ta = d["want_assignment"]
-    assignment = None
-    if ta is not None:
-        assignment = TopologyAssignment(
-            tuple(ta["levels"]), tuple(DomainAssignment(tuple(x["values"]), x["count"]) for x in ta["domains"])
-        )
-    return PodSetResult(assignment, d["want_reason"])
+    return PodSetResult(_ta(d["want_assignment"]), d["want_reason"])
+
+
+def _replacement(r: dict[str, Any] | None) -> Replacement | None:
+    if r is None:
+        return None
+    assignments = {name: ta for name, raw in r["assignments"].items() if (ta := _ta(raw)) is not None}
+    return Replacement(r["unhealthy_node"], assignments, r["owned_by_single_pod"])
 
 
 def _options(gates: dict[str, bool]) -> Options:
@@ -109,7 +124,7 @@ def _options(gates: dict[str, bool]) -> Options:
     for gate, on in gates.items():
         if gate in _GATES:
             fields[_GATES[gate]] = on
-        elif not (gate in _DEFAULT_ON and on):
+        elif not (gate in _NO_EFFECT and on):
             pytest.fail(f"case sets feature gate {gate}={on}, which the engine does not model")
     return Options(**fields)
 
@@ -134,6 +149,7 @@ def run_case(case: dict[str, Any]) -> tuple[dict[str, PodSetResult], dict[str, P
         tas_usage=_usage(case["priorOwnUsage"]),
         non_tas_usage=non_tas,
         assumed_usage=assumed,
+        replacement=_replacement(case["replacement"]),
         options=_options(case["feature_gates"]),
     )
     want = {ps["name"]: _want(ps) for ps in case["pod_sets"]}
@@ -146,17 +162,53 @@ def test_find_topology_assignments(case: dict[str, Any]) -> None:
     assert got == want
 
 
+_GB200 = "multi-layer topology: mimic a real-world GB200 cluster, with NVL36 arch (2GPUs/node); dc required; aizone slices of 48; rack slices of 16; TASMultiLayerTopology"
+
+
 def test_not_ported_cases_are_the_known_ones() -> None:
-    """The upstream cases left out, by what they need: node replacement and elastic scale-up start
-    from an existing admission; one case builds its nodes in a Go function."""
-    skipped = {c["name"]: c["skip"] for c in _CASES if "skip" in c}
-    reasons = sorted(set(skipped.values()))
-    assert reasons == [
-        "function literal",
-        "identifier utiltestingapi",
-        "tas.V1Beta2From",
+    """The one upstream case the porter cannot read builds its nodes in Go code: written out below."""
+    assert {c["name"]: c["skip"] for c in _CASES if "skip" in c} == {_GB200: "function literal"}
+
+
+def test_multi_layer_gb200_cluster() -> None:
+    """Upstream case `_GB200`: 1 dc x 2 aizones x 2 blocks x 2 racks, 18 nodes of 2 GPUs per rack;
+    96 pods of 2 GPUs, 48 per aizone and 16 per rack, land on 6 racks."""
+    dc, az, block, rack = (
+        "cloud.com/datacenter",
+        "cloud.com/aizone",
+        "cloud.com/topology-block",
+        "cloud.com/topology-rack",
+    )
+    racks = [
+        ("aizone0", "block0", "r0"),
+        ("aizone0", "block0", "r1"),
+        ("aizone0", "block1", "r2"),
+        ("aizone0", "block1", "r3"),
     ]
-    assert len(skipped) == 14
+    racks += [
+        ("aizone1", "block2", "r4"),
+        ("aizone1", "block2", "r5"),
+        ("aizone1", "block3", "r6"),
+        ("aizone1", "block3", "r7"),
+    ]
+    nodes = tuple(
+        Node(f"{b}-{r}-{a}-n{i}", {dc: "dc0", az: a, block: b, rack: r}, {"nvidia.com/gpu": 2, "pods": 110})
+        for a, b, r in racks
+        for i in range(18)
+    )
+    request = TopologyRequest.from_api(
+        {
+            "required": dc,
+            "podsetSliceRequiredTopologyConstraints": [{"topology": az, "size": 48}, {"topology": rack, "size": 16}],
+        }
+    )
+    got = find_topology_assignments(
+        Flavor("default", (dc, az, block, rack), nodes), [PodSetRequest("", 96, {"nvidia.com/gpu": 2}, request)]
+    )
+    chosen = [("aizone0", "block0", "r0"), ("aizone0", "block0", "r1"), ("aizone0", "block1", "r2")]
+    chosen += [("aizone1", "block2", "r4"), ("aizone1", "block2", "r5"), ("aizone1", "block3", "r6")]
+    want = TopologyAssignment((dc, az, block, rack), tuple(DomainAssignment(("dc0", *v), 16) for v in chosen))
+    assert got == {"": PodSetResult(want)}
 
 
 # -- the v1beta2 encoding: upstream pkg/util/tas/tas_assignment_test.go ------------------------------

@@ -8,6 +8,7 @@ Pure computation over plain data, no I/O. Mirrors upstream Kueue v0.19.2:
   LeastFreeCapacity, leader/worker pod-set groups) and `nodes.py` with
   `scheduling_simulator_default.go` (taints, node selector, required node affinity);
 - `pkg/cache/scheduler/tas_balanced_placement.go` -> `balanced.py` (behind `Options.balanced_placement`);
+- `FindTopologyAssignmentsForFlavor`, node replacement and `tas_elastic_workloads.go` -> `flavor.py`;
 - `pkg/util/tas/{tas.go,tas_assignment.go}` -> `types.py` and `encoding.py` (domain ids, the compact
   v1beta2 `topologyAssignment`).
 
@@ -22,13 +23,14 @@ Public API::
 
 `flavor` is a `Flavor` (topology name and levels, the nodes, the flavor's node labels and
 tolerations); `pod_sets` are `PodSetRequest`s of one workload in that flavor (per-pod requests, count,
-`TopologyRequest`, tolerations, node selector, required affinity). Not covered yet: replacing a
-failed node of an admitted workload, elastic (workload-slice) scale-up from a previous assignment,
-and the scheduler-library feasibility check (alpha upstream).
+`TopologyRequest`, tolerations, node selector, node affinity). `replacement=Replacement(...)` repairs
+an admitted workload that lost a node. Not covered: the scheduler-library feasibility check
+(SchedulerLibraryIntegration, alpha upstream) and the v1beta1 single-slice-only encoding gate.
 """
 
-from webhook.core.tas.assign import find_topology_assignments, has_level
+from webhook.core.tas.assign import has_level
 from webhook.core.tas.encoding import from_v1beta2, to_v1beta2
+from webhook.core.tas.flavor import Replacement, find_topology_assignments
 from webhook.core.tas.types import (
     DomainAssignment,
     DomainUsage,
@@ -58,6 +60,7 @@ __all__ = [
     "PodSetRequest",
     "PodSetResult",
     "PreferredTerm",
+    "Replacement",
     "SliceConstraint",
     "Taint",
     "Toleration",

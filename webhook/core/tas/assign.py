@@ -22,18 +22,16 @@ from webhook.core.tas.tree import Domain, Tree, count_in, lower_domains
 from webhook.core.tas.types import (
     PODS,
     DomainAssignment,
-    DomainUsage,
     Flavor,
     Options,
     PodSetRequest,
-    PodSetResult,
     SliceConstraint,
     TopologyAssignment,
     TopologyRequest,
     domain_id,
 )
 
-__all__ = ["Params", "Placer", "add_assumed_usage", "find_topology_assignments", "has_level", "level_key"]
+__all__ = ["Params", "Placer", "has_level", "level_key"]
 
 _MAX = 2**31 - 1
 
@@ -51,61 +49,6 @@ class Params:
     unconstrained: bool = False
     slice_size_at_level: dict[int, int] = field(default_factory=dict)
     multi_layer: tuple[SliceConstraint, ...] = ()
-
-
-def find_topology_assignments(
-    flavor: Flavor,
-    pod_sets: Sequence[PodSetRequest],
-    *,
-    tas_usage: Iterable[DomainUsage] = (),
-    non_tas_usage: Mapping[str, Mapping[str, int]] | None = None,
-    assumed_usage: Mapping[str, Mapping[str, int]] | None = None,
-    simulate_empty: bool = False,
-    options: Options | None = None,
-) -> dict[str, PodSetResult]:
-    """Place the pod sets of one workload that share a TAS flavor (`FindTopologyAssignmentsForFlavor`).
-
-    `tas_usage` is what admitted TAS workloads hold per domain, `non_tas_usage` what other scheduled,
-    not terminated pods use per node name (their requests plus one `pods` each), `assumed_usage` usage per domain id already reserved in this cycle (e.g.
-    by sibling flavors on the same hosts). Pod sets of one `group` are placed together (the one-pod
-    set as the leader). Stops at the first failure: later pod sets have no entry.
-    `simulate_empty` ignores `tas_usage`, as if every TAS workload were preempted.
-    """
-    placer = Placer(flavor, options or Options())
-    for u in tas_usage:
-        usage = {r: v * u.count for r, v in u.requests.items()}
-        usage[PODS] = usage.get(PODS, 0) + u.count
-        placer.tree.add_tas_usage(domain_id(u.values), usage)
-    for node_name, used in (non_tas_usage or {}).items():
-        placer.tree.add_non_tas_usage(node_name, used)
-
-    assumed: dict[str, dict[str, int]] = {k: dict(v) for k, v in (assumed_usage or {}).items()}
-    groups: dict[str, list[PodSetRequest]] = {}
-    for idx, ps in enumerate(pod_sets):
-        groups.setdefault(ps.group if ps.group is not None else str(idx), []).append(ps)
-
-    result: dict[str, PodSetResult] = {}
-    for members in groups.values():
-        workers, leader = members[0], members[1] if len(members) > 1 else None
-        if leader is not None and leader.count > workers.count:
-            workers, leader = leader, workers
-        assignments, reason = placer.place(workers, leader, assumed, simulate_empty)
-        for ps in members:
-            result[ps.name] = PodSetResult(assignments.get(ps.name), reason)
-        if reason:
-            return result
-        for ps in members:
-            if (ta := assignments.get(ps.name)) is not None:
-                add_assumed_usage(assumed, ta, ps.requests)
-    return result
-
-
-def add_assumed_usage(assumed: dict[str, dict[str, int]], ta: TopologyAssignment, requests: Mapping[str, int]) -> None:
-    """Reserve in `assumed` what the pods of an assignment take, one `pods` each (`addAssumedUsage`)."""
-    for did, used in ta.usage(requests).items():
-        into = assumed.setdefault(did, {})
-        for r, v in used.items():
-            into[r] = into.get(r, 0) + v
 
 
 def level_key(levels: Sequence[str], tr: TopologyRequest | None) -> str | None:
@@ -155,7 +98,7 @@ class Placer:
         self.stats = nodes.ExclusionStats()
 
     # -- level keys -------------------------------------------------------------------------------
-    def _level_key(self, ps: PodSetRequest) -> str | None:
+    def level_key_for(self, ps: PodSetRequest) -> str | None:
         """`levelKeyWithImpliedFallback`: an implied pod set goes to the lowest level."""
         key = level_key(self.tree.levels, ps.topology_request)
         if key is None and ps.implied:
@@ -173,8 +116,10 @@ class Placer:
         leader: PodSetRequest | None,
         assumed: Mapping[str, Mapping[str, int]],
         simulate_empty: bool,
+        required_domain: str = "",
     ) -> tuple[dict[str, TopologyAssignment], str]:
-        """`findTopologyAssignment`: the assignments of the workers (and leader) or a reason."""
+        """`findTopologyAssignment`: the assignments of the workers (and leader) or a reason.
+        `required_domain` (a domain id) confines the pods to that domain, to replace a failed node."""
         tree = self.tree
         tr = workers.topology_request
         p = Params(count=workers.count, leader_count=1 if leader is not None else 0)
@@ -185,7 +130,7 @@ class Placer:
                 return {}, "slice topology requested, but slice size not provided"
         p.required = tr is not None and tr.required is not None
         p.unconstrained = (tr is not None and tr.unconstrained) or workers.implied or _slice_only(tr)
-        key = self._level_key(workers)
+        key = self.level_key_for(workers)
         if key is None:
             return {}, "topology level not specified"
         requested = tree.level_index(key)
@@ -206,7 +151,7 @@ class Placer:
         if at_level:
             p.multi_layer = constraints
 
-        self._fill_in_counts(workers, leader, p, assumed, simulate_empty)
+        self._fill_in_counts(workers, leader, p, assumed, simulate_empty, required_domain)
 
         fit: list[Domain] = []
         fit_level = 0
@@ -294,6 +239,7 @@ class Placer:
         p: Params,
         assumed: Mapping[str, Mapping[str, int]],
         simulate_empty: bool,
+        required_domain: str,
     ) -> None:
         tree = self.tree
         for dom in tree.all_domains():
@@ -325,6 +271,11 @@ class Placer:
                     continue
                 if self.options.respect_preferred_affinity:
                     leaf.affinity_score = nodes.affinity_score(workers.preferred_affinity, leaf.node)
+            if required_domain and not (
+                (full := domain_id(leaf.level_values)) == required_domain or full.startswith(required_domain + ",")
+            ):
+                stats.topology_domain += 1
+                continue
             remaining = leaf.remaining(simulate_empty)
             for r, v in assumed.get(leaf.id, {}).items():
                 remaining[r] = remaining.get(r, 0) - v

@@ -117,11 +117,16 @@ class Options:
     least free capacity first instead of BestFit. `balanced_placement` (TASBalancedPlacement, alpha,
     off): preferred pod sets spread evenly over the fewest domains. `respect_preferred_affinity`
     (TASRespectNodeAffinityPreferred, alpha, off): domains whose nodes match more of the pod's
-    preferred node affinity weight come first, before capacity."""
+    preferred node affinity weight come first, before capacity. `elastic_workload_slices`
+    (ElasticJobsViaWorkloadSlicesWithTAS, alpha, off): a scaled workload slice keeps the pods of
+    its `previous_assignment` in place. `skip_reassignment_for_pod_owned`
+    (SkipReassignmentForPodOwnedWorkloads, beta, on): a single-Pod workload keeps its failed node."""
 
     profile_mixed: bool = True
     balanced_placement: bool = False
     respect_preferred_affinity: bool = False
+    elastic_workload_slices: bool = False
+    skip_reassignment_for_pod_owned: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +200,8 @@ class PodSetRequest:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     required_affinity: tuple[NodeSelectorTerm, ...] | None = None
     preferred_affinity: tuple[PreferredTerm, ...] = ()
+    # the assignment of the workload slice this one replaces (elastic jobs)
+    previous_assignment: TopologyAssignment | None = None
 
 
 @dataclass(frozen=True, slots=True)
