@@ -644,22 +644,25 @@ def _lower_keys(v: Any) -> Any:
 
 
 def convert_encoding(src: str) -> list[dict[str, Any]]:
-    """The encoding tables of `pkg/util/tas/tas_assignment_test.go`: `bothWaysTestCases` and the
-    cases of TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns, as
+    """The encoding tables of `pkg/util/tas/tas_assignment_test.go`: `bothWaysTestCases`,
+    `oneWayTestCases` (decoded only) and the cases of
+    TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns, as
     {test, name, internal, v1beta2} with JSON field names."""
     ev = Evaluator({})
     out: list[dict[str, Any]] = []
-    start = src.index("var bothWaysTestCases")
-    p = Parser(tokenize(src[start : src.index("var twoDomains")]))
-    while p.peek()[1] != "=":
-        p.take()
-    p.take("=")
-    p.type_expr()
-    for _, case in p.elements():
-        c = _lower_keys({k[1]: ev.eval(v) for k, v in case[2]})
-        out.append(
-            {"test": "TestV1Beta2FromInternal", "name": c["name"], "internal": c["internal"], "v1beta2": c["v1beta2"]}
-        )
+    for var, end, test in (
+        ("bothWaysTestCases", "var oneWayTestCases", "TestV1Beta2FromInternal"),
+        ("oneWayTestCases", "var twoDomains", "TestInternalFromV1Beta2"),
+    ):
+        start = src.index(f"var {var}")
+        p = Parser(tokenize(src[start : src.index(end)]))
+        while p.peek()[1] != "=":
+            p.take()
+        p.take("=")
+        p.type_expr()
+        for _, case in p.elements():
+            c = _lower_keys({k[1]: ev.eval(v) for k, v in case[2]})
+            out.append({"test": test, "name": c["name"], "internal": c["internal"], "v1beta2": c["v1beta2"]})
     start = src.index("func TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns(")
     body = src[start : src.index("\tfor name, tc := range tests", start)]
     p = Parser(tokenize(body[body.index("tests :=") :]))

@@ -248,6 +248,14 @@ def test_v1beta2_from_internal_both_ways(case: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
+    "case", [c for c in _ENCODING if c["test"] == "TestInternalFromV1Beta2"], ids=lambda c: c["name"]
+)
+def test_internal_from_v1beta2_one_way(case: dict[str, Any]) -> None:
+    """TestInternalFromV1Beta2 over oneWayTestCases: encodings we never produce still decode."""
+    assert from_v1beta2(case["v1beta2"]) == _internal(case["internal"])
+
+
+@pytest.mark.parametrize(
     "case",
     [c for c in _ENCODING if c["test"] == "TestCompactTopologyAssignmentEncodingWithHostnamePrefixRuns"],
     ids=lambda c: c["name"],

@@ -1,8 +1,8 @@
 """The TAS placement algorithm: where in a flavor's topology the pods of a workload's pod sets go.
 
-Mirrors upstream v0.19.2's `FindTopologyAssignmentsForFlavor` and `findTopologyAssignment` in
-`pkg/cache/scheduler/tas_flavor_snapshot.go` (without node replacement and elastic scale-up, which
-start from an existing admission). Two phases:
+Mirrors upstream v0.19.2's `findTopologyAssignment` in `pkg/cache/scheduler/tas_flavor_snapshot.go`,
+for one pod set or one leader/workers group (`flavor.py` loops over a workload's pod sets and holds
+the repairs of an admitted placement). Two phases:
 
 1. count, for every leaf, how many pods (and a leader, for a pod-set group) fit in its remaining
    capacity, and roll the counts up the tree (`Tree.fill_in_counts`);
