@@ -365,8 +365,9 @@ class World:
             kind = STORE_KIND.get(obj["kind"])
             if kind is not None:
                 self.store.put(kind, copy.deepcopy(self.kube.objects[path_of(obj)]))
+        self.stop = threading.Event()  # ends the controller's queues once started
         self.controller = ProvisioningController(
-            self.kube, self.store, self.events, stop=threading.Event(), cleanup_on_eviction=cleanup_on_eviction
+            self.kube, self.store, self.events, stop=self.stop, cleanup_on_eviction=cleanup_on_eviction
         )
 
     def get(self, kind: str, name: str, api_version: str, namespace: str | None = NS) -> Obj | None:
