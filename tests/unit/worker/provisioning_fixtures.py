@@ -317,6 +317,12 @@ class Kube(FakeKube):
     def __init__(self, fail_create: Mapping[str, k.KubeError] | None = None) -> None:
         super().__init__()
         self.fail_create = dict(fail_create or {})
+        self.unserved = False  # the ProvisioningRequest API: a LIST of it is NotFound
+
+    def list(self, path: str, *, query: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
+        if self.unserved and path.endswith("/provisioningrequests"):
+            raise k.NotFound(404, "the server could not find the requested resource")
+        return super().list(path, query=query)
 
     def create(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
         resource = path.rstrip("/").rsplit("/", 1)[-1]
@@ -356,6 +362,7 @@ class World:
         *,
         fail_create: Mapping[str, k.KubeError] | None = None,
         cleanup_on_eviction: bool = True,
+        probe_s: float = 30.0,
     ) -> None:
         self.kube = Kube(fail_create)
         self.store = Store()
@@ -367,7 +374,12 @@ class World:
                 self.store.put(kind, copy.deepcopy(self.kube.objects[path_of(obj)]))
         self.stop = threading.Event()  # ends the controller's queues once started
         self.controller = ProvisioningController(
-            self.kube, self.store, self.events, stop=self.stop, cleanup_on_eviction=cleanup_on_eviction
+            self.kube,
+            self.store,
+            self.events,
+            stop=self.stop,
+            cleanup_on_eviction=cleanup_on_eviction,
+            probe_s=probe_s,
         )
 
     def get(self, kind: str, name: str, api_version: str, namespace: str | None = NS) -> Obj | None:

@@ -27,6 +27,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.worker.admissionchecks import provisioning as p
 from webhook.worker.store import object_key
+from webhook.worker.workqueue import Retry
 
 WL = f"{NS}/wl"
 CHECK = admission_check("prov", params=(c.GROUP, p.CONFIG_KIND, "cfg"))
@@ -204,6 +205,25 @@ def test_long_names_are_cut_with_a_hash() -> None:
     wl_name = "w" * 250
     assert p.attempt_of({"metadata": {"name": p.request_name("wl", "check", 12)}}, "wl", "check") == 12
     assert p.attempt_of({"metadata": {"name": name}}, wl_name, "check") == 1  # no readable attempt: 1
+
+
+def test_nothing_happens_until_the_provisioning_request_api_is_served() -> None:
+    """As upstream, which sets the controller up only where the API is served: the check does not
+    become Active and no Workload is touched; ours starts once a cluster-autoscaler installs the CRD."""
+    world = f.World([gpu_workload(), CHECK, config("cfg"), FLAVOR], probe_s=0.0)
+    world.kube.unserved = True
+    with pytest.raises(Retry):
+        world.controller.reconcile_check("prov")
+    world.controller.reconcile_workload(WL)
+    assert active_status(world) == ""
+    assert world.request("wl-prov-1") is None
+    assert check_state(world) == check("prov")
+
+    world.kube.unserved = False
+    world.controller.reconcile_check("prov")
+    assert active_status(world) == "True"
+    world.controller.reconcile_workload(WL)
+    assert world.request("wl-prov-1") is not None
 
 
 def wait_for(what: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -6,8 +6,12 @@ Mirrors `SetupWithManager` and the I/O of `pkg/controller/admissionchecks/provis
 ownerReference), their AdmissionChecks' (a check of this controller created, changed or deleted) and
 their configs' (a new class, parameters or managed resources); AdmissionChecks of this controller on
 their own events and their ProvisioningRequestConfig's. ProvisioningRequests and configs come from the
-Manager's informers (the ProvisioningRequest API may not be served: no requests until it is, as
-upstream, which skips the whole controller then); PodTemplates are read from the API when needed.
+Manager's informers; PodTemplates are read from the API when needed.
+
+Upstream sets the controller up only where the ProvisioningRequest API is served
+(`ServerSupportsProvisioningRequest`): elsewhere no check of this controller becomes Active and its
+ClusterQueues stay inactive. Ours does nothing either until the API is served, and asks again every
+`PROBE_S` (a cluster-autoscaler may install the CRD later; upstream needs a restart for it).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -29,13 +34,14 @@ from webhook.worker.status import set_condition, update_status
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
 
-__all__ = ["CONDITION_MESSAGE_LIMIT", "REQUESTS", "ProvisioningController"]
+__all__ = ["CONDITION_MESSAGE_LIMIT", "PROBE_S", "REQUESTS", "ProvisioningController"]
 
 log = logging.getLogger(__name__)
 
 REQUESTS = "provisioningrequests"
 CONFIGS = "provisioningrequestconfigs"
 CONDITION_MESSAGE_LIMIT = 32 * 1024  # `api.TruncateConditionMessage`
+PROBE_S = 30.0  # how often an unserved ProvisioningRequest API is asked about again
 
 
 def _truncate(message: str) -> str:
@@ -54,12 +60,17 @@ class ProvisioningController:
         stop: threading.Event,
         cleanup_on_eviction: bool = True,
         tas: bool = True,
+        probe_s: float = PROBE_S,
     ) -> None:
         self.kube = kube
         self.store = store
         self.events = recorder
         self.cleanup_on_eviction = cleanup_on_eviction
         self.tas = tas
+        self._lock = threading.Lock()
+        self._served = False  # once served, the API stays (a removed CRD shows as failed writes)
+        self._next_probe = 0.0
+        self.probe_s = probe_s
         self.workloads: WorkQueue[object] = WorkQueue("provisioning-workload", self.reconcile_workload, stop=stop)
         self.checks: WorkQueue[object] = WorkQueue("provisioning-admissioncheck", self.reconcile_check, stop=stop)
 
@@ -98,11 +109,30 @@ class ProvisioningController:
             if any(s.get("name") == check for s in (wl.get("status") or {}).get("admissionChecks") or ()):
                 self.workloads.add(object_key(wl))
 
+    def served(self) -> bool:
+        """The ProvisioningRequest API is served (a LIST of it is not NotFound); asked at most every `probe_s`."""
+        with self._lock:
+            if self._served:
+                return True
+            if time.monotonic() < self._next_probe:
+                return False
+            self._next_probe = time.monotonic() + self.probe_s
+        try:
+            self.kube.list(k.object_path(p.AUTOSCALING_V1, REQUESTS, None), query={"limit": "1"})
+        except k.NotFound:
+            log.info("ProvisioningRequest API not served: provisioning-request checks wait for it")
+            return False
+        with self._lock:
+            self._served = True
+        return True
+
     # == AdmissionChecks (`admissioncheck_reconciler.go`) =========================================
     def reconcile_check(self, name: str, _items: Sequence[object] = ()) -> None:
         ac = self.store.get("admissionchecks", name)
-        if ac is None:
+        if ac is None or (ac.get("spec") or {}).get("controllerName") != p.CONTROLLER_NAME:
             return
+        if not self.served():
+            raise Retry(self.probe_s, "ProvisioningRequest API not served")
         cond = p.active_condition(ac, {o.name(cfg): cfg for cfg in self.store.list(CONFIGS)})
         if cond is None:
             return
@@ -130,8 +160,8 @@ class ProvisioningController:
 
     def reconcile_workload(self, key: str, _items: Sequence[object] = ()) -> None:
         wl = self.store.get("workloads", key)
-        if wl is None:
-            return
+        if wl is None or not self.served():
+            return  # unserved: its checks are not Active, so no Workload is admitted through them
         plan = p.plan(wl, self.inputs(o.namespace(wl)))
         if plan.states is not None:
             wl = self._write_states(wl, plan.states) or wl
