@@ -23,6 +23,9 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 * failure recovery (`WorkQueue` keyed by pod, its own pod and node informers), with the
   FailureRecoveryPolicy gate on: `reconcilers.failure_recovery`.
+* the `kueue.x-k8s.io/provisioning-request` admission check (a `WorkQueue` keyed by Workload and one
+  keyed by AdmissionCheck), idle until the ProvisioningRequest API is served:
+  `reconcilers.provisioning`.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 

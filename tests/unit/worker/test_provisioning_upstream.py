@@ -1,5 +1,5 @@
-"""Upstream v0.19.2 `pkg/controller/admissionchecks/provisioning/controller_test.go` and
-`admissioncheck_reconciler_test.go`, case by case under upstream's names, against our controller
+"""Upstream v0.19.2 `pkg/controller/admissionchecks/provisioning/controller_test.go`,
+`admissioncheck_reconciler_test.go` and `indexer_test.go`, case by case under upstream's names, against our controller
 (`reconcilers.provisioning` carrying out `admissionchecks.provisioning.plan`) on a fake API.
 
 Upstream runs every TestReconcile case twice, with gate WorkloadRequestUseMergePatch off and on; the
@@ -1038,3 +1038,73 @@ def test_reconcile_admission_check(name: str) -> None:
             **want,
             "observedGeneration": 1,
         }
+
+
+# == indexer_test.go: the lookups upstream does through field indexes ===============================
+
+
+def _named(name: str, *, owners: Sequence[str] = (), checks: Sequence[str] = ()) -> Obj:
+    return {
+        "metadata": {"name": name, "namespace": "default", "ownerReferences": [{"name": x} for x in owners]},
+        "status": {"admissionChecks": [{"name": x} for x in checks]},
+    }
+
+
+INDEX_REQUEST_CASES: dict[str, tuple[list[Obj], list[str]]] = {
+    "no owner": ([_named("name")], []),
+    "single owner, single match": ([_named("name"), _named("name2", owners=["wl"])], ["name2"]),
+    "multiple owners, multiple matches": (
+        [_named("name"), _named("name2", owners=["wl"]), _named("name3", owners=["wl_2", "wl"])],
+        ["name2", "name3"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX_REQUEST_CASES))
+def test_index_provisioning_requests(name: str) -> None:
+    requests, want = INDEX_REQUEST_CASES[name]
+    assert [r["metadata"]["name"] for r in requests if p.owned_by(r, "wl")] == want
+
+
+INDEX_WORKLOAD_CASES: dict[str, tuple[list[Obj], list[str]]] = {
+    "no checks": ([_named("name")], []),
+    "single check, single match": ([_named("name"), _named("name2", checks=["check"])], ["name2"]),
+    "multiple checks, multiple matches": (
+        [_named("name"), _named("name2", checks=["check"]), _named("name3", checks=["check2", "check"])],
+        ["name2", "name3"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX_WORKLOAD_CASES))
+def test_index_workload(name: str) -> None:
+    workloads, want = INDEX_WORKLOAD_CASES[name]
+    assert [w["metadata"]["name"] for w in workloads if p.has_check(w, "check")] == want
+
+
+INDEX_CHECK_CASES: dict[str, tuple[list[Obj], str, list[str]]] = {
+    "different controller": (
+        [admission_check("check1", "other", params=(c.GROUP, p.CONFIG_KIND, "config1"))],
+        "config1",
+        [],
+    ),
+    "bad ref group": ([admission_check("check1", params=("core", p.CONFIG_KIND, "config1"))], "config1", []),
+    "bad ref kind": ([admission_check("check1", params=(c.GROUP, "kind", "config1"))], "config1", []),
+    "empty name": ([admission_check("check1", params=(c.GROUP, p.CONFIG_KIND, ""))], "", []),
+    "match": ([admission_check("check1", params=(c.GROUP, p.CONFIG_KIND, "config1"))], "config1", ["check1"]),
+    "multiple checks, partial match": (
+        [
+            admission_check("check1", params=(c.GROUP, p.CONFIG_KIND, "config1")),
+            admission_check("check2", params=(c.GROUP, p.CONFIG_KIND, "config1")),
+            admission_check("check3", params=(c.GROUP, p.CONFIG_KIND, "config2")),
+        ],
+        "config1",
+        ["check1", "check2"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(INDEX_CHECK_CASES))
+def test_index_admission_checks(name: str) -> None:
+    checks, cfg, want = INDEX_CHECK_CASES[name]
+    assert [ac["metadata"]["name"] for ac in checks if p.uses_config(ac, cfg)] == want

@@ -57,6 +57,7 @@ __all__ = [
     "attempt_of",
     "backoff_seconds",
     "config_from_ref",
+    "has_check",
     "merge_pod_sets",
     "owned_by",
     "pod_template_name",
@@ -136,6 +137,11 @@ def attempt_of(request: Obj, workload: str, check: str) -> int:
     """The attempt a request's name ends with; 1 for a name that does not have one (`getAttempt`)."""
     match = _attempt_match(o.name(request), workload, check)
     return int(match.group(1)) if match else 1
+
+
+def has_check(wl: Obj, check: str) -> bool:
+    """The Workload's status lists the check (the `status.admissionChecks` index)."""
+    return any(state.get("name") == check for state in (wl.get("status") or {}).get("admissionChecks") or ())
 
 
 def owned_by(request: Obj, workload: str) -> bool:

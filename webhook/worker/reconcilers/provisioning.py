@@ -106,7 +106,7 @@ class ProvisioningController:
 
     def _workloads_using(self, check: str) -> None:
         for wl in self.store.list("workloads"):
-            if any(s.get("name") == check for s in (wl.get("status") or {}).get("admissionChecks") or ()):
+            if p.has_check(wl, check):
                 self.workloads.add(object_key(wl))
 
     def served(self) -> bool:
@@ -164,7 +164,10 @@ class ProvisioningController:
             return  # unserved: its checks are not Active, so no Workload is admitted through them
         plan = p.plan(wl, self.inputs(o.namespace(wl)))
         if plan.states is not None:
-            wl = self._write_states(wl, plan.states) or wl
+            written = self._write_states(wl, plan.states)
+            if written is None:
+                return  # deleted meanwhile: its requests go with it (ownerReferences)
+            wl = written
             for note in plan.events:
                 self.events.emit(wl, "Normal", "AdmissionCheckUpdated", events.truncate_note(note), p.EVENT_SOURCE)
         for name in plan.delete:
