@@ -5,8 +5,8 @@ the roles are generated from it and `tests/unit/install/test_rbac.py` can hold t
 (recorded calls of the webhook lookups and the cert manager must equal their entries; paths the
 worker names must be granted, and nothing is granted that no code names). Upstream generates the
 same from `+kubebuilder:rbac` markers into `config/components/rbac/role.yaml` (kueue ff69552e79).
-Unlike upstream's role, it grants nothing on Topology, ProvisioningRequestConfig and the MultiKueue
-kinds: we serve their CRDs but no code of ours reads or writes them.
+Unlike upstream's role, it grants nothing on the MultiKueue kinds: we serve their CRDs but no code
+of ours reads or writes them.
 
 The worker's metrics server checks each scraper with a TokenReview and a SubjectAccessReview;
 those creates are its own role, `kueue-metrics-auth-role` (upstream's `metrics_auth_role.yaml`).
@@ -222,6 +222,27 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             _READ,
             WORKER,
             "DRA devices of pending Workloads",
+        ),
+        Access(
+            _K,
+            ("provisioningrequestconfigs",),
+            _READ,
+            WORKER,
+            "provisioning-request admission check: the configs its checks name",
+        ),
+        Access(
+            "autoscaling.x-k8s.io",
+            ("provisioningrequests",),
+            ("create", "delete", "list", "watch"),
+            WORKER,
+            "provisioning-request admission check: the requests it makes for Workloads",
+        ),
+        Access(
+            "",
+            ("podtemplates",),
+            ("create", "get", "update"),
+            WORKER,
+            "provisioning-request admission check: the pod templates its requests refer to",
         ),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(

@@ -23,6 +23,9 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 * failure recovery (`WorkQueue` keyed by pod, its own pod and node informers), with the
   FailureRecoveryPolicy gate on: `reconcilers.failure_recovery`.
+* the `kueue.x-k8s.io/provisioning-request` admission check (a `WorkQueue` keyed by Workload and one
+  keyed by AdmissionCheck), idle until the ProvisioningRequest API is served:
+  `reconcilers.provisioning`.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
@@ -56,6 +59,7 @@ from webhook.core.workload import WorkloadKey
 from webhook.visibility.server import admission_fair_sharing_settings
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
+from webhook.worker.admissionchecks import provisioning
 from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
 from webhook.worker.finalizers import Finalizers
 from webhook.worker.jobframework.setup import Resource, SetupContext, wire
@@ -63,6 +67,7 @@ from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
 from webhook.worker.reconcilers.failure_recovery import FailureRecovery
+from webhook.worker.reconcilers.provisioning import REQUESTS, ProvisioningController
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention
@@ -124,6 +129,10 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("limitranges", "v1"),
     Resource("runtimeclasses", "node.k8s.io/v1"),
     Resource("workloads", c.V1BETA2),
+    # The provisioning-request admission check (`reconcilers.provisioning`): its configs, and the requests
+    # it makes, whose API is served only where a cluster-autoscaler with ProvisioningRequests runs.
+    Resource("provisioningrequestconfigs", c.V1BETA2),
+    Resource(REQUESTS, provisioning.AUTOSCALING_V1, optional=True),
 )
 # What a pending Workload's devices cost (`core.dra`), watched with gate KueueDRAIntegration on.
 CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "resource.k8s.io/v1")
@@ -255,6 +264,15 @@ class Manager:
             if config.feature_enabled(Feature.FAILURE_RECOVERY_POLICY)
             else None
         )
+        # The `kueue.x-k8s.io/provisioning-request` admission check; idle until a check names it.
+        self.provisioning = ProvisioningController(
+            kube,
+            self.store,
+            self.recorder,
+            stop=stop,
+            cleanup_on_eviction=config.feature_enabled(Feature.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION),
+            tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
+        )
         settings = self.core.config.dra_settings
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
@@ -264,6 +282,7 @@ class Manager:
         self.reconcilers: tuple[Reconciler, ...] = (
             *(w.reconciler for w in self.integrations),
             self.workloads,
+            self.provisioning,
             *(r for r in (self.variants, self.retention) if r is not None),
         )
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)

@@ -295,13 +295,14 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
 
 
 def test_manager_role_grants_nothing_on_the_served_only_kinds():
-    """We serve ProvisioningRequestConfig and the MultiKueue CRDs but act on none of them, so, unlike
-    upstream's role, ours grants nothing on them (least privilege). Topologies are read: a topology
-    flavor's ClusterQueue is inactive (TopologyNotFound) until its Topology exists."""
+    """We serve the MultiKueue CRDs but act on none of them, so, unlike upstream's role, ours grants
+    nothing on them (least privilege). Topologies are read: a topology flavor's ClusterQueue is
+    inactive (TopologyNotFound) until its Topology exists; so are ProvisioningRequestConfigs, by the
+    provisioning-request admission check."""
     role = next(
         r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT) if r["metadata"]["name"] == "kueue-manager-role"
     )
-    served_only = ("provisioningrequestconfigs", "multikueueconfigs", "multikueueclusters")
+    served_only = ("multikueueconfigs", "multikueueclusters")
     assert not [res for rule in role["rules"] for res in rule.get("resources", []) if res.split("/")[0] in served_only]
 
 

@@ -1,0 +1,1 @@
+"""Admission check controllers shipped with Kueue (upstream's `pkg/controller/admissionchecks/`)."""
