@@ -135,7 +135,7 @@ def template_patch(template: Obj, info: PodSetInfo) -> dict[str, Any] | None:
     """The merge patch of a pod template that gives it `info`'s annotations, labels, node selector,
     tolerations and scheduling gates, and leaves the rest alone (`RestorePodSpec`'s fields, also
     what `Merge` writes); None when they already are. For templates inside maps, which a merge
-    patch merges key by key, so a key that must go is sent as null."""
+    patch merges key by key, so a key that must go is sent as null (a map left empty: the map)."""
     live = PodSetInfo.of_template(template)
     patch: dict[str, dict[str, Any]] = {"metadata": {}, "spec": {}}
     for section, key, have, want in (
@@ -145,7 +145,7 @@ def template_patch(template: Obj, info: PodSetInfo) -> dict[str, Any] | None:
     ):
         changes = _map_patch(have, want)
         if changes:
-            patch[section][key] = changes
+            patch[section][key] = changes if want else None  # an emptied map goes as a whole
     for key, have_list, want_list in (
         ("tolerations", live.tolerations, info.tolerations),
         ("schedulingGates", live.scheduling_gates, info.scheduling_gates),
