@@ -353,3 +353,11 @@ def test_queue_warnings_count_launcher_and_workers(make_driver: Any) -> None:
     response = make_driver(ENABLED).send(VALIDATE, mpi_review(MPI().queue("missing").launcher_and_workers().obj()))
     assert response["allowed"]
     assert any("missing" in w for w in response.get("warnings", ())), response
+
+
+def test_a_gang_min_resources_quantity_go_cannot_decode_is_an_error(make_driver: Any) -> None:
+    """`runPolicy.schedulingPolicy.minResources` holds quantities too: upstream's decode fails (400)."""
+    obj = MPI().queue("q").launcher_and_workers().obj()
+    obj["spec"]["runPolicy"]["schedulingPolicy"] = {"minResources": {"cpu": "1e1.5"}}
+    response = make_driver(ENABLED).send(VALIDATE, mpi_review(obj))
+    assert not response["allowed"] and response["status"]["code"] == 400, response
