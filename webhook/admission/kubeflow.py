@@ -23,12 +23,7 @@ from webhook.api import fields as f
 from webhook.api import kubeflow as kf
 from webhook.api import objects as o
 
-__all__ = ["default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
-
-
-def is_suspended(job: Mapping[str, Any]) -> bool:
-    """`IsSuspended`: `spec.runPolicy.suspend`."""
-    return bool(kf.run_policy(job).get("suspend"))
+__all__ = ["default", "validate_create", "validate_update", "warnings_create"]
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
@@ -37,7 +32,7 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
-    if jf.should_suspend(obj, ctx, namespace) and not is_suspended(obj):
+    if jf.should_suspend(obj, ctx, namespace) and not kf.is_suspended(obj):
         spec = obj.setdefault("spec", {})
         if spec.get("runPolicy") is None:
             spec["runPolicy"] = {}
@@ -57,8 +52,8 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
         old,
         new,
         ctx,
-        old_suspended=is_suspended(old),
-        new_suspended=is_suspended(new),
+        old_suspended=kf.is_suspended(old),
+        new_suspended=kf.is_suspended(new),
         gvk=kf.kind_of(new).framework.gvk,
     )
 

@@ -32,6 +32,7 @@ __all__ = [
     "TFJOB",
     "XGBOOSTJOB",
     "Kind",
+    "is_suspended",
     "kind_of",
     "ordered_replica_types",
     "pod_sets",
@@ -79,6 +80,11 @@ def kind_of(obj: Mapping[str, Any]) -> Kind:
 def run_policy(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """`RunPolicy()`: `spec.runPolicy` (absent: empty)."""
     return (obj.get("spec") or {}).get("runPolicy") or {}
+
+
+def is_suspended(obj: Mapping[str, Any]) -> bool:
+    """`IsSuspended`: `spec.runPolicy.suspend`."""
+    return bool(run_policy(obj).get("suspend"))
 
 
 def replica_specs(obj: Mapping[str, Any], kind: Kind) -> Mapping[str, Any]:

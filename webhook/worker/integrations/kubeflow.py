@@ -52,7 +52,6 @@ __all__ = [
     "XGBoostJobReconciler",
     "finished_condition",
     "is_active",
-    "is_suspended",
     "pod_sets",
     "pods_ready",
     "restore_patch",
@@ -65,11 +64,6 @@ log = logging.getLogger(__name__)
 
 
 # == pure builders ================================================================================
-def is_suspended(job: Obj) -> bool:
-    """`IsSuspended`: `spec.runPolicy.suspend`."""
-    return bool(kf.run_policy(job).get("suspend"))
-
-
 def is_active(job: Obj) -> bool:
     """`IsActive`: some replica type reports active pods."""
     statuses = (job.get("status") or {}).get("replicaStatuses") or {}
@@ -213,7 +207,7 @@ class KubeflowJob:
         return self.kf_kind.framework.group
 
     def is_suspended(self) -> bool:
-        return is_suspended(self.obj)
+        return kf.is_suspended(self.obj)
 
     def is_active(self) -> bool:
         return is_active(self.obj)
