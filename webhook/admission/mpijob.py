@@ -5,10 +5,11 @@ Mirrors `pkg/controller/jobs/mpijob/mpijob_webhook.go` (upstream v0.19.2; paths
 /mutate-kubeflow-org-v2beta1-mpijob on CREATE and /validate-kubeflow-org-v2beta1-mpijob): the
 training-operator kinds' defaulting (`webhook.admission.kubeflow`) plus, with
 TopologyAwareScheduling, the pod-index offset of the workers of a launcher that works too
-(`runLauncherAsWorker`); validation is `ValidateJobOnCreate` sorted by field, and on update
-`ValidateJobOnUpdate` followed by the create checks of the new object. Not reproduced: the
-MultiKueue `managedBy` defaulting (MultiKueue is not implemented) and the TopologyAwareScheduling
-checks of the templates' annotations, as for the other integrations here.
+(`runLauncherAsWorker`); validation is `ValidateJobOnCreate` and, with TopologyAwareScheduling,
+the checks of the templates' TAS annotations and of the launcher/worker podSet group
+(`tas_validation`), sorted by field; on update `ValidateJobOnUpdate` followed by those create
+checks of the new object. Not reproduced: the MultiKueue `managedBy` defaulting (MultiKueue is not
+implemented).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from webhook.admission import jobframework as jf
 from webhook.admission import kubeflow, queue_warnings
+from webhook.admission import tas_validation as tas
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
@@ -61,14 +63,46 @@ def _sorted(errs: list[f.FieldError]) -> list[f.FieldError]:
     return sorted(errs, key=lambda e: e.path)
 
 
+def _meta_path(replica_type: str) -> f.Path:
+    return f.Path("spec.mpiReplicaSpecs").key(replica_type).child("template", "metadata")
+
+
+def _validate_topology(obj: Mapping[str, Any]) -> list[f.FieldError]:
+    """`validateTopologyRequest`: once the podSets can be built, each one's TAS annotations and
+    slice size against its count, then the launcher/worker podSet group; a podSet that cannot be
+    built is denied with Go's error."""
+    specs = kf.replica_specs(obj, kf.MPIJOB)
+    types = kf.ordered_replica_types(obj, kf.MPIJOB)
+    annotations = {t: ((specs[t].get("template") or {}).get("metadata") or {}).get("annotations") or {} for t in types}
+    build = next((e for t in types if (e := tas.build_error(annotations[t])) is not None), None)
+    if build is not None:
+        raise jf.FrameworkError(build)
+    pod_sets = kf.pod_sets(obj, kf.MPIJOB)
+    errs: list[f.FieldError] = []
+    for replica_type, ps in zip(types, pod_sets, strict=True):
+        errs += tas.validate_pod_set_request(_meta_path(replica_type), annotations[replica_type])
+        errs += tas.validate_slice_size_upper_bound(_meta_path(replica_type), annotations[replica_type], ps["count"])
+        ps["topologyRequest"] = tas.grouping_request(annotations[replica_type])
+    paths = {t.lower(): _meta_path(t).child("annotations") for t in ("Launcher", "Worker")}
+    return errs + tas.validate_grouping(pod_sets, paths)
+
+
+def _validate_common(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    """`validateCommon`: `ValidateJobOnCreate`, then with TopologyAwareScheduling the TAS checks."""
+    errs = jf.validate_job_create(obj, ctx, gvk=GVK)
+    if ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):
+        errs += _validate_topology(obj)
+    return errs
+
+
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    """`ValidateCreate`: `ValidateJobOnCreate`, sorted by field."""
-    return _sorted(jf.validate_job_create(obj, ctx, gvk=GVK))
+    """`ValidateCreate`: `validateCommon`, sorted by field."""
+    return _sorted(_validate_common(obj, ctx))
 
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    """`ValidateUpdate`: `ValidateJobOnUpdate`, then `ValidateJobOnCreate` of the new object
-    (upstream sorts only its own copy of the latter, so neither part is reordered)."""
+    """`ValidateUpdate`: `ValidateJobOnUpdate`, then `validateCommon` of the new object (upstream
+    sorts only its own copy of the latter, so neither part is reordered)."""
     return [
         *jf.validate_job_update(
             old,
@@ -78,7 +112,7 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
             new_suspended=kf.is_suspended(new),
             gvk=GVK,
         ),
-        *jf.validate_job_create(new, ctx, gvk=GVK),
+        *_validate_common(new, ctx),
     ]
 
 

@@ -4,10 +4,9 @@ app: suspension, defaults, upstream's denial messages.
 Upstream v0.19.2 serves these kinds with `jobframework.BaseWebhook`; translated here, keeping the
 case names: `TestBaseWebhookDefault` (`pkg/controller/jobframework/base_webhook_test.go`) where it
 needs no MultiKueue (not implemented), the request-only parts of its `TestValidateOnCreate` and
-`TestValidateOnUpdate` (their other parts mock a custom validation), and the cases of each kind's
-`TestValidate` (`pkg/controller/jobs/kubeflow/jobs/*/*_controller_test.go`) that need no
-TopologyAwareScheduling annotation checks (not implemented for any integration here). The rest
-pins the shared job checks as these kinds meet them.
+`TestValidateOnUpdate` (their other parts mock a custom validation), and each kind's `TestValidate`
+(`pkg/controller/jobs/kubeflow/jobs/*/*_controller_test.go`, the TAS checks of the replica
+templates). The rest pins the shared job checks as these kinds meet them.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ import orjson
 import pytest
 
 from webhook.api import kubeflow as kf
+from webhook.config import Configuration, Integrations
 
 from .reviews import Driver, apply_patch
 
@@ -249,6 +249,137 @@ def test_validate(kf_driver: Driver, kind: kf.Kind, pod_annotations: dict[str, A
     obj = make_job(kind, pod_annotations=by_type)
     assert denial(d, obj) is None
     assert denial(d, obj, old=obj) is None
+
+
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+ONE_OF = (
+    'must not contain more than one topology annotation: ["kueue.x-k8s.io/podset-required-topology", '
+    '"kueue.x-k8s.io/podset-preferred-topology", "kueue.x-k8s.io/podset-unconstrained-topology"]'
+)
+BOTH = {REQUIRED: "cloud.com/rack", PREFERRED: "cloud.com/block"}
+
+
+def job_with(kind: kf.Kind, *rows: tuple[str, int, dict[str, str]]) -> dict[str, Any]:
+    """`<Kind>ReplicaSpecs({ReplicaType, ReplicaCount, Annotations}...)`."""
+    obj = make_job(kind)
+    obj["spec"][kind.replica_specs_field] = {
+        t: {"replicas": n, "template": {"metadata": {"annotations": dict(a)}, "spec": {"containers": [{"name": "c"}]}}}
+        for t, n, a in rows
+    }
+    return obj
+
+
+def _ann_path(kind: kf.Kind, replica_type: str) -> str:
+    return f"spec.{kind.replica_specs_field}[{replica_type}].template.metadata.annotations"
+
+
+def _sliced(topology: str, size: int) -> dict[str, str]:
+    return {REQUIRED: topology, SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: str(size)}
+
+
+def _too_big(kind: kf.Kind, *rows: tuple[str, int, int]) -> str:
+    errs = [
+        f'{_ann_path(kind, t)}[{SLICE_SIZE}]: Invalid value: "{size}": must not be greater than pod set count {n}'
+        for t, n, size in rows
+    ]
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
+def _one_of(kind: kf.Kind, *types: str) -> str:
+    errs = [f"{_ann_path(kind, t)}: Invalid value: {ONE_OF}" for t in types]
+    return errs[0] if len(errs) == 1 else "[" + ", ".join(errs) + "]"
+
+
+INVALID_TAS_CASES = [
+    *(
+        case
+        for kind in (kf.PYTORCHJOB, kf.XGBOOSTJOB, kf.PADDLEJOB)
+        for case in (
+            pytest.param(
+                job_with(kind, ("Master", 1, BOTH), ("Worker", 3, BOTH)),
+                _one_of(kind, "Master", "Worker"),
+                id=f"{kind.name}: invalid TAS request",
+            ),
+            pytest.param(
+                job_with(
+                    kind, ("Master", 5, _sliced("cloud.com/rack", 10)), ("Worker", 10, _sliced("cloud.com/rack", 20))
+                ),
+                _too_big(kind, ("Master", 5, 10), ("Worker", 10, 20)),
+                id=f"{kind.name}: invalid slice topology request - slice size larger than number of podsets",
+            ),
+        )
+    ),
+    pytest.param(
+        job_with(kf.TFJOB, ("Chief", 1, BOTH), ("PS", 1, BOTH), ("Worker", 1, {REQUIRED: "cloud.com/rack"})),
+        _one_of(kf.TFJOB, "Chief", "PS"),
+        id="TFJob: invalid TAS request",
+    ),
+    pytest.param(
+        job_with(
+            kf.TFJOB,
+            ("Chief", 3, _sliced("cloud.com/rack", 5)),
+            ("PS", 5, _sliced("cloud.com/rack", 10)),
+            ("Worker", 10, _sliced("cloud.com/rack", 20)),
+        ),
+        _too_big(kf.TFJOB, ("Chief", 3, 5), ("PS", 5, 10), ("Worker", 10, 20)),
+        id="TFJob: invalid slice topology request - slice size larger than number of podsets",
+    ),
+    pytest.param(
+        job_with(kf.JAXJOB, ("Worker", 3, BOTH)), _one_of(kf.JAXJOB, "Worker"), id="JAXJob: invalid TAS request"
+    ),
+    pytest.param(
+        job_with(kf.JAXJOB, ("Worker", 3, _sliced("cloud.com/block", 20))),
+        _too_big(kf.JAXJOB, ("Worker", 3, 20)),
+        id="JAXJob: invalid slice topology request - slice size larger than number of podsets",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "message"), INVALID_TAS_CASES)
+def test_validate_invalid_tas(kf_driver: Driver, obj: dict[str, Any], message: str) -> None:
+    """Each kind's `TestValidate` cases with errors (`ValidateOnCreate`, and `ValidateOnUpdate`
+    the same), TopologyAwareScheduling on as by default."""
+    assert denial(kf_driver, obj) == message
+    assert denial(kf_driver, obj, old=obj) == message
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        pytest.param(
+            {REQUIRED: "cloud.com/rack", "kueue.x-k8s.io/podset-group-name": "7"},
+            'spec.pytorchReplicaSpecs[Master].template.metadata.annotations[kueue.x-k8s.io/podset-group-name]: Invalid value: "7": must not be a number',
+            id="a group name that is a number",
+        ),
+        pytest.param(
+            {SLICE_SIZE: "0", SLICE_REQUIRED: "cloud.com/block"},
+            'spec.pytorchReplicaSpecs[Master].template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: "0": must be greater than or equal to 1',
+            id="a slice size below 1",
+        ),
+        pytest.param(
+            {SLICE_REQUIRED: "cloud.com/block"},
+            f"spec.pytorchReplicaSpecs[Master].template.metadata.annotations[{SLICE_SIZE}]: Required value: must be set when '{SLICE_REQUIRED}' is specified",
+            id="a slice topology without a size",
+        ),
+        pytest.param(
+            {"kueue.x-k8s.io/podset-unconstrained-topology": "maybe"},
+            'spec.pytorchReplicaSpecs[Master].template.metadata.annotations[kueue.x-k8s.io/podset-unconstrained-topology]: Invalid value: "maybe": must be a boolean value',
+            id="an unconstrained flag that is not a boolean",
+        ),
+    ],
+)
+def test_tas_annotation_rules(kf_driver: Driver, annotations: dict[str, str], message: str) -> None:
+    """`ValidateTASPodSetRequest`'s other rules, as a PyTorchJob meets them."""
+    assert denial(kf_driver, job_with(kf.PYTORCHJOB, ("Master", 1, annotations), ("Worker", 1, {}))) == message
+
+
+def test_tas_checks_need_the_gate(make_driver: Any) -> None:
+    config = Configuration(
+        integrations=Integrations(frameworks=("kubeflow.org/pytorchjob",)),
+        feature_gates={"TopologyAwareScheduling": False},
+    )
+    assert denial(make_driver(config), job_with(kf.PYTORCHJOB, ("Master", 1, BOTH), ("Worker", 3, BOTH))) is None
 
 
 CREATE_CASES = [

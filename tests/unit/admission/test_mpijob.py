@@ -3,9 +3,9 @@ launcher's workers, upstream's denial messages.
 
 Upstream's `pkg/controller/jobs/mpijob/mpijob_webhook_test.go` (v0.19.2) translated, keeping the
 case names: every `TestDefault` case but the two that need a MultiKueue admission check
-(`managedBy` defaulting; MultiKueue is not implemented), and the `TestValidateCreate` cases that
-need no TopologyAwareScheduling annotation checks (not implemented for any integration here). The
-rest pins the order of the MPIJob webhook's checks, which differs from the base webhook's.
+(`managedBy` defaulting; MultiKueue is not implemented), and
+all of `TestValidateCreate`. The rest pins the order of the MPIJob webhook's checks, which
+differs from the base webhook's, and the TAS checks' gate and errors.
 """
 
 from __future__ import annotations
@@ -293,9 +293,113 @@ CREATE_CASES = [
 ]
 
 
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+ONE_OF = (
+    'must not contain more than one topology annotation: ["kueue.x-k8s.io/podset-required-topology", '
+    '"kueue.x-k8s.io/podset-preferred-topology", "kueue.x-k8s.io/podset-unconstrained-topology"]'
+)
+L_ANN = "spec.mpiReplicaSpecs[Launcher].template.metadata.annotations"
+W_ANN = "spec.mpiReplicaSpecs[Worker].template.metadata.annotations"
+
+
+def _pair(launchers: int, workers: int, launcher: dict[str, str], worker: dict[str, str]) -> MPI:
+    job = MPI().queue("queue-name").replica("Launcher", replica(launchers)).replica("Worker", replica(workers))
+    for key, value in launcher.items():
+        job.pod_annotation("Launcher", key, value)
+    for key, value in worker.items():
+        job.pod_annotation("Worker", key, value)
+    return job
+
+
+def _inconsistent(group: str) -> str:
+    return (
+        f"[{L_ANN}: Invalid value: must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with "
+        f"'{W_ANN}' in group '{group}', {W_ANN}: Invalid value: must specify '{REQUIRED}' or '{PREFERRED}' "
+        f"topology consistent with '{L_ANN}' in group '{group}']"
+    )
+
+
+CREATE_CASES += [
+    pytest.param(
+        _pair(
+            1,
+            3,
+            {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+            {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+        ),
+        f"[{L_ANN}: Invalid value: {ONE_OF}, {W_ANN}: Invalid value: {ONE_OF}]",
+        id="invalid topology request",
+    ),
+    pytest.param(
+        _pair(
+            1,
+            3,
+            {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "20"},
+            {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "20"},
+        ),
+        f'[{L_ANN}[{SLICE_SIZE}]: Invalid value: "20": must not be greater than pod set count 1, '
+        f'{W_ANN}[{SLICE_SIZE}]: Invalid value: "20": must not be greater than pod set count 3]',
+        id="invalid slice topology request - slice size larger than number of podsets",
+    ),
+    pytest.param(
+        _pair(
+            1, 3, {GROUP: "groupname1", REQUIRED: "cloud.com/block"}, {GROUP: "groupname2", REQUIRED: "cloud.com/block"}
+        ),
+        f'[{L_ANN}[{GROUP}]: Invalid value: "groupname1": can only define groups of exactly 2 pod sets, got: 1 pod set(s), '
+        f'{W_ANN}[{GROUP}]: Invalid value: "groupname2": can only define groups of exactly 2 pod sets, got: 1 pod set(s)]',
+        id="invalid PodSet grouping request - groups of size other than 2",
+    ),
+    pytest.param(
+        _pair(
+            2, 3, {GROUP: "groupname", REQUIRED: "cloud.com/block"}, {GROUP: "groupname", REQUIRED: "cloud.com/block"}
+        ),
+        f'[{L_ANN}[{GROUP}]: Invalid value: "groupname": can only define groups where at least one pod set has only '
+        "1 replica, got: 2 replica(s) and 3 replica(s) in the group, "
+        f'{W_ANN}[{GROUP}]: Invalid value: "groupname": can only define groups where at least one pod set has only '
+        "1 replica, got: 2 replica(s) and 3 replica(s) in the group]",
+        id="invalid PodSet grouping request - no leader in group",
+    ),
+    pytest.param(
+        _pair(
+            1, 3, {GROUP: "groupname", REQUIRED: "cloud.com/block"}, {GROUP: "groupname", REQUIRED: "cloud.com/rack"}
+        ),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - required topology does not match",
+    ),
+    pytest.param(
+        _pair(
+            1, 3, {GROUP: "groupname", PREFERRED: "cloud.com/block"}, {GROUP: "groupname", PREFERRED: "cloud.com/rack"}
+        ),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - preferred topology does not match",
+    ),
+    pytest.param(
+        _pair(
+            1, 3, {GROUP: "groupname", REQUIRED: "cloud.com/block"}, {GROUP: "groupname", PREFERRED: "cloud.com/rack"}
+        ),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - different topology annotations within group",
+    ),
+]
+
+
 @pytest.mark.parametrize(("job", "message"), CREATE_CASES)
 def test_validate_create(make_driver: Any, job: MPI, message: str | None) -> None:
     assert denial(make_driver(ENABLED), job.obj()) == message
+
+
+def test_tas_checks_need_the_gate(make_driver: Any) -> None:
+    """Without TopologyAwareScheduling the templates' annotations are not checked."""
+    job = _pair(1, 3, {REQUIRED: "a", PREFERRED: "b"}, {}).obj()
+    assert denial(make_driver(NO_TAS), job) is None
+
+
+def test_a_pod_set_that_cannot_be_built_is_denied_with_gos_error(make_driver: Any) -> None:
+    """`JobPodSets` fails (an unconstrained flag that is not a boolean): no field error, Go's error."""
+    job = _pair(1, 3, {"kueue.x-k8s.io/podset-unconstrained-topology": "maybe"}, {}).obj()
+    assert denial(make_driver(ENABLED), job) == 'strconv.ParseBool: parsing "maybe": invalid syntax'
 
 
 def test_create_errors_are_sorted_by_field(make_driver: Any) -> None:
