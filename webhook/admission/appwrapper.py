@@ -48,4 +48,6 @@ def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """`BaseWebhook.ValidateUpdate`: `ValidateJobOnUpdate` (the queue name may change only while
     suspended, and not to empty where a default LocalQueue exists; ...)."""
-    return jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
+    return jf.validate_job_update(
+        old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new), gvk=GVK
+    )

@@ -110,7 +110,9 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     if o.annotations(new).get(c.JOB_MIN_PARALLELISM) != o.annotations(old).get(c.JOB_MIN_PARALLELISM):
         errs += _validate_partial_admission(new, ctx)
     errs += _validate_sync_completions(new)
-    errs += jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
+    errs += jf.validate_job_update(
+        old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new), gvk=GVK
+    )
     if c.JOB_MIN_PARALLELISM in o.annotations(old):
         old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
         if not old_spec.get("suspend") and old_spec.get("parallelism", 1) != new_spec.get("parallelism", 1):

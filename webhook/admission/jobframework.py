@@ -22,6 +22,7 @@ from webhook.config import Feature
 
 __all__ = [
     "INTERIM_OWNERS",
+    "PREBUILT_WORKLOAD_GVKS",
     "FrameworkError",
     "default_local_queue",
     "default_priority_class",
@@ -52,6 +53,24 @@ PRIORITY_PATH = LABELS.key(c.PRIORITY_CLASS_LABEL)
 ELASTIC_PATH = ANNOTATIONS.key(c.ELASTIC_JOB)
 GATED_BY_PATH = ANNOTATIONS.key(c.ADMISSION_GATED_BY)
 IMMUTABLE = "field is immutable"
+PREBUILT_WORKLOAD_GVKS = frozenset(
+    {
+        "batch/v1, Kind=Job",
+        "jobset.x-k8s.io/v1alpha2, Kind=JobSet",
+        "kubeflow.org/v1, Kind=TFJob",
+        "kubeflow.org/v1, Kind=PaddleJob",
+        "kubeflow.org/v1, Kind=PyTorchJob",
+        "kubeflow.org/v1, Kind=XGBoostJob",
+        "trainer.kubeflow.org/v1alpha1, Kind=TrainJob",
+        "kubeflow.org/v2beta1, Kind=MPIJob",
+        "ray.io/v1, Kind=RayJob",
+        "/v1, Kind=Pod",
+        "ray.io/v1, Kind=RayCluster",
+        "ray.io/v1, Kind=RayService",
+        "workload.codeflare.dev/v1beta2, Kind=AppWrapper",
+    }
+)
+"""`supportedPrebuiltWlJobGVKs`: the kinds a prebuilt Workload may be named for (not a JAXJob)."""
 
 # Owners the ancestor walk follows besides the frameworks' kinds: a Deployment's pods are owned by
 # its ReplicaSet.
@@ -234,6 +253,15 @@ def _validate_prebuilt(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldErro
     return []
 
 
+def _validate_create_prebuilt(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
+    """`validateCreateForPrebuiltWorkload`: a valid name, for a kind that supports one."""
+    errs = _validate_prebuilt(obj, ctx)
+    name, path = prebuilt_workload_name(obj, ctx)
+    if name and gvk not in PREBUILT_WORKLOAD_GVKS:
+        errs.append(f.forbidden(path, f'Is not supported for "{gvk}"'))
+    return errs
+
+
 def is_elastic(obj: Mapping[str, Any], ctx: Context) -> bool:
     """`workloadslicing.Enabled`: the ElasticJobsViaWorkloadSlices gate is on and the job carries
     `kueue.x-k8s.io/elastic-job: "true"`."""
@@ -301,7 +329,7 @@ def validate_immutable_pod_spec_shape(
 def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
     """`ValidateJobOnCreate`: queue name, prebuilt workload, max execution time, elastic, admission-gated-by."""
     errs: list[f.FieldError] = validate_queue_name(obj)
-    errs += _validate_prebuilt(obj, ctx)
+    errs += _validate_create_prebuilt(obj, ctx, gvk=gvk)
     if c.MAX_EXEC_TIME_LABEL in o.labels(obj):
         text = o.labels(obj)[c.MAX_EXEC_TIME_LABEL]
         try:
@@ -318,9 +346,16 @@ def validate_job_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> li
 
 
 def validate_job_update(
-    old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context, *, old_suspended: bool, new_suspended: bool
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    ctx: Context,
+    *,
+    old_suspended: bool,
+    new_suspended: bool,
+    gvk: str,
 ) -> list[f.FieldError]:
-    """`ValidateJobOnUpdate`: what may not change once a job runs."""
+    """`ValidateJobOnUpdate`: what may not change once a job runs (`gvk`: the job's kind, as
+    `validate_job_create` takes it)."""
     errs: list[f.FieldError] = []
     old_q, new_q = queue_name(old), queue_name(new)
     if not new_suspended and old_q != new_q:
@@ -329,7 +364,7 @@ def validate_job_update(
     if not new_q and old_q and ctx.lookups.local_queue_exists(namespace, c.DEFAULT_LOCAL_QUEUE):
         errs.append(f.invalid(QUEUE_PATH, "", "queue-name must not be empty in namespace with default queue"))
     if new_suspended or is_elastic(old, ctx):
-        errs += _validate_prebuilt(new, ctx)
+        errs += _validate_create_prebuilt(new, ctx, gvk=gvk)
     else:
         old_name, _ = prebuilt_workload_name(old, ctx)
         new_name, path = prebuilt_workload_name(new, ctx)

@@ -48,7 +48,9 @@ def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """`ValidateJobOnUpdate` (the queue name is immutable while the JobSet runs), then the create
     checks on the new object, in upstream's order."""
-    errs = jf.validate_job_update(old, new, ctx, old_suspended=_is_suspended(old), new_suspended=_is_suspended(new))
+    errs = jf.validate_job_update(
+        old, new, ctx, old_suspended=_is_suspended(old), new_suspended=_is_suspended(new), gvk=GVK
+    )
     return errs + validate_create(new, ctx)
 
 

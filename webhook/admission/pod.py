@@ -157,7 +157,9 @@ def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
 
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    errs = jf.validate_job_update(old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new))
+    errs = jf.validate_job_update(
+        old, new, ctx, old_suspended=is_suspended(old), new_suspended=is_suspended(new), gvk=GVK
+    )
     errs += _validate_common(new, ctx)
     name, _ = group_name(new, ctx)
     if (

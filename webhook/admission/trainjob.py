@@ -50,6 +50,6 @@ def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
     """`ValidateJobOnUpdate`, then the create checks on the new object (upstream's order)."""
     return [
-        *jf.validate_job_update(old, new, ctx, old_suspended=_suspended(old), new_suspended=_suspended(new)),
+        *jf.validate_job_update(old, new, ctx, old_suspended=_suspended(old), new_suspended=_suspended(new), gvk=GVK),
         *validate_create(new, ctx),
     ]

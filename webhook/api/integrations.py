@@ -30,11 +30,17 @@ __all__ = [
     "APPWRAPPER",
     "BATCH_JOB",
     "DEPLOYMENT",
+    "JAXJOB",
     "JOBSET",
     "LEADER_WORKER_SET",
+    "MPIJOB",
+    "PADDLEJOB",
     "POD",
+    "PYTORCHJOB",
     "STATEFULSET",
+    "TFJOB",
     "TRAINJOB",
+    "XGBOOSTJOB",
     "Framework",
     "Grant",
     "all_frameworks",
@@ -251,12 +257,39 @@ JOBSET = register(
         ),
     )
 )
-register(Framework("kubeflow.org/mpijob", "kubeflow.org", "v2beta1", "MPIJob", "mpijobs"))
-register(Framework("kubeflow.org/paddlejob", "kubeflow.org", "v1", "PaddleJob", "paddlejobs"))
-register(Framework("kubeflow.org/pytorchjob", "kubeflow.org", "v1", "PyTorchJob", "pytorchjobs"))
-register(Framework("kubeflow.org/tfjob", "kubeflow.org", "v1", "TFJob", "tfjobs"))
-register(Framework("kubeflow.org/xgboostjob", "kubeflow.org", "v1", "XGBoostJob", "xgboostjobs"))
-register(Framework("kubeflow.org/jaxjob", "kubeflow.org", "v1", "JAXJob", "jaxjobs"))
+
+
+def _kubeflow(name: str, version: str, kind: str, *, webhook: str, delete: bool = True) -> Framework:
+    """A Kubeflow replica-spec kind: all share one adapter (`webhook.worker.integrations.kubeflow`);
+    the grants are each package's kubebuilder markers (JAXJob's leave out `delete`)."""
+    resource = kind.lower() + "s"
+    return Framework(
+        name,
+        "kubeflow.org",
+        version,
+        kind,
+        resource,
+        webhook=webhook,
+        adapter="webhook.worker.integrations.kubeflow",
+        worker_access=(
+            Grant(
+                (resource,),
+                _ALL if delete else tuple(v for v in _ALL if v != "delete"),
+                "suspend, resume, inject; delete after the deactivation retention period",
+            ),
+            Grant((f"{resource}/status",), ("get", "patch", "update"), "upstream's grant; no status is written"),
+            Grant((f"{resource}/finalizers",), ("get", "update"), "own Workloads with blockOwnerDeletion"),
+        ),
+    )
+
+
+_TRAINING_OPERATOR_WEBHOOK = "webhook.admission.kubeflow"
+MPIJOB = register(_kubeflow("kubeflow.org/mpijob", "v2beta1", "MPIJob", webhook="webhook.admission.mpijob"))
+PADDLEJOB = register(_kubeflow("kubeflow.org/paddlejob", "v1", "PaddleJob", webhook=_TRAINING_OPERATOR_WEBHOOK))
+PYTORCHJOB = register(_kubeflow("kubeflow.org/pytorchjob", "v1", "PyTorchJob", webhook=_TRAINING_OPERATOR_WEBHOOK))
+TFJOB = register(_kubeflow("kubeflow.org/tfjob", "v1", "TFJob", webhook=_TRAINING_OPERATOR_WEBHOOK))
+XGBOOSTJOB = register(_kubeflow("kubeflow.org/xgboostjob", "v1", "XGBoostJob", webhook=_TRAINING_OPERATOR_WEBHOOK))
+JAXJOB = register(_kubeflow("kubeflow.org/jaxjob", "v1", "JAXJob", webhook=_TRAINING_OPERATOR_WEBHOOK, delete=False))
 TRAINJOB = register(
     Framework(
         "trainer.kubeflow.org/trainjob",

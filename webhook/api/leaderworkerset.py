@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.api import constants as c
 from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.api.jobs import workload_name
@@ -54,7 +55,7 @@ LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"
 
 # -- Kueue's keys that only this integration uses ----------------------------------------------------
 COMPONENT_WORKLOAD_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
-POD_INDEX_OFFSET_ANNOTATION = "kueue.x-k8s.io/pod-index-offset"
+POD_INDEX_OFFSET_ANNOTATION = c.POD_INDEX_OFFSET_ANNOTATION
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 MULTIKUEUE_ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
 

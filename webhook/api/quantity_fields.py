@@ -73,11 +73,29 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
         *_under("spec.replicatedJobs[].template.spec.template.spec", POD_SPEC),
         *_under("spec.volumeClaimPolicies[].templates[].spec", _RESOURCES),
     ),
+    # training-operator v1.9.3's kinds and mpi-operator v0.8.2's MPIJob: replica templates, gang minResources
+    **{
+        f"{kind}s": (
+            *_under(f"spec.{specs}.*.template.spec", POD_SPEC),
+            "spec.runPolicy.schedulingPolicy.minResources.*",
+        )
+        for kind, specs in (
+            ("pytorchjob", "pytorchReplicaSpecs"),
+            ("tfjob", "tfReplicaSpecs"),
+            ("xgboostjob", "xgbReplicaSpecs"),
+            ("paddlejob", "paddleReplicaSpecs"),
+            ("jaxjob", "jaxReplicaSpecs"),
+            ("mpijob", "mpiReplicaSpecs"),
+        )
+    },
 }
 
 # The resources whose quantities the API server checks only against the CRD pattern: built-in
 # kinds (Pods, Jobs, ...) are decoded by the API server itself, so only these can be stored bad.
-SCHEMA_ONLY = frozenset({"workloads", "clusterqueues", "cohorts", "localqueues", "jobsets"})
+SCHEMA_ONLY = frozenset(
+    {"workloads", "clusterqueues", "cohorts", "localqueues", "jobsets"}
+    | {f"{kind}s" for kind in ("pytorchjob", "tfjob", "xgboostjob", "paddlejob", "jaxjob", "mpijob")}
+)
 
 # Each path as a tree of steps; None marks a quantity.
 _Tree = dict[str, Any]

@@ -419,11 +419,15 @@ class _UserKind:
     editor_labels: tuple[str, ...]
 
 
+_SUBMITTED_VIEWERS = (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT)
+"""Who views a kind users submit: batch admins and users, and the built-in view/edit/admin."""
+
 # Cluster-scoped kinds are for batch admins (and namespace admins may view them); namespaced
 # kinds users submit to are for batch users too, and viewable through the built-in view/edit/admin.
 _USER_KINDS = (
     _UserKind("clusterqueue", _K, "clusterqueues", True, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
     _UserKind("cohort", _K, "cohorts", False, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
+    _UserKind("jaxjob", "kubeflow.org", "jaxjobs", True, _SUBMITTED_VIEWERS, (_ADMIN, _USER)),
     _UserKind("job", "batch", "jobs", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN, _USER)),
     _UserKind(
         "jobset", "jobset.x-k8s.io", "jobsets", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN, _USER)
@@ -437,9 +441,14 @@ _USER_KINDS = (
         (_ADMIN, _USER),
     ),
     _UserKind("localqueue", _K, "localqueues", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN,)),
+    _UserKind("mpijob", "kubeflow.org", "mpijobs", True, _SUBMITTED_VIEWERS, (_ADMIN, _USER)),
+    _UserKind("paddlejob", "kubeflow.org", "paddlejobs", True, _SUBMITTED_VIEWERS, (_ADMIN, _USER)),
+    _UserKind("pytorchjob", "kubeflow.org", "pytorchjobs", True, _SUBMITTED_VIEWERS, (_ADMIN, _USER)),
     _UserKind("resourceflavor", _K, "resourceflavors", False, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
+    _UserKind("tfjob", "kubeflow.org", "tfjobs", True, _SUBMITTED_VIEWERS, (_ADMIN, _USER)),
     _UserKind("topology", _K, "topologies", False, (_ADMIN, _AGG_ADMIN), (_ADMIN,)),
     _UserKind("workload", _K, "workloads", True, (_ADMIN, _USER, _AGG_VIEW, _AGG_ADMIN, _AGG_EDIT), (_ADMIN,)),
+    _UserKind("xgboostjob", "kubeflow.org", "xgboostjobs", True, _SUBMITTED_VIEWERS, (_ADMIN, _USER)),
 )
 
 

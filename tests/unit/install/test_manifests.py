@@ -183,13 +183,19 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
             for k in (
                 "clusterqueue",
                 "cohort",
+                "jaxjob",
                 "job",
                 "jobset",
                 "leaderworkerset",
                 "localqueue",
+                "mpijob",
+                "paddlejob",
+                "pytorchjob",
                 "resourceflavor",
+                "tfjob",
                 "topology",
                 "workload",
+                "xgboostjob",
             )
             for r in ("viewer", "editor")
         ]

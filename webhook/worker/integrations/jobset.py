@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import integrations, jobs, jobset_template
+from webhook.api import jobs, jobset_template
 from webhook.api import objects as o
 from webhook.api.integrations import JOBSET
 from webhook.api.objects import Obj
@@ -226,16 +226,6 @@ def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
 
 
 # == the plan =====================================================================================
-def _controlled_by_enabled_integration(js: Obj, config: Configuration) -> bool:
-    """The JobSet's controller is an object of another enabled integration (a TrainJob, an
-    AppWrapper): that integration runs it, so this reconciler leaves it alone."""
-    owner = o.controller_of(js)
-    if owner is None:
-        return False
-    gk = jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
-    return any((f.group, f.kind) == gk for f in integrations.enabled(config.integrations.frameworks))
-
-
 def plan(
     js: Obj | None,
     workloads: Sequence[Obj],
@@ -249,7 +239,7 @@ def plan(
     name; `store` is read for everything else (flavors, priority classes, the prebuilt Workload)."""
     tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
     store = store if store is not None else Store()
-    if js is not None and not o.is_deleting(js) and _controlled_by_enabled_integration(js, config):
+    if js is not None and not o.is_deleting(js) and fw.controlled_by_enabled_integration(js, config):
         return Plan()  # the owner's integration manages it
     return fw.plan_always_top_level(
         js,

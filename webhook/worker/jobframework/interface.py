@@ -22,6 +22,7 @@ __all__ = [
     "JobWithCustomStop",
     "JobWithCustomWorkloadConditions",
     "JobWithFinalize",
+    "JobWithPriorityClass",
     "JobWithReclaimablePods",
     "JobWithoutCustomStop",
     "StartConflict",
@@ -152,6 +153,16 @@ class JobWithCustomStop(Protocol):
 
     def stop_blocker(self) -> str | None:
         """Why the pod templates may not be restored yet; None: they may."""
+        ...
+
+
+@runtime_checkable
+class JobWithPriorityClass(Protocol):
+    """`JobWithPriorityClass`: the job names its PriorityClass itself, in place of the podSets'
+    templates (a Kubeflow job's `runPolicy.schedulingPolicy.priorityClass` comes first)."""
+
+    def priority_class(self) -> str:
+        """The PriorityClass name; '' for the global default."""
         ...
 
 

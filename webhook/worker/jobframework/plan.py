@@ -27,7 +27,7 @@ from typing import Any
 
 from webhook import metrics
 from webhook.api import constants as c
-from webhook.api import fields, jobs, selector
+from webhook.api import fields, integrations, jobs, selector
 from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
@@ -45,6 +45,7 @@ from webhook.worker.jobframework.interface import (
     JobWithCustomWorkloadConditions,
     JobWithFinalize,
     JobWithoutCustomStop,
+    JobWithPriorityClass,
     JobWithReclaimablePods,
     StartConflict,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "PriorityClassNotFound",
     "build_workload",
     "construct_workload",
+    "controlled_by_enabled_integration",
     "controller_ref",
     "equivalent",
     "keys_to_copy",
@@ -118,10 +120,16 @@ class PriorityClassNotFound(Exception):
 
 
 def resolve_priority(
-    job: Obj, *, wpcs: Mapping[str, int], pcs: Mapping[str, Obj], pod_sets: Sequence[Obj] | None = None
+    job: Obj,
+    *,
+    wpcs: Mapping[str, int],
+    pcs: Mapping[str, Obj],
+    pod_sets: Sequence[Obj] | None = None,
+    priority_class: str | None = None,
 ) -> Priority:
-    """`ExtractPriority`: the WorkloadPriorityClass label, else the podSets' (default: the Job
-    template's) PriorityClass, else the lowest global default."""
+    """`ExtractPriority`: the WorkloadPriorityClass label, else the PriorityClass the job names
+    (`priority_class`, a `JobWithPriorityClass`'s) or else its podSets' (default: the Job
+    template's), else the lowest global default."""
     name = o.labels(job).get(c.PRIORITY_CLASS_LABEL)
     if name:
         if name not in wpcs:
@@ -132,8 +140,13 @@ def resolve_priority(
         if pod_sets is not None
         else [(job.get("spec") or {}).get("template") or {}]
     )
-    pc_name = next(
-        (str(t["spec"]["priorityClassName"]) for t in templates if (t.get("spec") or {}).get("priorityClassName")), ""
+    pc_name = (
+        priority_class
+        if priority_class is not None
+        else next(
+            (str(t["spec"]["priorityClassName"]) for t in templates if (t.get("spec") or {}).get("priorityClassName")),
+            "",
+        )
     )
     if pc_name:
         pc = pcs.get(pc_name)
@@ -500,6 +513,7 @@ class _Planner:
                 pod_sets=pod_sets
                 if pod_sets is not None
                 else self.gj.pod_sets(partial_admission=self.config.feature_enabled(Feature.PARTIAL_ADMISSION)),
+                priority_class=self.gj.priority_class() if isinstance(self.gj, JobWithPriorityClass) else None,
             )
         except PriorityClassNotFound as exc:
             if exc.workload_class:
@@ -832,6 +846,17 @@ def plan_top_level(
     except JobError as exc:
         return Plan((*planner.steps, *exc.actions), error=str(exc), retry=exc.retry)
     return Plan(tuple(planner.steps), requeue_after=planner.requeue_after)
+
+
+def controlled_by_enabled_integration(obj: Obj, config: Configuration) -> bool:
+    """The job's controller is an object of an enabled integration (a JobSet or a PyTorchJob in
+    an AppWrapper, a JobSet of a TrainJob): that integration runs it, so the job's own reconciler
+    leaves it alone."""
+    owner = o.controller_of(obj)
+    if owner is None:
+        return False
+    gk = jobs.group_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
+    return any((f.group, f.kind) == gk for f in integrations.enabled(config.integrations.frameworks))
 
 
 def plan_always_top_level(

@@ -28,6 +28,7 @@ __all__ = [
     "merge",
     "same_pod_sets",
     "sanitize_env",
+    "template_patch",
     "topology_request",
 ]
 
@@ -122,6 +123,37 @@ def merge(base: PodSetInfo, new: PodSetInfo, *, elastic: bool = False) -> PodSet
         if gate not in out.scheduling_gates:
             out.scheduling_gates.append(gate)
     return out
+
+
+def _map_patch(live: Mapping[str, str], want: Mapping[str, str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {key: None for key in live if key not in want}
+    out.update({key: v for key, v in want.items() if live.get(key) != v})
+    return out
+
+
+def template_patch(template: Obj, info: PodSetInfo) -> dict[str, Any] | None:
+    """The merge patch of a pod template that gives it `info`'s annotations, labels, node selector,
+    tolerations and scheduling gates, and leaves the rest alone (`RestorePodSpec`'s fields, also
+    what `Merge` writes); None when they already are. For templates inside maps, which a merge
+    patch merges key by key, so a key that must go is sent as null (a map left empty: the map)."""
+    live = PodSetInfo.of_template(template)
+    patch: dict[str, dict[str, Any]] = {"metadata": {}, "spec": {}}
+    for section, key, have, want in (
+        ("metadata", "annotations", live.annotations, info.annotations),
+        ("metadata", "labels", live.labels, info.labels),
+        ("spec", "nodeSelector", live.node_selector, info.node_selector),
+    ):
+        changes = _map_patch(have, want)
+        if changes:
+            patch[section][key] = changes if want else None  # an emptied map goes as a whole
+    for key, have_list, want_list in (
+        ("tolerations", live.tolerations, info.tolerations),
+        ("schedulingGates", live.scheduling_gates, info.scheduling_gates),
+    ):
+        if have_list != want_list:
+            patch["spec"][key] = copy.deepcopy(want_list) or None
+    out = {section: body for section, body in patch.items() if body}
+    return out or None
 
 
 def from_admission(

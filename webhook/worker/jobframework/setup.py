@@ -9,6 +9,7 @@ integration's) runs no reconciler of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import threading
 from collections.abc import Callable, Mapping
@@ -54,6 +55,8 @@ class SetupContext:
     stop: threading.Event
     on_ready: Callable[[Mapping[str, Any], datetime], None] | None = None
     """PodsReady turned True/Started: the ready-wait-time metrics."""
+    framework: integrations.Framework | None = None
+    """The row being set up (`wire` sets it), so one adapter module may serve several kinds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +74,10 @@ class Adapter(Protocol):
 
 
 def wire(ctx: SetupContext) -> tuple[Wiring, ...]:
-    """The wiring of every enabled integration that has an adapter, in registry order."""
+    """The wiring of every enabled integration that has an adapter, in registry order; each
+    adapter's `setup` sees its row as `ctx.framework`."""
     return tuple(
-        cast(Adapter, importlib.import_module(f.adapter)).setup(ctx)
+        cast(Adapter, importlib.import_module(f.adapter)).setup(dataclasses.replace(ctx, framework=f))
         for f in integrations.enabled(ctx.config.integrations.frameworks)
         if f.adapter is not None
     )
