@@ -59,13 +59,13 @@ lock: $(UV) ## re-resolve the hashed locks in requirements/ from pyproject.toml 
 binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.cache/pykueue
 	e2e/build-binaries.sh
 
-test: $(STAMP) binaries ## unit, integration and e2e tests (starts and stops a local control plane)
+test: $(STAMP) binaries operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs the operators)
 	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover and not real_install"
 
 unit: $(STAMP) ## unit tests only (no control plane)
 	$(BIN)/python -m pytest tests/unit
 
-e2e: $(STAMP) binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
+e2e: $(STAMP) binaries operator-binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
 	$(BIN)/python -m pytest e2e -m "not real_install"
 
 lint: $(STAMP) ## ruff, mypy --strict, import layers

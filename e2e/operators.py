@@ -484,6 +484,7 @@ class Operators:
         self.cluster = cluster
         self.ops = resolve(names)
         self._procs: list[Proc] = []
+        self._webhooks: list[tuple[str, str]] = []  # (kind, name) of each webhook configuration applied
 
     @property
     def pid_file(self) -> Path:
@@ -592,6 +593,9 @@ class Operators:
             )
             if res.returncode != 0:
                 raise OperatorError("apply", res.stderr.strip()[-800:])
+            self._webhooks += [
+                (d["kind"].lower(), d["metadata"]["name"]) for d in batch if d["kind"].endswith("WebhookConfiguration")
+            ]
             if batch is crds:
                 names = [f"crd/{d['metadata']['name']}" for d in crds]
                 deadline = time.monotonic() + 60
@@ -639,6 +643,20 @@ class Operators:
                     f"{op.name} ready", f"{url} not ready in {timeout:.0f}s; last lines:\n{tail(proc.log)}"
                 )
             time.sleep(0.3)
+
+    def uninstall(self) -> None:
+        """Stop the operators, then take their webhook configurations and stand-ins out of a cluster that stays
+        up (an e2e module's operators on the session's stack): a webhook left pointing at a stopped process
+        would refuse, with failurePolicy Fail, every object it matches. CRDs and RBAC stay."""
+        self.down()
+        for args in (
+            *(("delete", kind, name) for kind, name in self._webhooks),
+            *(("-n", op.namespace, "delete", "deployment", op.deployment) for op in self.ops),
+        ):
+            res = self.cluster.kubectl(*args, "--ignore-not-found")
+            if res.returncode != 0:
+                raise OperatorError("uninstall", res.stderr.strip())
+        self._webhooks = []
 
     def down(self) -> None:
         """Stop every operator process of this directory (this object's, or recorded by an earlier run)."""

@@ -279,6 +279,22 @@ class Stack:
         self._stop_server()
         self._start_server(self.port, extra_config)
 
+    def start_integrations(self, names: Iterable[str]) -> None:
+        """Run the operators of `names` beside a stack already up and restart our server with their frameworks
+        enabled, as `up` does for the `integrations` it was made with (an e2e module's fixture: one control
+        plane for the session, the operators for one module). Raises OperatorError naming the step."""
+        self.operators.down()
+        self.operators = Operators(self.dir / "operators", self.cluster, names)
+        self.operators.up()
+        self.restart_server()
+
+    def stop_integrations(self) -> None:
+        """Undo `start_integrations`: the operators stopped and their webhooks removed, our server restarted
+        with the default frameworks."""
+        self.operators.uninstall()
+        self.operators = Operators(self.dir / "operators", self.cluster)
+        self.restart_server()
+
     def _start_server(self, port: int, extra_config: str = "") -> None:
         config = self.dir / "server-config.yaml"
         metrics_port = _free_port()

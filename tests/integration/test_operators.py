@@ -1,7 +1,8 @@
 """The operator harness's pure pieces (e2e/operators.py): which operators run for a list of integrations,
 their pinned versions, ports, configuration files, the manifests the cluster gets, the stand-in
-Deployments, and certificates a cert-controller rotator keeps. Running the operators is the extended
-upstream suite's job (`make e2e-upstream SUITE=singlecluster-extended`)."""
+Deployments, and certificates a cert-controller rotator keeps. Running the operators is the job of the
+extended upstream suite (`make e2e-upstream SUITE=singlecluster-extended`) and of
+e2e/test_worker_integrations.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,470 @@
+"""JobSet, LeaderWorkerSet, AppWrapper and TrainJob end to end, with the real operators running them.
+
+One module-scoped fixture starts the four operators (e2e/operators.py, as `make up
+INTEGRATIONS=jobset,lws,appwrapper,trainer`) beside the session's stack and restarts our server with
+their frameworks on; every test shares them. For each kind the tests check what a user sees: a queued
+object held while its ClusterQueue is full (suspended; an LWS's pods gated), admitted once there is
+room with the flavor's node labels on its pods, preempted by a higher-priority Job and admitted again
+when that Job goes, finished with its quota given back (an LWS serves: deleting it gives the quota
+back), and an object without a queue name left alone.
+
+Pods run on kwok (e2e/kwok-stages.yaml): a Job's pod annotated `pod-complete.stage.kwok.x-k8s.io/delay:
+1h` runs until deleted, one running agnhost's `entrypoint-tester` completes after a second, and a
+StatefulSet's (an LWS's) pod runs until deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from e2e.conftest import Kubectl, local_stack
+from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, wait_for
+
+pytestmark = pytest.mark.local_stack
+
+INTEGRATIONS = ("jobset", "lws", "appwrapper", "trainer")
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+NODE_LABEL = {"instance-type": "on-demand"}  # the two kwok-on-demand-* nodes have it
+OWNER = "e2e.pykueue.dev/owner"  # on every pod template this module writes, to find the pods
+RUN_LONG = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}  # a Job's pod then runs until deleted
+LONG_RUNTIME = "pykueue-e2e-runs-until-deleted"  # a ClusterTrainingRuntime the fixture installs
+WAIT = 60.0  # generous for a loaded 2-core machine; the polls return as soon as the state is there
+POLL = 0.25
+
+
+@dataclass
+class Integrations:
+    """What the module's tests share: the namespaces they made (waited for at the end, while the
+    operators that hold their objects' finalizers still run) and the high WorkloadPriorityClass."""
+
+    high_priority: str
+    namespaces: list[str] = field(default_factory=list)
+
+
+def _runtime() -> dict[str, Any]:
+    """A one-node ClusterTrainingRuntime whose pods kwok keeps running (upstream's torch-distributed,
+    which the harness also installs, has no way to say so: its pods would complete)."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": LONG_RUNTIME},
+        "spec": {
+            "mlPolicy": {"numNodes": 1},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                                "spec": {
+                                    "template": {
+                                        "metadata": {"annotations": RUN_LONG},
+                                        "spec": {"containers": [{"name": "node", "image": "busybox"}]},
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def integrations(kubectl: Kubectl) -> Iterator[Integrations]:
+    stack = local_stack(kubectl)
+    started = time.monotonic()
+    try:
+        stack.start_integrations(INTEGRATIONS)
+    except Exception as exc:
+        try:
+            stack.stop_integrations()
+        finally:
+            pytest.fail(f"the operators did not start: {exc}", pytrace=False)
+    print(f"operators and server up in {time.monotonic() - started:.0f}s")
+    high = f"high-{uuid.uuid4().hex[:6]}"
+    kubectl.apply(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": high},
+            "value": 1000,
+        }
+    )
+    kubectl.apply(_runtime())
+    shared = Integrations(high)
+    try:
+        yield shared
+    finally:
+        # Namespace deletion needs the operators (AppWrapper's finalizer, the CRDs' conversion webhooks).
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            left = kubectl("get", "namespaces", "-o", "name", check=False).stdout.split()
+            if not any(f"namespace/{ns}" in left for ns in shared.namespaces):
+                break
+            time.sleep(0.5)
+        kubectl("delete", "workloadpriorityclass", high, "--ignore-not-found", check=False)
+        kubectl("delete", "clustertrainingruntime", LONG_RUNTIME, "--ignore-not-found", check=False)
+        stack.stop_integrations()
+
+
+@pytest.fixture
+def ns(integrations: Integrations, namespace: str) -> str:
+    integrations.namespaces.append(namespace)
+    return namespace
+
+
+@dataclass(frozen=True)
+class Queue:
+    cluster_queue: str
+    flavor: str
+
+
+@pytest.fixture
+def queue(kubectl: Kubectl, ns: str) -> Iterator[Queue]:
+    """A ClusterQueue of 1 CPU on a flavor with the on-demand node label, preempting lower priorities
+    within itself, and its LocalQueue `lq` in `ns`."""
+    s = uuid.uuid4().hex[:6]
+    rf, cq = f"int-rf-{s}", f"int-cq-{s}"
+    kubectl.apply(flavor(rf))
+    kubectl.apply(cluster_queue(cq, rf, "1", preemption={"withinClusterQueue": "LowerPriority"}))
+    kubectl.apply(local_queue(ns, "lq", cq))
+    wait_for(
+        "the ClusterQueue to be active", lambda: cond(kubectl.get("clusterqueue", cq), "Active").get("status") == "True"
+    )
+    yield Queue(cq, rf)
+    kubectl("delete", "jobs", "-n", ns, "--all", "--wait=false", check=False)
+    kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
+    kubectl("delete", "resourceflavor", rf, "--wait=false", check=False)
+
+
+# == the four kinds ===================================================================================
+def _container(cpu: str, *, finishes: bool) -> dict[str, Any]:
+    """`entrypoint-tester` completes after a second on kwok; anything else runs (as long as its pod says)."""
+    return {
+        "name": "main",
+        "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+        "args": ["entrypoint-tester"] if finishes else ["pause"],
+        "resources": {"requests": {"cpu": cpu}},
+    }
+
+
+def _pod_template(name: str, cpu: str, *, finishes: bool) -> dict[str, Any]:
+    meta: dict[str, Any] = {"labels": {OWNER: name}}
+    if not finishes:
+        meta["annotations"] = RUN_LONG
+    return {
+        "metadata": meta,
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [_container(cpu, finishes=finishes)],
+        },
+    }
+
+
+def _meta(name: str, ns: str, lq: str | None) -> dict[str, Any]:
+    return {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: lq} if lq else {}}
+
+
+def jobset(name: str, ns: str, lq: str | None, *, finishes: bool = False) -> dict[str, Any]:
+    """Two pods of half a CPU in one replicated Job."""
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": _meta(name, ns, lq),
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "completions": 2,
+                            "backoffLimit": 6,
+                            "template": _pod_template(name, "500m", finishes=finishes),
+                        }
+                    },
+                }
+            ]
+        },
+    }
+
+
+def appwrapper(name: str, ns: str, lq: str | None, *, finishes: bool = False) -> dict[str, Any]:
+    """A wrapped batch Job of two pods of half a CPU."""
+    wrapped = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"{name}-job"},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "backoffLimit": 6,
+            "template": _pod_template(name, "500m", finishes=finishes),
+        },
+    }
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": _meta(name, ns, lq),
+        "spec": {"components": [{"template": wrapped}]},
+    }
+
+
+def trainjob(name: str, ns: str, lq: str | None, *, finishes: bool = False) -> dict[str, Any]:
+    """Two nodes of half a CPU: upstream's torch-distributed runtime with agnhost `entrypoint-tester`
+    (as upstream's e2e runs it) when it should finish, else this module's runtime that runs until deleted."""
+    trainer: dict[str, Any] = {
+        "numNodes": 2,
+        "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+        "command": ["/agnhost"],
+        "args": ["entrypoint-tester"] if finishes else ["pause"],
+        "resourcesPerNode": {"requests": {"cpu": "500m"}},
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": _meta(name, ns, lq),
+        "spec": {"runtimeRef": {"name": "torch-distributed" if finishes else LONG_RUNTIME}, "trainer": trainer},
+    }
+
+
+def leaderworkerset(name: str, ns: str, lq: str | None, *, finishes: bool = False) -> dict[str, Any]:
+    """One group of a leader and a worker, half a CPU each (`finishes` is meaningless: it serves)."""
+    del finishes
+    template = _pod_template(name, "500m", finishes=False)
+    template["spec"]["restartPolicy"] = "Always"
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": _meta(name, ns, lq),
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
+    }
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    resource: str  # for kubectl
+    build: Callable[..., dict[str, Any]]
+    serving: bool = False  # an LWS has no suspend: its pods are gated instead, and it never finishes
+
+    def pods_selector(self, name: str) -> str:
+        # a TrainJob's pods come from its runtime's template, so they are found by the JobSet Trainer
+        # makes (named as the TrainJob)
+        return f"jobset.sigs.k8s.io/jobset-name={name}" if self.kind == "TrainJob" else f"{OWNER}={name}"
+
+
+KINDS = {
+    "jobset": Kind("JobSet", "jobsets.jobset.x-k8s.io", jobset),
+    "lws": Kind("LeaderWorkerSet", "leaderworkersets.leaderworkerset.x-k8s.io", leaderworkerset, serving=True),
+    "appwrapper": Kind("AppWrapper", "appwrappers.workload.codeflare.dev", appwrapper),
+    "trainjob": Kind("TrainJob", "trainjobs.trainer.kubeflow.org", trainjob),
+}
+PODS = 2  # every object above has two pods of half a CPU: one CPU, the whole ClusterQueue
+
+
+# == what a user looks at ============================================================================
+def workload_of(kubectl: Kubectl, ns: str, kind: str, name: str) -> dict[str, Any] | None:
+    for w in kubectl.get("workloads", "-n", ns)["items"]:
+        if any(r["kind"] == kind and r["name"] == name for r in w["metadata"].get("ownerReferences") or ()):
+            return w  # type: ignore[no-any-return]
+    return None
+
+
+def wait_workload(kubectl: Kubectl, ns: str, k: Kind, name: str, ctype: str, status: str = "True") -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        w = workload_of(kubectl, ns, k.kind, name)
+        return w if w is not None and cond(w, ctype).get("status") == status else None
+
+    return wait_for(f"{k.kind} {name}'s Workload {ctype}={status}", probe, timeout=WAIT, interval=POLL)
+
+
+def pods(kubectl: Kubectl, ns: str, k: Kind, name: str) -> list[dict[str, Any]]:
+    return kubectl.get("pods", "-n", ns, "-l", k.pods_selector(name))["items"]  # type: ignore[no-any-return]
+
+
+def gated(pod: dict[str, Any]) -> bool:
+    return any(g["name"] == ADMISSION_GATE for g in pod["spec"].get("schedulingGates") or ())
+
+
+def live(pod: dict[str, Any]) -> bool:
+    return not pod["metadata"].get("deletionTimestamp") and pod["status"].get("phase") in ("Pending", "Running")
+
+
+def held(kubectl: Kubectl, ns: str, k: Kind, name: str) -> bool:
+    """Suspended, or for an LWS every pod of its group there and gated; no pod running either way."""
+    ps = [p for p in pods(kubectl, ns, k, name) if live(p)]
+    if k.serving:
+        return len(ps) == PODS and all(gated(p) and not p["spec"].get("nodeName") for p in ps)
+    return kubectl.get(k.resource, "-n", ns, name)["spec"].get("suspend") is True and not ps
+
+
+def started(kubectl: Kubectl, ns: str, k: Kind, name: str) -> bool:
+    """Unsuspended (an AppWrapper's `suspend: false` is omitted when its operator writes it back; an LWS has
+    nothing to unsuspend: its running pods are the sign)."""
+    return k.serving or not kubectl.get(k.resource, "-n", ns, name)["spec"].get("suspend")
+
+
+def running_on_flavor(kubectl: Kubectl, ns: str, k: Kind, name: str) -> list[dict[str, Any]] | None:
+    """All its pods Running on an on-demand node with the flavor's node label as nodeSelector, or None."""
+    ps = [p for p in pods(kubectl, ns, k, name) if live(p)]
+    ok = len(ps) == PODS and all(
+        p["status"].get("phase") == "Running"
+        and NODE_LABEL.items() <= (p["spec"].get("nodeSelector") or {}).items()
+        and p["spec"].get("nodeName", "").startswith("kwok-on-demand-")
+        for p in ps
+    )
+    return ps if ok else None
+
+
+def reserved(kubectl: Kubectl, cq: str) -> tuple[int, str]:
+    """(admitted Workloads, CPU reserved) from the ClusterQueue's status."""
+    st = kubectl.get("clusterqueue", cq).get("status") or {}
+    cpu = st["flavorsReservation"][0]["resources"][0]["total"] if st.get("flavorsReservation") else "0"
+    return st.get("admittedWorkloads", 0), str(cpu)
+
+
+def create(kubectl: Kubectl, obj: dict[str, Any]) -> None:
+    kubectl("create", "-f", "-", input=json.dumps(obj))
+
+
+# == the tests =========================================================================================
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_queued_until_room_then_admitted_preempted_and_readmitted(
+    kubectl: Kubectl, integrations: Integrations, ns: str, queue: Queue, kind: str
+) -> None:
+    k = KINDS[kind]
+    # 1. The ClusterQueue's one CPU is taken by a Job of the same (default) priority: the object waits.
+    create(kubectl, job(ns, "blocker", "lq", cpu="1"))
+    wait_for(
+        "the blocker to be admitted",
+        lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+    create(kubectl, k.build("victim", ns, "lq"))
+    wl = wait_workload(kubectl, ns, k, "victim", "QuotaReserved", "False")
+    assert cond(wl, "QuotaReserved")["reason"] == "Pending"
+    assert "insufficient unused quota for cpu" in cond(wl, "QuotaReserved")["message"]
+    wait_for(
+        f"{kind} held while the queue is full", lambda: held(kubectl, ns, k, "victim"), timeout=WAIT, interval=POLL
+    )
+    time.sleep(1)
+    assert held(kubectl, ns, k, "victim"), "it started although its ClusterQueue had no room"
+    assert cond(workload_of(kubectl, ns, k.kind, "victim") or {}, "QuotaReserved").get("status") == "False"
+
+    # 2. Room: admitted on the flavor, its pods carry the flavor's node label and run on such a node.
+    kubectl("delete", "job", "-n", ns, "blocker", "--wait=false")
+    wl = wait_workload(kubectl, ns, k, "victim", "Admitted")
+    assert wl["status"]["admission"]["clusterQueue"] == queue.cluster_queue
+    assert all(a["flavors"] == {"cpu": queue.flavor} for a in wl["status"]["admission"]["podSetAssignments"])
+    first = wait_for(
+        f"{kind}'s pods running on the flavor",
+        lambda: running_on_flavor(kubectl, ns, k, "victim"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+    assert started(kubectl, ns, k, "victim")
+
+    # 3. A higher-priority Job takes the quota: evicted, held again, its pods gone; admitted again after.
+    create(
+        kubectl,
+        job(ns, "preemptor", "lq", cpu="1", labels={"kueue.x-k8s.io/priority-class": integrations.high_priority}),
+    )
+    wl = wait_workload(kubectl, ns, k, "victim", "Evicted")
+    assert cond(wl, "Evicted")["reason"] == "Preempted"
+    assert cond(wl, "Preempted")["status"] == "True"
+    wait_for(f"{kind} held after preemption", lambda: held(kubectl, ns, k, "victim"), timeout=WAIT, interval=POLL)
+    first_uids = {p["metadata"]["uid"] for p in first}
+    assert not first_uids & {p["metadata"]["uid"] for p in pods(kubectl, ns, k, "victim") if live(p)}
+    wait_for(
+        "the preemptor to be admitted",
+        lambda: cond(workload_of(kubectl, ns, "Job", "preemptor") or {}, "Admitted").get("status") == "True",
+        timeout=WAIT,
+        interval=POLL,
+    )
+    wl = workload_of(kubectl, ns, k.kind, "victim") or {}
+    assert cond(wl, "QuotaReserved").get("status") == "False"
+    kubectl("delete", "job", "-n", ns, "preemptor", "--wait=false")
+    wait_workload(kubectl, ns, k, "victim", "Admitted")
+    again = wait_for(
+        f"{kind} running again", lambda: running_on_flavor(kubectl, ns, k, "victim"), timeout=WAIT, interval=POLL
+    )
+    assert not first_uids & {p["metadata"]["uid"] for p in again}
+    assert started(kubectl, ns, k, "victim")
+    wait_for(
+        "the quota counted once",
+        lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if not KINDS[k].serving])
+def test_finishes_and_gives_the_quota_back(kubectl: Kubectl, ns: str, queue: Queue, kind: str) -> None:
+    k = KINDS[kind]
+    create(kubectl, k.build("done", ns, "lq", finishes=True))
+    wl = wait_workload(kubectl, ns, k, "done", "Finished")
+    assert cond(wl, "Finished")["reason"] == "Succeeded"
+    obj = kubectl.get(k.resource, "-n", ns, "done")
+    if k.kind == "AppWrapper":
+        assert obj["status"]["phase"] == "Succeeded"
+    else:
+        assert cond(obj, "Completed" if k.kind == "JobSet" else "Complete").get("status") == "True"
+    wait_for(
+        "the ClusterQueue's usage back to zero",
+        lambda: reserved(kubectl, queue.cluster_queue) == (0, "0"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+
+
+def test_leaderworkerset_serves_until_deleted(kubectl: Kubectl, ns: str, queue: Queue) -> None:
+    k = KINDS["lws"]
+    create(kubectl, k.build("serves", ns, "lq"))
+    wl = wait_workload(kubectl, ns, k, "serves", "Admitted")
+    wait_for("the group running", lambda: running_on_flavor(kubectl, ns, k, "serves"), timeout=WAIT, interval=POLL)
+    wait_for(
+        "its quota counted", lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"), timeout=WAIT, interval=POLL
+    )
+    assert cond(wl, "Finished").get("status") != "True"
+    kubectl("delete", k.resource, "-n", ns, "serves", "--wait=false")
+    wait_for(
+        "its Workload gone", lambda: workload_of(kubectl, ns, k.kind, "serves") is None, timeout=WAIT, interval=POLL
+    )
+    wait_for(
+        "the ClusterQueue's usage back to zero",
+        lambda: reserved(kubectl, queue.cluster_queue) == (0, "0"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_without_a_queue_name_it_is_left_alone(
+    kubectl: Kubectl, integrations: Integrations, ns: str, kind: str
+) -> None:
+    k = KINDS[kind]
+    create(kubectl, k.build("free", ns, None))
+
+    def running() -> list[dict[str, Any]] | None:
+        ps = [p for p in pods(kubectl, ns, k, "free") if live(p)]
+        return ps if len(ps) == PODS and all(p["status"].get("phase") == "Running" for p in ps) else None
+
+    ps = wait_for(f"the unqueued {kind}'s pods to run", running, timeout=WAIT, interval=POLL)
+    assert not any(gated(p) for p in ps)
+    if not k.serving:
+        assert not kubectl.get(k.resource, "-n", ns, "free")["spec"].get("suspend")
+    assert kubectl.get("workloads", "-n", ns)["items"] == []
