@@ -214,6 +214,7 @@ class Run:
     sent: Counter[str] = field(default_factory=Counter)
     answers: Counter[str] = field(default_factory=Counter)
     server_errors: list[str] = field(default_factory=list)
+    stalls: list[str] = field(default_factory=list)
     canary_s: list[float] = field(default_factory=list)
     names: Iterator[int] = field(default_factory=itertools.count)
 
@@ -223,8 +224,13 @@ class Run:
             out = call()
         except k.KubeError as exc:
             self.answers[str(exc.status)] += 1
-            if exc.status >= 500 or exc.status == 0:
+            if exc.status >= 500:
                 self.server_errors.append(f"{verb}: {exc.status} {exc}")
+            elif exc.status == 0:
+                # No answer within the client's 30 s: the API server answers a webhook that does not
+                # answer within its 10 s timeout with an error, so this is the API server or etcd
+                # stalled (seen on 2 cores under other load, with every review under 100 ms).
+                self.stalls.append(f"{verb}: {exc}")
             return None
         self.answers["2xx"] += 1
         return out
@@ -330,9 +336,12 @@ def test_no_server_error_no_slow_review_and_the_canary_kept_being_admitted(run: 
     print(
         f"fuzz: {sum(run.sent.values())} requests ({dict(run.sent)}), answers {dict(run.answers)}, "
         f"{int(reviews)} webhook reviews, {int(slow_reviews)} over {SLOW_S * 1000:.0f} ms, "
-        f"{len(run.canary_s)} canaries admitted in at most {max(run.canary_s):.1f} s"
+        f"{len(run.canary_s)} canaries admitted in at most {max(run.canary_s):.1f} s, "
+        f"{len(run.stalls)} requests unanswered in 30 s"
     )
     assert run.server_errors == [], "\n".join(run.server_errors)
+    # A stall of the API server itself is not ours to answer for, but it must stay the rare exception.
+    assert len(run.stalls) * 1000 <= sum(run.sent.values()), "\n".join(run.stalls)
     assert sum(run.sent.values()) >= EXAMPLES
     assert reviews > EXAMPLES
     assert slow_reviews == 0
