@@ -22,6 +22,7 @@ from webhook.api.constants import ClusterQueueActiveReason as _R
 from webhook.core import dra, hierarchy, model, pod_resources, resource_node
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource
+from webhook.core.topology import TopologyCache
 from webhook.core.workload import WorkloadInfo, WorkloadKey
 
 __all__ = ["Cache", "Readiness"]
@@ -47,6 +48,8 @@ class Cache:
         self.concurrent_admission = concurrent_admission  # the feature gate
         self.tas = tas  # the TopologyAwareScheduling gate: a flavor's Topology must exist
         self.topologies: set[str] = set()
+        # Topology levels, Nodes, non-TAS pods and TAS usage (`topology`), fed with the gate on.
+        self.topology = TopologyCache()
         self.resource_flavors: dict[str, model.ResourceFlavorSpec] = {}
         self.cluster_queues: dict[str, ClusterQueueNode] = {}
         self.cohort_specs: dict[str, model.CohortSpec] = {}
@@ -188,12 +191,13 @@ class Cache:
             self.admission_checks[name] = active
             self.admission_check_controllers[name] = controller
 
-    def set_topology(self, name: str, exists: bool) -> None:
-        """Record that a Topology exists (or was deleted)."""
-        if exists:
+    def set_topology(self, name: str, levels: tuple[str, ...] | None) -> None:
+        """Record a Topology's levels (None: deleted)."""
+        if levels is not None:
             self.topologies.add(name)
         else:
             self.topologies.discard(name)
+        self.topology.set_topology(name, levels)
 
     # -- workload events -----------------------------------------------------------------------
     def _unindex(self, wl: WorkloadInfo) -> None:
@@ -211,6 +215,8 @@ class Cache:
     def _attach(self, wl: WorkloadInfo) -> None:
         self.reserving[wl.key] = wl
         self._reserving_by_lq.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = wl
+        if any(psa.topology_assignment is not None for psa in wl.assignments):
+            self.topology.add_workload(wl, self.resource_flavors)
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is None:
             return
@@ -223,6 +229,8 @@ class Cache:
         if wl is None:
             return None
         self._unindex(wl)
+        if any(psa.topology_assignment is not None for psa in wl.assignments):
+            self.topology.remove_workload(key)
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is not None and cq.workloads.pop(key, None) is not None:
             for fr, v in wl.usage().items():

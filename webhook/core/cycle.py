@@ -119,6 +119,7 @@ from webhook.core import (
     queue_state,
     resource_node,
     status,
+    topology,
 )
 from webhook.core.admission_checks import has_all_required
 from webhook.core.cache import Cache
@@ -136,7 +137,15 @@ from webhook.core.decisions import (
     UnsetReservation,
     Victim,
 )
-from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
+from webhook.core.flavor_assigner import (
+    Assignment,
+    LastAssignment,
+    Mode,
+    assign_flavors,
+    search_partial,
+    topology_requests,
+    update_for_topology,
+)
 from webhook.core.pods_ready import blocks_admission
 from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
 from webhook.core.queues import Head, QueueManager
@@ -144,6 +153,7 @@ from webhook.core.quota_resources import QuotaResources
 from webhook.core.resource_node import ClusterQueueNode, CohortNode
 from webhook.core.resources import FRQuantities
 from webhook.core.snapshot import Snapshot, take_snapshot
+from webhook.core.topology import TopologySnapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
 __all__ = ["AdmissionCore", "CycleResult", "SchedulerConfig"]
@@ -193,8 +203,8 @@ class SchedulerConfig:
     dra_settings: dra.Settings = field(default_factory=dra.Settings)
     # Configuration.admissionFairSharing with gate AdmissionFairSharing on (`afs.Enabled`); None: off.
     admission_fair_sharing: admission_fair_sharing.Settings | None = None
-    # Feature gate TopologyAwareScheduling (Beta, on): podSets and flavors are matched for topology
-    # (`flavor_assigner._tas_mismatch`); nothing is placed by topology here.
+    # Feature gate TopologyAwareScheduling (Beta, on): podSets asking for a topology (or in a
+    # ClusterQueue of topology flavors only) are placed in their flavor's Topology (`topology`).
     tas: bool = True
 
 
@@ -404,12 +414,45 @@ class AdmissionCore:
         self._sync_active()
         self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
 
-    def on_topology(self, name: str, exists: bool, now: datetime) -> None:
-        """A Topology created (`exists`) or deleted: ClusterQueues with a flavor naming it may change Active."""
-        self.cache.set_topology(name, exists)
+    def on_topology(self, obj: Mapping[str, Any], now: datetime) -> None:
+        """A Topology created or changed: ClusterQueues with a flavor naming it may change Active."""
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        self.cache.set_topology(name, topology.topology_levels(obj))
+        self._topology_changed(name, now)
+
+    def on_topology_deleted(self, name: str, now: datetime) -> None:
+        self.cache.set_topology(name, None)
+        self._topology_changed(name, now)
+
+    def _topology_changed(self, name: str, now: datetime) -> None:
         self._sync_active()
         users = {n for n, rf in self.cache.resource_flavors.items() if rf.topology_name == name}
         self._flush([n for n, cq in self.cache.cluster_queues.items() if users & set(cq.spec.flavor_names())], now)
+
+    def on_node(self, obj: Mapping[str, Any], now: datetime) -> None:
+        """A Node added or changed (`tas_nodes_cache.go`); TAS workloads may fit anew."""
+        node = topology.parse_node(obj)
+        self.cache.topology.set_node(node.name, node)
+        self._flush_tas(now)
+
+    def on_node_deleted(self, name: str, now: datetime) -> None:
+        self.cache.topology.set_node(name, None)
+        self._flush_tas(now)
+
+    def on_pod(self, key: str, obj: Mapping[str, Any] | None, now: datetime) -> None:
+        """A pod's usage outside TAS (`NonTasUsageReconciler`): bound, running, not topology-placed;
+        None (deleted) or a pod that no longer counts frees its node."""
+        placed = topology.non_tas_pod_usage(obj) if obj is not None else None
+        freed = self.cache.topology.set_pod(key, placed)
+        if freed:
+            self._flush_tas(now)
+
+    def _flush_tas(self, now: datetime) -> None:
+        """Requeue the inadmissible Workloads of ClusterQueues with a TAS flavor."""
+        tas_flavors = {n for n, rf in self.cache.resource_flavors.items() if rf.topology_name is not None}
+        self._flush(
+            [n for n, cq in self.cache.cluster_queues.items() if tas_flavors & set(cq.spec.flavor_names())], now
+        )
 
     def on_limit_range(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -627,6 +670,7 @@ class AdmissionCore:
             "concurrent_admission": self.config.concurrent_admission,
             "replaces": replaced,
             "tas": self.config.tas,
+            "topology": snap.topology,
         }
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
@@ -634,6 +678,7 @@ class AdmissionCore:
             return full, [], replaced
         if mode == Mode.PREEMPT:
             targets = preemptor.get_targets(wl, full, snap)
+            self._reserve_topology(wl, cq, full, targets, snap)
             if targets:
                 return full, targets, replaced
         if wl.can_be_partially_admitted:
@@ -645,6 +690,7 @@ class AdmissionCore:
                     return (a, []), True
                 if m == Mode.PREEMPT:
                     t = preemptor.get_targets(wl, a, snap)
+                    self._reserve_topology(wl, cq, a, t, snap)
                     if t:
                         return (a, t), True
                 return None, False
@@ -653,6 +699,22 @@ class AdmissionCore:
             if found is not None:
                 return (*found, replaced)
         return full, [], None
+
+    def _reserve_topology(
+        self, wl: WorkloadInfo, cq: ClusterQueueNode, a: Assignment, targets: list[Target], snap: Snapshot
+    ) -> None:
+        """`updateAssignmentForTAS`: a preempting workload's placement, found with its targets gone, or
+        in an empty cluster when it has none, so the domains it waits for are held for it."""
+        topo = snap.topology
+        if topo is None or (not any(ps.requests_tas for ps in wl.pod_sets) and not _tas_only(cq, topo)):
+            return
+        requests = topology_requests(wl, a, cq, snap.resource_flavors, topo)
+        if targets:
+            with snap.simulated_removal([t.workload for t in targets]):
+                results, _ = topo.find(requests)
+        else:
+            results, _ = topo.find(requests, simulate_empty=True)
+        update_for_topology(a, wl, requests, results)
 
     def _record(self, e: _Entry, a: Assignment, targets: list[Target], replaced: WorkloadInfo | None) -> None:
         e.assignment, e.targets, e.replaces, e.message = a, targets, replaced, a.message()
@@ -721,14 +783,17 @@ class AdmissionCore:
         self,
         snap: Snapshot,
         cq: ClusterQueueNode,
-        usage: FRQuantities,
+        a: Assignment,
         preempted: Mapping[WorkloadKey, WorkloadInfo],
         targets: list[WorkloadInfo],
-    ) -> bool:
+    ) -> tuple[bool, bool]:
+        """(fits on quota, fits on TAS) once `preempted` and `targets` are gone (`ClusterQueueSnapshot.Fits`)."""
         victims = dict(preempted)
         victims.update((t.key, t) for t in targets)
         with snap.simulated_removal(victims.values()):
-            return all(v <= resource_node.available(cq, fr) for fr, v in usage.items())
+            if not all(v <= resource_node.available(cq, fr) for fr, v in a.total_requests().items()):
+                return False, True
+            return True, snap.topology is None or not a.tas_usage or snap.topology.fits(a.tas_usage)
 
     def _process(
         self,
@@ -763,7 +828,17 @@ class AdmissionCore:
                 e.assignment.mode_override = Mode.DEFERRED_FIT
             usage = e.assignment.total_requests()
             overlap = any(t.key in preempted for t in _victims(e))
-        fits = self._fits(snap, cq, usage, preempted, _victims(e))
+        fits_quota, fits_tas = self._fits(snap, cq, e.assignment, preempted, _victims(e))
+        if fits_quota and not fits_tas and not recomputed:
+            # TASRecomputeAssignmentWithinSchedulingCycle (Beta, on): an earlier entry of this cycle
+            # took the domains; place it again over the flavors first chosen.
+            nominated = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
+            self._last.pop(e.wl.key, None)
+            self._record(e, *self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated))
+            assert e.assignment is not None
+            usage = e.assignment.total_requests()
+            fits_quota, fits_tas = self._fits(snap, cq, e.assignment, preempted, _victims(e))
+        fits = fits_quota and fits_tas
         a = e.assignment
         mode = a.representative_mode()
         if recomputed:
@@ -782,6 +857,7 @@ class AdmissionCore:
             e.requeue_reason, e.reason = RequeueReason.PREEMPTION_NO_CANDIDATES, PendingReason.WAITING_FOR_QUOTA
             if cq.spec.preemption.reclaim_within_cohort != model.PreemptionPolicy.ANY:
                 snap.add_usage(cq, _to_reserve(a, cq))
+                self._add_topology_usage(snap, e.wl.key, a)
             return
         if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
             e.status, e.message, e.reason = (
@@ -797,6 +873,7 @@ class AdmissionCore:
             e.reason, e.requeue_reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS, RequeueReason.PENDING_PREEMPTION
             self._last.pop(e.wl.key, None)
             snap.add_usage(cq, usage)
+            self._add_topology_usage(snap, e.wl.key, a)
             return
         if overlap:
             e.status, e.message, e.reason = (
@@ -817,6 +894,7 @@ class AdmissionCore:
             return
         preempted.update((t.key, t) for t in _victims(e))
         snap.add_usage(cq, usage)
+        self._add_topology_usage(snap, e.wl.key, a)
         if mode == Mode.PREEMPT:
             e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
             self._issue_preemptions(e, cq, snap, result)
@@ -838,6 +916,12 @@ class AdmissionCore:
             self._issue_migration(e, sibling, result)
             return
         self._admit(e, cq, result, now)
+
+    @staticmethod
+    def _add_topology_usage(snap: Snapshot, key: WorkloadKey, a: Assignment) -> None:
+        """Later entries of the cycle must not take the domains this one holds (`AddUsage` of `Usage.TAS`)."""
+        if snap.topology is not None and a.tas_usage:
+            snap.topology.add(key, a.tas_usage)
 
     def _issue_preemptions(self, e: _Entry, cq: ClusterQueueNode, snap: Snapshot, result: CycleResult) -> None:
         victims = []
@@ -997,6 +1081,11 @@ def _migration_allowed(e: _Entry, cq: ClusterQueueNode) -> bool:
         e.message = constants.MSG_BELOW_LAST_ACCEPTABLE_FLAVOR
         return False
     return True
+
+
+def _tas_only(cq: ClusterQueueNode, topo: TopologySnapshot) -> bool:
+    """`IsTASOnly`: every flavor of the ClusterQueue is topology-aware."""
+    return all(topo.is_tas(fq.name) for rg in cq.spec.resource_groups for fq in rg.flavors)
 
 
 def _victims(e: _Entry) -> list[WorkloadInfo]:

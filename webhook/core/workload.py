@@ -23,6 +23,7 @@ from webhook.api.pod_role import spec_shape
 from webhook.core import concurrent_admission
 from webhook.core.quota_resources import QuotaResources
 from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities
+from webhook.core.tas import TopologyAssignment, TopologyRequest, from_v1beta2, to_v1beta2
 
 __all__ = [
     "EPOCH",
@@ -68,6 +69,16 @@ class PodSetInfo:
     tolerations: tuple[selector.Toleration, ...] = ()
     # `IsExplicitlyRequestingTAS` (pkg/workload/workload.go): its topologyRequest asks for a placement.
     requests_tas: bool = False
+    # The topologyRequest (None without one) and its podSetGroupName.
+    topology_request: TopologyRequest | None = None
+    topology_group: str | None = None
+    # One pod's requests as its spec states them, what TAS places on nodes (`NewRequestsFromPodSpec`);
+    # None when they equal `requests` (no resource transformation or device cost changed them).
+    pod_requests: Mapping[str, int] | None = None
+
+    @property
+    def placement_requests(self) -> Mapping[str, int]:
+        return self.requests if self.pod_requests is None else self.pod_requests
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +89,20 @@ class PodSetAssignment:
     flavors: Mapping[str, str]
     resource_usage: Mapping[str, int]
     count: int
+    # Where its pods go, on a topology-aware flavor (None: not placed by topology).
+    topology_assignment: TopologyAssignment | None = None
 
     def to_api(self) -> dict[str, Any]:
         """The exact v1beta2 JSON of this podSetAssignment."""
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "flavors": dict(sorted(self.flavors.items())),
             "resourceUsage": {r: quantity.format_amount(r, v) for r, v in sorted(self.resource_usage.items())},
             "count": self.count,
         }
+        if self.topology_assignment is not None:
+            out["topologyAssignment"] = to_v1beta2(self.topology_assignment)
+        return out
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
@@ -403,8 +419,15 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
     out = []
     for a in raw if isinstance(raw, list) else ():
         usage = {str(r): quantity.amount(str(r), v) for r, v in (a.get("resourceUsage") or {}).items()}
+        ta = a.get("topologyAssignment")
         out.append(
-            PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0))
+            PodSetAssignment(
+                str(a.get("name", "main")),
+                dict(a.get("flavors") or {}),
+                usage,
+                int(a.get("count") or 0),
+                from_v1beta2(ta) if isinstance(ta, Mapping) else None,
+            )
         )
     return tuple(out)
 
@@ -448,13 +471,14 @@ def parse_workload(
         count = int(ps.get("count", 1))
         mc = ps.get("minCount")
         ps_name = str(ps.get("name") or "main")
-        requests = pod_requests(pspec)
+        requests = own = pod_requests(pspec)
         if resources:
             requests = dict(resources.apply(requests))
         for r in (dra_replaced or {}).get(ps_name) or ():
             requests.pop(r, None)
         for r, v in ((dra_requests or {}).get(ps_name) or {}).items():
             requests[r] = min(requests.get(r, 0) + v, UNLIMITED)
+        tr = ps.get("topologyRequest")
         pod_sets.append(
             PodSetInfo(
                 name=ps_name,
@@ -464,7 +488,12 @@ def parse_workload(
                 node_selector=dict(pspec.get("nodeSelector") or {}),
                 required_terms=_required_terms(pspec),
                 tolerations=tuple(selector.parse_toleration(t) for t in pspec.get("tolerations") or ()),
-                requests_tas=_requests_tas(ps.get("topologyRequest")),
+                requests_tas=_requests_tas(tr),
+                topology_request=TopologyRequest.from_api(tr) if isinstance(tr, Mapping) else None,
+                topology_group=str(tr["podSetGroupName"])
+                if isinstance(tr, Mapping) and tr.get("podSetGroupName")
+                else None,
+                pod_requests=None if own == requests else own,
             )
         )
     conds = {
