@@ -265,7 +265,7 @@ def _tas_mismatch(
     name = json.dumps(flavor.name)
     if ps.requests_tas:
         if flavor.topology_name is None:
-            if not any(r in covered for r in ps.requests):
+            if not any(r in covered for r in ps.placement_requests):
                 # None of the pods' own requests is in this group: it only holds quota-only resources
                 # (reachable through resources.transformations).
                 return None

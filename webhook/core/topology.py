@@ -218,8 +218,15 @@ class TopologySnapshot:
     def is_tas(self, name: str) -> bool:
         return _is_tas(self._flavors, name)
 
+    def _by_node(self, name: str) -> bool:
+        f = self.flavor(name)
+        return f is not None and bool(f.levels) and f.levels[-1] == tas.HOSTNAME_LABEL
+
     def _tas_usage(self, flavor: str) -> Iterable[tas.DomainUsage]:
-        return (u for per_wl in self.usage.get(flavor, {}).values() for u in per_wl)
+        """What TAS workloads hold in `flavor`'s domains; for a flavor whose lowest level is the node,
+        what they hold on those nodes through any such flavor (TASHandleOverlappingFlavors, on)."""
+        names = [f for f in self.usage if self._by_node(f)] if self._by_node(flavor) else [flavor]
+        return (u for name in names for per_wl in self.usage.get(name, {}).values() for u in per_wl)
 
     def find(
         self, requests: Mapping[str, Sequence[tas.PodSetRequest]], *, simulate_empty: bool = False
@@ -234,7 +241,7 @@ class TopologySnapshot:
             f = self.flavor(name)
             if f is None:
                 continue
-            by_node = bool(f.levels) and f.levels[-1] == tas.HOSTNAME_LABEL
+            by_node = self._by_node(name)
             out = tas.find_topology_assignments(
                 f,
                 requests[name],

@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from tests.builders import T0, make_core, make_cq, make_flavor, make_lq, make_topology, make_wl
+from webhook.config.types import ResourceTransformation
 from webhook.core.decisions import Admit, Pending, Preempt
+from webhook.core.quota_resources import QuotaResources
 from webhook.core.tas import from_v1beta2
 
 BLOCK, RACK, HOST = "cloud.com/topology-block", "cloud.provider.com/rack", "kubernetes.io/hostname"
@@ -61,7 +63,9 @@ def node(
 SINGLE_NODE = [node("x1")]
 
 
-def rack_node(name: str, block: str, rack: str, host: str, cpu: str = "1", memory: str = "1Gi", pods: str = "10") -> Any:
+def rack_node(
+    name: str, block: str, rack: str, host: str, cpu: str = "1", memory: str = "1Gi", pods: str = "10"
+) -> Any:
     return node(name, {BLOCK: block, RACK: rack}, host=host, cpu=cpu, memory=memory, pods=pods)
 
 
@@ -116,6 +120,7 @@ class PS:
     tolerations: Sequence[dict[str, str]] = ()
     affinity: Sequence[dict[str, Any]] | None = None
     slices: Sequence[tuple[str, int]] = ()
+    min_count: int | None = None
 
 
 def workload(
@@ -144,6 +149,8 @@ def workload(
                 }
             }
         entry: dict[str, Any] = {"name": ps.name, "count": ps.count, "template": {"spec": spec}}
+        if ps.min_count is not None:
+            entry["minCount"] = ps.min_count
         tr: dict[str, Any] = {}
         if ps.required:
             tr["required"] = ps.required
@@ -209,6 +216,7 @@ class Case:
     # workload key -> (QuotaReserved=False reason, message) of its Warning event
     want_pending: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     want_preempted: Sequence[str] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
 
 
 def run(case: Case) -> None:
@@ -221,6 +229,7 @@ def run(case: Case) -> None:
         *case.local_queues,
         namespaces={"default": {}},
         granular_pending_reasons=True,
+        **case.config,
     )
     for w in case.workloads:
         core.on_workload(w, T0)
@@ -241,7 +250,10 @@ def run(case: Case) -> None:
                     )
                 )
             admitted[d.key] = got
-    want = {k: [(n, dict(f), list(lv) if lv else None, [(list(v), c) for v, c in ds]) for n, f, lv, ds in w] for k, w in case.want_admitted.items()}
+    want = {
+        k: [(n, dict(f), list(lv) if lv else None, [(list(v), c) for v, c in ds]) for n, f, lv, ds in w]
+        for k, w in case.want_admitted.items()
+    }
     assert admitted == want
     pending = {d.key: (d.reason, d.message) for d in result.decisions if isinstance(d, Pending)}
     for key, (reason, message) in case.want_pending.items():
@@ -400,7 +412,7 @@ CASES = [
             want_pending={
                 "default/foo": (
                     "WaitingForQuota",
-                    'couldn\'t assign flavors to pod set one: topology "tas-single-level" doesn\'t allow to fit any '
+                    "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow to fit any "
                     'of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1',
                 )
             },
@@ -418,7 +430,7 @@ CASES = [
             want_pending={
                 "default/foo": (
                     "TopologyPlacementFailed",
-                    'couldn\'t assign flavors to pod set one: topology "tas-single-level" doesn\'t allow to fit any '
+                    "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow to fit any "
                     'of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1',
                 )
             },
@@ -436,7 +448,7 @@ CASES = [
             want_pending={
                 "default/foo": (
                     "TopologyPlacementFailed",
-                    'couldn\'t assign flavors to pod set one: topology "tas-single-level" doesn\'t allow to fit any '
+                    "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow to fit any "
                     'of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1',
                 )
             },
@@ -489,7 +501,7 @@ CASES = [
             want_pending={
                 "default/foo": (
                     "TopologyPlacementFailed",
-                    'couldn\'t assign flavors to pod set worker: topology "tas-two-level" doesn\'t allow to fit any '
+                    "couldn't assign flavors to pod set worker: topology \"tas-two-level\" doesn't allow to fit any "
                     'of 1 pod(s). Total nodes: 2; excluded: resource "cpu": 2',
                 )
             },
@@ -533,6 +545,313 @@ CASES = [
             },
         ),
         id="scheduling workload with multiple PodSets requesting higher level topology",
+    ),
+]
+
+ZERO_CAPACITY_NODES = [
+    node("x1", {RACK: "r1"}, cpu="0", memory=None),
+    node("x2", {RACK: "r1"}, cpu="1", memory=None),
+    node("x3", {RACK: "r1"}, cpu="1", memory=None),
+]
+CREDITS = QuotaResources.from_config((), [ResourceTransformation("cpu", "Retain", "", {"cpu_credits": "1"})])
+
+
+def admitted_on(ps_name: str, flavor: str, usage: Mapping[str, str], count: int, *hosts: str) -> Any:
+    """A podSetAssignment on `flavor` placing `count` pods spread one... per host listed (or all on one)."""
+    domains = [([h], count // len(hosts)) for h in hosts]
+    return (ps_name, {r: (flavor, q) for r, q in usage.items()}, [HOST], domains)
+
+
+CASES += [
+    pytest.param(
+        Case(
+            nodes=[node("y1", cpu="1", memory=None)],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "50"})])],
+            workloads=[
+                workload("foo", ps("one", 1, preferred=HOST)),
+                workload(
+                    "bar-admitted",
+                    ps("one", 1, required=HOST),
+                    admitted=[admitted_on("one", "tas-default", {"cpu": "1"}, 1, "x1")],
+                ),
+            ],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["y1"], 1)])]},
+        ),
+        id="scheduling workload when the node for another admitted workload is deleted",
+    ),
+    pytest.param(
+        Case(
+            nodes=[
+                node("x1", memory=None, taints=[{"key": "example.com/gpu", "value": "present", "effect": "NoSchedule"}])
+            ],
+            topologies=[SINGLE],
+            flavors=[
+                {
+                    **TAS1,
+                    "spec": {**TAS1["spec"], "tolerations": [{"key": "example.com/gpu", "operator": "Exists"}]},
+                }
+            ],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "50"})])],
+            workloads=[workload("foo", ps("one", 1, preferred=HOST))],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)])]},
+        ),
+        id="scheduling workload on a tainted node when the toleration is on ResourceFlavor",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="400m", memory="400Mi"), node("x2", cpu="400m", memory="400Mi")],
+            topologies=[SINGLE],
+            flavors=[
+                tas_flavor("tas-flavor-a"),
+                make_flavor("tas-flavor-b")
+                .label("tas-node", "true")
+                .taint("tas-class", "b")
+                .topology("tas-single-level")
+                .obj(),
+            ],
+            cluster_queues=[
+                cq(
+                    "tas-main",
+                    [
+                        ("tas-flavor-a", {"cpu": "400m", "memory": "400Mi"}),
+                        ("tas-flavor-b", {"cpu": "100m", "memory": "100Mi"}),
+                    ],
+                )
+            ],
+            workloads=[
+                *(
+                    workload(
+                        f"primary-admitted-{i}",
+                        ps("one", 1, preferred=HOST, requests={"cpu": "200m", "memory": "200Mi"}),
+                        admitted=[admitted_on("one", "tas-flavor-a", {"cpu": "200m", "memory": "200Mi"}, 1, "x1")],
+                    )
+                    for i in (1, 2)
+                ),
+                workload(
+                    "pending-wl",
+                    ps(
+                        "one",
+                        1,
+                        preferred=HOST,
+                        requests={"cpu": "100m", "memory": "100Mi"},
+                        tolerations=[{"key": "tas-class", "operator": "Equal", "value": "b", "effect": "NoSchedule"}],
+                    ),
+                ),
+            ],
+            want_admitted={
+                "default/pending-wl": [
+                    ("one", {"cpu": "tas-flavor-b", "memory": "tas-flavor-b"}, [HOST], [(["x2"], 1)])
+                ]
+            },
+        ),
+        id="two ResourceFlavors share nodes: pending workload lands on the fallback flavor when the primary flavor is full",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="400m", memory="400Mi"), node("x2", cpu="400m", memory="400Mi")],
+            topologies=[SINGLE],
+            flavors=[
+                make_flavor(f"flavor-{c}")
+                .label("tas-node", "true")
+                .taint("example.com/flavor", c)
+                .topology("tas-single-level")
+                .obj()
+                for c in ("a", "b")
+            ],
+            cluster_queues=[
+                cq(
+                    "tas-main",
+                    [
+                        ("flavor-a", {"cpu": "400m", "memory": "400Mi"}),
+                        ("flavor-b", {"cpu": "400m", "memory": "400Mi"}),
+                    ],
+                )
+            ],
+            workloads=[
+                workload(
+                    "multi-podset-wl",
+                    *(
+                        ps(
+                            f"ps-{c}",
+                            1,
+                            preferred=HOST,
+                            requests={"cpu": "300m", "memory": "300Mi"},
+                            tolerations=[
+                                {"key": "example.com/flavor", "operator": "Equal", "value": c, "effect": "NoSchedule"}
+                            ],
+                        )
+                        for c in ("a", "b")
+                    ),
+                )
+            ],
+            want_admitted={
+                "default/multi-podset-wl": [
+                    ("ps-a", {"cpu": "flavor-a", "memory": "flavor-a"}, [HOST], [(["x1"], 1)]),
+                    ("ps-b", {"cpu": "flavor-b", "memory": "flavor-b"}, [HOST], [(["x2"], 1)]),
+                ]
+            },
+        ),
+        id="multi-PodSet workload across sibling flavors must not self-overlap on shared node",
+    ),
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", ps("one", 5, required=HOST, min_count=1))],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)])]},
+        ),
+        id="TAS workload gets scheduled as trimmed by partial admission",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="1000m", memory=None, pods="3")],
+            pods=[pod("test-running", "x1", cpu="300m")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[
+                workload("foo", ps("one", 1, required=HOST, requests={"cpu": "300m"})),
+                workload(
+                    "bar-admitted",
+                    ps("one", 2, required=HOST, requests={"cpu": "150m"}),
+                    admitted=[("one", {"cpu": ("tas-default", "150m")}, [HOST], [(["x1"], 2)])],
+                ),
+            ],
+            want_pending={
+                "default/foo": (
+                    "WaitingForQuota",
+                    "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow to fit any "
+                    'of 1 pod(s). Total nodes: 1; excluded: resource "pods": 1',
+                )
+            },
+        ),
+        id="workload does not get scheduled as the node capacity (.status.allocatable['pods']) is already used by non-TAS and TAS workloads",
+    ),
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", ps("one", 1, requests={"cpu": "0", "memory": "10Mi"}))],
+            want_admitted={
+                "default/foo": [("one", {"cpu": "tas-default", "memory": "tas-default"}, [HOST], [(["x1"], 1)])]
+            },
+        ),
+        id="workload with zero value request gets scheduled",
+    ),
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[
+                workload(
+                    "foo",
+                    ps(
+                        "one",
+                        1,
+                        preferred=HOST,
+                        affinity=[{"key": "unused-key", "operator": "In", "values": ["value"]}],
+                    ),
+                )
+            ],
+            want_pending={
+                "default/foo": (
+                    "TopologyPlacementFailed",
+                    "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow to fit any "
+                    "of 1 pod(s). Total nodes: 1; excluded: affinity: 1",
+                )
+            },
+        ),
+        id="does not admit workload when node does not match required affinity",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", {"expected-label": "expected-value"}, pods="10")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[
+                workload(
+                    "foo",
+                    ps(
+                        "one",
+                        1,
+                        preferred=HOST,
+                        affinity=[{"key": "expected-label", "operator": "In", "values": ["expected-value"]}],
+                    ),
+                )
+            ],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)])]},
+        ),
+        id="admits workload when node matches required affinity",
+    ),
+    *(
+        pytest.param(
+            Case(
+                nodes=ZERO_CAPACITY_NODES,
+                topologies=[TWO],
+                flavors=[TAS2],
+                cluster_queues=[DEFAULT_CQ],
+                workloads=[workload("foo", ps("one", 2, **request))],
+                want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x2"], 1), (["x3"], 1)])]},
+            ),
+            id=f"admits workload when nodes are partially empty; {name}",
+        )
+        for name, request in (
+            ("unconstrained", {"unconstrained": True}),
+            ("preferred", {"preferred": RACK}),
+            ("required", {"required": RACK}),
+        )
+    ),
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", ps("one", 1, preferred=HOST, requests={"cpu": "1", "example.com/gpu": "0"}))],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)])]},
+        ),
+        id="admits workload with zero-quantity request for resource not in ClusterQueue with TAS",
+    ),
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1, make_flavor("credits").obj()],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "1"})], [("credits", {"cpu_credits": "1"})])],
+            workloads=[workload("foo", ps("one", 1, required=HOST))],
+            want_admitted={
+                "default/foo": [("one", {"cpu": "tas-default", "cpu_credits": "credits"}, [HOST], [(["x1"], 1)])]
+            },
+            config={"resources": CREDITS},
+        ),
+        id="workload with Resource Transformation (Retain CPU → cpu_credits)",
+    ),
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1, make_flavor("credits").obj()],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "2"})], [("credits", {"cpu_credits": "1"})])],
+            workloads=[workload("foo", ps("one", 1, required=HOST, requests={"cpu": "2"}))],
+            want_pending={
+                "default/foo": (
+                    "ExceedsMaxQuota",
+                    "couldn't assign flavors to pod set one: insufficient quota for cpu_credits in flavor credits, "
+                    "previously considered podsets requests (0) + current podset request (2) > maximum capacity (1)",
+                )
+            },
+            config={"resources": CREDITS},
+        ),
+        id="workload with Resource Transformation (Retain CPU → cpu_credits, not enough credits)",
     ),
 ]
 
