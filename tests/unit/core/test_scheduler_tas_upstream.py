@@ -855,6 +855,131 @@ CASES += [
     ),
 ]
 
+# -- TestScheduleForTASPreemption ------------------------------------------------------------------
+PREEMPT_NODE = [node("x1", cpu="5", memory="5Gi")]
+PREEMPT_CQ = cq("tas-main", [("tas-default", {"cpu": "50", "memory": "50Gi"})], within="LowerPriority")
+NO_CPU_ON_X1 = (
+    'topology "tas-single-level" doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1'
+)
+
+
+def holder(name: str, priority: int, cpu: str, host: str = "x1") -> dict[str, Any]:
+    """An admitted one-pod workload of `cpu` on `host`."""
+    return workload(
+        name,
+        ps("one", 1, required=HOST, requests={"cpu": cpu}),
+        priority=priority,
+        admitted=[admitted_on("one", "tas-default", {"cpu": cpu}, 1, host)],
+    )
+
+
+CASES += [
+    pytest.param(
+        Case(
+            nodes=PREEMPT_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[PREEMPT_CQ],
+            workloads=[
+                workload("foo", ps("one", 1, preferred=HOST, requests={"cpu": "2"}), priority=3),
+                holder("low-priority-admitted", 1, "5"),
+            ],
+            want_pending={
+                "default/foo": (
+                    "WaitingForPreemptedWorkloads",
+                    f"couldn't assign flavors to pod set one: {NO_CPU_ON_X1}. Pending the preemption of 1 workload(s)",
+                )
+            },
+            want_preempted=["default/low-priority-admitted"],
+        ),
+        id="only low priority workload is preempted",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="5", memory="5Gi", pods="1")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[PREEMPT_CQ],
+            workloads=[
+                workload("high-priority-waiting", ps("one", 1, preferred=HOST, requests={"cpu": "2"}), priority=3),
+                holder("low-priority-admitted", 1, "5"),
+            ],
+            want_pending={
+                "default/high-priority-waiting": (
+                    "WaitingForPreemptedWorkloads",
+                    f"couldn't assign flavors to pod set one: {NO_CPU_ON_X1}. Pending the preemption of 1 workload(s)",
+                )
+            },
+            want_preempted=["default/low-priority-admitted"],
+        ),
+        id="With pods count usage pressure on nodes: only low priority workload is preempted",
+    ),
+    pytest.param(
+        Case(
+            nodes=PREEMPT_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[PREEMPT_CQ],
+            workloads=[
+                workload("foo", ps("one", 1, preferred=HOST, requests={"cpu": "2"}), priority=3),
+                holder("mid-priority-admitted", 2, "2"),
+                holder("low-priority-admitted", 1, "2"),
+            ],
+            want_pending={
+                "default/foo": (
+                    "WaitingForPreemptedWorkloads",
+                    f"couldn't assign flavors to pod set one: {NO_CPU_ON_X1}. Pending the preemption of 1 workload(s)",
+                )
+            },
+            want_preempted=["default/low-priority-admitted"],
+        ),
+        id="low priority workload is preempted, mid-priority workload survives",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="5", memory="5Gi"), node("y1", cpu="5", memory="5Gi")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[PREEMPT_CQ],
+            workloads=[
+                workload("foo", ps("one", 2, required=HOST), priority=3),
+                holder("mid-priority-admitted", 2, "4", "x1"),
+                holder("low-priority-admitted", 1, "4", "y1"),
+            ],
+            want_pending={
+                "default/foo": (
+                    "WaitingForPreemptedWorkloads",
+                    'couldn\'t assign flavors to pod set one: topology "tas-single-level" allows to fit only 1 out of '
+                    "2 pod(s). Pending the preemption of 1 workload(s)",
+                )
+            },
+            want_preempted=["default/low-priority-admitted"],
+        ),
+        id="low priority workload is preempted even though there is enough capacity, but fragmented",
+    ),
+    pytest.param(
+        Case(
+            nodes=PREEMPT_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[PREEMPT_CQ],
+            workloads=[
+                workload("low-priority-which-would-fit", ps("one", 1, required=HOST), priority=1),
+                workload("mid-priority-waiting", ps("one", 2, required=HOST), priority=2),
+                holder("mid-priority-admitted", 2, "4"),
+            ],
+            want_pending={
+                "default/mid-priority-waiting": (
+                    "WaitingForQuota",
+                    'couldn\'t assign flavors to pod set one: topology "tas-single-level" allows to fit only 1 out of '
+                    "2 pod(s)",
+                )
+            },
+        ),
+        id="workload with equal priority awaits for other workloads to complete",
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES)
 def test_schedule_for_tas(case: Case) -> None:
