@@ -980,6 +980,116 @@ CASES += [
     ),
 ]
 
+# -- TestScheduleForTASCohorts ---------------------------------------------------------------------
+COHORT_NODES = [node("x1", cpu="3", memory="5Gi"), node("y1", cpu="5", memory="3Gi")]
+COHORT_CQS = [
+    cq(
+        "tas-cq-a",
+        [("tas-default", {"cpu": "4", "memory": "4Gi"})],
+        cohort="tas-cohort-main",
+        within="LowerPriority",
+        reclaim="Any",
+    ),
+    cq("tas-cq-b", [("tas-default", {"cpu": "4", "memory": "4Gi"})], cohort="tas-cohort-main", reclaim="Any"),
+]
+COHORT_LQS = tuple(make_lq(f"tas-lq-{c}", "default", f"tas-cq-{c}") for c in "abc")
+
+
+def cohort_case(a1: PS, b1: PS, **kw: Any) -> Case:
+    return Case(
+        nodes=kw.pop("nodes", COHORT_NODES),
+        topologies=[SINGLE],
+        flavors=[TAS1],
+        cluster_queues=kw.pop("cluster_queues", COHORT_CQS),
+        local_queues=COHORT_LQS,
+        workloads=[
+            workload("a1", a1, queue="tas-lq-a", priority=kw.pop("a1_priority", 2), created=kw.pop("a1_created", 0)),
+            workload("b1", b1, queue="tas-lq-b", priority=kw.pop("b1_priority", 1), created=kw.pop("b1_created", 0)),
+        ],
+        **kw,
+    )
+
+
+def on(cq_name: str, usage: Mapping[str, str], *domains: tuple[str, int]) -> Want:
+    return [("one", {r: "tas-default" for r in usage}, [HOST], [([h], n) for h, n in domains])]
+
+
+CASES += [
+    pytest.param(
+        cohort_case(
+            ps("one", 1, required=HOST, requests={"cpu": "8"}),
+            ps("one", 1, required=HOST, requests={"cpu": "8"}),
+            nodes=[node("node-1", cpu="8", memory=None), node("node-2", cpu="8", memory=None)],
+            cluster_queues=[
+                cq(f"tas-cq-{c}", [("tas-default", {"cpu": "8"})], cohort="tas-cohort-main") for c in ("a", "b")
+            ],
+            a1_priority=10,
+            b1_priority=5,
+            b1_created=60,
+            want_admitted={
+                "default/a1": on("tas-cq-a", {"cpu": "8"}, ("node-1", 1)),
+                "default/b1": on("tas-cq-b", {"cpu": "8"}, ("node-2", 1)),
+            },
+        ),
+        id="two workloads in cohort nominated to the same node; enough capacity to admit both; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+    ),
+    pytest.param(
+        cohort_case(
+            ps("one", 1, preferred=HOST, requests={"cpu": "2"}),
+            ps("one", 1, preferred=HOST, requests={"cpu": "2"}),
+            want_admitted={
+                "default/a1": on("tas-cq-a", {"cpu": "2"}, ("x1", 1)),
+                "default/b1": on("tas-cq-b", {"cpu": "2"}, ("y1", 1)),
+            },
+        ),
+        id="two workloads considered; both overlapping in the initial flavor assignment; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+    ),
+    pytest.param(
+        cohort_case(
+            ps("one", 1, preferred=HOST),
+            ps("one", 3, preferred=HOST),
+            want_admitted={
+                "default/a1": on("tas-cq-a", {"cpu": "1"}, ("x1", 1)),
+                "default/b1": on("tas-cq-b", {"cpu": "3"}, ("y1", 3)),
+            },
+        ),
+        id="two small workloads considered; there is only space for one of them on the initial node; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+    ),
+    pytest.param(
+        cohort_case(
+            ps("one", 1, preferred=HOST, requests={"cpu": "5"}),
+            ps("one", 1, preferred=HOST, requests={"memory": "5"}),
+            want_admitted={
+                "default/a1": on("tas-cq-a", {"cpu": "5"}, ("y1", 1)),
+                "default/b1": on("tas-cq-b", {"memory": "5"}, ("x1", 1)),
+            },
+        ),
+        id="two small workloads considered; both get scheduled on different nodes",
+    ),
+    pytest.param(
+        cohort_case(
+            ps("one", 1, preferred=HOST),
+            ps("one", 2, preferred=HOST),
+            want_admitted={
+                "default/a1": on("tas-cq-a", {"cpu": "1"}, ("x1", 1)),
+                "default/b1": on("tas-cq-b", {"cpu": "2"}, ("x1", 2)),
+            },
+        ),
+        id="two small workloads considered; both get scheduled on the same node",
+    ),
+    pytest.param(
+        cohort_case(
+            ps("one", 5, preferred=HOST),
+            ps("one", 5, preferred=HOST),
+            want_admitted={"default/a1": on("tas-cq-a", {"cpu": "5"}, ("y1", 5))},
+            want_pending={
+                "default/b1": ("WaitingForQuota", "Workload no longer fits after processing another workload")
+            },
+        ),
+        id="two workloads considered; there is enough space only for the first",
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES)
 def test_schedule_for_tas(case: Case) -> None:
