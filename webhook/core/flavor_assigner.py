@@ -555,7 +555,7 @@ class _Assigner:
         """Place the TAS pod sets once quota fits (`assignFlavors`, TAS part): a pod set that does
         not fit makes the assignment Preempt, and NoFit when it would not fit in an empty cluster."""
         requests = self.topology_requests(a)
-        if self.topology is None or a.representative_mode() == Mode.NO_FIT:
+        if not requests or self.topology is None or a.representative_mode() == Mode.NO_FIT:
             return
         by_name = {r.name: r for r in a.pod_sets}
         if a.representative_mode() == Mode.FIT:

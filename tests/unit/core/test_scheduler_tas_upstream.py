@@ -93,12 +93,19 @@ def pod(name: str, node_name: str, phase: str = "Running", **requests: str) -> d
     }
 
 
-def cq(name: str = "tas-main", *groups: Sequence[tuple[str, Mapping[str, str]]], cohort: str = "", **kw: Any) -> Any:
+def _quota(resource: str, q: str | tuple[str, str]) -> dict[str, str]:
+    """A resource's quota: its nominal quota, or (nominal, borrowingLimit)."""
+    if isinstance(q, tuple):
+        return {"name": resource, "nominalQuota": q[0], "borrowingLimit": q[1]}
+    return {"name": resource, "nominalQuota": q}
+
+
+def cq(name: str = "tas-main", *groups: Sequence[tuple[str, Mapping[str, Any]]], cohort: str = "", **kw: Any) -> Any:
     b = make_cq(name)
     if cohort:
         b.cohort(cohort)
     for g in groups or ([("tas-default", {"cpu": "50", "memory": "50Gi"})],):
-        b.group(*({"name": f, "resources": [{"name": r, "nominalQuota": q} for r, q in res.items()]} for f, res in g))
+        b.group(*({"name": f, "resources": [_quota(r, q) for r, q in res.items()]} for f, res in g))
     if kw:
         b.preemption(**kw)
     return b.obj()
@@ -214,7 +221,8 @@ class Case:
     # workload key -> what its admission holds
     want_admitted: Mapping[str, Want] = field(default_factory=dict)
     # workload key -> (QuotaReserved=False reason, message) of its Warning event
-    want_pending: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # (None: upstream checks the reason only)
+    want_pending: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     want_preempted: Sequence[str] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
 
@@ -257,7 +265,9 @@ def run(case: Case) -> None:
     assert admitted == want
     pending = {d.key: (d.reason, d.message) for d in result.decisions if isinstance(d, Pending)}
     for key, (reason, message) in case.want_pending.items():
-        assert pending.get(key) == (reason, message), key
+        got = pending.get(key)
+        assert got is not None, key
+        assert (got[0], got[1] if message is not None else None) == (reason, message), key
     victims = sorted(v.key for d in result.decisions if isinstance(d, Preempt) for v in d.targets)
     assert victims == sorted(case.want_preempted)
 
@@ -1087,6 +1097,119 @@ CASES += [
             },
         ),
         id="two workloads considered; there is enough space only for the first",
+    ),
+]
+
+# -- TestAssignFlavors (flavorassigner_test.go), its TAS case -----------------------------------------
+CASES += [
+    pytest.param(
+        Case(
+            nodes=SINGLE_NODE,
+            topologies=[make_topology("tas-topo-a", HOST), make_topology("tas-topo-b", HOST)],
+            flavors=[
+                make_flavor("tas-a").topology("tas-topo-a").obj(),
+                make_flavor("tas-b").topology("tas-topo-b").obj(),
+            ],
+            cluster_queues=[cq("tas-main", [("tas-a", {"cpu": "10"})], [("tas-b", {"memory": "10Mi"})])],
+            workloads=[workload("foo", ps("main", 1, required=HOST, requests={"cpu": "1", "memory": "1Mi"}))],
+            want_pending={
+                "default/foo": (
+                    "NoMatchingFlavor",
+                    "failed to assign flavors to pod set main: more than one TAS flavor assigned: tas-a, tas-b",
+                )
+            },
+        ),
+        id="multiple TAS flavors assigned to different resources in the same PodSet leads to NoFit",
+    ),
+]
+
+NO_BORROW_CQ_A = {
+    "Any": cq(
+        "tas-cq-a",
+        [("tas-default", {"cpu": ("8", "0"), "memory": ("4Gi", "0")})],
+        cohort="tas-cohort-main",
+        within="LowerPriority",
+        reclaim="Any",
+    ),
+    "LowerPriority": cq(
+        "tas-cq-a",
+        [("tas-default", {"cpu": ("8", "0"), "memory": ("4Gi", "0")})],
+        cohort="tas-cohort-main",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+    ),
+}
+
+
+def reserving_case(reclaim: str, holder_priority: int) -> Case:
+    return Case(
+        nodes=[node("y1", cpu="5", memory="3Gi")],
+        topologies=[SINGLE],
+        flavors=[TAS1],
+        cluster_queues=[NO_BORROW_CQ_A[reclaim], COHORT_CQS[1]],
+        local_queues=COHORT_LQS,
+        workloads=[
+            workload(
+                "a1-admitted",
+                ps("one", 2, required=HOST),
+                queue="tas-lq-a",
+                priority=holder_priority,
+                cq_name="tas-cq-a",
+                admitted=[("one", {"cpu": ("tas-default", "2")}, [HOST], [(["y1"], 2)])],
+            ),
+            workload("a2", ps("one", 4, preferred=HOST), queue="tas-lq-a", priority=2),
+            workload("b1", ps("one", 3, preferred=HOST), queue="tas-lq-b", priority=1),
+        ],
+        want_pending={
+            "default/a2": ("WaitingForPreemptedWorkloads" if holder_priority < 2 else "WaitingForQuota", None),
+            "default/b1": ("WaitingForQuota", None),
+        },
+        want_preempted=["default/a1-admitted"] if holder_priority < 2 else [],
+    )
+
+
+CASES += [
+    pytest.param(
+        reserving_case("Any", 1),
+        id="preempting workload with targets reserves capacity so that lower priority workload cannot use it; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+    ),
+    pytest.param(
+        reserving_case("LowerPriority", 2),
+        id="preempting workload without targets reserves capacity so that lower priority workload cannot use it; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+    ),
+    pytest.param(
+        Case(
+            nodes=COHORT_NODES,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=COHORT_CQS,
+            local_queues=COHORT_LQS,
+            workloads=[workload("a1", ps("one", 6, preferred=HOST), queue="tas-lq-a")],
+            want_admitted={"default/a1": on("tas-cq-a", {"cpu": "6"}, ("x1", 1), ("y1", 5))},
+        ),
+        id="workload which requires borrowing gets scheduled",
+    ),
+    pytest.param(
+        Case(
+            nodes=COHORT_NODES,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=COHORT_CQS,
+            local_queues=COHORT_LQS,
+            workloads=[
+                workload(
+                    "a1-admitted",
+                    ps("one", 5, required=HOST),
+                    queue="tas-lq-a",
+                    cq_name="tas-cq-a",
+                    admitted=[("one", {"cpu": ("tas-default", "5")}, [HOST], [(["x1"], 5)])],
+                ),
+                workload("b1", ps("one", 4, preferred=HOST), queue="tas-lq-b"),
+            ],
+            want_pending={"default/b1": ("WaitingForPreemptedWorkloads", None)},
+            want_preempted=["default/a1-admitted"],
+        ),
+        id="reclaim within cohort; single borrowing workload gets preempted",
     ),
 ]
 
