@@ -81,11 +81,24 @@ class Cache:
 
     def upsert_resource_flavor(self, obj: Mapping[str, Any]) -> model.ResourceFlavorSpec:
         rf = model.parse_resource_flavor(obj)
+        old = self.resource_flavors.get(rf.name)
         self.resource_flavors[rf.name] = rf
+        if (old.topology_name if old is not None else None) != rf.topology_name:
+            self._recount_topology_usage()
         return rf
 
     def delete_resource_flavor(self, name: str) -> None:
-        self.resource_flavors.pop(name, None)
+        old = self.resource_flavors.pop(name, None)
+        if old is not None and old.topology_name is not None:
+            self._recount_topology_usage()
+
+    def _recount_topology_usage(self) -> None:
+        """Which flavors are topology-aware changed: recount what admitted workloads hold per domain
+        (their Workloads may have arrived before the flavor did)."""
+        self.topology.usage.clear()
+        for wl in self.reserving.values():
+            if any(psa.topology_assignment is not None for psa in wl.assignments):
+                self.topology.add_workload(wl, self.resource_flavors)
 
     def upsert_cluster_queue(self, obj: Mapping[str, Any]) -> ClusterQueueNode:
         """Add or replace a ClusterQueue; usage is recounted from its reserving workloads."""

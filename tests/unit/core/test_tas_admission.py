@@ -219,3 +219,19 @@ def _hosts(*names: str) -> dict[str, Any]:
             }
         ],
     }
+
+
+def test_admitted_placements_count_even_when_their_workload_arrives_before_the_flavor() -> None:
+    held = (
+        make_wl("old")
+        .queue("lq")
+        .podset("main", 2, cpu="1")
+        .topology(required=RACK)
+        .reserve("cq", {**psa("main", 2, cpu=("tas", "2")), "topologyAssignment": _hosts("x1", "x2")})
+        .obj()
+    )
+    core = make_core(held, TOPOLOGY, TAS, make_cq("cq").group(fq("tas", cpu="8")).obj(), LQ, *NODES)
+    core.on_workload(rack_job("new", 2).obj(), T0)
+    d = only(core.schedule(T0).decisions, "ns/new")
+    assert isinstance(d, Admit)
+    assert d.admission["podSetAssignments"][0]["topologyAssignment"] == _hosts("x3", "x4")
