@@ -1213,6 +1213,92 @@ CASES += [
     ),
 ]
 
+MULTI_LAYER = PS("one", 8, {"cpu": "1"}, required=BLOCK, slices=((RACK, 4), (HOST, 2)))
+
+CASES += [
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="4", memory="2Gi"), node("x2", cpu="4", memory="2Gi")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", ps("one", 2, preferred=HOST, requests={"cpu": "1", "memory": "1536Mi"}))],
+            want_admitted={
+                "default/foo": [
+                    ("one", {"cpu": "tas-default", "memory": "tas-default"}, [HOST], [(["x1"], 1), (["x2"], 1)])
+                ]
+            },
+        ),
+        id="initial scheduling; TAS uses podspec memory for placement",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", {RACK: "r1"}, cpu="3", memory=None)],
+            topologies=[TWO],
+            flavors=[TAS2],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", ps("launcher", 1, preferred=HOST), ps("worker", 0, preferred=HOST))],
+            want_admitted={
+                "default/foo": [
+                    ("launcher", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)]),
+                    ("worker", {"cpu": "tas-default"}, None, []),
+                ]
+            },
+        ),
+        id="workload with a PodSet of size zero",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="2", memory=None, pods="1")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[COHORT_CQS[0]],
+            local_queues=COHORT_LQS,
+            workloads=[workload("foo", ps("one", 1, required=HOST), ps("two", 1, required=HOST), queue="tas-lq-a")],
+            want_pending={"default/foo": ("TopologyPlacementFailed", None)},
+        ),
+        id="workload with two PodSets exceeds node pods capacity",
+    ),
+    pytest.param(
+        Case(
+            nodes=[
+                rack_node("b1-r1-x1", "b1", "r1", "x1", cpu="1", memory=None),
+                rack_node("b1-r1-x2", "b1", "r1", "x2", cpu="4", memory=None),
+                rack_node("b1-r2-x3", "b1", "r2", "x3", cpu="3", memory=None),
+                rack_node("b1-r2-x4", "b1", "r2", "x4", cpu="4", memory=None),
+            ],
+            topologies=[THREE],
+            flavors=[TAS3],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", MULTI_LAYER)],
+            want_admitted={
+                "default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x2"], 4), (["x3"], 2), (["x4"], 2)])]
+            },
+        ),
+        id="multi-layer topology: block required with rack and host slices; workload fits",
+    ),
+    pytest.param(
+        Case(
+            nodes=[
+                rack_node("b1-r1-x1", "b1", "r1", "x1", cpu="3", memory=None),
+                rack_node("b1-r1-x2", "b1", "r1", "x2", cpu="3", memory=None),
+            ],
+            topologies=[THREE],
+            flavors=[TAS3],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[workload("foo", PS("one", 6, {"cpu": "1"}, required=BLOCK, slices=((RACK, 6), (HOST, 2))))],
+            want_pending={
+                "default/foo": (
+                    "TopologyPlacementFailed",
+                    "couldn't assign flavors to pod set one: topology \"tas-three-level\" doesn't allow to fit; 0/1 "
+                    "slice(s) fit on level cloud.provider.com/rack; 2/3 slice(s) fit on level kubernetes.io/hostname",
+                )
+            },
+        ),
+        id="multi-layer topology: host slice rounding makes rack slice impossible; NoFit",
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES)
 def test_schedule_for_tas(case: Case) -> None:
