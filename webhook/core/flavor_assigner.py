@@ -203,7 +203,7 @@ class Assignment:
             PodSetAssignment(
                 ps.name,
                 {r: fa.name for r, fa in ps.flavors.items()},
-                {r: ps.requests.get(r, 0) for r in ps.flavors},
+                {r: ps.requests[r] for r in ps.flavors if r in ps.requests},
                 ps.count,
                 ps.topology_assignment,
             )
@@ -511,6 +511,7 @@ class _Assigner:
                 _resolve_no_fit_reason(a, spec.resource_groups)
                 return a
         if self.tas and a.representative_mode() != Mode.NO_FIT:
+            self._inherit_group_flavors(a)
             self._place(a)
         _resolve_no_fit_reason(a, spec.resource_groups)
         return a
@@ -542,6 +543,22 @@ class _Assigner:
                 implied = not ps.requests_tas and self.tas_only
                 out.setdefault(tas_flavors[0], []).append(pod_set_request(ps, r.count, implied=implied))
         return out
+
+    def _inherit_group_flavors(self, a: Assignment) -> None:
+        """A pod set asking for no resource in a topology group (e.g. a LeaderWorkerSet leader) takes
+        its group's TAS flavors, to be placed with it (`resolvePodSetFlavors`)."""
+        for ps, r in zip(self.wl.pod_sets, a.pod_sets, strict=False):
+            if r.requests or r.flavors or ps.topology_group is None:
+                continue
+            for mate, mr in zip(self.wl.pod_sets, a.pod_sets, strict=False):
+                if mate.topology_group == ps.topology_group and mr is not r:
+                    r.flavors.update(
+                        {
+                            res: FlavorAssignment(fa.name, fa.mode)
+                            for res, fa in mr.flavors.items()
+                            if self._is_tas(fa.name)
+                        }
+                    )
 
     def _is_tas(self, name: str) -> bool:
         f = self.flavors.get(name)

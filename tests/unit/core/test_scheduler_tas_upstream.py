@@ -128,6 +128,7 @@ class PS:
     affinity: Sequence[dict[str, Any]] | None = None
     slices: Sequence[tuple[str, int]] = ()
     min_count: int | None = None
+    group: str | None = None
 
 
 def workload(
@@ -165,6 +166,8 @@ def workload(
             tr["preferred"] = ps.preferred
         if ps.unconstrained:
             tr["unconstrained"] = True
+        if ps.group:
+            tr["podSetGroupName"] = ps.group
         if ps.slices:
             tr["podsetSliceRequiredTopologyConstraints"] = [{"topology": t, "size": s} for t, s in ps.slices]
         if tr:
@@ -1296,6 +1299,95 @@ CASES += [
             },
         ),
         id="multi-layer topology: host slice rounding makes rack slice impossible; NoFit",
+    ),
+]
+
+# -- TestAssignFlavors_LeaderWorkerSetTASFlavor (flavorassigner_test.go) -----------------------------
+GPU_A, GPU_B = "example.com/gpu-a", "example.com/gpu-b"
+LWS_NODES = [
+    node("x1", {GPU_A: "x"}, cpu=None, memory=None)
+    | {
+        "status": {
+            "allocatable": {GPU_A: "4", GPU_B: "4", "memory": "8Gi", "pods": "10"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
+    }
+]
+LWS_TOPOLOGIES = [make_topology("tas-topo-a", HOST), make_topology("tas-topo-b", HOST)]
+LWS_FLAVORS = [make_flavor("tas-a").topology("tas-topo-a").obj(), make_flavor("tas-b").topology("tas-topo-b").obj()]
+
+
+def lws_ps(name: str, group: str | None, gpu: str | None = None) -> PS:
+    return PS(name, 1, {gpu: "1"} if gpu else {}, required=HOST, group=group)
+
+
+def lws_case(pod_sets: Sequence[PS], groups: Sequence[tuple[str, Mapping[str, str]]], **kw: Any) -> Case:
+    return Case(
+        nodes=LWS_NODES,
+        topologies=LWS_TOPOLOGIES,
+        flavors=LWS_FLAVORS,
+        cluster_queues=[cq("tas-main", *([g] for g in groups))],
+        workloads=[workload("wl", *pod_sets)],
+        **kw,
+    )
+
+
+CASES += [
+    pytest.param(
+        lws_case(
+            [lws_ps("leader", "group1"), lws_ps("worker", "group1", GPU_A)],
+            [("tas-a", {GPU_A: "4"}), ("tas-b", {"memory": "8Gi"})],
+            want_admitted={
+                "default/wl": [
+                    ("leader", {GPU_A: "tas-a"}, [HOST], [(["x1"], 1)]),
+                    ("worker", {GPU_A: "tas-a"}, [HOST], [(["x1"], 1)]),
+                ]
+            },
+        ),
+        id="leader without a managed request infers the group's TAS flavor",
+    ),
+    pytest.param(
+        lws_case(
+            [lws_ps("leader", None), lws_ps("worker", None, GPU_A)],
+            [("tas-a", {GPU_A: "4"})],
+            want_pending={
+                "default/wl": ("NoMatchingFlavor", "failed to assign flavors to pod set leader: no TAS flavor assigned")
+            },
+        ),
+        id="leader without a group is rejected (ClusterQueue-wide fallback is not supported)",
+    ),
+    pytest.param(
+        lws_case(
+            [lws_ps("leader", "group1"), lws_ps("worker-a", "group1", GPU_A), lws_ps("worker-b", "group1", GPU_B)],
+            [("tas-a", {GPU_A: "4"}), ("tas-b", {GPU_B: "4"})],
+            want_pending={
+                "default/wl": (
+                    "NoMatchingFlavor",
+                    "failed to assign flavors to pod set leader: more than one TAS flavor assigned: tas-a, tas-b",
+                )
+            },
+        ),
+        id="peers in the same group resolving to different TAS flavors are rejected",
+    ),
+    pytest.param(
+        lws_case(
+            [
+                lws_ps("leader1", "group1"),
+                lws_ps("worker1", "group1", GPU_A),
+                lws_ps("leader2", "group2"),
+                lws_ps("worker2", "group2", GPU_B),
+            ],
+            [("tas-a", {GPU_A: "4"}), ("tas-b", {GPU_B: "4"})],
+            want_admitted={
+                "default/wl": [
+                    ("leader1", {GPU_A: "tas-a"}, [HOST], [(["x1"], 1)]),
+                    ("worker1", {GPU_A: "tas-a"}, [HOST], [(["x1"], 1)]),
+                    ("leader2", {GPU_B: "tas-b"}, [HOST], [(["x1"], 1)]),
+                    ("worker2", {GPU_B: "tas-b"}, [HOST], [(["x1"], 1)]),
+                ]
+            },
+        ),
+        id="multiple groups: leaders infer flavors from their own groups",
     ),
 ]
 
