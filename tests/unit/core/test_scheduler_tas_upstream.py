@@ -1392,6 +1392,63 @@ CASES += [
 ]
 
 
+def in_cq_a(name: str, priority: int, pods: int, host: str) -> dict[str, Any]:
+    """An admitted `pods`-pod workload of ClusterQueue tas-cq-a, all on `host`."""
+    return workload(
+        name,
+        ps("one", pods, required=HOST),
+        queue="tas-lq-a",
+        priority=priority,
+        cq_name="tas-cq-a",
+        admitted=[("one", {"cpu": ("tas-default", str(pods))}, [HOST], [([host], pods)])],
+    )
+
+
+CASES += [
+    pytest.param(
+        Case(
+            nodes=[node("y1", cpu="5", memory="3Gi")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[NO_BORROW_CQ_A["Any"], COHORT_CQS[1]],
+            local_queues=COHORT_LQS,
+            workloads=[
+                in_cq_a("a1-admitted", 2, 2, "y1"),
+                workload("a2", ps("one", 4, preferred=HOST), queue="tas-lq-a", priority=2),
+                workload("b1", ps("one", 3, preferred=HOST), queue="tas-lq-b", priority=1),
+            ],
+            want_admitted={"default/b1": on("tas-cq-b", {"cpu": "3"}, ("y1", 3))},
+            want_pending={
+                "default/a2": (
+                    "WaitingForQuota",
+                    'couldn\'t assign flavors to pod set one: topology "tas-single-level" allows to fit only 3 out of '
+                    "4 pod(s)",
+                )
+            },
+        ),
+        id="preempting workload without targets doesn't reserve capacity when it can always reclaim",
+    ),
+    pytest.param(
+        Case(
+            nodes=COHORT_NODES,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=COHORT_CQS,
+            local_queues=COHORT_LQS,
+            workloads=[
+                in_cq_a("a1-admitted", 1, 5, "x1"),
+                in_cq_a("a2-admitted", 2, 2, "y1"),
+                in_cq_a("a3-admitted", 2, 1, "y1"),
+                workload("b1", ps("one", 3, preferred=HOST), queue="tas-lq-b", priority=3),
+            ],
+            want_pending={"default/b1": ("WaitingForPreemptedWorkloads", None)},
+            want_preempted=["default/a1-admitted"],
+        ),
+        id="reclaim within cohort; single workload is preempted out three candidates",
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_schedule_for_tas(case: Case) -> None:
     run(case)
