@@ -174,14 +174,20 @@ class TopologyCache:
         """The engine's view of a TAS flavor; None while its Topology is unknown."""
         if rf.topology_name is None or rf.topology_name not in self.levels:
             return None
+        tolerations = tuple(tas.Toleration(t.key, t.operator, t.value, t.effect) for t in rf.tolerations)
         f = self._flavors.get(rf.name)
-        if f is None or f.topology_name != rf.topology_name or f.node_labels != rf.node_labels:
+        if (
+            f is None
+            or f.topology_name != rf.topology_name
+            or f.node_labels != rf.node_labels
+            or f.tolerations != tolerations
+        ):
             f = tas.Flavor(
                 topology_name=rf.topology_name,
                 levels=self.levels[rf.topology_name],
                 nodes=tuple(self.nodes.values()),
                 node_labels=dict(rf.node_labels),
-                tolerations=tuple(tas.Toleration(t.key, t.operator, t.value, t.effect) for t in rf.tolerations),
+                tolerations=tolerations,
             )
             self._flavors[rf.name] = f
         return f
