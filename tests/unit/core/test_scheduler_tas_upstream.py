@@ -176,7 +176,7 @@ def workload(
     if admitted is not None:
         psas = []
         for ps_name, usage, levels, domains in admitted:
-            count = next(p.count for p in pod_sets if p.name == ps_name)
+            count = sum(n for _, n in domains)  # upstream's Count: the pods its domains hold
             psas.append(
                 {
                     "name": ps_name,
@@ -1445,6 +1445,85 @@ CASES += [
             want_preempted=["default/a1-admitted"],
         ),
         id="reclaim within cohort; single workload is preempted out three candidates",
+    ),
+]
+
+CASES += [
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="5", memory="5Gi"), node("y1", cpu="5", memory="5Gi")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "10", "memory": "10Gi"})], within="LowerPriority")],
+            workloads=[
+                workload("foo", ps("one", 10, preferred=HOST), priority=3),
+                holder("low-priority-admitted", 1, "5", "z1"),
+            ],
+            want_pending={
+                "default/foo": (
+                    "WaitingForPreemptedWorkloads",
+                    "couldn't assign flavors to pod set one: insufficient unused quota for cpu in flavor tas-default, "
+                    "5 more needed. Pending the preemption of 1 workload(s)",
+                )
+            },
+            want_preempted=["default/low-priority-admitted"],
+        ),
+        id="workload preempted due to quota is using deleted Node",
+    ),
+    pytest.param(
+        Case(
+            nodes=PREEMPT_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[PREEMPT_CQ],
+            workloads=[
+                workload("foo", ps("one", 1, preferred=HOST, requests={"cpu": "1", "memory": "4Gi"}), priority=3),
+                workload(
+                    "low-priority-admitted",
+                    ps("one", 1, required=HOST, requests={"cpu": "1", "memory": "2Gi"}),
+                    priority=1,
+                    admitted=[admitted_on("one", "tas-default", {"cpu": "1", "memory": "2Gi"}, 1, "x1")],
+                ),
+            ],
+            want_pending={
+                "default/foo": (
+                    "WaitingForPreemptedWorkloads",
+                    "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow to fit any "
+                    'of 1 pod(s). Total nodes: 1; excluded: resource "memory": 1. Pending the preemption of 1 workload(s)',
+                )
+            },
+            want_preempted=["default/low-priority-admitted"],
+        ),
+        id="preemption; TAS uses podspec memory for fit",
+    ),
+    pytest.param(
+        Case(
+            nodes=COHORT_NODES,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=COHORT_CQS,
+            local_queues=COHORT_LQS,
+            workloads=[
+                workload(
+                    "a1-admitted",
+                    ps("one", 4, required=HOST),
+                    queue="tas-lq-a",
+                    priority=3,
+                    cq_name="tas-cq-a",
+                    admitted=[("one", {"cpu": ("tas-default", "5")}, [HOST], [(["y1"], 5)])],
+                ),
+                in_cq_a("a2-admitted", 2, 3, "x1"),
+                workload(
+                    "b1",
+                    ps("one", 4, required=HOST, min_count=3, requests={"cpu": "1", "memory": "1"}),
+                    queue="tas-lq-b",
+                    priority=3,
+                ),
+            ],
+            want_pending={"default/b1": ("WaitingForPreemptedWorkloads", None)},
+            want_preempted=["default/a2-admitted"],
+        ),
+        id="reclaim within cohort; preempting with partial admission",
     ),
 ]
 
