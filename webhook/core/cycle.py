@@ -27,6 +27,10 @@ always passed in; the core never reads the clock):
   `resourceUpdatesHandler` re-queues them
 * ``on_admission_check(name, active, now, controller="")`` (active None = deleted; controller is
   ``spec.controllerName``, which decides the MultiKueue/ProvisioningRequest constraints)
+* ``on_topology(obj, now)`` / ``on_topology_deleted(name, now)``, ``on_node(obj, now)`` /
+  ``on_node_deleted(name, now)`` and ``on_pod(key, obj, now)`` (obj None = deleted): topology-aware
+  scheduling's view of the cluster (`topology`); pods count when bound to a node, not finished and
+  not placed by TAS. With no topology-aware ResourceFlavor none of them costs a cycle anything
 
 Objects are the v1beta2 JSON dicts. Events may arrive in any order; rebuilding from a list of
 objects gives the same state as the incremental path. Inadmissible workloads are requeued when an
