@@ -1528,6 +1528,84 @@ CASES += [
 ]
 
 
+def toleration(value: str) -> list[dict[str, str]]:
+    return [{"key": "example.com/flavor", "operator": "Equal", "value": value, "effect": "NoSchedule"}]
+
+
+CASES += [
+    pytest.param(
+        Case(
+            nodes=[
+                node("node-1", {"tas-flavor": "f1"}, cpu="8", memory=None),
+                node("node-2", {"tas-flavor": "f2"}, cpu="8", memory=None),
+            ],
+            topologies=[SINGLE],
+            flavors=[
+                make_flavor(f"tas-flavor-{i}").label("tas-flavor", f"f{i}").topology("tas-single-level").obj()
+                for i in (1, 2)
+            ],
+            cluster_queues=[
+                cq("tas-cq-a", [("tas-flavor-1", {"cpu": "8"})], cohort="tas-cohort-main"),
+                cq(
+                    "tas-cq-b",
+                    [("tas-flavor-1", {"cpu": "8"}), ("tas-flavor-2", {"cpu": "8"})],
+                    cohort="tas-cohort-main",
+                ),
+            ],
+            local_queues=COHORT_LQS,
+            workloads=[
+                workload("a1", ps("one", 1, required=HOST, requests={"cpu": "8"}), queue="tas-lq-a", priority=10),
+                workload(
+                    "b1", ps("one", 1, required=HOST, requests={"cpu": "8"}), queue="tas-lq-b", priority=5, created=60
+                ),
+            ],
+            want_admitted={"default/a1": [("one", {"cpu": "tas-flavor-1"}, [HOST], [(["node-1"], 1)])]},
+            want_pending={"default/b1": ("WaitingForQuota", None)},
+        ),
+        id="two flavors in cohort; re-evaluation is sticky and does not switch to second flavor; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+    ),
+    pytest.param(
+        Case(
+            nodes=PREEMPT_NODE,
+            topologies=[SINGLE],
+            flavors=[
+                make_flavor(f"flavor-{c}").taint("example.com/flavor", c).topology("tas-single-level").obj()
+                for c in "ab"
+            ],
+            cluster_queues=[
+                cq(
+                    "tas-main",
+                    [("flavor-a", {"cpu": "5", "memory": "5Gi"}), ("flavor-b", {"cpu": "5", "memory": "5Gi"})],
+                    within="LowerPriority",
+                )
+            ],
+            workloads=[
+                workload(
+                    "w3-pending",
+                    ps("one", 1, preferred=HOST, requests={"cpu": "2", "memory": "2Gi"}, tolerations=toleration("a")),
+                    priority=5,
+                ),
+                workload(
+                    "w1-low-prio-a",
+                    ps("one", 1, preferred=HOST, requests={"cpu": "1", "memory": "1Gi"}, tolerations=toleration("a")),
+                    priority=1,
+                    admitted=[admitted_on("one", "flavor-a", {"cpu": "1", "memory": "1Gi"}, 1, "x1")],
+                ),
+                workload(
+                    "w2-sibling-b",
+                    ps("one", 1, preferred=HOST, requests={"cpu": "3", "memory": "3Gi"}, tolerations=toleration("b")),
+                    priority=1,
+                    admitted=[admitted_on("one", "flavor-b", {"cpu": "3", "memory": "3Gi"}, 1, "x1")],
+                ),
+            ],
+            want_pending={"default/w3-pending": ("WaitingForPreemptedWorkloads", None)},
+            want_preempted=["default/w1-low-prio-a"],
+        ),
+        id="sibling-flavor usage on the shared node forces same-flavor preemption",
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_schedule_for_tas(case: Case) -> None:
     run(case)
