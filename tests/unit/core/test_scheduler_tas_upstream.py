@@ -1605,6 +1605,63 @@ CASES += [
     ),
 ]
 
+CASES += [
+    pytest.param(
+        Case(
+            nodes=PREEMPT_NODE,
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "3", "memory": "3Gi"})], within="LowerPriority")],
+            workloads=[
+                workload("high-priority", ps("main", 1, requests={"cpu": "3"}), priority=2),
+                workload(
+                    "low-priority",
+                    ps("main", 1, requests={"cpu": "3"}),
+                    priority=1,
+                    admitted=[("main", {"cpu": ("tas-default", "3")}, [HOST], [(["x1"], 1)])],
+                ),
+            ],
+            want_pending={"default/high-priority": ("WaitingForPreemptedWorkloads", None)},
+            want_preempted=["default/low-priority"],
+            config={"tas": False},
+        ),
+        id="TAS disabled, preemption succeeds even with ResourceFlavor topologyName",
+    ),
+    pytest.param(
+        Case(
+            nodes=[node("x1", cpu="5", memory="5Gi"), node("y1", cpu="5", memory="5Gi")],
+            topologies=[SINGLE],
+            flavors=[TAS1],
+            cluster_queues=[cq("tas-main", [("tas-default", {"cpu": "10", "memory": "10Gi"})], within="LowerPriority")],
+            workloads=[
+                workload(
+                    "low-cpu",
+                    ps("one", 2, required=HOST, requests={"cpu": "3"}),
+                    priority=-1000,
+                    admitted=[("one", {"cpu": ("tas-default", "6")}, [HOST], [(["x1"], 1), (["y1"], 1)])],
+                ),
+                workload(
+                    "low-mem",
+                    ps("one", 2, required=HOST, requests={"cpu": "10m", "memory": "5Gi"}),
+                    priority=-1000,
+                    admitted=[
+                        (
+                            "one",
+                            {"cpu": ("tas-default", "20m"), "memory": ("tas-default", "10Gi")},
+                            [HOST],
+                            [(["x1"], 1), (["y1"], 1)],
+                        )
+                    ],
+                ),
+                workload("high-priority", ps("one", 1, required=HOST, requests={"cpu": "3", "memory": "5Gi"})),
+            ],
+            want_pending={"default/high-priority": ("WaitingForPreemptedWorkloads", None)},
+            want_preempted=["default/low-cpu", "default/low-mem"],
+        ),
+        id="preempt in multiple flavors out of which one requires update Fit -> Preempt due to fragmentation",
+    ),
+]
+
 
 @pytest.mark.parametrize("case", CASES)
 def test_schedule_for_tas(case: Case) -> None:
