@@ -157,6 +157,7 @@ from webhook.core.quota_resources import QuotaResources
 from webhook.core.resource_node import ClusterQueueNode, CohortNode
 from webhook.core.resources import FRQuantities
 from webhook.core.snapshot import Snapshot, take_snapshot
+from webhook.core.tas import PodSetRequest, Replacement, TopologyAssignment
 from webhook.core.topology import TopologySnapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
@@ -281,6 +282,10 @@ class AdmissionCore:
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
         self._evicting: set[WorkloadKey] = set()
+        # Admitted TAS workloads with a failed node to replace (`NeedsSecondPass`), and the unhealthy
+        # nodes each replacement or eviction was decided for, until an event shows the write.
+        self._replacing: set[WorkloadKey] = set()
+        self._replaced: dict[WorkloadKey, tuple[str, ...]] = {}
         # The pending form of each assumed workload, to requeue it if its Admit write fails.
         self._assumed_from: dict[WorkloadKey, WorkloadInfo] = {}
         # Workloads and queues whose queue-state decisions must be re-evaluated next cycle.
@@ -524,6 +529,12 @@ class AdmissionCore:
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""
         old, reserving = self.cache.upsert_workload(wl)
+        if self._replaced.get(wl.key) != wl.unhealthy_nodes:
+            self._replaced.pop(wl.key, None)
+        if reserving and wl.needs_node_replacement and self.config.tas:
+            self._replacing.add(wl.key)
+        else:
+            self._replacing.discard(wl.key)
         if old is not None and (not reserving or old.usage() != wl.usage() or old.priority != wl.priority):
             self._flush([old.admission_cluster_queue], now)
         if wl.is_evicted or not reserving:
@@ -546,6 +557,8 @@ class AdmissionCore:
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
         self._qs_keys.discard(key)
+        self._replacing.discard(key)
+        self._replaced.pop(key, None)
         if self.afs is not None:
             self.afs.on_workload_deleted(key)
         if old is not None:
@@ -555,6 +568,7 @@ class AdmissionCore:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
         wl = self.cache.forget_workload(key)
         original = self._assumed_from.pop(key, None)
+        self._replaced.pop(key, None)
         if self.afs is not None:
             self.afs.admission_failed(key)
         if wl is not None:
@@ -595,9 +609,18 @@ class AdmissionCore:
         self._requeue_batched(now)
         self._queue_state(result)  # 0
         heads = self.queues.heads(now)  # 1
-        if not heads:
+        replacing = [
+            w
+            for k in sorted(self._replacing)
+            if (w := self.cache.reserving.get(k)) is not None and self._replaced.get(k) != w.unhealthy_nodes
+        ]
+        if not heads and not replacing:
             return result
         snap = take_snapshot(self.cache)  # 2
+        for w in replacing:
+            self._replace_node(w, snap, result, now)
+        if not heads:
+            return result
         preemptor = Preemptor(
             fair_sharing=self.config.fair_sharing,
             strategies=self.config.fair_sharing_strategies,
@@ -613,6 +636,79 @@ class AdmissionCore:
             if e.status != "assumed":
                 self._requeue_and_report(e, result, now)
         return result
+
+    def _replace_node(self, wl: WorkloadInfo, snap: Snapshot, result: CycleResult, now: datetime) -> None:
+        """The second scheduling pass after a node failure: the pods of the first unhealthy node move
+        to a node the rest of their placement allows (`findReplacementAssignment`), the admission is
+        rewritten and status.unhealthyNodes cleared; with none to be found the workload is evicted
+        (TASFailedNodeReplacementFailFast, on), reason NodeFailures."""
+        topo = snap.topology
+        cq = snap.cluster_queues.get(wl.admission_cluster_queue)
+        if topo is None or cq is None:
+            return
+        failed = set(wl.unhealthy_nodes)
+        tas_only = _tas_only(cq, topo)
+        pod_sets = {ps.name: ps for ps in wl.pod_sets}
+        requests: dict[str, list[PodSetRequest]] = {}
+        placed: dict[str, TopologyAssignment] = {}
+        for psa in wl.assignments:
+            ta, ps = psa.topology_assignment, pod_sets.get(psa.name)
+            flavor = next((f for f in sorted(set(psa.flavors.values())) if topo.is_tas(f)), None)
+            if ta is None or ps is None or flavor is None or not any(d.values[-1] in failed for d in ta.domains):
+                continue
+            implied = not ps.requests_tas and tas_only
+            requests.setdefault(flavor, []).append(topology.pod_set_request(ps, psa.count, implied=implied))
+            placed[psa.name] = ta
+        results, _ = topo.find(requests, replacement=Replacement(wl.unhealthy_nodes[0], placed))
+        self._replacing.discard(wl.key)
+        self._replaced[wl.key] = wl.unhealthy_nodes
+        if any(results.get(n) is None or results[n].reason or results[n].assignment is None for n in placed):
+            reason = constants.EvictionReason.NODE_FAILURES
+            message = "Workload was evicted as there was no replacement for unhealthy node(s): " + ",".join(
+                wl.unhealthy_nodes
+            )
+            self._evicting.add(wl.key)
+            result.decisions.append(
+                Evict(
+                    wl.key,
+                    wl.uid,
+                    wl.admission_cluster_queue,
+                    reason,
+                    message,
+                    (conditions.evicted(reason, message),),
+                    wl.generation,
+                )
+            )
+            return
+        assignments = tuple(
+            dataclasses.replace(psa, topology_assignment=results[psa.name].assignment) if psa.name in placed else psa
+            for psa in wl.assignments
+        )
+        repaired = dataclasses.replace(wl, assignments=assignments, unhealthy_nodes=())
+        topo.remove(wl.key)
+        topo.add(wl.key, topology.workload_tas_usage(repaired, topo.is_tas))
+        self.cache.assume_workload(repaired)
+        admission = {"clusterQueue": wl.admission_cluster_queue, "podSetAssignments": [p.to_api() for p in assignments]}
+        conds: list[ConditionValue] = [conditions.quota_reserved_condition(wl.admission_cluster_queue)]
+        if has_all_required(cq.spec, admission, wl.check_states):
+            checks = wl.check_states
+            conds.append(
+                conditions.admitted_condition(
+                    bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+                )
+            )
+        result.decisions.append(
+            Admit(
+                wl.key,
+                wl.uid,
+                wl.admission_cluster_queue,
+                admission,
+                tuple(conds),
+                None,
+                wl.generation,
+                clears_unhealthy_nodes=True,
+            )
+        )
 
     def _queue_state(self, result: CycleResult) -> None:
         """Decisions the queues' state calls for, for workloads touched since the last cycle."""

@@ -235,7 +235,11 @@ class TopologySnapshot:
         return (u for name in names for per_wl in self.usage.get(name, {}).values() for u in per_wl)
 
     def find(
-        self, requests: Mapping[str, Sequence[tas.PodSetRequest]], *, simulate_empty: bool = False
+        self,
+        requests: Mapping[str, Sequence[tas.PodSetRequest]],
+        *,
+        simulate_empty: bool = False,
+        replacement: tas.Replacement | None = None,
     ) -> tuple[dict[str, tas.PodSetResult], dict[str, str]]:
         """Place each flavor's pod sets, flavors in name order (`FindTopologyAssignmentsForWorkload`).
         Returns the results by pod set and each pod set's flavor. Flavors whose lowest level is the
@@ -255,6 +259,7 @@ class TopologySnapshot:
                 non_tas_usage=self._cache.non_tas,
                 assumed_usage=assumed if by_node else None,
                 simulate_empty=simulate_empty,
+                replacement=replacement,
             )
             for ps in requests[name]:
                 if ps.name in out:

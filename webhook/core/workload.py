@@ -243,6 +243,9 @@ class WorkloadInfo:
     # `namespace/name` of the workload slice this one replaces (annotation
     # `kueue.x-k8s.io/workload-slice-replacement-for`); "" when it replaces none.
     replacement_for: str = ""
+    # status.unhealthyNodes: nodes of its topology assignment that failed (the TAS node failure
+    # controller's), the first of which admission replaces (`HasTopologyAssignmentWithUnhealthyNode`).
+    unhealthy_nodes: tuple[str, ...] = ()
     # Scheduling equivalence class (`SchedulingHash`): Workloads of one ClusterQueue with the same
     # hash get the same flavor assignment from the same state; "" when not computed.
     scheduling_hash: str = ""
@@ -293,6 +296,20 @@ class WorkloadInfo:
         """A Workload holds quota iff QuotaReserved=True, not Finished, and active (6.4)."""
         return (
             self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        )
+
+    @property
+    def needs_node_replacement(self) -> bool:
+        """`needsSecondPassAfterNodeFailure` (within `NeedsSecondPass`): it holds quota and one of
+        its topology domains is an unhealthy node."""
+        if not self.unhealthy_nodes or not self.counts_toward_usage or self.is_evicted or self.is_on_hold:
+            return False
+        failed = set(self.unhealthy_nodes)
+        return any(
+            d.values[-1] in failed
+            for psa in self.assignments
+            if psa.topology_assignment is not None
+            for d in psa.topology_assignment.domains
         )
 
     def is_admissible_for_queue(self) -> bool:
@@ -547,6 +564,7 @@ def parse_workload(
         allowed_flavors=allowed,
         closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
         replacement_for=str(annotations.get(constants.WORKLOAD_SLICE_REPLACEMENT_FOR) or ""),
+        unhealthy_nodes=tuple(str(n.get("name") or "") for n in status.get("unhealthyNodes") or ()),
         scheduling_hash=_scheduling_hash(
             spec, int(prio or 0), pod_sets, reclaimable, annotations.get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)
         ),

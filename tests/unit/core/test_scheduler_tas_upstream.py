@@ -140,6 +140,7 @@ def workload(
     | None = None,
     cq_name: str = "tas-main",
     created: float = 0,
+    unhealthy: Sequence[str] = (),
 ) -> dict[str, Any]:
     b = make_wl(name, "default").queue(queue).priority(priority).created(created)
     obj = b.obj()
@@ -173,6 +174,8 @@ def workload(
         if tr:
             entry["topologyRequest"] = tr
         obj["spec"]["podSets"].append(entry)
+    if unhealthy:
+        obj["status"]["unhealthyNodes"] = [{"name": n} for n in unhealthy]
     if admitted is not None:
         psas = []
         for ps_name, usage, levels, domains in admitted:
@@ -1659,6 +1662,93 @@ CASES += [
             want_preempted=["default/low-cpu", "default/low-mem"],
         ),
         id="preempt in multiple flavors out of which one requires update Fit -> Preempt due to fragmentation",
+    ),
+]
+
+# -- TestScheduleForTAS, the second pass after a node failure ----------------------------------------
+CASES += [
+    pytest.param(
+        Case(
+            nodes=DEFAULT_NODES,
+            topologies=[THREE],
+            flavors=[TAS3],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[
+                workload(
+                    "foo",
+                    ps("one", 1, preferred=HOST),
+                    unhealthy=["x0"],
+                    admitted=[admitted_on("one", "tas-default", {"cpu": "1"}, 1, "x0")],
+                )
+            ],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)])]},
+        ),
+        id="workload with unhealthyNode annotation; second pass; baseline scenario",
+    ),
+    pytest.param(
+        Case(
+            nodes=DEFAULT_NODES,
+            topologies=[THREE],
+            flavors=[TAS3],
+            cluster_queues=[DEFAULT_CQ],
+            workloads=[
+                workload(
+                    "foo",
+                    ps("one", 2, preferred=RACK, requests={"cpu": "500m"}),
+                    unhealthy=["x0"],
+                    admitted=[("one", {"cpu": ("tas-default", "1")}, [HOST], [(["x0"], 1), (["x1"], 1)])],
+                )
+            ],
+            want_admitted={"default/foo": [("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 2)])]},
+        ),
+        id="workload with unhealthyNode annotation; second pass; preferred; fit in different rack",
+    ),
+]
+
+
+def failed_on_x0(*pod_sets: PS, admitted: Any, want: Want) -> Case:
+    """`foo` holds quota with a pod on x0, a node gone and listed unhealthy; `want` its new admission."""
+    return Case(
+        nodes=DEFAULT_NODES,
+        topologies=[THREE],
+        flavors=[TAS3],
+        cluster_queues=[DEFAULT_CQ],
+        workloads=[workload("foo", *pod_sets, unhealthy=["x0"], admitted=admitted)],
+        want_admitted={"default/foo": want},
+    )
+
+
+CASES += [
+    pytest.param(
+        failed_on_x0(
+            ps("one", 2, required=RACK),
+            admitted=[("one", {"cpu": ("tas-default", "2")}, [HOST], [(["x0"], 1), (["x2"], 1)])],
+            want=[("one", {"cpu": "tas-default"}, [HOST], [(["x2"], 1), (["x3"], 1)])],
+        ),
+        id="workload with unhealthyNode annotation; second pass; required rack; fit",
+    ),
+    pytest.param(
+        failed_on_x0(
+            ps("one", 1, required=RACK),
+            admitted=[admitted_on("one", "tas-default", {"cpu": "1"}, 1, "x0")],
+            want=[("one", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)])],
+        ),
+        id="workload with unhealthyNode annotation; second pass; required rack for a single node; fit",
+    ),
+    pytest.param(
+        failed_on_x0(
+            ps("one", 1, preferred=HOST),
+            ps("two", 1, preferred=HOST),
+            admitted=[
+                admitted_on("one", "tas-default", {"cpu": "1"}, 1, "x0"),
+                admitted_on("two", "tas-default", {"cpu": "1"}, 1, "x1"),
+            ],
+            want=[
+                ("one", {"cpu": "tas-default"}, [HOST], [(["x2"], 1)]),
+                ("two", {"cpu": "tas-default"}, [HOST], [(["x1"], 1)]),
+            ],
+        ),
+        id="workload with unhealthyNode annotation; second pass; two podsets",
     ),
 ]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_topology, make_wl, psa
 from webhook.core import Admit, Pending
+from webhook.core.decisions import Evict
 
 BLOCK, RACK, HOST = "cloud.com/block", "cloud.com/rack", "kubernetes.io/hostname"
 TOPOLOGY = make_topology("default", BLOCK, RACK, HOST)
@@ -235,3 +236,52 @@ def test_admitted_placements_count_even_when_their_workload_arrives_before_the_f
     d = only(core.schedule(T0).decisions, "ns/new")
     assert isinstance(d, Admit)
     assert d.admission["podSetAssignments"][0]["topologyAssignment"] == _hosts("x3", "x4")
+
+
+def _failed_node_workload() -> dict[str, Any]:
+    """`old` runs on x1 and x2 of rack r1 (rack required); x2 failed."""
+    obj = (
+        make_wl("old")
+        .queue("lq")
+        .podset("main", 2, cpu="1")
+        .topology(required=RACK)
+        .reserve("cq", {**psa("main", 2, cpu=("tas", "2")), "topologyAssignment": _hosts("x1", "x2")})
+        .obj()
+    )
+    obj["status"]["unhealthyNodes"] = [{"name": "x2"}]
+    return obj
+
+
+def test_a_failed_node_is_replaced_within_the_required_rack() -> None:
+    nodes = (
+        node("x1", "b1", "r1"),
+        node("x2", "b1", "r1", ready=False),
+        node("x5", "b1", "r1"),
+        node("x3", "b1", "r2"),
+    )
+    core = make_core(TOPOLOGY, TAS, make_cq("cq").group(fq("tas", cpu="8")).obj(), LQ, *nodes, _failed_node_workload())
+    (d,) = core.schedule(T0).decisions
+    assert isinstance(d, Admit) and d.key == "ns/old" and d.clears_unhealthy_nodes
+    assert d.admission["podSetAssignments"][0]["topologyAssignment"] == _hosts("x1", "x5")
+    assert core.schedule(T0).decisions == [], "decided once, until the write shows"
+
+
+def test_a_failed_node_without_replacement_evicts_the_workload() -> None:
+    nodes = (node("x1", "b1", "r1"), node("x2", "b1", "r1", ready=False), node("x3", "b1", "r2"))
+    core = make_core(TOPOLOGY, TAS, make_cq("cq").group(fq("tas", cpu="8")).obj(), LQ, *nodes, _failed_node_workload())
+    (d,) = core.schedule(T0).decisions
+    assert isinstance(d, Evict) and d.key == "ns/old"
+    assert (d.reason, d.message) == (
+        "NodeFailures",
+        "Workload was evicted as there was no replacement for unhealthy node(s): x2",
+    )
+    assert [(c.type, c.status, c.reason) for c in d.conditions] == [("Evicted", "True", "NodeFailures")]
+
+
+def test_the_replacement_holds_its_node_against_workloads_of_the_same_cycle() -> None:
+    nodes = (node("x1", "b1", "r1"), node("x2", "b1", "r1", ready=False), node("x5", "b1", "r1"))
+    core = make_core(TOPOLOGY, TAS, make_cq("cq").group(fq("tas", cpu="8")).obj(), LQ, *nodes, _failed_node_workload())
+    core.on_workload(rack_job("new", 1).obj(), T0)
+    decisions = core.schedule(T0).decisions
+    assert isinstance(only(decisions, "ns/old"), Admit)
+    assert isinstance(only(decisions, "ns/new"), Pending)
