@@ -457,7 +457,7 @@ TOPOLOGY = make_topology("default", RACK)
         ),
     ],
 )  # fmt: skip
-def test_topology_mismatch_stays_pending(objs: list[dict[str, Any]], message: str) -> None:
+def test_topology_requests_stay_pending(objs: list[dict[str, Any]], message: str) -> None:
     d = decide(*objs, LQ)
     assert isinstance(d, Pending)
     assert d.message == message
