@@ -386,6 +386,11 @@ def feed(core: Any, *objs: dict[str, Any], now: datetime = T0) -> None:
         elif o["kind"] == "RuntimeClass":
             core.on_runtime_class(o)
         elif o["kind"] == "Topology":
-            core.on_topology(o["metadata"]["name"], True, now)
+            core.on_topology(o, now)
+        elif o["kind"] == "Node":
+            core.on_node(o, now)
+        elif o["kind"] == "Pod":
+            meta = o["metadata"]
+            core.on_pod(f"{meta.get('namespace', '')}/{meta['name']}", o, now)
         else:
             handlers[o["kind"]](o, now)

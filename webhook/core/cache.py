@@ -22,6 +22,7 @@ from webhook.api.constants import ClusterQueueActiveReason as _R
 from webhook.core import dra, hierarchy, model, pod_resources, resource_node
 from webhook.core.resource_node import ClusterQueueNode
 from webhook.core.resources import FlavorResource
+from webhook.core.topology import TopologyCache
 from webhook.core.workload import WorkloadInfo, WorkloadKey
 
 __all__ = ["Cache", "Readiness"]
@@ -47,6 +48,8 @@ class Cache:
         self.concurrent_admission = concurrent_admission  # the feature gate
         self.tas = tas  # the TopologyAwareScheduling gate: a flavor's Topology must exist
         self.topologies: set[str] = set()
+        # Topology levels, Nodes, non-TAS pods and TAS usage (`topology`), fed with the gate on.
+        self.topology = TopologyCache()
         self.resource_flavors: dict[str, model.ResourceFlavorSpec] = {}
         self.cluster_queues: dict[str, ClusterQueueNode] = {}
         self.cohort_specs: dict[str, model.CohortSpec] = {}
@@ -78,11 +81,24 @@ class Cache:
 
     def upsert_resource_flavor(self, obj: Mapping[str, Any]) -> model.ResourceFlavorSpec:
         rf = model.parse_resource_flavor(obj)
+        old = self.resource_flavors.get(rf.name)
         self.resource_flavors[rf.name] = rf
+        if (old.topology_name if old is not None else None) != rf.topology_name:
+            self._recount_topology_usage()
         return rf
 
     def delete_resource_flavor(self, name: str) -> None:
-        self.resource_flavors.pop(name, None)
+        old = self.resource_flavors.pop(name, None)
+        if old is not None and old.topology_name is not None:
+            self._recount_topology_usage()
+
+    def _recount_topology_usage(self) -> None:
+        """Which flavors are topology-aware changed: recount what admitted workloads hold per domain
+        (their Workloads may have arrived before the flavor did)."""
+        self.topology.usage.clear()
+        for wl in self.reserving.values():
+            if any(psa.topology_assignment is not None for psa in wl.assignments):
+                self.topology.add_workload(wl, self.resource_flavors)
 
     def upsert_cluster_queue(self, obj: Mapping[str, Any]) -> ClusterQueueNode:
         """Add or replace a ClusterQueue; usage is recounted from its reserving workloads."""
@@ -188,12 +204,13 @@ class Cache:
             self.admission_checks[name] = active
             self.admission_check_controllers[name] = controller
 
-    def set_topology(self, name: str, exists: bool) -> None:
-        """Record that a Topology exists (or was deleted)."""
-        if exists:
+    def set_topology(self, name: str, levels: tuple[str, ...] | None) -> None:
+        """Record a Topology's levels (None: deleted)."""
+        if levels is not None:
             self.topologies.add(name)
         else:
             self.topologies.discard(name)
+        self.topology.set_topology(name, levels)
 
     # -- workload events -----------------------------------------------------------------------
     def _unindex(self, wl: WorkloadInfo) -> None:
@@ -211,6 +228,8 @@ class Cache:
     def _attach(self, wl: WorkloadInfo) -> None:
         self.reserving[wl.key] = wl
         self._reserving_by_lq.setdefault(f"{wl.namespace}/{wl.queue_name}", {})[wl.key] = wl
+        if any(psa.topology_assignment is not None for psa in wl.assignments):
+            self.topology.add_workload(wl, self.resource_flavors)
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is None:
             return
@@ -223,6 +242,8 @@ class Cache:
         if wl is None:
             return None
         self._unindex(wl)
+        if any(psa.topology_assignment is not None for psa in wl.assignments):
+            self.topology.remove_workload(key)
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is not None and cq.workloads.pop(key, None) is not None:
             for fr, v in wl.usage().items():

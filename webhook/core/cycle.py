@@ -27,6 +27,10 @@ always passed in; the core never reads the clock):
   `resourceUpdatesHandler` re-queues them
 * ``on_admission_check(name, active, now, controller="")`` (active None = deleted; controller is
   ``spec.controllerName``, which decides the MultiKueue/ProvisioningRequest constraints)
+* ``on_topology(obj, now)`` / ``on_topology_deleted(name, now)``, ``on_node(obj, now)`` /
+  ``on_node_deleted(name, now)`` and ``on_pod(key, obj, now)`` (obj None = deleted): topology-aware
+  scheduling's view of the cluster (`topology`); pods count when bound to a node, not finished and
+  not placed by TAS. With no topology-aware ResourceFlavor none of them costs a cycle anything
 
 Objects are the v1beta2 JSON dicts. Events may arrive in any order; rebuilding from a list of
 objects gives the same state as the incremental path. Inadmissible workloads are requeued when an
@@ -119,6 +123,7 @@ from webhook.core import (
     queue_state,
     resource_node,
     status,
+    topology,
 )
 from webhook.core.admission_checks import has_all_required
 from webhook.core.cache import Cache
@@ -136,7 +141,15 @@ from webhook.core.decisions import (
     UnsetReservation,
     Victim,
 )
-from webhook.core.flavor_assigner import Assignment, LastAssignment, Mode, assign_flavors, search_partial
+from webhook.core.flavor_assigner import (
+    Assignment,
+    LastAssignment,
+    Mode,
+    assign_flavors,
+    search_partial,
+    topology_requests,
+    update_for_topology,
+)
 from webhook.core.pods_ready import blocks_admission
 from webhook.core.preemption import Oracle, Preemptor, Target, cq_path
 from webhook.core.queues import Head, QueueManager
@@ -144,6 +157,8 @@ from webhook.core.quota_resources import QuotaResources
 from webhook.core.resource_node import ClusterQueueNode, CohortNode
 from webhook.core.resources import FRQuantities
 from webhook.core.snapshot import Snapshot, take_snapshot
+from webhook.core.tas import PodSetRequest, Replacement, TopologyAssignment
+from webhook.core.topology import TopologySnapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
 __all__ = ["AdmissionCore", "CycleResult", "SchedulerConfig"]
@@ -193,8 +208,8 @@ class SchedulerConfig:
     dra_settings: dra.Settings = field(default_factory=dra.Settings)
     # Configuration.admissionFairSharing with gate AdmissionFairSharing on (`afs.Enabled`); None: off.
     admission_fair_sharing: admission_fair_sharing.Settings | None = None
-    # Feature gate TopologyAwareScheduling (Beta, on): podSets and flavors are matched for topology
-    # (`flavor_assigner._tas_mismatch`); nothing is placed by topology here.
+    # Feature gate TopologyAwareScheduling (Beta, on): podSets asking for a topology (or in a
+    # ClusterQueue of topology flavors only) are placed in their flavor's Topology (`topology`).
     tas: bool = True
 
 
@@ -267,6 +282,10 @@ class AdmissionCore:
         self.cycle = 0
         self._last: dict[WorkloadKey, LastAssignment] = {}
         self._evicting: set[WorkloadKey] = set()
+        # Admitted TAS workloads with a failed node to replace (`NeedsSecondPass`), and the unhealthy
+        # nodes each replacement or eviction was decided for, until an event shows the write.
+        self._replacing: set[WorkloadKey] = set()
+        self._replaced: dict[WorkloadKey, tuple[str, ...]] = {}
         # The pending form of each assumed workload, to requeue it if its Admit write fails.
         self._assumed_from: dict[WorkloadKey, WorkloadInfo] = {}
         # Workloads and queues whose queue-state decisions must be re-evaluated next cycle.
@@ -404,12 +423,45 @@ class AdmissionCore:
         self._sync_active()
         self._flush([n for n, cq in self.cache.cluster_queues.items() if name in cq.spec.admission_checks], now)
 
-    def on_topology(self, name: str, exists: bool, now: datetime) -> None:
-        """A Topology created (`exists`) or deleted: ClusterQueues with a flavor naming it may change Active."""
-        self.cache.set_topology(name, exists)
+    def on_topology(self, obj: Mapping[str, Any], now: datetime) -> None:
+        """A Topology created or changed: ClusterQueues with a flavor naming it may change Active."""
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        self.cache.set_topology(name, topology.topology_levels(obj))
+        self._topology_changed(name, now)
+
+    def on_topology_deleted(self, name: str, now: datetime) -> None:
+        self.cache.set_topology(name, None)
+        self._topology_changed(name, now)
+
+    def _topology_changed(self, name: str, now: datetime) -> None:
         self._sync_active()
         users = {n for n, rf in self.cache.resource_flavors.items() if rf.topology_name == name}
         self._flush([n for n, cq in self.cache.cluster_queues.items() if users & set(cq.spec.flavor_names())], now)
+
+    def on_node(self, obj: Mapping[str, Any], now: datetime) -> None:
+        """A Node added or changed (`tas_nodes_cache.go`); TAS workloads may fit anew."""
+        node = topology.parse_node(obj)
+        self.cache.topology.set_node(node.name, node)
+        self._flush_tas(now)
+
+    def on_node_deleted(self, name: str, now: datetime) -> None:
+        self.cache.topology.set_node(name, None)
+        self._flush_tas(now)
+
+    def on_pod(self, key: str, obj: Mapping[str, Any] | None, now: datetime) -> None:
+        """A pod's usage outside TAS (`NonTasUsageReconciler`): bound, running, not topology-placed;
+        None (deleted) or a pod that no longer counts frees its node."""
+        placed = topology.non_tas_pod_usage(obj) if obj is not None else None
+        freed = self.cache.topology.set_pod(key, placed)
+        if freed:
+            self._flush_tas(now)
+
+    def _flush_tas(self, now: datetime) -> None:
+        """Requeue the inadmissible Workloads of ClusterQueues with a TAS flavor."""
+        tas_flavors = {n for n, rf in self.cache.resource_flavors.items() if rf.topology_name is not None}
+        self._flush(
+            [n for n, cq in self.cache.cluster_queues.items() if tas_flavors & set(cq.spec.flavor_names())], now
+        )
 
     def on_limit_range(self, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -477,6 +529,12 @@ class AdmissionCore:
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""
         old, reserving = self.cache.upsert_workload(wl)
+        if self._replaced.get(wl.key) != wl.unhealthy_nodes:
+            self._replaced.pop(wl.key, None)
+        if reserving and wl.needs_node_replacement and self.config.tas:
+            self._replacing.add(wl.key)
+        else:
+            self._replacing.discard(wl.key)
         if old is not None and (not reserving or old.usage() != wl.usage() or old.priority != wl.priority):
             self._flush([old.admission_cluster_queue], now)
         if wl.is_evicted or not reserving:
@@ -499,6 +557,8 @@ class AdmissionCore:
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
         self._qs_keys.discard(key)
+        self._replacing.discard(key)
+        self._replaced.pop(key, None)
         if self.afs is not None:
             self.afs.on_workload_deleted(key)
         if old is not None:
@@ -508,6 +568,7 @@ class AdmissionCore:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
         wl = self.cache.forget_workload(key)
         original = self._assumed_from.pop(key, None)
+        self._replaced.pop(key, None)
         if self.afs is not None:
             self.afs.admission_failed(key)
         if wl is not None:
@@ -548,9 +609,18 @@ class AdmissionCore:
         self._requeue_batched(now)
         self._queue_state(result)  # 0
         heads = self.queues.heads(now)  # 1
-        if not heads:
+        replacing = [
+            w
+            for k in sorted(self._replacing)
+            if (w := self.cache.reserving.get(k)) is not None and self._replaced.get(k) != w.unhealthy_nodes
+        ]
+        if not heads and not replacing:
             return result
         snap = take_snapshot(self.cache)  # 2
+        for w in replacing:
+            self._replace_node(w, snap, result, now)
+        if not heads:
+            return result
         preemptor = Preemptor(
             fair_sharing=self.config.fair_sharing,
             strategies=self.config.fair_sharing_strategies,
@@ -566,6 +636,79 @@ class AdmissionCore:
             if e.status != "assumed":
                 self._requeue_and_report(e, result, now)
         return result
+
+    def _replace_node(self, wl: WorkloadInfo, snap: Snapshot, result: CycleResult, now: datetime) -> None:
+        """The second scheduling pass after a node failure: the pods of the first unhealthy node move
+        to a node the rest of their placement allows (`findReplacementAssignment`), the admission is
+        rewritten and status.unhealthyNodes cleared; with none to be found the workload is evicted
+        (TASFailedNodeReplacementFailFast, on), reason NodeFailures."""
+        topo = snap.topology
+        cq = snap.cluster_queues.get(wl.admission_cluster_queue)
+        if topo is None or cq is None:
+            return
+        failed = set(wl.unhealthy_nodes)
+        tas_only = _tas_only(cq, topo)
+        pod_sets = {ps.name: ps for ps in wl.pod_sets}
+        requests: dict[str, list[PodSetRequest]] = {}
+        placed: dict[str, TopologyAssignment] = {}
+        for psa in wl.assignments:
+            ta, ps = psa.topology_assignment, pod_sets.get(psa.name)
+            flavor = next((f for f in sorted(set(psa.flavors.values())) if topo.is_tas(f)), None)
+            if ta is None or ps is None or flavor is None or not any(d.values[-1] in failed for d in ta.domains):
+                continue
+            implied = not ps.requests_tas and tas_only
+            requests.setdefault(flavor, []).append(topology.pod_set_request(ps, psa.count, implied=implied))
+            placed[psa.name] = ta
+        results, _ = topo.find(requests, replacement=Replacement(wl.unhealthy_nodes[0], placed))
+        self._replacing.discard(wl.key)
+        self._replaced[wl.key] = wl.unhealthy_nodes
+        if any(results.get(n) is None or results[n].reason or results[n].assignment is None for n in placed):
+            reason = constants.EvictionReason.NODE_FAILURES
+            message = "Workload was evicted as there was no replacement for unhealthy node(s): " + ",".join(
+                wl.unhealthy_nodes
+            )
+            self._evicting.add(wl.key)
+            result.decisions.append(
+                Evict(
+                    wl.key,
+                    wl.uid,
+                    wl.admission_cluster_queue,
+                    reason,
+                    message,
+                    (conditions.evicted(reason, message),),
+                    wl.generation,
+                )
+            )
+            return
+        assignments = tuple(
+            dataclasses.replace(psa, topology_assignment=results[psa.name].assignment) if psa.name in placed else psa
+            for psa in wl.assignments
+        )
+        repaired = dataclasses.replace(wl, assignments=assignments, unhealthy_nodes=())
+        topo.remove(wl.key)
+        topo.add(wl.key, topology.workload_tas_usage(repaired, topo.is_tas))
+        self.cache.assume_workload(repaired)
+        admission = {"clusterQueue": wl.admission_cluster_queue, "podSetAssignments": [p.to_api() for p in assignments]}
+        conds: list[ConditionValue] = [conditions.quota_reserved_condition(wl.admission_cluster_queue)]
+        if has_all_required(cq.spec, admission, wl.check_states):
+            checks = wl.check_states
+            conds.append(
+                conditions.admitted_condition(
+                    bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+                )
+            )
+        result.decisions.append(
+            Admit(
+                wl.key,
+                wl.uid,
+                wl.admission_cluster_queue,
+                admission,
+                tuple(conds),
+                None,
+                wl.generation,
+                clears_unhealthy_nodes=True,
+            )
+        )
 
     def _queue_state(self, result: CycleResult) -> None:
         """Decisions the queues' state calls for, for workloads touched since the last cycle."""
@@ -627,6 +770,7 @@ class AdmissionCore:
             "concurrent_admission": self.config.concurrent_admission,
             "replaces": replaced,
             "tas": self.config.tas,
+            "topology": snap.topology,
         }
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
@@ -634,6 +778,7 @@ class AdmissionCore:
             return full, [], replaced
         if mode == Mode.PREEMPT:
             targets = preemptor.get_targets(wl, full, snap)
+            self._reserve_topology(wl, cq, full, targets, snap)
             if targets:
                 return full, targets, replaced
         if wl.can_be_partially_admitted:
@@ -645,6 +790,7 @@ class AdmissionCore:
                     return (a, []), True
                 if m == Mode.PREEMPT:
                     t = preemptor.get_targets(wl, a, snap)
+                    self._reserve_topology(wl, cq, a, t, snap)
                     if t:
                         return (a, t), True
                 return None, False
@@ -653,6 +799,22 @@ class AdmissionCore:
             if found is not None:
                 return (*found, replaced)
         return full, [], None
+
+    def _reserve_topology(
+        self, wl: WorkloadInfo, cq: ClusterQueueNode, a: Assignment, targets: list[Target], snap: Snapshot
+    ) -> None:
+        """`updateAssignmentForTAS`: a preempting workload's placement, found with its targets gone, or
+        in an empty cluster when it has none, so the domains it waits for are held for it."""
+        topo = snap.topology
+        if topo is None or (not any(ps.requests_tas for ps in wl.pod_sets) and not _tas_only(cq, topo)):
+            return
+        requests = topology_requests(wl, a, cq, snap.resource_flavors, topo)
+        if targets:
+            with snap.simulated_removal([t.workload for t in targets]):
+                results, _ = topo.find(requests)
+        else:
+            results, _ = topo.find(requests, simulate_empty=True)
+        update_for_topology(a, wl, requests, results)
 
     def _record(self, e: _Entry, a: Assignment, targets: list[Target], replaced: WorkloadInfo | None) -> None:
         e.assignment, e.targets, e.replaces, e.message = a, targets, replaced, a.message()
@@ -721,14 +883,17 @@ class AdmissionCore:
         self,
         snap: Snapshot,
         cq: ClusterQueueNode,
-        usage: FRQuantities,
+        a: Assignment,
         preempted: Mapping[WorkloadKey, WorkloadInfo],
         targets: list[WorkloadInfo],
-    ) -> bool:
+    ) -> tuple[bool, bool]:
+        """(fits on quota, fits on TAS) once `preempted` and `targets` are gone (`ClusterQueueSnapshot.Fits`)."""
         victims = dict(preempted)
         victims.update((t.key, t) for t in targets)
         with snap.simulated_removal(victims.values()):
-            return all(v <= resource_node.available(cq, fr) for fr, v in usage.items())
+            if not all(v <= resource_node.available(cq, fr) for fr, v in a.total_requests().items()):
+                return False, True
+            return True, snap.topology is None or not a.tas_usage or snap.topology.fits(a.tas_usage)
 
     def _process(
         self,
@@ -763,7 +928,17 @@ class AdmissionCore:
                 e.assignment.mode_override = Mode.DEFERRED_FIT
             usage = e.assignment.total_requests()
             overlap = any(t.key in preempted for t in _victims(e))
-        fits = self._fits(snap, cq, usage, preempted, _victims(e))
+        fits_quota, fits_tas = self._fits(snap, cq, e.assignment, preempted, _victims(e))
+        if fits_quota and not fits_tas and not recomputed:
+            # TASRecomputeAssignmentWithinSchedulingCycle (Beta, on): an earlier entry of this cycle
+            # took the domains; place it again over the flavors first chosen.
+            nominated = {ps.name: {res: fa.name for res, fa in ps.flavors.items()} for ps in e.assignment.pod_sets}
+            self._last.pop(e.wl.key, None)
+            self._record(e, *self._assign(e.wl, cq, snap, preemptor, use_last=False, nominated=nominated))
+            assert e.assignment is not None
+            usage = e.assignment.total_requests()
+            fits_quota, fits_tas = self._fits(snap, cq, e.assignment, preempted, _victims(e))
+        fits = fits_quota and fits_tas
         a = e.assignment
         mode = a.representative_mode()
         if recomputed:
@@ -782,6 +957,7 @@ class AdmissionCore:
             e.requeue_reason, e.reason = RequeueReason.PREEMPTION_NO_CANDIDATES, PendingReason.WAITING_FOR_QUOTA
             if cq.spec.preemption.reclaim_within_cohort != model.PreemptionPolicy.ANY:
                 snap.add_usage(cq, _to_reserve(a, cq))
+                self._add_topology_usage(snap, e.wl.key, a)
             return
         if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
             e.status, e.message, e.reason = (
@@ -797,6 +973,7 @@ class AdmissionCore:
             e.reason, e.requeue_reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS, RequeueReason.PENDING_PREEMPTION
             self._last.pop(e.wl.key, None)
             snap.add_usage(cq, usage)
+            self._add_topology_usage(snap, e.wl.key, a)
             return
         if overlap:
             e.status, e.message, e.reason = (
@@ -817,6 +994,7 @@ class AdmissionCore:
             return
         preempted.update((t.key, t) for t in _victims(e))
         snap.add_usage(cq, usage)
+        self._add_topology_usage(snap, e.wl.key, a)
         if mode == Mode.PREEMPT:
             e.reason = PendingReason.WAITING_FOR_PREEMPTED_WORKLOADS
             self._issue_preemptions(e, cq, snap, result)
@@ -838,6 +1016,12 @@ class AdmissionCore:
             self._issue_migration(e, sibling, result)
             return
         self._admit(e, cq, result, now)
+
+    @staticmethod
+    def _add_topology_usage(snap: Snapshot, key: WorkloadKey, a: Assignment) -> None:
+        """Later entries of the cycle must not take the domains this one holds (`AddUsage` of `Usage.TAS`)."""
+        if snap.topology is not None and a.tas_usage:
+            snap.topology.add(key, a.tas_usage)
 
     def _issue_preemptions(self, e: _Entry, cq: ClusterQueueNode, snap: Snapshot, result: CycleResult) -> None:
         victims = []
@@ -997,6 +1181,11 @@ def _migration_allowed(e: _Entry, cq: ClusterQueueNode) -> bool:
         e.message = constants.MSG_BELOW_LAST_ACCEPTABLE_FLAVOR
         return False
     return True
+
+
+def _tas_only(cq: ClusterQueueNode, topo: TopologySnapshot) -> bool:
+    """`IsTASOnly`: every flavor of the ClusterQueue is topology-aware."""
+    return all(topo.is_tas(fq.name) for rg in cq.spec.resource_groups for fq in rg.flavors)
 
 
 def _victims(e: _Entry) -> list[WorkloadInfo]:

@@ -51,6 +51,8 @@ class Admit:
     conditions: tuple[ConditionValue, ...]
     replaces: ReplacedSlice | None = None
     generation: int = 0  # of the spec decided on: a write onto another one is dropped
+    # A node-failure replacement: status.unhealthyNodes is cleared with the new admission.
+    clears_unhealthy_nodes: bool = False
 
 
 @dataclass(frozen=True, slots=True)

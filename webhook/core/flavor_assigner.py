@@ -1,7 +1,8 @@
 """Flavor assignment: pick a ResourceFlavor per requested resource of each podSet.
 
 Mirrors `pkg/scheduler/flavorassigner/{flavorassigner,podset_reducer}.go` (upstream commit
-ff69552e79), without TAS. Modes are ordered (NoFit < Preempt < DeferredFit < Fit); the preemption
+ff69552e79) and `tas_flavorassigner.go` (v0.19.2): once the flavors fit on quota, pod sets on
+topology-aware flavors are placed in their Topology (`webhook.core.topology`). Modes are ordered (NoFit < Preempt < DeferredFit < Fit); the preemption
 oracle is a one-method Protocol, so this module never imports preemption. Messages accumulate the
 reasons of every flavor tried and are sorted, so output is deterministic.
 
@@ -27,6 +28,8 @@ from webhook.core.resource_node import (
     potential_available,
 )
 from webhook.core.resources import FlavorResource, FRQuantities, format_quantity
+from webhook.core.tas import DomainUsage, PodSetRequest, TopologyAssignment, has_level
+from webhook.core.topology import TopologySnapshot, WorkloadUsage, pod_set_request
 from webhook.core.workload import PodSetAssignment, PodSetInfo, WorkloadInfo
 
 __all__ = [
@@ -75,8 +78,9 @@ class _PMode(IntEnum):
 _WORST = (_PMode.NO_FIT, 1 << 62)
 _BEST = (_PMode.FIT, 0)
 
+TOPOLOGY_PLACEMENT_FAILED = "TopologyPlacementFailed"
 _SEVERITY = {
-    "TopologyPlacementFailed": 1,
+    TOPOLOGY_PLACEMENT_FAILED: 1,
     PendingReason.WAITING_FOR_QUOTA: 2,
     PendingReason.EXCEEDS_MAX_QUOTA: 3,
     PendingReason.NO_MATCHING_FLAVOR: 4,
@@ -115,12 +119,17 @@ class PodSetResult:
     # Each flavor tried, with its worst granular mode and most severe no-fit reason over the
     # podSet's resources (upstream `FlavorAssignmentAttempts`); what NoFitReason is drawn from.
     attempts: dict[str, tuple[_PMode, str]] = field(default_factory=dict)
+    # Why no topology request could be built for it (upstream `Status.err`); "" when none.
+    error: str = ""
+    topology_assignment: TopologyAssignment | None = None
 
     @property
     def fits(self) -> bool:
-        return not self.reasons
+        return not self.reasons and not self.error
 
     def representative_mode(self) -> Mode:
+        if self.error:
+            return Mode.NO_FIT
         if self.fits:
             return Mode.FIT
         if not self.flavors:
@@ -158,6 +167,8 @@ class Assignment:
     last_state: LastAssignment | None = None
     no_fit_reason: str = ""
     mode_override: Mode | None = None
+    # Per TAS flavor, the pods its topology assignments place per domain (`Usage.TAS`).
+    tas_usage: WorkloadUsage = field(default_factory=dict)
 
     def representative_mode(self) -> Mode:
         if self.mode_override is not None:
@@ -167,7 +178,12 @@ class Assignment:
         return min(ps.representative_mode() for ps in self.pod_sets)
 
     def message(self) -> str:
-        parts = [f"couldn't assign flavors to pod set {ps.name}: {ps.message()}" for ps in self.pod_sets if not ps.fits]
+        parts = []
+        for ps in self.pod_sets:
+            if ps.error:
+                return f"failed to assign flavors to pod set {ps.name}: {ps.error}"
+            if not ps.fits:
+                parts.append(f"couldn't assign flavors to pod set {ps.name}: {ps.message()}")
         return "; ".join(parts)
 
     def frs_need_preemption(self) -> set[FlavorResource]:
@@ -187,8 +203,9 @@ class Assignment:
             PodSetAssignment(
                 ps.name,
                 {r: fa.name for r, fa in ps.flavors.items()},
-                {r: ps.requests.get(r, 0) for r in ps.flavors},
+                {r: ps.requests[r] for r in ps.flavors if r in ps.requests},
                 ps.count,
+                ps.topology_assignment,
             )
             for ps in self.pod_sets
         )
@@ -234,19 +251,33 @@ def _should_try_next(mode: tuple[_PMode, int], when_can_borrow: str, when_can_pr
     return mode[1] != 0 and when_can_borrow == "TryNextFlavor"
 
 
-def _tas_mismatch(flavor: ResourceFlavorSpec, ps: PodSetInfo, covered: Iterable[str], *, tas_only: bool) -> str | None:
-    """`checkPodSetAndFlavorMatchForTAS` (pkg/scheduler/flavorassigner/tas_flavorassigner.go) for a core
-    that places no pod by topology: a podSet asking for a topology, explicitly or in a ClusterQueue of
-    topology flavors only, never gets a flavor; a topology flavor takes no other podSet (as upstream)."""
+def _tas_mismatch(
+    flavor: ResourceFlavorSpec,
+    ps: PodSetInfo,
+    covered: Iterable[str],
+    *,
+    tas_only: bool,
+    topology: TopologySnapshot | None,
+) -> str | None:
+    """`checkPodSetAndFlavorMatchForTAS`: a podSet asking for a topology needs a topology flavor
+    with the requested level (in a ClusterQueue of topology flavors only, every podSet asks for one
+    implicitly and every flavor matches); a topology flavor takes no other podSet."""
     name = json.dumps(flavor.name)
-    if ps.requests_tas or tas_only:
-        if flavor.topology_name is not None:
-            return f"Flavor {name} supports TopologyAwareScheduling, which pykueue does not implement"
-        if not any(r in covered for r in ps.requests):
-            # None of the pods' own requests is in this group: it only holds quota-only resources
-            # (reachable through resources.transformations).
-            return None
-        return f"Flavor {name} does not support TopologyAwareScheduling"
+    if ps.requests_tas:
+        if flavor.topology_name is None:
+            if not any(r in covered for r in ps.placement_requests):
+                # None of the pods' own requests is in this group: it only holds quota-only resources
+                # (reachable through resources.transformations).
+                return None
+            return f"Flavor {name} does not support TopologyAwareScheduling"
+        info = topology.flavor(flavor.name) if topology is not None else None
+        if info is None:
+            return f"Flavor {name} information missing in TAS cache"
+        if not has_level(info.levels, ps.topology_request):
+            return f"Flavor {name} does not contain the requested level"
+        return None
+    if tas_only:
+        return None
     if flavor.topology_name is not None:
         return f"Flavor {name} supports only TopologyAwareScheduling"
     return None
@@ -260,12 +291,13 @@ def _check_flavor(
     tas: bool = False,
     covered: Iterable[str] = (),
     tas_only: bool = False,
+    topology: TopologySnapshot | None = None,
 ) -> str | None:
     """Why the podSet cannot use the flavor at all (missing, topology, untolerated taint, affinity);
     `tas` is the TopologyAwareScheduling gate."""
     if flavor is None:
         return f"flavor {name} not found"
-    if tas and (why := _tas_mismatch(flavor, ps, covered, tas_only=tas_only)) is not None:
+    if tas and (why := _tas_mismatch(flavor, ps, covered, tas_only=tas_only, topology=topology)) is not None:
         return why
     taint = selector.find_untolerated_taint(flavor.node_taints, (*ps.tolerations, *flavor.tolerations))
     if taint is not None:
@@ -288,6 +320,7 @@ class _Assigner:
         "replaced",
         "tas",
         "tas_only",
+        "topology",
         "wl",
     )
 
@@ -305,9 +338,11 @@ class _Assigner:
         concurrent_admission: bool = False,
         replaces: WorkloadInfo | None = None,
         tas: bool = False,
+        topology: TopologySnapshot | None = None,
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
         self.tas = tas
+        self.topology = topology if tas else None
         # `isTASOnly`: every flavor of the ClusterQueue is a topology flavor.
         self.tas_only = all(
             (f := flavors.get(fq.name)) is not None and f.topology_name is not None
@@ -387,7 +422,13 @@ class _Assigner:
                 reasons.append(f"skipping flavor {fname} due to WorkloadAllowedResourceFlavorAnnotation annotation")
                 continue
             why = _check_flavor(
-                self.flavors.get(fname), fname, ps, tas=self.tas, covered=rg.covered_resources, tas_only=self.tas_only
+                self.flavors.get(fname),
+                fname,
+                ps,
+                tas=self.tas,
+                covered=rg.covered_resources,
+                tas_only=self.tas_only,
+                topology=self.topology,
             )
             if why is not None:
                 reasons.append(why)
@@ -469,8 +510,144 @@ class _Assigner:
             if group is None:
                 _resolve_no_fit_reason(a, spec.resource_groups)
                 return a
+        if self.tas and a.representative_mode() != Mode.NO_FIT:
+            self._inherit_group_flavors(a)
+            self._place(a)
         _resolve_no_fit_reason(a, spec.resource_groups)
         return a
+
+    # -- topology ----------------------------------------------------------------------------------
+    def requests_tas(self, ps: PodSetInfo) -> bool:
+        """`isTASRequested`: explicitly, or implied by a ClusterQueue of topology flavors only."""
+        return ps.requests_tas or self.tas_only
+
+    def topology_requests(self, a: Assignment) -> dict[str, list[PodSetRequest]]:
+        """Per TAS flavor, the pod sets to place (`WorkloadsTopologyRequests`); a pod set whose
+        request cannot be built gets its error instead."""
+        out: dict[str, list[PodSetRequest]] = {}
+        results = {r.name: r for r in a.pod_sets}
+        for ps in self.wl.pod_sets:
+            r = results.get(ps.name)
+            if r is None or r.error or r.count == 0 or not self.requests_tas(ps):
+                continue
+            tas_flavors = sorted({fa.name for fa in r.flavors.values() if self._is_tas(fa.name)})
+            if self.topology is None or not any(
+                self._is_tas(fq.name) for rg in self.cq.spec.resource_groups for fq in rg.flavors
+            ):
+                r.error = "workload requires Topology, but there is no TAS cache information"
+            elif not tas_flavors:
+                r.error = "no TAS flavor assigned"
+            elif len(tas_flavors) > 1:
+                r.error = f"more than one TAS flavor assigned: {', '.join(tas_flavors)}"
+            else:
+                implied = not ps.requests_tas and self.tas_only
+                out.setdefault(tas_flavors[0], []).append(pod_set_request(ps, r.count, implied=implied))
+        return out
+
+    def _inherit_group_flavors(self, a: Assignment) -> None:
+        """A pod set asking for no resource in a topology group (e.g. a LeaderWorkerSet leader) takes
+        its group's TAS flavors, to be placed with it (`resolvePodSetFlavors`)."""
+        for ps, r in zip(self.wl.pod_sets, a.pod_sets, strict=False):
+            if r.requests or r.flavors or ps.topology_group is None:
+                continue
+            for mate, mr in zip(self.wl.pod_sets, a.pod_sets, strict=False):
+                if mate.topology_group == ps.topology_group and mr is not r:
+                    r.flavors.update(
+                        {
+                            res: FlavorAssignment(fa.name, fa.mode)
+                            for res, fa in mr.flavors.items()
+                            if self._is_tas(fa.name)
+                        }
+                    )
+
+    def _is_tas(self, name: str) -> bool:
+        f = self.flavors.get(name)
+        return (
+            f is not None
+            and f.topology_name is not None
+            and (self.topology is not None and self.topology.flavor(name) is not None)
+        )
+
+    def _place(self, a: Assignment) -> None:
+        """Place the TAS pod sets once quota fits (`assignFlavors`, TAS part): a pod set that does
+        not fit makes the assignment Preempt, and NoFit when it would not fit in an empty cluster."""
+        requests = self.topology_requests(a)
+        if not requests or self.topology is None or a.representative_mode() == Mode.NO_FIT:
+            return
+        by_name = {r.name: r for r in a.pod_sets}
+        if a.representative_mode() == Mode.FIT:
+            results, _ = self.topology.find(requests)
+            failed = next((n for n, res in results.items() if res.reason), None)
+            if failed is not None:
+                by_name[failed].reasons.append(results[failed].reason)
+                _set_mode(a, by_name[failed], Mode.PREEMPT)
+            else:
+                update_for_topology(a, self.wl, requests, results)
+        if a.representative_mode() == Mode.PREEMPT:
+            results, flavor_of = self.topology.find(requests, simulate_empty=True)
+            failed = next((n for n, res in results.items() if res.reason), None)
+            if failed is not None:
+                by_name[failed].attempts[flavor_of[failed]] = (_PMode.NO_FIT, TOPOLOGY_PLACEMENT_FAILED)
+                _set_mode(a, by_name[failed], Mode.NO_FIT)
+            else:
+                for reqs in requests.values():
+                    for req in reqs:
+                        _set_mode(a, by_name[req.name], Mode.PREEMPT)
+
+
+def _set_mode(a: Assignment, ps: PodSetResult, mode: Mode) -> None:
+    """`Assignment.updateMode`: every flavor of the pod set and the whole assignment take `mode`."""
+    for fa in ps.flavors.values():
+        fa.mode = mode
+    a.mode_override = mode
+
+
+def update_for_topology(
+    a: Assignment,
+    wl: WorkloadInfo,
+    requests: Mapping[str, Sequence[PodSetRequest]],
+    results: Mapping[str, Any],
+) -> None:
+    """Record the placements found and what they take (`UpdateForTASResult`, `ComputeTASNetUsage`)."""
+    by_name = {r.name: r for r in a.pod_sets}
+    for flavor, reqs in requests.items():
+        for req in reqs:
+            res = results.get(req.name)
+            if res is None or res.assignment is None:
+                continue
+            by_name[req.name].topology_assignment = res.assignment
+            a.tas_usage[flavor] = a.tas_usage.get(flavor, ()) + tuple(
+                DomainUsage(d.values, req.requests, d.count) for d in res.assignment.domains
+            )
+
+
+def topology_requests(
+    wl: WorkloadInfo,
+    a: Assignment,
+    cq: ClusterQueueNode,
+    flavors: Mapping[str, ResourceFlavorSpec],
+    topology: TopologySnapshot,
+) -> dict[str, list[PodSetRequest]]:
+    """The pod sets of assignment `a` to place per TAS flavor (`WorkloadsTopologyRequests`)."""
+    assigner = _Assigner(
+        wl,
+        cq,
+        flavors,
+        _NoOracle(),
+        fair_sharing=False,
+        last=None,
+        ignore_undeclared=False,
+        tas=True,
+        topology=topology,
+    )
+    return assigner.topology_requests(a)
+
+
+class _NoOracle:
+    def simulate_preemption(
+        self, cq: ClusterQueueNode, wl: WorkloadInfo, fr: FlavorResource, quantity: int
+    ) -> tuple[PreemptionPossibility, int]:
+        return PreemptionPossibility.NO_CANDIDATES, 0
 
 
 def _merge_attempts(
@@ -534,12 +711,14 @@ def assign_flavors(
     concurrent_admission: bool = False,
     replaces: WorkloadInfo | None = None,
     tas: bool = False,
+    topology: TopologySnapshot | None = None,
 ) -> Assignment:
     """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
     `nominated` (podSet -> resource -> flavor) only those flavors are considered, with
     `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists, and
     with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth;
-    with `tas` (the TopologyAwareScheduling gate) podSets and flavors are matched for topology."""
+    with `tas` (the TopologyAwareScheduling gate) podSets and flavors are matched for topology and
+    placed in the Topologies of `topology`."""
     return _Assigner(
         wl,
         cq,
@@ -552,6 +731,7 @@ def assign_flavors(
         concurrent_admission=concurrent_admission,
         replaces=replaces,
         tas=tas,
+        topology=topology,
     ).assign(counts)
 
 

@@ -22,7 +22,7 @@ from enum import IntEnum
 
 from webhook.api.constants import PreemptionReason
 from webhook.core import fair_sharing, ordering, resource_node
-from webhook.core.flavor_assigner import Assignment, PreemptionPossibility
+from webhook.core.flavor_assigner import Assignment, PreemptionPossibility, topology_requests
 from webhook.core.model import PreemptionPolicy
 from webhook.core.resource_node import ClusterQueueNode, CohortNode, QuotaNode
 from webhook.core.resources import FlavorResource
@@ -85,6 +85,8 @@ class _Ctx:
     snapshot: Snapshot
     frs: set[FlavorResource]
     requests: Mapping[FlavorResource, int]
+    # Whether the preemptor's TAS pod sets can be placed in the snapshot as it stands; None without any.
+    topology_fits: Callable[[], bool] | None = None
 
 
 @dataclass(slots=True)
@@ -100,7 +102,7 @@ def _fits(ctx: _Ctx, allow_borrowing: bool) -> bool:
             return False
         if v > resource_node.available(ctx.cq, fr):
             return False
-    return True
+    return ctx.topology_fits is None or ctx.topology_fits()
 
 
 def _fill_back(ctx: _Ctx, targets: list[Target], allow_borrowing: bool) -> list[Target]:
@@ -158,6 +160,12 @@ class Preemptor:
         """Victims for the whole assignment (every fr that needed preemption)."""
         cq = snapshot.cluster_queues[assignment.cluster_queue]
         ctx = _Ctx(wl, cq, snapshot, assignment.frs_need_preemption(), assignment.total_requests())
+        topo = snapshot.topology
+        if topo is not None:
+            # `workloadFits` places the TAS pod sets too: victims must free the domains they need.
+            requests = topology_requests(wl, assignment, cq, snapshot.resource_flavors, topo)
+            if requests:
+                ctx.topology_fits = lambda: not any(r.reason for r in topo.find(requests)[0].values())
         return self._targets(ctx)
 
     def _targets(self, ctx: _Ctx) -> list[Target]:

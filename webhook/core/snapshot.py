@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from webhook.core import model, resource_node
 from webhook.core.resource_node import ClusterQueueNode, CohortNode
 from webhook.core.resources import FlavorResource
+from webhook.core.topology import TopologySnapshot
 from webhook.core.workload import WorkloadInfo
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ __all__ = ["Snapshot", "take_snapshot"]
 class Snapshot:
     """The scheduler's private, mutable view of one cycle."""
 
-    __slots__ = ("cluster_queues", "cohorts", "inactive", "namespaces", "resource_flavors")
+    __slots__ = ("cluster_queues", "cohorts", "inactive", "namespaces", "resource_flavors", "topology")
 
     def __init__(
         self,
@@ -34,12 +35,15 @@ class Snapshot:
         resource_flavors: Mapping[str, model.ResourceFlavorSpec],
         inactive: frozenset[str],
         namespaces: Mapping[str, Mapping[str, str]],
+        topology: TopologySnapshot | None = None,
     ) -> None:
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
         self.resource_flavors = resource_flavors
         self.inactive = inactive
         self.namespaces = namespaces
+        # TAS flavors' nodes and usage; None without a topology-aware flavor (or the gate off).
+        self.topology = topology
 
     # -- usage moves ---------------------------------------------------------------------------
     def add_usage(self, cq: ClusterQueueNode, usage: Mapping[FlavorResource, int]) -> None:
@@ -54,12 +58,16 @@ class Snapshot:
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is not None and cq.workloads.pop(wl.key, None) is not None:
             self.remove_usage(cq, wl.usage())
+            if self.topology is not None:
+                self.topology.remove_workload(wl)
 
     def add_workload(self, wl: WorkloadInfo) -> None:
         cq = self.cluster_queues.get(wl.admission_cluster_queue)
         if cq is not None and wl.key not in cq.workloads:
             cq.workloads[wl.key] = wl
             self.add_usage(cq, wl.usage())
+            if self.topology is not None:
+                self.topology.add_workload(wl)
 
     @contextmanager
     def simulated_removal(self, workloads: Iterable[WorkloadInfo]) -> Iterator[None]:
@@ -136,4 +144,5 @@ def take_snapshot(cache: Cache) -> Snapshot:
             cq.parent = parent
             parent.child_cqs[name] = cq
         cqs[name] = cq
-    return Snapshot(cqs, cohorts, cache.resource_flavors, cache.forest.cycle_cqs, cache.namespaces)
+    topology = cache.topology.snapshot(cache.resource_flavors) if cache.tas else None
+    return Snapshot(cqs, cohorts, cache.resource_flavors, cache.forest.cycle_cqs, cache.namespaces, topology)

@@ -23,6 +23,7 @@ from webhook.api.pod_role import spec_shape
 from webhook.core import concurrent_admission
 from webhook.core.quota_resources import QuotaResources
 from webhook.core.resources import UNLIMITED, FlavorResource, FRQuantities
+from webhook.core.tas import TopologyAssignment, TopologyRequest, from_v1beta2, to_v1beta2
 
 __all__ = [
     "EPOCH",
@@ -68,6 +69,16 @@ class PodSetInfo:
     tolerations: tuple[selector.Toleration, ...] = ()
     # `IsExplicitlyRequestingTAS` (pkg/workload/workload.go): its topologyRequest asks for a placement.
     requests_tas: bool = False
+    # The topologyRequest (None without one) and its podSetGroupName.
+    topology_request: TopologyRequest | None = None
+    topology_group: str | None = None
+    # One pod's requests as its spec states them, what TAS places on nodes (`NewRequestsFromPodSpec`);
+    # None when they equal `requests` (no resource transformation or device cost changed them).
+    pod_requests: Mapping[str, int] | None = None
+
+    @property
+    def placement_requests(self) -> Mapping[str, int]:
+        return self.requests if self.pod_requests is None else self.pod_requests
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +89,20 @@ class PodSetAssignment:
     flavors: Mapping[str, str]
     resource_usage: Mapping[str, int]
     count: int
+    # Where its pods go, on a topology-aware flavor (None: not placed by topology).
+    topology_assignment: TopologyAssignment | None = None
 
     def to_api(self) -> dict[str, Any]:
         """The exact v1beta2 JSON of this podSetAssignment."""
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "flavors": dict(sorted(self.flavors.items())),
             "resourceUsage": {r: quantity.format_amount(r, v) for r, v in sorted(self.resource_usage.items())},
             "count": self.count,
         }
+        if self.topology_assignment is not None:
+            out["topologyAssignment"] = to_v1beta2(self.topology_assignment)
+        return out
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
@@ -227,6 +243,9 @@ class WorkloadInfo:
     # `namespace/name` of the workload slice this one replaces (annotation
     # `kueue.x-k8s.io/workload-slice-replacement-for`); "" when it replaces none.
     replacement_for: str = ""
+    # status.unhealthyNodes: nodes of its topology assignment that failed (the TAS node failure
+    # controller's), the first of which admission replaces (`HasTopologyAssignmentWithUnhealthyNode`).
+    unhealthy_nodes: tuple[str, ...] = ()
     # Scheduling equivalence class (`SchedulingHash`): Workloads of one ClusterQueue with the same
     # hash get the same flavor assignment from the same state; "" when not computed.
     scheduling_hash: str = ""
@@ -277,6 +296,20 @@ class WorkloadInfo:
         """A Workload holds quota iff QuotaReserved=True, not Finished, and active (6.4)."""
         return (
             self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        )
+
+    @property
+    def needs_node_replacement(self) -> bool:
+        """`needsSecondPassAfterNodeFailure` (within `NeedsSecondPass`): it holds quota and one of
+        its topology domains is an unhealthy node."""
+        if not self.unhealthy_nodes or not self.counts_toward_usage or self.is_evicted or self.is_on_hold:
+            return False
+        failed = set(self.unhealthy_nodes)
+        return any(
+            d.values[-1] in failed
+            for psa in self.assignments
+            if psa.topology_assignment is not None
+            for d in psa.topology_assignment.domains
         )
 
     def is_admissible_for_queue(self) -> bool:
@@ -403,8 +436,15 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
     out = []
     for a in raw if isinstance(raw, list) else ():
         usage = {str(r): quantity.amount(str(r), v) for r, v in (a.get("resourceUsage") or {}).items()}
+        ta = a.get("topologyAssignment")
         out.append(
-            PodSetAssignment(str(a.get("name", "main")), dict(a.get("flavors") or {}), usage, int(a.get("count") or 0))
+            PodSetAssignment(
+                str(a.get("name", "main")),
+                dict(a.get("flavors") or {}),
+                usage,
+                int(a.get("count") or 0),
+                from_v1beta2(ta) if isinstance(ta, Mapping) else None,
+            )
         )
     return tuple(out)
 
@@ -448,13 +488,14 @@ def parse_workload(
         count = int(ps.get("count", 1))
         mc = ps.get("minCount")
         ps_name = str(ps.get("name") or "main")
-        requests = pod_requests(pspec)
+        requests = own = pod_requests(pspec)
         if resources:
             requests = dict(resources.apply(requests))
         for r in (dra_replaced or {}).get(ps_name) or ():
             requests.pop(r, None)
         for r, v in ((dra_requests or {}).get(ps_name) or {}).items():
             requests[r] = min(requests.get(r, 0) + v, UNLIMITED)
+        tr = ps.get("topologyRequest")
         pod_sets.append(
             PodSetInfo(
                 name=ps_name,
@@ -464,7 +505,12 @@ def parse_workload(
                 node_selector=dict(pspec.get("nodeSelector") or {}),
                 required_terms=_required_terms(pspec),
                 tolerations=tuple(selector.parse_toleration(t) for t in pspec.get("tolerations") or ()),
-                requests_tas=_requests_tas(ps.get("topologyRequest")),
+                requests_tas=_requests_tas(tr),
+                topology_request=TopologyRequest.from_api(tr) if isinstance(tr, Mapping) else None,
+                topology_group=str(tr["podSetGroupName"])
+                if isinstance(tr, Mapping) and tr.get("podSetGroupName")
+                else None,
+                pod_requests=None if own == requests else own,
             )
         )
     conds = {
@@ -518,6 +564,7 @@ def parse_workload(
         allowed_flavors=allowed,
         closed_preemption_gate=concurrent_admission.has_closed_preemption_gate(obj),
         replacement_for=str(annotations.get(constants.WORKLOAD_SLICE_REPLACEMENT_FOR) or ""),
+        unhealthy_nodes=tuple(str(n.get("name") or "") for n in status.get("unhealthyNodes") or ()),
         scheduling_hash=_scheduling_hash(
             spec, int(prio or 0), pod_sets, reclaimable, annotations.get(constants.ALLOWED_RESOURCE_FLAVORS_ANNOTATION)
         ),

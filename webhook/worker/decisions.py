@@ -160,6 +160,9 @@ class DecisionWriter:
             status["admission"] = admission
             # podSetAssignments' resourceUsage supersedes it (upstream's `admissionStatusPatch`).
             status.pop("resourceRequests", None)
+            if d.clears_unhealthy_nodes:
+                # The failed node is replaced: the recovery field goes (`admit`, TAS second pass).
+                status.pop("unhealthyNodes", None)
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
 
@@ -180,6 +183,8 @@ class DecisionWriter:
             uid=d.uid,
             generation=d.generation,
         )
+        if d.clears_unhealthy_nodes:
+            return  # a repaired placement of a workload already admitted: nothing new to count
         wl = self.store.get("workloads", key)
         self.reporter.admitted(d, wl, now)
         self.reporter.admitted_in_cohort(self.core, d, wl)
@@ -323,6 +328,7 @@ class DecisionWriter:
                 )
             for gate in status.get("preemptionGates") or ():
                 gate.update(position="Closed", lastTransitionTime=now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            status.pop("unhealthyNodes", None)  # `resetUnhealthyNodes`
 
         self._write_decision("evicting", d, mutate)
         wl = self.store.get("workloads", key)

@@ -134,10 +134,59 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("provisioningrequestconfigs", c.V1BETA2),
     Resource(REQUESTS, provisioning.AUTOSCALING_V1, optional=True),
 )
+# Topology-aware scheduling (gate TopologyAwareScheduling): Nodes, and the pods bound to them that
+# are not finished (upstream's non-TAS usage cache: its one pod informer, filtered here by the API
+# server), go straight to the core's TAS cache, slimmed to what it reads and never stored.
+TAS_NODES = "tas-nodes"
+TAS_PODS = "tas-pods"
+TAS_FEEDS: tuple[tuple[str, str, dict[str, str] | None], ...] = (
+    (TAS_NODES, k.object_path("v1", "nodes", None), None),
+    (
+        TAS_PODS,
+        k.object_path("v1", "pods", None),
+        {"fieldSelector": "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"},
+    ),
+)
 # What a pending Workload's devices cost (`core.dra`), watched with gate KueueDRAIntegration on.
 CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "resource.k8s.io/v1")
 # Which extended resources are devices, watched with gate KueueDRAIntegrationExtendedResource on too.
 DEVICE_CLASSES = Resource("deviceclasses", "resource.k8s.io/v1")
+
+
+def _slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """What `core.topology.parse_node` reads of a Node."""
+    meta, spec, st = node.get("metadata") or {}, node.get("spec") or {}, node.get("status") or {}
+    return {
+        "metadata": {"name": meta.get("name"), "labels": meta.get("labels") or {}},
+        "spec": {"taints": spec.get("taints") or [], "unschedulable": bool(spec.get("unschedulable"))},
+        "status": {
+            "allocatable": st.get("allocatable") or {},
+            "conditions": [c for c in st.get("conditions") or () if c.get("type") == "Ready"],
+        },
+    }
+
+
+def _slim_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """What `core.topology.non_tas_pod_usage` reads of a pod: its node, phase, requests, TAS annotations."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    annotations = {a: v for a, v in (meta.get("annotations") or {}).items() if a.startswith("kueue.x-k8s.io/podset-")}
+
+    def containers(key: str) -> list[dict[str, Any]]:
+        return [
+            {"resources": c.get("resources") or {}, "restartPolicy": c.get("restartPolicy")}
+            for c in spec.get(key) or ()
+        ]
+
+    return {
+        "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"), "annotations": annotations},
+        "spec": {
+            "nodeName": spec.get("nodeName"),
+            "containers": containers("containers"),
+            "initContainers": containers("initContainers"),
+            "overhead": spec.get("overhead") or {},
+        },
+        "status": {"phase": (pod.get("status") or {}).get("phase")},
+    }
 
 
 def _meta_sans_version(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -301,6 +350,10 @@ class Manager:
         )
         self._synced: set[str] = set()
         self._synced_lock = threading.Lock()
+        # The TAS feeds start with the first topology-aware ResourceFlavor: no node or pod is read
+        # (nor waited for) in a cluster that does not use TAS.
+        self.tas_feeds = TAS_FEEDS if self.core.config.tas else ()
+        self._tas_started = False
         # (kind, key) → metadata and spec of the ClusterQueue/LocalQueue last fed to the core (core thread only).
         self._fed_queues: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
         self._status_now = False  # a queue, flavor, cohort or check changed: publish queue status this round
@@ -348,6 +401,44 @@ class Manager:
             absent_is_empty=res.optional,
         )
 
+    def _start_tas_feeds(self) -> None:
+        """Follow Nodes and pods from now on (core thread); scheduling waits for their lists."""
+        with self._synced_lock:
+            self._tas_started = True
+        for kind, path, query in self.tas_feeds:
+            self._inform_tas(kind, path, query)
+
+    def _inform_tas(self, kind: str, path: str, query: dict[str, str] | None) -> None:
+        """Follow Nodes or pods for the core's TAS cache (see `TAS_FEEDS`): slimmed, not stored; a
+        relist deletes what is no longer listed. Only this informer's thread touches `known`."""
+        slim = _slim_node if kind == TAS_NODES else _slim_pod
+        known: set[str] = set()
+
+        def on_list(items: list[dict[str, Any]]) -> None:
+            listed = {object_key(obj): obj for obj in items}
+            for key in known - listed.keys():
+                ns, _, name = key.rpartition("/")
+                self._core_q.put(msg.Watched(kind, "DELETED", {"metadata": {"name": name, "namespace": ns}}))
+            known.clear()
+            for key, obj in listed.items():
+                known.add(key)
+                self._core_q.put(msg.Watched(kind, "ADDED", slim(obj)))
+
+        def on_event(etype: str, obj: dict[str, Any]) -> None:
+            key = object_key(obj)
+            if etype == "DELETED":
+                known.discard(key)
+            else:
+                known.add(key)
+            self._core_q.put(msg.Watched(kind, etype, slim(obj)))
+
+        def on_synced() -> None:
+            with self._synced_lock:
+                self._synced.add(kind)
+            self._core_q.put(msg.Synced(kind))
+
+        self.informers.subscribe(path, on_list, on_event, on_synced=on_synced, query=query)
+
     def _set_aside(self, obj: dict[str, Any], field: str, error: str) -> None:
         """An object Go could not decode is absent to us (`kube.informer`): say so on the object, as
         nothing else will tell its owner why it is never admitted."""
@@ -394,7 +485,7 @@ class Manager:
 
     def synced(self) -> bool:
         with self._synced_lock:
-            return len(self._synced) == len(self.resources)
+            return len(self._synced) == len(self.resources) + (len(self.tas_feeds) if self._tas_started else 0)
 
     def _sync_priorities(self, name: str) -> None:
         """The WorkloadPriorityClass controller's reconcile, run by a writer thread (`priority.py`)."""
@@ -437,6 +528,8 @@ class Manager:
             self.reporter.queue_event(kind, f"{ns}/{name}" if ns else name, None if deleted else obj)
         if kind == "resourceflavors":
             core.on_resource_flavor_deleted(name, now) if deleted else core.on_resource_flavor(obj, now)
+            if not deleted and (obj.get("spec") or {}).get("topologyName") and not self._tas_started:
+                self._start_tas_feeds()
         elif kind == "cohorts":
             core.on_cohort_deleted(name, now) if deleted else core.on_cohort(obj, now)
         elif kind in ("clusterqueues", "localqueues"):
@@ -466,7 +559,11 @@ class Manager:
                         self.reporter.local_queue_deleted(ns, name)
                 self._fed_queues[fed_key] = fed
         elif kind == "topologies":
-            core.on_topology(name, not deleted, now)
+            core.on_topology_deleted(name, now) if deleted else core.on_topology(obj, now)
+        elif kind == TAS_NODES:
+            core.on_node_deleted(name, now) if deleted else core.on_node(obj, now)
+        elif kind == TAS_PODS:
+            core.on_pod(f"{ns}/{name}", None if deleted else obj, now)
         elif kind == "workloadpriorityclasses":
             core.on_priority_class_deleted(name) if deleted else core.on_priority_class(obj)
         elif kind == "namespaces":

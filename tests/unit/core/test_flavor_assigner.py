@@ -445,28 +445,6 @@ TOPOLOGY = make_topology("default", RACK)
         pytest.param(
             [
                 TOPOLOGY,
-                make_flavor("tas").topology("default").obj(),
-                make_cq("cq").group(fq("tas", cpu="4")).obj(),
-                make_wl("wl").request(cpu="1").topology(required=RACK).obj(),
-            ],
-            "couldn't assign flavors to pod set main: Flavor \"tas\" supports TopologyAwareScheduling, which pykueue "
-            "does not implement",
-            id="required topology on a topology flavor: never admitted without a placement",
-        ),
-        pytest.param(
-            [
-                TOPOLOGY,
-                make_flavor("tas").topology("default").obj(),
-                make_cq("cq").group(fq("tas", cpu="4")).obj(),
-                make_wl("wl").request(cpu="1").obj(),
-            ],
-            "couldn't assign flavors to pod set main: Flavor \"tas\" supports TopologyAwareScheduling, which pykueue "
-            "does not implement",
-            id="topology flavors only: TAS implied",
-        ),
-        pytest.param(
-            [
-                TOPOLOGY,
                 ONE,
                 make_flavor("tas").topology("default").obj(),
                 make_cq("cq").group(fq("tas", cpu="4"), fq("one", cpu="1")).obj(),

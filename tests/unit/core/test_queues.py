@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import webhook.core
-from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_topology, make_wl, psa
 from webhook.core import Admit, Pending, WorkloadKey
 
 ONE = make_flavor("one").obj()
@@ -338,10 +338,10 @@ def test_topology_flavor_without_its_topology_makes_the_queue_inactive() -> None
         'Can\'t admit new workloads: there is no Topology "racks" for TAS flavor "tas-a", there is no Topology '
         '"zones" for TAS flavor "tas-b".',
     )
-    core.on_topology("racks", True, T0)
-    core.on_topology("zones", True, T0)
+    core.on_topology(make_topology("racks", "cloud.com/rack"), T0)
+    core.on_topology(make_topology("zones", "cloud.com/zone"), T0)
     assert _active(core) == ("True", "Ready", "Can admit new workloads")
-    core.on_topology("zones", False, T0)
+    core.on_topology_deleted("zones", T0)
     assert _active(core)[1] == "TopologyNotFound"
 
 

@@ -14,7 +14,7 @@ from webhook.api.constants import PreemptionReason
 from webhook.config import Configuration
 from webhook.core.conditions import ConditionValue
 from webhook.core.cycle import CycleResult
-from webhook.core.decisions import Decision, Evict, Migrate, Preempt, Victim
+from webhook.core.decisions import Admit, Decision, Evict, Migrate, Preempt, Victim
 from webhook.core.workload import WorkloadKey
 from webhook.worker import events
 from webhook.worker.decisions import DecisionWriter
@@ -109,3 +109,22 @@ def test_every_eviction_is_counted(decision: Decision, want: list[dict[str, Any]
 def test_a_preemption_of_an_already_evicted_workload_is_not_counted_again() -> None:
     status = written_status(Preempt(WorkloadKey("ns/preemptor"), "cq", (victim(),)), admitted(evicted=True))
     assert status["schedulingStats"]["evictions"] == [{"reason": "Preempted", "underlyingCause": "", "count": 1}]
+
+
+def _on_failed_node() -> dict[str, Any]:
+    wl = admitted()
+    wl["status"]["unhealthyNodes"] = [{"name": "x2"}]
+    return wl
+
+
+def test_a_node_replacement_clears_the_unhealthy_nodes_with_the_new_admission() -> None:
+    admission = {"clusterQueue": "cq", "podSetAssignments": [psa(cpu=("a", "1"))]}
+    admit = Admit(KEY, "u", "cq", admission, (), clears_unhealthy_nodes=True)
+    status = written_status(admit, _on_failed_node())
+    assert "unhealthyNodes" not in status
+    assert status["admission"] == admission
+
+
+def test_an_eviction_clears_the_unhealthy_nodes() -> None:
+    status = written_status(Evict(KEY, "u", "cq", "NodeFailures", "m", (evicted("NodeFailures"),)), _on_failed_node())
+    assert "unhealthyNodes" not in status

@@ -19,6 +19,7 @@ Public API::
         r.assignment      # TopologyAssignment (levels, domains) or None
         r.reason          # "" or upstream's message, e.g. 'topology "x" allows to fit only 2 out of 4 pod(s)'
     to_v1beta2(r.assignment)  # the `topologyAssignment` of the Workload's PodSetAssignment
+    fits(flavor, usage, tas_usage=..., non_tas_usage=...)  # do placed pods still fit their domains
     has_level(levels, topology_request)  # whether a flavor's Topology can serve the request at all
 
 `flavor` is a `Flavor` (topology name and levels, the nodes, the flavor's node labels and
@@ -30,8 +31,9 @@ an admitted workload that lost a node. Not covered: the scheduler-library feasib
 
 from webhook.core.tas.assign import has_level
 from webhook.core.tas.encoding import from_v1beta2, to_v1beta2
-from webhook.core.tas.flavor import Replacement, find_topology_assignments
+from webhook.core.tas.flavor import Replacement, add_assumed_usage, find_topology_assignments, fits
 from webhook.core.tas.types import (
+    HOSTNAME_LABEL,
     DomainAssignment,
     DomainUsage,
     Flavor,
@@ -50,6 +52,7 @@ from webhook.core.tas.types import (
 )
 
 __all__ = [
+    "HOSTNAME_LABEL",
     "DomainAssignment",
     "DomainUsage",
     "Flavor",
@@ -66,7 +69,9 @@ __all__ = [
     "Toleration",
     "TopologyAssignment",
     "TopologyRequest",
+    "add_assumed_usage",
     "find_topology_assignments",
+    "fits",
     "from_v1beta2",
     "has_level",
     "to_v1beta2",

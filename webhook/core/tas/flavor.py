@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from webhook.core.tas.assign import Placer
-from webhook.core.tas.tree import Tree
+from webhook.core.tas.tree import Tree, count_in
 from webhook.core.tas.types import (
     PODS,
     DomainAssignment,
@@ -32,6 +32,7 @@ __all__ = [
     "Replacement",
     "add_assumed_usage",
     "find_topology_assignments",
+    "fits",
     "merge_assignments",
     "stale_domain",
     "truncate_assignment",
@@ -75,12 +76,7 @@ def find_topology_assignments(
     """
     opts = options or Options()
     placer = Placer(flavor, opts)
-    for u in tas_usage:
-        usage = {r: v * u.count for r, v in u.requests.items()}
-        usage[PODS] = usage.get(PODS, 0) + u.count
-        placer.tree.add_tas_usage(domain_id(u.values), usage)
-    for node_name, used in (non_tas_usage or {}).items():
-        placer.tree.add_non_tas_usage(node_name, used)
+    _load_usage(placer.tree, tas_usage, non_tas_usage)
 
     assumed: Usage = {k: dict(v) for k, v in (assumed_usage or {}).items()}
     groups: dict[str, list[PodSetRequest]] = {}
@@ -110,6 +106,40 @@ def find_topology_assignments(
             if (ta := assignments.get(ps.name)) is not None:
                 add_assumed_usage(assumed, ta, ps.requests)
     return result
+
+
+def fits(
+    flavor: Flavor,
+    usage: Iterable[DomainUsage],
+    *,
+    tas_usage: Iterable[DomainUsage] = (),
+    non_tas_usage: Mapping[str, Mapping[str, int]] | None = None,
+) -> bool:
+    """Whether the pods of `usage` still fit the leaf domains they name, next to `tas_usage` and
+    `non_tas_usage` (`TASFlavorSnapshot.Fits`): a workload placed earlier in a scheduling cycle may
+    have taken the room another one was placed in."""
+    tree = Placer(flavor, Options()).tree
+    _load_usage(tree, tas_usage, non_tas_usage)
+    for u in usage:
+        leaf = tree.leaves.get(domain_id(u.values))
+        if leaf is None:
+            return False
+        one_pod = dict(u.requests)
+        one_pod[PODS] = one_pod.get(PODS, 0) + 1
+        if count_in(one_pod, leaf.remaining(False))[0] < u.count:
+            return False
+    return True
+
+
+def _load_usage(
+    tree: Tree, tas_usage: Iterable[DomainUsage], non_tas_usage: Mapping[str, Mapping[str, int]] | None
+) -> None:
+    for u in tas_usage:
+        usage = {r: v * u.count for r, v in u.requests.items()}
+        usage[PODS] = usage.get(PODS, 0) + u.count
+        tree.add_tas_usage(domain_id(u.values), usage)
+    for node_name, used in (non_tas_usage or {}).items():
+        tree.add_non_tas_usage(node_name, used)
 
 
 def add_assumed_usage(assumed: Usage, ta: TopologyAssignment, requests: Mapping[str, int]) -> None:
