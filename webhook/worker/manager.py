@@ -23,6 +23,8 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 * failure recovery (`WorkQueue` keyed by pod, its own pod and node informers), with the
   FailureRecoveryPolicy gate on: `reconcilers.failure_recovery`.
+* the TAS topology ungater (`WorkQueue` keyed by Workload, its own informer of started pods), with
+  the TopologyAwareScheduling gate on: `reconcilers.topology_ungater`.
 * the `kueue.x-k8s.io/provisioning-request` admission check (a `WorkQueue` keyed by Workload and one
   keyed by AdmissionCheck), idle until the ProvisioningRequest API is served:
   `reconcilers.provisioning`.
@@ -68,6 +70,7 @@ from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
 from webhook.worker.reconcilers.failure_recovery import FailureRecovery
 from webhook.worker.reconcilers.provisioning import REQUESTS, ProvisioningController
+from webhook.worker.reconcilers.topology_ungater import TopologyUngater
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention
@@ -273,6 +276,20 @@ class Manager:
             cleanup_on_eviction=config.feature_enabled(Feature.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION),
             tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
         )
+        # TopologyAwareScheduling: pods of TAS-admitted Workloads ungated onto their assigned domains
+        # (`pkg/controller/tas/topology_ungater.go`); it follows the started pods itself.
+        self.topology_ungater = (
+            TopologyUngater(
+                kube,
+                self.store,
+                self.informers,
+                stop=stop,
+                concurrent_admission=self.core.config.concurrent_admission,
+                group_name_annotation=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
+            )
+            if config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+            else None
+        )
         settings = self.core.config.dra_settings
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
@@ -283,7 +300,7 @@ class Manager:
             *(w.reconciler for w in self.integrations),
             self.workloads,
             self.provisioning,
-            *(r for r in (self.variants, self.retention) if r is not None),
+            *(r for r in (self.variants, self.retention, self.topology_ungater) if r is not None),
         )
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
