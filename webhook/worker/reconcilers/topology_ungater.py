@@ -46,13 +46,16 @@ from webhook.worker.workqueue import Retry, WorkQueue
 
 __all__ = [
     "CONTROLLER_NAME",
+    "HOSTNAME_LABEL",
     "Expectations",
     "OffsetError",
     "TopologyUngater",
     "Ungate",
+    "has_topology_gate",
     "is_admitted_by_tas",
     "is_tas",
     "plan",
+    "slice_name",
 ]
 
 log = logging.getLogger(__name__)
