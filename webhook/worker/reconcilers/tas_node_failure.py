@@ -8,7 +8,9 @@ marked Failed (condition TerminatedByKueue), so their job controller replaces th
 Mirrors `pkg/controller/tas/node_controller.go` (upstream v0.19.2, gate TASFailedNodeReplacement,
 Beta, on by default) with its gates TASReplaceNodeOnPodTermination (Beta, on: a NotReady or
 untolerated node is marked only once the Workload's pods on it stopped), TASReplaceNodeOnNodeTaints
-(Beta, on) and TASReplaceNodeDueToNotReadyOverFixedTime (Deprecated, off: mark 30 s after NotReady).
+(Beta, on) and TASReplaceNodeDueToNotReadyOverFixedTime (Deprecated, off: mark 30 s after NotReady). One departure: with that last gate, a Workload marked
+because its node stayed NotReady is not unmarked in the same reconcile while its pods there still
+run (upstream marks then clears it; its own test expects it to stay marked).
 
 `health` and `classify_taints` are pure; `NodeFailureController` follows nodes and the started pods
 through informers, reads Workloads and ResourceFlavors from the Manager's store and writes.
@@ -54,6 +56,8 @@ __all__ = [
     "assigned_node_names",
     "classify_taints",
     "health",
+    "pods_by_selector",
+    "pods_on_node",
 ]
 
 log = logging.getLogger(__name__)
@@ -215,17 +219,43 @@ def _check_pods(
     return HealthCheck(Health.UNHEALTHY, terminate)
 
 
+def pods_on_node(pods: Iterable[Obj], wl: Obj, node_name: str) -> list[Obj]:
+    """The pods of the Workload's slice bound to the node (`hasProgressingPods`' list)."""
+    sl = slice_name(wl)
+    return [
+        p
+        for p in pods
+        if o.namespace(p) == o.namespace(wl)
+        and (p.get("spec") or {}).get("nodeName") == node_name
+        and (o.annotations(p).get(c.WORKLOAD_SLICE_NAME) or o.annotations(p).get(c.WORKLOAD_ANNOTATION)) == sl
+    ]
+
+
+def pods_by_selector(pods: Iterable[Obj], node_name: str) -> dict[str, list[Obj]]:
+    """Per Workload key, its TAS pods whose nodeSelector names the node (`listPodsAssignedByNodeSelector`)."""
+    out: dict[str, list[Obj]] = {}
+    for pod in pods:
+        if is_tas(pod) and ((pod.get("spec") or {}).get("nodeSelector") or {}).get(HOSTNAME_LABEL) == node_name:
+            wl_name = o.annotations(pod).get(c.WORKLOAD_ANNOTATION)
+            if wl_name is not None:
+                out.setdefault(f"{o.namespace(pod)}/{wl_name}", []).append(pod)
+    return out
+
+
 def health(
     node: Obj,
     node_name: str,
-    wl: Obj,
+    wl: Obj | None,
     on_node: Sequence[Obj],
     by_selector: Sequence[Obj],
     flavors: Mapping[str, Obj],
     gates: Gates,
 ) -> HealthCheck:
-    """`getWorkloadStatus`: whether the Workload must leave the (existing) node. `on_node` are the
-    Workload's pods bound to it, `by_selector` its TAS pods sent there by nodeSelector."""
+    """`getWorkloadStatus`: whether the Workload (None: gone) must leave the (existing) node.
+    `on_node` are the Workload's pods bound to it, `by_selector` its TAS pods sent there by
+    nodeSelector. Raises `podset.FlavorNotFound` while a flavor of the Workload is unknown."""
+    if wl is None:
+        return HealthCheck(Health.HEALTHY)
     assigned = _has_node(wl, node_name)
     if not assigned:
         return _check_pods(on_node, by_selector, untolerated=False, assigned=False, gates=gates)
@@ -356,21 +386,18 @@ class NodeFailureController:
         if node is None or ready is None:
             self._mark_unhealthy(node_name, affected, now)
             return
+        marked: set[str] = set()
         if self.gates.not_ready_over_fixed_time and expired:
             affected -= self._mark_unhealthy(node_name, affected, now)
+            marked = set(affected)
         with self._lock:
             pods = list(self._pods.values())
-        by_selector: dict[str, list[Obj]] = {}
-        for pod in pods:
-            if is_tas(pod) and ((pod.get("spec") or {}).get("nodeSelector") or {}).get(HOSTNAME_LABEL) == node_name:
-                wl_name = o.annotations(pod).get(c.WORKLOAD_ANNOTATION)
-                if wl_name is not None:
-                    by_selector.setdefault(f"{o.namespace(pod)}/{wl_name}", []).append(pod)
+        by_selector = pods_by_selector(pods, node_name)
         for key in by_selector.keys() - affected:  # late pods of Workloads placed elsewhere
             wl = self.store.get("workloads", key)
             if wl is not None and _usable(wl):
                 affected.add(key)
-        self._reconcile_workloads(node_name, node, affected, pods, by_selector, now)
+        self._reconcile_workloads(node_name, node, affected, pods, by_selector, now, keep=marked)
 
     def _reconcile_workloads(
         self,
@@ -380,25 +407,20 @@ class NodeFailureController:
         pods: Sequence[Obj],
         by_selector: Mapping[str, Sequence[Obj]],
         now: datetime,
+        *,
+        keep: set[str],
     ) -> None:
-        """`reconcileWorkloadsOnNode`."""
+        """`reconcileWorkloadsOnNode`; the Workloads in `keep` were just marked for the node being
+        NotReady for too long and stay marked even while their pods there still run (upstream clears
+        them again in the same reconcile, which its unit tests do not see: their fake client cannot
+        remove a list item through a status patch)."""
         unhealthy: set[str] = set()
         healthy: set[str] = set()
         terminate: dict[str, list[Obj]] = {}
         flavors = {o.name(f): f.get("spec") or {} for f in self.store.list("resourceflavors")}
         for key in sorted(keys):
             wl = self.store.get("workloads", key)
-            if wl is None:
-                healthy.add(key)
-                continue
-            sl = slice_name(wl)
-            on_node = [
-                p
-                for p in pods
-                if o.namespace(p) == o.namespace(wl)
-                and (p.get("spec") or {}).get("nodeName") == node_name
-                and (o.annotations(p).get(c.WORKLOAD_SLICE_NAME) or o.annotations(p).get(c.WORKLOAD_ANNOTATION)) == sl
-            ]
+            on_node = pods_on_node(pods, wl, node_name) if wl is not None else []
             try:
                 check = health(node, node_name, wl, on_node, by_selector.get(key, ()), flavors, self.gates)
             except podset.FlavorNotFound as exc:
@@ -407,7 +429,7 @@ class NodeFailureController:
                 terminate[key] = check.terminate
             (unhealthy if check.status is Health.UNHEALTHY else healthy).add(key)
         evicted = self._mark_unhealthy(node_name, unhealthy, now) if unhealthy else set()
-        for key in sorted(healthy):
+        for key in sorted(healthy - keep):
             self._mark_healthy(node_name, key)
         for key, doomed in terminate.items():
             if key not in evicted:

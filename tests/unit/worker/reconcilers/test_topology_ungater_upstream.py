@@ -15,219 +15,47 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tests.unit.fake_kube import FakeKube
+from tests.unit.worker.reconcilers.tas_builders import (
+    BLOCK,
+    HOSTNAME,
+    JOB_INDEX,
+    JOBSET_JOB_INDEX,
+    JOBSET_REPLICAS,
+    KF_JOB_ROLE,
+    KF_REPLICA_INDEX,
+    LEVELS,
+    LWS_WORKER_INDEX,
+    MAIN,
+    NOW,
+    OFFSET,
+    POD_GROUP_INDEX,
+    PODSET,
+    RACK,
+    TOPOLOGY_GATE,
+    WL_ANN,
+    WL_FIN,
+    S,
+    make_admission,
+    make_pod,
+    make_pod_set,
+    make_pod_set_assignment,
+    make_topology_assignment,
+    make_topology_domain_assignment,
+    make_workload,
+    v1_beta2_from,
+)
 from webhook import kube as k
 from webhook import metrics
-from webhook.core.tas import DomainAssignment, TopologyAssignment, to_v1beta2
 from webhook.worker.reconcilers import topology_ungater as tu
 from webhook.worker.reporter import ROLE
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
-
-NOW = datetime.now(UTC).replace(microsecond=0)
-MAIN = "main"
-WL_ANN = "kueue.x-k8s.io/workload"
-PODSET = "kueue.x-k8s.io/podset"
-WL_FIN = "kueue.x-k8s.io/resource-in-use"
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
-JOB_INDEX = "batch.kubernetes.io/job-completion-index"
-JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-JOBSET_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
-KF_REPLICA_INDEX = "training.kubeflow.org/replica-index"
-KF_JOB_ROLE = "training.kubeflow.org/job-role"
-LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
-OFFSET = "kueue.x-k8s.io/pod-index-offset"
-POD_GROUP_INDEX = "kueue.x-k8s.io/pod-group-pod-index"
-POD_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
-POD_GROUP_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
-HOSTNAME = "kubernetes.io/hostname"
-BLOCK = "cloud.com/topology-block"
-RACK = "cloud.com/topology-rack"
-LEVELS = [BLOCK, RACK]
-
-
-def ts(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# --- builders (upstream's testing wrappers, as plain dicts, named as upstream's in snake case) ---------
-
-
-def S(**kw: Any) -> dict[str, Any]:
-    return kw
-
-
-class _Builder:
-    def __init__(self, obj: dict[str, Any]) -> None:
-        self._obj = obj
-
-    def obj(self) -> dict[str, Any]:
-        return self._obj
-
-
-class make_pod(_Builder):
-    def __init__(self, name: str, ns: str) -> None:
-        super().__init__({"metadata": {"name": name, "namespace": ns, "annotations": {}, "labels": {}}, "spec": {}})
-
-    def annotation(self, key: str, value: str) -> make_pod:
-        self._obj["metadata"]["annotations"][key] = value
-        return self
-
-    def label(self, key: str, value: str) -> make_pod:
-        self._obj["metadata"]["labels"][key] = value
-        return self
-
-    def node_selector(self, key: str, value: str) -> make_pod:
-        self._obj["spec"].setdefault("nodeSelector", {})[key] = value
-        return self
-
-    def gate(self, *names: str) -> make_pod:
-        self._obj["spec"].setdefault("schedulingGates", []).extend({"name": n} for n in names)
-        return self
-
-    def topology_scheduling_gate(self) -> make_pod:
-        return self.gate(TOPOLOGY_GATE)
-
-    def uid(self, uid: str) -> make_pod:
-        self._obj["metadata"]["uid"] = uid
-        return self
-
-    def status_phase(self, phase: str) -> make_pod:
-        self._obj.setdefault("status", {})["phase"] = phase
-        return self
-
-    def group_name_label(self, name: str) -> make_pod:
-        return self.label(POD_GROUP_NAME, name)
-
-    def group_total_count(self, n: str) -> make_pod:
-        return self.annotation(POD_GROUP_TOTAL, n)
-
-
-class make_pod_set(_Builder):
-    def __init__(self, name: str, count: int) -> None:
-        super().__init__({"name": name, "count": count, "template": {"spec": {"containers": [{"name": "c"}]}}})
-
-    def _req(self) -> dict[str, Any]:
-        req: dict[str, Any] = self._obj.setdefault("topologyRequest", {})
-        return req
-
-    def request(self, resource: str, qty: str) -> make_pod_set:
-        ctr = self._obj["template"]["spec"]["containers"][0]
-        ctr.setdefault("resources", {}).setdefault("requests", {})[resource] = qty
-        return self
-
-    def pod_index_label(self, label: str) -> make_pod_set:
-        self._req()["podIndexLabel"] = label
-        return self
-
-    def sub_group_index_label(self, label: str) -> make_pod_set:
-        self._req()["subGroupIndexLabel"] = label
-        return self
-
-    def sub_group_count(self, n: int) -> make_pod_set:
-        self._req()["subGroupCount"] = n
-        return self
-
-    def pod_set_group(self, name: str) -> make_pod_set:
-        self._req()["podSetGroupName"] = name
-        return self
-
-
-class make_pod_set_assignment(_Builder):
-    def __init__(self, name: str) -> None:
-        super().__init__({"name": name, "flavors": {}, "resourceUsage": {}, "count": 1})
-
-    def assignment(self, resource: str, flavor: str, qty: str) -> make_pod_set_assignment:
-        self._obj["flavors"][resource] = flavor
-        self._obj["resourceUsage"][resource] = qty
-        return self
-
-    def count(self, n: int) -> make_pod_set_assignment:
-        self._obj["count"] = n
-        return self
-
-    def topology_assignment(self, ta: dict[str, Any]) -> make_pod_set_assignment:
-        self._obj["topologyAssignment"] = ta
-        return self
-
-
-class make_admission(_Builder):
-    def __init__(self, cq: str) -> None:
-        super().__init__({"clusterQueue": cq, "podSetAssignments": [make_pod_set_assignment(MAIN).obj()]})
-
-    def pod_sets(self, *psas: dict[str, Any]) -> make_admission:
-        self._obj["podSetAssignments"] = list(psas)
-        return self
-
-
-class make_topology_domain_assignment(_Builder):
-    def __init__(self, values: Sequence[str], count: int) -> None:
-        super().__init__({"values": list(values), "count": count})
-
-
-class make_topology_assignment:
-    def __init__(self, levels: Sequence[str]) -> None:
-        self._levels = list(levels)
-        self._domains: list[dict[str, Any]] = []
-
-    def domains(self, *domains: dict[str, Any]) -> make_topology_assignment:
-        self._domains.extend(domains)
-        return self
-
-    def obj(self) -> dict[str, Any]:
-        return v1_beta2_from(S(levels=self._levels, domains=self._domains))
-
-
-def v1_beta2_from(ta: Mapping[str, Any]) -> dict[str, Any]:
-    domains = tuple(DomainAssignment(tuple(d["values"]), d["count"]) for d in ta["domains"])
-    return to_v1beta2(TopologyAssignment(tuple(ta["levels"]), domains))
-
-
-def _condition(ctype: str, status: str, t: datetime, reason: str, message: str) -> dict[str, Any]:
-    return {"type": ctype, "status": status, "lastTransitionTime": ts(t), "reason": reason, "message": message}
-
-
-class make_workload(_Builder):
-    def __init__(self, name: str, ns: str) -> None:
-        super().__init__(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "Workload",
-                "metadata": {"name": name, "namespace": ns},
-                "spec": {"podSets": []},
-                "status": {},
-            }
-        )
-
-    def finalizers(self, *names: str) -> make_workload:
-        self._obj["metadata"]["finalizers"] = list(names)
-        return self
-
-    def pod_sets(self, *pod_sets: dict[str, Any]) -> make_workload:
-        self._obj["spec"]["podSets"] = list(pod_sets)
-        return self
-
-    def reserve_quota_at(self, admission: dict[str, Any], t: datetime) -> make_workload:
-        self._obj["status"]["admission"] = admission
-        message = f"Admitted by ClusterQueue {admission['clusterQueue']}"
-        self._obj["status"]["conditions"] = [_condition("QuotaReserved", "True", t, "AdmittedByTest", message)]
-        return self
-
-    def admitted_at(self, admitted: bool, t: datetime) -> make_workload:
-        message = f"Admitted by ClusterQueue {self._obj['status']['admission']['clusterQueue']}"
-        conds = [cond for cond in self._obj["status"]["conditions"] if cond["type"] != "Admitted"]
-        conds.append(_condition("Admitted", "True" if admitted else "False", t, "ByTest", message))
-        self._obj["status"]["conditions"] = conds
-        return self
-
-    def unhealthy_nodes(self, *names: str) -> make_workload:
-        self._obj["status"].setdefault("unhealthyNodes", []).extend({"name": n} for n in names)
-        return self
 
 
 @dataclass
@@ -3492,7 +3320,7 @@ def test_reconcile(case: Case) -> None:
     got = sorted((_view(p, node_selector=exact) for p in pods), key=lambda v: v["name"])
     want = sorted((_view(p, node_selector=exact) for p in case.want_pods), key=lambda v: v["name"])
     assert got == want
-    want_counts = {tuple(sorted(c["node_selector"].items())): c["count"] for c in case.want_counts}
+    want_counts = {tuple(sorted(c["nodeSelector"].items())): c["count"] for c in case.want_counts}
     assert _counts(pods) == want_counts
 
 
