@@ -307,6 +307,9 @@ class NodeFailureController:
         self._lock = threading.Lock()
         self._nodes: dict[str, Obj] = {}
         self._pods: dict[str, Obj] = {}
+        # Unfinished, unevicted Workloads per node of their TAS assignment (`AdmittedWorkloadNodesKey`).
+        self._by_node: dict[str, set[str]] = {}
+        self._nodes_of: dict[str, frozenset[str]] = {}
 
     def start(self) -> None:
         self.queue.start()
@@ -314,7 +317,27 @@ class NodeFailureController:
         self.informers.subscribe(_PODS, self.on_pod_list, self.on_pod_event, query={"labelSelector": c.PODSET_LABEL})
 
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
-        """Workloads are read from the store; their changes queue nothing (as upstream)."""
+        """Workload changes keep the index of Workloads per node; they queue nothing (as upstream)."""
+        if kind != "workloads":
+            return
+        key = o.key(obj)
+        nodes = frozenset(assigned_node_names(obj)) if etype != "DELETED" and _usable(obj) else frozenset()
+        with self._lock:
+            before = self._nodes_of.get(key, frozenset())
+            if nodes == before:
+                return
+            for name in before - nodes:
+                keys = self._by_node.get(name)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._by_node[name]
+            for name in nodes - before:
+                self._by_node.setdefault(name, set()).add(key)
+            if nodes:
+                self._nodes_of[key] = nodes
+            else:
+                self._nodes_of.pop(key, None)
 
     # == watch events ==============================================================================
     def on_node_list(self, items: list[dict[str, Any]]) -> None:
@@ -380,9 +403,8 @@ class NodeFailureController:
             if not expired and not self.gates.replace_on_pod_termination:
                 self.queue.add_after(node_name, remaining.total_seconds())
                 return
-        affected = {
-            o.key(wl) for wl in self.store.list("workloads") if _usable(wl) and node_name in assigned_node_names(wl)
-        }
+        with self._lock:
+            affected = set(self._by_node.get(node_name, ()))
         if node is None or ready is None:
             self._mark_unhealthy(node_name, affected, now)
             return

@@ -180,6 +180,8 @@ def _controller(
         on_evicted=lambda key, cq, reason, wl: evicted.append((key, cq, reason)),
         clock=lambda: NOW,
     )
+    for wl in store.list("workloads"):
+        ctl.on_event("workloads", "ADDED", wl, None)
     return ctl, kube, rec, evicted
 
 
@@ -236,6 +238,19 @@ def test_a_second_failed_node_evicts_the_workload_with_an_event() -> None:
     ]
     assert rec.seen == [("Normal", "EvictedDueToNodeFailures", message)]
     assert evicted == [("ns/wl", "cq", "NodeFailures")]
+
+
+def test_workload_events_keep_the_workloads_per_node() -> None:
+    """A Workload is looked at for the nodes of its current assignment only, while not evicted."""
+    wl = _workload([HOSTNAME], [(["n1"], 1)])
+    ctl, kube, _, _ = _controller([wl])
+    moved = _workload([HOSTNAME], [(["n2"], 1)])
+    ctl.on_event("workloads", "MODIFIED", moved, None)
+    ctl.on_node_list([])
+    ctl.reconcile("n1")  # gone, but no longer used by the Workload
+    assert "unhealthyNodes" not in (kube.get(workload_writes.path(wl)) or {})["status"]
+    ctl.reconcile("n2")
+    assert (kube.get(workload_writes.path(wl)) or {})["status"]["unhealthyNodes"] == [{"name": "n2"}]
 
 
 def test_a_recovered_node_leaves_unhealthy_nodes() -> None:

@@ -1239,6 +1239,8 @@ def test_node_failure_reconciler(case: NodeCase) -> None:
         gates=_gates(case.feature_gates),
         clock=lambda: NOW,
     )
+    for wl in store.list("workloads"):
+        ctl.on_event("workloads", "ADDED", wl, None)
     ctl.on_node_list(nodes)
     ctl.on_pod_list(pods)
     requeued: list[float] = []
