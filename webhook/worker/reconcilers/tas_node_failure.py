@@ -306,7 +306,9 @@ class NodeFailureController:
         self.queue: WorkQueue[object] = WorkQueue("tas-node-failure", self.reconcile, workers=1, stop=stop)
         self._lock = threading.Lock()
         self._nodes: dict[str, Obj] = {}
-        self._pods: dict[str, Obj] = {}
+        # Pods per node they are bound to or sent to by their hostname nodeSelector, and the reverse.
+        self._pods_at: dict[str, dict[str, Obj]] = {}
+        self._places_of: dict[str, frozenset[str]] = {}
         # Unfinished, unevicted Workloads per node of their TAS assignment (`AdmittedWorkloadNodesKey`).
         self._by_node: dict[str, set[str]] = {}
         self._nodes_of: dict[str, frozenset[str]] = {}
@@ -365,17 +367,35 @@ class NodeFailureController:
 
     def on_pod_list(self, items: list[dict[str, Any]]) -> None:
         with self._lock:
-            self._pods = {o.key(p): p for p in items}
+            self._pods_at, self._places_of = {}, {}
+            for pod in items:
+                self._index_pod(pod, deleted=False)
         for pod in items:
             self._pod_changed(pod)
 
     def on_pod_event(self, etype: str, pod: dict[str, Any]) -> None:
         with self._lock:
-            if etype == "DELETED":
-                self._pods.pop(o.key(pod), None)
-            else:
-                self._pods[o.key(pod)] = pod
+            self._index_pod(pod, deleted=etype == "DELETED")
         self._pod_changed(pod)
+
+    def _index_pod(self, pod: Obj, *, deleted: bool) -> None:
+        """Keep `_pods_at` (caller holds the lock)."""
+        key = o.key(pod)
+        for name in self._places_of.pop(key, frozenset()):
+            bucket = self._pods_at.get(name) or {}
+            bucket.pop(key, None)
+            if not bucket:
+                self._pods_at.pop(name, None)
+        if deleted:
+            return
+        spec = pod.get("spec") or {}
+        places = frozenset(
+            str(n) for n in (spec.get("nodeName"), (spec.get("nodeSelector") or {}).get(HOSTNAME_LABEL)) if n
+        )
+        for name in places:
+            self._pods_at.setdefault(name, {})[key] = pod
+        if places:
+            self._places_of[key] = places
 
     def _pod_changed(self, pod: Obj) -> None:
         """`nodeFailurePodHandler`: a TAS pod sent to a node but not bound, or stopping on one."""
@@ -413,7 +433,7 @@ class NodeFailureController:
             affected -= self._mark_unhealthy(node_name, affected, now)
             marked = set(affected)
         with self._lock:
-            pods = list(self._pods.values())
+            pods = list((self._pods_at.get(node_name) or {}).values())
         by_selector = pods_by_selector(pods, node_name)
         for key in by_selector.keys() - affected:  # late pods of Workloads placed elsewhere
             wl = self.store.get("workloads", key)

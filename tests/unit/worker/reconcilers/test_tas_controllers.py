@@ -260,3 +260,18 @@ def test_a_recovered_node_leaves_unhealthy_nodes() -> None:
     ctl.on_node_list([_ready("n1")])
     ctl.reconcile("n1")
     assert "unhealthyNodes" not in (kube.get(workload_writes.path(wl)) or {})["status"]
+
+
+def test_a_notready_node_is_marked_once_the_workloads_pod_there_is_gone() -> None:
+    wl = _workload([HOSTNAME], [(["n1"], 1)])
+    ctl, kube, _, _ = _controller([wl])
+    running = _pod("p1", gated=False)
+    running["spec"]["nodeName"] = "n1"
+    running["status"] = {"phase": "Running"}
+    ctl.on_node_list([_ready("n1", "False")])
+    ctl.on_pod_list([running])
+    ctl.reconcile("n1")
+    assert "unhealthyNodes" not in (kube.get(workload_writes.path(wl)) or {})["status"]
+    ctl.on_pod_event("DELETED", running)
+    ctl.reconcile("n1")
+    assert (kube.get(workload_writes.path(wl)) or {})["status"]["unhealthyNodes"] == [{"name": "n1"}]
