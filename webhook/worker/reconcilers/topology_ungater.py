@@ -339,6 +339,7 @@ class TopologyUngater:
         self._lock = threading.Lock()
         # (namespace, workload slice name) -> pod key -> pod
         self._pods: dict[tuple[str, str], dict[str, Obj]] = {}
+        self._slot_of: dict[str, tuple[str, str]] = {}  # pod key -> its key in `_pods`
 
     def start(self) -> None:
         self.queue.start()
@@ -355,32 +356,34 @@ class TopologyUngater:
         return is_admitted_by_tas(wl)
 
     def on_pod_list(self, items: list[dict[str, Any]]) -> None:
-        index: dict[tuple[str, str], dict[str, Obj]] = {}
-        for pod in items:
-            sl = pod_slice_name(pod)
-            if sl is not None:
-                index.setdefault((o.namespace(pod), sl), {})[o.key(pod)] = pod
         with self._lock:
-            self._pods = index
+            self._pods, self._slot_of = {}, {}
+            for pod in items:
+                self._index(pod, deleted=False)
         for pod in items:
             self._pod_changed(pod, deleted=False)
 
     def on_pod_event(self, etype: str, pod: dict[str, Any]) -> None:
         deleted = etype == "DELETED"
-        sl = pod_slice_name(pod)
         with self._lock:
-            for slot in self._pods.values():  # the slice annotation of a pod does not change; be safe
-                if o.key(pod) in slot and (sl is None or slot is not self._pods.get((o.namespace(pod), sl))):
-                    slot.pop(o.key(pod), None)
-            if sl is not None:
-                slot = self._pods.setdefault((o.namespace(pod), sl), {})
-                if deleted:
-                    slot.pop(o.key(pod), None)
-                    if not slot:
-                        del self._pods[(o.namespace(pod), sl)]
-                else:
-                    slot[o.key(pod)] = pod
+            self._index(pod, deleted=deleted)
         self._pod_changed(pod, deleted=deleted)
+
+    def _index(self, pod: Obj, *, deleted: bool) -> None:
+        """Keep the pods per Workload slice (caller holds the lock)."""
+        key = o.key(pod)
+        before = self._slot_of.pop(key, None)
+        if before is not None:
+            slot = self._pods.get(before) or {}
+            slot.pop(key, None)
+            if not slot:
+                self._pods.pop(before, None)
+        sl = pod_slice_name(pod)
+        if deleted or sl is None:
+            return
+        where = (o.namespace(pod), sl)
+        self._pods.setdefault(where, {})[key] = pod
+        self._slot_of[key] = where
 
     def _pod_changed(self, pod: Obj, *, deleted: bool) -> None:
         """`podHandler`: a TAS pod queues its Workload; an ungated or deleted one is observed."""
