@@ -44,14 +44,12 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.PRIORITY_BOOST: (
             "the kueue.x-k8s.io/priority-boost annotation is validated but never added to a workload's priority"
         ),
-        # Topology-aware scheduling: only TopologyAwareScheduling itself and TASValidateWorkloadSliceSize are read.
+        # Topology-aware scheduling: TopologyAwareScheduling, TASValidateWorkloadSliceSize and the node failure
+        # controller's TASReplaceNode* gates are read.
         Feature.TAS_PROFILE_MIXED: _TAS,
         Feature.TAS_FAILED_NODE_REPLACEMENT: _TAS,
         Feature.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: _TAS,
-        Feature.TAS_REPLACE_NODE_ON_POD_TERMINATION: _TAS,
-        Feature.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME: _TAS,
         Feature.TAS_BALANCED_PLACEMENT: _TAS,
-        Feature.TAS_REPLACE_NODE_ON_NODE_TAINTS: _TAS,
         Feature.TAS_MULTI_LAYER_TOPOLOGY: _TAS,
         Feature.TAS_RESPECT_NODE_AFFINITY_PREFERRED: _TAS,
         Feature.TAS_HANDLE_OVERLAPPING_FLAVORS: _TAS,

@@ -217,6 +217,15 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
         ),
         Access("", ("pods/status",), ("patch",), WORKER, "FailureRecoveryPolicy: mark such a pod Failed"),
         Access(
+            "",
+            ("pods",),
+            ("get", "list", "patch", "watch"),
+            WORKER,
+            "TAS: lift the topology gate of a TAS-admitted Workload's pods onto their domains",
+        ),
+        Access("", ("nodes",), _READ, WORKER, "TAS: a node a TAS-admitted Workload uses fails"),
+        Access("", ("pods/status",), ("patch",), WORKER, "TAS: mark a pod Pending on a failed node Failed"),
+        Access(
             "resource.k8s.io",
             ("deviceclasses", "resourceclaimtemplates"),
             _READ,

@@ -23,6 +23,10 @@ Threads (all daemons; the process exits when leadership ends):
   `reconcilers.concurrent_admission`.
 * failure recovery (`WorkQueue` keyed by pod, its own pod and node informers), with the
   FailureRecoveryPolicy gate on: `reconcilers.failure_recovery`.
+* the TAS topology ungater (`WorkQueue` keyed by Workload, its own informer of started pods), with
+  the TopologyAwareScheduling gate on: `reconcilers.topology_ungater`; and the TAS node failure
+  controller (`WorkQueue` keyed by node, node and pod informers), with TASFailedNodeReplacement on
+  too: `reconcilers.tas_node_failure`.
 * the `kueue.x-k8s.io/provisioning-request` admission check (a `WorkQueue` keyed by Workload and one
   keyed by AdmissionCheck), idle until the ProvisioningRequest API is served:
   `reconcilers.provisioning`.
@@ -68,6 +72,8 @@ from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
 from webhook.worker.reconcilers.failure_recovery import FailureRecovery
 from webhook.worker.reconcilers.provisioning import REQUESTS, ProvisioningController
+from webhook.worker.reconcilers.tas_node_failure import Gates, NodeFailureController
+from webhook.worker.reconcilers.topology_ungater import TopologyUngater
 from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention
@@ -322,6 +328,42 @@ class Manager:
             cleanup_on_eviction=config.feature_enabled(Feature.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION),
             tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
         )
+        # TopologyAwareScheduling: pods of TAS-admitted Workloads ungated onto their assigned domains
+        # (`pkg/controller/tas/topology_ungater.go`); it follows the started pods itself.
+        self.topology_ungater = (
+            TopologyUngater(
+                kube,
+                self.store,
+                self.informers,
+                stop=stop,
+                concurrent_admission=self.core.config.concurrent_admission,
+                group_name_annotation=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
+            )
+            if config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+            else None
+        )
+        # TASFailedNodeReplacement: Workloads on failed nodes marked for a replacement domain, or evicted
+        # (`pkg/controller/tas/node_controller.go`); it follows nodes and the started pods itself.
+        self.node_failures = (
+            NodeFailureController(
+                kube,
+                self.store,
+                self.informers,
+                self.recorder,
+                stop=stop,
+                gates=Gates(
+                    replace_on_pod_termination=config.feature_enabled(Feature.TAS_REPLACE_NODE_ON_POD_TERMINATION),
+                    replace_on_node_taints=config.feature_enabled(Feature.TAS_REPLACE_NODE_ON_NODE_TAINTS),
+                    not_ready_over_fixed_time=config.feature_enabled(
+                        Feature.TAS_REPLACE_NODE_DUE_TO_NOT_READY_OVER_FIXED_TIME
+                    ),
+                ),
+                on_evicted=lambda key, cq, reason, wl: self.reporter.evicted(key, cq, reason, wl),
+            )
+            if config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+            and config.feature_enabled(Feature.TAS_FAILED_NODE_REPLACEMENT)
+            else None
+        )
         settings = self.core.config.dra_settings
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
@@ -332,7 +374,7 @@ class Manager:
             *(w.reconciler for w in self.integrations),
             self.workloads,
             self.provisioning,
-            *(r for r in (self.variants, self.retention) if r is not None),
+            *(r for r in (self.variants, self.retention, self.topology_ungater, self.node_failures) if r is not None),
         )
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)

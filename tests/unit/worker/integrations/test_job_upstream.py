@@ -20,10 +20,9 @@ The fake API behaves as upstream's fake client where these scenarios depend on i
 update carrying a stale resourceVersion is a conflict, `…/status` takes merge patches, and DELETE of
 an object that still has finalizers only sets its deletionTimestamp.
 
-Left out (TAS, MultiKueue, ElasticJobs/workload slices, ManagedBy, alpha gates):
-`PodSet label and Workload annotation are set when Job is starting; TopologyAwareScheduling enabled`,
-the six elastic `the workload slice …` / `the admitted slice …` cases, `TestPodSetsInfo/replace stale
-workload slice annotation` and the TAS-enabled `TestPodSets` cases.
+Left out (TAS, MultiKueue, ElasticJobs/workload slices, ManagedBy, alpha gates): the six elastic
+`the workload slice …` / `the admitted slice …` cases, `TestPodSetsInfo/replace stale workload slice
+annotation` and the TAS-enabled `TestPodSets` cases.
 """
 
 from __future__ import annotations
@@ -878,6 +877,25 @@ RECONCILER_CASES = [
             want_events=[STARTED],
         ),
         id="Pod queue labels are not set when AssignQueueLabelsForPods is disabled",
+    ),
+    pytest.param(
+        Case(
+            gates={"TopologyAwareScheduling": True, "AssignQueueLabelsForPods": True},
+            manage_without_queue_name=True,
+            namespace_selector={},
+            job=base_job().obj(),
+            want_job=base_job()
+            .suspend(False)
+            .pod_label(PODSET, "main")
+            .pod_label(LQ_LABEL, "foo")
+            .pod_label(CQ_LABEL, "cq")
+            .pod_ann("kueue.x-k8s.io/workload", "wl")
+            .obj(),
+            workloads=[base_wl().admitted().obj()],
+            want_workloads=[base_wl().admitted().obj()],
+            want_events=[STARTED],
+        ),
+        id="PodSet label and Workload annotation are set when Job is starting; TopologyAwareScheduling enabled",
     ),
     pytest.param(
         Case(
