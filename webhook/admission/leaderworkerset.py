@@ -7,7 +7,7 @@ worker (`webhook/worker/integrations/leaderworkerset.py`) makes one Workload per
 each group's pods into a pod group. Paths /mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset
 (CREATE and UPDATE) and /validate-leaderworkerset-x-k8s-io-v1-leaderworkerset.
 Not mirrored: the topology-aware scheduling checks of the templates' annotations
-(`validateTopologyRequest`), as topology-aware scheduling is not implemented.
+(`validateTopologyRequest`; `webhook/admission/tas_validation.py` has them, not yet called here).
 """
 
 from __future__ import annotations

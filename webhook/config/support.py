@@ -9,7 +9,7 @@ Feature gates fall in three groups:
 
 * `UNIMPLEMENTED_GATES`: the feature is absent. Off is what pykueue does, so `false` is always
   accepted; `true` is refused when upstream's default is off. A default-on gate of an absent feature
-  (TAS, MultiKueue) is accepted at its default: objects that need it are held back as upstream holds
+  (MultiKueue) is accepted at its default: objects that need it are held back as upstream holds
   them when no flavor or cluster supports it.
 * `ALWAYS_ON_GATES`: the behaviour is hard-wired on; `false` is refused.
 * `NO_EFFECT_GATES`: upstream's internals (how a patch is sent, a TAS data layout); either value is
@@ -33,7 +33,6 @@ __all__ = [
     "refusals",
 ]
 
-_TAS = "topology-aware scheduling is not implemented"
 _MK = "MultiKueue is not implemented"
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
@@ -44,21 +43,12 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.PRIORITY_BOOST: (
             "the kueue.x-k8s.io/priority-boost annotation is validated but never added to a workload's priority"
         ),
-        # Topology-aware scheduling: TopologyAwareScheduling, TASValidateWorkloadSliceSize and the node failure
-        # controller's TASReplaceNode* gates are read.
-        Feature.TAS_PROFILE_MIXED: _TAS,
-        Feature.TAS_FAILED_NODE_REPLACEMENT: _TAS,
-        Feature.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: _TAS,
-        Feature.TAS_BALANCED_PLACEMENT: _TAS,
-        Feature.TAS_MULTI_LAYER_TOPOLOGY: _TAS,
-        Feature.TAS_RESPECT_NODE_AFFINITY_PREFERRED: _TAS,
-        Feature.TAS_HANDLE_OVERLAPPING_FLAVORS: _TAS,
-        Feature.TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: _TAS,
-        Feature.TAS_CACHE_NODE_MATCH_RESULTS: _TAS,
-        Feature.TAS_CACHING_REMAINING_RESOURCES: _TAS,
-        Feature.TAS_CACHE_TOPOLOGY_TREE: _TAS,
-        Feature.SCHEDULER_LIBRARY_INTEGRATION: _TAS,
-        Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS: _TAS,
+        # Topology-aware scheduling is implemented at upstream's defaults (webhook.core.tas); these
+        # alternatives to them are not reachable from the Configuration yet.
+        Feature.TAS_BALANCED_PLACEMENT: "TAS balanced placement is not implemented",
+        Feature.TAS_RESPECT_NODE_AFFINITY_PREFERRED: "TAS does not rank domains by preferred node affinity",
+        Feature.SCHEDULER_LIBRARY_INTEGRATION: "TAS placement does not call the kube-scheduler library",
+        Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS: "elastic Jobs' workload slices are not placed by TAS",
         Feature.MULTI_KUEUE: _MK,
         Feature.MULTI_KUEUE_ADAPTERS_FOR_CUSTOM_JOBS: _MK,
         Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION: _MK,
@@ -88,6 +78,26 @@ ALWAYS_ON_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.TAS_ASSIGNMENTS_ENCODING_BY_HOSTNAME_PREFIX: (
             "v1beta1 topology assignments are always converted with the hostname-prefix encoding"
         ),
+        Feature.TAS_PROFILE_MIXED: "TAS always places with upstream's mixed profile",
+        Feature.TAS_MULTI_LAYER_TOPOLOGY: "TAS always honours multi-layer slice requests",
+        Feature.TAS_HANDLE_OVERLAPPING_FLAVORS: "TAS flavors sharing nodes always count each other's usage",
+        Feature.TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE: (
+            "a TAS placement whose domains were taken earlier in the cycle is always recomputed"
+        ),
+        Feature.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST: (
+            "a Workload whose failed node has no replacement is always evicted at once"
+        ),
+    }
+)
+
+# Parts of topology-aware scheduling: with TopologyAwareScheduling off, turning them off too is consistent.
+_TAS_PARTS = frozenset(
+    {
+        Feature.TAS_PROFILE_MIXED,
+        Feature.TAS_MULTI_LAYER_TOPOLOGY,
+        Feature.TAS_HANDLE_OVERLAPPING_FLAVORS,
+        Feature.TAS_RECOMPUTE_ASSIGNMENT_WITHIN_SCHEDULING_CYCLE,
+        Feature.TAS_FAILED_NODE_REPLACEMENT_FAIL_FAST,
     }
 )
 
@@ -95,6 +105,9 @@ NO_EFFECT_GATES: Mapping[Feature, str] = MappingProxyType(
     {
         Feature.WORKLOAD_REQUEST_USE_MERGE_PATCH: "how upstream sends a Workload write; ours are merge patches",
         Feature.VECTORIZED_RESOURCE_REQUESTS: "a data layout inside upstream's TAS code",
+        Feature.TAS_CACHE_NODE_MATCH_RESULTS: "a cache upstream's TAS code keeps for speed",
+        Feature.TAS_CACHING_REMAINING_RESOURCES: "a cache upstream's TAS code keeps for speed",
+        Feature.TAS_CACHE_TOPOLOGY_TREE: "a cache upstream's TAS code keeps for speed",
     }
 )
 
@@ -124,11 +137,12 @@ def refusals(cfg: Configuration) -> list[str]:
     """One line per option `cfg` sets that pykueue does not implement, fields first, gates sorted."""
     out = [f"{path}: {why}" for path, at_default, why in FIELD_REFUSALS if not at_default(cfg)]
     out.extend(tlsoptions.unavailable(tlsoptions.for_config(cfg)))
+    tas = cfg.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
     for name in sorted(cfg.feature_gates):
         gate, value = Feature(name), cfg.feature_gates[name]
         if value and not FEATURE_GATE_DEFAULTS[gate] and gate in UNIMPLEMENTED_GATES:
             out.append(f"featureGates.{gate}: true is not implemented: {UNIMPLEMENTED_GATES[gate]}")
-        elif not value and gate in ALWAYS_ON_GATES:
+        elif not value and gate in ALWAYS_ON_GATES and (gate not in _TAS_PARTS or tas):
             out.append(f"featureGates.{gate}: false is not implemented: {ALWAYS_ON_GATES[gate]}")
     return out
 
