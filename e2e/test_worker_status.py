@@ -95,11 +95,12 @@ def test_priority_class_value_change_reaches_the_workload(
     )
 
 
-def test_topology_flavor_waits_for_its_topology_and_topology_requests_stay_pending(
+def test_topology_flavor_waits_for_its_topology_then_places_the_job_on_one_host(
     kubectl: Kubectl, namespace: str, objs: ClusterObjects
 ) -> None:
     """TopologyNotFound until the flavor's Topology exists (upstream's ClusterQueue Active reason); a Job
-    asking for a topology is then kept pending rather than admitted without a placement."""
+    requiring one host is then admitted with a topology assignment naming a host of the flavor, and its
+    pods are ungated onto that host."""
     rf, cq, topology = objs.name("rf"), objs.name("cq"), objs.name("topo")
     tas_flavor = flavor(rf)
     tas_flavor["spec"]["topologyName"] = topology
@@ -128,15 +129,24 @@ def test_topology_flavor_waits_for_its_topology_and_topology_requests_stay_pendi
         "kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"
     }
     submit(kubectl, j)
-    message = (
-        f'couldn\'t assign flavors to pod set main: Flavor "{rf}" supports TopologyAwareScheduling, which pykueue '
-        "does not implement"
-    )
-    wl = wait_for(
-        "pending with the topology message",
-        lambda: (
-            (w := workload_of(kubectl, namespace, "tas")) and cond(w, "QuotaReserved").get("message") == message and w
-        ),
-    )
+
+    def placed() -> dict[str, Any] | None:
+        w = workload_of(kubectl, namespace, "tas")
+        if not w or cond(w, "Admitted").get("status") != "True":
+            return None
+        return w
+
+    wl = wait_for("admitted with a topology assignment", placed)
     assert wl["spec"]["podSets"][0]["topologyRequest"]["required"] == "kubernetes.io/hostname"
-    assert kubectl.get("job", "tas", "-n", namespace)["spec"]["suspend"] is True
+    assignment = wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    assert assignment["levels"] == ["kubernetes.io/hostname"]
+    node_names = {n["metadata"]["name"] for n in kubectl.get("nodes", "-l", "instance-type=on-demand")["items"]}
+
+    def on_one_host() -> set[str] | None:
+        pods = kubectl.get("pods", "-n", namespace, "-l", "job-name=tas")["items"]
+        hosts = {(p["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname") for p in pods}
+        ungated = pods and all(not p["spec"].get("schedulingGates") for p in pods)
+        return hosts if ungated and len(hosts) == 1 and hosts <= node_names else None
+
+    wait_for("pods ungated onto the assigned host", on_one_host)
+    assert kubectl.get("job", "tas", "-n", namespace)["spec"].get("suspend") is False
