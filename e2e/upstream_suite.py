@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, and sequential/baseline on
-a real node: e2e/upstream_real.py), unchanged, against a system.
+"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, and sequential/{baseline,extended}
+on a real node: e2e/upstream_real.py), unchanged, against a system.
 
 The suite is built by e2e/build-kueue.sh with `go test -c` from the Go module pinned in
 e2e/tools/kueue/go.mod (nothing of upstream's is committed) and runs against our local control
@@ -72,12 +72,14 @@ DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 class Suite:
     """One of upstream's e2e suites: its package (the ginkgo tree), whether it needs a real Deployment
     (it restarts Kueue with a changed Configuration: e2e/upstream_real.py) or the host-process stack, and
-    the operators (e2e/operators.py) its selected specs need beside the system."""
+    the operators (e2e/operators.py) its selected specs need beside the system. A real-node suite's
+    system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does."""
 
     name: str
     package: str
     real_node: bool
     integrations: tuple[str, ...] = ()
+    config_folder: str = "baseline"
 
     @property
     def binary(self) -> str:
@@ -99,6 +101,13 @@ SUITES = {
             integrations=("jobset", "lws", "appwrapper", "trainer"),
         ),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
+        Suite(
+            "sequential-extended",
+            "test/e2e/sequential/extended",
+            real_node=True,
+            integrations=("jobset", "lws", "appwrapper"),
+            config_folder="extended",
+        ),
     )
 }
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
@@ -589,7 +598,15 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
     system: OursSystem | UpstreamSystem | RealNodeSystem
     if suite.real_node:
         host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
-        system = RealNodeSystem(system_name, out / "system", host_exec, bin_dir, module)
+        system = RealNodeSystem(
+            system_name,
+            out / "system",
+            host_exec,
+            bin_dir,
+            module,
+            config_folder=suite.config_folder,
+            integrations=suite.integrations,
+        )
         session = system.session()
     else:
         system = (
