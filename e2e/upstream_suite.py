@@ -9,9 +9,9 @@ plane with one of two systems behind it:
   upstream  upstream's manager (cmd/kueue, same version) as a host process with upstream's own
             CRDs and webhook configurations: the calibration that tells a harness defect from ours.
 Both get the same Configuration (upstream e2e's, test/e2e/config/default), the same stand-ins, kwok
-stages and ginkgo seed; the extended suite also gets the real operators it needs (e2e/operators.py) and
+stages and ginkgo seed; the extended suites also get the real operators they need (e2e/operators.py) and
 their frameworks, those we implement for ours. The selection (label filter + every excluded spec with its reason) is
-e2e/upstream_suite.yaml; a dry run checks that it names every baseline spec the filter leaves out.
+e2e/upstream-suites/<suite>.yaml; a dry run checks that it names every spec the filter leaves out.
 
 What the suite's BeforeSuite (test/util/e2e.go WaitForKueueAvailability) wants, met from outside:
 a Deployment kueue-controller-manager in kueue-system, available, whose pods' IPs are the ready
