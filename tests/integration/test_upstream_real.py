@@ -27,7 +27,7 @@ leaderElection:
 integrations:
   frameworks:
   - "batch/job"
-  - "kubeflow.org/mpijob"
+  - "sparkoperator.k8s.io/sparkapplication"
   - "jobset.x-k8s.io/jobset"
   - "workload.codeflare.dev/appwrapper"
   - "pod"
@@ -63,7 +63,7 @@ def test_the_install_gives_the_manager_its_configuration_and_replicas() -> None:
         pytest.param("jobset.x-k8s.io/jobset", True, id="jobset kept"),
         pytest.param("leaderworkerset.x-k8s.io/leaderworkerset", True, id="lws kept"),
         pytest.param("workload.codeflare.dev/appwrapper", True, id="appwrapper kept"),
-        pytest.param("kubeflow.org/mpijob", False, id="mpijob dropped: not implemented"),
+        pytest.param("sparkoperator.k8s.io/sparkapplication", False, id="spark dropped: not implemented"),
     ],
 )
 def test_ours_runs_upstreams_e2e_configuration_less_what_it_lacks(framework: str, enabled: bool) -> None:
