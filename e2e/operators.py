@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""The external operators upstream Kueue's extended e2e suites need, for real, on the local stack.
+"""The external operators upstream Kueue's extended e2e suites need, for real, beside the system.
 
 JobSet, LeaderWorkerSet, AppWrapper and Kubeflow Trainer are built by e2e/build-operators.sh at the
 versions upstream Kueue's go.mod pins, and run here as host processes against the local control plane
-(kwok runs their pods, the kube-controller-manager their Jobs and StatefulSets), as our server does:
+(kwok runs their pods, the kube-controller-manager their Jobs and StatefulSets): the local stack's, where
+our server is a host process too, or the real node's (e2e/upstream_real.py), where the system is a
+Deployment on the node and the operators run in the node's network namespace, so 127.0.0.1 is the API
+server's loopback there as well:
   - manifests: each operator's own kustomization in its module (the release's CRDs, RBAC, webhook
     configurations), rendered by `kubectl kustomize` as upstream's hack/testing/e2e-common.sh applies
     them; Deployments, Services, Secrets and ConfigMaps dropped (the process runs on the host), every

@@ -5,12 +5,16 @@ kueue-controller-manager (`kubectl.kubernetes.io/restartedAt`) and wait until it
 webhook Service's endpoints and one of them holds the Lease; the HA specs scale it to two replicas,
 clear caBundles and kill the leader's pod. So the system has to be a real Deployment whose pods run
 it: the real node of `make e2e-real` (e2e/real.py RealCluster), the system's image imported into
-the node's containerd, the Deployment's pods pinned to that node and every other pod on kwok's nodes:
-  ours      our image (e2e/image.py) installed with `make deploy`, then given upstream e2e's
-            Configuration (test/e2e/config/default) restricted to the integrations we implement,
-            and one replica, as upstream's test/e2e/config/baseline has;
+the node's containerd, the Deployment's pods pinned to that node and every other pod on kwok's nodes.
+Each suite names the folder of upstream's test/e2e/config its Makefile target deploys (E2E_CONFIG_FOLDER:
+baseline, extended):
+  ours      our image (e2e/image.py) installed with `make deploy`, then given that folder's
+            Configuration restricted to the integrations we implement, and its one replica;
   upstream  upstream's manager image (e2e/image.py, from the cmd/kueue binary e2e/build-kueue.sh
-            builds), installed from upstream's own test/e2e/config/baseline (`kubectl kustomize`).
+            builds), installed from that folder itself (`kubectl kustomize`).
+The real operators a suite needs (JobSet, LWS, AppWrapper: e2e/operators.py) run as host processes
+inside the node's network namespace, started before the system so their CRDs exist when it starts;
+their stand-in Deployments' pods and the pods they make run on kwok, as the specs' own pods do.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import image  # noqa: E402
 import real  # noqa: E402
 from cluster import Cluster, HostExec  # noqa: E402
+from operators import Operators  # noqa: E402
 from stack import merged  # noqa: E402
 
 from webhook.api import integrations  # noqa: E402
@@ -45,21 +50,19 @@ from webhook.install import installer, objects  # noqa: E402
 NAMESPACE = objects.Settings().namespace
 OURS_IMAGE = "pykueue:dev"
 UPSTREAM_IMAGE = "localhost/pykueue/upstream-kueue:e2e"
-#: upstream's e2e Configuration and the kustomization the baseline-config suites deploy.
-UPSTREAM_E2E_CONFIG = "test/e2e/config/default/controller_manager_config.yaml"
-UPSTREAM_BASELINE_KUSTOMIZATION = "test/e2e/config/baseline"
-BASELINE_REPLICAS = 1
+#: upstream's e2e kustomizations, one folder per E2E_CONFIG_FOLDER (hack/make/test.mk).
+UPSTREAM_E2E_CONFIGS = "test/e2e/config"
 
 
 class RealSystemError(RuntimeError):
     """A step of bringing a system up on the real node failed; the message says which."""
 
 
-def our_configuration(module: Path) -> str:
-    """The Configuration we ship with upstream e2e's settings laid over it, restricted to what we implement
-    (anything else is refused at start): upstream's integrations less those we lack, its feature gates
-    less those of features we lack (MultiKueueManagerQuotaAutomation)."""
-    upstream = yaml.safe_load((module / UPSTREAM_E2E_CONFIG).read_text())
+def our_configuration(upstream_text: str) -> str:
+    """The Configuration we ship with upstream e2e's (`upstream_text`) laid over it, restricted to what we
+    implement (anything else is refused at start): upstream's integrations less those we lack, its feature
+    gates less those of features we lack (MultiKueueManagerQuotaAutomation)."""
+    upstream = yaml.safe_load(upstream_text)
     ours = yaml.safe_load(objects.DEFAULT_CONFIGURATION)
     implemented = {f.name for f in integrations.implemented()}
     frameworks = [f for f in upstream.get("integrations", {}).get("frameworks", []) if f in implemented]
@@ -96,18 +99,39 @@ def pin_deployment(kubectl: str, cluster: Cluster) -> None:
     cluster.place_on_real_node(NAMESPACE, placed=False)
 
 
-def upstream_install(module: Path, kubectl: str, cluster: Cluster) -> list[dict[str, Any]]:
-    """upstream's test/e2e/config/baseline as kustomize renders it, the manager image ours to import and
-    its pods on the real node."""
+def upstream_e2e_install(module: Path, kubectl: str, folder: str) -> list[dict[str, Any]]:
+    """upstream's test/e2e/config/`folder` as kustomize renders it: what its Makefile target deploys."""
     res = subprocess.run(
-        [kubectl, "kustomize", str(module / UPSTREAM_BASELINE_KUSTOMIZATION)],
+        [kubectl, "kustomize", str(module / UPSTREAM_E2E_CONFIGS / folder)],
         capture_output=True,
         text=True,
         check=False,
     )
     if res.returncode != 0:
-        raise RealSystemError(f"kubectl kustomize {UPSTREAM_BASELINE_KUSTOMIZATION}: {res.stderr.strip()}")
-    docs = [d for d in yaml.safe_load_all(res.stdout) if d]
+        raise RealSystemError(f"kubectl kustomize {UPSTREAM_E2E_CONFIGS}/{folder}: {res.stderr.strip()}")
+    return [d for d in yaml.safe_load_all(res.stdout) if d]
+
+
+def manager_configuration(docs: list[dict[str, Any]]) -> str:
+    """The Configuration file of the install's ConfigMap kueue-manager-config."""
+    return next(
+        str(d["data"][objects.CONFIG_FILE])
+        for d in docs
+        if d["kind"] == "ConfigMap" and d["metadata"]["name"] == objects.CONFIG_MAP
+    )
+
+
+def manager_replicas(docs: list[dict[str, Any]]) -> int:
+    """The install's replica count for the manager Deployment (the folder's `replicas:` entry)."""
+    return next(
+        int(d["spec"].get("replicas", 1))
+        for d in docs
+        if d["kind"] == "Deployment" and d["metadata"]["name"] == objects.DEPLOYMENT
+    )
+
+
+def upstream_install(docs: list[dict[str, Any]], cluster: Cluster) -> list[dict[str, Any]]:
+    """`docs` (upstream_e2e_install) with the manager image ours to import and its pods on the real node."""
     for doc in docs:
         if doc["kind"] == "Deployment" and doc["metadata"]["name"] == objects.DEPLOYMENT:
             for container in doc["spec"]["template"]["spec"]["containers"]:
@@ -186,14 +210,27 @@ def metrics_url(kubectl: str) -> str:
 
 
 class RealNodeSystem:
-    """`name` (ours or upstream) as a Deployment on a fresh cluster's real node."""
+    """`name` (ours or upstream) as a Deployment on a fresh cluster's real node, installed as upstream's
+    test/e2e/config/`config_folder` says, with the operators `integrations` names beside it."""
 
-    def __init__(self, name: str, directory: Path, host_exec: HostExec, kueue_bin: Path, module: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        directory: Path,
+        host_exec: HostExec,
+        kueue_bin: Path,
+        module: Path,
+        *,
+        config_folder: str,
+        integrations: tuple[str, ...] = (),
+    ) -> None:
         self.name = name
         self.dir = directory
         self.host_exec = host_exec
         self.kueue_bin = kueue_bin
         self.module = module
+        self.config_folder = config_folder
+        self.integrations = integrations
         self.cluster: Cluster | None = None
 
     def logs(self) -> Path:
@@ -224,16 +261,20 @@ class RealNodeSystem:
             with rc.session(NAMESPACE if self.name == "ours" else None) as cluster:
                 self.cluster = cluster
                 os.environ["KUBECONFIG"] = str(cluster.kubeconfig)  # every kubectl here and in the installer
+                operators = Operators(self.dir / "operators", cluster, self.integrations)
                 try:
+                    operators.up()
                     config = self._install(kubectl, cluster)
                     yield metrics_url(kubectl), config
                 finally:
                     self._save_logs(kubectl)
+                    operators.down()
         finally:
             for archive in archives:
                 archive.unlink(missing_ok=True)
 
     def _install(self, kubectl: str, cluster: Cluster) -> str:
+        docs = upstream_e2e_install(self.module, kubectl, self.config_folder)
         if self.name == "ours":
             res = subprocess.run(
                 ["make", "--no-print-directory", "deploy", f"IMG={OURS_IMAGE}", f"KUBECTL={kubectl}"],
@@ -243,17 +284,12 @@ class RealNodeSystem:
             if res.returncode != 0:
                 raise RealSystemError(f"make deploy exited {res.returncode}")
             pin_deployment(kubectl, cluster)
-            config = our_configuration(self.module)
-            reconfigure(cluster, kubectl, config, BASELINE_REPLICAS)
+            config = our_configuration(manager_configuration(docs))
+            reconfigure(cluster, kubectl, config, manager_replicas(docs))
             return config
-        docs = upstream_install(self.module, kubectl, cluster)
-        apply(cluster, docs)
+        apply(cluster, upstream_install(docs, cluster))
         wait_available(kubectl)
-        return next(
-            str(d["data"][objects.CONFIG_FILE])
-            for d in docs
-            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == objects.CONFIG_MAP
-        )
+        return manager_configuration(docs)
 
     def _save_logs(self, kubectl: str) -> None:
         """Every kueue-system container's log (current and previous), for the run's report."""

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, and sequential/baseline on
-a real node: e2e/upstream_real.py), unchanged, against a system.
+"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, and sequential/{baseline,extended}
+on a real node: e2e/upstream_real.py), unchanged, against a system.
 
 The suite is built by e2e/build-kueue.sh with `go test -c` from the Go module pinned in
 e2e/tools/kueue/go.mod (nothing of upstream's is committed) and runs against our local control
@@ -9,9 +9,9 @@ plane with one of two systems behind it:
   upstream  upstream's manager (cmd/kueue, same version) as a host process with upstream's own
             CRDs and webhook configurations: the calibration that tells a harness defect from ours.
 Both get the same Configuration (upstream e2e's, test/e2e/config/default), the same stand-ins, kwok
-stages and ginkgo seed; the extended suite also gets the real operators it needs (e2e/operators.py) and
+stages and ginkgo seed; the extended suites also get the real operators they need (e2e/operators.py) and
 their frameworks, those we implement for ours. The selection (label filter + every excluded spec with its reason) is
-e2e/upstream_suite.yaml; a dry run checks that it names every baseline spec the filter leaves out.
+e2e/upstream-suites/<suite>.yaml; a dry run checks that it names every spec the filter leaves out.
 
 What the suite's BeforeSuite (test/util/e2e.go WaitForKueueAvailability) wants, met from outside:
 a Deployment kueue-controller-manager in kueue-system, available, whose pods' IPs are the ready
@@ -72,12 +72,14 @@ DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 class Suite:
     """One of upstream's e2e suites: its package (the ginkgo tree), whether it needs a real Deployment
     (it restarts Kueue with a changed Configuration: e2e/upstream_real.py) or the host-process stack, and
-    the operators (e2e/operators.py) its selected specs need beside the system."""
+    the operators (e2e/operators.py) its selected specs need beside the system. A real-node suite's
+    system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does."""
 
     name: str
     package: str
     real_node: bool
     integrations: tuple[str, ...] = ()
+    config_folder: str = "baseline"
 
     @property
     def binary(self) -> str:
@@ -99,6 +101,13 @@ SUITES = {
             integrations=("jobset", "lws", "appwrapper", "trainer"),
         ),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
+        Suite(
+            "sequential-extended",
+            "test/e2e/sequential/extended",
+            real_node=True,
+            integrations=("jobset", "lws", "appwrapper"),
+            config_folder="extended",
+        ),
     )
 }
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
@@ -271,7 +280,8 @@ def check_selection(
     Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason."""
     all_specs = dry_run(suite, binary, module, out, None)
     everything = {s.text for s in all_specs}
-    labelled = {s.text for s in dry_run(suite, binary, module, out, selection.label_filter)}
+    # a dry run reports the specs the label filter leaves out as skipped
+    labelled = {s.text for s in dry_run(suite, binary, module, out, selection.label_filter) if s.state != "skipped"}
     unknown = sorted(set(selection.excluded) - everything)
     unexplained = sorted(everything - labelled - set(selection.excluded))
     problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
@@ -589,7 +599,15 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
     system: OursSystem | UpstreamSystem | RealNodeSystem
     if suite.real_node:
         host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
-        system = RealNodeSystem(system_name, out / "system", host_exec, bin_dir, module)
+        system = RealNodeSystem(
+            system_name,
+            out / "system",
+            host_exec,
+            bin_dir,
+            module,
+            config_folder=suite.config_folder,
+            integrations=suite.integrations,
+        )
         session = system.session()
     else:
         system = (
