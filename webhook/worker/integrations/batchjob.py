@@ -172,7 +172,7 @@ def start_patch(
             wl, _flavor_specs(flavors), tas=tas, assign_queue_labels=assign_queue_labels, elastic=elastic
         )
         if len(infos) != 1:
-            raise podset.PermanentError(f"invalid podset infos: expecting 1 podset, got {len(infos)}")
+            raise podset.PermanentError(podset.bad_length(1, len(infos)))
         base = podset.PodSetInfo.of_template(template)
         merged = podset.merge(base, infos[0], elastic=elastic)
     except podset.PermanentError as exc:

@@ -179,9 +179,7 @@ def start_patch(
             elastic=elastic,
         )
         if len(infos) != len(replicated_jobs):
-            raise podset.PermanentError(
-                f"invalid podset infos: expecting {len(replicated_jobs)} podset, got {len(infos)}"
-            )
+            raise podset.PermanentError(podset.bad_length(len(replicated_jobs), len(infos)))
         for rj, info in zip(replicated_jobs, infos, strict=True):
             template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
             _write_pod_set_info(template, podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic))

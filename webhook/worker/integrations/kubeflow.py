@@ -116,11 +116,6 @@ def _template(job: Obj, kind: kf.Kind, replica_type: str) -> Obj:
     return kf.replica_specs(job, kind)[replica_type].get("template") or {}
 
 
-def _bad_length(want: int, got: int) -> str:
-    """`BadPodSetsInfoLenError`."""
-    return f"invalid podset infos: expecting {want} podset, got {got}"
-
-
 def start_patch(
     job: Obj,
     kind: kf.Kind,
@@ -146,7 +141,7 @@ def start_patch(
             elastic=elastic,
         )
         if len(infos) != len(types):
-            raise podset.PermanentError(_bad_length(len(types), len(infos)))
+            raise podset.PermanentError(podset.bad_length(len(types), len(infos)))
         for replica_type, info in zip(types, infos, strict=True):
             template = _template(job, kind, replica_type)
             merged = podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic)

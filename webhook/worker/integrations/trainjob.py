@@ -186,7 +186,7 @@ class TrainJob:
             raise StartConflict(str(exc)) from exc
         want = len(self.jobset_spec().get("replicatedJobs") or ())
         if len(infos) != want:
-            raise StartConflict(f"invalid podset infos: expecting {want} podset, got {len(infos)}")
+            raise StartConflict(podset.bad_length(want, len(infos)))
         if tj.kueue_runtime_patch(self.obj) is None:
             raise JobError("kueue runtime patch not found")
         replicated_jobs = []

@@ -23,6 +23,7 @@ __all__ = [
     "FlavorNotFound",
     "PermanentError",
     "PodSetInfo",
+    "bad_length",
     "expected_running_pod_sets",
     "from_admission",
     "merge",
@@ -35,6 +36,11 @@ __all__ = [
 
 class PermanentError(Exception):
     """`podset.IsPermanent`: the admission cannot be applied to the template; retrying cannot help."""
+
+
+def bad_length(want: int, got: int) -> str:
+    """`podset.BadPodSetsInfoLenError`: the admission names another number of podSets than the job has."""
+    return f"invalid podset infos: expecting {want} podset, got {got}"
 
 
 class FlavorNotFound(Exception):
