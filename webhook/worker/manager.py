@@ -26,7 +26,7 @@ Threads (all daemons; the process exits when leadership ends):
 * the TAS topology ungater (`WorkQueue` keyed by Workload, its own informer of started pods), with
   the TopologyAwareScheduling gate on: `reconcilers.topology_ungater`; and the TAS node failure
   controller (`WorkQueue` keyed by node, node and pod informers), with TASFailedNodeReplacement on
-  too: `reconcilers.tas_node_failure`.
+  too: `reconcilers.tas_node_failure`. Both start with the first ResourceFlavor naming a Topology.
 * the `kueue.x-k8s.io/provisioning-request` admission check (a `WorkQueue` keyed by Workload and one
   keyed by AdmissionCheck), idle until the ProvisioningRequest API is served:
   `reconcilers.provisioning`.
@@ -376,6 +376,10 @@ class Manager:
             self.provisioning,
             *(r for r in (self.variants, self.retention, self.topology_ungater, self.node_failures) if r is not None),
         )
+        # The TAS controllers follow nodes and started pods: like the core's TAS feeds, only once a
+        # ResourceFlavor names a Topology (no TAS-admitted Workload can exist before).
+        self.tas_reconcilers = tuple(r for r in (self.topology_ungater, self.node_failures) if r is not None)
+        self._reconcilers_started = False
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
         self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
         # Queue status has its own writer, as upstream's ClusterQueue, LocalQueue and Cohort controllers
@@ -449,6 +453,9 @@ class Manager:
             self._tas_started = True
         for kind, path, query in self.tas_feeds:
             self._inform_tas(kind, path, query)
+        if self._reconcilers_started:
+            for reconciler in self.tas_reconcilers:
+                reconciler.start()
 
     def _inform_tas(self, kind: str, path: str, query: dict[str, str] | None) -> None:
         """Follow Nodes or pods for the core's TAS cache (see `TAS_FEEDS`): slimmed, not stored; a
@@ -744,7 +751,9 @@ class Manager:
                 for wpc in self.store.list("workloadpriorityclasses"):  # the informer's initial creates
                     self._sync_priorities(object_key(wpc))
                 for reconciler in self.reconcilers:
-                    reconciler.start()
+                    if self._tas_started or reconciler not in self.tas_reconcilers:
+                        reconciler.start()
+                self._reconcilers_started = True
                 log.info(
                     "caches synced, scheduling",
                     extra={
