@@ -43,6 +43,7 @@ from webhook.cli.simulate import (
     workload_for,
     workloads_ahead,
 )
+from webhook.core import topology
 from webhook.core.cycle import SchedulerConfig
 from webhook.core.decisions import Admit, Pending, Preempt, QueueBlocked
 from webhook.core.quota_resources import QuotaResources
@@ -102,9 +103,16 @@ def server_config(api: Api) -> SchedulerConfig:
 
 
 def fetch_state(api: Api) -> ClusterState:
+    """Everything the core reads; Topologies, Nodes and running Pods only when a ResourceFlavor names a
+    Topology (topology-aware admission places pods on them)."""
     v1b2 = f"/apis/{constants.V1BETA2}"
+    flavors = _optional_list(api, kueue_path("resourceflavor"))
+    tas = any((rf.get("spec") or {}).get("topologyName") for rf in flavors)
     return ClusterState(
-        resource_flavors=_optional_list(api, kueue_path("resourceflavor")),
+        topologies=_optional_list(api, f"{v1b2}/topologies") if tas else [],
+        nodes=_optional_list(api, "/api/v1/nodes") if tas else [],
+        pods=_optional_list(api, "/api/v1/pods") if tas else [],
+        resource_flavors=flavors,
         cluster_queues=_optional_list(api, kueue_path("clusterqueue")),
         cohorts=_optional_list(api, f"{v1b2}/cohorts"),
         local_queues=_optional_list(api, kueue_path("localqueue")),
@@ -187,6 +195,7 @@ def describe_outcome(outcome: Outcome, wl: WorkloadInfo) -> list[str]:
             count, want = int(psa.get("count", 0)), requested.get(psa.get("name", ""), 0)
             partial = f" (partial admission: {count} of {want} pods)" if count < want else f" ({count} pods)"
             lines.append(f"  pod set {psa.get('name')}: {flavors}{partial}")
+            lines += _topology_lines(psa)
         return lines
     if isinstance(d, Preempt):
         lines = [f"would be admitted by ClusterQueue {d.cluster_queue} after preempting {len(d.targets)} workload(s):"]
@@ -195,6 +204,12 @@ def describe_outcome(outcome: Outcome, wl: WorkloadInfo) -> list[str]:
     if isinstance(d, Pending | QueueBlocked):
         return [f"would stay pending: {d.message}"]
     return ["no decision: the workload never reached the head of its queue in the simulation"]
+
+
+def _topology_lines(psa: Mapping[str, Any]) -> list[str]:
+    """Where topology-aware admission put (or would put) a pod set's pods, when it did."""
+    raw = psa.get("topologyAssignment")
+    return [f"    topology {topology.describe_assignment(raw)}"] if raw else []
 
 
 def _fits_lines(rows: Sequence[QuotaRow], cluster_queue: str) -> list[str]:
@@ -285,6 +300,7 @@ def explain(target: str) -> None:
         for psa in admission.get("podSetAssignments") or []:
             flavors = ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))
             lines.append(f"  pod set {psa.get('name')}: {flavors} ({psa.get('count')} pods)")
+            lines += _topology_lines(psa)
     lines += [f"Blocked: {b}" for b in blocked]
     reserved = next(
         (

@@ -49,6 +49,10 @@ class ClusterState:
     namespaces: list[dict[str, Any]] = field(default_factory=list)
     admission_checks: list[dict[str, Any]] = field(default_factory=list)
     workloads: list[dict[str, Any]] = field(default_factory=list)
+    # Topology-aware flavors place pods on these (read only when some ResourceFlavor names a Topology).
+    topologies: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
     # What of the server's Configuration the core reads (`explain.server_config`).
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
 
@@ -68,6 +72,13 @@ def build_core(state: ClusterState, now: datetime, *, with_workloads: bool = Tru
         )
     for rf in state.resource_flavors:
         core.on_resource_flavor(rf, now)
+    for topo in state.topologies:
+        core.on_topology(topo, now)
+    for node in state.nodes:
+        core.on_node(node, now)
+    for pod in state.pods:
+        meta = o.meta(pod)
+        core.on_pod(f"{meta.get('namespace', '')}/{meta.get('name', '')}", pod, now)
     for cohort in state.cohorts:
         core.on_cohort(cohort, now)
     for cq in state.cluster_queues:

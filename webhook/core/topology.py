@@ -22,6 +22,7 @@ from webhook.core.workload import PodSetInfo, WorkloadInfo, WorkloadKey, pod_req
 __all__ = [
     "TopologyCache",
     "TopologySnapshot",
+    "describe_assignment",
     "non_tas_pod_usage",
     "parse_node",
     "pod_set_request",
@@ -64,6 +65,15 @@ _TAS_POD_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-unconstrained-topology",
 )
+
+
+def describe_assignment(raw: Mapping[str, Any]) -> str:
+    """A pod set's `topologyAssignment` in words, for people (explain, dry-run, the dashboard): the
+    levels, then each domain's values with its pod count, e.g. `kubernetes.io/hostname: kind-worker (2 pods),
+    kind-worker2 (1 pod)`."""
+    ta = tas.from_v1beta2(raw)
+    domains = ", ".join(f"{'/'.join(d.values)} ({d.count} pod{'s' if d.count != 1 else ''})" for d in ta.domains)
+    return f"{'/'.join(ta.levels)}: {domains}"
 
 
 def non_tas_pod_usage(pod: Mapping[str, Any]) -> tuple[str, dict[str, int]] | None:

@@ -254,6 +254,7 @@ def create_app(settings: Settings) -> Starlette:
             state=views.state_of(entry.info),
             position=pos,
             conditions=(entry.raw.get("status") or {}).get("conditions") or [],
+            placement=views.placement(entry.raw),
             events=events,
             pods=pods,
             not_shared=f"Namespace {ns} does not share its Pods and Events with the dashboard (bind ClusterRole "

@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from webhook.api import quantity
-from webhook.core import model, ordering
+from webhook.core import model, ordering, topology
 from webhook.core.workload import WorkloadInfo
 from webhook.dashboard.store import Kind, Store, WorkloadEntry
 
@@ -31,12 +31,14 @@ __all__ = [
     "FlavorRow",
     "LocalQueueRow",
     "Overview",
+    "PlacementRow",
     "State",
     "WorkloadRow",
     "WorkloadsPage",
     "cohort_tree",
     "local_queues",
     "overview",
+    "placement",
     "positions",
     "state_of",
     "workloads_page",
@@ -159,6 +161,31 @@ class WorkloadsPage:
     namespaces: tuple[str, ...]
     queues: tuple[str, ...]
     local_queues: tuple[LocalQueueRow, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRow:
+    """Where one pod set of an admitted Workload runs: its flavors and, under topology-aware admission,
+    its domains (`webhook.core.topology.describe_assignment`)."""
+
+    pod_set: str
+    count: int
+    flavors: str
+    topology: str
+
+
+def placement(raw: Mapping[str, Any]) -> tuple[PlacementRow, ...]:
+    """The pod sets of `status.admission`, or none while the Workload holds no quota."""
+    admission = (raw.get("status") or {}).get("admission") or {}
+    return tuple(
+        PlacementRow(
+            str(psa.get("name", "")),
+            int(psa.get("count") or 0),
+            ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items())),
+            topology.describe_assignment(psa["topologyAssignment"]) if psa.get("topologyAssignment") else "",
+        )
+        for psa in admission.get("podSetAssignments") or ()
+    )
 
 
 def _amount(resource: str, text: object) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import T0, fq, make_cq, make_flavor, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cq, make_flavor, make_lq, make_topology, make_wl, psa
 from tests.unit.cli.fake_api import FakeApi
 from webhook import kube
 from webhook.cli import explain, simulate
@@ -285,3 +285,61 @@ def test_quota_rows_show_what_a_transformation_charges() -> None:
     rows = simulate.quota_rows(core, core.parse_workload(wl), "cq")
     assert [(r.resource, r.requested) for r in rows] == [("cpu", 6000)]
     assert simulate.never_fits(rows) == ["pod set main: cpu 6 requested, at most 4 in any flavor"]
+
+
+def _node(name: str, rack: str) -> dict[str, Any]:
+    labels = {"cloud.com/rack": rack, "kubernetes.io/hostname": name}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": {"cpu": "1", "pods": "10"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def _tas_state(*running_on: str) -> simulate.ClusterState:
+    """Two racks of two one-cpu nodes behind a topology-aware flavor; a one-cpu pod outside Kueue on each
+    of `running_on`."""
+    st = state(
+        make_flavor("tas").topology("racks").obj(),
+        make_cq("cq").group(fq("tas", cpu="8")).obj(),
+        LQ,
+    )
+    st.topologies.append(make_topology("racks", "cloud.com/rack", "kubernetes.io/hostname"))
+    st.nodes += [_node("x1", "r1"), _node("x2", "r1"), _node("x3", "r2"), _node("x4", "r2")]
+    st.pods += [
+        {
+            "kind": "Pod",
+            "metadata": {"name": f"other-{n}", "namespace": "other"},
+            "spec": {"nodeName": n, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running"},
+        }
+        for n in running_on
+    ]
+    return st
+
+
+def test_topology_aware_dry_run_names_the_hosts_it_would_use() -> None:
+    wl = make_wl("train").queue("lq").podset("main", 2, cpu="1").topology(required="cloud.com/rack").obj()
+    outcome, _ = run(_tas_state("x1"), wl)  # rack r1 has one free host left: only r2 fits
+    assert isinstance(outcome.decision, Admit)
+    assert explain.describe_outcome(outcome, parse_workload(wl))[1:] == [
+        "  pod set main: cpu on tas (2 pods)",
+        "    topology kubernetes.io/hostname: x3 (1 pod), x4 (1 pod)",
+    ]
+
+
+def test_topology_aware_dry_run_says_why_no_rack_fits() -> None:
+    wl = make_wl("train").queue("lq").podset("main", 2, cpu="1").topology(required="cloud.com/rack").obj()
+    outcome, _ = run(_tas_state("x1", "x3"), wl)  # quota is free, but no rack has two free hosts
+    assert isinstance(outcome.decision, Pending)
+    assert "allows to fit only 1 out of 2 pod(s)" in outcome.decision.message
+
+
+def test_fetch_state_reads_nodes_and_pods_only_for_topology_aware_flavors() -> None:
+    api = FakeApi()
+    api.add(make_flavor("plain").obj())
+    api.add(_node("x1", "r1"))
+    assert explain.fetch_state(api).nodes == []
+    api.add(make_flavor("tas").topology("racks").obj())
+    assert [n["metadata"]["name"] for n in explain.fetch_state(api).nodes] == ["x1"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 import httpx
 import pytest
 
-from tests.builders import make_cq
+from tests.builders import make_cq, psa
 from tests.unit.dashboard.fakes import ADMIN, ALICE, BOB, MALLORY, FakeReviews, two_teams
 from webhook.dashboard.app import COOKIE, Settings, create_app
 from webhook.dashboard.auth import Authorizer
@@ -177,11 +178,15 @@ async def test_reviews_are_cached_between_page_views() -> None:
         assert len(reviews.calls) == first
 
 
-async def _job_workload_page(kube: FakeReader) -> httpx.Response:
-    """The admin's page of team-a's running Workload, owned by Job a-running-job."""
+async def _job_workload_page(kube: FakeReader, topology: dict | None = None) -> httpx.Response:
+    """The admin's page of team-a's running Workload, owned by Job a-running-job (its pod sets placed on
+    `topology`, when given)."""
     store = two_teams()
-    raw = dict(store.workloads()["team-a/a-running"].raw)
+    raw = copy.deepcopy(dict(store.workloads()["team-a/a-running"].raw))
     raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
+    if topology is not None:
+        placed = psa(count=3, cpu=("default", "3")) | {"topologyAssignment": topology}
+        raw["status"]["admission"]["podSetAssignments"] = [placed]
     store.apply(Kind.WORKLOADS, "MODIFIED", raw)
     app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
     async with httpx.AsyncClient(
@@ -201,6 +206,24 @@ async def test_the_workload_page_shows_conditions_events_pods_and_yaml() -> None
         ),
         ("/api/v1/namespaces/team-a/pods", {"labelSelector": "batch.kubernetes.io/job-name=a-running-job"}),
     ]
+
+
+async def test_the_workload_page_shows_where_topology_aware_admission_put_the_pods() -> None:
+    hosts = {
+        "levels": ["kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [{"individual": {"prefix": "kind-worker", "roots": ["", "2"]}}],
+                "podCounts": {"individual": [2, 1]},
+            }
+        ],
+    }
+    page = (await _job_workload_page(FakeReader(), hosts)).text
+    assert "<h3>Placement</h3>" in page
+    assert "<td>kubernetes.io/hostname: kind-worker (2 pods), kind-worker2 (1 pod)</td>" in page
+    assert "<td>cpu on default</td>" in page
+    assert "<h3>Placement</h3>" not in (await _job_workload_page(FakeReader())).text  # no pod set assigned
 
 
 async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:
