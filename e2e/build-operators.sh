@@ -39,8 +39,12 @@ if command -v flock >/dev/null && ! flock -n 9; then
   flock 9
 fi
 
-kueue_go_mod="$(cd "$here/tools/kueue" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)/go.mod" ||
+# `go mod download` (not `go list -m`, which names no directory while the module is not yet in a fresh
+# module cache) fetches upstream Kueue's module if needed and says where it is.
+kueue_dir="$(cd "$here/tools/kueue" && GOFLAGS=-mod=mod go mod download -json sigs.k8s.io/kueue |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" && [ -n "$kueue_dir" ] ||
   { echo "build-operators: step 'find upstream kueue module' failed" >&2; exit 1; }
+kueue_go_mod="$kueue_dir/go.mod"
 
 total=$SECONDS
 for name in "${wanted[@]}"; do

@@ -7,6 +7,7 @@ the upstream e2e runner and by the benchmarks that compare with upstream.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -28,15 +29,17 @@ def kueue_bin_dir() -> Path:
 
 
 def kueue_module_dir() -> Path:
-    """Upstream's module source in the Go module cache."""
+    """Upstream's module source in the Go module cache, downloaded if a fresh cache lacks it (`go list -m`
+    would name no directory then)."""
     proc = subprocess.run(
-        ["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"],
+        ["go", "mod", "download", "-json", "sigs.k8s.io/kueue"],
         cwd=E2E / "tools" / "kueue",
         env=dict(os.environ, GOFLAGS="-mod=mod"),
         capture_output=True,
         text=True,
         check=False,
     )
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise UpstreamBuildError(f"cannot locate the kueue module: {proc.stderr.strip()}")
-    return Path(proc.stdout.strip())
+    directory = json.loads(proc.stdout).get("Dir", "") if proc.returncode == 0 and proc.stdout.strip() else ""
+    if not directory:
+        raise UpstreamBuildError(f"cannot locate the kueue module: {proc.stderr.strip() or proc.stdout.strip()}")
+    return Path(directory)
