@@ -1149,3 +1149,15 @@ def test_multikueue_check_and_owner() -> None:
     wl["metadata"]["annotations"] = {c.JOB_OWNER_GVK_ANNOTATION: "x/v1, Kind=Y", c.JOB_OWNER_NAME_ANNOTATION: "y1"}
     assert g.resolve_owner(wl, {JOB_GVK, "x/v1, Kind=Y"}) == g.Owner("x/v1, Kind=Y", "x/v1, Kind=Y", "y1")
     assert g.resolve_owner(W().obj(), {JOB_GVK}) == g.Owner(None)
+
+
+def test_check_update_keeps_pod_set_updates() -> None:
+    """`SetAdmissionCheckState` writes the whole state upstream read: podSetUpdates stay."""
+    local = PENDING_RESERVED.obj()
+    updates = [{"name": "main", "labels": {"a": "b"}}]
+    local["status"]["admissionChecks"][0]["podSetUpdates"] = updates
+    world = Case(local=local, job=MANAGED_JOB, worker1=REMOTE_ADMITTED.obj()).world()
+    world.reconcile()
+    assert world.local is not None
+    check = world.local["status"]["admissionChecks"][0]
+    assert (check["state"], check["message"], check["podSetUpdates"]) == (READY, ADMITTED_ON_1, updates)

@@ -87,7 +87,8 @@ _ZERO_TIME = datetime.min.replace(tzinfo=UTC)
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """An Event on the local Workload, reason and action `MultiKueue`."""
+    """An Event on the local Workload, reason and action `MultiKueue` (the recorder cuts the
+    message to 1024 characters, as `api.TruncateEventMessage`)."""
 
     type: str
     message: str
@@ -249,7 +250,8 @@ class GroupContext:
     origin: str
     worker_lost_timeout: timedelta
     managed: tuple[bool, str] = (True, "")
-    """The adapter's `managed()` answer for the owner; not asked for a deleted Workload."""
+    """The adapter's `managed()` answer for the owner; not asked for a deleted Workload. A missing
+    owner is the caller's error to report (upstream's GET fails), not an answer here."""
     unavailable: tuple[str, ...] = ()
     """Clusters of the check's config without a connected client, in config order."""
     lost_since: Mapping[str, datetime] = field(default_factory=dict)
@@ -406,11 +408,15 @@ def clone_for_create(local: Obj, origin: str) -> dict[str, Any]:
     }
 
 
-def _update_check(old: Obj, state: str, message: str, now: datetime, event: str | None = None) -> SetCheck:
+def _new_check(acs: Obj, state: str, message: str, now: datetime) -> dict[str, Any]:
+    """The check state to write: `acs` (podSetUpdates and all) with a new state, message and time."""
+    return {**copy.deepcopy(dict(acs)), "state": state, "message": message, "lastTransitionTime": _stamp(now)}
+
+
+def _update_check(acs: Obj, state: str, message: str, now: datetime, event: str | None = None) -> SetCheck:
     """`updateACS`: the new state, with the old one appended to the message (truncated), at `now`."""
-    text = truncate_condition_message(f"{message}, Previously: {_quote(str(old.get('state') or ''))}")
-    check = {"name": old.get("name"), "state": state, "message": text, "lastTransitionTime": _stamp(now)}
-    return SetCheck(check, Event(event, text) if event else None)
+    text = truncate_condition_message(f"{message}, Previously: {_quote(str(acs.get('state') or ''))}")
+    return SetCheck(_new_check(acs, state, text, now), Event(event, text) if event else None)
 
 
 def _is_elastic(wl: Obj, ctx: GroupContext) -> bool:
@@ -523,9 +529,7 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
                 f"Workload evicted on worker cluster: {_quote(_cluster_name(local))}, "
                 f"resetting for re-admission. Previously: {_quote(str(state))}"
             )
-            check = {"name": acs.get("name"), "state": c.CHECK_STATE_RETRY, "message": message}
-            check["lastTransitionTime"] = _stamp(ctx.now)
-            plan.add(SetCheck(check, Event("Normal", message)))
+            plan.add(SetCheck(_new_check(acs, c.CHECK_STATE_RETRY, message, ctx.now), Event("Normal", message)))
             return
 
     # 5. Remote copies whose spec drifted: resized elastic slices and new priorities are
@@ -617,9 +621,7 @@ def _converge(
         plan.add(SetDelayedTopologyReady(pending))
     if update_check:
         message = f"The workload was admitted on {_quote(admitting)}"
-        check = {"name": acs.get("name"), "state": c.CHECK_STATE_READY, "message": message}
-        check["lastTransitionTime"] = _stamp(ctx.now)
-        plan.add(SetCheck(check, Event("Normal", message)))
+        plan.add(SetCheck(_new_check(acs, c.CHECK_STATE_READY, message, ctx.now), Event("Normal", message)))
         if not _cluster_name(local):
             plan.add(SetClusterName(admitting))
         if _nominated(local):
