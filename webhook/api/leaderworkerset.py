@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import integrations
+from webhook.api import integrations, multikueue
 from webhook.api import objects as o
 from webhook.api.jobs import workload_name
 
@@ -56,8 +56,8 @@ LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"
 # -- Kueue's keys that only this integration uses ----------------------------------------------------
 COMPONENT_WORKLOAD_INDEX_ANNOTATION = "kueue.x-k8s.io/component-workload-index"
 POD_INDEX_OFFSET_ANNOTATION = c.POD_INDEX_OFFSET_ANNOTATION
-MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
-MULTIKUEUE_ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
+MULTIKUEUE_ORIGIN_LABEL = multikueue.ORIGIN_LABEL
+MULTIKUEUE_ORIGIN_UID_ANNOTATION = multikueue.ORIGIN_UID_ANNOTATION
 
 LEADER_POD_SET = "leader"
 WORKER_POD_SET = "worker"

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from webhook.api import quantity
+from webhook.api import multikueue, quantity
 from webhook.config.durations import parse_go_duration, to_seconds
 from webhook.config.types import (
     AUTO_SELECTOR,
@@ -423,7 +423,9 @@ def _multi_kueue(d: Decoder, raw: Any) -> MultiKueue:
             _opt(raw_idc.get("stepSize"), d.integer, f"{p}.incrementalDispatcherConfig.stepSize")
         )
     if dispatcher == MULTIKUEUE_DISPATCHER_INCREMENTAL and not d.v1beta1:
-        idc = IncrementalDispatcherConfig(3 if idc is None or idc.step_size is None else idc.step_size)
+        idc = IncrementalDispatcherConfig(
+            multikueue.DEFAULT_STEP_SIZE if idc is None or idc.step_size is None else idc.step_size
+        )
     cp = mk.get("clusterProfile")
     return MultiKueue(
         gc_interval_s=defaults.gc_interval_s

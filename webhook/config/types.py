@@ -11,7 +11,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from webhook.api import fields, integrations
+from webhook.api import fields, integrations, multikueue
 
 _T = TypeVar("_T")
 
@@ -90,9 +90,9 @@ DEFAULT_WAIT_FOR_PODS_READY_TIMEOUT_S = 30 * 60.0
 DEFAULT_REQUEUING_BACKOFF_BASE_SECONDS = 60
 DEFAULT_REQUEUING_BACKOFF_MAX_SECONDS = 3600
 DEFAULT_VISIBILITY_BIND_PORT = 8082
-DEFAULT_MULTIKUEUE_ORIGIN = "multikueue"
-MULTIKUEUE_DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
-MULTIKUEUE_DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+DEFAULT_MULTIKUEUE_ORIGIN = multikueue.DEFAULT_ORIGIN
+MULTIKUEUE_DISPATCHER_ALL_AT_ONCE = multikueue.DISPATCHER_ALL_AT_ONCE
+MULTIKUEUE_DISPATCHER_INCREMENTAL = multikueue.DISPATCHER_INCREMENTAL
 
 _SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -416,9 +416,9 @@ class IncrementalDispatcherConfig:
 
 @dataclass(frozen=True, slots=True)
 class MultiKueue:
-    gc_interval_s: float = 60.0
+    gc_interval_s: float = multikueue.DEFAULT_GC_INTERVAL_S
     origin: str = DEFAULT_MULTIKUEUE_ORIGIN
-    worker_lost_timeout_s: float = 15 * 60.0
+    worker_lost_timeout_s: float = multikueue.DEFAULT_WORKER_LOST_TIMEOUT_S
     dispatcher_name: str = MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
     external_frameworks: tuple[str, ...] = ()
     # Set (step size 3 by default) when dispatcher_name is the incremental dispatcher.

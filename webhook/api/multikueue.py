@@ -1,0 +1,143 @@
+"""MultiKueue's vocabulary: the labels and annotations on remote objects, the kubeconfig Secret key,
+the condition types and reasons of MultiKueueClusters and of its AdmissionChecks, the dispatcher
+names and the Configuration defaults, plus the two Go formats its messages are written with.
+
+Mirrors upstream v0.19.2 `apis/kueue/v1beta2/multikueue_types.go`, `apis/config/v1beta2/defaults.go`
+and `configuration_types.go`, and the reasons written in `pkg/controller/admissionchecks/multikueue/`
+(`multikueuecluster.go`, `admissioncheck.go`) and `pkg/controller/workloaddispatcher/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+from webhook.api import constants as c
+
+__all__ = [
+    "CLUSTER_ACTIVE",
+    "CONFIG_KIND",
+    "CONFIG_SECRET_KEY",
+    "CONTROLLER_NAME",
+    "DEFAULT_GC_INTERVAL_S",
+    "DEFAULT_ORIGIN",
+    "DEFAULT_STEP_SIZE",
+    "DEFAULT_WORKER_LOST_TIMEOUT_S",
+    "DEPRECATED_PATH_USAGE_MESSAGE",
+    "DEPRECATED_PATH_USAGE_REASON",
+    "DISPATCHER_ALL_AT_ONCE",
+    "DISPATCHER_INCREMENTAL",
+    "KUBECONFIG_PATH_PREFIX",
+    "MSG_CHECK_ACTIVE",
+    "MSG_CONNECTED",
+    "ORIGIN_LABEL",
+    "ORIGIN_UID_ANNOTATION",
+    "WORKER_WORKLOAD_POD_LABEL",
+    "WORKER_WORKLOAD_POD_VALUE",
+    "CheckReason",
+    "ClusterReason",
+    "LocationType",
+    "go_list",
+    "go_quote",
+]
+
+CONTROLLER_NAME = c.MULTIKUEUE_CONTROLLER
+"""`spec.controllerName` of MultiKueue's AdmissionChecks, and `spec.managedBy` of the jobs it dispatches."""
+CONFIG_KIND = "MultiKueueConfig"
+"""The kind a MultiKueue AdmissionCheck's `spec.parameters` must name."""
+
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+"""On every object MultiKueue creates in a worker; its value is the Configuration's `multiKueue.origin`."""
+ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
+"""The manager-side UID of a StatefulSet or LeaderWorkerSet copied to a worker."""
+WORKER_WORKLOAD_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
+WORKER_WORKLOAD_POD_VALUE = "true"
+"""The worker puts this label on the pods of a Workload that carries the origin label."""
+
+CONFIG_SECRET_KEY = "kubeconfig"
+"""The key of a `locationType: Secret` MultiKueueCluster's Secret that holds the kubeconfig."""
+KUBECONFIG_PATH_PREFIX = "/etc/multikueue/kubeconfigs"
+"""Where `locationType: Path` kubeconfigs must live when gate MultiKueueKubeConfigPathValidation is on."""
+
+
+class LocationType(StrEnum):
+    """`spec.clusterSource.kubeConfig.locationType` of a MultiKueueCluster."""
+
+    SECRET = "Secret"
+    PATH = "Path"
+
+
+CLUSTER_ACTIVE = "Active"
+"""The one condition type of a MultiKueueCluster (`MultiKueueClusterActive`)."""
+MSG_CONNECTED = "Connected"
+
+
+class ClusterReason(StrEnum):
+    """Reasons of a MultiKueueCluster's `Active` condition (`clustersReconciler.Reconcile`, `loadClientConfig`)."""
+
+    ACTIVE = "Active"
+    BAD_KUBECONFIG = "BadKubeConfig"
+    INSECURE_KUBECONFIG = "InsecureKubeConfig"
+    CLIENT_CONNECTION_FAILED = "ClientConnectionFailed"
+    CLUSTER_PROFILE_FEATURE_DISABLED = "MultiKueueClusterProfileFeatureDisabled"
+    BAD_CLUSTER_PROFILE = "BadClusterProfile"
+    BAD_REST_CONFIG = "BadRestConfig"
+
+
+DEPRECATED_PATH_USAGE_REASON = "DeprecatedPathUsage"
+DEPRECATED_PATH_USAGE_MESSAGE = (
+    "Using locationType=Path without MultiKueueKubeConfigPathValidation feature gate is deprecated and will be "
+    "removed in a future release. Enable the MultiKueueKubeConfigPathValidation feature gate and place kubeconfig "
+    f"files under {KUBECONFIG_PATH_PREFIX}/."
+)
+"""The Warning event every reconcile of a Path-located cluster emits while path validation is off."""
+
+
+class CheckReason(StrEnum):
+    """Reasons of a MultiKueue AdmissionCheck's `Active` condition (`ACReconciler.Reconcile`)."""
+
+    ACTIVE = "Active"
+    BAD_CONFIG = "BadConfig"
+    SOME_ACTIVE_CLUSTERS = "SomeActiveClusters"
+    NO_USABLE_CLUSTERS = "NoUsableClusters"
+
+
+MSG_CHECK_ACTIVE = "The admission check is active"
+
+DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+"""`multiKueue.dispatcherName` values Kueue implements; any other name is an external dispatcher."""
+
+DEFAULT_GC_INTERVAL_S = 60.0
+DEFAULT_ORIGIN = "multikueue"
+DEFAULT_WORKER_LOST_TIMEOUT_S = 15 * 60.0
+"""`DefaultMultiKueueWorkerLostTimeout`; the 5 min `defaultWorkerLostTimeout` of `controllers.go` is
+only a fallback the manager never uses."""
+DEFAULT_STEP_SIZE = 3
+"""The incremental dispatcher's `stepSize` (`DefaultStepSize`, `incrementaldispatcher.go`)."""
+
+_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def _quote_char(ch: str) -> str:
+    if ch in ('"', "\\"):
+        return "\\" + ch
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if ch.isprintable():  # Python's and Go's (`strconv.IsPrint`) notions agree: L, M, N, P, S and ' '
+        return ch
+    code = ord(ch)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def go_quote(text: str) -> str:
+    """Go's `%q` of a string (`strconv.Quote`): double quotes, backslash escapes, non-printable
+    characters as `\\x`, `\\u` or `\\U` escapes."""
+    return '"' + "".join(_quote_char(ch) for ch in text) + '"'
+
+
+def go_list(items: Iterable[str]) -> str:
+    """Go's `%v` of a `[]string`: `[a b]`, items unquoted and space-separated."""
+    return "[" + " ".join(items) + "]"
