@@ -19,7 +19,9 @@ from __future__ import annotations
 import base64
 import copy
 import logging
+import shutil
 import ssl
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -32,6 +34,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import should_bypass_proxies
 
 from webhook import transport
+from webhook.api import kubeconfig
 from webhook.api.quantity_fields import SCHEMA_ONLY, first_invalid
 
 __all__ = [
@@ -199,6 +202,47 @@ class Kube:
         kube = cls.__new__(cls)
         kube._setup(cfg, 0.0, 0)
         return kube, namespace
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        doc: Mapping[str, Any],
+        *,
+        qps: float = 5.0,
+        burst: int = 10,
+        user_agent: str = USER_AGENT,
+        temp_dir: str | None = None,
+    ) -> Kube:
+        """A client for an in-memory kubeconfig that the Secret of a MultiKueueCluster may hold.
+
+        The document is judged first (`webhook.api.kubeconfig.validate_kubeconfig`) and only its
+        current context is loaded, with the user only for an https server, so the client library's
+        loader never sees a token file, a CA path, an exec plugin or an auth provider. The loader
+        writes inline certificate data to files: here into a fresh 0700 directory under `temp_dir`,
+        removed once the TLS context holds them. `qps`/`burst` default to client-go's `rest.DefaultQPS`
+        and `DefaultBurst`, which upstream's remote clients keep. Raises KubeError (status 0) with
+        the reason the document cannot be used.
+        """
+        problem = kubeconfig.validate_kubeconfig(doc)
+        if problem is not None:
+            raise KubeError(0, problem)
+        try:
+            loadable = kubeconfig.loadable_document(doc)
+        except ValueError as exc:
+            raise KubeError(0, str(exc)) from exc
+        cfg = k8s_client.Configuration()
+        private = tempfile.mkdtemp(prefix="kubeconfig-", dir=temp_dir)  # mode 0700
+        try:
+            k8s_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                config_dict=loadable, client_configuration=cfg, persist_config=False, temp_file_path=private
+            )
+            kube = cls.__new__(cls)
+            kube._setup(cfg, qps, burst, user_agent)
+        except (k8s_config.ConfigException, OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            raise KubeError(0, f"invalid configuration: {exc}") from exc
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+        return kube
 
     def _setup(self, cfg: Any, qps: float, burst: int, user_agent: str = USER_AGENT) -> None:
         self.host: str = cfg.host
