@@ -28,6 +28,7 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api import quantity
 from webhook.api.objects import Obj
+from webhook.worker.admissionchecks import parameters
 from webhook.worker.jobframework import podset
 
 __all__ = [
@@ -101,12 +102,8 @@ class InconsistentPodSetAssignments(Exception):
         super().__init__("inconsistent podSet assignments" + (f": {detail}" if detail else ""))
 
 
-class BadParametersRef(Exception):
-    """The AdmissionCheck's `spec.parameters` does not name a ProvisioningRequestConfig."""
-
-
-class ConfigNotFound(Exception):
-    """The named ProvisioningRequestConfig does not exist (the API's NotFound message)."""
+BadParametersRef = parameters.BadParametersRef
+ConfigNotFound = parameters.ConfigNotFound
 
 
 # == names ============================================================================================
@@ -154,19 +151,9 @@ def owned_by(request: Obj, workload: str) -> bool:
 
 def config_from_ref(ref: Obj | None, configs: Mapping[str, Obj]) -> Obj:
     """The ProvisioningRequestConfig an AdmissionCheck's parameters name (`ConfigHelper.ConfigFromRef`)."""
-    if ref is None:
-        raise BadParametersRef("missing parameters reference")
-    name, group, kind = str(ref.get("name") or ""), str(ref.get("apiGroup") or ""), str(ref.get("kind") or "")
-    if not name:
-        raise BadParametersRef("empty name: bad parameters reference")
-    if group != c.GROUP:
-        raise BadParametersRef(f'wrong group "{group}", expecting "{c.GROUP}": bad parameters reference')
-    if kind != CONFIG_KIND:
-        raise BadParametersRef(f'wrong kind "{kind}", expecting "{CONFIG_KIND}": bad parameters reference')
-    config = configs.get(name)
-    if config is None:
-        raise ConfigNotFound(f'provisioningrequestconfigs.kueue.x-k8s.io "{name}" not found')
-    return config
+    return parameters.config_from_ref(
+        ref, configs, kind=CONFIG_KIND, resource="provisioningrequestconfigs.kueue.x-k8s.io"
+    )
 
 
 def uses_config(ac: Obj, config: str) -> bool:
