@@ -29,13 +29,7 @@ from typing import Any
 
 from webhook.api import fields
 
-__all__ = [
-    "Kubeconfig",
-    "is_valid_hostname",
-    "loadable_document",
-    "parse",
-    "validate_kubeconfig",
-]
+__all__ = ["is_valid_hostname", "loadable_document", "validate_kubeconfig"]
 
 _EMPTY_CONFIG = "no configuration has been provided, try setting KUBERNETES_MASTER environment variable"
 _EMPTY_CLUSTER = "cluster has no server defined"
@@ -51,7 +45,7 @@ class _ParseError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Kubeconfig:
+class _Kubeconfig:
     """A kubeconfig's named entries by name, in document order (clientcmd's internal `api.Config`)."""
 
     current_context: str
@@ -92,7 +86,7 @@ def _named(doc: Mapping[str, Any], key: str, inner: str) -> dict[str, Mapping[st
     return out
 
 
-def parse(doc: Mapping[str, Any]) -> Kubeconfig:
+def _parse(doc: Mapping[str, Any]) -> _Kubeconfig:
     """The named entries of a kubeconfig document (a YAML or JSON object). Raises ValueError with
     the reason when it is not one."""
     if not isinstance(doc, Mapping):
@@ -100,7 +94,7 @@ def parse(doc: Mapping[str, Any]) -> Kubeconfig:
     current = doc.get("current-context") or ""
     if not isinstance(current, str):
         raise _ParseError("current-context: expected a string")
-    return Kubeconfig(
+    return _Kubeconfig(
         current,
         _named(doc, "clusters", "cluster"),
         _named(doc, "users", "user"),
@@ -146,7 +140,7 @@ def _auth_info_errors(name: str, user: Mapping[str, Any]) -> list[str]:
     return errs
 
 
-def _confirm_usable(cfg: Kubeconfig) -> str | None:
+def _confirm_usable(cfg: _Kubeconfig) -> str | None:
     """`DirectClientConfig.ConfirmUsable` for the current context, as `invalid configuration: ...`."""
     errs: list[str] = []
     if cfg.current_context and cfg.current_context not in cfg.contexts:
@@ -263,7 +257,7 @@ def validate_kubeconfig(doc: Mapping[str, Any]) -> str | None:
     random), then the current context as client-go resolves it, then the resulting REST config.
     """
     try:
-        cfg = parse(doc)
+        cfg = _parse(doc)
     except ValueError as exc:
         return f"failed to parse kubeconfig(apiconfig): {exc}"
     if any(user.get("tokenFile") for user in cfg.users.values()):
@@ -299,7 +293,7 @@ def loadable_document(doc: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a valid kubeconfig a client uses: the current context's cluster and, for an
     `https` server only, its user (client-go sends no credentials over plain http). Raises
     ValueError for what we do not implement: impersonation (`as`, `as-groups`, ...)."""
-    _, user, _, cluster = parse(doc).current()
+    _, user, _, cluster = _parse(doc).current()
     user = user if _is_tls(str(cluster.get("server") or "")) else {}
     impersonating = [key for key in _IMPERSONATION if user.get(key)]
     if impersonating:
