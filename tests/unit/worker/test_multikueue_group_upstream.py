@@ -38,10 +38,10 @@ from typing import Any
 import pytest
 
 from webhook.api import constants as c
+from webhook.api.multikueue import ORIGIN_LABEL
 from webhook.config.types import MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
 from webhook.worker.admissionchecks import provisioning
 from webhook.worker.admissionchecks.multikueue import group as g
-from webhook.worker.integrations.multikueue import ORIGIN_LABEL
 from webhook.worker.integrations.multikueue import job as mkjob
 
 NS = "ns"

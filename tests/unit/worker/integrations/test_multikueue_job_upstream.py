@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from webhook.api import constants as c
+from webhook.api.multikueue import ORIGIN_LABEL
 from webhook.worker.integrations import batchjob
-from webhook.worker.integrations.multikueue import ORIGIN_LABEL
 from webhook.worker.integrations.multikueue import job as mkjob
 
 NS = "ns"

@@ -20,17 +20,15 @@ the component workloads of multi-workload adapters (LeaderWorkerSet has no Multi
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import multikueue
 from webhook.api import objects as o
 from webhook.api.objects import Obj
-from webhook.config.types import MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
-from webhook.worker.integrations.multikueue import ORIGIN_LABEL
 from webhook.worker.jobframework import workload_slices
 
 __all__ = [
@@ -256,7 +254,7 @@ class GroupContext:
     """Clusters of the check's config without a connected client, in config order."""
     lost_since: Mapping[str, datetime] = field(default_factory=dict)
     """When each unavailable cluster's connection dropped (`disconnectedSince`); missing: now."""
-    dispatcher: str = MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
+    dispatcher: str = multikueue.DISPATCHER_ALL_AT_ONCE
     elastic_enabled: bool = False
     """Gate ElasticJobsViaWorkloadSlices."""
     deleted: bool = False
@@ -264,11 +262,6 @@ class GroupContext:
 
 
 # == helpers ==========================================================================================
-
-
-def _quote(text: str) -> str:
-    """Go's `%q` for the names and states these messages quote."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _stamp(now: datetime) -> str:
@@ -396,7 +389,7 @@ def clone_for_create(local: Obj, origin: str) -> dict[str, Any]:
     """`cloneForCreate`: name, namespace, labels (less `job-uid`, plus the origin) and annotations
     of the local Workload (no owners, no finalizers), and a copy of its spec."""
     labels = {k: v for k, v in o.labels(local).items() if k != c.JOB_UID_LABEL}
-    labels[ORIGIN_LABEL] = origin
+    labels[multikueue.ORIGIN_LABEL] = origin
     meta: dict[str, Any] = {"name": o.name(local), "namespace": o.namespace(local), "labels": labels}
     if o.annotations(local):
         meta["annotations"] = dict(o.annotations(local))
@@ -415,7 +408,7 @@ def _new_check(acs: Obj, state: str, message: str, now: datetime) -> dict[str, A
 
 def _update_check(acs: Obj, state: str, message: str, now: datetime, event: str | None = None) -> SetCheck:
     """`updateACS`: the new state, with the old one appended to the message (truncated), at `now`."""
-    text = truncate_condition_message(f"{message}, Previously: {_quote(str(acs.get('state') or ''))}")
+    text = truncate_condition_message(f"{message}, Previously: {multikueue.go_quote(str(acs.get('state') or ''))}")
     return SetCheck(_new_check(acs, state, text, now), Event(event, text) if event else None)
 
 
@@ -463,7 +456,7 @@ def plan_group(local: Obj, remotes: Mapping[str, Obj | None], ctx: GroupContext)
     if ctx.owner.adapter is None:
         message = "No multikueue adapter found"
         if ctx.owner.gvk is not None:
-            message += f" for owner kind {_quote(ctx.owner.gvk)}"
+            message += f" for owner kind {multikueue.go_quote(ctx.owner.gvk)}"
         plan.add(_update_check(acs, c.CHECK_STATE_REJECTED, message, ctx.now))
         return plan
     if not ctx.deleted and not ctx.managed[0]:
@@ -508,7 +501,7 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
             # Patched only while Ready, so a later reconcile never mistakes it for a completion.
             if state == c.CHECK_STATE_READY:
                 message = (
-                    f"Remote workload on worker cluster {_quote(cluster)} is out of sync with its user job, "
+                    f"Remote workload on worker cluster {multikueue.go_quote(cluster)} is out of sync with its user job, "
                     "resetting for re-dispatch"
                 )
                 plan.add(_update_check(acs, c.CHECK_STATE_RETRY, message, ctx.now, event="Warning"))
@@ -526,8 +519,8 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
             return
         if state == c.CHECK_STATE_READY:
             message = (
-                f"Workload evicted on worker cluster: {_quote(_cluster_name(local))}, "
-                f"resetting for re-admission. Previously: {_quote(str(state))}"
+                f"Workload evicted on worker cluster: {multikueue.go_quote(_cluster_name(local))}, "
+                f"resetting for re-admission. Previously: {multikueue.go_quote(str(state))}"
             )
             plan.add(SetCheck(_new_check(acs, c.CHECK_STATE_RETRY, message, ctx.now), Event("Normal", message)))
             return
@@ -613,14 +606,14 @@ def _converge(
     if update_check and _cluster_name(local) not in ("", admitting):
         plan.add(
             Fail(
-                f"attempting to change immutable ClusterName from {_quote(_cluster_name(local))} to {_quote(admitting)}"
+                f"attempting to change immutable ClusterName from {multikueue.go_quote(_cluster_name(local))} to {multikueue.go_quote(admitting)}"
             )
         )
         return
     if topology and pending:
         plan.add(SetDelayedTopologyReady(pending))
     if update_check:
-        message = f"The workload was admitted on {_quote(admitting)}"
+        message = f"The workload was admitted on {multikueue.go_quote(admitting)}"
         plan.add(SetCheck(_new_check(acs, c.CHECK_STATE_READY, message, ctx.now), Event("Normal", message)))
         if not _cluster_name(local):
             plan.add(SetClusterName(admitting))
@@ -649,7 +642,7 @@ def nominate(plan: GroupPlan, local: Obj, remotes: Mapping[str, Obj | None], ctx
         return
     if _is_elastic(local, ctx) and _cluster_name(local):
         nominated = [_cluster_name(local)]
-    elif ctx.dispatcher == MULTIKUEUE_DISPATCHER_ALL_AT_ONCE:
+    elif ctx.dispatcher == multikueue.DISPATCHER_ALL_AT_ONCE:
         nominated = sorted(remotes)
         if sorted(_nominated(local)) != nominated:
             plan.add(SetNomination(tuple(nominated)))

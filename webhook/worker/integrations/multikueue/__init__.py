@@ -15,9 +15,8 @@ from typing import Any, Protocol
 from webhook.api.integrations import Framework
 from webhook.api.objects import Obj
 
-__all__ = ["ORIGIN_LABEL", "MultiKueueAdapter"]
+__all__ = ["MultiKueueAdapter"]
 
-ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 """Set to the manager's `multiKueue.origin` on every object it creates on a worker
 (`kueue.MultiKueueOriginLabel`); the worker-side watches and the garbage collector select on it."""
 

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import jobs
+from webhook.api import jobs, multikueue
 from webhook.api import objects as o
 from webhook.api.integrations import BATCH_JOB, Framework
 from webhook.api.objects import Obj
 from webhook.worker.integrations import batchjob
-from webhook.worker.integrations.multikueue import ORIGIN_LABEL, MultiKueueAdapter
+from webhook.worker.integrations.multikueue import MultiKueueAdapter
 from webhook.worker.jobframework import workload_slices
 
 __all__ = [
@@ -83,7 +83,7 @@ class JobAdapter:
     def remote_body(self, local: Obj, workload: str, origin: str, *, identifier_annotations: bool) -> dict[str, Any]:
         """The Job to create on the worker (`SyncJob`'s create branch)."""
         meta: dict[str, Any] = {"name": o.name(local), "namespace": o.namespace(local)}
-        labels = {**o.labels(local), ORIGIN_LABEL: origin}
+        labels = {**o.labels(local), multikueue.ORIGIN_LABEL: origin}
         annotations = dict(o.annotations(local))
         section, key = prebuilt_name_meta(workload, identifier_annotations=identifier_annotations)
         (annotations if section == "annotations" else labels)[key] = workload
