@@ -16,7 +16,7 @@ from typing import Any
 
 from webhook.api import constants, quantity
 from webhook.api import objects as o
-from webhook.core import ordering, resource_node
+from webhook.core import ordering, resource_node, topology
 from webhook.core.cycle import AdmissionCore, SchedulerConfig
 from webhook.core.decisions import Admit, Decision, Pending, Preempt, QueueBlocked
 from webhook.core.resources import FlavorResource
@@ -129,7 +129,8 @@ def workload_for(obj: Mapping[str, Any], *, now: datetime, priority: int = 0) ->
     """The Workload our worker would make for a batch/v1 Job or a v1 Pod (a Workload is returned as is).
 
     One pod set `main`: a Job's min(parallelism, completions) pods (minCount from the
-    `job-min-parallelism` annotation), or a pod group's `pod-group-total-count` pods.
+    `job-min-parallelism` annotation), or a pod group's `pod-group-total-count` pods; its topology
+    request from the pod template's annotations, as the worker builds it with TAS on (the default).
     """
     kind, meta = obj.get("kind"), o.meta(obj)
     if kind == "Workload":
@@ -140,12 +141,23 @@ def workload_for(obj: Mapping[str, Any], *, now: datetime, priority: int = 0) ->
         parallelism = int(spec.get("parallelism", 1))
         completions = spec.get("completions")
         count = parallelism if completions is None else min(parallelism, int(completions))
-        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": spec.get("template") or {}}
+        template = spec.get("template") or {}
+        pod_set: dict[str, Any] = {"name": "main", "count": count, "template": template}
         if constants.JOB_MIN_PARALLELISM in annotations:
             pod_set["minCount"] = int(annotations[constants.JOB_MIN_PARALLELISM])
+        pod_set["topologyRequest"] = topology.topology_request(
+            o.meta(template).get("annotations") or {}, pod_index_label=constants.JOB_COMPLETION_INDEX_ANNOTATION
+        )
     elif kind == "Pod":
         count = int(annotations.get(constants.POD_GROUP_TOTAL_COUNT, "1"))
-        pod_set = {"name": "main", "count": count, "template": {"spec": obj.get("spec") or {}}}
+        pod_set = {
+            "name": "main",
+            "count": count,
+            "template": {"spec": obj.get("spec") or {}},
+            "topologyRequest": topology.topology_request(
+                annotations, pod_index_label=constants.POD_GROUP_POD_INDEX_LABEL
+            ),
+        }
     else:
         raise ValueError(f"cannot make a Workload for kind {kind!r}: batch/v1 Job, v1 Pod or Workload")
     name = meta.get("name") or meta.get("generateName", "") + "dry-run"

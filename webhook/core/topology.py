@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from webhook.api import quantity
+from webhook.api import constants as c
+from webhook.api import fields, quantity
 from webhook.core import tas
 from webhook.core.model import ResourceFlavorSpec
 from webhook.core.workload import PodSetInfo, WorkloadInfo, WorkloadKey, pod_requests
@@ -27,6 +28,7 @@ __all__ = [
     "parse_node",
     "pod_set_request",
     "topology_levels",
+    "topology_request",
     "workload_tas_usage",
 ]
 
@@ -65,6 +67,43 @@ _TAS_POD_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-slice-required-topology",
     "kueue.x-k8s.io/podset-unconstrained-topology",
 )
+
+
+def topology_request(
+    annotations: Mapping[str, str],
+    *,
+    pod_index_label: str,
+    sub_group_index_label: str | None = None,
+    sub_group_count: int | None = None,
+) -> dict[str, Any]:
+    """`NewPodSetTopologyRequest(meta).PodIndexLabel(label).SubGroup(index label, count).Build()`
+    (pkg/controller/jobframework/tas.go) from a pod template's annotations, the sub-group only when
+    given (a JobSet's replicated Job: its copies); raises ValueError with Go's message for an
+    unparsable value. Here, below the worker's integrations and the CLI's dry-run, which both build
+    Workloads from pod templates."""
+    ann = annotations
+    req: dict[str, Any] = {}
+    if c.PODSET_REQUIRED_TOPOLOGY in ann:
+        req["required"] = ann[c.PODSET_REQUIRED_TOPOLOGY]
+    elif c.PODSET_PREFERRED_TOPOLOGY in ann:
+        req["preferred"] = ann[c.PODSET_PREFERRED_TOPOLOGY]
+    elif c.PODSET_UNCONSTRAINED_TOPOLOGY in ann:
+        req["unconstrained"] = fields.go_parse_bool(ann[c.PODSET_UNCONSTRAINED_TOPOLOGY])
+    if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
+        try:
+            size = fields.go_atoi(ann[c.PODSET_SLICE_SIZE])
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("Atoi", "ParseInt")) from exc
+        req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
+        req["podSetSliceSize"] = size
+    req["podIndexLabel"] = pod_index_label
+    if sub_group_count is not None:
+        req["subGroupCount"] = sub_group_count
+    if sub_group_index_label is not None:
+        req["subGroupIndexLabel"] = sub_group_index_label
+    if c.PODSET_GROUP_NAME in ann and ("required" in req or "preferred" in req):
+        req["podSetGroupName"] = ann[c.PODSET_GROUP_NAME]
+    return req
 
 
 def describe_assignment(raw: Mapping[str, Any]) -> str:

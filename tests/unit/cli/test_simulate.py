@@ -343,3 +343,38 @@ def test_fetch_state_reads_nodes_and_pods_only_for_topology_aware_flavors() -> N
     assert explain.fetch_state(api).nodes == []
     api.add(make_flavor("tas").topology("racks").obj())
     assert [n["metadata"]["name"] for n in explain.fetch_state(api).nodes] == ["x1"]
+
+
+def test_dry_run_of_a_job_carries_its_topology_annotations_into_the_simulation() -> None:
+    """The Workload `dry-run` simulates asks for the rack the Job's pod template requires, as the worker's."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {
+            "parallelism": 2,
+            "template": {
+                "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": "cloud.com/rack"}},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+            },
+        },
+    }
+    wl = simulate.workload_for(job, now=T0)
+    assert wl["spec"]["podSets"][0]["topologyRequest"] == {
+        "required": "cloud.com/rack",
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+    }
+    outcome, _ = run(_tas_state("x1", "x3"), wl)
+    assert isinstance(outcome.decision, Pending)
+    assert "allows to fit only 1 out of 2 pod(s)" in outcome.decision.message
+
+
+def test_dry_run_refuses_an_unparsable_topology_annotation_with_gos_message() -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "annotations": {"kueue.x-k8s.io/podset-unconstrained-topology": "maybe"}},
+        "spec": {"containers": [{"name": "c"}]},
+    }
+    with pytest.raises(ValueError, match=r'strconv.ParseBool: parsing "maybe": invalid syntax'):
+        simulate.workload_for(pod, now=T0)

@@ -18,6 +18,7 @@ from typing import Any
 from webhook.api import constants as c
 from webhook.api import fields
 from webhook.api.objects import Obj
+from webhook.core.topology import topology_request
 
 __all__ = [
     "FlavorNotFound",
@@ -248,49 +249,6 @@ def sanitize_env(spec: dict[str, Any]) -> None:
             for var in ctr["env"]:
                 merged[var.get("name")] = var
             ctr["env"] = list(merged.values())
-
-
-_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
-_GO_BOOLS.update(dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False))
-
-
-def topology_request(
-    annotations: Mapping[str, str],
-    *,
-    pod_index_label: str,
-    sub_group_index_label: str | None = None,
-    sub_group_count: int | None = None,
-) -> dict[str, Any]:
-    """`NewPodSetTopologyRequest(meta).PodIndexLabel(label).SubGroup(index label, count).Build()`
-    (pkg/controller/jobframework/tas.go) from a pod template's annotations, the sub-group only when
-    given (a JobSet's replicated Job: its copies); raises ValueError with Go's message for an
-    unparsable value."""
-    ann = annotations
-    req: dict[str, Any] = {}
-    if c.PODSET_REQUIRED_TOPOLOGY in ann:
-        req["required"] = ann[c.PODSET_REQUIRED_TOPOLOGY]
-    elif c.PODSET_PREFERRED_TOPOLOGY in ann:
-        req["preferred"] = ann[c.PODSET_PREFERRED_TOPOLOGY]
-    elif c.PODSET_UNCONSTRAINED_TOPOLOGY in ann:
-        text = ann[c.PODSET_UNCONSTRAINED_TOPOLOGY]
-        if text not in _GO_BOOLS:
-            raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
-        req["unconstrained"] = _GO_BOOLS[text]
-    if c.PODSET_SLICE_REQUIRED_TOPOLOGY in ann and c.PODSET_SLICE_SIZE in ann:
-        try:
-            size = fields.go_atoi(ann[c.PODSET_SLICE_SIZE])
-        except ValueError as exc:
-            raise ValueError(str(exc).replace("Atoi", "ParseInt")) from exc
-        req["podSetSliceRequiredTopology"] = ann[c.PODSET_SLICE_REQUIRED_TOPOLOGY]
-        req["podSetSliceSize"] = size
-    req["podIndexLabel"] = pod_index_label
-    if sub_group_count is not None:
-        req["subGroupCount"] = sub_group_count
-    if sub_group_index_label is not None:
-        req["subGroupIndexLabel"] = sub_group_index_label
-    if c.PODSET_GROUP_NAME in ann and ("required" in req or "preferred" in req):
-        req["podSetGroupName"] = ann[c.PODSET_GROUP_NAME]
-    return req
 
 
 def same_pod_sets(a: Sequence[Obj], b: Sequence[Obj], *, ignore_tolerations: bool) -> bool:
