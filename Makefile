@@ -143,7 +143,7 @@ kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and
 operator-binaries: ## build JobSet, LWS, AppWrapper and Kubeflow Trainer at upstream Kueue's pinned versions into ~/.cache/pykueue
 	e2e/build-operators.sh
 
-e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|sequential-baseline|sequential-extended, the sequential ones as root on a real node), against SYSTEM=ours (default) or upstream
+e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|tas-baseline|sequential-baseline|sequential-extended, the sequential ones as root on a real node), against SYSTEM=ours (default) or upstream
 	$(BIN)/python e2e/upstream_suite.py run --suite $(SUITE) --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)
 
 bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runner (15,000 workloads): minimalkueue vs our worker

@@ -561,15 +561,18 @@ class Cluster:
         job_pods_run: float | None = None,
         host_exec: HostExec | None = None,
         real_node: RealNodeSpec | None = None,
+        nodes: Sequence[FakeNode] = NODES,
     ) -> None:
         """`job_pods_run`: seconds a Job-owned pod without an agnhost behaviour runs before kwok completes
         it (None: PYKUEUE_POD_RUN_SECONDS or 2 s; math.inf: until deleted, as upstream's suite expects).
         `host_exec`: let `kubectl exec` reach this host (off by default: it runs commands as this user).
-        `real_node`: get ready for that node to join (see RealNodeSpec); needs a private network namespace."""
+        `real_node`: get ready for that node to join (see RealNodeSpec); needs a private network namespace.
+        `nodes`: the fake nodes kwok runs (upstream's suites want the layouts of their kind configs)."""
         self.dir = Path(directory or os.environ.get("PYKUEUE_CLUSTER_DIR") or DEFAULT_DIR).resolve()
         self.job_pods_run = job_pods_run
         self.host_exec = host_exec
         self.real_node = real_node
+        self.nodes = tuple(nodes)
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
@@ -1198,7 +1201,7 @@ class Cluster:
         return code == 200 and body.strip() == b"ok"
 
     def _create_nodes(self) -> None:
-        for node in NODES:
+        for node in self.nodes:
             code, body = self._api("POST", "/api/v1/nodes", node.manifest())
             if code not in (201, 409):
                 raise ClusterError("create nodes", f"POST node {node.name} -> HTTP {code}: {body}")
@@ -1213,7 +1216,7 @@ class Cluster:
             conds = {c["type"]: c["status"] for c in item.get("status", {}).get("conditions", [])}
             if conds.get("Ready") == "True" and not item.get("spec", {}).get("taints"):
                 ready.add(item["metadata"]["name"])
-        return ready >= {n.name for n in NODES}
+        return ready >= {n.name for n in self.nodes}
 
     # ------------------------------------------------------------------ exit hooks
 

@@ -22,7 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
 
-from cluster import Cluster, HostExec  # noqa: E402
+from cluster import NODES, Cluster, FakeNode, HostExec  # noqa: E402
 from operators import Operators, frameworks, parse_list  # noqa: E402
 
 import certs  # noqa: E402
@@ -134,12 +134,17 @@ class Stack:
         job_pods_run: float | None = None,
         host_exec: HostExec | None = None,
         integrations: Iterable[str] = (),
+        nodes: Sequence[FakeNode] = NODES,
     ) -> None:
-        """`job_pods_run` and `host_exec`: the kwok behaviours, as `Cluster` takes them; `integrations`: the
-        operators to run (e2e/operators.py names)."""
+        """`job_pods_run`, `host_exec` and `nodes`: the kwok behaviours and fake nodes, as `Cluster` takes them;
+        `integrations`: the operators to run (e2e/operators.py names)."""
         self.dir = Path(directory).resolve()
         self.cluster = Cluster(
-            self.dir / "cluster", teardown_on_exit=teardown_on_exit, job_pods_run=job_pods_run, host_exec=host_exec
+            self.dir / "cluster",
+            teardown_on_exit=teardown_on_exit,
+            job_pods_run=job_pods_run,
+            host_exec=host_exec,
+            nodes=nodes,
         )
         self.operators = Operators(self.dir / "operators", self.cluster, integrations)
         self.cert_dir = self.dir / "certs"

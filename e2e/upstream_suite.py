@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, and sequential/{baseline,extended}
-on a real node: e2e/upstream_real.py), unchanged, against a system.
+"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, tas/baseline, and
+sequential/{baseline,extended} on a real node: e2e/upstream_real.py), unchanged, against a system.
 
 The suite is built by e2e/build-kueue.sh with `go test -c` from the Go module pinned in
 e2e/tools/kueue/go.mod (nothing of upstream's is committed) and runs against our local control
@@ -54,7 +54,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import host  # noqa: E402
 import image  # noqa: E402
-from cluster import Cluster, ClusterError, HostExec, free_port  # noqa: E402
+from cluster import Cluster, ClusterError, FakeNode, HostExec, free_port  # noqa: E402
 from operators import OperatorError, Operators  # noqa: E402
 from stack import Stack, StackError, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
@@ -68,18 +68,43 @@ FAKEBIN = HERE / "fakebin"
 DEFAULT_DIR = ROOT / ".run" / "upstream-suite"
 
 
+#: upstream's hack/testing/kind-cluster.yaml as kwok nodes: two workers under kind's names, on-demand and spot.
+KIND_NODES = (
+    FakeNode("kind-worker", {"instance-type": "on-demand"}),
+    FakeNode("kind-worker2", {"instance-type": "spot"}),
+)
+TAS_NODE_GROUP = {"cloud.provider.com/node-group": "tas-group"}
+#: hack/testing/kind-cluster-tas.yaml: eight workers, block b1 (workers 1 to 4) and b2 (5 to 8), racks r1, r1,
+#: r2, r2 within each block; the specs name the nodes (kind-worker, kind-worker2 ... kind-worker8).
+TAS_KIND_NODES = tuple(
+    FakeNode(
+        "kind-worker" + (str(i) if i > 1 else ""),
+        {
+            **TAS_NODE_GROUP,
+            "cloud.provider.com/topology-block": "b1" if i <= 4 else "b2",
+            "cloud.provider.com/topology-rack": "r1" if (i - 1) % 4 < 2 else "r2",
+        },
+    )
+    for i in range(1, 9)
+)
+
+
 @dataclass(frozen=True)
 class Suite:
     """One of upstream's e2e suites: its package (the ginkgo tree), whether it needs a real Deployment
     (it restarts Kueue with a changed Configuration: e2e/upstream_real.py) or the host-process stack, and
     the operators (e2e/operators.py) its selected specs need beside the system. A real-node suite's
-    system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does."""
+    system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does.
+    A host-process suite gets the kwok `nodes` of its kind config, the stand-in manager pod on
+    `manager_node` (where no spec deletes or fills the node)."""
 
     name: str
     package: str
     real_node: bool
     integrations: tuple[str, ...] = ()
     config_folder: str = "baseline"
+    nodes: tuple[FakeNode, ...] = KIND_NODES
+    manager_node: str = "kind-worker"
 
     @property
     def binary(self) -> str:
@@ -107,6 +132,9 @@ SUITES = {
             real_node=True,
             integrations=("jobset", "lws", "appwrapper"),
             config_folder="extended",
+        ),
+        Suite(
+            "tas-baseline", "test/e2e/tas/baseline", real_node=False, nodes=TAS_KIND_NODES, manager_node="kind-worker8"
         ),
     )
 }
@@ -294,8 +322,9 @@ def check_selection(
 # --------------------------------------------------------------------------- the systems
 
 
-def standins(config_text: str) -> list[dict[str, Any]]:
-    """kueue-system objects the suite looks for while the system runs on the host (see the docstring)."""
+def standins(config_text: str, node: str) -> list[dict[str, Any]]:
+    """kueue-system objects the suite looks for while the system runs on the host (see the docstring); the
+    stand-in manager pod runs on `node`."""
     labels = {"app.kubernetes.io/name": "kueue", "control-plane": "controller-manager"}
     ns = "kueue-system"
     return [
@@ -333,7 +362,7 @@ def standins(config_text: str) -> list[dict[str, Any]]:
                     "spec": {
                         "serviceAccountName": "kueue-controller-manager",
                         "terminationGracePeriodSeconds": 1,
-                        "nodeSelector": {"instance-type": "on-demand"},
+                        "nodeSelector": {"kubernetes.io/hostname": node},
                         "containers": [
                             {"name": "manager", "image": "stand-in/system-runs-on-the-host:none", "args": ["stand-in"]}
                         ],
@@ -417,8 +446,10 @@ class OursSystem:
 
     name = "ours"
 
-    def __init__(self, directory: Path, host_exec: HostExec, integrations: tuple[str, ...] = ()) -> None:
-        self.stack = Stack(directory, job_pods_run=math.inf, host_exec=host_exec, integrations=integrations)
+    def __init__(self, directory: Path, host_exec: HostExec, suite: Suite) -> None:
+        self.stack = Stack(
+            directory, job_pods_run=math.inf, host_exec=host_exec, integrations=suite.integrations, nodes=suite.nodes
+        )
 
     @property
     def cluster(self) -> Cluster:
@@ -442,12 +473,10 @@ class UpstreamSystem:
 
     name = "upstream"
 
-    def __init__(
-        self, directory: Path, host_exec: HostExec, bin_dir: Path, module: Path, integrations: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, directory: Path, host_exec: HostExec, bin_dir: Path, module: Path, suite: Suite) -> None:
         self.dir = directory
-        self.cluster = Cluster(directory / "cluster", job_pods_run=math.inf, host_exec=host_exec)
-        self.operators = Operators(directory / "operators", self.cluster, integrations)
+        self.cluster = Cluster(directory / "cluster", job_pods_run=math.inf, host_exec=host_exec, nodes=suite.nodes)
+        self.operators = Operators(directory / "operators", self.cluster, suite.integrations)
         self.bin_dir = bin_dir
         self.module = module
         self.proc: subprocess.Popen[bytes] | None = None
@@ -571,11 +600,11 @@ def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> st
 
 
 @contextlib.contextmanager
-def host_session(system: OursSystem | UpstreamSystem) -> Iterator[tuple[str, str]]:
+def host_session(system: OursSystem | UpstreamSystem, suite: Suite) -> Iterator[tuple[str, str]]:
     """(metrics URL, Configuration) while a host-process system runs, its stand-ins in place."""
     try:
         metrics_url, config = system.up()
-        apply(system.cluster, standins(config))
+        apply(system.cluster, standins(config, suite.manager_node))
         res = system.cluster.kubectl(
             "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=120s"
         )
@@ -611,11 +640,11 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
         session = system.session()
     else:
         system = (
-            OursSystem(out / "stack", host_exec, suite.integrations)
+            OursSystem(out / "stack", host_exec, suite)
             if system_name == "ours"
-            else UpstreamSystem(out / "system", host_exec, bin_dir, module, suite.integrations)
+            else UpstreamSystem(out / "system", host_exec, bin_dir, module, suite)
         )
-        session = host_session(system)
+        session = host_session(system, suite)
     started = time.monotonic()
     report = out / "report.json"
     with session as (metrics_url, _config):
