@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from e2e.conftest import Kubectl
 from e2e.helpers import create, wait_for
@@ -329,3 +331,56 @@ def test_submit_time_warnings(cli: Cli, kubectl: Kubectl, queues: Any, namespace
         lambda: "does not select namespace" in created(job(namespace, f"sel-{uuid.uuid4().hex[:4]}", "cli-lq", "1")),
     )
     assert kubectl("get", "job", "huge", "-n", namespace, check=False).returncode == 0
+
+
+TAS_EXAMPLE = Path(__file__).resolve().parent / "examples" / "tas-rack-job.yaml"
+RACKS = {"kwok-spot-1": "r1", "kwok-spot-2": "r1", "kwok-gpu-1": "r2", "kwok-gpu-2": "r2"}
+TAS_LABELS = ("cloud.provider.com/node-group", "cloud.provider.com/topology-block", "cloud.provider.com/topology-rack")
+
+
+@pytest.fixture
+def racks(kubectl: Kubectl) -> Iterator[dict[str, str]]:
+    """Four of the stack's nodes laid out as two racks of a block, as the README example expects; only while
+    the test runs."""
+    for node, rack in RACKS.items():
+        values = ("tas-group", "b1", rack)
+        kubectl("label", "node", node, "--overwrite", *(f"{k}={v}" for k, v in zip(TAS_LABELS, values, strict=True)))
+    yield RACKS
+    for node in RACKS:
+        kubectl("label", "node", node, *(f"{k}-" for k in TAS_LABELS), check=False)
+
+
+def test_the_readme_rack_job_runs_in_one_rack_and_explain_names_its_hosts(
+    cli: Cli, kubectl: Kubectl, namespace: str, racks: dict[str, str]
+) -> None:
+    """e2e/examples/tas-rack-job.yaml as a user applies it: the Job's three pods are ungated onto hosts of one
+    rack, and `kubectl kueue explain` says which."""
+    docs = [
+        d
+        for d in yaml.safe_load_all(TAS_EXAMPLE.read_text().replace("namespace: default", f"namespace: {namespace}"))
+        if d
+    ]
+    cluster_scoped = [(d["kind"].lower(), d["metadata"]["name"]) for d in docs if "namespace" not in d["metadata"]]
+    try:
+        for doc in docs:
+            kubectl.apply(doc)
+
+        def hosts() -> list[str] | None:
+            pods = kubectl.get("pods", "-n", namespace, "-l", "job-name=rack-job")["items"]
+            placed = [(p["spec"].get("nodeSelector") or {}).get("kubernetes.io/hostname") for p in pods]
+            ungated = len(pods) == 3 and all(not p["spec"].get("schedulingGates") for p in pods)
+            return placed if ungated and all(placed) else None  # type: ignore[return-value]
+
+        placed = wait_for("the three pods ungated onto hosts", hosts)
+        assert len({racks[h] for h in placed}) == 1, placed
+        out = cli("explain", "job/rack-job", "-n", namespace).stdout
+        topology_line = next(line for line in out.splitlines() if line.strip().startswith("topology "))
+        assert topology_line.startswith("    topology kubernetes.io/hostname: "), out
+        assert {h: placed.count(h) for h in placed} == {
+            host: int(count.split()[0])
+            for host, count in (part.rstrip(")").split(" (") for part in topology_line.split(": ", 1)[1].split(", "))
+        }
+    finally:
+        kubectl("delete", "job", "rack-job", "-n", namespace, "--ignore-not-found", check=False)
+        for kind, name in reversed(cluster_scoped):
+            kubectl("delete", kind, name, "--wait=false", "--ignore-not-found", check=False)
