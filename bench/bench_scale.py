@@ -12,6 +12,7 @@ process) are what we report.
     python bench/bench_scale.py                 # baseline config: 5 cohorts x 6 CQs, 15,000 workloads
     python bench/bench_scale.py --smoke         # 300 workloads, for CI
     python bench/bench_scale.py --config bench/scale-2x.yaml --timeout 30m   # twice the baseline
+    python bench/bench_scale.py --config tas --timeout 20m   # upstream's configs by name: tas, large-scale
     python bench/bench_scale.py --runs 2 --only upstream|ours --timeout 15m
     python bench/bench_scale.py --report        # the table again, from the runs already recorded
 
@@ -125,9 +126,20 @@ class Binaries:
     def upstream_crds(self) -> Path:
         return self.module / "config" / "components" / "crd" / "bases"
 
+    def upstream_config(self, name: str) -> Path:
+        """One of upstream's generator configs (test/performance/scheduler/configs/<name>)."""
+        return self.module / "test" / "performance" / "scheduler" / "configs" / name / "generator.yaml"
+
     @property
     def baseline_config(self) -> Path:
-        return self.module / "test" / "performance" / "scheduler" / "configs" / "baseline" / "generator.yaml"
+        return self.upstream_config("baseline")
+
+
+def wants_tas(config: Path) -> bool:
+    """A generator config with a topology makes the runner create Nodes, a Topology and a topology-aware
+    ResourceFlavor; upstream's Makefile (run-tas-performance-scheduler) then passes --enableTAS=true, which the
+    runner hands on to the manager."""
+    return bool((yaml.safe_load(config.read_text()) or {}).get("topology"))
 
 
 def ensure_binaries() -> Binaries:
@@ -273,6 +285,7 @@ def run_side(
         str(manager),
         "--timeout",
         timeout,
+        *(["--enableTAS=true"] if wants_tas(config) else []),
     ]
     env = dict(os.environ, KUBEBUILDER_ASSETS=str(b.k8s_bin), PYKUEUE_PYTHON=python)
     runner_log = out / "runner.log"
@@ -447,7 +460,11 @@ def plot(out: Path, results: dict[str, list[Result]], title: str) -> Path:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--smoke", action="store_true", help="300-workload config (CI)")
-    p.add_argument("--config", type=Path, help="generator config (default: upstream's baseline)")
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="generator config: a file, or one of upstream's by name (baseline, tas, large-scale); default baseline",
+    )
     p.add_argument("--only", choices=list(SIDES))
     p.add_argument("--runs", type=int, default=1, help="runs of each side, alternating (default 1)")
     p.add_argument("--report", action="store_true", help="run nothing: report the runs already in --out")
@@ -498,7 +515,9 @@ def bench(args: argparse.Namespace) -> Outcome:
         )
         return Outcome(config, out, collect(out), failures, ours_missing)
     b = ensure_binaries()
-    if args.config:
+    if args.config and not args.config.exists() and b.upstream_config(str(args.config)).exists():
+        config = b.upstream_config(str(args.config))
+    elif args.config:
         config = args.config.resolve()
     elif args.smoke:
         config = out / "smoke-generator.yaml"

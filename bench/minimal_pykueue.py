@@ -9,7 +9,9 @@ no webhooks, no metrics server.
 
 Logs (WARNING and up, as minimalkueue logs errors only) go to pykueue-worker.log beside the
 kubeconfig, i.e. in the runner's output directory. Profiling and metrics flags are accepted
-and ignored; --enableTAS is refused (we have no TAS).
+and ignored. --enableTAS (minimalkueue's switch for its TAS controllers and indexers) needs nothing of
+ours: topology-aware admission is on by default (beta) and costs nothing until a ResourceFlavor names a
+Topology, which only the TAS generator config creates.
 """
 
 from __future__ import annotations
@@ -48,9 +50,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metricsPort")
     p.add_argument("--enableTAS", action="store_true")
     args = p.parse_args(argv)
-    if args.enableTAS:
-        print("minimal_pykueue: --enableTAS is not supported", file=sys.stderr)
-        return 2
     work = Path(args.kubeconfig).resolve().parent
     config = work / "pykueue-config.yaml"
     config.write_text(CONFIG)
