@@ -1,7 +1,9 @@
 """batch/v1 Job webhook: suspend queued Jobs, validate Kueue's labels and annotations.
 
-Mirrors `pkg/controller/jobs/job/job_webhook.go` (paths /mutate-batch-v1-job and
-/validate-batch-v1-job) on top of the shared checks in `jobframework`.
+Mirrors `pkg/controller/jobs/job/job_webhook.go` (upstream v0.19.2; paths /mutate-batch-v1-job
+and /validate-batch-v1-job) on top of the shared checks in `jobframework`; with
+TopologyAwareScheduling, on create and update, last, the checks of the pod template's TAS
+annotations (`tas_validation`).
 """
 
 from __future__ import annotations
@@ -11,17 +13,20 @@ from typing import Any
 
 from webhook.admission import jobframework as jf
 from webhook.admission import queue_warnings
+from webhook.admission import tas_validation as tas
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
 from webhook.api import integrations, jobs
 from webhook.api import objects as o
+from webhook.config import Feature
 
 __all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
 
 GVK = integrations.BATCH_JOB.gvk
 MIN_PARALLELISM_PATH = jf.ANNOTATIONS.key(c.JOB_MIN_PARALLELISM)
 SYNC_COMPLETIONS_PATH = jf.ANNOTATIONS.key(c.JOB_COMPLETIONS_EQUAL_PARALLELISM)
+TEMPLATE_META_PATH = f.Path("spec.template.metadata")
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
@@ -97,15 +102,42 @@ def _validate_sync_completions(job: Mapping[str, Any]) -> list[f.FieldError]:
     return errs
 
 
+def _validate_topology(job: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    """`validateTopologyRequest`, with TopologyAwareScheduling: the template's TAS annotations;
+    only when they pass, an elastic Job's required or preferred topology (unsupported) and the
+    slice size against the podSet's count. (Building the podSet cannot fail once the annotations
+    pass: the values it parses were just checked.)"""
+    if not ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):
+        return []
+    template = (job.get("spec") or {}).get("template") or {}
+    annotations = (template.get("metadata") or {}).get("annotations") or {}
+    errs = tas.validate_pod_set_request(TEMPLATE_META_PATH, annotations)
+    if errs:
+        return errs
+    if jf.is_elastic(job, ctx):
+        # Upstream's path here is `Child("annotations", key)`, a dotted one, unlike its other TAS paths.
+        for key, level in ((c.PODSET_REQUIRED_TOPOLOGY, "required"), (c.PODSET_PREFERRED_TOPOLOGY, "preferred")):
+            if key in annotations:
+                path = TEMPLATE_META_PATH.child("annotations", key)
+                return [f.forbidden(path, f"{level} topology is not supported with elastic jobs")]
+    return tas.validate_slice_size_upper_bound(TEMPLATE_META_PATH, annotations, jobs.pods_count(job))
+
+
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    """`validateCreate`: `ValidateJobOnCreate`, partial admission, completions = parallelism,
+    then the TAS checks."""
     return [
         *jf.validate_job_create(obj, ctx, gvk=GVK),
         *_validate_partial_admission(obj, ctx),
         *_validate_sync_completions(obj),
+        *_validate_topology(obj, ctx),
     ]
 
 
 def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    """`validateUpdate`: the create checks of the new Job (partial admission only when its
+    annotation changed), `ValidateJobOnUpdate`, the partial-admission and completions updates,
+    then the TAS checks of the new Job."""
     errs = jf.validate_job_create(new, ctx, gvk=GVK)
     if o.annotations(new).get(c.JOB_MIN_PARALLELISM) != o.annotations(old).get(c.JOB_MIN_PARALLELISM):
         errs += _validate_partial_admission(new, ctx)
@@ -127,7 +159,7 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
         and _sync_completions(old) != _sync_completions(new)
     ):
         errs.append(f.forbidden(SYNC_COMPLETIONS_PATH, "field is immutable while the job is not suspended"))
-    return errs
+    return errs + _validate_topology(new, ctx)
 
 
 def warnings_create(obj: Mapping[str, Any], ctx: Context) -> list[str]:

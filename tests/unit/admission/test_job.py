@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from webhook.config import Configuration
+
 from .reviews import Driver, review
 
 MUTATE = "/mutate-batch-v1-job"
@@ -341,4 +343,185 @@ def test_prebuilt_name_is_the_workers_with_identifier_annotations_off(make_drive
     renamed = running(make_job(labels={PREBUILT: "b"}, annotations={PREBUILT: "y" * 70}))
     assert d.denial(VALIDATE, renamed, old=old) == (
         f'metadata.annotations[{PREBUILT}]: Invalid value: "b": field is immutable'
+    )
+
+
+# --- TopologyAwareScheduling: upstream's TAS cases of TestValidateCreate and TestValidateUpdate ---------
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+ELASTIC = "kueue.x-k8s.io/elastic-job"
+ANN = "spec.template.metadata.annotations"
+ONE_OF = f'must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", "{UNCONSTRAINED}"]'
+LABEL_KEY_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+NO_TAS = Configuration(feature_gates={"TopologyAwareScheduling": False})
+
+
+def tas_job(pod_annotations: dict[str, str], *, parallelism: int = 1, **kw: Any) -> dict[str, Any]:
+    """`testingjob.MakeJob("job", "default")` (parallelism 1, no completions) with `PodAnnotation`s."""
+    job = make_job(ns="default", parallelism=parallelism, completions=None, **kw)
+    job["spec"]["template"]["metadata"] = {"annotations": dict(pod_annotations)}
+    return job
+
+
+TAS_CREATE_CASES = [
+    pytest.param({REQUIRED: "cloud.com/block"}, 1, None, id="valid topology request"),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+        1,
+        f"{ANN}: Invalid value: {ONE_OF}",
+        id="invalid topology request - both annotations",
+    ),
+    pytest.param(
+        {REQUIRED: "some required value"},
+        1,
+        f'{ANN}[{REQUIRED}]: Invalid value: "some required value": {LABEL_KEY_MSG}',
+        id="invalid topology request - invalid required",
+    ),
+    pytest.param(
+        {PREFERRED: "some preferred value"},
+        1,
+        f'{ANN}[{PREFERRED}]: Invalid value: "some preferred value": {LABEL_KEY_MSG}',
+        id="invalid topology request - invalid preferred",
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "1"},
+        1,
+        None,
+        id="valid slice topology request",
+    ),
+    pytest.param(
+        {UNCONSTRAINED: "true", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "1"},
+        1,
+        None,
+        id="valid topology request - slice-only topology - unconstrained with slices defined",
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block"},
+        1,
+        f"{ANN}[{SLICE_SIZE}]: Required value: must be set when '{SLICE_REQUIRED}' is specified",
+        id="invalid topology request - slice requested without slice size",
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "not a number"},
+        1,
+        f'{ANN}[{SLICE_SIZE}]: Invalid value: "not a number": must be a numeric value',
+        id="invalid topology request - slice size is not a number",
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "-1"},
+        1,
+        f'{ANN}[{SLICE_SIZE}]: Invalid value: "-1": must be greater than or equal to 1',
+        id="invalid topology request - slice size is negative",
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "0"},
+        1,
+        f'{ANN}[{SLICE_SIZE}]: Invalid value: "0": must be greater than or equal to 1',
+        id="invalid topology request - slice size is zero",
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_SIZE: "1"},
+        1,
+        f"{ANN}[{SLICE_SIZE}]: Forbidden: may not be set when '{SLICE_REQUIRED}' is not specified",
+        id="invalid topology request - slice size provided without slice topology",
+    ),
+    pytest.param(
+        {SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "1"}, 1, None, id="valid topology request - slice-only topology"
+    ),
+    pytest.param(
+        {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "20"},
+        4,
+        f'{ANN}[{SLICE_SIZE}]: Invalid value: "20": must not be greater than pod set count 4',
+        id="invalid slice topology request - slice size larger than number of podsets",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod_annotations", "parallelism", "message"), TAS_CREATE_CASES)
+def test_validate_create_topology(
+    driver: Driver, pod_annotations: dict[str, str], parallelism: int, message: str | None
+) -> None:
+    """Upstream's `TestValidateCreate` TAS cases (TopologyAwareScheduling on, as by default)."""
+    assert driver.denial(VALIDATE, tas_job(pod_annotations, parallelism=parallelism)) == message
+
+
+@pytest.mark.parametrize(
+    ("pod_annotations", "message"),
+    [
+        pytest.param(
+            {REQUIRED: "cloud.com/block"},
+            f"spec.template.metadata.annotations.{REQUIRED}: Forbidden: required topology is not supported with "
+            "elastic jobs",
+            id="elastic job with required topology is rejected",
+        ),
+        pytest.param(
+            {PREFERRED: "cloud.com/block"},
+            f"spec.template.metadata.annotations.{PREFERRED}: Forbidden: preferred topology is not supported with "
+            "elastic jobs",
+            id="elastic job with preferred topology is rejected",
+        ),
+        pytest.param({UNCONSTRAINED: "true"}, None, id="elastic job with unconstrained topology is accepted"),
+    ],
+)
+def test_elastic_job_topology(driver: Driver, pod_annotations: dict[str, str], message: str | None) -> None:
+    """Upstream's `TestValidateCreate` elastic cases (ElasticJobsViaWorkloadSlices on, as by default):
+    only an unconstrained topology; upstream's path here is dotted, not keyed."""
+    job = tas_job(pod_annotations, annotations={ELASTIC: "true"})
+    assert driver.denial(VALIDATE, job) == message
+
+
+def test_topology_errors_come_after_the_other_create_checks(driver: Driver) -> None:
+    """`validateCreate` appends the TAS errors last; the slice bound waits for valid annotations."""
+    job = tas_job({REQUIRED: "a", PREFERRED: "b", SLICE_REQUIRED: "c", SLICE_SIZE: "5"}, labels={Q: "Bad_Name"})
+    assert driver.denial(VALIDATE, job) == (
+        f'[metadata.labels[{Q}]: Invalid value: "Bad_Name": {DNS_MSG}, {ANN}: Invalid value: {ONE_OF}]'
+    )
+
+
+def test_topology_checks_need_the_gate(make_driver: Any) -> None:
+    job = tas_job({REQUIRED: "a", PREFERRED: "b"})
+    assert make_driver(NO_TAS).denial(VALIDATE, job) is None
+    assert make_driver(NO_TAS).denial(VALIDATE, job, old=tas_job({})) is None
+
+
+@pytest.mark.parametrize(
+    ("pod_annotations", "message"),
+    [
+        pytest.param({REQUIRED: "cloud.com/block"}, None, id="set valid TAS request"),
+        pytest.param(
+            {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+            f"{ANN}: Invalid value: {ONE_OF}",
+            id="attempt to set invalid TAS request",
+        ),
+        pytest.param(
+            {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "1"},
+            None,
+            id="valid slice topology request",
+        ),
+        pytest.param(
+            {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block"},
+            f"{ANN}[{SLICE_SIZE}]: Required value: must be set when '{SLICE_REQUIRED}' is specified",
+            id="attempt to set invalid slice topology request",
+        ),
+    ],
+)
+def test_validate_update_topology(driver: Driver, pod_annotations: dict[str, str], message: str | None) -> None:
+    """Upstream's `TestValidateUpdate` TAS cases: the new Job's template is checked."""
+    assert driver.denial(VALIDATE, tas_job(pod_annotations), old=tas_job({})) == message
+
+
+def test_update_topology_errors_come_last(driver: Driver) -> None:
+    """`validateUpdate` appends the TAS errors after `ValidateJobOnUpdate`'s."""
+    old = running(tas_job({}, labels={Q: "a"}))
+    new = running(tas_job({REQUIRED: "a", PREFERRED: "b"}, labels={Q: "b"}))
+    assert driver.denial(VALIDATE, new, old=old) == (
+        f'[metadata.labels[{Q}]: Invalid value: "b": field is immutable, {ANN}: Invalid value: {ONE_OF}]'
     )
