@@ -1,10 +1,11 @@
 """JobSet webhooks through the ASGI app: suspension, defaults, upstream's denial messages.
 
 Upstream's `pkg/controller/jobs/jobset/jobset_webhook_test.go` (v0.19.2) translated where it does
-not need TopologyAwareScheduling or MultiKueue (not implemented here): its `TestValidateCreate`
-queue-name and prebuilt-Workload cases, and its `TestDefault` default-LocalQueue cases and the
-managedBy cases of a ClusterQueue without a MultiKueue check. The rest pins the shared job
-checks (`ValidateJobOnCreate`, `ValidateJobOnUpdate`) as a JobSet meets them.
+not need MultiKueue (not implemented here): its `TestValidateCreate` and `TestValidateUpdate`
+cases (queue name, prebuilt Workload, the TopologyAwareScheduling checks), and its `TestDefault`
+default-LocalQueue cases and the managedBy cases of a ClusterQueue without a MultiKueue check.
+The rest pins the shared job checks (`ValidateJobOnCreate`, `ValidateJobOnUpdate`) as a JobSet
+meets them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
+
+from webhook.config import Configuration, Integrations
 
 from .reviews import Driver, apply_patch, review
 
@@ -327,3 +330,194 @@ def test_a_quantity_go_cannot_decode_is_an_error(jobset_driver: Driver) -> None:
     for path in (MUTATE, VALIDATE):
         response = jobset_driver.send(path, js_review(obj))
         assert not response["allowed"] and response["status"]["code"] == 400, response
+
+
+# --- TopologyAwareScheduling: upstream's TAS cases of TestValidateCreate and TestValidateUpdate -----------
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+GROUP = "kueue.x-k8s.io/podset-group-name"
+ONE_OF = f'must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", "{UNCONSTRAINED}"]'
+NO_TAS = Configuration(
+    integrations=Integrations(frameworks=("batch/job", "jobset.x-k8s.io/jobset")),
+    feature_gates={"TopologyAwareScheduling": False},
+)
+
+
+def ann(i: int) -> str:
+    return f"spec.replicatedJobs[{i}].template.spec.template.metadata.annotations"
+
+
+def rj(
+    name: str, annotations: dict[str, str], replicas: int = 0, parallelism: int = 0, completions: int = 0
+) -> dict[str, Any]:
+    """One `testingjobset.ReplicatedJobRequirements` (its counts default to Go's zero)."""
+    return {
+        "name": name,
+        "replicas": replicas,
+        "template": {
+            "spec": {
+                "parallelism": parallelism,
+                "completions": completions,
+                "template": {
+                    "metadata": {"annotations": dict(annotations)},
+                    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+                },
+            }
+        },
+    }
+
+
+def tas_jobset(*replicated_jobs: dict[str, Any]) -> dict[str, Any]:
+    return make_jobset(replicatedJobs=list(replicated_jobs))
+
+
+def _inconsistent(group: str) -> str:
+    detail = f"must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with '{{}}' in group '{group}'"
+    return f"[{ann(0)}: Invalid value: {detail.format(ann(1))}, {ann(1)}: Invalid value: {detail.format(ann(0))}]"
+
+
+TAS_CREATE_CASES = [
+    pytest.param(
+        tas_jobset(rj("launcher", {REQUIRED: "cloud.com/block"}), rj("worker", {REQUIRED: "cloud.com/block"})),
+        None,
+        id="valid topology request",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("launcher", {REQUIRED: "cloud.com/block"}),
+            rj("worker", {PREFERRED: "cloud.com/block", REQUIRED: "cloud.com/block"}),
+        ),
+        f"{ann(1)}: Invalid value: {ONE_OF}",
+        id="invalid topology request",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("job1", {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block", SLICE_SIZE: "20"}, 2, 1, 1)
+        ),
+        f'{ann(0)}[{SLICE_SIZE}]: Invalid value: "20": must not be greater than pod set count 2',
+        id="invalid slice topology request - slice size larger than number of podsets",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("launcher", {GROUP: "groupname", REQUIRED: "cloud.com/block"}, 1, 1, 1),
+            rj("worker", {GROUP: "groupname", REQUIRED: "cloud.com/block"}, 4, 1, 1),
+        ),
+        None,
+        id="valid PodSet grouping request",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("job1", {REQUIRED: "cloud.com/block", GROUP: "1podset"}, 1, 1, 1),
+            rj("job2", {REQUIRED: "cloud.com/block", GROUP: "3podsets"}, 1, 1, 1),
+            rj("job3", {REQUIRED: "cloud.com/block", GROUP: "3podsets"}, 2, 1, 1),
+            rj("job4", {REQUIRED: "cloud.com/block", GROUP: "3podsets"}, 2, 2, 1),
+        ),
+        f'[{ann(0)}[{GROUP}]: Invalid value: "1podset": can only define groups of exactly 2 pod sets, got: 1 pod set(s), '
+        + ", ".join(
+            f'{ann(i)}[{GROUP}]: Invalid value: "3podsets": can only define groups of exactly 2 pod sets, '
+            "got: 3 pod set(s)"
+            for i in (1, 2, 3)
+        )
+        + "]",
+        id="invalid PodSet grouping request - groups of size other than 2",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("job1", {REQUIRED: "cloud.com/block", GROUP: "groupname"}, 2, 1, 1),
+            rj("job2", {REQUIRED: "cloud.com/block", GROUP: "groupname"}, 1, 3, 3),
+        ),
+        "["
+        + ", ".join(
+            f'{ann(i)}[{GROUP}]: Invalid value: "groupname": can only define groups where at least one pod set has '
+            "only 1 replica, got: 2 replica(s) and 3 replica(s) in the group"
+            for i in (0, 1)
+        )
+        + "]",
+        id="invalid PodSet grouping request - no leader in group",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("job1", {REQUIRED: "cloud.com/rack", GROUP: "groupname"}, 1, 1, 1),
+            rj("job2", {REQUIRED: "cloud.com/block", GROUP: "groupname"}, 2, 1, 1),
+        ),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - required topology does not match",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("job1", {PREFERRED: "cloud.com/rack", GROUP: "groupname"}, 1, 1, 1),
+            rj("job2", {PREFERRED: "cloud.com/block", GROUP: "groupname"}, 2, 1, 1),
+        ),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - preferred topology does not match",
+    ),
+    pytest.param(
+        tas_jobset(
+            rj("job1", {REQUIRED: "cloud.com/rack", GROUP: "groupname"}, 1, 1, 1),
+            rj("job2", {GROUP: "groupname", PREFERRED: "cloud.com/block"}, 2, 1, 1),
+        ),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - different topology annotations within group",
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "message"), TAS_CREATE_CASES)
+def test_validate_create_topology(jobset_driver: Driver, obj: dict[str, Any], message: str | None) -> None:
+    """Upstream's `TestValidateCreate` TAS cases (TopologyAwareScheduling on, as by default)."""
+    assert denial(jobset_driver, obj) == message
+
+
+@pytest.mark.parametrize(
+    ("new", "message"),
+    [
+        pytest.param(tas_jobset(rj("worker", {PREFERRED: "cloud.com/block"})), None, id="set valid topology request"),
+        pytest.param(
+            tas_jobset(rj("worker", {PREFERRED: "cloud.com/block", REQUIRED: "cloud.com/block"})),
+            f"{ann(0)}: Invalid value: {ONE_OF}",
+            id="attempt to set invalid topology request",
+        ),
+    ],
+)
+def test_validate_update_topology(jobset_driver: Driver, new: dict[str, Any], message: str | None) -> None:
+    """Upstream's `TestValidateUpdate` cases: the new JobSet's templates are checked."""
+    assert denial(jobset_driver, new, old=tas_jobset(rj("worker", {}))) == message
+
+
+def test_topology_errors_follow_the_job_checks(jobset_driver: Driver) -> None:
+    """`validateCreate`: `ValidateJobOnCreate`'s errors, then each replicated Job's TAS errors in
+    order, then the groups'; on update `ValidateJobOnUpdate`'s come first."""
+    obj = tas_jobset(
+        rj("a", {REQUIRED: "r", PREFERRED: "p", GROUP: "g"}, 1, 1, 1),
+        rj("b", {SLICE_REQUIRED: "s", SLICE_SIZE: "3", REQUIRED: "r"}, 1, 2, 2),
+    )
+    obj["metadata"]["labels"] = {Q: "Bad_Name"}
+    create_errors = [
+        f'metadata.labels[{Q}]: Invalid value: "Bad_Name": {DNS_MSG}',
+        f"{ann(0)}: Invalid value: {ONE_OF}",
+        f'{ann(1)}[{SLICE_SIZE}]: Invalid value: "3": must not be greater than pod set count 2',
+        f'{ann(0)}[{GROUP}]: Invalid value: "g": can only define groups of exactly 2 pod sets, got: 1 pod set(s)',
+    ]
+    assert denial(jobset_driver, obj) == "[" + ", ".join(create_errors) + "]"
+    old = running(copy.deepcopy(obj))
+    old["metadata"]["labels"] = {Q: "a"}
+    assert denial(jobset_driver, running(obj), old=old) == (
+        "[" + ", ".join([f'metadata.labels[{Q}]: Invalid value: "Bad_Name": field is immutable', *create_errors]) + "]"
+    )
+
+
+def test_a_pod_set_that_cannot_be_built_is_denied_with_gos_error(jobset_driver: Driver) -> None:
+    """`JobPodSets` fails (the first replicated Job whose unconstrained flag is not a boolean):
+    no field error, not even the job checks', only Go's error."""
+    obj = tas_jobset(rj("a", {REQUIRED: "r", PREFERRED: "p"}), rj("b", {UNCONSTRAINED: "maybe"}))
+    obj["metadata"]["labels"] = {Q: "Bad_Name"}
+    assert denial(jobset_driver, obj) == 'strconv.ParseBool: parsing "maybe": invalid syntax'
+
+
+def test_topology_checks_need_the_gate(make_driver: Any) -> None:
+    obj = tas_jobset(rj("a", {REQUIRED: "r", PREFERRED: "p"}), rj("b", {UNCONSTRAINED: "maybe"}))
+    assert denial(make_driver(NO_TAS), obj) is None
