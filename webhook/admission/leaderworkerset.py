@@ -5,9 +5,9 @@ shape stable.
 Mirrors `pkg/controller/jobs/leaderworkerset/leaderworkerset_webhook.go` (upstream v0.19.2). The
 worker (`webhook/worker/integrations/leaderworkerset.py`) makes one Workload per group and turns
 each group's pods into a pod group. Paths /mutate-leaderworkerset-x-k8s-io-v1-leaderworkerset
-(CREATE and UPDATE) and /validate-leaderworkerset-x-k8s-io-v1-leaderworkerset.
-Not mirrored: the topology-aware scheduling checks of the templates' annotations
-(`validateTopologyRequest`; `webhook/admission/tas_validation.py` has them, not yet called here).
+(CREATE and UPDATE) and /validate-leaderworkerset-x-k8s-io-v1-leaderworkerset. With
+TopologyAwareScheduling, create and update check the leader's and the workers' template TAS
+annotations and their podSet group (`validateTopologyRequest`, `tas_validation`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from webhook.admission import jobframework as jf
 from webhook.admission import queue_warnings
+from webhook.admission import tas_validation as tas
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
@@ -42,6 +43,15 @@ LWT_PATH = f.Path("spec.leaderWorkerTemplate")
 SIZE_PATH = LWT_PATH.child("size")
 LEADER_TEMPLATE_PATH = LWT_PATH.child("leaderTemplate")
 WORKER_TEMPLATE_PATH = LWT_PATH.child("workerTemplate")
+LEADER_META_PATH = LEADER_TEMPLATE_PATH.child("metadata")
+WORKER_META_PATH = WORKER_TEMPLATE_PATH.child("metadata")
+_DEFAULT_POD_SET = "main"  # `kueue.DefaultPodSetName`: the workers' podSet without a leader template
+# `podSetAnnotationsPathByName`: where each podSet's annotations are, for the group errors.
+_ANNOTATIONS_PATHS = {
+    LEADER_POD_SET: LEADER_META_PATH.child("annotations"),
+    WORKER_POD_SET: WORKER_META_PATH.child("annotations"),
+    _DEFAULT_POD_SET: WORKER_META_PATH.child("annotations"),
+}
 
 
 # --- mutation -----------------------------------------------------------------------------------
@@ -112,11 +122,44 @@ def _validate_replicas(obj: Mapping[str, Any]) -> list[f.FieldError]:
     return []
 
 
+def _annotations(template: Mapping[str, Any]) -> Mapping[str, str]:
+    return (template.get("metadata") or {}).get("annotations") or {}
+
+
+def _validate_topology(obj: Mapping[str, Any]) -> list[f.FieldError]:
+    """`validateTopologyRequest`: the leader's (when it has its own template) then the workers'
+    TAS annotations, each followed, when both podSets can be built, by its slice size against its
+    podSet's count (the leader 1, the workers `size`, less the leader), then the podSet group. A
+    podSet that cannot be built always has a field error of its own, so Go's error is not seen."""
+    leader = leader_template(obj)
+    templates = [(_DEFAULT_POD_SET, size(obj), worker_template(obj), WORKER_META_PATH)]
+    if leader is not None:
+        templates = [
+            (LEADER_POD_SET, 1, leader, LEADER_META_PATH),
+            (WORKER_POD_SET, size(obj) - 1, worker_template(obj), WORKER_META_PATH),
+        ]
+    built = all(tas.build_error(_annotations(t)) is None for _, _, t, _ in templates)
+    errs: list[f.FieldError] = []
+    pod_sets: list[dict[str, Any]] = []
+    for name, count, template, meta_path in templates:
+        annotations = _annotations(template)
+        errs += tas.validate_pod_set_request(meta_path, annotations)
+        if built:
+            errs += tas.validate_slice_size_upper_bound(meta_path, annotations, count)
+        pod_sets.append({"name": name, "count": count, "topologyRequest": tas.grouping_request(annotations)})
+    if built:
+        errs += tas.validate_grouping(pod_sets, _ANNOTATIONS_PATHS)
+    return errs
+
+
 def validate_create(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
-    """`validateCreate`: queue name, not elastic, replica bound, admission-gated-by format."""
+    """`validateCreate`: queue name, not elastic, replica bound, admission-gated-by format, then
+    with TopologyAwareScheduling the TAS checks."""
     errs = jf.validate_queue_name(obj) + jf.validate_elastic(obj, ctx, gvk=GVK) + _validate_replicas(obj)
     if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += jf.validate_admission_gated_by_create(obj)
+    if ctx.config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING):
+        errs += _validate_topology(obj)
     return errs
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.builders import fq, make_cq
+from webhook.config import Configuration, Integrations
 
 from .reviews import Driver, review
 
@@ -359,3 +360,198 @@ def test_a_pod_of_a_managed_set_is_gated_at_creation(hooks: Driver) -> None:
     # (and, with topology-aware scheduling's gate on by default, the topology gate)
     assert {"name": "kueue.x-k8s.io/admission"} in out["spec"]["schedulingGates"]
     assert "kueue.x-k8s.io/managed" not in out["metadata"]["labels"]
+
+
+# --- TopologyAwareScheduling: upstream's TAS cases of TestValidateCreate ------------------------------
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+GROUP = "kueue.x-k8s.io/podset-group-name"
+L_ANN = "spec.leaderWorkerTemplate.leaderTemplate.metadata.annotations"
+W_ANN = "spec.leaderWorkerTemplate.workerTemplate.metadata.annotations"
+ONE_OF = f'must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", "{UNCONSTRAINED}"]'
+NO_TAS = Configuration(
+    integrations=Integrations(frameworks=("pod", "leaderworkerset.x-k8s.io/leaderworkerset")),
+    feature_gates={"TopologyAwareScheduling": False},
+)
+
+
+def annotated(annotations: dict[str, str]) -> dict[str, Any]:
+    out = template()
+    out["metadata"] = {"annotations": dict(annotations)}
+    return out
+
+
+def tas_lws(leader: dict[str, str] | None, worker: dict[str, str], *, size: int = 1) -> dict[str, Any]:
+    """`MakeLeaderWorkerSet("test-lws", "")` (1 replica, size 1) queued, with these templates'
+    annotations (`leader` None: no leader template)."""
+    return make(
+        labels={Q: "test-queue"},
+        leader=None if leader is None else annotated(leader),
+        worker=annotated(worker),
+        size=size,
+        replicas=1,
+    )
+
+
+def _both(kind: str, detail: str) -> str:
+    return f"[{L_ANN}[{GROUP}]: {kind}: {detail}, {W_ANN}[{GROUP}]: {kind}: {detail}]"
+
+
+def _inconsistent(group: str) -> str:
+    detail = f"must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with '{{}}' in group '{group}'"
+    return f"[{L_ANN}: Invalid value: {detail.format(W_ANN)}, {W_ANN}: Invalid value: {detail.format(L_ANN)}]"
+
+
+def _lonely(path: str, group: str) -> str:
+    return f'{path}[{GROUP}]: Invalid value: "{group}": can only define groups of exactly 2 pod sets, got: 1 pod set(s)'
+
+
+DNS_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+GROUPED = {GROUP: "groupname", REQUIRED: "cloud.com/block"}
+SLICED = {REQUIRED: "cloud.com/block", SLICE_REQUIRED: "cloud.com/block"}
+
+TAS_CREATE_CASES = [
+    pytest.param(
+        tas_lws({REQUIRED: "cloud.com/block"}, {REQUIRED: "cloud.com/block"}), None, id="valid topology request"
+    ),
+    pytest.param(
+        tas_lws(
+            {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+            {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+        ),
+        f"[{L_ANN}: Invalid value: {ONE_OF}, {W_ANN}: Invalid value: {ONE_OF}]",
+        id="invalid topology request",
+    ),
+    pytest.param(
+        tas_lws({**SLICED, SLICE_SIZE: "2"}, {**SLICED, SLICE_SIZE: "20"}, size=4),
+        f'[{L_ANN}[{SLICE_SIZE}]: Invalid value: "2": must not be greater than pod set count 1, '
+        f'{W_ANN}[{SLICE_SIZE}]: Invalid value: "20": must not be greater than pod set count 3]',
+        id="invalid slice topology request - slice size larger than number of podsets",
+    ),
+    pytest.param(
+        tas_lws({SLICE_SIZE: "1"}, {SLICE_SIZE: "1"}, size=4),
+        f"[{L_ANN}[{SLICE_SIZE}]: Forbidden: may not be set when '{SLICE_REQUIRED}' is not specified, "
+        f"{W_ANN}[{SLICE_SIZE}]: Forbidden: may not be set when '{SLICE_REQUIRED}' is not specified]",
+        id="invalid slice topology request - slice size provided without slice topology",
+    ),
+    pytest.param(
+        tas_lws({SLICE_REQUIRED: "cloud.com/block"}, {SLICE_REQUIRED: "cloud.com/block"}, size=4),
+        f"[{L_ANN}[{SLICE_SIZE}]: Required value: must be set when '{SLICE_REQUIRED}' is specified, "
+        f"{W_ANN}[{SLICE_SIZE}]: Required value: must be set when '{SLICE_REQUIRED}' is specified]",
+        id="invalid slice topology request - slice topology requested without slice size",
+    ),
+    pytest.param(
+        tas_lws({**GROUPED, **SLICED, SLICE_SIZE: "1"}, {**GROUPED, **SLICED, SLICE_SIZE: "1"}, size=4),
+        "["
+        + ", ".join(
+            f"{path}[{GROUP}]: Forbidden: may not be set when '{key}' is specified"
+            for path in (L_ANN, W_ANN)
+            for key in (SLICE_SIZE, SLICE_REQUIRED)
+        )
+        + "]",
+        id="invalid slice topology request - grouping requested together with slicing",
+    ),
+    pytest.param(tas_lws(GROUPED, GROUPED), None, id="valid PodSet group name request"),
+    pytest.param(
+        tas_lws({**GROUPED, GROUP: "1234"}, {**GROUPED, GROUP: "1234"}),
+        _both("Invalid value", '"1234": must not be a number'),
+        id="invalid PodSet group name request - value is a number",
+    ),
+    pytest.param(
+        tas_lws(GROUPED, {}),
+        _lonely(L_ANN, "groupname"),
+        id="invalid PodSet grouping request - group specified only in leader",
+    ),
+    pytest.param(
+        tas_lws({}, GROUPED),
+        _lonely(W_ANN, "groupname"),
+        id="invalid PodSet grouping request - group specified only in worker",
+    ),
+    pytest.param(
+        tas_lws({**GROUPED, GROUP: "groupname1"}, {**GROUPED, GROUP: "groupname2"}),
+        f"[{_lonely(L_ANN, 'groupname1')}, {_lonely(W_ANN, 'groupname2')}]",
+        id="invalid PodSet grouping request - group name does not match",
+    ),
+    pytest.param(
+        tas_lws(GROUPED, {GROUP: "groupname", REQUIRED: "cloud.com/rack"}),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - required topology request does not match",
+    ),
+    pytest.param(
+        tas_lws({GROUP: "groupname", PREFERRED: "cloud.com/block"}, {GROUP: "groupname", PREFERRED: "cloud.com/rack"}),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - preferred topology request does not match",
+    ),
+    pytest.param(
+        tas_lws(GROUPED, {GROUP: "groupname", PREFERRED: "cloud.com/block"}),
+        _inconsistent("groupname"),
+        id="invalid PodSet grouping request - different topology annotations within group",
+    ),
+    pytest.param(
+        tas_lws({GROUP: "groupname"}, {GROUP: "groupname"}),
+        _both("Forbidden", f"may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified"),
+        id="invalid PodSet grouping request - neither preferred nor required topology is requested",
+    ),
+    pytest.param(
+        tas_lws(None, {GROUP: "groupname", PREFERRED: "cloud.com/block"}),
+        _lonely(W_ANN, "groupname"),
+        id="invalid PodSet grouping request - grouping requested without leader template",
+    ),
+]
+
+
+@pytest.mark.parametrize(("lws", "message"), TAS_CREATE_CASES)
+def test_validate_create_topology(hooks: Driver, lws: dict[str, Any], message: str | None) -> None:
+    """Upstream's `TestValidateCreate` TAS cases (TopologyAwareScheduling on, as by default)."""
+    assert hooks.denial(VALIDATE, lws) == message
+
+
+def test_a_pod_set_that_cannot_be_built_skips_the_bounds_and_the_group(hooks: Driver) -> None:
+    """`podSets` fails on the leader's unconstrained flag: each template's own errors still come,
+    but no slice bound (the workers' 9 > 2) nor group check (a lone group), and no Go error."""
+    lws = tas_lws({UNCONSTRAINED: "maybe"}, {**SLICED, SLICE_SIZE: "9"}, size=3)
+    assert hooks.denial(VALIDATE, lws) == (f'{L_ANN}[{UNCONSTRAINED}]: Invalid value: "maybe": must be a boolean value')
+    lws = tas_lws({UNCONSTRAINED: "true"}, {**SLICED, SLICE_SIZE: "9"}, size=3)
+    assert hooks.denial(VALIDATE, lws) == (
+        f'{W_ANN}[{SLICE_SIZE}]: Invalid value: "9": must not be greater than pod set count 2'
+    )
+
+
+def test_without_a_leader_the_workers_are_one_pod_set_of_size(hooks: Driver) -> None:
+    lws = tas_lws(None, {**SLICED, SLICE_SIZE: "4"}, size=3)
+    assert hooks.denial(VALIDATE, lws) == (
+        f'{W_ANN}[{SLICE_SIZE}]: Invalid value: "4": must not be greater than pod set count 3'
+    )
+    assert hooks.denial(VALIDATE, tas_lws(None, {**SLICED, SLICE_SIZE: "3"}, size=3)) is None
+
+
+def test_topology_errors_come_last_on_create_and_first_on_update(hooks: Driver) -> None:
+    """`validateCreate` appends the TAS errors after its own; `ValidateUpdate` runs it first,
+    then the queue-name immutability."""
+    new = tas_lws({REQUIRED: "a", PREFERRED: "b"}, {})
+    new["metadata"]["labels"] = {Q: "bad/queue"}
+    new["spec"]["replicas"] = -1
+    create_errors = [
+        f'metadata.labels[{Q}]: Invalid value: "bad/queue": {DNS_MSG}',
+        "spec.replicas: Invalid value: -1: invalid LeaderWorkerSet replicas: must be >= 0, got -1",
+        f"{L_ANN}: Invalid value: {ONE_OF}",
+    ]
+    assert hooks.denial(VALIDATE, new) == "[" + ", ".join(create_errors) + "]"
+    old = tas_lws({}, {})
+    old["status"]["readyReplicas"] = 1
+    assert hooks.denial(VALIDATE, new, old=old) == (
+        "[" + ", ".join([*create_errors, f'metadata.labels[{Q}]: Invalid value: "bad/queue": field is immutable']) + "]"
+    )
+
+
+def test_topology_checks_need_the_gate(make_driver: Any) -> None:
+    lws = tas_lws({REQUIRED: "a", PREFERRED: "b"}, {GROUP: "g"})
+    assert make_driver(NO_TAS).denial(VALIDATE, lws) is None
