@@ -2,6 +2,8 @@
 
 Mirrors `pkg/controller/jobs/pod/pod_webhook.go`; the role hash itself (`pkg/util/pod/pod.go`) lives in
 `webhook/api/pod_role.py`, shared with the pod-group reconciler. Paths /mutate--v1-pod and /validate--v1-pod.
+Create and update check the pod's own TAS annotations (`tas_validation`), as upstream does whatever
+the TopologyAwareScheduling gate.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from webhook.admission import jobframework as jf
 from webhook.admission import queue_warnings
+from webhook.admission import tas_validation as tas
 from webhook.admission.context import Context
 from webhook.api import constants as c
 from webhook.api import fields as f
@@ -25,6 +28,7 @@ GVK = integrations.POD.gvk
 MANAGED_PATH = jf.LABELS.key(c.MANAGED_LABEL)
 TOTAL_COUNT_PATH = jf.ANNOTATIONS.key(c.POD_GROUP_TOTAL_COUNT)
 RETRIABLE_PATH = jf.ANNOTATIONS.key(c.RETRIABLE_IN_GROUP)
+META_PATH = f.Path("metadata")
 
 
 # --- mutation -----------------------------------------------------------------------------------
@@ -118,11 +122,14 @@ def _validate_group_metadata(pod: Mapping[str, Any], ctx: Context) -> list[f.Fie
 
 
 def _validate_common(pod: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:
+    """`validateCommon`: the managed label, the pod-group metadata, the pod's TAS annotations,
+    then the prebuilt Workload against the group."""
     errs: list[f.FieldError] = []
     managed = o.labels(pod).get(c.MANAGED_LABEL)
     if managed is not None and managed != "true":
         errs.append(f.forbidden(MANAGED_PATH, "managed label value can only be 'true'"))
     errs += _validate_group_metadata(pod, ctx)
+    errs += tas.validate_pod_set_request(META_PATH, o.annotations(pod))
     name, _ = group_name(pod, ctx)
     prebuilt, prebuilt_path = jf.prebuilt_workload_name(pod, ctx)
     if name and prebuilt and prebuilt != name:

@@ -1,4 +1,5 @@
-"""v1 Pod webhooks through the ASGI app: gating, pod groups, role hash, upstream's messages."""
+"""v1 Pod webhooks through the ASGI app: gating, pod groups, role hash, upstream's messages
+(`pkg/controller/jobs/pod/pod_webhook_test.go`, v0.19.2, by behaviour)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import pytest
 
 from webhook.admission.pod import role_hash
+from webhook.config import Configuration, Integrations
 
 from .reviews import Driver, review
 
@@ -196,3 +198,60 @@ def test_managed_label_warning(make_driver: Any) -> None:
     assert response["warnings"] == [
         "pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to unexpected behaviour"
     ]
+
+
+# --- TopologyAwareScheduling: the pod's own TAS annotations ----------------------------------------
+
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+SLICE_REQUIRED = "kueue.x-k8s.io/podset-slice-required-topology"
+MANAGED = "kueue.x-k8s.io/managed"
+ONE_OF = f'must not contain more than one topology annotation: ["{REQUIRED}", "{PREFERRED}", "{UNCONSTRAINED}"]'
+
+
+@pytest.mark.parametrize(
+    ("annotations", "message"),
+    [
+        pytest.param({REQUIRED: "cloud.com/block"}, None, id="valid topology request"),
+        pytest.param(
+            {REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"},
+            f"metadata.annotations: Invalid value: {ONE_OF}",
+            id="invalid topology request",
+        ),
+    ],
+)
+def test_validate_create_topology(pods: Driver, annotations: dict[str, str], message: str | None) -> None:
+    """Upstream's `TestValidateCreate` TAS cases: a managed pod's annotations."""
+    assert pods.denial(VALIDATE, make_pod(labels={MANAGED: "true"}, annotations=annotations)) == message
+
+
+def test_topology_errors_sit_between_the_group_and_the_prebuilt_checks(pods: Driver) -> None:
+    """`validateCommon`: managed label, group metadata, TAS annotations, prebuilt Workload; on
+    update `ValidateJobOnUpdate`'s errors come first."""
+    labels = {MANAGED: "yes", GROUP: "g", "kueue.x-k8s.io/prebuilt-workload-name": "other"}
+    annotations = {TOTAL: "0", SLICE_REQUIRED: "cloud.com/block"}
+    errors = [
+        f"metadata.labels[{MANAGED}]: Forbidden: managed label value can only be 'true'",
+        f'metadata.annotations[{TOTAL}]: Invalid value: "0": incorrect annotation value '
+        f"'{TOTAL}=0': group total count should be greater than zero",
+        "metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Required value: "
+        f"must be set when '{SLICE_REQUIRED}' is specified",
+        'metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "other": '
+        "prebuilt workload and pod group should be equal",
+    ]
+    pod = make_pod(labels=labels, annotations=annotations)
+    assert pods.denial(VALIDATE, pod) == "[" + ", ".join(errors) + "]"
+    old = make_pod(labels={**labels, Q: "a"}, annotations=annotations)
+    new = make_pod(labels={**labels, Q: "b"}, annotations=annotations)
+    queue_error = f'metadata.labels[{Q}]: Invalid value: "b": field is immutable'
+    assert pods.denial(VALIDATE, new, old=old) == "[" + ", ".join([queue_error, *errors]) + "]"
+
+
+def test_topology_annotations_are_checked_whatever_the_gate(make_driver: Any) -> None:
+    """Upstream's pod webhook runs `ValidateTASPodSetRequest` with TopologyAwareScheduling off too."""
+    no_tas = Configuration(
+        integrations=Integrations(frameworks=("batch/job", "pod")), feature_gates={"TopologyAwareScheduling": False}
+    )
+    pod = make_pod(annotations={REQUIRED: "cloud.com/block", PREFERRED: "cloud.com/block"})
+    assert make_driver(no_tas).denial(VALIDATE, pod) == f"metadata.annotations: Invalid value: {ONE_OF}"
