@@ -47,6 +47,12 @@ class Lookups(Protocol):
         None if it does not exist; raises LookupError_ on other failures."""
         ...
 
+    def training_runtime(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """A TrainJob's ClusterTrainingRuntime (namespace "") or TrainingRuntime as JSON (read from the
+        API: only the TrainJob webhook's topology checks need it), None if it does not exist; raises
+        LookupError_ on other failures."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class StaticLookups:
@@ -60,6 +66,8 @@ class StaticLookups:
     local_queue_targets: Mapping[tuple[str, str], str] = field(default_factory=dict)
     cluster_queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     workloads: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    #: (kind, namespace, name) -> a ClusterTrainingRuntime (namespace "") or TrainingRuntime
+    training_runtimes: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
@@ -84,6 +92,9 @@ class StaticLookups:
 
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.workloads.get((namespace, name))
+
+    def training_runtime(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.training_runtimes.get((kind, namespace, name))
 
 
 @dataclass(frozen=True, slots=True)

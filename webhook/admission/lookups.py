@@ -1,7 +1,8 @@
 """Lookups for the webhook from a cluster: caches of namespaces, LocalQueues and WorkloadPriorityClasses.
 
 Each cache is fed by one list+watch thread, so handlers answer from memory; only an owner
-object (the ancestor walk) is read from the API on demand, off the event loop.
+object (the ancestor walk), a Workload and a TrainJob's runtime are read from the API on demand,
+off the event loop.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from webhook import kube as k
 from webhook.admission.context import LookupError_
 from webhook.api import constants as c
 from webhook.api import integrations
+from webhook.api import trainjob as tj
 from webhook.core import model
 
 __all__ = ["ClusterLookups"]
@@ -138,3 +140,10 @@ class ClusterLookups:
 
     def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.get_owner(namespace, c.V1BETA2, "Workload", name)
+
+    def training_runtime(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+        path = k.object_path(integrations.TRAINJOB.api_version, tj.RUNTIME_RESOURCES[kind], namespace, name)
+        try:
+            return self._kube.get(path, timeout=5)
+        except k.KubeError as exc:
+            raise LookupError_(str(exc)) from None

@@ -299,6 +299,7 @@ TRAINJOB = register(
         "trainjobs",
         webhook="webhook.admission.trainjob",
         adapter="webhook.worker.integrations.trainjob",
+        validate_calls_api=True,  # with TopologyAwareScheduling it reads the TrainJob's runtime
         worker_access=(  # upstream's +kubebuilder:rbac markers (pkg/controller/jobs/trainjob)
             Grant(("trainjobs",), ("get", "list", "patch", "update", "watch"), "suspend, start, stop (runtime patch)"),
             Grant(("trainjobs/status",), ("get", "patch", "update"), "upstream's grant"),

@@ -32,6 +32,7 @@ __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
     "GROUP",
     "KUEUE_RUNTIME_PATCH_MANAGER",
+    "RUNTIME_RESOURCES",
     "TRAINING_RUNTIME",
     "RuntimeError_",
     "child_jobset_spec",
@@ -43,6 +44,8 @@ __all__ = [
 GROUP = "trainer.kubeflow.org"
 CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
 TRAINING_RUNTIME = "TrainingRuntime"
+RUNTIME_RESOURCES = {CLUSTER_TRAINING_RUNTIME: "clustertrainingruntimes", TRAINING_RUNTIME: "trainingruntimes"}
+"""The resource (plural) of each runtime kind a TrainJob may name."""
 KUEUE_RUNTIME_PATCH_MANAGER = "kueue.x-k8s.io/manager"
 """`runtimePatchManagerName`: the manager of the runtime patch Kueue writes its pod-set info to."""
 ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"

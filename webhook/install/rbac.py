@@ -29,6 +29,7 @@ from typing import Any
 
 from webhook.admission.jobframework import known_owners
 from webhook.api import integrations
+from webhook.api import trainjob as tj
 from webhook.certmanager import conversion_crd_names
 from webhook.visibility.api import PYKUEUE_GROUP
 
@@ -123,6 +124,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             ("list", "watch"),
             LOOKUPS,
             "submit-time warnings: the ClusterQueue's namespaceSelector and quotas",
+        ),
+        Access(
+            integrations.TRAINJOB.group,
+            tuple(sorted(tj.RUNTIME_RESOURCES.values())),
+            ("get",),
+            LOOKUPS,
+            "the TrainJob webhook's topology checks read the runtime's pod templates",
         ),
         *_owner_access(),
         # -- internal certificate management -----------------------------------------------------------

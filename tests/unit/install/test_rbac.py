@@ -98,6 +98,8 @@ def lookups_calls() -> list[Call]:
         for group, kind in sorted(known_owners()):
             api_version = f"{group}/v1" if group else "v1"
             assert lookups.get_owner("ns", api_version, kind, "owner") is None
+        assert lookups.training_runtime("ClusterTrainingRuntime", "", "runtime") is None
+        assert lookups.training_runtime("TrainingRuntime", "ns", "runtime") is None
     finally:
         lookups.stop()
         kube.stop.set()

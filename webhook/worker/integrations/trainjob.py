@@ -39,7 +39,6 @@ from webhook.worker.store import Store
 __all__ = ["CONTROLLER_NAME", "TrainJob", "TrainJobReconciler", "integration", "plan", "setup"]
 
 CONTROLLER_NAME = "trainer.kubeflow.org/trainjob-kueue-controller"
-_RUNTIME_RESOURCES = {tj.CLUSTER_TRAINING_RUNTIME: "clustertrainingruntimes", tj.TRAINING_RUNTIME: "trainingruntimes"}
 
 
 def _default_ports(template: dict[str, Any]) -> None:
@@ -75,7 +74,7 @@ class TrainJob:
                 kind, namespace, name = tj.runtime_key(self.obj)
             except tj.RuntimeError_ as exc:
                 raise JobError(str(exc)) from exc
-            runtime = self.store.get(_RUNTIME_RESOURCES[kind], f"{namespace}/{name}" if namespace else name)
+            runtime = self.store.get(tj.RUNTIME_RESOURCES[kind], f"{namespace}/{name}" if namespace else name)
             if runtime is None:
                 raise JobError(f"runtime '{name}' not found")
             self._jobset = tj.child_jobset_spec(self.obj, runtime)
