@@ -2,8 +2,10 @@
 
 Mirrors `ValidateTASPodSetRequest`, `ValidateSliceSizeAnnotationUpperBound` and
 `ValidatePodSetGroupingTopology` of `pkg/controller/jobframework/tas_validation.go` (upstream
-v0.19.2), with their messages. Used by the Kubeflow webhooks (`kubeflow.py`, `mpijob.py`); the
-other job webhooks do not run them yet. Not reproduced: the checks of the multi-layer
+v0.19.2), with their messages. Every job webhook whose upstream runs them calls them as it does:
+batch/v1 Job, Pod, JobSet, LeaderWorkerSet, TrainJob, MPIJob and the training-operator kinds
+(`job.py`, `pod.py`, `jobset.py`, `leaderworkerset.py`, `trainjob.py`, `mpijob.py`, `kubeflow.py`).
+Not reproduced: the checks of the multi-layer
 `podset-slice-required-topology-constraints` annotation (gate TASMultiLayerTopology), whose
 podSets this project does not build yet either.
 """

@@ -1,6 +1,7 @@
 """`tas_validation`: the TopologyAwareScheduling checks of a job's pod-template annotations
-(`pkg/controller/jobframework/tas_validation.go`); the webhooks' tests (`test_kubeflow.py`,
-`test_mpijob.py`) cover them through the app with upstream's cases, these the helpers' edges."""
+(`pkg/controller/jobframework/tas_validation.go`); the webhooks' tests (`test_job.py`, `test_pod.py`,
+`test_jobset.py`, `test_leaderworkerset.py`, `test_trainjob.py`, `test_kubeflow.py`, `test_mpijob.py`)
+cover them through the app with upstream's cases, these the helpers' edges."""
 
 from __future__ import annotations
 
