@@ -512,13 +512,16 @@ def informer(
     query: Mapping[str, Any] | None = None,
     on_invalid: InvalidHandler | None = None,
     absent_is_empty: bool = False,
+    on_error: Callable[[KubeError], None] | None = None,
 ) -> None:
     """List then watch `path` until `stop`; relist on 410 Gone, back off on errors. Runs in its own thread.
 
     `query` (e.g. a `labelSelector`) narrows both the list and the watch. Objects Go could not
     decode never reach the handlers (`_Screen`); `on_invalid(obj, field, error)` hears of each.
     With `absent_is_empty`, a path the API server does not serve (404: an operator's CRD not
-    installed) is listed as empty and synced, and tried again until it is served.
+    installed) is listed as empty and synced, and tried again until it is served. `on_error`
+    hears of every failed list or watch before the backoff; setting `stop` in it ends the loop
+    (a MultiKueue worker's watch reports its connection lost instead of retrying on its own).
     """
     _follow(
         kube,
@@ -530,6 +533,7 @@ def informer(
         on_synced=on_synced,
         query=query,
         absent_is_empty=absent_is_empty,
+        on_error=on_error,
     )
 
 
@@ -544,6 +548,7 @@ def _follow(
     on_synced: Callable[[], None],
     query: Mapping[str, Any] | None,
     absent_is_empty: bool = False,
+    on_error: Callable[[KubeError], None] | None = None,
 ) -> None:
     backoff = 0.5
     absent = False  # the empty list of an unserved path has been delivered
@@ -572,6 +577,8 @@ def _follow(
                     absent = True
             else:
                 log.warning("list/watch failed", extra={"path": path, "status": exc.status, "error": str(exc)})
+                if on_error is not None:
+                    on_error(exc)
             stop.wait(backoff)
             backoff = min(backoff * 2, 30.0)
         except Exception:

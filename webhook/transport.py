@@ -16,6 +16,7 @@ net/http transport retries.
 from __future__ import annotations
 
 import collections
+import contextlib
 import socket
 import ssl
 import weakref
@@ -177,6 +178,7 @@ class Transport:
     def __init__(self, endpoint: Endpoint) -> None:
         self.endpoint = endpoint
         self._idle: collections.deque[_Conn] = collections.deque()  # append/pop are atomic
+        self._streams: weakref.WeakSet[_Conn] = weakref.WeakSet()  # open watches, for close()
         # A client dropped without close() still closes its idle sockets, as urllib3's pools do.
         weakref.finalize(self, _close_all, self._idle)
 
@@ -256,11 +258,18 @@ class Transport:
         except BaseException:
             conn.close()
             raise
+        self._streams.add(conn)
         return Stream(conn, status, reason, response_headers, method)
 
     def close(self) -> None:
-        """Close the idle connections (those in use close when their request ends)."""
+        """Close the idle connections (those in use close when their request ends) and end every
+        open stream: a thread blocked reading a watch sees it end at once (a stopped MultiKueue
+        worker's watches must not outlive it by their server-side timeout)."""
         _close_all(self._idle)
+        for conn in list(self._streams):
+            # The plain socket's shutdown: SSLSocket's would drop its TLS state under the reader.
+            with contextlib.suppress(OSError):  # already closed
+                socket.socket.shutdown(conn.sock, socket.SHUT_RDWR)
 
 
 def _close_all(idle: collections.deque[_Conn]) -> None:

@@ -451,3 +451,47 @@ def test_an_unserved_path_lists_as_empty_once_when_asked_to(
         absent_is_empty=absent_is_empty,
     )
     assert seen == want
+
+
+def test_closing_the_client_ends_an_open_watch_at_once(api: tuple[APIServer, k.Kube]) -> None:
+    """A stopped MultiKueue worker's watch must end now, not at its server-side timeout: the
+    server here keeps the second watch open for 10 s."""
+    server, kube = api
+    stop = threading.Event()
+    errors: list[str] = []
+    thread = threading.Thread(
+        target=k.informer,
+        daemon=True,
+        kwargs={
+            "kube": kube,
+            "path": "/api/v1/namespaces",
+            "stop": stop,
+            "on_list": lambda items: None,
+            "on_event": lambda etype, obj: None,
+            "on_error": lambda exc: (errors.append(type(exc).__name__), stop.set()),
+        },
+    )
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not errors and time.monotonic() < deadline:  # the first watch is cut mid-stream
+        time.sleep(0.05)
+    assert errors == ["ServerError"]
+    assert server.watch_calls == 1  # the error ended the loop: no relist, no second watch
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=k.informer,
+        daemon=True,
+        kwargs={"kube": kube, "path": "/api/v1/namespaces", "stop": stop, "on_list": lambda items: None, "on_event": lambda e, o: None},
+    )
+    thread.start()
+    while server.watch_calls < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.1)
+    started = time.monotonic()
+    stop.set()
+    kube.close()
+    thread.join(timeout=5)
+    assert not thread.is_alive() and time.monotonic() - started < 5
