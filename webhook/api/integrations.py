@@ -81,6 +81,9 @@ class Framework:
     """Import path of its admission module; None: not implemented by this project."""
     adapter: str | None = None
     """Import path of its worker module; None: it needs no reconciler of its own."""
+    multikueue_adapter: str | None = None
+    """Import path of the module exporting its MultiKueue `ADAPTER`; None: MultiKueue rejects its
+    Workloads (`No multikueue adapter found for owner kind ...`)."""
     mutate_operations: tuple[str, ...] = ("CREATE",)
     validate_calls_api: bool = False
     """Its validating webhook may read from the API server: decided off the event loop."""
@@ -187,6 +190,7 @@ BATCH_JOB = register(
         "jobs",
         webhook="webhook.admission.job",
         adapter="webhook.worker.integrations.batchjob",
+        multikueue_adapter="webhook.worker.integrations.multikueue.job",
         worker_access=(
             Grant(("jobs",), _ALL, "suspend, resume, inject; delete after the deactivation retention period"),
             Grant(("jobs/status",), ("get", "patch", "update"), "reset startTime when stopping a started Job"),

@@ -5,8 +5,10 @@ the roles are generated from it and `tests/unit/install/test_rbac.py` can hold t
 (recorded calls of the webhook lookups and the cert manager must equal their entries; paths the
 worker names must be granted, and nothing is granted that no code names). Upstream generates the
 same from `+kubebuilder:rbac` markers into `config/components/rbac/role.yaml` (kueue ff69552e79).
-Unlike upstream's role, it grants nothing on the MultiKueue kinds: we serve their CRDs but no code
-of ours reads or writes them.
+The MultiKueue admission check (`webhook.worker.reconcilers.multikueue`, gate MultiKueue) reads
+MultiKueueClusters and MultiKueueConfigs, writes the clusters' status, and reads the Secrets of our
+namespace (in upstream's `manager-secrets-role`; ours is `kueue-manager-multikueue-role`); what it does on the worker clusters is granted there,
+to the identity of each cluster's kubeconfig.
 
 The worker's metrics server checks each scraper with a TokenReview and a SubjectAccessReview;
 those creates are its own role, `kueue-metrics-auth-role` (upstream's `metrics_auth_role.yaml`).
@@ -261,6 +263,23 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             WORKER,
             "provisioning-request admission check: the pod templates its requests refer to",
         ),
+        Access(_K, ("multikueueclusters", "multikueueconfigs"), _READ, WORKER, "MultiKueue: worker clusters"),
+        Access(
+            _K,
+            ("multikueueclusters/status",),
+            ("get", "patch", "update"),
+            WORKER,
+            "MultiKueue: a worker cluster's Active condition",
+        ),
+        Access(
+            "",
+            ("secrets",),
+            _READ,
+            WORKER,
+            "MultiKueue: the kubeconfigs of locationType: Secret clusters",
+            namespaced=True,
+            role="multikueue",
+        ),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(
             "coordination.k8s.io",
@@ -380,6 +399,9 @@ ROLE_NAMES = {
     ("cert", False): ("kueue-manager-cert-role", "kueue-manager-cert-rolebinding"),
     ("cert", True): ("kueue-manager-secrets-role", "kueue-manager-secrets-rolebinding"),
     ("leader-election", True): ("kueue-leader-election-role", "kueue-leader-election-rolebinding"),
+    # Upstream grants these in its `manager-secrets-role`, which ours keeps for the internal
+    # certificate (left out when cert-manager provides it); MultiKueue needs them either way.
+    ("multikueue", True): ("kueue-manager-multikueue-role", "kueue-manager-multikueue-rolebinding"),
     ("metrics-auth", False): ("kueue-metrics-auth-role", "kueue-metrics-auth-rolebinding"),
 }
 

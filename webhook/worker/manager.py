@@ -30,6 +30,10 @@ Threads (all daemons; the process exits when leadership ends):
 * the `kueue.x-k8s.io/provisioning-request` admission check (a `WorkQueue` keyed by Workload and one
   keyed by AdmissionCheck), idle until the ProvisioningRequest API is served:
   `reconcilers.provisioning`.
+* the `kueue.x-k8s.io/multikueue` admission check (`WorkQueue`s keyed by MultiKueueCluster,
+  AdmissionCheck and Workload; per connected worker cluster, one informer thread per kind it
+  creates there), with gate MultiKueue on: `reconcilers.multikueue`. It follows
+  MultiKueueClusters, MultiKueueConfigs and the Secrets of Kueue's namespace.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 
@@ -71,6 +75,9 @@ from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
 from webhook.worker.reconcilers.failure_recovery import FailureRecovery
+from webhook.worker.reconcilers.multikueue import CLUSTERS as MK_CLUSTERS
+from webhook.worker.reconcilers.multikueue import CONFIGS as MK_CONFIGS
+from webhook.worker.reconcilers.multikueue import MultiKueueController, Settings, adapters_for
 from webhook.worker.reconcilers.provisioning import REQUESTS, ProvisioningController
 from webhook.worker.reconcilers.tas_node_failure import Gates, NodeFailureController
 from webhook.worker.reconcilers.topology_ungater import TopologyUngater
@@ -81,7 +88,7 @@ from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
 
-__all__ = ["CLAIM_TEMPLATES", "DEVICE_CLASSES", "RESOURCES", "Manager", "dra_settings"]
+__all__ = ["CLAIM_TEMPLATES", "DEVICE_CLASSES", "RESOURCES", "Manager", "dra_settings", "multikueue_resources"]
 
 log = logging.getLogger(__name__)
 
@@ -140,6 +147,18 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("provisioningrequestconfigs", c.V1BETA2),
     Resource(REQUESTS, provisioning.AUTOSCALING_V1, optional=True),
 )
+
+
+def multikueue_resources(namespace: str) -> tuple[Resource, ...]:
+    """What the MultiKueue admission check follows (gate MultiKueue): its clusters and configs, and
+    the Secrets of Kueue's namespace, where `locationType: Secret` kubeconfigs live."""
+    return (
+        Resource(MK_CLUSTERS, c.V1BETA2),
+        Resource(MK_CONFIGS, c.V1BETA2),
+        Resource("secrets", "v1", namespace=namespace),
+    )
+
+
 # Topology-aware scheduling (gate TopologyAwareScheduling): Nodes, and the pods bound to them that
 # are not finished (upstream's non-TAS usage cache: its one pod informer, filtered here by the API
 # server), go straight to the core's TAS cache, slimmed to what it reads and never stored.
@@ -328,6 +347,22 @@ class Manager:
             cleanup_on_eviction=config.feature_enabled(Feature.CLEANUP_PROVISIONING_REQUESTS_ON_EVICTION),
             tas=config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING),
         )
+        # The `kueue.x-k8s.io/multikueue` admission check (gate MultiKueue, on by default): idle
+        # until a MultiKueueCluster or a check of it exists. The workers' clients are fenced as ours:
+        # a paused former leader must not write to the workers either.
+        self.multikueue = (
+            MultiKueueController(
+                kube,
+                self.store,
+                self.recorder,
+                settings=Settings.from_config(config),
+                adapters=adapters_for(config.integrations.frameworks),
+                remote_kube=lambda doc: k.Kube.from_kubeconfig(doc).fenced(holds_lease),
+                stop=stop,
+            )
+            if config.feature_enabled(Feature.MULTI_KUEUE)
+            else None
+        )
         # TopologyAwareScheduling: pods of TAS-admitted Workloads ungated onto their assigned domains
         # (`pkg/controller/tas/topology_ungater.go`); it follows the started pods itself.
         self.topology_ungater = (
@@ -368,13 +403,18 @@ class Manager:
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
         )
-        self.resources = (*RESOURCES, *dra_watch, *(r for w in self.integrations for r in w.watches))
+        mk_watch = multikueue_resources(config.namespace) if self.multikueue is not None else ()
+        self.resources = (*RESOURCES, *dra_watch, *mk_watch, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (
             *(w.reconciler for w in self.integrations),
             self.workloads,
             self.provisioning,
-            *(r for r in (self.variants, self.retention, self.topology_ungater, self.node_failures) if r is not None),
+            *(
+                r
+                for r in (self.variants, self.retention, self.topology_ungater, self.node_failures, self.multikueue)
+                if r is not None
+            ),
         )
         # The TAS controllers follow nodes and started pods: like the core's TAS feeds, only once a
         # ResourceFlavor names a Topology (no TAS-admitted Workload can exist before).

@@ -300,16 +300,27 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
     ]
 
 
-def test_manager_role_grants_nothing_on_the_served_only_kinds():
-    """We serve the MultiKueue CRDs but act on none of them, so, unlike upstream's role, ours grants
-    nothing on them (least privilege). Topologies are read: a topology flavor's ClusterQueue is
-    inactive (TopologyNotFound) until its Topology exists; so are ProvisioningRequestConfigs, by the
-    provisioning-request admission check."""
-    role = next(
-        r for r in rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT) if r["metadata"]["name"] == "kueue-manager-role"
-    )
-    served_only = ("multikueueconfigs", "multikueueclusters")
-    assert not [res for rule in role["rules"] for res in rule.get("resources", []) if res.split("/")[0] in served_only]
+def test_manager_role_grants_multikueue_reads_and_the_cluster_status_only():
+    """The MultiKueue admission check reads its clusters and configs and writes only the clusters'
+    `Active` condition; the kubeconfig Secrets are read in our namespace only, by a Role that stays
+    when cert-manager replaces the internal certificate (upstream grants the same in its
+    `manager-secrets-role`)."""
+    objs = rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)
+    role = next(r for r in objs if r["metadata"]["name"] == "kueue-manager-role")
+    mk = {
+        (res, verb)
+        for rule in role["rules"]
+        for res in rule.get("resources", [])
+        if res.split("/")[0] in ("multikueueconfigs", "multikueueclusters")
+        for verb in rule["verbs"]
+    }
+    assert mk == {
+        *((res, verb) for res in ("multikueueclusters", "multikueueconfigs") for verb in ("get", "list", "watch")),
+        *(("multikueueclusters/status", verb) for verb in ("get", "patch", "update")),
+    }
+    secrets = next(r for r in objs if r["metadata"]["name"] == "kueue-manager-multikueue-role")
+    assert secrets["kind"] == "Role" and secrets["metadata"]["namespace"] == "kueue-system"
+    assert secrets["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
 
 
 def test_manager_may_review_metrics_scrapers():

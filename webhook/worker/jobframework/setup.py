@@ -38,10 +38,12 @@ class Resource:
     """Served by an operator's CRD that may not be installed: until it is, the kind counts as
     listed and empty, so the scheduler does not wait for it (upstream defers such an
     integration's controller until its API is served, `waitForAPI` in `jobframework/setup.go`)."""
+    namespace: str = ""
+    """Followed in this namespace only (the Secrets of Kueue's namespace); empty: cluster-wide."""
 
     @property
     def path(self) -> str:
-        return k.object_path(self.api_version, self.kind, None)
+        return k.object_path(self.api_version, self.kind, self.namespace or None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,658 @@
+"""The `kueue.x-k8s.io/multikueue` admission check controller: connects to the worker clusters,
+keeps the MultiKueueClusters' and the checks' `Active` conditions, and carries out
+`admissionchecks.multikueue.group.plan_group` for each Workload with a MultiKueue check.
+
+Three work queues, as upstream's three reconcilers:
+
+* `mk-cluster` (MultiKueueClusters): load the kubeconfig (`kubeconfig.load_client_config`, from the
+  Secrets of Kueue's namespace), connect or reconnect the `RemoteCluster` with the backoff of
+  `connection.ConnectionState`, write `Active` only when its status, reason or message change.
+  Queued on the cluster's events, its Secret's, and a lost connection.
+* `mk-admissioncheck` (AdmissionChecks of this controller): `checks.active_condition`. Queued on
+  the check's events, its MultiKueueConfig's and its clusters' `Active` changes.
+* `mk-workload` (Workloads with a MultiKueue check): read the remote copies from the connected
+  clusters of the check's config, plan, and carry the plan out: remote creates, updates and
+  deletes, the local check state, `clusterName` and `nominatedClusterNames` in one status write,
+  Events, `Finish`, the job sync through the kind's adapter, the requeue. Queued on the Workload's
+  events, 1 s after a remote object of it changed, and 1 s after its config's clusters changed. A
+  deleted Workload is kept in a cache until its remote copies are removed.
+
+Mirrors upstream v0.19.2 `pkg/controller/admissionchecks/multikueue/` (`multikueuecluster.go`
+`clustersReconciler`, `admissioncheck.go` `ACReconciler`, `workload.go` `wlReconciler` and
+`wlGroup.RemoveRemoteObjects`, `controllers.go`) and `jobframework/utils.go`
+(`ValidateRemoteObjectOwnership`, `DeleteRemoteObjectIfOwned`). Not here yet: the remote garbage
+collector (`gcInterval`), the incremental and external dispatchers' queues, manager quota
+automation, and the dispatched/admitted counters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.api import integrations
+from webhook.api import multikueue as mk
+from webhook.api import objects as o
+from webhook.api.integrations import Framework
+from webhook.api.objects import Obj
+from webhook.config import Configuration, Feature
+from webhook.worker import events, workload_writes
+from webhook.worker.admissionchecks import parameters
+from webhook.worker.admissionchecks.multikueue import checks, connection
+from webhook.worker.admissionchecks.multikueue import group as g
+from webhook.worker.admissionchecks.multikueue.kubeconfig import LoadError, load_client_config
+from webhook.worker.admissionchecks.provisioning import set_check_state
+from webhook.worker.multikueue.remote import KubeFactory, RemoteCluster, WatchedKind
+from webhook.worker.status import set_condition, update_status
+from webhook.worker.store import Store, object_key
+from webhook.worker.workqueue import Retry, WorkQueue
+
+__all__ = [
+    "CLUSTERS",
+    "CLUSTER_EVENT_SOURCE",
+    "CONFIGS",
+    "SECRETS",
+    "UPDATES_BATCH_S",
+    "WORKLOAD_EVENT_SOURCE",
+    "MultiKueueController",
+    "Settings",
+    "adapters_for",
+]
+
+log = logging.getLogger(__name__)
+
+CLUSTERS = "multikueueclusters"
+CONFIGS = "multikueueconfigs"
+SECRETS = "secrets"
+UPDATES_BATCH_S = 1.0
+"""Remote events and config changes reach a Workload this much later (`constants.UpdatesBatchPeriod`)."""
+WORKLOAD_EVENT_SOURCE = "kueue-workload-controller"
+CLUSTER_EVENT_SOURCE = "multikueue-cluster"
+_NOT_OWNED = "remote object is not owned by MultiKueue"  # jobframework.ErrRemoteObjectNotOwnedByMultiKueue
+
+
+class _Adapter(Protocol):
+    """What this controller uses of `webhook.worker.integrations.multikueue.MultiKueueAdapter`
+    (the Manager's layer reaches integrations through the registry only)."""
+
+    @property
+    def framework(self) -> Framework: ...
+
+    @property
+    def watches_remote(self) -> bool: ...
+
+    def managed(self, local: Obj) -> tuple[bool, str]: ...
+
+    def remote_body(
+        self, local: Obj, workload: str, origin: str, *, identifier_annotations: bool
+    ) -> dict[str, Any]: ...
+
+    def status_update(self, local: Obj, remote: Obj, *, now: datetime) -> tuple[dict[str, Any] | None, bool]: ...
+
+    def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]: ...
+
+
+def adapters_for(frameworks: Sequence[str]) -> dict[str, _Adapter]:
+    """The MultiKueue adapters of the enabled frameworks, by `gvk.String()` (`GetMultiKueueAdapters`)."""
+    out: dict[str, _Adapter] = {}
+    for framework in integrations.enabled(frameworks):
+        if framework.multikueue_adapter is not None:
+            out[framework.gvk] = importlib.import_module(framework.multikueue_adapter).ADAPTER
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The Configuration as this controller reads it."""
+
+    namespace: str
+    """Kueue's namespace: where `locationType: Secret` kubeconfigs live."""
+    origin: str = mk.DEFAULT_ORIGIN
+    worker_lost_timeout: timedelta = timedelta(seconds=mk.DEFAULT_WORKER_LOST_TIMEOUT_S)
+    dispatcher: str = mk.DISPATCHER_ALL_AT_ONCE
+    path_validation: bool = False
+    identifier_annotations: bool = True
+    elastic: bool = False
+
+    @classmethod
+    def from_config(cls, config: Configuration) -> Settings:
+        mkc = config.multi_kueue
+        return cls(
+            namespace=config.namespace,
+            origin=mkc.origin,
+            worker_lost_timeout=timedelta(seconds=mkc.worker_lost_timeout_s),
+            dispatcher=mkc.dispatcher_name,
+            path_validation=config.feature_enabled(Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION),
+            identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
+            elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+        )
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _spec(obj: Obj) -> Obj:
+    return obj.get("spec") or {}
+
+
+def _stamp(when: float) -> datetime:
+    return datetime.fromtimestamp(when, UTC)
+
+
+class MultiKueueController:
+    """Three reconcilers in one (a `Reconciler`): MultiKueueClusters, AdmissionChecks of this
+    controller, and their Workloads. `remote_kube` builds a worker's client from its kubeconfig."""
+
+    def __init__(
+        self,
+        kube: k.Kube,
+        store: Store,
+        recorder: events.Recorder,
+        *,
+        settings: Settings,
+        adapters: Mapping[str, _Adapter],
+        remote_kube: KubeFactory,
+        stop: threading.Event,
+        read_file: Callable[[str], bytes] = _read_file,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.kube = kube
+        self.store = store
+        self.events = recorder
+        self.settings = settings
+        self.adapters = dict(adapters)
+        self.remote_kube = remote_kube
+        self.read_file = read_file
+        self.now = now
+        self._lock = threading.Lock()  # held for map operations only
+        self.remotes: dict[str, RemoteCluster] = {}
+        self._deleted: dict[str, Obj] = {}  # deletedWlCache: Workloads gone while they had a MultiKueue check
+        self._generations: dict[str, object] = {}  # MultiKueueCluster name -> generation last seen
+        # A connection attempt may wait for its lists a while: other clusters are not held up by it.
+        self.clusters: WorkQueue[object] = WorkQueue("mk-cluster", self.reconcile_cluster, workers=4, stop=stop)
+        self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
+        self.workloads: WorkQueue[object] = WorkQueue("mk-workload", self.reconcile_workload, workers=2, stop=stop)
+        self._stop = stop
+
+    def start(self) -> None:
+        self.clusters.start()
+        self.checks.start()
+        self.workloads.start()
+        threading.Thread(target=self._stop_remotes_on_exit, name="mk-remotes", daemon=True).start()
+
+    def _stop_remotes_on_exit(self) -> None:
+        self._stop.wait()
+        for remote in self._take_remotes():
+            remote.stop()
+
+    def _take_remotes(self) -> list[RemoteCluster]:
+        with self._lock:
+            remotes, self.remotes = list(self.remotes.values()), {}
+        return remotes
+
+    # == events =====================================================================================
+    def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
+        name = o.name(obj)
+        if kind == CLUSTERS:
+            # Our own status writes come back as updates: only a new generation or a deletion is
+            # reconciled again (upstream's Update predicate); the checks follow any `Active` change.
+            generation = o.meta(obj).get("generation")
+            with self._lock:
+                seen = self._generations.get(name)
+                self._generations[name] = generation
+                if etype == "DELETED":
+                    del self._generations[name]
+            if etype != "MODIFIED" or seen != generation or o.is_deleting(obj):
+                self.clusters.add(name)
+            self._queue_checks(checks.checks_using_cluster(self._checks(), self.store.list(CONFIGS), name))
+        elif kind == SECRETS and o.namespace(obj) == self.settings.namespace:
+            for cluster in self.store.list(CLUSTERS):
+                ref = (_spec(cluster).get("clusterSource") or {}).get("kubeConfig") or {}
+                if (
+                    ref.get("locationType", mk.LocationType.SECRET) == mk.LocationType.SECRET
+                    and ref.get("location") == name
+                ):
+                    self.clusters.add(o.name(cluster))
+        elif kind == CONFIGS:
+            using = checks.checks_using_config(self._checks(), name)
+            self._queue_checks(using)
+            for wl in self.store.list("workloads"):  # configHandler
+                if any(state.get("name") in using for state in (wl.get("status") or {}).get("admissionChecks") or ()):
+                    self.workloads.add_after(object_key(wl), UPDATES_BATCH_S)
+        elif kind == "admissionchecks" and _spec(obj).get("controllerName") == mk.CONTROLLER_NAME:
+            self.checks.add(name)
+        elif kind == "workloads":
+            key = object_key(obj)
+            if g.multikueue_check(obj, self._controllers()) is None:
+                return
+            if etype == "DELETED":
+                with self._lock:
+                    self._deleted[key] = dict(obj)
+            self.workloads.add(key)
+
+    def _checks(self) -> list[dict[str, Any]]:
+        return self.store.list("admissionchecks")
+
+    def _controllers(self) -> dict[str, str]:
+        return {o.name(ac): str(_spec(ac).get("controllerName") or "") for ac in self._checks()}
+
+    def _queue_checks(self, names: Sequence[str]) -> None:
+        for name in names:
+            self.checks.add(name)
+
+    def _remote_keys(self, _cluster: str, keys: list[str]) -> None:
+        """A remote object changed: its local Workload, if there is one, a moment later."""
+        for key in keys:
+            if self.store.get("workloads", key) is not None or key in self._deleted:
+                self.workloads.add_after(key, UPDATES_BATCH_S)
+
+    def _connection_lost(self, cluster: str) -> None:
+        self.clusters.add(cluster)
+
+    # == MultiKueueClusters (`clustersReconciler.Reconcile`) ======================================
+    def _remote(self, name: str) -> RemoteCluster:
+        with self._lock:
+            remote = self.remotes.get(name)
+            if remote is None:
+                remote = self.remotes[name] = RemoteCluster(
+                    name,
+                    build=self.remote_kube,
+                    origin=self.settings.origin,
+                    kinds=self._watched_kinds(),
+                    on_keys=self._remote_keys,
+                    on_lost=self._connection_lost,
+                )
+            return remote
+
+    def _watched_kinds(self) -> list[WatchedKind]:
+        kinds = [WatchedKind(k.object_path(c.V1BETA2, "workloads", None), lambda wl: [object_key(wl)])]
+        for adapter in self.adapters.values():
+            if adapter.watches_remote:
+                fw = adapter.framework
+                kinds.append(WatchedKind(k.object_path(fw.api_version, fw.resource, None), self._keys_of(adapter)))
+        return kinds
+
+    def _keys_of(self, adapter: _Adapter) -> Callable[[Obj], list[str]]:
+        def keys(obj: Obj) -> list[str]:
+            return adapter.workload_keys(obj, identifier_annotations=self.settings.identifier_annotations)
+
+        return keys
+
+    def reconcile_cluster(self, name: str, _items: Sequence[object] = ()) -> None:
+        cluster = self.store.get(CLUSTERS, name)
+        ref = (_spec(cluster or {}).get("clusterSource") or {}).get("kubeConfig") or {}
+        if (
+            cluster is not None
+            and ref.get("locationType") == mk.LocationType.PATH
+            and not self.settings.path_validation
+        ):
+            self.events.emit(
+                cluster,
+                "Warning",
+                mk.DEPRECATED_PATH_USAGE_REASON,
+                mk.DEPRECATED_PATH_USAGE_MESSAGE,
+                CLUSTER_EVENT_SOURCE,
+            )
+        if cluster is None or o.is_deleting(cluster):
+            with self._lock:
+                remote = self.remotes.pop(name, None)
+            if remote is not None:
+                remote.stop()
+                log.info("worker cluster removed", extra={"object": name, "kind": "MultiKueueCluster"})
+            return
+        secrets = {o.name(s): s for s in self.store.list(SECRETS, self.settings.namespace)}
+        loaded = load_client_config(
+            cluster, secrets, path_validation=self.settings.path_validation, read_file=self.read_file
+        )
+        if isinstance(loaded, LoadError):
+            with self._lock:
+                remote = self.remotes.get(name)
+            if remote is not None:
+                remote.disconnect()
+            self._write_cluster(cluster, connection.cluster_condition(cluster, load_error=loaded))
+            if not loaded.not_found:  # a missing Secret comes back with its creation
+                raise Retry(1.0, loaded.message)
+            return
+        requeue, error = self._remote(name).update(loaded)
+        if error is not None:
+            log.warning("worker cluster connection failed", extra={"object": name, "error": error, "retry_s": requeue})
+            self._write_cluster(cluster, connection.cluster_condition(cluster, connection_error=error))
+        elif requeue is None:
+            self._write_cluster(cluster, connection.cluster_condition(cluster))
+        if requeue is not None:
+            self.clusters.add_after(name, requeue)
+
+    def _write_cluster(self, cluster: Obj, cond: dict[str, Any]) -> None:
+        """`updateStatus`: only a new status, reason or message is written."""
+        if not connection.condition_changed(cluster, cond):
+            return
+        now = self.now()
+
+        def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+            set_condition(status, cond, now)
+
+        update_status(
+            self.kube, self.store, CLUSTERS, k.object_path(c.V1BETA2, CLUSTERS, None, o.name(cluster)), mutate
+        )
+        log.info(
+            "worker cluster condition",
+            extra={
+                "object": o.name(cluster),
+                "kind": "MultiKueueCluster",
+                "status": cond["status"],
+                "reason": cond["reason"],
+            },
+        )
+
+    # == AdmissionChecks (`ACReconciler.Reconcile`) ================================================
+    def reconcile_check(self, name: str, _items: Sequence[object] = ()) -> None:
+        ac = self.store.get("admissionchecks", name)
+        if ac is None:
+            return
+        configs = {o.name(cfg): cfg for cfg in self.store.list(CONFIGS)}
+        clusters = {o.name(cl): cl for cl in self.store.list(CLUSTERS)}
+        cond = checks.active_condition(ac, configs, clusters)
+        if cond is None:
+            return
+        now = self.now()
+
+        def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+            set_condition(status, cond, now)
+
+        update_status(
+            self.kube, self.store, "admissionchecks", k.object_path(c.V1BETA2, "admissionchecks", None, name), mutate
+        )
+        log.info(
+            "admission check condition",
+            extra={"object": name, "kind": "AdmissionCheck", "status": cond["status"], "reason": cond["reason"]},
+        )
+
+    # == Workloads (`wlReconciler.Reconcile`) =======================================================
+    def reconcile_workload(self, key: str, _items: Sequence[object] = ()) -> None:
+        wl: Obj | None = self.store.get("workloads", key)
+        deleted = wl is None or o.is_deleting(wl)
+        if wl is None:
+            with self._lock:
+                wl = self._deleted.get(key)
+            if wl is None:
+                return
+        acs = g.multikueue_check(wl, self._controllers())
+        if acs is None or acs.get("state") == c.CHECK_STATE_REJECTED:
+            self._forget(key, deleted)
+            return
+        owner = g.resolve_owner(wl, self.adapters)
+        adapter = self.adapters.get(owner.adapter) if owner.adapter is not None else None
+        local_job: Obj | None = None
+        managed = (True, "")
+        if adapter is not None:
+            local_job = self._local_job(adapter, o.namespace(wl), owner.name)
+            if local_job is None and not deleted:
+                log.info("workload owner not found", extra={"object": key, "owner": owner.name})
+                return  # upstream's GET of the owner fails: its deletion takes the Workload with it
+            if local_job is not None and not deleted:
+                managed = adapter.managed(local_job)
+        check_name = str(acs.get("name"))
+        clusters = self._config_clusters(check_name)
+        if clusters is None:
+            return
+        remotes: dict[str, Obj | None] = {}
+        unavailable: list[str] = []
+        lost_since: dict[str, datetime] = {}
+        kubes: dict[str, k.Kube] = {}
+        for cluster in clusters:
+            with self._lock:
+                remote = self.remotes.get(cluster)
+            client = remote.kube if remote is not None else None
+            if remote is None or client is None:
+                unavailable.append(cluster)
+                since = remote.state.lost_since if remote is not None else None
+                if since is not None:
+                    lost_since[cluster] = _stamp(since)
+                continue
+            kubes[cluster] = client
+            remotes[cluster] = client.get(workload_writes.path(wl))  # readGroup: a failing GET fails the reconcile
+        ctx = g.GroupContext(
+            now=self.now(),
+            check=check_name,
+            owner=owner,
+            origin=self.settings.origin,
+            worker_lost_timeout=self.settings.worker_lost_timeout,
+            managed=managed,
+            unavailable=tuple(unavailable),
+            lost_since=lost_since,
+            dispatcher=self.settings.dispatcher,
+            elastic_enabled=self.settings.elastic,
+            deleted=deleted,
+        )
+        plan = g.plan_group(wl, remotes, ctx)
+        _Run(self, wl, adapter, local_job, owner.name, kubes).run(plan)
+        if deleted:
+            self._forget(key, deleted)
+
+    def _forget(self, key: str, deleted: bool) -> None:
+        if deleted:
+            with self._lock:
+                self._deleted.pop(key, None)
+
+    def _local_job(self, adapter: _Adapter, namespace: str, name: str) -> Obj | None:
+        fw = adapter.framework
+        cached = self.store.get(fw.resource, f"{namespace}/{name}")
+        if cached is not None:
+            return cached
+        return self.kube.get(k.object_path(fw.api_version, fw.resource, namespace, name))
+
+    def _config_clusters(self, check: str) -> list[str] | None:
+        """The clusters of the check's MultiKueueConfig (`remoteClientsForAC`); None when the check
+        or its config is missing (the check is then not Active: nothing was admitted through it)."""
+        ac = self.store.get("admissionchecks", check)
+        if ac is None:
+            return None
+        configs = {o.name(cfg): cfg for cfg in self.store.list(CONFIGS)}
+        try:
+            config = checks.config_from_ref(_spec(ac).get("parameters"), configs)
+        except (parameters.BadParametersRef, parameters.ConfigNotFound) as exc:
+            log.info("admission check has no usable config", extra={"object": check, "error": str(exc)})
+            return None
+        return [str(name) for name in _spec(config).get("clusters") or ()]
+
+
+class _Run:
+    """One plan carried out (`reconcileGroup`'s writes): remote steps at once, local status steps
+    merged into one write made before the next remote step or at the end (`clusterName` and
+    `nominatedClusterNames` must change together: the API refuses both set)."""
+
+    def __init__(
+        self,
+        ctl: MultiKueueController,
+        wl: Obj,
+        adapter: _Adapter | None,
+        local_job: Obj | None,
+        job_name: str,
+        kubes: Mapping[str, k.Kube],
+    ) -> None:
+        self.ctl = ctl
+        self.wl = wl
+        self.adapter = adapter
+        self.local_job = local_job
+        self.job_name = job_name
+        self.kubes = kubes
+        self.pending: list[Callable[[dict[str, Any]], None]] = []
+        self.notes: list[g.Event] = []
+        self.deferred = False
+
+    def run(self, plan: g.GroupPlan) -> None:
+        requeue: timedelta | None = None
+        for step in plan.steps:
+            match step:
+                case g.SetCheck() | g.SetClusterName() | g.SetNomination() | g.SetDelayedTopologyReady():
+                    self._local(step)
+                case g.ReportAdmitted(cluster=cluster):
+                    log.info("workload admitted on worker", extra={"object": o.key(self.wl), "cluster": cluster})
+                case g.RequeueAfter(after=after, if_deferred=if_deferred):
+                    requeue = if_deferred if self.deferred and if_deferred is not None else after
+                case g.Fail(message=message):
+                    self._flush()
+                    log.warning("multikueue reconcile failed", extra={"object": o.key(self.wl), "error": message})
+                    raise Retry(1.0, message)
+                case _:
+                    self._flush()
+                    self._remote_or_finish(step)
+        self._flush()
+        if requeue is not None:
+            self.ctl.workloads.add_after(o.key(self.wl), requeue.total_seconds())
+
+    # -- local status --------------------------------------------------------------------------------
+    def _local(self, step: g.SetCheck | g.SetClusterName | g.SetNomination | g.SetDelayedTopologyReady) -> None:
+        now = self.ctl.now()
+        match step:
+            case g.SetCheck(check=check, event=event):
+                self.pending.append(lambda st: set_check_state(st.setdefault("admissionChecks", []), check, now))
+                if event is not None:
+                    self.notes.append(event)
+            case g.SetClusterName(cluster=cluster):
+                self.pending.append(lambda st: st.__setitem__("clusterName", cluster))
+            case g.SetNomination(clusters=clusters):
+                self.pending.append(
+                    lambda st: (
+                        st.__setitem__("nominatedClusterNames", list(clusters))
+                        if clusters
+                        else st.pop("nominatedClusterNames", None)
+                    )
+                )
+            case g.SetDelayedTopologyReady(pod_sets=pod_sets):
+                self.pending.append(lambda st: _delayed_topology_ready(st, pod_sets))
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        changes, self.pending = self.pending, []
+        notes, self.notes = self.notes, []
+
+        def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+            for change in changes:
+                change(status)
+
+        written = update_status(self.ctl.kube, self.ctl.store, "workloads", workload_writes.path(self.wl), mutate)
+        if written is None:
+            return
+        self.wl = written
+        for note in notes:
+            self.ctl.events.emit(
+                written, note.type, g.EVENT_REASON, events.truncate_note(note.message), WORKLOAD_EVENT_SOURCE
+            )
+        log.info("multikueue workload status", extra={"object": o.key(written), "kind": "Workload"})
+
+    # -- remote steps ----------------------------------------------------------------------------------
+    def _remote_or_finish(self, step: g.Step) -> None:
+        match step:
+            case g.RemoveRemote(cluster=cluster, workload=remote):
+                self._remove(cluster, remote)
+            case g.CreateClone(cluster=cluster, body=body):
+                kube = self.kubes[cluster]
+                kube.create(k.object_path(c.V1BETA2, "workloads", o.namespace(self.wl)), body)
+                log.info("remote workload created", extra={"object": o.key(self.wl), "cluster": cluster})
+            case g.UpdateRemoteSpec(cluster=cluster, workload=remote):
+                self.kubes[cluster].replace(workload_writes.path(remote), remote)
+                log.info("remote workload spec updated", extra={"object": o.key(self.wl), "cluster": cluster})
+            case g.SetRemoteDeactivation(cluster=cluster, workload=remote, message=message):
+                self._deactivate(cluster, remote, message)
+            case g.SyncJob(cluster=cluster):
+                self.deferred = self._sync_job(cluster) or self.deferred
+            case g.Finish(reason=reason, message=message):
+                workload_writes.finish(self.ctl.kube, self.ctl.store, self.wl, reason, message, self.ctl.now())
+                log.info("workload finished on worker", extra={"object": o.key(self.wl), "reason": reason})
+
+    def _job_path(self, namespace: str) -> str:
+        assert self.adapter is not None
+        fw = self.adapter.framework
+        return k.object_path(fw.api_version, fw.resource, namespace, self.job_name)
+
+    def _owned(self, remote_job: Obj) -> bool:
+        """`ValidateRemoteObjectOwnership`: the remote job carries our origin; raises otherwise."""
+        origin = self.ctl.settings.origin
+        if o.labels(remote_job).get(mk.ORIGIN_LABEL) == origin:
+            return True
+        raise Retry(
+            1.0,
+            f"{_NOT_OWNED}: expected {mk.go_quote(mk.ORIGIN_LABEL)}={mk.go_quote(origin)} on "
+            f"*v1.PartialObjectMetadata {mk.go_quote(o.key(remote_job))}",
+        )
+
+    def _remove(self, cluster: str, remote: Obj | None) -> None:
+        """`RemoveRemoteObjects`: the remote job if it is ours, then the remote Workload, after its
+        resource-in-use finalizer."""
+        kube = self.kubes[cluster]
+        if self.adapter is not None and self.job_name:
+            path = self._job_path(o.namespace(self.wl))
+            remote_job = kube.get(path)
+            if remote_job is not None and o.labels(remote_job).get(mk.ORIGIN_LABEL) == self.ctl.settings.origin:
+                with contextlib.suppress(k.NotFound):
+                    kube.delete(path, body={"propagationPolicy": "Background"})
+        if remote is None:
+            return
+        path = workload_writes.path(remote)
+        fins = list(o.finalizers(remote))
+        if c.RESOURCE_IN_USE_FINALIZER in fins:
+            fins.remove(c.RESOURCE_IN_USE_FINALIZER)
+            with contextlib.suppress(k.NotFound):
+                kube.replace(path, {**remote, "metadata": {**o.meta(remote), "finalizers": fins}})
+        with contextlib.suppress(k.NotFound):
+            kube.delete(path)
+        log.info("remote workload removed", extra={"object": o.key(self.wl), "cluster": cluster})
+
+    def _deactivate(self, cluster: str, remote: Obj, message: str) -> None:
+        now = self.ctl.now()
+        status = dict(remote.get("status") or {})
+        cond = {
+            "type": c.WorkloadCondition.DEACTIVATION_TARGET,
+            "status": "True",
+            "reason": g.EVICTED_ON_MANAGER_CLUSTER,
+            "message": message,
+        }
+        set_condition(status, cond, now, int(o.meta(remote).get("generation") or 0))
+        self.kubes[cluster].replace(workload_writes.path(remote) + "/status", {**remote, "status": status})
+
+    def _sync_job(self, cluster: str) -> bool:
+        """`SyncJob` through the adapter, after `ValidateRemoteObjectOwnership`: create the remote
+        job, or mirror its status onto the local one. True when the adapter deferred the sync."""
+        if self.adapter is None or self.local_job is None:
+            return False
+        kube = self.kubes[cluster]
+        namespace = o.namespace(self.local_job)
+        remote_job = kube.get(self._job_path(namespace))
+        if remote_job is None:
+            body = self.adapter.remote_body(
+                self.local_job,
+                o.name(self.wl),
+                self.ctl.settings.origin,
+                identifier_annotations=self.ctl.settings.identifier_annotations,
+            )
+            fw = self.adapter.framework
+            kube.create(k.object_path(fw.api_version, fw.resource, namespace), body)
+            log.info("remote job created", extra={"object": o.key(self.local_job), "cluster": cluster})
+            return False
+        self._owned(remote_job)
+        status, deferred = self.adapter.status_update(self.local_job, remote_job, now=self.ctl.now())
+        if status is not None:
+            old = self.local_job.get("status") or {}
+            patch = {**{key: None for key in old if key not in status}, **status}
+            written = self.ctl.kube.patch(self._job_path(namespace) + "/status", {"status": patch})
+            self.ctl.store.put(self.adapter.framework.resource, written)
+            self.local_job = written
+        return deferred
+
+
+def _delayed_topology_ready(status: dict[str, Any], pod_sets: Sequence[str]) -> None:
+    for psa in (status.get("admission") or {}).get("podSetAssignments") or ():
+        if psa.get("name") in pod_sets:
+            psa["delayedTopologyRequest"] = "Ready"
