@@ -1,0 +1,386 @@
+"""The MultiKueue admission check as a user sees it, with a manager and two worker clusters in one
+process (`multikueue_fixtures`): the MultiKueueClusters' and the AdmissionCheck's `Active`
+conditions, a Job's Workload nominated to both workers, its copies there, admission on one worker,
+the Job created there and its status mirrored back, the finish, and the cleanup of remote objects
+(`reconcilers.multikueue`, `multikueue.remote`)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.unit.worker.multikueue_fixtures import (
+    JOBS,
+    KUEUE_NS,
+    NS,
+    WORKLOADS,
+    World,
+    admission_check,
+    cluster,
+    condition,
+    config,
+    job,
+    kubeconfig,
+    secret,
+    wait_for,
+    workload,
+)
+from webhook import kube as k
+from webhook.api import constants as c
+from webhook.api import multikueue as mk
+from webhook.api import objects as o
+from webhook.worker.reconcilers.multikueue import CLUSTER_EVENT_SOURCE, WORKLOAD_EVENT_SOURCE
+from webhook.worker.workqueue import Retry
+
+WL = f"{NS}/wl"
+ORIGIN = {mk.ORIGIN_LABEL: mk.DEFAULT_ORIGIN}
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    w = World()
+    yield w
+    w.close()
+
+
+def active(world: World, kind: str, name: str) -> dict[str, object]:
+    obj = world.get(kind, name)
+    assert obj is not None
+    cond = o.find_condition(obj, "Active")
+    assert cond is not None
+    return {key: cond[key] for key in ("status", "reason", "message")}
+
+
+def watch_threads(cluster: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith(f"mk-{cluster}-")]
+
+
+def mk_state(world: World) -> dict[str, object]:
+    wl = world.get("Workload", "wl", NS)
+    assert wl is not None
+    return next(s for s in wl["status"]["admissionChecks"] if s["name"] == "ac1")
+
+
+# == MultiKueueClusters ==============================================================================
+
+
+def test_a_cluster_with_a_valid_secret_turns_active_and_watches_its_worker(world: World) -> None:
+    world.connect("worker1")
+    assert active(world, "MultiKueueCluster", "worker1") == {
+        "status": "True",
+        "reason": "Active",
+        "message": "Connected",
+    }
+    worker = world.workers["worker1"]
+    # One list and watch of Workloads and of Jobs (the batch/v1 adapter watches its remote objects).
+    assert ("LIST", "/apis/kueue.x-k8s.io/v1beta2/workloads") in worker.calls
+    assert ("LIST", "/apis/batch/v1/jobs") in worker.calls
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 2)
+    # Reconciling again with the same kubeconfig keeps the connection.
+    world.controller.reconcile_cluster("worker1")
+    assert world.built == ["worker1"]
+
+
+def test_a_missing_secret_gives_bad_kubeconfig_with_upstreams_message(world: World) -> None:
+    world.add(cluster("worker1"))
+    world.controller.reconcile_cluster("worker1")  # not retried: the Secret's creation brings it back
+    assert active(world, "MultiKueueCluster", "worker1") == {
+        "status": "False",
+        "reason": "BadKubeConfig",
+        "message": 'load client config failed: secrets "worker1-secret" not found',
+    }
+    assert world.built == []
+
+
+def test_the_secrets_creation_connects_the_cluster(world: World) -> None:
+    world.add(cluster("worker1"))
+    world.controller.reconcile_cluster("worker1")
+    world.add(secret("worker1-secret", "https://worker1.example:6443"))
+    assert world.controller.clusters.busy(["worker1"])  # the Secret's event queued its cluster
+    world.controller.reconcile_cluster("worker1")
+    assert active(world, "MultiKueueCluster", "worker1")["reason"] == "Active"
+
+
+def test_an_insecure_kubeconfig_is_refused_before_any_client_is_built(world: World) -> None:
+    insecure = secret("worker1-secret", "https://worker1.example:6443")
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "w",
+        "clusters": [
+            {"name": "w", "cluster": {"server": "https://worker1.example:6443", "insecure-skip-tls-verify": True}}
+        ],
+        "contexts": [{"name": "w", "context": {"cluster": "w", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "x"}}],
+    }
+    insecure["data"]["kubeconfig"] = base64.b64encode(json.dumps(doc).encode()).decode()
+    world.add(insecure, cluster("worker1"))
+    with pytest.raises(Retry):  # upstream returns the error: the work queue backs off
+        world.controller.reconcile_cluster("worker1")
+    assert active(world, "MultiKueueCluster", "worker1") == {
+        "status": "False",
+        "reason": "InsecureKubeConfig",
+        "message": "load client config failed: insecure TLS verification is not allowed for cluster w",
+    }
+    assert world.built == []
+
+
+def test_an_unreachable_worker_fails_the_connection_and_backs_off(world: World) -> None:
+    world.workers["worker1"].go_down()
+    world.connect("worker1")
+    cond = active(world, "MultiKueueCluster", "worker1")
+    assert (cond["status"], cond["reason"]) == ("False", "ClientConnectionFailed")
+    assert "connection refused" in str(cond["message"])
+    lists = sum(call[0] == "LIST" for call in world.workers["worker1"].calls)
+    world.controller.reconcile_cluster("worker1")  # within the 5 s backoff: no new attempt
+    assert world.built == ["worker1"]
+    assert sum(call[0] == "LIST" for call in world.workers["worker1"].calls) == lists
+
+
+def test_a_lost_connection_turns_the_cluster_inactive_until_it_reconnects(world: World) -> None:
+    world.connect("worker1")
+    remote = world.controller.remotes["worker1"]
+    world.workers["worker1"].go_down()
+    assert wait_for(lambda: not remote.state.connected)
+    assert world.controller.clusters.busy(["worker1"])  # the watch's end queued the cluster
+    world.workers["worker1"].down = False
+    world.controller.reconcile_cluster("worker1")  # the first retry of a dropped connection is immediate
+    assert remote.state.connected
+    assert active(world, "MultiKueueCluster", "worker1")["reason"] == "Active"
+
+
+def test_a_deleted_cluster_stops_its_watches(world: World) -> None:
+    world.connect("worker1")
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 2)
+    assert len(watch_threads("worker1")) == 2
+    del world.manager.objects[k.object_path(c.V1BETA2, "multikueueclusters", None, "worker1")]
+    world.sync("MultiKueueCluster", "worker1")
+    world.controller.reconcile_cluster("worker1")
+    assert "worker1" not in world.controller.remotes
+    assert watch_threads("worker1") == []
+
+
+def test_a_path_location_warns_while_path_validation_is_off(world: World, tmp_path: Path) -> None:
+    file = tmp_path / "worker1.kubeconfig"
+    file.write_text(kubeconfig("https://worker1.example:6443"))
+    obj = cluster("worker1")
+    obj["spec"]["clusterSource"]["kubeConfig"] = {"locationType": "Path", "location": str(file)}
+    world.add(obj)
+    world.controller.reconcile_cluster("worker1")
+    assert active(world, "MultiKueueCluster", "worker1")["reason"] == "Active"
+    assert world.events.sent == [
+        ("worker1", "Warning", "DeprecatedPathUsage", mk.DEPRECATED_PATH_USAGE_MESSAGE, CLUSTER_EVENT_SOURCE)
+    ]
+
+
+# == AdmissionChecks ===============================================================================
+
+
+def test_the_check_is_active_with_its_clusters_connected(world: World) -> None:
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check())
+    world.controller.reconcile_check("ac1")
+    assert active(world, "AdmissionCheck", "ac1") == {
+        "status": "True",
+        "reason": "Active",
+        "message": "The admission check is active",
+    }
+
+
+def test_the_check_without_usable_clusters_is_inactive(world: World) -> None:
+    world.add(config("config1", ["worker1", "worker2"]), admission_check())
+    world.controller.reconcile_check("ac1")
+    assert active(world, "AdmissionCheck", "ac1") == {
+        "status": "False",
+        "reason": "NoUsableClusters",
+        "message": "Missing clusters: [worker1 worker2]",
+    }
+    # A cluster turning Active queues the check again.
+    world.connect("worker1")
+    world.sync("MultiKueueCluster", "worker1")
+    assert world.controller.checks.busy(["ac1"])
+    world.controller.reconcile_check("ac1")
+    assert active(world, "AdmissionCheck", "ac1") == {
+        "status": "True",
+        "reason": "SomeActiveClusters",
+        "message": "Missing clusters: [worker2]",
+    }
+
+
+# == Workloads =====================================================================================
+
+
+def dispatch(world: World) -> None:
+    """Two connected workers, the check, the Job and its Workload with the check Pending."""
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), job(), workload())
+    world.controller.reconcile_workload(WL)
+
+
+def test_a_pending_workload_is_nominated_to_every_connected_worker_and_copied_there(world: World) -> None:
+    dispatch(world)
+    wl = world.get("Workload", "wl", NS)
+    assert wl is not None
+    assert wl["status"]["nominatedClusterNames"] == ["worker1", "worker2"]
+    for name in ("worker1", "worker2"):
+        remote = world.workers[name].workload()
+        assert remote is not None, name
+        assert remote["metadata"]["labels"] == ORIGIN  # the job-uid label is dropped
+        assert "ownerReferences" not in remote["metadata"]
+        assert remote["spec"] == wl["spec"]
+        assert world.workers[name].job() is None  # the Job waits for an admission
+    assert mk_state(world)["state"] == c.CHECK_STATE_PENDING
+
+
+def test_the_remote_workloads_events_reach_the_local_workload(world: World) -> None:
+    dispatch(world)
+    queued: list[tuple[str, float]] = []
+    world.controller.workloads.add_after = lambda key, delay, items=(): queued.append((key, delay))  # type: ignore[method-assign]
+    remote = copy.deepcopy(world.workers["worker1"].workload())
+    assert remote is not None
+    remote["status"] = {"conditions": [condition("QuotaReserved", "QuotaReserved")]}
+    world.workers["worker1"].put(f"{WORKLOADS}/wl", remote)
+    assert wait_for(lambda: (WL, 1.0) in queued, timeout=5)  # batched: 1 s after the event
+
+
+def admit_on_worker1(world: World) -> None:
+    path = f"{WORKLOADS}/wl"
+    remote = copy.deepcopy(world.workers["worker1"].objects[path])
+    remote["status"] = {
+        "conditions": [
+            condition("QuotaReserved", "QuotaReserved"),
+            condition("Admitted", "Admitted", "The workload is admitted"),
+        ]
+    }
+    world.workers["worker1"].put(path, remote)
+    world.controller.reconcile_workload(WL)
+
+
+def test_admission_on_one_worker_makes_the_check_ready_and_creates_the_job_there(world: World) -> None:
+    dispatch(world)
+    admit_on_worker1(world)
+    wl = world.get("Workload", "wl", NS)
+    assert wl is not None
+    state = mk_state(world)
+    assert (state["state"], state["message"]) == (c.CHECK_STATE_READY, 'The workload was admitted on "worker1"')
+    assert wl["status"]["clusterName"] == "worker1"
+    assert "nominatedClusterNames" not in wl["status"]
+    assert world.events.sent[-1] == (
+        WL,
+        "Normal",
+        "MultiKueue",
+        'The workload was admitted on "worker1"',
+        WORKLOAD_EVENT_SOURCE,
+    )
+    assert world.workers["worker2"].workload() is None  # the other copy is removed
+    remote_job = world.workers["worker1"].job()
+    assert remote_job is not None
+    assert remote_job["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote_job["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    assert "managedBy" not in remote_job["spec"] and "selector" not in remote_job["spec"]
+    assert remote_job["spec"]["template"]["metadata"]["labels"] == {"batch.kubernetes.io/job-name": "job"}
+    assert world.workers["worker2"].job() is None
+
+
+def test_the_remote_jobs_status_is_mirrored_back(world: World) -> None:
+    dispatch(world)
+    admit_on_worker1(world)
+    # The manager's Job reconciler starts the local Job once the Workload is admitted.
+    local = world.manager.objects[f"{JOBS}/job"]
+    local["spec"]["suspend"] = False
+    world.sync("Job", "job", NS, api_version="batch/v1")
+    remote_job = copy.deepcopy(world.workers["worker1"].job())
+    assert remote_job is not None
+    remote_job["status"] = {"active": 1, "startTime": "2026-01-01T12:00:05Z", "ready": 0}
+    world.workers["worker1"].put(f"{JOBS}/job", remote_job)
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{JOBS}/job"]["status"] == {
+        "active": 1,
+        "startTime": "2026-01-01T12:00:05Z",
+        "ready": 0,
+    }
+
+
+def test_a_foreign_remote_job_stops_the_sync(world: World) -> None:
+    dispatch(world)
+    foreign = job()
+    foreign["metadata"]["labels"] = {}
+    world.workers["worker1"].put(f"{JOBS}/job", foreign)
+    with pytest.raises(Retry, match="remote object is not owned by MultiKueue"):
+        admit_on_worker1(world)
+    assert world.workers["worker1"].job()["metadata"]["labels"] == {}  # type: ignore[index]
+
+
+def test_a_finished_remote_workload_finishes_the_local_one_and_its_remotes_go(world: World) -> None:
+    dispatch(world)
+    admit_on_worker1(world)
+    path = f"{WORKLOADS}/wl"
+    remote = copy.deepcopy(world.workers["worker1"].objects[path])
+    remote["status"]["conditions"].append(condition("Finished", "Succeeded", "Job finished successfully"))
+    remote["metadata"]["finalizers"] = [c.RESOURCE_IN_USE_FINALIZER]
+    world.workers["worker1"].put(path, remote)
+    world.controller.reconcile_workload(WL)
+    wl = world.get("Workload", "wl", NS)
+    assert wl is not None
+    finished = o.find_condition(wl, "Finished")
+    assert finished is not None
+    assert (finished["status"], finished["reason"], finished["message"]) == (
+        "True",
+        "Succeeded",
+        "Job finished successfully",
+    )
+    world.controller.reconcile_workload(WL)  # the local Workload's own update
+    assert world.workers["worker1"].workload() is None
+    assert world.workers["worker1"].job() is None
+    # The finalizer went first, then the Workload.
+    assert [m for m, p in world.workers["worker1"].calls if p == path][-2:] == ["PUT", "DELETE"]
+
+
+def test_a_deleted_local_workload_removes_its_remote_copies(world: World) -> None:
+    dispatch(world)
+    assert all(world.workers[name].workload() is not None for name in ("worker1", "worker2"))
+    del world.manager.objects[f"{WORKLOADS}/wl"]
+    world.sync("Workload", "wl", NS)
+    world.controller.reconcile_workload(WL)
+    assert world.workers["worker1"].workload() is None
+    assert world.workers["worker2"].workload() is None
+    calls = [len(world.workers[name].calls) for name in ("worker1", "worker2")]
+    world.controller.reconcile_workload(WL)  # forgotten: nothing more to do
+    assert [len(world.workers[name].calls) for name in ("worker1", "worker2")] == calls
+
+
+def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:
+    world.connect("worker1")
+    plain = job()
+    del plain["spec"]["managedBy"]
+    world.add(config("config1", ["worker1"]), admission_check(), plain, workload())
+    world.controller.reconcile_workload(WL)
+    state = mk_state(world)
+    assert state["state"] == c.CHECK_STATE_REJECTED
+    assert state["message"] == (
+        'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "", '
+        'Previously: "Pending"'
+    )
+    assert world.workers["worker1"].workload() is None
+
+
+def test_a_secret_outside_kueues_namespace_is_ignored(world: World) -> None:
+    world.add(cluster("worker1"))
+    queued: list[str] = []
+
+    def add(key: str, item: object = None, *, first: bool = False) -> None:
+        queued.append(key)
+
+    world.controller.clusters.add = add  # type: ignore[method-assign]
+    other = secret("worker1-secret", "https://worker1.example:6443")
+    other["metadata"]["namespace"] = "default"
+    world.add(other)
+    assert queued == []
+    world.add(secret("worker1-secret", "https://worker1.example:6443"))
+    assert queued == ["worker1"] and KUEUE_NS != "default"
