@@ -38,6 +38,10 @@ class Lookups(Protocol):
 
     def workload_priority_class_exists(self, name: str) -> bool: ...
 
+    def admission_check_controller(self, name: str) -> str | None:
+        """An AdmissionCheck's `spec.controllerName`; None if it does not exist."""
+        ...
+
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
         """The owner object as JSON, None if it does not exist; raises LookupError_ on other failures."""
         ...
@@ -68,6 +72,8 @@ class StaticLookups:
     workloads: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     #: (kind, namespace, name) -> a ClusterTrainingRuntime (namespace "") or TrainingRuntime
     training_runtimes: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    #: AdmissionCheck name -> controllerName
+    admission_checks: Mapping[str, str] = field(default_factory=dict)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
@@ -86,6 +92,9 @@ class StaticLookups:
 
     def workload_priority_class_exists(self, name: str) -> bool:
         return name in self.priority_classes
+
+    def admission_check_controller(self, name: str) -> str | None:
+        return self.admission_checks.get(name)
 
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
         return self.owners.get((namespace, api_version, kind, name))

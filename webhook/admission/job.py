@@ -21,7 +21,15 @@ from webhook.api import integrations, jobs
 from webhook.api import objects as o
 from webhook.config import Feature
 
-__all__ = ["GVK", "default", "is_suspended", "validate_create", "validate_update", "warnings_create"]
+__all__ = [
+    "DEFAULTABLE_MANAGED_BY",
+    "GVK",
+    "default",
+    "is_suspended",
+    "validate_create",
+    "validate_update",
+    "warnings_create",
+]
 
 GVK = integrations.BATCH_JOB.gvk
 MIN_PARALLELISM_PATH = jf.ANNOTATIONS.key(c.JOB_MIN_PARALLELISM)
@@ -29,14 +37,20 @@ SYNC_COMPLETIONS_PATH = jf.ANNOTATIONS.key(c.JOB_COMPLETIONS_EQUAL_PARALLELISM)
 TEMPLATE_META_PATH = f.Path("spec.template.metadata")
 
 
+#: `managedBy` values a Job's may be defaulted from (`Job.CanDefaultManagedBy`).
+DEFAULTABLE_MANAGED_BY = (None, "kubernetes.io/job-controller")
+
+
 def default(obj: dict[str, Any], ctx: Context) -> None:
-    """Default LocalQueue, default WorkloadPriorityClass, then suspend (`JobWebhook.Default`)."""
+    """Default LocalQueue, default WorkloadPriorityClass, suspend, then MultiKueue's managedBy
+    (`JobWebhook.Default`)."""
     namespace = obj.get("metadata", {}).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
     spec = obj.setdefault("spec", {})
     if jf.should_suspend(obj, ctx, namespace) and not spec.get("suspend"):
         spec["suspend"] = True
+    jf.apply_default_for_managed_by(obj, ctx, namespace, defaultable=DEFAULTABLE_MANAGED_BY)
     if jf.is_elastic(obj, ctx):
         pod_spec = spec.setdefault("template", {}).setdefault("spec", {})
         gates = pod_spec.get("schedulingGates") or []

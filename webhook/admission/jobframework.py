@@ -24,6 +24,7 @@ __all__ = [
     "INTERIM_OWNERS",
     "PREBUILT_WORKLOAD_GVKS",
     "FrameworkError",
+    "apply_default_for_managed_by",
     "default_local_queue",
     "default_priority_class",
     "find_managed_ancestor",
@@ -186,6 +187,28 @@ def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
         return
     if ctx.lookups.workload_priority_class_exists(c.DEFAULT_PRIORITY_CLASS):
         _set_label(obj, c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
+
+
+def apply_default_for_managed_by(
+    obj: dict[str, Any], ctx: Context, namespace: str, *, defaultable: tuple[str | None, ...]
+) -> None:
+    """`ApplyDefaultForManagedBy`: hand the job to MultiKueue (`spec.managedBy`) when gate
+    MultiKueue is on, its `managedBy` is one the kind may default (`CanDefaultManagedBy`: unset or
+    the kind's own controller) and its LocalQueue's ClusterQueue has a MultiKueue admission check."""
+    if not ctx.config.feature_enabled(Feature.MULTI_KUEUE):
+        return
+    spec = obj.setdefault("spec", {})
+    if spec.get("managedBy") not in defaultable:
+        return
+    local_queue = o.labels(obj).get(c.QUEUE_LABEL)
+    if local_queue is None:
+        return
+    cluster_queue = ctx.lookups.local_queue_cluster_queue(namespace, local_queue)
+    cq = ctx.lookups.cluster_queue(cluster_queue) if cluster_queue else None
+    if cq is None:
+        return
+    if any(ctx.lookups.admission_check_controller(ac) == c.MULTIKUEUE_CONTROLLER for ac in cq.admission_checks):
+        spec["managedBy"] = c.MULTIKUEUE_CONTROLLER
 
 
 def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool:

@@ -1,4 +1,5 @@
-"""Lookups for the webhook from a cluster: caches of namespaces, LocalQueues and WorkloadPriorityClasses.
+"""Lookups for the webhook from a cluster: caches of namespaces, LocalQueues, ClusterQueues,
+WorkloadPriorityClasses and AdmissionChecks (their controller, for MultiKueue's `managedBy` default).
 
 Each cache is fed by one list+watch thread, so handlers answer from memory; only an owner
 object (the ancestor walk), a Workload and a TrainJob's runtime are read from the API on demand,
@@ -30,6 +31,10 @@ def _target(lq: Mapping[str, Any]) -> str:
     return str((lq.get("spec") or {}).get("clusterQueue", ""))
 
 
+def _controller(ac: Mapping[str, Any]) -> str:
+    return str((ac.get("spec") or {}).get("controllerName", ""))
+
+
 class ClusterLookups:
     def __init__(self, kube: k.Kube) -> None:
         self._kube = kube
@@ -39,6 +44,7 @@ class ClusterLookups:
         # Parsed once per watch event, not per admission request (the queue warnings read them).
         self._cluster_queues: dict[str, model.ClusterQueueSpec] = {}
         self._priority_classes: set[str] = set()
+        self._check_controllers: dict[str, str] = {}  # AdmissionCheck name -> spec.controllerName
         self._synced: set[str] = set()
         self._threads: list[threading.Thread] = []
 
@@ -48,6 +54,7 @@ class ClusterLookups:
         self._run("localqueues", "/apis/kueue.x-k8s.io/v1beta2/localqueues", self._set_lqs, self._lq_event)
         self._run("wpcs", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses", self._set_wpcs, self._wpc_event)
         self._run("clusterqueues", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", self._set_cqs, self._cq_event)
+        self._run("admissionchecks", "/apis/kueue.x-k8s.io/v1beta2/admissionchecks", self._set_acs, self._ac_event)
 
     def _run(self, name: str, path: str, on_list: Any, on_event: Any) -> None:
         t = threading.Thread(
@@ -64,7 +71,7 @@ class ClusterLookups:
         self._stop.set()
 
     def synced(self) -> bool:
-        return len(self._synced) == 4
+        return len(self._synced) == 5
 
     def _set_namespaces(self, items: list[dict[str, Any]]) -> None:
         self._namespaces = {_key(o)[1]: (o.get("metadata") or {}).get("labels") or {} for o in items}
@@ -100,6 +107,15 @@ class ClusterLookups:
     def _wpc_event(self, kind: str, obj: dict[str, Any]) -> None:
         (self._priority_classes.discard if kind == "DELETED" else self._priority_classes.add)(_key(obj)[1])
 
+    def _set_acs(self, items: list[dict[str, Any]]) -> None:
+        self._check_controllers = {_key(o)[1]: _controller(o) for o in items}
+
+    def _ac_event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._check_controllers.pop(_key(obj)[1], None)
+        else:
+            self._check_controllers[_key(obj)[1]] = _controller(obj)
+
     # -- Lookups ---------------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         labels = self._namespaces.get(namespace)
@@ -130,6 +146,9 @@ class ClusterLookups:
         except k.KubeError as exc:
             raise LookupError_(str(exc)) from None
         return obj is not None
+
+    def admission_check_controller(self, name: str) -> str | None:
+        return self._check_controllers.get(name)
 
     def get_owner(self, namespace: str, api_version: str, kind: str, name: str) -> Mapping[str, Any] | None:
         plural = integrations.plural(api_version.rpartition("/")[0], kind)

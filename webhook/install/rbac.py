@@ -134,6 +134,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             LOOKUPS,
             "the TrainJob webhook's topology checks read the runtime's pod templates",
         ),
+        Access(
+            _K,
+            ("admissionchecks",),
+            ("list", "watch"),
+            LOOKUPS,
+            "MultiKueue's managedBy default: which controller a ClusterQueue's checks belong to",
+        ),
         *_owner_access(),
         # -- internal certificate management -----------------------------------------------------------
         Access(

@@ -525,3 +525,54 @@ def test_update_topology_errors_come_last(driver: Driver) -> None:
     assert driver.denial(VALIDATE, new, old=old) == (
         f'[metadata.labels[{Q}]: Invalid value: "b": field is immutable, {ANN}: Invalid value: {ONE_OF}]'
     )
+
+
+_MK = "kueue.x-k8s.io/multikueue"
+_MK_LOOKUPS: dict[str, Any] = {
+    "local_queues": frozenset({("team-a", "local-queue")}),
+    "local_queue_targets": {("team-a", "local-queue"): "cluster-queue"},
+    "cluster_queues": {
+        "cluster-queue": {
+            "metadata": {"name": "cluster-queue"},
+            "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "admission-check"}]}},
+        }
+    },
+    "admission_checks": {"admission-check": _MK},
+}
+
+
+@pytest.mark.parametrize(
+    ("gates", "labels", "managed_by", "want"),
+    [
+        pytest.param(
+            "MultiKueue: false", {Q: "local-queue"}, None, None, id="no change in managed by: MultiKueue disabled"
+        ),
+        pytest.param("", {Q: "local-queue"}, None, _MK, id="managed by is defaulted: queue label was set"),
+        pytest.param(
+            "", {Q: "local-queue"}, "kubernetes.io/job-controller", _MK, id="the Job controller's own is defaulted too"
+        ),
+        pytest.param(
+            "", {Q: "local-queue"}, "example.com/foo", "example.com/foo", id="no change in managed by: user specified"
+        ),
+        pytest.param("", {Q: "invalid-local-queue"}, None, None, id="invalid queue name"),
+        pytest.param("", None, None, None, id="no queue name"),
+    ],
+)
+def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
+    make_driver: Any, gates: str, labels: dict[str, str] | None, managed_by: str | None, want: str | None
+) -> None:
+    """Upstream `job_webhook_test.go` `TestDefault`, its managedBy cases (`ApplyDefaultForManagedBy`,
+    `Job.CanDefaultManagedBy`)."""
+    config = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+    if gates:
+        config += f"featureGates:\n  {gates}\n"
+    spec = {} if managed_by is None else {"managedBy": managed_by}
+    out = make_driver(config, **_MK_LOOKUPS).mutate(MUTATE, make_job(labels=labels, **spec))
+    assert out["spec"].get("managedBy") == want
+    assert out["spec"]["suspend"] is (labels is not None)
+
+
+def test_managed_by_stays_for_a_cluster_queue_with_another_controllers_check(make_driver: Any) -> None:
+    lookups = {**_MK_LOOKUPS, "admission_checks": {"admission-check": "kueue.x-k8s.io/provisioning-request"}}
+    out = make_driver(None, **lookups).mutate(MUTATE, make_job(labels={Q: "local-queue"}))
+    assert "managedBy" not in out["spec"]

@@ -89,7 +89,7 @@ def lookups_calls() -> list[Call]:
     lookups.start()
     try:
         deadline = time.monotonic() + 5
-        while not lookups.synced() or sum(m == "WATCH" for m, _ in kube.calls) < 3:
+        while not lookups.synced() or sum(m == "WATCH" for m, _ in kube.calls) < 5:
             assert time.monotonic() < deadline, "lookups never synced against the fake"
             time.sleep(0.01)
         with pytest.raises(Exception, match="not found"):
