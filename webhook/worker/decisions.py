@@ -38,7 +38,7 @@ from webhook.core.decisions import (
 from webhook.worker import events
 from webhook.worker import messages as msg
 from webhook.worker.reporter import MetricsReporter
-from webhook.worker.status import count_eviction, set_condition
+from webhook.worker.status import count_eviction, reset_cluster_nomination, set_condition
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite
@@ -258,6 +258,7 @@ class DecisionWriter:
             ) -> None:
                 if not o.is_condition_true(obj, c.WorkloadCondition.EVICTED):  # `IssuePreemptions` skips those
                     count_eviction(status, c.EvictionReason.PREEMPTED)
+                    reset_cluster_nomination(status)
                 for cond in conds:
                     gen = None if cond["type"] == c.WorkloadCondition.PREEMPTED else _gen(obj)
                     set_condition(
@@ -312,6 +313,7 @@ class DecisionWriter:
             for cond in conds:
                 set_condition(status, cond, now, _gen(obj))
             count_eviction(status, d.reason)
+            reset_cluster_nomination(status)
             if status.get("admissionChecks"):
                 status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
             if o.is_condition_true(obj, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES):

@@ -30,6 +30,7 @@ __all__ = [
     "clear_reservation",
     "count_eviction",
     "remove_condition",
+    "reset_cluster_nomination",
     "set_condition",
     "set_conditions",
     "unset_quota_reservation",
@@ -153,6 +154,13 @@ def set_conditions(
         set_condition(status, dict(cond), now, generation)
     if clear_admission:
         status.pop("admission", None)
+
+
+def reset_cluster_nomination(status: dict[str, Any]) -> None:
+    """`resetClusterNomination` (`pkg/workload/evict/evict.go`, part of every eviction): an evicted
+    Workload forgets its MultiKueue worker and nominations, so it is dispatched afresh once readmitted."""
+    status.pop("clusterName", None)
+    status.pop("nominatedClusterNames", None)
 
 
 def remove_condition(status: dict[str, Any], ctype: str) -> None:

@@ -128,3 +128,24 @@ def test_a_node_replacement_clears_the_unhealthy_nodes_with_the_new_admission() 
 def test_an_eviction_clears_the_unhealthy_nodes() -> None:
     status = written_status(Evict(KEY, "u", "cq", "NodeFailures", "m", (evicted("NodeFailures"),)), _on_failed_node())
     assert "unhealthyNodes" not in status
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [
+        pytest.param(Preempt(WorkloadKey("ns/preemptor"), "cq", (victim(),)), id="preempted"),
+        pytest.param(
+            Evict(KEY, "u", "cq", "ClusterQueueStopped", "m", (evicted("ClusterQueueStopped"),)), id="queue stopped"
+        ),
+        pytest.param(Migrate(KEY, "u", "cq", "FlavorMigration", "m", (evicted("FlavorMigration"),)), id="migration"),
+    ],
+)
+def test_an_eviction_forgets_the_multikueue_worker(decision: Decision) -> None:
+    """`resetClusterNomination` (evict.go): a readmitted Workload is dispatched to the workers afresh."""
+    wl = admitted()
+    wl["status"]["clusterName"] = "worker1"
+    status = written_status(decision, wl)
+    assert "clusterName" not in status and "nominatedClusterNames" not in status
+    wl = admitted()
+    wl["status"]["nominatedClusterNames"] = ["worker1", "worker2"]
+    assert "nominatedClusterNames" not in written_status(decision, wl)

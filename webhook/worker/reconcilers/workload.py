@@ -30,6 +30,7 @@ from webhook.worker import events, workload_writes
 from webhook.worker.status import (
     count_eviction,
     remove_condition,
+    reset_cluster_nomination,
     set_condition,
     update_status,
 )
@@ -81,6 +82,7 @@ def apply_step(step: WorkloadStep, status: dict[str, Any], generation: int, now:
             status["requeueState"] = dict(step.requeue_state)
     if step.kind == StepKind.EVICT:
         count_eviction(status, step.reason, step.underlying_cause)
+        reset_cluster_nomination(status)
         if status.get("admissionChecks"):
             status["admissionChecks"] = reset_on_eviction(status["admissionChecks"], now)
     elif step.kind == StepKind.SYNC_CHECKS:

@@ -397,3 +397,14 @@ def test_a_pods_ready_timeout_eviction_is_counted_with_its_cause() -> None:
     assert world.kube.objects[PATH]["status"]["schedulingStats"] == {
         "evictions": [{"reason": "PodsReadyTimeout", "underlyingCause": "WaitForStart", "count": 3}]
     }
+
+
+def test_an_eviction_forgets_the_multikueue_worker() -> None:
+    """`resetClusterNomination` (evict.go): a readmitted Workload is dispatched to the workers afresh."""
+    obj = admitted_workload(datetime.now(UTC) - timedelta(minutes=5))
+    obj["status"]["clusterName"] = "worker1"
+    world = World(obj, config(60))
+    world.rec.reconcile("ns/wl")
+    status = world.kube.objects[PATH]["status"]
+    assert any(c["type"] == "Evicted" and c["status"] == "True" for c in status["conditions"])
+    assert "clusterName" not in status
