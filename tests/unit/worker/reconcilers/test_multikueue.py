@@ -384,3 +384,26 @@ def test_a_secret_outside_kueues_namespace_is_ignored(world: World) -> None:
     assert queued == []
     world.add(secret("worker1-secret", "https://worker1.example:6443"))
     assert queued == ["worker1"] and KUEUE_NS != "default"
+
+
+def test_with_its_queues_running_a_workload_follows_its_worker_on_its_own(world: World) -> None:
+    """The queues and watches at work: after the dispatch, only the workers' changes (their
+    watch events, 1 s later) move the local Workload to Ready, then Finished."""
+    world.controller.start()
+    dispatch(world)
+    world.workers["worker1"].put(
+        f"{WORKLOADS}/wl",
+        {
+            **copy.deepcopy(world.workers["worker1"].objects[f"{WORKLOADS}/wl"]),
+            "status": {"conditions": [condition("QuotaReserved", "QuotaReserved"), condition("Admitted", "Admitted")]},
+        },
+    )
+    assert wait_for(lambda: mk_state(world)["state"] == c.CHECK_STATE_READY)
+    assert wait_for(lambda: world.workers["worker1"].job() is not None)
+    assert world.workers["worker2"].workload() is None
+    remote = copy.deepcopy(world.workers["worker1"].objects[f"{WORKLOADS}/wl"])
+    remote["status"]["conditions"].append(condition("Finished", "Succeeded", "Job finished successfully"))
+    world.workers["worker1"].put(f"{WORKLOADS}/wl", remote)
+    assert wait_for(lambda: o.is_finished(world.get("Workload", "wl", NS) or {}))
+    world.sync("Workload", "wl", NS)  # the manager's informer hands the finished Workload on
+    assert wait_for(lambda: world.workers["worker1"].workload() is None and world.workers["worker1"].job() is None)
