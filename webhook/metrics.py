@@ -70,6 +70,8 @@ __all__ = [
     "LOCAL_QUEUE_RESOURCE_USAGE",
     "LOCAL_QUEUE_STATUS",
     "LOCAL_QUEUE_UNADMITTED_WORKLOADS",
+    "MULTIKUEUE_WORKLOADS_ADMITTED",
+    "MULTIKUEUE_WORKLOADS_DISPATCHED",
     "PENDING_WORKLOADS",
     "PODS_READY_TO_EVICTED_TIME",
     "POD_SCHEDULING_GATE_REMOVAL",
@@ -779,4 +781,20 @@ COHORT_SUBTREE_ADMITTED_WORKLOADS = _counter(
     "The total number of admitted workloads per cohort's subtree",
     ["cohort", "priority_class"],
     keys=_COHORT_KEY,
+)
+
+# -- MultiKueue (subsystem `multikueue`, no `kueue_` prefix; no custom labels, as upstream reports them)
+MULTIKUEUE_WORKLOADS_DISPATCHED = Counter(
+    "multikueue_workloads_dispatched_total",
+    "The total number of remote workloads created by the MultiKueue manager on a worker cluster, per "
+    "'cluster_queue' and 'cluster'.",
+    ["cluster_queue", "cluster", ROLE],
+    registry=WORKER_REGISTRY,
+)
+MULTIKUEUE_WORKLOADS_ADMITTED = Counter(
+    "multikueue_workloads_admitted_total",
+    "The total number of remote workload admissions on a worker cluster, per 'cluster_queue' and 'cluster'. "
+    "A workload may be counted more than once if it is evicted and re-admitted.",
+    ["cluster_queue", "cluster", ROLE],
+    registry=WORKER_REGISTRY,
 )

@@ -21,8 +21,7 @@ Mirrors upstream v0.19.2 `pkg/controller/admissionchecks/multikueue/` (`multikue
 `clustersReconciler`, `admissioncheck.go` `ACReconciler`, `workload.go` `wlReconciler` and
 `wlGroup.RemoveRemoteObjects`, `controllers.go`) and `jobframework/utils.go`
 (`ValidateRemoteObjectOwnership`, `DeleteRemoteObjectIfOwned`). Not here yet: the remote garbage
-collector (`gcInterval`), the incremental and external dispatchers' queues, manager quota
-automation, and the dispatched/admitted counters.
+collector (`gcInterval`), the incremental dispatcher's queue and manager quota automation.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from webhook import kube as k
+from webhook import metrics
 from webhook.api import constants as c
 from webhook.api import integrations
 from webhook.api import multikueue as mk
@@ -51,6 +51,7 @@ from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.admissionchecks.multikueue.kubeconfig import LoadError, load_client_config
 from webhook.worker.admissionchecks.provisioning import set_check_state
 from webhook.worker.multikueue.remote import KubeFactory, RemoteCluster, WatchedKind
+from webhook.worker.reporter import ROLE
 from webhook.worker.status import set_condition, update_status
 from webhook.worker.store import Store, object_key
 from webhook.worker.workqueue import Retry, WorkQueue
@@ -497,6 +498,7 @@ class _Run:
                 case g.SetCheck() | g.SetClusterName() | g.SetNomination() | g.SetDelayedTopologyReady():
                     self._local(step)
                 case g.ReportAdmitted(cluster=cluster):
+                    metrics.MULTIKUEUE_WORKLOADS_ADMITTED.labels(self._cluster_queue(), cluster, ROLE).inc()
                     log.info("workload admitted on worker", extra={"object": o.key(self.wl), "cluster": cluster})
                 case g.RequeueAfter(after=after, if_deferred=if_deferred):
                     requeue = if_deferred if self.deferred and if_deferred is not None else after
@@ -560,6 +562,7 @@ class _Run:
             case g.CreateClone(cluster=cluster, body=body):
                 kube = self.kubes[cluster]
                 kube.create(k.object_path(c.V1BETA2, "workloads", o.namespace(self.wl)), body)
+                metrics.MULTIKUEUE_WORKLOADS_DISPATCHED.labels(self._cluster_queue(), cluster, ROLE).inc()
                 log.info("remote workload created", extra={"object": o.key(self.wl), "cluster": cluster})
             case g.UpdateRemoteSpec(cluster=cluster, workload=remote):
                 self.kubes[cluster].replace(workload_writes.path(remote), remote)
@@ -571,6 +574,9 @@ class _Run:
             case g.Finish(reason=reason, message=message):
                 workload_writes.finish(self.ctl.kube, self.ctl.store, self.wl, reason, message, self.ctl.now())
                 log.info("workload finished on worker", extra={"object": o.key(self.wl), "reason": reason})
+
+    def _cluster_queue(self) -> str:
+        return str(((self.wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
 
     def _job_path(self, namespace: str) -> str:
         assert self.adapter is not None

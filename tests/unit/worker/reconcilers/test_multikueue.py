@@ -32,6 +32,7 @@ from tests.unit.worker.multikueue_fixtures import (
     workload,
 )
 from webhook import kube as k
+from webhook import metrics
 from webhook.api import constants as c
 from webhook.api import multikueue as mk
 from webhook.api import objects as o
@@ -247,6 +248,25 @@ def test_the_remote_workloads_events_reach_the_local_workload(world: World) -> N
     remote["status"] = {"conditions": [condition("QuotaReserved", "QuotaReserved")]}
     world.workers["worker1"].put(f"{WORKLOADS}/wl", remote)
     assert wait_for(lambda: (WL, 1.0) in queued, timeout=5)  # batched: 1 s after the event
+
+
+def counted(name: str, cluster: str) -> float:
+    labels = {"cluster_queue": "cq", "cluster": cluster, "replica_role": "leader"}
+    return metrics.WORKER_REGISTRY.get_sample_value(f"multikueue_workloads_{name}_total", labels) or 0.0
+
+
+def test_dispatches_and_admissions_are_counted_per_cluster_queue_and_cluster(world: World) -> None:
+    before = {(n, w): counted(n, w) for n in ("dispatched", "admitted") for w in ("worker1", "worker2")}
+    dispatch(world)
+    admit_on_worker1(world)
+    world.controller.reconcile_workload(WL)  # already Ready: not counted again
+    after = {(n, w): counted(n, w) - before[(n, w)] for n, w in before}
+    assert after == {
+        ("dispatched", "worker1"): 1.0,
+        ("dispatched", "worker2"): 1.0,
+        ("admitted", "worker1"): 1.0,
+        ("admitted", "worker2"): 0.0,
+    }
 
 
 def admit_on_worker1(world: World) -> None:
