@@ -179,6 +179,7 @@ class MultiKueueController:
         self.remotes: dict[str, RemoteCluster] = {}
         self._deleted: dict[str, Obj] = {}  # deletedWlCache: Workloads gone while they had a MultiKueue check
         self._generations: dict[str, object] = {}  # MultiKueueCluster name -> generation last seen
+        self._configs_seen: dict[str, tuple[str, ...]] = {}  # MultiKueueConfig name -> spec.clusters last seen
         # A connection attempt may wait for its lists a while: other clusters are not held up by it.
         self.clusters: WorkQueue[object] = WorkQueue("mk-cluster", self.reconcile_cluster, workers=4, stop=stop)
         self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
@@ -227,9 +228,14 @@ class MultiKueueController:
         elif kind == CONFIGS:
             using = checks.checks_using_config(self._checks(), name)
             self._queue_checks(using)
-            for wl in self.store.list("workloads"):  # configHandler
-                if any(state.get("name") in using for state in (wl.get("status") or {}).get("admissionChecks") or ()):
-                    self.workloads.add_after(object_key(wl), UPDATES_BATCH_S)
+            clusters = tuple(str(cl) for cl in _spec(obj).get("clusters") or ())
+            with self._lock:
+                before = self._configs_seen.get(name)
+                self._configs_seen[name] = clusters
+                if etype == "DELETED":
+                    self._configs_seen.pop(name, None)
+            if etype == "DELETED" or (etype == "MODIFIED" and before is not None and before != clusters):
+                self._queue_workloads_using(using)
         elif kind == "admissionchecks" and _spec(obj).get("controllerName") == mk.CONTROLLER_NAME:
             self.checks.add(name)
         elif kind == "workloads":
@@ -240,6 +246,12 @@ class MultiKueueController:
                 with self._lock:
                     self._deleted[key] = dict(obj)
             self.workloads.add(key)
+
+    def _queue_workloads_using(self, checks_: Sequence[str]) -> None:
+        """`configHandler`: a config's clusters changed or it went; its Workloads look again soon."""
+        for wl in self.store.list("workloads"):
+            if any(state.get("name") in checks_ for state in (wl.get("status") or {}).get("admissionChecks") or ()):
+                self.workloads.add_after(object_key(wl), UPDATES_BATCH_S)
 
     def _checks(self) -> list[dict[str, Any]]:
         return self.store.list("admissionchecks")

@@ -427,3 +427,79 @@ def test_with_its_queues_running_a_workload_follows_its_worker_on_its_own(world:
     assert wait_for(lambda: o.is_finished(world.get("Workload", "wl", NS) or {}))
     world.sync("Workload", "wl", NS)  # the manager's informer hands the finished Workload on
     assert wait_for(lambda: world.workers["worker1"].workload() is None and world.workers["worker1"].job() is None)
+
+
+# == configHandler (upstream workload_test.go TestConfigHandlerUpdate, TestConfigHandlerDelete) ========
+
+
+def _with_check(name: str, check: str, state: str) -> dict[str, object]:
+    wl = workload(name, check_state=state)
+    wl["status"]["admissionChecks"][0]["name"] = check
+    return wl
+
+
+@pytest.mark.parametrize(
+    ("checks", "workloads", "old", "new", "want"),
+    [
+        pytest.param(
+            [("ac1", "config1")],
+            [("wl1", "ac1", c.CHECK_STATE_PENDING)],
+            ["cluster1", "cluster2"],
+            ["cluster1", "cluster2"],
+            [],
+            id="clusters unchanged - no workloads queued",
+        ),
+        pytest.param(
+            [("ac1", "config1")],
+            [("wl1", "ac1", c.CHECK_STATE_PENDING), ("wl2", "ac1", c.CHECK_STATE_READY)],
+            ["cluster1"],
+            ["cluster1", "cluster2"],
+            ["wl1", "wl2"],
+            id="clusters changed - workloads queued",
+        ),
+        pytest.param(
+            [("ac1", "config1"), ("ac2", "other-config")],
+            [("wl1", "ac1", c.CHECK_STATE_PENDING), ("wl2", "ac2", c.CHECK_STATE_PENDING)],
+            ["cluster1"],
+            ["cluster1", "cluster2"],
+            ["wl1"],
+            id="multiple configs - only affected workloads queued",
+        ),
+    ],
+)
+def test_a_configs_clusters_change_queues_its_workloads(
+    world: World,
+    checks: list[tuple[str, str]],
+    workloads: list[tuple[str, str, str]],
+    old: list[str],
+    new: list[str],
+    want: list[str],
+) -> None:
+    """Upstream `TestConfigHandlerUpdate`, each Workload queued 1 s later (`eventsBatchPeriod`)."""
+    queued = _record_workload_queue(world)
+    for name, cfg in checks:
+        world.store.put("admissionchecks", admission_check(name, cfg))
+    for name, check, state in workloads:
+        world.store.put("workloads", _with_check(name, check, state))
+    world.controller.on_event("multikueueconfigs", "ADDED", config("config1", old))
+    world.controller.on_event("multikueueconfigs", "MODIFIED", config("config1", new))
+    assert sorted(queued) == [(f"{NS}/{name}", 1.0) for name in want]
+
+
+def test_a_deleted_config_queues_its_workloads(world: World) -> None:
+    """Upstream `TestConfigHandlerDelete`."""
+    queued = _record_workload_queue(world)
+    world.store.put("admissionchecks", admission_check("ac1", "config1"))
+    world.store.put("workloads", _with_check("wl1", "ac1", c.CHECK_STATE_PENDING))
+    world.controller.on_event("multikueueconfigs", "DELETED", config("config1", ["cluster1"]))
+    assert queued == [(f"{NS}/wl1", 1.0)]
+
+
+def _record_workload_queue(world: World) -> list[tuple[str, float]]:
+    queued: list[tuple[str, float]] = []
+
+    def add_after(key: str, delay: float, items: object = ()) -> None:
+        queued.append((key, delay))
+
+    world.controller.workloads.add_after = add_after  # type: ignore[method-assign]
+    return queued
