@@ -503,3 +503,15 @@ def _record_workload_queue(world: World) -> list[tuple[str, float]]:
 
     world.controller.workloads.add_after = add_after  # type: ignore[method-assign]
     return queued
+
+
+def test_a_remote_jobs_events_reach_the_workload_it_names(world: World) -> None:
+    """`WorkloadKeysFor` of the batch/v1 adapter: a remote Job's change queues its prebuilt Workload."""
+    dispatch(world)
+    admit_on_worker1(world)
+    queued = _record_workload_queue(world)
+    remote_job = copy.deepcopy(world.workers["worker1"].job())
+    assert remote_job is not None
+    remote_job["status"] = {"active": 1}
+    world.workers["worker1"].put(f"{JOBS}/job", remote_job)
+    assert wait_for(lambda: (WL, 1.0) in queued, timeout=5)
