@@ -484,7 +484,13 @@ def test_closing_the_client_ends_an_open_watch_at_once(api: tuple[APIServer, k.K
     thread = threading.Thread(
         target=k.informer,
         daemon=True,
-        kwargs={"kube": kube, "path": "/api/v1/namespaces", "stop": stop, "on_list": lambda items: None, "on_event": lambda e, o: None},
+        kwargs={
+            "kube": kube,
+            "path": "/api/v1/namespaces",
+            "stop": stop,
+            "on_list": lambda items: None,
+            "on_event": lambda e, o: None,
+        },
     )
     thread.start()
     while server.watch_calls < 2 and time.monotonic() < deadline:
