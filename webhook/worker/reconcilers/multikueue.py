@@ -284,6 +284,7 @@ class MultiKueueController:
                     kinds=self._watched_kinds(),
                     on_keys=self._remote_keys,
                     on_lost=self._connection_lost,
+                    clock=lambda: self.now().timestamp(),  # lost-since is compared with the plan's `now`
                 )
             return remote
 

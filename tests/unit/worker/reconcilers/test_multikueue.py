@@ -11,6 +11,7 @@ import copy
 import json
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -515,3 +516,29 @@ def test_a_remote_jobs_events_reach_the_workload_it_names(world: World) -> None:
     remote_job["status"] = {"active": 1}
     world.workers["worker1"].put(f"{JOBS}/job", remote_job)
     assert wait_for(lambda: (WL, 1.0) in queued, timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "want"),
+    [
+        pytest.param(timedelta(minutes=15), c.CHECK_STATE_READY, id="within workerLostTimeout: it waits"),
+        pytest.param(timedelta(0), c.CHECK_STATE_RETRY, id="past workerLostTimeout: retried elsewhere"),
+    ],
+)
+def test_an_admitting_worker_lost_keeps_the_workload_until_the_worker_lost_timeout(
+    timeout: timedelta, want: str
+) -> None:
+    world = World(worker_lost_timeout=timeout)
+    try:
+        dispatch(world)
+        admit_on_worker1(world)
+        remote = world.controller.remotes["worker1"]
+        world.workers["worker1"].go_down()
+        assert wait_for(lambda: not remote.state.connected)
+        world.controller.reconcile_workload(WL)
+        state = mk_state(world)
+        assert state["state"] == want
+        if want == c.CHECK_STATE_RETRY:
+            assert state["message"] == 'Admitting remote lost, Previously: "Ready"'
+    finally:
+        world.close()
