@@ -519,7 +519,8 @@ def informer(
     `query` (e.g. a `labelSelector`) narrows both the list and the watch. Objects Go could not
     decode never reach the handlers (`_Screen`); `on_invalid(obj, field, error)` hears of each.
     With `absent_is_empty`, a path the API server does not serve (404: an operator's CRD not
-    installed) is listed as empty and synced, and tried again until it is served. `on_error`
+    installed) or does not let us read (403: an optional feature's RBAC not applied) is listed as
+    empty and synced, and tried again until it is served. `on_error`
     hears of every failed list or watch before the backoff; setting `stop` in it ends the loop
     (a MultiKueue worker's watch reports its connection lost instead of retrying on its own).
     """
@@ -569,9 +570,12 @@ def _follow(
         except Gone:
             log.info("watch expired, relisting", extra={"path": path})
         except KubeError as exc:
-            if absent_is_empty and isinstance(exc, NotFound):
+            if absent_is_empty and (isinstance(exc, NotFound) or exc.status == 403):
                 if not absent:
-                    log.info("API not served: no objects until it is", extra={"path": path})
+                    if exc.status == 403:
+                        log.warning("not permitted to list: no objects until it is", extra={"path": path})
+                    else:
+                        log.info("API not served: no objects until it is", extra={"path": path})
                     on_list([])
                     on_synced()
                     absent = True

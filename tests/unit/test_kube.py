@@ -142,7 +142,8 @@ def test_informer_relists_after_a_watch_is_cut_mid_stream(api: tuple[APIServer, 
     )
     thread.start()
     deadline = time.monotonic() + 60  # generous: a loaded CI machine
-    while len(lists) < 2 and time.monotonic() < deadline:
+    # the second watch follows the relist's handlers: wait for it too, not only for the relist
+    while (len(lists) < 2 or server.watch_calls < 2) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert lists == [["a"], ["a", "b", "c"]]  # the event before the cut, then a full relist
     assert events == [("ADDED", "b")]
@@ -413,33 +414,44 @@ def test_a_fenced_client_sends_no_write_while_the_lease_is_not_held(api: tuple[A
 
 
 class _NotServedYet(ScriptedKube):
-    """A path the API server answers 404 for `misses` lists (its CRD not installed yet), then serves."""
+    """A path the API server refuses `misses` lists of (404: its CRD not installed yet; 403: the Role
+    that lets us read it not applied yet), then serves."""
 
-    def __init__(self, misses: int, items: list[dict[str, Any]], stop: threading.Event) -> None:
+    def __init__(self, misses: int, items: list[dict[str, Any]], stop: threading.Event, status: int = 404) -> None:
         super().__init__(items, [], stop)
         self.misses = misses
+        self.status = status
 
     def list(self, path: str, query: Any = None) -> tuple[list[dict[str, Any]], str]:
         if self.misses:
             self.misses -= 1
-            raise k.NotFound(404, "the server could not find the requested resource")
+            if self.status == 404:
+                raise k.NotFound(404, "the server could not find the requested resource")
+            raise k.KubeError(self.status, 'secrets is forbidden: cannot list resource "secrets"')
         return super().list(path, query)
 
 
 @pytest.mark.parametrize(
-    ("absent_is_empty", "want"),
+    ("absent_is_empty", "status", "want"),
     [
-        pytest.param(True, [("list", []), ("synced", []), ("list", ["w"]), ("synced", [])], id="empty until served"),
-        pytest.param(False, [("list", ["w"]), ("synced", [])], id="not synced until served"),
+        pytest.param(
+            True, 404, [("list", []), ("synced", []), ("list", ["w"]), ("synced", [])], id="empty until served"
+        ),
+        pytest.param(
+            True, 403, [("list", []), ("synced", []), ("list", ["w"]), ("synced", [])], id="empty until permitted"
+        ),
+        pytest.param(False, 404, [("list", ["w"]), ("synced", [])], id="not synced until served"),
+        pytest.param(False, 403, [("list", ["w"]), ("synced", [])], id="not synced until permitted"),
     ],
 )
 def test_an_unserved_path_lists_as_empty_once_when_asked_to(
-    absent_is_empty: bool, want: list[tuple[str, list[str]]]
+    absent_is_empty: bool, status: int, want: list[tuple[str, list[str]]]
 ) -> None:
-    """An integration whose operator's CRD is not installed must not hold the scheduler back
-    (upstream defers its controller, `waitForAPI`); it is picked up once the CRD is served."""
+    """An integration whose operator's CRD is not installed, or a MultiKueue install without the Role
+    for its Secrets, must not hold the scheduler back (upstream defers its controller, `waitForAPI`);
+    it is picked up once the CRD is served or the Role applied."""
     stop = threading.Event()
-    kube = _NotServedYet(2, [_workload("w", "1")], stop)
+    kube = _NotServedYet(2, [_workload("w", "1")], stop, status)
     seen: list[tuple[str, list[str]]] = []
     k.informer(
         kube,  # type: ignore[arg-type]

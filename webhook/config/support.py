@@ -9,8 +9,8 @@ Feature gates fall in three groups:
 
 * `UNIMPLEMENTED_GATES`: the feature is absent. Off is what pykueue does, so `false` is always
   accepted; `true` is refused when upstream's default is off. A default-on gate of an absent feature
-  (MultiKueue) is accepted at its default: objects that need it are held back as upstream holds
-  them when no flavor or cluster supports it.
+  (a MultiKueue dispatcher's or adapter's) is accepted at its default: objects that need it are held
+  back as upstream holds them when no flavor or cluster supports it.
 * `ALWAYS_ON_GATES`: the behaviour is hard-wired on; `false` is refused.
 * `NO_EFFECT_GATES`: upstream's internals (how a patch is sent, a TAS data layout); either value is
   accepted and changes nothing a user can observe.
@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 _MK = "MultiKueue is not implemented"
+#: What the MultiKueue admission check (webhook/worker/reconcilers/multikueue.py) does not do yet.
+_MK_PART = "not implemented by our MultiKueue admission check yet (batch Jobs, AllAtOnce dispatch)"
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
     {
@@ -49,12 +51,9 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.TAS_RESPECT_NODE_AFFINITY_PREFERRED: "TAS does not rank domains by preferred node affinity",
         Feature.SCHEDULER_LIBRARY_INTEGRATION: "TAS placement does not call the kube-scheduler library",
         Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS: "elastic Jobs' workload slices are not placed by TAS",
-        Feature.MULTI_KUEUE: _MK,
         Feature.MULTI_KUEUE_ADAPTERS_FOR_CUSTOM_JOBS: _MK,
         Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION: _MK,
         Feature.MULTI_KUEUE_CLUSTER_PROFILE: _MK,
-        Feature.MULTI_KUEUE_WAIT_FOR_WORKLOAD_ADMITTED: _MK,
-        Feature.MULTI_KUEUE_REDO_ADMISSION_ON_EVICTION_IN_WORKER: _MK,
         Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION: _MK,
         Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG: _MK,
         Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER: _MK,
@@ -129,7 +128,26 @@ FIELD_REFUSALS: tuple[tuple[str, Callable[[Configuration], bool], str], ...] = (
         lambda cfg: cfg.controller.cache_sync_timeout_s is None,
         "the worker waits for its initial lists without a deadline, retrying them",
     ),
-    ("multiKueue", lambda cfg: cfg.multi_kueue == MultiKueue(), _MK),
+    (
+        "multiKueue.gcInterval",
+        lambda cfg: cfg.multi_kueue.gc_interval_s == MultiKueue().gc_interval_s,
+        f"garbage collection of orphaned remote objects is {_MK_PART}",
+    ),
+    (
+        "multiKueue.dispatcherName",
+        lambda cfg: cfg.multi_kueue.dispatcher_name == MultiKueue().dispatcher_name,
+        f"the incremental and external dispatchers are {_MK_PART}",
+    ),
+    (
+        "multiKueue.externalFrameworks",
+        lambda cfg: not cfg.multi_kueue.external_frameworks,
+        f"external frameworks are {_MK_PART}",
+    ),
+    (
+        "multiKueue.clusterProfile",
+        lambda cfg: cfg.multi_kueue.cluster_profile is None,
+        f"ClusterProfile locations are {_MK_PART}",
+    ),
 )
 
 

@@ -108,7 +108,7 @@ def topology_request(
 
 def describe_assignment(raw: Mapping[str, Any]) -> str:
     """A pod set's `topologyAssignment` in words, for people (explain, dry-run, the dashboard): the
-    levels, then each domain's values with its pod count, e.g. `kubernetes.io/hostname: kind-worker (2 pods),
+    levels, then each domain's values with its pod count, e.g. `<hostname label>: kind-worker (2 pods),
     kind-worker2 (1 pod)`."""
     ta = tas.from_v1beta2(raw)
     domains = ", ".join(f"{'/'.join(d.values)} ({d.count} pod{'s' if d.count != 1 else ''})" for d in ta.domains)

@@ -152,11 +152,12 @@ RESOURCES: tuple[Resource, ...] = (
 def multikueue_resources(namespace: str) -> tuple[Resource, ...]:
     """What the MultiKueue admission check follows (gate MultiKueue): its clusters and configs, and
     the Secrets of Kueue's namespace, where `locationType: Secret` kubeconfigs live. An install
-    without the MultiKueue CRDs must not hold the scheduler back: they count as empty until served."""
+    without the MultiKueue CRDs, or without the Role that lets us read those Secrets, must not hold
+    the scheduler back: they count as empty until served and permitted (a warning says so)."""
     return (
         Resource(MK_CLUSTERS, c.V1BETA2, optional=True),
         Resource(MK_CONFIGS, c.V1BETA2, optional=True),
-        Resource("secrets", "v1", namespace=namespace),
+        Resource("secrets", "v1", namespace=namespace, optional=True),
     )
 
 
