@@ -117,8 +117,10 @@ image: ## container image for the server (needs Docker; IMG=name:tag, BASE=name@
 	docker build $(if $(BASE),--build-arg BASE=$(BASE)) $(if $(ALLOW_UNPINNED_BASE),--build-arg ALLOW_UNPINNED_BASE=$(ALLOW_UNPINNED_BASE)) \
 		$(DOCKER_BUILD_FLAGS) -t $(IMG) .
 
-e2e-real: $(STAMP) ## as root: a real node (containerd, kubelet, kube-proxy) in a private network namespace, our image built without Docker, `make deploy` then `helm install`, the e2e suite against each
-	$(BIN)/python e2e/real.py run --image $(IMG) --dir $(RUN_DIR)/real
+E2E_REAL_ARGS ?=
+
+e2e-real: $(STAMP) ## as root: a real node (containerd, kubelet, kube-proxy) in a private network namespace, our image built without Docker, `make deploy` then `helm install`, the e2e suite against each (E2E_REAL_ARGS="--install deploy": one of them)
+	$(BIN)/python e2e/real.py run --image $(IMG) --dir $(RUN_DIR)/real $(E2E_REAL_ARGS)
 
 e2e-kind: image ## kind cluster, deploy, and the same e2e suite (needs Docker and kind)
 	kind create cluster --name pykueue --config e2e/kind-config.yaml
