@@ -47,7 +47,7 @@ from webhook.core import topology
 from webhook.core.cycle import SchedulerConfig
 from webhook.core.decisions import Admit, Pending, Preempt, QueueBlocked
 from webhook.core.quota_resources import QuotaResources
-from webhook.core.workload import WorkloadInfo
+from webhook.core.workload import WorkloadInfo, describe_flavors
 
 __all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table", "server_config"]
 
@@ -191,7 +191,7 @@ def describe_outcome(outcome: Outcome, wl: WorkloadInfo) -> list[str]:
         lines = [f"would be admitted now by ClusterQueue {d.cluster_queue}"]
         requested = {ps.name: ps.count for ps in wl.pod_sets}
         for psa in d.admission.get("podSetAssignments") or []:
-            flavors = ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))
+            flavors = describe_flavors(psa)
             count, want = int(psa.get("count", 0)), requested.get(psa.get("name", ""), 0)
             partial = f" (partial admission: {count} of {want} pods)" if count < want else f" ({count} pods)"
             lines.append(f"  pod set {psa.get('name')}: {flavors}{partial}")
@@ -298,7 +298,7 @@ def explain(target: str) -> None:
     admission = (wl.get("status") or {}).get("admission")
     if status in ("admitted", "quotaReserved", "finished") and admission:
         for psa in admission.get("podSetAssignments") or []:
-            flavors = ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))
+            flavors = describe_flavors(psa)
             lines.append(f"  pod set {psa.get('name')}: {flavors} ({psa.get('count')} pods)")
             lines += _topology_lines(psa)
     lines += [f"Blocked: {b}" for b in blocked]

@@ -32,6 +32,7 @@ __all__ = [
     "PodSetInfo",
     "WorkloadInfo",
     "WorkloadKey",
+    "describe_flavors",
     "parse_time",
     "parse_workload",
     "pod_requests",
@@ -601,3 +602,9 @@ def _scheduling_hash(
     if allowed_flavors is not None:
         shape["allowedFlavors"] = allowed_flavors
     return hashlib.sha256(orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def describe_flavors(psa: Mapping[str, Any]) -> str:
+    """A podSetAssignment's flavors in words, for people (explain, dry-run, the dashboard):
+    `cpu on default, memory on default`."""
+    return ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items()))

@@ -21,7 +21,7 @@ from typing import Any
 
 from webhook.api import quantity
 from webhook.core import model, ordering, topology
-from webhook.core.workload import WorkloadInfo
+from webhook.core.workload import WorkloadInfo, describe_flavors
 from webhook.dashboard.store import Kind, Store, WorkloadEntry
 
 __all__ = [
@@ -181,7 +181,7 @@ def placement(raw: Mapping[str, Any]) -> tuple[PlacementRow, ...]:
         PlacementRow(
             str(psa.get("name", "")),
             int(psa.get("count") or 0),
-            ", ".join(f"{r} on {f}" for r, f in sorted((psa.get("flavors") or {}).items())),
+            describe_flavors(psa),
             topology.describe_assignment(psa["topologyAssignment"]) if psa.get("topologyAssignment") else "",
         )
         for psa in admission.get("podSetAssignments") or ()
