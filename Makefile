@@ -89,7 +89,7 @@ cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserve
 cluster-down: ## stop the local control plane
 	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
 
-up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer also runs those operators
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator also runs those operators
 	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR) $(if $(INTEGRATIONS),--integrations $(INTEGRATIONS))
 
 down: ## stop everything `make up` started
@@ -142,7 +142,7 @@ UPSTREAM_SUITE_ARGS ?=
 kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and e2e suites into ~/.cache/pykueue
 	e2e/build-kueue.sh
 
-operator-binaries: ## build JobSet, LWS, AppWrapper and Kubeflow Trainer at upstream Kueue's pinned versions into ~/.cache/pykueue
+operator-binaries: ## build JobSet, LWS, AppWrapper, Kubeflow Trainer, the training-operator and the MPI operator at upstream Kueue's pinned versions into ~/.cache/pykueue
 	e2e/build-operators.sh
 
 e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|tas-baseline|sequential-baseline|sequential-extended, the sequential ones as root on a real node), against SYSTEM=ours (default) or upstream
