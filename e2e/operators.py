@@ -604,6 +604,8 @@ def module_dir(module: str, version: str) -> Path:
 
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as Go's listeners: a port whose last connections (an earlier run's probes) linger in TIME_WAIT is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("0.0.0.0", port))
         except OSError:
