@@ -59,13 +59,17 @@ lock: $(UV) ## re-resolve the hashed locks in requirements/ from pyproject.toml 
 binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.cache/pykueue
 	e2e/build-binaries.sh
 
-test: $(STAMP) binaries operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs the operators)
+# The operators e2e/test_worker_integrations.py runs; the Kubeflow ones only serve upstream's extended suite,
+# which builds them on first use (make test need not pay their cold builds).
+TEST_OPERATORS := jobset lws appwrapper trainer
+
+test: $(STAMP) binaries test-operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs JobSet, LWS, AppWrapper and Trainer)
 	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover and not real_install"
 
 unit: $(STAMP) ## unit tests only (no control plane)
 	$(BIN)/python -m pytest tests/unit
 
-e2e: $(STAMP) binaries operator-binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
+e2e: $(STAMP) binaries test-operator-binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
 	$(BIN)/python -m pytest e2e -m "not real_install"
 
 lint: $(STAMP) ## ruff, mypy --strict, import layers
@@ -89,7 +93,7 @@ cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserve
 cluster-down: ## stop the local control plane
 	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
 
-up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer also runs those operators
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator also runs those operators
 	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR) $(if $(INTEGRATIONS),--integrations $(INTEGRATIONS))
 
 down: ## stop everything `make up` started
@@ -133,7 +137,7 @@ clean: down
 	rm -rf $(VENV) $(RUN_DIR)
 
 # --- upstream comparison (e2e/build-kueue.sh builds upstream Kueue from e2e/tools/kueue/go.mod)
-.PHONY: kueue-binaries operator-binaries bench-scale bench-webhook-compare e2e-upstream
+.PHONY: kueue-binaries operator-binaries test-operator-binaries bench-scale bench-webhook-compare e2e-upstream
 BENCH_SCALE_ARGS ?=
 SYSTEM ?= ours
 SUITE ?= singlecluster-baseline
@@ -142,8 +146,11 @@ UPSTREAM_SUITE_ARGS ?=
 kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and e2e suites into ~/.cache/pykueue
 	e2e/build-kueue.sh
 
-operator-binaries: ## build JobSet, LWS, AppWrapper and Kubeflow Trainer at upstream Kueue's pinned versions into ~/.cache/pykueue
+operator-binaries: ## build JobSet, LWS, AppWrapper, Kubeflow Trainer, the training-operator and the MPI operator at upstream Kueue's pinned versions into ~/.cache/pykueue
 	e2e/build-operators.sh
+
+test-operator-binaries: ## build the operators make test runs
+	e2e/build-operators.sh $(TEST_OPERATORS)
 
 e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|tas-baseline|sequential-baseline|sequential-extended, the sequential ones as root on a real node), against SYSTEM=ours (default) or upstream
 	$(BIN)/python e2e/upstream_suite.py run --suite $(SUITE) --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)

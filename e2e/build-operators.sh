@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the external operators upstream Kueue's extended e2e suites need (JobSet, LeaderWorkerSet,
-# AppWrapper, Kubeflow Trainer) at the versions upstream Kueue's own go.mod pins (as upstream's
+# AppWrapper, Kubeflow Trainer, the Kubeflow training-operator, the MPI operator) at the versions upstream Kueue's own go.mod pins (as upstream's
 # hack/make/deps.mk reads them), from the Go module proxy, into the same cache as the control plane
 # (e2e/build-binaries.sh). Each builds in a module of its own made in the cache, whose go.mod requires
 # just that operator at that version: its build list is the operator's own go.mod, as its release's.
@@ -9,7 +9,8 @@
 # <operator>-<version>: its presence is the stamp, so a warm cache costs one `go list`.
 # e2e/operators.py runs them on the local stack.
 #
-#   e2e/build-operators.sh [NAME...]     # default: all four; NAME in jobset lws appwrapper trainer
+#   e2e/build-operators.sh [NAME...]     # default: all six; NAME in jobset lws appwrapper trainer
+#                                        # training-operator mpi-operator
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -22,15 +23,17 @@ command -v go >/dev/null || { echo "build-operators: step 'find go' failed: no G
 
 # name  module  main package (inside the module)
 operators="
-jobset     sigs.k8s.io/jobset                     .
-lws        sigs.k8s.io/lws                        cmd
-appwrapper github.com/project-codeflare/appwrapper cmd
-trainer    github.com/kubeflow/trainer/v2         cmd/trainer-controller-manager
+jobset            sigs.k8s.io/jobset                      .
+lws               sigs.k8s.io/lws                         cmd
+appwrapper        github.com/project-codeflare/appwrapper cmd
+trainer           github.com/kubeflow/trainer/v2          cmd/trainer-controller-manager
+training-operator github.com/kubeflow/training-operator   cmd/training-operator.v1
+mpi-operator      github.com/kubeflow/mpi-operator        cmd/mpi-operator
 "
 
 wanted=("$@")
 if [ ${#wanted[@]} -eq 0 ]; then
-  wanted=(jobset lws appwrapper trainer)
+  wanted=(jobset lws appwrapper trainer training-operator mpi-operator)
 fi
 
 exec 9>"$bin/.lock"

@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """The external operators upstream Kueue's extended e2e suites need, for real, beside the system.
 
-JobSet, LeaderWorkerSet, AppWrapper and Kubeflow Trainer are built by e2e/build-operators.sh at the
-versions upstream Kueue's go.mod pins, and run here as host processes against the local control plane
-(kwok runs their pods, the kube-controller-manager their Jobs and StatefulSets): the local stack's, where
-our server is a host process too, or the real node's (e2e/upstream_real.py), where the system is a
-Deployment on the node and the operators run in the node's network namespace, so 127.0.0.1 is the API
-server's loopback there as well:
+JobSet, LeaderWorkerSet, AppWrapper, Kubeflow Trainer, the Kubeflow training-operator and the MPI
+operator are built by e2e/build-operators.sh at the versions upstream Kueue's go.mod pins, and run here
+as host processes against the local control plane (kwok runs their pods, the kube-controller-manager
+their Jobs and StatefulSets): the local stack's, where our server is a host process too, or the real
+node's (e2e/upstream_real.py), where the system is a Deployment on the node and the operators run in the
+node's network namespace, so 127.0.0.1 is the API server's loopback there as well:
   - manifests: each operator's own kustomization in its module (the release's CRDs, RBAC, webhook
     configurations), rendered by `kubectl kustomize` as upstream's hack/testing/e2e-common.sh applies
-    them; Deployments, Services, Secrets and ConfigMaps dropped (the process runs on the host), every
+    them (the MPI operator's: its release file deploy/v2beta1/mpi-operator.yaml; the training-operator's
+    without its MPIJob CRD, which the MPI operator's replaces, as upstream's kubeflow-manifest-patch);
+    Deployments, Services, Secrets and ConfigMaps dropped (the process runs on the host), every
     webhook and CRD conversion clientConfig a URL https://127.0.0.1:<its port> with our CA's bundle;
   - certificates: each operator gets its own directory of certificates from our CA and its own TMPDIR.
     JobSet, LWS and Trainer run with internal cert management off (they would all write the fixed
-    /tmp/k8s-webhook-server/serving-certs); AppWrapper cannot switch it off, so its rotator's Secret is
-    made in advance with our certificate (valid for 127.0.0.1 too) and the rotator keeps it;
-  - ports: webhook, metrics and health ports of their own (AppWrapper's webhook port is fixed, 9443);
+    /tmp/k8s-webhook-server/serving-certs); AppWrapper and the training-operator cannot switch it off,
+    so their rotators' Secrets are made in advance with our certificate (valid for 127.0.0.1 too) and
+    the rotators keep them. The training-operator's rotator also waits for a tls.crt in that fixed
+    directory (where the kubelet would mount the Secret) while its webhook server reads its TMPDIR's:
+    the fixed one is made if missing, and removed at `down` by the run that made it;
+  - ports: webhook, metrics and health ports of their own (AppWrapper's webhook port is fixed, 9443;
+    the MPI operator's health port, 8080; the MPI operator has no webhook);
   - stand-ins: the Deployment each upstream suite waits for (jobset-system/jobset-controller-manager,
     ...) with one kwok pod, Available and never restarted, as for Kueue's own Deployment;
   - Trainer needs JobSet, and its ClusterTrainingRuntimes (manifests/overlays/runtimes) are applied once
-    its webhook answers.
+    its webhook answers;
+  - the training-operator runs every scheme but MPI (`--enable-scheme`, as upstream's patch), the MPI
+    operator its v2beta1 controller; the latter is ready once it holds its Lease.
 A process that exits or is not ready in time fails the bring-up, naming its log.
 
     python e2e/operators.py build [NAME...]      # e2e/build-operators.sh
@@ -28,6 +36,7 @@ A process that exits or is not ready in time fails the bring-up, naming its log.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import ipaddress
 import json
@@ -59,6 +68,15 @@ from upstream_build import kueue_module_dir  # noqa: E402
 BUILD_SCRIPT = HERE / "build-operators.sh"
 #: AppWrapper's webhook server port (cmd/main.go hard-codes it).
 APPWRAPPER_WEBHOOK_PORT = 9443
+#: The MPI operator's health server port (cmd/mpi-operator/app/server.go hard-codes it, on every address).
+MPI_OPERATOR_HEALTH_PORT = 8080
+#: Ports an operator cannot be given another of: (operator, role) -> port; nobody else is handed them.
+FIXED_PORTS = {("appwrapper", "webhook"): APPWRAPPER_WEBHOOK_PORT, ("mpi-operator", "health"): MPI_OPERATOR_HEALTH_PORT}
+#: Operators that take no configuration file, only flags (command_line).
+FLAGS_ONLY = frozenset({"training-operator", "mpi-operator"})
+#: The training-operator's schemes as upstream's e2e enables them (test/e2e/config/multikueue/
+#: kubeflow-manifest-patch): all but MPI, whose MPIJob v2beta1 the MPI operator serves.
+TRAINING_OPERATOR_SCHEMES = ("tfjob", "pytorchjob", "xgboostjob", "paddlejob", "jaxjob")
 #: Kept from an operator's rendered manifests; the rest (Deployment, Services, Secrets, ConfigMaps) is
 #: what the host process replaces.
 KEPT_KINDS = frozenset(
@@ -75,6 +93,8 @@ KEPT_KINDS = frozenset(
     }
 )
 STAND_IN_LABEL = "pykueue.dev/stand-in"
+#: In a directory this harness made outside its own (a cert rotator's hard-coded one), naming the run's directory.
+MARKER_NAME = "MADE-BY-PYKUEUE-OPERATORS"
 
 
 class OperatorError(RuntimeError):
@@ -92,21 +112,29 @@ class Operator:
 
     name: str
     module: str  # Go module path, its version read from upstream Kueue's go.mod
-    framework: str  # the Kueue integration (integrations.frameworks) whose objects it runs
+    frameworks: tuple[str, ...]  # the Kueue integrations (integrations.frameworks) whose objects it runs
     namespace: str
     deployment: str  # the Deployment upstream's suites wait for (test/util/e2e.go)
     service: str  # its webhook Service: the serving certificate's DNS name is <service>.<namespace>.svc
-    kustomization: str  # rendered from the module source
+    #: a kustomization directory in the module source, rendered; or a file of manifests there, read
+    manifests: str
     needs: tuple[str, ...] = ()
     #: lines removed from the kustomization first, as upstream's e2e-common.sh does for Trainer's JobSet
     drop_resources: tuple[str, ...] = ()
+    #: rendered objects left out ("Kind/name"), as upstream's kustomize patches delete them
+    drop_objects: tuple[str, ...] = ()
     #: applied once the operator answers (Trainer's ClusterTrainingRuntimes)
     after_ready: str | None = None
-
-    @property
-    def prefix(self) -> str:
-        """The kustomization's namePrefix (jobset-, lws-, appwrapper-, kubeflow-trainer-)."""
-        return self.deployment.removesuffix("controller-manager")
+    #: the Secret its cert rotator (which cannot be switched off) reads, made in advance with our certificate
+    cert_secret: str | None = None
+    #: the directory its cert rotator waits for a tls.crt in (hard-coded), when that is not where its webhook
+    #: server reads the certificate (the default under TMPDIR)
+    rotator_cert_dir: str | None = None
+    webhook: bool = True
+    metrics: bool = True
+    ready_path: str = "/readyz"  # on its health port
+    #: the Lease ("namespace/name") it holds once its controllers run, when its health port says nothing of that
+    lease: str | None = None
 
 
 OPERATORS: dict[str, Operator] = {
@@ -115,7 +143,7 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             "jobset",
             "sigs.k8s.io/jobset",
-            "jobset.x-k8s.io/jobset",
+            ("jobset.x-k8s.io/jobset",),
             "jobset-system",
             "jobset-controller-manager",
             "jobset-webhook-service",
@@ -124,7 +152,7 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             "lws",
             "sigs.k8s.io/lws",
-            "leaderworkerset.x-k8s.io/leaderworkerset",
+            ("leaderworkerset.x-k8s.io/leaderworkerset",),
             "lws-system",
             "lws-controller-manager",
             "lws-webhook-service",
@@ -133,16 +161,17 @@ OPERATORS: dict[str, Operator] = {
         Operator(
             "appwrapper",
             "github.com/project-codeflare/appwrapper",
-            "workload.codeflare.dev/appwrapper",
+            ("workload.codeflare.dev/appwrapper",),
             "appwrapper-system",
             "appwrapper-controller-manager",
             "appwrapper-webhook-service",
             "config/default",
+            cert_secret="appwrapper-webhook-server-cert",
         ),
         Operator(
             "trainer",
             "github.com/kubeflow/trainer/v2",
-            "trainer.kubeflow.org/trainjob",
+            ("trainer.kubeflow.org/trainjob",),
             "kubeflow-system",
             "kubeflow-trainer-controller-manager",
             "kubeflow-trainer-controller-manager",
@@ -150,6 +179,31 @@ OPERATORS: dict[str, Operator] = {
             needs=("jobset",),
             drop_resources=("../../third-party/jobset",),
             after_ready="manifests/overlays/runtimes",
+        ),
+        Operator(
+            "training-operator",
+            "github.com/kubeflow/training-operator",
+            tuple(f"kubeflow.org/{scheme}" for scheme in TRAINING_OPERATOR_SCHEMES),
+            "kubeflow",
+            "training-operator",
+            "training-operator",  # its --webhook-service-name default
+            "manifests/overlays/standalone",
+            drop_objects=("CustomResourceDefinition/mpijobs.kubeflow.org",),
+            cert_secret="training-operator-webhook-cert",  # its --webhook-secret-name default
+            rotator_cert_dir="/tmp/k8s-webhook-server/serving-certs",  # pkg/cert/cert.go
+        ),
+        Operator(
+            "mpi-operator",
+            "github.com/kubeflow/mpi-operator",
+            ("kubeflow.org/mpijob",),
+            "mpi-operator",
+            "mpi-operator",
+            "mpi-operator",  # no webhook: no Service, no certificate
+            "deploy/v2beta1/mpi-operator.yaml",
+            webhook=False,
+            metrics=False,  # --monitoring-port 0, as its release's Deployment
+            ready_path="/healthz",
+            lease="mpi-operator/mpi-operator",  # --lock-namespace, and its controller's name
         ),
     )
 }
@@ -182,7 +236,7 @@ def resolve(names: Iterable[str]) -> list[Operator]:
 def frameworks(ops: Iterable[Operator], implemented: Iterable[str]) -> tuple[list[str], list[str]]:
     """(the Kueue integrations of `ops` a system implementing `implemented` enables, those it lacks)."""
     have = set(implemented)
-    wanted = [op.framework for op in ops]
+    wanted = [f for op in ops for f in op.frameworks]
     return [f for f in wanted if f in have], [f for f in wanted if f not in have]
 
 
@@ -209,25 +263,41 @@ def pinned_versions(go_mod: str, modules: Iterable[str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Ports:
-    webhook: int
-    metrics: int
+    webhook: int | None  # None: the operator serves no webhook
+    metrics: int | None  # None: it serves no metrics (the MPI operator's release leaves them off)
     health: int
 
 
 def allocate_ports(ops: Iterable[Operator], pick: Callable[[set[int]], int]) -> dict[str, Ports]:
-    """Ports for each operator, none shared; AppWrapper's webhook gets its fixed port, which nobody else
-    is handed. `pick(taken)` returns a free port not in `taken` and adds it (cluster.free_port)."""
-    taken = {APPWRAPPER_WEBHOOK_PORT}
-    ports = {}
-    for op in ops:
-        webhook = APPWRAPPER_WEBHOOK_PORT if op.name == "appwrapper" else pick(taken)
-        ports[op.name] = Ports(webhook, pick(taken), pick(taken))
-    return ports
+    """Ports for each operator, none shared; a port an operator hard-codes (FIXED_PORTS) is its, and nobody
+    else is handed it. `pick(taken)` returns a free port not in `taken` and adds it (cluster.free_port)."""
+    taken = set(FIXED_PORTS.values())
+
+    def port(op: Operator, role: str) -> int:
+        return FIXED_PORTS.get((op.name, role)) or pick(taken)
+
+    return {
+        op.name: Ports(
+            port(op, "webhook") if op.webhook else None,
+            port(op, "metrics") if op.metrics else None,
+            port(op, "health"),
+        )
+        for op in ops
+    }
 
 
-def config_file(op: Operator, ports: Ports, cert_dir: Path) -> str:
+def fixed_ports(ops: Iterable[Operator]) -> dict[int, str]:
+    """The hard-coded ports `ops` will bind, each with who binds it (for a clear error when one is in use)."""
+    names = {op.name for op in ops}
+    return {port: f"{name}'s {role} port" for (name, role), port in FIXED_PORTS.items() if name in names}
+
+
+def config_file(op: Operator, ports: Ports, cert_dir: Path) -> str | None:
     """The operator's own configuration, as its release's controller_manager_config.yaml with the host's
-    ports, certificate directory and namespace; internal cert management off where it can be."""
+    ports, certificate directory and namespace; internal cert management off where it can be. None for an
+    operator configured by flags alone (command_line)."""
+    if op.name in FLAGS_ONLY:
+        return None
     health = f"127.0.0.1:{ports.health}"
     metrics = f"127.0.0.1:{ports.metrics}"
     webhook = {"port": ports.webhook, "host": "127.0.0.1"}
@@ -286,12 +356,39 @@ def config_file(op: Operator, ports: Ports, cert_dir: Path) -> str:
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
-def host_manifests(docs: Iterable[dict[str, Any]], base_url: str, ca_bundle: str) -> list[dict[str, Any]]:
-    """What of an operator's rendered manifests the cluster gets when it runs on the host: KEPT_KINDS, each
-    webhook's and CRD conversion's service reference replaced by `base_url` + its path, with `ca_bundle`."""
+def command_line(op: Operator, binary: Path, ports: Ports, config: Path) -> tuple[list[str], dict[str, str]]:
+    """The operator's command line (`config`: where config_file's text is, for those that read one) and the
+    environment it needs beside KUBECONFIG and TMPDIR. Off-cluster no ServiceAccount namespace file says
+    where the operator runs: AppWrapper and the training-operator's cert rotator read it from the variable
+    their Deployments set from the pod's namespace."""
+    if op.name == "appwrapper":
+        return [str(binary)], {"NAMESPACE": op.namespace}  # its config is a ConfigMap it reads
+    if op.name == "training-operator":
+        # manifests/base/deployment.yaml passes no flags (the webhook on 9443, no leader election); upstream's
+        # patch adds the schemes
+        return [
+            str(binary),
+            f"--webhook-server-port={ports.webhook}",
+            *(f"--enable-scheme={scheme}" for scheme in TRAINING_OPERATOR_SCHEMES),
+            f"--metrics-bind-address=127.0.0.1:{ports.metrics}",
+            f"--health-probe-bind-address=127.0.0.1:{ports.health}",
+        ], {"MY_POD_NAMESPACE": op.namespace}
+    if op.name == "mpi-operator":
+        # deploy/v2beta1/mpi-operator.yaml's args; it watches every namespace and reads KUBECONFIG
+        return [str(binary), "-alsologtostderr", f"--lock-namespace={op.namespace}"], {}
+    return [str(binary), f"--config={config}"], {}
+
+
+def host_manifests(
+    docs: Iterable[dict[str, Any]], base_url: str, ca_bundle: str, drop: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """What of an operator's rendered manifests the cluster gets when it runs on the host: KEPT_KINDS but
+    those `drop` names ("Kind/name"), each webhook's and CRD conversion's service reference replaced by
+    `base_url` + its path, with `ca_bundle`."""
+    dropped = set(drop)
     out = []
     for doc in docs:
-        if not doc or doc.get("kind") not in KEPT_KINDS:
+        if not doc or doc.get("kind") not in KEPT_KINDS or f"{doc['kind']}/{doc['metadata']['name']}" in dropped:
             continue
         doc = json.loads(json.dumps(doc))  # a copy
         if doc["kind"] == "CustomResourceDefinition":
@@ -308,6 +405,16 @@ def host_manifests(docs: Iterable[dict[str, Any]], base_url: str, ca_bundle: str
 def _url_client_config(client_config: dict[str, Any], base_url: str, ca_bundle: str) -> dict[str, Any]:
     path = (client_config.get("service") or {}).get("path", "")
     return {"url": base_url + path, "caBundle": ca_bundle}
+
+
+def lease_held_since(lease: dict[str, Any], since: dt.datetime) -> bool:
+    """Whether a coordination.k8s.io Lease has a holder that renewed it at or after `since` (so not one left by
+    an earlier process)."""
+    spec = lease.get("spec") or {}
+    renewed = spec.get("renewTime")
+    if not spec.get("holderIdentity") or not renewed:
+        return False
+    return dt.datetime.fromisoformat(renewed) >= since
 
 
 def stand_in(op: Operator) -> list[dict[str, Any]]:
@@ -428,16 +535,42 @@ def issue_certs(op: Operator, now: dt.datetime) -> OperatorCerts:
 
 
 def rotator_secret(op: Operator, pems: OperatorCerts) -> dict[str, Any]:
-    """The Secret the operator's cert rotator reads (its config/internalcert's <prefix>webhook-server-cert),
-    already holding `pems`."""
+    """The Secret the operator's cert rotator reads (`op.cert_secret`), already holding `pems`."""
+    if op.cert_secret is None:
+        raise OperatorError("make the rotator's Secret", f"{op.name} runs no cert rotator")
     data = {"ca.crt": pems.ca_crt, "ca.key": pems.ca_key, "tls.crt": pems.tls_crt, "tls.key": pems.tls_key}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": {"name": f"{op.prefix}webhook-server-cert", "namespace": op.namespace},
+        "metadata": {"name": op.cert_secret, "namespace": op.namespace},
         "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
     }
+
+
+def place_rotator_cert(fixed: Path, tls_crt: Path, marker: str) -> None:
+    """Give a cert rotator the tls.crt it waits for in its hard-coded directory `fixed` (the kubelet's Secret
+    mount in a pod; it only checks that the file is there), unless one is there already. The topmost
+    directory this made gets a MARKER_NAME file holding `marker` (it names the run), for remove_rotator_cert."""
+    if (fixed / "tls.crt").exists():
+        return
+    made = next((d for d in reversed((fixed, *fixed.parents)) if not d.exists()), None)
+    try:
+        fixed.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tls_crt, fixed / "tls.crt")
+        if made is not None:
+            (made / MARKER_NAME).write_text(marker)
+    except OSError as exc:
+        raise OperatorError("certificate for the rotator", f"{fixed}: {exc}") from exc
+
+
+def remove_rotator_cert(fixed: Path, marker: str) -> None:
+    """Undo place_rotator_cert of the run `marker` names: what another run or anyone else made stays."""
+    for made in (fixed, *fixed.parents):
+        with contextlib.suppress(OSError):
+            if (made / MARKER_NAME).read_text() == marker:
+                shutil.rmtree(made)
+                return
 
 
 # --------------------------------------------------------------------------- build and run
@@ -471,6 +604,8 @@ def module_dir(module: str, version: str) -> Path:
 
 def port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # as Go's listeners: a port whose last connections (an earlier run's probes) linger in TIME_WAIT is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("0.0.0.0", port))
         except OSError:
@@ -487,6 +622,7 @@ class Operators:
         self.cluster = cluster
         self.ops = resolve(names)
         self._procs: list[Proc] = []
+        self._started: dict[str, dt.datetime] = {}  # when each process was started (its Lease is renewed since)
         self._webhooks: list[tuple[str, str]] = []  # (kind, name) of each webhook configuration applied
 
     @property
@@ -515,10 +651,9 @@ class Operators:
         bin_dir = build(names)
         versions = pinned_versions((kueue_module_dir() / "go.mod").read_text(), [op.module for op in self.ops])
         ports = allocate_ports(self.ops, free_port)
-        if "appwrapper" in names and not port_free(APPWRAPPER_WEBHOOK_PORT):
-            raise OperatorError(
-                "ports", f"AppWrapper's webhook port {APPWRAPPER_WEBHOOK_PORT} (fixed in its main.go) is in use"
-            )
+        for port, who in fixed_ports(self.ops).items():
+            if not port_free(port):
+                raise OperatorError("ports", f"{who} {port} (hard-coded in its main package) is in use")
         now = dt.datetime.now(dt.UTC)
         for op in self.ops:  # everything in the cluster first: Trainer watches JobSets from its start
             source = module_dir(op.module, versions[op.module])
@@ -527,29 +662,35 @@ class Operators:
                 shutil.rmtree(work)
             cert_dir = work / "tmp" / "k8s-webhook-server" / "serving-certs"
             cert_dir.mkdir(parents=True)
-            pems = issue_certs(op, now)
-            for name, data in (("ca.crt", pems.ca_crt), ("tls.crt", pems.tls_crt), ("tls.key", pems.tls_key)):
-                (cert_dir / name).write_bytes(data)
-            (cert_dir / "tls.key").chmod(0o600)
-            docs = self._render(source, op.kustomization, work, op.drop_resources)
-            ca_bundle = base64.b64encode(pems.ca_crt).decode()
+            docs = self._render(source, op.manifests, work, op.drop_resources)
             extra: list[dict[str, Any]] = []
+            base_url = ca_bundle = ""
+            if op.webhook:
+                pems = issue_certs(op, now)
+                for name, data in (("ca.crt", pems.ca_crt), ("tls.crt", pems.tls_crt), ("tls.key", pems.tls_key)):
+                    (cert_dir / name).write_bytes(data)
+                (cert_dir / "tls.key").chmod(0o600)
+                base_url = f"https://127.0.0.1:{ports[op.name].webhook}"
+                ca_bundle = base64.b64encode(pems.ca_crt).decode()
+                if op.cert_secret:
+                    extra.append(rotator_secret(op, pems))
+                if op.rotator_cert_dir:
+                    place_rotator_cert(Path(op.rotator_cert_dir), cert_dir / "tls.crt", self._rotator_marker)
             config = config_file(op, ports[op.name], cert_dir)
             if op.name == "appwrapper":
-                extra = [
-                    rotator_secret(op, pems),
+                extra.append(
                     {
                         "apiVersion": "v1",
                         "kind": "ConfigMap",
-                        "metadata": {"name": f"{op.prefix}operator-config", "namespace": op.namespace},
+                        "metadata": {"name": "appwrapper-operator-config", "namespace": op.namespace},
                         "data": {"config.yaml": config},
-                    },
-                ]
-            else:
+                    }
+                )
+            elif config is not None:
                 (work / "config.yaml").write_text(config)
-            self._apply(host_manifests(docs, f"https://127.0.0.1:{ports[op.name].webhook}", ca_bundle) + extra)
+            self._apply(host_manifests(docs, base_url, ca_bundle, op.drop_objects) + extra)
         for op in self.ops:
-            self._start(op, bin_dir / f"{op.name}-{versions[op.module]}")
+            self._start(op, bin_dir / f"{op.name}-{versions[op.module]}", ports[op.name])
         for op in self.ops:
             self._wait_ready(op, ports[op.name])
             if op.after_ready:
@@ -563,17 +704,26 @@ class Operators:
             if res.returncode != 0:
                 raise OperatorError(f"stand-in {op.namespace}/{op.deployment}", res.stderr.strip())
 
-    def _render(self, source: Path, kustomization: str, work: Path, drop: tuple[str, ...]) -> list[dict[str, Any]]:
-        """`kubectl kustomize` of a kustomization in the module; with `drop`, of a writable copy without
-        those resources (the module cache is read-only)."""
-        target = source / kustomization
+    @property
+    def _rotator_marker(self) -> str:
+        return f"{MARKER_NAME}: made for {self.dir}, removed at its teardown\n"
+
+    def _render(self, source: Path, manifests: str, work: Path, drop: tuple[str, ...]) -> list[dict[str, Any]]:
+        """`kubectl kustomize` of a kustomization in the module (with `drop`, of a writable copy without those
+        resources: the module cache is read-only), or the objects of a manifests file there."""
+        target = source / manifests
+        if target.is_file():
+            try:
+                return [d for d in yaml.safe_load_all(target.read_text()) if d]
+            except (OSError, yaml.YAMLError) as exc:
+                raise OperatorError(f"read {target}", str(exc)) from exc
         if drop:
-            top = kustomization.split("/")[0]
+            top = manifests.split("/")[0]
             copy = work / "src"
             shutil.copytree(source / top, copy / top, dirs_exist_ok=True)
             for path in copy.rglob("*"):
                 path.chmod(path.stat().st_mode | 0o200)
-            target = copy / kustomization
+            target = copy / manifests
             kust = target / "kustomization.yaml"
             doc = yaml.safe_load(kust.read_text())
             doc["resources"] = [r for r in doc["resources"] if r not in drop]
@@ -609,14 +759,11 @@ class Operators:
                         raise OperatorError("CRDs established", res.stderr.strip())
                     time.sleep(0.5)
 
-    def _start(self, op: Operator, binary: Path) -> None:
+    def _start(self, op: Operator, binary: Path, ports: Ports) -> None:
         work = self.dir / op.name
-        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig), "TMPDIR": str(work / "tmp")}
-        cmd = [str(binary)]
-        if op.name == "appwrapper":
-            env["NAMESPACE"] = op.namespace  # off-cluster it has no ServiceAccount namespace file
-        else:
-            cmd.append(f"--config={work / 'config.yaml'}")
+        cmd, env = command_line(op, binary, ports, work / "config.yaml")
+        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig), "TMPDIR": str(work / "tmp"), **env}
+        self._started[op.name] = dt.datetime.now(dt.UTC)
         try:
             proc = spawn(op.name, cmd, log_path=self.log_file(op.name), cwd=work, env=env)
         except OSError as exc:
@@ -626,26 +773,38 @@ class Operators:
         log(f"started {op.name} (pid {proc.pid}, log {self.log_file(op.name)})")
 
     def _wait_ready(self, op: Operator, ports: Ports, timeout: float = 120.0) -> None:
+        """Until the operator's health port answers `op.ready_path` and, with `op.lease`, it holds that Lease
+        (renewed since it started)."""
         proc = next(p for p in self._procs if p.name == op.name)
-        url = f"http://127.0.0.1:{ports.health}/readyz"
+        url = f"http://127.0.0.1:{ports.health}{op.ready_path}"
         deadline = time.monotonic() + timeout
         while True:
             if not proc.alive():
                 raise OperatorError(
                     f"{op.name} ready", f"exited with {proc.exit_code()}; last lines:\n{tail(proc.log)}"
                 )
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        log(f"{op.name} ready (webhook 127.0.0.1:{ports.webhook})")
-                        return
-            except (OSError, urllib.error.URLError):
-                pass
+            if self._answers(url) and (op.lease is None or self._holds(op.lease, self._started[op.name])):
+                log(f"{op.name} ready" + (f" (webhook 127.0.0.1:{ports.webhook})" if ports.webhook else ""))
+                return
             if time.monotonic() > deadline:
+                what = url + (f" and Lease {op.lease}" if op.lease else "")
                 raise OperatorError(
-                    f"{op.name} ready", f"{url} not ready in {timeout:.0f}s; last lines:\n{tail(proc.log)}"
+                    f"{op.name} ready", f"{what} not ready in {timeout:.0f}s; last lines:\n{tail(proc.log)}"
                 )
             time.sleep(0.3)
+
+    @staticmethod
+    def _answers(url: str) -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return bool(r.status == 200)
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def _holds(self, lease: str, since: dt.datetime) -> bool:
+        namespace, name = lease.split("/")
+        res = self.cluster.kubectl("-n", namespace, "get", "lease", name, "-o", "json")
+        return res.returncode == 0 and lease_held_since(json.loads(res.stdout), since)
 
     def uninstall(self) -> None:
         """Stop the operators, then take their webhook configurations and stand-ins out of a cluster that stays
@@ -662,11 +821,15 @@ class Operators:
         self._webhooks = []
 
     def down(self) -> None:
-        """Stop every operator process of this directory (this object's, or recorded by an earlier run)."""
+        """Stop every operator process of this directory (this object's, or recorded by an earlier run), and
+        remove the rotators' directories it made."""
         for proc in reversed(self._procs or read_pid_file(self.pid_file)):
             kill_group(proc)
         self._procs = []
         self.pid_file.unlink(missing_ok=True)
+        for op in OPERATORS.values():
+            if op.rotator_cert_dir:
+                remove_rotator_cert(Path(op.rotator_cert_dir), self._rotator_marker)
 
 
 def main(argv: list[str] | None = None) -> int:

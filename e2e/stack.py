@@ -4,8 +4,9 @@ Pods of a local kwok cluster cannot run our image, so the server runs on the hos
 webhook configurations and CRD conversion point at https://127.0.0.1:PORT with the caBundle
 from `certs`; the visibility APIServices reach the worker's visibility port through an
 ExternalName Service `localhost` (`webhook.install.visibility.local_objects`).
-With `integrations` (`make up INTEGRATIONS=jobset,lws,appwrapper,trainer`) the operators those need
-run beside it (e2e/operators.py) and the server's Configuration enables each one's framework we implement.
+With `integrations` (`make up INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator`)
+the operators those need run beside it (e2e/operators.py) and the server's Configuration enables each one's
+frameworks we implement.
 `python e2e/stack.py up|down [--dir DIR] [--integrations LIST]`; `make up` / `make down` call it.
 """
 

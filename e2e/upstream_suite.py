@@ -123,7 +123,7 @@ SUITES = {
             "singlecluster-extended",
             "test/e2e/singlecluster/extended",
             real_node=False,
-            integrations=("jobset", "lws", "appwrapper", "trainer"),
+            integrations=("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator"),
         ),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
         Suite(
@@ -155,7 +155,8 @@ UPSTREAM_VISIBILITY_ROLES = (
 )
 
 #: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
-#: only makes sense in a pod; frameworks are the four both systems implement (no other CRDs here), and
+#: only makes sense in a pod; no frameworks here: each system enables batch/job, pod, deployment and
+#: statefulset plus those of the suite's operators (the CRDs there are), and
 #: the MultiKueueManagerQuotaAutomation gate is left out (no MultiKueue here; pykueue refuses it).
 #: VisibilityOnDemand is on: each system serves the visibility API from the host, and its
 #: APIServices reach it through an ExternalName Service `localhost` (webhook.install.visibility).
@@ -488,7 +489,13 @@ class UpstreamSystem:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.cluster.up()
         self.operators.up()  # their CRDs exist before the manager sets up those integrations
-        frameworks = ["batch/job", "pod", "deployment", "statefulset", *(op.framework for op in self.operators.ops)]
+        frameworks = [
+            "batch/job",
+            "pod",
+            "deployment",
+            "statefulset",
+            *(f for op in self.operators.ops for f in op.frameworks),
+        ]
         cert_dir = certs.write_bundle(
             self.dir / "certs", ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"]
         )
