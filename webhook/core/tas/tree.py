@@ -2,8 +2,10 @@
 
 Mirrors upstream v0.19.2's `pkg/cache/scheduler/tas_topology_tree.go` (the static tree built from the
 flavor's nodes) together with the per-snapshot `domainState`/`leafCapacity` of
-`tas_flavor_snapshot.go`. Upstream shares the static tree between snapshots and keeps the mutable
-counts in side arrays; this engine builds one tree per call, so the counts live on the domains.
+`tas_flavor_snapshot.go`. As upstream, the tree is built once per flavor and its nodes and shared by
+every placement until they change (`Flavor.memo`, see `assign.Placer`); the per-run counts live on the
+domains and each run resets them, and the usage loaded for a run is undone by the next
+`reset_usage` (only the leaves it touched: most leaves of a large cluster stay empty).
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ class Domain:
     # leaf only: the summed allocatable of its nodes and the node's labels (hostname topologies)
     capacity: dict[str, int] = field(default_factory=dict)
     node: Node | None = None
-    free: dict[str, int] = field(default_factory=dict)  # capacity minus non-TAS usage
-    tas_usage: dict[str, int] = field(default_factory=dict)
+    # capacity minus non-TAS usage; the capacity object itself (shared by leaves of equal capacity)
+    # until usage is loaded, then a copy: never written in place while shared
+    free: dict[str, int] = field(default_factory=dict)
+    tas_usage: Mapping[str, int] = field(default_factory=dict)  # the shared _EMPTY until usage is loaded
 
     pod_count: int = 0
     slice_count: int = 0
@@ -58,6 +62,9 @@ class Domain:
             for r, v in self.tas_usage.items():
                 out[r] = out.get(r, 0) - v
         return out
+
+
+_EMPTY: dict[str, int] = {}  # a leaf's tas_usage before any is loaded; never written
 
 
 def lower_domains(domains: Iterable[Domain]) -> list[Domain]:
@@ -105,8 +112,16 @@ class Tree:
             for d in level.values():
                 d.children.sort(key=lambda c: c.level_values)
         self.roots = sorted(self.per_level[0].values(), key=lambda d: d.level_values) if levels else []
+        self.domains: list[Domain] = [d for level in self.per_level for d in level.values()]
+        # Leaves of equal capacity share one dict, so a run counts how many pods fit it once.
+        interned: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         for leaf in self.leaves.values():
-            leaf.free = dict(leaf.capacity)
+            leaf.capacity = interned.setdefault(tuple(sorted(leaf.capacity.items())), leaf.capacity)
+            leaf.free = leaf.capacity
+            leaf.tas_usage = _EMPTY
+        self._touched: list[Domain] = []
+        # Whether any leaf is a node with taints: without any, a run need not check tolerations.
+        self.any_taints = any(leaf.node is not None and leaf.node.taints for leaf in self.leaves.values())
 
     def _add_node(self, node: Node) -> str:
         values = tuple(node.labels.get(k, "") for k in self.levels)
@@ -134,7 +149,7 @@ class Tree:
         parent.children.append(dom)
 
     def all_domains(self) -> list[Domain]:
-        return [d for level in self.per_level for d in level.values()]
+        return self.domains
 
     def level_index(self, key: str) -> int | None:
         try:
@@ -143,11 +158,21 @@ class Tree:
             return None
 
     # -- usage --------------------------------------------------------------------------------
+    def reset_usage(self) -> None:
+        """Forget the usage loaded for the previous run."""
+        for leaf in self._touched:
+            leaf.free = leaf.capacity
+            leaf.tas_usage = _EMPTY
+        self._touched.clear()
+
     def add_non_tas_usage(self, node_name: str, usage: Mapping[str, int]) -> None:
         leaf_id = self.node_to_leaf.get(node_name)
         if leaf_id is None:
             return
         leaf = self.leaves[leaf_id]
+        if leaf.free is leaf.capacity:
+            leaf.free = dict(leaf.capacity)
+            self._touched.append(leaf)
         for r, v in usage.items():
             leaf.free[r] = leaf.free.get(r, 0) - v
 
@@ -156,8 +181,14 @@ class Tree:
         leaf = self.leaves.get(leaf_id)
         if leaf is None:
             return
+        if leaf.tas_usage is _EMPTY:
+            leaf.tas_usage = usage  # read, never written: the next load replaces it
+            self._touched.append(leaf)
+            return
+        merged = dict(leaf.tas_usage)
         for r, v in usage.items():
-            leaf.tas_usage[r] = leaf.tas_usage.get(r, 0) + v
+            merged[r] = merged.get(r, 0) + v
+        leaf.tas_usage = merged
 
     # -- capacity roll-up -----------------------------------------------------------------------
     def fill_in_counts(
