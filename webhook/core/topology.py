@@ -280,7 +280,7 @@ class TopologySnapshot:
         f = self.flavor(name)
         return f is not None and bool(f.levels) and f.levels[-1] == tas.HOSTNAME_LABEL
 
-    def _tas_usage(self, flavor: str) -> Iterable[tas.DomainUsage]:
+    def _tas_usage(self, flavor: str) -> Iterable[tas.DomainUsage] | tas.LeafUsage:
         """What TAS workloads hold in `flavor`'s domains; for a flavor whose lowest level is the node,
         what they hold on those nodes through any such flavor (TASHandleOverlappingFlavors, on)."""
         names = [f for f in self.usage if self._by_node(f)] if self._by_node(flavor) else [flavor]
