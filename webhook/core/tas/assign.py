@@ -93,8 +93,10 @@ def _leaf_counts(
     """How many worker pods fit a leaf's `remaining` (and the limiting resource), whether a leader
     fits, and how many workers fit beside it. Consumes `remaining`."""
     pod_count, limiting = count_in(requests, remaining)
+    if leader_requests is None:
+        return pod_count, limiting, 0, pod_count
     leader_count = 0
-    if leader_requests is not None and count_in(leader_requests, remaining)[0] > 0:
+    if count_in(leader_requests, remaining)[0] > 0:
         leader_count = 1
         for r, v in leader_requests.items():
             remaining[r] = remaining.get(r, 0) - v
@@ -314,8 +316,7 @@ class Placer:
             leaf.pod_count, limiting, leaf.leader_count, leaf.pod_count_with_leader = counts
             if leaf.pod_count == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
-        for root in tree.roots:
-            tree.fill_in_counts(root, p.slice_size, p.slice_level, 0, p.slice_size_at_level, p.leader_count > 0)
+        tree.fill_in_all_counts(p.slice_size, p.slice_level, p.slice_size_at_level, p.leader_count > 0)
 
     # -- phase 2 ----------------------------------------------------------------------------------
     def _find_level_with_fit_domains(self, level: int, p: Params) -> tuple[int, list[Domain], str]:

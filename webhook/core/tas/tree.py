@@ -203,40 +203,58 @@ class Tree:
         """Roll the leaves' pod counts up to `dom` (`fillInCountsHelper`): a parent holds its children's
         pods (rounded down to the inner slice size of multi-layer constraints), its slices at the slice
         level, and the capacity left when it also hosts a leader (the child losing the fewest pods)."""
-        if not dom.children:
-            if level == slice_level:
-                dom.slice_count = dom.pod_count // slice_size
-                dom.slice_count_with_leader = dom.pod_count_with_leader // slice_size
-            return
-        pods = slices = leaders = affinity = 0
-        contributor = False
-        min_pod_diff = min_slice_diff = 2**31 - 1
-        inner = (slice_size_at_level or {}).get(level + 1)
         for child in dom.children:
             self.fill_in_counts(child, slice_size, slice_level, level + 1, slice_size_at_level, leader_required)
-            child_pods, child_pods_wl = child.pod_count, child.pod_count_with_leader
-            if inner is not None:
-                child_pods = child_pods // inner * inner
-                child_pods_wl = child_pods_wl // inner * inner
-            pods += child_pods
-            slices += child.slice_count
-            if not leader_required or child.leader_count > 0:
-                contributor = True
-                min_pod_diff = min(child_pods - child_pods_wl, min_pod_diff)
-                min_slice_diff = min(child.slice_count - child.slice_count_with_leader, min_slice_diff)
-            leaders = max(child.leader_count, leaders)
-            affinity += child.affinity_score
-        dom.pod_count = pods
-        slices_wl = 0
-        if contributor:
-            dom.pod_count_with_leader = pods - min_pod_diff
-            slices_wl = slices - min_slice_diff
-        else:
-            dom.pod_count_with_leader = 0
-        dom.leader_count = leaders
-        dom.affinity_score = affinity
-        if level == slice_level:
-            slices = dom.pod_count // slice_size
-            slices_wl = dom.pod_count_with_leader // slice_size
-        dom.slice_count = slices
-        dom.slice_count_with_leader = slices_wl
+        _roll_up(dom, slice_size, level == slice_level, (slice_size_at_level or {}).get(level + 1), leader_required)
+
+    def fill_in_all_counts(
+        self, slice_size: int, slice_level: int, slice_size_at_level: Mapping[int, int] | None, leader_required: bool
+    ) -> None:
+        """`fill_in_counts` for the whole tree, level by level from the leaves up: the same counts
+        without a call per domain, which matters at thousands of nodes."""
+        for level in range(len(self.levels) - 1, -1, -1):
+            at_slice, inner = level == slice_level, (slice_size_at_level or {}).get(level + 1)
+            for dom in self.per_level[level].values():
+                _roll_up(dom, slice_size, at_slice, inner, leader_required)
+
+
+def _roll_up(dom: Domain, slice_size: int, at_slice_level: bool, inner: int | None, leader_required: bool) -> None:
+    """One domain's counts from its children's (a leaf keeps its own, slices aside)."""
+    if not dom.children:
+        if at_slice_level:
+            dom.slice_count = dom.pod_count // slice_size
+            dom.slice_count_with_leader = dom.pod_count_with_leader // slice_size
+        return
+    pods = slices = leaders = affinity = 0
+    contributor = False
+    min_pod_diff = min_slice_diff = 2**31 - 1
+    for child in dom.children:
+        child_pods, child_pods_wl = child.pod_count, child.pod_count_with_leader
+        if inner is not None:
+            child_pods = child_pods // inner * inner
+            child_pods_wl = child_pods_wl // inner * inner
+        pods += child_pods
+        slices += child.slice_count
+        if not leader_required or child.leader_count > 0:
+            contributor = True
+            if child_pods - child_pods_wl < min_pod_diff:
+                min_pod_diff = child_pods - child_pods_wl
+            if child.slice_count - child.slice_count_with_leader < min_slice_diff:
+                min_slice_diff = child.slice_count - child.slice_count_with_leader
+        if child.leader_count > leaders:
+            leaders = child.leader_count
+        affinity += child.affinity_score
+    dom.pod_count = pods
+    slices_wl = 0
+    if contributor:
+        dom.pod_count_with_leader = pods - min_pod_diff
+        slices_wl = slices - min_slice_diff
+    else:
+        dom.pod_count_with_leader = 0
+    dom.leader_count = leaders
+    dom.affinity_score = affinity
+    if at_slice_level:
+        slices = dom.pod_count // slice_size
+        slices_wl = dom.pod_count_with_leader // slice_size
+    dom.slice_count = slices
+    dom.slice_count_with_leader = slices_wl
