@@ -74,6 +74,10 @@ class Cache:
         # The same, by LocalQueue key (`namespace/queueName`): LocalQueue status reads only its own.
         self._reserving_by_lq: dict[str, dict[WorkloadKey, WorkloadInfo]] = {}
         self.forest = hierarchy.build_forest({}, {})
+        # readiness per ClusterQueue with the spec it was computed for: LocalQueue status and every
+        # admission write ask for it, and it changes only with that spec, a flavor, an admission
+        # check or a Topology (whose setters drop this).
+        self._readiness: dict[str, tuple[model.ClusterQueueSpec, Readiness]] = {}
 
     # -- structure events ----------------------------------------------------------------------
     def _rebuild_tree(self) -> None:
@@ -83,12 +87,14 @@ class Cache:
         rf = model.parse_resource_flavor(obj)
         old = self.resource_flavors.get(rf.name)
         self.resource_flavors[rf.name] = rf
+        self._readiness.clear()
         if (old.topology_name if old is not None else None) != rf.topology_name:
             self._recount_topology_usage()
         return rf
 
     def delete_resource_flavor(self, name: str) -> None:
         old = self.resource_flavors.pop(name, None)
+        self._readiness.clear()
         if old is not None and old.topology_name is not None:
             self._recount_topology_usage()
 
@@ -197,6 +203,7 @@ class Cache:
 
     def set_admission_check(self, name: str, active: bool | None, controller: str = "") -> None:
         """Record an AdmissionCheck's Active condition and controllerName (active None deletes it)."""
+        self._readiness.clear()
         if active is None:
             self.admission_checks.pop(name, None)
             self.admission_check_controllers.pop(name, None)
@@ -206,6 +213,7 @@ class Cache:
 
     def set_topology(self, name: str, levels: tuple[str, ...] | None) -> None:
         """Record a Topology's levels (None: deleted)."""
+        self._readiness.clear()
         if levels is not None:
             self.topologies.add(name)
         else:
@@ -286,7 +294,14 @@ class Cache:
         cq = self.cluster_queues.get(name)
         if cq is None:
             return Readiness("pending", _R.NOT_FOUND, "ClusterQueue not found")
-        spec = cq.spec
+        known = self._readiness.get(name)
+        if known is not None and known[0] is cq.spec:
+            return known[1]
+        readiness = self._compute_readiness(cq.spec)
+        self._readiness[name] = (cq.spec, readiness)
+        return readiness
+
+    def _compute_readiness(self, spec: model.ClusterQueueSpec) -> Readiness:
         if spec.deleting:
             return Readiness("terminating", _R.TERMINATING, "Can't admit new workloads; clusterQueue is terminating")
         reasons: list[str] = []

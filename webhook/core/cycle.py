@@ -439,8 +439,11 @@ class AdmissionCore:
         self._flush([n for n, cq in self.cache.cluster_queues.items() if users & set(cq.spec.flavor_names())], now)
 
     def on_node(self, obj: Mapping[str, Any], now: datetime) -> None:
-        """A Node added or changed (`tas_nodes_cache.go`); TAS workloads may fit anew."""
+        """A Node added or changed (`tas_nodes_cache.go`); TAS workloads may fit anew, unless nothing the
+        scheduler reads changed (`checkNodeSchedulingPropertiesChanged`, pkg/controller/tas/resource_flavor.go)."""
         node = topology.parse_node(obj)
+        if self.cache.topology.nodes.get(node.name) == node:
+            return
         self.cache.topology.set_node(node.name, node)
         self._flush_tas(now)
 

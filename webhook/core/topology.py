@@ -256,7 +256,7 @@ def _is_tas(flavors: Mapping[str, ResourceFlavorSpec], name: str) -> bool:
 class TopologySnapshot:
     """One cycle's TAS view (`TASFlavorSnapshot` per flavor): usage copied, nodes shared."""
 
-    __slots__ = ("_cache", "_flavors", "_removed", "usage")
+    __slots__ = ("_cache", "_flavors", "_leaf", "_removed", "usage")
 
     def __init__(self, cache: TopologyCache, flavors: Mapping[str, ResourceFlavorSpec]) -> None:
         self._cache = cache
@@ -264,6 +264,9 @@ class TopologySnapshot:
         self.usage: Usage = {f: dict(per_wl) for f, per_wl in cache.usage.items()}
         # Usage taken out by simulations, to put back.
         self._removed: dict[WorkloadKey, WorkloadUsage] = {}
+        # `usage` summed per leaf domain, per flavor: built on a flavor's first placement in the
+        # cycle, then kept current by every move below.
+        self._leaf: dict[str, tas.LeafUsage] = {}
 
     def flavor(self, name: str) -> tas.Flavor | None:
         """The TAS flavor `name` with its nodes, None when not topology-aware or its Topology is unknown."""
@@ -277,11 +280,21 @@ class TopologySnapshot:
         f = self.flavor(name)
         return f is not None and bool(f.levels) and f.levels[-1] == tas.HOSTNAME_LABEL
 
-    def _tas_usage(self, flavor: str) -> Iterable[tas.DomainUsage]:
+    def _tas_usage(self, flavor: str) -> Iterable[tas.DomainUsage] | tas.LeafUsage:
         """What TAS workloads hold in `flavor`'s domains; for a flavor whose lowest level is the node,
         what they hold on those nodes through any such flavor (TASHandleOverlappingFlavors, on)."""
         names = [f for f in self.usage if self._by_node(f)] if self._by_node(flavor) else [flavor]
+        if len(names) == 1:
+            return self._leaf_usage(names[0])
         return (u for name in names for per_wl in self.usage.get(name, {}).values() for u in per_wl)
+
+    def _leaf_usage(self, flavor: str) -> tas.LeafUsage:
+        summed = self._leaf.get(flavor)
+        if summed is None:
+            summed = self._leaf[flavor] = tas.LeafUsage()
+            for per_wl in self.usage.get(flavor, {}).values():
+                summed.add(per_wl)
+        return summed
 
     def find(
         self,
@@ -333,15 +346,22 @@ class TopologySnapshot:
         for flavor, domains in usage.items():
             per_wl = self.usage.setdefault(flavor, {})
             per_wl[key] = per_wl.get(key, ()) + domains
+            if (summed := self._leaf.get(flavor)) is not None:
+                summed.add(domains)
 
     def remove(self, key: WorkloadKey) -> None:
-        for per_wl in self.usage.values():
-            per_wl.pop(key, None)
+        self._take(key)
 
     def remove_workload(self, wl: WorkloadInfo) -> None:
-        taken = {f: per_wl.pop(wl.key) for f, per_wl in self.usage.items() if wl.key in per_wl}
-        if taken:
+        if taken := self._take(wl.key):
             self._removed[wl.key] = taken
+
+    def _take(self, key: WorkloadKey) -> WorkloadUsage:
+        taken = {f: per_wl.pop(key) for f, per_wl in self.usage.items() if key in per_wl}
+        for flavor, domains in taken.items():
+            if (summed := self._leaf.get(flavor)) is not None:
+                summed.add(domains, -1)
+        return taken
 
     def add_workload(self, wl: WorkloadInfo) -> None:
         taken = self._removed.pop(wl.key, None)

@@ -188,7 +188,14 @@ def _slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
         "spec": {"taints": spec.get("taints") or [], "unschedulable": bool(spec.get("unschedulable"))},
         "status": {
             "allocatable": st.get("allocatable") or {},
-            "conditions": [c for c in st.get("conditions") or () if c.get("type") == "Ready"],
+            # type and status only: kubelet's heartbeats change the times every few seconds and would
+            # make every Node look changed (upstream compares conditions the same way,
+            # `extractNodeConditionsChange` in pkg/controller/tas/resource_flavor.go)
+            "conditions": [
+                {"type": "Ready", "status": c.get("status")}
+                for c in st.get("conditions") or ()
+                if c.get("type") == "Ready"
+            ],
         },
     }
 

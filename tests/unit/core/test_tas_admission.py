@@ -285,3 +285,18 @@ def test_the_replacement_holds_its_node_against_workloads_of_the_same_cycle() ->
     decisions = core.schedule(T0).decisions
     assert isinstance(only(decisions, "ns/old"), Admit)
     assert isinstance(only(decisions, "ns/new"), Pending)
+
+
+def test_a_node_heartbeat_does_not_retry_inadmissible_workloads_but_more_room_does() -> None:
+    """Upstream requeues TAS workloads only when a Node's scheduling properties change
+    (`checkNodeSchedulingPropertiesChanged`); kubelet heartbeats every few seconds must not
+    send every waiting workload through another cycle."""
+    core = make_core(TOPOLOGY, TAS, make_cq("cq").group(fq("tas", cpu="8")).obj(), LQ, node("x1", "b1", "r1"))
+    core.on_workload(rack_job("wl", 2).obj(), T0)
+    assert isinstance(only(core.schedule(T0).decisions, "ns/wl"), Pending)
+    beat = node("x1", "b1", "r1")
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-01-01T00:00:10Z"
+    core.on_node(beat, T0)
+    assert all(getattr(d, "key", None) != "ns/wl" for d in core.schedule(T0).decisions)
+    core.on_node(node("x1", "b1", "r1", cpu="2"), T0)
+    assert isinstance(only(core.schedule(T0).decisions, "ns/wl"), Admit)

@@ -31,7 +31,7 @@ an admitted workload that lost a node. Not covered: the scheduler-library feasib
 
 from webhook.core.tas.assign import has_level
 from webhook.core.tas.encoding import from_v1beta2, to_v1beta2
-from webhook.core.tas.flavor import Replacement, add_assumed_usage, find_topology_assignments, fits
+from webhook.core.tas.flavor import LeafUsage, Replacement, add_assumed_usage, find_topology_assignments, fits
 from webhook.core.tas.types import (
     HOSTNAME_LABEL,
     DomainAssignment,
@@ -56,6 +56,7 @@ __all__ = [
     "DomainAssignment",
     "DomainUsage",
     "Flavor",
+    "LeafUsage",
     "Node",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",

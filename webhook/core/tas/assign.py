@@ -87,14 +87,34 @@ def _slice_only(tr: TopologyRequest | None) -> bool:
     return tr is not None and tr.required is None and tr.preferred is None and bool(tr.slices)
 
 
+def _leaf_counts(
+    requests: Mapping[str, int], leader_requests: Mapping[str, int] | None, remaining: dict[str, int]
+) -> tuple[int, str, int, int]:
+    """How many worker pods fit a leaf's `remaining` (and the limiting resource), whether a leader
+    fits, and how many workers fit beside it. Consumes `remaining`."""
+    pod_count, limiting = count_in(requests, remaining)
+    if leader_requests is None:
+        return pod_count, limiting, 0, pod_count
+    leader_count = 0
+    if count_in(leader_requests, remaining)[0] > 0:
+        leader_count = 1
+        for r, v in leader_requests.items():
+            remaining[r] = remaining.get(r, 0) - v
+    return pod_count, limiting, leader_count, count_in(requests, remaining)[0]
+
+
 class Placer:
     """One flavor's tree with its usage, placing pod sets one group at a time (`TASFlavorSnapshot`)."""
 
     def __init__(self, flavor: Flavor, options: Options) -> None:
         self.flavor = flavor
         self.options = options
-        members = [n for n in flavor.nodes if nodes.node_in_flavor(n, flavor.node_labels, flavor.levels)]
-        self.tree = Tree(flavor.levels, members)
+        tree = flavor.memo.get("tree")
+        if tree is None:
+            members = [n for n in flavor.nodes if nodes.node_in_flavor(n, flavor.node_labels, flavor.levels)]
+            tree = flavor.memo["tree"] = Tree(flavor.levels, members)
+        tree.reset_usage()
+        self.tree: Tree = tree
         self.stats = nodes.ExclusionStats()
 
     # -- level keys -------------------------------------------------------------------------------
@@ -253,10 +273,18 @@ class Placer:
             leader_requests = dict(leader.requests)
             leader_requests[PODS] = leader_requests.get(PODS, 0) + 1
         tolerations = (*workers.tolerations, *self.flavor.tolerations)
+        # Only a hostname-level topology knows its nodes: filter them like kube-scheduler would.
+        filter_nodes = tree.lowest_is_node and bool(
+            tree.any_taints
+            or workers.node_selector
+            or workers.required_affinity is not None
+            or self.options.respect_preferred_affinity
+        )
+        # Counts per capacity object of leaves nothing is loaded on (most leaves of a large cluster).
+        pristine: dict[int, tuple[int, str, int, int]] = {}
         for leaf in tree.leaves.values():
             stats.total_nodes += 1
-            if tree.lowest_is_node and leaf.node is not None:
-                # Only a hostname-level topology knows its nodes: filter them like kube-scheduler would.
+            if filter_nodes and leaf.node is not None:
                 taint = nodes.untolerated_taint(leaf.node.taints, tolerations)
                 if taint is not None:
                     stats.taints[str(taint)] = stats.taints.get(str(taint), 0) + 1
@@ -276,20 +304,19 @@ class Placer:
             ):
                 stats.topology_domain += 1
                 continue
-            remaining = leaf.remaining(simulate_empty)
-            for r, v in assumed.get(leaf.id, {}).items():
-                remaining[r] = remaining.get(r, 0) - v
-            leaf.pod_count, limiting = count_in(requests, remaining)
+            if leaf.free is leaf.capacity and (simulate_empty or not leaf.tas_usage) and leaf.id not in assumed:
+                counts = pristine.get(id(leaf.capacity))
+                if counts is None:
+                    counts = pristine[id(leaf.capacity)] = _leaf_counts(requests, leader_requests, dict(leaf.capacity))
+            else:
+                remaining = leaf.remaining(simulate_empty)
+                for r, v in assumed.get(leaf.id, {}).items():
+                    remaining[r] = remaining.get(r, 0) - v
+                counts = _leaf_counts(requests, leader_requests, remaining)
+            leaf.pod_count, limiting, leaf.leader_count, leaf.pod_count_with_leader = counts
             if leaf.pod_count == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
-            leaf.leader_count = 0
-            if leader_requests is not None and count_in(leader_requests, remaining)[0] > 0:
-                leaf.leader_count = 1
-                for r, v in leader_requests.items():
-                    remaining[r] = remaining.get(r, 0) - v
-            leaf.pod_count_with_leader = count_in(requests, remaining)[0]
-        for root in tree.roots:
-            tree.fill_in_counts(root, p.slice_size, p.slice_level, 0, p.slice_size_at_level, p.leader_count > 0)
+        tree.fill_in_all_counts(p.slice_size, p.slice_level, p.slice_size_at_level, p.leader_count > 0)
 
     # -- phase 2 ----------------------------------------------------------------------------------
     def _find_level_with_fit_domains(self, level: int, p: Params) -> tuple[int, list[Domain], str]:

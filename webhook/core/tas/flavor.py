@@ -29,6 +29,7 @@ from webhook.core.tas.types import (
 )
 
 __all__ = [
+    "LeafUsage",
     "Replacement",
     "add_assumed_usage",
     "find_topology_assignments",
@@ -39,6 +40,25 @@ __all__ = [
 ]
 
 Usage = dict[str, dict[str, int]]
+
+
+class LeafUsage(dict[str, dict[str, int]]):
+    """What TAS pods hold per leaf domain id, one `pods` each included: the sum of `DomainUsage`s,
+    kept current by `add` as workloads come and go, so that a placement loads it leaf by leaf
+    instead of workload by workload (upstream's TAS cache keeps usage per domain the same way)."""
+
+    def add(self, usages: Iterable[DomainUsage], sign: int = 1) -> None:
+        """Add (`sign` 1) or take away (-1) the pods of `usages`; a leaf left with nothing is dropped."""
+        for u in usages:
+            did = domain_id(u.values)
+            into = self.get(did)
+            if into is None:
+                into = self[did] = {}
+            for r, v in u.requests.items():
+                into[r] = into.get(r, 0) + sign * v * u.count
+            into[PODS] = into.get(PODS, 0) + sign * u.count
+            if not any(into.values()):
+                del self[did]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +77,7 @@ def find_topology_assignments(
     flavor: Flavor,
     pod_sets: Sequence[PodSetRequest],
     *,
-    tas_usage: Iterable[DomainUsage] = (),
+    tas_usage: Iterable[DomainUsage] | LeafUsage = (),
     non_tas_usage: Mapping[str, Mapping[str, int]] | None = None,
     assumed_usage: Mapping[str, Mapping[str, int]] | None = None,
     simulate_empty: bool = False,
@@ -66,7 +86,7 @@ def find_topology_assignments(
 ) -> dict[str, PodSetResult]:
     """Place the pod sets of one workload that share a TAS flavor (`FindTopologyAssignmentsForFlavor`).
 
-    `tas_usage` is what admitted TAS workloads hold per domain, `non_tas_usage` what other scheduled,
+    `tas_usage` is what admitted TAS workloads hold per domain (summed per leaf: `LeafUsage`), `non_tas_usage` what other scheduled,
     not terminated pods use per node name (their requests plus one `pods` each), `assumed_usage` usage
     per domain id already reserved in this cycle (e.g. by sibling flavors on the same hosts).
     Pod sets of one `group` are placed together (the one-pod set as the leader). Stops at the first
@@ -112,7 +132,7 @@ def fits(
     flavor: Flavor,
     usage: Iterable[DomainUsage],
     *,
-    tas_usage: Iterable[DomainUsage] = (),
+    tas_usage: Iterable[DomainUsage] | LeafUsage = (),
     non_tas_usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> bool:
     """Whether the pods of `usage` still fit the leaf domains they name, next to `tas_usage` and
@@ -132,12 +152,16 @@ def fits(
 
 
 def _load_usage(
-    tree: Tree, tas_usage: Iterable[DomainUsage], non_tas_usage: Mapping[str, Mapping[str, int]] | None
+    tree: Tree,
+    tas_usage: Iterable[DomainUsage] | LeafUsage,
+    non_tas_usage: Mapping[str, Mapping[str, int]] | None,
 ) -> None:
-    for u in tas_usage:
-        usage = {r: v * u.count for r, v in u.requests.items()}
-        usage[PODS] = usage.get(PODS, 0) + u.count
-        tree.add_tas_usage(domain_id(u.values), usage)
+    if not isinstance(tas_usage, LeafUsage):
+        summed = LeafUsage()
+        summed.add(tas_usage)
+        tas_usage = summed
+    for leaf_id, usage in tas_usage.items():
+        tree.add_tas_usage(leaf_id, usage)
     for node_name, used in (non_tas_usage or {}).items():
         tree.add_non_tas_usage(node_name, used)
 

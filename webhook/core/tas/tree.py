@@ -2,8 +2,10 @@
 
 Mirrors upstream v0.19.2's `pkg/cache/scheduler/tas_topology_tree.go` (the static tree built from the
 flavor's nodes) together with the per-snapshot `domainState`/`leafCapacity` of
-`tas_flavor_snapshot.go`. Upstream shares the static tree between snapshots and keeps the mutable
-counts in side arrays; this engine builds one tree per call, so the counts live on the domains.
+`tas_flavor_snapshot.go`. As upstream, the tree is built once per flavor and its nodes and shared by
+every placement until they change (`Flavor.memo`, see `assign.Placer`); the per-run counts live on the
+domains and each run resets them, and the usage loaded for a run is undone by the next
+`reset_usage` (only the leaves it touched: most leaves of a large cluster stay empty).
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ class Domain:
     # leaf only: the summed allocatable of its nodes and the node's labels (hostname topologies)
     capacity: dict[str, int] = field(default_factory=dict)
     node: Node | None = None
-    free: dict[str, int] = field(default_factory=dict)  # capacity minus non-TAS usage
-    tas_usage: dict[str, int] = field(default_factory=dict)
+    # capacity minus non-TAS usage; the capacity object itself (shared by leaves of equal capacity)
+    # until usage is loaded, then a copy: never written in place while shared
+    free: dict[str, int] = field(default_factory=dict)
+    tas_usage: Mapping[str, int] = field(default_factory=dict)  # the shared _EMPTY until usage is loaded
 
     pod_count: int = 0
     slice_count: int = 0
@@ -58,6 +62,9 @@ class Domain:
             for r, v in self.tas_usage.items():
                 out[r] = out.get(r, 0) - v
         return out
+
+
+_EMPTY: dict[str, int] = {}  # a leaf's tas_usage before any is loaded; never written
 
 
 def lower_domains(domains: Iterable[Domain]) -> list[Domain]:
@@ -105,8 +112,16 @@ class Tree:
             for d in level.values():
                 d.children.sort(key=lambda c: c.level_values)
         self.roots = sorted(self.per_level[0].values(), key=lambda d: d.level_values) if levels else []
+        self.domains: list[Domain] = [d for level in self.per_level for d in level.values()]
+        # Leaves of equal capacity share one dict, so a run counts how many pods fit it once.
+        interned: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         for leaf in self.leaves.values():
-            leaf.free = dict(leaf.capacity)
+            leaf.capacity = interned.setdefault(tuple(sorted(leaf.capacity.items())), leaf.capacity)
+            leaf.free = leaf.capacity
+            leaf.tas_usage = _EMPTY
+        self._touched: list[Domain] = []
+        # Whether any leaf is a node with taints: without any, a run need not check tolerations.
+        self.any_taints = any(leaf.node is not None and leaf.node.taints for leaf in self.leaves.values())
 
     def _add_node(self, node: Node) -> str:
         values = tuple(node.labels.get(k, "") for k in self.levels)
@@ -134,7 +149,7 @@ class Tree:
         parent.children.append(dom)
 
     def all_domains(self) -> list[Domain]:
-        return [d for level in self.per_level for d in level.values()]
+        return self.domains
 
     def level_index(self, key: str) -> int | None:
         try:
@@ -143,11 +158,21 @@ class Tree:
             return None
 
     # -- usage --------------------------------------------------------------------------------
+    def reset_usage(self) -> None:
+        """Forget the usage loaded for the previous run."""
+        for leaf in self._touched:
+            leaf.free = leaf.capacity
+            leaf.tas_usage = _EMPTY
+        self._touched.clear()
+
     def add_non_tas_usage(self, node_name: str, usage: Mapping[str, int]) -> None:
         leaf_id = self.node_to_leaf.get(node_name)
         if leaf_id is None:
             return
         leaf = self.leaves[leaf_id]
+        if leaf.free is leaf.capacity:
+            leaf.free = dict(leaf.capacity)
+            self._touched.append(leaf)
         for r, v in usage.items():
             leaf.free[r] = leaf.free.get(r, 0) - v
 
@@ -156,8 +181,14 @@ class Tree:
         leaf = self.leaves.get(leaf_id)
         if leaf is None:
             return
+        if leaf.tas_usage is _EMPTY:
+            leaf.tas_usage = usage  # read, never written: the next load replaces it
+            self._touched.append(leaf)
+            return
+        merged = dict(leaf.tas_usage)
         for r, v in usage.items():
-            leaf.tas_usage[r] = leaf.tas_usage.get(r, 0) + v
+            merged[r] = merged.get(r, 0) + v
+        leaf.tas_usage = merged
 
     # -- capacity roll-up -----------------------------------------------------------------------
     def fill_in_counts(
@@ -172,40 +203,58 @@ class Tree:
         """Roll the leaves' pod counts up to `dom` (`fillInCountsHelper`): a parent holds its children's
         pods (rounded down to the inner slice size of multi-layer constraints), its slices at the slice
         level, and the capacity left when it also hosts a leader (the child losing the fewest pods)."""
-        if not dom.children:
-            if level == slice_level:
-                dom.slice_count = dom.pod_count // slice_size
-                dom.slice_count_with_leader = dom.pod_count_with_leader // slice_size
-            return
-        pods = slices = leaders = affinity = 0
-        contributor = False
-        min_pod_diff = min_slice_diff = 2**31 - 1
-        inner = (slice_size_at_level or {}).get(level + 1)
         for child in dom.children:
             self.fill_in_counts(child, slice_size, slice_level, level + 1, slice_size_at_level, leader_required)
-            child_pods, child_pods_wl = child.pod_count, child.pod_count_with_leader
-            if inner is not None:
-                child_pods = child_pods // inner * inner
-                child_pods_wl = child_pods_wl // inner * inner
-            pods += child_pods
-            slices += child.slice_count
-            if not leader_required or child.leader_count > 0:
-                contributor = True
-                min_pod_diff = min(child_pods - child_pods_wl, min_pod_diff)
-                min_slice_diff = min(child.slice_count - child.slice_count_with_leader, min_slice_diff)
-            leaders = max(child.leader_count, leaders)
-            affinity += child.affinity_score
-        dom.pod_count = pods
-        slices_wl = 0
-        if contributor:
-            dom.pod_count_with_leader = pods - min_pod_diff
-            slices_wl = slices - min_slice_diff
-        else:
-            dom.pod_count_with_leader = 0
-        dom.leader_count = leaders
-        dom.affinity_score = affinity
-        if level == slice_level:
-            slices = dom.pod_count // slice_size
-            slices_wl = dom.pod_count_with_leader // slice_size
-        dom.slice_count = slices
-        dom.slice_count_with_leader = slices_wl
+        _roll_up(dom, slice_size, level == slice_level, (slice_size_at_level or {}).get(level + 1), leader_required)
+
+    def fill_in_all_counts(
+        self, slice_size: int, slice_level: int, slice_size_at_level: Mapping[int, int] | None, leader_required: bool
+    ) -> None:
+        """`fill_in_counts` for the whole tree, level by level from the leaves up: the same counts
+        without a call per domain, which matters at thousands of nodes."""
+        for level in range(len(self.levels) - 1, -1, -1):
+            at_slice, inner = level == slice_level, (slice_size_at_level or {}).get(level + 1)
+            for dom in self.per_level[level].values():
+                _roll_up(dom, slice_size, at_slice, inner, leader_required)
+
+
+def _roll_up(dom: Domain, slice_size: int, at_slice_level: bool, inner: int | None, leader_required: bool) -> None:
+    """One domain's counts from its children's (a leaf keeps its own, slices aside)."""
+    if not dom.children:
+        if at_slice_level:
+            dom.slice_count = dom.pod_count // slice_size
+            dom.slice_count_with_leader = dom.pod_count_with_leader // slice_size
+        return
+    pods = slices = leaders = affinity = 0
+    contributor = False
+    min_pod_diff = min_slice_diff = 2**31 - 1
+    for child in dom.children:
+        child_pods, child_pods_wl = child.pod_count, child.pod_count_with_leader
+        if inner is not None:
+            child_pods = child_pods // inner * inner
+            child_pods_wl = child_pods_wl // inner * inner
+        pods += child_pods
+        slices += child.slice_count
+        if not leader_required or child.leader_count > 0:
+            contributor = True
+            if child_pods - child_pods_wl < min_pod_diff:
+                min_pod_diff = child_pods - child_pods_wl
+            if child.slice_count - child.slice_count_with_leader < min_slice_diff:
+                min_slice_diff = child.slice_count - child.slice_count_with_leader
+        if child.leader_count > leaders:
+            leaders = child.leader_count
+        affinity += child.affinity_score
+    dom.pod_count = pods
+    slices_wl = 0
+    if contributor:
+        dom.pod_count_with_leader = pods - min_pod_diff
+        slices_wl = slices - min_slice_diff
+    else:
+        dom.pod_count_with_leader = 0
+    dom.leader_count = leaders
+    dom.affinity_score = affinity
+    if at_slice_level:
+        slices = dom.pod_count // slice_size
+        slices_wl = dom.pod_count_with_leader // slice_size
+    dom.slice_count = slices
+    dom.slice_count_with_leader = slices_wl

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "HOSTNAME_LABEL",
@@ -107,6 +108,9 @@ class Flavor:
     nodes: tuple[Node, ...]
     node_labels: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Toleration, ...] = ()
+    # What the engine derives from the fields above once (the domain tree, `assign.Placer`): a Flavor
+    # is immutable, so it stays valid for the Flavor's life. Not part of its value.
+    memo: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
