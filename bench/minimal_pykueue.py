@@ -5,7 +5,9 @@ The runner (`test/performance/scheduler/runner --minimalKueue=PATH`) starts PATH
 [--enableTAS]`, stops it with SIGINT and records the child's wall time, CPU and max RSS from
 wait4(). So this script exec()s into `python -m webhook worker` (same PID: the rusage is the
 worker's own) with what minimalkueue hard-codes: client QPS 50 / burst 100, no leader election,
-no webhooks, no metrics server.
+no webhooks, no metrics server, no visibility server (minimalkueue's main.go starts the core and TAS
+controllers and the scheduler only; Kueue's visibility API is started by cmd/kueue, so the feed behind
+ours, which parses every Workload event a second time, is off here: VisibilityOnDemand false).
 
 Logs (WARNING and up, as minimalkueue logs errors only) go to pykueue-worker.log beside the
 kubeconfig, i.e. in the runner's output directory. Profiling and metrics flags are accepted
@@ -38,6 +40,8 @@ metrics:
   bindAddress: "0"
 integrations:
   frameworks: []
+featureGates:
+  VisibilityOnDemand: false
 """
 
 
