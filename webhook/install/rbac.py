@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import known_owners
-from webhook.api import integrations
+from webhook.api import integrations, schema_usage
 from webhook.api import trainjob as tj
 from webhook.certmanager import conversion_crd_names
 from webhook.visibility.api import PYKUEUE_GROUP
@@ -220,6 +220,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             "queue status",
         ),
         *_integration_access(),
+        Access(
+            schema_usage.GROUP,
+            (schema_usage.PLURAL,),
+            ("create", "get", "list", "update"),
+            WORKER,
+            "usage accounting: one UsageRecord per period (ours)",
+        ),
         Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
         Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
