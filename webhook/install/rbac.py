@@ -42,6 +42,7 @@ __all__ = [
     "LOOKUPS",
     "METRICS_AUTH",
     "METRICS_READER",
+    "USAGE_RECORD_VIEWER",
     "VISIBILITY_AUTH",
     "WORKER",
     "Access",
@@ -49,6 +50,7 @@ __all__ = [
     "manager_access",
     "manager_rbac",
     "metrics_reader_role",
+    "usage_record_viewer_role",
     "user_roles",
 ]
 
@@ -539,6 +541,7 @@ def user_roles() -> list[dict[str, Any]]:
         *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
         *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
         local_queue_limits_role(),
+        usage_record_viewer_role(),
         metrics_reader_role(),
     ]
 
@@ -592,4 +595,22 @@ def local_queue_limits_role() -> dict[str, Any]:
                 "verbs": list(_READ),
             }
         ],
+    }
+
+
+USAGE_RECORD_VIEWER = "kueue-usagerecord-viewer-role"
+
+
+def usage_record_viewer_role() -> dict[str, Any]:
+    """Reading the UsageRecords (ours, `pykueue.io`: `kubectl kueue usage`): cluster-wide usage of every
+    team, so for batch admins only (aggregated into kueue-batch-admin-role). Nobody but the worker
+    writes them: no editor role."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": USAGE_RECORD_VIEWER,
+            "labels": {"rbac.kueue.x-k8s.io/role": "usagerecord-viewer", _ADMIN: "true"},
+        },
+        "rules": [{"apiGroups": [schema_usage.GROUP], "resources": [schema_usage.PLURAL], "verbs": list(_READ)}],
     }
