@@ -50,8 +50,6 @@ STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
-# Ours, not upstream's: who submitted a Workload, as usage accounting records it (`webhook.core.usage`).
-SUBMITTED_BY_ANNOTATION = "pykueue.io/submitted-by"
 # Elastic Jobs (`pkg/workloadslicing/workloadslicing.go`, `apis/kueue/v1beta2/topology_types.go`): the
 # slice a new Workload replaces (`namespace/name`), and the first slice's name, shared by every slice
 # of the chain and stamped on the pods.

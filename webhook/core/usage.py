@@ -13,11 +13,13 @@ All times are whole seconds since the epoch, as conditions carry them, so a tota
 Workloads' admission intervals say, to the second.
 
 A `Ledger` holds one period's totals up to its `watermark` and the holdings still open at the
-watermark. `advance` adds what the given holdings held in [watermark, until): a pure function of
+watermark. `advance` adds what the given holdings held up to a new watermark: a pure function of
 the ledger and the Workloads, so whoever advances a persisted ledger (a new leader included) adds
-each second once. The open holdings kept with the ledger are what closes a holding whose Workload
-no longer shows it (`resolve`): an eviction keeps its release time on the object, but not the
-admitted amounts, which `status.admission` loses with it.
+each second once. The open holdings kept with the ledger say what was counted up to the
+watermark: a reservation whose start was stamped before a write but seen after it is counted from
+its start, one whose end was is given back what was counted past its end, and a holding whose
+Workload no longer shows it is closed (`resolve`): an eviction keeps its release time on the
+object, but not the admitted amounts, which `status.admission` loses with it.
 
 The ledger's wire form (`to_record`, `from_record`) is the `UsageRecord` of
 `webhook.api.schema_usage`; `aggregate` sums records for `kubectl kueue usage`.
@@ -76,6 +78,8 @@ class UsageKey:
     local_queue: str
     namespace: str
     priority_class: str
+    # The submitting user: empty until our webhook records it in a way users cannot forge (the
+    # dimension is in the record format already, so that records need no migration then).
     user: str
     flavor: str
     resource: str
@@ -208,9 +212,9 @@ class Resolved:
 def resolve(ledger: Ledger, observed: Iterable[Holding], released: Mapping[str, int | None]) -> Resolved:
     """The holdings to advance `ledger` with: those observed, plus those open at its watermark that no
     Workload shows any more. Such a holding ends at its Workload's release time (`released`, by uid,
-    an eviction) when that is known and not before the watermark; otherwise (the Workload was deleted,
-    or evicted and admitted again, while no leader saw it) at the watermark: nothing is counted twice,
-    and what cannot be known is not invented."""
+    an eviction) when that is known; otherwise (the Workload was deleted, or evicted and admitted
+    again, while no leader saw it) at the watermark: nothing is counted twice, and what cannot be
+    known is not invented."""
     out = list(observed)
     seen = {h.ident for h in out}
     unknown: list[Holding] = []
@@ -218,27 +222,46 @@ def resolve(ledger: Ledger, observed: Iterable[Holding], released: Mapping[str, 
         if held.ident in seen:
             continue
         end = released.get(uid)
-        if end is None or end < ledger.watermark:
+        if end is None:
             unknown.append(held)
             end = ledger.watermark
-        out.append(replace(held, end=end))
+        out.append(replace(held, end=max(held.start, end)))
     return Resolved(out, unknown)
 
 
+def _add(totals: dict[UsageKey, int], amounts: Mapping[UsageKey, int], seconds: int) -> None:
+    for key, value in amounts.items():
+        totals[key] = totals.get(key, 0) + value * seconds
+
+
 def advance(ledger: Ledger, holdings: Iterable[Holding], until: int) -> Ledger:
-    """`ledger` with what `holdings` held in [watermark, min(until, end)) added (unchanged when that
-    is empty). Each second is added once: a holding counts only from the watermark on."""
+    """`ledger` with what `holdings` held up to min(until, end) added (unchanged when that is not past
+    the watermark). Each second is added once, whenever its Workload's events arrive:
+
+    1. a holding open at the watermark (in `running`, same start) was counted up to it: it adds from
+       there, and gives back what was counted past its end when that end turns out to lie before;
+    2. one not in `running` that is open or ends after the watermark was never counted (its start was
+       stamped before, seen after, the last write): it adds from its start (within this period);
+    3. one not in `running` that ended by the watermark was counted, or has nothing in this span.
+    """
     lo, hi = ledger.watermark, min(until, ledger.end)
     if hi <= lo:
         return ledger
     totals = dict(ledger.totals)
     running: dict[str, Holding] = {}
     for held in holdings:
-        begin = max(held.start, lo)
+        counted = ledger.running.get(held.uid)
+        if counted is not None and counted.start == held.start:
+            begin = lo
+            if held.end is not None and held.end < lo:
+                _add(totals, held.amounts, -(lo - max(held.end, held.start, ledger.start)))
+        elif held.end is None or held.end > lo:
+            begin = max(held.start, ledger.start)
+        else:
+            continue
         stop = hi if held.end is None else min(held.end, hi)
         if stop > begin:
-            for key, value in held.amounts.items():
-                totals[key] = totals.get(key, 0) + value * (stop - begin)
+            _add(totals, held.amounts, stop - begin)
         if held.start <= hi and (held.end is None or held.end > hi):
             running[held.uid] = held
     return replace(ledger, watermark=hi, totals=totals, running=running)

@@ -35,19 +35,21 @@ from dataclasses import replace
 from typing import Any
 
 from webhook import kube as k
-from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.core import usage
 from webhook.core.workload import parse_time
 from webhook.worker.store import Store
 
-__all__ = ["FLUSH_S", "PERIOD_S", "RECORDS", "SETTLE_S", "UsageAccountant"]
+__all__ = ["FLUSH_S", "LAG_S", "PERIOD_S", "RECORDS", "SETTLE_S", "UsageAccountant"]
 
 log = logging.getLogger(__name__)
 
 PERIOD_S = 3600  # one UsageRecord per hour: `kubectl kueue usage --since/--until` to the hour
 FLUSH_S = 10.0  # how stale the newest record may get while reservations only go on
 SETTLE_S = 1.0  # the least time between two writes; a closed reservation is written this soon
+# The watermark stays this far behind the clock: a condition time is stamped before its write, which
+# lands (and is watched) a moment later. What arrives later still is corrected (`core.usage.advance`).
+LAG_S = 2
 # Spelled out so that the RBAC tests find what the worker calls (`webhook.api.schema_usage` names it).
 RECORDS = "/apis/pykueue.io/v1alpha1/usagerecords"
 _RELOAD_S = 60.0  # between attempts to read the records at start
@@ -66,6 +68,7 @@ class UsageAccountant:
         period_s: int = PERIOD_S,
         flush_s: float = FLUSH_S,
         settle_s: float = SETTLE_S,
+        lag_s: int = LAG_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.kube = kube
@@ -74,6 +77,7 @@ class UsageAccountant:
         self.period_s = period_s
         self.flush_s = flush_s
         self.settle_s = settle_s
+        self.lag_s = lag_s
         self.clock = clock
         self._lock = threading.Lock()
         self._current: dict[str, usage.Holding] = {}  # uid → the reservation its Workload shows
@@ -89,7 +93,7 @@ class UsageAccountant:
             return
         uid = o.uid(obj)
         now = int(self.clock())
-        held = usage.holding_of(obj, cohort=self._cohort(obj), user=_user(obj))
+        held = usage.holding_of(obj, cohort=self._cohort(obj))
         if etype == "DELETED" and held is not None and held.end is None:
             gone = parse_time(o.meta(obj).get("deletionTimestamp"))  # absent when it had no finalizer
             held = replace(held, end=max(held.start, int(gone.timestamp()) if gone is not None else now))
@@ -173,7 +177,7 @@ class UsageAccountant:
     def flush(self) -> None:
         """Advance the periods not yet complete to now, oldest first, one write each; a complete
         newest period is followed by the next, which starts with the reservations it left open."""
-        until = int(self.clock())
+        until = int(self.clock()) - self.lag_s
         with self._lock:
             observed = [*self._current.values(), *self._closed.values()]
             released = dict(self._released)
@@ -234,7 +238,3 @@ class UsageAccountant:
         """The periods held now (for metrics and tests)."""
         with self._lock:
             return [entry[0] for _, entry in sorted(self._ledgers.items())]
-
-
-def _user(wl: Mapping[str, Any]) -> str:
-    return str(o.annotations(wl).get(c.SUBMITTED_BY_ANNOTATION) or "")

@@ -131,7 +131,9 @@ UPSTREAM_CONVERSION = {"clusterqueues", "cohorts", "localqueues", "multikueueclu
 def test_every_upstream_crd_is_installed_with_upstreams_conversion_choice(definitions):
     files = schema.render_manifests()
     assert {
-        name.removeprefix("kueue.x-k8s.io_").removesuffix(".yaml") for name in files if name.startswith("kueue.x-k8s.io_")
+        name.removeprefix("kueue.x-k8s.io_").removesuffix(".yaml")
+        for name in files
+        if name.startswith("kueue.x-k8s.io_")
     } == UPSTREAM_CRDS
     assert {
         d["spec"]["names"]["plural"] for d in definitions.values() if "conversion" in d["spec"]

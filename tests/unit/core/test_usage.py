@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random as rnd
 from typing import Any
@@ -74,7 +75,6 @@ def test_holding_amounts_per_flavor_and_resource_with_the_workloads_dimensions()
             psa("workers", 4, cpu=("on-demand", "4"), gpu=("h100", "4")),
             at=0,
         )
-        .annotation("pykueue.io/submitted-by", "alice")
         .obj()
     )
     wl["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
@@ -107,6 +107,24 @@ def test_advance_counts_each_second_from_the_watermark_to_until():
     assert again is out
     later = u.advance(out, held, BASE + 200)
     assert later.totals == {key(): 2000 * 60 + 500 * 170}
+
+
+def test_a_start_seen_after_the_write_that_passed_it_counts_from_the_start():
+    ledger = u.advance(u.new_ledger(BASE, HOUR), [], BASE + 100)
+    late = holding("a", 98, None, cpu=1000)  # stamped at 98, seen after the write up to 100
+    out = u.advance(ledger, [late], BASE + 110)
+    assert out.totals == {key(): 1000 * 12}
+    assert set(out.running) == {"a"}
+    assert u.advance(out, [late], BASE + 120).totals == {key(): 1000 * 22}
+
+
+def test_an_end_seen_after_the_write_that_passed_it_gives_back_what_was_counted_past_it():
+    ledger = u.advance(u.new_ledger(BASE, HOUR), [holding("a", 10, None, cpu=1000)], BASE + 100)
+    out = u.advance(ledger, [holding("a", 10, 97, cpu=1000)], BASE + 110)
+    assert out.totals == {key(): 1000 * 87}
+    assert out.running == {}
+    # a reservation that ended before the watermark and is not running was counted, or had nothing here
+    assert u.advance(out, [holding("a", 10, 97, cpu=1000)], BASE + 120).totals == {key(): 1000 * 87}
 
 
 def test_advance_stops_at_the_period_end():
@@ -215,3 +233,30 @@ def test_period_bounds_and_names_are_aligned_to_the_epoch():
     assert (start - BASE, end - BASE) == (HOUR, 2 * HOUR)
     assert u.record_name(start) == "usage-20250101-010000"
     assert list(itertools.islice(u.DIMENSIONS, 2)) == ["clusterQueue", "cohort"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_events_seen_late_still_give_exact_totals(seed):
+    """Starts and ends are seen up to 6 s after their time, writes lag the clock by 2 s: corrected."""
+    r = rnd.Random(seed)
+    truth = []
+    for i in range(10):
+        start = r.randrange(0, 2 * HOUR)
+        end = None if r.random() < 0.3 else start + r.randrange(8, HOUR)
+        truth.append((holding(f"w{i}", start, end, cpu=r.choice([250, 1000])), r.randrange(0, 7), r.randrange(0, 7)))
+    until = BASE + 3 * HOUR
+    ledgers = [u.new_ledger(BASE, HOUR)]
+    for now in range(BASE, until + 20, 5):
+        seen = []
+        for held, start_delay, end_delay in truth:
+            if held.start + start_delay > now:
+                continue
+            ended = held.end is not None and held.end + end_delay <= now
+            seen.append(held if ended else dataclasses.replace(held, end=None))
+        while True:
+            ledgers[-1] = u.advance(ledgers[-1], seen, min(now - 2, until))
+            if not (ledgers[-1].complete and ledgers[-1].end < min(now - 2, until)):
+                break
+            ledgers.append(u.new_ledger(ledgers[-1].end, HOUR, carried=ledgers[-1].running))
+    counted = sum(v for ledger in ledgers for v in ledger.totals.values())
+    assert counted == _exact([h for h, _, _ in truth], until)

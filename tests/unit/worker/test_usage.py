@@ -29,7 +29,7 @@ class Clock:
 
 
 def accountant(kube: FakeKube, clock: Clock, store: Store | None = None) -> UsageAccountant:
-    return UsageAccountant(kube, store or Store(), stop=threading.Event(), period_s=HOUR, clock=clock)
+    return UsageAccountant(kube, store or Store(), stop=threading.Event(), period_s=HOUR, lag_s=0, clock=clock)
 
 
 def running(name: str, at: int, cpu: str = "2") -> dict[str, Any]:
@@ -236,3 +236,22 @@ def test_writes_are_one_per_flush():
     clock.at(50)
     acc.flush()  # nothing new: no write
     assert len([call for call in kube.calls if call[0] in ("POST", "PUT")]) == 5
+
+
+def test_the_watermark_lags_the_clock():
+    kube, clock = FakeKube(), Clock(100)
+    acc = UsageAccountant(kube, Store(), stop=threading.Event(), period_s=HOUR, lag_s=2, clock=clock)
+    acc.load()
+    acc.flush()
+    assert record(kube).watermark == BASE + 98
+
+
+def test_a_reservation_seen_after_the_write_that_passed_its_start_is_counted_whole():
+    kube, clock = FakeKube(), Clock(100)
+    acc = accountant(kube, clock)
+    acc.load()
+    acc.flush()
+    acc.on_event("workloads", "ADDED", running("a", 99))  # its admission was stamped at 99
+    clock.at(110)
+    acc.flush()
+    assert cpu_seconds(kube) == {"usage-20250101-000000": 2000 * 11}
