@@ -35,7 +35,9 @@ from dataclasses import replace
 from typing import Any
 
 from webhook import kube as k
+from webhook import metrics
 from webhook.api import objects as o
+from webhook.api import quantity
 from webhook.core import usage
 from webhook.core.workload import parse_time
 from webhook.worker.store import Store
@@ -86,6 +88,7 @@ class UsageAccountant:
         self._closing = threading.Event()  # a reservation ended: write soon
         # The periods being written, by start, with the resourceVersion of their record (None: not created).
         self._ledgers: dict[int, tuple[usage.Ledger, str | None]] = {}
+        self._archived: dict[usage.UsageKey, int] = {}  # the totals of every older record, for the metric
 
     # == events (informer threads) ================================================================
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
@@ -136,6 +139,7 @@ class UsageAccountant:
         while not self.stop.is_set():
             try:
                 self.load()
+                metrics.USAGE.use(self.metric_samples)
                 break
             except k.KubeError as exc:  # e.g. the CRD not installed yet
                 log.warning("usage records not readable yet", extra={"kind": "UsageRecord", "error": str(exc)})
@@ -155,6 +159,7 @@ class UsageAccountant:
         """Resume from the newest UsageRecord (or, with none yet, from the start of this period)."""
         items, _ = self.kube.list(RECORDS)
         newest: tuple[usage.Ledger, str | None] | None = None
+        archived: dict[usage.UsageKey, int] = {}
         for item in items:
             try:
                 ledger = usage.from_record(item)
@@ -162,12 +167,17 @@ class UsageAccountant:
                 log.warning("usage record ignored", extra={"kind": "UsageRecord", "error": str(exc)})
                 continue
             if newest is None or ledger.start > newest[0].start:
+                if newest is not None:
+                    _merge(archived, newest[0].totals)
                 newest = (ledger, o.meta(item).get("resourceVersion"))
+            else:
+                _merge(archived, ledger.totals)
         if newest is None:
             start, _ = usage.period_bounds(int(self.clock()), self.period_s)
             newest = (usage.new_ledger(start, self.period_s), None)
         with self._lock:
             self._ledgers = {newest[0].start: newest}
+            self._archived = archived
         ledger = newest[0]
         log.info(
             "usage accounting resumed",
@@ -229,12 +239,37 @@ class UsageAccountant:
         kept = {s: entry for s, entry in ledgers.items() if s == newest or not entry[0].complete}
         done = min(entry[0].watermark for entry in kept.values())
         with self._lock:
+            for start, (ledger, _) in ledgers.items():
+                if start not in kept:  # written complete: its totals join the older records'
+                    _merge(self._archived, ledger.totals)
             self._ledgers = kept
             for ident, held in list(self._closed.items()):
                 if held.end is not None and held.end <= done:
                     del self._closed[ident]
 
+    def totals(self) -> dict[usage.UsageKey, int]:
+        """Resource-seconds per row over every record (for `pykueue_usage_resource_seconds_total`)."""
+        with self._lock:
+            out = dict(self._archived)
+            for ledger, _ in self._ledgers.values():
+                _merge(out, ledger.totals)
+        return out
+
+    def metric_samples(self) -> list[tuple[tuple[str, ...], float]]:
+        """`totals` as the metric's label values (no user: not recorded yet) and resource-seconds."""
+        out: dict[tuple[str, ...], float] = {}
+        for key, value in self.totals().items():
+            labels = tuple(v for d, v in zip(usage.DIMENSIONS, key.values(), strict=True) if d != "user")
+            per = 1000 if quantity.is_milli_resource(key.resource) else 1
+            out[labels] = out.get(labels, 0.0) + value / per
+        return sorted(out.items())
+
     def ledgers(self) -> list[usage.Ledger]:
         """The periods held now (for metrics and tests)."""
         with self._lock:
             return [entry[0] for _, entry in sorted(self._ledgers.items())]
+
+
+def _merge(into: dict[usage.UsageKey, int], totals: Mapping[usage.UsageKey, int]) -> None:
+    for key, value in totals.items():
+        into[key] = into.get(key, 0) + value

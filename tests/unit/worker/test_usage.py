@@ -255,3 +255,40 @@ def test_a_reservation_seen_after_the_write_that_passed_its_start_is_counted_who
     clock.at(110)
     acc.flush()
     assert cpu_seconds(kube) == {"usage-20250101-000000": 2000 * 11}
+
+
+def test_the_metric_starts_from_every_record_and_counts_on():
+    """`pykueue_usage_resource_seconds_total` after a restart: older records, then the newest, then more."""
+    kube, clock = FakeKube(), Clock(HOUR - 100)
+    a = accountant(kube, clock)
+    wl = running("a", HOUR - 200, cpu="1500m")
+    a.on_event("workloads", "ADDED", wl)
+    a.load()
+    clock.at(HOUR + 50)
+    a.flush()
+    b = accountant(kube, clock)
+    b.on_event("workloads", "ADDED", wl)
+    b.load()
+    labels = ("cq", "", "lq", "ns", "", "on-demand", "cpu")
+    assert b.metric_samples() == [(labels, 1.5 * 250)]
+    clock.at(HOUR + 60)
+    b.flush()
+    assert b.metric_samples() == [(labels, 1.5 * 260)]
+
+
+def test_the_metric_collector_reads_the_leaders_totals():
+    from webhook import metrics
+
+    kube, clock = FakeKube(), Clock(100)
+    acc = accountant(kube, clock)
+    acc.on_event("workloads", "ADDED", finished(running("a", 10), 40))
+    acc.load()
+    acc.flush()
+    metrics.USAGE.use(acc.metric_samples)
+    try:
+        (family,) = list(metrics.USAGE.collect())
+        assert [(s.name, s.labels["cluster_queue"], s.labels["resource"], s.value) for s in family.samples] == [
+            ("pykueue_usage_resource_seconds_total", "cq", "cpu", 60.0)
+        ]
+    finally:
+        metrics.USAGE.use(None)
