@@ -1,10 +1,14 @@
 """Usage accounting (ours): UsageRecord totals equal the Workloads' admission intervals, to the second,
-across repeated leader kills (two replicas on one lease, the holder's worker SIGKILLed while Jobs run)."""
+across repeated leader kills (two replicas on one lease, the holder's worker SIGKILLed while Jobs run),
+and `kubectl kueue usage` shows them."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -21,6 +25,7 @@ from webhook.core import usage
 from webhook.core.workload import parse_time
 from webhook.worker.usage import RECORDS
 
+CLI = Path(sys.executable).parent / "kubectl-kueue"
 JOBS = 36
 KILLS = 3
 LEASE, RENEW, RETRY = 4.0, 3.0, 1.0
@@ -125,6 +130,19 @@ def test_usage_totals_match_admission_intervals_across_leader_kills(kubectl: Kub
         )
         print(f"usage: takeovers {takeovers} s, {sum(expected.values()) / 1000:.0f} cpu-seconds in {JOBS} workloads")
         assert recorded == expected
+        # what `kubectl kueue usage` shows for the namespace, per LocalQueue, in core-hours
+        proc = subprocess.run(
+            [str(CLI), "usage", "--by", "localqueue", "-n", ns, "-o", "json"],
+            env={**os.environ, "KUBECONFIG": str(stack.kubeconfig)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        shown = {
+            i["localQueue"]: i["resourceHours"] for i in json.loads(proc.stdout)["items"] if i["resource"] == "cpu"
+        }
+        assert shown == {lq: round(v / 1000 / 3600, 6) for (_, lq), v in expected.items()}
         errors = [e for r in replicas for e in rel.log_errors(r.log)]
         assert errors == []
     finally:
