@@ -18,6 +18,10 @@ Why nothing is lost or counted twice across leader failovers, restarts and upgra
   QuotaReserved=False time, with the amounts kept in the record's `running` list. Periods no
   leader saw are written in order, each completed before the next is created.
 
+Events arrive a moment after the times they carry: the watermark lags the clock by `lag_s`, and a
+reservation seen after a write that passed its start or end is corrected on the next write (the
+record's `running` list says what was counted: `core.usage.advance`).
+
 What cannot be known is not invented: a reservation open at the watermark whose Workload is gone
 (deleted and its finalizer removed) or admitted again by the time a new leader looks ends at the
 watermark (a warning names it). Both need the leader to die within `settle_s` of the change, as a
@@ -263,11 +267,6 @@ class UsageAccountant:
             per = 1000 if quantity.is_milli_resource(key.resource) else 1
             out[labels] = out.get(labels, 0.0) + value / per
         return sorted(out.items())
-
-    def ledgers(self) -> list[usage.Ledger]:
-        """The periods held now (for metrics and tests)."""
-        with self._lock:
-            return [entry[0] for _, entry in sorted(self._ledgers.items())]
 
 
 def _merge(into: dict[usage.UsageKey, int], totals: Mapping[usage.UsageKey, int]) -> None:
