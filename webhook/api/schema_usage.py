@@ -8,7 +8,8 @@ default), named after its start (`usage-20261127-210000`):
     status.usage[]                     resource-seconds of admitted quota per clusterQueue, cohort,
                                        localQueue, namespace, priorityClass, user, flavor, resource
     status.running[]                   the reservations open at the watermark (uid, workload, since,
-                                       amounts), so that a new leader can close them
+                                       amounts by index of their row in usage[]): what was counted
+                                       up to the watermark, and what a new leader closes
 
 Amounts are quantities of the resource times seconds (`cpu: "7200"` is two CPU-hours). There is
 no status subresource: only the leader writes a record, whole, under its resourceVersion.
@@ -74,7 +75,11 @@ def _schema() -> dict[str, Any]:
                                 "uid": {"type": "string"},
                                 "workload": {"type": "string"},
                                 "since": time,
-                                "amounts": {"type": "array", "items": _row("amount", "Quantity held.")},
+                                "amounts": {
+                                    "type": "object",
+                                    "description": "Quantity held, by index of its row in usage.",
+                                    "additionalProperties": _QUANTITY,
+                                },
                             },
                         },
                     },

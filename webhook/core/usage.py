@@ -283,20 +283,12 @@ def record_name(start: int) -> str:
     return "usage-" + datetime.fromtimestamp(start, UTC).strftime("%Y%m%d-%H%M%S")
 
 
-def _amounts_to_api(amounts: Mapping[UsageKey, int], field_name: str) -> list[dict[str, str]]:
-    return [{**key.to_api(), field_name: quantity.format_amount(key.resource, v)} for key, v in sorted(amounts.items())]
-
-
-def _amounts_from_api(rows: object, field_name: str) -> dict[UsageKey, int]:
-    out: dict[UsageKey, int] = {}
-    for row in rows if isinstance(rows, list) else ():
-        key = UsageKey.from_api(row)
-        out[key] = out.get(key, 0) + quantity.amount(key.resource, str(row.get(field_name) or "0"))
-    return out
-
-
 def to_record(ledger: Ledger) -> dict[str, Any]:
-    """The UsageRecord of a ledger (no resourceVersion: the writer adds the one it read)."""
+    """The UsageRecord of a ledger (no resourceVersion: the writer adds the one it read). An open
+    reservation names its amounts by row (`status.usage` index): a record holds one entry per
+    Workload admitted at its watermark, so each must stay small."""
+    keys = sorted(set(ledger.totals) | {key for held in ledger.running.values() for key in held.amounts})
+    row = {key: i for i, key in enumerate(keys)}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -304,13 +296,18 @@ def to_record(ledger: Ledger) -> dict[str, Any]:
         "spec": {"periodStart": format_time(ledger.start), "periodEnd": format_time(ledger.end)},
         "status": {
             "watermark": format_time(ledger.watermark),
-            "usage": _amounts_to_api(ledger.totals, "resourceSeconds"),
+            "usage": [
+                {**key.to_api(), "resourceSeconds": quantity.format_amount(key.resource, ledger.totals.get(key, 0))}
+                for key in keys
+            ],
             "running": [
                 {
                     "uid": held.uid,
                     "workload": held.workload,
                     "since": format_time(held.start),
-                    "amounts": _amounts_to_api(held.amounts, "amount"),
+                    "amounts": {
+                        str(row[k]): quantity.format_amount(k.resource, v) for k, v in sorted(held.amounts.items())
+                    },
                 }
                 for _, held in sorted(ledger.running.items())
             ],
@@ -325,20 +322,28 @@ def from_record(record: Mapping[str, Any]) -> Ledger:
     if start is None or end is None or end <= start:
         raise ValueError(f"UsageRecord {(record.get('metadata') or {}).get('name')}: bad period")
     watermark = _seconds(status.get("watermark"))
+    keys = [UsageKey.from_api(row) for row in status.get("usage") or ()]
+    totals: dict[UsageKey, int] = {}
+    for key, row in zip(keys, status.get("usage") or (), strict=True):
+        if value := quantity.amount(key.resource, str(row.get("resourceSeconds") or "0")):
+            totals[key] = totals.get(key, 0) + value
     running = {}
     for entry in status.get("running") or ():
         since = _seconds(entry.get("since"))
-        if since is None:
-            continue
-        uid = str(entry.get("uid") or "")
-        running[uid] = Holding(
-            uid, str(entry.get("workload") or ""), since, None, _amounts_from_api(entry.get("amounts"), "amount")
-        )
+        amounts: dict[UsageKey, int] = {}
+        for index, text in (entry.get("amounts") or {}).items():
+            if not str(index).isdigit() or int(index) >= len(keys):
+                raise ValueError(f"UsageRecord {(record.get('metadata') or {}).get('name')}: no usage row {index}")
+            key = keys[int(index)]
+            amounts[key] = quantity.amount(key.resource, str(text))
+        if since is not None:
+            uid = str(entry.get("uid") or "")
+            running[uid] = Holding(uid, str(entry.get("workload") or ""), since, None, amounts)
     return Ledger(
         start=start,
         end=end,
         watermark=min(end, max(start, watermark if watermark is not None else start)),
-        totals=_amounts_from_api(status.get("usage"), "resourceSeconds"),
+        totals=totals,
         running=running,
     )
 
