@@ -26,7 +26,7 @@ What cannot be known is not invented: a reservation open at the watermark whose 
 (deleted and its finalizer removed) or admitted again by the time a new leader looks ends at the
 watermark (a warning names it). Both need the leader to die within `settle_s` of the change, as a
 closed reservation brings the next write forward to then. Records are written at most once per
-`settle_s`, and once per `flush_s` while nothing closes.
+`settle_s`, once per `flush_s` while nothing closes, and once per `IDLE_S` while nothing holds quota.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from webhook.core import usage
 from webhook.core.workload import parse_time
 from webhook.worker.store import Store
 
-__all__ = ["FLUSH_S", "LAG_S", "PERIOD_S", "RECORDS", "SETTLE_S", "UsageAccountant"]
+__all__ = ["FLUSH_S", "IDLE_S", "LAG_S", "PERIOD_S", "RECORDS", "SETTLE_S", "UsageAccountant"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ SETTLE_S = 1.0  # the least time between two writes; a closed reservation is wri
 LAG_S = 2
 # Spelled out so that the RBAC tests find what the worker calls (`webhook.api.schema_usage` names it).
 RECORDS = "/apis/pykueue.io/v1alpha1/usagerecords"
+IDLE_S = 300  # while nothing holds quota, the watermark is written this often (and at each period end)
 _RELOAD_S = 60.0  # between attempts to read the records at start
 _CATCH_UP = 24 * 366  # at most this many periods written in one go after a long leaderless spell
 
@@ -206,7 +207,7 @@ class UsageAccountant:
             ledger, rv = ledgers[pending[0]]
             resolved = usage.resolve(ledger, observed, released)
             advanced = usage.advance(ledger, resolved.holdings, until)
-            if advanced is ledger and rv is not None:
+            if rv is not None and (advanced is ledger or self._idle(ledger, advanced, until)):
                 break
             ledgers[ledger.start] = written = self._write(advanced, rv)
             for held in resolved.unknown_end:
@@ -217,6 +218,12 @@ class UsageAccountant:
             if not written[0].complete:
                 break  # the current period (or one re-read after a conflict: the next flush goes on)
         self._keep(ledgers)
+
+    def _idle(self, ledger: usage.Ledger, advanced: usage.Ledger, until: int) -> bool:
+        """Nothing held and nothing added: the watermark alone moves, which a new leader would
+        redo from the Workloads the same way; written once per `IDLE_S` and when the period ends."""
+        held = ledger.running or advanced.running or advanced.totals != ledger.totals
+        return not held and not advanced.complete and until - ledger.watermark < IDLE_S
 
     def _write(self, ledger: usage.Ledger, rv: str | None) -> tuple[usage.Ledger, str | None]:
         record = usage.to_record(ledger)

@@ -11,7 +11,7 @@ from webhook.api import schema_usage
 from webhook.core import usage as u
 from webhook.kube import object_path
 from webhook.worker.store import Store
-from webhook.worker.usage import RECORDS, UsageAccountant
+from webhook.worker.usage import IDLE_S, RECORDS, UsageAccountant
 
 BASE = int(T0.timestamp())
 HOUR = 3600
@@ -292,3 +292,20 @@ def test_the_metric_collector_reads_the_leaders_totals():
         ]
     finally:
         metrics.USAGE.use(None)
+
+
+def test_an_idle_cluster_writes_its_watermark_rarely_and_each_period_end():
+    kube, clock = FakeKube(), Clock(0)
+    acc = accountant(kube, clock)
+    acc.load()
+    for t in range(10, HOUR + 100, 10):
+        clock.at(t)
+        acc.flush()
+    writes = [call for call in kube.calls if call[0] in ("POST", "PUT")]
+    # the create, every IDLE_S, the first period's end, and the next period's create
+    assert len(writes) == 1 + (HOUR - 10) // IDLE_S + 1 + 1
+    assert record(kube).complete
+    acc.on_event("workloads", "ADDED", running("a", HOUR + 100))
+    clock.at(HOUR + 110)
+    acc.flush()
+    assert cpu_seconds(kube)["usage-20250101-010000"] == 2000 * 10
