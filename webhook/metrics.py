@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, disable_created_metrics
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.metrics import MetricWrapperBase
 
 from webhook.config.types import MetricsCustomLabel
@@ -86,6 +87,8 @@ __all__ = [
     "ROLE",
     "UNADMITTED_WORKLOADS",
     "UNTRACKED_VALUE",
+    "USAGE",
+    "USAGE_LABELS",
     "WEBHOOK_LATENCY",
     "WEBHOOK_OUTCOMES",
     "WEBHOOK_REQUESTS",
@@ -95,6 +98,8 @@ __all__ = [
     "WORKLOAD_EVICTION_LATENCY",
     "CustomLabels",
     "Family",
+    "UsageCollector",
+    "UsageTotals",
     "configure",
     "custom_labels",
     "exponential_buckets",
@@ -798,3 +803,41 @@ MULTIKUEUE_WORKLOADS_ADMITTED = Counter(
     ["cluster_queue", "cluster", ROLE],
     registry=WORKER_REGISTRY,
 )
+
+
+# -- usage accounting (ours, not upstream's: `webhook.worker.usage`) ------------------------------------
+USAGE_LABELS = ("cluster_queue", "cohort", "local_queue", "namespace", "priority_class", "flavor", "resource")
+UsageTotals = Callable[[], Iterable[tuple[tuple[str, ...], float]]]
+
+
+class UsageCollector:
+    """`pykueue_usage_resource_seconds_total`: resource-seconds of admitted quota (cpu in cores, other
+    resources in their units) per ClusterQueue, cohort, LocalQueue, namespace, priority class,
+    flavor and resource. Read from the leader's UsageRecords at each scrape, so it starts from the
+    durable totals after a failover or restart instead of zero; only the lease holder has a source.
+    A late correction (`core.usage.advance`) can take a series back by a few seconds' worth."""
+
+    NAME = "pykueue_usage_resource_seconds"
+
+    def __init__(self) -> None:
+        self._source: UsageTotals | None = None
+
+    def use(self, source: UsageTotals | None) -> None:
+        self._source = source
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            self.NAME,
+            "Resource-seconds of admitted quota, from the UsageRecords (pykueue.io).",
+            labels=[*USAGE_LABELS, ROLE],
+        )
+        for labels, value in self._source() if self._source is not None else ():
+            family.add_metric([*labels, "leader"], value)
+        yield family
+
+
+USAGE = UsageCollector()
+WORKER_REGISTRY.register(USAGE)

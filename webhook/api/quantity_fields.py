@@ -55,6 +55,8 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     ),
     "clusterqueues": (*_QUOTAS, "spec.fairSharing.weight", *_USAGE, _CONSUMED),
     "cohorts": (*_QUOTAS, "spec.fairSharing.weight", _CONSUMED),
+    # Ours (`webhook.api.schema_usage`): resource-seconds and amounts held.
+    "usagerecords": ("status.usage[].resourceSeconds", "status.running[].amounts.*"),
     "localqueues": (
         "spec.fairSharing.weight",
         "status.flavorsReservation[].resources[].total",

@@ -23,6 +23,7 @@ from webhook.cli.listing import list_
 from webhook.cli.output import now_utc
 from webhook.cli.passthrough import passthrough_groups
 from webhook.cli.session import AliasedGroup, Connect, Session, kube_options, session
+from webhook.cli.usage import usage_command
 
 __all__ = ["cli", "complete_main", "main", "run"]
 
@@ -66,6 +67,7 @@ cli.add_command(stop)
 cli.add_command(resume)
 cli.add_command(explain)
 cli.add_command(dry_run)
+cli.add_command(usage_command)
 for _group in passthrough_groups():
     cli.add_command(_group)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import known_owners
-from webhook.api import integrations
+from webhook.api import integrations, schema_usage
 from webhook.api import trainjob as tj
 from webhook.certmanager import conversion_crd_names
 from webhook.visibility.api import PYKUEUE_GROUP
@@ -42,6 +42,7 @@ __all__ = [
     "LOOKUPS",
     "METRICS_AUTH",
     "METRICS_READER",
+    "USAGE_RECORD_VIEWER",
     "VISIBILITY_AUTH",
     "WORKER",
     "Access",
@@ -49,6 +50,7 @@ __all__ = [
     "manager_access",
     "manager_rbac",
     "metrics_reader_role",
+    "usage_record_viewer_role",
     "user_roles",
 ]
 
@@ -220,6 +222,13 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             "queue status",
         ),
         *_integration_access(),
+        Access(
+            schema_usage.GROUP,
+            (schema_usage.PLURAL,),
+            ("create", "get", "list", "update"),
+            WORKER,
+            "usage accounting: one UsageRecord per period (ours)",
+        ),
         Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
         Access("", ("limitranges",), _READ, WORKER, "LimitRange defaults and bounds of pending Workloads"),
@@ -532,6 +541,7 @@ def user_roles() -> list[dict[str, Any]]:
         *(_user_role(kind, editor) for kind in _USER_KINDS for editor in (False, True)),
         *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
         local_queue_limits_role(),
+        usage_record_viewer_role(),
         metrics_reader_role(),
     ]
 
@@ -585,4 +595,22 @@ def local_queue_limits_role() -> dict[str, Any]:
                 "verbs": list(_READ),
             }
         ],
+    }
+
+
+USAGE_RECORD_VIEWER = "kueue-usagerecord-viewer-role"
+
+
+def usage_record_viewer_role() -> dict[str, Any]:
+    """Reading the UsageRecords (ours, `pykueue.io`: `kubectl kueue usage`): cluster-wide usage of every
+    team, so for batch admins only (aggregated into kueue-batch-admin-role). Nobody but the worker
+    writes them: no editor role."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {
+            "name": USAGE_RECORD_VIEWER,
+            "labels": {"rbac.kueue.x-k8s.io/role": "usagerecord-viewer", _ADMIN: "true"},
+        },
+        "rules": [{"apiGroups": [schema_usage.GROUP], "resources": [schema_usage.PLURAL], "verbs": list(_READ)}],
     }

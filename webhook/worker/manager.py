@@ -36,6 +36,8 @@ Threads (all daemons; the process exits when leadership ends):
   MultiKueueClusters, MultiKueueConfigs and the Secrets of Kueue's namespace.
 * Workload retention (one deadline heap and a `WorkQueue`), with
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
+* usage accounting (one thread): resource-seconds of admitted quota written to UsageRecords at a
+  bounded rate, resumed from the newest one on start (ours): `usage`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
@@ -85,6 +87,7 @@ from webhook.worker.reconcilers.workload import WorkloadReconciler
 from webhook.worker.reporter import MetricsReporter, WorkloadState
 from webhook.worker.retention import WorkloadRetention
 from webhook.worker.store import Store, object_key
+from webhook.worker.usage import UsageAccountant
 from webhook.worker.workqueue import WorkQueue
 from webhook.worker.writers import Call, StatusWrite, Writer
 
@@ -408,6 +411,8 @@ class Manager:
             and config.feature_enabled(Feature.TAS_FAILED_NODE_REPLACEMENT)
             else None
         )
+        # Usage accounting: resource-seconds of admitted quota in UsageRecords (`usage`, ours).
+        self.usage = UsageAccountant(kube, self.store, stop=stop)
         settings = self.core.config.dra_settings
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
@@ -419,6 +424,7 @@ class Manager:
             *(w.reconciler for w in self.integrations),
             self.workloads,
             self.provisioning,
+            self.usage,
             *(
                 r
                 for r in (self.variants, self.retention, self.topology_ungater, self.node_failures, self.multikueue)

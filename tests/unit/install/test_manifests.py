@@ -204,8 +204,11 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
             "kueue-pending-workloads-lq-viewer-role",
             "kueue-metrics-reader",
             "kueue-localqueue-limits-viewer-role",
+            "kueue-usagerecord-viewer-role",  # ours: batch admins read the UsageRecords
         ]
     )
+    assert roles["kueue-usagerecord-viewer-role"]["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-admin"] == "true"
+    assert "rbac.kueue.x-k8s.io/batch-user" not in roles["kueue-usagerecord-viewer-role"]["metadata"]["labels"]
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     lq_viewer = roles["kueue-localqueue-viewer-role"]["metadata"]["labels"]
     assert lq_viewer == {
