@@ -278,7 +278,7 @@ class MultiClusterSystem:
             self.down()
 
 
-class _OurStack:
+class OurMember:
     """Our Stack as a `System` (the CLI's members): the MultiKueue Configuration, no dashboard."""
 
     def __init__(self, member: Member, directory: Path, host_exec: HostExec, binds: Mapping[Path, Path]) -> None:
@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("command", choices=["up", "down"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)
-    system = MultiClusterSystem(args.dir.resolve(), _OurStack)
+    system = MultiClusterSystem(args.dir.resolve(), OurMember)
     try:
         if args.command == "up":
             system.up()
