@@ -123,14 +123,13 @@ class Member:
         return FakeNode(f"kind-{self.name}-worker", dict(NODE_LABELS))
 
     def cluster_args(self) -> dict[str, Any]:
-        """The `Cluster` keywords that set this member apart from the other two."""
+        """The `Cluster` keywords that set this member apart from the other two (its one node aside: `node`)."""
         return {
             "listen_ip": self.listen_ip,
             "apiserver_port": self.apiserver_port,
             "extra_sans": (self.control_plane,),
             "pod_cidr": self.pod_cidr,
             "apiserver_args": WORKER_APISERVER_ARGS if self.is_worker else (),
-            "nodes": (self.node,),
         }
 
 
@@ -287,6 +286,7 @@ class OurMember:
             teardown_on_exit=False,
             job_pods_run=math.inf,
             host_exec=host_exec,
+            nodes=(member.node,),
             cluster_args=member.cluster_args(),
             command_prefix=private_mounts(binds),
             dashboard=False,

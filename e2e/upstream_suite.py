@@ -725,7 +725,7 @@ def multicluster_system(system_name: str, out: Path, bin_dir: Path, module: Path
 
     def make(member: Member, directory: Path, host_exec: HostExec, binds: Mapping[Path, Path]) -> System:
         member_suite = dataclasses.replace(suite, nodes=(member.node,), manager_node=member.node.name)
-        args = {k: v for k, v in member.cluster_args().items() if k != "nodes"}
+        args = member.cluster_args()
         if system_name == "ours":
             return OursSystem(
                 directory / "stack",
