@@ -9,7 +9,9 @@ never run; kwok writes their status according to e2e/kwok-stages.yaml.
 CLI:     python e2e/cluster.py up|down|status [--dir DIR]
 Python:  with Cluster() as c: c.kubectl("get", "nodes")
 
-Everything listens on 127.0.0.1 only. State lives in DIR (default
+Everything listens on 127.0.0.1 only, except that `Cluster(listen_ip=..., apiserver_port=...)` puts the
+API server on another loopback address and a fixed port (MultiKueue's workers, e2e/multicluster.py:
+https://kind-workerN-control-plane:6443 as kind serves them). State lives in DIR (default
 <repo>/.run/cluster): pki/, logs/, etcd data, kubeconfigs, `pids` and
 `state.json`, so `down` (or the next `up`) can clean up after a process that
 died without tearing down.
@@ -225,10 +227,10 @@ def free_port(taken: set[int]) -> int:
             return port
 
 
-def port_open(port: int) -> bool:
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((host, port)) == 0
 
 
 def tail(path: Path, lines: int = 25) -> str:
@@ -315,7 +317,16 @@ class _Pki:
         )
         path.chmod(0o600)
 
-    def generate(self, client_identities: dict[str, tuple[str, list[str]]], node: RealNodeSpec | None) -> None:
+    def generate(
+        self,
+        client_identities: dict[str, tuple[str, list[str]]],
+        node: RealNodeSpec | None,
+        *,
+        listen_ip: str = "127.0.0.1",
+        extra_sans: Sequence[str] = (),
+    ) -> None:
+        """Every certificate and the SA key; the apiserver's serving certificate also names `listen_ip` and
+        `extra_sans` (a DNS name each, or an IP address)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
         until = now + dt.timedelta(days=30)
@@ -392,6 +403,8 @@ class _Pki:
                 x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
                 x509.IPAddress(ipaddress.ip_address(SERVICE_CIDR.split("/")[0]) + 1),
                 *([x509.IPAddress(ipaddress.ip_address(node.ip))] if node else []),
+                *([x509.IPAddress(ipaddress.ip_address(listen_ip))] if listen_ip != "127.0.0.1" else []),
+                *map(_san, extra_sans),
             ],
             self.serving_crt,
             self.serving_key,
@@ -422,6 +435,14 @@ class _Pki:
         self.sa_pub.write_bytes(
             sa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         )
+
+
+def _san(name: str) -> x509.GeneralName:
+    """An IP address SAN for an address, a DNS name SAN for anything else."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 # --------------------------------------------------------------------------- processes
@@ -518,12 +539,14 @@ def kill_group(proc: Proc, term_timeout: float = 10.0) -> None:
 # --------------------------------------------------------------------------- HTTP probes
 
 
-def _get(port: int, path: str, ctx: ssl.SSLContext | None, timeout: float = 3.0) -> tuple[int, bytes]:
+def _get(
+    port: int, path: str, ctx: ssl.SSLContext | None, timeout: float = 3.0, host: str = "127.0.0.1"
+) -> tuple[int, bytes]:
     conn: http.client.HTTPConnection
     if ctx is None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
     else:
-        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout, context=ctx)
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=ctx)
     try:
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -562,17 +585,36 @@ class Cluster:
         host_exec: HostExec | None = None,
         real_node: RealNodeSpec | None = None,
         nodes: Sequence[FakeNode] = NODES,
+        listen_ip: str = "127.0.0.1",
+        apiserver_port: int | None = None,
+        extra_sans: Sequence[str] = (),
+        pod_cidr: str = POD_CIDR,
+        apiserver_args: Sequence[str] = (),
     ) -> None:
         """`job_pods_run`: seconds a Job-owned pod without an agnhost behaviour runs before kwok completes
         it (None: PYKUEUE_POD_RUN_SECONDS or 2 s; math.inf: until deleted, as upstream's suite expects).
         `host_exec`: let `kubectl exec` reach this host (off by default: it runs commands as this user).
         `real_node`: get ready for that node to join (see RealNodeSpec); needs a private network namespace.
-        `nodes`: the fake nodes kwok runs (upstream's suites want the layouts of their kind configs)."""
+        `nodes`: the fake nodes kwok runs (upstream's suites want the layouts of their kind configs).
+        `listen_ip`, `apiserver_port`: where the API server listens and what every kubeconfig names (another
+        127/8 address and a fixed port: several clusters side by side, each at the address kind would give
+        it); None picks a free port. `extra_sans`: more names its serving certificate carries (DNS names or
+        IPs). `pod_cidr`: kwok's pod addresses (distinct per cluster keeps pod IPs unique across a run).
+        `apiserver_args`: more kube-apiserver flags, after ours."""
+        if not ipaddress.ip_address(listen_ip).is_loopback:
+            raise ValueError(f"listen_ip {listen_ip!r} is not a loopback address")
+        if real_node is not None and (listen_ip != "127.0.0.1" or apiserver_port is not None):
+            raise ValueError("a real node's cluster listens on 0.0.0.0 and a free port")
         self.dir = Path(directory or os.environ.get("PYKUEUE_CLUSTER_DIR") or DEFAULT_DIR).resolve()
         self.job_pods_run = job_pods_run
         self.host_exec = host_exec
         self.real_node = real_node
         self.nodes = tuple(nodes)
+        self.listen_ip = listen_ip
+        self.apiserver_port = apiserver_port
+        self.extra_sans = tuple(extra_sans)
+        self.pod_cidr = pod_cidr
+        self.apiserver_args = tuple(apiserver_args)
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
@@ -614,7 +656,7 @@ class Cluster:
         if "kube-apiserver" not in self.ports:
             state = self._read_state()
             self.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
-        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+        return f"https://{self.listen_ip}:{self.ports['kube-apiserver']}"
 
     @property
     def bin_dir(self) -> Path:
@@ -718,10 +760,16 @@ class Cluster:
                     log(f"stopping {proc.name} (pid {proc.pid})")
                 kill_group(proc)
             self._procs = []
+            apiserver = (self.ports or self._read_state().get("ports", {})).get("kube-apiserver")
+            listen_ip = self._read_state().get("listen_ip", self.listen_ip)
+
+            def is_open(port: int) -> bool:
+                return port_open(port, listen_ip if port == apiserver else "127.0.0.1")
+
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and any(port_open(p) for p in ports):
+            while time.monotonic() < deadline and any(is_open(p) for p in ports):
                 time.sleep(0.1)
-            still = sorted(p for p in ports if port_open(p))
+            still = sorted(p for p in ports if is_open(p))
             if still:
                 log(f"warning: ports still open after teardown: {still}")
             for path in (self.dir / "pids",):
@@ -736,10 +784,11 @@ class Cluster:
             result["processes"][proc.name] = {"pid": proc.pid, "alive": proc.alive()}
         state = self._read_state()
         if state.get("ports"):
-            result["server"] = f"https://127.0.0.1:{state['ports']['kube-apiserver']}"
+            listen_ip = state.get("listen_ip", "127.0.0.1")
+            result["server"] = f"https://{listen_ip}:{state['ports']['kube-apiserver']}"
             result["kubeconfig"] = str(self.kubeconfig)
             try:
-                code, body = _get(state["ports"]["kube-apiserver"], "/readyz", self._admin_ctx())
+                code, body = _get(state["ports"]["kube-apiserver"], "/readyz", self._admin_ctx(), host=listen_ip)
                 result["ready"] = code == 200 and body.strip() == b"ok"
             except (OSError, ssl.SSLError):
                 pass
@@ -769,8 +818,9 @@ class Cluster:
             kill_group(proc)
             self._procs.remove(proc)
             port = self.ports.get(name)
+            host = self.listen_ip if name == "kube-apiserver" else "127.0.0.1"
             deadline = time.monotonic() + 10
-            while port is not None and time.monotonic() < deadline and port_open(port):
+            while port is not None and time.monotonic() < deadline and port_open(port, host):
                 time.sleep(0.05)
             time.sleep(down_for)
             self._start(name, commands[name]())
@@ -815,11 +865,15 @@ class Cluster:
         if self.teardown_on_exit:
             self._install_exit_hooks()
 
+        if self.apiserver_port is not None and port_open(self.apiserver_port, self.listen_ip):
+            raise ClusterError(
+                "find ports", f"{self.listen_ip}:{self.apiserver_port} is already taken (another cluster still up?)"
+            )
         taken: set[int] = set()
         self.ports = {
             "etcd": free_port(taken),
             "etcd-peer": free_port(taken),
-            "kube-apiserver": free_port(taken),
+            "kube-apiserver": self.apiserver_port or free_port(taken),
             "kube-controller-manager": free_port(taken),
             "kube-scheduler": free_port(taken),
             "kwok": free_port(taken),
@@ -932,7 +986,12 @@ class Cluster:
         return read_pid_file(self.dir / "pids")
 
     def _write_state(self) -> None:
-        state = {"ports": self.ports, "kubeconfig": str(self.kubeconfig), "owner_pid": os.getpid()}
+        state = {
+            "ports": self.ports,
+            "listen_ip": self.listen_ip,
+            "kubeconfig": str(self.kubeconfig),
+            "owner_pid": os.getpid(),
+        }
         (self.dir / "state.json").write_text(json.dumps(state, indent=2) + "\n")
 
     def _read_state(self) -> dict[str, Any]:
@@ -960,7 +1019,7 @@ class Cluster:
 
     def _write_pki(self) -> None:
         identities = {**self._IDENTITIES, **(self.real_node.identities() if self.real_node else {})}
-        self._pki.generate(identities, self.real_node)
+        self._pki.generate(identities, self.real_node, listen_ip=self.listen_ip, extra_sans=self.extra_sans)
         ca = base64.b64encode(self._pki.ca_crt.read_bytes()).decode()
         for name, (user, _) in identities.items():
             crt, key = self._pki.client(name)
@@ -971,7 +1030,7 @@ class Cluster:
                     {
                         "name": "pykueue",
                         "cluster": {
-                            "server": f"https://127.0.0.1:{self.ports['kube-apiserver']}",
+                            "server": f"https://{self.listen_ip}:{self.ports['kube-apiserver']}",
                             "certificate-authority-data": ca,
                         },
                     }
@@ -1043,9 +1102,9 @@ class Cluster:
     def _apiserver_network(self) -> list[str]:
         if self.real_node is None:
             return [
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
-                # 127.0.0.1 is not a valid Endpoints address, and nothing here needs
+                f"--bind-address={self.listen_ip}",
+                f"--advertise-address={self.listen_ip}",
+                # A loopback address is not a valid Endpoints address, and nothing here needs
                 # the in-cluster `kubernetes` Service to route anywhere.
                 "--endpoint-reconciler-type=none",
             ]
@@ -1104,6 +1163,7 @@ class Cluster:
             "--audit-log-maxsize=200",
             "--audit-log-maxbackup=1",
             "--v=1",
+            *self.apiserver_args,
         ]
 
     def _component_common(self, name: str) -> list[str]:
@@ -1153,7 +1213,7 @@ class Cluster:
             f"--config={self.dir / 'kwok.yaml'}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
-            f"--cidr={POD_CIDR}",
+            f"--cidr={self.pod_cidr}",
             "--node-ip=127.0.0.1",
             f"--node-port={port}",
             f"--server-address=127.0.0.1:{port}",
@@ -1171,7 +1231,7 @@ class Cluster:
 
     def _api(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         conn = http.client.HTTPSConnection(
-            "127.0.0.1", self.ports["kube-apiserver"], timeout=10, context=self._admin_ctx()
+            self.listen_ip, self.ports["kube-apiserver"], timeout=10, context=self._admin_ctx()
         )
         try:
             headers = {"Accept": "application/json"}
@@ -1197,7 +1257,7 @@ class Cluster:
         return lambda: _get(port, "/healthz", ctx)[0] == 200
 
     def _apiserver_ready(self) -> bool:
-        code, body = _get(self.ports["kube-apiserver"], "/readyz", self._admin_ctx())
+        code, body = _get(self.ports["kube-apiserver"], "/readyz", self._admin_ctx(), host=self.listen_ip)
         return code == 200 and body.strip() == b"ok"
 
     def _create_nodes(self) -> None:

@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +136,14 @@ class Stack:
         host_exec: HostExec | None = None,
         integrations: Iterable[str] = (),
         nodes: Sequence[FakeNode] = NODES,
+        cluster_args: Mapping[str, Any] | None = None,
+        command_prefix: Sequence[str] = (),
+        dashboard: bool = True,
     ) -> None:
         """`job_pods_run`, `host_exec` and `nodes`: the kwok behaviours and fake nodes, as `Cluster` takes them;
-        `integrations`: the operators to run (e2e/operators.py names)."""
+        `integrations`: the operators to run (e2e/operators.py names). `cluster_args`: more `Cluster` keywords
+        (where its API server listens: e2e/multicluster.py). `command_prefix`: what the server runs under (a
+        private mount namespace with its own /etc/hosts, for a MultiKueue manager). `dashboard`: start it."""
         self.dir = Path(directory).resolve()
         self.cluster = Cluster(
             self.dir / "cluster",
@@ -146,7 +151,10 @@ class Stack:
             job_pods_run=job_pods_run,
             host_exec=host_exec,
             nodes=nodes,
+            **(cluster_args or {}),
         )
+        self.command_prefix = tuple(command_prefix)
+        self.dashboard = dashboard
         self.operators = Operators(self.dir / "operators", self.cluster, integrations)
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
@@ -263,7 +271,8 @@ class Stack:
                 *user_roles(),
             ]
         )
-        self._start_dashboard()
+        if self.dashboard:
+            self._start_dashboard()
         _log(f"up in {time.monotonic() - started:.1f}s; kubeconfig: {self.kubeconfig}")
         return self
 
@@ -320,6 +329,7 @@ class Stack:
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
                 [
+                    *self.command_prefix,
                     sys.executable,
                     "-m",
                     "webhook",

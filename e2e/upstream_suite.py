@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, tas/baseline, and
-sequential/{baseline,extended} on a real node: e2e/upstream_real.py), unchanged, against a system.
+"""Upstream Kueue's own e2e suites (test/e2e/singlecluster/{baseline,extended}, tas/baseline,
+sequential/{baseline,extended} on a real node: e2e/upstream_real.py, and multikueue/baseline on three
+control planes: e2e/multicluster.py), unchanged, against a system.
 
 The suite is built by e2e/build-kueue.sh with `go test -c` from the Go module pinned in
 e2e/tools/kueue/go.mod (nothing of upstream's is committed) and runs against our local control
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -41,7 +43,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,8 +57,9 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import host  # noqa: E402
 import image  # noqa: E402
 from cluster import Cluster, ClusterError, FakeNode, HostExec, free_port  # noqa: E402
+from multicluster import MEMBERS, MULTIKUEUE_CONFIG, Member, MultiClusterSystem, System, private_mounts  # noqa: E402
 from operators import OperatorError, Operators  # noqa: E402
-from stack import Stack, StackError, wait_ready  # noqa: E402
+from stack import Stack, StackError, merged, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 from upstream_real import RealNodeSystem, RealSystemError, apply  # noqa: E402
 
@@ -96,7 +99,8 @@ class Suite:
     the operators (e2e/operators.py) its selected specs need beside the system. A real-node suite's
     system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does.
     A host-process suite gets the kwok `nodes` of its kind config, the stand-in manager pod on
-    `manager_node` (where no spec deletes or fills the node)."""
+    `manager_node` (where no spec deletes or fills the node). A three-cluster suite (MultiKueue) runs
+    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there."""
 
     name: str
     package: str
@@ -105,6 +109,7 @@ class Suite:
     config_folder: str = "baseline"
     nodes: tuple[FakeNode, ...] = KIND_NODES
     manager_node: str = "kind-worker"
+    clusters: int = 1
 
     @property
     def binary(self) -> str:
@@ -136,6 +141,7 @@ SUITES = {
         Suite(
             "tas-baseline", "test/e2e/tas/baseline", real_node=False, nodes=TAS_KIND_NODES, manager_node="kind-worker8"
         ),
+        Suite("multikueue-baseline", "test/e2e/multikueue/baseline", real_node=False, clusters=3),
     )
 }
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
@@ -443,13 +449,31 @@ def upstream_manifests(
 
 
 class OursSystem:
-    """Our stack, its server started with upstream e2e's Configuration additions."""
+    """Our stack, its server started with upstream e2e's Configuration additions (`config`). `cluster_args`
+    and `command_prefix`: as `Stack` takes them (one of e2e/multicluster.py's members)."""
 
     name = "ours"
 
-    def __init__(self, directory: Path, host_exec: HostExec, suite: Suite) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        host_exec: HostExec,
+        suite: Suite,
+        *,
+        config: str = E2E_CONFIG,
+        cluster_args: dict[str, Any] | None = None,
+        command_prefix: list[str] | None = None,
+    ) -> None:
+        self.config = config
         self.stack = Stack(
-            directory, job_pods_run=math.inf, host_exec=host_exec, integrations=suite.integrations, nodes=suite.nodes
+            directory,
+            job_pods_run=math.inf,
+            host_exec=host_exec,
+            integrations=suite.integrations,
+            nodes=suite.nodes,
+            cluster_args=cluster_args,
+            command_prefix=command_prefix or (),
+            dashboard=suite.clusters == 1,
         )
 
     @property
@@ -458,7 +482,7 @@ class OursSystem:
 
     def up(self) -> tuple[str, str]:
         """(metrics URL, the Configuration in use)."""
-        self.stack.up(E2E_CONFIG)
+        self.stack.up(self.config)
         return self.stack.metrics_url, (self.stack.dir / "server-config.yaml").read_text()
 
     def down(self) -> None:
@@ -470,17 +494,47 @@ class OursSystem:
 
 class UpstreamSystem:
     """Upstream's manager on the host, over upstream's own CRDs and webhook configurations, with the
-    operators `integrations` names beside it and their frameworks enabled."""
+    operators `integrations` names beside it and their frameworks enabled. `config`: the Configuration's
+    e2e part; `cluster_args`: more `Cluster` keywords; `binds`: bind mounts (target -> source) the manager
+    runs under, in a private mount namespace (one of e2e/multicluster.py's members: its own /etc/hosts,
+    and its own certificates at the fixed paths of UPSTREAM_CERT_DIRS, `cert_dir`)."""
 
     name = "upstream"
 
-    def __init__(self, directory: Path, host_exec: HostExec, bin_dir: Path, module: Path, suite: Suite) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        host_exec: HostExec,
+        bin_dir: Path,
+        module: Path,
+        suite: Suite,
+        *,
+        config: str = E2E_CONFIG,
+        cluster_args: dict[str, Any] | None = None,
+        binds: Mapping[Path, Path] | None = None,
+    ) -> None:
         self.dir = directory
-        self.cluster = Cluster(directory / "cluster", job_pods_run=math.inf, host_exec=host_exec, nodes=suite.nodes)
+        self.config = config
+        self.cluster = Cluster(
+            directory / "cluster",
+            job_pods_run=math.inf,
+            host_exec=host_exec,
+            **({"nodes": suite.nodes} | (cluster_args or {})),
+        )
         self.operators = Operators(directory / "operators", self.cluster, suite.integrations)
         self.bin_dir = bin_dir
         self.module = module
+        self.command_prefix = private_mounts(binds or {})
         self.proc: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def cert_dir_of(directory: Path) -> Path:
+        """Where the system in `directory` keeps its serving certificates."""
+        return directory / "certs"
+
+    @property
+    def cert_dir(self) -> Path:
+        return self.cert_dir_of(self.dir)
 
     def logs(self) -> Path:
         return self.dir / "manager.log"
@@ -497,7 +551,7 @@ class UpstreamSystem:
             *(f for op in self.operators.ops for f in op.frameworks),
         ]
         cert_dir = certs.write_bundle(
-            self.dir / "certs", ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"]
+            self.cert_dir, ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"]
         )
         for certs_dir, owned in UPSTREAM_CERT_DIRS:
             if not owned.exists():
@@ -533,7 +587,9 @@ integrations:
 visibilityServer:
   bindAddress: 127.0.0.1
   bindPort: {visibility_port}
-{E2E_CONFIG}"""
+"""
+        # The e2e part over the host part, section by section (a YAML key given twice is an error).
+        config = yaml.safe_dump(merged(yaml.safe_load(config), yaml.safe_load(self.config)), sort_keys=False)
         (self.dir / "manager-config.yaml").write_text(config)
         crds, hooks = upstream_manifests(self.module, f"https://127.0.0.1:{webhook}", certs.ca_bundle(cert_dir))
         apply(self.cluster, crds)  # and waits until they are established
@@ -542,6 +598,7 @@ visibilityServer:
         with open(self.logs(), "ab") as out:
             self.proc = subprocess.Popen(
                 [
+                    *self.command_prefix,
                     str(self.bin_dir / "kueue-manager"),
                     f"--config={self.dir / 'manager-config.yaml'}",
                     f"--kubeconfig={self.cluster.kubeconfig}",
@@ -606,54 +663,44 @@ def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> st
     )
 
 
+def _place_standins(cluster: Cluster, config: str, node: str) -> None:
+    """The stand-ins on `cluster`, their manager pod on `node`, and wait until the Deployment is available."""
+    apply(cluster, standins(config, node))
+    res = cluster.kubectl(
+        "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=120s"
+    )
+    if res.returncode != 0:
+        raise SuiteError("stand-ins", res.stderr.strip())
+
+
 @contextlib.contextmanager
 def host_session(system: OursSystem | UpstreamSystem, suite: Suite) -> Iterator[tuple[str, str]]:
     """(metrics URL, Configuration) while a host-process system runs, its stand-ins in place."""
     try:
         metrics_url, config = system.up()
-        apply(system.cluster, standins(config, suite.manager_node))
-        res = system.cluster.kubectl(
-            "-n", "kueue-system", "rollout", "status", "deploy/kueue-controller-manager", "--timeout=120s"
-        )
-        if res.returncode != 0:
-            raise SuiteError("stand-ins", res.stderr.strip())
+        _place_standins(system.cluster, config, suite.manager_node)
         yield metrics_url, config
     finally:
         system.down()
 
 
-def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed: int) -> int:
-    bin_dir, module = build()
-    binary = bin_dir / suite.binary
-    out = directory / suite.name / system_name
-    out.mkdir(parents=True, exist_ok=True)
-    selection = Selection.load(suite.selection_file)
-    everything, skip = check_selection(suite, binary, module, out, selection)
+@dataclass(frozen=True)
+class Target:
+    """What the suite runs against: its kubeconfig, fakebin's state file for its own commands, the system log."""
 
-    state_file = out / "fakebin-state.json"
-    host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
-    system: OursSystem | UpstreamSystem | RealNodeSystem
-    if suite.real_node:
-        host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
-        system = RealNodeSystem(
-            system_name,
-            out / "system",
-            host_exec,
-            bin_dir,
-            module,
-            config_folder=suite.config_folder,
-            integrations=suite.integrations,
-        )
-        session = system.session()
-    else:
-        system = (
-            OursSystem(out / "stack", host_exec, suite)
-            if system_name == "ours"
-            else UpstreamSystem(out / "system", host_exec, bin_dir, module, suite)
-        )
-        session = host_session(system, suite)
-    started = time.monotonic()
-    report = out / "report.json"
+    kubeconfig: Path
+    state_file: Path
+    logs: Path
+
+
+@contextlib.contextmanager
+def single_target(
+    system: OursSystem | UpstreamSystem | RealNodeSystem,
+    session: contextlib.AbstractContextManager[tuple[str, str]],
+    state_file: Path,
+) -> Iterator[Target]:
+    """One cluster: fakebin's state names it, and the suite's client is kind's admin, not system:masters (a
+    visibility spec needs it reviewed)."""
     with session as (metrics_url, _config):
         cluster = system.cluster
         assert cluster is not None
@@ -667,6 +714,87 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
             )
         )
         state_file.with_suffix(".token").unlink(missing_ok=True)  # fakebin/curl's token belongs to one cluster
+        cluster.bind_cluster_admins()
+        yield Target(cluster.cluster_admin_kubeconfig, state_file, system.logs())
+
+
+def multicluster_system(system_name: str, out: Path, bin_dir: Path, module: Path, suite: Suite) -> MultiClusterSystem:
+    """A manager and two workers of `system_name` (e2e/multicluster.py), each with upstream's MultiKueue
+    Configuration and its stand-ins on its one node. Upstream's managers also read their visibility and
+    metrics certificates from fixed paths: each gets its own bound over them."""
+
+    def make(member: Member, directory: Path, host_exec: HostExec, binds: Mapping[Path, Path]) -> System:
+        member_suite = dataclasses.replace(suite, nodes=(member.node,), manager_node=member.node.name)
+        args = member.cluster_args()
+        if system_name == "ours":
+            return OursSystem(
+                directory / "stack",
+                host_exec,
+                member_suite,
+                config=MULTIKUEUE_CONFIG,
+                cluster_args=args,
+                command_prefix=private_mounts(binds),
+            )
+        system_dir = directory / "system"
+        return UpstreamSystem(
+            system_dir,
+            host_exec,
+            bin_dir,
+            module,
+            member_suite,
+            config=MULTIKUEUE_CONFIG,
+            cluster_args=args,
+            binds={**binds, **{fixed: UpstreamSystem.cert_dir_of(system_dir) for fixed, _ in UPSTREAM_CERT_DIRS}},
+        )
+
+    def prepare(member: Member, system: System, config: str) -> None:
+        _place_standins(system.cluster, config, member.node.name)
+
+    return MultiClusterSystem(out / "clusters", make, prepare=prepare)
+
+
+@contextlib.contextmanager
+def multi_target(multi: MultiClusterSystem) -> Iterator[Target]:
+    """Three clusters: the suite's kubeconfig has a context each; its own fakebin commands see the manager."""
+    with multi.session():
+        yield Target(multi.kubeconfig, multi.state_file(MEMBERS[0]), multi.manager.logs())
+
+
+def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed: int) -> int:
+    bin_dir, module = build()
+    binary = bin_dir / suite.binary
+    out = directory / suite.name / system_name
+    out.mkdir(parents=True, exist_ok=True)
+    selection = Selection.load(suite.selection_file)
+    everything, skip = check_selection(suite, binary, module, out, selection)
+
+    state_file = out / "fakebin-state.json"
+    host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
+    target: contextlib.AbstractContextManager[Target]
+    if suite.clusters > 1:
+        target = multi_target(multicluster_system(system_name, out, bin_dir, module, suite))
+    elif suite.real_node:
+        host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
+        real = RealNodeSystem(
+            system_name,
+            out / "system",
+            host_exec,
+            bin_dir,
+            module,
+            config_folder=suite.config_folder,
+            integrations=suite.integrations,
+        )
+        target = single_target(real, real.session(), state_file)
+    else:
+        system = (
+            OursSystem(out / "stack", host_exec, suite)
+            if system_name == "ours"
+            else UpstreamSystem(out / "system", host_exec, bin_dir, module, suite)
+        )
+        target = single_target(system, host_session(system, suite), state_file)
+    started = time.monotonic()
+    report = out / "report.json"
+    with target as t:
         log(f"{system_name} up in {time.monotonic() - started:.0f} s; running {suite.name} (log {out / 'suite.log'})")
         report.unlink(missing_ok=True)
         args = [
@@ -683,9 +811,7 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
         args += [f"-ginkgo.skip={_ginkgo_literal(text)}$" for text in skip]
         if focus:
             args.append(f"-ginkgo.focus={focus}")
-        # The suite's client is kind's admin, not system:masters (a visibility spec needs it reviewed).
-        cluster.bind_cluster_admins()
-        env = suite_env(module, cluster.cluster_admin_kubeconfig, state_file)
+        env = suite_env(module, t.kubeconfig, t.state_file)
         kueuectl = Path(sys.executable).parent / "kubectl-kueue" if system_name == "ours" else bin_dir / "kubectl-kueue"
         suite_started = time.monotonic()
         with open(out / "suite.log", "w") as suite_log:
@@ -698,6 +824,7 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
                 check=False,
             )
         suite_seconds = time.monotonic() - suite_started
+        logs = t.logs
     if not report.exists():
         raise SuiteError("run suite", f"no report written; see {out / 'suite.log'}")
     specs = [s for s in read_report(report) if s.state != "skipped"]
@@ -709,7 +836,7 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
         print(f"FAILED {s.file}: {s.text}\n    {first_line[:300]}")
     print(
         f"{suite.name} on {system_name}: {len(passed)} passed, {len(failed)} failed, {len(selection.excluded)} excluded "
-        f"(suite {suite_seconds:.0f} s; report {report}; system log {system.logs()})"
+        f"(suite {suite_seconds:.0f} s; report {report}; system log {logs})"
     )
     return 0 if specs and not failed else 1
 

@@ -11,11 +11,13 @@ import json
 import math
 import os
 import socket
+import ssl
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cluster import (  # e2e/, put on sys.path by conftest.py
     GPU_RESOURCE,
     NODES,
@@ -26,6 +28,7 @@ from cluster import (  # e2e/, put on sys.path by conftest.py
     SERVICE_CIDR,
     Cluster,
     ClusterError,
+    FakeNode,
     RealNodeSpec,
 )
 
@@ -305,3 +308,81 @@ def test_real_node_is_refused_in_the_hosts_network_namespace(tmp_path: Path) -> 
     with pytest.raises(ClusterError, match="network namespace"):
         c.up()
     assert not c.pids and not (tmp_path / "etcd").exists()
+
+
+def _serving_sans(host: str, port: int, ca: Path) -> tuple[set[str], set[str]]:
+    """(DNS names, IP addresses) of the certificate served at host:port, verified against `ca`."""
+    ctx = ssl.create_default_context(cafile=str(ca))
+    ctx.check_hostname = False  # the names are what we want to read
+    with socket.create_connection((host, port), timeout=5) as raw, ctx.wrap_socket(raw) as tls:
+        cert = tls.getpeercert()
+    names = cert.get("subjectAltName", ())
+    return {v for k, v in names if k == "DNS"}, {v for k, v in names if k == "IP Address"}
+
+
+def test_two_clusters_side_by_side_on_their_own_loopback_addresses(tmp_path: Path) -> None:
+    """MultiKueue's workers as kind serves them (e2e/multicluster.py): each API server on its own 127/8
+    address at port 6443, its certificate naming kind-workerN-control-plane, its kubeconfig pointing there;
+    a 7-day TokenRequest (what the suite's KubeconfigForMultiKueueSA asks for) works on each."""
+    clusters = [
+        Cluster(
+            tmp_path / f"worker{i}",
+            listen_ip=f"127.0.0.{i + 1}",
+            apiserver_port=6443,
+            extra_sans=(f"kind-worker{i}-control-plane",),
+            pod_cidr=f"10.24{5 + i}.0.0/16",
+            apiserver_args=("--service-account-max-token-expiration=168h",),
+            nodes=(FakeNode(f"kind-worker{i}-worker", {"instance-type": "on-demand"}),),
+        )
+        for i in (1, 2)
+    ]
+    try:
+        for c in clusters:
+            c.up()
+        for i, c in enumerate(clusters, start=1):
+            ip = f"127.0.0.{i + 1}"
+            assert c.server == f"https://{ip}:6443"
+            assert yaml.safe_load(c.kubeconfig.read_text())["clusters"][0]["cluster"]["server"] == c.server
+            dns, ips = _serving_sans(ip, 6443, c.ca_crt)
+            assert f"kind-worker{i}-control-plane" in dns
+            assert ip in ips
+            nodes = kubectl_json(c, "get", "nodes")["items"]
+            assert [n["metadata"]["name"] for n in nodes] == [f"kind-worker{i}-worker"]
+            assert c.status()["ready"], c.status()
+            request = {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 7 * 24 * 3600},
+            }
+            res = c.kubectl(
+                "create",
+                "--raw",
+                "/api/v1/namespaces/default/serviceaccounts/default/token",
+                "-f",
+                "-",
+                input=json.dumps(request),
+            )
+            assert res.returncode == 0, res.stderr
+            token = json.loads(res.stdout)["status"]["token"]
+            who = c.kubectl(
+                "auth",
+                "whoami",
+                f"--token={token}",
+                "--kubeconfig=/dev/null",
+                f"--server={c.server}",
+                f"--certificate-authority={c.ca_crt}",
+                "-o",
+                "json",
+            )
+            assert who.returncode == 0, who.stderr
+            assert json.loads(who.stdout)["status"]["userInfo"]["username"] == "system:serviceaccount:default:default"
+    finally:
+        for c in reversed(clusters):
+            c.down()
+    assert not listening_on("127.0.0.2", 6443) and not listening_on("127.0.0.3", 6443)
+
+
+def listening_on(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0

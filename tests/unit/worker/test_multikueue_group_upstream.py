@@ -1161,3 +1161,25 @@ def test_check_update_keeps_pod_set_updates() -> None:
     assert world.local is not None
     check = world.local["status"]["admissionChecks"][0]
     assert (check["state"], check["message"], check["podSetUpdates"]) == (READY, ADMITTED_ON_1, updates)
+
+
+def test_a_remote_deactivating_for_a_manager_eviction_is_not_drift() -> None:
+    """Its worker turns the remote inactive one write before it marks it Evicted: in between, the
+    `active: false` is not spec drift, so the remote and its Job stay until step 4 syncs the Job's status
+    (upstream multikueue/baseline "Should preempt ... (other workers)"). Any other difference still removes it."""
+    remote = REMOTE_ADMITTED.obj()
+    remote["spec"]["active"] = False
+    world = Case(
+        local=READY_ON_1.clone().evicted().obj(), job=MANAGED_JOB, worker1=remote, worker1_job=REMOTE_JOB
+    ).world()
+    world.reconcile()
+    assert world.workloads["worker1"] is not None
+    assert world.jobs["worker1"] is not None
+
+    drifted = copy.deepcopy(remote)
+    drifted["spec"]["podSets"][0]["count"] = 5
+    world = Case(
+        local=READY_ON_1.clone().evicted().obj(), job=MANAGED_JOB, worker1=drifted, worker1_job=REMOTE_JOB
+    ).world()
+    world.reconcile()
+    assert world.workloads["worker1"] is None

@@ -663,9 +663,10 @@ class _Run:
         self._owned(remote_job)
         status, deferred = self.adapter.status_update(self.local_job, remote_job, now=self.ctl.now())
         if status is not None:
-            old = self.local_job.get("status") or {}
-            patch = {**{key: None for key in old if key not in status}, **status}
-            written = self.ctl.kube.patch(self._job_path(namespace) + "/status", {"status": patch})
+            # The whole status, as upstream's PatchStatus diff sends it: a merge patch of the new status
+            # would keep nested keys the remote dropped (a Job's uncountedTerminatedPods UIDs, which the API
+            # server refuses beside Complete). Guarded by the resourceVersion; a Conflict retries.
+            written = self.ctl.kube.replace(self._job_path(namespace) + "/status", {**self.local_job, "status": status})
             self.ctl.store.put(self.adapter.framework.resource, written)
             self.local_job = written
         return deferred

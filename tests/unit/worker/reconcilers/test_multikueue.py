@@ -328,6 +328,33 @@ def test_the_remote_jobs_status_is_mirrored_back(world: World) -> None:
     }
 
 
+def test_the_mirrored_status_replaces_nested_fields_the_remote_dropped(world: World) -> None:
+    """The job controller empties `uncountedTerminatedPods` before it marks a Job Complete; the local status must
+    follow it exactly (a merge patch would keep the old UID, and the API server refuses a finished Job with one:
+    "must be empty for finished job"). upstream "Should run a job on worker if admitted"."""
+    dispatch(world)
+    admit_on_worker1(world)
+    local = world.manager.objects[f"{JOBS}/job"]
+    local["spec"]["suspend"] = False
+    world.sync("Job", "job", NS, api_version="batch/v1")
+    worker = world.workers["worker1"]
+    for status in (
+        {"active": 0, "startTime": "2026-01-01T12:00:05Z", "uncountedTerminatedPods": {"succeeded": ["pod-uid"]}},
+        {
+            "succeeded": 1,
+            "startTime": "2026-01-01T12:00:05Z",
+            "uncountedTerminatedPods": {},
+            "conditions": [{"type": "Complete", "status": "True"}],
+        },
+    ):
+        remote_job = copy.deepcopy(worker.job())
+        assert remote_job is not None
+        remote_job["status"] = status
+        worker.put(f"{JOBS}/job", remote_job)
+        world.controller.reconcile_workload(WL)
+        assert world.manager.objects[f"{JOBS}/job"]["status"] == status
+
+
 def test_a_foreign_remote_job_stops_the_sync(world: World) -> None:
     dispatch(world)
     foreign = job()

@@ -531,6 +531,8 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
         remote = remotes[cluster]
         if remote is None or not spec_out_of_sync(local, remote):
             continue
+        if _deactivating_for_manager_eviction(local, remote):
+            continue
         spec = copy.deepcopy(dict(remote.get("spec") or {}))
         update = False
         if elastic and workload_slices.scaled_down(_pod_set_counts(remote), _pod_set_counts(local)):
@@ -563,6 +565,23 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
     if state != c.CHECK_STATE_PENDING or (not elastic and _status(local).get("clusterName") is not None):
         return
     nominate(plan, local, remotes, ctx)
+
+
+def _deactivating_for_manager_eviction(local: Obj, remote: Obj) -> bool:
+    """The remote differs only in `active: false`, which its worker sets on our DeactivationTarget (6b) one
+    write before it adds Evicted. Upstream reaches step 4 first in practice (remote events wait 1 s); a local
+    event or retry in between must not take it for drift, or removing it loses the Job status that lets the
+    manager release the quota (upstream multikueue/baseline "Should preempt ... (other workers)")."""
+    if not o.is_condition_true(local, c.WorkloadCondition.EVICTED):
+        return False
+    spec = remote.get("spec") or {}
+    if spec.get("active", True) is not False:
+        return False
+
+    def without_active(wl: Obj) -> Obj:
+        return {"spec": {k: v for k, v in (wl.get("spec") or {}).items() if k != "active"}}
+
+    return not spec_out_of_sync(without_active(local), without_active(remote))
 
 
 def _lost_admitting_remote(plan: GroupPlan, local: Obj, acs: Obj, ctx: GroupContext) -> None:
