@@ -90,7 +90,12 @@ class _Adapter(Protocol):
     @property
     def watches_remote(self) -> bool: ...
 
+    @property
+    def patch_status(self) -> bool: ...
+
     def managed(self, local: Obj) -> tuple[bool, str]: ...
+
+    def group(self, local: Obj) -> str | None: ...
 
     def remote_body(
         self, local: Obj, workload: str, origin: str, *, identifier_annotations: bool
@@ -591,10 +596,24 @@ class _Run:
     def _cluster_queue(self) -> str:
         return str(((self.wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
 
-    def _job_path(self, namespace: str) -> str:
+    def _job_path(self, namespace: str, name: str | None = None) -> str:
         assert self.adapter is not None
         fw = self.adapter.framework
-        return k.object_path(fw.api_version, fw.resource, namespace, self.job_name)
+        return k.object_path(fw.api_version, fw.resource, namespace, name or self.job_name)
+
+    def _members(self, local: Obj, *, deleting: bool = False) -> list[Obj]:
+        """`local` and the rest of its group (`listLocalPods`), by name; `local` alone when it has
+        none. Members being deleted count only with `deleting` (their remote copies go too)."""
+        assert self.adapter is not None
+        group = self.adapter.group(local)
+        if group is None:
+            return [local]
+        siblings = self.ctl.store.list(self.adapter.framework.resource, o.namespace(local))
+        members: dict[str, Obj] = {
+            o.name(m): m for m in siblings if self.adapter.group(m) == group and (deleting or not o.is_deleting(m))
+        }
+        members.setdefault(o.name(local), local)
+        return [members[name] for name in sorted(members)]
 
     def _owned(self, remote_job: Obj) -> bool:
         """`ValidateRemoteObjectOwnership`: the remote job carries our origin; raises otherwise."""
@@ -608,15 +627,16 @@ class _Run:
         )
 
     def _remove(self, cluster: str, remote: Obj | None) -> None:
-        """`RemoveRemoteObjects`: the remote job if it is ours, then the remote Workload, after its
-        resource-in-use finalizer."""
+        """`RemoveRemoteObjects`: the remote job (or each member of a remote pod group) if it is
+        ours, then the remote Workload, after its resource-in-use finalizer."""
         kube = self.kubes[cluster]
         if self.adapter is not None and self.job_name:
-            path = self._job_path(o.namespace(self.wl))
-            remote_job = kube.get(path)
+            namespace = o.namespace(self.wl)
+            remote_job = kube.get(self._job_path(namespace))
             if remote_job is not None and o.labels(remote_job).get(mk.ORIGIN_LABEL) == self.ctl.settings.origin:
-                with contextlib.suppress(k.NotFound):
-                    kube.delete(path, body={"propagationPolicy": "Background"})
+                for name in [o.name(m) for m in self._members(remote_job, deleting=True)]:
+                    with contextlib.suppress(k.NotFound):
+                        kube.delete(self._job_path(namespace, name), body={"propagationPolicy": "Background"})
         if remote is None:
             return
         path = workload_writes.path(remote)
@@ -643,31 +663,53 @@ class _Run:
 
     def _sync_job(self, cluster: str) -> bool:
         """`SyncJob` through the adapter, after `ValidateRemoteObjectOwnership`: create the remote
-        job, or mirror its status onto the local one. True when the adapter deferred the sync."""
+        job (each member of a pod group), or mirror its status onto the local one. True when the
+        adapter deferred the sync."""
         if self.adapter is None or self.local_job is None:
             return False
         kube = self.kubes[cluster]
-        namespace = o.namespace(self.local_job)
-        remote_job = kube.get(self._job_path(namespace))
-        if remote_job is None:
+        remote_job = kube.get(self._job_path(o.namespace(self.local_job)))
+        if remote_job is not None:
+            self._owned(remote_job)
+        deferred = False
+        for member in self._members(self.local_job):
+            remote = remote_job if o.name(member) == self.job_name else kube.get(self._member_path(member))
+            deferred = self._sync_member(cluster, member, remote) or deferred
+        return deferred
+
+    def _member_path(self, member: Obj) -> str:
+        return self._job_path(o.namespace(member), o.name(member))
+
+    def _sync_member(self, cluster: str, local: Obj, remote: Obj | None) -> bool:
+        """`syncLocalPodWithRemote` / the Job's `SyncJob`: create the copy, or write its status here."""
+        assert self.adapter is not None
+        fw = self.adapter.framework
+        namespace = o.namespace(local)
+        if remote is None:
             body = self.adapter.remote_body(
-                self.local_job,
+                local,
                 o.name(self.wl),
                 self.ctl.settings.origin,
                 identifier_annotations=self.ctl.settings.identifier_annotations,
             )
-            fw = self.adapter.framework
-            kube.create(k.object_path(fw.api_version, fw.resource, namespace), body)
-            log.info("remote job created", extra={"object": o.key(self.local_job), "cluster": cluster})
+            self.kubes[cluster].create(k.object_path(fw.api_version, fw.resource, namespace), body)
+            log.info("remote job created", extra={"object": o.key(local), "cluster": cluster})
             return False
-        self._owned(remote_job)
-        status, deferred = self.adapter.status_update(self.local_job, remote_job, now=self.ctl.now())
-        if status is not None:
+        status, deferred = self.adapter.status_update(local, remote, now=self.ctl.now())
+        if status is None:
+            return deferred
+        path = self._member_path(local) + "/status"
+        if self.adapter.patch_status:
+            current = local.get("status") or {}
+            patch = {field: status.get(field) for field in {*current, *status}}
+            written = self.ctl.kube.patch(path, {"status": patch})
+        else:
             # The whole status, as upstream's PatchStatus diff sends it: a merge patch of the new status
             # would keep nested keys the remote dropped (a Job's uncountedTerminatedPods UIDs, which the API
             # server refuses beside Complete). Guarded by the resourceVersion; a Conflict retries.
-            written = self.ctl.kube.replace(self._job_path(namespace) + "/status", {**self.local_job, "status": status})
-            self.ctl.store.put(self.adapter.framework.resource, written)
+            written = self.ctl.kube.replace(path, {**local, "status": status})
+        self.ctl.store.put(fw.resource, written)
+        if o.name(local) == self.job_name:
             self.local_job = written
         return deferred
 

@@ -20,6 +20,8 @@ from tests.unit.worker.multikueue_fixtures import (
     JOBS,
     KUEUE_NS,
     NS,
+    PODS,
+    STATEFULSETS,
     WORKLOADS,
     World,
     admission_check,
@@ -28,7 +30,11 @@ from tests.unit.worker.multikueue_fixtures import (
     config,
     job,
     kubeconfig,
+    pod,
+    pod_workload,
     secret,
+    statefulset,
+    statefulset_workload,
     wait_for,
     workload,
 )
@@ -80,10 +86,12 @@ def test_a_cluster_with_a_valid_secret_turns_active_and_watches_its_worker(world
         "message": "Connected",
     }
     worker = world.workers["worker1"]
-    # One list and watch of Workloads and of Jobs (the batch/v1 adapter watches its remote objects).
+    # One list and watch of Workloads and of each adapter's kind (each watches its remote objects).
     assert ("LIST", "/apis/kueue.x-k8s.io/v1beta2/workloads") in worker.calls
     assert ("LIST", "/apis/batch/v1/jobs") in worker.calls
-    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 2)
+    assert ("LIST", "/api/v1/pods") in worker.calls
+    assert ("LIST", "/apis/apps/v1/statefulsets") in worker.calls
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 4)
     # Reconciling again with the same kubeconfig keeps the connection.
     world.controller.reconcile_cluster("worker1")
     assert world.built == ["worker1"]
@@ -159,8 +167,8 @@ def test_a_lost_connection_turns_the_cluster_inactive_until_it_reconnects(world:
 
 def test_a_deleted_cluster_stops_its_watches(world: World) -> None:
     world.connect("worker1")
-    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 2)
-    assert len(watch_threads("worker1")) == 2
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 4)
+    assert len(watch_threads("worker1")) == 4
     del world.manager.objects[k.object_path(c.V1BETA2, "multikueueclusters", None, "worker1")]
     world.sync("MultiKueueCluster", "worker1")
     world.controller.reconcile_cluster("worker1")
@@ -401,6 +409,142 @@ def test_a_deleted_local_workload_removes_its_remote_copies(world: World) -> Non
     calls = [len(world.workers[name].calls) for name in ("worker1", "worker2")]
     world.controller.reconcile_workload(WL)  # forgotten: nothing more to do
     assert [len(world.workers[name].calls) for name in ("worker1", "worker2")] == calls
+
+
+# == Pods and pod groups (upstream pod_multikueue_adapter_test.go, through the reconciler) ===========
+
+
+def dispatch_pods(world: World, *pods: dict[str, object]) -> None:
+    """Two connected workers, the check, the pods and their one Workload, admitted on worker1."""
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), *pods)  # type: ignore[arg-type]
+    world.add(pod_workload(*(str(p["metadata"]["name"]) for p in pods)))  # type: ignore[index]
+    world.controller.reconcile_workload(WL)
+    admit_on_worker1(world)
+
+
+def set_remote_pod_status(world: World, name: str, status: dict[str, object]) -> None:
+    remote = copy.deepcopy(world.workers["worker1"].pod(name))
+    assert remote is not None
+    remote["status"] = status
+    world.workers["worker1"].put(f"{PODS}/{name}", remote)
+
+
+def test_an_admitted_pod_is_copied_to_its_worker_gated_with_the_origin_and_prebuilt_workload(world: World) -> None:
+    dispatch_pods(world, pod())
+    assert mk_state(world)["state"] == c.CHECK_STATE_READY
+    remote = world.workers["worker1"].pod()
+    assert remote is not None
+    assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    assert remote["spec"] == pod()["spec"]  # the worker's Kueue lifts the gate
+    assert "uid" not in remote["metadata"] and "status" not in remote
+    assert world.workers["worker2"].pod() is None
+
+
+def test_a_gated_manager_pod_keeps_scheduling_gated_until_the_worker_pod_is_scheduled(world: World) -> None:
+    """An unschedulable worker pod must not make the manager's gated pod look unschedulable to
+    the manager cluster's autoscaler; once scheduled there, its PodScheduled=True shows here."""
+    dispatch_pods(world, pod())
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    set_remote_pod_status(world, "pod", {"phase": "Pending", "conditions": [unschedulable]})
+    world.controller.reconcile_workload(WL)
+    local = world.manager.objects[f"{PODS}/pod"]
+    assert local["status"]["phase"] == "Pending"
+    assert local["status"]["conditions"] == pod()["status"]["conditions"]
+    running = {
+        "phase": "Running",
+        "podIP": "10.0.0.7",
+        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+    }
+    set_remote_pod_status(world, "pod", running)
+    world.controller.reconcile_workload(WL)
+    local = world.manager.objects[f"{PODS}/pod"]
+    assert local["status"] == running
+    assert local["spec"]["schedulingGates"] == [{"name": c.ADMISSION_GATE}]  # still gated here
+
+
+def test_an_unchanged_remote_pod_status_is_not_written_again(world: World) -> None:
+    dispatch_pods(world, pod())
+    set_remote_pod_status(world, "pod", {"phase": "Running", "podIP": "10.0.0.7", "conditions": []})
+    world.controller.reconcile_workload(WL)
+    writes = [m for m, p in world.manager.calls if p == f"{PODS}/pod/status"]
+    world.controller.reconcile_workload(WL)
+    assert [m for m, p in world.manager.calls if p == f"{PODS}/pod/status"] == writes == ["PATCH"]
+
+
+def test_a_pod_groups_members_are_each_copied_and_each_gets_its_own_status(world: World) -> None:
+    members = [pod(f"g-{i}", group="g") for i in range(3)]
+    dispatch_pods(world, *members)
+    for i in range(3):
+        remote = world.workers["worker1"].pod(f"g-{i}")
+        assert remote is not None, i
+        assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", c.POD_GROUP_NAME: "g", **ORIGIN}
+        assert remote["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    for i in range(2):
+        set_remote_pod_status(world, f"g-{i}", {"phase": "Pending"})
+    done = {"phase": "Succeeded", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    set_remote_pod_status(world, "g-2", done)
+    world.controller.reconcile_workload(WL)
+    statuses = [world.manager.objects[f"{PODS}/g-{i}"]["status"] for i in range(3)]
+    assert statuses == [pod()["status"], pod()["status"], done]
+
+
+def test_a_terminating_manager_pod_gets_no_status_from_its_worker(world: World) -> None:
+    dispatch_pods(world, pod())
+    local = world.manager.objects[f"{PODS}/pod"]
+    local["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    world.sync("Pod", "pod", NS, api_version="v1")
+    set_remote_pod_status(world, "pod", {"phase": "Running"})
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{PODS}/pod"]["status"] == pod()["status"]
+
+
+def test_a_deleted_pod_groups_workload_removes_every_remote_member(world: World) -> None:
+    members = [pod(f"g-{i}", group="g") for i in range(3)]
+    dispatch_pods(world, *members)
+    assert all(world.workers["worker1"].pod(f"g-{i}") is not None for i in range(3))
+    for i in range(3):  # the group is being deleted here
+        world.manager.objects[f"{PODS}/g-{i}"]["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+        world.sync("Pod", f"g-{i}", NS, api_version="v1")
+    del world.manager.objects[f"{WORKLOADS}/wl"]
+    world.sync("Workload", "wl", NS)
+    world.controller.reconcile_workload(WL)
+    assert [world.workers["worker1"].pod(f"g-{i}") for i in range(3)] == [None, None, None]
+    assert world.workers["worker1"].workload() is None
+
+
+def test_a_remote_pods_events_reach_the_workload_it_names(world: World) -> None:
+    dispatch_pods(world, pod())
+    queued: list[tuple[str, float]] = []
+    world.controller.workloads.add_after = lambda key, delay, items=(): queued.append((key, delay))  # type: ignore[method-assign]
+    set_remote_pod_status(world, "pod", {"phase": "Running"})
+    assert wait_for(lambda: (WL, 1.0) in queued, timeout=5)
+
+
+def test_a_statefulset_is_copied_once_with_its_managers_uid_and_its_status_stays_local(world: World) -> None:
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), statefulset(), statefulset_workload())
+    world.controller.reconcile_workload(WL)
+    admit_on_worker1(world)
+    assert mk_state(world)["state"] == c.CHECK_STATE_READY
+    remote = world.workers["worker1"].objects[f"{STATEFULSETS}/web"]
+    assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote["metadata"]["annotations"] == {
+        mk.ORIGIN_UID_ANNOTATION: "sts-uid",
+        c.PREBUILT_WORKLOAD_LABEL: "wl",
+    }
+    assert remote["spec"] == statefulset()["spec"]
+    remote = copy.deepcopy(remote)
+    remote["status"] = {"replicas": 3, "readyReplicas": 3}
+    world.workers["worker1"].put(f"{STATEFULSETS}/web", remote)
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{STATEFULSETS}/web"]["status"] == statefulset()["status"]
+    assert not [p for _, p in world.manager.calls if p.startswith(f"{STATEFULSETS}/web/")]
+    del world.manager.objects[f"{WORKLOADS}/wl"]
+    world.sync("Workload", "wl", NS)
+    world.controller.reconcile_workload(WL)
+    assert f"{STATEFULSETS}/web" not in world.workers["worker1"].objects
 
 
 def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:
