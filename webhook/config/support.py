@@ -35,7 +35,10 @@ __all__ = [
 
 _MK = "MultiKueue is not implemented"
 #: What the MultiKueue admission check (webhook/worker/reconcilers/multikueue.py) does not do yet.
-_MK_PART = "not implemented by our MultiKueue admission check yet (batch Jobs, AllAtOnce dispatch)"
+_MK_PART = (
+    "not implemented by our MultiKueue admission check yet (Jobs, Pods, Deployments and StatefulSets, "
+    "AllAtOnce dispatch)"
+)
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
     {
@@ -127,11 +130,6 @@ FIELD_REFUSALS: tuple[tuple[str, Callable[[Configuration], bool], str], ...] = (
         "controller.cacheSyncTimeout",
         lambda cfg: cfg.controller.cache_sync_timeout_s is None,
         "the worker waits for its initial lists without a deadline, retrying them",
-    ),
-    (
-        "multiKueue.gcInterval",
-        lambda cfg: cfg.multi_kueue.gc_interval_s == MultiKueue().gc_interval_s,
-        f"garbage collection of orphaned remote objects is {_MK_PART}",
     ),
     (
         "multiKueue.dispatcherName",

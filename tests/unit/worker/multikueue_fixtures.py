@@ -348,7 +348,9 @@ class World:
     """The manager (its API, the store its informers fill, the controller) and two workers,
     reachable at https://<name>.example:6443."""
 
-    def __init__(self, *, worker_lost_timeout: timedelta = timedelta(minutes=15)) -> None:
+    def __init__(
+        self, *, worker_lost_timeout: timedelta = timedelta(minutes=15), gc_interval: timedelta = timedelta(0)
+    ) -> None:
         self.manager = FakeKube()
         self.store = Store()
         self.events = Events()
@@ -359,7 +361,7 @@ class World:
             self.manager,  # type: ignore[arg-type]
             self.store,
             self.events,
-            settings=Settings(namespace=KUEUE_NS, worker_lost_timeout=worker_lost_timeout),
+            settings=Settings(namespace=KUEUE_NS, worker_lost_timeout=worker_lost_timeout, gc_interval=gc_interval),
             adapters=adapters_for(("batch/job", "pod", "statefulset")),
             remote_kube=self._build,
             stop=self.stop,

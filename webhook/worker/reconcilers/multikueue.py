@@ -17,11 +17,15 @@ Three work queues, as upstream's three reconcilers:
   events, 1 s after a remote object of it changed, and 1 s after its config's clusters changed. A
   deleted Workload is kept in a cache until its remote copies are removed.
 
+And a garbage collector: every `multiKueue.gcInterval`, each connected worker's Workloads of our
+origin whose local Workload is gone are deleted with their jobs (a manager that was down, or lost
+a worker, while a Workload was deleted).
+
 Mirrors upstream v0.19.2 `pkg/controller/admissionchecks/multikueue/` (`multikueuecluster.go`
 `clustersReconciler`, `admissioncheck.go` `ACReconciler`, `workload.go` `wlReconciler` and
 `wlGroup.RemoveRemoteObjects`, `controllers.go`) and `jobframework/utils.go`
-(`ValidateRemoteObjectOwnership`, `DeleteRemoteObjectIfOwned`). Not here yet: the remote garbage
-collector (`gcInterval`), the incremental dispatcher's queue and manager quota automation.
+(`ValidateRemoteObjectOwnership`, `DeleteRemoteObjectIfOwned`). Not here yet: the incremental
+dispatcher's queue and manager quota automation.
 """
 
 from __future__ import annotations
@@ -127,6 +131,8 @@ class Settings:
     path_validation: bool = False
     identifier_annotations: bool = True
     elastic: bool = False
+    gc_interval: timedelta = timedelta(seconds=mk.DEFAULT_GC_INTERVAL_S)
+    """How often remote objects whose local Workload is gone are deleted; zero: never."""
 
     @classmethod
     def from_config(cls, config: Configuration) -> Settings:
@@ -139,6 +145,7 @@ class Settings:
             path_validation=config.feature_enabled(Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION),
             identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
             elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+            gc_interval=timedelta(seconds=mkc.gc_interval_s),
         )
 
 
@@ -196,6 +203,8 @@ class MultiKueueController:
         self.checks.start()
         self.workloads.start()
         threading.Thread(target=self._stop_remotes_on_exit, name="mk-remotes", daemon=True).start()
+        if self.settings.gc_interval > timedelta(0):
+            threading.Thread(target=self._collect_garbage_forever, name="mk-gc", daemon=True).start()
 
     def _stop_remotes_on_exit(self) -> None:
         self._stop.wait()
@@ -395,6 +404,67 @@ class MultiKueueController:
             "admission check condition",
             extra={"object": name, "kind": "AdmissionCheck", "status": cond["status"], "reason": cond["reason"]},
         )
+
+    # == garbage collection (`remoteClient.runGC`) ==================================================
+    def _collect_garbage_forever(self) -> None:
+        """`clustersReconciler.runGC`: every `gcInterval`, each connected worker in turn."""
+        while not self._stop.wait(self.settings.gc_interval.total_seconds()):
+            with self._lock:
+                remotes = sorted(self.remotes.items())
+            for name, remote in remotes:
+                kube = remote.kube
+                if kube is None:
+                    continue  # disconnected: its objects are collected once it is back
+                try:
+                    self.collect_garbage(name, kube)
+                except (k.KubeError, OSError) as exc:
+                    log.warning("multikueue garbage collection failed", extra={"cluster": name, "error": str(exc)})
+
+    def collect_garbage(self, cluster: str, kube: k.Kube) -> None:
+        """`remoteClient.runGC`: the worker's Workloads of our origin whose local Workload is gone
+        or being deleted are deleted, after their job (through its kind's adapter, if ours)."""
+        query = {"labelSelector": f"{mk.ORIGIN_LABEL}={self.settings.origin}"}
+        remotes, _ = kube.list(k.object_path(c.V1BETA2, "workloads", None), query=query)
+        for remote in remotes:
+            local = self.store.get("workloads", o.key(remote))
+            if local is not None and not o.is_deleting(local):
+                continue
+            owner = o.controller_of(remote)
+            if owner is not None:
+                adapter = self.adapters.get(g.gvk_string(str(owner.get("apiVersion")), str(owner.get("kind"))))
+                if adapter is not None:
+                    self.delete_remote_job(kube, adapter, o.namespace(remote), str(owner.get("name")))
+            with contextlib.suppress(k.NotFound):
+                kube.delete(workload_writes.path(remote))
+            log.info("orphaned remote workload deleted", extra={"object": o.key(remote), "cluster": cluster})
+
+    def delete_remote_job(self, kube: k.Kube, adapter: _Adapter, namespace: str, name: str) -> None:
+        """`DeleteRemoteObjectIfOwned`: the remote job, or every member of a remote pod group,
+        only if it carries our origin."""
+        fw = adapter.framework
+        remote_job = kube.get(k.object_path(fw.api_version, fw.resource, namespace, name))
+        if remote_job is None or o.labels(remote_job).get(mk.ORIGIN_LABEL) != self.settings.origin:
+            return
+        for member in self.members(adapter, remote_job, deleting=True):
+            with contextlib.suppress(k.NotFound):
+                kube.delete(
+                    k.object_path(fw.api_version, fw.resource, namespace, o.name(member)),
+                    body={"propagationPolicy": "Background"},
+                )
+
+    def members(self, adapter: _Adapter, obj: Obj, *, deleting: bool = False) -> list[Obj]:
+        """`obj` and the rest of its group among the local objects (`listLocalPods`), by name;
+        `obj` alone when it has none. Members being deleted count only with `deleting` (their
+        remote copies go too)."""
+        group = adapter.group(obj)
+        if group is None:
+            return [obj]
+        siblings = self.store.list(adapter.framework.resource, o.namespace(obj))
+        found: dict[str, Obj] = {
+            o.name(m): m for m in siblings if adapter.group(m) == group and (deleting or not o.is_deleting(m))
+        }
+        found.setdefault(o.name(obj), obj)
+        return [found[name] for name in sorted(found)]
 
     # == Workloads (`wlReconciler.Reconcile`) =======================================================
     def reconcile_workload(self, key: str, _items: Sequence[object] = ()) -> None:
@@ -601,20 +671,6 @@ class _Run:
         fw = self.adapter.framework
         return k.object_path(fw.api_version, fw.resource, namespace, name or self.job_name)
 
-    def _members(self, local: Obj, *, deleting: bool = False) -> list[Obj]:
-        """`local` and the rest of its group (`listLocalPods`), by name; `local` alone when it has
-        none. Members being deleted count only with `deleting` (their remote copies go too)."""
-        assert self.adapter is not None
-        group = self.adapter.group(local)
-        if group is None:
-            return [local]
-        siblings = self.ctl.store.list(self.adapter.framework.resource, o.namespace(local))
-        members: dict[str, Obj] = {
-            o.name(m): m for m in siblings if self.adapter.group(m) == group and (deleting or not o.is_deleting(m))
-        }
-        members.setdefault(o.name(local), local)
-        return [members[name] for name in sorted(members)]
-
     def _owned(self, remote_job: Obj) -> bool:
         """`ValidateRemoteObjectOwnership`: the remote job carries our origin; raises otherwise."""
         origin = self.ctl.settings.origin
@@ -631,12 +687,7 @@ class _Run:
         ours, then the remote Workload, after its resource-in-use finalizer."""
         kube = self.kubes[cluster]
         if self.adapter is not None and self.job_name:
-            namespace = o.namespace(self.wl)
-            remote_job = kube.get(self._job_path(namespace))
-            if remote_job is not None and o.labels(remote_job).get(mk.ORIGIN_LABEL) == self.ctl.settings.origin:
-                for name in [o.name(m) for m in self._members(remote_job, deleting=True)]:
-                    with contextlib.suppress(k.NotFound):
-                        kube.delete(self._job_path(namespace, name), body={"propagationPolicy": "Background"})
+            self.ctl.delete_remote_job(kube, self.adapter, o.namespace(self.wl), self.job_name)
         if remote is None:
             return
         path = workload_writes.path(remote)
@@ -672,7 +723,7 @@ class _Run:
         if remote_job is not None:
             self._owned(remote_job)
         deferred = False
-        for member in self._members(self.local_job):
+        for member in self.ctl.members(self.adapter, self.local_job):
             remote = remote_job if o.name(member) == self.job_name else kube.get(self._member_path(member))
             deferred = self._sync_member(cluster, member, remote) or deferred
         return deferred

@@ -547,6 +547,50 @@ def test_a_statefulset_is_copied_once_with_its_managers_uid_and_its_status_stays
     assert f"{STATEFULSETS}/web" not in world.workers["worker1"].objects
 
 
+def _remote_pair(world: World, name: str, *, origin: bool = True) -> None:
+    """A Workload of our origin on worker1, controlled by a Job there (as the worker's Kueue adopts it)."""
+    wl = workload(name)
+    wl["metadata"]["labels"] = dict(ORIGIN)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": f"{name}-job", "uid": "u", "controller": True}
+    ]
+    world.workers["worker1"].put(f"{WORKLOADS}/{name}", wl)
+    remote_job = job(f"{name}-job")
+    remote_job["metadata"]["labels"] = dict(ORIGIN) if origin else {}
+    world.workers["worker1"].put(f"{JOBS}/{name}-job", remote_job)
+
+
+def test_the_garbage_collector_deletes_orphaned_remote_workloads_and_their_own_jobs_only(world: World) -> None:
+    """upstream `TestRemoteClientGC`: a remote Workload whose manager Workload is gone (or being
+    deleted) goes with its Job; one still wanted stays; a Job without our origin is not ours to delete."""
+    world.connect("worker1")
+    world.add(workload("kept"))
+    deleting = workload("deleting")
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    world.add(deleting)
+    for name in ("kept", "deleting", "orphan"):
+        _remote_pair(world, name)
+    _remote_pair(world, "foreign", origin=False)
+    worker = world.workers["worker1"]
+    world.controller.collect_garbage("worker1", worker)  # type: ignore[arg-type]
+    assert sorted(p.rsplit("/", 1)[1] for p in worker.objects if p.startswith(f"{WORKLOADS}/")) == ["kept"]
+    assert sorted(p.rsplit("/", 1)[1] for p in worker.objects if p.startswith(f"{JOBS}/")) == [
+        "foreign-job",
+        "kept-job",
+    ]
+
+
+def test_the_garbage_collector_runs_every_gc_interval_on_connected_workers() -> None:
+    w = World(gc_interval=timedelta(milliseconds=50))
+    try:
+        w.connect("worker1")
+        _remote_pair(w, "orphan")
+        w.controller.start()
+        assert wait_for(lambda: w.workers["worker1"].workload("orphan") is None, timeout=5)
+    finally:
+        w.close()
+
+
 def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:
     world.connect("worker1")
     plain = job()
