@@ -697,7 +697,9 @@ class AdmissionCore:
             checks = wl.check_states
             conds.append(
                 conditions.admitted_condition(
-                    bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+                    bool(checks),
+                    all(s == constants.CHECK_STATE_READY for s in checks.values()),
+                    any(p.delayed_topology == constants.DELAYED_TOPOLOGY_PENDING for p in assignments),
                 )
             )
         result.decisions.append(
@@ -774,6 +776,7 @@ class AdmissionCore:
             "replaces": replaced,
             "tas": self.config.tas,
             "topology": snap.topology,
+            "delay_topology": self._multikueue(cq),
         }
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
@@ -802,6 +805,11 @@ class AdmissionCore:
             if found is not None:
                 return (*found, replaced)
         return full, [], None
+
+    def _multikueue(self, cq: ClusterQueueNode) -> bool:
+        """`HasMultiKueueAdmissionCheck`: the worker MultiKueue picks places the pods, not this cluster."""
+        controllers = self.cache.admission_check_controllers
+        return any(controllers.get(a) == constants.MULTIKUEUE_CONTROLLER for a in cq.spec.admission_checks)
 
     def _reserve_topology(
         self, wl: WorkloadInfo, cq: ClusterQueueNode, a: Assignment, targets: list[Target], snap: Snapshot
@@ -1095,7 +1103,9 @@ class AdmissionCore:
         checks = e.wl.check_states
         if has_all_required(cq.spec, admission, checks):
             adm = conditions.admitted_condition(
-                bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+                bool(checks),
+                all(s == constants.CHECK_STATE_READY for s in checks.values()),
+                any(p.delayed_topology == constants.DELAYED_TOPOLOGY_PENDING for p in assignments),
             )
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)

@@ -92,6 +92,9 @@ class PodSetAssignment:
     count: int
     # Where its pods go, on a topology-aware flavor (None: not placed by topology).
     topology_assignment: TopologyAssignment | None = None
+    # `delayedTopologyRequest`: "Pending" while the placement is left to later (a MultiKueue
+    # worker places it), "Ready" once done; None when never delayed.
+    delayed_topology: str | None = None
 
     def to_api(self) -> dict[str, Any]:
         """The exact v1beta2 JSON of this podSetAssignment."""
@@ -103,6 +106,8 @@ class PodSetAssignment:
         }
         if self.topology_assignment is not None:
             out["topologyAssignment"] = to_v1beta2(self.topology_assignment)
+        if self.delayed_topology is not None:
+            out["delayedTopologyRequest"] = self.delayed_topology
         return out
 
 
@@ -269,6 +274,11 @@ class WorkloadInfo:
     @property
     def is_finished(self) -> bool:
         return self.condition_true(constants.WorkloadCondition.FINISHED)
+
+    @property
+    def topology_pending(self) -> bool:
+        """`HasTopologyAssignmentsPending`: a pod set waits for its delayed placement."""
+        return any(psa.delayed_topology == constants.DELAYED_TOPOLOGY_PENDING for psa in self.assignments)
 
     @property
     def is_evicted(self) -> bool:
@@ -445,6 +455,7 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
                 usage,
                 int(a.get("count") or 0),
                 from_v1beta2(ta) if isinstance(ta, Mapping) else None,
+                str(a["delayedTopologyRequest"]) if a.get("delayedTopologyRequest") else None,
             )
         )
     return tuple(out)

@@ -300,3 +300,45 @@ def test_a_node_heartbeat_does_not_retry_inadmissible_workloads_but_more_room_do
     assert all(getattr(d, "key", None) != "ns/wl" for d in core.schedule(T0).decisions)
     core.on_node(node("x1", "b1", "r1", cpu="2"), T0)
     assert isinstance(only(core.schedule(T0).decisions, "ns/wl"), Admit)
+
+
+def test_with_a_multikueue_check_the_placement_is_left_to_the_worker() -> None:
+    """`podSetTopologyRequest`: the manager reserves quota on its TAS flavor but places nothing (it
+    may have no nodes at all); the pod set's `delayedTopologyRequest` is Pending until the worker's
+    placement is reported, and the Workload is not Admitted before."""
+    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "mk"}]}
+    core = make_core(TOPOLOGY, TAS, cq, LQ)
+    core.on_admission_check("mk", True, T0, controller="kueue.x-k8s.io/multikueue")
+    wl = rack_job("wl", 2).obj()
+    wl["status"] = {
+        "admissionChecks": [
+            {"name": "mk", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]
+    }
+    core.on_workload(wl, T0)
+    d = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(d, Admit)
+    assert d.admission["podSetAssignments"] == [
+        {
+            "name": "main",
+            "flavors": {"cpu": "tas"},
+            "resourceUsage": {"cpu": "2"},
+            "count": 2,
+            "delayedTopologyRequest": "Pending",
+        }
+    ]
+    assert [(c.type, c.status, c.reason) for c in d.conditions] == [
+        ("QuotaReserved", "True", "QuotaReserved"),
+        ("Admitted", "False", "UnsatisfiedAdmissionChecks"),
+    ]
+
+
+def test_without_a_multikueue_check_the_same_queue_places_on_its_nodes() -> None:
+    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
+    core = make_core(TOPOLOGY, TAS, cq, LQ, *NODES)
+    core.on_workload(rack_job("wl", 2).obj(), T0)
+    d = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(d, Admit)
+    assert "delayedTopologyRequest" not in d.admission["podSetAssignments"][0]
+    assert "topologyAssignment" in d.admission["podSetAssignments"][0]
