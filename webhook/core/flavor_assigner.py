@@ -314,12 +314,12 @@ class _Assigner:
     __slots__ = (
         "allowed",
         "cq",
+        "delay_topology",
         "fair_sharing",
         "flavors",
         "ignore_undeclared",
         "last",
         "nominated",
-        "delay_topology",
         "oracle",
         "replaced",
         "tas",

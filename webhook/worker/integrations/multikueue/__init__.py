@@ -18,7 +18,7 @@ from webhook.api import objects as o
 from webhook.api.integrations import Framework
 from webhook.api.objects import Obj
 
-__all__ = ["MultiKueueAdapter", "copy_meta", "prebuilt_name_meta"]
+__all__ = ["MultiKueueAdapter", "NotResized", "copy_meta", "prebuilt_name_meta", "prebuilt_workload_keys"]
 
 
 def prebuilt_name_meta(workload: str, *, identifier_annotations: bool) -> tuple[str, str]:
@@ -103,3 +103,29 @@ class MultiKueueAdapter(Protocol):
     def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]:
         """`WorkloadKeysFor`: the `namespace/name` of the local Workloads a remote object's event concerns."""
         ...
+
+
+def prebuilt_workload_keys(remote: Obj, noun: str, *, identifier_annotations: bool) -> list[str]:
+    """`WorkloadKeysFor`: the prebuilt Workload a remote object's event concerns (`noun`: the kind
+    in upstream's error, e.g. `job`)."""
+    name = jobs.prebuilt_workload_name(remote, identifier_annotations=identifier_annotations)
+    if not name:
+        raise ValueError(f"no prebuilt workload found for {noun}: {o.key(remote)}")
+    return [f"{o.namespace(remote)}/{name}"]
+
+
+class NotResized:
+    """For adapters of kinds MultiKueue never resizes in place (no elastic sync)."""
+
+    def remote_spec_patch(
+        self,
+        local: Obj,
+        remote: Obj,
+        workload: str,
+        *,
+        elastic_enabled: bool,
+        identifier_annotations: bool,
+        short_names: bool,
+    ) -> dict[str, Any] | None:
+        """Never a patch: the copy keeps the spec it was created with."""
+        return None

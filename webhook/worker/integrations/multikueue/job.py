@@ -25,7 +25,12 @@ from webhook.api import objects as o
 from webhook.api.integrations import BATCH_JOB, Framework
 from webhook.api.objects import Obj
 from webhook.worker.integrations import batchjob
-from webhook.worker.integrations.multikueue import MultiKueueAdapter, copy_meta, prebuilt_name_meta
+from webhook.worker.integrations.multikueue import (
+    MultiKueueAdapter,
+    copy_meta,
+    prebuilt_name_meta,
+    prebuilt_workload_keys,
+)
 from webhook.worker.jobframework import workload_slices
 
 __all__ = [
@@ -154,11 +159,8 @@ class JobAdapter:
         return patch or None
 
     def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]:
-        """`WorkloadKeysFor`: the prebuilt Workload a remote Job's event concerns."""
-        name = jobs.prebuilt_workload_name(remote, identifier_annotations=identifier_annotations)
-        if not name:
-            raise ValueError(f"no prebuilt workload found for job: {o.key(remote)}")
-        return [f"{o.namespace(remote)}/{name}"]
+        """`WorkloadKeysFor`."""
+        return prebuilt_workload_keys(remote, "job", identifier_annotations=identifier_annotations)
 
 
 ADAPTER: MultiKueueAdapter = JobAdapter()

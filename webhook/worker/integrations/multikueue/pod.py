@@ -21,12 +21,11 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import jobs
 from webhook.api import objects as o
 from webhook.api.integrations import POD, Framework
 from webhook.api.objects import Obj
 from webhook.worker import transform
-from webhook.worker.integrations.multikueue import MultiKueueAdapter, copy_meta
+from webhook.worker.integrations.multikueue import MultiKueueAdapter, NotResized, copy_meta, prebuilt_workload_keys
 
 __all__ = ["ADAPTER", "PodAdapter"]
 
@@ -42,7 +41,7 @@ def _gated(pod: Obj) -> bool:
     return any(g.get("name") == c.ADMISSION_GATE for g in (pod.get("spec") or {}).get("schedulingGates") or ())
 
 
-class PodAdapter:
+class PodAdapter(NotResized):
     """`multiKueueAdapter` of `pkg/controller/jobs/pod`."""
 
     framework: Framework = POD
@@ -84,25 +83,9 @@ class PodAdapter:
         cached = transform.compact("pods", {"status": copy.deepcopy(new)})["status"]
         return (None if cached == current else new), False
 
-    def remote_spec_patch(
-        self,
-        local: Obj,
-        remote: Obj,
-        workload: str,
-        *,
-        elastic_enabled: bool,
-        identifier_annotations: bool,
-        short_names: bool,
-    ) -> dict[str, Any] | None:
-        """Pods are never resized in place."""
-        return None
-
     def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]:
-        """`WorkloadKeysFor`: the prebuilt Workload a remote pod's event concerns."""
-        name = jobs.prebuilt_workload_name(remote, identifier_annotations=identifier_annotations)
-        if not name:
-            raise ValueError(f"no prebuilt workload found for pod: {o.key(remote)}")
-        return [f"{o.namespace(remote)}/{name}"]
+        """`WorkloadKeysFor`."""
+        return prebuilt_workload_keys(remote, "pod", identifier_annotations=identifier_annotations)
 
 
 ADAPTER: MultiKueueAdapter = PodAdapter()

@@ -15,16 +15,16 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from webhook.api import jobs, multikueue
+from webhook.api import multikueue
 from webhook.api import objects as o
 from webhook.api.integrations import STATEFULSET, Framework
 from webhook.api.objects import Obj
-from webhook.worker.integrations.multikueue import MultiKueueAdapter, copy_meta
+from webhook.worker.integrations.multikueue import MultiKueueAdapter, NotResized, copy_meta, prebuilt_workload_keys
 
 __all__ = ["ADAPTER", "StatefulSetAdapter"]
 
 
-class StatefulSetAdapter:
+class StatefulSetAdapter(NotResized):
     """`multiKueueAdapter` of `pkg/controller/jobs/statefulset`."""
 
     framework: Framework = STATEFULSET
@@ -56,25 +56,9 @@ class StatefulSetAdapter:
         """Never: the local StatefulSet controller owns the local status."""
         return None, False
 
-    def remote_spec_patch(
-        self,
-        local: Obj,
-        remote: Obj,
-        workload: str,
-        *,
-        elastic_enabled: bool,
-        identifier_annotations: bool,
-        short_names: bool,
-    ) -> dict[str, Any] | None:
-        """The copy is created once and not resized."""
-        return None
-
     def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]:
-        """`WorkloadKeysFor`: the prebuilt Workload a remote StatefulSet's event concerns."""
-        name = jobs.prebuilt_workload_name(remote, identifier_annotations=identifier_annotations)
-        if not name:
-            raise ValueError(f"no prebuilt workload found for statefulset: {o.key(remote)}")
-        return [f"{o.namespace(remote)}/{name}"]
+        """`WorkloadKeysFor`."""
+        return prebuilt_workload_keys(remote, "statefulset", identifier_annotations=identifier_annotations)
 
 
 ADAPTER: MultiKueueAdapter = StatefulSetAdapter()
