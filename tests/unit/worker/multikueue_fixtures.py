@@ -336,6 +336,8 @@ _PLURAL = {
     "Job": "jobs",
     "Pod": "pods",
     "StatefulSet": "statefulsets",
+    "ClusterQueue": "clusterqueues",
+    "LocalQueue": "localqueues",
 }
 
 
@@ -349,7 +351,11 @@ class World:
     reachable at https://<name>.example:6443."""
 
     def __init__(
-        self, *, worker_lost_timeout: timedelta = timedelta(minutes=15), gc_interval: timedelta = timedelta(0)
+        self,
+        *,
+        worker_lost_timeout: timedelta = timedelta(minutes=15),
+        gc_interval: timedelta = timedelta(0),
+        quota_automation: bool = False,
     ) -> None:
         self.manager = FakeKube()
         self.store = Store()
@@ -361,7 +367,12 @@ class World:
             self.manager,  # type: ignore[arg-type]
             self.store,
             self.events,
-            settings=Settings(namespace=KUEUE_NS, worker_lost_timeout=worker_lost_timeout, gc_interval=gc_interval),
+            settings=Settings(
+                namespace=KUEUE_NS,
+                worker_lost_timeout=worker_lost_timeout,
+                gc_interval=gc_interval,
+                quota_automation=quota_automation,
+            ),
             adapters=adapters_for(("batch/job", "pod", "statefulset")),
             remote_kube=self._build,
             stop=self.stop,

@@ -31,6 +31,7 @@ dispatcher's queue and manager quota automation.
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import logging
 import threading
@@ -50,7 +51,7 @@ from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.worker import events, workload_writes
 from webhook.worker.admissionchecks import parameters
-from webhook.worker.admissionchecks.multikueue import checks, connection
+from webhook.worker.admissionchecks.multikueue import checks, connection, quota
 from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.admissionchecks.multikueue.kubeconfig import LoadError, load_client_config
 from webhook.worker.admissionchecks.provisioning import set_check_state
@@ -64,6 +65,7 @@ __all__ = [
     "CLUSTERS",
     "CLUSTER_EVENT_SOURCE",
     "CONFIGS",
+    "QUOTA_RESYNC_S",
     "SECRETS",
     "UPDATES_BATCH_S",
     "WORKLOAD_EVENT_SOURCE",
@@ -78,6 +80,8 @@ CLUSTERS = "multikueueclusters"
 CONFIGS = "multikueueconfigs"
 SECRETS = "secrets"
 UPDATES_BATCH_S = 1.0
+QUOTA_RESYNC_S = 5.0
+"""How often an automated manager ClusterQueue re-reads its workers' queues (upstream watches them)."""
 """Remote events and config changes reach a Workload this much later (`constants.UpdatesBatchPeriod`)."""
 WORKLOAD_EVENT_SOURCE = "kueue-workload-controller"
 CLUSTER_EVENT_SOURCE = "multikueue-cluster"
@@ -133,6 +137,8 @@ class Settings:
     elastic: bool = False
     gc_interval: timedelta = timedelta(seconds=mk.DEFAULT_GC_INTERVAL_S)
     """How often remote objects whose local Workload is gone are deleted; zero: never."""
+    quota_automation: bool = False
+    """Gate MultiKueueManagerQuotaAutomation: `quotaManagement: Automated` configs are acted on."""
 
     @classmethod
     def from_config(cls, config: Configuration) -> Settings:
@@ -146,6 +152,7 @@ class Settings:
             identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
             elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
             gc_interval=timedelta(seconds=mkc.gc_interval_s),
+            quota_automation=config.feature_enabled(Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION),
         )
 
 
@@ -196,12 +203,16 @@ class MultiKueueController:
         self.clusters: WorkQueue[object] = WorkQueue("mk-cluster", self.reconcile_cluster, workers=4, stop=stop)
         self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
         self.workloads: WorkQueue[object] = WorkQueue("mk-workload", self.reconcile_workload, workers=2, stop=stop)
+        self.cluster_queues: WorkQueue[object] = WorkQueue("mk-clusterqueue", self.reconcile_cluster_queue, stop=stop)
+        self._cq_generations: dict[str, object] = {}  # ClusterQueue name -> generation last seen
         self._stop = stop
 
     def start(self) -> None:
         self.clusters.start()
         self.checks.start()
         self.workloads.start()
+        if self.settings.quota_automation:
+            self.cluster_queues.start()
         threading.Thread(target=self._stop_remotes_on_exit, name="mk-remotes", daemon=True).start()
         if self.settings.gc_interval > timedelta(0):
             threading.Thread(target=self._collect_garbage_forever, name="mk-gc", daemon=True).start()
@@ -231,6 +242,7 @@ class MultiKueueController:
             if etype != "MODIFIED" or seen != generation or o.is_deleting(obj):
                 self.clusters.add(name)
             self._queue_checks(checks.checks_using_cluster(self._checks(), self.store.list(CONFIGS), name))
+            self._queue_cluster_queues()
         elif kind == SECRETS and o.namespace(obj) == self.settings.namespace:
             for cluster in self.store.list(CLUSTERS):
                 ref = (_spec(cluster).get("clusterSource") or {}).get("kubeConfig") or {}
@@ -240,6 +252,7 @@ class MultiKueueController:
                 ):
                     self.clusters.add(o.name(cluster))
         elif kind == CONFIGS:
+            self._queue_cluster_queues()
             using = checks.checks_using_config(self._checks(), name)
             self._queue_checks(using)
             clusters = tuple(str(cl) for cl in _spec(obj).get("clusters") or ())
@@ -252,6 +265,17 @@ class MultiKueueController:
                 self._queue_workloads_using(using)
         elif kind == "admissionchecks" and _spec(obj).get("controllerName") == mk.CONTROLLER_NAME:
             self.checks.add(name)
+            self._queue_cluster_queues()
+        elif kind == "clusterqueues" and self.settings.quota_automation:
+            # Its own writes come back as updates: only a new generation is reconciled again.
+            generation = None if etype == "DELETED" else o.meta(obj).get("generation")
+            with self._lock:
+                seen = self._cq_generations.get(name)
+                self._cq_generations[name] = generation
+            if etype != "DELETED" and generation != seen:
+                self.cluster_queues.add(name)
+        elif kind == "localqueues" and self.settings.quota_automation and etype in ("ADDED", "DELETED"):
+            self.cluster_queues.add_after(str(_spec(obj).get("clusterQueue") or ""), UPDATES_BATCH_S)
         elif kind == "workloads":
             key = object_key(obj)
             if g.multikueue_check(obj, self._controllers()) is None:
@@ -404,6 +428,85 @@ class MultiKueueController:
             "admission check condition",
             extra={"object": name, "kind": "AdmissionCheck", "status": cond["status"], "reason": cond["reason"]},
         )
+
+    # == manager quota automation (`cqReconciler.Reconcile`) =========================================
+    def _queue_cluster_queues(self) -> None:
+        """A MultiKueue check, config or cluster changed: the queues with a MultiKueue check look
+        again, a moment later (`queueEventsForAC` and the handlers that lead to it)."""
+        if not self.settings.quota_automation:
+            return
+        controllers = self._controllers()
+        for cq in self.store.list("clusterqueues"):
+            if quota.multikueue_check_of(cq, controllers) is not None:
+                self.cluster_queues.add_after(o.name(cq), UPDATES_BATCH_S)
+
+    def reconcile_cluster_queue(self, name: str, _items: Sequence[object] = ()) -> None:
+        """`quota.plan_quota` for one manager ClusterQueue, read from the store and, for an
+        automated one, from its connected workers' LocalQueues and ClusterQueues. Upstream watches
+        the workers' queues; here an automated queue reads them again every `QUOTA_RESYNC_S`."""
+        cq = self.store.get("clusterqueues", name)
+        if cq is None:
+            return
+        check = quota.multikueue_check_of(cq, self._controllers())
+        config: Obj | None = None
+        totals: dict[str, str] = {}
+        if check is not None:
+            ac = self.store.get("admissionchecks", check)
+            configs = {o.name(cfg): cfg for cfg in self.store.list(CONFIGS)}
+            try:
+                config = checks.config_from_ref(_spec(ac or {}).get("parameters"), configs)
+            except parameters.ConfigNotFound:
+                config = None
+            except parameters.BadParametersRef as exc:
+                log.info("admission check has no usable config", extra={"object": check, "error": str(exc)})
+                return
+            if config is not None and _spec(config).get("quotaManagement") == "Automated":
+                totals = quota.aggregate(
+                    [o.key(lq) for lq in self.store.list("localqueues") if _spec(lq).get("clusterQueue") == name],
+                    self._worker_queues([str(cl) for cl in _spec(config).get("clusters") or ()]),
+                )
+                self.cluster_queues.add_after(name, QUOTA_RESYNC_S)
+        plan = quota.plan_quota(cq, check is not None, config, totals)
+        path = k.object_path(c.V1BETA2, "clusterqueues", None, name)
+        if plan.resources is not None:
+            spec = copy.deepcopy(dict(_spec(cq)))
+            spec["resourceGroups"][0]["flavors"][0]["resources"] = plan.resources
+            cq = self.kube.replace(path, {**cq, "spec": spec})
+            self.store.put("clusterqueues", cq)
+            log.info("manager quota automated", extra={"object": name, "kind": "ClusterQueue"})
+        self._write_quota_condition(cq, path, plan.condition)
+
+    def _worker_queues(self, clusters: Sequence[str]) -> list[quota.WorkerQueues]:
+        """The LocalQueues and ClusterQueues of each connected worker of `clusters`."""
+        out = []
+        for cluster in clusters:
+            with self._lock:
+                remote = self.remotes.get(cluster)
+            kube = remote.kube if remote is not None else None
+            if kube is None:
+                continue  # not connected: left out of the sum, as upstream
+            local_queues, _ = kube.list(k.object_path(c.V1BETA2, "localqueues", None))
+            cluster_queues, _ = kube.list(k.object_path(c.V1BETA2, "clusterqueues", None))
+            out.append(quota.WorkerQueues(local_queues, cluster_queues))
+        return out
+
+    def _write_quota_condition(self, cq: Obj, path: str, cond: dict[str, Any] | None) -> None:
+        """The MultiKueueManagerQuotaAutomation condition, written only when its state changes (or
+        removed, `cond` None)."""
+        if cond is None and o.find_condition(cq, quota.CONDITION) is None:
+            return
+        if cond is not None and not connection.condition_changed(cq, cond):
+            return
+        now = self.now()
+        generation = int(o.meta(cq).get("generation") or 0)
+
+        def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+            if cond is None:
+                status["conditions"] = [x for x in status.get("conditions") or () if x.get("type") != quota.CONDITION]
+            else:
+                set_condition(status, cond, now, generation)
+
+        update_status(self.kube, self.store, "clusterqueues", path, mutate)
 
     # == garbage collection (`remoteClient.runGC`) ==================================================
     def _collect_garbage_forever(self) -> None:

@@ -30,6 +30,7 @@ from tests.unit.worker.multikueue_fixtures import (
     config,
     job,
     kubeconfig,
+    path_of,
     pod,
     pod_workload,
     secret,
@@ -587,6 +588,62 @@ def test_the_garbage_collector_runs_every_gc_interval_on_connected_workers() -> 
         _remote_pair(w, "orphan")
         w.controller.start()
         assert wait_for(lambda: w.workers["worker1"].workload("orphan") is None, timeout=5)
+    finally:
+        w.close()
+
+
+def _queue(kind: str, name: str, target: str | None = None, **quotas: str) -> dict[str, object]:
+    if kind == "LocalQueue":
+        return {
+            "apiVersion": c.V1BETA2,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"clusterQueue": target},
+        }
+    resources = [{"name": r.replace("_", "-"), "nominalQuota": q} for r, q in quotas.items()]
+    return {
+        "apiVersion": c.V1BETA2,
+        "kind": kind,
+        "metadata": {"name": name, "generation": 1, "resourceVersion": "1"},
+        "spec": {
+            "resourceGroups": [
+                {"coveredResources": [r["name"] for r in resources], "flavors": [{"name": "f", "resources": resources}]}
+            ]
+        },
+    }
+
+
+def test_an_automated_manager_queue_takes_the_sum_of_its_workers_queues() -> None:
+    """Gate MultiKueueManagerQuotaAutomation, `quotaManagement: Automated`: upstream's e2e sums."""
+    w = World(quota_automation=True)
+    try:
+        w.connect("worker1", "worker2")
+        for name in ("worker1", "worker2"):
+            remote_cq = _queue("ClusterQueue", f"{name}-cq", cpu="1600m", memory="2.5G")
+            w.workers[name].put(k.object_path(c.V1BETA2, "clusterqueues", None, f"{name}-cq"), remote_cq)
+            remote_lq = _queue("LocalQueue", "lq", f"{name}-cq")
+            w.workers[name].put(k.object_path(c.V1BETA2, "localqueues", NS, "lq"), remote_lq)
+        automated = config("config1", ["worker1", "worker2"])
+        automated["spec"]["quotaManagement"] = "Automated"
+        manager_cq = _queue("ClusterQueue", "cq", cpu="0", memory="0")
+        manager_cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "ac1"}]}
+        w.add(automated, admission_check(), manager_cq, _queue("LocalQueue", "lq", "cq"))
+        assert w.controller.cluster_queues.busy(["cq"])
+        w.controller.reconcile_cluster_queue("cq")
+        got = w.get("ClusterQueue", "cq")
+        assert got is not None
+        assert got["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+            {"name": "cpu", "nominalQuota": "3200m"},
+            {"name": "memory", "nominalQuota": "5G"},
+        ]
+        cond = o.find_condition(got, "MultiKueueManagerQuotaAutomation")
+        assert cond is not None
+        assert (cond["status"], cond["reason"]) == ("True", "QuotaAutomated")
+        # Without the MultiKueue check the condition goes.
+        w.manager.objects[path_of(got)]["spec"].pop("admissionChecksStrategy")
+        w.sync("ClusterQueue", "cq")
+        w.controller.reconcile_cluster_queue("cq")
+        assert o.find_condition(w.get("ClusterQueue", "cq") or {}, "MultiKueueManagerQuotaAutomation") is None
     finally:
         w.close()
 
