@@ -43,7 +43,7 @@ def refusal_of(text: str) -> str:
                      "retrying them", id="cache sync timeout"),
         pytest.param("multiKueue: {dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental}\n",
                      "multiKueue.dispatcherName: the incremental and external dispatchers are not implemented by "
-                     "our MultiKueue admission check yet (Jobs, Pods, Deployments and StatefulSets, AllAtOnce dispatch)", id="multikueue dispatcher"),
+                     "our MultiKueue admission check yet (Jobs, JobSets, Pods, Deployments and StatefulSets, AllAtOnce dispatch)", id="multikueue dispatcher"),
         pytest.param("featureGates: {PrioritizePreemptorWorkloads: true}\n",
                      "featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not "
                      "order preempting workloads first", id="unimplemented gate on"),

@@ -254,12 +254,13 @@ JOBSET = register(
         "jobsets",
         webhook="webhook.admission.jobset",
         adapter="webhook.worker.integrations.jobset",
+        multikueue_adapter="webhook.worker.integrations.multikueue.jobset",
         worker_access=(
             Grant(("jobsets",), _ALL, "suspend, resume, inject; delete after the deactivation retention period"),
             Grant(
                 ("jobsets/status",),
                 ("get", "patch", "update"),
-                "upstream's grant (its kubebuilder markers); no JobSet status is written here",
+                "a MultiKueue manager mirrors the worker's JobSet status",
             ),
             Grant(("jobsets/finalizers",), ("get", "update"), "own Workloads with blockOwnerDeletion"),
         ),

@@ -36,8 +36,8 @@ __all__ = [
 _MK = "MultiKueue is not implemented"
 #: What the MultiKueue admission check (webhook/worker/reconcilers/multikueue.py) does not do yet.
 _MK_PART = (
-    "not implemented by our MultiKueue admission check yet (Jobs, Pods, Deployments and StatefulSets, "
-    "AllAtOnce dispatch)"
+    "not implemented by our MultiKueue admission check yet (Jobs, JobSets, Pods, Deployments and "
+    "StatefulSets, AllAtOnce dispatch)"
 )
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(

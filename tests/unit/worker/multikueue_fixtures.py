@@ -30,6 +30,7 @@ WORKERS = ("worker1", "worker2")
 JOBS = k.object_path("batch/v1", "jobs", NS)
 PODS = k.object_path("v1", "pods", NS)
 STATEFULSETS = k.object_path("apps/v1", "statefulsets", NS)
+JOBSETS = k.object_path("jobset.x-k8s.io/v1alpha2", "jobsets", NS)
 WORKLOADS = k.object_path(c.V1BETA2, "workloads", NS)
 
 
@@ -337,6 +338,7 @@ _PLURAL = {
     "Pod": "pods",
     "StatefulSet": "statefulsets",
     "ClusterQueue": "clusterqueues",
+    "JobSet": "jobsets",
     "LocalQueue": "localqueues",
 }
 
@@ -373,7 +375,7 @@ class World:
                 gc_interval=gc_interval,
                 quota_automation=quota_automation,
             ),
-            adapters=adapters_for(("batch/job", "pod", "statefulset")),
+            adapters=adapters_for(("batch/job", "pod", "statefulset", "jobset.x-k8s.io/jobset")),
             remote_kube=self._build,
             stop=self.stop,
             now=lambda: NOW,

@@ -18,6 +18,7 @@ import pytest
 
 from tests.unit.worker.multikueue_fixtures import (
     JOBS,
+    JOBSETS,
     KUEUE_NS,
     NS,
     PODS,
@@ -92,7 +93,8 @@ def test_a_cluster_with_a_valid_secret_turns_active_and_watches_its_worker(world
     assert ("LIST", "/apis/batch/v1/jobs") in worker.calls
     assert ("LIST", "/api/v1/pods") in worker.calls
     assert ("LIST", "/apis/apps/v1/statefulsets") in worker.calls
-    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 4)
+    assert ("LIST", "/apis/jobset.x-k8s.io/v1alpha2/jobsets") in worker.calls
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 5)
     # Reconciling again with the same kubeconfig keeps the connection.
     world.controller.reconcile_cluster("worker1")
     assert world.built == ["worker1"]
@@ -168,8 +170,8 @@ def test_a_lost_connection_turns_the_cluster_inactive_until_it_reconnects(world:
 
 def test_a_deleted_cluster_stops_its_watches(world: World) -> None:
     world.connect("worker1")
-    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 4)
-    assert len(watch_threads("worker1")) == 4
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 5)
+    assert len(watch_threads("worker1")) == 5
     del world.manager.objects[k.object_path(c.V1BETA2, "multikueueclusters", None, "worker1")]
     world.sync("MultiKueueCluster", "worker1")
     world.controller.reconcile_cluster("worker1")
@@ -646,6 +648,56 @@ def test_an_automated_manager_queue_takes_the_sum_of_its_workers_queues() -> Non
         assert o.find_condition(w.get("ClusterQueue", "cq") or {}, "MultiKueueManagerQuotaAutomation") is None
     finally:
         w.close()
+
+
+def _jobset(managed_by: str | None = mk.CONTROLLER_NAME) -> dict[str, object]:
+    spec: dict[str, object] = {"suspend": True, "replicatedJobs": [{"name": "w", "replicas": 2, "template": {}}]}
+    if managed_by is not None:
+        spec["managedBy"] = managed_by
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": NS, "uid": "js-uid", "labels": {c.QUEUE_LABEL: "lq"}},
+        "spec": spec,
+        "status": {},
+    }
+
+
+def _jobset_workload() -> dict[str, object]:
+    wl = workload()
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "js-uid", "controller": True}
+    ]
+    return wl
+
+
+def test_a_jobset_is_copied_without_managed_by_and_its_status_comes_back_whole(world: World) -> None:
+    """upstream `jobset_multikueue_adapter_test.go`: create, then the remote status copied as is."""
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), _jobset(), _jobset_workload())
+    world.controller.reconcile_workload(WL)
+    admit_on_worker1(world)
+    remote = world.workers["worker1"].objects[f"{JOBSETS}/js"]
+    assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    assert "managedBy" not in remote["spec"]
+    status = {"replicatedJobsStatus": [{"name": "w", "active": 2, "ready": 2}], "terminalState": ""}
+    remote = copy.deepcopy(remote)
+    remote["status"] = status
+    world.workers["worker1"].put(f"{JOBSETS}/js", remote)
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{JOBSETS}/js"]["status"] == status
+
+
+def test_a_jobset_not_handed_to_multikueue_is_rejected(world: World) -> None:
+    world.connect("worker1")
+    world.add(config("config1", ["worker1"]), admission_check(), _jobset(None), _jobset_workload())
+    world.controller.reconcile_workload(WL)
+    state = mk_state(world)
+    assert state["state"] == c.CHECK_STATE_REJECTED
+    assert str(state["message"]).startswith(
+        'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""'
+    )
 
 
 def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:
