@@ -358,6 +358,8 @@ class World:
         worker_lost_timeout: timedelta = timedelta(minutes=15),
         gc_interval: timedelta = timedelta(0),
         quota_automation: bool = False,
+        dispatcher: str = mk.DISPATCHER_ALL_AT_ONCE,
+        step_size: int = mk.DEFAULT_STEP_SIZE,
     ) -> None:
         self.manager = FakeKube()
         self.store = Store()
@@ -374,6 +376,8 @@ class World:
                 worker_lost_timeout=worker_lost_timeout,
                 gc_interval=gc_interval,
                 quota_automation=quota_automation,
+                dispatcher=dispatcher,
+                step_size=step_size,
             ),
             adapters=adapters_for(("batch/job", "pod", "statefulset", "jobset.x-k8s.io/jobset")),
             remote_kube=self._build,

@@ -51,10 +51,11 @@ from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.worker import events, workload_writes
 from webhook.worker.admissionchecks import parameters
-from webhook.worker.admissionchecks.multikueue import checks, connection, quota
+from webhook.worker.admissionchecks.multikueue import checks, connection, dispatch, quota
 from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.admissionchecks.multikueue.kubeconfig import LoadError, load_client_config
 from webhook.worker.admissionchecks.provisioning import set_check_state
+from webhook.worker.jobframework import workload_slices
 from webhook.worker.multikueue.remote import KubeFactory, RemoteCluster, WatchedKind
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import set_condition, update_status
@@ -139,6 +140,11 @@ class Settings:
     """How often remote objects whose local Workload is gone are deleted; zero: never."""
     quota_automation: bool = False
     """Gate MultiKueueManagerQuotaAutomation: `quotaManagement: Automated` configs are acted on."""
+    step_size: int = mk.DEFAULT_STEP_SIZE
+    """Workers the incremental dispatcher adds per round (its config counts with gate
+    MultiKueueIncrementalDispatcherConfig only)."""
+    respect_order: bool = True
+    """Gate MultiKueueIncrementalDispatcherRespectConfigOrder: nominate in the config's order, not by name."""
 
     @classmethod
     def from_config(cls, config: Configuration) -> Settings:
@@ -153,7 +159,17 @@ class Settings:
             elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
             gc_interval=timedelta(seconds=mkc.gc_interval_s),
             quota_automation=config.feature_enabled(Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION),
+            step_size=_step_size(config),
+            respect_order=config.feature_enabled(Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER),
         )
+
+
+def _step_size(config: Configuration) -> int:
+    """`IncrementalDispatcherReconciler.stepSize`."""
+    idc = config.multi_kueue.incremental_dispatcher_config
+    if config.feature_enabled(Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG) and idc and idc.step_size:
+        return idc.step_size
+    return mk.DEFAULT_STEP_SIZE
 
 
 def _read_file(path: str) -> bytes:
@@ -204,6 +220,8 @@ class MultiKueueController:
         self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
         self.workloads: WorkQueue[object] = WorkQueue("mk-workload", self.reconcile_workload, workers=2, stop=stop)
         self.cluster_queues: WorkQueue[object] = WorkQueue("mk-clusterqueue", self.reconcile_cluster_queue, stop=stop)
+        self.dispatches: WorkQueue[object] = WorkQueue("mk-dispatcher", self.reconcile_dispatch, stop=stop)
+        self._rounds: dict[str, datetime] = {}  # Workload key -> start of its incremental dispatch round
         self._cq_generations: dict[str, object] = {}  # ClusterQueue name -> generation last seen
         self._stop = stop
 
@@ -213,6 +231,8 @@ class MultiKueueController:
         self.workloads.start()
         if self.settings.quota_automation:
             self.cluster_queues.start()
+        if self.settings.dispatcher == mk.DISPATCHER_INCREMENTAL:
+            self.dispatches.start()
         threading.Thread(target=self._stop_remotes_on_exit, name="mk-remotes", daemon=True).start()
         if self.settings.gc_interval > timedelta(0):
             threading.Thread(target=self._collect_garbage_forever, name="mk-gc", daemon=True).start()
@@ -284,6 +304,8 @@ class MultiKueueController:
                 with self._lock:
                     self._deleted[key] = dict(obj)
             self.workloads.add(key)
+            if self.settings.dispatcher == mk.DISPATCHER_INCREMENTAL:
+                self.dispatches.add(key)
 
     def _queue_workloads_using(self, checks_: Sequence[str]) -> None:
         """`configHandler`: a config's clusters changed or it went; its Workloads look again soon."""
@@ -428,6 +450,55 @@ class MultiKueueController:
             "admission check condition",
             extra={"object": name, "kind": "AdmissionCheck", "status": cond["status"], "reason": cond["reason"]},
         )
+
+    # == the incremental dispatcher (`IncrementalDispatcherReconciler`) =============================
+    def reconcile_dispatch(self, key: str, _items: Sequence[object] = ()) -> None:
+        """`dispatch.plan_round` for one Workload with a Pending MultiKueue check: nominate the next
+        workers once the current round is over."""
+        wl: Obj | None = self.store.get("workloads", key)
+        if wl is None or o.is_deleting(wl):
+            with self._lock:
+                self._rounds.pop(key, None)
+            return
+        acs = g.multikueue_check(wl, self._controllers())
+        elastic = workload_slices.is_elastic(wl, enabled=self.settings.elastic)
+        if dispatch.skip_nomination(acs, wl, elastic=elastic):
+            return
+        assert acs is not None
+        clusters = self._config_clusters(str(acs.get("name")))
+        if clusters is None:
+            return
+        if o.is_condition_true(wl, c.WorkloadCondition.FINISHED) or not o.has_quota_reservation(wl):
+            with self._lock:
+                self._rounds.pop(key, None)
+            return
+        now = self.now()
+        with self._lock:
+            started = self._rounds.get(key)
+        nominated = [str(n) for n in (wl.get("status") or {}).get("nominatedClusterNames") or ()]
+        step = dispatch.plan_round(
+            nominated,
+            clusters,
+            step=self.settings.step_size,
+            respect_order=self.settings.respect_order,
+            started=started,
+            now=now,
+        )
+        if step.error:
+            log.warning("incremental dispatch failed", extra={"object": key, "error": step.error})
+            raise Retry(dispatch.ROUND_TIMEOUT.total_seconds(), step.error)
+        if step.nominate is not None:
+            names = list(step.nominate)
+
+            def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+                status["nominatedClusterNames"] = names
+
+            update_status(self.kube, self.store, "workloads", workload_writes.path(wl), mutate)
+            with self._lock:
+                self._rounds[key] = now
+            log.info("workers nominated", extra={"object": key, "clusters": names})
+        if step.wait is not None:
+            self.dispatches.add_after(key, step.wait.total_seconds())
 
     # == manager quota automation (`cqReconciler.Reconcile`) =========================================
     def _queue_cluster_queues(self) -> None:

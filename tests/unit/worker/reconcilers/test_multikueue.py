@@ -20,6 +20,7 @@ from tests.unit.worker.multikueue_fixtures import (
     JOBS,
     JOBSETS,
     KUEUE_NS,
+    NOW,
     NS,
     PODS,
     STATEFULSETS,
@@ -698,6 +699,33 @@ def test_a_jobset_not_handed_to_multikueue_is_rejected(world: World) -> None:
     assert str(state["message"]).startswith(
         'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""'
     )
+
+
+def test_the_incremental_dispatcher_nominates_a_step_at_a_time_and_copies_follow() -> None:
+    """`dispatcherName: ...-incremental`, stepSize 1: worker1 first (by config order), the copy only
+    there; the round lasts five minutes, then worker2 joins."""
+    w = World(dispatcher=mk.DISPATCHER_INCREMENTAL, step_size=1)
+    try:
+        w.connect("worker1", "worker2")
+        w.add(config("config1", ["worker1", "worker2"]), admission_check(), job(), workload())
+        assert w.controller.dispatches.busy([WL])
+        w.controller.reconcile_dispatch(WL)
+        wl = w.get("Workload", "wl", NS)
+        assert wl is not None and wl["status"]["nominatedClusterNames"] == ["worker1"]
+        w.sync("Workload", "wl", NS)
+        w.controller.reconcile_workload(WL)
+        assert w.workers["worker1"].workload() is not None
+        assert w.workers["worker2"].workload() is None
+        w.controller.reconcile_dispatch(WL)  # the round is on: nothing more
+        assert (w.get("Workload", "wl", NS) or {})["status"]["nominatedClusterNames"] == ["worker1"]
+        w.controller.now = lambda: NOW + timedelta(minutes=6)
+        w.controller.reconcile_dispatch(WL)
+        assert (w.get("Workload", "wl", NS) or {})["status"]["nominatedClusterNames"] == ["worker1", "worker2"]
+        w.sync("Workload", "wl", NS)
+        w.controller.reconcile_workload(WL)
+        assert w.workers["worker2"].workload() is not None
+    finally:
+        w.close()
 
 
 def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:
