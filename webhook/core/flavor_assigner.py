@@ -343,7 +343,7 @@ class _Assigner:
         replaces: WorkloadInfo | None = None,
         tas: bool = False,
         topology: TopologySnapshot | None = None,
-        delay_topology: bool = False,
+        delay_topology: frozenset[str] = frozenset(),
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
         self.tas = tas
@@ -545,8 +545,9 @@ class _Assigner:
                 r.error = "no TAS flavor assigned"
             elif len(tas_flavors) > 1:
                 r.error = f"more than one TAS flavor assigned: {', '.join(tas_flavors)}"
-            elif self.delay_topology:
-                # With a MultiKueue check the worker cluster places the pods (`podSetTopologyRequest`).
+            elif tas_flavors[0] in self.delay_topology:
+                # Placed later (`podSetTopologyRequest`): by the MultiKueue worker, or once a
+                # ProvisioningRequest's nodes exist.
                 r.delayed_topology = DELAYED_TOPOLOGY_PENDING
             else:
                 implied = not ps.requests_tas and self.tas_only
@@ -721,15 +722,15 @@ def assign_flavors(
     replaces: WorkloadInfo | None = None,
     tas: bool = False,
     topology: TopologySnapshot | None = None,
-    delay_topology: bool = False,
+    delay_topology: frozenset[str] = frozenset(),
 ) -> Assignment:
     """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
     `nominated` (podSet -> resource -> flavor) only those flavors are considered, with
     `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists, and
     with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth;
     with `tas` (the TopologyAwareScheduling gate) podSets and flavors are matched for topology and
-    placed in the Topologies of `topology`, or with `delay_topology` (a MultiKueue check) left to
-    the worker (`delayedTopologyRequest: Pending`)."""
+    placed in the Topologies of `topology`, except on the TAS flavors of `delay_topology`, where the
+    placement is left to later (`delayedTopologyRequest: Pending`)."""
     return _Assigner(
         wl,
         cq,

@@ -310,6 +310,21 @@ class WorkloadInfo:
         )
 
     @property
+    def needs_delayed_placement(self) -> bool:
+        """`needsSecondPassForDelayedAssignment` (within `NeedsSecondPass`): it holds quota, every
+        check is Ready (a ProvisioningRequest's nodes are there) and a pod set still waits for its
+        topology, not yet admitted."""
+        if not self.counts_toward_usage or self.is_evicted or self.is_on_hold or self.is_finished:
+            return False
+        states = self.check_states.values()
+        return (
+            bool(states)
+            and all(s == constants.CHECK_STATE_READY for s in states)
+            and self.topology_pending
+            and not self.is_admitted
+        )
+
+    @property
     def needs_node_replacement(self) -> bool:
         """`needsSecondPassAfterNodeFailure` (within `NeedsSecondPass`): it holds quota and one of
         its topology domains is an unhealthy node."""
