@@ -26,13 +26,17 @@ GVK = integrations.APPWRAPPER.gvk
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
-    """Default LocalQueue, default WorkloadPriorityClass, then suspend (`BaseWebhook.Default`)."""
+    """Default LocalQueue, default WorkloadPriorityClass, suspend, then MultiKueue's managedBy
+    (`BaseWebhook.Default`)."""
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
     spec = obj.setdefault("spec", {})
     if jf.should_suspend(obj, ctx, namespace) and not spec.get("suspend"):
         spec["suspend"] = True
+    jf.apply_default_for_managed_by(
+        obj, ctx, namespace, defaultable=(None, "workload.codeflare.dev/appwrapper-controller")
+    )
 
 
 def is_suspended(aw: Mapping[str, Any]) -> bool:

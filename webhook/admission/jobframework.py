@@ -190,15 +190,23 @@ def default_priority_class(obj: dict[str, Any], ctx: Context) -> None:
 
 
 def apply_default_for_managed_by(
-    obj: dict[str, Any], ctx: Context, namespace: str, *, defaultable: tuple[str | None, ...]
+    obj: dict[str, Any],
+    ctx: Context,
+    namespace: str,
+    *,
+    defaultable: tuple[str | None, ...],
+    at: tuple[str, ...] = ("spec",),
 ) -> None:
-    """`ApplyDefaultForManagedBy`: hand the job to MultiKueue (`spec.managedBy`) when gate
-    MultiKueue is on, its `managedBy` is one the kind may default (`CanDefaultManagedBy`: unset or
-    the kind's own controller) and its LocalQueue's ClusterQueue has a MultiKueue admission check."""
+    """`ApplyDefaultForManagedBy`: hand the job to MultiKueue (`managedBy` in the object at `at`,
+    `spec.runPolicy` for Kubeflow's jobs) when gate MultiKueue is on, its `managedBy` is one the kind
+    may default (`CanDefaultManagedBy`: unset or the kind's own controller) and its LocalQueue's
+    ClusterQueue has a MultiKueue admission check."""
     if not ctx.config.feature_enabled(Feature.MULTI_KUEUE):
         return
-    spec = obj.setdefault("spec", {})
-    if spec.get("managedBy") not in defaultable:
+    current: Mapping[str, Any] = obj
+    for key in at:
+        current = current.get(key) or {}
+    if current.get("managedBy") not in defaultable:
         return
     local_queue = o.labels(obj).get(c.QUEUE_LABEL)
     if local_queue is None:
@@ -208,7 +216,12 @@ def apply_default_for_managed_by(
     if cq is None:
         return
     if any(ctx.lookups.admission_check_controller(ac) == c.MULTIKUEUE_CONTROLLER for ac in cq.admission_checks):
-        spec["managedBy"] = c.MULTIKUEUE_CONTROLLER
+        holder = obj
+        for key in at:
+            if holder.get(key) is None:
+                holder[key] = {}
+            holder = holder[key]
+        holder["managedBy"] = c.MULTIKUEUE_CONTROLLER
 
 
 def should_suspend(obj: Mapping[str, Any], ctx: Context, namespace: str) -> bool:

@@ -28,9 +28,14 @@ from webhook.config import Feature
 __all__ = ["default", "validate_create", "validate_update", "warnings_create"]
 
 
+_TRAINING_OPERATOR = "kubeflow.org/training-operator"  # kftraining.KubeflowJobsController
+_MPI_OPERATOR = "kubeflow.org/mpi-operator"  # kfmpi.KubeflowJobController
+
+
 def default(obj: dict[str, Any], ctx: Context) -> None:
     """`BaseWebhook.Default` (the MPIJob webhook's first steps too): default the LocalQueue and
-    WorkloadPriorityClass, then suspend a job Kueue manages (`ApplyDefaultForSuspend`)."""
+    WorkloadPriorityClass, suspend a job Kueue manages (`ApplyDefaultForSuspend`), then hand it to
+    MultiKueue (`ApplyDefaultForManagedBy`, `KubeflowJob`/`MPIJob.CanDefaultManagedBy`)."""
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
@@ -39,6 +44,8 @@ def default(obj: dict[str, Any], ctx: Context) -> None:
         if spec.get("runPolicy") is None:
             spec["runPolicy"] = {}
         spec["runPolicy"]["suspend"] = True
+    own = _MPI_OPERATOR if obj.get("kind") == "MPIJob" else _TRAINING_OPERATOR
+    jf.apply_default_for_managed_by(obj, ctx, namespace, defaultable=(None, own), at=("spec", "runPolicy"))
 
 
 def _validate_topology(obj: Mapping[str, Any], ctx: Context) -> list[f.FieldError]:

@@ -36,11 +36,12 @@ _ADJUST = (
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
-    """Default LocalQueue and WorkloadPriorityClass, suspend a TrainJob Kueue manages, and add
+    """Default LocalQueue and WorkloadPriorityClass, MultiKueue's managedBy, suspend a TrainJob Kueue manages, and add
     Kueue's (empty) runtime patch to every TrainJob, as upstream's `Default` does."""
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
+    jf.apply_default_for_managed_by(obj, ctx, namespace, defaultable=(None, "trainer.kubeflow.org/trainjob-controller"))
     spec = obj.setdefault("spec", {})
     if jf.should_suspend(obj, ctx, namespace):
         spec["suspend"] = True

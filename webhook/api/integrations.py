@@ -82,8 +82,9 @@ class Framework:
     adapter: str | None = None
     """Import path of its worker module; None: it needs no reconciler of its own."""
     multikueue_adapter: str | None = None
-    """Import path of the module exporting its MultiKueue `ADAPTER`; None: MultiKueue rejects its
-    Workloads (`No multikueue adapter found for owner kind ...`)."""
+    """Import path of the module exporting its MultiKueue `ADAPTER` (`module:NAME` when a module
+    holds several, one per kind); None: MultiKueue rejects its Workloads (`No multikueue adapter
+    found for owner kind ...`)."""
     mutate_operations: tuple[str, ...] = ("CREATE",)
     validate_calls_api: bool = False
     """Its validating webhook may read from the API server: decided off the event loop."""
@@ -280,13 +281,16 @@ def _kubeflow(name: str, version: str, kind: str, *, webhook: str, delete: bool 
         resource,
         webhook=webhook,
         adapter="webhook.worker.integrations.kubeflow",
+        multikueue_adapter=f"webhook.worker.integrations.multikueue.kubeflow:{kind.upper()}",
         worker_access=(
             Grant(
                 (resource,),
                 _ALL if delete else tuple(v for v in _ALL if v != "delete"),
                 "suspend, resume, inject; delete after the deactivation retention period",
             ),
-            Grant((f"{resource}/status",), ("get", "patch", "update"), "upstream's grant; no status is written"),
+            Grant(
+                (f"{resource}/status",), ("get", "patch", "update"), "a MultiKueue manager mirrors the worker's status"
+            ),
             Grant((f"{resource}/finalizers",), ("get", "update"), "own Workloads with blockOwnerDeletion"),
         ),
     )
@@ -308,10 +312,13 @@ TRAINJOB = register(
         "trainjobs",
         webhook="webhook.admission.trainjob",
         adapter="webhook.worker.integrations.trainjob",
+        multikueue_adapter="webhook.worker.integrations.multikueue.trainjob",
         validate_calls_api=True,  # with TopologyAwareScheduling it reads the TrainJob's runtime
         worker_access=(  # upstream's +kubebuilder:rbac markers (pkg/controller/jobs/trainjob)
             Grant(("trainjobs",), ("get", "list", "patch", "update", "watch"), "suspend, start, stop (runtime patch)"),
-            Grant(("trainjobs/status",), ("get", "patch", "update"), "upstream's grant"),
+            Grant(
+                ("trainjobs/status",), ("get", "patch", "update"), "a MultiKueue manager mirrors the worker's status"
+            ),
             Grant(("trainjobs/finalizers",), ("get", "update"), "upstream's grant"),
             Grant(
                 ("clustertrainingruntimes", "trainingruntimes"),
@@ -351,9 +358,12 @@ APPWRAPPER = register(
         "appwrappers",
         webhook="webhook.admission.appwrapper",
         adapter="webhook.worker.integrations.appwrapper",
+        multikueue_adapter="webhook.worker.integrations.multikueue.appwrapper",
         worker_access=(
             Grant(("appwrappers",), _ALL, "resume with podSetInfos, suspend and clear them; delete after deactivation"),
-            Grant(("appwrappers/status",), ("get", "patch", "update"), "upstream's grant; no status is written"),
+            Grant(
+                ("appwrappers/status",), ("get", "patch", "update"), "a MultiKueue manager mirrors the worker's status"
+            ),
             Grant(
                 ("appwrappers/finalizers",),
                 ("get", "update"),

@@ -35,7 +35,10 @@ __all__ = [
 
 _MK = "MultiKueue is not implemented"
 #: What the MultiKueue admission check (webhook/worker/reconcilers/multikueue.py) does not do yet.
-_MK_PART = "not implemented by our MultiKueue admission check yet (Jobs, JobSets, Pods, Deployments and StatefulSets)"
+_MK_PART = (
+    "not implemented by our MultiKueue admission check yet (it dispatches Jobs, JobSets, AppWrappers, "
+    "Kubeflow's jobs, TrainJobs, Pods, Deployments and StatefulSets)"
+)
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
     {

@@ -142,3 +142,19 @@ def crd_defaulted(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """A Kueue CRD object as the app's defaulting path (/mutate-kueue-x-k8s-io-v1beta2-<kind>) patches it."""
     driver = Driver(create_app(Configuration(), StaticLookups()))
     return driver.mutate(f"/mutate-kueue-x-k8s-io-v1beta2-{kind.lower()}", obj, kind=kind)
+
+
+def multikueue_lookups(namespace: str, queue: str = "local-queue") -> dict[str, Any]:
+    """`StaticLookups` arguments for a LocalQueue `queue` in `namespace` whose ClusterQueue has a
+    MultiKueue admission check (the webhooks then default `managedBy` to MultiKueue)."""
+    return {
+        "local_queues": frozenset({(namespace, queue)}),
+        "local_queue_targets": {(namespace, queue): "cluster-queue"},
+        "cluster_queues": {
+            "cluster-queue": {
+                "metadata": {"name": "cluster-queue"},
+                "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "admission-check"}]}},
+            }
+        },
+        "admission_checks": {"admission-check": "kueue.x-k8s.io/multikueue"},
+    }

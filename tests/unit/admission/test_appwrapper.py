@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from .reviews import Driver, apply_patch, review
+from .reviews import Driver, apply_patch, multikueue_lookups, review
 
 MUTATE = "/mutate-workload-codeflare-dev-v1beta2-appwrapper"
 VALIDATE = "/validate-workload-codeflare-dev-v1beta2-appwrapper"
@@ -211,3 +211,24 @@ class TestWrappedObjects:
         body = review(deployment, kind="Deployment")
         response = self.driver(make_driver, queued=True).send("/mutate-apps-v1-deployment", body)
         assert response["allowed"] and "patch" not in response
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "want"),
+    [
+        pytest.param(None, "kueue.x-k8s.io/multikueue", id="unset"),
+        pytest.param(
+            "workload.codeflare.dev/appwrapper-controller", "kueue.x-k8s.io/multikueue", id="the operator's own"
+        ),
+        pytest.param("example.com/foo", "example.com/foo", id="another controller's: kept"),
+    ],
+)
+def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
+    make_driver: Any, managed_by: str | None, want: str
+) -> None:
+    """`BaseWebhook.Default`: `ApplyDefaultForManagedBy` (`AppWrapper.CanDefaultManagedBy`)."""
+    d = make_driver(ENABLED, **multikueue_lookups("team-a", "queue"))
+    aw = make_aw(labels={"kueue.x-k8s.io/queue-name": "queue"})
+    if managed_by is not None:
+        aw["spec"]["managedBy"] = managed_by
+    assert mutated(d, aw)["spec"]["managedBy"] == want

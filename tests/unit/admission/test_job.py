@@ -9,7 +9,7 @@ import pytest
 
 from webhook.config import Configuration
 
-from .reviews import Driver, review
+from .reviews import Driver, multikueue_lookups, review
 
 MUTATE = "/mutate-batch-v1-job"
 VALIDATE = "/validate-batch-v1-job"
@@ -528,17 +528,7 @@ def test_update_topology_errors_come_last(driver: Driver) -> None:
 
 
 _MK = "kueue.x-k8s.io/multikueue"
-_MK_LOOKUPS: dict[str, Any] = {
-    "local_queues": frozenset({("team-a", "local-queue")}),
-    "local_queue_targets": {("team-a", "local-queue"): "cluster-queue"},
-    "cluster_queues": {
-        "cluster-queue": {
-            "metadata": {"name": "cluster-queue"},
-            "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "admission-check"}]}},
-        }
-    },
-    "admission_checks": {"admission-check": _MK},
-}
+_MK_LOOKUPS: dict[str, Any] = multikueue_lookups("team-a")
 
 
 @pytest.mark.parametrize(

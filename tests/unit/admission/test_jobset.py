@@ -18,7 +18,7 @@ import pytest
 
 from webhook.config import Configuration, Integrations
 
-from .reviews import Driver, apply_patch, review
+from .reviews import Driver, apply_patch, multikueue_lookups, review
 
 MUTATE = "/mutate-jobset-x-k8s-io-v1alpha2-jobset"
 VALIDATE = "/validate-jobset-x-k8s-io-v1alpha2-jobset"
@@ -522,19 +522,6 @@ def test_topology_checks_need_the_gate(make_driver: Any) -> None:
     assert denial(make_driver(NO_TAS), obj) is None
 
 
-_MK_LOOKUPS: dict[str, Any] = {
-    "local_queues": frozenset({("default", "local-queue")}),
-    "local_queue_targets": {("default", "local-queue"): "cluster-queue"},
-    "cluster_queues": {
-        "cluster-queue": {
-            "metadata": {"name": "cluster-queue"},
-            "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "admission-check"}]}},
-        }
-    },
-    "admission_checks": {"admission-check": "kueue.x-k8s.io/multikueue"},
-}
-
-
 @pytest.mark.parametrize(
     ("managed_by", "want"),
     [
@@ -551,7 +538,7 @@ def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
     make_driver: Any, managed_by: str | None, want: str
 ) -> None:
     """`ApplyDefaultForManagedBy` with `JobSet.CanDefaultManagedBy`."""
-    d = make_driver(ENABLED, **_MK_LOOKUPS)
+    d = make_driver(ENABLED, **multikueue_lookups("default", "local-queue"))
     spec = {} if managed_by is None else {"managedBy": managed_by}
     out = mutated(d, make_jobset(labels={Q: "local-queue"}, **spec))
     assert out["spec"]["managedBy"] == want
@@ -559,5 +546,5 @@ def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
 
 
 def test_managed_by_is_kept_with_the_multikueue_gate_off(make_driver: Any) -> None:
-    d = make_driver(ENABLED + "featureGates: {MultiKueue: false}\n", **_MK_LOOKUPS)
+    d = make_driver(ENABLED + "featureGates: {MultiKueue: false}\n", **multikueue_lookups("default", "local-queue"))
     assert "managedBy" not in mutated(d, make_jobset(labels={Q: "local-queue"}))["spec"]

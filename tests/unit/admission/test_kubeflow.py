@@ -21,7 +21,7 @@ import pytest
 from webhook.api import kubeflow as kf
 from webhook.config import Configuration, Integrations
 
-from .reviews import Driver, apply_patch
+from .reviews import Driver, apply_patch, multikueue_lookups
 
 Q = "kueue.x-k8s.io/queue-name"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -527,3 +527,23 @@ def test_a_quantity_go_cannot_decode_is_an_error(kf_driver: Driver, kind: kf.Kin
         response = kf_driver.send(_path(obj, verb), job_review(obj))
         assert not response["allowed"] and response["status"]["code"] == 400, response
         assert response["status"]["message"].startswith("quantities must match the regular expression")
+
+
+@pytest.mark.parametrize("kind", TRAINING_KINDS, ids=lambda k: k.name)
+@pytest.mark.parametrize(
+    ("managed_by", "want"),
+    [
+        pytest.param(None, "kueue.x-k8s.io/multikueue", id="unset"),
+        pytest.param("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue", id="the operator's own"),
+        pytest.param("example.com/foo", "example.com/foo", id="another controller's: kept"),
+    ],
+)
+def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
+    make_driver: Any, kind: kf.Kind, managed_by: str | None, want: str
+) -> None:
+    """`BaseWebhook.Default` ends with `ApplyDefaultForManagedBy` (`KubeflowJob.CanDefaultManagedBy`):
+    `spec.runPolicy.managedBy`, for a queue whose ClusterQueue has a MultiKueue check."""
+    d = make_driver(ENABLED, **multikueue_lookups("default", "queue"))
+    out = mutated(d, make_job(kind, labels={Q: "queue"}, managed_by=managed_by))
+    assert out["spec"]["runPolicy"]["managedBy"] == want
+    assert out["spec"]["runPolicy"]["suspend"] is True

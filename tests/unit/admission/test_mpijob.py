@@ -19,7 +19,7 @@ import pytest
 
 from webhook.config import Configuration, Integrations
 
-from .reviews import Driver, apply_patch
+from .reviews import Driver, apply_patch, multikueue_lookups
 
 Q = "kueue.x-k8s.io/queue-name"
 PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -465,3 +465,22 @@ def test_a_gang_min_resources_quantity_go_cannot_decode_is_an_error(make_driver:
     obj["spec"]["runPolicy"]["schedulingPolicy"] = {"minResources": {"cpu": "1e1.5"}}
     response = make_driver(ENABLED).send(VALIDATE, mpi_review(obj))
     assert not response["allowed"] and response["status"]["code"] == 400, response
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "want"),
+    [
+        pytest.param(None, "kueue.x-k8s.io/multikueue", id="unset"),
+        pytest.param("kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue", id="the operator's own"),
+        pytest.param("kubeflow.org/training-operator", "kubeflow.org/training-operator", id="another's: kept"),
+    ],
+)
+def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
+    make_driver: Any, managed_by: str | None, want: str
+) -> None:
+    """`MpiJobWebhook.Default`: `ApplyDefaultForManagedBy` (`MPIJob.CanDefaultManagedBy`), in `spec.runPolicy`."""
+    d = make_driver(ENABLED, **multikueue_lookups("default", "queue"))
+    job = MPI().queue("queue").obj()
+    if managed_by is not None:
+        job["spec"]["runPolicy"]["managedBy"] = managed_by
+    assert mutated(d, job)["spec"]["runPolicy"]["managedBy"] == want

@@ -13,7 +13,7 @@ import pytest
 
 from webhook.config import Configuration, Integrations
 
-from .reviews import Driver, apply_patch, review
+from .reviews import Driver, apply_patch, multikueue_lookups, review
 
 MUTATE = "/mutate-trainer-kubeflow-org-v1alpha1-trainjob"
 VALIDATE = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
@@ -302,3 +302,21 @@ def test_without_the_gate_the_runtime_is_not_read(make_driver: Any) -> None:
         feature_gates={"TopologyAwareScheduling": False},
     )
     assert denial(make_driver(no_tas), trainjob({Q: "local-queue"})) is None
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "want"),
+    [
+        pytest.param(None, "kueue.x-k8s.io/multikueue", id="unset"),
+        pytest.param("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue", id="the trainer's own"),
+        pytest.param("example.com/foo", "example.com/foo", id="another controller's: kept"),
+    ],
+)
+def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
+    make_driver: Any, managed_by: str | None, want: str
+) -> None:
+    """`TrainJobWebhook.Default`: `ApplyDefaultForManagedBy` (`TrainJob.CanDefaultManagedBy`)."""
+    d = make_driver(CONFIG, **multikueue_lookups("ns", "queue"))
+    spec = {} if managed_by is None else {"managedBy": managed_by}
+    out = mutated(d, trainjob({Q: "queue"}, **spec))
+    assert out["spec"]["managedBy"] == want

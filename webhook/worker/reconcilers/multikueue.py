@@ -120,7 +120,8 @@ def adapters_for(frameworks: Sequence[str]) -> dict[str, _Adapter]:
     out: dict[str, _Adapter] = {}
     for framework in integrations.enabled(frameworks):
         if framework.multikueue_adapter is not None:
-            out[framework.gvk] = importlib.import_module(framework.multikueue_adapter).ADAPTER
+            module, _, attr = framework.multikueue_adapter.partition(":")
+            out[framework.gvk] = getattr(importlib.import_module(module), attr or "ADAPTER")
     return out
 
 

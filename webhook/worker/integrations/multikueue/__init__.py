@@ -9,6 +9,7 @@ reads and writes (upstream's `SyncJob` and `DeleteRemoteObject` do both in one c
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,7 +19,14 @@ from webhook.api import objects as o
 from webhook.api.integrations import Framework
 from webhook.api.objects import Obj
 
-__all__ = ["MultiKueueAdapter", "NotResized", "copy_meta", "prebuilt_name_meta", "prebuilt_workload_keys"]
+__all__ = [
+    "CopiedStatusAdapter",
+    "MultiKueueAdapter",
+    "NotResized",
+    "copy_meta",
+    "prebuilt_name_meta",
+    "prebuilt_workload_keys",
+]
 
 
 def prebuilt_name_meta(workload: str, *, identifier_annotations: bool) -> tuple[str, str]:
@@ -129,3 +137,58 @@ class NotResized:
     ) -> dict[str, Any] | None:
         """Never a patch: the copy keeps the spec it was created with."""
         return None
+
+
+class CopiedStatusAdapter(NotResized):
+    """The adapter of a kind with a `managedBy` field whose own controller upstream lets run the
+    worker's copy (JobSet, AppWrapper, TrainJob, MPIJob, Kubeflow's training jobs): the copy drops
+    `managedBy` (the worker's controller takes over), its status comes back whole on every sync
+    (the manager's controller leaves a job managed by MultiKueue alone), nothing is deferred.
+    `managed_by_at`: the keys from the object to the dict holding `managedBy`."""
+
+    watches_remote: bool = True
+    patch_status: bool = False
+
+    def __init__(self, framework: Framework, managed_by_at: tuple[str, ...] = ("spec",)) -> None:
+        self.framework = framework
+        self._at = managed_by_at
+
+    def _holder(self, obj: Obj) -> Obj:
+        for key in self._at:
+            obj = obj.get(key) or {}
+        return obj
+
+    def managed(self, local: Obj) -> tuple[bool, str]:
+        """`IsJobManagedByKueue`: only jobs handed to MultiKueue through `managedBy`."""
+        managed_by = str(self._holder(local).get("managedBy") or "")
+        if managed_by != c.MULTIKUEUE_CONTROLLER:
+            return False, f'Expecting spec.managedBy to be "{c.MULTIKUEUE_CONTROLLER}" not "{managed_by}"'
+        return True, ""
+
+    def group(self, local: Obj) -> str | None:
+        """Synced alone."""
+        return None
+
+    def remote_body(self, local: Obj, workload: str, origin: str, *, identifier_annotations: bool) -> dict[str, Any]:
+        """The copy to create on the worker (`SyncJob`'s create branch), without `managedBy`."""
+        body: dict[str, Any] = {
+            "apiVersion": self.framework.api_version,
+            "kind": self.framework.kind,
+            "metadata": copy_meta(local, workload, origin, identifier_annotations=identifier_annotations),
+            "spec": copy.deepcopy(dict(local.get("spec") or {})),
+        }
+        holder = body
+        for key in self._at:
+            holder = holder.get(key) or {}
+        holder.pop("managedBy", None)
+        return body
+
+    def status_update(self, local: Obj, remote: Obj, *, now: datetime) -> tuple[dict[str, Any] | None, bool]:
+        """The remote status, whole; None when the local one already equals it."""
+        new = copy.deepcopy(dict(remote.get("status") or {}))
+        return (None if new == dict(local.get("status") or {}) else new), False
+
+    def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]:
+        """`WorkloadKeysFor`."""
+        noun = self.framework.kind.lower()
+        return prebuilt_workload_keys(remote, noun, identifier_annotations=identifier_annotations)
