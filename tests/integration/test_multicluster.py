@@ -51,9 +51,12 @@ def apply(system: MultiClusterSystem, context: str, *objs: dict[str, Any]) -> No
 
 
 def worker_kubeconfig(system: MultiClusterSystem) -> str:
-    """What `util.KubeconfigForMultiKueueSA` writes for worker1: a ServiceAccount bound to a role for
-    Workloads and Jobs, a 7-day token, the worker's control-plane name and the context's CA data."""
+    """What `util.KubeconfigForMultiKueueSA` writes for worker1: a ServiceAccount bound to the role
+    `MultiKueueRulesForManager` builds (Workloads, the queues, and each enabled framework's kind:
+    the manager watches every one of them, and a kind it may not list fails the connection), a
+    7-day token, the worker's control-plane name and the context's CA data."""
     rule = {"verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}
+    kinds = (("batch", "jobs"), ("", "pods"), ("apps", "statefulsets"))  # MULTIKUEUE_CONFIG's frameworks
     apply(
         system,
         WORKER1.context,
@@ -68,8 +71,13 @@ def worker_kubeconfig(system: MultiClusterSystem) -> str:
                     "resources": ["workloads/status"],
                     "verbs": ["get", "patch", "update"],
                 },
-                {**rule, "apiGroups": ["batch"], "resources": ["jobs"]},
-                {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
+                {
+                    "apiGroups": ["kueue.x-k8s.io"],
+                    "resources": ["clusterqueues", "localqueues"],
+                    "verbs": ["get", "list", "watch"],
+                },
+                *({**rule, "apiGroups": [group], "resources": [kind]} for group, kind in kinds),
+                *({"apiGroups": [group], "resources": [f"{kind}/status"], "verbs": ["get"]} for group, kind in kinds),
             ],
         },
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "mksa-sa", "namespace": "kueue-system"}},
