@@ -161,7 +161,7 @@ from webhook.core.tas import PodSetRequest, Replacement, TopologyAssignment
 from webhook.core.topology import TopologySnapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
-__all__ = ["AdmissionCore", "CycleResult", "SchedulerConfig"]
+__all__ = ["AdmissionCore", "CycleResult", "QueueStatusChanges", "SchedulerConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +257,14 @@ class CycleResult:
 
 
 @dataclass(slots=True)
+class QueueStatusChanges:
+    """ClusterQueue names and LocalQueue keys (`namespace/name`) whose status may have changed."""
+
+    cluster_queues: set[str] = field(default_factory=set)
+    local_queues: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
 class _Entry:
     wl: WorkloadInfo
     cq_name: str
@@ -292,6 +300,8 @@ class AdmissionCore:
         self._qs_keys: set[WorkloadKey] = set()
         self._qs_cluster_queues: set[str] = set()
         self._qs_local_queues: set[str] = set()
+        # The queues whose status may have changed since `take_status_changes` (None: all of them).
+        self._status_changes: QueueStatusChanges | None = None
         # Requeue requests waiting for their batch period: ("cohort" | "cq", root name) -> due time.
         self._requeue_due: dict[tuple[str, str], datetime] = {}
         # Admission fair sharing (`admission_fair_sharing.py`): LocalQueue usage orders opted-in queues.
@@ -348,6 +358,7 @@ class AdmissionCore:
             self.queues.queue_inadmissible(sorted(names), now)
 
     def _sync_active(self) -> None:
+        self._status_changes = None  # a queue, flavor, check or topology changed: any status may
         for name in self.cache.cluster_queues:
             active = self.cache.readiness(name).active
             q = self.queues.cluster_queues.get(name)
@@ -379,6 +390,7 @@ class AdmissionCore:
         self._flush([node.name], now)
 
     def on_cluster_queue_deleted(self, name: str, now: datetime) -> None:
+        self._status_changes = None  # its LocalQueues' status too
         self.cache.delete_cluster_queue(name)
         self.queues.delete_cluster_queue(name)
 
@@ -388,6 +400,7 @@ class AdmissionCore:
         self._flush(list(self.cache.cluster_queues), now)
 
     def on_cohort_deleted(self, name: str, now: datetime) -> None:
+        self._status_changes = None
         self.cache.delete_cohort(name)
         self._flush(list(self.cache.cluster_queues), now)
 
@@ -395,6 +408,7 @@ class AdmissionCore:
         meta = obj["metadata"]
         old = self.cache.local_queues.get(f"{meta.get('namespace') or ''}/{meta['name']}")
         lq = self.cache.upsert_local_queue(obj)
+        self._status_changes = None
         if old is None or (old.stop_policy, old.cluster_queue) != (lq.stop_policy, lq.cluster_queue):
             self._qs_local_queues.add(lq.key)
         self.queues.upsert_local_queue(lq, now)
@@ -402,6 +416,7 @@ class AdmissionCore:
             self.afs.on_local_queue(lq.key, obj, now)
 
     def on_local_queue_deleted(self, namespace: str, name: str, now: datetime) -> None:
+        self._status_changes = None
         self.cache.delete_local_queue(f"{namespace}/{name}")
         self.queues.delete_local_queue(f"{namespace}/{name}")
         if self.afs is not None:
@@ -531,7 +546,9 @@ class AdmissionCore:
 
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""
+        self._status_touch(self.queues.pending.get(wl.key), wl)
         old, reserving = self.cache.upsert_workload(wl)
+        self._status_touch(old)
         if self._replaced.get(wl.key) != wl.unhealthy_nodes:
             self._replaced.pop(wl.key, None)
         if reserving and wl.needs_node_replacement and self.config.tas:
@@ -555,7 +572,7 @@ class AdmissionCore:
     def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
         key = WorkloadKey(f"{namespace}/{name}")
         old = self.cache.delete_workload(key)
-        self.queues.delete_workload(key)
+        self._status_touch(old, self.queues.delete_workload(key))
         self._last.pop(key, None)
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
@@ -571,6 +588,7 @@ class AdmissionCore:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
         wl = self.cache.forget_workload(key)
         original = self._assumed_from.pop(key, None)
+        self._status_touch(wl, original)
         self._replaced.pop(key, None)
         if self.afs is not None:
             self.afs.admission_failed(key)
@@ -585,6 +603,31 @@ class AdmissionCore:
         self._qs_keys.add(key)
 
     # == status ===================================================================================
+    def _status_touch(self, *workloads: WorkloadInfo | None) -> None:
+        """These Workloads were queued, reserved or released: the status of their LocalQueue, of the
+        ClusterQueue it points to and of the one they hold quota in may have changed (upstream's
+        ClusterQueue and LocalQueue controllers reconcile the queues of each Workload event)."""
+        changes = self._status_changes
+        if changes is None:
+            return
+        for wl in workloads:
+            if wl is None:
+                continue
+            lq_key = f"{wl.namespace}/{wl.queue_name}"
+            changes.local_queues.add(lq_key)
+            lq = self.cache.local_queues.get(lq_key)
+            if lq is not None:
+                changes.cluster_queues.add(lq.cluster_queue)
+            if wl.admission_cluster_queue:
+                changes.cluster_queues.add(wl.admission_cluster_queue)
+
+    def take_status_changes(self) -> QueueStatusChanges | None:
+        """The ClusterQueues and LocalQueues whose status may differ from what it was at the last
+        call (None: any may, e.g. after a queue or flavor changed, and on the first call), so
+        that publishing status costs the queues that changed, not all of them."""
+        changes, self._status_changes = self._status_changes, QueueStatusChanges()
+        return changes
+
     def cluster_queue_status(self, name: str) -> dict[str, Any]:
         return status.cluster_queue_status(self.cache, self.queues, name, fair_sharing=self.config.fair_sharing)
 
@@ -599,7 +642,10 @@ class AdmissionCore:
         """Sample the LocalQueues whose admission fair sharing usage is due (the LocalQueue reconcile's
         timer, which the worker runs): their status then carries the new `fairSharing`. Returns their
         keys; [] with admission fair sharing off."""
-        return [] if self.afs is None else self.afs.sample(now)
+        sampled = [] if self.afs is None else self.afs.sample(now)
+        if self._status_changes is not None:
+            self._status_changes.local_queues.update(sampled)
+        return sampled
 
     def cohort_status(self, name: str) -> dict[str, Any]:
         return status.cohort_status(self.cache, name, fair_sharing=self.config.fair_sharing)
@@ -834,6 +880,7 @@ class AdmissionCore:
             cq = snap.cluster_queues.get(name)
             if self.cache.is_reserving(wl.key):
                 self.queues.admitted(wl.key, name)
+                self._status_touch(wl)
                 continue
             if wl.failed_checks:
                 e.message, e.reason = "The workload has failed admission checks", PendingReason.PENDING_EVALUATION
@@ -1100,6 +1147,7 @@ class AdmissionCore:
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
         self.cache.assume_workload(assumed)
+        self._status_touch(assumed)
         if self.afs is not None:
             self.afs.assumed(e.wl, e.cq_name, now)
         self.queues.admitted(e.wl.key, e.cq_name)
