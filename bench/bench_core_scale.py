@@ -10,8 +10,8 @@ grows 1.1x. This replays both generator configs through what the worker's core t
   pending-status writes or more than MAX_WRITE_BACKLOG writes wait for the client's token bucket
   (QPS 50, minimalkueue's and `bench/minimal_pykueue.py`'s), which bounds the real run;
 * status: ClusterQueue and LocalQueue status, published 1 s after a batch of events
-  (`QueueStatusPublisher`), and the queue routes the worker compares when its own queue status
-  writes come back (`DecisionWriter.queue_routes`).
+  (`QueueStatusPublisher`) for the queues the core reports changed; those writes come back as
+  events that wake the core loop (status-only: they do not reach the core).
 
 Pending-status writes are counted only when the QuotaReserved condition would change, as
 `DecisionWriter._set_pending` does. It prints ms of CPU per admission by part, per shape, and the
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import hashlib
 import heapq
 import itertools
 import sys
@@ -44,7 +45,6 @@ from simulate_scale import T0, feed, objects, pending_obj, with_conditions  # no
 
 from webhook.config import Configuration  # noqa: E402
 from webhook.core.cycle import AdmissionCore, Admit, Pending, Preempt  # noqa: E402
-from webhook.worker.decisions import QueueRoutes  # noqa: E402
 from webhook.worker.manager import MAX_WRITE_BACKLOG, STATUS_BATCH_S, scheduler_config  # noqa: E402
 from webhook.worker.queue_status import QueueStatusPublisher  # noqa: E402
 from webhook.worker.store import Store  # noqa: E402
@@ -136,7 +136,6 @@ class Replay:
         self.in_flight: list[datetime] = []  # when each queued write is done
         self.cycle_writes_until = T0  # the last cycle's pending-status writes are done
         self.shown: dict[str, tuple[str, str]] = {}  # QuotaReserved=False (reason, message) written
-        self.routes: QueueRoutes | None = None
         self.queue_writes: dict[str, None] = {}
         self.queue_bucket = T0
         self.profiler: cProfile.Profile | None = None
@@ -222,11 +221,7 @@ class Replay:
                 self._event(at, what, key)
                 batch = True
             self.fig.cpu["events"] += time.process_time() - t
-            if echoes:
-                # Our own queue status writes come back as ClusterQueue/LocalQueue events.
-                echoes = []
-                routes = self._timed("status", self._queue_routes)
-                self.routes = routes
+            echoes = []  # our own queue status writes came back: status-only, they wake the loop
             self.in_flight = [at for at in self.in_flight if at > now]
             due = self.core.next_requeue_at()
             # The core loop schedules after each drain that returned something or a due requeue, and
@@ -260,14 +255,6 @@ class Replay:
             self.profiler.disable()
         self.fig.seconds = (now - T0).total_seconds()
         return self.fig
-
-    def _queue_routes(self) -> QueueRoutes:
-        """`DecisionWriter.queue_routes`, which the worker computes when a queue event arrives."""
-        cache = self.core.cache
-        return (
-            {key: lq.cluster_queue for key, lq in cache.local_queues.items()},
-            {name: cache.readiness(name).active for name in cache.cluster_queues},
-        )
 
 
 PARTS = ("events", "cycles", "status")
@@ -313,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             + " ".join(f"{fig.per_admission_ms(x):>8.3f}" for x in PARTS)
             + f" {total:>8.3f}"
         )
+        digest = hashlib.sha256("\n".join(fig.order).encode()).hexdigest()[:12]
+        print(f"{'':>12} admission order sha256 {digest} (equal before and after a change that keeps decisions)")
     if len(totals) == 2:
         print(
             f"large-scale/baseline ms per admission: {totals['large-scale'] / totals['baseline']:.2f} (upstream: 1.1)"
