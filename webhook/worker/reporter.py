@@ -193,22 +193,29 @@ _LOCAL_QUEUE_SERIES = (
 )
 
 
+_UNSET = object()
+
+
 class _GaugeSet:
     """Sets a gauge family to exactly the given series, removing those not given any more. Series
     are kept by every label value, custom ones included, so that a queue whose custom values
-    changed loses the series of the old ones."""
+    changed loses the series of the old ones. Only series whose value changed are set: with 1,000
+    ClusterQueues and LocalQueues (upstream's large-scale config) setting all ~20,000 of them at
+    every refresh was most of its cost, where upstream sets a queue's gauges when it changes."""
 
     def __init__(self, gauge: m.Family[Gauge]) -> None:
         self.gauge = gauge
-        self.current: set[tuple[str, ...]] = set()
+        self.current: dict[tuple[str, ...], float] = {}
 
     def replace(self, values: Mapping[tuple[str, ...], float]) -> None:
         """`values` by every label value (`Family.full`)."""
-        for labels in self.current - values.keys():
+        for labels in self.current.keys() - values.keys():
             self.gauge.remove(*labels)
+        current = self.current
         for labels, value in values.items():
-            self.gauge.metric.labels(*labels).set(value)
-        self.current = set(values)
+            if current.get(labels, _UNSET) != value:  # NaN never equals itself: always set
+                self.gauge.metric.labels(*labels).set(value)
+        self.current = dict(values)
 
 
 class MetricsReporter:
