@@ -300,8 +300,9 @@ class AdmissionCore:
         self._qs_keys: set[WorkloadKey] = set()
         self._qs_cluster_queues: set[str] = set()
         self._qs_local_queues: set[str] = set()
-        # The queues whose status may have changed since `take_status_changes` (None: all of them).
-        self._status_changes: QueueStatusChanges | None = None
+        # Per reader of `take_status_changes`, the queues whose status may have changed since its
+        # last call (None: all of them).
+        self._status_changes: dict[str, QueueStatusChanges | None] = {}
         # Requeue requests waiting for their batch period: ("cohort" | "cq", root name) -> due time.
         self._requeue_due: dict[tuple[str, str], datetime] = {}
         # Admission fair sharing (`admission_fair_sharing.py`): LocalQueue usage orders opted-in queues.
@@ -358,7 +359,7 @@ class AdmissionCore:
             self.queues.queue_inadmissible(sorted(names), now)
 
     def _sync_active(self) -> None:
-        self._status_changes = None  # a queue, flavor, check or topology changed: any status may
+        self._all_status_changed()  # a queue, flavor, check or topology changed: any status may
         for name in self.cache.cluster_queues:
             active = self.cache.readiness(name).active
             q = self.queues.cluster_queues.get(name)
@@ -390,7 +391,7 @@ class AdmissionCore:
         self._flush([node.name], now)
 
     def on_cluster_queue_deleted(self, name: str, now: datetime) -> None:
-        self._status_changes = None  # its LocalQueues' status too
+        self._all_status_changed()  # its LocalQueues' status too
         self.cache.delete_cluster_queue(name)
         self.queues.delete_cluster_queue(name)
 
@@ -400,7 +401,7 @@ class AdmissionCore:
         self._flush(list(self.cache.cluster_queues), now)
 
     def on_cohort_deleted(self, name: str, now: datetime) -> None:
-        self._status_changes = None
+        self._all_status_changed()
         self.cache.delete_cohort(name)
         self._flush(list(self.cache.cluster_queues), now)
 
@@ -408,7 +409,7 @@ class AdmissionCore:
         meta = obj["metadata"]
         old = self.cache.local_queues.get(f"{meta.get('namespace') or ''}/{meta['name']}")
         lq = self.cache.upsert_local_queue(obj)
-        self._status_changes = None
+        self._all_status_changed()
         if old is None or (old.stop_policy, old.cluster_queue) != (lq.stop_policy, lq.cluster_queue):
             self._qs_local_queues.add(lq.key)
         self.queues.upsert_local_queue(lq, now)
@@ -416,7 +417,7 @@ class AdmissionCore:
             self.afs.on_local_queue(lq.key, obj, now)
 
     def on_local_queue_deleted(self, namespace: str, name: str, now: datetime) -> None:
-        self._status_changes = None
+        self._all_status_changed()
         self.cache.delete_local_queue(f"{namespace}/{name}")
         self.queues.delete_local_queue(f"{namespace}/{name}")
         if self.afs is not None:
@@ -607,25 +608,30 @@ class AdmissionCore:
         """These Workloads were queued, reserved or released: the status of their LocalQueue, of the
         ClusterQueue it points to and of the one they hold quota in may have changed (upstream's
         ClusterQueue and LocalQueue controllers reconcile the queues of each Workload event)."""
-        changes = self._status_changes
-        if changes is None:
-            return
-        for wl in workloads:
+        readers = [changes for changes in self._status_changes.values() if changes is not None]
+        for wl in workloads if readers else ():
             if wl is None:
                 continue
             lq_key = f"{wl.namespace}/{wl.queue_name}"
-            changes.local_queues.add(lq_key)
             lq = self.cache.local_queues.get(lq_key)
-            if lq is not None:
-                changes.cluster_queues.add(lq.cluster_queue)
-            if wl.admission_cluster_queue:
-                changes.cluster_queues.add(wl.admission_cluster_queue)
+            for changes in readers:
+                changes.local_queues.add(lq_key)
+                if lq is not None:
+                    changes.cluster_queues.add(lq.cluster_queue)
+                if wl.admission_cluster_queue:
+                    changes.cluster_queues.add(wl.admission_cluster_queue)
 
-    def take_status_changes(self) -> QueueStatusChanges | None:
-        """The ClusterQueues and LocalQueues whose status may differ from what it was at the last
-        call (None: any may, e.g. after a queue or flavor changed, and on the first call), so
-        that publishing status costs the queues that changed, not all of them."""
-        changes, self._status_changes = self._status_changes, QueueStatusChanges()
+    def _all_status_changed(self) -> None:
+        self._status_changes = dict.fromkeys(self._status_changes)
+
+    def take_status_changes(self, reader: str = "status") -> QueueStatusChanges | None:
+        """The ClusterQueues and LocalQueues whose status may differ from what it was at `reader`'s
+        last call (None: any may, e.g. after a queue or flavor changed, and on its first call), so
+        that publishing status (reader "status") or the gauges ("gauges") costs the queues that
+        changed, not all of them. Moves between a ClusterQueue's active and inadmissible Workloads
+        are not reported (the status counts both together)."""
+        changes = self._status_changes.get(reader)
+        self._status_changes[reader] = QueueStatusChanges()
         return changes
 
     def cluster_queue_status(self, name: str) -> dict[str, Any]:
@@ -643,8 +649,9 @@ class AdmissionCore:
         timer, which the worker runs): their status then carries the new `fairSharing`. Returns their
         keys; [] with admission fair sharing off."""
         sampled = [] if self.afs is None else self.afs.sample(now)
-        if self._status_changes is not None:
-            self._status_changes.local_queues.update(sampled)
+        for changes in self._status_changes.values():
+            if changes is not None:
+                changes.local_queues.update(sampled)
         return sampled
 
     def cohort_status(self, name: str) -> dict[str, Any]:
