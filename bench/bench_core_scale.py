@@ -11,7 +11,9 @@ grows 1.1x. This replays both generator configs through what the worker's core t
   (QPS 50, minimalkueue's and `bench/minimal_pykueue.py`'s), which bounds the real run;
 * status: ClusterQueue and LocalQueue status, published 1 s after a batch of events
   (`QueueStatusPublisher`) for the queues the core reports changed; those writes come back as
-  events that wake the core loop (status-only: they do not reach the core).
+  events that wake the core loop (status-only: they do not reach the core);
+* gauges: `MetricsReporter.refresh`, as often as the worker runs it (at most once a second, and
+  no more than 1/METRICS_REFRESH_SHARE of the time; here simulated time stands for wall time).
 
 Pending-status writes are counted only when the QuotaReserved condition would change, as
 `DecisionWriter._set_pending` does. It prints ms of CPU per admission by part, per shape, and the
@@ -45,8 +47,15 @@ from simulate_scale import T0, feed, objects, pending_obj, with_conditions  # no
 
 from webhook.config import Configuration  # noqa: E402
 from webhook.core.cycle import AdmissionCore, Admit, Pending, Preempt  # noqa: E402
-from webhook.worker.manager import MAX_WRITE_BACKLOG, STATUS_BATCH_S, scheduler_config  # noqa: E402
+from webhook.worker.manager import (  # noqa: E402
+    MAX_WRITE_BACKLOG,
+    METRICS_REFRESH_S,
+    METRICS_REFRESH_SHARE,
+    STATUS_BATCH_S,
+    scheduler_config,
+)
 from webhook.worker.queue_status import QueueStatusPublisher  # noqa: E402
+from webhook.worker.reporter import MetricsReporter  # noqa: E402
 from webhook.worker.store import Store  # noqa: E402
 
 
@@ -123,6 +132,7 @@ class Replay:
         for ws in config["cohorts"][0]["queuesSets"][0]["workloadsSets"]:
             ws["count"] = max(1, round(ws["count"] * fraction))
         self.core = AdmissionCore(scheduler_config(Configuration()))
+        self.reporter = MetricsReporter(Configuration())
         objs, self.wls = objects(config, cohorts=cohorts)
         feed(self.core, objs)
         self.by_key = {f"{w.ns}/{w.name}": w for w in self.wls}
@@ -140,11 +150,13 @@ class Replay:
         self.queue_bucket = T0
         self.profiler: cProfile.Profile | None = None
 
-    def _timed(self, part: str, fn: Any, *args: Any) -> Any:
+    def _timed(self, part: str, fn: Any, *args: Any) -> tuple[Any, float]:
+        """fn(*args) and the CPU seconds it took, counted under `part`."""
         t = time.process_time()
         out = fn(*args)
-        self.fig.cpu[part] += time.process_time() - t
-        return out
+        took = time.process_time() - t
+        self.fig.cpu[part] += took
+        return out, took
 
     def _write(self, now: datetime, kind: str) -> datetime:
         """One write through the client's token bucket; pending-status writes count in the backlog
@@ -206,6 +218,7 @@ class Replay:
         status_due: datetime | None = None
         echoes: list[str] = []
         wake = False
+        next_refresh = T0
         if self.profiler is not None:
             self.profiler.enable()
         while ai < len(arrivals) or self.events or self.core.queues.pending:
@@ -230,7 +243,7 @@ class Replay:
             if wake and self.cycle_writes_until <= now and len(self.in_flight) < MAX_WRITE_BACKLOG:
                 wake = False
                 for _ in range(10000):
-                    result = self._timed("cycles", self.core.schedule, now)
+                    result = self._timed("cycles", self.core.schedule, now)[0]
                     self.fig.cycles += 1
                     self._dispatch(result, now)
                     if not (result.admitted or result.preempted) or self.cycle_writes_until > now:
@@ -244,6 +257,9 @@ class Replay:
                 # its own token buckets (one per resource, `Kube._bucket`), one thread.
                 self.queue_writes.update(dict.fromkeys(self.writes.keys))
                 self.writes.keys = []
+            if now >= next_refresh:
+                took = self._timed("gauges", self.reporter.refresh, self.core)[1]
+                next_refresh = now + timedelta(seconds=took + max(METRICS_REFRESH_S, METRICS_REFRESH_SHARE * took))
             while self.queue_writes and self.queue_bucket <= now:
                 key = next(iter(self.queue_writes))
                 del self.queue_writes[key]
@@ -257,7 +273,7 @@ class Replay:
         return self.fig
 
 
-PARTS = ("events", "cycles", "status")
+PARTS = ("events", "cycles", "status", "gauges")
 
 
 def _writes(fig: Figures) -> str:
