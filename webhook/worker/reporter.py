@@ -833,7 +833,8 @@ class MetricsReporter:
                 admitted[family.full(name, ROLE, sources={})] = 0
             for cq in cqs:
                 labels = family.full(name, ROLE, sources={m.CLUSTER_QUEUE: cq.name})
-                count = sum(1 for w in cq.workloads.values() if w.is_admitted)
+                row = self._cq_series.rows.get(cq.name)  # this refresh's; its admitted series add up
+                count = sum(row.series[m.ADMITTED_ACTIVE_WORKLOADS].values()) if row is not None else 0
                 admitted[labels] = admitted.get(labels, 0) + count
         self._set(m.COHORT_INFO, info)
         self._set(m.COHORT_SUBTREE_QUOTA, quota)
