@@ -60,3 +60,14 @@ def test_quota_released_in_another_queue_reports_the_queue_holding_it() -> None:
     core.take_status_changes()
     core.on_workload_deleted("ns", "w", T0)
     assert core.take_status_changes() == QueueStatusChanges({"a", "c"}, {"ns/lq-a"})
+
+
+def test_each_reader_gets_every_change_since_its_own_last_call() -> None:
+    core = _core()
+    assert core.take_status_changes("status") is None
+    assert core.take_status_changes("gauges") is None
+    core.on_workload(make_wl("w").queue("lq-a").request(cpu="1").obj(), T0)
+    assert core.take_status_changes("status") == QueueStatusChanges({"a"}, {"ns/lq-a"})
+    core.on_workload(make_wl("v").queue("lq-c").request(cpu="1").obj(), T0)
+    assert core.take_status_changes("gauges") == QueueStatusChanges({"a", "c"}, {"ns/lq-a", "ns/lq-c"})
+    assert core.take_status_changes("status") == QueueStatusChanges({"c"}, {"ns/lq-c"})
