@@ -944,9 +944,20 @@ class AdmissionCore:
         preempted: Mapping[WorkloadKey, WorkloadInfo],
         targets: list[WorkloadInfo],
     ) -> tuple[bool, bool]:
-        """(fits on quota, fits on TAS) once `preempted` and `targets` are gone (`ClusterQueueSnapshot.Fits`)."""
+        """(fits on quota, fits on TAS) once `preempted` and `targets` are gone (`fits` in
+        scheduler.go). Upstream removes every victim of the cycle for every entry; only those of
+        `cq`'s cohort tree hold quota that `available` reads, so the others stay unless TAS capacity
+        (nodes every tree shares) is checked too: with 1,000 ClusterQueues a cycle has as many
+        heads and hundreds of victims, and removing them all for each head was most of the cycle."""
         victims = dict(preempted)
         victims.update((t.key, t) for t in targets)
+        if snap.topology is None or not a.tas_usage:
+            root = cq.root()
+            victims = {
+                key: wl
+                for key, wl in victims.items()
+                if (owner := snap.cluster_queues.get(wl.admission_cluster_queue)) is not None and owner.root() is root
+            }
         with snap.simulated_removal(victims.values()):
             if not all(v <= resource_node.available(cq, fr) for fr, v in a.total_requests().items()):
                 return False, True
