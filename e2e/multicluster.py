@@ -52,9 +52,8 @@ WORKER_APISERVER_ARGS = ("--service-account-max-token-expiration=168h",)
 NODE_LABELS = {"instance-type": "on-demand", "cloud.provider.com/node-group": "tas-node"}
 
 #: upstream e2e's MultiKueue Configuration (test/e2e/config/multikueue/baseline/controller_manager_config.yaml,
-#: which `make test-multikueue-e2e-baseline` deploys to all three clusters), less the gate
-#: MultiKueueManagerQuotaAutomation (ours refuses it until quota automation exists; its one spec is excluded)
-#: and leaderElection (each system keeps its own Lease settings). Each system adds its host ports.
+#: which `make test-multikueue-e2e-baseline` deploys to all three clusters), less leaderElection (each
+#: system keeps its own Lease settings). Each system adds its host ports.
 MULTIKUEUE_CONFIG = """\
 metrics:
   enableClusterQueueResources: true
@@ -79,6 +78,7 @@ integrations:
   - "statefulset"
 featureGates:
   MultiKueue: true
+  MultiKueueManagerQuotaAutomation: true
 tls:
   minVersion: "VersionTLS12"
   cipherSuites:

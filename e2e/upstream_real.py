@@ -61,7 +61,7 @@ class RealSystemError(RuntimeError):
 def our_configuration(upstream_text: str) -> str:
     """The Configuration we ship with upstream e2e's (`upstream_text`) laid over it, restricted to what we
     implement (anything else is refused at start): upstream's integrations less those we lack, its feature
-    gates less those of features we lack (MultiKueueManagerQuotaAutomation)."""
+    gates less those of features we lack (`support.UNIMPLEMENTED_GATES`)."""
     upstream = yaml.safe_load(upstream_text)
     ours = yaml.safe_load(objects.DEFAULT_CONFIGURATION)
     implemented = {f.name for f in integrations.implemented()}

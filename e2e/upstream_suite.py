@@ -162,8 +162,7 @@ UPSTREAM_VISIBILITY_ROLES = (
 
 #: upstream e2e's Configuration (test/e2e/config/default/controller_manager_config.yaml), less what
 #: only makes sense in a pod; no frameworks here: each system enables batch/job, pod, deployment and
-#: statefulset plus those of the suite's operators (the CRDs there are), and
-#: the MultiKueueManagerQuotaAutomation gate is left out (no MultiKueue here; pykueue refuses it).
+#: statefulset plus those of the suite's operators (the CRDs there are).
 #: VisibilityOnDemand is on: each system serves the visibility API from the host, and its
 #: APIServices reach it through an ExternalName Service `localhost` (webhook.install.visibility).
 E2E_CONFIG = """\
@@ -184,6 +183,7 @@ featureGates:
   LocalQueueMetrics: true
   ElasticJobsViaWorkloadSlices: true
   ConcurrentAdmission: true
+  MultiKueueManagerQuotaAutomation: true
   VisibilityOnDemand: true
 tls:
   minVersion: "VersionTLS12"

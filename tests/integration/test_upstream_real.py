@@ -70,4 +70,13 @@ def test_ours_runs_upstreams_e2e_configuration_less_what_it_lacks(framework: str
     cfg = yaml.safe_load(upstream_real.our_configuration(EXTENDED))
     assert (framework in cfg["integrations"]["frameworks"]) is enabled
     assert cfg["leaderElection"]["leaseDuration"] == "60s"
-    assert cfg["featureGates"] == {"LocalQueueMetrics": True}
+    assert cfg["featureGates"] == {"LocalQueueMetrics": True, "MultiKueueManagerQuotaAutomation": True}
+
+
+def test_a_gate_of_a_feature_ours_lacks_is_left_out() -> None:
+    text = EXTENDED.replace(
+        "  LocalQueueMetrics: true\n", "  LocalQueueMetrics: true\n  SparkApplicationIntegration: true\n"
+    )
+    assert "SparkApplicationIntegration" in text
+    cfg = yaml.safe_load(upstream_real.our_configuration(text))
+    assert "SparkApplicationIntegration" not in cfg["featureGates"]

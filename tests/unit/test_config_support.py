@@ -41,12 +41,6 @@ def refusal_of(text: str) -> str:
         pytest.param("controller: {cacheSyncTimeout: 300000000000}\n",
                      "controller.cacheSyncTimeout: the worker waits for its initial lists without a deadline, "
                      "retrying them", id="cache sync timeout"),
-        pytest.param("multiKueue: {gcInterval: 2m}\n",
-                     "multiKueue.gcInterval: garbage collection of orphaned remote objects is not implemented by "
-                     "our MultiKueue admission check yet (batch Jobs, AllAtOnce dispatch)", id="multikueue gc"),
-        pytest.param("multiKueue: {dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental}\n",
-                     "multiKueue.dispatcherName: the incremental and external dispatchers are not implemented by "
-                     "our MultiKueue admission check yet (batch Jobs, AllAtOnce dispatch)", id="multikueue dispatcher"),
         pytest.param("featureGates: {PrioritizePreemptorWorkloads: true}\n",
                      "featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not "
                      "order preempting workloads first", id="unimplemented gate on"),
@@ -297,6 +291,11 @@ def test_readme_object_fields_table_names_every_spec_leaf() -> None:
 
 
 def test_what_our_multikueue_check_implements_is_accepted():
-    """The MultiKueue admission check reads origin and workerLostTimeout (webhook/worker/reconcilers/multikueue.py)."""
-    cfg = config.parse(V2 + "multiKueue: {origin: team-a, workerLostTimeout: 5m}\nfeatureGates: {MultiKueue: true}\n")
+    """The MultiKueue admission check reads origin, workerLostTimeout and gcInterval
+    (webhook/worker/reconcilers/multikueue.py)."""
+    cfg = config.parse(
+        V2 + "multiKueue: {origin: team-a, workerLostTimeout: 5m, gcInterval: 2m, "
+        "dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental, incrementalDispatcherConfig: {stepSize: 2}}\n"
+        "featureGates: {MultiKueue: true}\n"
+    )
     assert support.refusals(cfg) == []

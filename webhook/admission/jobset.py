@@ -5,8 +5,8 @@ Mirrors `pkg/controller/jobs/jobset/jobset_webhook.go` (upstream v0.19.2; paths
 /mutate-jobset-x-k8s-io-v1alpha2-jobset on CREATE and /validate-jobset-x-k8s-io-v1alpha2-jobset)
 on top of the shared checks in `jobframework`; with TopologyAwareScheduling, on create and update,
 the checks of each replicated Job's pod-template TAS annotations and of their podSet groups
-(`tas_validation`). Not mirrored: `ApplyDefaultForManagedBy`, which sets `spec.managedBy` only for
-a ClusterQueue with a MultiKueue admission check (MultiKueue is not implemented).
+(`tas_validation`); `ApplyDefaultForManagedBy` hands a JobSet queued to a ClusterQueue with a
+MultiKueue admission check to MultiKueue.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from webhook.api import integrations, jobset_template
 from webhook.api import objects as o
 from webhook.config import Feature
 
-__all__ = ["GVK", "default", "validate_create", "validate_update", "warnings_create"]
+__all__ = ["DEFAULTABLE_MANAGED_BY", "GVK", "default", "validate_create", "validate_update", "warnings_create"]
 
 GVK = integrations.JOBSET.gvk
+DEFAULTABLE_MANAGED_BY = (None, "jobset.sigs.k8s.io/jobset-controller")
+"""`JobSet.CanDefaultManagedBy`: unset, or the JobSet controller's own name."""
 REPLICATED_JOBS_PATH = f.Path("spec.replicatedJobs")
 
 
@@ -35,12 +37,14 @@ def _is_suspended(js: Mapping[str, Any]) -> bool:
 
 
 def default(obj: dict[str, Any], ctx: Context) -> None:
-    """Default LocalQueue, default WorkloadPriorityClass, then suspend (`JobSetWebhook.Default`)."""
+    """Default LocalQueue, default WorkloadPriorityClass, suspend, then MultiKueue's managedBy
+    (`JobSetWebhook.Default`)."""
     namespace = o.meta(obj).get("namespace") or ctx.namespace
     jf.default_local_queue(obj, ctx, namespace)
     jf.default_priority_class(obj, ctx)
     if jf.should_suspend(obj, ctx, namespace) and not _is_suspended(obj):
         obj.setdefault("spec", {})["suspend"] = True
+    jf.apply_default_for_managed_by(obj, ctx, namespace, defaultable=DEFAULTABLE_MANAGED_BY)
 
 
 def _template_meta_path(index: int) -> f.Path:

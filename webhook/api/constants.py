@@ -147,6 +147,7 @@ class AdmittedReason(StrEnum):
     ADMITTED = "Admitted"
     NO_RESERVATION = "NoReservation"
     UNSATISFIED_ADMISSION_CHECKS = "UnsatisfiedAdmissionChecks"
+    PENDING_DELAYED_TOPOLOGY_REQUESTS = "PendingDelayedTopologyRequests"
 
 
 class PreemptionReason(StrEnum):
@@ -227,6 +228,9 @@ class LocalQueueActiveReason(StrEnum):
 MSG_WORKLOAD_ADMITTED = "The workload is admitted"
 MSG_NO_RESERVATION = "The workload has no reservation"
 MSG_UNSATISFIED_CHECKS = "The workload has not all checks ready"
+MSG_PENDING_DELAYED_TOPOLOGY = "There are pending delayed topology requests"
+DELAYED_TOPOLOGY_PENDING = "Pending"
+DELAYED_TOPOLOGY_READY = "Ready"
 MSG_CLUSTER_QUEUE_STOPPED = "The ClusterQueue is stopped"
 MSG_LOCAL_QUEUE_STOPPED = "The LocalQueue is stopped"
 MSG_CLUSTER_QUEUE_RESTARTED = "The ClusterQueue was restarted after being stopped"

@@ -206,6 +206,7 @@ POD = register(
         "pods",
         webhook="webhook.admission.pod",
         adapter="webhook.worker.integrations.pod.reconciler",
+        multikueue_adapter="webhook.worker.integrations.multikueue.pod",
         worker_access=(
             Grant(("pods",), _ALL, "gates, finalizers, stop"),
             Grant(("pods/status",), ("patch",), "pod conditions"),
@@ -235,10 +236,13 @@ STATEFULSET = register(
         "statefulsets",
         webhook="webhook.admission.statefulset",
         adapter="webhook.worker.integrations.statefulset",
+        multikueue_adapter="webhook.worker.integrations.multikueue.statefulset",
         mutate_operations=("CREATE", "UPDATE"),
         validate_calls_api=True,
         implicitly_enables=_POD_PARENT,
-        worker_access=(Grant(("statefulsets",), ("list", "watch"), "one pod group per StatefulSet"),),
+        worker_access=(
+            Grant(("statefulsets",), ("get", "list", "watch"), "one pod group per StatefulSet; MultiKueue copies"),
+        ),
     )
 )
 JOBSET = register(
@@ -250,12 +254,13 @@ JOBSET = register(
         "jobsets",
         webhook="webhook.admission.jobset",
         adapter="webhook.worker.integrations.jobset",
+        multikueue_adapter="webhook.worker.integrations.multikueue.jobset",
         worker_access=(
             Grant(("jobsets",), _ALL, "suspend, resume, inject; delete after the deactivation retention period"),
             Grant(
                 ("jobsets/status",),
                 ("get", "patch", "update"),
-                "upstream's grant (its kubebuilder markers); no JobSet status is written here",
+                "a MultiKueue manager mirrors the worker's JobSet status",
             ),
             Grant(("jobsets/finalizers",), ("get", "update"), "own Workloads with blockOwnerDeletion"),
         ),

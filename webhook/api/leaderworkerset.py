@@ -34,7 +34,6 @@ __all__ = [
     "WORKER_INDEX_LABEL",
     "WORKER_POD_SET",
     "leader_template",
-    "owner_uid",
     "replicas",
     "size",
     "worker_template",
@@ -95,21 +94,12 @@ def worker_template(lws: o.Obj) -> Mapping[str, Any]:
     return _lwt(lws).get("workerTemplate") or {}
 
 
-def owner_uid(lws: o.Obj) -> str:
-    """`GetOwnerUID`: a MultiKueue remote copy names its Workloads after the original's UID."""
-    if MULTIKUEUE_ORIGIN_LABEL in o.labels(lws):
-        origin = o.annotations(lws).get(MULTIKUEUE_ORIGIN_UID_ANNOTATION)
-        if origin is not None:
-            return origin
-    return o.uid(lws)
-
-
 def workload_name_for(lws: o.Obj, group_index: str, *, short: bool) -> str:
     """`GetWorkloadName`: `leaderworkerset-<name>-<index>-<hash>`, one Workload per group;
     `short` is the ShortWorkloadNames gate (at most 63 characters)."""
     return workload_name(
         f"{o.name(lws)}-{group_index}",
-        owner_uid(lws),
+        multikueue.owner_uid(lws),
         kind=KIND,
         group=integrations.LEADER_WORKER_SET.group,
         short=short,

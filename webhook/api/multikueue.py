@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from webhook.api import constants as c
+from webhook.api import objects as o
 
 __all__ = [
     "CLUSTER_ACTIVE",
@@ -39,6 +40,7 @@ __all__ = [
     "LocationType",
     "go_list",
     "go_quote",
+    "owner_uid",
 ]
 
 CONTROLLER_NAME = c.MULTIKUEUE_CONTROLLER
@@ -50,6 +52,19 @@ ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 """On every object MultiKueue creates in a worker; its value is the Configuration's `multiKueue.origin`."""
 ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
 """The manager-side UID of a StatefulSet or LeaderWorkerSet copied to a worker."""
+
+
+def owner_uid(obj: o.Obj) -> str:
+    """`GetOwnerUID` (StatefulSet, LeaderWorkerSet): a MultiKueue copy on a worker names its
+    Workloads after the manager's original, whose UID it carries, so they match the Workloads the
+    manager copied there."""
+    if ORIGIN_LABEL in o.labels(obj):
+        origin = o.annotations(obj).get(ORIGIN_UID_ANNOTATION)
+        if origin is not None:
+            return origin
+    return o.uid(obj)
+
+
 WORKER_WORKLOAD_POD_LABEL = "kueue.x-k8s.io/multikueue-worker-workload-pod"
 WORKER_WORKLOAD_POD_VALUE = "true"
 """The worker puts this label on the pods of a Workload that carries the origin label."""

@@ -15,6 +15,7 @@ units saturates to it, whatever its suffix, before any big arithmetic is done.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from fractions import Fraction
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "amount",
     "format_amount",
     "format_nanos",
+    "format_sum",
     "invalid",
     "is_extended_resource_name",
     "is_milli_resource",
@@ -248,6 +250,22 @@ def format_nanos(nanos: int) -> str:
     """Canonical DecimalSI text of `nanos` billionths of a unit, as Go prints a quantity built from an
     `inf.Dec` of scale 9 (`resource.NewDecimalQuantity`): "4", "31999m", "3999999999n"."""
     return _format_decimal(nanos, -9)
+
+
+def format_sum(texts: Sequence[str]) -> str:
+    """Go's `Quantity.Add` of `texts` from zero, then `String()`: the sum takes the format of its
+    first non-zero term (BinarySI for a `Ki`..`Ei` suffix); a BinarySI integer prints with the
+    largest power of 1024 that divides it, anything else in canonical DecimalSI ("3200m", "5G")."""
+    values = [parse_quantity(t) for t in texts]
+    total = sum(values, Fraction(0))
+    first = next((t for t, v in zip(texts, values, strict=True) if v != 0), "")
+    if first and _split(first)[4] in _BINARY and total.denominator == 1 and total != 0:
+        value, power = int(total), 0
+        while value % 1024 == 0 and power < 6:
+            value //= 1024
+            power += 1
+        return f"{value}{_BINARY_SUFFIX[power]}" if power else str(value)
+    return format_nanos(_ceil(total * _NANO))
 
 
 def _format_decimal(value: int, exponent: int) -> str:

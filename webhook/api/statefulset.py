@@ -8,7 +8,7 @@ Mirrors `managedByAnotherFramework` and `GetWorkloadName` in `pkg/controller/job
 from __future__ import annotations
 
 from webhook.api import constants as c
-from webhook.api import integrations
+from webhook.api import integrations, multikueue
 from webhook.api import objects as o
 from webhook.api.jobs import workload_name
 
@@ -34,6 +34,7 @@ def replicas(sts: o.Obj) -> int:
 
 
 def workload_name_for(sts: o.Obj, *, short: bool) -> str:
-    """`GetWorkloadName`: `statefulset-<name>-<hash>`, from the StatefulSet's name and uid; `short`:
-    gate ShortWorkloadNames, at most 63 characters."""
-    return workload_name(o.name(sts), str(o.meta(sts).get("uid") or ""), kind=KIND, group="apps", short=short)
+    """`GetWorkloadName`: `statefulset-<name>-<hash>`, from the StatefulSet's name and uid (its
+    manager's, for a MultiKueue copy: `GetOwnerUID`); `short`: gate ShortWorkloadNames, at most 63
+    characters."""
+    return workload_name(o.name(sts), multikueue.owner_uid(sts), kind=KIND, group="apps", short=short)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from webhook.config import tlsoptions
-from webhook.config.types import FEATURE_GATE_DEFAULTS, Configuration, Feature, MultiKueue
+from webhook.config.types import FEATURE_GATE_DEFAULTS, Configuration, Feature
 
 __all__ = [
     "ALWAYS_ON_GATES",
@@ -35,7 +35,7 @@ __all__ = [
 
 _MK = "MultiKueue is not implemented"
 #: What the MultiKueue admission check (webhook/worker/reconcilers/multikueue.py) does not do yet.
-_MK_PART = "not implemented by our MultiKueue admission check yet (batch Jobs, AllAtOnce dispatch)"
+_MK_PART = "not implemented by our MultiKueue admission check yet (Jobs, JobSets, Pods, Deployments and StatefulSets)"
 
 UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
     {
@@ -55,9 +55,6 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION: _MK,
         Feature.MULTI_KUEUE_CLUSTER_PROFILE: _MK,
         Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION: _MK,
-        Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG: _MK,
-        Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER: _MK,
-        Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION: _MK,
         Feature.MULTI_KUEUE_REMOTE_SPEC_SYNC: _MK,
         Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS: _MK,
         Feature.SPARK_APPLICATION_INTEGRATION: "the sparkoperator.k8s.io/sparkapplication integration is not implemented",
@@ -127,16 +124,6 @@ FIELD_REFUSALS: tuple[tuple[str, Callable[[Configuration], bool], str], ...] = (
         "controller.cacheSyncTimeout",
         lambda cfg: cfg.controller.cache_sync_timeout_s is None,
         "the worker waits for its initial lists without a deadline, retrying them",
-    ),
-    (
-        "multiKueue.gcInterval",
-        lambda cfg: cfg.multi_kueue.gc_interval_s == MultiKueue().gc_interval_s,
-        f"garbage collection of orphaned remote objects is {_MK_PART}",
-    ),
-    (
-        "multiKueue.dispatcherName",
-        lambda cfg: cfg.multi_kueue.dispatcher_name == MultiKueue().dispatcher_name,
-        f"the incremental and external dispatchers are {_MK_PART}",
     ),
     (
         "multiKueue.externalFrameworks",

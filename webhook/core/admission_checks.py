@@ -157,11 +157,11 @@ def reset_on_eviction(checks: Sequence[Mapping[str, Any]], now: datetime) -> lis
 
 def admitted_sync(wl: WorkloadInfo) -> ConditionValue | None:
     """The Admitted condition of a Workload holding quota but not admitted, when it must change
-    (`SyncAdmittedCondition`): True once every listed check is Ready."""
+    (`SyncAdmittedCondition`): True once every listed check is Ready and no placement is delayed."""
     if not wl.has_quota_reservation or wl.is_admitted:
         return None
     states = wl.check_states.values()
-    want = admitted_condition(bool(states), all(s == constants.CHECK_STATE_READY for s in states))
+    want = admitted_condition(bool(states), all(s == constants.CHECK_STATE_READY for s in states), wl.topology_pending)
     current = wl.conditions.get(_W.ADMITTED)
     if current is not None and (current.status, current.reason, current.message) == (
         want.status,

@@ -82,13 +82,25 @@ def quota_reserved_condition(cluster_queue: str) -> ConditionValue:
     )
 
 
-def admitted_condition(checks_required: bool, checks_ready: bool) -> ConditionValue:
-    """Admitted after a reservation: True unless some required admission check is not Ready."""
-    if not checks_required or checks_ready:
-        return ConditionValue(_W.ADMITTED, "True", constants.AdmittedReason.ADMITTED, constants.MSG_WORKLOAD_ADMITTED)
-    return ConditionValue(
-        _W.ADMITTED, "False", constants.AdmittedReason.UNSATISFIED_ADMISSION_CHECKS, constants.MSG_UNSATISFIED_CHECKS
-    )
+def admitted_condition(checks_required: bool, checks_ready: bool, topology_pending: bool = False) -> ConditionValue:
+    """Admitted after a reservation: True unless some required admission check is not Ready, or
+    a pod set's topology is still to be placed (`delayedTopologyRequest: Pending`)
+    (`SyncAdmittedCondition`)."""
+    if checks_required and not checks_ready:
+        return ConditionValue(
+            _W.ADMITTED,
+            "False",
+            constants.AdmittedReason.UNSATISFIED_ADMISSION_CHECKS,
+            constants.MSG_UNSATISFIED_CHECKS,
+        )
+    if topology_pending:
+        return ConditionValue(
+            _W.ADMITTED,
+            "False",
+            constants.AdmittedReason.PENDING_DELAYED_TOPOLOGY_REQUESTS,
+            constants.MSG_PENDING_DELAYED_TOPOLOGY,
+        )
+    return ConditionValue(_W.ADMITTED, "True", constants.AdmittedReason.ADMITTED, constants.MSG_WORKLOAD_ADMITTED)
 
 
 def previously(ctype: str, old_message: str) -> ConditionValue:

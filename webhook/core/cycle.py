@@ -294,6 +294,8 @@ class AdmissionCore:
         # nodes each replacement or eviction was decided for, until an event shows the write.
         self._replacing: set[WorkloadKey] = set()
         self._replaced: dict[WorkloadKey, tuple[str, ...]] = {}
+        # Workloads whose delayed placement is due (`NeedsSecondPass`): key -> (not before, attempts).
+        self._placing: dict[WorkloadKey, tuple[datetime, int]] = {}
         # The pending form of each assumed workload, to requeue it if its Admit write fails.
         self._assumed_from: dict[WorkloadKey, WorkloadInfo] = {}
         # Workloads and queues whose queue-state decisions must be re-evaluated next cycle.
@@ -556,6 +558,10 @@ class AdmissionCore:
             self._replacing.add(wl.key)
         else:
             self._replacing.discard(wl.key)
+        if reserving and wl.needs_delayed_placement and self.config.tas:
+            self._placing.setdefault(wl.key, (now, 0))
+        else:
+            self._placing.pop(wl.key, None)
         if old is not None and (not reserving or old.usage() != wl.usage() or old.priority != wl.priority):
             self._flush([old.admission_cluster_queue], now)
         if wl.is_evicted or not reserving:
@@ -580,6 +586,7 @@ class AdmissionCore:
         self._qs_keys.discard(key)
         self._replacing.discard(key)
         self._replaced.pop(key, None)
+        self._placing.pop(key, None)
         if self.afs is not None:
             self.afs.on_workload_deleted(key)
         if old is not None:
@@ -670,11 +677,18 @@ class AdmissionCore:
             for k in sorted(self._replacing)
             if (w := self.cache.reserving.get(k)) is not None and self._replaced.get(k) != w.unhealthy_nodes
         ]
-        if not heads and not replacing:
+        placing = [
+            w
+            for k, (due, _) in sorted(self._placing.items())
+            if due <= now and (w := self.cache.reserving.get(k)) is not None and w.needs_delayed_placement
+        ]
+        if not heads and not replacing and not placing:
             return result
         snap = take_snapshot(self.cache)  # 2
         for w in replacing:
             self._replace_node(w, snap, result, now)
+        for w in placing:
+            self._place_delayed(w, snap, result, now)
         if not heads:
             return result
         preemptor = Preemptor(
@@ -750,7 +764,9 @@ class AdmissionCore:
             checks = wl.check_states
             conds.append(
                 conditions.admitted_condition(
-                    bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+                    bool(checks),
+                    all(s == constants.CHECK_STATE_READY for s in checks.values()),
+                    any(p.delayed_topology == constants.DELAYED_TOPOLOGY_PENDING for p in assignments),
                 )
             )
         result.decisions.append(
@@ -764,6 +780,56 @@ class AdmissionCore:
                 wl.generation,
                 clears_unhealthy_nodes=True,
             )
+        )
+
+    def _place_delayed(self, wl: WorkloadInfo, snap: Snapshot, result: CycleResult, now: datetime) -> None:
+        """The second scheduling pass of a delayed placement (`NeedsSecondPass`, ProvisioningRequest
+        checks Ready): place the pending pod sets on their TAS flavors and rewrite the admission with
+        the placement, `delayedTopologyRequest: Ready` and Admitted. A placement not found yet is
+        tried again later, 1 s then doubling up to a minute (upstream's second-pass backoff)."""
+        topo = snap.topology
+        cq = snap.cluster_queues.get(wl.admission_cluster_queue)
+        if topo is None or cq is None:
+            return
+        tas_only = _tas_only(cq, topo)
+        pod_sets = {ps.name: ps for ps in wl.pod_sets}
+        requests: dict[str, list[PodSetRequest]] = {}
+        for psa in wl.assignments:
+            ps = pod_sets.get(psa.name)
+            flavor = next((f for f in sorted(set(psa.flavors.values())) if topo.is_tas(f)), None)
+            if psa.delayed_topology != constants.DELAYED_TOPOLOGY_PENDING or ps is None or flavor is None:
+                continue
+            implied = not ps.requests_tas and tas_only
+            requests.setdefault(flavor, []).append(topology.pod_set_request(ps, psa.count, implied=implied))
+        results, _ = topo.find(requests)
+        pending = [req.name for reqs in requests.values() for req in reqs]
+        if not pending or any(results.get(n) is None or results[n].assignment is None for n in pending):
+            attempts = self._placing.get(wl.key, (now, 0))[1] + 1
+            self._placing[wl.key] = (now + timedelta(seconds=min(2 ** (attempts - 1), 60)), attempts)
+            return
+        self._placing.pop(wl.key, None)
+        assignments = tuple(
+            dataclasses.replace(
+                psa,
+                topology_assignment=results[psa.name].assignment,
+                delayed_topology=constants.DELAYED_TOPOLOGY_READY,
+            )
+            if psa.name in pending
+            else psa
+            for psa in wl.assignments
+        )
+        placed = dataclasses.replace(wl, assignments=assignments)
+        topo.add(wl.key, topology.workload_tas_usage(placed, topo.is_tas))
+        admission = {"clusterQueue": wl.admission_cluster_queue, "podSetAssignments": [p.to_api() for p in assignments]}
+        checks = wl.check_states
+        admitted = conditions.admitted_condition(
+            bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+        )
+        placed = _with_condition(placed, admitted, now)
+        self.cache.assume_workload(placed)
+        conds = (conditions.quota_reserved_condition(wl.admission_cluster_queue), admitted)
+        result.decisions.append(
+            Admit(wl.key, wl.uid, wl.admission_cluster_queue, admission, conds, None, wl.generation)
         )
 
     def _queue_state(self, result: CycleResult) -> None:
@@ -827,6 +893,7 @@ class AdmissionCore:
             "replaces": replaced,
             "tas": self.config.tas,
             "topology": snap.topology,
+            "delay_topology": self._delayed_flavors(cq, wl),
         }
         full = assign_flavors(wl, cq, snap.resource_flavors, oracle, **kw)  # type: ignore[arg-type]
         mode = full.representative_mode()
@@ -855,6 +922,24 @@ class AdmissionCore:
             if found is not None:
                 return (*found, replaced)
         return full, [], None
+
+    def _delayed_flavors(self, cq: ClusterQueueNode, wl: WorkloadInfo) -> frozenset[str]:
+        """The flavors whose TAS placement waits (`podSetTopologyRequest`): every one behind a
+        MultiKueue check (the worker places the pods), and, on the first pass only, those a
+        ProvisioningRequest check covers (placed once its nodes exist)."""
+        controllers = self.cache.admission_check_controllers
+        spec = cq.spec
+        if any(controllers.get(a) == constants.MULTIKUEUE_CONTROLLER for a in spec.admission_checks):
+            return frozenset(spec.flavor_names())
+        if wl.has_quota_reservation:
+            return frozenset()
+        every = frozenset(spec.flavor_names())
+        return frozenset(
+            f
+            for a in spec.admission_checks
+            if controllers.get(a) == constants.PROVISIONING_REQUEST_CONTROLLER
+            for f in spec.admission_check_flavors.get(a, every)
+        )
 
     def _reserve_topology(
         self, wl: WorkloadInfo, cq: ClusterQueueNode, a: Assignment, targets: list[Target], snap: Snapshot
@@ -1160,7 +1245,9 @@ class AdmissionCore:
         checks = e.wl.check_states
         if has_all_required(cq.spec, admission, checks):
             adm = conditions.admitted_condition(
-                bool(checks), all(s == constants.CHECK_STATE_READY for s in checks.values())
+                bool(checks),
+                all(s == constants.CHECK_STATE_READY for s in checks.values()),
+                any(p.delayed_topology == constants.DELAYED_TOPOLOGY_PENDING for p in assignments),
             )
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)

@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import Any, Protocol, TypeVar
 
 from webhook.api import quantity, selector
-from webhook.api.constants import PendingReason
+from webhook.api.constants import DELAYED_TOPOLOGY_PENDING, PendingReason
 from webhook.core.model import ResourceFlavorSpec
 from webhook.core.resource_node import (
     ClusterQueueNode,
@@ -122,6 +122,8 @@ class PodSetResult:
     # Why no topology request could be built for it (upstream `Status.err`); "" when none.
     error: str = ""
     topology_assignment: TopologyAssignment | None = None
+    # `delayedTopologyRequest` of its admission: "Pending" when its placement is left to later.
+    delayed_topology: str | None = None
 
     @property
     def fits(self) -> bool:
@@ -206,6 +208,7 @@ class Assignment:
                 {r: ps.requests[r] for r in ps.flavors if r in ps.requests},
                 ps.count,
                 ps.topology_assignment,
+                ps.delayed_topology,
             )
             for ps in self.pod_sets
         )
@@ -311,6 +314,7 @@ class _Assigner:
     __slots__ = (
         "allowed",
         "cq",
+        "delay_topology",
         "fair_sharing",
         "flavors",
         "ignore_undeclared",
@@ -339,9 +343,11 @@ class _Assigner:
         replaces: WorkloadInfo | None = None,
         tas: bool = False,
         topology: TopologySnapshot | None = None,
+        delay_topology: frozenset[str] = frozenset(),
     ) -> None:
         self.wl, self.cq, self.flavors, self.oracle = wl, cq, flavors, oracle
         self.tas = tas
+        self.delay_topology = delay_topology
         self.topology = topology if tas else None
         # `isTASOnly`: every flavor of the ClusterQueue is a topology flavor.
         self.tas_only = all(
@@ -539,6 +545,10 @@ class _Assigner:
                 r.error = "no TAS flavor assigned"
             elif len(tas_flavors) > 1:
                 r.error = f"more than one TAS flavor assigned: {', '.join(tas_flavors)}"
+            elif tas_flavors[0] in self.delay_topology:
+                # Placed later (`podSetTopologyRequest`): by the MultiKueue worker, or once a
+                # ProvisioningRequest's nodes exist.
+                r.delayed_topology = DELAYED_TOPOLOGY_PENDING
             else:
                 implied = not ps.requests_tas and self.tas_only
                 out.setdefault(tas_flavors[0], []).append(pod_set_request(ps, r.count, implied=implied))
@@ -712,13 +722,15 @@ def assign_flavors(
     replaces: WorkloadInfo | None = None,
     tas: bool = False,
     topology: TopologySnapshot | None = None,
+    delay_topology: frozenset[str] = frozenset(),
 ) -> Assignment:
     """Assign flavors to every podSet of `wl` in `cq` (optionally at reduced `counts`); with
     `nominated` (podSet -> resource -> flavor) only those flavors are considered, with
     `concurrent_admission` (the feature gate) only those `wl`'s allowed-flavors annotation lists, and
     with `replaces` (the admitted slice `wl` replaces) only its flavors, usage counting only the growth;
     with `tas` (the TopologyAwareScheduling gate) podSets and flavors are matched for topology and
-    placed in the Topologies of `topology`."""
+    placed in the Topologies of `topology`, except on the TAS flavors of `delay_topology`, where the
+    placement is left to later (`delayedTopologyRequest: Pending`)."""
     return _Assigner(
         wl,
         cq,
@@ -732,6 +744,7 @@ def assign_flavors(
         replaces=replaces,
         tas=tas,
         topology=topology,
+        delay_topology=delay_topology,
     ).assign(counts)
 
 

@@ -92,6 +92,9 @@ class PodSetAssignment:
     count: int
     # Where its pods go, on a topology-aware flavor (None: not placed by topology).
     topology_assignment: TopologyAssignment | None = None
+    # `delayedTopologyRequest`: "Pending" while the placement is left to later (a MultiKueue
+    # worker places it), "Ready" once done; None when never delayed.
+    delayed_topology: str | None = None
 
     def to_api(self) -> dict[str, Any]:
         """The exact v1beta2 JSON of this podSetAssignment."""
@@ -103,6 +106,8 @@ class PodSetAssignment:
         }
         if self.topology_assignment is not None:
             out["topologyAssignment"] = to_v1beta2(self.topology_assignment)
+        if self.delayed_topology is not None:
+            out["delayedTopologyRequest"] = self.delayed_topology
         return out
 
 
@@ -271,6 +276,11 @@ class WorkloadInfo:
         return self.condition_true(constants.WorkloadCondition.FINISHED)
 
     @property
+    def topology_pending(self) -> bool:
+        """`HasTopologyAssignmentsPending`: a pod set waits for its delayed placement."""
+        return any(psa.delayed_topology == constants.DELAYED_TOPOLOGY_PENDING for psa in self.assignments)
+
+    @property
     def is_evicted(self) -> bool:
         return self.condition_true(constants.WorkloadCondition.EVICTED)
 
@@ -297,6 +307,21 @@ class WorkloadInfo:
         """A Workload holds quota iff QuotaReserved=True, not Finished, and active (6.4)."""
         return (
             self.has_quota_reservation and not self.is_finished and self.active and bool(self.admission_cluster_queue)
+        )
+
+    @property
+    def needs_delayed_placement(self) -> bool:
+        """`needsSecondPassForDelayedAssignment` (within `NeedsSecondPass`): it holds quota, every
+        check is Ready (a ProvisioningRequest's nodes are there) and a pod set still waits for its
+        topology, not yet admitted."""
+        if not self.counts_toward_usage or self.is_evicted or self.is_on_hold or self.is_finished:
+            return False
+        states = self.check_states.values()
+        return (
+            bool(states)
+            and all(s == constants.CHECK_STATE_READY for s in states)
+            and self.topology_pending
+            and not self.is_admitted
         )
 
     @property
@@ -445,6 +470,7 @@ def _parse_assignments(raw: object) -> tuple[PodSetAssignment, ...]:
                 usage,
                 int(a.get("count") or 0),
                 from_v1beta2(ta) if isinstance(ta, Mapping) else None,
+                str(a["delayedTopologyRequest"]) if a.get("delayedTopologyRequest") else None,
             )
         )
     return tuple(out)

@@ -1,9 +1,8 @@
 """JobSet webhooks through the ASGI app: suspension, defaults, upstream's denial messages.
 
-Upstream's `pkg/controller/jobs/jobset/jobset_webhook_test.go` (v0.19.2) translated where it does
-not need MultiKueue (not implemented here): its `TestValidateCreate` and `TestValidateUpdate`
-cases (queue name, prebuilt Workload, the TopologyAwareScheduling checks), and its `TestDefault`
-default-LocalQueue cases and the managedBy cases of a ClusterQueue without a MultiKueue check.
+Upstream's `pkg/controller/jobs/jobset/jobset_webhook_test.go` (v0.19.2) translated: its
+`TestValidateCreate` and `TestValidateUpdate` cases (queue name, prebuilt Workload, the
+TopologyAwareScheduling checks), and its `TestDefault` default-LocalQueue and managedBy cases.
 The rest pins the shared job checks (`ValidateJobOnCreate`, `ValidateJobOnUpdate`) as a JobSet
 meets them.
 """
@@ -521,3 +520,44 @@ def test_a_pod_set_that_cannot_be_built_is_denied_with_gos_error(jobset_driver: 
 def test_topology_checks_need_the_gate(make_driver: Any) -> None:
     obj = tas_jobset(rj("a", {REQUIRED: "r", PREFERRED: "p"}), rj("b", {UNCONSTRAINED: "maybe"}))
     assert denial(make_driver(NO_TAS), obj) is None
+
+
+_MK_LOOKUPS: dict[str, Any] = {
+    "local_queues": frozenset({("default", "local-queue")}),
+    "local_queue_targets": {("default", "local-queue"): "cluster-queue"},
+    "cluster_queues": {
+        "cluster-queue": {
+            "metadata": {"name": "cluster-queue"},
+            "spec": {"admissionChecksStrategy": {"admissionChecks": [{"name": "admission-check"}]}},
+        }
+    },
+    "admission_checks": {"admission-check": "kueue.x-k8s.io/multikueue"},
+}
+
+
+@pytest.mark.parametrize(
+    ("managed_by", "want"),
+    [
+        pytest.param(None, "kueue.x-k8s.io/multikueue", id="TestDefault_ManagedByMultiKueue"),
+        pytest.param(
+            "jobset.sigs.k8s.io/jobset-controller",
+            "kueue.x-k8s.io/multikueue",
+            id="TestDefault_JobSetControllerManagedBy",
+        ),
+        pytest.param("example.com/foo", "example.com/foo", id="TestDefault_UserSpecifiedManagedBy"),
+    ],
+)
+def test_managed_by_is_defaulted_for_a_multikueue_cluster_queue(
+    make_driver: Any, managed_by: str | None, want: str
+) -> None:
+    """`ApplyDefaultForManagedBy` with `JobSet.CanDefaultManagedBy`."""
+    d = make_driver(ENABLED, **_MK_LOOKUPS)
+    spec = {} if managed_by is None else {"managedBy": managed_by}
+    out = mutated(d, make_jobset(labels={Q: "local-queue"}, **spec))
+    assert out["spec"]["managedBy"] == want
+    assert out["spec"]["suspend"] is True
+
+
+def test_managed_by_is_kept_with_the_multikueue_gate_off(make_driver: Any) -> None:
+    d = make_driver(ENABLED + "featureGates: {MultiKueue: false}\n", **_MK_LOOKUPS)
+    assert "managedBy" not in mutated(d, make_jobset(labels={Q: "local-queue"}))["spec"]

@@ -398,3 +398,24 @@ def test_a_cluster_queue_with_unusable_checks_is_inactive(
     for name in [r["name"] for r in rules]:
         core.on_admission_check(name, True, T0, "example.com/other")
     assert core.cache.readiness("cq").active
+
+
+@pytest.mark.parametrize(
+    ("delayed", "want"),
+    [
+        pytest.param(
+            "Pending",
+            ("False", "PendingDelayedTopologyRequests", "There are pending delayed topology requests"),
+            id="checks Ready, placement pending: not admitted yet",
+        ),
+        pytest.param("Ready", ("True", "Admitted", "The workload is admitted"), id="placement done: admitted"),
+    ],
+)
+def test_a_delayed_placement_holds_admission_until_it_is_ready(delayed: str, want: tuple[str, str, str]) -> None:
+    """`SyncAdmittedCondition`: with every check Ready, a pod set whose topology a MultiKueue worker
+    still has to place keeps the Workload from Admitted (upstream's reason and message)."""
+    wl = reserved(check("all", "Ready"), check("on-a", "Ready"), admitted=False)
+    wl["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"] = delayed
+    step = ac.workload_step(wl, CQ, None, NOW)
+    assert step.kind == StepKind.ADMITTED
+    assert (step.conditions[0].status, step.conditions[0].reason, step.conditions[0].message) == want

@@ -6,6 +6,7 @@ Upstream v0.19.2 behaviour (`pkg/scheduler/flavorassigner/tas_flavorassigner.go`
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from tests.builders import T0, fq, make_core, make_cq, make_flavor, make_lq, make_topology, make_wl, psa
@@ -300,3 +301,122 @@ def test_a_node_heartbeat_does_not_retry_inadmissible_workloads_but_more_room_do
     assert all(getattr(d, "key", None) != "ns/wl" for d in core.schedule(T0).decisions)
     core.on_node(node("x1", "b1", "r1", cpu="2"), T0)
     assert isinstance(only(core.schedule(T0).decisions, "ns/wl"), Admit)
+
+
+def test_with_a_multikueue_check_the_placement_is_left_to_the_worker() -> None:
+    """`podSetTopologyRequest`: the manager reserves quota on its TAS flavor but places nothing (it
+    may have no nodes at all); the pod set's `delayedTopologyRequest` is Pending until the worker's
+    placement is reported, and the Workload is not Admitted before."""
+    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "mk"}]}
+    core = make_core(TOPOLOGY, TAS, cq, LQ)
+    core.on_admission_check("mk", True, T0, controller="kueue.x-k8s.io/multikueue")
+    wl = rack_job("wl", 2).obj()
+    wl["status"] = {
+        "admissionChecks": [
+            {"name": "mk", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]
+    }
+    core.on_workload(wl, T0)
+    d = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(d, Admit)
+    assert d.admission["podSetAssignments"] == [
+        {
+            "name": "main",
+            "flavors": {"cpu": "tas"},
+            "resourceUsage": {"cpu": "2"},
+            "count": 2,
+            "delayedTopologyRequest": "Pending",
+        }
+    ]
+    assert [(c.type, c.status, c.reason) for c in d.conditions] == [
+        ("QuotaReserved", "True", "QuotaReserved"),
+        ("Admitted", "False", "UnsatisfiedAdmissionChecks"),
+    ]
+
+
+def test_without_a_multikueue_check_the_same_queue_places_on_its_nodes() -> None:
+    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
+    core = make_core(TOPOLOGY, TAS, cq, LQ, *NODES)
+    core.on_workload(rack_job("wl", 2).obj(), T0)
+    d = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(d, Admit)
+    assert "delayedTopologyRequest" not in d.admission["podSetAssignments"][0]
+    assert "topologyAssignment" in d.admission["podSetAssignments"][0]
+
+
+def _provisioned_cq() -> dict[str, Any]:
+    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
+    return cq
+
+
+def _with_reservation(wl: dict[str, Any], d: Admit, check_state: str) -> dict[str, Any]:
+    """The Workload as the API returns it after `d` was written, its check now in `check_state`."""
+    out = dict(wl)
+    out["status"] = {
+        "admission": d.admission,
+        "conditions": [c.to_api(T0) for c in d.conditions],
+        "admissionChecks": [
+            {"name": "prov", "state": check_state, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ],
+    }
+    return out
+
+
+def test_behind_a_provisioning_request_the_placement_waits_for_its_nodes_then_a_second_pass_places_it() -> None:
+    """`podSetTopologyRequest` on the first pass, `NeedsSecondPass` once the check is Ready: quota is
+    reserved without a placement (the nodes the request brings do not exist yet); when the check
+    turns Ready the scheduler places the pods and admits, in one write."""
+    core = make_core(TOPOLOGY, TAS, _provisioned_cq(), LQ, *NODES)
+    core.on_admission_check("prov", True, T0, controller="kueue.x-k8s.io/provisioning-request")
+    wl = rack_job("wl", 2).obj()
+    wl["status"] = {
+        "admissionChecks": [
+            {"name": "prov", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]
+    }
+    core.on_workload(wl, T0)
+    first = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(first, Admit)
+    [psa] = first.admission["podSetAssignments"]
+    assert psa["delayedTopologyRequest"] == "Pending" and "topologyAssignment" not in psa
+    assert ("Admitted", "False", "UnsatisfiedAdmissionChecks") in [
+        (c.type, c.status, c.reason) for c in first.conditions
+    ]
+
+    core.on_workload(_with_reservation(wl, first, "Pending"), T0)
+    assert not [d for d in core.schedule(T0).decisions if getattr(d, "key", None) == "ns/wl"]  # still waiting
+
+    core.on_workload(_with_reservation(wl, first, "Ready"), T0)
+    second = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(second, Admit)
+    [psa] = second.admission["podSetAssignments"]
+    assert psa["delayedTopologyRequest"] == "Ready"
+    assert psa["topologyAssignment"]["levels"] == [HOST]
+    assert [(c.type, c.status, c.reason) for c in second.conditions] == [
+        ("QuotaReserved", "True", "QuotaReserved"),
+        ("Admitted", "True", "Admitted"),
+    ]
+
+
+def test_a_delayed_placement_that_does_not_fit_yet_is_tried_again_later() -> None:
+    """Fewer free nodes than the provisioned pods need: no admission yet, and another try a second
+    later, not every cycle."""
+    core = make_core(TOPOLOGY, TAS, _provisioned_cq(), LQ, *NODES[:1])
+    core.on_admission_check("prov", True, T0, controller="kueue.x-k8s.io/provisioning-request")
+    wl = rack_job("wl", 2).obj()
+    wl["status"] = {
+        "admissionChecks": [
+            {"name": "prov", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]
+    }
+    core.on_workload(wl, T0)
+    first = only(core.schedule(T0).decisions, "ns/wl")
+    core.on_workload(_with_reservation(wl, first, "Ready"), T0)
+    assert not [d for d in core.schedule(T0).decisions if getattr(d, "key", None) == "ns/wl"]
+    core.on_node(node("x2", "b1", "r1"), T0)  # the provisioned node arrives
+    assert not [d for d in core.schedule(T0).decisions if getattr(d, "key", None) == "ns/wl"]  # backing off
+    later = only(core.schedule(T0 + timedelta(seconds=2)).decisions, "ns/wl")
+    assert isinstance(later, Admit)
+    assert later.admission["podSetAssignments"][0]["delayedTopologyRequest"] == "Ready"

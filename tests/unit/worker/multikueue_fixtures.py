@@ -28,6 +28,9 @@ NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 Obj = dict[str, Any]
 WORKERS = ("worker1", "worker2")
 JOBS = k.object_path("batch/v1", "jobs", NS)
+PODS = k.object_path("v1", "pods", NS)
+STATEFULSETS = k.object_path("apps/v1", "statefulsets", NS)
+JOBSETS = k.object_path("jobset.x-k8s.io/v1alpha2", "jobsets", NS)
 WORKLOADS = k.object_path(c.V1BETA2, "workloads", NS)
 
 
@@ -133,6 +136,9 @@ class WatchableKube(FakeKube):
     def workload(self, name: str = "wl") -> Obj | None:
         return self.objects.get(f"{WORKLOADS}/{name}")
 
+    def pod(self, name: str = "pod") -> Obj | None:
+        return self.objects.get(f"{PODS}/{name}")
+
     def job(self, name: str = "job") -> Obj | None:
         return self.objects.get(f"{JOBS}/{name}")
 
@@ -218,6 +224,60 @@ def job(name: str = "job", *, suspend: bool = True) -> Obj:
     }
 
 
+def pod(name: str = "pod", *, group: str | None = None) -> Obj:
+    """A queued pod as the manager holds it after admission: still gated, `PodScheduled=False/SchedulingGated`."""
+    labels = {c.QUEUE_LABEL: "lq"}
+    if group is not None:
+        labels[c.POD_GROUP_NAME] = group
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": f"{name}-uid", "labels": labels},
+        "spec": {
+            "schedulingGates": [{"name": c.ADMISSION_GATE}],
+            "containers": [{"name": "c", "image": "busybox"}],
+        },
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": "gated"}
+            ],
+        },
+    }
+
+
+def pod_workload(*pod_names: str) -> Obj:
+    """The Workload of a pod (one name) or of a pod group (every member an owner), the check Pending."""
+    wl = workload()
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": f"{name}-uid"} for name in pod_names
+    ]
+    return wl
+
+
+def statefulset(name: str = "web") -> Obj:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": NS, "uid": "sts-uid", "labels": {c.QUEUE_LABEL: "lq"}},
+        "spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+        "status": {"replicas": 3, "readyReplicas": 0},
+    }
+
+
+def statefulset_workload(name: str = "web") -> Obj:
+    """A StatefulSet's prebuilt group Workload: controlled by the set, named by the job-owner annotations."""
+    wl = workload()
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name, "uid": "sts-uid", "controller": True}
+    ]
+    wl["metadata"]["annotations"] = {
+        c.JOB_OWNER_GVK_ANNOTATION: "apps/v1, Kind=StatefulSet",
+        c.JOB_OWNER_NAME_ANNOTATION: name,
+    }
+    return wl
+
+
 def condition(ctype: str, reason: str, message: str = "", status: str = "True", at: datetime = NOW) -> Obj:
     return {
         "type": ctype,
@@ -275,6 +335,11 @@ _PLURAL = {
     "Secret": "secrets",
     "Workload": "workloads",
     "Job": "jobs",
+    "Pod": "pods",
+    "StatefulSet": "statefulsets",
+    "ClusterQueue": "clusterqueues",
+    "JobSet": "jobsets",
+    "LocalQueue": "localqueues",
 }
 
 
@@ -287,7 +352,15 @@ class World:
     """The manager (its API, the store its informers fill, the controller) and two workers,
     reachable at https://<name>.example:6443."""
 
-    def __init__(self, *, worker_lost_timeout: timedelta = timedelta(minutes=15)) -> None:
+    def __init__(
+        self,
+        *,
+        worker_lost_timeout: timedelta = timedelta(minutes=15),
+        gc_interval: timedelta = timedelta(0),
+        quota_automation: bool = False,
+        dispatcher: str = mk.DISPATCHER_ALL_AT_ONCE,
+        step_size: int = mk.DEFAULT_STEP_SIZE,
+    ) -> None:
         self.manager = FakeKube()
         self.store = Store()
         self.events = Events()
@@ -298,8 +371,15 @@ class World:
             self.manager,  # type: ignore[arg-type]
             self.store,
             self.events,
-            settings=Settings(namespace=KUEUE_NS, worker_lost_timeout=worker_lost_timeout),
-            adapters=adapters_for(("batch/job",)),
+            settings=Settings(
+                namespace=KUEUE_NS,
+                worker_lost_timeout=worker_lost_timeout,
+                gc_interval=gc_interval,
+                quota_automation=quota_automation,
+                dispatcher=dispatcher,
+                step_size=step_size,
+            ),
+            adapters=adapters_for(("batch/job", "pod", "statefulset", "jobset.x-k8s.io/jobset")),
             remote_kube=self._build,
             stop=self.stop,
             now=lambda: NOW,

@@ -26,8 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api import multikueue, selector
 from webhook.api import objects as o
-from webhook.api import selector
 from webhook.api.integrations import STATEFULSET
 from webhook.api.objects import Obj
 from webhook.api.statefulset import (
@@ -183,11 +183,13 @@ def _on_hold(wl: Obj) -> bool:
 
 
 def _plan_workload(sts: Obj, wl: Obj | None, opts: Options, lookups: Lookups, now: datetime) -> list[ja.JobAction]:
-    """`reconcileWorkload`."""
+    """`reconcileWorkload`. A MultiKueue copy on a worker gets no Workload of its own: the manager
+    copies its Workload here, under the name the copy's pods use."""
     count = replicas(sts)
     queue = o.labels(sts).get(c.QUEUE_LABEL, "")
     if wl is None:
-        if count > 0 and (queue or opts.manage_jobs_without_queue_name):
+        remote_copy = multikueue.ORIGIN_LABEL in o.labels(sts)
+        if count > 0 and (queue or opts.manage_jobs_without_queue_name) and not remote_copy:
             new = _construct(sts, opts, lookups)
             return [
                 ja.CreateWorkload(body=new),

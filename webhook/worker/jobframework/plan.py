@@ -337,11 +337,13 @@ class Lookups:
     """The cluster-scoped objects a job's reconcile reads besides the job and its Workloads:
     `resource_flavors` name → ResourceFlavor `spec` (equivalence, starting pods),
     `workload_priority_classes` name → value and `priority_classes` name → PriorityClass
-    (`resolve_priority`)."""
+    (`resolve_priority`), `admission_check_controllers` name → `spec.controllerName` (whether a
+    composable job runs here or on a MultiKueue worker)."""
 
     resource_flavors: Mapping[str, Obj] = field(default_factory=dict)
     workload_priority_classes: Mapping[str, int] = field(default_factory=dict)
     priority_classes: Mapping[str, Obj] = field(default_factory=dict)
+    admission_check_controllers: Mapping[str, str] = field(default_factory=dict)
 
 
 class _OnFirstRead(Mapping[str, Any]):
@@ -381,6 +383,12 @@ def lookups_from(store: Store) -> Lookups:
             }
         ),
         priority_classes=_OnFirstRead(lambda: {pc["metadata"]["name"]: pc for pc in store.list("priorityclasses")}),
+        admission_check_controllers=_OnFirstRead(
+            lambda: {
+                ac["metadata"]["name"]: str((ac.get("spec") or {}).get("controllerName") or "")
+                for ac in store.list("admissionchecks")
+            }
+        ),
     )
 
 
@@ -781,16 +789,27 @@ class _Planner:
             self.add(ja.SyncQueueName(workload=wl, queue_name=queue))
 
     def start(self, wl: Obj) -> None:
-        """`startJob`: a composable job's members are started by its own pod actions; a start that
-        cannot apply finishes the Workload as FailedToStart."""
+        """`startJob`: a composable job's members are started by its own pod actions, unless the
+        Workload has a MultiKueue check (`ShouldSkipLocalExecution`: the pods run on a worker and
+        stay gated here); a start that cannot apply finishes the Workload as FailedToStart."""
         if not isinstance(self.gj, ComposableJob):
             self.add(ja.StartJob(workload=wl))
+            return
+        if self.config.feature_enabled(Feature.MULTI_KUEUE) and self._has_multikueue_check(wl):
             return
         try:
             self.steps.extend(self.gj.run(wl))
         except StartConflict as exc:
             self.add(ja.FinishWorkload(workload=wl, reason=c.FinishedReason.FAILED_TO_START, message=str(exc)))
             raise _Unretryable(str(exc)) from exc
+
+    def _has_multikueue_check(self, wl: Obj) -> bool:
+        """`GetMultiKueueAdmissionCheck` found one: a check of the Workload is MultiKueue's."""
+        controllers = self.lookups.admission_check_controllers
+        return any(
+            controllers.get(str(state.get("name"))) == c.MULTIKUEUE_CONTROLLER
+            for state in (wl.get("status") or {}).get("admissionChecks") or ()
+        )
 
 
 class _Unretryable(JobError):

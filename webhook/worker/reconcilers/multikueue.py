@@ -17,16 +17,21 @@ Three work queues, as upstream's three reconcilers:
   events, 1 s after a remote object of it changed, and 1 s after its config's clusters changed. A
   deleted Workload is kept in a cache until its remote copies are removed.
 
+And a garbage collector: every `multiKueue.gcInterval`, each connected worker's Workloads of our
+origin whose local Workload is gone are deleted with their jobs (a manager that was down, or lost
+a worker, while a Workload was deleted).
+
 Mirrors upstream v0.19.2 `pkg/controller/admissionchecks/multikueue/` (`multikueuecluster.go`
 `clustersReconciler`, `admissioncheck.go` `ACReconciler`, `workload.go` `wlReconciler` and
 `wlGroup.RemoveRemoteObjects`, `controllers.go`) and `jobframework/utils.go`
-(`ValidateRemoteObjectOwnership`, `DeleteRemoteObjectIfOwned`). Not here yet: the remote garbage
-collector (`gcInterval`), the incremental dispatcher's queue and manager quota automation.
+(`ValidateRemoteObjectOwnership`, `DeleteRemoteObjectIfOwned`). Not here yet: the incremental
+dispatcher's queue and manager quota automation.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import logging
 import threading
@@ -46,10 +51,11 @@ from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
 from webhook.worker import events, workload_writes
 from webhook.worker.admissionchecks import parameters
-from webhook.worker.admissionchecks.multikueue import checks, connection
+from webhook.worker.admissionchecks.multikueue import checks, connection, dispatch, quota
 from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.admissionchecks.multikueue.kubeconfig import LoadError, load_client_config
 from webhook.worker.admissionchecks.provisioning import set_check_state
+from webhook.worker.jobframework import workload_slices
 from webhook.worker.multikueue.remote import KubeFactory, RemoteCluster, WatchedKind
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import set_condition, update_status
@@ -60,6 +66,7 @@ __all__ = [
     "CLUSTERS",
     "CLUSTER_EVENT_SOURCE",
     "CONFIGS",
+    "QUOTA_RESYNC_S",
     "SECRETS",
     "UPDATES_BATCH_S",
     "WORKLOAD_EVENT_SOURCE",
@@ -74,6 +81,8 @@ CLUSTERS = "multikueueclusters"
 CONFIGS = "multikueueconfigs"
 SECRETS = "secrets"
 UPDATES_BATCH_S = 1.0
+QUOTA_RESYNC_S = 5.0
+"""How often an automated manager ClusterQueue re-reads its workers' queues (upstream watches them)."""
 """Remote events and config changes reach a Workload this much later (`constants.UpdatesBatchPeriod`)."""
 WORKLOAD_EVENT_SOURCE = "kueue-workload-controller"
 CLUSTER_EVENT_SOURCE = "multikueue-cluster"
@@ -90,7 +99,12 @@ class _Adapter(Protocol):
     @property
     def watches_remote(self) -> bool: ...
 
+    @property
+    def patch_status(self) -> bool: ...
+
     def managed(self, local: Obj) -> tuple[bool, str]: ...
+
+    def group(self, local: Obj) -> str | None: ...
 
     def remote_body(
         self, local: Obj, workload: str, origin: str, *, identifier_annotations: bool
@@ -122,6 +136,15 @@ class Settings:
     path_validation: bool = False
     identifier_annotations: bool = True
     elastic: bool = False
+    gc_interval: timedelta = timedelta(seconds=mk.DEFAULT_GC_INTERVAL_S)
+    """How often remote objects whose local Workload is gone are deleted; zero: never."""
+    quota_automation: bool = False
+    """Gate MultiKueueManagerQuotaAutomation: `quotaManagement: Automated` configs are acted on."""
+    step_size: int = mk.DEFAULT_STEP_SIZE
+    """Workers the incremental dispatcher adds per round (its config counts with gate
+    MultiKueueIncrementalDispatcherConfig only)."""
+    respect_order: bool = True
+    """Gate MultiKueueIncrementalDispatcherRespectConfigOrder: nominate in the config's order, not by name."""
 
     @classmethod
     def from_config(cls, config: Configuration) -> Settings:
@@ -134,7 +157,19 @@ class Settings:
             path_validation=config.feature_enabled(Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION),
             identifier_annotations=config.feature_enabled(Feature.WORKLOAD_IDENTIFIER_ANNOTATIONS),
             elastic=config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
+            gc_interval=timedelta(seconds=mkc.gc_interval_s),
+            quota_automation=config.feature_enabled(Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION),
+            step_size=_step_size(config),
+            respect_order=config.feature_enabled(Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER),
         )
+
+
+def _step_size(config: Configuration) -> int:
+    """`IncrementalDispatcherReconciler.stepSize`."""
+    idc = config.multi_kueue.incremental_dispatcher_config
+    if config.feature_enabled(Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_CONFIG) and idc and idc.step_size:
+        return idc.step_size
+    return mk.DEFAULT_STEP_SIZE
 
 
 def _read_file(path: str) -> bytes:
@@ -184,13 +219,23 @@ class MultiKueueController:
         self.clusters: WorkQueue[object] = WorkQueue("mk-cluster", self.reconcile_cluster, workers=4, stop=stop)
         self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
         self.workloads: WorkQueue[object] = WorkQueue("mk-workload", self.reconcile_workload, workers=2, stop=stop)
+        self.cluster_queues: WorkQueue[object] = WorkQueue("mk-clusterqueue", self.reconcile_cluster_queue, stop=stop)
+        self.dispatches: WorkQueue[object] = WorkQueue("mk-dispatcher", self.reconcile_dispatch, stop=stop)
+        self._rounds: dict[str, datetime] = {}  # Workload key -> start of its incremental dispatch round
+        self._cq_generations: dict[str, object] = {}  # ClusterQueue name -> generation last seen
         self._stop = stop
 
     def start(self) -> None:
         self.clusters.start()
         self.checks.start()
         self.workloads.start()
+        if self.settings.quota_automation:
+            self.cluster_queues.start()
+        if self.settings.dispatcher == mk.DISPATCHER_INCREMENTAL:
+            self.dispatches.start()
         threading.Thread(target=self._stop_remotes_on_exit, name="mk-remotes", daemon=True).start()
+        if self.settings.gc_interval > timedelta(0):
+            threading.Thread(target=self._collect_garbage_forever, name="mk-gc", daemon=True).start()
 
     def _stop_remotes_on_exit(self) -> None:
         self._stop.wait()
@@ -217,6 +262,7 @@ class MultiKueueController:
             if etype != "MODIFIED" or seen != generation or o.is_deleting(obj):
                 self.clusters.add(name)
             self._queue_checks(checks.checks_using_cluster(self._checks(), self.store.list(CONFIGS), name))
+            self._queue_cluster_queues()
         elif kind == SECRETS and o.namespace(obj) == self.settings.namespace:
             for cluster in self.store.list(CLUSTERS):
                 ref = (_spec(cluster).get("clusterSource") or {}).get("kubeConfig") or {}
@@ -226,6 +272,7 @@ class MultiKueueController:
                 ):
                     self.clusters.add(o.name(cluster))
         elif kind == CONFIGS:
+            self._queue_cluster_queues()
             using = checks.checks_using_config(self._checks(), name)
             self._queue_checks(using)
             clusters = tuple(str(cl) for cl in _spec(obj).get("clusters") or ())
@@ -238,6 +285,17 @@ class MultiKueueController:
                 self._queue_workloads_using(using)
         elif kind == "admissionchecks" and _spec(obj).get("controllerName") == mk.CONTROLLER_NAME:
             self.checks.add(name)
+            self._queue_cluster_queues()
+        elif kind == "clusterqueues" and self.settings.quota_automation:
+            # Its own writes come back as updates: only a new generation is reconciled again.
+            generation = None if etype == "DELETED" else o.meta(obj).get("generation")
+            with self._lock:
+                seen = self._cq_generations.get(name)
+                self._cq_generations[name] = generation
+            if etype != "DELETED" and generation != seen:
+                self.cluster_queues.add(name)
+        elif kind == "localqueues" and self.settings.quota_automation and etype in ("ADDED", "DELETED"):
+            self.cluster_queues.add_after(str(_spec(obj).get("clusterQueue") or ""), UPDATES_BATCH_S)
         elif kind == "workloads":
             key = object_key(obj)
             if g.multikueue_check(obj, self._controllers()) is None:
@@ -246,6 +304,8 @@ class MultiKueueController:
                 with self._lock:
                     self._deleted[key] = dict(obj)
             self.workloads.add(key)
+            if self.settings.dispatcher == mk.DISPATCHER_INCREMENTAL:
+                self.dispatches.add(key)
 
     def _queue_workloads_using(self, checks_: Sequence[str]) -> None:
         """`configHandler`: a config's clusters changed or it went; its Workloads look again soon."""
@@ -390,6 +450,195 @@ class MultiKueueController:
             "admission check condition",
             extra={"object": name, "kind": "AdmissionCheck", "status": cond["status"], "reason": cond["reason"]},
         )
+
+    # == the incremental dispatcher (`IncrementalDispatcherReconciler`) =============================
+    def reconcile_dispatch(self, key: str, _items: Sequence[object] = ()) -> None:
+        """`dispatch.plan_round` for one Workload with a Pending MultiKueue check: nominate the next
+        workers once the current round is over."""
+        wl: Obj | None = self.store.get("workloads", key)
+        if wl is None or o.is_deleting(wl):
+            with self._lock:
+                self._rounds.pop(key, None)
+            return
+        acs = g.multikueue_check(wl, self._controllers())
+        elastic = workload_slices.is_elastic(wl, enabled=self.settings.elastic)
+        if dispatch.skip_nomination(acs, wl, elastic=elastic):
+            return
+        assert acs is not None
+        clusters = self._config_clusters(str(acs.get("name")))
+        if clusters is None:
+            return
+        if o.is_condition_true(wl, c.WorkloadCondition.FINISHED) or not o.has_quota_reservation(wl):
+            with self._lock:
+                self._rounds.pop(key, None)
+            return
+        now = self.now()
+        with self._lock:
+            started = self._rounds.get(key)
+        nominated = [str(n) for n in (wl.get("status") or {}).get("nominatedClusterNames") or ()]
+        step = dispatch.plan_round(
+            nominated,
+            clusters,
+            step=self.settings.step_size,
+            respect_order=self.settings.respect_order,
+            started=started,
+            now=now,
+        )
+        if step.error:
+            log.warning("incremental dispatch failed", extra={"object": key, "error": step.error})
+            raise Retry(dispatch.ROUND_TIMEOUT.total_seconds(), step.error)
+        if step.nominate is not None:
+            names = list(step.nominate)
+
+            def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+                status["nominatedClusterNames"] = names
+
+            update_status(self.kube, self.store, "workloads", workload_writes.path(wl), mutate)
+            with self._lock:
+                self._rounds[key] = now
+            log.info("workers nominated", extra={"object": key, "clusters": names})
+        if step.wait is not None:
+            self.dispatches.add_after(key, step.wait.total_seconds())
+
+    # == manager quota automation (`cqReconciler.Reconcile`) =========================================
+    def _queue_cluster_queues(self) -> None:
+        """A MultiKueue check, config or cluster changed: the queues with a MultiKueue check look
+        again, a moment later (`queueEventsForAC` and the handlers that lead to it)."""
+        if not self.settings.quota_automation:
+            return
+        controllers = self._controllers()
+        for cq in self.store.list("clusterqueues"):
+            if quota.multikueue_check_of(cq, controllers) is not None:
+                self.cluster_queues.add_after(o.name(cq), UPDATES_BATCH_S)
+
+    def reconcile_cluster_queue(self, name: str, _items: Sequence[object] = ()) -> None:
+        """`quota.plan_quota` for one manager ClusterQueue, read from the store and, for an
+        automated one, from its connected workers' LocalQueues and ClusterQueues. Upstream watches
+        the workers' queues; here an automated queue reads them again every `QUOTA_RESYNC_S`."""
+        cq = self.store.get("clusterqueues", name)
+        if cq is None:
+            return
+        check = quota.multikueue_check_of(cq, self._controllers())
+        config: Obj | None = None
+        totals: dict[str, str] = {}
+        if check is not None:
+            ac = self.store.get("admissionchecks", check)
+            configs = {o.name(cfg): cfg for cfg in self.store.list(CONFIGS)}
+            try:
+                config = checks.config_from_ref(_spec(ac or {}).get("parameters"), configs)
+            except parameters.ConfigNotFound:
+                config = None
+            except parameters.BadParametersRef as exc:
+                log.info("admission check has no usable config", extra={"object": check, "error": str(exc)})
+                return
+            if config is not None and _spec(config).get("quotaManagement") == "Automated":
+                totals = quota.aggregate(
+                    [o.key(lq) for lq in self.store.list("localqueues") if _spec(lq).get("clusterQueue") == name],
+                    self._worker_queues([str(cl) for cl in _spec(config).get("clusters") or ()]),
+                )
+                self.cluster_queues.add_after(name, QUOTA_RESYNC_S)
+        plan = quota.plan_quota(cq, check is not None, config, totals)
+        path = k.object_path(c.V1BETA2, "clusterqueues", None, name)
+        if plan.resources is not None:
+            spec = copy.deepcopy(dict(_spec(cq)))
+            spec["resourceGroups"][0]["flavors"][0]["resources"] = plan.resources
+            cq = self.kube.replace(path, {**cq, "spec": spec})
+            self.store.put("clusterqueues", cq)
+            log.info("manager quota automated", extra={"object": name, "kind": "ClusterQueue"})
+        self._write_quota_condition(cq, path, plan.condition)
+
+    def _worker_queues(self, clusters: Sequence[str]) -> list[quota.WorkerQueues]:
+        """The LocalQueues and ClusterQueues of each connected worker of `clusters`."""
+        out = []
+        for cluster in clusters:
+            with self._lock:
+                remote = self.remotes.get(cluster)
+            kube = remote.kube if remote is not None else None
+            if kube is None:
+                continue  # not connected: left out of the sum, as upstream
+            local_queues, _ = kube.list(k.object_path(c.V1BETA2, "localqueues", None))
+            cluster_queues, _ = kube.list(k.object_path(c.V1BETA2, "clusterqueues", None))
+            out.append(quota.WorkerQueues(local_queues, cluster_queues))
+        return out
+
+    def _write_quota_condition(self, cq: Obj, path: str, cond: dict[str, Any] | None) -> None:
+        """The MultiKueueManagerQuotaAutomation condition, written only when its state changes (or
+        removed, `cond` None)."""
+        if cond is None and o.find_condition(cq, quota.CONDITION) is None:
+            return
+        if cond is not None and not connection.condition_changed(cq, cond):
+            return
+        now = self.now()
+        generation = int(o.meta(cq).get("generation") or 0)
+
+        def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
+            if cond is None:
+                status["conditions"] = [x for x in status.get("conditions") or () if x.get("type") != quota.CONDITION]
+            else:
+                set_condition(status, cond, now, generation)
+
+        update_status(self.kube, self.store, "clusterqueues", path, mutate)
+
+    # == garbage collection (`remoteClient.runGC`) ==================================================
+    def _collect_garbage_forever(self) -> None:
+        """`clustersReconciler.runGC`: every `gcInterval`, each connected worker in turn."""
+        while not self._stop.wait(self.settings.gc_interval.total_seconds()):
+            with self._lock:
+                remotes = sorted(self.remotes.items())
+            for name, remote in remotes:
+                kube = remote.kube
+                if kube is None:
+                    continue  # disconnected: its objects are collected once it is back
+                try:
+                    self.collect_garbage(name, kube)
+                except (k.KubeError, OSError) as exc:
+                    log.warning("multikueue garbage collection failed", extra={"cluster": name, "error": str(exc)})
+
+    def collect_garbage(self, cluster: str, kube: k.Kube) -> None:
+        """`remoteClient.runGC`: the worker's Workloads of our origin whose local Workload is gone
+        or being deleted are deleted, after their job (through its kind's adapter, if ours)."""
+        query = {"labelSelector": f"{mk.ORIGIN_LABEL}={self.settings.origin}"}
+        remotes, _ = kube.list(k.object_path(c.V1BETA2, "workloads", None), query=query)
+        for remote in remotes:
+            local = self.store.get("workloads", o.key(remote))
+            if local is not None and not o.is_deleting(local):
+                continue
+            owner = o.controller_of(remote)
+            if owner is not None:
+                adapter = self.adapters.get(g.gvk_string(str(owner.get("apiVersion")), str(owner.get("kind"))))
+                if adapter is not None:
+                    self.delete_remote_job(kube, adapter, o.namespace(remote), str(owner.get("name")))
+            with contextlib.suppress(k.NotFound):
+                kube.delete(workload_writes.path(remote))
+            log.info("orphaned remote workload deleted", extra={"object": o.key(remote), "cluster": cluster})
+
+    def delete_remote_job(self, kube: k.Kube, adapter: _Adapter, namespace: str, name: str) -> None:
+        """`DeleteRemoteObjectIfOwned`: the remote job, or every member of a remote pod group,
+        only if it carries our origin."""
+        fw = adapter.framework
+        remote_job = kube.get(k.object_path(fw.api_version, fw.resource, namespace, name))
+        if remote_job is None or o.labels(remote_job).get(mk.ORIGIN_LABEL) != self.settings.origin:
+            return
+        for member in self.members(adapter, remote_job, deleting=True):
+            with contextlib.suppress(k.NotFound):
+                kube.delete(
+                    k.object_path(fw.api_version, fw.resource, namespace, o.name(member)),
+                    body={"propagationPolicy": "Background"},
+                )
+
+    def members(self, adapter: _Adapter, obj: Obj, *, deleting: bool = False) -> list[Obj]:
+        """`obj` and the rest of its group among the local objects (`listLocalPods`), by name;
+        `obj` alone when it has none. Members being deleted count only with `deleting` (their
+        remote copies go too)."""
+        group = adapter.group(obj)
+        if group is None:
+            return [obj]
+        siblings = self.store.list(adapter.framework.resource, o.namespace(obj))
+        found: dict[str, Obj] = {
+            o.name(m): m for m in siblings if adapter.group(m) == group and (deleting or not o.is_deleting(m))
+        }
+        found.setdefault(o.name(obj), obj)
+        return [found[name] for name in sorted(found)]
 
     # == Workloads (`wlReconciler.Reconcile`) =======================================================
     def reconcile_workload(self, key: str, _items: Sequence[object] = ()) -> None:
@@ -591,10 +840,10 @@ class _Run:
     def _cluster_queue(self) -> str:
         return str(((self.wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
 
-    def _job_path(self, namespace: str) -> str:
+    def _job_path(self, namespace: str, name: str | None = None) -> str:
         assert self.adapter is not None
         fw = self.adapter.framework
-        return k.object_path(fw.api_version, fw.resource, namespace, self.job_name)
+        return k.object_path(fw.api_version, fw.resource, namespace, name or self.job_name)
 
     def _owned(self, remote_job: Obj) -> bool:
         """`ValidateRemoteObjectOwnership`: the remote job carries our origin; raises otherwise."""
@@ -608,15 +857,11 @@ class _Run:
         )
 
     def _remove(self, cluster: str, remote: Obj | None) -> None:
-        """`RemoveRemoteObjects`: the remote job if it is ours, then the remote Workload, after its
-        resource-in-use finalizer."""
+        """`RemoveRemoteObjects`: the remote job (or each member of a remote pod group) if it is
+        ours, then the remote Workload, after its resource-in-use finalizer."""
         kube = self.kubes[cluster]
         if self.adapter is not None and self.job_name:
-            path = self._job_path(o.namespace(self.wl))
-            remote_job = kube.get(path)
-            if remote_job is not None and o.labels(remote_job).get(mk.ORIGIN_LABEL) == self.ctl.settings.origin:
-                with contextlib.suppress(k.NotFound):
-                    kube.delete(path, body={"propagationPolicy": "Background"})
+            self.ctl.delete_remote_job(kube, self.adapter, o.namespace(self.wl), self.job_name)
         if remote is None:
             return
         path = workload_writes.path(remote)
@@ -643,31 +888,53 @@ class _Run:
 
     def _sync_job(self, cluster: str) -> bool:
         """`SyncJob` through the adapter, after `ValidateRemoteObjectOwnership`: create the remote
-        job, or mirror its status onto the local one. True when the adapter deferred the sync."""
+        job (each member of a pod group), or mirror its status onto the local one. True when the
+        adapter deferred the sync."""
         if self.adapter is None or self.local_job is None:
             return False
         kube = self.kubes[cluster]
-        namespace = o.namespace(self.local_job)
-        remote_job = kube.get(self._job_path(namespace))
-        if remote_job is None:
+        remote_job = kube.get(self._job_path(o.namespace(self.local_job)))
+        if remote_job is not None:
+            self._owned(remote_job)
+        deferred = False
+        for member in self.ctl.members(self.adapter, self.local_job):
+            remote = remote_job if o.name(member) == self.job_name else kube.get(self._member_path(member))
+            deferred = self._sync_member(cluster, member, remote) or deferred
+        return deferred
+
+    def _member_path(self, member: Obj) -> str:
+        return self._job_path(o.namespace(member), o.name(member))
+
+    def _sync_member(self, cluster: str, local: Obj, remote: Obj | None) -> bool:
+        """`syncLocalPodWithRemote` / the Job's `SyncJob`: create the copy, or write its status here."""
+        assert self.adapter is not None
+        fw = self.adapter.framework
+        namespace = o.namespace(local)
+        if remote is None:
             body = self.adapter.remote_body(
-                self.local_job,
+                local,
                 o.name(self.wl),
                 self.ctl.settings.origin,
                 identifier_annotations=self.ctl.settings.identifier_annotations,
             )
-            fw = self.adapter.framework
-            kube.create(k.object_path(fw.api_version, fw.resource, namespace), body)
-            log.info("remote job created", extra={"object": o.key(self.local_job), "cluster": cluster})
+            self.kubes[cluster].create(k.object_path(fw.api_version, fw.resource, namespace), body)
+            log.info("remote job created", extra={"object": o.key(local), "cluster": cluster})
             return False
-        self._owned(remote_job)
-        status, deferred = self.adapter.status_update(self.local_job, remote_job, now=self.ctl.now())
-        if status is not None:
+        status, deferred = self.adapter.status_update(local, remote, now=self.ctl.now())
+        if status is None:
+            return deferred
+        path = self._member_path(local) + "/status"
+        if self.adapter.patch_status:
+            current = local.get("status") or {}
+            patch = {field: status.get(field) for field in {*current, *status}}
+            written = self.ctl.kube.patch(path, {"status": patch})
+        else:
             # The whole status, as upstream's PatchStatus diff sends it: a merge patch of the new status
             # would keep nested keys the remote dropped (a Job's uncountedTerminatedPods UIDs, which the API
             # server refuses beside Complete). Guarded by the resourceVersion; a Conflict retries.
-            written = self.ctl.kube.replace(self._job_path(namespace) + "/status", {**self.local_job, "status": status})
-            self.ctl.store.put(self.adapter.framework.resource, written)
+            written = self.ctl.kube.replace(path, {**local, "status": status})
+        self.ctl.store.put(fw.resource, written)
+        if o.name(local) == self.job_name:
             self.local_job = written
         return deferred
 

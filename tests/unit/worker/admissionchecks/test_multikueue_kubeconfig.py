@@ -71,8 +71,13 @@ def dirs(tmp_path: Path) -> dict[str, str]:
     external.mkdir()
     (external / "external-secret").write_text("token")
     (allowed / "escape-symlink").symlink_to(external / "external-secret")
+    # A sibling whose name starts with the allowed one's: only the path separator tells them apart.
+    sibling = tmp_path / "allowed-other"
+    sibling.mkdir()
+    (sibling / "file").write_text("x")
     return {
         "allowed": str(allowed),
+        "sibling": str(sibling / "file"),
         "valid": str(allowed / "worker.kubeconfig"),
         "symlink": str(allowed / "escape-symlink"),
     }
@@ -103,7 +108,9 @@ def dirs(tmp_path: Path) -> dict[str, str]:
             "not under",
             id="SA token path rejected",
         ),
-        pytest.param("/etc/kueue-other/file", "/etc/kueue", "not under", id="prefix name collision"),
+        # Upstream uses /etc/kueue-other and /etc/kueue, which exist or not depending on the machine
+        # (a system running here mounts /etc/kueue/metrics/certs): a private pair instead.
+        pytest.param("{sibling}", "{allowed}", "not under", id="prefix name collision"),
     ],
 )
 def test_validate_kubeconfig_path_upstream(

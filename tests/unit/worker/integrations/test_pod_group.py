@@ -924,3 +924,24 @@ def test_flavor_tolerations_are_added_once_and_cq_label_needs_a_dns_label() -> N
     assert isinstance(patch, ja.PatchPod)
     assert patch.patch["spec"] == {"tolerations": [tol], "schedulingGates": []}
     assert "kueue.x-k8s.io/cluster-queue-name" not in patch.patch["metadata"]["labels"]
+
+
+def _with_check(wl: dict[str, Any], name: str) -> dict[str, Any]:
+    wl["status"]["admissionChecks"] = [{"name": name, "state": "Ready", "message": ""}]
+    return wl
+
+
+def test_an_admitted_group_with_a_multikueue_check_stays_gated_here() -> None:
+    """`ShouldSkipLocalExecution`: the pods run on the worker MultiKueue chose; starting them here
+    as well would run the group twice. Any other check lets the group start."""
+    pods = [gp().gated().obj(), gp("pod2").gated().obj()]
+    checks = store(
+        ("admissionchecks", {"metadata": {"name": "mk"}, "spec": {"controllerName": "kueue.x-k8s.io/multikueue"}}),
+        ("admissionchecks", {"metadata": {"name": "prov"}, "spec": {"controllerName": "example.com/other"}}),
+    )
+    remote = _with_check(gwl().admitted(ROLE, 2).obj(), "mk")
+    got = pg.reconcile_group(pods, name="test-group", workload=remote, config=CONFIG, store=checks, now=NOW)
+    assert not [s for s in summaries(got) if s[0] == "patch_pod"]
+    local = _with_check(gwl().admitted(ROLE, 2).obj(), "prov")
+    got = pg.reconcile_group(pods, name="test-group", workload=local, config=CONFIG, store=checks, now=NOW)
+    assert summaries(got) == [*_started("pod"), *_started("pod2")]

@@ -197,3 +197,30 @@ def test_a_pod_of_an_unqueued_statefulset_is_left_alone() -> None:
     assert plan_pod(pod(), sts(queue=""), OPTS) == []
     with_default = Options.from_config(Configuration(manage_jobs_without_queue_name=True))
     assert plan_pod(pod(), sts(queue=""), with_default) != []
+
+
+def _remote_copy(origin_uid: str = "manager-uid") -> dict[str, Any]:
+    """The copy MultiKueue makes on a worker (`GetOwnerUID` reads the manager's UID from it)."""
+    copy_ = sts()
+    copy_["metadata"]["uid"] = "worker-uid"
+    copy_["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = "multikueue"
+    copy_["metadata"]["annotations"] = {"kueue.x-k8s.io/multikueue-origin-uid": origin_uid}
+    return copy_
+
+
+def test_a_multikueue_copy_gets_no_workload_and_its_pods_join_the_managers() -> None:
+    """On a worker the Workload is the manager's copy, named from the manager's UID; creating one
+    here would admit the set twice, and a name from the worker's UID would never match."""
+    manager = sts()
+    manager["metadata"]["uid"] = "manager-uid"
+    remote = _remote_copy()
+    assert plan_statefulset(remote, [], None, opts=OPTS, lookups=Lookups(), now=NOW).steps == ()
+    assert workload_name_for(remote, short=False) == workload_name_for(manager, short=False)
+    [patch] = plan_pod(pod(), remote, OPTS)
+    assert isinstance(patch, ja.PatchPod)
+    group = workload_name_for(manager, short=False)
+    assert patch.patch["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-name"] == group
+    # Without the origin label the annotation means nothing: the set's own UID names it.
+    unlabelled = _remote_copy()
+    del unlabelled["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"]
+    assert workload_name_for(unlabelled, short=False) != group

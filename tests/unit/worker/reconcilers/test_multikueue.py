@@ -18,8 +18,12 @@ import pytest
 
 from tests.unit.worker.multikueue_fixtures import (
     JOBS,
+    JOBSETS,
     KUEUE_NS,
+    NOW,
     NS,
+    PODS,
+    STATEFULSETS,
     WORKLOADS,
     World,
     admission_check,
@@ -28,7 +32,12 @@ from tests.unit.worker.multikueue_fixtures import (
     config,
     job,
     kubeconfig,
+    path_of,
+    pod,
+    pod_workload,
     secret,
+    statefulset,
+    statefulset_workload,
     wait_for,
     workload,
 )
@@ -80,10 +89,13 @@ def test_a_cluster_with_a_valid_secret_turns_active_and_watches_its_worker(world
         "message": "Connected",
     }
     worker = world.workers["worker1"]
-    # One list and watch of Workloads and of Jobs (the batch/v1 adapter watches its remote objects).
+    # One list and watch of Workloads and of each adapter's kind (each watches its remote objects).
     assert ("LIST", "/apis/kueue.x-k8s.io/v1beta2/workloads") in worker.calls
     assert ("LIST", "/apis/batch/v1/jobs") in worker.calls
-    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 2)
+    assert ("LIST", "/api/v1/pods") in worker.calls
+    assert ("LIST", "/apis/apps/v1/statefulsets") in worker.calls
+    assert ("LIST", "/apis/jobset.x-k8s.io/v1alpha2/jobsets") in worker.calls
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in worker.calls) == 5)
     # Reconciling again with the same kubeconfig keeps the connection.
     world.controller.reconcile_cluster("worker1")
     assert world.built == ["worker1"]
@@ -159,8 +171,8 @@ def test_a_lost_connection_turns_the_cluster_inactive_until_it_reconnects(world:
 
 def test_a_deleted_cluster_stops_its_watches(world: World) -> None:
     world.connect("worker1")
-    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 2)
-    assert len(watch_threads("worker1")) == 2
+    assert wait_for(lambda: sum(call[0] == "WATCH" for call in world.workers["worker1"].calls) == 5)
+    assert len(watch_threads("worker1")) == 5
     del world.manager.objects[k.object_path(c.V1BETA2, "multikueueclusters", None, "worker1")]
     world.sync("MultiKueueCluster", "worker1")
     world.controller.reconcile_cluster("worker1")
@@ -401,6 +413,319 @@ def test_a_deleted_local_workload_removes_its_remote_copies(world: World) -> Non
     calls = [len(world.workers[name].calls) for name in ("worker1", "worker2")]
     world.controller.reconcile_workload(WL)  # forgotten: nothing more to do
     assert [len(world.workers[name].calls) for name in ("worker1", "worker2")] == calls
+
+
+# == Pods and pod groups (upstream pod_multikueue_adapter_test.go, through the reconciler) ===========
+
+
+def dispatch_pods(world: World, *pods: dict[str, object]) -> None:
+    """Two connected workers, the check, the pods and their one Workload, admitted on worker1."""
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), *pods)  # type: ignore[arg-type]
+    world.add(pod_workload(*(str(p["metadata"]["name"]) for p in pods)))  # type: ignore[index]
+    world.controller.reconcile_workload(WL)
+    admit_on_worker1(world)
+
+
+def set_remote_pod_status(world: World, name: str, status: dict[str, object]) -> None:
+    remote = copy.deepcopy(world.workers["worker1"].pod(name))
+    assert remote is not None
+    remote["status"] = status
+    world.workers["worker1"].put(f"{PODS}/{name}", remote)
+
+
+def test_an_admitted_pod_is_copied_to_its_worker_gated_with_the_origin_and_prebuilt_workload(world: World) -> None:
+    dispatch_pods(world, pod())
+    assert mk_state(world)["state"] == c.CHECK_STATE_READY
+    remote = world.workers["worker1"].pod()
+    assert remote is not None
+    assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    assert remote["spec"] == pod()["spec"]  # the worker's Kueue lifts the gate
+    assert "uid" not in remote["metadata"] and "status" not in remote
+    assert world.workers["worker2"].pod() is None
+
+
+def test_a_gated_manager_pod_keeps_scheduling_gated_until_the_worker_pod_is_scheduled(world: World) -> None:
+    """An unschedulable worker pod must not make the manager's gated pod look unschedulable to
+    the manager cluster's autoscaler; once scheduled there, its PodScheduled=True shows here."""
+    dispatch_pods(world, pod())
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    set_remote_pod_status(world, "pod", {"phase": "Pending", "conditions": [unschedulable]})
+    world.controller.reconcile_workload(WL)
+    local = world.manager.objects[f"{PODS}/pod"]
+    assert local["status"]["phase"] == "Pending"
+    assert local["status"]["conditions"] == pod()["status"]["conditions"]
+    running = {
+        "phase": "Running",
+        "podIP": "10.0.0.7",
+        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+    }
+    set_remote_pod_status(world, "pod", running)
+    world.controller.reconcile_workload(WL)
+    local = world.manager.objects[f"{PODS}/pod"]
+    assert local["status"] == running
+    assert local["spec"]["schedulingGates"] == [{"name": c.ADMISSION_GATE}]  # still gated here
+
+
+def test_an_unchanged_remote_pod_status_is_not_written_again(world: World) -> None:
+    dispatch_pods(world, pod())
+    set_remote_pod_status(world, "pod", {"phase": "Running", "podIP": "10.0.0.7", "conditions": []})
+    world.controller.reconcile_workload(WL)
+    writes = [m for m, p in world.manager.calls if p == f"{PODS}/pod/status"]
+    world.controller.reconcile_workload(WL)
+    assert [m for m, p in world.manager.calls if p == f"{PODS}/pod/status"] == writes == ["PATCH"]
+
+
+def test_a_pod_groups_members_are_each_copied_and_each_gets_its_own_status(world: World) -> None:
+    members = [pod(f"g-{i}", group="g") for i in range(3)]
+    dispatch_pods(world, *members)
+    for i in range(3):
+        remote = world.workers["worker1"].pod(f"g-{i}")
+        assert remote is not None, i
+        assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", c.POD_GROUP_NAME: "g", **ORIGIN}
+        assert remote["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    for i in range(2):
+        set_remote_pod_status(world, f"g-{i}", {"phase": "Pending"})
+    done = {"phase": "Succeeded", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    set_remote_pod_status(world, "g-2", done)
+    world.controller.reconcile_workload(WL)
+    statuses = [world.manager.objects[f"{PODS}/g-{i}"]["status"] for i in range(3)]
+    assert statuses == [pod()["status"], pod()["status"], done]
+
+
+def test_a_terminating_manager_pod_gets_no_status_from_its_worker(world: World) -> None:
+    dispatch_pods(world, pod())
+    local = world.manager.objects[f"{PODS}/pod"]
+    local["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    world.sync("Pod", "pod", NS, api_version="v1")
+    set_remote_pod_status(world, "pod", {"phase": "Running"})
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{PODS}/pod"]["status"] == pod()["status"]
+
+
+def test_a_deleted_pod_groups_workload_removes_every_remote_member(world: World) -> None:
+    members = [pod(f"g-{i}", group="g") for i in range(3)]
+    dispatch_pods(world, *members)
+    assert all(world.workers["worker1"].pod(f"g-{i}") is not None for i in range(3))
+    for i in range(3):  # the group is being deleted here
+        world.manager.objects[f"{PODS}/g-{i}"]["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+        world.sync("Pod", f"g-{i}", NS, api_version="v1")
+    del world.manager.objects[f"{WORKLOADS}/wl"]
+    world.sync("Workload", "wl", NS)
+    world.controller.reconcile_workload(WL)
+    assert [world.workers["worker1"].pod(f"g-{i}") for i in range(3)] == [None, None, None]
+    assert world.workers["worker1"].workload() is None
+
+
+def test_a_remote_pods_events_reach_the_workload_it_names(world: World) -> None:
+    dispatch_pods(world, pod())
+    queued: list[tuple[str, float]] = []
+    world.controller.workloads.add_after = lambda key, delay, items=(): queued.append((key, delay))  # type: ignore[method-assign]
+    set_remote_pod_status(world, "pod", {"phase": "Running"})
+    assert wait_for(lambda: (WL, 1.0) in queued, timeout=5)
+
+
+def test_a_statefulset_is_copied_once_with_its_managers_uid_and_its_status_stays_local(world: World) -> None:
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), statefulset(), statefulset_workload())
+    world.controller.reconcile_workload(WL)
+    admit_on_worker1(world)
+    assert mk_state(world)["state"] == c.CHECK_STATE_READY
+    remote = world.workers["worker1"].objects[f"{STATEFULSETS}/web"]
+    assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote["metadata"]["annotations"] == {
+        mk.ORIGIN_UID_ANNOTATION: "sts-uid",
+        c.PREBUILT_WORKLOAD_LABEL: "wl",
+    }
+    assert remote["spec"] == statefulset()["spec"]
+    remote = copy.deepcopy(remote)
+    remote["status"] = {"replicas": 3, "readyReplicas": 3}
+    world.workers["worker1"].put(f"{STATEFULSETS}/web", remote)
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{STATEFULSETS}/web"]["status"] == statefulset()["status"]
+    assert not [p for _, p in world.manager.calls if p.startswith(f"{STATEFULSETS}/web/")]
+    del world.manager.objects[f"{WORKLOADS}/wl"]
+    world.sync("Workload", "wl", NS)
+    world.controller.reconcile_workload(WL)
+    assert f"{STATEFULSETS}/web" not in world.workers["worker1"].objects
+
+
+def _remote_pair(world: World, name: str, *, origin: bool = True) -> None:
+    """A Workload of our origin on worker1, controlled by a Job there (as the worker's Kueue adopts it)."""
+    wl = workload(name)
+    wl["metadata"]["labels"] = dict(ORIGIN)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": f"{name}-job", "uid": "u", "controller": True}
+    ]
+    world.workers["worker1"].put(f"{WORKLOADS}/{name}", wl)
+    remote_job = job(f"{name}-job")
+    remote_job["metadata"]["labels"] = dict(ORIGIN) if origin else {}
+    world.workers["worker1"].put(f"{JOBS}/{name}-job", remote_job)
+
+
+def test_the_garbage_collector_deletes_orphaned_remote_workloads_and_their_own_jobs_only(world: World) -> None:
+    """upstream `TestRemoteClientGC`: a remote Workload whose manager Workload is gone (or being
+    deleted) goes with its Job; one still wanted stays; a Job without our origin is not ours to delete."""
+    world.connect("worker1")
+    world.add(workload("kept"))
+    deleting = workload("deleting")
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
+    world.add(deleting)
+    for name in ("kept", "deleting", "orphan"):
+        _remote_pair(world, name)
+    _remote_pair(world, "foreign", origin=False)
+    worker = world.workers["worker1"]
+    world.controller.collect_garbage("worker1", worker)  # type: ignore[arg-type]
+    assert sorted(p.rsplit("/", 1)[1] for p in worker.objects if p.startswith(f"{WORKLOADS}/")) == ["kept"]
+    assert sorted(p.rsplit("/", 1)[1] for p in worker.objects if p.startswith(f"{JOBS}/")) == [
+        "foreign-job",
+        "kept-job",
+    ]
+
+
+def test_the_garbage_collector_runs_every_gc_interval_on_connected_workers() -> None:
+    w = World(gc_interval=timedelta(milliseconds=50))
+    try:
+        w.connect("worker1")
+        _remote_pair(w, "orphan")
+        w.controller.start()
+        assert wait_for(lambda: w.workers["worker1"].workload("orphan") is None, timeout=5)
+    finally:
+        w.close()
+
+
+def _queue(kind: str, name: str, target: str | None = None, **quotas: str) -> dict[str, object]:
+    if kind == "LocalQueue":
+        return {
+            "apiVersion": c.V1BETA2,
+            "kind": kind,
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"clusterQueue": target},
+        }
+    resources = [{"name": r.replace("_", "-"), "nominalQuota": q} for r, q in quotas.items()]
+    return {
+        "apiVersion": c.V1BETA2,
+        "kind": kind,
+        "metadata": {"name": name, "generation": 1, "resourceVersion": "1"},
+        "spec": {
+            "resourceGroups": [
+                {"coveredResources": [r["name"] for r in resources], "flavors": [{"name": "f", "resources": resources}]}
+            ]
+        },
+    }
+
+
+def test_an_automated_manager_queue_takes_the_sum_of_its_workers_queues() -> None:
+    """Gate MultiKueueManagerQuotaAutomation, `quotaManagement: Automated`: upstream's e2e sums."""
+    w = World(quota_automation=True)
+    try:
+        w.connect("worker1", "worker2")
+        for name in ("worker1", "worker2"):
+            remote_cq = _queue("ClusterQueue", f"{name}-cq", cpu="1600m", memory="2.5G")
+            w.workers[name].put(k.object_path(c.V1BETA2, "clusterqueues", None, f"{name}-cq"), remote_cq)
+            remote_lq = _queue("LocalQueue", "lq", f"{name}-cq")
+            w.workers[name].put(k.object_path(c.V1BETA2, "localqueues", NS, "lq"), remote_lq)
+        automated = config("config1", ["worker1", "worker2"])
+        automated["spec"]["quotaManagement"] = "Automated"
+        manager_cq = _queue("ClusterQueue", "cq", cpu="0", memory="0")
+        manager_cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "ac1"}]}
+        w.add(automated, admission_check(), manager_cq, _queue("LocalQueue", "lq", "cq"))
+        assert w.controller.cluster_queues.busy(["cq"])
+        w.controller.reconcile_cluster_queue("cq")
+        got = w.get("ClusterQueue", "cq")
+        assert got is not None
+        assert got["spec"]["resourceGroups"][0]["flavors"][0]["resources"] == [
+            {"name": "cpu", "nominalQuota": "3200m"},
+            {"name": "memory", "nominalQuota": "5G"},
+        ]
+        cond = o.find_condition(got, "MultiKueueManagerQuotaAutomation")
+        assert cond is not None
+        assert (cond["status"], cond["reason"]) == ("True", "QuotaAutomated")
+        # Without the MultiKueue check the condition goes.
+        w.manager.objects[path_of(got)]["spec"].pop("admissionChecksStrategy")
+        w.sync("ClusterQueue", "cq")
+        w.controller.reconcile_cluster_queue("cq")
+        assert o.find_condition(w.get("ClusterQueue", "cq") or {}, "MultiKueueManagerQuotaAutomation") is None
+    finally:
+        w.close()
+
+
+def _jobset(managed_by: str | None = mk.CONTROLLER_NAME) -> dict[str, object]:
+    spec: dict[str, object] = {"suspend": True, "replicatedJobs": [{"name": "w", "replicas": 2, "template": {}}]}
+    if managed_by is not None:
+        spec["managedBy"] = managed_by
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": NS, "uid": "js-uid", "labels": {c.QUEUE_LABEL: "lq"}},
+        "spec": spec,
+        "status": {},
+    }
+
+
+def _jobset_workload() -> dict[str, object]:
+    wl = workload()
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "js-uid", "controller": True}
+    ]
+    return wl
+
+
+def test_a_jobset_is_copied_without_managed_by_and_its_status_comes_back_whole(world: World) -> None:
+    """upstream `jobset_multikueue_adapter_test.go`: create, then the remote status copied as is."""
+    world.connect("worker1", "worker2")
+    world.add(config("config1", ["worker1", "worker2"]), admission_check(), _jobset(), _jobset_workload())
+    world.controller.reconcile_workload(WL)
+    admit_on_worker1(world)
+    remote = world.workers["worker1"].objects[f"{JOBSETS}/js"]
+    assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
+    assert remote["metadata"]["annotations"] == {c.PREBUILT_WORKLOAD_LABEL: "wl"}
+    assert "managedBy" not in remote["spec"]
+    status = {"replicatedJobsStatus": [{"name": "w", "active": 2, "ready": 2}], "terminalState": ""}
+    remote = copy.deepcopy(remote)
+    remote["status"] = status
+    world.workers["worker1"].put(f"{JOBSETS}/js", remote)
+    world.controller.reconcile_workload(WL)
+    assert world.manager.objects[f"{JOBSETS}/js"]["status"] == status
+
+
+def test_a_jobset_not_handed_to_multikueue_is_rejected(world: World) -> None:
+    world.connect("worker1")
+    world.add(config("config1", ["worker1"]), admission_check(), _jobset(None), _jobset_workload())
+    world.controller.reconcile_workload(WL)
+    state = mk_state(world)
+    assert state["state"] == c.CHECK_STATE_REJECTED
+    assert str(state["message"]).startswith(
+        'The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not ""'
+    )
+
+
+def test_the_incremental_dispatcher_nominates_a_step_at_a_time_and_copies_follow() -> None:
+    """`dispatcherName: ...-incremental`, stepSize 1: worker1 first (by config order), the copy only
+    there; the round lasts five minutes, then worker2 joins."""
+    w = World(dispatcher=mk.DISPATCHER_INCREMENTAL, step_size=1)
+    try:
+        w.connect("worker1", "worker2")
+        w.add(config("config1", ["worker1", "worker2"]), admission_check(), job(), workload())
+        assert w.controller.dispatches.busy([WL])
+        w.controller.reconcile_dispatch(WL)
+        wl = w.get("Workload", "wl", NS)
+        assert wl is not None and wl["status"]["nominatedClusterNames"] == ["worker1"]
+        w.sync("Workload", "wl", NS)
+        w.controller.reconcile_workload(WL)
+        assert w.workers["worker1"].workload() is not None
+        assert w.workers["worker2"].workload() is None
+        w.controller.reconcile_dispatch(WL)  # the round is on: nothing more
+        assert (w.get("Workload", "wl", NS) or {})["status"]["nominatedClusterNames"] == ["worker1"]
+        w.controller.now = lambda: NOW + timedelta(minutes=6)
+        w.controller.reconcile_dispatch(WL)
+        assert (w.get("Workload", "wl", NS) or {})["status"]["nominatedClusterNames"] == ["worker1", "worker2"]
+        w.sync("Workload", "wl", NS)
+        w.controller.reconcile_workload(WL)
+        assert w.workers["worker2"].workload() is not None
+    finally:
+        w.close()
 
 
 def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:

@@ -310,7 +310,7 @@ def multikueue_check(wl: Obj, controllers: Mapping[str, str]) -> Obj | None:
     return None
 
 
-def _gvk_string(api_version: str, kind: str) -> str:
+def gvk_string(api_version: str, kind: str) -> str:
     """`schema.FromAPIVersionAndKind(...).String()`: `batch/v1, Kind=Job`, `/v1, Kind=Pod`."""
     group, _, version = api_version.rpartition("/")
     return f"{group}/{version}, Kind={kind}"
@@ -327,7 +327,7 @@ def resolve_owner(wl: Obj, adapters: Collection[str]) -> Owner:
     ref = o.controller_of(wl) or next(iter(o.owner_references(wl)), None)
     if ref is None:
         return Owner(None)
-    key = _gvk_string(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+    key = gvk_string(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
     return Owner(key if key in adapters else None, key, str(ref.get("name") or ""))
 
 

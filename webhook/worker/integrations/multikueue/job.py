@@ -20,12 +20,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api import jobs, multikueue
+from webhook.api import jobs
 from webhook.api import objects as o
 from webhook.api.integrations import BATCH_JOB, Framework
 from webhook.api.objects import Obj
 from webhook.worker.integrations import batchjob
-from webhook.worker.integrations.multikueue import MultiKueueAdapter
+from webhook.worker.integrations.multikueue import (
+    MultiKueueAdapter,
+    copy_meta,
+    prebuilt_name_meta,
+    prebuilt_workload_keys,
+)
 from webhook.worker.jobframework import workload_slices
 
 __all__ = [
@@ -33,7 +38,6 @@ __all__ = [
     "SUSPENDED_MESSAGE",
     "SUSPENDED_REASON",
     "JobAdapter",
-    "prebuilt_name_meta",
 ]
 
 SUSPENDED_REASON = "MultiKueueAdapter"
@@ -42,14 +46,6 @@ _JOB_SUSPENDED = "JobSuspended"
 # The Job controller's pod template labels the copy must not carry (`managedLabels` less
 # `batch.kubernetes.io/job-name`, which `cleanLabels` keeps).
 _CONTROLLER_TEMPLATE_LABELS = ("job-name", "controller-uid", "batch.kubernetes.io/controller-uid")
-
-
-def prebuilt_name_meta(workload: str, *, identifier_annotations: bool) -> tuple[str, str]:
-    """`SetPrebuiltWorkloadName`: (`labels` or `annotations`, key) where the name goes; an
-    annotation with WorkloadIdentifierAnnotations or when too long for a label value."""
-    if identifier_annotations or len(workload) > jobs.LABEL_VALUE_MAX_LENGTH:
-        return "annotations", c.PREBUILT_WORKLOAD_LABEL
-    return "labels", c.PREBUILT_WORKLOAD_LABEL
 
 
 def _finished(job: Obj) -> bool:
@@ -72,6 +68,7 @@ class JobAdapter:
 
     framework: Framework = BATCH_JOB
     watches_remote: bool = True
+    patch_status: bool = False
 
     def managed(self, local: Obj) -> tuple[bool, str]:
         """`IsJobManagedByKueue`: only Jobs handed to MultiKueue through `spec.managedBy`."""
@@ -80,16 +77,13 @@ class JobAdapter:
             return False, f'Expecting spec.managedBy to be "{c.MULTIKUEUE_CONTROLLER}" not "{managed_by}"'
         return True, ""
 
+    def group(self, local: Obj) -> str | None:
+        """A Job is synced alone."""
+        return None
+
     def remote_body(self, local: Obj, workload: str, origin: str, *, identifier_annotations: bool) -> dict[str, Any]:
         """The Job to create on the worker (`SyncJob`'s create branch)."""
-        meta: dict[str, Any] = {"name": o.name(local), "namespace": o.namespace(local)}
-        labels = {**o.labels(local), multikueue.ORIGIN_LABEL: origin}
-        annotations = dict(o.annotations(local))
-        section, key = prebuilt_name_meta(workload, identifier_annotations=identifier_annotations)
-        (annotations if section == "annotations" else labels)[key] = workload
-        meta["labels"] = labels
-        if annotations:
-            meta["annotations"] = annotations
+        meta = copy_meta(local, workload, origin, identifier_annotations=identifier_annotations)
         spec = copy.deepcopy(dict(local.get("spec") or {}))
         spec.pop("selector", None)
         spec.pop("managedBy", None)  # the worker's Job controller takes over
@@ -165,11 +159,8 @@ class JobAdapter:
         return patch or None
 
     def workload_keys(self, remote: Obj, *, identifier_annotations: bool) -> list[str]:
-        """`WorkloadKeysFor`: the prebuilt Workload a remote Job's event concerns."""
-        name = jobs.prebuilt_workload_name(remote, identifier_annotations=identifier_annotations)
-        if not name:
-            raise ValueError(f"no prebuilt workload found for job: {o.key(remote)}")
-        return [f"{o.namespace(remote)}/{name}"]
+        """`WorkloadKeysFor`."""
+        return prebuilt_workload_keys(remote, "job", identifier_annotations=identifier_annotations)
 
 
 ADAPTER: MultiKueueAdapter = JobAdapter()
