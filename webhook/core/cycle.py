@@ -758,6 +758,7 @@ class AdmissionCore:
         topo.remove(wl.key)
         topo.add(wl.key, topology.workload_tas_usage(repaired, topo.is_tas))
         self.cache.assume_workload(repaired)
+        self._status_touch(repaired)
         admission = {"clusterQueue": wl.admission_cluster_queue, "podSetAssignments": [p.to_api() for p in assignments]}
         conds: list[ConditionValue] = [conditions.quota_reserved_condition(wl.admission_cluster_queue)]
         if has_all_required(cq.spec, admission, wl.check_states):
@@ -827,6 +828,7 @@ class AdmissionCore:
         )
         placed = _with_condition(placed, admitted, now)
         self.cache.assume_workload(placed)
+        self._status_touch(placed)
         conds = (conditions.quota_reserved_condition(wl.admission_cluster_queue), admitted)
         result.decisions.append(
             Admit(wl.key, wl.uid, wl.admission_cluster_queue, admission, conds, None, wl.generation)
