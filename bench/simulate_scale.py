@@ -108,22 +108,33 @@ class Wl:
     obj: dict[str, Any] = field(default_factory=dict)
 
 
-def _objects(config: dict[str, Any], stagger_ms: int = 0) -> tuple[list[tuple[str, dict[str, Any]]], list[Wl]]:
-    """The generator's ClusterQueues, LocalQueues and Workloads for the first cohort of `config`;
-    the workloads of the i-th ClusterQueue are created i * `stagger_ms` later."""
+def objects(
+    config: dict[str, Any], stagger_ms: int = 0, *, cohorts: int = 1
+) -> tuple[list[tuple[str, dict[str, Any]]], list[Wl]]:
+    """The generator's ClusterQueues, LocalQueues and Workloads for the first `cohorts` cohorts of
+    the first cohort set of `config` (the replay's one cohort; `bench_core_scale`: all of them); the
+    workloads of the i-th ClusterQueue of a cohort are created i * `stagger_ms` later."""
     objs: list[tuple[str, dict[str, Any]]] = [("rf", {"metadata": {"name": "rf"}, "spec": {}})]
     wls: list[Wl] = []
     cohort = config["cohorts"][0]
+    for ci in range(cohorts):
+        _cohort_objects(cohort, ci, stagger_ms, objs, wls)
+    return objs, wls
+
+
+def _cohort_objects(
+    cohort: dict[str, Any], ci: int, stagger_ms: int, objs: list[tuple[str, dict[str, Any]]], wls: list[Wl]
+) -> None:
     for qs in cohort["queuesSets"]:
         for qi in range(qs["count"]):
-            name = f"{qs['className']}-0-{qi}-{cohort['className']}-0"
+            name = f"{qs['className']}-0-{qi}-{cohort['className']}-{ci}"
             objs.append(
                 (
                     "cq",
                     {
                         "metadata": {"name": name, "generation": 1},
                         "spec": {
-                            "cohortName": f"{cohort['className']}-0",
+                            "cohortName": f"{cohort['className']}-{ci}",
                             "namespaceSelector": {},
                             "resourceGroups": [
                                 {
@@ -166,10 +177,9 @@ def _objects(config: dict[str, Any], stagger_ms: int = 0) -> tuple[list[tuple[st
                                 created,
                             )
                         )
-    return objs, wls
 
 
-def _with_conditions(obj: dict[str, Any], conds: list[dict[str, Any]]) -> dict[str, Any]:
+def with_conditions(obj: dict[str, Any], conds: list[dict[str, Any]]) -> dict[str, Any]:
     """A copy of `obj` with `conds` set by type, as the API keeps conditions (a map keyed by type)."""
     out = copy.deepcopy(obj)
     new = {c["type"] for c in conds}
@@ -177,7 +187,7 @@ def _with_conditions(obj: dict[str, Any], conds: list[dict[str, Any]]) -> dict[s
     return out
 
 
-def _pending_obj(w: Wl, at: datetime, evicted: bool) -> dict[str, Any]:
+def pending_obj(w: Wl, at: datetime, evicted: bool) -> dict[str, Any]:
     conds = (
         [
             {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "", "lastTransitionTime": _ts(at)},
@@ -236,7 +246,7 @@ class Outcome:
 CycleHook = Callable[[datetime, list[tuple[str, dict[str, Any]]], list[dict[str, Any]], CycleResult], None]
 
 
-def _feed(core: AdmissionCore, objs: list[tuple[str, dict[str, Any]]]) -> None:
+def feed(core: AdmissionCore, objs: list[tuple[str, dict[str, Any]]]) -> None:
     for kind, obj in objs:
         if kind == "rf":
             core.on_resource_flavor(obj, T0)
@@ -267,8 +277,8 @@ def simulate(
     Evicted patch comes back after `echo_ms`);
     `hold_evictions` starts no cycle before the eviction patches of the last ones are written."""
     core = AdmissionCore(sched)
-    objs, wls = _objects(config, stagger_ms)
-    _feed(core, objs)
+    objs, wls = objects(config, stagger_ms)
+    feed(core, objs)
     by_key = {f"{w.ns}/{w.name}": w for w in wls}
     live: dict[str, Wl] = {}  # created and not finished: what the core holds
     arrivals = sorted(wls, key=lambda w: w.created)
@@ -293,7 +303,7 @@ def simulate(
     while ai < len(arrivals) or events or core.queues.pending:
         while ai < len(arrivals) and arrivals[ai].created + lag <= now:
             w = arrivals[ai]
-            w.obj = _pending_obj(w, now, False)
+            w.obj = pending_obj(w, now, False)
             core.on_workload(w.obj, now)
             live[f"{w.ns}/{w.name}"] = w
             ai += 1
@@ -319,7 +329,7 @@ def simulate(
                 heapq.heappush(events, (at + timedelta(milliseconds=w.runtime_ms) + lag, next(seq), "finish", key))
             elif what == "see-evict":
                 # The core's own Evicted patch comes back: evicted, still holding quota.
-                w.obj = _with_conditions(
+                w.obj = with_conditions(
                     w.obj,
                     [
                         {"type": t, "status": "True", "reason": r, "message": "", "lastTransitionTime": _ts(at)}
@@ -328,7 +338,7 @@ def simulate(
                 )
                 core.on_workload(w.obj, at)
             elif what == "land-evict":
-                w.obj = _pending_obj(w, at, True)
+                w.obj = pending_obj(w, at, True)
                 core.on_workload(w.obj, at)
         for _ in range(1000):
             if backlog and sum(1 for e in events if e[2] != "finish") >= backlog:
@@ -342,7 +352,7 @@ def simulate(
             for d in result.decisions:
                 if isinstance(d, Admit):
                     w = by_key[str(d.key)]
-                    obj = _with_conditions(
+                    obj = with_conditions(
                         w.obj,
                         [
                             {
@@ -445,7 +455,7 @@ def _fresh_cycle(
 ) -> dict[str, Any]:
     """One cycle of a core built from `state` alone, as cyclereplay builds upstream's."""
     core = AdmissionCore(sched)
-    _feed(core, objs)
+    feed(core, objs)
     now = datetime.fromisoformat(state["now"])
     for obj in state["workloads"]:
         core.on_workload(obj, now)
@@ -585,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"  {e.at_s:8.2f} s  {e.victim} ({e.victim_class}) by {e.preemptor} ({e.preemptor_class}): {e.reason}"
                 )
         if rec is not None:
-            differ += compare(rec, sched, _objects(config, args.stagger_ms)[0], args.runs)
+            differ += compare(rec, sched, objects(config, args.stagger_ms)[0], args.runs)
     return 1 if differ else 0
 
 

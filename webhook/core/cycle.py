@@ -161,7 +161,7 @@ from webhook.core.tas import PodSetRequest, Replacement, TopologyAssignment
 from webhook.core.topology import TopologySnapshot
 from webhook.core.workload import Condition, WorkloadInfo, WorkloadKey, parse_workload
 
-__all__ = ["AdmissionCore", "CycleResult", "SchedulerConfig"]
+__all__ = ["AdmissionCore", "CycleResult", "QueueStatusChanges", "SchedulerConfig"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +257,14 @@ class CycleResult:
 
 
 @dataclass(slots=True)
+class QueueStatusChanges:
+    """ClusterQueue names and LocalQueue keys (`namespace/name`) whose status may have changed."""
+
+    cluster_queues: set[str] = field(default_factory=set)
+    local_queues: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
 class _Entry:
     wl: WorkloadInfo
     cq_name: str
@@ -294,6 +302,9 @@ class AdmissionCore:
         self._qs_keys: set[WorkloadKey] = set()
         self._qs_cluster_queues: set[str] = set()
         self._qs_local_queues: set[str] = set()
+        # Per reader of `take_status_changes`, the queues whose status may have changed since its
+        # last call (None: all of them).
+        self._status_changes: dict[str, QueueStatusChanges | None] = {}
         # Requeue requests waiting for their batch period: ("cohort" | "cq", root name) -> due time.
         self._requeue_due: dict[tuple[str, str], datetime] = {}
         # Admission fair sharing (`admission_fair_sharing.py`): LocalQueue usage orders opted-in queues.
@@ -350,6 +361,7 @@ class AdmissionCore:
             self.queues.queue_inadmissible(sorted(names), now)
 
     def _sync_active(self) -> None:
+        self._all_status_changed()  # a queue, flavor, check or topology changed: any status may
         for name in self.cache.cluster_queues:
             active = self.cache.readiness(name).active
             q = self.queues.cluster_queues.get(name)
@@ -381,6 +393,7 @@ class AdmissionCore:
         self._flush([node.name], now)
 
     def on_cluster_queue_deleted(self, name: str, now: datetime) -> None:
+        self._all_status_changed()  # its LocalQueues' status too
         self.cache.delete_cluster_queue(name)
         self.queues.delete_cluster_queue(name)
 
@@ -390,6 +403,7 @@ class AdmissionCore:
         self._flush(list(self.cache.cluster_queues), now)
 
     def on_cohort_deleted(self, name: str, now: datetime) -> None:
+        self._all_status_changed()
         self.cache.delete_cohort(name)
         self._flush(list(self.cache.cluster_queues), now)
 
@@ -397,6 +411,7 @@ class AdmissionCore:
         meta = obj["metadata"]
         old = self.cache.local_queues.get(f"{meta.get('namespace') or ''}/{meta['name']}")
         lq = self.cache.upsert_local_queue(obj)
+        self._all_status_changed()
         if old is None or (old.stop_policy, old.cluster_queue) != (lq.stop_policy, lq.cluster_queue):
             self._qs_local_queues.add(lq.key)
         self.queues.upsert_local_queue(lq, now)
@@ -404,6 +419,7 @@ class AdmissionCore:
             self.afs.on_local_queue(lq.key, obj, now)
 
     def on_local_queue_deleted(self, namespace: str, name: str, now: datetime) -> None:
+        self._all_status_changed()
         self.cache.delete_local_queue(f"{namespace}/{name}")
         self.queues.delete_local_queue(f"{namespace}/{name}")
         if self.afs is not None:
@@ -533,7 +549,9 @@ class AdmissionCore:
 
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""
+        self._status_touch(self.queues.pending.get(wl.key), wl)
         old, reserving = self.cache.upsert_workload(wl)
+        self._status_touch(old)
         if self._replaced.get(wl.key) != wl.unhealthy_nodes:
             self._replaced.pop(wl.key, None)
         if reserving and wl.needs_node_replacement and self.config.tas:
@@ -561,7 +579,7 @@ class AdmissionCore:
     def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
         key = WorkloadKey(f"{namespace}/{name}")
         old = self.cache.delete_workload(key)
-        self.queues.delete_workload(key)
+        self._status_touch(old, self.queues.delete_workload(key))
         self._last.pop(key, None)
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
@@ -578,6 +596,7 @@ class AdmissionCore:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
         wl = self.cache.forget_workload(key)
         original = self._assumed_from.pop(key, None)
+        self._status_touch(wl, original)
         self._replaced.pop(key, None)
         if self.afs is not None:
             self.afs.admission_failed(key)
@@ -592,6 +611,36 @@ class AdmissionCore:
         self._qs_keys.add(key)
 
     # == status ===================================================================================
+    def _status_touch(self, *workloads: WorkloadInfo | None) -> None:
+        """These Workloads were queued, reserved or released: the status of their LocalQueue, of the
+        ClusterQueue it points to and of the one they hold quota in may have changed (upstream's
+        ClusterQueue and LocalQueue controllers reconcile the queues of each Workload event)."""
+        readers = [changes for changes in self._status_changes.values() if changes is not None]
+        for wl in workloads if readers else ():
+            if wl is None:
+                continue
+            lq_key = f"{wl.namespace}/{wl.queue_name}"
+            lq = self.cache.local_queues.get(lq_key)
+            for changes in readers:
+                changes.local_queues.add(lq_key)
+                if lq is not None:
+                    changes.cluster_queues.add(lq.cluster_queue)
+                if wl.admission_cluster_queue:
+                    changes.cluster_queues.add(wl.admission_cluster_queue)
+
+    def _all_status_changed(self) -> None:
+        self._status_changes = dict.fromkeys(self._status_changes)
+
+    def take_status_changes(self, reader: str = "status") -> QueueStatusChanges | None:
+        """The ClusterQueues and LocalQueues whose status may differ from what it was at `reader`'s
+        last call (None: any may, e.g. after a queue or flavor changed, and on its first call), so
+        that publishing status (reader "status") or the gauges ("gauges") costs the queues that
+        changed, not all of them. Moves between a ClusterQueue's active and inadmissible Workloads
+        are not reported (the status counts both together)."""
+        changes = self._status_changes.get(reader)
+        self._status_changes[reader] = QueueStatusChanges()
+        return changes
+
     def cluster_queue_status(self, name: str) -> dict[str, Any]:
         return status.cluster_queue_status(self.cache, self.queues, name, fair_sharing=self.config.fair_sharing)
 
@@ -606,7 +655,11 @@ class AdmissionCore:
         """Sample the LocalQueues whose admission fair sharing usage is due (the LocalQueue reconcile's
         timer, which the worker runs): their status then carries the new `fairSharing`. Returns their
         keys; [] with admission fair sharing off."""
-        return [] if self.afs is None else self.afs.sample(now)
+        sampled = [] if self.afs is None else self.afs.sample(now)
+        for changes in self._status_changes.values():
+            if changes is not None:
+                changes.local_queues.update(sampled)
+        return sampled
 
     def cohort_status(self, name: str) -> dict[str, Any]:
         return status.cohort_status(self.cache, name, fair_sharing=self.config.fair_sharing)
@@ -705,6 +758,7 @@ class AdmissionCore:
         topo.remove(wl.key)
         topo.add(wl.key, topology.workload_tas_usage(repaired, topo.is_tas))
         self.cache.assume_workload(repaired)
+        self._status_touch(repaired)
         admission = {"clusterQueue": wl.admission_cluster_queue, "podSetAssignments": [p.to_api() for p in assignments]}
         conds: list[ConditionValue] = [conditions.quota_reserved_condition(wl.admission_cluster_queue)]
         if has_all_required(cq.spec, admission, wl.check_states):
@@ -774,6 +828,7 @@ class AdmissionCore:
         )
         placed = _with_condition(placed, admitted, now)
         self.cache.assume_workload(placed)
+        self._status_touch(placed)
         conds = (conditions.quota_reserved_condition(wl.admission_cluster_queue), admitted)
         result.decisions.append(
             Admit(wl.key, wl.uid, wl.admission_cluster_queue, admission, conds, None, wl.generation)
@@ -919,6 +974,7 @@ class AdmissionCore:
             cq = snap.cluster_queues.get(name)
             if self.cache.is_reserving(wl.key):
                 self.queues.admitted(wl.key, name)
+                self._status_touch(wl)
                 continue
             if wl.failed_checks:
                 e.message, e.reason = "The workload has failed admission checks", PendingReason.PENDING_EVALUATION
@@ -975,9 +1031,20 @@ class AdmissionCore:
         preempted: Mapping[WorkloadKey, WorkloadInfo],
         targets: list[WorkloadInfo],
     ) -> tuple[bool, bool]:
-        """(fits on quota, fits on TAS) once `preempted` and `targets` are gone (`ClusterQueueSnapshot.Fits`)."""
+        """(fits on quota, fits on TAS) once `preempted` and `targets` are gone (`fits` in
+        scheduler.go). Upstream removes every victim of the cycle for every entry; only those of
+        `cq`'s cohort tree hold quota that `available` reads, so the others stay unless TAS capacity
+        (nodes every tree shares) is checked too: with 1,000 ClusterQueues a cycle has as many
+        heads and hundreds of victims, and removing them all for each head was most of the cycle."""
         victims = dict(preempted)
         victims.update((t.key, t) for t in targets)
+        if snap.topology is None or not a.tas_usage:
+            root = cq.root()
+            victims = {
+                key: wl
+                for key, wl in victims.items()
+                if (owner := snap.cluster_queues.get(wl.admission_cluster_queue)) is not None and owner.root() is root
+            }
         with snap.simulated_removal(victims.values()):
             if not all(v <= resource_node.available(cq, fr) for fr, v in a.total_requests().items()):
                 return False, True
@@ -1187,6 +1254,7 @@ class AdmissionCore:
             conds.append(adm)
             assumed = _with_condition(assumed, adm, now)
         self.cache.assume_workload(assumed)
+        self._status_touch(assumed)
         if self.afs is not None:
             self.afs.assumed(e.wl, e.cq_name, now)
         self.queues.admitted(e.wl.key, e.cq_name)

@@ -780,15 +780,11 @@ class Manager:
                         queues_changed = True
                     case msg.Watched("workloads", etype, obj) if etype != "DELETED":
                         touched.add(object_key(obj))
-                    case msg.Watched(
-                        "clusterqueues"
-                        | "localqueues"
-                        | "resourceflavors"
-                        | "cohorts"
-                        | "admissionchecks"
-                        | "topologies"
-                    ):
-                        queues_changed = True
+            # `_feed` flags a queue, flavor, cohort, check or topology change that reached the core;
+            # our own queue status writes coming back (a thousand a second at upstream's large-scale
+            # config) do not, and comparing the routes of every queue after each was a tenth of the
+            # core thread's time there (bench_core_scale).
+            queues_changed = queues_changed or self._status_now
             # The informers' synced set flips before their last listed events are drained here: schedule
             # only once every list was fed, or a new leader admits before it has seen all reservations.
             with self._synced_lock:

@@ -18,7 +18,7 @@ upstream's `ClearClusterQueueMetrics` and `ClearLocalQueueMetrics` drop them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -193,22 +193,85 @@ _LOCAL_QUEUE_SERIES = (
 )
 
 
+_UNSET = object()
+
+# Series of gauge families by every label value (`Family.full`).
+_Series = dict[m.Family[Gauge], dict[tuple[str, ...], float]]
+
+
+@dataclass(frozen=True, slots=True)
+class _QueueRows:
+    """One queue's gauge series and the pending count they were computed with."""
+
+    pending: int
+    series: _Series
+
+
+def _full(series: Mapping[m.Family[Gauge], Mapping[tuple[str, ...], float]]) -> _Series:
+    """Series given by the families' own label values, by every label value."""
+    return {
+        family: {family.full(*labels, ROLE): v for labels, v in values.items()} for family, values in series.items()
+    }
+
+
 class _GaugeSet:
     """Sets a gauge family to exactly the given series, removing those not given any more. Series
     are kept by every label value, custom ones included, so that a queue whose custom values
-    changed loses the series of the old ones."""
+    changed loses the series of the old ones. Only series whose value changed are set: with 1,000
+    ClusterQueues and LocalQueues (upstream's large-scale config) setting all ~20,000 of them at
+    every refresh was most of its cost, where upstream sets a queue's gauges when it changes."""
 
     def __init__(self, gauge: m.Family[Gauge]) -> None:
         self.gauge = gauge
-        self.current: set[tuple[str, ...]] = set()
+        self.current: dict[tuple[str, ...], float] = {}
 
     def replace(self, values: Mapping[tuple[str, ...], float]) -> None:
         """`values` by every label value (`Family.full`)."""
-        for labels in self.current - values.keys():
+        for labels in self.current.keys() - values.keys():
             self.gauge.remove(*labels)
+        current = self.current
         for labels, value in values.items():
-            self.gauge.metric.labels(*labels).set(value)
-        self.current = set(values)
+            if current.get(labels, _UNSET) != value:  # NaN never equals itself: always set
+                self.gauge.metric.labels(*labels).set(value)
+        self.current = dict(values)
+
+    def update(self, old: Mapping[tuple[str, ...], float], new: Mapping[tuple[str, ...], float]) -> None:
+        """Part of the family moves from `old` to `new` series (one queue's), the rest stays."""
+        current = self.current
+        for labels in old.keys() - new.keys():
+            if current.pop(labels, _UNSET) is not _UNSET:
+                self.gauge.remove(*labels)
+        for labels, value in new.items():
+            if current.get(labels, _UNSET) != value:
+                self.gauge.metric.labels(*labels).set(value)
+                current[labels] = value
+
+
+class _QueueSeries:
+    """The gauge series of every ClusterQueue (or LocalQueue), kept per queue and computed again
+    only for a queue marked `stale` or whose pending count moved; the gauges get what changed."""
+
+    def __init__(self, gauge_set: Callable[[m.Family[Gauge]], _GaugeSet]) -> None:
+        self._gauge_set = gauge_set
+        self.rows: dict[str, _QueueRows] = {}
+        self.stale: set[str] = set()
+
+    def update(self, pending: Mapping[str, int], compute: Callable[[str], _Series]) -> None:
+        """The queues in `pending` (their pending counts, cheap to read every time) are all there
+        are; `compute` gives one queue's series."""
+        for key in self.rows.keys() - pending.keys():
+            self._apply(self.rows.pop(key).series, {})
+        for key, count in pending.items():
+            row = self.rows.get(key)
+            if row is None or row.pending != count or key in self.stale:
+                series = compute(key)
+                self._apply(row.series if row is not None else {}, series)
+                self.rows[key] = _QueueRows(count, series)
+        self.stale.clear()
+
+    def _apply(self, old: _Series, new: _Series) -> None:
+        for family in old.keys() | new.keys():
+            self._gauge_set(family).update(old.get(family, {}), new.get(family, {}))
 
 
 class MetricsReporter:
@@ -236,6 +299,9 @@ class MetricsReporter:
         self._cq_shares: dict[tuple[str, ...], float] = {}
         self._deleted_cq_shares: dict[tuple[str, ...], float] = {}
         self._sets: dict[int, _GaugeSet] = {}
+        # Each ClusterQueue's and LocalQueue's gauge series, until the core reports it changed.
+        self._cq_series = _QueueSeries(self._gauge_set)
+        self._lq_series = _QueueSeries(self._gauge_set)
         # Workload key -> (LocalQueue key, reason, cause) it counts under, and the count of each row.
         self._rows: dict[str, tuple[str, str, str]] = {}
         self._totals: dict[tuple[str, str, str], int] = {}
@@ -245,7 +311,10 @@ class MetricsReporter:
         self._set_full(gauge, {gauge.full(*labels, ROLE): v for labels, v in values.items()})
 
     def _set_full(self, gauge: m.Family[Gauge], values: Mapping[tuple[str, ...], float]) -> None:
-        self._sets.setdefault(id(gauge), _GaugeSet(gauge)).replace(values)
+        self._gauge_set(gauge).replace(values)
+
+    def _gauge_set(self, gauge: m.Family[Gauge]) -> _GaugeSet:
+        return self._sets.setdefault(id(gauge), _GaugeSet(gauge))
 
     # == the objects custom labels and the LocalQueue selector read =================================
     def exposes_local_queue(self, key: str) -> bool:
@@ -269,6 +338,11 @@ class MetricsReporter:
                 self.custom.delete(source, key)
             else:
                 changed = self.custom.store(source, key, o.labels(obj), o.annotations(obj))
+        # Its series carry its custom values (and a LocalQueue's, whether the selector picks it).
+        if source == m.CLUSTER_QUEUE:
+            self._cq_series.stale.add(key)
+        elif source == m.LOCAL_QUEUE:
+            self._lq_series.stale.add(key)
         if source == m.CLUSTER_QUEUE and changed:
             m.remove_series(m.REPLACED_WORKLOAD_SLICES, {"cluster_queue": key})
         if source != m.LOCAL_QUEUE:
@@ -448,56 +522,72 @@ class MetricsReporter:
 
     # == gauges =====================================================================================
     def refresh(self, core: AdmissionCore) -> None:
-        """Every gauge, from the core and the running totals of Workloads (`workload_event`)."""
+        """Every gauge, from the core and the running totals of Workloads (`workload_event`). The
+        series of a ClusterQueue or LocalQueue are computed again only when the core reports the
+        queue changed (`take_status_changes`) or its pending counts moved, as upstream's cache and
+        queue manager set a queue's gauges when it changes: computing all of them for 1,000 queues
+        was the core thread's largest cost at upstream's large-scale config (bench_core_scale)."""
         cache, queues = core.cache, core.queues
+        changes = core.take_status_changes("gauges")
+        for series, changed in (
+            (self._cq_series, None if changes is None else changes.cluster_queues),
+            (self._lq_series, None if changes is None else changes.local_queues),
+        ):
+            series.stale.update(series.rows if changed is None else changed)
+        counts = {name: queues.pending_in_cluster_queue(name) for name in cache.cluster_queues}
+        self._cq_series.update(
+            {name: sum(count) for name, count in counts.items()}, lambda name: self._cluster_queue_series(core, name)
+        )
+        # Inadmissible Workloads requeued move between these two at every quota release in a
+        # cohort, without any other series of their ClusterQueue changing: read every time.
+        family = m.PENDING_WORKLOADS
         pending: dict[tuple[str, ...], float] = {}
-        reserving: dict[tuple[str, ...], float] = {}
-        admitted: dict[tuple[str, ...], float] = {}  # by every label value
-        status: dict[tuple[str, ...], float] = {}
-        info: dict[tuple[str, ...], float] = {}
-        quota: dict[str, dict[tuple[str, ...], float]] = {
-            "nominal": {},
-            "borrowing": {},
-            "lending": {},
-            "reservation": {},
-            "usage": {},
-            "pending": {},
-        }
-        for name in sorted(cache.cluster_queues):
-            node = cache.cluster_queues[name]
-            readiness = cache.readiness(name)
-            active, inadmissible = queues.pending_in_cluster_queue(name)
-            if not readiness.active:
+        for name, (active, inadmissible) in counts.items():
+            if not cache.readiness(name).active:
                 active, inadmissible = 0, active + inadmissible
-            pending[(name, "active")] = active
-            pending[(name, "inadmissible")] = inadmissible
-            reserving[(name,)] = len(node.workloads)
-            self._count_admitted(name, node, admitted)
-            for st in ("pending", "active", "terminating"):
-                status[(name, st)] = 1 if readiness.status == st else 0
-            info[(name, node.parent.name if node.parent else "", _root(node))] = 1
-            if self.cq_resources:
-                self._cq_resources(core, name, quota)
-        self._set(m.PENDING_WORKLOADS, pending)
-        self._set(m.RESERVING_ACTIVE_WORKLOADS, reserving)
-        self._set_full(m.ADMITTED_ACTIVE_WORKLOADS, admitted)
-        self._set(m.CLUSTER_QUEUE_STATUS, status)
-        self._set(m.CLUSTER_QUEUE_INFO, info)
+            pending[family.full(name, "active", ROLE)] = active
+            pending[family.full(name, "inadmissible", ROLE)] = inadmissible
+        self._set_full(family, pending)
         self._preemption_skips = {cq: n for cq, n in self._preemption_skips.items() if cq in cache.cluster_queues}
         self._set(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {(cq,): n for cq, n in self._preemption_skips.items()})
-        if self.cq_resources:
-            self._set(m.CLUSTER_QUEUE_NOMINAL_QUOTA, quota["nominal"])
-            self._set(m.CLUSTER_QUEUE_BORROWING_LIMIT, quota["borrowing"])
-            self._set(m.CLUSTER_QUEUE_LENDING_LIMIT, quota["lending"])
-            self._set(m.CLUSTER_QUEUE_RESOURCE_RESERVATION, quota["reservation"])
-            self._set(m.CLUSTER_QUEUE_RESOURCE_USAGE, quota["usage"])
-            self._set(m.CLUSTER_QUEUE_RESOURCE_PENDING, quota["pending"])
         if self.local_queues:
             self._refresh_local_queues(core)
         if self.cohorts:
             self._refresh_cohorts(core)
         self._refresh_workload_counts(core)
         self._refresh_weighted_shares(core)
+
+    def _cluster_queue_series(self, core: AdmissionCore, name: str) -> _Series:
+        """The gauges of one ClusterQueue but its pending counts, by every label value."""
+        cache = core.cache
+        node = cache.cluster_queues[name]
+        readiness = cache.readiness(name)
+        plain: dict[m.Family[Gauge], dict[tuple[str, ...], float]] = {
+            m.RESERVING_ACTIVE_WORKLOADS: {(name,): len(node.workloads)},
+            m.CLUSTER_QUEUE_STATUS: {
+                (name, st): 1 if readiness.status == st else 0 for st in ("pending", "active", "terminating")
+            },
+            m.CLUSTER_QUEUE_INFO: {(name, node.parent.name if node.parent else "", _root(node)): 1},
+        }
+        if self.cq_resources:
+            quota: dict[str, dict[tuple[str, ...], float]] = {
+                "nominal": {},
+                "borrowing": {},
+                "lending": {},
+                "reservation": {},
+                "usage": {},
+                "pending": {},
+            }
+            self._cq_resources(core, name, quota)
+            plain[m.CLUSTER_QUEUE_NOMINAL_QUOTA] = quota["nominal"]
+            plain[m.CLUSTER_QUEUE_BORROWING_LIMIT] = quota["borrowing"]
+            plain[m.CLUSTER_QUEUE_LENDING_LIMIT] = quota["lending"]
+            plain[m.CLUSTER_QUEUE_RESOURCE_RESERVATION] = quota["reservation"]
+            plain[m.CLUSTER_QUEUE_RESOURCE_USAGE] = quota["usage"]
+            plain[m.CLUSTER_QUEUE_RESOURCE_PENDING] = quota["pending"]
+        out = _full(plain)
+        self._count_admitted(name, node, out.setdefault(m.ADMITTED_ACTIVE_WORKLOADS, {}))
+        return out
 
     def _count_admitted(self, name: str, node: ClusterQueueNode, out: dict[tuple[str, ...], float]) -> None:
         """`admitted_active_workloads` of ClusterQueue `name`, split by the custom labels of its
@@ -518,8 +608,10 @@ class MetricsReporter:
         if self.custom is not None:
             if wl is None:
                 self.custom.delete(m.WORKLOAD, key)
-            else:
-                self.custom.store(m.WORKLOAD, key, o.labels(wl), o.annotations(wl))
+            elif self.custom.store(m.WORKLOAD, key, o.labels(wl), o.annotations(wl)):
+                # Relabelled: its ClusterQueue's admitted series carry the Workload's custom values.
+                admission = (wl.get("status") or {}).get("admission") or {}
+                self._cq_series.stale.add(str(admission.get("clusterQueue") or ""))
         row = None if wl is None else self._count_row(wl)
         old = self._rows.get(key)
         if old == row:
@@ -659,44 +751,14 @@ class MetricsReporter:
 
     def _refresh_local_queues(self, core: AdmissionCore) -> None:
         cache = core.cache
-        pending: dict[tuple[str, ...], float] = {}
-        reserving: dict[tuple[str, ...], float] = {}
-        admitted: dict[tuple[str, ...], float] = {}
-        status: dict[tuple[str, ...], float] = {}
-        reservation: dict[tuple[str, ...], float] = {}
-        usage: dict[tuple[str, ...], float] = {}
-        for key in sorted(cache.local_queues):
-            if not self.exposes_local_queue(key):
-                continue
-            lq = cache.local_queues[key]
-            labels = (lq.name, lq.namespace)
-            st = core.local_queue_status(lq.namespace, lq.name)
-            cq_active = lq.cluster_queue in cache.cluster_queues and cache.readiness(lq.cluster_queue).active
-            if key in core.queues.local_queues:  # not once stopped: upstream's queue manager drops it
-                count = int(st.get("pendingWorkloads") or 0)
-                pending[(*labels, "active")] = count if cq_active else 0
-                pending[(*labels, "inadmissible")] = 0 if cq_active else count
-            if lq.cluster_queue in cache.cluster_queues:
-                # Upstream's scheduler cache reports these only for a LocalQueue attached to a live
-                # ClusterQueue: `DeleteClusterQueue` clears them (`ClearLocalQueueCacheMetrics`) and
-                # `addLocalQueue` reports them again once the ClusterQueue is back.
-                reserving[labels] = int(st.get("reservingWorkloads") or 0)
-                admitted[labels] = int(st.get("admittedWorkloads") or 0)
-            active = next(
-                (cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown"
-            )
-            for value in ("True", "False", "Unknown"):
-                status[(*labels, value)] = 1 if active == value else 0
-            for field, out in (("flavorsReservation", reservation), ("flavorsUsage", usage)):
-                for fl in st.get(field) or ():
-                    for r in fl["resources"]:
-                        out[(*labels, fl["name"], r["name"])] = _quantity(r["name"], r["total"])
-        self._set(m.LOCAL_QUEUE_PENDING_WORKLOADS, pending)
-        self._set(m.LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS, reserving)
-        self._set(m.LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS, admitted)
-        self._set(m.LOCAL_QUEUE_STATUS, status)
-        self._set(m.LOCAL_QUEUE_RESOURCE_RESERVATION, reservation)
-        self._set(m.LOCAL_QUEUE_RESOURCE_USAGE, usage)
+        self._lq_series.update(
+            {
+                key: core.queues.pending_in_local_queue(key)
+                for key in cache.local_queues
+                if self.exposes_local_queue(key)
+            },
+            lambda key: self._local_queue_series(core, key),
+        )
         if core.afs is not None:
             # Upstream sets it with each sample's status write (`reportAfsUsage`): a LocalQueue
             # appears once first sampled, and shows its pending entry penalties as they come.
@@ -708,6 +770,47 @@ class MetricsReporter:
                     if core.afs.status(key) is not None
                 },
             )
+
+    @staticmethod
+    def _local_queue_series(core: AdmissionCore, key: str) -> _Series:
+        """The gauges of one LocalQueue, by every label value."""
+        cache = core.cache
+        lq = cache.local_queues[key]
+        labels = (lq.name, lq.namespace)
+        st = core.local_queue_status(lq.namespace, lq.name)
+        cq_active = lq.cluster_queue in cache.cluster_queues and cache.readiness(lq.cluster_queue).active
+        pending: dict[tuple[str, ...], float] = {}
+        reserving: dict[tuple[str, ...], float] = {}
+        admitted: dict[tuple[str, ...], float] = {}
+        reservation: dict[tuple[str, ...], float] = {}
+        usage: dict[tuple[str, ...], float] = {}
+        if key in core.queues.local_queues:  # not once stopped: upstream's queue manager drops it
+            count = int(st.get("pendingWorkloads") or 0)
+            pending[(*labels, "active")] = count if cq_active else 0
+            pending[(*labels, "inadmissible")] = 0 if cq_active else count
+        if lq.cluster_queue in cache.cluster_queues:
+            # Upstream's scheduler cache reports these only for a LocalQueue attached to a live
+            # ClusterQueue: `DeleteClusterQueue` clears them (`ClearLocalQueueCacheMetrics`) and
+            # `addLocalQueue` reports them again once the ClusterQueue is back.
+            reserving[labels] = int(st.get("reservingWorkloads") or 0)
+            admitted[labels] = int(st.get("admittedWorkloads") or 0)
+        active = next((cond["status"] for cond in st.get("conditions") or () if cond["type"] == "Active"), "Unknown")
+        for field, out in (("flavorsReservation", reservation), ("flavorsUsage", usage)):
+            for fl in st.get(field) or ():
+                for r in fl["resources"]:
+                    out[(*labels, fl["name"], r["name"])] = _quantity(r["name"], r["total"])
+        return _full(
+            {
+                m.LOCAL_QUEUE_PENDING_WORKLOADS: pending,
+                m.LOCAL_QUEUE_RESERVING_ACTIVE_WORKLOADS: reserving,
+                m.LOCAL_QUEUE_ADMITTED_ACTIVE_WORKLOADS: admitted,
+                m.LOCAL_QUEUE_STATUS: {
+                    (*labels, value): 1 if active == value else 0 for value in ("True", "False", "Unknown")
+                },
+                m.LOCAL_QUEUE_RESOURCE_RESERVATION: reservation,
+                m.LOCAL_QUEUE_RESOURCE_USAGE: usage,
+            }
+        )
 
     def _refresh_cohorts(self, core: AdmissionCore) -> None:
         info: dict[tuple[str, ...], float] = {}
@@ -730,7 +833,8 @@ class MetricsReporter:
                 admitted[family.full(name, ROLE, sources={})] = 0
             for cq in cqs:
                 labels = family.full(name, ROLE, sources={m.CLUSTER_QUEUE: cq.name})
-                count = sum(1 for w in cq.workloads.values() if w.is_admitted)
+                row = self._cq_series.rows.get(cq.name)  # this refresh's; its admitted series add up
+                count = sum(row.series[m.ADMITTED_ACTIVE_WORKLOADS].values()) if row is not None else 0
                 admitted[labels] = admitted.get(labels, 0) + count
         self._set(m.COHORT_INFO, info)
         self._set(m.COHORT_SUBTREE_QUOTA, quota)

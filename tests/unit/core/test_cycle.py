@@ -188,3 +188,31 @@ def test_schedule(workloads: list[dict[str, Any]], want_admitted: dict[str, Any]
     core, admitted = run(*workloads)
     assert {k: summary(v) for k, v in admitted.items()} == want_admitted
     assert sorted(k for k in want_pending if k in core.queues.pending) == sorted(want_pending)
+
+
+def test_victims_of_one_cohort_tree_do_not_change_what_fits_in_another() -> None:
+    """A cycle's preemptions in cohort `x` leave the fit of heads in cohort `y` as it was: `_fits`
+    removes only the victims of the head's own tree (upstream removes all, to the same effect)."""
+
+    def cq(name: str, cohort: str) -> dict[str, Any]:
+        b = make_cq(name).cohort(cohort).group(fq("default", cpu="2"))
+        return b.preemption(within="LowerPriority", reclaim="Any").obj()
+
+    low = make_wl("low").queue("lq-x1").priority(0).request(cpu="2").reserve("x1", psa(cpu=("default", "2"))).obj()
+    taken = make_wl("taken").queue("lq-y1").request(cpu="2").reserve("y1", psa(cpu=("default", "2"))).obj()
+    core = make_core(
+        make_flavor("default").obj(),
+        cq("x1", "x"),
+        cq("y1", "y"),
+        cq("y2", "y"),
+        *(make_lq(f"lq-{n}", "ns", n) for n in ("x1", "y1", "y2")),
+        low,
+        taken,
+    )
+    core.on_workload(make_wl("high").queue("lq-x1").priority(10).request(cpu="2").obj(), T0)
+    core.on_workload(make_wl("fits").queue("lq-y2").request(cpu="2").obj(), T0)
+    core.on_workload(make_wl("over").queue("lq-y1").request(cpu="1").obj(), T0)
+    result = core.schedule(T0)
+    assert [(p.preemptor_key, [v.key for v in p.targets]) for p in result.preempted] == [("ns/high", ["ns/low"])]
+    assert [d.key for d in result.admitted] == ["ns/fits"]
+    assert sorted(d.key for d in result.pending) == ["ns/high", "ns/over"]

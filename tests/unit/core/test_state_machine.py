@@ -10,7 +10,9 @@ over its new limits ("grandfathered"). Checked after every step:
 * no admission into a stopped queue, and no quota held in a HoldAndDrain ClusterQueue once the
   worker has acted on the core's stopPolicy decisions;
 * the state rebuilt from the Workload objects equals the incremental state (usage, tree, pending);
-* a workload that fits an otherwise empty system is admitted in the next cycle.
+* a workload that fits an otherwise empty system is admitted in the next cycle;
+* recomputing only the queues `take_status_changes` names keeps every ClusterQueue's and
+  LocalQueue's status equal to a fresh computation (what the worker publishes).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class CoreMachine(RuleBasedStateMachine):
         self.admitted_in: set[str] = set()
         self.acted = True
         self.n = 0
+        self.published: dict[tuple[str, str], dict[str, Any]] = {}
         self.core = make_core(make_flavor("one").obj(), *self._structure(), *(make_lq("lq-" + n, "ns", n) for n in CQS))
 
     def _cq(self, name: str) -> dict[str, Any]:
@@ -262,6 +265,16 @@ class CoreMachine(RuleBasedStateMachine):
         feed(rebuilt, *reversed(objs))
         assert rebuilt.cache.state_fingerprint() == self.core.cache.state_fingerprint()
         assert sorted(rebuilt.queues.pending) == sorted(self.core.queues.pending)
+
+    @invariant()
+    def status_changes_reported(self) -> None:
+        changes = self.core.take_status_changes()
+        fresh = {("cq", n): self.core.cluster_queue_status(n) for n in CQS}
+        fresh.update({("lq", f"ns/lq-{n}"): self.core.local_queue_status("ns", f"lq-{n}") for n in CQS})
+        for (kind, name), value in fresh.items():
+            if changes is None or name in (changes.cluster_queues if kind == "cq" else changes.local_queues):
+                self.published[(kind, name)] = value
+        assert self.published == fresh
 
     @invariant()
     def fits_when_empty(self) -> None:

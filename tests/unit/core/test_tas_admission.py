@@ -389,6 +389,7 @@ def test_behind_a_provisioning_request_the_placement_waits_for_its_nodes_then_a_
     assert not [d for d in core.schedule(T0).decisions if getattr(d, "key", None) == "ns/wl"]  # still waiting
 
     core.on_workload(_with_reservation(wl, first, "Ready"), T0)
+    core.take_status_changes()
     second = only(core.schedule(T0).decisions, "ns/wl")
     assert isinstance(second, Admit)
     [psa] = second.admission["podSetAssignments"]
@@ -398,6 +399,10 @@ def test_behind_a_provisioning_request_the_placement_waits_for_its_nodes_then_a_
         ("QuotaReserved", "True", "QuotaReserved"),
         ("Admitted", "True", "Admitted"),
     ]
+    # The assumed placement admits it: the queue status the worker publishes must say so.
+    changes = core.take_status_changes()
+    assert changes is not None and "cq" in changes.cluster_queues
+    assert core.cluster_queue_status("cq")["admittedWorkloads"] == 1
 
 
 def test_a_delayed_placement_that_does_not_fit_yet_is_tried_again_later() -> None:

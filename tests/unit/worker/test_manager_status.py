@@ -23,6 +23,7 @@ from webhook.worker import priority
 from webhook.worker.manager import RESOURCES, Manager
 from webhook.worker.reporter import ROLE
 from webhook.worker.workqueue import Retry
+from webhook.worker.writers import StatusWrite
 
 API = {r.kind: r.api_version for r in RESOURCES}
 KINDS = {
@@ -437,3 +438,31 @@ def test_local_queue_status_and_metric_carry_admission_fair_sharing_usage() -> N
     labels = {"name": "afs-lq", "namespace": "ns", "cluster_queue": "afs", "replica_role": ROLE}
     # 2 CPUs consumed, weighted 2 for cpu, over the LocalQueue's weight 4.
     assert m.WORKER_REGISTRY.get_sample_value("kueue_local_queue_admission_fair_sharing_usage", labels) == 1.0
+
+
+def test_a_workload_event_republishes_only_its_queues_and_a_failed_write_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Queue status is recomputed for the queues the core reports changed (all of them once), as
+    upstream's controllers reconcile the queues of each Workload event; a write that failed is
+    computed and queued again at the next publish."""
+    lq_b = make_lq("lq-b", "ns", "b")
+    w = World(Configuration(), *objects(), lq_b)
+    w.publish()
+    assert w.status(CQ_B)["pendingWorkloads"] == 0
+    w.add(make_wl("p").queue("lq-b").request(cpu="1").obj())
+    core, computed = w.mgr.core, []
+    status_of = core.cluster_queue_status
+    monkeypatch.setattr(core, "cluster_queue_status", lambda name: computed.append(name) or status_of(name))
+    w.mgr.queue_status.publish(T0)
+    assert computed == ["b"]
+    queued = w.mgr.queue_writes._queued
+    assert sorted(queued) == ["clusterqueues/b", "localqueues/ns/lq-b"]
+    for item in queued.pop("localqueues/ns/lq-b"):
+        assert isinstance(item, StatusWrite) and item.on_failure is not None
+        item.on_failure()
+    w.flush()
+    assert w.status(CQ_B)["pendingWorkloads"] == 1
+    assert w.status(lq_b)["pendingWorkloads"] == 0  # its write failed
+    w.publish()
+    assert w.status(lq_b)["pendingWorkloads"] == 1
