@@ -126,26 +126,6 @@ def reclaimable_pods(js: Obj) -> list[dict[str, Any]]:
     return out
 
 
-def _write_pod_set_info(template: dict[str, Any], info: podset.PodSetInfo) -> None:
-    """Set what an admission changes in a pod template to `info`'s, dropping empty fields (Go's
-    nil maps and slices, which the API server would not store either)."""
-    meta = template.setdefault("metadata", {})
-    spec = template.setdefault("spec", {})
-    for node, key, value in (
-        (meta, "annotations", info.annotations),
-        (meta, "labels", info.labels),
-        (spec, "nodeSelector", info.node_selector),
-        (spec, "tolerations", info.tolerations),
-        (spec, "schedulingGates", info.scheduling_gates),
-    ):
-        if value:
-            node[key] = copy.deepcopy(value)
-        else:
-            node.pop(key, None)
-    if not meta:
-        template.pop("metadata")
-
-
 def _with_replicated_jobs(js: Obj, replicated_jobs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     """A merge patch of the whole `spec.replicatedJobs` list (a merge patch replaces lists), guarded
     by the JobSet's resourceVersion as upstream's update is."""
@@ -182,20 +162,10 @@ def start_patch(
             raise podset.PermanentError(podset.bad_length(len(replicated_jobs), len(infos)))
         for rj, info in zip(replicated_jobs, infos, strict=True):
             template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
-            _write_pod_set_info(template, podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic))
+            podset.write_info(template, podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic))
     except podset.PermanentError as exc:
         raise StartConflict(str(exc)) from exc
     return _with_replicated_jobs(js, replicated_jobs, suspend=False)
-
-
-def _same_info(a: podset.PodSetInfo, b: podset.PodSetInfo) -> bool:
-    return (a.annotations, a.labels, a.node_selector, a.tolerations, a.scheduling_gates) == (
-        b.annotations,
-        b.labels,
-        b.node_selector,
-        b.tolerations,
-        b.scheduling_gates,
-    )
 
 
 def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
@@ -217,8 +187,8 @@ def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
     for rj, ps in zip(replicated_jobs, wanted, strict=True):
         template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
         want = podset.PodSetInfo.of_template(ps.get("template") or {})
-        if not _same_info(podset.PodSetInfo.of_template(template), want):
-            _write_pod_set_info(template, want)
+        if not podset.same_info(podset.PodSetInfo.of_template(template), want):
+            podset.write_info(template, want)
             changed = True
     return _with_replicated_jobs(js, replicated_jobs) if changed else None
 

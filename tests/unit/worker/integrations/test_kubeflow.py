@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import merged, pruned
 from tests.unit.fake_kube import FakeKube
 from webhook import kube as k
 from webhook.api import integrations
@@ -53,30 +54,6 @@ NO_TAS = {"TopologyAwareScheduling": False}
 
 def ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """`target` after the JSON merge patch `patch` (RFC 7386), as the API server applies it."""
-    out = copy.deepcopy(dict(target))
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, Mapping):
-            out[key] = merged(out.get(key) if isinstance(out.get(key), Mapping) else {}, value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def pruned(value: Any) -> Any:
-    """`value` without empty maps (upstream's `cmpopts.EquateEmpty`: a template's metadata emptied
-    by a restore is no metadata)."""
-    if isinstance(value, Mapping):
-        kept = {key: pruned(v) for key, v in value.items()}
-        return {key: v for key, v in kept.items() if v != {}}
-    if isinstance(value, list):
-        return [pruned(v) for v in value]
-    return value
 
 
 # --- builders (upstream's testingjobs wrappers, as plain dicts) -----------------------------------------
