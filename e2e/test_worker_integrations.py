@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, wait_for
+from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, reserved, wait_for
 
 pytestmark = pytest.mark.local_stack
 
@@ -327,13 +327,6 @@ def running_on_flavor(kubectl: Kubectl, ns: str, k: Kind, name: str) -> list[dic
         for p in ps
     )
     return ps if ok else None
-
-
-def reserved(kubectl: Kubectl, cq: str) -> tuple[int, str]:
-    """(admitted Workloads, CPU reserved) from the ClusterQueue's status."""
-    st = kubectl.get("clusterqueue", cq).get("status") or {}
-    cpu = st["flavorsReservation"][0]["resources"][0]["total"] if st.get("flavorsReservation") else "0"
-    return st.get("admittedWorkloads", 0), str(cpu)
 
 
 def create(kubectl: Kubectl, obj: dict[str, Any]) -> None:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
@@ -26,15 +25,12 @@ from webhook.api import jobs, jobset_template
 from webhook.api import objects as o
 from webhook.api.integrations import JOBSET
 from webhook.api.objects import Obj
-from webhook.config import Configuration, Feature
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
-from webhook.worker.store import Store
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -193,33 +189,6 @@ def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
     return _with_replicated_jobs(js, replicated_jobs) if changed else None
 
 
-# == the plan =====================================================================================
-def plan(
-    js: Obj | None,
-    workloads: Sequence[Obj],
-    *,
-    namespace_labels: Mapping[str, str] | None,
-    config: Configuration,
-    store: Store | None = None,
-    now: datetime | None = None,
-) -> Plan:
-    """One reconcile of a JobSet (`ReconcileGenericJob`). `workloads` are those its ownerReferences
-    name; `store` is read for everything else (flavors, priority classes, the prebuilt Workload)."""
-    tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
-    store = store if store is not None else Store()
-    if js is not None and not o.is_deleting(js) and fw.controlled_by_enabled_integration(js, config):
-        return Plan()  # the owner's integration manages it
-    return fw.plan_always_top_level(
-        js,
-        workloads,
-        lambda obj: JobSet(obj, tas=tas),
-        namespace_labels=namespace_labels,
-        config=config,
-        store=store,
-        now=now or datetime.now(UTC),
-    )
-
-
 # == the adapter ==================================================================================
 class JobSet:
     """A JobSet as a `GenericJob` (with `JobWithReclaimablePods` and `JobWithoutCustomStop`)."""
@@ -273,6 +242,11 @@ class JobSet:
 
     def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]:
         return reclaimable_pods(self.obj)
+
+
+plan = fw.OwnedKindPlan(lambda obj, tas: JobSet(obj, tas=tas))
+"""One reconcile of a JobSet (`ReconcileGenericJob`); one an enabled integration controls (an
+AppWrapper's) is that integration's."""
 
 
 INTEGRATION = Integration(

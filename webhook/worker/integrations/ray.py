@@ -25,8 +25,6 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from webhook.api import constants as c
@@ -38,21 +36,19 @@ from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
-from webhook.worker.store import Store
 
 __all__ = [
     "INTEGRATIONS",
     "RECONCILERS",
-    "KindPlan",
     "RayClusterReconciler",
     "RayJobReconciler",
     "RayObject",
     "RayServiceReconciler",
     "finished",
     "is_active",
+    "kind_plan",
     "pod_label_selector",
     "pod_sets",
     "pods_ready",
@@ -346,39 +342,12 @@ def _skipped(obj: Obj, kind: ray.Kind, config: Configuration) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
-class KindPlan:
-    """One reconcile of an object of `kind` (`ReconcileGenericJob`); a
-    `jobframework.reconciler.PlanFunc`. `workloads` are those its ownerReferences name; `store` is
-    read for everything else (flavors, priority classes, the prebuilt Workload)."""
-
-    kind: ray.Kind
-
-    def __call__(
-        self,
-        obj: Obj | None,
-        workloads: Sequence[Obj],
-        /,
-        *,
-        namespace_labels: Mapping[str, str] | None,
-        config: Configuration,
-        store: Store | None = None,
-        now: datetime | None = None,
-    ) -> Plan:
-        tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
-        if obj is not None and _skipped(obj, self.kind, config):
-            return Plan()
-        if obj is not None and not o.is_deleting(obj) and fw.controlled_by_enabled_integration(obj, config):
-            return Plan()  # a RayJob's or RayService's cluster: its owner's integration runs it
-        return fw.plan_always_top_level(
-            obj,
-            workloads,
-            lambda job: RayObject(job, self.kind, tas=tas),
-            namespace_labels=namespace_labels,
-            config=config,
-            store=store if store is not None else Store(),
-            now=now or datetime.now(UTC),
-        )
+def kind_plan(kind: ray.Kind) -> fw.OwnedKindPlan:
+    """One reconcile of an object of `kind` (`ReconcileGenericJob`): a RayCluster KubeRay made for a
+    RayJob or RayService is its owner's; `_skipped` objects are nobody's."""
+    return fw.OwnedKindPlan(
+        lambda obj, tas: RayObject(obj, kind, tas=tas), lambda obj, config: _skipped(obj, kind, config)
+    )
 
 
 def _integration(kind: ray.Kind) -> Integration:
@@ -398,17 +367,17 @@ INTEGRATIONS: Mapping[str, Integration] = {name: _integration(kind) for name, ki
 
 # == I/O ==========================================================================================
 class RayClusterReconciler(
-    OwnedJobReconciler, plan=KindPlan(ray.RAYCLUSTER), integration=INTEGRATIONS[ray.RAYCLUSTER.name]
+    OwnedJobReconciler, plan=kind_plan(ray.RAYCLUSTER), integration=INTEGRATIONS[ray.RAYCLUSTER.name]
 ):
     """The RayCluster reconciler: the generic one over `RayObject`."""
 
 
-class RayJobReconciler(OwnedJobReconciler, plan=KindPlan(ray.RAYJOB), integration=INTEGRATIONS[ray.RAYJOB.name]):
+class RayJobReconciler(OwnedJobReconciler, plan=kind_plan(ray.RAYJOB), integration=INTEGRATIONS[ray.RAYJOB.name]):
     """The RayJob reconciler: the generic one over `RayObject`."""
 
 
 class RayServiceReconciler(
-    OwnedJobReconciler, plan=KindPlan(ray.RAYSERVICE), integration=INTEGRATIONS[ray.RAYSERVICE.name]
+    OwnedJobReconciler, plan=kind_plan(ray.RAYSERVICE), integration=INTEGRATIONS[ray.RAYSERVICE.name]
 ):
     """The RayService reconciler: the generic one over `RayObject`."""
 
