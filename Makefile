@@ -61,20 +61,16 @@ binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.c
 
 # The operators e2e/test_worker_integrations.py runs; the Kubeflow ones only serve upstream's extended suite,
 # which builds them on first use (make test need not pay their cold builds).
-TEST_OPERATORS := jobset lws appwrapper trainer
+TEST_OPERATORS := jobset lws appwrapper trainer kuberay
 
-test: $(STAMP) binaries test-operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs JobSet, LWS, AppWrapper and Trainer)
-	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover and not real_install and not kuberay"
+test: $(STAMP) binaries test-operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs JobSet, LWS, AppWrapper, Trainer and KubeRay)
+	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover and not real_install"
 
 unit: $(STAMP) ## unit tests only (no control plane)
 	$(BIN)/python -m pytest tests/unit
 
 e2e: $(STAMP) binaries test-operator-binaries ## e2e suite (KUBECONFIG_E2E=path to use an existing cluster with us deployed)
-	$(BIN)/python -m pytest e2e -m "not real_install and not kuberay"
-
-e2e-ray: $(STAMP) binaries ## e2e/test_worker_ray.py: RayCluster and RayJob with the real KubeRay (built into ~/.cache/pykueue on first use; CI runs it after singlecluster-extended, which builds it)
-	e2e/build-operators.sh kuberay
-	$(BIN)/python -m pytest e2e/test_worker_ray.py -p no:cacheprovider -m kuberay
+	$(BIN)/python -m pytest e2e -m "not real_install"
 
 lint: $(STAMP) ## ruff, mypy --strict, import layers
 	$(BIN)/ruff check webhook certs tests e2e bench
@@ -141,7 +137,7 @@ clean: down
 	rm -rf $(VENV) $(RUN_DIR)
 
 # --- upstream comparison (e2e/build-kueue.sh builds upstream Kueue from e2e/tools/kueue/go.mod)
-.PHONY: kueue-binaries operator-binaries test-operator-binaries bench-scale bench-webhook-compare e2e-upstream e2e-ray
+.PHONY: kueue-binaries operator-binaries test-operator-binaries bench-scale bench-webhook-compare e2e-upstream
 BENCH_SCALE_ARGS ?=
 SYSTEM ?= ours
 SUITE ?= singlecluster-baseline
