@@ -18,6 +18,7 @@ integration controls it (a PyTorchJob in an AppWrapper), which then runs it.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -253,18 +254,10 @@ def kind_plan(kind: kf.Kind) -> fw.OwnedKindPlan:
     return fw.OwnedKindPlan(lambda obj, tas: KubeflowJob(obj, kind, tas=tas))
 
 
-def _integration(kind: kf.Kind) -> Integration:
-    framework = kind.framework
-    return Integration(
-        api_version=framework.api_version,
-        kind=framework.kind,
-        resource=framework.resource,
-        controller_name=f"{framework.name}-kueue-controller",
-        wrap=lambda obj: KubeflowJob(obj, kind),
-    )
-
-
-INTEGRATIONS: Mapping[str, Integration] = {name: _integration(kind) for name, kind in kf.KINDS.items()}
+INTEGRATIONS: Mapping[str, Integration] = {
+    name: Integration.of_family(kind.framework, functools.partial(KubeflowJob, kind=kind))
+    for name, kind in kf.KINDS.items()
+}
 """Each kind's jobs for the generic executor, by kind."""
 
 

@@ -23,6 +23,7 @@ cluster-generation annotations): the webhook refuses that combination instead.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -350,18 +351,10 @@ def kind_plan(kind: ray.Kind) -> fw.OwnedKindPlan:
     )
 
 
-def _integration(kind: ray.Kind) -> Integration:
-    framework = kind.framework
-    return Integration(
-        api_version=framework.api_version,
-        kind=framework.kind,
-        resource=framework.resource,
-        controller_name=f"{framework.name}-kueue-controller",
-        wrap=lambda obj: RayObject(obj, kind),
-    )
-
-
-INTEGRATIONS: Mapping[str, Integration] = {name: _integration(kind) for name, kind in ray.KINDS.items()}
+INTEGRATIONS: Mapping[str, Integration] = {
+    name: Integration.of_family(kind.framework, functools.partial(RayObject, kind=kind))
+    for name, kind in ray.KINDS.items()
+}
 """Each kind's objects for the generic executor, by kind."""
 
 
