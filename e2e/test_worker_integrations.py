@@ -513,7 +513,7 @@ def raycluster(name: str, ns: str) -> dict[str, Any]:
 
 
 def rayjob(name: str, ns: str) -> dict[str, Any]:
-    """K8sJobMode: its submitter Job's pod (a tenth of a CPU) is a podSet of its own."""
+    """K8sJobMode: its submitter Job's pod (a tenth of a CPU, running until deleted) is a podSet of its own."""
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
@@ -522,8 +522,10 @@ def rayjob(name: str, ns: str) -> dict[str, Any]:
             "entrypoint": "python -c 'print(1)'",
             "shutdownAfterJobFinishes": True,
             "submissionMode": "K8sJobMode",
+            # kwok completes a Job's pod unless told to run on: the submitter then "finishes" the RayJob
             "submitterPodTemplate": {
-                "spec": {"restartPolicy": "Never", **_ray_template("ray-job-submitter", "100m")["spec"]}
+                "metadata": {"annotations": RUN_LONG},
+                "spec": {"restartPolicy": "Never", **_ray_template("ray-job-submitter", "100m")["spec"]},
             },
             "rayClusterSpec": _ray_cluster_spec(),
         },
