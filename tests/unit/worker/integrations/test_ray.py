@@ -6,8 +6,9 @@ From upstream v0.19.2, keeping the case names: `TestBuildPodSets`, `TestRestoreP
 `rayservice_controller_test.go` (not their elastic `UpdatePodSets` cases: see
 webhook.worker.integrations.ray); `TestNodeSelectors`, `TestRestorePodSetsInfo` and
 `Test_RayJobFinished` of `rayjob_controller_test.go`; `TestIsSuspended`, `TestIsActive` and
-`TestPodsReady` of `rayservice_controller_test.go`. Patches are applied as the API server applies a
-JSON merge patch, and the object compared.
+`TestPodsReady` of `rayservice_controller_test.go`; `TestReconciler` of `raycluster_controller_test.go`
+(for each kind) with one reconcile against a fake API (job_world.py). Patches are applied as the API
+server applies a JSON merge patch, and the object compared.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 import pytest
 
 from tests.builders import merged, pruned
+from tests.unit.worker.integrations.job_world import Outcome, admit, evict, one_reconcile
 from webhook.api import ray
+from webhook.config import Configuration, Integrations
 from webhook.worker.integrations import ray as ri
 from webhook.worker.jobframework.interface import StartConflict
 
@@ -460,3 +463,116 @@ def test_pod_label_selector_names_the_cluster() -> None:
     job = {**_rayjob("K8sJobMode"), "status": {"rayClusterName": "rc-abc"}}
     assert ri.pod_label_selector(job, ray.RAYJOB) == "ray.io/cluster=rc-abc"
     assert ri.pod_label_selector(_rayjob("K8sJobMode"), ray.RAYJOB) == ""
+
+
+# --- TestReconciler (raycluster_controller_test.go), one reconcile against a fake API --------------------
+
+NO_TAS = Configuration(wait_for_pods_ready=None, feature_gates={"TopologyAwareScheduling": False})
+FLAVOR = {"unit-test-flavor": {"nodeLabels": {"kubernetes.io/arch": "arm64"}}}
+QUEUE = "kueue.x-k8s.io/queue-name"
+
+
+def _queued(kind: ray.Kind, *, suspend: bool = True, **job: Any) -> dict[str, Any]:
+    """`MakeCluster("job", "ns").Queue("foo")` alike: a head and `workers-group-0` of one replica."""
+    spec = cluster_spec(
+        group("workers-group-0", replicas=1, container="worker-container"),
+        head={"spec": {"containers": [{"name": "head-container"}]}},
+    )
+    obj = obj_of(kind, spec, **job)
+    obj["metadata"] |= {"name": "job", "uid": "uid-1", "labels": {QUEUE: "foo"}}
+    if kind is ray.RAYJOB:
+        obj["spec"]["suspend"] = suspend
+    else:
+        (ray.cluster_spec(obj, kind) or {})["suspend"] = suspend  # type: ignore[index]
+    return obj
+
+
+def _workload(kind: ray.Kind, obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": "test",
+            "namespace": "ns",
+            "finalizers": ["kueue.x-k8s.io/resource-in-use"],
+            "ownerReferences": [
+                {"apiVersion": "ray.io/v1", "kind": kind.name, "name": "job", "uid": "uid-1", "controller": True}
+            ],
+        },
+        "spec": {"queueName": "foo", "priority": 0, "podSets": ri.pod_sets(obj, kind)},
+    }
+
+
+def _reconcile(
+    kind: ray.Kind, obj: dict[str, Any], *workloads: dict[str, Any], config: Configuration = NO_TAS
+) -> Outcome:
+    return one_reconcile(
+        kind.framework, ri.RECONCILERS[kind.name], obj, workloads=workloads, flavors=FLAVOR, config=config
+    )
+
+
+def _templates(obj: Mapping[str, Any] | None, kind: ray.Kind) -> list[dict[str, Any]]:
+    spec = ray.cluster_spec(obj or {}, kind) or {}
+    return [spec["headGroupSpec"]["template"]] + [g["template"] for g in spec["workerGroupSpecs"]]
+
+
+@pytest.mark.parametrize("kind", list(ray.KINDS.values()), ids=lambda k_: k_.name)
+def test_when_workload_is_admitted_cluster_is_unsuspended(kind: ray.Kind) -> None:
+    obj = _queued(kind)
+    out = _reconcile(kind, obj, admit(_workload(kind, obj), flavor="unit-test-flavor"))
+    assert out.error is None
+    assert not ray.is_suspended(out.job or {}, kind)
+    templates = _templates(out.job, kind)
+    assert [t["spec"].get("nodeSelector") for t in templates] == [{"kubernetes.io/arch": "arm64"}] * 2
+    assert [t["metadata"]["labels"]["kueue.x-k8s.io/podset"] for t in templates] == ["head", "workers-group-0"]
+    assert [(e[1], e[2]) for e in out.events] == [("Normal", "Started")]
+
+
+@pytest.mark.parametrize("kind", list(ray.KINDS.values()), ids=lambda k_: k_.name)
+def test_when_workload_is_admitted_but_evicted_suspend_it_and_restore_node_selector(kind: ray.Kind) -> None:
+    queued = _queued(kind)
+    wl = admit(_workload(kind, queued), flavor="unit-test-flavor")
+    evict(wl)
+    running = merged(
+        queued, ri.start_patch(queued, kind, wl, {"unit-test-flavor": {"spec": FLAVOR["unit-test-flavor"]}})
+    )
+    out = _reconcile(kind, running, wl)
+    assert ray.is_suspended(out.job or {}, kind)
+    assert [t["spec"].get("nodeSelector") for t in _templates(out.job, kind)] == [None, None]
+    assert len(out.job_patches) == 1  # suspended and restored in one patch
+
+
+def test_raycluster_with_num_of_hosts_above_one_gets_a_workload_of_replicas_times_hosts() -> None:
+    obj = _queued(ray.RAYCLUSTER)
+    (ray.cluster_spec(obj, ray.RAYCLUSTER) or {})["workerGroupSpecs"][0] |= {"replicas": 2, "numOfHosts": 3}  # type: ignore[index]
+    out = _reconcile(ray.RAYCLUSTER, obj)
+    assert [[(p["name"], p["count"]) for p in w["spec"]["podSets"]] for w in out.workloads] == [
+        [("head", 1), ("workers-group-0", 6)]
+    ]
+    assert out.workloads[0]["metadata"]["name"] == ri.workload_name(ray.RAYCLUSTER, "job", "uid-1")
+
+
+def test_a_rayjob_on_an_existing_cluster_is_skipped() -> None:
+    obj = _queued(ray.RAYJOB, clusterSelector={"ray.io/cluster": "shared"})
+    out = _reconcile(ray.RAYJOB, obj)
+    assert out.workloads == [] and out.job_patches == [] and out.error is None
+
+
+def test_the_raycluster_kuberay_makes_for_a_rayjob_is_the_rayjobs() -> None:
+    obj = _queued(ray.RAYCLUSTER, suspend=False)
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "rj", "uid": "u", "controller": True}
+    ]
+    config = Configuration(
+        wait_for_pods_ready=None, integrations=Integrations(frameworks=("ray.io/rayjob", "ray.io/raycluster"))
+    )
+    out = _reconcile(ray.RAYCLUSTER, obj, config=config)
+    assert out.workloads == [] and out.job_patches == []
+
+
+def test_a_k8s_job_mode_rayjob_gets_a_workload_with_its_submitter() -> None:
+    obj = _queued(ray.RAYJOB, submissionMode="K8sJobMode")
+    out = _reconcile(ray.RAYJOB, obj)
+    assert [[(p["name"], p["count"]) for p in w["spec"]["podSets"]] for w in out.workloads] == [
+        [("head", 1), ("workers-group-0", 1), ("submitter", 1)]
+    ]
