@@ -603,7 +603,19 @@ def test_ray_suspended_until_admitted_then_run_by_kuberay_and_quota_released_on_
         "workers",
         "workers",
     ]
-    assert reserved(kubectl, queue.cluster_queue) == (1, k.cpu)
+    # (the ClusterQueue's status trails the admission by a few seconds)
+    try:
+        wait_for(
+            "the ClusterQueue's status to count it",
+            lambda: reserved(kubectl, queue.cluster_queue) == (1, k.cpu),
+            timeout=WAIT,
+            interval=POLL,
+        )
+    except AssertionError as exc:
+        wl = workload_of(kubectl, ns, k.kind, "ray") or {}
+        raise AssertionError(
+            f"{exc}; Workload {wl.get('status')}; {k.kind} {kubectl.get(k.resource, '-n', ns, 'ray').get('status')}"
+        ) from exc
 
     # 3. Deleted: its Workload goes with it and the quota is free again.
     kubectl("delete", k.resource, "-n", ns, "ray", "--wait=false")
