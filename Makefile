@@ -61,9 +61,9 @@ binaries: ## build etcd, kube-apiserver, kcm, scheduler, kubectl, kwok into ~/.c
 
 # The operators e2e/test_worker_integrations.py runs; the Kubeflow ones only serve upstream's extended suite,
 # which builds them on first use (make test need not pay their cold builds).
-TEST_OPERATORS := jobset lws appwrapper trainer
+TEST_OPERATORS := jobset lws appwrapper trainer kuberay
 
-test: $(STAMP) binaries test-operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs JobSet, LWS, AppWrapper and Trainer)
+test: $(STAMP) binaries test-operator-binaries ## unit, integration and e2e tests (starts and stops a local control plane; e2e/test_worker_integrations.py runs JobSet, LWS, AppWrapper, Trainer and KubeRay)
 	$(BIN)/python -m pytest tests e2e -p no:cacheprovider -m "not failover and not real_install"
 
 unit: $(STAMP) ## unit tests only (no control plane)
@@ -93,7 +93,7 @@ cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserve
 cluster-down: ## stop the local control plane
 	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
 
-up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator also runs those operators
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator,kuberay also runs those operators
 	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR) $(if $(INTEGRATIONS),--integrations $(INTEGRATIONS))
 
 down: ## stop everything `make up` started
@@ -146,7 +146,7 @@ UPSTREAM_SUITE_ARGS ?=
 kueue-binaries: ## build upstream Kueue's perf runner, minimalkueue, manager and e2e suites into ~/.cache/pykueue
 	e2e/build-kueue.sh
 
-operator-binaries: ## build JobSet, LWS, AppWrapper, Kubeflow Trainer, the training-operator and the MPI operator at upstream Kueue's pinned versions into ~/.cache/pykueue
+operator-binaries: ## build JobSet, LWS, AppWrapper, Kubeflow Trainer, the training-operator, the MPI operator and KubeRay at upstream Kueue's pinned versions into ~/.cache/pykueue
 	e2e/build-operators.sh
 
 test-operator-binaries: ## build the operators make test runs

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the external operators upstream Kueue's extended e2e suites need (JobSet, LeaderWorkerSet,
-# AppWrapper, Kubeflow Trainer, the Kubeflow training-operator, the MPI operator) at the versions upstream Kueue's own go.mod pins (as upstream's
+# AppWrapper, Kubeflow Trainer, the Kubeflow training-operator, the MPI operator, KubeRay) at the versions upstream Kueue's own go.mod pins (as upstream's
 # hack/make/deps.mk reads them), from the Go module proxy, into the same cache as the control plane
 # (e2e/build-binaries.sh). Each builds in a module of its own made in the cache, whose go.mod requires
 # just that operator at that version: its build list is the operator's own go.mod, as its release's.
@@ -9,8 +9,8 @@
 # <operator>-<version>: its presence is the stamp, so a warm cache costs one `go list`.
 # e2e/operators.py runs them on the local stack.
 #
-#   e2e/build-operators.sh [NAME...]     # default: all six; NAME in jobset lws appwrapper trainer
-#                                        # training-operator mpi-operator
+#   e2e/build-operators.sh [NAME...]     # default: all seven; NAME in jobset lws appwrapper trainer
+#                                        # training-operator mpi-operator kuberay
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -29,11 +29,12 @@ appwrapper        github.com/project-codeflare/appwrapper cmd
 trainer           github.com/kubeflow/trainer/v2          cmd/trainer-controller-manager
 training-operator github.com/kubeflow/training-operator   cmd/training-operator.v1
 mpi-operator      github.com/kubeflow/mpi-operator        cmd/mpi-operator
+kuberay           github.com/ray-project/kuberay/ray-operator .
 "
 
 wanted=("$@")
 if [ ${#wanted[@]} -eq 0 ]; then
-  wanted=(jobset lws appwrapper trainer training-operator mpi-operator)
+  wanted=(jobset lws appwrapper trainer training-operator mpi-operator kuberay)
 fi
 
 exec 9>"$bin/.lock"

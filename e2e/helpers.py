@@ -255,3 +255,10 @@ def suspended(kubectl: Kubectl, ns: str, job_name: str) -> bool:
 def reserved_cpu(cq: dict[str, Any]) -> tuple[str, str]:
     r = cq["status"]["flavorsReservation"][0]["resources"][0]
     return str(r["total"]), str(r.get("borrowed", "0"))
+
+
+def reserved(kubectl: Kubectl, cq: str) -> tuple[int, str]:
+    """(admitted Workloads, CPU reserved) from the ClusterQueue's status."""
+    st = kubectl.get("clusterqueue", cq).get("status") or {}
+    cpu = st["flavorsReservation"][0]["resources"][0]["total"] if st.get("flavorsReservation") else "0"
+    return st.get("admittedWorkloads", 0), str(cpu)

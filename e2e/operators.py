@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The external operators upstream Kueue's extended e2e suites need, for real, beside the system.
 
-JobSet, LeaderWorkerSet, AppWrapper, Kubeflow Trainer, the Kubeflow training-operator and the MPI
-operator are built by e2e/build-operators.sh at the versions upstream Kueue's go.mod pins, and run here
+JobSet, LeaderWorkerSet, AppWrapper, Kubeflow Trainer, the Kubeflow training-operator, the MPI
+operator and KubeRay are built by e2e/build-operators.sh at the versions upstream Kueue's go.mod pins, and run here
 as host processes against the local control plane (kwok runs their pods, the kube-controller-manager
 their Jobs and StatefulSets): the local stack's, where our server is a host process too, or the real
 node's (e2e/upstream_real.py), where the system is a Deployment on the node and the operators run in the
@@ -10,7 +10,9 @@ node's network namespace, so 127.0.0.1 is the API server's loopback there as wel
   - manifests: each operator's own kustomization in its module (the release's CRDs, RBAC, webhook
     configurations), rendered by `kubectl kustomize` as upstream's hack/testing/e2e-common.sh applies
     them (the MPI operator's: its release file deploy/v2beta1/mpi-operator.yaml; the training-operator's
-    without its MPIJob CRD, which the MPI operator's replaces, as upstream's kubeflow-manifest-patch);
+    without its MPIJob CRD, which the MPI operator's replaces, as upstream's kubeflow-manifest-patch;
+    KubeRay's config/default, whose CRDs of up to 1.3 MB go in by server-side apply, which keeps no
+    last-applied annotation, the reason upstream's e2e-common.sh `kubectl create`s them);
     Deployments, Services, Secrets and ConfigMaps dropped (the process runs on the host), every
     webhook and CRD conversion clientConfig a URL https://127.0.0.1:<its port> with our CA's bundle;
   - certificates: each operator gets its own directory of certificates from our CA and its own TMPDIR.
@@ -21,7 +23,7 @@ node's network namespace, so 127.0.0.1 is the API server's loopback there as wel
     directory (where the kubelet would mount the Secret) while its webhook server reads its TMPDIR's:
     the fixed one is made if missing, and removed at `down` by the run that made it;
   - ports: webhook, metrics and health ports of their own (AppWrapper's webhook port is fixed, 9443;
-    the MPI operator's health port, 8080; the MPI operator has no webhook);
+    the MPI operator's health port, 8080; the MPI operator and KubeRay have no webhook);
   - stand-ins: the Deployment each upstream suite waits for (jobset-system/jobset-controller-manager,
     ...) with one kwok pod, Available and never restarted, as for Kueue's own Deployment;
   - Trainer needs JobSet, and its ClusterTrainingRuntimes (manifests/overlays/runtimes) are applied once
@@ -73,7 +75,7 @@ MPI_OPERATOR_HEALTH_PORT = 8080
 #: Ports an operator cannot be given another of: (operator, role) -> port; nobody else is handed them.
 FIXED_PORTS = {("appwrapper", "webhook"): APPWRAPPER_WEBHOOK_PORT, ("mpi-operator", "health"): MPI_OPERATOR_HEALTH_PORT}
 #: Operators that take no configuration file, only flags (command_line).
-FLAGS_ONLY = frozenset({"training-operator", "mpi-operator"})
+FLAGS_ONLY = frozenset({"training-operator", "mpi-operator", "kuberay"})
 #: The training-operator's schemes as upstream's e2e enables them (test/e2e/config/multikueue/
 #: kubeflow-manifest-patch): all but MPI, whose MPIJob v2beta1 the MPI operator serves.
 TRAINING_OPERATOR_SCHEMES = ("tfjob", "pytorchjob", "xgboostjob", "paddlejob", "jaxjob")
@@ -204,6 +206,16 @@ OPERATORS: dict[str, Operator] = {
             metrics=False,  # --monitoring-port 0, as its release's Deployment
             ready_path="/healthz",
             lease="mpi-operator/mpi-operator",  # --lock-namespace, and its controller's name
+        ),
+        Operator(
+            "kuberay",
+            "github.com/ray-project/kuberay/ray-operator",
+            ("ray.io/raycluster", "ray.io/rayjob", "ray.io/rayservice"),
+            "default",  # config/default's namespace, where upstream's suites wait for it (test/util/e2e.go)
+            "kuberay-operator",
+            "kuberay-operator",  # no webhook (its release serves none unless ENABLE_WEBHOOKS): no certificate
+            "config/default",  # what upstream's e2e-common.sh `kubectl create -k`s (its CRDs, RBAC)
+            webhook=False,
         ),
     )
 }
@@ -376,6 +388,15 @@ def command_line(op: Operator, binary: Path, ports: Ports, config: Path) -> tupl
     if op.name == "mpi-operator":
         # deploy/v2beta1/mpi-operator.yaml's args; it watches every namespace and reads KUBECONFIG
         return [str(binary), "-alsologtostderr", f"--lock-namespace={op.namespace}"], {}
+    if op.name == "kuberay":
+        # config/manager/manager.yaml's args; off-cluster its Lease needs a namespace named (main.go)
+        return [
+            str(binary),
+            "--feature-gates=RayClusterStatusConditions=true",
+            f"--leader-election-namespace={op.namespace}",
+            f"--metrics-addr=127.0.0.1:{ports.metrics}",
+            f"--health-probe-bind-address=127.0.0.1:{ports.health}",
+        ], {}
     return [str(binary), f"--config={config}"], {}
 
 

@@ -1,12 +1,17 @@
-"""JobSet, LeaderWorkerSet, AppWrapper and TrainJob end to end, with the real operators running them.
+"""JobSet, LeaderWorkerSet, AppWrapper, TrainJob, RayCluster and RayJob end to end, with the real
+operators running them.
 
-One module-scoped fixture starts the four operators (e2e/operators.py, as `make up
-INTEGRATIONS=jobset,lws,appwrapper,trainer`) beside the session's stack and restarts our server with
-their frameworks on; every test shares them. For each kind the tests check what a user sees: a queued
+One module-scoped fixture starts the five operators (e2e/operators.py, as `make up
+INTEGRATIONS=jobset,lws,appwrapper,trainer,kuberay`) beside the session's stack and restarts our server
+with their frameworks on; every test shares them. For each kind the tests check what a user sees: a queued
 object held while its ClusterQueue is full (suspended; an LWS's pods gated), admitted once there is
 room with the flavor's node labels on its pods, preempted by a higher-priority Job and admitted again
 when that Job goes, finished with its quota given back (an LWS serves: deleting it gives the quota
-back), and an object without a queue name left alone.
+back), and an object without a queue name left alone. A RayCluster and a K8sJobMode RayJob: held
+suspended (KubeRay makes no pod) while the queue is full, admitted with one podSet per part of the
+cluster (a RayJob's submitter too) at the right counts, KubeRay's head and workers then running on the
+flavor's nodes, and the quota given back when the object is deleted (no Ray runs in kwok's pods, so a
+RayJob never finishes here).
 
 Pods run on kwok (e2e/kwok-stages.yaml): a Job's pod annotated `pod-complete.stage.kwok.x-k8s.io/delay:
 1h` runs until deleted, one running agnhost's `entrypoint-tester` completes after a second, and a
@@ -25,11 +30,11 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, wait_for
+from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, reserved, wait_for
 
 pytestmark = pytest.mark.local_stack
 
-INTEGRATIONS = ("jobset", "lws", "appwrapper", "trainer")
+INTEGRATIONS = ("jobset", "lws", "appwrapper", "trainer", "kuberay")
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 NODE_LABEL = {"instance-type": "on-demand"}  # the two kwok-on-demand-* nodes have it
 OWNER = "e2e.pykueue.dev/owner"  # on every pod template this module writes, to find the pods
@@ -105,7 +110,8 @@ def integrations(kubectl: Kubectl) -> Iterator[Integrations]:
     try:
         yield shared
     finally:
-        # Namespace deletion needs the operators (AppWrapper's finalizer, the CRDs' conversion webhooks).
+        # Namespace deletion needs the operators (AppWrapper's and KubeRay's finalizers, the CRDs' conversion
+        # webhooks).
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
             left = kubectl("get", "namespaces", "-o", "name", check=False).stdout.split()
@@ -283,7 +289,9 @@ def workload_of(kubectl: Kubectl, ns: str, kind: str, name: str) -> dict[str, An
     return None
 
 
-def wait_workload(kubectl: Kubectl, ns: str, k: Kind, name: str, ctype: str, status: str = "True") -> dict[str, Any]:
+def wait_workload(
+    kubectl: Kubectl, ns: str, k: Kind | RayKind, name: str, ctype: str, status: str = "True"
+) -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
         w = workload_of(kubectl, ns, k.kind, name)
         return w if w is not None and cond(w, ctype).get("status") == status else None
@@ -327,13 +335,6 @@ def running_on_flavor(kubectl: Kubectl, ns: str, k: Kind, name: str) -> list[dic
         for p in ps
     )
     return ps if ok else None
-
-
-def reserved(kubectl: Kubectl, cq: str) -> tuple[int, str]:
-    """(admitted Workloads, CPU reserved) from the ClusterQueue's status."""
-    st = kubectl.get("clusterqueue", cq).get("status") or {}
-    cpu = st["flavorsReservation"][0]["resources"][0]["total"] if st.get("flavorsReservation") else "0"
-    return st.get("admittedWorkloads", 0), str(cpu)
 
 
 def create(kubectl: Kubectl, obj: dict[str, Any]) -> None:
@@ -468,3 +469,160 @@ def test_without_a_queue_name_it_is_left_alone(
     if not k.serving:
         assert not kubectl.get(k.resource, "-n", ns, "free")["spec"].get("suspend")
     assert kubectl.get("workloads", "-n", ns)["items"] == []
+
+
+# == KubeRay =============================================================================================
+RAY_NODE_TYPE = "ray.io/node-type"  # KubeRay's label on a cluster's head and worker pods (not a submitter's)
+
+
+def _ray_template(container: str, cpu: str) -> dict[str, Any]:
+    return {
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {"name": container, "image": "rayproject/ray:2.56.0", "resources": {"requests": {"cpu": cpu}}}
+            ],
+        }
+    }
+
+
+def _ray_cluster_spec() -> dict[str, Any]:
+    """A head and one worker group `workers` of two replicas, a quarter CPU each."""
+    return {
+        "headGroupSpec": {"rayStartParams": {}, "template": _ray_template("ray-head", "250m")},
+        "workerGroupSpecs": [
+            {
+                "groupName": "workers",
+                "replicas": 2,
+                "minReplicas": 0,
+                "maxReplicas": 2,
+                "rayStartParams": {},
+                "template": _ray_template("ray-worker", "250m"),
+            }
+        ],
+    }
+
+
+def raycluster(name: str, ns: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": _meta(name, ns, "lq"),
+        "spec": _ray_cluster_spec(),
+    }
+
+
+def rayjob(name: str, ns: str) -> dict[str, Any]:
+    """K8sJobMode: its submitter Job's pod (a tenth of a CPU, running until deleted) is a podSet of its own."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": _meta(name, ns, "lq"),
+        "spec": {
+            "entrypoint": "python -c 'print(1)'",
+            "shutdownAfterJobFinishes": True,
+            "submissionMode": "K8sJobMode",
+            # kwok completes a Job's pod unless told to run on: the submitter then "finishes" the RayJob
+            "submitterPodTemplate": {
+                "metadata": {"annotations": RUN_LONG},
+                "spec": {"restartPolicy": "Never", **_ray_template("ray-job-submitter", "100m")["spec"]},
+            },
+            "rayClusterSpec": _ray_cluster_spec(),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class RayKind:
+    kind: str
+    resource: str  # for kubectl
+    build: Callable[[str, str], dict[str, Any]]
+    pod_sets: tuple[tuple[str, int], ...]  # the Workload's (name, count), in order
+    cpu: str  # what the Workload reserves
+
+
+RAY_KINDS = {
+    "raycluster": RayKind("RayCluster", "rayclusters.ray.io", raycluster, (("head", 1), ("workers", 2)), "750m"),
+    "rayjob": RayKind("RayJob", "rayjobs.ray.io", rayjob, (("head", 1), ("workers", 2), ("submitter", 1)), "850m"),
+}
+
+
+def ray_pods(kubectl: Kubectl, ns: str) -> list[dict[str, Any]]:
+    """The live head and worker pods of every Ray cluster in `ns` (a RayJob's cluster is named by KubeRay)."""
+    return [p for p in kubectl.get("pods", "-n", ns, "-l", RAY_NODE_TYPE)["items"] if live(p)]
+
+
+@pytest.mark.parametrize("kind", list(RAY_KINDS))
+def test_ray_suspended_until_admitted_then_run_by_kuberay_and_quota_released_on_delete(
+    kubectl: Kubectl, ns: str, queue: Queue, kind: str
+) -> None:
+    k = RAY_KINDS[kind]
+
+    def suspended() -> bool:
+        return bool(kubectl.get(k.resource, "-n", ns, "ray")["spec"].get("suspend"))
+
+    # 1. A Job takes the ClusterQueue's CPU: the Ray object waits, suspended, and KubeRay makes no pod.
+    create(kubectl, job(ns, "blocker", "lq", cpu="1"))
+    wait_for(
+        "the blocker to be admitted",
+        lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+    create(kubectl, k.build("ray", ns))
+    wl = wait_workload(kubectl, ns, k, "ray", "QuotaReserved", "False")
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == list(k.pod_sets)
+    assert "insufficient unused quota for cpu" in cond(wl, "QuotaReserved")["message"]
+    assert suspended()
+    time.sleep(2)
+    assert suspended() and not ray_pods(kubectl, ns), "it started without quota"
+
+    # 2. Room: admitted on the flavor with the podSets' counts; KubeRay makes the head and the two
+    # workers, which run on the flavor's nodes with its node label.
+    kubectl("delete", "job", "-n", ns, "blocker", "--wait=false")
+    wl = wait_workload(kubectl, ns, k, "ray", "Admitted")
+    assignments = wl["status"]["admission"]["podSetAssignments"]
+    assert [(a["name"], a["count"]) for a in assignments] == list(k.pod_sets)
+    assert all(a["flavors"] == {"cpu": queue.flavor} for a in assignments)
+    assert not suspended()
+
+    def running() -> list[dict[str, Any]] | None:
+        ps = ray_pods(kubectl, ns)
+        ok = len(ps) == 3 and all(
+            p["status"].get("phase") == "Running"
+            and NODE_LABEL.items() <= (p["spec"].get("nodeSelector") or {}).items()
+            and p["spec"].get("nodeName", "").startswith("kwok-on-demand-")
+            for p in ps
+        )
+        return ps if ok else None
+
+    ps = wait_for("KubeRay's head and two workers running", running, timeout=WAIT, interval=POLL)
+    assert sorted(p["metadata"]["labels"][RAY_NODE_TYPE] for p in ps) == ["head", "worker", "worker"]
+    assert sorted(p["metadata"]["labels"].get("kueue.x-k8s.io/podset", "") for p in ps) == [
+        "head",
+        "workers",
+        "workers",
+    ]
+    # (the ClusterQueue's status trails the admission by a few seconds)
+    try:
+        wait_for(
+            "the ClusterQueue's status to count it",
+            lambda: reserved(kubectl, queue.cluster_queue) == (1, k.cpu),
+            timeout=WAIT,
+            interval=POLL,
+        )
+    except AssertionError as exc:
+        wl = workload_of(kubectl, ns, k.kind, "ray") or {}
+        raise AssertionError(
+            f"{exc}; Workload {wl.get('status')}; {k.kind} {kubectl.get(k.resource, '-n', ns, 'ray').get('status')}"
+        ) from exc
+
+    # 3. Deleted: its Workload goes with it and the quota is free again.
+    kubectl("delete", k.resource, "-n", ns, "ray", "--wait=false")
+    wait_for("its Workload gone", lambda: workload_of(kubectl, ns, k.kind, "ray") is None, timeout=WAIT, interval=POLL)
+    wait_for(
+        "the ClusterQueue's usage back to zero",
+        lambda: reserved(kubectl, queue.cluster_queue) == (0, "0"),
+        timeout=WAIT,
+        interval=POLL,
+    )

@@ -128,7 +128,7 @@ SUITES = {
             "singlecluster-extended",
             "test/e2e/singlecluster/extended",
             real_node=False,
-            integrations=("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator"),
+            integrations=("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator", "kuberay"),
         ),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
         Suite(
@@ -269,10 +269,22 @@ def _ginkgo_literal(text: str) -> str:
     return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
 
 
+def ray_image(module: Path) -> str:
+    """The Ray image upstream's e2e-common.sh names with USE_RAY_FOR_TESTS=ray (hack/testing/ray/Dockerfile's
+    base): the KubeRay specs put it in their pod templates (KUBERAY_RAY_IMAGE), and kwok never pulls it."""
+    dockerfile = module / "hack" / "testing" / "ray" / "Dockerfile"
+    try:
+        base = next(line.split()[1] for line in dockerfile.read_text().splitlines() if line.startswith("FROM "))
+    except (OSError, StopIteration, IndexError) as exc:
+        raise SuiteError("read the Ray image", f"{dockerfile}: {exc}") from exc
+    return base.split("@")[0]
+
+
 def suite_env(module: Path, kubeconfig: Path | None = None, state_file: Path | None = None) -> dict[str, str]:
     """The suite's environment: test/util reads hack/testing/agnhost/Dockerfile under PROJECT_DIR when it loads;
+    the KubeRay specs read KUBERAY_RAY_IMAGE (`ray_image`);
     specs that run `docker exec` on a node find e2e/fakebin/docker first on PATH, with the run's state file."""
-    env = {**os.environ, "PROJECT_DIR": f"{module}/"}
+    env = {**os.environ, "PROJECT_DIR": f"{module}/", "KUBERAY_RAY_IMAGE": ray_image(module)}
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
     if state_file is not None:

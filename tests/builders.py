@@ -4,6 +4,7 @@ ResourceFlavors, queues, Workloads and cluster objects every test folder builds 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -394,3 +395,27 @@ def feed(core: Any, *objs: dict[str, Any], now: datetime = T0) -> None:
             core.on_pod(f"{meta.get('namespace', '')}/{meta['name']}", o, now)
         else:
             handlers[o["kind"]](o, now)
+
+
+def merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """`target` after the JSON merge patch `patch` (RFC 7386), as the API server applies it."""
+    out = copy.deepcopy(dict(target))
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, Mapping):
+            out[key] = merged(out.get(key) if isinstance(out.get(key), Mapping) else {}, value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def pruned(value: Any) -> Any:
+    """`value` without empty maps (upstream's `cmpopts.EquateEmpty`: a template's metadata emptied
+    by a restore is no metadata)."""
+    if isinstance(value, Mapping):
+        kept = {key: pruned(v) for key, v in value.items()}
+        return {key: v for key, v in kept.items() if v != {}}
+    if isinstance(value, list):
+        return [pruned(v) for v in value]
+    return value

@@ -42,7 +42,7 @@ def test_trainer_brings_jobset_first_and_each_operator_runs_once() -> None:
 def test_an_unknown_integration_is_refused_naming_the_known_ones() -> None:
     with pytest.raises(
         OperatorError,
-        match=r"unknown integration 'mpi'; known: jobset, lws, appwrapper, trainer, training-operator, mpi-operator$",
+        match=r"unknown integration 'mpi'; known: jobset, lws, appwrapper, trainer, training-operator, mpi-operator, kuberay$",
     ):
         operators.resolve(["jobset", "mpi"])
 
@@ -79,7 +79,7 @@ def test_ports_are_never_shared_and_appwrapper_keeps_its_fixed_webhook_port() ->
         taken.add(port)
         return port
 
-    counter_8080 = iter(range(8075, 8090))
+    counter_8080 = iter(range(8075, 8095))
 
     def pick_8080(taken: set[int]) -> int:  # hands out 8080 too unless it is already taken
         port = next(p for p in counter_8080 if p not in taken)
@@ -92,7 +92,8 @@ def test_ports_are_never_shared_and_appwrapper_keeps_its_fixed_webhook_port() ->
         # the MPI operator's health server is fixed on 8080; it serves no webhook, and no metrics as released
         assert ports["mpi-operator"] == operators.Ports(None, None, 8080)
         every = [p for ps in ports.values() for p in (ps.webhook, ps.metrics, ps.health) if p is not None]
-        assert len(every) == len(set(every)) == 16
+        assert len(every) == len(set(every)) == 18
+        assert ports["kuberay"].webhook is None  # KubeRay's release serves no webhook
     assert operators.fixed_ports(operators.resolve(["mpi-operator", "jobset"])) == {8080: "mpi-operator's health port"}
 
 
@@ -159,6 +160,27 @@ def test_the_mpi_operator_runs_with_its_releases_flags(tmp_path: Path) -> None:
     assert env == {}
     assert op.frameworks == ("kubeflow.org/mpijob",)
     assert op.lease == "mpi-operator/mpi-operator"
+
+
+def test_kuberay_runs_with_its_releases_flags_on_its_own_ports(tmp_path: Path) -> None:
+    op = OPERATORS["kuberay"]
+    ports = operators.Ports(None, 1002, 1003)
+    assert operators.config_file(op, ports, tmp_path) is None
+    cmd, env = operators.command_line(op, Path("/bin/kuberay-v1.6.2"), ports, tmp_path / "config.yaml")
+    assert cmd == [
+        "/bin/kuberay-v1.6.2",
+        "--feature-gates=RayClusterStatusConditions=true",  # config/manager/manager.yaml
+        "--leader-election-namespace=default",
+        "--metrics-addr=127.0.0.1:1002",
+        "--health-probe-bind-address=127.0.0.1:1003",
+    ]
+    assert env == {}
+    assert op.frameworks == ("ray.io/raycluster", "ray.io/rayjob", "ray.io/rayservice")
+    assert (op.module, op.manifests, op.webhook) == (
+        "github.com/ray-project/kuberay/ray-operator",
+        "config/default",
+        False,
+    )
 
 
 def test_config_file_operators_get_it_on_their_command_line(tmp_path: Path) -> None:
@@ -278,6 +300,7 @@ def test_stand_ins_are_the_deployments_upstreams_suites_wait_for() -> None:
         ("kubeflow-system", "kubeflow-trainer-controller-manager"),
         ("kubeflow", "training-operator"),
         ("mpi-operator", "mpi-operator"),
+        ("default", "kuberay-operator"),  # test/util/e2e.go: WaitForKubeRayOperatorAvailability
     }
     found = set()
     for op in OPERATORS.values():

@@ -85,14 +85,15 @@ def test_turning_off_an_unimplemented_feature_is_accepted():
 
 def test_one_message_names_every_refusal_frameworks_first():
     message = refusal_of(
-        "integrations: {frameworks: [batch/job, ray.io/rayjob]}\npprofBindAddress: :8083\n"
+        "integrations: {frameworks: [batch/job, sparkoperator.k8s.io/sparkapplication]}\npprofBindAddress: :8083\n"
         "featureGates: {PrioritizePreemptorWorkloads: true, FlavorFungibility: false}\n"
     )
     # The implemented names follow the registry's rows (each integration adds itself there).
     implemented = ", ".join(f'"{name}"' for name in config.implemented_frameworks())
     assert {"batch/job", "deployment", "pod", "statefulset"} <= set(config.implemented_frameworks())
     assert message == (
-        'not implemented by pykueue: integrations.frameworks: "ray.io/rayjob" is not implemented by pykueue; its '
+        'not implemented by pykueue: integrations.frameworks: "sparkoperator.k8s.io/sparkapplication" is not '
+        "implemented by pykueue; its "
         f"workloads would run outside every quota (implemented: {implemented}); "
         "pprofBindAddress: pprof is Go's profiler and has no equivalent here (attach py-spy to the process instead); "
         "featureGates.FlavorFungibility: false is not implemented: a ClusterQueue's flavorFungibility is always "

@@ -35,7 +35,7 @@ def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Pa
     config = tmp_path / "config.yaml"
     config.write_text(
         "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-        "integrations:\n  frameworks: [batch/job, deployment, pod, kubeflow.org/mpijob, ray.io/rayjob, ray.io/raycluster]\n"
+        "integrations:\n  frameworks: [batch/job, deployment, pod, kubeflow.org/mpijob, sparkoperator.k8s.io/sparkapplication]\n"
     )
     # The implemented names follow the registry's rows (each integration adds itself there).
     implemented = ", ".join(f'"{name}"' for name in implemented_frameworks())
@@ -43,8 +43,8 @@ def test_a_framework_we_do_not_implement_stops_serve_and_the_worker(tmp_path: Pa
         proc = run(*command, "--config", str(config))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.strip().splitlines()[-1] == (
-            f'invalid configuration {config}: integrations.frameworks: "ray.io/rayjob", "ray.io/raycluster" are '
-            "not implemented by pykueue; their workloads would run outside every quota "
+            f'invalid configuration {config}: integrations.frameworks: "sparkoperator.k8s.io/sparkapplication" is '
+            "not implemented by pykueue; its workloads would run outside every quota "
             f"(implemented: {implemented})"
         )
 

@@ -21,6 +21,7 @@ from webhook.api.pod_role import spec_shape
 from webhook.config import Feature
 
 __all__ = [
+    "ELASTIC_GVKS",
     "INTERIM_OWNERS",
     "PREBUILT_WORKLOAD_GVKS",
     "FrameworkError",
@@ -72,6 +73,10 @@ PREBUILT_WORKLOAD_GVKS = frozenset(
     }
 )
 """`supportedPrebuiltWlJobGVKs`: the kinds a prebuilt Workload may be named for (not a JAXJob)."""
+ELASTIC_GVKS = frozenset(
+    {"batch/v1, Kind=Job", "ray.io/v1, Kind=RayCluster", "ray.io/v1, Kind=RayJob", "ray.io/v1, Kind=RayService"}
+)
+"""`supportedElasticJobGVKs`: the kinds that may carry the elastic-job annotation."""
 
 # Owners the ancestor walk follows besides the frameworks' kinds: a Deployment's pods are owned by
 # its ReplicaSet.
@@ -315,8 +320,8 @@ def validate_queue_name(obj: Mapping[str, Any]) -> list[f.FieldError]:
 
 
 def validate_elastic(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:
-    """`ValidateElasticJobAnnotation`: only batch/v1 Jobs may be elastic."""
-    if is_elastic(obj, ctx) and gvk != "batch/v1, Kind=Job":
+    """`ValidateElasticJobAnnotation`: only batch/v1 Jobs and KubeRay's kinds may be elastic."""
+    if is_elastic(obj, ctx) and gvk not in ELASTIC_GVKS:
         return [f.forbidden(ELASTIC_PATH, f'elastic job is not supported for "{gvk}"')]
     return []
 

@@ -43,6 +43,7 @@ __all__ = [
     "render_value",
     "required",
     "too_long",
+    "too_many",
     "validate_annotations",
     "validate_conditions",
     "validate_label_name",
@@ -59,6 +60,7 @@ class Kind(StrEnum):
     DUPLICATE = "Duplicate value"
     NOT_FOUND = "Not found"
     TOO_LONG = "Too long"
+    TOO_MANY = "Too many"
     INTERNAL = "Internal error"
 
 
@@ -143,6 +145,11 @@ def not_found(path: str, value: Any) -> FieldError:
 
 def too_long(path: str, max_length: int) -> FieldError:
     return FieldError(Kind.TOO_LONG, path, f"may not be more than {max_length} bytes")
+
+
+def too_many(path: str, actual: int, maximum: int) -> FieldError:
+    """`field.TooMany`: `<path>: Too many: <n>: must have at most <max> items`."""
+    return FieldError(Kind.TOO_MANY, path, f"must have at most {maximum} items", actual)
 
 
 def not_supported(path: str, value: Any, valid: Sequence[str]) -> FieldError:

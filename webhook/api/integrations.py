@@ -37,6 +37,9 @@ __all__ = [
     "PADDLEJOB",
     "POD",
     "PYTORCHJOB",
+    "RAYCLUSTER",
+    "RAYJOB",
+    "RAYSERVICE",
     "STATEFULSET",
     "TFJOB",
     "TRAINJOB",
@@ -328,9 +331,35 @@ TRAINJOB = register(
         ),
     )
 )
-register(Framework("ray.io/rayjob", "ray.io", "v1", "RayJob", "rayjobs"))
-register(Framework("ray.io/raycluster", "ray.io", "v1", "RayCluster", "rayclusters"))
-register(Framework("ray.io/rayservice", "ray.io", "v1", "RayService", "rayservices"))
+
+
+def _ray(name: str, kind: str, *, reads_clusters: bool) -> Framework:
+    """A KubeRay kind: all share one adapter (`webhook.worker.integrations.ray`) and one webhook
+    module; the grants are each package's kubebuilder markers (a RayJob's and a RayService's
+    controller also watch the RayClusters KubeRay makes for them)."""
+    resource = kind.lower() + "s"
+    grants = [
+        Grant((resource,), _ALL, "suspend, resume, inject; delete after the deactivation retention period"),
+        Grant((f"{resource}/status",), ("get", "patch", "update"), "upstream's grant; no status is written"),
+        Grant((f"{resource}/finalizers",), ("get", "update"), "own Workloads with blockOwnerDeletion"),
+    ]
+    if reads_clusters:
+        grants.append(Grant(("rayclusters",), ("get", "list", "watch"), "the RayCluster KubeRay made for it"))
+    return Framework(
+        name,
+        "ray.io",
+        "v1",
+        kind,
+        resource,
+        webhook="webhook.admission.ray",
+        adapter="webhook.worker.integrations.ray",
+        worker_access=tuple(grants),
+    )
+
+
+RAYJOB = register(_ray("ray.io/rayjob", "RayJob", reads_clusters=True))
+RAYCLUSTER = register(_ray("ray.io/raycluster", "RayCluster", reads_clusters=False))
+RAYSERVICE = register(_ray("ray.io/rayservice", "RayService", reads_clusters=True))
 LEADER_WORKER_SET = register(
     Framework(
         "leaderworkerset.x-k8s.io/leaderworkerset",

@@ -61,8 +61,6 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.MULTI_KUEUE_REMOTE_SPEC_SYNC: _MK,
         Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS: _MK,
         Feature.SPARK_APPLICATION_INTEGRATION: "the sparkoperator.k8s.io/sparkapplication integration is not implemented",
-        Feature.DEFER_RAY_SERVICE_FINALIZATION_FOR_REDIS_CLEANUP: "the ray.io/rayservice integration is not implemented",
-        Feature.VALIDATE_RAY_AND_SPARK_JOB_UPDATES: "the Ray and Spark integrations are not implemented",
     }
 )
 

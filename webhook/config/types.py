@@ -572,13 +572,4 @@ def invalid_stringer(path: str, rendered: str, detail: str) -> fields.FieldError
     return fields.FieldError(fields.Kind.INVALID, path, f"{rendered}: {detail}")
 
 
-@dataclass(frozen=True, slots=True)
-class _TooMany(fields.FieldError):
-    """`field.TooMany`: `<path>: Too many: <n>: must have at most <max> items`."""
-
-    def __str__(self) -> str:
-        return f"{self.path}: Too many: {self.value}: {self.detail}"
-
-
-def too_many(path: str, actual: int, maximum: int) -> fields.FieldError:
-    return _TooMany(fields.Kind.INVALID, path, f"must have at most {maximum} items", actual)
+too_many = fields.too_many  # kept under config's name: the Configuration's count limits use it

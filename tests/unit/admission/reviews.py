@@ -26,6 +26,9 @@ GVK = {
     "Deployment": {"group": "apps", "version": "v1", "kind": "Deployment"},
     "StatefulSet": {"group": "apps", "version": "v1", "kind": "StatefulSet"},
     "LeaderWorkerSet": {"group": "leaderworkerset.x-k8s.io", "version": "v1", "kind": "LeaderWorkerSet"},
+    "RayCluster": {"group": "ray.io", "version": "v1", "kind": "RayCluster"},
+    "RayJob": {"group": "ray.io", "version": "v1", "kind": "RayJob"},
+    "RayService": {"group": "ray.io", "version": "v1", "kind": "RayService"},
 }
 
 

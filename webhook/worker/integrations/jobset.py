@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
@@ -26,15 +25,12 @@ from webhook.api import jobs, jobset_template
 from webhook.api import objects as o
 from webhook.api.integrations import JOBSET
 from webhook.api.objects import Obj
-from webhook.config import Configuration, Feature
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
-from webhook.worker.store import Store
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -126,26 +122,6 @@ def reclaimable_pods(js: Obj) -> list[dict[str, Any]]:
     return out
 
 
-def _write_pod_set_info(template: dict[str, Any], info: podset.PodSetInfo) -> None:
-    """Set what an admission changes in a pod template to `info`'s, dropping empty fields (Go's
-    nil maps and slices, which the API server would not store either)."""
-    meta = template.setdefault("metadata", {})
-    spec = template.setdefault("spec", {})
-    for node, key, value in (
-        (meta, "annotations", info.annotations),
-        (meta, "labels", info.labels),
-        (spec, "nodeSelector", info.node_selector),
-        (spec, "tolerations", info.tolerations),
-        (spec, "schedulingGates", info.scheduling_gates),
-    ):
-        if value:
-            node[key] = copy.deepcopy(value)
-        else:
-            node.pop(key, None)
-    if not meta:
-        template.pop("metadata")
-
-
 def _with_replicated_jobs(js: Obj, replicated_jobs: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
     """A merge patch of the whole `spec.replicatedJobs` list (a merge patch replaces lists), guarded
     by the JobSet's resourceVersion as upstream's update is."""
@@ -182,20 +158,10 @@ def start_patch(
             raise podset.PermanentError(podset.bad_length(len(replicated_jobs), len(infos)))
         for rj, info in zip(replicated_jobs, infos, strict=True):
             template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
-            _write_pod_set_info(template, podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic))
+            podset.write_info(template, podset.merge(podset.PodSetInfo.of_template(template), info, elastic=elastic))
     except podset.PermanentError as exc:
         raise StartConflict(str(exc)) from exc
     return _with_replicated_jobs(js, replicated_jobs, suspend=False)
-
-
-def _same_info(a: podset.PodSetInfo, b: podset.PodSetInfo) -> bool:
-    return (a.annotations, a.labels, a.node_selector, a.tolerations, a.scheduling_gates) == (
-        b.annotations,
-        b.labels,
-        b.node_selector,
-        b.tolerations,
-        b.scheduling_gates,
-    )
 
 
 def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
@@ -217,37 +183,10 @@ def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
     for rj, ps in zip(replicated_jobs, wanted, strict=True):
         template = rj.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
         want = podset.PodSetInfo.of_template(ps.get("template") or {})
-        if not _same_info(podset.PodSetInfo.of_template(template), want):
-            _write_pod_set_info(template, want)
+        if not podset.same_info(podset.PodSetInfo.of_template(template), want):
+            podset.write_info(template, want)
             changed = True
     return _with_replicated_jobs(js, replicated_jobs) if changed else None
-
-
-# == the plan =====================================================================================
-def plan(
-    js: Obj | None,
-    workloads: Sequence[Obj],
-    *,
-    namespace_labels: Mapping[str, str] | None,
-    config: Configuration,
-    store: Store | None = None,
-    now: datetime | None = None,
-) -> Plan:
-    """One reconcile of a JobSet (`ReconcileGenericJob`). `workloads` are those its ownerReferences
-    name; `store` is read for everything else (flavors, priority classes, the prebuilt Workload)."""
-    tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
-    store = store if store is not None else Store()
-    if js is not None and not o.is_deleting(js) and fw.controlled_by_enabled_integration(js, config):
-        return Plan()  # the owner's integration manages it
-    return fw.plan_always_top_level(
-        js,
-        workloads,
-        lambda obj: JobSet(obj, tas=tas),
-        namespace_labels=namespace_labels,
-        config=config,
-        store=store,
-        now=now or datetime.now(UTC),
-    )
 
 
 # == the adapter ==================================================================================
@@ -303,6 +242,11 @@ class JobSet:
 
     def reclaimable_pods(self, wl: Obj) -> list[dict[str, Any]]:
         return reclaimable_pods(self.obj)
+
+
+plan = fw.OwnedKindPlan(lambda obj, tas: JobSet(obj, tas=tas))
+"""One reconcile of a JobSet (`ReconcileGenericJob`); one an enabled integration controls (an
+AppWrapper's) is that integration's."""
 
 
 INTEGRATION = Integration(

@@ -18,10 +18,9 @@ integration controls it (a PyTorchJob in an AppWrapper), which then runs it.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
@@ -29,21 +28,17 @@ from webhook.api import jobs
 from webhook.api import kubeflow as kf
 from webhook.api import objects as o
 from webhook.api.objects import Obj
-from webhook.config import Configuration, Feature
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
 from webhook.worker.jobframework.interface import StartConflict
-from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
-from webhook.worker.store import Store
 
 __all__ = [
     "INTEGRATIONS",
     "RECONCILERS",
     "JAXJobReconciler",
-    "KindPlan",
     "KubeflowJob",
     "MPIJobReconciler",
     "PaddleJobReconciler",
@@ -52,6 +47,7 @@ __all__ = [
     "XGBoostJobReconciler",
     "finished_condition",
     "is_active",
+    "kind_plan",
     "pod_sets",
     "pods_ready",
     "restore_patch",
@@ -252,80 +248,47 @@ def workload_name(kind: kf.Kind, name: str, uid: str, *, short: bool = False) ->
 
 
 # == the plan =====================================================================================
-@dataclass(frozen=True, slots=True)
-class KindPlan:
-    """One reconcile of a job of `kind` (`ReconcileGenericJob`); a `jobframework.reconciler.PlanFunc`.
-    `workloads` are those its ownerReferences name; `store` is read for everything else (flavors,
-    priority classes, the prebuilt Workload)."""
-
-    kind: kf.Kind
-
-    def __call__(
-        self,
-        obj: Obj | None,
-        workloads: Sequence[Obj],
-        /,
-        *,
-        namespace_labels: Mapping[str, str] | None,
-        config: Configuration,
-        store: Store | None = None,
-        now: datetime | None = None,
-    ) -> Plan:
-        tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
-        if obj is not None and not o.is_deleting(obj) and fw.controlled_by_enabled_integration(obj, config):
-            return Plan()  # the owner's integration manages it
-        return fw.plan_always_top_level(
-            obj,
-            workloads,
-            lambda job: KubeflowJob(job, self.kind, tas=tas),
-            namespace_labels=namespace_labels,
-            config=config,
-            store=store if store is not None else Store(),
-            now=now or datetime.now(UTC),
-        )
+def kind_plan(kind: kf.Kind) -> fw.OwnedKindPlan:
+    """One reconcile of a job of `kind` (`ReconcileGenericJob`); a job an enabled integration controls
+    (an AppWrapper's) is that integration's."""
+    return fw.OwnedKindPlan(lambda obj, tas: KubeflowJob(obj, kind, tas=tas))
 
 
-def _integration(kind: kf.Kind) -> Integration:
-    framework = kind.framework
-    return Integration(
-        api_version=framework.api_version,
-        kind=framework.kind,
-        resource=framework.resource,
-        controller_name=f"{framework.name}-kueue-controller",
-        wrap=lambda obj: KubeflowJob(obj, kind),
-    )
-
-
-INTEGRATIONS: Mapping[str, Integration] = {name: _integration(kind) for name, kind in kf.KINDS.items()}
+INTEGRATIONS: Mapping[str, Integration] = {
+    name: Integration.of_family(kind.framework, functools.partial(KubeflowJob, kind=kind))
+    for name, kind in kf.KINDS.items()
+}
 """Each kind's jobs for the generic executor, by kind."""
 
 
 # == I/O ==========================================================================================
 class PyTorchJobReconciler(
-    OwnedJobReconciler, plan=KindPlan(kf.PYTORCHJOB), integration=INTEGRATIONS[kf.PYTORCHJOB.name]
+    OwnedJobReconciler, plan=kind_plan(kf.PYTORCHJOB), integration=INTEGRATIONS[kf.PYTORCHJOB.name]
 ):
     """The PyTorchJob reconciler: the generic one over `KubeflowJob`."""
 
 
-class TFJobReconciler(OwnedJobReconciler, plan=KindPlan(kf.TFJOB), integration=INTEGRATIONS[kf.TFJOB.name]):
+class TFJobReconciler(OwnedJobReconciler, plan=kind_plan(kf.TFJOB), integration=INTEGRATIONS[kf.TFJOB.name]):
     """The TFJob reconciler: the generic one over `KubeflowJob`."""
 
 
 class XGBoostJobReconciler(
-    OwnedJobReconciler, plan=KindPlan(kf.XGBOOSTJOB), integration=INTEGRATIONS[kf.XGBOOSTJOB.name]
+    OwnedJobReconciler, plan=kind_plan(kf.XGBOOSTJOB), integration=INTEGRATIONS[kf.XGBOOSTJOB.name]
 ):
     """The XGBoostJob reconciler: the generic one over `KubeflowJob`."""
 
 
-class PaddleJobReconciler(OwnedJobReconciler, plan=KindPlan(kf.PADDLEJOB), integration=INTEGRATIONS[kf.PADDLEJOB.name]):
+class PaddleJobReconciler(
+    OwnedJobReconciler, plan=kind_plan(kf.PADDLEJOB), integration=INTEGRATIONS[kf.PADDLEJOB.name]
+):
     """The PaddleJob reconciler: the generic one over `KubeflowJob`."""
 
 
-class JAXJobReconciler(OwnedJobReconciler, plan=KindPlan(kf.JAXJOB), integration=INTEGRATIONS[kf.JAXJOB.name]):
+class JAXJobReconciler(OwnedJobReconciler, plan=kind_plan(kf.JAXJOB), integration=INTEGRATIONS[kf.JAXJOB.name]):
     """The JAXJob reconciler: the generic one over `KubeflowJob`."""
 
 
-class MPIJobReconciler(OwnedJobReconciler, plan=KindPlan(kf.MPIJOB), integration=INTEGRATIONS[kf.MPIJOB.name]):
+class MPIJobReconciler(OwnedJobReconciler, plan=kind_plan(kf.MPIJOB), integration=INTEGRATIONS[kf.MPIJOB.name]):
     """The MPIJob reconciler: the generic one over `KubeflowJob`."""
 
 

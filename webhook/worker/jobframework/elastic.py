@@ -186,19 +186,19 @@ class Ungater:
         self.kube = kube
         self.clock = clock
 
-    def ungate(self, job: Obj, workloads: Sequence[Obj]) -> None:
+    def ungate(self, job: Obj, workloads: Sequence[Obj], *, selector: str | None = None) -> None:
         """`Reconcile` for the Job's chain: nothing until its active slice is admitted (quota alone
-        is not enough: admission checks may still be pending). A pod changed meanwhile (Conflict)
-        ends the pass with `Retry`, after the other pods."""
+        is not enough: admission checks may still be pending). The job's pods are those `selector`
+        matches (None: a batch Job's, by its controller-uid label; '': none yet). A pod changed
+        meanwhile (Conflict) ends the pass with `Retry`, after the other pods."""
         active = workload_slices.latest_active(workloads)
         admitted_at = None if active is None else _admitted_at(active)
-        if active is None or admitted_at is None:
+        if active is None or admitted_at is None or selector == "":
             return
         ns = str(o.meta(job).get("namespace", ""))
-        uid = str(o.meta(job).get("uid", ""))
-        pods, _ = self.kube.list(
-            k.object_path("v1", "pods", ns), query={"labelSelector": f"batch.kubernetes.io/controller-uid={uid}"}
-        )
+        if selector is None:
+            selector = f"batch.kubernetes.io/controller-uid={o.meta(job).get('uid', '')}"
+        pods, _ = self.kube.list(k.object_path("v1", "pods", ns), query={"labelSelector": selector})
         cq = str(((active.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
         conflicts = 0
         for u in pods_to_ungate(active, pods):

@@ -22,6 +22,7 @@ from typing import Any, assert_never
 from webhook import kube as k
 from webhook import metrics as m
 from webhook.api import constants as c
+from webhook.api import integrations
 from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
@@ -68,6 +69,18 @@ class Integration:
     """The resource plural, also the store's kind."""
     controller_name: str
     wrap: Callable[[Obj], GenericJob] | None = None
+
+    @classmethod
+    def of_family(cls, framework: integrations.Framework, wrap: Callable[[Obj], GenericJob]) -> Integration:
+        """A kind of a family sharing one adapter (Kubeflow's, KubeRay's): its row's place, its events
+        written by `<framework name>-kueue-controller`."""
+        return cls(
+            api_version=framework.api_version,
+            kind=framework.kind,
+            resource=framework.resource,
+            controller_name=f"{framework.name}-kueue-controller",
+            wrap=wrap,
+        )
 
     def job(self, obj: Obj) -> GenericJob:
         if self.wrap is None:

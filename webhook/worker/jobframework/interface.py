@@ -22,6 +22,7 @@ __all__ = [
     "JobWithCustomStop",
     "JobWithCustomWorkloadConditions",
     "JobWithFinalize",
+    "JobWithPodLabelSelector",
     "JobWithPriorityClass",
     "JobWithReclaimablePods",
     "JobWithoutCustomStop",
@@ -125,6 +126,16 @@ class JobWithoutCustomStop(Protocol):
     def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
         """The merge patch that suspends the job and restores its pod templates from `wl`'s podSets
         (None: suspend only)."""
+        ...
+
+
+@runtime_checkable
+class JobWithPodLabelSelector(Protocol):
+    """`PodLabelSelector` of a job whose pods carry no batch Job's controller-uid label: how the
+    elastic ungater finds them (a RayCluster's `ray.io/cluster=<name>`)."""
+
+    def pod_label_selector(self) -> str:
+        """The label selector of the job's pods; '' while it has none (no cluster made yet)."""
         ...
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from webhook import metrics
@@ -53,6 +53,7 @@ from webhook.worker.store import Store
 
 __all__ = [
     "Lookups",
+    "OwnedKindPlan",
     "Plan",
     "Priority",
     "PriorityClassNotFound",
@@ -900,3 +901,41 @@ def plan_always_top_level(
     if not o.labels(obj).get(c.QUEUE_LABEL) and not config.manage_jobs_without_queue_name:
         return Plan()
     return plan_top_level(wrap(obj), workloads, config=config, store=store, now=now)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedKindPlan:
+    """The `PlanFunc` of a kind of a family (Kubeflow's replica-spec jobs, KubeRay's kinds): top level
+    (`plan_always_top_level`) unless an enabled integration controls the object (a PyTorchJob in an
+    AppWrapper, the RayCluster KubeRay makes for a RayJob), which then runs it; nothing at all for
+    an object `skip` names (upstream's `JobWithSkip`). `wrap(obj, tas)` sees the object as a
+    `GenericJob` (`tas`: the TopologyAwareScheduling gate, for its podSets' topology requests)."""
+
+    wrap: Callable[[Obj, bool], GenericJob]
+    skip: Callable[[Obj, Configuration], bool] | None = None
+
+    def __call__(
+        self,
+        obj: Obj | None,
+        workloads: Sequence[Obj],
+        /,
+        *,
+        namespace_labels: Mapping[str, str] | None,
+        config: Configuration,
+        store: Store | None = None,
+        now: datetime | None = None,
+    ) -> Plan:
+        tas = config.feature_enabled(Feature.TOPOLOGY_AWARE_SCHEDULING)
+        if obj is not None and self.skip is not None and self.skip(obj, config):
+            return Plan()
+        if obj is not None and not o.is_deleting(obj) and controlled_by_enabled_integration(obj, config):
+            return Plan()  # the owner's integration runs it
+        return plan_always_top_level(
+            obj,
+            workloads,
+            lambda job: self.wrap(job, tas),
+            namespace_labels=namespace_labels,
+            config=config,
+            store=store if store is not None else Store(),
+            now=now or datetime.now(UTC),
+        )

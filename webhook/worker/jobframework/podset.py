@@ -28,10 +28,12 @@ __all__ = [
     "expected_running_pod_sets",
     "from_admission",
     "merge",
+    "same_info",
     "same_pod_sets",
     "sanitize_env",
     "template_patch",
     "topology_request",
+    "write_info",
 ]
 
 
@@ -161,6 +163,38 @@ def template_patch(template: Obj, info: PodSetInfo) -> dict[str, Any] | None:
             patch["spec"][key] = copy.deepcopy(want_list) or None
     out = {section: body for section, body in patch.items() if body}
     return out or None
+
+
+def write_info(template: dict[str, Any], info: PodSetInfo) -> None:
+    """Set what an admission changes in a pod template (in place) to `info`'s, dropping empty fields
+    (Go's nil maps and slices, which the API server would not store either): for templates inside
+    lists, which a merge patch replaces whole (a JobSet's replicatedJobs, a RayCluster's worker groups)."""
+    meta = template.setdefault("metadata", {})
+    spec = template.setdefault("spec", {})
+    for node, key, value in (
+        (meta, "annotations", info.annotations),
+        (meta, "labels", info.labels),
+        (spec, "nodeSelector", info.node_selector),
+        (spec, "tolerations", info.tolerations),
+        (spec, "schedulingGates", info.scheduling_gates),
+    ):
+        if value:
+            node[key] = copy.deepcopy(value)
+        else:
+            node.pop(key, None)
+    if not meta:
+        template.pop("metadata")
+
+
+def same_info(a: PodSetInfo, b: PodSetInfo) -> bool:
+    """The parts an admission changes are equal (`RestorePodSpec` would change nothing)."""
+    return (a.annotations, a.labels, a.node_selector, a.tolerations, a.scheduling_gates) == (
+        b.annotations,
+        b.labels,
+        b.node_selector,
+        b.tolerations,
+        b.scheduling_gates,
+    )
 
 
 def from_admission(

@@ -26,6 +26,7 @@ from webhook.worker import events
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.jobframework import elastic, workload_slices
 from webhook.worker.jobframework.executor import Integration, JobExecutor
+from webhook.worker.jobframework.interface import JobWithPodLabelSelector
 from webhook.worker.jobframework.plan import Plan, owned_workloads
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 from webhook.worker.store import Store, object_key
@@ -176,9 +177,10 @@ class GenericJobReconciler:
             and workload_slices.is_elastic(
                 current, enabled=self.config.feature_enabled(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES)
             )
-            and not self.integration.job(current).is_suspended()
+            and not (gj := self.integration.job(current)).is_suspended()
         ):
-            self.ungater.ungate(current, self.source.owned(o.namespace(current), o.name(current)))
+            selector = gj.pod_label_selector() if isinstance(gj, JobWithPodLabelSelector) else None
+            self.ungater.ungate(current, self.source.owned(o.namespace(current), o.name(current)), selector=selector)
         if p.requeue_after is not None and self.requeue_after is not None:
             self.requeue_after(key, p.requeue_after)
         end_plan(key, self.integration.kind, p)

@@ -18,25 +18,22 @@ import copy
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from tests.builders import merged, pruned
 from tests.unit.fake_kube import FakeKube
-from webhook import kube as k
+from tests.unit.worker.integrations.job_world import NOW, Outcome, Recorder, admit, evict, one_reconcile, ts
 from webhook.api import integrations
 from webhook.api import kubeflow as kf
 from webhook.config import Configuration, Integrations, WaitForPodsReady
-from webhook.worker import events
 from webhook.worker.integrations import kubeflow as kfi
 from webhook.worker.jobframework import setup as fw_setup
 from webhook.worker.jobframework.interface import StartConflict
 from webhook.worker.jobframework.setup import SetupContext
 from webhook.worker.store import Store
-from webhook.worker.workqueue import Retry
 
-NOW = datetime.now(UTC).replace(microsecond=0)
 WL_API = "kueue.x-k8s.io/v1beta2"
 WL_FIN = "kueue.x-k8s.io/resource-in-use"
 QUEUE = "kueue.x-k8s.io/queue-name"
@@ -49,34 +46,6 @@ REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 KINDS = {k_.name: k_ for k_ in kf.KINDS.values()}
 NO_TAS = {"TopologyAwareScheduling": False}
-
-
-def ts(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def merged(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """`target` after the JSON merge patch `patch` (RFC 7386), as the API server applies it."""
-    out = copy.deepcopy(dict(target))
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, Mapping):
-            out[key] = merged(out.get(key) if isinstance(out.get(key), Mapping) else {}, value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def pruned(value: Any) -> Any:
-    """`value` without empty maps (upstream's `cmpopts.EquateEmpty`: a template's metadata emptied
-    by a restore is no metadata)."""
-    if isinstance(value, Mapping):
-        kept = {key: pruned(v) for key, v in value.items()}
-        return {key: v for key, v in kept.items() if v != {}}
-    if isinstance(value, list):
-        return [pruned(v) for v in value]
-    return value
 
 
 # --- builders (upstream's testingjobs wrappers, as plain dicts) -----------------------------------------
@@ -596,64 +565,6 @@ def test_run_with_pod_sets_info(specs: dict[str, Any], pod_sets: tuple[str, ...]
 # --- the fake API and one reconcile -------------------------------------------------------------------
 
 
-class _Kube(FakeKube):
-    """Optimistic locking on merge patches, merge patches of `…/status`, finalizer-aware deletion;
-    every patch of a Kubeflow job is kept in `job_patches`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.job_patches: list[dict[str, Any]] = []
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float = 30,
-    ) -> dict[str, Any]:
-        target = path.removesuffix("/status")
-        if method == "PATCH" and isinstance(body, Mapping):
-            if "/apis/kubeflow.org/" in path:
-                self.job_patches.append(copy.deepcopy(dict(body)))
-            sent = (body.get("metadata") or {}).get("resourceVersion")
-            current = self.objects.get(target)
-            if sent is not None and current is not None and sent != current["metadata"]["resourceVersion"]:
-                raise k.Conflict(409, "the object has been modified")
-            if path != target:
-                return super().request(method, target, body={"status": body.get("status") or {}})
-        if method == "DELETE" and self.objects.get(path, {}).get("metadata", {}).get("finalizers"):
-            with self._lock:
-                self.objects[path]["metadata"].setdefault("deletionTimestamp", ts(NOW))
-                return copy.deepcopy(self.objects[path])
-        return super().request(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
-
-
-class _Recorder(events.Recorder):
-    def __init__(self, controller: str = "") -> None:
-        super().__init__(None, instance="test", stop=threading.Event())
-        self.controller = controller
-        self.seen: list[tuple[str, str, str, str]] = []
-
-    def emit(
-        self, obj: Mapping[str, Any], etype: str, reason: str, note: str, controller: str, *, action: str = ""
-    ) -> None:
-        assert controller == self.controller
-        meta = obj.get("metadata") or {}
-        self.seen.append((f"{meta.get('namespace')}/{meta.get('name')}", etype, reason, note))
-
-
-@dataclass
-class Outcome:
-    job: dict[str, Any] | None
-    workloads: list[dict[str, Any]]
-    job_patches: list[dict[str, Any]]
-    events: list[tuple[str, str, str, str]]
-    error: str | None
-
-
 @dataclass
 class World:
     kind: kf.Kind
@@ -665,41 +576,14 @@ class World:
 
 
 def reconcile(world: World) -> Outcome:
-    framework = world.kind.framework
-    kube, store = _Kube(), Store()
-    recorder = _Recorder(f"{framework.name}-kueue-controller")
-    reconciler = kfi.RECONCILERS[world.kind.name](
-        kube, store, world.config, recorder, clock=lambda: NOW, requeue_after=lambda *_: None
-    )
-
-    def add(kind: str, path: str, obj: dict[str, Any]) -> None:
-        full = f"{path}/{obj['metadata']['name']}"
-        kube.put(full, obj)
-        store.put(kind, copy.deepcopy(kube.objects[full]))
-
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"k": "v"}}}
-    add("namespaces", "/api/v1/namespaces", ns)
-    for name, spec in world.flavors.items():
-        flavor = {"apiVersion": WL_API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": dict(spec)}
-        add("resourceflavors", k.object_path(WL_API, "resourceflavors", None), flavor)
-    for kind, obj in world.classes:
-        add(kind, k.object_path(obj["apiVersion"], kind, None), obj)
-    add(framework.resource, k.object_path(framework.api_version, framework.resource, "ns"), world.job)
-    for wl in world.workloads:
-        add("workloads", k.object_path(WL_API, "workloads", "ns"), wl)
-    error = None
-    try:
-        reconciler.reconcile(f"ns/{world.job['metadata']['name']}")
-    except Retry as exc:
-        error = str(exc)
-    return Outcome(
-        job=kube.objects.get(
-            k.object_path(framework.api_version, framework.resource, "ns", world.job["metadata"]["name"])
-        ),
-        workloads=[o for p, o in sorted(kube.objects.items()) if "/workloads/" in p],
-        job_patches=kube.job_patches,
-        events=recorder.seen,
-        error=error,
+    return one_reconcile(
+        world.kind.framework,
+        kfi.RECONCILERS[world.kind.name],
+        world.job,
+        workloads=world.workloads,
+        classes=world.classes,
+        flavors=world.flavors,
+        config=world.config,
     )
 
 
@@ -739,28 +623,6 @@ def workload_for(
             ],
         },
     }
-
-
-def admit(wl: dict[str, Any], *, flavor: str = "default", cq: str = "cq") -> dict[str, Any]:
-    wl["status"] = {
-        "admission": {
-            "clusterQueue": cq,
-            "podSetAssignments": [
-                {"name": ps["name"], "count": ps["count"], "flavors": {"cpu": flavor}} for ps in wl["spec"]["podSets"]
-            ],
-        },
-        "conditions": [
-            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": f"in {cq}"},
-            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": f"in {cq}"},
-        ],
-    }
-    return wl
-
-
-def evict(wl: dict[str, Any], reason: str = "Preempted", message: str = "Preempted to accommodate a workload") -> None:
-    wl["status"]["conditions"].append(
-        {"type": "Evicted", "status": "True", "reason": reason, "message": message, "lastTransitionTime": ts(NOW)}
-    )
 
 
 # --- upstream: TestReconciler -------------------------------------------------------------------------
@@ -1114,7 +976,7 @@ def test_setup_watches_the_row_being_set_up(framework: integrations.Framework) -
         kube=FakeKube(),  # type: ignore[arg-type]
         store=Store(),
         config=Configuration(integrations=Integrations(frameworks=(framework.name,))),
-        recorder=_Recorder(),
+        recorder=Recorder(),
         stop=threading.Event(),
     )
     (wiring,) = fw_setup.wire(ctx)
