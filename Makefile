@@ -11,6 +11,7 @@ UV_ENV := $(VENV)/uv
 UV := $(UV_ENV)/bin/uv
 RUN_DIR ?= .run
 INTEGRATIONS ?=
+AUTOSCALER ?=
 CLUSTER ?=
 IMG ?= pykueue:dev
 BASE ?=
@@ -93,8 +94,8 @@ cluster-up: $(STAMP) binaries ## local control plane on loopback (etcd, apiserve
 cluster-down: ## stop the local control plane
 	$(BIN)/python e2e/cluster.py down --dir $(RUN_DIR)/cluster
 
-up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator also runs those operators
-	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR) $(if $(INTEGRATIONS),--integrations $(INTEGRATIONS))
+up: $(STAMP) binaries ## control plane + CRDs + our server (host process) + webhook configurations + dashboard (prints its URL); INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator also runs those operators; AUTOSCALER=1 a cluster-autoscaler answering ProvisioningRequests
+	$(BIN)/python e2e/stack.py up --dir $(RUN_DIR) $(if $(INTEGRATIONS),--integrations $(INTEGRATIONS)) $(if $(AUTOSCALER),--autoscaler)
 
 down: ## stop everything `make up` started
 	$(BIN)/python e2e/stack.py down --dir $(RUN_DIR)
