@@ -56,6 +56,7 @@ def explain(kubectl: Kubectl, ns: str, job: str) -> str:
         [str(CLI), "explain", f"job/{job}", "-n", ns], env=env, capture_output=True, text=True, timeout=60
     )
     assert proc.returncode == 0, proc.stderr
+    print(f"$ kubectl kueue explain job/{job}\n{proc.stdout}")  # what a user sees (pytest -rP shows it)
     return proc.stdout
 
 
@@ -199,6 +200,7 @@ def test_gpu_job_waits_for_the_autoscaler_then_runs_on_its_new_nodes(
     assert {**PROVIDER_TAINT, "operator": "Equal"} in template["tolerations"]
     assert suspended(kubectl, namespace, "train")
     assert cond(workload_of(kubectl, namespace, "train") or {}, "Admitted").get("status") != "True"
+    explain(kubectl, namespace, "train")
 
     # The autoscaler accepts the request and scales the node group up by two nodes, which kwok makes Ready.
     provisioned = wait_for(
