@@ -135,18 +135,21 @@ def provider_config_maps(groups: Sequence[NodeGroup]) -> list[dict[str, Any]]:
 
 def command_line(binary: Path, kubeconfig: Path, port: int) -> list[str]:
     """Loops every 2 s (the default 10 s would slow each e2e step); no leader election (one process);
-    scale-down on, as shipped, so an idle node group shrinks again."""
+    scale-down on, as shipped, so an idle node group shrinks again. JSON to the API server: its default,
+    protobuf, is also what its ProvisioningRequest client sends, and a custom resource cannot be encoded so
+    (every status write, Accepted first, fails and no request is ever processed)."""
     return [
         str(binary),
         "--cloud-provider=kwok",
         f"--kubeconfig={kubeconfig}",
         f"--address=127.0.0.1:{port}",
+        "--kube-api-content-type=application/json",
         f"--namespace={NAMESPACE}",
         "--enable-provisioning-requests=true",
         "--leader-elect=false",
         "--scan-interval=2s",
         "--logtostderr=true",
-        "--v=2",
+        "--v=4",
     ]
 
 

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.helpers import ClusterObjects, cond, local_queue, submit, suspended, wait_for, when, workload_of
+from e2e.helpers import ClusterObjects, cond, events, local_queue, submit, suspended, wait_for, when, workload_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.local_stack, pytest.mark.autoscaler]
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from autoscaler import NODE_GROUP_ANNOTATION, NODE_GROUP_LABEL, PROVIDER_TAINT  # noqa: E402
+from cluster import tail  # noqa: E402
+
+T = TypeVar("T")
 
 CLI = Path(sys.executable).parent / "kubectl-kueue"
 CONTROLLER = "kueue.x-k8s.io/provisioning-request"
@@ -48,6 +51,14 @@ def autoscaler(kubectl: Kubectl) -> Iterator[Any]:
     stack.start_autoscaler()
     yield stack.autoscaler
     stack.stop_autoscaler()
+
+
+def waiting_on_autoscaler(autoscaler: Any, what: str, probe: Callable[[], T | None], timeout: float) -> T:
+    """`wait_for` a step the autoscaler takes; a timeout shows the end of its log."""
+    try:
+        return wait_for(what, probe, timeout=timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\ncluster-autoscaler's last lines:\n{tail(autoscaler.log_file, 40)}") from None
 
 
 def explain(kubectl: Kubectl, ns: str, job: str) -> str:
@@ -203,14 +214,16 @@ def test_gpu_job_waits_for_the_autoscaler_then_runs_on_its_new_nodes(
     explain(kubectl, namespace, "train")
 
     # The autoscaler accepts the request and scales the node group up by two nodes, which kwok makes Ready.
-    provisioned = wait_for(
+    provisioned = waiting_on_autoscaler(
+        autoscaler,
         "the request Provisioned",
         lambda: when(requests(kubectl, namespace)[pr_name], lambda p: cond(p, "Provisioned").get("status") == "True"),
         timeout=90,
     )
     assert cond(provisioned, "Accepted").get("status") == "True"
     assert cond(provisioned, "Provisioned")["message"] == PROVISIONED
-    new_nodes = wait_for(
+    new_nodes = waiting_on_autoscaler(
+        autoscaler,
         "two new gpu-a100 nodes, Ready",
         lambda: when(
             [n for n in autoscaler.nodes() if n["metadata"]["name"] not in before],
@@ -258,46 +271,78 @@ def test_gpu_job_waits_for_the_autoscaler_then_runs_on_its_new_nodes(
 
 
 def test_unsatisfiable_request_fails_is_retried_as_configured_then_rejected(
-    kubectl: Kubectl, namespace: str, objs: ClusterObjects
+    kubectl: Kubectl, namespace: str, objs: ClusterObjects, autoscaler: Any
 ) -> None:
     # check-capacity never scales up; with noRetry the autoscaler marks a request it finds no room for Failed
     # at once (three nodes' worth of GPUs, the group holds two), and Kueue retries once, after 2 s, then rejects.
+    # Retry and Rejected last only until the Workload is evicted (its checks then reset to Pending): the
+    # Workload's events keep each step.
     retry = {"backoffLimitCount": 1, "backoffBaseSeconds": 2, "backoffMaxSeconds": 4}
     check = setup(objs, namespace, klass=CHECK_CAPACITY, parameters={"noRetry": "true"}, retry=retry)
     submit(kubectl, gpu_job(namespace, "too-big", 3))
+    wl_name = wait_for("the Workload", lambda: workload_of(kubectl, namespace, "too-big"))["metadata"]["name"]
 
-    retried = wait_for(
-        "the check retried after the first failure",
-        lambda: when(check_state(kubectl, namespace, "too-big", check), lambda s: (s.get("retryCount") or 0) >= 1),
-        timeout=90,
-    )
-    assert retried["message"] == f"Retrying after failure: {NOT_FOUND_NO_RETRY}"
-    wl = workload_of(kubectl, namespace, "too-big") or {}
-    wl_name = wl["metadata"]["name"]
-    first = requests(kubectl, namespace).get(f"{wl_name}-{check}-1")
-    if first is not None:  # deleted once the next attempt is made
-        assert cond(first, "Failed")["message"] == NOT_FOUND_NO_RETRY
+    def seen(*wanted: tuple[str, str, str]) -> list[tuple[str, str, str]] | None:
+        got = events(kubectl, namespace, wl_name)
+        return got if all(w in got for w in wanted) else None
 
-    rejected = wait_for(
-        "the check rejected after the second attempt failed",
-        lambda: when(check_state(kubectl, namespace, "too-big", check), lambda s: s.get("state") == "Rejected"),
-        timeout=90,
+    retried = (
+        "Normal",
+        "AdmissionCheckUpdated",
+        f"Admission check {check} updated state from Pending to Retry with message: "
+        f"Retrying after failure: {NOT_FOUND_NO_RETRY}",
     )
-    assert rejected["message"] == NOT_FOUND_NO_RETRY
-    second = requests(kubectl, namespace)[f"{wl_name}-{check}-2"]
-    assert cond(second, "Failed").get("status") == "True"
-    assert cond(second, "Failed")["reason"] == "CapacityIsNotFound"
+    evicted = (
+        "Normal",
+        "EvictedDueToAdmissionCheck",
+        f'Evicted due to AdmissionCheck in Retry state: "{check}" (Retrying after failure: {NOT_FOUND_NO_RETRY})',
+    )
+    rejected = (
+        "Normal",
+        "AdmissionCheckUpdated",
+        f"Admission check {check} updated state from Pending to Rejected with message: {NOT_FOUND_NO_RETRY}",
+    )
+    deactivated = (
+        "Warning",
+        "AdmissionCheckRejected",
+        f'Deactivated due to AdmissionCheck in Rejected state: "{check}" ({NOT_FOUND_NO_RETRY})',
+    )
+    got = waiting_on_autoscaler(
+        autoscaler,
+        "retried once, then rejected and deactivated",
+        lambda: seen(retried, rejected, deactivated),
+        timeout=120,
+    )
+    created = [m for _, r, m in got if r == "ProvisioningRequestCreated"]
+    assert created == [
+        f'Created ProvisioningRequest: "{wl_name}-{check}-1"',
+        f'Created ProvisioningRequest: "{wl_name}-{check}-2"',
+    ], got
+    assert got.index(retried) < got.index(rejected), got
+    assert evicted in got, got
 
     wl = wait_for(
-        "the Workload deactivated",
-        lambda: when(workload_of(kubectl, namespace, "too-big") or {}, lambda w: w["spec"].get("active") is False),
-        timeout=30,
+        "the Workload deactivated and evicted",
+        lambda: when(
+            workload_of(kubectl, namespace, "too-big") or {},
+            lambda w: w["spec"].get("active") is False and cond(w, "Evicted").get("status") == "True",
+        ),
     )
-    target = cond(wl, "DeactivationTarget") or cond(wl, "Evicted")
-    assert f'AdmissionCheck in Rejected state: "{check}" ({NOT_FOUND_NO_RETRY})' in target.get("message", "")
+    # As upstream's workload controller words it (pkg/controller/core/workload_controller.go, evict.go).
+    assert cond(wl, "Evicted")["reason"] == "DeactivatedDueToAdmissionCheck"
+    assert cond(wl, "Evicted")["message"] == (
+        f'The workload is deactivated due to AdmissionCheck in Rejected state: "{check}" ({NOT_FOUND_NO_RETRY})'
+    )
     assert suspended(kubectl, namespace, "too-big")
+    state = check_state(kubectl, namespace, "too-big", check)
+    assert (state["state"], state["message"]) == ("Pending", "Reset to Pending after eviction. Previously: Rejected")
+    # CleanupProvisioningRequestsOnEviction (on by default): the evicted Workload's requests are gone.
+    wait_for("its requests deleted", lambda: requests(kubectl, namespace) == {})
     out = explain(kubectl, namespace, "too-big")
-    assert f"  {check}: Rejected: {NOT_FOUND_NO_RETRY} (retries 1)" in out.splitlines(), out
+    assert "Blocked: the Workload is stopped (spec.active is false; `kubectl kueue resume workload` lifts it)" in (
+        out.splitlines()
+    ), out
+    assert f"  {check}: Pending: Reset to Pending after eviction. Previously: Rejected" in out.splitlines(), out
 
 
 def test_request_beyond_the_node_group_maximum_waits_with_the_autoscalers_message(
@@ -307,7 +352,8 @@ def test_request_beyond_the_node_group_maximum_waits_with_the_autoscalers_messag
     before = {n["metadata"]["name"] for n in autoscaler.nodes()}
     submit(kubectl, gpu_job(namespace, "three-nodes", 3))
 
-    state = wait_for(
+    state = waiting_on_autoscaler(
+        autoscaler,
         "the check pending with the autoscaler's message",
         lambda: when(
             check_state(kubectl, namespace, "three-nodes", check), lambda s: s.get("message") == NOT_FOUND_LATER
