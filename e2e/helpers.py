@@ -216,6 +216,13 @@ def one_queue(kubectl: Kubectl, namespace: str, prefix: str, cpu: str) -> Iterat
             kubectl("delete", o["kind"].lower(), name, "--wait=false", "--ignore-not-found", check=False)
 
 
+def events(kubectl: Kubectl, ns: str, name: str) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the events about object `name` in `ns`, oldest first."""
+    items = kubectl.get("events", "-n", ns, "--field-selector", f"involvedObject.name={name}")["items"]
+    items.sort(key=lambda e: e.get("eventTime") or e.get("lastTimestamp") or "")
+    return [(e.get("type", ""), e.get("reason", ""), e.get("message", "")) for e in items]
+
+
 def workload_of(kubectl: Kubectl, ns: str, job_name: str) -> dict[str, Any] | None:
     for w in kubectl.get("workloads", "-n", ns)["items"]:
         if any(r.get("name") == job_name for r in w["metadata"].get("ownerReferences") or ()):

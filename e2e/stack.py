@@ -6,8 +6,9 @@ from `certs`; the visibility APIServices reach the worker's visibility port thro
 ExternalName Service `localhost` (`webhook.install.visibility.local_objects`).
 With `integrations` (`make up INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator`)
 the operators those need run beside it (e2e/operators.py) and the server's Configuration enables each one's
-frameworks we implement.
-`python e2e/stack.py up|down [--dir DIR] [--integrations LIST]`; `make up` / `make down` call it.
+frameworks we implement. With `autoscaler` (`make up AUTOSCALER=1`) a real cluster-autoscaler with its kwok
+cloud provider answers ProvisioningRequests (e2e/autoscaler.py).
+`python e2e/stack.py up|down [--dir DIR] [--integrations LIST] [--autoscaler]`; `make up` / `make down` call it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "e2e")]
 
+from autoscaler import Autoscaler  # noqa: E402
 from cluster import NODES, Cluster, FakeNode, HostExec  # noqa: E402
 from operators import Operators, frameworks, parse_list  # noqa: E402
 
@@ -139,11 +141,13 @@ class Stack:
         cluster_args: Mapping[str, Any] | None = None,
         command_prefix: Sequence[str] = (),
         dashboard: bool = True,
+        autoscaler: bool = False,
     ) -> None:
         """`job_pods_run`, `host_exec` and `nodes`: the kwok behaviours and fake nodes, as `Cluster` takes them;
         `integrations`: the operators to run (e2e/operators.py names). `cluster_args`: more `Cluster` keywords
         (where its API server listens: e2e/multicluster.py). `command_prefix`: what the server runs under (a
-        private mount namespace with its own /etc/hosts, for a MultiKueue manager). `dashboard`: start it."""
+        private mount namespace with its own /etc/hosts, for a MultiKueue manager). `dashboard`: start it.
+        `autoscaler`: run cluster-autoscaler (and install the ProvisioningRequest CRD) before our server."""
         self.dir = Path(directory).resolve()
         self.cluster = Cluster(
             self.dir / "cluster",
@@ -156,6 +160,8 @@ class Stack:
         self.command_prefix = tuple(command_prefix)
         self.dashboard = dashboard
         self.operators = Operators(self.dir / "operators", self.cluster, integrations)
+        self.with_autoscaler = autoscaler
+        self.autoscaler = Autoscaler(self.dir / "autoscaler", self.cluster)
         self.cert_dir = self.dir / "certs"
         self.pid_file = self.dir / "server.pid"
         self.port_file = self.dir / "server.port"
@@ -248,6 +254,8 @@ class Stack:
             log.write_bytes(b"")
         self.cluster.up()
         self.operators.up()  # their CRDs exist before our server watches them
+        if self.with_autoscaler:
+            self.autoscaler.up()  # so does the ProvisioningRequest CRD
         # The aggregator checks the visibility server's certificate against the Service's DNS name.
         certs.write_bundle(self.cert_dir, ["127.0.0.1", "localhost", f"{visibility.SERVICE}.kueue-system.svc"])
         ca_bundle = certs.ca_bundle(self.cert_dir)
@@ -309,6 +317,16 @@ class Stack:
         self.operators.uninstall()
         self.operators = Operators(self.dir / "operators", self.cluster)
         self.restart_server()
+
+    def start_autoscaler(self) -> None:
+        """Run cluster-autoscaler beside a stack already up and restart our server, whose worker then finds the
+        ProvisioningRequest API at once (an e2e module's fixture). Raises AutoscalerError naming the step."""
+        self.autoscaler.up()
+        self.restart_server()
+
+    def stop_autoscaler(self) -> None:
+        """Undo `start_autoscaler`: the autoscaler stopped and its nodes deleted (the CRD stays)."""
+        self.autoscaler.down()
 
     def _start_server(self, port: int, extra_config: str = "") -> None:
         config = self.dir / "server-config.yaml"
@@ -412,6 +430,7 @@ class Stack:
     def down(self) -> None:
         self._stop_dashboard()
         self._stop_server()
+        self.autoscaler.down()
         self.operators.down()
         self.cluster.down()
 
@@ -431,8 +450,15 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="operators to run beside the server, comma-separated: jobset,lws,appwrapper,trainer",
     )
+    parser.add_argument(
+        "--autoscaler",
+        action="store_true",
+        help="run cluster-autoscaler (kwok cloud provider) answering ProvisioningRequests",
+    )
     args = parser.parse_args(argv)
-    stack = Stack(args.dir, teardown_on_exit=False, integrations=parse_list(args.integrations))
+    stack = Stack(
+        args.dir, teardown_on_exit=False, integrations=parse_list(args.integrations), autoscaler=args.autoscaler
+    )
     try:
         if args.command == "up":
             stack.up()

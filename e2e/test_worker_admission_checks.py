@@ -19,6 +19,7 @@ from e2e.conftest import Kubectl
 from e2e.helpers import (
     ClusterObjects,
     cond,
+    events,
     flavor,
     job,
     local_queue,
@@ -123,12 +124,6 @@ def setup(kubectl: Kubectl, objs: ClusterObjects, ns: str, *, active: bool = Tru
 
 def brief(c: dict[str, Any]) -> tuple[str, str, str]:
     return c.get("status", ""), c.get("reason", ""), c.get("message", "")
-
-
-def events(kubectl: Kubectl, ns: str, name: str) -> list[tuple[str, str, str]]:
-    items = kubectl.get("events", "-n", ns, "--field-selector", f"involvedObject.name={name}")["items"]
-    items.sort(key=lambda e: e.get("eventTime") or e.get("lastTimestamp") or "")
-    return [(e.get("type", ""), e.get("reason", ""), e.get("message", "")) for e in items]
 
 
 def reserved_with_checks(kubectl: Kubectl, ns: str, job_name: str) -> dict[str, Any]:

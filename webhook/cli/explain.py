@@ -49,7 +49,16 @@ from webhook.core.decisions import Admit, Pending, Preempt, QueueBlocked
 from webhook.core.quota_resources import QuotaResources
 from webhook.core.workload import WorkloadInfo, describe_flavors
 
-__all__ = ["blockers", "describe_outcome", "dry_run", "explain", "fetch_state", "quota_table", "server_config"]
+__all__ = [
+    "blockers",
+    "check_lines",
+    "describe_outcome",
+    "dry_run",
+    "explain",
+    "fetch_state",
+    "quota_table",
+    "server_config",
+]
 
 # Where the install (`webhook.install`, the chart, the manifests) keeps the server's Configuration.
 CONFIG_MAP_PATH = "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config"
@@ -159,6 +168,25 @@ def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]
     if pending_checks and workload_status(wl) == "quotaReserved":
         out.append(f"admission check(s) not ready yet: {', '.join(pending_checks)}")
     return cq_name, out
+
+
+def check_lines(wl: Mapping[str, Any]) -> list[str]:
+    """Each admission check's state as its controller last wrote it on the Workload: the message (a
+    ProvisioningRequest's condition, carried over by its controller), retries counted and the wait before the
+    next attempt."""
+    states = (wl.get("status") or {}).get("admissionChecks") or []
+    lines = ["Admission checks:"] if states else []
+    for state in states:
+        line = f"  {state.get('name', '')}: {state.get('state', '')}"
+        if state.get("message"):
+            line += f": {state['message']}"
+        extras = []
+        if state.get("retryCount"):
+            extras.append(f"retries {state['retryCount']}")
+        if state.get("state") == "Retry" and state.get("requeueAfterSeconds") is not None:
+            extras.append(f"next attempt after {human_duration(float(state['requeueAfterSeconds']))}")
+        lines.append(line + (f" ({', '.join(extras)})" if extras else ""))
+    return lines
 
 
 def _amount(resource: str, value: int) -> str:
@@ -302,6 +330,7 @@ def explain(target: str) -> None:
             lines.append(f"  pod set {psa.get('name')}: {flavors} ({psa.get('count')} pods)")
             lines += _topology_lines(psa)
     lines += [f"Blocked: {b}" for b in blocked]
+    lines += check_lines(wl)
     reserved = next(
         (
             c
