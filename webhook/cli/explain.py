@@ -235,9 +235,28 @@ def describe_outcome(outcome: Outcome, wl: WorkloadInfo) -> list[str]:
 
 
 def _topology_lines(psa: Mapping[str, Any]) -> list[str]:
-    """Where topology-aware admission put (or would put) a pod set's pods, when it did."""
+    """Where topology-aware admission put (or would put) a pod set's pods, when it did; or that the
+    placement is left to later (`delayedTopologyRequest`)."""
     raw = psa.get("topologyAssignment")
-    return [f"    topology {topology.describe_assignment(raw)}"] if raw else []
+    if raw:
+        return [f"    topology {topology.describe_assignment(raw)}"]
+    if psa.get("delayedTopologyRequest") == "Pending":
+        return ["    topology: placed later (by the MultiKueue worker, or once provisioned nodes exist)"]
+    if psa.get("delayedTopologyRequest") == "Ready":
+        return ["    topology: placed by the MultiKueue worker"]
+    return []
+
+
+def multikueue_lines(wl: Mapping[str, Any]) -> list[str]:
+    """Which worker cluster runs a MultiKueue Workload (`status.clusterName`), or which ones it was
+    dispatched to while none has admitted it (`status.nominatedClusterNames`)."""
+    status = wl.get("status") or {}
+    if status.get("clusterName"):
+        return [f"MultiKueue: runs on worker cluster {status['clusterName']}"]
+    nominated = status.get("nominatedClusterNames") or []
+    if nominated:
+        return [f"MultiKueue: dispatched to worker clusters {', '.join(nominated)}; none has admitted it yet"]
+    return []
 
 
 def _fits_lines(rows: Sequence[QuotaRow], cluster_queue: str) -> list[str]:
@@ -330,6 +349,7 @@ def explain(target: str) -> None:
             lines.append(f"  pod set {psa.get('name')}: {flavors} ({psa.get('count')} pods)")
             lines += _topology_lines(psa)
     lines += [f"Blocked: {b}" for b in blocked]
+    lines += multikueue_lines(wl)
     lines += check_lines(wl)
     reserved = next(
         (
