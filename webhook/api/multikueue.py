@@ -156,3 +156,22 @@ def go_quote(text: str) -> str:
 def go_list(items: Iterable[str]) -> str:
     """Go's `%v` of a `[]string`: `[a b]`, items unquoted and space-separated."""
     return "[" + " ".join(items) + "]"
+
+
+def describe_placement(status: o.Obj) -> str:
+    """For people (explain, the dashboard): which worker cluster runs a MultiKueue Workload
+    (`status.clusterName`), or which ones it waits on (`nominatedClusterNames`); "" when neither."""
+    if status.get("clusterName"):
+        return f"runs on worker cluster {status['clusterName']}"
+    nominated = status.get("nominatedClusterNames") or []
+    if nominated:
+        return f"dispatched to worker clusters {', '.join(map(str, nominated))}; none has admitted it yet"
+    return ""
+
+
+def describe_delayed_topology(state: object) -> str:
+    """For people: a pod set's `delayedTopologyRequest` ("" when none)."""
+    return {
+        "Pending": "placed later (by the MultiKueue worker, or once provisioned nodes exist)",
+        "Ready": "placed by the MultiKueue worker",
+    }.get(str(state or ""), "")

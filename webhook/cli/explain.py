@@ -18,7 +18,7 @@ import yaml
 
 from webhook import config as configuration
 from webhook import kube
-from webhook.api import constants, quantity, selector
+from webhook.api import constants, multikueue, quantity, selector
 from webhook.api import objects as o
 from webhook.cli.api import (
     Api,
@@ -240,23 +240,14 @@ def _topology_lines(psa: Mapping[str, Any]) -> list[str]:
     raw = psa.get("topologyAssignment")
     if raw:
         return [f"    topology {topology.describe_assignment(raw)}"]
-    if psa.get("delayedTopologyRequest") == "Pending":
-        return ["    topology: placed later (by the MultiKueue worker, or once provisioned nodes exist)"]
-    if psa.get("delayedTopologyRequest") == "Ready":
-        return ["    topology: placed by the MultiKueue worker"]
-    return []
+    delayed = multikueue.describe_delayed_topology(psa.get("delayedTopologyRequest"))
+    return [f"    topology: {delayed}"] if delayed else []
 
 
 def multikueue_lines(wl: Mapping[str, Any]) -> list[str]:
-    """Which worker cluster runs a MultiKueue Workload (`status.clusterName`), or which ones it was
-    dispatched to while none has admitted it (`status.nominatedClusterNames`)."""
-    status = wl.get("status") or {}
-    if status.get("clusterName"):
-        return [f"MultiKueue: runs on worker cluster {status['clusterName']}"]
-    nominated = status.get("nominatedClusterNames") or []
-    if nominated:
-        return [f"MultiKueue: dispatched to worker clusters {', '.join(nominated)}; none has admitted it yet"]
-    return []
+    """Which worker cluster runs a MultiKueue Workload, or which ones it was dispatched to."""
+    placement = multikueue.describe_placement(wl.get("status") or {})
+    return [f"MultiKueue: {placement}"] if placement else []
 
 
 def _fits_lines(rows: Sequence[QuotaRow], cluster_queue: str) -> list[str]:

@@ -255,6 +255,8 @@ def create_app(settings: Settings) -> Starlette:
             position=pos,
             conditions=(entry.raw.get("status") or {}).get("conditions") or [],
             placement=views.placement(entry.raw),
+            multikueue=views.multikueue_placement(entry.raw),
+            checks=(entry.raw.get("status") or {}).get("admissionChecks") or [],
             events=events,
             pods=pods,
             not_shared=f"Namespace {ns} does not share its Pods and Events with the dashboard (bind ClusterRole "

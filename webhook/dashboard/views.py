@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from webhook.api import quantity
+from webhook.api import multikueue, quantity
 from webhook.core import model, ordering, topology
 from webhook.core.workload import WorkloadInfo, describe_flavors
 from webhook.dashboard.store import Kind, Store, WorkloadEntry
@@ -182,10 +182,22 @@ def placement(raw: Mapping[str, Any]) -> tuple[PlacementRow, ...]:
             str(psa.get("name", "")),
             int(psa.get("count") or 0),
             describe_flavors(psa),
-            topology.describe_assignment(psa["topologyAssignment"]) if psa.get("topologyAssignment") else "",
+            _topology_text(psa),
         )
         for psa in admission.get("podSetAssignments") or ()
     )
+
+
+def _topology_text(psa: Mapping[str, Any]) -> str:
+    """Where the pod set's pods go, or that the placement is left to later (`delayedTopologyRequest`)."""
+    if psa.get("topologyAssignment"):
+        return topology.describe_assignment(psa["topologyAssignment"])
+    return multikueue.describe_delayed_topology(psa.get("delayedTopologyRequest"))
+
+
+def multikueue_placement(raw: Mapping[str, Any]) -> str:
+    """Which worker cluster runs a MultiKueue Workload, or which ones it waits on ("" when neither)."""
+    return multikueue.describe_placement(raw.get("status") or {})
 
 
 def _amount(resource: str, text: object) -> int:

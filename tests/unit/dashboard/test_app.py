@@ -178,15 +178,18 @@ async def test_reviews_are_cached_between_page_views() -> None:
         assert len(reviews.calls) == first
 
 
-async def _job_workload_page(kube: FakeReader, topology: dict | None = None) -> httpx.Response:
+async def _job_workload_page(
+    kube: FakeReader, topology: dict | None = None, status: dict | None = None
+) -> httpx.Response:
     """The admin's page of team-a's running Workload, owned by Job a-running-job (its pod sets placed on
-    `topology`, when given)."""
+    `topology`, when given; `status` fields added)."""
     store = two_teams()
     raw = copy.deepcopy(dict(store.workloads()["team-a/a-running"].raw))
     raw["metadata"] = {**raw["metadata"], "ownerReferences": [{"kind": "Job", "name": "a-running-job"}]}
     if topology is not None:
         placed = psa(count=3, cpu=("default", "3")) | {"topologyAssignment": topology}
         raw["status"]["admission"]["podSetAssignments"] = [placed]
+    raw["status"].update(status or {})
     store.apply(Kind.WORKLOADS, "MODIFIED", raw)
     app = create_app(Settings(store=store, authorizer=Authorizer(FakeReviews()), kube=kube))
     async with httpx.AsyncClient(
@@ -224,6 +227,21 @@ async def test_the_workload_page_shows_where_topology_aware_admission_put_the_po
     assert "<td>kubernetes.io/hostname: kind-worker (2 pods), kind-worker2 (1 pod)</td>" in page
     assert "<td>cpu on default</td>" in page
     assert "<h3>Placement</h3>" not in (await _job_workload_page(FakeReader())).text  # no pod set assigned
+
+
+async def test_the_workload_page_names_its_multikueue_worker_and_its_checks() -> None:
+    check = {
+        "name": "multikueue",
+        "state": "Ready",
+        "message": 'The workload was admitted on "worker2"',
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    page = (await _job_workload_page(FakeReader(), status={"clusterName": "worker2", "admissionChecks": [check]})).text
+    assert "<p>MultiKueue: runs on worker cluster worker2</p>" in page
+    assert "<h3>Admission checks</h3>" in page
+    assert "<td>multikueue</td><td>Ready</td><td>The workload was admitted on &#34;worker2&#34;</td>" in page
+    plain = (await _job_workload_page(FakeReader())).text
+    assert "MultiKueue:" not in plain and "<h3>Admission checks</h3>" not in plain
 
 
 async def test_a_namespace_user_without_pod_access_gets_no_pods_read() -> None:

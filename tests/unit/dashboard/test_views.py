@@ -134,3 +134,18 @@ def test_local_queue_rows_follow_the_localqueues_grant_only(workloads, local_que
 def test_state_of() -> None:
     assert views.state_of(info_of(make_wl("w").finished().obj())) is views.State.FINISHED
     assert views.state_of(info_of(make_wl("w").reserve("cq", admitted=False).obj())) is views.State.QUOTA_RESERVED
+
+
+def test_a_delayed_placement_says_who_places_it() -> None:
+    def raw(state: str) -> dict[str, object]:
+        assignment = {"name": "main", "count": 2, "flavors": {"cpu": "tas"}, "delayedTopologyRequest": state}
+        return {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}}
+
+    assert views.placement(raw("Pending"))[0].topology == (
+        "placed later (by the MultiKueue worker, or once provisioned nodes exist)"
+    )
+    assert views.placement(raw("Ready"))[0].topology == "placed by the MultiKueue worker"
+    assert views.multikueue_placement({"status": {"nominatedClusterNames": ["w1", "w2"]}}) == (
+        "dispatched to worker clusters w1, w2; none has admitted it yet"
+    )
+    assert views.multikueue_placement({"status": {}}) == ""
