@@ -303,23 +303,30 @@ def test_a_node_heartbeat_does_not_retry_inadmissible_workloads_but_more_room_do
     assert isinstance(only(core.schedule(T0).decisions, "ns/wl"), Admit)
 
 
+def checked_first_pass(check: str, controller: str, *nodes: dict[str, Any]) -> tuple[Any, dict[str, Any], Admit]:
+    """A ClusterQueue of the TAS flavor whose one admission check `check` belongs to `controller`,
+    `nodes`, and a two-pod rack job with that check Pending after its first scheduling pass."""
+    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
+    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": check}]}
+    core = make_core(TOPOLOGY, TAS, cq, LQ, *nodes)
+    core.on_admission_check(check, True, T0, controller=controller)
+    wl = rack_job("wl", 2).obj()
+    wl["status"] = {
+        "admissionChecks": [
+            {"name": check, "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ]
+    }
+    core.on_workload(wl, T0)
+    first = only(core.schedule(T0).decisions, "ns/wl")
+    assert isinstance(first, Admit)
+    return core, wl, first
+
+
 def test_with_a_multikueue_check_the_placement_is_left_to_the_worker() -> None:
     """`podSetTopologyRequest`: the manager reserves quota on its TAS flavor but places nothing (it
     may have no nodes at all); the pod set's `delayedTopologyRequest` is Pending until the worker's
     placement is reported, and the Workload is not Admitted before."""
-    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
-    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "mk"}]}
-    core = make_core(TOPOLOGY, TAS, cq, LQ)
-    core.on_admission_check("mk", True, T0, controller="kueue.x-k8s.io/multikueue")
-    wl = rack_job("wl", 2).obj()
-    wl["status"] = {
-        "admissionChecks": [
-            {"name": "mk", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-        ]
-    }
-    core.on_workload(wl, T0)
-    d = only(core.schedule(T0).decisions, "ns/wl")
-    assert isinstance(d, Admit)
+    _, _, d = checked_first_pass("mk", "kueue.x-k8s.io/multikueue")
     assert d.admission["podSetAssignments"] == [
         {
             "name": "main",
@@ -345,12 +352,6 @@ def test_without_a_multikueue_check_the_same_queue_places_on_its_nodes() -> None
     assert "topologyAssignment" in d.admission["podSetAssignments"][0]
 
 
-def _provisioned_cq() -> dict[str, Any]:
-    cq = make_cq("cq").group(fq("tas", cpu="8")).obj()
-    cq["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "prov"}]}
-    return cq
-
-
 def _with_reservation(wl: dict[str, Any], d: Admit, check_state: str) -> dict[str, Any]:
     """The Workload as the API returns it after `d` was written, its check now in `check_state`."""
     out = dict(wl)
@@ -368,17 +369,7 @@ def test_behind_a_provisioning_request_the_placement_waits_for_its_nodes_then_a_
     """`podSetTopologyRequest` on the first pass, `NeedsSecondPass` once the check is Ready: quota is
     reserved without a placement (the nodes the request brings do not exist yet); when the check
     turns Ready the scheduler places the pods and admits, in one write."""
-    core = make_core(TOPOLOGY, TAS, _provisioned_cq(), LQ, *NODES)
-    core.on_admission_check("prov", True, T0, controller="kueue.x-k8s.io/provisioning-request")
-    wl = rack_job("wl", 2).obj()
-    wl["status"] = {
-        "admissionChecks": [
-            {"name": "prov", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-        ]
-    }
-    core.on_workload(wl, T0)
-    first = only(core.schedule(T0).decisions, "ns/wl")
-    assert isinstance(first, Admit)
+    core, wl, first = checked_first_pass("prov", "kueue.x-k8s.io/provisioning-request", *NODES)
     [psa] = first.admission["podSetAssignments"]
     assert psa["delayedTopologyRequest"] == "Pending" and "topologyAssignment" not in psa
     assert ("Admitted", "False", "UnsatisfiedAdmissionChecks") in [
@@ -408,16 +399,7 @@ def test_behind_a_provisioning_request_the_placement_waits_for_its_nodes_then_a_
 def test_a_delayed_placement_that_does_not_fit_yet_is_tried_again_later() -> None:
     """Fewer free nodes than the provisioned pods need: no admission yet, and another try a second
     later, not every cycle."""
-    core = make_core(TOPOLOGY, TAS, _provisioned_cq(), LQ, *NODES[:1])
-    core.on_admission_check("prov", True, T0, controller="kueue.x-k8s.io/provisioning-request")
-    wl = rack_job("wl", 2).obj()
-    wl["status"] = {
-        "admissionChecks": [
-            {"name": "prov", "state": "Pending", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-        ]
-    }
-    core.on_workload(wl, T0)
-    first = only(core.schedule(T0).decisions, "ns/wl")
+    core, wl, first = checked_first_pass("prov", "kueue.x-k8s.io/provisioning-request", *NODES[:1])
     core.on_workload(_with_reservation(wl, first, "Ready"), T0)
     assert not [d for d in core.schedule(T0).decisions if getattr(d, "key", None) == "ns/wl"]
     core.on_node(node("x2", "b1", "r1"), T0)  # the provisioned node arrives
