@@ -13,12 +13,12 @@ import copy
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from tests.unit.fake_kube import FakeKube
+from tests.unit.worker.integrations.job_world import NOW, admit, evict, ts
 from webhook import kube as k
 from webhook.config import Configuration, Integrations, WaitForPodsReady
 from webhook.worker import events
@@ -27,7 +27,6 @@ from webhook.worker.jobframework.setup import SetupContext
 from webhook.worker.store import Store
 from webhook.worker.workqueue import Retry
 
-NOW = datetime.now(UTC).replace(microsecond=0)
 API = "jobset.x-k8s.io/v1alpha2"
 WL_API = "kueue.x-k8s.io/v1beta2"
 WL_FIN = "kueue.x-k8s.io/resource-in-use"
@@ -40,10 +39,6 @@ JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
 POD_SPEC = {"restartPolicy": "Never", "containers": [{"name": "test-container", "image": "busybox:latest"}]}
-
-
-def ts(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --- builders (upstream's testingjobset wrappers, as plain dicts) ---------------------------------------
@@ -182,28 +177,6 @@ def workload(jobset: JS, *, name: str = "wl") -> dict[str, Any]:
             "podSets": [podset_of(jobset, 0, 1), podset_of(jobset, 1, 4)],
         },
     }
-
-
-def admit(wl: dict[str, Any], *, flavor: str = "default", cq: str = "cq") -> dict[str, Any]:
-    wl["status"] = {
-        "admission": {
-            "clusterQueue": cq,
-            "podSetAssignments": [
-                {"name": ps["name"], "count": ps["count"], "flavors": {"cpu": flavor}} for ps in wl["spec"]["podSets"]
-            ],
-        },
-        "conditions": [
-            {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": f"in {cq}"},
-            {"type": "Admitted", "status": "True", "reason": "Admitted", "message": f"in {cq}"},
-        ],
-    }
-    return wl
-
-
-def evict(wl: dict[str, Any], reason: str = "Preempted", message: str = "Preempted to accommodate a workload") -> None:
-    wl["status"]["conditions"].append(
-        {"type": "Evicted", "status": "True", "reason": reason, "message": message, "lastTransitionTime": ts(NOW)}
-    )
 
 
 # --- upstream: TestPodsReady --------------------------------------------------------------------------
