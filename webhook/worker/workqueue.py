@@ -7,6 +7,12 @@ for after. A handler that raises `Retry` has the key re-added after the delay (i
 Delayed adds wait in one heap served by one thread per queue, as client-go's delaying queue: a
 timer thread each would cost every admitted Workload a thread for the whole waitForPodsReady
 timeout (30 min by default), thousands of threads and their stacks at scale.
+
+Each queue reports controller-runtime's `workqueue_*` series under its `controller` name
+(`webhook.metrics`, after controller-runtime's `pkg/controller/priorityqueue/metrics.go`): an add
+counts when the key was not queued yet (a delayed add when it falls due), the queue duration runs
+from then until a worker takes the key, the work duration until its handler returns, and every add
+with a delay counts as a retry.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 from webhook import kube as k
+from webhook import metrics
 
 __all__ = ["Retry", "WorkQueue"]
 
@@ -38,10 +45,20 @@ class Retry(Exception):
 
 
 class WorkQueue(Generic[T]):
+    """`controller` names the queue in its series: the name of the upstream controller whose queue
+    it is (`Named(...)`, or the lowercased kind of `For(...)`), `name` when it has none."""
+
     def __init__(
-        self, name: str, handler: Callable[[str, Sequence[T]], None], *, workers: int = 1, stop: threading.Event
+        self,
+        name: str,
+        handler: Callable[[str, Sequence[T]], None],
+        *,
+        workers: int = 1,
+        stop: threading.Event,
+        controller: str | None = None,
     ) -> None:
         self.name = name
+        self.controller = controller or name
         self._handler = handler
         self._workers = workers
         self._stop = stop
@@ -55,12 +72,37 @@ class WorkQueue(Generic[T]):
         self._delayed: list[tuple[float, int, str, list[T]]] = []  # (monotonic due, tie-break, key, items)
         self._delay_seq = itertools.count()
         self._delayer: threading.Thread | None = None
+        self._added_at: dict[str, float] = {}  # queued key -> when it was queued (monotonic)
+        self._started_at: dict[str, float] = {}  # key being handled -> when its handler started
+        self._adds = metrics.WORKQUEUE_ADDS.labels(self.controller, self.controller)
+        self._retries_total = metrics.WORKQUEUE_RETRIES.labels(self.controller, self.controller)
+        self._queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(self.controller, self.controller)
+        self._work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(self.controller, self.controller)
+        self._ever_added = False
+        metrics.WORKQUEUE_GAUGES.track(self)
+
+    def load(self) -> metrics.QueueLoad:
+        """The queue's depth and its handlers' running times now, for the scrape."""
+        with self._cond:
+            now = time.monotonic()
+            running = [now - t for t in self._started_at.values()]
+            return metrics.QueueLoad(len(self._queued), sum(running), max(running, default=0.0), self._ever_added)
+
+    def _queue(self, key: str) -> list[T]:
+        """The queued entry of `key`, made (and counted as an add) when there is none. Under `_cond`."""
+        items = self._queued.get(key)
+        if items is None:
+            items = self._queued[key] = []
+            self._added_at[key] = time.monotonic()
+            self._ever_added = True
+            self._adds.inc()
+        return items
 
     def add(self, key: str, item: T | None = None, *, first: bool = False) -> None:
         """Queue `item` for `key`; `first` puts the key ahead of the keys queued without it (a
         write that must not wait behind a backlog of less urgent ones), in arrival order."""
         with self._cond:
-            items = self._queued.setdefault(key, [])
+            items = self._queue(key)
             if item is not None:
                 items.append(item)
             if first:
@@ -85,6 +127,8 @@ class WorkQueue(Generic[T]):
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         """Queue `key` (its `items` ahead of any queued since) once `delay` seconds have passed."""
+        if delay > 0:
+            self._retries_total.inc()
         with self._delay_cond:
             heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._delay_seq), key, list(items)))
             if self._delayer is None:
@@ -104,7 +148,7 @@ class WorkQueue(Generic[T]):
                     continue
             with self._cond:
                 for _, _, key, items in due:
-                    self._queued.setdefault(key, [])[:0] = items
+                    self._queue(key)[:0] = items
                 self._cond.notify_all()
 
     def start(self) -> None:
@@ -117,6 +161,9 @@ class WorkQueue(Generic[T]):
                 for key in itertools.chain(self._first, self._queued):
                     if key not in self._processing:
                         items = self._queued.pop(key)
+                        now = time.monotonic()
+                        self._queue_duration.observe(now - self._added_at.pop(key, now))
+                        self._started_at[key] = now
                         if key not in self._first:
                             self._processing_plain.add(key)
                         self._first.pop(key, None)
@@ -127,6 +174,9 @@ class WorkQueue(Generic[T]):
 
     def _done(self, key: str) -> None:
         with self._cond:
+            started = self._started_at.pop(key, None)
+            if started is not None:
+                self._work_duration.observe(time.monotonic() - started)
             self._processing.discard(key)
             self._processing_plain.discard(key)
             self._cond.notify_all()
