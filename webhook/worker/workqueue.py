@@ -24,7 +24,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from prometheus_client import Counter, Histogram
 
 from webhook import kube as k
 from webhook import metrics
@@ -42,6 +45,26 @@ class Retry(Exception):
     def __init__(self, delay: float = 1.0, reason: str = "") -> None:
         super().__init__(reason)
         self.delay = delay
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """One queue's counters and histograms (controller-runtime's `defaultQueueMetrics`)."""
+
+    adds: Counter
+    retries: Counter
+    queue_duration: Histogram
+    work_duration: Histogram
+
+    @classmethod
+    def of(cls, controller: str) -> _Series:
+        labels = (controller, controller)
+        return cls(
+            adds=metrics.WORKQUEUE_ADDS.labels(*labels),
+            retries=metrics.WORKQUEUE_RETRIES.labels(*labels),
+            queue_duration=metrics.WORKQUEUE_QUEUE_DURATION.labels(*labels),
+            work_duration=metrics.WORKQUEUE_WORK_DURATION.labels(*labels),
+        )
 
 
 class WorkQueue(Generic[T]):
@@ -74,12 +97,8 @@ class WorkQueue(Generic[T]):
         self._delayer: threading.Thread | None = None
         self._added_at: dict[str, float] = {}  # queued key -> when it was queued (monotonic)
         self._started_at: dict[str, float] = {}  # key being handled -> when its handler started
-        self._adds = metrics.WORKQUEUE_ADDS.labels(self.controller, self.controller)
-        self._retries_total = metrics.WORKQUEUE_RETRIES.labels(self.controller, self.controller)
-        self._queue_duration = metrics.WORKQUEUE_QUEUE_DURATION.labels(self.controller, self.controller)
-        self._work_duration = metrics.WORKQUEUE_WORK_DURATION.labels(self.controller, self.controller)
         self._ever_added = False
-        metrics.WORKQUEUE_GAUGES.track(self)
+        self._series: _Series | None = None  # from `start` on, as controller-runtime makes a queue on Start
 
     def load(self) -> metrics.QueueLoad:
         """The queue's depth and its handlers' running times now, for the scrape."""
@@ -95,7 +114,8 @@ class WorkQueue(Generic[T]):
             items = self._queued[key] = []
             self._added_at[key] = time.monotonic()
             self._ever_added = True
-            self._adds.inc()
+            if self._series is not None:
+                self._series.adds.inc()
         return items
 
     def add(self, key: str, item: T | None = None, *, first: bool = False) -> None:
@@ -127,8 +147,8 @@ class WorkQueue(Generic[T]):
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         """Queue `key` (its `items` ahead of any queued since) once `delay` seconds have passed."""
-        if delay > 0:
-            self._retries_total.inc()
+        if delay > 0 and self._series is not None:
+            self._series.retries.inc()
         with self._delay_cond:
             heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._delay_seq), key, list(items)))
             if self._delayer is None:
@@ -152,6 +172,12 @@ class WorkQueue(Generic[T]):
                 self._cond.notify_all()
 
     def start(self) -> None:
+        """Start the workers, and the queue's series: a standby that never starts its queues reports
+        none, and the keys queued before count as adds now."""
+        with self._cond:
+            self._series = _Series.of(self.controller)
+            self._series.adds.inc(len(self._queued))
+        metrics.WORKQUEUE_GAUGES.track(self)
         for i in range(self._workers):
             threading.Thread(target=self._run, name=f"{self.name}-{i}", daemon=True).start()
 
@@ -162,7 +188,9 @@ class WorkQueue(Generic[T]):
                     if key not in self._processing:
                         items = self._queued.pop(key)
                         now = time.monotonic()
-                        self._queue_duration.observe(now - self._added_at.pop(key, now))
+                        added = self._added_at.pop(key, now)
+                        if self._series is not None:
+                            self._series.queue_duration.observe(now - added)
                         self._started_at[key] = now
                         if key not in self._first:
                             self._processing_plain.add(key)
@@ -175,8 +203,8 @@ class WorkQueue(Generic[T]):
     def _done(self, key: str) -> None:
         with self._cond:
             started = self._started_at.pop(key, None)
-            if started is not None:
-                self._work_duration.observe(time.monotonic() - started)
+            if started is not None and self._series is not None:
+                self._series.work_duration.observe(time.monotonic() - started)
             self._processing.discard(key)
             self._processing_plain.discard(key)
             self._cond.notify_all()

@@ -245,6 +245,8 @@ def test_series_are_controller_runtimes_per_controller() -> None:
     appears with the first add, the others with the queue."""
     stop = threading.Event()
     q: WorkQueue[int] = WorkQueue("workloads", lambda key, items: None, stop=stop, controller="wq_series_test")
+    assert _series("wq_series_test") == {}  # a queue not started (a standby's) reports nothing
+    q.start()
     names = {name for name, _ in _series("wq_series_test")}
     assert names == {
         "workqueue_adds_total",
@@ -265,7 +267,8 @@ def test_series_are_controller_runtimes_per_controller() -> None:
         *("1.0", "10.0", "100.0", "1000.0", "+Inf"),
     ]
     q.add("a")
-    assert _value("wq_series_test", "workqueue_depth", priority="0") == 1
+    wait_until(lambda: _value("wq_series_test", "workqueue_queue_duration_seconds_count") == 1)
+    assert _value("wq_series_test", "workqueue_depth", priority="0") == 0
     stop.set()
 
 
@@ -277,21 +280,23 @@ def test_depth_adds_durations_and_retries_move_with_the_queue() -> None:
     for key in ("a", "b", "c"):
         q.add(key, 1)
     q.add("a", 2)  # merged into the queued key: not an add
-    assert _value(c, "workqueue_depth", priority="0") == 3
+    q.start()  # the keys queued before count as added now
     assert _value(c, "workqueue_adds_total") == 3
-    q.start()
     wait_until(lambda: _value(c, "workqueue_depth", priority="0") == 2)  # "a" taken, its handler blocked
+    q.add("d")
+    assert _value(c, "workqueue_depth", priority="0") == 3
+    assert _value(c, "workqueue_adds_total") == 4
     time.sleep(0.05)
     assert (_value(c, "workqueue_longest_running_processor_seconds") or 0) >= 0.05
     assert (_value(c, "workqueue_unfinished_work_seconds") or 0) >= 0.05
     assert _value(c, "workqueue_queue_duration_seconds_count") == 1
     release.set()
-    wait_until(lambda: _value(c, "workqueue_work_duration_seconds_count") == 3)
+    wait_until(lambda: _value(c, "workqueue_work_duration_seconds_count") == 4)
     assert _value(c, "workqueue_depth", priority="0") == 0
     assert _value(c, "workqueue_longest_running_processor_seconds") == 0
-    q.add_after("d", 0.05)  # a delayed add is a retry, and an add when it falls due
+    q.add_after("e", 0.05)  # a delayed add is a retry, and an add when it falls due
     assert _value(c, "workqueue_retries_total") == 1
-    wait_until(lambda: _value(c, "workqueue_adds_total") == 4)
+    wait_until(lambda: _value(c, "workqueue_adds_total") == 5)
     stop.set()
 
 
@@ -299,10 +304,19 @@ def test_queues_of_one_controller_add_up() -> None:
     """Our retention queue is part of upstream's workload controller: one set of series for both."""
     stop = threading.Event()
     c = "wq_shared_test"
-    queues = [WorkQueue[int](n, lambda key, items: None, stop=stop, controller=c) for n in ("x", "y")]
+    release = threading.Event()
+    queues = [WorkQueue[int](n, lambda key, items: release.wait(5), stop=stop, controller=c) for n in ("x", "y")]
+    for q in queues:
+        q.start()
     queues[0].add("a")
     queues[1].add("a")
     queues[1].add("b")
-    assert _value(c, "workqueue_depth", priority="0") == 3
+    wait_until(lambda: _value(c, "workqueue_depth", priority="0") == 1)  # one key of each in a handler
     assert _value(c, "workqueue_adds_total") == 3
+    time.sleep(0.05)
+    unfinished, longest = (
+        _value(c, f"workqueue_{n}") or 0 for n in ("unfinished_work_seconds", "longest_running_processor_seconds")
+    )
+    assert unfinished >= 2 * 0.05 and longest >= 0.05 and unfinished > longest
+    release.set()
     stop.set()
