@@ -23,7 +23,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from e2e import monitoring as m
 from e2e.conftest import Kubectl, local_stack, server_configured
-from e2e.helpers import ClusterObjects, cluster_queue, flavor, job, local_queue, submit, wait_for, wait_workload
+from e2e.helpers import (
+    ClusterObjects,
+    cluster_queue,
+    flavor,
+    job,
+    local_queue,
+    submit,
+    wait_for,
+    wait_workload,
+    workload_priority_class,
+)
 
 pytestmark = pytest.mark.local_stack
 
@@ -40,9 +50,9 @@ def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
 
 
 def _find(
-    samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str
+    samples: list[tuple[str, dict[str, str], float]], metric: str, /, **labels: str
 ) -> list[tuple[dict[str, str], float]]:
-    return [(lbl, v) for n, lbl, v in samples if n == name and all(lbl.get(k) == x for k, x in labels.items())]
+    return [(lbl, v) for n, lbl, v in samples if n == metric and all(lbl.get(k) == x for k, x in labels.items())]
 
 
 def _series(name: str, labels: Mapping[str, str]) -> str:
@@ -86,14 +96,7 @@ def scenario(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> Iterator
         )
     )
     for name, value in ((low, 100), (high, 1000)):
-        objs.apply(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "WorkloadPriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+        objs.apply(workload_priority_class(name, value))
     kubectl.apply(local_queue(namespace, "q", cq))
     submit(kubectl, job(namespace, "low", "q", cpu="2", labels={"kueue.x-k8s.io/priority-class": low}))
     wait_workload(kubectl, namespace, "low", "Admitted")
@@ -119,7 +122,13 @@ def scenario(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> Iterator
         text = stack.metrics_text()
         return text if _find(_samples(text), "kueue_cluster_queue_nominal_quota", cluster_queue=cq)[0][1] == 0 else None
 
-    yield {"cq": cq, "before": before, "preempting": preempting, "shrunk": wait_for("the quota shrunk", shrunk)}
+    yield {
+        "cq": cq,
+        "high": high,
+        "before": before,
+        "preempting": preempting,
+        "shrunk": wait_for("the quota shrunk", shrunk),
+    }
 
 
 def test_each_alert_fires_on_our_series(promtool: str, scenario: dict[str, Any], tmp_path: Path) -> None:
@@ -134,7 +143,11 @@ def test_each_alert_fires_on_our_series(promtool: str, scenario: dict[str, Any],
     assert not _find(shrunk, "workqueue_depth", name="workload"), "the seed's first selector matches nothing"
     assert {n for r in m.rules() for n in m.metric_names(r["expr"])} <= {n for n, _, _ in shrunk}
 
-    buckets = _find(preempting, "kueue_admission_wait_time_seconds_bucket", cluster_queue=cq)
+    # The high Job's admission: one series of buckets (the low Job's has its own priority class).
+    buckets = _find(
+        preempting, "kueue_admission_wait_time_seconds_bucket", cluster_queue=cq, priority_class=scenario["high"]
+    )
+    assert len(buckets) == 17  # upstream's generateExponentialBuckets(16), and +Inf
     (usage,) = _find(shrunk, "kueue_cluster_queue_resource_usage", cluster_queue=cq)
     (nominal,) = _find(shrunk, "kueue_cluster_queue_nominal_quota", cluster_queue=cq)
     (borrowing,) = _find(shrunk, "kueue_cluster_queue_borrowing_limit", cluster_queue=cq)
