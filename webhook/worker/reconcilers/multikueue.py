@@ -217,11 +217,21 @@ class MultiKueueController:
         self._generations: dict[str, object] = {}  # MultiKueueCluster name -> generation last seen
         self._configs_seen: dict[str, tuple[str, ...]] = {}  # MultiKueueConfig name -> spec.clusters last seen
         # A connection attempt may wait for its lists a while: other clusters are not held up by it.
-        self.clusters: WorkQueue[object] = WorkQueue("mk-cluster", self.reconcile_cluster, workers=4, stop=stop)
-        self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
-        self.workloads: WorkQueue[object] = WorkQueue("mk-workload", self.reconcile_workload, workers=2, stop=stop)
-        self.cluster_queues: WorkQueue[object] = WorkQueue("mk-clusterqueue", self.reconcile_cluster_queue, stop=stop)
-        self.dispatches: WorkQueue[object] = WorkQueue("mk-dispatcher", self.reconcile_dispatch, stop=stop)
+        self.clusters: WorkQueue[object] = WorkQueue(
+            "mk-cluster", self.reconcile_cluster, workers=4, stop=stop, controller="multikueue_cluster"
+        )
+        self.checks: WorkQueue[object] = WorkQueue(
+            "mk-admissioncheck", self.reconcile_check, stop=stop, controller="multikueue_admissioncheck"
+        )
+        self.workloads: WorkQueue[object] = WorkQueue(
+            "mk-workload", self.reconcile_workload, workers=2, stop=stop, controller="multikueue_workload"
+        )
+        self.cluster_queues: WorkQueue[object] = WorkQueue(
+            "mk-clusterqueue", self.reconcile_cluster_queue, stop=stop, controller="multikueue_clusterqueue"
+        )
+        self.dispatches: WorkQueue[object] = WorkQueue(
+            "mk-dispatcher", self.reconcile_dispatch, stop=stop, controller="multikueue_incremental_dispatcher"
+        )
         self._rounds: dict[str, datetime] = {}  # Workload key -> start of its incremental dispatch round
         self._cq_generations: dict[str, object] = {}  # ClusterQueue name -> generation last seen
         self._stop = stop

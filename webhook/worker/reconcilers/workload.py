@@ -148,7 +148,9 @@ class WorkloadReconciler:
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
         self.on_admitted = on_admitted
-        self.queue: WorkQueue[object] = WorkQueue("workloads", self.reconcile, workers=2, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "workloads", self.reconcile, workers=2, stop=stop, controller="workload_controller"
+        )
         self._rechecks: dict[str, datetime] = {}
         self._lock = threading.Lock()
 

@@ -95,7 +95,9 @@ class VariantReconciler:
         self.short_names = short_names
         self.clock = clock
         self.executor = VariantExecutor(kube, store, recorder)
-        self.queue: WorkQueue[object] = WorkQueue("variants", self.reconcile, workers=2, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "variants", self.reconcile, workers=2, stop=stop, controller="concurrent-admission-controller"
+        )
 
     def start(self) -> None:
         self.queue.start()
