@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics import MetricWrapperBase
 
 from webhook.config.types import MetricsCustomLabel
+from webhook.core.estimate_accuracy import Scored
 
 __all__ = [
     "ADMISSION_ATTEMPTS",
@@ -91,6 +92,8 @@ __all__ = [
     "UNTRACKED_VALUE",
     "USAGE",
     "USAGE_LABELS",
+    "WAIT_ESTIMATES_UNKNOWN",
+    "WAIT_ESTIMATE_ERROR",
     "WEBHOOK_LATENCY",
     "WEBHOOK_OUTCOMES",
     "WEBHOOK_REQUESTS",
@@ -114,6 +117,7 @@ __all__ = [
     "configure",
     "custom_labels",
     "exponential_buckets",
+    "observe_wait_estimate",
     "remove_series",
     "workload_custom_label_sources",
 ]
@@ -956,3 +960,30 @@ class WorkQueueGauges:
 
 WORKQUEUE_GAUGES = WorkQueueGauges()
 WORKER_REGISTRY.register(WORKQUEUE_GAUGES)
+
+
+# -- wait estimates (ours: `webhook.core.wait_estimate`, scored by `core.estimate_accuracy`) -----------
+WAIT_ESTIMATE_ERROR = Histogram(
+    "pykueue_wait_estimate_error_seconds",
+    "How far a workload's quota reservation was from its estimated admission time (absolute seconds), "
+    "per ClusterQueue, for the first estimate made for it and the latest one. Every replica scores the "
+    "estimates it served, from its own watches.",
+    ["cluster_queue", "estimate"],
+    buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 86400),
+    registry=WORKER_REGISTRY,
+)
+WAIT_ESTIMATES_UNKNOWN = Counter(
+    "pykueue_wait_estimates_unknown_total",
+    "Workloads admitted whose first wait estimate was unknown (no basis), per ClusterQueue.",
+    ["cluster_queue"],
+    registry=WORKER_REGISTRY,
+)
+
+
+def observe_wait_estimate(scored: Scored) -> None:
+    """Record one admission scored against its estimates."""
+    for which, error in (("first", scored.first_error), ("latest", scored.latest_error)):
+        if error is not None:
+            WAIT_ESTIMATE_ERROR.labels(scored.cluster_queue, which).observe(abs(error))
+    if scored.first_error is None:
+        WAIT_ESTIMATES_UNKNOWN.labels(scored.cluster_queue).inc()

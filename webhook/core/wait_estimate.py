@@ -71,8 +71,10 @@ class RunTimes:
     def expected(self, key: WorkloadKey, cluster_queue: str) -> float | None:
         """Seconds the workload is expected to hold quota; None without a basis."""
         limit = self.limits.get(key)
-        if limit is not None:
-            return float(limit)
+        return float(limit) if limit is not None else self.observed_median(cluster_queue)
+
+    def observed_median(self, cluster_queue: str) -> float | None:
+        """The median seconds the ClusterQueue's recent finished workloads held quota; None without any."""
         runs = self.observed.get(cluster_queue)
         return statistics.median(runs) if runs else None
 
@@ -105,7 +107,9 @@ class _Simulation:
         self.endless: dict[int, list[WorkloadKey]] = {}
         self.out: dict[WorkloadKey, Estimate] = {}
 
-    def hold(self, key: WorkloadKey, cq: ClusterQueueNode, usage: FRQuantities, start: datetime) -> None:
+    def hold(
+        self, key: WorkloadKey, cq: ClusterQueueNode, usage: Mapping[FlavorResource, int], start: datetime
+    ) -> None:
         seconds = self.run_times.expected(key, cq.name)
         if seconds is None:
             self.endless.setdefault(id(cq.root()), []).append(key)

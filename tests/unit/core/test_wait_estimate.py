@@ -41,9 +41,7 @@ def estimate(
             queues.setdefault("cq-b" if wl.queue_name == "lq-b" else "cq", []).append(wl)
     for wls in queues.values():
         wls.sort(key=ordering.queue_key)
-    run_times = RunTimes(
-        {WorkloadKey(f"ns/{n}"): s for n, s in (limits or {}).items()}, observed or {}
-    )
+    run_times = RunTimes({WorkloadKey(f"ns/{n}"): s for n, s in (limits or {}).items()}, observed or {})
     out = estimate_admissions(take_snapshot(core.cache), queues, run_times, NOW, budget=budget)
     return {key.split("/", 1)[1]: e for key, e in out.items()}
 
@@ -128,7 +126,13 @@ def cq(cpu: str = "4", strategy: str = "BestEffortFIFO", name: str = "cq", cohor
             id="StrictFIFO: the head blocks the queue",
         ),
         pytest.param(
-            [FLAVOR, cq(), running("r", "4", at=0), pending("low", "4", created=1), pending("hi", "4", created=2, priority=5)],
+            [
+                FLAVOR,
+                cq(),
+                running("r", "4", at=0),
+                pending("low", "4", created=1),
+                pending("hi", "4", created=2, priority=5),
+            ],
             {"r": 300},
             {"cq": [100]},
             {"hi": at(300), "low": at(400)},
@@ -138,16 +142,25 @@ def cq(cpu: str = "4", strategy: str = "BestEffortFIFO", name: str = "cq", cohor
             [FLAVOR, cq(), running("r", "4", at=0), pending("p", "2")],
             {},
             {},
-            {"p": Estimate(None, "it waits for quota held by 1 workload(s) with no maximumExecutionTimeSeconds and no "
-                           "finished workloads in their ClusterQueue to learn a run time from (ns/r)")},
+            {
+                "p": Estimate(
+                    None,
+                    "it waits for quota held by 1 workload(s) with no maximumExecutionTimeSeconds and no "
+                    "finished workloads in their ClusterQueue to learn a run time from (ns/r)",
+                )
+            },
             id="unknown: a running workload with no limit and no history",
         ),
         pytest.param(
             [FLAVOR, cq(), pending("p", "8")],
             {},
             {},
-            {"p": Estimate(None, "it does not fit ClusterQueue cq without preemption even once every running "
-                           "workload has ended")},
+            {
+                "p": Estimate(
+                    None,
+                    "it does not fit ClusterQueue cq without preemption even once every running workload has ended",
+                )
+            },
             id="unknown: larger than the ClusterQueue",
         ),
         pytest.param(
