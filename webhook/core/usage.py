@@ -54,7 +54,10 @@ __all__ = [
     "released_at",
     "resolve",
     "to_record",
+    "unit_of",
 ]
+
+_GIB = 1024**3
 
 # The row dimensions, in the order rows are sorted and the CLI names them.
 DIMENSIONS = (
@@ -364,3 +367,12 @@ def aggregate(
             fr = (key.flavor, key.resource)
             group[fr] = group.get(fr, 0) + value
     return out
+
+
+def unit_of(resource: str) -> tuple[str, int]:
+    """What an hour of `resource` is shown in, and how many accounted amounts make one."""
+    if quantity.is_milli_resource(resource):
+        return "cores", 1000
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        return "GiB", _GIB
+    return "units", 1

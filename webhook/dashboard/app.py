@@ -21,7 +21,7 @@ import contextlib
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,8 +37,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from webhook import kube as k
-from webhook.api import constants
-from webhook.dashboard import views
+from webhook.api import constants, schema_usage
+from webhook.dashboard import usage, views
 from webhook.dashboard.auth import Access, Authorizer, RateLimited
 from webhook.dashboard.history import History
 from webhook.dashboard.store import Kind, Store
@@ -189,10 +189,36 @@ def create_app(settings: Settings) -> Starlette:
         names = sorted(history.series) if acc.cluster_queues else []
         return {"charts": [(n, *history.charts(n)) for n in names], "access": acc}
 
-    pages: dict[str, tuple[str, Callable[[Request, Access], dict[str, Any]]]] = {
-        "overview": ("overview.html", lambda r, a: overview_context(a)),
-        "workloads": ("workloads.html", workloads_context),
-        "history": ("history.html", lambda r, a: history_context(a)),
+    async def usage_context(request: Request, acc: Access) -> dict[str, Any]:
+        """The usage page (`usage`): only for those who may list the UsageRecords (every team's usage)."""
+        allowed = await run_in_threadpool(
+            authorizer.allowed, acc.user, "list", schema_usage.PLURAL, group=schema_usage.GROUP
+        )
+        q = request.query_params
+        hours = q.get("hours", "")
+        view = usage.usage_view(
+            store.objects(Kind.USAGE_RECORDS).values() if allowed else (),
+            by=q.get("by", "namespace"),
+            resource=q.get("resource", ""),
+            hours=int(hours) if hours.isdigit() else 24,
+            now=int(settings.clock().timestamp()),
+        )
+        return {
+            "view": view,
+            "allowed": allowed,
+            "access": acc,
+            "by_options": list(usage.BY),
+            "query": urllib.parse.urlencode({k: v for k, v in q.items() if k in ("by", "resource", "hours")}),
+        }
+
+    async def sync_context(ctx: dict[str, Any]) -> dict[str, Any]:
+        return ctx
+
+    pages: dict[str, tuple[str, Callable[[Request, Access], Awaitable[dict[str, Any]]]]] = {
+        "overview": ("overview.html", lambda r, a: sync_context(overview_context(a))),
+        "workloads": ("workloads.html", lambda r, a: sync_context(workloads_context(r, a))),
+        "history": ("history.html", lambda r, a: sync_context(history_context(a))),
+        "usage": ("usage.html", usage_context),
     }
 
     def page_route(name: str, *, fragment: bool) -> Callable[[Request], Any]:
@@ -202,7 +228,13 @@ def create_app(settings: Settings) -> Starlette:
             acc = await access(request)
             if not isinstance(acc, Access):
                 return acc
-            ctx = context(request, acc)
+            try:
+                ctx = await context(request, acc)
+            except RateLimited as exc:
+                return _too_many(exc)
+            except k.KubeError as exc:
+                log.error("dashboard: review failed", extra={"error": str(exc)})
+                return PlainTextResponse("Authorization failed", 500)
             if fragment:
                 return render(request, template, fragment=True, **ctx)
             return render(
@@ -376,6 +408,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/", page_route("overview", fragment=False)),
         Route("/workloads", page_route("workloads", fragment=False)),
         Route("/history", page_route("history", fragment=False)),
+        Route("/usage", page_route("usage", fragment=False)),
         *[Route(f"/fragment/{name}", page_route(name, fragment=True)) for name in pages],
         Route("/workloads/{namespace}/{name}", workload),
         Route("/events", events),

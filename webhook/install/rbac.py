@@ -332,6 +332,14 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             "watch caches the pages are rendered from",
             role="dashboard",
         ),
+        Access(
+            schema_usage.GROUP,
+            (schema_usage.PLURAL,),
+            ("list", "watch"),
+            DASHBOARD,
+            "the usage page: resource-hours per team and hour",
+            role="dashboard",
+        ),
         # Events and Pods only where a namespace shares them: a ClusterRole with no cluster-wide binding
         # (`install.dashboard`), bound per namespace; never every Pod and Event of the cluster.
         Access(
