@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from webhook import kube
-from webhook.api import quantity, schema_usage
+from webhook.api import schema_usage
 from webhook.cli.api import CliError, list_items
 from webhook.cli.output import render_table
 from webhook.cli.session import kube_options, session
