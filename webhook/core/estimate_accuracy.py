@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -78,6 +78,11 @@ class EstimateLog:
         """The workload left the queue without an admission seen (deleted, finished, deactivated)."""
         self._first.pop(key, None)
         self._latest.pop(key, None)
+
+    def retain(self, keys: Collection[WorkloadKey]) -> None:
+        """Forget every workload not in `keys` (for an owner that polls instead of seeing deletions)."""
+        for key in [k for k in self._first if k not in keys]:
+            self.forget(key)
 
     def admitted(self, key: WorkloadKey, cluster_queue: str, at: datetime) -> Scored | None:
         """Score the reservation at `at` against the workload's estimates; None if none was made."""

@@ -40,6 +40,7 @@ from webhook import kube as k
 from webhook.api import constants, schema_usage
 from webhook.dashboard import usage, views
 from webhook.dashboard.auth import Access, Authorizer, RateLimited
+from webhook.dashboard.estimates import Estimates
 from webhook.dashboard.history import History
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import bearer_token
@@ -82,6 +83,7 @@ class Settings:
     authorizer: Authorizer
     kube: KubeReader | None = None
     history: History | None = None
+    estimates: Estimates | None = None
     sample_every_s: float = 10.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     secure_cookies: bool = True  # False only when served over plain HTTP (`--plain-http`)
@@ -117,6 +119,7 @@ class _Changes:
 def create_app(settings: Settings) -> Starlette:
     store, authorizer = settings.store, settings.authorizer
     history = settings.history or History()
+    estimates = settings.estimates or Estimates()
     changes = _Changes()
     store.subscribe(changes.notify)
     env = jinja2.Environment(
@@ -176,6 +179,8 @@ def create_app(settings: Settings) -> Starlette:
             namespace=q.get("namespace", ""),
             queue=q.get("queue", ""),
             state=q.get("state", ""),
+            estimates=estimates.current,
+            now=settings.clock(),
         )
         return {
             "page": page,
@@ -187,7 +192,11 @@ def create_app(settings: Settings) -> Starlette:
 
     def history_context(acc: Access) -> dict[str, Any]:
         names = sorted(history.series) if acc.cluster_queues else []
-        return {"charts": [(n, *history.charts(n)) for n in names], "access": acc}
+        return {
+            "charts": [(n, *history.charts(n)) for n in names],
+            "accuracy": {n: estimates.accuracy(n) for n in names},
+            "access": acc,
+        }
 
     async def usage_context(request: Request, acc: Access) -> dict[str, Any]:
         """The usage page (`usage`): only for those who may list the UsageRecords (every team's usage)."""
@@ -391,6 +400,10 @@ def create_app(settings: Settings) -> Starlette:
         while True:
             ov = views.overview(store, cluster_queues=True, flavors=False, cohorts=False)
             history.sample(ov.cluster_queues, (e.info for e in store.workloads().values()), settings.clock())
+            try:
+                await run_in_threadpool(estimates.sample, store, settings.clock())
+            except Exception:  # a bad object must not end the history's sampling
+                log.exception("dashboard: estimating failed")
             await asyncio.sleep(settings.sample_every_s)
 
     @contextlib.asynccontextmanager
