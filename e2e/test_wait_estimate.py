@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl
-from e2e.helpers import wait_for
+from e2e.helpers import cluster_queue, cond, flavor, job, local_queue, wait_for, workloads
 from webhook.core.estimate_accuracy import percentile
 
 G = "/apis/visibility.pykueue.io/v1alpha1"
@@ -34,79 +34,29 @@ def _time(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
-def _job(ns: str, name: str, queue: str, *, limit: int | None = None) -> dict[str, Any]:
-    labels = {"kueue.x-k8s.io/queue-name": queue}
-    if limit is not None:
-        labels["kueue.x-k8s.io/max-exec-time-seconds"] = str(limit)
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "parallelism": 1,
-            "completions": 1,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": f"{RUN_S}s"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-                },
-            },
-        },
-    }
-
-
 @pytest.fixture
 def queues(kubectl: Kubectl, namespace: str) -> Iterator[dict[str, str]]:
     """obs and lim: LocalQueue name -> its ClusterQueue (2 cpu each, one flavor, no cohort)."""
     sfx = uuid.uuid4().hex[:6]
-    flavor = f"est-{sfx}"
-    kubectl.apply({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": flavor}})
+    rf = f"est-{sfx}"
+    kubectl.apply(flavor(rf))
     out = {lq: f"est-{lq}-{sfx}" for lq in JOBS}
     for lq, cq in out.items():
-        kubectl.apply(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": cq},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": "2"}]}],
-                        }
-                    ],
-                },
-            }
-        )
-        kubectl.apply(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "LocalQueue",
-                "metadata": {"name": lq, "namespace": namespace},
-                "spec": {"clusterQueue": cq},
-            }
-        )
+        kubectl.apply(cluster_queue(cq, rf, "2"))
+        kubectl.apply(local_queue(namespace, lq, cq))
     yield out
     for cq in out.values():
         kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
-    kubectl("delete", "resourceflavor", flavor, "--wait=false", check=False)
-
-
-def _workloads(kubectl: Kubectl, ns: str) -> list[dict[str, Any]]:
-    return kubectl.get("workloads", "-n", ns)["items"]  # type: ignore[no-any-return]
-
-
-def _condition(wl: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    return next((c for c in (wl.get("status") or {}).get("conditions") or () if c["type"] == ctype), None)
+    kubectl("delete", "resourceflavor", rf, "--wait=false", check=False)
 
 
 def _finished(kubectl: Kubectl, ns: str, want: int) -> bool:
-    done = [w for w in _workloads(kubectl, ns) if (_condition(w, "Finished") or {}).get("status") == "True"]
-    return len(done) >= want
+    return sum(1 for w in workloads(kubectl, ns) if cond(w, "Finished").get("status") == "True") >= want
+
+
+def _job(ns: str, name: str, lq: str, *, limit: int | None = None) -> dict[str, Any]:
+    labels = {} if limit is None else {"kueue.x-k8s.io/max-exec-time-seconds": str(limit)}
+    return job(ns, name, lq, run_for=f"{RUN_S}s", labels=labels)
 
 
 def test_estimates_against_the_admissions_that_followed(
@@ -145,11 +95,11 @@ def test_estimates_against_the_admissions_that_followed(
     for lq, cq in queues.items():
         errors: dict[str, list[float]] = {"first": [], "latest": []}
         unknown = []
-        for wl in _workloads(kubectl, namespace):
+        for wl in workloads(kubectl, namespace):
             name = wl["metadata"]["name"]
             if wl["spec"]["queueName"] != lq or name not in first:
                 continue
-            reserved = _time((_condition(wl, "QuotaReserved") or {})["lastTransitionTime"])
+            reserved = _time(cond(wl, "QuotaReserved")["lastTransitionTime"])
             for which, seen in (("first", first), ("latest", latest)):
                 if (at := seen[name]) is None:
                     unknown.append(f"{which}:{name}")

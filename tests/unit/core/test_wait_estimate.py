@@ -59,6 +59,18 @@ def cq(cpu: str = "4", strategy: str = "BestEffortFIFO", name: str = "cq", cohor
     return (b.cohort(cohort) if cohort else b).obj()
 
 
+def big_then_small(strategy: str) -> list[dict[str, Any]]:
+    """Two running of 2 cpu in 4; a pending one of 4 cpu, then one of 2."""
+    return [
+        FLAVOR,
+        cq(strategy=strategy),
+        running("r1", "2", at=0),
+        running("r2", "2", at=0),
+        pending("big", "4", created=1),
+        pending("small", "2", created=2),
+    ]
+
+
 @pytest.mark.parametrize(
     ("objs", "limits", "observed", "want"),
     [
@@ -98,28 +110,14 @@ def cq(cpu: str = "4", strategy: str = "BestEffortFIFO", name: str = "cq", cohor
             id="overdue: expected to end any moment, so now",
         ),
         pytest.param(
-            [
-                FLAVOR,
-                cq(),
-                running("r1", "2", at=0),
-                running("r2", "2", at=0),
-                pending("big", "4", created=1),
-                pending("small", "2", created=2),
-            ],
+            big_then_small("BestEffortFIFO"),
             {"r1": 200, "r2": 400},
             {"cq": [1000]},
             {"small": at(200), "big": at(1200)},
             id="BestEffortFIFO: a smaller one behind goes first when it fits",
         ),
         pytest.param(
-            [
-                FLAVOR,
-                cq(strategy="StrictFIFO"),
-                running("r1", "2", at=0),
-                running("r2", "2", at=0),
-                pending("big", "4", created=1),
-                pending("small", "2", created=2),
-            ],
+            big_then_small("StrictFIFO"),
             {"r1": 200, "r2": 400},
             {"cq": [1000]},
             {"big": at(400), "small": at(1400)},
