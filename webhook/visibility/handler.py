@@ -40,6 +40,7 @@ from webhook.visibility import openapi
 from webhook.visibility.auth import AccessDecision, Attributes
 
 __all__ = [
+    "Basis",
     "LocalQueueReader",
     "PendingReader",
     "Request",
@@ -65,26 +66,17 @@ class PendingReader(Protocol):
     def local_queue_page(self, key: str, *, offset: int, limit: int) -> list[Positioned] | None: ...
 
 
-class Basis(Protocol):
-    """What a ClusterQueue's estimates start from (`visibility.server.Basis`)."""
+@dataclass(frozen=True, slots=True)
+class Basis:
+    """What a ClusterQueue's estimates start from: its workloads holding quota, by what tells their
+    end (their maximumExecutionTimeSeconds, the observed runs, nothing), and the observed runs."""
 
-    @property
-    def holding(self) -> int: ...
-
-    @property
-    def with_limit(self) -> int: ...
-
-    @property
-    def from_observed(self) -> int: ...
-
-    @property
-    def no_basis(self) -> int: ...
-
-    @property
-    def observed_runs(self) -> int: ...
-
-    @property
-    def observed_median_s(self) -> float | None: ...
+    holding: int = 0
+    with_limit: int = 0
+    from_observed: int = 0
+    no_basis: int = 0
+    observed_runs: int = 0
+    observed_median_s: float | None = None
 
 
 class EstimatedPage(Protocol):

@@ -51,7 +51,7 @@ from webhook.core.wait_estimate import Estimate, RunTimes, estimate_admissions
 from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
 from webhook.guarded_server import GuardedHandler, GuardedThreadingMixIn
 from webhook.visibility.auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
-from webhook.visibility.handler import Request, Response, VisibilityAPI
+from webhook.visibility.handler import Basis, Request, Response, VisibilityAPI
 
 __all__ = [
     "Basis",
@@ -93,19 +93,6 @@ def admission_fair_sharing_settings(config: Configuration) -> admission_fair_sha
         sampling_interval_s=afs.usage_sampling_interval_s,
         resource_weights=dict(afs.resource_weights),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Basis:
-    """What a ClusterQueue's estimates start from: its workloads holding quota, by what tells their
-    end (their maximumExecutionTimeSeconds, the observed runs, nothing), and the observed runs."""
-
-    holding: int = 0
-    with_limit: int = 0
-    from_observed: int = 0
-    no_basis: int = 0
-    observed_runs: int = 0
-    observed_median_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
