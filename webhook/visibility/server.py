@@ -338,6 +338,8 @@ class PendingFeed:
             else:
                 unknown = self._inactive.get(cq, "")
             estimates = {p.workload.key: e for p in items if (e := self._estimates.get(p.workload.key)) is not None}
+            beyond = Estimate(None, f"only the first {ESTIMATE_DEPTH} workloads of a ClusterQueue are simulated")
+            estimates.update((p.workload.key, beyond) for p in items if p.in_cluster_queue >= ESTIMATE_DEPTH)
             return EstimatedPage(items, estimates, unknown, self._clock(), self._basis(cq), self._log.accuracy(cq))
 
 

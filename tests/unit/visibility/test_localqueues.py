@@ -361,3 +361,23 @@ def test_feed_ranks_an_opted_in_cluster_queue_by_the_usage_its_local_queues_show
     page = f.cluster_queue_page("cq", offset=0, limit=10)
     assert page is not None
     assert [p.workload.name for p in page] == ["second", "first", "third"]
+
+
+def test_workloads_beyond_the_simulated_depth_say_so(grants: Grants, monkeypatch: pytest.MonkeyPatch) -> None:
+    from webhook.visibility import server
+
+    monkeypatch.setattr(server, "ESTIMATE_DEPTH", 2)
+    f = PendingFeed(clock=lambda: NOW)
+    f.on_list("resourceflavors", [make_flavor("default").obj()])
+    f.on_list("clusterqueues", [active(make_cq("cq").group(fq("default", cpu="10")).obj())])
+    f.on_list("localqueues", [make_lq("main", "team", "cq")])
+    f.on_list("workloads", [make_wl(f"p{i}", "team").queue("main").created(i).request(cpu="1").obj() for i in range(3)])
+    _, doc = get(f, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
+    assert [
+        (i["estimatedAdmission"] or {}).get("waitSeconds", i.get("estimatedAdmissionUnknownReason"))
+        for i in doc["items"]
+    ] == [
+        0,
+        0,
+        "only the first 2 workloads of a ClusterQueue are simulated",
+    ]
