@@ -13,7 +13,7 @@ replica shows is the API's state as its watches delivered it; the leader's in-me
 reach it through the status writes they make, a moment later, as upstream's standbys see them.
 
 Estimates (`core.wait_estimate`) are remade for every ClusterQueue every `ESTIMATE_EVERY_S` and
-before a request when older than `ESTIMATE_FRESH_S`, the simulation running outside the feed's
+before a request when older than `ESTIMATE_FRESH_S` or when a workload joined a queue since, the simulation running outside the feed's
 lock on a snapshot taken under it. Each replica scores its own estimates when it sees the
 reservations that follow (`core.estimate_accuracy`), so every replica serves the same figures.
 
@@ -137,6 +137,7 @@ class PendingFeed:
         self._log = EstimateLog()
         self._estimates: dict[WorkloadKey, Estimate] = {}
         self._estimated_at: datetime | None = None
+        self._unestimated = False  # a workload joined a queue since the estimates were made
         self._estimating = threading.Lock()  # one simulation at a time
         # The Active condition each ClusterQueue's status carries (the leader writes it).
         self._inactive: dict[str, str] = {}
@@ -219,6 +220,7 @@ class PendingFeed:
             self._limits[key] = int(limit)
         if entry is not None:
             self._pending[key] = info
+            self._unestimated |= key not in self._estimates
             return
         self._pending.pop(key, None)
         at = info.quota_reserved_time
@@ -248,6 +250,7 @@ class PendingFeed:
         with self._estimating:
             with self._lock:
                 now = self._clock()
+                self._unestimated = False
                 snap = take_snapshot(self._cache, active_only=False)
                 queues: dict[str, list[WorkloadInfo]] = {}
                 for name in snap.cluster_queues:
@@ -323,8 +326,10 @@ class PendingFeed:
 
     def local_queue_estimates(self, key: str, *, offset: int, limit: int) -> EstimatedPage | None:
         with self._lock:
-            stale = self._estimated_at is None or self._clock() - self._estimated_at > timedelta(
-                seconds=ESTIMATE_FRESH_S
+            stale = (
+                self._estimated_at is None
+                or self._unestimated
+                or self._clock() - self._estimated_at > timedelta(seconds=ESTIMATE_FRESH_S)
             )
         if stale:
             self.refresh_estimates()

@@ -381,3 +381,13 @@ def test_workloads_beyond_the_simulated_depth_say_so(grants: Grants, monkeypatch
         0,
         "only the first 2 workloads of a ClusterQueue are simulated",
     ]
+
+
+def test_a_workload_that_joins_a_queue_is_estimated_at_the_next_request(feed: PendingFeed, grants: Grants) -> None:
+    path = f"{G}/namespaces/team/localqueues/main/pendingworkloads"
+    get(feed, grants, path)
+    late = limited(make_wl("p3", "team").queue("main").priority(9).created(9).request(cpu="1").obj())
+    feed.on_event("workloads", "ADDED", late)  # the clock has not moved: only the arrival calls for a refresh
+    _, doc = get(feed, grants, path)
+    assert doc["items"][0]["metadata"]["name"] == "p3"
+    assert doc["items"][0]["estimatedAdmission"] == {"waitSeconds": 0, "time": "2025-01-01T00:30:00Z"}
