@@ -7,14 +7,15 @@ the Service and any replica gets requests. Upstream's standbys keep their queue 
 same watches as the leader (only its writes wait for the lease); here each process keeps a
 `PendingOrder`, a quota `Cache` and what the wait estimates start from (our LocalQueue limits
 and estimates, `visibility.pykueue.io`) from its own watches of Workloads, LocalQueues,
-ClusterQueues, Cohorts and ResourceFlavors, so the answer does not depend on which replica is asked nor on the admission core's thread: a request never
+ClusterQueues, Cohorts and ResourceFlavors, so the answer does not depend on which replica is
+asked nor on the admission core's thread: a request never
 waits for a scheduling cycle, and the core's queues stay the core thread's alone. What a
 replica shows is the API's state as its watches delivered it; the leader's in-memory decisions
 reach it through the status writes they make, a moment later, as upstream's standbys see them.
 
-Estimates (`core.wait_estimate`) are remade for every ClusterQueue every `ESTIMATE_EVERY_S` and
-before a request when older than `ESTIMATE_FRESH_S` or when a workload joined a queue since, the simulation running outside the feed's
-lock on a snapshot taken under it. Each replica scores its own estimates when it sees the
+Estimates (`core.wait_estimate`) are remade for every ClusterQueue every `ESTIMATE_EVERY_S`, and
+before a request when older than `ESTIMATE_FRESH_S` or when a workload joined a queue since; the
+simulation runs outside the feed's lock, on a snapshot taken under it. Each replica scores its own estimates when it sees the
 reservations that follow (`core.estimate_accuracy`), so every replica serves the same figures.
 
 Threads (daemons): five informers feeding the feed under one lock (`kube.SharedInformers`: on the
@@ -97,8 +98,9 @@ def admission_fair_sharing_settings(config: Configuration) -> admission_fair_sha
 
 @dataclass(frozen=True, slots=True)
 class EstimatedPage:
-    """A LocalQueue page with its ClusterQueue's estimates made at `made_at`; `unknown` says why
-    there are none when the ClusterQueue cannot admit at all ("" when it can)."""
+    """A LocalQueue page at `now` with its workloads' estimates, what its ClusterQueue's estimates
+    start from and how good they were; `unknown` says why there are none when the ClusterQueue
+    cannot admit at all ("" when it can)."""
 
     items: list[Positioned]
     estimates: Mapping[WorkloadKey, Estimate]
