@@ -26,7 +26,7 @@ from webhook.core.estimate_accuracy import percentile
 
 G = "/apis/visibility.pykueue.io/v1alpha1"
 RUN_S = 6  # each pod completes this long after it runs
-LIMIT_S = 15  # `lim`'s Jobs: maximumExecutionTimeSeconds, comfortably above the run time
+LIMIT_S = 20  # `lim`'s Jobs: maximumExecutionTimeSeconds, comfortably above the run time
 JOBS = {"obs": 10, "lim": 8}
 
 
