@@ -95,7 +95,7 @@ def _chart(
     starts: list[int], series: Mapping[str, Mapping[int, float]], order: list[str], resource: str, unit: str
 ) -> str:
     chart = pygal.StackedBar(
-        title=f"{resource}: {unit}-hours per hour",
+        title=f"{resource}: resource-hours per hour ({unit})",
         js=[],
         disable_xml_declaration=True,
         style=STYLE,
