@@ -320,6 +320,7 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
 def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: Path) -> None:
     """What `make up` + `make run` show: ClusterQueue research with its GPU usage while the Job runs,
     then its GPU-hours on the usage page."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     url = local_stack(kubectl).dashboard_url
@@ -364,8 +365,11 @@ def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: 
         # The usage page: the namespace's GPU-hours from the UsageRecords, drawn per hour.
         def gpu_hours() -> float | None:
             browser.get(f"{url}/usage?by=namespace&resource=nvidia.com/gpu&hours=2")
-            rows = browser.find_elements(By.ID, f"usage-team-{ns}")
-            return float(rows[0].text.split()[-1]) if rows else None
+            try:
+                rows = browser.find_elements(By.ID, f"usage-team-{ns}")
+                return float(rows[0].text.split()[-1]) if rows else None
+            except StaleElementReferenceException:  # the live page replaced the table meanwhile: look again
+                return None
 
         held = wait_for("the namespace's GPU-hours on the usage page", gpu_hours, timeout=60, interval=2)
         assert held >= 2 * 20 / 3600 * 0.9, held  # two GPUs for the pod's 20 s at least, rounded
