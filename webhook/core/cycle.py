@@ -189,6 +189,9 @@ class SchedulerConfig:
     # Feature gate ConcurrentAdmission: variants keep to their flavor, wait behind closed preemption
     # gates, and migrate their parent to a more preferred flavor.
     concurrent_admission: bool = False
+    # Feature gate MultiKueueOrchestratedPreemption: on a worker, a MultiKueue copy waits behind its
+    # closed preemption gate until the manager opens it (as ConcurrentAdmission's variants wait).
+    orchestrated_preemption: bool = False
     # Feature gate ElasticJobsViaWorkloadSlices: a slice replacing an admitted one takes its quota over.
     elastic_jobs: bool = False
     # Feature gate SchedulingEquivalenceHashing (Beta, on by default since v0.18): see `queues.py`.
@@ -1114,7 +1117,8 @@ class AdmissionCore:
                 snap.add_usage(cq, _to_reserve(a, cq))
                 self._add_topology_usage(snap, e.wl.key, a)
             return
-        if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
+        gated = self.config.concurrent_admission or self.config.orchestrated_preemption
+        if mode == Mode.PREEMPT and gated and e.wl.closed_preemption_gate:
             e.status, e.message, e.reason = (
                 "preemption_gated",
                 constants.MSG_PREEMPTION_GATED,
