@@ -4,18 +4,10 @@ SUITE=multikueue-sequential`'s job."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
+import restarts  # e2e/, put on sys.path by conftest.py
+import upstream_real
 import yaml
-
-E2E_DIR = Path(__file__).resolve().parents[2] / "e2e"
-if str(E2E_DIR) not in sys.path:
-    sys.path.insert(0, str(E2E_DIR))
-
-import restarts  # noqa: E402
-import upstream_real  # noqa: E402
 
 #: A host-process system's Configuration after the suite's round trip through upstream's type, with the
 #: Incremental dispatcher and a gate of a feature we lack turned on.

@@ -436,6 +436,28 @@ def _elastic() -> W:
 
 ELASTIC_READY = _elastic().check(READY, ADMITTED_ON_1).reserve().cluster("worker1")
 
+
+def _gated(worker1: W, worker2: W, *, opened: str | None = None, requeue: timedelta | None = TIMEOUT) -> Case:
+    """A pending Workload already copied to both workers with gate MultiKueueOrchestratedPreemption on:
+    the manager opens the gate of `opened` (None: neither), nothing else changes."""
+    want = {"worker1": worker1.clone(), "worker2": worker2.clone()}
+    if opened is not None:
+        want[opened].mk_gate("Open")
+    return Case(
+        orchestrated_preemption=True,
+        local=PENDING_RESERVED.obj(),
+        job=MANAGED_JOB,
+        worker1=worker1.obj(),
+        second_worker=True,
+        worker2=worker2.obj(),
+        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
+        want_job=MANAGED_JOB,
+        want_worker1=want["worker1"].obj(),
+        want_worker2=want["worker2"].obj(),
+        want_requeue=requeue,
+    )
+
+
 CASES: dict[str, Case] = {
     "deleted regular workload is removed from the cache": Case(
         local=W().owner().obj(),
@@ -828,56 +850,25 @@ CASES: dict[str, Case] = {
         want_worker1=W().origin().mk_gate().obj(),
         want_worker2=W().origin().mk_gate().obj(),
     ),
-    "opening preemption gate for first workload requiring preemption": Case(
-        orchestrated_preemption=True,
-        local=PENDING_RESERVED.obj(),
-        job=MANAGED_JOB,
-        worker1=W().origin().mk_gate("Closed").blocked(NOW).obj(),
-        second_worker=True,
-        worker2=W().origin().mk_gate("Closed").blocked(EARLIER).obj(),
-        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
-        want_job=MANAGED_JOB,
-        want_worker1=W().origin().mk_gate("Closed").blocked(NOW).obj(),
-        want_worker2=W().origin().mk_gate("Open").blocked(EARLIER).obj(),
-        want_requeue=TIMEOUT,
+    "opening preemption gate for first workload requiring preemption": _gated(
+        W().origin().mk_gate("Closed").blocked(NOW),
+        W().origin().mk_gate("Closed").blocked(EARLIER),
+        opened="worker2",
     ),
-    "opening preemption gate for the second workload requiring preemption if timeout elapsed": Case(
-        orchestrated_preemption=True,
-        local=PENDING_RESERVED.obj(),
-        job=MANAGED_JOB,
-        worker1=W().origin().mk_gate("Open", MUCH_EARLIER).obj(),
-        second_worker=True,
-        worker2=W().origin().mk_gate("Closed").blocked(EARLIER).obj(),
-        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
-        want_job=MANAGED_JOB,
-        want_worker1=W().origin().mk_gate("Open", MUCH_EARLIER).obj(),
-        want_worker2=W().origin().mk_gate("Open").blocked(EARLIER).obj(),
-        want_requeue=TIMEOUT,
+    "opening preemption gate for the second workload requiring preemption if timeout elapsed": _gated(
+        W().origin().mk_gate("Open", MUCH_EARLIER),
+        W().origin().mk_gate("Closed").blocked(EARLIER),
+        opened="worker2",
     ),
-    "not opening preemption gate for the second workload if timeout did not elapse": Case(
-        orchestrated_preemption=True,
-        local=PENDING_RESERVED.obj(),
-        job=MANAGED_JOB,
-        worker1=W().origin().mk_gate("Open", NOW).obj(),
-        second_worker=True,
-        worker2=W().origin().mk_gate("Closed").blocked(EARLIER).obj(),
-        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
-        want_job=MANAGED_JOB,
-        want_worker1=W().origin().mk_gate("Open", NOW).obj(),
-        want_worker2=W().origin().mk_gate("Closed").blocked(EARLIER).obj(),
-        want_requeue=TIMEOUT,  # the 5 minutes since worker1's gate opened
+    "not opening preemption gate for the second workload if timeout did not elapse": _gated(
+        W().origin().mk_gate("Open", NOW),
+        W().origin().mk_gate("Closed").blocked(EARLIER),
+        requeue=TIMEOUT,  # the 5 minutes since worker1's gate opened
     ),
-    "not opening preemption gate for the second workload if timeout elapsed but it does not require preemption": Case(
-        orchestrated_preemption=True,
-        local=PENDING_RESERVED.obj(),
-        job=MANAGED_JOB,
-        worker1=W().origin().mk_gate("Open", MUCH_EARLIER).obj(),
-        second_worker=True,
-        worker2=W().origin().mk_gate("Closed").obj(),
-        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
-        want_job=MANAGED_JOB,
-        want_worker1=W().origin().mk_gate("Open", MUCH_EARLIER).obj(),
-        want_worker2=W().origin().mk_gate("Closed").obj(),
+    "not opening preemption gate for the second workload if timeout elapsed but it does not require preemption": _gated(
+        W().origin().mk_gate("Open", MUCH_EARLIER),
+        W().origin().mk_gate("Closed"),
+        requeue=None,
     ),
 }
 
