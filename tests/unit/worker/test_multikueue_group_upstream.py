@@ -37,8 +37,8 @@ import pytest
 
 from webhook.api import constants as c
 from webhook.api.multikueue import ORIGIN_LABEL, PREEMPTION_GATE
-from webhook.worker import preemption_gates
 from webhook.config.types import MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
+from webhook.worker import preemption_gates
 from webhook.worker.admissionchecks import provisioning
 from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.integrations.multikueue import job as mkjob
