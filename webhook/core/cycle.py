@@ -582,7 +582,8 @@ class AdmissionCore:
     def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
         key = WorkloadKey(f"{namespace}/{name}")
         old = self.cache.delete_workload(key)
-        self._status_touch(old, self.queues.delete_workload(key))
+        pending = self.queues.delete_workload(key)
+        self._status_touch(old, pending)
         self._last.pop(key, None)
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
@@ -592,8 +593,15 @@ class AdmissionCore:
         self._placing.pop(key, None)
         if self.afs is not None:
             self.afs.on_workload_deleted(key)
-        if old is not None:
-            self._flush([old.admission_cluster_queue], now)
+        # Any deleted Workload of a queue requeues that ClusterQueue's inadmissible ones, which also
+        # forgets its failed equivalence classes (`WorkloadReconciler.Delete` →
+        # `QueueAssociatedInadmissibleWorkloadsAfter`): a newcomer of a deleted pending Workload's class
+        # (a MultiKueue copy made again) is evaluated, not parked without a status.
+        affected = [old.admission_cluster_queue] if old is not None else []
+        if pending is not None and (cq := self.queues.cluster_queue_of(pending)) is not None:
+            affected.append(cq)
+        if affected:
+            self._flush(affected, now)
 
     def admission_failed(self, key: WorkloadKey, now: datetime) -> None:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
