@@ -590,6 +590,7 @@ class Cluster:
         extra_sans: Sequence[str] = (),
         pod_cidr: str = POD_CIDR,
         apiserver_args: Sequence[str] = (),
+        crds: Sequence[Path] = (),
     ) -> None:
         """`job_pods_run`: seconds a Job-owned pod without an agnhost behaviour runs before kwok completes
         it (None: PYKUEUE_POD_RUN_SECONDS or 2 s; math.inf: until deleted, as upstream's suite expects).
@@ -600,7 +601,8 @@ class Cluster:
         127/8 address and a fixed port: several clusters side by side, each at the address kind would give
         it); None picks a free port. `extra_sans`: more names its serving certificate carries (DNS names or
         IPs). `pod_cidr`: kwok's pod addresses (distinct per cluster keeps pod IPs unique across a run).
-        `apiserver_args`: more kube-apiserver flags, after ours."""
+        `apiserver_args`: more kube-apiserver flags, after ours. `crds`: other projects' CRD files applied
+        (and established) once the API server is up, before any system starts (the ClusterProfile CRD)."""
         if not ipaddress.ip_address(listen_ip).is_loopback:
             raise ValueError(f"listen_ip {listen_ip!r} is not a loopback address")
         if real_node is not None and (listen_ip != "127.0.0.1" or apiserver_port is not None):
@@ -615,6 +617,7 @@ class Cluster:
         self.extra_sans = tuple(extra_sans)
         self.pod_cidr = pod_cidr
         self.apiserver_args = tuple(apiserver_args)
+        self.crds = tuple(crds)
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
@@ -908,6 +911,14 @@ class Cluster:
             "kube-controller-manager",
             lambda: self._api_get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
         )
+        if self.crds:
+            self._step("install CRDs", self._install_crds)
+
+    def _install_crds(self) -> None:
+        for crd in self.crds:
+            self.kubectl("apply", "--server-side", "--field-manager=pykueue-cluster", "-f", str(crd), check=True)
+        names = [str(yaml.safe_load(crd.read_text())["metadata"]["name"]) for crd in self.crds]
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in names), check=True)
 
     def _resolve_bin_dir(self) -> Path:
         env = os.environ.get(BIN_DIR_ENV)

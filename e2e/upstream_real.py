@@ -58,18 +58,25 @@ class RealSystemError(RuntimeError):
     """A step of bringing a system up on the real node failed; the message says which."""
 
 
-def our_configuration(upstream_text: str) -> str:
-    """The Configuration we ship with upstream e2e's (`upstream_text`) laid over it, restricted to what we
-    implement (anything else is refused at start): upstream's integrations less those we lack, its feature
-    gates less those of features we lack (`support.UNIMPLEMENTED_GATES`)."""
-    upstream = yaml.safe_load(upstream_text)
-    ours = yaml.safe_load(objects.DEFAULT_CONFIGURATION)
+def restricted(upstream: dict[str, Any]) -> dict[str, Any]:
+    """An upstream Configuration restricted to what we implement (anything else is refused at start):
+    its integrations less those we lack, its feature gates less those of features we lack
+    (`support.UNIMPLEMENTED_GATES`)."""
     implemented = {f.name for f in integrations.implemented()}
-    frameworks = [f for f in upstream.get("integrations", {}).get("frameworks", []) if f in implemented]
-    gates = {g: on for g, on in upstream.get("featureGates", {}).items() if g not in support.UNIMPLEMENTED_GATES}
-    cfg = merged(ours, {k: v for k, v in upstream.items() if k not in ("integrations", "featureGates")})
-    cfg["integrations"] = {**upstream.get("integrations", {}), "frameworks": frameworks}
+    frameworks = [f for f in (upstream.get("integrations") or {}).get("frameworks", []) if f in implemented]
+    gates = {g: on for g, on in (upstream.get("featureGates") or {}).items() if g not in support.UNIMPLEMENTED_GATES}
+    cfg = {k: v for k, v in upstream.items() if k not in ("integrations", "featureGates")}
+    cfg["integrations"] = {**(upstream.get("integrations") or {}), "frameworks": frameworks}
     cfg["featureGates"] = gates
+    return cfg
+
+
+def our_configuration(upstream_text: str) -> str:
+    """The Configuration we ship with upstream e2e's (`upstream_text`) laid over it, `restricted`."""
+    upstream = restricted(yaml.safe_load(upstream_text))
+    own = ("integrations", "featureGates")  # upstream's alone, not merged with ours
+    cfg = merged(yaml.safe_load(objects.DEFAULT_CONFIGURATION), {k: v for k, v in upstream.items() if k not in own})
+    cfg.update({k: upstream[k] for k in own})
     return yaml.safe_dump(cfg, sort_keys=False)
 
 

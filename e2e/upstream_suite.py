@@ -56,12 +56,13 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import host  # noqa: E402
 import image  # noqa: E402
+import restarts  # noqa: E402
 from cluster import Cluster, ClusterError, FakeNode, HostExec, free_port  # noqa: E402
 from multicluster import MEMBERS, MULTIKUEUE_CONFIG, Member, MultiClusterSystem, System, private_mounts  # noqa: E402
-from operators import OperatorError, Operators  # noqa: E402
+from operators import OperatorError, Operators, module_dir, pinned_versions  # noqa: E402
 from stack import Stack, StackError, merged, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
-from upstream_real import RealNodeSystem, RealSystemError, apply  # noqa: E402
+from upstream_real import UPSTREAM_E2E_CONFIGS, RealNodeSystem, RealSystemError, apply, restricted  # noqa: E402
 
 import certs  # noqa: E402
 from webhook.install import visibility  # noqa: E402
@@ -110,6 +111,13 @@ class Suite:
     nodes: tuple[FakeNode, ...] = KIND_NODES
     manager_node: str = "kind-worker"
     clusters: int = 1
+    multikueue_config: str | None = None
+    """A three-cluster suite's Configuration: upstream's test/e2e/config/`multikueue_config`
+    (None: `MULTIKUEUE_CONFIG`, the baseline's)."""
+    restarts: bool = False
+    """Its specs restart Kueue with a changed ConfigMap: each system follows (e2e/restarts.py)."""
+    dependency_crds: tuple[tuple[str, str], ...] = ()
+    """CRDs of other projects on every cluster, (Go module, file in it), at the version upstream pins."""
 
     @property
     def binary(self) -> str:
@@ -119,6 +127,10 @@ class Suite:
     def selection_file(self) -> Path:
         return SELECTIONS / f"{self.name}.yaml"
 
+
+#: hack/make/deps.mk `clusterprofile-crd`: the ClusterProfile CRD upstream's MultiKueue e2e installs.
+CLUSTER_INVENTORY_MODULE = "sigs.k8s.io/cluster-inventory-api"
+CLUSTER_PROFILE_CRD = "config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml"
 
 SUITES = {
     s.name: s
@@ -142,6 +154,15 @@ SUITES = {
             "tas-baseline", "test/e2e/tas/baseline", real_node=False, nodes=TAS_KIND_NODES, manager_node="kind-worker8"
         ),
         Suite("multikueue-baseline", "test/e2e/multikueue/baseline", real_node=False, clusters=3),
+        Suite(
+            "multikueue-sequential",
+            "test/e2e/multikueue/sequential",
+            real_node=False,
+            clusters=3,
+            multikueue_config="multikueue/sequential",
+            restarts=True,
+            dependency_crds=((CLUSTER_INVENTORY_MODULE, CLUSTER_PROFILE_CRD),),
+        ),
     )
 }
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
@@ -503,6 +524,12 @@ class OursSystem:
     def logs(self) -> Path:
         return self.stack.server_log
 
+    def restart(self, config_text: str) -> None:
+        """Our server again, with `config_text` (the suite's ConfigMap) restricted to what we implement,
+        on its own host ports (e2e/restarts.py)."""
+        config = restricted(restarts.without_host_bindings(restarts.parse(config_text)))
+        self.stack.restart_server(json.dumps(config))
+
 
 class UpstreamSystem:
     """Upstream's manager on the host, over upstream's own CRDs and webhook configurations, with the
@@ -538,6 +565,7 @@ class UpstreamSystem:
         self.module = module
         self.command_prefix = private_mounts(binds or {})
         self.proc: subprocess.Popen[bytes] | None = None
+        self.host_config: dict[str, Any] = {}  # where it listens: kept across restarts
 
     @staticmethod
     def cert_dir_of(directory: Path) -> Path:
@@ -602,25 +630,12 @@ visibilityServer:
 """
         # The e2e part over the host part, section by section (a YAML key given twice is an error).
         config = yaml.safe_dump(merged(yaml.safe_load(config), yaml.safe_load(self.config)), sort_keys=False)
-        (self.dir / "manager-config.yaml").write_text(config)
         crds, hooks = upstream_manifests(self.module, f"https://127.0.0.1:{webhook}", certs.ca_bundle(cert_dir))
         apply(self.cluster, crds)  # and waits until they are established
         self.cluster.kubectl("create", "namespace", "kueue-system")
-        log("starting upstream's manager")
-        with open(self.logs(), "ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    *self.command_prefix,
-                    str(self.bin_dir / "kueue-manager"),
-                    f"--config={self.dir / 'manager-config.yaml'}",
-                    f"--kubeconfig={self.cluster.kubeconfig}",
-                    "--zap-log-level=2",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_ready(self.proc, f"http://127.0.0.1:{health}/readyz", None, "upstream manager", self.logs(), timeout=120)
+        self.host_config = {k: v for k, v in yaml.safe_load(config).items() if k in restarts.HOST_BOUND}
+        self.host_config["metrics"] = {"bindAddress": f"127.0.0.1:{metrics}"}
+        self._start_manager(config)
         apply(self.cluster, hooks)
         roles = []
         for name in UPSTREAM_VISIBILITY_ROLES:
@@ -636,7 +651,27 @@ visibilityServer:
         )
         return f"https://127.0.0.1:{metrics}/metrics", config
 
-    def down(self) -> None:
+    def _start_manager(self, config: str) -> None:
+        """Upstream's manager with `config`, until its readiness probe answers."""
+        (self.dir / "manager-config.yaml").write_text(config)
+        health = yaml.safe_load(config)["health"]["healthProbeBindAddress"]
+        log("starting upstream's manager")
+        with open(self.logs(), "ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    *self.command_prefix,
+                    str(self.bin_dir / "kueue-manager"),
+                    f"--config={self.dir / 'manager-config.yaml'}",
+                    f"--kubeconfig={self.cluster.kubeconfig}",
+                    "--zap-log-level=2",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_ready(self.proc, f"http://{health}/readyz", None, "upstream manager", self.logs(), timeout=120)
+
+    def _stop_manager(self) -> None:
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -647,6 +682,16 @@ visibilityServer:
             except ProcessLookupError:
                 pass
             self.proc = None
+
+    def restart(self, config_text: str) -> None:
+        """The manager again with `config_text` (the suite's ConfigMap), on its own host ports
+        (e2e/restarts.py)."""
+        config = merged(restarts.without_host_bindings(restarts.parse(config_text)), self.host_config)
+        self._stop_manager()
+        self._start_manager(yaml.safe_dump(config, sort_keys=False))
+
+    def down(self) -> None:
+        self._stop_manager()
         self.operators.down()
         self.cluster.down()
         for _, owned in UPSTREAM_CERT_DIRS:
@@ -730,45 +775,79 @@ def single_target(
         yield Target(cluster.cluster_admin_kubeconfig, state_file, system.logs())
 
 
-def multicluster_system(system_name: str, out: Path, bin_dir: Path, module: Path, suite: Suite) -> MultiClusterSystem:
-    """A manager and two workers of `system_name` (e2e/multicluster.py), each with upstream's MultiKueue
-    Configuration and its stand-ins on its one node. Upstream's managers also read their visibility and
-    metrics certificates from fixed paths: each gets its own bound over them."""
+def multikueue_configuration(module: Path, suite: Suite) -> str:
+    """The Configuration every member of a three-cluster suite gets: upstream's test/e2e/config folder
+    the suite's Makefile target deploys, less leaderElection (each system keeps its own Lease settings),
+    or the baseline's."""
+    if suite.multikueue_config is None:
+        return MULTIKUEUE_CONFIG
+    path = module / UPSTREAM_E2E_CONFIGS / suite.multikueue_config / "controller_manager_config.yaml"
+    doc = yaml.safe_load(path.read_text())
+    dropped = ("apiVersion", "kind", "leaderElection")
+    return yaml.safe_dump({k: v for k, v in doc.items() if k not in dropped}, sort_keys=False)
+
+
+def dependency_crds(module: Path, suite: Suite) -> tuple[Path, ...]:
+    """The suite's other projects' CRD files, from the Go module cache at the versions upstream's go.mod pins."""
+    if not suite.dependency_crds:
+        return ()
+    pins = pinned_versions((module / "go.mod").read_text(), {m for m, _ in suite.dependency_crds})
+    return tuple(module_dir(m, pins[m]) / path for m, path in suite.dependency_crds)
+
+
+def multicluster_system(
+    system_name: str, out: Path, bin_dir: Path, module: Path, suite: Suite
+) -> tuple[MultiClusterSystem, dict[str, OursSystem | UpstreamSystem]]:
+    """A manager and two workers of `system_name` (e2e/multicluster.py), each with the suite's MultiKueue
+    Configuration and its stand-ins on its one node, and each system by member name. Upstream's managers
+    also read their visibility and metrics certificates from fixed paths: each gets its own bound over them."""
+    config = multikueue_configuration(module, suite)
+    crds = dependency_crds(module, suite)
+    made: dict[str, OursSystem | UpstreamSystem] = {}
 
     def make(member: Member, directory: Path, host_exec: HostExec, binds: Mapping[Path, Path]) -> System:
         member_suite = dataclasses.replace(suite, nodes=(member.node,), manager_node=member.node.name)
-        args = member.cluster_args()
+        args = {**member.cluster_args(), "crds": crds}
+        system: OursSystem | UpstreamSystem
         if system_name == "ours":
-            return OursSystem(
+            system = OursSystem(
                 directory / "stack",
                 host_exec,
                 member_suite,
-                config=MULTIKUEUE_CONFIG,
+                config=config,
                 cluster_args=args,
                 command_prefix=private_mounts(binds),
             )
-        system_dir = directory / "system"
-        return UpstreamSystem(
-            system_dir,
-            host_exec,
-            bin_dir,
-            module,
-            member_suite,
-            config=MULTIKUEUE_CONFIG,
-            cluster_args=args,
-            binds={**binds, **{fixed: UpstreamSystem.cert_dir_of(system_dir) for fixed, _ in UPSTREAM_CERT_DIRS}},
-        )
+        else:
+            system_dir = directory / "system"
+            system = UpstreamSystem(
+                system_dir,
+                host_exec,
+                bin_dir,
+                module,
+                member_suite,
+                config=config,
+                cluster_args=args,
+                binds={**binds, **{fixed: UpstreamSystem.cert_dir_of(system_dir) for fixed, _ in UPSTREAM_CERT_DIRS}},
+            )
+        made[member.name] = system
+        return system
 
     def prepare(member: Member, system: System, config: str) -> None:
         _place_standins(system.cluster, config, member.node.name)
 
-    return MultiClusterSystem(out / "clusters", make, prepare=prepare)
+    return MultiClusterSystem(out / "clusters", make, prepare=prepare), made
 
 
 @contextlib.contextmanager
-def multi_target(multi: MultiClusterSystem) -> Iterator[Target]:
-    """Three clusters: the suite's kubeconfig has a context each; its own fakebin commands see the manager."""
-    with multi.session():
+def multi_target(
+    multi: MultiClusterSystem, supervised: Mapping[str, OursSystem | UpstreamSystem] | None = None
+) -> Iterator[Target]:
+    """Three clusters: the suite's kubeconfig has a context each; its own fakebin commands see the manager.
+    `supervised`: the systems restarted with the ConfigMap when the suite restarts their Deployment."""
+    with multi.session(), contextlib.ExitStack() as stack:
+        for name, system in (supervised or {}).items():
+            stack.enter_context(restarts.RestartSupervisor(name, system.cluster, system.restart))
         yield Target(multi.kubeconfig, multi.state_file(MEMBERS[0]), multi.manager.logs())
 
 
@@ -784,7 +863,8 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
     host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
     target: contextlib.AbstractContextManager[Target]
     if suite.clusters > 1:
-        target = multi_target(multicluster_system(system_name, out, bin_dir, module, suite))
+        multi, systems = multicluster_system(system_name, out, bin_dir, module, suite)
+        target = multi_target(multi, systems if suite.restarts else None)
     elif suite.real_node:
         host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
         real = RealNodeSystem(

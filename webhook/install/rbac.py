@@ -296,6 +296,15 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             namespaced=True,
             role="multikueue",
         ),
+        Access(
+            "multicluster.x-k8s.io",
+            ("clusterprofiles",),
+            _READ,
+            WORKER,
+            "MultiKueue: the ClusterProfiles clusterProfileRef clusters name (gate MultiKueueClusterProfile)",
+            namespaced=True,
+            role="multikueue",
+        ),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(
             "coordination.k8s.io",

@@ -305,7 +305,7 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
 
 def test_manager_role_grants_multikueue_reads_and_the_cluster_status_only():
     """The MultiKueue admission check reads its clusters and configs and writes only the clusters'
-    `Active` condition; the kubeconfig Secrets are read in our namespace only, by a Role that stays
+    `Active` condition; the kubeconfig Secrets and ClusterProfiles are read in our namespace only, by a Role that stays
     when cert-manager replaces the internal certificate (upstream grants the same in its
     `manager-secrets-role`)."""
     objs = rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)
@@ -323,7 +323,11 @@ def test_manager_role_grants_multikueue_reads_and_the_cluster_status_only():
     }
     secrets = next(r for r in objs if r["metadata"]["name"] == "kueue-manager-multikueue-role")
     assert secrets["kind"] == "Role" and secrets["metadata"]["namespace"] == "kueue-system"
-    assert secrets["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
+    assert secrets["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
+        # upstream's manager-clusterprofiles-role, for gate MultiKueueClusterProfile
+        {"apiGroups": ["multicluster.x-k8s.io"], "resources": ["clusterprofiles"], "verbs": ["get", "list", "watch"]},
+    ]
 
 
 def test_manager_may_review_metrics_scrapers():
