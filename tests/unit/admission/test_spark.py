@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.builders import make_spark_application
 from webhook.api import integrations
 
 from .reviews import Driver
@@ -40,29 +41,20 @@ def make(
     dynamic: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`MakeSparkApplication("test-sparkapp", ns)` with the wrapper's setters used by the tables."""
-    meta: dict[str, Any] = {"name": "test-sparkapp", "namespace": ns}
+    obj = make_spark_application("test-sparkapp", ns)
+    meta, spec = obj["metadata"], obj["spec"]
     all_labels = {**(labels or {}), **({Q: queue} if queue else {})}
     if all_labels:
         meta["labels"] = all_labels
     if annotations:
         meta["annotations"] = dict(annotations)
-    role = {"memory": "512Mi", "serviceAccount": "spark-operator-spark", "coreRequest": "100m"}
-    spec: dict[str, Any] = {
-        "type": "Scala",
-        "mode": "cluster",
-        "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
-        "mainClass": "org.apache.spark.examples.SparkPi",
-        "arguments": ["1000"],
-        "driver": dict(role),
-        "executor": {**role, "instances": 1, "deleteOnTermination": False},
-    }
     if executor_annotations:
         spec["executor"]["annotations"] = dict(executor_annotations)
     if dynamic is not None:
         spec["dynamicAllocation"] = dict(dynamic)
     if suspend is not None:
         spec["suspend"] = suspend
-    return {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication", "metadata": meta, "spec": spec}
+    return obj
 
 
 def _driver(make_driver: Any, gates: str = "", extra: str = "", **lookups: Any) -> Driver:

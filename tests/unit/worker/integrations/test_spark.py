@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import merged, pruned
+from tests.builders import make_spark_application, merged, pruned
 from tests.unit.worker.integrations.job_world import Outcome, admit, evict, one_reconcile
 from webhook.api import integrations, spark
 from webhook.config import Configuration, WaitForPodsReady
@@ -34,24 +34,11 @@ REQUESTS = {"requests": {"cpu": "100m", "memory": "512Mi"}}
 
 def make(name: str = "test-sparkapp", **spec: Any) -> dict[str, Any]:
     """`MakeSparkApplication(name, "ns")`, `spec` laid over its spec (`driver` / `executor` merged)."""
-    role = {"memory": "512Mi", "serviceAccount": "spark-operator-spark", "coreRequest": "100m"}
-    base: dict[str, Any] = {
-        "type": "Scala",
-        "mode": "cluster",
-        "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
-        "mainClass": "org.apache.spark.examples.SparkPi",
-        "arguments": ["1000"],
-        "driver": dict(role),
-        "executor": {**role, "instances": 1, "deleteOnTermination": False},
-    }
+    obj = make_spark_application(name, "ns")
+    obj["metadata"]["resourceVersion"] = "7"
     for key, value in spec.items():
-        base[key] = {**base[key], **value} if key in ("driver", "executor") else value
-    return {
-        "apiVersion": "sparkoperator.k8s.io/v1beta2",
-        "kind": "SparkApplication",
-        "metadata": {"name": name, "namespace": "ns", "resourceVersion": "7"},
-        "spec": base,
-    }
+        obj["spec"][key] = {**obj["spec"][key], **value} if key in ("driver", "executor") else value
+    return obj
 
 
 def pod_spec(container: str, **extra: Any) -> dict[str, Any]:
