@@ -785,8 +785,8 @@ SPARK = "sparkapplications.sparkoperator.k8s.io"
 
 
 def sparkapplication(name: str, ns: str) -> dict[str, Any]:
-    """A driver and one executor of half a CPU each (Java memory units, as users write them)."""
-    role = {"coreRequest": "500m", "memory": "64m", "serviceAccount": "spark"}
+    """A driver and one executor of half a CPU each (no memory: the module's ClusterQueue has CPU alone)."""
+    role = {"coreRequest": "500m", "serviceAccount": "spark"}
     return {
         "apiVersion": "sparkoperator.k8s.io/v1beta2",
         "kind": "SparkApplication",
@@ -806,7 +806,7 @@ def sparkapplication(name: str, ns: str) -> dict[str, Any]:
 
 def play_operator(kubectl: Kubectl, ns: str, name: str, state: str, executors: dict[str, str] | None = None) -> None:
     """Write the status the Spark operator would (its status subresource)."""
-    status: dict[str, Any] = {"applicationState": {"state": state}}
+    status: dict[str, Any] = {"applicationState": {"state": state}, "driverInfo": {}}  # the CRD requires driverInfo
     if executors is not None:
         status["executorState"] = executors
     kubectl(
@@ -837,10 +837,12 @@ def test_spark_application_suspended_admitted_preempted_readmitted_and_finished(
         interval=POLL,
     )
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("driver", 1), ("executor", 1)]
-    assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == {
-        "requests": {"cpu": "500m", "memory": "64Mi"}
-    }
+    assert [p["template"]["spec"]["containers"][0] for p in wl["spec"]["podSets"]] == [
+        {"name": "spark-kubernetes-driver", "resources": {"requests": {"cpu": "500m"}}},
+        {"name": "spark-kubernetes-executor", "resources": {"requests": {"cpu": "500m"}}},
+    ]
     assert cond(wl, "QuotaReserved").get("status") == "False"
+    assert "insufficient unused quota for cpu" in cond(wl, "QuotaReserved")["message"]
 
     # 2. Room: admitted; unsuspended with the flavor's node label and the podSet label on each role.
     kubectl("delete", "job", "-n", ns, "blocker", "--wait=false")
