@@ -343,6 +343,10 @@ class Stack:
         if lacking:
             _log(f"operators run for {', '.join(lacking)}, which the server does not implement: not enabled")
         base["integrations"]["frameworks"] += enabled
+        # a framework behind an alpha gate (SparkApplication) runs only with its gate on, as upstream's
+        gates = {f.feature_gate: True for f in api_integrations.enabled(enabled) if f.feature_gate}
+        if gates:
+            base["featureGates"] = {**base.get("featureGates", {}), **gates}
         config.write_text(json.dumps(merged(base, yaml.safe_load(extra_config) or {})))
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(

@@ -58,7 +58,6 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION: _MK,
         Feature.MULTI_KUEUE_REMOTE_SPEC_SYNC: _MK,
         Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS: _MK,
-        Feature.SPARK_APPLICATION_INTEGRATION: "the sparkoperator.k8s.io/sparkapplication integration is not implemented",
     }
 )
 
