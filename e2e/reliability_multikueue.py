@@ -19,6 +19,8 @@ Finished, usage back to 0); and here:
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
 import uuid
@@ -180,6 +182,7 @@ def _outage(
         fig["apiserver_down_s"] = round(time.monotonic() - killed, 1)
     rel.wait_for("worker1 Active again", lambda: _cluster_active(manager, WORKER1.name) == "True", timeout=400)
     fig["reconnected_after_restart_s"] = round(time.monotonic() - restarted, 1)
+    print(f"multikueue soak: outage over: {json.dumps(fig, default=str)}", file=sys.stderr, flush=True)
 
 
 def lost_worker(
