@@ -237,11 +237,17 @@ def _milli(value: Any) -> int:
 
 
 def recomputed_usage(workloads: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """Milli-cpu reserved per ClusterQueue, from the Workloads' status.admission."""
+    """Milli-cpu reserved per ClusterQueue, from the Workloads' status.admission. A deactivated
+    Workload (`spec.active: false`) counts no more, though QuotaReserved stays True until its pods
+    are gone: upstream's cache drops it at once (workload_controller.go `Update`, `!active`), so
+    the next Workload may be admitted beside its last pods (a MultiKueue worker's copy the manager
+    deactivated, e2e/reliability_multikueue.py)."""
     used: dict[str, int] = defaultdict(int)
     for wl in workloads:
         adm = (wl.get("status") or {}).get("admission")
         if not adm or not is_true(wl, "QuotaReserved") or is_true(wl, "Finished"):
+            continue
+        if (wl.get("spec") or {}).get("active", True) is False:
             continue
         for psa in adm.get("podSetAssignments") or ():
             used[adm["clusterQueue"]] += _milli((psa.get("resourceUsage") or {}).get("cpu", 0))
