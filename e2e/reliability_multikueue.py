@@ -6,8 +6,10 @@ manager's quota is the workers' together, with the MultiKueue check; 1 cpu per J
 worker1's kube-apiserver is SIGKILLed (its etcd, controllers, kwok and our server keep running, and
 nothing on worker1 moves without it), kept down until the manager has re-dispatched every Workload it
 had on worker1, or `2 * workerLostTimeout + 60 s` passed, then started again. Measured from the kill:
-the manager's MultiKueueCluster `Active=False`; each lost Workload's re-dispatch (its manager copy
-admitted on worker2, or finished there); the reconnection; every Job finished.
+the manager's MultiKueueCluster `Active=False`; each lost Workload given up (evicted once
+workerLostTimeout passed) and re-dispatched (admitted on worker2: after its turn in the manager's
+queue, where an evicted Workload goes to the back, upstream's default requeuing timestamp); the
+reconnection; every Job finished.
 
 Checked with reliability.py's `Sampler` on every cluster (no ClusterQueue above its quota, no Job
 with two Workloads; evictions and re-admissions are MultiKueue's re-dispatch, so counted, not refused) and its `final_check` on the manager (every Job succeeded, one Workload each,
@@ -137,49 +139,75 @@ def _emptied(kube: k.Kube, setup: rel.Setup, timeout: float = 120) -> bool:
     return True
 
 
+@dataclass
+class Lost:
+    """The Workloads the manager had on worker1 when it was killed, and when (seconds after the kill)
+    the manager gave each up (evicted it: its check went Retry past workerLostTimeout) and re-dispatched
+    it (admitted on worker2); one may instead finish on worker1 after its return."""
+
+    killed: float = 0.0
+    names: set[str] = field(default_factory=set)
+    given_up: dict[str, float] = field(default_factory=dict)
+    redispatched: dict[str, float] = field(default_factory=dict)
+    finished_elsewhere: set[str] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def observe(self, wls: list[dict[str, Any]]) -> None:
+        at = time.monotonic() - self.killed
+        with self.lock:
+            for w in wls:
+                name = w["metadata"]["name"]
+                if name not in self.names:
+                    continue
+                if name not in self.given_up and (rel.is_true(w, "Evicted") or _cluster_name(w) != WORKER1.name):
+                    self.given_up[name] = at
+                if name not in self.redispatched and _cluster_name(w) == WORKER2.name:
+                    self.redispatched[name] = at
+                if _finished(w) and _cluster_name(w) != WORKER2.name:
+                    self.finished_elsewhere.add(name)
+
+    def figures(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "lost_workloads": len(self.names),
+                "given_up_after_kill_s": _spread(list(self.given_up.values())),
+                "redispatched_to_worker2_after_kill_s": _spread(list(self.redispatched.values())),
+                "finished_on_worker1_after_its_return": len(self.finished_elsewhere - self.redispatched.keys()),
+            }
+
+
 def _outage(
-    system: MultiClusterSystem, manager: k.Kube, wl_path: str, worker_lost_timeout_s: float, fig: dict[str, Any]
+    system: MultiClusterSystem,
+    manager: k.Kube,
+    wl_path: str,
+    worker_lost_timeout_s: float,
+    lost: Lost,
+    fig: dict[str, Any],
 ) -> None:
-    """Kill worker1's kube-apiserver, watch the manager give its Workloads to worker2 (until all are,
-    or `2 * workerLostTimeout + 60 s`), start it again and wait for the manager to reconnect; the
-    timings and what was still held on worker1 go into `fig`."""
+    """Kill worker1's kube-apiserver, watch the manager give its Workloads up (until all are, or
+    `2 * workerLostTimeout + 60 s`), start it again and wait for the manager to reconnect; the
+    timings go into `fig`, the Workloads lost into `lost` (observed on until the end of the run)."""
     worker1 = system.systems[WORKER1].cluster
-    killed = time.monotonic()
+    lost.killed = time.monotonic()
     worker1.stop_component("kube-apiserver", kill=True)
     try:
         wls, _ = manager.list(wl_path)
         fig["finished_at_kill"] = sum(_finished(w) for w in wls)
-        lost = {w["metadata"]["name"] for w in wls if _cluster_name(w) == WORKER1.name and not _finished(w)}
-        fig["lost_workloads"] = len(lost)
-        redispatched: dict[str, float] = {}
+        with lost.lock:
+            lost.names = {w["metadata"]["name"] for w in wls if _cluster_name(w) == WORKER1.name and not _finished(w)}
         inactive_at: float | None = None
-        deadline = killed + 2 * worker_lost_timeout_s + 60
-        while time.monotonic() < deadline and (inactive_at is None or len(redispatched) < len(lost)):
+        deadline = lost.killed + 2 * worker_lost_timeout_s + 60
+        while time.monotonic() < deadline and (inactive_at is None or len(lost.given_up) < len(lost.names)):
             if inactive_at is None and _cluster_active(manager, WORKER1.name) == "False":
                 inactive_at = time.monotonic()
-            wls, _ = manager.list(wl_path)
-            now = time.monotonic()
-            for w in wls:
-                name = w["metadata"]["name"]
-                if name in lost and name not in redispatched and (_cluster_name(w) == WORKER2.name or _finished(w)):
-                    redispatched[name] = now - killed
+            lost.observe(manager.list(wl_path)[0])
             time.sleep(0.5)
-        held = [w for w in manager.list(wl_path)[0] if w["metadata"]["name"] in lost - redispatched.keys()]
-        fig["inactive_after_s"] = round(inactive_at - killed, 1) if inactive_at is not None else None
-        fig["redispatch_after_kill_s"] = _spread(list(redispatched.values()))
-        fig["not_redispatched_while_down"] = len(held)
-        fig["held_quota_evicted"] = sum(rel.is_true(w, "Evicted") and rel.is_true(w, "QuotaReserved") for w in held)
-        if held:
-            status = held[0].get("status") or {}
-            fig["held_example"] = {
-                "name": held[0]["metadata"]["name"],
-                "conditions": [(c.get("type"), c.get("status"), c.get("reason")) for c in status.get("conditions", ())],
-                "admissionChecks": status.get("admissionChecks"),
-            }
+        fig["inactive_after_s"] = round(inactive_at - lost.killed, 1) if inactive_at is not None else None
+        fig["redispatched_while_down"] = len(lost.redispatched)
     finally:
         restarted = time.monotonic()
         worker1.start_component("kube-apiserver")
-        fig["apiserver_down_s"] = round(time.monotonic() - killed, 1)
+        fig["apiserver_down_s"] = round(time.monotonic() - lost.killed, 1)
     rel.wait_for("worker1 Active again", lambda: _cluster_active(manager, WORKER1.name) == "True", timeout=400)
     fig["reconnected_after_restart_s"] = round(time.monotonic() - restarted, 1)
     print(f"multikueue soak: outage over: {json.dumps(fig, default=str)}", file=sys.stderr, flush=True)
@@ -216,11 +244,15 @@ def lost_worker(
         m: rel.Sampler(kube, setups[m], requeues_allowed=True) for m, kube in {MANAGER: manager, **workers}.items()
     }
     pair = TwoWorkers({m.name: kube for m, kube in workers.items()}, ns)
+    lost = Lost()
+    wl_path = k.object_path(V1B2, "workloads", ns)
 
     def sample() -> None:
         for sampler in samplers.values():
             sampler.sample()
         pair.sample()
+        if lost.names:
+            lost.observe(manager.list(wl_path)[0])
 
     queue = next(iter(setups[MANAGER].lqs))
     objs = [rel.job(ns, f"mk-{i:05d}", queue, run=run) for i in range(jobs)]
@@ -229,7 +261,6 @@ def lost_worker(
         target=lambda: result.setdefault("s", rel.submit(manager, ns, objs, threads=8, retry_for=timeout)), daemon=True
     )
     fig: dict[str, Any] = {"jobs": jobs, "worker_lost_timeout_s": worker_lost_timeout_s, "worker_cpu": worker_cpu}
-    wl_path = k.object_path(V1B2, "workloads", ns)
     problems: list[str] = []
     with rel.Background(sample, 1.0):
         submitter.start()
@@ -243,7 +274,7 @@ def lost_worker(
         try:
             rel.wait_for("Jobs finished and Workloads running on worker1", ready_to_kill, timeout=timeout, interval=1)
             killed = time.monotonic()
-            _outage(system, manager, wl_path, worker_lost_timeout_s, fig)
+            _outage(system, manager, wl_path, worker_lost_timeout_s, lost, fig)
             left = max(60.0, timeout - (time.monotonic() - started))
             submitter.join(timeout=left)
             final = rel.final_check(manager, setups[MANAGER], [o["metadata"]["name"] for o in objs], timeout=left)
@@ -259,6 +290,7 @@ def lost_worker(
     log = system.manager.logs().read_text(errors="replace")
     return {
         **fig,
+        **lost.figures(),
         "submit_errors": sub.errors[:20],
         "samples": {m.name: s.samples for m, s in samplers.items()} | {"both workers": pair.samples},
         "violations": [f"{m.name}: {v}" for m, s in samplers.items() for v in s.violations],
