@@ -191,6 +191,9 @@ class Result:
     admitted: int = 0
     finished: int = 0
     dropped_events: int = 0
+    # Workloads whose "ms to admitted" equals their "ms to finish": the runner's recorder dropped every
+    # event between (its 1,000-event channel was full), so it saw the admission only with the finish.
+    admitted_at_finish: int = 0
     runner_s: float = 0.0
     # The API server's side (apiserver_cost.py); None for runs recorded before it was measured.
     apiserver: dict[str, Any] | None = None
@@ -215,6 +218,7 @@ class Result:
             f[f"admission '{cls}' p90 s"] = _percentile(ms, 90) / 1000
             f[f"admission '{cls}' max s"] = (ms[-1] if ms else 0) / 1000
         f["workloads finished"] = float(self.finished)
+        f["admissions seen only at finish"] = float(self.admitted_at_finish)
         if self.apiserver is not None:
             requests = self.apiserver["requests"]
             f["API server CPU s"] = self.apiserver["cpu_s"]
@@ -263,6 +267,7 @@ def parse_results(side: str, out: Path, exe: str, runner_s: float, run: int = 1)
                 r.admit_ms.setdefault(row["class name"], []).append(admit)
             if finish > 0:
                 r.finished += 1
+                r.admitted_at_finish += admit == finish
     return r
 
 
