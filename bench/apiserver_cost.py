@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,7 @@ WRAPPER = """#!/bin/sh
 # bench/apiserver_cost.py: the real kube-apiserver, with a token for the manager and its audit log.
 echo $$ > "${{{pidfile_env}:-/dev/null}}"
 exec {real} "$@" --token-auth-file={tokens} --audit-policy-file={policy} --audit-log-path={log} \\
-  --audit-log-format=json --audit-log-mode=batch --audit-log-maxbackup=0 --audit-log-maxsize=0
+  --audit-log-format=json --audit-log-mode=batch --audit-log-maxbackup=0 --audit-log-maxsize=1000000
 """
 
 
@@ -141,13 +141,19 @@ def summarize_audit(lines: Iterable[bytes]) -> dict[str, dict[str, int]]:
     return out
 
 
+def _lines(paths: Iterable[Path]) -> Iterator[bytes]:
+    for path in paths:
+        with open(path, "rb") as f:
+            yield from f
+
+
 def write_summary(out: Path, sampler: ProcessSampler) -> None:
-    """apiserver.json in the run's directory (the audit log, large, is summarized and removed)."""
-    log = out / AUDIT_LOG
-    requests: dict[str, dict[str, int]] = {}
-    if log.exists():
-        with open(log, "rb") as f:
-            requests = summarize_audit(f)
+    """apiserver.json in the run's directory (the audit log, large, is summarized and removed). The
+    log is not rotated (a 1 TB limit: the flag's 0 means lumberjack's 100 MB), but backups of an
+    earlier setting would be counted too."""
+    logs = sorted(out.glob(f"{Path(AUDIT_LOG).stem}*.log"))
+    requests = summarize_audit(_lines(logs))
+    for log in logs:
         log.unlink()
     summary = {"cpu_s": sampler.cpu_s, "peak_rss_mib": sampler.peak_rss_mib, "requests": requests}
     (out / SUMMARY).write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
