@@ -100,7 +100,9 @@ class Suite:
     system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does.
     A host-process suite gets the kwok `nodes` of its kind config, the stand-in manager pod on
     `manager_node` (where no spec deletes or fills the node). A three-cluster suite (MultiKueue) runs
-    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there."""
+    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there.
+    A suite `with_prometheus` runs its real-node system with an in-cluster Prometheus (e2e/prometheus.py):
+    singlecluster-prometheus is the baseline package's feature:prometheus specs, which need one."""
 
     name: str
     package: str
@@ -110,10 +112,12 @@ class Suite:
     nodes: tuple[FakeNode, ...] = KIND_NODES
     manager_node: str = "kind-worker"
     clusters: int = 1
+    with_prometheus: bool = False
 
     @property
     def binary(self) -> str:
-        return f"{self.name}.test"  # e2e/build-kueue.sh's name for `go test -c` of the package
+        """e2e/build-kueue.sh's name for `go test -c` of the package: test/e2e/a/b -> a-b.test."""
+        return self.package.removeprefix("test/e2e/").replace("/", "-") + ".test"
 
     @property
     def selection_file(self) -> Path:
@@ -130,6 +134,7 @@ SUITES = {
             real_node=False,
             integrations=("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator", "kuberay"),
         ),
+        Suite("singlecluster-prometheus", "test/e2e/singlecluster/baseline", real_node=True, with_prometheus=True),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
         Suite(
             "sequential-extended",
@@ -250,8 +255,12 @@ def read_report(path: Path) -> list[Spec]:
 
 @dataclass(frozen=True)
 class Selection:
+    """A suite's label filter and excluded specs; `rest_in` names the suite of the same package whose
+    selection accounts for every spec this filter leaves out (and excludes every spec this one runs)."""
+
     label_filter: str
     excluded: dict[str, str]  # spec text -> reason
+    rest_in: str = ""
 
     @staticmethod
     def load(path: Path) -> Selection:
@@ -261,7 +270,7 @@ class Selection:
             if entry["spec"] in excluded:
                 raise SuiteError("read selection", f"{path.name} excludes {entry['spec']!r} twice")
             excluded[entry["spec"]] = entry["reason"]
-        return Selection(doc.get("label_filter") or "", excluded)
+        return Selection(doc.get("label_filter") or "", excluded, doc.get("rest_in") or "")
 
 
 def _ginkgo_literal(text: str) -> str:
@@ -324,15 +333,28 @@ def check_selection(
     suite: Suite, binary: Path, module: Path, out: Path, selection: Selection
 ) -> tuple[list[Spec], list[str]]:
     """(every spec of the suite, the excluded ones the label filter would still run: -skip must name them).
-    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason."""
+    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason
+    (a selection whose rest is another suite's: when a spec it runs is not excluded there)."""
     all_specs = dry_run(suite, binary, module, out, None)
     everything = {s.text for s in all_specs}
     # a dry run reports the specs the label filter leaves out as skipped
     labelled = {s.text for s in dry_run(suite, binary, module, out, selection.label_filter) if s.state != "skipped"}
     unknown = sorted(set(selection.excluded) - everything)
-    unexplained = sorted(everything - labelled - set(selection.excluded))
+    if selection.rest_in:
+        rest = SUITES.get(selection.rest_in)
+        if rest is None or rest.package != suite.package:
+            raise SuiteError("check selection", f"rest_in {selection.rest_in!r} is no suite of {suite.package}")
+        elsewhere = Selection.load(rest.selection_file).excluded
+        unexplained = sorted(labelled - set(selection.excluded) - set(elsewhere))
+    else:
+        unexplained = sorted(everything - labelled - set(selection.excluded))
     problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
-    problems += [f"left out by the label filter but not in the excluded list: {t!r}" for t in unexplained]
+    problems += [
+        f"run here and by {selection.rest_in}: {t!r}"
+        if selection.rest_in
+        else f"left out by the label filter but not in the excluded list: {t!r}"
+        for t in unexplained
+    ]
     if problems:
         raise SuiteError("check selection", f"{suite.selection_file.name}:\n  " + "\n  ".join(problems))
     return all_specs, sorted(labelled & set(selection.excluded))
@@ -795,6 +817,7 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
             module,
             config_folder=suite.config_folder,
             integrations=suite.integrations,
+            with_prometheus=suite.with_prometheus,
         )
         target = single_target(real, real.session(), state_file)
     else:
