@@ -346,9 +346,11 @@ def check_selection(
             raise SuiteError("check selection", f"rest_in {selection.rest_in!r} is no suite of {suite.package}")
         elsewhere = Selection.load(rest.selection_file).excluded
         unexplained = sorted(labelled - set(selection.excluded) - set(elsewhere))
+        # what the other suite leaves to this one (its reason names this suite) must run here
+        unknown += sorted(t for t, reason in elsewhere.items() if suite.name in reason and t not in labelled)
     else:
         unexplained = sorted(everything - labelled - set(selection.excluded))
-    problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
+    problems = [f"excluded but not in the suite (or left to it and not run): {t!r}" for t in unknown]
     problems += [
         f"run here and by {selection.rest_in}: {t!r}"
         if selection.rest_in
