@@ -2,7 +2,8 @@
 # Builds the external operators upstream Kueue's extended e2e suites need (JobSet, LeaderWorkerSet,
 # AppWrapper, Kubeflow Trainer, the Kubeflow training-operator, the MPI operator, KubeRay) at the versions upstream Kueue's own go.mod pins (as upstream's
 # hack/make/deps.mk reads them), and the Prometheus operator with its config reloader (the sidecar it adds to
-# Prometheus pods) at the version upstream's hack/make/test.mk pins (PROMETHEUS_OPERATOR_VERSION), from the Go module proxy, into the same cache as the control plane
+# Prometheus pods) at the version upstream's hack/make/test.mk pins (PROMETHEUS_OPERATOR_VERSION) and Prometheus
+# at the version that operator's go.mod requires (its default Prometheus), from the Go module proxy, into the same cache as the control plane
 # (e2e/build-binaries.sh). Each builds in a module of its own made in the cache, whose go.mod requires
 # just that operator at that version: its build list is the operator's own go.mod, as its release's.
 # (`go install pkg@version` would do the same, but it first asks the proxy for the module's version
@@ -12,7 +13,7 @@
 #
 #   e2e/build-operators.sh [NAME...]     # default: the first seven; NAME in jobset lws appwrapper trainer
 #                                        # training-operator mpi-operator kuberay prometheus-operator
-#                                        # prometheus-config-reloader
+#                                        # prometheus-config-reloader prometheus
 # Prints the bin directory on stdout as its last line.
 set -euo pipefail
 
@@ -23,8 +24,9 @@ mkdir -p "$bin"
 
 command -v go >/dev/null || { echo "build-operators: step 'find go' failed: no Go toolchain on PATH" >&2; exit 1; }
 
-# name  module  main package (inside the module)  where upstream pins its version: go.mod, or a
-# variable of hack/make/test.mk (the e2e targets' operators that are no Go dependency of Kueue)
+# name  module  main package (inside the module)  where upstream pins its version: go.mod, a
+# variable of hack/make/test.mk (the e2e targets' operators that are no Go dependency of Kueue), or
+# prometheus-operator: the go.mod of the Prometheus operator at its pinned version
 operators="
 jobset                     sigs.k8s.io/jobset                               .                             go.mod
 lws                        sigs.k8s.io/lws                                  cmd                           go.mod
@@ -35,6 +37,7 @@ mpi-operator               github.com/kubeflow/mpi-operator                 cmd/
 kuberay                    github.com/ray-project/kuberay/ray-operator      .                             go.mod
 prometheus-operator        github.com/prometheus-operator/prometheus-operator cmd/operator                PROMETHEUS_OPERATOR_VERSION
 prometheus-config-reloader github.com/prometheus-operator/prometheus-operator cmd/prometheus-config-reloader PROMETHEUS_OPERATOR_VERSION
+prometheus                 github.com/prometheus/prometheus                 cmd/prometheus                prometheus-operator
 "
 
 # go.sum lines for modules the checksum database does not answer for (sum.golang.org has no entry for
@@ -73,6 +76,11 @@ for name in "${wanted[@]}"; do
   if [ "$pin" = go.mod ]; then
     pinned_in="$kueue_go_mod"
     version="$(awk -v m="$module" '$1==m {print $2; exit}' "$kueue_go_mod")"
+  elif [ "$pin" = prometheus-operator ]; then
+    op_version="$(awk '$1=="PROMETHEUS_OPERATOR_VERSION" && $2=="?=" {print $3; exit}' "$kueue_test_mk")"
+    pinned_in="$(GOFLAGS= go mod download -json "github.com/prometheus-operator/prometheus-operator@$op_version" |
+      sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+    version="$(awk -v m="$module" '$1==m {print $2; exit}' "$pinned_in")"
   else  # `NAME ?= vX.Y.Z` in test.mk
     pinned_in="$kueue_test_mk"
     version="$(awk -v v="$pin" '$1==v && $2=="?=" {print $3; exit}' "$kueue_test_mk")"

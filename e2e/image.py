@@ -17,9 +17,7 @@ Layers 2 and 3 are made in a chroot on an overlayfs over the layers below, so th
 directory holds exactly the new files. pip runs with a clean environment (the host's PIP_*
 settings stay out) and trusts the host's CA bundle: PyPI may sit behind a TLS-inspecting proxy.
 The pause image (the pod sandbox) packs the static `pause` binary that
-`e2e/build-binaries.sh --node` builds. The in-cluster Prometheus of upstream's prometheus specs
-(e2e/prometheus.py) is Debian's `prometheus` package over the same base layer: the host's apt
-fetches the .deb (its hash checked against the signed index) and its binaries become the second layer.
+`e2e/build-binaries.sh --node` builds.
 
     python e2e/image.py server --out FILE.tar [--tag pykueue:dev]
     python e2e/image.py pause --out FILE.tar --binary BIN_DIR/pause
@@ -78,12 +76,6 @@ SERVER_CONFIG = oci.ImageConfig(
 PAUSE_IMAGE = "localhost/pykueue/pause:1"
 PAUSE_CONFIG = oci.ImageConfig(entrypoint=("/pause",), user="65535:65535")
 UPSTREAM_MANAGER_CONFIG = oci.ImageConfig(entrypoint=("/manager",), user="65532:65532")
-#: Debian's Prometheus server: what its layer keeps of the package (binaries and the console directories
-#: the operator's flags name; the web UI's JavaScript dependencies stay out, the API needs none of them),
-#: run as the official image runs it (entrypoint the server, user nobody; the operator passes only args).
-PROMETHEUS_PACKAGE = "prometheus"
-PROMETHEUS_FILES = ("usr/bin/prometheus", "usr/bin/promtool", "etc/prometheus")
-PROMETHEUS_CONFIG = oci.ImageConfig(entrypoint=("/usr/bin/prometheus",), user="65534:65534")
 
 
 class ImageError(RuntimeError):
@@ -326,70 +318,6 @@ def build_static(out: Path, *, binary: Path, name: str, tag: str, config: oci.Im
         layer_tar = Path(tmp) / "layer.tar"
         oci.write_layer(root, layer_tar)
         return oci.write_archive(out, tag=tag, layers=[oci.Layer.of(layer_tar, f"COPY {name} /{name}")], config=config)
-
-
-def release_tag(deb_version: str) -> str:
-    """The upstream release a Debian version packages, as its image tag: `2.42.0+ds-5+deb12u1` -> `v2.42.0`."""
-    upstream = deb_version.split(":")[-1].rsplit("-", 1)[0]
-    return "v" + upstream.split("+")[0].split("~")[0]
-
-
-def candidate_version(package: str) -> str:
-    """The version the host's apt would install (its signed index), or ImageError saying how to get one."""
-    res = subprocess.run(["apt-cache", "policy", package], capture_output=True, text=True, check=False)
-    for line in res.stdout.splitlines():
-        if line.strip().startswith("Candidate:"):
-            version = line.split(":", 1)[1].strip()
-            if version and version != "(none)":
-                return version
-    raise ImageError(
-        f"find Debian's {package}", f"apt has no candidate for {package}; run apt-get update (Debian main)"
-    )
-
-
-def prometheus_layer(cache: Path) -> tuple[oci.Layer, str]:
-    """Debian's Prometheus as a layer (cached per package version) and that version."""
-    version = candidate_version(PROMETHEUS_PACKAGE)
-    directory = cache / f"prometheus-{_key(version, *PROMETHEUS_FILES)}"
-    layer = _cached_layer(directory)
-    if layer is not None:
-        return layer, version
-    tmp = directory.with_name(directory.name + ".tmp")
-    _remove(tmp)
-    tmp.mkdir(parents=True)
-    # apt-get download checks the .deb against the hash of the index apt verified; as root it warns that
-    # its _apt user cannot write here, which is harmless
-    _run(
-        "apt-get download",
-        ["sh", "-ec", f'cd "$1" && apt-get download -q "{PROMETHEUS_PACKAGE}={version}"', "sh", str(tmp)],
-    )
-    deb = next(tmp.glob("*.deb"))
-    _run("dpkg-deb -x", ["dpkg-deb", "-x", str(deb), str(tmp / "root")])
-    oci.write_layer(tmp / "root", tmp / "layer.tar", paths=PROMETHEUS_FILES)
-    _record_layer(
-        tmp, f"apt-get download {PROMETHEUS_PACKAGE}={version} && dpkg-deb -x ({', '.join(PROMETHEUS_FILES)})"
-    )
-    deb.unlink()
-    shutil.rmtree(tmp / "root")
-    _remove(directory)
-    tmp.rename(directory)
-    layer = _cached_layer(directory)
-    assert layer is not None
-    return layer, version
-
-
-def build_prometheus(out: Path, *, repository: str) -> str:
-    """Debian's Prometheus over the base layer, tagged `repository`:v<its release>; returns that release tag."""
-    host.require_root("the daemon-free image build")
-    cache = host.cache_root() / "image"
-    cache.mkdir(parents=True, exist_ok=True)
-    _, base = base_layer(cache)
-    layer, version = prometheus_layer(cache)
-    tag = release_tag(version)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    oci.write_archive(out, tag=f"{repository}:{tag}", layers=[base, layer], config=PROMETHEUS_CONFIG)
-    log(f"{repository}:{tag} (Debian {PROMETHEUS_PACKAGE} {version}) -> {out}")
-    return tag
 
 
 def main(argv: Sequence[str] | None = None) -> int:

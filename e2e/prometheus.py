@@ -8,11 +8,12 @@ deploy_kueue_prometheus_config once Kueue is deployed), with no registry:
     upstream loads into kind (quay.io/prometheus-operator/<name>:<version>, e2e/image.py), imported
     into the node's containerd; the operator's release bundle (bundle.yaml in its module, what upstream
     applies) with its Deployment pinned to the real node;
-  - Prometheus itself from Debian's package (e2e/image.py) under the name the operator asks for,
-    quay.io/prometheus/prometheus:v<Debian's release>; upstream's test/e2e/config/prometheus/
-    prometheus-setup.yaml applied with one field added: the Prometheus's spec.version, Debian's release
-    (the operator's default is a 3.x image the node does not have, and it writes each Prometheus's
-    configuration and flags for the version it runs); namespace `monitoring` is placed on the real node;
+  - Prometheus itself built the same way at the version the operator's go.mod requires, which is its
+    default Prometheus (pkg/operator/defaults.go), in a one-binary image under the name the operator asks
+    for (quay.io/prometheus/prometheus:v<the module's VERSION>). Debian's `prometheus` package cannot
+    stand in: it is built without the Kubernetes service discovery (`kubernetes_sd_configs`), which
+    every ServiceMonitor becomes. Upstream's test/e2e/config/prometheus/prometheus-setup.yaml is applied
+    unchanged; namespace `monitoring` is placed on the real node;
   - the system's ServiceMonitor: upstream's config/prometheus (kustomize) for upstream's manager, our
     chart's `enablePrometheus=true` template (charts/pykueue, rendered by helm) for ours.
 The suite reaches Prometheus as upstream's does: through the API server's service proxy
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +41,30 @@ from cluster import Cluster  # noqa: E402
 MODULE = "github.com/prometheus-operator/prometheus-operator"
 #: The variable of upstream Kueue's hack/make/test.mk that pins the operator (e2e/build-operators.sh reads it too).
 VERSION_VARIABLE = "PROMETHEUS_OPERATOR_VERSION"
-BINARIES = ("prometheus-operator", "prometheus-config-reloader")
-#: Where each binary sits in its release image (the module's Dockerfiles): the bundle's Deployment and the
-#: reloader containers the operator makes (`command: /bin/prometheus-config-reloader`) rely on those paths.
-IMAGE_PATHS = {"prometheus-operator": "bin/operator", "prometheus-config-reloader": "bin/prometheus-config-reloader"}
-REGISTRY = "quay.io/prometheus-operator"
-#: The operator's default base image for Prometheus (pkg/operator/defaults.go DefaultPrometheusBaseImage).
-PROMETHEUS_REPOSITORY = "quay.io/prometheus/prometheus"
+PROMETHEUS_MODULE = "github.com/prometheus/prometheus"
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One of e2e/build-operators.sh's binaries and the image it goes in: the release image's name (the
+    one the bundle or the operator asks for) and the binary's place there (the projects' Dockerfiles:
+    the bundle's Deployment and the containers the operator makes rely on it)."""
+
+    name: str
+    repository: str
+    path: str
+
+
+BINARIES = (
+    Binary("prometheus-operator", "quay.io/prometheus-operator/prometheus-operator", "bin/operator"),
+    Binary(
+        "prometheus-config-reloader",
+        "quay.io/prometheus-operator/prometheus-config-reloader",
+        "bin/prometheus-config-reloader",
+    ),
+    # the operator's default base image for Prometheus (pkg/operator/defaults.go DefaultPrometheusBaseImage)
+    Binary("prometheus", "quay.io/prometheus/prometheus", "bin/prometheus"),
+)
 NAMESPACE = "monitoring"
 SETUP = "test/e2e/config/prometheus/prometheus-setup.yaml"
 KUEUE_MONITOR = "config/prometheus"
@@ -75,26 +94,33 @@ def pinned_version(kueue_module: Path) -> str:
     raise PrometheusError("read the pinned version", f"no `{VERSION_VARIABLE} ?=` in {test_mk}")
 
 
-def build_images(directory: Path, kueue_module: Path) -> tuple[list[Path], str]:
-    """The operator's, the reloader's and Prometheus's image archives in `directory`, and Prometheus's
-    release tag (vX.Y.Z), the version the Prometheus resource states."""
+def prometheus_version(operator_version: str) -> tuple[str, str]:
+    """(Go module version, release tag) of the Prometheus the operator's go.mod requires: the module's
+    versions are v0.<major><minor>.<patch> (v0.309.1 is v3.9.1), its VERSION file says which release."""
+    go_mod = (operators.module_dir(MODULE, operator_version) / "go.mod").read_text()
+    module_version = operators.pinned_versions(go_mod, [PROMETHEUS_MODULE])[PROMETHEUS_MODULE]
+    release = (operators.module_dir(PROMETHEUS_MODULE, module_version) / "VERSION").read_text().strip()
+    return module_version, f"v{release}"
+
+
+def build_images(directory: Path, kueue_module: Path) -> list[Path]:
+    """The operator's, the reloader's and Prometheus's image archives in `directory`."""
     version = pinned_version(kueue_module)
-    bin_dir = operators.build(BINARIES)
+    module_version, release = prometheus_version(version)
+    bin_dir = operators.build(b.name for b in BINARIES)
     archives = []
-    for name in BINARIES:
-        out = directory / f"{name}.tar"
-        path = IMAGE_PATHS[name]
+    for b in BINARIES:
+        built, tag = (module_version, release) if b.name == "prometheus" else (version, version)
+        out = directory / f"{b.name}.tar"
         image.build_static(
             out,
-            binary=bin_dir / f"{name}-{version}",
-            name=path,
-            tag=f"{REGISTRY}/{name}:{version}",
-            config=oci.ImageConfig(entrypoint=(f"/{path}",), user="65534:65534"),
+            binary=bin_dir / f"{b.name}-{built}",
+            name=b.path,
+            tag=f"{b.repository}:{tag}",
+            config=oci.ImageConfig(entrypoint=(f"/{b.path}",), user="65534:65534"),
         )
         archives.append(out)
-    out = directory / "prometheus.tar"
-    tag = image.build_prometheus(out, repository=PROMETHEUS_REPOSITORY)
-    return [*archives, out], tag
+    return archives
 
 
 def bundle(kueue_module: Path, cluster: Cluster) -> list[dict[str, Any]]:
@@ -110,13 +136,9 @@ def bundle(kueue_module: Path, cluster: Cluster) -> list[dict[str, Any]]:
     return docs
 
 
-def setup(kueue_module: Path, prometheus_version: str) -> list[dict[str, Any]]:
-    """Upstream's prometheus-setup.yaml with the Prometheus's spec.version set (see the module docstring)."""
-    docs = [d for d in yaml.safe_load_all((kueue_module / SETUP).read_text()) if d]
-    for doc in docs:
-        if doc["kind"] == "Prometheus":
-            doc["spec"]["version"] = prometheus_version
-    return docs
+def setup(kueue_module: Path) -> list[dict[str, Any]]:
+    """Upstream's prometheus-setup.yaml: namespace, service account and RBAC, the Prometheus, its Service."""
+    return [d for d in yaml.safe_load_all((kueue_module / SETUP).read_text()) if d]
 
 
 def kueue_monitor(

@@ -252,10 +252,8 @@ class RealNodeSystem:
             image.build_server(archives[1], tag=OURS_IMAGE)
         else:
             image.build_upstream_manager(archives[1], binary=self.kueue_bin / "kueue-manager", tag=UPSTREAM_IMAGE)
-        prometheus_version = ""
         if self.with_prometheus:
-            more, prometheus_version = prometheus.build_images(self.dir / "images", self.module)
-            archives += more
+            archives += prometheus.build_images(self.dir / "images", self.module)
         rc = real.RealCluster(
             self.dir,
             bin_dir=node_bin,
@@ -275,7 +273,7 @@ class RealNodeSystem:
                 try:
                     operators.up()
                     if self.with_prometheus:
-                        self._install_prometheus_operator(cluster, prometheus_version)
+                        self._install_prometheus_operator(cluster)
                     config = self._install(kubectl, cluster)
                     if self.with_prometheus:
                         apply(
@@ -298,12 +296,12 @@ class RealNodeSystem:
             for archive in archives:
                 archive.unlink(missing_ok=True)
 
-    def _install_prometheus_operator(self, cluster: Cluster, prometheus_version: str) -> None:
+    def _install_prometheus_operator(self, cluster: Cluster) -> None:
         """upstream's install_prometheus_operator: the bundle, the operator available, then the Prometheus."""
         cluster.place_on_real_node(prometheus.NAMESPACE)
         apply(cluster, prometheus.bundle(self.module, cluster))
         prometheus.wait_operator(cluster)
-        apply(cluster, prometheus.setup(self.module, prometheus_version))
+        apply(cluster, prometheus.setup(self.module))
 
     def _install(self, kubectl: str, cluster: Cluster) -> str:
         docs = upstream_e2e_install(self.module, kubectl, self.config_folder)

@@ -1,11 +1,9 @@
-"""The in-cluster Prometheus's pure pieces (e2e/prometheus.py, e2e/image.py's Debian package layer) and the
-singlecluster-prometheus selection. Running the suite is `make e2e-upstream SUITE=singlecluster-prometheus`'s job."""
+"""The in-cluster Prometheus's pure pieces (e2e/prometheus.py) and the singlecluster-prometheus selection. Running the suite is `make e2e-upstream SUITE=singlecluster-prometheus`'s job."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import image
 import prometheus
 import pytest
 import upstream_suite
@@ -13,33 +11,25 @@ from cluster import Cluster, RealNodeSpec
 from upstream_build import kueue_module_dir
 
 
-@pytest.mark.parametrize(
-    ("deb", "tag"),
-    [
-        pytest.param("2.42.0+ds-5+deb12u1", "v2.42.0", id="repacked source, stable update"),
-        pytest.param("1:2.53.1-2", "v2.53.1", id="epoch"),
-        pytest.param("3.1.0~rc0-1", "v3.1.0", id="pre-release tilde"),
-    ],
-)
-def test_a_debian_version_is_tagged_with_the_release_it_packages(deb: str, tag: str) -> None:
-    assert image.release_tag(deb) == tag
-
-
 def test_the_operator_version_is_the_one_upstreams_e2e_pins() -> None:
     module = kueue_module_dir()
     assert prometheus.pinned_version(module) == "v0.89.0"  # hack/make/test.mk of the pinned Kueue
 
 
-def test_the_prometheus_resource_states_the_version_it_runs_and_nothing_else_changes() -> None:
+def test_prometheus_is_the_release_the_operator_defaults_to() -> None:
+    # pkg/operator/defaults.go of v0.89.0: DefaultPrometheusVersion is the compatibility matrix's last, v3.9.1
+    assert prometheus.prometheus_version("v0.89.0") == ("v0.309.1", "v3.9.1")
+
+
+def test_upstreams_prometheus_setup_is_applied_unchanged() -> None:
     module = kueue_module_dir()
-    docs = prometheus.setup(module, "v2.42.0")
+    docs = prometheus.setup(module)
     by_kind = {d["kind"]: d for d in docs}
     assert by_kind["Prometheus"]["spec"] == {
         "serviceAccountName": "prometheus-k8s",
         "scrapeInterval": "2s",
         "serviceMonitorNamespaceSelector": {},
         "serviceMonitorSelector": {},
-        "version": "v2.42.0",
     }
     binding = next(d for d in docs if d["metadata"]["name"] == "prometheus-kueue-metrics-reader")
     assert binding["roleRef"]["name"] == "kueue-metrics-reader"
