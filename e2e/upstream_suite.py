@@ -682,11 +682,12 @@ visibilityServer:
 
 
 def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> str:
-    """Per-file counts: specs in the baseline, excluded, passed, failed."""
+    """Per-file counts: specs in the baseline, excluded, passed, failed (a selection whose rest is another
+    suite's: only the files it runs)."""
     ran: dict[str, Counter[str]] = defaultdict(Counter)
     for s in specs:
         ran[s.file][s.state] += 1
-    total = Counter(s.file for s in everything)
+    total = Counter(s.file for s in everything if not selection.rest_in or s.file in ran)
     excluded = Counter(s.file for s in everything if s.text in selection.excluded)
     rows = [("file", "specs", "excluded", "passed", "failed")]
     for f in sorted(total):
