@@ -162,7 +162,7 @@ operator-binaries: ## build JobSet, LWS, AppWrapper, Kubeflow Trainer, the train
 test-operator-binaries: ## build the operators make test runs
 	e2e/build-operators.sh $(TEST_OPERATORS)
 
-e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|tas-baseline|multikueue-baseline|multikueue-sequential|sequential-baseline|sequential-extended, the sequential ones as root on a real node, the multikueue ones on three control planes), against SYSTEM=ours (default) or upstream
+e2e-upstream: $(STAMP) binaries kueue-binaries ## an upstream Kueue e2e suite, unchanged (SUITE=singlecluster-baseline|singlecluster-extended|singlecluster-prometheus|tas-baseline|multikueue-baseline|multikueue-sequential|sequential-baseline|sequential-extended; singlecluster-prometheus and the sequential ones as root on a real node (singlecluster-prometheus with an in-cluster Prometheus), the multikueue ones on three control planes), against SYSTEM=ours (default) or upstream
 	$(BIN)/python e2e/upstream_suite.py run --suite $(SUITE) --system $(SYSTEM) $(UPSTREAM_SUITE_ARGS)
 
 bench-scale: $(STAMP) binaries kueue-binaries ## upstream's scheduler perf runner (15,000 workloads): minimalkueue vs our worker

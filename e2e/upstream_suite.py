@@ -101,7 +101,9 @@ class Suite:
     system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does.
     A host-process suite gets the kwok `nodes` of its kind config, the stand-in manager pod on
     `manager_node` (where no spec deletes or fills the node). A three-cluster suite (MultiKueue) runs
-    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there."""
+    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there.
+    A suite `with_prometheus` runs its real-node system with an in-cluster Prometheus (e2e/prometheus.py):
+    singlecluster-prometheus is the baseline package's feature:prometheus specs, which need one."""
 
     name: str
     package: str
@@ -118,10 +120,12 @@ class Suite:
     """Its specs restart Kueue with a changed ConfigMap: each system follows (e2e/restarts.py)."""
     dependency_crds: tuple[tuple[str, str], ...] = ()
     """CRDs of other projects on every cluster, (Go module, file in it), at the version upstream pins."""
+    with_prometheus: bool = False
 
     @property
     def binary(self) -> str:
-        return f"{self.name}.test"  # e2e/build-kueue.sh's name for `go test -c` of the package
+        """e2e/build-kueue.sh's name for `go test -c` of the package: test/e2e/a/b -> a-b.test."""
+        return self.package.removeprefix("test/e2e/").replace("/", "-") + ".test"
 
     @property
     def selection_file(self) -> Path:
@@ -142,6 +146,7 @@ SUITES = {
             real_node=False,
             integrations=("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator", "kuberay"),
         ),
+        Suite("singlecluster-prometheus", "test/e2e/singlecluster/baseline", real_node=True, with_prometheus=True),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
         Suite(
             "sequential-extended",
@@ -271,8 +276,12 @@ def read_report(path: Path) -> list[Spec]:
 
 @dataclass(frozen=True)
 class Selection:
+    """A suite's label filter and excluded specs; `rest_in` names the suite of the same package whose
+    selection accounts for every spec this filter leaves out (and excludes every spec this one runs)."""
+
     label_filter: str
     excluded: dict[str, str]  # spec text -> reason
+    rest_in: str = ""
 
     @staticmethod
     def load(path: Path) -> Selection:
@@ -282,7 +291,7 @@ class Selection:
             if entry["spec"] in excluded:
                 raise SuiteError("read selection", f"{path.name} excludes {entry['spec']!r} twice")
             excluded[entry["spec"]] = entry["reason"]
-        return Selection(doc.get("label_filter") or "", excluded)
+        return Selection(doc.get("label_filter") or "", excluded, doc.get("rest_in") or "")
 
 
 def _ginkgo_literal(text: str) -> str:
@@ -345,15 +354,30 @@ def check_selection(
     suite: Suite, binary: Path, module: Path, out: Path, selection: Selection
 ) -> tuple[list[Spec], list[str]]:
     """(every spec of the suite, the excluded ones the label filter would still run: -skip must name them).
-    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason."""
+    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason
+    (a selection whose rest is another suite's: when a spec it runs is not excluded there)."""
     all_specs = dry_run(suite, binary, module, out, None)
     everything = {s.text for s in all_specs}
     # a dry run reports the specs the label filter leaves out as skipped
     labelled = {s.text for s in dry_run(suite, binary, module, out, selection.label_filter) if s.state != "skipped"}
     unknown = sorted(set(selection.excluded) - everything)
-    unexplained = sorted(everything - labelled - set(selection.excluded))
-    problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
-    problems += [f"left out by the label filter but not in the excluded list: {t!r}" for t in unexplained]
+    if selection.rest_in:
+        rest = SUITES.get(selection.rest_in)
+        if rest is None or rest.package != suite.package:
+            raise SuiteError("check selection", f"rest_in {selection.rest_in!r} is no suite of {suite.package}")
+        elsewhere = Selection.load(rest.selection_file).excluded
+        unexplained = sorted(labelled - set(selection.excluded) - set(elsewhere))
+        # what the other suite leaves to this one (its reason names this suite) must run here
+        unknown += sorted(t for t, reason in elsewhere.items() if suite.name in reason and t not in labelled)
+    else:
+        unexplained = sorted(everything - labelled - set(selection.excluded))
+    problems = [f"excluded but not in the suite (or left to it and not run): {t!r}" for t in unknown]
+    problems += [
+        f"run here and by {selection.rest_in}: {t!r}"
+        if selection.rest_in
+        else f"left out by the label filter but not in the excluded list: {t!r}"
+        for t in unexplained
+    ]
     if problems:
         raise SuiteError("check selection", f"{suite.selection_file.name}:\n  " + "\n  ".join(problems))
     return all_specs, sorted(labelled & set(selection.excluded))
@@ -703,11 +727,12 @@ visibilityServer:
 
 
 def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> str:
-    """Per-file counts: specs in the baseline, excluded, passed, failed."""
+    """Per-file counts: specs in the baseline, excluded, passed, failed (a selection whose rest is another
+    suite's: only the files it runs)."""
     ran: dict[str, Counter[str]] = defaultdict(Counter)
     for s in specs:
         ran[s.file][s.state] += 1
-    total = Counter(s.file for s in everything)
+    total = Counter(s.file for s in everything if not selection.rest_in or s.file in ran)
     excluded = Counter(s.file for s in everything if s.text in selection.excluded)
     rows = [("file", "specs", "excluded", "passed", "failed")]
     for f in sorted(total):
@@ -875,6 +900,7 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
             module,
             config_folder=suite.config_folder,
             integrations=suite.integrations,
+            with_prometheus=suite.with_prometheus,
         )
         target = single_target(real, real.session(), state_file)
     else:
