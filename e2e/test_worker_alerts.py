@@ -120,7 +120,9 @@ def scenario(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> Iterator
 
     def shrunk() -> str | None:
         text = stack.metrics_text()
-        return text if _find(_samples(text), "kueue_cluster_queue_nominal_quota", cluster_queue=cq)[0][1] == 0 else None
+        found = _find(_samples(text), "kueue_cluster_queue_nominal_quota", cluster_queue=cq)
+        # The series can be absent for a scrape while the changed ClusterQueue's gauges are set again.
+        return text if found and found[0][1] == 0 else None
 
     yield {
         "cq": cq,
