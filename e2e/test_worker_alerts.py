@@ -105,8 +105,12 @@ def scenario(kubectl: Kubectl, namespace: str, objs: ClusterObjects) -> Iterator
     wait_workload(kubectl, namespace, "high", "Admitted")
 
     def preempted() -> str | None:
+        # The counter moves at the preemption, the gauges at the worker's next refresh (every second,
+        # less often while a refresh is slow: METRICS_REFRESH_SHARE): wait for both.
         text = stack.metrics_text()
-        return text if _find(_samples(text), "kueue_preempted_workloads_total", preempting_cluster_queue=cq) else None
+        samples = _samples(text)
+        counted = _find(samples, "kueue_preempted_workloads_total", preempting_cluster_queue=cq)
+        return text if counted and _find(samples, "kueue_cluster_queue_nominal_quota", cluster_queue=cq) else None
 
     preempting = wait_for("the preemption counted", preempted)
     kubectl(
