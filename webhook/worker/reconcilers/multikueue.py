@@ -10,10 +10,10 @@ Three work queues, as upstream's three reconcilers:
   Queued on the cluster's events, its Secret's or ClusterProfile's, and a lost connection.
 * `mk-admissioncheck` (AdmissionChecks of this controller): `checks.active_condition`. Queued on
   the check's events, its MultiKueueConfig's and its clusters' `Active` changes.
-* `mk-workload` (Workloads with a MultiKueue check): read the remote copies from the connected
-  clusters of the check's config, plan, and carry the plan out: remote creates, updates and
-  deletes, the local check state, `clusterName` and `nominatedClusterNames` in one status write,
-  Events, `Finish`, the job sync through the kind's adapter, the requeue. Queued on the Workload's
+* `mk-workload` (Workloads with a MultiKueue check): read the remote copies from the watches of the
+  connected clusters of the check's config (`RemoteClient`), plan, and carry the plan out: remote
+  creates, updates and deletes, the local check state, `clusterName` and `nominatedClusterNames` in
+  one status write, Events, `Finish`, the job sync through the kind's adapter, the requeue. Queued on the Workload's
   events, 1 s after a remote object of it changed, and 1 s after its config's clusters changed. A
   deleted Workload is kept in a cache until its remote copies are removed.
 
