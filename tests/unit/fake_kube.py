@@ -56,6 +56,7 @@ class FakeKube:
         # (user, verb, resource[/subresource], namespace) a resource SubjectAccessReview allows
         self.resource_grants: set[tuple[str, str, str, str]] = set()
         self.reviews: list[Mapping[str, Any]] = []
+        self.identity = "system:serviceaccount:kueue-system:kueue-controller-manager"  # SelfSubjectReview
         for path, obj in (objects or {}).items():
             self.put(path, obj)
 
@@ -147,6 +148,8 @@ class FakeKube:
                 return copy.deepcopy(self.objects[path])
             if method == "POST" and body.get("kind") in ("TokenReview", "SubjectAccessReview"):
                 return self._review(body)
+            if method == "POST" and body.get("kind") == "SelfSubjectReview":
+                return {**body, "status": {"userInfo": {"username": self.identity}}}
             if method == "POST":
                 target = f"{path}/{body['metadata']['name']}"
                 if target in self.objects:

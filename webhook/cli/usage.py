@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from webhook import kube
-from webhook.api import quantity, schema_usage
+from webhook.api import schema_usage
 from webhook.cli.api import CliError, list_items
 from webhook.cli.output import render_table
 from webhook.cli.session import kube_options, session
@@ -51,7 +51,6 @@ _HEADERS = {
 }
 _RELATIVE = re.compile(r"^(\d+)([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_GIB = 1024**3
 
 
 def parse_when(text: str, now: datetime) -> int:
@@ -83,15 +82,6 @@ def parse_price(texts: Sequence[str]) -> dict[tuple[str, str], float]:
     return out
 
 
-def _unit(resource: str) -> tuple[str, int]:
-    """What an hour of `resource` is shown in, and how many accounted amounts make one."""
-    if quantity.is_milli_resource(resource):
-        return "cores", 1000
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return "GiB", _GIB
-    return "units", 1
-
-
 def usage_rows(
     records: Sequence[Mapping[str, Any]],
     by: Sequence[str],
@@ -117,7 +107,7 @@ def usage_rows(
     rows = []
     for group, amounts in sorted(usage.aggregate(ledgers, dims, since=since, until=until).items()):
         for (flavor, resource), value in sorted(amounts.items()):
-            unit, per = _unit(resource)
+            unit, per = usage.hour_unit(resource)
             hours = value / per / 3600
             row: dict[str, Any] = dict(zip(dims, group, strict=True))
             row |= {"flavor": flavor, "resource": resource, "unit": unit, "resourceHours": round(hours, 6)}

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import known_owners
-from webhook.api import integrations, schema_usage
+from webhook.api import integrations, schema_budget, schema_usage
 from webhook.api import trainjob as tj
 from webhook.certmanager import conversion_crd_names
 from webhook.visibility.api import PYKUEUE_GROUP
@@ -115,6 +115,14 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
         # -- the webhook server's lookups --------------------------------------------------------------
         Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
         Access(_K, ("localqueues",), ("list", "watch"), LOOKUPS, "default LocalQueue exists?"),
+        Access(schema_budget.GROUP, (schema_budget.PLURAL,), ("list", "watch"), LOOKUPS, "budget warnings (ours)"),
+        Access(
+            "authentication.k8s.io",
+            ("selfsubjectreviews",),
+            ("create",),
+            LOOKUPS,
+            "our own username: the submitting-user annotation trusts it (ours)",
+        ),
         Access(
             _K,
             ("workloadpriorityclasses",),
@@ -228,6 +236,10 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             ("create", "get", "list", "update"),
             WORKER,
             "usage accounting: one UsageRecord per period (ours)",
+        ),
+        Access(schema_budget.GROUP, (schema_budget.PLURAL,), _READ, WORKER, "budgets (ours)"),
+        Access(
+            schema_budget.GROUP, (f"{schema_budget.PLURAL}/status",), ("get", "update"), WORKER, "budget status (ours)"
         ),
         Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
