@@ -94,6 +94,7 @@ class UsageAccountant:
         # The periods being written, by start, with the resourceVersion of their record (None: not created).
         self._ledgers: dict[int, tuple[usage.Ledger, str | None]] = {}
         self._archived: dict[usage.UsageKey, int] = {}  # the totals of every older record, for the metric
+        self._history: dict[int, usage.Ledger] = {}  # the older records by start, without `running` (budgets)
 
     # == events (informer threads) ================================================================
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
@@ -165,6 +166,7 @@ class UsageAccountant:
         items, _ = self.kube.list(RECORDS)
         newest: tuple[usage.Ledger, str | None] | None = None
         archived: dict[usage.UsageKey, int] = {}
+        history: dict[int, usage.Ledger] = {}
         for item in items:
             try:
                 ledger = usage.from_record(item)
@@ -174,15 +176,18 @@ class UsageAccountant:
             if newest is None or ledger.start > newest[0].start:
                 if newest is not None:
                     _merge(archived, newest[0].totals)
+                    history[newest[0].start] = replace(newest[0], running={})
                 newest = (ledger, o.meta(item).get("resourceVersion"))
             else:
                 _merge(archived, ledger.totals)
+                history[ledger.start] = replace(ledger, running={})
         if newest is None:
             start, _ = usage.period_bounds(int(self.clock()), self.period_s)
             newest = (usage.new_ledger(start, self.period_s), None)
         with self._lock:
             self._ledgers = {newest[0].start: newest}
             self._archived = archived
+            self._history = history
         ledger = newest[0]
         log.info(
             "usage accounting resumed",
@@ -253,10 +258,21 @@ class UsageAccountant:
             for start, (ledger, _) in ledgers.items():
                 if start not in kept:  # written complete: its totals join the older records'
                     _merge(self._archived, ledger.totals)
+                    self._history[start] = replace(ledger, running={})
             self._ledgers = kept
             for ident, held in list(self._closed.items()):
-                if held.end is not None and held.end <= done:
+                # Kept a period longer than written: a budget's window need not start on a period
+                # boundary, and counts its first part from the reservations (`core.budget.spent`).
+                if held.end is not None and held.end <= done - self.period_s:
                     del self._closed[ident]
+
+    def view(self) -> tuple[list[usage.Ledger], list[usage.Holding]]:
+        """Every period's ledger (the newest as counted so far) and every reservation known: what a
+        budget's spend is computed from (`core.budget.spent`)."""
+        with self._lock:
+            ledgers = [*self._history.values(), *(ledger for ledger, _ in self._ledgers.values())]
+            holdings = [*self._current.values(), *self._closed.values()]
+        return ledgers, holdings
 
     def totals(self) -> dict[usage.UsageKey, int]:
         """Resource-seconds per row over every record (for `pykueue_usage_resource_seconds_total`)."""
