@@ -1,6 +1,6 @@
 """Budgets: spend per period from the usage ledgers, and whether a Workload's admission fits (ours).
 
-Ours, not upstream's (kubernetes-sigs/kueue#28). Pure arithmetic over a Budget's JSON
+Ours, not upstream's (upstream's issue #28). Pure arithmetic over a Budget's JSON
 (`webhook.api.schema_budget`), the usage ledgers (`core.usage`) and the reservations the leader
 knows; the `pykueue.io/budget` admission check controller (`webhook.worker.budget`) supplies them.
 
