@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.conftest import Kubectl
-from e2e.helpers import ClusterObjects, cond, flavor, job, local_queue, wait_for, when, workload_of
+from e2e.helpers import ClusterObjects, cluster_queue, cond, flavor, job, local_queue, wait_for, when, workload_of
 
 CLI = Path(sys.executable).parent / "kubectl-kueue"
 KEY = "pykueue.io/submitted-by"
@@ -35,6 +35,18 @@ def budget_job(ns: str, name: str, run_for: str = "15s") -> dict[str, Any]:
 def check_of(kubectl: Kubectl, ns: str, name: str) -> dict[str, Any]:
     wl = workload_of(kubectl, ns, name) or {}
     return next(iter((wl.get("status") or {}).get("admissionChecks") or ()), {})
+
+
+def cli(kubectl: Kubectl, *args: str) -> str:
+    """`kubectl kueue ARGS` against the stack, its stdout."""
+    return subprocess.run(
+        [str(CLI), *args],
+        env={**os.environ, "KUBECONFIG": str(kubectl.kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
 
 
 def seconds_into_minute() -> float:
@@ -55,23 +67,9 @@ def test_budget_holds_the_next_workload_until_the_period_resets(
             "spec": {"controllerName": "pykueue.io/budget"},
         }
     )
-    objs.apply(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "ClusterQueue",
-            "metadata": {"name": cq},
-            "spec": {
-                "namespaceSelector": {},
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [{"name": rf, "resources": [{"name": "cpu", "nominalQuota": "8"}]}],
-                    }
-                ],
-                "admissionChecksStrategy": {"admissionChecks": [{"name": ac}]},
-            },
-        }
-    )
+    queue = cluster_queue(cq, rf, "8")
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": ac}]}
+    objs.apply(queue)
     objs.apply(local_queue(namespace, "lq", cq))
     objs.apply(
         {
@@ -146,27 +144,13 @@ def test_budget_holds_the_next_workload_until_the_period_resets(
         lambda: cond(workload_of(kubectl, namespace, "second") or {}, "Admitted").get("status") == "True" or None,
     )
     assert check_of(kubectl, namespace, "third")["state"] == "Pending"
-    explained = subprocess.run(
-        [str(CLI), "explain", "job/third", "-n", namespace],
-        env={**os.environ, "KUBECONFIG": str(kubectl.kubeconfig)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    explained = cli(kubectl, "explain", "job/third", "-n", namespace)
     assert f'Blocked: held by budget (admission check {ac}): budget "{bud}"' in explained, explained
     print(f"budget: second held {waited:.1f} s, released {time.time() - reset:.1f} s after the reset")
 
     # The usage records carry the submitting user (written at most every 10 s).
     def by_user() -> dict[str, float] | None:
-        out = subprocess.run(
-            [str(CLI), "usage", "--by", "user", "-n", namespace, "-o", "json"],
-            env={**os.environ, "KUBECONFIG": str(kubectl.kubeconfig)},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+        out = cli(kubectl, "usage", "--by", "user", "-n", namespace, "-o", "json")
         users = {i["user"]: i["resourceHours"] for i in json.loads(out)["items"] if i["resource"] == "cpu"}
         return users if "alice" in users and len(users) == 2 else None
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.api.schema_usage import API_VERSION, GROUP, VERSION
+from webhook.api.schema_usage import API_VERSION, GROUP, VERSION, group_crd
 
 __all__ = ["API_VERSION", "CONTROLLER_NAME", "GROUP", "KIND", "PATH", "PLURAL", "VERSION", "crd"]
 
@@ -169,42 +169,16 @@ def crd() -> dict[str, Any]:
         {"name": "Reset", "type": "string", "jsonPath": ".status.resetAt", "description": "Period end"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": KIND,
-                "listKind": f"{KIND}List",
-                "plural": PLURAL,
-                "singular": KIND.lower(),
-                "categories": ["pykueue"],
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": "A spend limit per period (pykueue budgets).",
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": _spec(),
-                                "status": _status(),
-                            },
-                        }
-                    },
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": columns,
-                }
-            ],
+    schema = {
+        "type": "object",
+        "description": "A spend limit per period (pykueue budgets).",
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": _spec(),
+            "status": _status(),
         },
     }
+    return group_crd(KIND, PLURAL, schema, columns, status_subresource=True)
