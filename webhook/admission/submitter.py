@@ -6,8 +6,8 @@ be able to write it:
 * CREATE (mutating webhook of every job kind and of Workload): the annotation is set to the
   AdmissionReview's `userInfo.username`, overwriting whatever the object carried. One exception:
   a request from our own identity (the one the server authenticates as, which the worker shares:
-  `Lookups.own_identity`) keeps an annotation already there, since the worker creates a job's
-  Workload with the job's annotation copied (`worker.jobframework.plan.new_workload`).
+  `Lookups.own_identity`) is left as it is, since the worker creates a job's Workload with the
+  job's annotation copied (`worker.jobframework.plan.new_workload`), or none for an older job.
 * UPDATE (validating webhook): any change, addition or removal is refused (Forbidden), except by
   our own identity. A mutating webhook alone would not do: most job kinds' mutating webhooks run on
   CREATE only, and a later webhook in the chain could change the annotation back.
@@ -49,8 +49,8 @@ def stamp(obj: dict[str, Any], ctx: Context, *, is_workload: bool) -> None:
     )
     if not ctx.user or not (is_workload or submitted):
         return
-    if _is_trusted(ctx) and _annotation(obj) is not None:
-        return
+    if _is_trusted(ctx):
+        return  # the worker: what it copied from the job (nothing for a job older than this) stands
     obj.setdefault("metadata", {}).setdefault("annotations", {})[c.SUBMITTED_BY] = ctx.user
 
 

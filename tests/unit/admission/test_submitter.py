@@ -76,7 +76,7 @@ def annotation(obj: dict[str, Any]) -> str | None:
         pytest.param(a_job(), "alice", "alice", id="stamped with the creator"),
         pytest.param(a_job(annotations={KEY: "bob"}), "alice", "alice", id="a forged value is overwritten"),
         pytest.param(a_job(annotations={KEY: "bob"}), OURS, "bob", id="our own identity keeps one"),
-        pytest.param(a_job(), OURS, OURS, id="our own identity without one: stamped"),
+        pytest.param(a_job(), OURS, None, id="our own identity without one: left without"),
         pytest.param(a_job(queue=None), "alice", None, id="no queue: not Kueue's"),
         pytest.param(a_job(owner=True), "alice", None, id="a controller's child: its owner carries it"),
     ],
