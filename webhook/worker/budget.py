@@ -137,6 +137,9 @@ class BudgetController:
         for name in sorted(checks):
             self._activate(name)
         budgets = self._budgets()
+        if not checks and not budgets:
+            self._lines = []
+            return  # idle: nothing to decide or report
         ledgers, holdings = self.accountant.view()
         running, waiting, admitted = self._workloads(holdings, checks)
         standings = {
