@@ -10,6 +10,7 @@ off the event loop.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,8 @@ from webhook.api import trainjob as tj
 from webhook.core import model
 
 __all__ = ["ClusterLookups"]
+
+log = logging.getLogger(__name__)
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -82,6 +85,10 @@ class ClusterLookups:
                     "/apis/authentication.k8s.io/v1/selfsubjectreviews",
                     {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
                 )
+            except k.NotFound:  # a server older than Kubernetes 1.28: nobody is trusted
+                log.warning("SelfSubjectReview not served: the submitting-user annotation trusts no identity")
+                self._synced.add("identity")
+                return
             except k.KubeError:
                 self._stop.wait(2.0)
                 continue
