@@ -16,9 +16,10 @@ For a window [start, now) of the budget's period:
    usage period boundary: a rolling window, `every: PT60S`) and after the newest watermark;
 2. **committed** = what the Workloads that run (admitted, or their budget check Ready) will still
    use: their amounts times what is left of their runtime (`maximumExecutionTimeSeconds`, else the
-   budget's `defaultRuntime`; nothing when neither is known);
-3. a Workload waiting on the check **needs** its `status.admission` amounts times its runtime;
-   it is Ready when, on every line, spent + committed + need <= limit.
+   budget's `defaultRuntime`; nothing when neither is known), counted from their admission;
+3. a Workload waiting on the check **needs** its `status.admission` amounts times its runtime
+   (from now: what it held while waiting is spent already); it is Ready when, on every line,
+   spent + committed + need <= limit.
 
 Only rows the budget covers count (its ClusterQueue, cohort, LocalQueue or namespace); a cost budget
 charges only the flavors and resources it has a price for.
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from webhook.api import quantity
 from webhook.core.usage import Holding, Ledger, UsageKey, format_time, hour_unit
@@ -43,10 +44,12 @@ __all__ = [
     "Budget",
     "BudgetError",
     "Period",
+    "Running",
     "Standing",
     "Target",
     "Verdict",
     "charge",
+    "committed",
     "decide",
     "format_line",
     "parse_budget",
@@ -305,13 +308,22 @@ def spent(
     return out
 
 
-def committed(budget: Budget, running: Iterable[tuple[Holding, int | None]], now: int) -> dict[str, Fraction]:
-    """Step 2: what the running reservations (each with its runtime, None: unknown) will still use."""
+class Running(NamedTuple):
+    """A reservation that runs: its runtime (None: unknown) counts from `since`, when it was admitted
+    (Kueue's maximum execution time counts from admission, not from the quota reservation)."""
+
+    held: Holding
+    runtime: int | None
+    since: int
+
+
+def committed(budget: Budget, running: Iterable[Running], now: int) -> dict[str, Fraction]:
+    """Step 2: what the running reservations will still use, up to the end of their runtime."""
     out: dict[str, Fraction] = {}
-    for held, runtime in running:
+    for held, runtime, since in running:
         runtime = runtime if runtime is not None else budget.default_runtime
         if held.end is None and runtime is not None:
-            _add(out, charge(budget, held.amounts, held.start + runtime - now))
+            _add(out, charge(budget, held.amounts, since + runtime - now))
     return out
 
 
@@ -347,7 +359,7 @@ def standing(
     budget: Budget,
     ledgers: Sequence[Ledger],
     holdings: Sequence[Holding],
-    running: Iterable[tuple[Holding, int | None]],
+    running: Iterable[Running],
     now: int,
 ) -> Standing:
     """`budget` at `now`: `holdings` are every reservation the leader knows, `running` those that run."""

@@ -41,6 +41,7 @@ from webhook.api import objects as o
 from webhook.api import schema_budget
 from webhook.core import budget as b
 from webhook.core import usage
+from webhook.core.workload import parse_time
 from webhook.worker import workload_writes
 from webhook.worker.admissionchecks.provisioning import set_check_state
 from webhook.worker.status import set_condition, update_status
@@ -72,6 +73,13 @@ class _Waiting:
 def _runtime(wl: Mapping[str, Any]) -> int | None:
     value = (wl.get("spec") or {}).get("maximumExecutionTimeSeconds")
     return int(value) if value is not None else None
+
+
+def _admitted_at(wl: Mapping[str, Any], now: int) -> int:
+    """When the Workload was admitted (its runtime counts from then); `now` for one about to be."""
+    cond = o.find_condition(wl, c.WorkloadCondition.ADMITTED) or {}
+    when = parse_time(cond.get("lastTransitionTime")) if cond.get("status") == "True" else None
+    return now if when is None else int(when.timestamp())
 
 
 def _true(wl: Mapping[str, Any], ctype: str) -> bool:
@@ -141,11 +149,8 @@ class BudgetController:
             self._lines = []
             return  # idle: nothing to decide or report
         ledgers, holdings = self.accountant.view()
-        running, waiting, admitted = self._workloads(holdings, checks)
-        standings = {
-            name: b.standing(bud, ledgers, holdings, [(h, r) for h, r, _ in running], now)
-            for name, bud in budgets.items()
-        }
+        running, waiting, admitted = self._workloads(holdings, checks, now)
+        standings = {name: b.standing(bud, ledgers, holdings, running, now) for name, bud in budgets.items()}
         for w in waiting:
             covering = [name for name, bud in sorted(budgets.items()) if _covers(bud, w.held)]
             verdicts = [b.decide(standings[name], w.held.amounts, w.runtime) for name in covering]
@@ -157,7 +162,7 @@ class BudgetController:
             if self._set_check(w.key, w.check, c.CHECK_STATE_READY, message, now):
                 for name in covering:  # what it will use is no longer left for the next ones
                     st = standings[name]
-                    extra = b.committed(st.budget, [(w.held, w.runtime)], now)
+                    extra = b.committed(st.budget, [b.Running(w.held, w.runtime, now)], now)
                     merged = dict(st.committed)
                     for line, value in extra.items():
                         merged[line] = merged.get(line, Fraction(0)) + value
@@ -185,12 +190,12 @@ class BudgetController:
         return out
 
     def _workloads(
-        self, holdings: Sequence[usage.Holding], checks: set[str]
-    ) -> tuple[list[tuple[usage.Holding, int | None, str]], list[_Waiting], list[tuple[str, str, usage.Holding]]]:
+        self, holdings: Sequence[usage.Holding], checks: set[str], now: int
+    ) -> tuple[list[b.Running], list[_Waiting], list[tuple[str, str, usage.Holding]]]:
         """The open reservations that run (admitted, or their budget check Ready), with their
         runtimes; the Workloads waiting on a budget check, in decision order; and the admitted
         Workloads with a budget check Ready (those the `Evict` policy would evict)."""
-        running: list[tuple[usage.Holding, int | None, str]] = []
+        running: list[b.Running] = []
         waiting: list[_Waiting] = []
         admitted: list[tuple[str, str, usage.Holding]] = []
         for held in holdings:
@@ -204,7 +209,7 @@ class BudgetController:
             )
             ready = state is not None and state.get("state") == c.CHECK_STATE_READY
             if _true(wl, c.WorkloadCondition.ADMITTED) or ready:
-                running.append((held, _runtime(wl), held.workload))
+                running.append(b.Running(held, _runtime(wl), _admitted_at(wl, now)))
                 if state is not None and ready and _true(wl, c.WorkloadCondition.ADMITTED):
                     admitted.append((held.workload, str(state["name"]), held))
             elif state is not None and state.get("state") == c.CHECK_STATE_PENDING:

@@ -231,12 +231,13 @@ def test_cost_charges_priced_flavors_per_hour_of_a_core_or_gib():
 def test_committed_counts_what_running_reservations_still_use():
     bud = b.parse_budget(budget_obj(defaultRuntime="PT100S"))
     running = [
-        (held("a", T, None, CPU), 60),  # 30 s left at T+30
-        (held("b", T, None, CPU), None),  # the default: 70 s left
-        (held("c", T - 200, None, CPU), 60),  # over its time: nothing more
-        (held("d", T, T + 10, CPU), 60),  # ended
+        b.Running(held("a", T, None, CPU), 60, T),  # 30 s left at T+30
+        b.Running(held("b", T, None, CPU), None, T),  # the default: 70 s left
+        b.Running(held("c", T - 200, None, CPU), 60, T - 200),  # over its time: nothing more
+        b.Running(held("d", T, T + 10, CPU), 60, T),  # ended
+        b.Running(held("e", T - 50, None, CPU), 60, T),  # waited 50 s on a check: runs from admission
     ]
-    assert b.committed(bud, running, T + 30) == {"cpu": 100_000}
+    assert b.committed(bud, running, T + 30) == {"cpu": 130_000}
 
 
 # == verdicts =========================================================================================
