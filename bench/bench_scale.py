@@ -7,7 +7,8 @@ our worker behind minimalkueue's command line (bench/minimalkueue-pykueue). The 
 the ClusterQueues, LocalQueues and Workloads of a generator config, plays the kubelet (marks
 admitted Workloads Finished after their runtime, completes evictions) and records every state
 change; its summary.yaml, wlStates.csv and `<manager>.stats.yaml` (wait4 rusage of the manager
-process) are what we report.
+process) are what we report, with the cost each manager puts on the API server (apiserver_cost.py:
+the kube-apiserver's CPU and peak RSS, the manager's requests by verb and resource from an audit log).
 
     python bench/bench_scale.py                 # baseline config: 5 cohorts x 6 CQs, 15,000 workloads
     python bench/bench_scale.py --smoke         # 300 workloads, for CI
@@ -50,8 +51,13 @@ sys.path.insert(0, str(E2E))
 
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import apiserver_cost  # noqa: E402
+
 OUR_CRDS = ROOT / "manifests" / "crds"
 WRAPPER = ROOT / "bench" / "minimalkueue-pykueue"
+#: minimalkueue under the manager's own identity (apiserver_cost.py); the real binary in BENCH_MINIMALKUEUE.
+UPSTREAM_WRAPPER = ROOT / "bench" / "minimalkueue-upstream"
 DEFAULT_OUT = ROOT / ".run" / "bench-scale"
 
 # 1 cohort x 3 ClusterQueues x 100 workloads: the baseline's shape (three classes, preemption
@@ -185,7 +191,12 @@ class Result:
     admitted: int = 0
     finished: int = 0
     dropped_events: int = 0
+    # Workloads whose "ms to admitted" equals their "ms to finish": the runner's recorder dropped every
+    # event between (its 1,000-event channel was full), so it saw the admission only with the finish.
+    admitted_at_finish: int = 0
     runner_s: float = 0.0
+    # The API server's side (apiserver_cost.py); None for runs recorded before it was measured.
+    apiserver: dict[str, Any] | None = None
 
     def figures(self) -> dict[str, float]:
         """Every figure of this run by name, as the table and figures.json show them."""
@@ -207,6 +218,15 @@ class Result:
             f[f"admission '{cls}' p90 s"] = _percentile(ms, 90) / 1000
             f[f"admission '{cls}' max s"] = (ms[-1] if ms else 0) / 1000
         f["workloads finished"] = float(self.finished)
+        f["admissions seen only at finish"] = float(self.admitted_at_finish)
+        if self.apiserver is not None:
+            requests = self.apiserver["requests"]
+            f["API server CPU s"] = self.apiserver["cpu_s"]
+            f["API server peak RSS MiB"] = self.apiserver["peak_rss_mib"]
+            f["manager requests"] = float(sum(r["requests"] for r in requests.values()))
+            f["manager request body MiB"] = sum(r["bytes"] for r in requests.values()) / 2**20
+            for key in sorted(requests):
+                f[f"requests {key}"] = float(requests[key]["requests"])
         return f
 
 
@@ -237,6 +257,7 @@ def parse_results(side: str, out: Path, exe: str, runner_s: float, run: int = 1)
         r.evictions += int(s.get("totalEvictions", 0))
         r.workloads += int(s["count"])
     r.dropped_events = int(summary.get("droppedWorkloadEvents", 0))
+    r.apiserver = apiserver_cost.read_summary(out)
     with open(out / "wlStates.csv", newline="") as f:
         for row in csv.DictReader(f):
             admit, finish = int(row["ms to admitted"]), int(row["ms to finish"])
@@ -246,6 +267,7 @@ def parse_results(side: str, out: Path, exe: str, runner_s: float, run: int = 1)
                 r.admit_ms.setdefault(row["class name"], []).append(admit)
             if finish > 0:
                 r.finished += 1
+                r.admitted_at_finish += admit == finish
     return r
 
 
@@ -287,7 +309,15 @@ def run_side(
         timeout,
         *(["--enableTAS=true"] if wants_tas(config) else []),
     ]
-    env = dict(os.environ, KUBEBUILDER_ASSETS=str(b.k8s_bin), PYKUEUE_PYTHON=python)
+    pidfile = out / "apiserver.pid"
+    env = dict(
+        os.environ,
+        KUBEBUILDER_ASSETS=str(apiserver_cost.prepare_assets(b.k8s_bin, out)),
+        PYKUEUE_PYTHON=python,
+        BENCH_MINIMALKUEUE=str(b.minimalkueue),
+        **{apiserver_cost.PIDFILE_ENV: str(pidfile)},
+    )
+    sampler = apiserver_cost.ProcessSampler(pidfile)
     runner_log = out / "runner.log"
     log(f"{side} run {run}: runner started (log: {runner_log})")
     start = time.monotonic()
@@ -296,6 +326,7 @@ def run_side(
         next_beat = start + 30
         while proc.poll() is None:
             time.sleep(0.5)
+            sampler.sample()
             now = time.monotonic()
             if now - start > deadline_s:
                 proc.send_signal(2)
@@ -317,6 +348,7 @@ def run_side(
             f"last lines of {runner_log}:\n{tail}"
         )
     log(f"{side} run {run}: done in {elapsed:.0f}s")
+    apiserver_cost.write_summary(out, sampler)
     (out / "exe").write_text(exe)
     (out / "load.txt").write_text(f"{os.getloadavg()[0]:.1f}\n")
     return parse_results(side, out, exe, elapsed, run)
@@ -371,7 +403,7 @@ def figures_table(results: dict[str, list[Result]]) -> list[dict[str, Any]]:
 def report(results: dict[str, list[Result]], ours_missing: str | None) -> str:
     """The one table: every figure, each side's runs and mean, and the ratio of the means."""
     rows = figures_table(results)
-    lines = [f"{'figure':<30}{'upstream (runs) mean':>34}{'ours (runs) mean':>34}{'ours/up':>9}"]
+    lines = [f"{'figure':<44}{'upstream (runs) mean':>34}{'ours (runs) mean':>34}{'ours/up':>9}"]
 
     def cell(side_row: dict[str, Any] | None) -> str:
         if side_row is None:
@@ -382,7 +414,7 @@ def report(results: dict[str, list[Result]], ours_missing: str | None) -> str:
     for row in rows:
         ratio = row["ours/upstream"]
         lines.append(
-            f"{row['figure']:<30}{cell(row['upstream']):>34}{cell(row['ours']):>34}"
+            f"{row['figure']:<44}{cell(row['upstream']):>34}{cell(row['ours']):>34}"
             f"{f'{ratio:.2f}' if ratio is not None else '-':>9}"
         )
     for side in SIDES:
@@ -536,7 +568,7 @@ def bench(args: argparse.Namespace) -> Outcome:
     for _ in range(args.runs):
         for side in sides:
             manager, crds = (
-                (b.minimalkueue, b.upstream_crds)
+                (UPSTREAM_WRAPPER, b.upstream_crds)
                 if side == "upstream"
                 else (WRAPPER, OUR_CRDS if args.ours_crds == "ours" else b.upstream_crds)
             )

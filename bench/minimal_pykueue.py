@@ -9,6 +9,9 @@ no webhooks, no metrics server, no visibility server (minimalkueue's main.go sta
 controllers and the scheduler only; Kueue's visibility API is started by cmd/kueue, so the feed behind
 ours, which parses every Workload event a second time, is off here: VisibilityOnDemand false).
 
+It connects as the manager's own user (bench/apiserver_cost.py: the token kubeconfig beside the
+runner's), so the API server's audit log tells its requests from the runner's.
+
 Logs (WARNING and up, as minimalkueue logs errors only) go to pykueue-worker.log beside the
 kubeconfig, i.e. in the runner's output directory. Profiling and metrics flags are accepted
 and ignored. --enableTAS (minimalkueue's switch for its TAS controllers and indexers) needs nothing of
@@ -24,6 +27,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from apiserver_cost import manager_kubeconfig  # noqa: E402
 
 # minimalkueue/main.go: kubeConfig.QPS = 50, Burst = 100; no leader election; metrics off (its
 # BindAddress "0" unless --metricsPort); only the core controllers and the scheduler, so no job integrations.
@@ -71,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         "--config",
         str(config),
         "--kubeconfig",
-        str(Path(args.kubeconfig).resolve()),
+        str(manager_kubeconfig(Path(args.kubeconfig).resolve())),
         "--log-level",
         "WARNING",
     ]

@@ -4,7 +4,7 @@
 # suite's Kueuectl spec) from the Go module pinned in e2e/tools/kueue/go.mod into the same
 # cache as the control plane (e2e/build-binaries.sh), reusing it when complete.
 # Also upstream's e2e suites (singlecluster and sequential, baseline and extended; tas/baseline;
-# multikueue/baseline) as test
+# multikueue/baseline and sequential) as test
 # binaries (go test -c; run by e2e/upstream_suite.py, unchanged). Only bench/ and that runner use these:
 # nothing from upstream is committed.
 # Prints the bin directory on stdout as its last line.
@@ -54,5 +54,6 @@ build sigs.k8s.io/kueue/test/e2e/sequential/baseline sequential-baseline.test te
 build sigs.k8s.io/kueue/test/e2e/sequential/extended sequential-extended.test test
 build sigs.k8s.io/kueue/test/e2e/tas/baseline tas-baseline.test test
 build sigs.k8s.io/kueue/test/e2e/multikueue/baseline multikueue-baseline.test test
+build sigs.k8s.io/kueue/test/e2e/multikueue/sequential multikueue-sequential.test test
 echo "build-kueue: all binaries ready in $((SECONDS - total))s" >&2
 echo "$bin"

@@ -514,9 +514,11 @@ def _wait_gone(proc: Proc, timeout: float) -> bool:
 
 
 def kill_group(proc: Proc, term_timeout: float = 10.0) -> None:
-    """SIGTERM the process group, SIGKILL it if it lingers, and reap our own children."""
+    """SIGTERM the process group, SIGKILL it if it lingers (at once when `term_timeout` is 0), and reap
+    our own children."""
     if proc.alive():
-        for sig, wait in ((signal.SIGTERM, term_timeout), (signal.SIGKILL, 5.0)):
+        steps = ((signal.SIGTERM, term_timeout),) if term_timeout > 0 else ()
+        for sig, wait in (*steps, (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(proc.pid, sig)  # each component leads its own session/group
             except ProcessLookupError:
@@ -590,6 +592,7 @@ class Cluster:
         extra_sans: Sequence[str] = (),
         pod_cidr: str = POD_CIDR,
         apiserver_args: Sequence[str] = (),
+        crds: Sequence[Path] = (),
     ) -> None:
         """`job_pods_run`: seconds a Job-owned pod without an agnhost behaviour runs before kwok completes
         it (None: PYKUEUE_POD_RUN_SECONDS or 2 s; math.inf: until deleted, as upstream's suite expects).
@@ -600,7 +603,8 @@ class Cluster:
         127/8 address and a fixed port: several clusters side by side, each at the address kind would give
         it); None picks a free port. `extra_sans`: more names its serving certificate carries (DNS names or
         IPs). `pod_cidr`: kwok's pod addresses (distinct per cluster keeps pod IPs unique across a run).
-        `apiserver_args`: more kube-apiserver flags, after ours."""
+        `apiserver_args`: more kube-apiserver flags, after ours. `crds`: other projects' CRD files applied
+        (and established) once the API server is up, before any system starts (the ClusterProfile CRD)."""
         if not ipaddress.ip_address(listen_ip).is_loopback:
             raise ValueError(f"listen_ip {listen_ip!r} is not a loopback address")
         if real_node is not None and (listen_ip != "127.0.0.1" or apiserver_port is not None):
@@ -615,6 +619,7 @@ class Cluster:
         self.extra_sans = tuple(extra_sans)
         self.pod_cidr = pod_cidr
         self.apiserver_args = tuple(apiserver_args)
+        self.crds = tuple(crds)
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self.teardown_on_exit = teardown_on_exit
         self.step_timeout = step_timeout
@@ -799,31 +804,37 @@ class Cluster:
         """Stop one component (SIGTERM, then SIGKILL), keep it down `down_for` s, start it with the
         same command and wait until it is ready again; etcd data and the other components are kept.
         Returns the seconds from the stop until ready."""
-        commands = {
-            "etcd": self._etcd_cmd,
-            "kube-apiserver": self._apiserver_cmd,
-            "kube-controller-manager": self._kcm_cmd,
-            "kube-scheduler": self._scheduler_cmd,
-            "kwok": self._kwok_cmd,
-        }
-        if name not in commands:
-            raise ValueError(f"unknown component {name!r}; one of {sorted(commands)}")
+        started = time.monotonic()
+        self.stop_component(name)
+        time.sleep(down_for)
+        self.start_component(name)
+        return time.monotonic() - started
+
+    def stop_component(self, name: str, *, kill: bool = False) -> None:
+        """Stop one component and wait until its port is closed: SIGTERM, then SIGKILL; with `kill`,
+        SIGKILL at once (a crash: no graceful shutdown, streams cut). Start it again with `start_component`."""
+        self._component_command(name)
         with self._lock:
             if not self._procs:  # a cluster started by another process (`cluster.py up`)
                 self._procs = [p for p in self._recorded_procs() if p.alive()]
             proc = next((p for p in self._procs if p.name == name), None)
             if proc is None:
-                raise ClusterError(f"restart {name}", "not started by this Cluster object")
-            started = time.monotonic()
-            kill_group(proc)
+                raise ClusterError(f"stop {name}", "not started by this Cluster object")
+            kill_group(proc, term_timeout=0.0 if kill else 10.0)
             self._procs.remove(proc)
             port = self.ports.get(name)
             host = self.listen_ip if name == "kube-apiserver" else "127.0.0.1"
             deadline = time.monotonic() + 10
             while port is not None and time.monotonic() < deadline and port_open(port, host):
                 time.sleep(0.05)
-            time.sleep(down_for)
-            self._start(name, commands[name]())
+
+    def start_component(self, name: str) -> float:
+        """Start a component `stop_component` stopped, with the same command, and wait until it is
+        ready; returns the seconds that took."""
+        command = self._component_command(name)
+        with self._lock:
+            started = time.monotonic()
+            self._start(name, command())
             if name == "kube-apiserver":
                 self._wait("kube-apiserver ready", name, self._apiserver_ready, timeout=max(self.step_timeout, 90))
             elif name == "etcd":
@@ -833,6 +844,18 @@ class Cluster:
             else:
                 self._wait(f"{name} ready", name, self._healthz_probe(self.ports[name], _insecure_ctx()))
             return time.monotonic() - started
+
+    def _component_command(self, name: str) -> Callable[[], list[str]]:
+        commands = {
+            "etcd": self._etcd_cmd,
+            "kube-apiserver": self._apiserver_cmd,
+            "kube-controller-manager": self._kcm_cmd,
+            "kube-scheduler": self._scheduler_cmd,
+            "kwok": self._kwok_cmd,
+        }
+        if name not in commands:
+            raise ValueError(f"unknown component {name!r}; one of {sorted(commands)}")
+        return commands[name]
 
     def __enter__(self) -> Cluster:
         return self.up()
@@ -908,6 +931,14 @@ class Cluster:
             "kube-controller-manager",
             lambda: self._api_get("/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
         )
+        if self.crds:
+            self._step("install CRDs", self._install_crds)
+
+    def _install_crds(self) -> None:
+        for crd in self.crds:
+            self.kubectl("apply", "--server-side", "--field-manager=pykueue-cluster", "-f", str(crd), check=True)
+        names = [str(yaml.safe_load(crd.read_text())["metadata"]["name"]) for crd in self.crds]
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in names), check=True)
 
     def _resolve_bin_dir(self) -> Path:
         env = os.environ.get(BIN_DIR_ENV)

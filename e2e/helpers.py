@@ -149,6 +149,15 @@ def cluster_queue(
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
+def workload_priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
 def local_queue(ns: str, name: str, cq: str) -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",

@@ -2,7 +2,7 @@
 
 The real node (e2e/node.py) runs containerd, runc, the CNI plugins and kube-proxy's iptables;
 the daemon-free image build (e2e/image.py) runs debootstrap; the dashboard's browser test runs
-Debian's chromium and its driver. Each is looked up by the file it
+Debian's chromium and its driver; the monitoring checks (e2e/test_monitoring.py) run promtool. Each is looked up by the file it
 installs; a missing one is installed with apt-get when we are root, or refused with a message
 naming the packages and the command. Nothing is ever skipped silently.
 """
@@ -39,6 +39,8 @@ IMAGE_PACKAGES: Mapping[str, str] = {
 }
 #: ... and for the dashboard's test in a real browser (never a browser downloaded at test time).
 BROWSER_PACKAGES: Mapping[str, str] = {"chromium": "chromium", "chromedriver": "chromium-driver"}
+#: ... and for checking the alert rules and the Grafana dashboard's queries (promtool, from Debian's prometheus).
+PROMETHEUS_PACKAGES: Mapping[str, str] = {"promtool": "prometheus"}
 
 
 class HostError(RuntimeError):

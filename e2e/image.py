@@ -309,11 +309,11 @@ def build_upstream_manager(out: Path, *, binary: Path, tag: str) -> str:
 
 
 def build_static(out: Path, *, binary: Path, name: str, tag: str, config: oci.ImageConfig) -> str:
-    """A one-layer image holding a static `binary` as /`name`."""
+    """A one-layer image holding a static `binary` as /`name` (`name` may name a directory: bin/x)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         root = Path(tmp) / "root"
-        root.mkdir()
+        (root / name).parent.mkdir(parents=True)
         shutil.copy2(binary, root / name)
         layer_tar = Path(tmp) / "layer.tar"
         oci.write_layer(root, layer_tar)

@@ -17,17 +17,24 @@ The suite's kubeconfig has contexts kind-kind-manager, kind-kind-worker1 and kin
 admin of each), current-context kind-kind-manager, as `kind export kubeconfig` leaves it.
 
     python e2e/multicluster.py up|down [--dir DIR]    # three of our stacks, MultiKueue enabled
+
+`connect_workers` does on the clusters what upstream's suite does before its specs (a ServiceAccount
+on each worker, its token in a kubeconfig Secret on the manager) and adds the MultiKueueClusters, a
+MultiKueueConfig and an AdmissionCheck: for our own tests and the soak (e2e/reliability_multikueue.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
+import functools
 import json
 import math
 import os
 import shlex
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +48,8 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 from cluster import POD_CIDR, Cluster, ClusterError, FakeNode, HostExec  # noqa: E402
 from stack import Stack, StackError  # noqa: E402
+
+from webhook import kube as k  # noqa: E402
 
 FAKEBIN = HERE / "fakebin"
 DEFAULT_DIR = ROOT / ".run" / "multicluster"
@@ -278,13 +287,25 @@ class MultiClusterSystem:
 
 
 class OurMember:
-    """Our Stack as a `System` (the CLI's members): the MultiKueue Configuration, no dashboard."""
+    """Our Stack as a `System` (the CLI's members): the MultiKueue Configuration, no dashboard.
+    `config` is merged into the server's Configuration; `job_pods_run` as `Cluster` takes it (by
+    default pods run until deleted, as upstream's suite expects). `ours(...)` binds both."""
 
-    def __init__(self, member: Member, directory: Path, host_exec: HostExec, binds: Mapping[Path, Path]) -> None:
+    def __init__(
+        self,
+        member: Member,
+        directory: Path,
+        host_exec: HostExec,
+        binds: Mapping[Path, Path],
+        *,
+        config: str = MULTIKUEUE_CONFIG,
+        job_pods_run: float = math.inf,
+    ) -> None:
+        self.config = config
         self.stack = Stack(
             directory,
             teardown_on_exit=False,
-            job_pods_run=math.inf,
+            job_pods_run=job_pods_run,
             host_exec=host_exec,
             nodes=(member.node,),
             cluster_args=member.cluster_args(),
@@ -297,7 +318,7 @@ class OurMember:
         return self.stack.cluster
 
     def up(self) -> tuple[str, str]:
-        self.stack.up(MULTIKUEUE_CONFIG)
+        self.stack.up(self.config)
         return self.stack.metrics_url, (self.stack.dir / "server-config.yaml").read_text()
 
     def down(self) -> None:
@@ -305,6 +326,161 @@ class OurMember:
 
     def logs(self) -> Path:
         return self.stack.server_log
+
+
+def ours(*, config: str = MULTIKUEUE_CONFIG, job_pods_run: float = math.inf) -> SystemFactory:
+    """A factory of our members with this Configuration and pod run time."""
+    return functools.partial(OurMember, config=config, job_pods_run=job_pods_run)
+
+
+# == the manager's access to the workers (upstream's test/util/multikueue.go) ===========================
+MANAGER_SA, MANAGER_SA_NS, MANAGER_ROLE = "mksa-sa", "kueue-system", "mksa-role"
+#: `MultiKueueRulesForManager` for MULTIKUEUE_CONFIG's frameworks: the manager watches Workloads, the queues
+#: and each enabled framework's kind (Deployments go through pods); a kind it may not list keeps it inactive.
+_MANAGED_KINDS = (("batch", "jobs"), ("", "pods"), ("apps", "statefulsets"))
+_ALL_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+TOKEN_SECONDS = 7 * 24 * 3600
+
+
+def manager_access_objects() -> list[dict[str, Any]]:
+    """ClusterRole `mksa-role`, ServiceAccount `kueue-system/mksa-sa` and the binding, on a worker."""
+    rules: list[dict[str, Any]] = [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": _ALL_VERBS},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["clusterqueues", "localqueues"],
+            "verbs": ["get", "list", "watch"],
+        },
+        *({"apiGroups": [group], "resources": [kind], "verbs": _ALL_VERBS} for group, kind in _MANAGED_KINDS),
+        *({"apiGroups": [group], "resources": [f"{kind}/status"], "verbs": ["get"]} for group, kind in _MANAGED_KINDS),
+    ]
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": MANAGER_ROLE},
+            "rules": rules,
+        },
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": MANAGER_SA, "namespace": MANAGER_SA_NS}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "mksa-crb"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": MANAGER_ROLE},
+            "subjects": [{"kind": "ServiceAccount", "name": MANAGER_SA, "namespace": MANAGER_SA_NS}],
+        },
+    ]
+
+
+_PATHS = {
+    "ClusterRole": ("rbac.authorization.k8s.io/v1", "clusterroles"),
+    "ServiceAccount": ("v1", "serviceaccounts"),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+    "Secret": ("v1", "secrets"),
+    "MultiKueueCluster": ("kueue.x-k8s.io/v1beta2", "multikueueclusters"),
+    "MultiKueueConfig": ("kueue.x-k8s.io/v1beta2", "multikueueconfigs"),
+    "AdmissionCheck": ("kueue.x-k8s.io/v1beta2", "admissionchecks"),
+}
+
+
+def create_all(kube: k.Kube, objs: Sequence[Mapping[str, Any]]) -> None:
+    """Create each object; one that exists already is left as it is."""
+    for obj in objs:
+        api_version, resource = _PATHS[obj["kind"]]
+        with contextlib.suppress(k.Conflict):
+            kube.create(k.object_path(api_version, resource, obj["metadata"].get("namespace")), obj)
+
+
+def worker_kubeconfig(member: Member, cluster: Cluster) -> str:
+    """What `util.KubeconfigForMultiKueueSA` writes for a worker: the manager's ServiceAccount there
+    (made here), a 7-day token, the worker's control-plane name and its CA data."""
+    kube = k.Kube(str(cluster.kubeconfig))
+    create_all(kube, manager_access_objects())
+    token = kube.create(
+        k.object_path("v1", "serviceaccounts", MANAGER_SA_NS, MANAGER_SA) + "/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": TOKEN_SECONDS},
+        },
+    )["status"]["token"]
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    ca = admin["clusters"][0]["cluster"]["certificate-authority-data"]
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "default-cluster",
+                    "cluster": {
+                        "server": f"https://{member.control_plane}:{APISERVER_PORT}",
+                        "certificate-authority-data": ca,
+                    },
+                }
+            ],
+            "users": [{"name": "default-user", "user": {"token": token}}],
+            "contexts": [
+                {"name": "default-context", "context": {"cluster": "default-cluster", "user": "default-user"}}
+            ],
+            "current-context": "default-context",
+        }
+    )
+
+
+def connect_workers(system: MultiClusterSystem, check: str, *, timeout: float = 60) -> k.Kube:
+    """On the manager: a Secret and a MultiKueueCluster (named after the member) per worker, MultiKueueConfig
+    and AdmissionCheck `check` over both; waits until the check is Active. Returns the manager's admin client."""
+    manager = k.Kube(str(system.manager.cluster.kubeconfig))
+    objs: list[dict[str, Any]] = []
+    for member, member_system in system.systems.items():
+        if not member.is_worker:
+            continue
+        kubeconfig = worker_kubeconfig(member, member_system.cluster)
+        secret = f"{member.name}-kubeconfig"
+        objs += [
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, "namespace": MANAGER_SA_NS},
+                "data": {"kubeconfig": base64.b64encode(kubeconfig.encode()).decode()},
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueCluster",
+                "metadata": {"name": member.name},
+                "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}},
+            },
+        ]
+    objs += [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueConfig",
+            "metadata": {"name": check},
+            "spec": {"clusters": [m.name for m in MEMBERS if m.is_worker]},
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "AdmissionCheck",
+            "metadata": {"name": check},
+            "spec": {
+                "controllerName": "kueue.x-k8s.io/multikueue",
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": check},
+            },
+        },
+    ]
+    create_all(manager, objs)
+    deadline = time.monotonic() + timeout
+    while True:
+        ac = manager.get(k.object_path("kueue.x-k8s.io/v1beta2", "admissionchecks", None, check)) or {}
+        conditions = (ac.get("status") or {}).get("conditions") or ()
+        active: dict[str, Any] = next((c for c in conditions if c.get("type") == "Active"), {})
+        if active.get("status") == "True" and active.get("reason") == "Active":
+            return manager
+        if time.monotonic() > deadline:
+            raise AssertionError(f"admission check {check} not Active after {timeout}s: {active}")
+        time.sleep(0.5)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -255,8 +255,6 @@ class RealNode:
     # ------------------------------------------------------------------ bring-up
 
     def _up(self) -> None:
-        # Every caller (make e2e-real, the real-node upstream suites) gets containerd & co. installed here.
-        host.ensure_packages(host.NODE_PACKAGES)
         bin_dir = self.cluster.bin_dir
         for exe in ("kubelet", "kube-proxy"):
             if not os.access(bin_dir / exe, os.X_OK):

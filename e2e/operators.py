@@ -29,7 +29,10 @@ node's network namespace, so 127.0.0.1 is the API server's loopback there as wel
   - Trainer needs JobSet, and its ClusterTrainingRuntimes (manifests/overlays/runtimes) are applied once
     its webhook answers;
   - the training-operator runs every scheme but MPI (`--enable-scheme`, as upstream's patch), the MPI
-    operator its v2beta1 controller; the latter is ready once it holds its Lease.
+    operator its v2beta1 controller; the latter is ready once it holds its Lease;
+  - the Spark operator (spark-operator v2.5.1) does not run: its spark-submit needs a JVM Spark distribution
+    that no package registry here serves. Its SparkApplication CRD (config/crd/bases in its module, fetched
+    from the Go module proxy into the Go module cache) goes in, and e2e tests play the operator's part.
 A process that exits or is not ready in time fails the bring-up, naming its log.
 
     python e2e/operators.py build [NAME...]      # e2e/build-operators.sh
@@ -137,6 +140,9 @@ class Operator:
     ready_path: str = "/readyz"  # on its health port
     #: the Lease ("namespace/name") it holds once its controllers run, when its health port says nothing of that
     lease: str | None = None
+    #: False: nothing of it runs, only its manifests go in (the Spark operator: its spark-submit needs a JVM
+    #: Spark distribution, which no package registry here serves; the tests play the operator's part)
+    process: bool = True
 
 
 OPERATORS: dict[str, Operator] = {
@@ -217,6 +223,19 @@ OPERATORS: dict[str, Operator] = {
             "config/default",  # what upstream's e2e-common.sh `kubectl create -k`s (its CRDs, RBAC)
             webhook=False,
         ),
+        Operator(
+            "spark",
+            "github.com/kubeflow/spark-operator/v2",
+            ("sparkoperator.k8s.io/sparkapplication",),
+            "spark-operator",
+            "spark-operator-controller",
+            "spark-operator-webhook-svc",
+            # what upstream's deps.mk copies as the spark-operator CRDs (its e2e installs the operator by helm)
+            "config/crd/bases/sparkoperator.k8s.io_sparkapplications.yaml",
+            webhook=False,
+            metrics=False,
+            process=False,
+        ),
     )
 }
 
@@ -281,8 +300,8 @@ class Ports:
 
 
 def allocate_ports(ops: Iterable[Operator], pick: Callable[[set[int]], int]) -> dict[str, Ports]:
-    """Ports for each operator, none shared; a port an operator hard-codes (FIXED_PORTS) is its, and nobody
-    else is handed it. `pick(taken)` returns a free port not in `taken` and adds it (cluster.free_port)."""
+    """Ports for each operator that runs, none shared; a port an operator hard-codes (FIXED_PORTS) is its, and
+    nobody else is handed it. `pick(taken)` returns a free port not in `taken` and adds it (cluster.free_port)."""
     taken = set(FIXED_PORTS.values())
 
     def port(op: Operator, role: str) -> int:
@@ -295,6 +314,7 @@ def allocate_ports(ops: Iterable[Operator], pick: Callable[[set[int]], int]) -> 
             port(op, "health"),
         )
         for op in ops
+        if op.process
     }
 
 
@@ -668,11 +688,11 @@ class Operators:
         log(f"{', '.join(op.name for op in self.ops)} up in {time.monotonic() - started:.0f}s")
 
     def _up(self) -> None:
-        names = [op.name for op in self.ops]
-        bin_dir = build(names)
+        running = [op for op in self.ops if op.process]
+        bin_dir = build([op.name for op in running]) if running else Path()
         versions = pinned_versions((kueue_module_dir() / "go.mod").read_text(), [op.module for op in self.ops])
         ports = allocate_ports(self.ops, free_port)
-        for port, who in fixed_ports(self.ops).items():
+        for port, who in fixed_ports(running).items():
             if not port_free(port):
                 raise OperatorError("ports", f"{who} {port} (hard-coded in its main package) is in use")
         now = dt.datetime.now(dt.UTC)
@@ -697,7 +717,7 @@ class Operators:
                     extra.append(rotator_secret(op, pems))
                 if op.rotator_cert_dir:
                     place_rotator_cert(Path(op.rotator_cert_dir), cert_dir / "tls.crt", self._rotator_marker)
-            config = config_file(op, ports[op.name], cert_dir)
+            config = config_file(op, ports[op.name], cert_dir) if op.process else None
             if op.name == "appwrapper":
                 extra.append(
                     {
@@ -710,15 +730,15 @@ class Operators:
             elif config is not None:
                 (work / "config.yaml").write_text(config)
             self._apply(host_manifests(docs, base_url, ca_bundle, op.drop_objects) + extra)
-        for op in self.ops:
+        for op in running:
             self._start(op, bin_dir / f"{op.name}-{versions[op.module]}", ports[op.name])
-        for op in self.ops:
+        for op in running:
             self._wait_ready(op, ports[op.name])
             if op.after_ready:
                 source = module_dir(op.module, versions[op.module])
                 self._apply(self._render(source, op.after_ready, self.dir / op.name, ()))
-        self._apply([doc for op in self.ops for doc in stand_in(op)])
-        for op in self.ops:
+        self._apply([doc for op in running for doc in stand_in(op)])
+        for op in running:
             res = self.cluster.kubectl(
                 "-n", op.namespace, "rollout", "status", f"deploy/{op.deployment}", "--timeout=120s"
             )
@@ -834,7 +854,7 @@ class Operators:
         self.down()
         for args in (
             *(("delete", kind, name) for kind, name in self._webhooks),
-            *(("-n", op.namespace, "delete", "deployment", op.deployment) for op in self.ops),
+            *(("-n", op.namespace, "delete", "deployment", op.deployment) for op in self.ops if op.process),
         ):
             res = self.cluster.kubectl(*args, "--ignore-not-found")
             if res.returncode != 0:
@@ -859,7 +879,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     try:
-        print(build([op.name for op in resolve(args[1:] or OPERATORS)]))
+        print(build([op.name for op in resolve(args[1:] or OPERATORS) if op.process]))
     except OperatorError as exc:
         print(str(exc), file=sys.stderr)
         return 1

@@ -124,6 +124,9 @@ class RealCluster:
     @contextlib.contextmanager
     def session(self, namespace: str | None = NAMESPACE) -> Iterator[Cluster]:
         """Inside the namespace: the cluster up, the node joined, `namespace`'s pods (if any) placed on it."""
+        # Here, outside the namespace (apt-get needs the host's network), for every caller: make e2e-real and
+        # the real-node upstream suites (sequential/baseline failed on a fresh CI machine without containerd).
+        host.ensure_packages(host.NODE_PACKAGES)
         self.down()
         self.netns.create()
         try:

@@ -1,10 +1,13 @@
 """`make soak`: the long versions of the reliability scenarios, on a fresh local stack; prints figures.
 
     python e2e/soak.py [--jobs 2000] [--kills 20] [--load 5000] [--outage-jobs 1000] [--pause 330] [--dir .run/soak]
-                       [--only load|failover|outages] [--load-timeout SECONDS] [--hostile]
+                       [--only load|failover|outages|multikueue] [--load-timeout SECONDS] [--hostile]
+                       [--mk-jobs 1000] [--mk-lost-timeout 30] [--mk-timeout SECONDS]
 
 `--only load --hostile` mixes slow, oversized and malformed clients into the load (zero legitimate creates refused).
 `--load 10000 --only load` is the memory soak: 10,000 Jobs in flight at once, the worker's peak RSS.
+`--only multikueue`: Jobs through a MultiKueue manager and two workers (e2e/multicluster.py) while a worker's
+kube-apiserver is killed past `workerLostTimeout` and restarted (e2e/reliability_multikueue.py).
 
 CI runs the same scenarios small (e2e/test_reliability_*.py); this runs them at size and prints
 takeover times, samples checked, requests sent and peak memory. Exit status 1 when an invariant broke.
@@ -24,6 +27,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 import hostile  # noqa: E402
 import reliability as rel  # noqa: E402
+import reliability_multikueue as rmk  # noqa: E402
+from multicluster import MultiClusterSystem, ours  # noqa: E402
 from stack import Stack  # noqa: E402
 
 
@@ -40,7 +45,17 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds the worker stays SIGSTOPped (default: past the 300 s watch timeout)",
     )
     p.add_argument("--dir", default=str(HERE.parent / ".run" / "soak"))
-    p.add_argument("--only", choices=("load", "failover", "outages"), help="run this scenario alone")
+    p.add_argument("--only", choices=("load", "failover", "outages", "multikueue"), help="run this scenario alone")
+    p.add_argument("--mk-jobs", type=int, default=1000, help="Jobs through the MultiKueue manager")
+    p.add_argument(
+        "--mk-lost-timeout",
+        type=float,
+        default=30.0,
+        help="the clusters' multiKueue.workerLostTimeout, in seconds (upstream's default is 15 min)",
+    )
+    p.add_argument(
+        "--mk-timeout", type=float, help="seconds the MultiKueue run may take (default: max(900, 2 s a Job))"
+    )
     p.add_argument(
         "--hostile",
         action="store_true",
@@ -53,9 +68,22 @@ def main(argv: list[str] | None = None) -> int:
         "Jobs unfinished then are reported as problems, the peak RSS so far still is",
     )
     args = p.parse_args(argv)
+    figures: dict[str, object] = {}
+    ok = True
+    try:
+        if args.only != "multikueue":
+            ok &= _single_cluster(args, figures)
+        if args.only in (None, "multikueue"):
+            ok &= _multikueue(args, figures)
+    finally:
+        print(json.dumps(figures, indent=1, default=str))
+    return 0 if ok else 1
+
+
+def _single_cluster(args: argparse.Namespace, figures: dict[str, object]) -> bool:
+    """Load, failover and outages on one fresh stack."""
     stack = Stack(args.dir)
     stack.up()
-    figures: dict[str, object] = {}
     ok = True
     try:
         kube = rel.admin(stack.kubeconfig)
@@ -76,9 +104,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "outages"):
             ok &= _outages(args, stack, kube, figures)
     finally:
-        print(json.dumps(figures, indent=1, default=str))
         stack.down()
-    return 0 if ok else 1
+    return ok
+
+
+def _multikueue(args: argparse.Namespace, figures: dict[str, object]) -> bool:
+    """A lost MultiKueue worker on three fresh clusters."""
+    system = MultiClusterSystem(
+        Path(args.dir) / "multikueue",
+        ours(config=rmk.config(args.mk_lost_timeout), job_pods_run=rmk.POD_RUN_S),
+    )
+    with system.session():
+        mk = rmk.lost_worker(
+            system,
+            jobs=args.mk_jobs,
+            worker_lost_timeout_s=args.mk_lost_timeout,
+            timeout=args.mk_timeout or max(900, 2 * args.mk_jobs),
+        )
+    figures["multikueue"] = mk
+    return not (mk["violations"] or mk["problems"] or mk["submit_errors"] or mk["on_both_workers_at_once"])
 
 
 def _failover(args: argparse.Namespace, stack: Stack, kube: Any, figures: dict[str, object]) -> bool:

@@ -103,6 +103,20 @@ def wait_ready(
     raise StackError(f"{name} ready", f"no ready answer from {url} within {timeout:.0f}s; see {log_file}")
 
 
+def wait_listening(proc: subprocess.Popen[bytes], port: int, name: str, log_file: Path, timeout: float = 60) -> None:
+    """Until something accepts on 127.0.0.1:`port`; a process that exits first fails at once, naming its log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise StackError(f"{name} start", f"exited with {proc.returncode}; see {log_file}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise StackError(f"{name} ready", f"nothing listens on 127.0.0.1:{port} within {timeout:.0f}s; see {log_file}")
+
+
 def _stop(pid_file: Path, proc: subprocess.Popen[bytes] | None) -> None:
     """SIGTERM the process group recorded in `pid_file` (ours or an earlier run's), SIGKILL after 5 s."""
     if not pid_file.exists():
@@ -343,6 +357,10 @@ class Stack:
         if lacking:
             _log(f"operators run for {', '.join(lacking)}, which the server does not implement: not enabled")
         base["integrations"]["frameworks"] += enabled
+        # a framework behind an alpha gate (SparkApplication) runs only with its gate on, as upstream's
+        gates = {f.feature_gate: True for f in api_integrations.enabled(enabled) if f.feature_gate}
+        if gates:
+            base["featureGates"] = {**base.get("featureGates", {}), **gates}
         config.write_text(json.dumps(merged(base, yaml.safe_load(extra_config) or {})))
         with open(self.server_log, "ab") as out:
             self._server = subprocess.Popen(
@@ -371,6 +389,8 @@ class Stack:
         self.pid_file.write_text(str(self._server.pid))
         ctx = ssl.create_default_context(cafile=str(self.cert_dir / "ca.crt"))
         wait_ready(self._server, f"https://127.0.0.1:{port}/readyz", ctx, "server", self.server_log)
+        # The webhook answers before the worker process it supervises serves /metrics; tests scrape at once.
+        wait_listening(self._server, metrics_port, "worker metrics", self.server_log)
         _log(f"server ready on 127.0.0.1:{port} (pid {self._server.pid})")
 
     def _stop_server(self) -> None:

@@ -290,6 +290,8 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
         browser.save_screenshot(str(shots / "namespace-user.png"))
         browser.get(f"{url}/workloads/{team_b}/{other}")
         assert "may not see" in text_of(browser, "denied")
+        browser.get(f"{url}/usage")  # every team's usage: not for a namespace's user
+        assert "may not list UsageRecords" in text_of(browser, "usage-denied")
         browser.get(f"{url}/fragment/workloads?namespace={team_b}")
         assert other not in browser.page_source
 
@@ -316,7 +318,11 @@ def test_dashboard_in_a_browser(kubectl: Kubectl, browser: Any, shots: Path) -> 
 
 @pytest.mark.local_stack
 def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: Path) -> None:
-    """What `make up` + `make run` show: ClusterQueue research with its GPU usage while the Job runs."""
+    """What `make up` + `make run` show: ClusterQueue research with its GPU usage while the Job runs,
+    then its GPU-hours on the usage page."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
     url = local_stack(kubectl).dashboard_url
     ns = demo.NAMESPACE
     kubectl.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": demo.NAMESPACE_LABELS}})
@@ -355,6 +361,20 @@ def test_dashboard_shows_the_gpu_example(kubectl: Kubectl, browser: Any, shots: 
         assert kubectl.get("job", "-n", ns, name)["status"].get("succeeded") == 1
         assert browser.execute_script("return window.__notReloaded === true"), "the page reloaded"
         browser.save_screenshot(str(shots / "gpu-finished.png"))
+
+        # The usage page: the namespace's GPU-hours from the UsageRecords, drawn per hour.
+        def gpu_hours() -> float | None:
+            browser.get(f"{url}/usage?by=namespace&resource=nvidia.com/gpu&hours=2")
+            try:
+                rows = browser.find_elements(By.ID, f"usage-team-{ns}")
+                return float(rows[0].text.split()[-1]) if rows else None
+            except StaleElementReferenceException:  # the live page replaced the table meanwhile: look again
+                return None
+
+        held = wait_for("the namespace's GPU-hours on the usage page", gpu_hours, timeout=60, interval=2)
+        assert held >= 2 * 20 / 3600 * 0.9, held  # two GPUs for the pod's 20 s at least, rounded
+        assert browser.find_elements(By.CSS_SELECTOR, "#usage-chart svg"), "no chart"
+        browser.save_screenshot(str(shots / "usage.png"))
     finally:
         kubectl("delete", "clusterrolebinding", account, check=False)
         kubectl("delete", "serviceaccount", "-n", ns, account, check=False)

@@ -8,6 +8,7 @@ import base64
 import json
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from e2e.helpers import wait_for
 G = "/apis/visibility.pykueue.io/v1alpha1"
 
 
-def _workload(ns: str, name: str, cpu: str, priority: int = 0) -> dict[str, Any]:
+def _workload(ns: str, name: str, cpu: str, priority: int = 0, *, max_s: int) -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -27,6 +28,7 @@ def _workload(ns: str, name: str, cpu: str, priority: int = 0) -> dict[str, Any]
         "spec": {
             "queueName": "main",
             "priority": priority,
+            "maximumExecutionTimeSeconds": max_s,
             "podSets": [
                 {
                     "name": "main",
@@ -41,6 +43,16 @@ def _workload(ns: str, name: str, cpu: str, priority: int = 0) -> dict[str, Any]
             ],
         },
     }
+
+
+def _reserved_at(kubectl: Kubectl, ns: str, name: str) -> datetime:
+    wl = kubectl.get("workload", "-n", ns, name)
+    cond = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
+    return datetime.strptime(cond["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _rfc3339(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _token_kubeconfig(kubectl: Kubectl, token: str, path: Path) -> Path:
@@ -118,10 +130,11 @@ def test_a_namespace_user_reads_its_local_queue_limits_and_estimates(
 
 
 def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, tmp_path: Path) -> None:
-    # Two workloads of 1 cpu get quota; then one of 4 and one of 5 wait: the cohort holds 4 + 1 (the
-    # lender lends 1 of its 3) = 5, 2 of them used, so 3 are free, 1 above cq's own unused 2.
+    # Two workloads of 1 cpu get quota (for at most 600 s and 1200 s); then one of 4 (300 s) and one
+    # of 5 wait: the cohort holds 4 + 1 (the lender lends 1 of its 3) = 5, 2 of them used, so 3 are
+    # free, 1 above cq's own unused 2.
     for i in range(2):
-        kubectl.apply(_workload(namespace, f"small-{i}", "1"))
+        kubectl.apply(_workload(namespace, f"small-{i}", "1", max_s=600 * (i + 1)))
     wait_for(
         "the two small workloads to get quota",
         lambda: all(
@@ -130,8 +143,8 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
         ),
         timeout=60,
     )
-    kubectl.apply(_workload(namespace, "big", "4", priority=2))
-    kubectl.apply(_workload(namespace, "bigger", "5", priority=1))
+    kubectl.apply(_workload(namespace, "big", "4", priority=2, max_s=300))
+    kubectl.apply(_workload(namespace, "bigger", "5", priority=1, max_s=60))
 
     kubectl("create", "serviceaccount", "reader", "-n", namespace)
     kubectl(
@@ -184,13 +197,19 @@ def _scenario(kubectl: Kubectl, namespace: str, other_namespace: str, cq: str, t
         return doc if ok and len(doc["items"]) == 2 and all(i["estimatedAdmission"] for i in doc["items"]) else None
 
     doc = wait_for("both big workloads pending, with estimates", estimates, timeout=30)
-    assert doc["estimation"]["windowSeconds"] == 600 and doc["estimation"]["admissionsInWindow"] == 2
-    assert "(positionInClusterQueue + 1) / rate" in doc["estimation"]["method"]
-    # Two admissions in 10 minutes: one every 300 s; "big" is next, "bigger" second.
+    assert doc["estimation"]["method"].startswith("simulation:")
+    assert doc["estimation"]["basis"]["holdingQuota"] == 2
+    assert doc["estimation"]["basis"]["withMaximumExecutionTime"] == 2
+    # "big" (4) once small-0's 600 s are over; "bigger" (5) once both big's 300 s and small-1's
+    # 1200 s are: the reservation times plus the limits, to the second.
+    reserved = [_reserved_at(kubectl, namespace, f"small-{i}") for i in range(2)]
+    want = [
+        reserved[0] + timedelta(seconds=600),
+        max(reserved[0] + timedelta(seconds=900), reserved[1] + timedelta(seconds=1200)),
+    ]
     assert [
-        (i["metadata"]["name"], i["positionInClusterQueue"], i["estimatedAdmission"]["waitSeconds"])
-        for i in doc["items"]
-    ] == [("big", 0, 300), ("bigger", 1, 600)]
+        (i["metadata"]["name"], i["positionInClusterQueue"], i["estimatedAdmission"]["time"]) for i in doc["items"]
+    ] == [("big", 0, _rfc3339(want[0])), ("bigger", 1, _rfc3339(want[1]))]
 
     ok, err = raw(f"{G}/namespaces/{other_namespace}/localqueues/main/limits")
     assert not ok and err.startswith("Error from server (Forbidden):") and "visibility.pykueue.io" in err, err

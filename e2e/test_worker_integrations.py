@@ -1,17 +1,24 @@
-"""JobSet, LeaderWorkerSet, AppWrapper, TrainJob, RayCluster and RayJob end to end, with the real
-operators running them.
+"""Every job framework Kueue's users queue, end to end, with the real operators running them.
 
-One module-scoped fixture starts the five operators (e2e/operators.py, as `make up
-INTEGRATIONS=jobset,lws,appwrapper,trainer,kuberay`) beside the session's stack and restarts our server
-with their frameworks on; every test shares them. For each kind the tests check what a user sees: a queued
-object held while its ClusterQueue is full (suspended; an LWS's pods gated), admitted once there is
-room with the flavor's node labels on its pods, preempted by a higher-priority Job and admitted again
-when that Job goes, finished with its quota given back (an LWS serves: deleting it gives the quota
-back), and an object without a queue name left alone. A RayCluster and a K8sJobMode RayJob: held
-suspended (KubeRay makes no pod) while the queue is full, admitted with one podSet per part of the
-cluster (a RayJob's submitter too) at the right counts, KubeRay's head and workers then running on the
-flavor's nodes, and the quota given back when the object is deleted (no Ray runs in kwok's pods, so a
-RayJob never finishes here).
+One module-scoped fixture starts the operators (e2e/operators.py, as `make up
+INTEGRATIONS=jobset,lws,appwrapper,trainer,training-operator,mpi-operator,kuberay,spark`) beside the
+session's stack and restarts our server with their frameworks on; every test shares them. For each kind the
+tests check what a user sees: a queued object held while its ClusterQueue is full (suspended; an LWS's pods
+gated), admitted once there is room with the flavor's node labels on every pod (and, for Kubeflow's kinds,
+on every replica type's template), preempted by a higher-priority Job and admitted again when that Job
+goes, finished with its quota given back (an LWS serves: deleting it gives the quota back), and an object
+without a queue name left alone. JobSet, LeaderWorkerSet, AppWrapper, TrainJob, and Kubeflow's PyTorchJob,
+TFJob, XGBoostJob, PaddleJob, JAXJob (training-operator) and MPIJob (MPI operator) share that table.
+
+KubeRay's RayCluster, K8sJobMode RayJob and RayService: held suspended (KubeRay makes no pod) while the
+queue is full, admitted with one podSet per part of the cluster (a RayJob's submitter too) at the right
+counts, KubeRay's head and workers then running on the flavor's nodes, preempted (suspended, pods gone)
+and admitted again, and the quota given back when the object is deleted: no Ray runs in kwok's pods, so a
+RayJob never finishes and a RayService is never Ready here.
+
+SparkApplication: the Spark operator cannot run here (spark-submit needs a JVM Spark distribution that no
+package registry serves), so only its CRD is installed and the test writes the status the operator would;
+suspended, admitted (the flavor in each role's node selector), preempted, admitted again and finished.
 
 Pods run on kwok (e2e/kwok-stages.yaml): a Job's pod annotated `pod-complete.stage.kwok.x-k8s.io/delay:
 1h` runs until deleted, one running agnhost's `entrypoint-tester` completes after a second, and a
@@ -30,11 +37,11 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Kubectl, local_stack
-from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, reserved, wait_for
+from e2e.helpers import QUEUE_LABEL, cluster_queue, cond, flavor, job, local_queue, reserved, wait_for, when
 
 pytestmark = pytest.mark.local_stack
 
-INTEGRATIONS = ("jobset", "lws", "appwrapper", "trainer", "kuberay")
+INTEGRATIONS = ("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator", "kuberay", "spark")
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 NODE_LABEL = {"instance-type": "on-demand"}  # the two kwok-on-demand-* nodes have it
 OWNER = "e2e.pykueue.dev/owner"  # on every pod template this module writes, to find the pods
@@ -259,24 +266,98 @@ def leaderworkerset(name: str, ns: str, lq: str | None, *, finishes: bool = Fals
     }
 
 
+def _replica(name: str, container: str, *, finishes: bool, replicas: int = 1) -> dict[str, Any]:
+    """One replica type of half a CPU per pod, its container named as the operator requires."""
+    template = _pod_template(name, "500m", finishes=finishes)
+    template["spec"]["containers"][0]["name"] = container
+    return {"replicas": replicas, "restartPolicy": "Never", "template": template}
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """A Kubeflow kind's replica specs: its API, the field, the default container name the
+    training-operator requires, and its replica types (name, pods) in the Workload's podSet order."""
+
+    api_version: str
+    kind: str
+    field: str
+    container: str
+    types: tuple[tuple[str, int], ...]
+
+    def build(self, name: str, ns: str, lq: str | None, *, finishes: bool = False) -> dict[str, Any]:
+        specs = {t: _replica(name, self.container, finishes=finishes, replicas=n) for t, n in self.types}
+        spec: dict[str, Any] = {self.field: specs}
+        if self.kind == "MPIJob":
+            spec["slotsPerWorker"] = 1
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": _meta(name, ns, lq), "spec": spec}
+
+    def templates(self, obj: dict[str, Any]) -> list[dict[str, Any]]:
+        return [obj["spec"][self.field][t]["template"] for t, _ in self.types]
+
+
+KUBEFLOW = {
+    r.kind.lower(): r
+    for r in (
+        Replicas("kubeflow.org/v1", "PyTorchJob", "pytorchReplicaSpecs", "pytorch", (("Master", 1), ("Worker", 1))),
+        Replicas("kubeflow.org/v1", "TFJob", "tfReplicaSpecs", "tensorflow", (("Chief", 1), ("Worker", 1))),
+        Replicas("kubeflow.org/v1", "XGBoostJob", "xgbReplicaSpecs", "xgboost", (("Master", 1), ("Worker", 1))),
+        Replicas("kubeflow.org/v1", "PaddleJob", "paddleReplicaSpecs", "paddle", (("Master", 1), ("Worker", 1))),
+        Replicas("kubeflow.org/v1", "JAXJob", "jaxReplicaSpecs", "jax", (("Worker", 2),)),
+        Replicas("kubeflow.org/v2beta1", "MPIJob", "mpiReplicaSpecs", "mpi", (("Launcher", 1), ("Worker", 1))),
+    )
+}
+
+
+def _condition_true(ctype: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda obj: cond(obj, ctype).get("status") == "True"
+
+
 @dataclass(frozen=True)
 class Kind:
     kind: str
     resource: str  # for kubectl
     build: Callable[..., dict[str, Any]]
+    succeeded: Callable[[dict[str, Any]], bool]  # what its operator says of it once its pods completed
     serving: bool = False  # an LWS has no suspend: its pods are gated instead, and it never finishes
+    suspend_path: tuple[str, ...] = ("spec", "suspend")
+    #: its pod templates, one per podSet, each of which must carry the flavor while it runs
+    templates: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def pods_selector(self, name: str) -> str:
         # a TrainJob's pods come from its runtime's template, so they are found by the JobSet Trainer
         # makes (named as the TrainJob)
         return f"jobset.sigs.k8s.io/jobset-name={name}" if self.kind == "TrainJob" else f"{OWNER}={name}"
 
+    def suspended(self, obj: dict[str, Any]) -> bool:
+        node: Any = obj
+        for key in self.suspend_path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node is True
+
 
 KINDS = {
-    "jobset": Kind("JobSet", "jobsets.jobset.x-k8s.io", jobset),
-    "lws": Kind("LeaderWorkerSet", "leaderworkersets.leaderworkerset.x-k8s.io", leaderworkerset, serving=True),
-    "appwrapper": Kind("AppWrapper", "appwrappers.workload.codeflare.dev", appwrapper),
-    "trainjob": Kind("TrainJob", "trainjobs.trainer.kubeflow.org", trainjob),
+    "jobset": Kind("JobSet", "jobsets.jobset.x-k8s.io", jobset, _condition_true("Completed")),
+    "lws": Kind(
+        "LeaderWorkerSet", "leaderworkersets.leaderworkerset.x-k8s.io", leaderworkerset, lambda _: False, serving=True
+    ),
+    "appwrapper": Kind(
+        "AppWrapper",
+        "appwrappers.workload.codeflare.dev",
+        appwrapper,
+        lambda obj: (obj.get("status") or {}).get("phase") == "Succeeded",
+    ),
+    "trainjob": Kind("TrainJob", "trainjobs.trainer.kubeflow.org", trainjob, _condition_true("Complete")),
+    **{
+        name: Kind(
+            r.kind,
+            f"{r.kind.lower()}s.kubeflow.org",
+            r.build,
+            _condition_true("Succeeded"),
+            suspend_path=("spec", "runPolicy", "suspend"),
+            templates=r.templates,
+        )
+        for name, r in KUBEFLOW.items()
+    },
 }
 PODS = 2  # every object above has two pods of half a CPU: one CPU, the whole ClusterQueue
 
@@ -289,14 +370,12 @@ def workload_of(kubectl: Kubectl, ns: str, kind: str, name: str) -> dict[str, An
     return None
 
 
-def wait_workload(
-    kubectl: Kubectl, ns: str, k: Kind | RayKind, name: str, ctype: str, status: str = "True"
-) -> dict[str, Any]:
+def wait_workload(kubectl: Kubectl, ns: str, kind: str, name: str, ctype: str, status: str = "True") -> dict[str, Any]:
     def probe() -> dict[str, Any] | None:
-        w = workload_of(kubectl, ns, k.kind, name)
+        w = workload_of(kubectl, ns, kind, name)
         return w if w is not None and cond(w, ctype).get("status") == status else None
 
-    return wait_for(f"{k.kind} {name}'s Workload {ctype}={status}", probe, timeout=WAIT, interval=POLL)
+    return wait_for(f"{kind} {name}'s Workload {ctype}={status}", probe, timeout=WAIT, interval=POLL)
 
 
 def pods(kubectl: Kubectl, ns: str, k: Kind, name: str) -> list[dict[str, Any]]:
@@ -316,13 +395,20 @@ def held(kubectl: Kubectl, ns: str, k: Kind, name: str) -> bool:
     ps = [p for p in pods(kubectl, ns, k, name) if live(p)]
     if k.serving:
         return len(ps) == PODS and all(gated(p) and not p["spec"].get("nodeName") for p in ps)
-    return kubectl.get(k.resource, "-n", ns, name)["spec"].get("suspend") is True and not ps
+    return k.suspended(kubectl.get(k.resource, "-n", ns, name)) and not ps
 
 
 def started(kubectl: Kubectl, ns: str, k: Kind, name: str) -> bool:
     """Unsuspended (an AppWrapper's `suspend: false` is omitted when its operator writes it back; an LWS has
     nothing to unsuspend: its running pods are the sign)."""
-    return k.serving or not kubectl.get(k.resource, "-n", ns, name)["spec"].get("suspend")
+    return k.serving or not k.suspended(kubectl.get(k.resource, "-n", ns, name))
+
+
+def templates_on_flavor(kubectl: Kubectl, ns: str, k: Kind, name: str) -> None:
+    """Every pod template of the object (one per replica type) carries the flavor's node label."""
+    if k.templates is not None:
+        for template in k.templates(kubectl.get(k.resource, "-n", ns, name)):
+            assert NODE_LABEL.items() <= (template["spec"].get("nodeSelector") or {}).items(), template
 
 
 def running_on_flavor(kubectl: Kubectl, ns: str, k: Kind, name: str) -> list[dict[str, Any]] | None:
@@ -341,13 +427,8 @@ def create(kubectl: Kubectl, obj: dict[str, Any]) -> None:
     kubectl("create", "-f", "-", input=json.dumps(obj))
 
 
-# == the tests =========================================================================================
-@pytest.mark.parametrize("kind", list(KINDS))
-def test_queued_until_room_then_admitted_preempted_and_readmitted(
-    kubectl: Kubectl, integrations: Integrations, ns: str, queue: Queue, kind: str
-) -> None:
-    k = KINDS[kind]
-    # 1. The ClusterQueue's one CPU is taken by a Job of the same (default) priority: the object waits.
+def fill_queue(kubectl: Kubectl, ns: str, queue: Queue) -> None:
+    """A Job of the default priority takes the ClusterQueue's one CPU."""
     create(kubectl, job(ns, "blocker", "lq", cpu="1"))
     wait_for(
         "the blocker to be admitted",
@@ -355,8 +436,35 @@ def test_queued_until_room_then_admitted_preempted_and_readmitted(
         timeout=WAIT,
         interval=POLL,
     )
+
+
+def preempt(kubectl: Kubectl, ns: str, integrations: Integrations) -> None:
+    """A Job of the high WorkloadPriorityClass asks for the ClusterQueue's one CPU."""
+    create(
+        kubectl,
+        job(ns, "preemptor", "lq", cpu="1", labels={"kueue.x-k8s.io/priority-class": integrations.high_priority}),
+    )
+
+
+def wait_preemptor_admitted(kubectl: Kubectl, ns: str) -> None:
+    wait_for(
+        "the preemptor to be admitted",
+        lambda: cond(workload_of(kubectl, ns, "Job", "preemptor") or {}, "Admitted").get("status") == "True",
+        timeout=WAIT,
+        interval=POLL,
+    )
+
+
+# == the tests =========================================================================================
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_queued_until_room_then_admitted_preempted_and_readmitted(
+    kubectl: Kubectl, integrations: Integrations, ns: str, queue: Queue, kind: str
+) -> None:
+    k = KINDS[kind]
+    # 1. The ClusterQueue's one CPU is taken by a Job of the same (default) priority: the object waits.
+    fill_queue(kubectl, ns, queue)
     create(kubectl, k.build("victim", ns, "lq"))
-    wl = wait_workload(kubectl, ns, k, "victim", "QuotaReserved", "False")
+    wl = wait_workload(kubectl, ns, k.kind, "victim", "QuotaReserved", "False")
     assert cond(wl, "QuotaReserved")["reason"] == "Pending"
     assert "insufficient unused quota for cpu" in cond(wl, "QuotaReserved")["message"]
     wait_for(
@@ -368,7 +476,7 @@ def test_queued_until_room_then_admitted_preempted_and_readmitted(
 
     # 2. Room: admitted on the flavor, its pods carry the flavor's node label and run on such a node.
     kubectl("delete", "job", "-n", ns, "blocker", "--wait=false")
-    wl = wait_workload(kubectl, ns, k, "victim", "Admitted")
+    wl = wait_workload(kubectl, ns, k.kind, "victim", "Admitted")
     assert wl["status"]["admission"]["clusterQueue"] == queue.cluster_queue
     assert all(a["flavors"] == {"cpu": queue.flavor} for a in wl["status"]["admission"]["podSetAssignments"])
     first = wait_for(
@@ -378,28 +486,21 @@ def test_queued_until_room_then_admitted_preempted_and_readmitted(
         interval=POLL,
     )
     assert started(kubectl, ns, k, "victim")
+    templates_on_flavor(kubectl, ns, k, "victim")
 
     # 3. A higher-priority Job takes the quota: evicted, held again, its pods gone; admitted again after.
-    create(
-        kubectl,
-        job(ns, "preemptor", "lq", cpu="1", labels={"kueue.x-k8s.io/priority-class": integrations.high_priority}),
-    )
-    wl = wait_workload(kubectl, ns, k, "victim", "Evicted")
+    preempt(kubectl, ns, integrations)
+    wl = wait_workload(kubectl, ns, k.kind, "victim", "Evicted")
     assert cond(wl, "Evicted")["reason"] == "Preempted"
     assert cond(wl, "Preempted")["status"] == "True"
     wait_for(f"{kind} held after preemption", lambda: held(kubectl, ns, k, "victim"), timeout=WAIT, interval=POLL)
     first_uids = {p["metadata"]["uid"] for p in first}
     assert not first_uids & {p["metadata"]["uid"] for p in pods(kubectl, ns, k, "victim") if live(p)}
-    wait_for(
-        "the preemptor to be admitted",
-        lambda: cond(workload_of(kubectl, ns, "Job", "preemptor") or {}, "Admitted").get("status") == "True",
-        timeout=WAIT,
-        interval=POLL,
-    )
+    wait_preemptor_admitted(kubectl, ns)
     wl = workload_of(kubectl, ns, k.kind, "victim") or {}
     assert cond(wl, "QuotaReserved").get("status") == "False"
     kubectl("delete", "job", "-n", ns, "preemptor", "--wait=false")
-    wait_workload(kubectl, ns, k, "victim", "Admitted")
+    wait_workload(kubectl, ns, k.kind, "victim", "Admitted")
     again = wait_for(
         f"{kind} running again", lambda: running_on_flavor(kubectl, ns, k, "victim"), timeout=WAIT, interval=POLL
     )
@@ -417,13 +518,9 @@ def test_queued_until_room_then_admitted_preempted_and_readmitted(
 def test_finishes_and_gives_the_quota_back(kubectl: Kubectl, ns: str, queue: Queue, kind: str) -> None:
     k = KINDS[kind]
     create(kubectl, k.build("done", ns, "lq", finishes=True))
-    wl = wait_workload(kubectl, ns, k, "done", "Finished")
+    wl = wait_workload(kubectl, ns, k.kind, "done", "Finished")
     assert cond(wl, "Finished")["reason"] == "Succeeded"
-    obj = kubectl.get(k.resource, "-n", ns, "done")
-    if k.kind == "AppWrapper":
-        assert obj["status"]["phase"] == "Succeeded"
-    else:
-        assert cond(obj, "Completed" if k.kind == "JobSet" else "Complete").get("status") == "True"
+    assert k.succeeded(kubectl.get(k.resource, "-n", ns, "done"))
     wait_for(
         "the ClusterQueue's usage back to zero",
         lambda: reserved(kubectl, queue.cluster_queue) == (0, "0"),
@@ -435,7 +532,7 @@ def test_finishes_and_gives_the_quota_back(kubectl: Kubectl, ns: str, queue: Que
 def test_leaderworkerset_serves_until_deleted(kubectl: Kubectl, ns: str, queue: Queue) -> None:
     k = KINDS["lws"]
     create(kubectl, k.build("serves", ns, "lq"))
-    wl = wait_workload(kubectl, ns, k, "serves", "Admitted")
+    wl = wait_workload(kubectl, ns, k.kind, "serves", "Admitted")
     wait_for("the group running", lambda: running_on_flavor(kubectl, ns, k, "serves"), timeout=WAIT, interval=POLL)
     wait_for(
         "its quota counted", lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"), timeout=WAIT, interval=POLL
@@ -467,7 +564,7 @@ def test_without_a_queue_name_it_is_left_alone(
     ps = wait_for(f"the unqueued {kind}'s pods to run", running, timeout=WAIT, interval=POLL)
     assert not any(gated(p) for p in ps)
     if not k.serving:
-        assert not kubectl.get(k.resource, "-n", ns, "free")["spec"].get("suspend")
+        assert not k.suspended(kubectl.get(k.resource, "-n", ns, "free"))
     assert kubectl.get("workloads", "-n", ns)["items"] == []
 
 
@@ -532,6 +629,16 @@ def rayjob(name: str, ns: str) -> dict[str, Any]:
     }
 
 
+def rayservice(name: str, ns: str) -> dict[str, Any]:
+    """The same cluster under a RayService (no Serve application: kwok's pods run no Ray to serve one)."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": _meta(name, ns, "lq"),
+        "spec": {"rayClusterConfig": _ray_cluster_spec()},
+    }
+
+
 @dataclass(frozen=True)
 class RayKind:
     kind: str
@@ -539,11 +646,35 @@ class RayKind:
     build: Callable[[str, str], dict[str, Any]]
     pod_sets: tuple[tuple[str, int], ...]  # the Workload's (name, count), in order
     cpu: str  # what the Workload reserves
+    suspend_path: tuple[str, ...]
+
+    def suspended(self, obj: dict[str, Any]) -> bool:
+        node: Any = obj
+        for key in self.suspend_path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node is True
 
 
 RAY_KINDS = {
-    "raycluster": RayKind("RayCluster", "rayclusters.ray.io", raycluster, (("head", 1), ("workers", 2)), "750m"),
-    "rayjob": RayKind("RayJob", "rayjobs.ray.io", rayjob, (("head", 1), ("workers", 2), ("submitter", 1)), "850m"),
+    "raycluster": RayKind(
+        "RayCluster", "rayclusters.ray.io", raycluster, (("head", 1), ("workers", 2)), "750m", ("spec", "suspend")
+    ),
+    "rayjob": RayKind(
+        "RayJob",
+        "rayjobs.ray.io",
+        rayjob,
+        (("head", 1), ("workers", 2), ("submitter", 1)),
+        "850m",
+        ("spec", "suspend"),
+    ),
+    "rayservice": RayKind(
+        "RayService",
+        "rayservices.ray.io",
+        rayservice,
+        (("head", 1), ("workers", 2)),
+        "750m",
+        ("spec", "rayClusterConfig", "suspend"),
+    ),
 }
 
 
@@ -552,25 +683,33 @@ def ray_pods(kubectl: Kubectl, ns: str) -> list[dict[str, Any]]:
     return [p for p in kubectl.get("pods", "-n", ns, "-l", RAY_NODE_TYPE)["items"] if live(p)]
 
 
+def ray_running(kubectl: Kubectl, ns: str) -> list[dict[str, Any]] | None:
+    """KubeRay's head and two workers Running on the flavor's nodes with its node label, or None."""
+    ps = ray_pods(kubectl, ns)
+    ok = len(ps) == 3 and all(
+        p["status"].get("phase") == "Running"
+        and NODE_LABEL.items() <= (p["spec"].get("nodeSelector") or {}).items()
+        and p["spec"].get("nodeName", "").startswith("kwok-on-demand-")
+        for p in ps
+    )
+    return ps if ok else None
+
+
 @pytest.mark.parametrize("kind", list(RAY_KINDS))
-def test_ray_suspended_until_admitted_then_run_by_kuberay_and_quota_released_on_delete(
-    kubectl: Kubectl, ns: str, queue: Queue, kind: str
+def test_ray_suspended_until_admitted_preempted_readmitted_and_quota_released_on_delete(
+    kubectl: Kubectl, integrations: Integrations, ns: str, queue: Queue, kind: str
 ) -> None:
+    """KubeRay's kinds cannot finish here (no Ray runs in kwok's pods: a RayJob's job never SUCCEEDs, a
+    RayService is never Ready), so the last step deletes the object and checks the quota comes back."""
     k = RAY_KINDS[kind]
 
     def suspended() -> bool:
-        return bool(kubectl.get(k.resource, "-n", ns, "ray")["spec"].get("suspend"))
+        return k.suspended(kubectl.get(k.resource, "-n", ns, "ray"))
 
     # 1. A Job takes the ClusterQueue's CPU: the Ray object waits, suspended, and KubeRay makes no pod.
-    create(kubectl, job(ns, "blocker", "lq", cpu="1"))
-    wait_for(
-        "the blocker to be admitted",
-        lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"),
-        timeout=WAIT,
-        interval=POLL,
-    )
+    fill_queue(kubectl, ns, queue)
     create(kubectl, k.build("ray", ns))
-    wl = wait_workload(kubectl, ns, k, "ray", "QuotaReserved", "False")
+    wl = wait_workload(kubectl, ns, k.kind, "ray", "QuotaReserved", "False")
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == list(k.pod_sets)
     assert "insufficient unused quota for cpu" in cond(wl, "QuotaReserved")["message"]
     assert suspended()
@@ -580,23 +719,14 @@ def test_ray_suspended_until_admitted_then_run_by_kuberay_and_quota_released_on_
     # 2. Room: admitted on the flavor with the podSets' counts; KubeRay makes the head and the two
     # workers, which run on the flavor's nodes with its node label.
     kubectl("delete", "job", "-n", ns, "blocker", "--wait=false")
-    wl = wait_workload(kubectl, ns, k, "ray", "Admitted")
+    wl = wait_workload(kubectl, ns, k.kind, "ray", "Admitted")
     assignments = wl["status"]["admission"]["podSetAssignments"]
     assert [(a["name"], a["count"]) for a in assignments] == list(k.pod_sets)
     assert all(a["flavors"] == {"cpu": queue.flavor} for a in assignments)
     assert not suspended()
-
-    def running() -> list[dict[str, Any]] | None:
-        ps = ray_pods(kubectl, ns)
-        ok = len(ps) == 3 and all(
-            p["status"].get("phase") == "Running"
-            and NODE_LABEL.items() <= (p["spec"].get("nodeSelector") or {}).items()
-            and p["spec"].get("nodeName", "").startswith("kwok-on-demand-")
-            for p in ps
-        )
-        return ps if ok else None
-
-    ps = wait_for("KubeRay's head and two workers running", running, timeout=WAIT, interval=POLL)
+    ps = wait_for(
+        "KubeRay's head and two workers running", lambda: ray_running(kubectl, ns), timeout=WAIT, interval=POLL
+    )
     assert sorted(p["metadata"]["labels"][RAY_NODE_TYPE] for p in ps) == ["head", "worker", "worker"]
     assert sorted(p["metadata"]["labels"].get("kueue.x-k8s.io/podset", "") for p in ps) == [
         "head",
@@ -617,7 +747,26 @@ def test_ray_suspended_until_admitted_then_run_by_kuberay_and_quota_released_on_
             f"{exc}; Workload {wl.get('status')}; {k.kind} {kubectl.get(k.resource, '-n', ns, 'ray').get('status')}"
         ) from exc
 
-    # 3. Deleted: its Workload goes with it and the quota is free again.
+    # 3. A higher-priority Job takes the quota: evicted, suspended again, KubeRay's pods gone; admitted again
+    # once that Job is deleted, with new pods on the flavor.
+    first = {p["metadata"]["uid"] for p in ps}
+    preempt(kubectl, ns, integrations)
+    wl = wait_workload(kubectl, ns, k.kind, "ray", "Evicted")
+    assert cond(wl, "Evicted")["reason"] == "Preempted"
+    wait_for(
+        f"{k.kind} suspended and its pods gone",
+        lambda: suspended() and not ray_pods(kubectl, ns),
+        timeout=WAIT,
+        interval=POLL,
+    )
+    wait_preemptor_admitted(kubectl, ns)
+    kubectl("delete", "job", "-n", ns, "preemptor", "--wait=false")
+    wait_workload(kubectl, ns, k.kind, "ray", "Admitted")
+    again = wait_for("KubeRay's pods running again", lambda: ray_running(kubectl, ns), timeout=WAIT, interval=POLL)
+    assert not first & {p["metadata"]["uid"] for p in again}
+    assert not suspended()
+
+    # 4. Deleted: its Workload goes with it and the quota is free again.
     kubectl("delete", k.resource, "-n", ns, "ray", "--wait=false")
     wait_for("its Workload gone", lambda: workload_of(kubectl, ns, k.kind, "ray") is None, timeout=WAIT, interval=POLL)
     wait_for(
@@ -626,3 +775,125 @@ def test_ray_suspended_until_admitted_then_run_by_kuberay_and_quota_released_on_
         timeout=WAIT,
         interval=POLL,
     )
+
+
+# == SparkApplication ===================================================================================
+# The Spark operator cannot run here (its spark-submit needs a JVM Spark distribution no package registry
+# serves): its CRD is installed, and the test does the operator's part, writing the SparkApplication's status
+# as the operator would (RUNNING with its executors, SUSPENDED once suspended, COMPLETED at the end).
+SPARK = "sparkapplications.sparkoperator.k8s.io"
+
+
+def sparkapplication(name: str, ns: str) -> dict[str, Any]:
+    """A driver and one executor of half a CPU each (no memory: the module's ClusterQueue has CPU alone)."""
+    role = {"coreRequest": "500m", "serviceAccount": "spark"}
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": _meta(name, ns, "lq"),
+        "spec": {
+            "type": "Scala",
+            "mode": "cluster",
+            "sparkVersion": "4.0.0",
+            "image": "spark:4.0.0",
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+            "driver": dict(role),
+            "executor": {**role, "instances": 1},
+        },
+    }
+
+
+def play_operator(kubectl: Kubectl, ns: str, name: str, state: str, executors: dict[str, str] | None = None) -> None:
+    """Write the status the Spark operator would (its status subresource)."""
+    status: dict[str, Any] = {"applicationState": {"state": state}, "driverInfo": {}}  # the CRD requires driverInfo
+    if executors is not None:
+        status["executorState"] = executors
+    kubectl(
+        "patch", SPARK, name, "-n", ns, "--subresource=status", "--type=merge", "-p", json.dumps({"status": status})
+    )
+
+
+def test_spark_application_suspended_admitted_preempted_readmitted_and_finished(
+    kubectl: Kubectl, integrations: Integrations, ns: str, queue: Queue
+) -> None:
+    def app() -> dict[str, Any]:
+        return kubectl.get(SPARK, "-n", ns, "pi")  # type: ignore[no-any-return]
+
+    def selectors() -> list[dict[str, str]]:
+        spec = app()["spec"]
+        return [spec[role].get("nodeSelector") or {} for role in ("driver", "executor")]
+
+    # 1. A Job takes the ClusterQueue's CPU: the application is suspended by the webhook and waits.
+    fill_queue(kubectl, ns, queue)
+    create(kubectl, sparkapplication("pi", ns))
+    assert app()["spec"]["suspend"] is True
+    wl = wait_for(
+        "the SparkApplication's Workload pending",
+        lambda: when(
+            workload_of(kubectl, ns, "SparkApplication", "pi"), lambda w: "conditions" in (w.get("status") or {})
+        ),
+        timeout=WAIT,
+        interval=POLL,
+    )
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("driver", 1), ("executor", 1)]
+    assert [p["template"]["spec"]["containers"][0] for p in wl["spec"]["podSets"]] == [
+        {"name": "spark-kubernetes-driver", "resources": {"requests": {"cpu": "500m"}}},
+        {"name": "spark-kubernetes-executor", "resources": {"requests": {"cpu": "500m"}}},
+    ]
+    assert cond(wl, "QuotaReserved").get("status") == "False"
+    assert "insufficient unused quota for cpu" in cond(wl, "QuotaReserved")["message"]
+
+    # 2. Room: admitted; unsuspended with the flavor's node label and the podSet label on each role.
+    kubectl("delete", "job", "-n", ns, "blocker", "--wait=false")
+    wl = wait_workload(kubectl, ns, "SparkApplication", "pi", "Admitted")
+    assert all(a["flavors"] == {"cpu": queue.flavor} for a in wl["status"]["admission"]["podSetAssignments"])
+    wait_for("the application started", lambda: app()["spec"].get("suspend") is False, timeout=WAIT, interval=POLL)
+    assert selectors() == [NODE_LABEL, NODE_LABEL]
+    assert [app()["spec"][r]["labels"]["kueue.x-k8s.io/podset"] for r in ("driver", "executor")] == [
+        "driver",
+        "executor",
+    ]
+    play_operator(kubectl, ns, "pi", "RUNNING", {"pi-exec-1": "RUNNING"})
+    wait_for(
+        "the quota counted", lambda: reserved(kubectl, queue.cluster_queue) == (1, "1"), timeout=WAIT, interval=POLL
+    )
+
+    # 3. A higher-priority Job: evicted, suspended with its roles as they were; the operator stops it and
+    # the preemptor gets the quota. Deleted, the application is admitted and started again.
+    preempt(kubectl, ns, integrations)
+    wl = wait_workload(kubectl, ns, "SparkApplication", "pi", "Evicted")
+    assert cond(wl, "Evicted")["reason"] == "Preempted"
+    wait_for("the application suspended", lambda: app()["spec"].get("suspend") is True, timeout=WAIT, interval=POLL)
+    assert selectors() == [{}, {}]
+    play_operator(kubectl, ns, "pi", "SUSPENDED", {})
+    wait_preemptor_admitted(kubectl, ns)
+    kubectl("delete", "job", "-n", ns, "preemptor", "--wait=false")
+    wait_workload(kubectl, ns, "SparkApplication", "pi", "Admitted")
+    wait_for(
+        "the application started again", lambda: app()["spec"].get("suspend") is False, timeout=WAIT, interval=POLL
+    )
+    assert selectors() == [NODE_LABEL, NODE_LABEL]
+
+    # 4. It runs and completes: the Workload is Finished and the quota free.
+    play_operator(kubectl, ns, "pi", "RUNNING", {"pi-exec-2": "RUNNING"})
+    play_operator(kubectl, ns, "pi", "COMPLETED", {"pi-exec-2": "COMPLETED"})
+    wl = wait_workload(kubectl, ns, "SparkApplication", "pi", "Finished")
+    assert cond(wl, "Finished")["reason"] == "Succeeded"
+    wait_for(
+        "the ClusterQueue's usage back to zero",
+        lambda: reserved(kubectl, queue.cluster_queue) == (0, "0"),
+        timeout=WAIT,
+        interval=POLL,
+    )
+
+
+def test_spark_dynamic_allocation_is_refused(kubectl: Kubectl, integrations: Integrations, ns: str) -> None:
+    obj = sparkapplication("dyn", ns)
+    obj["spec"]["dynamicAllocation"] = {"enabled": True, "maxExecutors": 4}
+    res = kubectl("create", "-f", "-", input=json.dumps(obj), check=False)
+    assert res.returncode != 0
+    assert (
+        "spec.dynamicAllocation.enabled: Invalid value: true: a kueue managed job can use dynamicAllocation only "
+        "when the ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job"
+    ) in res.stderr

@@ -28,6 +28,7 @@ from e2e.helpers import (
     wait_workload,
     when,
     workload_of,
+    workload_priority_class,
 )
 
 # == the seed's quick start =========================================================================
@@ -237,14 +238,7 @@ def test_higher_priority_job_preempts_within_the_cluster_queue(
     objs.apply(flavor(rf))
     objs.apply(cluster_queue(cq_name, rf, "2", preemption={"withinClusterQueue": "LowerPriority"}))
     for name, value in ((low, 100), (high, 1000)):
-        objs.apply(
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "WorkloadPriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+        objs.apply(workload_priority_class(name, value))
     kubectl.apply(local_queue(namespace, "q", cq_name))
     original = {"team": "batch"}
     submit(

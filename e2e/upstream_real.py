@@ -15,6 +15,8 @@ baseline, extended):
 The real operators a suite needs (JobSet, LWS, AppWrapper: e2e/operators.py) run as host processes
 inside the node's network namespace, started before the system so their CRDs exist when it starts;
 their stand-in Deployments' pods and the pods they make run on kwok, as the specs' own pods do.
+A suite of upstream's Prometheus specs also gets an in-cluster Prometheus on the node (e2e/prometheus.py):
+its operator before the system, the system's ServiceMonitor after it, as upstream's e2e-test.sh.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
 import image  # noqa: E402
+import prometheus  # noqa: E402
 import real  # noqa: E402
 from cluster import Cluster, HostExec  # noqa: E402
 from operators import Operators  # noqa: E402
@@ -58,18 +61,25 @@ class RealSystemError(RuntimeError):
     """A step of bringing a system up on the real node failed; the message says which."""
 
 
-def our_configuration(upstream_text: str) -> str:
-    """The Configuration we ship with upstream e2e's (`upstream_text`) laid over it, restricted to what we
-    implement (anything else is refused at start): upstream's integrations less those we lack, its feature
-    gates less those of features we lack (`support.UNIMPLEMENTED_GATES`)."""
-    upstream = yaml.safe_load(upstream_text)
-    ours = yaml.safe_load(objects.DEFAULT_CONFIGURATION)
+def restricted(upstream: dict[str, Any]) -> dict[str, Any]:
+    """An upstream Configuration restricted to what we implement (anything else is refused at start):
+    its integrations less those we lack, its feature gates less those of features we lack
+    (`support.UNIMPLEMENTED_GATES`)."""
     implemented = {f.name for f in integrations.implemented()}
-    frameworks = [f for f in upstream.get("integrations", {}).get("frameworks", []) if f in implemented]
-    gates = {g: on for g, on in upstream.get("featureGates", {}).items() if g not in support.UNIMPLEMENTED_GATES}
-    cfg = merged(ours, {k: v for k, v in upstream.items() if k not in ("integrations", "featureGates")})
-    cfg["integrations"] = {**upstream.get("integrations", {}), "frameworks": frameworks}
+    frameworks = [f for f in (upstream.get("integrations") or {}).get("frameworks", []) if f in implemented]
+    gates = {g: on for g, on in (upstream.get("featureGates") or {}).items() if g not in support.UNIMPLEMENTED_GATES}
+    cfg = {k: v for k, v in upstream.items() if k not in ("integrations", "featureGates")}
+    cfg["integrations"] = {**(upstream.get("integrations") or {}), "frameworks": frameworks}
     cfg["featureGates"] = gates
+    return cfg
+
+
+def our_configuration(upstream_text: str) -> str:
+    """The Configuration we ship with upstream e2e's (`upstream_text`) laid over it, `restricted`."""
+    upstream = restricted(yaml.safe_load(upstream_text))
+    own = ("integrations", "featureGates")  # upstream's alone, not merged with ours
+    cfg = merged(yaml.safe_load(objects.DEFAULT_CONFIGURATION), {k: v for k, v in upstream.items() if k not in own})
+    cfg.update({k: upstream[k] for k in own})
     return yaml.safe_dump(cfg, sort_keys=False)
 
 
@@ -211,7 +221,8 @@ def metrics_url(kubectl: str) -> str:
 
 class RealNodeSystem:
     """`name` (ours or upstream) as a Deployment on a fresh cluster's real node, installed as upstream's
-    test/e2e/config/`config_folder` says, with the operators `integrations` names beside it."""
+    test/e2e/config/`config_folder` says, with the operators `integrations` names beside it and, with
+    `with_prometheus`, an in-cluster Prometheus scraping it."""
 
     def __init__(
         self,
@@ -223,6 +234,7 @@ class RealNodeSystem:
         *,
         config_folder: str,
         integrations: tuple[str, ...] = (),
+        with_prometheus: bool = False,
     ) -> None:
         self.name = name
         self.dir = directory
@@ -231,6 +243,7 @@ class RealNodeSystem:
         self.module = module
         self.config_folder = config_folder
         self.integrations = integrations
+        self.with_prometheus = with_prometheus
         self.cluster: Cluster | None = None
 
     def logs(self) -> Path:
@@ -246,6 +259,8 @@ class RealNodeSystem:
             image.build_server(archives[1], tag=OURS_IMAGE)
         else:
             image.build_upstream_manager(archives[1], binary=self.kueue_bin / "kueue-manager", tag=UPSTREAM_IMAGE)
+        if self.with_prometheus:
+            archives += prometheus.build_images(self.dir / "images", self.module)
         rc = real.RealCluster(
             self.dir,
             bin_dir=node_bin,
@@ -264,14 +279,36 @@ class RealNodeSystem:
                 operators = Operators(self.dir / "operators", cluster, self.integrations)
                 try:
                     operators.up()
+                    if self.with_prometheus:
+                        self._install_prometheus_operator(cluster)
                     config = self._install(kubectl, cluster)
+                    if self.with_prometheus:
+                        apply(
+                            cluster,
+                            prometheus.kueue_monitor(
+                                self.name,
+                                self.module,
+                                kubectl=Path(kubectl),
+                                helm=node_bin / "helm",
+                                namespace=NAMESPACE,
+                            ),
+                        )
                     yield metrics_url(kubectl), config
                 finally:
                     self._save_logs(kubectl)
+                    if self.with_prometheus:
+                        prometheus.save_logs(cluster, self.dir / "prometheus.log")
                     operators.down()
         finally:
             for archive in archives:
                 archive.unlink(missing_ok=True)
+
+    def _install_prometheus_operator(self, cluster: Cluster) -> None:
+        """upstream's install_prometheus_operator: the bundle, the operator available, then the Prometheus."""
+        cluster.place_on_real_node(prometheus.NAMESPACE)
+        apply(cluster, prometheus.bundle(self.module, cluster))
+        prometheus.wait_operator(cluster)
+        apply(cluster, prometheus.setup(self.module))
 
     def _install(self, kubectl: str, cluster: Cluster) -> str:
         docs = upstream_e2e_install(self.module, kubectl, self.config_folder)

@@ -56,12 +56,13 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 
 import host  # noqa: E402
 import image  # noqa: E402
+import restarts  # noqa: E402
 from cluster import Cluster, ClusterError, FakeNode, HostExec, free_port  # noqa: E402
 from multicluster import MEMBERS, MULTIKUEUE_CONFIG, Member, MultiClusterSystem, System, private_mounts  # noqa: E402
-from operators import OperatorError, Operators  # noqa: E402
+from operators import OperatorError, Operators, module_dir, pinned_versions  # noqa: E402
 from stack import Stack, StackError, merged, wait_ready  # noqa: E402
 from upstream_build import UpstreamBuildError, kueue_bin_dir, kueue_module_dir  # noqa: E402
-from upstream_real import RealNodeSystem, RealSystemError, apply  # noqa: E402
+from upstream_real import UPSTREAM_E2E_CONFIGS, RealNodeSystem, RealSystemError, apply, restricted  # noqa: E402
 
 import certs  # noqa: E402
 from webhook.install import visibility  # noqa: E402
@@ -100,7 +101,9 @@ class Suite:
     system is installed from upstream's test/e2e/config/`config_folder`, as its Makefile target does.
     A host-process suite gets the kwok `nodes` of its kind config, the stand-in manager pod on
     `manager_node` (where no spec deletes or fills the node). A three-cluster suite (MultiKueue) runs
-    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there."""
+    on e2e/multicluster.py's manager and workers, each with one kwok node and its stand-ins there.
+    A suite `with_prometheus` runs its real-node system with an in-cluster Prometheus (e2e/prometheus.py):
+    singlecluster-prometheus is the baseline package's feature:prometheus specs, which need one."""
 
     name: str
     package: str
@@ -110,15 +113,28 @@ class Suite:
     nodes: tuple[FakeNode, ...] = KIND_NODES
     manager_node: str = "kind-worker"
     clusters: int = 1
+    multikueue_config: str | None = None
+    """A three-cluster suite's Configuration: upstream's test/e2e/config/`multikueue_config`
+    (None: `MULTIKUEUE_CONFIG`, the baseline's)."""
+    restarts: bool = False
+    """Its specs restart Kueue with a changed ConfigMap: each system follows (e2e/restarts.py)."""
+    dependency_crds: tuple[tuple[str, str], ...] = ()
+    """CRDs of other projects on every cluster, (Go module, file in it), at the version upstream pins."""
+    with_prometheus: bool = False
 
     @property
     def binary(self) -> str:
-        return f"{self.name}.test"  # e2e/build-kueue.sh's name for `go test -c` of the package
+        """e2e/build-kueue.sh's name for `go test -c` of the package: test/e2e/a/b -> a-b.test."""
+        return self.package.removeprefix("test/e2e/").replace("/", "-") + ".test"
 
     @property
     def selection_file(self) -> Path:
         return SELECTIONS / f"{self.name}.yaml"
 
+
+#: hack/make/deps.mk `clusterprofile-crd`: the ClusterProfile CRD upstream's MultiKueue e2e installs.
+CLUSTER_INVENTORY_MODULE = "sigs.k8s.io/cluster-inventory-api"
+CLUSTER_PROFILE_CRD = "config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml"
 
 SUITES = {
     s.name: s
@@ -130,6 +146,7 @@ SUITES = {
             real_node=False,
             integrations=("jobset", "lws", "appwrapper", "trainer", "training-operator", "mpi-operator", "kuberay"),
         ),
+        Suite("singlecluster-prometheus", "test/e2e/singlecluster/baseline", real_node=True, with_prometheus=True),
         Suite("sequential-baseline", "test/e2e/sequential/baseline", real_node=True),
         Suite(
             "sequential-extended",
@@ -142,6 +159,15 @@ SUITES = {
             "tas-baseline", "test/e2e/tas/baseline", real_node=False, nodes=TAS_KIND_NODES, manager_node="kind-worker8"
         ),
         Suite("multikueue-baseline", "test/e2e/multikueue/baseline", real_node=False, clusters=3),
+        Suite(
+            "multikueue-sequential",
+            "test/e2e/multikueue/sequential",
+            real_node=False,
+            clusters=3,
+            multikueue_config="multikueue/sequential",
+            restarts=True,
+            dependency_crds=((CLUSTER_INVENTORY_MODULE, CLUSTER_PROFILE_CRD),),
+        ),
     )
 }
 #: Fixed paths where upstream's manager reads certificates, and the directory to remove at teardown when
@@ -250,8 +276,12 @@ def read_report(path: Path) -> list[Spec]:
 
 @dataclass(frozen=True)
 class Selection:
+    """A suite's label filter and excluded specs; `rest_in` names the suite of the same package whose
+    selection accounts for every spec this filter leaves out (and excludes every spec this one runs)."""
+
     label_filter: str
     excluded: dict[str, str]  # spec text -> reason
+    rest_in: str = ""
 
     @staticmethod
     def load(path: Path) -> Selection:
@@ -261,7 +291,7 @@ class Selection:
             if entry["spec"] in excluded:
                 raise SuiteError("read selection", f"{path.name} excludes {entry['spec']!r} twice")
             excluded[entry["spec"]] = entry["reason"]
-        return Selection(doc.get("label_filter") or "", excluded)
+        return Selection(doc.get("label_filter") or "", excluded, doc.get("rest_in") or "")
 
 
 def _ginkgo_literal(text: str) -> str:
@@ -324,15 +354,30 @@ def check_selection(
     suite: Suite, binary: Path, module: Path, out: Path, selection: Selection
 ) -> tuple[list[Spec], list[str]]:
     """(every spec of the suite, the excluded ones the label filter would still run: -skip must name them).
-    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason."""
+    Raises when the file names a spec that does not exist, or leaves a filtered-out spec without a reason
+    (a selection whose rest is another suite's: when a spec it runs is not excluded there)."""
     all_specs = dry_run(suite, binary, module, out, None)
     everything = {s.text for s in all_specs}
     # a dry run reports the specs the label filter leaves out as skipped
     labelled = {s.text for s in dry_run(suite, binary, module, out, selection.label_filter) if s.state != "skipped"}
     unknown = sorted(set(selection.excluded) - everything)
-    unexplained = sorted(everything - labelled - set(selection.excluded))
-    problems = [f"excluded but not in the suite: {t!r}" for t in unknown]
-    problems += [f"left out by the label filter but not in the excluded list: {t!r}" for t in unexplained]
+    if selection.rest_in:
+        rest = SUITES.get(selection.rest_in)
+        if rest is None or rest.package != suite.package:
+            raise SuiteError("check selection", f"rest_in {selection.rest_in!r} is no suite of {suite.package}")
+        elsewhere = Selection.load(rest.selection_file).excluded
+        unexplained = sorted(labelled - set(selection.excluded) - set(elsewhere))
+        # what the other suite leaves to this one (its reason names this suite) must run here
+        unknown += sorted(t for t, reason in elsewhere.items() if suite.name in reason and t not in labelled)
+    else:
+        unexplained = sorted(everything - labelled - set(selection.excluded))
+    problems = [f"excluded but not in the suite (or left to it and not run): {t!r}" for t in unknown]
+    problems += [
+        f"run here and by {selection.rest_in}: {t!r}"
+        if selection.rest_in
+        else f"left out by the label filter but not in the excluded list: {t!r}"
+        for t in unexplained
+    ]
     if problems:
         raise SuiteError("check selection", f"{suite.selection_file.name}:\n  " + "\n  ".join(problems))
     return all_specs, sorted(labelled & set(selection.excluded))
@@ -503,6 +548,12 @@ class OursSystem:
     def logs(self) -> Path:
         return self.stack.server_log
 
+    def restart(self, config_text: str) -> None:
+        """Our server again, with `config_text` (the suite's ConfigMap) restricted to what we implement,
+        on its own host ports (e2e/restarts.py)."""
+        config = restricted(restarts.without_host_bindings(restarts.parse(config_text)))
+        self.stack.restart_server(json.dumps(config))
+
 
 class UpstreamSystem:
     """Upstream's manager on the host, over upstream's own CRDs and webhook configurations, with the
@@ -538,6 +589,7 @@ class UpstreamSystem:
         self.module = module
         self.command_prefix = private_mounts(binds or {})
         self.proc: subprocess.Popen[bytes] | None = None
+        self.host_config: dict[str, Any] = {}  # where it listens: kept across restarts
 
     @staticmethod
     def cert_dir_of(directory: Path) -> Path:
@@ -602,25 +654,12 @@ visibilityServer:
 """
         # The e2e part over the host part, section by section (a YAML key given twice is an error).
         config = yaml.safe_dump(merged(yaml.safe_load(config), yaml.safe_load(self.config)), sort_keys=False)
-        (self.dir / "manager-config.yaml").write_text(config)
         crds, hooks = upstream_manifests(self.module, f"https://127.0.0.1:{webhook}", certs.ca_bundle(cert_dir))
         apply(self.cluster, crds)  # and waits until they are established
         self.cluster.kubectl("create", "namespace", "kueue-system")
-        log("starting upstream's manager")
-        with open(self.logs(), "ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    *self.command_prefix,
-                    str(self.bin_dir / "kueue-manager"),
-                    f"--config={self.dir / 'manager-config.yaml'}",
-                    f"--kubeconfig={self.cluster.kubeconfig}",
-                    "--zap-log-level=2",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_ready(self.proc, f"http://127.0.0.1:{health}/readyz", None, "upstream manager", self.logs(), timeout=120)
+        self.host_config = {k: v for k, v in yaml.safe_load(config).items() if k in restarts.HOST_BOUND}
+        self.host_config["metrics"] = {"bindAddress": f"127.0.0.1:{metrics}"}
+        self._start_manager(config)
         apply(self.cluster, hooks)
         roles = []
         for name in UPSTREAM_VISIBILITY_ROLES:
@@ -636,7 +675,27 @@ visibilityServer:
         )
         return f"https://127.0.0.1:{metrics}/metrics", config
 
-    def down(self) -> None:
+    def _start_manager(self, config: str) -> None:
+        """Upstream's manager with `config`, until its readiness probe answers."""
+        (self.dir / "manager-config.yaml").write_text(config)
+        health = yaml.safe_load(config)["health"]["healthProbeBindAddress"]
+        log("starting upstream's manager")
+        with open(self.logs(), "ab") as out:
+            self.proc = subprocess.Popen(
+                [
+                    *self.command_prefix,
+                    str(self.bin_dir / "kueue-manager"),
+                    f"--config={self.dir / 'manager-config.yaml'}",
+                    f"--kubeconfig={self.cluster.kubeconfig}",
+                    "--zap-log-level=2",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_ready(self.proc, f"http://{health}/readyz", None, "upstream manager", self.logs(), timeout=120)
+
+    def _stop_manager(self) -> None:
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -647,6 +706,16 @@ visibilityServer:
             except ProcessLookupError:
                 pass
             self.proc = None
+
+    def restart(self, config_text: str) -> None:
+        """The manager again with `config_text` (the suite's ConfigMap), on its own host ports
+        (e2e/restarts.py)."""
+        config = merged(restarts.without_host_bindings(restarts.parse(config_text)), self.host_config)
+        self._stop_manager()
+        self._start_manager(yaml.safe_dump(config, sort_keys=False))
+
+    def down(self) -> None:
+        self._stop_manager()
         self.operators.down()
         self.cluster.down()
         for _, owned in UPSTREAM_CERT_DIRS:
@@ -658,11 +727,12 @@ visibilityServer:
 
 
 def table(specs: list[Spec], selection: Selection, everything: list[Spec]) -> str:
-    """Per-file counts: specs in the baseline, excluded, passed, failed."""
+    """Per-file counts: specs in the baseline, excluded, passed, failed (a selection whose rest is another
+    suite's: only the files it runs)."""
     ran: dict[str, Counter[str]] = defaultdict(Counter)
     for s in specs:
         ran[s.file][s.state] += 1
-    total = Counter(s.file for s in everything)
+    total = Counter(s.file for s in everything if not selection.rest_in or s.file in ran)
     excluded = Counter(s.file for s in everything if s.text in selection.excluded)
     rows = [("file", "specs", "excluded", "passed", "failed")]
     for f in sorted(total):
@@ -730,45 +800,79 @@ def single_target(
         yield Target(cluster.cluster_admin_kubeconfig, state_file, system.logs())
 
 
-def multicluster_system(system_name: str, out: Path, bin_dir: Path, module: Path, suite: Suite) -> MultiClusterSystem:
-    """A manager and two workers of `system_name` (e2e/multicluster.py), each with upstream's MultiKueue
-    Configuration and its stand-ins on its one node. Upstream's managers also read their visibility and
-    metrics certificates from fixed paths: each gets its own bound over them."""
+def multikueue_configuration(module: Path, suite: Suite) -> str:
+    """The Configuration every member of a three-cluster suite gets: upstream's test/e2e/config folder
+    the suite's Makefile target deploys, less leaderElection (each system keeps its own Lease settings),
+    or the baseline's."""
+    if suite.multikueue_config is None:
+        return MULTIKUEUE_CONFIG
+    path = module / UPSTREAM_E2E_CONFIGS / suite.multikueue_config / "controller_manager_config.yaml"
+    doc = yaml.safe_load(path.read_text())
+    dropped = ("apiVersion", "kind", "leaderElection")
+    return yaml.safe_dump({k: v for k, v in doc.items() if k not in dropped}, sort_keys=False)
+
+
+def dependency_crds(module: Path, suite: Suite) -> tuple[Path, ...]:
+    """The suite's other projects' CRD files, from the Go module cache at the versions upstream's go.mod pins."""
+    if not suite.dependency_crds:
+        return ()
+    pins = pinned_versions((module / "go.mod").read_text(), {m for m, _ in suite.dependency_crds})
+    return tuple(module_dir(m, pins[m]) / path for m, path in suite.dependency_crds)
+
+
+def multicluster_system(
+    system_name: str, out: Path, bin_dir: Path, module: Path, suite: Suite
+) -> tuple[MultiClusterSystem, dict[str, OursSystem | UpstreamSystem]]:
+    """A manager and two workers of `system_name` (e2e/multicluster.py), each with the suite's MultiKueue
+    Configuration and its stand-ins on its one node, and each system by member name. Upstream's managers
+    also read their visibility and metrics certificates from fixed paths: each gets its own bound over them."""
+    config = multikueue_configuration(module, suite)
+    crds = dependency_crds(module, suite)
+    made: dict[str, OursSystem | UpstreamSystem] = {}
 
     def make(member: Member, directory: Path, host_exec: HostExec, binds: Mapping[Path, Path]) -> System:
         member_suite = dataclasses.replace(suite, nodes=(member.node,), manager_node=member.node.name)
-        args = member.cluster_args()
+        args = {**member.cluster_args(), "crds": crds}
+        system: OursSystem | UpstreamSystem
         if system_name == "ours":
-            return OursSystem(
+            system = OursSystem(
                 directory / "stack",
                 host_exec,
                 member_suite,
-                config=MULTIKUEUE_CONFIG,
+                config=config,
                 cluster_args=args,
                 command_prefix=private_mounts(binds),
             )
-        system_dir = directory / "system"
-        return UpstreamSystem(
-            system_dir,
-            host_exec,
-            bin_dir,
-            module,
-            member_suite,
-            config=MULTIKUEUE_CONFIG,
-            cluster_args=args,
-            binds={**binds, **{fixed: UpstreamSystem.cert_dir_of(system_dir) for fixed, _ in UPSTREAM_CERT_DIRS}},
-        )
+        else:
+            system_dir = directory / "system"
+            system = UpstreamSystem(
+                system_dir,
+                host_exec,
+                bin_dir,
+                module,
+                member_suite,
+                config=config,
+                cluster_args=args,
+                binds={**binds, **{fixed: UpstreamSystem.cert_dir_of(system_dir) for fixed, _ in UPSTREAM_CERT_DIRS}},
+            )
+        made[member.name] = system
+        return system
 
     def prepare(member: Member, system: System, config: str) -> None:
         _place_standins(system.cluster, config, member.node.name)
 
-    return MultiClusterSystem(out / "clusters", make, prepare=prepare)
+    return MultiClusterSystem(out / "clusters", make, prepare=prepare), made
 
 
 @contextlib.contextmanager
-def multi_target(multi: MultiClusterSystem) -> Iterator[Target]:
-    """Three clusters: the suite's kubeconfig has a context each; its own fakebin commands see the manager."""
-    with multi.session():
+def multi_target(
+    multi: MultiClusterSystem, supervised: Mapping[str, OursSystem | UpstreamSystem] | None = None
+) -> Iterator[Target]:
+    """Three clusters: the suite's kubeconfig has a context each; its own fakebin commands see the manager.
+    `supervised`: the systems restarted with the ConfigMap when the suite restarts their Deployment."""
+    with multi.session(), contextlib.ExitStack() as stack:
+        for name, system in (supervised or {}).items():
+            stack.enter_context(restarts.RestartSupervisor(name, system.cluster, system.restart))
         yield Target(multi.kubeconfig, multi.state_file(MEMBERS[0]), multi.manager.logs())
 
 
@@ -784,7 +888,8 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
     host_exec = HostExec(f"{FAKEBIN}:/usr/local/bin:/usr/bin:/bin", {"UPSTREAM_SUITE_STATE": str(state_file)})
     target: contextlib.AbstractContextManager[Target]
     if suite.clusters > 1:
-        target = multi_target(multicluster_system(system_name, out, bin_dir, module, suite))
+        multi, systems = multicluster_system(system_name, out, bin_dir, module, suite)
+        target = multi_target(multi, systems if suite.restarts else None)
     elif suite.real_node:
         host.require_root(f"the {suite.name} suite (a real node runs the system's Deployment)")
         real = RealNodeSystem(
@@ -795,6 +900,7 @@ def run(suite: Suite, system_name: str, directory: Path, focus: str | None, seed
             module,
             config_folder=suite.config_folder,
             integrations=suite.integrations,
+            with_prometheus=suite.with_prometheus,
         )
         target = single_target(real, real.session(), state_file)
     else:

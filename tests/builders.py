@@ -419,3 +419,23 @@ def pruned(value: Any) -> Any:
     if isinstance(value, list):
         return [pruned(v) for v in value]
     return value
+
+
+def make_spark_application(name: str, ns: str) -> dict[str, Any]:
+    """Upstream's `MakeSparkApplication` (pkg/util/testingjobs/sparkapplication): a cluster-mode Scala
+    SparkPi of one driver and one executor, each 100m CPU and 512Mi."""
+    role = {"memory": "512Mi", "serviceAccount": "spark-operator-spark", "coreRequest": "100m"}
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "type": "Scala",
+            "mode": "cluster",
+            "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "arguments": ["1000"],
+            "driver": dict(role),
+            "executor": {**role, "instances": 1, "deleteOnTermination": False},
+        },
+    }

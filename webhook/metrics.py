@@ -7,16 +7,19 @@ webhook decided (allowed, patched, denied, bad_request, error).
 
 from __future__ import annotations
 
+import itertools
 import platform
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics import MetricWrapperBase
 
 from webhook.config.types import MetricsCustomLabel
+from webhook.core.estimate_accuracy import Scored
 
 __all__ = [
     "ADMISSION_ATTEMPTS",
@@ -90,6 +93,8 @@ __all__ = [
     "UNTRACKED_VALUE",
     "USAGE",
     "USAGE_LABELS",
+    "WAIT_ESTIMATES_UNKNOWN",
+    "WAIT_ESTIMATE_ERROR",
     "WEBHOOK_LATENCY",
     "WEBHOOK_OUTCOMES",
     "WEBHOOK_REQUESTS",
@@ -97,14 +102,24 @@ __all__ = [
     "WORKLOAD",
     "WORKLOAD_CREATION_LATENCY",
     "WORKLOAD_EVICTION_LATENCY",
+    "WORKQUEUE_ADDS",
+    "WORKQUEUE_BUCKETS",
+    "WORKQUEUE_GAUGES",
+    "WORKQUEUE_QUEUE_DURATION",
+    "WORKQUEUE_RETRIES",
+    "WORKQUEUE_WORK_DURATION",
     "BudgetCollector",
     "CustomLabels",
     "Family",
+    "QueueLoad",
+    "QueueLoadSource",
     "UsageCollector",
     "UsageTotals",
+    "WorkQueueGauges",
     "configure",
     "custom_labels",
     "exponential_buckets",
+    "observe_wait_estimate",
     "remove_series",
     "workload_custom_label_sources",
 ]
@@ -843,6 +858,137 @@ class UsageCollector:
 
 USAGE = UsageCollector()
 WORKER_REGISTRY.register(USAGE)
+
+
+# -- controller-runtime's work queues (`pkg/internal/metrics/workqueue.go`, v0.24.1, which upstream's
+# go.mod pins): one set of series per controller, `name` and `controller` both its name, no
+# `replica_role`; the depth also carries the item's `priority` (controller-runtime's priority queue,
+# its default). The counters and histograms exist from the queue's creation, the depth from its first add.
+_WORKQUEUE = ["name", "controller"]
+# prometheus.ExponentialBuckets(10e-9, 10, 12), multiplied out as Go does, so the `le` values print alike.
+WORKQUEUE_BUCKETS = tuple(itertools.accumulate(range(11), lambda bound, _: bound * 10, initial=10e-9))
+WORKQUEUE_ADDS = Counter(
+    "workqueue_adds_total", "Total number of adds handled by workqueue", _WORKQUEUE, registry=WORKER_REGISTRY
+)
+WORKQUEUE_RETRIES = Counter(
+    "workqueue_retries_total",
+    "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit "
+    "RequeueAfter or AddAfter calls)",
+    _WORKQUEUE,
+    registry=WORKER_REGISTRY,
+)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested",
+    _WORKQUEUE,
+    buckets=WORKQUEUE_BUCKETS,
+    registry=WORKER_REGISTRY,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    _WORKQUEUE,
+    buckets=WORKQUEUE_BUCKETS,
+    registry=WORKER_REGISTRY,
+)
+
+
+class QueueLoad(NamedTuple):
+    """A queue's state at a scrape: keys waiting, seconds its handlers have run so far (summed, and
+    the longest), and whether anything was ever added (the depth series exists from then on)."""
+
+    depth: int
+    unfinished_s: float
+    longest_s: float
+    added: bool
+
+
+class QueueLoadSource(Protocol):
+    controller: str
+
+    def load(self) -> QueueLoad: ...
+
+
+class WorkQueueGauges:
+    """`workqueue_depth`, `workqueue_unfinished_work_seconds` and
+    `workqueue_longest_running_processor_seconds`, read from the live queues at each scrape (upstream
+    updates the last two every 500 ms). Queues sharing a controller name add up (the longest is the
+    longest of them); a queue that is garbage collected drops out."""
+
+    def __init__(self) -> None:
+        self._queues: weakref.WeakSet[QueueLoadSource] = weakref.WeakSet()
+
+    def track(self, queue: QueueLoadSource) -> None:
+        self._queues.add(queue)
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        loads: dict[str, QueueLoad] = {}
+        for queue in list(self._queues):
+            load, seen = queue.load(), loads.get(queue.controller)
+            if seen is not None:
+                load = QueueLoad(
+                    seen.depth + load.depth,
+                    seen.unfinished_s + load.unfinished_s,
+                    max(seen.longest_s, load.longest_s),
+                    seen.added or load.added,
+                )
+            loads[queue.controller] = load
+        depth = GaugeMetricFamily(
+            "workqueue_depth", "Current depth of workqueue by workqueue and priority", labels=[*_WORKQUEUE, "priority"]
+        )
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by "
+            "work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads "
+            "by observing the rate at which this increases.",
+            labels=_WORKQUEUE,
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            labels=_WORKQUEUE,
+        )
+        for controller, load in sorted(loads.items()):
+            if load.added:
+                # Every item here has priority 0: nothing is queued at upstream's LowPriority (-100).
+                depth.add_metric([controller, controller, "0"], load.depth)
+            unfinished.add_metric([controller, controller], load.unfinished_s)
+            longest.add_metric([controller, controller], load.longest_s)
+        yield from (depth, unfinished, longest)
+
+
+WORKQUEUE_GAUGES = WorkQueueGauges()
+WORKER_REGISTRY.register(WORKQUEUE_GAUGES)
+
+
+# -- wait estimates (ours: `webhook.core.wait_estimate`, scored by `core.estimate_accuracy`) -----------
+WAIT_ESTIMATE_ERROR = Histogram(
+    "pykueue_wait_estimate_error_seconds",
+    "How far a workload's quota reservation was from its estimated admission time (absolute seconds), "
+    "per ClusterQueue, for the first estimate made for it and the latest one. Every replica scores the "
+    "estimates it served, from its own watches.",
+    ["cluster_queue", "estimate"],
+    buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 86400),
+    registry=WORKER_REGISTRY,
+)
+WAIT_ESTIMATES_UNKNOWN = Counter(
+    "pykueue_wait_estimates_unknown_total",
+    "Workloads admitted whose first wait estimate was unknown (no basis), per ClusterQueue.",
+    ["cluster_queue"],
+    registry=WORKER_REGISTRY,
+)
+
+
+def observe_wait_estimate(scored: Scored) -> None:
+    """Record one admission scored against its estimates."""
+    for which, error in (("first", scored.first_error), ("latest", scored.latest_error)):
+        if error is not None:
+            WAIT_ESTIMATE_ERROR.labels(scored.cluster_queue, which).observe(abs(error))
+    if scored.first_error is None:
+        WAIT_ESTIMATES_UNKNOWN.labels(scored.cluster_queue).inc()
 
 
 # -- budgets (ours: `webhook.worker.budget`) ---------------------------------------------------------------

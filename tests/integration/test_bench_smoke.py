@@ -41,10 +41,19 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         assert r.usage_pct.get("cq", 0) > 0, table
         assert r.wall_ms > 0 and r.cpu_s > 0 and r.maxrss_mib > 0, table
         assert sum(len(ms) for ms in r.admit_ms.values()) == r.admitted == SMOKE_WORKLOADS, table
+        # The API server's cost: its CPU, and the manager's requests only (the runner creates the
+        # Workloads and marks them finished; the manager admits them, through workloads/status).
+        assert r.apiserver is not None and r.apiserver["cpu_s"] > 0 and r.apiserver["peak_rss_mib"] > 0, table
+        requests = r.apiserver["requests"]
+        assert "create workloads" not in requests, f"{side}: the runner's creates were counted\n{table}"
+        status_writes = sum(v["requests"] for k, v in requests.items() if k.endswith(" workloads/status"))
+        assert status_writes >= SMOKE_WORKLOADS, f"{side}: {status_writes} Workload status writes\n{table}"
     # The figures file carries every row of the table with a ratio, and the plot is a PNG.
     figures = json.loads(bench_scale.write_figures(outcome.out, outcome.config, outcome.results).read_text())
     rows = {row["figure"]: row for row in figures["figures"]}
     assert rows["CPU s user+sys (manager)"]["ours/upstream"] > 0, figures
-    assert {"admission 'large' p90 s", "evictions", "usage % 'cq'"} <= set(rows), sorted(rows)
+    assert {"admission 'large' p90 s", "evictions", "usage % 'cq'", "API server CPU s", "manager requests"} <= set(
+        rows
+    ), sorted(rows)
     png = bench_scale.plot(outcome.out, outcome.results, "smoke")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -559,3 +559,35 @@ def test_kueues_own_values_file_is_accepted(helm: str, tmp_path: Path) -> None:
     assert container["args"][-1] == "--zap-log-level=2"
     with_viz = {**KUEUE_VALUES, "kueueViz": {"backend": {"nodeSelector": {}}}}
     assert "set enableKueueViz: true for pykueue's own dashboard" in render_error(helm, with_viz, tmp_path)
+
+
+def test_the_alert_rules_and_grafana_dashboard_are_the_charts_files(helm: str, tmp_path: Path) -> None:
+    """`metrics.prometheusRule` and `metrics.grafanaDashboard` (ours, off by default) render the
+    files of charts/pykueue/files/ unchanged: the rules file as a PrometheusRule's spec (its
+    `{{ $labels.x }}` left for Prometheus), the dashboard JSON in a ConfigMap with the label Grafana's
+    sidecar looks for."""
+    kinds = {(doc["kind"], doc["metadata"]["name"]) for _, doc in render(helm, {}, tmp_path)}
+    assert ("PrometheusRule", "kueue-alerts") not in kinds
+    assert ("ConfigMap", "kueue-grafana-dashboard") not in kinds
+
+    values = {
+        "metrics": {
+            "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}},
+            "grafanaDashboard": {"enabled": True},
+        }
+    }
+    objs = {(doc["kind"], doc["metadata"]["name"]): (source, doc) for source, doc in render(helm, values, tmp_path)}
+    source, rule = objs[("PrometheusRule", "kueue-alerts")]
+    assert source == "templates/prometheus-rules.yaml"
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["metadata"]["namespace"] == NAMESPACE
+    assert rule["metadata"]["labels"] == {"app.kubernetes.io/name": "kueue", "release": "prometheus"}
+    assert rule["spec"] == yaml.safe_load((CHART / "files" / "kueue-alerts.rules.yaml").read_text())
+    assert "{{ $labels.cluster_queue }}" in rule["spec"]["groups"][0]["rules"][0]["annotations"]["summary"]
+    source, dashboard = objs[("ConfigMap", "kueue-grafana-dashboard")]
+    assert source == "templates/grafana-dashboard.yaml"
+    assert dashboard["metadata"]["namespace"] == NAMESPACE
+    assert dashboard["metadata"]["labels"] == {"app.kubernetes.io/name": "kueue", "grafana_dashboard": "1"}
+    assert json.loads(dashboard["data"]["kueue.json"]) == json.loads(
+        (CHART / "files" / "kueue-dashboard.json").read_text()
+    )

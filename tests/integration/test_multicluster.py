@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from multicluster import MEMBERS, MultiClusterSystem, OurMember  # e2e/, put on sys.path by conftest.py
+from multicluster import MEMBERS, MultiClusterSystem, OurMember, worker_kubeconfig  # e2e/, on sys.path by conftest.py
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(900)]
 
@@ -50,67 +50,6 @@ def apply(system: MultiClusterSystem, context: str, *objs: dict[str, Any]) -> No
     kubectl(system, context, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
-def worker_kubeconfig(system: MultiClusterSystem) -> str:
-    """What `util.KubeconfigForMultiKueueSA` writes for worker1: a ServiceAccount bound to the role
-    `MultiKueueRulesForManager` builds (Workloads, the queues, and each enabled framework's kind:
-    the manager watches every one of them, and a kind it may not list fails the connection), a
-    7-day token, the worker's control-plane name and the context's CA data."""
-    rule = {"verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}
-    kinds = (("batch", "jobs"), ("", "pods"), ("apps", "statefulsets"))  # MULTIKUEUE_CONFIG's frameworks
-    apply(
-        system,
-        WORKER1.context,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "mksa-role"},
-            "rules": [
-                {**rule, "apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"]},
-                {
-                    "apiGroups": ["kueue.x-k8s.io"],
-                    "resources": ["workloads/status"],
-                    "verbs": ["get", "patch", "update"],
-                },
-                {
-                    "apiGroups": ["kueue.x-k8s.io"],
-                    "resources": ["clusterqueues", "localqueues"],
-                    "verbs": ["get", "list", "watch"],
-                },
-                *({**rule, "apiGroups": [group], "resources": [kind]} for group, kind in kinds),
-                *({"apiGroups": [group], "resources": [f"{kind}/status"], "verbs": ["get"]} for group, kind in kinds),
-            ],
-        },
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "mksa-sa", "namespace": "kueue-system"}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "mksa-crb"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "mksa-role"},
-            "subjects": [{"kind": "ServiceAccount", "name": "mksa-sa", "namespace": "kueue-system"}],
-        },
-    )
-    token = kubectl(system, WORKER1.context, "create", "token", "mksa-sa", "-n", "kueue-system", "--duration=168h")
-    suite = yaml.safe_load(system.kubeconfig.read_text())
-    ca = next(c["cluster"] for c in suite["clusters"] if c["name"] == WORKER1.context)["certificate-authority-data"]
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": "default-cluster",
-                    "cluster": {"server": f"https://{WORKER1.control_plane}:6443", "certificate-authority-data": ca},
-                }
-            ],
-            "users": [{"name": "default-user", "user": {"token": token.strip()}}],
-            "contexts": [
-                {"name": "default-context", "context": {"cluster": "default-cluster", "user": "default-user"}}
-            ],
-            "current-context": "default-context",
-        }
-    )
-
-
 def test_the_suite_kubeconfig_names_kinds_contexts(system: MultiClusterSystem) -> None:
     doc = yaml.safe_load(system.kubeconfig.read_text())
     assert doc["current-context"] == "kind-kind-manager"
@@ -136,7 +75,11 @@ def test_a_multikueue_cluster_from_a_worker_token_turns_active(system: MultiClus
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": "multikueue1", "namespace": "kueue-system"},
-        "data": {"kubeconfig": base64.b64encode(worker_kubeconfig(system).encode()).decode()},
+        "data": {
+            "kubeconfig": base64.b64encode(
+                worker_kubeconfig(WORKER1, system.systems[WORKER1].cluster).encode()
+            ).decode()
+        },
     }
     cluster = {
         "apiVersion": "kueue.x-k8s.io/v1beta2",

@@ -28,6 +28,7 @@ integrations:
   frameworks:
   - "batch/job"
   - "sparkoperator.k8s.io/sparkapplication"
+  - "example.com/widget"
   - "jobset.x-k8s.io/jobset"
   - "workload.codeflare.dev/appwrapper"
   - "pod"
@@ -63,7 +64,8 @@ def test_the_install_gives_the_manager_its_configuration_and_replicas() -> None:
         pytest.param("jobset.x-k8s.io/jobset", True, id="jobset kept"),
         pytest.param("leaderworkerset.x-k8s.io/leaderworkerset", True, id="lws kept"),
         pytest.param("workload.codeflare.dev/appwrapper", True, id="appwrapper kept"),
-        pytest.param("sparkoperator.k8s.io/sparkapplication", False, id="spark dropped: not implemented"),
+        pytest.param("sparkoperator.k8s.io/sparkapplication", True, id="spark kept"),
+        pytest.param("example.com/widget", False, id="a framework ours lacks dropped"),
     ],
 )
 def test_ours_runs_upstreams_e2e_configuration_less_what_it_lacks(framework: str, enabled: bool) -> None:
@@ -75,8 +77,8 @@ def test_ours_runs_upstreams_e2e_configuration_less_what_it_lacks(framework: str
 
 def test_a_gate_of_a_feature_ours_lacks_is_left_out() -> None:
     text = EXTENDED.replace(
-        "  LocalQueueMetrics: true\n", "  LocalQueueMetrics: true\n  SparkApplicationIntegration: true\n"
+        "  LocalQueueMetrics: true\n", "  LocalQueueMetrics: true\n  PrioritizePreemptorWorkloads: true\n"
     )
-    assert "SparkApplicationIntegration" in text
+    assert "PrioritizePreemptorWorkloads" in text
     cfg = yaml.safe_load(upstream_real.our_configuration(text))
-    assert "SparkApplicationIntegration" not in cfg["featureGates"]
+    assert "PrioritizePreemptorWorkloads" not in cfg["featureGates"]

@@ -11,6 +11,7 @@ import typing
 import pytest
 
 from webhook import config
+from webhook.api import integrations
 from webhook.config import ConfigError, Configuration, Feature, support
 from webhook.config import types as config_types
 
@@ -83,16 +84,21 @@ def test_turning_off_an_unimplemented_feature_is_accepted():
     config.check_implemented(cfg)
 
 
+# Every framework upstream v0.19.2 registers is implemented: one it might add later stands in.
+UNIMPLEMENTED = integrations.Framework("example.com/widget", "example.com", "v1", "Widget", "widgets", multikueue=False)
+
+
 def test_one_message_names_every_refusal_frameworks_first():
-    message = refusal_of(
-        "integrations: {frameworks: [batch/job, sparkoperator.k8s.io/sparkapplication]}\npprofBindAddress: :8083\n"
-        "featureGates: {PrioritizePreemptorWorkloads: true, FlavorFungibility: false}\n"
-    )
-    # The implemented names follow the registry's rows (each integration adds itself there).
-    implemented = ", ".join(f'"{name}"' for name in config.implemented_frameworks())
+    with integrations.registered(UNIMPLEMENTED):
+        message = refusal_of(
+            "integrations: {frameworks: [batch/job, example.com/widget]}\npprofBindAddress: :8083\n"
+            "featureGates: {PrioritizePreemptorWorkloads: true, FlavorFungibility: false}\n"
+        )
+        # The implemented names follow the registry's rows (each integration adds itself there).
+        implemented = ", ".join(f'"{name}"' for name in config.implemented_frameworks())
     assert {"batch/job", "deployment", "pod", "statefulset"} <= set(config.implemented_frameworks())
     assert message == (
-        'not implemented by pykueue: integrations.frameworks: "sparkoperator.k8s.io/sparkapplication" is not '
+        'not implemented by pykueue: integrations.frameworks: "example.com/widget" is not '
         "implemented by pykueue; its "
         f"workloads would run outside every quota (implemented: {implemented}); "
         "pprofBindAddress: pprof is Go's profiler and has no equivalent here (attach py-spy to the process instead); "
@@ -100,6 +106,17 @@ def test_one_message_names_every_refusal_frameworks_first():
         "honoured; featureGates.PrioritizePreemptorWorkloads: true is not implemented: the scheduler does not order "
         "preempting workloads first"
     )
+
+
+def test_spark_application_needs_its_alpha_gate():
+    """`CanSupportIntegration`: upstream's manager does not start with the framework and its gate off."""
+    frameworks = "integrations: {frameworks: [batch/job, sparkoperator.k8s.io/sparkapplication]}\n"
+    assert refusal_of(frameworks) == (
+        "failed to configure reconcilers: sparkoperator.k8s.io/sparkapplication integration is alpha feature. "
+        "please enable SparkApplicationIntegration featuregate"
+    )
+    config.check_implemented(config.parse(V2 + frameworks + "featureGates: {SparkApplicationIntegration: true}\n"))
+    config.check_implemented(config.parse(V2 + "featureGates: {SparkApplicationIntegration: true}\n"))
 
 
 UPSTREAM_SHIPPED = """\

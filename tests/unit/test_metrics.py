@@ -445,3 +445,20 @@ def test_overlapping_preemption_targets_feed_skips_and_recomputations(
     core.on_cluster_queue_deleted("cq-1", datetime(2025, 1, 1, tzinfo=UTC))
     rep.cluster_queue_deleted("cq-1")  # leave no series behind for the other row
     assert _sample("kueue_admission_cycle_preemption_skips", {"cluster_queue": "cq-1", **role}) is None
+
+
+def test_a_scored_admission_is_observed_per_estimate_and_an_unknown_first_one_counted() -> None:
+    from tests.metric_samples import value
+    from webhook.core.estimate_accuracy import Scored
+
+    cq = "metrics-estimate-cq"
+    metrics.observe_wait_estimate(Scored(cq, -40.0, 3.0))
+    metrics.observe_wait_estimate(Scored(cq, None, 7.0))
+    registry = metrics.WORKER_REGISTRY
+    first = {"cluster_queue": cq, "estimate": "first"}
+    latest = {"cluster_queue": cq, "estimate": "latest"}
+    assert value(registry, "pykueue_wait_estimate_error_seconds_count", first) == 1
+    assert value(registry, "pykueue_wait_estimate_error_seconds_sum", first) == 40.0  # absolute error
+    assert value(registry, "pykueue_wait_estimate_error_seconds_bucket", {**latest, "le": "5.0"}) == 1
+    assert value(registry, "pykueue_wait_estimate_error_seconds_count", latest) == 2
+    assert value(registry, "pykueue_wait_estimates_unknown_total", {"cluster_queue": cq}) == 1

@@ -34,6 +34,7 @@ __all__ = [
     "namespace_is_managed",
     "pod_template_meta",
     "should_suspend",
+    "should_validate_ray_or_spark_update",
     "suspend_pod_template",
     "validate_admission_gated_by_create",
     "validate_admission_gated_by_update",
@@ -422,6 +423,15 @@ def validate_job_update(
     if ctx.config.feature_enabled(Feature.ADMISSION_GATED_BY):
         errs += validate_admission_gated_by_update(old, new)
     return errs
+
+
+def should_validate_ray_or_spark_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context) -> bool:
+    """`ShouldValidateRayOrSparkJobOnUpdate`: Kueue manages the new object (a queue name, or
+    `manageJobsWithoutQueueName`), or with ValidateRayAndSparkJobUpdates the old one had a queue name
+    (so its removal is validated too)."""
+    if ctx.config.manage_jobs_without_queue_name or queue_name(new):
+        return True
+    return ctx.config.feature_enabled(Feature.VALIDATE_RAY_AND_SPARK_JOB_UPDATES) and bool(queue_name(old))
 
 
 def validate_serving_create(obj: Mapping[str, Any], ctx: Context, *, gvk: str) -> list[f.FieldError]:

@@ -260,8 +260,7 @@ def validate_update(old: Mapping[str, Any], new: Mapping[str, Any], ctx: Context
     """`ValidateUpdate`: nothing for an object Kueue neither manages nor managed (with
     ValidateRayAndSparkJobUpdates, a queue name removed is still validated); else
     `ValidateJobOnUpdate`, then the create checks on the new object."""
-    managed_before = ctx.config.feature_enabled(Feature.VALIDATE_RAY_AND_SPARK_JOB_UPDATES) and bool(jf.queue_name(old))
-    if not _is_managed(new, ctx) and not managed_before:
+    if not jf.should_validate_ray_or_spark_update(old, new, ctx):
         return []
     kind = ray.kind_of(new)
     errs = jf.validate_job_update(

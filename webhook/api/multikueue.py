@@ -17,6 +17,9 @@ from webhook.api import objects as o
 
 __all__ = [
     "CLUSTER_ACTIVE",
+    "CLUSTER_PROFILE_API_VERSION",
+    "CLUSTER_PROFILE_GROUP",
+    "CLUSTER_PROFILE_KIND",
     "CONFIG_KIND",
     "CONFIG_SECRET_KEY",
     "CONTROLLER_NAME",
@@ -33,6 +36,8 @@ __all__ = [
     "MSG_CONNECTED",
     "ORIGIN_LABEL",
     "ORIGIN_UID_ANNOTATION",
+    "PREEMPTION_GATE",
+    "SINGLE_CLUSTER_PREEMPTION_TIMEOUT_S",
     "WORKER_WORKLOAD_POD_LABEL",
     "WORKER_WORKLOAD_POD_VALUE",
     "CheckReason",
@@ -73,6 +78,19 @@ CONFIG_SECRET_KEY = "kubeconfig"
 """The key of a `locationType: Secret` MultiKueueCluster's Secret that holds the kubeconfig."""
 KUBECONFIG_PATH_PREFIX = "/etc/multikueue/kubeconfigs"
 """Where `locationType: Path` kubeconfigs must live when gate MultiKueueKubeConfigPathValidation is on."""
+
+CLUSTER_PROFILE_GROUP = "multicluster.x-k8s.io"
+CLUSTER_PROFILE_API_VERSION = f"{CLUSTER_PROFILE_GROUP}/v1alpha1"
+CLUSTER_PROFILE_KIND = "ClusterProfile"
+"""The cluster-inventory-api's ClusterProfile (sigs.k8s.io/cluster-inventory-api v0.1.3, as upstream
+pins it), which `spec.clusterSource.clusterProfileRef` names in Kueue's namespace (gate
+MultiKueueClusterProfile)."""
+
+PREEMPTION_GATE = "kueue.x-k8s.io/multikueue"
+"""Gate MultiKueueOrchestratedPreemption: the preemption gate on every remote copy, opened on one worker
+at a time (`constants.MultiKueuePreemptionGate`)."""
+SINGLE_CLUSTER_PREEMPTION_TIMEOUT_S = 300.0
+"""How long after opening one worker's gate the next may open (`singleClusterPreemptionTimeout`)."""
 
 
 class LocationType(StrEnum):

@@ -431,11 +431,43 @@ def _estimate_lines(api: Api, info: WorkloadInfo) -> list[str]:
     estimation = page.get("estimation") or {}
     eta = mine.get("estimatedAdmission")
     if eta is None:
-        return [f"Estimated admission: unknown ({estimation.get('unknownReason', 'no estimate')})"]
+        why = mine.get("estimatedAdmissionUnknownReason") or estimation.get("unknownReason") or "no estimate"
+        lines = [f"Estimated admission: unknown ({why})"]
+    else:
+        lines = [
+            f"Estimated admission: in {human_duration(int(eta['waitSeconds']))}, at {eta['time']} "
+            f"({_basis_text(estimation.get('basis') or {})})"
+        ]
+    return lines + _accuracy_lines(estimation.get("accuracy") or {})
+
+
+def _basis_text(basis: Mapping[str, Any]) -> str:
+    """What the estimate started from, in a few words."""
+    observed = basis.get("observedRuns") or 0
+    median = basis.get("observedMedianSeconds")
+    runs = f", median of {observed} finished runs {human_duration(int(median))}" if median is not None else ""
+    return (
+        f"simulated from when the {basis.get('holdingQuota', 0)} workloads holding quota end: "
+        f"{basis.get('withMaximumExecutionTime', 0)} by maximumExecutionTimeSeconds, "
+        f"{basis.get('fromObservedRuns', 0)} by observed run times{runs}"
+    )
+
+
+def _accuracy_lines(accuracy: Mapping[str, Any]) -> list[str]:
+    """How far past estimates of the ClusterQueue were off; nothing before its first scored admission."""
+    admissions = int(accuracy.get("admissions") or 0)
+    if not admissions:
+        return []
+
+    def off(which: str) -> str:
+        p = accuracy.get(which) or {}
+        if p.get("p50Seconds") is None:
+            return "none known"
+        return f"{human_duration(int(p['p50Seconds']))} (p50), {human_duration(int(p['p90Seconds']))} (p90)"
+
     return [
-        f"Estimated admission: in {human_duration(int(eta['waitSeconds']))}, at {eta['time']} "
-        f"({estimation.get('admissionsInWindow')} admissions in the last {estimation.get('windowSeconds')}s; "
-        f"{estimation.get('method')})"
+        f"Past estimates in its ClusterQueue ({admissions} recent admissions): first estimate off by "
+        f"{off('firstEstimate')}, latest by {off('latestEstimate')}"
     ]
 
 

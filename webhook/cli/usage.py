@@ -107,7 +107,7 @@ def usage_rows(
     rows = []
     for group, amounts in sorted(usage.aggregate(ledgers, dims, since=since, until=until).items()):
         for (flavor, resource), value in sorted(amounts.items()):
-            unit, per = usage.hour_unit(resource)
+            unit, per = usage.unit_of(resource)
             hours = value / per / 3600
             row: dict[str, Any] = dict(zip(dims, group, strict=True))
             row |= {"flavor": flavor, "resource": resource, "unit": unit, "resourceHours": round(hours, 6)}

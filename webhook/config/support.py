@@ -56,11 +56,8 @@ UNIMPLEMENTED_GATES: Mapping[Feature, str] = MappingProxyType(
         Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES_WITH_TAS: "elastic Jobs' workload slices are not placed by TAS",
         Feature.MULTI_KUEUE_ADAPTERS_FOR_CUSTOM_JOBS: _MK,
         Feature.MULTI_KUEUE_KUBE_CONFIG_PATH_VALIDATION: _MK,
-        Feature.MULTI_KUEUE_CLUSTER_PROFILE: _MK,
-        Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION: _MK,
         Feature.MULTI_KUEUE_REMOTE_SPEC_SYNC: _MK,
         Feature.MULTI_KUEUE_ALLOW_INSECURE_KUBECONFIGS: _MK,
-        Feature.SPARK_APPLICATION_INTEGRATION: "the sparkoperator.k8s.io/sparkapplication integration is not implemented",
     }
 )
 
@@ -109,6 +106,12 @@ NO_EFFECT_GATES: Mapping[Feature, str] = MappingProxyType(
 )
 
 
+def _access_providers(cfg: Configuration) -> bool:
+    """`multiKueue.clusterProfile` names an access provider (or a deprecated credentials provider)."""
+    cp = cfg.multi_kueue.cluster_profile or {}
+    return bool(cp.get("accessProviders") or cp.get("credentialsProviders"))
+
+
 # Fields refused at a non-default value: (path, is it at its default, why).
 FIELD_REFUSALS: tuple[tuple[str, Callable[[Configuration], bool], str], ...] = (
     (
@@ -133,8 +136,10 @@ FIELD_REFUSALS: tuple[tuple[str, Callable[[Configuration], bool], str], ...] = (
     ),
     (
         "multiKueue.clusterProfile",
-        lambda cfg: cfg.multi_kueue.cluster_profile is None,
-        f"ClusterProfile locations are {_MK_PART}",
+        lambda cfg: not _access_providers(cfg),
+        "ClusterProfile access providers run a credential plugin, which our MultiKueue admission check does not "
+        "(a MultiKueueCluster's clusterProfileRef is read, and without a provider it reports "
+        '"no access provider configured", as upstream)',
     ),
 )
 

@@ -605,6 +605,19 @@ def check_implemented(cfg: Configuration) -> None:
     if problems:
         raise ConfigError("not implemented by pykueue: " + "; ".join(problems))
     _check_dra_implemented(cfg)
+    _check_integration_gates(cfg)
+
+
+def _check_integration_gates(cfg: Configuration) -> None:
+    """`CanSupportIntegration` (`jobframework.SetupControllers`): an enabled framework behind a gate
+    that is off stops the manager, in upstream's words (SparkApplication's alpha gate)."""
+    for framework in integrations.enabled(cfg.integrations.frameworks):
+        gate = framework.feature_gate
+        if gate is not None and not cfg.feature_enabled(Feature(gate)):
+            raise ConfigError(
+                f"failed to configure reconcilers: {framework.name} integration is alpha feature. "
+                f"please enable {gate} featuregate"
+            )
 
 
 def _check_dra_implemented(cfg: Configuration) -> None:

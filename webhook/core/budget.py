@@ -37,7 +37,7 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from webhook.api import quantity
-from webhook.core.usage import Holding, Ledger, UsageKey, format_time, hour_unit
+from webhook.core.usage import Holding, Ledger, UsageKey, format_time, unit_of
 
 __all__ = [
     "COST",
@@ -275,7 +275,7 @@ def charge(budget: Budget, amounts: Mapping[UsageKey, int], seconds: int | Fract
             price = _price(budget, key.flavor, key.resource)
             if price is None:
                 continue
-            _, per = hour_unit(key.resource)
+            _, per = unit_of(key.resource)
             out[COST] = out.get(COST, Fraction(0)) + Fraction(value * seconds, per * 3600) * price
         elif key.resource in budget.limits:
             out[key.resource] = out.get(key.resource, Fraction(0)) + value * Fraction(seconds)
@@ -376,7 +376,7 @@ def format_line(budget: Budget, line: str, value: Fraction) -> tuple[str, str]:
     """A line's value as text (two decimals for cost, up to four for resource-hours) and its unit."""
     if line == COST:
         return f"{float(value):.2f}", ""
-    unit, per = hour_unit(line)
+    unit, per = unit_of(line)
     hours = value / (per * 3600)
     text = f"{float(hours):.4f}".rstrip("0").rstrip(".")
     return (text if text not in ("-0", "") else "0"), _HOURS[unit]

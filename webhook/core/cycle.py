@@ -189,6 +189,9 @@ class SchedulerConfig:
     # Feature gate ConcurrentAdmission: variants keep to their flavor, wait behind closed preemption
     # gates, and migrate their parent to a more preferred flavor.
     concurrent_admission: bool = False
+    # Feature gate MultiKueueOrchestratedPreemption: on a worker, a MultiKueue copy waits behind its
+    # closed preemption gate until the manager opens it (as ConcurrentAdmission's variants wait).
+    orchestrated_preemption: bool = False
     # Feature gate ElasticJobsViaWorkloadSlices: a slice replacing an admitted one takes its quota over.
     elastic_jobs: bool = False
     # Feature gate SchedulingEquivalenceHashing (Beta, on by default since v0.18): see `queues.py`.
@@ -579,7 +582,8 @@ class AdmissionCore:
     def on_workload_deleted(self, namespace: str, name: str, now: datetime) -> None:
         key = WorkloadKey(f"{namespace}/{name}")
         old = self.cache.delete_workload(key)
-        self._status_touch(old, self.queues.delete_workload(key))
+        pending = self.queues.delete_workload(key)
+        self._status_touch(old, pending)
         self._last.pop(key, None)
         self._evicting.discard(key)
         self._assumed_from.pop(key, None)
@@ -589,8 +593,15 @@ class AdmissionCore:
         self._placing.pop(key, None)
         if self.afs is not None:
             self.afs.on_workload_deleted(key)
-        if old is not None:
-            self._flush([old.admission_cluster_queue], now)
+        # Any deleted Workload of a queue requeues that ClusterQueue's inadmissible ones, which also
+        # forgets its failed equivalence classes (`WorkloadReconciler.Delete` →
+        # `QueueAssociatedInadmissibleWorkloadsAfter`): a newcomer of a deleted pending Workload's class
+        # (a MultiKueue copy made again) is evaluated, not parked without a status.
+        affected = [old.admission_cluster_queue] if old is not None else []
+        if pending is not None and (cq := self.queues.cluster_queue_of(pending)) is not None:
+            affected.append(cq)
+        if affected:
+            self._flush(affected, now)
 
     def admission_failed(self, key: WorkloadKey, now: datetime) -> None:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""
@@ -1114,7 +1125,8 @@ class AdmissionCore:
                 snap.add_usage(cq, _to_reserve(a, cq))
                 self._add_topology_usage(snap, e.wl.key, a)
             return
-        if mode == Mode.PREEMPT and self.config.concurrent_admission and e.wl.closed_preemption_gate:
+        gated = self.config.concurrent_admission or self.config.orchestrated_preemption
+        if mode == Mode.PREEMPT and gated and e.wl.closed_preemption_gate:
             e.status, e.message, e.reason = (
                 "preemption_gated",
                 constants.MSG_PREEMPTION_GATED,

@@ -164,6 +164,11 @@ class QueueManager:
             return None, None
         return lq, self.cluster_queues.get(lq.spec.cluster_queue)
 
+    def cluster_queue_of(self, wl: WorkloadInfo) -> str | None:
+        """The ClusterQueue `wl`'s LocalQueue routes to (None: no such LocalQueue)."""
+        lq = self.local_queues.get(f"{wl.namespace}/{wl.queue_name}")
+        return None if lq is None else lq.spec.cluster_queue
+
     def _namespace_matches(self, cq: _ClusterQueueQueue, namespace: str) -> bool:
         sel = cq.spec.namespace_selector
         labels = self._namespaces.get(namespace)

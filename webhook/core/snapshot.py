@@ -116,11 +116,13 @@ def _clone_cq(cq: ClusterQueueNode) -> ClusterQueueNode:
     return c
 
 
-def take_snapshot(cache: Cache) -> Snapshot:
+def take_snapshot(cache: Cache, *, active_only: bool = True) -> Snapshot:
     """Copy the cache for one cycle. Cost is O(nodes + quota-holding workloads), not pending ones.
 
     ClusterQueues that are not active, or whose cohort tree has a cycle, are left out; inactive
-    ones still count in their cohort's aggregates, as upstream.
+    ones still count in their cohort's aggregates, as upstream. `active_only=False` keeps the
+    inactive ones, for a reader whose cache lacks what activity depends on (admission checks,
+    topologies) and who learns it from the ClusterQueue's status instead.
     """
     cohorts: dict[str, CohortNode] = {}
     for name, co in cache.forest.cohorts.items():
@@ -136,7 +138,7 @@ def take_snapshot(cache: Cache) -> Snapshot:
             p.child_cohorts[name] = cohorts[name]
     cqs: dict[str, ClusterQueueNode] = {}
     for name, node in cache.cluster_queues.items():
-        if name in cache.forest.cycle_cqs or not cache.readiness(name).active:
+        if name in cache.forest.cycle_cqs or (active_only and not cache.readiness(name).active):
             continue
         cq = _clone_cq(node)
         if node.parent is not None:

@@ -48,14 +48,16 @@ __all__ = [
     "format_time",
     "from_record",
     "holding_of",
-    "hour_unit",
     "new_ledger",
     "period_bounds",
     "record_name",
     "released_at",
     "resolve",
     "to_record",
+    "unit_of",
 ]
+
+_GIB = 1024**3
 
 # The row dimensions, in the order rows are sorted and the CLI names them.
 DIMENSIONS = (
@@ -193,19 +195,6 @@ def holding_of(wl: Mapping[str, Any], *, cohort: str = "") -> Holding | None:
         end=max(start, min(ends)) if ends else None,
         amounts=amounts,
     )
-
-
-_GIB = 1024**3
-
-
-def hour_unit(resource: str) -> tuple[str, int]:
-    """What an hour of `resource` is shown and priced in (cores, GiB or units), and how many accounted
-    amounts make one (`kubectl kueue usage`, budgets)."""
-    if quantity.is_milli_resource(resource):
-        return "cores", 1000
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return "GiB", _GIB
-    return "units", 1
 
 
 def released_at(wl: Mapping[str, Any]) -> int | None:
@@ -379,3 +368,13 @@ def aggregate(
             fr = (key.flavor, key.resource)
             group[fr] = group.get(fr, 0) + value
     return out
+
+
+def unit_of(resource: str) -> tuple[str, int]:
+    """What an hour of `resource` is shown and priced in (cores, GiB or units), and how many accounted
+    amounts make one (`kubectl kueue usage`, the dashboard, budgets)."""
+    if quantity.is_milli_resource(resource):
+        return "cores", 1000
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        return "GiB", _GIB
+    return "units", 1

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,9 +37,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from webhook import kube as k
-from webhook.api import constants
-from webhook.dashboard import views
+from webhook.api import constants, schema_usage
+from webhook.dashboard import usage, views
 from webhook.dashboard.auth import Access, Authorizer, RateLimited
+from webhook.dashboard.estimates import Estimates
 from webhook.dashboard.history import History
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import bearer_token
@@ -82,6 +83,7 @@ class Settings:
     authorizer: Authorizer
     kube: KubeReader | None = None
     history: History | None = None
+    estimates: Estimates | None = None
     sample_every_s: float = 10.0
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     secure_cookies: bool = True  # False only when served over plain HTTP (`--plain-http`)
@@ -117,6 +119,7 @@ class _Changes:
 def create_app(settings: Settings) -> Starlette:
     store, authorizer = settings.store, settings.authorizer
     history = settings.history or History()
+    estimates = settings.estimates or Estimates()
     changes = _Changes()
     store.subscribe(changes.notify)
     env = jinja2.Environment(
@@ -176,6 +179,8 @@ def create_app(settings: Settings) -> Starlette:
             namespace=q.get("namespace", ""),
             queue=q.get("queue", ""),
             state=q.get("state", ""),
+            estimates=estimates.current,
+            now=settings.clock(),
         )
         return {
             "page": page,
@@ -187,12 +192,42 @@ def create_app(settings: Settings) -> Starlette:
 
     def history_context(acc: Access) -> dict[str, Any]:
         names = sorted(history.series) if acc.cluster_queues else []
-        return {"charts": [(n, *history.charts(n)) for n in names], "access": acc}
+        return {
+            "charts": [(n, *history.charts(n)) for n in names],
+            "accuracy": {n: estimates.accuracy(n) for n in names},
+            "access": acc,
+        }
 
-    pages: dict[str, tuple[str, Callable[[Request, Access], dict[str, Any]]]] = {
-        "overview": ("overview.html", lambda r, a: overview_context(a)),
-        "workloads": ("workloads.html", workloads_context),
-        "history": ("history.html", lambda r, a: history_context(a)),
+    async def usage_context(request: Request, acc: Access) -> dict[str, Any]:
+        """The usage page (`usage`): only for those who may list the UsageRecords (every team's usage)."""
+        allowed = await run_in_threadpool(
+            authorizer.allowed, acc.user, "list", schema_usage.PLURAL, group=schema_usage.GROUP
+        )
+        q = request.query_params
+        hours = q.get("hours", "")
+        view = usage.usage_view(
+            store.objects(Kind.USAGE_RECORDS).values() if allowed else (),
+            by=q.get("by", "namespace"),
+            resource=q.get("resource", ""),
+            hours=int(hours) if hours.isdigit() else 24,
+            now=int(settings.clock().timestamp()),
+        )
+        return {
+            "view": view,
+            "allowed": allowed,
+            "access": acc,
+            "by_options": list(usage.BY),
+            "query": urllib.parse.urlencode({k: v for k, v in q.items() if k in ("by", "resource", "hours")}),
+        }
+
+    async def sync_context(ctx: dict[str, Any]) -> dict[str, Any]:
+        return ctx
+
+    pages: dict[str, tuple[str, Callable[[Request, Access], Awaitable[dict[str, Any]]]]] = {
+        "overview": ("overview.html", lambda r, a: sync_context(overview_context(a))),
+        "workloads": ("workloads.html", lambda r, a: sync_context(workloads_context(r, a))),
+        "history": ("history.html", lambda r, a: sync_context(history_context(a))),
+        "usage": ("usage.html", usage_context),
     }
 
     def page_route(name: str, *, fragment: bool) -> Callable[[Request], Any]:
@@ -202,7 +237,13 @@ def create_app(settings: Settings) -> Starlette:
             acc = await access(request)
             if not isinstance(acc, Access):
                 return acc
-            ctx = context(request, acc)
+            try:
+                ctx = await context(request, acc)
+            except RateLimited as exc:
+                return _too_many(exc)
+            except k.KubeError as exc:
+                log.error("dashboard: review failed", extra={"error": str(exc)})
+                return PlainTextResponse("Authorization failed", 500)
             if fragment:
                 return render(request, template, fragment=True, **ctx)
             return render(
@@ -359,6 +400,10 @@ def create_app(settings: Settings) -> Starlette:
         while True:
             ov = views.overview(store, cluster_queues=True, flavors=False, cohorts=False)
             history.sample(ov.cluster_queues, (e.info for e in store.workloads().values()), settings.clock())
+            try:
+                await run_in_threadpool(estimates.sample, store, settings.clock())
+            except Exception:  # a bad object must not end the history's sampling
+                log.exception("dashboard: estimating failed")
             await asyncio.sleep(settings.sample_every_s)
 
     @contextlib.asynccontextmanager
@@ -376,6 +421,7 @@ def create_app(settings: Settings) -> Starlette:
         Route("/", page_route("overview", fragment=False)),
         Route("/workloads", page_route("workloads", fragment=False)),
         Route("/history", page_route("history", fragment=False)),
+        Route("/usage", page_route("usage", fragment=False)),
         *[Route(f"/fragment/{name}", page_route(name, fragment=True)) for name in pages],
         Route("/workloads/{namespace}/{name}", workload),
         Route("/events", events),

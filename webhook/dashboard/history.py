@@ -22,13 +22,13 @@ from webhook.api import constants
 from webhook.core.workload import WorkloadInfo
 from webhook.dashboard.views import ClusterQueueRow
 
-__all__ = ["History", "Sample"]
+__all__ = ["STYLE", "History", "Sample", "render_svg"]
 
 #: Samples kept per ClusterQueue (an hour at the default 10 s interval).
 KEEP = 360
 
 _SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
-_STYLE = Style(
+STYLE = Style(
     background="transparent",
     plot_background="transparent",
     font_family="system-ui, sans-serif",
@@ -91,10 +91,10 @@ class History:
         waits = [(s.at, s.wait_seconds) for s in samples if s.wait_seconds is not None]
         if waits:  # pygal cannot scale an empty secondary axis
             queue.add("admission wait (s)", waits, secondary=True)
-        return _svg(usage), _svg(queue)
+        return render_svg(usage), render_svg(queue)
 
 
-def _svg(chart: pygal.DateTimeLine) -> str:
+def render_svg(chart: pygal.graph.graph.Graph) -> str:
     """The chart's SVG without the config script pygal always inlines (only its tooltips read it, and
     the page's Content-Security-Policy would block it anyway)."""
     return _SCRIPT.sub("", chart.render(is_unicode=True))
@@ -105,7 +105,7 @@ def _chart(kind: type[pygal.DateTimeLine], title: str) -> pygal.DateTimeLine:
         title=title,
         js=[],
         disable_xml_declaration=True,
-        style=_STYLE,
+        style=STYLE,
         width=640,
         height=260,
         show_dots=False,

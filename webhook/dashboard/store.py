@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from webhook.api import constants
+from webhook.api import constants, schema_usage
 from webhook.core.workload import WorkloadInfo, parse_workload
 
 __all__ = ["KINDS", "Kind", "Store", "WorkloadEntry"]
@@ -33,10 +33,16 @@ class Kind(StrEnum):
     WORKLOADS = "workloads"
     RESOURCE_FLAVORS = "resourceflavors"
     COHORTS = "cohorts"
+    USAGE_RECORDS = "usagerecords"  # ours (`pykueue.io`): the usage page's hourly totals
 
 
 #: REST collection paths (all namespaces for the namespaced kinds).
-KINDS: Mapping[Kind, str] = {kind: f"/apis/{constants.GROUP}/v1beta2/{kind.value}" for kind in Kind}
+KINDS: Mapping[Kind, str] = {
+    kind: f"/apis/{schema_usage.API_VERSION}/{kind.value}"
+    if kind is Kind.USAGE_RECORDS
+    else f"/apis/{constants.GROUP}/v1beta2/{kind.value}"
+    for kind in Kind
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from webhook.api import multikueue, quantity
 from webhook.core import model, ordering, topology
-from webhook.core.workload import WorkloadInfo, describe_flavors
+from webhook.core.wait_estimate import Estimate
+from webhook.core.workload import WorkloadInfo, WorkloadKey, describe_flavors
 from webhook.dashboard.store import Kind, Store, WorkloadEntry
 
 __all__ = [
@@ -35,11 +37,13 @@ __all__ = [
     "State",
     "WorkloadRow",
     "WorkloadsPage",
+    "active_condition",
     "cohort_tree",
     "local_queues",
     "overview",
     "placement",
     "positions",
+    "queue_map",
     "state_of",
     "workloads_page",
 ]
@@ -152,6 +156,9 @@ class WorkloadRow:
     created: str
     position: int | None  # 1-based, in its ClusterQueue; None unless pending
     queue_position: int | None  # 1-based, in its LocalQueue
+    # Pending only: "HH:MM:SS (in N s)" or "unknown", and the estimated time or why it is unknown.
+    estimate: str = ""
+    estimate_detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +254,7 @@ def _lent(
     return out
 
 
-def _active(status: Mapping[str, Any]) -> tuple[bool, str]:
+def active_condition(status: Mapping[str, Any]) -> tuple[bool, str]:
     for c in status.get("conditions") or ():
         if c.get("type") == "Active":
             return c.get("status") == "True", str(c.get("reason", ""))
@@ -277,7 +284,7 @@ def overview(store: Store, *, cluster_queues: bool, flavors: bool, cohorts: bool
                     lent.get((name, fr.flavor, fr.resource), 0),
                 )
             )
-        active, reason = _active(status)
+        active, reason = active_condition(status)
         rows.append(
             ClusterQueueRow(
                 name,
@@ -331,7 +338,7 @@ def cohort_tree(
     return tuple(build(name, frozenset({name})) for name in sorted(children.get("", ())))
 
 
-def _queue_map(store: Store) -> dict[str, str]:
+def queue_map(store: Store) -> dict[str, str]:
     """LocalQueue `namespace/name` → its ClusterQueue."""
     return {
         key: str((obj.get("spec") or {}).get("clusterQueue", ""))
@@ -401,6 +408,8 @@ def workloads_page(
     namespace: str = "",
     queue: str = "",
     state: str = "",
+    estimates: Mapping[WorkloadKey, Estimate] | None = None,
+    now: datetime | None = None,
 ) -> WorkloadsPage:
     """Workloads in `namespaces` and LocalQueues in `local_queue_namespaces` (each None: all, as the
     caller's `list` grant on that kind says) matching the filters, pending Workloads first in queue order.
@@ -409,8 +418,8 @@ def workloads_page(
     since they are ahead in the queue all the same; only their count shows, never their names.
     """
     entries = store.workloads()
-    queue_map = _queue_map(store)
-    pos = positions(entries.values(), queue_map)
+    queues = queue_map(store)
+    pos = positions(entries.values(), queues)
     visible = [e.info for e in entries.values() if namespaces is None or e.info.namespace in namespaces]
     all_namespaces = tuple(sorted({wl.namespace for wl in visible}))
     all_queues = tuple(sorted({wl.queue_name for wl in visible if wl.queue_name}))
@@ -425,18 +434,31 @@ def workloads_page(
     rows = []
     for wl in chosen[:PAGE_ROWS]:
         p = pos.get(wl.key)
+        estimate, detail = _estimate_text((estimates or {}).get(wl.key), now) if p else ("", "")
         rows.append(
             WorkloadRow(
                 wl.namespace,
                 wl.name,
                 wl.queue_name,
-                wl.admission_cluster_queue or queue_map.get(f"{wl.namespace}/{wl.queue_name}", ""),
+                wl.admission_cluster_queue or queues.get(f"{wl.namespace}/{wl.queue_name}", ""),
                 state_of(wl),
                 wl.priority,
                 wl.creation.isoformat(timespec="seconds"),
                 p[0] if p else None,
                 p[1] if p else None,
+                estimate,
+                detail,
             )
         )
     lq_rows = local_queues(store, _asked(local_queue_namespaces, namespace))
     return WorkloadsPage(tuple(rows), len(chosen), all_namespaces, all_queues, lq_rows)
+
+
+def _estimate_text(e: Estimate | None, now: datetime | None) -> tuple[str, str]:
+    """A pending Workload's estimate as the table shows it, and its detail (the time, or why unknown)."""
+    if e is None or now is None:
+        return "", "not estimated yet"
+    if e.at is None:
+        return "unknown", e.unknown
+    wait = max(0, int((e.at - now).total_seconds()))
+    return f"{e.at:%H:%M:%S} (in {wait} s)", e.at.isoformat(timespec="seconds")

@@ -10,7 +10,8 @@ overlap: `controllerManager.replicas`, `.manager.image.{repository,tag,pullPolic
 manager's image), `enableVisibilityAuthReaderRoleBinding`, `metricsService`, `webhookService` (with
 `.ipDualStack`), and from v0.19.2's chart `controllerManager.featureGates`, `.manager.logLevel`,
 `.strategy`, `.hostNetwork`, `.dnsPolicy`, `kubernetesClusterDomain`, `certManager.issuerRef`,
-`mutatingWebhook.reinvocationPolicy`. `values.schema.json` (`values_schema`) closes every level,
+`mutatingWebhook.reinvocationPolicy`; ours, `metrics.prometheusRule` (the alert rules of files/) and
+`metrics.grafanaDashboard` (the Grafana dashboard of files/). `values.schema.json` (`values_schema`) closes every level,
 and templates/refused.yaml stops the install on the upstream values left out. Objects live
 in the release namespace; names keep the `kueue-` prefix (RBAC resourceNames and the webhook DNS name
 depend on them). Each object is dumped as its own document, so an optional one (the PDB, the
@@ -109,7 +110,15 @@ def _values() -> dict[str, Any]:
         "managerConfig": {
             "controllerManagerConfigYaml": d.configuration.replace("internalCertManagement:\n  enable: true\n", "")
         },
-        "metrics": {"prometheusNamespace": "monitoring", "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": True}}},
+        "metrics": {
+            "prometheusNamespace": "monitoring",
+            "serviceMonitor": {"tlsConfig": {"insecureSkipVerify": True}},
+            # Ours: files/kueue-alerts.rules.yaml as a PrometheusRule (labels: what the Prometheus
+            # operator's ruleSelector matches), and files/kueue-dashboard.json as a ConfigMap the Grafana
+            # sidecar imports (it looks for the label grafana_dashboard by default).
+            "prometheusRule": {"enabled": False, "labels": {}},
+            "grafanaDashboard": {"enabled": False, "labels": {"grafana_dashboard": "1"}},
+        },
         # The port name is the ServiceMonitor's `port` (upstream's chart and the kustomize Service: https).
         "metricsService": {
             "type": "ClusterIP",
@@ -398,6 +407,8 @@ def render() -> dict[str, str]:
                 o.prometheus_objects(s, prometheus_namespace="@@PROMETHEUS_NAMESPACE@@", tls_config="@@MONITOR_TLS@@")
             ),
         ),
+        "templates/prometheus-rules.yaml": _guard(".Values.metrics.prometheusRule.enabled", _prometheus_rule()),
+        "templates/grafana-dashboard.yaml": _guard(".Values.metrics.grafanaDashboard.enabled", _grafana_dashboard()),
         "templates/webhooks.yaml": _docs(webhooks),
         "templates/certmanager.yaml": _cert_manager(s),
         "templates/refused.yaml": _refused(),
@@ -407,6 +418,35 @@ def render() -> dict[str, str]:
             ".Values.enableKueueViz", _docs(dashboard.objects(_NS, image="@@IMAGE@@", pull_policy="@@PULL_POLICY@@"))
         ),
     }
+
+
+# The chart's files/ (written by hand, shipped as they are): Prometheus' rules file and Grafana's dashboard.
+ALERT_RULES = "files/kueue-alerts.rules.yaml"
+GRAFANA_DASHBOARD = "files/kueue-dashboard.json"
+
+
+def _prometheus_rule() -> str:
+    """The alert rules file as a PrometheusRule's spec (its top level is `groups:`, as the spec's),
+    beside the ServiceMonitor in the release namespace. `.Files.Get` is not templated again, so the
+    rules' own `{{ $labels.x }}` reach Prometheus unchanged."""
+    return (
+        "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n"
+        "  name: kueue-alerts\n  namespace: {{ .Release.Namespace }}\n  labels:\n"
+        "    app.kubernetes.io/name: kueue\n"
+        "    {{- with .Values.metrics.prometheusRule.labels }}\n    {{- toYaml . | nindent 4 }}\n    {{- end }}\n"
+        f'spec:\n  {{{{- .Files.Get "{ALERT_RULES}" | nindent 2 }}}}\n'
+    )
+
+
+def _grafana_dashboard() -> str:
+    """The dashboard JSON in a ConfigMap, labelled for Grafana's dashboard sidecar."""
+    return (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n"
+        "  name: kueue-grafana-dashboard\n  namespace: {{ .Release.Namespace }}\n  labels:\n"
+        "    app.kubernetes.io/name: kueue\n"
+        "    {{- with .Values.metrics.grafanaDashboard.labels }}\n    {{- toYaml . | nindent 4 }}\n    {{- end }}\n"
+        f'data:\n  kueue.json: |-\n    {{{{- .Files.Get "{GRAFANA_DASHBOARD}" | nindent 4 }}}}\n'
+    )
 
 
 def _cert_manager(s: o.Settings) -> str:

@@ -89,7 +89,7 @@ clientConnection:
   burst: 500
 integrations:
   frameworks:
-""" + "".join(f'  - "{f.name}"\n' for f in integrations.implemented())
+""" + "".join(f'  - "{f.name}"\n' for f in integrations.implemented() if f.feature_gate is None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -311,6 +311,15 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             namespaced=True,
             role="multikueue",
         ),
+        Access(
+            "multicluster.x-k8s.io",
+            ("clusterprofiles",),
+            _READ,
+            WORKER,
+            "MultiKueue: the ClusterProfiles clusterProfileRef clusters name (gate MultiKueueClusterProfile)",
+            namespaced=True,
+            role="multikueue",
+        ),
         Access("events.k8s.io", ("events",), ("create", "patch"), WORKER, "events on Jobs, Pods and Workloads"),
         Access(
             "coordination.k8s.io",
@@ -345,6 +354,14 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             ("list", "watch"),
             DASHBOARD,
             "watch caches the pages are rendered from",
+            role="dashboard",
+        ),
+        Access(
+            schema_usage.GROUP,
+            (schema_usage.PLURAL,),
+            ("list", "watch"),
+            DASHBOARD,
+            "the usage page: resource-hours per team and hour",
             role="dashboard",
         ),
         # Events and Pods only where a namespace shares them: a ClusterRole with no cluster-wide binding

@@ -221,7 +221,12 @@ def values_schema() -> Schema:
                 "controllerManager": controller_manager,
                 "managerConfig": _closed({"controllerManagerConfigYaml": {"type": "string"}}),
                 "metrics": _closed(
-                    {"prometheusNamespace": {"type": "string"}, "serviceMonitor": _closed({"tlsConfig": tls_config})}
+                    {
+                        "prometheusNamespace": {"type": "string"},
+                        "serviceMonitor": _closed({"tlsConfig": tls_config}),
+                        "prometheusRule": _closed({"enabled": {"type": "boolean"}, "labels": _STRING_MAP}),
+                        "grafanaDashboard": _closed({"enabled": {"type": "boolean"}, "labels": _STRING_MAP}),
+                    }
                 ),
                 "metricsService": _closed(
                     {

@@ -14,7 +14,8 @@ Our counterpart of what upstream's generic API server does for `visibility.kueue
 
 Our own group, `visibility.pykueue.io/v1alpha1`, goes through the same steps: a LocalQueue's
 `limits` (`core.queue_limits`) and its `pendingworkloads` as upstream's items plus an estimated
-admission each (`core.admission_rate`), paged as upstream's, and the method stated in the answer.
+admission each (`core.wait_estimate`), paged as upstream's, with the method, what the estimates
+started from and how far past ones were off stated in the answer.
 """
 
 from __future__ import annotations
@@ -27,16 +28,19 @@ from typing import Any, Protocol
 
 import orjson
 
-from webhook.core import admission_rate
+from webhook.core import wait_estimate
+from webhook.core.estimate_accuracy import Accuracy
 from webhook.core.pending_order import Positioned
 from webhook.core.queue_limits import QueueLimits
 from webhook.core.resources import format_quantity
+from webhook.core.workload import WorkloadKey
 from webhook.reviews import User
 from webhook.visibility import api as v
 from webhook.visibility import openapi
 from webhook.visibility.auth import AccessDecision, Attributes
 
 __all__ = [
+    "Basis",
     "LocalQueueReader",
     "PendingReader",
     "Request",
@@ -62,14 +66,33 @@ class PendingReader(Protocol):
     def local_queue_page(self, key: str, *, offset: int, limit: int) -> list[Positioned] | None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Basis:
+    """What a ClusterQueue's estimates start from: its workloads holding quota, by what tells their
+    end (their maximumExecutionTimeSeconds, the observed runs, nothing), and the observed runs."""
+
+    holding: int = 0
+    with_limit: int = 0
+    from_observed: int = 0
+    no_basis: int = 0
+    observed_runs: int = 0
+    observed_median_s: float | None = None
+
+
 class EstimatedPage(Protocol):
-    """A LocalQueue page, its ClusterQueue's rate, and why there is no estimate ("" if there may be)."""
+    """A LocalQueue page, its estimates, and why there are none at all ("" if there may be)."""
 
     @property
     def items(self) -> list[Positioned]: ...
 
     @property
-    def rate(self) -> admission_rate.Rate: ...
+    def estimates(self) -> Mapping[WorkloadKey, wait_estimate.Estimate]: ...
+
+    @property
+    def basis(self) -> Basis: ...
+
+    @property
+    def accuracy(self) -> Accuracy: ...
 
     @property
     def unknown(self) -> str: ...
@@ -176,27 +199,44 @@ def _rfc3339(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _seconds(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
 def estimates(page: EstimatedPage) -> dict[str, Any]:
     """Our `PendingWorkloadsSummary`: upstream's items, each with `estimatedAdmission` (null when
-    unknown), and the method and the rate it used under `estimation`."""
-    rate = page.rate
+    unknown, `estimatedAdmissionUnknownReason` then says why), and under `estimation` the method,
+    what it started from (`basis`) and the error of past estimates (`accuracy`)."""
+    b, acc = page.basis, page.accuracy
     estimation: dict[str, Any] = {
-        "method": admission_rate.method(rate.window),
-        "windowSeconds": int(rate.window.total_seconds()),
-        "admissionsInWindow": rate.admissions,
-        "admissionsPerMinute": round(rate.per_minute, 3),
+        "method": wait_estimate.METHOD,
+        "basis": {
+            "holdingQuota": b.holding,
+            "withMaximumExecutionTime": b.with_limit,
+            "fromObservedRuns": b.from_observed,
+            "withoutBasis": b.no_basis,
+            "observedRuns": b.observed_runs,
+            "observedMedianSeconds": _seconds(b.observed_median_s),
+        },
+        "accuracy": {
+            "admissions": acc.admissions,
+            "unknownAtFirst": acc.unknown,
+            "firstEstimate": {"p50Seconds": _seconds(acc.first_p50), "p90Seconds": _seconds(acc.first_p90)},
+            "latestEstimate": {"p50Seconds": _seconds(acc.latest_p50), "p90Seconds": _seconds(acc.latest_p90)},
+        },
     }
     if page.unknown:
         estimation["unknownReason"] = page.unknown
-    elif rate.admissions == 0:
-        estimation["unknownReason"] = "no admissions in the ClusterQueue within the window"
     items = []
     for p in page.items:
-        wait = None if page.unknown else rate.wait(p.in_cluster_queue)
+        e = None if page.unknown else page.estimates.get(p.workload.key)
         item = _item(p)
-        item["estimatedAdmission"] = (
-            None if wait is None else {"waitSeconds": int(wait.total_seconds()), "time": _rfc3339(page.now + wait)}
-        )
+        if e is None or e.at is None:
+            item["estimatedAdmission"] = None
+            item["estimatedAdmissionUnknownReason"] = page.unknown or (e.unknown if e else "not estimated yet")
+        else:
+            wait = max(0, int((e.at - page.now).total_seconds()))
+            item["estimatedAdmission"] = {"waitSeconds": wait, "time": _rfc3339(e.at)}
         items.append(item)
     return {
         "kind": v.SUMMARY_KIND,

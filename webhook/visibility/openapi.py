@@ -297,21 +297,44 @@ def _our_definitions(ref: str, version_kinds: bool) -> dict[str, dict[str, Any]]
                 "required": ["waitSeconds", "time"],
                 "properties": {"waitSeconds": _int("int64"), "time": {"$ref": f"{ref}{_META}.Time"}},
             }
+            seconds = _int("int64")
+            percentiles = {"type": "object", "properties": {"p50Seconds": seconds, "p90Seconds": seconds}}
             out[d["Estimation"]] = {
-                "description": "How the estimates were made, and why there are none when there are none.",
+                "description": "How the estimates were made, what they started from, how far past ones were "
+                "off, and why there are none when the ClusterQueue cannot admit.",
                 "type": "object",
-                "required": ["method", "windowSeconds", "admissionsInWindow", "admissionsPerMinute"],
+                "required": ["method", "basis", "accuracy"],
                 "properties": {
                     "method": _str(),
-                    "windowSeconds": _int("int64"),
-                    "admissionsInWindow": _int("int64"),
-                    "admissionsPerMinute": {"type": "number", "format": "double"},
+                    "basis": {
+                        "description": "The ClusterQueue's workloads holding quota, by what tells when they end.",
+                        "type": "object",
+                        "properties": {
+                            "holdingQuota": _int("int64"),
+                            "withMaximumExecutionTime": _int("int64"),
+                            "fromObservedRuns": _int("int64"),
+                            "withoutBasis": _int("int64"),
+                            "observedRuns": _int("int64"),
+                            "observedMedianSeconds": seconds,
+                        },
+                    },
+                    "accuracy": {
+                        "description": "Absolute errors of past estimates at the ClusterQueue's recent admissions.",
+                        "type": "object",
+                        "properties": {
+                            "admissions": _int("int64"),
+                            "unknownAtFirst": _int("int64"),
+                            "firstEstimate": percentiles,
+                            "latestEstimate": percentiles,
+                        },
+                    },
                     "unknownReason": _str(),
                 },
             }
             item = _pending_workload(ref)
             item["description"] = "A pending workload, where it stands and when it may be admitted (null: unknown)."
             item["properties"]["estimatedAdmission"] = {"$ref": f"{ref}{d['EstimatedAdmission']}"}
+            item["properties"]["estimatedAdmissionUnknownReason"] = _str()
             out[d["PendingWorkload"]] = item
             out[d[LIMITS_KIND]] = _kind(
                 ref,

@@ -5,14 +5,20 @@ started from `cmd/kueue/main.go` when VisibilityOnDemand is on, kueue v0.19.2), 
 process runs this one, the lease holder and the standbys alike, because the APIService points at
 the Service and any replica gets requests. Upstream's standbys keep their queue manager from the
 same watches as the leader (only its writes wait for the lease); here each process keeps a
-`PendingOrder`, a quota `Cache` and the admission rates (our LocalQueue limits and estimates,
-`visibility.pykueue.io`) from its own watches of Workloads, LocalQueues, ClusterQueues and
-Cohorts, so the answer does not depend on which replica is asked nor on the admission core's thread: a request never
+`PendingOrder`, a quota `Cache` and what the wait estimates start from (our LocalQueue limits
+and estimates, `visibility.pykueue.io`) from its own watches of Workloads, LocalQueues,
+ClusterQueues, Cohorts and ResourceFlavors, so the answer does not depend on which replica is
+asked nor on the admission core's thread: a request never
 waits for a scheduling cycle, and the core's queues stay the core thread's alone. What a
 replica shows is the API's state as its watches delivered it; the leader's in-memory decisions
 reach it through the status writes they make, a moment later, as upstream's standbys see them.
 
-Threads (daemons): four informers feeding the feed under one lock (`kube.SharedInformers`: on the
+Estimates (`core.wait_estimate`) are remade for every ClusterQueue every `ESTIMATE_EVERY_S`, and
+before a request when older than `ESTIMATE_FRESH_S` or when a workload joined a queue since; the
+simulation runs outside the feed's lock, on a snapshot taken under it. Each replica scores its own estimates when it sees the
+reservations that follow (`core.estimate_accuracy`), so every replica serves the same figures.
+
+Threads (daemons): five informers feeding the feed under one lock (`kube.SharedInformers`: on the
 lease holder the admission worker reads the same streams, so each is decoded once), the front-proxy settings'
 refresher, the server's accept loop and one thread per connection (TLS handshake included, with a
 deadline, so a slow client holds up no one).
@@ -25,34 +31,56 @@ import socket
 import ssl
 import threading
 import urllib.parse
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import HTTPServer
 from typing import Any
 
 from webhook import kube as k
-from webhook import tls
+from webhook import metrics, tls
 from webhook.api import constants as c
 from webhook.config import Configuration, Feature, tlsoptions
-from webhook.core import admission_fair_sharing, model
-from webhook.core.admission_rate import AdmissionRates, Rate
+from webhook.core import admission_fair_sharing, model, usage
 from webhook.core.cache import Cache
+from webhook.core.estimate_accuracy import Accuracy, EstimateLog, Scored
 from webhook.core.pending_order import PendingOrder, Positioned, pending_entry
 from webhook.core.queue_limits import QueueLimits, local_queue_limits
-from webhook.core.workload import WorkloadKey, parse_workload
+from webhook.core.snapshot import take_snapshot
+from webhook.core.wait_estimate import Estimate, RunTimes, estimate_admissions
+from webhook.core.workload import WorkloadInfo, WorkloadKey, parse_workload
 from webhook.guarded_server import GuardedHandler, GuardedThreadingMixIn
 from webhook.visibility.auth import AccessReviewer, FrontProxy, FrontProxySource, authenticate
-from webhook.visibility.handler import Request, Response, VisibilityAPI
+from webhook.visibility.handler import Basis, Request, Response, VisibilityAPI
 
-__all__ = ["EstimatedPage", "PendingFeed", "VisibilityServer", "admission_fair_sharing_settings", "serve_visibility"]
+__all__ = [
+    "Basis",
+    "EstimatedPage",
+    "PendingFeed",
+    "VisibilityServer",
+    "admission_fair_sharing_settings",
+    "serve_visibility",
+]
 
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 10.0
 IDLE_TIMEOUT_S = 60.0
 # In any order: the cache recounts a ClusterQueue's usage when it appears after its Workloads.
-_WATCHED = (("workloads", c.V1BETA2), ("localqueues", c.V1BETA2), ("clusterqueues", c.V1BETA2), ("cohorts", c.V1BETA2))
+_WATCHED = (
+    ("workloads", c.V1BETA2),
+    ("localqueues", c.V1BETA2),
+    ("clusterqueues", c.V1BETA2),
+    ("cohorts", c.V1BETA2),
+    ("resourceflavors", c.V1BETA2),
+)
+ESTIMATE_EVERY_S = 5.0
+ESTIMATE_FRESH_S = 1.0
+#: Pending workloads simulated per ClusterQueue; those further back get no estimate.
+ESTIMATE_DEPTH = 1000
+#: Finished workloads per ClusterQueue whose run times the median is taken over.
+OBSERVED_RUNS = 20
 
 
 def admission_fair_sharing_settings(config: Configuration) -> admission_fair_sharing.Settings | None:
@@ -70,19 +98,23 @@ def admission_fair_sharing_settings(config: Configuration) -> admission_fair_sha
 
 @dataclass(frozen=True, slots=True)
 class EstimatedPage:
-    """A LocalQueue page with its ClusterQueue's admission rate at `now`; `unknown` says why there
-    is no estimate when the ClusterQueue cannot admit whatever its rate ("" when it can)."""
+    """A LocalQueue page at `now` with its workloads' estimates, what its ClusterQueue's estimates
+    start from and how good they were; `unknown` says why there are none when the ClusterQueue
+    cannot admit at all ("" when it can)."""
 
     items: list[Positioned]
-    rate: Rate
+    estimates: Mapping[WorkloadKey, Estimate]
     unknown: str
     now: datetime
+    basis: Basis = field(default_factory=Basis)
+    accuracy: Accuracy = field(default_factory=lambda: Accuracy(0, 0, None, None, None, None))
 
 
 class PendingFeed:
     """What every replica keeps from its own watches for the visibility API, under one lock: the
-    pending order, the quota state (`core.cache.Cache`: ClusterQueues, Cohorts, reserving
-    Workloads) and the ClusterQueues' recent admissions."""
+    pending order, the quota state (`core.cache.Cache`: ClusterQueues, Cohorts, ResourceFlavors,
+    reserving Workloads), what tells how long workloads run, and the wait estimates with their
+    scores. `on_scored` hears each admission scored against its estimates (the metrics)."""
 
     def __init__(
         self,
@@ -91,12 +123,24 @@ class PendingFeed:
         concurrent_admission: bool = False,
         admission_fair_sharing: admission_fair_sharing.Settings | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        on_scored: Callable[[Scored], None] = lambda scored: None,
     ) -> None:
         self._order = PendingOrder()
         self._afs = admission_fair_sharing
         self._cache = Cache(concurrent_admission=concurrent_admission)
-        self._rates = AdmissionRates()
         self._clock = clock
+        self._on_scored = on_scored
+        # What the estimates read: pending workloads, each workload's maximumExecutionTimeSeconds,
+        # and per ClusterQueue the seconds its recent finished workloads held quota.
+        self._pending: dict[WorkloadKey, WorkloadInfo] = {}
+        self._limits: dict[WorkloadKey, int] = {}
+        self._observed: dict[str, deque[float]] = {}
+        self._runs_seen: set[WorkloadKey] = set()
+        self._log = EstimateLog()
+        self._estimates: dict[WorkloadKey, Estimate] = {}
+        self._estimated_at: datetime | None = None
+        self._unestimated = False  # a workload joined a queue since the estimates were made
+        self._estimating = threading.Lock()  # one simulation at a time
         # The Active condition each ClusterQueue's status carries (the leader writes it).
         self._inactive: dict[str, str] = {}
         # What of each ClusterQueue the cache was last given: the leader's status writes (after
@@ -144,6 +188,11 @@ class PendingFeed:
                 self._fed[key] = fed
                 self._cache.upsert_cluster_queue(obj)
             self._set_active(key, obj)
+        elif kind == "resourceflavors":
+            if obj is None:
+                self._cache.delete_resource_flavor(key)
+            else:
+                self._cache.upsert_resource_flavor(obj)
         elif obj is None:
             self._cache.delete_cohort(key)
         else:
@@ -160,12 +209,81 @@ class PendingFeed:
         if obj is None:
             self._order.set_workload(key, None)
             self._cache.delete_workload(key)
+            self._forget(key)
             return
         info = parse_workload(obj, requeue_by_eviction=self._requeue_by_eviction)
-        self._order.set_workload(key, pending_entry(info, obj))
+        entry = pending_entry(info, obj)
+        self._order.set_workload(key, entry)
         self._cache.upsert_workload(info)
-        if not self._cache.is_parent(info):  # ConcurrentAdmission: its admitted variant is the admission
-            self._rates.observe(info, self._clock())
+        limit = (obj.get("spec") or {}).get("maximumExecutionTimeSeconds")
+        if limit is None:
+            self._limits.pop(key, None)
+        else:
+            self._limits[key] = int(limit)
+        if entry is not None:
+            self._pending[key] = info
+            self._unestimated |= key not in self._estimates
+            return
+        self._pending.pop(key, None)
+        at = info.quota_reserved_time
+        if at is not None and info.admission_cluster_queue and not self._cache.is_parent(info):
+            # ConcurrentAdmission: a parent's admitted variant is the admission
+            scored = self._log.admitted(key, info.admission_cluster_queue, at)
+            if scored is not None:
+                self._on_scored(scored)
+        else:
+            self._log.forget(key)  # left the queue without a reservation (deactivated, finished)
+        if info.is_finished and key not in self._runs_seen:
+            held = usage.holding_of(obj)
+            if held is not None and held.end is not None:
+                self._runs_seen.add(key)
+                runs = self._observed.setdefault(info.admission_cluster_queue, deque(maxlen=OBSERVED_RUNS))
+                runs.append(float(held.end - held.start))
+
+    def _forget(self, key: WorkloadKey) -> None:
+        self._pending.pop(key, None)
+        self._limits.pop(key, None)
+        self._runs_seen.discard(key)
+        self._estimates.pop(key, None)
+        self._log.forget(key)
+
+    def refresh_estimates(self) -> None:
+        """Remake every ClusterQueue's estimates: the snapshot under the lock, the simulation outside."""
+        with self._estimating:
+            with self._lock:
+                now = self._clock()
+                self._unestimated = False
+                snap = take_snapshot(self._cache, active_only=False)
+                queues: dict[str, list[WorkloadInfo]] = {}
+                for name in snap.cluster_queues:
+                    if name in self._inactive:
+                        continue
+                    page = self._order.cluster_queue_page(name, offset=0, limit=ESTIMATE_DEPTH) or []
+                    queues[name] = [self._pending[p.workload.key] for p in page if p.workload.key in self._pending]
+                run_times = RunTimes(dict(self._limits), {cq: tuple(runs) for cq, runs in self._observed.items()})
+            estimates = estimate_admissions(snap, queues, run_times, now)
+            with self._lock:
+                # A workload that left the queue meanwhile keeps no estimate.
+                estimates = {k: e for k, e in estimates.items() if k in self._pending}
+                self._estimates = estimates
+                self._estimated_at = now
+                self._log.record(estimates)
+
+    def _basis(self, cluster_queue: str) -> Basis:
+        node = self._cache.cluster_queues.get(cluster_queue)
+        runs = self._observed.get(cluster_queue, ())
+        run_times = RunTimes(self._limits, {cluster_queue: tuple(runs)})
+        holding = list(node.workloads.values()) if node is not None else []
+        with_limit = sum(1 for wl in holding if wl.key in self._limits)
+        known = sum(1 for wl in holding if run_times.expected(wl.key, cluster_queue) is not None)
+        return Basis(
+            len(holding),
+            with_limit,
+            known - with_limit,
+            len(holding) - known,
+            len(runs),
+            run_times.observed_median(cluster_queue),
+        )
 
     def _set_active(self, name: str, obj: dict[str, Any]) -> None:
         for cond in (obj.get("status") or {}).get("conditions") or ():
@@ -210,6 +328,14 @@ class PendingFeed:
 
     def local_queue_estimates(self, key: str, *, offset: int, limit: int) -> EstimatedPage | None:
         with self._lock:
+            stale = (
+                self._estimated_at is None
+                or self._unestimated
+                or self._clock() - self._estimated_at > timedelta(seconds=ESTIMATE_FRESH_S)
+            )
+        if stale:
+            self.refresh_estimates()
+        with self._lock:
             items = self._order.local_queue_page(key, offset=offset, limit=limit)
             if items is None:
                 return None
@@ -218,8 +344,10 @@ class PendingFeed:
                 unknown = f'ClusterQueue "{cq}" does not exist'
             else:
                 unknown = self._inactive.get(cq, "")
-            now = self._clock()
-            return EstimatedPage(items, self._rates.rate(cq, now), unknown, now)
+            estimates = {p.workload.key: e for p in items if (e := self._estimates.get(p.workload.key)) is not None}
+            beyond = Estimate(None, f"only the first {ESTIMATE_DEPTH} workloads of a ClusterQueue are simulated")
+            estimates.update((p.workload.key, beyond) for p in items if p.in_cluster_queue >= ESTIMATE_DEPTH)
+            return EstimatedPage(items, estimates, unknown, self._clock(), self._basis(cq), self._log.accuracy(cq))
 
 
 class _Handler(GuardedHandler):
@@ -327,6 +455,7 @@ def serve_visibility(
         requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
         concurrent_admission=config.feature_enabled(Feature.CONCURRENT_ADMISSION),
         admission_fair_sharing=admission_fair_sharing_settings(config),
+        on_scored=metrics.observe_wait_estimate,
     )
     api = VisibilityAPI(feed, AccessReviewer(kube), feed)
     vs = config.visibility_server
@@ -351,6 +480,14 @@ def serve_visibility(
         server.shutdown()
         server.server_close()
 
+    def estimate_forever() -> None:
+        while not stop.wait(ESTIMATE_EVERY_S):
+            try:
+                feed.refresh_estimates()
+            except Exception:  # a bad object must not end the estimates for good
+                log.exception("visibility: estimating failed")
+
+    threading.Thread(target=estimate_forever, name="visibility-estimates", daemon=True).start()
     threading.Thread(target=front.run, args=(stop,), name="visibility-front-proxy", daemon=True).start()
     threading.Thread(target=server.serve_forever, name="visibility-server", daemon=True).start()
     threading.Thread(target=until_stopped, name="visibility-stop", daemon=True).start()

@@ -310,7 +310,7 @@ def _covers(bud: b.Budget, held: usage.Holding) -> bool:
 
 def _values(st: b.Standing, line: str) -> tuple[Fraction, Fraction, Fraction, Fraction]:
     """A line's limit, spent, committed and remaining, in resource-hours (or currency)."""
-    per = Fraction(1) if line == b.COST else Fraction(usage.hour_unit(line)[1] * 3600)
+    per = Fraction(1) if line == b.COST else Fraction(usage.unit_of(line)[1] * 3600)
     zero = Fraction(0)
     return (
         st.budget.limits[line] / per,

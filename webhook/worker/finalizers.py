@@ -43,19 +43,22 @@ class Finalizers:
                     self._remove_finalizer(
                         "clusterqueues", cq, k.object_path(c.V1BETA2, "clusterqueues", None, meta["name"])
                     )
+        flavors = [
+            rf
+            for rf in self.store.list("resourceflavors")
+            if rf["metadata"].get("deletionTimestamp")
+            and c.RESOURCE_IN_USE_FINALIZER in (rf["metadata"].get("finalizers") or ())
+        ]
+        # Which flavors the ClusterQueues name: a walk over every ClusterQueue, only while one is deleted.
         used = {
             fq
-            for cq in self.store.list("clusterqueues")
+            for cq in (self.store.list("clusterqueues") if flavors else ())
             for rg in (cq.get("spec") or {}).get("resourceGroups") or ()
             for fq in (f.get("name") for f in rg.get("flavors") or ())
         }
-        for rf in self.store.list("resourceflavors"):
+        for rf in flavors:
             meta = rf["metadata"]
-            if (
-                meta.get("deletionTimestamp")
-                and c.RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or ())
-                and meta["name"] not in used
-            ):
+            if meta["name"] not in used:
                 self._remove_finalizer(
                     "resourceflavors", rf, k.object_path(c.V1BETA2, "resourceflavors", None, meta["name"])
                 )

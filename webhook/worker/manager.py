@@ -58,6 +58,7 @@ from typing import Any, assert_never
 
 from webhook import kube as k
 from webhook.api import constants as c
+from webhook.api import multikueue as mkapi
 from webhook.api import objects as o
 from webhook.api import schema_budget
 from webhook.config import Configuration, Feature
@@ -80,6 +81,7 @@ from webhook.worker.queue_status import QueueStatusPublisher
 from webhook.worker.reconcilers.base import Reconciler
 from webhook.worker.reconcilers.concurrent_admission.reconciler import VariantReconciler
 from webhook.worker.reconcilers.failure_recovery import FailureRecovery
+from webhook.worker.reconcilers.multikueue import CLUSTER_PROFILES as MK_CLUSTER_PROFILES
 from webhook.worker.reconcilers.multikueue import CLUSTERS as MK_CLUSTERS
 from webhook.worker.reconcilers.multikueue import CONFIGS as MK_CONFIGS
 from webhook.worker.reconcilers.multikueue import MultiKueueController, Settings, adapters_for
@@ -157,15 +159,23 @@ RESOURCES: tuple[Resource, ...] = (
 )
 
 
-def multikueue_resources(namespace: str) -> tuple[Resource, ...]:
+def multikueue_resources(namespace: str, *, cluster_profiles: bool = False) -> tuple[Resource, ...]:
     """What the MultiKueue admission check follows (gate MultiKueue): its clusters and configs, and
-    the Secrets of Kueue's namespace, where `locationType: Secret` kubeconfigs live. An install
-    without the MultiKueue CRDs, or without the Role that lets us read those Secrets, must not hold
-    the scheduler back: they count as empty until served and permitted (a warning says so)."""
+    the Secrets of Kueue's namespace, where `locationType: Secret` kubeconfigs live; with gate
+    MultiKueueClusterProfile the ClusterProfiles there too. An install without the MultiKueue CRDs
+    (or the ClusterProfile CRD, which upstream then skips), or without the Role that lets us read
+    those Secrets, must not hold the scheduler back: they count as empty until served and permitted
+    (a warning says so)."""
+    profiles = (
+        (Resource(MK_CLUSTER_PROFILES, mkapi.CLUSTER_PROFILE_API_VERSION, namespace=namespace, optional=True),)
+        if cluster_profiles
+        else ()
+    )
     return (
         Resource(MK_CLUSTERS, c.V1BETA2, optional=True),
         Resource(MK_CONFIGS, c.V1BETA2, optional=True),
         Resource("secrets", "v1", namespace=namespace, optional=True),
+        *profiles,
     )
 
 
@@ -274,6 +284,7 @@ def scheduler_config(config: Configuration) -> SchedulerConfig:
         requeue_by_eviction=wfpr is None or wfpr.requeuing_strategy.timestamp != "Creation",
         recompute_on_overlap=gate(Feature.RECOMPUTE_ASSIGNMENT_UPON_PREEMPTION_TARGETS_OVERLAP),
         concurrent_admission=gate(Feature.CONCURRENT_ADMISSION),
+        orchestrated_preemption=gate(Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION),
         elastic_jobs=gate(Feature.ELASTIC_JOBS_VIA_WORKLOAD_SLICES),
         equivalence_hashing=gate(Feature.SCHEDULING_EQUIVALENCE_HASHING),
         requeue_batch_s=REQUEUE_LONG_BATCH_S if gate(Feature.SCHEDULER_LONG_REQUEUE_INTERVAL) else REQUEUE_BATCH_S,
@@ -425,7 +436,13 @@ class Manager:
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
         )
-        mk_watch = multikueue_resources(config.namespace) if self.multikueue is not None else ()
+        mk_watch = (
+            multikueue_resources(
+                config.namespace, cluster_profiles=config.feature_enabled(Feature.MULTI_KUEUE_CLUSTER_PROFILE)
+            )
+            if self.multikueue is not None
+            else ()
+        )
         self.resources = (*RESOURCES, *dra_watch, *mk_watch, *(r for w in self.integrations for r in w.watches))
         # Every reconciler sees every watch event and starts once the caches are synced.
         self.reconcilers: tuple[Reconciler, ...] = (

@@ -58,7 +58,9 @@ class WorkloadRetention:
         self.store = store
         self.events = recorder
         self.after_finished_s = after_finished_s
-        self.queue: WorkQueue[object] = WorkQueue("retention", self.reconcile, workers=1, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "retention", self.reconcile, workers=1, stop=stop, controller="workload_controller"
+        )
         self._lock = threading.Lock()
         self._due: dict[str, datetime] = {}  # the deadline each waiting Workload is queued for
 

@@ -88,6 +88,9 @@ class UsageAccountant:
         self.clock = clock
         self._lock = threading.Lock()
         self._current: dict[str, usage.Holding] = {}  # uid → the reservation its Workload shows
+        # uid → end of those in `_current` that ended (Finished): once written past their end they are
+        # forgotten, so a flush costs the reservations open or recently ended, not every Workload kept.
+        self._ended: dict[str, int] = {}
         self._closed: dict[tuple[str, int], usage.Holding] = {}  # ended reservations no Workload shows
         self._released: dict[str, int | None] = {}  # uid → QuotaReserved=False time, for Workloads without one
         self._closing = threading.Event()  # a reservation ended: write soon
@@ -108,6 +111,7 @@ class UsageAccountant:
             held = replace(held, end=max(held.start, int(gone.timestamp()) if gone is not None else now))
         with self._lock:
             prev = self._current.pop(uid, None)
+            self._ended.pop(uid, None)
             if prev is not None and (held is None or held.ident != prev.ident):
                 self._close(prev, obj, held, now)
             self._released.pop(uid, None)
@@ -120,6 +124,8 @@ class UsageAccountant:
                 self._released[uid] = usage.released_at(obj)
                 return
             self._current[uid] = held
+            if held.end is not None:
+                self._ended[uid] = held.end
             if prev is not None and prev.end is None and held.end is not None:
                 self._closing.set()
 
@@ -265,6 +271,12 @@ class UsageAccountant:
                 # boundary, and counts its first part from the reservations (`core.budget.spent`).
                 if held.end is not None and held.end <= done - self.period_s:
                     del self._closed[ident]
+            # Counted whole and in no record's `running`: a later event of the Workload brings it back
+            # ended before the watermark, which `usage.advance` skips (its case 3).
+            for uid, end in list(self._ended.items()):
+                if end <= done:
+                    del self._ended[uid]
+                    del self._current[uid]
 
     def view(self) -> tuple[list[usage.Ledger], list[usage.Holding]]:
         """Every period's ledger (the newest as counted so far) and every reservation known: what a

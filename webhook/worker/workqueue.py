@@ -7,6 +7,12 @@ for after. A handler that raises `Retry` has the key re-added after the delay (i
 Delayed adds wait in one heap served by one thread per queue, as client-go's delaying queue: a
 timer thread each would cost every admitted Workload a thread for the whole waitForPodsReady
 timeout (30 min by default), thousands of threads and their stacks at scale.
+
+Each queue reports controller-runtime's `workqueue_*` series under its `controller` name
+(`webhook.metrics`, after controller-runtime's `pkg/controller/priorityqueue/metrics.go`): an add
+counts when the key was not queued yet (a delayed add when it falls due), the queue duration runs
+from then until a worker takes the key, the work duration until its handler returns, and every add
+with a delay counts as a retry.
 """
 
 from __future__ import annotations
@@ -18,9 +24,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from prometheus_client import Counter, Histogram
+
 from webhook import kube as k
+from webhook import metrics
 
 __all__ = ["Retry", "WorkQueue"]
 
@@ -37,11 +47,41 @@ class Retry(Exception):
         self.delay = delay
 
 
+@dataclass(frozen=True, slots=True)
+class _Series:
+    """One queue's counters and histograms (controller-runtime's `defaultQueueMetrics`)."""
+
+    adds: Counter
+    retries: Counter
+    queue_duration: Histogram
+    work_duration: Histogram
+
+    @classmethod
+    def of(cls, controller: str) -> _Series:
+        labels = (controller, controller)
+        return cls(
+            adds=metrics.WORKQUEUE_ADDS.labels(*labels),
+            retries=metrics.WORKQUEUE_RETRIES.labels(*labels),
+            queue_duration=metrics.WORKQUEUE_QUEUE_DURATION.labels(*labels),
+            work_duration=metrics.WORKQUEUE_WORK_DURATION.labels(*labels),
+        )
+
+
 class WorkQueue(Generic[T]):
+    """`controller` names the queue in its series: the name of the upstream controller whose queue
+    it is (`Named(...)`, or the lowercased kind of `For(...)`), `name` when it has none."""
+
     def __init__(
-        self, name: str, handler: Callable[[str, Sequence[T]], None], *, workers: int = 1, stop: threading.Event
+        self,
+        name: str,
+        handler: Callable[[str, Sequence[T]], None],
+        *,
+        workers: int = 1,
+        stop: threading.Event,
+        controller: str | None = None,
     ) -> None:
         self.name = name
+        self.controller = controller or name
         self._handler = handler
         self._workers = workers
         self._stop = stop
@@ -55,12 +95,34 @@ class WorkQueue(Generic[T]):
         self._delayed: list[tuple[float, int, str, list[T]]] = []  # (monotonic due, tie-break, key, items)
         self._delay_seq = itertools.count()
         self._delayer: threading.Thread | None = None
+        self._added_at: dict[str, float] = {}  # queued key -> when it was queued (monotonic)
+        self._started_at: dict[str, float] = {}  # key being handled -> when its handler started
+        self._ever_added = False
+        self._series: _Series | None = None  # from `start` on, as controller-runtime makes a queue on Start
+
+    def load(self) -> metrics.QueueLoad:
+        """The queue's depth and its handlers' running times now, for the scrape."""
+        with self._cond:
+            now = time.monotonic()
+            running = [now - t for t in self._started_at.values()]
+            return metrics.QueueLoad(len(self._queued), sum(running), max(running, default=0.0), self._ever_added)
+
+    def _queue(self, key: str) -> list[T]:
+        """The queued entry of `key`, made (and counted as an add) when there is none. Under `_cond`."""
+        items = self._queued.get(key)
+        if items is None:
+            items = self._queued[key] = []
+            self._added_at[key] = time.monotonic()
+            self._ever_added = True
+            if self._series is not None:
+                self._series.adds.inc()
+        return items
 
     def add(self, key: str, item: T | None = None, *, first: bool = False) -> None:
         """Queue `item` for `key`; `first` puts the key ahead of the keys queued without it (a
         write that must not wait behind a backlog of less urgent ones), in arrival order."""
         with self._cond:
-            items = self._queued.setdefault(key, [])
+            items = self._queue(key)
             if item is not None:
                 items.append(item)
             if first:
@@ -85,6 +147,8 @@ class WorkQueue(Generic[T]):
 
     def add_after(self, key: str, delay: float, items: Sequence[T] = ()) -> None:
         """Queue `key` (its `items` ahead of any queued since) once `delay` seconds have passed."""
+        if delay > 0 and self._series is not None:
+            self._series.retries.inc()
         with self._delay_cond:
             heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._delay_seq), key, list(items)))
             if self._delayer is None:
@@ -104,10 +168,16 @@ class WorkQueue(Generic[T]):
                     continue
             with self._cond:
                 for _, _, key, items in due:
-                    self._queued.setdefault(key, [])[:0] = items
+                    self._queue(key)[:0] = items
                 self._cond.notify_all()
 
     def start(self) -> None:
+        """Start the workers, and the queue's series: a standby that never starts its queues reports
+        none, and the keys queued before count as adds now."""
+        with self._cond:
+            self._series = _Series.of(self.controller)
+            self._series.adds.inc(len(self._queued))
+        metrics.WORKQUEUE_GAUGES.track(self)
         for i in range(self._workers):
             threading.Thread(target=self._run, name=f"{self.name}-{i}", daemon=True).start()
 
@@ -117,6 +187,11 @@ class WorkQueue(Generic[T]):
                 for key in itertools.chain(self._first, self._queued):
                     if key not in self._processing:
                         items = self._queued.pop(key)
+                        now = time.monotonic()
+                        added = self._added_at.pop(key, now)
+                        if self._series is not None:
+                            self._series.queue_duration.observe(now - added)
+                        self._started_at[key] = now
                         if key not in self._first:
                             self._processing_plain.add(key)
                         self._first.pop(key, None)
@@ -127,6 +202,9 @@ class WorkQueue(Generic[T]):
 
     def _done(self, key: str) -> None:
         with self._cond:
+            started = self._started_at.pop(key, None)
+            if started is not None and self._series is not None:
+                self._series.work_duration.observe(time.monotonic() - started)
             self._processing.discard(key)
             self._processing_plain.discard(key)
             self._cond.notify_all()

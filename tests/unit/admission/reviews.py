@@ -29,6 +29,7 @@ GVK = {
     "RayCluster": {"group": "ray.io", "version": "v1", "kind": "RayCluster"},
     "RayJob": {"group": "ray.io", "version": "v1", "kind": "RayJob"},
     "RayService": {"group": "ray.io", "version": "v1", "kind": "RayService"},
+    "SparkApplication": {"group": "sparkoperator.k8s.io", "version": "v1beta2", "kind": "SparkApplication"},
 }
 
 

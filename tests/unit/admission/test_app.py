@@ -81,9 +81,7 @@ def test_oversized_body_is_refused() -> None:
 
 
 def test_unknown_path_is_404() -> None:
-    assert (
-        post(APP, "/mutate-sparkoperator-k8s-io-v1beta2-sparkapplication", orjson.dumps(review(JOB))).status_code == 404
-    )
+    assert post(APP, "/mutate-example-com-v1-widget", orjson.dumps(review(JOB))).status_code == 404
 
 
 def test_uid_is_echoed_and_patch_is_json_patch() -> None:

@@ -61,7 +61,23 @@ def estimate_line(result: Result) -> str | None:
 
 def test_the_estimated_admission_from_our_visibility_group(run: Callable[..., Result]) -> None:
     page = {
-        "estimation": {"method": "admission rate: …", "windowSeconds": 600, "admissionsInWindow": 4},
+        "estimation": {
+            "method": "simulation: …",
+            "basis": {
+                "holdingQuota": 4,
+                "withMaximumExecutionTime": 3,
+                "fromObservedRuns": 1,
+                "withoutBasis": 0,
+                "observedRuns": 5,
+                "observedMedianSeconds": 240,
+            },
+            "accuracy": {
+                "admissions": 12,
+                "unknownAtFirst": 1,
+                "firstEstimate": {"p50Seconds": 20, "p90Seconds": 95},
+                "latestEstimate": {"p50Seconds": 4, "p90Seconds": 30},
+            },
+        },
         "items": [
             {
                 "metadata": {"name": "second", "namespace": "ns"},
@@ -69,19 +85,35 @@ def test_the_estimated_admission_from_our_visibility_group(run: Callable[..., Re
             }
         ],
     }
-    line = estimate_line(run(cluster(**{OURS: page}), "explain", "workload/second", "-n", "ns"))
-    assert line == (
-        "Estimated admission: in 5m, at 2025-01-01T00:05:00Z (4 admissions in the last 600s; admission rate: …)"
+    out = run(cluster(**{OURS: page}), "explain", "workload/second", "-n", "ns")
+    assert estimate_line(out) == (
+        "Estimated admission: in 5m, at 2025-01-01T00:05:00Z (simulated from when the 4 workloads holding quota "
+        "end: 3 by maximumExecutionTimeSeconds, 1 by observed run times, median of 5 finished runs 4m)"
     )
+    assert (
+        "Past estimates in its ClusterQueue (12 recent admissions): first estimate off by 20s (p50), 95s (p90), "
+        "latest by 4s (p50), 30s (p90)"
+    ) in out.out.splitlines()
 
 
 def test_an_unknown_estimate_says_why(run: Callable[..., Result]) -> None:
     page = {
-        "estimation": {"unknownReason": "no admissions in the ClusterQueue within the window"},
-        "items": [{"metadata": {"name": "first", "namespace": "ns"}, "estimatedAdmission": None}],
+        "estimation": {"accuracy": {"admissions": 0}},
+        "items": [
+            {
+                "metadata": {"name": "first", "namespace": "ns"},
+                "estimatedAdmission": None,
+                "estimatedAdmissionUnknownReason": "it waits for quota held by 1 workload(s) with no …",
+            }
+        ],
     }
+    out = run(cluster(**{OURS: page}), "explain", "workload/first", "-n", "ns")
+    assert estimate_line(out) == "Estimated admission: unknown (it waits for quota held by 1 workload(s) with no …)"
+    assert "Past estimates" not in out.out
+    page = {"estimation": {"unknownReason": "Can't admit new workloads: is stopped."}, "items": [page["items"][0]]}
+    page["items"][0].pop("estimatedAdmissionUnknownReason")
     line = estimate_line(run(cluster(**{OURS: page}), "explain", "workload/first", "-n", "ns"))
-    assert line == "Estimated admission: unknown (no admissions in the ClusterQueue within the window)"
+    assert line == "Estimated admission: unknown (Can't admit new workloads: is stopped.)"
 
 
 def test_no_estimate_line_where_our_group_is_not_served_or_forbidden(run: Callable[..., Result]) -> None:

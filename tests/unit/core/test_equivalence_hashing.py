@@ -118,6 +118,18 @@ def test_no_fit_bulk_moves_the_equivalence_class() -> None:
     assert "ns/a5" in core.queues.dump()["cq"]
 
 
+def test_deleting_a_pending_workload_forgets_its_class() -> None:
+    """`WorkloadReconciler.Delete` requeues the deleted Workload's ClusterQueue whatever its state
+    (`QueueAssociatedInadmissibleWorkloadsAfter`): a Workload made again under the same name and spec
+    (MultiKueue's copy on a worker, re-dispatched) is evaluated, not parked by its class."""
+    core = _full_core()
+    core.schedule(T0)
+    assert core.queues.dump_inadmissible() == {"cq": ["ns/a1", "ns/a2", "ns/a3"]}
+    core.on_workload_deleted("ns", "a1", T0)
+    core.on_workload(make_wl("a1").created(8).request(cpu="1").obj(), T0)
+    assert "ns/a1" in core.queues.dump()["cq"]
+
+
 @pytest.mark.parametrize(
     ("strategy", "config"),
     [

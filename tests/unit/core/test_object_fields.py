@@ -51,27 +51,55 @@ def test_a_cohorts_fair_sharing_weight_divides_its_share(weight: str, share: int
 
 
 @pytest.mark.parametrize(
-    ("concurrent_admission", "preempts"),
+    ("gates", "preempts"),
     [
-        pytest.param(True, False, id="ConcurrentAdmission on: gated"),
-        pytest.param(False, True, id="gate off: no effect"),
+        pytest.param({"concurrent_admission": True}, False, id="ConcurrentAdmission on: gated"),
+        pytest.param({"orchestrated_preemption": True}, False, id="MultiKueueOrchestratedPreemption on: gated"),
+        pytest.param({}, True, id="both off: no effect"),
     ],
 )
-def test_a_closed_preemption_gate_holds_back_preemption_only_with_concurrent_admission(
-    concurrent_admission: bool, preempts: bool
+def test_a_closed_preemption_gate_holds_back_preemption_only_with_its_gates(
+    gates: dict[str, bool], preempts: bool
 ) -> None:
-    """Workload `spec.preemptionGates`: any closed gate, not only concurrent admission's own, stops a
-    workload from preempting while the ConcurrentAdmission gate is on; with it off the scheduler
-    does not look at gates (`pkg/scheduler/scheduler.go`, MultiKueueOrchestratedPreemption aside)."""
+    """Workload `spec.preemptionGates`: any closed gate, not only the feature's own, stops a workload
+    from preempting while ConcurrentAdmission or MultiKueueOrchestratedPreemption is on, and signals
+    BlockedOnPreemptionGates; with both off the scheduler does not look at gates
+    (`pkg/scheduler/scheduler.go`; upstream's scheduler_test "block preemptions and signal
+    `BlockedOnPreemptionGates` when a preemption gate is present")."""
     low = make_wl("low").priority(0).request(cpu="2").reserve("cq", psa(cpu=("one", "2"))).obj()
     high = make_wl("high").priority(10).request(cpu="2").obj()
     high["spec"]["preemptionGates"] = [{"name": GATE}]
     cq = make_cq("cq").group(fq("one", cpu="2")).preemption(within="LowerPriority").obj()
     lq = make_lq("lq", "ns", "cq")
-    result = make_core(ONE, cq, lq, low, high, concurrent_admission=concurrent_admission).schedule(T0)
+    result = make_core(ONE, cq, lq, low, high, **gates).schedule(T0)
     assert [v.key for p in result.preempted for v in p.targets] == (["ns/low"] if preempts else [])
     (pending,) = result.pending
     assert pending.reason == ("WaitingForPreemptedWorkloads" if preempts else "AdmissionGated")
+    blocked = [cond for cond in pending.conditions if cond.type == "BlockedOnPreemptionGates"]
+    assert [(cond.status, cond.reason) for cond in blocked] == ([] if preempts else [("True", "PreemptionGated")])
+
+
+@pytest.mark.parametrize(
+    "low_admitted",
+    [
+        pytest.param(False, id="fits without preemption"),
+        pytest.param(True, id="nothing it may preempt"),
+    ],
+)
+def test_a_gated_workload_needing_no_preemption_is_not_blocked(low_admitted: bool) -> None:
+    """Upstream's scheduler_test "do not signal `BlockedOnPreemptionGates` when a preemption gate is
+    present, but the workload fits without preemption" / "... had nothing to preempt" (gate
+    MultiKueueOrchestratedPreemption): a closed gate matters only when preemption would be needed."""
+    objs = []
+    if low_admitted:  # same priority: nothing to preempt
+        objs.append(make_wl("low").priority(10).request(cpu="2").reserve("cq", psa(cpu=("one", "2"))).obj())
+    wl = make_wl("gated").priority(10).request(cpu="2").obj()
+    wl["spec"]["preemptionGates"] = [{"name": GATE}]
+    cq = make_cq("cq").group(fq("one", cpu="2")).preemption(within="LowerPriority").obj()
+    result = make_core(ONE, cq, make_lq("lq", "ns", "cq"), *objs, wl, orchestrated_preemption=True).schedule(T0)
+    assert [a.key for a in result.admitted] == ([] if low_admitted else ["ns/gated"])
+    for pending in result.pending:
+        assert all(cond.type != "BlockedOnPreemptionGates" for cond in pending.conditions)
 
 
 def test_index_labels_alone_ask_for_no_topology() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from tests.builders import make_cq, make_lq, make_wl
+from webhook.core import usage
 from webhook.dashboard.store import Kind, Store
 from webhook.reviews import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 
@@ -81,6 +83,15 @@ def two_teams() -> Store:
     store.replace(Kind.LOCAL_QUEUES, [make_lq("lq", "team-a", "cq"), make_lq("lq", "team-b", "cq")])
     store.replace(Kind.RESOURCE_FLAVORS, [{"metadata": {"name": "default"}, "spec": {}}])
     store.replace(Kind.COHORTS, [])
+    # One hour of usage, the last whole hour: team-a held 2 cores of cq throughout.
+    start = int(time.time()) // 3600 * 3600 - 3600
+    ledger = usage.Ledger(
+        start,
+        start + 3600,
+        start + 3600,
+        {usage.UsageKey("cq", "", "lq", "team-a", "", "", "default", "cpu"): 7_200_000},
+    )
+    store.replace(Kind.USAGE_RECORDS, [usage.to_record(ledger)])
     store.replace(
         Kind.WORKLOADS,
         [

@@ -40,7 +40,17 @@ def client(token: str | None = None, *, kube: FakeReader | None = None) -> tuple
 
 @pytest.mark.parametrize(
     "path",
-    ["/", "/workloads", "/history", "/fragment/overview", "/fragment/workloads", "/workloads/team-a/a-old", "/events"],
+    [
+        "/",
+        "/workloads",
+        "/history",
+        "/usage",
+        "/fragment/overview",
+        "/fragment/workloads",
+        "/fragment/usage",
+        "/workloads/team-a/a-old",
+        "/events",
+    ],
 )
 async def test_every_page_needs_a_token(path: str) -> None:
     c, _ = client()
@@ -49,6 +59,18 @@ async def test_every_page_needs_a_token(path: str) -> None:
         assert (await c.get(path, headers={"Authorization": "Bearer wrong"})).status_code == 401
         browser = await c.get(path, headers={"Accept": "text/html"})
         assert (browser.status_code, browser.headers.get("location")) == (303, "/login")
+
+
+async def test_the_usage_page_is_for_those_who_may_list_usage_records() -> None:
+    c, _ = client(ADMIN)
+    async with c:
+        page = (await c.get("/usage", params={"by": "localqueue", "hours": "3"})).text
+        assert 'id="usage-chart"' in page and "<svg" in page
+        assert re.search(r'id="usage-team-team-a/lq"><td>team-a/lq</td><td class="nums">2.000</td>', page), page
+    c, _ = client(ALICE)  # team-a's user: the records hold every team's usage
+    async with c:
+        page = (await c.get("/usage")).text
+        assert 'id="usage-denied"' in page and "team-a/lq" not in page and "<svg" not in page
 
 
 async def test_admin_sees_every_namespace_and_the_overview() -> None:

@@ -26,8 +26,8 @@ def test_committed_manifests_and_chart_are_up_to_date():
         p.relative_to(ROOT): p.read_text(encoding="utf-8")
         for base in ("manifests", "charts/pykueue")
         for p in (ROOT / base).rglob("*")
-        if p.suffix in (".yaml", ".json")
-    }
+        if p.suffix in (".yaml", ".json") and not p.is_relative_to(ROOT / "charts/pykueue/files")
+    }  # the chart's files/ (alert rules, Grafana dashboard) are written by hand
     stale = sorted(str(p) for p in expected.keys() | on_disk.keys() if expected.get(p) != on_disk.get(p))
     assert not stale, f"stale generated files {stale}: run `make manifests` (python -m webhook.install manifests)"
 
@@ -311,7 +311,7 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
 
 def test_manager_role_grants_multikueue_reads_and_the_cluster_status_only():
     """The MultiKueue admission check reads its clusters and configs and writes only the clusters'
-    `Active` condition; the kubeconfig Secrets are read in our namespace only, by a Role that stays
+    `Active` condition; the kubeconfig Secrets and ClusterProfiles are read in our namespace only, by a Role that stays
     when cert-manager replaces the internal certificate (upstream grants the same in its
     `manager-secrets-role`)."""
     objs = rbac.manager_rbac("kueue-system", o.SERVICE_ACCOUNT)
@@ -329,7 +329,11 @@ def test_manager_role_grants_multikueue_reads_and_the_cluster_status_only():
     }
     secrets = next(r for r in objs if r["metadata"]["name"] == "kueue-manager-multikueue-role")
     assert secrets["kind"] == "Role" and secrets["metadata"]["namespace"] == "kueue-system"
-    assert secrets["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]}]
+    assert secrets["rules"] == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]},
+        # upstream's manager-clusterprofiles-role, for gate MultiKueueClusterProfile
+        {"apiGroups": ["multicluster.x-k8s.io"], "resources": ["clusterprofiles"], "verbs": ["get", "list", "watch"]},
+    ]
 
 
 def test_manager_may_review_metrics_scrapers():

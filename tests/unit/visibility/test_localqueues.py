@@ -9,8 +9,9 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.builders import T0, fq, make_cohort, make_cq, make_lq, make_wl, psa
+from tests.builders import T0, fq, make_cohort, make_cq, make_flavor, make_lq, make_wl, psa
 from webhook.core.admission_fair_sharing import Settings
+from webhook.core.estimate_accuracy import Scored
 from webhook.reviews import User
 from webhook.visibility.auth import AccessDecision, Attributes
 from webhook.visibility.handler import Request, Response, VisibilityAPI
@@ -45,9 +46,20 @@ def active(cq: dict[str, Any], status: str = "True") -> dict[str, Any]:
     return cq
 
 
+def limited(obj: dict[str, Any], seconds: int = 600) -> dict[str, Any]:
+    obj["spec"]["maximumExecutionTimeSeconds"] = seconds
+    return obj
+
+
 @pytest.fixture
-def feed() -> PendingFeed:
-    f = PendingFeed(clock=lambda: NOW)
+def scored() -> list[Scored]:
+    return []
+
+
+@pytest.fixture
+def feed(scored: list[Scored]) -> PendingFeed:
+    f = PendingFeed(clock=lambda: NOW, on_scored=scored.append)
+    f.on_list("resourceflavors", [make_flavor("default").obj()])
     f.on_list("cohorts", [make_cohort("co").obj()])
     f.on_list(
         "clusterqueues",
@@ -60,19 +72,23 @@ def feed() -> PendingFeed:
         "localqueues",
         [make_lq("main", "team", "cq"), make_lq("x", "elsewhere", "cq"), make_lq("held", "team", "cq", stop="Hold")],
     )
+    # Running: four of 1 cpu, reserved at 21, 23, 25 and 27 min with 10 min each (ending at 31..37
+    # min), and one of 2 cpu since minute 1 with no limit (and no finished run to learn from).
     reserved = [
-        make_wl(f"done-{i}", "team")
-        .queue("main")
-        .request(cpu="1")
-        .reserve("cq", psa(cpu=("default", "1")), at=(21 + 2 * i) * 60)
-        .obj()
+        limited(
+            make_wl(f"done-{i}", "team")
+            .queue("main")
+            .request(cpu="1")
+            .reserve("cq", psa(cpu=("default", "1")), at=(21 + 2 * i) * 60)
+            .obj()
+        )
         for i in range(4)
     ]
     old = make_wl("old", "elsewhere").queue("x").request(cpu="2").reserve("cq", psa(cpu=("default", "2")), at=60).obj()
     pending = [
-        make_wl(name, ns).queue(q).priority(prio).created(i).request(cpu="1").obj()
-        for i, (name, ns, q, prio) in enumerate(
-            [("p0", "team", "main", 5), ("p1", "elsewhere", "x", 4), ("p2", "team", "main", 3)]
+        limited(make_wl(name, ns).queue(q).priority(prio).created(i).request(cpu=cpu).obj())
+        for i, (name, ns, q, prio, cpu) in enumerate(
+            [("p0", "team", "main", 5, "4"), ("p1", "elsewhere", "x", 4, "4"), ("p2", "team", "main", 3, "3")]
         )
     ]
     f.on_list("workloads", [*reserved, old, *pending])
@@ -138,29 +154,35 @@ def test_pending_workloads_with_estimates(feed: PendingFeed, grants: Grants) -> 
     status, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
     assert status == 200 and doc["kind"] == "PendingWorkloadsSummary"
     assert doc["apiVersion"] == "visibility.pykueue.io/v1alpha1"
-    # 4 reservations in the last 10 minutes (the one 29 minutes ago is out): one every 150 s.
-    assert doc["estimation"] == {
-        "method": "admission rate: quota reservations in the ClusterQueue over the last 600s; "
-        "estimate = (positionInClusterQueue + 1) / rate",
-        "windowSeconds": 600,
-        "admissionsInWindow": 4,
-        "admissionsPerMinute": 0.4,
+    assert doc["estimation"]["method"].startswith("simulation: each workload holding quota frees it at")
+    assert doc["estimation"]["basis"] == {
+        "holdingQuota": 5,
+        "withMaximumExecutionTime": 4,
+        "fromObservedRuns": 0,
+        "withoutBasis": 1,
+        "observedRuns": 0,
+        "observedMedianSeconds": None,
     }
     got = [
         (i["metadata"]["name"], i["positionInClusterQueue"], i["positionInLocalQueue"], i["estimatedAdmission"])
         for i in doc["items"]
     ]
+    # cq may use 12 cpu of the cohort and 6 are taken: p0 (4) now; p2 (3, behind p1 but BestEffortFIFO)
+    # once done-0 ends at 31 min; p1 (4) once p0's 10 min are over.
     assert got == [
-        ("p0", 0, 0, {"waitSeconds": 150, "time": "2025-01-01T00:32:30Z"}),
-        ("p2", 2, 1, {"waitSeconds": 450, "time": "2025-01-01T00:37:30Z"}),
+        ("p0", 0, 0, {"waitSeconds": 0, "time": "2025-01-01T00:30:00Z"}),
+        ("p2", 2, 1, {"waitSeconds": 60, "time": "2025-01-01T00:31:00Z"}),
     ]
+    grants.allowed.add(
+        Attributes("get", "localqueues", "pendingworkloads", "x", "elsewhere", "visibility.pykueue.io", "v1alpha1")
+    )
+    _, other = get(feed, grants, f"{G}/namespaces/elsewhere/localqueues/x/pendingworkloads")
+    assert [i["estimatedAdmission"] for i in other["items"]] == [{"waitSeconds": 600, "time": "2025-01-01T00:40:00Z"}]
     _, page = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads", offset="1", limit="1")
     assert [i["metadata"]["name"] for i in page["items"]] == ["p2"]
 
 
-def test_no_estimate_without_admissions_or_while_the_cluster_queue_is_inactive(
-    feed: PendingFeed, grants: Grants
-) -> None:
+def test_unknown_estimates_say_why(feed: PendingFeed, grants: Grants) -> None:
     path = f"{G}/namespaces/team/localqueues/main/pendingworkloads"
     feed.on_event(
         "clusterqueues",
@@ -173,15 +195,53 @@ def test_no_estimate_without_admissions_or_while_the_cluster_queue_is_inactive(
     _, doc = get(feed, grants, path)
     assert doc["estimation"]["unknownReason"] == "Can't admit new workloads: is stopped."
     assert [i["estimatedAdmission"] for i in doc["items"]] == [None, None]
+    assert {i["estimatedAdmissionUnknownReason"] for i in doc["items"]} == {"Can't admit new workloads: is stopped."}
 
-    quiet = PendingFeed(clock=lambda: NOW)
-    quiet.on_list("clusterqueues", [active(make_cq("cq").group(fq("default", cpu="1")).obj())])
-    quiet.on_list("localqueues", [make_lq("main", "team", "cq")])
-    quiet.on_list("workloads", [make_wl("p", "team").queue("main").request(cpu="1").obj()])
-    _, doc = get(quiet, grants, path)
-    assert doc["estimation"]["admissionsInWindow"] == 0
-    assert doc["estimation"]["unknownReason"] == "no admissions in the ClusterQueue within the window"
-    assert [i["estimatedAdmission"] for i in doc["items"]] == [None]
+    stuck = PendingFeed(clock=lambda: NOW)
+    stuck.on_list("resourceflavors", [make_flavor("default").obj()])
+    stuck.on_list("clusterqueues", [active(make_cq("cq").group(fq("default", cpu="1")).obj())])
+    stuck.on_list("localqueues", [make_lq("main", "team", "cq")])
+    running = make_wl("r", "team").queue("main").request(cpu="1").reserve("cq", psa(cpu=("default", "1"))).obj()
+    stuck.on_list("workloads", [running, make_wl("p", "team").queue("main").request(cpu="1").obj()])
+    _, doc = get(stuck, grants, path)
+    assert "unknownReason" not in doc["estimation"]
+    assert [(i["estimatedAdmission"], i["estimatedAdmissionUnknownReason"]) for i in doc["items"]] == [
+        (
+            None,
+            "it waits for quota held by 1 workload(s) with no maximumExecutionTimeSeconds and no finished "
+            "workloads in their ClusterQueue to learn a run time from (team/r)",
+        )
+    ]
+    # Once a workload of the ClusterQueue has finished, its run time is the basis: r is expected to
+    # hold its quota as long (5 min from its reservation at T0, so overdue: any moment now).
+    done = make_wl("d", "team").queue("main").request(cpu="1").reserve("cq", psa(cpu=("default", "1")), at=60)
+    stuck.on_event("workloads", "ADDED", done.condition("Finished", "True", "Succeeded", "done", at=360).obj())
+    stuck.refresh_estimates()  # a request remakes them at most once a second
+    _, doc = get(stuck, grants, path)
+    assert doc["estimation"]["basis"]["observedRuns"] == 1
+    assert doc["estimation"]["basis"]["observedMedianSeconds"] == 300
+    assert [i["estimatedAdmission"] for i in doc["items"]] == [{"waitSeconds": 0, "time": "2025-01-01T00:30:00Z"}]
+
+
+def test_admissions_are_scored_against_the_first_and_latest_estimates(
+    feed: PendingFeed, grants: Grants, scored: list[Scored]
+) -> None:
+    path = f"{G}/namespaces/team/localqueues/main/pendingworkloads"
+    get(feed, grants, path)  # estimates made: p2 at 31 min
+    p2 = limited(make_wl("p2", "team").queue("main").priority(3).created(2).request(cpu="3").obj())
+    feed.on_event("workloads", "MODIFIED", p2)  # a status update: still pending, same estimate
+    reserved = make_wl("p2", "team").queue("main").priority(3).created(2).request(cpu="3")
+    feed.on_event(
+        "workloads", "MODIFIED", limited(reserved.reserve("cq", psa(cpu=("default", "3")), at=31 * 60 + 20).obj())
+    )
+    assert scored == [Scored("cq", 20.0, 20.0)]
+    _, doc = get(feed, grants, path)
+    assert doc["estimation"]["accuracy"] == {
+        "admissions": 1,
+        "unknownAtFirst": 0,
+        "firstEstimate": {"p50Seconds": 20, "p90Seconds": 20},
+        "latestEstimate": {"p50Seconds": 20, "p90Seconds": 20},
+    }
 
 
 def test_a_role_in_one_namespace_opens_that_local_queue_only(feed: PendingFeed, grants: Grants) -> None:
@@ -204,7 +264,7 @@ def test_unknown_or_stopped_local_queues_are_not_found(feed: PendingFeed, grants
     assert get(feed, grants, f"{G}/clusterqueues/cq/limits")[0] == 404  # namespaced only
 
 
-def test_a_deleted_reservation_frees_quota_but_still_counts_as_an_admission(feed: PendingFeed, grants: Grants) -> None:
+def test_a_deleted_reservation_frees_quota(feed: PendingFeed, grants: Grants) -> None:
     done = (
         make_wl("done-0", "team")
         .queue("main")
@@ -213,10 +273,11 @@ def test_a_deleted_reservation_frees_quota_but_still_counts_as_an_admission(feed
         .obj()
     )
     feed.on_event("workloads", "DELETED", done)
+    feed.refresh_estimates()
     _, limits = get(feed, grants, f"{G}/namespaces/team/localqueues/main/limits")
     assert limits["flavors"][0]["resources"][0]["usedByLocalQueue"] == "3"
     _, doc = get(feed, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
-    assert doc["estimation"]["admissionsInWindow"] == 4
+    assert doc["items"][1]["estimatedAdmission"] == {"waitSeconds": 0, "time": "2025-01-01T00:30:00Z"}
 
 
 def test_discovery_lists_both_groups_and_ours_alone_in_its_version(feed: PendingFeed, grants: Grants) -> None:
@@ -300,3 +361,33 @@ def test_feed_ranks_an_opted_in_cluster_queue_by_the_usage_its_local_queues_show
     page = f.cluster_queue_page("cq", offset=0, limit=10)
     assert page is not None
     assert [p.workload.name for p in page] == ["second", "first", "third"]
+
+
+def test_workloads_beyond_the_simulated_depth_say_so(grants: Grants, monkeypatch: pytest.MonkeyPatch) -> None:
+    from webhook.visibility import server
+
+    monkeypatch.setattr(server, "ESTIMATE_DEPTH", 2)
+    f = PendingFeed(clock=lambda: NOW)
+    f.on_list("resourceflavors", [make_flavor("default").obj()])
+    f.on_list("clusterqueues", [active(make_cq("cq").group(fq("default", cpu="10")).obj())])
+    f.on_list("localqueues", [make_lq("main", "team", "cq")])
+    f.on_list("workloads", [make_wl(f"p{i}", "team").queue("main").created(i).request(cpu="1").obj() for i in range(3)])
+    _, doc = get(f, grants, f"{G}/namespaces/team/localqueues/main/pendingworkloads")
+    assert [
+        (i["estimatedAdmission"] or {}).get("waitSeconds", i.get("estimatedAdmissionUnknownReason"))
+        for i in doc["items"]
+    ] == [
+        0,
+        0,
+        "only the first 2 workloads of a ClusterQueue are simulated",
+    ]
+
+
+def test_a_workload_that_joins_a_queue_is_estimated_at_the_next_request(feed: PendingFeed, grants: Grants) -> None:
+    path = f"{G}/namespaces/team/localqueues/main/pendingworkloads"
+    get(feed, grants, path)
+    late = limited(make_wl("p3", "team").queue("main").priority(9).created(9).request(cpu="1").obj())
+    feed.on_event("workloads", "ADDED", late)  # the clock has not moved: only the arrival calls for a refresh
+    _, doc = get(feed, grants, path)
+    assert doc["items"][0]["metadata"]["name"] == "p3"
+    assert doc["items"][0]["estimatedAdmission"] == {"waitSeconds": 0, "time": "2025-01-01T00:30:00Z"}

@@ -14,14 +14,12 @@ absent, nominatedClusterNames sorted), the Events, the requeue and the error.
 Upstream runs each case with gate WorkloadRequestUseMergePatch off and on; that only changes how
 its writes are sent, so each case runs once.
 
-Ported: 36 of the 43 `TestWlReconcile` cases, `TestNominateAndSynchronizeWorkers_MoreCases`,
+Ported: 41 of the 43 `TestWlReconcile` cases (the five OrchestratedPreemption ones with gate
+MultiKueueOrchestratedPreemption on), `TestNominateAndSynchronizeWorkers_MoreCases`,
 `TestReconcileGroup_SyncDeferred_ShortRequeue` and both admitted-metric tests (as the
 `ReportAdmitted` step). Not ported:
 * `missing workload` and `failing to read from a worker`: nothing to plan; they test the reads
   around the plan (a NotFound Workload, a failing remote GET), which the reconciler owns.
-* the five OrchestratedPreemption cases (`creating remote workloads with preemption gates`,
-  `opening preemption gate ...`, `not opening preemption gate ...`): gate
-  MultiKueueOrchestratedPreemption is refused by our configuration and step 7 is not planned.
 * `TestOrphanedRemoteWorkloadCleanedAfterReconnect`, `TestConfigHandlerUpdate`,
   `TestConfigHandlerDelete`: garbage collection and event handlers, not part of the plan.
 """
@@ -38,8 +36,9 @@ from typing import Any
 import pytest
 
 from webhook.api import constants as c
-from webhook.api.multikueue import ORIGIN_LABEL
+from webhook.api.multikueue import ORIGIN_LABEL, PREEMPTION_GATE
 from webhook.config.types import MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
+from webhook.worker import preemption_gates
 from webhook.worker.admissionchecks import provisioning
 from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.integrations.multikueue import job as mkjob
@@ -49,6 +48,7 @@ ORIGIN = "multikueue"  # upstream's defaultOrigin
 TIMEOUT = timedelta(minutes=5)  # upstream's defaultWorkerLostTimeout
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 EARLIER = NOW - timedelta(seconds=1)
+MUCH_EARLIER = NOW - timedelta(hours=1)
 JOB_GVK = "batch/v1, Kind=Job"
 CONTROLLERS = {"ac1": c.MULTIKUEUE_CONTROLLER}
 CONTEXT = g.GroupContext(
@@ -151,6 +151,18 @@ class W:
         self.wl["spec"]["podSets"] = [_pod_set(name)]
         return self
 
+    def mk_gate(self, position: str | None = None, at: datetime = NOW) -> W:
+        """`PreemptionGates(MultiKueuePreemptionGate)`, with its `PreemptionGateStates` entry at `position`."""
+        self.wl["spec"]["preemptionGates"] = [{"name": PREEMPTION_GATE}]
+        if position is not None:
+            state = {"name": PREEMPTION_GATE, "position": position, "lastTransitionTime": _stamp(at)}
+            self._status()["preemptionGates"] = [state]
+        return self
+
+    def blocked(self, at: datetime) -> W:
+        """The worker's `BlockedOnPreemptionGates=True` signal, since `at`."""
+        return self.cond("BlockedOnPreemptionGates", "PreemptionGated", "Preemption gate closed", at=at)
+
     def priority(self, name: str, value: int) -> W:
         self.wl["spec"]["priorityClassRef"] = {"group": c.GROUP, "kind": "WorkloadPriorityClass", "name": name}
         self.wl["spec"]["priority"] = value
@@ -221,6 +233,7 @@ class World:
     deleted: bool = False
     dispatcher: str = MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
     elastic: bool = False
+    orchestrated_preemption: bool = False
     create_fails: frozenset[str] = frozenset()
     events: list[tuple[str, str]] = field(default_factory=list)
     admitted: list[str] = field(default_factory=list)
@@ -245,6 +258,7 @@ class World:
             dispatcher=self.dispatcher,
             elastic_enabled=self.elastic,
             deleted=self.deleted,
+            orchestrated_preemption=self.orchestrated_preemption,
         )
 
     def remotes(self) -> dict[str, Obj | None]:
@@ -281,6 +295,10 @@ class World:
                         {"type": "DeactivationTarget", "status": "True", "reason": g.EVICTED_ON_MANAGER_CLUSTER}
                     )
                     conds[-1]["message"] = message
+                case g.OpenRemotePreemptionGate(cluster=cluster):
+                    remote = self.workloads[cluster]
+                    assert remote is not None
+                    preemption_gates.open_gate(remote.setdefault("status", {}), remote, PREEMPTION_GATE, NOW)
                 case g.SyncJob(cluster=cluster):
                     if not self._sync_job(cluster):
                         return
@@ -366,6 +384,7 @@ class Case:
     worker2_create_fails: bool = False
     deleted: bool = False
     elastic: bool = False
+    orchestrated_preemption: bool = False
     want_local: Obj | None = None
     want_job: Obj | None = None
     want_worker1: Obj | None = None
@@ -390,6 +409,7 @@ class Case:
             lost_since={name: t for name, t in lost.items() if t is not None},
             deleted=self.deleted,
             elastic=self.elastic,
+            orchestrated_preemption=self.orchestrated_preemption,
             create_fails=frozenset({"worker2"}) if self.worker2_create_fails else frozenset(),
         )
 
@@ -415,6 +435,28 @@ def _elastic() -> W:
 
 
 ELASTIC_READY = _elastic().check(READY, ADMITTED_ON_1).reserve().cluster("worker1")
+
+
+def _gated(worker1: W, worker2: W, *, opened: str | None = None, requeue: timedelta | None = TIMEOUT) -> Case:
+    """A pending Workload already copied to both workers with gate MultiKueueOrchestratedPreemption on:
+    the manager opens the gate of `opened` (None: neither), nothing else changes."""
+    want = {"worker1": worker1.clone(), "worker2": worker2.clone()}
+    if opened is not None:
+        want[opened].mk_gate("Open")
+    return Case(
+        orchestrated_preemption=True,
+        local=PENDING_RESERVED.obj(),
+        job=MANAGED_JOB,
+        worker1=worker1.obj(),
+        second_worker=True,
+        worker2=worker2.obj(),
+        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
+        want_job=MANAGED_JOB,
+        want_worker1=want["worker1"].obj(),
+        want_worker2=want["worker2"].obj(),
+        want_requeue=requeue,
+    )
+
 
 CASES: dict[str, Case] = {
     "deleted regular workload is removed from the cache": Case(
@@ -796,6 +838,37 @@ CASES: dict[str, Case] = {
         .cluster("worker1")
         .obj(),
         want_job=MANAGED_JOB,
+    ),
+    # gate MultiKueueOrchestratedPreemption
+    "creating remote workloads with preemption gates": Case(
+        orchestrated_preemption=True,
+        local=PENDING_RESERVED.obj(),
+        job=MANAGED_JOB,
+        second_worker=True,
+        want_local=_job_wl().check(PENDING).reserve().nominated("worker1", "worker2").obj(),
+        want_job=MANAGED_JOB,
+        want_worker1=W().origin().mk_gate().obj(),
+        want_worker2=W().origin().mk_gate().obj(),
+    ),
+    "opening preemption gate for first workload requiring preemption": _gated(
+        W().origin().mk_gate("Closed").blocked(NOW),
+        W().origin().mk_gate("Closed").blocked(EARLIER),
+        opened="worker2",
+    ),
+    "opening preemption gate for the second workload requiring preemption if timeout elapsed": _gated(
+        W().origin().mk_gate("Open", MUCH_EARLIER),
+        W().origin().mk_gate("Closed").blocked(EARLIER),
+        opened="worker2",
+    ),
+    "not opening preemption gate for the second workload if timeout did not elapse": _gated(
+        W().origin().mk_gate("Open", NOW),
+        W().origin().mk_gate("Closed").blocked(EARLIER),
+        requeue=TIMEOUT,  # the 5 minutes since worker1's gate opened
+    ),
+    "not opening preemption gate for the second workload if timeout elapsed but it does not require preemption": _gated(
+        W().origin().mk_gate("Open", MUCH_EARLIER),
+        W().origin().mk_gate("Closed"),
+        requeue=None,
     ),
 }
 

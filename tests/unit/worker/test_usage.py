@@ -309,3 +309,27 @@ def test_an_idle_cluster_writes_its_watermark_rarely_and_each_period_end():
     clock.at(HOUR + 110)
     acc.flush()
     assert cpu_seconds(kube)["usage-20250101-010000"] == 2000 * 10
+
+
+def test_finished_reservations_are_forgotten_once_written_and_never_counted_again():
+    """A flush costs what is open or recently ended, not every finished Workload kept in the cluster:
+    once a record's watermark passes a finish, the reservation is dropped; the Workload's later events
+    (an unrelated status update, its deletion) bring it back ended before the watermark, adding nothing."""
+    kube, clock = FakeKube(), Clock(5)
+    acc = accountant(kube, clock)
+    acc.load()
+    wls = [running(f"w{i}", 10) for i in range(50)]
+    for wl in wls:
+        acc.on_event("workloads", "ADDED", wl)
+    clock.at(100)
+    for wl in wls:
+        acc.on_event("workloads", "MODIFIED", finished(wl, 40))
+    acc.flush()
+    expected = {"usage-20250101-000000": 50 * 2000 * 30}
+    assert cpu_seconds(kube) == expected
+    clock.at(200)
+    for wl in wls:
+        acc.on_event("workloads", "MODIFIED", finished(wl, 40))
+    acc.on_event("workloads", "DELETED", finished(wls[0], 40))
+    acc.flush()
+    assert cpu_seconds(kube) == expected

@@ -4,6 +4,7 @@ retries that keep their items, and a clean stop."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -215,4 +216,107 @@ def test_busy_while_a_key_is_queued_or_handled_not_while_it_waits_out_a_retry() 
     release.set()
     wait_until(lambda: not q.busy(["flaky"]))  # its retry waits in the delay heap
     assert calls == ["flaky"]
+    stop.set()
+
+
+def _series(controller: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The worker /metrics samples of `controller`'s queue, as a scrape parses them."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from webhook.metrics import WORKER_REGISTRY
+
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(generate_latest(WORKER_REGISTRY).decode())
+        for s in family.samples
+        if s.name.startswith("workqueue_") and s.labels.get("name") == controller
+    }
+
+
+def _value(controller: str, name: str, **labels: str) -> float | None:
+    key = (name, tuple(sorted({"name": controller, "controller": controller, **labels}.items())))
+    return _series(controller).get(key)
+
+
+def test_series_are_controller_runtimes_per_controller() -> None:
+    """controller-runtime's seven families (`pkg/internal/metrics/workqueue.go`): labelled `name` and
+    `controller` with the controller's name, `priority` on the depth; upstream's buckets. The depth
+    appears with the first add, the others with the queue."""
+    stop = threading.Event()
+    q: WorkQueue[int] = WorkQueue("workloads", lambda key, items: None, stop=stop, controller="wq_series_test")
+    assert _series("wq_series_test") == {}  # a queue not started (a standby's) reports nothing
+    q.start()
+    names = {name for name, _ in _series("wq_series_test")}
+    assert names == {
+        "workqueue_adds_total",
+        "workqueue_retries_total",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        *(f"workqueue_{h}_duration_seconds_{part}" for h in ("queue", "work") for part in ("bucket", "sum", "count")),
+    }
+    from prometheus_client import generate_latest
+
+    from webhook.metrics import WORKER_REGISTRY
+
+    # As Go prints ExponentialBuckets(10e-9, 10, 12): the products are not rounded.
+    text = generate_latest(WORKER_REGISTRY).decode()
+    bounds = re.findall(r'workqueue_queue_duration_seconds_bucket\{controller="wq_series_test",le="([^"]+)"', text)
+    assert bounds == [
+        *("1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05", "0.001", "0.01", "0.1"),
+        *("1.0", "10.0", "100.0", "1000.0", "+Inf"),
+    ]
+    q.add("a")
+    wait_until(lambda: _value("wq_series_test", "workqueue_queue_duration_seconds_count") == 1)
+    assert _value("wq_series_test", "workqueue_depth", priority="0") == 0
+    stop.set()
+
+
+def test_depth_adds_durations_and_retries_move_with_the_queue() -> None:
+    stop = threading.Event()
+    release = threading.Event()
+    c = "wq_moves_test"
+    q: WorkQueue[int] = WorkQueue("t", lambda key, items: release.wait(5), workers=1, stop=stop, controller=c)
+    for key in ("a", "b", "c"):
+        q.add(key, 1)
+    q.add("a", 2)  # merged into the queued key: not an add
+    q.start()  # the keys queued before count as added now
+    assert _value(c, "workqueue_adds_total") == 3
+    wait_until(lambda: _value(c, "workqueue_depth", priority="0") == 2)  # "a" taken, its handler blocked
+    q.add("d")
+    assert _value(c, "workqueue_depth", priority="0") == 3
+    assert _value(c, "workqueue_adds_total") == 4
+    time.sleep(0.05)
+    assert (_value(c, "workqueue_longest_running_processor_seconds") or 0) >= 0.05
+    assert (_value(c, "workqueue_unfinished_work_seconds") or 0) >= 0.05
+    assert _value(c, "workqueue_queue_duration_seconds_count") == 1
+    release.set()
+    wait_until(lambda: _value(c, "workqueue_work_duration_seconds_count") == 4)
+    assert _value(c, "workqueue_depth", priority="0") == 0
+    assert _value(c, "workqueue_longest_running_processor_seconds") == 0
+    q.add_after("e", 0.05)  # a delayed add is a retry, and an add when it falls due
+    assert _value(c, "workqueue_retries_total") == 1
+    wait_until(lambda: _value(c, "workqueue_adds_total") == 5)
+    stop.set()
+
+
+def test_queues_of_one_controller_add_up() -> None:
+    """Our retention queue is part of upstream's workload controller: one set of series for both."""
+    stop = threading.Event()
+    c = "wq_shared_test"
+    release = threading.Event()
+    queues = [WorkQueue[int](n, lambda key, items: release.wait(5), stop=stop, controller=c) for n in ("x", "y")]
+    for q in queues:
+        q.start()
+    queues[0].add("a")
+    queues[1].add("a")
+    queues[1].add("b")
+    wait_until(lambda: _value(c, "workqueue_depth", priority="0") == 1)  # one key of each in a handler
+    assert _value(c, "workqueue_adds_total") == 3
+    time.sleep(0.05)
+    unfinished, longest = (
+        _value(c, f"workqueue_{n}") or 0 for n in ("unfinished_work_seconds", "longest_running_processor_seconds")
+    )
+    assert unfinished >= 2 * 0.05 and longest >= 0.05 and unfinished > longest
+    release.set()
     stop.set()

@@ -115,14 +115,6 @@ def pod_label_selector(obj: Obj, kind: ray.Kind) -> str:
     return f"{ray.RAY_CLUSTER_LABEL}={cluster}" if cluster else ""
 
 
-def _topology_request(template: Obj) -> dict[str, Any] | None:
-    """`NewPodSetTopologyRequest(meta).Build()` with no pod index label: None when the template asks
-    for no topology."""
-    req = podset.topology_request((template.get("metadata") or {}).get("annotations") or {}, pod_index_label="")
-    req.pop("podIndexLabel", None)
-    return req or None
-
-
 def pod_sets(obj: Obj, kind: ray.Kind, *, tas: bool = False) -> list[dict[str, Any]]:
     """`PodSets` (`webhook.api.ray.pod_sets`); with the TopologyAwareScheduling gate, each
     template's topology request. Raises ValueError with Go's message for a podSet that cannot be
@@ -130,7 +122,7 @@ def pod_sets(obj: Obj, kind: ray.Kind, *, tas: bool = False) -> list[dict[str, A
     out = ray.pod_sets(obj, kind)
     if tas:
         for ps in out:
-            req = _topology_request(ps["template"])
+            req = podset.template_topology_request(ps["template"])
             if req is not None:
                 ps["topologyRequest"] = req
     return out

@@ -32,6 +32,7 @@ __all__ = [
     "same_pod_sets",
     "sanitize_env",
     "template_patch",
+    "template_topology_request",
     "topology_request",
     "write_info",
 ]
@@ -163,6 +164,14 @@ def template_patch(template: Obj, info: PodSetInfo) -> dict[str, Any] | None:
             patch["spec"][key] = copy.deepcopy(want_list) or None
     out = {section: body for section, body in patch.items() if body}
     return out or None
+
+
+def template_topology_request(template: Obj) -> dict[str, Any] | None:
+    """`NewPodSetTopologyRequest(meta).Build()` with no pod index label (KubeRay's and Spark's pods
+    have none): None when the template asks for no topology. Raises ValueError with Go's message."""
+    req = topology_request((template.get("metadata") or {}).get("annotations") or {}, pod_index_label="")
+    req.pop("podIndexLabel", None)
+    return req or None
 
 
 def write_info(template: dict[str, Any], info: PodSetInfo) -> None:

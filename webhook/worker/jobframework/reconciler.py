@@ -42,6 +42,7 @@ __all__ = [
     "Watch",
     "end_plan",
     "execute_plan",
+    "queue_controller",
 ]
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,13 @@ class OwnedJobs:
         )
 
 
+def queue_controller(integration: Integration) -> str:
+    """The name upstream's controller for this kind has, which its work queue's series carry:
+    controller-runtime's default for `For(kind)`, the lowercased kind; the pod integration's is
+    `Named("v1_pod")` (`pkg/controller/jobs/pod/pod_controller.go`)."""
+    return "v1_pod" if integration.kind == "Pod" and integration.api_version == "v1" else integration.kind.lower()
+
+
 class GenericJobReconciler:
     """The reconciler of one integration: its work queue, its `JobSource` planning one key, and
     the `JobExecutor` carrying the plan's actions out. `requeue_after(key, seconds)` asks for a
@@ -148,7 +156,11 @@ class GenericJobReconciler:
         self.integration = integration
         self.source = source
         self.queue: WorkQueue[object] = WorkQueue(
-            integration.resource, self.reconcile, workers=workers, stop=stop or threading.Event()
+            integration.resource,
+            self.reconcile,
+            workers=workers,
+            stop=stop or threading.Event(),
+            controller=queue_controller(integration),
         )
         self.requeue_after = requeue_after if requeue_after is not None else self.queue.add_after
         self.ungater = elastic.Ungater(kube, clock=clock)
@@ -282,7 +294,9 @@ class SelfWatchingReconciler(abc.ABC):
         self.stop = stop
         self.clock = clock
         self.executor = JobExecutor(kube, store, config, recorder, self._integration, clock=clock)
-        self.queue: WorkQueue[object] = WorkQueue(self._queue_name, self.reconcile, workers=workers, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            self._queue_name, self.reconcile, workers=workers, stop=stop, controller=queue_controller(self._integration)
+        )
 
     def start(self) -> None:
         """One informer thread per watch, then the workers."""

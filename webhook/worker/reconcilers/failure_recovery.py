@@ -124,7 +124,9 @@ class FailureRecovery:
     def __init__(self, kube: k.Kube, recorder: events.Recorder, *, stop: threading.Event) -> None:
         self.kube = kube
         self.events = recorder
-        self.queue: WorkQueue[object] = WorkQueue("failure-recovery", self.reconcile, workers=1, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "failure-recovery", self.reconcile, workers=1, stop=stop, controller="pod_termination_controller"
+        )
         self._lock = threading.Lock()
         self._pods: dict[str, Mapping[str, Any]] = {}
         self._nodes: dict[str, Mapping[str, Any]] = {}

@@ -5,9 +5,9 @@ keeps the MultiKueueClusters' and the checks' `Active` conditions, and carries o
 Three work queues, as upstream's three reconcilers:
 
 * `mk-cluster` (MultiKueueClusters): load the kubeconfig (`kubeconfig.load_client_config`, from the
-  Secrets of Kueue's namespace), connect or reconnect the `RemoteCluster` with the backoff of
+  Secrets of Kueue's namespace, or its ClusterProfiles with gate MultiKueueClusterProfile), connect or reconnect the `RemoteCluster` with the backoff of
   `connection.ConnectionState`, write `Active` only when its status, reason or message change.
-  Queued on the cluster's events, its Secret's, and a lost connection.
+  Queued on the cluster's events, its Secret's or ClusterProfile's, and a lost connection.
 * `mk-admissioncheck` (AdmissionChecks of this controller): `checks.active_condition`. Queued on
   the check's events, its MultiKueueConfig's and its clusters' `Active` changes.
 * `mk-workload` (Workloads with a MultiKueue check): read the remote copies from the connected
@@ -49,7 +49,7 @@ from webhook.api import objects as o
 from webhook.api.integrations import Framework
 from webhook.api.objects import Obj
 from webhook.config import Configuration, Feature
-from webhook.worker import events, workload_writes
+from webhook.worker import events, preemption_gates, workload_writes
 from webhook.worker.admissionchecks import parameters
 from webhook.worker.admissionchecks.multikueue import checks, connection, dispatch, quota
 from webhook.worker.admissionchecks.multikueue import group as g
@@ -65,6 +65,7 @@ from webhook.worker.workqueue import Retry, WorkQueue
 __all__ = [
     "CLUSTERS",
     "CLUSTER_EVENT_SOURCE",
+    "CLUSTER_PROFILES",
     "CONFIGS",
     "QUOTA_RESYNC_S",
     "SECRETS",
@@ -79,6 +80,7 @@ log = logging.getLogger(__name__)
 
 CLUSTERS = "multikueueclusters"
 CONFIGS = "multikueueconfigs"
+CLUSTER_PROFILES = "clusterprofiles"  # multicluster.x-k8s.io (`mk.CLUSTER_PROFILE_API_VERSION`)
 SECRETS = "secrets"
 UPDATES_BATCH_S = 1.0
 QUOTA_RESYNC_S = 5.0
@@ -146,6 +148,11 @@ class Settings:
     MultiKueueIncrementalDispatcherConfig only)."""
     respect_order: bool = True
     """Gate MultiKueueIncrementalDispatcherRespectConfigOrder: nominate in the config's order, not by name."""
+    cluster_profile: bool = False
+    """Gate MultiKueueClusterProfile: `clusterProfileRef` sources are read from Kueue's namespace."""
+    orchestrated_preemption: bool = False
+    """Gate MultiKueueOrchestratedPreemption: remote copies carry our preemption gate, opened one
+    worker at a time."""
 
     @classmethod
     def from_config(cls, config: Configuration) -> Settings:
@@ -162,6 +169,8 @@ class Settings:
             quota_automation=config.feature_enabled(Feature.MULTI_KUEUE_MANAGER_QUOTA_AUTOMATION),
             step_size=_step_size(config),
             respect_order=config.feature_enabled(Feature.MULTI_KUEUE_INCREMENTAL_DISPATCHER_RESPECT_CONFIG_ORDER),
+            cluster_profile=config.feature_enabled(Feature.MULTI_KUEUE_CLUSTER_PROFILE),
+            orchestrated_preemption=config.feature_enabled(Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION),
         )
 
 
@@ -217,11 +226,21 @@ class MultiKueueController:
         self._generations: dict[str, object] = {}  # MultiKueueCluster name -> generation last seen
         self._configs_seen: dict[str, tuple[str, ...]] = {}  # MultiKueueConfig name -> spec.clusters last seen
         # A connection attempt may wait for its lists a while: other clusters are not held up by it.
-        self.clusters: WorkQueue[object] = WorkQueue("mk-cluster", self.reconcile_cluster, workers=4, stop=stop)
-        self.checks: WorkQueue[object] = WorkQueue("mk-admissioncheck", self.reconcile_check, stop=stop)
-        self.workloads: WorkQueue[object] = WorkQueue("mk-workload", self.reconcile_workload, workers=2, stop=stop)
-        self.cluster_queues: WorkQueue[object] = WorkQueue("mk-clusterqueue", self.reconcile_cluster_queue, stop=stop)
-        self.dispatches: WorkQueue[object] = WorkQueue("mk-dispatcher", self.reconcile_dispatch, stop=stop)
+        self.clusters: WorkQueue[object] = WorkQueue(
+            "mk-cluster", self.reconcile_cluster, workers=4, stop=stop, controller="multikueue_cluster"
+        )
+        self.checks: WorkQueue[object] = WorkQueue(
+            "mk-admissioncheck", self.reconcile_check, stop=stop, controller="multikueue_admissioncheck"
+        )
+        self.workloads: WorkQueue[object] = WorkQueue(
+            "mk-workload", self.reconcile_workload, workers=2, stop=stop, controller="multikueue_workload"
+        )
+        self.cluster_queues: WorkQueue[object] = WorkQueue(
+            "mk-clusterqueue", self.reconcile_cluster_queue, stop=stop, controller="multikueue_clusterqueue"
+        )
+        self.dispatches: WorkQueue[object] = WorkQueue(
+            "mk-dispatcher", self.reconcile_dispatch, stop=stop, controller="multikueue_incremental_dispatcher"
+        )
         self._rounds: dict[str, datetime] = {}  # Workload key -> start of its incremental dispatch round
         self._cq_generations: dict[str, object] = {}  # ClusterQueue name -> generation last seen
         self._stop = stop
@@ -271,6 +290,11 @@ class MultiKueueController:
                     ref.get("locationType", mk.LocationType.SECRET) == mk.LocationType.SECRET
                     and ref.get("location") == name
                 ):
+                    self.clusters.add(o.name(cluster))
+        elif kind == CLUSTER_PROFILES and o.namespace(obj) == self.settings.namespace:
+            # `clusterProfileHandler`: the clusters naming this profile.
+            for cluster in self.store.list(CLUSTERS):
+                if ((_spec(cluster).get("clusterSource") or {}).get("clusterProfileRef") or {}).get("name") == name:
                     self.clusters.add(o.name(cluster))
         elif kind == CONFIGS:
             self._queue_cluster_queues()
@@ -386,8 +410,17 @@ class MultiKueueController:
                 log.info("worker cluster removed", extra={"object": name, "kind": "MultiKueueCluster"})
             return
         secrets = {o.name(s): s for s in self.store.list(SECRETS, self.settings.namespace)}
+        profiles = (
+            {o.name(p): p for p in self.store.list(CLUSTER_PROFILES, self.settings.namespace)}
+            if self.settings.cluster_profile
+            else None
+        )
         loaded = load_client_config(
-            cluster, secrets, path_validation=self.settings.path_validation, read_file=self.read_file
+            cluster,
+            secrets,
+            path_validation=self.settings.path_validation,
+            read_file=self.read_file,
+            cluster_profiles=profiles,
         )
         if isinstance(loaded, LoadError):
             with self._lock:
@@ -697,6 +730,7 @@ class MultiKueueController:
             dispatcher=self.settings.dispatcher,
             elastic_enabled=self.settings.elastic,
             deleted=deleted,
+            orchestrated_preemption=self.settings.orchestrated_preemption,
         )
         plan = g.plan_group(wl, remotes, ctx)
         _Run(self, wl, adapter, local_job, owner.name, kubes).run(plan)
@@ -832,6 +866,11 @@ class _Run:
                 log.info("remote workload spec updated", extra={"object": o.key(self.wl), "cluster": cluster})
             case g.SetRemoteDeactivation(cluster=cluster, workload=remote, message=message):
                 self._deactivate(cluster, remote, message)
+            case g.OpenRemotePreemptionGate(cluster=cluster, workload=remote):
+                status = copy.deepcopy(dict(remote.get("status") or {}))
+                preemption_gates.open_gate(status, remote, mk.PREEMPTION_GATE, self.ctl.now())
+                self.kubes[cluster].replace(workload_writes.path(remote) + "/status", {**remote, "status": status})
+                log.info("remote preemption gate opened", extra={"object": o.key(self.wl), "cluster": cluster})
             case g.SyncJob(cluster=cluster):
                 self.deferred = self._sync_job(cluster) or self.deferred
             case g.Finish(reason=reason, message=message):

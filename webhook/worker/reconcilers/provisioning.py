@@ -71,8 +71,12 @@ class ProvisioningController:
         self._served = False  # once served, the API stays (a removed CRD shows as failed writes)
         self._next_probe = 0.0
         self.probe_s = probe_s
-        self.workloads: WorkQueue[object] = WorkQueue("provisioning-workload", self.reconcile_workload, stop=stop)
-        self.checks: WorkQueue[object] = WorkQueue("provisioning-admissioncheck", self.reconcile_check, stop=stop)
+        self.workloads: WorkQueue[object] = WorkQueue(
+            "provisioning-workload", self.reconcile_workload, stop=stop, controller="provisioning_workload"
+        )
+        self.checks: WorkQueue[object] = WorkQueue(
+            "provisioning-admissioncheck", self.reconcile_check, stop=stop, controller="provisioning_admissioncheck"
+        )
 
     def start(self) -> None:
         self.workloads.start()

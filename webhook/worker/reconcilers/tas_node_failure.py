@@ -303,7 +303,9 @@ class NodeFailureController:
         self.gates = gates
         self.on_evicted = on_evicted
         self.clock = clock
-        self.queue: WorkQueue[object] = WorkQueue("tas-node-failure", self.reconcile, workers=1, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "tas-node-failure", self.reconcile, workers=1, stop=stop, controller="tas_node_controller"
+        )
         self._lock = threading.Lock()
         self._nodes: dict[str, Obj] = {}
         # Pods per node they are bound to or sent to by their hostname nodeSelector, and the reverse.

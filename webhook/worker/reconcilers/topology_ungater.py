@@ -335,7 +335,9 @@ class TopologyUngater:
         self.group_name_annotation = group_name_annotation  # WorkloadIdentifierAnnotations
         self.clock = clock
         self.expectations = Expectations()
-        self.queue: WorkQueue[object] = WorkQueue("tas-topology-ungater", self.reconcile, workers=2, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "tas-topology-ungater", self.reconcile, workers=2, stop=stop, controller="tas_topology_ungater"
+        )
         self._lock = threading.Lock()
         # (namespace, workload slice name) -> pod key -> pod
         self._pods: dict[tuple[str, str], dict[str, Obj]] = {}

@@ -9,6 +9,7 @@ look at the time the step names (`pkg/controller/core/workload_controller.go` re
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import threading
@@ -26,7 +27,7 @@ from webhook.core.admission_checks import reset_on_eviction, workload_step
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
 from webhook.core.pods_ready import Policy, StepKind, WorkloadStep
 from webhook.core.workload import parse_time
-from webhook.worker import events, workload_writes
+from webhook.worker import events, preemption_gates, workload_writes
 from webhook.worker.status import (
     count_eviction,
     remove_condition,
@@ -139,6 +140,7 @@ class WorkloadReconciler:
         self.store = store
         self.policy = policy(config)
         self.concurrent_admission = config.feature_enabled(Feature.CONCURRENT_ADMISSION)
+        self.orchestrated_preemption = config.feature_enabled(Feature.MULTI_KUEUE_ORCHESTRATED_PREEMPTION)
         self.finish_orphaned = config.feature_enabled(Feature.FINISH_ORPHANED_WORKLOADS)
         self.granular_reasons = config.feature_enabled(Feature.UNADMITTED_WORKLOADS_OBSERVABILITY)
         self.dra = dra_settings
@@ -148,7 +150,9 @@ class WorkloadReconciler:
         self.on_evicted = on_evicted  # (key, cluster_queue, reason, workload, underlying_cause): eviction metrics
         # (workload, seconds since reservation, now): admission metrics once the last check is Ready
         self.on_admitted = on_admitted
-        self.queue: WorkQueue[object] = WorkQueue("workloads", self.reconcile, workers=2, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "workloads", self.reconcile, workers=2, stop=stop, controller="workload_controller"
+        )
         self._rechecks: dict[str, datetime] = {}
         self._lock = threading.Lock()
 
@@ -202,6 +206,8 @@ class WorkloadReconciler:
             if not self.finish_orphaned or o.is_deleting(wl):
                 return
             wl = self.store.get("workloads", key) or wl
+        if self.orchestrated_preemption:
+            wl = self._sync_preemption_gates(wl, now)
         jitter = random.random()
         cq = cluster_queue_for(self.store, wl, concurrent_admission=self.concurrent_admission)
         if cq is not None and cq.concurrent_admission is not None and not ca.is_variant(wl) and not ca.is_parent(wl):
@@ -269,6 +275,21 @@ class WorkloadReconciler:
             if cq_name:  # upstream reports (event, metrics) only evictions of workloads holding an admission
                 self.on_evicted(key, cq_name, done.reason, written, done.underlying_cause)
                 self.events.emit(written, "Normal", done.event_reason, done.message, CONTROLLER_NAME)
+
+    def _sync_preemption_gates(self, wl: dict[str, Any], now: datetime) -> dict[str, Any]:
+        """`syncPreemptionGateStates` (gate MultiKueueOrchestratedPreemption): each gate of the spec has a
+        state, Closed when new; the Workload as written (or as it was when nothing changed)."""
+        if not preemption_gates.sync_gate_states(copy.deepcopy(dict(wl.get("status") or {})), wl, now):
+            return wl
+
+        def mutate(status: dict[str, Any], obj: Mapping[str, Any]) -> None:
+            preemption_gates.sync_gate_states(status, obj, now)
+
+        try:
+            written = update_status(self.kube, self.store, "workloads", workload_writes.path(wl), mutate)
+        except k.Conflict as exc:
+            raise Retry(0.2, "workload changed") from exc
+        return written or wl
 
     def _devices(self, key: str, wl: Mapping[str, Any]) -> dra.Outcome | None:
         """The DRA step's findings from the stored ResourceClaimTemplates and DeviceClasses."""

@@ -477,6 +477,45 @@ def test_load_client_config(obj: dict[str, Any], secrets: dict[str, Any], want: 
     assert load.load_client_config(obj, secrets, path_validation=False, read_file=_no_file) == want
 
 
+_PROFILE_REF = {"spec": {"clusterSource": {"clusterProfileRef": {"name": "worker1"}}}}
+
+
+# upstream's TestUpdateConfig ClusterProfile cases (multikueuecluster_test.go) without a test access
+# provider: with none configured (`NoOpClusterProfileAccessProvider`) a found profile gives no client. The
+# missing profile's text is the cached client's, as the multikueue/sequential e2e suite asserts it.
+@pytest.mark.parametrize(
+    ("profiles", "want"),
+    [
+        pytest.param(
+            None,
+            load.LoadError(
+                mk.ClusterReason.CLUSTER_PROFILE_FEATURE_DISABLED, "MultiKueueClusterProfile feature gate is disabled"
+            ),
+            id="feature gate disabled",
+        ),
+        pytest.param(
+            {"worker2": {"metadata": {"name": "worker2"}}},
+            load.LoadError(
+                mk.ClusterReason.BAD_CLUSTER_PROFILE,
+                'ClusterProfile.multicluster.x-k8s.io "worker1" not found',
+                not_found=True,
+            ),
+            id="missing cluster profile",
+        ),
+        pytest.param(
+            {"worker1": {"metadata": {"name": "worker1"}}},
+            load.LoadError(mk.ClusterReason.BAD_CLUSTER_PROFILE, "no access provider configured"),
+            id="no access provider configured",
+        ),
+    ],
+)
+def test_load_client_config_from_a_cluster_profile(profiles: dict[str, Any] | None, want: object) -> None:
+    got = load.load_client_config(
+        _PROFILE_REF, {}, path_validation=False, read_file=_no_file, cluster_profiles=profiles
+    )
+    assert got == want
+
+
 def test_load_client_config_from_a_path(tmp_path: Path) -> None:
     """A Path location is read under the prefix with validation on, anywhere with it off; a file
     that cannot be read is `BadKubeConfig` with Go's `open` error."""

@@ -12,9 +12,10 @@ the check lookup on (`GetMultiKueueAdmissionCheck`, the adapter and managed-by r
 `updateACS`), `reconcileGroup` steps 1-6 and 8 with `nominateAndSynchronizeWorkers` for the
 AllAtOnce and external dispatchers, `syncAdmittingRemoteState`, `cloneForCreate`,
 `isRemoteSpecOutOfSync` and `bestMatchByCondition`, plus `workload.PriorityChanged`,
-`workload.ShouldSkipClusterNomination` and `api.TruncateConditionMessage`.
-Not planned here: step 7 (gate MultiKueueOrchestratedPreemption, refused by our configuration) and
-the component workloads of multi-workload adapters (LeaderWorkerSet has no MultiKueue adapter yet).
+`workload.ShouldSkipClusterNomination` and `api.TruncateConditionMessage`; step 7 (gate
+MultiKueueOrchestratedPreemption) with `workloadToOpenPreemptionGate`.
+Not planned here: the component workloads of multi-workload adapters (LeaderWorkerSet has no
+MultiKueue adapter yet).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from webhook.api import constants as c
 from webhook.api import multikueue
 from webhook.api import objects as o
 from webhook.api.objects import Obj
+from webhook.worker import preemption_gates
 from webhook.worker.jobframework import workload_slices
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "Finish",
     "GroupContext",
     "GroupPlan",
+    "OpenRemotePreemptionGate",
     "Owner",
     "RemoveRemote",
     "ReportAdmitted",
@@ -55,6 +58,7 @@ __all__ = [
     "UpdateRemoteSpec",
     "best_match_by_condition",
     "clone_for_create",
+    "gate_to_open",
     "multikueue_check",
     "nominate",
     "plan_group",
@@ -124,6 +128,15 @@ class SetRemoteDeactivation:
     cluster: str
     workload: Obj
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRemotePreemptionGate:
+    """Open our preemption gate on the remote Workload `workload` (a status update): that worker may
+    now preempt for it."""
+
+    cluster: str
+    workload: Obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +214,7 @@ Step = (
     | CreateClone
     | UpdateRemoteSpec
     | SetRemoteDeactivation
+    | OpenRemotePreemptionGate
     | SyncJob
     | SetCheck
     | SetClusterName
@@ -259,6 +273,8 @@ class GroupContext:
     """Gate ElasticJobsViaWorkloadSlices."""
     deleted: bool = False
     """The Workload is gone or being deleted (read from the deleted-Workload cache)."""
+    orchestrated_preemption: bool = False
+    """Gate MultiKueueOrchestratedPreemption."""
 
 
 # == helpers ==========================================================================================
@@ -385,19 +401,24 @@ def priority_changed(old: Obj, new: Obj) -> bool:
     return int((old.get("spec") or {}).get("priority") or 0) != int((new.get("spec") or {}).get("priority") or 0)
 
 
-def clone_for_create(local: Obj, origin: str) -> dict[str, Any]:
+def clone_for_create(local: Obj, origin: str, *, preemption_gated: bool = False) -> dict[str, Any]:
     """`cloneForCreate`: name, namespace, labels (less `job-uid`, plus the origin) and annotations
-    of the local Workload (no owners, no finalizers), and a copy of its spec."""
+    of the local Workload (no owners, no finalizers), and a copy of its spec. `preemption_gated` (gate
+    MultiKueueOrchestratedPreemption, a nominated copy): the copy's preemption gates are ours alone,
+    each side keeps its own."""
     labels = {k: v for k, v in o.labels(local).items() if k != c.JOB_UID_LABEL}
     labels[multikueue.ORIGIN_LABEL] = origin
     meta: dict[str, Any] = {"name": o.name(local), "namespace": o.namespace(local), "labels": labels}
     if o.annotations(local):
         meta["annotations"] = dict(o.annotations(local))
+    spec = copy.deepcopy(dict(local.get("spec") or {}))
+    if preemption_gated:
+        spec["preemptionGates"] = [{"name": multikueue.PREEMPTION_GATE}]
     return {
         "apiVersion": str(local.get("apiVersion") or c.V1BETA2),
         "kind": "Workload",
         "metadata": meta,
-        "spec": copy.deepcopy(dict(local.get("spec") or {})),
+        "spec": spec,
     }
 
 
@@ -474,7 +495,7 @@ def plan_group(local: Obj, remotes: Mapping[str, Obj | None], ctx: GroupContext)
 
 
 def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None], acs: Obj, ctx: GroupContext) -> None:
-    """`reconcileGroup`, steps 1-6 and 8; `remotes` follows the removals as upstream's group does."""
+    """`reconcileGroup`, steps 1-8; `remotes` follows the removals as upstream's group does."""
     elastic = _is_elastic(local, ctx)
     finished, reserved = o.is_finished(local), o.has_quota_reservation(local)
     state = acs.get("state")
@@ -547,6 +568,11 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
                     spec.pop(key, None)
             update = True
         if update:
+            if ctx.orchestrated_preemption:  # the worker manages the remote's gates
+                gates = (remote.get("spec") or {}).get("preemptionGates")
+                spec.pop("preemptionGates", None)
+                if gates is not None:
+                    spec["preemptionGates"] = copy.deepcopy(gates)
             plan.add(UpdateRemoteSpec(cluster, {**copy.deepcopy(dict(remote)), "spec": spec}))
             continue
         plan.add(RemoveRemote(cluster, remote))
@@ -561,10 +587,51 @@ def _reconcile_group(plan: GroupPlan, local: Obj, remotes: dict[str, Obj | None]
         _converge(plan, local, remotes, acs, admitted[1], ctx)
         return
 
+    # 7. Let one worker preempt for it: the one that asked first, another only 5 minutes later.
+    if ctx.orchestrated_preemption:
+        to_open, wait = gate_to_open(remotes, ctx.now)
+        if to_open is not None:
+            plan.add(OpenRemotePreemptionGate(to_open, remotes[to_open] or {}))
+        if wait:
+            plan.add(RequeueAfter(wait))
+
     # 8. Nominate workers while the check is Pending and no worker has been chosen.
     if state != c.CHECK_STATE_PENDING or (not elastic and _status(local).get("clusterName") is not None):
         return
     nominate(plan, local, remotes, ctx)
+
+
+def gate_to_open(remotes: Mapping[str, Obj | None], now: datetime) -> tuple[str | None, timedelta]:
+    """`workloadToOpenPreemptionGate`: the worker whose copy signalled the need to preempt first
+    (the oldest `BlockedOnPreemptionGates=True`) among those whose gate is still closed, and when to
+    look again. While the latest gate opened less than `SINGLE_CLUSTER_PREEMPTION_TIMEOUT_S` ago, none
+    (only the wait). Workers are visited by name; the earliest signal wins, the first name on a tie."""
+    timeout = timedelta(seconds=multikueue.SINGLE_CLUSTER_PREEMPTION_TIMEOUT_S)
+    last_opened: datetime | None = None
+    oldest: datetime | None = None
+    candidate: str | None = None
+    for cluster in sorted(remotes):
+        remote = remotes[cluster]
+        if remote is None:
+            continue
+        gate = preemption_gates.gate_state(remote, multikueue.PREEMPTION_GATE)
+        if gate is not None and gate.get("position") == preemption_gates.OPEN:
+            opened = _time(gate.get("lastTransitionTime"))
+            if last_opened is None or opened > last_opened:
+                last_opened = opened
+            continue
+        signal = o.find_condition(remote, c.WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
+        if signal is None or signal.get("status") != "True":
+            continue
+        since = _time(signal.get("lastTransitionTime"))
+        if oldest is None or since < oldest:
+            candidate, oldest = cluster, since
+    if candidate is None:
+        return None, timedelta(0)
+    left = timeout - (now - last_opened) if last_opened is not None else timedelta(0)
+    if last_opened is not None and left > timedelta(0):
+        return None, left
+    return candidate, timeout
 
 
 def _deactivating_for_manager_eviction(local: Obj, remote: Obj) -> bool:
@@ -672,7 +739,8 @@ def nominate(plan: GroupPlan, local: Obj, remotes: Mapping[str, Obj | None], ctx
         remote = remotes[cluster]
         if cluster in nominated:
             if remote is None:
-                plan.add(CreateClone(cluster, clone_for_create(local, ctx.origin)))
+                gated = ctx.orchestrated_preemption and not (_is_elastic(local, ctx) and _cluster_name(local))
+                plan.add(CreateClone(cluster, clone_for_create(local, ctx.origin, preemption_gated=gated)))
         elif remote is not None:
             plan.add(RemoveRemote(cluster, remote))
     if missing:

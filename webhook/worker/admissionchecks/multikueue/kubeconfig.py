@@ -2,14 +2,18 @@
 
 `load_client_config` reads `spec.clusterSource`: a Secret in Kueue's namespace (key `kubeconfig`),
 a file (`locationType: Path`, under /etc/multikueue/kubeconfigs when gate
-MultiKueueKubeConfigPathValidation is on), or a ClusterProfile, refused while gate
-MultiKueueClusterProfile is off (we keep it off). The result is the document to build the remote
-client from, or the reason and message of the cluster's `Active=False` condition. The Secrets are
-passed in and the file is read through `read_file`, so the decision stays testable from dicts.
+MultiKueueKubeConfigPathValidation is on), or a ClusterProfile (multicluster.x-k8s.io/v1alpha1)
+of Kueue's namespace, refused while gate MultiKueueClusterProfile is off. A ClusterProfile gives
+access only through an access provider's credential plugin, which we do not run (the
+Configuration refuses `multiKueue.clusterProfile` providers), so a found profile always ends as
+upstream's `NoOpClusterProfileAccessProvider` ends: `no access provider configured`. The result is
+the document to build the remote client from, or the reason and message of the cluster's
+`Active=False` condition. The Secrets and ClusterProfiles are passed in and the file is read
+through `read_file`, so the decision stays testable from dicts.
 
 Mirrors upstream v0.19.2 `clustersReconciler.loadClientConfig`, `getKubeConfig`,
-`getKubeConfigFromSecret`, `getKubeConfigFromPath` and `validateKubeConfigPath`
-(`pkg/controller/admissionchecks/multikueue/multikueuecluster.go`); the document rules are
+`getKubeConfigFromSecret`, `getKubeConfigFromPath`, `validateKubeConfigPath` and
+`getRestConfigFromClusterProfile` (`pkg/controller/admissionchecks/multikueue/multikueuecluster.go`); the document rules are
 `webhook.api.kubeconfig.validate_kubeconfig`.
 """
 
@@ -38,6 +42,8 @@ __all__ = [
 ]
 
 _NOT_UNDER_PREFIX = "kubeconfig path is not under the allowed prefix"
+#: `NoOpClusterProfileAccessProvider.BuildConfigFromCP`: no provider, so no client for any profile.
+NO_ACCESS_PROVIDER = "no access provider configured"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +147,23 @@ def _path_kubeconfig(
         return LoadError(mk.ClusterReason.BAD_KUBECONFIG, _os_error("open", exc))
 
 
+def _cluster_profile(ref: Mapping[str, Any], profiles: Mapping[str, Obj], *, enabled: bool) -> LoadError:
+    """`loadClientConfig`'s ClusterProfile branch without an access provider. The missing profile's
+    message is the cached client's NotFound (its kind, not its resource, as the e2e suite sees it)."""
+    if not enabled:
+        return LoadError(
+            mk.ClusterReason.CLUSTER_PROFILE_FEATURE_DISABLED, "MultiKueueClusterProfile feature gate is disabled"
+        )
+    name = str(ref.get("name") or "")
+    if name not in profiles:
+        return LoadError(
+            mk.ClusterReason.BAD_CLUSTER_PROFILE,
+            f'{mk.CLUSTER_PROFILE_KIND}.{mk.CLUSTER_PROFILE_GROUP} "{name}" not found',
+            not_found=True,
+        )
+    return LoadError(mk.ClusterReason.BAD_CLUSTER_PROFILE, NO_ACCESS_PROVIDER)
+
+
 def load_client_config(
     cluster: Obj,
     secrets: Mapping[str, Obj],
@@ -148,17 +171,19 @@ def load_client_config(
     path_validation: bool,
     read_file: Callable[[str], bytes],
     prefix: str = mk.KUBECONFIG_PATH_PREFIX,
+    cluster_profiles: Mapping[str, Obj] | None = None,
 ) -> ClientConfig | LoadError:
     """The kubeconfig a MultiKueueCluster points at, validated (`loadClientConfig`).
 
     `secrets` holds the Secrets of Kueue's namespace by name; `path_validation` is gate
-    MultiKueueKubeConfigPathValidation (off: any path is read, and the reconciler warns).
+    MultiKueueKubeConfigPathValidation (off: any path is read, and the reconciler warns);
+    `cluster_profiles` the ClusterProfiles of Kueue's namespace by name, None while gate
+    MultiKueueClusterProfile is off.
     """
     source = (cluster.get("spec") or {}).get("clusterSource") or {}
     if source.get("clusterProfileRef") is not None:
-        return LoadError(
-            mk.ClusterReason.CLUSTER_PROFILE_FEATURE_DISABLED, "MultiKueueClusterProfile feature gate is disabled"
-        )
+        profiles = cluster_profiles or {}
+        return _cluster_profile(source["clusterProfileRef"], profiles, enabled=cluster_profiles is not None)
     ref = source.get("kubeConfig")
     if ref is None:
         return LoadError(mk.ClusterReason.BAD_KUBECONFIG, "kubeconfig reference is nil")

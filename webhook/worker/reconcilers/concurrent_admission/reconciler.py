@@ -25,7 +25,7 @@ from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.core import concurrent_admission as ca
 from webhook.core.model import ClusterQueueSpec, parse_cluster_queue
-from webhook.worker import events, workload_writes
+from webhook.worker import events, preemption_gates, workload_writes
 from webhook.worker.jobframework import actions as ja
 from webhook.worker.reconcilers.concurrent_admission.plan import VariantAction, plan
 from webhook.worker.status import (
@@ -95,7 +95,9 @@ class VariantReconciler:
         self.short_names = short_names
         self.clock = clock
         self.executor = VariantExecutor(kube, store, recorder)
-        self.queue: WorkQueue[object] = WorkQueue("variants", self.reconcile, workers=2, stop=stop)
+        self.queue: WorkQueue[object] = WorkQueue(
+            "variants", self.reconcile, workers=2, stop=stop, controller="concurrent-admission-controller"
+        )
 
     def start(self) -> None:
         self.queue.start()
@@ -285,7 +287,7 @@ class VariantExecutor:
 
     def _do_open_gate(self, parent: Obj, act: ja.OpenPreemptionGate, now: datetime) -> None:
         wl = _workload(act)
-        if self._status(wl, lambda status, obj: _open_gate(status, obj, act.gate, now)) is None:
+        if self._status(wl, lambda status, obj: preemption_gates.open_gate(status, obj, act.gate, now)) is None:
             return
         self._log("preemption gate opened", "open_gate", wl, parent)
         self._emit(wl, act.reason, act.message)
@@ -334,16 +336,3 @@ def _admit(status: dict[str, Any], act: ja.AdmitWorkload, now: datetime, generat
     set_condition(
         status, {"type": _W.ADMITTED, "status": "True", "reason": act.reason, "message": act.message}, now, generation
     )
-
-
-def _open_gate(status: dict[str, Any], obj: Obj, gate: str, now: datetime) -> None:
-    """`OpenPreemptionGate` for `gate`, if the spec lists it."""
-    if not any(g.get("name") == gate for g in (obj.get("spec") or {}).get("preemptionGates") or ()):
-        return
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    gates: list[dict[str, Any]] = status.setdefault("preemptionGates", [])
-    for g in gates:
-        if g.get("name") == gate:
-            g.update(position="Open", lastTransitionTime=stamp)
-            return
-    gates.append({"name": gate, "position": "Open", "lastTransitionTime": stamp})
