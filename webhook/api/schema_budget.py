@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from webhook.api import schema_types as t
 from webhook.api.schema_usage import API_VERSION, GROUP, VERSION, group_crd
 
 __all__ = ["API_VERSION", "CONTROLLER_NAME", "GROUP", "KIND", "PATH", "PLURAL", "VERSION", "crd"]
@@ -36,11 +37,6 @@ PATH = f"/apis/{API_VERSION}/{PLURAL}"
 # The admission check controller a ClusterQueue's AdmissionCheck names to have its Workloads checked.
 CONTROLLER_NAME = f"{GROUP}/budget"
 
-_QUANTITY: dict[str, Any] = {
-    "anyOf": [{"type": "integer"}, {"type": "string"}],
-    "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
-    "x-kubernetes-int-or-string": True,
-}
 _DECIMAL = {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?$"}
 _DURATION = {"type": "string", "pattern": r"^P(\d+W)?(\d+D)?(T(\d+H)?(\d+M)?(\d+S)?)?$", "maxLength": 64}
 _NAME = {"type": "string", "minLength": 1, "maxLength": 253}
@@ -96,7 +92,7 @@ def _spec() -> dict[str, Any]:
                     "resourceHours": {
                         "type": "object",
                         "description": "Per resource (any flavor): a quantity of it held for one hour.",
-                        "additionalProperties": _QUANTITY,
+                        "additionalProperties": t.quantity(),
                     },
                     "cost": {**_DECIMAL, "description": "In the currency of spec.prices."},
                 },
@@ -144,20 +140,7 @@ def _status() -> dict[str, Any]:
                     },
                 },
             },
-            "conditions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["type", "status"],
-                    "properties": {
-                        "type": {"type": "string"},
-                        "status": {"type": "string"},
-                        "reason": {"type": "string"},
-                        "message": {"type": "string"},
-                        "lastTransitionTime": time,
-                    },
-                },
-            },
+            "conditions": t.conditions("Valid: whether the spec is in force.", max_items=8),
         },
     }
 
