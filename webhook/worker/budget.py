@@ -129,6 +129,8 @@ class BudgetController:
                 return
             except k.KubeError as exc:
                 log.warning("budget pass failed", extra={"kind": "Budget", "error": str(exc)})
+            except Exception:  # a bug must not silently stop every budget check for good
+                log.exception("budget pass failed", extra={"kind": "Budget"})
             self.stop.wait(0.2)  # a burst of events makes one pass, not one each
 
     # == one pass =================================================================================
@@ -244,7 +246,9 @@ class BudgetController:
             return False
         self._message_at[key] = now
         if not same_state:
-            log.info("budget check", extra={"object": key, "kind": "Workload", "decision": state, "message": message})
+            log.info(
+                "budget check", extra={"object": key, "kind": "Workload", "decision": state, "check_message": message}
+            )
         return written is not None
 
     def _activate(self, name: str) -> None:

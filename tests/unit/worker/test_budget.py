@@ -170,3 +170,14 @@ def test_gauges():
         assert abs(remaining.value - (1 - 0.1 - 840 / 3600)) < 1e-9
     finally:
         metrics.BUDGETS.use(None)
+
+
+def test_a_decision_is_logged(caplog):
+    """The log record of a changed check carries its message (a field named `message` would make
+    the logging module raise, which once killed the controller's thread)."""
+    w = World()
+    w.workload("a", 0, admitted=False, state=c.CHECK_STATE_PENDING)
+    with caplog.at_level("INFO", logger="webhook.worker.budget"):
+        w.controller.run_pass()
+    record = next(r for r in caplog.records if r.getMessage() == "budget check")
+    assert record.decision == c.CHECK_STATE_READY and record.check_message.startswith('budget "team"')
