@@ -26,6 +26,7 @@ from webhook.core.tas.types import (
     Options,
     PodSetRequest,
     SliceConstraint,
+    Toleration,
     TopologyAssignment,
     TopologyRequest,
     domain_id,
@@ -262,9 +263,6 @@ class Placer:
         required_domain: str,
     ) -> None:
         tree = self.tree
-        for dom in tree.all_domains():
-            dom.clear_state()
-            dom.affinity_score = 0
         self.stats = stats = nodes.ExclusionStats()
         requests = dict(workers.requests)
         requests[PODS] = requests.get(PODS, 0) + 1
@@ -282,32 +280,24 @@ class Placer:
         )
         # Counts per capacity object of leaves nothing is loaded on (most leaves of a large cluster).
         pristine: dict[int, tuple[int, str, int, int]] = {}
+        last_capacity: dict[str, int] | None = None
+        last_counts = (0, "", 0, 0)
+        stats.total_nodes = len(tree.leaves)
+        filtered = filter_nodes or bool(required_domain)
         for leaf in tree.leaves.values():
-            stats.total_nodes += 1
-            if filter_nodes and leaf.node is not None:
-                taint = nodes.untolerated_taint(leaf.node.taints, tolerations)
-                if taint is not None:
-                    stats.taints[str(taint)] = stats.taints.get(str(taint), 0) + 1
-                    continue
-                if any(leaf.node.labels.get(k) != v for k, v in workers.node_selector.items()):
-                    stats.node_selector += 1
-                    continue
-                if workers.required_affinity is not None and not nodes.matches_affinity(
-                    workers.required_affinity, leaf.node
-                ):
-                    stats.affinity += 1
-                    continue
-                if self.options.respect_preferred_affinity:
-                    leaf.affinity_score = nodes.affinity_score(workers.preferred_affinity, leaf.node)
-            if required_domain and not (
-                (full := domain_id(leaf.level_values)) == required_domain or full.startswith(required_domain + ",")
-            ):
-                stats.topology_domain += 1
+            # The leaves' state of the last run (the domains above are all rewritten by the roll-up).
+            leaf.slice_count = leaf.slice_count_with_leader = leaf.affinity_score = 0
+            if filtered and self._left_out(leaf, workers, tolerations, filter_nodes, required_domain):
+                leaf.pod_count = leaf.pod_count_with_leader = leaf.leader_count = 0
                 continue
-            if leaf.free is leaf.capacity and (simulate_empty or not leaf.tas_usage) and leaf.id not in assumed:
-                counts = pristine.get(id(leaf.capacity))
-                if counts is None:
-                    counts = pristine[id(leaf.capacity)] = _leaf_counts(requests, leader_requests, dict(leaf.capacity))
+            capacity = leaf.capacity
+            if leaf.free is capacity and (simulate_empty or not leaf.tas_usage) and leaf.id not in assumed:
+                if capacity is not last_capacity:
+                    counts = pristine.get(id(capacity))
+                    if counts is None:
+                        counts = pristine[id(capacity)] = _leaf_counts(requests, leader_requests, dict(capacity))
+                    last_capacity, last_counts = capacity, counts
+                counts = last_counts
             else:
                 remaining = leaf.remaining(simulate_empty)
                 for r, v in assumed.get(leaf.id, {}).items():
@@ -317,6 +307,40 @@ class Placer:
             if leaf.pod_count == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
         tree.fill_in_all_counts(p.slice_size, p.slice_level, p.slice_size_at_level, p.leader_count > 0)
+
+    def _left_out(
+        self,
+        leaf: Domain,
+        workers: PodSetRequest,
+        tolerations: Sequence[Toleration],
+        filter_nodes: bool,
+        required_domain: str,
+    ) -> bool:
+        """Whether the leaf's node is filtered out as kube-scheduler would (untolerated taint, node
+        selector, required affinity) or lies outside `required_domain`, counted in `self.stats`;
+        scores a kept node's preferred affinity."""
+        stats = self.stats
+        if filter_nodes and leaf.node is not None:
+            taint = nodes.untolerated_taint(leaf.node.taints, tolerations)
+            if taint is not None:
+                stats.taints[str(taint)] = stats.taints.get(str(taint), 0) + 1
+                return True
+            if any(leaf.node.labels.get(k) != v for k, v in workers.node_selector.items()):
+                stats.node_selector += 1
+                return True
+            if workers.required_affinity is not None and not nodes.matches_affinity(
+                workers.required_affinity, leaf.node
+            ):
+                stats.affinity += 1
+                return True
+            if self.options.respect_preferred_affinity:
+                leaf.affinity_score = nodes.affinity_score(workers.preferred_affinity, leaf.node)
+        if required_domain and not (
+            (full := domain_id(leaf.level_values)) == required_domain or full.startswith(required_domain + ",")
+        ):
+            stats.topology_domain += 1
+            return True
+        return False
 
     # -- phase 2 ----------------------------------------------------------------------------------
     def _find_level_with_fit_domains(self, level: int, p: Params) -> tuple[int, list[Domain], str]:

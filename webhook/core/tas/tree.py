@@ -112,7 +112,6 @@ class Tree:
             for d in level.values():
                 d.children.sort(key=lambda c: c.level_values)
         self.roots = sorted(self.per_level[0].values(), key=lambda d: d.level_values) if levels else []
-        self.domains: list[Domain] = [d for level in self.per_level for d in level.values()]
         # Leaves of equal capacity share one dict, so a run counts how many pods fit it once.
         interned: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         for leaf in self.leaves.values():
@@ -147,9 +146,6 @@ class Tree:
             self._link(parent)
         dom.parent = parent
         parent.children.append(dom)
-
-    def all_domains(self) -> list[Domain]:
-        return self.domains
 
     def level_index(self, key: str) -> int | None:
         try:
@@ -211,8 +207,14 @@ class Tree:
         self, slice_size: int, slice_level: int, slice_size_at_level: Mapping[int, int] | None, leader_required: bool
     ) -> None:
         """`fill_in_counts` for the whole tree, level by level from the leaves up: the same counts
-        without a call per domain, which matters at thousands of nodes."""
-        for level in range(len(self.levels) - 1, -1, -1):
+        without a call per domain, which matters at thousands of nodes. The leaves' own counts are
+        set, and their slice counts zeroed, by the caller (`Placer._fill_in_counts`)."""
+        last = len(self.levels) - 1
+        if slice_level == last:
+            for leaf in self.leaves.values():
+                leaf.slice_count = leaf.pod_count // slice_size
+                leaf.slice_count_with_leader = leaf.pod_count_with_leader // slice_size
+        for level in range(last - 1, -1, -1):
             at_slice, inner = level == slice_level, (slice_size_at_level or {}).get(level + 1)
             for dom in self.per_level[level].values():
                 _roll_up(dom, slice_size, at_slice, inner, leader_required)
