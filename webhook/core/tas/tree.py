@@ -217,7 +217,26 @@ class Tree:
         for level in range(last - 1, -1, -1):
             at_slice, inner = level == slice_level, (slice_size_at_level or {}).get(level + 1)
             for dom in self.per_level[level].values():
-                _roll_up(dom, slice_size, at_slice, inner, leader_required)
+                if leader_required:
+                    _roll_up(dom, slice_size, at_slice, inner, leader_required)
+                else:
+                    _roll_up_without_leader(dom, slice_size, at_slice, inner)
+
+
+def _roll_up_without_leader(dom: Domain, slice_size: int, at_slice_level: bool, inner: int | None) -> None:
+    """`_roll_up` of a domain with children when no leader is placed: every count "with leader"
+    then equals its plain count (so does every leaf's, see `_leaf_counts`), and no leader counts."""
+    pods = slices = affinity = 0
+    for child in dom.children:
+        pods += child.pod_count if inner is None else child.pod_count // inner * inner
+        slices += child.slice_count
+        affinity += child.affinity_score
+    if at_slice_level:
+        slices = pods // slice_size
+    dom.pod_count = dom.pod_count_with_leader = pods
+    dom.slice_count = dom.slice_count_with_leader = slices
+    dom.leader_count = 0
+    dom.affinity_score = affinity
 
 
 def _roll_up(dom: Domain, slice_size: int, at_slice_level: bool, inner: int | None, leader_required: bool) -> None:
