@@ -88,20 +88,27 @@ def _slice_only(tr: TopologyRequest | None) -> bool:
     return tr is not None and tr.required is None and tr.preferred is None and bool(tr.slices)
 
 
+# A leaf's pods, limiting resource, leaders, pods beside a leader, slices, slices beside a leader.
+LeafCounts = tuple[int, str, int, int, int, int]
+
+
 def _leaf_counts(
-    requests: Mapping[str, int], leader_requests: Mapping[str, int] | None, remaining: dict[str, int]
-) -> tuple[int, str, int, int]:
+    requests: Mapping[str, int], leader_requests: Mapping[str, int] | None, remaining: dict[str, int], slice_size: int
+) -> LeafCounts:
     """How many worker pods fit a leaf's `remaining` (and the limiting resource), whether a leader
-    fits, and how many workers fit beside it. Consumes `remaining`."""
+    fits, how many workers fit beside it, and those counts in slices of `slice_size` (0: none
+    counted on leaves). Consumes `remaining`."""
     pod_count, limiting = count_in(requests, remaining)
-    if leader_requests is None:
-        return pod_count, limiting, 0, pod_count
-    leader_count = 0
-    if count_in(leader_requests, remaining)[0] > 0:
-        leader_count = 1
-        for r, v in leader_requests.items():
-            remaining[r] = remaining.get(r, 0) - v
-    return pod_count, limiting, leader_count, count_in(requests, remaining)[0]
+    leader_count, with_leader = 0, pod_count
+    if leader_requests is not None:
+        if count_in(leader_requests, remaining)[0] > 0:
+            leader_count = 1
+            for r, v in leader_requests.items():
+                remaining[r] = remaining.get(r, 0) - v
+        with_leader = count_in(requests, remaining)[0]
+    if not slice_size:
+        return pod_count, limiting, leader_count, with_leader, 0, 0
+    return pod_count, limiting, leader_count, with_leader, pod_count // slice_size, with_leader // slice_size
 
 
 class Placer:
@@ -279,31 +286,42 @@ class Placer:
             or self.options.respect_preferred_affinity
         )
         # Counts per capacity object of leaves nothing is loaded on (most leaves of a large cluster).
-        pristine: dict[int, tuple[int, str, int, int]] = {}
+        pristine: dict[int, LeafCounts] = {}
         last_capacity: dict[str, int] | None = None
-        last_counts = (0, "", 0, 0)
+        last_counts: LeafCounts = (0, "", 0, 0, 0, 0)
+        # Slices are counted on the leaves only when the slice level is the lowest one.
+        leaf_slice_size = p.slice_size if p.slice_level == len(tree.levels) - 1 else 0
         stats.total_nodes = len(tree.leaves)
         filtered = filter_nodes or bool(required_domain)
         for leaf in tree.leaves.values():
-            # The leaves' state of the last run (the domains above are all rewritten by the roll-up).
-            leaf.slice_count = leaf.slice_count_with_leader = leaf.affinity_score = 0
+            leaf.affinity_score = 0
             if filtered and self._left_out(leaf, workers, tolerations, filter_nodes, required_domain):
                 leaf.pod_count = leaf.pod_count_with_leader = leaf.leader_count = 0
+                leaf.slice_count = leaf.slice_count_with_leader = 0
                 continue
             capacity = leaf.capacity
             if leaf.free is capacity and (simulate_empty or not leaf.tas_usage) and leaf.id not in assumed:
                 if capacity is not last_capacity:
                     counts = pristine.get(id(capacity))
                     if counts is None:
-                        counts = pristine[id(capacity)] = _leaf_counts(requests, leader_requests, dict(capacity))
+                        counts = pristine[id(capacity)] = _leaf_counts(
+                            requests, leader_requests, dict(capacity), leaf_slice_size
+                        )
                     last_capacity, last_counts = capacity, counts
                 counts = last_counts
             else:
                 remaining = leaf.remaining(simulate_empty)
                 for r, v in assumed.get(leaf.id, {}).items():
                     remaining[r] = remaining.get(r, 0) - v
-                counts = _leaf_counts(requests, leader_requests, remaining)
-            leaf.pod_count, limiting, leaf.leader_count, leaf.pod_count_with_leader = counts
+                counts = _leaf_counts(requests, leader_requests, remaining, leaf_slice_size)
+            (
+                leaf.pod_count,
+                limiting,
+                leaf.leader_count,
+                leaf.pod_count_with_leader,
+                leaf.slice_count,
+                leaf.slice_count_with_leader,
+            ) = counts
             if leaf.pod_count == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
         tree.fill_in_all_counts(p.slice_size, p.slice_level, p.slice_size_at_level, p.leader_count > 0)

@@ -207,14 +207,9 @@ class Tree:
         self, slice_size: int, slice_level: int, slice_size_at_level: Mapping[int, int] | None, leader_required: bool
     ) -> None:
         """`fill_in_counts` for the whole tree, level by level from the leaves up: the same counts
-        without a call per domain, which matters at thousands of nodes. The leaves' own counts are
-        set, and their slice counts zeroed, by the caller (`Placer._fill_in_counts`)."""
-        last = len(self.levels) - 1
-        if slice_level == last:
-            for leaf in self.leaves.values():
-                leaf.slice_count = leaf.pod_count // slice_size
-                leaf.slice_count_with_leader = leaf.pod_count_with_leader // slice_size
-        for level in range(last - 1, -1, -1):
+        without a call per domain, which matters at thousands of nodes. The leaves' own counts, their
+        slices included, are set by the caller (`Placer._fill_in_counts`)."""
+        for level in range(len(self.levels) - 2, -1, -1):
             at_slice, inner = level == slice_level, (slice_size_at_level or {}).get(level + 1)
             for dom in self.per_level[level].values():
                 if leader_required:
