@@ -2,7 +2,7 @@
 
 Supports what the cert manager and the lookups use: GET (object or list), POST (create, 409 if
 present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch;
-`…/status` merges only the status, which stands in for a server-side apply of it) and
+`…/status` merges only the status, 409 on a stale resourceVersion when one is sent) and
 watch (blocks until `stop` is set, yielding nothing). TokenReviews and SubjectAccessReviews are
 answered, not stored: from `tokens` (token -> user info), `non_resource_grants` (user, verb, path) and
 `resource_grants` (user, verb, resource/subresource, namespace); `reviews` records what was asked.
@@ -125,6 +125,10 @@ class FakeKube:
         return copy.deepcopy(self.objects[path])
 
     def _patch_status(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A merge patch of the status, guarded when it carries a resourceVersion."""
+        sent = (body.get("metadata") or {}).get("resourceVersion")
+        if sent is not None and sent != self.objects[path]["metadata"]["resourceVersion"]:
+            raise k.Conflict(409, "the object has been modified")
         obj = copy.deepcopy(self.objects[path])
         _merge(obj.setdefault("status", {}), body.get("status") or {})
         self.put(path, obj)

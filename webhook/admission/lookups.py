@@ -26,6 +26,9 @@ __all__ = ["ClusterLookups"]
 
 log = logging.getLogger(__name__)
 
+# What readiness waits for: every cache's first list, and this server's own identity.
+_REQUIRED = frozenset({"namespaces", "localqueues", "wpcs", "clusterqueues", "admissionchecks", "identity"})
+
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
@@ -89,7 +92,8 @@ class ClusterLookups:
                 log.warning("SelfSubjectReview not served: the submitting-user annotation trusts no identity")
                 self._synced.add("identity")
                 return
-            except k.KubeError:
+            except k.KubeError as exc:
+                log.warning("SelfSubjectReview failed; asking again in 2s", extra={"error": str(exc)})
                 self._stop.wait(2.0)
                 continue
             self._identity = str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "")
@@ -111,7 +115,7 @@ class ClusterLookups:
         self._stop.set()
 
     def synced(self) -> bool:
-        return len(self._synced) == 6
+        return _REQUIRED <= self._synced
 
     def _set_namespaces(self, items: list[dict[str, Any]]) -> None:
         self._namespaces = {_key(o)[1]: (o.get("metadata") or {}).get("labels") or {} for o in items}

@@ -552,7 +552,8 @@ class AdmissionCore:
 
     def upsert_workload_info(self, wl: WorkloadInfo, now: datetime) -> WorkloadInfo:
         """As `on_workload`, for an already parsed Workload."""
-        self._status_touch(self.queues.pending.get(wl.key), wl)
+        queued = self.queues.pending.get(wl.key)
+        self._status_touch(queued, wl)
         old, reserving = self.cache.upsert_workload(wl)
         self._status_touch(old)
         if self._replaced.get(wl.key) != wl.unhealthy_nodes:
@@ -574,6 +575,12 @@ class AdmissionCore:
         if reserving or old is None:
             self._assumed_from.pop(wl.key, None)
         self.queues.upsert_workload(wl, now)
+        # A queued Workload that finishes or is deactivated requeues its ClusterQueue's inadmissible
+        # ones, forgetting its failed equivalence classes (`WorkloadReconciler.Update`, Finished or
+        # inactive → `QueueAssociatedInadmissibleWorkloadsAfter`): a pending MultiKueue copy finished
+        # as an orphan and made again under the same name is evaluated, not parked without a status.
+        if queued is not None and (wl.is_finished or not wl.active):
+            self._flush_queue_of(queued, now)
         self._qs_keys.add(wl.key)
         if self.afs is not None:
             self.afs.on_workload(wl, now)
@@ -597,11 +604,15 @@ class AdmissionCore:
         # forgets its failed equivalence classes (`WorkloadReconciler.Delete` →
         # `QueueAssociatedInadmissibleWorkloadsAfter`): a newcomer of a deleted pending Workload's class
         # (a MultiKueue copy made again) is evaluated, not parked without a status.
-        affected = [old.admission_cluster_queue] if old is not None else []
-        if pending is not None and (cq := self.queues.cluster_queue_of(pending)) is not None:
-            affected.append(cq)
-        if affected:
-            self._flush(affected, now)
+        if old is not None:
+            self._flush([old.admission_cluster_queue], now)
+        if pending is not None:
+            self._flush_queue_of(pending, now)
+
+    def _flush_queue_of(self, wl: WorkloadInfo, now: datetime) -> None:
+        """`_flush` the ClusterQueue `wl`'s LocalQueue routes to, if any."""
+        if (cq := self.queues.cluster_queue_of(wl)) is not None:
+            self._flush([cq], now)
 
     def admission_failed(self, key: WorkloadKey, now: datetime) -> None:
         """The Admit write failed: drop the assumed reservation and requeue the workload."""

@@ -8,6 +8,7 @@ Ported from upstream v0.19.2 `pkg/workload/workload_test.go` (`TestSchedulingHas
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -125,6 +126,30 @@ def test_deleting_a_pending_workload_forgets_its_class() -> None:
     core = _full_core()
     core.schedule(T0)
     assert core.queues.dump_inadmissible() == {"cq": ["ns/a1", "ns/a2", "ns/a3"]}
+    core.on_workload_deleted("ns", "a1", T0)
+    core.on_workload(make_wl("a1").created(8).request(cpu="1").obj(), T0)
+    assert "ns/a1" in core.queues.dump()["cq"]
+
+
+def _finished() -> dict[str, Any]:
+    return make_wl("a1").request(cpu="1").finished().obj()
+
+
+def _deactivated() -> dict[str, Any]:
+    obj = make_wl("a1").request(cpu="1").obj()
+    obj["spec"]["active"] = False
+    return obj
+
+
+@pytest.mark.parametrize("leaving", [_finished, _deactivated])
+def test_a_pending_workload_leaving_the_queue_forgets_its_class(leaving: Callable[[], dict[str, Any]]) -> None:
+    """`WorkloadReconciler.Update` requeues the ClusterQueue of a Workload that finishes or is
+    deactivated: MultiKueue's pending copy on a worker, finished once the manager removed its Job and
+    then made again under the same name and spec, is evaluated, not parked without a status."""
+    core = _full_core()
+    core.schedule(T0)
+    assert core.queues.dump_inadmissible() == {"cq": ["ns/a1", "ns/a2", "ns/a3"]}
+    core.on_workload(leaving(), T0)
     core.on_workload_deleted("ns", "a1", T0)
     core.on_workload(make_wl("a1").created(8).request(cpu="1").obj(), T0)
     assert "ns/a1" in core.queues.dump()["cq"]
