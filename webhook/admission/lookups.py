@@ -115,7 +115,7 @@ class ClusterLookups:
         self._stop.set()
 
     def synced(self) -> bool:
-        return _REQUIRED <= self._synced
+        return self._synced >= _REQUIRED
 
     def _set_namespaces(self, items: list[dict[str, Any]]) -> None:
         self._namespaces = {_key(o)[1]: (o.get("metadata") or {}).get("labels") or {} for o in items}
