@@ -21,6 +21,7 @@ ratio large-scale/baseline. Upstream's figure for that ratio is 1.1 (issue 36).
 
     python bench/bench_core_scale.py                      # both shapes, a tenth of their Workloads
     python bench/bench_core_scale.py --shape large-scale --profile /tmp/ls.prof
+    python bench/bench_core_scale.py --shape tas          # upstream's TAS config: 640 nodes in 10 racks
 """
 
 from __future__ import annotations
@@ -88,12 +89,91 @@ def _config(cqs: int, sets: list[Any]) -> dict[str, Any]:
     return {"cohorts": [{"className": "cohort", "queuesSets": [qs]}]}
 
 
-# upstream v0.19.2 test/performance/scheduler/configs/{baseline,large-scale}/generator.yaml:
-# (config, cohorts)
+RACK = "cloud.provider.com/topology-rack"
+TAS_LEVELS = ("cloud.provider.com/topology-block", RACK, "kubernetes.io/hostname")
+
+
+def _tas_sets() -> list[Any]:
+    """The TAS config's Workload sets: per class size, a required, a preferred and a balanced (slice)
+    rack constraint; (count, creationIntervalMs, runtimeMs, priority, request, podCount, sliceSize)."""
+    sizes = (
+        ("small", (120, 120, 110), 100, 200, 50, "500m", 2, 1),
+        ("medium", (34, 33, 33), 500, 500, 100, "1250m", 4, 2),
+        ("large", (17, 17, 16), 1200, 1000, 200, "2500m", 8, 4),
+    )
+    return [
+        {
+            "count": n,
+            "creationIntervalMs": every,
+            "workloads": [
+                {
+                    "className": f"{cls}-{constraint}-rack",
+                    "runtimeMs": runtime,
+                    "priority": prio,
+                    "request": 0,  # `objects` reads whole CPUs; the pod's request is `podRequest`
+                    "podRequest": req,
+                    "podCount": pods,
+                    "tasConstraint": constraint,
+                    "sliceSize": slice_size,
+                }
+            ],
+        }
+        for cls, counts, every, runtime, prio, req, pods, slice_size in sizes
+        for n, constraint in zip(counts, ("required", "preferred", "balanced"), strict=True)
+    ]
+
+
+# upstream v0.19.2 test/performance/scheduler/configs/{baseline,large-scale,tas}/generator.yaml:
+# (config, cohorts); tas: 1 block x 10 racks x 64 nodes of 96 CPU (`TAS_LEVELS`, `tas_objects`)
 SHAPES: dict[str, tuple[dict[str, Any], int]] = {
     "baseline": (_config(6, _sets((350, 100, 200), (100, 500, 500), (50, 1200, 1000))), 5),
     "large-scale": (_config(100, _sets((35, 60, 150), (11, 300, 350), (4, 700, 700))), 10),
+    "tas": (_config(6, _tas_sets()), 5),
 }
+
+
+def tas_objects(racks: int = 10, per_rack: int = 64) -> list[tuple[str, dict[str, Any]]]:
+    """The TAS generator's Topology, its ResourceFlavor (named as `objects`' flavor) and Ready nodes
+    (`topology_generator.go`)."""
+    objs: list[tuple[str, dict[str, Any]]] = [
+        (
+            "topology",
+            {"metadata": {"name": "default-topology"}, "spec": {"levels": [{"nodeLabel": lv} for lv in TAS_LEVELS]}},
+        ),
+        (
+            "rf",
+            {
+                "metadata": {"name": "rf"},
+                "spec": {"topologyName": "default-topology", "nodeLabels": {"tas-node-group": "tas"}},
+            },
+        ),
+    ]
+    for r in range(racks):
+        for n in range(per_rack):
+            name = f"node-b0-r{r}-n{n}"
+            labels = {"tas-node-group": "tas", TAS_LEVELS[0]: "block-0", RACK: f"rack-{r}", TAS_LEVELS[2]: name}
+            status = {
+                "allocatable": {"cpu": "96", "memory": "256Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+            objs.append(("node", {"metadata": {"name": name, "labels": labels}, "spec": {}, "status": status}))
+    return objs
+
+
+def tas_pod_set(obj: dict[str, Any], wt: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with the pod set the TAS generator builds for Workload template `wt` (generator.go)."""
+    ps = obj["spec"]["podSets"][0]
+    ps["count"] = wt["podCount"]
+    ps["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = wt["podRequest"]
+    if wt["tasConstraint"] == "required":
+        ps["topologyRequest"] = {"required": RACK}
+    elif wt["tasConstraint"] == "preferred":
+        ps["topologyRequest"] = {"preferred": RACK}
+    else:
+        ps["topologyRequest"] = {"podSetSliceRequiredTopology": RACK, "podSetSliceSize": wt["sliceSize"]}
+    return obj
+
+
 QPS = 50.0
 LATENCY = timedelta(milliseconds=20)  # a write reaching the informers
 STEP = timedelta(milliseconds=5)
@@ -134,6 +214,21 @@ class Replay:
         self.core = AdmissionCore(scheduler_config(Configuration()))
         self.reporter = MetricsReporter(Configuration())
         objs, self.wls = objects(config, cohorts=cohorts)
+        self.templates: dict[str, dict[str, Any]] = {}
+        if shape == "tas":
+            self.templates = {
+                wt["className"]: wt
+                for ws in config["cohorts"][0]["queuesSets"][0]["workloadsSets"]
+                for wt in ws["workloads"]
+            }
+            for kind, obj in tas_objects():
+                if kind == "topology":
+                    self.core.on_topology(obj, T0)
+                elif kind == "node":
+                    self.core.on_node(obj, T0)
+                else:
+                    self.core.on_resource_flavor(obj, T0)
+            objs = [(kind, obj) for kind, obj in objs if kind != "rf"]
         feed(self.core, objs)
         self.by_key = {f"{w.ns}/{w.name}": w for w in self.wls}
         self.writes = _Writes()
@@ -149,6 +244,10 @@ class Replay:
         self.queue_writes: dict[str, None] = {}
         self.queue_bucket = T0
         self.profiler: cProfile.Profile | None = None
+
+    def _pending(self, w: Any, at: datetime, evicted: bool) -> dict[str, Any]:
+        obj = pending_obj(w, at, evicted)
+        return tas_pod_set(obj, self.templates[w.cls]) if self.templates else obj
 
     def _timed(self, part: str, fn: Any, *args: Any) -> tuple[Any, float]:
         """fn(*args) and the CPU seconds it took, counted under `part`."""
@@ -206,7 +305,7 @@ class Replay:
             # The finish of the evicted run is dropped; the runner clears the reservation.
             self.events = [e for e in self.events if not (e[3] == key and e[2] == "finish")]
             heapq.heapify(self.events)
-            w.obj = pending_obj(w, at, True)
+            w.obj = self._pending(w, at, True)
             self.shown.pop(key, None)
             self.core.on_workload(w.obj, at)
 
@@ -226,7 +325,7 @@ class Replay:
             t = time.process_time()
             while ai < len(arrivals) and arrivals[ai].created + LATENCY <= now:
                 w = arrivals[ai]
-                w.obj = pending_obj(w, now, False)
+                w.obj = self._pending(w, now, False)
                 self.core.on_workload(w.obj, now)
                 ai, batch = ai + 1, True
             while self.events and self.events[0][0] <= now:
@@ -292,13 +391,13 @@ def measure(shape: str, fraction: float, profile: Path | None) -> Figures:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--shape", choices=[*SHAPES, "both"], default="both")
+    p.add_argument("--shape", choices=[*SHAPES, "both"], default="both", help="both: baseline and large-scale")
     p.add_argument(
         "--fraction", type=float, default=0.1, help="of each ClusterQueue's Workloads to replay (1: the whole config)"
     )
     p.add_argument("--profile", type=Path, help="cProfile output (with one --shape)")
     args = p.parse_args(argv)
-    shapes = list(SHAPES) if args.shape == "both" else [args.shape]
+    shapes = ["baseline", "large-scale"] if args.shape == "both" else [args.shape]
     print(
         f"{'shape':>12} {'CQs':>5} {'admitted':>8} {'cycles':>7} {'sim s':>6} {'writes':>24} "
         + " ".join(f"{x:>8}" for x in PARTS)
@@ -318,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         digest = hashlib.sha256("\n".join(fig.order).encode()).hexdigest()[:12]
         print(f"{'':>12} admission order sha256 {digest} (equal before and after a change that keeps decisions)")
-    if len(totals) == 2:
+    if {"large-scale", "baseline"} <= totals.keys():
         print(
             f"large-scale/baseline ms per admission: {totals['large-scale'] / totals['baseline']:.2f} (upstream: 1.1)"
         )

@@ -30,8 +30,8 @@ node's network namespace, so 127.0.0.1 is the API server's loopback there as wel
     its webhook answers;
   - the training-operator runs every scheme but MPI (`--enable-scheme`, as upstream's patch), the MPI
     operator its v2beta1 controller; the latter is ready once it holds its Lease;
-  - the Spark operator (spark-operator v2.5.1) does not run: its spark-submit needs a JVM Spark distribution
-    that no package registry here serves. Its SparkApplication CRD (config/crd/bases in its module, fetched
+  - the Spark operator (spark-operator v2.5.1) does not run: its spark-submit needs real containers and a Spark
+    image (kwok's pods run no process; no Spark image is assembled from Maven's jars yet). Its SparkApplication CRD (config/crd/bases in its module, fetched
     from the Go module proxy into the Go module cache) goes in, and e2e tests play the operator's part.
 A process that exits or is not ready in time fails the bring-up, naming its log.
 
@@ -140,8 +140,8 @@ class Operator:
     ready_path: str = "/readyz"  # on its health port
     #: the Lease ("namespace/name") it holds once its controllers run, when its health port says nothing of that
     lease: str | None = None
-    #: False: nothing of it runs, only its manifests go in (the Spark operator: its spark-submit needs a JVM
-    #: Spark distribution, which no package registry here serves; the tests play the operator's part)
+    #: False: nothing of it runs, only its manifests go in (the Spark operator: its spark-submit needs real
+    #: containers and a Spark image, neither of which the local stack has; the tests play the operator's part)
     process: bool = True
 
 

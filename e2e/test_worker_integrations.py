@@ -16,8 +16,8 @@ counts, KubeRay's head and workers then running on the flavor's nodes, preempted
 and admitted again, and the quota given back when the object is deleted: no Ray runs in kwok's pods, so a
 RayJob never finishes and a RayService is never Ready here.
 
-SparkApplication: the Spark operator cannot run here (spark-submit needs a JVM Spark distribution that no
-package registry serves), so only its CRD is installed and the test writes the status the operator would;
+SparkApplication: the Spark operator does not run here (spark-submit needs real containers and a Spark image;
+kwok's pods run no process), so only its CRD is installed and the test writes the status the operator would;
 suspended, admitted (the flavor in each role's node selector), preempted, admitted again and finished.
 
 Pods run on kwok (e2e/kwok-stages.yaml): a Job's pod annotated `pod-complete.stage.kwok.x-k8s.io/delay:
@@ -778,8 +778,8 @@ def test_ray_suspended_until_admitted_preempted_readmitted_and_quota_released_on
 
 
 # == SparkApplication ===================================================================================
-# The Spark operator cannot run here (its spark-submit needs a JVM Spark distribution no package registry
-# serves): its CRD is installed, and the test does the operator's part, writing the SparkApplication's status
+# The Spark operator does not run here (its spark-submit needs real containers and a Spark image; kwok's pods
+# run no process): its CRD is installed, and the test does the operator's part, writing the SparkApplication's status
 # as the operator would (RUNNING with its executors, SUSPENDED once suspended, COMPLETED at the end).
 SPARK = "sparkapplications.sparkoperator.k8s.io"
 

@@ -30,6 +30,7 @@ __all__ = [
     "ADMITTED_ACTIVE_WORKLOADS",
     "ADMITTED_UNTIL_READY_WAIT_TIME",
     "ADMITTED_WORKLOADS",
+    "BUDGETS",
     "BUILD_INFO",
     "CLUSTER_QUEUE",
     "CLUSTER_QUEUE_BORROWING_LIMIT",
@@ -107,6 +108,7 @@ __all__ = [
     "WORKQUEUE_QUEUE_DURATION",
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_WORK_DURATION",
+    "BudgetCollector",
     "CustomLabels",
     "Family",
     "QueueLoad",
@@ -987,3 +989,41 @@ def observe_wait_estimate(scored: Scored) -> None:
             WAIT_ESTIMATE_ERROR.labels(scored.cluster_queue, which).observe(abs(error))
     if scored.first_error is None:
         WAIT_ESTIMATES_UNKNOWN.labels(scored.cluster_queue).inc()
+
+
+# -- budgets (ours: `webhook.worker.budget`) ---------------------------------------------------------------
+BudgetLines = Callable[[], Iterable[tuple[tuple[str, str, str], Any, Any, Any, Any]]]
+
+
+class BudgetCollector:
+    """`pykueue_budget_{limit,spent,committed,remaining}`: each Budget line (a resource, or `cost`) in
+    resource-hours of its `unit` (cores, GiB, units) or in its currency, as the leader last computed
+    it (`core.budget`). Only the lease holder has a source."""
+
+    _DOCS = (
+        ("limit", "The Budget's limit for the period."),
+        ("spent", "Spent in the current period (UsageRecords plus what is reserved since)."),
+        ("committed", "What running Workloads will still use (their remaining runtime)."),
+        ("remaining", "Limit less spent and committed (never below zero)."),
+    )
+
+    def __init__(self) -> None:
+        self._source: BudgetLines | None = None
+
+    def use(self, source: BudgetLines | None) -> None:
+        self._source = source
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        rows = list(self._source()) if self._source is not None else []
+        for i, (what, doc) in enumerate(self._DOCS):
+            family = GaugeMetricFamily(f"pykueue_budget_{what}", doc, labels=["budget", "line", "unit", ROLE])
+            for labels, *values in rows:
+                family.add_metric([*labels, "leader"], float(values[i]))
+            yield family
+
+
+BUDGETS = BudgetCollector()
+WORKER_REGISTRY.register(BUDGETS)

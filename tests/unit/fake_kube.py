@@ -2,7 +2,7 @@
 
 Supports what the cert manager and the lookups use: GET (object or list), POST (create, 409 if
 present), PUT (409 on a stale resourceVersion; `…/status` replaces only the status), PATCH (JSON Patch incl. `test`, merge patch;
-`…/status` merges only the status, which stands in for a server-side apply of it) and
+`…/status` merges only the status, 409 on a stale resourceVersion when one is sent) and
 watch (blocks until `stop` is set, yielding nothing). TokenReviews and SubjectAccessReviews are
 answered, not stored: from `tokens` (token -> user info), `non_resource_grants` (user, verb, path) and
 `resource_grants` (user, verb, resource/subresource, namespace); `reviews` records what was asked.
@@ -56,6 +56,7 @@ class FakeKube:
         # (user, verb, resource[/subresource], namespace) a resource SubjectAccessReview allows
         self.resource_grants: set[tuple[str, str, str, str]] = set()
         self.reviews: list[Mapping[str, Any]] = []
+        self.identity = "system:serviceaccount:kueue-system:kueue-controller-manager"  # SelfSubjectReview
         for path, obj in (objects or {}).items():
             self.put(path, obj)
 
@@ -124,6 +125,10 @@ class FakeKube:
         return copy.deepcopy(self.objects[path])
 
     def _patch_status(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A merge patch of the status, guarded when it carries a resourceVersion."""
+        sent = (body.get("metadata") or {}).get("resourceVersion")
+        if sent is not None and sent != self.objects[path]["metadata"]["resourceVersion"]:
+            raise k.Conflict(409, "the object has been modified")
         obj = copy.deepcopy(self.objects[path])
         _merge(obj.setdefault("status", {}), body.get("status") or {})
         self.put(path, obj)
@@ -147,6 +152,8 @@ class FakeKube:
                 return copy.deepcopy(self.objects[path])
             if method == "POST" and body.get("kind") in ("TokenReview", "SubjectAccessReview"):
                 return self._review(body)
+            if method == "POST" and body.get("kind") == "SelfSubjectReview":
+                return {**body, "status": {"userInfo": {"username": self.identity}}}
             if method == "POST":
                 target = f"{path}/{body['metadata']['name']}"
                 if target in self.objects:

@@ -31,6 +31,7 @@ from webhook.admission import (
     cohort,
     conversion,
     resource_flavor,
+    submitter,
     workload,
 )
 from webhook.admission import review as rv
@@ -224,15 +225,24 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
             # Upstream cannot decode the object into its Go type: controller-runtime's Errored(400, err).
             return rv.errored(req.uid, 400, bad[1]), "error"
     ctx = Context(
-        config=config, lookups=lookups, operation=req.operation, sub_resource=req.sub_resource, namespace=req.namespace
+        config=config,
+        lookups=lookups,
+        operation=req.operation,
+        sub_resource=req.sub_resource,
+        namespace=req.namespace,
+        user=req.user,
     )
     module = endpoint.handler
+    # Jobs and Workloads carry who submitted them (`submitter`); queues and flavors do not.
+    submitted = endpoint.integration is not None or module is workload
     try:
         if endpoint.mutating:
             if req.operation not in endpoint.operations or req.obj is None:
                 return rv.allowed(req.uid), "allowed"
             mutated = orjson.loads(orjson.dumps(req.obj))  # several times faster than copy.deepcopy
             module.default(mutated, ctx)
+            if submitted and req.operation == "CREATE":
+                submitter.stamp(mutated, ctx, is_workload=module is workload)
             patch = rv.json_patch(req.obj, mutated)
             return rv.allowed(req.uid, patch=patch), "patched" if patch else "allowed"
         errors: list[f.FieldError]
@@ -243,6 +253,8 @@ def decide(endpoint: Endpoint, req: rv.Review, config: Configuration, lookups: L
             warnings = warn(req.obj, ctx) if warn else []
         elif req.operation == "UPDATE" and req.obj is not None and req.old_obj is not None:
             errors = module.validate_update(req.old_obj, req.obj, ctx)
+            if submitted and not req.sub_resource:
+                errors = [*errors, *submitter.validate_update(req.old_obj, req.obj, ctx)]
             warn = getattr(module, "warnings_update", None)
             warnings = warn(req.old_obj, req.obj, ctx) if warn else []
         else:

@@ -7,7 +7,7 @@ the network for anything but an owner object the cache cannot know.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,6 +51,15 @@ class Lookups(Protocol):
         None if it does not exist; raises LookupError_ on other failures."""
         ...
 
+    def own_identity(self) -> str:
+        """The username this server (and its worker) authenticates as; "" while unknown. A request from
+        it may keep or change the submitting-user annotation (`webhook.admission.submitter`)."""
+        ...
+
+    def budgets(self) -> Sequence[Mapping[str, Any]]:
+        """The Budgets (`pykueue.io`) as last watched, status included: for submit-time warnings."""
+        ...
+
     def training_runtime(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         """A TrainJob's ClusterTrainingRuntime (namespace "") or TrainingRuntime as JSON (read from the
         API: only the TrainJob webhook's topology checks need it), None if it does not exist; raises
@@ -74,6 +83,8 @@ class StaticLookups:
     training_runtimes: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
     #: AdmissionCheck name -> controllerName
     admission_checks: Mapping[str, str] = field(default_factory=dict)
+    identity: str = ""
+    budget_objects: Sequence[Mapping[str, Any]] = ()
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
         return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
@@ -105,6 +116,12 @@ class StaticLookups:
     def training_runtime(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.training_runtimes.get((kind, namespace, name))
 
+    def own_identity(self) -> str:
+        return self.identity
+
+    def budgets(self) -> Sequence[Mapping[str, Any]]:
+        return self.budget_objects
+
 
 @dataclass(frozen=True, slots=True)
 class Context:
@@ -113,3 +130,4 @@ class Context:
     operation: str = "CREATE"
     sub_resource: str = ""
     namespace: str = ""
+    user: str = ""  # the request's userInfo.username

@@ -1,5 +1,7 @@
 """Lookups for the webhook from a cluster: caches of namespaces, LocalQueues, ClusterQueues,
-WorkloadPriorityClasses and AdmissionChecks (their controller, for MultiKueue's `managedBy` default).
+WorkloadPriorityClasses and AdmissionChecks (their controller, for MultiKueue's `managedBy` default),
+and of our Budgets (their status, for submit-time warnings). The server's own username is asked once
+at start (a SelfSubjectReview): the submitting-user annotation trusts it (`admission.submitter`).
 
 Each cache is fed by one list+watch thread, so handlers answer from memory; only an owner
 object (the ancestor walk), a Workload and a TrainJob's runtime are read from the API on demand,
@@ -8,6 +10,7 @@ off the event loop.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -15,11 +18,16 @@ from typing import Any
 from webhook import kube as k
 from webhook.admission.context import LookupError_
 from webhook.api import constants as c
-from webhook.api import integrations
+from webhook.api import integrations, schema_budget
 from webhook.api import trainjob as tj
 from webhook.core import model
 
 __all__ = ["ClusterLookups"]
+
+log = logging.getLogger(__name__)
+
+# What readiness waits for: every cache's first list, and this server's own identity.
+_REQUIRED = frozenset({"namespaces", "localqueues", "wpcs", "clusterqueues", "admissionchecks", "identity"})
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -45,6 +53,8 @@ class ClusterLookups:
         self._cluster_queues: dict[str, model.ClusterQueueSpec] = {}
         self._priority_classes: set[str] = set()
         self._check_controllers: dict[str, str] = {}  # AdmissionCheck name -> spec.controllerName
+        self._budgets: dict[str, Mapping[str, Any]] = {}
+        self._identity = ""
         self._synced: set[str] = set()
         self._threads: list[threading.Thread] = []
 
@@ -55,6 +65,40 @@ class ClusterLookups:
         self._run("wpcs", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses", self._set_wpcs, self._wpc_event)
         self._run("clusterqueues", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues", self._set_cqs, self._cq_event)
         self._run("admissionchecks", "/apis/kueue.x-k8s.io/v1beta2/admissionchecks", self._set_acs, self._ac_event)
+        # Optional: without the Budget CRD there is nothing to warn about (not counted in `synced`).
+        t = threading.Thread(
+            target=k.informer,
+            args=(self._kube, schema_budget.PATH, self._set_budgets, self._budget_event),
+            kwargs={"stop": self._stop, "absent_is_empty": True},
+            name="lookup-budgets",
+            daemon=True,
+        )
+        t.start()
+        self._threads.append(t)
+        t = threading.Thread(target=self._ask_identity, name="lookup-identity", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _ask_identity(self) -> None:
+        """Who this server is, until answered: readiness waits for it, so that the worker's Workloads
+        (created under the same identity) never lose the user their job carries."""
+        while not self._stop.is_set():
+            try:
+                review = self._kube.create(
+                    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                    {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                )
+            except k.NotFound:  # a server older than Kubernetes 1.28: nobody is trusted
+                log.warning("SelfSubjectReview not served: the submitting-user annotation trusts no identity")
+                self._synced.add("identity")
+                return
+            except k.KubeError as exc:
+                log.warning("SelfSubjectReview failed; asking again in 2s", extra={"error": str(exc)})
+                self._stop.wait(2.0)
+                continue
+            self._identity = str(((review.get("status") or {}).get("userInfo") or {}).get("username") or "")
+            self._synced.add("identity")
+            return
 
     def _run(self, name: str, path: str, on_list: Any, on_event: Any) -> None:
         t = threading.Thread(
@@ -71,7 +115,7 @@ class ClusterLookups:
         self._stop.set()
 
     def synced(self) -> bool:
-        return len(self._synced) == 5
+        return self._synced >= _REQUIRED
 
     def _set_namespaces(self, items: list[dict[str, Any]]) -> None:
         self._namespaces = {_key(o)[1]: (o.get("metadata") or {}).get("labels") or {} for o in items}
@@ -115,6 +159,15 @@ class ClusterLookups:
             self._check_controllers.pop(_key(obj)[1], None)
         else:
             self._check_controllers[_key(obj)[1]] = _controller(obj)
+
+    def _set_budgets(self, items: list[dict[str, Any]]) -> None:
+        self._budgets = {_key(o)[1]: o for o in items}
+
+    def _budget_event(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._budgets.pop(_key(obj)[1], None)
+        else:
+            self._budgets[_key(obj)[1]] = obj
 
     # -- Lookups ---------------------------------------------------------------------------------
     def namespace_labels(self, namespace: str) -> Mapping[str, str]:
@@ -166,3 +219,9 @@ class ClusterLookups:
             return self._kube.get(path, timeout=5)
         except k.KubeError as exc:
             raise LookupError_(str(exc)) from None
+
+    def own_identity(self) -> str:
+        return self._identity
+
+    def budgets(self) -> list[Mapping[str, Any]]:
+        return list(self._budgets.values())

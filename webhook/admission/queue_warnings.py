@@ -8,6 +8,10 @@ without a borrowing limit could borrow an amount the webhook cannot know, so it 
 Requests are judged as quota charges them: after the Configuration's excluded prefixes and
 resource transformations (`core.quota_resources`), as the admission worker does.
 Answers come from the lookup caches only: no API call on the request path.
+
+One more, not a certainty but worth knowing at submit time: a Budget (ours, `pykueue.io`) covering
+the queue is at least `BUDGET_WARN_PERCENT` spent (its status as the leader last wrote it, committed
+runtime included): the job may wait for the budget's next period.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from collections.abc import Mapping, Sequence
 
 from webhook.admission.context import Context
 from webhook.api import quantity
-from webhook.core import model
+from webhook.core import budget, model
 from webhook.core.quota_resources import QuotaResources
 from webhook.core.resources import FlavorResource
 from webhook.core.workload import pod_requests
 
-__all__ = ["PodSetDemand", "pod_set_demand", "queue_warnings"]
+__all__ = ["BUDGET_WARN_PERCENT", "PodSetDemand", "budget_warnings", "pod_set_demand", "queue_warnings"]
+
+BUDGET_WARN_PERCENT = 90
 
 #: (pods, per-pod requests) of one pod set.
 PodSetDemand = tuple[int, Mapping[str, int]]
@@ -88,4 +94,25 @@ def queue_warnings(kind: str, namespace: str, queue: str, demand: Sequence[PodSe
     reasons = _never_fits(cq, demand)
     if reasons:
         out.append(f'the {kind} can never fit ClusterQueue "{cq_name}": ' + "; ".join(reasons))
+    return out + budget_warnings(kind, namespace, queue, cq_name, cq.cohort or "", ctx)
+
+
+def budget_warnings(kind: str, namespace: str, queue: str, cq_name: str, cohort: str, ctx: Context) -> list[str]:
+    """One warning per Budget covering the queue whose status says it is nearly spent, by name."""
+    out = []
+    for obj in sorted(ctx.lookups.budgets(), key=lambda o: str((o.get("metadata") or {}).get("name"))):
+        status = obj.get("status") or {}
+        used = status.get("usedPercent")
+        if not isinstance(used, int) or used < BUDGET_WARN_PERCENT:
+            continue
+        try:
+            bud = budget.parse_budget(obj)
+        except budget.BudgetError:
+            continue
+        if not bud.target.covers_queue(cluster_queue=cq_name, cohort=cohort, namespace=namespace, local_queue=queue):
+            continue
+        when = f"resets at {status['resetAt']}" if status.get("resetAt") else f"a rolling window of {bud.period.text}"
+        out.append(
+            f'budget "{bud.name}" ({bud.target.describe()}) is {used}% spent ({when}): the {kind} may wait for budget'
+        )
     return out

@@ -46,6 +46,7 @@ class Review:
     obj: dict[str, Any] | None
     old_obj: dict[str, Any] | None
     dry_run: bool
+    user: str = ""  # userInfo.username
 
 
 def _want(cond: bool, message: str) -> None:
@@ -94,6 +95,7 @@ def parse_review(body: bytes) -> Review:
         obj=obj,
         old_obj=old,
         dry_run=bool(req.get("dryRun", False)),
+        user=str((req.get("userInfo") if isinstance(req.get("userInfo"), dict) else {}).get("username") or ""),
     )
 
 

@@ -48,6 +48,10 @@ JOB_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 JOB_COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
 STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 ADMISSION_GATED_BY = "kueue.x-k8s.io/admission-gated-by"
+# Ours: who created a job (the AdmissionReview's userInfo.username), stamped by our mutating webhook on
+# CREATE, refused on UPDATE unless our own identity changes it; the Workload takes it from its job
+# (`webhook.admission.submitter`), and usage accounting reads it as the `user` dimension.
+SUBMITTED_BY = "pykueue.io/submitted-by"
 ELASTIC_JOB = "kueue.x-k8s.io/elastic-job"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
 # Elastic Jobs (`pkg/workloadslicing/workloadslicing.go`, `apis/kueue/v1beta2/topology_types.go`): the

@@ -57,6 +57,7 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
     "cohorts": (*_QUOTAS, "spec.fairSharing.weight", _CONSUMED),
     # Ours (`webhook.api.schema_usage`): resource-seconds and amounts held.
     "usagerecords": ("status.usage[].resourceSeconds", "status.running[].amounts.*"),
+    "budgets": ("spec.limit.resourceHours.*",),
     "localqueues": (
         "spec.fairSharing.weight",
         "status.flavorsReservation[].resources[].total",

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
+from webhook.api import schema_budget, schema_pod, schema_usage, schema_workload
 from webhook.api import schema_kinds as kinds
-from webhook.api import schema_pod, schema_usage, schema_workload
 from webhook.api import schema_types as t
 
 __all__ = [
@@ -307,7 +307,7 @@ def crd(
 def crds(
     ca_bundle: str | None = None, *, service: ServiceRef | None = None, url: str | None = None
 ) -> list[dict[str, Any]]:
-    """All Kueue CRDs, ordered by plural, then ours (`schema_usage`: group `pykueue.io`).
+    """All Kueue CRDs, ordered by plural, then ours (`schema_usage`, `schema_budget`: group `pykueue.io`).
 
     ClusterQueue, LocalQueue, Cohort and Workload convert between versions through the webhook.
     By default the API server reaches it through `DEFAULT_SERVICE` (kueue-webhook-service in
@@ -318,7 +318,11 @@ def crds(
     """
     if service is not None and url is not None:
         raise ValueError("give either service or url, not both")
-    return [*(crd(kind, ca_bundle, service=service, url=url) for kind in KINDS), schema_usage.crd()]
+    return [
+        *(crd(kind, ca_bundle, service=service, url=url) for kind in KINDS),
+        schema_usage.crd(),
+        schema_budget.crd(),
+    ]
 
 
 class _Dumper(yaml.SafeDumper):

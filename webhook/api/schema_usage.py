@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "USAGE_LABEL", "VERSION", "crd"]
+__all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "USAGE_LABEL", "VERSION", "crd", "group_crd"]
 
 GROUP = "pykueue.io"
 VERSION = "v1alpha1"
@@ -91,34 +91,40 @@ def _schema() -> dict[str, Any]:
 
 def crd() -> dict[str, Any]:
     """The CustomResourceDefinition of UsageRecord."""
-    column = [
+    columns = [
         {"name": "Start", "type": "string", "jsonPath": ".spec.periodStart", "description": "Period start"},
         {"name": "Watermark", "type": "string", "jsonPath": ".status.watermark", "description": "Counted up to"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
+    return group_crd(KIND, PLURAL, _schema(), columns, short_names=("usage",))
+
+
+def group_crd(
+    kind: str,
+    plural: str,
+    schema: dict[str, Any],
+    columns: list[dict[str, Any]],
+    *,
+    short_names: tuple[str, ...] = (),
+    status_subresource: bool = False,
+) -> dict[str, Any]:
+    """A cluster-scoped CustomResourceDefinition of our group, one served and stored version."""
+    names: dict[str, Any] = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
+    if short_names:
+        names["shortNames"] = list(short_names)
+    names["categories"] = ["pykueue"]
+    version: dict[str, Any] = {
+        "name": VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": schema},
+    }
+    if status_subresource:
+        version["subresources"] = {"status": {}}
+    version["additionalPrinterColumns"] = columns
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": KIND,
-                "listKind": f"{KIND}List",
-                "plural": PLURAL,
-                "singular": KIND.lower(),
-                "shortNames": ["usage"],
-                "categories": ["pykueue"],
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": _schema()},
-                    "additionalPrinterColumns": column,
-                }
-            ],
-        },
+        "metadata": {"name": f"{plural}.{GROUP}"},
+        "spec": {"group": GROUP, "names": names, "scope": "Cluster", "versions": [version]},
     }

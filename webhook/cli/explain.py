@@ -18,7 +18,7 @@ import yaml
 
 from webhook import config as configuration
 from webhook import kube
-from webhook.api import constants, multikueue, quantity, selector
+from webhook.api import constants, multikueue, quantity, schema_budget, selector
 from webhook.api import objects as o
 from webhook.cli.api import (
     Api,
@@ -167,7 +167,23 @@ def blockers(wl: Mapping[str, Any], state: ClusterState) -> tuple[str, list[str]
     )
     if pending_checks and workload_status(wl) == "quotaReserved":
         out.append(f"admission check(s) not ready yet: {', '.join(pending_checks)}")
+        out += _budget_blockers(wl, state)
     return cq_name, out
+
+
+def _budget_blockers(wl: Mapping[str, Any], state: ClusterState) -> list[str]:
+    """The Budgets (ours) that hold the Workload: the message of each Pending check of the
+    `pykueue.io/budget` controller names them, what is left and when it resets."""
+    budget_checks = {
+        o.meta(ac).get("name")
+        for ac in state.admission_checks
+        if (ac.get("spec") or {}).get("controllerName") == schema_budget.CONTROLLER_NAME
+    }
+    return [
+        f"held by budget (admission check {check.get('name')}): {check.get('message')}"
+        for check in (wl.get("status") or {}).get("admissionChecks") or []
+        if check.get("name") in budget_checks and check.get("state") == "Pending" and check.get("message")
+    ]
 
 
 def check_lines(wl: Mapping[str, Any]) -> list[str]:

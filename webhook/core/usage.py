@@ -81,8 +81,7 @@ class UsageKey:
     local_queue: str
     namespace: str
     priority_class: str
-    # The submitting user: empty until our webhook records it in a way users cannot forge (the
-    # dimension is in the record format already, so that records need no migration then).
+    # The submitting user (our `pykueue.io/submitted-by` annotation); empty for a Workload without it.
     user: str
     flavor: str
     resource: str
@@ -159,9 +158,10 @@ def _true_since(wl: Mapping[str, Any], ctype: str) -> int | None:
     return _seconds(cond.get("lastTransitionTime")) if cond is not None and cond.get("status") == "True" else None
 
 
-def holding_of(wl: Mapping[str, Any], *, cohort: str = "", user: str = "") -> Holding | None:
+def holding_of(wl: Mapping[str, Any], *, cohort: str = "") -> Holding | None:
     """The reservation a Workload shows (None without one): `status.admission`'s amounts from
-    QuotaReserved's time to the first of Finished's time and the deletionTimestamp."""
+    QuotaReserved's time to the first of Finished's time and the deletionTimestamp; the user is
+    who submitted it (our annotation, `webhook.admission.submitter`)."""
     admission = (wl.get("status") or {}).get("admission") or {}
     start = _true_since(wl, c.WorkloadCondition.QUOTA_RESERVED)
     if start is None or not admission.get("clusterQueue"):
@@ -169,6 +169,7 @@ def holding_of(wl: Mapping[str, Any], *, cohort: str = "", user: str = "") -> Ho
     meta, spec = wl.get("metadata") or {}, wl.get("spec") or {}
     ends = [e for e in (_true_since(wl, c.WorkloadCondition.FINISHED), _seconds(meta.get("deletionTimestamp"))) if e]
     namespace = str(meta.get("namespace") or "")
+    user = str((meta.get("annotations") or {}).get(c.SUBMITTED_BY) or "")
     amounts: dict[UsageKey, int] = {}
     for psa in admission.get("podSetAssignments") or ():
         flavors = psa.get("flavors") or {}
@@ -370,7 +371,8 @@ def aggregate(
 
 
 def unit_of(resource: str) -> tuple[str, int]:
-    """What an hour of `resource` is shown in, and how many accounted amounts make one."""
+    """What an hour of `resource` is shown and priced in (cores, GiB or units), and how many accounted
+    amounts make one (`kubectl kueue usage`, the dashboard, budgets)."""
     if quantity.is_milli_resource(resource):
         return "cores", 1000
     if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):

@@ -30,12 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.jobframework import known_owners
-from webhook.api import integrations, schema_usage
+from webhook.api import integrations, schema_budget, schema_usage
 from webhook.api import trainjob as tj
 from webhook.certmanager import conversion_crd_names
 from webhook.visibility.api import PYKUEUE_GROUP
 
 __all__ = [
+    "BUDGET_EDITOR",
+    "BUDGET_VIEWER",
     "CERT_MANAGER",
     "DASHBOARD",
     "LOCAL_QUEUE_LIMITS_VIEWER",
@@ -46,6 +48,7 @@ __all__ = [
     "VISIBILITY_AUTH",
     "WORKER",
     "Access",
+    "budget_roles",
     "local_queue_limits_role",
     "manager_access",
     "manager_rbac",
@@ -115,6 +118,14 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
         # -- the webhook server's lookups --------------------------------------------------------------
         Access("", ("namespaces",), _READ, LOOKUPS, "managedJobsNamespaceSelector needs namespace labels"),
         Access(_K, ("localqueues",), ("list", "watch"), LOOKUPS, "default LocalQueue exists?"),
+        Access(schema_budget.GROUP, (schema_budget.PLURAL,), ("list", "watch"), LOOKUPS, "budget warnings (ours)"),
+        Access(
+            "authentication.k8s.io",
+            ("selfsubjectreviews",),
+            ("create",),
+            LOOKUPS,
+            "our own username: the submitting-user annotation trusts it (ours)",
+        ),
         Access(
             _K,
             ("workloadpriorityclasses",),
@@ -228,6 +239,10 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
             ("create", "get", "list", "update"),
             WORKER,
             "usage accounting: one UsageRecord per period (ours)",
+        ),
+        Access(schema_budget.GROUP, (schema_budget.PLURAL,), _READ, WORKER, "budgets (ours)"),
+        Access(
+            schema_budget.GROUP, (f"{schema_budget.PLURAL}/status",), ("get", "update"), WORKER, "budget status (ours)"
         ),
         Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),
@@ -559,6 +574,7 @@ def user_roles() -> list[dict[str, Any]]:
         *(_pending_workloads_role(scope, labels) for scope, labels in _PENDING_WORKLOADS),
         local_queue_limits_role(),
         usage_record_viewer_role(),
+        *budget_roles(),
         metrics_reader_role(),
     ]
 
@@ -616,18 +632,32 @@ def local_queue_limits_role() -> dict[str, Any]:
 
 
 USAGE_RECORD_VIEWER = "kueue-usagerecord-viewer-role"
+BUDGET_VIEWER = "kueue-budget-viewer-role"
+BUDGET_EDITOR = "kueue-budget-editor-role"
 
 
 def usage_record_viewer_role() -> dict[str, Any]:
     """Reading the UsageRecords (ours, `pykueue.io`: `kubectl kueue usage`): cluster-wide usage of every
     team, so for batch admins only (aggregated into kueue-batch-admin-role). Nobody but the worker
     writes them: no editor role."""
+    return _group_role(USAGE_RECORD_VIEWER, "usagerecord-viewer", schema_usage.PLURAL, _READ)
+
+
+def budget_roles() -> list[dict[str, Any]]:
+    """Reading and writing Budgets (ours, `pykueue.io`): every team's limits and spend, so for batch
+    admins only (both aggregated into kueue-batch-admin-role); the worker alone writes their status."""
+    return [
+        _group_role(BUDGET_VIEWER, "budget-viewer", schema_budget.PLURAL, _READ),
+        _group_role(
+            BUDGET_EDITOR, "budget-editor", schema_budget.PLURAL, (*_READ, "create", "update", "patch", "delete")
+        ),
+    ]
+
+
+def _group_role(name: str, role: str, plural: str, verbs: Iterable[str]) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": {
-            "name": USAGE_RECORD_VIEWER,
-            "labels": {"rbac.kueue.x-k8s.io/role": "usagerecord-viewer", _ADMIN: "true"},
-        },
-        "rules": [{"apiGroups": [schema_usage.GROUP], "resources": [schema_usage.PLURAL], "verbs": list(_READ)}],
+        "metadata": {"name": name, "labels": {"rbac.kueue.x-k8s.io/role": role, _ADMIN: "true"}},
+        "rules": [{"apiGroups": [schema_usage.GROUP], "resources": [plural], "verbs": list(verbs)}],
     }

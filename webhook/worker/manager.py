@@ -38,6 +38,7 @@ Threads (all daemons; the process exits when leadership ends):
   `objectRetentionPolicies.workloads.afterFinished` set: `retention`.
 * usage accounting (one thread): resource-seconds of admitted quota written to UsageRecords at a
   bounded rate, resumed from the newest one on start (ours): `usage`.
+* the `pykueue.io/budget` admission check and the Budgets' status (one thread, ours): `budget`.
 
 The scheduler starts only when every informer has listed once, so quota held by existing
 Workloads (`status.admission`) is in the cache before anything new is admitted (as upstream's scheduler, a controller-runtime
@@ -59,6 +60,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import multikueue as mkapi
 from webhook.api import objects as o
+from webhook.api import schema_budget
 from webhook.config import Configuration, Feature
 from webhook.core import dra, pod_resources
 from webhook.core.cycle import (
@@ -71,6 +73,7 @@ from webhook.visibility.server import admission_fair_sharing_settings
 from webhook.worker import admission_checks, events, priority
 from webhook.worker import messages as msg
 from webhook.worker.admissionchecks import provisioning
+from webhook.worker.budget import BUDGETS, BudgetController
 from webhook.worker.decisions import ADMISSION_CONTROLLER, DecisionWriter, QueueRoutes
 from webhook.worker.finalizers import Finalizers
 from webhook.worker.jobframework.setup import Resource, SetupContext, wire
@@ -151,6 +154,8 @@ RESOURCES: tuple[Resource, ...] = (
     # it makes, whose API is served only where a cluster-autoscaler with ProvisioningRequests runs.
     Resource("provisioningrequestconfigs", c.V1BETA2),
     Resource(REQUESTS, provisioning.AUTOSCALING_V1, optional=True),
+    # Our Budgets (`budget`): optional, an install may predate the CRD.
+    Resource(BUDGETS, schema_budget.API_VERSION, optional=True),
 )
 
 
@@ -424,6 +429,9 @@ class Manager:
         )
         # Usage accounting: resource-seconds of admitted quota in UsageRecords (`usage`, ours).
         self.usage = UsageAccountant(kube, self.store, stop=stop)
+        # The `pykueue.io/budget` admission check and the Budgets' status (`budget`, ours); idle
+        # until an AdmissionCheck names it or a Budget exists.
+        self.budgets = BudgetController(kube, self.store, self.usage, stop=stop)
         settings = self.core.config.dra_settings
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()
@@ -442,6 +450,7 @@ class Manager:
             self.workloads,
             self.provisioning,
             self.usage,
+            self.budgets,  # after `usage`: it reads the reservations `usage` has just seen
             *(
                 r
                 for r in (self.variants, self.retention, self.topology_ungater, self.node_failures, self.multikueue)

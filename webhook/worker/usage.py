@@ -24,9 +24,11 @@ record's `running` list says what was counted: `core.usage.advance`).
 
 What cannot be known is not invented: a reservation open at the watermark whose Workload is gone
 (deleted and its finalizer removed) or admitted again by the time a new leader looks ends at the
-watermark (a warning names it). Both need the leader to die within `settle_s` of the change, as a
+watermark (a warning names it). Both need the leader to die within `pause_s` of the change, as a
 closed reservation brings the next write forward to then. Records are written at most once per
-`settle_s`, once per `flush_s` while nothing closes, and once per `IDLE_S` while nothing holds quota.
+`pause_s` (`settle_s`, longer for a large record: each write sends the whole record, so they are
+paced to `WRITE_BYTES_PER_S`), once per `flush_s` while nothing closes, and once per `IDLE_S` while
+nothing holds quota.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from webhook import kube as k
 from webhook import metrics
 from webhook.api import objects as o
@@ -46,13 +50,17 @@ from webhook.core import usage
 from webhook.core.workload import parse_time
 from webhook.worker.store import Store
 
-__all__ = ["FLUSH_S", "IDLE_S", "LAG_S", "PERIOD_S", "RECORDS", "SETTLE_S", "UsageAccountant"]
+__all__ = ["FLUSH_S", "IDLE_S", "LAG_S", "PERIOD_S", "RECORDS", "SETTLE_S", "WRITE_BYTES_PER_S", "UsageAccountant"]
 
 log = logging.getLogger(__name__)
 
 PERIOD_S = 3600  # one UsageRecord per hour: `kubectl kueue usage --since/--until` to the hour
 FLUSH_S = 10.0  # how stale the newest record may get while reservations only go on
 SETTLE_S = 1.0  # the least time between two writes; a closed reservation is written this soon
+# What the records may send the API server on average. At upstream's large-scale config (1,000
+# ClusterQueues and LocalQueues, Workloads finishing every second) a record is ~210 KB: written each
+# second, the records were two thirds of every byte we sent (bench/apiserver_cost.py); paced, ~7 s.
+WRITE_BYTES_PER_S = 32 * 1024
 # The watermark stays this far behind the clock: a condition time is stamped before its write, which
 # lands (and is watched) a moment later. What arrives later still is corrected (`core.usage.advance`).
 LAG_S = 2
@@ -97,6 +105,12 @@ class UsageAccountant:
         # The periods being written, by start, with the resourceVersion of their record (None: not created).
         self._ledgers: dict[int, tuple[usage.Ledger, str | None]] = {}
         self._archived: dict[usage.UsageKey, int] = {}  # the totals of every older record, for the metric
+        self._history: dict[int, usage.Ledger] = {}  # the older records by start, without `running` (budgets)
+        self._last_write_bytes = 0
+
+    def pause_s(self) -> float:
+        """The least time before the next write: `settle_s`, or the last record's size at `WRITE_BYTES_PER_S`."""
+        return max(self.settle_s, self._last_write_bytes / WRITE_BYTES_PER_S)
 
     # == events (informer threads) ================================================================
     def on_event(self, kind: str, etype: str, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> None:
@@ -163,14 +177,16 @@ class UsageAccountant:
                 return
             except k.KubeError as exc:
                 log.warning("usage record write failed", extra={"kind": "UsageRecord", "error": str(exc)})
-            self.stop.wait(self.settle_s)
-            self._closing.wait(max(0.0, self.flush_s - self.settle_s))
+            pause = self.pause_s()
+            self.stop.wait(pause)
+            self._closing.wait(max(0.0, self.flush_s - pause))
 
     def load(self) -> None:
         """Resume from the newest UsageRecord (or, with none yet, from the start of this period)."""
         items, _ = self.kube.list(RECORDS)
         newest: tuple[usage.Ledger, str | None] | None = None
         archived: dict[usage.UsageKey, int] = {}
+        history: dict[int, usage.Ledger] = {}
         for item in items:
             try:
                 ledger = usage.from_record(item)
@@ -180,15 +196,18 @@ class UsageAccountant:
             if newest is None or ledger.start > newest[0].start:
                 if newest is not None:
                     _merge(archived, newest[0].totals)
+                    history[newest[0].start] = replace(newest[0], running={})
                 newest = (ledger, o.meta(item).get("resourceVersion"))
             else:
                 _merge(archived, ledger.totals)
+                history[ledger.start] = replace(ledger, running={})
         if newest is None:
             start, _ = usage.period_bounds(int(self.clock()), self.period_s)
             newest = (usage.new_ledger(start, self.period_s), None)
         with self._lock:
             self._ledgers = {newest[0].start: newest}
             self._archived = archived
+            self._history = history
         ledger = newest[0]
         log.info(
             "usage accounting resumed",
@@ -247,6 +266,7 @@ class UsageAccountant:
                 return ledger, None
             log.info("usage record re-read after a conflict", extra={"kind": "UsageRecord", "object": name})
             return usage.from_record(found), o.meta(found).get("resourceVersion")
+        self._last_write_bytes = len(orjson.dumps(record))
         log.debug("usage record written", extra={"kind": "UsageRecord", "object": name, "watermark": ledger.watermark})
         return ledger, o.meta(written).get("resourceVersion")
 
@@ -259,9 +279,12 @@ class UsageAccountant:
             for start, (ledger, _) in ledgers.items():
                 if start not in kept:  # written complete: its totals join the older records'
                     _merge(self._archived, ledger.totals)
+                    self._history[start] = replace(ledger, running={})
             self._ledgers = kept
             for ident, held in list(self._closed.items()):
-                if held.end is not None and held.end <= done:
+                # Kept a period longer than written: a budget's window need not start on a period
+                # boundary, and counts its first part from the reservations (`core.budget.spent`).
+                if held.end is not None and held.end <= done - self.period_s:
                     del self._closed[ident]
             # Counted whole and in no record's `running`: a later event of the Workload brings it back
             # ended before the watermark, which `usage.advance` skips (its case 3).
@@ -269,6 +292,14 @@ class UsageAccountant:
                 if end <= done:
                     del self._ended[uid]
                     del self._current[uid]
+
+    def view(self) -> tuple[list[usage.Ledger], list[usage.Holding]]:
+        """Every period's ledger (the newest as counted so far) and every reservation known: what a
+        budget's spend is computed from (`core.budget.spent`)."""
+        with self._lock:
+            ledgers = [*self._history.values(), *(ledger for ledger, _ in self._ledgers.values())]
+            holdings = [*self._current.values(), *self._closed.values()]
+        return ledgers, holdings
 
     def totals(self) -> dict[usage.UsageKey, int]:
         """Resource-seconds per row over every record (for `pykueue_usage_resource_seconds_total`)."""

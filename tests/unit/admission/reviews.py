@@ -40,7 +40,10 @@ def review(
     operation: str | None = None,
     kind: str | None = None,
     sub_resource: str = "",
+    user: str | None = None,
 ) -> dict[str, Any]:
+    """Without `user`, the review carries no userInfo: the tests of upstream's patches then see no
+    submitting-user annotation (ours, pinned by test_submitter.py)."""
     kind = kind or obj.get("kind", "Job")
     meta = obj.get("metadata", {})
     req: dict[str, Any] = {
@@ -51,8 +54,9 @@ def review(
         "namespace": meta.get("namespace", ""),
         "name": meta.get("name", ""),
         "object": obj,
-        "userInfo": {"username": "tester"},
     }
+    if user is not None:
+        req["userInfo"] = {"username": user}
     if sub_resource:
         req["subResource"] = sub_resource
     if old is not None:

@@ -88,7 +88,6 @@ def job_review(obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> dic
         "namespace": meta["namespace"],
         "name": meta["name"],
         "object": obj,
-        "userInfo": {"username": "tester"},
     }
     if old is not None:
         request["oldObject"] = old

@@ -108,7 +108,6 @@ def mpi_review(obj: dict[str, Any], *, old: dict[str, Any] | None = None) -> dic
         "namespace": obj["metadata"]["namespace"],
         "name": obj["metadata"]["name"],
         "object": obj,
-        "userInfo": {"username": "tester"},
     }
     if old is not None:
         request["oldObject"] = old

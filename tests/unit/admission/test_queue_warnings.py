@@ -126,3 +126,46 @@ def test_warnings_reach_the_admission_review_and_never_refuse(make_driver) -> No
     response = driver.send(VALIDATE_JOB, review(a_job(cpu="2", parallelism=4)))
     assert response["allowed"] is True
     assert response["warnings"] == ['the Job can never fit ClusterQueue "cq": cpu 8 requested, at most 6 in any flavor']
+
+
+def a_budget(name: str, used: int, **target: Any) -> dict[str, Any]:
+    spec = {**target, "period": {"every": "PT60S"}, "limit": {"resourceHours": {"cpu": "1"}}}
+    status = {"usedPercent": used, "resetAt": "2026-11-28T05:01:00Z"}
+    return {"metadata": {"name": name}, "spec": spec, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("budgets", "want"),
+    [
+        pytest.param([a_budget("b", 89, clusterQueue="cq")], [], id="89%: quiet"),
+        pytest.param(
+            [a_budget("b", 90, clusterQueue="cq")],
+            ['budget "b" (ClusterQueue cq) is 90% spent (resets at 2026-11-28T05:01:00Z): the Job may wait for budget'],
+            id="90% of its ClusterQueue's",
+        ),
+        pytest.param([a_budget("b", 99, clusterQueue="other")], [], id="another queue's"),
+        pytest.param(
+            [
+                a_budget("z", 95, namespace="team-a"),
+                a_budget("a", 100, localQueue={"namespace": "team-a", "name": "main"}),
+            ],
+            [
+                'budget "a" (LocalQueue team-a/main) is 100% spent (resets at 2026-11-28T05:01:00Z): the Job may wait for budget',
+                'budget "z" (namespace team-a) is 95% spent (resets at 2026-11-28T05:01:00Z): the Job may wait for budget',
+            ],
+            id="several, by name",
+        ),
+        pytest.param(
+            [{"metadata": {"name": "bad"}, "spec": {}, "status": {"usedPercent": 100}}], [], id="invalid: quiet"
+        ),
+    ],
+)
+def test_budget_warnings(budgets, want):
+    lookups = StaticLookups(
+        namespaces=NS,
+        local_queue_targets={("team-a", "main"): "cq"},
+        cluster_queues={"cq": CQ},
+        budget_objects=budgets,
+    )
+    context = Context(config=Configuration(), lookups=lookups, namespace="team-a")
+    assert job.warnings_create(a_job(), context) == want

@@ -152,6 +152,22 @@ def test_inactive_cluster_queue_blocks_with_its_message() -> None:
     ]
 
 
+def test_blockers_name_the_budget_that_holds_a_workload() -> None:
+    s = state(FLAVOR, make_cq("cq").obj(), LQ)
+    s.admission_checks.append({"metadata": {"name": "budget"}, "spec": {"controllerName": "pykueue.io/budget"}})
+    s.admission_checks.append({"metadata": {"name": "prov"}, "spec": {"controllerName": "example.com/other"}})
+    held = 'budget "team" (ClusterQueue cq): 0 core-hours of cpu left of 1 core-hours of cpu; resets at 2026-11-28T06:00:00Z'
+    wl = make_wl("w").queue("lq").reserve("cq", psa(cpu=("default", "1")), admitted=False).obj()
+    wl["status"]["admissionChecks"] = [
+        {"name": "budget", "state": "Pending", "message": held},
+        {"name": "prov", "state": "Pending", "message": "waiting for nodes"},
+    ]
+    assert explain.blockers(wl, s)[1] == [
+        "admission check(s) not ready yet: budget, prov",
+        f"held by budget (admission check budget): {held}",
+    ]
+
+
 def test_workloads_ahead_in_queue_order() -> None:
     wls = [
         make_wl("old").created(0).obj(),

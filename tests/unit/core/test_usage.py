@@ -78,7 +78,8 @@ def test_holding_amounts_per_flavor_and_resource_with_the_workloads_dimensions()
         .obj()
     )
     wl["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
-    held = u.holding_of(wl, cohort="research", user="alice")
+    wl["metadata"]["annotations"] = {"pykueue.io/submitted-by": "alice"}
+    held = u.holding_of(wl, cohort="research")
     dims = {"cluster_queue": "cq", "cohort": "research", "local_queue": "main", "namespace": "team"}
     dims |= {"priority_class": "high", "user": "alice"}
     assert held.amounts == {
@@ -87,6 +88,11 @@ def test_holding_amounts_per_flavor_and_resource_with_the_workloads_dimensions()
         u.UsageKey(**dims, flavor="on-demand", resource="cpu"): 4000,
         u.UsageKey(**dims, flavor="h100", resource="nvidia.com/gpu"): 4,
     }
+
+
+def test_user_is_empty_without_the_submitted_by_annotation():
+    held = u.holding_of(admitted("a", 0))
+    assert {k.user for k in held.amounts} == {""}
 
 
 def test_released_at_is_the_time_quota_was_given_back():

@@ -205,8 +205,14 @@ def test_user_roles_keep_upstream_names_and_aggregation_labels():
             "kueue-metrics-reader",
             "kueue-localqueue-limits-viewer-role",
             "kueue-usagerecord-viewer-role",  # ours: batch admins read the UsageRecords
+            "kueue-budget-viewer-role",  # ours: and read and write Budgets
+            "kueue-budget-editor-role",
         ]
     )
+    for name in ("kueue-budget-viewer-role", "kueue-budget-editor-role"):
+        labels = roles[name]["metadata"]["labels"]
+        assert labels["rbac.kueue.x-k8s.io/batch-admin"] == "true" and "rbac.kueue.x-k8s.io/batch-user" not in labels
+    assert roles["kueue-budget-editor-role"]["rules"][0]["resources"] == ["budgets"]
     assert roles["kueue-usagerecord-viewer-role"]["metadata"]["labels"]["rbac.kueue.x-k8s.io/batch-admin"] == "true"
     assert "rbac.kueue.x-k8s.io/batch-user" not in roles["kueue-usagerecord-viewer-role"]["metadata"]["labels"]
     assert roles["kueue-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]

@@ -100,6 +100,8 @@ def lookups_calls() -> list[Call]:
             assert lookups.get_owner("ns", api_version, kind, "owner") is None
         assert lookups.training_runtime("ClusterTrainingRuntime", "", "runtime") is None
         assert lookups.training_runtime("TrainingRuntime", "ns", "runtime") is None
+        assert lookups.own_identity() == kube.identity  # from a SelfSubjectReview, before readiness
+        assert lookups.budgets() == []
     finally:
         lookups.stop()
         kube.stop.set()

@@ -16,9 +16,68 @@ PATH = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/w"
 
 
 class AlwaysConflicting(FakeKube):
-    def replace(self, path: str, body: Any, *, timeout: float = 30) -> dict[str, Any]:
-        self.calls.append(("PUT", path))
+    def patch(self, path: str, body: Any, *, json_patch: bool = False, timeout: float = 30) -> dict[str, Any]:
+        self.calls.append(("PATCH", path))
         raise k.Conflict(409, "the object has been modified")
+
+
+class Recording(FakeKube):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.bodies: list[Any] = []
+
+    def patch(self, path: str, body: Any, *, json_patch: bool = False, timeout: float = 30) -> dict[str, Any]:
+        self.bodies.append(body)
+        return super().patch(path, body, json_patch=json_patch, timeout=timeout)
+
+
+def test_only_what_changed_is_sent_guarded_by_the_version_read() -> None:
+    spec = {"podSets": [{"name": "main", "count": 3, "template": {"spec": {"containers": [{"name": "c"}]}}}]}
+    old = {
+        "conditions": [{"type": "QuotaReserved", "status": "False"}],
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main"}]},
+        "requeueState": {"count": 1},
+    }
+    kube = Recording({PATH: {"metadata": {"name": "w", "namespace": "ns"}, "spec": spec, "status": old}})
+    rv = kube.objects[PATH]["metadata"]["resourceVersion"]
+
+    def mutate(st: dict[str, Any], _: Any) -> None:
+        st["conditions"][0]["status"] = "True"
+        st["admission"]["clusterQueue"] = "other"
+        del st["requeueState"]
+
+    written = status.update_status(kube, Store(), "workloads", PATH, mutate)
+    assert kube.bodies == [
+        {
+            "metadata": {"resourceVersion": rv},
+            "status": {
+                "conditions": [{"type": "QuotaReserved", "status": "True"}],  # a list goes whole
+                "admission": {"clusterQueue": "other"},
+                "requeueState": None,
+            },
+        }
+    ]
+    assert written is not None and written["spec"] == spec
+    assert written["status"] == {
+        "conditions": [{"type": "QuotaReserved", "status": "True"}],
+        "admission": {"clusterQueue": "other", "podSetAssignments": [{"name": "main"}]},
+    }
+
+
+def test_a_stale_version_is_read_again_and_the_change_made_on_the_newest() -> None:
+    kube = FakeKube({PATH: {"metadata": {"name": "w", "namespace": "ns"}, "status": {"a": 1}}})
+    store = Store()
+    store.put("workloads", kube.get(PATH) or {})
+    newer = kube.get(PATH) or {}
+    newer["status"]["b"] = 2  # someone else wrote since the store saw it
+    kube.put(PATH, newer)
+
+    def mutate(st: dict[str, Any], _: Any) -> None:
+        st["c"] = 3
+
+    written = status.update_status(kube, store, "workloads", PATH, mutate)
+    assert written is not None and written["status"] == {"a": 1, "b": 2, "c": 3}
+    assert [m for m, _ in kube.calls].count("PATCH") == 2  # the stale one conflicted
 
 
 def test_conflicts_are_retried_after_a_growing_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -31,7 +90,7 @@ def test_conflicts_are_retried_after_a_growing_backoff(monkeypatch: pytest.Monke
 
     with pytest.raises(k.Conflict):
         status.update_status(kube, Store(), "workloads", PATH, mutate)
-    assert [c for c in kube.calls if c[0] == "PUT"] == [("PUT", PATH + "/status")] * 5
+    assert [c for c in kube.calls if c[0] == "PATCH"] == [("PATCH", PATH + "/status")] * 5
     assert len(slept) == 4 and all(b >= a for a, b in itertools.pairwise(slept))
     assert 0.005 <= slept[0] <= 0.01 and slept[-1] <= 0.08
 

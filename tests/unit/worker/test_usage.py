@@ -5,13 +5,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import orjson
+
 from tests.builders import T0, make_cq, make_wl, psa, ts
 from tests.unit.fake_kube import FakeKube
 from webhook.api import schema_usage
 from webhook.core import usage as u
 from webhook.kube import object_path
 from webhook.worker.store import Store
-from webhook.worker.usage import IDLE_S, RECORDS, UsageAccountant
+from webhook.worker.usage import IDLE_S, RECORDS, SETTLE_S, WRITE_BYTES_PER_S, UsageAccountant
 
 BASE = int(T0.timestamp())
 HOUR = 3600
@@ -236,6 +238,27 @@ def test_writes_are_one_per_flush():
     clock.at(50)
     acc.flush()  # nothing new: no write
     assert len([call for call in kube.calls if call[0] in ("POST", "PUT")]) == 5
+
+
+def test_a_large_record_is_written_less_often():
+    """Each write sends the whole record: a small one may go every `settle_s`, one of thousands of
+    rows (many queues) waits for its size at WRITE_BYTES_PER_S."""
+    kube, clock = FakeKube(), Clock(0)
+    acc = accountant(kube, clock)
+    acc.on_event("workloads", "ADDED", running("a", 0))
+    acc.load()
+    clock.at(10)
+    acc.flush()
+    assert acc.pause_s() == SETTLE_S
+    for i in range(2000):
+        wl = make_wl(f"w{i}").queue(f"lq{i}").request(cpu="1").reserve(f"cq{i}", psa(cpu=("on-demand", "1")), at=10)
+        acc.on_event("workloads", "ADDED", wl.obj())
+    clock.at(20)
+    acc.flush()
+    (name,) = [p for p in kube.objects if p.startswith(RECORDS)]
+    size = len(orjson.dumps(kube.objects[name]))
+    assert size > 2 * WRITE_BYTES_PER_S
+    assert 0.9 * size / WRITE_BYTES_PER_S <= acc.pause_s() <= 1.1 * size / WRITE_BYTES_PER_S
 
 
 def test_the_watermark_lags_the_clock():

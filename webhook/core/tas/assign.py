@@ -26,6 +26,7 @@ from webhook.core.tas.types import (
     Options,
     PodSetRequest,
     SliceConstraint,
+    Toleration,
     TopologyAssignment,
     TopologyRequest,
     domain_id,
@@ -87,20 +88,27 @@ def _slice_only(tr: TopologyRequest | None) -> bool:
     return tr is not None and tr.required is None and tr.preferred is None and bool(tr.slices)
 
 
+# A leaf's pods, limiting resource, leaders, pods beside a leader, slices, slices beside a leader.
+LeafCounts = tuple[int, str, int, int, int, int]
+
+
 def _leaf_counts(
-    requests: Mapping[str, int], leader_requests: Mapping[str, int] | None, remaining: dict[str, int]
-) -> tuple[int, str, int, int]:
+    requests: Mapping[str, int], leader_requests: Mapping[str, int] | None, remaining: dict[str, int], slice_size: int
+) -> LeafCounts:
     """How many worker pods fit a leaf's `remaining` (and the limiting resource), whether a leader
-    fits, and how many workers fit beside it. Consumes `remaining`."""
+    fits, how many workers fit beside it, and those counts in slices of `slice_size` (0: none
+    counted on leaves). Consumes `remaining`."""
     pod_count, limiting = count_in(requests, remaining)
-    if leader_requests is None:
-        return pod_count, limiting, 0, pod_count
-    leader_count = 0
-    if count_in(leader_requests, remaining)[0] > 0:
-        leader_count = 1
-        for r, v in leader_requests.items():
-            remaining[r] = remaining.get(r, 0) - v
-    return pod_count, limiting, leader_count, count_in(requests, remaining)[0]
+    leader_count, with_leader = 0, pod_count
+    if leader_requests is not None:
+        if count_in(leader_requests, remaining)[0] > 0:
+            leader_count = 1
+            for r, v in leader_requests.items():
+                remaining[r] = remaining.get(r, 0) - v
+        with_leader = count_in(requests, remaining)[0]
+    if not slice_size:
+        return pod_count, limiting, leader_count, with_leader, 0, 0
+    return pod_count, limiting, leader_count, with_leader, pod_count // slice_size, with_leader // slice_size
 
 
 class Placer:
@@ -262,9 +270,6 @@ class Placer:
         required_domain: str,
     ) -> None:
         tree = self.tree
-        for dom in tree.all_domains():
-            dom.clear_state()
-            dom.affinity_score = 0
         self.stats = stats = nodes.ExclusionStats()
         requests = dict(workers.requests)
         requests[PODS] = requests.get(PODS, 0) + 1
@@ -281,42 +286,79 @@ class Placer:
             or self.options.respect_preferred_affinity
         )
         # Counts per capacity object of leaves nothing is loaded on (most leaves of a large cluster).
-        pristine: dict[int, tuple[int, str, int, int]] = {}
+        pristine: dict[int, LeafCounts] = {}
+        last_capacity: dict[str, int] | None = None
+        last_counts: LeafCounts = (0, "", 0, 0, 0, 0)
+        # Slices are counted on the leaves only when the slice level is the lowest one.
+        leaf_slice_size = p.slice_size if p.slice_level == len(tree.levels) - 1 else 0
+        stats.total_nodes = len(tree.leaves)
+        filtered = filter_nodes or bool(required_domain)
         for leaf in tree.leaves.values():
-            stats.total_nodes += 1
-            if filter_nodes and leaf.node is not None:
-                taint = nodes.untolerated_taint(leaf.node.taints, tolerations)
-                if taint is not None:
-                    stats.taints[str(taint)] = stats.taints.get(str(taint), 0) + 1
-                    continue
-                if any(leaf.node.labels.get(k) != v for k, v in workers.node_selector.items()):
-                    stats.node_selector += 1
-                    continue
-                if workers.required_affinity is not None and not nodes.matches_affinity(
-                    workers.required_affinity, leaf.node
-                ):
-                    stats.affinity += 1
-                    continue
-                if self.options.respect_preferred_affinity:
-                    leaf.affinity_score = nodes.affinity_score(workers.preferred_affinity, leaf.node)
-            if required_domain and not (
-                (full := domain_id(leaf.level_values)) == required_domain or full.startswith(required_domain + ",")
-            ):
-                stats.topology_domain += 1
+            leaf.affinity_score = 0
+            if filtered and self._left_out(leaf, workers, tolerations, filter_nodes, required_domain):
+                leaf.pod_count = leaf.pod_count_with_leader = leaf.leader_count = 0
+                leaf.slice_count = leaf.slice_count_with_leader = 0
                 continue
-            if leaf.free is leaf.capacity and (simulate_empty or not leaf.tas_usage) and leaf.id not in assumed:
-                counts = pristine.get(id(leaf.capacity))
-                if counts is None:
-                    counts = pristine[id(leaf.capacity)] = _leaf_counts(requests, leader_requests, dict(leaf.capacity))
+            capacity = leaf.capacity
+            if leaf.free is capacity and (simulate_empty or not leaf.tas_usage) and leaf.id not in assumed:
+                if capacity is not last_capacity:
+                    counts = pristine.get(id(capacity))
+                    if counts is None:
+                        counts = pristine[id(capacity)] = _leaf_counts(
+                            requests, leader_requests, dict(capacity), leaf_slice_size
+                        )
+                    last_capacity, last_counts = capacity, counts
+                counts = last_counts
             else:
                 remaining = leaf.remaining(simulate_empty)
                 for r, v in assumed.get(leaf.id, {}).items():
                     remaining[r] = remaining.get(r, 0) - v
-                counts = _leaf_counts(requests, leader_requests, remaining)
-            leaf.pod_count, limiting, leaf.leader_count, leaf.pod_count_with_leader = counts
+                counts = _leaf_counts(requests, leader_requests, remaining, leaf_slice_size)
+            (
+                leaf.pod_count,
+                limiting,
+                leaf.leader_count,
+                leaf.pod_count_with_leader,
+                leaf.slice_count,
+                leaf.slice_count_with_leader,
+            ) = counts
             if leaf.pod_count == 0 and limiting:
                 stats.resources[limiting] = stats.resources.get(limiting, 0) + 1
         tree.fill_in_all_counts(p.slice_size, p.slice_level, p.slice_size_at_level, p.leader_count > 0)
+
+    def _left_out(
+        self,
+        leaf: Domain,
+        workers: PodSetRequest,
+        tolerations: Sequence[Toleration],
+        filter_nodes: bool,
+        required_domain: str,
+    ) -> bool:
+        """Whether the leaf's node is filtered out as kube-scheduler would (untolerated taint, node
+        selector, required affinity) or lies outside `required_domain`, counted in `self.stats`;
+        scores a kept node's preferred affinity."""
+        stats = self.stats
+        if filter_nodes and leaf.node is not None:
+            taint = nodes.untolerated_taint(leaf.node.taints, tolerations)
+            if taint is not None:
+                stats.taints[str(taint)] = stats.taints.get(str(taint), 0) + 1
+                return True
+            if any(leaf.node.labels.get(k) != v for k, v in workers.node_selector.items()):
+                stats.node_selector += 1
+                return True
+            if workers.required_affinity is not None and not nodes.matches_affinity(
+                workers.required_affinity, leaf.node
+            ):
+                stats.affinity += 1
+                return True
+            if self.options.respect_preferred_affinity:
+                leaf.affinity_score = nodes.affinity_score(workers.preferred_affinity, leaf.node)
+        if required_domain and not (
+            (full := domain_id(leaf.level_values)) == required_domain or full.startswith(required_domain + ",")
+        ):
+            stats.topology_domain += 1
+            return True
+        return False
 
     # -- phase 2 ----------------------------------------------------------------------------------
     def _find_level_with_fit_domains(self, level: int, p: Params) -> tuple[int, list[Domain], str]:

@@ -112,7 +112,6 @@ class Tree:
             for d in level.values():
                 d.children.sort(key=lambda c: c.level_values)
         self.roots = sorted(self.per_level[0].values(), key=lambda d: d.level_values) if levels else []
-        self.domains: list[Domain] = [d for level in self.per_level for d in level.values()]
         # Leaves of equal capacity share one dict, so a run counts how many pods fit it once.
         interned: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         for leaf in self.leaves.values():
@@ -147,9 +146,6 @@ class Tree:
             self._link(parent)
         dom.parent = parent
         parent.children.append(dom)
-
-    def all_domains(self) -> list[Domain]:
-        return self.domains
 
     def level_index(self, key: str) -> int | None:
         try:
@@ -211,11 +207,31 @@ class Tree:
         self, slice_size: int, slice_level: int, slice_size_at_level: Mapping[int, int] | None, leader_required: bool
     ) -> None:
         """`fill_in_counts` for the whole tree, level by level from the leaves up: the same counts
-        without a call per domain, which matters at thousands of nodes."""
-        for level in range(len(self.levels) - 1, -1, -1):
+        without a call per domain, which matters at thousands of nodes. The leaves' own counts, their
+        slices included, are set by the caller (`Placer._fill_in_counts`)."""
+        for level in range(len(self.levels) - 2, -1, -1):
             at_slice, inner = level == slice_level, (slice_size_at_level or {}).get(level + 1)
             for dom in self.per_level[level].values():
-                _roll_up(dom, slice_size, at_slice, inner, leader_required)
+                if leader_required:
+                    _roll_up(dom, slice_size, at_slice, inner, leader_required)
+                else:
+                    _roll_up_without_leader(dom, slice_size, at_slice, inner)
+
+
+def _roll_up_without_leader(dom: Domain, slice_size: int, at_slice_level: bool, inner: int | None) -> None:
+    """`_roll_up` of a domain with children when no leader is placed: every count "with leader"
+    then equals its plain count (so does every leaf's, see `_leaf_counts`), and no leader counts."""
+    pods = slices = affinity = 0
+    for child in dom.children:
+        pods += child.pod_count if inner is None else child.pod_count // inner * inner
+        slices += child.slice_count
+        affinity += child.affinity_score
+    if at_slice_level:
+        slices = pods // slice_size
+    dom.pod_count = dom.pod_count_with_leader = pods
+    dom.slice_count = dom.slice_count_with_leader = slices
+    dom.leader_count = 0
+    dom.affinity_score = affinity
 
 
 def _roll_up(dom: Domain, slice_size: int, at_slice_level: bool, inner: int | None, leader_required: bool) -> None:

@@ -43,7 +43,7 @@ from webhook.config import Configuration, Feature
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.interface import JobError, StartConflict
+from webhook.worker.jobframework.interface import JobError, StartConflict, SuspendedBySpec
 from webhook.worker.jobframework.plan import Plan, Priority
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
@@ -569,7 +569,7 @@ def restore_patch(aw: Obj, wl: Obj | None) -> dict[str, Any] | None:
 
 
 # == the adapter ====================================================================================
-class AppWrapper:
+class AppWrapper(SuspendedBySpec):
     """An AppWrapper as a `GenericJob`."""
 
     __slots__ = ("obj", "tas")
@@ -600,13 +600,6 @@ class AppWrapper:
 
     def pods_ready(self) -> bool:
         return o.is_condition_true(self.obj, PODS_READY)
-
-    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
-        """`Suspend`; an AppWrapper needs no stopping mark: the restore is its own patch."""
-        return o.guarded_patch(self.obj, spec={"suspend": True})
-
-    def stop_status_patch(self) -> dict[str, Any] | None:
-        return None
 
     def run_with_pod_sets_info(
         self, wl: Obj, flavors: Mapping[str, Obj], *, tas: bool, assign_queue_labels: bool, elastic: bool

@@ -28,7 +28,7 @@ from webhook.api.objects import Obj
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.jobframework.interface import StartConflict, SuspendedBySpec
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 
@@ -190,7 +190,7 @@ def restore_patch(js: Obj, wl: Obj | None) -> dict[str, Any] | None:
 
 
 # == the adapter ==================================================================================
-class JobSet:
+class JobSet(SuspendedBySpec):
     """A JobSet as a `GenericJob` (with `JobWithReclaimablePods` and `JobWithoutCustomStop`)."""
 
     __slots__ = ("obj", "tas")
@@ -216,13 +216,6 @@ class JobSet:
 
     def pods_ready(self) -> bool:
         return pods_ready(self.obj)
-
-    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
-        """`JobSet.Suspend`; a JobSet is never marked as being stopped (its stop is one patch)."""
-        return o.guarded_patch(self.obj, spec={"suspend": True})
-
-    def stop_status_patch(self) -> dict[str, Any] | None:
-        return None
 
     def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
         """`stopJob` without a custom stop: suspend and restore the templates from `wl`, one patch."""

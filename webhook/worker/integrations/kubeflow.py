@@ -31,7 +31,7 @@ from webhook.api.objects import Obj
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.jobframework.interface import StartConflict, SuspendedBySpec
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 
@@ -174,7 +174,7 @@ def restore_patch(job: Obj, kind: kf.Kind, wl: Obj | None) -> dict[str, Any] | N
 
 
 # == the adapter ==================================================================================
-class KubeflowJob:
+class KubeflowJob(SuspendedBySpec):
     """A Kubeflow job of `kind` as a `GenericJob` (with `JobWithoutCustomStop` and
     `JobWithPriorityClass`)."""
 
@@ -218,9 +218,6 @@ class KubeflowJob:
     def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
         """`Suspend`; a Kubeflow job is never marked as being stopped (its stop is one patch)."""
         return o.guarded_patch(self.obj, spec={"runPolicy": {"suspend": True}})
-
-    def stop_status_patch(self) -> dict[str, Any] | None:
-        return None
 
     def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
         """`stopJob` without a custom stop: suspend and restore the templates from `wl`, one patch."""

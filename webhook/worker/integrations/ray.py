@@ -36,7 +36,7 @@ from webhook.config import Configuration, Feature
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.jobframework.interface import StartConflict, SuspendedBySpec
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 
@@ -248,7 +248,7 @@ def restore_patch(obj: Obj, kind: ray.Kind, wl: Obj | None) -> dict[str, Any] | 
 
 
 # == the adapter ==================================================================================
-class RayObject:
+class RayObject(SuspendedBySpec):
     """A RayCluster, RayJob or RayService as a `GenericJob` (with `JobWithoutCustomStop`)."""
 
     __slots__ = ("kind_row", "obj", "tas")
@@ -288,9 +288,6 @@ class RayObject:
     def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
         """`Suspend`; never marked as being stopped (the stop is one patch)."""
         return o.guarded_patch(self.obj, spec=_suspend_spec(self.kind_row, True))
-
-    def stop_status_patch(self) -> dict[str, Any] | None:
-        return None
 
     def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
         """`stopJob` without a custom stop: suspend and restore the templates from `wl`, one patch."""

@@ -31,7 +31,7 @@ from webhook.api.objects import Obj
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.interface import StartConflict
+from webhook.worker.jobframework.interface import StartConflict, SuspendedBySpec
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
 
@@ -201,7 +201,7 @@ def restore_patch(obj: Obj, wl: Obj | None) -> dict[str, Any] | None:
 
 
 # == the adapter ==================================================================================
-class SparkApplication:
+class SparkApplication(SuspendedBySpec):
     """A SparkApplication as a `GenericJob` (with `JobWithoutCustomStop`, `JobWithPodLabelSelector`)."""
 
     __slots__ = ("obj", "tas")
@@ -228,13 +228,6 @@ class SparkApplication:
 
     def pods_ready(self) -> bool:
         return pods_ready(self.obj)
-
-    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
-        """`Suspend`; never marked as being stopped (the stop is one patch)."""
-        return o.guarded_patch(self.obj, spec={"suspend": True})
-
-    def stop_status_patch(self) -> dict[str, Any] | None:
-        return None
 
     def stop_patch(self, wl: Obj | None) -> dict[str, Any]:
         """`stopJob` without a custom stop: suspend and everything the restore writes, one update."""

@@ -30,7 +30,7 @@ from webhook.config import Configuration, Feature
 from webhook.worker.jobframework import plan as fw
 from webhook.worker.jobframework import podset
 from webhook.worker.jobframework.executor import Integration
-from webhook.worker.jobframework.interface import JobError, StartConflict
+from webhook.worker.jobframework.interface import JobError, StartConflict, SuspendedBySpec
 from webhook.worker.jobframework.plan import Plan
 from webhook.worker.jobframework.reconciler import OwnedJobReconciler
 from webhook.worker.jobframework.setup import Resource, SetupContext, Wiring
@@ -51,7 +51,7 @@ def _default_ports(template: dict[str, Any]) -> None:
                 port.setdefault("protocol", "TCP")
 
 
-class TrainJob:
+class TrainJob(SuspendedBySpec):
     """A TrainJob as a `GenericJob` (with `JobWithReclaimablePods` and `JobWithCustomStop`);
     `store` holds the runtimes (kinds `clustertrainingruntimes` and `trainingruntimes`)."""
 
@@ -139,13 +139,6 @@ class TrainJob:
             if 0 < succeeded <= jobset_template.replicas(rj):
                 out.append({"name": rj.get("name"), "count": succeeded * jobset_template.pods_count_per_replica(rj)})
         return out
-
-    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
-        """`Suspend`; a TrainJob needs no stopping mark (its stop waits on its child Jobs instead)."""
-        return o.guarded_patch(self.obj, spec={"suspend": True})
-
-    def stop_status_patch(self) -> dict[str, Any] | None:
-        return None
 
     def stop_blocker(self) -> str | None:
         """`Stop`: the runtime patch is emptied only once no child Job is active, and needs Kueue's patch."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from webhook.api import objects as o
 from webhook.api.objects import Obj
 from webhook.worker.jobframework.actions import JobAction
 
@@ -27,6 +28,7 @@ __all__ = [
     "JobWithReclaimablePods",
     "JobWithoutCustomStop",
     "StartConflict",
+    "SuspendedBySpec",
 ]
 
 
@@ -45,6 +47,20 @@ class JobError(Exception):
     def __init__(self, message: str, actions: Sequence[JobAction] = ()) -> None:
         super().__init__(message)
         self.actions = tuple(actions)
+
+
+class SuspendedBySpec:
+    """The `Suspend` of a kind stopped by its `spec.suspend` alone and never marked as being stopped
+    (its stop is one patch, or waits on its children): JobSet, AppWrapper, TrainJob, SparkApplication.
+    A kind whose suspend field lies elsewhere overrides `suspend_patch`."""
+
+    obj: Obj
+
+    def suspend_patch(self, *, stopping: bool) -> dict[str, Any]:
+        return o.guarded_patch(self.obj, spec={"suspend": True})
+
+    def stop_status_patch(self) -> dict[str, Any] | None:
+        return None
 
 
 class GenericJob(Protocol):

@@ -170,13 +170,16 @@ def new_workload(
 ) -> dict[str, Any]:
     """`NewWorkload` with `prepareWorkload`'s AdmissionGatedBy annotation and priority: what the
     Workload of every kind (a Job, a pod, a pod group, a StatefulSet) takes from its object alike:
-    name, namespace, the in-use finalizer, the ProvisioningRequest annotations, the queue it names,
+    name, namespace, the in-use finalizer, the ProvisioningRequest annotations, our submitting-user
+    annotation, the queue it names,
     the maximum execution time. Labels and owners differ by kind, so the caller adds them
     (`construct_workload` for a job that controls its Workload alone)."""
     obj_annotations = o.annotations(obj)
     annotations = {key: v for key, v in obj_annotations.items() if key.startswith(c.PROVREQ_ANNOTATION_PREFIX)}
     if admission_gated_by and obj_annotations.get(c.ADMISSION_GATED_BY):
         annotations[c.ADMISSION_GATED_BY] = obj_annotations[c.ADMISSION_GATED_BY]
+    if obj_annotations.get(c.SUBMITTED_BY):  # ours: who submitted the job, for usage by user
+        annotations[c.SUBMITTED_BY] = obj_annotations[c.SUBMITTED_BY]
     meta: dict[str, Any] = {
         "name": name,
         "namespace": o.meta(obj).get("namespace", ""),

@@ -134,7 +134,7 @@ def test_timed_out_workload_is_evicted_with_requeue_state_in_one_write() -> None
     }
     assert status["admission"]["clusterQueue"] == "cq"  # eviction keeps the admission until the job stops
     assert world.evicted == [("ns/wl", "cq", "PodsReadyTimeout", "WaitForStart")]
-    assert [call[0] for call in world.kube.calls] == ["PUT"]
+    assert [call[0] for call in world.kube.calls] == ["PATCH"]
 
 
 def test_limit_reached_sets_the_deactivation_target_then_spec_active_false() -> None:
