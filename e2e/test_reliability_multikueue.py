@@ -1,7 +1,8 @@
 """A MultiKueue worker lost and back: worker1's kube-apiserver killed mid-flow, kept down past the
 manager's workerLostTimeout (20 s here, upstream's default is 15 min), restarted. No Job lost, none
-active on both workers at once, no ClusterQueue above its quota on any of the three clusters, the
-manager notices and reconnects. The small version of `python e2e/soak.py --only multikueue`
+active on both workers at once (but a given-up one in the seconds after worker1 is back, until the
+manager deletes one copy: e2e/reliability_multikueue.py), no ClusterQueue above its quota on any of
+the three clusters, the manager notices and reconnects. The small version of `python e2e/soak.py --only multikueue`
 (e2e/reliability_multikueue.py); it starts its own three control planes (e2e/multicluster.py, root
 for the manager's private hosts file) beside the session's stack, about 5 min on this 2-core host.
 """

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import json
 import threading
 import time
@@ -19,6 +20,7 @@ from webhook import kube as k
 from webhook.api import constants as c
 from webhook.api import multikueue as mk
 from webhook.worker import events
+from webhook.worker.multikueue.remote import RemoteClient
 from webhook.worker.reconcilers.multikueue import MultiKueueController, Settings, adapters_for
 from webhook.worker.store import Store, object_key
 
@@ -348,6 +350,14 @@ def path_of(obj: Mapping[str, Any]) -> str:
     return k.object_path(obj["apiVersion"], _PLURAL[obj["kind"]], meta.get("namespace"), meta["name"])
 
 
+def _version(obj: Obj | None) -> str | None:
+    return None if obj is None else obj["metadata"].get("resourceVersion")
+
+
+def _caught_up(worker: WatchableKube, client: RemoteClient, paths: set[str]) -> bool:
+    return all(_version(worker.objects.get(path)) == _version(client.get(path)) for path in paths)
+
+
 class World:
     """The manager (its API, the store its informers fill, the controller) and two workers,
     reachable at https://<name>.example:6443."""
@@ -418,6 +428,25 @@ class World:
 
     def get(self, kind: str, name: str, namespace: str | None = None, *, api_version: str = c.V1BETA2) -> Obj | None:
         return self.manager.objects.get(k.object_path(api_version, _PLURAL[kind], namespace, name))
+
+    def settle(self) -> None:
+        """Wait until each connected worker's watches have caught up with it: every object of our
+        origin it ever held reads from the client as the worker holds it now (or absent)."""
+        ours = {"labelSelector": f"{mk.ORIGIN_LABEL}={self.controller.settings.origin}"}
+        for name, remote in list(self.controller.remotes.items()):
+            client = remote.client
+            if client is None:
+                continue
+            worker = self.workers[name]
+            with worker.changed:
+                paths = {path for _, _, path, obj in worker.log if _selected(obj, ours)}
+            assert wait_for(functools.partial(_caught_up, worker, client, paths), timeout=5), f"{name}'s watches lag"
+
+    def reconcile(self, key: str) -> None:
+        """The controller's reconcile of Workload `key` once the workers' watches have caught up,
+        as its queue runs it after a remote event."""
+        self.settle()
+        self.controller.reconcile_workload(key)
 
     def connect(self, *names: str) -> None:
         """MultiKueueClusters with valid Secrets, reconciled: connected."""

@@ -11,17 +11,24 @@ consuming its watches only after `markConnected`). A list or watch failing after
 watch of the client, marks it disconnected and calls `on_lost`, so the cluster is reconciled (and
 reconnected with backoff) instead of the informer retrying on its own.
 
-Reconciles read and write through `kube` directly, never through a cache, as upstream's remote
-client does (`NeverCachingClient`). `stop()` ends the watches for good: the client's streams are
-shut, so no thread outlives a deleted MultiKueueCluster by a watch timeout.
+Reconciles reach the worker through `client`, a `RemoteClient`: an object of a watched kind is read
+from what the watches listed and heard (kept in a `Store`, as the local informers' objects are),
+so a reconcile costs no GET per worker and the client's rate limit is left to the writes; anything
+else, and every write, goes to the API server, and what a write answers is kept at once. Upstream
+reads a worker's Workloads with a direct GET (its `SelectivelyCachingClient` caches only
+ClusterQueues and LocalQueues); a watch of the same objects gives the same answers, only as late
+as its events, and each event queues the Workload again. `stop()` ends the watches for good: the
+client's streams are shut, so no thread outlives a deleted MultiKueueCluster by a watch timeout.
 
 Mirrors upstream v0.19.2 `remoteClient` in `pkg/controller/admissionchecks/multikueue/multikueuecluster.go`
 (`updateConfigAndRefreshWatchers`, `establishWatcher`, `startWatcher`, `handleWatchEvent`,
-`queueWatchEndedEvent`, `StopWatchers`). A list stands in for "the watch is established".
+`queueWatchEndedEvent`, `StopWatchers`) and `remote_client.go` (`selectivelyCachingClient`). A list
+stands in for "the watch is established".
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -34,8 +41,9 @@ from webhook.api import multikueue as mk
 from webhook.api.objects import Obj
 from webhook.worker.admissionchecks.multikueue.connection import ConnectionState, Step
 from webhook.worker.admissionchecks.multikueue.kubeconfig import ClientConfig
+from webhook.worker.store import Store, object_key
 
-__all__ = ["JOIN_TIMEOUT_S", "KubeFactory", "RemoteCluster", "WatchedKind"]
+__all__ = ["JOIN_TIMEOUT_S", "KubeFactory", "RemoteClient", "RemoteCluster", "WatchedKind"]
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +63,82 @@ class WatchedKind:
     keys: Callable[[Obj], list[str]]
 
 
-class _Watches:
-    """One connection attempt's informers: their stop event, threads and what they listed."""
+def _locate(path: str) -> tuple[str, str] | None:
+    """(the cluster-wide collection path, the `namespace/name` key) of an object's REST path, its
+    `status` subresource included; None for any other path."""
+    parts = path.strip("/").split("/")
+    group = parts[:2] if parts[:1] == ["api"] else parts[:3]
+    rest = parts[len(group) :]
+    namespace = ""
+    if len(rest) >= 4 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) == 3 and rest[2] == "status":
+        rest = rest[:2]
+    if len(rest) != 2 or not all(rest):
+        return None
+    return "/" + "/".join([*group, rest[0]]), f"{namespace}/{rest[1]}" if namespace else rest[1]
 
-    def __init__(self, kinds: int) -> None:
+
+class RemoteClient:
+    """A connected worker as the reconcilers reach it (`selectivelyCachingClient`): `get` of an
+    object of a watched collection answers from the watches' `Store` (a copy: callers may change
+    it); every other read and every write goes to `kube`, and an object a write answers is kept,
+    so the next reconcile sees its own create or update before the watch event arrives."""
+
+    def __init__(self, kube: k.Kube, cache: Store, watched: frozenset[str]) -> None:
+        self.kube = kube
+        self._cache = cache
+        self._watched = watched
+
+    def _cached(self, path: str) -> tuple[str, str] | None:
+        located = _locate(path)
+        return located if located is not None and located[0] in self._watched else None
+
+    def get(self, path: str, *, timeout: float = 10) -> dict[str, Any] | None:
+        located = self._cached(path)
+        if located is None:
+            return self.kube.get(path, timeout=timeout)
+        obj = self._cache.get(*located)
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def list(self, path: str, *, query: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], str]:
+        return self.kube.list(path, query=query)
+
+    def create(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        created = self.kube.create(path, body, timeout=timeout)
+        self._keep(f"{path}/{(created.get('metadata') or {}).get('name', '')}", created)
+        return created
+
+    def replace(self, path: str, body: Mapping[str, Any], *, timeout: float = 30) -> dict[str, Any]:
+        replaced = self.kube.replace(path, body, timeout=timeout)
+        self._keep(path, replaced)
+        return replaced
+
+    def delete(self, path: str, *, body: Mapping[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+        """DELETE; an object gone at once (the answer is a Status, or the object without a
+        `deletionTimestamp`) leaves the cache at once too, one still being deleted is kept."""
+        answer = self.kube.delete(path, body=body, timeout=timeout)
+        located = self._cached(path)
+        if located is not None:
+            if (answer.get("metadata") or {}).get("deletionTimestamp"):
+                self._cache.put(located[0], copy.deepcopy(answer))
+            else:
+                self._cache.delete(*located)
+        return answer
+
+    def _keep(self, path: str, obj: dict[str, Any]) -> None:
+        located = self._cached(path)
+        if located is not None:
+            self._cache.put(located[0], copy.deepcopy(obj))
+
+
+class _Watches:
+    """One connection attempt's informers: their stop event, threads, what they listed and heard
+    (`cache`, by collection path) and the client reading it."""
+
+    def __init__(self, kinds: int, kube: k.Kube, watched: frozenset[str]) -> None:
+        self.cache = Store()
+        self.client = RemoteClient(kube, self.cache, watched)
         self.stop = threading.Event()
         self.threads: list[threading.Thread] = []
         self.lock = threading.Lock()
@@ -99,10 +179,10 @@ class RemoteCluster:
         self._watches: _Watches | None = None
 
     @property
-    def kube(self) -> k.Kube | None:
+    def client(self) -> RemoteClient | None:
         """The client while connected; None otherwise (the cluster counts as unavailable)."""
-        kube = self._kube
-        return kube if kube is not None and self.state.connected else None
+        watches = self._watches
+        return watches.client if watches is not None and self.state.connected else None
 
     def update(self, config: ClientConfig) -> tuple[float | None, str | None]:
         """Bring the connection in line with `config`: (seconds until the next reconcile, or None;
@@ -149,7 +229,7 @@ class RemoteCluster:
 
     # == watches ======================================================================================
     def _start_watches(self, kube: k.Kube) -> _Watches:
-        watches = self._watches = _Watches(len(self._kinds))
+        watches = self._watches = _Watches(len(self._kinds), kube, frozenset(kind.path for kind in self._kinds))
         query = {"labelSelector": f"{mk.ORIGIN_LABEL}={self.origin}"}
         for kind in self._kinds:
             thread = threading.Thread(
@@ -206,12 +286,17 @@ class RemoteCluster:
 
     def _lister(self, watches: _Watches, kind: WatchedKind) -> Callable[[list[dict[str, Any]]], None]:
         def on_list(items: list[dict[str, Any]]) -> None:
+            watches.cache.replace(kind.path, items)
             self._hold_or_deliver(watches, [(kind, item) for item in items])
 
         return on_list
 
     def _watcher(self, watches: _Watches, kind: WatchedKind) -> Callable[[str, dict[str, Any]], None]:
-        def on_event(_etype: str, obj: dict[str, Any]) -> None:
+        def on_event(etype: str, obj: dict[str, Any]) -> None:
+            if etype == "DELETED":
+                watches.cache.delete(kind.path, object_key(obj), obj)
+            else:
+                watches.cache.put(kind.path, obj)
             self._hold_or_deliver(watches, [(kind, obj)])
 
         return on_event

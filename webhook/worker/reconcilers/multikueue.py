@@ -10,10 +10,10 @@ Three work queues, as upstream's three reconcilers:
   Queued on the cluster's events, its Secret's or ClusterProfile's, and a lost connection.
 * `mk-admissioncheck` (AdmissionChecks of this controller): `checks.active_condition`. Queued on
   the check's events, its MultiKueueConfig's and its clusters' `Active` changes.
-* `mk-workload` (Workloads with a MultiKueue check): read the remote copies from the connected
-  clusters of the check's config, plan, and carry the plan out: remote creates, updates and
-  deletes, the local check state, `clusterName` and `nominatedClusterNames` in one status write,
-  Events, `Finish`, the job sync through the kind's adapter, the requeue. Queued on the Workload's
+* `mk-workload` (Workloads with a MultiKueue check): read the remote copies from the watches of the
+  connected clusters of the check's config (`RemoteClient`), plan, and carry the plan out: remote
+  creates, updates and deletes, the local check state, `clusterName` and `nominatedClusterNames` in
+  one status write, Events, `Finish`, the job sync through the kind's adapter, the requeue. Queued on the Workload's
   events, 1 s after a remote object of it changed, and 1 s after its config's clusters changed. A
   deleted Workload is kept in a cache until its remote copies are removed.
 
@@ -56,7 +56,7 @@ from webhook.worker.admissionchecks.multikueue import group as g
 from webhook.worker.admissionchecks.multikueue.kubeconfig import LoadError, load_client_config
 from webhook.worker.admissionchecks.provisioning import set_check_state
 from webhook.worker.jobframework import workload_slices
-from webhook.worker.multikueue.remote import KubeFactory, RemoteCluster, WatchedKind
+from webhook.worker.multikueue.remote import KubeFactory, RemoteClient, RemoteCluster, WatchedKind
 from webhook.worker.reporter import ROLE
 from webhook.worker.status import set_condition, update_status
 from webhook.worker.store import Store, object_key
@@ -587,11 +587,11 @@ class MultiKueueController:
         for cluster in clusters:
             with self._lock:
                 remote = self.remotes.get(cluster)
-            kube = remote.kube if remote is not None else None
-            if kube is None:
+            client = remote.client if remote is not None else None
+            if client is None:
                 continue  # not connected: left out of the sum, as upstream
-            local_queues, _ = kube.list(k.object_path(c.V1BETA2, "localqueues", None))
-            cluster_queues, _ = kube.list(k.object_path(c.V1BETA2, "clusterqueues", None))
+            local_queues, _ = client.list(k.object_path(c.V1BETA2, "localqueues", None))
+            cluster_queues, _ = client.list(k.object_path(c.V1BETA2, "clusterqueues", None))
             out.append(quota.WorkerQueues(local_queues, cluster_queues))
         return out
 
@@ -620,15 +620,15 @@ class MultiKueueController:
             with self._lock:
                 remotes = sorted(self.remotes.items())
             for name, remote in remotes:
-                kube = remote.kube
-                if kube is None:
+                client = remote.client
+                if client is None:
                     continue  # disconnected: its objects are collected once it is back
                 try:
-                    self.collect_garbage(name, kube)
+                    self.collect_garbage(name, client)
                 except (k.KubeError, OSError) as exc:
                     log.warning("multikueue garbage collection failed", extra={"cluster": name, "error": str(exc)})
 
-    def collect_garbage(self, cluster: str, kube: k.Kube) -> None:
+    def collect_garbage(self, cluster: str, kube: RemoteClient) -> None:
         """`remoteClient.runGC`: the worker's Workloads of our origin whose local Workload is gone
         or being deleted are deleted, after their job (through its kind's adapter, if ours)."""
         query = {"labelSelector": f"{mk.ORIGIN_LABEL}={self.settings.origin}"}
@@ -646,7 +646,7 @@ class MultiKueueController:
                 kube.delete(workload_writes.path(remote))
             log.info("orphaned remote workload deleted", extra={"object": o.key(remote), "cluster": cluster})
 
-    def delete_remote_job(self, kube: k.Kube, adapter: _Adapter, namespace: str, name: str) -> None:
+    def delete_remote_job(self, kube: RemoteClient, adapter: _Adapter, namespace: str, name: str) -> None:
         """`DeleteRemoteObjectIfOwned`: the remote job, or every member of a remote pod group,
         only if it carries our origin."""
         fw = adapter.framework
@@ -705,11 +705,11 @@ class MultiKueueController:
         remotes: dict[str, Obj | None] = {}
         unavailable: list[str] = []
         lost_since: dict[str, datetime] = {}
-        kubes: dict[str, k.Kube] = {}
+        kubes: dict[str, RemoteClient] = {}
         for cluster in clusters:
             with self._lock:
                 remote = self.remotes.get(cluster)
-            client = remote.kube if remote is not None else None
+            client = remote.client if remote is not None else None
             if remote is None or client is None:
                 unavailable.append(cluster)
                 since = remote.state.lost_since if remote is not None else None
@@ -717,7 +717,7 @@ class MultiKueueController:
                     lost_since[cluster] = _stamp(since)
                 continue
             kubes[cluster] = client
-            remotes[cluster] = client.get(workload_writes.path(wl))  # readGroup: a failing GET fails the reconcile
+            remotes[cluster] = client.get(workload_writes.path(wl))  # readGroup, from the cluster's watch
         ctx = g.GroupContext(
             now=self.now(),
             check=check_name,
@@ -776,7 +776,7 @@ class _Run:
         adapter: _Adapter | None,
         local_job: Obj | None,
         job_name: str,
-        kubes: Mapping[str, k.Kube],
+        kubes: Mapping[str, RemoteClient],
     ) -> None:
         self.ctl = ctl
         self.wl = wl
@@ -957,7 +957,16 @@ class _Run:
                 self.ctl.settings.origin,
                 identifier_annotations=self.ctl.settings.identifier_annotations,
             )
-            self.kubes[cluster].create(k.object_path(fw.api_version, fw.resource, namespace), body)
+            try:
+                self.kubes[cluster].create(k.object_path(fw.api_version, fw.resource, namespace), body)
+            except k.Conflict:
+                # There, but not among the watched objects of our origin: a foreign one is refused
+                # as upstream's GET before the create would (`ValidateRemoteObjectOwnership`).
+                existing = self.kubes[cluster].kube.get(self._member_path(local))
+                if existing is None:
+                    raise
+                self._owned(existing)
+                return False
             log.info("remote job created", extra={"object": o.key(local), "cluster": cluster})
             return False
         status, deferred = self.adapter.status_update(local, remote, now=self.ctl.now())

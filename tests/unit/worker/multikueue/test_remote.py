@@ -55,9 +55,9 @@ def test_only_our_origins_objects_are_delivered_once_connected() -> None:
     worker.put(f"{WORKLOADS}/local", _wl("local", None))
     h = Harness(worker)
     try:
-        assert h.remote.kube is None  # a new client starts disconnected
+        assert h.remote.client is None  # a new client starts disconnected
         assert h.remote.update(_config()) == (None, None)
-        assert h.remote.kube is worker and h.remote.state.connected
+        assert h.remote.client is not None and h.remote.client.kube is worker and h.remote.state.connected
         assert h.keys == ["ns/ours"]
         worker.put(f"{WORKLOADS}/later", _wl("later", "multikueue"))
         worker.put(f"{WORKLOADS}/local2", _wl("local2", None))
@@ -72,7 +72,7 @@ def test_a_failed_list_fails_the_attempt_and_backs_off() -> None:
     h = Harness(worker)
     requeue, error = h.remote.update(_config())
     assert requeue == 5.0 and error is not None and "connection refused" in error
-    assert h.remote.kube is None and h.lost == []  # never connected: nothing was lost
+    assert h.remote.client is None and h.lost == []  # never connected: nothing was lost
     worker.down = False
     lists = len(worker.calls)
     wait, error = h.remote.update(_config())  # within the backoff: no attempt
@@ -88,7 +88,7 @@ def test_a_dropped_watch_reports_the_loss_once_and_a_new_config_reconnects_at_on
         assert wait_for(lambda: ("WATCH", ALL_WORKLOADS) in worker.calls)
         worker.go_down()
         assert wait_for(lambda: h.lost == ["worker1"])
-        assert h.remote.kube is None and h.remote.state.lost_since is not None
+        assert h.remote.client is None and h.remote.state.lost_since is not None
         worker.down = False
         assert h.remote.update(_config("https://worker1.example:7443")) == (None, None)  # changed: no backoff
         assert h.remote.state.connected and h.lost == ["worker1"]

@@ -234,7 +234,7 @@ def dispatch(world: World) -> None:
     """Two connected workers, the check, the Job and its Workload with the check Pending."""
     world.connect("worker1", "worker2")
     world.add(config("config1", ["worker1", "worker2"]), admission_check(), job(), workload())
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
 
 
 def test_a_pending_workload_is_nominated_to_every_connected_worker_and_copied_there(world: World) -> None:
@@ -272,7 +272,7 @@ def test_dispatches_and_admissions_are_counted_per_cluster_queue_and_cluster(wor
     before = {(n, w): counted(n, w) for n in ("dispatched", "admitted") for w in ("worker1", "worker2")}
     dispatch(world)
     admit_on_worker1(world)
-    world.controller.reconcile_workload(WL)  # already Ready: not counted again
+    world.reconcile(WL)  # already Ready: not counted again
     after = {(n, w): counted(n, w) - before[(n, w)] for n, w in before}
     assert after == {
         ("dispatched", "worker1"): 1.0,
@@ -292,7 +292,7 @@ def admit_on_worker1(world: World) -> None:
         ]
     }
     world.workers["worker1"].put(path, remote)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
 
 
 def test_admission_on_one_worker_makes_the_check_ready_and_creates_the_job_there(world: World) -> None:
@@ -332,7 +332,7 @@ def test_the_remote_jobs_status_is_mirrored_back(world: World) -> None:
     assert remote_job is not None
     remote_job["status"] = {"active": 1, "startTime": "2026-01-01T12:00:05Z", "ready": 0}
     world.workers["worker1"].put(f"{JOBS}/job", remote_job)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert world.manager.objects[f"{JOBS}/job"]["status"] == {
         "active": 1,
         "startTime": "2026-01-01T12:00:05Z",
@@ -363,7 +363,7 @@ def test_the_mirrored_status_replaces_nested_fields_the_remote_dropped(world: Wo
         assert remote_job is not None
         remote_job["status"] = status
         worker.put(f"{JOBS}/job", remote_job)
-        world.controller.reconcile_workload(WL)
+        world.reconcile(WL)
         assert world.manager.objects[f"{JOBS}/job"]["status"] == status
 
 
@@ -385,7 +385,7 @@ def test_a_finished_remote_workload_finishes_the_local_one_and_its_remotes_go(wo
     remote["status"]["conditions"].append(condition("Finished", "Succeeded", "Job finished successfully"))
     remote["metadata"]["finalizers"] = [c.RESOURCE_IN_USE_FINALIZER]
     world.workers["worker1"].put(path, remote)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     wl = world.get("Workload", "wl", NS)
     assert wl is not None
     finished = o.find_condition(wl, "Finished")
@@ -395,7 +395,7 @@ def test_a_finished_remote_workload_finishes_the_local_one_and_its_remotes_go(wo
         "Succeeded",
         "Job finished successfully",
     )
-    world.controller.reconcile_workload(WL)  # the local Workload's own update
+    world.reconcile(WL)  # the local Workload's own update
     assert world.workers["worker1"].workload() is None
     assert world.workers["worker1"].job() is None
     # The finalizer went first, then the Workload.
@@ -407,11 +407,11 @@ def test_a_deleted_local_workload_removes_its_remote_copies(world: World) -> Non
     assert all(world.workers[name].workload() is not None for name in ("worker1", "worker2"))
     del world.manager.objects[f"{WORKLOADS}/wl"]
     world.sync("Workload", "wl", NS)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert world.workers["worker1"].workload() is None
     assert world.workers["worker2"].workload() is None
     calls = [len(world.workers[name].calls) for name in ("worker1", "worker2")]
-    world.controller.reconcile_workload(WL)  # forgotten: nothing more to do
+    world.reconcile(WL)  # forgotten: nothing more to do
     assert [len(world.workers[name].calls) for name in ("worker1", "worker2")] == calls
 
 
@@ -423,7 +423,7 @@ def dispatch_pods(world: World, *pods: dict[str, object]) -> None:
     world.connect("worker1", "worker2")
     world.add(config("config1", ["worker1", "worker2"]), admission_check(), *pods)  # type: ignore[arg-type]
     world.add(pod_workload(*(str(p["metadata"]["name"]) for p in pods)))  # type: ignore[index]
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     admit_on_worker1(world)
 
 
@@ -452,7 +452,7 @@ def test_a_gated_manager_pod_keeps_scheduling_gated_until_the_worker_pod_is_sche
     dispatch_pods(world, pod())
     unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
     set_remote_pod_status(world, "pod", {"phase": "Pending", "conditions": [unschedulable]})
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     local = world.manager.objects[f"{PODS}/pod"]
     assert local["status"]["phase"] == "Pending"
     assert local["status"]["conditions"] == pod()["status"]["conditions"]
@@ -462,7 +462,7 @@ def test_a_gated_manager_pod_keeps_scheduling_gated_until_the_worker_pod_is_sche
         "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
     }
     set_remote_pod_status(world, "pod", running)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     local = world.manager.objects[f"{PODS}/pod"]
     assert local["status"] == running
     assert local["spec"]["schedulingGates"] == [{"name": c.ADMISSION_GATE}]  # still gated here
@@ -471,9 +471,9 @@ def test_a_gated_manager_pod_keeps_scheduling_gated_until_the_worker_pod_is_sche
 def test_an_unchanged_remote_pod_status_is_not_written_again(world: World) -> None:
     dispatch_pods(world, pod())
     set_remote_pod_status(world, "pod", {"phase": "Running", "podIP": "10.0.0.7", "conditions": []})
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     writes = [m for m, p in world.manager.calls if p == f"{PODS}/pod/status"]
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert [m for m, p in world.manager.calls if p == f"{PODS}/pod/status"] == writes == ["PATCH"]
 
 
@@ -489,7 +489,7 @@ def test_a_pod_groups_members_are_each_copied_and_each_gets_its_own_status(world
         set_remote_pod_status(world, f"g-{i}", {"phase": "Pending"})
     done = {"phase": "Succeeded", "conditions": [{"type": "PodScheduled", "status": "True"}]}
     set_remote_pod_status(world, "g-2", done)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     statuses = [world.manager.objects[f"{PODS}/g-{i}"]["status"] for i in range(3)]
     assert statuses == [pod()["status"], pod()["status"], done]
 
@@ -500,7 +500,7 @@ def test_a_terminating_manager_pod_gets_no_status_from_its_worker(world: World) 
     local["metadata"]["deletionTimestamp"] = "2026-01-01T12:00:00Z"
     world.sync("Pod", "pod", NS, api_version="v1")
     set_remote_pod_status(world, "pod", {"phase": "Running"})
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert world.manager.objects[f"{PODS}/pod"]["status"] == pod()["status"]
 
 
@@ -513,7 +513,7 @@ def test_a_deleted_pod_groups_workload_removes_every_remote_member(world: World)
         world.sync("Pod", f"g-{i}", NS, api_version="v1")
     del world.manager.objects[f"{WORKLOADS}/wl"]
     world.sync("Workload", "wl", NS)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert [world.workers["worker1"].pod(f"g-{i}") for i in range(3)] == [None, None, None]
     assert world.workers["worker1"].workload() is None
 
@@ -529,7 +529,7 @@ def test_a_remote_pods_events_reach_the_workload_it_names(world: World) -> None:
 def test_a_statefulset_is_copied_once_with_its_managers_uid_and_its_status_stays_local(world: World) -> None:
     world.connect("worker1", "worker2")
     world.add(config("config1", ["worker1", "worker2"]), admission_check(), statefulset(), statefulset_workload())
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     admit_on_worker1(world)
     assert mk_state(world)["state"] == c.CHECK_STATE_READY
     remote = world.workers["worker1"].objects[f"{STATEFULSETS}/web"]
@@ -542,12 +542,12 @@ def test_a_statefulset_is_copied_once_with_its_managers_uid_and_its_status_stays
     remote = copy.deepcopy(remote)
     remote["status"] = {"replicas": 3, "readyReplicas": 3}
     world.workers["worker1"].put(f"{STATEFULSETS}/web", remote)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert world.manager.objects[f"{STATEFULSETS}/web"]["status"] == statefulset()["status"]
     assert not [p for _, p in world.manager.calls if p.startswith(f"{STATEFULSETS}/web/")]
     del world.manager.objects[f"{WORKLOADS}/wl"]
     world.sync("Workload", "wl", NS)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert f"{STATEFULSETS}/web" not in world.workers["worker1"].objects
 
 
@@ -676,7 +676,7 @@ def test_a_jobset_is_copied_without_managed_by_and_its_status_comes_back_whole(w
     """upstream `jobset_multikueue_adapter_test.go`: create, then the remote status copied as is."""
     world.connect("worker1", "worker2")
     world.add(config("config1", ["worker1", "worker2"]), admission_check(), _jobset(), _jobset_workload())
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     admit_on_worker1(world)
     remote = world.workers["worker1"].objects[f"{JOBSETS}/js"]
     assert remote["metadata"]["labels"] == {c.QUEUE_LABEL: "lq", **ORIGIN}
@@ -686,14 +686,14 @@ def test_a_jobset_is_copied_without_managed_by_and_its_status_comes_back_whole(w
     remote = copy.deepcopy(remote)
     remote["status"] = status
     world.workers["worker1"].put(f"{JOBSETS}/js", remote)
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     assert world.manager.objects[f"{JOBSETS}/js"]["status"] == status
 
 
 def test_a_jobset_not_handed_to_multikueue_is_rejected(world: World) -> None:
     world.connect("worker1")
     world.add(config("config1", ["worker1"]), admission_check(), _jobset(None), _jobset_workload())
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     state = mk_state(world)
     assert state["state"] == c.CHECK_STATE_REJECTED
     assert str(state["message"]).startswith(
@@ -713,7 +713,7 @@ def test_the_incremental_dispatcher_nominates_a_step_at_a_time_and_copies_follow
         wl = w.get("Workload", "wl", NS)
         assert wl is not None and wl["status"]["nominatedClusterNames"] == ["worker1"]
         w.sync("Workload", "wl", NS)
-        w.controller.reconcile_workload(WL)
+        w.reconcile(WL)
         assert w.workers["worker1"].workload() is not None
         assert w.workers["worker2"].workload() is None
         w.controller.reconcile_dispatch(WL)  # the round is on: nothing more
@@ -722,7 +722,7 @@ def test_the_incremental_dispatcher_nominates_a_step_at_a_time_and_copies_follow
         w.controller.reconcile_dispatch(WL)
         assert (w.get("Workload", "wl", NS) or {})["status"]["nominatedClusterNames"] == ["worker1", "worker2"]
         w.sync("Workload", "wl", NS)
-        w.controller.reconcile_workload(WL)
+        w.reconcile(WL)
         assert w.workers["worker2"].workload() is not None
     finally:
         w.close()
@@ -733,7 +733,7 @@ def test_a_job_not_handed_to_multikueue_is_rejected(world: World) -> None:
     plain = job()
     del plain["spec"]["managedBy"]
     world.add(config("config1", ["worker1"]), admission_check(), plain, workload())
-    world.controller.reconcile_workload(WL)
+    world.reconcile(WL)
     state = mk_state(world)
     assert state["state"] == c.CHECK_STATE_REJECTED
     assert state["message"] == (
@@ -887,7 +887,7 @@ def test_an_admitting_worker_lost_keeps_the_workload_until_the_worker_lost_timeo
         remote = world.controller.remotes["worker1"]
         world.workers["worker1"].go_down()
         assert wait_for(lambda: not remote.state.connected)
-        world.controller.reconcile_workload(WL)
+        world.reconcile(WL)
         state = mk_state(world)
         assert state["state"] == want
         if want == c.CHECK_STATE_RETRY:
