@@ -18,6 +18,7 @@ from webhook.api import constants as c
 from webhook.worker.store import Store, object_key
 
 __all__ = [
+    "active_condition",
     "checks_changed",
     "checks_in_use",
     "finalized",
@@ -33,6 +34,18 @@ def is_active(ac: Mapping[str, Any]) -> bool:
         cond.get("type") == c.ADMISSION_CHECK_ACTIVE and cond.get("status") == "True"
         for cond in (ac.get("status") or {}).get("conditions") or ()
     )
+
+
+def active_condition(ac: Mapping[str, Any]) -> dict[str, Any]:
+    """The `Active=True` condition a check's controller writes when it can serve the check (the
+    provisioning and budget controllers' wording, upstream's `provisioning/admissioncheck_reconciler.go`)."""
+    return {
+        "type": c.ADMISSION_CHECK_ACTIVE,
+        "status": "True",
+        "reason": "Active",
+        "message": "The admission check is active",
+        "observedGeneration": int((ac.get("metadata") or {}).get("generation") or 0),
+    }
 
 
 def checks_in_use(cluster_queues: Iterable[Mapping[str, Any]]) -> set[str]:

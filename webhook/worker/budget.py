@@ -42,7 +42,7 @@ from webhook.api import schema_budget
 from webhook.core import budget as b
 from webhook.core import usage
 from webhook.core.workload import parse_time
-from webhook.worker import workload_writes
+from webhook.worker import admission_checks, workload_writes
 from webhook.worker.admissionchecks.provisioning import set_check_state
 from webhook.worker.status import set_condition, update_status
 from webhook.worker.store import Store
@@ -253,15 +253,9 @@ class BudgetController:
 
     def _activate(self, name: str) -> None:
         ac = self.store.get("admissionchecks", name)
-        if ac is None or (o.find_condition(ac, c.ADMISSION_CHECK_ACTIVE) or {}).get("status") == "True":
+        if ac is None or admission_checks.is_active(ac):
             return
-        cond = {
-            "type": c.ADMISSION_CHECK_ACTIVE,
-            "status": "True",
-            "reason": "Active",
-            "message": "The admission check is active",
-            "observedGeneration": int(o.meta(ac).get("generation") or 0),
-        }
+        cond = admission_checks.active_condition(ac)
 
         def mutate(status: dict[str, Any], _obj: Mapping[str, Any]) -> None:
             set_condition(status, cond, datetime.now(UTC))

@@ -28,6 +28,7 @@ from webhook.api import constants as c
 from webhook.api import objects as o
 from webhook.api import quantity
 from webhook.api.objects import Obj
+from webhook.worker import admission_checks
 from webhook.worker.admissionchecks import parameters
 from webhook.worker.jobframework import podset
 
@@ -174,13 +175,7 @@ def active_condition(ac: Obj, configs: Mapping[str, Obj]) -> dict[str, Any] | No
     stays (upstream writes only a new status, not a new reason or message)."""
     if (ac.get("spec") or {}).get("controllerName") != CONTROLLER_NAME:
         return None
-    new: dict[str, Any] = {
-        "type": c.ADMISSION_CHECK_ACTIVE,
-        "status": "True",
-        "reason": "Active",
-        "message": "The admission check is active",
-        "observedGeneration": int(o.meta(ac).get("generation") or 0),
-    }
+    new = admission_checks.active_condition(ac)
     try:
         config_from_ref((ac.get("spec") or {}).get("parameters"), configs)
     except (BadParametersRef, ConfigNotFound) as exc:
