@@ -46,8 +46,8 @@ values, in the order they were taken:
   ``status.admission`` (the exact JSON) and ``conditions``. The reservation is already *assumed* in
   the cache; if the write fails call ``core.admission_failed(key, now)`` (ignore NotFound: the
   delete event follows). ``replaces`` (elastic Jobs) is the workload slice this one replaces: once
-  the write succeeded, patch its ``conditions`` (Finished=True, ``WorkloadSliceReplaced``), emit a
-  Normal event with that reason and count ``kueue_replaced_workload_slices_total``.
+  the write succeeded, patch its ``conditions`` (Finished=True, ``WorkloadSliceReplaced``) and emit a
+  Normal event with that reason (``kueue_replaced_workload_slices_total`` counts the transition).
 * ``Preempt(preemptor_key, cluster_queue, targets)``: for each ``Victim`` patch the Evicted and
   Preempted conditions (``victim.conditions``) on ``victim.key``.
 * ``Pending(key, uid, cluster_queue, reason, message, conditions, generation, resource_requests)``:

@@ -213,7 +213,8 @@ class DecisionWriter:
 
     def _replace_slice(self, old: ReplacedSlice, new_key: str, now: datetime) -> None:
         """`replaceWorkloadSlice`, once the new slice's admission is written: the old slice is
-        finished (its quota leaves the cache with that event), an event and the metric record it.
+        finished (its quota leaves the cache with that event) and an event records it; the metric
+        counts the Finished transition when the watch reports it (`MetricsReporter.workload_updated`).
         A failed write is left to the Job reconciler, which finishes a replaced slice too."""
         key = str(old.key)
         conds = [cv.to_api(now) for cv in old.conditions]
@@ -233,7 +234,6 @@ class DecisionWriter:
         def replaced() -> None:
             if not finished_here[0]:
                 return
-            self.reporter.replaced_slice(old.cluster_queue)
             self.recorder.emit(
                 wl, "Normal", c.FinishedReason.WORKLOAD_SLICE_REPLACED, old.conditions[0].message, ADMISSION_CONTROLLER
             )

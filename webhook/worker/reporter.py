@@ -368,11 +368,6 @@ class MetricsReporter:
         m.remove_series(m.ADMISSION_CYCLE_PREEMPTION_SKIPS, {"cluster_queue": name})
         self._deleted_cq_shares.update({labels: v for labels, v in self._cq_shares.items() if labels[0] == name})
 
-    def replaced_slice(self, cluster_queue: str) -> None:
-        """A workload slice was finished as replaced (`ReportReplacedWorkloadSlices`). Only a counter
-        moves, so a writer thread may call it once the slice's write succeeded."""
-        m.REPLACED_WORKLOAD_SLICES.labels(cluster_queue, ROLE).inc()
-
     def local_queue_deleted(self, namespace: str, name: str) -> None:
         """The LocalQueue's delete event, or its stop: both take it out of upstream's queue manager,
         which then clears its counters and histograms (`Manager.DeleteLocalQueue` →
@@ -514,6 +509,12 @@ class MetricsReporter:
         lq = self._local_queue(wl)
         if lq is not None:
             m.LOCAL_QUEUE_FINISHED_WORKLOADS_TOTAL.labels(*lq, pc, ROLE).inc()
+        finished = o.find_condition(wl, c.WorkloadCondition.FINISHED) or {}
+        if cq and finished.get("reason") == c.FinishedReason.WORKLOAD_SLICE_REPLACED:
+            # Upstream counts only the slices its scheduler finishes (`replaceWorkloadSlice`); the Job
+            # reconciler finishing one first (`normalizeActiveSlices`) would go uncounted. Counted on
+            # the transition, every replaced slice counts once, whichever controller wrote it.
+            m.REPLACED_WORKLOAD_SLICES.labels(cq, ROLE).inc()
         seconds = execution_seconds(wl)
         if seconds is not None:
             m.EXECUTION_TIME.labels(cq, pc, ROLE).observe(seconds)

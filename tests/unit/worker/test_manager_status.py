@@ -257,6 +257,7 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
     w = World(Configuration(), make_flavor("f").obj(), cq, make_lq("lq", "ns", "cq"), old, new)
     replaced = ("kueue_replaced_workload_slices_total", {"cluster_queue": "cq", "replica_role": ROLE})
     before = value(m.WORKER_REGISTRY, *replaced)
+    w.mgr._observe_workload("ADDED", w.kube.get(w.path(old)))
     result = w.mgr.core.schedule(T0)
     [admit] = result.admitted
     w.mgr.decisions.dispatch(result, T0)
@@ -270,6 +271,9 @@ def test_admitting_a_replacement_slice_finishes_the_old_one_after_the_write() ->
         == "Replaced to accommodate a workload (UID: uid-new, JobUID: ) due to workload slice aggregation"
     )
     assert w.status(old)["admission"] == old["status"]["admission"]
+    assert value(m.WORKER_REGISTRY, *replaced) == before  # counted on the watch event, once
+    w.mgr._observe_workload("MODIFIED", w.kube.get(w.path(old)))
+    w.mgr._observe_workload("MODIFIED", w.kube.get(w.path(old)))
     assert value(m.WORKER_REGISTRY, *replaced) == before + 1
     assert admit.replaces is not None
 

@@ -76,6 +76,29 @@ def test_finishing_counts_the_workload_and_observes_its_execution_time() -> None
     assert sample("kueue_local_queue_execution_time_seconds_count", **lq) == 1
 
 
+@pytest.mark.parametrize(
+    ("reason", "counted"),
+    [
+        pytest.param("WorkloadSliceReplaced", 1, id="replaced"),
+        pytest.param("OutOfSync", 0, id="out of sync"),
+    ],
+)
+def test_a_slice_finished_as_replaced_counts_whichever_controller_finished_it(reason: str, counted: int) -> None:
+    """The Job reconciler may finish a replaced slice before the scheduler's own write does (its
+    message differs): the replaced-slices counter still counts it, once."""
+    old = admitted("slice", "slice-cq").obj()
+    new = (
+        admitted("slice", "slice-cq")
+        .condition("Finished", "True", reason, "Replaced to accommodate a new workload slice")
+        .obj()
+    )
+    rep = MetricsReporter(Configuration())
+    before = sample("kueue_replaced_workload_slices_total", cluster_queue="slice-cq")
+    rep.workload_updated(WorkloadState.of(old), new, T0)
+    rep.workload_updated(WorkloadState.of(new), new, T0)  # no transition, no count
+    assert sample("kueue_replaced_workload_slices_total", cluster_queue="slice-cq") == before + counted
+
+
 def test_eviction_latency_is_observed_when_quota_is_released() -> None:
     old = admitted("evicted", "evict-cq").evicted("Preempted").obj()  # Evicted=True at T0, still holding quota
     new = (
