@@ -147,13 +147,14 @@ def _lines(paths: Iterable[Path]) -> Iterator[bytes]:
             yield from f
 
 
-def write_summary(out: Path, sampler: ProcessSampler) -> None:
-    """apiserver.json in the run's directory (the audit log, large, is summarized and removed). The
-    log is not rotated (a 1 TB limit: the flag's 0 means lumberjack's 100 MB), but backups of an
-    earlier setting would be counted too."""
+def write_summary(out: Path, sampler: ProcessSampler, *, keep_audit: bool = False) -> None:
+    """apiserver.json in the run's directory (the audit log, large, is summarized and removed unless
+    `keep_audit`: request timing and bodies for a closer look). The log is not rotated (a 1 TB
+    limit: the flag's 0 means lumberjack's 100 MB), but backups of an earlier setting would be
+    counted too."""
     logs = sorted(out.glob(f"{Path(AUDIT_LOG).stem}*.log"))
     requests = summarize_audit(_lines(logs))
-    for log in logs:
+    for log in logs if not keep_audit else ():
         log.unlink()
     summary = {"cpu_s": sampler.cpu_s, "peak_rss_mib": sampler.peak_rss_mib, "requests": requests}
     (out / SUMMARY).write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))

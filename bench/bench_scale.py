@@ -290,6 +290,7 @@ def run_side(
     python: str,
     deadline_s: float,
     run: int = 1,
+    keep_audit: bool = False,
 ) -> Result:
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.iterdir():
@@ -348,7 +349,7 @@ def run_side(
             f"last lines of {runner_log}:\n{tail}"
         )
     log(f"{side} run {run}: done in {elapsed:.0f}s")
-    apiserver_cost.write_summary(out, sampler)
+    apiserver_cost.write_summary(out, sampler, keep_audit=keep_audit)
     (out / "exe").write_text(exe)
     (out / "load.txt").write_text(f"{os.getloadavg()[0]:.1f}\n")
     return parse_results(side, out, exe, elapsed, run)
@@ -503,6 +504,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clean", action="store_true", help="forget the runs already in --out first")
     p.add_argument("--timeout", default="15m", help="runner --timeout (max record time)")
     p.add_argument(
+        "--keep-audit", action="store_true", help="keep each run's API server audit log (the manager's writes, timed)"
+    )
+    p.add_argument(
         "--out",
         type=Path,
         help="run directory (default .run/bench-scale/<config name>); "
@@ -574,7 +578,19 @@ def bench(args: argparse.Namespace) -> Outcome:
             )
             n = _next_run(out, side)
             try:
-                run_side(side, b, manager, crds, config, out / f"{side}-{n}", args.timeout, args.python, deadline, n)
+                run_side(
+                    side,
+                    b,
+                    manager,
+                    crds,
+                    config,
+                    out / f"{side}-{n}",
+                    args.timeout,
+                    args.python,
+                    deadline,
+                    n,
+                    keep_audit=args.keep_audit,
+                )
             except BenchError as exc:
                 failures.append(str(exc))
     return Outcome(config, out, collect(out), failures, ours_missing)
