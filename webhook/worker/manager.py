@@ -123,6 +123,14 @@ TIMESTAMP_PREEMPTION_BUFFER = timedelta(minutes=5)
 # bench/simulate_scale.py shows the same core with and without it).
 MAX_WRITE_BACKLOG = 4
 HELD_RETRY_S = 0.02
+# Workload status writers: 4 for pending-status writes, up to 256 for admissions, evictions and
+# preemptions (queued `first`). Upstream patches each admission in a goroutine of its own, bounded
+# only by the client's token bucket: at large-scale's 50 qps, behind the 3-6 s the API server takes
+# through a creation burst, about 250 in flight (its audit log), where four writers carried 2-5 a
+# second. Its pending-status patches are synchronous in the scheduling loop: those stay four at a
+# time, or cycles run ahead of what the API shows (preemptions of Workloads about to finish).
+STATUS_WRITERS = 4
+STATUS_WRITERS_MAX = 256
 # ClusterQueue, LocalQueue and Cohort status after Workload changes and admissions: upstream's workload
 # handlers requeue the queue's status reconcile 1 s after the first change (`AddAfter(...,
 # constants.UpdatesBatchPeriod)` in clusterqueue_controller.go and localqueue_controller.go); a change
@@ -462,7 +470,9 @@ class Manager:
         self.tas_reconcilers = tuple(r for r in (self.topology_ungater, self.node_failures) if r is not None)
         self._reconcilers_started = False
         self.writer = Writer(kube, self.store, holds_lease=holds_lease, stop=stop)
-        self.writes: WorkQueue[StatusWrite | Call] = WorkQueue("status", self._write, workers=4, stop=stop)
+        self.writes: WorkQueue[StatusWrite | Call] = WorkQueue(
+            "status", self._write, workers=STATUS_WRITERS, max_workers=STATUS_WRITERS_MAX, stop=stop
+        )
         # Queue status has its own writer, as upstream's ClusterQueue, LocalQueue and Cohort controllers
         # have their own work queues: behind a backlog of Workload writes it was not written for minutes.
         self.queue_writes: WorkQueue[StatusWrite | Call] = WorkQueue("queue-status", self._write, workers=1, stop=stop)
@@ -848,7 +858,9 @@ class Manager:
                 result = self.core.schedule(datetime.now(UTC))
                 self.reporter.cycle(result, time.monotonic() - started)
                 self.decisions.dispatch(result, now)
-                if not (result.admitted or result.preempted):
+                # Each of upstream's cycles snapshots the cache as its event handlers left it: events
+                # waiting here (Workloads finished meanwhile) are applied before the next cycle.
+                if not (result.admitted or result.preempted) or not self._core_q.empty():
                     break
             if time.monotonic() >= next_afs_sample:
                 # The LocalQueue reconcile's sampling timer (`RequeueAfter: usageSamplingInterval`, at

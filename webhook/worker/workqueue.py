@@ -8,6 +8,14 @@ Delayed adds wait in one heap served by one thread per queue, as client-go's del
 timer thread each would cost every admitted Workload a thread for the whole waitForPodsReady
 timeout (30 min by default), thousands of threads and their stacks at scale.
 
+Keys added `first` may be handled by up to `max_workers` threads: the queue grows while they wait
+and no worker is idle, and the extra threads, which take only such keys, end after `IDLE_EXIT_S`
+without work. The others never have more than `workers`. So the status queue writes admissions,
+evictions and preemptions as upstream's scheduler does, each in a goroutine of its own bounded
+only by the client's token bucket (behind an API server that answers in seconds, a creation burst,
+four writers carried a few writes a second where upstream's carried fifty), while pending-status
+writes keep the pace upstream's synchronous ones set for its cycles.
+
 Each queue reports controller-runtime's `workqueue_*` series under its `controller` name
 (`webhook.metrics`, after controller-runtime's `pkg/controller/priorityqueue/metrics.go`): an add
 counts when the key was not queued yet (a delayed add when it falls due), the queue duration runs
@@ -37,6 +45,9 @@ __all__ = ["Retry", "WorkQueue"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: Seconds a worker beyond the queue's `workers` waits for work before it ends.
+IDLE_EXIT_S = 5.0
 
 
 class Retry(Exception):
@@ -77,15 +88,25 @@ class WorkQueue(Generic[T]):
         handler: Callable[[str, Sequence[T]], None],
         *,
         workers: int = 1,
+        max_workers: int | None = None,
         stop: threading.Event,
         controller: str | None = None,
+        idle_exit_s: float = IDLE_EXIT_S,
     ) -> None:
         self.name = name
         self.controller = controller or name
         self._handler = handler
         self._workers = workers
+        self._max_workers = max(workers, max_workers or workers)
+        self._idle_exit_s = idle_exit_s
+        self._started = False
+        self._threads = 0  # running worker threads, `workers` of them taking any key
+        self._idle = 0  # of them, those waiting in `_take`
+        self._names = itertools.count()
         self._stop = stop
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the workers taking any key wait on it
+        self._first_cond = threading.Condition(lock)  # the extra workers
         self._queued: OrderedDict[str, list[T]] = OrderedDict()
         self._processing: set[str] = set()
         self._processing_plain: set[str] = set()  # the processing keys that were not queued with `first`
@@ -127,6 +148,8 @@ class WorkQueue(Generic[T]):
                 items.append(item)
             if first:
                 self._first.setdefault(key)
+                self._grow()
+                self._first_cond.notify()
             self._cond.notify()
 
     def backlog(self) -> int:
@@ -178,13 +201,36 @@ class WorkQueue(Generic[T]):
             self._series = _Series.of(self.controller)
             self._series.adds.inc(len(self._queued))
         metrics.WORKQUEUE_GAUGES.track(self)
-        for i in range(self._workers):
-            threading.Thread(target=self._run, name=f"{self.name}-{i}", daemon=True).start()
-
-    def _take(self) -> tuple[str, list[T]] | None:
         with self._cond:
+            self._started = True
+            for _ in range(self._workers):
+                self._spawn()
+            self._grow()
+
+    def workers(self) -> int:
+        """The worker threads running now."""
+        with self._cond:
+            return self._threads
+
+    def _spawn(self, *, extra: bool = False) -> None:
+        """One more worker thread; an `extra` one takes only keys added `first`. Under `_cond`."""
+        self._threads += 1
+        name = f"{self.name}-{next(self._names)}"
+        threading.Thread(target=self._run, args=(extra,), name=name, daemon=True).start()
+
+    def _grow(self) -> None:
+        """An extra worker when keys added `first` wait beyond the idle workers (each takes one)
+        and the queue may grow. Under `_cond`."""
+        if self._started and self._threads < self._max_workers and len(self._first) > self._idle:
+            self._spawn(extra=True)
+
+    def _take(self, extra: bool) -> tuple[str, list[T]] | None:
+        """The next key to handle with its items (an `extra` worker's: one added `first`); None when
+        the queue stops or an extra worker found nothing to do for `idle_exit_s`."""
+        with self._cond:
+            idle_since = time.monotonic()
             while not self._stop.is_set():
-                for key in itertools.chain(self._first, self._queued):
+                for key in self._first if extra else itertools.chain(self._first, self._queued):
                     if key not in self._processing:
                         items = self._queued.pop(key)
                         now = time.monotonic()
@@ -197,7 +243,14 @@ class WorkQueue(Generic[T]):
                         self._first.pop(key, None)
                         self._processing.add(key)
                         return key, items
-                self._cond.wait(0.5)
+                if extra and time.monotonic() - idle_since >= self._idle_exit_s:
+                    break
+                self._idle += 1
+                try:
+                    (self._first_cond if extra else self._cond).wait(min(0.5, self._idle_exit_s))
+                finally:
+                    self._idle -= 1
+            self._threads -= 1
             return None
 
     def _done(self, key: str) -> None:
@@ -208,9 +261,11 @@ class WorkQueue(Generic[T]):
             self._processing.discard(key)
             self._processing_plain.discard(key)
             self._cond.notify_all()
+            if key in self._first:  # added `first` again while it was handled
+                self._first_cond.notify()
 
-    def _run(self) -> None:
-        while (taken := self._take()) is not None:
+    def _run(self, extra: bool = False) -> None:
+        while (taken := self._take(extra)) is not None:
             key, items = taken
             try:
                 self._handler(key, items)

@@ -320,3 +320,59 @@ def test_queues_of_one_controller_add_up() -> None:
     assert unfinished >= 2 * 0.05 and longest >= 0.05 and unfinished > longest
     release.set()
     stop.set()
+
+
+class Blocking:
+    """A handler that holds every key until released, recording how many ran at once."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.running: set[str] = set()
+        self.peak = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, key: str, items: Sequence[int]) -> None:
+        with self.lock:
+            self.running.add(key)
+            self.peak = max(self.peak, len(self.running))
+        self.release.wait(5)
+        with self.lock:
+            self.running.discard(key)
+
+
+def test_keys_added_first_grow_the_queue_to_max_workers_and_it_shrinks_when_idle() -> None:
+    """Admission writes that wait seconds on the API server run side by side up to `max_workers`
+    (upstream's goroutine per admission); the extra workers end once there is nothing to do."""
+    stop = threading.Event()
+    h = Blocking()
+    q: WorkQueue[int] = WorkQueue("elastic", h, workers=2, max_workers=6, stop=stop, idle_exit_s=0.2)
+    q.start()
+    for i in range(10):
+        q.add(f"k{i}", i, first=True)
+    wait_until(lambda: len(h.running) == 6)
+    time.sleep(0.1)
+    assert h.peak == 6 and q.workers() == 6  # never past max_workers
+    h.release.set()
+    wait_until(lambda: q.workers() == 2, timeout=5)
+    assert not h.running
+    stop.set()
+
+
+def test_other_keys_never_run_on_more_than_workers_threads() -> None:
+    """Pending-status writes keep the pace of upstream's synchronous ones, `workers` at a time, while
+    admissions queued behind them run on extra workers at once."""
+    stop = threading.Event()
+    h = Blocking()
+    q: WorkQueue[int] = WorkQueue("paced", h, workers=2, max_workers=6, stop=stop, idle_exit_s=5)
+    q.start()
+    for i in range(5):
+        q.add(f"pending{i}", i)
+    wait_until(lambda: len(h.running) == 2)
+    for i in range(4):
+        q.add(f"admit{i}", i, first=True)
+    wait_until(lambda: sum(k.startswith("admit") for k in h.running) == 4)
+    time.sleep(0.2)
+    assert sum(k.startswith("pending") for k in h.running) == 2
+    h.release.set()
+    wait_until(lambda: not q._queued and not h.running)
+    stop.set()
