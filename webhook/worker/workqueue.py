@@ -99,7 +99,6 @@ class WorkQueue(Generic[T]):
         self._workers = workers
         self._max_workers = max(workers, max_workers or workers)
         self._idle_exit_s = idle_exit_s
-        self._started = False
         self._threads = 0  # running worker threads, `workers` of them taking any key
         self._idle = 0  # of them, those waiting in `_take`
         self._names = itertools.count()
@@ -202,7 +201,6 @@ class WorkQueue(Generic[T]):
             self._series.adds.inc(len(self._queued))
         metrics.WORKQUEUE_GAUGES.track(self)
         with self._cond:
-            self._started = True
             for _ in range(self._workers):
                 self._spawn()
             self._grow()
@@ -220,8 +218,8 @@ class WorkQueue(Generic[T]):
 
     def _grow(self) -> None:
         """An extra worker when keys added `first` wait beyond the idle workers (each takes one)
-        and the queue may grow. Under `_cond`."""
-        if self._started and self._threads < self._max_workers and len(self._first) > self._idle:
+        and the queue, started (it has its series), may grow. Under `_cond`."""
+        if self._series is not None and self._threads < self._max_workers and len(self._first) > self._idle:
             self._spawn(extra=True)
 
     def _take(self, extra: bool) -> tuple[str, list[T]] | None:
