@@ -550,6 +550,7 @@ def _follow(
     query: Mapping[str, Any] | None,
     absent_is_empty: bool = False,
     on_error: Callable[[KubeError], None] | None = None,
+    on_served: Callable[[bool], None] = lambda _served: None,
 ) -> None:
     backoff = 0.5
     absent = False  # the empty list of an unserved path has been delivered
@@ -559,6 +560,7 @@ def _follow(
             absent = False
             on_list(screen.items([strip_managed_fields(item) for item in items]))
             on_synced()
+            on_served(True)  # after the list: whoever asks sees the objects in the caches
             backoff = 0.5
             while not stop.is_set():
                 for event in kube.watch(path, rv, query=query):
@@ -576,6 +578,7 @@ def _follow(
                         log.warning("not permitted to list: no objects until it is", extra={"path": path})
                     else:
                         log.info("API not served: no objects until it is", extra={"path": path})
+                    on_served(False)
                     on_list([])
                     on_synced()
                     absent = True
@@ -620,6 +623,7 @@ class _Shared:
         self.lock = threading.Lock()
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}
         self.synced = False
+        self.served = False  # listed from the API server, not an unserved path counted as empty
         self.subscribers: list[_Subscriber] = []
 
     @staticmethod
@@ -648,6 +652,9 @@ class _Shared:
                 self.objects[key] = obj
             for sub in self.subscribers:
                 self._call(etype, "/".join(filter(None, key)), sub.on_event, etype, obj)
+
+    def on_served(self, served: bool) -> None:
+        self.served = served
 
     def on_synced(self) -> None:
         with self.lock:
@@ -716,7 +723,14 @@ class SharedInformers:
                     "on_synced": shared.on_synced,
                     "query": query,
                     "absent_is_empty": absent_is_empty,
+                    "on_served": shared.on_served,
                 },
                 name=f"informer-{path.rsplit('/', 1)[-1]}",
                 daemon=True,
             ).start()
+
+    def served(self, path: str, query: Mapping[str, Any] | None = None) -> bool:
+        """Whether the stream's last list came from the API server: an optional path (`absent_is_empty`)
+        that is not served yet lists as empty, which must not be read as "there are none"."""
+        shared = self._shared.get((path, tuple(sorted((query or {}).items()))))
+        return shared is not None and shared.served

@@ -465,6 +465,36 @@ def test_an_unserved_path_lists_as_empty_once_when_asked_to(
     assert seen == want
 
 
+def test_a_shared_informer_says_whether_its_path_is_served() -> None:
+    """An unserved path lists as empty; a reader that must tell "none exist" from "none known yet"
+    (the budget check before the Budget CRD is established) asks `served`, which turns true only
+    once the objects are in the subscribers' hands."""
+    stop = threading.Event()
+    kube = _NotServedYet(1, [_workload("w", "1")], stop)
+    informers = k.SharedInformers(kube, stop)  # type: ignore[arg-type]
+    seen: list[tuple[str, bool]] = []
+    done = threading.Event()
+
+    def on_list(items: list[dict[str, Any]]) -> None:
+        seen.append((f"list {len(items)}", informers.served(WORKLOADS)))
+
+    def on_synced() -> None:
+        seen.append(("synced", informers.served(WORKLOADS)))
+        if len(seen) == 4:
+            done.set()
+
+    assert not informers.served(WORKLOADS)
+    informers.subscribe(WORKLOADS, on_list, lambda etype, obj: None, on_synced=on_synced, absent_is_empty=True)
+    assert done.wait(10)
+    assert seen == [("list 0", False), ("synced", False), ("list 1", False), ("synced", False)]
+    deadline = time.monotonic() + 5
+    while not informers.served(WORKLOADS) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert informers.served(WORKLOADS)
+    assert not informers.served(WORKLOADS, {"labelSelector": "a=b"})  # another stream, never subscribed
+    stop.set()
+
+
 def test_closing_the_client_ends_an_open_watch_at_once(api: tuple[APIServer, k.Kube]) -> None:
     """A stopped MultiKueue worker's watch must end now, not at its server-side timeout: the
     server here keeps the second watch open for 10 s."""

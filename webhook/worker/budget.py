@@ -98,6 +98,7 @@ class BudgetController:
         stop: threading.Event,
         pass_s: float = PASS_S,
         clock: Callable[[], float] = time.time,
+        served: Callable[[], bool] = lambda: True,
     ) -> None:
         self.kube = kube
         self.store = store
@@ -105,6 +106,8 @@ class BudgetController:
         self.stop = stop
         self.pass_s = pass_s
         self.clock = clock
+        self.served = served  # the Budget API is listed from the API server (not unserved, counted as empty)
+        self._unserved = False  # said once in the log while the Budget API is not served
         self._wake = threading.Event()
         self._status_at: dict[str, float] = {}  # Budget → when its status was last written
         self._message_at: dict[str, float] = {}  # Workload key → when its check message was last written
@@ -144,6 +147,17 @@ class BudgetController:
     def run_pass(self) -> None:
         now = int(self.clock())
         checks = self._checks()
+        if not self.served():
+            # Until Budgets are listed, "no Budget covers this Workload" cannot be told from "none is
+            # known yet" (an install whose CRD is not established when the leader starts): the checks
+            # stay inactive, so their ClusterQueues admit nothing, as with any check whose controller
+            # is not running.
+            if checks and not self._unserved:
+                log.warning("Budget API not served: budget checks wait for it", extra={"kind": "Budget"})
+            self._unserved = bool(checks)
+            self._lines = []
+            return
+        self._unserved = False
         for name in sorted(checks):
             self._activate(name)
         budgets = self._budgets()

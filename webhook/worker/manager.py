@@ -439,7 +439,10 @@ class Manager:
         self.usage = UsageAccountant(kube, self.store, stop=stop)
         # The `pykueue.io/budget` admission check and the Budgets' status (`budget`, ours); idle
         # until an AdmissionCheck names it or a Budget exists.
-        self.budgets = BudgetController(kube, self.store, self.usage, stop=stop)
+        budgets_path = next(r.path for r in RESOURCES if r.kind == BUDGETS)
+        self.budgets = BudgetController(
+            kube, self.store, self.usage, stop=stop, served=lambda: self.informers.served(budgets_path)
+        )
         settings = self.core.config.dra_settings
         dra_watch = (
             (CLAIM_TEMPLATES, *((DEVICE_CLASSES,) if settings.extended_resources else ())) if settings.enabled else ()

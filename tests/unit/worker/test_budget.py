@@ -3,6 +3,7 @@ through when the period resets; the Budget's status and gauges say where it stan
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -112,6 +113,28 @@ def test_over_budget_waits_with_what_is_left_and_when_it_resets_then_goes_at_the
     w.controller.run_pass()
     assert w.check("b")["state"] == c.CHECK_STATE_READY
     assert w.check("b")["message"].startswith('budget "team" (ClusterQueue cq): fits')
+
+
+def test_nothing_is_decided_until_budgets_are_listed(caplog):
+    """An install whose Budget CRD is not established when the leader starts lists no Budgets: a
+    Workload must not go Ready as "covered by no budget" meanwhile. The check stays inactive (its
+    ClusterQueue admits nothing) and the Workload Pending, until the Budgets are listed."""
+    served = [False]
+    w = World()
+    w.controller.served = lambda: served[0]
+    w.workload("a", 0, admitted=False, state=c.CHECK_STATE_PENDING)
+    w.clock.now = BASE + 1
+    with caplog.at_level(logging.WARNING):
+        w.controller.run_pass()
+        w.controller.run_pass()
+    assert [r.getMessage() for r in caplog.records] == ["Budget API not served: budget checks wait for it"]
+    assert "status" not in w.kube.objects[AC_PATH]
+    assert w.check("a")["state"] == c.CHECK_STATE_PENDING and w.check("a")["message"] == ""
+    served[0] = True
+    w.controller.run_pass()
+    assert w.kube.objects[AC_PATH]["status"]["conditions"][0]["status"] == "True"
+    assert w.check("a")["state"] == c.CHECK_STATE_READY
+    assert w.check("a")["message"].startswith('budget "team" (ClusterQueue cq): fits')
 
 
 def test_two_waiting_cannot_share_what_one_fits():
