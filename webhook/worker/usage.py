@@ -287,9 +287,12 @@ class UsageAccountant:
                 if held.end is not None and held.end <= done - self.period_s:
                     del self._closed[ident]
             # Counted whole and in no record's `running`: a later event of the Workload brings it back
-            # ended before the watermark, which `usage.advance` skips (its case 3).
+            # ended before the watermark, which `usage.advance` skips (its case 3). A finish that
+            # arrived while its record was written open is kept: the next write gives back what was
+            # counted past it (case 1), which it could not do once the reservation was forgotten.
+            open_at_watermark = {uid for ledger, _ in kept.values() for uid in ledger.running}
             for uid, end in list(self._ended.items()):
-                if end <= done:
+                if end <= done and uid not in open_at_watermark:
                     del self._ended[uid]
                     del self._current[uid]
 

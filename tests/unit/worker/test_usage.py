@@ -356,3 +356,36 @@ def test_finished_reservations_are_forgotten_once_written_and_never_counted_agai
     acc.on_event("workloads", "DELETED", finished(wls[0], 40))
     acc.flush()
     assert cpu_seconds(kube) == expected
+
+
+def test_a_finish_seen_while_its_record_is_written_is_counted_to_the_finish(caplog):
+    """Under load a Finished event arrives seconds after its time: during the write whose watermark
+    already passed it, which wrote the reservation as still open. It must not be forgotten then:
+    the next write gives back what was counted past the finish, with no "end unknown" warning."""
+
+    class SlowKube(FakeKube):
+        def __init__(self) -> None:
+            super().__init__()
+            self.during_write: list[Any] = []
+
+        def replace(self, path: str, body: Any, **kw: Any) -> dict[str, Any]:
+            while self.during_write:
+                self.during_write.pop()()
+            return super().replace(path, body, **kw)
+
+    kube, clock = SlowKube(), Clock(5)
+    acc = accountant(kube, clock)
+    acc.load()
+    wl = running("a", 10)
+    acc.on_event("workloads", "ADDED", wl)
+    acc.flush()  # creates the record
+    clock.at(100)
+    kube.during_write.append(lambda: acc.on_event("workloads", "MODIFIED", finished(wl, 40)))
+    acc.flush()  # written open up to 100; the finish at 40 arrives meanwhile
+    assert list(record(kube).running) == [wl["metadata"]["uid"]]
+    clock.at(110)
+    with caplog.at_level("WARNING"):
+        acc.flush()
+    assert [r.getMessage() for r in caplog.records] == []
+    assert cpu_seconds(kube) == {"usage-20250101-000000": 2000 * 30}
+    assert record(kube).running == {}
