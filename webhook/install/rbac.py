@@ -242,7 +242,7 @@ def _manager_access(_generation: int) -> tuple[Access, ...]:
         ),
         Access(schema_budget.GROUP, (schema_budget.PLURAL,), _READ, WORKER, "budgets (ours)"),
         Access(
-            schema_budget.GROUP, (f"{schema_budget.PLURAL}/status",), ("get", "update"), WORKER, "budget status (ours)"
+            schema_budget.GROUP, (f"{schema_budget.PLURAL}/status",), ("get", "patch"), WORKER, "budget status (ours)"
         ),
         Access("", ("namespaces",), _READ, WORKER, "ClusterQueue namespaceSelector"),
         Access("scheduling.k8s.io", ("priorityclasses",), _READ, WORKER, "workload priority"),

@@ -263,3 +263,15 @@ def test_worker_grants_are_named_by_the_worker():
         }
     )
     assert not unnamed, f"RBAC grants the worker resources it never names: {unnamed}"
+
+
+def test_every_status_the_worker_writes_may_be_patched():
+    """The worker writes every status subresource by merge patch (`worker.status.update_status`): a
+    status granted `update` alone (the Budgets' once were) is written by nobody on a real cluster."""
+    unpatchable = sorted(
+        (a.group, r)
+        for a in entries_of(rbac.WORKER)
+        for r in a.resources
+        if r.endswith("/status") and "patch" not in a.verbs
+    )
+    assert not unpatchable, f"status the worker writes without patch: {unpatchable}"
