@@ -693,6 +693,11 @@ class SharedInformers:
         self._lock = threading.Lock()
         self._shared: dict[tuple[str, tuple[tuple[str, Any], ...]], _Shared] = {}
 
+    @staticmethod
+    def _key(path: str, query: Mapping[str, Any] | None) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        """One stream per path and query."""
+        return path, tuple(sorted((query or {}).items()))
+
     def subscribe(
         self,
         path: str,
@@ -707,7 +712,7 @@ class SharedInformers:
         """`on_list` with the current objects (at once when already listed, and again on every relist),
         then `on_event` for each change; `on_invalid` for each object set aside; `absent_is_empty`
         as `informer` has it (the first subscriber of a stream decides)."""
-        key = (path, tuple(sorted((query or {}).items())))
+        key = self._key(path, query)
         with self._lock:
             shared = self._shared.get(key)
             start = shared is None
@@ -732,5 +737,5 @@ class SharedInformers:
     def served(self, path: str, query: Mapping[str, Any] | None = None) -> bool:
         """Whether the stream's last list came from the API server: an optional path (`absent_is_empty`)
         that is not served yet lists as empty, which must not be read as "there are none"."""
-        shared = self._shared.get((path, tuple(sorted((query or {}).items()))))
+        shared = self._shared.get(self._key(path, query))
         return shared is not None and shared.served
